@@ -1,0 +1,35 @@
+/**
+ * What the compiler makes of a route table: registries the runtime reads, and the services the
+ * config's layers built. The runtime only ever sees this, never route files.
+ */
+import type { Context } from "effect"
+import type { AgentDefinition } from "../definitions/defineAgent.js"
+import type { AnyTool } from "../definitions/defineTool.js"
+import type { ToolSpec } from "../models/Model.js"
+import type { RouteTable } from "../router/RouteTable.js"
+
+/** A tool as an agent offers it to the model. */
+export interface CompiledTool {
+  readonly id: string
+  /** The name the model calls it by. */
+  readonly name: string
+  readonly file: string | undefined
+  readonly definition: AnyTool
+  readonly spec: ToolSpec
+}
+
+/** An agent, its tools resolved by model-facing name. */
+export interface CompiledAgent {
+  readonly id: string
+  readonly file: string
+  readonly definition: AgentDefinition
+  readonly tools: ReadonlyMap<string, CompiledTool>
+}
+
+/** A compiled project. */
+export interface CompiledApp {
+  readonly table: RouteTable
+  readonly agents: ReadonlyMap<string, CompiledAgent>
+  /** What the config's layers provide; every tool runs with these. */
+  readonly services: Context.Context<unknown>
+}

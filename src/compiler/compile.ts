@@ -1,0 +1,99 @@
+/**
+ * The compiler: a route table becomes a `CompiledApp`. Tools get model-facing names and JSON
+ * Schemas, and the config's layers are built once so that every service a tool requires is known
+ * to be there before the first run.
+ */
+import { Cause, Context, Effect, JSONSchema, Layer, type Scope } from "effect"
+import type { AnyTool } from "../definitions/defineTool.js"
+import { RouteError, RouteErrors } from "../router/RouteError.js"
+import type { RouteTable } from "../router/RouteTable.js"
+import type { CompiledAgent, CompiledApp, CompiledTool } from "./CompiledApp.js"
+import { LayerBuildError, MissingService, MissingServices } from "./CompileError.js"
+
+const toolNameRule = /^[a-zA-Z0-9_-]{1,64}$/
+
+/** The JSON Schema of a tool's input, as models expect it (an object, no `$schema`). */
+const parametersOf = (tool: AnyTool): Record<string, unknown> => {
+  const { $schema: _, ...schema } = JSONSchema.make(tool.input)
+  return schema
+}
+
+const compileTool = (tool: AnyTool, id: string, file: string | undefined): CompiledTool => {
+  const name = tool.name ?? id.split("/").pop() ?? id
+  return {
+    id,
+    name,
+    file,
+    definition: tool,
+    spec: { name, description: tool.description, parameters: parametersOf(tool) }
+  }
+}
+
+const buildServices = (table: RouteTable): Effect.Effect<Context.Context<unknown>, LayerBuildError, Scope.Scope> => {
+  const [first, ...rest] = table.config.layers
+  if (first === undefined) return Effect.succeed(Context.unsafeMake<unknown>(new Map()))
+  return Layer.build(Layer.mergeAll(first, ...rest)).pipe(
+    Effect.map((context): Context.Context<unknown> => context),
+    Effect.catchAllCause((cause) =>
+      Effect.fail(
+        new LayerBuildError({
+          configFile: table.configFile ?? "foundry.config.ts",
+          cause: Cause.pretty(cause).split("\n")[0] ?? "unknown failure"
+        })
+      )
+    )
+  )
+}
+
+/** Compiles a route table; the config's layers live as long as the given scope. */
+export const compile = Effect.fn("compiler.compile")(function*(table: RouteTable) {
+  const errors: Array<RouteError> = []
+  const agents = new Map<string, CompiledAgent>()
+  const allTools = new Map<AnyTool, CompiledTool>()
+  for (const route of table.tools) allTools.set(route.definition, compileTool(route.definition, route.id, route.file))
+
+  for (const route of table.agents) {
+    const tools = new Map<string, CompiledTool>()
+    for (const tool of route.definition.tools) {
+      const id = table.idOf(tool)
+      if (id === undefined && tool.name === undefined) {
+        errors.push(
+          new RouteError({
+            file: route.file,
+            problem: "a tool that is not a route file has no name",
+            fix: `give it name: "<name>" in defineTool, or move it to its own *.tool.ts file`
+          })
+        )
+        continue
+      }
+      const compiled = allTools.get(tool) ?? compileTool(tool, id ?? `${route.id}/${tool.name}`, undefined)
+      allTools.set(tool, compiled)
+      const problem = !toolNameRule.test(compiled.name)
+        ? `tool name "${compiled.name}" is not valid for models (letters, digits, _ and -, at most 64)`
+        : tools.has(compiled.name)
+        ? `two tools are both named "${compiled.name}" (${tools.get(compiled.name)?.id} and ${compiled.id})`
+        : compiled.spec.parameters.type !== "object"
+        ? `tool "${compiled.id}" has an input that is not an object`
+        : undefined
+      if (problem !== undefined) {
+        errors.push(new RouteError({ file: route.file, problem, fix: "give one of the tools another name: defineTool({ name: \"...\" })" }))
+        continue
+      }
+      tools.set(compiled.name, compiled)
+    }
+    agents.set(route.id, { id: route.id, file: route.file, definition: route.definition, tools })
+  }
+  if (errors.length > 0) return yield* new RouteErrors({ errors })
+
+  const services = yield* buildServices(table)
+  const missing = [...allTools.values()].flatMap((tool) =>
+    tool.definition.requires
+      .filter((tag) => Context.getOption(services, tag)._tag === "None")
+      .map((tag) => new MissingService({ tool: tool.id, file: tool.file ?? "(inline tool)", service: tag.key }))
+  )
+  if (missing.length > 0) {
+    return yield* new MissingServices({ configFile: table.configFile ?? "foundry.config.ts", missing })
+  }
+  const app: CompiledApp = { table, agents, services }
+  return app
+})

@@ -1,0 +1,53 @@
+/**
+ * `defineConfig`: the project's `foundry.config.ts`: where runs are stored, where the server
+ * listens, and the layers that provide what tools require.
+ */
+import type { Config, Layer, Redacted } from "effect"
+import { brand, type Branded } from "./RouteKind.js"
+
+/** Any layer. `Layer` is contravariant in its input, so only `any` accepts every layer. */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export type AnyLayer = Layer.Layer<any, any, any>
+
+/** Where runs, conversations and events are kept. */
+export type StoreConfig =
+  | { readonly sqlite: string }
+  | { readonly postgres: Config.Config<Redacted.Redacted> | string }
+
+/** A project configuration; `L` keeps the layers' types for the generated requirement check. */
+export interface ConfigDefinition<L extends AnyLayer = AnyLayer>
+  extends Branded<"config">
+{
+  readonly store: StoreConfig
+  readonly server: { readonly port: number; readonly host: string }
+  readonly layers: ReadonlyArray<L>
+  /** How many runs may execute at once across all conversations. */
+  readonly concurrency: number
+}
+
+/** The services a config's layers provide. */
+export type ProvidedBy<C> = C extends ConfigDefinition<infer L> ? Layer.Layer.Success<L> : never
+
+/** The configuration a project without `foundry.config.ts` gets. */
+export const defaultConfig = {
+  store: { sqlite: ".foundry/foundry.db" },
+  server: { port: 4141, host: "127.0.0.1" },
+  concurrency: 50
+} as const
+
+/** Defines the project configuration. */
+export const defineConfig = <L extends AnyLayer = never>(definition: {
+  readonly store?: StoreConfig
+  readonly server?: { readonly port?: number; readonly host?: string }
+  readonly layers?: ReadonlyArray<L>
+  readonly concurrency?: number
+}): ConfigDefinition<L> =>
+  brand("config", {
+    store: definition.store ?? defaultConfig.store,
+    server: {
+      port: definition.server?.port ?? defaultConfig.server.port,
+      host: definition.server?.host ?? defaultConfig.server.host
+    },
+    layers: Object.freeze([...(definition.layers ?? [])]),
+    concurrency: definition.concurrency ?? defaultConfig.concurrency
+  })

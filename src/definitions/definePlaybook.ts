@@ -1,0 +1,45 @@
+/**
+ * `definePlaybook`: route an inbound event to an agent instance. The source (`webhook(...)`)
+ * names where events arrive and the schema that decodes them.
+ */
+import type { Schema } from "effect"
+import type { AgentDefinition } from "./defineAgent.js"
+import { brand, type Branded } from "./RouteKind.js"
+
+/** Events posted to `POST /hooks/<name>`, decoded by `schema`. */
+export interface WebhookSource<A, I = unknown> {
+  readonly _tag: "Webhook"
+  readonly name: string
+  readonly schema: Schema.Schema<A, I>
+}
+
+/** A webhook source: `POST /hooks/<name>` with a body that `schema` decodes. */
+export const webhook = <A, I>(name: string, schema: Schema.Schema<A, I>): WebhookSource<A, I> =>
+  Object.freeze({ _tag: "Webhook", name, schema })
+
+/** A playbook definition. */
+export interface PlaybookDefinition<A = unknown, I = unknown> extends Branded<"playbook"> {
+  readonly on: WebhookSource<A, I>
+  readonly when: (event: A) => boolean
+  readonly agent: AgentDefinition
+  readonly instance: (event: A) => string
+  readonly message: (event: A) => string
+}
+
+/** Defines a playbook. */
+export const definePlaybook = <A, I>(definition: {
+  readonly on: WebhookSource<A, I>
+  readonly when?: (event: A) => boolean
+  readonly agent: AgentDefinition
+  readonly instance?: string | ((event: A) => string)
+  readonly message: (event: A) => string
+}): PlaybookDefinition<A, I> => {
+  const instance = definition.instance ?? "default"
+  return brand("playbook", {
+    on: definition.on,
+    when: definition.when ?? (() => true),
+    agent: definition.agent,
+    instance: typeof instance === "string" ? () => instance : instance,
+    message: definition.message
+  })
+}

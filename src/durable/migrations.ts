@@ -1,0 +1,71 @@
+/**
+ * The store's schema, as ordered migrations. Written in the SQL that SQLite and PostgreSQL share;
+ * where they differ, `onDialectOrElse` picks.
+ */
+import { SqlClient } from "@effect/sql"
+import { Effect } from "effect"
+
+const init = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  const serial = sql.onDialectOrElse({ pg: () => "BIGSERIAL PRIMARY KEY", orElse: () => "INTEGER PRIMARY KEY AUTOINCREMENT" })
+  yield* sql`CREATE TABLE instances (
+    agent TEXT NOT NULL,
+    id TEXT NOT NULL,
+    context TEXT NOT NULL,
+    created_at BIGINT NOT NULL,
+    updated_at BIGINT NOT NULL,
+    PRIMARY KEY (agent, id)
+  )`
+  yield* sql`CREATE TABLE conversations (
+    id TEXT PRIMARY KEY,
+    agent TEXT NOT NULL,
+    instance_id TEXT NOT NULL,
+    created_at BIGINT NOT NULL,
+    updated_at BIGINT NOT NULL
+  )`
+  yield* sql`CREATE TABLE messages (
+    conversation_id TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    run_id TEXT NOT NULL,
+    body TEXT NOT NULL,
+    created_at BIGINT NOT NULL,
+    PRIMARY KEY (conversation_id, seq)
+  )`
+  yield* sql`CREATE TABLE runs (
+    id TEXT PRIMARY KEY,
+    agent TEXT NOT NULL,
+    instance_id TEXT NOT NULL,
+    conversation_id TEXT NOT NULL,
+    status TEXT NOT NULL,
+    input TEXT NOT NULL,
+    output TEXT,
+    error TEXT,
+    created_at BIGINT NOT NULL,
+    started_at BIGINT,
+    finished_at BIGINT
+  )`
+  yield* sql`CREATE INDEX runs_by_created ON runs (created_at)`
+  yield* sql`CREATE INDEX runs_by_status ON runs (status)`
+  yield* sql`CREATE INDEX runs_by_conversation ON runs (conversation_id, created_at)`
+  yield* sql.unsafe(`CREATE TABLE events (
+    seq ${serial},
+    id TEXT NOT NULL UNIQUE,
+    time BIGINT NOT NULL,
+    type TEXT NOT NULL,
+    trace_id TEXT NOT NULL,
+    span_id TEXT NOT NULL,
+    parent_span_id TEXT,
+    run_id TEXT NOT NULL,
+    conversation_id TEXT NOT NULL,
+    instance_id TEXT NOT NULL,
+    agent TEXT NOT NULL,
+    release TEXT NOT NULL,
+    data TEXT NOT NULL
+  )`)
+  yield* sql`CREATE INDEX events_by_run ON events (run_id, seq)`
+})
+
+/** Migrations by `<number>_<name>`, as `Migrator.fromRecord` reads them. */
+export const migrations = {
+  "0001_init": init
+}

@@ -1,0 +1,54 @@
+/**
+ * What the store keeps, as `effect/Schema` values: the same shapes the HTTP API returns.
+ */
+import { Schema } from "effect"
+
+/** Where a run is in its life. */
+export const RunStatus = Schema.Literal("queued", "running", "suspended", "completed", "failed", "cancelled")
+export type RunStatus = typeof RunStatus.Type
+
+/** Statuses a run never leaves. */
+export const finalStatuses: ReadonlySet<RunStatus> = new Set(["completed", "failed", "cancelled"])
+
+/** Milliseconds since the epoch, stored as an integer. */
+const Millis = Schema.Number
+
+/** An agent instance: data that owns conversations. */
+export class InstanceRecord extends Schema.Class<InstanceRecord>("InstanceRecord")({
+  id: Schema.String,
+  agent: Schema.String,
+  context: Schema.parseJson(Schema.Record({ key: Schema.String, value: Schema.Unknown })),
+  createdAt: Millis,
+  updatedAt: Millis
+}) {}
+
+/** A conversation of one instance. */
+export class ConversationRecord extends Schema.Class<ConversationRecord>("ConversationRecord")({
+  id: Schema.String,
+  agent: Schema.String,
+  instanceId: Schema.String,
+  createdAt: Millis,
+  updatedAt: Millis
+}) {}
+
+/** One processing of one inbound message. */
+export class RunRecord extends Schema.Class<RunRecord>("RunRecord")({
+  id: Schema.String,
+  agent: Schema.String,
+  instanceId: Schema.String,
+  conversationId: Schema.String,
+  status: RunStatus,
+  input: Schema.String,
+  output: Schema.NullOr(Schema.String),
+  error: Schema.NullOr(Schema.String),
+  createdAt: Millis,
+  startedAt: Schema.NullOr(Millis),
+  finishedAt: Schema.NullOr(Millis)
+}) {}
+
+/** Filters for listing runs, newest first. */
+export interface RunFilter {
+  readonly agent?: string | undefined
+  readonly status?: RunStatus | undefined
+  readonly limit: number
+}

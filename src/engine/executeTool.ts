@@ -1,0 +1,87 @@
+/**
+ * One tool call: arguments decoded with the tool's input schema, `run` executed with the
+ * application's services, the result encoded with its output schema. Whatever goes wrong becomes
+ * a readable result for the model, never a crash of the run.
+ */
+import { Cause, Context, Effect, ParseResult, Schema } from "effect"
+import type { CompiledTool } from "../compiler/CompiledApp.js"
+import type { ToolRunContext } from "../definitions/defineTool.js"
+import type { ToolCall } from "../models/Model.js"
+
+/** What a tool call came to. `content` is what the model is shown. */
+export type ToolOutcome =
+  | { readonly _tag: "Succeeded"; readonly input: unknown; readonly output: unknown; readonly content: string }
+  | { readonly _tag: "Failed"; readonly input: unknown; readonly error: string; readonly content: string }
+
+const failed = (input: unknown, error: string): ToolOutcome => ({ _tag: "Failed", input, error, content: `Error: ${error}` })
+
+const parseArguments = (text: string): { readonly ok: true; readonly value: unknown } | { readonly ok: false; readonly error: string } => {
+  try {
+    return { ok: true, value: text.trim() === "" ? {} : JSON.parse(text) }
+  } catch (error) {
+    return { ok: false, error: error instanceof Error ? error.message : String(error) }
+  }
+}
+
+const describeFailure = (cause: Cause.Cause<unknown>): string => {
+  const failure = Cause.failureOption(cause)
+  if (failure._tag === "Some") {
+    const error = failure.value
+    if (typeof error === "object" && error !== null && "message" in error && typeof error.message === "string" && error.message !== "") {
+      return "_tag" in error && typeof error._tag === "string" ? `${error._tag}: ${error.message}` : error.message
+    }
+    return typeof error === "object" && error !== null && "_tag" in error ? String(error._tag) : String(error)
+  }
+  const defect = Cause.squash(cause)
+  return defect instanceof Error ? defect.message : String(defect)
+}
+
+/** Runs one tool call; never fails. */
+export const executeTool = Effect.fn("engine.executeTool")(function*(
+  tool: CompiledTool | undefined,
+  call: ToolCall,
+  available: ReadonlyArray<string>,
+  context: ToolRunContext,
+  services: Context.Context<unknown>
+) {
+  const parsed = parseArguments(call.arguments)
+  const rawInput = parsed.ok ? parsed.value : call.arguments
+  if (tool === undefined) {
+    return failed(rawInput, `there is no tool named "${call.name}"; the tools are: ${available.join(", ") || "(none)"}`)
+  }
+  if (!parsed.ok) return failed(rawInput, `the arguments for ${tool.name} are not valid JSON (${parsed.error})`)
+  const input = yield* Schema.decodeUnknown(tool.definition.input)(parsed.value).pipe(Effect.either)
+  if (input._tag === "Left") {
+    return failed(
+      rawInput,
+      `invalid arguments for ${tool.name}:\n${ParseResult.TreeFormatter.formatErrorSync(input.left)}`
+    )
+  }
+  // The compiler checked that `services` holds every service the tool lists in `requires`.
+  const run: Effect.Effect<unknown, unknown, unknown> = tool.definition.run(input.right, context)
+  const result = yield* Effect.mapInputContext<unknown, unknown, unknown, never>(
+    run,
+    (outer) => Context.merge(outer, services)
+  ).pipe(
+    Effect.sandbox,
+    Effect.either
+  )
+  if (result._tag === "Left") {
+    if (Cause.isInterruptedOnly(result.left)) return yield* Effect.interrupt
+    return failed(rawInput, `${tool.name} failed: ${describeFailure(result.left)}`)
+  }
+  const encoded = yield* Schema.encode(tool.definition.output)(result.right).pipe(Effect.either)
+  if (encoded._tag === "Left") {
+    return failed(
+      rawInput,
+      `${tool.name} returned a value that does not match its output schema:\n${ParseResult.TreeFormatter.formatErrorSync(encoded.left)}`
+    )
+  }
+  const outcome: ToolOutcome = {
+    _tag: "Succeeded",
+    input: rawInput,
+    output: encoded.right,
+    content: typeof encoded.right === "string" ? encoded.right : JSON.stringify(encoded.right)
+  }
+  return outcome
+})

@@ -1,0 +1,61 @@
+/**
+ * The event log: every step is an event, stored durably (text deltas excepted) and fanned out
+ * live, so an SSE client can replay a run's history and then follow it as it happens.
+ */
+import { Clock, Context, Effect, Layer, PubSub, Stream } from "effect"
+import { newId } from "../durable/ids.js"
+import { finalStatuses } from "../durable/records.js"
+import { Store, type StoreError } from "../durable/Store.js"
+import { ephemeralTypes, type FoundryEvent, runEndTypes } from "./FoundryEvent.js"
+
+/** An event before the log gives it an id, a time and a sequence number. */
+export type EventDraft = Omit<FoundryEvent, "id" | "seq" | "time" | "release">
+
+/** The event log. */
+export class EventLog extends Context.Tag("foundry/EventLog")<EventLog, {
+  /** Records an event (unless it is ephemeral) and publishes it to live subscribers. */
+  readonly emit: (draft: EventDraft) => Effect.Effect<FoundryEvent, StoreError>
+  /** A run's events: the stored ones, then live ones, ending with the event that ends the run. */
+  readonly runEvents: (runId: string) => Stream.Stream<FoundryEvent, StoreError>
+}>() {}
+
+/** The event log over the `Store`, with an in-process fan-out. */
+export const EventLogLive = Layer.scoped(
+  EventLog,
+  Effect.gen(function*() {
+    const store = yield* Store
+    const hub = yield* Effect.acquireRelease(PubSub.unbounded<FoundryEvent>(), PubSub.shutdown)
+    const release = "dev"
+
+    const emit = Effect.fn("EventLog.emit")(function*(draft: EventDraft) {
+      const time = yield* Clock.currentTimeMillis
+      const event = { ...draft, id: newId("evt"), time, release }
+      const stored = ephemeralTypes.has(draft.type) ? { ...event, seq: 0 } : (yield* store.appendEvents([event]))[0]
+      const published = stored ?? { ...event, seq: 0 }
+      yield* PubSub.publish(hub, published)
+      return published
+    })
+
+    const runEvents = (runId: string): Stream.Stream<FoundryEvent, StoreError> =>
+      Stream.unwrapScoped(
+        Effect.gen(function*() {
+          // Subscribe before reading history, so nothing falls between the two.
+          const live = yield* PubSub.subscribe(hub)
+          const history = yield* store.listEvents({ runId, limit: 100_000 })
+          const lastSeq = history.reduce((max, e) => Math.max(max, e.seq), 0)
+          const run = yield* store.getRun(runId)
+          const ended = history.some((e) => runEndTypes.has(e.type)) ||
+            (run._tag === "Some" && finalStatuses.has(run.value.status))
+          if (ended) return Stream.fromIterable(history)
+          const following = Stream.fromQueue(live).pipe(
+            Stream.filter((e) => e.runId === runId && (e.seq === 0 || e.seq > lastSeq)),
+            Stream.takeUntil((e) => runEndTypes.has(e.type))
+          )
+          return Stream.concat(Stream.fromIterable(history), following)
+        })
+      )
+
+    return EventLog.of({ emit, runEvents })
+  })
+)
+

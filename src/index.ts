@@ -1,0 +1,25 @@
+/**
+ * Foundry's public API: what route files and `foundry.config.ts` import from "foundry".
+ */
+export {
+  type AgentDefinition,
+  defineAgent,
+  type InstanceInfo,
+  type Instructions,
+  type ModelSpec
+} from "./definitions/defineAgent.js"
+export { type AnyLayer, type ConfigDefinition, defineConfig, type ProvidedBy, type StoreConfig } from "./definitions/defineConfig.js"
+export { defineEnvironment, type EnvironmentDefinition } from "./definitions/defineEnvironment.js"
+export { definePlaybook, type PlaybookDefinition, webhook, type WebhookSource } from "./definitions/definePlaybook.js"
+export { defineSchedule, type ScheduleDefinition, type ScheduleTiming } from "./definitions/defineSchedule.js"
+export {
+  type AnyTool,
+  type ApprovalPolicy,
+  defineTool,
+  type ToolDefinition,
+  type ToolRequirements,
+  type ToolRunContext
+} from "./definitions/defineTool.js"
+export type { ChatMessage, LanguageModel, ModelChunk, ModelRequest, ToolCall, ToolSpec } from "./models/Model.js"
+export { ModelError } from "./models/Model.js"
+export * as Scripted from "./models/scripted.js"

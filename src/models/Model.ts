@@ -1,0 +1,75 @@
+/**
+ * The Model service: one streamed model turn, behind one interface that the `openai`, `demo`
+ * and `scripted` implementations share. The engine never knows which one it talks to.
+ */
+import { Context, Schema, type Stream } from "effect"
+
+/** A tool call as the model asked for it: `arguments` is the raw JSON text the model produced. */
+export const ToolCall = Schema.Struct({
+  id: Schema.String,
+  name: Schema.String,
+  arguments: Schema.String
+})
+export type ToolCall = typeof ToolCall.Type
+
+/** One message of a conversation transcript, in the shape every model adapter understands. */
+export const ChatMessage = Schema.Union(
+  Schema.TaggedStruct("user", { content: Schema.String }),
+  Schema.TaggedStruct("assistant", { content: Schema.String, toolCalls: Schema.Array(ToolCall) }),
+  Schema.TaggedStruct("tool", { toolCallId: Schema.String, name: Schema.String, content: Schema.String })
+)
+export type ChatMessage = typeof ChatMessage.Type
+
+/** A tool as offered to the model: its name, what it is for, and its input as JSON Schema. */
+export interface ToolSpec {
+  readonly name: string
+  readonly description: string
+  readonly parameters: Record<string, unknown>
+}
+
+/** What the engine asks of a model for one turn. */
+export interface ModelRequest {
+  readonly system: string
+  readonly messages: ReadonlyArray<ChatMessage>
+  readonly tools: ReadonlyArray<ToolSpec>
+}
+
+/** A piece of a streamed model turn. */
+export type ModelChunk =
+  | { readonly _tag: "TextDelta"; readonly text: string }
+  | { readonly _tag: "ToolCall"; readonly call: ToolCall }
+  | { readonly _tag: "Usage"; readonly inputTokens: number; readonly outputTokens: number }
+
+/**
+ * A model failure, classified: `transient` ones (429, 5xx, network, timeout) are worth a retry,
+ * `permanent` ones are not and fail the run with `message`.
+ */
+export class ModelError extends Schema.TaggedError<ModelError>()("ModelError", {
+  model: Schema.String,
+  kind: Schema.Literal("transient", "permanent"),
+  status: Schema.optional(Schema.Number),
+  message: Schema.String
+}) {}
+
+/** A language model: one streamed turn per call. */
+export interface LanguageModel {
+  /** The name shown in events and in the inspector, e.g. `openai:gpt-4.1-mini` or `demo`. */
+  readonly name: string
+  readonly stream: (request: ModelRequest) => Stream.Stream<ModelChunk, ModelError>
+}
+
+/**
+ * Turns an agent's `model` field into a `LanguageModel`. The default layer knows `demo` and
+ * `openai:<model>`; tests provide their own to run every agent on a scripted model.
+ */
+export class ModelResolver extends Context.Tag("foundry/ModelResolver")<ModelResolver, {
+  readonly resolve: (spec: string) => ResolvedModel
+  /** A line for the dev banner, e.g. why `openai:*` agents run on the demo model. */
+  readonly notice: string | undefined
+}>() {}
+
+/** The model an agent runs on, with a note when it is not the one the agent asked for. */
+export interface ResolvedModel {
+  readonly model: LanguageModel
+  readonly fallbackFrom?: string
+}

@@ -1,0 +1,243 @@
+/**
+ * The OpenAI Chat Completions adapter: one streamed `chat.completions.create` call per turn,
+ * translated into `ModelChunk`s, with every SDK failure classified into a `ModelError`.
+ */
+import { Effect, Option, Stream } from "effect"
+import OpenAI from "openai"
+import {
+  type ChatMessage,
+  type LanguageModel,
+  ModelError,
+  type ModelChunk,
+  type ModelRequest,
+  ToolCall,
+  type ToolSpec
+} from "./Model.js"
+
+/** How to reach an OpenAI (or OpenAI-compatible) Chat Completions endpoint. */
+export interface OpenAiModelOptions {
+  readonly model: string
+  readonly apiKey: string
+  readonly baseURL?: string | undefined
+}
+
+/**
+ * An OpenAI-backed `LanguageModel` named `openai:<model>`. The client never retries on its
+ * own (`maxRetries: 0`): retrying transient failures is the engine's job.
+ */
+export const make = (options: OpenAiModelOptions): LanguageModel => {
+  const name = `openai:${options.model}`
+  const client = new OpenAI({ apiKey: options.apiKey, baseURL: options.baseURL, maxRetries: 0 })
+  const toModelError = classifyError(name)
+
+  const stream = (request: ModelRequest): Stream.Stream<ModelChunk, ModelError> => {
+    const tools = request.tools.map(toOpenAiTool)
+    const body: OpenAI.ChatCompletionCreateParamsStreaming = {
+      model: options.model,
+      stream: true,
+      stream_options: { include_usage: true },
+      messages: toOpenAiMessages(request),
+      ...(tools.length > 0 ? { tools } : {})
+    }
+    return Effect.tryPromise({
+      try: (signal) => client.chat.completions.create(body, { signal }),
+      catch: toModelError
+    }).pipe(
+      Effect.map((chunks) => Stream.fromAsyncIterable(chunks, toModelError)),
+      Stream.unwrap,
+      // A trailing `None` marks the end of the stream, so tool calls still pending get flushed.
+      Stream.map(Option.some),
+      Stream.concat(Stream.succeed(Option.none<OpenAI.ChatCompletionChunk>())),
+      Stream.mapAccum(emptyToolCalls, step),
+      Stream.flattenIterables
+    )
+  }
+
+  return { name, stream }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Request mapping
+// ---------------------------------------------------------------------------------------------
+
+const toOpenAiMessages = (request: ModelRequest): Array<OpenAI.ChatCompletionMessageParam> => {
+  const system: Array<OpenAI.ChatCompletionMessageParam> = request.system.length > 0
+    ? [{ role: "system", content: request.system }]
+    : []
+  return [...system, ...request.messages.map(toOpenAiMessage)]
+}
+
+const toOpenAiMessage = (message: ChatMessage): OpenAI.ChatCompletionMessageParam => {
+  switch (message._tag) {
+    case "user":
+      return { role: "user", content: message.content }
+    case "assistant":
+      return message.toolCalls.length === 0
+        ? { role: "assistant", content: message.content }
+        : {
+          role: "assistant",
+          // The API wants `null` rather than `""` next to tool calls.
+          content: message.content.length > 0 ? message.content : null,
+          tool_calls: message.toolCalls.map((call) => ({
+            id: call.id,
+            type: "function",
+            function: { name: call.name, arguments: call.arguments }
+          }))
+        }
+    case "tool":
+      return { role: "tool", tool_call_id: message.toolCallId, content: message.content }
+  }
+}
+
+const toOpenAiTool = (tool: ToolSpec): OpenAI.ChatCompletionFunctionTool => ({
+  type: "function",
+  function: { name: tool.name, description: tool.description, parameters: tool.parameters }
+})
+
+// ---------------------------------------------------------------------------------------------
+// Response mapping
+// ---------------------------------------------------------------------------------------------
+
+/** A tool call being assembled from streamed fragments. */
+interface PartialToolCall {
+  readonly id: string
+  readonly name: string
+  readonly arguments: string
+}
+
+/** Tool calls in flight, keyed by the `index` the API streams them under. */
+type PendingToolCalls = ReadonlyMap<number, PartialToolCall>
+
+const emptyToolCalls: PendingToolCalls = new Map()
+
+/** Folds one SDK chunk (or the end-of-stream marker) into the pending tool calls. */
+const step = (
+  pending: PendingToolCalls,
+  next: Option.Option<OpenAI.ChatCompletionChunk>
+): readonly [PendingToolCalls, ReadonlyArray<ModelChunk>] => {
+  if (Option.isNone(next)) return [emptyToolCalls, flush(pending)]
+  const chunk = next.value
+  const out: Array<ModelChunk> = []
+  let state = pending
+  // We never ask for `n > 1`, so the first choice is the only one.
+  const choice = chunk.choices[0]
+  if (choice !== undefined) {
+    const text = choice.delta.content
+    if (text !== undefined && text !== null && text.length > 0) out.push({ _tag: "TextDelta", text })
+    for (const fragment of choice.delta.tool_calls ?? []) state = accumulate(state, fragment)
+    if (choice.finish_reason !== null) {
+      out.push(...flush(state))
+      state = emptyToolCalls
+    }
+  }
+  if (chunk.usage !== undefined && chunk.usage !== null) {
+    out.push({
+      _tag: "Usage",
+      inputTokens: chunk.usage.prompt_tokens,
+      outputTokens: chunk.usage.completion_tokens
+    })
+  }
+  return [state, out]
+}
+
+/** The id and name arrive in a call's first fragment; its arguments arrive in pieces. */
+const accumulate = (
+  pending: PendingToolCalls,
+  fragment: OpenAI.ChatCompletionChunk.Choice.Delta.ToolCall
+): PendingToolCalls => {
+  const previous = pending.get(fragment.index) ?? { id: "", name: "", arguments: "" }
+  const next = new Map(pending)
+  next.set(fragment.index, {
+    id: fragment.id ?? previous.id,
+    name: fragment.function?.name ?? previous.name,
+    arguments: previous.arguments + (fragment.function?.arguments ?? "")
+  })
+  return next
+}
+
+const flush = (pending: PendingToolCalls): ReadonlyArray<ModelChunk> =>
+  [...pending.entries()]
+    .sort(([a], [b]) => a - b)
+    .map(([, call]) => ({ _tag: "ToolCall", call: ToolCall.make(call) }))
+
+// ---------------------------------------------------------------------------------------------
+// Errors
+// ---------------------------------------------------------------------------------------------
+
+/**
+ * 429 and 5xx answers, connection failures and timeouts (also a connection dropped mid-stream)
+ * are transient; other 4xx answers and anything unexpected are permanent. Messages stay one
+ * readable line, never a stack trace.
+ */
+const classifyError = (model: string) => (error: unknown): ModelError => {
+  // Connection errors are `APIError`s without a status, so they must be checked first.
+  if (error instanceof OpenAI.APIConnectionError) {
+    return new ModelError({
+      model,
+      kind: "transient",
+      message: `OpenAI request failed: ${error.message}`
+    })
+  }
+  if (error instanceof OpenAI.APIError) {
+    const detail = errorBodyMessage(error.error) ?? error.message
+    if (error.status === undefined) {
+      // An error event in the middle of the stream: the API sent no status to classify by.
+      return new ModelError({ model, kind: "permanent", message: `OpenAI stream failed: ${detail}` })
+    }
+    return new ModelError({
+      model,
+      kind: error.status === 429 || error.status >= 500 ? "transient" : "permanent",
+      status: error.status,
+      message: `OpenAI returned ${error.status}: ${detail}`
+    })
+  }
+  const networkCause = findNetworkCause(error)
+  if (networkCause !== undefined) {
+    // The SDK only wraps failures before the response; a socket dropped mid-stream surfaces
+    // as undici's bare `TypeError: terminated`, with the network error as its cause.
+    return new ModelError({
+      model,
+      kind: "transient",
+      message: `OpenAI connection lost: ${describe(error)} (${networkCause})`
+    })
+  }
+  return new ModelError({ model, kind: "permanent", message: `OpenAI request failed: ${describe(error)}` })
+}
+
+const describe = (error: unknown): string => error instanceof Error ? error.message : String(error)
+
+/** Error codes of the network failures Node's fetch (undici) reports as an error's `cause`. */
+const networkErrorCodes: ReadonlySet<string> = new Set([
+  "UND_ERR_SOCKET",
+  "UND_ERR_CLOSED",
+  "UND_ERR_CONNECT_TIMEOUT",
+  "UND_ERR_HEADERS_TIMEOUT",
+  "UND_ERR_BODY_TIMEOUT",
+  "ECONNRESET",
+  "ECONNREFUSED",
+  "ECONNABORTED",
+  "ETIMEDOUT",
+  "EPIPE",
+  "ENETUNREACH",
+  "EHOSTUNREACH",
+  "EAI_AGAIN"
+])
+
+/** The first network error code along `error`'s `cause` chain, if any. */
+const findNetworkCause = (error: unknown): string | undefined => {
+  let current: unknown = error
+  for (let depth = 0; depth < 5 && typeof current === "object" && current !== null; depth++) {
+    if ("code" in current && typeof current.code === "string" && networkErrorCodes.has(current.code)) {
+      return current.code
+    }
+    current = "cause" in current ? current.cause : undefined
+  }
+  return undefined
+}
+
+/** The `message` of an OpenAI error body (`{ error: { message } }`, already unwrapped by the SDK). */
+const errorBodyMessage = (body: unknown): string | undefined =>
+  typeof body === "object" && body !== null && "message" in body && typeof body.message === "string" &&
+    body.message.length > 0
+    ? body.message
+    : undefined

@@ -1,0 +1,33 @@
+/**
+ * Loads route files as ES modules through Node's own loader (with `tsx` for TypeScript), so that
+ * tests, `foundry dev` and `foundry start` load a project the same way, and a reload re-evaluates
+ * the project's files without restarting the process.
+ */
+import { register } from "node:module"
+import { pathToFileURL } from "node:url"
+import { register as registerTsx } from "tsx/esm/api"
+
+const frameworkUrl = new URL("../../", import.meta.url).href
+
+let registered = false
+
+/** Installs the TypeScript loader and Foundry's module hooks once per process. */
+export const registerRouteLoader = (): void => {
+  if (registered) return
+  registered = true
+  registerTsx()
+  register(new URL("./moduleHooks.mjs", import.meta.url), {
+    data: { entryUrl: new URL("../index.ts", import.meta.url).href, frameworkUrl }
+  })
+}
+
+// Test runners rewrite `import()` in the modules they transform; route files must go through
+// Node's loader and the hooks above instead, so the import is built at run time.
+const dynamicImport = new Function("specifier", "return import(specifier)")
+const nativeImport = (specifier: string): Promise<unknown> => Promise.resolve(dynamicImport(specifier))
+
+/** Imports one route file as of build `generation`; a new generation re-evaluates project files. */
+export const importRouteModule = (file: string, generation: number): Promise<unknown> => {
+  registerRouteLoader()
+  return nativeImport(`${pathToFileURL(file).href}?foundry-gen=${generation}`)
+}

@@ -1,0 +1,131 @@
+/**
+ * The file-name conventions of DESIGN section 2: which files are routes, of which kind, and
+ * which id each gets. Pure functions over project-relative POSIX paths.
+ */
+import type { RouteKind } from "../definitions/RouteKind.js"
+
+/** A file that is a route, before it is loaded. */
+export interface RouteFile {
+  readonly kind: Exclude<RouteKind, "config">
+  readonly id: string
+  readonly file: string
+  /** For a tool inside an agent's folder, the folder of that agent (relative, without `agents/`). */
+  readonly agentFolder?: string
+}
+
+/** A file that breaks a naming rule, with the problem and the fix. */
+export interface RoutePathProblem {
+  readonly file: string
+  readonly problem: string
+  readonly fix: string
+}
+
+const routeExtensions = [".ts", ".mts", ".js", ".mjs"]
+const segmentRule = /^[a-z][a-z0-9-]*$/
+
+/** The config file names a project may use. */
+export const configFiles = ["foundry.config.ts", "foundry.config.mts", "foundry.config.js", "foundry.config.mjs"]
+
+/** The top-level folders that hold routes. */
+export const routeFolders = ["agents", "tools", "playbooks", "schedules", "environments"]
+
+/** Helpers are never routes: files starting with `_`, and anything under `lib/` or `_*` folders. */
+export const isHelper = (file: string): boolean => {
+  const segments = file.split("/")
+  const name = segments[segments.length - 1] ?? ""
+  return name.startsWith("_") || segments.slice(0, -1).some((s) => s === "lib" || s.startsWith("_"))
+}
+
+const stripExtension = (name: string): string | undefined => {
+  if (name.endsWith(".d.ts") || name.endsWith(".d.mts")) return undefined
+  const extension = routeExtensions.find((e) => name.endsWith(e))
+  return extension === undefined ? undefined : name.slice(0, -extension.length)
+}
+
+/** A valid id segment suggestion for a bad one, for the fix text. */
+const suggest = (segment: string): string =>
+  segment
+    .replace(/([a-z0-9])([A-Z])/g, "$1-$2")
+    .toLowerCase()
+    .replace(/[^a-z0-9-]+/g, "-")
+    .replace(/^[^a-z]+/, "")
+    .replace(/-+$/, "") || "name"
+
+const checkId = (file: string, id: string): RoutePathProblem | undefined => {
+  const bad = id.split("/").filter((segment) => !segmentRule.test(segment))
+  if (bad.length === 0) return undefined
+  return {
+    file,
+    problem: `invalid id "${id}": every path segment must match [a-z][a-z0-9-]* (lowercase, starting with a letter), and ${bad.map((s) => `"${s}"`).join(", ")} does not`,
+    fix: `rename ${bad.map((s) => `"${s}" to "${suggest(s)}"`).join(", ")}`
+  }
+}
+
+/**
+ * Classifies one project-relative file. `agentFolders` holds the folders (under `agents/`) that
+ * contain an `agent.*` file, so a tool can be given to its nearest agent.
+ */
+export const classify = (
+  file: string,
+  agentFolders: ReadonlySet<string>
+): RouteFile | RoutePathProblem | undefined => {
+  if (isHelper(file)) return undefined
+  const [top, ...rest] = file.split("/")
+  const relative = rest.join("/")
+  const base = stripExtension(relative)
+  if (top === undefined || base === undefined || rest.length === 0) return undefined
+  const route = (kind: RouteFile["kind"], id: string, agentFolder?: string): RouteFile | RoutePathProblem =>
+    checkId(file, id) ?? (agentFolder === undefined ? { kind, id, file } : { kind, id, file, agentFolder })
+  switch (top) {
+    case "agents": {
+      if (base === "agent") {
+        return { file, problem: "an agent file directly under agents/ has no id", fix: "move it to agents/<name>/agent.ts" }
+      }
+      if (base.endsWith("/agent")) return route("agent", base.slice(0, -"/agent".length))
+      if (!base.endsWith(".tool")) return undefined
+      const toolPath = base.slice(0, -".tool".length)
+      const owner = nearestAgent(toolPath, agentFolders)
+      if (owner === undefined) {
+        return {
+          file,
+          problem: "a tool file under agents/ that no agent folder contains",
+          fix: "put it in the folder of the agent that uses it (next to its agent.ts), or move it to tools/ to share it"
+        }
+      }
+      const inside = toolPath.slice(owner.length + 1).replace(/^tools\//, "")
+      return route("tool", `${owner}/${inside}`, owner)
+    }
+    case "tools":
+      return base.endsWith(".tool") ? route("tool", base.slice(0, -".tool".length)) : undefined
+    case "playbooks":
+      return route("playbook", base)
+    case "schedules":
+      return route("schedule", base)
+    case "environments":
+      return route("environment", base)
+    default:
+      return undefined
+  }
+}
+
+const nearestAgent = (toolPath: string, agentFolders: ReadonlySet<string>): string | undefined => {
+  const segments = toolPath.split("/")
+  for (let length = segments.length - 1; length > 0; length--) {
+    const folder = segments.slice(0, length).join("/")
+    if (agentFolders.has(folder)) return folder
+  }
+  return undefined
+}
+
+/** The folders under `agents/` that hold an agent file. */
+export const agentFoldersOf = (files: ReadonlyArray<string>): ReadonlySet<string> =>
+  new Set(
+    files.flatMap((file) => {
+      if (isHelper(file) || !file.startsWith("agents/")) return []
+      const base = stripExtension(file.slice("agents/".length))
+      return base !== undefined && base.endsWith("/agent") ? [base.slice(0, -"/agent".length)] : []
+    })
+  )
+
+/** Whether a classification is a problem rather than a route. */
+export const isProblem = (value: RouteFile | RoutePathProblem): value is RoutePathProblem => "problem" in value

@@ -1,0 +1,206 @@
+/**
+ * Discovery: a project folder becomes a `RouteTable`, or every broken route file is reported at
+ * once (`RouteErrors`). Loading goes through `importRouteModule`, so each call with a new
+ * `generation` sees the files as they are now.
+ */
+import { FileSystem, Path } from "@effect/platform"
+import { Effect } from "effect"
+import type { AgentDefinition } from "../definitions/defineAgent.js"
+import { type ConfigDefinition, defineConfig } from "../definitions/defineConfig.js"
+import type { EnvironmentDefinition } from "../definitions/defineEnvironment.js"
+import type { PlaybookDefinition } from "../definitions/definePlaybook.js"
+import type { ScheduleDefinition } from "../definitions/defineSchedule.js"
+import type { AnyTool } from "../definitions/defineTool.js"
+import { defineFunctionOf, kindOf, type RouteKind } from "../definitions/RouteKind.js"
+import { RouteError, RouteErrors } from "./RouteError.js"
+import { importRouteModule } from "./RouteModuleLoader.js"
+import { agentFoldersOf, classify, configFiles, isProblem, type RouteFile, routeFolders } from "./RoutePath.js"
+import type { Route, RouteTable, ToolRoute } from "./RouteTable.js"
+import { validateDefinition } from "./validateDefinition.js"
+
+const where: Record<RouteFile["kind"], string> = {
+  agent: "agents/<path>/agent.ts",
+  tool: "*.tool.ts",
+  playbook: "playbooks/",
+  schedule: "schedules/",
+  environment: "environments/"
+}
+
+/** Every file under the project's route folders, relative and with `/` separators. */
+const listRouteFiles = Effect.fn("router.listRouteFiles")(function*(root: string) {
+  const fs = yield* FileSystem.FileSystem
+  const path = yield* Path.Path
+  const found: Array<string> = []
+  for (const folder of routeFolders) {
+    const absolute = path.join(root, folder)
+    if (!(yield* fs.exists(absolute))) continue
+    const entries = yield* fs.readDirectory(absolute, { recursive: true })
+    for (const entry of entries) {
+      const file = `${folder}/${entry.split(path.sep).join("/")}`
+      if (file.includes("node_modules/") || file.split("/").some((s) => s.startsWith("."))) continue
+      const info = yield* fs.stat(path.join(root, file))
+      if (info.type === "File") found.push(file)
+    }
+  }
+  return found.sort()
+})
+
+/** The default export of a module, or the reason it cannot be had. */
+const loadDefault = (root: string, file: string, generation: number) =>
+  Effect.tryPromise({
+    try: () => importRouteModule(`${root}/${file}`, generation),
+    catch: (cause) =>
+      new RouteError({
+        file,
+        problem: `importing the file failed: ${describeCause(cause)}`,
+        fix: "fix the error above; the file must load without throwing"
+      })
+  }).pipe(
+    Effect.flatMap((module) =>
+      typeof module === "object" && module !== null && "default" in module && module.default !== undefined
+        ? Effect.succeed<unknown>(module.default)
+        : Effect.fail(
+          new RouteError({ file, problem: "the file has no default export", fix: "add `export default define...({ ... })`" })
+        )
+    )
+  )
+
+const describeCause = (cause: unknown): string =>
+  cause instanceof Error ? cause.message.split("\n").slice(0, 6).join("\n") : String(cause)
+
+const expectKind = (file: string, expected: RouteKind, value: unknown): RouteError | undefined => {
+  const actual = kindOf(value)
+  if (actual === expected) return undefined
+  const fix = `export default ${defineFunctionOf[expected]}({ ... })`
+  return new RouteError({
+    file,
+    problem: actual === undefined
+      ? `the default export is not a Foundry definition, but a file here must export a ${expected}`
+      : `the default export is a ${actual} (${defineFunctionOf[actual]}), but a file here must export a ${expected}`,
+    fix: actual === undefined || expected === "config" ? fix : `${fix}, or move the ${actual} to ${where[actual === "config" ? expected : actual]}`
+  })
+}
+
+/** Discovers, loads and validates every route of the project at `root`. */
+export const discover = Effect.fn("router.discover")(function*(root: string, generation: number) {
+  const fs = yield* FileSystem.FileSystem
+  const files = yield* listRouteFiles(root)
+  const agentFolders = agentFoldersOf(files)
+  const errors: Array<RouteError> = []
+  const routeFiles: Array<RouteFile> = []
+  for (const file of files) {
+    const classified = classify(file, agentFolders)
+    if (classified === undefined) continue
+    if (isProblem(classified)) errors.push(new RouteError(classified))
+    else routeFiles.push(classified)
+  }
+
+  const byId = new Map<string, RouteFile>()
+  const unique: Array<RouteFile> = []
+  for (const route of routeFiles) {
+    const key = `${route.kind}:${route.id}`
+    const first = byId.get(key)
+    if (first === undefined) {
+      byId.set(key, route)
+      unique.push(route)
+    } else {
+      errors.push(
+        new RouteError({
+          file: route.file,
+          problem: `duplicate ${route.kind} id "${route.id}": ${first.file} has the same id`,
+          fix: `rename or remove one of ${first.file} and ${route.file}`
+        })
+      )
+    }
+  }
+
+  const loaded = yield* Effect.forEach(unique, (route) =>
+    loadDefault(root, route.file, generation).pipe(
+      Effect.flatMap((value) => {
+        const wrongKind = expectKind(route.file, route.kind, value)
+        return wrongKind === undefined ? Effect.succeed({ route, value }) : Effect.fail(wrongKind)
+      }),
+      Effect.either
+    ))
+
+  let config: ConfigDefinition = defineConfig({})
+  let configFile: string | undefined
+  for (const candidate of configFiles) {
+    if (!(yield* fs.exists(`${root}/${candidate}`))) continue
+    configFile = candidate
+    const value = yield* loadDefault(root, candidate, generation).pipe(Effect.either)
+    if (value._tag === "Left") errors.push(value.left)
+    else {
+      const wrongKind = expectKind(candidate, "config", value.right)
+      if (wrongKind !== undefined) errors.push(wrongKind)
+      else if (isConfig(value.right)) config = value.right
+    }
+    break
+  }
+
+  const ids = new Map<object, string>()
+  const agents: Array<Route<AgentDefinition>> = []
+  const tools: Array<ToolRoute> = []
+  const playbooks: Array<Route<PlaybookDefinition>> = []
+  const schedules: Array<Route<ScheduleDefinition>> = []
+  const environments: Array<Route<EnvironmentDefinition>> = []
+  for (const result of loaded) {
+    if (result._tag === "Left") {
+      errors.push(result.left)
+      continue
+    }
+    const { route, value } = result.right
+    const problems = validateDefinition(route.kind, value)
+    if (problems.length > 0) {
+      errors.push(
+        new RouteError({
+          file: route.file,
+          problem: problems.map((p) => p.problem).join("; "),
+          fix: problems.map((p) => p.fix).join("; ")
+        })
+      )
+      continue
+    }
+    if (typeof value !== "object" || value === null) continue
+    ids.set(value, route.id)
+    const entry = { id: route.id, file: route.file }
+    if (isAgent(value)) agents.push({ ...entry, definition: value })
+    else if (isTool(value)) tools.push({ ...entry, definition: value, agent: route.agentFolder })
+    else if (isPlaybook(value)) playbooks.push({ ...entry, definition: value })
+    else if (isSchedule(value)) schedules.push({ ...entry, definition: value })
+    else if (isEnvironment(value)) environments.push({ ...entry, definition: value })
+  }
+
+  for (const route of [...schedules, ...playbooks]) {
+    if (!ids.has(route.definition.agent) && kindOf(route.definition.agent) === "agent") {
+      errors.push(
+        new RouteError({
+          file: route.file,
+          problem: "agent is an agent that is not a route of this project",
+          fix: "import the agent from its file under agents/ (agents/<path>/agent.ts)"
+        })
+      )
+    }
+  }
+
+  if (errors.length > 0) return yield* new RouteErrors({ errors })
+  const table: RouteTable = {
+    root,
+    agents,
+    tools,
+    playbooks,
+    schedules,
+    environments,
+    config,
+    configFile,
+    idOf: (definition) => ids.get(definition)
+  }
+  return table
+})
+
+const isAgent = (value: object): value is AgentDefinition => kindOf(value) === "agent"
+const isTool = (value: object): value is AnyTool => kindOf(value) === "tool"
+const isPlaybook = (value: object): value is PlaybookDefinition => kindOf(value) === "playbook"
+const isSchedule = (value: object): value is ScheduleDefinition => kindOf(value) === "schedule"
+const isEnvironment = (value: object): value is EnvironmentDefinition => kindOf(value) === "environment"
+const isConfig = (value: unknown): value is ConfigDefinition => kindOf(value) === "config"

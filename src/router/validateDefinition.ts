@@ -1,0 +1,146 @@
+/**
+ * Checks a loaded definition the type checker may not have seen (plain JavaScript, `as any`):
+ * relationships must be imported values, fields must have the right shape. Each problem names the
+ * field and the fix.
+ */
+import { Duration, Schema } from "effect"
+import { defineFunctionOf, kindOf, type RouteKind } from "../definitions/RouteKind.js"
+
+/** A problem with one definition, without the file (the caller adds it). */
+export interface DefinitionProblem {
+  readonly problem: string
+  readonly fix: string
+}
+
+const relationship = (
+  field: string,
+  value: unknown,
+  kind: RouteKind,
+  importHint: string
+): DefinitionProblem | undefined => {
+  if (kindOf(value) === kind) return undefined
+  if (typeof value === "string") {
+    return {
+      problem: `${field} is the string "${value}"; relationships are imported values, not ids`,
+      fix: `import the ${kind} and pass the value: ${importHint.replace("NAME", value)}`
+    }
+  }
+  const found = kindOf(value)
+  return {
+    problem: `${field} is ${found === undefined ? "not a Foundry definition" : `a ${found}`}, but must be a ${kind}`,
+    fix: `pass a value made with ${defineFunctionOf[kind]} (imported from its route file)`
+  }
+}
+
+const agentImport = `import agent from "../agents/NAME/agent.js"`
+
+const isRecord = (value: unknown): value is Record<string, unknown> => typeof value === "object" && value !== null
+
+const checkAgent = (definition: Record<string, unknown>): Array<DefinitionProblem | undefined> => {
+  const tools = Array.isArray(definition.tools) ? definition.tools : []
+  const model = definition.model
+  const maxTurns = definition.maxTurns
+  return [
+    typeof definition.description === "string" && definition.description.length > 0
+      ? undefined
+      : { problem: "description is missing", fix: `add description: "what this agent does" to defineAgent({...})` },
+    typeof model === "string"
+      ? model === "demo" || /^openai:.+/.test(model)
+        ? undefined
+        : { problem: `model "${model}" is not known`, fix: `use "demo", "openai:<model>" (e.g. "openai:gpt-4.1-mini") or a model value` }
+      : isRecord(model) && typeof model.stream === "function"
+      ? undefined
+      : { problem: "model is not a model", fix: `use "demo", "openai:<model>" or a LanguageModel value` },
+    typeof maxTurns === "number" && Number.isInteger(maxTurns) && maxTurns > 0
+      ? undefined
+      : { problem: `maxTurns is ${String(maxTurns)}`, fix: "use a positive whole number, e.g. maxTurns: 12" },
+    ...tools.map((tool, index) =>
+      relationship(`tools[${index}]`, tool, "tool", `import NAME from "./tools/NAME.tool.js"`)
+    ),
+    definition.environment === undefined
+      ? undefined
+      : relationship("environment", definition.environment, "environment", `import NAME from "../../environments/NAME.js"`)
+  ]
+}
+
+const checkTool = (definition: Record<string, unknown>): Array<DefinitionProblem | undefined> => [
+  typeof definition.description === "string" && definition.description.length > 0
+    ? undefined
+    : { problem: "description is missing", fix: `add description: "what this tool does" (the model reads it)` },
+  Schema.isSchema(definition.input)
+    ? undefined
+    : { problem: "input is not a Schema", fix: "use an effect/Schema value, e.g. input: Schema.Struct({ id: Schema.String })" },
+  Schema.isSchema(definition.output)
+    ? undefined
+    : { problem: "output is not a Schema", fix: "use an effect/Schema value, e.g. output: Schema.String" },
+  typeof definition.run === "function"
+    ? undefined
+    : { problem: "run is not a function", fix: "add run: (input) => Effect.succeed(...)" }
+]
+
+const checkSchedule = (definition: Record<string, unknown>): Array<DefinitionProblem | undefined> => {
+  const timing = isRecord(definition.timing) ? definition.timing : {}
+  return [
+    relationship("agent", definition.agent, "agent", agentImport),
+    typeof definition.message === "string" && definition.message.length > 0
+      ? undefined
+      : { problem: "message is missing", fix: `add message: "what the agent should do"` },
+    typeof timing.cron === "string"
+      ? checkCron(timing.cron, timing.timezone)
+      : typeof timing.every === "string"
+      ? Duration.decodeUnknown(timing.every)._tag === "Some"
+        ? undefined
+        : { problem: `every "${timing.every}" is not a duration`, fix: `use a duration such as "15 minutes" or "1 hour"` }
+      : typeof timing.at === "string"
+      ? Number.isNaN(Date.parse(timing.at))
+        ? { problem: `at "${timing.at}" is not an ISO instant`, fix: `use e.g. "2026-12-24T09:00:00Z"` }
+        : undefined
+      : { problem: "no timing", fix: "give exactly one of cron, every or at" }
+  ]
+}
+
+const checkCron = (cron: string, timezone: unknown): DefinitionProblem | undefined => {
+  const fields = cron.trim().split(/\s+/).length
+  if (fields !== 5 && fields !== 6) {
+    return {
+      problem: `cron "${cron}" has ${fields} fields`,
+      fix: `use 5 fields (minute hour day month weekday), e.g. "0 9 * * 1-5", or 6 with seconds first`
+    }
+  }
+  if (typeof timezone !== "string") return undefined
+  try {
+    new Intl.DateTimeFormat("en-US", { timeZone: timezone })
+    return undefined
+  } catch {
+    return { problem: `timezone "${timezone}" is not an IANA time zone`, fix: `use e.g. "Europe/Berlin" or "UTC"` }
+  }
+}
+
+const checkPlaybook = (definition: Record<string, unknown>): Array<DefinitionProblem | undefined> => {
+  const on = definition.on
+  return [
+    relationship("agent", definition.agent, "agent", agentImport),
+    isRecord(on) && on._tag === "Webhook" && typeof on.name === "string" && Schema.isSchema(on.schema)
+      ? /^[a-z][a-z0-9-]*$/.test(on.name)
+        ? undefined
+        : { problem: `webhook name "${on.name}" is not a valid path segment`, fix: `use lowercase letters, digits and dashes, e.g. "tickets"` }
+      : { problem: "on is not an event source", fix: `use on: webhook("<name>", EventSchema)` },
+    typeof definition.message === "function"
+      ? undefined
+      : { problem: "message is not a function", fix: "use message: (event) => `...`" }
+  ]
+}
+
+const checks: Partial<Record<RouteKind, (definition: Record<string, unknown>) => Array<DefinitionProblem | undefined>>> = {
+  agent: checkAgent,
+  tool: checkTool,
+  schedule: checkSchedule,
+  playbook: checkPlaybook
+}
+
+/** The problems of one definition of `kind`; empty when it is sound. */
+export const validateDefinition = (kind: RouteKind, definition: unknown): ReadonlyArray<DefinitionProblem> => {
+  const check = checks[kind]
+  if (check === undefined || !isRecord(definition)) return []
+  return check(definition).filter((problem): problem is DefinitionProblem => problem !== undefined)
+}
