@@ -3,7 +3,7 @@
  * Schemas, and the config's layers are built once so that every service a tool requires is known
  * to be there before the first run.
  */
-import { Cause, Context, Effect, JSONSchema, Layer, type Scope } from "effect"
+import { Cause, Context, Effect, JSONSchema, Layer, SchemaAST, type Scope } from "effect"
 import type { AnyTool } from "../definitions/defineTool.js"
 import { RouteError, RouteErrors } from "../router/RouteError.js"
 import type { RouteTable } from "../router/RouteTable.js"
@@ -12,10 +12,24 @@ import { LayerBuildError, MissingService, MissingServices } from "./CompileError
 
 const toolNameRule = /^[a-zA-Z0-9_-]{1,64}$/
 
-/** The JSON Schema of a tool's input, as models expect it (an object, no `$schema`). */
+const isRecord = (value: unknown): value is Record<string, unknown> => typeof value === "object" && value !== null
+
+/**
+ * The JSON Schema of a tool's input, as models expect it: an object schema at the top (a class's
+ * `$ref` inlined, `Struct({})` as an empty object), without `$schema`.
+ */
 const parametersOf = (tool: AnyTool): Record<string, unknown> => {
-  const { $schema: _, ...schema } = JSONSchema.make(tool.input)
-  return schema
+  const ast = tool.input.ast
+  if (SchemaAST.isTypeLiteral(ast) && ast.propertySignatures.length === 0 && ast.indexSignatures.length === 0) {
+    return { type: "object", properties: {}, additionalProperties: false }
+  }
+  const root: Record<string, unknown> = { ...JSONSchema.make(tool.input) }
+  const { $schema: _, ...schema } = root
+  const { $ref, $defs } = schema
+  const name = typeof $ref === "string" && $ref.startsWith("#/$defs/") ? $ref.slice("#/$defs/".length) : undefined
+  if (name === undefined || !isRecord($defs) || !isRecord($defs[name])) return schema
+  const { [name]: target, ...others } = $defs
+  return { ...(isRecord(target) ? target : {}), ...(Object.keys(others).length === 0 ? {} : { $defs: others }) }
 }
 
 const compileTool = (tool: AnyTool, id: string, file: string | undefined): CompiledTool => {
@@ -68,15 +82,19 @@ export const compile = Effect.fn("compiler.compile")(function*(table: RouteTable
       }
       const compiled = allTools.get(tool) ?? compileTool(tool, id ?? `${route.id}/${tool.name}`, undefined)
       allTools.set(tool, compiled)
+      const rename = "give the tool another name: defineTool({ name: \"...\" })"
       const problem = !toolNameRule.test(compiled.name)
-        ? `tool name "${compiled.name}" is not valid for models (letters, digits, _ and -, at most 64)`
+        ? { problem: `tool name "${compiled.name}" is not valid for models (letters, digits, _ and -, at most 64)`, fix: rename }
         : tools.has(compiled.name)
-        ? `two tools are both named "${compiled.name}" (${tools.get(compiled.name)?.id} and ${compiled.id})`
+        ? { problem: `two tools are both named "${compiled.name}" (${tools.get(compiled.name)?.id} and ${compiled.id})`, fix: rename }
         : compiled.spec.parameters.type !== "object"
-        ? `tool "${compiled.id}" has an input that is not an object`
+        ? {
+          problem: `tool "${compiled.id}" has an input that is not an object`,
+          fix: "make its input a Schema.Struct({ ... }) (models pass named arguments)"
+        }
         : undefined
       if (problem !== undefined) {
-        errors.push(new RouteError({ file: route.file, problem, fix: "give one of the tools another name: defineTool({ name: \"...\" })" }))
+        errors.push(new RouteError({ file: route.file, ...problem }))
         continue
       }
       tools.set(compiled.name, compiled)

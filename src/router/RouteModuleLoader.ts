@@ -9,13 +9,18 @@ import { register as registerTsx } from "tsx/esm/api"
 
 const frameworkUrl = new URL("../../", import.meta.url).href
 
+// `bin/foundry.js` installs tsx itself (to load the framework's own TypeScript) and says so here.
+const tsxRegistered = Symbol.for("foundry/tsx-registered")
 let registered = false
 
 /** Installs the TypeScript loader and Foundry's module hooks once per process. */
 export const registerRouteLoader = (): void => {
   if (registered) return
   registered = true
-  registerTsx()
+  if (Reflect.get(globalThis, tsxRegistered) !== true) {
+    registerTsx()
+    Reflect.set(globalThis, tsxRegistered, true)
+  }
   register(new URL("./moduleHooks.mjs", import.meta.url), {
     data: { entryUrl: new URL("../index.ts", import.meta.url).href, frameworkUrl }
   })

@@ -1,0 +1,64 @@
+/**
+ * The runtime of one project: store, event log, models, dispatcher, and optionally the HTTP
+ * server, composed as layers around a compiled app. `foundry dev`, `foundry start`, `foundry run`
+ * and the end-to-end tests all start a project through here.
+ */
+import { isAbsolute, join } from "node:path"
+import { NodeContext } from "@effect/platform-node"
+import type { FileSystem, Path } from "@effect/platform"
+import type { PlatformError } from "@effect/platform/Error"
+import { type ConfigError, Layer } from "effect"
+import type { CompiledApp } from "../compiler/CompiledApp.js"
+import * as CurrentApp from "../compiler/CurrentApp.js"
+import * as LocalDispatcher from "../dispatch/LocalDispatcher.js"
+import * as SqlStore from "../durable/SqlStore.js"
+import type { Store, StoreError } from "../durable/Store.js"
+import { EventLogLive } from "../events/EventLog.js"
+import type { ModelResolver } from "../models/Model.js"
+import { ModelResolverLive } from "../models/ModelResolverLive.js"
+import * as HttpServerLive from "../transports/http/HttpServerLive.js"
+import { CliError } from "./CliError.js"
+
+/** Where the project's store lives: the config's SQLite path, relative to the project folder. */
+export const storeFileOf = (app: CompiledApp): string => {
+  const store = app.table.config.store
+  if (!("sqlite" in store)) return "postgres"
+  return store.sqlite === ":memory:" || isAbsolute(store.sqlite) ? store.sqlite : join(app.table.root, store.sqlite)
+}
+
+const storeLayer = (
+  app: CompiledApp,
+  storeFile: string | undefined
+): Layer.Layer<Store, StoreError | CliError | ConfigError.ConfigError | PlatformError, FileSystem.FileSystem | Path.Path> =>
+  storeFile === undefined && !("sqlite" in app.table.config.store)
+    ? Layer.fail(
+      new CliError({
+        message: `${app.table.configFile}: store: { postgres } is not supported yet; use store: { sqlite: ".foundry/foundry.db" }`
+      })
+    )
+    : SqlStore.layerSqlite(storeFile ?? storeFileOf(app))
+
+/** Options for a project runtime. */
+export interface RuntimeOptions {
+  /** Overrides the config's store file (tests use a temporary one). */
+  readonly storeFile?: string
+  /** Replaces the default model resolver (tests run every agent on a scripted model). */
+  readonly models?: Layer.Layer<ModelResolver>
+}
+
+/** Everything but the HTTP server. */
+export const runtimeLayer = (app: CompiledApp, options: RuntimeOptions = {}) =>
+  LocalDispatcher.layer(app.table.config.concurrency).pipe(
+    Layer.provideMerge(EventLogLive),
+    Layer.provideMerge(storeLayer(app, options.storeFile)),
+    Layer.provideMerge(CurrentApp.layer(app)),
+    Layer.provideMerge(options.models ?? ModelResolverLive),
+    Layer.provideMerge(NodeContext.layer)
+  )
+
+/** The runtime and the HTTP server on `host:port`. */
+export const serverLayer = (
+  app: CompiledApp,
+  server: { readonly port: number; readonly host: string },
+  options: RuntimeOptions = {}
+) => HttpServerLive.layer(server).pipe(Layer.provideMerge(runtimeLayer(app, options)))

@@ -1,0 +1,71 @@
+/**
+ * `foundry check [dir]`: validate the routes, compile them (every required service provided),
+ * regenerate `.foundry/`, and type-check the route files with the generated types.
+ */
+import { execFile } from "node:child_process"
+import { createRequire } from "node:module"
+import { dirname, join } from "node:path"
+import { fileURLToPath } from "node:url"
+import { Command } from "@effect/cli"
+import { FileSystem } from "@effect/platform"
+import { Effect } from "effect"
+import { loadProject } from "../../compiler/loadProject.js"
+import { routeFolders } from "../../router/RoutePath.js"
+import { CliError } from "../CliError.js"
+import { say, style } from "../terminal.js"
+import { projectDir } from "./options.js"
+
+const framework = fileURLToPath(new URL("../../../", import.meta.url))
+const require = createRequire(import.meta.url)
+
+/** The tsconfig `foundry check` type-checks with: the project's route files and the generated types. */
+const checkConfig = (root: string, configFile: string | undefined) => {
+  const effectTypes = dirname(require.resolve("effect/package.json"))
+  return {
+    compilerOptions: {
+      target: "ES2022",
+      module: "NodeNext",
+      moduleResolution: "NodeNext",
+      lib: ["ES2022"],
+      types: [],
+      strict: true,
+      noEmit: true,
+      skipLibCheck: true,
+      isolatedModules: true,
+      paths: {
+        foundry: [join(framework, "src/index.ts")],
+        effect: [join(effectTypes, "dist/dts/index.d.ts")],
+        "effect/*": [join(effectTypes, "dist/dts/*.d.ts")]
+      }
+    },
+    include: [
+      ...routeFolders.map((folder) => join(root, folder, "**/*.ts")),
+      ...(configFile === undefined ? [] : [join(root, configFile)]),
+      join(root, ".foundry/routes.d.ts")
+    ]
+  }
+}
+
+const typeCheck = (tsconfig: string) =>
+  Effect.async<{ readonly ok: boolean; readonly output: string }>((resume) => {
+    const tsc = require.resolve("typescript/bin/tsc")
+    execFile(process.execPath, [tsc, "-p", tsconfig, "--pretty", "false"], { maxBuffer: 16 * 1024 * 1024 }, (error, stdout, stderr) => {
+      resume(Effect.succeed({ ok: error === null, output: `${stdout}${stderr}`.trim() }))
+    })
+  })
+
+/** The `check` command. */
+export const check = Command.make("check", { dir: projectDir }, ({ dir }) =>
+  Effect.gen(function*() {
+    const fs = yield* FileSystem.FileSystem
+    const app = yield* loadProject(dir, 1)
+    yield* say(`routes: ${app.agents.size} agents, ${app.table.tools.length} tools; every required service is provided`)
+    const tsconfig = join(dir, ".foundry/tsconfig.check.json")
+    yield* fs.writeFileString(tsconfig, `${JSON.stringify(checkConfig(dir, app.table.configFile), null, 2)}\n`)
+    yield* say(style.dim("type-checking route files with .foundry/routes.d.ts ..."))
+    const result = yield* typeCheck(tsconfig)
+    if (!result.ok) {
+      return yield* new CliError({ message: `type errors:\n${result.output.split(`${dir}/`).join("")}` })
+    }
+    yield* say(style.green("check passed"))
+  }).pipe(Effect.scoped)).pipe(Command.withDescription("validate routes and type-check them with the generated types"))

@@ -1,0 +1,31 @@
+/**
+ * Arguments and options shared by several commands.
+ */
+import { Args, Options } from "@effect/cli"
+import { resolve } from "node:path"
+
+/** The project folder, default the current one. */
+export const projectDir = Args.directory({ name: "dir", exists: "yes" }).pipe(
+  Args.withDescription("the project folder (default: the current folder)"),
+  Args.withDefault("."),
+  Args.map((dir) => resolve(dir))
+)
+
+/** `--dir`, for commands whose positional arguments are taken. */
+export const projectDirOption = Options.directory("dir", { exists: "yes" }).pipe(
+  Options.withDescription("the project folder (default: the current folder)"),
+  Options.withDefault("."),
+  Options.map((dir) => resolve(dir))
+)
+
+/** `--port`: overrides `server.port` of the config. */
+export const port = Options.integer("port").pipe(
+  Options.withDescription("the port to listen on (default: server.port of foundry.config.ts, else 4141)"),
+  Options.optional
+)
+
+/** `--host`: overrides `server.host` of the config. */
+export const host = Options.text("host").pipe(
+  Options.withDescription("the address to listen on (default: 127.0.0.1)"),
+  Options.optional
+)

@@ -1,0 +1,38 @@
+/**
+ * `foundry routes [dir]`: the route table, as the router sees it.
+ */
+import { Command } from "@effect/cli"
+import { Effect } from "effect"
+import { manifestOf } from "../../router/codegen.js"
+import { discover } from "../../router/discover.js"
+import { say, style } from "../terminal.js"
+import { projectDir } from "./options.js"
+
+const detail = (route: ReturnType<typeof manifestOf>["routes"][number]): string => {
+  switch (route.kind) {
+    case "agent":
+      return `model ${route.model}; tools: ${route.tools?.join(", ") || "none"}` +
+        (route.environment === undefined ? "" : `; environment ${route.environment}`)
+    case "tool":
+      return route.requires === undefined || route.requires.length === 0 ? "" : `requires ${route.requires.join(", ")}`
+    case "schedule":
+      return `-> ${route.agent} (${Object.entries(route.timing ?? {}).map(([k, v]) => `${k} ${v}`).join(", ")})`
+    case "playbook":
+      return `-> ${route.agent} (POST ${route.webhook})`
+    case "environment":
+      return route.description ?? ""
+  }
+}
+
+/** The `routes` command. */
+export const routes = Command.make("routes", { dir: projectDir }, ({ dir }) =>
+  Effect.gen(function*() {
+    const table = yield* discover(dir, 1)
+    const manifest = manifestOf(table)
+    const width = Math.max(...manifest.routes.map((r) => r.id.length), 2)
+    yield* say(style.bold(`${"KIND".padEnd(12)}${"ID".padEnd(width + 2)}FILE`))
+    for (const route of manifest.routes) {
+      yield* say(`${route.kind.padEnd(12)}${route.id.padEnd(width + 2)}${route.file}  ${style.dim(detail(route))}`)
+    }
+    yield* say(style.dim(`config: ${table.configFile ?? "(none: defaults)"}`))
+  })).pipe(Command.withDescription("print the project's route table"))

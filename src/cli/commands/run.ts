@@ -1,0 +1,77 @@
+/**
+ * `foundry run <agent> "<message>"`: one run from the terminal, its text streamed to standard
+ * output, its tool calls to standard error, the exit code by outcome (0 completed, 1 failed).
+ */
+import { Args, Command, Options } from "@effect/cli"
+import { Effect, Option, Stream } from "effect"
+import { loadProject } from "../../compiler/loadProject.js"
+import { Dispatcher } from "../../dispatch/Dispatcher.js"
+import { EventLog } from "../../events/EventLog.js"
+import type { FoundryEvent } from "../../events/FoundryEvent.js"
+import { CliError } from "../CliError.js"
+import { runtimeLayer } from "../ProjectRuntime.js"
+import { style } from "../terminal.js"
+import { projectDirOption } from "./options.js"
+
+const write = (stream: NodeJS.WriteStream, text: string) => Effect.sync(() => stream.write(text))
+
+const short = (value: unknown): string => {
+  const text = typeof value === "string" ? value : JSON.stringify(value)
+  return text.length > 200 ? `${text.slice(0, 197)}...` : text
+}
+
+/** Prints one event of the run; `streamed` tracks whether the current turn's text arrived as deltas. */
+const show = (event: FoundryEvent, streamed: Set<unknown>) => {
+  const data = event.data
+  switch (event.type) {
+    case "model.delta":
+      streamed.add(data.turn)
+      return write(process.stdout, String(data.text))
+    case "model.turn.completed":
+      return !streamed.has(data.turn) && typeof data.text === "string" && data.text !== ""
+        ? write(process.stdout, data.text)
+        : Effect.void
+    case "tool.call.started":
+      return write(process.stderr, style.dim(`\n-> ${String(data.tool)} ${short(data.arguments)}\n`))
+    case "tool.call.completed":
+      return write(process.stderr, style.dim(`<- ${String(data.tool)} ${short(data.output)}\n`))
+    case "tool.call.failed":
+      return write(process.stderr, style.yellow(`<- ${String(data.tool)} failed: ${short(data.error)}\n`))
+    case "run.completed":
+      return write(process.stdout, "\n")
+    case "run.failed":
+      return write(process.stderr, style.red(`\nrun failed: ${String(data.error)}\n`))
+    default:
+      return Effect.void
+  }
+}
+
+/** The `run` command. */
+export const run = Command.make(
+  "run",
+  {
+    agent: Args.text({ name: "agent" }).pipe(Args.withDescription("the agent's id, e.g. support/triage")),
+    message: Args.text({ name: "message" }).pipe(Args.withDescription("the message to send")),
+    dir: projectDirOption,
+    instance: Options.text("instance").pipe(Options.withDescription("the instance (default: default)"), Options.optional)
+  },
+  ({ agent, dir, instance, message }) =>
+    Effect.gen(function*() {
+      const app = yield* loadProject(dir, 1)
+      const outcome = yield* Effect.gen(function*() {
+        const dispatcher = yield* Dispatcher
+        const events = yield* EventLog
+        const submitted = yield* dispatcher.submit({ agent, message, instance: Option.getOrUndefined(instance) })
+        const streamed = new Set<unknown>()
+        let failed = false
+        yield* events.runEvents(submitted.id).pipe(
+          Stream.runForEach((event) => {
+            if (event.type === "run.failed") failed = true
+            return show(event, streamed)
+          })
+        )
+        return failed ? "failed" : "completed"
+      }).pipe(Effect.provide(runtimeLayer(app)))
+      if (outcome === "failed") return yield* new CliError({ message: `the run of ${agent} failed` })
+    }).pipe(Effect.scoped)
+).pipe(Command.withDescription("send one message to an agent and stream its answer"))

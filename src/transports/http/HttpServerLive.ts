@@ -1,0 +1,23 @@
+/**
+ * The HTTP server: the native API (with its OpenAPI document at `/api/openapi.json`) on Node's
+ * http server. Binds to loopback unless told otherwise.
+ */
+import { createServer } from "node:http"
+import { HttpApiBuilder } from "@effect/platform"
+import { NodeHttpServer } from "@effect/platform-node"
+import { Layer } from "effect"
+import { FoundryApi } from "./api/FoundryApi.js"
+import { ConversationsLive } from "./handlers/ConversationsLive.js"
+import { RunsLive } from "./handlers/RunsLive.js"
+import { SystemLive } from "./handlers/SystemLive.js"
+
+/** The API with every group implemented. */
+export const ApiLive = HttpApiBuilder.api(FoundryApi).pipe(Layer.provide([RunsLive, ConversationsLive, SystemLive]))
+
+/** Serves the API on `host:port` (port 0 picks a free one). */
+export const layer = (options: { readonly port: number; readonly host: string }) =>
+  HttpApiBuilder.serve().pipe(
+    Layer.provide(HttpApiBuilder.middlewareOpenApi({ path: "/api/openapi.json" })),
+    Layer.provide(ApiLive),
+    Layer.provideMerge(NodeHttpServer.layer(createServer, { port: options.port, host: options.host }))
+  )

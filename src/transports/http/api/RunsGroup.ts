@@ -1,0 +1,66 @@
+/**
+ * `/api/runs`: start a run, read it, list runs, follow its events.
+ */
+import { HttpApiEndpoint, HttpApiGroup } from "@effect/platform"
+import { Schema } from "effect"
+import { AgentNotFound, ConversationNotFound } from "../../../dispatch/Dispatcher.js"
+import { RunStatus } from "../../../durable/records.js"
+import { FoundryEvent } from "../../../events/FoundryEvent.js"
+import { RunView } from "./views.js"
+
+/** The body of `POST /api/runs`. */
+export const CreateRun = Schema.Struct({
+  agent: Schema.String.pipe(Schema.nonEmptyString({ message: () => "agent must be a non-empty agent id" })),
+  message: Schema.String.pipe(Schema.nonEmptyString({ message: () => "message must be non-empty text" })),
+  instance: Schema.optional(Schema.String.pipe(Schema.pattern(/^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/, {
+    message: () => "instance must be 1-128 letters, digits, '.', '_', ':' or '-'"
+  }))),
+  conversation: Schema.optional(Schema.String)
+})
+
+/** The answer to `POST /api/runs`. */
+export const RunCreated = Schema.Struct({
+  runId: Schema.String,
+  conversationId: Schema.String,
+  instanceId: Schema.String
+})
+
+/** No run has that id. */
+export class RunNotFound extends Schema.TaggedError<RunNotFound>()("RunNotFound", {
+  runId: Schema.String,
+  message: Schema.String
+}) {}
+
+const RunIdPath = Schema.Struct({ runId: Schema.String })
+
+/** The runs group. */
+export class RunsGroup extends HttpApiGroup.make("runs")
+  .add(
+    HttpApiEndpoint.post("create", "/api/runs")
+      .setPayload(CreateRun)
+      .addSuccess(RunCreated, { status: 202 })
+      .addError(AgentNotFound, { status: 404 })
+      .addError(ConversationNotFound, { status: 404 })
+  )
+  .add(
+    HttpApiEndpoint.get("list", "/api/runs")
+      .setUrlParams(Schema.Struct({
+        agent: Schema.optional(Schema.String),
+        status: Schema.optional(RunStatus),
+        limit: Schema.optional(Schema.NumberFromString.pipe(Schema.int(), Schema.between(1, 1000)))
+      }))
+      .addSuccess(Schema.Array(RunView))
+  )
+  .add(
+    HttpApiEndpoint.get("get", "/api/runs/:runId")
+      .setPath(RunIdPath)
+      .addSuccess(RunView)
+      .addError(RunNotFound, { status: 404 })
+  )
+  .add(
+    HttpApiEndpoint.get("events", "/api/runs/:runId/events")
+      .setPath(RunIdPath)
+      .addSuccess(Schema.Array(FoundryEvent))
+      .addError(RunNotFound, { status: 404 })
+  )
+{}

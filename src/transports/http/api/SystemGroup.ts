@@ -1,0 +1,39 @@
+/**
+ * The project's routes and the server's health.
+ */
+import { HttpApiEndpoint, HttpApiGroup } from "@effect/platform"
+import { Schema } from "effect"
+
+/** A route as `GET /api/routes` lists it (the manifest's shape). */
+export const RouteView = Schema.Struct({
+  kind: Schema.Literal("agent", "tool", "playbook", "schedule", "environment"),
+  id: Schema.String,
+  file: Schema.String,
+  description: Schema.optional(Schema.String),
+  tools: Schema.optional(Schema.Array(Schema.String)),
+  requires: Schema.optional(Schema.Array(Schema.String)),
+  agent: Schema.optional(Schema.String),
+  environment: Schema.optional(Schema.String),
+  model: Schema.optional(Schema.String),
+  schedules: Schema.optional(Schema.Array(Schema.String)),
+  playbooks: Schema.optional(Schema.Array(Schema.String)),
+  timing: Schema.optional(Schema.Record({ key: Schema.String, value: Schema.String })),
+  webhook: Schema.optional(Schema.String)
+})
+
+/** The system group. */
+export class SystemGroup extends HttpApiGroup.make("system")
+  .add(
+    HttpApiEndpoint.get("routes", "/api/routes").addSuccess(Schema.Struct({
+      config: Schema.NullOr(Schema.String),
+      routes: Schema.Array(RouteView)
+    }))
+  )
+  .add(
+    HttpApiEndpoint.get("health", "/health").addSuccess(Schema.Struct({
+      status: Schema.Literal("ok"),
+      agents: Schema.Number,
+      uptimeMs: Schema.Number
+    }))
+  )
+{}

@@ -1,0 +1,60 @@
+/**
+ * The runs group's handlers.
+ */
+import { HttpApiBuilder, HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import { Effect, Option, Stream } from "effect"
+import { Dispatcher } from "../../../dispatch/Dispatcher.js"
+import { Store } from "../../../durable/Store.js"
+import { EventLog } from "../../../events/EventLog.js"
+import type { FoundryEvent } from "../../../events/FoundryEvent.js"
+import { FoundryApi } from "../api/FoundryApi.js"
+import { RunNotFound } from "../api/RunsGroup.js"
+import { runView } from "./toView.js"
+
+const encoder = new TextEncoder()
+
+/** One event in the SSE wire format; `seq` is the id a client resumes from. */
+const sseFrame = (event: FoundryEvent): Uint8Array =>
+  encoder.encode(`${event.seq > 0 ? `id: ${event.seq}\n` : ""}event: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`)
+
+const findRun = (runId: string) =>
+  Effect.flatMap(Store, (store) => store.getRun(runId)).pipe(
+    Effect.orDie,
+    Effect.flatMap(Option.match({
+      onNone: () => Effect.fail(new RunNotFound({ runId, message: `there is no run "${runId}"` })),
+      onSome: Effect.succeed
+    }))
+  )
+
+/** Handlers for `/api/runs`. */
+export const RunsLive = HttpApiBuilder.group(FoundryApi, "runs", (handlers) =>
+  Effect.gen(function*() {
+    const dispatcher = yield* Dispatcher
+    const store = yield* Store
+    const events = yield* EventLog
+    return handlers
+      .handle("create", ({ payload }) =>
+        dispatcher.submit(payload).pipe(
+          Effect.map((run) => ({ runId: run.id, conversationId: run.conversationId, instanceId: run.instanceId })),
+          Effect.catchTag("StoreError", Effect.die)
+        ))
+      .handle("list", ({ urlParams }) =>
+        store.listRuns({ agent: urlParams.agent, status: urlParams.status, limit: urlParams.limit ?? 50 }).pipe(
+          Effect.map((runs) => runs.map(runView)),
+          Effect.orDie
+        ))
+      .handle("get", ({ path }) => Effect.map(findRun(path.runId), runView))
+      .handleRaw("events", ({ path }) =>
+        Effect.gen(function*() {
+          yield* findRun(path.runId)
+          const request = yield* HttpServerRequest.HttpServerRequest
+          if ((request.headers.accept ?? "").includes("text/event-stream")) {
+            return HttpServerResponse.stream(
+              events.runEvents(path.runId).pipe(Stream.map(sseFrame), Stream.orDie),
+              { contentType: "text/event-stream", headers: { "cache-control": "no-cache" } }
+            )
+          }
+          const stored = yield* store.listEvents({ runId: path.runId, limit: 100_000 }).pipe(Effect.orDie)
+          return yield* HttpServerResponse.json(stored).pipe(Effect.orDie)
+        }))
+  }))

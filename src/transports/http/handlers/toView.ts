@@ -1,0 +1,33 @@
+/**
+ * Store records as the API shows them: absent instead of `null`.
+ */
+import type { StoredMessage } from "../../../durable/Store.js"
+import type { RunRecord } from "../../../durable/records.js"
+import type { MessageView, RunView } from "../api/views.js"
+
+/** A run record as the API shows it. */
+export const runView = (run: RunRecord): RunView => ({
+  id: run.id,
+  status: run.status,
+  agent: run.agent,
+  instanceId: run.instanceId,
+  conversationId: run.conversationId,
+  input: run.input,
+  createdAt: run.createdAt,
+  ...(run.output === null ? {} : { output: run.output }),
+  ...(run.error === null ? {} : { error: run.error }),
+  ...(run.startedAt === null ? {} : { startedAt: run.startedAt }),
+  ...(run.finishedAt === null ? {} : { finishedAt: run.finishedAt })
+})
+
+/** A stored message as the API shows it. */
+export const messageView = ({ createdAt, message, runId, seq }: StoredMessage): MessageView => {
+  switch (message._tag) {
+    case "user":
+      return { seq, runId, createdAt, role: "user", content: message.content }
+    case "assistant":
+      return { seq, runId, createdAt, role: "assistant", content: message.content, toolCalls: message.toolCalls }
+    case "tool":
+      return { seq, runId, createdAt, role: "tool", content: message.content, toolCallId: message.toolCallId, name: message.name }
+  }
+}
