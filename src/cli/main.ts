@@ -20,11 +20,14 @@ const foundry = Command.make("foundry").pipe(
 
 const cli = Command.run(foundry, { name: "foundry", version: packageJson.version })
 
-/** Failures the user can act on print their message, not a stack trace. */
-const readable = (error: unknown): { readonly message: string } =>
-  typeof error === "object" && error !== null && "message" in error && typeof error.message === "string"
-    ? { message: error.message }
-    : { message: String(error) }
+/** Failures the user can act on print their message (or their cause's), not a stack trace. */
+const readable = (error: unknown): { readonly message: string } => {
+  if (typeof error !== "object" || error === null) return { message: String(error) }
+  const message = "message" in error && typeof error.message === "string" ? error.message : ""
+  if (message !== "") return { message }
+  if ("cause" in error && error.cause !== undefined) return readable(error.cause)
+  return { message: "_tag" in error ? String(error._tag) : String(error) }
+}
 
 cli(process.argv).pipe(
   Effect.catchAllCause((cause) => {

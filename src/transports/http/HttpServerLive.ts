@@ -10,6 +10,7 @@ import { FoundryApi } from "./api/FoundryApi.js"
 import { ConversationsLive } from "./handlers/ConversationsLive.js"
 import { RunsLive } from "./handlers/RunsLive.js"
 import { SystemLive } from "./handlers/SystemLive.js"
+import { readableErrors } from "./readableErrors.js"
 
 /** The API with every group implemented. */
 export const ApiLive = HttpApiBuilder.api(FoundryApi).pipe(Layer.provide([RunsLive, ConversationsLive, SystemLive]))
@@ -17,6 +18,7 @@ export const ApiLive = HttpApiBuilder.api(FoundryApi).pipe(Layer.provide([RunsLi
 /** Serves the API on `host:port` (port 0 picks a free one). */
 export const layer = (options: { readonly port: number; readonly host: string }) =>
   HttpApiBuilder.serve().pipe(
+    Layer.provide(HttpApiBuilder.middleware(readableErrors)),
     Layer.provide(HttpApiBuilder.middlewareOpenApi({ path: "/api/openapi.json" })),
     Layer.provide(ApiLive),
     Layer.provideMerge(NodeHttpServer.layer(createServer, { port: options.port, host: options.host }))
