@@ -3,7 +3,7 @@
  * tests, `foundry dev` and `foundry start` load a project the same way, and a reload re-evaluates
  * the project's files without restarting the process.
  */
-import { register } from "node:module"
+import { createRequire, register } from "node:module"
 import { pathToFileURL } from "node:url"
 import { register as registerTsx } from "tsx/esm/api"
 
@@ -26,10 +26,14 @@ export const registerRouteLoader = (): void => {
   })
 }
 
-// Test runners rewrite `import()` in the modules they transform; route files must go through
-// Node's loader and the hooks above instead, so the import is built at run time.
-const dynamicImport = new Function("specifier", "return import(specifier)")
-const nativeImport = (specifier: string): Promise<unknown> => Promise.resolve(dynamicImport(specifier))
+
+const loaded: unknown = createRequire(import.meta.url)("./nativeImport.cjs")
+const nativeImport = (specifier: string): Promise<unknown> => {
+  if (typeof loaded !== "object" || loaded === null || !("nativeImport" in loaded) || typeof loaded.nativeImport !== "function") {
+    return Promise.reject(new Error("foundry: src/router/nativeImport.cjs is missing or broken"))
+  }
+  return Promise.resolve(loaded.nativeImport(specifier))
+}
 
 /** Imports one route file as of build `generation`; a new generation re-evaluates project files. */
 export const importRouteModule = (file: string, generation: number): Promise<unknown> => {

@@ -1,0 +1,70 @@
+/**
+ * Starts a project's real HTTP server in the test's scope, on a free loopback port, with its
+ * store in a temporary file and (optionally) every agent on a given model.
+ */
+import { mkdtempSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { HttpServer } from "@effect/platform"
+import { NodeContext } from "@effect/platform-node"
+import { Context, Effect, Layer } from "effect"
+import { serverLayer } from "../../src/cli/ProjectRuntime.js"
+import { loadProject } from "../../src/compiler/loadProject.js"
+import type { LanguageModel } from "../../src/models/Model.js"
+import { layerFixed } from "../../src/models/ModelResolverLive.js"
+
+/** A running test server. */
+export interface TestServer {
+  readonly url: string
+  readonly storeFile: string
+}
+
+/** Starts the project at `root`; everything stops when the scope closes. */
+export const startServer = (root: string, options: { readonly model?: LanguageModel; readonly storeFile?: string } = {}) =>
+  Effect.gen(function*() {
+    const app = yield* loadProject(root, 1)
+    const storeFile = options.storeFile ?? join(mkdtempSync(join(tmpdir(), "foundry-store-")), "foundry.db")
+    const context = yield* Layer.build(
+      serverLayer(app, { port: 0, host: "127.0.0.1" }, {
+        storeFile,
+        ...(options.model === undefined ? {} : { models: layerFixed(options.model) })
+      })
+    )
+    const address = Context.get(context, HttpServer.HttpServer).address
+    const port = address._tag === "TcpAddress" ? address.port : 0
+    const server: TestServer = { url: `http://127.0.0.1:${port}`, storeFile }
+    return server
+  }).pipe(Effect.provide(NodeContext.layer))
+
+/** JSON over HTTP with `fetch`. */
+export const http = (url: string, init: { readonly method?: string; readonly body?: unknown; readonly headers?: Record<string, string> } = {}) =>
+  Effect.promise(async () => {
+    const response = await fetch(url, {
+      method: init.method ?? (init.body === undefined ? "GET" : "POST"),
+      headers: { "content-type": "application/json", ...init.headers },
+      ...(init.body === undefined ? {} : { body: typeof init.body === "string" ? init.body : JSON.stringify(init.body) })
+    })
+    const text = await response.text()
+    let json: unknown
+    try {
+      json = JSON.parse(text)
+    } catch {
+      json = undefined
+    }
+    return { status: response.status, text, json, headers: response.headers }
+  })
+
+/** Polls a run until it has ended (or the attempts run out). */
+export const waitForRun = (base: string, runId: string) =>
+  Effect.gen(function*() {
+    for (let attempt = 0; attempt < 200; attempt++) {
+      const response = yield* http(`${base}/api/runs/${runId}`)
+      const body = response.json
+      if (typeof body === "object" && body !== null && "status" in body &&
+        (body.status === "completed" || body.status === "failed" || body.status === "cancelled")) {
+        return body
+      }
+      yield* Effect.sleep("25 millis")
+    }
+    return yield* Effect.die(new Error(`run ${runId} did not end`))
+  })

@@ -1,0 +1,54 @@
+/**
+ * Temporary project folders for tests, outside the repository (so they prove that a project
+ * needs no install to import "foundry" and "effect"), removed when the test's scope closes.
+ */
+import { mkdtempSync, mkdirSync, rmSync, writeFileSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { dirname, join } from "node:path"
+import { Effect } from "effect"
+
+/** Files of a project: relative path -> content. */
+export type ProjectFiles = Readonly<Record<string, string>>
+
+/** Writes `files` into `root`, creating folders as needed. */
+export const writeFiles = (root: string, files: ProjectFiles): void => {
+  for (const [file, content] of Object.entries(files)) {
+    mkdirSync(dirname(join(root, file)), { recursive: true })
+    writeFileSync(join(root, file), content)
+  }
+}
+
+/** A new project folder holding `files` (plus an ESM package.json), removed afterwards. */
+export const tempProject = (files: ProjectFiles) =>
+  Effect.acquireRelease(
+    Effect.sync(() => {
+      const root = mkdtempSync(join(tmpdir(), "foundry-test-"))
+      writeFiles(root, { "package.json": "{\"type\":\"module\"}\n", ...files })
+      return root
+    }),
+    (root) => Effect.sync(() => rmSync(root, { recursive: true, force: true }))
+  )
+
+/** A minimal agent file. */
+export const agentFile = (options: { readonly description?: string; readonly tools?: ReadonlyArray<string>; readonly imports?: string } = {}) =>
+  `import { defineAgent } from "foundry"
+${options.imports ?? ""}
+export default defineAgent({
+  description: ${JSON.stringify(options.description ?? "A test agent")},
+  model: "demo",
+  tools: [${(options.tools ?? []).join(", ")}]
+})
+`
+
+/** A minimal tool file. */
+export const toolFile = (description = "Echo the text back") =>
+  `import { Effect, Schema } from "effect"
+import { defineTool } from "foundry"
+
+export default defineTool({
+  description: ${JSON.stringify(description)},
+  input: Schema.Struct({ text: Schema.String }),
+  output: Schema.String,
+  run: ({ text }) => Effect.succeed(text)
+})
+`
