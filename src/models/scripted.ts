@@ -10,7 +10,10 @@ import { type ChatMessage, type LanguageModel, ModelError, type ModelChunk, type
 export type Turn =
   | {
     readonly text?: string
-    readonly toolCalls?: ReadonlyArray<{ readonly name: string; readonly arguments: unknown }>
+    /** Tool calls; `arguments` is JSON-encoded, `rawArguments` is sent as it is (e.g. broken JSON). */
+    readonly toolCalls?: ReadonlyArray<
+      { readonly name: string; readonly arguments: unknown } | { readonly name: string; readonly rawArguments: string }
+    >
     readonly delay?: Duration.DurationInput
   }
   | {
@@ -47,7 +50,11 @@ export const make = (script: Script, name = "script"): LanguageModel => ({
       ...splitText(turn.text ?? "").map((text): ModelChunk => ({ _tag: "TextDelta", text })),
       ...(turn.toolCalls ?? []).map((call, i): ModelChunk => ({
         _tag: "ToolCall",
-        call: { id: `call_${index + 1}_${i + 1}`, name: call.name, arguments: JSON.stringify(call.arguments) }
+        call: {
+          id: `call_${index + 1}_${i + 1}`,
+          name: call.name,
+          arguments: "rawArguments" in call ? call.rawArguments : JSON.stringify(call.arguments)
+        }
       })),
       { _tag: "Usage", inputTokens: 10, outputTokens: 5 }
     ]

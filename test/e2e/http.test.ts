@@ -5,7 +5,7 @@ import { http, startServer, waitForRun } from "../support/server.js"
 const root = new URL("../../", import.meta.url).pathname
 
 describe("the example project over HTTP", () => {
-  it.scoped("a run of the support agent completes with the demo model and records the tool call", () =>
+  it.scopedLive("a run of the support agent completes with the demo model and records the tool call", () =>
     Effect.gen(function*() {
       const server = yield* startServer(root)
       const created = yield* http(`${server.url}/api/runs`, { body: { agent: "support", message: "Where is order 42?" } })
@@ -16,5 +16,86 @@ describe("the example project over HTTP", () => {
       const events = yield* http(`${server.url}/api/runs/${runId}/events`)
       const toolCall = (events.json as Array<{ type: string; data: Record<string, unknown> }>).find((e) => e.type === "tool.call.completed")
       expect(toolCall?.data).toMatchObject({ tool: "lookup-order", input: { orderId: "42" }, output: { orderId: "42", status: "shipped" } })
+    }))
+})
+
+describe("the HTTP API's edges", () => {
+  it.scopedLive("an unknown agent gets 404 naming it and the agents there are", () =>
+    Effect.gen(function*() {
+      const server = yield* startServer(root)
+      const response = yield* http(`${server.url}/api/runs`, { body: { agent: "billing", message: "hi" } })
+      expect(response.status).toBe(404)
+      expect(response.json).toMatchObject({ _tag: "AgentNotFound", agent: "billing" })
+      expect(response.json).toMatchObject({ message: expect.stringContaining(`there is no agent "billing"`) })
+      expect(response.text).toContain("support/triage")
+    }))
+
+  it.scopedLive("a malformed body gets 400 saying which field, never a stack trace", () =>
+    Effect.gen(function*() {
+      const server = yield* startServer(root)
+      const missing = yield* http(`${server.url}/api/runs`, { body: { agent: "support" } })
+      expect(missing.status).toBe(400)
+      expect(missing.json).toMatchObject({ issues: [{ path: ["message"] }] })
+      const wrongType = yield* http(`${server.url}/api/runs`, { body: { agent: "support", message: 42 } })
+      expect(wrongType.status).toBe(400)
+      expect(wrongType.json).toMatchObject({ issues: [{ path: ["message"] }] })
+      const notJson = yield* http(`${server.url}/api/runs`, { body: "{\"agent\": " })
+      expect(notJson.status).toBe(400)
+      expect(notJson.text).toContain("send valid JSON")
+      for (const response of [missing, wrongType, notJson]) expect(response.text).not.toMatch(/\bat .*\.ts:\d+/)
+    }))
+
+  it.scopedLive("an unknown run, conversation or path gets 404 with a message", () =>
+    Effect.gen(function*() {
+      const server = yield* startServer(root)
+      const run = yield* http(`${server.url}/api/runs/run_nope`)
+      expect(run.status).toBe(404)
+      expect(run.json).toMatchObject({ _tag: "RunNotFound", runId: "run_nope" })
+      const conversation = yield* http(`${server.url}/api/conversations/conv_nope/messages`)
+      expect(conversation.status).toBe(404)
+      const wrongConversation = yield* http(`${server.url}/api/runs`, {
+        body: { agent: "support", message: "hi", conversation: "conv_nope" }
+      })
+      expect(wrongConversation.status).toBe(404)
+      expect(wrongConversation.json).toMatchObject({ _tag: "ConversationNotFound" })
+      const path = yield* http(`${server.url}/api/nothing-here`)
+      expect(path.status).toBe(404)
+      expect(path.text).toContain("is not a route")
+    }))
+
+  it.scopedLive("lists runs newest first with filters, and serves routes, health and the OpenAPI document", () =>
+    Effect.gen(function*() {
+      const server = yield* startServer(root)
+      const ids: Array<string> = []
+      for (const message of ["Where is order 42?", "Where is order 7?"]) {
+        const created = yield* http(`${server.url}/api/runs`, { body: { agent: "support", message } })
+        const { runId } = created.json as { runId: string }
+        ids.push(runId)
+        yield* waitForRun(server.url, runId)
+      }
+      const triage = yield* http(`${server.url}/api/runs`, { body: { agent: "support/triage", message: "Classify: site is down" } })
+      yield* waitForRun(server.url, (triage.json as { runId: string }).runId)
+      const listed = yield* http(`${server.url}/api/runs?agent=support&status=completed&limit=10`)
+      expect((listed.json as Array<{ id: string }>).map((r) => r.id)).toEqual([...ids].reverse())
+      const limited = yield* http(`${server.url}/api/runs?limit=1`)
+      expect(limited.json).toHaveLength(1)
+      const badLimit = yield* http(`${server.url}/api/runs?limit=0`)
+      expect(badLimit.status).toBe(400)
+
+      const routes = yield* http(`${server.url}/api/routes`)
+      const kinds = (routes.json as { routes: Array<{ kind: string; id: string }> }).routes.map((r) => `${r.kind}:${r.id}`)
+      expect(kinds).toEqual(expect.arrayContaining([
+        "agent:support",
+        "agent:support/triage",
+        "tool:support/lookup-order",
+        "tool:current-time",
+        "schedule:daily-review",
+        "playbook:urgent-ticket",
+        "environment:workspace"
+      ]))
+      const health = yield* http(`${server.url}/health`)
+      expect(health.json).toMatchObject({ status: "ok", agents: 2 })
+      const openapi = yield* http(`${server.url}/api/openapi.json`)
+      expect(openapi.json).toMatchObject({ openapi: "3.1.0", paths: { "/api/runs": {}, "/api/runs/{runId}": {} } })
     }))
 })

@@ -1,0 +1,203 @@
+import { describe, expect, it } from "@effect/vitest"
+import { Effect } from "effect"
+import * as Scripted from "../../src/models/scripted.js"
+import { agentFile, tempProject } from "../support/tempProject.js"
+import { http, startServer, waitForRun } from "../support/server.js"
+
+const lookupTool = `import { Effect, Schema } from "effect"
+import { defineTool } from "foundry"
+
+export default defineTool({
+  description: "Look up an order by id",
+  input: Schema.Struct({ orderId: Schema.String, quantity: Schema.Number }),
+  output: Schema.Struct({ status: Schema.String }),
+  run: ({ orderId }) =>
+    orderId === "boom"
+      ? Effect.fail({ _tag: "OrderSystemDown", message: "the order system is down" })
+      : orderId === "defect"
+      ? Effect.die(new Error("null pointer in tool"))
+      : Effect.succeed({ status: "shipped " + orderId })
+})
+`
+
+const project = {
+  "agents/shop/agent.ts": `import { defineAgent } from "foundry"
+import lookup from "./tools/lookup.tool.js"
+
+export default defineAgent({
+  description: "Shop assistant",
+  model: "demo",
+  instructions: ({ instance }) => "You serve instance " + instance.id + ".",
+  tools: [lookup],
+  maxTurns: 3
+})
+`,
+  "agents/shop/tools/lookup.tool.ts": lookupTool,
+  "agents/plain/agent.ts": agentFile({ description: "No tools" })
+}
+
+interface EventView {
+  readonly type: string
+  readonly data: Record<string, unknown>
+}
+
+const runTo = (url: string, agent: string, message: string) =>
+  Effect.gen(function*() {
+    const created = yield* http(`${url}/api/runs`, { body: { agent, message } })
+    expect(created.status).toBe(202)
+    const { runId } = created.json as { runId: string }
+    const run = (yield* waitForRun(url, runId)) as Record<string, unknown>
+    const events = (yield* http(`${url}/api/runs/${runId}/events`)).json as ReadonlyArray<EventView>
+    return { run, events, runId }
+  })
+
+describe("the agent loop", () => {
+  it.scopedLive("feeds a tool's result back to the model and ends with its final answer", () =>
+    Effect.gen(function*() {
+      const root = yield* tempProject(project)
+      const seen: Array<string> = []
+      const model = Scripted.make((request, index) => {
+        if (index === 0) return { toolCalls: [{ name: "lookup", arguments: { orderId: "42", quantity: 1 } }] }
+        const last = request.messages[request.messages.length - 1]
+        seen.push(last?._tag === "tool" ? last.content : "")
+        return { text: "Your order is on its way." }
+      })
+      const server = yield* startServer(root, { model })
+      const { events, run } = yield* runTo(server.url, "shop", "where is 42?")
+      expect(run).toMatchObject({ status: "completed", output: "Your order is on its way." })
+      expect(seen).toEqual([JSON.stringify({ status: "shipped 42" })])
+      expect(events.map((e) => e.type)).toEqual([
+        "run.queued",
+        "run.started",
+        "model.turn.started",
+        "model.turn.completed",
+        "tool.call.started",
+        "tool.call.completed",
+        "model.turn.started",
+        "model.turn.completed",
+        "run.completed"
+      ])
+    }))
+
+  it.scopedLive("gives the model a readable error when it sends arguments the tool's schema rejects", () =>
+    Effect.gen(function*() {
+      const root = yield* tempProject(project)
+      const results: Array<string> = []
+      const model = Scripted.make((request, index) => {
+        if (index === 0) return { toolCalls: [{ name: "lookup", arguments: { orderId: 42 } }] }
+        const last = request.messages[request.messages.length - 1]
+        results.push(last?._tag === "tool" ? last.content : "")
+        return { text: "Sorry, I could not look that up." }
+      })
+      const server = yield* startServer(root, { model })
+      const { events, run } = yield* runTo(server.url, "shop", "where is 42?")
+      expect(run).toMatchObject({ status: "completed" })
+      expect(results[0]).toContain("invalid arguments for lookup")
+      expect(results[0]).toContain("orderId")
+      expect(results[0]).toContain("quantity")
+      const failed = events.find((e) => e.type === "tool.call.failed")
+      expect(failed?.data).toMatchObject({ tool: "lookup", input: { orderId: 42 } })
+    }))
+
+  it.scopedLive("reports malformed JSON arguments, an unknown tool, a failing tool and a crashing tool to the model", () =>
+    Effect.gen(function*() {
+      const root = yield* tempProject(project)
+      const results: Array<string> = []
+      const model = Scripted.make((request, index) => {
+        if (index === 1) {
+          results.push(...request.messages.filter((m) => m._tag === "tool").map((m) => m._tag === "tool" ? m.content : ""))
+          return { text: "done" }
+        }
+        return {
+          toolCalls: [
+            { name: "lookup", rawArguments: "{not json at all" },
+            { name: "teleport", arguments: {} },
+            { name: "lookup", arguments: { orderId: "boom", quantity: 1 } },
+            { name: "lookup", arguments: { orderId: "defect", quantity: 1 } }
+          ]
+        }
+      })
+      const server = yield* startServer(root, { model })
+      const { run } = yield* runTo(server.url, "shop", "try everything")
+      expect(run).toMatchObject({ status: "completed", output: "done" })
+      expect(results[0]).toContain("the arguments for lookup are not valid JSON")
+      expect(results[1]).toContain(`there is no tool named "teleport"`)
+      expect(results[1]).toContain("lookup")
+      expect(results[2]).toContain("OrderSystemDown: the order system is down")
+      expect(results[3]).toContain("null pointer in tool")
+    }))
+
+  it.scopedLive("fails the run with a clear error when maxTurns runs out", () =>
+    Effect.gen(function*() {
+      const root = yield* tempProject(project)
+      const model = Scripted.make(() => ({ toolCalls: [{ name: "lookup", arguments: { orderId: "1", quantity: 1 } }] }))
+      const server = yield* startServer(root, { model })
+      const { run, events } = yield* runTo(server.url, "shop", "loop forever")
+      expect(run.status).toBe("failed")
+      expect(run.error).toContain(`agent "shop" used all 3 model turns`)
+      expect(run.error).toContain("agents/shop/agent.ts")
+      expect(events.filter((e) => e.type === "model.turn.completed")).toHaveLength(3)
+      expect(events[events.length - 1]?.type).toBe("run.failed")
+    }))
+
+  it.scopedLive("computes instructions from the instance and keeps the conversation's history", () =>
+    Effect.gen(function*() {
+      const root = yield* tempProject(project)
+      const systems: Array<string> = []
+      const histories: Array<number> = []
+      const model = Scripted.make((request) => {
+        systems.push(request.system)
+        histories.push(request.messages.length)
+        return { text: `reply ${histories.length}` }
+      })
+      const server = yield* startServer(root, { model })
+      const first = yield* http(`${server.url}/api/runs`, { body: { agent: "shop", message: "hi", instance: "acme" } })
+      const { conversationId, runId } = first.json as { conversationId: string; runId: string }
+      yield* waitForRun(server.url, runId)
+      const second = yield* http(`${server.url}/api/runs`, {
+        body: { agent: "shop", message: "again", instance: "acme", conversation: conversationId }
+      })
+      yield* waitForRun(server.url, (second.json as { runId: string }).runId)
+      expect(systems).toEqual(["You serve instance acme.", "You serve instance acme."])
+      expect(histories).toEqual([1, 3])
+      const messages = yield* http(`${server.url}/api/conversations/${conversationId}/messages`)
+      expect((messages.json as Array<{ role: string; content: string }>).map((m) => `${m.role}:${m.content}`)).toEqual([
+        "user:hi",
+        "assistant:reply 1",
+        "user:again",
+        "assistant:reply 2"
+      ])
+    }))
+
+  it.scopedLive("fails the run with the model's error when the model fails permanently", () =>
+    Effect.gen(function*() {
+      const root = yield* tempProject(project)
+      const model = Scripted.make([{ error: { kind: "permanent", status: 400, message: "context length exceeded" } }])
+      const server = yield* startServer(root, { model })
+      const { run } = yield* runTo(server.url, "plain", "hello")
+      expect(run.status).toBe("failed")
+      expect(run.error).toContain("context length exceeded")
+    }))
+
+  it.scopedLive("streams text deltas over SSE and ends the stream when the run ends", () =>
+    Effect.gen(function*() {
+      const root = yield* tempProject(project)
+      const model = Scripted.make([{ text: "one two three four", delay: "150 millis" }])
+      const server = yield* startServer(root, { model })
+      const created = yield* http(`${server.url}/api/runs`, { body: { agent: "plain", message: "count" } })
+      const { runId } = created.json as { runId: string }
+      const body = yield* Effect.promise(async () => {
+        const response = await fetch(`${server.url}/api/runs/${runId}/events`, { headers: { accept: "text/event-stream" } })
+        return { type: response.headers.get("content-type"), text: await response.text() }
+      })
+      expect(body.type).toContain("text/event-stream")
+      const frames = body.text.trim().split("\n\n").map((frame) => frame.split("\n"))
+      const deltas = frames.filter((f) => f.includes("event: model.delta")).map((f) => {
+        const data = f.find((line) => line.startsWith("data: "))?.slice(6) ?? "{}"
+        return String((JSON.parse(data) as { data: { text: string } }).data.text)
+      })
+      expect(deltas.length).toBeGreaterThan(1)
+      expect(deltas.join("")).toBe("one two three four")
+      expect(frames[frames.length - 1]).toContain("event: run.completed")
+    }))
+})

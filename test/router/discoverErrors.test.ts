@@ -1,0 +1,308 @@
+/**
+ * Every error of discovery: each broken route file gives one `RouteError` whose `file` is that
+ * file, whose message names it, and whose problem and fix say what is wrong and what to do.
+ */
+import { describe, expect, it } from "@effect/vitest"
+import { Effect } from "effect"
+import { agentFile, discoverProject, errorFor, goodProject, onlyErrorFor, routeErrorsOf, toolFile } from "./support.js"
+
+const scheduleOf = (agentExpression: string, imports = "") =>
+  `import { defineSchedule } from "foundry"
+${imports}
+export default defineSchedule({ every: "1 hour", agent: ${agentExpression}, message: "wake up" })
+`
+
+const support = { "agents/support/agent.ts": agentFile() }
+
+describe("exports", () => {
+  it.scoped("a route file without a default export", () =>
+    Effect.gen(function*() {
+      const errors = yield* routeErrorsOf({ ...support, "schedules/daily.ts": `export const schedule = 1\n` })
+      const error = onlyErrorFor(errors, "schedules/daily.ts")
+      expect(error.problem).toBe("the file has no default export")
+      expect(error.fix).toContain("export default define")
+    }))
+
+  it.scoped("a schedule file that default-exports an agent", () =>
+    Effect.gen(function*() {
+      const errors = yield* routeErrorsOf({ "schedules/daily.ts": agentFile() })
+      const error = onlyErrorFor(errors, "schedules/daily.ts")
+      expect(error.problem).toContain("the default export is a")
+      expect(error.problem).toContain("agent (defineAgent)")
+      expect(error.problem).toContain("must export a schedule")
+      expect(error.fix).toContain("export default defineSchedule({ ... })")
+      expect(error.fix).toContain("agents/<path>/agent.ts")
+    }))
+
+  it.scoped("an agent.ts that default-exports a tool", () =>
+    Effect.gen(function*() {
+      const errors = yield* routeErrorsOf({ "agents/a/agent.ts": toolFile() })
+      const error = onlyErrorFor(errors, "agents/a/agent.ts")
+      expect(error.problem).toContain("tool (defineTool)")
+      expect(error.problem).toMatch(/must export an? agent$/)
+      expect(error.fix).toContain("export default defineAgent({ ... })")
+      expect(error.fix).toContain("*.tool.ts")
+    }))
+
+  it.scoped("a tool file that default-exports an agent", () =>
+    Effect.gen(function*() {
+      const errors = yield* routeErrorsOf({ "tools/echo.tool.ts": agentFile() })
+      const error = onlyErrorFor(errors, "tools/echo.tool.ts")
+      expect(error.problem).toContain("agent (defineAgent)")
+      expect(error.problem).toContain("must export a tool")
+      expect(error.fix).toContain("defineTool")
+    }))
+
+  it.scoped("a default export that is not a definition at all", () =>
+    Effect.gen(function*() {
+      const errors = yield* routeErrorsOf({ "environments/box.ts": `export default 42\n` })
+      const error = onlyErrorFor(errors, "environments/box.ts")
+      expect(error.problem).toContain("not a Foundry definition")
+      expect(error.problem).toMatch(/must export an? environment$/)
+      expect(error.fix).toBe("export default defineEnvironment({ ... })")
+    }))
+
+  it.scoped("an object that only looks like a definition is not one", () =>
+    Effect.gen(function*() {
+      const lookalike = `export default { description: "x", model: "demo", tools: [], maxTurns: 3 }\n`
+      const errors = yield* routeErrorsOf({ "agents/a/agent.ts": lookalike })
+      expect(onlyErrorFor(errors, "agents/a/agent.ts").problem).toContain("not a Foundry definition")
+    }))
+
+  it.scoped("a config file that exports something else", () =>
+    Effect.gen(function*() {
+      const errors = yield* routeErrorsOf({ ...support, "foundry.config.ts": agentFile() })
+      const error = onlyErrorFor(errors, "foundry.config.ts")
+      expect(error.problem).toContain("must export a config")
+      expect(error.fix).toBe("export default defineConfig({ ... })")
+    }))
+})
+
+describe("ids", () => {
+  it.scoped("a schedule in both .ts and .js is a duplicate id, naming both files", () =>
+    Effect.gen(function*() {
+      const schedule = scheduleOf("support", `import support from "../agents/support/agent.js"`)
+      const errors = yield* routeErrorsOf({ ...support, "schedules/daily.ts": schedule, "schedules/daily.js": schedule })
+      const error = onlyErrorFor(errors, "schedules/daily.ts")
+      expect(error.problem).toBe(`duplicate schedule id "daily": schedules/daily.js has the same id`)
+      expect(error.fix).toContain("schedules/daily.js")
+      expect(error.fix).toContain("schedules/daily.ts")
+    }))
+
+  it.scoped("an agent tool in tools/ and next to agent.ts with the same name is a duplicate id", () =>
+    Effect.gen(function*() {
+      const errors = yield* routeErrorsOf({
+        "agents/a/agent.ts": agentFile(),
+        "agents/a/tools/x.tool.ts": toolFile(),
+        "agents/a/x.tool.ts": toolFile()
+      })
+      const error = onlyErrorFor(errors, "agents/a/x.tool.ts")
+      expect(error.problem).toContain(`duplicate tool id "a/x"`)
+      expect(error.problem).toContain("agents/a/tools/x.tool.ts")
+    }))
+
+  it.scoped("an agent and a tool may share an id: ids are per kind", () =>
+    Effect.gen(function*() {
+      const table = yield* discoverProject({
+        "agents/a/agent.ts": agentFile(),
+        "agents/a/b.tool.ts": toolFile(),
+        "agents/a/b/agent.ts": agentFile()
+      })
+      expect(table.agents.map((r) => r.id).sort()).toEqual(["a", "a/b"])
+      // agents/a/b.tool.ts is in the folder of agent a, not inside agent a/b.
+      expect(table.tools.map((r) => [r.id, r.agent])).toEqual([["a/b", "a"]])
+    }))
+
+  it.scoped("an invalid agent id, with the valid name as fix", () =>
+    Effect.gen(function*() {
+      const errors = yield* routeErrorsOf({ "agents/Support/agent.ts": agentFile() })
+      const error = onlyErrorFor(errors, "agents/Support/agent.ts")
+      expect(error.problem).toContain(`invalid id "Support"`)
+      expect(error.fix).toBe(`rename "Support" to "support"`)
+    }))
+
+  it.scoped("an invalid schedule id, with the valid name as fix", () =>
+    Effect.gen(function*() {
+      const schedule = scheduleOf("support", `import support from "../agents/support/agent.js"`)
+      const errors = yield* routeErrorsOf({ ...support, "schedules/daily_review.ts": schedule })
+      const error = onlyErrorFor(errors, "schedules/daily_review.ts")
+      expect(error.problem).toContain(`invalid id "daily_review"`)
+      expect(error.fix).toBe(`rename "daily_review" to "daily-review"`)
+    }))
+
+  it.scoped("a tool file under agents/ that no agent folder contains", () =>
+    Effect.gen(function*() {
+      const errors = yield* routeErrorsOf({ ...support, "agents/orphan/x.tool.ts": toolFile() })
+      const error = onlyErrorFor(errors, "agents/orphan/x.tool.ts")
+      expect(error.problem).toBe("a tool file under agents/ that no agent folder contains")
+      expect(error.fix).toContain("move it to tools/")
+    }))
+})
+
+describe("relationships", () => {
+  it.scoped("a schedule whose agent is a string, in a .js file", () =>
+    Effect.gen(function*() {
+      const errors = yield* routeErrorsOf({ ...support, "schedules/daily.js": scheduleOf(`"support"`) })
+      const error = onlyErrorFor(errors, "schedules/daily.js")
+      expect(error.problem).toContain(`agent is the string "support"`)
+      expect(error.problem).toContain("imported values, not ids")
+      expect(error.fix).toContain("import the agent")
+      expect(error.fix).toContain(`import agent from "../agents/support/agent.js"`)
+    }))
+
+  it.scoped("a schedule whose agent is a string cast so that it type-checks", () =>
+    Effect.gen(function*() {
+      const errors = yield* routeErrorsOf({
+        ...support,
+        "schedules/daily.ts": scheduleOf(
+          `"support" as unknown as AgentDefinition`,
+          `import type { AgentDefinition } from "foundry"`
+        )
+      })
+      const error = onlyErrorFor(errors, "schedules/daily.ts")
+      expect(error.problem).toContain(`agent is the string "support"`)
+      expect(error.fix).toContain("import the agent")
+    }))
+
+  it.scoped("an agent whose tools hold a string", () =>
+    Effect.gen(function*() {
+      const errors = yield* routeErrorsOf({
+        "agents/a/agent.js": `import { defineAgent } from "foundry"
+import echo from "./echo.tool.js"
+export default defineAgent({ description: "uses a string", tools: [echo, "lookup"] })
+`,
+        "agents/a/echo.tool.ts": toolFile()
+      })
+      const error = onlyErrorFor(errors, "agents/a/agent.js")
+      expect(error.problem).toContain(`tools[1] is the string "lookup"`)
+      expect(error.problem).not.toContain("tools[0]")
+      expect(error.fix).toContain("import the tool")
+    }))
+
+  it.scoped("a playbook whose agent is a tool value", () =>
+    Effect.gen(function*() {
+      const errors = yield* routeErrorsOf({
+        "tools/echo.tool.ts": toolFile(),
+        "playbooks/p.ts": `import { Schema } from "effect"
+import { definePlaybook, webhook } from "foundry"
+import echo from "../tools/echo.tool.js"
+export default definePlaybook({ on: webhook("p", Schema.String), agent: echo as never, message: () => "m" })
+`
+      })
+      const error = onlyErrorFor(errors, "playbooks/p.ts")
+      expect(error.problem).toMatch(/^agent is a tool, but must be an? agent$/)
+      expect(error.fix).toContain("defineAgent")
+    }))
+
+  it.scoped("a schedule importing an agent object that is not a route", () =>
+    Effect.gen(function*() {
+      const errors = yield* routeErrorsOf({
+        ...support,
+        "agents/support/lib/other.ts": `import { defineAgent } from "foundry"
+export const other = defineAgent({ description: "not a route" })
+`,
+        "schedules/daily.ts": scheduleOf("other", `import { other } from "../agents/support/lib/other.js"`)
+      })
+      const error = onlyErrorFor(errors, "schedules/daily.ts")
+      expect(error.problem).toBe("agent is an agent that is not a route of this project")
+      expect(error.fix).toContain("agents/<path>/agent.ts")
+    }))
+
+  it.scoped("invalid fields are reported in one error per file, joined", () =>
+    Effect.gen(function*() {
+      const errors = yield* routeErrorsOf({
+        "agents/a/agent.js": `import { defineAgent } from "foundry"
+export default defineAgent({ description: "", model: "gpt-4", maxTurns: 0 })
+`,
+        "schedules/s.ts": scheduleOf("agent", `import agent from "../agents/b/agent.js"`).replace(
+          `every: "1 hour"`,
+          `cron: "0 9 * *"`
+        ),
+        "agents/b/agent.ts": agentFile()
+      })
+      expect(errors.errors.map((e) => e.file).sort()).toEqual(["agents/a/agent.js", "schedules/s.ts"])
+      const agent = errorFor(errors, "agents/a/agent.js")
+      expect(agent.problem).toBe(`description is missing; model "gpt-4" is not known; maxTurns is 0`)
+      expect(agent.fix.split("; ")).toHaveLength(3)
+      expect(errorFor(errors, "schedules/s.ts").problem).toBe(`cron "0 9 * *" has 4 fields`)
+    }))
+})
+
+describe("loading", () => {
+  it.scoped("a route file that throws while loading names the cause", () =>
+    Effect.gen(function*() {
+      const errors = yield* routeErrorsOf({
+        "agents/a/agent.ts": `import { defineAgent } from "foundry"
+throw new Error("boom at load")
+export default defineAgent({ description: "never reached" })
+`
+      })
+      const error = onlyErrorFor(errors, "agents/a/agent.ts")
+      expect(error.problem).toBe("importing the file failed: boom at load")
+      expect(error.message).toContain("boom at load")
+      expect(errors.message).toContain("boom at load")
+    }))
+
+  it.scoped("a helper that throws fails the route that imports it", () =>
+    Effect.gen(function*() {
+      const errors = yield* routeErrorsOf({
+        "agents/a/agent.ts": agentFile({ imports: `import "./lib/bad.js"` }),
+        "agents/a/lib/bad.ts": `throw new Error("boom in a helper")\n`
+      })
+      expect(onlyErrorFor(errors, "agents/a/agent.ts").problem).toContain("boom in a helper")
+    }))
+
+  it.scoped("a syntax error in a TypeScript route file", () =>
+    Effect.gen(function*() {
+      const errors = yield* routeErrorsOf({
+        "agents/a/agent.ts": `import { defineAgent } from "foundry"
+export default defineAgent({ description: "unfinished",
+`
+      })
+      const error = onlyErrorFor(errors, "agents/a/agent.ts")
+      expect(error.problem).toMatch(/^importing the file failed: \S/)
+      expect(error.fix).toContain("must load without throwing")
+    }))
+
+  it.scoped("a syntax error in a JavaScript route file", () =>
+    Effect.gen(function*() {
+      const errors = yield* routeErrorsOf({ "tools/bad.tool.js": `export default {{\n` })
+      const error = onlyErrorFor(errors, "tools/bad.tool.js")
+      expect(error.problem).toMatch(/^importing the file failed: \S/)
+    }))
+
+  it.scoped("an import of a missing file", () =>
+    Effect.gen(function*() {
+      const errors = yield* routeErrorsOf({ "agents/a/agent.ts": agentFile({ imports: `import x from "./missing.tool.js"`, tools: ["x"] }) })
+      const error = onlyErrorFor(errors, "agents/a/agent.ts")
+      expect(error.problem).toContain("importing the file failed")
+      expect(error.problem).toContain("missing.tool")
+    }))
+})
+
+describe("several broken files", () => {
+  it.scoped("give one error each, and the good files next to them none", () =>
+    Effect.gen(function*() {
+      const broken = {
+        "agents/Bad/agent.ts": agentFile(),
+        "agents/a/agent.ts": `throw new Error("boom at load")\n`,
+        "agents/orphan/x.tool.ts": toolFile(),
+        "schedules/daily.ts": agentFile(),
+        "schedules/weekly.js": scheduleOf(`"support"`),
+        "environments/box.ts": `export default 42\n`,
+        "playbooks/none.ts": `export const nothing = true\n`
+      }
+      const errors = yield* routeErrorsOf({ ...goodProject, ...broken })
+      expect(errors.errors.map((e) => e.file).sort()).toEqual(Object.keys(broken).sort())
+      for (const file of Object.keys(broken)) errorFor(errors, file)
+      expect(errors.message).toContain(`${Object.keys(broken).length} broken route files:`)
+    }))
+
+  it.scoped("a good project is unaffected by broken projects discovered before it", () =>
+    Effect.gen(function*() {
+      yield* routeErrorsOf({ "agents/a/agent.ts": `throw new Error("boom at load")\n`, "schedules/x.ts": agentFile() })
+      const table = yield* discoverProject(goodProject)
+      expect(table.agents.map((r) => r.id).sort()).toEqual(["support", "support/triage"])
+      expect(table.schedules.map((r) => r.id).sort()).toEqual(["daily-review", "team/hourly"])
+    }))
+})
