@@ -14,19 +14,25 @@ export type StoreConfig =
   | { readonly sqlite: string }
   | { readonly postgres: Config.Config<Redacted.Redacted> | string }
 
-/** A project configuration; `L` keeps the layers' types for the generated requirement check. */
-export interface ConfigDefinition<L extends AnyLayer = AnyLayer>
-  extends Branded<"config">
-{
+/**
+ * A project configuration. `Provides` is the union of the services its layers provide, kept for
+ * the generated requirement check.
+ */
+export interface ConfigDefinition<Provides = unknown> extends Branded<"config"> {
   readonly store: StoreConfig
   readonly server: { readonly port: number; readonly host: string }
-  readonly layers: ReadonlyArray<L>
+  readonly layers: ReadonlyArray<AnyLayer>
+  /** Type-level only: never set at run time. */
+  readonly provides?: () => Provides
   /** How many runs may execute at once across all conversations. */
   readonly concurrency: number
 }
 
 /** The services a config's layers provide. */
-export type ProvidedBy<C> = C extends ConfigDefinition<infer L> ? Layer.Layer.Success<L> : never
+export type ProvidedBy<C> = C extends ConfigDefinition<infer Provides> ? Provides : never
+
+/** The services a union of layers provides; none for no layers. */
+type ServicesOf<L extends AnyLayer> = [L] extends [never] ? never : Layer.Layer.Success<L>
 
 /** The configuration a project without `foundry.config.ts` gets. */
 export const defaultConfig = {
@@ -41,7 +47,7 @@ export const defineConfig = <L extends AnyLayer = never>(definition: {
   readonly server?: { readonly port?: number; readonly host?: string }
   readonly layers?: ReadonlyArray<L>
   readonly concurrency?: number
-}): ConfigDefinition<L> =>
+}): ConfigDefinition<ServicesOf<L>> =>
   brand("config", {
     store: definition.store ?? defaultConfig.store,
     server: {

@@ -2,13 +2,13 @@
  * Generated files: the manifest (every route as data) and the route types (`.foundry/routes.d.ts`),
  * written into the project by `writeGenerated`.
  */
-import { readFileSync, statSync, existsSync } from "node:fs"
+import { existsSync, readFileSync, statSync } from "node:fs"
 import { join } from "node:path"
 import { NodeContext } from "@effect/platform-node"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { type Manifest, manifestOf, type ManifestRoute, routeTypesOf, writeGenerated } from "../../src/router/codegen.js"
-import { tempProject } from "../support/tempProject.js"
+import { tempProject, writeFiles } from "../support/tempProject.js"
 import { agentFile, discoverAt, discoverProject, goodProject, toolFile } from "./support.js"
 
 const routeOf = (manifest: Manifest, kind: ManifestRoute["kind"], id: string): ManifestRoute => {
@@ -205,11 +205,11 @@ describe("writeGenerated", () => {
       const manifestFile = join(root, ".foundry/manifest.json")
       yield* write(1)
       const before = statSync(manifestFile).mtimeMs
-      yield* Effect.sleep("30 millis")
+      // Real time (the test clock would never advance): long enough for a rewrite to change mtime.
+      yield* Effect.promise(() => new Promise((resolve) => setTimeout(resolve, 30)))
       yield* write(2)
       expect(statSync(manifestFile).mtimeMs).toBe(before)
 
-      const { writeFiles } = yield* Effect.promise(() => import("../support/tempProject.js"))
       writeFiles(root, { "agents/b/agent.ts": agentFile({ description: "Another agent" }) })
       yield* write(3)
       const manifest: unknown = JSON.parse(readFileSync(manifestFile, "utf8"))

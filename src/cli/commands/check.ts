@@ -9,7 +9,9 @@ import { fileURLToPath } from "node:url"
 import { Command } from "@effect/cli"
 import { FileSystem } from "@effect/platform"
 import { Effect } from "effect"
-import { loadProject } from "../../compiler/loadProject.js"
+import { compile } from "../../compiler/compile.js"
+import { writeGenerated } from "../../router/codegen.js"
+import { discover } from "../../router/discover.js"
 import { routeFolders } from "../../router/RoutePath.js"
 import { CliError } from "../CliError.js"
 import { say, style } from "../terminal.js"
@@ -41,7 +43,8 @@ const checkConfig = (root: string, configFile: string | undefined) => {
     include: [
       ...routeFolders.map((folder) => join(root, folder, "**/*.ts")),
       ...(configFile === undefined ? [] : [join(root, configFile)]),
-      join(root, ".foundry/routes.d.ts")
+      join(root, ".foundry/routes.d.ts"),
+      join(root, ".foundry/requirements-check.ts")
     ]
   }
 }
@@ -58,14 +61,18 @@ const typeCheck = (tsconfig: string) =>
 export const check = Command.make("check", { dir: projectDir }, ({ dir }) =>
   Effect.gen(function*() {
     const fs = yield* FileSystem.FileSystem
-    const app = yield* loadProject(dir, 1)
-    yield* say(`routes: ${app.agents.size} agents, ${app.table.tools.length} tools; every required service is provided`)
+    const table = yield* discover(dir, 1)
+    yield* writeGenerated(table)
+    yield* say(`routes: ${table.agents.length} agents, ${table.tools.length} tools, ${table.schedules.length} schedules, ${table.playbooks.length} playbooks`)
     const tsconfig = join(dir, ".foundry/tsconfig.check.json")
-    yield* fs.writeFileString(tsconfig, `${JSON.stringify(checkConfig(dir, app.table.configFile), null, 2)}\n`)
+    yield* fs.writeFileString(tsconfig, `${JSON.stringify(checkConfig(dir, table.configFile), null, 2)}\n`)
     yield* say(style.dim("type-checking route files with .foundry/routes.d.ts ..."))
-    const result = yield* typeCheck(tsconfig)
-    if (!result.ok) {
-      return yield* new CliError({ message: `type errors:\n${result.output.split(`${dir}/`).join("")}` })
-    }
-    yield* say(style.green("check passed"))
+    const types = yield* typeCheck(tsconfig)
+    const compiled = yield* compile(table).pipe(Effect.either)
+    const problems = [
+      ...(types.ok ? [] : [`type errors:\n${types.output.split(`${dir}/`).join("")}`]),
+      ...(compiled._tag === "Left" ? [compiled.left.message] : [])
+    ]
+    if (problems.length > 0) return yield* new CliError({ message: problems.join("\n") })
+    yield* say(style.green("check passed: routes are valid, every required service is provided, types check"))
   }).pipe(Effect.scoped)).pipe(Command.withDescription("validate routes and type-check them with the generated types"))

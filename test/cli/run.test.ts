@@ -1,0 +1,104 @@
+import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { describe, expect, it } from "@effect/vitest"
+import { Effect } from "effect"
+import { runCli } from "../support/cli.js"
+import { tempProject } from "../support/tempProject.js"
+
+const repository = new URL("../../", import.meta.url).pathname
+
+/** A copy of the example project, so commands that write `.foundry/` leave the repository alone. */
+const exampleCopy = Effect.acquireRelease(
+  Effect.sync(() => {
+    const root = mkdtempSync(join(tmpdir(), "foundry-example-"))
+    for (const entry of ["agents", "tools", "playbooks", "schedules", "environments", "lib", "foundry.config.ts", "package.json"]) {
+      cpSync(join(repository, entry), join(root, entry), { recursive: true })
+    }
+    return root
+  }),
+  (root) => Effect.sync(() => rmSync(root, { recursive: true, force: true }))
+)
+
+describe("foundry run", () => {
+  it.scopedLive("streams the answer of one run and exits 0 when it completes", () =>
+    Effect.gen(function*() {
+      const root = yield* exampleCopy
+      const result = yield* runCli(["run", "support", "Where is order 42?", "--dir", root])
+      expect(result.code).toBe(0)
+      expect(result.stdout).toContain("shipped")
+      expect(result.stderr).toContain("-> lookup-order")
+      expect(result.stderr).toContain(`{"orderId":"42"}`)
+    }))
+
+  it.scopedLive("exits 1 with a readable message for an unknown agent", () =>
+    Effect.gen(function*() {
+      const root = yield* exampleCopy
+      const result = yield* runCli(["run", "billing", "hello", "--dir", root])
+      expect(result.code).toBe(1)
+      expect(result.stderr).toContain(`there is no agent "billing"`)
+      expect(result.stderr).not.toMatch(/\n\s+at /)
+    }))
+
+  it.scopedLive("exits 1 when the run fails, saying why", () =>
+    Effect.gen(function*() {
+      const root = yield* tempProject({
+        "agents/flaky/agent.ts": `import { defineAgent, Scripted } from "foundry"
+export default defineAgent({
+  description: "Always fails",
+  model: Scripted.make([{ error: { kind: "permanent", status: 401, message: "invalid api key" } }])
+})
+`
+      })
+      const result = yield* runCli(["run", "flaky", "hello", "--dir", root])
+      expect(result.code).toBe(1)
+      expect(result.stderr).toContain("invalid api key")
+    }))
+
+  it.scopedLive("a bad flag prints usage, not a stack trace", () =>
+    Effect.gen(function*() {
+      const result = yield* runCli(["dev", "--bogus"])
+      expect(result.code).toBe(2)
+      expect(`${result.stdout}${result.stderr}`).not.toMatch(/\n\s+at /)
+      expect(`${result.stdout}${result.stderr}`).toMatch(/bogus|Received unknown argument/i)
+    }))
+})
+
+describe("foundry routes and foundry check", () => {
+  it.scopedLive("routes prints every route of the example with its kind and file", () =>
+    Effect.gen(function*() {
+      const root = yield* exampleCopy
+      const result = yield* runCli(["routes", root])
+      expect(result.code).toBe(0)
+      for (const line of [
+        /agent\s+support\s+agents\/support\/agent\.ts/,
+        /agent\s+support\/triage\s+agents\/support\/triage\/agent\.ts/,
+        /tool\s+support\/lookup-order\s+agents\/support\/tools\/lookup-order\.tool\.ts/,
+        /tool\s+current-time\s+tools\/current-time\.tool\.ts/,
+        /schedule\s+daily-review\s+schedules\/daily-review\.ts/,
+        /playbook\s+urgent-ticket\s+playbooks\/urgent-ticket\.ts/,
+        /environment\s+workspace\s+environments\/workspace\.ts/
+      ]) expect(result.stdout).toMatch(line)
+    }))
+
+  it.scopedLive("check passes on the example and fails, naming the service, when its layer is removed", () =>
+    Effect.gen(function*() {
+      const root = yield* exampleCopy
+      const good = yield* runCli(["check", root])
+      expect(good.stdout).toContain("check passed")
+      expect(good.code).toBe(0)
+      const generated = readFileSync(join(root, ".foundry/routes.d.ts"), "utf8")
+      expect(generated).toContain(`"support/triage": typeof agent_1`)
+      writeFileSync(
+        join(root, "foundry.config.ts"),
+        `import { defineConfig } from "foundry"\nexport default defineConfig({ layers: [] })\n`
+      )
+      const bad = yield* runCli(["check", root])
+      expect(bad.code).toBe(1)
+      // The generated type check and the runtime check both name the missing service.
+      expect(bad.stderr).toMatch(/requirements-check\.ts.*Orders.*does not satisfy the constraint 'never'/)
+      expect(bad.stderr).toContain(`tool "support/lookup-order"`)
+      expect(bad.stderr).toContain("requires the service Orders")
+    }))
+})
+

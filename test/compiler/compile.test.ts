@@ -1,0 +1,99 @@
+import { NodeContext } from "@effect/platform-node"
+import { describe, expect, it } from "@effect/vitest"
+import { Effect } from "effect"
+import { loadProject } from "../../src/compiler/loadProject.js"
+import { tempProject } from "../support/tempProject.js"
+
+const ordersService = `import { Context, Effect, Layer } from "effect"
+
+export class Orders extends Context.Tag("Orders")<Orders, { readonly status: (id: string) => Effect.Effect<string> }>() {}
+
+export const OrdersLive = Layer.succeed(Orders, { status: (id) => Effect.succeed("shipped " + id) })
+
+export const OrdersBroken = Layer.effect(Orders, Effect.fail({ _tag: "DatabaseDown", message: "cannot reach the orders database" }))
+`
+
+const project = (config: string) => ({
+  "lib/orders.ts": ordersService,
+  "agents/shop/agent.ts": `import { defineAgent } from "foundry"
+import lookup from "./tools/lookup.tool.js"
+export default defineAgent({ description: "Shop", tools: [lookup] })
+`,
+  "agents/shop/tools/lookup.tool.ts": `import { Effect, Schema } from "effect"
+import { defineTool } from "foundry"
+import { Orders } from "../../../lib/orders.js"
+
+export default defineTool({
+  description: "Look up an order",
+  input: Schema.Struct({ id: Schema.String }),
+  output: Schema.String,
+  requires: [Orders],
+  run: ({ id }) => Effect.flatMap(Orders, (orders) => orders.status(id))
+})
+`,
+  "foundry.config.ts": config
+})
+
+const load = (root: string) => loadProject(root, 1).pipe(Effect.provide(NodeContext.layer))
+
+describe("the compiler", () => {
+  it.scoped("reports a service no layer provides with the tool's and the service's names", () =>
+    Effect.gen(function*() {
+      const root = yield* tempProject(project(`import { defineConfig } from "foundry"
+export default defineConfig({ layers: [] })
+`))
+      const error = yield* Effect.flip(load(root))
+      expect(error._tag).toBe("MissingServices")
+      expect(error.message).toContain(`tool "shop/lookup"`)
+      expect(error.message).toContain("agents/shop/tools/lookup.tool.ts")
+      expect(error.message).toContain("requires the service Orders")
+      expect(error.message).toContain("foundry.config.ts")
+    }))
+
+  it.scoped("builds when a layer in the config provides every required service", () =>
+    Effect.gen(function*() {
+      const root = yield* tempProject(project(`import { defineConfig } from "foundry"
+import { OrdersLive } from "./lib/orders.js"
+export default defineConfig({ layers: [OrdersLive] })
+`))
+      const app = yield* load(root)
+      const agent = app.agents.get("shop")
+      expect([...(agent?.tools.keys() ?? [])]).toEqual(["lookup"])
+      expect(agent?.tools.get("lookup")?.spec.parameters).toMatchObject({
+        type: "object",
+        required: ["id"],
+        properties: { id: { type: "string" } }
+      })
+    }))
+
+  it.scoped("reports a layer that fails to build, naming the config file and the cause", () =>
+    Effect.gen(function*() {
+      const root = yield* tempProject(project(`import { defineConfig } from "foundry"
+import { OrdersBroken } from "./lib/orders.js"
+export default defineConfig({ layers: [OrdersBroken] })
+`))
+      const error = yield* Effect.flip(load(root))
+      expect(error._tag).toBe("LayerBuildError")
+      expect(error.message).toContain("foundry.config.ts")
+    }))
+
+  it.scoped("rejects two tools of one agent that the model would know by the same name", () =>
+    Effect.gen(function*() {
+      const tool = `import { Effect, Schema } from "effect"
+import { defineTool } from "foundry"
+export default defineTool({ description: "Echo", input: Schema.Struct({ text: Schema.String }), output: Schema.String, run: ({ text }) => Effect.succeed(text) })
+`
+      const root = yield* tempProject({
+        "tools/echo.tool.ts": tool,
+        "agents/a/tools/echo.tool.ts": tool,
+        "agents/a/agent.ts": `import { defineAgent } from "foundry"
+import shared from "../../tools/echo.tool.js"
+import own from "./tools/echo.tool.js"
+export default defineAgent({ description: "A", tools: [shared, own] })
+`
+      })
+      const error = yield* Effect.flip(load(root))
+      expect(error.message).toContain("agents/a/agent.ts")
+      expect(error.message).toContain(`two tools are both named "echo"`)
+    }))
+})

@@ -1,0 +1,94 @@
+/**
+ * The generated `.foundry/routes.d.ts`, type-checked with the TypeScript compiler: it must compile
+ * for a sound project, and its requirement check must name a service that a tool requires and no
+ * layer in foundry.config.ts provides.
+ *
+ * The text is checked as a `.ts` copy next to it: with `skipLibCheck` (which `foundry check` uses)
+ * TypeScript does not check declaration files at all, and checking every `.d.ts` of effect instead
+ * takes several times longer.
+ */
+import { copyFileSync } from "node:fs"
+import { join } from "node:path"
+import { NodeContext } from "@effect/platform-node"
+import { describe, expect, it } from "@effect/vitest"
+import { Effect } from "effect"
+import ts from "typescript"
+import { writeGenerated } from "../../src/router/codegen.js"
+import { type ProjectFiles, tempProject } from "../support/tempProject.js"
+import { discoverAt, goodProject } from "./support.js"
+
+const framework = new URL("../../", import.meta.url).pathname
+
+// The temporary project has no node_modules: "foundry" and "effect" resolve to the framework's.
+const options: ts.CompilerOptions = {
+  strict: true,
+  noEmit: true,
+  skipLibCheck: true,
+  target: ts.ScriptTarget.ES2022,
+  module: ts.ModuleKind.NodeNext,
+  moduleResolution: ts.ModuleResolutionKind.NodeNext,
+  lib: ["lib.es2022.d.ts"],
+  types: ["node"],
+  typeRoots: [join(framework, "node_modules/@types")],
+  paths: {
+    foundry: [join(framework, "src/index.ts")],
+    effect: [join(framework, "node_modules/effect/dist/dts/index.d.ts")],
+    "effect/*": [join(framework, "node_modules/effect/dist/dts/*.d.ts")]
+  }
+}
+
+let previous: ts.Program | undefined
+
+/** Generates `.foundry/` for a project holding `files` and type-checks routes.d.ts; returns its diagnostics. */
+const diagnosticsOf = (files: ProjectFiles) =>
+  Effect.gen(function*() {
+    const root = yield* tempProject(files)
+    yield* writeGenerated(yield* discoverAt(root)).pipe(Effect.provide(NodeContext.layer))
+    copyFileSync(join(root, ".foundry/routes.d.ts"), join(root, ".foundry/routes-check.ts"))
+    const program = ts.createProgram([join(root, ".foundry/routes-check.ts")], options)
+    previous = program
+    return ts.getPreEmitDiagnostics(program).map((d) => ({
+      file: d.file?.fileName.slice(root.length + 1),
+      text: ts.flattenDiagnosticMessageText(d.messageText, "\n")
+    }))
+  })
+
+const config = (layers: string, imports = "") =>
+  `import { defineConfig } from "foundry"
+${imports}
+export default defineConfig({ layers: [${layers}] })
+`
+
+const otherService = `import { Context, Layer } from "effect"
+export class Clock extends Context.Tag("test/Clock")<Clock, { readonly now: number }>() {}
+export const ClockLive = Layer.succeed(Clock, { now: 0 })
+`
+
+describe("the generated routes.d.ts", () => {
+  it.scoped("type-checks for a project whose config provides every required service", () =>
+    Effect.gen(function*() {
+      expect(yield* diagnosticsOf(goodProject)).toEqual([])
+    }))
+
+  it.scoped("names a required service when the project has no config", () =>
+    Effect.gen(function*() {
+      const { ["foundry.config.ts"]: _, ...withoutConfig } = goodProject
+      const diagnostics = yield* diagnosticsOf(withoutConfig)
+      expect(diagnostics).toHaveLength(1)
+      expect(diagnostics[0]).toMatchObject({ file: ".foundry/routes-check.ts" })
+      expect(diagnostics[0]?.text).toContain("Orders")
+    }))
+
+  it.scoped("names a required service that the config's layers do not provide", () =>
+    Effect.gen(function*() {
+      const diagnostics = yield* diagnosticsOf({
+        ...goodProject,
+        "lib/clock.ts": otherService,
+        "foundry.config.ts": config("ClockLive", `import { ClockLive } from "./lib/clock.js"`)
+      })
+      expect(diagnostics).toHaveLength(1)
+      expect(diagnostics[0]).toMatchObject({ file: ".foundry/routes-check.ts" })
+      expect(diagnostics[0]?.text).toContain("Orders")
+      expect(diagnostics[0]?.text).not.toContain("Clock")
+    }))
+})
