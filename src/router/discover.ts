@@ -16,7 +16,7 @@ import { RouteError, RouteErrors } from "./RouteError.js"
 import { importRouteModule } from "./RouteModuleLoader.js"
 import { agentFoldersOf, classify, configFiles, isProblem, type RouteFile, routeFolders } from "./RoutePath.js"
 import type { Route, RouteTable, ToolRoute } from "./RouteTable.js"
-import { validateDefinition } from "./validateDefinition.js"
+import { article, validateDefinition } from "./validateDefinition.js"
 
 const where: Record<RouteFile["kind"], string> = {
   agent: "agents/<path>/agent.ts",
@@ -75,8 +75,8 @@ const expectKind = (file: string, expected: RouteKind, value: unknown): RouteErr
   return new RouteError({
     file,
     problem: actual === undefined
-      ? `the default export is not a Foundry definition, but a file here must export a ${expected}`
-      : `the default export is a ${actual} (${defineFunctionOf[actual]}), but a file here must export a ${expected}`,
+      ? `the default export is not a Foundry definition, but a file here must export ${article(expected)}`
+      : `the default export is ${article(actual)} (${defineFunctionOf[actual]}), but a file here must export ${article(expected)}`,
     fix: actual === undefined || expected === "config" ? fix : `${fix}, or move the ${actual} to ${where[actual === "config" ? expected : actual]}`
   })
 }
@@ -139,6 +139,8 @@ export const discover = Effect.fn("router.discover")(function*(root: string, gen
   }
 
   const ids = new Map<object, string>()
+  // Definitions whose own file is already reported: what imports them is not broken too.
+  const reported = new Set<unknown>()
   const agents: Array<Route<AgentDefinition>> = []
   const tools: Array<ToolRoute> = []
   const playbooks: Array<Route<PlaybookDefinition>> = []
@@ -150,8 +152,9 @@ export const discover = Effect.fn("router.discover")(function*(root: string, gen
       continue
     }
     const { route, value } = result.right
-    const problems = validateDefinition(route.kind, value)
+    const problems = validateDefinition(route.file, route.kind, value)
     if (problems.length > 0) {
+      reported.add(value)
       errors.push(
         new RouteError({
           file: route.file,
@@ -172,7 +175,8 @@ export const discover = Effect.fn("router.discover")(function*(root: string, gen
   }
 
   for (const route of [...schedules, ...playbooks]) {
-    if (!ids.has(route.definition.agent) && kindOf(route.definition.agent) === "agent") {
+    const agent = route.definition.agent
+    if (!ids.has(agent) && !reported.has(agent) && kindOf(agent) === "agent") {
       errors.push(
         new RouteError({
           file: route.file,

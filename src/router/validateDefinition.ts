@@ -3,6 +3,7 @@
  * relationships must be imported values, fields must have the right shape. Each problem names the
  * field and the fix.
  */
+import { posix as path } from "node:path"
 import { Duration, Schema } from "effect"
 import { defineFunctionOf, kindOf, type RouteKind } from "../definitions/RouteKind.js"
 
@@ -12,31 +13,52 @@ export interface DefinitionProblem {
   readonly fix: string
 }
 
-const relationship = (
-  field: string,
-  value: unknown,
-  kind: RouteKind,
-  importHint: string
-): DefinitionProblem | undefined => {
+/** "a" or "an", for a kind's name. */
+export const article = (word: string): string => `${/^[aeiou]/.test(word) ? "an" : "a"} ${word}`
+
+/** Where the route file of an id would be, for an import hint (tools may live elsewhere too). */
+const routeFileOf = (kind: RouteKind, id: string): string => {
+  switch (kind) {
+    case "agent":
+      return `agents/${id}/agent.js`
+    case "tool":
+      return `tools/${id}.tool.js`
+    default:
+      return `${kind}s/${id}.js`
+  }
+}
+
+/** A valid identifier for an id, e.g. `lookup-order` -> `lookupOrder`. */
+const identifierOf = (id: string): string => {
+  const last = id.split("/").pop() ?? id
+  const camel = last.replace(/[^A-Za-z0-9]+(.)/g, (_, c: string) => c.toUpperCase()).replace(/[^A-Za-z0-9]/g, "")
+  return /^[A-Za-z]/.test(camel) ? camel : `route${camel}`
+}
+
+/** The import statement, relative to `file`, that brings in the route `id` of `kind`. */
+const importHint = (file: string, kind: RouteKind, id: string): string => {
+  const target = path.relative(path.dirname(file), routeFileOf(kind, id))
+  return `import ${identifierOf(id)} from "${target.startsWith(".") ? target : `./${target}`}"`
+}
+
+const relationship = (file: string, field: string, value: unknown, kind: RouteKind): DefinitionProblem | undefined => {
   if (kindOf(value) === kind) return undefined
   if (typeof value === "string") {
     return {
       problem: `${field} is the string "${value}"; relationships are imported values, not ids`,
-      fix: `import the ${kind} and pass the value: ${importHint.replace("NAME", value)}`
+      fix: `import the ${kind} and pass the value: ${importHint(file, kind, value)}`
     }
   }
   const found = kindOf(value)
   return {
-    problem: `${field} is ${found === undefined ? "not a Foundry definition" : `a ${found}`}, but must be a ${kind}`,
+    problem: `${field} is ${found === undefined ? "not a Foundry definition" : article(found)}, but must be ${article(kind)}`,
     fix: `pass a value made with ${defineFunctionOf[kind]} (imported from its route file)`
   }
 }
 
-const agentImport = `import agent from "../agents/NAME/agent.js"`
-
 const isRecord = (value: unknown): value is Record<string, unknown> => typeof value === "object" && value !== null
 
-const checkAgent = (definition: Record<string, unknown>): Array<DefinitionProblem | undefined> => {
+const checkAgent = (file: string, definition: Record<string, unknown>): Array<DefinitionProblem | undefined> => {
   const tools = Array.isArray(definition.tools) ? definition.tools : []
   const model = definition.model
   const maxTurns = definition.maxTurns
@@ -55,15 +77,15 @@ const checkAgent = (definition: Record<string, unknown>): Array<DefinitionProble
       ? undefined
       : { problem: `maxTurns is ${String(maxTurns)}`, fix: "use a positive whole number, e.g. maxTurns: 12" },
     ...tools.map((tool, index) =>
-      relationship(`tools[${index}]`, tool, "tool", `import NAME from "./tools/NAME.tool.js"`)
+      relationship(file, `tools[${index}]`, tool, "tool")
     ),
     definition.environment === undefined
       ? undefined
-      : relationship("environment", definition.environment, "environment", `import NAME from "../../environments/NAME.js"`)
+      : relationship(file, "environment", definition.environment, "environment")
   ]
 }
 
-const checkTool = (definition: Record<string, unknown>): Array<DefinitionProblem | undefined> => [
+const checkTool = (_file: string, definition: Record<string, unknown>): Array<DefinitionProblem | undefined> => [
   typeof definition.description === "string" && definition.description.length > 0
     ? undefined
     : { problem: "description is missing", fix: `add description: "what this tool does" (the model reads it)` },
@@ -78,10 +100,10 @@ const checkTool = (definition: Record<string, unknown>): Array<DefinitionProblem
     : { problem: "run is not a function", fix: "add run: (input) => Effect.succeed(...)" }
 ]
 
-const checkSchedule = (definition: Record<string, unknown>): Array<DefinitionProblem | undefined> => {
+const checkSchedule = (file: string, definition: Record<string, unknown>): Array<DefinitionProblem | undefined> => {
   const timing = isRecord(definition.timing) ? definition.timing : {}
   return [
-    relationship("agent", definition.agent, "agent", agentImport),
+    relationship(file, "agent", definition.agent, "agent"),
     typeof definition.message === "string" && definition.message.length > 0
       ? undefined
       : { problem: "message is missing", fix: `add message: "what the agent should do"` },
@@ -116,10 +138,10 @@ const checkCron = (cron: string, timezone: unknown): DefinitionProblem | undefin
   }
 }
 
-const checkPlaybook = (definition: Record<string, unknown>): Array<DefinitionProblem | undefined> => {
+const checkPlaybook = (file: string, definition: Record<string, unknown>): Array<DefinitionProblem | undefined> => {
   const on = definition.on
   return [
-    relationship("agent", definition.agent, "agent", agentImport),
+    relationship(file, "agent", definition.agent, "agent"),
     isRecord(on) && on._tag === "Webhook" && typeof on.name === "string" && Schema.isSchema(on.schema)
       ? /^[a-z][a-z0-9-]*$/.test(on.name)
         ? undefined
@@ -131,16 +153,18 @@ const checkPlaybook = (definition: Record<string, unknown>): Array<DefinitionPro
   ]
 }
 
-const checks: Partial<Record<RouteKind, (definition: Record<string, unknown>) => Array<DefinitionProblem | undefined>>> = {
+const checks: Partial<
+  Record<RouteKind, (file: string, definition: Record<string, unknown>) => Array<DefinitionProblem | undefined>>
+> = {
   agent: checkAgent,
   tool: checkTool,
   schedule: checkSchedule,
   playbook: checkPlaybook
 }
 
-/** The problems of one definition of `kind`; empty when it is sound. */
-export const validateDefinition = (kind: RouteKind, definition: unknown): ReadonlyArray<DefinitionProblem> => {
+/** The problems of one definition of `kind` in `file`; empty when it is sound. */
+export const validateDefinition = (file: string, kind: RouteKind, definition: unknown): ReadonlyArray<DefinitionProblem> => {
   const check = checks[kind]
   if (check === undefined || !isRecord(definition)) return []
-  return check(definition).filter((problem): problem is DefinitionProblem => problem !== undefined)
+  return check(file, definition).filter((problem): problem is DefinitionProblem => problem !== undefined)
 }

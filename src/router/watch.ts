@@ -14,11 +14,10 @@ const watched = (file: string): boolean => {
 
 /** One element per settled burst of changes under `root`. */
 export const watchProject = (root: string, debounce: Duration.DurationInput = Duration.millis(150)): Stream.Stream<void> =>
-  Stream.async<void>((emit) =>
-    Effect.sync(() => {
-      const watcher = watch(root, { recursive: true }, (_event, file) => {
-        if (file !== null && watched(file)) void emit.single(undefined)
-      })
-      return Effect.sync(() => watcher.close())
+  Stream.async<void>((emit) => {
+    const watcher = watch(root, { recursive: true }, (_event, file) => {
+      if (file !== null && watched(file)) void emit.single(undefined)
     })
-  ).pipe(Stream.debounce(debounce))
+    // What `register` returns runs when the stream ends.
+    return Effect.sync(() => watcher.close())
+  }).pipe(Stream.debounce(debounce))

@@ -7,7 +7,14 @@ import { join } from "node:path"
 import { NodeContext } from "@effect/platform-node"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { type Manifest, manifestOf, type ManifestRoute, routeTypesOf, writeGenerated } from "../../src/router/codegen.js"
+import {
+  type Manifest,
+  manifestOf,
+  type ManifestRoute,
+  requirementsCheck,
+  routeTypesOf,
+  writeGenerated
+} from "../../src/router/codegen.js"
 import { tempProject, writeFiles } from "../support/tempProject.js"
 import { agentFile, discoverAt, discoverProject, goodProject, toolFile } from "./support.js"
 
@@ -158,7 +165,9 @@ describe("routeTypesOf", () => {
       const withConfig = routeTypesOf(yield* discoverProject(goodProject))
       expect(withConfig).toContain(`import type config from "../foundry.config.js"`)
       expect(withConfig).toContain("ProvidedBy<typeof config>")
-      expect(withConfig).toContain("export type RequirementsCheck = RequireAllProvided<MissingServices>")
+      expect(withConfig).toContain("export type MissingServices = Exclude<ToolRequirements<Tools[keyof Tools]>, ProvidedBy<typeof config>>")
+      expect(requirementsCheck).toContain(`import type { MissingServices } from "./routes.js"`)
+      expect(requirementsCheck).toContain("export type RequirementsCheck = RequireAllProvided<MissingServices>")
       const without = routeTypesOf(yield* discoverProject({ "tools/echo.tool.ts": toolFile() }))
       expect(without).not.toContain("import type config")
       expect(without).toContain("ToolRequirements<Tools[keyof Tools]>, never>")
@@ -176,7 +185,7 @@ describe("routeTypesOf", () => {
 })
 
 describe("writeGenerated", () => {
-  it.scoped("writes .foundry/manifest.json and .foundry/routes.d.ts into the project", () =>
+  it.scoped("writes .foundry/manifest.json, routes.d.ts and requirements-check.ts into the project", () =>
     Effect.gen(function*() {
       const root = yield* tempProject(goodProject)
       const table = yield* discoverAt(root)
@@ -186,6 +195,7 @@ describe("writeGenerated", () => {
       if (!isManifest(manifest)) return expect.fail("manifest.json is not a manifest")
       expect(manifest).toEqual(manifestOf(table))
       expect(readFileSync(join(root, ".foundry/routes.d.ts"), "utf8")).toBe(routeTypesOf(table))
+      expect(readFileSync(join(root, ".foundry/requirements-check.ts"), "utf8")).toBe(requirementsCheck)
     }))
 
   it.scoped("the generated folder is not a route folder: discovery after writing is unchanged", () =>

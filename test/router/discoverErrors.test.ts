@@ -147,7 +147,14 @@ describe("relationships", () => {
       expect(error.problem).toContain(`agent is the string "support"`)
       expect(error.problem).toContain("imported values, not ids")
       expect(error.fix).toContain("import the agent")
-      expect(error.fix).toContain(`import agent from "../agents/support/agent.js"`)
+      expect(error.fix).toContain(`import support from "../agents/support/agent.js"`)
+    }))
+
+  it.scoped("the import hint is relative to a nested route file", () =>
+    Effect.gen(function*() {
+      const errors = yield* routeErrorsOf({ ...support, "schedules/team/daily.js": scheduleOf(`"support"`) })
+      const error = onlyErrorFor(errors, "schedules/team/daily.js")
+      expect(error.fix).toContain(`import support from "../../agents/support/agent.js"`)
     }))
 
   it.scoped("a schedule whose agent is a string cast so that it type-checks", () =>

@@ -1,13 +1,10 @@
 /**
- * The generated `.foundry/routes.d.ts`, type-checked with the TypeScript compiler: it must compile
- * for a sound project, and its requirement check must name a service that a tool requires and no
- * layer in foundry.config.ts provides.
- *
- * The text is checked as a `.ts` copy next to it: with `skipLibCheck` (which `foundry check` uses)
- * TypeScript does not check declaration files at all, and checking every `.d.ts` of effect instead
- * takes several times longer.
+ * The generated `.foundry/routes.d.ts` and `.foundry/requirements-check.ts`, type-checked with the
+ * TypeScript compiler and the options `foundry check` uses (`skipLibCheck` included, so the check
+ * must live in a `.ts` file): they must compile for a sound project, and the check must name a
+ * service that a tool requires and no layer in foundry.config.ts provides.
  */
-import { copyFileSync } from "node:fs"
+import { existsSync } from "node:fs"
 import { join } from "node:path"
 import { NodeContext } from "@effect/platform-node"
 import { describe, expect, it } from "@effect/vitest"
@@ -15,7 +12,7 @@ import { Effect } from "effect"
 import ts from "typescript"
 import { writeGenerated } from "../../src/router/codegen.js"
 import { type ProjectFiles, tempProject } from "../support/tempProject.js"
-import { discoverAt, goodProject } from "./support.js"
+import { discoverAt, goodProject, toolFile } from "./support.js"
 
 const framework = new URL("../../", import.meta.url).pathname
 
@@ -39,13 +36,14 @@ const options: ts.CompilerOptions = {
 
 let previous: ts.Program | undefined
 
-/** Generates `.foundry/` for a project holding `files` and type-checks routes.d.ts; returns its diagnostics. */
+/** Generates `.foundry/` for a project holding `files` and type-checks it; returns the diagnostics. */
 const diagnosticsOf = (files: ProjectFiles) =>
   Effect.gen(function*() {
     const root = yield* tempProject(files)
     yield* writeGenerated(yield* discoverAt(root)).pipe(Effect.provide(NodeContext.layer))
-    copyFileSync(join(root, ".foundry/routes.d.ts"), join(root, ".foundry/routes-check.ts"))
-    const program = ts.createProgram([join(root, ".foundry/routes-check.ts")], options)
+    const check = join(root, ".foundry/requirements-check.ts")
+    expect(existsSync(check)).toBe(true)
+    const program = ts.createProgram([check], options, undefined, previous)
     previous = program
     return ts.getPreEmitDiagnostics(program).map((d) => ({
       file: d.file?.fileName.slice(root.length + 1),
@@ -64,7 +62,7 @@ export class Clock extends Context.Tag("test/Clock")<Clock, { readonly now: numb
 export const ClockLive = Layer.succeed(Clock, { now: 0 })
 `
 
-describe("the generated routes.d.ts", () => {
+describe("the generated requirement check", () => {
   it.scoped("type-checks for a project whose config provides every required service", () =>
     Effect.gen(function*() {
       expect(yield* diagnosticsOf(goodProject)).toEqual([])
@@ -75,7 +73,7 @@ describe("the generated routes.d.ts", () => {
       const { ["foundry.config.ts"]: _, ...withoutConfig } = goodProject
       const diagnostics = yield* diagnosticsOf(withoutConfig)
       expect(diagnostics).toHaveLength(1)
-      expect(diagnostics[0]).toMatchObject({ file: ".foundry/routes-check.ts" })
+      expect(diagnostics[0]).toMatchObject({ file: ".foundry/requirements-check.ts" })
       expect(diagnostics[0]?.text).toContain("Orders")
     }))
 
@@ -87,8 +85,29 @@ describe("the generated routes.d.ts", () => {
         "foundry.config.ts": config("ClockLive", `import { ClockLive } from "./lib/clock.js"`)
       })
       expect(diagnostics).toHaveLength(1)
-      expect(diagnostics[0]).toMatchObject({ file: ".foundry/routes-check.ts" })
+      expect(diagnostics[0]).toMatchObject({ file: ".foundry/requirements-check.ts" })
       expect(diagnostics[0]?.text).toContain("Orders")
       expect(diagnostics[0]?.text).not.toContain("Clock")
+    }))
+
+  it.scoped("names a required service when the config has no layers", () =>
+    Effect.gen(function*() {
+      const diagnostics = yield* diagnosticsOf({ ...goodProject, "foundry.config.ts": config("") })
+      expect(diagnostics).toHaveLength(1)
+      expect(diagnostics[0]).toMatchObject({ file: ".foundry/requirements-check.ts" })
+      expect(diagnostics[0]?.text).toContain("Orders")
+    }))
+
+  it.scoped("passes when no tool requires anything, with or without config", () =>
+    Effect.gen(function*() {
+      const { ["lib/orders.ts"]: _, ...rest } = goodProject
+      const noRequirements = {
+        ...rest,
+        "agents/support/tools/lookup-order.tool.ts": toolFile("Look up an order"),
+        "foundry.config.ts": config("")
+      }
+      expect(yield* diagnosticsOf(noRequirements)).toEqual([])
+      const { ["foundry.config.ts"]: __, ...withoutConfig } = noRequirements
+      expect(yield* diagnosticsOf(withoutConfig)).toEqual([])
     }))
 })

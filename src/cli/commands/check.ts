@@ -49,10 +49,10 @@ const checkConfig = (root: string, configFile: string | undefined) => {
   }
 }
 
-const typeCheck = (tsconfig: string) =>
+const typeCheck = (root: string, tsconfig: string) =>
   Effect.async<{ readonly ok: boolean; readonly output: string }>((resume) => {
     const tsc = require.resolve("typescript/bin/tsc")
-    execFile(process.execPath, [tsc, "-p", tsconfig, "--pretty", "false"], { maxBuffer: 16 * 1024 * 1024 }, (error, stdout, stderr) => {
+    execFile(process.execPath, [tsc, "-p", tsconfig, "--pretty", "false"], { cwd: root, maxBuffer: 16 * 1024 * 1024 }, (error, stdout, stderr) => {
       resume(Effect.succeed({ ok: error === null, output: `${stdout}${stderr}`.trim() }))
     })
   })
@@ -67,10 +67,10 @@ export const check = Command.make("check", { dir: projectDir }, ({ dir }) =>
     const tsconfig = join(dir, ".foundry/tsconfig.check.json")
     yield* fs.writeFileString(tsconfig, `${JSON.stringify(checkConfig(dir, table.configFile), null, 2)}\n`)
     yield* say(style.dim("type-checking route files with .foundry/routes.d.ts ..."))
-    const types = yield* typeCheck(tsconfig)
+    const types = yield* typeCheck(dir, tsconfig)
     const compiled = yield* compile(table).pipe(Effect.either)
     const problems = [
-      ...(types.ok ? [] : [`type errors:\n${types.output.split(`${dir}/`).join("")}`]),
+      ...(types.ok ? [] : [`type errors:\n${types.output}`]),
       ...(compiled._tag === "Left" ? [compiled.left.message] : [])
     ]
     if (problems.length > 0) return yield* new CliError({ message: problems.join("\n") })

@@ -1,0 +1,85 @@
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { describe, expect, it } from "@effect/vitest"
+import { Effect } from "effect"
+import { freePort, runCli, startCli } from "../support/cli.js"
+import { http, waitForRun } from "../support/server.js"
+
+const scratchFolder = Effect.acquireRelease(
+  Effect.sync(() => mkdtempSync(join(tmpdir(), "foundry-init-"))),
+  (folder) => Effect.sync(() => rmSync(folder, { recursive: true, force: true }))
+)
+
+const ask = (url: string, message: string) =>
+  Effect.gen(function*() {
+    const created = yield* http(`${url}/api/runs`, { body: { agent: "assistant", message } })
+    expect(created.status).toBe(202)
+    return (yield* waitForRun(url, (created.json as { runId: string }).runId)) as { status: string; output?: string }
+  })
+
+describe("foundry init and foundry dev", () => {
+  it.scopedLive("init makes a project outside the repository that dev serves at once and reloads on every edit", () =>
+    Effect.gen(function*() {
+      const folder = yield* scratchFolder
+      const project = join(folder, "my-agents")
+      const created = yield* runCli(["init", project])
+      expect(created.code).toBe(0)
+      expect(existsSync(join(project, "agents/assistant/agent.ts"))).toBe(true)
+      expect(existsSync(join(project, "node_modules"))).toBe(false)
+
+      const port = yield* freePort
+      const dev = yield* startCli(["dev", project, "--port", String(port)])
+      yield* dev.waitFor(/listening on http:\/\/127\.0\.0\.1:\d+/)
+      const url = `http://127.0.0.1:${port}`
+      expect(existsSync(join(project, ".foundry/manifest.json"))).toBe(true)
+
+      const first = yield* ask(url, `count the words in "hello brave new world"`)
+      expect(first).toMatchObject({ status: "completed" })
+      expect(first.output).toContain(`{"words":4}`)
+
+      // Editing a tool changes behaviour without a restart.
+      const toolFile = join(project, "agents/assistant/tools/word-count.tool.ts")
+      const original = readFileSync(toolFile, "utf8")
+      let mark = dev.output().length
+      writeFileSync(toolFile, original.replace(".length })", ".length * 10 })"))
+      yield* dev.waitFor(/reloaded \(build \d+\)/, mark)
+      const second = yield* ask(url, `count the words in "hello brave new world"`)
+      expect(second.output).toContain(`{"words":40}`)
+
+      // Breaking it reports the file and keeps the last good build serving.
+      mark = dev.output().length
+      writeFileSync(toolFile, "import { defineTool } from \"foundry\"\nexport default defineTool({ description: \n")
+      const failure = yield* dev.waitFor(/Reload failed[\s\S]*word-count\.tool\.ts[^\n]*/, mark)
+      expect(failure).toContain("agents/assistant/tools/word-count.tool.ts")
+      const third = yield* ask(url, `count the words in "hello brave new world"`)
+      expect(third.output).toContain(`{"words":40}`)
+
+      // Fixing it again is picked up.
+      mark = dev.output().length
+      writeFileSync(toolFile, original)
+      yield* dev.waitFor(/reloaded \(build \d+\)/, mark)
+      const fourth = yield* ask(url, `count the words in "one two"`)
+      expect(fourth.output).toContain(`{"words":2}`)
+    }))
+
+  it.scopedLive("init refuses a folder that is not empty", () =>
+    Effect.gen(function*() {
+      const folder = yield* scratchFolder
+      writeFileSync(join(folder, "notes.txt"), "mine")
+      const result = yield* runCli(["init", folder])
+      expect(result.code).toBe(1)
+      expect(result.stderr).toContain("is not empty")
+      expect(readFileSync(join(folder, "notes.txt"), "utf8")).toBe("mine")
+    }))
+
+  it.scopedLive("dev refuses to bind beyond loopback without auth", () =>
+    Effect.gen(function*() {
+      const folder = yield* scratchFolder
+      const project = join(folder, "p")
+      yield* runCli(["init", project])
+      const result = yield* runCli(["start", project, "--host", "0.0.0.0", "--port", "0"])
+      expect(result.code).toBe(1)
+      expect(result.stderr).toContain("refusing to bind to 0.0.0.0")
+    }))
+})
