@@ -10,7 +10,7 @@ import { splitText } from "./scripted.js"
 const words = (text: string): ReadonlyArray<string> =>
   text.toLowerCase().split(/[^a-z0-9]+/).filter((w) => w.length > 2).map((w) => w.replace(/(ies|es|s)$/, ""))
 
-const stopWords = new Set(["the", "and", "for", "you", "with", "that", "this", "what", "from", "ple", "can", "are"])
+const stopWords = new Set(["the", "and", "for", "you", "with", "that", "this", "what", "from", "can", "are", "its", "tell"])
 
 /** How well a tool matches a message: shared words, with the tool's name counting double. */
 const score = (tool: ToolSpec, message: ReadonlySet<string>): number => {

@@ -1,3 +1,6 @@
+import { mkdtempSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { http, startServer, waitForRun } from "../support/server.js"
@@ -97,5 +100,29 @@ describe("the HTTP API's edges", () => {
       expect(health.json).toMatchObject({ status: "ok", agents: 2 })
       const openapi = yield* http(`${server.url}/api/openapi.json`)
       expect(openapi.json).toMatchObject({ openapi: "3.1.0", paths: { "/api/runs": {}, "/api/runs/{runId}": {} } })
+    }))
+})
+
+describe("the store", () => {
+  it.live("keeps runs, conversations and events across a restart of the server", () =>
+    Effect.gen(function*() {
+      const storeFile = join(mkdtempSync(join(tmpdir(), "foundry-restart-")), "foundry.db")
+      const first = yield* Effect.scoped(Effect.gen(function*() {
+        const server = yield* startServer(root, { storeFile })
+        const created = yield* http(`${server.url}/api/runs`, { body: { agent: "support", message: "Where is order 7?" } })
+        const ids = created.json as { runId: string; conversationId: string }
+        yield* waitForRun(server.url, ids.runId)
+        return ids
+      }))
+      yield* Effect.scoped(Effect.gen(function*() {
+        const server = yield* startServer(root, { storeFile })
+        const run = yield* http(`${server.url}/api/runs/${first.runId}`)
+        expect(run.json).toMatchObject({ status: "completed", conversationId: first.conversationId })
+        expect((run.json as { output: string }).output).toContain("delivered")
+        const messages = yield* http(`${server.url}/api/conversations/${first.conversationId}/messages`)
+        expect((messages.json as Array<{ role: string }>).map((m) => m.role)).toEqual(["user", "assistant", "tool", "assistant"])
+        const events = yield* http(`${server.url}/api/runs/${first.runId}/events`)
+        expect((events.json as Array<{ type: string }>).at(-1)?.type).toBe("run.completed")
+      }))
     }))
 })
