@@ -7,36 +7,54 @@ import { isAbsolute, join } from "node:path"
 import { NodeContext } from "@effect/platform-node"
 import type { FileSystem, Path } from "@effect/platform"
 import type { PlatformError } from "@effect/platform/Error"
-import { type ConfigError, Layer } from "effect"
+import { type ConfigError, Effect, Layer } from "effect"
 import type { CompiledApp } from "../compiler/CompiledApp.js"
 import * as CurrentApp from "../compiler/CurrentApp.js"
 import * as LocalDispatcher from "../dispatch/LocalDispatcher.js"
+import { layerPg, publicUrl } from "../durable/PgStore.js"
 import * as SqlStore from "../durable/SqlStore.js"
-import type { Store, StoreError } from "../durable/Store.js"
+import { type Store, StoreError } from "../durable/Store.js"
 import { EventLogLive } from "../events/EventLog.js"
 import type { ModelResolver } from "../models/Model.js"
 import { ModelResolverLive } from "../models/ModelResolverLive.js"
 import * as HttpServerLive from "../transports/http/HttpServerLive.js"
-import { CliError } from "./CliError.js"
 
-/** Where the project's store lives: the config's SQLite path, relative to the project folder. */
+/**
+ * Where the project's store lives, fit to print: the config's SQLite path (relative to the project
+ * folder), or the PostgreSQL URL without its password.
+ */
 export const storeFileOf = (app: CompiledApp): string => {
   const store = app.table.config.store
-  if (!("sqlite" in store)) return "postgres"
+  if (!("sqlite" in store)) return typeof store.postgres === "string" ? publicUrl(store.postgres) : "postgres (URL from config)"
   return store.sqlite === ":memory:" || isAbsolute(store.sqlite) ? store.sqlite : join(app.table.root, store.sqlite)
 }
 
+/**
+ * The store the config asks for: SQLite on its file, or PostgreSQL at its URL (a `Config` is read
+ * when the layer is built; when it cannot be, the error names the config file and the key). A
+ * `storeFile` override always means SQLite on that file.
+ */
 const storeLayer = (
   app: CompiledApp,
   storeFile: string | undefined
-): Layer.Layer<Store, StoreError | CliError | ConfigError.ConfigError | PlatformError, FileSystem.FileSystem | Path.Path> =>
-  storeFile === undefined && !("sqlite" in app.table.config.store)
-    ? Layer.fail(
-      new CliError({
-        message: `${app.table.configFile}: store: { postgres } is not supported yet; use store: { sqlite: ".foundry/foundry.db" }`
-      })
+): Layer.Layer<Store, StoreError | ConfigError.ConfigError | PlatformError, FileSystem.FileSystem | Path.Path> => {
+  const store = app.table.config.store
+  if (storeFile !== undefined || "sqlite" in store) return SqlStore.layerSqlite(storeFile ?? storeFileOf(app))
+  const url = store.postgres
+  if (typeof url === "string") return layerPg(url)
+  return Layer.unwrapEffect(
+    url.pipe(
+      Effect.map(layerPg),
+      // A redacted Config's own message is "<redacted>"; its string form names the missing key.
+      Effect.mapError((error) =>
+        new StoreError({
+          operation: "config",
+          message: `${app.table.configFile ?? "foundry.config.ts"}: store: { postgres }: cannot read the URL: ${String(error)}`
+        })
+      )
     )
-    : SqlStore.layerSqlite(storeFile ?? storeFileOf(app))
+  )
+}
 
 /** Options for a project runtime. */
 export interface RuntimeOptions {
@@ -48,7 +66,7 @@ export interface RuntimeOptions {
 
 /** Everything but the HTTP server. */
 export const runtimeLayer = (app: CompiledApp, options: RuntimeOptions = {}) =>
-  LocalDispatcher.layer(app.table.config.concurrency).pipe(
+  LocalDispatcher.layer({ concurrency: app.table.config.concurrency }).pipe(
     Layer.provideMerge(EventLogLive),
     Layer.provideMerge(storeLayer(app, options.storeFile)),
     Layer.provideMerge(CurrentApp.layer(app)),

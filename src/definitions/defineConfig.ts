@@ -2,7 +2,7 @@
  * `defineConfig`: the project's `foundry.config.ts`: where runs are stored, where the server
  * listens, and the layers that provide what tools require.
  */
-import type { Config, Layer, Redacted } from "effect"
+import type { Config, Duration, Layer, Redacted } from "effect"
 import { brand, type Branded } from "./RouteKind.js"
 
 /** Any layer. `Layer` is contravariant in its input, so only `any` accepts every layer. */
@@ -26,6 +26,12 @@ export interface ConfigDefinition<Provides = unknown> extends Branded<"config"> 
   readonly provides?: () => Provides
   /** How many runs may execute at once across all conversations. */
   readonly concurrency: number
+  /** Consecutive failed tool calls after which a run fails. */
+  readonly maxToolFailures: number
+  /** Retries of transient model failures (429, 5xx, network): exponential backoff with jitter. */
+  readonly modelRetry: { readonly times: number; readonly base: Duration.DurationInput; readonly max: Duration.DurationInput }
+  /** How long an approval waits for a person before it expires (as denied). */
+  readonly approvalTimeout: Duration.DurationInput
 }
 
 /** The services a config's layers provide. */
@@ -38,7 +44,10 @@ type ServicesOf<L extends AnyLayer> = [L] extends [never] ? never : Layer.Layer.
 export const defaultConfig = {
   store: { sqlite: ".foundry/foundry.db" },
   server: { port: 4141, host: "127.0.0.1" },
-  concurrency: 50
+  concurrency: 50,
+  maxToolFailures: 3,
+  modelRetry: { times: 4, base: "200 millis", max: "10 seconds" },
+  approvalTimeout: "10 minutes"
 } as const
 
 /** Defines the project configuration. */
@@ -47,6 +56,9 @@ export const defineConfig = <L extends AnyLayer = never>(definition: {
   readonly server?: { readonly port?: number; readonly host?: string }
   readonly layers?: ReadonlyArray<L>
   readonly concurrency?: number
+  readonly maxToolFailures?: number
+  readonly modelRetry?: Partial<ConfigDefinition["modelRetry"]>
+  readonly approvalTimeout?: Duration.DurationInput
 }): ConfigDefinition<ServicesOf<L>> =>
   brand("config", {
     store: definition.store ?? defaultConfig.store,
@@ -55,5 +67,8 @@ export const defineConfig = <L extends AnyLayer = never>(definition: {
       host: definition.server?.host ?? defaultConfig.server.host
     },
     layers: Object.freeze([...(definition.layers ?? [])]),
-    concurrency: definition.concurrency ?? defaultConfig.concurrency
+    concurrency: definition.concurrency ?? defaultConfig.concurrency,
+    maxToolFailures: definition.maxToolFailures ?? defaultConfig.maxToolFailures,
+    modelRetry: { ...defaultConfig.modelRetry, ...definition.modelRetry },
+    approvalTimeout: definition.approvalTimeout ?? defaultConfig.approvalTimeout
   })

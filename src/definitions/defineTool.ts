@@ -19,6 +19,11 @@ export interface ToolRunContext {
   readonly instanceId: string
   readonly agent: string
   readonly toolCallId: string
+  /**
+   * Stable across re-executions of this call after a crash: the tool's `idempotencyKey(input)`
+   * when it declares one, else `<runId>:<toolCallId>`. Use it to make a side effect happen once.
+   */
+  readonly idempotencyKey: string
 }
 
 /** Whether a call needs a person's approval before it runs. */
@@ -37,6 +42,8 @@ export interface ToolDefinition<I = unknown, IE = unknown, O = unknown, OE = unk
   readonly approval: ApprovalPolicy<I>
   /** The services `run` uses; the compiler checks that the config's layers provide each one. */
   readonly requires: ReadonlyArray<AnyTag>
+  /** A key for the call's side effect, handed to `run` as `context.idempotencyKey`. */
+  readonly idempotencyKey: ((input: I) => string) | undefined
   readonly run: (input: I, context: ToolRunContext) => Effect.Effect<O, E, R>
 }
 
@@ -63,6 +70,7 @@ export const defineTool = <
   readonly output: Schema.Schema<O, OE>
   readonly approval?: ApprovalPolicy<I>
   readonly requires?: Requires
+  readonly idempotencyKey?: (input: I) => string
   readonly run: (
     input: I,
     context: ToolRunContext
@@ -75,5 +83,6 @@ export const defineTool = <
     output: definition.output,
     approval: definition.approval ?? "never",
     requires: definition.requires ?? [],
+    idempotencyKey: definition.idempotencyKey,
     run: definition.run
   })

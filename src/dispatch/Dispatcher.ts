@@ -1,10 +1,11 @@
 /**
  * The Dispatcher: takes a message for an agent, records it as a queued run, and gets it executed.
  * Runs of one conversation execute one at a time in arrival order; runs of different
- * conversations execute concurrently up to the config's limit.
+ * conversations execute concurrently up to the config's limit. It also cancels and steers runs
+ * and applies approval decisions.
  */
 import { Context, type Effect, Schema } from "effect"
-import type { RunRecord } from "../durable/records.js"
+import type { ApprovalRecord, RunRecord } from "../durable/records.js"
 import type { StoreError } from "../durable/Store.js"
 
 /** A message for an agent. */
@@ -15,6 +16,8 @@ export interface RunRequest {
   readonly instance?: string | undefined
   /** An existing conversation of that instance; a new one when absent. */
   readonly conversation?: string | undefined
+  /** A repeated submission with the same key returns the first run and starts nothing. */
+  readonly idempotencyKey?: string | undefined
 }
 
 /** No agent has that id in the current build. */
@@ -29,12 +32,48 @@ export class ConversationNotFound extends Schema.TaggedError<ConversationNotFoun
   message: Schema.String
 }) {}
 
+/** No run has that id. */
+export class RunNotFound extends Schema.TaggedError<RunNotFound>()("RunNotFound", {
+  runId: Schema.String,
+  message: Schema.String
+}) {}
+
+/** The run has already ended, so it cannot be cancelled or steered. */
+export class RunAlreadyEnded extends Schema.TaggedError<RunAlreadyEnded>()("RunAlreadyEnded", {
+  runId: Schema.String,
+  status: Schema.String,
+  message: Schema.String
+}) {}
+
+/** No approval has that id. */
+export class ApprovalNotFound extends Schema.TaggedError<ApprovalNotFound>()("ApprovalNotFound", {
+  approvalId: Schema.String,
+  message: Schema.String
+}) {}
+
+/** The approval was decided already (or expired); a decision applies once. */
+export class ApprovalAlreadyDecided extends Schema.TaggedError<ApprovalAlreadyDecided>()("ApprovalAlreadyDecided", {
+  approvalId: Schema.String,
+  status: Schema.String,
+  message: Schema.String
+}) {}
+
 /** The dispatcher. */
 export class Dispatcher extends Context.Tag("foundry/Dispatcher")<Dispatcher, {
   /** Records the run as queued and schedules it; returns at once. */
   readonly submit: (request: RunRequest) => Effect.Effect<RunRecord, AgentNotFound | ConversationNotFound | StoreError>
   /** Resumes runs that were queued or running when the last process stopped. */
   readonly recover: Effect.Effect<number, StoreError>
-  /** Waits until the run has ended. */
+  /** Waits until the run's current execution has ended (completed, failed, cancelled or suspended). */
   readonly await: (runId: string) => Effect.Effect<void>
+  /** Interrupts the run (wherever it is: queued, running, suspended) and marks it cancelled. */
+  readonly cancel: (runId: string) => Effect.Effect<RunRecord, RunNotFound | RunAlreadyEnded | StoreError>
+  /** Cancels the run and starts a new one in its conversation with `message`, linked to it. */
+  readonly steer: (runId: string, message: string) => Effect.Effect<RunRecord, RunNotFound | RunAlreadyEnded | StoreError>
+  /** Applies a person's decision to a pending approval and resumes its run. */
+  readonly decide: (
+    approvalId: string,
+    decision: "approve" | "deny",
+    reason: string | undefined
+  ) => Effect.Effect<ApprovalRecord, ApprovalNotFound | ApprovalAlreadyDecided | StoreError>
 }>() {}

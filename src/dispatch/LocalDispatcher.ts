@@ -1,20 +1,41 @@
 /**
  * The local Dispatcher: in-process, one serial lane per conversation, a global concurrency limit,
- * every run a fiber in the dispatcher's scope (closed on shutdown).
+ * every execution a fiber in the dispatcher's scope (interrupted on shutdown, so the run stays
+ * `running` in the store and is resumed on the next boot). A conversation lease with a fencing
+ * token in the store keeps two processes on one database from running one conversation at once.
  */
-import { Deferred, Effect, FiberSet, Layer, Option } from "effect"
+import { Clock, Deferred, Duration, Effect, FiberMap, Layer, Option, Schedule } from "effect"
 import { CurrentApp } from "../compiler/CurrentApp.js"
 import { newId } from "../durable/ids.js"
-import type { RunRecord } from "../durable/records.js"
-import { Store } from "../durable/Store.js"
+import { finalStatuses, type RunRecord } from "../durable/records.js"
+import { type Lease, LeaseLost, Store } from "../durable/Store.js"
 import { runAgent } from "../engine/AgentLoop.js"
-import { EventLog } from "../events/EventLog.js"
-import { ModelResolver } from "../models/Model.js"
 import { spanIdOf, traceIdOf } from "../engine/trace.js"
-import { AgentNotFound, ConversationNotFound, Dispatcher, type RunRequest } from "./Dispatcher.js"
+import { type EventDraft, EventLog } from "../events/EventLog.js"
+import type { ModelResolver } from "../models/Model.js"
+import {
+  AgentNotFound,
+  ApprovalAlreadyDecided,
+  ApprovalNotFound,
+  ConversationNotFound,
+  Dispatcher,
+  RunAlreadyEnded,
+  RunNotFound,
+  type RunRequest
+} from "./Dispatcher.js"
 
-/** The local dispatcher with at most `concurrency` runs executing at once. */
-export const layer = (concurrency: number) =>
+/** Settings of the local dispatcher. */
+export interface LocalDispatcherOptions {
+  /** Runs executing at once, across conversations. */
+  readonly concurrency: number
+  /** How long a conversation lease lasts without renewal: the wait before a crashed holder's work is taken over. */
+  readonly leaseTtl?: Duration.DurationInput
+  /** How often pending approvals are checked for expiry. */
+  readonly expiryInterval?: Duration.DurationInput
+}
+
+/** The local dispatcher. */
+export const layer = (options: LocalDispatcherOptions) =>
   Layer.scoped(
     Dispatcher,
     Effect.gen(function*() {
@@ -22,46 +43,113 @@ export const layer = (concurrency: number) =>
       const events = yield* EventLog
       const current = yield* CurrentApp
       const context = yield* Effect.context<Store | EventLog | ModelResolver>()
-      const fibers = yield* FiberSet.make()
-      const slots = yield* Effect.makeSemaphore(concurrency)
+      const owner = newId("node")
+      const leaseTtl = Duration.toMillis(Duration.decode(options.leaseTtl ?? "3 seconds"))
+      const fibers = yield* FiberMap.make<string>()
+      const slots = yield* Effect.makeSemaphore(options.concurrency)
       const lanes = new Map<string, Deferred.Deferred<void>>()
       const done = new Map<string, Deferred.Deferred<void>>()
 
-      const doneSignal = (runId: string) =>
-        Effect.gen(function*() {
-          const existing = done.get(runId)
-          if (existing !== undefined) return existing
-          const created = yield* Deferred.make<void>()
-          done.set(runId, created)
-          return created
+      const emitFor = (run: RunRecord, type: EventDraft["type"], data: EventDraft["data"], step = "run") =>
+        events.emit({
+          type,
+          traceId: traceIdOf(run.id),
+          spanId: spanIdOf(run.id, step),
+          parentSpanId: step === "run" ? null : spanIdOf(run.id, "run"),
+          runId: run.id,
+          conversationId: run.conversationId,
+          instanceId: run.instanceId,
+          agent: run.agent,
+          data
         })
 
-      /** Chains the run behind the conversation's previous run, then executes it in a slot. */
+      /** Waits for the conversation's lease: another process may be running it. */
+      const acquireLease = (conversationId: string) =>
+        store.acquireLease(conversationId, owner, leaseTtl).pipe(
+          Effect.flatMap(Option.match({ onNone: () => Effect.fail("held" as const), onSome: Effect.succeed })),
+          Effect.retry({ schedule: Schedule.spaced("100 millis"), while: (reason) => reason === "held" }),
+          Effect.catchTag("StoreError", Effect.die),
+          Effect.orDie
+        )
+
+      /** Renews the lease until interrupted; fails when it was taken over. */
+      const keepLease = (lease: Lease) =>
+        Effect.gen(function*() {
+          yield* Effect.sleep(Duration.millis(leaseTtl / 3))
+          const held = yield* store.renewLease(lease, leaseTtl).pipe(Effect.orDie)
+          if (!held) return yield* new LeaseLost({ conversationId: lease.conversationId, token: lease.token })
+        }).pipe(Effect.forever)
+
+      /** Executes the run once its conversation's earlier runs are done, holding the lease and a slot. */
+      const execute = (run: RunRecord, previous: Deferred.Deferred<void> | undefined) =>
+        Effect.gen(function*() {
+          if (previous !== undefined) yield* Deferred.await(previous)
+          const lease = yield* acquireLease(run.conversationId)
+          yield* Effect.gen(function*() {
+            const latest = yield* store.getRun(run.id).pipe(Effect.orDie)
+            // Another process (or a cancel) may have moved the run on while it waited.
+            if (Option.isNone(latest) || finalStatuses.has(latest.value.status)) return
+            if (latest.value.status === "suspended" && run.status !== "suspended") return
+            const app = yield* current.get
+            yield* slots.withPermits(1)(
+              Effect.raceFirst(Effect.asVoid(runAgent(app, latest.value, lease)), keepLease(lease))
+            ).pipe(Effect.catchTag("LeaseLost", () => Effect.void))
+          }).pipe(Effect.ensuring(Effect.ignore(store.releaseLease(lease))))
+        })
+
+      /** Puts the run at the back of its conversation's lane. */
       const schedule = (run: RunRecord) =>
         Effect.gen(function*() {
           const previous = lanes.get(run.conversationId)
           const mine = yield* Deferred.make<void>()
           lanes.set(run.conversationId, mine)
-          const finished = yield* doneSignal(run.id)
-          const execute = Effect.gen(function*() {
-            if (previous !== undefined) yield* Deferred.await(previous)
-            const app = yield* current.get
-            yield* slots.withPermits(1)(runAgent(app, run))
-          }).pipe(
-            Effect.provide(context),
-            Effect.ensuring(
-              Effect.gen(function*() {
+          const finished = yield* Deferred.make<void>()
+          done.set(run.id, finished)
+          yield* FiberMap.run(
+            fibers,
+            run.id,
+            execute(run, previous).pipe(
+              Effect.provide(context),
+              Effect.catchAllCause((cause) => Effect.logError("run execution crashed", cause)),
+              Effect.ensuring(Effect.gen(function*() {
                 yield* Deferred.succeed(mine, undefined)
                 yield* Deferred.succeed(finished, undefined)
-                done.delete(run.id)
+                if (done.get(run.id) === finished) done.delete(run.id)
                 if (lanes.get(run.conversationId) === mine) lanes.delete(run.conversationId)
-              })
+              }))
             )
           )
-          yield* FiberSet.run(fibers, execute)
+        })
+
+      const findRun = (runId: string) =>
+        store.getRun(runId).pipe(
+          Effect.flatMap(Option.match({
+            onNone: () => Effect.fail(new RunNotFound({ runId, message: `there is no run "${runId}"` })),
+            onSome: Effect.succeed
+          }))
+        )
+
+      const newRun = (request: RunRequest, conversationId: string, instanceId: string, steeredFrom?: string) =>
+        Effect.gen(function*() {
+          const run = yield* store.createRun({
+            id: newId("run"),
+            agent: request.agent,
+            instanceId,
+            conversationId,
+            input: request.message,
+            idempotencyKey: request.idempotencyKey,
+            steeredFrom
+          })
+          yield* emitFor(run, "run.queued", { input: request.message, ...(steeredFrom === undefined ? {} : { steeredFrom }) })
+          yield* schedule(run)
+          return run
         })
 
       const submit = Effect.fn("Dispatcher.submit")(function*(request: RunRequest) {
+        if (request.idempotencyKey !== undefined) {
+          const existing = yield* store.findRunByIdempotencyKey(request.idempotencyKey)
+          if (Option.isSome(existing)) return existing.value
+        }
         const app = yield* current.get
         if (!app.agents.has(request.agent)) {
           const known = [...app.agents.keys()].join(", ")
@@ -93,27 +181,95 @@ export const layer = (concurrency: number) =>
           }
           conversationId = conversation.value.id
         }
-        const run = yield* store.createRun({
-          id: newId("run"),
-          agent: request.agent,
-          instanceId,
-          conversationId,
-          input: request.message
-        })
-        yield* events.emit({
-          type: "run.queued",
-          traceId: traceIdOf(run.id),
-          spanId: spanIdOf(run.id, "run"),
-          parentSpanId: null,
-          runId: run.id,
-          conversationId,
-          instanceId,
-          agent: request.agent,
-          data: { input: request.message }
-        })
-        yield* schedule(run)
-        return run
+        return yield* newRun(request, conversationId, instanceId).pipe(
+          // Two submissions with one key at once: the store's unique key lets one in.
+          Effect.catchTag("StoreError", (error) =>
+            request.idempotencyKey === undefined
+              ? Effect.fail(error)
+              : store.findRunByIdempotencyKey(request.idempotencyKey).pipe(
+                Effect.flatMap(Option.match({ onNone: () => Effect.fail(error), onSome: Effect.succeed }))
+              ))
+        )
       })
+
+      const cancel = Effect.fn("Dispatcher.cancel")(function*(runId: string) {
+        const run = yield* findRun(runId)
+        if (finalStatuses.has(run.status)) {
+          return yield* new RunAlreadyEnded({ runId, status: run.status, message: `run "${runId}" has already ${run.status}` })
+        }
+        yield* FiberMap.remove(fibers, runId)
+        const latest = yield* findRun(runId)
+        if (finalStatuses.has(latest.status)) return latest
+        yield* store.updateRun(runId, { status: "cancelled" })
+        yield* emitFor(latest, "run.cancelled", { from: latest.status })
+        return yield* findRun(runId)
+      })
+
+      const steer = Effect.fn("Dispatcher.steer")(function*(runId: string, message: string) {
+        const cancelled = yield* cancel(runId)
+        return yield* newRun(
+          { agent: cancelled.agent, message, instance: cancelled.instanceId, conversation: cancelled.conversationId },
+          cancelled.conversationId,
+          cancelled.instanceId,
+          runId
+        )
+      })
+
+      /** Applies a decision (or an expiry) to a pending approval and resumes its run. */
+      const applyDecision = (approvalId: string, status: "approved" | "denied" | "expired", reason: string | undefined) =>
+        Effect.gen(function*() {
+          const approval = yield* store.getApproval(approvalId)
+          if (Option.isNone(approval)) {
+            return yield* new ApprovalNotFound({ approvalId, message: `there is no approval "${approvalId}"` })
+          }
+          const decided = yield* store.decideApproval(approvalId, status, reason)
+          if (Option.isNone(decided)) {
+            const now = yield* store.getApproval(approvalId)
+            const was = Option.match(now, { onNone: () => "decided", onSome: (a) => a.status })
+            return yield* new ApprovalAlreadyDecided({
+              approvalId,
+              status: was,
+              message: `approval "${approvalId}" is already ${was}; a decision applies once`
+            })
+          }
+          const run = yield* store.getRun(decided.value.runId)
+          if (Option.isSome(run)) {
+            yield* emitFor(run.value, "approval.decided", {
+              approvalId,
+              toolCallId: decided.value.toolCallId,
+              tool: decided.value.tool,
+              status,
+              ...(reason === undefined ? {} : { reason })
+            }, `approval:${decided.value.toolCallId}`)
+            if (run.value.status === "suspended") yield* schedule(run.value)
+          }
+          return decided.value
+        })
+
+      const decide = Effect.fn("Dispatcher.decide")(function*(
+        approvalId: string,
+        decision: "approve" | "deny",
+        reason: string | undefined
+      ) {
+        return yield* applyDecision(approvalId, decision === "approve" ? "approved" : "denied", reason)
+      })
+
+      // Approvals expire fail-closed: checked on a short interval, re-armed from the store on boot.
+      yield* Effect.gen(function*() {
+        const now = yield* Clock.currentTimeMillis
+        const pending = yield* store.listApprovals("pending")
+        for (const approval of pending) {
+          if (approval.expiresAt <= now) {
+            yield* applyDecision(approval.id, "expired", "no decision before the approval expired").pipe(
+              Effect.catchTag("ApprovalAlreadyDecided", () => Effect.void)
+            )
+          }
+        }
+      }).pipe(
+        Effect.catchAllCause((cause) => Effect.logWarning("approval expiry check failed", cause)),
+        Effect.repeat(Schedule.spaced(options.expiryInterval ?? "250 millis")),
+        Effect.forkScoped
+      )
 
       const recover = Effect.gen(function*() {
         const runs = yield* store.unfinishedRuns
@@ -127,7 +283,6 @@ export const layer = (concurrency: number) =>
           if (signal !== undefined) yield* Deferred.await(signal)
         })
 
-      return Dispatcher.of({ submit, recover, await: awaitRun })
+      return Dispatcher.of({ submit, recover, await: awaitRun, cancel, steer, decide })
     })
   )
-

@@ -5,12 +5,12 @@
 import { FileSystem, Path } from "@effect/platform"
 import { Migrator, SqlClient, SqlSchema } from "@effect/sql"
 import { SqliteClient } from "@effect/sql-sqlite-node"
-import { Clock, Effect, Layer, Schema, String as Str } from "effect"
+import { Clock, Effect, Layer, Option, Schema, String as Str } from "effect"
 import { FoundryEvent } from "../events/FoundryEvent.js"
 import { ChatMessage } from "../models/Model.js"
 import { migrations } from "./migrations.js"
-import { ConversationRecord, InstanceRecord, RunRecord } from "./records.js"
-import { Store, StoreError } from "./Store.js"
+import { ApprovalRecord, ConversationRecord, InstanceRecord, RunRecord } from "./records.js"
+import { LeaseLost, Store, StoreError } from "./Store.js"
 
 const EventRow = Schema.Struct({
   ...FoundryEvent.fields,
@@ -56,6 +56,22 @@ export const make = Effect.gen(function*() {
     Result: RunRecord,
     execute: (id) => sql`SELECT * FROM runs WHERE id = ${id}`
   })
+  const findRunByKey = SqlSchema.findOne({
+    Request: Schema.String,
+    Result: RunRecord,
+    execute: (key) => sql`SELECT * FROM runs WHERE idempotency_key = ${key}`
+  })
+  const findApprovalById = SqlSchema.findOne({
+    Request: Schema.String,
+    Result: ApprovalRecord,
+    execute: (id) => sql`SELECT * FROM approvals WHERE id = ${id}`
+  })
+  const findApprovalByCall = SqlSchema.findOne({
+    Request: Schema.Struct({ runId: Schema.String, toolCallId: Schema.String }),
+    Result: ApprovalRecord,
+    execute: ({ runId, toolCallId }) => sql`SELECT * FROM approvals WHERE run_id = ${runId} AND tool_call_id = ${toolCallId}`
+  })
+  const decodeApprovals = Schema.decodeUnknown(Schema.Array(ApprovalRecord))
   const decodeRuns = Schema.decodeUnknown(Schema.Array(RunRecord))
   const decodeEvents = Schema.decodeUnknown(Schema.Array(EventRow))
   const decodeMessages = Schema.decodeUnknown(Schema.Array(MessageRow))
@@ -80,14 +96,23 @@ export const make = Effect.gen(function*() {
 
     getConversation: (id) => findConversation(id).pipe(failAs("getConversation")),
 
-    appendMessage: (conversationId, runId, message) =>
+    appendMessage: (conversationId, runId, message, lease) =>
       Effect.gen(function*() {
         const now = yield* Clock.currentTimeMillis
-        yield* sql`INSERT INTO messages (conversation_id, seq, run_id, body, created_at)
-          SELECT ${conversationId}, COALESCE(MAX(seq), 0) + 1, ${runId}, ${encodeMessage(message)}, ${now}
-          FROM messages WHERE conversation_id = ${conversationId}`
-        yield* sql`UPDATE conversations SET updated_at = ${now} WHERE id = ${conversationId}`
-      }).pipe(failAs("appendMessage")),
+        const fence = lease === undefined
+          ? sql`1 = 1`
+          : sql`EXISTS (SELECT 1 FROM conversation_leases WHERE conversation_id = ${conversationId} AND token = ${lease.token})`
+        // The fence sits outside the aggregate: an aggregate always yields a row, even over none.
+        const inserted = yield* sql<{ readonly seq: number }>`INSERT INTO messages (conversation_id, seq, run_id, body, created_at)
+          SELECT ${conversationId}, next.seq, ${runId}, ${encodeMessage(message)}, ${now}
+          FROM (SELECT COALESCE(MAX(seq), 0) + 1 AS seq FROM messages WHERE conversation_id = ${conversationId}) next
+          WHERE ${fence}
+          RETURNING seq`.pipe(failAs("appendMessage"))
+        if (inserted.length === 0 && lease !== undefined) {
+          return yield* new LeaseLost({ conversationId, token: lease.token })
+        }
+        yield* sql`UPDATE conversations SET updated_at = ${now} WHERE id = ${conversationId}`.pipe(failAs("appendMessage"))
+      }),
 
     listMessages: (conversationId) =>
       sql`SELECT seq, run_id, body, created_at FROM messages WHERE conversation_id = ${conversationId} ORDER BY seq`.pipe(
@@ -100,7 +125,12 @@ export const make = Effect.gen(function*() {
       Effect.gen(function*() {
         const now = yield* Clock.currentTimeMillis
         const record = new RunRecord({
-          ...run,
+          id: run.id,
+          agent: run.agent,
+          instanceId: run.instanceId,
+          conversationId: run.conversationId,
+          input: run.input,
+          steeredFrom: run.steeredFrom ?? null,
           status: "queued",
           output: null,
           error: null,
@@ -108,7 +138,19 @@ export const make = Effect.gen(function*() {
           startedAt: null,
           finishedAt: null
         })
-        yield* sql`INSERT INTO runs ${sql.insert({ ...run, status: "queued", createdAt: now })}`
+        yield* sql`INSERT INTO runs ${
+          sql.insert({
+            id: run.id,
+            agent: run.agent,
+            instanceId: run.instanceId,
+            conversationId: run.conversationId,
+            input: run.input,
+            status: "queued",
+            createdAt: now,
+            idempotencyKey: run.idempotencyKey ?? null,
+            steeredFrom: run.steeredFrom ?? null
+          })
+        }`
         return record
       }).pipe(failAs("createRun")),
 
@@ -128,6 +170,8 @@ export const make = Effect.gen(function*() {
       }).pipe(failAs("updateRun")),
 
     getRun: (id) => findRun(id).pipe(failAs("getRun")),
+
+    findRunByIdempotencyKey: (key) => findRunByKey(key).pipe(failAs("findRunByIdempotencyKey")),
 
     listRuns: (filter) =>
       sql`SELECT * FROM runs WHERE ${
@@ -160,7 +204,72 @@ export const make = Effect.gen(function*() {
           ...(filter.runId === undefined ? [] : [sql`run_id = ${filter.runId}`]),
           ...(filter.after === undefined ? [] : [sql`seq > ${filter.after}`])
         ])
-      } ORDER BY seq LIMIT ${filter.limit ?? 1000}`.pipe(Effect.flatMap(decodeEvents), failAs("listEvents"))
+      } ORDER BY seq LIMIT ${filter.limit ?? 1000}`.pipe(Effect.flatMap(decodeEvents), failAs("listEvents")),
+
+    createApproval: (approval) =>
+      Effect.gen(function*() {
+        const now = yield* Clock.currentTimeMillis
+        yield* sql`INSERT INTO approvals ${
+          sql.insert({ ...approval, input: JSON.stringify(approval.input), status: "pending", createdAt: now })
+        } ON CONFLICT (run_id, tool_call_id) DO NOTHING`
+        return yield* Effect.flatten(findApprovalByCall({ runId: approval.runId, toolCallId: approval.toolCallId }))
+      }).pipe(failAs("createApproval")),
+
+    getApproval: (id) => findApprovalById(id).pipe(failAs("getApproval")),
+
+    findApproval: (runId, toolCallId) => findApprovalByCall({ runId, toolCallId }).pipe(failAs("findApproval")),
+
+    listApprovals: (status) =>
+      sql`SELECT * FROM approvals WHERE ${status === undefined ? sql`1 = 1` : sql`status = ${status}`}
+        ORDER BY created_at, id`.pipe(Effect.flatMap(decodeApprovals), failAs("listApprovals")),
+
+    decideApproval: (id, status, reason) =>
+      Effect.gen(function*() {
+        const now = yield* Clock.currentTimeMillis
+        const changed = yield* sql<{ readonly id: string }>`UPDATE approvals
+          SET status = ${status}, reason = ${reason ?? null}, decided_at = ${now}
+          WHERE id = ${id} AND status = 'pending' RETURNING id`
+        if (changed.length === 0) return Option.none()
+        return yield* findApprovalById(id)
+      }).pipe(failAs("decideApproval")),
+
+    acquireLease: (conversationId, owner, ttlMillis) =>
+      Effect.gen(function*() {
+        const now = yield* Clock.currentTimeMillis
+        const rows = yield* sql<{ readonly token: number }>`INSERT INTO conversation_leases (conversation_id, owner, token, expires_at)
+          VALUES (${conversationId}, ${owner}, 1, ${now + ttlMillis})
+          ON CONFLICT (conversation_id) DO UPDATE SET
+            owner = excluded.owner,
+            token = conversation_leases.token + 1,
+            expires_at = excluded.expires_at
+          WHERE conversation_leases.expires_at < ${now} OR conversation_leases.owner = ${owner}
+          RETURNING token`
+        const row = rows[0]
+        return row === undefined ? Option.none() : Option.some({ conversationId, owner, token: Number(row.token) })
+      }).pipe(failAs("acquireLease")),
+
+    renewLease: (lease, ttlMillis) =>
+      Effect.gen(function*() {
+        const now = yield* Clock.currentTimeMillis
+        const rows = yield* sql<{ readonly token: number }>`UPDATE conversation_leases SET expires_at = ${now + ttlMillis}
+          WHERE conversation_id = ${lease.conversationId} AND token = ${lease.token} RETURNING token`
+        return rows.length > 0
+      }).pipe(failAs("renewLease")),
+
+    // Released leases expire rather than vanish, so the next grant's token is still larger.
+    releaseLease: (lease) =>
+      sql`UPDATE conversation_leases SET expires_at = 0
+        WHERE conversation_id = ${lease.conversationId} AND token = ${lease.token}`.pipe(
+        Effect.asVoid,
+        failAs("releaseLease")
+      ),
+
+    holdsLease: (lease) =>
+      sql<{ readonly token: number }>`SELECT token FROM conversation_leases
+        WHERE conversation_id = ${lease.conversationId} AND token = ${lease.token}`.pipe(
+        Effect.map((rows) => rows.length > 0),
+        failAs("holdsLease")
+      )
   })
 })
 

@@ -5,13 +5,31 @@
 import { Context, type Effect, type Option, Schema } from "effect"
 import type { FoundryEvent } from "../events/FoundryEvent.js"
 import type { ChatMessage } from "../models/Model.js"
-import type { ConversationRecord, InstanceRecord, RunFilter, RunRecord, RunStatus } from "./records.js"
+import type {
+  ApprovalRecord,
+  ApprovalStatus,
+  ConversationRecord,
+  InstanceRecord,
+  RunFilter,
+  RunRecord,
+  RunStatus
+} from "./records.js"
 
 /** The store could not do what was asked; `operation` says what. */
 export class StoreError extends Schema.TaggedError<StoreError>()("StoreError", {
   operation: Schema.String,
   message: Schema.String
 }) {}
+
+/** A write was fenced off: the conversation's lease belongs to a newer grant (another executor). */
+export class LeaseLost extends Schema.TaggedError<LeaseLost>()("LeaseLost", {
+  conversationId: Schema.String,
+  token: Schema.Number
+}) {
+  override get message(): string {
+    return `the lease on conversation ${this.conversationId} (token ${this.token}) was taken over by another executor`
+  }
+}
 
 /** A message of a conversation, with where it came from. */
 export interface StoredMessage {
@@ -28,6 +46,27 @@ export interface NewRun {
   readonly instanceId: string
   readonly conversationId: string
   readonly input: string
+  /** Repeating a submission with the same key returns the first run. */
+  readonly idempotencyKey?: string | undefined
+  readonly steeredFrom?: string | undefined
+}
+
+/** An approval about to be asked for. */
+export interface NewApproval {
+  readonly id: string
+  readonly runId: string
+  readonly toolCallId: string
+  readonly agent: string
+  readonly tool: string
+  readonly input: unknown
+  readonly expiresAt: number
+}
+
+/** A conversation lease: who may execute the conversation's runs, and the fencing token of that grant. */
+export interface Lease {
+  readonly conversationId: string
+  readonly owner: string
+  readonly token: number
 }
 
 /** A change to a run's status, with its output or error when it ends. */
@@ -54,15 +93,43 @@ export class Store extends Context.Tag("foundry/Store")<Store, {
   ) => Effect.Effect<InstanceRecord, StoreError>
   readonly createConversation: (id: string, agent: string, instanceId: string) => Effect.Effect<ConversationRecord, StoreError>
   readonly getConversation: (id: string) => Effect.Effect<Option.Option<ConversationRecord>, StoreError>
-  readonly appendMessage: (conversationId: string, runId: string, message: ChatMessage) => Effect.Effect<void, StoreError>
+  /** Appends a message; with a `lease`, only while that lease is the current grant. */
+  readonly appendMessage: (
+    conversationId: string,
+    runId: string,
+    message: ChatMessage,
+    lease?: Lease
+  ) => Effect.Effect<void, StoreError | LeaseLost>
   readonly listMessages: (conversationId: string) => Effect.Effect<ReadonlyArray<StoredMessage>, StoreError>
   readonly createRun: (run: NewRun) => Effect.Effect<RunRecord, StoreError>
   readonly updateRun: (id: string, update: RunUpdate) => Effect.Effect<void, StoreError>
   readonly getRun: (id: string) => Effect.Effect<Option.Option<RunRecord>, StoreError>
+  readonly findRunByIdempotencyKey: (key: string) => Effect.Effect<Option.Option<RunRecord>, StoreError>
   readonly listRuns: (filter: RunFilter) => Effect.Effect<ReadonlyArray<RunRecord>, StoreError>
   /** Runs that were queued or running when the process stopped. */
   readonly unfinishedRuns: Effect.Effect<ReadonlyArray<RunRecord>, StoreError>
   /** Stores events in one transaction; `seq` is assigned by the store, in order. */
   readonly appendEvents: (events: ReadonlyArray<Omit<FoundryEvent, "seq">>) => Effect.Effect<ReadonlyArray<FoundryEvent>, StoreError>
   readonly listEvents: (filter: EventFilter) => Effect.Effect<ReadonlyArray<FoundryEvent>, StoreError>
+  /** Asks for an approval; asking again for the same tool call returns the first one. */
+  readonly createApproval: (approval: NewApproval) => Effect.Effect<ApprovalRecord, StoreError>
+  readonly getApproval: (id: string) => Effect.Effect<Option.Option<ApprovalRecord>, StoreError>
+  readonly findApproval: (runId: string, toolCallId: string) => Effect.Effect<Option.Option<ApprovalRecord>, StoreError>
+  readonly listApprovals: (status: ApprovalStatus | undefined) => Effect.Effect<ReadonlyArray<ApprovalRecord>, StoreError>
+  /** Decides a pending approval; `None` when it was already decided (a decision applies once). */
+  readonly decideApproval: (
+    id: string,
+    status: Exclude<ApprovalStatus, "pending">,
+    reason: string | undefined
+  ) => Effect.Effect<Option.Option<ApprovalRecord>, StoreError>
+  /**
+   * Takes the conversation's lease for `owner` if it is free, expired or already `owner`'s; the
+   * token grows with every new grant, so a stale holder can be told apart.
+   */
+  readonly acquireLease: (conversationId: string, owner: string, ttlMillis: number) => Effect.Effect<Option.Option<Lease>, StoreError>
+  /** Extends a lease; `false` when the lease is no longer this grant's. */
+  readonly renewLease: (lease: Lease, ttlMillis: number) => Effect.Effect<boolean, StoreError>
+  readonly releaseLease: (lease: Lease) => Effect.Effect<void, StoreError>
+  /** Whether the lease is still the current grant (the fencing check before a write). */
+  readonly holdsLease: (lease: Lease) => Effect.Effect<boolean, StoreError>
 }>() {}

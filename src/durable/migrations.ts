@@ -65,7 +65,36 @@ const init = Effect.gen(function*() {
   yield* sql`CREATE INDEX events_by_run ON events (run_id, seq)`
 })
 
+const durableExecution = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  yield* sql`ALTER TABLE runs ADD COLUMN idempotency_key TEXT`
+  yield* sql`ALTER TABLE runs ADD COLUMN steered_from TEXT`
+  yield* sql`CREATE UNIQUE INDEX runs_by_idempotency_key ON runs (idempotency_key)`
+  yield* sql`CREATE TABLE approvals (
+    id TEXT PRIMARY KEY,
+    run_id TEXT NOT NULL,
+    tool_call_id TEXT NOT NULL,
+    agent TEXT NOT NULL,
+    tool TEXT NOT NULL,
+    input TEXT NOT NULL,
+    status TEXT NOT NULL,
+    reason TEXT,
+    created_at BIGINT NOT NULL,
+    expires_at BIGINT NOT NULL,
+    decided_at BIGINT,
+    UNIQUE (run_id, tool_call_id)
+  )`
+  yield* sql`CREATE INDEX approvals_by_status ON approvals (status, expires_at)`
+  yield* sql`CREATE TABLE conversation_leases (
+    conversation_id TEXT PRIMARY KEY,
+    owner TEXT NOT NULL,
+    token BIGINT NOT NULL,
+    expires_at BIGINT NOT NULL
+  )`
+})
+
 /** Migrations by `<number>_<name>`, as `Migrator.fromRecord` reads them. */
 export const migrations = {
-  "0001_init": init
+  "0001_init": init,
+  "0002_durable_execution": durableExecution
 }

@@ -43,7 +43,28 @@ export class RunRecord extends Schema.Class<RunRecord>("RunRecord")({
   error: Schema.NullOr(Schema.String),
   createdAt: Millis,
   startedAt: Schema.NullOr(Millis),
-  finishedAt: Schema.NullOr(Millis)
+  finishedAt: Schema.NullOr(Millis),
+  /** The run this one replaced when it was steered. */
+  steeredFrom: Schema.optionalWith(Schema.NullOr(Schema.String), { default: () => null })
+}) {}
+
+/** Where an approval is in its life; `expired` counts as denied. */
+export const ApprovalStatus = Schema.Literal("pending", "approved", "denied", "expired")
+export type ApprovalStatus = typeof ApprovalStatus.Type
+
+/** A person's decision about one tool call, asked for by the tool's `approval` policy. */
+export class ApprovalRecord extends Schema.Class<ApprovalRecord>("ApprovalRecord")({
+  id: Schema.String,
+  runId: Schema.String,
+  toolCallId: Schema.String,
+  agent: Schema.String,
+  tool: Schema.String,
+  input: Schema.parseJson(Schema.Unknown),
+  status: ApprovalStatus,
+  reason: Schema.NullOr(Schema.String),
+  createdAt: Millis,
+  expiresAt: Millis,
+  decidedAt: Schema.NullOr(Millis)
 }) {}
 
 /** Filters for listing runs, newest first. */

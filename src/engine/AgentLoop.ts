@@ -1,25 +1,24 @@
 /**
- * The agent loop: model turn, tool calls, results fed back, until a final answer or `maxTurns`.
- * Every assistant turn and tool result is stored as a message before the loop moves on, so a run
- * picked up again after a restart continues from its transcript.
+ * The agent loop: model turn, tool calls, results fed back, until a final answer, a suspension
+ * (an approval) or `maxTurns`. The conversation's transcript is the run's journal: every
+ * assistant turn and every tool result is stored before the loop moves on, so a run picked up
+ * again after a crash asks no recorded turn again and runs no recorded tool call again; a call
+ * that started but was not recorded runs again (with the same idempotency key).
  */
-import { Cause, Clock, Duration, Effect, Schedule, Stream } from "effect"
+import { Cause, Clock, Duration, Effect, Option } from "effect"
 import type { CompiledAgent, CompiledApp } from "../compiler/CompiledApp.js"
 import type { InstanceInfo } from "../definitions/defineAgent.js"
+import { newId } from "../durable/ids.js"
 import type { RunRecord } from "../durable/records.js"
-import { Store } from "../durable/Store.js"
+import { type Lease, Store } from "../durable/Store.js"
 import { type EventDraft, EventLog } from "../events/EventLog.js"
-import { type ChatMessage, type LanguageModel, ModelError, ModelResolver, type ToolCall } from "../models/Model.js"
-import { executeTool } from "./executeTool.js"
+import { type ChatMessage, ModelResolver, type ToolCall } from "../models/Model.js"
+import { decodeCall, failedOutcome, needsApproval, runTool, type ToolOutcome } from "./executeTool.js"
+import { modelTurn } from "./modelTurn.js"
 import { spanIdOf, traceIdOf } from "./trace.js"
 
-/** What one model turn produced. */
-interface TurnResult {
-  readonly text: string
-  readonly toolCalls: ReadonlyArray<ToolCall>
-  readonly inputTokens: number
-  readonly outputTokens: number
-}
+/** How a run's execution ended (a suspended run continues later). */
+export type RunOutcome = "completed" | "failed" | "suspended"
 
 const systemPrompt = (agent: CompiledAgent, instance: InstanceInfo): string => {
   const instructions = agent.definition.instructions
@@ -33,16 +32,27 @@ const modelOf = (agent: CompiledAgent) =>
     return typeof spec === "string" ? resolver.resolve(spec) : { model: spec }
   })
 
-// Transient model failures (429, 5xx, network) are retried a few times with jittered backoff.
-const transientRetry = Schedule.exponential(Duration.millis(200)).pipe(
-  Schedule.jittered,
-  Schedule.intersect(Schedule.recurs(3))
-)
+/** What the transcript says comes next for this run. */
+type NextStep =
+  | { readonly _tag: "ModelTurn" }
+  | { readonly _tag: "ToolCalls"; readonly calls: ReadonlyArray<ToolCall> }
+  | { readonly _tag: "Final"; readonly text: string }
 
-/** Runs one queued run of the compiled app to its end and records the outcome. */
-export const runAgent = Effect.fn("engine.runAgent")(function*(app: CompiledApp, run: RunRecord) {
+const nextStep = (messages: ReadonlyArray<ChatMessage>): NextStep => {
+  const index = messages.findLastIndex((m) => m._tag === "assistant" || m._tag === "user")
+  const last = messages[index]
+  if (last === undefined || last._tag !== "assistant") return { _tag: "ModelTurn" }
+  if (last.toolCalls.length === 0) return { _tag: "Final", text: last.content }
+  const answered = new Set(messages.slice(index + 1).flatMap((m) => m._tag === "tool" ? [m.toolCallId] : []))
+  const calls = last.toolCalls.filter((call) => !answered.has(call.id))
+  return calls.length === 0 ? { _tag: "ModelTurn" } : { _tag: "ToolCalls", calls }
+}
+
+/** Runs (or resumes) one run of the compiled app; `lease` fences its writes. */
+export const runAgent = Effect.fn("engine.runAgent")(function*(app: CompiledApp, run: RunRecord, lease?: Lease) {
   const store = yield* Store
   const events = yield* EventLog
+  const config = app.table.config
   const traceId = traceIdOf(run.id)
   const rootSpan = spanIdOf(run.id, "run")
   const emit = (type: EventDraft["type"], spanId: string, data: EventDraft["data"]) =>
@@ -59,7 +69,9 @@ export const runAgent = Effect.fn("engine.runAgent")(function*(app: CompiledApp,
     })
 
   const fail = (error: string) =>
-    Effect.zipRight(store.updateRun(run.id, { status: "failed", error }), emit("run.failed", rootSpan, { error }))
+    Effect.zipRight(store.updateRun(run.id, { status: "failed", error }), emit("run.failed", rootSpan, { error })).pipe(
+      Effect.as<RunOutcome>("failed")
+    )
 
   const agent = app.agents.get(run.agent)
   if (agent === undefined) {
@@ -67,10 +79,11 @@ export const runAgent = Effect.fn("engine.runAgent")(function*(app: CompiledApp,
   }
 
   const body = Effect.gen(function*() {
+    const resumed = run.status !== "queued"
     yield* store.updateRun(run.id, { status: "running" })
     const resolved = yield* modelOf(agent)
     const model = resolved.model
-    yield* emit("run.started", rootSpan, {
+    yield* emit(resumed ? "run.resumed" : "run.started", rootSpan, {
       input: run.input,
       model: model.name,
       ...(resolved.fallbackFrom === undefined ? {} : { requestedModel: resolved.fallbackFrom })
@@ -78,119 +91,142 @@ export const runAgent = Effect.fn("engine.runAgent")(function*(app: CompiledApp,
     const instance = yield* store.ensureInstance(run.agent, run.instanceId)
     const stored = yield* store.listMessages(run.conversationId)
     const messages: Array<ChatMessage> = stored.map((m) => m.message)
-    if (!stored.some((m) => m.runId === run.id)) {
-      const user: ChatMessage = { _tag: "user", content: run.input }
-      yield* store.appendMessage(run.conversationId, run.id, user)
-      messages.push(user)
-    }
+    const record = (message: ChatMessage) =>
+      Effect.zipRight(store.appendMessage(run.conversationId, run.id, message, lease), Effect.sync(() => messages.push(message)))
+    if (!stored.some((m) => m.runId === run.id)) yield* record({ _tag: "user", content: run.input })
+
     const system = systemPrompt(agent, { id: instance.id, context: instance.context })
     const tools = [...agent.tools.values()]
-    const turnsTaken = stored.filter((m) => m.runId === run.id && m.message._tag === "assistant").length
+    const toolNames = tools.map((t) => t.name)
+    let turn = stored.filter((m) => m.runId === run.id && m.message._tag === "assistant").length
+    let consecutiveFailures = 0
 
-    for (let turn = turnsTaken + 1; turn <= agent.definition.maxTurns; turn++) {
+    while (true) {
+      const step = nextStep(messages)
+      if (step._tag === "Final") {
+        yield* store.updateRun(run.id, { status: "completed", output: step.text })
+        yield* emit("run.completed", rootSpan, { output: step.text, turns: turn })
+        return "completed" as const
+      }
+
+      if (step._tag === "ToolCalls") {
+        for (const call of step.calls) {
+          const toolSpan = spanIdOf(run.id, `tool:${call.id}`)
+          const decoded = yield* decodeCall(agent.tools.get(call.name), call, toolNames)
+          let outcome: ToolOutcome
+          if (decoded._tag === "Left") {
+            outcome = decoded.left
+          } else {
+            if (needsApproval(decoded.right)) {
+              const approval = yield* store.findApproval(run.id, call.id)
+              if (Option.isNone(approval) || approval.value.status === "pending") {
+                const timeout = Duration.toMillis(Duration.decode(config.approvalTimeout))
+                const asked = Option.isSome(approval) ? approval.value : yield* store.createApproval({
+                  id: newId("apr"),
+                  runId: run.id,
+                  toolCallId: call.id,
+                  agent: run.agent,
+                  tool: call.name,
+                  input: decoded.right.rawInput,
+                  expiresAt: (yield* Clock.currentTimeMillis) + timeout
+                })
+                if (Option.isNone(approval)) {
+                  yield* emit("approval.requested", spanIdOf(run.id, `approval:${call.id}`), {
+                    approvalId: asked.id,
+                    toolCallId: call.id,
+                    tool: call.name,
+                    input: decoded.right.rawInput,
+                    expiresAt: asked.expiresAt
+                  })
+                }
+                yield* store.updateRun(run.id, { status: "suspended" })
+                yield* emit("run.suspended", rootSpan, { reason: "approval", approvalId: asked.id, tool: call.name })
+                return "suspended" as const
+              }
+            }
+            const decision = needsApproval(decoded.right) ? yield* store.findApproval(run.id, call.id) : Option.none()
+            const refused = Option.isSome(decision) && decision.value.status !== "approved" ? decision.value : undefined
+            if (refused !== undefined) {
+              outcome = failedOutcome(
+                decoded.right.rawInput,
+                refused.status === "expired"
+                  ? `the approval for ${call.name} expired before anyone decided; the call was not made`
+                  : `a person denied this call to ${call.name}${refused.reason === null ? "" : `: ${refused.reason}`}`
+              )
+            } else {
+              const callStarted = yield* Clock.currentTimeMillis
+              yield* emit("tool.call.started", toolSpan, { toolCallId: call.id, tool: call.name, input: decoded.right.rawInput })
+              outcome = yield* runTool(decoded.right, {
+                runId: run.id,
+                conversationId: run.conversationId,
+                instanceId: run.instanceId,
+                agent: run.agent,
+                toolCallId: call.id
+              }, app.services)
+              yield* record({ _tag: "tool", toolCallId: call.id, name: call.name, content: outcome.content })
+              const durationMs = (yield* Clock.currentTimeMillis) - callStarted
+              yield* emit(
+                outcome._tag === "Succeeded" ? "tool.call.completed" : "tool.call.failed",
+                toolSpan,
+                outcome._tag === "Succeeded"
+                  ? { toolCallId: call.id, tool: call.name, input: outcome.input, output: outcome.output, durationMs }
+                  : { toolCallId: call.id, tool: call.name, input: outcome.input, error: outcome.error, durationMs }
+              )
+              consecutiveFailures = outcome._tag === "Succeeded" ? 0 : consecutiveFailures + 1
+              if (consecutiveFailures >= config.maxToolFailures && outcome._tag === "Failed") {
+                return yield* fail(
+                  `${consecutiveFailures} tool calls failed in a row (the limit is maxToolFailures: ${config.maxToolFailures}); the last: ${outcome.error}`
+                )
+              }
+              continue
+            }
+          }
+          // Calls that never ran (bad arguments, unknown tool, refused) are answered without a start event.
+          yield* record({ _tag: "tool", toolCallId: call.id, name: call.name, content: outcome.content })
+          yield* emit("tool.call.failed", toolSpan, {
+            toolCallId: call.id,
+            tool: call.name,
+            input: outcome.input,
+            error: outcome._tag === "Failed" ? outcome.error : "",
+            durationMs: 0
+          })
+        }
+        continue
+      }
+
+      if (turn >= agent.definition.maxTurns) {
+        return yield* fail(
+          `agent "${agent.id}" used all ${agent.definition.maxTurns} model turns without a final answer; ` +
+            `raise maxTurns in ${agent.file} or make its instructions lead to an answer sooner`
+        )
+      }
+      turn++
       const turnSpan = spanIdOf(run.id, `turn:${turn}`)
       const started = yield* Clock.currentTimeMillis
       yield* emit("model.turn.started", turnSpan, { turn, model: model.name })
-      const result = yield* modelTurn(model, { system, messages, tools: tools.map((t) => t.spec) }, (text) =>
-        emit("model.delta", turnSpan, { turn, text }))
-      const assistant: ChatMessage = { _tag: "assistant", content: result.text, toolCalls: result.toolCalls }
-      yield* store.appendMessage(run.conversationId, run.id, assistant)
-      messages.push(assistant)
-      const finished = yield* Clock.currentTimeMillis
+      const result = yield* modelTurn(model, { system, messages, tools: tools.map((t) => t.spec) }, {
+        retry: config.modelRetry,
+        onDelta: (text) => emit("model.delta", turnSpan, { turn, text }),
+        onRetry: (error) => emit("model.retry", turnSpan, { turn, status: error.status ?? null, error: error.message })
+      })
+      yield* record({ _tag: "assistant", content: result.text, toolCalls: result.toolCalls })
       yield* emit("model.turn.completed", turnSpan, {
         turn,
         model: model.name,
         text: result.text,
         toolCalls: result.toolCalls.map((c) => ({ id: c.id, name: c.name, arguments: c.arguments })),
         usage: { inputTokens: result.inputTokens, outputTokens: result.outputTokens },
-        durationMs: finished - started
+        durationMs: (yield* Clock.currentTimeMillis) - started
       })
-
-      if (result.toolCalls.length === 0) {
-        yield* store.updateRun(run.id, { status: "completed", output: result.text })
-        yield* emit("run.completed", rootSpan, { output: result.text, turns: turn })
-        return
-      }
-
-      for (const call of result.toolCalls) {
-        const toolSpan = spanIdOf(run.id, `tool:${call.id}`)
-        const tool = agent.tools.get(call.name)
-        const callStarted = yield* Clock.currentTimeMillis
-        yield* emit("tool.call.started", toolSpan, { toolCallId: call.id, tool: call.name, arguments: call.arguments })
-        const outcome = yield* executeTool(tool, call, tools.map((t) => t.name), {
-          runId: run.id,
-          conversationId: run.conversationId,
-          instanceId: run.instanceId,
-          agent: run.agent,
-          toolCallId: call.id
-        }, app.services)
-        const toolMessage: ChatMessage = { _tag: "tool", toolCallId: call.id, name: call.name, content: outcome.content }
-        yield* store.appendMessage(run.conversationId, run.id, toolMessage)
-        messages.push(toolMessage)
-        const durationMs = (yield* Clock.currentTimeMillis) - callStarted
-        yield* outcome._tag === "Succeeded"
-          ? emit("tool.call.completed", toolSpan, {
-            toolCallId: call.id,
-            tool: call.name,
-            input: outcome.input,
-            output: outcome.output,
-            durationMs
-          })
-          : emit("tool.call.failed", toolSpan, {
-            toolCallId: call.id,
-            tool: call.name,
-            input: outcome.input,
-            error: outcome.error,
-            durationMs
-          })
-      }
     }
-    yield* fail(
-      `agent "${agent.id}" used all ${agent.definition.maxTurns} model turns without a final answer; ` +
-        `raise maxTurns in ${agent.file} or make its instructions lead to an answer sooner`
-    )
   })
 
-  yield* body.pipe(
+  return yield* body.pipe(
     Effect.catchTag("ModelError", (error) => fail(`model ${error.model} failed (${error.kind}): ${error.message}`)),
-    Effect.onInterrupt(() => store.updateRun(run.id, { status: "cancelled" }).pipe(Effect.ignore)),
     Effect.catchAllCause((cause) =>
-      Cause.isInterruptedOnly(cause) ? Effect.failCause(cause) : fail(`internal error: ${Cause.pretty(cause).split("\n")[0]}`)
+      Cause.isInterruptedOnly(cause) || Cause.failureOption(cause).pipe(Option.exists((e) => e._tag === "LeaseLost"))
+        ? Effect.failCause(cause)
+        : fail(`internal error: ${Cause.pretty(cause).split("\n")[0]}`)
     )
   )
 })
-
-const emptyTurn: TurnResult = { text: "", toolCalls: [], inputTokens: 0, outputTokens: 0 }
-
-/** Streams one model turn, forwarding text deltas, and collects what it produced. */
-const modelTurn = (
-  model: LanguageModel,
-  request: Parameters<LanguageModel["stream"]>[0],
-  onDelta: (text: string) => Effect.Effect<unknown, unknown>
-): Effect.Effect<TurnResult, ModelError> =>
-  model.stream(request).pipe(
-    Stream.runFoldEffect(
-      emptyTurn,
-      (acc, chunk): Effect.Effect<TurnResult> => {
-        switch (chunk._tag) {
-          case "TextDelta":
-            return Effect.as(Effect.ignore(onDelta(chunk.text)), { ...acc, text: acc.text + chunk.text })
-          case "ToolCall":
-            return Effect.succeed({ ...acc, toolCalls: [...acc.toolCalls, chunk.call] })
-          case "Usage":
-            return Effect.succeed({ ...acc, inputTokens: chunk.inputTokens, outputTokens: chunk.outputTokens })
-        }
-      }
-    ),
-    Effect.retry({ schedule: transientRetry, while: (error) => error.kind === "transient" }),
-    Effect.catchAllDefect((defect) =>
-      Effect.fail(
-        new ModelError({
-          model: model.name,
-          kind: "permanent",
-          message: `the model adapter crashed: ${defect instanceof Error ? defect.message : String(defect)}`
-        })
-      )
-    )
-  )
-

@@ -3,7 +3,7 @@
  * application's services, the result encoded with its output schema. Whatever goes wrong becomes
  * a readable result for the model, never a crash of the run.
  */
-import { Cause, Context, Effect, ParseResult, Schema } from "effect"
+import { Cause, Context, Effect, Either, ParseResult, Schema } from "effect"
 import type { CompiledTool } from "../compiler/CompiledApp.js"
 import type { ToolRunContext } from "../definitions/defineTool.js"
 import type { ToolCall } from "../models/Model.js"
@@ -36,36 +36,57 @@ const describeFailure = (cause: Cause.Cause<unknown>): string => {
   return defect instanceof Error ? defect.message : String(defect)
 }
 
-/** Runs one tool call; never fails. */
-export const executeTool = Effect.fn("engine.executeTool")(function*(
+/** A call whose arguments decoded: ready to run (or to ask a person about). */
+export interface DecodedCall {
+  readonly tool: CompiledTool
+  readonly input: unknown
+  readonly rawInput: unknown
+}
+
+/** Decodes a call's arguments with its tool's input schema; a problem becomes a failed outcome. */
+export const decodeCall = Effect.fn("engine.decodeCall")(function*(
   tool: CompiledTool | undefined,
   call: ToolCall,
-  available: ReadonlyArray<string>,
-  context: ToolRunContext,
-  services: Context.Context<unknown>
+  available: ReadonlyArray<string>
 ) {
   const parsed = parseArguments(call.arguments)
   const rawInput = parsed.ok ? parsed.value : call.arguments
   if (tool === undefined) {
-    return failed(rawInput, `there is no tool named "${call.name}"; the tools are: ${available.join(", ") || "(none)"}`)
+    return Either.left(failed(rawInput, `there is no tool named "${call.name}"; the tools are: ${available.join(", ") || "(none)"}`))
   }
-  if (!parsed.ok) return failed(rawInput, `the arguments for ${tool.name} are not valid JSON (${parsed.error})`)
+  if (!parsed.ok) return Either.left(failed(rawInput, `the arguments for ${tool.name} are not valid JSON (${parsed.error})`))
   const input = yield* Schema.decodeUnknown(tool.definition.input)(parsed.value).pipe(Effect.either)
   if (input._tag === "Left") {
-    return failed(
-      rawInput,
-      `invalid arguments for ${tool.name}:\n${ParseResult.TreeFormatter.formatErrorSync(input.left)}`
+    return Either.left(
+      failed(rawInput, `invalid arguments for ${tool.name}:\n${ParseResult.TreeFormatter.formatErrorSync(input.left)}`)
     )
   }
+  const decoded: DecodedCall = { tool, input: input.right, rawInput }
+  return Either.right(decoded)
+})
+
+/** Whether the tool's approval policy asks a person before this call runs. */
+export const needsApproval = ({ input, tool }: DecodedCall): boolean => {
+  const policy = tool.definition.approval
+  return policy === "always" || (typeof policy === "function" && policy(input) === true)
+}
+
+/** A failed outcome with this text (denied approvals, expired ones). */
+export const failedOutcome = failed
+
+/** Runs a decoded call with the application's services; never fails (interruption aside). */
+export const runTool = Effect.fn("engine.runTool")(function*(
+  { input, rawInput, tool }: DecodedCall,
+  context: Omit<ToolRunContext, "idempotencyKey">,
+  services: Context.Context<unknown>
+) {
+  const idempotencyKey = tool.definition.idempotencyKey?.(input) ?? `${context.runId}:${context.toolCallId}`
   // The compiler checked that `services` holds every service the tool lists in `requires`.
-  const run: Effect.Effect<unknown, unknown, unknown> = tool.definition.run(input.right, context)
+  const run: Effect.Effect<unknown, unknown, unknown> = tool.definition.run(input, { ...context, idempotencyKey })
   const result = yield* Effect.mapInputContext<unknown, unknown, unknown, never>(
     run,
     (outer) => Context.merge(outer, services)
-  ).pipe(
-    Effect.sandbox,
-    Effect.either
-  )
+  ).pipe(Effect.sandbox, Effect.either)
   if (result._tag === "Left") {
     if (Cause.isInterruptedOnly(result.left)) return yield* Effect.interrupt
     return failed(rawInput, `${tool.name} failed: ${describeFailure(result.left)}`)

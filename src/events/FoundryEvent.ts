@@ -10,7 +10,13 @@ export const EventType = Schema.Literal(
   "run.started",
   "run.completed",
   "run.failed",
+  "run.cancelled",
+  "run.suspended",
+  "run.resumed",
+  "approval.requested",
+  "approval.decided",
   "model.turn.started",
+  "model.retry",
   "model.turn.completed",
   "model.delta",
   "tool.call.started",
@@ -41,4 +47,4 @@ export type FoundryEvent = typeof FoundryEvent.Type
 export const ephemeralTypes: ReadonlySet<EventType> = new Set(["model.delta"])
 
 /** Event types that end a run. */
-export const runEndTypes: ReadonlySet<EventType> = new Set(["run.completed", "run.failed"])
+export const runEndTypes: ReadonlySet<EventType> = new Set(["run.completed", "run.failed", "run.cancelled"])

@@ -1,6 +1,7 @@
 /**
  * `foundry run <agent> "<message>"`: one run from the terminal, its text streamed to standard
- * output, its tool calls to standard error, the exit code by outcome (0 completed, 1 failed).
+ * output, its tool calls to standard error, the exit code by outcome (0 completed, 1 failed or
+ * suspended on an approval).
  */
 import { Args, Command, Options } from "@effect/cli"
 import { Effect, Option, Stream } from "effect"
@@ -16,7 +17,7 @@ import { projectDirOption } from "./options.js"
 const write = (stream: NodeJS.WriteStream, text: string) => Effect.sync(() => stream.write(text))
 
 const short = (value: unknown): string => {
-  const text = typeof value === "string" ? value : JSON.stringify(value)
+  const text = typeof value === "string" ? value : JSON.stringify(value) ?? String(value)
   return text.length > 200 ? `${text.slice(0, 197)}...` : text
 }
 
@@ -32,7 +33,7 @@ const show = (event: FoundryEvent, streamed: Set<unknown>) => {
         ? write(process.stdout, data.text)
         : Effect.void
     case "tool.call.started":
-      return write(process.stderr, style.dim(`\n-> ${String(data.tool)} ${short(data.arguments)}\n`))
+      return write(process.stderr, style.dim(`\n-> ${String(data.tool)} ${short(data.input)}\n`))
     case "tool.call.completed":
       return write(process.stderr, style.dim(`<- ${String(data.tool)} ${short(data.output)}\n`))
     case "tool.call.failed":
@@ -41,6 +42,12 @@ const show = (event: FoundryEvent, streamed: Set<unknown>) => {
       return write(process.stdout, "\n")
     case "run.failed":
       return write(process.stderr, style.red(`\nrun failed: ${String(data.error)}\n`))
+    case "run.suspended":
+      return write(
+        process.stderr,
+        style.yellow(`\nrun suspended: ${String(data.tool)} needs a person's approval (${String(data.approvalId)}); ` +
+          "serve the project (foundry dev) to decide it\n")
+      )
     default:
       return Effect.void
   }
@@ -63,15 +70,17 @@ export const run = Command.make(
         const events = yield* EventLog
         const submitted = yield* dispatcher.submit({ agent, message, instance: Option.getOrUndefined(instance) })
         const streamed = new Set<unknown>()
-        let failed = false
+        let outcome = "completed"
         yield* events.runEvents(submitted.id).pipe(
+          Stream.takeUntil((event) => event.type === "run.suspended"),
           Stream.runForEach((event) => {
-            if (event.type === "run.failed") failed = true
+            if (event.type === "run.failed") outcome = "failed"
+            if (event.type === "run.suspended") outcome = "suspended"
             return show(event, streamed)
           })
         )
-        return failed ? "failed" : "completed"
+        return outcome
       }).pipe(Effect.provide(runtimeLayer(app)))
-      if (outcome === "failed") return yield* new CliError({ message: `the run of ${agent} failed` })
+      if (outcome !== "completed") return yield* new CliError({ message: `the run of ${agent} ${outcome}` })
     }).pipe(Effect.scoped)
 ).pipe(Command.withDescription("send one message to an agent and stream its answer"))

@@ -3,6 +3,7 @@
  * OpenAPI document (`/api/openapi.json`) are derived from it.
  */
 import { HttpApi, OpenApi } from "@effect/platform"
+import { ApprovalsGroup } from "./ApprovalsGroup.js"
 import { ConversationsGroup } from "./ConversationsGroup.js"
 import { RunsGroup } from "./RunsGroup.js"
 import { SystemGroup } from "./SystemGroup.js"
@@ -11,6 +12,7 @@ import { SystemGroup } from "./SystemGroup.js"
 export class FoundryApi extends HttpApi.make("foundry")
   .add(RunsGroup)
   .add(ConversationsGroup)
+  .add(ApprovalsGroup)
   .add(SystemGroup)
   .annotate(OpenApi.Title, "Foundry")
 {}

@@ -3,7 +3,12 @@
  */
 import { HttpApiEndpoint, HttpApiGroup } from "@effect/platform"
 import { Schema } from "effect"
-import { AgentNotFound, ConversationNotFound } from "../../../dispatch/Dispatcher.js"
+import {
+  AgentNotFound,
+  ConversationNotFound,
+  RunAlreadyEnded,
+  RunNotFound
+} from "../../../dispatch/Dispatcher.js"
 import { RunStatus } from "../../../durable/records.js"
 import { FoundryEvent } from "../../../events/FoundryEvent.js"
 import { RunView } from "./views.js"
@@ -25,19 +30,27 @@ export const RunCreated = Schema.Struct({
   instanceId: Schema.String
 })
 
-/** No run has that id. */
-export class RunNotFound extends Schema.TaggedError<RunNotFound>()("RunNotFound", {
-  runId: Schema.String,
-  message: Schema.String
-}) {}
-
 const RunIdPath = Schema.Struct({ runId: Schema.String })
+
+/** The body of `POST /api/runs/:runId/steer`. */
+export const SteerRun = Schema.Struct({
+  message: Schema.String.pipe(Schema.nonEmptyString({ message: () => "message must be non-empty text" }))
+})
+
+/** The answer to a steer: the new run, linked to the cancelled one. */
+export const RunSteered = Schema.Struct({
+  runId: Schema.String,
+  conversationId: Schema.String,
+  instanceId: Schema.String,
+  steeredFrom: Schema.String
+})
 
 /** The runs group. */
 export class RunsGroup extends HttpApiGroup.make("runs")
   .add(
     HttpApiEndpoint.post("create", "/api/runs")
       .setPayload(CreateRun)
+      .setHeaders(Schema.Struct({ "idempotency-key": Schema.optional(Schema.String) }))
       .addSuccess(RunCreated, { status: 202 })
       .addError(AgentNotFound, { status: 404 })
       .addError(ConversationNotFound, { status: 404 })
@@ -56,6 +69,21 @@ export class RunsGroup extends HttpApiGroup.make("runs")
       .setPath(RunIdPath)
       .addSuccess(RunView)
       .addError(RunNotFound, { status: 404 })
+  )
+  .add(
+    HttpApiEndpoint.post("cancel", "/api/runs/:runId/cancel")
+      .setPath(RunIdPath)
+      .addSuccess(RunView)
+      .addError(RunNotFound, { status: 404 })
+      .addError(RunAlreadyEnded, { status: 409 })
+  )
+  .add(
+    HttpApiEndpoint.post("steer", "/api/runs/:runId/steer")
+      .setPath(RunIdPath)
+      .setPayload(SteerRun)
+      .addSuccess(RunSteered, { status: 202 })
+      .addError(RunNotFound, { status: 404 })
+      .addError(RunAlreadyEnded, { status: 409 })
   )
   .add(
     HttpApiEndpoint.get("events", "/api/runs/:runId/events")

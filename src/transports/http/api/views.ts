@@ -2,7 +2,7 @@
  * The JSON shapes the HTTP API speaks, as schemas (they are also the OpenAPI document's).
  */
 import { Schema } from "effect"
-import { RunStatus } from "../../../durable/records.js"
+import { ApprovalStatus, RunStatus } from "../../../durable/records.js"
 
 /** A run as clients see it; `output` and `error` appear once the run has them. */
 export const RunView = Schema.Struct({
@@ -16,9 +16,26 @@ export const RunView = Schema.Struct({
   error: Schema.optional(Schema.String),
   createdAt: Schema.Number,
   startedAt: Schema.optional(Schema.Number),
-  finishedAt: Schema.optional(Schema.Number)
+  finishedAt: Schema.optional(Schema.Number),
+  steeredFrom: Schema.optional(Schema.String)
 })
 export type RunView = typeof RunView.Type
+
+/** An approval as clients see it: the tool's input, and the decision once there is one. */
+export const ApprovalView = Schema.Struct({
+  id: Schema.String,
+  runId: Schema.String,
+  toolCallId: Schema.String,
+  agent: Schema.String,
+  tool: Schema.String,
+  input: Schema.Unknown,
+  status: ApprovalStatus,
+  reason: Schema.optional(Schema.String),
+  createdAt: Schema.Number,
+  expiresAt: Schema.Number,
+  decidedAt: Schema.optional(Schema.Number)
+})
+export type ApprovalView = typeof ApprovalView.Type
 
 /** A message of a conversation's transcript. */
 export const MessageView = Schema.Struct({

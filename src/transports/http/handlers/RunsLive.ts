@@ -3,12 +3,11 @@
  */
 import { HttpApiBuilder, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { Effect, Option, Stream } from "effect"
-import { Dispatcher } from "../../../dispatch/Dispatcher.js"
+import { Dispatcher, RunNotFound } from "../../../dispatch/Dispatcher.js"
 import { Store } from "../../../durable/Store.js"
 import { EventLog } from "../../../events/EventLog.js"
 import type { FoundryEvent } from "../../../events/FoundryEvent.js"
 import { FoundryApi } from "../api/FoundryApi.js"
-import { RunNotFound } from "../api/RunsGroup.js"
 import { runView } from "./toView.js"
 
 const encoder = new TextEncoder()
@@ -33,8 +32,8 @@ export const RunsLive = HttpApiBuilder.group(FoundryApi, "runs", (handlers) =>
     const store = yield* Store
     const events = yield* EventLog
     return handlers
-      .handle("create", ({ payload }) =>
-        dispatcher.submit(payload).pipe(
+      .handle("create", ({ headers, payload }) =>
+        dispatcher.submit({ ...payload, idempotencyKey: headers["idempotency-key"] }).pipe(
           Effect.map((run) => ({ runId: run.id, conversationId: run.conversationId, instanceId: run.instanceId })),
           Effect.catchTag("StoreError", Effect.die)
         ))
@@ -44,6 +43,18 @@ export const RunsLive = HttpApiBuilder.group(FoundryApi, "runs", (handlers) =>
           Effect.orDie
         ))
       .handle("get", ({ path }) => Effect.map(findRun(path.runId), runView))
+      .handle("cancel", ({ path }) =>
+        dispatcher.cancel(path.runId).pipe(Effect.map(runView), Effect.catchTag("StoreError", Effect.die)))
+      .handle("steer", ({ path, payload }) =>
+        dispatcher.steer(path.runId, payload.message).pipe(
+          Effect.map((run) => ({
+            runId: run.id,
+            conversationId: run.conversationId,
+            instanceId: run.instanceId,
+            steeredFrom: path.runId
+          })),
+          Effect.catchTag("StoreError", Effect.die)
+        ))
       .handleRaw("events", ({ path }) =>
         Effect.gen(function*() {
           yield* findRun(path.runId)

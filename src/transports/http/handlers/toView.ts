@@ -2,8 +2,8 @@
  * Store records as the API shows them: absent instead of `null`.
  */
 import type { StoredMessage } from "../../../durable/Store.js"
-import type { RunRecord } from "../../../durable/records.js"
-import type { MessageView, RunView } from "../api/views.js"
+import type { ApprovalRecord, RunRecord } from "../../../durable/records.js"
+import type { ApprovalView, MessageView, RunView } from "../api/views.js"
 
 /** A run record as the API shows it. */
 export const runView = (run: RunRecord): RunView => ({
@@ -17,7 +17,23 @@ export const runView = (run: RunRecord): RunView => ({
   ...(run.output === null ? {} : { output: run.output }),
   ...(run.error === null ? {} : { error: run.error }),
   ...(run.startedAt === null ? {} : { startedAt: run.startedAt }),
-  ...(run.finishedAt === null ? {} : { finishedAt: run.finishedAt })
+  ...(run.finishedAt === null ? {} : { finishedAt: run.finishedAt }),
+  ...(run.steeredFrom === null ? {} : { steeredFrom: run.steeredFrom })
+})
+
+/** An approval record as the API shows it. */
+export const approvalView = (approval: ApprovalRecord): ApprovalView => ({
+  id: approval.id,
+  runId: approval.runId,
+  toolCallId: approval.toolCallId,
+  agent: approval.agent,
+  tool: approval.tool,
+  input: approval.input,
+  status: approval.status,
+  createdAt: approval.createdAt,
+  expiresAt: approval.expiresAt,
+  ...(approval.reason === null ? {} : { reason: approval.reason }),
+  ...(approval.decidedAt === null ? {} : { decidedAt: approval.decidedAt })
 })
 
 /** A stored message as the API shows it. */

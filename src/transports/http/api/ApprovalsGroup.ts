@@ -1,0 +1,31 @@
+/**
+ * `/api/approvals`: what is waiting on a person, and their decisions.
+ */
+import { HttpApiEndpoint, HttpApiGroup } from "@effect/platform"
+import { Schema } from "effect"
+import { ApprovalAlreadyDecided, ApprovalNotFound } from "../../../dispatch/Dispatcher.js"
+import { ApprovalStatus } from "../../../durable/records.js"
+import { ApprovalView } from "./views.js"
+
+/** The body of `POST /api/approvals/:approvalId`. */
+export const ApprovalDecision = Schema.Struct({
+  decision: Schema.Literal("approve", "deny"),
+  reason: Schema.optional(Schema.String)
+})
+
+/** The approvals group. */
+export class ApprovalsGroup extends HttpApiGroup.make("approvals")
+  .add(
+    HttpApiEndpoint.get("list", "/api/approvals")
+      .setUrlParams(Schema.Struct({ status: Schema.optional(ApprovalStatus) }))
+      .addSuccess(Schema.Array(ApprovalView))
+  )
+  .add(
+    HttpApiEndpoint.post("decide", "/api/approvals/:approvalId")
+      .setPath(Schema.Struct({ approvalId: Schema.String }))
+      .setPayload(ApprovalDecision)
+      .addSuccess(ApprovalView)
+      .addError(ApprovalNotFound, { status: 404 })
+      .addError(ApprovalAlreadyDecided, { status: 409 })
+  )
+{}

@@ -1,0 +1,87 @@
+/**
+ * PostgreSQL for tests (DESIGN section 11): the server at `FOUNDRY_TEST_PG_URL`, else the local
+ * one at `postgres://postgres@127.0.0.1:5432/test`. Whether it answers is decided once, when this
+ * module loads. When it does not, tests that need it are skipped with a printed reason, unless
+ * `FOUNDRY_REQUIRE_PG=1` (as `.ci/run` sets): then they run and fail, saying why.
+ */
+import { randomBytes } from "node:crypto"
+import { PgClient } from "@effect/sql-pg"
+import { Context, Data, Effect, Either, Layer, Redacted, type Scope } from "effect"
+import { publicUrl } from "../../src/durable/PgStore.js"
+
+/** The server the tests use. */
+export const postgresUrl: string = process.env["FOUNDRY_TEST_PG_URL"] ?? "postgres://postgres@127.0.0.1:5432/test"
+
+/** Whether a missing server fails the tests instead of skipping them. */
+export const postgresRequired: boolean = process.env["FOUNDRY_REQUIRE_PG"] === "1"
+
+/** PostgreSQL was needed but does not answer. */
+export class PostgresUnavailable extends Data.TaggedError("PostgresUnavailable")<{ readonly message: string }> {}
+
+/** A client of the server at `url`, for as long as the scope lasts. */
+const connect = (url: string) =>
+  Layer.build(PgClient.layer({ url: Redacted.make(url), connectTimeout: "3 seconds" })).pipe(
+    Effect.map(Context.get(PgClient.PgClient))
+  )
+
+/** Why the server cannot be used, or `undefined` when it answers. */
+const probe: Effect.Effect<string | undefined> = Effect.scoped(connect(postgresUrl)).pipe(
+  Effect.either,
+  Effect.map(Either.match({
+    onLeft: (error) => {
+      const cause = error.cause instanceof Error ? `: ${error.cause.message || error.cause.name}` : ""
+      return `${error.message}${cause}`
+    },
+    onRight: () => undefined
+  }))
+)
+
+/** Why PostgreSQL cannot be used, or `undefined` when it can. */
+export const postgresUnavailable: string | undefined = await Effect.runPromise(probe)
+
+/** Whether tests that need PostgreSQL are skipped (it does not answer and is not required). */
+export const skipPostgres: boolean = postgresUnavailable !== undefined && !postgresRequired
+
+const where = publicUrl(postgresUrl)
+if (postgresUnavailable !== undefined) {
+  if (postgresRequired) {
+    console.error(`FOUNDRY_REQUIRE_PG=1 but PostgreSQL at ${where} is unavailable (${postgresUnavailable}); its tests will fail.`)
+  } else {
+    console.warn(
+      `Skipping PostgreSQL tests: no server at ${where} (${postgresUnavailable}). ` +
+        "Set FOUNDRY_TEST_PG_URL to use another; FOUNDRY_REQUIRE_PG=1 makes this a failure."
+    )
+  }
+}
+
+/** `url` with its sessions' `search_path` set to `schema` (libpq's `options` parameter). */
+export const withSearchPath = (url: string, schema: string): string => {
+  const parsed = new URL(url)
+  parsed.searchParams.set("options", `-c search_path=${schema}`)
+  return parsed.toString()
+}
+
+/**
+ * A new, empty schema for one test, dropped with everything in it when the scope closes. Returns
+ * a URL whose connections see only that schema. Fails with `PostgresUnavailable` when the server
+ * does not answer.
+ */
+export const freshSchema: Effect.Effect<string, PostgresUnavailable, Scope.Scope> = Effect.gen(
+  function*() {
+    if (postgresUnavailable !== undefined) {
+      return yield* new PostgresUnavailable({
+        message: `PostgreSQL is required (FOUNDRY_REQUIRE_PG=1) but unavailable at ${where}: ${postgresUnavailable}`
+      })
+    }
+    const sql = yield* connect(postgresUrl)
+    const schema = `foundry_test_${randomBytes(6).toString("hex")}`
+    yield* Effect.acquireRelease(
+      sql`CREATE SCHEMA ${sql(schema)}`,
+      () => sql`DROP SCHEMA ${sql(schema)} CASCADE`.pipe(Effect.orDie)
+    )
+    return withSearchPath(postgresUrl, schema)
+  }
+).pipe(
+  Effect.catchTag("SqlError", (error) =>
+    Effect.fail(new PostgresUnavailable({ message: `could not create a test schema at ${where}: ${error.message}` })))
+)
