@@ -39,7 +39,8 @@ export const modelTurn = (
     readonly onRetry: (error: ModelError) => Effect.Effect<unknown, unknown>
   }
 ): Effect.Effect<TurnResult, ModelError> =>
-  model.stream(request).pipe(
+  // Suspended, so that every retry asks the model again, whatever the adapter does eagerly.
+  Stream.suspend(() => model.stream(request)).pipe(
     Stream.runFoldEffect(emptyTurn, (acc, chunk): Effect.Effect<TurnResult> => {
       switch (chunk._tag) {
         case "TextDelta":

@@ -54,14 +54,24 @@ export const http = (url: string, init: { readonly method?: string; readonly bod
     return { status: response.status, text, json, headers: response.headers }
   })
 
+/** A run as `GET /api/runs/:runId` returns it. */
+export interface RunBody {
+  readonly status: string
+  readonly output?: string
+  readonly error?: string
+  readonly [field: string]: unknown
+}
+
+const isRunBody = (body: unknown): body is RunBody =>
+  typeof body === "object" && body !== null && "status" in body && typeof body.status === "string"
+
 /** Polls a run until it has ended (or the attempts run out). */
 export const waitForRun = (base: string, runId: string) =>
   Effect.gen(function*() {
-    for (let attempt = 0; attempt < 200; attempt++) {
+    for (let attempt = 0; attempt < 400; attempt++) {
       const response = yield* http(`${base}/api/runs/${runId}`)
       const body = response.json
-      if (typeof body === "object" && body !== null && "status" in body &&
-        (body.status === "completed" || body.status === "failed" || body.status === "cancelled")) {
+      if (isRunBody(body) && (body.status === "completed" || body.status === "failed" || body.status === "cancelled")) {
         return body
       }
       yield* Effect.sleep("25 millis")

@@ -1,0 +1,261 @@
+import { existsSync, readFileSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { randomUUID } from "node:crypto"
+import { describe, expect, it } from "@effect/vitest"
+import { Effect } from "effect"
+import * as Scripted from "../../src/models/scripted.js"
+import { durableProject, plan } from "../support/durableProject.js"
+import { plannedModel } from "../support/plannedModel.js"
+import { http, startServer, waitForRun } from "../support/server.js"
+import { tempProject } from "../support/tempProject.js"
+
+const newLog = () => join(tmpdir(), `foundry-log-${randomUUID()}.log`)
+const lines = (log: string) => existsSync(log) ? readFileSync(log, "utf8").trim().split("\n").filter((l) => l !== "") : []
+
+interface Created {
+  readonly runId: string
+  readonly conversationId: string
+}
+
+const submit = (url: string, body: Record<string, unknown>, headers?: Record<string, string>) =>
+  Effect.map(http(`${url}/api/runs`, { body: { agent: "worker", ...body }, ...(headers === undefined ? {} : { headers }) }), (r) => {
+    expect(r.status).toBe(202)
+    return r.json as Created
+  })
+
+const setup = (config = "", model = plannedModel) =>
+  Effect.gen(function*() {
+    const log = newLog()
+    const root = yield* tempProject(durableProject(log, config))
+    const server = yield* startServer(root, { model })
+    return { log, url: server.url, root, storeFile: server.storeFile }
+  })
+
+const waitForStatus = (url: string, runId: string, status: string) =>
+  Effect.gen(function*() {
+    for (let attempt = 0; attempt < 400; attempt++) {
+      const run = yield* http(`${url}/api/runs/${runId}`)
+      if ((run.json as { status: string }).status === status) return run.json as Record<string, unknown>
+      yield* Effect.sleep("25 millis")
+    }
+    return yield* Effect.die(new Error(`run ${runId} never became ${status}`))
+  })
+
+describe("ordering", () => {
+  it.scopedLive("messages sent at once to one conversation are processed one after the other, in order", () =>
+    Effect.gen(function*() {
+      const { log, url } = yield* setup()
+      const first = yield* submit(url, { message: plan({ calls: [{ name: "slow", arguments: { ms: 150 } }] }) })
+      const rest = yield* Effect.forEach([1, 2], () =>
+        submit(url, { conversation: first.conversationId, message: plan({ calls: [{ name: "slow", arguments: { ms: 150 } }] }) }))
+      const ids = [first.runId, ...rest.map((r) => r.runId)]
+      for (const id of ids) yield* waitForRun(url, id)
+      const spans = ids.map((id) => {
+        const mine = lines(log).filter((l) => l.startsWith(id))
+        return { start: Number(mine[0]?.split(" ")[2]), end: Number(mine[1]?.split(" ")[2]) }
+      })
+      expect(spans[0]!.end).toBeLessThanOrEqual(spans[1]!.start)
+      expect(spans[1]!.end).toBeLessThanOrEqual(spans[2]!.start)
+      const transcript = yield* http(`${url}/api/conversations/${first.conversationId}/messages`)
+      const users = (transcript.json as Array<{ role: string; runId: string }>).filter((m) => m.role === "user").map((m) => m.runId)
+      expect(users).toEqual(ids)
+    }))
+
+  it.scopedLive("messages to different conversations run concurrently", () =>
+    Effect.gen(function*() {
+      const { log, url } = yield* setup()
+      const runs = yield* Effect.forEach([1, 2, 3], () =>
+        submit(url, { message: plan({ calls: [{ name: "slow", arguments: { ms: 400 } }] }) }), { concurrency: "unbounded" })
+      for (const run of runs) yield* waitForRun(url, run.runId)
+      const starts = lines(log).filter((l) => l.includes(" start ")).map((l) => Number(l.split(" ")[2]))
+      const ends = lines(log).filter((l) => l.includes(" end ")).map((l) => Number(l.split(" ")[2]))
+      expect(starts).toHaveLength(3)
+      expect(Math.max(...starts)).toBeLessThan(Math.min(...ends))
+    }))
+})
+
+describe("cancel and steer", () => {
+  it.scopedLive("cancelling a run waiting on a slow tool interrupts it and marks it cancelled; a second cancel gets 409", () =>
+    Effect.gen(function*() {
+      const { log, url } = yield* setup()
+      const run = yield* submit(url, { message: plan({ calls: [{ name: "slow", arguments: { ms: 30_000 } }] }) })
+      for (let i = 0; i < 200 && !lines(log).some((l) => l.includes(" start ")); i++) yield* Effect.sleep("20 millis")
+      const cancelled = yield* http(`${url}/api/runs/${run.runId}/cancel`, { method: "POST" })
+      expect(cancelled.status).toBe(200)
+      expect(cancelled.json).toMatchObject({ id: run.runId, status: "cancelled" })
+      expect(lines(log).some((l) => l.includes(" end "))).toBe(false)
+      const events = yield* http(`${url}/api/runs/${run.runId}/events`)
+      expect((events.json as Array<{ type: string }>).map((e) => e.type)).toContain("run.cancelled")
+      const again = yield* http(`${url}/api/runs/${run.runId}/cancel`, { method: "POST" })
+      expect(again.status).toBe(409)
+      expect(again.json).toMatchObject({ _tag: "RunAlreadyEnded", status: "cancelled" })
+      const missing = yield* http(`${url}/api/runs/run_nope/cancel`, { method: "POST" })
+      expect(missing.status).toBe(404)
+    }))
+
+  it.scopedLive("cancelling a queued run behind another of its conversation keeps it from ever running", () =>
+    Effect.gen(function*() {
+      const { log, url } = yield* setup()
+      const first = yield* submit(url, { message: plan({ calls: [{ name: "slow", arguments: { ms: 300 } }] }) })
+      const second = yield* submit(url, {
+        conversation: first.conversationId,
+        message: plan({ calls: [{ name: "record", arguments: { line: "must not happen" } }] })
+      })
+      const cancelled = yield* http(`${url}/api/runs/${second.runId}/cancel`, { method: "POST" })
+      expect(cancelled.json).toMatchObject({ status: "cancelled" })
+      yield* waitForRun(url, first.runId)
+      yield* Effect.sleep("200 millis")
+      expect(lines(log).some((l) => l.includes("must not happen"))).toBe(false)
+      expect((yield* http(`${url}/api/runs/${second.runId}`)).json).toMatchObject({ status: "cancelled" })
+    }))
+
+  it.scopedLive("steering cancels the run and starts a new one in the same conversation, linked to it", () =>
+    Effect.gen(function*() {
+      const { url } = yield* setup()
+      const run = yield* submit(url, { message: plan({ calls: [{ name: "slow", arguments: { ms: 30_000 } }] }) })
+      yield* waitForStatus(url, run.runId, "running")
+      const steered = yield* http(`${url}/api/runs/${run.runId}/steer`, {
+        body: { message: plan({ calls: [{ name: "record", arguments: { line: "instead" } }] }) }
+      })
+      expect(steered.status).toBe(202)
+      const next = steered.json as { runId: string; conversationId: string; steeredFrom: string }
+      expect(next).toMatchObject({ conversationId: run.conversationId, steeredFrom: run.runId })
+      const done = yield* waitForRun(url, next.runId)
+      expect(done).toMatchObject({ status: "completed", steeredFrom: run.runId, output: "done: recorded instead" })
+      expect((yield* http(`${url}/api/runs/${run.runId}`)).json).toMatchObject({ status: "cancelled" })
+    }))
+})
+
+describe("approvals", () => {
+  const transfer = plan({ calls: [{ name: "transfer", arguments: { amount: 250 } }] })
+
+  const pendingApproval = (url: string, runId: string) =>
+    Effect.gen(function*() {
+      yield* waitForStatus(url, runId, "suspended")
+      const pending = yield* http(`${url}/api/approvals?status=pending`)
+      const approval = (pending.json as Array<{ id: string; runId: string; tool: string; input: unknown }>).find((a) => a.runId === runId)
+      expect(approval).toMatchObject({ tool: "transfer", input: { amount: 250 } })
+      return approval!.id
+    })
+
+  it.scopedLive("an approved call runs and the run completes; a second decision gets 409", () =>
+    Effect.gen(function*() {
+      const { log, url } = yield* setup()
+      const run = yield* submit(url, { message: transfer })
+      const approvalId = yield* pendingApproval(url, run.runId)
+      expect(lines(log)).toEqual([])
+      const decided = yield* http(`${url}/api/approvals/${approvalId}`, { body: { decision: "approve" } })
+      expect(decided.status).toBe(200)
+      expect(decided.json).toMatchObject({ id: approvalId, status: "approved" })
+      expect(yield* waitForRun(url, run.runId)).toMatchObject({ status: "completed", output: "done: transferred 250" })
+      expect(lines(log)).toEqual([`${run.runId} transfer 250`])
+      const again = yield* http(`${url}/api/approvals/${approvalId}`, { body: { decision: "deny" } })
+      expect(again.status).toBe(409)
+      expect(again.json).toMatchObject({ _tag: "ApprovalAlreadyDecided", status: "approved" })
+      const types = ((yield* http(`${url}/api/runs/${run.runId}/events`)).json as Array<{ type: string }>).map((e) => e.type)
+      expect(types).toEqual(expect.arrayContaining(["approval.requested", "run.suspended", "approval.decided", "run.resumed"]))
+    }))
+
+  it.scopedLive("a denied call never runs and the model is told why", () =>
+    Effect.gen(function*() {
+      const { log, url } = yield* setup()
+      const run = yield* submit(url, { message: transfer })
+      const approvalId = yield* pendingApproval(url, run.runId)
+      yield* http(`${url}/api/approvals/${approvalId}`, { body: { decision: "deny", reason: "too much" } })
+      const done = yield* waitForRun(url, run.runId)
+      expect(done).toMatchObject({ status: "completed" })
+      expect(done.output).toContain("a person denied this call to transfer: too much")
+      expect(lines(log)).toEqual([])
+    }))
+
+  it.scopedLive("an approval nobody decides expires as denied", () =>
+    Effect.gen(function*() {
+      const { log, url } = yield* setup(`{ approvalTimeout: "300 millis" }`)
+      const run = yield* submit(url, { message: transfer })
+      const done = yield* waitForRun(url, run.runId)
+      expect(done.output).toContain("expired before anyone decided")
+      expect(lines(log)).toEqual([])
+      const all = yield* http(`${url}/api/approvals`)
+      expect((all.json as Array<{ runId: string; status: string }>).find((a) => a.runId === run.runId)?.status).toBe("expired")
+    }))
+
+  it.live("a run suspended on an approval survives a restart and resumes on the decision", () =>
+    Effect.gen(function*() {
+      const log = newLog()
+      const storeFile = join(tmpdir(), `foundry-store-${randomUUID()}.db`)
+      const files = durableProject(log)
+      const first = yield* Effect.scoped(Effect.gen(function*() {
+        const project = yield* tempProject(files)
+        const server = yield* startServer(project, { model: plannedModel, storeFile })
+        const run = yield* submit(server.url, { message: transfer })
+        const approvalId = yield* pendingApproval(server.url, run.runId)
+        return { run, approvalId }
+      }))
+      yield* Effect.scoped(Effect.gen(function*() {
+        const project = yield* tempProject(files)
+        const server = yield* startServer(project, { model: plannedModel, storeFile })
+        expect((yield* http(`${server.url}/api/runs/${first.run.runId}`)).json).toMatchObject({ status: "suspended" })
+        yield* http(`${server.url}/api/approvals/${first.approvalId}`, { body: { decision: "approve" } })
+        expect(yield* waitForRun(server.url, first.run.runId)).toMatchObject({ status: "completed" })
+        expect(lines(log)).toEqual([`${first.run.runId} transfer 250`])
+      }))
+    }))
+})
+
+describe("submission and failures", () => {
+  it.scopedLive("a repeated Idempotency-Key returns the original run and starts nothing", () =>
+    Effect.gen(function*() {
+      const { log, url } = yield* setup()
+      const body = { message: plan({ calls: [{ name: "record", arguments: { line: "once" } }] }) }
+      const first = yield* submit(url, body, { "idempotency-key": "order-42-refund" })
+      const second = yield* submit(url, body, { "idempotency-key": "order-42-refund" })
+      expect(second).toEqual(first)
+      yield* waitForRun(url, first.runId)
+      const runs = yield* http(`${url}/api/runs?agent=worker`)
+      expect(runs.json).toHaveLength(1)
+      expect(lines(log).filter((l) => l.endsWith(" once"))).toHaveLength(1)
+    }))
+
+  it.scopedLive("a model that answers 429 is retried and the run completes", () =>
+    Effect.gen(function*() {
+      let calls = 0
+      const model = Scripted.make(() => {
+        calls++
+        return calls === 1 ? { error: { kind: "transient", status: 429, message: "rate limited" } } : { text: "fine now" }
+      })
+      const { url } = yield* setup(`{ modelRetry: { base: "10 millis" } }`, model)
+      const run = yield* submit(url, { message: "hi" })
+      const done = yield* waitForRun(url, run.runId)
+      expect(done.error).toBeUndefined()
+      expect(done).toMatchObject({ status: "completed", output: "fine now" })
+      expect(calls).toBe(2)
+      const events = (yield* http(`${url}/api/runs/${run.runId}/events`)).json as Array<{ type: string; data: { status?: number } }>
+      expect(events.find((e) => e.type === "model.retry")?.data.status).toBe(429)
+    }))
+
+  it.scopedLive("a model that answers 400 fails the run at once with a readable error", () =>
+    Effect.gen(function*() {
+      let calls = 0
+      const model = Scripted.make(() => {
+        calls++
+        return { error: { kind: "permanent", status: 400, message: "unknown parameter: temprature" } }
+      })
+      const { url } = yield* setup("", model)
+      const run = yield* submit(url, { message: "hi" })
+      const done = yield* waitForRun(url, run.runId)
+      expect(done).toMatchObject({ status: "failed" })
+      expect(done.error).toContain("unknown parameter: temprature")
+      expect(calls).toBe(1)
+    }))
+
+  it.scopedLive("a tool that keeps failing ends the run after the configured count", () =>
+    Effect.gen(function*() {
+      const { url } = yield* setup(`{ maxToolFailures: 2 }`)
+      const run = yield* submit(url, { message: plan({ repeat: true, calls: [{ name: "broken", arguments: {} }] }) })
+      const done = yield* waitForRun(url, run.runId)
+      expect(done).toMatchObject({ status: "failed" })
+      expect(done.error).toContain("2 tool calls failed in a row")
+      expect(done.error).toContain("this tool is broken")
+    }))
+})
