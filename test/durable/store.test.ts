@@ -11,7 +11,7 @@ import { Context, Effect, Layer, Option, type Scope, TestClock } from "effect"
 import type { FoundryEvent } from "../../src/events/FoundryEvent.js"
 import type { ChatMessage } from "../../src/models/Model.js"
 import { layerPg } from "../../src/durable/PgStore.js"
-import { ConversationRecord, InstanceRecord, RunRecord } from "../../src/durable/records.js"
+import { ConversationRecord, InstanceRecord, RunRecord, type RunStatus } from "../../src/durable/records.js"
 import * as SqlStore from "../../src/durable/SqlStore.js"
 import { Store } from "../../src/durable/Store.js"
 import { freshSchema, skipPostgres } from "../support/postgres.js"
@@ -272,7 +272,7 @@ for (const backend of [sqlite, postgres]) {
     it.scoped("unfinishedRuns returns the queued and running runs only, oldest first", () =>
       Effect.gen(function*() {
         const store = yield* freshStore(backend)
-        const statuses = ["running", "completed", "queued", "failed", "suspended", "cancelled", "running"] as const
+        const statuses: ReadonlyArray<RunStatus> = ["running", "completed", "queued", "failed", "suspended", "cancelled", "running"]
         for (const [index, status] of statuses.entries()) {
           yield* TestClock.setTime(1_000 * (index + 1))
           yield* store.createRun(newRun(`r${index + 1}`))
