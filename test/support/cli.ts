@@ -65,7 +65,7 @@ export const startCli = (args: ReadonlyArray<string>, options: { readonly cwd?: 
           for (let attempt = 0; attempt < 600; attempt++) {
             const match = pattern.exec(output.slice(from))
             if (match !== null) return match[0]
-            if (child.exitCode !== null) break
+            if (child.exitCode !== null || child.signalCode !== null) break
             yield* Effect.sleep("50 millis")
           }
           return yield* Effect.die(new Error(`timed out waiting for ${pattern} in:\n${output}`))
@@ -74,7 +74,7 @@ export const startCli = (args: ReadonlyArray<string>, options: { readonly cwd?: 
     }),
     ({ child }) =>
       Effect.async<void>((resume) => {
-        if (child.exitCode !== null) return resume(Effect.void)
+        if (child.exitCode !== null || child.signalCode !== null) return resume(Effect.void)
         child.on("close", () => resume(Effect.void))
         child.kill("SIGTERM")
       })

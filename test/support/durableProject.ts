@@ -6,14 +6,38 @@ import { join } from "node:path"
 import type { ProjectFiles } from "./tempProject.js"
 
 /** The files of the project; `log` is the absolute path of the side-effect log. */
-export const durableProject = (log: string, config = ""): ProjectFiles => ({
-  "agents/worker/agent.ts": `import { defineAgent } from "foundry"
+export const durableProject = (log: string, config = "", options: { readonly plannedModelInFile?: boolean } = {}): ProjectFiles => ({
+  "agents/worker/agent.ts": `import { existsSync } from "node:fs"
+import { defineAgent, Scripted } from "foundry"
 import record from "./tools/record.tool.js"
 import slow from "./tools/slow.tool.js"
 import transfer from "./tools/transfer.tool.js"
 import broken from "./tools/broken.tool.js"
+import charge from "./tools/charge.tool.js"
 
-export default defineAgent({ description: "Does work", tools: [record, slow, transfer, broken], maxTurns: 20 })
+export default defineAgent({
+  description: "Does work",
+  tools: [record, slow, transfer, broken, charge],
+  maxTurns: 20${options.plannedModelInFile === true ? `,\n  model: Scripted.make(${plannedScript(slowMarkerOf(log))})` : ""}
+})
+`,
+  "agents/worker/tools/charge.tool.ts": `import { appendFileSync, existsSync, readFileSync } from "node:fs"
+import { Effect, Schema } from "effect"
+import { defineTool } from "foundry"
+
+// Exactly once: the side effect is keyed by the idempotency key, which survives a crash.
+export default defineTool({
+  description: "Charge a card once, then settle for some milliseconds",
+  input: Schema.Struct({ id: Schema.String, ms: Schema.Number }),
+  output: Schema.String,
+  idempotencyKey: ({ id }) => "charge-" + id,
+  run: ({ ms }, context) => Effect.gen(function*() {
+    const done = existsSync(${JSON.stringify(log)}) && readFileSync(${JSON.stringify(log)}, "utf8").split("\\n").includes(context.idempotencyKey)
+    if (!done) appendFileSync(${JSON.stringify(log)}, context.idempotencyKey + "\\n")
+    yield* Effect.sleep(existsSync(${JSON.stringify(slowMarkerOf(log))}) ? ms : 0)
+    return "charged"
+  })
+})
 `,
   "agents/worker/tools/record.tool.ts": `import { appendFileSync } from "node:fs"
 import { Effect, Schema } from "effect"
@@ -79,6 +103,8 @@ export const logOf = (root: string): string => join(root, "side-effects.log")
 /** What a test asks the planned model to do: a delay for turn 1, then these tool calls. */
 export interface Plan {
   readonly delay?: number
+  /** The delay of the turns after the first. */
+  readonly finalDelay?: number
   readonly calls?: ReadonlyArray<{ readonly name: string; readonly arguments: unknown }>
   /** When set, every turn calls these again (for failure limits). */
   readonly repeat?: boolean
@@ -87,15 +113,20 @@ export interface Plan {
 /** A message that the planned model turns into tool calls. */
 export const plan = (value: Plan): string => JSON.stringify(value)
 
+/** While this file exists, planned delays (and the charge tool's settling) are real; without it, zero. */
+export const slowMarkerOf = (log: string): string => `${log}.slow`
+
 /**
- * The text of a scripted model (for agent files, or `Scripted.make` in tests) that reads the run's
- * user message as a `Plan`: turn 1 makes the planned calls, later turns answer with the results.
+ * The text of a scripted model for agent files that reads the run's user message as a `Plan`:
+ * turn 1 makes the planned calls, later turns answer with the results. Delays apply only while
+ * `marker` exists, so a test can make a restarted process fast.
  */
-export const plannedScript = `(request, index) => {
+export const plannedScript = (marker: string) => `(request, index) => {
+  const slow = (ms) => (ms !== undefined && existsSync(${JSON.stringify(marker)}) ? ms : 0)
   const users = request.messages.filter((m) => m._tag === "user")
   const plan = JSON.parse(users[users.length - 1].content)
   const results = request.messages.slice(request.messages.lastIndexOf(users[users.length - 1]))
     .filter((m) => m._tag === "tool").map((m) => m.content)
-  if (index === 0 || plan.repeat) return { delay: plan.delay ?? 0, toolCalls: plan.calls ?? [] , text: (plan.calls ?? []).length === 0 ? "nothing to do" : "" }
-  return { text: "done: " + results.join(" | ") }
+  if (index === 0 || plan.repeat) return { delay: slow(plan.delay), toolCalls: plan.calls ?? [] , text: (plan.calls ?? []).length === 0 ? "nothing to do" : "" }
+  return { delay: slow(plan.finalDelay), text: "done: " + results.join(" | ") }
 }`

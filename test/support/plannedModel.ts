@@ -19,5 +19,5 @@ export const plannedModel = Scripted.make((request, index) => {
     const calls = plan.calls ?? []
     return { delay: plan.delay ?? 0, toolCalls: calls, text: calls.length === 0 ? "nothing to do" : "" }
   }
-  return { text: `done: ${results.join(" | ")}` }
+  return { delay: plan.finalDelay ?? 0, text: `done: ${results.join(" | ")}` }
 }, "planned")
