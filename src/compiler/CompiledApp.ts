@@ -16,6 +16,8 @@ export interface CompiledTool {
   readonly file: string | undefined
   readonly definition: AnyTool
   readonly spec: ToolSpec
+  /** For a subagent's tool: the agent it delegates to (the engine runs it as a child run). */
+  readonly subagent?: string
 }
 
 /** An agent, its tools resolved by model-facing name. */

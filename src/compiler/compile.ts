@@ -3,7 +3,8 @@
  * Schemas, and the config's layers are built once so that every service a tool requires is known
  * to be there before the first run.
  */
-import { Cause, Context, Effect, JSONSchema, Layer, SchemaAST, type Scope } from "effect"
+import { Cause, Context, Effect, JSONSchema, Layer, Schema, SchemaAST, type Scope } from "effect"
+import { defineTool } from "../definitions/defineTool.js"
 import type { AnyTool } from "../definitions/defineTool.js"
 import { RouteError, RouteErrors } from "../router/RouteError.js"
 import type { RouteTable } from "../router/RouteTable.js"
@@ -40,6 +41,34 @@ const compileTool = (tool: AnyTool, id: string, file: string | undefined): Compi
     file,
     definition: tool,
     spec: { name, description: tool.description, parameters: parametersOf(tool) }
+  }
+}
+
+/** The tool through which an agent delegates to a subagent: `ask-<name>` with a `message`. */
+const subagentTool = (id: string, description: string): CompiledTool => {
+  const name = `ask-${id.split("/").pop() ?? id}`
+  const definition = defineTool({
+    description: `Delegate to the ${id} agent (${description}); it answers with its final output`,
+    input: Schema.Struct({ message: Schema.String }),
+    output: Schema.String,
+    run: () => Effect.dieMessage("subagent tools are run by the engine as child runs")
+  })
+  return {
+    id: `${id}#subagent`,
+    name,
+    file: undefined,
+    definition,
+    subagent: id,
+    spec: {
+      name,
+      description: definition.description,
+      parameters: {
+        type: "object",
+        properties: { message: { type: "string", description: `what to ask the ${id} agent` } },
+        required: ["message"],
+        additionalProperties: false
+      }
+    }
   }
 }
 
@@ -95,6 +124,25 @@ export const compile = Effect.fn("compiler.compile")(function*(table: RouteTable
         : undefined
       if (problem !== undefined) {
         errors.push(new RouteError({ file: route.file, ...problem }))
+        continue
+      }
+      tools.set(compiled.name, compiled)
+    }
+    for (const subagent of route.definition.subagents) {
+      const id = table.idOf(subagent)
+      const compiled = id === undefined ? undefined : subagentTool(id, subagent.description)
+      if (compiled === undefined || tools.has(compiled.name)) {
+        errors.push(
+          new RouteError({
+            file: route.file,
+            problem: compiled === undefined
+              ? "a subagent is not a route of this project"
+              : `the subagent tool "${compiled.name}" clashes with another tool of the same name`,
+            fix: compiled === undefined
+              ? "import the subagent from its file under agents/"
+              : "rename the tool, or delegate to a subagent with another name"
+          })
+        )
         continue
       }
       tools.set(compiled.name, compiled)

@@ -33,6 +33,8 @@ export interface AgentDefinition<Tool extends AnyTool = AnyTool>
   readonly environment: EnvironmentDefinition | undefined
   /** The most model turns one run may take before it fails. */
   readonly maxTurns: number
+  /** Agents this one may delegate to: each becomes a tool that runs it and waits for its answer. */
+  readonly subagents: ReadonlyArray<AgentDefinition>
 }
 
 /** Defines an agent. */
@@ -43,6 +45,7 @@ export const defineAgent = <Tool extends AnyTool = never>(definition: {
   readonly tools?: ReadonlyArray<Tool>
   readonly environment?: EnvironmentDefinition
   readonly maxTurns?: number
+  readonly subagents?: ReadonlyArray<AgentDefinition>
 }): AgentDefinition<Tool> =>
   brand("agent", {
     description: definition.description,
@@ -50,6 +53,7 @@ export const defineAgent = <Tool extends AnyTool = never>(definition: {
     instructions: definition.instructions ?? "",
     tools: Object.freeze([...(definition.tools ?? [])]),
     environment: definition.environment,
-    maxTurns: definition.maxTurns ?? 12
+    maxTurns: definition.maxTurns ?? 12,
+    subagents: Object.freeze([...(definition.subagents ?? [])])
   })
 

@@ -2,7 +2,8 @@
  * `defineTool`: a typed capability an agent can call. Its input and output are `effect/Schema`
  * values; its `run` is an Effect whose requirements are the services listed in `requires`.
  */
-import type { Context, Effect, Schema } from "effect"
+import { type Context, Data, type Effect, type Schema } from "effect"
+import type { AgentDefinition } from "./defineAgent.js"
 import { brand, type Branded } from "./RouteKind.js"
 
 /**
@@ -24,7 +25,16 @@ export interface ToolRunContext {
    * when it declares one, else `<runId>:<toolCallId>`. Use it to make a side effect happen once.
    */
   readonly idempotencyKey: string
+  /** Starts a run of another agent without waiting for it; the new run records this one as its parent. */
+  readonly spawn: (
+    agent: AgentDefinition,
+    message: string,
+    options?: { readonly instance?: string }
+  ) => Effect.Effect<{ readonly runId: string }, SpawnFailed>
 }
+
+/** A spawn could not start its run (the agent is not a route, or the store failed). */
+export class SpawnFailed extends Data.TaggedError("SpawnFailed")<{ readonly message: string }> {}
 
 /** Whether a call needs a person's approval before it runs. */
 export type ApprovalPolicy<I> = "never" | "always" | ((input: I) => boolean)

@@ -8,8 +8,9 @@ import { Clock, Deferred, Duration, Effect, FiberMap, Layer, Option, Schedule } 
 import { CurrentApp } from "../compiler/CurrentApp.js"
 import { newId } from "../durable/ids.js"
 import { finalStatuses, type RunRecord } from "../durable/records.js"
-import { type Lease, LeaseLost, Store } from "../durable/Store.js"
+import { type Lease, LeaseLost, Store, type StoreError } from "../durable/Store.js"
 import { runAgent } from "../engine/AgentLoop.js"
+import { RunStarter } from "../engine/RunStarter.js"
 import { spanIdOf, traceIdOf } from "../engine/trace.js"
 import { type EventDraft, EventLog } from "../events/EventLog.js"
 import type { ModelResolver } from "../models/Model.js"
@@ -67,7 +68,11 @@ export const layer = (options: LocalDispatcherOptions) =>
       const acquireLease = (conversationId: string) =>
         store.acquireLease(conversationId, owner, leaseTtl).pipe(
           Effect.flatMap(Option.match({ onNone: () => Effect.fail("held" as const), onSome: Effect.succeed })),
-          Effect.retry({ schedule: Schedule.spaced("100 millis"), while: (reason) => reason === "held" }),
+          Effect.retry({
+            // Backs off to one try a second, so many waiting runs do not flood the store.
+            schedule: Schedule.union(Schedule.exponential("50 millis"), Schedule.spaced("1 second")),
+            while: (reason) => reason === "held"
+          }),
           Effect.catchTag("StoreError", Effect.die),
           Effect.orDie
         )
@@ -80,25 +85,31 @@ export const layer = (options: LocalDispatcherOptions) =>
           if (!held) return yield* new LeaseLost({ conversationId: lease.conversationId, token: lease.token })
         }).pipe(Effect.forever)
 
-      /** Executes the run once its conversation's earlier runs are done, holding the lease and a slot. */
+      /**
+       * Executes the run once its conversation's earlier runs are done: in a slot, then under the
+       * conversation's lease (taken inside the slot, so it is renewed from the moment it is held).
+       */
       const execute = (run: RunRecord, previous: Deferred.Deferred<void> | undefined) =>
         Effect.gen(function*() {
           if (previous !== undefined) yield* Deferred.await(previous)
-          const lease = yield* acquireLease(run.conversationId)
-          yield* Effect.gen(function*() {
-            const latest = yield* store.getRun(run.id).pipe(Effect.orDie)
-            // Another process (or a cancel) may have moved the run on while it waited.
-            if (Option.isNone(latest) || finalStatuses.has(latest.value.status)) return
-            if (latest.value.status === "suspended" && run.status !== "suspended") return
-            const app = yield* current.get
-            yield* slots.withPermits(1)(
-              Effect.raceFirst(Effect.asVoid(runAgent(app, latest.value, lease)), keepLease(lease))
-            ).pipe(Effect.catchTag("LeaseLost", () => Effect.void))
-          }).pipe(Effect.ensuring(Effect.ignore(store.releaseLease(lease))))
+          yield* slots.withPermits(1)(Effect.gen(function*() {
+            const lease = yield* acquireLease(run.conversationId)
+            yield* Effect.gen(function*() {
+              const latest = yield* store.getRun(run.id).pipe(Effect.orDie)
+              // Another process (or a cancel) may have moved the run on while it waited.
+              if (Option.isNone(latest) || finalStatuses.has(latest.value.status)) return
+              if (latest.value.status === "suspended" && run.status !== "suspended") return
+              const app = yield* current.get
+              yield* Effect.raceFirst(Effect.asVoid(runAgent(app, latest.value, lease)), keepLease(lease)).pipe(
+                Effect.catchTag("LeaseLost", () => Effect.void)
+              )
+            }).pipe(Effect.ensuring(Effect.ignore(store.releaseLease(lease))))
+          }))
+          yield* wakeParent(run.id)
         })
 
       /** Puts the run at the back of its conversation's lane. */
-      const schedule = (run: RunRecord) =>
+      const schedule = (run: RunRecord): Effect.Effect<void> =>
         Effect.gen(function*() {
           const previous = lanes.get(run.conversationId)
           const mine = yield* Deferred.make<void>()
@@ -110,6 +121,7 @@ export const layer = (options: LocalDispatcherOptions) =>
             run.id,
             execute(run, previous).pipe(
               Effect.provide(context),
+              Effect.provideService(RunStarter, starter),
               Effect.catchAllCause((cause) => Effect.logError("run execution crashed", cause)),
               Effect.ensuring(Effect.gen(function*() {
                 yield* Deferred.succeed(mine, undefined)
@@ -119,7 +131,7 @@ export const layer = (options: LocalDispatcherOptions) =>
               }))
             )
           )
-        })
+        }).pipe(Effect.asVoid)
 
       const findRun = (runId: string) =>
         store.getRun(runId).pipe(
@@ -129,7 +141,12 @@ export const layer = (options: LocalDispatcherOptions) =>
           }))
         )
 
-      const newRun = (request: RunRequest, conversationId: string, instanceId: string, steeredFrom?: string) =>
+      const newRun = (
+        request: RunRequest,
+        conversationId: string,
+        instanceId: string,
+        links: { readonly steeredFrom?: string; readonly parentRunId?: string; readonly parentToolCallId?: string } = {}
+      ) =>
         Effect.gen(function*() {
           const run = yield* store.createRun({
             id: newId("run"),
@@ -138,12 +155,45 @@ export const layer = (options: LocalDispatcherOptions) =>
             conversationId,
             input: request.message,
             idempotencyKey: request.idempotencyKey,
-            steeredFrom
+            ...links
           })
-          yield* emitFor(run, "run.queued", { input: request.message, ...(steeredFrom === undefined ? {} : { steeredFrom }) })
+          yield* emitFor(run, "run.queued", { input: request.message, ...links })
           yield* schedule(run)
           return run
         })
+
+      /** Starts a child run in a new conversation of the agent's instance (subagent calls, spawns). */
+      const starter = RunStarter.of({
+        start: (request) =>
+          Effect.gen(function*() {
+            const app = yield* current.get
+            if (!app.agents.has(request.agent)) {
+              return yield* new AgentNotFound({ agent: request.agent, message: `there is no agent "${request.agent}"` })
+            }
+            yield* store.ensureInstance(request.agent, request.instance)
+            const conversationId = newId("conv")
+            yield* store.createConversation(conversationId, request.agent, request.instance)
+            return yield* newRun(
+              { agent: request.agent, message: request.message, instance: request.instance },
+              conversationId,
+              request.instance,
+              {
+                parentRunId: request.parentRunId,
+                ...(request.parentToolCallId === undefined ? {} : { parentToolCallId: request.parentToolCallId })
+              }
+            )
+          })
+      })
+
+      /** When a child run a parent waits for has ended, the parent continues. */
+      const wakeParent = (runId: string) =>
+        Effect.gen(function*() {
+          const run = yield* store.getRun(runId)
+          if (Option.isNone(run) || run.value.parentRunId === null || run.value.parentToolCallId === null) return
+          if (!finalStatuses.has(run.value.status)) return
+          const parent = yield* store.getRun(run.value.parentRunId)
+          if (Option.isSome(parent) && parent.value.status === "suspended") yield* schedule(parent.value)
+        }).pipe(Effect.catchAllCause((cause) => Effect.logWarning("could not wake a parent run", cause)))
 
       const submit = Effect.fn("Dispatcher.submit")(function*(request: RunRequest) {
         if (request.idempotencyKey !== undefined) {
@@ -192,7 +242,9 @@ export const layer = (options: LocalDispatcherOptions) =>
         )
       })
 
-      const cancel = Effect.fn("Dispatcher.cancel")(function*(runId: string) {
+      const cancel: (runId: string) => Effect.Effect<RunRecord, RunNotFound | RunAlreadyEnded | StoreError> = Effect.fn(
+        "Dispatcher.cancel"
+      )(function*(runId: string) {
         const run = yield* findRun(runId)
         if (finalStatuses.has(run.status)) {
           return yield* new RunAlreadyEnded({ runId, status: run.status, message: `run "${runId}" has already ${run.status}` })
@@ -202,6 +254,14 @@ export const layer = (options: LocalDispatcherOptions) =>
         if (finalStatuses.has(latest.status)) return latest
         yield* store.updateRun(runId, { status: "cancelled" })
         yield* emitFor(latest, "run.cancelled", { from: latest.status })
+        // Children this run waits for go with it; a cancelled child wakes its waiting parent.
+        const children = yield* store.childRuns(runId)
+        for (const child of children) {
+          if (child.parentToolCallId !== null && !finalStatuses.has(child.status)) {
+            yield* cancel(child.id).pipe(Effect.catchTags({ RunAlreadyEnded: () => Effect.void, RunNotFound: () => Effect.void }))
+          }
+        }
+        yield* wakeParent(runId)
         return yield* findRun(runId)
       })
 
@@ -211,7 +271,7 @@ export const layer = (options: LocalDispatcherOptions) =>
           { agent: cancelled.agent, message, instance: cancelled.instanceId, conversation: cancelled.conversationId },
           cancelled.conversationId,
           cancelled.instanceId,
-          runId
+          { steeredFrom: runId }
         )
       })
 
@@ -272,7 +332,7 @@ export const layer = (options: LocalDispatcherOptions) =>
       )
 
       const recover = Effect.gen(function*() {
-        const runs = yield* store.unfinishedRuns
+        const runs = [...(yield* store.unfinishedRuns), ...(yield* store.parentsReadyToResume)]
         yield* Effect.forEach(runs, schedule, { discard: true })
         return runs.length
       })

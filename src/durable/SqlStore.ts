@@ -131,6 +131,8 @@ export const make = Effect.gen(function*() {
           conversationId: run.conversationId,
           input: run.input,
           steeredFrom: run.steeredFrom ?? null,
+          parentRunId: run.parentRunId ?? null,
+          parentToolCallId: run.parentToolCallId ?? null,
           status: "queued",
           output: null,
           error: null,
@@ -148,7 +150,9 @@ export const make = Effect.gen(function*() {
             status: "queued",
             createdAt: now,
             idempotencyKey: run.idempotencyKey ?? null,
-            steeredFrom: run.steeredFrom ?? null
+            steeredFrom: run.steeredFrom ?? null,
+            parentRunId: run.parentRunId ?? null,
+            parentToolCallId: run.parentToolCallId ?? null
           })
         }`
         return record
@@ -172,6 +176,27 @@ export const make = Effect.gen(function*() {
     getRun: (id) => findRun(id).pipe(failAs("getRun")),
 
     findRunByIdempotencyKey: (key) => findRunByKey(key).pipe(failAs("findRunByIdempotencyKey")),
+
+    findChildRun: (parentRunId, toolCallId) =>
+      sql`SELECT * FROM runs WHERE parent_run_id = ${parentRunId} AND parent_tool_call_id = ${toolCallId}`.pipe(
+        Effect.flatMap(decodeRuns),
+        Effect.map((runs) => Option.fromNullable(runs[0])),
+        failAs("findChildRun")
+      ),
+
+    childRuns: (parentRunId) =>
+      sql`SELECT * FROM runs WHERE parent_run_id = ${parentRunId} ORDER BY created_at, id`.pipe(
+        Effect.flatMap(decodeRuns),
+        failAs("childRuns")
+      ),
+
+    parentsReadyToResume: sql`SELECT * FROM runs p WHERE p.status = 'suspended'
+      AND EXISTS (SELECT 1 FROM runs c WHERE c.parent_run_id = p.id AND c.parent_tool_call_id IS NOT NULL)
+      AND NOT EXISTS (SELECT 1 FROM runs c WHERE c.parent_run_id = p.id AND c.parent_tool_call_id IS NOT NULL
+        AND c.status NOT IN ('completed', 'failed', 'cancelled'))`.pipe(
+      Effect.flatMap(decodeRuns),
+      failAs("parentsReadyToResume")
+    ),
 
     listRuns: (filter) =>
       sql`SELECT * FROM runs WHERE ${

@@ -49,6 +49,8 @@ export interface NewRun {
   /** Repeating a submission with the same key returns the first run. */
   readonly idempotencyKey?: string | undefined
   readonly steeredFrom?: string | undefined
+  readonly parentRunId?: string | undefined
+  readonly parentToolCallId?: string | undefined
 }
 
 /** An approval about to be asked for. */
@@ -105,6 +107,12 @@ export class Store extends Context.Tag("foundry/Store")<Store, {
   readonly updateRun: (id: string, update: RunUpdate) => Effect.Effect<void, StoreError>
   readonly getRun: (id: string) => Effect.Effect<Option.Option<RunRecord>, StoreError>
   readonly findRunByIdempotencyKey: (key: string) => Effect.Effect<Option.Option<RunRecord>, StoreError>
+  /** The child run that answers a parent's tool call, if it was started. */
+  readonly findChildRun: (parentRunId: string, toolCallId: string) => Effect.Effect<Option.Option<RunRecord>, StoreError>
+  /** Every run a run started. */
+  readonly childRuns: (parentRunId: string) => Effect.Effect<ReadonlyArray<RunRecord>, StoreError>
+  /** Suspended runs none of whose children is still going: parents a crash kept from waking. */
+  readonly parentsReadyToResume: Effect.Effect<ReadonlyArray<RunRecord>, StoreError>
   readonly listRuns: (filter: RunFilter) => Effect.Effect<ReadonlyArray<RunRecord>, StoreError>
   /** Runs that were queued or running when the process stopped. */
   readonly unfinishedRuns: Effect.Effect<ReadonlyArray<RunRecord>, StoreError>

@@ -93,8 +93,16 @@ const durableExecution = Effect.gen(function*() {
   )`
 })
 
+const childRuns = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  yield* sql`ALTER TABLE runs ADD COLUMN parent_run_id TEXT`
+  yield* sql`ALTER TABLE runs ADD COLUMN parent_tool_call_id TEXT`
+  yield* sql`CREATE INDEX runs_by_parent ON runs (parent_run_id, parent_tool_call_id)`
+})
+
 /** Migrations by `<number>_<name>`, as `Migrator.fromRecord` reads them. */
 export const migrations = {
   "0001_init": init,
-  "0002_durable_execution": durableExecution
+  "0002_durable_execution": durableExecution,
+  "0003_child_runs": childRuns
 }

@@ -45,7 +45,11 @@ export class RunRecord extends Schema.Class<RunRecord>("RunRecord")({
   startedAt: Schema.NullOr(Millis),
   finishedAt: Schema.NullOr(Millis),
   /** The run this one replaced when it was steered. */
-  steeredFrom: Schema.optionalWith(Schema.NullOr(Schema.String), { default: () => null })
+  steeredFrom: Schema.optionalWith(Schema.NullOr(Schema.String), { default: () => null }),
+  /** The run that started this one (a subagent call or a spawn). */
+  parentRunId: Schema.optionalWith(Schema.NullOr(Schema.String), { default: () => null }),
+  /** The parent's tool call this run answers, when the parent waits for it. */
+  parentToolCallId: Schema.optionalWith(Schema.NullOr(Schema.String), { default: () => null })
 }) {}
 
 /** Where an approval is in its life; `expired` counts as denied. */

@@ -7,14 +7,16 @@
  */
 import { Cause, Clock, Duration, Effect, Option } from "effect"
 import type { CompiledAgent, CompiledApp } from "../compiler/CompiledApp.js"
-import type { InstanceInfo } from "../definitions/defineAgent.js"
+import type { AgentDefinition, InstanceInfo } from "../definitions/defineAgent.js"
+import { SpawnFailed } from "../definitions/defineTool.js"
 import { newId } from "../durable/ids.js"
-import type { RunRecord } from "../durable/records.js"
+import { finalStatuses, type RunRecord } from "../durable/records.js"
 import { type Lease, Store } from "../durable/Store.js"
 import { type EventDraft, EventLog } from "../events/EventLog.js"
 import { type ChatMessage, ModelResolver, type ToolCall } from "../models/Model.js"
 import { decodeCall, failedOutcome, needsApproval, runTool, type ToolOutcome } from "./executeTool.js"
 import { modelTurn } from "./modelTurn.js"
+import { RunStarter } from "./RunStarter.js"
 import { spanIdOf, traceIdOf } from "./trace.js"
 
 /** How a run's execution ended (a suspended run continues later). */
@@ -91,18 +93,78 @@ export const runAgent = Effect.fn("engine.runAgent")(function*(app: CompiledApp,
     const instance = yield* store.ensureInstance(run.agent, run.instanceId)
     const stored = yield* store.listMessages(run.conversationId)
     const messages: Array<ChatMessage> = stored.map((m) => m.message)
+    // The run's own messages decide its next step: other runs of the conversation may have
+    // added theirs while this one was suspended.
+    const mine: Array<ChatMessage> = stored.filter((m) => m.runId === run.id).map((m) => m.message)
     const record = (message: ChatMessage) =>
-      Effect.zipRight(store.appendMessage(run.conversationId, run.id, message, lease), Effect.sync(() => messages.push(message)))
+      Effect.zipRight(
+        store.appendMessage(run.conversationId, run.id, message, lease),
+        Effect.sync(() => {
+          messages.push(message)
+          mine.push(message)
+        })
+      )
     if (!stored.some((m) => m.runId === run.id)) yield* record({ _tag: "user", content: run.input })
 
     const system = systemPrompt(agent, { id: instance.id, context: instance.context })
     const tools = [...agent.tools.values()]
     const toolNames = tools.map((t) => t.name)
+    const starter = yield* RunStarter
+
+    /** A run of another agent, started without waiting (a tool's `context.spawn`). */
+    const spawn = (target: AgentDefinition, message: string, options?: { readonly instance?: string }) => {
+      const id = app.table.idOf(target)
+      return id === undefined
+        ? Effect.fail(new SpawnFailed({ message: "spawn: that agent is not a route of this project" }))
+        : starter.start({ agent: id, message, instance: options?.instance ?? "default", parentRunId: run.id }).pipe(
+          Effect.map((child) => ({ runId: child.id })),
+          Effect.mapError((error) => new SpawnFailed({ message: `spawn: ${error.message}` }))
+        )
+    }
+
+    /** A subagent call: its child run's answer, or a suspension until the child has ended. */
+    const awaitChild = (call: ToolCall, subagent: string, input: unknown, rawInput: unknown) =>
+      Effect.gen(function*() {
+        const message = typeof input === "object" && input !== null && "message" in input ? String(input.message) : ""
+        const existing = yield* store.findChildRun(run.id, call.id)
+        let childId: string
+        if (Option.isSome(existing)) {
+          childId = existing.value.id
+        } else {
+          const started = yield* starter.start({
+            agent: subagent,
+            message,
+            instance: run.instanceId,
+            parentRunId: run.id,
+            parentToolCallId: call.id
+          }).pipe(Effect.either)
+          if (started._tag === "Left") return failedOutcome(rawInput, `could not start ${subagent}: ${started.left.message}`)
+          yield* emit("tool.call.started", spanIdOf(run.id, `tool:${call.id}`), {
+            toolCallId: call.id,
+            tool: call.name,
+            input: rawInput,
+            childRunId: started.right.id
+          })
+          childId = started.right.id
+        }
+        yield* store.updateRun(run.id, { status: "suspended" })
+        yield* emit("run.suspended", rootSpan, { reason: "child", childRunId: childId, tool: call.name })
+        // The child may have ended before this run was marked suspended, when nobody could wake it.
+        const latest = yield* store.getRun(childId)
+        if (Option.isNone(latest) || !finalStatuses.has(latest.value.status)) return "suspended" as const
+        yield* store.updateRun(run.id, { status: "running" })
+        const ended = latest.value
+        const outcome: ToolOutcome = ended.status === "completed"
+          ? { _tag: "Succeeded", input: rawInput, output: { runId: ended.id, output: ended.output ?? "" }, content: ended.output ?? "" }
+          : failedOutcome(rawInput, `the ${subagent} run ${ended.status}${ended.error === null ? "" : `: ${ended.error}`}`)
+        return outcome
+      })
+
     let turn = stored.filter((m) => m.runId === run.id && m.message._tag === "assistant").length
     let consecutiveFailures = 0
 
     while (true) {
-      const step = nextStep(messages)
+      const step = nextStep(mine)
       if (step._tag === "Final") {
         yield* store.updateRun(run.id, { status: "completed", output: step.text })
         yield* emit("run.completed", rootSpan, { output: step.text, turns: turn })
@@ -114,6 +176,21 @@ export const runAgent = Effect.fn("engine.runAgent")(function*(app: CompiledApp,
           const toolSpan = spanIdOf(run.id, `tool:${call.id}`)
           const decoded = yield* decodeCall(agent.tools.get(call.name), call, toolNames)
           let outcome: ToolOutcome
+          const subagent = decoded._tag === "Right" ? decoded.right.tool.subagent : undefined
+          if (decoded._tag === "Right" && subagent !== undefined) {
+            const waited = yield* awaitChild(call, subagent, decoded.right.input, decoded.right.rawInput)
+            if (waited === "suspended") return "suspended" as const
+            outcome = waited
+            yield* record({ _tag: "tool", toolCallId: call.id, name: call.name, content: outcome.content })
+            yield* emit(
+              outcome._tag === "Succeeded" ? "tool.call.completed" : "tool.call.failed",
+              toolSpan,
+              outcome._tag === "Succeeded"
+                ? { toolCallId: call.id, tool: call.name, input: outcome.input, output: outcome.output, durationMs: 0 }
+                : { toolCallId: call.id, tool: call.name, input: outcome.input, error: outcome.error, durationMs: 0 }
+            )
+            continue
+          }
           if (decoded._tag === "Left") {
             outcome = decoded.left
           } else {
@@ -161,7 +238,8 @@ export const runAgent = Effect.fn("engine.runAgent")(function*(app: CompiledApp,
                 conversationId: run.conversationId,
                 instanceId: run.instanceId,
                 agent: run.agent,
-                toolCallId: call.id
+                toolCallId: call.id,
+                spawn
               }, app.services)
               yield* record({ _tag: "tool", toolCallId: call.id, name: call.name, content: outcome.content })
               const durationMs = (yield* Clock.currentTimeMillis) - callStarted

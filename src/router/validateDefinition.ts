@@ -76,8 +76,9 @@ const checkAgent = (file: string, definition: Record<string, unknown>): Array<De
     typeof maxTurns === "number" && Number.isInteger(maxTurns) && maxTurns > 0
       ? undefined
       : { problem: `maxTurns is ${String(maxTurns)}`, fix: "use a positive whole number, e.g. maxTurns: 12" },
-    ...tools.map((tool, index) =>
-      relationship(file, `tools[${index}]`, tool, "tool")
+    ...tools.map((tool, index) => relationship(file, `tools[${index}]`, tool, "tool")),
+    ...(Array.isArray(definition.subagents) ? definition.subagents : []).map((agent, index) =>
+      relationship(file, `subagents[${index}]`, agent, "agent")
     ),
     definition.environment === undefined
       ? undefined

@@ -56,7 +56,24 @@ describe("crash recovery", () => {
       const afterTool = yield* submit(first.url, plan({ finalDelay: 60_000, calls: [{ name: "record", arguments: { line: "after" } }] }))
       // 4. killed while suspended on an approval
       const suspended = yield* submit(first.url, plan({ calls: [{ name: "transfer", arguments: { amount: 5 } }] }))
+      // 5. a parent waiting on a subagent's child run, killed during the child's model turn
+      const parent = yield* Effect.map(
+        http(`${first.url}/api/runs`, {
+          body: {
+            agent: "lead",
+            message: plan({
+              calls: [{
+                name: "ask-worker",
+                arguments: { message: plan({ delay: 60_000, calls: [{ name: "record", arguments: { line: "child" } }] }) }
+              }]
+            })
+          }
+        }),
+        (r) => r.json as { runId: string }
+      )
+
       yield* waitForEvents(first.url, inTurn.runId, (e) => e.some((x) => x.type === "model.turn.started"))
+      yield* waitForEvents(first.url, parent.runId, (e) => e.some((x) => x.type === "run.suspended"))
       yield* waitForEvents(first.url, inTool.runId, (e) => e.some((x) => x.type === "tool.call.started"))
       yield* waitForEvents(first.url, afterTool.runId, (e) => e.filter((x) => x.type === "model.turn.started").length === 2)
       yield* waitForEvents(first.url, suspended.runId, (e) => e.some((x) => x.type === "run.suspended"))
@@ -75,7 +92,7 @@ describe("crash recovery", () => {
       expect(approval).toBeDefined()
       yield* http(`${second.url}/api/approvals/${approval!.id}`, { body: { decision: "approve" } })
 
-      for (const run of [inTurn, inTool, afterTool, suspended]) {
+      for (const run of [inTurn, inTool, afterTool, suspended, parent]) {
         const done = yield* waitForRun(second.url, run.runId)
         expect(done.status).toBe("completed")
       }
@@ -86,6 +103,8 @@ describe("crash recovery", () => {
       expect(effects.filter((l) => l === "charge-card-7")).toHaveLength(1)
       expect(effects.filter((l) => l.endsWith(" after"))).toHaveLength(1)
       expect(effects.filter((l) => l.endsWith(" transfer 5"))).toHaveLength(1)
+      expect(effects.filter((l) => l.endsWith(" child"))).toHaveLength(1)
+      expect((yield* waitForRun(second.url, parent.runId)).output).toBe("done: done: recorded child")
 
       // The recorded model turn of run 3 was not asked again; run 2's unrecorded call ran again.
       const afterEvents = yield* eventsOf(second.url, afterTool.runId)

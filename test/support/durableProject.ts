@@ -21,6 +21,30 @@ export default defineAgent({
   maxTurns: 20${options.plannedModelInFile === true ? `,\n  model: Scripted.make(${plannedScript(slowMarkerOf(log))})` : ""}
 })
 `,
+  "agents/lead/agent.ts": `import { existsSync } from "node:fs"
+import { defineAgent, Scripted } from "foundry"
+import worker from "../worker/agent.js"
+import note from "./tools/note.tool.js"
+
+export default defineAgent({
+  description: "Leads: delegates to the worker",
+  tools: [note],
+  subagents: [worker],
+  maxTurns: 20${options.plannedModelInFile === true ? `,\n  model: Scripted.make(${plannedScript(slowMarkerOf(log))})` : ""}
+})
+`,
+  "agents/lead/tools/note.tool.ts": `import { Effect, Schema } from "effect"
+import { defineTool } from "foundry"
+import worker from "../../worker/agent.js"
+
+export default defineTool({
+  description: "Hand a note to the worker without waiting",
+  input: Schema.Struct({ message: Schema.String }),
+  output: Schema.String,
+  run: ({ message }, context) =>
+    Effect.map(Effect.orDie(context.spawn(worker, message)), (started) => "spawned " + started.runId)
+})
+`,
   "agents/worker/tools/charge.tool.ts": `import { appendFileSync, existsSync, readFileSync } from "node:fs"
 import { Effect, Schema } from "effect"
 import { defineTool } from "foundry"

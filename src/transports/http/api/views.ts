@@ -17,7 +17,8 @@ export const RunView = Schema.Struct({
   createdAt: Schema.Number,
   startedAt: Schema.optional(Schema.Number),
   finishedAt: Schema.optional(Schema.Number),
-  steeredFrom: Schema.optional(Schema.String)
+  steeredFrom: Schema.optional(Schema.String),
+  parentRunId: Schema.optional(Schema.String)
 })
 export type RunView = typeof RunView.Type
 

@@ -18,7 +18,8 @@ export const runView = (run: RunRecord): RunView => ({
   ...(run.error === null ? {} : { error: run.error }),
   ...(run.startedAt === null ? {} : { startedAt: run.startedAt }),
   ...(run.finishedAt === null ? {} : { finishedAt: run.finishedAt }),
-  ...(run.steeredFrom === null ? {} : { steeredFrom: run.steeredFrom })
+  ...(run.steeredFrom === null ? {} : { steeredFrom: run.steeredFrom }),
+  ...(run.parentRunId === null ? {} : { parentRunId: run.parentRunId })
 })
 
 /** An approval record as the API shows it. */

@@ -1,0 +1,60 @@
+/**
+ * `npm run bench [-- <scenario>...]`: runs each benchmark scenario in a fresh Node process (so
+ * memory figures of one do not include another's) and prints one JSON object per scenario on its
+ * own line on stdout. Progress goes to stderr.
+ */
+import { spawn } from "node:child_process"
+import { fileURLToPath } from "node:url"
+import { Effect } from "effect"
+import { scenarios } from "./scenarios/index.js"
+
+const self = fileURLToPath(import.meta.url)
+
+/** Runs one scenario in a child process with `--expose-gc`; its stdout lines become ours. */
+const runChild = (name: string): Promise<number> =>
+  new Promise((resolve) => {
+    const child = spawn(process.execPath, ["--expose-gc", "--import", "tsx", self, "--child", name], {
+      stdio: ["ignore", "inherit", "inherit"]
+    })
+    child.on("close", (code) => resolve(code ?? 1))
+  })
+
+/** Runs one scenario here and prints its result. */
+const runHere = (name: string): Promise<void> => {
+  const scenario = scenarios.find((s) => s.name === name)
+  if (scenario === undefined) return Promise.reject(new Error(`unknown scenario "${name}"`))
+  return Effect.runPromise(scenario.run).then((result) => {
+    process.stdout.write(JSON.stringify(result) + "\n")
+  })
+}
+
+const main = async (): Promise<number> => {
+  const args = process.argv.slice(2)
+  if (args[0] === "--child") {
+    await runHere(args[1] ?? "")
+    return 0
+  }
+  const known = scenarios.map((s) => s.name)
+  const unknown = args.filter((a) => !known.includes(a))
+  if (unknown.length > 0) {
+    process.stderr.write(`unknown scenario(s): ${unknown.join(", ")}; the scenarios are: ${known.join(", ")}\n`)
+    return 2
+  }
+  let failures = 0
+  for (const name of args.length === 0 ? known : args) {
+    const code = await runChild(name)
+    if (code !== 0) {
+      failures++
+      process.stdout.write(JSON.stringify({ scenario: name, error: `the scenario's process exited with code ${code}` }) + "\n")
+    }
+  }
+  return failures === 0 ? 0 : 1
+}
+
+main().then(
+  (code) => process.exit(code),
+  (error: unknown) => {
+    process.stderr.write(`${error instanceof Error ? error.stack ?? error.message : String(error)}\n`)
+    process.exit(1)
+  }
+)

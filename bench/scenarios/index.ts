@@ -1,0 +1,19 @@
+/**
+ * The benchmark scenarios, in the order `npm run bench` runs them.
+ */
+import type { Effect } from "effect"
+import { idleInstances } from "./idleInstances.js"
+import { orderLookup } from "./orderLookup.js"
+import { recovery } from "./recovery.js"
+
+/** A named scenario whose result is one JSON object. */
+export interface Scenario {
+  readonly name: string
+  readonly run: Effect.Effect<Record<string, unknown>, unknown>
+}
+
+export const scenarios: ReadonlyArray<Scenario> = [
+  { name: "order-lookup", run: orderLookup },
+  { name: "idle-instances", run: idleInstances },
+  { name: "recovery", run: recovery }
+]

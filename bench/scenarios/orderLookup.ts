@@ -1,0 +1,100 @@
+/**
+ * `order-lookup`, DESIGN section 9's reference workload: one user message per conversation, model
+ * turn 1 calls `lookup({ id: "42" })` (which appends a line to a file), model turn 2 answers.
+ * Scripted model (zero latency), SQLite file store, events recorded, 500 conversations with at
+ * most 50 in flight.
+ */
+import { truncateSync } from "node:fs"
+import { join } from "node:path"
+import { Effect } from "effect"
+import * as Scripted from "../../src/models/scripted.js"
+import { lookupAgent, lookupTool, tempProject } from "../support/project.js"
+import { progress, startRuntime, timedRun } from "../support/runtime.js"
+import { collectGarbage, cpuMsSince, lineCount, mb, percentile, round, sampleRss } from "../support/stats.js"
+
+const conversations = 500
+const inFlight = 50
+const warmUp = 100
+const serialRuns = 100
+const turnsPerRun = 2
+
+/** The script: a tool call, then the answer. */
+const script: Scripted.Script = [
+  { toolCalls: [{ name: "lookup", arguments: { id: "42" } }] },
+  { text: "Order 42 has shipped and arrives on Friday." }
+]
+
+export const orderLookup = Effect.gen(function*() {
+  const dir = yield* tempProject({})
+  const sideEffects = join(dir, "lookups.log")
+  const root = yield* tempProject({
+    "foundry.config.ts": `import { defineConfig } from "foundry"\nexport default defineConfig({ concurrency: ${inFlight} })\n`,
+    "agents/orders/agent.ts": lookupAgent({ model: `"demo"` }),
+    "agents/orders/tools/lookup.tool.ts": lookupTool(sideEffects)
+  })
+  const runtime = yield* startRuntime(root, { storeFile: join(dir, "foundry.db"), model: Scripted.make(script) })
+  const rssLoaded = process.memoryUsage.rss()
+  const request = (i: number) => ({ agent: "orders", instance: `customer-${i % 100}`, message: `Where is order 42? (#${i})` })
+
+  yield* progress(`order-lookup: warming up (${warmUp} runs)`)
+  yield* Effect.forEach(Array.from({ length: warmUp }, (_, i) => i), (i) => timedRun(runtime, request(i)), {
+    concurrency: inFlight
+  })
+  truncateSync(sideEffects, 0)
+  collectGarbage()
+
+  yield* progress(`order-lookup: ${conversations} conversations, ${inFlight} in flight`)
+  const rss = sampleRss()
+  const cpu = process.cpuUsage()
+  const started = performance.now()
+  const runs = yield* Effect.forEach(
+    Array.from({ length: conversations }, (_, i) => i),
+    (i) => timedRun(runtime, request(i)),
+    { concurrency: inFlight }
+  )
+  const elapsedMs = performance.now() - started
+  const cpuMs = cpuMsSince(cpu)
+  const peakRss = rss.stop()
+  const lines = lineCount(sideEffects)
+  const completed = yield* runtime.store.listRuns({ status: "completed", limit: 100_000 })
+  const measured = new Set(runs.map((r) => r.runId))
+  const completedMeasured = completed.filter((r) => measured.has(r.id)).length
+  const events = yield* runtime.store.listEvents({ runId: runs[0]?.runId, limit: 1000 })
+
+  // Unloaded: one run at a time, so a run's latency is the orchestration cost of its turns alone.
+  yield* progress(`order-lookup: ${serialRuns} runs one at a time`)
+  const serial = yield* Effect.forEach(
+    Array.from({ length: serialRuns }, (_, i) => i),
+    (i) => timedRun(runtime, request(i)),
+    { concurrency: 1 }
+  )
+
+  const latencies = runs.map((r) => r.ms)
+  const serialPerTurn = serial.map((r) => r.ms / turnsPerRun)
+  const runsPerSecond = conversations / (elapsedMs / 1000)
+  const overheadP50 = percentile(serialPerTurn, 50)
+  return {
+    scenario: "order-lookup",
+    conversations,
+    inFlight,
+    turnsPerRun,
+    runsCompleted: completedMeasured,
+    toolFileLines: lines,
+    toolFileLinesOk: lines === conversations,
+    eventsPerRun: events.length,
+    elapsedMs: round(elapsedMs, 0),
+    runsPerSecond: round(runsPerSecond, 1),
+    latencyMs: { p50: round(percentile(latencies, 50)), p99: round(percentile(latencies, 99)) },
+    cpuMsPerRun: round(cpuMs / conversations, 3),
+    peakRssMb: mb(peakRss),
+    rssBeforeRunsMb: mb(rssLoaded),
+    overheadPerTurnMs: {
+      p50: round(overheadP50, 3),
+      p99: round(percentile(serialPerTurn, 99), 3),
+      loadedP50: round(percentile(latencies, 50) / turnsPerRun, 3),
+      cpuPerTurn: round(cpuMs / conversations / turnsPerRun, 3)
+    },
+    target: { runsPerSecond: ">= 1500", overheadPerTurnP50Ms: "< 1" },
+    meetsTarget: { runsPerSecond: runsPerSecond >= 1500, overheadPerTurn: overheadP50 < 1 }
+  }
+}).pipe(Effect.scoped)

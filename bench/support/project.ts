@@ -1,0 +1,61 @@
+/**
+ * Temporary projects for benchmarks: route files written into a fresh folder outside the
+ * repository (as the tests do), removed when the scope closes.
+ */
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { dirname, join } from "node:path"
+import { Effect } from "effect"
+
+/** Files of a project: relative path -> content. */
+export type ProjectFiles = Readonly<Record<string, string>>
+
+/** A new project folder holding `files` (plus an ESM package.json), removed when the scope closes. */
+export const tempProject = (files: ProjectFiles) =>
+  Effect.acquireRelease(
+    Effect.sync(() => {
+      const root = mkdtempSync(join(tmpdir(), "foundry-bench-"))
+      for (const [file, content] of Object.entries({ "package.json": "{\"type\":\"module\"}\n", ...files })) {
+        mkdirSync(dirname(join(root, file)), { recursive: true })
+        writeFileSync(join(root, file), content)
+      }
+      return root
+    }),
+    (root) => Effect.sync(() => rmSync(root, { recursive: true, force: true }))
+  )
+
+/**
+ * The reference workload's tool: `lookup({ id })` appends `<runId> <id>` to `sideEffectFile` (one
+ * line per execution, so duplicates can be counted per run) and returns a string.
+ */
+export const lookupTool = (sideEffectFile: string): string =>
+  `import { appendFileSync } from "node:fs"
+import { Effect, Schema } from "effect"
+import { defineTool } from "foundry"
+
+export default defineTool({
+  description: "Look up an order by id",
+  input: Schema.Struct({ id: Schema.String }),
+  output: Schema.String,
+  run: ({ id }, { runId }) =>
+    Effect.sync(() => {
+      appendFileSync(${JSON.stringify(sideEffectFile)}, runId + " " + id + "\\n")
+      return "order " + id + " has shipped"
+    })
+})
+`
+
+/** An agent using the lookup tool at `agents/<id>/tools/lookup.tool.ts`, on `model` (source text). */
+export const lookupAgent = (options: { readonly model: string; readonly imports?: string }): string =>
+  `import { defineAgent } from "foundry"
+${options.imports ?? ""}
+import lookup from "./tools/lookup.tool.js"
+
+export default defineAgent({
+  description: "Answers questions about orders",
+  instructions: "Look the order up, then answer.",
+  model: ${options.model},
+  tools: [lookup],
+  maxTurns: 4
+})
+`

@@ -1,0 +1,43 @@
+/**
+ * A project's runtime in this process, as `foundry start` composes it (store, event log,
+ * dispatcher) minus the HTTP server, with every agent on a given model.
+ */
+import { NodeContext } from "@effect/platform-node"
+import { Context, Effect, Layer } from "effect"
+import { runtimeLayer } from "../../src/cli/ProjectRuntime.js"
+import { loadProject } from "../../src/compiler/loadProject.js"
+import { Dispatcher, type RunRequest } from "../../src/dispatch/Dispatcher.js"
+import { Store } from "../../src/durable/Store.js"
+import type { LanguageModel } from "../../src/models/Model.js"
+import { layerFixed } from "../../src/models/ModelResolverLive.js"
+
+// `bin/foundry.js` tells the route loader that tsx is already installed; `npm run bench` loads
+// this file through `node --import tsx`, so the same holds here.
+Reflect.set(globalThis, Symbol.for("foundry/tsx-registered"), true)
+
+/** The parts of a running project a benchmark drives. */
+export interface BenchRuntime {
+  readonly dispatcher: Context.Tag.Service<Dispatcher>
+  readonly store: Context.Tag.Service<Store>
+}
+
+/** Loads the project at `root` and builds its runtime in the current scope. */
+export const startRuntime = (root: string, options: { readonly storeFile: string; readonly model: LanguageModel }) =>
+  Effect.gen(function*() {
+    const app = yield* loadProject(root, 1)
+    const context = yield* Layer.build(runtimeLayer(app, { storeFile: options.storeFile, models: layerFixed(options.model) }))
+    const runtime: BenchRuntime = { dispatcher: Context.get(context, Dispatcher), store: Context.get(context, Store) }
+    return runtime
+  }).pipe(Effect.provide(NodeContext.layer))
+
+/** Submits one run and waits for its end; the result is the milliseconds that took. */
+export const timedRun = (runtime: BenchRuntime, request: RunRequest) =>
+  Effect.gen(function*() {
+    const started = performance.now()
+    const run = yield* runtime.dispatcher.submit(request)
+    yield* runtime.dispatcher.await(run.id)
+    return { runId: run.id, ms: performance.now() - started }
+  })
+
+/** Progress for people: stderr, so stdout holds only the JSON results. */
+export const progress = (message: string): Effect.Effect<void> => Effect.sync(() => process.stderr.write(`[bench] ${message}\n`))

@@ -1,0 +1,76 @@
+/**
+ * Figures: percentiles, CPU and memory sampling.
+ */
+import { readFileSync } from "node:fs"
+
+/** The `p`-th percentile (0-100) of `values`, nearest-rank; 0 for none. */
+export const percentile = (values: ReadonlyArray<number>, p: number): number => {
+  if (values.length === 0) return 0
+  const sorted = [...values].sort((a, b) => a - b)
+  const rank = Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))
+  return sorted[rank] ?? 0
+}
+
+/** Rounds to `digits` decimals, for readable JSON. */
+export const round = (value: number, digits = 2): number => {
+  const factor = 10 ** digits
+  return Math.round(value * factor) / factor
+}
+
+/** Bytes as MiB (2^20 bytes), one decimal. */
+export const mb = (bytes: number): number => round(bytes / (1024 * 1024), 1)
+
+/** CPU time (user + system) in milliseconds since `start`. */
+export const cpuMsSince = (start: NodeJS.CpuUsage): number => {
+  const delta = process.cpuUsage(start)
+  return (delta.user + delta.system) / 1000
+}
+
+/** Samples this process's RSS every `intervalMs` until stopped; returns the highest seen. */
+export const sampleRss = (intervalMs = 5): { readonly stop: () => number } => {
+  let peak = process.memoryUsage.rss()
+  const timer = setInterval(() => {
+    peak = Math.max(peak, process.memoryUsage.rss())
+  }, intervalMs)
+  return {
+    stop: () => {
+      clearInterval(timer)
+      return Math.max(peak, process.memoryUsage.rss())
+    }
+  }
+}
+
+/** Runs a full GC when the process was started with `--expose-gc`; says whether it could. */
+export const collectGarbage = (): boolean => {
+  const gc: unknown = Reflect.get(globalThis, "gc")
+  if (typeof gc !== "function") return false
+  gc()
+  gc()
+  return true
+}
+
+/** The number of lines of a text file (0 when it does not exist). */
+export const lineCount = (file: string): number => {
+  try {
+    return readFileSync(file, "utf8").split("\n").filter((line) => line !== "").length
+  } catch {
+    return 0
+  }
+}
+
+/** Lines of an append-only side-effect file, counted by their first word (the run id). */
+export const linesByRun = (file: string): ReadonlyMap<string, number> => {
+  const counts = new Map<string, number>()
+  let text = ""
+  try {
+    text = readFileSync(file, "utf8")
+  } catch {
+    return counts
+  }
+  for (const line of text.split("\n")) {
+    if (line === "") continue
+    const runId = line.split(" ")[0] ?? ""
+    counts.set(runId, (counts.get(runId) ?? 0) + 1)
+  }
+  return counts
+}

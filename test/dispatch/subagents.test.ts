@@ -1,0 +1,70 @@
+import { existsSync, readFileSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { randomUUID } from "node:crypto"
+import { describe, expect, it } from "@effect/vitest"
+import { Effect } from "effect"
+import { durableProject, plan } from "../support/durableProject.js"
+import { plannedModel } from "../support/plannedModel.js"
+import { http, type RunBody, startServer, waitForRun } from "../support/server.js"
+import { tempProject } from "../support/tempProject.js"
+
+const lines = (log: string) => existsSync(log) ? readFileSync(log, "utf8").trim().split("\n").filter((l) => l !== "") : []
+
+const setup = Effect.gen(function*() {
+  const log = join(tmpdir(), `foundry-sub-${randomUUID()}.log`)
+  const root = yield* tempProject(durableProject(log))
+  const server = yield* startServer(root, { model: plannedModel })
+  return { log, url: server.url }
+})
+
+const lead = (url: string, message: string) =>
+  Effect.map(http(`${url}/api/runs`, { body: { agent: "lead", message } }), (r) => r.json as { runId: string })
+
+const runsOf = (url: string, agent: string) =>
+  Effect.map(http(`${url}/api/runs?agent=${agent}`), (r) => r.json as ReadonlyArray<RunBody & { id: string }>)
+
+describe("subagents and spawned runs", () => {
+  it.scopedLive("a subagent call runs a child run and the parent continues with its answer", () =>
+    Effect.gen(function*() {
+      const { log, url } = yield* setup
+      const childPlan = plan({ calls: [{ name: "record", arguments: { line: "from the child" } }] })
+      const parent = yield* lead(url, plan({ calls: [{ name: "ask-worker", arguments: { message: childPlan } }] }))
+      const done = yield* waitForRun(url, parent.runId)
+      expect(done).toMatchObject({ status: "completed", output: "done: done: recorded from the child" })
+      const [child] = yield* runsOf(url, "worker")
+      expect(child).toMatchObject({ status: "completed", input: childPlan, parentRunId: parent.runId })
+      expect(lines(log)).toEqual([`${child!.id} call_1_1 from the child`])
+      const events = (yield* http(`${url}/api/runs/${parent.runId}/events`)).json as Array<{ type: string; data: Record<string, unknown> }>
+      expect(events.find((e) => e.type === "run.suspended")?.data).toMatchObject({ reason: "child", childRunId: child!.id })
+      expect(events.find((e) => e.type === "tool.call.completed")?.data).toMatchObject({ output: { runId: child!.id } })
+    }))
+
+  it.scopedLive("cancelling a parent cancels the child it waits for", () =>
+    Effect.gen(function*() {
+      const { url } = yield* setup
+      const childPlan = plan({ calls: [{ name: "slow", arguments: { ms: 30_000 } }] })
+      const parent = yield* lead(url, plan({ calls: [{ name: "ask-worker", arguments: { message: childPlan } }] }))
+      let children: ReadonlyArray<RunBody & { id: string }> = []
+      for (let i = 0; i < 200 && children[0]?.status !== "running"; i++) {
+        children = yield* runsOf(url, "worker")
+        yield* Effect.sleep("20 millis")
+      }
+      const cancelled = yield* http(`${url}/api/runs/${parent.runId}/cancel`, { method: "POST" })
+      expect(cancelled.json).toMatchObject({ status: "cancelled" })
+      expect((yield* http(`${url}/api/runs/${children[0]!.id}`)).json).toMatchObject({ status: "cancelled" })
+    }))
+
+  it.scopedLive("a tool can spawn a run of another agent without waiting; the run records its parent", () =>
+    Effect.gen(function*() {
+      const { log, url } = yield* setup
+      const note = plan({ calls: [{ name: "record", arguments: { line: "spawned work" } }] })
+      const parent = yield* lead(url, plan({ calls: [{ name: "note", arguments: { message: note } }] }))
+      const done = yield* waitForRun(url, parent.runId)
+      expect(done.status).toBe("completed")
+      const [spawned] = yield* runsOf(url, "worker")
+      expect(done.output).toBe(`done: spawned ${spawned!.id}`)
+      expect(yield* waitForRun(url, spawned!.id)).toMatchObject({ status: "completed", parentRunId: parent.runId })
+      expect(lines(log)).toEqual([`${spawned!.id} call_1_1 spawned work`])
+    }))
+})
