@@ -19,7 +19,8 @@ export const postgresRequired: boolean = process.env["FOUNDRY_REQUIRE_PG"] === "
 export class PostgresUnavailable extends Data.TaggedError("PostgresUnavailable")<{ readonly message: string }> {}
 
 /** A client of the server at `url`, for as long as the scope lasts. */
-const connect = (url: string) =>
+/** A SQL client on `url` for the test's scope. */
+export const connect = (url: string) =>
   Layer.build(PgClient.layer({ url: Redacted.make(url), connectTimeout: "3 seconds" })).pipe(
     Effect.map(Context.get(PgClient.PgClient))
   )
