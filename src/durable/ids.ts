@@ -3,12 +3,13 @@
  */
 import { randomBytes } from "node:crypto"
 
-/** A new id such as `run_0m3k9x2a7f3c1d2e4b5a6c7d`. */
-export const newId = (prefix: string): string =>
-  `${prefix}_${Date.now().toString(36).padStart(9, "0")}${randomBytes(8).toString("hex")}`
+// One random draw per process and a counter within it: unique across processes without asking
+// the system's random source for every id (ids are made on the hot path of every run).
+const processPart = randomBytes(5).toString("hex")
+let counter = 0
 
-/** A new W3C trace id (32 hex digits). */
-export const newTraceId = (): string => randomBytes(16).toString("hex")
-
-/** A new W3C span id (16 hex digits). */
-export const newSpanId = (): string => randomBytes(8).toString("hex")
+/** A new id such as `run_0mx2s6d2x3a1b2c3d4e0001f`: time, process, sequence. */
+export const newId = (prefix: string): string => {
+  counter = (counter + 1) % 0x100000
+  return `${prefix}_${Date.now().toString(36).padStart(9, "0")}${processPart}${counter.toString(16).padStart(5, "0")}`
+}

@@ -2,7 +2,7 @@
  * The event log: every step is an event, stored durably (text deltas excepted) and fanned out
  * live, so an SSE client can replay a run's history and then follow it as it happens.
  */
-import { Clock, Context, Effect, Layer, PubSub, Stream } from "effect"
+import { Chunk, Clock, Context, Deferred, Effect, Layer, PubSub, Queue, Stream } from "effect"
 import { newId } from "../durable/ids.js"
 import { finalStatuses } from "../durable/records.js"
 import { Store, type StoreError } from "../durable/Store.js"
@@ -19,6 +19,15 @@ export class EventLog extends Context.Tag("foundry/EventLog")<EventLog, {
   readonly runEvents: (runId: string) => Stream.Stream<FoundryEvent, StoreError>
 }>() {}
 
+/** An event waiting for the next group commit. */
+interface Pending {
+  readonly event: Omit<FoundryEvent, "seq">
+  readonly done: Deferred.Deferred<FoundryEvent, StoreError>
+}
+
+/** The most events one transaction writes. */
+const maxBatch = 512
+
 /** The event log over the `Store`, with an in-process fan-out. */
 export const EventLogLive = Layer.scoped(
   EventLog,
@@ -27,13 +36,34 @@ export const EventLogLive = Layer.scoped(
     const hub = yield* Effect.acquireRelease(PubSub.unbounded<FoundryEvent>(), PubSub.shutdown)
     const release = "dev"
 
+    // Group commit: events emitted while a write is in progress are written together in the
+    // next transaction, so concurrent runs share transactions instead of paying one each. An
+    // emitter still waits until its event is durable.
+    const pending = yield* Effect.acquireRelease(Queue.unbounded<Pending>(), Queue.shutdown)
+    yield* Effect.gen(function*() {
+      const batch = Chunk.toReadonlyArray(yield* Queue.takeBetween(pending, 1, maxBatch))
+      const written = yield* store.appendEvents(batch.map((p) => p.event)).pipe(Effect.either)
+      for (const [index, item] of batch.entries()) {
+        const stored = written._tag === "Right" ? written.right[index] : undefined
+        if (written._tag === "Left") yield* Deferred.fail(item.done, written.left)
+        else if (stored !== undefined) {
+          yield* PubSub.publish(hub, stored)
+          yield* Deferred.succeed(item.done, stored)
+        }
+      }
+    }).pipe(Effect.forever, Effect.forkScoped)
+
     const emit = Effect.fn("EventLog.emit")(function*(draft: EventDraft) {
       const time = yield* Clock.currentTimeMillis
       const event = { ...draft, id: newId("evt"), time, release }
-      const stored = ephemeralTypes.has(draft.type) ? { ...event, seq: 0 } : (yield* store.appendEvents([event]))[0]
-      const published = stored ?? { ...event, seq: 0 }
-      yield* PubSub.publish(hub, published)
-      return published
+      if (ephemeralTypes.has(draft.type)) {
+        const published = { ...event, seq: 0 }
+        yield* PubSub.publish(hub, published)
+        return published
+      }
+      const done = yield* Deferred.make<FoundryEvent, StoreError>()
+      yield* Queue.offer(pending, { event, done })
+      return yield* Deferred.await(done)
     })
 
     const runEvents = (runId: string): Stream.Stream<FoundryEvent, StoreError> =>
