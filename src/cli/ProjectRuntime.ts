@@ -14,7 +14,7 @@ import * as LocalDispatcher from "../dispatch/LocalDispatcher.js"
 import { layerPg, publicUrl } from "../durable/PgStore.js"
 import * as SqlStore from "../durable/SqlStore.js"
 import { type Store, StoreError } from "../durable/Store.js"
-import { EventLogLive } from "../events/EventLog.js"
+import * as EventLog from "../events/EventLog.js"
 import type { ModelResolver } from "../models/Model.js"
 import { ModelResolverLive } from "../models/ModelResolverLive.js"
 import * as HttpServerLive from "../transports/http/HttpServerLive.js"
@@ -67,7 +67,7 @@ export interface RuntimeOptions {
 /** Everything but the HTTP server. */
 export const runtimeLayer = (app: CompiledApp, options: RuntimeOptions = {}) =>
   LocalDispatcher.layer({ concurrency: app.table.config.concurrency }).pipe(
-    Layer.provideMerge(EventLogLive),
+    Layer.provideMerge(EventLog.layer(app.table.config.events)),
     Layer.provideMerge(storeLayer(app, options.storeFile)),
     Layer.provideMerge(CurrentApp.layer(app)),
     Layer.provideMerge(options.models ?? ModelResolverLive),

@@ -32,6 +32,11 @@ export interface ConfigDefinition<Provides = unknown> extends Branded<"config"> 
   readonly modelRetry: { readonly times: number; readonly base: Duration.DurationInput; readonly max: Duration.DurationInput }
   /** How long an approval waits for a person before it expires (as denied). */
   readonly approvalTimeout: Duration.DurationInput
+  /** How long events are kept (by age, by count) and how often old ones are pruned. */
+  readonly events: {
+    readonly retention: { readonly maxAge?: Duration.DurationInput; readonly maxCount?: number }
+    readonly pruneEvery: Duration.DurationInput
+  }
 }
 
 /** The services a config's layers provide. */
@@ -47,7 +52,8 @@ export const defaultConfig = {
   concurrency: 50,
   maxToolFailures: 3,
   modelRetry: { times: 4, base: "200 millis", max: "10 seconds" },
-  approvalTimeout: "10 minutes"
+  approvalTimeout: "10 minutes",
+  events: { retention: { maxAge: "30 days" }, pruneEvery: "1 minute" }
 } as const
 
 /** Defines the project configuration. */
@@ -59,6 +65,10 @@ export const defineConfig = <L extends AnyLayer = never>(definition: {
   readonly maxToolFailures?: number
   readonly modelRetry?: Partial<ConfigDefinition["modelRetry"]>
   readonly approvalTimeout?: Duration.DurationInput
+  readonly events?: {
+    readonly retention?: { readonly maxAge?: Duration.DurationInput; readonly maxCount?: number }
+    readonly pruneEvery?: Duration.DurationInput
+  }
 }): ConfigDefinition<ServicesOf<L>> =>
   brand("config", {
     store: definition.store ?? defaultConfig.store,
@@ -70,5 +80,9 @@ export const defineConfig = <L extends AnyLayer = never>(definition: {
     concurrency: definition.concurrency ?? defaultConfig.concurrency,
     maxToolFailures: definition.maxToolFailures ?? defaultConfig.maxToolFailures,
     modelRetry: { ...defaultConfig.modelRetry, ...definition.modelRetry },
-    approvalTimeout: definition.approvalTimeout ?? defaultConfig.approvalTimeout
+    approvalTimeout: definition.approvalTimeout ?? defaultConfig.approvalTimeout,
+    events: {
+      retention: { maxAge: defaultConfig.events.retention.maxAge, ...definition.events?.retention },
+      pruneEvery: definition.events?.pruneEvery ?? defaultConfig.events.pruneEvery
+    }
   })

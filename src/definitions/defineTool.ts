@@ -54,6 +54,8 @@ export interface ToolDefinition<I = unknown, IE = unknown, O = unknown, OE = unk
   readonly requires: ReadonlyArray<AnyTag>
   /** A key for the call's side effect, handed to `run` as `context.idempotencyKey`. */
   readonly idempotencyKey: ((input: I) => string) | undefined
+  /** Fields of the input or output (at any depth) that never appear in events. */
+  readonly redact: ReadonlyArray<string>
   readonly run: (input: I, context: ToolRunContext) => Effect.Effect<O, E, R>
 }
 
@@ -81,6 +83,7 @@ export const defineTool = <
   readonly approval?: ApprovalPolicy<I>
   readonly requires?: Requires
   readonly idempotencyKey?: (input: I) => string
+  readonly redact?: ReadonlyArray<string>
   readonly run: (
     input: I,
     context: ToolRunContext
@@ -94,5 +97,6 @@ export const defineTool = <
     approval: definition.approval ?? "never",
     requires: definition.requires ?? [],
     idempotencyKey: definition.idempotencyKey,
+    redact: definition.redact ?? [],
     run: definition.run
   })

@@ -11,7 +11,7 @@ import { finalStatuses, type RunRecord } from "../durable/records.js"
 import { type Lease, LeaseLost, Store, type StoreError } from "../durable/Store.js"
 import { runAgent } from "../engine/AgentLoop.js"
 import { RunStarter } from "../engine/RunStarter.js"
-import { spanIdOf, traceIdOf } from "../engine/trace.js"
+import { eventOf } from "../engine/trace.js"
 import { type EventDraft, EventLog } from "../events/EventLog.js"
 import type { ModelResolver } from "../models/Model.js"
 import {
@@ -51,18 +51,8 @@ export const layer = (options: LocalDispatcherOptions) =>
       const lanes = new Map<string, Deferred.Deferred<void>>()
       const done = new Map<string, Deferred.Deferred<void>>()
 
-      const emitFor = (run: RunRecord, type: EventDraft["type"], data: EventDraft["data"], step = "run") =>
-        events.emit({
-          type,
-          traceId: traceIdOf(run.id),
-          spanId: spanIdOf(run.id, step),
-          parentSpanId: step === "run" ? null : spanIdOf(run.id, "run"),
-          runId: run.id,
-          conversationId: run.conversationId,
-          instanceId: run.instanceId,
-          agent: run.agent,
-          data
-        })
+      const emitFor = (run: RunRecord, type: EventDraft["type"], data: EventDraft["data"], step = "run", parentStep?: string) =>
+        events.emit(eventOf(run, type, data, step, parentStep))
 
       /** Waits for the conversation's lease: another process may be running it. */
       const acquireLease = (conversationId: string) =>
@@ -145,7 +135,13 @@ export const layer = (options: LocalDispatcherOptions) =>
         request: RunRequest,
         conversationId: string,
         instanceId: string,
-        links: { readonly steeredFrom?: string; readonly parentRunId?: string; readonly parentToolCallId?: string } = {}
+        links: {
+          readonly steeredFrom?: string
+          readonly parentRunId?: string
+          readonly parentToolCallId?: string
+          readonly traceId?: string
+          readonly parentSpanId?: string
+        } = {}
       ) =>
         Effect.gen(function*() {
           const run = yield* store.createRun({
@@ -179,6 +175,8 @@ export const layer = (options: LocalDispatcherOptions) =>
               request.instance,
               {
                 parentRunId: request.parentRunId,
+                traceId: request.traceId,
+                parentSpanId: request.parentSpanId,
                 ...(request.parentToolCallId === undefined ? {} : { parentToolCallId: request.parentToolCallId })
               }
             )
@@ -300,7 +298,7 @@ export const layer = (options: LocalDispatcherOptions) =>
               tool: decided.value.tool,
               status,
               ...(reason === undefined ? {} : { reason })
-            }, `approval:${decided.value.toolCallId}`)
+            }, `approval:${decided.value.toolCallId}`, `tool:${decided.value.toolCallId}`)
             if (run.value.status === "suspended") yield* schedule(run.value)
           }
           return decided.value

@@ -133,6 +133,8 @@ export const make = Effect.gen(function*() {
           steeredFrom: run.steeredFrom ?? null,
           parentRunId: run.parentRunId ?? null,
           parentToolCallId: run.parentToolCallId ?? null,
+          traceId: run.traceId ?? null,
+          parentSpanId: run.parentSpanId ?? null,
           status: "queued",
           output: null,
           error: null,
@@ -152,7 +154,9 @@ export const make = Effect.gen(function*() {
             idempotencyKey: run.idempotencyKey ?? null,
             steeredFrom: run.steeredFrom ?? null,
             parentRunId: run.parentRunId ?? null,
-            parentToolCallId: run.parentToolCallId ?? null
+            parentToolCallId: run.parentToolCallId ?? null,
+            traceId: run.traceId ?? null,
+            parentSpanId: run.parentSpanId ?? null
           })
         }`
         return record
@@ -227,9 +231,29 @@ export const make = Effect.gen(function*() {
       sql`SELECT * FROM events WHERE ${
         sql.and([
           ...(filter.runId === undefined ? [] : [sql`run_id = ${filter.runId}`]),
+          ...(filter.conversationId === undefined ? [] : [sql`conversation_id = ${filter.conversationId}`]),
+          ...(filter.instanceId === undefined ? [] : [sql`instance_id = ${filter.instanceId}`]),
+          ...(filter.agent === undefined ? [] : [sql`agent = ${filter.agent}`]),
+          ...(filter.type === undefined ? [] : [sql`type = ${filter.type}`]),
+          ...(filter.since === undefined ? [] : [sql`time >= ${filter.since}`]),
           ...(filter.after === undefined ? [] : [sql`seq > ${filter.after}`])
         ])
       } ORDER BY seq LIMIT ${filter.limit ?? 1000}`.pipe(Effect.flatMap(decodeEvents), failAs("listEvents")),
+
+    pruneEvents: (retention) =>
+      Effect.gen(function*() {
+        let removed = 0
+        if (retention.olderThan !== undefined) {
+          const rows = yield* sql<{ readonly seq: number }>`DELETE FROM events WHERE time < ${retention.olderThan} RETURNING seq`
+          removed += rows.length
+        }
+        if (retention.keepLatest !== undefined) {
+          const rows = yield* sql<{ readonly seq: number }>`DELETE FROM events
+            WHERE seq <= (SELECT MAX(seq) FROM events) - ${retention.keepLatest} RETURNING seq`
+          removed += rows.length
+        }
+        return removed
+      }).pipe(failAs("pruneEvents")),
 
     createApproval: (approval) =>
       Effect.gen(function*() {

@@ -51,6 +51,8 @@ export interface NewRun {
   readonly steeredFrom?: string | undefined
   readonly parentRunId?: string | undefined
   readonly parentToolCallId?: string | undefined
+  readonly traceId?: string | undefined
+  readonly parentSpanId?: string | undefined
 }
 
 /** An approval about to be asked for. */
@@ -78,11 +80,23 @@ export interface RunUpdate {
   readonly error?: string
 }
 
-/** Filters for reading events, oldest first. */
+/** Filters for reading events, oldest first; `after` is a `seq` cursor. */
 export interface EventFilter {
   readonly runId?: string | undefined
+  readonly conversationId?: string | undefined
+  readonly instanceId?: string | undefined
+  readonly agent?: string | undefined
+  readonly type?: string | undefined
+  /** Events at or after this time (ms since the epoch). */
+  readonly since?: number | undefined
   readonly after?: number | undefined
   readonly limit?: number | undefined
+}
+
+/** How long events are kept: by age, by count, or both. */
+export interface EventRetention {
+  readonly olderThan?: number | undefined
+  readonly keepLatest?: number | undefined
 }
 
 /** The durable store. */
@@ -119,6 +133,8 @@ export class Store extends Context.Tag("foundry/Store")<Store, {
   /** Stores events in one transaction; `seq` is assigned by the store, in order. */
   readonly appendEvents: (events: ReadonlyArray<Omit<FoundryEvent, "seq">>) => Effect.Effect<ReadonlyArray<FoundryEvent>, StoreError>
   readonly listEvents: (filter: EventFilter) => Effect.Effect<ReadonlyArray<FoundryEvent>, StoreError>
+  /** Deletes events before `olderThan` (ms since the epoch) and all but the newest `keepLatest`; returns how many went. */
+  readonly pruneEvents: (retention: EventRetention) => Effect.Effect<number, StoreError>
   /** Asks for an approval; asking again for the same tool call returns the first one. */
   readonly createApproval: (approval: NewApproval) => Effect.Effect<ApprovalRecord, StoreError>
   readonly getApproval: (id: string) => Effect.Effect<Option.Option<ApprovalRecord>, StoreError>

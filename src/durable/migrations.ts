@@ -100,9 +100,18 @@ const childRuns = Effect.gen(function*() {
   yield* sql`CREATE INDEX runs_by_parent ON runs (parent_run_id, parent_tool_call_id)`
 })
 
+const traces = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  yield* sql`ALTER TABLE runs ADD COLUMN trace_id TEXT`
+  yield* sql`ALTER TABLE runs ADD COLUMN parent_span_id TEXT`
+  yield* sql`CREATE INDEX events_by_time ON events (time)`
+  yield* sql`CREATE INDEX events_by_conversation ON events (conversation_id, seq)`
+})
+
 /** Migrations by `<number>_<name>`, as `Migrator.fromRecord` reads them. */
 export const migrations = {
   "0001_init": init,
   "0002_durable_execution": durableExecution,
-  "0003_child_runs": childRuns
+  "0003_child_runs": childRuns,
+  "0004_traces": traces
 }

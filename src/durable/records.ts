@@ -49,7 +49,11 @@ export class RunRecord extends Schema.Class<RunRecord>("RunRecord")({
   /** The run that started this one (a subagent call or a spawn). */
   parentRunId: Schema.optionalWith(Schema.NullOr(Schema.String), { default: () => null }),
   /** The parent's tool call this run answers, when the parent waits for it. */
-  parentToolCallId: Schema.optionalWith(Schema.NullOr(Schema.String), { default: () => null })
+  parentToolCallId: Schema.optionalWith(Schema.NullOr(Schema.String), { default: () => null }),
+  /** The trace the run belongs to: its own, or the run that started it. */
+  traceId: Schema.optionalWith(Schema.NullOr(Schema.String), { default: () => null }),
+  /** The span in the parent's trace that the run hangs under. */
+  parentSpanId: Schema.optionalWith(Schema.NullOr(Schema.String), { default: () => null })
 }) {}
 
 /** Where an approval is in its life; `expired` counts as denied. */

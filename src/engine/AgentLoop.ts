@@ -16,8 +16,9 @@ import { type EventDraft, EventLog } from "../events/EventLog.js"
 import { type ChatMessage, ModelResolver, type ToolCall } from "../models/Model.js"
 import { decodeCall, failedOutcome, needsApproval, runTool, type ToolOutcome } from "./executeTool.js"
 import { modelTurn } from "./modelTurn.js"
+import { redactArguments, redactFields } from "./redact.js"
 import { RunStarter } from "./RunStarter.js"
-import { spanIdOf, traceIdOf } from "./trace.js"
+import { eventOf, spanIdOf, traceOfRun } from "./trace.js"
 
 /** How a run's execution ended (a suspended run continues later). */
 export type RunOutcome = "completed" | "failed" | "suspended"
@@ -55,23 +56,11 @@ export const runAgent = Effect.fn("engine.runAgent")(function*(app: CompiledApp,
   const store = yield* Store
   const events = yield* EventLog
   const config = app.table.config
-  const traceId = traceIdOf(run.id)
-  const rootSpan = spanIdOf(run.id, "run")
-  const emit = (type: EventDraft["type"], spanId: string, data: EventDraft["data"]) =>
-    events.emit({
-      type,
-      traceId,
-      spanId,
-      parentSpanId: spanId === rootSpan ? null : rootSpan,
-      runId: run.id,
-      conversationId: run.conversationId,
-      instanceId: run.instanceId,
-      agent: run.agent,
-      data
-    })
+  const emit = (type: EventDraft["type"], step: string, data: EventDraft["data"], parentStep?: string) =>
+    events.emit(eventOf(run, type, data, step, parentStep))
 
   const fail = (error: string) =>
-    Effect.zipRight(store.updateRun(run.id, { status: "failed", error }), emit("run.failed", rootSpan, { error })).pipe(
+    Effect.zipRight(store.updateRun(run.id, { status: "failed", error }), emit("run.failed", "run", { error })).pipe(
       Effect.as<RunOutcome>("failed")
     )
 
@@ -85,7 +74,7 @@ export const runAgent = Effect.fn("engine.runAgent")(function*(app: CompiledApp,
     yield* store.updateRun(run.id, { status: "running" })
     const resolved = yield* modelOf(agent)
     const model = resolved.model
-    yield* emit(resumed ? "run.resumed" : "run.started", rootSpan, {
+    yield* emit(resumed ? "run.resumed" : "run.started", "run", {
       input: run.input,
       model: model.name,
       ...(resolved.fallbackFrom === undefined ? {} : { requestedModel: resolved.fallbackFrom })
@@ -110,13 +99,23 @@ export const runAgent = Effect.fn("engine.runAgent")(function*(app: CompiledApp,
     const tools = [...agent.tools.values()]
     const toolNames = tools.map((t) => t.name)
     const starter = yield* RunStarter
+    const redactionOf = (toolName: string): ReadonlySet<string> => new Set(agent.tools.get(toolName)?.definition.redact ?? [])
+    /** A tool's input or output as events may show it: its redacted fields replaced. */
+    const hide = (toolName: string, value: unknown): unknown => redactFields(value, redactionOf(toolName))
 
-    /** A run of another agent, started without waiting (a tool's `context.spawn`). */
-    const spawn = (target: AgentDefinition, message: string, options?: { readonly instance?: string }) => {
+    /** A tool call's `context.spawn`: a run of another agent, started without waiting, under the call's span. */
+    const spawnFrom = (callId: string) => (target: AgentDefinition, message: string, options?: { readonly instance?: string }) => {
       const id = app.table.idOf(target)
       return id === undefined
         ? Effect.fail(new SpawnFailed({ message: "spawn: that agent is not a route of this project" }))
-        : starter.start({ agent: id, message, instance: options?.instance ?? "default", parentRunId: run.id }).pipe(
+        : starter.start({
+          agent: id,
+          message,
+          instance: options?.instance ?? "default",
+          parentRunId: run.id,
+          traceId: traceOfRun(run),
+          parentSpanId: spanIdOf(run.id, `tool:${callId}`)
+        }).pipe(
           Effect.map((child) => ({ runId: child.id })),
           Effect.mapError((error) => new SpawnFailed({ message: `spawn: ${error.message}` }))
         )
@@ -136,19 +135,21 @@ export const runAgent = Effect.fn("engine.runAgent")(function*(app: CompiledApp,
             message,
             instance: run.instanceId,
             parentRunId: run.id,
-            parentToolCallId: call.id
+            parentToolCallId: call.id,
+            traceId: traceOfRun(run),
+            parentSpanId: spanIdOf(run.id, `tool:${call.id}`)
           }).pipe(Effect.either)
           if (started._tag === "Left") return failedOutcome(rawInput, `could not start ${subagent}: ${started.left.message}`)
-          yield* emit("tool.call.started", spanIdOf(run.id, `tool:${call.id}`), {
+          yield* emit("tool.call.started", `tool:${call.id}`, {
             toolCallId: call.id,
             tool: call.name,
-            input: rawInput,
+            input: hide(call.name, rawInput),
             childRunId: started.right.id
           })
           childId = started.right.id
         }
         yield* store.updateRun(run.id, { status: "suspended" })
-        yield* emit("run.suspended", rootSpan, { reason: "child", childRunId: childId, tool: call.name })
+        yield* emit("run.suspended", "run", { reason: "child", childRunId: childId, tool: call.name })
         // The child may have ended before this run was marked suspended, when nobody could wake it.
         const latest = yield* store.getRun(childId)
         if (Option.isNone(latest) || !finalStatuses.has(latest.value.status)) return "suspended" as const
@@ -167,13 +168,13 @@ export const runAgent = Effect.fn("engine.runAgent")(function*(app: CompiledApp,
       const step = nextStep(mine)
       if (step._tag === "Final") {
         yield* store.updateRun(run.id, { status: "completed", output: step.text })
-        yield* emit("run.completed", rootSpan, { output: step.text, turns: turn })
+        yield* emit("run.completed", "run", { output: step.text, turns: turn })
         return "completed" as const
       }
 
       if (step._tag === "ToolCalls") {
         for (const call of step.calls) {
-          const toolSpan = spanIdOf(run.id, `tool:${call.id}`)
+          const toolSpan = `tool:${call.id}`
           const decoded = yield* decodeCall(agent.tools.get(call.name), call, toolNames)
           let outcome: ToolOutcome
           const subagent = decoded._tag === "Right" ? decoded.right.tool.subagent : undefined
@@ -186,8 +187,8 @@ export const runAgent = Effect.fn("engine.runAgent")(function*(app: CompiledApp,
               outcome._tag === "Succeeded" ? "tool.call.completed" : "tool.call.failed",
               toolSpan,
               outcome._tag === "Succeeded"
-                ? { toolCallId: call.id, tool: call.name, input: outcome.input, output: outcome.output, durationMs: 0 }
-                : { toolCallId: call.id, tool: call.name, input: outcome.input, error: outcome.error, durationMs: 0 }
+                ? { toolCallId: call.id, tool: call.name, input: hide(call.name, outcome.input), output: hide(call.name, outcome.output), durationMs: 0 }
+                : { toolCallId: call.id, tool: call.name, input: hide(call.name, outcome.input), error: outcome.error, durationMs: 0 }
             )
             continue
           }
@@ -208,16 +209,16 @@ export const runAgent = Effect.fn("engine.runAgent")(function*(app: CompiledApp,
                   expiresAt: (yield* Clock.currentTimeMillis) + timeout
                 })
                 if (Option.isNone(approval)) {
-                  yield* emit("approval.requested", spanIdOf(run.id, `approval:${call.id}`), {
+                  yield* emit("approval.requested", `approval:${call.id}`, {
                     approvalId: asked.id,
                     toolCallId: call.id,
                     tool: call.name,
-                    input: decoded.right.rawInput,
+                    input: hide(call.name, decoded.right.rawInput),
                     expiresAt: asked.expiresAt
-                  })
+                  }, toolSpan)
                 }
                 yield* store.updateRun(run.id, { status: "suspended" })
-                yield* emit("run.suspended", rootSpan, { reason: "approval", approvalId: asked.id, tool: call.name })
+                yield* emit("run.suspended", "run", { reason: "approval", approvalId: asked.id, tool: call.name })
                 return "suspended" as const
               }
             }
@@ -232,14 +233,14 @@ export const runAgent = Effect.fn("engine.runAgent")(function*(app: CompiledApp,
               )
             } else {
               const callStarted = yield* Clock.currentTimeMillis
-              yield* emit("tool.call.started", toolSpan, { toolCallId: call.id, tool: call.name, input: decoded.right.rawInput })
+              yield* emit("tool.call.started", toolSpan, { toolCallId: call.id, tool: call.name, input: hide(call.name, decoded.right.rawInput) })
               outcome = yield* runTool(decoded.right, {
                 runId: run.id,
                 conversationId: run.conversationId,
                 instanceId: run.instanceId,
                 agent: run.agent,
                 toolCallId: call.id,
-                spawn
+                spawn: spawnFrom(call.id)
               }, app.services)
               yield* record({ _tag: "tool", toolCallId: call.id, name: call.name, content: outcome.content })
               const durationMs = (yield* Clock.currentTimeMillis) - callStarted
@@ -247,8 +248,8 @@ export const runAgent = Effect.fn("engine.runAgent")(function*(app: CompiledApp,
                 outcome._tag === "Succeeded" ? "tool.call.completed" : "tool.call.failed",
                 toolSpan,
                 outcome._tag === "Succeeded"
-                  ? { toolCallId: call.id, tool: call.name, input: outcome.input, output: outcome.output, durationMs }
-                  : { toolCallId: call.id, tool: call.name, input: outcome.input, error: outcome.error, durationMs }
+                  ? { toolCallId: call.id, tool: call.name, input: hide(call.name, outcome.input), output: hide(call.name, outcome.output), durationMs }
+                  : { toolCallId: call.id, tool: call.name, input: hide(call.name, outcome.input), error: outcome.error, durationMs }
               )
               consecutiveFailures = outcome._tag === "Succeeded" ? 0 : consecutiveFailures + 1
               if (consecutiveFailures >= config.maxToolFailures && outcome._tag === "Failed") {
@@ -264,7 +265,7 @@ export const runAgent = Effect.fn("engine.runAgent")(function*(app: CompiledApp,
           yield* emit("tool.call.failed", toolSpan, {
             toolCallId: call.id,
             tool: call.name,
-            input: outcome.input,
+            input: hide(call.name, outcome.input),
             error: outcome._tag === "Failed" ? outcome.error : "",
             durationMs: 0
           })
@@ -279,7 +280,7 @@ export const runAgent = Effect.fn("engine.runAgent")(function*(app: CompiledApp,
         )
       }
       turn++
-      const turnSpan = spanIdOf(run.id, `turn:${turn}`)
+      const turnSpan = `turn:${turn}`
       const started = yield* Clock.currentTimeMillis
       yield* emit("model.turn.started", turnSpan, { turn, model: model.name })
       const result = yield* modelTurn(model, { system, messages, tools: tools.map((t) => t.spec) }, {
@@ -292,7 +293,7 @@ export const runAgent = Effect.fn("engine.runAgent")(function*(app: CompiledApp,
         turn,
         model: model.name,
         text: result.text,
-        toolCalls: result.toolCalls.map((c) => ({ id: c.id, name: c.name, arguments: c.arguments })),
+        toolCalls: result.toolCalls.map((c) => ({ id: c.id, name: c.name, arguments: redactArguments(c.arguments, redactionOf(c.name)) })),
         usage: { inputTokens: result.inputTokens, outputTokens: result.outputTokens },
         durationMs: (yield* Clock.currentTimeMillis) - started
       })

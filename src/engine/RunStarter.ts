@@ -13,6 +13,9 @@ export interface ChildRunRequest {
   readonly parentRunId: string
   /** Set when the parent waits for this run's answer as the result of one of its tool calls. */
   readonly parentToolCallId?: string
+  /** The parent's trace, and the span in it that started this run. */
+  readonly traceId: string
+  readonly parentSpanId: string
 }
 
 /** Starts runs for running runs. */

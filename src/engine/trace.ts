@@ -1,13 +1,41 @@
 /**
- * Trace identity of a run: derived from the run id, so a resumed run keeps its trace, and each
- * step's span id from the run and the step, so a replayed step keeps its span.
+ * Where a run's events sit in their trace. A run is a trace of its own unless another run started
+ * it; then it shares that run's trace and hangs under the span that started it. Span ids are
+ * derived from the run and the step, so a resumed run keeps its spans.
  */
 import { createHash } from "node:crypto"
+import type { RunRecord } from "../durable/records.js"
+import type { EventDraft } from "../events/EventLog.js"
 
 const hash = (text: string, length: number): string => createHash("sha256").update(text).digest("hex").slice(0, length)
 
-/** The trace id of a run. */
+/** The trace id a run starts when nothing started it. */
 export const traceIdOf = (runId: string): string => hash(`trace:${runId}`, 32)
 
-/** The span id of one step of a run (`run` for the run itself). */
+/** The span id of one step of a run: `run` for the run itself, `turn:<n>`, `tool:<callId>`, ... */
 export const spanIdOf = (runId: string, step: string): string => hash(`span:${runId}:${step}`, 16)
+
+/** The trace a run's events belong to. */
+export const traceOfRun = (run: RunRecord): string => run.traceId ?? traceIdOf(run.id)
+
+/**
+ * An event of `run` at `step`, a span under `parentStep` (default: the run's own span); the run's
+ * own span hangs under the span that started the run, if any.
+ */
+export const eventOf = (
+  run: RunRecord,
+  type: EventDraft["type"],
+  data: EventDraft["data"],
+  step = "run",
+  parentStep = "run"
+): EventDraft => ({
+  type,
+  traceId: traceOfRun(run),
+  spanId: spanIdOf(run.id, step),
+  parentSpanId: step === "run" ? run.parentSpanId : spanIdOf(run.id, parentStep),
+  runId: run.id,
+  conversationId: run.conversationId,
+  instanceId: run.instanceId,
+  agent: run.agent,
+  data
+})

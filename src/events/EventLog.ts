@@ -2,10 +2,10 @@
  * The event log: every step is an event, stored durably (text deltas excepted) and fanned out
  * live, so an SSE client can replay a run's history and then follow it as it happens.
  */
-import { Chunk, Clock, Context, Deferred, Effect, Layer, PubSub, Queue, Stream } from "effect"
+import { Chunk, Clock, Context, Deferred, Duration, Effect, Layer, PubSub, Queue, Schedule, Stream } from "effect"
 import { newId } from "../durable/ids.js"
 import { finalStatuses } from "../durable/records.js"
-import { Store, type StoreError } from "../durable/Store.js"
+import { type EventFilter, Store, type StoreError } from "../durable/Store.js"
 import { ephemeralTypes, type FoundryEvent, runEndTypes } from "./FoundryEvent.js"
 
 /** An event before the log gives it an id, a time and a sequence number. */
@@ -17,7 +17,26 @@ export class EventLog extends Context.Tag("foundry/EventLog")<EventLog, {
   readonly emit: (draft: EventDraft) => Effect.Effect<FoundryEvent, StoreError>
   /** A run's events: the stored ones, then live ones, ending with the event that ends the run. */
   readonly runEvents: (runId: string) => Stream.Stream<FoundryEvent, StoreError>
+  /** Every event matching `filter` with `seq` after `after`, stored then live; never ends. */
+  readonly follow: (filter: EventFilter, after: number) => Stream.Stream<FoundryEvent, StoreError>
 }>() {}
+
+/** How events are kept and pruned. */
+export interface EventLogOptions {
+  readonly retention?: { readonly maxAge?: Duration.DurationInput; readonly maxCount?: number } | undefined
+  readonly pruneEvery?: Duration.DurationInput | undefined
+}
+
+const pageSize = 1000
+
+/** Whether a live event matches a filter (the same fields the store filters on). */
+const matches = (filter: EventFilter, event: FoundryEvent): boolean =>
+  (filter.runId === undefined || event.runId === filter.runId) &&
+  (filter.conversationId === undefined || event.conversationId === filter.conversationId) &&
+  (filter.instanceId === undefined || event.instanceId === filter.instanceId) &&
+  (filter.agent === undefined || event.agent === filter.agent) &&
+  (filter.type === undefined || event.type === filter.type) &&
+  (filter.since === undefined || event.time >= filter.since)
 
 /** An event waiting for the next group commit. */
 interface Pending {
@@ -29,7 +48,7 @@ interface Pending {
 const maxBatch = 512
 
 /** The event log over the `Store`, with an in-process fan-out. */
-export const EventLogLive = Layer.scoped(
+export const layer = (options: EventLogOptions = {}) => Layer.scoped(
   EventLog,
   Effect.gen(function*() {
     const store = yield* Store
@@ -66,26 +85,54 @@ export const EventLogLive = Layer.scoped(
       return yield* Deferred.await(done)
     })
 
-    const runEvents = (runId: string): Stream.Stream<FoundryEvent, StoreError> =>
+    /** Stored events matching `filter` after `after`, then live ones: subscribed first, so none falls between. */
+    const follow = (filter: EventFilter, after: number, until?: (history: ReadonlyArray<FoundryEvent>) => Effect.Effect<boolean, StoreError>) =>
       Stream.unwrapScoped(
         Effect.gen(function*() {
-          // Subscribe before reading history, so nothing falls between the two.
           const live = yield* PubSub.subscribe(hub)
-          const history = yield* store.listEvents({ runId, limit: 100_000 })
-          const lastSeq = history.reduce((max, e) => Math.max(max, e.seq), 0)
-          const run = yield* store.getRun(runId)
-          const ended = history.some((e) => runEndTypes.has(e.type)) ||
-            (run._tag === "Some" && finalStatuses.has(run.value.status))
-          if (ended) return Stream.fromIterable(history)
+          const history: Array<FoundryEvent> = []
+          let cursor = after
+          while (true) {
+            const page = yield* store.listEvents({ ...filter, after: cursor, limit: pageSize })
+            history.push(...page)
+            const last = page[page.length - 1]
+            if (last === undefined || page.length < pageSize) break
+            cursor = last.seq
+          }
+          const lastSeq = history[history.length - 1]?.seq ?? after
+          if (until !== undefined && (yield* until(history))) return Stream.fromIterable(history)
           const following = Stream.fromQueue(live).pipe(
-            Stream.filter((e) => e.runId === runId && (e.seq === 0 || e.seq > lastSeq)),
-            Stream.takeUntil((e) => runEndTypes.has(e.type))
+            Stream.filter((e) => matches(filter, e) && (e.seq === 0 || e.seq > lastSeq))
           )
           return Stream.concat(Stream.fromIterable(history), following)
         })
       )
 
-    return EventLog.of({ emit, runEvents })
+    const runEvents = (runId: string): Stream.Stream<FoundryEvent, StoreError> =>
+      follow({ runId }, 0, (history) =>
+        history.some((e) => runEndTypes.has(e.type))
+          ? Effect.succeed(true)
+          // The run's end event may have been pruned by retention: its status says it ended.
+          : Effect.map(store.getRun(runId), (run) => run._tag === "Some" && finalStatuses.has(run.value.status)))
+        .pipe(Stream.takeUntil((e) => runEndTypes.has(e.type)))
+
+    // Retention: old events go by age and by count, checked on an interval.
+    const retention = options.retention
+    if (retention?.maxAge !== undefined || retention?.maxCount !== undefined) {
+      yield* Effect.gen(function*() {
+        const now = yield* Clock.currentTimeMillis
+        yield* store.pruneEvents({
+          olderThan: retention.maxAge === undefined ? undefined : now - Duration.toMillis(Duration.decode(retention.maxAge)),
+          keepLatest: retention.maxCount
+        })
+      }).pipe(
+        Effect.catchAllCause((cause) => Effect.logWarning("event retention failed", cause)),
+        Effect.repeat(Schedule.spaced(options.pruneEvery ?? "1 minute")),
+        Effect.forkScoped
+      )
+    }
+
+    return EventLog.of({ emit, runEvents, follow: (filter, after) => follow(filter, after) })
   })
 )
 

@@ -9,12 +9,13 @@ import { Layer } from "effect"
 import { FoundryApi } from "./api/FoundryApi.js"
 import { ApprovalsLive } from "./handlers/ApprovalsLive.js"
 import { ConversationsLive } from "./handlers/ConversationsLive.js"
+import { EventsLive } from "./handlers/EventsLive.js"
 import { RunsLive } from "./handlers/RunsLive.js"
 import { SystemLive } from "./handlers/SystemLive.js"
 import { readableErrors } from "./readableErrors.js"
 
 /** The API with every group implemented. */
-export const ApiLive = HttpApiBuilder.api(FoundryApi).pipe(Layer.provide([RunsLive, ConversationsLive, ApprovalsLive, SystemLive]))
+export const ApiLive = HttpApiBuilder.api(FoundryApi).pipe(Layer.provide([RunsLive, ConversationsLive, ApprovalsLive, EventsLive, SystemLive]))
 
 /** Serves the API on `host:port` (port 0 picks a free one). */
 export const layer = (options: { readonly port: number; readonly host: string }) =>

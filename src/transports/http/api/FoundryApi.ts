@@ -5,6 +5,7 @@
 import { HttpApi, OpenApi } from "@effect/platform"
 import { ApprovalsGroup } from "./ApprovalsGroup.js"
 import { ConversationsGroup } from "./ConversationsGroup.js"
+import { EventsGroup } from "./EventsGroup.js"
 import { RunsGroup } from "./RunsGroup.js"
 import { SystemGroup } from "./SystemGroup.js"
 
@@ -13,6 +14,7 @@ export class FoundryApi extends HttpApi.make("foundry")
   .add(RunsGroup)
   .add(ConversationsGroup)
   .add(ApprovalsGroup)
+  .add(EventsGroup)
   .add(SystemGroup)
   .annotate(OpenApi.Title, "Foundry")
 {}

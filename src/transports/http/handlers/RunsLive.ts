@@ -6,15 +6,9 @@ import { Effect, Option, Stream } from "effect"
 import { Dispatcher, RunNotFound } from "../../../dispatch/Dispatcher.js"
 import { Store } from "../../../durable/Store.js"
 import { EventLog } from "../../../events/EventLog.js"
-import type { FoundryEvent } from "../../../events/FoundryEvent.js"
 import { FoundryApi } from "../api/FoundryApi.js"
+import { sseFrame } from "./sse.js"
 import { runView } from "./toView.js"
-
-const encoder = new TextEncoder()
-
-/** One event in the SSE wire format; `seq` is the id a client resumes from. */
-const sseFrame = (event: FoundryEvent): Uint8Array =>
-  encoder.encode(`${event.seq > 0 ? `id: ${event.seq}\n` : ""}event: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`)
 
 const findRun = (runId: string) =>
   Effect.flatMap(Store, (store) => store.getRun(runId)).pipe(

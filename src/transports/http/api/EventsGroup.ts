@@ -1,0 +1,30 @@
+/**
+ * `/api/events`: the event log, filtered, paged by a `seq` cursor, or followed live over SSE.
+ */
+import { HttpApiEndpoint, HttpApiGroup } from "@effect/platform"
+import { Schema } from "effect"
+import { FoundryEvent } from "../../../events/FoundryEvent.js"
+
+/** A page of events; `nextAfter` is the cursor for the next page (absent at the end). */
+export const EventPage = Schema.Struct({
+  events: Schema.Array(FoundryEvent),
+  nextAfter: Schema.optional(Schema.Number)
+})
+
+const Cursor = Schema.NumberFromString.pipe(Schema.int(), Schema.nonNegative())
+
+/** The events group. */
+export class EventsGroup extends HttpApiGroup.make("events").add(
+  HttpApiEndpoint.get("list", "/api/events")
+    .setUrlParams(Schema.Struct({
+      runId: Schema.optional(Schema.String),
+      conversationId: Schema.optional(Schema.String),
+      instanceId: Schema.optional(Schema.String),
+      agent: Schema.optional(Schema.String),
+      type: Schema.optional(Schema.String),
+      since: Schema.optional(Cursor),
+      after: Schema.optional(Cursor),
+      limit: Schema.optional(Schema.NumberFromString.pipe(Schema.int(), Schema.between(1, 1000)))
+    }))
+    .addSuccess(EventPage)
+) {}

@@ -1,0 +1,39 @@
+/**
+ * The events group's handler: a page of events as JSON, or with `Accept: text/event-stream` the
+ * same filter followed live, resuming after `Last-Event-ID` (or `after`), with a heartbeat.
+ */
+import { HttpApiBuilder, HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import { Effect, Schedule, Stream } from "effect"
+import { Store } from "../../../durable/Store.js"
+import { EventLog } from "../../../events/EventLog.js"
+import { FoundryApi } from "../api/FoundryApi.js"
+import { heartbeatFrame, sseFrame } from "./sse.js"
+
+/** How often an idle SSE stream sends a comment, so proxies and clients know it is alive. */
+const heartbeat = "15 seconds"
+
+/** Handlers for `/api/events`. */
+export const EventsLive = HttpApiBuilder.group(FoundryApi, "events", (handlers) =>
+  Effect.gen(function*() {
+    const store = yield* Store
+    const events = yield* EventLog
+    return handlers.handleRaw("list", ({ urlParams }) =>
+      Effect.gen(function*() {
+        const { after, limit, ...filter } = urlParams
+        const request = yield* HttpServerRequest.HttpServerRequest
+        if ((request.headers.accept ?? "").includes("text/event-stream")) {
+          const lastEventId = Number(request.headers["last-event-id"])
+          const from = Number.isInteger(lastEventId) && lastEventId >= 0 ? lastEventId : after ?? 0
+          const live = events.follow(filter, from).pipe(Stream.map(sseFrame), Stream.orDie)
+          const beats = Stream.fromSchedule(Schedule.spaced(heartbeat)).pipe(Stream.map(() => heartbeatFrame))
+          return HttpServerResponse.stream(Stream.merge(live, beats, { haltStrategy: "left" }), {
+            contentType: "text/event-stream",
+            headers: { "cache-control": "no-cache" }
+          })
+        }
+        const page = yield* store.listEvents({ ...filter, after, limit: limit ?? 100 }).pipe(Effect.orDie)
+        const last = page[page.length - 1]
+        const body = last !== undefined && page.length === (limit ?? 100) ? { events: page, nextAfter: last.seq } : { events: page }
+        return yield* HttpServerResponse.json(body).pipe(Effect.orDie)
+      }))
+  }))
