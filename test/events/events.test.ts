@@ -1,0 +1,222 @@
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { randomUUID } from "node:crypto"
+import { describe, expect, it } from "@effect/vitest"
+import { Effect } from "effect"
+import * as Scripted from "../../src/models/scripted.js"
+import { durableProject, plan } from "../support/durableProject.js"
+import { plannedModel } from "../support/plannedModel.js"
+import { http, startServer, waitForRun } from "../support/server.js"
+import { tempProject } from "../support/tempProject.js"
+
+interface EventBody {
+  readonly seq: number
+  readonly type: string
+  readonly traceId: string
+  readonly spanId: string
+  readonly parentSpanId: string | null
+  readonly runId: string
+  readonly data: Record<string, unknown>
+}
+
+const allEvents = (url: string, query = "") =>
+  Effect.gen(function*() {
+    const events: Array<EventBody> = []
+    let after = 0
+    while (true) {
+      const page = (yield* http(`${url}/api/events?limit=1000&after=${after}${query}`)).json as {
+        events: Array<EventBody>
+        nextAfter?: number
+      }
+      events.push(...page.events)
+      if (page.nextAfter === undefined) return events
+      after = page.nextAfter
+    }
+  })
+
+const setup = (config = "", model = plannedModel) =>
+  Effect.gen(function*() {
+    const log = join(tmpdir(), `foundry-events-${randomUUID()}.log`)
+    const root = yield* tempProject(durableProject(log, config))
+    return yield* startServer(root, { model })
+  })
+
+const submit = (url: string, agent: string, message: string) =>
+  Effect.map(http(`${url}/api/runs`, { body: { agent, message } }), (r) => r.json as { runId: string })
+
+describe("correlation", () => {
+  it.scopedLive("a run that calls a tool, spawns a child and waits on an approval yields events that rebuild the exact tree", () =>
+    Effect.gen(function*() {
+      const server = yield* setup()
+      const parent = yield* submit(server.url, "lead", plan({
+        calls: [
+          { name: "note", arguments: { message: plan({ calls: [{ name: "record", arguments: { line: "spawned" } }] }) } },
+          { name: "ask-worker", arguments: { message: plan({ calls: [{ name: "transfer", arguments: { amount: 1 } }] }) } }
+        ]
+      }))
+      let approvalId: string | undefined
+      for (let i = 0; i < 400 && approvalId === undefined; i++) {
+        const pending = (yield* http(`${server.url}/api/approvals?status=pending`)).json as Array<{ id: string }>
+        approvalId = pending[0]?.id
+        if (approvalId === undefined) yield* Effect.sleep("20 millis")
+      }
+      yield* http(`${server.url}/api/approvals/${approvalId}`, { body: { decision: "approve" } })
+      yield* waitForRun(server.url, parent.runId)
+      const runs = (yield* http(`${server.url}/api/runs?agent=worker`)).json as Array<{ id: string; input: string }>
+      const spawned = runs.find((r) => r.input.includes("spawned"))!
+      const child = runs.find((r) => r.input.includes("transfer"))!
+      yield* waitForRun(server.url, spawned.id)
+
+      const events = yield* allEvents(server.url)
+      const root = events.find((e) => e.runId === parent.runId && e.type === "run.started")!
+      expect(root.parentSpanId).toBeNull()
+      // One trace for the whole tree.
+      expect(new Set(events.map((e) => e.traceId))).toEqual(new Set([root.traceId]))
+
+      const span = (runId: string, type: string, where: (e: EventBody) => boolean = () => true) =>
+        events.find((e) => e.runId === runId && e.type === type && where(e))!
+      const noteCall = span(parent.runId, "tool.call.started", (e) => e.data.tool === "note")
+      const askCall = span(parent.runId, "tool.call.started", (e) => e.data.tool === "ask-worker")
+      const firstTurn = span(parent.runId, "model.turn.started")
+      const childRoot = span(child.id, "run.started")
+      const spawnedRoot = span(spawned.id, "run.started")
+      const transferCall = span(child.id, "tool.call.started", (e) => e.data.tool === "transfer")
+      const approval = span(child.id, "approval.requested")
+
+      expect(firstTurn.parentSpanId).toBe(root.spanId)
+      expect(noteCall.parentSpanId).toBe(root.spanId)
+      expect(askCall.parentSpanId).toBe(root.spanId)
+      expect(spawnedRoot.parentSpanId).toBe(noteCall.spanId)
+      expect(childRoot.parentSpanId).toBe(askCall.spanId)
+      expect(transferCall.parentSpanId).toBe(childRoot.spanId)
+      expect(approval.parentSpanId).toBe(transferCall.spanId)
+      expect(span(child.id, "approval.decided").spanId).toBe(approval.spanId)
+      // Every span's parent is a span of the tree.
+      const spans = new Set(events.map((e) => e.spanId))
+      for (const event of events) if (event.parentSpanId !== null) expect(spans.has(event.parentSpanId)).toBe(true)
+    }))
+})
+
+describe("the event stream", () => {
+  const readFrames = (url: string, headers: Record<string, string>, enough: (ids: ReadonlyArray<number>, types: ReadonlyArray<string>) => boolean) =>
+    Effect.promise(async () => {
+      const controller = new AbortController()
+      const response = await fetch(`${url}/api/events`, { headers: { accept: "text/event-stream", ...headers }, signal: controller.signal })
+      const reader = response.body!.getReader()
+      const decoder = new TextDecoder()
+      const ids: Array<number> = []
+      const types: Array<string> = []
+      let buffer = ""
+      while (!enough(ids, types)) {
+        const { done, value } = await reader.read()
+        if (done) break
+        buffer += decoder.decode(value, { stream: true })
+        let end = buffer.indexOf("\n\n")
+        while (end >= 0) {
+          const frame = buffer.slice(0, end).split("\n")
+          buffer = buffer.slice(end + 2)
+          const id = frame.find((l) => l.startsWith("id: "))
+          const type = frame.find((l) => l.startsWith("event: "))
+          if (id !== undefined) {
+            ids.push(Number(id.slice(4)))
+            types.push(type?.slice(7) ?? "")
+          }
+          end = buffer.indexOf("\n\n")
+        }
+      }
+      controller.abort()
+      return { ids, types }
+    })
+
+  it.scopedLive("a client that reconnects with Last-Event-ID receives every missed event once, in order", () =>
+    Effect.gen(function*() {
+      const server = yield* setup()
+      const first = yield* submit(server.url, "worker", plan({ calls: [{ name: "record", arguments: { line: "a" } }] }))
+      yield* waitForRun(server.url, first.runId)
+      const before = yield* readFrames(server.url, {}, (ids) => ids.length >= 4)
+      const lastSeen = before.ids[3]!
+      const second = yield* submit(server.url, "worker", plan({ calls: [{ name: "record", arguments: { line: "b" } }] }))
+      yield* waitForRun(server.url, second.runId)
+      const stored = (yield* allEvents(server.url)).map((e) => e.seq).filter((seq) => seq > lastSeen)
+      const resumed = yield* readFrames(server.url, { "last-event-id": String(lastSeen) }, (ids) => ids.length >= stored.length)
+      expect(resumed.ids).toEqual(stored)
+      expect(new Set(resumed.ids).size).toBe(resumed.ids.length)
+      expect(resumed.types.filter((t) => t === "run.completed")).toHaveLength(2)
+    }))
+
+  it.scopedLive("pages through events with a seq cursor and filters", () =>
+    Effect.gen(function*() {
+      const server = yield* setup()
+      const run = yield* submit(server.url, "worker", plan({ calls: [{ name: "record", arguments: { line: "a" } }] }))
+      yield* waitForRun(server.url, run.runId)
+      const first = (yield* http(`${server.url}/api/events?runId=${run.runId}&limit=3`)).json as { events: Array<EventBody>; nextAfter: number }
+      expect(first.events.map((e) => e.type)).toEqual(["run.queued", "run.started", "model.turn.started"])
+      const next = (yield* http(`${server.url}/api/events?runId=${run.runId}&limit=3&after=${first.nextAfter}`)).json as {
+        events: Array<EventBody>
+      }
+      expect(next.events[0]?.seq).toBeGreaterThan(first.nextAfter)
+      const tools = (yield* http(`${server.url}/api/events?type=tool.call.completed`)).json as { events: Array<EventBody> }
+      expect(tools.events.map((e) => e.data.tool)).toEqual(["record"])
+    }))
+})
+
+describe("retention and redaction", () => {
+  it.scopedLive("keeps only the newest events when a count is set", () =>
+    Effect.gen(function*() {
+      const server = yield* setup(`{ events: { retention: { maxCount: 4 }, pruneEvery: "50 millis" } }`)
+      const run = yield* submit(server.url, "worker", plan({ calls: [{ name: "record", arguments: { line: "a" } }] }))
+      yield* waitForRun(server.url, run.runId)
+      yield* Effect.sleep("300 millis")
+      const events = yield* allEvents(server.url)
+      expect(events.length).toBeLessThanOrEqual(4)
+      expect(events.at(-1)?.type).toBe("run.completed")
+    }))
+
+  it.scopedLive("drops events older than the maximum age", () =>
+    Effect.gen(function*() {
+      const server = yield* setup(`{ events: { retention: { maxAge: "200 millis" }, pruneEvery: "50 millis" } }`)
+      const run = yield* submit(server.url, "worker", plan({ calls: [{ name: "record", arguments: { line: "a" } }] }))
+      yield* waitForRun(server.url, run.runId)
+      yield* Effect.sleep("600 millis")
+      expect(yield* allEvents(server.url)).toEqual([])
+      // The run itself is not an event: it stays.
+      expect((yield* http(`${server.url}/api/runs/${run.runId}`)).json).toMatchObject({ status: "completed" })
+      const stream = yield* Effect.promise(() => fetch(`${server.url}/api/runs/${run.runId}/events`, { headers: { accept: "text/event-stream" } }).then((r) => r.text()))
+      expect(stream).toBe("")
+    }))
+
+  it.scopedLive("fields a tool marks as redacted never appear in events, while the tool gets them", () =>
+    Effect.gen(function*() {
+      const root = yield* tempProject({
+        "agents/shop/agent.ts": `import { defineAgent } from "foundry"
+import pay from "./tools/pay.tool.js"
+export default defineAgent({ description: "Shop", tools: [pay] })
+`,
+        "agents/shop/tools/pay.tool.ts": `import { Effect, Schema } from "effect"
+import { defineTool } from "foundry"
+export default defineTool({
+  description: "Pay with a card",
+  input: Schema.Struct({ cardNumber: Schema.String, amount: Schema.Number }),
+  output: Schema.Struct({ last4: Schema.String, token: Schema.String }),
+  redact: ["cardNumber", "token"],
+  run: ({ cardNumber }) => Effect.succeed({ last4: cardNumber.slice(-4), token: "tok_secret_" + cardNumber })
+})
+`
+      })
+      const model = Scripted.make([
+        { toolCalls: [{ name: "pay", arguments: { cardNumber: "4111111111111111", amount: 12 } }] },
+        { text: "paid" }
+      ])
+      const server = yield* startServer(root, { model })
+      const run = yield* submit(server.url, "shop", "pay for my order")
+      yield* waitForRun(server.url, run.runId)
+      const text = (yield* http(`${server.url}/api/events?runId=${run.runId}&limit=1000`)).text
+      expect(text).not.toContain("4111111111111111")
+      expect(text).not.toContain("tok_secret")
+      expect(text).toContain("[redacted]")
+      const completed = ((yield* http(`${server.url}/api/events?runId=${run.runId}&type=tool.call.completed`)).json as {
+        events: Array<EventBody>
+      }).events[0]
+      expect(completed?.data).toMatchObject({ input: { cardNumber: "[redacted]", amount: 12 }, output: { last4: "1111", token: "[redacted]" } })
+    }))
+})
