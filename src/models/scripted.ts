@@ -15,6 +15,8 @@ export type Turn =
       { readonly name: string; readonly arguments: unknown } | { readonly name: string; readonly rawArguments: string }
     >
     readonly delay?: Duration.DurationInput
+    /** A pause between text deltas, to watch a reply stream. */
+    readonly chunkDelay?: Duration.DurationInput
   }
   | {
     readonly error: { readonly kind: "transient" | "permanent"; readonly status?: number; readonly message: string }
@@ -58,7 +60,10 @@ export const make = (script: Script, name = "script"): LanguageModel => ({
       })),
       { _tag: "Usage", inputTokens: 10, outputTokens: 5 }
     ]
-    const stream = Stream.fromIterable(chunks)
+    const paced = turn.chunkDelay
+    const stream = paced === undefined
+      ? Stream.fromIterable(chunks)
+      : Stream.fromIterable(chunks).pipe(Stream.tap(() => Effect.sleep(paced)))
     return turn.delay === undefined ? stream : Stream.concat(Stream.fromEffect(Effect.sleep(turn.delay)).pipe(Stream.drain), stream)
   }
 })

@@ -5,7 +5,7 @@
  * by hand.
  */
 import { FileSystem, Path } from "@effect/platform"
-import { Effect } from "effect"
+import { Effect, JSONSchema, type Schema } from "effect"
 import type { RouteTable } from "./RouteTable.js"
 
 /** One route as the manifest lists it. */
@@ -23,6 +23,8 @@ export interface ManifestRoute {
   readonly playbooks?: ReadonlyArray<string>
   readonly timing?: Readonly<Record<string, string>>
   readonly webhook?: string
+  /** A tool's input, as JSON Schema. */
+  readonly input?: unknown
 }
 
 /** The manifest: what the project is made of, as data. */
@@ -30,6 +32,16 @@ export interface Manifest {
   readonly generatedBy: "foundry"
   readonly config: string | null
   readonly routes: ReadonlyArray<ManifestRoute>
+}
+
+// Some schemas (declarations without a JSON Schema annotation) have no JSON Schema; the
+// manifest then leaves the tool's input out rather than failing the build.
+const inputSchemaOf = <A, I>(schema: Schema.Schema<A, I>): { readonly input?: unknown } => {
+  try {
+    return { input: JSONSchema.make(schema) }
+  } catch {
+    return {}
+  }
 }
 
 const toolName = (table: RouteTable, tool: object): string => table.idOf(tool) ?? "(inline tool)"
@@ -58,6 +70,7 @@ export const manifestOf = (table: RouteTable): Manifest => ({
       file: route.file,
       description: route.definition.description,
       requires: route.definition.requires.map((tag) => tag.key),
+      ...inputSchemaOf(route.definition.input),
       ...(route.agent === undefined ? {} : { agent: route.agent })
     })),
     ...table.schedules.map((route): ManifestRoute => ({

@@ -98,10 +98,10 @@ describe("correlation", () => {
 })
 
 describe("the event stream", () => {
-  const readFrames = (url: string, headers: Record<string, string>, enough: (ids: ReadonlyArray<number>, types: ReadonlyArray<string>) => boolean) =>
+  const readFrames = (url: string, headers: Record<string, string>, enough: (ids: ReadonlyArray<number>, types: ReadonlyArray<string>) => boolean, query = "") =>
     Effect.promise(async () => {
       const controller = new AbortController()
-      const response = await fetch(`${url}/api/events`, { headers: { accept: "text/event-stream", ...headers }, signal: controller.signal })
+      const response = await fetch(`${url}/api/events${query}`, { headers: { accept: "text/event-stream", ...headers }, signal: controller.signal })
       const reader = response.body!.getReader()
       const decoder = new TextDecoder()
       const ids: Array<number> = []
@@ -133,7 +133,7 @@ describe("the event stream", () => {
       const server = yield* setup()
       const first = yield* submit(server.url, "worker", plan({ calls: [{ name: "record", arguments: { line: "a" } }] }))
       yield* waitForRun(server.url, first.runId)
-      const before = yield* readFrames(server.url, {}, (ids) => ids.length >= 4)
+      const before = yield* readFrames(server.url, {}, (ids) => ids.length >= 4, "?after=0")
       const lastSeen = before.ids[3]!
       const second = yield* submit(server.url, "worker", plan({ calls: [{ name: "record", arguments: { line: "b" } }] }))
       yield* waitForRun(server.url, second.runId)

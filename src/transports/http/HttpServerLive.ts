@@ -12,6 +12,7 @@ import { ConversationsLive } from "./handlers/ConversationsLive.js"
 import { EventsLive } from "./handlers/EventsLive.js"
 import { RunsLive } from "./handlers/RunsLive.js"
 import { SystemLive } from "./handlers/SystemLive.js"
+import { InspectorLive } from "../inspector/InspectorLive.js"
 import { readableErrors } from "./readableErrors.js"
 
 /** The API with every group implemented. */
@@ -22,6 +23,7 @@ export const layer = (options: { readonly port: number; readonly host: string })
   HttpApiBuilder.serve().pipe(
     Layer.provide(HttpApiBuilder.middleware(readableErrors)),
     Layer.provide(HttpApiBuilder.middlewareOpenApi({ path: "/api/openapi.json" })),
+    Layer.provide(InspectorLive),
     Layer.provide(ApiLive),
     Layer.provideMerge(NodeHttpServer.layer(createServer, { port: options.port, host: options.host }))
   )

@@ -18,7 +18,8 @@ export const RouteView = Schema.Struct({
   schedules: Schema.optional(Schema.Array(Schema.String)),
   playbooks: Schema.optional(Schema.Array(Schema.String)),
   timing: Schema.optional(Schema.Record({ key: Schema.String, value: Schema.String })),
-  webhook: Schema.optional(Schema.String)
+  webhook: Schema.optional(Schema.String),
+  input: Schema.optional(Schema.Unknown)
 })
 
 /** The system group. */

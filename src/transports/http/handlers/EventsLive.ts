@@ -1,9 +1,10 @@
 /**
  * The events group's handler: a page of events as JSON, or with `Accept: text/event-stream` the
- * same filter followed live, resuming after `Last-Event-ID` (or `after`), with a heartbeat.
+ * same filter followed live, resuming after `Last-Event-ID` (or `after`; with neither, from now),
+ * with a heartbeat.
  */
 import { HttpApiBuilder, HttpServerRequest, HttpServerResponse } from "@effect/platform"
-import { Effect, Schedule, Stream } from "effect"
+import { Clock, Effect, Schedule, Stream } from "effect"
 import { Store } from "../../../durable/Store.js"
 import { EventLog } from "../../../events/EventLog.js"
 import { FoundryApi } from "../api/FoundryApi.js"
@@ -22,9 +23,13 @@ export const EventsLive = HttpApiBuilder.group(FoundryApi, "events", (handlers) 
         const { after, limit, ...filter } = urlParams
         const request = yield* HttpServerRequest.HttpServerRequest
         if ((request.headers.accept ?? "").includes("text/event-stream")) {
-          const lastEventId = Number(request.headers["last-event-id"])
-          const from = Number.isInteger(lastEventId) && lastEventId >= 0 ? lastEventId : after ?? 0
-          const live = events.follow(filter, from).pipe(Stream.map(sseFrame), Stream.orDie)
+          const header = request.headers["last-event-id"]
+          const lastEventId = header === undefined ? Number.NaN : Number(header)
+          const resume = Number.isInteger(lastEventId) && lastEventId >= 0 ? lastEventId : after
+          // Without a cursor the stream is live: it starts with what happens from now on.
+          const now = yield* Clock.currentTimeMillis
+          const live = (resume === undefined ? events.follow({ ...filter, since: filter.since ?? now }, 0) : events.follow(filter, resume))
+            .pipe(Stream.map(sseFrame), Stream.orDie)
           const beats = Stream.fromSchedule(Schedule.spaced(heartbeat)).pipe(Stream.map(() => heartbeatFrame))
           return HttpServerResponse.stream(Stream.merge(live, beats, { haltStrategy: "left" }), {
             contentType: "text/event-stream",

@@ -1,0 +1,93 @@
+/**
+ * The inspector's view of the HTTP API: typed fetches and the live event stream.
+ */
+import type { FoundryEvent } from "../../src/events/FoundryEvent.js"
+import type { ApprovalView, MessageView, RunView } from "../../src/transports/http/api/views.js"
+
+export type { ApprovalView, FoundryEvent, MessageView, RunView }
+
+/** A route of the project, as `/api/routes` lists it. */
+export interface RouteView {
+  readonly kind: "agent" | "tool" | "playbook" | "schedule" | "environment"
+  readonly id: string
+  readonly file: string
+  readonly description?: string
+  readonly tools?: ReadonlyArray<string>
+  readonly requires?: ReadonlyArray<string>
+  readonly agent?: string
+  readonly environment?: string
+  readonly model?: string
+  readonly schedules?: ReadonlyArray<string>
+  readonly playbooks?: ReadonlyArray<string>
+  readonly timing?: Readonly<Record<string, string>>
+  readonly webhook?: string
+  readonly input?: unknown
+}
+
+/** An API call that did not succeed, with the server's message. */
+export class ApiError extends Error {
+  constructor(readonly status: number, message: string) {
+    super(message)
+  }
+}
+
+const request = async <A>(path: string, init?: RequestInit): Promise<A> => {
+  const response = await fetch(path, { ...init, headers: { "content-type": "application/json", ...init?.headers } })
+  const body: unknown = await response.json().catch(() => undefined)
+  if (!response.ok) {
+    const message = typeof body === "object" && body !== null && "message" in body ? String(body.message) : response.statusText
+    throw new ApiError(response.status, message)
+  }
+  return body as A
+}
+
+/** The API. */
+export const api = {
+  health: () => request<{ status: string; agents: number; uptimeMs: number }>("/health"),
+  routes: () => request<{ config: string | null; routes: ReadonlyArray<RouteView> }>("/api/routes"),
+  runs: (query = "") => request<ReadonlyArray<RunView>>(`/api/runs${query}`),
+  run: (id: string) => request<RunView>(`/api/runs/${encodeURIComponent(id)}`),
+  runEvents: (id: string) => request<ReadonlyArray<FoundryEvent>>(`/api/runs/${encodeURIComponent(id)}/events`),
+  messages: (conversation: string) =>
+    request<ReadonlyArray<MessageView>>(`/api/conversations/${encodeURIComponent(conversation)}/messages`),
+  approvals: (status?: string) => request<ReadonlyArray<ApprovalView>>(`/api/approvals${status === undefined ? "" : `?status=${status}`}`),
+  decide: (id: string, decision: "approve" | "deny", reason?: string) =>
+    request<ApprovalView>(`/api/approvals/${encodeURIComponent(id)}`, {
+      method: "POST",
+      body: JSON.stringify(reason === undefined ? { decision } : { decision, reason })
+    }),
+  send: (body: { agent: string; message: string; conversation?: string; instance?: string }) =>
+    request<{ runId: string; conversationId: string; instanceId: string }>("/api/runs", { method: "POST", body: JSON.stringify(body) }),
+  cancel: (id: string) => request<RunView>(`/api/runs/${encodeURIComponent(id)}/cancel`, { method: "POST" })
+}
+
+type Listener = (event: FoundryEvent) => void
+const listeners = new Set<Listener>()
+let source: EventSource | undefined
+
+/**
+ * Every event as it happens, over one shared SSE connection (EventSource resumes after a drop
+ * with Last-Event-ID). Returns the function that stops listening.
+ */
+export const onEvent = (listener: Listener): (() => void) => {
+  listeners.add(listener)
+  if (source === undefined) {
+    source = new EventSource("/api/events")
+    const indicator = document.getElementById("live")
+    source.onopen = () => indicator?.classList.add("on")
+    source.onerror = () => indicator?.classList.remove("on")
+    const dispatch = (message: MessageEvent<string>) => {
+      const event: FoundryEvent = JSON.parse(message.data)
+      for (const l of listeners) l(event)
+    }
+    source.onmessage = dispatch
+    for (const type of eventTypes) source.addEventListener(type, dispatch)
+  }
+  return () => listeners.delete(listener)
+}
+
+const eventTypes = [
+  "run.queued", "run.started", "run.completed", "run.failed", "run.cancelled", "run.suspended", "run.resumed",
+  "approval.requested", "approval.decided", "model.turn.started", "model.retry", "model.delta", "model.turn.completed",
+  "tool.call.started", "tool.call.completed", "tool.call.failed"
+]

@@ -1,0 +1,53 @@
+/**
+ * A few DOM helpers: elements from tag, attributes and children; text is always text (never
+ * parsed as HTML), so event data cannot inject markup.
+ */
+
+/** What an element may hold. */
+export type Child = Node | string | number | null | undefined | false
+
+/** Attributes and event handlers of an element. */
+export type Attributes = Record<string, string | number | boolean | undefined | ((event: Event) => void)>
+
+/** A new element. */
+export const h = <K extends keyof HTMLElementTagNameMap>(
+  tag: K,
+  attributes: Attributes = {},
+  ...children: ReadonlyArray<Child | ReadonlyArray<Child>>
+): HTMLElementTagNameMap[K] => {
+  const element = document.createElement(tag)
+  for (const [name, value] of Object.entries(attributes)) {
+    if (value === undefined || value === false) continue
+    if (typeof value === "function") element.addEventListener(name.replace(/^on/, "").toLowerCase(), value)
+    else element.setAttribute(name, value === true ? "" : String(value))
+  }
+  append(element, children)
+  return element
+}
+
+const append = (element: Element, children: ReadonlyArray<Child | ReadonlyArray<Child>>): void => {
+  for (const child of children) {
+    if (Array.isArray(child)) append(element, child)
+    else if (child instanceof Node) element.append(child)
+    else if (child !== null && child !== undefined && child !== false) element.append(String(child))
+  }
+}
+
+/** Replaces an element's children. */
+export const replace = (element: Element, ...children: ReadonlyArray<Child | ReadonlyArray<Child>>): void => {
+  element.replaceChildren()
+  append(element, children)
+}
+
+/** A duration in ms, short. */
+export const duration = (ms: number | undefined): string =>
+  ms === undefined ? "" : ms < 1000 ? `${Math.round(ms)} ms` : `${(ms / 1000).toFixed(ms < 10_000 ? 2 : 1)} s`
+
+/** A time of day from ms since the epoch. */
+export const clock = (ms: number | undefined): string => ms === undefined ? "" : new Date(ms).toLocaleTimeString()
+
+/** Pretty JSON for a value. */
+export const json = (value: unknown): string => JSON.stringify(value, null, 2) ?? String(value)
+
+/** A link that the inspector's router follows without reloading the page. */
+export const link = (href: string, ...children: ReadonlyArray<Child>): HTMLAnchorElement => h("a", { href }, ...children)

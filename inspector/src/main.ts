@@ -1,0 +1,79 @@
+/**
+ * The inspector: a small client-side router over the pages. Every page has a URL of its own
+ * (deep links load directly); links move between pages without reloading.
+ */
+import { onEvent } from "./api.js"
+import { h, replace } from "./dom.js"
+import { agentPage, agentsPage } from "./pages/agents.js"
+import { approvalsPage } from "./pages/approvals.js"
+import { conversationPage, conversationsPage } from "./pages/conversations.js"
+import { overviewPage } from "./pages/overview.js"
+import { playbooksPage, schedulesPage } from "./pages/routes.js"
+import { runPage } from "./pages/run.js"
+import { runsPage } from "./pages/runs.js"
+
+/** A page draws itself into `root` and returns what stops its live updates. */
+export type Page = (root: HTMLElement, params: ReadonlyArray<string>) => () => void
+
+const routes: ReadonlyArray<readonly [RegExp, Page]> = [
+  [/^\/$/, overviewPage],
+  [/^\/agents$/, agentsPage],
+  [/^\/agents\/(.+)$/, agentPage],
+  [/^\/conversations$/, conversationsPage],
+  [/^\/conversations\/([^/]+)$/, conversationPage],
+  [/^\/runs$/, runsPage],
+  [/^\/runs\/([^/]+)$/, runPage],
+  [/^\/approvals$/, approvalsPage],
+  [/^\/schedules$/, schedulesPage],
+  [/^\/playbooks$/, playbooksPage]
+]
+
+const app = document.getElementById("app")!
+let stop: () => void = () => {}
+
+const render = (): void => {
+  stop()
+  const path = decodeURIComponent(location.pathname)
+  for (const [pattern, page] of routes) {
+    const match = pattern.exec(path)
+    if (match !== null) {
+      app.replaceChildren()
+      stop = page(app, match.slice(1))
+      for (const a of document.querySelectorAll("header nav a")) {
+        const href = a.getAttribute("href") ?? ""
+        a.classList.toggle("active", href === "/" ? path === "/" : path.startsWith(href))
+      }
+      return
+    }
+  }
+  replace(app, h("h1", {}, "Not found"), h("p", {}, `There is no page at ${path}.`))
+  stop = () => {}
+}
+
+/** Moves to another page of the inspector. */
+export const navigate = (href: string): void => {
+  history.pushState(null, "", href)
+  render()
+}
+
+document.addEventListener("click", (event) => {
+  const target = event.target instanceof Element ? event.target.closest("a") : null
+  if (target === null || target.origin !== location.origin || target.target !== "" || event.metaKey || event.ctrlKey) return
+  if (target.pathname.startsWith("/api/")) return
+  event.preventDefault()
+  navigate(target.pathname + target.search)
+})
+window.addEventListener("popstate", render)
+
+// The pending-approvals badge in the header follows the live stream on every page.
+const badge = document.getElementById("pending-count")
+const refreshBadge = (): void => {
+  void fetch("/api/approvals?status=pending").then((r) => r.json()).then((list: ReadonlyArray<unknown>) => {
+    if (badge !== null) badge.textContent = list.length === 0 ? "" : String(list.length)
+  })
+}
+onEvent((event) => {
+  if (event.type.startsWith("approval.")) refreshBadge()
+})
+refreshBadge()
+render()

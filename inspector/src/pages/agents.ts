@@ -1,0 +1,47 @@
+/**
+ * Agents: the route table; an agent's page with its tools (and their input schemas), schedules,
+ * playbooks, environment and recent runs.
+ */
+import { api } from "../api.js"
+import { h, json, link, replace } from "../dom.js"
+import { runStatus } from "./runs.js"
+
+/** The agents page. */
+export const agentsPage = (root: HTMLElement) => {
+  const table = h("tbody")
+  replace(root, h("h1", {}, "Agents"),
+    h("table", { class: "table" }, h("thead", {}, h("tr", {}, ["kind", "id", "file", ""].map((c) => h("th", {}, c)))), table))
+  void api.routes().then(({ routes }) =>
+    table.replaceChildren(...routes.map((r) =>
+      h("tr", {}, h("td", {}, r.kind), h("td", {}, r.kind === "agent" ? link(`/agents/${r.id}`, r.id) : r.id),
+        h("td", { class: "muted" }, r.file), h("td", { class: "muted" }, r.description ?? r.webhook ?? "")))))
+  return () => {}
+}
+
+/** One agent's page. */
+export const agentPage = (root: HTMLElement, [id = ""]: ReadonlyArray<string>) => {
+  void Promise.all([api.routes(), api.runs(`?agent=${encodeURIComponent(id)}&limit=20`)]).then(([{ routes }, runs]) => {
+    const agent = routes.find((r) => r.kind === "agent" && r.id === id)
+    if (agent === undefined) {
+      replace(root, h("h1", {}, "No such agent"), h("p", {}, id))
+      return
+    }
+    const tools = routes.filter((r) => r.kind === "tool" && (agent.tools ?? []).includes(r.id))
+    replace(root,
+      h("h1", {}, agent.id),
+      h("p", {}, agent.description ?? "", h("span", { class: "muted" }, ` · ${agent.file} · model ${agent.model ?? ""}`)),
+      h("h2", {}, "Tools"),
+      tools.length === 0 ? h("p", { class: "muted" }, "No tools.") : tools.map((t) =>
+        h("details", { class: "card" }, h("summary", {}, h("b", {}, t.id), " ", t.description ?? "",
+          (t.requires ?? []).length === 0 ? null : h("span", { class: "muted" }, ` · requires ${(t.requires ?? []).join(", ")}`)),
+          h("pre", {}, json(t.input)))),
+      h("h2", {}, "Schedules and playbooks"),
+      h("ul", { class: "list" },
+        (agent.schedules ?? []).map((s) => h("li", {}, "schedule ", link("/schedules", s))),
+        (agent.playbooks ?? []).map((p) => h("li", {}, "playbook ", link("/playbooks", p)))),
+      agent.environment === undefined ? null : h("p", {}, "Environment: ", agent.environment),
+      h("h2", {}, "Recent runs"),
+      h("ul", { class: "list" }, runs.map((r) => h("li", {}, runStatus(r.status), " ", link(`/runs/${r.id}`, r.input)))))
+  })
+  return () => {}
+}

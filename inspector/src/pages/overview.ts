@@ -1,0 +1,54 @@
+/**
+ * Overview: health, runs in progress, pending approvals, recent failures, what runs next.
+ */
+import { api, onEvent, type RunView } from "../api.js"
+import { clock, h, link, replace } from "../dom.js"
+import { runStatus } from "./runs.js"
+
+const runList = (runs: ReadonlyArray<RunView>, empty: string) =>
+  runs.length === 0
+    ? h("p", { class: "muted" }, empty)
+    : h("ul", { class: "list" }, runs.map((run) =>
+      h("li", {}, runStatus(run.status), " ", link(`/runs/${run.id}`, run.agent), " ", h("span", { class: "muted" }, clock(run.createdAt)),
+        run.error === undefined ? null : h("div", { class: "error-line" }, run.error))))
+
+/** The overview page. */
+export const overviewPage = (root: HTMLElement) => {
+  const body = h("div", { class: "grid" })
+  replace(root, h("h1", {}, "Overview"), body)
+  const draw = async () => {
+    const [health, running, suspended, failed, approvals, routes] = await Promise.all([
+      api.health(),
+      api.runs("?status=running&limit=20"),
+      api.runs("?status=suspended&limit=20"),
+      api.runs("?status=failed&limit=5"),
+      api.approvals("pending"),
+      api.routes()
+    ])
+    const schedules = routes.routes.filter((r) => r.kind === "schedule")
+    replace(body,
+      h("section", { class: "card", "data-testid": "health" },
+        h("h2", {}, "Health"),
+        h("p", {}, h("span", { class: "status ok" }, health.status), ` ${health.agents} agents, up ${Math.round(health.uptimeMs / 1000)} s`)),
+      h("section", { class: "card" }, h("h2", {}, `In progress (${running.length + suspended.length})`),
+        runList([...running, ...suspended], "Nothing is running.")),
+      h("section", { class: "card" }, h("h2", {}, `Waiting on you (${approvals.length})`),
+        approvals.length === 0 ? h("p", { class: "muted" }, "No pending approvals.") :
+          h("ul", { class: "list" }, approvals.map((a) => h("li", {}, link("/approvals", a.tool), " in ", link(`/runs/${a.runId}`, a.agent))))),
+      h("section", { class: "card" }, h("h2", {}, "Recent failures"), runList(failed, "No failed runs.")),
+      h("section", { class: "card" }, h("h2", {}, "Schedules"),
+        schedules.length === 0 ? h("p", { class: "muted" }, "No schedules.") :
+          h("ul", { class: "list" }, schedules.map((s) =>
+            h("li", {}, s.id, " → ", link(`/agents/${s.agent ?? ""}`, s.agent ?? ""), " ", h("code", {}, Object.values(s.timing ?? {}).join(" "))))))
+    )
+  }
+  void draw()
+  let pending: ReturnType<typeof setTimeout> | undefined
+  return onEvent((event) => {
+    if (event.type === "model.delta" || pending !== undefined) return
+    pending = setTimeout(() => {
+      pending = undefined
+      void draw()
+    }, 200)
+  })
+}

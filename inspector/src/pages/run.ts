@@ -1,0 +1,169 @@
+/**
+ * A run: errors first, then the waterfall of its trace (model turns, tool calls with their input
+ * and output, approvals, child runs as nested rows), tokens and durations per span, links to the
+ * parent and child runs, and the raw events.
+ */
+import { api, type FoundryEvent, onEvent, type RunView } from "../api.js"
+import { duration, h, json, link, replace } from "../dom.js"
+import { runStatus } from "./runs.js"
+
+/** One span of the waterfall, built from its events. */
+interface Span {
+  readonly id: string
+  readonly parent: string | null
+  label: string
+  kind: string
+  start: number
+  end: number | undefined
+  detail: Record<string, unknown>
+  status: "ok" | "failed" | "open"
+}
+
+const spansOf = (events: ReadonlyArray<FoundryEvent>): Map<string, Span> => {
+  const spans = new Map<string, Span>()
+  for (const event of events) {
+    let span = spans.get(event.spanId)
+    if (span === undefined) {
+      span = { id: event.spanId, parent: event.parentSpanId, label: event.type, kind: "", start: event.time, end: undefined, detail: {}, status: "open" }
+      spans.set(event.spanId, span)
+    }
+    const data = event.data
+    switch (event.type) {
+      case "run.queued":
+      case "run.started":
+        span.kind = "run"
+        span.label = `run of ${event.agent}`
+        break
+      case "model.turn.started":
+        span.kind = "model"
+        span.label = `model turn ${String(data.turn)}`
+        break
+      case "model.turn.completed":
+        span.end = event.time
+        span.status = "ok"
+        span.detail = { ...span.detail, text: data.text, toolCalls: data.toolCalls, usage: data.usage }
+        break
+      case "tool.call.started":
+        span.kind = "tool"
+        span.label = `tool ${String(data.tool)}`
+        span.detail = { ...span.detail, input: data.input, ...(data.childRunId === undefined ? {} : { childRunId: data.childRunId }) }
+        break
+      case "tool.call.completed":
+      case "tool.call.failed":
+        span.kind = "tool"
+        span.label = `tool ${String(data.tool)}`
+        span.end = event.time
+        span.status = event.type === "tool.call.completed" ? "ok" : "failed"
+        span.detail = { ...span.detail, input: data.input, ...(event.type === "tool.call.completed" ? { output: data.output } : { error: data.error }) }
+        break
+      case "approval.requested":
+        span.kind = "approval"
+        span.label = `approval for ${String(data.tool)}`
+        span.detail = { ...span.detail, approvalId: data.approvalId, input: data.input }
+        break
+      case "approval.decided":
+        span.end = event.time
+        span.status = data.status === "approved" ? "ok" : "failed"
+        span.detail = { ...span.detail, decision: data.status, reason: data.reason }
+        break
+      case "run.completed":
+      case "run.failed":
+      case "run.cancelled":
+        span.end = event.time
+        span.status = event.type === "run.completed" ? "ok" : "failed"
+        break
+      default:
+        break
+    }
+  }
+  return spans
+}
+
+const isRecord = (value: unknown): value is Record<string, unknown> => typeof value === "object" && value !== null
+
+/** Token usage of a model turn, when the span has it. */
+const tokens = (usage: unknown): { readonly input: number; readonly output: number } | undefined =>
+  isRecord(usage) && typeof usage.inputTokens === "number" && typeof usage.outputTokens === "number"
+    ? { input: usage.inputTokens, output: usage.outputTokens }
+    : undefined
+
+/** The run page. */
+export const runPage = (root: HTMLElement, [runId = ""]: ReadonlyArray<string>) => {
+  const expanded = new Set<string>()
+  const draw = async () => {
+    let run: RunView
+    try {
+      run = await api.run(runId)
+    } catch (error) {
+      replace(root, h("h1", {}, "Run not found"), h("p", { class: "error-line" }, String(error)))
+      return
+    }
+    const [events, children, approvals] = await Promise.all([
+      api.runEvents(runId),
+      api.runs("?limit=200").then((runs) => runs.filter((r) => r.parentRunId === runId)),
+      api.approvals("pending").then((list) => list.filter((a) => a.runId === runId))
+    ])
+    const spans = spansOf(events)
+    const start = events[0]?.time ?? run.createdAt
+    const end = Math.max(...events.map((e) => e.time), start + 1)
+    const width = end - start
+    const depth = (span: Span): number => span.parent !== null && spans.has(span.parent) ? 1 + depth(spans.get(span.parent)!) : 0
+    const waterfall = [...spans.values()].filter((s) => s.kind !== "").map((span) => {
+      const left = ((span.start - start) / width) * 100
+      const size = Math.max((((span.end ?? end) - span.start) / width) * 100, 0.5)
+      const usage = tokens(span.detail.usage)
+      const open = expanded.has(span.id)
+      const childRun = typeof span.detail.childRunId === "string" ? span.detail.childRunId : undefined
+      return h("div", { class: `span ${span.kind} ${span.status}`, "data-span": span.id, "data-kind": span.kind },
+        h("div", {
+          class: "span-row",
+          style: `padding-left: ${depth(span) * 16}px`,
+          onclick: () => {
+            if (open) expanded.delete(span.id)
+            else expanded.add(span.id)
+            void draw()
+          }
+        },
+          h("span", { class: "span-label" }, open ? "▾ " : "▸ ", span.label),
+          h("span", { class: "span-track" }, h("span", { class: "bar", style: `left: ${left}%; width: ${size}%` })),
+          h("span", { class: "span-meta" }, duration(span.end === undefined ? undefined : span.end - span.start),
+            usage === undefined ? "" : ` · ${usage.input}/${usage.output} tok`)),
+        open || span.kind === "tool" ? h("div", { class: "span-detail" },
+          span.detail.input === undefined ? null : h("div", {}, h("b", {}, "input"), h("pre", { "data-testid": "span-input" }, json(span.detail.input))),
+          span.detail.output === undefined ? null : h("div", {}, h("b", {}, "output"), h("pre", { "data-testid": "span-output" }, json(span.detail.output))),
+          span.detail.error === undefined ? null : h("div", { class: "error-line" }, String(span.detail.error)),
+          childRun === undefined ? null : h("div", {}, "child run ", link(`/runs/${childRun}`, childRun)),
+          open && span.detail.text !== undefined ? h("pre", {}, String(span.detail.text)) : null) : null)
+    })
+    const scroll = window.scrollY
+    replace(root,
+      h("h1", {}, "Run ", h("code", {}, run.id)),
+      run.error === undefined ? null : h("div", { class: "error-box", "data-testid": "run-error" }, run.error),
+      h("p", {}, runStatus(run.status), " ", link(`/agents/${run.agent}`, run.agent), " · instance ", run.instanceId, " · ",
+        link(`/conversations/${run.conversationId}`, "conversation"),
+        run.parentRunId === undefined ? null : [" · parent ", link(`/runs/${run.parentRunId}`, run.parentRunId)],
+        run.steeredFrom === undefined ? null : [" · steered from ", link(`/runs/${run.steeredFrom}`, run.steeredFrom)]),
+      approvals.map((a) => h("div", { class: "card approval", "data-approval": a.id },
+        h("b", {}, `${a.tool} waits for your approval`), h("pre", {}, json(a.input)),
+        h("button", { class: "approve", onclick: () => void api.decide(a.id, "approve").then(draw) }, "Approve"),
+        h("button", { class: "deny", onclick: () => void api.decide(a.id, "deny").then(draw) }, "Deny"))),
+      h("section", {}, h("h2", {}, "Input"), h("pre", {}, run.input)),
+      run.output === undefined ? null : h("section", {}, h("h2", {}, "Output"), h("pre", { "data-testid": "run-output" }, run.output)),
+      h("section", {}, h("h2", {}, "Timeline"), h("div", { class: "waterfall", "data-testid": "waterfall" }, waterfall)),
+      children.length === 0 ? null : h("section", {}, h("h2", {}, "Child runs"),
+        h("ul", { class: "list" }, children.map((c) => h("li", {}, runStatus(c.status), " ", link(`/runs/${c.id}`, `${c.agent} ${c.id}`))))),
+      h("details", {}, h("summary", {}, `Raw events (${events.length})`),
+        h("pre", { class: "raw" }, events.map((e) => `${e.seq} ${e.type} ${JSON.stringify(e.data)}`).join("\n"))))
+    window.scrollTo(0, scroll)
+  }
+  void draw()
+  let pending: ReturnType<typeof setTimeout> | undefined
+  return onEvent((event) => {
+    if (event.type === "model.delta" || pending !== undefined) return
+    if (event.runId !== runId && !event.type.startsWith("approval.")) return
+    pending = setTimeout(() => {
+      pending = undefined
+      void draw()
+    }, 100)
+  })
+}

@@ -1,0 +1,70 @@
+/**
+ * Runs: a live, filterable list. Filters live in the URL, rows update in place, so neither the
+ * reader's scroll position nor the filters move when runs change.
+ */
+import { api, onEvent, type RunView } from "../api.js"
+import { clock, duration, h, link, replace } from "../dom.js"
+
+/** A run's status as a colored tag. */
+export const runStatus = (status: string) => h("span", { class: `status ${status}`, "data-status": status }, status)
+
+const row = (run: RunView) =>
+  h("tr", { "data-run": run.id },
+    h("td", {}, runStatus(run.status)),
+    h("td", {}, link(`/runs/${run.id}`, run.agent)),
+    h("td", { class: "muted" }, run.instanceId),
+    h("td", { class: "muted" }, run.parentRunId !== undefined ? "child run" : run.steeredFrom !== undefined ? "steer" : "api"),
+    h("td", { class: "clip" }, run.input),
+    h("td", {}, clock(run.createdAt)),
+    h("td", {}, duration(run.finishedAt !== undefined && run.startedAt !== undefined ? run.finishedAt - run.startedAt : undefined)))
+
+/** The runs page. */
+export const runsPage = (root: HTMLElement) => {
+  const params = new URLSearchParams(location.search)
+  const status = h("select", { name: "status" },
+    ["", "queued", "running", "suspended", "completed", "failed", "cancelled"].map((s) =>
+      h("option", { value: s, ...(params.get("status") === s ? { selected: true } : {}) }, s === "" ? "any status" : s)))
+  const agent = h("input", { name: "agent", placeholder: "agent", value: params.get("agent") ?? "" })
+  const tbody = h("tbody")
+  const apply = () => {
+    const query = new URLSearchParams()
+    if (status.value !== "") query.set("status", status.value)
+    if (agent.value !== "") query.set("agent", agent.value)
+    history.replaceState(null, "", `/runs${query.size > 0 ? `?${query}` : ""}`)
+    void draw()
+  }
+  status.addEventListener("change", apply)
+  agent.addEventListener("change", apply)
+  replace(root,
+    h("h1", {}, "Runs"),
+    h("div", { class: "filters" }, status, agent),
+    h("table", { class: "table" },
+      h("thead", {}, h("tr", {}, ["status", "agent", "instance", "source", "message", "started", "duration"].map((c) => h("th", {}, c)))),
+      tbody))
+  const draw = async () => {
+    const query = new URLSearchParams({ limit: "200" })
+    if (status.value !== "") query.set("status", status.value)
+    if (agent.value !== "") query.set("agent", agent.value)
+    const runs = await api.runs(`?${query}`)
+    // Rows are replaced in place, keyed by run id, so the page does not jump.
+    const existing = new Map([...tbody.querySelectorAll<HTMLTableRowElement>("tr[data-run]")].map((tr) => [tr.dataset.run, tr]))
+    const rows = runs.map((run) => {
+      const fresh = row(run)
+      const old = existing.get(run.id)
+      if (old !== undefined) {
+        old.replaceWith(fresh)
+      }
+      return fresh
+    })
+    tbody.replaceChildren(...rows)
+  }
+  void draw()
+  let pending: ReturnType<typeof setTimeout> | undefined
+  return onEvent((event) => {
+    if (!event.type.startsWith("run.") || pending !== undefined) return
+    pending = setTimeout(() => {
+      pending = undefined
+      void draw()
+    }, 150)
+  })
+}

@@ -1,0 +1,90 @@
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { randomUUID } from "node:crypto"
+import { describe, expect, it } from "@effect/vitest"
+import { Effect } from "effect"
+import * as Scripted from "../../src/models/scripted.js"
+import { browserPage, skipBrowser } from "../support/browser.js"
+import { durableProject, plan } from "../support/durableProject.js"
+import { plannedModel } from "../support/plannedModel.js"
+import { http, startServer, waitForRun } from "../support/server.js"
+import { tempProject } from "../support/tempProject.js"
+
+const answer = "Your order is on its way and should arrive on Thursday"
+
+/** Records a line, then answers slowly, one word at a time, so the reply can be watched streaming. */
+const chatModel = Scripted.make((_request, index) =>
+  index === 0
+    ? { toolCalls: [{ name: "record", arguments: { line: "looked up" } }] }
+    : { text: answer, chunkDelay: "120 millis" })
+
+const setup = (model = plannedModel) =>
+  Effect.gen(function*() {
+    const root = yield* tempProject(durableProject(join(tmpdir(), `foundry-ui-${randomUUID()}.log`)))
+    const server = yield* startServer(root, { model })
+    const page = yield* browserPage
+    return { url: server.url, page }
+  })
+
+const promise = <A>(f: () => Promise<A>) => Effect.promise(f)
+
+describe.skipIf(skipBrowser)("the inspector in Chromium", () => {
+  it.scopedLive("sends a message from the chat view and shows the reply as it streams", () =>
+    Effect.gen(function*() {
+      const { page, url } = yield* setup(chatModel)
+      yield* promise(() => page.goto(`${url}/conversations`))
+      yield* promise(() => page.selectOption("select[name=agent]", "worker"))
+      yield* promise(() => page.fill("input[name=message]", "Where is my order?"))
+      yield* promise(() => page.click("form.composer button"))
+      yield* promise(() => page.waitForURL(/\/conversations\/conv_/))
+      // Part of the answer is on screen before all of it is.
+      // (A string, evaluated in the page: the tests are not compiled against the DOM's types.)
+      const partial = yield* promise(() =>
+        page.waitForFunction(`(() => {
+          const text = document.querySelector("[data-testid=streaming]")?.textContent ?? ""
+          return text.length > 0 && text.length < ${answer.length} ? text : false
+        })()`).then((handle) => handle.jsonValue())
+      )
+      expect(answer.startsWith(String(partial).trim())).toBe(true)
+      yield* promise(() => page.waitForSelector(`[data-testid=chat] .bubble.assistant >> text=${answer}`))
+      const roles = yield* promise(() => page.$$eval("[data-testid=chat] .bubble", (els) => els.map((e) => e.getAttribute("data-role"))))
+      expect(roles).toEqual(["user", "assistant", "tool", "assistant"])
+    }))
+
+  it.scopedLive("a deep link to a run loads directly and its waterfall shows the tool span with input and output", () =>
+    Effect.gen(function*() {
+      const { page, url } = yield* setup()
+      const created = yield* http(`${url}/api/runs`, {
+        body: { agent: "worker", message: plan({ calls: [{ name: "record", arguments: { line: "hello inspector" } }] }) }
+      })
+      const { runId } = created.json as { runId: string }
+      yield* waitForRun(url, runId)
+      yield* promise(() => page.goto(`${url}/runs/${runId}`))
+      yield* promise(() => page.waitForSelector("[data-testid=waterfall] .span.tool"))
+      expect(yield* promise(() => page.textContent("h1"))).toContain(runId)
+      const tool = page.locator("[data-testid=waterfall] .span.tool").first()
+      expect(yield* promise(() => tool.locator(".span-label").textContent())).toContain("tool record")
+      expect(JSON.parse((yield* promise(() => tool.locator("[data-testid=span-input]").textContent())) ?? "{}")).toEqual({ line: "hello inspector" })
+      expect(yield* promise(() => tool.locator("[data-testid=span-output]").textContent())).toContain("recorded hello inspector")
+      expect(yield* promise(() => page.locator("[data-testid=waterfall] .span.model").count())).toBe(2)
+      expect(yield* promise(() => page.textContent("[data-testid=run-output]"))).toBe("done: recorded hello inspector")
+    }))
+
+  it.scopedLive("approving a pending approval in the UI lets the run complete", () =>
+    Effect.gen(function*() {
+      const { page, url } = yield* setup()
+      const created = yield* http(`${url}/api/runs`, {
+        body: { agent: "worker", message: plan({ calls: [{ name: "transfer", arguments: { amount: 75 } }] }) }
+      })
+      const { runId } = created.json as { runId: string }
+      yield* promise(() => page.goto(`${url}/approvals`))
+      const card = page.locator("[data-testid=pending] .approval").first()
+      yield* promise(() => card.waitFor())
+      expect(yield* promise(() => card.locator("pre").textContent())).toContain("75")
+      yield* promise(() => card.locator("button.approve").click())
+      const done = yield* waitForRun(url, runId)
+      expect(done).toMatchObject({ status: "completed", output: "done: transferred 75" })
+      yield* promise(() => page.goto(`${url}/runs/${runId}`))
+      yield* promise(() => page.waitForSelector("[data-status=completed]"))
+    }))
+})
