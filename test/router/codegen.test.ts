@@ -79,7 +79,8 @@ describe("manifestOf", () => {
         file: "agents/support/tools/lookup-order.tool.ts",
         description: "Look up an order",
         requires: ["test/Orders"],
-        agent: "support"
+        agent: "support",
+        input: expect.objectContaining({ type: "object", required: ["orderId"], properties: { orderId: { type: "string" } } })
       })
       const shared = routeOf(manifest, "tool", "current-time")
       expect(shared).toMatchObject({ requires: [], description: "The current time" })

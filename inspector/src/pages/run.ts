@@ -133,7 +133,10 @@ export const runPage = (root: HTMLElement, [runId = ""]: ReadonlyArray<string>) 
           span.detail.output === undefined ? null : h("div", {}, h("b", {}, "output"), h("pre", { "data-testid": "span-output" }, json(span.detail.output))),
           span.detail.error === undefined ? null : h("div", { class: "error-line" }, String(span.detail.error)),
           childRun === undefined ? null : h("div", {}, "child run ", link(`/runs/${childRun}`, childRun)),
-          open && span.detail.text !== undefined ? h("pre", {}, String(span.detail.text)) : null) : null)
+          open && typeof span.detail.text === "string" && span.detail.text !== "" ? h("pre", {}, span.detail.text) : null,
+          open && Array.isArray(span.detail.toolCalls) && span.detail.toolCalls.length > 0
+            ? h("div", {}, h("b", {}, "tool calls"), h("pre", {}, json(span.detail.toolCalls)))
+            : null) : null)
     })
     const scroll = window.scrollY
     replace(root,

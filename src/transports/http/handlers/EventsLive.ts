@@ -31,7 +31,9 @@ export const EventsLive = HttpApiBuilder.group(FoundryApi, "events", (handlers) 
           const live = (resume === undefined ? events.follow({ ...filter, since: filter.since ?? now }, 0) : events.follow(filter, resume))
             .pipe(Stream.map(sseFrame), Stream.orDie)
           const beats = Stream.fromSchedule(Schedule.spaced(heartbeat)).pipe(Stream.map(() => heartbeatFrame))
-          return HttpServerResponse.stream(Stream.merge(live, beats, { haltStrategy: "left" }), {
+          // A first comment at once, so the client sees the stream open before any event.
+          const stream = Stream.concat(Stream.make(heartbeatFrame), Stream.merge(live, beats, { haltStrategy: "left" }))
+          return HttpServerResponse.stream(stream, {
             contentType: "text/event-stream",
             headers: { "cache-control": "no-cache" }
           })
