@@ -2,27 +2,13 @@
  * The inspector's view of the HTTP API: typed fetches and the live event stream.
  */
 import type { FoundryEvent } from "../../src/events/FoundryEvent.js"
+import type { ManifestRoute } from "../../src/router/codegen.js"
 import type { ApprovalView, MessageView, RunView } from "../../src/transports/http/api/views.js"
 
 export type { ApprovalView, FoundryEvent, MessageView, RunView }
 
-/** A route of the project, as `/api/routes` lists it. */
-export interface RouteView {
-  readonly kind: "agent" | "tool" | "playbook" | "schedule" | "environment"
-  readonly id: string
-  readonly file: string
-  readonly description?: string
-  readonly tools?: ReadonlyArray<string>
-  readonly requires?: ReadonlyArray<string>
-  readonly agent?: string
-  readonly environment?: string
-  readonly model?: string
-  readonly schedules?: ReadonlyArray<string>
-  readonly playbooks?: ReadonlyArray<string>
-  readonly timing?: Readonly<Record<string, string>>
-  readonly webhook?: string
-  readonly input?: unknown
-}
+/** A route of the project, as `/api/routes` lists it (the manifest's shape). */
+export type RouteView = ManifestRoute
 
 /** An API call that did not succeed, with the server's message. */
 export class ApiError extends Error {

@@ -87,4 +87,19 @@ describe.skipIf(skipBrowser)("the inspector in Chromium", () => {
       yield* promise(() => page.goto(`${url}/runs/${runId}`))
       yield* promise(() => page.waitForSelector("[data-status=completed]"))
     }))
+
+  it.scopedLive("the runs list updates live and keeps the reader's filters", () =>
+    Effect.gen(function*() {
+      const { page, url } = yield* setup()
+      yield* promise(() => page.goto(`${url}/runs?status=completed`))
+      yield* promise(() => page.waitForSelector("table.table"))
+      expect(yield* promise(() => page.locator("tr[data-run]").count())).toBe(0)
+      const created = yield* http(`${url}/api/runs`, {
+        body: { agent: "worker", message: plan({ calls: [{ name: "record", arguments: { line: "live" } }] }) }
+      })
+      const { runId } = created.json as { runId: string }
+      yield* promise(() => page.waitForSelector(`tr[data-run="${runId}"] [data-status=completed]`))
+      expect(yield* promise(() => page.inputValue("select[name=status]"))).toBe("completed")
+      expect(page.url()).toBe(`${url}/runs?status=completed`)
+    }))
 })
