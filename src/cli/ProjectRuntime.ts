@@ -18,6 +18,7 @@ import * as EventLog from "../events/EventLog.js"
 import type { ModelResolver } from "../models/Model.js"
 import { ModelResolverLive } from "../models/ModelResolverLive.js"
 import * as HttpServerLive from "../transports/http/HttpServerLive.js"
+import { WebhooksLive } from "../triggers/Webhooks.js"
 
 /**
  * Where the project's store lives, fit to print: the config's SQLite path (relative to the project
@@ -66,7 +67,8 @@ export interface RuntimeOptions {
 
 /** Everything but the HTTP server. */
 export const runtimeLayer = (app: CompiledApp, options: RuntimeOptions = {}) =>
-  LocalDispatcher.layer({ concurrency: app.table.config.concurrency }).pipe(
+  WebhooksLive.pipe(
+    Layer.provideMerge(LocalDispatcher.layer({ concurrency: app.table.config.concurrency })),
     Layer.provideMerge(EventLog.layer(app.table.config.events)),
     Layer.provideMerge(storeLayer(app, options.storeFile)),
     Layer.provideMerge(CurrentApp.layer(app)),

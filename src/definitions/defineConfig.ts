@@ -32,6 +32,8 @@ export interface ConfigDefinition<Provides = unknown> extends Branded<"config"> 
   readonly modelRetry: { readonly times: number; readonly base: Duration.DurationInput; readonly max: Duration.DurationInput }
   /** How long an approval waits for a person before it expires (as denied). */
   readonly approvalTimeout: Duration.DurationInput
+  /** Per webhook name: the HMAC-SHA256 secret its deliveries must be signed with. */
+  readonly webhooks: Readonly<Record<string, { readonly secret?: Config.Config<Redacted.Redacted> | string }>>
   /** How long events are kept (by age, by count) and how often old ones are pruned. */
   readonly events: {
     readonly retention: { readonly maxAge?: Duration.DurationInput; readonly maxCount?: number }
@@ -65,6 +67,7 @@ export const defineConfig = <L extends AnyLayer = never>(definition: {
   readonly maxToolFailures?: number
   readonly modelRetry?: Partial<ConfigDefinition["modelRetry"]>
   readonly approvalTimeout?: Duration.DurationInput
+  readonly webhooks?: ConfigDefinition["webhooks"]
   readonly events?: {
     readonly retention?: { readonly maxAge?: Duration.DurationInput; readonly maxCount?: number }
     readonly pruneEvery?: Duration.DurationInput
@@ -81,6 +84,7 @@ export const defineConfig = <L extends AnyLayer = never>(definition: {
     maxToolFailures: definition.maxToolFailures ?? defaultConfig.maxToolFailures,
     modelRetry: { ...defaultConfig.modelRetry, ...definition.modelRetry },
     approvalTimeout: definition.approvalTimeout ?? defaultConfig.approvalTimeout,
+    webhooks: { ...definition.webhooks },
     events: {
       retention: { maxAge: defaultConfig.events.retention.maxAge, ...definition.events?.retention },
       pruneEvery: definition.events?.pruneEvery ?? defaultConfig.events.pruneEvery

@@ -24,6 +24,8 @@ export interface PlaybookDefinition<A = unknown, I = unknown> extends Branded<"p
   readonly agent: AgentDefinition
   readonly instance: (event: A) => string
   readonly message: (event: A) => string
+  /** The event's id, for idempotent delivery when the sender gives no `x-event-id` header. */
+  readonly eventId: ((event: A) => string) | undefined
 }
 
 /** Defines a playbook. */
@@ -33,6 +35,7 @@ export const definePlaybook = <A, I>(definition: {
   readonly agent: AgentDefinition
   readonly instance?: string | ((event: A) => string)
   readonly message: (event: A) => string
+  readonly eventId?: (event: A) => string
 }): PlaybookDefinition<A, I> => {
   const instance = definition.instance ?? "default"
   return brand("playbook", {
@@ -40,6 +43,7 @@ export const definePlaybook = <A, I>(definition: {
     when: definition.when ?? (() => true),
     agent: definition.agent,
     instance: typeof instance === "string" ? () => instance : instance,
-    message: definition.message
+    message: definition.message,
+    eventId: definition.eventId
   })
 }

@@ -18,6 +18,8 @@ export interface RunRequest {
   readonly conversation?: string | undefined
   /** A repeated submission with the same key returns the first run and starts nothing. */
   readonly idempotencyKey?: string | undefined
+  /** The trace and span the run hangs under, when something traced started it (a webhook delivery). */
+  readonly trace?: { readonly traceId: string; readonly parentSpanId: string } | undefined
 }
 
 /** No agent has that id in the current build. */

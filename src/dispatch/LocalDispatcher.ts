@@ -229,7 +229,7 @@ export const layer = (options: LocalDispatcherOptions) =>
           }
           conversationId = conversation.value.id
         }
-        return yield* newRun(request, conversationId, instanceId).pipe(
+        return yield* newRun(request, conversationId, instanceId, request.trace ?? {}).pipe(
           // Two submissions with one key at once: the store's unique key lets one in.
           Effect.catchTag("StoreError", (error) =>
             request.idempotencyKey === undefined

@@ -87,6 +87,36 @@ export const make = Effect.gen(function*() {
         return yield* found
       }).pipe(failAs("ensureInstance")),
 
+    provisionInstance: (agent, id) =>
+      Effect.gen(function*() {
+        const now = yield* Clock.currentTimeMillis
+        const inserted = yield* sql<{ readonly id: string }>`INSERT INTO instances ${
+          sql.insert({ agent, id, context: "{}", createdAt: now, updatedAt: now })
+        } ON CONFLICT (agent, id) DO NOTHING RETURNING id`
+        const instance = yield* Effect.flatten(findInstance({ agent, id }))
+        return { instance, created: inserted.length > 0 }
+      }).pipe(failAs("provisionInstance")),
+
+    claimDelivery: (id, webhook) =>
+      Effect.gen(function*() {
+        const now = yield* Clock.currentTimeMillis
+        const claimed = yield* sql<{ readonly id: string }>`INSERT INTO deliveries ${
+          sql.insert({ id, webhook, status: "processing", receivedAt: now })
+        } ON CONFLICT (id) DO NOTHING RETURNING id`
+        if (claimed.length > 0) return { _tag: "claimed" as const }
+        const rows = yield* sql<{ readonly status: string; readonly result: string | null }>`SELECT status, result FROM deliveries WHERE id = ${id}`
+        const row = rows[0]
+        if (row === undefined || row.status !== "done" || row.result === null) return { _tag: "processing" as const }
+        const result: unknown = JSON.parse(row.result)
+        return { _tag: "done" as const, result }
+      }).pipe(failAs("claimDelivery")),
+
+    completeDelivery: (id, result) =>
+      sql`UPDATE deliveries SET status = 'done', result = ${JSON.stringify(result)} WHERE id = ${id}`.pipe(
+        Effect.asVoid,
+        failAs("completeDelivery")
+      ),
+
     createConversation: (id, agent, instanceId) =>
       Effect.gen(function*() {
         const now = yield* Clock.currentTimeMillis

@@ -107,6 +107,20 @@ export class Store extends Context.Tag("foundry/Store")<Store, {
     id: string,
     context?: Readonly<Record<string, unknown>>
   ) => Effect.Effect<InstanceRecord, StoreError>
+  /** The instance, created on first use in one atomic statement; `created` says whether this call made it. */
+  readonly provisionInstance: (
+    agent: string,
+    id: string
+  ) => Effect.Effect<{ readonly instance: InstanceRecord; readonly created: boolean }, StoreError>
+  /**
+   * Claims an inbound delivery by its id: `claimed` for the first caller; later callers get the
+   * stored result once the first has finished (or `processing` while it has not).
+   */
+  readonly claimDelivery: (id: string, webhook: string) => Effect.Effect<
+    { readonly _tag: "claimed" } | { readonly _tag: "processing" } | { readonly _tag: "done"; readonly result: unknown },
+    StoreError
+  >
+  readonly completeDelivery: (id: string, result: unknown) => Effect.Effect<void, StoreError>
   readonly createConversation: (id: string, agent: string, instanceId: string) => Effect.Effect<ConversationRecord, StoreError>
   readonly getConversation: (id: string) => Effect.Effect<Option.Option<ConversationRecord>, StoreError>
   /** Appends a message; with a `lease`, only while that lease is the current grant. */

@@ -108,10 +108,22 @@ const traces = Effect.gen(function*() {
   yield* sql`CREATE INDEX events_by_conversation ON events (conversation_id, seq)`
 })
 
+const deliveries = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  yield* sql`CREATE TABLE deliveries (
+    id TEXT PRIMARY KEY,
+    webhook TEXT NOT NULL,
+    status TEXT NOT NULL,
+    result TEXT,
+    received_at BIGINT NOT NULL
+  )`
+})
+
 /** Migrations by `<number>_<name>`, as `Migrator.fromRecord` reads them. */
 export const migrations = {
   "0001_init": init,
   "0002_durable_execution": durableExecution,
   "0003_child_runs": childRuns,
-  "0004_traces": traces
+  "0004_traces": traces,
+  "0005_deliveries": deliveries
 }

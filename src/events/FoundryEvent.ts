@@ -21,7 +21,12 @@ export const EventType = Schema.Literal(
   "model.delta",
   "tool.call.started",
   "tool.call.completed",
-  "tool.call.failed"
+  "tool.call.failed",
+  "delivery.received",
+  "playbook.matched",
+  "playbook.skipped",
+  "instance.provisioned",
+  "playbook.dispatched"
 )
 export type EventType = typeof EventType.Type
 

@@ -6,6 +6,7 @@ import { HttpApi, OpenApi } from "@effect/platform"
 import { ApprovalsGroup } from "./ApprovalsGroup.js"
 import { ConversationsGroup } from "./ConversationsGroup.js"
 import { EventsGroup } from "./EventsGroup.js"
+import { HooksGroup } from "./HooksGroup.js"
 import { RunsGroup } from "./RunsGroup.js"
 import { SystemGroup } from "./SystemGroup.js"
 
@@ -15,6 +16,7 @@ export class FoundryApi extends HttpApi.make("foundry")
   .add(ConversationsGroup)
   .add(ApprovalsGroup)
   .add(EventsGroup)
+  .add(HooksGroup)
   .add(SystemGroup)
   .annotate(OpenApi.Title, "Foundry")
 {}

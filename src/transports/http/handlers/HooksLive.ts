@@ -1,0 +1,20 @@
+/**
+ * The hooks group's handler: the raw body (signatures are over its exact bytes) to the webhooks.
+ */
+import { HttpApiBuilder, HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import { Effect } from "effect"
+import { Webhooks } from "../../../triggers/Webhooks.js"
+import { FoundryApi } from "../api/FoundryApi.js"
+
+/** Handlers for `/hooks`. */
+export const HooksLive = HttpApiBuilder.group(FoundryApi, "hooks", (handlers) =>
+  Effect.gen(function*() {
+    const webhooks = yield* Webhooks
+    return handlers.handleRaw("deliver", ({ path }) =>
+      Effect.gen(function*() {
+        const request = yield* HttpServerRequest.HttpServerRequest
+        const body = yield* Effect.orDie(request.text)
+        const result = yield* webhooks.deliver(path.name, body, request.headers).pipe(Effect.catchTag("StoreError", Effect.die))
+        return yield* HttpServerResponse.json(result, { status: result.duplicate ? 200 : 202 }).pipe(Effect.orDie)
+      }))
+  }))

@@ -1,0 +1,135 @@
+import { describe, expect, it } from "@effect/vitest"
+import { Effect } from "effect"
+import * as Scripted from "../../src/models/scripted.js"
+import { sign } from "../../src/triggers/Webhooks.js"
+import { http, startServer, waitForRun } from "../support/server.js"
+import { agentFile, tempProject } from "../support/tempProject.js"
+
+const ticketSchema = `const Ticket = Schema.Struct({ id: Schema.String, customerId: Schema.String, priority: Schema.Number, body: Schema.String })`
+
+const project = (config = "") => ({
+  "agents/triage/agent.ts": agentFile({ description: "Triage" }),
+  "agents/billing/agent.ts": agentFile({ description: "Billing" }),
+  "playbooks/urgent.ts": `import { Schema } from "effect"
+import { definePlaybook, webhook } from "foundry"
+import triage from "../agents/triage/agent.js"
+${ticketSchema}
+export default definePlaybook({
+  on: webhook("tickets", Ticket),
+  when: (ticket) => ticket.priority >= 3,
+  agent: triage,
+  instance: (ticket) => "customer-" + ticket.customerId,
+  message: (ticket) => "Urgent: " + ticket.body
+})
+`,
+  "playbooks/billing.ts": `import { Schema } from "effect"
+import { definePlaybook, webhook } from "foundry"
+import billing from "../agents/billing/agent.js"
+${ticketSchema}
+export default definePlaybook({
+  on: webhook("tickets", Ticket),
+  when: (ticket) => ticket.body.includes("invoice"),
+  agent: billing,
+  instance: (ticket) => "customer-" + ticket.customerId,
+  message: (ticket) => "Billing question: " + ticket.body
+})
+`,
+  ...(config === "" ? {} : { "foundry.config.ts": `import { defineConfig } from "foundry"\nexport default defineConfig(${config})\n` })
+})
+
+const model = Scripted.make(() => ({ text: "handled" }))
+
+interface Delivery {
+  readonly deliveryId: string
+  readonly duplicate: boolean
+  readonly runs: ReadonlyArray<{ playbook: string; agent: string; instanceId: string; runId: string }>
+  readonly skipped: ReadonlyArray<{ playbook: string; reason: string }>
+}
+
+const ticket = (overrides: Record<string, unknown> = {}) =>
+  JSON.stringify({ id: "t-1", customerId: "42", priority: 4, body: "The site is down", ...overrides })
+
+const deliver = (url: string, body: string, headers: Record<string, string> = {}) =>
+  http(`${url}/hooks/tickets`, { body, headers })
+
+describe("webhooks", () => {
+  it.scopedLive("a good delivery starts a run of each matching playbook's agent and says what it skipped", () =>
+    Effect.gen(function*() {
+      const server = yield* startServer(yield* tempProject(project()), { model })
+      const response = yield* deliver(server.url, ticket())
+      expect(response.status).toBe(202)
+      const delivery = response.json as Delivery
+      expect(delivery.runs).toHaveLength(1)
+      expect(delivery.runs[0]).toMatchObject({ playbook: "urgent", agent: "triage", instanceId: "customer-42" })
+      expect(delivery.skipped).toEqual([{ playbook: "billing", reason: "its when(event) is false" }])
+      const run = yield* waitForRun(server.url, delivery.runs[0]!.runId)
+      expect(run).toMatchObject({ status: "completed", input: "Urgent: The site is down", instanceId: "customer-42" })
+      const types = ((yield* http(`${server.url}/api/events?limit=100`)).json as { events: Array<{ type: string; data: Record<string, unknown> }> })
+        .events.filter((e) => e.data.deliveryId === delivery.deliveryId).map((e) => e.type)
+      expect(types).toEqual(["delivery.received", "playbook.skipped", "playbook.matched", "instance.provisioned", "playbook.dispatched"])
+    }))
+
+  it.scopedLive("one event fans out to two playbooks and two agents", () =>
+    Effect.gen(function*() {
+      const server = yield* startServer(yield* tempProject(project()), { model })
+      const delivery = (yield* deliver(server.url, ticket({ body: "The site is down and my invoice is wrong" }))).json as Delivery
+      expect(delivery.runs.map((r) => r.agent).sort()).toEqual(["billing", "triage"])
+      for (const run of delivery.runs) expect((yield* waitForRun(server.url, run.runId)).status).toBe("completed")
+    }))
+
+  it.scopedLive("a bad body gets 400 listing every field that failed, and starts nothing", () =>
+    Effect.gen(function*() {
+      const server = yield* startServer(yield* tempProject(project()), { model })
+      const response = yield* deliver(server.url, JSON.stringify({ id: "t-9", priority: "high" }))
+      expect(response.status).toBe(400)
+      const paths = (response.json as { issues: Array<{ path: Array<string> }> }).issues.map((i) => i.path.join("."))
+      expect(paths).toEqual(expect.arrayContaining(["customerId", "priority", "body"]))
+      const notJson = yield* deliver(server.url, "{nope")
+      expect(notJson.status).toBe(400)
+      expect(notJson.text).toContain("not valid JSON")
+      expect((yield* http(`${server.url}/api/runs`)).json).toEqual([])
+      expect((yield* http(`${server.url}/hooks/nothing`, { body: "{}" })).status).toBe(404)
+    }))
+
+  it.scopedLive("with a secret, a missing or wrong signature gets 401 and a right one is accepted", () =>
+    Effect.gen(function*() {
+      const server = yield* startServer(yield* tempProject(project(`{ webhooks: { tickets: { secret: "s3cret" } } }`)), { model })
+      const body = ticket()
+      const missing = yield* deliver(server.url, body)
+      expect(missing.status).toBe(401)
+      expect(missing.text).toContain("missing x-foundry-signature")
+      const wrong = yield* deliver(server.url, body, { "x-foundry-signature": sign("other", body) })
+      expect(wrong.status).toBe(401)
+      expect(wrong.text).toContain("does not match")
+      const tampered = yield* deliver(server.url, ticket({ priority: 5 }), { "x-foundry-signature": sign("s3cret", body) })
+      expect(tampered.status).toBe(401)
+      const right = yield* deliver(server.url, body, { "x-foundry-signature": sign("s3cret", body) })
+      expect(right.status).toBe(202)
+      expect((yield* http(`${server.url}/api/runs`)).json).toHaveLength(1)
+    }))
+
+  it.scopedLive("a repeated delivery of one event id returns the first runs and starts nothing", () =>
+    Effect.gen(function*() {
+      const server = yield* startServer(yield* tempProject(project()), { model })
+      const first = yield* deliver(server.url, ticket(), { "x-event-id": "evt-77" })
+      const again = yield* deliver(server.url, ticket(), { "x-event-id": "evt-77" })
+      expect(first.status).toBe(202)
+      expect(again.status).toBe(200)
+      expect((again.json as Delivery).duplicate).toBe(true)
+      expect((again.json as Delivery).runs).toEqual((first.json as Delivery).runs)
+      expect((yield* http(`${server.url}/api/runs`)).json).toHaveLength(1)
+    }))
+
+  it.scopedLive("two concurrent deliveries for a new instance key provision one instance", () =>
+    Effect.gen(function*() {
+      const server = yield* startServer(yield* tempProject(project()), { model })
+      const both = yield* Effect.all([
+        deliver(server.url, ticket({ id: "a" }), { "x-event-id": "a" }),
+        deliver(server.url, ticket({ id: "b" }), { "x-event-id": "b" })
+      ], { concurrency: 2 })
+      const runs = both.flatMap((r) => (r.json as Delivery).runs)
+      expect(runs.map((r) => r.instanceId)).toEqual(["customer-42", "customer-42"])
+      const provisioned = ((yield* http(`${server.url}/api/events?type=instance.provisioned`)).json as { events: Array<unknown> }).events
+      expect(provisioned).toHaveLength(1)
+    }))
+})
