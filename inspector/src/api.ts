@@ -44,7 +44,22 @@ export const api = {
     }),
   send: (body: { agent: string; message: string; conversation?: string; instance?: string }) =>
     request<{ runId: string; conversationId: string; instanceId: string }>("/api/runs", { method: "POST", body: JSON.stringify(body) }),
-  cancel: (id: string) => request<RunView>(`/api/runs/${encodeURIComponent(id)}/cancel`, { method: "POST" })
+  cancel: (id: string) => request<RunView>(`/api/runs/${encodeURIComponent(id)}/cancel`, { method: "POST" }),
+  schedules: () => request<ReadonlyArray<ScheduleView>>("/api/schedules"),
+  schedule: (id: string, action: "pause" | "resume" | "trigger") =>
+    request<ScheduleView>(`/api/schedules/${encodeURIComponent(id)}/${action}`, { method: "POST" })
+}
+
+/** A schedule with its next and last firing. */
+export interface ScheduleView {
+  readonly id: string
+  readonly agent: string
+  readonly instance: string
+  readonly timing: Readonly<Record<string, string>>
+  readonly status: "active" | "paused" | "done"
+  readonly nextFire: number | null
+  readonly lastFire: number | null
+  readonly lastRunId: string | null
 }
 
 type Listener = (event: FoundryEvent) => void

@@ -18,6 +18,7 @@ import * as EventLog from "../events/EventLog.js"
 import type { ModelResolver } from "../models/Model.js"
 import { ModelResolverLive } from "../models/ModelResolverLive.js"
 import * as HttpServerLive from "../transports/http/HttpServerLive.js"
+import { SchedulesLive } from "../triggers/Schedules.js"
 import { WebhooksLive } from "../triggers/Webhooks.js"
 
 /**
@@ -76,9 +77,13 @@ export const runtimeLayer = (app: CompiledApp, options: RuntimeOptions = {}) =>
     Layer.provideMerge(NodeContext.layer)
   )
 
-/** The runtime and the HTTP server on `host:port`. */
+/** The runtime, its schedules, and the HTTP server on `host:port`. */
 export const serverLayer = (
   app: CompiledApp,
   server: { readonly port: number; readonly host: string },
   options: RuntimeOptions = {}
-) => HttpServerLive.layer(server).pipe(Layer.provideMerge(runtimeLayer(app, options)))
+) =>
+  HttpServerLive.layer(server).pipe(
+    Layer.provideMerge(SchedulesLive),
+    Layer.provideMerge(runtimeLayer(app, options))
+  )

@@ -10,6 +10,7 @@ import { emptyApp, loadProject } from "../compiler/loadProject.js"
 import { Dispatcher } from "../dispatch/Dispatcher.js"
 import { ModelResolver } from "../models/Model.js"
 import { watchProject } from "../router/watch.js"
+import { Schedules } from "../triggers/Schedules.js"
 import { CliError } from "./CliError.js"
 import { serverLayer, storeFileOf } from "./ProjectRuntime.js"
 import { reportError, say, style, warn } from "./terminal.js"
@@ -74,6 +75,7 @@ export const serveProject = Effect.fn("cli.serveProject")(function*(options: Ser
   const current = Context.get(context, CurrentApp)
   const dispatcher = Context.get(context, Dispatcher)
   const models = Context.get(context, ModelResolver)
+  const schedules = Context.get(context, Schedules)
   const address = server.address._tag === "TcpAddress" ? `http://${host}:${server.address.port}` : String(server.address)
 
   yield* say(style.bold(`Foundry ${options.watch ? "dev" : "server"}`) + style.dim(` (project ${options.root})`))
@@ -97,6 +99,7 @@ export const serveProject = Effect.fn("cli.serveProject")(function*(options: Ser
       const previous = buildScope
       buildScope = next.scope
       yield* current.set(next.result.right)
+      yield* schedules.sync(next.result.right)
       if (previous !== undefined) yield* Scope.close(previous, Exit.void)
       yield* say(style.cyan(`reloaded (build ${generation}): ${summary(next.result.right)}`))
     }).pipe(Effect.catchAllCause((cause) => warn(`reload crashed: ${String(cause)}`)))

@@ -55,7 +55,7 @@ export const defaultConfig = {
   maxToolFailures: 3,
   modelRetry: { times: 4, base: "200 millis", max: "10 seconds" },
   approvalTimeout: "10 minutes",
-  events: { retention: { maxAge: "30 days" }, pruneEvery: "1 minute" }
+  events: { retention: { maxAge: "30 days" }, pruneEvery: "10 minutes" }
 } as const
 
 /** Defines the project configuration. */

@@ -20,6 +20,8 @@ export interface RunRequest {
   readonly idempotencyKey?: string | undefined
   /** The trace and span the run hangs under, when something traced started it (a webhook delivery). */
   readonly trace?: { readonly traceId: string; readonly parentSpanId: string } | undefined
+  /** What started the run, recorded with it (e.g. `{ schedule, scheduledFor }`). */
+  readonly source?: Readonly<Record<string, unknown>> | undefined
 }
 
 /** No agent has that id in the current build. */

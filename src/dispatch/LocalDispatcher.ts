@@ -4,7 +4,7 @@
  * `running` in the store and is resumed on the next boot). A conversation lease with a fencing
  * token in the store keeps two processes on one database from running one conversation at once.
  */
-import { Clock, Deferred, Duration, Effect, FiberMap, Layer, Option, Schedule } from "effect"
+import { Clock, Deferred, Duration, Effect, FiberMap, Layer, Option, Queue, Schedule } from "effect"
 import { CurrentApp } from "../compiler/CurrentApp.js"
 import { newId } from "../durable/ids.js"
 import { finalStatuses, type RunRecord } from "../durable/records.js"
@@ -31,8 +31,6 @@ export interface LocalDispatcherOptions {
   readonly concurrency: number
   /** How long a conversation lease lasts without renewal: the wait before a crashed holder's work is taken over. */
   readonly leaseTtl?: Duration.DurationInput
-  /** How often pending approvals are checked for expiry. */
-  readonly expiryInterval?: Duration.DurationInput
 }
 
 /** The local dispatcher. */
@@ -50,6 +48,7 @@ export const layer = (options: LocalDispatcherOptions) =>
       const slots = yield* Effect.makeSemaphore(options.concurrency)
       const lanes = new Map<string, Deferred.Deferred<void>>()
       const done = new Map<string, Deferred.Deferred<void>>()
+      const approvalsChanged = yield* Queue.sliding<void>(1)
 
       const emitFor = (run: RunRecord, type: EventDraft["type"], data: EventDraft["data"], step = "run", parentStep?: string) =>
         events.emit(eventOf(run, type, data, step, parentStep))
@@ -90,9 +89,10 @@ export const layer = (options: LocalDispatcherOptions) =>
               if (Option.isNone(latest) || finalStatuses.has(latest.value.status)) return
               if (latest.value.status === "suspended" && run.status !== "suspended") return
               const app = yield* current.get
-              yield* Effect.raceFirst(Effect.asVoid(runAgent(app, latest.value, lease)), keepLease(lease)).pipe(
-                Effect.catchTag("LeaseLost", () => Effect.void)
+              const outcome = yield* Effect.raceFirst(runAgent(app, latest.value, lease), keepLease(lease)).pipe(
+                Effect.catchTag("LeaseLost", () => Effect.succeed(undefined))
               )
+              if (outcome === "suspended") yield* Queue.offer(approvalsChanged, undefined)
             }).pipe(Effect.ensuring(Effect.ignore(store.releaseLease(lease))))
           }))
           yield* wakeParent(run.id)
@@ -141,6 +141,7 @@ export const layer = (options: LocalDispatcherOptions) =>
           readonly parentToolCallId?: string
           readonly traceId?: string
           readonly parentSpanId?: string
+          readonly source?: Readonly<Record<string, unknown>>
         } = {}
       ) =>
         Effect.gen(function*() {
@@ -229,7 +230,10 @@ export const layer = (options: LocalDispatcherOptions) =>
           }
           conversationId = conversation.value.id
         }
-        return yield* newRun(request, conversationId, instanceId, request.trace ?? {}).pipe(
+        return yield* newRun(request, conversationId, instanceId, {
+          ...request.trace,
+          ...(request.source === undefined ? {} : { source: request.source })
+        }).pipe(
           // Two submissions with one key at once: the store's unique key lets one in.
           Effect.catchTag("StoreError", (error) =>
             request.idempotencyKey === undefined
@@ -312,20 +316,26 @@ export const layer = (options: LocalDispatcherOptions) =>
         return yield* applyDecision(approvalId, decision === "approve" ? "approved" : "denied", reason)
       })
 
-      // Approvals expire fail-closed: checked on a short interval, re-armed from the store on boot.
+      // Approvals expire fail-closed. One fiber sleeps until the soonest pending approval expires
+      // (re-armed from the store on boot), and is woken when a run suspends on a new one.
       yield* Effect.gen(function*() {
         const now = yield* Clock.currentTimeMillis
         const pending = yield* store.listApprovals("pending")
+        let soonest: number | undefined
         for (const approval of pending) {
           if (approval.expiresAt <= now) {
             yield* applyDecision(approval.id, "expired", "no decision before the approval expired").pipe(
               Effect.catchTag("ApprovalAlreadyDecided", () => Effect.void)
             )
+          } else if (soonest === undefined || approval.expiresAt < soonest) {
+            soonest = approval.expiresAt
           }
         }
+        const delay = soonest === undefined ? Duration.minutes(10) : Duration.millis(soonest - now)
+        yield* Effect.race(Effect.sleep(Duration.min(delay, Duration.minutes(10))), Queue.take(approvalsChanged))
       }).pipe(
-        Effect.catchAllCause((cause) => Effect.logWarning("approval expiry check failed", cause)),
-        Effect.repeat(Schedule.spaced(options.expiryInterval ?? "250 millis")),
+        Effect.catchAllCause((cause) => Effect.zipRight(Effect.logWarning("approval expiry check failed", cause), Effect.sleep("1 second"))),
+        Effect.forever,
         Effect.forkScoped
       )
 

@@ -9,7 +9,7 @@ import { Clock, Effect, Layer, Option, Schema, String as Str } from "effect"
 import { FoundryEvent } from "../events/FoundryEvent.js"
 import { ChatMessage } from "../models/Model.js"
 import { migrations } from "./migrations.js"
-import { ApprovalRecord, ConversationRecord, InstanceRecord, RunRecord } from "./records.js"
+import { ActivationRecord, ApprovalRecord, ConversationRecord, InstanceRecord, RunRecord } from "./records.js"
 import { LeaseLost, Store, StoreError } from "./Store.js"
 
 const EventRow = Schema.Struct({
@@ -72,6 +72,7 @@ export const make = Effect.gen(function*() {
     execute: ({ runId, toolCallId }) => sql`SELECT * FROM approvals WHERE run_id = ${runId} AND tool_call_id = ${toolCallId}`
   })
   const decodeApprovals = Schema.decodeUnknown(Schema.Array(ApprovalRecord))
+  const decodeActivations = Schema.decodeUnknown(Schema.Array(ActivationRecord))
   const decodeRuns = Schema.decodeUnknown(Schema.Array(RunRecord))
   const decodeEvents = Schema.decodeUnknown(Schema.Array(EventRow))
   const decodeMessages = Schema.decodeUnknown(Schema.Array(MessageRow))
@@ -116,6 +117,47 @@ export const make = Effect.gen(function*() {
         Effect.asVoid,
         failAs("completeDelivery")
       ),
+
+    listActivations: (kind) =>
+      sql`SELECT * FROM activations WHERE kind = ${kind} ORDER BY id`.pipe(Effect.flatMap(decodeActivations), failAs("listActivations")),
+
+    getActivation: (id) =>
+      sql`SELECT * FROM activations WHERE id = ${id}`.pipe(
+        Effect.flatMap(decodeActivations),
+        Effect.map((rows) => Option.fromNullable(rows[0])),
+        failAs("getActivation")
+      ),
+
+    dueActivations: (now, limit) =>
+      sql`SELECT * FROM activations WHERE status = 'active' AND next_fire <= ${now} ORDER BY next_fire LIMIT ${limit}`.pipe(
+        Effect.flatMap(decodeActivations),
+        failAs("dueActivations")
+      ),
+
+    nextActivationTime: sql<{ readonly next: number | null }>`SELECT MIN(next_fire) AS next FROM activations WHERE status = 'active'`.pipe(
+      Effect.map((rows) => rows[0]?.next === null || rows[0]?.next === undefined ? null : Number(rows[0].next)),
+      failAs("nextActivationTime")
+    ),
+
+    saveActivation: (activation) =>
+      Effect.gen(function*() {
+        const now = yield* Clock.currentTimeMillis
+        const row = {
+          id: activation.id,
+          kind: activation.kind,
+          spec: JSON.stringify(activation.spec),
+          status: activation.status,
+          nextFire: activation.nextFire,
+          lastFire: activation.lastFire ?? null,
+          lastRunId: activation.lastRunId ?? null,
+          updatedAt: now
+        }
+        yield* sql`INSERT INTO activations ${sql.insert(row)} ON CONFLICT (id) DO UPDATE SET
+          spec = excluded.spec, status = excluded.status, next_fire = excluded.next_fire,
+          last_fire = excluded.last_fire, last_run_id = excluded.last_run_id, updated_at = excluded.updated_at`
+      }).pipe(failAs("saveActivation")),
+
+    deleteActivation: (id) => sql`DELETE FROM activations WHERE id = ${id}`.pipe(Effect.asVoid, failAs("deleteActivation")),
 
     createConversation: (id, agent, instanceId) =>
       Effect.gen(function*() {
@@ -165,6 +207,7 @@ export const make = Effect.gen(function*() {
           parentToolCallId: run.parentToolCallId ?? null,
           traceId: run.traceId ?? null,
           parentSpanId: run.parentSpanId ?? null,
+          source: run.source ?? null,
           status: "queued",
           output: null,
           error: null,
@@ -186,7 +229,8 @@ export const make = Effect.gen(function*() {
             parentRunId: run.parentRunId ?? null,
             parentToolCallId: run.parentToolCallId ?? null,
             traceId: run.traceId ?? null,
-            parentSpanId: run.parentSpanId ?? null
+            parentSpanId: run.parentSpanId ?? null,
+            source: run.source === undefined ? null : JSON.stringify(run.source)
           })
         }`
         return record

@@ -6,6 +6,7 @@ import { Context, type Effect, type Option, Schema } from "effect"
 import type { FoundryEvent } from "../events/FoundryEvent.js"
 import type { ChatMessage } from "../models/Model.js"
 import type {
+  ActivationRecord,
   ApprovalRecord,
   ApprovalStatus,
   ConversationRecord,
@@ -53,6 +54,18 @@ export interface NewRun {
   readonly parentToolCallId?: string | undefined
   readonly traceId?: string | undefined
   readonly parentSpanId?: string | undefined
+  readonly source?: Readonly<Record<string, unknown>> | undefined
+}
+
+/** A timer to keep: its spec says what to run; `nextFire` when. */
+export interface ActivationUpdate {
+  readonly id: string
+  readonly kind: string
+  readonly spec: Readonly<Record<string, unknown>>
+  readonly status: "active" | "paused" | "done"
+  readonly nextFire: number | null
+  readonly lastFire?: number | null
+  readonly lastRunId?: string | null
 }
 
 /** An approval about to be asked for. */
@@ -121,6 +134,14 @@ export class Store extends Context.Tag("foundry/Store")<Store, {
     StoreError
   >
   readonly completeDelivery: (id: string, result: unknown) => Effect.Effect<void, StoreError>
+  readonly listActivations: (kind: string) => Effect.Effect<ReadonlyArray<ActivationRecord>, StoreError>
+  readonly getActivation: (id: string) => Effect.Effect<Option.Option<ActivationRecord>, StoreError>
+  /** Activations due by `now`, soonest first. */
+  readonly dueActivations: (now: number, limit: number) => Effect.Effect<ReadonlyArray<ActivationRecord>, StoreError>
+  /** The soonest `nextFire` of an active activation. */
+  readonly nextActivationTime: Effect.Effect<number | null, StoreError>
+  readonly saveActivation: (activation: ActivationUpdate) => Effect.Effect<void, StoreError>
+  readonly deleteActivation: (id: string) => Effect.Effect<void, StoreError>
   readonly createConversation: (id: string, agent: string, instanceId: string) => Effect.Effect<ConversationRecord, StoreError>
   readonly getConversation: (id: string) => Effect.Effect<Option.Option<ConversationRecord>, StoreError>
   /** Appends a message; with a `lease`, only while that lease is the current grant. */

@@ -119,11 +119,28 @@ const deliveries = Effect.gen(function*() {
   )`
 })
 
+const activations = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  yield* sql`CREATE TABLE activations (
+    id TEXT PRIMARY KEY,
+    kind TEXT NOT NULL,
+    spec TEXT NOT NULL,
+    status TEXT NOT NULL,
+    next_fire BIGINT,
+    last_fire BIGINT,
+    last_run_id TEXT,
+    updated_at BIGINT NOT NULL
+  )`
+  yield* sql`CREATE INDEX activations_by_next_fire ON activations (status, next_fire)`
+  yield* sql`ALTER TABLE runs ADD COLUMN source TEXT`
+})
+
 /** Migrations by `<number>_<name>`, as `Migrator.fromRecord` reads them. */
 export const migrations = {
   "0001_init": init,
   "0002_durable_execution": durableExecution,
   "0003_child_runs": childRuns,
   "0004_traces": traces,
-  "0005_deliveries": deliveries
+  "0005_deliveries": deliveries,
+  "0006_activations": activations
 }

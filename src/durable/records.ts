@@ -53,7 +53,23 @@ export class RunRecord extends Schema.Class<RunRecord>("RunRecord")({
   /** The trace the run belongs to: its own, or the run that started it. */
   traceId: Schema.optionalWith(Schema.NullOr(Schema.String), { default: () => null }),
   /** The span in the parent's trace that the run hangs under. */
-  parentSpanId: Schema.optionalWith(Schema.NullOr(Schema.String), { default: () => null })
+  parentSpanId: Schema.optionalWith(Schema.NullOr(Schema.String), { default: () => null }),
+  /** What started the run when it was not a message from a client, e.g. a schedule and its time. */
+  source: Schema.optionalWith(Schema.NullOr(Schema.parseJson(Schema.Record({ key: Schema.String, value: Schema.Unknown }))), {
+    default: () => null
+  })
+}) {}
+
+/** A durable timer: when it fires next, when it fired last, and what it runs. */
+export class ActivationRecord extends Schema.Class<ActivationRecord>("ActivationRecord")({
+  id: Schema.String,
+  kind: Schema.String,
+  spec: Schema.parseJson(Schema.Record({ key: Schema.String, value: Schema.Unknown })),
+  status: Schema.Literal("active", "paused", "done"),
+  nextFire: Schema.NullOr(Millis),
+  lastFire: Schema.NullOr(Millis),
+  lastRunId: Schema.NullOr(Schema.String),
+  updatedAt: Millis
 }) {}
 
 /** Where an approval is in its life; `expired` counts as denied. */

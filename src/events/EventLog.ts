@@ -127,7 +127,7 @@ export const layer = (options: EventLogOptions = {}) => Layer.scoped(
         })
       }).pipe(
         Effect.catchAllCause((cause) => Effect.logWarning("event retention failed", cause)),
-        Effect.repeat(Schedule.spaced(options.pruneEvery ?? "1 minute")),
+        Effect.repeat(Schedule.spaced(options.pruneEvery ?? "10 minutes")),
         Effect.forkScoped
       )
     }

@@ -1,4 +1,4 @@
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { describe, expect, it } from "@effect/vitest"
@@ -61,6 +61,39 @@ describe("foundry init and foundry dev", () => {
       yield* dev.waitFor(/reloaded \(build \d+\)/, mark)
       const fourth = yield* ask(url, `count the words in "one two"`)
       expect(fourth.output).toContain(`{"words":2}`)
+    }))
+
+  it.scopedLive("editing and deleting a schedule file while dev runs updates and cancels its activation", () =>
+    Effect.gen(function*() {
+      const folder = yield* scratchFolder
+      const project = join(folder, "p")
+      yield* runCli(["init", project])
+      const schedule = (every: string) => `import { defineSchedule } from "foundry"
+import assistant from "../agents/assistant/agent.js"
+export default defineSchedule({ agent: assistant, every: "${every}", message: "check in" })
+`
+      const port = yield* freePort
+      const dev = yield* startCli(["dev", project, "--port", String(port)])
+      yield* dev.waitFor(/listening on/)
+      const url = `http://127.0.0.1:${port}`
+      const schedules = () => Effect.map(http(`${url}/api/schedules`), (r) => r.json as Array<{ id: string; timing: { every?: string } }>)
+      expect(yield* schedules()).toEqual([])
+
+      let mark = dev.output().length
+      mkdirSync(join(project, "schedules"), { recursive: true })
+      writeFileSync(join(project, "schedules/check-in.ts"), schedule("1 hour"))
+      yield* dev.waitFor(/reloaded \(build \d+\): [^\n]*1 schedule/, mark)
+      expect((yield* schedules()).map((s) => `${s.id} ${s.timing.every}`)).toEqual(["check-in 1 hour"])
+
+      mark = dev.output().length
+      writeFileSync(join(project, "schedules/check-in.ts"), schedule("2 hours"))
+      yield* dev.waitFor(/reloaded \(build \d+\)/, mark)
+      expect((yield* schedules()).map((s) => `${s.id} ${s.timing.every}`)).toEqual(["check-in 2 hours"])
+
+      mark = dev.output().length
+      rmSync(join(project, "schedules/check-in.ts"))
+      yield* dev.waitFor(/reloaded \(build \d+\): [^\n]*0 schedules/, mark)
+      expect(yield* schedules()).toEqual([])
     }))
 
   it.scopedLive("init refuses a folder that is not empty", () =>

@@ -17,15 +17,14 @@ export const overviewPage = (root: HTMLElement) => {
   const body = h("div", { class: "grid" })
   replace(root, h("h1", {}, "Overview"), body)
   const draw = async () => {
-    const [health, running, suspended, failed, approvals, routes] = await Promise.all([
+    const [health, running, suspended, failed, approvals, schedules] = await Promise.all([
       api.health(),
       api.runs("?status=running&limit=20"),
       api.runs("?status=suspended&limit=20"),
       api.runs("?status=failed&limit=5"),
       api.approvals("pending"),
-      api.routes()
+      api.schedules()
     ])
-    const schedules = routes.routes.filter((r) => r.kind === "schedule")
     replace(body,
       h("section", { class: "card", "data-testid": "health" },
         h("h2", {}, "Health"),
@@ -36,10 +35,11 @@ export const overviewPage = (root: HTMLElement) => {
         approvals.length === 0 ? h("p", { class: "muted" }, "No pending approvals.") :
           h("ul", { class: "list" }, approvals.map((a) => h("li", {}, link("/approvals", a.tool), " in ", link(`/runs/${a.runId}`, a.agent))))),
       h("section", { class: "card" }, h("h2", {}, "Recent failures"), runList(failed, "No failed runs.")),
-      h("section", { class: "card" }, h("h2", {}, "Schedules"),
+      h("section", { class: "card" }, h("h2", {}, "Next firings"),
         schedules.length === 0 ? h("p", { class: "muted" }, "No schedules.") :
-          h("ul", { class: "list" }, schedules.map((s) =>
-            h("li", {}, s.id, " → ", link(`/agents/${s.agent ?? ""}`, s.agent ?? ""), " ", h("code", {}, Object.values(s.timing ?? {}).join(" "))))))
+          h("ul", { class: "list" }, [...schedules].sort((a, b) => (a.nextFire ?? Infinity) - (b.nextFire ?? Infinity)).map((s) =>
+            h("li", {}, link("/schedules", s.id), " → ", link(`/agents/${s.agent}`, s.agent), " ",
+              h("span", { class: "muted" }, s.status !== "active" ? s.status : s.nextFire === null ? "" : new Date(s.nextFire).toLocaleString())))))
     )
   }
   void draw()

@@ -7,6 +7,7 @@ import { ApprovalsGroup } from "./ApprovalsGroup.js"
 import { ConversationsGroup } from "./ConversationsGroup.js"
 import { EventsGroup } from "./EventsGroup.js"
 import { HooksGroup } from "./HooksGroup.js"
+import { SchedulesGroup } from "./SchedulesGroup.js"
 import { RunsGroup } from "./RunsGroup.js"
 import { SystemGroup } from "./SystemGroup.js"
 
@@ -17,6 +18,7 @@ export class FoundryApi extends HttpApi.make("foundry")
   .add(ApprovalsGroup)
   .add(EventsGroup)
   .add(HooksGroup)
+  .add(SchedulesGroup)
   .add(SystemGroup)
   .annotate(OpenApi.Title, "Foundry")
 {}

@@ -18,7 +18,9 @@ export const RunView = Schema.Struct({
   startedAt: Schema.optional(Schema.Number),
   finishedAt: Schema.optional(Schema.Number),
   steeredFrom: Schema.optional(Schema.String),
-  parentRunId: Schema.optional(Schema.String)
+  parentRunId: Schema.optional(Schema.String),
+  /** What started the run when it was not a client, e.g. `{ schedule, scheduledFor }`. */
+  source: Schema.optional(Schema.Record({ key: Schema.String, value: Schema.Unknown }))
 })
 export type RunView = typeof RunView.Type
 

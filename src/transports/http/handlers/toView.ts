@@ -19,7 +19,8 @@ export const runView = (run: RunRecord): RunView => ({
   ...(run.startedAt === null ? {} : { startedAt: run.startedAt }),
   ...(run.finishedAt === null ? {} : { finishedAt: run.finishedAt }),
   ...(run.steeredFrom === null ? {} : { steeredFrom: run.steeredFrom }),
-  ...(run.parentRunId === null ? {} : { parentRunId: run.parentRunId })
+  ...(run.parentRunId === null ? {} : { parentRunId: run.parentRunId }),
+  ...(run.source === null ? {} : { source: run.source })
 })
 
 /** An approval record as the API shows it. */

@@ -1,0 +1,263 @@
+/**
+ * Schedules: every `schedules/*.ts` route is a durable activation in the store (id
+ * `schedule:<route id>`), armed from the store on boot and driven by Effect's `Clock`. One fiber
+ * sleeps until the soonest activation is due, however many there are. A firing is a run whose
+ * `source` names the schedule and the scheduled time; after downtime, `misfire` decides what
+ * missed firings become, and `overlap` what happens while the last firing's run still goes.
+ */
+import { Clock, Context, Cron, Duration, Effect, Either, Layer, Option, Queue, Schema } from "effect"
+import type { CompiledApp } from "../compiler/CompiledApp.js"
+import { CurrentApp } from "../compiler/CurrentApp.js"
+import type { ScheduleTiming } from "../definitions/defineSchedule.js"
+import { Dispatcher } from "../dispatch/Dispatcher.js"
+import { type ActivationRecord, finalStatuses } from "../durable/records.js"
+import { Store, type StoreError } from "../durable/Store.js"
+
+/** A schedule as the API shows it. */
+export interface ScheduleView {
+  readonly id: string
+  readonly agent: string
+  readonly instance: string
+  readonly timing: ScheduleTiming
+  readonly overlap: string
+  readonly misfire: string
+  readonly status: "active" | "paused" | "done"
+  readonly nextFire: number | null
+  readonly lastFire: number | null
+  readonly lastRunId: string | null
+}
+
+/** No schedule has that id. */
+export class ScheduleNotFound extends Schema.TaggedError<ScheduleNotFound>()("ScheduleNotFound", {
+  schedule: Schema.String,
+  message: Schema.String
+}) {}
+
+/** The schedules of the running project. */
+export class Schedules extends Context.Tag("foundry/Schedules")<Schedules, {
+  /** Brings the activations in line with the build's schedule routes (new, edited, deleted). */
+  readonly sync: (app: CompiledApp) => Effect.Effect<void, StoreError>
+  readonly list: Effect.Effect<ReadonlyArray<ScheduleView>, StoreError>
+  readonly pause: (id: string) => Effect.Effect<ScheduleView, ScheduleNotFound | StoreError>
+  readonly resume: (id: string) => Effect.Effect<ScheduleView, ScheduleNotFound | StoreError>
+  /** Fires the schedule now, whatever its timing; its next firing stays as it was. */
+  readonly trigger: (id: string) => Effect.Effect<ScheduleView, ScheduleNotFound | StoreError>
+}>() {}
+
+/** What an activation stores about its schedule. */
+interface Spec {
+  readonly schedule: string
+  readonly agent: string
+  readonly instance: string
+  readonly message: string
+  readonly timing: ScheduleTiming
+  readonly overlap: "skip" | "queue" | "allow"
+  readonly misfire: "skip" | "run-once" | "catch-up"
+}
+
+const SpecSchema = Schema.Struct({
+  schedule: Schema.String,
+  agent: Schema.String,
+  instance: Schema.String,
+  message: Schema.String,
+  timing: Schema.Union(
+    Schema.Struct({ cron: Schema.String, timezone: Schema.optional(Schema.String) }),
+    Schema.Struct({ every: Schema.String }),
+    Schema.Struct({ at: Schema.String })
+  ),
+  overlap: Schema.Literal("skip", "queue", "allow"),
+  misfire: Schema.Literal("skip", "run-once", "catch-up")
+})
+
+const decodeSpec = Schema.decodeUnknownOption(SpecSchema)
+
+/** A firing later than this after its time is a misfire (the process was down). */
+const misfireGrace = 60_000
+/** Catch-up runs at most this many missed firings. */
+const catchUpLimit = 10
+/** The longest the timer sleeps before it looks again. */
+const maxSleep = Duration.hours(1)
+
+/** The first firing strictly after `after`, or `null` when there is none (a past `at`). */
+export const nextFireAfter = (timing: ScheduleTiming, after: number, anchor: number | null): number | null => {
+  if ("cron" in timing) {
+    const cron = Cron.parse(timing.cron, timing.timezone)
+    return Either.isRight(cron) ? Cron.next(cron.right, new Date(after)).getTime() : null
+  }
+  if ("every" in timing) {
+    const decoded = Duration.decodeUnknown(timing.every)
+    if (Option.isNone(decoded)) return null
+    const every = Duration.toMillis(decoded.value)
+    const from = anchor ?? after
+    return every <= 0 ? null : from + Math.max(1, Math.ceil((after - from + 1) / every)) * every
+  }
+  const at = Date.parse(timing.at)
+  return at > after ? at : null
+}
+
+const viewOf = (activation: ActivationRecord): Option.Option<ScheduleView> =>
+  Option.map(decodeSpec(activation.spec), (spec) => ({
+    id: spec.schedule,
+    agent: spec.agent,
+    instance: spec.instance,
+    timing: spec.timing,
+    overlap: spec.overlap,
+    misfire: spec.misfire,
+    status: activation.status,
+    nextFire: activation.nextFire,
+    lastFire: activation.lastFire,
+    lastRunId: activation.lastRunId
+  }))
+
+/** The schedules over the store and the dispatcher. */
+export const SchedulesLive = Layer.scoped(
+  Schedules,
+  Effect.gen(function*() {
+    const store = yield* Store
+    const dispatcher = yield* Dispatcher
+    const wake = yield* Queue.sliding<void>(1)
+    const current = yield* CurrentApp
+
+    const activationOf = (id: string) =>
+      store.getActivation(`schedule:${id}`).pipe(
+        Effect.flatMap(Option.match({
+          onNone: () => Effect.fail(new ScheduleNotFound({ schedule: id, message: `there is no schedule "${id}"` })),
+          onSome: Effect.succeed
+        }))
+      )
+
+    /** Starts one firing's run; `null` when `overlap: "skip"` kept it from starting. */
+    const start = (spec: Spec, activation: ActivationRecord, scheduledFor: number, overlap = spec.overlap) =>
+      Effect.gen(function*() {
+        const last = activation.lastRunId === null ? Option.none() : yield* store.getRun(activation.lastRunId)
+        const running = Option.isSome(last) && !finalStatuses.has(last.value.status)
+        if (running && overlap === "skip") return null
+        const run = yield* dispatcher.submit({
+          agent: spec.agent,
+          instance: spec.instance,
+          message: spec.message,
+          // `queue` puts the firing behind the running one, in its conversation.
+          ...(running && overlap === "queue" && Option.isSome(last) ? { conversation: last.value.conversationId } : {}),
+          source: { schedule: spec.schedule, scheduledFor: new Date(scheduledFor).toISOString() }
+        }).pipe(Effect.catchTags({ AgentNotFound: () => Effect.succeed(null), ConversationNotFound: () => Effect.succeed(null) }))
+        return run === null ? null : run.id
+      })
+
+    const fire = (activation: ActivationRecord, now: number) =>
+      Effect.gen(function*() {
+        const spec = Option.getOrUndefined(decodeSpec(activation.spec))
+        const scheduled = activation.nextFire
+        if (spec === undefined || scheduled === null) return
+        const missed: Array<number> = [scheduled]
+        for (let t = nextFireAfter(spec.timing, scheduled, scheduled); t !== null && t <= now && missed.length < 1000; t = nextFireAfter(spec.timing, t, scheduled)) {
+          missed.push(t)
+        }
+        const late = now - scheduled > misfireGrace || missed.length > 1
+        const times = !late ? [scheduled] : spec.misfire === "skip" ? [] : spec.misfire === "run-once" ? [missed[missed.length - 1] ?? scheduled] : missed.slice(-catchUpLimit)
+        let lastRunId = activation.lastRunId
+        let lastFire = activation.lastFire
+        for (const [index, time] of times.entries()) {
+          // Caught-up firings queue behind each other rather than skip one another.
+          const runId = yield* start(spec, { ...activation, lastRunId }, time, index === 0 ? spec.overlap : "queue")
+          if (runId !== null) lastRunId = runId
+          lastFire = time
+        }
+        const next = nextFireAfter(spec.timing, Math.max(now, missed[missed.length - 1] ?? scheduled), scheduled)
+        yield* store.saveActivation({
+          id: activation.id,
+          kind: activation.kind,
+          spec: activation.spec,
+          status: next === null ? "done" : activation.status,
+          nextFire: next,
+          lastFire,
+          lastRunId
+        })
+      })
+
+    // The timer: fire what is due, then sleep until the soonest activation (or a change).
+    yield* Effect.gen(function*() {
+      const now = yield* Clock.currentTimeMillis
+      const due = yield* store.dueActivations(now, 100)
+      for (const activation of due) yield* fire(activation, now)
+      const next = yield* store.nextActivationTime
+      const delay = next === null ? maxSleep : Duration.min(Duration.millis(Math.max(0, next - now)), maxSleep)
+      if (due.length < 100) yield* Effect.race(Effect.sleep(delay), Queue.take(wake))
+    }).pipe(
+      Effect.catchAllCause((cause) => Effect.zipRight(Effect.logWarning("schedule timer failed", cause), Effect.sleep("1 second"))),
+      Effect.forever,
+      Effect.forkScoped
+    )
+
+    const sync = Effect.fn("Schedules.sync")(function*(app: CompiledApp) {
+      const now = yield* Clock.currentTimeMillis
+      const wanted = new Set<string>()
+      for (const route of app.table.schedules) {
+        const id = `schedule:${route.id}`
+        wanted.add(id)
+        const definition = route.definition
+        const spec: Spec = {
+          schedule: route.id,
+          agent: app.table.idOf(definition.agent) ?? "",
+          instance: definition.instance,
+          message: definition.message,
+          timing: definition.timing,
+          overlap: definition.overlap,
+          misfire: definition.misfire
+        }
+        const existing = yield* store.getActivation(id)
+        const same = Option.isSome(existing) && JSON.stringify(existing.value.spec) === JSON.stringify(spec)
+        if (same) continue
+        yield* store.saveActivation({
+          id,
+          kind: "schedule",
+          spec: { ...spec },
+          status: Option.isSome(existing) && existing.value.status === "paused" ? "paused" : "active",
+          nextFire: nextFireAfter(spec.timing, now, now),
+          lastFire: Option.isSome(existing) ? existing.value.lastFire : null,
+          lastRunId: Option.isSome(existing) ? existing.value.lastRunId : null
+        })
+      }
+      for (const activation of yield* store.listActivations("schedule")) {
+        if (!wanted.has(activation.id)) yield* store.deleteActivation(activation.id)
+      }
+      yield* Queue.offer(wake, undefined)
+    })
+
+    yield* sync(yield* current.get)
+
+    const view = (activation: ActivationRecord) =>
+      Option.match(viewOf(activation), {
+        onNone: () => Effect.die(new Error(`activation ${activation.id} has an unreadable spec`)),
+        onSome: Effect.succeed
+      })
+
+    const setStatus = (id: string, status: "active" | "paused") =>
+      Effect.gen(function*() {
+        const activation = yield* activationOf(id)
+        const spec = Option.getOrUndefined(decodeSpec(activation.spec))
+        const now = yield* Clock.currentTimeMillis
+        // Resuming re-arms from now: what was missed while paused is not made up.
+        const nextFire = status === "active" && spec !== undefined ? nextFireAfter(spec.timing, now, now) : activation.nextFire
+        yield* store.saveActivation({ ...activation, status: activation.status === "done" ? "done" : status, nextFire })
+        yield* Queue.offer(wake, undefined)
+        return yield* view(yield* activationOf(id))
+      })
+
+    return Schedules.of({
+      sync,
+      list: Effect.flatMap(store.listActivations("schedule"), (all) => Effect.forEach(all, view)),
+      pause: (id) => setStatus(id, "paused"),
+      resume: (id) => setStatus(id, "active"),
+      trigger: (id) =>
+        Effect.gen(function*() {
+          const activation = yield* activationOf(id)
+          const spec = Option.getOrUndefined(decodeSpec(activation.spec))
+          if (spec === undefined) return yield* view(activation)
+          const now = yield* Clock.currentTimeMillis
+          const runId = yield* start(spec, activation, now)
+          yield* store.saveActivation({ ...activation, lastFire: now, lastRunId: runId ?? activation.lastRunId })
+          return yield* view(yield* activationOf(id))
+        })
+    })
+  })
+)

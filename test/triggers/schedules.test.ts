@@ -1,0 +1,158 @@
+import { mkdtempSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { describe, expect, it } from "@effect/vitest"
+import { Effect, TestClock } from "effect"
+import { durableProject, plan } from "../support/durableProject.js"
+import { plannedModel } from "../support/plannedModel.js"
+import { http, startServer } from "../support/server.js"
+import { tempProject } from "../support/tempProject.js"
+
+/** Real waiting, for HTTP and fibers, while the Effect clock is the test clock. */
+const realSleep = (ms: number) => Effect.promise(() => new Promise<void>((resolve) => setTimeout(resolve, ms)))
+
+const scheduleFile = (body: string) => `import { defineSchedule } from "foundry"
+import worker from "../agents/worker/agent.js"
+export default defineSchedule({ agent: worker, message: ${JSON.stringify(plan({}))}, ${body} })
+`
+
+const project = (schedules: Record<string, string>) => ({
+  ...durableProject(join(tmpdir(), "unused.log")),
+  ...Object.fromEntries(Object.entries(schedules).map(([name, body]) => [`schedules/${name}.ts`, scheduleFile(body)]))
+})
+
+interface RunBody {
+  readonly id: string
+  readonly status: string
+  readonly source?: { readonly schedule: string; readonly scheduledFor: string }
+}
+
+/** The scheduled times of a schedule's runs, oldest first, once `count` of them exist. */
+const firings = (url: string, schedule: string, count: number) =>
+  Effect.gen(function*() {
+    let times: Array<string> = []
+    for (let attempt = 0; attempt < 200; attempt++) {
+      const runs = (yield* http(`${url}/api/runs?limit=1000`)).json as Array<RunBody>
+      times = runs.filter((r) => r.source?.schedule === schedule).map((r) => r.source!.scheduledFor).sort()
+      if (times.length >= count) break
+      yield* realSleep(20)
+    }
+    return times
+  })
+
+const at = (iso: string) => TestClock.setTime(Date.parse(iso))
+
+describe("schedules (on the test clock)", () => {
+  it.scoped("cron in a time zone fires at the right local time across a daylight-saving change", () =>
+    Effect.gen(function*() {
+      yield* at("2026-03-27T00:00:00Z")
+      const root = yield* tempProject(project({ morning: `cron: "0 9 * * *", timezone: "Europe/Berlin"` }))
+      const server = yield* startServer(root, { model: plannedModel })
+      for (let day = 0; day < 4; day++) {
+        yield* TestClock.adjust("1 day")
+        yield* realSleep(50)
+      }
+      // 09:00 in Berlin is 08:00 UTC before the change (CET) and 07:00 UTC after it (CEST).
+      expect(yield* firings(server.url, "morning", 4)).toEqual([
+        "2026-03-27T08:00:00.000Z",
+        "2026-03-28T08:00:00.000Z",
+        "2026-03-29T07:00:00.000Z",
+        "2026-03-30T07:00:00.000Z"
+      ])
+      const listed = (yield* http(`${server.url}/api/schedules`)).json as Array<{ id: string; nextFire: number; lastFire: number }>
+      expect(listed[0]).toMatchObject({ id: "morning", lastFire: Date.parse("2026-03-30T07:00:00Z"), nextFire: Date.parse("2026-03-31T07:00:00Z") })
+    }))
+
+  it.scoped("every and at", () =>
+    Effect.gen(function*() {
+      yield* at("2026-06-01T12:00:00Z")
+      const root = yield* tempProject(project({ hourly: `every: "1 hour"`, once: `at: "2026-06-01T12:30:00Z"` }))
+      const server = yield* startServer(root, { model: plannedModel })
+      for (let hour = 0; hour < 3; hour++) {
+        yield* TestClock.adjust("1 hour")
+        yield* realSleep(50)
+      }
+      expect(yield* firings(server.url, "hourly", 3)).toEqual([
+        "2026-06-01T13:00:00.000Z",
+        "2026-06-01T14:00:00.000Z",
+        "2026-06-01T15:00:00.000Z"
+      ])
+      expect(yield* firings(server.url, "once", 1)).toEqual(["2026-06-01T12:30:00.000Z"])
+      const listed = (yield* http(`${server.url}/api/schedules`)).json as Array<{ id: string; status: string; nextFire: number | null }>
+      expect(listed.find((s) => s.id === "once")).toMatchObject({ status: "done", nextFire: null })
+    }))
+
+  it.scoped("after downtime each misfire policy does what it says, and nothing fires twice after a restart", () =>
+    Effect.gen(function*() {
+      yield* at("2026-05-04T00:00:00Z")
+      const storeFile = join(mkdtempSync(join(tmpdir(), "foundry-sched-")), "foundry.db")
+      const root = yield* tempProject(project({
+        skipper: `cron: "0 9 * * *", misfire: "skip"`,
+        once: `cron: "0 9 * * *", misfire: "run-once"`,
+        catcher: `cron: "0 9 * * *", misfire: "catch-up"`
+      }))
+      // Armed, then the process stops before the first firing.
+      yield* Effect.scoped(startServer(root, { model: plannedModel, storeFile }))
+      // Three and a bit days later it starts again: four 09:00 firings were missed.
+      yield* at("2026-05-07T10:00:00Z")
+      const server = yield* startServer(root, { model: plannedModel, storeFile })
+      yield* TestClock.adjust("1 second")
+      yield* realSleep(100)
+      expect(yield* firings(server.url, "catcher", 4)).toEqual([
+        "2026-05-04T09:00:00.000Z",
+        "2026-05-05T09:00:00.000Z",
+        "2026-05-06T09:00:00.000Z",
+        "2026-05-07T09:00:00.000Z"
+      ])
+      expect(yield* firings(server.url, "once", 1)).toEqual(["2026-05-07T09:00:00.000Z"])
+      expect(yield* firings(server.url, "skipper", 0)).toEqual([])
+      // The next firing is armed once, from the store, for each.
+      yield* TestClock.adjust("1 day")
+      yield* realSleep(100)
+      expect((yield* firings(server.url, "skipper", 1)).at(-1)).toBe("2026-05-08T09:00:00.000Z")
+      expect(yield* firings(server.url, "once", 2)).toEqual(["2026-05-07T09:00:00.000Z", "2026-05-08T09:00:00.000Z"])
+      expect(yield* firings(server.url, "catcher", 5)).toHaveLength(5)
+    }))
+
+  it.scoped("overlap skip does not start a firing while the last one's run still goes", () =>
+    Effect.gen(function*() {
+      yield* at("2026-06-01T00:00:00Z")
+      const root = yield* tempProject({
+        ...durableProject(join(tmpdir(), "unused.log")),
+        "schedules/busy.ts": `import { defineSchedule } from "foundry"
+import worker from "../agents/worker/agent.js"
+export default defineSchedule({
+  agent: worker,
+  every: "1 minute",
+  overlap: "skip",
+  message: ${JSON.stringify(plan({ calls: [{ name: "slow", arguments: { ms: 3_600_000 } }] }))}
+})
+`
+      })
+      const server = yield* startServer(root, { model: plannedModel })
+      for (let minute = 0; minute < 3; minute++) {
+        yield* TestClock.adjust("1 minute")
+        yield* realSleep(80)
+      }
+      const runs = yield* firings(server.url, "busy", 1)
+      expect(runs).toEqual(["2026-06-01T00:01:00.000Z"])
+    }))
+
+  it.scoped("pause, resume and trigger through the API", () =>
+    Effect.gen(function*() {
+      yield* at("2026-06-01T00:00:00Z")
+      const root = yield* tempProject(project({ hourly: `every: "1 hour"` }))
+      const server = yield* startServer(root, { model: plannedModel })
+      const paused = yield* http(`${server.url}/api/schedules/hourly/pause`, { method: "POST" })
+      expect(paused.json).toMatchObject({ id: "hourly", status: "paused" })
+      yield* TestClock.adjust("2 hours")
+      yield* realSleep(50)
+      expect(yield* firings(server.url, "hourly", 0)).toEqual([])
+      const triggered = yield* http(`${server.url}/api/schedules/hourly/trigger`, { method: "POST" })
+      expect(triggered.status).toBe(200)
+      expect(yield* firings(server.url, "hourly", 1)).toEqual(["2026-06-01T02:00:00.000Z"])
+      const resumed = yield* http(`${server.url}/api/schedules/hourly/resume`, { method: "POST" })
+      expect(resumed.json).toMatchObject({ status: "active", nextFire: Date.parse("2026-06-01T03:00:00Z") })
+      expect((yield* http(`${server.url}/api/schedules/nope/pause`, { method: "POST" })).status).toBe(404)
+    }))
+})
