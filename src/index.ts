@@ -10,7 +10,15 @@ export {
 } from "./definitions/defineAgent.js"
 export { type AnyLayer, type ConfigDefinition, defineConfig, type ProvidedBy, type StoreConfig } from "./definitions/defineConfig.js"
 export { defineEnvironment, type EnvironmentDefinition } from "./definitions/defineEnvironment.js"
-export { definePlaybook, type PlaybookDefinition, webhook, type WebhookSource } from "./definitions/definePlaybook.js"
+export {
+  definePlaybook,
+  event,
+  type EventSource,
+  type PlaybookDefinition,
+  type PlaybookSource,
+  webhook,
+  type WebhookSource
+} from "./definitions/definePlaybook.js"
 export { defineSchedule, type ScheduleDefinition, type ScheduleTiming } from "./definitions/defineSchedule.js"
 export {
   type AnyTool,

@@ -17,9 +17,23 @@ export interface WebhookSource<A, I = unknown> {
 export const webhook = <A, I>(name: string, schema: Schema.Schema<A, I>): WebhookSource<A, I> =>
   Object.freeze({ _tag: "Webhook", name, schema })
 
+/** Events a tool emits with `context.emit("<name>", payload)`, decoded by `schema`. */
+export interface EventSource<A, I = unknown> {
+  readonly _tag: "Event"
+  readonly name: string
+  readonly schema: Schema.Schema<A, I>
+}
+
+/** An internal event source: what tools emit under `name`, so one agent's work can wake another. */
+export const event = <A, I>(name: string, schema: Schema.Schema<A, I>): EventSource<A, I> =>
+  Object.freeze({ _tag: "Event", name, schema })
+
+/** Where a playbook's events come from. */
+export type PlaybookSource<A, I = unknown> = WebhookSource<A, I> | EventSource<A, I>
+
 /** A playbook definition. */
 export interface PlaybookDefinition<A = unknown, I = unknown> extends Branded<"playbook"> {
-  readonly on: WebhookSource<A, I>
+  readonly on: PlaybookSource<A, I>
   readonly when: (event: A) => boolean
   readonly agent: AgentDefinition
   readonly instance: (event: A) => string
@@ -30,7 +44,7 @@ export interface PlaybookDefinition<A = unknown, I = unknown> extends Branded<"p
 
 /** Defines a playbook. */
 export const definePlaybook = <A, I>(definition: {
-  readonly on: WebhookSource<A, I>
+  readonly on: PlaybookSource<A, I>
   readonly when?: (event: A) => boolean
   readonly agent: AgentDefinition
   readonly instance?: string | ((event: A) => string)

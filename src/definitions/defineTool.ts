@@ -31,6 +31,11 @@ export interface ToolRunContext {
     message: string,
     options?: { readonly instance?: string }
   ) => Effect.Effect<{ readonly runId: string }, SpawnFailed>
+  /**
+   * Emits an internal event: every playbook listening with `event("<name>", schema)` that accepts
+   * it starts its run (recording this run as the parent). Returns the runs it started.
+   */
+  readonly emit: (name: string, payload: unknown) => Effect.Effect<{ readonly runs: ReadonlyArray<string> }, SpawnFailed>
 }
 
 /** A spawn could not start its run (the agent is not a route, or the store failed). */

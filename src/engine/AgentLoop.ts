@@ -5,7 +5,7 @@
  * again after a crash asks no recorded turn again and runs no recorded tool call again; a call
  * that started but was not recorded runs again (with the same idempotency key).
  */
-import { Cause, Clock, Duration, Effect, Option } from "effect"
+import { Cause, Clock, Duration, Effect, Option, Schema } from "effect"
 import type { CompiledAgent, CompiledApp } from "../compiler/CompiledApp.js"
 import type { AgentDefinition, InstanceInfo } from "../definitions/defineAgent.js"
 import { SpawnFailed } from "../definitions/defineTool.js"
@@ -120,6 +120,43 @@ export const runAgent = Effect.fn("engine.runAgent")(function*(app: CompiledApp,
           Effect.mapError((error) => new SpawnFailed({ message: `spawn: ${error.message}` }))
         )
     }
+
+    /** A tool call's `context.emit`: the playbooks listening for the event start their runs, under the call's span. */
+    const emitFrom = (callId: string) => (name: string, payload: unknown) =>
+      Effect.gen(function*() {
+        const runs: Array<string> = []
+        const parentStep = `tool:${callId}`
+        for (const route of app.table.playbooks) {
+          const on = route.definition.on
+          if (on._tag !== "Event" || on.name !== name) continue
+          const step = `emit:${callId}:${route.id}`
+          const agentId = app.table.idOf(route.definition.agent) ?? ""
+          const decoded = yield* Schema.decodeUnknown(on.schema)(payload).pipe(Effect.either)
+          if (decoded._tag === "Left" || !route.definition.when(decoded.right)) {
+            yield* emit("playbook.skipped", step, {
+              event: name,
+              playbook: route.id,
+              reason: decoded._tag === "Left" ? "the event does not match its schema" : "when(event) is false"
+            }, parentStep)
+            continue
+          }
+          const instanceId = route.definition.instance(decoded.right)
+          yield* emit("playbook.matched", step, { event: name, playbook: route.id, agent: agentId, instanceId }, parentStep)
+          const provisioned = yield* store.provisionInstance(agentId, instanceId)
+          if (provisioned.created) yield* emit("instance.provisioned", step, { playbook: route.id, agent: agentId, instanceId }, parentStep)
+          const child = yield* starter.start({
+            agent: agentId,
+            message: route.definition.message(decoded.right),
+            instance: instanceId,
+            parentRunId: run.id,
+            traceId: traceOfRun(run),
+            parentSpanId: spanIdOf(run.id, step)
+          })
+          runs.push(child.id)
+          yield* emit("playbook.dispatched", step, { event: name, playbook: route.id, runId: child.id }, parentStep)
+        }
+        return { runs }
+      }).pipe(Effect.mapError((error) => new SpawnFailed({ message: `emit ${name}: ${error.message}` })))
 
     /** A subagent call: its child run's answer, or a suspension until the child has ended. */
     const awaitChild = (call: ToolCall, subagent: string, input: unknown, rawInput: unknown) =>
@@ -240,7 +277,8 @@ export const runAgent = Effect.fn("engine.runAgent")(function*(app: CompiledApp,
                 instanceId: run.instanceId,
                 agent: run.agent,
                 toolCallId: call.id,
-                spawn: spawnFrom(call.id)
+                spawn: spawnFrom(call.id),
+                emit: emitFrom(call.id)
               }, app.services)
               yield* record({ _tag: "tool", toolCallId: call.id, name: call.name, content: outcome.content })
               const durationMs = (yield* Clock.currentTimeMillis) - callStarted

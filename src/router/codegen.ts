@@ -23,6 +23,8 @@ export interface ManifestRoute {
   readonly playbooks?: ReadonlyArray<string>
   readonly timing?: Readonly<Record<string, string>>
   readonly webhook?: string
+  /** The internal event a playbook listens for. */
+  readonly event?: string
   /** A tool's input, as JSON Schema. */
   readonly input?: unknown
 }
@@ -85,7 +87,9 @@ export const manifestOf = (table: RouteTable): Manifest => ({
       id: route.id,
       file: route.file,
       agent: table.idOf(route.definition.agent) ?? "",
-      webhook: `/hooks/${route.definition.on.name}`
+      ...(route.definition.on._tag === "Webhook"
+        ? { webhook: `/hooks/${route.definition.on.name}` }
+        : { event: route.definition.on.name })
     })),
     ...table.environments.map((route): ManifestRoute => ({
       kind: "environment",

@@ -143,11 +143,11 @@ const checkPlaybook = (file: string, definition: Record<string, unknown>): Array
   const on = definition.on
   return [
     relationship(file, "agent", definition.agent, "agent"),
-    isRecord(on) && on._tag === "Webhook" && typeof on.name === "string" && Schema.isSchema(on.schema)
+    isRecord(on) && (on._tag === "Webhook" || on._tag === "Event") && typeof on.name === "string" && Schema.isSchema(on.schema)
       ? /^[a-z][a-z0-9-]*$/.test(on.name)
         ? undefined
-        : { problem: `webhook name "${on.name}" is not a valid path segment`, fix: `use lowercase letters, digits and dashes, e.g. "tickets"` }
-      : { problem: "on is not an event source", fix: `use on: webhook("<name>", EventSchema)` },
+        : { problem: `${on._tag === "Event" ? "event" : "webhook"} name "${on.name}" is not valid`, fix: `use lowercase letters, digits and dashes, e.g. "tickets"` }
+      : { problem: "on is not an event source", fix: `use on: webhook("<name>", EventSchema) or on: event("<name>", EventSchema)` },
     typeof definition.message === "function"
       ? undefined
       : { problem: "message is not a function", fix: "use message: (event) => `...`" }

@@ -93,7 +93,7 @@ export const WebhooksLive = Layer.effect(
       headers: Readonly<Record<string, string | undefined>>
     ) {
       const app = yield* current.get
-      const playbooks = app.table.playbooks.filter((p) => p.definition.on.name === webhook)
+      const playbooks = app.table.playbooks.filter((p) => p.definition.on._tag === "Webhook" && p.definition.on.name === webhook)
       if (playbooks.length === 0) {
         return yield* new WebhookNotFound({ webhook, message: `no playbook listens on /hooks/${webhook}` })
       }

@@ -133,3 +133,73 @@ describe("webhooks", () => {
       expect(provisioned).toHaveLength(1)
     }))
 })
+
+describe("internal events", () => {
+  it.scopedLive("a webhook wakes one agent whose tool emits an event that wakes another, as its child", () =>
+    Effect.gen(function*() {
+      const root = yield* tempProject({
+        "agents/classifier/agent.ts": `import { defineAgent } from "foundry"
+import classify from "./tools/classify.tool.js"
+export default defineAgent({ description: "Classifies tickets", tools: [classify] })
+`,
+        "agents/classifier/tools/classify.tool.ts": `import { Effect, Schema } from "effect"
+import { defineTool } from "foundry"
+export default defineTool({
+  description: "Classify a ticket and announce it",
+  input: Schema.Struct({ ticketId: Schema.String, text: Schema.String }),
+  output: Schema.Struct({ priority: Schema.Number, woke: Schema.Number }),
+  run: ({ ticketId, text }, context) => Effect.gen(function*() {
+    const priority = text.includes("down") ? 5 : 1
+    const { runs } = yield* Effect.orDie(context.emit("ticket-classified", { ticketId, priority }))
+    return { priority, woke: runs.length }
+  })
+})
+`,
+        "agents/escalation/agent.ts": agentFile({ description: "Escalates" }),
+        "playbooks/inbound.ts": `import { Schema } from "effect"
+import { definePlaybook, webhook } from "foundry"
+import classifier from "../agents/classifier/agent.js"
+export default definePlaybook({
+  on: webhook("tickets", Schema.Struct({ id: Schema.String, body: Schema.String })),
+  agent: classifier,
+  message: (t) => JSON.stringify({ ticketId: t.id, text: t.body })
+})
+`,
+        "playbooks/escalate.ts": `import { Schema } from "effect"
+import { definePlaybook, event } from "foundry"
+import escalation from "../agents/escalation/agent.js"
+export default definePlaybook({
+  on: event("ticket-classified", Schema.Struct({ ticketId: Schema.String, priority: Schema.Number })),
+  when: (e) => e.priority >= 3,
+  agent: escalation,
+  instance: (e) => "ticket-" + e.ticketId,
+  message: (e) => "Escalate ticket " + e.ticketId
+})
+`
+      })
+      // The classifier's model calls its tool with the message as arguments; everyone answers "handled" after.
+      const model = Scripted.make((request, index) => {
+        const user = request.messages.filter((m) => m._tag === "user").at(-1)
+        const content = user?._tag === "user" ? user.content : ""
+        return index === 0 && content.startsWith("{")
+          ? { toolCalls: [{ name: "classify", arguments: JSON.parse(content) }] }
+          : { text: "handled" }
+      })
+      const server = yield* startServer(root, { model })
+      const delivery = (yield* http(`${server.url}/hooks/tickets`, { body: { id: "t-5", body: "site is down" } })).json as Delivery
+      const classifierRun = yield* waitForRun(server.url, delivery.runs[0]!.runId)
+      expect(classifierRun.status).toBe("completed")
+      let escalations: Array<{ id: string; parentRunId?: string; instanceId: string; input: string }> = []
+      for (let i = 0; i < 100 && escalations.length === 0; i++) {
+        escalations = (yield* http(`${server.url}/api/runs?agent=escalation`)).json as typeof escalations
+        if (escalations.length === 0) yield* Effect.sleep("20 millis")
+      }
+      expect(escalations).toHaveLength(1)
+      expect(escalations[0]).toMatchObject({ parentRunId: delivery.runs[0]!.runId, instanceId: "ticket-t-5", input: "Escalate ticket t-5" })
+      expect((yield* waitForRun(server.url, escalations[0]!.id)).status).toBe("completed")
+      const completed = ((yield* http(`${server.url}/api/events?runId=${classifierRun.id as string}&type=tool.call.completed`)).json as {
+        events: Array<{ data: { output: unknown } }>
+      }).events
+      expect(completed[0]?.data.output).toEqual({ priority: 5, woke: 1 })
+    }))
+})

@@ -19,6 +19,7 @@ export const RouteView = Schema.Struct({
   playbooks: Schema.optional(Schema.Array(Schema.String)),
   timing: Schema.optional(Schema.Record({ key: Schema.String, value: Schema.String })),
   webhook: Schema.optional(Schema.String),
+  event: Schema.optional(Schema.String),
   input: Schema.optional(Schema.Unknown)
 })
 
