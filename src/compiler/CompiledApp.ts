@@ -18,6 +18,8 @@ export interface CompiledTool {
   readonly spec: ToolSpec
   /** For a subagent's tool: the agent it delegates to (the engine runs it as a child run). */
   readonly subagent?: string
+  /** For the tools every agent has for its own time: which one (the engine runs them). */
+  readonly builtin?: "schedule" | "schedules" | "sleep"
 }
 
 /** An agent, its tools resolved by model-facing name. */

@@ -5,6 +5,7 @@
  */
 import { Cause, Context, Effect, JSONSchema, Layer, Schema, SchemaAST, type Scope } from "effect"
 import { defineTool } from "../definitions/defineTool.js"
+import { timerTools } from "../engine/agentTimers.js"
 import type { AnyTool } from "../definitions/defineTool.js"
 import { RouteError, RouteErrors } from "../router/RouteError.js"
 import type { RouteTable } from "../router/RouteTable.js"
@@ -147,6 +148,7 @@ export const compile = Effect.fn("compiler.compile")(function*(table: RouteTable
       }
       tools.set(compiled.name, compiled)
     }
+    for (const timer of timerTools) if (!tools.has(timer.name)) tools.set(timer.name, timer)
     agents.set(route.id, { id: route.id, file: route.file, definition: route.definition, tools })
   }
   if (errors.length > 0) return yield* new RouteErrors({ errors })

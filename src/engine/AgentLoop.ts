@@ -15,6 +15,7 @@ import { type Lease, Store } from "../durable/Store.js"
 import { type EventDraft, EventLog } from "../events/EventLog.js"
 import { type ChatMessage, ModelResolver, type ToolCall } from "../models/Model.js"
 import { decodeCall, failedOutcome, needsApproval, runTool, type ToolOutcome } from "./executeTool.js"
+import { runTimerTool } from "./agentTimers.js"
 import { modelTurn } from "./modelTurn.js"
 import { redactArguments, redactFields } from "./redact.js"
 import { RunStarter } from "./RunStarter.js"
@@ -215,10 +216,16 @@ export const runAgent = Effect.fn("engine.runAgent")(function*(app: CompiledApp,
           const decoded = yield* decodeCall(agent.tools.get(call.name), call, toolNames)
           let outcome: ToolOutcome
           const subagent = decoded._tag === "Right" ? decoded.right.tool.subagent : undefined
-          if (decoded._tag === "Right" && subagent !== undefined) {
-            const waited = yield* awaitChild(call, subagent, decoded.right.input, decoded.right.rawInput)
-            if (waited === "suspended") return "suspended" as const
-            outcome = waited
+          const builtin = decoded._tag === "Right" ? decoded.right.tool.builtin : undefined
+          if (decoded._tag === "Right" && (subagent !== undefined || builtin !== undefined)) {
+            if (builtin !== undefined) {
+              outcome = yield* runTimerTool(builtin, decoded.right.rawInput, run)
+              if (outcome._tag === "Succeeded") yield* emit("timer.armed", toolSpan, { tool: call.name }, "run")
+            } else {
+              const waited = yield* awaitChild(call, subagent ?? "", decoded.right.input, decoded.right.rawInput)
+              if (waited === "suspended") return "suspended" as const
+              outcome = waited
+            }
             yield* record({ _tag: "tool", toolCallId: call.id, name: call.name, content: outcome.content })
             yield* emit(
               outcome._tag === "Succeeded" ? "tool.call.completed" : "tool.call.failed",

@@ -26,7 +26,8 @@ export const EventType = Schema.Literal(
   "playbook.matched",
   "playbook.skipped",
   "instance.provisioned",
-  "playbook.dispatched"
+  "playbook.dispatched",
+  "timer.armed"
 )
 export type EventType = typeof EventType.Type
 

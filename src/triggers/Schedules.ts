@@ -5,13 +5,15 @@
  * `source` names the schedule and the scheduled time; after downtime, `misfire` decides what
  * missed firings become, and `overlap` what happens while the last firing's run still goes.
  */
-import { Clock, Context, Cron, Duration, Effect, Either, Layer, Option, Queue, Schema } from "effect"
+import { Clock, Context, Duration, Effect, Layer, Option, Queue, Schema, Stream } from "effect"
 import type { CompiledApp } from "../compiler/CompiledApp.js"
 import { CurrentApp } from "../compiler/CurrentApp.js"
 import type { ScheduleTiming } from "../definitions/defineSchedule.js"
+import { nextFireAfter, ScheduleTimingSchema } from "../definitions/scheduleTiming.js"
 import { Dispatcher } from "../dispatch/Dispatcher.js"
 import { type ActivationRecord, finalStatuses } from "../durable/records.js"
 import { Store, type StoreError } from "../durable/Store.js"
+import { EventLog } from "../events/EventLog.js"
 
 /** A schedule as the API shows it. */
 export interface ScheduleView {
@@ -53,6 +55,8 @@ interface Spec {
   readonly timing: ScheduleTiming
   readonly overlap: "skip" | "queue" | "allow"
   readonly misfire: "skip" | "run-once" | "catch-up"
+  /** For a timer an agent set (`foundry_sleep`): the conversation it wakes. */
+  readonly conversation?: string | undefined
 }
 
 const SpecSchema = Schema.Struct({
@@ -60,14 +64,14 @@ const SpecSchema = Schema.Struct({
   agent: Schema.String,
   instance: Schema.String,
   message: Schema.String,
-  timing: Schema.Union(
-    Schema.Struct({ cron: Schema.String, timezone: Schema.optional(Schema.String) }),
-    Schema.Struct({ every: Schema.String }),
-    Schema.Struct({ at: Schema.String })
-  ),
+  timing: ScheduleTimingSchema,
   overlap: Schema.Literal("skip", "queue", "allow"),
-  misfire: Schema.Literal("skip", "run-once", "catch-up")
+  misfire: Schema.Literal("skip", "run-once", "catch-up"),
+  conversation: Schema.optional(Schema.String)
 })
+
+/** The kinds of activation: schedule routes, and timers agents set for their own instance. */
+export const activationKinds = ["schedule", "agent"] as const
 
 const decodeSpec = Schema.decodeUnknownOption(SpecSchema)
 
@@ -77,23 +81,6 @@ const misfireGrace = 60_000
 const catchUpLimit = 10
 /** The longest the timer sleeps before it looks again. */
 const maxSleep = Duration.hours(1)
-
-/** The first firing strictly after `after`, or `null` when there is none (a past `at`). */
-export const nextFireAfter = (timing: ScheduleTiming, after: number, anchor: number | null): number | null => {
-  if ("cron" in timing) {
-    const cron = Cron.parse(timing.cron, timing.timezone)
-    return Either.isRight(cron) ? Cron.next(cron.right, new Date(after)).getTime() : null
-  }
-  if ("every" in timing) {
-    const decoded = Duration.decodeUnknown(timing.every)
-    if (Option.isNone(decoded)) return null
-    const every = Duration.toMillis(decoded.value)
-    const from = anchor ?? after
-    return every <= 0 ? null : from + Math.max(1, Math.ceil((after - from + 1) / every)) * every
-  }
-  const at = Date.parse(timing.at)
-  return at > after ? at : null
-}
 
 const viewOf = (activation: ActivationRecord): Option.Option<ScheduleView> =>
   Option.map(decodeSpec(activation.spec), (spec) => ({
@@ -117,9 +104,10 @@ export const SchedulesLive = Layer.scoped(
     const dispatcher = yield* Dispatcher
     const wake = yield* Queue.sliding<void>(1)
     const current = yield* CurrentApp
+    const events = yield* EventLog
 
     const activationOf = (id: string) =>
-      store.getActivation(`schedule:${id}`).pipe(
+      Effect.flatMap(store.getActivation(`schedule:${id}`), (found) => Option.isSome(found) ? Effect.succeed(found) : store.getActivation(id)).pipe(
         Effect.flatMap(Option.match({
           onNone: () => Effect.fail(new ScheduleNotFound({ schedule: id, message: `there is no schedule "${id}"` })),
           onSome: Effect.succeed
@@ -136,8 +124,12 @@ export const SchedulesLive = Layer.scoped(
           agent: spec.agent,
           instance: spec.instance,
           message: spec.message,
-          // `queue` puts the firing behind the running one, in its conversation.
-          ...(running && overlap === "queue" && Option.isSome(last) ? { conversation: last.value.conversationId } : {}),
+          // A sleeping conversation is woken in place; `queue` puts the firing behind the running one.
+          ...(spec.conversation !== undefined
+            ? { conversation: spec.conversation }
+            : running && overlap === "queue" && Option.isSome(last)
+            ? { conversation: last.value.conversationId }
+            : {}),
           source: { schedule: spec.schedule, scheduledFor: new Date(scheduledFor).toISOString() }
         }).pipe(Effect.catchTags({ AgentNotFound: () => Effect.succeed(null), ConversationNotFound: () => Effect.succeed(null) }))
         return run === null ? null : run.id
@@ -225,6 +217,13 @@ export const SchedulesLive = Layer.scoped(
 
     yield* sync(yield* current.get)
 
+    // Agents arm their own timers from inside a run; the event they leave wakes the timer.
+    yield* events.follow({ type: "timer.armed" }, 0).pipe(
+      Stream.runForEach(() => Queue.offer(wake, undefined)),
+      Effect.catchAllCause((cause) => Effect.logWarning("timer wake-ups stopped", cause)),
+      Effect.forkScoped
+    )
+
     const view = (activation: ActivationRecord) =>
       Option.match(viewOf(activation), {
         onNone: () => Effect.die(new Error(`activation ${activation.id} has an unreadable spec`)),
@@ -245,7 +244,10 @@ export const SchedulesLive = Layer.scoped(
 
     return Schedules.of({
       sync,
-      list: Effect.flatMap(store.listActivations("schedule"), (all) => Effect.forEach(all, view)),
+      list: Effect.flatMap(
+        Effect.forEach(activationKinds, (kind) => store.listActivations(kind)),
+        (all) => Effect.forEach(all.flat(), view)
+      ),
       pause: (id) => setStatus(id, "paused"),
       resume: (id) => setStatus(id, "active"),
       trigger: (id) =>

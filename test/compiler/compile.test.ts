@@ -58,7 +58,8 @@ export default defineConfig({ layers: [OrdersLive] })
 `))
       const app = yield* load(root)
       const agent = app.agents.get("shop")
-      expect([...(agent?.tools.keys() ?? [])]).toEqual(["lookup"])
+      // Its own tool, and the tools every agent has for its own time.
+      expect([...(agent?.tools.keys() ?? [])]).toEqual(["lookup", "foundry_schedule", "foundry_schedules", "foundry_sleep"])
       expect(agent?.tools.get("lookup")?.spec.parameters).toMatchObject({
         type: "object",
         required: ["id"],

@@ -1,0 +1,159 @@
+/**
+ * The tools every agent has for its own time: `foundry_schedule` (one-shot or recurring work for
+ * its instance), `foundry_schedules` (list, pause, resume, cancel its own) and `foundry_sleep`
+ * (wake this conversation later with a message). Timers are activations in the store, owned by
+ * the agent's instance: an agent never sees or touches another instance's.
+ */
+import { Clock, Duration, Effect, Option, Schema } from "effect"
+import type { CompiledTool } from "../compiler/CompiledApp.js"
+import type { ScheduleTiming } from "../definitions/defineSchedule.js"
+import { defineTool } from "../definitions/defineTool.js"
+import { nextFireAfter, ScheduleTimingSchema } from "../definitions/scheduleTiming.js"
+import { newId } from "../durable/ids.js"
+import type { ActivationRecord, RunRecord } from "../durable/records.js"
+import { Store } from "../durable/Store.js"
+import { failedOutcome, type ToolOutcome } from "./executeTool.js"
+
+const ScheduleInput = Schema.Struct({
+  message: Schema.String,
+  at: Schema.optional(Schema.String),
+  in: Schema.optional(Schema.String),
+  every: Schema.optional(Schema.String),
+  cron: Schema.optional(Schema.String),
+  timezone: Schema.optional(Schema.String)
+})
+
+const SchedulesInput = Schema.Struct({
+  action: Schema.Literal("list", "pause", "resume", "cancel"),
+  id: Schema.optional(Schema.String)
+})
+
+const SleepInput = Schema.Struct({
+  message: Schema.String,
+  until: Schema.optional(Schema.String),
+  for: Schema.optional(Schema.String)
+})
+
+/** Which of the timer tools a compiled tool is. */
+export type TimerTool = "schedule" | "schedules" | "sleep"
+
+const tool = <A, I>(builtin: TimerTool, name: string, description: string, input: Schema.Schema<A, I>, parameters: Record<string, unknown>): CompiledTool => ({
+  id: `foundry/${name}`,
+  name,
+  file: undefined,
+  builtin,
+  definition: defineTool({ description, input, output: Schema.Unknown, run: () => Effect.dieMessage(`${name} is run by the engine`) }),
+  spec: { name, description, parameters: { type: "object", additionalProperties: false, ...parameters } }
+})
+
+const text = { type: "string" }
+
+/** The timer tools, as every agent offers them to its model. */
+export const timerTools: ReadonlyArray<CompiledTool> = [
+  tool("schedule", "foundry_schedule", "Schedule work for yourself later: once (at an ISO time, or in a duration like \"2 hours\") or repeatedly (every a duration, or a cron expression); the message is what you will be told then", ScheduleInput, {
+    properties: { message: text, at: text, in: text, every: text, cron: text, timezone: text },
+    required: ["message"]
+  }),
+  tool("schedules", "foundry_schedules", "List, pause, resume or cancel the schedules you made", SchedulesInput, {
+    properties: { action: { type: "string", enum: ["list", "pause", "resume", "cancel"] }, id: text },
+    required: ["action"]
+  }),
+  tool("sleep", "foundry_sleep", "Pause this conversation until a time (ISO) or for a duration, then wake it with a message", SleepInput, {
+    properties: { message: text, until: text, for: text },
+    required: ["message"]
+  })
+]
+
+const durationOf = (value: string): Option.Option<number> => Option.map(Duration.decodeUnknown(value), Duration.toMillis)
+
+/** When a request to schedule fires, or why it cannot. */
+const timingOf = (input: typeof ScheduleInput.Type, now: number): ScheduleTiming | string => {
+  if (input.cron !== undefined) return input.timezone === undefined ? { cron: input.cron } : { cron: input.cron, timezone: input.timezone }
+  if (input.every !== undefined) return Option.isSome(durationOf(input.every)) ? { every: input.every } : `every "${input.every}" is not a duration`
+  if (input.in !== undefined) {
+    const ms = durationOf(input.in)
+    return Option.isSome(ms) ? { at: new Date(now + ms.value).toISOString() } : `in "${input.in}" is not a duration`
+  }
+  if (input.at !== undefined) return Number.isNaN(Date.parse(input.at)) ? `at "${input.at}" is not an ISO time` : { at: input.at }
+  return "give one of at, in, every or cron"
+}
+
+const owned = (activation: ActivationRecord, run: RunRecord): boolean =>
+  activation.spec.agent === run.agent && activation.spec.instance === run.instanceId
+
+const describe = (activation: ActivationRecord) => ({
+  id: activation.id,
+  status: activation.status,
+  timing: activation.spec.timing,
+  message: activation.spec.message,
+  nextFire: activation.nextFire === null ? null : new Date(activation.nextFire).toISOString()
+})
+
+/** Runs a timer tool for `run`; the result goes back to the model. `armed` tells whether a timer changed. */
+export const runTimerTool = Effect.fn("engine.runTimerTool")(function*(which: TimerTool, raw: unknown, run: RunRecord) {
+  const store = yield* Store
+  const now = yield* Clock.currentTimeMillis
+  const done = (output: unknown): ToolOutcome => ({ _tag: "Succeeded", input: raw, output, content: JSON.stringify(output) })
+  const arm = (timing: ScheduleTiming, message: string, conversation?: string) =>
+    Effect.gen(function*() {
+      const nextFire = nextFireAfter(timing, now, now)
+      if (nextFire === null) return failedOutcome(raw, "that time is in the past")
+      const id = `agent:${newId("tmr")}`
+      yield* store.saveActivation({
+        id,
+        kind: "agent",
+        spec: {
+          schedule: id,
+          agent: run.agent,
+          instance: run.instanceId,
+          message,
+          timing,
+          overlap: "allow",
+          misfire: "run-once",
+          ...(conversation === undefined ? {} : { conversation })
+        },
+        status: "active",
+        nextFire
+      })
+      return done({ id, nextFire: new Date(nextFire).toISOString() })
+    })
+
+  switch (which) {
+    case "schedule": {
+      const input = Schema.decodeUnknownOption(ScheduleInput)(raw)
+      if (Option.isNone(input)) return failedOutcome(raw, "foundry_schedule needs a message and one of at, in, every or cron")
+      const timing = timingOf(input.value, now)
+      return typeof timing === "string" ? failedOutcome(raw, timing) : yield* arm(timing, input.value.message)
+    }
+    case "sleep": {
+      const input = Schema.decodeUnknownOption(SleepInput)(raw)
+      if (Option.isNone(input)) return failedOutcome(raw, "foundry_sleep needs a message and until or for")
+      const wake = input.value.for !== undefined
+        ? Option.map(durationOf(input.value.for), (ms) => now + ms)
+        : input.value.until !== undefined && !Number.isNaN(Date.parse(input.value.until))
+        ? Option.some(Date.parse(input.value.until))
+        : Option.none()
+      if (Option.isNone(wake)) return failedOutcome(raw, "foundry_sleep needs until (an ISO time) or for (a duration)")
+      return yield* arm({ at: new Date(wake.value).toISOString() }, input.value.message, run.conversationId)
+    }
+    case "schedules": {
+      const input = Schema.decodeUnknownOption(SchedulesInput)(raw)
+      if (Option.isNone(input)) return failedOutcome(raw, "foundry_schedules needs an action: list, pause, resume or cancel")
+      const mine = (yield* store.listActivations("agent")).filter((a) => owned(a, run))
+      if (input.value.action === "list") return done(mine.map(describe))
+      const target = mine.find((a) => a.id === input.value.id)
+      if (target === undefined) return failedOutcome(raw, `you have no schedule "${input.value.id ?? ""}"`)
+      if (input.value.action === "cancel") {
+        yield* store.deleteActivation(target.id)
+        return done({ id: target.id, cancelled: true })
+      }
+      const status = input.value.action === "pause" ? "paused" : "active"
+      const timing = Schema.decodeUnknownOption(ScheduleTimingSchema)(target.spec.timing)
+      const nextFire = status === "active" && target.status !== "done" && Option.isSome(timing)
+        ? nextFireAfter(timing.value, now, now)
+        : target.nextFire
+      yield* store.saveActivation({ ...target, status: target.status === "done" ? "done" : status, nextFire })
+      return done({ id: target.id, status })
+    }
+  }
+})
