@@ -46,19 +46,7 @@ export class Schedules extends Context.Tag("foundry/Schedules")<Schedules, {
   readonly trigger: (id: string) => Effect.Effect<ScheduleView, ScheduleNotFound | StoreError>
 }>() {}
 
-/** What an activation stores about its schedule. */
-interface Spec {
-  readonly schedule: string
-  readonly agent: string
-  readonly instance: string
-  readonly message: string
-  readonly timing: ScheduleTiming
-  readonly overlap: "skip" | "queue" | "allow"
-  readonly misfire: "skip" | "run-once" | "catch-up"
-  /** For a timer an agent set (`foundry_sleep`): the conversation it wakes. */
-  readonly conversation?: string | undefined
-}
-
+/** What an activation stores about what it runs; `conversation` is set for a sleeping conversation. */
 const SpecSchema = Schema.Struct({
   schedule: Schema.String,
   agent: Schema.String,
@@ -69,6 +57,9 @@ const SpecSchema = Schema.Struct({
   misfire: Schema.Literal("skip", "run-once", "catch-up"),
   conversation: Schema.optional(Schema.String)
 })
+
+/** What an activation stores about what it runs. */
+type Spec = typeof SpecSchema.Type
 
 /** The kinds of activation: schedule routes, and timers agents set for their own instance. */
 export const activationKinds = ["schedule", "agent"] as const
