@@ -102,4 +102,33 @@ describe.skipIf(skipBrowser)("the inspector in Chromium", () => {
       expect(yield* promise(() => page.inputValue("select[name=status]"))).toBe("completed")
       expect(page.url()).toBe(`${url}/runs?status=completed`)
     }))
+
+  it.scopedLive("the playbooks page shows a delivery, what matched and what was skipped and why", () =>
+    Effect.gen(function*() {
+      const playbook = (name: string, when: string) => `import { Schema } from "effect"
+import { definePlaybook, webhook } from "foundry"
+import worker from "../agents/worker/agent.js"
+export default definePlaybook({
+  on: webhook("tickets", Schema.Struct({ id: Schema.String, priority: Schema.Number })),
+  when: (t) => ${when},
+  agent: worker,
+  message: (t) => ${JSON.stringify(plan({}))}
+})
+`
+      const root = yield* tempProject({
+        ...durableProject(join(tmpdir(), `foundry-ui-${randomUUID()}.log`)),
+        "playbooks/urgent.ts": playbook("urgent", "t.priority >= 3"),
+        "playbooks/calm.ts": playbook("calm", "t.priority < 3")
+      })
+      const server = yield* startServer(root, { model: plannedModel })
+      const page = yield* browserPage
+      const delivered = yield* http(`${server.url}/hooks/tickets`, { body: { id: "t-1", priority: 4 }, headers: { "x-event-id": "t-1" } })
+      expect(delivered.status).toBe(202)
+      yield* promise(() => page.goto(`${server.url}/playbooks`))
+      const card = page.locator("[data-delivery='tickets:t-1']")
+      yield* promise(() => card.waitFor())
+      const text = yield* promise(() => card.textContent())
+      expect(text).toContain("matched urgent")
+      expect(text).toContain("skipped calm: when(event) is false")
+    }))
 })

@@ -1,7 +1,7 @@
 /**
  * Schedules and playbooks, as the project defines them.
  */
-import { api, onEvent } from "../api.js"
+import { api, type FoundryEvent, onEvent } from "../api.js"
 import { h, link, replace } from "../dom.js"
 
 /** The schedules page: next and last firing, pause and resume. */
@@ -29,14 +29,37 @@ export const schedulesPage = (root: HTMLElement) => {
   })
 }
 
-/** The playbooks page. */
+/** The playbooks page: each playbook's source, and recent deliveries with what each playbook decided and why. */
 export const playbooksPage = (root: HTMLElement) => {
   const list = h("tbody")
+  const deliveries = h("div", { "data-testid": "deliveries" })
   replace(root, h("h1", {}, "Playbooks"),
-    h("table", { class: "table" }, h("thead", {}, h("tr", {}, ["id", "agent", "source", "file"].map((c) => h("th", {}, c)))), list))
+    h("table", { class: "table" }, h("thead", {}, h("tr", {}, ["id", "agent", "source", "file"].map((c) => h("th", {}, c)))), list),
+    h("h2", {}, "Recent deliveries"), deliveries)
   void api.routes().then(({ routes }) =>
     list.replaceChildren(...routes.filter((r) => r.kind === "playbook").map((r) =>
       h("tr", {}, h("td", {}, r.id), h("td", {}, link(`/agents/${r.agent ?? ""}`, r.agent ?? "")),
-        h("td", {}, h("code", {}, `POST ${r.webhook ?? ""}`)), h("td", { class: "muted" }, r.file)))))
-  return () => {}
+        h("td", {}, h("code", {}, r.webhook === undefined ? `event ${r.event ?? ""}` : `POST ${r.webhook}`)), h("td", { class: "muted" }, r.file)))))
+  const draw = (): void => {
+    void Promise.all(["delivery.received", "playbook.skipped", "playbook.dispatched"].map((type) =>
+      fetch(`/api/events?type=${type}&limit=1000`).then((r) => r.json()).then((page: { events: ReadonlyArray<FoundryEvent> }) => page.events)
+    )).then((groups) => {
+      const all = groups.flat()
+      const received = all.filter((e) => e.type === "delivery.received").sort((a, b) => b.seq - a.seq).slice(0, 50)
+      replace(deliveries, received.length === 0 ? h("p", { class: "muted" }, "No deliveries yet.") : received.map((delivery) => {
+        const id = String(delivery.data.deliveryId)
+        const decisions = all.filter((e) => e.type !== "delivery.received" && e.data.deliveryId === id)
+        return h("div", { class: "card", "data-delivery": id },
+          h("div", {}, h("b", {}, `/hooks/${String(delivery.data.webhook)}`), h("span", { class: "muted" }, ` · ${id} · ${new Date(delivery.time).toLocaleString()}`)),
+          h("ul", { class: "list" }, decisions.map((d) =>
+            h("li", {}, d.type === "playbook.dispatched"
+              ? [h("span", { class: "status completed" }, "matched"), ` ${String(d.data.playbook)} → `, link(`/runs/${String(d.data.runId)}`, d.agent)]
+              : [h("span", { class: "status cancelled" }, "skipped"), ` ${String(d.data.playbook)}: ${String(d.data.reason)}`]))))
+      }))
+    })
+  }
+  draw()
+  return onEvent((event) => {
+    if (event.type === "playbook.dispatched" || event.type === "playbook.skipped") draw()
+  })
 }
