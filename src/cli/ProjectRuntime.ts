@@ -15,6 +15,7 @@ import { layerPg, publicUrl } from "../durable/PgStore.js"
 import * as SqlStore from "../durable/SqlStore.js"
 import { type Store, StoreError } from "../durable/Store.js"
 import * as EventLog from "../events/EventLog.js"
+import { OtlpExportLive } from "../events/OtlpExport.js"
 import type { ModelResolver } from "../models/Model.js"
 import { ModelResolverLive } from "../models/ModelResolverLive.js"
 import * as HttpServerLive from "../transports/http/HttpServerLive.js"
@@ -84,6 +85,7 @@ export const serverLayer = (
   options: RuntimeOptions = {}
 ) =>
   HttpServerLive.layer(server).pipe(
+    Layer.provideMerge(OtlpExportLive),
     Layer.provideMerge(SchedulesLive),
     Layer.provideMerge(runtimeLayer(app, options))
   )

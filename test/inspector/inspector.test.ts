@@ -105,7 +105,7 @@ describe.skipIf(skipBrowser)("the inspector in Chromium", () => {
 
   it.scopedLive("the playbooks page shows a delivery, what matched and what was skipped and why", () =>
     Effect.gen(function*() {
-      const playbook = (name: string, when: string) => `import { Schema } from "effect"
+      const playbook = (when: string) => `import { Schema } from "effect"
 import { definePlaybook, webhook } from "foundry"
 import worker from "../agents/worker/agent.js"
 export default definePlaybook({
@@ -117,8 +117,8 @@ export default definePlaybook({
 `
       const root = yield* tempProject({
         ...durableProject(join(tmpdir(), `foundry-ui-${randomUUID()}.log`)),
-        "playbooks/urgent.ts": playbook("urgent", "t.priority >= 3"),
-        "playbooks/calm.ts": playbook("calm", "t.priority < 3")
+        "playbooks/urgent.ts": playbook("t.priority >= 3"),
+        "playbooks/calm.ts": playbook("t.priority < 3")
       })
       const server = yield* startServer(root, { model: plannedModel })
       const page = yield* browserPage
