@@ -20,7 +20,7 @@ export const agentsPage = (root: HTMLElement) => {
 
 /** One agent's page. */
 export const agentPage = (root: HTMLElement, [id = ""]: ReadonlyArray<string>) => {
-  void Promise.all([api.routes(), api.runs(`?agent=${encodeURIComponent(id)}&limit=20`)]).then(([{ routes }, runs]) => {
+  void Promise.all([api.routes(), api.runs(`?agent=${encodeURIComponent(id)}&limit=200`)]).then(([{ routes }, runs]) => {
     const agent = routes.find((r) => r.kind === "agent" && r.id === id)
     if (agent === undefined) {
       replace(root, h("h1", {}, "No such agent"), h("p", {}, id))
@@ -40,8 +40,14 @@ export const agentPage = (root: HTMLElement, [id = ""]: ReadonlyArray<string>) =
         (agent.schedules ?? []).map((s) => h("li", {}, "schedule ", link("/schedules", s))),
         (agent.playbooks ?? []).map((p) => h("li", {}, "playbook ", link("/playbooks", p)))),
       agent.environment === undefined ? null : h("p", {}, "Environment: ", agent.environment),
+      h("h2", {}, "Instances"),
+      h("ul", { class: "list", "data-testid": "instances" }, [...new Set(runs.map((r) => r.instanceId))].map((instance) => {
+        const latest = runs.find((r) => r.instanceId === instance)
+        return h("li", {}, instance, " ", h("span", { class: "muted" }, `${runs.filter((r) => r.instanceId === instance).length} runs`),
+          latest === undefined ? null : [" · ", link(`/conversations/${latest.conversationId}`, "latest conversation")])
+      })),
       h("h2", {}, "Recent runs"),
-      h("ul", { class: "list" }, runs.map((r) => h("li", {}, runStatus(r.status), " ", link(`/runs/${r.id}`, r.input)))))
+      h("ul", { class: "list" }, runs.slice(0, 20).map((r) => h("li", {}, runStatus(r.status), " ", link(`/runs/${r.id}`, r.input)))))
   })
   return () => {}
 }
