@@ -5,7 +5,7 @@
 import { FileSystem, Path } from "@effect/platform"
 import { Migrator, SqlClient, SqlSchema } from "@effect/sql"
 import { SqliteClient } from "@effect/sql-sqlite-node"
-import { Clock, Effect, Layer, Option, Schema, String as Str } from "effect"
+import { Clock, Effect, Layer, Option, Schedule, Schema, String as Str } from "effect"
 import { FoundryEvent } from "../events/FoundryEvent.js"
 import { ChatMessage } from "../models/Model.js"
 import { migrations } from "./migrations.js"
@@ -37,7 +37,10 @@ const failAs = (operation: string) => <A, E, R>(effect: Effect.Effect<A, E, R>):
 /** The SQL store over whichever `SqlClient` is provided; runs the migrations first. */
 export const make = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
+  // Two processes starting on one fresh database race to migrate it: the loser's statements fail
+  // while the winner changes the schema, and a retry finds the migrations done.
   yield* Migrator.make({})({ loader: Migrator.fromRecord(migrations), table: "foundry_migrations" }).pipe(
+    Effect.retry({ schedule: Schedule.exponential("50 millis").pipe(Schedule.jittered, Schedule.intersect(Schedule.recurs(8))) }),
     failAs("migrate")
   )
 
