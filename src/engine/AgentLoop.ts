@@ -10,7 +10,7 @@ import type { CompiledAgent, CompiledApp } from "../compiler/CompiledApp.js"
 import type { AgentDefinition, InstanceInfo } from "../definitions/defineAgent.js"
 import { SpawnFailed } from "../definitions/defineTool.js"
 import { newId } from "../durable/ids.js"
-import { finalStatuses, type RunRecord } from "../durable/records.js"
+import { type ApprovalRecord, finalStatuses, type RunRecord } from "../durable/records.js"
 import { type Lease, Store } from "../durable/Store.js"
 import { type EventDraft, EventLog } from "../events/EventLog.js"
 import { type ChatMessage, ModelResolver, type ToolCall } from "../models/Model.js"
@@ -199,6 +199,19 @@ export const runAgent = Effect.fn("engine.runAgent")(function*(app: CompiledApp,
         return outcome
       })
 
+    /** Records a call's result for the model and says in an event how it ended. */
+    const answer = (call: ToolCall, outcome: ToolOutcome, durationMs: number) =>
+      Effect.zipRight(
+        record({ _tag: "tool", toolCallId: call.id, name: call.name, content: outcome.content }),
+        emit(
+          outcome._tag === "Succeeded" ? "tool.call.completed" : "tool.call.failed",
+          `tool:${call.id}`,
+          outcome._tag === "Succeeded"
+            ? { toolCallId: call.id, tool: call.name, input: hide(call.name, outcome.input), output: hide(call.name, outcome.output), durationMs }
+            : { toolCallId: call.id, tool: call.name, input: hide(call.name, outcome.input), error: outcome.error, durationMs }
+        )
+      )
+
     let turn = stored.filter((m) => m.runId === run.id && m.message._tag === "assistant").length
     let consecutiveFailures = 0
 
@@ -226,19 +239,13 @@ export const runAgent = Effect.fn("engine.runAgent")(function*(app: CompiledApp,
               if (waited === "suspended") return "suspended" as const
               outcome = waited
             }
-            yield* record({ _tag: "tool", toolCallId: call.id, name: call.name, content: outcome.content })
-            yield* emit(
-              outcome._tag === "Succeeded" ? "tool.call.completed" : "tool.call.failed",
-              toolSpan,
-              outcome._tag === "Succeeded"
-                ? { toolCallId: call.id, tool: call.name, input: hide(call.name, outcome.input), output: hide(call.name, outcome.output), durationMs: 0 }
-                : { toolCallId: call.id, tool: call.name, input: hide(call.name, outcome.input), error: outcome.error, durationMs: 0 }
-            )
+            yield* answer(call, outcome, 0)
             continue
           }
           if (decoded._tag === "Left") {
             outcome = decoded.left
           } else {
+            let refused: ApprovalRecord | undefined
             if (needsApproval(decoded.right)) {
               const approval = yield* store.findApproval(run.id, call.id)
               if (Option.isNone(approval) || approval.value.status === "pending") {
@@ -265,9 +272,8 @@ export const runAgent = Effect.fn("engine.runAgent")(function*(app: CompiledApp,
                 yield* emit("run.suspended", "run", { reason: "approval", approvalId: asked.id, tool: call.name })
                 return "suspended" as const
               }
+              if (approval.value.status !== "approved") refused = approval.value
             }
-            const decision = needsApproval(decoded.right) ? yield* store.findApproval(run.id, call.id) : Option.none()
-            const refused = Option.isSome(decision) && decision.value.status !== "approved" ? decision.value : undefined
             if (refused !== undefined) {
               outcome = failedOutcome(
                 decoded.right.rawInput,
@@ -287,15 +293,7 @@ export const runAgent = Effect.fn("engine.runAgent")(function*(app: CompiledApp,
                 spawn: spawnFrom(call.id),
                 emit: emitFrom(call.id)
               }, app.services)
-              yield* record({ _tag: "tool", toolCallId: call.id, name: call.name, content: outcome.content })
-              const durationMs = (yield* Clock.currentTimeMillis) - callStarted
-              yield* emit(
-                outcome._tag === "Succeeded" ? "tool.call.completed" : "tool.call.failed",
-                toolSpan,
-                outcome._tag === "Succeeded"
-                  ? { toolCallId: call.id, tool: call.name, input: hide(call.name, outcome.input), output: hide(call.name, outcome.output), durationMs }
-                  : { toolCallId: call.id, tool: call.name, input: hide(call.name, outcome.input), error: outcome.error, durationMs }
-              )
+              yield* answer(call, outcome, (yield* Clock.currentTimeMillis) - callStarted)
               consecutiveFailures = outcome._tag === "Succeeded" ? 0 : consecutiveFailures + 1
               if (consecutiveFailures >= config.maxToolFailures && outcome._tag === "Failed") {
                 return yield* fail(
@@ -306,14 +304,7 @@ export const runAgent = Effect.fn("engine.runAgent")(function*(app: CompiledApp,
             }
           }
           // Calls that never ran (bad arguments, unknown tool, refused) are answered without a start event.
-          yield* record({ _tag: "tool", toolCallId: call.id, name: call.name, content: outcome.content })
-          yield* emit("tool.call.failed", toolSpan, {
-            toolCallId: call.id,
-            tool: call.name,
-            input: hide(call.name, outcome.input),
-            error: outcome._tag === "Failed" ? outcome.error : "",
-            durationMs: 0
-          })
+          yield* answer(call, outcome, 0)
         }
         continue
       }
