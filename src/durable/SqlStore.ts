@@ -80,26 +80,24 @@ export const make = Effect.gen(function*() {
   const decodeEvents = Schema.decodeUnknown(Schema.Array(EventRow))
   const decodeMessages = Schema.decodeUnknown(Schema.Array(MessageRow))
 
+  /** The instance, created with `context` on first use in one atomic statement; `created` says whether this call made it. */
+  const provision = (agent: string, id: string, context: Readonly<Record<string, unknown>>) =>
+    Effect.gen(function*() {
+      const now = yield* Clock.currentTimeMillis
+      const inserted = yield* sql<{ readonly id: string }>`INSERT INTO instances ${
+        sql.insert({ agent, id, context: JSON.stringify(context), createdAt: now, updatedAt: now })
+      } ON CONFLICT (agent, id) DO NOTHING RETURNING id`
+      const instance = yield* Effect.flatten(findInstance({ agent, id }))
+      return { instance, created: inserted.length > 0 }
+    })
+
   return Store.of({
     ensureInstance: (agent, id, context = {}) =>
-      Effect.gen(function*() {
-        const now = yield* Clock.currentTimeMillis
-        yield* sql`INSERT INTO instances ${
-          sql.insert({ agent, id, context: JSON.stringify(context), createdAt: now, updatedAt: now })
-        } ON CONFLICT (agent, id) DO NOTHING`
-        const found = yield* findInstance({ agent, id })
-        return yield* found
-      }).pipe(failAs("ensureInstance")),
+      Effect.map(provision(agent, id, context), (result) => result.instance).pipe(failAs("ensureInstance")),
 
-    provisionInstance: (agent, id) =>
-      Effect.gen(function*() {
-        const now = yield* Clock.currentTimeMillis
-        const inserted = yield* sql<{ readonly id: string }>`INSERT INTO instances ${
-          sql.insert({ agent, id, context: "{}", createdAt: now, updatedAt: now })
-        } ON CONFLICT (agent, id) DO NOTHING RETURNING id`
-        const instance = yield* Effect.flatten(findInstance({ agent, id }))
-        return { instance, created: inserted.length > 0 }
-      }).pipe(failAs("provisionInstance")),
+    provisionInstance: (agent, id) => provision(agent, id, {}).pipe(failAs("provisionInstance")),
+
+    getInstance: (agent, id) => findInstance({ agent, id }).pipe(failAs("getInstance")),
 
     claimDelivery: (id, webhook) =>
       Effect.gen(function*() {

@@ -120,6 +120,7 @@ export class Store extends Context.Tag("foundry/Store")<Store, {
     id: string,
     context?: Readonly<Record<string, unknown>>
   ) => Effect.Effect<InstanceRecord, StoreError>
+  readonly getInstance: (agent: string, id: string) => Effect.Effect<Option.Option<InstanceRecord>, StoreError>
   /** The instance, created on first use in one atomic statement; `created` says whether this call made it. */
   readonly provisionInstance: (
     agent: string,

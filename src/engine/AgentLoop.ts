@@ -80,7 +80,9 @@ export const runAgent = Effect.fn("engine.runAgent")(function*(app: CompiledApp,
       model: model.name,
       ...(resolved.fallbackFrom === undefined ? {} : { requestedModel: resolved.fallbackFrom })
     })
-    const instance = yield* store.ensureInstance(run.agent, run.instanceId)
+    // Every way a run is created makes its instance first, so a read is enough (made here only if it went missing).
+    const found = yield* store.getInstance(run.agent, run.instanceId)
+    const instance = Option.isSome(found) ? found.value : yield* store.ensureInstance(run.agent, run.instanceId)
     const stored = yield* store.listMessages(run.conversationId)
     const messages: Array<ChatMessage> = stored.map((m) => m.message)
     // The run's own messages decide its next step: other runs of the conversation may have

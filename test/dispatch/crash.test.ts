@@ -132,7 +132,8 @@ describe("two processes on one database", () => {
           (r) => r.json as { runId: string }
         ), { concurrency: "unbounded" })
       const ids = [first.runId, ...others.map((o) => o.runId)]
-      for (const id of ids) expect((yield* waitForRun(a.url, id)).status).toBe("completed")
+      // The whole run on failure, so a flake shows its error.
+      for (const id of ids) expect(yield* waitForRun(a.url, id)).toMatchObject({ status: "completed" })
       const spans = ids.map((id) => {
         const mine = lines(log).filter((l) => l.startsWith(`${id} `))
         expect(mine).toHaveLength(2)
