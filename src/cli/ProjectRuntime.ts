@@ -8,6 +8,7 @@ import { NodeContext } from "@effect/platform-node"
 import type { FileSystem, Path } from "@effect/platform"
 import type { PlatformError } from "@effect/platform/Error"
 import { type ConfigError, Effect, Layer } from "effect"
+import * as BuildStatus from "../compiler/BuildStatus.js"
 import type { CompiledApp } from "../compiler/CompiledApp.js"
 import * as CurrentApp from "../compiler/CurrentApp.js"
 import * as LocalDispatcher from "../dispatch/LocalDispatcher.js"
@@ -74,6 +75,7 @@ export const runtimeLayer = (app: CompiledApp, options: RuntimeOptions = {}) =>
     Layer.provideMerge(EventLog.layer(app.table.config.events)),
     Layer.provideMerge(storeLayer(app, options.storeFile)),
     Layer.provideMerge(CurrentApp.layer(app)),
+    Layer.provideMerge(BuildStatus.layer),
     Layer.provideMerge(options.models ?? ModelResolverLive),
     Layer.provideMerge(NodeContext.layer)
   )

@@ -1,17 +1,64 @@
 /**
- * The `foundry` command line: `init`, `dev`, `start`, `run`, `routes`, `check`.
+ * The `foundry` command line: `init`, `dev`, `start`, `run`, `routes`, `check`. Each command's
+ * work lives in its own module under `commands/`, imported only when that command runs, so that
+ * parsing a command line loads the parser and nothing else.
  */
-import { Command, ValidationError } from "@effect/cli"
-import { NodeContext, NodeRuntime } from "@effect/platform-node"
-import { Cause, Effect } from "effect"
+import { Args, Command, Options, ValidationError } from "@effect/cli"
+import * as NodeContext from "@effect/platform-node/NodeContext"
+import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
+import { Cause, Effect, Option } from "effect"
 import packageJson from "../../package.json" with { type: "json" }
-import { check } from "./commands/check.js"
-import { dev } from "./commands/dev.js"
-import { init } from "./commands/init.js"
-import { routes } from "./commands/routes.js"
-import { run } from "./commands/run.js"
-import { start } from "./commands/start.js"
+import { host, port, projectDir, projectDirOption } from "./commands/options.js"
 import { reportError } from "./terminal.js"
+
+const init = Command.make(
+  "init",
+  { dir: Args.directory({ name: "dir" }).pipe(Args.withDescription("the folder to create the project in")) },
+  ({ dir }) => Effect.flatMap(Effect.promise(() => import("./commands/init.js")), (command) => command.init(dir))
+).pipe(Command.withDescription("create a new project"))
+
+const dev = Command.make("dev", { dir: projectDir, port, host }, ({ dir, host, port }) =>
+  Effect.flatMap(
+    Effect.promise(() => import("./serveProject.js")),
+    ({ serveProject }) =>
+      Effect.scoped(
+        serveProject({ root: dir, port: Option.getOrUndefined(port), host: Option.getOrUndefined(host), watch: true })
+      )
+  )).pipe(Command.withDescription("serve a project and reload it on every change"))
+
+const start = Command.make("start", { dir: projectDir, port, host }, ({ dir, host, port }) =>
+  Effect.flatMap(
+    Effect.promise(() => import("./serveProject.js")),
+    ({ serveProject }) =>
+      Effect.scoped(
+        serveProject({ root: dir, port: Option.getOrUndefined(port), host: Option.getOrUndefined(host), watch: false })
+      )
+  )).pipe(Command.withDescription("serve a project (production: no watching)"))
+
+const run = Command.make(
+  "run",
+  {
+    agent: Args.text({ name: "agent" }).pipe(Args.withDescription("the agent's id, e.g. support/triage")),
+    message: Args.text({ name: "message" }).pipe(Args.withDescription("the message to send")),
+    dir: projectDirOption,
+    instance: Options.text("instance").pipe(Options.withDescription("the instance (default: default)"), Options.optional)
+  },
+  ({ agent, dir, instance, message }) =>
+    Effect.flatMap(
+      Effect.promise(() => import("./commands/run.js")),
+      (command) => command.run({ agent, message, dir, instance: Option.getOrUndefined(instance) })
+    )
+).pipe(Command.withDescription("send one message to an agent and stream its answer"))
+
+const routes = Command.make("routes", { dir: projectDir }, ({ dir }) =>
+  Effect.flatMap(Effect.promise(() => import("./commands/routes.js")), (command) => command.routes(dir))).pipe(
+    Command.withDescription("print the project's route table")
+  )
+
+const check = Command.make("check", { dir: projectDir }, ({ dir }) =>
+  Effect.flatMap(Effect.promise(() => import("./commands/check.js")), (command) => command.check(dir))).pipe(
+    Command.withDescription("validate routes and type-check them with the generated types")
+  )
 
 const foundry = Command.make("foundry").pipe(
   Command.withDescription("an Effect-native, file-routed runtime for AI agents"),

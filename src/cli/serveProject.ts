@@ -1,14 +1,20 @@
 /**
- * Serving a project: the first build, the server, recovery of unfinished runs, and (for
- * `foundry dev`) rebuilding on every change while the last good build keeps serving.
+ * Serving a project: its config first (where to listen, where runs are stored), then its routes,
+ * the server, recovery of unfinished runs, and (for `foundry dev`) rebuilding on every change
+ * while the last good build keeps serving, with a type check in the background after each build.
  */
-import { HttpServer } from "@effect/platform"
-import { Context, Effect, Exit, Layer, Scope, Stream } from "effect"
+import { FileSystem, HttpServer } from "@effect/platform"
+import { Clock, Context, Effect, Exit, Fiber, Layer, Scope, Stream } from "effect"
+import { BuildStatus } from "../compiler/BuildStatus.js"
 import type { CompiledApp } from "../compiler/CompiledApp.js"
 import { CurrentApp } from "../compiler/CurrentApp.js"
 import { emptyApp, loadProject } from "../compiler/loadProject.js"
+import { formatDiagnostic, typeCheck } from "../compiler/typeCheck.js"
 import { Dispatcher } from "../dispatch/Dispatcher.js"
 import { ModelResolver } from "../models/Model.js"
+import { loadConfig, type ProjectConfig } from "../router/loadConfig.js"
+import { RouteError, RouteErrors } from "../router/RouteError.js"
+import { routeFolders } from "../router/RoutePath.js"
 import { watchProject } from "../router/watch.js"
 import { Schedules } from "../triggers/Schedules.js"
 import { CliError } from "./CliError.js"
@@ -38,30 +44,59 @@ const summary = (app: CompiledApp): string => {
   ].join(", ")
 }
 
+/** The broken files behind a failed build, as the build status lists them. */
+const problemsOf = (error: { readonly message: string }) => {
+  const broken = error instanceof RouteErrors ? error.errors : error instanceof RouteError ? [error] : undefined
+  return broken === undefined
+    ? [{ file: "(build)", problem: error.message, fix: "see the terminal of foundry dev" }]
+    : broken.map((e) => ({ file: e.file, problem: e.problem, fix: e.fix }))
+}
+
+/**
+ * What the running server took from the config at start and cannot change while it runs; a
+ * reload whose config differs here says that a restart is needed.
+ */
+const fixedSettings = (config: ProjectConfig, options: ServeOptions): string => {
+  const c = config.config
+  const store = "sqlite" in c.store ? `sqlite ${c.store.sqlite}` : typeof c.store.postgres === "string" ? `postgres ${c.store.postgres}` : "postgres (Config)"
+  return JSON.stringify({
+    store,
+    port: options.port ?? c.server.port,
+    host: options.host ?? c.server.host,
+    concurrency: c.concurrency,
+    events: c.events
+  })
+}
+
 /** One build in its own scope: the scope holds the config's layers for as long as the build serves. */
-const build = (root: string, generation: number) =>
+const build = (root: string, generation: number, config: ProjectConfig) =>
   Effect.gen(function*() {
     const scope = yield* Scope.make()
-    const result = yield* loadProject(root, generation).pipe(Scope.extend(scope), Effect.either)
+    const result = yield* loadProject(root, generation, config).pipe(Scope.extend(scope), Effect.either)
     if (result._tag === "Left") yield* Scope.close(scope, Exit.void)
     return { result, scope }
   })
 
+/** Says so when the folder has none of the route folders: probably not a Foundry project (yet). */
+const warnIfNotAProject = Effect.fn("cli.warnIfNotAProject")(function*(root: string, config: ProjectConfig) {
+  const fs = yield* FileSystem.FileSystem
+  const present = yield* Effect.forEach(routeFolders, (folder) => fs.exists(`${root}/${folder}`))
+  if (config.configFile !== undefined || present.some((exists) => exists)) return
+  yield* warn(style.yellow(
+    `${root} has no ${routeFolders.map((f) => `${f}/`).join(", ")} and no foundry.config.ts: there is nothing to serve yet.\n` +
+      `  fix: create a project with \`foundry init <dir>\`, or add an agent at agents/<name>/agent.ts`
+  ))
+})
+
 /** Serves the project at `root` until interrupted. */
 export const serveProject = Effect.fn("cli.serveProject")(function*(options: ServeOptions) {
   let generation = 1
-  const first = yield* build(options.root, generation)
-  let app: CompiledApp
-  let buildScope: Scope.CloseableScope | undefined
-  if (first.result._tag === "Left") {
-    yield* reportError("The project does not build; serving no routes until it does.", first.result.left)
-    if (!options.watch) return yield* Effect.fail(first.result.left)
-    app = emptyApp(options.root)
-  } else {
-    app = first.result.right
-    buildScope = first.scope
-  }
-  const host = options.host ?? app.table.config.server.host
+  const config = yield* loadConfig(options.root, generation).pipe(
+    Effect.catchTag("RouteError", (error) =>
+      Effect.fail(new CliError({ message: `the project's config is broken, so Foundry cannot start:\n${error.message}` })))
+  )
+  yield* warnIfNotAProject(options.root, config)
+  const host = options.host ?? config.config.server.host
   if (!loopback.has(host)) {
     return yield* Effect.fail(
       new CliError({
@@ -69,14 +104,33 @@ export const serveProject = Effect.fn("cli.serveProject")(function*(options: Ser
       })
     )
   }
-  const port = options.port ?? app.table.config.server.port
+  const port = options.port ?? config.config.server.port
+  const settings = fixedSettings(config, options)
+
+  const first = yield* build(options.root, generation, config)
+  let app: CompiledApp
+  let buildScope: Scope.CloseableScope | undefined
+  if (first.result._tag === "Left") {
+    yield* reportError("The project's routes do not build; serving no routes until they do.", first.result.left)
+    if (!options.watch) return yield* Effect.fail(first.result.left)
+    app = emptyApp(options.root, config)
+  } else {
+    app = first.result.right
+    buildScope = first.scope
+  }
+
   const context = yield* Layer.build(serverLayer(app, { port, host }))
   const server = Context.get(context, HttpServer.HttpServer)
   const current = Context.get(context, CurrentApp)
   const dispatcher = Context.get(context, Dispatcher)
   const models = Context.get(context, ModelResolver)
   const schedules = Context.get(context, Schedules)
+  const status = Context.get(context, BuildStatus)
   const address = server.address._tag === "TcpAddress" ? `http://${host}:${server.address.port}` : String(server.address)
+  if (first.result._tag === "Left") {
+    const problems = problemsOf(first.result.left)
+    yield* status.update((report) => ({ ...report, problems }))
+  }
 
   yield* say(style.bold(`Foundry ${options.watch ? "dev" : "server"}`) + style.dim(` (project ${options.root})`))
   yield* say(`  routes:  ${summary(app)}`)
@@ -87,23 +141,68 @@ export const serveProject = Effect.fn("cli.serveProject")(function*(options: Ser
 
   const recovered = yield* dispatcher.recover
   if (recovered > 0) yield* say(`resumed ${recovered} unfinished run${recovered === 1 ? "" : "s"}`)
+  if (!options.watch) return yield* Effect.never
 
-  if (options.watch) {
-    const reload = Effect.gen(function*() {
-      generation++
-      const next = yield* build(options.root, generation)
-      if (next.result._tag === "Left") {
-        yield* reportError("Reload failed; still serving the last good build.", next.result.left)
-        return
-      }
-      const previous = buildScope
-      buildScope = next.scope
-      yield* current.set(next.result.right)
-      yield* schedules.sync(next.result.right)
-      if (previous !== undefined) yield* Scope.close(previous, Exit.void)
-      yield* say(style.cyan(`reloaded (build ${generation}): ${summary(next.result.right)}`))
-    }).pipe(Effect.catchAllCause((cause) => warn(`reload crashed: ${String(cause)}`)))
-    yield* watchProject(options.root).pipe(Stream.runForEach(() => reload), Effect.forkScoped)
-  }
+  // The type check of the newest build; a new build interrupts the one still running.
+  let checking: Fiber.RuntimeFiber<void> | undefined
+  const checkTypes = (configFile: string | undefined) =>
+    Effect.gen(function*() {
+      if (checking !== undefined) yield* Fiber.interrupt(checking)
+      yield* status.update((report) => ({ ...report, types: { ...report.types, state: "checking" } }))
+      checking = yield* Effect.gen(function*() {
+        const previous = yield* status.get
+        const result = yield* typeCheck(options.root, configFile)
+        const checkedAt = yield* Clock.currentTimeMillis
+        yield* status.update((report) => ({
+          ...report,
+          types: { state: result.ok ? "ok" : "errors", diagnostics: result.diagnostics, checkedAt }
+        }))
+        if (!result.ok) {
+          const lines = result.diagnostics.length > 0 ? result.diagnostics.map(formatDiagnostic) : [result.output]
+          yield* reportError(`Type errors (${result.diagnostics.length || 1}); the build still serves, but fix them:`, {
+            message: lines.join("\n")
+          })
+        } else if (previous.types.state === "errors") {
+          yield* say(style.green("types: no errors"))
+        }
+      }).pipe(
+        Effect.catchAllCause((cause) => warn(`type check crashed: ${String(cause)}`)),
+        Effect.forkScoped
+      )
+    })
+  yield* checkTypes(app.table.configFile)
+
+  const reload = Effect.gen(function*() {
+    generation++
+    const nextConfig = yield* loadConfig(options.root, generation).pipe(Effect.either)
+    if (nextConfig._tag === "Left") {
+      yield* reportError("Reload failed: the config is broken; still serving the last good build.", nextConfig.left)
+      yield* status.update((report) => ({ ...report, problems: problemsOf(nextConfig.left) }))
+      return
+    }
+    const restartNeeded = fixedSettings(nextConfig.right, options) === settings
+      ? null
+      : `${nextConfig.right.configFile ?? "foundry.config.ts"} changed the store, port, host, concurrency or event retention: ` +
+        `restart foundry dev to apply it (still serving on ${address} with ${storeFileOf(app)})`
+    if (restartNeeded !== null) yield* warn(style.yellow(restartNeeded))
+    const next = yield* build(options.root, generation, nextConfig.right)
+    if (next.result._tag === "Left") {
+      const failure = next.result.left
+      yield* reportError("Reload failed; still serving the last good build.", failure)
+      yield* status.update((report) => ({ ...report, problems: problemsOf(failure), restartNeeded }))
+      yield* checkTypes(nextConfig.right.configFile)
+      return
+    }
+    const previous = buildScope
+    buildScope = next.scope
+    app = next.result.right
+    yield* current.set(app)
+    yield* schedules.sync(app)
+    if (previous !== undefined) yield* Scope.close(previous, Exit.void)
+    yield* status.update((report) => ({ ...report, generation, builtAt: Date.now(), problems: [], restartNeeded }))
+    yield* say(style.cyan(`reloaded (build ${generation}): ${summary(app)}`))
+    yield* checkTypes(app.table.configFile)
+  }).pipe(Effect.catchAllCause((cause) => warn(`reload crashed: ${String(cause)}`)))
+  yield* watchProject(options.root).pipe(Stream.runForEach(() => reload), Effect.forkScoped)
   return yield* Effect.never
 })

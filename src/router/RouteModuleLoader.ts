@@ -6,31 +6,28 @@
 import { createRequire, register } from "node:module"
 import { pathToFileURL } from "node:url"
 import { register as registerTsx } from "tsx/esm/api"
+import { packageLayout } from "../packageLayout.js"
 
-const frameworkUrl = new URL("../../", import.meta.url).href
-
-// `bin/foundry.js` installs tsx itself (to load the framework's own TypeScript) and says so here.
-const tsxRegistered = Symbol.for("foundry/tsx-registered")
 let registered = false
 
 /** Installs the TypeScript loader and Foundry's module hooks once per process. */
 export const registerRouteLoader = (): void => {
   if (registered) return
   registered = true
-  if (Reflect.get(globalThis, tsxRegistered) !== true) {
-    registerTsx()
-    Reflect.set(globalThis, tsxRegistered, true)
-  }
-  register(new URL("./moduleHooks.mjs", import.meta.url), {
-    data: { entryUrl: new URL("../index.ts", import.meta.url).href, frameworkUrl }
+  registerTsx()
+  register(packageLayout.hooksUrl, {
+    data: {
+      entryUrl: packageLayout.entryUrl,
+      frameworkUrl: pathToFileURL(`${packageLayout.root}/`).href,
+      vendorUrl: packageLayout.vendorDir === undefined ? undefined : pathToFileURL(`${packageLayout.vendorDir}/`).href
+    }
   })
 }
 
-
-const loaded: unknown = createRequire(import.meta.url)("./nativeImport.cjs")
+const loaded: unknown = createRequire(import.meta.url)(packageLayout.nativeImportFile)
 const nativeImport = (specifier: string): Promise<unknown> => {
   if (typeof loaded !== "object" || loaded === null || !("nativeImport" in loaded) || typeof loaded.nativeImport !== "function") {
-    return Promise.reject(new Error("foundry: src/router/nativeImport.cjs is missing or broken"))
+    return Promise.reject(new Error(`foundry: ${packageLayout.nativeImportFile} is missing or broken`))
   }
   return Promise.resolve(loaded.nativeImport(specifier))
 }

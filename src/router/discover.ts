@@ -4,27 +4,21 @@
  * `generation` sees the files as they are now.
  */
 import { FileSystem, Path } from "@effect/platform"
-import { Effect } from "effect"
+import { Effect, Either } from "effect"
 import type { AgentDefinition } from "../definitions/defineAgent.js"
-import { type ConfigDefinition, defineConfig } from "../definitions/defineConfig.js"
+import { defineConfig } from "../definitions/defineConfig.js"
 import type { EnvironmentDefinition } from "../definitions/defineEnvironment.js"
 import type { PlaybookDefinition } from "../definitions/definePlaybook.js"
 import type { ScheduleDefinition } from "../definitions/defineSchedule.js"
 import type { AnyTool } from "../definitions/defineTool.js"
-import { defineFunctionOf, kindOf, type RouteKind } from "../definitions/RouteKind.js"
+import { kindOf } from "../definitions/RouteKind.js"
 import { RouteError, RouteErrors } from "./RouteError.js"
-import { importRouteModule } from "./RouteModuleLoader.js"
-import { agentFoldersOf, classify, configFiles, isProblem, type RouteFile, routeFolders } from "./RoutePath.js"
+import { loadConfig, type ProjectConfig } from "./loadConfig.js"
+import { expectKind, loadDefault } from "./routeModule.js"
+import { agentFoldersOf, classify, isProblem, type RouteFile, routeFolders } from "./RoutePath.js"
 import type { Route, RouteTable, ToolRoute } from "./RouteTable.js"
-import { article, validateDefinition } from "./validateDefinition.js"
+import { validateDefinition } from "./validateDefinition.js"
 
-const where: Record<RouteFile["kind"], string> = {
-  agent: "agents/<path>/agent.ts",
-  tool: "*.tool.ts",
-  playbook: "playbooks/",
-  schedule: "schedules/",
-  environment: "environments/"
-}
 
 /** Every file under the project's route folders, relative and with `/` separators. */
 const listRouteFiles = Effect.fn("router.listRouteFiles")(function*(root: string) {
@@ -45,45 +39,15 @@ const listRouteFiles = Effect.fn("router.listRouteFiles")(function*(root: string
   return found.sort()
 })
 
-/** The default export of a module, or the reason it cannot be had. */
-const loadDefault = (root: string, file: string, generation: number) =>
-  Effect.tryPromise({
-    try: () => importRouteModule(`${root}/${file}`, generation),
-    catch: (cause) =>
-      new RouteError({
-        file,
-        problem: `importing the file failed: ${describeCause(cause)}`,
-        fix: "fix the error above; the file must load without throwing"
-      })
-  }).pipe(
-    Effect.flatMap((module) =>
-      typeof module === "object" && module !== null && "default" in module && module.default !== undefined
-        ? Effect.succeed<unknown>(module.default)
-        : Effect.fail(
-          new RouteError({ file, problem: "the file has no default export", fix: "add `export default define...({ ... })`" })
-        )
-    )
-  )
-
-const describeCause = (cause: unknown): string =>
-  cause instanceof Error ? cause.message.split("\n").slice(0, 6).join("\n") : String(cause)
-
-const expectKind = (file: string, expected: RouteKind, value: unknown): RouteError | undefined => {
-  const actual = kindOf(value)
-  if (actual === expected) return undefined
-  const fix = `export default ${defineFunctionOf[expected]}({ ... })`
-  return new RouteError({
-    file,
-    problem: actual === undefined
-      ? `the default export is not a Foundry definition, but a file here must export ${article(expected)}`
-      : `the default export is ${article(actual)} (${defineFunctionOf[actual]}), but a file here must export ${article(expected)}`,
-    fix: actual === undefined || expected === "config" ? fix : `${fix}, or move the ${actual} to ${where[actual === "config" ? expected : actual]}`
-  })
-}
-
-/** Discovers, loads and validates every route of the project at `root`. */
-export const discover = Effect.fn("router.discover")(function*(root: string, generation: number) {
-  const fs = yield* FileSystem.FileSystem
+/**
+ * Discovers, loads and validates every route of the project at `root`, with its config (loaded
+ * here unless the caller has already loaded it).
+ */
+export const discover = Effect.fn("router.discover")(function*(
+  root: string,
+  generation: number,
+  preloaded?: Either.Either<ProjectConfig, RouteError>
+) {
   const files = yield* listRouteFiles(root)
   const agentFolders = agentFoldersOf(files)
   const errors: Array<RouteError> = []
@@ -123,20 +87,14 @@ export const discover = Effect.fn("router.discover")(function*(root: string, gen
       Effect.either
     ))
 
-  let config: ConfigDefinition = defineConfig({})
-  let configFile: string | undefined
-  for (const candidate of configFiles) {
-    if (!(yield* fs.exists(`${root}/${candidate}`))) continue
-    configFile = candidate
-    const value = yield* loadDefault(root, candidate, generation).pipe(Effect.either)
-    if (value._tag === "Left") errors.push(value.left)
-    else {
-      const wrongKind = expectKind(candidate, "config", value.right)
-      if (wrongKind !== undefined) errors.push(wrongKind)
-      else if (isConfig(value.right)) config = value.right
-    }
-    break
-  }
+  const loadedConfig = preloaded ?? (yield* loadConfig(root, generation).pipe(
+    Effect.map(Either.right),
+    Effect.catchTag("RouteError", (error) => Effect.succeed(Either.left(error)))
+  ))
+  const { config, configFile } = loadedConfig._tag === "Right"
+    ? loadedConfig.right
+    : { config: defineConfig({}), configFile: loadedConfig.left.file }
+  if (loadedConfig._tag === "Left") errors.push(loadedConfig.left)
 
   const ids = new Map<object, string>()
   // Definitions whose own file is already reported: what imports them is not broken too.
@@ -207,4 +165,3 @@ const isTool = (value: object): value is AnyTool => kindOf(value) === "tool"
 const isPlaybook = (value: object): value is PlaybookDefinition => kindOf(value) === "playbook"
 const isSchedule = (value: object): value is ScheduleDefinition => kindOf(value) === "schedule"
 const isEnvironment = (value: object): value is EnvironmentDefinition => kindOf(value) === "environment"
-const isConfig = (value: unknown): value is ConfigDefinition => kindOf(value) === "config"

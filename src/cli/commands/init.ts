@@ -2,7 +2,6 @@
  * `foundry init <dir>`: a new project that `foundry dev <dir>` runs at once, offline.
  */
 import { join } from "node:path"
-import { Args, Command } from "@effect/cli"
 import { FileSystem, Path } from "@effect/platform"
 import { Effect } from "effect"
 import { CliError } from "../CliError.js"
@@ -41,12 +40,9 @@ export default defineTool({
 `
 }
 
-/** The `init` command. */
-export const init = Command.make(
-  "init",
-  { dir: Args.directory({ name: "dir" }).pipe(Args.withDescription("the folder to create the project in")) },
-  ({ dir }) =>
-    Effect.gen(function*() {
+/** `foundry init`: a new project in `dir`. */
+export const init = (dir: string) =>
+  Effect.gen(function*() {
       const fs = yield* FileSystem.FileSystem
       const path = yield* Path.Path
       const root = path.resolve(dir)
@@ -64,5 +60,4 @@ export const init = Command.make(
       yield* say(`next: foundry dev ${dir}`)
       yield* say(`then: curl -X POST http://127.0.0.1:4141/api/runs -H 'content-type: application/json' \\`)
       yield* say(`        -d '{"agent":"assistant","message":"count the words in \\"hello brave new world\\""}'`)
-    })
-).pipe(Command.withDescription("create a new project"))
+  })

@@ -1,12 +1,10 @@
 /**
  * `foundry routes [dir]`: the route table, as the router sees it.
  */
-import { Command } from "@effect/cli"
 import { Effect } from "effect"
 import { manifestOf } from "../../router/codegen.js"
 import { discover } from "../../router/discover.js"
 import { say, style } from "../terminal.js"
-import { projectDir } from "./options.js"
 
 const detail = (route: ReturnType<typeof manifestOf>["routes"][number]): string => {
   switch (route.kind) {
@@ -24,8 +22,8 @@ const detail = (route: ReturnType<typeof manifestOf>["routes"][number]): string 
   }
 }
 
-/** The `routes` command. */
-export const routes = Command.make("routes", { dir: projectDir }, ({ dir }) =>
+/** `foundry routes`: prints the route table of the project at `dir`. */
+export const routes = (dir: string) =>
   Effect.gen(function*() {
     const table = yield* discover(dir, 1)
     const manifest = manifestOf(table)
@@ -35,4 +33,4 @@ export const routes = Command.make("routes", { dir: projectDir }, ({ dir }) =>
       yield* say(`${route.kind.padEnd(12)}${route.id.padEnd(width + 2)}${route.file}  ${style.dim(detail(route))}`)
     }
     yield* say(style.dim(`config: ${table.configFile ?? "(none: defaults)"}`))
-  })).pipe(Command.withDescription("print the project's route table"))
+  })

@@ -3,8 +3,7 @@
  * output, its tool calls to standard error, the exit code by outcome (0 completed, 1 failed or
  * suspended on an approval).
  */
-import { Args, Command, Options } from "@effect/cli"
-import { Effect, Option, Stream } from "effect"
+import { Effect, Stream } from "effect"
 import { loadProject } from "../../compiler/loadProject.js"
 import { Dispatcher } from "../../dispatch/Dispatcher.js"
 import { EventLog } from "../../events/EventLog.js"
@@ -12,7 +11,6 @@ import type { FoundryEvent } from "../../events/FoundryEvent.js"
 import { CliError } from "../CliError.js"
 import { runtimeLayer } from "../ProjectRuntime.js"
 import { style } from "../terminal.js"
-import { projectDirOption } from "./options.js"
 
 const write = (stream: NodeJS.WriteStream, text: string) => Effect.sync(() => stream.write(text))
 
@@ -53,22 +51,19 @@ const show = (event: FoundryEvent, streamed: Set<unknown>) => {
   }
 }
 
-/** The `run` command. */
-export const run = Command.make(
-  "run",
-  {
-    agent: Args.text({ name: "agent" }).pipe(Args.withDescription("the agent's id, e.g. support/triage")),
-    message: Args.text({ name: "message" }).pipe(Args.withDescription("the message to send")),
-    dir: projectDirOption,
-    instance: Options.text("instance").pipe(Options.withDescription("the instance (default: default)"), Options.optional)
-  },
-  ({ agent, dir, instance, message }) =>
-    Effect.gen(function*() {
+/** `foundry run`: one message to `agent` of the project at `dir`. */
+export const run = ({ agent, dir, instance, message }: {
+  readonly agent: string
+  readonly message: string
+  readonly dir: string
+  readonly instance: string | undefined
+}) =>
+  Effect.gen(function*() {
       const app = yield* loadProject(dir, 1)
       const outcome = yield* Effect.gen(function*() {
         const dispatcher = yield* Dispatcher
         const events = yield* EventLog
-        const submitted = yield* dispatcher.submit({ agent, message, instance: Option.getOrUndefined(instance) })
+        const submitted = yield* dispatcher.submit({ agent, message, instance })
         const streamed = new Set<unknown>()
         let outcome = "completed"
         yield* events.runEvents(submitted.id).pipe(
@@ -82,5 +77,4 @@ export const run = Command.make(
         return outcome
       }).pipe(Effect.provide(runtimeLayer(app)))
       if (outcome !== "completed") return yield* new CliError({ message: `the run of ${agent} ${outcome}` })
-    }).pipe(Effect.scoped)
-).pipe(Command.withDescription("send one message to an agent and stream its answer"))
+  }).pipe(Effect.scoped)

@@ -1,33 +1,28 @@
 /**
  * Serves the inspector: its page at every inspector path (so deep links load directly), its
- * stylesheet, and its script, bundled from `inspector/src` once per process with esbuild. Nothing
- * is fetched from a CDN: the inspector works offline.
+ * stylesheet, and its script: prebuilt in `dist/inspector` when the framework runs built, else
+ * bundled from `inspector/src` once per process with esbuild. Nothing is fetched from a CDN: the
+ * inspector works offline.
  */
 import { readFile } from "node:fs/promises"
-import { fileURLToPath } from "node:url"
+import { join } from "node:path"
 import { HttpApiBuilder, HttpServerResponse } from "@effect/platform"
-import { build } from "esbuild"
 import { Effect } from "effect"
-
-const folder = fileURLToPath(new URL("../../../inspector/", import.meta.url))
+import { packageLayout } from "../../packageLayout.js"
 
 /** The inspector's pages; each serves the same shell, and the client draws the page. */
 const pages = ["/", "/agents", "/agents/*", "/conversations", "/conversations/*", "/runs", "/runs/*", "/approvals", "/schedules", "/playbooks"] as const
 
-const bundle = Effect.tryPromise(() =>
-  build({
-    entryPoints: [`${folder}src/main.ts`],
-    bundle: true,
-    write: false,
-    format: "esm",
-    target: "es2022",
-    minify: true,
-    sourcemap: "inline",
-    logLevel: "silent"
-  }).then((result) => result.outputFiles[0]?.text ?? "")
-)
+const layout = packageLayout.inspector
 
-const file = (name: string) => Effect.tryPromise(() => readFile(`${folder}${name}`, "utf8"))
+const file = (name: string) => Effect.tryPromise(() => readFile(join(layout.dir, name), "utf8"))
+
+// esbuild is loaded only when the sources must be bundled: a built framework never needs it here.
+const bundle = layout._tag === "Prebuilt"
+  ? file("inspector.js")
+  : Effect.tryPromise(() =>
+    import("./bundleInspector.js").then(({ bundleInspector }) => bundleInspector(layout.dir, false))
+  )
 
 /** The inspector's routes on the API's router. */
 export const InspectorLive = HttpApiBuilder.Router.use((router) =>

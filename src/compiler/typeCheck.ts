@@ -1,0 +1,113 @@
+/**
+ * Type-checking a project's route files against the framework's types and the generated
+ * `.foundry/routes.d.ts`, in a `tsc` child process: off the main thread (the dev server keeps
+ * answering while it runs), and incremental (`.foundry/tsbuildinfo`), so that the check after a
+ * save only re-checks what the save changed. `foundry check` and `foundry dev` share it.
+ */
+import { execFile } from "node:child_process"
+import { mkdirSync, writeFileSync } from "node:fs"
+import { createRequire } from "node:module"
+import { dirname, join, relative, resolve } from "node:path"
+import { Effect, Schema } from "effect"
+import { packageLayout } from "../packageLayout.js"
+import { routeFolders } from "../router/RoutePath.js"
+
+/** One type error, at a project-relative file and a 1-based line and column. */
+export class TypeDiagnostic extends Schema.Class<TypeDiagnostic>("TypeDiagnostic")({
+  file: Schema.String,
+  line: Schema.Number,
+  column: Schema.Number,
+  code: Schema.String,
+  message: Schema.String
+}) {}
+
+/** What a check found; `output` is tsc's own text, for problems that are not about a file. */
+export interface TypeCheckResult {
+  readonly ok: boolean
+  readonly diagnostics: ReadonlyArray<TypeDiagnostic>
+  readonly output: string
+}
+
+const require = createRequire(import.meta.url)
+
+/** The tsconfig a project is checked with: its route files, its config and the generated types. */
+export const checkConfigOf = (root: string, configFile: string | undefined) => {
+  const effectTypes = dirname(require.resolve("effect/package.json"))
+  return {
+    compilerOptions: {
+      target: "ES2022",
+      module: "NodeNext",
+      moduleResolution: "NodeNext",
+      lib: ["ES2022"],
+      types: [],
+      strict: true,
+      noEmit: true,
+      skipLibCheck: true,
+      isolatedModules: true,
+      incremental: true,
+      tsBuildInfoFile: join(root, ".foundry/tsbuildinfo"),
+      paths: {
+        foundry: [packageLayout.typesEntry],
+        effect: [join(effectTypes, "dist/dts/index.d.ts")],
+        "effect/*": [join(effectTypes, "dist/dts/*.d.ts")]
+      }
+    },
+    include: [
+      ...routeFolders.map((folder) => join(root, folder, "**/*.ts")),
+      join(root, "lib/**/*.ts"),
+      ...(configFile === undefined ? [] : [join(root, configFile)]),
+      join(root, ".foundry/routes.d.ts"),
+      join(root, ".foundry/requirements-check.ts")
+    ]
+  }
+}
+
+// `file(line,col): error TS2345: message`, continuation lines indented below it.
+const diagnosticLine = /^(.+?)\((\d+),(\d+)\): error (TS\d+): (.*)$/
+
+/** tsc's `--pretty false` output as diagnostics; paths become relative to `root`. */
+export const parseDiagnostics = (root: string, output: string): ReadonlyArray<TypeDiagnostic> => {
+  const diagnostics: Array<TypeDiagnostic> = []
+  for (const line of output.split("\n")) {
+    const match = diagnosticLine.exec(line)
+    if (match !== null) {
+      const [, file = "", row = "0", column = "0", code = "", message = ""] = match
+      diagnostics.push(
+        new TypeDiagnostic({ file: relative(root, resolve(root, file)), line: Number(row), column: Number(column), code, message })
+      )
+      continue
+    }
+    const last = diagnostics.pop()
+    if (last === undefined) continue
+    diagnostics.push(line.trim() === "" ? last : new TypeDiagnostic({ ...last, message: `${last.message}\n${line.trimEnd()}` }))
+  }
+  return diagnostics
+}
+
+/** `file:line:column - message`, the way editors and terminals link to a place in a file. */
+export const formatDiagnostic = (d: TypeDiagnostic): string => `${d.file}:${d.line}:${d.column} - ${d.code}: ${d.message}`
+
+/**
+ * Type-checks the project at `root` (whose generated files are already written). Interrupting
+ * the effect kills the `tsc` process, so a newer save can start a fresh check at once.
+ */
+export const typeCheck = Effect.fn("compiler.typeCheck")(function*(root: string, configFile: string | undefined) {
+  const tsconfig = join(root, ".foundry/tsconfig.check.json")
+  yield* Effect.sync(() => {
+    mkdirSync(dirname(tsconfig), { recursive: true })
+    writeFileSync(tsconfig, `${JSON.stringify(checkConfigOf(root, configFile), null, 2)}\n`)
+  })
+  const output = yield* Effect.async<string>((resume) => {
+    const tsc = require.resolve("typescript/bin/tsc")
+    const child = execFile(
+      process.execPath,
+      [tsc, "-p", tsconfig, "--pretty", "false"],
+      { cwd: root, maxBuffer: 16 * 1024 * 1024 },
+      (_error, stdout, stderr) => resume(Effect.succeed(`${stdout}${stderr}`.trim()))
+    )
+    return Effect.sync(() => child.kill("SIGKILL"))
+  })
+  const diagnostics = parseDiagnostics(root, output)
+  const result: TypeCheckResult = { ok: output === "", diagnostics, output }
+  return result
+})

@@ -1,0 +1,56 @@
+/**
+ * One route module: its default export, loaded through `importRouteModule`, and checked to be a
+ * definition of the kind its file's place asks for.
+ */
+import { Effect } from "effect"
+import { defineFunctionOf, kindOf, type RouteKind } from "../definitions/RouteKind.js"
+import { RouteError } from "./RouteError.js"
+import { importRouteModule } from "./RouteModuleLoader.js"
+import type { RouteFile } from "./RoutePath.js"
+import { article } from "./validateDefinition.js"
+
+const where: Record<RouteFile["kind"], string> = {
+  agent: "agents/<path>/agent.ts",
+  tool: "*.tool.ts",
+  playbook: "playbooks/",
+  schedule: "schedules/",
+  environment: "environments/"
+}
+
+/** The default export of a module, or the reason it cannot be had. */
+export const loadDefault = (root: string, file: string, generation: number) =>
+  Effect.tryPromise({
+    try: () => importRouteModule(`${root}/${file}`, generation),
+    catch: (cause) =>
+      new RouteError({
+        file,
+        problem: `importing the file failed: ${describeCause(cause)}`,
+        fix: "fix the error above; the file must load without throwing"
+      })
+  }).pipe(
+    Effect.flatMap((module) =>
+      typeof module === "object" && module !== null && "default" in module && module.default !== undefined
+        ? Effect.succeed<unknown>(module.default)
+        : Effect.fail(
+          new RouteError({ file, problem: "the file has no default export", fix: "add `export default define...({ ... })`" })
+        )
+    )
+  )
+
+const describeCause = (cause: unknown): string =>
+  cause instanceof Error ? cause.message.split("\n").slice(0, 6).join("\n") : String(cause)
+
+/** A `RouteError` when `value` is not a definition of the `expected` kind. */
+export const expectKind = (file: string, expected: RouteKind, value: unknown): RouteError | undefined => {
+  const actual = kindOf(value)
+  if (actual === expected) return undefined
+  const fix = `export default ${defineFunctionOf[expected]}({ ... })`
+  return new RouteError({
+    file,
+    problem: actual === undefined
+      ? `the default export is not a Foundry definition, but a file here must export ${article(expected)}`
+      : `the default export is ${article(actual)} (${defineFunctionOf[actual]}), but a file here must export ${article(expected)}`,
+    fix: actual === undefined || expected === "config" ? fix : `${fix}, or move the ${actual} to ${where[actual === "config" ? expected : actual]}`
+  })
+}
+
