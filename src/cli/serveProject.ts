@@ -4,7 +4,7 @@
  * while the last good build keeps serving, with a type check in the background after each build.
  */
 import { FileSystem, HttpServer } from "@effect/platform"
-import { Clock, Context, Effect, Exit, Fiber, Layer, Scope, Stream } from "effect"
+import { Cause, Clock, Context, Effect, Exit, Fiber, Layer, Scope, Stream } from "effect"
 import { BuildStatus } from "../compiler/BuildStatus.js"
 import type { CompiledApp } from "../compiler/CompiledApp.js"
 import { CurrentApp } from "../compiler/CurrentApp.js"
@@ -15,7 +15,7 @@ import { ModelResolver } from "../models/Model.js"
 import { loadConfig, type ProjectConfig } from "../router/loadConfig.js"
 import { RouteError, RouteErrors } from "../router/RouteError.js"
 import { routeFolders } from "../router/RoutePath.js"
-import { watchProject } from "../router/watch.js"
+import { watchProjectChanges } from "../router/watch.js"
 import { Schedules } from "../triggers/Schedules.js"
 import { CliError } from "./CliError.js"
 import { serverLayer, storeFileOf } from "./ProjectRuntime.js"
@@ -172,8 +172,9 @@ export const serveProject = Effect.fn("cli.serveProject")(function*(options: Ser
     })
   yield* checkTypes(app.table.configFile)
 
-  const reload = Effect.gen(function*() {
+  const reload = (changed: ReadonlyArray<string>) => Effect.gen(function*() {
     generation++
+    yield* say(style.dim(`changed: ${changed.length > 3 ? `${changed.slice(0, 3).join(", ")} and ${changed.length - 3} more` : changed.join(", ") || "(folders)"}`))
     const nextConfig = yield* loadConfig(options.root, generation).pipe(Effect.either)
     if (nextConfig._tag === "Left") {
       yield* reportError("Reload failed: the config is broken; still serving the last good build.", nextConfig.left)
@@ -203,6 +204,12 @@ export const serveProject = Effect.fn("cli.serveProject")(function*(options: Ser
     yield* say(style.cyan(`reloaded (build ${generation}): ${summary(app)}`))
     yield* checkTypes(app.table.configFile)
   }).pipe(Effect.catchAllCause((cause) => warn(`reload crashed: ${String(cause)}`)))
-  yield* watchProject(options.root).pipe(Stream.runForEach(() => reload), Effect.forkScoped)
+  // A watcher that dies would leave the old build serving with no sign of it: say so, loudly.
+  yield* watchProjectChanges(options.root).pipe(
+    Stream.runForEach(reload),
+    Effect.catchAllCause((cause) =>
+      reportError("The file watcher stopped; changes are no longer reloaded. Restart foundry dev.", { message: Cause.pretty(cause) })),
+    Effect.forkScoped
+  )
   return yield* Effect.never
 })

@@ -16,7 +16,7 @@ const detail = (route: ReturnType<typeof manifestOf>["routes"][number]): string 
     case "schedule":
       return `-> ${route.agent} (${Object.entries(route.timing ?? {}).map(([k, v]) => `${k} ${v}`).join(", ")})`
     case "playbook":
-      return `-> ${route.agent} (POST ${route.webhook})`
+      return `-> ${route.agent} (${route.webhook === undefined ? `event ${route.event}` : `POST ${route.webhook}`})`
     case "environment":
       return route.description ?? ""
   }
