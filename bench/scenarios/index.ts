@@ -5,6 +5,7 @@ import type { Effect } from "effect"
 import { idleInstances } from "./idleInstances.js"
 import { orderLookup } from "./orderLookup.js"
 import { recovery } from "./recovery.js"
+import { startup } from "./startup.js"
 
 /** A named scenario whose result is one JSON object. */
 export interface Scenario {
@@ -15,5 +16,6 @@ export interface Scenario {
 export const scenarios: ReadonlyArray<Scenario> = [
   { name: "order-lookup", run: orderLookup },
   { name: "idle-instances", run: idleInstances },
-  { name: "recovery", run: recovery }
+  { name: "recovery", run: recovery },
+  { name: "startup", run: startup }
 ]

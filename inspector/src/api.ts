@@ -1,11 +1,12 @@
 /**
  * The inspector's view of the HTTP API: typed fetches and the live event stream.
  */
+import type { BuildReport } from "../../src/compiler/BuildStatus.js"
 import type { FoundryEvent } from "../../src/events/FoundryEvent.js"
 import type { ManifestRoute } from "../../src/router/codegen.js"
 import type { ApprovalView, MessageView, RunView } from "../../src/transports/http/api/views.js"
 
-export type { ApprovalView, FoundryEvent, MessageView, RunView }
+export type { ApprovalView, BuildReport, FoundryEvent, MessageView, RunView }
 
 /** A route of the project, as `/api/routes` lists it (the manifest's shape). */
 export type RouteView = ManifestRoute
@@ -30,6 +31,7 @@ const request = async <A>(path: string, init?: RequestInit): Promise<A> => {
 /** The API. */
 export const api = {
   health: () => request<{ status: string; agents: number; uptimeMs: number }>("/health"),
+  build: () => request<BuildReport>("/api/build"),
   routes: () => request<{ config: string | null; routes: ReadonlyArray<RouteView> }>("/api/routes"),
   runs: (query = "") => request<ReadonlyArray<RunView>>(`/api/runs${query}`),
   run: (id: string) => request<RunView>(`/api/runs/${encodeURIComponent(id)}`),

@@ -4,12 +4,13 @@
  * while the last good build keeps serving, with a type check in the background after each build.
  */
 import { FileSystem, HttpServer } from "@effect/platform"
-import { Cause, Clock, Context, Effect, Exit, Fiber, Layer, Scope, Stream } from "effect"
+import { Cause, Chunk, Clock, Context, Effect, Exit, Fiber, Layer, Queue, Scope, Stream } from "effect"
 import { BuildStatus } from "../compiler/BuildStatus.js"
 import type { CompiledApp } from "../compiler/CompiledApp.js"
 import { CurrentApp } from "../compiler/CurrentApp.js"
 import { emptyApp, loadProject } from "../compiler/loadProject.js"
-import { formatDiagnostic, typeCheck } from "../compiler/typeCheck.js"
+import { typeCheck } from "../compiler/typeCheck.js"
+import { formatDiagnostic } from "../compiler/TypeDiagnostic.js"
 import { Dispatcher } from "../dispatch/Dispatcher.js"
 import { ModelResolver } from "../models/Model.js"
 import { loadConfig, type ProjectConfig } from "../router/loadConfig.js"
@@ -106,6 +107,19 @@ export const serveProject = Effect.fn("cli.serveProject")(function*(options: Ser
   }
   const port = options.port ?? config.config.server.port
   const settings = fixedSettings(config, options)
+
+  // Watching starts before the first build, so a save made while the server starts is not lost.
+  const changes = yield* Queue.unbounded<ReadonlyArray<string>>()
+  if (options.watch) {
+    // A watcher that dies would leave the old build serving with no sign of it: say so, loudly.
+    // Editors finish a save (even write, rename and chmod) within a few milliseconds.
+    yield* watchProjectChanges(options.root, "50 millis").pipe(
+      Stream.runForEach((changed) => Queue.offer(changes, changed)),
+      Effect.catchAllCause((cause) =>
+        reportError("The file watcher stopped; changes are no longer reloaded. Restart foundry dev.", { message: Cause.pretty(cause) })),
+      Effect.forkScoped
+    )
+  }
 
   const first = yield* build(options.root, generation, config)
   let app: CompiledApp
@@ -204,12 +218,11 @@ export const serveProject = Effect.fn("cli.serveProject")(function*(options: Ser
     yield* say(style.cyan(`reloaded (build ${generation}): ${summary(app)}`))
     yield* checkTypes(app.table.configFile)
   }).pipe(Effect.catchAllCause((cause) => warn(`reload crashed: ${String(cause)}`)))
-  // A watcher that dies would leave the old build serving with no sign of it: say so, loudly.
-  yield* watchProjectChanges(options.root).pipe(
-    Stream.runForEach(reload),
-    Effect.catchAllCause((cause) =>
-      reportError("The file watcher stopped; changes are no longer reloaded. Restart foundry dev.", { message: Cause.pretty(cause) })),
-    Effect.forkScoped
-  )
+  // Every burst saved while a reload ran is one reload after it.
+  yield* Effect.gen(function*() {
+    const first = yield* Queue.take(changes)
+    const more = yield* Queue.takeAll(changes)
+    yield* reload([...new Set([...first, ...Chunk.toReadonlyArray(more).flat()])].sort())
+  }).pipe(Effect.forever, Effect.forkScoped)
   return yield* Effect.never
 })

@@ -4,7 +4,7 @@
  * up to date; the API serves it, so the inspector can show build errors the way Next.js does.
  */
 import { Clock, Context, Effect, Layer, Ref, Schema } from "effect"
-import { TypeDiagnostic } from "./typeCheck.js"
+import { TypeDiagnostic } from "./TypeDiagnostic.js"
 
 /** A broken file of the last reload (a route file or the config). */
 export const BuildProblem = Schema.Struct({ file: Schema.String, problem: Schema.String, fix: Schema.String })

@@ -8,18 +8,10 @@ import { execFile } from "node:child_process"
 import { mkdirSync, writeFileSync } from "node:fs"
 import { createRequire } from "node:module"
 import { dirname, join, relative, resolve } from "node:path"
-import { Effect, Schema } from "effect"
+import { Effect } from "effect"
 import { packageLayout } from "../packageLayout.js"
 import { routeFolders } from "../router/RoutePath.js"
-
-/** One type error, at a project-relative file and a 1-based line and column. */
-export class TypeDiagnostic extends Schema.Class<TypeDiagnostic>("TypeDiagnostic")({
-  file: Schema.String,
-  line: Schema.Number,
-  column: Schema.Number,
-  code: Schema.String,
-  message: Schema.String
-}) {}
+import { TypeDiagnostic } from "./TypeDiagnostic.js"
 
 /** What a check found; `output` is tsc's own text, for problems that are not about a file. */
 export interface TypeCheckResult {
@@ -84,8 +76,6 @@ export const parseDiagnostics = (root: string, output: string): ReadonlyArray<Ty
   return diagnostics
 }
 
-/** `file:line:column - message`, the way editors and terminals link to a place in a file. */
-export const formatDiagnostic = (d: TypeDiagnostic): string => `${d.file}:${d.line}:${d.column} - ${d.code}: ${d.message}`
 
 /**
  * Type-checks the project at `root` (whose generated files are already written). Interrupting

@@ -1,7 +1,8 @@
 /**
- * Overview: health, runs in progress, pending approvals, recent failures, what runs next.
+ * Overview: the build (broken files and type errors first, the way a dev server shows them),
+ * health, runs in progress, pending approvals, recent failures, what runs next.
  */
-import { api, onEvent, type RunView } from "../api.js"
+import { api, type BuildReport, onEvent, type RunView } from "../api.js"
 import { clock, h, link, replace } from "../dom.js"
 import { runStatus } from "./runs.js"
 
@@ -12,12 +13,32 @@ const runList = (runs: ReadonlyArray<RunView>, empty: string) =>
       h("li", {}, runStatus(run.status), " ", link(`/runs/${run.id}`, run.agent), " ", h("span", { class: "muted" }, clock(run.createdAt)),
         run.error === undefined ? null : h("div", { class: "error-line" }, run.error))))
 
+const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? "" : "s"}`
+
+/** The build card: nothing to say when all is well but the build number; every problem listed when not. */
+const buildCard = (build: BuildReport) => {
+  const types = build.types
+  const typeLine = types.state === "off" ? "not checked" : types.state === "checking" ? "checking…" :
+    types.state === "ok" ? "no type errors" : plural(types.diagnostics.length, "type error")
+  const broken = build.problems.length > 0 || types.state === "errors" || build.restartNeeded !== null
+  return h("section", { class: broken ? "card card-error" : "card", "data-testid": "build" },
+    h("h2", {}, "Build"),
+    h("p", {}, h("span", { class: `status ${broken ? "failed" : "ok"}` }, broken ? "problems" : "ok"),
+      ` build ${build.generation} since ${clock(build.builtAt)}; ${typeLine}`),
+    build.restartNeeded === null ? null : h("p", { class: "error-line" }, build.restartNeeded),
+    build.problems.length === 0 ? null : h("ul", { class: "list", "data-testid": "build-problems" }, build.problems.map((p) =>
+      h("li", {}, h("code", {}, p.file), ": ", p.problem, h("div", { class: "muted" }, "fix: ", p.fix)))),
+    types.diagnostics.length === 0 ? null : h("ul", { class: "list", "data-testid": "type-errors" }, types.diagnostics.map((d) =>
+      h("li", {}, h("code", {}, `${d.file}:${d.line}:${d.column}`), " ", h("span", { class: "error-line" }, d.message)))))
+}
+
 /** The overview page. */
 export const overviewPage = (root: HTMLElement) => {
   const body = h("div", { class: "grid" })
   replace(root, h("h1", {}, "Overview"), body)
   const draw = async () => {
-    const [health, running, suspended, failed, approvals, schedules] = await Promise.all([
+    const [build, health, running, suspended, failed, approvals, schedules] = await Promise.all([
+      api.build(),
       api.health(),
       api.runs("?status=running&limit=20"),
       api.runs("?status=suspended&limit=20"),
@@ -26,6 +47,7 @@ export const overviewPage = (root: HTMLElement) => {
       api.schedules()
     ])
     replace(body,
+      buildCard(build),
       h("section", { class: "card", "data-testid": "health" },
         h("h2", {}, "Health"),
         h("p", {}, h("span", { class: "status ok" }, health.status), ` ${health.agents} agents, up ${Math.round(health.uptimeMs / 1000)} s`)),
@@ -43,12 +65,18 @@ export const overviewPage = (root: HTMLElement) => {
     )
   }
   void draw()
+  // Builds are not events: while the page is open, it asks every two seconds.
+  const polling = setInterval(() => void draw(), 2000)
   let pending: ReturnType<typeof setTimeout> | undefined
-  return onEvent((event) => {
+  const unsubscribe = onEvent((event) => {
     if (event.type === "model.delta" || pending !== undefined) return
     pending = setTimeout(() => {
       pending = undefined
       void draw()
     }, 200)
   })
+  return () => {
+    clearInterval(polling)
+    unsubscribe()
+  }
 }

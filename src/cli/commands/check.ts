@@ -4,7 +4,8 @@
  */
 import { Effect } from "effect"
 import { compile } from "../../compiler/compile.js"
-import { formatDiagnostic, typeCheck } from "../../compiler/typeCheck.js"
+import { typeCheck } from "../../compiler/typeCheck.js"
+import { formatDiagnostic } from "../../compiler/TypeDiagnostic.js"
 import { writeGenerated } from "../../router/codegen.js"
 import { discover } from "../../router/discover.js"
 import { CliError } from "../CliError.js"

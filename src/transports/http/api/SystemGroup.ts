@@ -1,8 +1,9 @@
 /**
- * The project's routes and the server's health.
+ * The project's routes, its build and the server's health.
  */
 import { HttpApiEndpoint, HttpApiGroup } from "@effect/platform"
 import { Schema } from "effect"
+import { BuildReport } from "../../../compiler/BuildStatus.js"
 
 /** A route as `GET /api/routes` lists it (the manifest's shape). */
 export const RouteView = Schema.Struct({
@@ -31,6 +32,7 @@ export class SystemGroup extends HttpApiGroup.make("system")
       routes: Schema.Array(RouteView)
     }))
   )
+  .add(HttpApiEndpoint.get("build", "/api/build").addSuccess(BuildReport))
   .add(
     HttpApiEndpoint.get("health", "/health").addSuccess(Schema.Struct({
       status: Schema.Literal("ok"),
