@@ -3,9 +3,10 @@
  * application's services, the result encoded with its output schema. Whatever goes wrong becomes
  * a readable result for the model, never a crash of the run.
  */
-import { Cause, Context, Effect, Either, ParseResult, Schema } from "effect"
+import { Cause, Context, Effect, Either, Schema } from "effect"
 import type { CompiledTool } from "../compiler/CompiledApp.js"
 import type { ToolRunContext } from "../definitions/defineTool.js"
+import { formatIssues, readableIssues } from "../definitions/readableIssues.js"
 import type { ToolCall } from "../models/Model.js"
 
 /** What a tool call came to. `content` is what the model is shown. */
@@ -55,10 +56,11 @@ export const decodeCall = Effect.fn("engine.decodeCall")(function*(
     return Either.left(failed(rawInput, `there is no tool named "${call.name}"; the tools are: ${available.join(", ") || "(none)"}`))
   }
   if (!parsed.ok) return Either.left(failed(rawInput, `the arguments for ${tool.name} are not valid JSON (${parsed.error})`))
-  const input = yield* Schema.decodeUnknown(tool.definition.input)(parsed.value).pipe(Effect.either)
+  // Every failing field at once, so that the model can fix them all in its next call.
+  const input = yield* Schema.decodeUnknown(tool.definition.input)(parsed.value, { errors: "all" }).pipe(Effect.either)
   if (input._tag === "Left") {
     return Either.left(
-      failed(rawInput, `invalid arguments for ${tool.name}:\n${ParseResult.TreeFormatter.formatErrorSync(input.left)}`)
+      failed(rawInput, `invalid arguments for ${tool.name}:\n${formatIssues(readableIssues(input.left, { root: "(arguments)" }))}`)
     )
   }
   const decoded: DecodedCall = { tool, input: input.right, rawInput }
@@ -91,11 +93,11 @@ export const runTool = Effect.fn("engine.runTool")(function*(
     if (Cause.isInterruptedOnly(result.left)) return yield* Effect.interrupt
     return failed(rawInput, `${tool.name} failed: ${describeFailure(result.left)}`)
   }
-  const encoded = yield* Schema.encode(tool.definition.output)(result.right).pipe(Effect.either)
+  const encoded = yield* Schema.encode(tool.definition.output)(result.right, { errors: "all" }).pipe(Effect.either)
   if (encoded._tag === "Left") {
     return failed(
       rawInput,
-      `${tool.name} returned a value that does not match its output schema:\n${ParseResult.TreeFormatter.formatErrorSync(encoded.left)}`
+      `${tool.name} returned a value that does not match its output schema:\n${formatIssues(readableIssues(encoded.left, { root: "(output)" }))}`
     )
   }
   const outcome: ToolOutcome = {

@@ -4,8 +4,9 @@
  * field and the fix.
  */
 import { posix as path } from "node:path"
-import { Duration, Schema } from "effect"
+import { Option, Schema } from "effect"
 import { defineFunctionOf, kindOf, type RouteKind } from "../definitions/RouteKind.js"
+import { ScheduleTimingSchema, timingProblem } from "../definitions/scheduleTiming.js"
 
 /** A problem with one definition, without the file (the caller adds it). */
 export interface DefinitionProblem {
@@ -101,42 +102,21 @@ const checkTool = (_file: string, definition: Record<string, unknown>): Array<De
     : { problem: "run is not a function", fix: "add run: (input) => Effect.succeed(...)" }
 ]
 
-const checkSchedule = (file: string, definition: Record<string, unknown>): Array<DefinitionProblem | undefined> => {
-  const timing = isRecord(definition.timing) ? definition.timing : {}
-  return [
-    relationship(file, "agent", definition.agent, "agent"),
-    typeof definition.message === "string" && definition.message.length > 0
-      ? undefined
-      : { problem: "message is missing", fix: `add message: "what the agent should do"` },
-    typeof timing.cron === "string"
-      ? checkCron(timing.cron, timing.timezone)
-      : typeof timing.every === "string"
-      ? Duration.decodeUnknown(timing.every)._tag === "Some"
-        ? undefined
-        : { problem: `every "${timing.every}" is not a duration`, fix: `use a duration such as "15 minutes" or "1 hour"` }
-      : typeof timing.at === "string"
-      ? Number.isNaN(Date.parse(timing.at))
-        ? { problem: `at "${timing.at}" is not an ISO instant`, fix: `use e.g. "2026-12-24T09:00:00Z"` }
-        : undefined
-      : { problem: "no timing", fix: "give exactly one of cron, every or at" }
-  ]
-}
+const checkSchedule = (file: string, definition: Record<string, unknown>): Array<DefinitionProblem | undefined> => [
+  relationship(file, "agent", definition.agent, "agent"),
+  typeof definition.message === "string" && definition.message.length > 0
+    ? undefined
+    : { problem: "message is missing", fix: `add message: "what the agent should do"` },
+  checkTiming(definition.timing)
+]
 
-const checkCron = (cron: string, timezone: unknown): DefinitionProblem | undefined => {
-  const fields = cron.trim().split(/\s+/).length
-  if (fields !== 5 && fields !== 6) {
-    return {
-      problem: `cron "${cron}" has ${fields} fields`,
-      fix: `use 5 fields (minute hour day month weekday), e.g. "0 9 * * 1-5", or 6 with seconds first`
-    }
+// A timing the scheduler cannot read would be stored as active and never fire: refuse it here.
+const checkTiming = (value: unknown): DefinitionProblem | undefined => {
+  const timing = Schema.decodeUnknownOption(ScheduleTimingSchema)(value)
+  if (Option.isNone(timing)) {
+    return { problem: "no timing", fix: "give exactly one of cron (with an optional timezone), every or at, as a string" }
   }
-  if (typeof timezone !== "string") return undefined
-  try {
-    new Intl.DateTimeFormat("en-US", { timeZone: timezone })
-    return undefined
-  } catch {
-    return { problem: `timezone "${timezone}" is not an IANA time zone`, fix: `use e.g. "Europe/Berlin" or "UTC"` }
-  }
+  return timingProblem(timing.value)
 }
 
 const checkPlaybook = (file: string, definition: Record<string, unknown>): Array<DefinitionProblem | undefined> => {

@@ -5,8 +5,9 @@
  * (matched, skipped and why, instance provisioned, run dispatched) recorded as an event.
  */
 import { createHmac, timingSafeEqual } from "node:crypto"
-import { Config, Context, Effect, Layer, ParseResult, Redacted, Schema } from "effect"
+import { Config, Context, Effect, Layer, Redacted, Schema } from "effect"
 import { CurrentApp } from "../compiler/CurrentApp.js"
+import { formatIssues, ReadableIssue, readableIssues } from "../definitions/readableIssues.js"
 import { Dispatcher } from "../dispatch/Dispatcher.js"
 import { newId } from "../durable/ids.js"
 import { Store, type StoreError } from "../durable/Store.js"
@@ -31,7 +32,7 @@ export class WebhookNotFound extends Schema.TaggedError<WebhookNotFound>()("Webh
 export class WebhookBodyInvalid extends Schema.TaggedError<WebhookBodyInvalid>()("WebhookBodyInvalid", {
   webhook: Schema.String,
   message: Schema.String,
-  issues: Schema.Array(Schema.Struct({ path: Schema.Array(Schema.String), message: Schema.String }))
+  issues: Schema.Array(ReadableIssue)
 }) {}
 
 /** The signature is missing or wrong. */
@@ -118,12 +119,10 @@ export const WebhooksLive = Layer.effect(
       const accepted = decoded.flatMap((d) => d._tag === "Right" ? [d.right] : [])
       if (accepted.length === 0) {
         const first = decoded.find((d) => d._tag === "Left")
-        const issues = first?._tag === "Left"
-          ? ParseResult.ArrayFormatter.formatErrorSync(first.left).map((i) => ({ path: i.path.map(String), message: i.message }))
-          : []
+        const issues = first?._tag === "Left" ? readableIssues(first.left, { root: "(body)" }) : []
         return yield* new WebhookBodyInvalid({
           webhook,
-          message: `the body does not match the event schema: ${issues.map((i) => `${i.path.join(".") || "(body)"}: ${i.message}`).join("; ")}`,
+          message: `the body does not match the event schema:\n${formatIssues(issues)}`,
           issues
         })
       }

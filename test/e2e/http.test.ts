@@ -38,14 +38,42 @@ describe("the HTTP API's edges", () => {
       const server = yield* startServer(root)
       const missing = yield* http(`${server.url}/api/runs`, { body: { agent: "support" } })
       expect(missing.status).toBe(400)
-      expect(missing.json).toMatchObject({ issues: [{ path: ["message"] }] })
+      expect(missing.json).toEqual({ _tag: "BadRequest", message: "message: is missing", issues: [{ path: "message", message: "is missing" }] })
       const wrongType = yield* http(`${server.url}/api/runs`, { body: { agent: "support", message: 42 } })
       expect(wrongType.status).toBe(400)
-      expect(wrongType.json).toMatchObject({ issues: [{ path: ["message"] }] })
+      expect(wrongType.json).toMatchObject({ issues: [{ path: "message", message: "expected a string, got 42" }] })
       const notJson = yield* http(`${server.url}/api/runs`, { body: "{\"agent\": " })
       expect(notJson.status).toBe(400)
+      expect(notJson.json).toMatchObject({ _tag: "BadRequest", issues: [] })
       expect(notJson.text).toContain("send valid JSON")
       for (const response of [missing, wrongType, notJson]) expect(response.text).not.toMatch(/\bat .*\.ts:\d+/)
+    }))
+
+  it.scopedLive("a 400 lists every wrong field on its own line, saying what was expected, and no Schema tree", () =>
+    Effect.gen(function*() {
+      const server = yield* startServer(root)
+      const response = yield* http(`${server.url}/api/runs`, { body: { agent: "", message: 3 } })
+      expect(response.status).toBe(400)
+      expect(response.json).toEqual({
+        _tag: "BadRequest",
+        message: "agent: expected a non-empty agent id\nmessage: expected a string, got 3",
+        issues: [
+          { path: "agent", message: "expected a non-empty agent id" },
+          { path: "message", message: "expected a string, got 3" }
+        ]
+      })
+      const notAnObject = yield* http(`${server.url}/api/runs`, { body: [1, 2] })
+      expect(notAnObject.json).toMatchObject({ message: "(body): expected an object, got an array" })
+      const decision = yield* http(`${server.url}/api/approvals/apr_nope`, { body: { decision: "maybe" } })
+      expect(decision.status).toBe(400)
+      expect(decision.json).toMatchObject({ message: `decision: expected one of "approve", "deny", got "maybe"` })
+      const limit = yield* http(`${server.url}/api/runs?limit=0&status=lost`)
+      expect(limit.status).toBe(400)
+      expect((limit.json as { issues: Array<{ path: string }> }).issues.map((i) => i.path)).toEqual(["status", "limit"])
+      expect(limit.json).toMatchObject({ message: expect.stringContaining("limit: expected a number between 1 and 1000, got 0") })
+      for (const { text } of [response, notAnObject, decision, limit]) {
+        expect(text).not.toMatch(/Expected \{|readonly|└─|HttpApiDecodeError/)
+      }
     }))
 
   it.scopedLive("an unknown run, conversation or path gets 404 with a message", () =>
@@ -100,6 +128,9 @@ describe("the HTTP API's edges", () => {
       expect(health.json).toMatchObject({ status: "ok", agents: 2 })
       const openapi = yield* http(`${server.url}/api/openapi.json`)
       expect(openapi.json).toMatchObject({ openapi: "3.1.0", paths: { "/api/runs": {}, "/api/runs/{runId}": {} } })
+      // Every 400 the API sends is a BadRequest, and the document says so rather than HttpApi's default.
+      expect(openapi.text).toContain(`"BadRequest"`)
+      expect(openapi.text).not.toContain("HttpApiDecodeError")
     }))
 })
 

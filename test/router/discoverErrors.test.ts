@@ -235,6 +235,64 @@ export default defineAgent({ description: "", model: "gpt-4", maxTurns: 0 })
     }))
 })
 
+describe("schedule timings", () => {
+  const scheduleWith = (timing: string) =>
+    scheduleOf("support", `import support from "../agents/support/agent.js"`).replace(`every: "1 hour"`, timing)
+
+  /** The one route error of a project whose schedule has `timing`. */
+  const timingErrorOf = (timing: string) =>
+    Effect.map(routeErrorsOf({ ...support, "schedules/nightly.ts": scheduleWith(timing) }), (errors) =>
+      onlyErrorFor(errors, "schedules/nightly.ts"))
+
+  it.scoped("a cron expression Cron.parse rejects is a route error naming the file and cron", () =>
+    Effect.gen(function*() {
+      const error = yield* timingErrorOf(`cron: "99 * * * *"`)
+      expect(error.problem).toBe(`cron "99 * * * *" is not valid: expected a value between 0 and 59 (at "99")`)
+      expect(error.fix).toContain("minute 0-59")
+      expect(error.message).toContain("schedules/nightly.ts")
+    }))
+
+  it.scoped("a cron expression that parses but matches no date is a route error", () =>
+    Effect.gen(function*() {
+      const error = yield* timingErrorOf(`cron: "0 9 31 2 *"`)
+      expect(error.problem).toBe(`cron "0 9 31 2 *" matches no date in any year`)
+    }))
+
+  it.scoped("a timezone that is not a time zone is a route error naming timezone", () =>
+    Effect.gen(function*() {
+      const error = yield* timingErrorOf(`cron: "0 9 * * 1-5", timezone: "Mars/Olympus"`)
+      expect(error.problem).toBe(`timezone "Mars/Olympus" is not an IANA time zone`)
+      expect(error.fix).toContain("Europe/Berlin")
+    }))
+
+  it.scoped("an every that is not a duration, or not a positive one, is a route error naming every", () =>
+    Effect.gen(function*() {
+      expect((yield* timingErrorOf(`every: "soon"`)).problem).toBe(`every "soon" is not a duration`)
+      const zero = yield* timingErrorOf(`every: "0 minutes"`)
+      expect(zero.problem).toBe(`every "0 minutes" is not a positive, finite duration`)
+      expect(zero.fix).toContain(`"15 minutes"`)
+    }))
+
+  it.scoped("an at that is not a date is a route error naming at", () =>
+    Effect.gen(function*() {
+      const error = yield* timingErrorOf(`at: "next tuesday-ish"`)
+      expect(error.problem).toBe(`at "next tuesday-ish" is not a valid date`)
+      expect(error.fix).toContain("2026-12-24T09:00:00Z")
+    }))
+
+  it.scoped("sound timings of every kind are routes", () =>
+    Effect.gen(function*() {
+      const table = yield* discoverProject({
+        ...support,
+        "schedules/a.ts": scheduleWith(`cron: "*/15 9-17 * * 1-5", timezone: "Europe/Berlin"`),
+        "schedules/b.ts": scheduleWith(`cron: "0 0 0 29 2 *"`),
+        "schedules/c.ts": scheduleWith(`every: "90 seconds"`),
+        "schedules/d.ts": scheduleWith(`at: "2026-12-24T09:00:00Z"`)
+      })
+      expect(table.schedules.map((r) => r.id).sort()).toEqual(["a", "b", "c", "d"])
+    }))
+})
+
 describe("loading", () => {
   it.scoped("a route file that throws while loading names the cause", () =>
     Effect.gen(function*() {

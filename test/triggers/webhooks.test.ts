@@ -82,8 +82,12 @@ describe("webhooks", () => {
       const server = yield* startServer(yield* tempProject(project()), { model })
       const response = yield* deliver(server.url, JSON.stringify({ id: "t-9", priority: "high" }))
       expect(response.status).toBe(400)
-      const paths = (response.json as { issues: Array<{ path: Array<string> }> }).issues.map((i) => i.path.join("."))
-      expect(paths).toEqual(expect.arrayContaining(["customerId", "priority", "body"]))
+      const { issues, message } = response.json as { issues: Array<{ path: string; message: string }>; message: string }
+      expect(issues.map((i) => i.path)).toEqual(expect.arrayContaining(["customerId", "priority", "body"]))
+      // The same one line per field as every other 400.
+      for (const { message: text, path } of issues) expect(message).toContain(`\n${path}: ${text}`)
+      expect(message).toContain(`priority: expected a number, got "high"`)
+      expect(message).not.toMatch(/Expected \{|readonly|└─/)
       const notJson = yield* deliver(server.url, "{nope")
       expect(notJson.status).toBe(400)
       expect(notJson.text).toContain("not valid JSON")

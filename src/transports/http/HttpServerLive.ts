@@ -23,7 +23,7 @@ export const ApiLive = HttpApiBuilder.api(FoundryApi).pipe(Layer.provide([RunsLi
 /** Serves the API on `host:port` (port 0 picks a free one). */
 export const layer = (options: { readonly port: number; readonly host: string }) =>
   HttpApiBuilder.serve().pipe(
-    Layer.provide(HttpApiBuilder.middleware(readableErrors)),
+    Layer.provide(HttpApiBuilder.middleware(FoundryApi, readableErrors)),
     Layer.provide(HttpApiBuilder.middlewareOpenApi({ path: "/api/openapi.json" })),
     Layer.provide(InspectorLive),
     Layer.provide(ApiLive),

@@ -1,38 +1,56 @@
 /**
- * Middleware that keeps the API's promises at its edge: request bodies are size-limited, and a
- * body that is not JSON or a path that is not a route gets a JSON error that says so, never an
- * empty response or a stack trace.
+ * Middleware that keeps the API's promises at its edge: request bodies are size-limited; a request
+ * that does not match its endpoint gets a `BadRequest` saying which field is wrong, one line each;
+ * a body that is not JSON or a path that is not a route gets a JSON error that says so, never an
+ * empty response, a Schema tree or a stack trace.
  */
-import { HttpIncomingMessage, type HttpApp, HttpServerError, HttpServerResponse } from "@effect/platform"
+import { HttpApiError, HttpIncomingMessage, type HttpApp, HttpServerError, HttpServerResponse } from "@effect/platform"
 import { Cause, Effect, Option } from "effect"
+import { formatIssues } from "../../definitions/readableIssues.js"
+import { BadRequest } from "./api/BadRequest.js"
+import { FoundryApi } from "./api/FoundryApi.js"
+import { requestIssues } from "./requestIssues.js"
 
 /** The largest request body the API reads. */
 export const maxBodyBytes = 1024 * 1024
 
-const answer = (status: number, tag: string, message: string) =>
-  HttpServerResponse.json({ _tag: tag, message }, { status }).pipe(Effect.orDie)
+const issuesOfRequest = requestIssues(FoundryApi)
+
+const explain = Effect.fn("readableErrors.explain")(function*(error: HttpApiError.HttpApiDecodeError) {
+  const issues = yield* issuesOfRequest
+  if (issues.length > 0) return yield* new BadRequest({ message: formatIssues(issues), issues })
+  // HttpApi also reports a handler's own decode failure, or a response that does not match its
+  // schema, as the client's: those are the server's bugs.
+  return yield* Effect.die(new Error(`a decode failure that is not the request's: ${error.message}`))
+})
 
 /** Wraps the API's app. */
-export const readableErrors = <E, R>(app: HttpApp.Default<E, R>): HttpApp.Default<E, R> =>
+export const readableErrors = <E, R>(app: HttpApp.Default<E, R>): HttpApp.Default<E | BadRequest, R> =>
   app.pipe(
-    HttpIncomingMessage.withMaxBodySize(Option.some(maxBodyBytes)),
-    Effect.catchAllCause((cause) => {
+    Effect.catchAllCause((cause): HttpApp.Default<E | BadRequest> => {
       // Body decoding dies rather than fails inside HttpApi, so defects are looked at too.
       const error = Cause.squash(cause)
+      if (error instanceof HttpApiError.HttpApiDecodeError) return explain(error)
       if (HttpServerError.isServerError(error)) {
         switch (error._tag) {
           case "RequestError":
-            return answer(
-              400,
-              "BadRequest",
-              error.reason === "Decode"
-                ? `the request body could not be read: send valid JSON (at most ${maxBodyBytes} bytes) with content-type: application/json`
-                : "the request could not be read"
+            return Effect.fail(
+              new BadRequest({
+                message: error.reason === "Decode"
+                  ? `the request body could not be read: send valid JSON (at most ${maxBodyBytes} bytes) with content-type: application/json`
+                  : "the request could not be read",
+                issues: []
+              })
             )
           case "RouteNotFound":
-            return answer(404, "NotFound", `${error.request.method} ${error.request.url} is not a route; see /api/openapi.json`)
+            return HttpServerResponse.json(
+              { _tag: "NotFound", message: `${error.request.method} ${error.request.url} is not a route; see /api/openapi.json` },
+              { status: 404 }
+            ).pipe(Effect.orDie)
         }
       }
       return Effect.failCause(cause)
-    })
+    }),
+    // Outermost, so that reading the body again to explain a failure is limited too.
+    HttpIncomingMessage.withMaxBodySize(Option.some(maxBodyBytes))
   )

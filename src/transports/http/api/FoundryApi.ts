@@ -1,9 +1,11 @@
 /**
  * Foundry's native HTTP API, as one `HttpApi` value: the server implements it, clients and the
- * OpenAPI document (`/api/openapi.json`) are derived from it.
+ * OpenAPI document (`/api/openapi.json`) are derived from it. Any endpoint may answer `BadRequest`
+ * (see `readableErrors`).
  */
 import { HttpApi, OpenApi } from "@effect/platform"
 import { ApprovalsGroup } from "./ApprovalsGroup.js"
+import { BadRequest, declareBadRequestOnly } from "./BadRequest.js"
 import { ConversationsGroup } from "./ConversationsGroup.js"
 import { EventsGroup } from "./EventsGroup.js"
 import { HooksGroup } from "./HooksGroup.js"
@@ -20,5 +22,7 @@ export class FoundryApi extends HttpApi.make("foundry")
   .add(HooksGroup)
   .add(SchedulesGroup)
   .add(SystemGroup)
+  .addError(BadRequest)
   .annotate(OpenApi.Title, "Foundry")
+  .annotate(OpenApi.Transform, declareBadRequestOnly)
 {}

@@ -13,12 +13,12 @@ import { RunStatus } from "../../../durable/records.js"
 import { FoundryEvent } from "../../../events/FoundryEvent.js"
 import { RunView } from "./views.js"
 
-/** The body of `POST /api/runs`. */
+/** The body of `POST /api/runs`. Messages follow the field's path in a 400: `agent: expected ...`. */
 export const CreateRun = Schema.Struct({
-  agent: Schema.String.pipe(Schema.nonEmptyString({ message: () => "agent must be a non-empty agent id" })),
-  message: Schema.String.pipe(Schema.nonEmptyString({ message: () => "message must be non-empty text" })),
+  agent: Schema.String.pipe(Schema.nonEmptyString({ message: () => "expected a non-empty agent id" })),
+  message: Schema.String.pipe(Schema.nonEmptyString({ message: () => "expected non-empty text" })),
   instance: Schema.optional(Schema.String.pipe(Schema.pattern(/^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/, {
-    message: () => "instance must be 1-128 letters, digits, '.', '_', ':' or '-'"
+    message: () => "expected 1-128 letters, digits, '.', '_', ':' or '-'"
   }))),
   conversation: Schema.optional(Schema.String)
 })
@@ -34,7 +34,7 @@ const RunIdPath = Schema.Struct({ runId: Schema.String })
 
 /** The body of `POST /api/runs/:runId/steer`. */
 export const SteerRun = Schema.Struct({
-  message: Schema.String.pipe(Schema.nonEmptyString({ message: () => "message must be non-empty text" }))
+  message: Schema.String.pipe(Schema.nonEmptyString({ message: () => "expected non-empty text" }))
 })
 
 /** The answer to a steer: the new run, linked to the cancelled one. */
