@@ -8,7 +8,7 @@ import { Clock, Duration, Effect, Option, Schema } from "effect"
 import type { CompiledTool } from "../compiler/CompiledApp.js"
 import type { ScheduleTiming } from "../definitions/defineSchedule.js"
 import { defineTool } from "../definitions/defineTool.js"
-import { nextFireAfter, ScheduleTimingSchema } from "../definitions/scheduleTiming.js"
+import { nextFireAfter, ScheduleTimingSchema, timingProblem } from "../definitions/scheduleTiming.js"
 import { newId } from "../durable/ids.js"
 import type { ActivationRecord, RunRecord } from "../durable/records.js"
 import { Store } from "../durable/Store.js"
@@ -123,7 +123,10 @@ export const runTimerTool = Effect.fn("engine.runTimerTool")(function*(which: Ti
       const input = Schema.decodeUnknownOption(ScheduleInput)(raw)
       if (Option.isNone(input)) return failedOutcome(raw, "foundry_schedule needs a message and one of at, in, every or cron")
       const timing = timingOf(input.value, now)
-      return typeof timing === "string" ? failedOutcome(raw, timing) : yield* arm(timing, input.value.message)
+      if (typeof timing === "string") return failedOutcome(raw, timing)
+      // The same rules as a schedule route's timing, so an agent cannot arm a timer that never fires.
+      const problem = timingProblem(timing)
+      return problem === undefined ? yield* arm(timing, input.value.message) : failedOutcome(raw, `${problem.problem}; ${problem.fix}`)
     }
     case "sleep": {
       const input = Schema.decodeUnknownOption(SleepInput)(raw)

@@ -32,6 +32,10 @@ const vendored = (specifier) => {
   return undefined
 }
 
+// Route files are ES modules whatever the project's package.json says: without `"type": "module"`
+// Node (and tsx) would load a `.ts` file as CommonJS, whose `require` never reaches these hooks.
+const projectFormat = (resolved) => /\.(c[jt]s|json)(\?|$)/.test(resolved.url) ? resolved.format : "module"
+
 export async function resolve(specifier, context, nextResolve) {
   if (specifier === "foundry") return { url: entryUrl, format: "module", shortCircuit: true }
   const vendor = vendored(specifier)
@@ -43,7 +47,7 @@ export async function resolve(specifier, context, nextResolve) {
     if (!isBare(specifier) || context.parentURL?.startsWith(frameworkUrl)) throw error
     resolved = await nextResolve(specifier, { ...context, parentURL: frameworkUrl + "package.json" })
   }
-  const generation = generationOf(context.parentURL)
+  const generation = generationOf(context.parentURL) ?? generationOf(resolved.url)
   if (generation === undefined || !isProjectFile(resolved.url)) return resolved
-  return { ...resolved, url: `${resolved.url.split("?")[0]}?foundry-gen=${generation}` }
+  return { ...resolved, url: `${resolved.url.split("?")[0]}?foundry-gen=${generation}`, format: projectFormat(resolved) }
 }

@@ -20,6 +20,20 @@ const exampleCopy = Effect.acquireRelease(
   (root) => Effect.sync(() => rmSync(root, { recursive: true, force: true }))
 )
 
+describe("route files are ES modules", () => {
+  it.scopedLive("a project whose package.json does not say \"type\": \"module\" still loads", () =>
+    Effect.gen(function*() {
+      const root = yield* tempProject({
+        "package.json": "{\"name\": \"legacy\"}\n",
+        "agents/echo/agent.ts": `import { defineAgent } from "foundry"\nimport { Schema } from "effect"\nexport const Note = Schema.String\nexport default defineAgent({ description: "Echoes" })\n`
+      })
+      const result = yield* runCli(["routes", root])
+      expect(result.stderr).toBe("")
+      expect(result.code).toBe(0)
+      expect(result.stdout).toMatch(/agent\s+echo\s+agents\/echo\/agent\.ts/)
+    }))
+})
+
 describe("foundry run", () => {
   it.scopedLive("streams the answer of one run and exits 0 when it completes", () =>
     Effect.gen(function*() {
