@@ -10,6 +10,7 @@ import { newId } from "../durable/ids.js"
 import { finalStatuses, type RunRecord } from "../durable/records.js"
 import { type Lease, LeaseLost, Store, type StoreError } from "../durable/Store.js"
 import { runAgent } from "../engine/AgentLoop.js"
+import { closeOpenCalls } from "../engine/closeOpenCalls.js"
 import { RunStarter } from "../engine/RunStarter.js"
 import { eventOf } from "../engine/trace.js"
 import { type EventDraft, EventLog } from "../events/EventLog.js"
@@ -244,9 +245,10 @@ export const layer = (options: LocalDispatcherOptions) =>
         )
       })
 
-      const cancel: (runId: string) => Effect.Effect<RunRecord, RunNotFound | RunAlreadyEnded | StoreError> = Effect.fn(
+      /** Cancels the run; `reason` becomes the result of each tool call it leaves open. */
+      const cancelWith: (runId: string, reason: string) => Effect.Effect<RunRecord, RunNotFound | RunAlreadyEnded | StoreError> = Effect.fn(
         "Dispatcher.cancel"
-      )(function*(runId: string) {
+      )(function*(runId: string, reason: string) {
         const run = yield* findRun(runId)
         if (finalStatuses.has(run.status)) {
           return yield* new RunAlreadyEnded({ runId, status: run.status, message: `run "${runId}" has already ${run.status}` })
@@ -254,21 +256,26 @@ export const layer = (options: LocalDispatcherOptions) =>
         yield* FiberMap.remove(fibers, runId)
         const latest = yield* findRun(runId)
         if (finalStatuses.has(latest.status)) return latest
+        yield* closeOpenCalls(latest, reason).pipe(Effect.provide(context))
         yield* store.updateRun(runId, { status: "cancelled" })
         yield* emitFor(latest, "run.cancelled", { from: latest.status })
         // Children this run waits for go with it; a cancelled child wakes its waiting parent.
         const children = yield* store.childRuns(runId)
         for (const child of children) {
           if (child.parentToolCallId !== null && !finalStatuses.has(child.status)) {
-            yield* cancel(child.id).pipe(Effect.catchTags({ RunAlreadyEnded: () => Effect.void, RunNotFound: () => Effect.void }))
+            yield* cancelWith(child.id, "cancelled: the run that asked for it was cancelled").pipe(
+              Effect.catchTags({ RunAlreadyEnded: () => Effect.void, RunNotFound: () => Effect.void })
+            )
           }
         }
         yield* wakeParent(runId)
         return yield* findRun(runId)
       })
 
+      const cancel = (runId: string) => cancelWith(runId, "cancelled: a person cancelled the run before this call finished")
+
       const steer = Effect.fn("Dispatcher.steer")(function*(runId: string, message: string) {
-        const cancelled = yield* cancel(runId)
+        const cancelled = yield* cancelWith(runId, `cancelled by steer: ${message}`)
         return yield* newRun(
           { agent: cancelled.agent, message, instance: cancelled.instanceId, conversation: cancelled.conversationId },
           cancelled.conversationId,

@@ -14,12 +14,15 @@ import { type ApprovalRecord, finalStatuses, type RunRecord } from "../durable/r
 import { type Lease, Store } from "../durable/Store.js"
 import { type EventDraft, EventLog } from "../events/EventLog.js"
 import { type ChatMessage, ModelResolver, type ToolCall } from "../models/Model.js"
+import { closeOpenCalls } from "./closeOpenCalls.js"
 import { decodeCall, failedOutcome, needsApproval, runTool, type ToolOutcome } from "./executeTool.js"
 import { runTimerTool } from "./agentTimers.js"
 import { modelTurn } from "./modelTurn.js"
+import { transcriptProblem } from "../models/validateTranscript.js"
 import { redactArguments, redactFields } from "./redact.js"
 import { RunStarter } from "./RunStarter.js"
 import { eventOf, spanIdOf, traceOfRun } from "./trace.js"
+import { foreignOpenCalls, type JournalEntry, modelView } from "./transcript.js"
 
 /** How a run's execution ended (a suspended run continues later). */
 export type RunOutcome = "completed" | "failed" | "suspended"
@@ -61,7 +64,9 @@ export const runAgent = Effect.fn("engine.runAgent")(function*(app: CompiledApp,
     events.emit(eventOf(run, type, data, step, parentStep))
 
   const fail = (error: string) =>
-    Effect.zipRight(store.updateRun(run.id, { status: "failed", error }), emit("run.failed", "run", { error })).pipe(
+    closeOpenCalls(run, `not run: the run failed (${error})`).pipe(
+      Effect.zipRight(store.updateRun(run.id, { status: "failed", error })),
+      Effect.zipRight(emit("run.failed", "run", { error })),
       Effect.as<RunOutcome>("failed")
     )
 
@@ -84,7 +89,7 @@ export const runAgent = Effect.fn("engine.runAgent")(function*(app: CompiledApp,
     const found = yield* store.getInstance(run.agent, run.instanceId)
     const instance = Option.isSome(found) ? found.value : yield* store.ensureInstance(run.agent, run.instanceId)
     const stored = yield* store.listMessages(run.conversationId)
-    const messages: Array<ChatMessage> = stored.map((m) => m.message)
+    const journal: Array<JournalEntry> = [...stored]
     // The run's own messages decide its next step: other runs of the conversation may have
     // added theirs while this one was suspended.
     const mine: Array<ChatMessage> = stored.filter((m) => m.runId === run.id).map((m) => m.message)
@@ -92,10 +97,27 @@ export const runAgent = Effect.fn("engine.runAgent")(function*(app: CompiledApp,
       Effect.zipRight(
         store.appendMessage(run.conversationId, run.id, message, lease),
         Effect.sync(() => {
-          messages.push(message)
+          journal.push({ runId: run.id, message })
           mine.push(message)
         })
       )
+    /** The transcript this run sends, checked against the strictest provider's rules before it goes. */
+    const transcript = Effect.gen(function*() {
+      const notes = new Map<string, string>()
+      for (const { call, runId } of foreignOpenCalls(journal, run.id)) {
+        const approval = yield* store.findApproval(runId, call.id)
+        notes.set(
+          call.id,
+          Option.isSome(approval) && approval.value.status === "pending"
+            ? `no result yet: this call to ${call.name} waits for a person's approval; its result will be added here once it is decided`
+            : `no result: this call to ${call.name} was interrupted before it finished`
+        )
+      }
+      const view = modelView(journal, run.id, (call) => notes.get(call.id) ?? `no result for ${call.name}`)
+      const problem = transcriptProblem(view)
+      if (problem !== undefined) return yield* Effect.dieMessage(`the transcript of run ${run.id} breaks the tool-call rules: ${problem}`)
+      return view
+    })
     if (!stored.some((m) => m.runId === run.id)) yield* record({ _tag: "user", content: run.input })
 
     const system = systemPrompt(agent, { id: instance.id, context: instance.context })
@@ -321,6 +343,7 @@ export const runAgent = Effect.fn("engine.runAgent")(function*(app: CompiledApp,
       const turnSpan = `turn:${turn}`
       const started = yield* Clock.currentTimeMillis
       yield* emit("model.turn.started", turnSpan, { turn, model: model.name })
+      const messages = yield* transcript
       const result = yield* modelTurn(model, { system, messages, tools: tools.map((t) => t.spec) }, {
         retry: config.modelRetry,
         onDelta: (text) => emit("model.delta", turnSpan, { turn, text }),
