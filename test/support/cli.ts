@@ -52,11 +52,14 @@ export interface CliProcess {
   readonly waitFor: (pattern: RegExp, from?: number) => Effect.Effect<string>
 }
 
-/** Starts `foundry <args>` in the test's scope. */
-export const startCli = (args: ReadonlyArray<string>, options: { readonly cwd?: string } = {}) =>
+/** Starts `foundry <args>` in the test's scope, with `env` added to its environment. */
+export const startCli = (
+  args: ReadonlyArray<string>,
+  options: { readonly cwd?: string; readonly env?: Readonly<Record<string, string>> } = {}
+) =>
   Effect.acquireRelease(
     Effect.sync((): CliProcess => {
-      const child = spawn(process.execPath, [foundryBin, ...args], { cwd: options.cwd, env: childEnv() })
+      const child = spawn(process.execPath, [foundryBin, ...args], { cwd: options.cwd, env: { ...childEnv(), ...options.env } })
       let output = ""
       child.stdout?.on("data", (chunk: Buffer) => (output += chunk.toString()))
       child.stderr?.on("data", (chunk: Buffer) => (output += chunk.toString()))
