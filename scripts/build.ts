@@ -1,7 +1,7 @@
 /**
  * Builds the framework into `dist/`: the CLI and the public API as ES modules (bundled with
  * esbuild, split into shared chunks, commands loaded on demand), the bundled copy of `effect`
- * that route files share with the framework, the route loader's hooks, the inspector's assets,
+ * that route files share with the framework, the inspector's assets,
  * and (unless `--no-types`) the declarations an installed package's users type-check against.
  *
  *   node --import tsx scripts/build.ts [--no-types]
@@ -79,7 +79,6 @@ for (const subpath of effectSubpaths()) {
   writeFileSync(join(dist, "vendor", `${subpath}.js`), await subpathModule(subpath, name))
 }
 
-copyFileSync(join(root, "src/router/moduleHooks.mjs"), join(dist, "moduleHooks.mjs"))
 copyFileSync(join(root, "src/router/nativeImport.cjs"), join(dist, "nativeImport.cjs"))
 
 mkdirSync(join(dist, "inspector"), { recursive: true })

@@ -17,7 +17,7 @@ export interface PackageLayout {
   readonly built: boolean
   /** The module that `import ... from "foundry"` means in a route file. */
   readonly entryUrl: string
-  /** Node module hooks for route files. */
+  /** Node module hooks for route files when running from the sources (a built framework bundles them). */
   readonly hooksUrl: string
   /** The CommonJS file whose `import()` loads route files through Node's own loader. */
   readonly nativeImportFile: string
@@ -55,7 +55,7 @@ const layoutOf = (moduleUrl: string): PackageLayout => {
     root,
     built,
     entryUrl: pathToFileURL(built ? join(dist, "index.js") : join(root, "src/index.ts")).href,
-    hooksUrl: pathToFileURL(built ? join(dist, "moduleHooks.mjs") : join(root, "src/router/moduleHooks.mjs")).href,
+    hooksUrl: pathToFileURL(join(root, "src/router/moduleHooks.mjs")).href,
     nativeImportFile: built ? join(dist, "nativeImport.cjs") : join(root, "src/router/nativeImport.cjs"),
     vendorDir: built ? join(dist, "vendor") : undefined,
     inspector: built ? { _tag: "Prebuilt", dir: join(dist, "inspector") } : { _tag: "Source", dir: join(root, "inspector") },

@@ -1,30 +1,37 @@
 /**
- * Loads route files as ES modules through Node's own loader (with `tsx` for TypeScript), so that
- * tests, `foundry dev` and `foundry start` load a project the same way, and a reload re-evaluates
- * the project's files without restarting the process.
+ * Loads a project's route files, one build (`generation`) at a time: a new generation
+ * re-evaluates the project's files (helpers included) while the framework and packages stay
+ * loaded, so `foundry dev` reloads without restarting.
+ *
+ * When the framework runs built, the project is bundled with esbuild (`routeBundle.ts`) and Node
+ * imports the bundle natively. From its sources (the test suite), route files load through Node's
+ * loader with `tsx` and Foundry's module hooks (`moduleHooks.mjs`), with `?foundry-gen=N` on every
+ * project file, so that tests and the framework share one copy of the framework and of Effect.
  */
+import { existsSync, readdirSync, statSync } from "node:fs"
 import { createRequire, register } from "node:module"
+import { join } from "node:path"
 import { pathToFileURL } from "node:url"
-import { register as registerTsx } from "tsx/esm/api"
 import { packageLayout } from "../packageLayout.js"
+import { type BundledEntries, bundleFolder, bundleRoutes } from "./routeBundle.js"
+import { agentFoldersOf, classify, configFiles, isProblem, routeFolders } from "./RoutePath.js"
 
 let registered = false
 
-/** Installs the TypeScript loader and Foundry's module hooks once per process. */
-export const registerRouteLoader = (): void => {
+/** Installs the TypeScript loader and Foundry's module hooks once per process (sources only). */
+const registerRouteLoader = async (): Promise<void> => {
   if (registered) return
   registered = true
+  const { register: registerTsx } = await import("tsx/esm/api")
   registerTsx()
   register(packageLayout.hooksUrl, {
-    data: {
-      entryUrl: packageLayout.entryUrl,
-      frameworkUrl: pathToFileURL(`${packageLayout.root}/`).href,
-      vendorUrl: packageLayout.vendorDir === undefined ? undefined : pathToFileURL(`${packageLayout.vendorDir}/`).href
-    }
+    data: { entryUrl: packageLayout.entryUrl, frameworkUrl: pathToFileURL(`${packageLayout.root}/`).href }
   })
 }
 
 const loaded: unknown = createRequire(import.meta.url)(packageLayout.nativeImportFile)
+
+/** Node's own `import()`, out of reach of test runners that rewrite it. */
 const nativeImport = (specifier: string): Promise<unknown> => {
   if (typeof loaded !== "object" || loaded === null || !("nativeImport" in loaded) || typeof loaded.nativeImport !== "function") {
     return Promise.reject(new Error(`foundry: ${packageLayout.nativeImportFile} is missing or broken`))
@@ -32,8 +39,47 @@ const nativeImport = (specifier: string): Promise<unknown> => {
   return Promise.resolve(loaded.nativeImport(specifier))
 }
 
-/** Imports one route file as of build `generation`; a new generation re-evaluates project files. */
-export const importRouteModule = (file: string, generation: number): Promise<unknown> => {
-  registerRouteLoader()
-  return nativeImport(`${pathToFileURL(file).href}?foundry-gen=${generation}`)
+/** Every file under the project's route folders that is a route, and the config file: the bundle's entries. */
+const entriesOf = (root: string): ReadonlyArray<string> => {
+  const files: Array<string> = []
+  const walk = (folder: string): void => {
+    for (const entry of readdirSync(join(root, folder))) {
+      if (entry.startsWith(".") || entry === "node_modules") continue
+      const file = `${folder}/${entry}`
+      if (statSync(join(root, file)).isDirectory()) walk(file)
+      else files.push(file)
+    }
+  }
+  for (const folder of routeFolders) if (existsSync(join(root, folder))) walk(folder)
+  const agentFolders = agentFoldersOf(files)
+  const routes = files.filter((file) => {
+    const classified = classify(file, agentFolders)
+    return classified !== undefined && !isProblem(classified)
+  })
+  return [...routes, ...configFiles.filter((file) => existsSync(join(root, file)))]
+}
+
+// One bundle per project and generation; the config and the routes of a build share it.
+const bundles = new Map<string, Promise<BundledEntries>>()
+
+const bundleOf = (root: string, generation: number): Promise<BundledEntries> => {
+  const key = `${root}\u0000${generation}`
+  const cached = bundles.get(key)
+  if (cached !== undefined) return cached
+  const made = Promise.resolve().then(() => bundleRoutes(root, entriesOf(root), bundleFolder(root, generation)))
+  bundles.set(key, made)
+  for (const old of bundles.keys()) if (old.startsWith(`${root}\u0000`) && old !== key) bundles.delete(old)
+  return made
+}
+
+/** Imports the route file `file` (relative to `root`) as of build `generation`. */
+export const importRouteModule = async (root: string, file: string, generation: number): Promise<unknown> => {
+  if (!packageLayout.built) {
+    await registerRouteLoader()
+    return nativeImport(`${pathToFileURL(join(root, file)).href}?foundry-gen=${generation}`)
+  }
+  const entry = (await bundleOf(root, generation)).get(file)
+  if (entry === undefined) throw new Error(`${file} is not a route file or config of this project`)
+  if (entry._tag === "Broken") throw new Error(entry.message)
+  return nativeImport(entry.url)
 }

@@ -20,7 +20,7 @@ const where: Record<RouteFile["kind"], string> = {
 /** The default export of a module, or the reason it cannot be had. */
 export const loadDefault = (root: string, file: string, generation: number) =>
   Effect.tryPromise({
-    try: () => importRouteModule(`${root}/${file}`, generation),
+    try: () => importRouteModule(root, file, generation),
     catch: (cause) =>
       new RouteError({
         file,

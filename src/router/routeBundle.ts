@@ -1,0 +1,136 @@
+/**
+ * A project's route files as one esbuild bundle per build (how a framework that runs built loads
+ * them): every route file and the config are entries, split into shared chunks, so that a helper
+ * they share is one module, as with Node's own loader. `foundry` and `effect` are the running
+ * framework's own files; other packages are left to Node, resolved at bundle time from the
+ * importing file (or from the framework, for a project that installs nothing). No loader thread,
+ * no TypeScript loader: the bundle is plain JavaScript that Node imports natively.
+ */
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs"
+import { dirname, join, relative } from "node:path"
+import { pathToFileURL } from "node:url"
+import type { BuildFailure, Message, Plugin } from "esbuild"
+import { packageLayout } from "../packageLayout.js"
+
+/** Each entry's module URL, or the build errors that keep it from loading. */
+export type BundledEntries = ReadonlyMap<string, { readonly _tag: "Built"; readonly url: string } | { readonly _tag: "Broken"; readonly message: string }>
+
+const isBare = (specifier: string): boolean => !/^(\.|\/|[a-z][a-z0-9+.-]*:)/i.test(specifier)
+
+const vendored = (specifier: string): string | undefined => {
+  const vendor = packageLayout.vendorDir
+  if (vendor === undefined) return undefined
+  if (specifier === "effect") return pathToFileURL(join(vendor, "effect/index.js")).href
+  return /^effect\/[A-Za-z]+$/.test(specifier) ? pathToFileURL(join(vendor, `${specifier}.js`)).href : undefined
+}
+
+/** Resolves the framework's own modules to its files, and leaves packages to Node at their resolved paths. */
+const frameworkResolution: Plugin = {
+  name: "foundry-resolution",
+  setup(build) {
+    build.onResolve({ filter: /^[^./]/ }, async (args) => {
+      if (args.pluginData === "resolving" || !isBare(args.path)) return undefined
+      if (args.path === "foundry") return { path: packageLayout.entryUrl, external: true }
+      const vendor = vendored(args.path)
+      if (vendor !== undefined) return { path: vendor, external: true }
+      for (const resolveDir of [args.resolveDir, packageLayout.root]) {
+        const found = await build.resolve(args.path, { kind: args.kind, resolveDir, pluginData: "resolving" })
+        if (found.errors.length === 0 && found.path !== "") {
+          return found.external ? { path: args.path, external: true } : { path: pathToFileURL(found.path).href, external: true }
+        }
+      }
+      return undefined
+    })
+    // A route file that reads a file beside it by `import.meta.url` must see its own place, not the bundle's.
+    build.onLoad({ filter: /\.(m?[jt]s)$/ }, (args) => {
+      if (args.path.includes("/node_modules/")) return undefined
+      const source = readFileSync(args.path, "utf8")
+      const url = JSON.stringify(pathToFileURL(args.path).href)
+      const contents = source.includes("import.meta.url") ? source.replaceAll("import.meta.url", url) : source
+      return { contents, loader: args.path.endsWith("ts") ? "ts" : "js" }
+    })
+  }
+}
+
+const describe = (root: string, message: Message): string => {
+  const at = message.location === null
+    ? ""
+    : ` (${relative(root, join(root, message.location.file))}:${message.location.line}:${message.location.column + 1})`
+  return `${message.text}${at}`
+}
+
+const isBuildFailure = (error: unknown): error is BuildFailure =>
+  error instanceof Error && "errors" in error && Array.isArray(error.errors)
+
+/** Bundles `entries` (project-relative files) of the project at `root` into `outdir`. */
+const bundle = async (root: string, entries: ReadonlyArray<string>, outdir: string): Promise<void> => {
+  const { build } = await import("esbuild")
+  await build({
+    absWorkingDir: root,
+    entryPoints: entries.map((file) => join(root, file)),
+    outbase: root,
+    outdir,
+    bundle: true,
+    splitting: true,
+    format: "esm",
+    platform: "node",
+    target: "node20",
+    sourcemap: "linked",
+    // .mjs: the bundle is ES modules whatever the project's package.json says about "type".
+    outExtension: { ".js": ".mjs" },
+    logLevel: "silent",
+    plugins: [frameworkResolution]
+  })
+}
+
+const outputOf = (outdir: string, file: string): string => pathToFileURL(join(outdir, file.replace(/\.m?[jt]s$/, ".mjs"))).href
+
+/**
+ * Bundles the entries into `outdir`. When the whole fails (a syntax error somewhere), each entry is
+ * bundled alone, so every file whose own imports are sound still loads, and each broken one says why.
+ */
+export const bundleRoutes = async (root: string, entries: ReadonlyArray<string>, outdir: string): Promise<BundledEntries> => {
+  try {
+    await bundle(root, entries, outdir)
+    return new Map(entries.map((file) => [file, { _tag: "Built", url: outputOf(outdir, file) }]))
+  } catch (error) {
+    if (!isBuildFailure(error)) throw error
+  }
+  const results = new Map<string, { readonly _tag: "Built"; readonly url: string } | { readonly _tag: "Broken"; readonly message: string }>()
+  for (const [index, file] of entries.entries()) {
+    const alone = join(outdir, `entry-${index}`)
+    try {
+      await bundle(root, [file], alone)
+      results.set(file, { _tag: "Built", url: outputOf(alone, file) })
+    } catch (error) {
+      if (!isBuildFailure(error)) throw error
+      results.set(file, { _tag: "Broken", message: error.errors.map((m) => describe(root, m)).join("\n") })
+    }
+  }
+  return results
+}
+
+const processTag = `${process.pid}-${Date.now().toString(36)}`
+const staleAfterMs = 60 * 60 * 1000
+
+/**
+ * The folder for build `generation` of this process: `.foundry/routes/<process>/<generation>`.
+ * Older generations of this process (beyond the last two) and other processes' folders untouched
+ * for an hour are removed.
+ */
+export const bundleFolder = (root: string, generation: number): string => {
+  const base = join(root, ".foundry/routes")
+  const mine = join(base, processTag)
+  mkdirSync(mine, { recursive: true })
+  for (const entry of readdirSync(base)) {
+    const folder = join(base, entry)
+    if (entry !== processTag && Date.now() - statSync(folder).mtimeMs > staleAfterMs) rmSync(folder, { recursive: true, force: true })
+  }
+  for (const entry of readdirSync(mine)) {
+    if (Number(entry) < generation - 2) rmSync(join(mine, entry), { recursive: true, force: true })
+  }
+  const folder = join(mine, String(generation))
+  if (existsSync(folder)) rmSync(folder, { recursive: true, force: true })
+  mkdirSync(dirname(folder), { recursive: true })
+  return folder
+}
