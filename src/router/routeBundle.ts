@@ -2,9 +2,10 @@
  * A project's route files as one esbuild bundle per build (how a framework that runs built loads
  * them): every route file and the config are entries, split into shared chunks, so that a helper
  * they share is one module, as with Node's own loader. `foundry` and `effect` are the running
- * framework's own files; other packages are left to Node, resolved at bundle time from the
- * importing file (or from the framework, for a project that installs nothing). No loader thread,
- * no TypeScript loader: the bundle is plain JavaScript that Node imports natively.
+ * framework's own files, and Effect's packages (`@effect/*`) are bundled so they use that same
+ * `effect`; other packages are left to Node, resolved at bundle time from the importing file (or
+ * from the framework, for a project that installs nothing). No loader thread, no TypeScript
+ * loader: the bundle is plain JavaScript that Node imports natively.
  */
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs"
 import { dirname, join, relative } from "node:path"
@@ -33,11 +34,13 @@ const frameworkResolution: Plugin = {
       if (args.path === "foundry") return { path: packageLayout.entryUrl, external: true }
       const vendor = vendored(args.path)
       if (vendor !== undefined) return { path: vendor, external: true }
+      // Effect's own packages are bundled, so that their `effect` is the framework's copy too.
+      const inline = args.path.startsWith("@effect/")
       for (const resolveDir of [args.resolveDir, packageLayout.root]) {
         const found = await build.resolve(args.path, { kind: args.kind, resolveDir, pluginData: "resolving" })
-        if (found.errors.length === 0 && found.path !== "") {
-          return found.external ? { path: args.path, external: true } : { path: pathToFileURL(found.path).href, external: true }
-        }
+        if (found.errors.length > 0 || found.path === "") continue
+        if (found.external) return { path: args.path, external: true }
+        return inline ? { path: found.path } : { path: pathToFileURL(found.path).href, external: true }
       }
       return undefined
     })
