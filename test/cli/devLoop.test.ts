@@ -1,0 +1,281 @@
+/**
+ * The dev loop end to end: the real `foundry dev` process on temporary projects, edited the way
+ * editors and tools edit files (atomic saves by rename, helper files, broken files, a broken
+ * config), and a cold start that must take its port and store from the config.
+ */
+import { existsSync, mkdtempSync, readdirSync, renameSync, rmSync, writeFileSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { describe, expect, it } from "@effect/vitest"
+import { Effect } from "effect"
+import { type CliProcess, freePort, runCli, startCli } from "../support/cli.js"
+import { connect, freshSchema, skipPostgres } from "../support/postgres.js"
+import { http, type RunBody, waitForRun } from "../support/server.js"
+import { tempProject } from "../support/tempProject.js"
+
+/**
+ * An agent on a scripted model: turn 1 calls the `answer` tool, turn 2 answers with what the
+ * tool returned, so the run's output shows which build's tool ran.
+ */
+const agentSource = `import { defineAgent, Scripted } from "foundry"
+import answer from "./tools/answer.tool.js"
+
+export default defineAgent({
+  description: "Answers with whatever its tool returns",
+  tools: [answer],
+  model: Scripted.make((request, index) => {
+    if (index === 0) return { toolCalls: [{ name: "answer", arguments: {} }] }
+    const results = request.messages.filter((m) => m._tag === "tool")
+    return { text: "the tool said: " + (results.length === 0 ? "nothing" : results[results.length - 1].content) }
+  })
+})
+`
+
+/** The tool returning `value` (an expression), optionally with extra imports. */
+const answerTool = (value: string, imports = "") => `import { Effect, Schema } from "effect"
+import { defineTool } from "foundry"
+${imports}
+export default defineTool({
+  description: "Returns the current answer",
+  input: Schema.Struct({}),
+  output: Schema.String,
+  run: () => Effect.succeed(${value})
+})
+`
+
+/** The tool returning the string `constant`. */
+const constantTool = (constant: string) => answerTool(JSON.stringify(constant))
+
+/** A tool file that does not parse. */
+const brokenTool = `import { Effect, Schema } from "effect"
+import { defineTool } from "foundry"
+export default defineTool({ description: "half saved",
+`
+
+const toolPath = "agents/helper/tools/answer.tool.ts"
+
+/** Replaces `file` the way editors and `sed -i` do: a new file in the same folder, renamed over it. */
+const atomicSave = (file: string, content: string, attempt: number) => {
+  const temporary = join(file, "..", `sed${process.pid}x${attempt}`)
+  writeFileSync(temporary, content)
+  renameSync(temporary, file)
+}
+
+/** Starts a run of the helper agent and waits for its end. */
+const runHelper = (url: string) =>
+  Effect.gen(function*() {
+    const created = yield* http(`${url}/api/runs`, { body: { agent: "helper", message: "what is the answer?" } })
+    expect(created.status, created.text).toBe(202)
+    const runId = (created.json as { runId: string }).runId
+    const run: RunBody = yield* waitForRun(url, runId)
+    const events = yield* http(`${url}/api/runs/${runId}/events`)
+    const toolOutputs = (events.json as ReadonlyArray<{ type: string; data: { tool?: string; output?: unknown } }>)
+      .filter((e) => e.type === "tool.call.completed")
+      .map((e) => e.data.output)
+    return { runId, run, toolOutputs }
+  })
+
+/** Asserts that a run of the helper agent used the tool returning `constant`. */
+const expectAnswer = (url: string, constant: string) =>
+  Effect.gen(function*() {
+    const { run, runId, toolOutputs } = yield* runHelper(url)
+    expect(run.status, JSON.stringify(run)).toBe("completed")
+    expect(toolOutputs).toEqual([constant])
+    expect(run.output).toBe(`the tool said: ${constant}`)
+    return runId
+  })
+
+/** Starts `foundry dev` on `root` with `--port` and waits until it listens. */
+const devOn = (root: string) =>
+  Effect.gen(function*() {
+    const port = yield* freePort
+    const dev = yield* startCli(["dev", root, "--port", String(port)])
+    yield* dev.waitFor(/listening on http:\/\/127\.0\.0\.1:\d+/)
+    return { dev, url: `http://127.0.0.1:${port}` }
+  })
+
+/** The number of the build a "reloaded" line after `mark` announces. */
+const reloadedBuild = (dev: CliProcess, mark: number) =>
+  Effect.map(dev.waitFor(/reloaded \(build (\d+)\)/, mark), (line) => Number(/\d+/.exec(line)?.[0]))
+
+const scratchFolder = Effect.acquireRelease(
+  Effect.sync(() => mkdtempSync(join(tmpdir(), "foundry-empty-"))),
+  (folder) => Effect.sync(() => rmSync(folder, { recursive: true, force: true }))
+)
+
+describe("the foundry dev loop", () => {
+  it.scopedLive("reloads five atomic saves (write a temp file, rename it over the tool) in a row", () =>
+    Effect.gen(function*() {
+      const root = yield* tempProject({ "agents/helper/agent.ts": agentSource, [toolPath]: constantTool("v0") })
+      const { dev, url } = yield* devOn(root)
+      yield* expectAnswer(url, "v0")
+
+      let lastBuild = 1
+      for (let version = 1; version <= 5; version++) {
+        const mark = dev.output().length
+        atomicSave(join(root, toolPath), constantTool(`v${version}`), version)
+        const build = yield* reloadedBuild(dev, mark)
+        expect(build, `save ${version} should be a new build`).toBeGreaterThan(lastBuild)
+        lastBuild = build
+        // The reload was caused by the tool file itself (a rename over it), not by the temp file.
+        expect(dev.output().slice(mark)).toMatch(/changed: [^\n]*agents\/helper\/tools\/answer\.tool\.ts/)
+        expect(dev.output().slice(mark)).not.toMatch(/changed: [^\n]*sed\d+x/)
+        yield* expectAnswer(url, `v${version}`)
+      }
+      const report = yield* http(`${url}/api/build`)
+      expect(report.json).toMatchObject({ generation: lastBuild, problems: [] })
+    }))
+
+  it.scopedLive("reloads when only a helper file that the tool imports changes", () =>
+    Effect.gen(function*() {
+      const root = yield* tempProject({
+        "lib/version.ts": `export const version = "helper-1"\n`,
+        "agents/helper/agent.ts": agentSource,
+        [toolPath]: answerTool("version", `import { version } from "../../../lib/version.js"`)
+      })
+      const { dev, url } = yield* devOn(root)
+      yield* expectAnswer(url, "helper-1")
+
+      for (const version of ["helper-2", "helper-3"]) {
+        const mark = dev.output().length
+        writeFileSync(join(root, "lib/version.ts"), `export const version = ${JSON.stringify(version)}\n`)
+        yield* reloadedBuild(dev, mark)
+        expect(dev.output().slice(mark)).toMatch(/changed: lib\/version\.ts/)
+        yield* expectAnswer(url, version)
+      }
+    }))
+
+  it.scopedLive("keeps serving the last good build while a broken tool file is fixed", () =>
+    Effect.gen(function*() {
+      const root = yield* tempProject({ "agents/helper/agent.ts": agentSource, [toolPath]: constantTool("good-1") })
+      const { dev, url } = yield* devOn(root)
+      yield* expectAnswer(url, "good-1")
+
+      let mark = dev.output().length
+      writeFileSync(join(root, toolPath), constantTool("good-2"))
+      const good = yield* reloadedBuild(dev, mark)
+      yield* expectAnswer(url, "good-2")
+
+      // Broken: the reload fails, names the file, and the last good build still answers.
+      mark = dev.output().length
+      writeFileSync(join(root, toolPath), brokenTool)
+      const failure = yield* dev.waitFor(/Reload failed[\s\S]*answer\.tool\.ts[^\n]*/, mark)
+      expect(failure).toContain(toolPath)
+      expect(dev.output().slice(mark)).not.toMatch(/reloaded \(build/)
+      yield* expectAnswer(url, "good-2")
+      const broken = yield* http(`${url}/api/build`)
+      expect(broken.status).toBe(200)
+      const report = broken.json as { generation: number; problems: ReadonlyArray<{ file: string; problem: string }> }
+      expect(report.generation).toBe(good)
+      expect(report.problems.map((p) => p.file)).toContain(toolPath)
+
+      // A second, different breakage (a default export that is no tool) is also reported and survived.
+      mark = dev.output().length
+      writeFileSync(join(root, toolPath), "export default 42\n")
+      const wrongExport = yield* dev.waitFor(/Reload failed[\s\S]*answer\.tool\.ts: [^\n]*/, mark)
+      expect(wrongExport).toMatch(/agents\/helper\/tools\/answer\.tool\.ts: the default export is not a Foundry definition[^\n]*must export a tool/)
+      yield* expectAnswer(url, "good-2")
+      expect((yield* http(`${url}/api/build`)).json).toMatchObject({ generation: good })
+
+      // Fixed: the new version serves and the build has no problems any more.
+      mark = dev.output().length
+      writeFileSync(join(root, toolPath), constantTool("fixed-3"))
+      const fixed = yield* reloadedBuild(dev, mark)
+      expect(fixed).toBeGreaterThan(good)
+      yield* expectAnswer(url, "fixed-3")
+      expect((yield* http(`${url}/api/build`)).json).toMatchObject({ generation: fixed, problems: [] })
+    }))
+
+  it.scopedLive("a broken foundry.config.ts at cold start exits non-zero, naming the file and the problem", () =>
+    Effect.gen(function*() {
+      const port = yield* freePort
+      const notAConfig = yield* tempProject({
+        "foundry.config.ts": `export default { server: { port: ${port} } }\n`,
+        "agents/helper/agent.ts": agentSource,
+        [toolPath]: constantTool("v0")
+      })
+      const first = yield* runCli(["dev", notAConfig]).pipe(Effect.timeout("30 seconds"), Effect.orDie)
+      expect(first.code, first.stdout + first.stderr).not.toBe(0)
+      expect(first.code).not.toBeNull()
+      expect(first.stderr).toContain("foundry.config.ts")
+      expect(first.stderr).toMatch(/foundry\.config\.ts: the default export is not a Foundry definition[^\n]*must export a config/)
+      expect(first.stdout + first.stderr).not.toMatch(/listening on/)
+
+      const unparsable = yield* tempProject({
+        "foundry.config.ts": `import { defineConfig } from "foundry"\nexport default defineConfig({ server: { port: ${port} }\n`,
+        "agents/helper/agent.ts": agentSource,
+        [toolPath]: constantTool("v0")
+      })
+      const second = yield* runCli(["dev", unparsable]).pipe(Effect.timeout("30 seconds"), Effect.orDie)
+      expect(second.code, second.stdout + second.stderr).not.toBe(0)
+      expect(second.code).not.toBeNull()
+      expect(second.stderr).toContain("config is broken")
+      // The parser's own words and the place: the file, line and column.
+      expect(second.stderr).toMatch(/foundry\.config\.ts: importing the file failed: [^\n]*found end of file \(foundry\.config\.ts:\d+:\d+\)/)
+      expect(second.stdout + second.stderr).not.toMatch(/listening on/)
+
+      const throwing = yield* tempProject({
+        "foundry.config.ts": `import { defineConfig } from "foundry"
+if (process.env["FOUNDRY_DEV_LOOP_UNSET"] === undefined) throw new Error("FOUNDRY_DEV_LOOP_UNSET is not set")
+export default defineConfig({ server: { port: ${port} } })
+`,
+        "agents/helper/agent.ts": agentSource,
+        [toolPath]: constantTool("v0")
+      })
+      const third = yield* runCli(["dev", throwing]).pipe(Effect.timeout("30 seconds"), Effect.orDie)
+      expect(third.code, third.stdout + third.stderr).not.toBe(0)
+      expect(third.code).not.toBeNull()
+      expect(third.stderr).toMatch(/foundry\.config\.ts: [^\n]*FOUNDRY_DEV_LOOP_UNSET is not set/)
+      expect(third.stdout + third.stderr).not.toMatch(/listening on/)
+    }))
+
+  it.scopedLive("on an empty folder suggests foundry init", () =>
+    Effect.gen(function*() {
+      const folder = yield* scratchFolder
+      const port = yield* freePort
+      const dev = yield* startCli(["dev", folder, "--port", String(port)])
+      const hint = yield* dev.waitFor(/[^\n]*foundry init[^\n]*/)
+      expect(hint).toContain("foundry init")
+      expect(dev.output()).toContain(folder)
+    }))
+})
+
+describe.skipIf(skipPostgres)("a cold start with a broken route file", () => {
+  it.scopedLive("serves on the config's port and stores runs in the config's PostgreSQL, not in SQLite", () =>
+    Effect.gen(function*() {
+      const pgUrl = yield* freshSchema
+      const port = yield* freePort
+      const root = yield* tempProject({
+        "foundry.config.ts": `import { defineConfig } from "foundry"
+export default defineConfig({ server: { port: ${port} }, store: { postgres: ${JSON.stringify(pgUrl)} } })
+`,
+        "agents/helper/agent.ts": agentSource,
+        [toolPath]: brokenTool
+      })
+      // No --port: the config's port must be used even though the routes do not build.
+      const dev = yield* startCli(["dev", root])
+      yield* dev.waitFor(new RegExp(`listening on http://127\\.0\\.0\\.1:${port}\\b`))
+      expect(dev.output()).toMatch(/do not build[\s\S]*agents\/helper\/tools\/answer\.tool\.ts/)
+      expect(dev.output()).toMatch(/store:\s+postgres:\/\/[^\n]*127\.0\.0\.1/)
+      expect(dev.output()).not.toContain(".foundry/foundry.db")
+      const url = `http://127.0.0.1:${port}`
+      const health = yield* http(`${url}/health`)
+      expect(health.status).toBe(200)
+      expect(health.json).toMatchObject({ status: "ok", agents: 0 })
+      const build = (yield* http(`${url}/api/build`)).json as { problems: ReadonlyArray<{ file: string }> }
+      expect(build.problems.map((p) => p.file)).toContain(toolPath)
+
+      const mark = dev.output().length
+      writeFileSync(join(root, toolPath), constantTool("from-postgres"))
+      yield* reloadedBuild(dev, mark)
+      expect((yield* http(`${url}/health`)).json).toMatchObject({ status: "ok", agents: 1 })
+      const runId = yield* expectAnswer(url, "from-postgres")
+
+      const sql = yield* connect(pgUrl)
+      const runs = yield* sql<{ readonly id: string; readonly agent: string; readonly status: string; readonly output: string }>`
+        SELECT id, agent, status, output FROM runs`
+      expect(runs).toEqual([{ id: runId, agent: "helper", status: "completed", output: "the tool said: from-postgres" }])
+      const stored = existsSync(join(root, ".foundry")) ? readdirSync(join(root, ".foundry")) : []
+      expect(stored.filter((file) => /\.(db|sqlite)(-wal|-shm|-journal)?$/.test(file))).toEqual([])
+    }))
+})
