@@ -17,23 +17,18 @@ const init = Command.make(
   ({ dir }) => Effect.flatMap(Effect.promise(() => import("./commands/init.js")), (command) => command.init(dir))
 ).pipe(Command.withDescription("create a new project"))
 
-const dev = Command.make("dev", { dir: projectDir, port, host }, ({ dir, host, port }) =>
-  Effect.flatMap(
-    Effect.promise(() => import("./serveProject.js")),
-    ({ serveProject }) =>
-      Effect.scoped(
-        serveProject({ root: dir, port: Option.getOrUndefined(port), host: Option.getOrUndefined(host), watch: true })
-      )
-  )).pipe(Command.withDescription("serve a project and reload it on every change"))
+/** `dev` and `start`: serving a project, with or without watching it. */
+const serve = (name: "dev" | "start", watch: boolean, description: string) =>
+  Command.make(name, { dir: projectDir, port, host }, ({ dir, host, port }) =>
+    Effect.flatMap(
+      Effect.promise(() => import("./serveProject.js")),
+      ({ serveProject }) =>
+        Effect.scoped(serveProject({ root: dir, port: Option.getOrUndefined(port), host: Option.getOrUndefined(host), watch }))
+    )).pipe(Command.withDescription(description))
 
-const start = Command.make("start", { dir: projectDir, port, host }, ({ dir, host, port }) =>
-  Effect.flatMap(
-    Effect.promise(() => import("./serveProject.js")),
-    ({ serveProject }) =>
-      Effect.scoped(
-        serveProject({ root: dir, port: Option.getOrUndefined(port), host: Option.getOrUndefined(host), watch: false })
-      )
-  )).pipe(Command.withDescription("serve a project (production: no watching)"))
+const dev = serve("dev", true, "serve a project and reload it on every change")
+
+const start = serve("start", false, "serve a project (production: no watching)")
 
 const run = Command.make(
   "run",
