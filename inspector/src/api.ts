@@ -91,6 +91,7 @@ export const onEvent = (listener: Listener): (() => void) => {
 
 const eventTypes = [
   "run.queued", "run.started", "run.completed", "run.failed", "run.cancelled", "run.suspended", "run.resumed",
-  "approval.requested", "approval.decided", "model.turn.started", "model.retry", "model.delta", "model.turn.completed",
+  "approval.requested", "approval.decided", "model.turn.started", "model.retry", "model.fallback", "model.delta",
+  "model.turn.completed",
   "tool.call.started", "tool.call.completed", "tool.call.failed"
 ]

@@ -4,6 +4,7 @@
  * to be there before the first run.
  */
 import { Cause, Context, Effect, JSONSchema, Layer, Schema, SchemaAST, type Scope } from "effect"
+import { timerToolsOf } from "../definitions/defineAgent.js"
 import { defineTool } from "../definitions/defineTool.js"
 import { timerTools } from "../engine/agentTimers.js"
 import type { AnyTool } from "../definitions/defineTool.js"
@@ -148,7 +149,11 @@ export const compile = Effect.fn("compiler.compile")(function*(table: RouteTable
       }
       tools.set(compiled.name, compiled)
     }
-    for (const timer of timerTools) if (!tools.has(timer.name)) tools.set(timer.name, timer)
+    // Timer tools only for agents that opt in: a model offered them schedules work nobody asked for.
+    const timers = new Set(timerToolsOf(route.definition))
+    for (const timer of timerTools) {
+      if (timer.builtin !== undefined && timers.has(timer.builtin) && !tools.has(timer.name)) tools.set(timer.name, timer)
+    }
     agents.set(route.id, { id: route.id, file: route.file, definition: route.definition, tools })
   }
   if (errors.length > 0) return yield* new RouteErrors({ errors })

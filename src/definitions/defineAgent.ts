@@ -2,6 +2,7 @@
  * `defineAgent`: an agent is a model, instructions and the tools it may call. Identity comes from
  * the file's path (`agents/<path>/agent.ts`), never from a field.
  */
+import type { NonEmptyReadonlyArray } from "effect/Array"
 import type { EnvironmentDefinition } from "./defineEnvironment.js"
 import type { AnyTool } from "./defineTool.js"
 import type { LanguageModel } from "../models/Model.js"
@@ -22,12 +23,25 @@ export type Instructions = string | ((input: { readonly instance: InstanceInfo }
  */
 export type ModelSpec = "demo" | `openai:${string}` | LanguageModel
 
+/**
+ * An agent's `model` field: one model, or a list to fall back through in order. A turn goes to the
+ * next model only when the current one still fails transiently (429, 5xx, network) after its
+ * retries; a permanent failure (400, 401, ...) fails the run without trying the others.
+ */
+export type AgentModel = ModelSpec | NonEmptyReadonlyArray<ModelSpec>
+
+/** The built-in tools for an agent's own time: `foundry_schedule`, `foundry_schedules`, `foundry_sleep`. */
+export type TimerToolName = "schedule" | "schedules" | "sleep"
+
+/** Every timer tool, in the order they are offered. */
+export const timerToolNames: NonEmptyReadonlyArray<TimerToolName> = ["schedule", "schedules", "sleep"]
+
 /** An agent definition; `Tool` keeps its tools' types so generated route types can see them. */
 export interface AgentDefinition<Tool extends AnyTool = AnyTool>
   extends Branded<"agent">
 {
   readonly description: string
-  readonly model: ModelSpec
+  readonly model: AgentModel
   readonly instructions: Instructions
   readonly tools: ReadonlyArray<Tool>
   readonly environment: EnvironmentDefinition | undefined
@@ -35,17 +49,20 @@ export interface AgentDefinition<Tool extends AnyTool = AnyTool>
   readonly maxTurns: number
   /** Agents this one may delegate to: each becomes a tool that runs it and waits for its answer. */
   readonly subagents: ReadonlyArray<AgentDefinition>
+  /** Which built-in timer tools the agent gets: `true` for all three, a list for some, `false` for none. */
+  readonly timers: boolean | ReadonlyArray<TimerToolName>
 }
 
 /** Defines an agent. */
 export const defineAgent = <Tool extends AnyTool = never>(definition: {
   readonly description: string
-  readonly model?: ModelSpec
+  readonly model?: AgentModel
   readonly instructions?: Instructions
   readonly tools?: ReadonlyArray<Tool>
   readonly environment?: EnvironmentDefinition
   readonly maxTurns?: number
   readonly subagents?: ReadonlyArray<AgentDefinition>
+  readonly timers?: boolean | ReadonlyArray<TimerToolName>
 }): AgentDefinition<Tool> =>
   brand("agent", {
     description: definition.description,
@@ -54,6 +71,19 @@ export const defineAgent = <Tool extends AnyTool = never>(definition: {
     tools: Object.freeze([...(definition.tools ?? [])]),
     environment: definition.environment,
     maxTurns: definition.maxTurns ?? 12,
-    subagents: Object.freeze([...(definition.subagents ?? [])])
+    subagents: Object.freeze([...(definition.subagents ?? [])]),
+    timers: definition.timers ?? false
   })
 
+const isModelList = (model: AgentModel): model is NonEmptyReadonlyArray<ModelSpec> => Array.isArray(model)
+
+/** The models an agent runs on, in fallback order. */
+export const modelsOf = (agent: AgentDefinition): NonEmptyReadonlyArray<ModelSpec> =>
+  isModelList(agent.model) ? agent.model : [agent.model]
+
+/** A model spec's name as people see it: the string itself, or the model value's `name`. */
+export const modelNameOf = (spec: ModelSpec): string => typeof spec === "string" ? spec : spec.name
+
+/** The timer tools an agent opted into. */
+export const timerToolsOf = (agent: AgentDefinition): ReadonlyArray<TimerToolName> =>
+  agent.timers === true ? timerToolNames : agent.timers === false ? [] : agent.timers

@@ -32,6 +32,23 @@ export interface ConfigDefinition<Provides = unknown> extends Branded<"config"> 
   readonly modelRetry: { readonly times: number; readonly base: Duration.DurationInput; readonly max: Duration.DurationInput }
   /** How long an approval waits for a person before it expires (as denied). */
   readonly approvalTimeout: Duration.DurationInput
+  /**
+   * How long a tool call may run when its tool sets no `timeout`. A call that takes longer is
+   * interrupted and the model is told it timed out; it counts as a failure for `maxToolFailures`.
+   */
+  readonly toolTimeout: Duration.DurationInput
+  /**
+   * The most characters of one tool result the model is shown; a longer result is cut, with a note
+   * saying how much. Events keep the whole output.
+   */
+  readonly toolOutputLimit: number
+  /** Limits on the timers agents arm with `foundry_schedule` and `foundry_sleep`. */
+  readonly timers: {
+    /** The shortest time between two firings of a recurring timer (`every`, or a cron's next two). */
+    readonly minInterval: Duration.DurationInput
+    /** The most active timers one agent instance may have; arming one more is refused. */
+    readonly maxPendingPerInstance: number
+  }
   /** Per webhook name: the HMAC-SHA256 secret its deliveries must be signed with. */
   readonly webhooks: Readonly<Record<string, { readonly secret?: Config.Config<Redacted.Redacted> | string }>>
   /** How long events are kept (by age, by count) and how often old ones are pruned. */
@@ -55,6 +72,9 @@ export const defaultConfig = {
   maxToolFailures: 3,
   modelRetry: { times: 4, base: "200 millis", max: "10 seconds" },
   approvalTimeout: "10 minutes",
+  toolTimeout: "2 minutes",
+  toolOutputLimit: 16_000,
+  timers: { minInterval: "1 minute", maxPendingPerInstance: 20 },
   events: { retention: { maxAge: "30 days" }, pruneEvery: "10 minutes" }
 } as const
 
@@ -67,6 +87,9 @@ export const defineConfig = <L extends AnyLayer = never>(definition: {
   readonly maxToolFailures?: number
   readonly modelRetry?: Partial<ConfigDefinition["modelRetry"]>
   readonly approvalTimeout?: Duration.DurationInput
+  readonly toolTimeout?: Duration.DurationInput
+  readonly toolOutputLimit?: number
+  readonly timers?: Partial<ConfigDefinition["timers"]>
   readonly webhooks?: ConfigDefinition["webhooks"]
   readonly events?: {
     readonly retention?: { readonly maxAge?: Duration.DurationInput; readonly maxCount?: number }
@@ -84,6 +107,9 @@ export const defineConfig = <L extends AnyLayer = never>(definition: {
     maxToolFailures: definition.maxToolFailures ?? defaultConfig.maxToolFailures,
     modelRetry: { ...defaultConfig.modelRetry, ...definition.modelRetry },
     approvalTimeout: definition.approvalTimeout ?? defaultConfig.approvalTimeout,
+    toolTimeout: definition.toolTimeout ?? defaultConfig.toolTimeout,
+    toolOutputLimit: definition.toolOutputLimit ?? defaultConfig.toolOutputLimit,
+    timers: { ...defaultConfig.timers, ...definition.timers },
     webhooks: { ...definition.webhooks },
     events: {
       retention: { maxAge: defaultConfig.events.retention.maxAge, ...definition.events?.retention },

@@ -2,7 +2,7 @@
  * `defineTool`: a typed capability an agent can call. Its input and output are `effect/Schema`
  * values; its `run` is an Effect whose requirements are the services listed in `requires`.
  */
-import { type Context, Data, type Effect, type Schema } from "effect"
+import { type Context, Data, type Duration, type Effect, type Schema } from "effect"
 import type { AgentDefinition } from "./defineAgent.js"
 import { brand, type Branded } from "./RouteKind.js"
 
@@ -61,6 +61,11 @@ export interface ToolDefinition<I = unknown, IE = unknown, O = unknown, OE = unk
   readonly idempotencyKey: ((input: I) => string) | undefined
   /** Fields of the input or output (at any depth) that never appear in events. */
   readonly redact: ReadonlyArray<string>
+  /**
+   * How long one call may run before it is interrupted and the model is told that it timed out
+   * (a failed call, counted for `maxToolFailures`); `undefined`: the config's `toolTimeout`.
+   */
+  readonly timeout: Duration.DurationInput | undefined
   readonly run: (input: I, context: ToolRunContext) => Effect.Effect<O, E, R>
 }
 
@@ -89,6 +94,7 @@ export const defineTool = <
   readonly requires?: Requires
   readonly idempotencyKey?: (input: I) => string
   readonly redact?: ReadonlyArray<string>
+  readonly timeout?: Duration.DurationInput
   readonly run: (
     input: I,
     context: ToolRunContext
@@ -103,5 +109,6 @@ export const defineTool = <
     requires: definition.requires ?? [],
     idempotencyKey: definition.idempotencyKey,
     redact: definition.redact ?? [],
+    timeout: definition.timeout,
     run: definition.run
   })

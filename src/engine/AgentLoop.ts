@@ -5,19 +5,19 @@
  * again after a crash asks no recorded turn again and runs no recorded tool call again; a call
  * that started but was not recorded runs again (with the same idempotency key).
  */
-import { Cause, Clock, Duration, Effect, Option, Schema } from "effect"
+import { Array as Arr, Cause, Clock, Duration, Effect, Option, Schema } from "effect"
 import type { CompiledAgent, CompiledApp } from "../compiler/CompiledApp.js"
-import type { AgentDefinition, InstanceInfo } from "../definitions/defineAgent.js"
+import { type AgentDefinition, type InstanceInfo, modelsOf } from "../definitions/defineAgent.js"
 import { SpawnFailed } from "../definitions/defineTool.js"
 import { newId } from "../durable/ids.js"
 import { type ApprovalRecord, finalStatuses, type RunRecord } from "../durable/records.js"
 import { type Lease, Store } from "../durable/Store.js"
 import { type EventDraft, EventLog } from "../events/EventLog.js"
-import { type ChatMessage, ModelResolver, type ToolCall } from "../models/Model.js"
+import { type ChatMessage, ModelResolver, type ResolvedModel, type ToolCall } from "../models/Model.js"
 import { closeOpenCalls } from "./closeOpenCalls.js"
 import { decodeCall, failedOutcome, needsApproval, runTool, type ToolOutcome } from "./executeTool.js"
 import { runTimerTool } from "./agentTimers.js"
-import { modelTurn } from "./modelTurn.js"
+import { modelTurnWithFallbacks } from "./modelTurn.js"
 import { transcriptProblem } from "../models/validateTranscript.js"
 import { redactArguments, redactFields } from "./redact.js"
 import { RunStarter } from "./RunStarter.js"
@@ -33,11 +33,11 @@ const systemPrompt = (agent: CompiledAgent, instance: InstanceInfo): string => {
   return text === "" ? agent.definition.description : text
 }
 
-const modelOf = (agent: CompiledAgent) =>
-  Effect.map(ModelResolver, (resolver) => {
-    const spec = agent.definition.model
-    return typeof spec === "string" ? resolver.resolve(spec) : { model: spec }
-  })
+/** The agent's models, in fallback order, resolved. */
+const resolveModels = (agent: CompiledAgent) =>
+  Effect.map(ModelResolver, (resolver) =>
+    Arr.map(modelsOf(agent.definition), (spec): ResolvedModel => typeof spec === "string" ? resolver.resolve(spec) : { model: spec })
+  )
 
 /** What the transcript says comes next for this run. */
 type NextStep =
@@ -78,7 +78,9 @@ export const runAgent = Effect.fn("engine.runAgent")(function*(app: CompiledApp,
   const body = Effect.gen(function*() {
     const resumed = run.status !== "queued"
     yield* store.updateRun(run.id, { status: "running" })
-    const resolved = yield* modelOf(agent)
+    const resolvedModels = yield* resolveModels(agent)
+    const models = Arr.map(resolvedModels, (m) => m.model)
+    const resolved = Arr.headNonEmpty(resolvedModels)
     const model = resolved.model
     yield* emit(resumed ? "run.resumed" : "run.started", "run", {
       input: run.input,
@@ -256,7 +258,7 @@ export const runAgent = Effect.fn("engine.runAgent")(function*(app: CompiledApp,
           const builtin = decoded._tag === "Right" ? decoded.right.tool.builtin : undefined
           if (decoded._tag === "Right" && (subagent !== undefined || builtin !== undefined)) {
             if (builtin !== undefined) {
-              outcome = yield* runTimerTool(builtin, decoded.right.rawInput, run)
+              outcome = yield* runTimerTool(builtin, decoded.right.rawInput, run, config.timers)
               if (outcome._tag === "Succeeded") yield* emit("timer.armed", toolSpan, { tool: call.name }, "run")
             } else {
               const waited = yield* awaitChild(call, subagent ?? "", decoded.right.input, decoded.right.rawInput)
@@ -316,7 +318,7 @@ export const runAgent = Effect.fn("engine.runAgent")(function*(app: CompiledApp,
                 toolCallId: call.id,
                 spawn: spawnFrom(call.id),
                 emit: emitFrom(call.id)
-              }, app.services)
+              }, app.services, { timeout: config.toolTimeout, outputLimit: config.toolOutputLimit })
               yield* answer(call, outcome, (yield* Clock.currentTimeMillis) - callStarted)
               consecutiveFailures = outcome._tag === "Succeeded" ? 0 : consecutiveFailures + 1
               if (consecutiveFailures >= config.maxToolFailures && outcome._tag === "Failed") {
@@ -344,15 +346,17 @@ export const runAgent = Effect.fn("engine.runAgent")(function*(app: CompiledApp,
       const started = yield* Clock.currentTimeMillis
       yield* emit("model.turn.started", turnSpan, { turn, model: model.name })
       const messages = yield* transcript
-      const result = yield* modelTurn(model, { system, messages, tools: tools.map((t) => t.spec) }, {
+      const result = yield* modelTurnWithFallbacks(models, { system, messages, tools: tools.map((t) => t.spec) }, {
         retry: config.modelRetry,
         onDelta: (text) => emit("model.delta", turnSpan, { turn, text }),
-        onRetry: (error) => emit("model.retry", turnSpan, { turn, status: error.status ?? null, error: error.message })
+        onRetry: (error) => emit("model.retry", turnSpan, { turn, model: error.model, status: error.status ?? null, error: error.message }),
+        onFallback: (from, to, error) =>
+          emit("model.fallback", turnSpan, { turn, from: from.name, to: to.name, status: error.status ?? null, error: error.message })
       })
       yield* record({ _tag: "assistant", content: result.text, toolCalls: result.toolCalls })
       yield* emit("model.turn.completed", turnSpan, {
         turn,
-        model: model.name,
+        model: result.model,
         text: result.text,
         toolCalls: result.toolCalls.map((c) => ({ id: c.id, name: c.name, arguments: redactArguments(c.arguments, redactionOf(c.name)) })),
         usage: { inputTokens: result.inputTokens, outputTokens: result.outputTokens },

@@ -1,18 +1,21 @@
 /**
- * The tools every agent has for its own time: `foundry_schedule` (one-shot or recurring work for
- * its instance), `foundry_schedules` (list, pause, resume, cancel its own) and `foundry_sleep`
- * (wake this conversation later with a message). Timers are activations in the store, owned by
- * the agent's instance: an agent never sees or touches another instance's.
+ * The tools an agent can opt into for its own time (`timers` in `defineAgent`): `foundry_schedule`
+ * (one-shot or recurring work for its instance), `foundry_schedules` (list, pause, resume, cancel
+ * its own) and `foundry_sleep` (wake this conversation later with a message). Timers are
+ * activations in the store, owned by the agent's instance: an agent never sees or touches another
+ * instance's. The config's `timers` limits keep a model from flooding the scheduler.
  */
 import { Clock, Duration, Effect, Option, Schema } from "effect"
 import type { CompiledTool } from "../compiler/CompiledApp.js"
+import type { TimerToolName } from "../definitions/defineAgent.js"
+import type { ConfigDefinition } from "../definitions/defineConfig.js"
 import type { ScheduleTiming } from "../definitions/defineSchedule.js"
 import { defineTool } from "../definitions/defineTool.js"
 import { nextFireAfter, ScheduleTimingSchema, timingProblem } from "../definitions/scheduleTiming.js"
 import { newId } from "../durable/ids.js"
 import type { ActivationRecord, RunRecord } from "../durable/records.js"
 import { Store } from "../durable/Store.js"
-import { failedOutcome, type ToolOutcome } from "./executeTool.js"
+import { durationText, failedOutcome, type ToolOutcome } from "./executeTool.js"
 
 const ScheduleInput = Schema.Struct({
   message: Schema.String,
@@ -35,7 +38,7 @@ const SleepInput = Schema.Struct({
 })
 
 /** Which of the timer tools a compiled tool is. */
-export type TimerTool = "schedule" | "schedules" | "sleep"
+export type TimerTool = TimerToolName
 
 const tool = <A, I>(builtin: TimerTool, name: string, description: string, input: Schema.Schema<A, I>, parameters: Record<string, unknown>): CompiledTool => ({
   id: `foundry/${name}`,
@@ -48,7 +51,7 @@ const tool = <A, I>(builtin: TimerTool, name: string, description: string, input
 
 const text = { type: "string" }
 
-/** The timer tools, as every agent offers them to its model. */
+/** The timer tools, as an agent that opts into them offers them to its model. */
 export const timerTools: ReadonlyArray<CompiledTool> = [
   tool("schedule", "foundry_schedule", "Schedule work for yourself later: once (at an ISO time, or in a duration like \"2 hours\") or repeatedly (every a duration, or a cron expression); the message is what you will be told then", ScheduleInput, {
     properties: { message: text, at: text, in: text, every: text, cron: text, timezone: text },
@@ -81,6 +84,31 @@ const timingOf = (input: typeof ScheduleInput.Type, now: number): ScheduleTiming
 const owned = (activation: ActivationRecord, run: RunRecord): boolean =>
   activation.spec.agent === run.agent && activation.spec.instance === run.instanceId
 
+/** The config's limits on agent timers. */
+export type TimerLimits = ConfigDefinition["timers"]
+
+/**
+ * Why a recurring timing fires too often for `minInterval`, judged by its next two firings (an
+ * `every`, or a cron such as every 10 seconds), or `undefined` when it does not.
+ */
+const tooFrequent = (timing: ScheduleTiming, now: number, limits: TimerLimits): string | undefined => {
+  if ("at" in timing) return undefined
+  const first = nextFireAfter(timing, now, now)
+  const second = first === null ? null : nextFireAfter(timing, first, now)
+  const minimum = Duration.toMillis(Duration.decode(limits.minInterval))
+  if (first === null || second === null || second - first >= minimum) return undefined
+  const gap = Duration.format(Duration.millis(second - first))
+  return `refused: this timer would fire every ${gap}, more often than allowed ` +
+    `(timers.minInterval: ${durationText(limits.minInterval)} in the project's config); choose a longer interval`
+}
+
+/** Why this instance may not have another active timer, or `undefined` when it may. */
+const tooMany = (active: number, limits: TimerLimits): string | undefined =>
+  active < limits.maxPendingPerInstance
+    ? undefined
+    : `refused: this instance already has ${active} active timers, the most it may have ` +
+      `(timers.maxPendingPerInstance: ${limits.maxPendingPerInstance} in the project's config); cancel one first`
+
 const describe = (activation: ActivationRecord) => ({
   id: activation.id,
   status: activation.status,
@@ -89,15 +117,21 @@ const describe = (activation: ActivationRecord) => ({
   nextFire: activation.nextFire === null ? null : new Date(activation.nextFire).toISOString()
 })
 
-/** Runs a timer tool for `run`; the result goes back to the model. `armed` tells whether a timer changed. */
-export const runTimerTool = Effect.fn("engine.runTimerTool")(function*(which: TimerTool, raw: unknown, run: RunRecord) {
+/** Runs a timer tool for `run` within the config's `limits`; the result goes back to the model. */
+export const runTimerTool = Effect.fn("engine.runTimerTool")(function*(which: TimerTool, raw: unknown, run: RunRecord, limits: TimerLimits) {
   const store = yield* Store
   const now = yield* Clock.currentTimeMillis
   const done = (output: unknown): ToolOutcome => ({ _tag: "Succeeded", input: raw, output, content: JSON.stringify(output) })
+  const activeTimers = Effect.map(
+    store.listActivations("agent"),
+    (all) => all.filter((a) => owned(a, run) && a.status === "active").length
+  )
   const arm = (timing: ScheduleTiming, message: string, conversation?: string) =>
     Effect.gen(function*() {
       const nextFire = nextFireAfter(timing, now, now)
       if (nextFire === null) return failedOutcome(raw, "that time is in the past")
+      const refusal = tooFrequent(timing, now, limits) ?? tooMany(yield* activeTimers, limits)
+      if (refusal !== undefined) return failedOutcome(raw, refusal)
       const id = `agent:${newId("tmr")}`
       yield* store.saveActivation({
         id,
@@ -151,6 +185,9 @@ export const runTimerTool = Effect.fn("engine.runTimerTool")(function*(which: Ti
         return done({ id: target.id, cancelled: true })
       }
       const status = input.value.action === "pause" ? "paused" : "active"
+      // Resuming makes a timer active again: pausing must not be a way around the limit.
+      const refusal = status === "active" && target.status === "paused" ? tooMany(yield* activeTimers, limits) : undefined
+      if (refusal !== undefined) return failedOutcome(raw, refusal)
       const timing = Schema.decodeUnknownOption(ScheduleTimingSchema)(target.spec.timing)
       const nextFire = status === "active" && target.status !== "done" && Option.isSome(timing)
         ? nextFireAfter(timing.value, now, now)

@@ -1,9 +1,10 @@
 /**
  * One tool call: arguments decoded with the tool's input schema, `run` executed with the
- * application's services, the result encoded with its output schema. Whatever goes wrong becomes
- * a readable result for the model, never a crash of the run.
+ * application's services under a time limit, the result encoded with its output schema and cut to
+ * the size the model is shown. Whatever goes wrong becomes a readable result for the model, never
+ * a crash of the run.
  */
-import { Cause, Context, Effect, Either, Schema } from "effect"
+import { Cause, Context, Duration, Effect, Either, Option, Schema } from "effect"
 import type { CompiledTool } from "../compiler/CompiledApp.js"
 import type { ToolRunContext } from "../definitions/defineTool.js"
 import { formatIssues, readableIssues } from "../definitions/readableIssues.js"
@@ -76,19 +77,65 @@ export const needsApproval = ({ input, tool }: DecodedCall): boolean => {
 /** A failed outcome with this text (denied approvals, expired ones). */
 export const failedOutcome = failed
 
-/** Runs a decoded call with the application's services; never fails (interruption aside). */
+/** The config's limits on tool calls. */
+export interface ToolLimits {
+  /** For tools that set no `timeout` of their own. */
+  readonly timeout: Duration.DurationInput
+  /** The most characters of a result the model is shown. */
+  readonly outputLimit: number
+}
+
+/** A duration as the user wrote it when it is text ("30 seconds"), else formatted ("1m 30s"). */
+export const durationText = (duration: Duration.DurationInput): string =>
+  typeof duration === "string" ? duration : Duration.format(Duration.decode(duration))
+
+/**
+ * `content` cut to `limit` characters, with a note saying how much is missing, so that one huge
+ * result cannot crowd the rest of the conversation out of the model's context window.
+ */
+export const truncateForModel = (content: string, limit: number): string => {
+  if (content.length <= limit) return content
+  // Never split a surrogate pair: half an emoji is not valid text for every provider.
+  const end = limit > 0 && /[\uD800-\uDBFF]/.test(content.charAt(limit - 1)) ? limit - 1 : limit
+  return `${content.slice(0, end)}\n[output truncated: ${content.length - end} of ${content.length} characters cut (toolOutputLimit is ${limit})]`
+}
+
+/** The call's result as the model is shown it: its content within the output limit. */
+const withinLimit = (outcome: ToolOutcome, limit: number): ToolOutcome => ({ ...outcome, content: truncateForModel(outcome.content, limit) })
+
+/**
+ * Runs a decoded call with the application's services, interrupted when it outlasts its timeout;
+ * never fails (interruption aside).
+ */
 export const runTool = Effect.fn("engine.runTool")(function*(
+  call: DecodedCall,
+  context: Omit<ToolRunContext, "idempotencyKey">,
+  services: Context.Context<unknown>,
+  limits: ToolLimits
+) {
+  return withinLimit(yield* runWithTimeout(call, context, services, limits.timeout), limits.outputLimit)
+})
+
+/** The call itself, under its tool's timeout (or `defaultTimeout`), its output encoded. */
+const runWithTimeout = Effect.fn("engine.runWithTimeout")(function*(
   { input, rawInput, tool }: DecodedCall,
   context: Omit<ToolRunContext, "idempotencyKey">,
-  services: Context.Context<unknown>
+  services: Context.Context<unknown>,
+  defaultTimeout: Duration.DurationInput
 ) {
   const idempotencyKey = tool.definition.idempotencyKey?.(input) ?? `${context.runId}:${context.toolCallId}`
   // The compiler checked that `services` holds every service the tool lists in `requires`.
   const run: Effect.Effect<unknown, unknown, unknown> = tool.definition.run(input, { ...context, idempotencyKey })
-  const result = yield* Effect.mapInputContext<unknown, unknown, unknown, never>(
+  const timeout = tool.definition.timeout ?? defaultTimeout
+  const timed = yield* Effect.mapInputContext<unknown, unknown, unknown, never>(
     run,
     (outer) => Context.merge(outer, services)
-  ).pipe(Effect.sandbox, Effect.either)
+  ).pipe(Effect.sandbox, Effect.either, Effect.timeoutOption(timeout))
+  if (Option.isNone(timed)) {
+    const limit = tool.definition.timeout === undefined ? "the config's toolTimeout" : "the tool's timeout"
+    return failed(rawInput, `${tool.name} timed out after ${durationText(timeout)} (${limit}) and was stopped`)
+  }
+  const result = timed.value
   if (result._tag === "Left") {
     if (Cause.isInterruptedOnly(result.left)) return yield* Effect.interrupt
     return failed(rawInput, `${tool.name} failed: ${describeFailure(result.left)}`)

@@ -1,12 +1,16 @@
 /**
  * One model turn: the model's stream folded into text and tool calls, text deltas forwarded as
- * they arrive, transient failures retried with exponential backoff and jitter.
+ * they arrive, transient failures retried with exponential backoff and jitter, and, when an agent
+ * names several models, the next one asked once a model's retries are used up.
  */
-import { Duration, Effect, Schedule, Stream } from "effect"
+import { Duration, Effect, Ref, Schedule, Stream } from "effect"
+import type { NonEmptyReadonlyArray } from "effect/Array"
 import { type LanguageModel, ModelError, type ModelRequest, type ToolCall } from "../models/Model.js"
 
 /** What one model turn produced. */
 export interface TurnResult {
+  /** The name of the model that produced the turn. */
+  readonly model: string
   readonly text: string
   readonly toolCalls: ReadonlyArray<ToolCall>
   readonly inputTokens: number
@@ -20,7 +24,14 @@ export interface RetryPolicy {
   readonly max: Duration.DurationInput
 }
 
-const emptyTurn: TurnResult = { text: "", toolCalls: [], inputTokens: 0, outputTokens: 0 }
+/** What a turn reports while it runs. */
+export interface TurnOptions {
+  readonly retry: RetryPolicy
+  readonly onDelta: (text: string) => Effect.Effect<unknown, unknown>
+  readonly onRetry: (error: ModelError) => Effect.Effect<unknown, unknown>
+}
+
+const emptyTurn = (model: LanguageModel): TurnResult => ({ model: model.name, text: "", toolCalls: [], inputTokens: 0, outputTokens: 0 })
 
 const retrySchedule = (policy: RetryPolicy) =>
   Schedule.exponential(policy.base).pipe(
@@ -33,15 +44,11 @@ const retrySchedule = (policy: RetryPolicy) =>
 export const modelTurn = (
   model: LanguageModel,
   request: ModelRequest,
-  options: {
-    readonly retry: RetryPolicy
-    readonly onDelta: (text: string) => Effect.Effect<unknown, unknown>
-    readonly onRetry: (error: ModelError) => Effect.Effect<unknown, unknown>
-  }
+  options: TurnOptions
 ): Effect.Effect<TurnResult, ModelError> =>
   // Suspended, so that every retry asks the model again, whatever the adapter does eagerly.
   Stream.suspend(() => model.stream(request)).pipe(
-    Stream.runFoldEffect(emptyTurn, (acc, chunk): Effect.Effect<TurnResult> => {
+    Stream.runFoldEffect(emptyTurn(model), (acc, chunk): Effect.Effect<TurnResult> => {
       switch (chunk._tag) {
         case "TextDelta":
           return Effect.as(Effect.ignore(options.onDelta(chunk.text)), { ...acc, text: acc.text + chunk.text })
@@ -60,6 +67,41 @@ export const modelTurn = (
         })
       )
     ),
-    Effect.tapError((error) => error.kind === "transient" ? Effect.ignore(options.onRetry(error)) : Effect.void),
-    Effect.retry({ schedule: retrySchedule(options.retry), while: (error) => error.kind === "transient" })
+    (attempt) => Effect.flatMap(Ref.make(0), (failures) =>
+      attempt.pipe(
+        // Only a failure that another attempt follows is a retry: the last one ends the turn (or
+        // hands it to the next model), and an event saying "retrying" then would be wrong.
+        Effect.tapError((error) =>
+          error.kind !== "transient"
+            ? Effect.void
+            : Effect.flatMap(Ref.updateAndGet(failures, (n) => n + 1), (n) =>
+              n <= options.retry.times ? Effect.ignore(options.onRetry(error)) : Effect.void)
+        ),
+        Effect.retry({ schedule: retrySchedule(options.retry), while: (error) => error.kind === "transient" })
+      ))
   )
+
+/**
+ * One model turn on the first of `models` that answers. A model whose transient failures outlast
+ * its retries hands the turn to the next one (`onFallback` says so); a permanent failure is the
+ * request's fault, which another model would not fix, so it ends the turn at once.
+ */
+export const modelTurnWithFallbacks = (
+  models: NonEmptyReadonlyArray<LanguageModel>,
+  request: ModelRequest,
+  options: TurnOptions & {
+    readonly onFallback: (from: LanguageModel, to: LanguageModel, error: ModelError) => Effect.Effect<unknown, unknown>
+  }
+): Effect.Effect<TurnResult, ModelError> => {
+  const [first, ...rest] = models
+  const attempt = (current: LanguageModel, next: ReadonlyArray<LanguageModel>): Effect.Effect<TurnResult, ModelError> =>
+    modelTurn(current, request, options).pipe(
+      Effect.catchAll((error) => {
+        const [following, ...others] = next
+        return following === undefined || error.kind !== "transient"
+          ? Effect.fail(error)
+          : Effect.zipRight(Effect.ignore(options.onFallback(current, following, error)), attempt(following, others))
+      })
+    )
+  return attempt(first, rest)
+}

@@ -17,6 +17,7 @@ export const EventType = Schema.Literal(
   "approval.decided",
   "model.turn.started",
   "model.retry",
+  "model.fallback",
   "model.turn.completed",
   "model.delta",
   "tool.call.started",

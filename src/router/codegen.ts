@@ -6,6 +6,7 @@
  */
 import { FileSystem, Path } from "@effect/platform"
 import { Effect, JSONSchema, type Schema } from "effect"
+import { modelNameOf, modelsOf } from "../definitions/defineAgent.js"
 import type { RouteTable } from "./RouteTable.js"
 
 /** One route as the manifest lists it. */
@@ -58,7 +59,8 @@ export const manifestOf = (table: RouteTable): Manifest => ({
       id: route.id,
       file: route.file,
       description: route.definition.description,
-      model: typeof route.definition.model === "string" ? route.definition.model : route.definition.model.name,
+      // Fallback models in the order they are tried.
+      model: modelsOf(route.definition).map(modelNameOf).join(" -> "),
       tools: route.definition.tools.map((tool) => toolName(table, tool)),
       ...(route.definition.environment === undefined
         ? {}

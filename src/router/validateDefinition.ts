@@ -4,7 +4,8 @@
  * field and the fix.
  */
 import { posix as path } from "node:path"
-import { Option, Schema } from "effect"
+import { Duration, Option, Schema } from "effect"
+import { timerToolNames } from "../definitions/defineAgent.js"
 import { defineFunctionOf, kindOf, type RouteKind } from "../definitions/RouteKind.js"
 import { ScheduleTimingSchema, timingProblem } from "../definitions/scheduleTiming.js"
 
@@ -59,21 +60,43 @@ const relationship = (file: string, field: string, value: unknown, kind: RouteKi
 
 const isRecord = (value: unknown): value is Record<string, unknown> => typeof value === "object" && value !== null
 
+/** One model spec, named by `field` (`model`, or `model[1]` in a fallback list). */
+const checkModel = (field: string, model: unknown): DefinitionProblem | undefined =>
+  typeof model === "string"
+    ? model === "demo" || /^openai:.+/.test(model)
+      ? undefined
+      : { problem: `${field} "${model}" is not known`, fix: `use "demo", "openai:<model>" (e.g. "openai:gpt-4.1-mini") or a model value` }
+    : isRecord(model) && typeof model.stream === "function"
+    ? undefined
+    : { problem: `${field} is not a model`, fix: `use "demo", "openai:<model>" or a LanguageModel value` }
+
+const checkModels = (model: unknown): ReadonlyArray<DefinitionProblem | undefined> => {
+  if (!Array.isArray(model)) return [checkModel("model", model)]
+  if (model.length === 0) {
+    return [{ problem: "model is an empty list", fix: `name at least one model, e.g. model: ["openai:gpt-4.1", "openai:gpt-4.1-mini"]` }]
+  }
+  return model.map((spec, index) => checkModel(`model[${index}]`, spec))
+}
+
+const timerNames: ReadonlyArray<unknown> = timerToolNames
+
+const checkTimers = (timers: unknown): DefinitionProblem | undefined => {
+  const fix = `use timers: true (all), or a list of "schedule", "schedules" and "sleep", e.g. timers: ["sleep"]`
+  if (timers === undefined || typeof timers === "boolean") return undefined
+  if (!Array.isArray(timers)) return { problem: "timers is neither true, false nor a list", fix }
+  const unknown = timers.filter((name) => !timerNames.includes(name))
+  return unknown.length === 0 ? undefined : { problem: `timers lists ${unknown.map((name) => JSON.stringify(name)).join(", ")}, ${unknown.length === 1 ? "which is not a timer tool" : "which are not timer tools"}`, fix }
+}
+
 const checkAgent = (file: string, definition: Record<string, unknown>): Array<DefinitionProblem | undefined> => {
   const tools = Array.isArray(definition.tools) ? definition.tools : []
-  const model = definition.model
   const maxTurns = definition.maxTurns
   return [
     typeof definition.description === "string" && definition.description.length > 0
       ? undefined
       : { problem: "description is missing", fix: `add description: "what this agent does" to defineAgent({...})` },
-    typeof model === "string"
-      ? model === "demo" || /^openai:.+/.test(model)
-        ? undefined
-        : { problem: `model "${model}" is not known`, fix: `use "demo", "openai:<model>" (e.g. "openai:gpt-4.1-mini") or a model value` }
-      : isRecord(model) && typeof model.stream === "function"
-      ? undefined
-      : { problem: "model is not a model", fix: `use "demo", "openai:<model>" or a LanguageModel value` },
+    ...checkModels(definition.model),
+    checkTimers(definition.timers),
     typeof maxTurns === "number" && Number.isInteger(maxTurns) && maxTurns > 0
       ? undefined
       : { problem: `maxTurns is ${String(maxTurns)}`, fix: "use a positive whole number, e.g. maxTurns: 12" },
@@ -99,7 +122,10 @@ const checkTool = (_file: string, definition: Record<string, unknown>): Array<De
     : { problem: "output is not a Schema", fix: "use an effect/Schema value, e.g. output: Schema.String" },
   typeof definition.run === "function"
     ? undefined
-    : { problem: "run is not a function", fix: "add run: (input) => Effect.succeed(...)" }
+    : { problem: "run is not a function", fix: "add run: (input) => Effect.succeed(...)" },
+  definition.timeout === undefined || Option.isSome(Duration.decodeUnknown(definition.timeout))
+    ? undefined
+    : { problem: `timeout ${JSON.stringify(definition.timeout)} is not a duration`, fix: `use a duration, e.g. timeout: "30 seconds"` }
 ]
 
 const checkSchedule = (file: string, definition: Record<string, unknown>): Array<DefinitionProblem | undefined> => [

@@ -58,8 +58,8 @@ export default defineConfig({ layers: [OrdersLive] })
 `))
       const app = yield* load(root)
       const agent = app.agents.get("shop")
-      // Its own tool, and the tools every agent has for its own time.
-      expect([...(agent?.tools.keys() ?? [])]).toEqual(["lookup", "foundry_schedule", "foundry_schedules", "foundry_sleep"])
+      // Its own tool only: the timer tools are for agents that opt in with `timers`.
+      expect([...(agent?.tools.keys() ?? [])]).toEqual(["lookup"])
       expect(agent?.tools.get("lookup")?.spec.parameters).toMatchObject({
         type: "object",
         required: ["id"],

@@ -235,6 +235,48 @@ export default defineAgent({ description: "", model: "gpt-4", maxTurns: 0 })
     }))
 })
 
+describe("agent models, timers and tool timeouts", () => {
+  it.scoped("an empty model list is a route error that says to name at least one model", () =>
+    Effect.gen(function*() {
+      const errors = yield* routeErrorsOf({
+        "agents/a/agent.js": `import { defineAgent } from "foundry"
+export default defineAgent({ description: "No models", model: [] })
+`
+      })
+      const error = onlyErrorFor(errors, "agents/a/agent.js")
+      expect(error.problem).toBe("model is an empty list")
+      expect(error.fix).toContain(`model: ["openai:gpt-4.1", "openai:gpt-4.1-mini"]`)
+    }))
+
+  it.scoped("a model list is checked entry by entry, naming the bad one by its index", () =>
+    Effect.gen(function*() {
+      const errors = yield* routeErrorsOf({
+        "agents/a/agent.js": `import { defineAgent } from "foundry"
+export default defineAgent({ description: "Two models", model: ["openai:gpt-4.1", "gpt-4"] })
+`,
+        "agents/b/agent.ts": `import { defineAgent } from "foundry"
+export default defineAgent({ description: "Two good models", model: ["openai:gpt-4.1", "demo"] })
+`
+      })
+      expect(errors.errors.map((e) => e.file)).toEqual(["agents/a/agent.js"])
+      expect(errorFor(errors, "agents/a/agent.js").problem).toBe(`model[1] "gpt-4" is not known`)
+    }))
+
+  it.scoped("timers that name no timer tool, and a tool timeout that is not a duration, are route errors", () =>
+    Effect.gen(function*() {
+      const errors = yield* routeErrorsOf({
+        "agents/a/agent.js": `import { defineAgent } from "foundry"
+export default defineAgent({ description: "Naps", timers: ["nap", "sleep"] })
+`,
+        "tools/slow.tool.js": toolFile().replace("run:", `timeout: "soon",\n  run:`)
+      })
+      const timers = errorFor(errors, "agents/a/agent.js")
+      expect(timers.problem).toBe(`timers lists "nap", which is not a timer tool`)
+      expect(timers.fix).toContain(`timers: ["sleep"]`)
+      expect(errorFor(errors, "tools/slow.tool.js").problem).toBe(`timeout "soon" is not a duration`)
+    }))
+})
+
 describe("schedule timings", () => {
   const scheduleWith = (timing: string) =>
     scheduleOf("support", `import support from "../agents/support/agent.js"`).replace(`every: "1 hour"`, timing)

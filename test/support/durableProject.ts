@@ -1,12 +1,17 @@
 /**
  * A project for durable-execution tests: a tool with a visible side effect (a line appended to a
- * log file), a slow tool, a tool that needs approval, and a tool that always fails.
+ * log file), a slow tool, a tool that needs approval, and a tool that always fails. With
+ * `timers: true` the worker also has the built-in timer tools.
  */
 import { join } from "node:path"
 import type { ProjectFiles } from "./tempProject.js"
 
 /** The files of the project; `log` is the absolute path of the side-effect log. */
-export const durableProject = (log: string, config = "", options: { readonly plannedModelInFile?: boolean } = {}): ProjectFiles => ({
+export const durableProject = (
+  log: string,
+  config = "",
+  options: { readonly plannedModelInFile?: boolean; readonly timers?: boolean } = {}
+): ProjectFiles => ({
   "agents/worker/agent.ts": `import { existsSync } from "node:fs"
 import { defineAgent, Scripted } from "foundry"
 import record from "./tools/record.tool.js"
@@ -17,7 +22,7 @@ import charge from "./tools/charge.tool.js"
 
 export default defineAgent({
   description: "Does work",
-  tools: [record, slow, transfer, broken, charge],
+  tools: [record, slow, transfer, broken, charge],${options.timers === true ? "\n  timers: true," : ""}
   maxTurns: 20${options.plannedModelInFile === true ? `,\n  model: Scripted.make(${plannedScript(slowMarkerOf(log))})` : ""}
 })
 `,

@@ -4,6 +4,7 @@ import { randomUUID } from "node:crypto"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, TestClock } from "effect"
 import { durableProject, plan } from "../support/durableProject.js"
+import * as Scripted from "../../src/models/scripted.js"
 import { plannedModel } from "../support/plannedModel.js"
 import { http, startServer } from "../support/server.js"
 import { tempProject } from "../support/tempProject.js"
@@ -32,12 +33,27 @@ const until = (url: string, check: (all: Array<RunBody>) => boolean) =>
     return yield* runs(url)
   })
 
+type Call = { readonly name: string; readonly arguments: unknown }
+
+/** Asks the worker of `instance` to make `calls`; its output lists the results, joined by " | ". */
+const askOn = (url: string) => (instance: string, calls: ReadonlyArray<Call>) =>
+  Effect.gen(function*() {
+    const created = (yield* http(`${url}/api/runs`, { body: { agent: "worker", instance, message: plan({ calls }) } })).json as { runId: string }
+    const done = yield* until(url, (all) => all.some((r) => r.id === created.runId && r.status === "completed"))
+    return done.find((r) => r.id === created.runId)!.output ?? ""
+  })
+
+const agentTimerIds = (url: string) =>
+  Effect.map(http(`${url}/api/schedules`), (r) => (r.json as Array<{ id: string }>).map((s) => s.id).filter((id) => id.startsWith("agent:")))
+
+const schedule = (timing: Record<string, string>): Call => ({ name: "foundry_schedule", arguments: { ...timing, message: "later" } })
+
 describe("the tools agents have for their own time (on the test clock)", () => {
   it.scoped("an agent schedules a follow-up and sleeps; both wake it, the sleep in the same conversation", () =>
     Effect.gen(function*() {
       yield* TestClock.setTime(Date.parse("2026-07-01T10:00:00Z"))
       const log = join(tmpdir(), `foundry-timers-${randomUUID()}.log`)
-      const server = yield* startServer(yield* tempProject(durableProject(log)), { model: plannedModel })
+      const server = yield* startServer(yield* tempProject(durableProject(log, "", { timers: true })), { model: plannedModel })
       const created = yield* http(`${server.url}/api/runs`, {
         body: {
           agent: "worker",
@@ -70,13 +86,8 @@ describe("the tools agents have for their own time (on the test clock)", () => {
     Effect.gen(function*() {
       yield* TestClock.setTime(Date.parse("2026-07-01T10:00:00Z"))
       const log = join(tmpdir(), `foundry-timers-${randomUUID()}.log`)
-      const server = yield* startServer(yield* tempProject(durableProject(log)), { model: plannedModel })
-      const ask = (instance: string, calls: ReadonlyArray<{ name: string; arguments: unknown }>) =>
-        Effect.gen(function*() {
-          const created = (yield* http(`${server.url}/api/runs`, { body: { agent: "worker", instance, message: plan({ calls }) } })).json as { runId: string }
-          const done = yield* until(server.url, (all) => all.some((r) => r.id === created.runId && r.status === "completed"))
-          return done.find((r) => r.id === created.runId)!.output ?? ""
-        })
+      const server = yield* startServer(yield* tempProject(durableProject(log, "", { timers: true })), { model: plannedModel })
+      const ask = askOn(server.url)
       const made = yield* ask("alpha", [{ name: "foundry_schedule", arguments: { every: "1 day", message: "daily" } }])
       const id = /"id":"(agent:[^"]+)"/.exec(made)?.[1]
       expect(id).toBeDefined()
@@ -91,7 +102,7 @@ describe("the tools agents have for their own time (on the test clock)", () => {
       yield* TestClock.setTime(Date.parse("2026-07-01T10:00:00Z"))
       const log = join(tmpdir(), `foundry-timers-${randomUUID()}.log`)
       const storeFile = join(tmpdir(), `foundry-timers-${randomUUID()}.db`)
-      const root = yield* tempProject(durableProject(log))
+      const root = yield* tempProject(durableProject(log, "", { timers: true }))
       const conversationId = yield* Effect.scoped(Effect.gen(function*() {
         const server = yield* startServer(root, { model: plannedModel, storeFile })
         const created = (yield* http(`${server.url}/api/runs`, {
@@ -111,5 +122,88 @@ describe("the tools agents have for their own time (on the test clock)", () => {
       const wakes = all.filter((r) => r.source !== undefined)
       expect(wakes).toHaveLength(1)
       expect(wakes[0]).toMatchObject({ conversationId, source: { scheduledFor: "2026-07-01T10:30:00.000Z" } })
+    }))
+
+  it.scoped("an agent has no timer tools unless it opts in; a list offers only those", () =>
+    Effect.gen(function*() {
+      const offered = new Map<string, ReadonlyArray<string>>()
+      // Without instructions, an agent's system prompt is its description: it tells the agents apart.
+      const model = Scripted.make((request) => {
+        offered.set(request.system, request.tools.map((t) => t.name))
+        return { text: "ok" }
+      })
+      const agent = (description: string, timers: string) =>
+        `import { defineAgent } from "foundry"\nexport default defineAgent({ description: ${JSON.stringify(description)}${timers} })\n`
+      const server = yield* startServer(
+        yield* tempProject({
+          "agents/plain/agent.ts": agent("plain", ""),
+          "agents/sleeper/agent.ts": agent("sleeper", `, timers: ["sleep"]`),
+          "agents/keeper/agent.ts": agent("keeper", ", timers: true")
+        }),
+        { model }
+      )
+      for (const name of ["plain", "sleeper", "keeper"]) {
+        const created = (yield* http(`${server.url}/api/runs`, { body: { agent: name, message: "hi" } })).json as { runId: string }
+        yield* until(server.url, (all) => all.some((r) => r.id === created.runId && r.status === "completed"))
+      }
+      expect(offered.get("plain")).toEqual([])
+      expect(offered.get("sleeper")).toEqual(["foundry_sleep"])
+      expect(offered.get("keeper")).toEqual(["foundry_schedule", "foundry_schedules", "foundry_sleep"])
+    }))
+
+  it.scoped("a timer that would fire more often than timers.minInterval is refused, naming the limit", () =>
+    Effect.gen(function*() {
+      yield* TestClock.setTime(Date.parse("2026-07-01T10:00:00Z"))
+      const log = join(tmpdir(), `foundry-timers-${randomUUID()}.log`)
+      const server = yield* startServer(yield* tempProject(durableProject(log, "", { timers: true })), { model: plannedModel })
+      const results = (yield* askOn(server.url)("acme", [
+        schedule({ every: "30 seconds" }),
+        schedule({ cron: "*/10 * * * * *" }),
+        schedule({ every: "1 minute" })
+      ])).replace(/^done: /, "").split(" | ")
+      expect(results[0]).toContain("refused: this timer would fire every 30s")
+      expect(results[0]).toContain("timers.minInterval: 1 minute")
+      expect(results[1]).toContain("refused: this timer would fire every 10s")
+      expect(results[2]).toMatch(/^\{"id":"agent:tmr_/)
+      expect(yield* agentTimerIds(server.url)).toHaveLength(1)
+    }))
+
+  it.scoped("timers.minInterval comes from the config", () =>
+    Effect.gen(function*() {
+      yield* TestClock.setTime(Date.parse("2026-07-01T10:00:00Z"))
+      const log = join(tmpdir(), `foundry-timers-${randomUUID()}.log`)
+      const project = durableProject(log, `{ timers: { minInterval: "2 hours" } }`, { timers: true })
+      const server = yield* startServer(yield* tempProject(project), { model: plannedModel })
+      const results = (yield* askOn(server.url)("acme", [schedule({ cron: "0 * * * *" }), schedule({ every: "2 hours" })]))
+        .replace(/^done: /, "").split(" | ")
+      expect(results[0]).toContain("refused: this timer would fire every 1h")
+      expect(results[0]).toContain("timers.minInterval: 2 hours")
+      expect(results[1]).toMatch(/^\{"id":"agent:tmr_/)
+    }))
+
+  it.scoped("an instance with timers.maxPendingPerInstance active timers may not arm or resume another", () =>
+    Effect.gen(function*() {
+      yield* TestClock.setTime(Date.parse("2026-07-01T10:00:00Z"))
+      const log = join(tmpdir(), `foundry-timers-${randomUUID()}.log`)
+      const project = durableProject(log, `{ timers: { maxPendingPerInstance: 2 } }`, { timers: true })
+      const server = yield* startServer(yield* tempProject(project), { model: plannedModel })
+      const ask = askOn(server.url)
+      const results = (yield* ask("alpha", [
+        schedule({ in: "1 hour" }),
+        schedule({ every: "1 day" }),
+        { name: "foundry_sleep", arguments: { for: "1 hour", message: "wake" } }
+      ])).replace(/^done: /, "").split(" | ")
+      expect(results[0]).toMatch(/^\{"id":"agent:tmr_/)
+      expect(results[1]).toMatch(/^\{"id":"agent:tmr_/)
+      expect(results[2]).toContain("refused: this instance already has 2 active timers")
+      expect(results[2]).toContain("timers.maxPendingPerInstance: 2")
+      // The limit is per instance.
+      expect(yield* ask("beta", [schedule({ in: "1 hour" })])).toMatch(/^done: \{"id":"agent:tmr_/)
+      // A paused timer is not pending, but resuming it would be a way around the limit.
+      const first = /"id":"(agent:[^"]+)"/.exec(results[0] ?? "")?.[1]
+      expect(yield* ask("alpha", [{ name: "foundry_schedules", arguments: { action: "pause", id: first } }])).toContain(`"status":"paused"`)
+      expect(yield* ask("alpha", [schedule({ in: "2 hours" })])).toMatch(/^done: \{"id":"agent:tmr_/)
+      expect(yield* ask("alpha", [{ name: "foundry_schedules", arguments: { action: "resume", id: first } }]))
+        .toContain("refused: this instance already has 2 active timers")
     }))
 })
