@@ -20,6 +20,8 @@ const newest = (path: string): number => {
 const builtAt = (file: string): number => existsSync(join(root, file)) ? statSync(join(root, file)).mtimeMs : 0
 
 export default function setup(): void {
+  // For a run of in-process tests only, while another run uses dist/: leave it as it is.
+  if (process.env.FOUNDRY_TEST_NO_BUILD === "1") return
   const sources = Math.max(...["src", "inspector", "scripts", "package.json"].map((p) => newest(join(root, p))))
   if (builtAt("dist/cli.js") >= sources) return
   const types = builtAt("dist/types/index.d.ts") >= newest(join(root, "src"))
