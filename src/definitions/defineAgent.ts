@@ -3,6 +3,7 @@
  * the file's path (`agents/<path>/agent.ts`), never from a field.
  */
 import type { NonEmptyReadonlyArray } from "effect/Array"
+import type { Budget } from "./defineConfig.js"
 import type { EnvironmentDefinition } from "./defineEnvironment.js"
 import type { AnyTool } from "./defineTool.js"
 import type { LanguageModel } from "../models/Model.js"
@@ -51,6 +52,10 @@ export interface AgentDefinition<Tool extends AnyTool = AnyTool>
   readonly subagents: ReadonlyArray<AgentDefinition>
   /** Which built-in timer tools the agent gets: `true` for all three, a list for some, `false` for none. */
   readonly timers: boolean | ReadonlyArray<TimerToolName>
+  /** The model's context window in tokens, when the config's or the known default is not right. */
+  readonly contextWindow: number | undefined
+  /** The agent's spending limits; each field set here replaces the config's `budget` field. */
+  readonly budget: Budget
 }
 
 /** Defines an agent. */
@@ -63,6 +68,8 @@ export const defineAgent = <Tool extends AnyTool = never>(definition: {
   readonly maxTurns?: number
   readonly subagents?: ReadonlyArray<AgentDefinition>
   readonly timers?: boolean | ReadonlyArray<TimerToolName>
+  readonly contextWindow?: number
+  readonly budget?: Budget
 }): AgentDefinition<Tool> =>
   brand("agent", {
     description: definition.description,
@@ -72,7 +79,9 @@ export const defineAgent = <Tool extends AnyTool = never>(definition: {
     environment: definition.environment,
     maxTurns: definition.maxTurns ?? 12,
     subagents: Object.freeze([...(definition.subagents ?? [])]),
-    timers: definition.timers ?? false
+    timers: definition.timers ?? false,
+    contextWindow: definition.contextWindow,
+    budget: { ...definition.budget }
   })
 
 const isModelList = (model: AgentModel): model is NonEmptyReadonlyArray<ModelSpec> => Array.isArray(model)

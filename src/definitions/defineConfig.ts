@@ -3,6 +3,7 @@
  * listens, and the layers that provide what tools require.
  */
 import type { Config, Duration, Layer, Redacted } from "effect"
+import type { ModelPrice } from "../models/prices.js"
 import { brand, type Branded } from "./RouteKind.js"
 
 /** Any layer. `Layer` is contravariant in its input, so only `any` accepts every layer. */
@@ -13,6 +14,19 @@ export type AnyLayer = Layer.Layer<any, any, any>
 export type StoreConfig =
   | { readonly sqlite: string }
   | { readonly postgres: Config.Config<Redacted.Redacted> | string }
+
+/**
+ * Spending limits. Per run (`maxTokensPerRun`, `maxCostPerRun`) and per agent instance per UTC day
+ * (`maxTokensPerInstancePerDay`, `maxCostPerInstancePerDay`, summed over the instance's runs
+ * started that day). Tokens are input plus output; costs are USD from the price table. A run that
+ * goes over one fails, with a message naming the budget and the file to raise it in.
+ */
+export interface Budget {
+  readonly maxTokensPerRun?: number | undefined
+  readonly maxCostPerRun?: number | undefined
+  readonly maxTokensPerInstancePerDay?: number | undefined
+  readonly maxCostPerInstancePerDay?: number | undefined
+}
 
 /**
  * A project configuration. `Provides` is the union of the services its layers provide, kept for
@@ -49,6 +63,23 @@ export interface ConfigDefinition<Provides = unknown> extends Branded<"config"> 
     /** The most active timers one agent instance may have; arming one more is refused. */
     readonly maxPendingPerInstance: number
   }
+  /**
+   * Keeping conversations inside their model's context window: `windows` in tokens by model name
+   * (e.g. `"openai:my-model": 32000`; common models are known), and the shares of the window at
+   * which old tool results are shortened (`soft`) and older turns are summarized (`hard`).
+   */
+  readonly context: {
+    readonly windows: Readonly<Record<string, number>>
+    readonly soft: number
+    readonly hard: number
+  }
+  /**
+   * Model prices in USD per million tokens by model name as events show it, e.g.
+   * `"openai:my-model": { input: 1, output: 2 }`; added to (and replacing) the known defaults.
+   */
+  readonly prices: Readonly<Record<string, ModelPrice>>
+  /** Every agent's budget; an agent's own `budget` replaces these field by field. */
+  readonly budget: Budget
   /** Per webhook name: the HMAC-SHA256 secret its deliveries must be signed with. */
   readonly webhooks: Readonly<Record<string, { readonly secret?: Config.Config<Redacted.Redacted> | string }>>
   /** How long events are kept (by age, by count) and how often old ones are pruned. */
@@ -75,6 +106,7 @@ export const defaultConfig = {
   toolTimeout: "2 minutes",
   toolOutputLimit: 16_000,
   timers: { minInterval: "1 minute", maxPendingPerInstance: 20 },
+  context: { windows: {}, soft: 0.6, hard: 0.8 },
   events: { retention: { maxAge: "30 days" }, pruneEvery: "10 minutes" }
 } as const
 
@@ -90,6 +122,9 @@ export const defineConfig = <L extends AnyLayer = never>(definition: {
   readonly toolTimeout?: Duration.DurationInput
   readonly toolOutputLimit?: number
   readonly timers?: Partial<ConfigDefinition["timers"]>
+  readonly context?: Partial<ConfigDefinition["context"]>
+  readonly prices?: ConfigDefinition["prices"]
+  readonly budget?: Budget
   readonly webhooks?: ConfigDefinition["webhooks"]
   readonly events?: {
     readonly retention?: { readonly maxAge?: Duration.DurationInput; readonly maxCount?: number }
@@ -110,6 +145,9 @@ export const defineConfig = <L extends AnyLayer = never>(definition: {
     toolTimeout: definition.toolTimeout ?? defaultConfig.toolTimeout,
     toolOutputLimit: definition.toolOutputLimit ?? defaultConfig.toolOutputLimit,
     timers: { ...defaultConfig.timers, ...definition.timers },
+    context: { ...defaultConfig.context, ...definition.context },
+    prices: { ...definition.prices },
+    budget: { ...definition.budget },
     webhooks: { ...definition.webhooks },
     events: {
       retention: { maxAge: defaultConfig.events.retention.maxAge, ...definition.events?.retention },

@@ -13,8 +13,19 @@ import { newId } from "../durable/ids.js"
 import { type ApprovalRecord, finalStatuses, type RunRecord } from "../durable/records.js"
 import { type Lease, Store } from "../durable/Store.js"
 import { type EventDraft, EventLog } from "../events/EventLog.js"
-import { type ChatMessage, ModelResolver, type ResolvedModel, type ToolCall } from "../models/Model.js"
+import {
+  type ChatMessage,
+  type LanguageModel,
+  type ModelError,
+  type ModelRequest,
+  ModelResolver,
+  type ResolvedModel,
+  type ToolCall
+} from "../models/Model.js"
+import { costOf, priceOf } from "../models/prices.js"
+import { budgetMessage, budgetsOf, type Exceeded, hasDailyBudget, instanceOverBudget, runOverBudget } from "./budgets.js"
 import { closeOpenCalls } from "./closeOpenCalls.js"
+import { contextWindowOf, elideOldToolResults, estimateTokens, isContextOverflow, summaryRequest } from "./compaction.js"
 import { decodeCall, failedOutcome, needsApproval, runTool, type ToolOutcome } from "./executeTool.js"
 import { runTimerTool } from "./agentTimers.js"
 import { modelTurnWithFallbacks } from "./modelTurn.js"
@@ -121,6 +132,45 @@ export const runAgent = Effect.fn("engine.runAgent")(function*(app: CompiledApp,
       return view
     })
     if (!stored.some((m) => m.runId === run.id)) yield* record({ _tag: "user", content: run.input })
+
+    /**
+     * The request as the context window allows: unchanged under the soft threshold, old tool
+     * results shortened over it, older turns summarized (and the summary stored) over the hard
+     * one, or when `overflowed` says the provider refused the last request.
+     */
+    const fitContext = (request: ModelRequest, step: string, overflowed: boolean) =>
+      Effect.gen(function*() {
+        const window = contextWindowOf(Arr.headNonEmpty(models).name, config.context.windows, agent.definition.contextWindow)
+        const before = estimateTokens(request)
+        if (!overflowed && (window === undefined || before <= window * config.context.soft)) return request
+        const elided: ModelRequest = { ...request, messages: elideOldToolResults(request.messages) }
+        const limit = window === undefined ? before : window * config.context.hard
+        if (!overflowed && estimateTokens(elided) <= limit) {
+          yield* emit("context.compacted", step, { method: "elide", beforeTokens: before, afterTokens: estimateTokens(elided) })
+          return elided
+        }
+        yield* emit("context.compacting", step, { method: "summary", beforeTokens: before, window: window ?? null })
+        yield* summarizeOlderTurns
+        const compacted: ModelRequest = { ...request, messages: elideOldToolResults(yield* transcript) }
+        yield* emit("context.compacted", step, { method: "summary", beforeTokens: before, afterTokens: estimateTokens(compacted) })
+        return compacted
+      })
+
+    /** Summarizes everything before this run's first message and stores the summary standing for it. */
+    const summarizeOlderTurns = Effect.gen(function*() {
+      const stored = yield* store.listMessages(run.conversationId)
+      const keepFrom = stored.find((m) => m.runId === run.id)?.seq
+      if (keepFrom === undefined) return
+      const older = modelView(stored.filter((m) => m.seq < keepFrom), "", () => "no result")
+      if (older.length === 0) return
+      const summary = yield* modelTurnWithFallbacks(models, summaryRequest(older), {
+        retry: config.modelRetry,
+        onDelta: () => Effect.void,
+        onRetry: () => Effect.void,
+        onFallback: () => Effect.void
+      })
+      yield* record({ _tag: "summary", content: summary.text, keepFrom })
+    })
 
     const system = systemPrompt(agent, { id: instance.id, context: instance.context })
     const tools = [...agent.tools.values()]
@@ -238,6 +288,23 @@ export const runAgent = Effect.fn("engine.runAgent")(function*(app: CompiledApp,
         )
       )
 
+    const budgets = budgetsOf(agent.definition.budget, config.budget)
+    const configFile = app.table.configFile ?? "foundry.config.ts"
+    /** Fails the run for going over a budget, after an event that says which and where it is set. */
+    const overBudget = (exceeded: Exceeded) =>
+      Effect.zipRight(
+        emit("budget.exceeded", "run", {
+          budget: exceeded.budget,
+          limit: exceeded.limit,
+          used: exceeded.used,
+          setIn: exceeded.setIn === "agent" ? agent.file : configFile
+        }),
+        fail(budgetMessage(exceeded, { agentFile: agent.file, configFile, instance: run.instanceId }))
+      )
+    /** The instance's usage today: its runs started since UTC midnight, this one included. */
+    const usedToday = Effect.flatMap(Clock.currentTimeMillis, (now) =>
+      store.sumUsage({ agent: run.agent, instanceId: run.instanceId, since: now - (now % 86_400_000) }))
+
     let turn = stored.filter((m) => m.runId === run.id && m.message._tag === "assistant").length
     let consecutiveFailures = 0
 
@@ -341,27 +408,46 @@ export const runAgent = Effect.fn("engine.runAgent")(function*(app: CompiledApp,
             `raise maxTurns in ${agent.file} or make its instructions lead to an answer sooner`
         )
       }
+      if (hasDailyBudget(budgets)) {
+        const exceeded = instanceOverBudget(budgets, yield* usedToday)
+        if (exceeded !== undefined) return yield* overBudget(exceeded)
+      }
       turn++
       const turnSpan = `turn:${turn}`
       const started = yield* Clock.currentTimeMillis
       yield* emit("model.turn.started", turnSpan, { turn, model: model.name })
-      const messages = yield* transcript
-      const result = yield* modelTurnWithFallbacks(models, { system, messages, tools: tools.map((t) => t.spec) }, {
+      const turnOptions = {
         retry: config.modelRetry,
-        onDelta: (text) => emit("model.delta", turnSpan, { turn, text }),
-        onRetry: (error) => emit("model.retry", turnSpan, { turn, model: error.model, status: error.status ?? null, error: error.message }),
-        onFallback: (from, to, error) =>
+        onDelta: (text: string) => emit("model.delta", turnSpan, { turn, text }),
+        onRetry: (error: ModelError) =>
+          emit("model.retry", turnSpan, { turn, model: error.model, status: error.status ?? null, error: error.message }),
+        onFallback: (from: LanguageModel, to: LanguageModel, error: ModelError) =>
           emit("model.fallback", turnSpan, { turn, from: from.name, to: to.name, status: error.status ?? null, error: error.message })
-      })
+      }
+      const specs = tools.map((t) => t.spec)
+      const result = yield* fitContext({ system, messages: yield* transcript, tools: specs }, turnSpan, false).pipe(
+        Effect.flatMap((request) => modelTurnWithFallbacks(models, request, turnOptions)),
+        // Over the provider's window after all: summarize now and ask once more.
+        Effect.catchIf(isContextOverflow, () =>
+          transcript.pipe(
+            Effect.flatMap((messages) => fitContext({ system, messages, tools: specs }, turnSpan, true)),
+            Effect.flatMap((request) => modelTurnWithFallbacks(models, request, turnOptions))
+          ))
+      )
       yield* record({ _tag: "assistant", content: result.text, toolCalls: result.toolCalls })
+      const price = priceOf(result.model, config.prices)
+      const costUsd = price === undefined ? null : costOf(result, price)
+      const totals = yield* store.addRunUsage(run.id, { inputTokens: result.inputTokens, outputTokens: result.outputTokens, costUsd })
       yield* emit("model.turn.completed", turnSpan, {
         turn,
         model: result.model,
         text: result.text,
         toolCalls: result.toolCalls.map((c) => ({ id: c.id, name: c.name, arguments: redactArguments(c.arguments, redactionOf(c.name)) })),
-        usage: { inputTokens: result.inputTokens, outputTokens: result.outputTokens },
+        usage: { inputTokens: result.inputTokens, outputTokens: result.outputTokens, costUsd },
         durationMs: (yield* Clock.currentTimeMillis) - started
       })
+      const exceeded = runOverBudget(budgets, totals)
+      if (exceeded !== undefined) return yield* overBudget(exceeded)
     }
   })
 

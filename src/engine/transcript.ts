@@ -11,12 +11,14 @@
  *   executor that did not hear of the cancel records a result afterwards.
  * - A call that has no result yet (its run is suspended on an approval or was interrupted) gets a
  *   result that says so, made up for the view and never stored.
+ * - The newest compaction (a `summary` message) replaces every message stored before its
+ *   `keepFrom`, shown as a user message at the start.
  */
 import type { StoredMessage } from "../durable/Store.js"
 import type { ChatMessage, ToolCall } from "../models/Model.js"
 
-/** A stored message and the run that recorded it. */
-export type JournalEntry = Pick<StoredMessage, "runId" | "message">
+/** A message and the run that recorded it; `seq` once the store has given it one. */
+export type JournalEntry = Pick<StoredMessage, "runId" | "message"> & { readonly seq?: number }
 
 /** The text shown for a call with no stored result; `runId` owns the call. */
 export type Unanswered = (call: ToolCall, runId: string) => string
@@ -31,10 +33,16 @@ export const modelView = (stored: ReadonlyArray<JournalEntry>, runId: string, un
     const key = message._tag === "tool" ? `${owner}:${message.toolCallId}` : undefined
     if (message._tag === "tool" && key !== undefined && !firstResult.has(key)) firstResult.set(key, message)
   }
-  const view: Array<ChatMessage> = []
-  for (const [index, { message, runId: owner }] of stored.entries()) {
+  // The newest compaction stands for everything stored before its `keepFrom`.
+  const summary = stored.findLast((entry) => entry.message._tag === "summary")?.message
+  const keepFrom = summary?._tag === "summary" ? summary.keepFrom : undefined
+  const view: Array<ChatMessage> = summary?._tag === "summary"
+    ? [{ _tag: "user", content: `Summary of the earlier conversation (older messages were compacted):\n${summary.content}` }]
+    : []
+  for (const [index, { message, runId: owner, seq }] of stored.entries()) {
     if (start >= 0 && index >= start && owner !== runId) continue
-    if (message._tag === "tool") continue
+    if (keepFrom !== undefined && seq !== undefined && seq < keepFrom) continue
+    if (message._tag === "tool" || message._tag === "summary") continue
     view.push(message)
     if (message._tag !== "assistant") continue
     for (const call of message.toolCalls) {

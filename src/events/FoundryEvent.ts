@@ -28,7 +28,9 @@ export const EventType = Schema.Literal(
   "playbook.skipped",
   "instance.provisioned",
   "playbook.dispatched",
-  "timer.armed"
+  "timer.armed",
+  "context.compacting",
+  "context.compacted"
 )
 export type EventType = typeof EventType.Type
 

@@ -12,11 +12,16 @@ export const ToolCall = Schema.Struct({
 })
 export type ToolCall = typeof ToolCall.Type
 
-/** One message of a conversation transcript, in the shape every model adapter understands. */
+/**
+ * One message of a conversation transcript. `summary` is a compaction: it stands for every
+ * message stored before `keepFrom` (a message `seq`); the engine shows it to models as a user
+ * message, so adapters only ever see `user`, `assistant` and `tool`.
+ */
 export const ChatMessage = Schema.Union(
   Schema.TaggedStruct("user", { content: Schema.String }),
   Schema.TaggedStruct("assistant", { content: Schema.String, toolCalls: Schema.Array(ToolCall) }),
-  Schema.TaggedStruct("tool", { toolCallId: Schema.String, name: Schema.String, content: Schema.String })
+  Schema.TaggedStruct("tool", { toolCallId: Schema.String, name: Schema.String, content: Schema.String }),
+  Schema.TaggedStruct("summary", { content: Schema.String, keepFrom: Schema.Number })
 )
 export type ChatMessage = typeof ChatMessage.Type
 

@@ -86,6 +86,8 @@ const toOpenAiMessage = (message: ChatMessage): OpenAI.ChatCompletionMessagePara
         }
     case "tool":
       return { role: "tool", tool_call_id: message.toolCallId, content: message.content }
+    case "summary":
+      return { role: "user", content: message.content }
   }
 }
 

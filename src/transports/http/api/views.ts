@@ -44,11 +44,13 @@ export type ApprovalView = typeof ApprovalView.Type
 export const MessageView = Schema.Struct({
   seq: Schema.Number,
   runId: Schema.String,
-  role: Schema.Literal("user", "assistant", "tool"),
+  /** `summary`: a compaction, standing for the messages before `keepFrom` when models are asked. */
+  role: Schema.Literal("user", "assistant", "tool", "summary"),
   content: Schema.String,
   toolCalls: Schema.optional(Schema.Array(Schema.Struct({ id: Schema.String, name: Schema.String, arguments: Schema.String }))),
   toolCallId: Schema.optional(Schema.String),
   name: Schema.optional(Schema.String),
+  keepFrom: Schema.optional(Schema.Number),
   createdAt: Schema.Number
 })
 export type MessageView = typeof MessageView.Type

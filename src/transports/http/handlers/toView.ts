@@ -47,5 +47,7 @@ export const messageView = ({ createdAt, message, runId, seq }: StoredMessage): 
       return { seq, runId, createdAt, role: "assistant", content: message.content, toolCalls: message.toolCalls }
     case "tool":
       return { seq, runId, createdAt, role: "tool", content: message.content, toolCallId: message.toolCallId, name: message.name }
+    case "summary":
+      return { seq, runId, createdAt, role: "summary", content: message.content, keepFrom: message.keepFrom }
   }
 }

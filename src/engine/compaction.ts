@@ -1,0 +1,82 @@
+/**
+ * Keeping a conversation inside its model's context window. Two thresholds of the window:
+ * - soft (60% by default): tool results older than the last two user turns are shortened to a
+ *   note, with no model call (the full results stay in the store and the events);
+ * - hard (80%): the model is asked for a summary of everything before the current run's message,
+ *   which is stored as a `summary` message standing for those messages from then on, so every
+ *   later turn sends the summary and the recent turns instead of the whole history.
+ * A provider's context-overflow error triggers the hard step at once (the engine retries the turn
+ * once). Token counts are estimates (about four characters a token): the provider's own count
+ * arrives only with its answer.
+ */
+import type { ChatMessage, ModelRequest } from "../models/Model.js"
+
+/** Context windows of common models, in tokens, by the name events show. */
+const knownWindows: ReadonlyArray<readonly [RegExp, number]> = [
+  [/^openai:gpt-4\.1/, 1_047_576],
+  [/^openai:gpt-4o/, 128_000],
+  [/^openai:gpt-5/, 400_000],
+  [/^openai:o[134]/, 200_000]
+]
+
+/** The window of `model`: the agent's or config's setting, else a known default; `undefined` when unknown. */
+export const contextWindowOf = (model: string, configured: Readonly<Record<string, number>>, agent?: number): number | undefined =>
+  agent ?? configured[model] ?? knownWindows.find(([pattern]) => pattern.test(model))?.[1]
+
+const messageText = (message: ChatMessage): string => {
+  switch (message._tag) {
+    case "assistant":
+      return message.content + message.toolCalls.map((call) => `${call.name}${call.arguments}`).join("")
+    default:
+      return message.content
+  }
+}
+
+/** An estimate of the tokens a request sends: about four characters a token. */
+export const estimateTokens = (request: ModelRequest): number => {
+  const characters = request.system.length +
+    request.messages.reduce((sum, message) => sum + messageText(message).length, 0) +
+    request.tools.reduce((sum, tool) => sum + JSON.stringify(tool).length, 0)
+  return Math.ceil(characters / 4)
+}
+
+/** The soft step: tool results before the last `keepTurns` user messages, shortened to a note. */
+export const elideOldToolResults = (messages: ReadonlyArray<ChatMessage>, keepTurns = 2): Array<ChatMessage> => {
+  const users = messages.flatMap((message, index) => message._tag === "user" ? [index] : [])
+  const keepFrom = users[users.length - keepTurns] ?? 0
+  return messages.map((message, index) =>
+    index < keepFrom && message._tag === "tool" && message.content.length > 200
+      ? { ...message, content: `[elided to save context: ${message.content.length} characters; the full result is in the run's events]` }
+      : message
+  )
+}
+
+/** The request that asks a model for the summary of `messages`. */
+export const summaryRequest = (messages: ReadonlyArray<ChatMessage>): ModelRequest => ({
+  system: "You compact a conversation between a user and an AI agent so that the agent can continue it. " +
+    "Write a concise summary that keeps every fact, decision, open question, promise and piece of data the agent " +
+    "will need later (names, ids, numbers, tool results that matter). Write it as notes, not as a dialogue.",
+  messages: [{
+    _tag: "user",
+    content: `Summarize this conversation:\n\n${
+      messages.map((message) => {
+        switch (message._tag) {
+          case "assistant":
+            return `assistant: ${message.content}${message.toolCalls.map((c) => `\n  called ${c.name}(${c.arguments})`).join("")}`
+          case "tool":
+            // A result the size of a document would make the summary request overflow too.
+            return `tool ${message.name} returned: ${
+              message.content.length > 2000 ? `${message.content.slice(0, 2000)}... (${message.content.length - 2000} more characters)` : message.content
+            }`
+          default:
+            return `${message._tag}: ${message.content}`
+        }
+      }).join("\n")
+    }`
+  }],
+  tools: []
+})
+
+/** Whether a provider's error says the request was over the model's context window. */
+export const isContextOverflow = (error: { readonly status?: number | undefined; readonly message: string }): boolean =>
+  error.status === 400 && /context[_ ]length|maximum context length|too many tokens|context window/i.test(error.message)

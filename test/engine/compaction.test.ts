@@ -1,0 +1,105 @@
+/**
+ * Long conversations stay inside the model's context window: against a strict Chat Completions
+ * server (through the real `openai` client), a conversation that crosses the soft and then the
+ * hard threshold keeps completing while sending fewer tokens than its full transcript, and a
+ * context-length error from the server is recovered by compaction.
+ */
+import { describe, expect, it } from "@effect/vitest"
+import { Effect } from "effect"
+import * as OpenAi from "../../src/models/openai.js"
+import { http, startServer, waitForRun } from "../support/server.js"
+import { type ReplyFn, strictOpenAi, text, toolCalls } from "../support/strictOpenAi.js"
+import { tempProject } from "../support/tempProject.js"
+
+const project = (config: string) => ({
+  "agents/reader/agent.ts": `import { defineAgent } from "foundry"
+import fetchPage from "./tools/fetch-page.tool.js"
+
+export default defineAgent({ description: "Reads pages", tools: [fetchPage], maxTurns: 4 })
+`,
+  "agents/reader/tools/fetch-page.tool.ts": `import { Effect, Schema } from "effect"
+import { defineTool } from "foundry"
+
+export default defineTool({
+  description: "Fetch a page of the given size",
+  input: Schema.Struct({ page: Schema.Number, size: Schema.Number }),
+  output: Schema.String,
+  run: ({ page, size }) => Effect.succeed("page " + page + ": " + "lorem ipsum ".repeat(Math.ceil(size / 12)).slice(0, size))
+})
+`,
+  "foundry.config.ts": `import { defineConfig } from "foundry"\nexport default defineConfig(${config})\n`
+})
+
+/** A user message asks for a page; after the tool's result, a short answer; a summary request gets a short summary. */
+const reader: ReplyFn = (request) => {
+  const system = request.messages.find((m) => m.role === "system")
+  if (system !== undefined && system.role === "system" && system.content.startsWith("You compact")) return text("summary: pages were read")
+  const lastUser = request.messages.findLastIndex((m) => m.role === "user")
+  const last = request.messages[lastUser]
+  const after = request.messages.slice(lastUser + 1)
+  if (after.length > 0) return text(`read ${after.filter((m) => m.role === "tool").length} page`)
+  const page = last !== undefined && last.role === "user" ? Number(/page (\d+)/.exec(last.content)?.[1] ?? 0) : 0
+  return toolCalls({ id: `call_${page}_${request.messages.length}`, name: "fetch-page", arguments: JSON.stringify({ page, size: 4000 }) })
+}
+
+const eventsOf = (url: string, runId: string) =>
+  Effect.map(http(`${url}/api/runs/${runId}/events`), (r) =>
+    Array.isArray(r.json) ? r.json.flatMap((e: unknown) => typeof e === "object" && e !== null && "type" in e && "data" in e ? [{ type: String(e.type), data: e.data }] : []) : [])
+
+const converse = (url: string, pages: number) =>
+  Effect.gen(function*() {
+    let conversation: string | undefined
+    const runIds: Array<string> = []
+    for (let page = 1; page <= pages; page++) {
+      const created = yield* http(`${url}/api/runs`, {
+        // Long messages: they cannot be elided, so the hard threshold is reached as well.
+        body: { agent: "reader", message: `read page ${page}. ${"Please read it carefully. ".repeat(96)}`, ...(conversation === undefined ? {} : { conversation }) }
+      })
+      expect(created.status).toBe(202)
+      const body = created.json
+      if (typeof body !== "object" || body === null || !("runId" in body) || !("conversationId" in body)) return yield* Effect.die(new Error(created.text))
+      conversation = String(body.conversationId)
+      runIds.push(String(body.runId))
+      expect(yield* waitForRun(url, String(body.runId))).toMatchObject({ status: "completed", output: "read 1 page" })
+    }
+    return { conversation: conversation ?? "", runIds }
+  })
+
+describe("context compaction", () => {
+  it.scopedLive("crossing the soft, then the hard threshold keeps the conversation completing with fewer tokens sent", () =>
+    Effect.gen(function*() {
+      const provider = yield* strictOpenAi({ otherwise: reader })
+      // About 600 tokens of message and 1,000 of tool result a page: the soft threshold (60% of
+      // 5,000) is crossed on page 2, the hard one (80%) a few pages later.
+      const root = yield* tempProject(project(`{ context: { windows: { "openai:gpt-4.1-mini": 5000 } } }`))
+      const server = yield* startServer(root, { model: OpenAi.make({ model: "gpt-4.1-mini", apiKey: "test", baseURL: provider.url }) })
+      const { conversation, runIds } = yield* converse(server.url, 10)
+      const events = (yield* Effect.forEach(runIds, (id) => eventsOf(server.url, id))).flat()
+      const compacted = events.filter((e) => e.type === "context.compacted").map((e) => typeof e.data === "object" && e.data !== null && "method" in e.data ? String(e.data.method) : "")
+      expect(compacted).toContain("elide")
+      expect(compacted).toContain("summary")
+      // The full transcript is kept; what the last request sent is smaller than it.
+      const transcript = yield* http(`${server.url}/api/conversations/${conversation}/messages`)
+      const stored = Array.isArray(transcript.json) ? transcript.json : []
+      expect(stored.some((m: unknown) => typeof m === "object" && m !== null && "role" in m && m.role === "summary")).toBe(true)
+      const fullCharacters = stored.reduce((sum: number, m: unknown) =>
+        sum + (typeof m === "object" && m !== null && "content" in m ? String(m.content).length : 0), 0)
+      const requests = provider.requests.filter((r) => JSON.stringify(r).includes("read page 10."))
+      const last = requests[requests.length - 1]
+      expect(last).toBeDefined()
+      expect(JSON.stringify(last).length).toBeLessThan(fullCharacters)
+      expect(provider.rejected).toEqual([])
+    }))
+
+  it.scopedLive("a context-length error from the provider is recovered by compaction and one more try", () =>
+    Effect.gen(function*() {
+      // The provider's window is small; Foundry is told a large one, so only the provider's error can trigger compaction.
+      const provider = yield* strictOpenAi({ otherwise: reader, contextWindows: { "gpt-4.1-mini": 4000 } })
+      const root = yield* tempProject(project(`{ context: { windows: { "openai:gpt-4.1-mini": 1000000 } } }`))
+      const server = yield* startServer(root, { model: OpenAi.make({ model: "gpt-4.1-mini", apiKey: "test", baseURL: provider.url }) })
+      const { runIds } = yield* converse(server.url, 6)
+      const events = (yield* Effect.forEach(runIds, (id) => eventsOf(server.url, id))).flat()
+      expect(events.map((e) => e.type)).toContain("context.compacting")
+      expect(events.filter((e) => e.type === "run.failed")).toEqual([])
+    }))
+})
