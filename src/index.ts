@@ -8,7 +8,14 @@ export {
   type Instructions,
   type ModelSpec
 } from "./definitions/defineAgent.js"
-export { type AnyLayer, type ConfigDefinition, defineConfig, type ProvidedBy, type StoreConfig } from "./definitions/defineConfig.js"
+export {
+  type AnyLayer,
+  type Budget,
+  type ConfigDefinition,
+  defineConfig,
+  type ProvidedBy,
+  type StoreConfig
+} from "./definitions/defineConfig.js"
 export { defineEnvironment, type EnvironmentDefinition } from "./definitions/defineEnvironment.js"
 export {
   definePlaybook,
@@ -31,3 +38,4 @@ export {
 export type { ChatMessage, LanguageModel, ModelChunk, ModelRequest, ToolCall, ToolSpec } from "./models/Model.js"
 export { ModelError } from "./models/Model.js"
 export * as Scripted from "./models/scripted.js"
+export type { ModelPrice } from "./models/prices.js"

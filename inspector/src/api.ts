@@ -93,5 +93,5 @@ const eventTypes = [
   "run.queued", "run.started", "run.completed", "run.failed", "run.cancelled", "run.suspended", "run.resumed",
   "approval.requested", "approval.decided", "model.turn.started", "model.retry", "model.fallback", "model.delta",
   "model.turn.completed",
-  "tool.call.started", "tool.call.completed", "tool.call.failed", "context.compacting", "context.compacted"
+  "tool.call.started", "tool.call.completed", "tool.call.failed", "context.compacting", "context.compacted", "budget.exceeded"
 ]

@@ -9,7 +9,17 @@ import { Clock, Effect, Layer, Option, Schedule, Schema, String as Str } from "e
 import { FoundryEvent } from "../events/FoundryEvent.js"
 import { ChatMessage } from "../models/Model.js"
 import { migrations } from "./migrations.js"
-import { ActivationRecord, ApprovalRecord, ConversationRecord, InstanceRecord, RunRecord } from "./records.js"
+import {
+  ActivationRecord,
+  ApprovalRecord,
+  ConversationRecord,
+  InstanceRecord,
+  RunRecord,
+  type UsageFilter,
+  GroupedUsage,
+  type UsageGrouping,
+  UsageSums
+} from "./records.js"
 import { LeaseLost, Store, StoreError } from "./Store.js"
 
 const EventRow = Schema.Struct({
@@ -25,6 +35,14 @@ const MessageRow = Schema.Struct({
 })
 
 const encodeMessage = Schema.encodeSync(Schema.parseJson(ChatMessage))
+
+/** The key columns of each usage grouping, as selected (a day is the UTC midnight the run was created after, in ms). */
+const usageKeys: Record<UsageGrouping, { readonly select: string; readonly positions: string }> = {
+  day: { select: "(created_at / 86400000) * 86400000 AS day", positions: "1" },
+  agent: { select: "agent", positions: "1" },
+  instance: { select: "agent, instance_id", positions: "1, 2" },
+  conversation: { select: "agent, instance_id, conversation_id", positions: "1, 2, 3" }
+}
 
 /** Turns any failure of one store operation into a `StoreError` that says which. */
 const failAs = (operation: string) => <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, StoreError, R> =>
@@ -79,6 +97,23 @@ export const make = Effect.gen(function*() {
   const decodeRuns = Schema.decodeUnknown(Schema.Array(RunRecord))
   const decodeEvents = Schema.decodeUnknown(Schema.Array(EventRow))
   const decodeMessages = Schema.decodeUnknown(Schema.Array(MessageRow))
+  const decodeSums = Schema.decodeUnknown(Schema.Array(UsageSums))
+  const decodeGroups = Schema.decodeUnknown(Schema.Array(GroupedUsage))
+
+  // Sums are cast back to BIGINT: PostgreSQL sums BIGINTs as NUMERIC, which its driver reads as text.
+  const usageSums = sql`COUNT(*) AS runs,
+    CAST(COALESCE(SUM(input_tokens), 0) AS BIGINT) AS input_tokens,
+    CAST(COALESCE(SUM(output_tokens), 0) AS BIGINT) AS output_tokens,
+    COALESCE(SUM(cost_usd), 0) AS cost_usd,
+    CAST(COALESCE(SUM(unpriced_turns), 0) AS BIGINT) AS unpriced_turns`
+  const usageWhere = (filter: UsageFilter) =>
+    sql.and([
+      ...(filter.agent === undefined ? [] : [sql`agent = ${filter.agent}`]),
+      ...(filter.instanceId === undefined ? [] : [sql`instance_id = ${filter.instanceId}`]),
+      ...(filter.conversationId === undefined ? [] : [sql`conversation_id = ${filter.conversationId}`]),
+      ...(filter.since === undefined ? [] : [sql`created_at >= ${filter.since}`]),
+      ...(filter.until === undefined ? [] : [sql`created_at < ${filter.until}`])
+    ])
 
   /** The instance, created with `context` on first use in one atomic statement; `created` says whether this call made it. */
   const provision = (agent: string, id: string, context: Readonly<Record<string, unknown>>) =>
@@ -251,6 +286,35 @@ export const make = Effect.gen(function*() {
           })
         } WHERE id = ${id}`
       }).pipe(failAs("updateRun")),
+
+    addRunUsage: (id, usage) =>
+      sql`UPDATE runs SET
+          input_tokens = input_tokens + ${usage.inputTokens},
+          output_tokens = output_tokens + ${usage.outputTokens},
+          cost_usd = cost_usd + ${usage.costUsd ?? 0},
+          unpriced_turns = unpriced_turns + ${usage.costUsd === null ? 1 : 0}
+        WHERE id = ${id}
+        RETURNING 1 AS runs, input_tokens, output_tokens, cost_usd, unpriced_turns`.pipe(
+        Effect.flatMap(decodeSums),
+        Effect.flatMap((rows) => rows[0] === undefined ? Effect.fail(`there is no run "${id}"`) : Effect.succeed(rows[0])),
+        failAs("addRunUsage")
+      ),
+
+    sumUsage: (filter) =>
+      sql`SELECT ${usageSums} FROM runs WHERE ${usageWhere(filter)}`.pipe(
+        Effect.flatMap(decodeSums),
+        Effect.map((rows) => rows[0] ?? new UsageSums({ runs: 0, inputTokens: 0, outputTokens: 0, costUsd: 0, unpricedTurns: 0 })),
+        failAs("sumUsage")
+      ),
+
+    sumUsageBy: (filter, groupBy) => {
+      const keys = usageKeys[groupBy]
+      return sql`SELECT ${sql.unsafe(keys.select)}, ${usageSums} FROM runs WHERE ${usageWhere(filter)}
+        GROUP BY ${sql.unsafe(keys.positions)} ORDER BY ${sql.unsafe(keys.positions)}`.pipe(
+        Effect.flatMap(decodeGroups),
+        failAs("sumUsageBy")
+      )
+    },
 
     getRun: (id) => findRun(id).pipe(failAs("getRun")),
 

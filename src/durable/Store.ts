@@ -13,7 +13,11 @@ import type {
   InstanceRecord,
   RunFilter,
   RunRecord,
-  RunStatus
+  RunStatus,
+  UsageFilter,
+  GroupedUsage,
+  UsageGrouping,
+  UsageSums
 } from "./records.js"
 
 /** The store could not do what was asked; `operation` says what. */
@@ -93,6 +97,14 @@ export interface RunUpdate {
   readonly error?: string
 }
 
+/** One model turn's usage, added to its run. */
+export interface TurnUsage {
+  readonly inputTokens: number
+  readonly outputTokens: number
+  /** `null` when the model has no price: the turn counts as unpriced. */
+  readonly costUsd: number | null
+}
+
 /** Filters for reading events, oldest first; `after` is a `seq` cursor. */
 export interface EventFilter {
   readonly runId?: string | undefined
@@ -155,6 +167,12 @@ export class Store extends Context.Tag("foundry/Store")<Store, {
   readonly listMessages: (conversationId: string) => Effect.Effect<ReadonlyArray<StoredMessage>, StoreError>
   readonly createRun: (run: NewRun) => Effect.Effect<RunRecord, StoreError>
   readonly updateRun: (id: string, update: RunUpdate) => Effect.Effect<void, StoreError>
+  /** Adds a model turn's usage to its run; returns the run's new totals. */
+  readonly addRunUsage: (id: string, usage: TurnUsage) => Effect.Effect<UsageSums, StoreError>
+  /** Usage summed over the runs `filter` selects. */
+  readonly sumUsage: (filter: UsageFilter) => Effect.Effect<UsageSums, StoreError>
+  /** Usage summed over the runs `filter` selects, one group per key of `groupBy`, in key order. */
+  readonly sumUsageBy: (filter: UsageFilter, groupBy: UsageGrouping) => Effect.Effect<ReadonlyArray<GroupedUsage>, StoreError>
   readonly getRun: (id: string) => Effect.Effect<Option.Option<RunRecord>, StoreError>
   readonly findRunByIdempotencyKey: (key: string) => Effect.Effect<Option.Option<RunRecord>, StoreError>
   /** The child run that answers a parent's tool call, if it was started. */

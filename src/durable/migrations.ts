@@ -135,6 +135,15 @@ const activations = Effect.gen(function*() {
   yield* sql`ALTER TABLE runs ADD COLUMN source TEXT`
 })
 
+const runUsage = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  yield* sql`ALTER TABLE runs ADD COLUMN input_tokens BIGINT NOT NULL DEFAULT 0`
+  yield* sql`ALTER TABLE runs ADD COLUMN output_tokens BIGINT NOT NULL DEFAULT 0`
+  yield* sql`ALTER TABLE runs ADD COLUMN cost_usd DOUBLE PRECISION NOT NULL DEFAULT 0`
+  yield* sql`ALTER TABLE runs ADD COLUMN unpriced_turns INTEGER NOT NULL DEFAULT 0`
+  yield* sql`CREATE INDEX runs_by_instance ON runs (agent, instance_id, created_at)`
+})
+
 /** Migrations by `<number>_<name>`, as `Migrator.fromRecord` reads them. */
 export const migrations = {
   "0001_init": init,
@@ -142,5 +151,6 @@ export const migrations = {
   "0003_child_runs": childRuns,
   "0004_traces": traces,
   "0005_deliveries": deliveries,
-  "0006_activations": activations
+  "0006_activations": activations,
+  "0007_run_usage": runUsage
 }

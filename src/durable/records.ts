@@ -57,7 +57,15 @@ export class RunRecord extends Schema.Class<RunRecord>("RunRecord")({
   /** What started the run when it was not a message from a client, e.g. a schedule and its time. */
   source: Schema.optionalWith(Schema.NullOr(Schema.parseJson(Schema.Record({ key: Schema.String, value: Schema.Unknown }))), {
     default: () => null
-  })
+  }),
+  /** Input tokens of the run's model turns, summed. */
+  inputTokens: Schema.optionalWith(Schema.Number, { default: () => 0 }),
+  /** Output tokens of the run's model turns, summed. */
+  outputTokens: Schema.optionalWith(Schema.Number, { default: () => 0 }),
+  /** What the run's priced model turns cost, in USD. */
+  costUsd: Schema.optionalWith(Schema.Number, { default: () => 0 }),
+  /** Model turns on a model with no price: their tokens are counted, their cost is not known. */
+  unpricedTurns: Schema.optionalWith(Schema.Number, { default: () => 0 })
 }) {}
 
 /** A durable timer: when it fires next, when it fired last, and what it runs. */
@@ -90,6 +98,37 @@ export class ApprovalRecord extends Schema.Class<ApprovalRecord>("ApprovalRecord
   expiresAt: Millis,
   decidedAt: Schema.NullOr(Millis)
 }) {}
+
+/** Token and cost sums over runs, and how many runs they cover. */
+export class UsageSums extends Schema.Class<UsageSums>("UsageSums")({
+  runs: Schema.Number,
+  inputTokens: Schema.Number,
+  outputTokens: Schema.Number,
+  costUsd: Schema.Number,
+  unpricedTurns: Schema.Number
+}) {}
+
+/** How usage sums are grouped: by UTC day of the run's creation, agent, instance or conversation. */
+export const UsageGrouping = Schema.Literal("day", "agent", "instance", "conversation")
+export type UsageGrouping = typeof UsageGrouping.Type
+
+/** One group of usage sums; the keys present are the grouping's (`day` is the UTC midnight, in ms). */
+export class GroupedUsage extends Schema.Class<GroupedUsage>("GroupedUsage")({
+  ...UsageSums.fields,
+  day: Schema.optional(Schema.Number),
+  agent: Schema.optional(Schema.String),
+  instanceId: Schema.optional(Schema.String),
+  conversationId: Schema.optional(Schema.String)
+}) {}
+
+/** Which runs' usage to sum: `since` inclusive and `until` exclusive, on the run's creation time (ms). */
+export interface UsageFilter {
+  readonly agent?: string | undefined
+  readonly instanceId?: string | undefined
+  readonly conversationId?: string | undefined
+  readonly since?: number | undefined
+  readonly until?: number | undefined
+}
 
 /** Filters for listing runs, newest first. */
 export interface RunFilter {

@@ -30,7 +30,8 @@ export const EventType = Schema.Literal(
   "playbook.dispatched",
   "timer.armed",
   "context.compacting",
-  "context.compacted"
+  "context.compacted",
+  "budget.exceeded"
 )
 export type EventType = typeof EventType.Type
 

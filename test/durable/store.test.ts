@@ -11,7 +11,7 @@ import { Context, Effect, Layer, Option, type Scope, TestClock } from "effect"
 import type { FoundryEvent } from "../../src/events/FoundryEvent.js"
 import type { ChatMessage } from "../../src/models/Model.js"
 import { layerPg } from "../../src/durable/PgStore.js"
-import { ConversationRecord, InstanceRecord, RunRecord, type RunStatus } from "../../src/durable/records.js"
+import { ConversationRecord, InstanceRecord, RunRecord, type RunStatus, UsageSums } from "../../src/durable/records.js"
 import * as SqlStore from "../../src/durable/SqlStore.js"
 import { Store } from "../../src/durable/Store.js"
 import { freshSchema, skipPostgres } from "../support/postgres.js"
@@ -267,6 +267,62 @@ for (const backend of [sqlite, postgres]) {
             finishedAt: 5_000
           })
         )
+      }))
+
+    it.scoped("adds each turn's usage to its run and sums usage by day, agent, instance and conversation", () =>
+      Effect.gen(function*() {
+        const store = yield* freshStore(backend)
+        const day = 86_400_000
+        const runs = [
+          { id: "r1", agent: "shop", instanceId: "acme", conversationId: "c1", at: 2 * day + 5 },
+          { id: "r2", agent: "shop", instanceId: "acme", conversationId: "c1", at: 2 * day + 7 },
+          { id: "r3", agent: "shop", instanceId: "globex", conversationId: "c2", at: 3 * day },
+          { id: "r4", agent: "support", instanceId: "acme", conversationId: "c3", at: 3 * day + 1 }
+        ]
+        for (const run of runs) {
+          yield* TestClock.setTime(run.at)
+          yield* store.createRun({ ...newRun(run.id, { agent: run.agent, conversationId: run.conversationId }), instanceId: run.instanceId })
+        }
+        expect(yield* store.addRunUsage("r1", { inputTokens: 10, outputTokens: 5, costUsd: 0.25 })).toEqual(
+          new UsageSums({ runs: 1, inputTokens: 10, outputTokens: 5, costUsd: 0.25, unpricedTurns: 0 })
+        )
+        expect(yield* store.addRunUsage("r1", { inputTokens: 20, outputTokens: 7, costUsd: null })).toEqual(
+          new UsageSums({ runs: 1, inputTokens: 30, outputTokens: 12, costUsd: 0.25, unpricedTurns: 1 })
+        )
+        yield* store.addRunUsage("r2", { inputTokens: 1, outputTokens: 2, costUsd: 0.5 })
+        yield* store.addRunUsage("r3", { inputTokens: 100, outputTokens: 50, costUsd: 1 })
+        yield* store.addRunUsage("r4", { inputTokens: 1000, outputTokens: 500, costUsd: 2 })
+        expect(Option.map(yield* store.getRun("r1"), (run) => [run.inputTokens, run.outputTokens, run.costUsd, run.unpricedTurns]))
+          .toEqual(Option.some([30, 12, 0.25, 1]))
+        expect((yield* Effect.flip(store.addRunUsage("nope", { inputTokens: 1, outputTokens: 1, costUsd: 0 }))).operation)
+          .toBe("addRunUsage")
+
+        const sums = (runs: number, inputTokens: number, outputTokens: number, costUsd: number, unpricedTurns = 0) =>
+          ({ runs, inputTokens, outputTokens, costUsd, unpricedTurns })
+        expect({ ...(yield* store.sumUsage({})) }).toEqual(sums(4, 1131, 564, 3.75, 1))
+        expect({ ...(yield* store.sumUsage({ agent: "shop", instanceId: "acme" })) }).toEqual(sums(2, 31, 14, 0.75, 1))
+        expect({ ...(yield* store.sumUsage({ since: 3 * day })) }).toEqual(sums(2, 1100, 550, 3))
+        expect({ ...(yield* store.sumUsage({ since: 2 * day, until: 3 * day })) }).toEqual(sums(2, 31, 14, 0.75, 1))
+        expect({ ...(yield* store.sumUsage({ agent: "nobody" })) }).toEqual(sums(0, 0, 0, 0))
+
+        const plain = (groups: ReadonlyArray<object>) => groups.map((group) => ({ ...group }))
+        expect(plain(yield* store.sumUsageBy({}, "day"))).toEqual([
+          { day: 2 * day, ...sums(2, 31, 14, 0.75, 1) },
+          { day: 3 * day, ...sums(2, 1100, 550, 3) }
+        ])
+        expect(plain(yield* store.sumUsageBy({}, "agent"))).toEqual([
+          { agent: "shop", ...sums(3, 131, 64, 1.75, 1) },
+          { agent: "support", ...sums(1, 1000, 500, 2) }
+        ])
+        expect(plain(yield* store.sumUsageBy({ agent: "shop" }, "instance"))).toEqual([
+          { agent: "shop", instanceId: "acme", ...sums(2, 31, 14, 0.75, 1) },
+          { agent: "shop", instanceId: "globex", ...sums(1, 100, 50, 1) }
+        ])
+        expect(plain(yield* store.sumUsageBy({ instanceId: "acme" }, "conversation"))).toEqual([
+          { agent: "shop", instanceId: "acme", conversationId: "c1", ...sums(2, 31, 14, 0.75, 1) },
+          { agent: "support", instanceId: "acme", conversationId: "c3", ...sums(1, 1000, 500, 2) }
+        ])
+        expect(yield* store.sumUsageBy({ agent: "nobody" }, "day")).toEqual([])
       }))
 
     it.scoped("unfinishedRuns returns the queued and running runs only, oldest first", () =>

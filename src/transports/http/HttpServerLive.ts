@@ -14,11 +14,12 @@ import { HooksLive } from "./handlers/HooksLive.js"
 import { SchedulesHttpLive } from "./handlers/SchedulesLive.js"
 import { RunsLive } from "./handlers/RunsLive.js"
 import { SystemLive } from "./handlers/SystemLive.js"
+import { UsageLive } from "./handlers/UsageLive.js"
 import { InspectorLive } from "../inspector/InspectorLive.js"
 import { readableErrors } from "./readableErrors.js"
 
 /** The API with every group implemented. */
-export const ApiLive = HttpApiBuilder.api(FoundryApi).pipe(Layer.provide([RunsLive, ConversationsLive, ApprovalsLive, EventsLive, HooksLive, SchedulesHttpLive, SystemLive]))
+export const ApiLive = HttpApiBuilder.api(FoundryApi).pipe(Layer.provide([RunsLive, ConversationsLive, ApprovalsLive, EventsLive, HooksLive, SchedulesHttpLive, SystemLive, UsageLive]))
 
 /** Serves the API on `host:port` (port 0 picks a free one). */
 export const layer = (options: { readonly port: number; readonly host: string }) =>

@@ -12,6 +12,7 @@ import { HooksGroup } from "./HooksGroup.js"
 import { SchedulesGroup } from "./SchedulesGroup.js"
 import { RunsGroup } from "./RunsGroup.js"
 import { SystemGroup } from "./SystemGroup.js"
+import { UsageGroup } from "./UsageGroup.js"
 
 /** The API. */
 export class FoundryApi extends HttpApi.make("foundry")
@@ -21,6 +22,7 @@ export class FoundryApi extends HttpApi.make("foundry")
   .add(EventsGroup)
   .add(HooksGroup)
   .add(SchedulesGroup)
+  .add(UsageGroup)
   .add(SystemGroup)
   .addError(BadRequest)
   .annotate(OpenApi.Title, "Foundry")

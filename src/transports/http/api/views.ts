@@ -4,6 +4,19 @@
 import { Schema } from "effect"
 import { ApprovalStatus, RunStatus } from "../../../durable/records.js"
 
+/**
+ * Token and cost sums. `costUsd` covers the turns on priced models; `unpricedTurns` counts turns on
+ * a model with no price (their tokens are counted, their cost is not known: add it to the config's
+ * `prices`).
+ */
+export const UsageView = Schema.Struct({
+  inputTokens: Schema.Number,
+  outputTokens: Schema.Number,
+  costUsd: Schema.Number,
+  unpricedTurns: Schema.Number
+})
+export type UsageView = typeof UsageView.Type
+
 /** A run as clients see it; `output` and `error` appear once the run has them. */
 export const RunView = Schema.Struct({
   id: Schema.String,
@@ -20,7 +33,9 @@ export const RunView = Schema.Struct({
   steeredFrom: Schema.optional(Schema.String),
   parentRunId: Schema.optional(Schema.String),
   /** What started the run when it was not a client, e.g. `{ schedule, scheduledFor }`. */
-  source: Schema.optional(Schema.Record({ key: Schema.String, value: Schema.Unknown }))
+  source: Schema.optional(Schema.Record({ key: Schema.String, value: Schema.Unknown })),
+  /** What the run's model turns used so far. */
+  usage: UsageView
 })
 export type RunView = typeof RunView.Type
 

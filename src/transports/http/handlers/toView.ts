@@ -20,7 +20,8 @@ export const runView = (run: RunRecord): RunView => ({
   ...(run.finishedAt === null ? {} : { finishedAt: run.finishedAt }),
   ...(run.steeredFrom === null ? {} : { steeredFrom: run.steeredFrom }),
   ...(run.parentRunId === null ? {} : { parentRunId: run.parentRunId }),
-  ...(run.source === null ? {} : { source: run.source })
+  ...(run.source === null ? {} : { source: run.source }),
+  usage: { inputTokens: run.inputTokens, outputTokens: run.outputTokens, costUsd: run.costUsd, unpricedTurns: run.unpricedTurns }
 })
 
 /** An approval record as the API shows it. */
