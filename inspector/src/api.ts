@@ -4,9 +4,10 @@
 import type { BuildReport } from "../../src/compiler/BuildStatus.js"
 import type { FoundryEvent } from "../../src/events/FoundryEvent.js"
 import type { ManifestRoute } from "../../src/router/codegen.js"
+import type { UsageReport } from "../../src/transports/http/api/UsageGroup.js"
 import type { ApprovalView, MessageView, RunView } from "../../src/transports/http/api/views.js"
 
-export type { ApprovalView, BuildReport, FoundryEvent, MessageView, RunView }
+export type { ApprovalView, BuildReport, FoundryEvent, MessageView, RunView, UsageReport }
 
 /** A route of the project, as `/api/routes` lists it (the manifest's shape). */
 export type RouteView = ManifestRoute
@@ -48,6 +49,7 @@ export const api = {
     request<{ runId: string; conversationId: string; instanceId: string }>("/api/runs", { method: "POST", body: JSON.stringify(body) }),
   cancel: (id: string) => request<RunView>(`/api/runs/${encodeURIComponent(id)}/cancel`, { method: "POST" }),
   schedules: () => request<ReadonlyArray<ScheduleView>>("/api/schedules"),
+  usage: (query: string) => request<UsageReport>(`/api/usage${query}`),
   schedule: (id: string, action: "pause" | "resume" | "trigger") =>
     request<ScheduleView>(`/api/schedules/${encodeURIComponent(id)}/${action}`, { method: "POST" })
 }

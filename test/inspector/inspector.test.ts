@@ -131,4 +131,28 @@ export default definePlaybook({
       expect(text).toContain("matched urgent")
       expect(text).toContain("skipped calm: when(event) is false")
     }))
+
+  it.scopedLive("tokens and cost show on the run, the conversation and the agent's page, with charts per day and latency percentiles", () =>
+    Effect.gen(function*() {
+      const { page, url } = yield* setup()
+      const created = yield* http(`${url}/api/runs`, { body: { agent: "worker", message: plan({ calls: [{ name: "record", arguments: { line: "usage" } }] }) } })
+      const { conversationId, runId } = created.json as { runId: string; conversationId: string }
+      yield* waitForRun(url, runId)
+      // The scripted model reports 10 input and 5 output tokens a turn; this run has two turns.
+      yield* promise(() => page.goto(`${url}/runs/${runId}`))
+      yield* promise(() => page.waitForSelector("[data-testid=run-usage] >> text=20 in / 10 out tokens"))
+      yield* promise(() => page.goto(`${url}/conversations/${conversationId}`))
+      yield* promise(() => page.waitForSelector("[data-testid=conversation-usage] >> text=1 runs · 20 in / 10 out tokens"))
+      yield* promise(() => page.goto(`${url}/agents/worker`))
+      yield* promise(() => page.waitForSelector("[data-testid=agent-charts] figure"))
+      const charts = yield* promise(() => page.$$eval("[data-testid=agent-charts] figure", (figures) =>
+        figures.map((f) => ({ title: f.getAttribute("data-chart"), bars: f.querySelectorAll("rect").length }))))
+      expect(charts).toEqual([
+        { title: "runs per day", bars: 1 },
+        { title: "tokens per day", bars: 1 },
+        { title: "cost per day", bars: 1 }
+      ])
+      const latency = yield* promise(() => page.textContent("[data-testid=agent-latency]"))
+      expect(latency).toMatch(/p50 \d+(\.\d+)? m?s · p95/)
+    }))
 })

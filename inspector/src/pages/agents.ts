@@ -1,9 +1,11 @@
 /**
- * Agents: the route table; an agent's page with its tools (and their input schemas), schedules,
- * playbooks, environment and recent runs.
+ * Agents: the route table; an agent's page with its runs, tokens and cost per day (SVG charts),
+ * latency percentiles, tools (and their input schemas), schedules, playbooks, environment and
+ * recent runs.
  */
-import { api } from "../api.js"
-import { h, json, link, replace } from "../dom.js"
+import { api, type RunView } from "../api.js"
+import { duration, h, json, link, replace } from "../dom.js"
+import { barChart, dollars, percentile, usageLine } from "../usage.js"
 import { runStatus } from "./runs.js"
 
 /** The agents page. */
@@ -18,9 +20,18 @@ export const agentsPage = (root: HTMLElement) => {
   return () => {}
 }
 
+/** Milliseconds from start to end of the completed runs. */
+const latencies = (runs: ReadonlyArray<RunView>): ReadonlyArray<number> =>
+  runs.flatMap((r) => r.status === "completed" && r.startedAt !== undefined && r.finishedAt !== undefined ? [r.finishedAt - r.startedAt] : [])
+
 /** One agent's page. */
 export const agentPage = (root: HTMLElement, [id = ""]: ReadonlyArray<string>) => {
-  void Promise.all([api.routes(), api.runs(`?agent=${encodeURIComponent(id)}&limit=200`)]).then(([{ routes }, runs]) => {
+  const since = Date.now() - 30 * 24 * 60 * 60 * 1000
+  void Promise.all([
+    api.routes(),
+    api.runs(`?agent=${encodeURIComponent(id)}&limit=200`),
+    api.usage(`?agent=${encodeURIComponent(id)}&groupBy=day&since=${since}`)
+  ]).then(([{ routes }, runs, usage]) => {
     const agent = routes.find((r) => r.kind === "agent" && r.id === id)
     if (agent === undefined) {
       replace(root, h("h1", {}, "No such agent"), h("p", {}, id))
@@ -30,6 +41,14 @@ export const agentPage = (root: HTMLElement, [id = ""]: ReadonlyArray<string>) =
     replace(root,
       h("h1", {}, agent.id),
       h("p", {}, agent.description ?? "", h("span", { class: "muted" }, ` · ${agent.file} · model ${agent.model ?? ""}`)),
+      h("h2", {}, "Activity (30 days)"),
+      h("p", { class: "muted", "data-testid": "agent-usage" }, `${usage.total.runs} runs · ${usageLine(usage.total)}`),
+      h("div", { class: "charts", "data-testid": "agent-charts" },
+        barChart("runs per day", usage.rows.map((r) => ({ label: r.day ?? "", value: r.runs })), (n) => String(n)),
+        barChart("tokens per day", usage.rows.map((r) => ({ label: r.day ?? "", value: r.inputTokens + r.outputTokens })), (n) => n.toLocaleString()),
+        barChart("cost per day", usage.rows.map((r) => ({ label: r.day ?? "", value: r.costUsd })), dollars)),
+      h("p", { "data-testid": "agent-latency" }, "Run latency (last 200 completed): ",
+        [50, 95, 99].map((p) => `p${p} ${duration(percentile(latencies(runs), p))}`).join(" · ")),
       h("h2", {}, "Tools"),
       tools.length === 0 ? h("p", { class: "muted" }, "No tools.") : tools.map((t) =>
         h("details", { class: "card" }, h("summary", {}, h("b", {}, t.id), " ", t.description ?? "",

@@ -2,6 +2,7 @@
  * Conversations: the stored transcript as a chat, tool calls inline and expandable, and a box to
  * send a message and watch the reply stream in.
  */
+import { usageLine } from "../usage.js"
 import { api, type MessageView, onEvent } from "../api.js"
 import { clock, h, link, replace } from "../dom.js"
 import { navigate } from "../main.js"
@@ -34,6 +35,12 @@ export const conversationsPage = (root: HTMLElement) => {
 }
 
 const bubble = (message: MessageView, expanded: Set<number>) => {
+  if (message.role === "summary") {
+    // A compaction: models see this summary instead of the messages before it, which stay here.
+    return h("div", { class: "bubble compaction", "data-role": "summary" },
+      h("div", { class: "meta" }, `Compacted: from here on, models see this summary instead of the ${message.keepFrom === undefined ? "" : `${message.keepFrom - 1} `}messages above`),
+      h("div", { class: "text" }, message.content))
+  }
   if (message.role === "tool") {
     const open = expanded.has(message.seq)
     return h("div", { class: "bubble tool", "data-role": "tool" },
@@ -60,9 +67,14 @@ export const conversationPage = (root: HTMLElement, [conversationId = ""]: Reado
   let agent = ""
   let instance = "default"
   let activeRun: string | undefined
+  const totals = h("p", { class: "muted", "data-testid": "conversation-usage" })
   const draw = async () => {
-    const messages = await api.messages(conversationId)
+    const [messages, usage] = await Promise.all([
+      api.messages(conversationId),
+      api.usage(`?conversation=${encodeURIComponent(conversationId)}&groupBy=conversation`)
+    ])
     transcript.replaceChildren(...messages.map((m) => bubble(m, expanded)))
+    totals.textContent = `${usage.total.runs} runs · ${usageLine(usage.total)}`
     const first = messages[0]
     if (first !== undefined && agent === "") {
       const run = await api.run(first.runId)
@@ -72,7 +84,7 @@ export const conversationPage = (root: HTMLElement, [conversationId = ""]: Reado
     }
   }
   const title = h("h1", {}, "Conversation")
-  replace(root, title, transcript, streaming,
+  replace(root, title, totals, transcript, streaming,
     h("form", {
       class: "composer",
       onsubmit: (event) => {

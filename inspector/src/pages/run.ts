@@ -5,6 +5,7 @@
  */
 import { api, type FoundryEvent, onEvent, type RunView } from "../api.js"
 import { duration, h, json, link, replace } from "../dom.js"
+import { usageLine } from "../usage.js"
 import { runStatus } from "./runs.js"
 
 /** One span of the waterfall, built from its events. */
@@ -146,6 +147,7 @@ export const runPage = (root: HTMLElement, [runId = ""]: ReadonlyArray<string>) 
         link(`/conversations/${run.conversationId}`, "conversation"),
         run.parentRunId === undefined ? null : [" · parent ", link(`/runs/${run.parentRunId}`, run.parentRunId)],
         run.steeredFrom === undefined ? null : [" · steered from ", link(`/runs/${run.steeredFrom}`, run.steeredFrom)]),
+      h("p", { class: "muted", "data-testid": "run-usage" }, usageLine(run.usage)),
       approvals.map((a) => h("div", { class: "card approval", "data-approval": a.id },
         h("b", {}, `${a.tool} waits for your approval`), h("pre", {}, json(a.input)),
         h("button", { class: "approve", onclick: () => void api.decide(a.id, "approve").then(draw) }, "Approve"),

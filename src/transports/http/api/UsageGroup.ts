@@ -36,6 +36,7 @@ export const UsageReport = Schema.Struct({
   rows: Schema.Array(UsageRow),
   total: Schema.Struct({ ...UsageView.fields, runs: Schema.Number })
 })
+export type UsageReport = typeof UsageReport.Type
 
 /** The usage group. */
 export class UsageGroup extends HttpApiGroup.make("usage").add(
