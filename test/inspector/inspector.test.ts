@@ -155,4 +155,30 @@ export default definePlaybook({
       const latency = yield* promise(() => page.textContent("[data-testid=agent-latency]"))
       expect(latency).toMatch(/p50 \d+(\.\d+)? m?s · p95/)
     }))
+
+  it.scopedLive("a compacted conversation shows where the summary took over, and the messages before it stay", () =>
+    Effect.gen(function*() {
+      // Long messages over a small window: by the third message the older turns are summarized.
+      const model = Scripted.make((request) =>
+        request.system.startsWith("You compact") ? { text: "The user asked about three long topics." } : { text: "noted" })
+      const root = yield* tempProject({
+        ...durableProject(join(tmpdir(), `foundry-ui-${randomUUID()}.log`), `{ context: { windows: { "scripted:script": 1000 } } }`)
+      })
+      const server = yield* startServer(root, { model })
+      const page = yield* browserPage
+      let conversation: string | undefined
+      for (const topic of ["first", "second", "third"]) {
+        const created = yield* http(`${server.url}/api/runs`, {
+          body: { agent: "worker", message: `${topic}: ${"a long message ".repeat(60)}`, ...(conversation === undefined ? {} : { conversation }) }
+        })
+        const body = created.json as { runId: string; conversationId: string }
+        conversation = body.conversationId
+        expect(yield* waitForRun(server.url, body.runId)).toMatchObject({ status: "completed" })
+      }
+      yield* promise(() => page.goto(`${server.url}/conversations/${conversation}`))
+      yield* promise(() => page.waitForSelector("[data-testid=chat] .bubble.compaction >> text=The user asked about three long topics."))
+      const roles = yield* promise(() => page.$$eval("[data-testid=chat] .bubble", (els) => els.map((e) => e.getAttribute("data-role"))))
+      expect(roles.slice(0, 4)).toEqual(["user", "assistant", "user", "assistant"])
+      expect(roles).toContain("summary")
+    }))
 })
