@@ -13,6 +13,7 @@ export {
   type Budget,
   type ConfigDefinition,
   defineConfig,
+  type PermissionRule,
   type ProvidedBy,
   type StoreConfig
 } from "./definitions/defineConfig.js"

@@ -40,10 +40,11 @@ export const api = {
   messages: (conversation: string) =>
     request<ReadonlyArray<MessageView>>(`/api/conversations/${encodeURIComponent(conversation)}/messages`),
   approvals: (status?: string) => request<ReadonlyArray<ApprovalView>>(`/api/approvals${status === undefined ? "" : `?status=${status}`}`),
-  decide: (id: string, decision: "approve" | "deny", reason?: string) =>
+  /** `scope: "conversation"` (approvals only) lets the same tool run without asking again in that conversation. */
+  decide: (id: string, decision: "approve" | "deny", scope: "once" | "conversation" = "once") =>
     request<ApprovalView>(`/api/approvals/${encodeURIComponent(id)}`, {
       method: "POST",
-      body: JSON.stringify(reason === undefined ? { decision } : { decision, reason })
+      body: JSON.stringify(scope === "once" ? { decision } : { decision, scope })
     }),
   send: (body: { agent: string; message: string; conversation?: string; instance?: string }) =>
     request<{ runId: string; conversationId: string; instanceId: string }>("/api/runs", { method: "POST", body: JSON.stringify(body) }),

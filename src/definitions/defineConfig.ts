@@ -29,6 +29,20 @@ export interface Budget {
 }
 
 /**
+ * One permission rule: what happens to calls of the tools whose model-facing name matches `tool`,
+ * made by the agents whose id matches `agent` (every agent when absent). Both are globs: `*`
+ * matches any run of characters, `/` included. `allow` runs the call without asking, even when
+ * the tool's `approval` says to; `ask` asks a person first, even when the tool says `"never"`;
+ * `deny` never runs it and tells the model `denied by the project's permission rules: <reason>`.
+ */
+export interface PermissionRule {
+  readonly agent?: string | undefined
+  readonly tool: string
+  readonly action: "allow" | "ask" | "deny"
+  readonly reason?: string | undefined
+}
+
+/**
  * A project configuration. `Provides` is the union of the services its layers provide, kept for
  * the generated requirement check.
  */
@@ -46,6 +60,11 @@ export interface ConfigDefinition<Provides = unknown> extends Branded<"config"> 
   readonly modelRetry: { readonly times: number; readonly base: Duration.DurationInput; readonly max: Duration.DurationInput }
   /** How long an approval waits for a person before it expires (as denied). */
   readonly approvalTimeout: Duration.DurationInput
+  /**
+   * Rules checked before every tool call, in order; the first that matches decides. A call no
+   * rule matches follows its tool's own `approval` policy. Default: none.
+   */
+  readonly permissions: ReadonlyArray<PermissionRule>
   /**
    * How long a tool call may run when its tool sets no `timeout`. A call that takes longer is
    * interrupted and the model is told it timed out; it counts as a failure for `maxToolFailures`.
@@ -119,6 +138,7 @@ export const defineConfig = <L extends AnyLayer = never>(definition: {
   readonly maxToolFailures?: number
   readonly modelRetry?: Partial<ConfigDefinition["modelRetry"]>
   readonly approvalTimeout?: Duration.DurationInput
+  readonly permissions?: ReadonlyArray<PermissionRule>
   readonly toolTimeout?: Duration.DurationInput
   readonly toolOutputLimit?: number
   readonly timers?: Partial<ConfigDefinition["timers"]>
@@ -142,6 +162,7 @@ export const defineConfig = <L extends AnyLayer = never>(definition: {
     maxToolFailures: definition.maxToolFailures ?? defaultConfig.maxToolFailures,
     modelRetry: { ...defaultConfig.modelRetry, ...definition.modelRetry },
     approvalTimeout: definition.approvalTimeout ?? defaultConfig.approvalTimeout,
+    permissions: Object.freeze([...(definition.permissions ?? [])]),
     toolTimeout: definition.toolTimeout ?? defaultConfig.toolTimeout,
     toolOutputLimit: definition.toolOutputLimit ?? defaultConfig.toolOutputLimit,
     timers: { ...defaultConfig.timers, ...definition.timers },

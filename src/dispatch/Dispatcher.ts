@@ -62,6 +62,9 @@ export class ApprovalAlreadyDecided extends Schema.TaggedError<ApprovalAlreadyDe
   message: Schema.String
 }) {}
 
+/** How far an approval reaches: this one call, or every call of its tool in the conversation. */
+export type ApprovalScope = "once" | "conversation"
+
 /** The dispatcher. */
 export class Dispatcher extends Context.Tag("foundry/Dispatcher")<Dispatcher, {
   /** Records the run as queued and schedules it; returns at once. */
@@ -74,10 +77,14 @@ export class Dispatcher extends Context.Tag("foundry/Dispatcher")<Dispatcher, {
   readonly cancel: (runId: string) => Effect.Effect<RunRecord, RunNotFound | RunAlreadyEnded | StoreError>
   /** Cancels the run and starts a new one in its conversation with `message`, linked to it. */
   readonly steer: (runId: string, message: string) => Effect.Effect<RunRecord, RunNotFound | RunAlreadyEnded | StoreError>
-  /** Applies a person's decision to a pending approval and resumes its run. */
+  /**
+   * Applies a person's decision to a pending approval and resumes its run. Approved with scope
+   * `"conversation"`, the tool is granted for the run's conversation: later calls there run without asking.
+   */
   readonly decide: (
     approvalId: string,
     decision: "approve" | "deny",
-    reason: string | undefined
+    reason: string | undefined,
+    scope?: ApprovalScope
   ) => Effect.Effect<ApprovalRecord, ApprovalNotFound | ApprovalAlreadyDecided | StoreError>
 }>() {}

@@ -19,6 +19,7 @@ import {
   AgentNotFound,
   ApprovalAlreadyDecided,
   ApprovalNotFound,
+  type ApprovalScope,
   ConversationNotFound,
   Dispatcher,
   RunAlreadyEnded,
@@ -285,7 +286,12 @@ export const layer = (options: LocalDispatcherOptions) =>
       })
 
       /** Applies a decision (or an expiry) to a pending approval and resumes its run. */
-      const applyDecision = (approvalId: string, status: "approved" | "denied" | "expired", reason: string | undefined) =>
+      const applyDecision = (
+        approvalId: string,
+        status: "approved" | "denied" | "expired",
+        reason: string | undefined,
+        scope: ApprovalScope = "once"
+      ) =>
         Effect.gen(function*() {
           const approval = yield* store.getApproval(approvalId)
           if (Option.isNone(approval)) {
@@ -303,11 +309,21 @@ export const layer = (options: LocalDispatcherOptions) =>
           }
           const run = yield* store.getRun(decided.value.runId)
           if (Option.isSome(run)) {
+            const granted = status === "approved" && scope === "conversation"
+            if (granted) {
+              yield* store.grantForConversation({
+                conversationId: run.value.conversationId,
+                agent: decided.value.agent,
+                tool: decided.value.tool,
+                approvalId
+              })
+            }
             yield* emitFor(run.value, "approval.decided", {
               approvalId,
               toolCallId: decided.value.toolCallId,
               tool: decided.value.tool,
               status,
+              ...(granted ? { scope } : {}),
               ...(reason === undefined ? {} : { reason })
             }, `approval:${decided.value.toolCallId}`, `tool:${decided.value.toolCallId}`)
             if (run.value.status === "suspended") yield* schedule(run.value)
@@ -318,9 +334,10 @@ export const layer = (options: LocalDispatcherOptions) =>
       const decide = Effect.fn("Dispatcher.decide")(function*(
         approvalId: string,
         decision: "approve" | "deny",
-        reason: string | undefined
+        reason: string | undefined,
+        scope: ApprovalScope = "once"
       ) {
-        return yield* applyDecision(approvalId, decision === "approve" ? "approved" : "denied", reason)
+        return yield* applyDecision(approvalId, decision === "approve" ? "approved" : "denied", reason, scope)
       })
 
       // Approvals expire fail-closed. One fiber sleeps until the soonest pending approval expires

@@ -13,6 +13,7 @@ import {
   ActivationRecord,
   ApprovalRecord,
   ConversationRecord,
+  GrantRecord,
   InstanceRecord,
   RunRecord,
   type UsageFilter,
@@ -91,6 +92,11 @@ export const make = Effect.gen(function*() {
     Request: Schema.Struct({ runId: Schema.String, toolCallId: Schema.String }),
     Result: ApprovalRecord,
     execute: ({ runId, toolCallId }) => sql`SELECT * FROM approvals WHERE run_id = ${runId} AND tool_call_id = ${toolCallId}`
+  })
+  const findGrantByTool = SqlSchema.findOne({
+    Request: Schema.Struct({ conversationId: Schema.String, tool: Schema.String }),
+    Result: GrantRecord,
+    execute: ({ conversationId, tool }) => sql`SELECT * FROM grants WHERE conversation_id = ${conversationId} AND tool = ${tool}`
   })
   const decodeApprovals = Schema.decodeUnknown(Schema.Array(ApprovalRecord))
   const decodeActivations = Schema.decodeUnknown(Schema.Array(ActivationRecord))
@@ -420,6 +426,14 @@ export const make = Effect.gen(function*() {
         if (changed.length === 0) return Option.none()
         return yield* findApprovalById(id)
       }).pipe(failAs("decideApproval")),
+
+    grantForConversation: (grant) =>
+      Effect.gen(function*() {
+        const now = yield* Clock.currentTimeMillis
+        yield* sql`INSERT INTO grants ${sql.insert({ ...grant, createdAt: now })} ON CONFLICT (conversation_id, tool) DO NOTHING`
+      }).pipe(failAs("grantForConversation")),
+
+    findGrant: (conversationId, tool) => findGrantByTool({ conversationId, tool }).pipe(failAs("findGrant")),
 
     acquireLease: (conversationId, owner, ttlMillis) =>
       Effect.gen(function*() {

@@ -10,6 +10,7 @@ import type {
   ApprovalRecord,
   ApprovalStatus,
   ConversationRecord,
+  GrantRecord,
   InstanceRecord,
   RunFilter,
   RunRecord,
@@ -81,6 +82,14 @@ export interface NewApproval {
   readonly tool: string
   readonly input: unknown
   readonly expiresAt: number
+}
+
+/** A conversation grant about to be stored. */
+export interface NewGrant {
+  readonly conversationId: string
+  readonly agent: string
+  readonly tool: string
+  readonly approvalId: string
 }
 
 /** A conversation lease: who may execute the conversation's runs, and the fencing token of that grant. */
@@ -200,6 +209,10 @@ export class Store extends Context.Tag("foundry/Store")<Store, {
     status: Exclude<ApprovalStatus, "pending">,
     reason: string | undefined
   ) => Effect.Effect<Option.Option<ApprovalRecord>, StoreError>
+  /** Approves `tool` for the rest of the conversation; a grant already there stays as it was. */
+  readonly grantForConversation: (grant: NewGrant) => Effect.Effect<void, StoreError>
+  /** The conversation's grant for `tool`, if a person gave one. */
+  readonly findGrant: (conversationId: string, tool: string) => Effect.Effect<Option.Option<GrantRecord>, StoreError>
   /**
    * Takes the conversation's lease for `owner` if it is free, expired or already `owner`'s; the
    * token grows with every new grant, so a stale holder can be told apart.

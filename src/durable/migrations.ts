@@ -144,6 +144,18 @@ const runUsage = Effect.gen(function*() {
   yield* sql`CREATE INDEX runs_by_instance ON runs (agent, instance_id, created_at)`
 })
 
+const grants = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  yield* sql`CREATE TABLE grants (
+    conversation_id TEXT NOT NULL,
+    agent TEXT NOT NULL,
+    tool TEXT NOT NULL,
+    approval_id TEXT NOT NULL,
+    created_at BIGINT NOT NULL,
+    PRIMARY KEY (conversation_id, tool)
+  )`
+})
+
 /** Migrations by `<number>_<name>`, as `Migrator.fromRecord` reads them. */
 export const migrations = {
   "0001_init": init,
@@ -152,5 +164,6 @@ export const migrations = {
   "0004_traces": traces,
   "0005_deliveries": deliveries,
   "0006_activations": activations,
-  "0007_run_usage": runUsage
+  "0007_run_usage": runUsage,
+  "0008_grants": grants
 }

@@ -99,6 +99,18 @@ export class ApprovalRecord extends Schema.Class<ApprovalRecord>("ApprovalRecord
   decidedAt: Schema.NullOr(Millis)
 }) {}
 
+/**
+ * A tool approved for a whole conversation: a person approved one call with scope
+ * `"conversation"` (`approvalId`), so later calls of `tool` there run without asking.
+ */
+export class GrantRecord extends Schema.Class<GrantRecord>("GrantRecord")({
+  conversationId: Schema.String,
+  agent: Schema.String,
+  tool: Schema.String,
+  approvalId: Schema.String,
+  createdAt: Millis
+}) {}
+
 /** Token and cost sums over runs, and how many runs they cover. */
 export class UsageSums extends Schema.Class<UsageSums>("UsageSums")({
   runs: Schema.Number,

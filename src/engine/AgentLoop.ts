@@ -29,6 +29,7 @@ import { contextWindowOf, elideOldToolResults, estimateTokens, isContextOverflow
 import { decodeCall, failedOutcome, needsApproval, runTool, type ToolOutcome } from "./executeTool.js"
 import { runTimerTool } from "./agentTimers.js"
 import { modelTurnWithFallbacks } from "./modelTurn.js"
+import { deniedByRule, matchingRule } from "./permissions.js"
 import { transcriptProblem } from "../models/validateTranscript.js"
 import { redactArguments, redactFields } from "./redact.js"
 import { RunStarter } from "./RunStarter.js"
@@ -321,6 +322,12 @@ export const runAgent = Effect.fn("engine.runAgent")(function*(app: CompiledApp,
           const toolSpan = `tool:${call.id}`
           const decoded = yield* decodeCall(agent.tools.get(call.name), call, toolNames)
           let outcome: ToolOutcome
+          const rule = matchingRule(config.permissions, run.agent, call.name)
+          if (decoded._tag === "Right" && rule?.action === "deny") {
+            // Refused by the project's rules: never run, nobody asked, the model told the rule's reason.
+            yield* answer(call, failedOutcome(decoded.right.rawInput, deniedByRule(rule)), 0)
+            continue
+          }
           const subagent = decoded._tag === "Right" ? decoded.right.tool.subagent : undefined
           const builtin = decoded._tag === "Right" ? decoded.right.tool.builtin : undefined
           if (decoded._tag === "Right" && (subagent !== undefined || builtin !== undefined)) {
@@ -339,8 +346,18 @@ export const runAgent = Effect.fn("engine.runAgent")(function*(app: CompiledApp,
             outcome = decoded.left
           } else {
             let refused: ApprovalRecord | undefined
-            if (needsApproval(decoded.right)) {
-              const approval = yield* store.findApproval(run.id, call.id)
+            const asks = rule === undefined ? needsApproval(decoded.right) : rule.action === "ask"
+            const approval = asks ? yield* store.findApproval(run.id, call.id) : Option.none()
+            const grant = asks && Option.isNone(approval) ? yield* store.findGrant(run.conversationId, call.name) : Option.none()
+            if (Option.isSome(grant)) {
+              // Approved for this conversation earlier: no one is asked again.
+              yield* emit("approval.decided", `approval:${call.id}`, {
+                toolCallId: call.id,
+                tool: call.name,
+                status: "approved",
+                grantedBy: grant.value.approvalId
+              }, toolSpan)
+            } else if (asks) {
               if (Option.isNone(approval) || approval.value.status === "pending") {
                 const timeout = Duration.toMillis(Duration.decode(config.approvalTimeout))
                 const asked = Option.isSome(approval) ? approval.value : yield* store.createApproval({

@@ -13,6 +13,8 @@ const card = (approval: ApprovalView, redraw: () => void) =>
     approval.reason === undefined ? null : h("p", { class: "muted" }, approval.reason),
     approval.status !== "pending" ? null : h("div", { class: "actions" },
       h("button", { class: "approve", onclick: () => void api.decide(approval.id, "approve").then(redraw) }, "Approve"),
+      h("button", { class: "approve-conversation", onclick: () => void api.decide(approval.id, "approve", "conversation").then(redraw) },
+        "Approve for this conversation"),
       h("button", { class: "deny", onclick: () => void api.decide(approval.id, "deny").then(redraw) }, "Deny")))
 
 /** The approvals page. */

@@ -151,6 +151,8 @@ export const runPage = (root: HTMLElement, [runId = ""]: ReadonlyArray<string>) 
       approvals.map((a) => h("div", { class: "card approval", "data-approval": a.id },
         h("b", {}, `${a.tool} waits for your approval`), h("pre", {}, json(a.input)),
         h("button", { class: "approve", onclick: () => void api.decide(a.id, "approve").then(draw) }, "Approve"),
+        h("button", { class: "approve-conversation", onclick: () => void api.decide(a.id, "approve", "conversation").then(draw) },
+          "Approve for this conversation"),
         h("button", { class: "deny", onclick: () => void api.decide(a.id, "deny").then(draw) }, "Deny"))),
       h("section", {}, h("h2", {}, "Input"), h("pre", {}, run.input)),
       run.output === undefined ? null : h("section", {}, h("h2", {}, "Output"), h("pre", { "data-testid": "run-output" }, run.output)),

@@ -7,11 +7,22 @@ import { ApprovalAlreadyDecided, ApprovalNotFound } from "../../../dispatch/Disp
 import { ApprovalStatus } from "../../../durable/records.js"
 import { ApprovalView } from "./views.js"
 
-/** The body of `POST /api/approvals/:approvalId`. */
+/**
+ * The body of `POST /api/approvals/:approvalId`. `scope` (default `"once"`): `"conversation"`
+ * approves this call and every later call of the same tool in the run's conversation; it goes
+ * only with `approve`.
+ */
 export const ApprovalDecision = Schema.Struct({
   decision: Schema.Literal("approve", "deny"),
-  reason: Schema.optional(Schema.String)
-})
+  reason: Schema.optional(Schema.String),
+  scope: Schema.optional(Schema.Literal("once", "conversation"))
+}).pipe(
+  Schema.filter((body) =>
+    body.scope === "conversation" && body.decision !== "approve"
+      ? "scope \"conversation\" goes only with decision \"approve\"; a denial applies to its call only"
+      : undefined
+  )
+)
 
 /** The approvals group. */
 export class ApprovalsGroup extends HttpApiGroup.make("approvals")

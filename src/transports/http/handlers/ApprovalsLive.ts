@@ -17,7 +17,7 @@ export const ApprovalsLive = HttpApiBuilder.group(FoundryApi, "approvals", (hand
       .handle("list", ({ urlParams }) =>
         store.listApprovals(urlParams.status).pipe(Effect.map((approvals) => approvals.map(approvalView)), Effect.orDie))
       .handle("decide", ({ path, payload }) =>
-        dispatcher.decide(path.approvalId, payload.decision, payload.reason).pipe(
+        dispatcher.decide(path.approvalId, payload.decision, payload.reason, payload.scope).pipe(
           Effect.map(approvalView),
           Effect.catchTag("StoreError", Effect.die)
         ))
