@@ -3,6 +3,9 @@
  * the server, recovery of unfinished runs, and (for `foundry dev`) rebuilding on every change
  * while the last good build keeps serving, with a type check in the background after each build.
  */
+import { createHash } from "node:crypto"
+import { readFileSync, statSync } from "node:fs"
+import { join } from "node:path"
 import { FileSystem, HttpServer } from "@effect/platform"
 import { Cause, Chunk, Clock, Context, Effect, Exit, Fiber, Layer, Queue, Scope, Stream } from "effect"
 import { BuildStatus } from "../compiler/BuildStatus.js"
@@ -67,6 +70,15 @@ const fixedSettings = (config: ProjectConfig, options: ServeOptions): string => 
     concurrency: c.concurrency,
     events: c.events
   })
+}
+
+/** What a file holds now, as a digest (a folder or a missing file has a digest of its own). */
+const contentDigest = (file: string): string => {
+  try {
+    return statSync(file).isDirectory() ? "folder" : createHash("sha1").update(readFileSync(file)).digest("hex")
+  } catch {
+    return "missing"
+  }
 }
 
 /** One build in its own scope: the scope holds the config's layers for as long as the build serves. */
@@ -218,11 +230,21 @@ export const serveProject = Effect.fn("cli.serveProject")(function*(options: Ser
     yield* say(style.cyan(`reloaded (build ${generation}): ${summary(app)}`))
     yield* checkTypes(app.table.configFile)
   }).pipe(Effect.catchAllCause((cause) => warn(`reload crashed: ${String(cause)}`)))
-  // Every burst saved while a reload ran is one reload after it.
+  // Every burst saved while a reload ran is one reload after it. A file system may report one
+  // save in two bursts: a file whose content is what the last reload already read is no change.
+  const contents = new Map<string, string>()
+  const changedContent = (files: ReadonlyArray<string>) =>
+    files.filter((file) => {
+      const digest = contentDigest(join(options.root, file))
+      if (contents.get(file) === digest) return false
+      contents.set(file, digest)
+      return true
+    })
   yield* Effect.gen(function*() {
     const first = yield* Queue.take(changes)
     const more = yield* Queue.takeAll(changes)
-    yield* reload([...new Set([...first, ...Chunk.toReadonlyArray(more).flat()])].sort())
+    const changed = changedContent([...new Set([...first, ...Chunk.toReadonlyArray(more).flat()])].sort())
+    if (changed.length > 0) yield* reload(changed)
   }).pipe(Effect.forever, Effect.forkScoped)
   return yield* Effect.never
 })
