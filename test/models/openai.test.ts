@@ -4,10 +4,10 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Chunk, Effect, Stream } from "effect"
-import { createServer, type IncomingHttpHeaders, type Server } from "node:http"
-import type { AddressInfo } from "node:net"
+import { createServer, type IncomingHttpHeaders } from "node:http"
 import { type ModelChunk, type ModelRequest, ToolCall } from "../../src/models/Model.js"
 import * as OpenAiModel from "../../src/models/openai.js"
+import { close, listen } from "../support/loopback.js"
 
 // ---------------------------------------------------------------------------------------------
 // A fake Chat Completions endpoint
@@ -35,19 +35,6 @@ interface FakeOpenAi {
   readonly requests: ReadonlyArray<RecordedRequest>
 }
 
-const listen = (server: Server) =>
-  Effect.async<number>((resume) => {
-    server.listen(0, "127.0.0.1", () => {
-      const address: AddressInfo | string | null = server.address()
-      resume(Effect.succeed(typeof address === "object" && address !== null ? address.port : 0))
-    })
-  })
-
-const close = (server: Server) =>
-  Effect.async<void>((resume) => {
-    server.closeAllConnections()
-    server.close(() => resume(Effect.void))
-  })
 
 /** A local server answering every completion request with `reply`, closed with the scope. */
 const fakeOpenAi = (reply: Reply) =>
@@ -86,7 +73,7 @@ const fakeOpenAi = (reply: Reply) =>
       ),
       close
     )
-    const port = yield* listen(server)
+    const port = yield* Effect.orDie(listen(server))
     const fake: FakeOpenAi = { baseURL: `http://127.0.0.1:${port}/v1`, requests }
     return fake
   })

@@ -28,8 +28,8 @@
  * Rejected requests (1–3) consume no scripted step: the model never saw them.
  */
 import { Effect, Either, type Scope } from "effect"
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http"
-import type { AddressInfo } from "node:net"
+import { createServer, type IncomingMessage, type ServerResponse } from "node:http"
+import { close, listen } from "./loopback.js"
 
 // ---------------------------------------------------------------------------------------------
 // Wire types
@@ -832,21 +832,6 @@ const handle = (state: State, req: IncomingMessage, res: ServerResponse, raw: st
   return handleCompletion(state, res, body, requestId)
 }
 
-const listen = (server: Server) =>
-  Effect.async<number, Error>((resume) => {
-    server.once("error", (cause) => resume(Effect.fail(cause)))
-    server.listen(0, "127.0.0.1", () => {
-      const address: AddressInfo | string | null = server.address()
-      resume(Effect.succeed(typeof address === "object" && address !== null ? address.port : 0))
-    })
-  })
-
-const close = (server: Server) =>
-  Effect.async<void>((resume) => {
-    // Streams a test abandoned would otherwise keep `close` waiting forever.
-    server.closeAllConnections()
-    server.close(() => resume(Effect.void))
-  })
 
 /** Starts the strict fake; it stops when the scope closes. */
 export const strictOpenAi = (options: StrictOpenAiOptions = {}): Effect.Effect<StrictOpenAi, never, Scope.Scope> =>
