@@ -147,7 +147,7 @@ const subscription = (root: string): Stream.Stream<ReadonlyArray<string>> =>
         (watching) => Effect.tryPromise(() => watching.unsubscribe()).pipe(Effect.ignore)
       )
     }).pipe(
-      // `watchProject` promises no failure, since its caller forks it and rebuilds forever, so a
+      // The stream promises no failure, since its caller forks it and rebuilds forever, so a
       // watcher that cannot start or stops dies with a `WatchError` naming the folder and the
       // reason. Ending quietly instead would leave `foundry dev` serving stale builds while
       // looking healthy; whoever runs the stream should report its cause.
@@ -187,7 +187,3 @@ export const watchProjectChanges = (
       )
     })
   )
-
-/** One element per settled burst of changes under `root`. */
-export const watchProject = (root: string, debounce: Duration.DurationInput = defaultDebounce): Stream.Stream<void> =>
-  watchProjectChanges(root, debounce).pipe(Stream.as(undefined))

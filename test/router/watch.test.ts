@@ -8,7 +8,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { mkdirSync, renameSync, rmSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { Cause, Chunk, Effect, Exit, Option, Queue, Stream } from "effect"
-import { watchProject, watchProjectChanges } from "../../src/router/watch.js"
+import { watchProjectChanges } from "../../src/router/watch.js"
 import { agentFile, tempProject, toolFile } from "../support/tempProject.js"
 
 /** Events take tens of milliseconds; this much means none is coming. */
@@ -119,12 +119,12 @@ describe("watchProjectChanges", () => {
     }))
 })
 
-describe("watchProject", () => {
+describe("watchProjectChanges, bursts and failures", () => {
   it.scopedLive("emits one element per burst", () =>
     Effect.gen(function*() {
       const root = yield* tempProject(project)
       const reloads = yield* Queue.unbounded<void>()
-      yield* watchProject(root).pipe(Stream.runForEach(() => Queue.offer(reloads, undefined)), Effect.forkScoped)
+      yield* watchProjectChanges(root).pipe(Stream.runForEach(() => Queue.offer(reloads, undefined)), Effect.forkScoped)
       // Nothing says when the subscription is live: write until a reload shows it is.
       let seen = false
       for (let attempt = 1; attempt <= 10 && !seen; attempt++) {
@@ -143,7 +143,7 @@ describe("watchProject", () => {
   it.scopedLive("dies with a message naming the folder when it cannot watch it", () =>
     Effect.gen(function*() {
       const missing = join(yield* tempProject({}), "no-such-folder")
-      const exit = yield* Stream.runDrain(watchProject(missing)).pipe(Effect.exit)
+      const exit = yield* Stream.runDrain(watchProjectChanges(missing)).pipe(Effect.exit)
       if (Exit.isSuccess(exit)) return expect.fail("watching a missing folder succeeded")
       const defect = Option.getOrUndefined(Cause.dieOption(exit.cause))
       expect(defect).toBeInstanceOf(Error)
