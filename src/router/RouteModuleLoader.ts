@@ -8,13 +8,13 @@
  * loader with `tsx` and Foundry's module hooks (`moduleHooks.mjs`), with `?foundry-gen=N` on every
  * project file, so that tests and the framework share one copy of the framework and of Effect.
  */
-import { existsSync, readdirSync, statSync } from "node:fs"
+import { existsSync } from "node:fs"
 import { createRequire, register } from "node:module"
 import { join } from "node:path"
 import { pathToFileURL } from "node:url"
 import { packageLayout } from "../packageLayout.js"
 import { type BundledEntries, bundleFolder, bundleRoutes } from "./routeBundle.js"
-import { agentFoldersOf, classify, configFiles, isProblem, routeFolders } from "./RoutePath.js"
+import { agentFoldersOf, classify, configFiles, isProblem, listRouteFiles } from "./RoutePath.js"
 
 let registered = false
 
@@ -39,18 +39,9 @@ const nativeImport = (specifier: string): Promise<unknown> => {
   return Promise.resolve(loaded.nativeImport(specifier))
 }
 
-/** Every file under the project's route folders that is a route, and the config file: the bundle's entries. */
+/** The route files of the project and its config file: the bundle's entries. */
 const entriesOf = (root: string): ReadonlyArray<string> => {
-  const files: Array<string> = []
-  const walk = (folder: string): void => {
-    for (const entry of readdirSync(join(root, folder))) {
-      if (entry.startsWith(".") || entry === "node_modules") continue
-      const file = `${folder}/${entry}`
-      if (statSync(join(root, file)).isDirectory()) walk(file)
-      else files.push(file)
-    }
-  }
-  for (const folder of routeFolders) if (existsSync(join(root, folder))) walk(folder)
+  const files = listRouteFiles(root)
   const agentFolders = agentFoldersOf(files)
   const routes = files.filter((file) => {
     const classified = classify(file, agentFolders)

@@ -2,6 +2,8 @@
  * The file-name conventions of DESIGN section 2: which files are routes, of which kind, and
  * which id each gets. Pure functions over project-relative POSIX paths.
  */
+import { existsSync, readdirSync, statSync } from "node:fs"
+import { join } from "node:path"
 import type { RouteKind } from "../definitions/RouteKind.js"
 
 /** A file that is a route, before it is loaded. */
@@ -129,3 +131,21 @@ export const agentFoldersOf = (files: ReadonlyArray<string>): ReadonlySet<string
 
 /** Whether a classification is a problem rather than a route. */
 export const isProblem = (value: RouteFile | RoutePathProblem): value is RoutePathProblem => "problem" in value
+
+/**
+ * Every file under the project's route folders, relative with `/` separators, sorted; dot-files
+ * and dot-folders and `node_modules` are not looked into.
+ */
+export const listRouteFiles = (root: string): ReadonlyArray<string> => {
+  const files: Array<string> = []
+  const walk = (folder: string): void => {
+    for (const entry of readdirSync(join(root, folder))) {
+      if (entry.startsWith(".") || entry === "node_modules") continue
+      const file = `${folder}/${entry}`
+      if (statSync(join(root, file)).isDirectory()) walk(file)
+      else files.push(file)
+    }
+  }
+  for (const folder of routeFolders) if (existsSync(join(root, folder))) walk(folder)
+  return files.sort()
+}

@@ -3,7 +3,6 @@
  * once (`RouteErrors`). Loading goes through `importRouteModule`, so each call with a new
  * `generation` sees the files as they are now.
  */
-import { FileSystem, Path } from "@effect/platform"
 import { Effect, Either } from "effect"
 import type { AgentDefinition } from "../definitions/defineAgent.js"
 import { defineConfig } from "../definitions/defineConfig.js"
@@ -15,29 +14,9 @@ import { kindOf } from "../definitions/RouteKind.js"
 import { RouteError, RouteErrors } from "./RouteError.js"
 import { loadConfig, type ProjectConfig } from "./loadConfig.js"
 import { expectKind, loadDefault } from "./routeModule.js"
-import { agentFoldersOf, classify, isProblem, type RouteFile, routeFolders } from "./RoutePath.js"
+import { agentFoldersOf, classify, isProblem, listRouteFiles, type RouteFile } from "./RoutePath.js"
 import type { Route, RouteTable, ToolRoute } from "./RouteTable.js"
 import { validateDefinition } from "./validateDefinition.js"
-
-
-/** Every file under the project's route folders, relative and with `/` separators. */
-const listRouteFiles = Effect.fn("router.listRouteFiles")(function*(root: string) {
-  const fs = yield* FileSystem.FileSystem
-  const path = yield* Path.Path
-  const found: Array<string> = []
-  for (const folder of routeFolders) {
-    const absolute = path.join(root, folder)
-    if (!(yield* fs.exists(absolute))) continue
-    const entries = yield* fs.readDirectory(absolute, { recursive: true })
-    for (const entry of entries) {
-      const file = `${folder}/${entry.split(path.sep).join("/")}`
-      if (file.includes("node_modules/") || file.split("/").some((s) => s.startsWith("."))) continue
-      const info = yield* fs.stat(path.join(root, file))
-      if (info.type === "File") found.push(file)
-    }
-  }
-  return found.sort()
-})
 
 /**
  * Discovers, loads and validates every route of the project at `root`, with its config (loaded
@@ -48,7 +27,7 @@ export const discover = Effect.fn("router.discover")(function*(
   generation: number,
   preloaded?: Either.Either<ProjectConfig, RouteError>
 ) {
-  const files = yield* listRouteFiles(root)
+  const files = yield* Effect.sync(() => listRouteFiles(root))
   const agentFolders = agentFoldersOf(files)
   const errors: Array<RouteError> = []
   const routeFiles: Array<RouteFile> = []
