@@ -12,10 +12,15 @@ import * as BuildStatus from "../compiler/BuildStatus.js"
 import type { CompiledApp } from "../compiler/CompiledApp.js"
 import * as CurrentApp from "../compiler/CurrentApp.js"
 import * as LocalDispatcher from "../dispatch/LocalDispatcher.js"
-import { layerPg, publicUrl } from "../durable/PgStore.js"
+import type { SqlClient } from "@effect/sql"
+import type { Database } from "../durable/Database.js"
+import * as PgDatabase from "../durable/PgDatabase.js"
+import * as SqliteDatabase from "../durable/SqliteDatabase.js"
 import * as SqlStore from "../durable/SqlStore.js"
-import { type Store, StoreError } from "../durable/Store.js"
+import { StoreError } from "../durable/StoreError.js"
 import * as EventLog from "../events/EventLog.js"
+import * as EventStorage from "../events/EventStorage.js"
+import * as RunJournal from "../journal/RunJournal.js"
 import { OtlpExportLive } from "../events/OtlpExport.js"
 import type { ModelResolver } from "../models/Model.js"
 import { ModelResolverLive } from "../models/ModelResolverLive.js"
@@ -29,26 +34,26 @@ import { WebhooksLive } from "../triggers/Webhooks.js"
  */
 export const storeFileOf = (app: CompiledApp): string => {
   const store = app.table.config.store
-  if (!("sqlite" in store)) return typeof store.postgres === "string" ? publicUrl(store.postgres) : "postgres (URL from config)"
+  if (!("sqlite" in store)) return typeof store.postgres === "string" ? PgDatabase.publicUrl(store.postgres) : "postgres (URL from config)"
   return store.sqlite === ":memory:" || isAbsolute(store.sqlite) ? store.sqlite : join(app.table.root, store.sqlite)
 }
 
 /**
- * The store the config asks for: SQLite on its file, or PostgreSQL at its URL (a `Config` is read
- * when the layer is built; when it cannot be, the error names the config file and the key). A
- * `storeFile` override always means SQLite on that file.
+ * The database the config asks for: SQLite on its file, or PostgreSQL at its URL (a `Config` is
+ * read when the layer is built; when it cannot be, the error names the config file and the key).
+ * A `storeFile` override always means SQLite on that file.
  */
-const storeLayer = (
+const databaseLayer = (
   app: CompiledApp,
   storeFile: string | undefined
-): Layer.Layer<Store, StoreError | ConfigError.ConfigError | PlatformError, FileSystem.FileSystem | Path.Path> => {
+): Layer.Layer<Database | SqlClient.SqlClient, StoreError | ConfigError.ConfigError | PlatformError, FileSystem.FileSystem | Path.Path> => {
   const store = app.table.config.store
-  if (storeFile !== undefined || "sqlite" in store) return SqlStore.layerSqlite(storeFile ?? storeFileOf(app))
+  if (storeFile !== undefined || "sqlite" in store) return SqliteDatabase.layer(storeFile ?? storeFileOf(app))
   const url = store.postgres
-  if (typeof url === "string") return layerPg(url)
+  if (typeof url === "string") return PgDatabase.layer(url)
   return Layer.unwrapEffect(
     url.pipe(
-      Effect.map(layerPg),
+      Effect.map(PgDatabase.layer),
       // A redacted Config's own message is "<redacted>"; its string form names the missing key.
       Effect.mapError((error) =>
         new StoreError({
@@ -72,8 +77,11 @@ export interface RuntimeOptions {
 export const runtimeLayer = (app: CompiledApp, options: RuntimeOptions = {}) =>
   WebhooksLive.pipe(
     Layer.provideMerge(LocalDispatcher.layer({ concurrency: app.table.config.concurrency })),
+    Layer.provideMerge(RunJournal.layer),
     Layer.provideMerge(EventLog.layer(app.table.config.events)),
-    Layer.provideMerge(storeLayer(app, options.storeFile)),
+    Layer.provideMerge(EventStorage.layer),
+    Layer.provideMerge(SqlStore.layer),
+    Layer.provideMerge(databaseLayer(app, options.storeFile)),
     Layer.provideMerge(CurrentApp.layer(app)),
     Layer.provideMerge(BuildStatus.layer),
     Layer.provideMerge(options.models ?? ModelResolverLive),

@@ -6,7 +6,7 @@
  */
 import { Context, type Effect, Schema } from "effect"
 import type { ApprovalRecord, RunRecord } from "../durable/records.js"
-import type { StoreError } from "../durable/Store.js"
+import type { StoreError } from "../durable/StoreError.js"
 
 /** A message for an agent. */
 export interface RunRequest {

@@ -7,13 +7,15 @@
 import { Clock, Deferred, Duration, Effect, FiberMap, Layer, Option, Queue, Schedule } from "effect"
 import { CurrentApp } from "../compiler/CurrentApp.js"
 import { newId } from "../durable/ids.js"
-import { finalStatuses, type RunRecord } from "../durable/records.js"
-import { type Lease, LeaseLost, Store, type StoreError } from "../durable/Store.js"
+import { finalStatuses, RunRecord } from "../durable/records.js"
+import { Store } from "../durable/Store.js"
+import type { StoreError } from "../durable/StoreError.js"
 import { runAgent } from "../engine/AgentLoop.js"
 import { closeOpenCalls } from "../engine/closeOpenCalls.js"
 import { RunStarter } from "../engine/RunStarter.js"
-import { eventOf } from "../engine/trace.js"
 import { type EventDraft, EventLog } from "../events/EventLog.js"
+import { type Lease, LeaseLost, RunJournal } from "../journal/RunJournal.js"
+import { eventOf } from "../journal/trace.js"
 import type { ModelResolver } from "../models/Model.js"
 import {
   AgentNotFound,
@@ -41,9 +43,10 @@ export const layer = (options: LocalDispatcherOptions) =>
     Dispatcher,
     Effect.gen(function*() {
       const store = yield* Store
+      const journal = yield* RunJournal
       const events = yield* EventLog
       const current = yield* CurrentApp
-      const context = yield* Effect.context<Store | EventLog | ModelResolver>()
+      const context = yield* Effect.context<Store | RunJournal | EventLog | ModelResolver>()
       const owner = newId("node")
       const leaseTtl = Duration.toMillis(Duration.decode(options.leaseTtl ?? "3 seconds"))
       const fibers = yield* FiberMap.make<string>()
@@ -55,9 +58,9 @@ export const layer = (options: LocalDispatcherOptions) =>
       const emitFor = (run: RunRecord, type: EventDraft["type"], data: EventDraft["data"], step = "run", parentStep?: string) =>
         events.emit(eventOf(run, type, data, step, parentStep))
 
-      /** Waits for the conversation's lease: another process may be running it. */
-      const acquireLease = (conversationId: string) =>
-        store.acquireLease(conversationId, owner, leaseTtl).pipe(
+      /** Waits for the run's conversation lease (another process may be running it), and reads the run's status with it. */
+      const claim = (run: RunRecord) =>
+        journal.claim(run, owner, leaseTtl).pipe(
           Effect.flatMap(Option.match({ onNone: () => Effect.fail("held" as const), onSome: Effect.succeed })),
           Effect.retry({
             // Backs off to one try a second, so many waiting runs do not flood the store.
@@ -72,7 +75,7 @@ export const layer = (options: LocalDispatcherOptions) =>
       const keepLease = (lease: Lease) =>
         Effect.gen(function*() {
           yield* Effect.sleep(Duration.millis(leaseTtl / 3))
-          const held = yield* store.renewLease(lease, leaseTtl).pipe(Effect.orDie)
+          const held = yield* journal.renew(lease, leaseTtl).pipe(Effect.orDie)
           if (!held) return yield* new LeaseLost({ conversationId: lease.conversationId, token: lease.token })
         }).pipe(Effect.forever)
 
@@ -84,18 +87,18 @@ export const layer = (options: LocalDispatcherOptions) =>
         Effect.gen(function*() {
           if (previous !== undefined) yield* Deferred.await(previous)
           yield* slots.withPermits(1)(Effect.gen(function*() {
-            const lease = yield* acquireLease(run.conversationId)
+            const { lease, status } = yield* claim(run)
             yield* Effect.gen(function*() {
-              const latest = yield* store.getRun(run.id).pipe(Effect.orDie)
               // Another process (or a cancel) may have moved the run on while it waited.
-              if (Option.isNone(latest) || finalStatuses.has(latest.value.status)) return
-              if (latest.value.status === "suspended" && run.status !== "suspended") return
+              if (finalStatuses.has(status)) return
+              if (status === "suspended" && run.status !== "suspended") return
               const app = yield* current.get
-              const outcome = yield* Effect.raceFirst(runAgent(app, latest.value, lease), keepLease(lease)).pipe(
+              const latest = status === run.status ? run : new RunRecord({ ...run, status }, { disableValidation: true })
+              const outcome = yield* Effect.raceFirst(runAgent(app, latest, lease), keepLease(lease)).pipe(
                 Effect.catchTag("LeaseLost", () => Effect.succeed(undefined))
               )
               if (outcome === "suspended") yield* Queue.offer(approvalsChanged, undefined)
-            }).pipe(Effect.ensuring(Effect.ignore(store.releaseLease(lease))))
+            }).pipe(Effect.ensuring(Effect.ignore(journal.release(lease))))
           }))
           yield* wakeParent(run.id)
         })
@@ -135,7 +138,7 @@ export const layer = (options: LocalDispatcherOptions) =>
 
       const newRun = (
         request: RunRequest,
-        conversationId: string,
+        conversation: { readonly id: string; readonly isNew: boolean },
         instanceId: string,
         links: {
           readonly steeredFrom?: string
@@ -147,16 +150,18 @@ export const layer = (options: LocalDispatcherOptions) =>
         } = {}
       ) =>
         Effect.gen(function*() {
-          const run = yield* store.createRun({
+          const run = yield* journal.submit({
             id: newId("run"),
             agent: request.agent,
             instanceId,
-            conversationId,
+            conversationId: conversation.id,
             input: request.message,
             idempotencyKey: request.idempotencyKey,
             ...links
+          }, {
+            newConversation: conversation.isNew,
+            queued: (record) => eventOf(record, "run.queued", { input: request.message, ...links })
           })
-          yield* emitFor(run, "run.queued", { input: request.message, ...links })
           yield* schedule(run)
           return run
         })
@@ -169,12 +174,9 @@ export const layer = (options: LocalDispatcherOptions) =>
             if (!app.agents.has(request.agent)) {
               return yield* new AgentNotFound({ agent: request.agent, message: `there is no agent "${request.agent}"` })
             }
-            yield* store.ensureInstance(request.agent, request.instance)
-            const conversationId = newId("conv")
-            yield* store.createConversation(conversationId, request.agent, request.instance)
             return yield* newRun(
               { agent: request.agent, message: request.message, instance: request.instance },
-              conversationId,
+              { id: newId("conv"), isNew: true },
               request.instance,
               {
                 parentRunId: request.parentRunId,
@@ -210,29 +212,25 @@ export const layer = (options: LocalDispatcherOptions) =>
           })
         }
         const instanceId = request.instance ?? "default"
-        yield* store.ensureInstance(request.agent, instanceId)
-        let conversationId: string
-        if (request.conversation === undefined) {
-          conversationId = newId("conv")
-          yield* store.createConversation(conversationId, request.agent, instanceId)
-        } else {
-          const conversation = yield* store.getConversation(request.conversation)
-          if (Option.isNone(conversation)) {
+        let conversation = { id: newId("conv"), isNew: true }
+        if (request.conversation !== undefined) {
+          const found = yield* store.getConversation(request.conversation)
+          if (Option.isNone(found)) {
             return yield* new ConversationNotFound({
               conversation: request.conversation,
               message: `there is no conversation "${request.conversation}"; omit "conversation" to start a new one`
             })
           }
-          if (conversation.value.agent !== request.agent || conversation.value.instanceId !== instanceId) {
+          if (found.value.agent !== request.agent || found.value.instanceId !== instanceId) {
             return yield* new ConversationNotFound({
               conversation: request.conversation,
-              message: `conversation "${request.conversation}" belongs to agent "${conversation.value.agent}", ` +
-                `instance "${conversation.value.instanceId}", not agent "${request.agent}", instance "${instanceId}"`
+              message: `conversation "${request.conversation}" belongs to agent "${found.value.agent}", ` +
+                `instance "${found.value.instanceId}", not agent "${request.agent}", instance "${instanceId}"`
             })
           }
-          conversationId = conversation.value.id
+          conversation = { id: found.value.id, isNew: false }
         }
-        return yield* newRun(request, conversationId, instanceId, {
+        return yield* newRun(request, conversation, instanceId, {
           ...request.trace,
           ...(request.source === undefined ? {} : { source: request.source })
         }).pipe(
@@ -257,9 +255,13 @@ export const layer = (options: LocalDispatcherOptions) =>
         yield* FiberMap.remove(fibers, runId)
         const latest = yield* findRun(runId)
         if (finalStatuses.has(latest.status)) return latest
-        yield* closeOpenCalls(latest, reason).pipe(Effect.provide(context))
-        yield* store.updateRun(runId, { status: "cancelled" })
-        yield* emitFor(latest, "run.cancelled", { from: latest.status })
+        // Unfenced: whoever ends the run answers its open calls, in the step that ends it.
+        const closing = closeOpenCalls(latest, yield* store.listMessages(latest.conversationId), reason)
+        yield* journal.record(latest, {
+          messages: closing.messages,
+          events: [...closing.events, eventOf(latest, "run.cancelled", { from: latest.status })],
+          status: { status: "cancelled" }
+        }).pipe(Effect.catchTag("LeaseLost", Effect.die))
         // Children this run waits for go with it; a cancelled child wakes its waiting parent.
         const children = yield* store.childRuns(runId)
         for (const child of children) {
@@ -279,7 +281,7 @@ export const layer = (options: LocalDispatcherOptions) =>
         const cancelled = yield* cancelWith(runId, `cancelled by steer: ${message}`)
         return yield* newRun(
           { agent: cancelled.agent, message, instance: cancelled.instanceId, conversation: cancelled.conversationId },
-          cancelled.conversationId,
+          { id: cancelled.conversationId, isNew: false },
           cancelled.instanceId,
           { steeredFrom: runId }
         )

@@ -2,8 +2,9 @@
  * The store's schema, as ordered migrations. Written in the SQL that SQLite and PostgreSQL share;
  * where they differ, `onDialectOrElse` picks.
  */
-import { SqlClient } from "@effect/sql"
-import { Effect } from "effect"
+import { Migrator, SqlClient } from "@effect/sql"
+import { Effect, Schedule } from "effect"
+import { failAs } from "./StoreError.js"
 
 const init = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
@@ -156,6 +157,15 @@ const grants = Effect.gen(function*() {
   )`
 })
 
+/** Foundry's tables carry a prefix, so that a PostgreSQL database shared with other applications cannot collide. */
+const prefixedTables = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  for (const table of tables) yield* sql.unsafe(`ALTER TABLE ${table} RENAME TO foundry_${table}`)
+})
+
+/** Every table of the store, without its prefix. */
+const tables = ["instances", "conversations", "messages", "runs", "events", "approvals", "conversation_leases", "deliveries", "activations", "grants"]
+
 /** Migrations by `<number>_<name>`, as `Migrator.fromRecord` reads them. */
 export const migrations = {
   "0001_init": init,
@@ -165,5 +175,17 @@ export const migrations = {
   "0005_deliveries": deliveries,
   "0006_activations": activations,
   "0007_run_usage": runUsage,
-  "0008_grants": grants
+  "0008_grants": grants,
+  "0009_prefixed_tables": prefixedTables
 }
+
+/**
+ * Brings the database's schema up to date. Two processes starting on one fresh database race to
+ * migrate it: the loser's statements fail while the winner changes the schema, and a retry finds
+ * the migrations done.
+ */
+export const migrate = Migrator.make({})({ loader: Migrator.fromRecord(migrations), table: "foundry_migrations" }).pipe(
+  Effect.retry({ schedule: Schedule.exponential("50 millis").pipe(Schedule.jittered, Schedule.intersect(Schedule.recurs(8))) }),
+  failAs("migrate"),
+  Effect.asVoid
+)

@@ -2,19 +2,26 @@
  * The event log: every step is an event, stored durably (text deltas excepted) and fanned out
  * live, so an SSE client can replay a run's history and then follow it as it happens.
  */
-import { Chunk, Clock, Context, Deferred, Duration, Effect, Layer, PubSub, Queue, Schedule, Stream } from "effect"
+import { Clock, Context, Duration, Effect, Layer, PubSub, Schedule, Stream } from "effect"
+import { Database } from "../durable/Database.js"
 import { newId } from "../durable/ids.js"
 import { finalStatuses } from "../durable/records.js"
-import { type EventFilter, Store, type StoreError } from "../durable/Store.js"
+import { Store } from "../durable/Store.js"
+import type { StoreError } from "../durable/StoreError.js"
+import { type EventFilter, EventStorage, insertEvents, sequenced, type UnsequencedEvent } from "./EventStorage.js"
 import { ephemeralTypes, type FoundryEvent, runEndTypes } from "./FoundryEvent.js"
 
-/** An event before the log gives it an id, a time and a sequence number. */
+/** An event before the log gives it an id, a time, a release and a sequence number. */
 export type EventDraft = Omit<FoundryEvent, "id" | "seq" | "time" | "release">
 
 /** The event log. */
 export class EventLog extends Context.Tag("foundry/EventLog")<EventLog, {
   /** Records an event (unless it is ephemeral) and publishes it to live subscribers. */
   readonly emit: (draft: EventDraft) => Effect.Effect<FoundryEvent, StoreError>
+  /** The draft as an event: its id, time and release. Writers that store events with other rows (the run journal) stamp them here. */
+  readonly stamp: (draft: EventDraft) => Effect.Effect<UnsequencedEvent>
+  /** Publishes events already stored to live subscribers, in order. */
+  readonly publish: (events: ReadonlyArray<FoundryEvent>) => Effect.Effect<void>
   /** A run's events: the stored ones, then live ones, ending with the event that ends the run. */
   readonly runEvents: (runId: string) => Stream.Stream<FoundryEvent, StoreError>
   /** Every event matching `filter` with `seq` after `after`, stored then live; never ends. */
@@ -25,6 +32,8 @@ export class EventLog extends Context.Tag("foundry/EventLog")<EventLog, {
 export interface EventLogOptions {
   readonly retention?: { readonly maxAge?: Duration.DurationInput; readonly maxCount?: number } | undefined
   readonly pruneEvery?: Duration.DurationInput | undefined
+  /** The release events are stamped with: the build that is running. */
+  readonly release?: Effect.Effect<string> | undefined
 }
 
 const pageSize = 1000
@@ -38,52 +47,35 @@ const matches = (filter: EventFilter, event: FoundryEvent): boolean =>
   (filter.type === undefined || event.type === filter.type) &&
   (filter.since === undefined || event.time >= filter.since)
 
-/** An event waiting for the next group commit. */
-interface Pending {
-  readonly event: Omit<FoundryEvent, "seq">
-  readonly done: Deferred.Deferred<FoundryEvent, StoreError>
-}
-
-/** The most events one transaction writes. */
-const maxBatch = 512
-
-/** The event log over the `Store`, with an in-process fan-out. */
+/** The event log over the event storage, with an in-process fan-out. */
 export const layer = (options: EventLogOptions = {}) => Layer.scoped(
   EventLog,
   Effect.gen(function*() {
     const store = yield* Store
+    const storage = yield* EventStorage
+    const database = yield* Database
     const hub = yield* Effect.acquireRelease(PubSub.unbounded<FoundryEvent>(), PubSub.shutdown)
-    const release = "dev"
+    const currentRelease = options.release ?? Effect.succeed("dev")
 
-    // Group commit: events emitted while a write is in progress are written together in the
-    // next transaction, so concurrent runs share transactions instead of paying one each. An
-    // emitter still waits until its event is durable.
-    const pending = yield* Effect.acquireRelease(Queue.unbounded<Pending>(), Queue.shutdown)
-    yield* Effect.gen(function*() {
-      const batch = Chunk.toReadonlyArray(yield* Queue.takeBetween(pending, 1, maxBatch))
-      const written = yield* store.appendEvents(batch.map((p) => p.event)).pipe(Effect.either)
-      for (const [index, item] of batch.entries()) {
-        const stored = written._tag === "Right" ? written.right[index] : undefined
-        if (written._tag === "Left") yield* Deferred.fail(item.done, written.left)
-        else if (stored !== undefined) {
-          yield* PubSub.publish(hub, stored)
-          yield* Deferred.succeed(item.done, stored)
+    const stamp = (draft: EventDraft): Effect.Effect<UnsequencedEvent> =>
+      Effect.zipWith(Clock.currentTimeMillis, currentRelease, (time, release) => ({ ...draft, id: newId("evt"), time, release }))
+
+    const publish = (stored: ReadonlyArray<FoundryEvent>) => Effect.asVoid(PubSub.publishAll(hub, stored))
+
+    // Written through the database's group commit: an emitter waits until its event is durable.
+    const emit = (draft: EventDraft) =>
+      Effect.gen(function*() {
+        const event = yield* stamp(draft)
+        if (ephemeralTypes.has(draft.type)) {
+          const published = { ...event, seq: 0 }
+          yield* PubSub.publish(hub, published)
+          return published
         }
-      }
-    }).pipe(Effect.forever, Effect.forkScoped)
-
-    const emit = Effect.fn("EventLog.emit")(function*(draft: EventDraft) {
-      const time = yield* Clock.currentTimeMillis
-      const event = { ...draft, id: newId("evt"), time, release }
-      if (ephemeralTypes.has(draft.type)) {
-        const published = { ...event, seq: 0 }
-        yield* PubSub.publish(hub, published)
-        return published
-      }
-      const done = yield* Deferred.make<FoundryEvent, StoreError>()
-      yield* Queue.offer(pending, { event, done })
-      return yield* Deferred.await(done)
-    })
+        const written = yield* database.write({ statements: [insertEvents([event])] })
+        const stored = sequenced([event], written._tag === "Written" ? written.rows[0] ?? [] : [])
+        yield* publish(stored)
+        return stored[0] ?? { ...event, seq: 0 }
+      })
 
     /** Stored events matching `filter` after `after`, then live ones: subscribed first, so none falls between. */
     const follow = (filter: EventFilter, after: number, until?: (history: ReadonlyArray<FoundryEvent>) => Effect.Effect<boolean, StoreError>) =>
@@ -93,7 +85,7 @@ export const layer = (options: EventLogOptions = {}) => Layer.scoped(
           const history: Array<FoundryEvent> = []
           let cursor = after
           while (true) {
-            const page = yield* store.listEvents({ ...filter, after: cursor, limit: pageSize })
+            const page = yield* storage.list({ ...filter, after: cursor, limit: pageSize })
             history.push(...page)
             const last = page[page.length - 1]
             if (last === undefined || page.length < pageSize) break
@@ -121,7 +113,7 @@ export const layer = (options: EventLogOptions = {}) => Layer.scoped(
     if (retention?.maxAge !== undefined || retention?.maxCount !== undefined) {
       yield* Effect.gen(function*() {
         const now = yield* Clock.currentTimeMillis
-        yield* store.pruneEvents({
+        yield* storage.prune({
           olderThan: retention.maxAge === undefined ? undefined : now - Duration.toMillis(Duration.decode(retention.maxAge)),
           keepLatest: retention.maxCount
         })
@@ -132,7 +124,7 @@ export const layer = (options: EventLogOptions = {}) => Layer.scoped(
       )
     }
 
-    return EventLog.of({ emit, runEvents, follow: (filter, after) => follow(filter, after) })
+    return EventLog.of({ emit, stamp, publish, runEvents, follow: (filter, after) => follow(filter, after) })
   })
 )
 

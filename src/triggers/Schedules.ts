@@ -12,7 +12,8 @@ import type { ScheduleTiming } from "../definitions/defineSchedule.js"
 import { nextFireAfter, ScheduleTimingSchema } from "../definitions/scheduleTiming.js"
 import { Dispatcher } from "../dispatch/Dispatcher.js"
 import { type ActivationRecord, finalStatuses } from "../durable/records.js"
-import { Store, type StoreError } from "../durable/Store.js"
+import { Store } from "../durable/Store.js"
+import type { StoreError } from "../durable/StoreError.js"
 import { EventLog } from "../events/EventLog.js"
 
 /** A schedule as the API shows it. */

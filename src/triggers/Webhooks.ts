@@ -10,8 +10,9 @@ import { CurrentApp } from "../compiler/CurrentApp.js"
 import { formatIssues, ReadableIssue, readableIssues } from "../definitions/readableIssues.js"
 import { Dispatcher } from "../dispatch/Dispatcher.js"
 import { newId } from "../durable/ids.js"
-import { Store, type StoreError } from "../durable/Store.js"
-import { spanIdOf, traceIdOf } from "../engine/trace.js"
+import { Store } from "../durable/Store.js"
+import type { StoreError } from "../durable/StoreError.js"
+import { spanIdOf, traceIdOf } from "../journal/trace.js"
 import { type EventDraft, EventLog } from "../events/EventLog.js"
 
 /** What one delivery started, and what it skipped. */

@@ -1,0 +1,96 @@
+/**
+ * The database under every storage: the `SqlClient` that reads use, and a group-commit writer for
+ * the hot path. A write is a unit of statements that commit together or not at all; units handed
+ * in while a transaction is being written go together into the next one, so concurrent runs share
+ * transactions instead of paying one each. A unit is acknowledged only once its transaction has
+ * committed. One implementation per dialect: `SqliteDatabase` (the embedded default, statements
+ * executed synchronously by better-sqlite3) and `PgDatabase`.
+ */
+import type { SqlClient } from "@effect/sql"
+import { Chunk, Context, Deferred, Effect, Queue } from "effect"
+import { StoreError } from "./StoreError.js"
+
+
+/** A value a statement binds. */
+export type SqlValue = string | number | null
+
+/** A statement with `?` placeholders (each dialect rewrites them as it needs) and its values. */
+export interface Statement {
+  readonly sql: string
+  readonly params: ReadonlyArray<SqlValue>
+}
+
+/** A row a statement returned, by column name as the database spells it (snake_case). */
+export type Row = Readonly<Record<string, unknown>>
+
+/**
+ * Statements that commit together. With a `guard`, the unit is written only when the guard
+ * returns a row, checked inside the same transaction (a fencing check); otherwise it is refused.
+ */
+export interface WriteUnit {
+  readonly guard?: Statement | undefined
+  readonly statements: ReadonlyArray<Statement>
+}
+
+/** What became of a unit: its statements' rows in order, or refused by its guard. */
+export type UnitResult =
+  | { readonly _tag: "Written"; readonly rows: ReadonlyArray<ReadonlyArray<Row>> }
+  | { readonly _tag: "Refused" }
+
+/** Counters for benchmarks and tests: SQL statements executed, and transactions that wrote. */
+export interface DatabaseStats {
+  readonly statements: number
+  readonly writeTransactions: number
+}
+
+/** The database. */
+export class Database extends Context.Tag("foundry/Database")<Database, {
+  readonly dialect: "sqlite" | "pg"
+  readonly sql: SqlClient.SqlClient
+  /** Writes the unit in the next group commit; succeeds once that transaction has committed. */
+  readonly write: (unit: WriteUnit) => Effect.Effect<UnitResult, StoreError>
+  readonly stats: Effect.Effect<DatabaseStats>
+}>() {}
+
+/** A unit's outcome inside a batch: its result, or why its statements failed (the rest still commit). */
+export type BatchOutcome = UnitResult | { readonly _tag: "Failed"; readonly message: string }
+
+/** Writes units in one transaction; fails as a whole only when the transaction itself fails. */
+export type BatchWriter = (units: ReadonlyArray<WriteUnit>) => Effect.Effect<ReadonlyArray<BatchOutcome>, StoreError>
+
+/** The most units one transaction writes. */
+const maxBatch = 256
+
+/**
+ * The group-commit loop over a dialect's batch writer, running in the current scope: every unit
+ * offered while a batch is being written goes into the next batch.
+ */
+export const groupCommit = (writeBatch: BatchWriter) =>
+  Effect.gen(function*() {
+    interface Pending {
+      readonly unit: WriteUnit
+      readonly done: Deferred.Deferred<UnitResult, StoreError>
+    }
+    const pending = yield* Effect.acquireRelease(Queue.unbounded<Pending>(), Queue.shutdown)
+    yield* Effect.gen(function*() {
+      const batch = Chunk.toReadonlyArray(yield* Queue.takeBetween(pending, 1, maxBatch))
+      const written = yield* Effect.either(writeBatch(batch.map((p) => p.unit)))
+      for (const [index, item] of batch.entries()) {
+        if (written._tag === "Left") {
+          Deferred.unsafeDone(item.done, Effect.fail(written.left))
+          continue
+        }
+        const outcome = written.right[index]
+        Deferred.unsafeDone(
+          item.done,
+          outcome === undefined || outcome._tag === "Failed"
+            ? Effect.fail(new StoreError({ operation: "write", message: outcome?.message ?? "the unit was not written" }))
+            : Effect.succeed(outcome)
+        )
+      }
+    }).pipe(Effect.forever, Effect.forkScoped)
+
+    return (unit: WriteUnit): Effect.Effect<UnitResult, StoreError> =>
+      Effect.flatMap(Deferred.make<UnitResult, StoreError>(), (done) =>
+        Effect.zipRight(Queue.offer(pending, { unit, done }), Deferred.await(done)))
+  })

@@ -1,0 +1,138 @@
+/**
+ * The `Database` on PostgreSQL through `@effect/sql-pg`: a batch is one transaction on one pooled
+ * connection, each unit in a savepoint so that a failing unit is rolled back alone. Values come
+ * back with the same names and shapes as on SQLite.
+ */
+import { SqlClient } from "@effect/sql"
+import type { SqlError } from "@effect/sql/SqlError"
+import { PgClient } from "@effect/sql-pg"
+import { Context, Effect, Layer, Redacted, String as Str } from "effect"
+import { getTypeParser } from "pg-types"
+import { type BatchOutcome, Database, groupCommit, type Row, type Statement, type WriteUnit } from "./Database.js"
+import { migrate } from "./migrations.js"
+import { messageOf, StoreError } from "./StoreError.js"
+
+/** PostgreSQL's type oid of BIGINT (`int8`); BIGSERIAL columns have it too. */
+const int8Oid = 20
+
+/**
+ * BIGINT as a number. node-postgres returns it as a string (it may exceed 2^53), but the store
+ * keeps milliseconds and sequence numbers in it, which are safe integers, and the record schemas
+ * expect numbers. A value that is not a safe integer stays a string, so decoding it fails loudly
+ * instead of losing precision.
+ */
+const parseInt8 = (text: string): number | string => {
+  const value = Number(text)
+  return Number.isSafeInteger(value) ? value : text
+}
+
+/**
+ * The pool's type parsers: node-postgres's defaults (from `pg-types`), except BIGINT in text
+ * format. Set per pool, so nothing else in the process that uses `pg` is affected.
+ */
+const types = {
+  getTypeParser: (oid: number, format?: "text" | "binary") =>
+    format === "binary" ? getTypeParser(oid, "binary") : oid === int8Oid ? parseInt8 : getTypeParser(oid, "text")
+}
+
+/** The PostgreSQL client the store runs on: the store's name transforms and type parsers. */
+export const clientLayer = (url: Redacted.Redacted | string) =>
+  PgClient.layer({
+    url: typeof url === "string" ? Redacted.make(url) : url,
+    transformQueryNames: Str.camelToSnake,
+    transformResultNames: Str.snakeToCamel,
+    types
+  })
+
+/** A connection failure as a `StoreError`, with the driver's reason (e.g. `ECONNREFUSED`). */
+const connectError = (error: SqlError): StoreError => {
+  const cause = error.cause
+  const reason = cause instanceof Error
+    ? cause.message || ("code" in cause ? String(cause.code) : cause.name)
+    : String(cause)
+  return new StoreError({ operation: "connect", message: `${error.message}: ${reason}` })
+}
+
+/** `?` placeholders as PostgreSQL's numbered ones (statements hold no `?` in literals). */
+const numbered = (sql: string): string => {
+  let index = 0
+  return sql.replace(/\?/g, () => `$${++index}`)
+}
+
+/** The database over the provided PostgreSQL `SqlClient`, for the current scope. */
+export const make = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  let statements = 0
+  let writeTransactions = 0
+  const texts = new Map<string, string>()
+
+  const execute = (statement: Statement): Effect.Effect<ReadonlyArray<Row>, unknown> =>
+    Effect.suspend(() => {
+      statements++
+      let text = texts.get(statement.sql)
+      if (text === undefined) {
+        text = numbered(statement.sql)
+        texts.set(statement.sql, text)
+      }
+      return sql.unsafe<Row>(text, statement.params).withoutTransform
+    })
+
+  const writeUnit = (unit: WriteUnit) =>
+    Effect.gen(function*() {
+      if (unit.guard !== undefined && (yield* execute(unit.guard)).length === 0) return { _tag: "Refused" } as const
+      const rows: Array<ReadonlyArray<Row>> = []
+      for (const statement of unit.statements) rows.push(yield* execute(statement))
+      return { _tag: "Written", rows } as const
+    })
+
+  const write = yield* groupCommit((units) =>
+    sql.withTransaction(
+      Effect.forEach(units, (unit): Effect.Effect<BatchOutcome, unknown> =>
+        units.length === 1
+          ? writeUnit(unit)
+          // A nested transaction is a savepoint: a failing unit rolls back to it, the others stay.
+          : sql.withTransaction(writeUnit(unit)).pipe(
+            Effect.catchAll((cause) => Effect.succeed({ _tag: "Failed", message: messageOf(cause) } as const))
+          ))
+    ).pipe(
+      Effect.tap(() => Effect.sync(() => writeTransactions++)),
+      Effect.catchAll((cause) =>
+        units.length === 1
+          ? Effect.succeed([{ _tag: "Failed", message: messageOf(cause) } as const])
+          : Effect.fail(new StoreError({ operation: "write", message: messageOf(cause) })))
+    ))
+
+  return Database.of({
+    dialect: "pg",
+    sql,
+    write,
+    stats: Effect.sync(() => ({ statements, writeTransactions }))
+  })
+})
+
+/**
+ * The database at `url`, migrated, with its `SqlClient`. A failure to connect is a `StoreError`
+ * with operation `connect`.
+ */
+export const layer = (url: Redacted.Redacted | string): Layer.Layer<Database | SqlClient.SqlClient, StoreError> =>
+  Layer.scopedContext(
+    Effect.gen(function*() {
+      const database = yield* make
+      yield* migrate
+      return Context.make(Database, database).pipe(Context.add(SqlClient.SqlClient, database.sql))
+    })
+  ).pipe(
+    Layer.provide(clientLayer(url)),
+    Layer.mapError((error) => error._tag === "StoreError" ? error : connectError(error))
+  )
+
+/**
+ * A database URL fit to print: scheme, user, host, port and database, without the password or
+ * query parameters. Text that is not a URL gives just `postgres`.
+ */
+export const publicUrl = (url: string): string => {
+  if (!URL.canParse(url)) return "postgres"
+  const parsed = new URL(url)
+  const user = parsed.username === "" ? "" : `${parsed.username}@`
+  return `${parsed.protocol}//${user}${parsed.host}${parsed.pathname}`
+}

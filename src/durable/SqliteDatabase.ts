@@ -1,0 +1,186 @@
+/**
+ * The `Database` on one SQLite file through better-sqlite3: a `SqlClient` for reads and the
+ * occasional write, and a group-commit writer that executes a whole batch synchronously with
+ * prepared statements, between one prepared `BEGIN` and `COMMIT`. Both share the one connection
+ * and the one permit that serializes it, so a batch never interleaves with a client transaction.
+ * `@effect/sql-sqlite-node` makes the same client but keeps its connection private; the writer
+ * needs the connection itself to write a batch in one synchronous call.
+ */
+import * as Reactivity from "@effect/experimental/Reactivity"
+import { FileSystem, Path } from "@effect/platform"
+import { SqlClient, SqlConnection, Statement as SqlStatement } from "@effect/sql"
+import { SqlError } from "@effect/sql/SqlError"
+import Sqlite from "better-sqlite3"
+import { Context, Effect, Layer, Scope, String as Str } from "effect"
+import { type BatchOutcome, Database, groupCommit, type Statement, type WriteUnit } from "./Database.js"
+import { migrate } from "./migrations.js"
+import { messageOf, StoreError } from "./StoreError.js"
+
+/** Prepared statements by their text: the same few dozen statements run again and again. */
+const preparedCache = (db: Sqlite.Database) => {
+  const cache = new Map<string, Sqlite.Statement>()
+  return (sql: string): Sqlite.Statement => {
+    const cached = cache.get(sql)
+    if (cached !== undefined) return cached
+    const prepared = db.prepare(sql)
+    cache.set(sql, prepared)
+    return prepared
+  }
+}
+
+/** The database on `filename`, open for the current scope. */
+export const make = (filename: string) =>
+  Effect.gen(function*() {
+    const db = yield* Effect.acquireRelease(
+      Effect.try({
+        try: () => new Sqlite(filename),
+        catch: (cause) => new StoreError({ operation: "open", message: `cannot open ${filename}: ${messageOf(cause)}` })
+      }),
+      (db) => Effect.sync(() => db.close())
+    )
+    db.pragma("journal_mode = WAL")
+    const prepare = preparedCache(db)
+    let statements = 0
+    let writeTransactions = 0
+
+    /** Runs one statement; a write outside a transaction is a transaction of its own. */
+    const execute = (statement: Sqlite.Statement, params: ReadonlyArray<unknown>): ReadonlyArray<Record<string, unknown>> => {
+      statements++
+      if (!statement.readonly && !db.inTransaction) writeTransactions++
+      if (statement.reader) return statement.all(...params).filter(isRow)
+      statement.run(...params)
+      return []
+    }
+
+    const connection: SqlConnection.Connection = {
+      execute: (sql, params, transformRows) =>
+        Effect.try({
+          try: () => {
+            const rows = execute(prepare(sql), params)
+            return transformRows === undefined ? rows : transformRows(rows)
+          },
+          catch: (cause) => new SqlError({ cause, message: "Failed to execute statement" })
+        }),
+      executeRaw: (sql, params) =>
+        Effect.try({
+          try: () => execute(prepare(sql), params),
+          catch: (cause) => new SqlError({ cause, message: "Failed to execute statement" })
+        }),
+      executeValues: (sql, params) =>
+        Effect.try({
+          try: () => {
+            const statement = prepare(sql)
+            statements++
+            if (!statement.reader) {
+              statement.run(...params)
+              return []
+            }
+            try {
+              return statement.raw(true).all(...params).filter(isValues)
+            } finally {
+              statement.raw(false)
+            }
+          },
+          catch: (cause) => new SqlError({ cause, message: "Failed to execute statement" })
+        }),
+      executeUnprepared: (sql, params, transformRows) =>
+        Effect.try({
+          try: () => {
+            const rows = execute(db.prepare(sql), params ?? [])
+            return transformRows === undefined ? rows : transformRows(rows)
+          },
+          catch: (cause) => new SqlError({ cause, message: "Failed to execute statement" })
+        }),
+      executeStream: () => Effect.dieMessage("executeStream is not supported on the SQLite store")
+    }
+
+    const permit = yield* Effect.makeSemaphore(1)
+    const client = yield* SqlClient.make({
+      acquirer: permit.withPermits(1)(Effect.succeed(connection)),
+      transactionAcquirer: Effect.uninterruptibleMask((restore) =>
+        Effect.as(
+          Effect.zipRight(restore(permit.take(1)), Effect.tap(Effect.scope, (scope) => Scope.addFinalizer(scope, permit.release(1)))),
+          connection
+        )
+      ),
+      compiler: SqlStatement.makeCompilerSqlite(Str.camelToSnake),
+      transformRows: SqlStatement.defaultTransforms(Str.snakeToCamel).array,
+      spanAttributes: [["db.system.name", "sqlite"]]
+    })
+
+    const begin = db.prepare("BEGIN")
+    const commit = db.prepare("COMMIT")
+    const rollback = db.prepare("ROLLBACK")
+    const savepoint = db.prepare("SAVEPOINT unit")
+    const releaseSavepoint = db.prepare("RELEASE unit")
+    const rollbackToSavepoint = db.prepare("ROLLBACK TO unit")
+
+    const writeUnit = (unit: WriteUnit): BatchOutcome => {
+      if (unit.guard !== undefined && execute(prepare(unit.guard.sql), unit.guard.params).length === 0) return { _tag: "Refused" }
+      return { _tag: "Written", rows: unit.statements.map((s: Statement) => execute(prepare(s.sql), s.params)) }
+    }
+
+    /**
+     * One transaction for the whole batch. With more than one unit, each unit sits in a savepoint,
+     * so a unit whose statement fails (a unique key, say) is rolled back alone.
+     */
+    const writeBatch = (units: ReadonlyArray<WriteUnit>): ReadonlyArray<BatchOutcome> => {
+      begin.run()
+      try {
+        const outcomes = units.length === 1
+          ? [writeUnit(units[0] ?? { statements: [] })]
+          : units.map((unit): BatchOutcome => {
+            savepoint.run()
+            try {
+              const outcome = writeUnit(unit)
+              releaseSavepoint.run()
+              return outcome
+            } catch (cause) {
+              rollbackToSavepoint.run()
+              releaseSavepoint.run()
+              return { _tag: "Failed", message: messageOf(cause) }
+            }
+          })
+        commit.run()
+        writeTransactions++
+        return outcomes
+      } catch (cause) {
+        if (db.inTransaction) rollback.run()
+        if (units.length === 1) return [{ _tag: "Failed", message: messageOf(cause) }]
+        throw cause
+      }
+    }
+
+    const write = yield* groupCommit((units) =>
+      permit.withPermits(1)(Effect.try({
+        try: () => writeBatch(units),
+        catch: (cause) => new StoreError({ operation: "write", message: messageOf(cause) })
+      })))
+
+    return Database.of({
+      dialect: "sqlite",
+      sql: client,
+      write,
+      stats: Effect.sync(() => ({ statements, writeTransactions }))
+    })
+  })
+
+const isRow = (value: unknown): value is Record<string, unknown> => typeof value === "object" && value !== null
+const isValues = (value: unknown): value is ReadonlyArray<unknown> => Array.isArray(value)
+
+/** The database on a SQLite file (its folder created if missing), migrated, with its `SqlClient`. */
+export const layer = (filename: string) =>
+  Layer.scopedContext(
+    Effect.gen(function*() {
+      if (filename !== ":memory:") {
+        const fs = yield* FileSystem.FileSystem
+        const path = yield* Path.Path
+        yield* fs.makeDirectory(path.dirname(filename), { recursive: true }).pipe(
+          Effect.mapError((error) => new StoreError({ operation: "open", message: error.message }))
+        )
+      }
+      const database = yield* make(filename)
+      yield* Effect.provideService(migrate, SqlClient.SqlClient, database.sql)
+      return Context.make(Database, database).pipe(Context.add(SqlClient.SqlClient, database.sql))
+    })
+  ).pipe(Layer.provide(Reactivity.layer))

@@ -1,0 +1,18 @@
+/**
+ * The one error every storage fails with: which operation could not be done, and why.
+ */
+import { Effect, Schema } from "effect"
+
+/** The store could not do what was asked; `operation` says what. */
+export class StoreError extends Schema.TaggedError<StoreError>()("StoreError", {
+  operation: Schema.String,
+  message: Schema.String
+}) {}
+
+/** What a failure says, whatever failed. */
+export const messageOf = (cause: unknown): string =>
+  typeof cause === "object" && cause !== null && "message" in cause ? String(cause.message) : String(cause)
+
+/** Turns any failure of one store operation into a `StoreError` that says which. */
+export const failAs = (operation: string) => <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, StoreError, R> =>
+  Effect.mapError(effect, (cause) => new StoreError({ operation, message: messageOf(cause) }))

@@ -1,0 +1,60 @@
+/**
+ * What a run has done since its last commit: transcript messages, events and usage, written as
+ * one step of the run journal before the run does anything another party could see (asks a
+ * model, runs a tool, starts a child run, waits or ends). Text deltas are not part of a step:
+ * they are streamed live and never stored.
+ */
+import { Effect } from "effect"
+import type { RunRecord } from "../durable/records.js"
+import type { StoreError } from "../durable/StoreError.js"
+import { type EventDraft, EventLog } from "../events/EventLog.js"
+import { type Lease, type LeaseLost, RunJournal, type RunUpdate, type TurnUsage } from "../journal/RunJournal.js"
+import { eventOf } from "../journal/trace.js"
+import type { ChatMessage } from "../models/Model.js"
+
+/** How a step ends the run's execution, if it does. */
+export interface StepEnd {
+  readonly status?: RunUpdate
+  readonly releaseLease?: boolean
+}
+
+/** A run's pending step. */
+export interface StepBuffer {
+  /** Adds an event of the run at `step` (a span under `parentStep`, default the run's own). */
+  readonly emit: (type: EventDraft["type"], step: string, data: EventDraft["data"], parentStep?: string) => Effect.Effect<void>
+  /** Streams a text delta live (never stored). */
+  readonly delta: (step: string, data: EventDraft["data"]) => Effect.Effect<void>
+  /** Adds an event already drafted. */
+  readonly push: (draft: EventDraft) => void
+  readonly message: (message: ChatMessage) => void
+  readonly usage: (usage: TurnUsage) => void
+  /** Writes everything pending, with `end`, as one step; nothing is written when nothing is pending. */
+  readonly commit: (end?: StepEnd) => Effect.Effect<void, StoreError | LeaseLost>
+}
+
+/** A step buffer for `run`, whose writes `lease` fences. */
+export const makeStepBuffer = (run: RunRecord, lease: Lease | undefined) =>
+  Effect.gen(function*() {
+    const journal = yield* RunJournal
+    const events = yield* EventLog
+    let messages: Array<ChatMessage> = []
+    let drafts: Array<EventDraft> = []
+    let usage: Array<TurnUsage> = []
+    const buffer: StepBuffer = {
+      emit: (type, step, data, parentStep) => Effect.sync(() => drafts.push(eventOf(run, type, data, step, parentStep))),
+      delta: (step, data) => Effect.asVoid(Effect.orDie(events.emit(eventOf(run, "model.delta", data, step)))),
+      push: (draft) => drafts.push(draft),
+      message: (message) => messages.push(message),
+      usage: (turn) => usage.push(turn),
+      commit: (end = {}) =>
+        Effect.suspend(() => {
+          if (messages.length === 0 && drafts.length === 0 && usage.length === 0 && end.status === undefined) return Effect.void
+          const step = { messages, events: drafts, usage, ...end }
+          messages = []
+          drafts = []
+          usage = []
+          return Effect.asVoid(journal.record(run, step, lease))
+        })
+    }
+    return buffer
+  })

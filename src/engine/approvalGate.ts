@@ -1,0 +1,78 @@
+/**
+ * The approval gate before a tool call: the project's permission rule or the tool's own policy
+ * says whether a person must decide; a conversation grant or an earlier decision may already
+ * have; otherwise an approval is asked for and the run waits.
+ */
+import { Clock, Duration, Effect, Option } from "effect"
+import type { PermissionRule } from "../definitions/defineConfig.js"
+import { newId } from "../durable/ids.js"
+import type { RunRecord } from "../durable/records.js"
+import { Store } from "../durable/Store.js"
+import type { ToolCall } from "../models/Model.js"
+import { type DecodedCall, needsApproval } from "./executeTool.js"
+import type { StepBuffer } from "./StepBuffer.js"
+
+/** What the gate decided: run the call, answer it as refused, or wait for a person. */
+export type Gate =
+  | { readonly _tag: "Proceed" }
+  | { readonly _tag: "Refused"; readonly reason: string }
+  | { readonly _tag: "Wait"; readonly approvalId: string }
+
+/** Passes `call` through the gate; events go into the run's pending `step`. */
+export const approvalGate = Effect.fnUntraced(function*(
+  run: RunRecord,
+  step: StepBuffer,
+  call: ToolCall,
+  decoded: DecodedCall,
+  rule: PermissionRule | undefined,
+  approvalTimeout: Duration.DurationInput,
+  hide: (value: unknown) => unknown
+) {
+  const asks = rule === undefined ? needsApproval(decoded) : rule.action === "ask"
+  if (!asks) return { _tag: "Proceed" } satisfies Gate
+  const store = yield* Store
+  const toolSpan = `tool:${call.id}`
+  const approval = yield* store.findApproval(run.id, call.id)
+  if (Option.isNone(approval)) {
+    const grant = yield* store.findGrant(run.conversationId, call.name)
+    if (Option.isSome(grant)) {
+      // Approved for this conversation earlier: no one is asked again.
+      yield* step.emit("approval.decided", `approval:${call.id}`, {
+        toolCallId: call.id,
+        tool: call.name,
+        status: "approved",
+        grantedBy: grant.value.approvalId
+      }, toolSpan)
+      return { _tag: "Proceed" } satisfies Gate
+    }
+  }
+  if (Option.isNone(approval) || approval.value.status === "pending") {
+    const asked = Option.isSome(approval) ? approval.value : yield* store.createApproval({
+      id: newId("apr"),
+      runId: run.id,
+      toolCallId: call.id,
+      agent: run.agent,
+      tool: call.name,
+      input: decoded.rawInput,
+      expiresAt: (yield* Clock.currentTimeMillis) + Duration.toMillis(Duration.decode(approvalTimeout))
+    })
+    if (Option.isNone(approval)) {
+      yield* step.emit("approval.requested", `approval:${call.id}`, {
+        approvalId: asked.id,
+        toolCallId: call.id,
+        tool: call.name,
+        input: hide(decoded.rawInput),
+        expiresAt: asked.expiresAt
+      }, toolSpan)
+    }
+    return { _tag: "Wait", approvalId: asked.id } satisfies Gate
+  }
+  const decided = approval.value
+  if (decided.status === "approved") return { _tag: "Proceed" } satisfies Gate
+  return {
+    _tag: "Refused",
+    reason: decided.status === "expired"
+      ? `the approval for ${call.name} expired before anyone decided; the call was not made`
+      : `a person denied this call to ${call.name}${decided.reason === null ? "" : `: ${decided.reason}`}`
+  } satisfies Gate
+})

@@ -1,0 +1,75 @@
+/**
+ * One model turn of a run: `model.turn.started` committed before the model is asked (with
+ * whatever the run did before), the turn's request fitted to the context window, retries and
+ * fallbacks reported as they happen, and the answer's usage and `model.turn.completed` added to
+ * the step that records the assistant message.
+ */
+import { type Array as Arr, Clock, Effect } from "effect"
+import type { ConfigDefinition } from "../definitions/defineConfig.js"
+import type { LanguageModel, ModelError, ModelRequest, ToolCall } from "../models/Model.js"
+import { costOf, priceOf } from "../models/prices.js"
+import type { StoreError } from "../durable/StoreError.js"
+import type { LeaseLost, TurnUsage } from "../journal/RunJournal.js"
+import { isContextOverflow } from "./compaction.js"
+import { modelTurnWithFallbacks } from "./modelTurn.js"
+import { redactArguments } from "./redact.js"
+import type { StepBuffer } from "./StepBuffer.js"
+
+/** What the turn needs from its run. */
+export interface ModelStepInput {
+  readonly step: StepBuffer
+  /** Commits the run's pending step (the first one also marks the run running). */
+  readonly commit: () => Effect.Effect<void, StoreError | LeaseLost>
+  readonly turn: number
+  readonly models: Arr.NonEmptyReadonlyArray<LanguageModel>
+  readonly config: ConfigDefinition
+  /** The request to send; `overflowed` when the provider refused the last one as too long. */
+  readonly request: (overflowed: boolean) => Effect.Effect<ModelRequest, StoreError | LeaseLost | ModelError>
+  readonly redactionOf: (toolName: string) => ReadonlySet<string>
+}
+
+/** The answer of one turn. */
+export interface ModelStepResult {
+  readonly text: string
+  readonly toolCalls: ReadonlyArray<ToolCall>
+  readonly usage: TurnUsage
+}
+
+/** Asks the run's models for turn `turn`. */
+export const askModel = (input: ModelStepInput) =>
+  Effect.gen(function*() {
+    const { config, models, step, turn } = input
+    const span = `turn:${turn}`
+    const started = yield* Clock.currentTimeMillis
+    yield* step.emit("model.turn.started", span, { turn, model: models[0].name })
+    yield* input.commit()
+    // Retries and fallbacks are committed as they happen: a person watching a slow turn sees them.
+    const report = (type: "model.retry" | "model.fallback", data: Record<string, unknown>) =>
+      Effect.zipRight(step.emit(type, span, { turn, ...data }), input.commit())
+    const options = {
+      retry: config.modelRetry,
+      onDelta: (text: string) => step.delta(span, { turn, text }),
+      onRetry: (error: ModelError) => report("model.retry", { model: error.model, status: error.status ?? null, error: error.message }),
+      onFallback: (from: LanguageModel, to: LanguageModel, error: ModelError) =>
+        report("model.fallback", { from: from.name, to: to.name, status: error.status ?? null, error: error.message })
+    }
+    const result = yield* input.request(false).pipe(
+      Effect.flatMap((request) => modelTurnWithFallbacks(models, request, options)),
+      // Over the provider's window after all: summarize now and ask once more.
+      Effect.catchIf((error): error is ModelError => error._tag === "ModelError" && isContextOverflow(error), () =>
+        input.request(true).pipe(Effect.flatMap((request) => modelTurnWithFallbacks(models, request, options))))
+    )
+    const price = priceOf(result.model, config.prices)
+    const usage: TurnUsage = { inputTokens: result.inputTokens, outputTokens: result.outputTokens, costUsd: price === undefined ? null : costOf(result, price) }
+    step.usage(usage)
+    yield* step.emit("model.turn.completed", span, {
+      turn,
+      model: result.model,
+      text: result.text,
+      toolCalls: result.toolCalls.map((c) => ({ id: c.id, name: c.name, arguments: redactArguments(c.arguments, input.redactionOf(c.name)) })),
+      usage,
+      durationMs: (yield* Clock.currentTimeMillis) - started
+    })
+    const answer: ModelStepResult = { text: result.text, toolCalls: result.toolCalls, usage }
+    return answer
+  })

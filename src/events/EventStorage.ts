@@ -1,0 +1,110 @@
+/**
+ * Where events are kept: written as one multi-row insert inside whichever write unit records the
+ * step they belong to (the store assigns `seq`, in order), read back by filter and cursor, and
+ * pruned by age and count.
+ */
+import { Context, Effect, Layer, Schema } from "effect"
+import { Database, type Row, type Statement } from "../durable/Database.js"
+import { failAs, type StoreError } from "../durable/StoreError.js"
+import { FoundryEvent } from "./FoundryEvent.js"
+
+/** An event as it is written: everything but the `seq` the store gives it. */
+export type UnsequencedEvent = Omit<FoundryEvent, "seq">
+
+/** Filters for reading events, oldest first; `after` is a `seq` cursor. */
+export interface EventFilter {
+  readonly runId?: string | undefined
+  readonly conversationId?: string | undefined
+  readonly instanceId?: string | undefined
+  readonly agent?: string | undefined
+  readonly type?: string | undefined
+  /** Events at or after this time (ms since the epoch). */
+  readonly since?: number | undefined
+  readonly after?: number | undefined
+  readonly limit?: number | undefined
+}
+
+/** How long events are kept: by age, by count, or both. */
+export interface EventRetention {
+  readonly olderThan?: number | undefined
+  readonly keepLatest?: number | undefined
+}
+
+/** Event storage. */
+export class EventStorage extends Context.Tag("foundry/EventStorage")<EventStorage, {
+  readonly list: (filter: EventFilter) => Effect.Effect<ReadonlyArray<FoundryEvent>, StoreError>
+  /** Deletes events before `olderThan` (ms since the epoch) and all but the newest `keepLatest`; returns how many went. */
+  readonly prune: (retention: EventRetention) => Effect.Effect<number, StoreError>
+}>() {}
+
+const columns = "(id, time, type, trace_id, span_id, parent_span_id, run_id, conversation_id, instance_id, agent, release, data)"
+const row = "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+
+/** The statement that inserts `events` (at least one) and returns each one's `id` and `seq`. */
+export const insertEvents = (events: ReadonlyArray<UnsequencedEvent>): Statement => ({
+  sql: `INSERT INTO foundry_events ${columns} VALUES ${events.map(() => row).join(", ")} RETURNING id, seq`,
+  params: events.flatMap((e) => [
+    e.id,
+    e.time,
+    e.type,
+    e.traceId,
+    e.spanId,
+    e.parentSpanId,
+    e.runId,
+    e.conversationId,
+    e.instanceId,
+    e.agent,
+    e.release,
+    JSON.stringify(e.data)
+  ])
+})
+
+/** The events with the `seq` the store gave each, from the rows `insertEvents` returned. */
+export const sequenced = (events: ReadonlyArray<UnsequencedEvent>, rows: ReadonlyArray<Row>): ReadonlyArray<FoundryEvent> => {
+  const seqs = new Map(rows.map((r) => [String(r.id), Number(r.seq)]))
+  return events.map((event) => ({ ...event, seq: seqs.get(event.id) ?? 0 }))
+}
+
+const EventRow = Schema.Struct({
+  ...FoundryEvent.fields,
+  data: Schema.parseJson(FoundryEvent.fields.data)
+})
+const decodeEvents = Schema.decodeUnknown(Schema.Array(EventRow))
+
+/** Event storage on the `Database`. */
+export const layer = Layer.effect(
+  EventStorage,
+  Effect.gen(function*() {
+    const { sql } = yield* Database
+    return EventStorage.of({
+      list: (filter) =>
+        sql`SELECT * FROM foundry_events WHERE ${
+          sql.and([
+            ...(filter.runId === undefined ? [] : [sql`run_id = ${filter.runId}`]),
+            ...(filter.conversationId === undefined ? [] : [sql`conversation_id = ${filter.conversationId}`]),
+            ...(filter.instanceId === undefined ? [] : [sql`instance_id = ${filter.instanceId}`]),
+            ...(filter.agent === undefined ? [] : [sql`agent = ${filter.agent}`]),
+            ...(filter.type === undefined ? [] : [sql`type = ${filter.type}`]),
+            ...(filter.since === undefined ? [] : [sql`time >= ${filter.since}`]),
+            ...(filter.after === undefined ? [] : [sql`seq > ${filter.after}`])
+          ])
+        } ORDER BY seq LIMIT ${filter.limit ?? 1000}`.pipe(Effect.flatMap(decodeEvents), failAs("listEvents")),
+
+      prune: (retention) =>
+        Effect.gen(function*() {
+          let removed = 0
+          if (retention.olderThan !== undefined) {
+            const rows = yield* sql<{ readonly seq: number }>`DELETE FROM foundry_events WHERE time < ${retention.olderThan} RETURNING seq`
+            removed += rows.length
+          }
+          if (retention.keepLatest !== undefined) {
+            const rows = yield* sql<{ readonly seq: number }>`DELETE FROM foundry_events
+              WHERE seq <= (SELECT MAX(seq) FROM foundry_events) - ${retention.keepLatest} RETURNING seq`
+            removed += rows.length
+          }
+          return removed
+        }).pipe(failAs("pruneEvents"))
+    })
+  })
+)
+

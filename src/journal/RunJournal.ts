@@ -1,0 +1,222 @@
+/**
+ * The run journal: the one module that writes a run's lifecycle. A step of a run (its submission,
+ * a model turn, a tool result, its end) is one write unit: the transcript messages, the status
+ * change, the usage and the events of that step commit together or not at all, fenced by the
+ * conversation's lease, and steps of concurrent runs share the database's group commit. Nothing
+ * else writes a run's status. Events are published to live subscribers once committed.
+ */
+import { Clock, Context, Effect, Layer, Option, Schema } from "effect"
+import { Database, type Statement } from "../durable/Database.js"
+import { RunRecord, RunStatus } from "../durable/records.js"
+import type { StoreError } from "../durable/StoreError.js"
+import { type EventDraft, EventLog } from "../events/EventLog.js"
+import { insertEvents, sequenced } from "../events/EventStorage.js"
+import type { FoundryEvent } from "../events/FoundryEvent.js"
+import { ChatMessage } from "../models/Model.js"
+import * as statements from "./journalStatements.js"
+
+/** A write was fenced off: the conversation's lease belongs to a newer grant (another executor). */
+export class LeaseLost extends Schema.TaggedError<LeaseLost>()("LeaseLost", {
+  conversationId: Schema.String,
+  token: Schema.Number
+}) {
+  override get message(): string {
+    return `the lease on conversation ${this.conversationId} (token ${this.token}) was taken over by another executor`
+  }
+}
+
+/** A conversation lease: who may execute the conversation's runs, and the fencing token of that grant. */
+export interface Lease {
+  readonly conversationId: string
+  readonly owner: string
+  readonly token: number
+}
+
+/** A run about to be queued. */
+export interface NewRun {
+  readonly id: string
+  readonly agent: string
+  readonly instanceId: string
+  readonly conversationId: string
+  readonly input: string
+  /** Repeating a submission with the same key returns the first run. */
+  readonly idempotencyKey?: string | undefined
+  readonly steeredFrom?: string | undefined
+  readonly parentRunId?: string | undefined
+  readonly parentToolCallId?: string | undefined
+  readonly traceId?: string | undefined
+  readonly parentSpanId?: string | undefined
+  readonly source?: Readonly<Record<string, unknown>> | undefined
+}
+
+/** A change to a run's status, with its output or error when it ends. */
+export interface RunUpdate {
+  readonly status: RunStatus
+  readonly output?: string
+  readonly error?: string
+}
+
+/** One model turn's usage, added to its run. */
+export interface TurnUsage {
+  readonly inputTokens: number
+  readonly outputTokens: number
+  /** `null` when the model has no price: the turn counts as unpriced. */
+  readonly costUsd: number | null
+}
+
+/** What one step of a run writes; every part is optional. */
+export interface Step {
+  readonly messages?: ReadonlyArray<ChatMessage>
+  readonly events?: ReadonlyArray<EventDraft>
+  readonly status?: RunUpdate
+  /** Model turns' usage, added to the run's totals. */
+  readonly usage?: ReadonlyArray<TurnUsage>
+  /** The step ends this execution: the lease is released in the same transaction. */
+  readonly releaseLease?: boolean
+}
+
+/** A lease taken, and the run's status read in the same transaction. */
+export interface Claim {
+  readonly lease: Lease
+  readonly status: RunStatus
+}
+
+/** The run journal. */
+export class RunJournal extends Context.Tag("foundry/RunJournal")<RunJournal, {
+  /**
+   * Queues a run in one transaction: its instance (made on first use), its conversation when
+   * `newConversation`, the run and its `run.queued` event (built by `queued` from the new record).
+   */
+  readonly submit: (
+    run: NewRun,
+    options: { readonly newConversation: boolean; readonly queued: (record: RunRecord) => EventDraft }
+  ) => Effect.Effect<RunRecord, StoreError>
+  /**
+   * Takes the conversation's lease for `owner` if it is free, expired or already `owner`'s, and
+   * reads the run's status in the same transaction; `None` while another executor holds it. The
+   * token grows with every new grant, so a stale holder can be told apart.
+   */
+  readonly claim: (run: RunRecord, owner: string, ttlMillis: number) => Effect.Effect<Option.Option<Claim>, StoreError>
+  /** Extends a lease; `false` when the lease is no longer this grant's. */
+  readonly renew: (lease: Lease, ttlMillis: number) => Effect.Effect<boolean, StoreError>
+  readonly release: (lease: Lease) => Effect.Effect<void, StoreError>
+  /**
+   * Writes one step of `run` in one transaction; with a `lease`, only while that lease is the
+   * current grant (else `LeaseLost`, and nothing of the step is written). Returns its events as
+   * stored, already published.
+   */
+  readonly record: (run: RunRecord, step: Step, lease?: Lease) => Effect.Effect<ReadonlyArray<FoundryEvent>, StoreError | LeaseLost>
+}>() {}
+
+const encodeMessage = Schema.encodeSync(Schema.parseJson(ChatMessage))
+
+/** The run journal on the `Database`, publishing through the `EventLog`. */
+export const layer = Layer.effect(
+  RunJournal,
+  Effect.gen(function*() {
+    const database = yield* Database
+    const events = yield* EventLog
+    const fence = statements.leaseGuard(database.dialect)
+    // Leases a step already released: releasing one again would be a wasted transaction.
+    const released = new WeakSet<Lease>()
+
+    /** Writes `unit` and publishes its events once committed. */
+    const writeWithEvents = Effect.fnUntraced(function*(
+      unit: { readonly guard?: Statement | undefined; readonly statements: ReadonlyArray<Statement> },
+      drafts: ReadonlyArray<EventDraft>,
+      lease: Lease | undefined
+    ) {
+      const stamped = yield* Effect.forEach(drafts, events.stamp)
+      const all = stamped.length === 0 ? unit.statements : [...unit.statements, insertEvents(stamped)]
+      if (all.length === 0) return []
+      const result = yield* database.write({ guard: unit.guard, statements: all })
+      if (result._tag === "Refused") {
+        return yield* new LeaseLost({ conversationId: lease?.conversationId ?? "", token: lease?.token ?? 0 })
+      }
+      if (stamped.length === 0) return []
+      const stored = sequenced(stamped, result.rows[result.rows.length - 1] ?? [])
+      yield* events.publish(stored)
+      return stored
+    })
+
+    return RunJournal.of({
+      submit: (run, options) =>
+        Effect.gen(function*() {
+          const now = yield* Clock.currentTimeMillis
+          const record = new RunRecord({
+            id: run.id,
+            agent: run.agent,
+            instanceId: run.instanceId,
+            conversationId: run.conversationId,
+            input: run.input,
+            steeredFrom: run.steeredFrom ?? null,
+            parentRunId: run.parentRunId ?? null,
+            parentToolCallId: run.parentToolCallId ?? null,
+            traceId: run.traceId ?? null,
+            parentSpanId: run.parentSpanId ?? null,
+            source: run.source ?? null,
+            status: "queued",
+            output: null,
+            error: null,
+            createdAt: now,
+            startedAt: null,
+            finishedAt: null
+          }, { disableValidation: true })
+          yield* writeWithEvents({
+            statements: [
+              statements.ensureInstance(run.agent, run.instanceId, now),
+              options.newConversation
+                ? statements.insertConversation(run.conversationId, run.agent, run.instanceId, now)
+                : statements.touchConversation(run.conversationId, now),
+              statements.insertRun(run, now)
+            ]
+          }, [options.queued(record)], undefined).pipe(Effect.catchTag("LeaseLost", Effect.die))
+          return record
+        }),
+
+      claim: (run, owner, ttlMillis) =>
+        Effect.gen(function*() {
+          const now = yield* Clock.currentTimeMillis
+          const result = yield* database.write({
+            statements: [statements.acquireLease(run.conversationId, owner, now, ttlMillis), statements.runStatus(run.id)]
+          })
+          if (result._tag === "Refused") return Option.none()
+          const token = result.rows[0]?.[0]?.token
+          const status = result.rows[1]?.[0]?.status
+          if (token === undefined || !isRunStatus(status)) return Option.none()
+          return Option.some({ lease: { conversationId: run.conversationId, owner, token: Number(token) }, status })
+        }),
+
+      renew: (lease, ttlMillis) =>
+        Effect.gen(function*() {
+          const now = yield* Clock.currentTimeMillis
+          const result = yield* database.write({ statements: [statements.renewLease(lease, now + ttlMillis)] })
+          return result._tag === "Written" && (result.rows[0]?.length ?? 0) > 0
+        }),
+
+      release: (lease) =>
+        released.has(lease) ? Effect.void : Effect.asVoid(database.write({ statements: [statements.releaseLease(lease)] })),
+
+      record: (run, step, lease) =>
+        Effect.gen(function*() {
+          const now = yield* Clock.currentTimeMillis
+          const writes: Array<Statement> = []
+          for (const message of step.messages ?? []) {
+            writes.push(statements.appendMessage(run.conversationId, run.id, encodeMessage(message), now))
+          }
+          for (const usage of step.usage ?? []) writes.push(statements.addUsage(run.id, usage))
+          if (step.status !== undefined) writes.push(statements.updateRun(run.id, step.status, now))
+          if (step.releaseLease === true && lease !== undefined) writes.push(statements.releaseLease(lease))
+          const stored = yield* writeWithEvents(
+            { guard: lease === undefined ? undefined : fence(lease), statements: writes },
+            step.events ?? [],
+            lease
+          )
+          if (step.releaseLease === true && lease !== undefined) released.add(lease)
+          return stored
+        })
+    })
+  })
+)
+
+const isRunStatus = Schema.is(RunStatus)

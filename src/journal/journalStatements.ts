@@ -1,0 +1,110 @@
+/**
+ * The statements the run journal writes, in the SQL that SQLite and PostgreSQL share (`?`
+ * placeholders; the PostgreSQL database numbers them).
+ */
+import type { Statement } from "../durable/Database.js"
+import type { Lease, NewRun, RunUpdate, TurnUsage } from "./RunJournal.js"
+
+const finalStatuses = new Set(["completed", "failed", "cancelled"])
+
+/** The instance, made with an empty context on first use. */
+export const ensureInstance = (agent: string, id: string, now: number): Statement => ({
+  sql: `INSERT INTO foundry_instances (agent, id, context, created_at, updated_at) VALUES (?, ?, '{}', ?, ?)
+    ON CONFLICT (agent, id) DO NOTHING`,
+  params: [agent, id, now, now]
+})
+
+export const insertConversation = (id: string, agent: string, instanceId: string, now: number): Statement => ({
+  sql: "INSERT INTO foundry_conversations (id, agent, instance_id, created_at, updated_at) VALUES (?, ?, ?, ?, ?)",
+  params: [id, agent, instanceId, now, now]
+})
+
+/** A new message arrived in the conversation. */
+export const touchConversation = (id: string, now: number): Statement => ({
+  sql: "UPDATE foundry_conversations SET updated_at = ? WHERE id = ?",
+  params: [now, id]
+})
+
+export const insertRun = (run: NewRun, now: number): Statement => ({
+  sql: `INSERT INTO foundry_runs (id, agent, instance_id, conversation_id, input, status, created_at, idempotency_key,
+    steered_from, parent_run_id, parent_tool_call_id, trace_id, parent_span_id, source)
+    VALUES (?, ?, ?, ?, ?, 'queued', ?, ?, ?, ?, ?, ?, ?, ?)`,
+  params: [
+    run.id,
+    run.agent,
+    run.instanceId,
+    run.conversationId,
+    run.input,
+    now,
+    run.idempotencyKey ?? null,
+    run.steeredFrom ?? null,
+    run.parentRunId ?? null,
+    run.parentToolCallId ?? null,
+    run.traceId ?? null,
+    run.parentSpanId ?? null,
+    run.source === undefined ? null : JSON.stringify(run.source)
+  ]
+})
+
+export const runStatus = (id: string): Statement => ({ sql: "SELECT status FROM foundry_runs WHERE id = ?", params: [id] })
+
+/** A status change: starting sets `started_at`, ending sets `finished_at` and the output or error. */
+export const updateRun = (id: string, update: RunUpdate, now: number): Statement => {
+  if (update.status === "running") {
+    return { sql: "UPDATE foundry_runs SET status = 'running', started_at = ? WHERE id = ?", params: [now, id] }
+  }
+  if (finalStatuses.has(update.status)) {
+    return {
+      sql: "UPDATE foundry_runs SET status = ?, output = ?, error = ?, finished_at = ? WHERE id = ?",
+      params: [update.status, update.output ?? null, update.error ?? null, now, id]
+    }
+  }
+  return { sql: "UPDATE foundry_runs SET status = ? WHERE id = ?", params: [update.status, id] }
+}
+
+export const addUsage = (id: string, usage: TurnUsage): Statement => ({
+  sql: `UPDATE foundry_runs SET input_tokens = input_tokens + ?, output_tokens = output_tokens + ?,
+    cost_usd = cost_usd + ?, unpriced_turns = unpriced_turns + ? WHERE id = ?`,
+  params: [usage.inputTokens, usage.outputTokens, usage.costUsd ?? 0, usage.costUsd === null ? 1 : 0, id]
+})
+
+/** The next message of the conversation, numbered after the last. */
+export const appendMessage = (conversationId: string, runId: string, body: string, now: number): Statement => ({
+  sql: `INSERT INTO foundry_messages (conversation_id, seq, run_id, body, created_at)
+    SELECT ?, COALESCE(MAX(seq), 0) + 1, ?, ?, ? FROM foundry_messages WHERE conversation_id = ?`,
+  params: [conversationId, runId, body, now, conversationId]
+})
+
+/**
+ * The fencing check: a row while `lease` is the conversation's current grant. On PostgreSQL the
+ * row is locked until the transaction ends, so no takeover can commit between check and write.
+ */
+export const leaseGuard = (dialect: "sqlite" | "pg") => {
+  const sql = `SELECT token FROM foundry_conversation_leases WHERE conversation_id = ? AND token = ?${
+    dialect === "pg" ? " FOR SHARE" : ""
+  }`
+  return (lease: Lease): Statement => ({ sql, params: [lease.conversationId, lease.token] })
+}
+
+/** Takes the lease if it is free, expired or already `owner`'s; returns the new token when taken. */
+export const acquireLease = (conversationId: string, owner: string, now: number, ttlMillis: number): Statement => ({
+  sql: `INSERT INTO foundry_conversation_leases (conversation_id, owner, token, expires_at) VALUES (?, ?, 1, ?)
+    ON CONFLICT (conversation_id) DO UPDATE SET
+      owner = excluded.owner,
+      token = foundry_conversation_leases.token + 1,
+      expires_at = excluded.expires_at
+    WHERE foundry_conversation_leases.expires_at < ? OR foundry_conversation_leases.owner = ?
+    RETURNING token`,
+  params: [conversationId, owner, now + ttlMillis, now, owner]
+})
+
+export const renewLease = (lease: Lease, expiresAt: number): Statement => ({
+  sql: "UPDATE foundry_conversation_leases SET expires_at = ? WHERE conversation_id = ? AND token = ? RETURNING token",
+  params: [expiresAt, lease.conversationId, lease.token]
+})
+
+/** Released leases expire rather than vanish, so the next grant's token is still larger. */
+export const releaseLease = (lease: Lease): Statement => ({
+  sql: "UPDATE foundry_conversation_leases SET expires_at = 0 WHERE conversation_id = ? AND token = ?",
+  params: [lease.conversationId, lease.token]
+})
