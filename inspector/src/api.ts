@@ -3,11 +3,15 @@
  */
 import type { BuildReport } from "../../src/compiler/BuildStatus.js"
 import type { FoundryEvent } from "../../src/events/FoundryEvent.js"
+import type { EventPage } from "../../src/transports/http/api/EventsGroup.js"
 import type { ManifestRoute } from "../../src/router/codegen.js"
 import type { UsageReport } from "../../src/transports/http/api/UsageGroup.js"
 import type { ApprovalView, MessageView, RunView } from "../../src/transports/http/api/views.js"
 
 export type { ApprovalView, BuildReport, FoundryEvent, MessageView, RunView, UsageReport }
+
+/** A page of the event log; `nextAfter` is the cursor of the next page. */
+export type EventPageView = typeof EventPage.Type
 
 /** A route of the project, as `/api/routes` lists it (the manifest's shape). */
 export type RouteView = ManifestRoute
@@ -36,6 +40,8 @@ export const api = {
   routes: () => request<{ config: string | null; routes: ReadonlyArray<RouteView> }>("/api/routes"),
   runs: (query = "") => request<ReadonlyArray<RunView>>(`/api/runs${query}`),
   run: (id: string) => request<RunView>(`/api/runs/${encodeURIComponent(id)}`),
+  /** The event log, filtered and paged as `/api/events` takes it (`?type=...&since=...&after=...`). */
+  events: (query: URLSearchParams) => request<EventPageView>(`/api/events?${query}`),
   runEvents: (id: string) => request<ReadonlyArray<FoundryEvent>>(`/api/runs/${encodeURIComponent(id)}/events`),
   messages: (conversation: string) =>
     request<ReadonlyArray<MessageView>>(`/api/conversations/${encodeURIComponent(conversation)}/messages`),
@@ -87,14 +93,43 @@ export const onEvent = (listener: Listener): (() => void) => {
       for (const l of listeners) l(event)
     }
     source.onmessage = dispatch
-    for (const type of eventTypes) source.addEventListener(type, dispatch)
+    for (const type of Object.keys(liveTypes)) source.addEventListener(type, dispatch)
   }
   return () => listeners.delete(listener)
 }
 
-const eventTypes = [
-  "run.queued", "run.started", "run.completed", "run.failed", "run.cancelled", "run.suspended", "run.resumed",
-  "approval.requested", "approval.decided", "model.turn.started", "model.retry", "model.fallback", "model.delta",
-  "model.turn.completed",
-  "tool.call.started", "tool.call.completed", "tool.call.failed", "context.compacting", "context.compacted", "budget.exceeded"
-]
+/**
+ * Every event type, keyed by `FoundryEvent["type"]` so that tsc fails when FoundryEvent gains a
+ * type this object lacks. The stream names each event (`event: run.started`) and EventSource hands
+ * a named event only to a listener for that name: a type missing here would never reach a page.
+ * The types are written out rather than imported as values, because `EventType.literals` would
+ * bring `effect`'s Schema (about 300 KB) into a script of 25 KB.
+ */
+const liveTypes: { readonly [Type in FoundryEvent["type"]]: true } = {
+  "run.queued": true,
+  "run.started": true,
+  "run.completed": true,
+  "run.failed": true,
+  "run.cancelled": true,
+  "run.suspended": true,
+  "run.resumed": true,
+  "approval.requested": true,
+  "approval.decided": true,
+  "model.turn.started": true,
+  "model.retry": true,
+  "model.fallback": true,
+  "model.turn.completed": true,
+  "model.delta": true,
+  "tool.call.started": true,
+  "tool.call.completed": true,
+  "tool.call.failed": true,
+  "delivery.received": true,
+  "playbook.matched": true,
+  "playbook.skipped": true,
+  "instance.provisioned": true,
+  "playbook.dispatched": true,
+  "timer.armed": true,
+  "context.compacting": true,
+  "context.compacted": true,
+  "budget.exceeded": true
+}

@@ -3,7 +3,7 @@
  * they arrive, transient failures retried with exponential backoff and jitter, and, when an agent
  * names several models, the next one asked once a model's retries are used up.
  */
-import { Duration, Effect, Ref, Schedule, Stream } from "effect"
+import { Duration, Effect, Option, Ref, Schedule, Stream } from "effect"
 import type { NonEmptyReadonlyArray } from "effect/Array"
 import { type LanguageModel, ModelError, type ModelRequest, type ToolCall } from "../models/Model.js"
 
@@ -28,6 +28,7 @@ export interface RetryPolicy {
 export interface TurnOptions {
   readonly retry: RetryPolicy
   readonly onDelta: (text: string) => Effect.Effect<unknown, unknown>
+  /** Called once per retry, as it starts (after its backoff), with the failure being retried. */
   readonly onRetry: (error: ModelError) => Effect.Effect<unknown, unknown>
 }
 
@@ -67,16 +68,14 @@ export const modelTurn = (
         })
       )
     ),
-    (attempt) => Effect.flatMap(Ref.make(0), (failures) =>
-      attempt.pipe(
-        // Only a failure that another attempt follows is a retry: the last one ends the turn (or
-        // hands it to the next model), and an event saying "retrying" then would be wrong.
-        Effect.tapError((error) =>
-          error.kind !== "transient"
-            ? Effect.void
-            : Effect.flatMap(Ref.updateAndGet(failures, (n) => n + 1), (n) =>
-              n <= options.retry.times ? Effect.ignore(options.onRetry(error)) : Effect.void)
-        ),
+    (attempt) => Effect.flatMap(Ref.make(Option.none<ModelError>()), (lastFailure) =>
+      // `onRetry` is called as a retry starts, after its backoff, with the failure it retries: a
+      // failure that no attempt follows (the last one, one the turn is interrupted after, e.g. a
+      // cancel during the backoff) is no retry, so every report matches a call the model saw.
+      Ref.get(lastFailure).pipe(
+        Effect.flatMap(Option.match({ onNone: () => Effect.void, onSome: (error) => Effect.ignore(options.onRetry(error)) })),
+        Effect.zipRight(attempt),
+        Effect.tapError((error) => Ref.set(lastFailure, Option.some(error))),
         Effect.retry({ schedule: retrySchedule(options.retry), while: (error) => error.kind === "transient" })
       ))
   )

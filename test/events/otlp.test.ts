@@ -4,6 +4,8 @@ import { join } from "node:path"
 import { randomUUID } from "node:crypto"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
+import { spanBuilder } from "../../src/events/OtlpExport.js"
+import type { FoundryEvent } from "../../src/events/FoundryEvent.js"
 import { durableProject, plan } from "../support/durableProject.js"
 import { plannedModel } from "../support/plannedModel.js"
 import { http, startServer, waitForRun } from "../support/server.js"
@@ -14,7 +16,10 @@ interface Span {
   readonly spanId: string
   readonly parentSpanId?: string
   readonly name: string
+  readonly startTimeUnixNano: string
+  readonly endTimeUnixNano: string
   readonly attributes: ReadonlyArray<{ key: string; value: { stringValue?: string; intValue?: string } }>
+  readonly events?: ReadonlyArray<{ readonly name: string; readonly timeUnixNano: string; readonly attributes: Span["attributes"] }>
 }
 
 /** A local OTLP/HTTP receiver that keeps every span it is sent. */
@@ -40,6 +45,21 @@ const collector = Effect.acquireRelease(
   }),
   (c) => Effect.sync(c.close)
 )
+
+/** Polls until the run waits on an approval, and returns its id. */
+const pendingApproval = (url: string, runId: string) =>
+  Effect.gen(function*() {
+    for (let attempt = 0; attempt < 200; attempt++) {
+      const run = (yield* http(`${url}/api/runs/${runId}`)).json as { readonly status?: string }
+      if (run.status === "suspended") {
+        const pending = (yield* http(`${url}/api/approvals?status=pending`)).json as ReadonlyArray<{ id: string; runId: string }>
+        const approval = pending.find((a) => a.runId === runId)
+        if (approval !== undefined) return approval.id
+      }
+      yield* Effect.sleep("25 millis")
+    }
+    return yield* Effect.die(new Error(`run ${runId} never waited on an approval`))
+  })
 
 describe("OpenTelemetry export", () => {
   it.scopedLive("sends a run as a trace, its steps as spans, with GenAI attributes on model turns", () =>
@@ -70,4 +90,74 @@ describe("OpenTelemetry export", () => {
       expect(tool?.parentSpanId).toBe(run?.spanId)
       expect(tool?.attributes).toEqual(expect.arrayContaining([{ key: "gen_ai.tool.name", value: { stringValue: "record" } }]))
     }))
+
+  it.scopedLive("a run that suspends for an approval and resumes is one run span, with the suspension as span events", () =>
+    Effect.gen(function*() {
+      const otel = yield* collector
+      process.env.OTEL_EXPORTER_OTLP_ENDPOINT = otel.url
+      yield* Effect.addFinalizer(() => Effect.sync(() => delete process.env.OTEL_EXPORTER_OTLP_ENDPOINT))
+      const root = yield* tempProject(durableProject(join(tmpdir(), `foundry-otel-${randomUUID()}.log`)))
+      const server = yield* startServer(root, { model: plannedModel })
+      const created = yield* http(`${server.url}/api/runs`, {
+        body: { agent: "worker", message: plan({ calls: [{ name: "transfer", arguments: { amount: 250 } }] }) }
+      })
+      const { runId } = created.json as { runId: string }
+      const approvalId = yield* pendingApproval(server.url, runId)
+      yield* http(`${server.url}/api/approvals/${approvalId}`, { body: { decision: "approve" } })
+      expect(yield* waitForRun(server.url, runId)).toMatchObject({ status: "completed" })
+      // Two turns, the tool call, the approval and the run.
+      for (let i = 0; i < 100 && otel.spans.length < 5; i++) yield* Effect.sleep("50 millis")
+      // Anything still to come would arrive within the exporter's one-second batch.
+      yield* Effect.sleep("1200 millis")
+      const ids = otel.spans.map((s) => `${s.traceId}/${s.spanId}`)
+      expect(new Set(ids).size).toBe(ids.length)
+      const runs = otel.spans.filter((s) => s.name === "run worker")
+      expect(runs).toHaveLength(1)
+      const run = runs[0]!
+      expect(run.events?.map((e) => e.name)).toEqual(["run.suspended", "run.resumed"])
+      expect(run.events?.[0]?.attributes).toEqual(expect.arrayContaining([
+        { key: "foundry.suspended.reason", value: { stringValue: "approval" } },
+        { key: "foundry.approval.id", value: { stringValue: approvalId } }
+      ]))
+      const [suspended, resumed] = (run.events ?? []).map((e) => BigInt(e.timeUnixNano))
+      expect(BigInt(run.startTimeUnixNano) <= suspended!).toBe(true)
+      expect(suspended! <= resumed!).toBe(true)
+      expect(resumed! <= BigInt(run.endTimeUnixNano)).toBe(true)
+      const approval = otel.spans.find((s) => s.name === "approval transfer")
+      expect(approval?.traceId).toBe(run.traceId)
+      expect(otel.spans.filter((s) => s.name.startsWith("chat "))).toHaveLength(2)
+    }))
+
+  it("a run resumed by a process that did not see it start is exported once, from its resumption", () => {
+    const build = spanBuilder()
+    const event = (type: FoundryEvent["type"], time: number): FoundryEvent => ({
+      id: `evt_${time}`,
+      seq: time,
+      time,
+      type,
+      traceId: "0af7651916cd43dd8448eb211c80319c",
+      spanId: "b7ad6b7169203331",
+      parentSpanId: null,
+      runId: "run_1",
+      conversationId: "conv_1",
+      instanceId: "default",
+      agent: "worker",
+      release: "dev",
+      data: {}
+    })
+    // A second suspension and resumption inside this process add events; only the end exports.
+    expect(build(event("run.resumed", 1_000))).toEqual([])
+    expect(build(event("run.suspended", 2_000))).toEqual([])
+    expect(build(event("run.resumed", 3_000))).toEqual([])
+    const spans = build(event("run.completed", 4_000))
+    expect(spans).toHaveLength(1)
+    expect(spans[0]).toMatchObject({
+      spanId: "b7ad6b7169203331",
+      name: "run worker",
+      startTimeUnixNano: "1000000000",
+      endTimeUnixNano: "4000000000",
+      events: [{ name: "run.suspended", timeUnixNano: "2000000000" }, { name: "run.resumed", timeUnixNano: "3000000000" }]
+    })
+    expect(build(event("run.completed", 5_000))).toEqual([])
+  })
 })

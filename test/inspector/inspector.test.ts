@@ -3,6 +3,7 @@ import { join } from "node:path"
 import { randomUUID } from "node:crypto"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
+import type { Page } from "playwright-core"
 import * as Scripted from "../../src/models/scripted.js"
 import { browserPage, skipBrowser } from "../support/browser.js"
 import { durableProject, plan } from "../support/durableProject.js"
@@ -27,6 +28,25 @@ const setup = (model = plannedModel) =>
   })
 
 const promise = <A>(f: () => Promise<A>) => Effect.promise(f)
+
+/** A playbook on the `tickets` webhook that starts the worker when `when` holds for the ticket `t`. */
+const playbookFile = (when: string) => `import { Schema } from "effect"
+import { definePlaybook, webhook } from "foundry"
+import worker from "../agents/worker/agent.js"
+export default definePlaybook({
+  on: webhook("tickets", Schema.Struct({ id: Schema.String, priority: Schema.Number })),
+  when: (t) => ${when},
+  agent: worker,
+  message: (t) => ${JSON.stringify(plan({}))}
+})
+`
+
+/** Opens `path` and waits until the page follows the live event stream, so no event is missed. */
+const openLive = (page: Page, url: string, path: string) =>
+  Effect.gen(function*() {
+    yield* promise(() => page.goto(`${url}${path}`))
+    yield* promise(() => page.waitForSelector("#live.on"))
+  })
 
 describe.skipIf(skipBrowser)("the inspector in Chromium", () => {
   it.scopedLive("sends a message from the chat view and shows the reply as it streams", () =>
@@ -105,20 +125,10 @@ describe.skipIf(skipBrowser)("the inspector in Chromium", () => {
 
   it.scopedLive("the playbooks page shows a delivery, what matched and what was skipped and why", () =>
     Effect.gen(function*() {
-      const playbook = (when: string) => `import { Schema } from "effect"
-import { definePlaybook, webhook } from "foundry"
-import worker from "../agents/worker/agent.js"
-export default definePlaybook({
-  on: webhook("tickets", Schema.Struct({ id: Schema.String, priority: Schema.Number })),
-  when: (t) => ${when},
-  agent: worker,
-  message: (t) => ${JSON.stringify(plan({}))}
-})
-`
       const root = yield* tempProject({
         ...durableProject(join(tmpdir(), `foundry-ui-${randomUUID()}.log`)),
-        "playbooks/urgent.ts": playbook("t.priority >= 3"),
-        "playbooks/calm.ts": playbook("t.priority < 3")
+        "playbooks/urgent.ts": playbookFile("t.priority >= 3"),
+        "playbooks/calm.ts": playbookFile("t.priority < 3")
       })
       const server = yield* startServer(root, { model: plannedModel })
       const page = yield* browserPage
@@ -130,6 +140,58 @@ export default definePlaybook({
       const text = yield* promise(() => card.textContent())
       expect(text).toContain("matched urgent")
       expect(text).toContain("skipped calm: when(event) is false")
+    }))
+
+  it.scopedLive("the playbooks page shows a delivery that arrives while it is open, without a reload", () =>
+    Effect.gen(function*() {
+      const root = yield* tempProject({
+        ...durableProject(join(tmpdir(), `foundry-ui-${randomUUID()}.log`)),
+        "playbooks/urgent.ts": playbookFile("t.priority >= 3")
+      })
+      const server = yield* startServer(root, { model: plannedModel })
+      const page = yield* browserPage
+      yield* openLive(page, server.url, "/playbooks")
+      yield* promise(() => page.waitForSelector("[data-testid=deliveries] >> text=No deliveries yet."))
+      const delivered = yield* http(`${server.url}/hooks/tickets`, { body: { id: "t-2", priority: 5 }, headers: { "x-event-id": "t-2" } })
+      expect(delivered.status).toBe(202)
+      const card = page.locator("[data-delivery='tickets:t-2']")
+      yield* promise(() => card.waitFor({ timeout: 10_000 }))
+      expect(yield* promise(() => card.textContent())).toContain("matched urgent")
+    }))
+
+  it.scopedLive("the runs list names what started each run: a schedule, an agent's timer, a webhook's playbook or the API", () =>
+    Effect.gen(function*() {
+      const root = yield* tempProject({
+        ...durableProject(join(tmpdir(), `foundry-ui-${randomUUID()}.log`), "", { timers: true }),
+        "schedules/nightly.ts": `import { defineSchedule } from "foundry"
+import worker from "../agents/worker/agent.js"
+export default defineSchedule({ agent: worker, every: "1 day", message: ${JSON.stringify(plan({}))} })
+`,
+        "playbooks/urgent.ts": playbookFile("t.priority >= 3")
+      })
+      const server = yield* startServer(root, { model: plannedModel })
+      const page = yield* browserPage
+      // From the API: a run that arms a timer for itself.
+      const created = yield* http(`${server.url}/api/runs`, {
+        body: { agent: "worker", message: plan({ calls: [{ name: "foundry_schedule", arguments: { in: "1 day", message: plan({}) } }] }) }
+      })
+      const fromApi = (created.json as { runId: string }).runId
+      yield* waitForRun(server.url, fromApi)
+      const schedules = (yield* http(`${server.url}/api/schedules`)).json as ReadonlyArray<{ id: string; lastRunId: string | null }>
+      const timer = schedules.find((s) => s.id.startsWith("agent:"))?.id ?? "no agent timer"
+      const fire = (id: string) =>
+        Effect.map(http(`${server.url}/api/schedules/${encodeURIComponent(id)}/trigger`, { method: "POST" }), (r) => (r.json as { lastRunId: string }).lastRunId)
+      const fromSchedule = yield* fire("nightly")
+      const fromTimer = yield* fire(timer)
+      const delivered = yield* http(`${server.url}/hooks/tickets`, { body: { id: "t-3", priority: 5 } })
+      const fromWebhook = (delivered.json as { runs: ReadonlyArray<{ runId: string }> }).runs[0]?.runId ?? "no webhook run"
+      yield* promise(() => page.goto(`${server.url}/runs`))
+      const source = (runId: string) =>
+        promise(() => page.locator(`tr[data-run="${runId}"] [data-source]`).evaluate((td) => [td.getAttribute("data-source"), td.textContent]))
+      expect(yield* source(fromSchedule)).toEqual(["schedule", "schedule nightly"])
+      expect(yield* source(fromTimer)).toEqual(["timer", `timer ${timer.slice("agent:".length)}`])
+      expect(yield* source(fromWebhook)).toEqual(["webhook", "playbook urgent on /hooks/tickets"])
+      expect(yield* source(fromApi)).toEqual(["api", "api"])
     }))
 
   it.scopedLive("tokens and cost show on the run, the conversation and the agent's page, with charts per day and latency percentiles", () =>

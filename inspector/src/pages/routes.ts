@@ -25,7 +25,8 @@ export const schedulesPage = (root: HTMLElement) => {
   }
   draw()
   return onEvent((event) => {
-    if (event.type === "run.queued") draw()
+    // A firing queues a run; an agent arming a timer adds a row.
+    if (event.type === "run.queued" || event.type === "timer.armed") draw()
   })
 }
 

@@ -4,16 +4,17 @@
  */
 import { api, onEvent, type RunView } from "../api.js"
 import { clock, duration, h, link, replace } from "../dom.js"
+import { dispatchesFor, type RunSource, runSource } from "../runSource.js"
 
 /** A run's status as a colored tag. */
 export const runStatus = (status: string) => h("span", { class: `status ${status}`, "data-status": status }, status)
 
-const row = (run: RunView) =>
+const row = (run: RunView, source: RunSource) =>
   h("tr", { "data-run": run.id },
     h("td", {}, runStatus(run.status)),
     h("td", {}, link(`/runs/${run.id}`, run.agent)),
     h("td", { class: "muted" }, run.instanceId),
-    h("td", { class: "muted" }, run.parentRunId !== undefined ? "child run" : run.steeredFrom !== undefined ? "steer" : "api"),
+    h("td", { "data-source": source.kind }, source.label),
     h("td", { class: "clip" }, run.input),
     h("td", {}, clock(run.createdAt)),
     h("td", {}, duration(run.finishedAt !== undefined && run.startedAt !== undefined ? run.finishedAt - run.startedAt : undefined)))
@@ -46,10 +47,11 @@ export const runsPage = (root: HTMLElement) => {
     if (status.value !== "") query.set("status", status.value)
     if (agent.value !== "") query.set("agent", agent.value)
     const runs = await api.runs(`?${query}`)
+    const dispatches = await dispatchesFor(runs)
     // Rows are replaced in place, keyed by run id, so the page does not jump.
     const existing = new Map([...tbody.querySelectorAll<HTMLTableRowElement>("tr[data-run]")].map((tr) => [tr.dataset.run, tr]))
     const rows = runs.map((run) => {
-      const fresh = row(run)
+      const fresh = row(run, runSource(run, dispatches))
       const old = existing.get(run.id)
       if (old !== undefined) {
         old.replaceWith(fresh)
@@ -61,7 +63,8 @@ export const runsPage = (root: HTMLElement) => {
   void draw()
   let pending: ReturnType<typeof setTimeout> | undefined
   return onEvent((event) => {
-    if (!event.type.startsWith("run.") || pending !== undefined) return
+    // `playbook.dispatched` names the playbook of a run already listed.
+    if (!(event.type.startsWith("run.") || event.type === "playbook.dispatched") || pending !== undefined) return
     pending = setTimeout(() => {
       pending = undefined
       void draw()

@@ -1,7 +1,8 @@
 /**
  * Foundry's native HTTP API, as one `HttpApi` value: the server implements it, clients and the
  * OpenAPI document (`/api/openapi.json`) are derived from it. Any endpoint may answer `BadRequest`
- * (see `readableErrors`).
+ * (see `readableErrors`) or, when the store cannot be used, `StoreUnavailable` (see
+ * `handlers/storeUnavailable`).
  */
 import { HttpApi, OpenApi } from "@effect/platform"
 import { ApprovalsGroup } from "./ApprovalsGroup.js"
@@ -11,6 +12,7 @@ import { EventsGroup } from "./EventsGroup.js"
 import { HooksGroup } from "./HooksGroup.js"
 import { SchedulesGroup } from "./SchedulesGroup.js"
 import { RunsGroup } from "./RunsGroup.js"
+import { StoreUnavailable } from "./StoreUnavailable.js"
 import { SystemGroup } from "./SystemGroup.js"
 import { UsageGroup } from "./UsageGroup.js"
 
@@ -25,6 +27,7 @@ export class FoundryApi extends HttpApi.make("foundry")
   .add(UsageGroup)
   .add(SystemGroup)
   .addError(BadRequest)
+  .addError(StoreUnavailable)
   .annotate(OpenApi.Title, "Foundry")
   .annotate(OpenApi.Transform, declareBadRequestOnly)
 {}

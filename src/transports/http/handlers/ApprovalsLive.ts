@@ -6,6 +6,7 @@ import { Effect } from "effect"
 import { Dispatcher } from "../../../dispatch/Dispatcher.js"
 import { Store } from "../../../durable/Store.js"
 import { FoundryApi } from "../api/FoundryApi.js"
+import { orStoreUnavailable } from "./storeUnavailable.js"
 import { approvalView } from "./toView.js"
 
 /** Handlers for `/api/approvals`. */
@@ -15,10 +16,10 @@ export const ApprovalsLive = HttpApiBuilder.group(FoundryApi, "approvals", (hand
     const store = yield* Store
     return handlers
       .handle("list", ({ urlParams }) =>
-        store.listApprovals(urlParams.status).pipe(Effect.map((approvals) => approvals.map(approvalView)), Effect.orDie))
+        store.listApprovals(urlParams.status).pipe(Effect.map((approvals) => approvals.map(approvalView)), orStoreUnavailable))
       .handle("decide", ({ path, payload }) =>
         dispatcher.decide(path.approvalId, payload.decision, payload.reason, payload.scope).pipe(
           Effect.map(approvalView),
-          Effect.catchTag("StoreError", Effect.die)
+          orStoreUnavailable
         ))
   }))

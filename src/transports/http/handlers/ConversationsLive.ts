@@ -6,6 +6,7 @@ import { Effect } from "effect"
 import { ConversationNotFound } from "../../../dispatch/Dispatcher.js"
 import { Store } from "../../../durable/Store.js"
 import { FoundryApi } from "../api/FoundryApi.js"
+import { orStoreUnavailable } from "./storeUnavailable.js"
 import { messageView } from "./toView.js"
 
 /** Handlers for `/api/conversations`. */
@@ -14,14 +15,14 @@ export const ConversationsLive = HttpApiBuilder.group(FoundryApi, "conversations
     const store = yield* Store
     return handlers.handle("messages", ({ path }) =>
       Effect.gen(function*() {
-        const conversation = yield* store.getConversation(path.conversationId).pipe(Effect.orDie)
+        const conversation = yield* store.getConversation(path.conversationId)
         if (conversation._tag === "None") {
           return yield* new ConversationNotFound({
             conversation: path.conversationId,
             message: `there is no conversation "${path.conversationId}"`
           })
         }
-        const messages = yield* store.listMessages(path.conversationId).pipe(Effect.orDie)
+        const messages = yield* store.listMessages(path.conversationId)
         return messages.map(messageView)
-      }))
+      }).pipe(orStoreUnavailable))
   }))

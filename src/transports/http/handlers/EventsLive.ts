@@ -9,6 +9,7 @@ import { Store } from "../../../durable/Store.js"
 import { EventLog } from "../../../events/EventLog.js"
 import { FoundryApi } from "../api/FoundryApi.js"
 import { heartbeatFrame, sseFrame } from "./sse.js"
+import { cutOnStoreError, orStoreUnavailable } from "./storeUnavailable.js"
 
 /** How often an idle SSE stream sends a comment, so proxies and clients know it is alive. */
 const heartbeat = "15 seconds"
@@ -29,7 +30,7 @@ export const EventsLive = HttpApiBuilder.group(FoundryApi, "events", (handlers) 
           // Without a cursor the stream is live: it starts with what happens from now on.
           const now = yield* Clock.currentTimeMillis
           const live = (resume === undefined ? events.follow({ ...filter, since: filter.since ?? now }, 0) : events.follow(filter, resume))
-            .pipe(Stream.map(sseFrame), Stream.orDie)
+            .pipe(cutOnStoreError, Stream.map(sseFrame))
           const beats = Stream.fromSchedule(Schedule.spaced(heartbeat)).pipe(Stream.map(() => heartbeatFrame))
           // A first comment at once, so the client sees the stream open before any event.
           const stream = Stream.concat(Stream.make(heartbeatFrame), Stream.merge(live, beats, { haltStrategy: "left" }))
@@ -38,7 +39,7 @@ export const EventsLive = HttpApiBuilder.group(FoundryApi, "events", (handlers) 
             headers: { "cache-control": "no-cache" }
           })
         }
-        const page = yield* store.listEvents({ ...filter, after, limit: limit ?? 100 }).pipe(Effect.orDie)
+        const page = yield* store.listEvents({ ...filter, after, limit: limit ?? 100 }).pipe(orStoreUnavailable)
         const last = page[page.length - 1]
         const body = last !== undefined && page.length === (limit ?? 100) ? { events: page, nextAfter: last.seq } : { events: page }
         return yield* HttpServerResponse.json(body).pipe(Effect.orDie)

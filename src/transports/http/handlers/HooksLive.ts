@@ -5,6 +5,7 @@ import { HttpApiBuilder, HttpServerRequest, HttpServerResponse } from "@effect/p
 import { Effect } from "effect"
 import { Webhooks } from "../../../triggers/Webhooks.js"
 import { FoundryApi } from "../api/FoundryApi.js"
+import { orStoreUnavailable } from "./storeUnavailable.js"
 
 /** Handlers for `/hooks`. */
 export const HooksLive = HttpApiBuilder.group(FoundryApi, "hooks", (handlers) =>
@@ -14,7 +15,7 @@ export const HooksLive = HttpApiBuilder.group(FoundryApi, "hooks", (handlers) =>
       Effect.gen(function*() {
         const request = yield* HttpServerRequest.HttpServerRequest
         const body = yield* Effect.orDie(request.text)
-        const result = yield* webhooks.deliver(path.name, body, request.headers).pipe(Effect.catchTag("StoreError", Effect.die))
+        const result = yield* webhooks.deliver(path.name, body, request.headers).pipe(orStoreUnavailable)
         return yield* HttpServerResponse.json(result, { status: result.duplicate ? 200 : 202 }).pipe(Effect.orDie)
       }))
   }))

@@ -8,11 +8,11 @@ import { Store } from "../../../durable/Store.js"
 import { EventLog } from "../../../events/EventLog.js"
 import { FoundryApi } from "../api/FoundryApi.js"
 import { sseFrame } from "./sse.js"
+import { cutOnStoreError, orStoreUnavailable } from "./storeUnavailable.js"
 import { runView } from "./toView.js"
 
 const findRun = (runId: string) =>
   Effect.flatMap(Store, (store) => store.getRun(runId)).pipe(
-    Effect.orDie,
     Effect.flatMap(Option.match({
       onNone: () => Effect.fail(new RunNotFound({ runId, message: `there is no run "${runId}"` })),
       onSome: Effect.succeed
@@ -29,16 +29,15 @@ export const RunsLive = HttpApiBuilder.group(FoundryApi, "runs", (handlers) =>
       .handle("create", ({ headers, payload }) =>
         dispatcher.submit({ ...payload, idempotencyKey: headers["idempotency-key"] }).pipe(
           Effect.map((run) => ({ runId: run.id, conversationId: run.conversationId, instanceId: run.instanceId })),
-          Effect.catchTag("StoreError", Effect.die)
+          orStoreUnavailable
         ))
       .handle("list", ({ urlParams }) =>
         store.listRuns({ agent: urlParams.agent, status: urlParams.status, limit: urlParams.limit ?? 50 }).pipe(
           Effect.map((runs) => runs.map(runView)),
-          Effect.orDie
+          orStoreUnavailable
         ))
-      .handle("get", ({ path }) => Effect.map(findRun(path.runId), runView))
-      .handle("cancel", ({ path }) =>
-        dispatcher.cancel(path.runId).pipe(Effect.map(runView), Effect.catchTag("StoreError", Effect.die)))
+      .handle("get", ({ path }) => findRun(path.runId).pipe(Effect.map(runView), orStoreUnavailable))
+      .handle("cancel", ({ path }) => dispatcher.cancel(path.runId).pipe(Effect.map(runView), orStoreUnavailable))
       .handle("steer", ({ path, payload }) =>
         dispatcher.steer(path.runId, payload.message).pipe(
           Effect.map((run) => ({
@@ -47,7 +46,7 @@ export const RunsLive = HttpApiBuilder.group(FoundryApi, "runs", (handlers) =>
             instanceId: run.instanceId,
             steeredFrom: path.runId
           })),
-          Effect.catchTag("StoreError", Effect.die)
+          orStoreUnavailable
         ))
       .handleRaw("events", ({ path }) =>
         Effect.gen(function*() {
@@ -55,11 +54,11 @@ export const RunsLive = HttpApiBuilder.group(FoundryApi, "runs", (handlers) =>
           const request = yield* HttpServerRequest.HttpServerRequest
           if ((request.headers.accept ?? "").includes("text/event-stream")) {
             return HttpServerResponse.stream(
-              events.runEvents(path.runId).pipe(Stream.map(sseFrame), Stream.orDie),
+              events.runEvents(path.runId).pipe(cutOnStoreError, Stream.map(sseFrame)),
               { contentType: "text/event-stream", headers: { "cache-control": "no-cache" } }
             )
           }
-          const stored = yield* store.listEvents({ runId: path.runId, limit: 100_000 }).pipe(Effect.orDie)
+          const stored = yield* store.listEvents({ runId: path.runId, limit: 100_000 })
           return yield* HttpServerResponse.json(stored).pipe(Effect.orDie)
-        }))
+        }).pipe(orStoreUnavailable))
   }))

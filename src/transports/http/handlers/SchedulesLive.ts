@@ -5,6 +5,7 @@ import { HttpApiBuilder } from "@effect/platform"
 import { Effect } from "effect"
 import { Schedules, type ScheduleView } from "../../../triggers/Schedules.js"
 import { FoundryApi } from "../api/FoundryApi.js"
+import { orStoreUnavailable } from "./storeUnavailable.js"
 
 /** The schedule with its timing as plain string fields. */
 const flat = (view: ScheduleView) => ({
@@ -17,8 +18,8 @@ export const SchedulesHttpLive = HttpApiBuilder.group(FoundryApi, "schedules", (
   Effect.gen(function*() {
     const schedules = yield* Schedules
     return handlers
-      .handle("list", () => schedules.list.pipe(Effect.map((all) => all.map(flat)), Effect.orDie))
-      .handle("pause", ({ path }) => schedules.pause(path.scheduleId).pipe(Effect.map(flat), Effect.catchTag("StoreError", Effect.die)))
-      .handle("resume", ({ path }) => schedules.resume(path.scheduleId).pipe(Effect.map(flat), Effect.catchTag("StoreError", Effect.die)))
-      .handle("trigger", ({ path }) => schedules.trigger(path.scheduleId).pipe(Effect.map(flat), Effect.catchTag("StoreError", Effect.die)))
+      .handle("list", () => schedules.list.pipe(Effect.map((all) => all.map(flat)), orStoreUnavailable))
+      .handle("pause", ({ path }) => schedules.pause(path.scheduleId).pipe(Effect.map(flat), orStoreUnavailable))
+      .handle("resume", ({ path }) => schedules.resume(path.scheduleId).pipe(Effect.map(flat), orStoreUnavailable))
+      .handle("trigger", ({ path }) => schedules.trigger(path.scheduleId).pipe(Effect.map(flat), orStoreUnavailable))
   }))

@@ -7,6 +7,7 @@ import type { GroupedUsage, UsageSums } from "../../../durable/records.js"
 import { Store } from "../../../durable/Store.js"
 import { FoundryApi } from "../api/FoundryApi.js"
 import type { UsageRow } from "../api/UsageGroup.js"
+import { orStoreUnavailable } from "./storeUnavailable.js"
 
 const sums = (usage: UsageSums) => ({
   runs: usage.runs,
@@ -41,5 +42,5 @@ export const UsageLive = HttpApiBuilder.group(FoundryApi, "usage", (handlers) =>
         const groups = yield* store.sumUsageBy(filter, groupBy)
         const total = yield* store.sumUsage(filter)
         return { groupBy, rows: groups.map(row), total: sums(total) }
-      }).pipe(Effect.orDie))
+      }).pipe(orStoreUnavailable))
   }))
