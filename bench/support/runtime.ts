@@ -7,7 +7,9 @@ import { Context, Effect, Layer } from "effect"
 import { runtimeLayer } from "../../src/cli/ProjectRuntime.js"
 import { loadProject } from "../../src/compiler/loadProject.js"
 import { Dispatcher, type RunRequest } from "../../src/dispatch/Dispatcher.js"
+import { Database } from "../../src/durable/Database.js"
 import { Store } from "../../src/durable/Store.js"
+import { EventStorage } from "../../src/events/EventStorage.js"
 import type { LanguageModel } from "../../src/models/Model.js"
 import { layerFixed } from "../../src/models/ModelResolverLive.js"
 
@@ -19,6 +21,8 @@ Reflect.set(globalThis, Symbol.for("foundry/tsx-registered"), true)
 export interface BenchRuntime {
   readonly dispatcher: Context.Tag.Service<Dispatcher>
   readonly store: Context.Tag.Service<Store>
+  readonly events: Context.Tag.Service<EventStorage>
+  readonly database: Context.Tag.Service<Database>
 }
 
 /** Loads the project at `root` and builds its runtime in the current scope. */
@@ -26,7 +30,12 @@ export const startRuntime = (root: string, options: { readonly storeFile: string
   Effect.gen(function*() {
     const app = yield* loadProject(root, 1)
     const context = yield* Layer.build(runtimeLayer(app, { storeFile: options.storeFile, models: layerFixed(options.model) }))
-    const runtime: BenchRuntime = { dispatcher: Context.get(context, Dispatcher), store: Context.get(context, Store) }
+    const runtime: BenchRuntime = {
+      dispatcher: Context.get(context, Dispatcher),
+      store: Context.get(context, Store),
+      events: Context.get(context, EventStorage),
+      database: Context.get(context, Database)
+    }
     return runtime
   }).pipe(Effect.provide(NodeContext.layer))
 

@@ -100,7 +100,7 @@ export const layer = (options: LocalDispatcherOptions) =>
               if (outcome === "suspended") yield* Queue.offer(approvalsChanged, undefined)
             }).pipe(Effect.ensuring(Effect.ignore(journal.release(lease))))
           }))
-          yield* wakeParent(run.id)
+          if (run.parentRunId !== null && run.parentToolCallId !== null) yield* wakeParent(run.id)
         })
 
       /** Puts the run at the back of its conversation's lane. */

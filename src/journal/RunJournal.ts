@@ -195,7 +195,9 @@ export const layer = Layer.effect(
         }),
 
       release: (lease) =>
-        released.has(lease) ? Effect.void : Effect.asVoid(database.write({ statements: [statements.releaseLease(lease)] })),
+        Effect.suspend(() =>
+          released.has(lease) ? Effect.void : Effect.asVoid(database.write({ statements: [statements.releaseLease(lease)] }))
+        ),
 
       record: (run, step, lease) =>
         Effect.gen(function*() {

@@ -5,7 +5,7 @@
  */
 import { HttpApiBuilder, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { Clock, Effect, Schedule, Stream } from "effect"
-import { Store } from "../../../durable/Store.js"
+import { EventStorage } from "../../../events/EventStorage.js"
 import { EventLog } from "../../../events/EventLog.js"
 import { FoundryApi } from "../api/FoundryApi.js"
 import { heartbeatFrame, sseFrame } from "./sse.js"
@@ -17,7 +17,7 @@ const heartbeat = "15 seconds"
 /** Handlers for `/api/events`. */
 export const EventsLive = HttpApiBuilder.group(FoundryApi, "events", (handlers) =>
   Effect.gen(function*() {
-    const store = yield* Store
+    const storage = yield* EventStorage
     const events = yield* EventLog
     return handlers.handleRaw("list", ({ urlParams }) =>
       Effect.gen(function*() {
@@ -39,7 +39,7 @@ export const EventsLive = HttpApiBuilder.group(FoundryApi, "events", (handlers) 
             headers: { "cache-control": "no-cache" }
           })
         }
-        const page = yield* store.listEvents({ ...filter, after, limit: limit ?? 100 }).pipe(orStoreUnavailable)
+        const page = yield* storage.list({ ...filter, after, limit: limit ?? 100 }).pipe(orStoreUnavailable)
         const last = page[page.length - 1]
         const body = last !== undefined && page.length === (limit ?? 100) ? { events: page, nextAfter: last.seq } : { events: page }
         return yield* HttpServerResponse.json(body).pipe(Effect.orDie)

@@ -5,6 +5,7 @@ import { HttpApiBuilder, HttpServerRequest, HttpServerResponse } from "@effect/p
 import { Effect, Option, Stream } from "effect"
 import { Dispatcher, RunNotFound } from "../../../dispatch/Dispatcher.js"
 import { Store } from "../../../durable/Store.js"
+import { EventStorage } from "../../../events/EventStorage.js"
 import { EventLog } from "../../../events/EventLog.js"
 import { FoundryApi } from "../api/FoundryApi.js"
 import { sseFrame } from "./sse.js"
@@ -24,6 +25,7 @@ export const RunsLive = HttpApiBuilder.group(FoundryApi, "runs", (handlers) =>
   Effect.gen(function*() {
     const dispatcher = yield* Dispatcher
     const store = yield* Store
+    const eventStorage = yield* EventStorage
     const events = yield* EventLog
     return handlers
       .handle("create", ({ headers, payload }) =>
@@ -58,7 +60,7 @@ export const RunsLive = HttpApiBuilder.group(FoundryApi, "runs", (handlers) =>
               { contentType: "text/event-stream", headers: { "cache-control": "no-cache" } }
             )
           }
-          const stored = yield* store.listEvents({ runId: path.runId, limit: 100_000 })
+          const stored = yield* eventStorage.list({ runId: path.runId, limit: 100_000 })
           return yield* HttpServerResponse.json(stored).pipe(Effect.orDie)
         }).pipe(orStoreUnavailable))
   }))

@@ -3,7 +3,7 @@
  * `StoreUnavailable` (503), the server's log gets the `StoreError` with the operation that failed.
  */
 import { Effect, Stream } from "effect"
-import { StoreError } from "../../../durable/Store.js"
+import { StoreError } from "../../../durable/StoreError.js"
 import { StoreUnavailable } from "../api/StoreUnavailable.js"
 
 // The same words for every endpoint: whatever the store said stays in the log.
