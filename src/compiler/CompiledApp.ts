@@ -36,4 +36,9 @@ export interface CompiledApp {
   readonly agents: ReadonlyMap<string, CompiledAgent>
   /** What the config's layers provide; every tool runs with these. */
   readonly services: Context.Context<unknown>
+  /**
+   * Which build of the project this is, for every event it records: in development `dev-<hash>`,
+   * a short hash of the route files' and the config file's contents (see `releaseOf`).
+   */
+  readonly release: string
 }

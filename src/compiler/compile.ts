@@ -3,12 +3,16 @@
  * Schemas, and the config's layers are built once so that every service a tool requires is known
  * to be there before the first run.
  */
+import { createHash } from "node:crypto"
+import { existsSync, readFileSync } from "node:fs"
+import { join } from "node:path"
 import { Cause, Context, Effect, JSONSchema, Layer, Schema, SchemaAST, type Scope } from "effect"
 import { timerToolsOf } from "../definitions/defineAgent.js"
 import { defineTool } from "../definitions/defineTool.js"
 import { timerTools } from "../engine/agentTimers.js"
 import type { AnyTool } from "../definitions/defineTool.js"
 import { RouteError, RouteErrors } from "../router/RouteError.js"
+import { listRouteFiles } from "../router/RoutePath.js"
 import type { RouteTable } from "../router/RouteTable.js"
 import type { CompiledAgent, CompiledApp, CompiledTool } from "./CompiledApp.js"
 import { LayerBuildError, MissingService, MissingServices } from "./CompileError.js"
@@ -90,6 +94,25 @@ const buildServices = (table: RouteTable): Effect.Effect<Context.Context<unknown
   )
 }
 
+/**
+ * The release of the project at `root` as its files are now: `dev-` and a short hash of every file
+ * under the route folders and of the config file, names and contents. Two builds of the same
+ * sources share a release; any edit, addition, removal or rename makes a new one, so events say
+ * which build of the project wrote them.
+ */
+export const releaseOf = (root: string, configFile: string | undefined): string => {
+  const hash = createHash("sha256")
+  const files = configFile === undefined ? listRouteFiles(root) : [configFile, ...listRouteFiles(root)]
+  for (const file of files) {
+    const path = join(root, file)
+    // A file deleted since it was listed is hashed as absent; the next build sees the deletion.
+    const content = existsSync(path) ? readFileSync(path) : Buffer.alloc(0)
+    // Lengths first, so that no two different sets of files can hash the same bytes.
+    hash.update(`${Buffer.byteLength(file)}:${file}:${content.byteLength}:`).update(content)
+  }
+  return `dev-${hash.digest("hex").slice(0, 12)}`
+}
+
 /** Compiles a route table; the config's layers live as long as the given scope. */
 export const compile = Effect.fn("compiler.compile")(function*(table: RouteTable) {
   const errors: Array<RouteError> = []
@@ -167,6 +190,7 @@ export const compile = Effect.fn("compiler.compile")(function*(table: RouteTable
   if (missing.length > 0) {
     return yield* new MissingServices({ configFile: table.configFile ?? "foundry.config.ts", missing })
   }
-  const app: CompiledApp = { table, agents, services }
+  const release = yield* Effect.sync(() => releaseOf(table.root, table.configFile))
+  const app: CompiledApp = { table, agents, services, release }
   return app
 })

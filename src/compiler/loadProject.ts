@@ -8,7 +8,7 @@ import { discover } from "../router/discover.js"
 import type { ProjectConfig } from "../router/loadConfig.js"
 import type { RouteTable } from "../router/RouteTable.js"
 import type { CompiledApp } from "./CompiledApp.js"
-import { compile } from "./compile.js"
+import { compile, releaseOf } from "./compile.js"
 
 /**
  * Discovers, generates and compiles the project at `root` as build `generation`, with its config
@@ -37,5 +37,5 @@ export const emptyApp = (root: string, { config, configFile }: ProjectConfig): C
     configFile,
     idOf: () => undefined
   }
-  return { table, agents: new Map(), services: Context.unsafeMake<unknown>(new Map()) }
+  return { table, agents: new Map(), services: Context.unsafeMake<unknown>(new Map()), release: releaseOf(root, configFile) }
 }

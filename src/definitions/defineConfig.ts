@@ -1,19 +1,83 @@
 /**
  * `defineConfig`: the project's `foundry.config.ts`: where runs are stored, where the server
- * listens, and the layers that provide what tools require.
+ * listens, the layers that provide what tools require, and the runtime's tunables.
+ *
+ * The config's shape is one Schema, `ConfigSchema`; its type is the Schema's type. `defineConfig`
+ * fills in `defaultConfig` for what a project leaves out, and the router checks the result against
+ * the Schema when it loads `foundry.config.ts` (a JavaScript config, or a cast, is not type-checked),
+ * so a wrong value stops the build with the file and the field named.
  */
-import type { Config, Duration, Layer, Redacted } from "effect"
-import type { ModelPrice } from "../models/prices.js"
+import { Config, Duration, Layer, Option, type Redacted, Schema } from "effect"
 import { brand, type Branded } from "./RouteKind.js"
 
 /** Any layer. `Layer` is contravariant in its input, so only `any` accepts every layer. */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 export type AnyLayer = Layer.Layer<any, any, any>
 
+/** Whether a duration was written negative: Effect reads those as zero, which nobody means. */
+const isNegative = (input: unknown): boolean =>
+  typeof input === "number"
+    ? !(input >= 0)
+    : typeof input === "bigint"
+    ? input < 0n
+    : typeof input === "string"
+    ? input.startsWith("-")
+    : Array.isArray(input) && input.some((part) => !(typeof part === "number" && part >= 0))
+
+/** A duration as Effect reads it: `"30 seconds"`, `"10 minutes"`, milliseconds as a number, or a `Duration`. */
+export const DurationInputSchema = Schema.declare(
+  (input: unknown): input is Duration.DurationInput => !isNegative(input) && Option.isSome(Duration.decodeUnknown(input)),
+  {
+    identifier: "DurationInput",
+    description: `a duration such as "30 seconds" or "10 minutes" (or milliseconds as a number), not negative`
+  }
+)
+
+/** A duration above zero, for what must pass before something happens again (a lease, a heartbeat). */
+const PositiveDuration = DurationInputSchema.pipe(
+  Schema.filter((input) => Duration.greaterThan(Duration.decode(input), Duration.zero), {
+    description: `a duration above zero such as "3 seconds" or "10 minutes"`
+  })
+)
+
+const WholeAbove0 = Schema.Int.pipe(Schema.positive({ description: "a whole number above 0" }))
+const Whole = Schema.Int.pipe(Schema.nonNegative({ description: "a whole number, 0 or more" }))
+const Amount = Schema.Number.pipe(Schema.finite(), Schema.nonNegative({ description: "a number, 0 or more" }))
+const Text = Schema.String.pipe(Schema.minLength(1, { description: "a non-empty string" }))
+
+/** A layer the config's `layers` list holds. */
+const LayerSchema = Schema.declare((input: unknown): input is AnyLayer => Layer.isLayer(input), {
+  identifier: "Layer",
+  description: "an Effect Layer"
+})
+
+/**
+ * A secret or URL read from the environment when it is needed. A `Config`'s value type cannot be
+ * seen at run time: that it yields a `Redacted` is what the TypeScript signature checks.
+ */
+const RedactedConfig = Schema.declare(
+  (input: unknown): input is Config.Config<Redacted.Redacted> => Config.isConfig(input),
+  { identifier: "Config", description: `a Config value such as Config.redacted("DATABASE_URL")` }
+)
+
 /** Where runs, conversations and events are kept. */
-export type StoreConfig =
-  | { readonly sqlite: string }
-  | { readonly postgres: Config.Config<Redacted.Redacted> | string }
+export const StoreConfigSchema = Schema.Union(
+  Schema.Struct({ sqlite: Text }),
+  Schema.Struct({ postgres: Schema.Union(RedactedConfig, Text) })
+).annotations({
+  identifier: "StoreConfig",
+  // One line for the whole union: which member the value meant is anyone's guess.
+  message: () => ({
+    message: `expected { sqlite: "<file>" } or { postgres: "<url>" } (or postgres: Config.redacted("DATABASE_URL"))`,
+    override: true
+  })
+})
+
+/** Where runs, conversations and events are kept. */
+export type StoreConfig = typeof StoreConfigSchema.Type
+
+/** A model's price in USD per million tokens. */
+const ModelPriceSchema = Schema.Struct({ input: Amount, output: Amount })
 
 /**
  * Spending limits. Per run (`maxTokensPerRun`, `maxCostPerRun`) and per agent instance per UTC day
@@ -21,12 +85,15 @@ export type StoreConfig =
  * started that day). Tokens are input plus output; costs are USD from the price table. A run that
  * goes over one fails, with a message naming the budget and the file to raise it in.
  */
-export interface Budget {
-  readonly maxTokensPerRun?: number | undefined
-  readonly maxCostPerRun?: number | undefined
-  readonly maxTokensPerInstancePerDay?: number | undefined
-  readonly maxCostPerInstancePerDay?: number | undefined
-}
+export const BudgetSchema = Schema.Struct({
+  maxTokensPerRun: Schema.optional(Whole),
+  maxCostPerRun: Schema.optional(Amount),
+  maxTokensPerInstancePerDay: Schema.optional(Whole),
+  maxCostPerInstancePerDay: Schema.optional(Amount)
+}).annotations({ identifier: "Budget" })
+
+/** Spending limits, per run and per agent instance per UTC day. */
+export type Budget = typeof BudgetSchema.Type
 
 /**
  * One permission rule: what happens to calls of the tools whose model-facing name matches `tool`,
@@ -35,89 +102,37 @@ export interface Budget {
  * the tool's `approval` says to; `ask` asks a person first, even when the tool says `"never"`;
  * `deny` never runs it and tells the model `denied by the project's permission rules: <reason>`.
  */
-export interface PermissionRule {
-  readonly agent?: string | undefined
-  readonly tool: string
-  readonly action: "allow" | "ask" | "deny"
-  readonly reason?: string | undefined
-}
+export const PermissionRuleSchema = Schema.Struct({
+  agent: Schema.optional(Text),
+  tool: Text,
+  action: Schema.Literal("allow", "ask", "deny"),
+  reason: Schema.optional(Schema.String)
+}).annotations({ identifier: "PermissionRule" })
+
+/** One permission rule. */
+export type PermissionRule = typeof PermissionRuleSchema.Type
+
+/** A share of a model's context window. */
+const WindowShare = Schema.Number.pipe(
+  Schema.greaterThan(0),
+  Schema.lessThanOrEqualTo(1, { description: "a share of the context window, above 0 and at most 1 (e.g. 0.6)" })
+)
 
 /**
- * A project configuration. `Provides` is the union of the services its layers provide, kept for
- * the generated requirement check.
+ * The configuration a project without `foundry.config.ts` gets, and what `defineConfig` fills in
+ * for every field a project leaves out (`ShardingConfig.defaults` of `@effect/cluster` in spirit).
+ * The README's "Config" section lists the same values.
  */
-export interface ConfigDefinition<Provides = unknown> extends Branded<"config"> {
-  readonly store: StoreConfig
-  readonly server: { readonly port: number; readonly host: string }
-  readonly layers: ReadonlyArray<AnyLayer>
-  /** Type-level only: never set at run time. */
-  readonly provides?: () => Provides
-  /** How many runs may execute at once across all conversations. */
-  readonly concurrency: number
-  /** Consecutive failed tool calls after which a run fails. */
-  readonly maxToolFailures: number
-  /** Retries of transient model failures (429, 5xx, network): exponential backoff with jitter. */
-  readonly modelRetry: { readonly times: number; readonly base: Duration.DurationInput; readonly max: Duration.DurationInput }
-  /** How long an approval waits for a person before it expires (as denied). */
-  readonly approvalTimeout: Duration.DurationInput
-  /**
-   * Rules checked before every tool call, in order; the first that matches decides. A call no
-   * rule matches follows its tool's own `approval` policy. Default: none.
-   */
-  readonly permissions: ReadonlyArray<PermissionRule>
-  /**
-   * How long a tool call may run when its tool sets no `timeout`. A call that takes longer is
-   * interrupted and the model is told it timed out; it counts as a failure for `maxToolFailures`.
-   */
-  readonly toolTimeout: Duration.DurationInput
-  /**
-   * The most characters of one tool result the model is shown; a longer result is cut, with a note
-   * saying how much. Events keep the whole output.
-   */
-  readonly toolOutputLimit: number
-  /** Limits on the timers agents arm with `foundry_schedule` and `foundry_sleep`. */
-  readonly timers: {
-    /** The shortest time between two firings of a recurring timer (`every`, or a cron's next two). */
-    readonly minInterval: Duration.DurationInput
-    /** The most active timers one agent instance may have; arming one more is refused. */
-    readonly maxPendingPerInstance: number
-  }
-  /**
-   * Keeping conversations inside their model's context window: `windows` in tokens by model name
-   * (e.g. `"openai:my-model": 32000`; common models are known), and the shares of the window at
-   * which old tool results are shortened (`soft`) and older turns are summarized (`hard`).
-   */
-  readonly context: {
-    readonly windows: Readonly<Record<string, number>>
-    readonly soft: number
-    readonly hard: number
-  }
-  /**
-   * Model prices in USD per million tokens by model name as events show it, e.g.
-   * `"openai:my-model": { input: 1, output: 2 }`; added to (and replacing) the known defaults.
-   */
-  readonly prices: Readonly<Record<string, ModelPrice>>
-  /** Every agent's budget; an agent's own `budget` replaces these field by field. */
-  readonly budget: Budget
-  /** Per webhook name: the HMAC-SHA256 secret its deliveries must be signed with. */
-  readonly webhooks: Readonly<Record<string, { readonly secret?: Config.Config<Redacted.Redacted> | string }>>
-  /** How long events are kept (by age, by count) and how often old ones are pruned. */
-  readonly events: {
-    readonly retention: { readonly maxAge?: Duration.DurationInput; readonly maxCount?: number }
-    readonly pruneEvery: Duration.DurationInput
-  }
-}
-
-/** The services a config's layers provide. */
-export type ProvidedBy<C> = C extends ConfigDefinition<infer Provides> ? Provides : never
-
-/** The services a union of layers provides; none for no layers. */
-type ServicesOf<L extends AnyLayer> = [L] extends [never] ? never : Layer.Layer.Success<L>
-
-/** The configuration a project without `foundry.config.ts` gets. */
 export const defaultConfig = {
   store: { sqlite: ".foundry/foundry.db" },
-  server: { port: 4141, host: "127.0.0.1" },
+  server: {
+    port: 4141,
+    host: "127.0.0.1",
+    /** The largest request body the HTTP server reads, in bytes: 1 MiB. */
+    bodyLimit: 1_048_576,
+    /** How often an idle SSE stream gets a comment, so proxies and clients keep it open. */
+    sseHeartbeat: "15 seconds"
+  },
   concurrency: 50,
   maxToolFailures: 3,
   modelRetry: { times: 4, base: "200 millis", max: "10 seconds" },
@@ -126,52 +141,212 @@ export const defaultConfig = {
   toolOutputLimit: 16_000,
   timers: { minInterval: "1 minute", maxPendingPerInstance: 20 },
   context: { windows: {}, soft: 0.6, hard: 0.8 },
-  events: { retention: { maxAge: "30 days" }, pruneEvery: "10 minutes" }
+  events: { retention: { maxAge: "30 days" }, pruneEvery: "10 minutes" },
+  /** How long a conversation lease lasts without renewal: a process that stops renewing loses it then. */
+  leaseTtl: "3 seconds",
+  /** A schedule firing later than `misfireGrace` after its time is a misfire (the process was down). */
+  schedules: { misfireGrace: "1 minute" }
 } as const
 
-/** Defines the project configuration. */
+/** Keeps shortening (`soft`) before summarizing (`hard`). */
+const ContextSchema = Schema.Struct({
+  windows: Schema.Record({ key: Schema.String, value: WholeAbove0 }),
+  soft: WindowShare.annotations({ default: defaultConfig.context.soft }),
+  hard: WindowShare.annotations({ default: defaultConfig.context.hard })
+}).pipe(
+  Schema.filter((context) =>
+    context.soft <= context.hard || `soft (${context.soft}) must not be above hard (${context.hard}): old tool results are shortened before turns are summarized`
+  )
+)
+
+/** The shape of a project configuration; every field is documented where `defaultConfig` sets it. */
+export const ConfigSchema = Schema.Struct({
+  /** Where runs, conversations and events are kept. */
+  store: StoreConfigSchema.annotations({ default: defaultConfig.store }),
+  /** Where the server listens, and limits of its HTTP transport. */
+  server: Schema.Struct({
+    port: Schema.Int.pipe(Schema.between(0, 65535, { description: "a port number from 0 to 65535" })).annotations({ default: defaultConfig.server.port }),
+    host: Text.annotations({ default: defaultConfig.server.host }),
+    bodyLimit: WholeAbove0.annotations({ default: defaultConfig.server.bodyLimit }),
+    sseHeartbeat: PositiveDuration.annotations({ default: defaultConfig.server.sseHeartbeat })
+  }),
+  /** The layers that provide what tools require. */
+  layers: Schema.Array(LayerSchema),
+  /** How many runs may execute at once across all conversations. */
+  concurrency: WholeAbove0.annotations({ default: defaultConfig.concurrency }),
+  /** Consecutive failed tool calls after which a run fails. */
+  maxToolFailures: WholeAbove0.annotations({ default: defaultConfig.maxToolFailures }),
+  /** Retries of transient model failures (429, 5xx, network): exponential backoff with jitter. */
+  modelRetry: Schema.Struct({
+    times: Whole.annotations({ default: defaultConfig.modelRetry.times }),
+    base: DurationInputSchema.annotations({ default: defaultConfig.modelRetry.base }),
+    max: DurationInputSchema.annotations({ default: defaultConfig.modelRetry.max })
+  }),
+  /** How long an approval waits for a person before it expires (as denied). */
+  approvalTimeout: DurationInputSchema.annotations({ default: defaultConfig.approvalTimeout }),
+  /**
+   * Rules checked before every tool call, in order; the first that matches decides. A call no
+   * rule matches follows its tool's own `approval` policy. Default: none.
+   */
+  permissions: Schema.Array(PermissionRuleSchema),
+  /**
+   * How long a tool call may run when its tool sets no `timeout`. A call that takes longer is
+   * interrupted and the model is told it timed out; it counts as a failure for `maxToolFailures`.
+   */
+  toolTimeout: DurationInputSchema.annotations({ default: defaultConfig.toolTimeout }),
+  /**
+   * The most characters of one tool result the model is shown; a longer result is cut, with a note
+   * saying how much. Events keep the whole output.
+   */
+  toolOutputLimit: WholeAbove0.annotations({ default: defaultConfig.toolOutputLimit }),
+  /** Limits on the timers agents arm with `foundry_schedule` and `foundry_sleep`. */
+  timers: Schema.Struct({
+    /** The shortest time between two firings of a recurring timer (`every`, or a cron's next two). */
+    minInterval: DurationInputSchema.annotations({ default: defaultConfig.timers.minInterval }),
+    /** The most active timers one agent instance may have; arming one more is refused. */
+    maxPendingPerInstance: Whole.annotations({ default: defaultConfig.timers.maxPendingPerInstance })
+  }),
+  /**
+   * Keeping conversations inside their model's context window: `windows` in tokens by model name
+   * (e.g. `"openai:my-model": 32000`; common models are known), and the shares of the window at
+   * which old tool results are shortened (`soft`) and older turns are summarized (`hard`).
+   */
+  context: ContextSchema,
+  /**
+   * Model prices in USD per million tokens by model name as events show it, e.g.
+   * `"openai:my-model": { input: 1, output: 2 }`; added to (and replacing) the known defaults.
+   */
+  prices: Schema.Record({ key: Schema.String, value: ModelPriceSchema }),
+  /** Every agent's budget; an agent's own `budget` replaces these field by field. */
+  budget: BudgetSchema,
+  /** Per webhook name: the HMAC-SHA256 secret its deliveries must be signed with. */
+  webhooks: Schema.Record({
+    key: Schema.String,
+    value: Schema.Struct({ secret: Schema.optional(Schema.Union(RedactedConfig, Schema.String)) })
+  }),
+  /** How long events are kept (by age, by count) and how often old ones are pruned. */
+  events: Schema.Struct({
+    retention: Schema.Struct({
+      maxAge: Schema.optional(DurationInputSchema).annotations({ default: defaultConfig.events.retention.maxAge }),
+      maxCount: Schema.optional(WholeAbove0)
+    }),
+    pruneEvery: PositiveDuration.annotations({ default: defaultConfig.events.pruneEvery })
+  }),
+  /** How long a conversation lease lasts without renewal. */
+  leaseTtl: PositiveDuration.annotations({ default: defaultConfig.leaseTtl }),
+  /** Schedules: how late a firing may be before its `misfire` policy decides what it becomes. */
+  schedules: Schema.Struct({
+    misfireGrace: DurationInputSchema.annotations({ default: defaultConfig.schedules.misfireGrace })
+  })
+}).annotations({ identifier: "Config", description: "a Foundry project configuration (foundry.config.ts)" })
+
+/** The fields of a project configuration, every one set. */
+export type ConfigFields = typeof ConfigSchema.Type
+
+/**
+ * A project configuration. `Provides` is the union of the services its layers provide, kept for
+ * the generated requirement check.
+ */
+export interface ConfigDefinition<Provides = unknown> extends ConfigFields, Branded<"config"> {
+  /** Type-level only: never set at run time. */
+  readonly provides?: () => Provides
+}
+
+/** The services a config's layers provide. */
+export type ProvidedBy<C> = C extends ConfigDefinition<infer Provides> ? Provides : never
+
+/** The services a union of layers provides; none for no layers. */
+type ServicesOf<L extends AnyLayer> = [L] extends [never] ? never : Layer.Layer.Success<L>
+
+// Not type guards on purpose: a JavaScript config may hold anything there, and what is not a list
+// or an object is passed on as it is, for the check at load to name.
+const isList = (value: unknown): boolean => Array.isArray(value)
+const isObject = (value: unknown): boolean => typeof value === "object" && value !== null
+
+/** A frozen copy of a list, `[]` when there is none. */
+const listOf = <A>(given: ReadonlyArray<A> | undefined): ReadonlyArray<A> =>
+  given === undefined ? [] : isList(given) ? Object.freeze([...given]) : given
+
+/** A copy of an object, `{}` when there is none. */
+const copyOf = <A extends object>(given: A | undefined, empty: A): A =>
+  given === undefined ? empty : isObject(given) ? { ...given } : given
+
+/**
+ * Defines the project configuration. Every field is optional: what is left out (or `undefined`)
+ * gets its value from `defaultConfig`. Fields it does not know are kept, so that loading the
+ * config can name them rather than ignore a misspelt one.
+ */
 export const defineConfig = <L extends AnyLayer = never>(definition: {
   readonly store?: StoreConfig
-  readonly server?: { readonly port?: number; readonly host?: string }
+  readonly server?: Partial<ConfigFields["server"]>
   readonly layers?: ReadonlyArray<L>
   readonly concurrency?: number
   readonly maxToolFailures?: number
-  readonly modelRetry?: Partial<ConfigDefinition["modelRetry"]>
+  readonly modelRetry?: Partial<ConfigFields["modelRetry"]>
   readonly approvalTimeout?: Duration.DurationInput
   readonly permissions?: ReadonlyArray<PermissionRule>
   readonly toolTimeout?: Duration.DurationInput
   readonly toolOutputLimit?: number
-  readonly timers?: Partial<ConfigDefinition["timers"]>
-  readonly context?: Partial<ConfigDefinition["context"]>
-  readonly prices?: ConfigDefinition["prices"]
+  readonly timers?: Partial<ConfigFields["timers"]>
+  readonly context?: Partial<ConfigFields["context"]>
+  readonly prices?: ConfigFields["prices"]
   readonly budget?: Budget
-  readonly webhooks?: ConfigDefinition["webhooks"]
+  readonly webhooks?: ConfigFields["webhooks"]
   readonly events?: {
-    readonly retention?: { readonly maxAge?: Duration.DurationInput; readonly maxCount?: number }
+    readonly retention?: ConfigFields["events"]["retention"]
     readonly pruneEvery?: Duration.DurationInput
   }
-}): ConfigDefinition<ServicesOf<L>> =>
-  brand("config", {
+  readonly leaseTtl?: Duration.DurationInput
+  readonly schedules?: Partial<ConfigFields["schedules"]>
+}): ConfigDefinition<ServicesOf<L>> => {
+  const { context, events, modelRetry, schedules, server, timers } = definition
+  return brand("config", {
+    ...definition,
     store: definition.store ?? defaultConfig.store,
     server: {
-      port: definition.server?.port ?? defaultConfig.server.port,
-      host: definition.server?.host ?? defaultConfig.server.host
+      ...server,
+      port: server?.port ?? defaultConfig.server.port,
+      host: server?.host ?? defaultConfig.server.host,
+      bodyLimit: server?.bodyLimit ?? defaultConfig.server.bodyLimit,
+      sseHeartbeat: server?.sseHeartbeat ?? defaultConfig.server.sseHeartbeat
     },
-    layers: Object.freeze([...(definition.layers ?? [])]),
+    layers: listOf(definition.layers),
     concurrency: definition.concurrency ?? defaultConfig.concurrency,
     maxToolFailures: definition.maxToolFailures ?? defaultConfig.maxToolFailures,
-    modelRetry: { ...defaultConfig.modelRetry, ...definition.modelRetry },
+    modelRetry: {
+      ...modelRetry,
+      times: modelRetry?.times ?? defaultConfig.modelRetry.times,
+      base: modelRetry?.base ?? defaultConfig.modelRetry.base,
+      max: modelRetry?.max ?? defaultConfig.modelRetry.max
+    },
     approvalTimeout: definition.approvalTimeout ?? defaultConfig.approvalTimeout,
-    permissions: Object.freeze([...(definition.permissions ?? [])]),
+    permissions: listOf(definition.permissions),
     toolTimeout: definition.toolTimeout ?? defaultConfig.toolTimeout,
     toolOutputLimit: definition.toolOutputLimit ?? defaultConfig.toolOutputLimit,
-    timers: { ...defaultConfig.timers, ...definition.timers },
-    context: { ...defaultConfig.context, ...definition.context },
-    prices: { ...definition.prices },
-    budget: { ...definition.budget },
-    webhooks: { ...definition.webhooks },
+    timers: {
+      ...timers,
+      minInterval: timers?.minInterval ?? defaultConfig.timers.minInterval,
+      maxPendingPerInstance: timers?.maxPendingPerInstance ?? defaultConfig.timers.maxPendingPerInstance
+    },
+    context: {
+      ...context,
+      windows: copyOf(context?.windows, defaultConfig.context.windows),
+      soft: context?.soft ?? defaultConfig.context.soft,
+      hard: context?.hard ?? defaultConfig.context.hard
+    },
+    prices: copyOf(definition.prices, {}),
+    budget: copyOf(definition.budget, {}),
+    webhooks: copyOf(definition.webhooks, {}),
     events: {
-      retention: { maxAge: defaultConfig.events.retention.maxAge, ...definition.events?.retention },
-      pruneEvery: definition.events?.pruneEvery ?? defaultConfig.events.pruneEvery
+      ...events,
+      // Given retention fields replace the default ones; an explicit `maxAge: undefined` lifts the age limit.
+      retention: { maxAge: defaultConfig.events.retention.maxAge, ...events?.retention },
+      pruneEvery: events?.pruneEvery ?? defaultConfig.events.pruneEvery
+    },
+    leaseTtl: definition.leaseTtl ?? defaultConfig.leaseTtl,
+    schedules: {
+      ...schedules,
+      misfireGrace: schedules?.misfireGrace ?? defaultConfig.schedules.misfireGrace
     }
   })
+}

@@ -3,7 +3,8 @@
  * `schedule:<route id>`), armed from the store on boot and driven by Effect's `Clock`. One fiber
  * sleeps until the soonest activation is due, however many there are. A firing is a run whose
  * `source` names the schedule and the scheduled time; after downtime, `misfire` decides what
- * missed firings become, and `overlap` what happens while the last firing's run still goes.
+ * missed firings become, and `overlap` what happens while the last firing's run still goes. A
+ * firing is missed when it comes later than the config's `schedules.misfireGrace` after its time.
  */
 import { Clock, Context, Duration, Effect, Layer, Option, Queue, Schema, Stream } from "effect"
 import type { CompiledApp } from "../compiler/CompiledApp.js"
@@ -67,8 +68,6 @@ export const activationKinds = ["schedule", "agent"] as const
 
 const decodeSpec = Schema.decodeUnknownOption(SpecSchema)
 
-/** A firing later than this after its time is a misfire (the process was down). */
-const misfireGrace = 60_000
 /** Catch-up runs at most this many missed firings. */
 const catchUpLimit = 10
 /** The longest the timer sleeps before it looks again. */
@@ -136,7 +135,9 @@ export const SchedulesLive = Layer.scoped(
         for (let t = nextFireAfter(spec.timing, scheduled, scheduled); t !== null && t <= now && missed.length < 1000; t = nextFireAfter(spec.timing, t, scheduled)) {
           missed.push(t)
         }
-        const late = now - scheduled > misfireGrace || missed.length > 1
+        // A firing later than the grace after its time is a misfire (the process was down).
+        const { misfireGrace } = (yield* current.get).table.config.schedules
+        const late = now - scheduled > Duration.toMillis(Duration.decode(misfireGrace)) || missed.length > 1
         const times = !late ? [scheduled] : spec.misfire === "skip" ? [] : spec.misfire === "run-once" ? [missed[missed.length - 1] ?? scheduled] : missed.slice(-catchUpLimit)
         let lastRunId = activation.lastRunId
         let lastFire = activation.lastFire

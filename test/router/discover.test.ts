@@ -63,7 +63,7 @@ describe("discovering a good project", () => {
       const table = yield* discoverProject({ "agents/solo/agent.ts": agentFile(), "schedules/_later.ts": "export {}\n" })
       expect(ids(table.agents)).toEqual(["solo"])
       expect(table.configFile).toBeUndefined()
-      expect(table.config.server).toEqual({ port: 4141, host: "127.0.0.1" })
+      expect(table.config.server).toEqual({ port: 4141, host: "127.0.0.1", bodyLimit: 1_048_576, sseHeartbeat: "15 seconds" })
       expect([table.tools, table.playbooks, table.schedules, table.environments]).toEqual([[], [], [], []])
     }))
 

@@ -114,6 +114,30 @@ describe("schedules (on the test clock)", () => {
       expect(yield* firings(server.url, "catcher", 5)).toHaveLength(5)
     }))
 
+  it.scoped("the config's schedules.misfireGrace decides how late a firing may be before its misfire policy applies", () =>
+    Effect.gen(function*() {
+      /** A `misfire: "skip"` schedule armed before 09:00 whose process is back at 09:30: the firings that ran, once `count` did. */
+      const lateBy30Minutes = (config: string, count: number) =>
+        Effect.gen(function*() {
+          yield* at("2026-05-04T00:00:00Z")
+          const storeFile = join(mkdtempSync(join(tmpdir(), "foundry-sched-")), "foundry.db")
+          const root = yield* tempProject({
+            ...project({ skipper: `cron: "0 9 * * *", misfire: "skip"` }),
+            ...(config === "" ? {} : { "foundry.config.ts": `import { defineConfig } from "foundry"\nexport default defineConfig(${config})\n` })
+          })
+          yield* Effect.scoped(startServer(root, { model: plannedModel, storeFile }))
+          yield* at("2026-05-04T09:30:00Z")
+          const server = yield* startServer(root, { model: plannedModel, storeFile })
+          yield* TestClock.adjust("1 second")
+          yield* realSleep(100)
+          return yield* firings(server.url, "skipper", count)
+        })
+      // By default (1 minute) half an hour late is a misfire, which "skip" drops.
+      expect(yield* lateBy30Minutes("", 0)).toEqual([])
+      // With an hour of grace the same firing is merely late: it runs, for its own time.
+      expect(yield* lateBy30Minutes(`{ schedules: { misfireGrace: "1 hour" } }`, 1)).toEqual(["2026-05-04T09:00:00.000Z"])
+    }))
+
   it.scoped("overlap skip does not start a firing while the last one's run still goes", () =>
     Effect.gen(function*() {
       yield* at("2026-06-01T00:00:00Z")
