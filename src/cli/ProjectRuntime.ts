@@ -76,9 +76,11 @@ export interface RuntimeOptions {
 /** Everything but the HTTP server. */
 export const runtimeLayer = (app: CompiledApp, options: RuntimeOptions = {}) =>
   WebhooksLive.pipe(
-    Layer.provideMerge(LocalDispatcher.layer({ concurrency: app.table.config.concurrency })),
+    Layer.provideMerge(LocalDispatcher.layer({ concurrency: app.table.config.concurrency, leaseTtl: app.table.config.leaseTtl })),
     Layer.provideMerge(RunJournal.layer),
-    Layer.provideMerge(EventLog.layer(app.table.config.events)),
+    // Events carry the release of the build serving when they happen (a reload changes it).
+    Layer.provideMerge(Layer.unwrapEffect(Effect.map(CurrentApp.CurrentApp, (current) =>
+      EventLog.layer({ ...app.table.config.events, release: Effect.map(current.get, (serving) => serving.release) })))),
     Layer.provideMerge(EventStorage.layer),
     Layer.provideMerge(SqlStore.layer),
     Layer.provideMerge(databaseLayer(app, options.storeFile)),
@@ -94,7 +96,7 @@ export const serverLayer = (
   server: { readonly port: number; readonly host: string },
   options: RuntimeOptions = {}
 ) =>
-  HttpServerLive.layer(server).pipe(
+  HttpServerLive.layer({ ...server, bodyLimit: app.table.config.server.bodyLimit }).pipe(
     Layer.provideMerge(OtlpExportLive),
     Layer.provideMerge(SchedulesLive),
     Layer.provideMerge(runtimeLayer(app, options))

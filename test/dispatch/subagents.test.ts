@@ -38,6 +38,9 @@ describe("subagents and spawned runs", () => {
       const events = (yield* http(`${url}/api/runs/${parent.runId}/events`)).json as Array<{ type: string; data: Record<string, unknown> }>
       expect(events.find((e) => e.type === "run.suspended")?.data).toMatchObject({ reason: "child", childRunId: child!.id })
       expect(events.find((e) => e.type === "tool.call.completed")?.data).toMatchObject({ output: { runId: child!.id } })
+      // The parent waits once and wakes once: woken by its child's end, it does not suspend again.
+      const lifecycle = events.filter((e) => e.type.startsWith("run.")).map((e) => e.type)
+      expect(lifecycle).toEqual(["run.queued", "run.started", "run.suspended", "run.resumed", "run.completed"])
     }))
 
   it.scopedLive("cancelling a parent cancels the child it waits for", () =>

@@ -21,10 +21,10 @@ import { readableErrors } from "./readableErrors.js"
 /** The API with every group implemented. */
 export const ApiLive = HttpApiBuilder.api(FoundryApi).pipe(Layer.provide([RunsLive, ConversationsLive, ApprovalsLive, EventsLive, HooksLive, SchedulesHttpLive, SystemLive, UsageLive]))
 
-/** Serves the API on `host:port` (port 0 picks a free one). */
-export const layer = (options: { readonly port: number; readonly host: string }) =>
+/** Serves the API on `host:port` (port 0 picks a free one), reading request bodies up to `bodyLimit` bytes. */
+export const layer = (options: { readonly port: number; readonly host: string; readonly bodyLimit: number }) =>
   HttpApiBuilder.serve().pipe(
-    Layer.provide(HttpApiBuilder.middleware(FoundryApi, readableErrors)),
+    Layer.provide(HttpApiBuilder.middleware(FoundryApi, readableErrors(options.bodyLimit))),
     Layer.provide(HttpApiBuilder.middlewareOpenApi({ path: "/api/openapi.json" })),
     Layer.provide(InspectorLive),
     Layer.provide(ApiLive),

@@ -11,9 +11,6 @@ import { BadRequest } from "./api/BadRequest.js"
 import { FoundryApi } from "./api/FoundryApi.js"
 import { requestIssues } from "./requestIssues.js"
 
-/** The largest request body the API reads. */
-export const maxBodyBytes = 1024 * 1024
-
 const issuesOfRequest = requestIssues(FoundryApi)
 
 const explain = Effect.fn("readableErrors.explain")(function*(error: HttpApiError.HttpApiDecodeError) {
@@ -24,8 +21,8 @@ const explain = Effect.fn("readableErrors.explain")(function*(error: HttpApiErro
   return yield* Effect.die(new Error(`a decode failure that is not the request's: ${error.message}`))
 })
 
-/** Wraps the API's app. */
-export const readableErrors = <E, R>(app: HttpApp.Default<E, R>): HttpApp.Default<E | BadRequest, R> =>
+/** Wraps the API's app; request bodies over `maxBodyBytes` (the config's `server.bodyLimit`) are refused. */
+export const readableErrors = (maxBodyBytes: number) => <E, R>(app: HttpApp.Default<E, R>): HttpApp.Default<E | BadRequest, R> =>
   app.pipe(
     Effect.catchAllCause((cause): HttpApp.Default<E | BadRequest> => {
       // Body decoding dies rather than fails inside HttpApi, so defects are looked at too.

@@ -5,6 +5,7 @@
  */
 import { HttpApiBuilder, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { Clock, Effect, Schedule, Stream } from "effect"
+import { CurrentApp } from "../../../compiler/CurrentApp.js"
 import { EventStorage } from "../../../events/EventStorage.js"
 import { EventLog } from "../../../events/EventLog.js"
 import { FoundryApi } from "../api/FoundryApi.js"
@@ -12,13 +13,12 @@ import { heartbeatFrame, sseFrame } from "./sse.js"
 import { cutOnStoreError, orStoreUnavailable } from "./storeUnavailable.js"
 
 /** How often an idle SSE stream sends a comment, so proxies and clients know it is alive. */
-const heartbeat = "15 seconds"
-
 /** Handlers for `/api/events`. */
 export const EventsLive = HttpApiBuilder.group(FoundryApi, "events", (handlers) =>
   Effect.gen(function*() {
     const storage = yield* EventStorage
     const events = yield* EventLog
+    const current = yield* CurrentApp
     return handlers.handleRaw("list", ({ urlParams }) =>
       Effect.gen(function*() {
         const { after, limit, ...filter } = urlParams
@@ -31,6 +31,7 @@ export const EventsLive = HttpApiBuilder.group(FoundryApi, "events", (handlers) 
           const now = yield* Clock.currentTimeMillis
           const live = (resume === undefined ? events.follow({ ...filter, since: filter.since ?? now }, 0) : events.follow(filter, resume))
             .pipe(cutOnStoreError, Stream.map(sseFrame))
+          const heartbeat = (yield* current.get).table.config.server.sseHeartbeat
           const beats = Stream.fromSchedule(Schedule.spaced(heartbeat)).pipe(Stream.map(() => heartbeatFrame))
           // A first comment at once, so the client sees the stream open before any event.
           const stream = Stream.concat(Stream.make(heartbeatFrame), Stream.merge(live, beats, { haltStrategy: "left" }))
