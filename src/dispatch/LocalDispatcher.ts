@@ -14,7 +14,7 @@ import { runAgent } from "../engine/AgentLoop.js"
 import { closeOpenCalls } from "../engine/closeOpenCalls.js"
 import { RunStarter } from "../engine/RunStarter.js"
 import { type EventDraft, EventLog } from "../events/EventLog.js"
-import { type Lease, LeaseLost, RunJournal } from "../journal/RunJournal.js"
+import { type Lease, RunJournal } from "../journal/RunJournal.js"
 import { eventOf } from "../journal/trace.js"
 import type { ModelResolver } from "../models/Model.js"
 import {
@@ -71,13 +71,18 @@ export const layer = (options: LocalDispatcherOptions) =>
           Effect.orDie
         )
 
-      /** Renews the lease until interrupted; fails when it was taken over. */
-      const keepLease = (lease: Lease) =>
-        Effect.gen(function*() {
-          yield* Effect.sleep(Duration.millis(leaseTtl / 3))
-          const held = yield* journal.renew(lease, leaseTtl).pipe(Effect.orDie)
-          if (!held) return yield* new LeaseLost({ conversationId: lease.conversationId, token: lease.token })
-        }).pipe(Effect.forever)
+      // Leases held by this process's executing runs. One fiber renews them all every third of the
+      // TTL (concurrent renewals share a transaction); a run whose lease another executor took
+      // over is interrupted here, its writes being fenced off already.
+      const held = new Map<Lease, string>()
+      yield* Effect.gen(function*() {
+        yield* Effect.sleep(Duration.millis(leaseTtl / 3))
+        yield* Effect.forEach([...held], ([lease, runId]) =>
+          journal.renew(lease, leaseTtl).pipe(
+            Effect.flatMap((kept) => kept ? Effect.void : Effect.zipRight(Effect.sync(() => held.delete(lease)), FiberMap.remove(fibers, runId))),
+            Effect.catchAllCause((cause) => Effect.logWarning("could not renew a conversation lease", cause))
+          ), { concurrency: "unbounded", discard: true })
+      }).pipe(Effect.forever, Effect.forkScoped)
 
       /**
        * Executes the run once its conversation's earlier runs are done: in a slot, then under the
@@ -94,11 +99,12 @@ export const layer = (options: LocalDispatcherOptions) =>
               if (status === "suspended" && run.status !== "suspended") return
               const app = yield* current.get
               const latest = status === run.status ? run : new RunRecord({ ...run, status }, { disableValidation: true })
-              const outcome = yield* Effect.raceFirst(runAgent(app, latest, lease), keepLease(lease)).pipe(
+              held.set(lease, run.id)
+              const outcome = yield* runAgent(app, latest, lease).pipe(
                 Effect.catchTag("LeaseLost", () => Effect.succeed(undefined))
               )
               if (outcome === "suspended") yield* Queue.offer(approvalsChanged, undefined)
-            }).pipe(Effect.ensuring(Effect.ignore(journal.release(lease))))
+            }).pipe(Effect.ensuring(Effect.zipRight(Effect.sync(() => held.delete(lease)), Effect.ignore(journal.release(lease)))))
           }))
           if (run.parentRunId !== null && run.parentToolCallId !== null) yield* wakeParent(run.id)
         })

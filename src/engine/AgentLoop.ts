@@ -33,11 +33,23 @@ import { foreignOpenCalls, type JournalEntry, modelView } from "./transcript.js"
 /** How a run's execution ended (a suspended run continues later). */
 export type RunOutcome = "completed" | "failed" | "suspended"
 
-const systemPrompt = (agent: CompiledAgent, instance: InstanceInfo): string => {
-  const instructions = agent.definition.instructions
-  const text = typeof instructions === "function" ? instructions({ instance }) : instructions
-  return text === "" ? agent.definition.description : text
-}
+/** The agent's instructions; instructions that are a function of the instance read the instance first. */
+const systemPrompt = (agent: CompiledAgent, run: RunRecord) =>
+  Effect.gen(function*() {
+    const instructions = agent.definition.instructions
+    let text: string
+    if (typeof instructions === "function") {
+      // Every way a run is created makes its instance first, so a read is enough (made here only if it went missing).
+      const store = yield* Store
+      const found = yield* store.getInstance(run.agent, run.instanceId)
+      const instance = Option.isSome(found) ? found.value : yield* store.ensureInstance(run.agent, run.instanceId)
+      const info: InstanceInfo = { id: instance.id, context: instance.context }
+      text = instructions({ instance: info })
+    } else {
+      text = instructions
+    }
+    return text === "" ? agent.definition.description : text
+  })
 
 /** The agent's models, in fallback order, resolved. */
 const resolveModels = (agent: CompiledAgent) =>
@@ -104,9 +116,6 @@ const executeRun = (app: CompiledApp, agent: CompiledAgent, run: RunRecord, step
       model: resolved.model.name,
       ...(resolved.fallbackFrom === undefined ? {} : { requestedModel: resolved.fallbackFrom })
     })
-    // Every way a run is created makes its instance first, so a read is enough (made here only if it went missing).
-    const found = yield* store.getInstance(run.agent, run.instanceId)
-    const instance = Option.isSome(found) ? found.value : yield* store.ensureInstance(run.agent, run.instanceId)
     const stored = yield* store.listMessages(run.conversationId)
     journal.push(...stored)
     // The run's own messages decide its next step: other runs of the conversation may have
@@ -184,7 +193,7 @@ const executeRun = (app: CompiledApp, agent: CompiledAgent, run: RunRecord, step
       record({ _tag: "summary", content: summary.text, keepFrom })
     })
 
-    const system = systemPrompt(agent, { id: instance.id, context: instance.context })
+    const system = yield* systemPrompt(agent, run)
     const tools = [...agent.tools.values()]
     const toolNames = tools.map((t) => t.name)
     const specs = tools.map((t) => t.spec)

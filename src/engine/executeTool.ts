@@ -46,7 +46,7 @@ export interface DecodedCall {
 }
 
 /** Decodes a call's arguments with its tool's input schema; a problem becomes a failed outcome. */
-export const decodeCall = Effect.fn("engine.decodeCall")(function*(
+export const decodeCall = Effect.fnUntraced(function*(
   tool: CompiledTool | undefined,
   call: ToolCall,
   available: ReadonlyArray<string>
@@ -117,7 +117,7 @@ export const runTool = Effect.fn("engine.runTool")(function*(
 })
 
 /** The call itself, under its tool's timeout (or `defaultTimeout`), its output encoded. */
-const runWithTimeout = Effect.fn("engine.runWithTimeout")(function*(
+const runWithTimeout = Effect.fnUntraced(function*(
   { input, rawInput, tool }: DecodedCall,
   context: Omit<ToolRunContext, "idempotencyKey">,
   services: Context.Context<unknown>,

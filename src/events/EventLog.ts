@@ -18,8 +18,8 @@ export type EventDraft = Omit<FoundryEvent, "id" | "seq" | "time" | "release">
 export class EventLog extends Context.Tag("foundry/EventLog")<EventLog, {
   /** Records an event (unless it is ephemeral) and publishes it to live subscribers. */
   readonly emit: (draft: EventDraft) => Effect.Effect<FoundryEvent, StoreError>
-  /** The draft as an event: its id, time and release. Writers that store events with other rows (the run journal) stamp them here. */
-  readonly stamp: (draft: EventDraft) => Effect.Effect<UnsequencedEvent>
+  /** The drafts as events: each with its id, the time and the release. Writers that store events with other rows (the run journal) stamp them here. */
+  readonly stamp: (drafts: ReadonlyArray<EventDraft>) => Effect.Effect<ReadonlyArray<UnsequencedEvent>>
   /** Publishes events already stored to live subscribers, in order. */
   readonly publish: (events: ReadonlyArray<FoundryEvent>) => Effect.Effect<void>
   /** A run's events: the stored ones, then live ones, ending with the event that ends the run. */
@@ -57,15 +57,16 @@ export const layer = (options: EventLogOptions = {}) => Layer.scoped(
     const hub = yield* Effect.acquireRelease(PubSub.unbounded<FoundryEvent>(), PubSub.shutdown)
     const currentRelease = options.release ?? Effect.succeed("dev")
 
-    const stamp = (draft: EventDraft): Effect.Effect<UnsequencedEvent> =>
-      Effect.zipWith(Clock.currentTimeMillis, currentRelease, (time, release) => ({ ...draft, id: newId("evt"), time, release }))
+    const stamp = (drafts: ReadonlyArray<EventDraft>): Effect.Effect<ReadonlyArray<UnsequencedEvent>> =>
+      Effect.zipWith(Clock.currentTimeMillis, currentRelease, (time, release) => drafts.map((draft) => ({ ...draft, id: newId("evt"), time, release })))
 
     const publish = (stored: ReadonlyArray<FoundryEvent>) => Effect.asVoid(PubSub.publishAll(hub, stored))
 
     // Written through the database's group commit: an emitter waits until its event is durable.
     const emit = (draft: EventDraft) =>
       Effect.gen(function*() {
-        const event = yield* stamp(draft)
+        const [event] = yield* stamp([draft])
+        if (event === undefined) return yield* Effect.dieMessage("stamping an event gave none")
         if (ephemeralTypes.has(draft.type)) {
           const published = { ...event, seq: 0 }
           yield* PubSub.publish(hub, published)

@@ -126,7 +126,7 @@ export const layer = Layer.effect(
       drafts: ReadonlyArray<EventDraft>,
       lease: Lease | undefined
     ) {
-      const stamped = yield* Effect.forEach(drafts, events.stamp)
+      const stamped = drafts.length === 0 ? [] : yield* events.stamp(drafts)
       const all = stamped.length === 0 ? unit.statements : [...unit.statements, insertEvents(stamped)]
       if (all.length === 0) return []
       const result = yield* database.write({ guard: unit.guard, statements: all })
