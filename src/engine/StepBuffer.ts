@@ -42,7 +42,8 @@ export const makeStepBuffer = (run: RunRecord, lease: Lease | undefined) =>
     let usage: Array<TurnUsage> = []
     const buffer: StepBuffer = {
       emit: (type, step, data, parentStep) => Effect.sync(() => drafts.push(eventOf(run, type, data, step, parentStep))),
-      delta: (step, data) => Effect.asVoid(Effect.orDie(events.emit(eventOf(run, "model.delta", data, step)))),
+      // Text deltas are only streamed: with nobody following, there is nothing to make.
+      delta: (step, data) => events.followed() ? Effect.asVoid(Effect.orDie(events.emit(eventOf(run, "model.delta", data, step)))) : Effect.void,
       push: (draft) => drafts.push(draft),
       message: (message) => messages.push(message),
       usage: (turn) => usage.push(turn),

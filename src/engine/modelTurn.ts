@@ -5,7 +5,7 @@
  */
 import { Duration, Effect, Option, Ref, Schedule, Stream } from "effect"
 import type { NonEmptyReadonlyArray } from "effect/Array"
-import { type LanguageModel, ModelError, type ModelRequest, type ToolCall } from "../models/Model.js"
+import { type LanguageModel, type ModelChunk, ModelError, type ModelRequest, type ToolCall } from "../models/Model.js"
 
 /** What one model turn produced. */
 export interface TurnResult {
@@ -41,24 +41,39 @@ const retrySchedule = (policy: RetryPolicy) =>
     Schedule.intersect(Schedule.recurs(policy.times))
   )
 
-/** Streams one model turn, forwarding text deltas, and collects what it produced. */
+/** Adds one chunk to the turn so far. */
+const addChunk = (acc: TurnResult, chunk: ModelChunk): TurnResult => {
+  switch (chunk._tag) {
+    case "TextDelta":
+      return { ...acc, text: acc.text + chunk.text }
+    case "ToolCall":
+      return { ...acc, toolCalls: [...acc.toolCalls, chunk.call] }
+    case "Usage":
+      return { ...acc, inputTokens: chunk.inputTokens, outputTokens: chunk.outputTokens }
+  }
+}
+
+/**
+ * The turn's chunks folded into what it produced, text deltas forwarded as they arrive: from the
+ * whole answer when the model has it at once, else from its stream.
+ */
+const foldTurn = (model: LanguageModel, request: ModelRequest, options: TurnOptions): Effect.Effect<TurnResult, ModelError> => {
+  const fold = (acc: TurnResult, chunk: ModelChunk): Effect.Effect<TurnResult> =>
+    chunk._tag === "TextDelta" ? Effect.as(Effect.ignore(options.onDelta(chunk.text)), addChunk(acc, chunk)) : Effect.succeed(addChunk(acc, chunk))
+  const whole = model.complete?.(request)
+  return whole === undefined
+    ? Stream.runFoldEffect(model.stream(request), emptyTurn(model), fold)
+    : Effect.flatMap(whole, (chunks) => Effect.reduce(chunks, emptyTurn(model), fold))
+}
+
+/** One model turn, text deltas forwarded, transient failures retried. */
 export const modelTurn = (
   model: LanguageModel,
   request: ModelRequest,
   options: TurnOptions
 ): Effect.Effect<TurnResult, ModelError> =>
   // Suspended, so that every retry asks the model again, whatever the adapter does eagerly.
-  Stream.suspend(() => model.stream(request)).pipe(
-    Stream.runFoldEffect(emptyTurn(model), (acc, chunk): Effect.Effect<TurnResult> => {
-      switch (chunk._tag) {
-        case "TextDelta":
-          return Effect.as(Effect.ignore(options.onDelta(chunk.text)), { ...acc, text: acc.text + chunk.text })
-        case "ToolCall":
-          return Effect.succeed({ ...acc, toolCalls: [...acc.toolCalls, chunk.call] })
-        case "Usage":
-          return Effect.succeed({ ...acc, inputTokens: chunk.inputTokens, outputTokens: chunk.outputTokens })
-      }
-    }),
+  Effect.suspend(() => foldTurn(model, request, options)).pipe(
     Effect.catchAllDefect((defect) =>
       Effect.fail(
         new ModelError({

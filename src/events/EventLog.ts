@@ -20,6 +20,8 @@ export class EventLog extends Context.Tag("foundry/EventLog")<EventLog, {
   readonly emit: (draft: EventDraft) => Effect.Effect<FoundryEvent, StoreError>
   /** The drafts as events: each with its id, the time and the release. Writers that store events with other rows (the run journal) stamp them here. */
   readonly stamp: (drafts: ReadonlyArray<EventDraft>) => Effect.Effect<ReadonlyArray<UnsequencedEvent>>
+  /** Whether anyone follows events live now: ephemeral events nobody follows need not be made at all. */
+  readonly followed: () => boolean
   /** Publishes events already stored to live subscribers, in order. */
   readonly publish: (events: ReadonlyArray<FoundryEvent>) => Effect.Effect<void>
   /** A run's events: the stored ones, then live ones, ending with the event that ends the run. */
@@ -56,6 +58,7 @@ export const layer = (options: EventLogOptions = {}) => Layer.scoped(
     const database = yield* Database
     const hub = yield* Effect.acquireRelease(PubSub.unbounded<FoundryEvent>(), PubSub.shutdown)
     const currentRelease = options.release ?? Effect.succeed("dev")
+    let followers = 0
 
     const stamp = (drafts: ReadonlyArray<EventDraft>): Effect.Effect<ReadonlyArray<UnsequencedEvent>> =>
       Effect.zipWith(Clock.currentTimeMillis, currentRelease, (time, release) => drafts.map((draft) => ({ ...draft, id: newId("evt"), time, release })))
@@ -83,6 +86,7 @@ export const layer = (options: EventLogOptions = {}) => Layer.scoped(
       Stream.unwrapScoped(
         Effect.gen(function*() {
           const live = yield* PubSub.subscribe(hub)
+          yield* Effect.acquireRelease(Effect.sync(() => followers++), () => Effect.sync(() => followers--))
           const history: Array<FoundryEvent> = []
           let cursor = after
           while (true) {
@@ -125,7 +129,7 @@ export const layer = (options: EventLogOptions = {}) => Layer.scoped(
       )
     }
 
-    return EventLog.of({ emit, stamp, publish, runEvents, follow: (filter, after) => follow(filter, after) })
+    return EventLog.of({ emit, stamp, followed: () => followers > 0, publish, runEvents, follow: (filter, after) => follow(filter, after) })
   })
 )
 

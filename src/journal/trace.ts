@@ -7,7 +7,25 @@ import { createHash } from "node:crypto"
 import type { RunRecord } from "../durable/records.js"
 import type { EventDraft } from "../events/EventLog.js"
 
-const hash = (text: string, length: number): string => createHash("sha256").update(text).digest("hex").slice(0, length)
+// Every event of a run derives its trace and span ids from the same few texts: remembered, so that
+// a run hashes each once rather than once per event. Bounded: the oldest half goes when full.
+const remembered = new Map<string, string>()
+const maxRemembered = 20_000
+
+const hash = (text: string, length: number): string => {
+  const known = remembered.get(text)
+  if (known !== undefined) return known
+  const digest = createHash("sha256").update(text).digest("hex").slice(0, length)
+  if (remembered.size >= maxRemembered) {
+    let drop = maxRemembered / 2
+    for (const key of remembered.keys()) {
+      remembered.delete(key)
+      if (--drop === 0) break
+    }
+  }
+  remembered.set(text, digest)
+  return digest
+}
 
 /** The trace id a run starts when nothing started it. */
 export const traceIdOf = (runId: string): string => hash(`trace:${runId}`, 32)

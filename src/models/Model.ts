@@ -2,7 +2,7 @@
  * The Model service: one streamed model turn, behind one interface that the `openai`, `demo`
  * and `scripted` implementations share. The engine never knows which one it talks to.
  */
-import { Context, Schema, type Stream } from "effect"
+import { Context, type Effect, Schema, type Stream } from "effect"
 
 /** A tool call as the model asked for it: `arguments` is the raw JSON text the model produced. */
 export const ToolCall = Schema.Struct({
@@ -61,6 +61,12 @@ export interface LanguageModel {
   /** The name shown in events and in the inspector, e.g. `openai:gpt-4.1-mini` or `demo`. */
   readonly name: string
   readonly stream: (request: ModelRequest) => Stream.Stream<ModelChunk, ModelError>
+  /**
+   * The whole turn at once, for a model that has all of it before the first chunk (an in-process
+   * model such as `demo` or a scripted one): the engine folds the chunks without a stream, which
+   * costs a fraction of running one. `undefined` for a request means that turn is streamed.
+   */
+  readonly complete?: (request: ModelRequest) => Effect.Effect<ReadonlyArray<ModelChunk>, ModelError> | undefined
 }
 
 /**

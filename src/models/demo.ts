@@ -3,7 +3,7 @@
  * tool whose name or description best matches the user's message, fills the tool's input from its
  * JSON Schema and the message, calls it, then answers with what the tool returned.
  */
-import { Stream } from "effect"
+import { Effect, Stream } from "effect"
 import type { ChatMessage, LanguageModel, ModelChunk, ModelRequest, ToolSpec } from "./Model.js"
 import { splitText } from "./scripted.js"
 
@@ -108,13 +108,17 @@ const answer = (request: ModelRequest): ReadonlyArray<ModelChunk> => {
 
 const estimateTokens = (text: string): number => Math.ceil(text.length / 4)
 
+/** The demo model's whole turn: its answer, then what it used. */
+const turnOf = (request: ModelRequest): ReadonlyArray<ModelChunk> => {
+  const chunks = answer(request)
+  const input = estimateTokens(request.system + JSON.stringify(request.messages))
+  const output = estimateTokens(JSON.stringify(chunks))
+  return [...chunks, { _tag: "Usage", inputTokens: input, outputTokens: output }]
+}
+
 /** The offline demo model. */
 export const demoModel: LanguageModel = {
   name: "demo",
-  stream: (request) => {
-    const chunks = answer(request)
-    const input = estimateTokens(request.system + JSON.stringify(request.messages))
-    const output = estimateTokens(JSON.stringify(chunks))
-    return Stream.fromIterable([...chunks, { _tag: "Usage", inputTokens: input, outputTokens: output }])
-  }
+  stream: (request) => Stream.fromIterable(turnOf(request)),
+  complete: (request) => Effect.succeed(turnOf(request))
 }

@@ -36,37 +36,71 @@ export const turnIndex = (messages: ReadonlyArray<ChatMessage>): number => {
   return index
 }
 
+/** One scripted turn as chunks, with its pacing. */
+type Planned =
+  | { readonly _tag: "Fail"; readonly error: ModelError }
+  | {
+    readonly _tag: "Answer"
+    readonly chunks: ReadonlyArray<ModelChunk>
+    readonly delay: Duration.DurationInput | undefined
+    readonly chunkDelay: Duration.DurationInput | undefined
+  }
+
 /** A scripted model named `scripted:<name>`. A run that outlives its script gets a permanent error. */
-export const make = (script: Script, name = "script"): LanguageModel => ({
-  name: `scripted:${name}`,
-  stream: (request) => {
+export const make = (script: Script, name = "script"): LanguageModel => {
+  const model = `scripted:${name}`
+  // A script function is asked once per request, even when `complete` declines a paced turn and
+  // the engine then streams it.
+  const planned = new WeakMap<ModelRequest, Planned>()
+  const plan = (request: ModelRequest): Planned => {
+    const known = planned.get(request)
+    if (known !== undefined) return known
     const index = turnIndex(request.messages)
     const turn = typeof script === "function" ? script(request, index) : script[index]
-    if (turn === undefined) {
-      return Stream.fail(
-        new ModelError({ model: `scripted:${name}`, kind: "permanent", message: `the script has no turn ${index + 1}` })
-      )
-    }
-    if ("error" in turn) return Stream.fail(new ModelError({ model: `scripted:${name}`, ...turn.error }))
-    const chunks: Array<ModelChunk> = [
-      ...splitText(turn.text ?? "").map((text): ModelChunk => ({ _tag: "TextDelta", text })),
-      ...(turn.toolCalls ?? []).map((call, i): ModelChunk => ({
-        _tag: "ToolCall",
-        call: {
-          id: `call_${index + 1}_${i + 1}`,
-          name: call.name,
-          arguments: "rawArguments" in call ? call.rawArguments : JSON.stringify(call.arguments)
-        }
-      })),
-      { _tag: "Usage", inputTokens: 10, outputTokens: 5 }
-    ]
-    const paced = turn.chunkDelay
-    const stream = paced === undefined
-      ? Stream.fromIterable(chunks)
-      : Stream.fromIterable(chunks).pipe(Stream.tap(() => Effect.sleep(paced)))
-    return turn.delay === undefined ? stream : Stream.concat(Stream.fromEffect(Effect.sleep(turn.delay)).pipe(Stream.drain), stream)
+    const result: Planned = turn === undefined
+      ? { _tag: "Fail", error: new ModelError({ model, kind: "permanent", message: `the script has no turn ${index + 1}` }) }
+      : "error" in turn
+      ? { _tag: "Fail", error: new ModelError({ model, ...turn.error }) }
+      : {
+        _tag: "Answer",
+        chunks: [
+          ...splitText(turn.text ?? "").map((text): ModelChunk => ({ _tag: "TextDelta", text })),
+          ...(turn.toolCalls ?? []).map((call, i): ModelChunk => ({
+            _tag: "ToolCall",
+            call: {
+              id: `call_${index + 1}_${i + 1}`,
+              name: call.name,
+              arguments: "rawArguments" in call ? call.rawArguments : JSON.stringify(call.arguments)
+            }
+          })),
+          { _tag: "Usage", inputTokens: 10, outputTokens: 5 }
+        ],
+        delay: turn.delay,
+        chunkDelay: turn.chunkDelay
+      }
+    planned.set(request, result)
+    return result
   }
-})
+  return {
+    name: model,
+    stream: (request) => {
+      const turn = plan(request)
+      if (turn._tag === "Fail") return Stream.fail(turn.error)
+      const paced = turn.chunkDelay
+      const stream = paced === undefined
+        ? Stream.fromIterable(turn.chunks)
+        : Stream.fromIterable(turn.chunks).pipe(Stream.tap(() => Effect.sleep(paced)))
+      return turn.delay === undefined ? stream : Stream.concat(Stream.fromEffect(Effect.sleep(turn.delay)).pipe(Stream.drain), stream)
+    },
+    // A paced turn is streamed, so that a reader can watch its deltas arrive.
+    complete: (request) => {
+      const turn = plan(request)
+      if (turn._tag === "Fail") return Effect.fail(turn.error)
+      if (turn.chunkDelay !== undefined) return undefined
+      return turn.delay === undefined ? Effect.succeed(turn.chunks) : Effect.as(Effect.sleep(turn.delay), turn.chunks)
+    }
+  }
+}
 
 /** Text streamed as a few deltas, the way real models do. */
 export const splitText = (text: string): ReadonlyArray<string> => text.match(/\S+\s*|\s+/g) ?? []
