@@ -14,6 +14,7 @@ import { insertEvents, sequenced } from "../events/EventStorage.js"
 import type { FoundryEvent } from "../events/FoundryEvent.js"
 import { ChatMessage } from "../models/Model.js"
 import * as statements from "./journalStatements.js"
+import type { Claim, Lease, NewRun, Step } from "./journalRecords.js"
 
 /** A write was fenced off: the conversation's lease belongs to a newer grant (another executor). */
 export class LeaseLost extends Schema.TaggedError<LeaseLost>()("LeaseLost", {
@@ -23,62 +24,6 @@ export class LeaseLost extends Schema.TaggedError<LeaseLost>()("LeaseLost", {
   override get message(): string {
     return `the lease on conversation ${this.conversationId} (token ${this.token}) was taken over by another executor`
   }
-}
-
-/** A conversation lease: who may execute the conversation's runs, and the fencing token of that grant. */
-export interface Lease {
-  readonly conversationId: string
-  readonly owner: string
-  readonly token: number
-}
-
-/** A run about to be queued. */
-export interface NewRun {
-  readonly id: string
-  readonly agent: string
-  readonly instanceId: string
-  readonly conversationId: string
-  readonly input: string
-  /** Repeating a submission with the same key returns the first run. */
-  readonly idempotencyKey?: string | undefined
-  readonly steeredFrom?: string | undefined
-  readonly parentRunId?: string | undefined
-  readonly parentToolCallId?: string | undefined
-  readonly traceId?: string | undefined
-  readonly parentSpanId?: string | undefined
-  readonly source?: Readonly<Record<string, unknown>> | undefined
-}
-
-/** A change to a run's status, with its output or error when it ends. */
-export interface RunUpdate {
-  readonly status: RunStatus
-  readonly output?: string
-  readonly error?: string
-}
-
-/** One model turn's usage, added to its run. */
-export interface TurnUsage {
-  readonly inputTokens: number
-  readonly outputTokens: number
-  /** `null` when the model has no price: the turn counts as unpriced. */
-  readonly costUsd: number | null
-}
-
-/** What one step of a run writes; every part is optional. */
-export interface Step {
-  readonly messages?: ReadonlyArray<ChatMessage>
-  readonly events?: ReadonlyArray<EventDraft>
-  readonly status?: RunUpdate
-  /** Model turns' usage, added to the run's totals. */
-  readonly usage?: ReadonlyArray<TurnUsage>
-  /** The step ends this execution: the lease is released in the same transaction. */
-  readonly releaseLease?: boolean
-}
-
-/** A lease taken, and the run's status read in the same transaction. */
-export interface Claim {
-  readonly lease: Lease
-  readonly status: RunStatus
 }
 
 /** The run journal. */

@@ -3,7 +3,7 @@
  * placeholders; the PostgreSQL database numbers them).
  */
 import type { Statement } from "../durable/Database.js"
-import type { Lease, NewRun, RunUpdate, TurnUsage } from "./RunJournal.js"
+import type { Lease, NewRun, RunUpdate, TurnUsage } from "./journalRecords.js"
 
 const finalStatuses = new Set(["completed", "failed", "cancelled"])
 
