@@ -1,0 +1,477 @@
+/**
+ * The run journal, once per backend (SQLite on a temporary file, PostgreSQL in a fresh schema):
+ * a run's submission and each of its steps are one write unit (messages, status, usage and
+ * events together, or nothing), fenced by the conversation's lease, and steps of concurrent runs
+ * share transactions. What it wrote is read back through the store and the event storage. Times
+ * come from the `TestClock`, which is the journal's clock, so every timestamp is asserted exactly.
+ */
+import { describe, expect, it } from "@effect/vitest"
+import { Effect, Either, Option, TestClock } from "effect"
+import { ConversationRecord, InstanceRecord, RunRecord, UsageSums } from "../../src/durable/records.js"
+import type { FoundryEvent } from "../../src/events/FoundryEvent.js"
+import { LeaseLost, type Step } from "../../src/journal/RunJournal.js"
+import { type Backend, backends, freshStorage, open, release, type Storage } from "./backends.js"
+import { assistant, draft, newRun, submit, tool, user } from "./fixtures.js"
+
+/** The run as `submit` queued it at `createdAt`. */
+const queuedRecord = (run: ReturnType<typeof newRun>, createdAt: number) =>
+  new RunRecord({
+    id: run.id,
+    agent: run.agent,
+    instanceId: run.instanceId,
+    conversationId: run.conversationId,
+    input: run.input,
+    status: "queued",
+    output: null,
+    error: null,
+    createdAt,
+    startedAt: null,
+    finishedAt: null
+  })
+
+/** Write transactions committed so far. */
+const transactions = (storage: Storage) => Effect.map(storage.database.stats, (stats) => stats.writeTransactions)
+
+/** Ids and seqs of the events `runId` has stored (every event when `undefined`). */
+const eventIds = (storage: Storage, runId?: string) =>
+  Effect.map(storage.events.list({ runId }), (events) => events.map((e) => [e.id, e.seq]))
+
+const journalTests = (backend: Backend) => {
+  it.scoped("submit writes the instance (once), the conversation, the queued run and its run.queued event in one unit", () =>
+    Effect.gen(function*() {
+      const storage = yield* freshStorage(backend)
+      const { journal, store, events } = storage
+      yield* TestClock.setTime(1_000)
+      const before = yield* transactions(storage)
+      const r1 = yield* submit(journal, newRun("r1"))
+      expect(yield* transactions(storage)).toBe(before + 1)
+
+      const queued = queuedRecord(newRun("r1"), 1_000)
+      expect(r1).toEqual(queued)
+      expect(yield* store.getRun("r1")).toEqual(Option.some(queued))
+      expect(yield* store.getInstance("shop", "acme")).toEqual(
+        Option.some(new InstanceRecord({ id: "acme", agent: "shop", context: {}, createdAt: 1_000, updatedAt: 1_000 }))
+      )
+      expect(yield* store.getConversation("c1")).toEqual(
+        Option.some(new ConversationRecord({ id: "c1", agent: "shop", instanceId: "acme", createdAt: 1_000, updatedAt: 1_000 }))
+      )
+      const queuedEvent: FoundryEvent = { ...draft("queued-r1", r1, "run.queued"), id: "queued-r1", seq: 1, time: 1_000, release }
+      expect(yield* events.list({})).toEqual([queuedEvent])
+
+      // A second run of the instance and conversation: the instance stays as it was, the conversation is touched.
+      yield* TestClock.setTime(5_000)
+      yield* submit(journal, newRun("r2"), { newConversation: false })
+      expect(yield* store.getInstance("shop", "acme")).toEqual(
+        Option.some(new InstanceRecord({ id: "acme", agent: "shop", context: {}, createdAt: 1_000, updatedAt: 1_000 }))
+      )
+      expect(yield* store.getConversation("c1")).toEqual(
+        Option.some(new ConversationRecord({ id: "c1", agent: "shop", instanceId: "acme", createdAt: 1_000, updatedAt: 5_000 }))
+      )
+      expect(yield* store.getRun("r2")).toEqual(Option.some(queuedRecord(newRun("r2"), 5_000)))
+      expect(yield* eventIds(storage)).toEqual([["queued-r1", 1], ["queued-r2", 2]])
+
+      // An instance made beforehand keeps its context.
+      yield* store.ensureInstance("shop", "globex", { plan: "pro" })
+      yield* submit(journal, newRun("r3", { instanceId: "globex", conversationId: "c3" }))
+      expect(Option.map(yield* store.getInstance("shop", "globex"), (i) => i.context)).toEqual(Option.some({ plan: "pro" }))
+    }))
+
+  it.scoped("a second conversation with the same id is a StoreError, and nothing of that submission is written", () =>
+    Effect.gen(function*() {
+      const storage = yield* freshStorage(backend)
+      const { journal, store } = storage
+      yield* submit(journal, newRun("r1"))
+      const error = yield* Effect.flip(submit(journal, newRun("r2")))
+      expect(error._tag).toBe("StoreError")
+      expect(yield* store.getRun("r2")).toEqual(Option.none())
+      expect(yield* eventIds(storage)).toEqual([["queued-r1", 1]])
+    }))
+
+  it.scoped("a second submit with the same idempotency key is a StoreError, and nothing of it is written", () =>
+    Effect.gen(function*() {
+      const storage = yield* freshStorage(backend)
+      const { journal, store } = storage
+      yield* submit(journal, newRun("r1", { idempotencyKey: "k1" }))
+      const error = yield* Effect.flip(submit(journal, newRun("r2", { conversationId: "c2", instanceId: "globex", idempotencyKey: "k1" })))
+      expect(error._tag).toBe("StoreError")
+      expect(Option.map(yield* store.findRunByIdempotencyKey("k1"), (run) => run.id)).toEqual(Option.some("r1"))
+      expect(yield* store.getRun("r2")).toEqual(Option.none())
+      // The conversation and the instance of the refused submission are not there either.
+      expect(yield* store.getConversation("c2")).toEqual(Option.none())
+      expect(yield* store.getInstance("shop", "globex")).toEqual(Option.none())
+      expect(yield* eventIds(storage)).toEqual([["queued-r1", 1]])
+    }))
+
+  it.scoped("record numbers messages 1, 2, 3 per conversation and reads them back unchanged", () =>
+    Effect.gen(function*() {
+      const { journal, store } = yield* freshStorage(backend)
+      const r1 = yield* submit(journal, newRun("r1"))
+      const r9 = yield* submit(journal, newRun("r9", { conversationId: "c2" }))
+      yield* TestClock.setTime(10_000)
+      yield* journal.record(r1, { messages: [user] })
+      yield* TestClock.setTime(11_000)
+      yield* journal.record(r1, { messages: [assistant] })
+      yield* journal.record(r9, { messages: [{ _tag: "user", content: "other conversation" }] })
+      yield* TestClock.setTime(12_000)
+      yield* journal.record(r1, { messages: [tool] })
+
+      expect(yield* store.listMessages("c1")).toEqual([
+        { seq: 1, runId: "r1", message: user, createdAt: 10_000 },
+        { seq: 2, runId: "r1", message: assistant, createdAt: 11_000 },
+        { seq: 3, runId: "r1", message: tool, createdAt: 12_000 }
+      ])
+      expect(yield* store.listMessages("c2")).toEqual([
+        { seq: 1, runId: "r9", message: { _tag: "user", content: "other conversation" }, createdAt: 11_000 }
+      ])
+      expect(yield* store.listMessages("c3")).toEqual([])
+
+      // Messages of one step are numbered in order, after the conversation's last.
+      yield* TestClock.setTime(13_000)
+      yield* journal.record(r1, { messages: [assistant, tool] })
+      expect((yield* store.listMessages("c1")).map((m) => [m.seq, m.message, m.createdAt])).toEqual([
+        [1, user, 10_000],
+        [2, assistant, 11_000],
+        [3, tool, 12_000],
+        [4, assistant, 13_000],
+        [5, tool, 13_000]
+      ])
+    }))
+
+  it.scoped("status changes set startedAt, finishedAt, output and error", () =>
+    Effect.gen(function*() {
+      const { journal, store } = yield* freshStorage(backend)
+      yield* TestClock.setTime(1_000)
+      const r1 = yield* submit(journal, newRun("r1"))
+      const queued = queuedRecord(newRun("r1"), 1_000)
+
+      yield* TestClock.setTime(2_000)
+      yield* journal.record(r1, { status: { status: "running" } })
+      const running = new RunRecord({ ...queued, status: "running", startedAt: 2_000 })
+      expect(yield* store.getRun("r1")).toEqual(Option.some(running))
+
+      yield* TestClock.setTime(3_000)
+      yield* journal.record(r1, { status: { status: "suspended" } })
+      const suspended = new RunRecord({ ...running, status: "suspended" })
+      expect(yield* store.getRun("r1")).toEqual(Option.some(suspended))
+
+      yield* TestClock.setTime(4_000)
+      yield* journal.record(r1, { status: { status: "completed", output: "Order 42 has shipped." } })
+      expect(yield* store.getRun("r1")).toEqual(
+        Option.some(new RunRecord({ ...suspended, status: "completed", output: "Order 42 has shipped.", finishedAt: 4_000 }))
+      )
+
+      const r2 = yield* submit(journal, newRun("r2", { conversationId: "c2" }))
+      yield* TestClock.setTime(5_000)
+      yield* journal.record(r2, { status: { status: "failed", error: "model unavailable" } })
+      expect(yield* store.getRun("r2")).toEqual(
+        Option.some(new RunRecord({ ...queuedRecord(newRun("r2", { conversationId: "c2" }), 4_000), status: "failed", error: "model unavailable", finishedAt: 5_000 }))
+      )
+
+      const r3 = yield* submit(journal, newRun("r3", { conversationId: "c3" }))
+      yield* journal.record(r3, { status: { status: "cancelled" } })
+      expect(Option.map(yield* store.getRun("r3"), (run) => [run.status, run.startedAt, run.finishedAt])).toEqual(
+        Option.some(["cancelled", null, 5_000])
+      )
+    }))
+
+  it.scoped("each turn's usage adds up on its run, and usage sums by day, agent, instance and conversation", () =>
+    Effect.gen(function*() {
+      const { journal, store } = yield* freshStorage(backend)
+      const day = 86_400_000
+      const runs = [
+        { id: "r1", agent: "shop", instanceId: "acme", conversationId: "c1", at: 2 * day + 5 },
+        { id: "r2", agent: "shop", instanceId: "acme", conversationId: "c1", at: 2 * day + 7 },
+        { id: "r3", agent: "shop", instanceId: "globex", conversationId: "c2", at: 3 * day },
+        { id: "r4", agent: "support", instanceId: "acme", conversationId: "c3", at: 3 * day + 1 }
+      ]
+      const records = new Map<string, RunRecord>()
+      for (const run of runs) {
+        yield* TestClock.setTime(run.at)
+        const record = yield* submit(journal, newRun(run.id, run), { newConversation: run.id !== "r2" })
+        records.set(run.id, record)
+      }
+      const usageOf = (id: string) =>
+        Effect.map(store.getRun(id), Option.map((run) => [run.inputTokens, run.outputTokens, run.costUsd, run.unpricedTurns]))
+      const record = (id: string, usage: ReadonlyArray<{ inputTokens: number; outputTokens: number; costUsd: number | null }>) =>
+        Effect.flatMap(Effect.fromNullable(records.get(id)), (run) => journal.record(run, { usage }))
+
+      yield* record("r1", [{ inputTokens: 10, outputTokens: 5, costUsd: 0.25 }])
+      expect(yield* usageOf("r1")).toEqual(Option.some([10, 5, 0.25, 0]))
+      // A turn on a model without a price counts its tokens and one unpriced turn.
+      yield* record("r1", [{ inputTokens: 20, outputTokens: 7, costUsd: null }])
+      expect(yield* usageOf("r1")).toEqual(Option.some([30, 12, 0.25, 1]))
+      expect({ ...(yield* store.sumUsage({ conversationId: "c1", since: 2 * day + 5, until: 2 * day + 6 })) }).toEqual(
+        { ...new UsageSums({ runs: 1, inputTokens: 30, outputTokens: 12, costUsd: 0.25, unpricedTurns: 1 }) }
+      )
+      // Two turns in one step both count.
+      yield* record("r2", [{ inputTokens: 1, outputTokens: 1, costUsd: 0.25 }, { inputTokens: 0, outputTokens: 1, costUsd: 0.25 }])
+      expect(yield* usageOf("r2")).toEqual(Option.some([1, 2, 0.5, 0]))
+      yield* record("r3", [{ inputTokens: 100, outputTokens: 50, costUsd: 1 }])
+      yield* record("r4", [{ inputTokens: 1000, outputTokens: 500, costUsd: 2 }])
+
+      const sums = (runs: number, inputTokens: number, outputTokens: number, costUsd: number, unpricedTurns = 0) =>
+        ({ runs, inputTokens, outputTokens, costUsd, unpricedTurns })
+      expect({ ...(yield* store.sumUsage({})) }).toEqual(sums(4, 1131, 564, 3.75, 1))
+      expect({ ...(yield* store.sumUsage({ agent: "shop", instanceId: "acme" })) }).toEqual(sums(2, 31, 14, 0.75, 1))
+      expect({ ...(yield* store.sumUsage({ since: 3 * day })) }).toEqual(sums(2, 1100, 550, 3))
+      expect({ ...(yield* store.sumUsage({ since: 2 * day, until: 3 * day })) }).toEqual(sums(2, 31, 14, 0.75, 1))
+      expect({ ...(yield* store.sumUsage({ agent: "nobody" })) }).toEqual(sums(0, 0, 0, 0))
+
+      const plain = (groups: ReadonlyArray<object>) => groups.map((group) => ({ ...group }))
+      expect(plain(yield* store.sumUsageBy({}, "day"))).toEqual([
+        { day: 2 * day, ...sums(2, 31, 14, 0.75, 1) },
+        { day: 3 * day, ...sums(2, 1100, 550, 3) }
+      ])
+      expect(plain(yield* store.sumUsageBy({}, "agent"))).toEqual([
+        { agent: "shop", ...sums(3, 131, 64, 1.75, 1) },
+        { agent: "support", ...sums(1, 1000, 500, 2) }
+      ])
+      expect(plain(yield* store.sumUsageBy({ agent: "shop" }, "instance"))).toEqual([
+        { agent: "shop", instanceId: "acme", ...sums(2, 31, 14, 0.75, 1) },
+        { agent: "shop", instanceId: "globex", ...sums(1, 100, 50, 1) }
+      ])
+      expect(plain(yield* store.sumUsageBy({ instanceId: "acme" }, "conversation"))).toEqual([
+        { agent: "shop", instanceId: "acme", conversationId: "c1", ...sums(2, 31, 14, 0.75, 1) },
+        { agent: "support", instanceId: "acme", conversationId: "c3", ...sums(1, 1000, 500, 2) }
+      ])
+      expect(yield* store.sumUsageBy({ agent: "nobody" }, "day")).toEqual([])
+    }))
+
+  it.scoped("events get increasing seq, and are listed by run and after a seq", () =>
+    Effect.gen(function*() {
+      const { journal, events } = yield* freshStorage(backend)
+      yield* TestClock.setTime(1_000)
+      const r1 = yield* submit(journal, newRun("r1"), { queuedId: "e1" })
+      expect(yield* journal.record(r1, { messages: [user] })).toEqual([])
+
+      yield* TestClock.setTime(2_000)
+      const started = yield* journal.record(r1, { events: [draft("e2", r1, "run.started", { attempt: 1 })] })
+      const r2 = yield* submit(journal, newRun("r2", { conversationId: "c2" }), {
+        queuedId: "e3",
+        data: { nested: { list: [1, "two", null], flag: true } }
+      })
+      yield* TestClock.setTime(3_000)
+      const last = yield* journal.record(r1, {
+        events: [draft("e4", r1, "tool.call.completed", { result: "shipped" }), draft("e5", r1, "run.completed")]
+      })
+      expect(last.map((e) => e.seq)).toEqual([4, 5])
+
+      const stored = (id: string, run: RunRecord, type: FoundryEvent["type"], seq: number, time: number, data: FoundryEvent["data"] = {}): FoundryEvent =>
+        ({ ...draft(id, run, type, data), id, seq, time, release })
+      const all = [
+        stored("e1", r1, "run.queued", 1, 1_000),
+        stored("e2", r1, "run.started", 2, 2_000, { attempt: 1 }),
+        stored("e3", r2, "run.queued", 3, 2_000, { nested: { list: [1, "two", null], flag: true } }),
+        stored("e4", r1, "tool.call.completed", 4, 3_000, { result: "shipped" }),
+        stored("e5", r1, "run.completed", 5, 3_000)
+      ]
+      // A step returns its events as stored.
+      expect(started).toEqual([all[1]])
+      expect(last).toEqual(all.slice(3))
+
+      expect(yield* events.list({})).toEqual(all)
+      expect((yield* events.list({ runId: "r1" })).map((e) => e.id)).toEqual(["e1", "e2", "e4", "e5"])
+      expect((yield* events.list({ after: 2 })).map((e) => e.id)).toEqual(["e3", "e4", "e5"])
+      expect((yield* events.list({ runId: "r1", after: 1 })).map((e) => e.id)).toEqual(["e2", "e4", "e5"])
+      expect((yield* events.list({ after: 1, limit: 2 })).map((e) => e.id)).toEqual(["e2", "e3"])
+      expect(yield* events.list({ runId: "r2", after: 5 })).toEqual([])
+      expect(yield* events.list({ runId: "r3" })).toEqual([])
+    }))
+
+  it.scoped("a step whose events repeat an id is refused whole: none of its messages, usage, status or events is stored", () =>
+    Effect.gen(function*() {
+      const storage = yield* freshStorage(backend)
+      const { journal, store } = storage
+      yield* TestClock.setTime(1_000)
+      const r1 = yield* submit(journal, newRun("r1"), { queuedId: "e1" })
+      const step = (events: ReadonlyArray<string>): Step => ({
+        messages: [user, assistant],
+        usage: [{ inputTokens: 10, outputTokens: 5, costUsd: 0.25 }],
+        status: { status: "running" },
+        events: events.map((id) => draft(id, r1, "run.started"))
+      })
+      yield* TestClock.setTime(2_000)
+      // An id stored by an earlier step, then an id twice in the same step.
+      const again = yield* Effect.flip(journal.record(r1, step(["e2", "e1"])))
+      expect(again._tag).toBe("StoreError")
+      const twice = yield* Effect.flip(journal.record(r1, step(["e3", "e3"])))
+      expect(twice._tag).toBe("StoreError")
+
+      expect(yield* eventIds(storage)).toEqual([["e1", 1]])
+      expect(yield* store.listMessages("c1")).toEqual([])
+      expect(yield* store.getRun("r1")).toEqual(Option.some(queuedRecord(newRun("r1"), 1_000)))
+    }))
+
+  it.scoped("a second owner gets None while the lease is live, and the lease after it expires, with a bigger token", () =>
+    Effect.gen(function*() {
+      const { journal } = yield* freshStorage(backend)
+      yield* TestClock.setTime(1_000)
+      const r1 = yield* submit(journal, newRun("r1"))
+      const first = yield* journal.claim(r1, "A", 1_000)
+      expect(first).toEqual(Option.some({ lease: { conversationId: "c1", owner: "A", token: 1 }, status: "queued" }))
+
+      yield* TestClock.setTime(1_500)
+      expect(yield* journal.claim(r1, "B", 1_000)).toEqual(Option.none())
+      // Another run of the same conversation is fenced by the same lease.
+      const r2 = yield* submit(journal, newRun("r2"), { newConversation: false })
+      expect(yield* journal.claim(r2, "B", 1_000)).toEqual(Option.none())
+
+      yield* journal.record(r1, { status: { status: "running" } })
+      yield* TestClock.setTime(2_001)
+      const taken = yield* journal.claim(r1, "B", 1_000)
+      // The status is read in the same transaction as the lease is taken.
+      expect(taken).toEqual(Option.some({ lease: { conversationId: "c1", owner: "B", token: 2 }, status: "running" }))
+    }))
+
+  it.scoped("a step recorded with a stale lease fails with LeaseLost and writes nothing of the step", () =>
+    Effect.gen(function*() {
+      const storage = yield* freshStorage(backend)
+      const { journal, store } = storage
+      yield* TestClock.setTime(1_000)
+      const r1 = yield* submit(journal, newRun("r1"), { queuedId: "e1" })
+      const stale = yield* Effect.flatten(Effect.map(journal.claim(r1, "A", 1_000), Option.map((c) => c.lease)))
+      yield* TestClock.setTime(2_001)
+      const current = yield* Effect.flatten(Effect.map(journal.claim(r1, "B", 1_000), Option.map((c) => c.lease)))
+
+      const step = (id: string): Step => ({
+        messages: [user],
+        events: [draft(id, r1, "run.started")],
+        usage: [{ inputTokens: 10, outputTokens: 5, costUsd: 0.25 }],
+        status: { status: "running" }
+      })
+      const lost = yield* Effect.flip(journal.record(r1, step("e2"), stale))
+      expect(lost).toEqual(new LeaseLost({ conversationId: "c1", token: 1 }))
+      expect(yield* store.listMessages("c1")).toEqual([])
+      expect(yield* eventIds(storage)).toEqual([["e1", 1]])
+      expect(yield* store.getRun("r1")).toEqual(Option.some(queuedRecord(newRun("r1"), 1_000)))
+
+      // The current holder's step goes through.
+      yield* journal.record(r1, step("e3"), current)
+      expect((yield* store.listMessages("c1")).map((m) => m.message)).toEqual([user])
+      expect(yield* eventIds(storage)).toEqual([["e1", 1], ["e3", 2]])
+      expect(Option.map(yield* store.getRun("r1"), (run) => [run.status, run.startedAt, run.inputTokens])).toEqual(
+        Option.some(["running", 2_001, 10])
+      )
+    }))
+
+  it.scoped("after a release another owner claims at once; renew extends a live lease and is false for a stale one", () =>
+    Effect.gen(function*() {
+      const storage = yield* freshStorage(backend)
+      const { journal } = storage
+      yield* TestClock.setTime(1_000)
+      const r1 = yield* submit(journal, newRun("r1"))
+      const a = yield* Effect.flatten(Effect.map(journal.claim(r1, "A", 1_000), Option.map((c) => c.lease)))
+
+      yield* TestClock.setTime(1_500)
+      expect(yield* journal.renew(a, 5_000)).toBe(true)
+      // Past the first expiry, the renewed lease still holds.
+      yield* TestClock.setTime(3_000)
+      expect(yield* journal.claim(r1, "B", 1_000)).toEqual(Option.none())
+
+      yield* journal.release(a)
+      const b = yield* Effect.flatten(Effect.map(journal.claim(r1, "B", 1_000), Option.map((c) => c.lease)))
+      expect(b).toEqual({ conversationId: "c1", owner: "B", token: 2 })
+      expect(yield* journal.renew(a, 5_000)).toBe(false)
+      expect(yield* journal.renew(b, 5_000)).toBe(true)
+
+      // A step that releases the lease releases it once: a release after it writes nothing.
+      yield* journal.record(r1, { status: { status: "completed", output: "done" }, releaseLease: true }, b)
+      const before = yield* transactions(storage)
+      yield* journal.release(b)
+      expect(yield* transactions(storage)).toBe(before)
+      expect(Option.map(yield* journal.claim(r1, "C", 1_000), (c) => [c.lease.token, c.status])).toEqual(Option.some([3, "completed"]))
+    }))
+
+  it.scoped("steps recorded by several fibers at once share write transactions", () =>
+    Effect.gen(function*() {
+      const storage = yield* freshStorage(backend)
+      const { journal, store } = storage
+      const ids = Array.from({ length: 20 }, (_, i) => `r${i + 1}`)
+      const runs = yield* Effect.forEach(ids, (id) => submit(journal, newRun(id, { conversationId: `c-${id}` })))
+      const before = yield* transactions(storage)
+      yield* Effect.forEach(
+        runs,
+        (run) => journal.record(run, { messages: [user], events: [draft(`started-${run.id}`, run, "run.started")], status: { status: "running" } }),
+        { concurrency: "unbounded" }
+      )
+      const written = (yield* transactions(storage)) - before
+      expect(written).toBeGreaterThanOrEqual(1)
+      expect(written).toBeLessThan(runs.length)
+      for (const run of runs) {
+        expect((yield* store.listMessages(run.conversationId)).map((m) => m.runId)).toEqual([run.id])
+        expect(Option.map(yield* store.getRun(run.id), (r) => r.status)).toEqual(Option.some("running"))
+      }
+    }))
+
+  it.scoped("a step that fails in a shared transaction fails alone: the other steps of the batch are written", () =>
+    Effect.gen(function*() {
+      const storage = yield* freshStorage(backend)
+      const { journal, store } = storage
+      const ids = Array.from({ length: 20 }, (_, i) => `r${i + 1}`)
+      const runs = yield* Effect.forEach(ids, (id) => submit(journal, newRun(id, { conversationId: `c-${id}` })))
+      const before = yield* transactions(storage)
+      // r10's step repeats the id of its run.queued event, so its insert fails.
+      const outcomes = yield* Effect.forEach(
+        runs,
+        (run) =>
+          Effect.either(journal.record(run, {
+            messages: [user],
+            events: [draft(run.id === "r10" ? "queued-r10" : `started-${run.id}`, run, "run.started")],
+            status: { status: "running" }
+          })),
+        { concurrency: "unbounded" }
+      )
+      expect((yield* transactions(storage)) - before).toBeLessThan(runs.length - 1)
+      expect(outcomes.map((o, i) => [ids[i], Either.isRight(o)])).toEqual(ids.map((id) => [id, id !== "r10"]))
+      const refused = outcomes[ids.indexOf("r10")]
+      expect(refused !== undefined && Either.isLeft(refused) ? refused.left._tag : "written").toBe("StoreError")
+      for (const run of runs) {
+        const stored = run.id !== "r10"
+        expect((yield* store.listMessages(run.conversationId)).length).toBe(stored ? 1 : 0)
+        expect(Option.map(yield* store.getRun(run.id), (r) => r.status)).toEqual(Option.some(stored ? "running" : "queued"))
+        expect((yield* storage.events.list({ runId: run.id })).length).toBe(stored ? 2 : 1)
+      }
+    }))
+
+  it.scoped("runs, messages, events and leases survive closing and reopening the store", () =>
+    Effect.gen(function*() {
+      const place = yield* backend.fresh
+      yield* TestClock.setTime(1_000)
+      const lease = yield* Effect.scoped(
+        Effect.gen(function*() {
+          const { journal, store } = yield* open(place)
+          yield* store.ensureInstance("shop", "acme", { plan: "pro" })
+          const r1 = yield* submit(journal, newRun("r1"), { queuedId: "e1" })
+          const claimed = yield* Effect.flatten(Effect.map(journal.claim(r1, "A", 10_000), Option.map((c) => c.lease)))
+          yield* journal.record(r1, { messages: [user], status: { status: "running" }, events: [draft("e2", r1, "run.started")] }, claimed)
+          yield* journal.record(r1, { messages: [assistant] }, claimed)
+          return claimed
+        })
+      )
+
+      yield* TestClock.setTime(2_000)
+      const storage = yield* open(place)
+      const { journal, store } = storage
+      expect(yield* store.ensureInstance("shop", "acme", { plan: "free" })).toEqual(
+        new InstanceRecord({ id: "acme", agent: "shop", context: { plan: "pro" }, createdAt: 1_000, updatedAt: 1_000 })
+      )
+      expect(yield* store.getConversation("c1")).toEqual(
+        Option.some(new ConversationRecord({ id: "c1", agent: "shop", instanceId: "acme", createdAt: 1_000, updatedAt: 1_000 }))
+      )
+      const running = new RunRecord({ ...queuedRecord(newRun("r1"), 1_000), status: "running", startedAt: 1_000 })
+      expect(yield* store.getRun("r1")).toEqual(Option.some(running))
+      expect(yield* store.unfinishedRuns).toEqual([running])
+
+      // The lease is still A's: B is refused, A's steps are still accepted.
+      expect(yield* journal.claim(running, "B", 10_000)).toEqual(Option.none())
+      // Numbering continues where it stopped.
+      const [next] = yield* journal.record(running, { messages: [tool], events: [draft("e3", running, "run.completed")] }, lease)
+      expect(next?.seq).toBe(3)
+      expect((yield* store.listMessages("c1")).map((m) => [m.seq, m.message])).toEqual([[1, user], [2, assistant], [3, tool]])
+      expect(yield* eventIds(storage, "r1")).toEqual([["e1", 1], ["e2", 2], ["e3", 3]])
+    }))
+}
+
+for (const backend of backends) {
+  describe.skipIf(backend.skip)(`the run journal on ${backend.name}`, () => journalTests(backend))
+}

@@ -1,0 +1,108 @@
+/**
+ * What one run costs the database, so the batching cannot silently regress: the reference
+ * workload (order-lookup: model turn 1 calls `lookup`, model turn 2 answers, on a scripted model)
+ * executed alone through the runtime's dispatcher, on SQLite, counted with `Database.stats`.
+ */
+import { readFileSync } from "node:fs"
+import { join } from "node:path"
+import { NodeContext } from "@effect/platform-node"
+import { describe, expect, it } from "@effect/vitest"
+import { Context, Effect, Layer } from "effect"
+import { lookupAgent, lookupTool } from "../../bench/support/project.js"
+import { runtimeLayer } from "../../src/cli/ProjectRuntime.js"
+import { loadProject } from "../../src/compiler/loadProject.js"
+import { Dispatcher, type RunRequest } from "../../src/dispatch/Dispatcher.js"
+import { Database } from "../../src/durable/Database.js"
+import { Store } from "../../src/durable/Store.js"
+import { EventStorage } from "../../src/events/EventStorage.js"
+import { layerFixed } from "../../src/models/ModelResolverLive.js"
+import * as Scripted from "../../src/models/scripted.js"
+import { tempProject } from "../support/tempProject.js"
+
+/** The order-lookup script: a tool call, then the answer. */
+const script: Scripted.Script = [
+  { toolCalls: [{ name: "lookup", arguments: { id: "42" } }] },
+  { text: "Order 42 has shipped and arrives on Friday." }
+]
+
+/** The order-lookup project's runtime in this process, its store in a temporary file. */
+const startOrderLookup = Effect.gen(function*() {
+  const dir = yield* tempProject({})
+  const lookups = join(dir, "lookups.log")
+  const root = yield* tempProject({
+    "agents/orders/agent.ts": lookupAgent({ model: `"demo"` }),
+    "agents/orders/tools/lookup.tool.ts": lookupTool(lookups)
+  })
+  const app = yield* loadProject(root, 1)
+  const context = yield* Layer.build(
+    runtimeLayer(app, { storeFile: join(dir, "foundry.db"), models: layerFixed(Scripted.make(script)) })
+  )
+  return {
+    dispatcher: Context.get(context, Dispatcher),
+    database: Context.get(context, Database),
+    store: Context.get(context, Store),
+    events: Context.get(context, EventStorage),
+    lookups: () => readFileSync(lookups, "utf8").trim().split("\n")
+  }
+}).pipe(Effect.provide(NodeContext.layer))
+
+type Runtime = Effect.Effect.Success<typeof startOrderLookup>
+
+/** Submits `request`, waits for the run's end, and returns the run and what it cost the database. */
+const runAlone = (runtime: Runtime, request: RunRequest) =>
+  Effect.gen(function*() {
+    const before = yield* runtime.database.stats
+    const submitted = yield* runtime.dispatcher.submit(request)
+    yield* runtime.dispatcher.await(submitted.id)
+    const after = yield* runtime.database.stats
+    const run = yield* Effect.flatten(runtime.store.getRun(submitted.id))
+    return {
+      run,
+      writeTransactions: after.writeTransactions - before.writeTransactions,
+      statements: after.statements - before.statements
+    }
+  })
+
+describe("the database cost of a run", () => {
+  it.scopedLive("a two-turn run with one tool call, executed alone, takes 6 write transactions and 24 statements", () =>
+    Effect.gen(function*() {
+      const runtime = yield* startOrderLookup
+      const request = { agent: "orders", instance: "customer-1", message: "Where is order 42?" }
+
+      const first = yield* runAlone(runtime, request)
+      expect(first.run.status).toBe("completed")
+      expect(first.run.output).toBe("Order 42 has shipped and arrives on Friday.")
+      expect(runtime.lookups()).toEqual([`${first.run.id} 42`])
+      // Every step of the run is recorded.
+      expect((yield* runtime.events.list({ runId: first.run.id })).map((e) => e.type)).toEqual([
+        "run.queued",
+        "run.started",
+        "model.turn.started",
+        "model.turn.completed",
+        "tool.call.started",
+        "tool.call.completed",
+        "model.turn.started",
+        "model.turn.completed",
+        "run.completed"
+      ])
+      expect((yield* runtime.store.listMessages(first.run.conversationId)).map((m) => m.message._tag)).toEqual([
+        "user",
+        "assistant",
+        "tool",
+        "assistant"
+      ])
+      // The transactions: the submission (instance, conversation, run, run.queued); the lease
+      // claim (with the run's status); the start (user message, status, events); model turn 1
+      // (assistant message, usage, events); the tool result (message, events); model turn 2 and
+      // the end (message, usage, status, lease release, events). The statements: 4 + 2, one read
+      // of the transcript, then each step's lease check and writes: 4 + 4 + 3 + 6.
+      expect({ writeTransactions: first.writeTransactions, statements: first.statements }).toEqual({ writeTransactions: 6, statements: 24 })
+
+      // The same once the instance exists; in an existing conversation, one more read (the conversation).
+      const second = yield* runAlone(runtime, request)
+      expect({ writeTransactions: second.writeTransactions, statements: second.statements }).toEqual({ writeTransactions: 6, statements: 24 })
+      const third = yield* runAlone(runtime, { ...request, conversation: second.run.conversationId })
+      expect(third.run.status).toBe("completed")
+      expect({ writeTransactions: third.writeTransactions, statements: third.statements }).toEqual({ writeTransactions: 6, statements: 25 })
+    }))
+})
