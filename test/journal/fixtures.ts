@@ -3,7 +3,8 @@
  */
 import type { Context } from "effect"
 import type { EventDraft } from "../../src/events/EventLog.js"
-import type { NewRun, RunJournal } from "../../src/journal/RunJournal.js"
+import type { NewRun } from "../../src/journal/journalRecords.js"
+import type { RunJournal } from "../../src/journal/RunJournal.js"
 import type { ChatMessage } from "../../src/models/Model.js"
 
 /** A run to submit: agent `shop`, instance `acme`, conversation `c1` unless overridden. */
