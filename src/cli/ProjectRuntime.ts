@@ -16,6 +16,7 @@ import type { SqlClient } from "@effect/sql"
 import type { Database } from "../durable/Database.js"
 import * as PgDatabase from "../durable/PgDatabase.js"
 import * as SqliteDatabase from "../durable/SqliteDatabase.js"
+import * as ActivationStorage from "../durable/ActivationStorage.js"
 import * as SqlStore from "../durable/SqlStore.js"
 import { StoreError } from "../durable/StoreError.js"
 import * as EventLog from "../events/EventLog.js"
@@ -83,6 +84,7 @@ export const runtimeLayer = (app: CompiledApp, options: RuntimeOptions = {}) =>
       EventLog.layer({ ...app.table.config.events, release: Effect.map(current.get, (serving) => serving.release) })))),
     Layer.provideMerge(EventStorage.layer),
     Layer.provideMerge(SqlStore.layer),
+    Layer.provideMerge(ActivationStorage.layer),
     Layer.provideMerge(databaseLayer(app, options.storeFile)),
     Layer.provideMerge(CurrentApp.layer(app)),
     Layer.provideMerge(BuildStatus.layer),

@@ -7,6 +7,7 @@
 import { Clock, Deferred, Duration, Effect, FiberMap, Layer, Option, Queue, Schedule } from "effect"
 import { CurrentApp } from "../compiler/CurrentApp.js"
 import { newId } from "../durable/ids.js"
+import type { ActivationStorage } from "../durable/ActivationStorage.js"
 import { finalStatuses, RunRecord } from "../durable/records.js"
 import { Store } from "../durable/Store.js"
 import type { StoreError } from "../durable/StoreError.js"
@@ -47,7 +48,7 @@ export const layer = (options: LocalDispatcherOptions) =>
       const journal = yield* RunJournal
       const events = yield* EventLog
       const current = yield* CurrentApp
-      const context = yield* Effect.context<Store | RunJournal | EventLog | ModelResolver>()
+      const context = yield* Effect.context<Store | ActivationStorage | RunJournal | EventLog | ModelResolver>()
       const owner = newId("node")
       const leaseTtl = Duration.toMillis(Duration.decode(options.leaseTtl ?? "3 seconds"))
       const fibers = yield* FiberMap.make<string>()
@@ -76,7 +77,10 @@ export const layer = (options: LocalDispatcherOptions) =>
       // TTL (concurrent renewals share a transaction); a run whose lease another executor took
       // over is interrupted here, its writes being fenced off already.
       const held = new Map<Lease, string>()
+      const firstHeld = yield* Queue.sliding<void>(1)
       yield* Effect.gen(function*() {
+        // Idle while nothing is held, so an idle process does not wake every second.
+        if (held.size === 0) yield* Queue.take(firstHeld)
         yield* Effect.sleep(Duration.millis(leaseTtl / 3))
         yield* Effect.forEach([...held], ([lease, runId]) =>
           journal.renew(lease, leaseTtl).pipe(
@@ -101,6 +105,7 @@ export const layer = (options: LocalDispatcherOptions) =>
               const app = yield* current.get
               const latest = status === run.status ? run : new RunRecord({ ...run, status }, { disableValidation: true })
               held.set(lease, run.id)
+              if (held.size === 1) yield* Queue.offer(firstHeld, undefined)
               const outcome = yield* runAgent(app, latest, lease).pipe(
                 Effect.catchTag("LeaseLost", () => Effect.succeed(undefined))
               )

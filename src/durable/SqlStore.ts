@@ -6,7 +6,6 @@ import { SqlClient, SqlSchema } from "@effect/sql"
 import { Clock, Effect, Layer, Option, Schema } from "effect"
 import { ChatMessage } from "../models/Model.js"
 import {
-  ActivationRecord,
   ApprovalRecord,
   ConversationRecord,
   GrantRecord,
@@ -74,7 +73,6 @@ export const make = Effect.gen(function*() {
     execute: ({ conversationId, tool }) => sql`SELECT * FROM foundry_grants WHERE conversation_id = ${conversationId} AND tool = ${tool}`
   })
   const decodeApprovals = Schema.decodeUnknown(Schema.Array(ApprovalRecord))
-  const decodeActivations = Schema.decodeUnknown(Schema.Array(ActivationRecord))
   const decodeRuns = Schema.decodeUnknown(Schema.Array(RunRecord))
   const decodeMessages = Schema.decodeUnknown(Schema.Array(MessageRow))
   const decodeSums = Schema.decodeUnknown(Schema.Array(UsageSums))
@@ -134,46 +132,10 @@ export const make = Effect.gen(function*() {
         failAs("completeDelivery")
       ),
 
-    listActivations: (kind) =>
-      sql`SELECT * FROM foundry_activations WHERE kind = ${kind} ORDER BY id`.pipe(Effect.flatMap(decodeActivations), failAs("listActivations")),
 
-    getActivation: (id) =>
-      sql`SELECT * FROM foundry_activations WHERE id = ${id}`.pipe(
-        Effect.flatMap(decodeActivations),
-        Effect.map((rows) => Option.fromNullable(rows[0])),
-        failAs("getActivation")
-      ),
 
-    dueActivations: (now, limit) =>
-      sql`SELECT * FROM foundry_activations WHERE status = 'active' AND next_fire <= ${now} ORDER BY next_fire LIMIT ${limit}`.pipe(
-        Effect.flatMap(decodeActivations),
-        failAs("dueActivations")
-      ),
 
-    nextActivationTime: sql<{ readonly next: number | null }>`SELECT MIN(next_fire) AS next FROM foundry_activations WHERE status = 'active'`.pipe(
-      Effect.map((rows) => rows[0]?.next === null || rows[0]?.next === undefined ? null : Number(rows[0].next)),
-      failAs("nextActivationTime")
-    ),
 
-    saveActivation: (activation) =>
-      Effect.gen(function*() {
-        const now = yield* Clock.currentTimeMillis
-        const row = {
-          id: activation.id,
-          kind: activation.kind,
-          spec: JSON.stringify(activation.spec),
-          status: activation.status,
-          nextFire: activation.nextFire,
-          lastFire: activation.lastFire ?? null,
-          lastRunId: activation.lastRunId ?? null,
-          updatedAt: now
-        }
-        yield* sql`INSERT INTO foundry_activations ${sql.insert(row)} ON CONFLICT (id) DO UPDATE SET
-          spec = excluded.spec, status = excluded.status, next_fire = excluded.next_fire,
-          last_fire = excluded.last_fire, last_run_id = excluded.last_run_id, updated_at = excluded.updated_at`
-      }).pipe(failAs("saveActivation")),
-
-    deleteActivation: (id) => sql`DELETE FROM foundry_activations WHERE id = ${id}`.pipe(Effect.asVoid, failAs("deleteActivation")),
 
 
     getConversation: (id) => findConversation(id).pipe(failAs("getConversation")),

@@ -6,7 +6,6 @@ import { Context, type Effect, type Option } from "effect"
 import type { StoreError } from "./StoreError.js"
 import type { ChatMessage } from "../models/Model.js"
 import type {
-  ActivationRecord,
   ApprovalRecord,
   ApprovalStatus,
   ConversationRecord,
@@ -26,17 +25,6 @@ export interface StoredMessage {
   readonly runId: string
   readonly message: ChatMessage
   readonly createdAt: number
-}
-
-/** A timer to keep: its spec says what to run; `nextFire` when. */
-export interface ActivationUpdate {
-  readonly id: string
-  readonly kind: string
-  readonly spec: Readonly<Record<string, unknown>>
-  readonly status: "active" | "paused" | "done"
-  readonly nextFire: number | null
-  readonly lastFire?: number | null
-  readonly lastRunId?: string | null
 }
 
 /** An approval about to be asked for. */
@@ -81,14 +69,6 @@ export class Store extends Context.Tag("foundry/Store")<Store, {
     StoreError
   >
   readonly completeDelivery: (id: string, result: unknown) => Effect.Effect<void, StoreError>
-  readonly listActivations: (kind: string) => Effect.Effect<ReadonlyArray<ActivationRecord>, StoreError>
-  readonly getActivation: (id: string) => Effect.Effect<Option.Option<ActivationRecord>, StoreError>
-  /** Activations due by `now`, soonest first. */
-  readonly dueActivations: (now: number, limit: number) => Effect.Effect<ReadonlyArray<ActivationRecord>, StoreError>
-  /** The soonest `nextFire` of an active activation. */
-  readonly nextActivationTime: Effect.Effect<number | null, StoreError>
-  readonly saveActivation: (activation: ActivationUpdate) => Effect.Effect<void, StoreError>
-  readonly deleteActivation: (id: string) => Effect.Effect<void, StoreError>
   readonly getConversation: (id: string) => Effect.Effect<Option.Option<ConversationRecord>, StoreError>
   readonly listMessages: (conversationId: string) => Effect.Effect<ReadonlyArray<StoredMessage>, StoreError>
   /** Usage summed over the runs `filter` selects. */

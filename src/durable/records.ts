@@ -68,18 +68,6 @@ export class RunRecord extends Schema.Class<RunRecord>("RunRecord")({
   unpricedTurns: Schema.optionalWith(Schema.Number, { default: () => 0 })
 }) {}
 
-/** A durable timer: when it fires next, when it fired last, and what it runs. */
-export class ActivationRecord extends Schema.Class<ActivationRecord>("ActivationRecord")({
-  id: Schema.String,
-  kind: Schema.String,
-  spec: Schema.parseJson(Schema.Record({ key: Schema.String, value: Schema.Unknown })),
-  status: Schema.Literal("active", "paused", "done"),
-  nextFire: Schema.NullOr(Millis),
-  lastFire: Schema.NullOr(Millis),
-  lastRunId: Schema.NullOr(Schema.String),
-  updatedAt: Millis
-}) {}
-
 /** Where an approval is in its life; `expired` counts as denied. */
 export const ApprovalStatus = Schema.Literal("pending", "approved", "denied", "expired")
 export type ApprovalStatus = typeof ApprovalStatus.Type

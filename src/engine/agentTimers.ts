@@ -11,8 +11,8 @@ import type { ConfigDefinition } from "../definitions/defineConfig.js"
 import type { ScheduleTiming } from "../definitions/defineSchedule.js"
 import { nextFireAfter, ScheduleTimingSchema, timingProblem } from "../definitions/scheduleTiming.js"
 import { newId } from "../durable/ids.js"
-import type { ActivationRecord, RunRecord } from "../durable/records.js"
-import { Store } from "../durable/Store.js"
+import { type ActivationRecord, ActivationStorage } from "../durable/ActivationStorage.js"
+import type { RunRecord } from "../durable/records.js"
 import { durationText, failedOutcome, type ToolOutcome } from "./executeTool.js"
 
 const durationOf = (value: string): Option.Option<number> => Option.map(Duration.decodeUnknown(value), Duration.toMillis)
@@ -67,11 +67,11 @@ const describe = (activation: ActivationRecord) => ({
 
 /** Runs a timer tool for `run` within the config's `limits`; the result goes back to the model. */
 export const runTimerTool = Effect.fn("engine.runTimerTool")(function*(which: TimerTool, raw: unknown, run: RunRecord, limits: TimerLimits) {
-  const store = yield* Store
+  const activations = yield* ActivationStorage
   const now = yield* Clock.currentTimeMillis
   const done = (output: unknown): ToolOutcome => ({ _tag: "Succeeded", input: raw, output, content: JSON.stringify(output) })
   const activeTimers = Effect.map(
-    store.listActivations("agent"),
+    activations.list("agent"),
     (all) => all.filter((a) => owned(a, run) && a.status === "active").length
   )
   const arm = (timing: ScheduleTiming, message: string, conversation?: string) =>
@@ -81,7 +81,7 @@ export const runTimerTool = Effect.fn("engine.runTimerTool")(function*(which: Ti
       const refusal = tooFrequent(timing, now, limits) ?? tooMany(yield* activeTimers, limits)
       if (refusal !== undefined) return failedOutcome(raw, refusal)
       const id = `agent:${newId("tmr")}`
-      yield* store.saveActivation({
+      yield* activations.save({
         id,
         kind: "agent",
         spec: {
@@ -124,12 +124,12 @@ export const runTimerTool = Effect.fn("engine.runTimerTool")(function*(which: Ti
     case "schedules": {
       const input = Schema.decodeUnknownOption(SchedulesInput)(raw)
       if (Option.isNone(input)) return failedOutcome(raw, "foundry_schedules needs an action: list, pause, resume or cancel")
-      const mine = (yield* store.listActivations("agent")).filter((a) => owned(a, run))
+      const mine = (yield* activations.list("agent")).filter((a) => owned(a, run))
       if (input.value.action === "list") return done(mine.map(describe))
       const target = mine.find((a) => a.id === input.value.id)
       if (target === undefined) return failedOutcome(raw, `you have no schedule "${input.value.id ?? ""}"`)
       if (input.value.action === "cancel") {
-        yield* store.deleteActivation(target.id)
+        yield* activations.remove(target.id)
         return done({ id: target.id, cancelled: true })
       }
       const status = input.value.action === "pause" ? "paused" : "active"
@@ -140,7 +140,7 @@ export const runTimerTool = Effect.fn("engine.runTimerTool")(function*(which: Ti
       const nextFire = status === "active" && target.status !== "done" && Option.isSome(timing)
         ? nextFireAfter(timing.value, now, now)
         : target.nextFire
-      yield* store.saveActivation({ ...target, status: target.status === "done" ? "done" : status, nextFire })
+      yield* activations.save({ ...target, status: target.status === "done" ? "done" : status, nextFire })
       return done({ id: target.id, status })
     }
   }

@@ -54,7 +54,11 @@ export const make = (script: Script, name = "script"): LanguageModel => {
   const planned = new WeakMap<ModelRequest, Planned>()
   const plan = (request: ModelRequest): Planned => {
     const known = planned.get(request)
-    if (known !== undefined) return known
+    // Kept only from a declining `complete` to its `stream`: a retry asks the script again.
+    if (known !== undefined) {
+      planned.delete(request)
+      return known
+    }
     const index = turnIndex(request.messages)
     const turn = typeof script === "function" ? script(request, index) : script[index]
     const result: Planned = turn === undefined
@@ -78,7 +82,6 @@ export const make = (script: Script, name = "script"): LanguageModel => {
         delay: turn.delay,
         chunkDelay: turn.chunkDelay
       }
-    planned.set(request, result)
     return result
   }
   return {
@@ -96,7 +99,10 @@ export const make = (script: Script, name = "script"): LanguageModel => {
     complete: (request) => {
       const turn = plan(request)
       if (turn._tag === "Fail") return Effect.fail(turn.error)
-      if (turn.chunkDelay !== undefined) return undefined
+      if (turn.chunkDelay !== undefined) {
+        planned.set(request, turn)
+        return undefined
+      }
       return turn.delay === undefined ? Effect.succeed(turn.chunks) : Effect.as(Effect.sleep(turn.delay), turn.chunks)
     }
   }

@@ -6,16 +6,16 @@
  * missed firings become, and `overlap` what happens while the last firing's run still goes. A
  * firing is missed when it comes later than the config's `schedules.misfireGrace` after its time.
  */
-import { Clock, Context, Duration, Effect, Layer, Option, Queue, Schema, Stream } from "effect"
+import { Clock, Context, Duration, Effect, Layer, Option, Queue, Schema } from "effect"
 import type { CompiledApp } from "../compiler/CompiledApp.js"
 import { CurrentApp } from "../compiler/CurrentApp.js"
 import type { ScheduleTiming } from "../definitions/defineSchedule.js"
-import { nextFireAfter, ScheduleTimingSchema } from "../definitions/scheduleTiming.js"
+import { nextFireAfter } from "../definitions/scheduleTiming.js"
 import { Dispatcher } from "../dispatch/Dispatcher.js"
-import { type ActivationRecord, finalStatuses } from "../durable/records.js"
+import { type ActivationKind, type ActivationRecord, type ActivationSpec, ActivationStorage } from "../durable/ActivationStorage.js"
+import { finalStatuses } from "../durable/records.js"
 import { Store } from "../durable/Store.js"
 import type { StoreError } from "../durable/StoreError.js"
-import { EventLog } from "../events/EventLog.js"
 
 /** A schedule as the API shows it. */
 export interface ScheduleView {
@@ -48,33 +48,17 @@ export class Schedules extends Context.Tag("foundry/Schedules")<Schedules, {
   readonly trigger: (id: string) => Effect.Effect<ScheduleView, ScheduleNotFound | StoreError>
 }>() {}
 
-/** What an activation stores about what it runs; `conversation` is set for a sleeping conversation. */
-const SpecSchema = Schema.Struct({
-  schedule: Schema.String,
-  agent: Schema.String,
-  instance: Schema.String,
-  message: Schema.String,
-  timing: ScheduleTimingSchema,
-  overlap: Schema.Literal("skip", "queue", "allow"),
-  misfire: Schema.Literal("skip", "run-once", "catch-up"),
-  conversation: Schema.optional(Schema.String)
-})
-
-/** What an activation stores about what it runs. */
-type Spec = typeof SpecSchema.Type
-
-/** The kinds of activation: schedule routes, and timers agents set for their own instance. */
-export const activationKinds = ["schedule", "agent"] as const
-
-const decodeSpec = Schema.decodeUnknownOption(SpecSchema)
+/** The kinds of activation the schedules list: schedule routes, and timers agents set for their own instance. */
+const activationKinds: ReadonlyArray<ActivationKind> = ["schedule", "agent"]
 
 /** Catch-up runs at most this many missed firings. */
 const catchUpLimit = 10
 /** The longest the timer sleeps before it looks again. */
 const maxSleep = Duration.hours(1)
 
-const viewOf = (activation: ActivationRecord): Option.Option<ScheduleView> =>
-  Option.map(decodeSpec(activation.spec), (spec) => ({
+const viewOf = (activation: ActivationRecord): ScheduleView => {
+  const spec = activation.spec
+  return {
     id: spec.schedule,
     agent: spec.agent,
     instance: spec.instance,
@@ -85,20 +69,22 @@ const viewOf = (activation: ActivationRecord): Option.Option<ScheduleView> =>
     nextFire: activation.nextFire,
     lastFire: activation.lastFire,
     lastRunId: activation.lastRunId
-  }))
+  }
+}
 
 /** The schedules over the store and the dispatcher. */
 export const SchedulesLive = Layer.scoped(
   Schedules,
   Effect.gen(function*() {
     const store = yield* Store
+    const activations = yield* ActivationStorage
     const dispatcher = yield* Dispatcher
-    const wake = yield* Queue.sliding<void>(1)
+    // Woken by every change to an activation: a schedule synced or paused, a timer an agent armed.
+    const changes = yield* activations.changes
     const current = yield* CurrentApp
-    const events = yield* EventLog
 
     const activationOf = (id: string) =>
-      Effect.flatMap(store.getActivation(`schedule:${id}`), (found) => Option.isSome(found) ? Effect.succeed(found) : store.getActivation(id)).pipe(
+      Effect.flatMap(activations.get(`schedule:${id}`), (found) => Option.isSome(found) ? Effect.succeed(found) : activations.get(id)).pipe(
         Effect.flatMap(Option.match({
           onNone: () => Effect.fail(new ScheduleNotFound({ schedule: id, message: `there is no schedule "${id}"` })),
           onSome: Effect.succeed
@@ -106,7 +92,7 @@ export const SchedulesLive = Layer.scoped(
       )
 
     /** Starts one firing's run; `null` when `overlap: "skip"` kept it from starting. */
-    const start = (spec: Spec, activation: ActivationRecord, scheduledFor: number, overlap = spec.overlap) =>
+    const start = (spec: ActivationSpec, activation: ActivationRecord, scheduledFor: number, overlap = spec.overlap) =>
       Effect.gen(function*() {
         const last = activation.lastRunId === null ? Option.none() : yield* store.getRun(activation.lastRunId)
         const running = Option.isSome(last) && !finalStatuses.has(last.value.status)
@@ -128,9 +114,9 @@ export const SchedulesLive = Layer.scoped(
 
     const fire = (activation: ActivationRecord, now: number) =>
       Effect.gen(function*() {
-        const spec = Option.getOrUndefined(decodeSpec(activation.spec))
+        const spec = activation.spec
         const scheduled = activation.nextFire
-        if (spec === undefined || scheduled === null) return
+        if (scheduled === null) return
         const missed: Array<number> = [scheduled]
         for (let t = nextFireAfter(spec.timing, scheduled, scheduled); t !== null && t <= now && missed.length < 1000; t = nextFireAfter(spec.timing, t, scheduled)) {
           missed.push(t)
@@ -148,7 +134,7 @@ export const SchedulesLive = Layer.scoped(
           lastFire = time
         }
         const next = nextFireAfter(spec.timing, Math.max(now, missed[missed.length - 1] ?? scheduled), scheduled)
-        yield* store.saveActivation({
+        yield* activations.save({
           id: activation.id,
           kind: activation.kind,
           spec: activation.spec,
@@ -162,11 +148,11 @@ export const SchedulesLive = Layer.scoped(
     // The timer: fire what is due, then sleep until the soonest activation (or a change).
     yield* Effect.gen(function*() {
       const now = yield* Clock.currentTimeMillis
-      const due = yield* store.dueActivations(now, 100)
+      const due = yield* activations.due(now, 100)
       for (const activation of due) yield* fire(activation, now)
-      const next = yield* store.nextActivationTime
+      const next = yield* activations.nextFireTime
       const delay = next === null ? maxSleep : Duration.min(Duration.millis(Math.max(0, next - now)), maxSleep)
-      if (due.length < 100) yield* Effect.race(Effect.sleep(delay), Queue.take(wake))
+      if (due.length < 100) yield* Effect.race(Effect.sleep(delay), Queue.take(changes))
     }).pipe(
       Effect.catchAllCause((cause) => Effect.zipRight(Effect.logWarning("schedule timer failed", cause), Effect.sleep("1 second"))),
       Effect.forever,
@@ -180,7 +166,7 @@ export const SchedulesLive = Layer.scoped(
         const id = `schedule:${route.id}`
         wanted.add(id)
         const definition = route.definition
-        const spec: Spec = {
+        const spec: ActivationSpec = {
           schedule: route.id,
           agent: app.table.idOf(definition.agent) ?? "",
           instance: definition.instance,
@@ -189,10 +175,10 @@ export const SchedulesLive = Layer.scoped(
           overlap: definition.overlap,
           misfire: definition.misfire
         }
-        const existing = yield* store.getActivation(id)
+        const existing = yield* activations.get(id)
         const same = Option.isSome(existing) && JSON.stringify(existing.value.spec) === JSON.stringify(spec)
         if (same) continue
-        yield* store.saveActivation({
+        yield* activations.save({
           id,
           kind: "schedule",
           spec: { ...spec },
@@ -202,43 +188,29 @@ export const SchedulesLive = Layer.scoped(
           lastRunId: Option.isSome(existing) ? existing.value.lastRunId : null
         })
       }
-      for (const activation of yield* store.listActivations("schedule")) {
-        if (!wanted.has(activation.id)) yield* store.deleteActivation(activation.id)
+      for (const activation of yield* activations.list("schedule")) {
+        if (!wanted.has(activation.id)) yield* activations.remove(activation.id)
       }
-      yield* Queue.offer(wake, undefined)
     })
 
     yield* sync(yield* current.get)
 
-    // Agents arm their own timers from inside a run; the event they leave wakes the timer.
-    yield* events.follow({ type: "timer.armed" }, 0).pipe(
-      Stream.runForEach(() => Queue.offer(wake, undefined)),
-      Effect.catchAllCause((cause) => Effect.logWarning("timer wake-ups stopped", cause)),
-      Effect.forkScoped
-    )
-
-    const view = (activation: ActivationRecord) =>
-      Option.match(viewOf(activation), {
-        onNone: () => Effect.die(new Error(`activation ${activation.id} has an unreadable spec`)),
-        onSome: Effect.succeed
-      })
+    const view = (activation: ActivationRecord) => Effect.succeed(viewOf(activation))
 
     const setStatus = (id: string, status: "active" | "paused") =>
       Effect.gen(function*() {
         const activation = yield* activationOf(id)
-        const spec = Option.getOrUndefined(decodeSpec(activation.spec))
         const now = yield* Clock.currentTimeMillis
         // Resuming re-arms from now: what was missed while paused is not made up.
-        const nextFire = status === "active" && spec !== undefined ? nextFireAfter(spec.timing, now, now) : activation.nextFire
-        yield* store.saveActivation({ ...activation, status: activation.status === "done" ? "done" : status, nextFire })
-        yield* Queue.offer(wake, undefined)
+        const nextFire = status === "active" ? nextFireAfter(activation.spec.timing, now, now) : activation.nextFire
+        yield* activations.save({ ...activation, status: activation.status === "done" ? "done" : status, nextFire })
         return yield* view(yield* activationOf(id))
       })
 
     return Schedules.of({
       sync,
       list: Effect.flatMap(
-        Effect.forEach(activationKinds, (kind) => store.listActivations(kind)),
+        Effect.forEach(activationKinds, (kind) => activations.list(kind)),
         (all) => Effect.forEach(all.flat(), view)
       ),
       pause: (id) => setStatus(id, "paused"),
@@ -246,11 +218,9 @@ export const SchedulesLive = Layer.scoped(
       trigger: (id) =>
         Effect.gen(function*() {
           const activation = yield* activationOf(id)
-          const spec = Option.getOrUndefined(decodeSpec(activation.spec))
-          if (spec === undefined) return yield* view(activation)
           const now = yield* Clock.currentTimeMillis
-          const runId = yield* start(spec, activation, now)
-          yield* store.saveActivation({ ...activation, lastFire: now, lastRunId: runId ?? activation.lastRunId })
+          const runId = yield* start(activation.spec, activation, now)
+          yield* activations.save({ ...activation, lastFire: now, lastRunId: runId ?? activation.lastRunId })
           return yield* view(yield* activationOf(id))
         })
     })

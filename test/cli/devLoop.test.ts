@@ -273,7 +273,7 @@ export default defineConfig({ server: { port: ${port} }, store: { postgres: ${JS
 
       const sql = yield* connect(pgUrl)
       const runs = yield* sql<{ readonly id: string; readonly agent: string; readonly status: string; readonly output: string }>`
-        SELECT id, agent, status, output FROM runs`
+        SELECT id, agent, status, output FROM foundry_runs`
       expect(runs).toEqual([{ id: runId, agent: "helper", status: "completed", output: "the tool said: from-postgres" }])
       const stored = existsSync(join(root, ".foundry")) ? readdirSync(join(root, ".foundry")) : []
       expect(stored.filter((file) => /\.(db|sqlite)(-wal|-shm|-journal)?$/.test(file))).toEqual([])

@@ -20,11 +20,11 @@ export default defineConfig({ store: { postgres: ${JSON.stringify(url)} } })
       expect(result.code).toBe(0)
       expect(result.stdout).toContain("hello postgres")
       const sql = yield* connect(url)
-      const runs = yield* sql<{ readonly agent: string; readonly status: string }>`SELECT agent, status FROM runs`
+      const runs = yield* sql<{ readonly agent: string; readonly status: string }>`SELECT agent, status FROM foundry_runs`
       expect(runs).toEqual([{ agent: "echo", status: "completed" }])
-      const events = yield* sql<{ readonly count: string }>`SELECT COUNT(*) AS count FROM events`
+      const events = yield* sql<{ readonly count: string }>`SELECT COUNT(*) AS count FROM foundry_events`
       expect(Number(events[0]?.count)).toBeGreaterThan(5)
-      const messages = yield* sql<{ readonly count: string }>`SELECT COUNT(*) AS count FROM messages`
+      const messages = yield* sql<{ readonly count: string }>`SELECT COUNT(*) AS count FROM foundry_messages`
       expect(Number(messages[0]?.count)).toBe(4)
     }))
 })

@@ -1,0 +1,114 @@
+/**
+ * Durable timers: schedule routes and the timers agents arm for their own instance, each an
+ * activation with a typed spec (what to run, and when). Writers save and remove them; the
+ * scheduler sleeps until the soonest is due and is woken by `changes` when one is saved or removed.
+ */
+import { SqlClient } from "@effect/sql"
+import { Clock, Context, Effect, Layer, Option, PubSub, type Queue, Schema, type Scope } from "effect"
+import { ScheduleTimingSchema } from "../definitions/scheduleTiming.js"
+import { failAs, type StoreError } from "./StoreError.js"
+
+/** What an activation runs: a message to an agent's instance; `conversation` is set for a sleeping conversation. */
+export const ActivationSpec = Schema.Struct({
+  schedule: Schema.String,
+  agent: Schema.String,
+  instance: Schema.String,
+  message: Schema.String,
+  timing: ScheduleTimingSchema,
+  overlap: Schema.Literal("skip", "queue", "allow"),
+  misfire: Schema.Literal("skip", "run-once", "catch-up"),
+  conversation: Schema.optional(Schema.String)
+})
+export type ActivationSpec = typeof ActivationSpec.Type
+
+/** The kinds of activation: schedule routes, and timers agents set for their own instance. */
+export const ActivationKind = Schema.Literal("schedule", "agent")
+export type ActivationKind = typeof ActivationKind.Type
+
+/** A durable timer: when it fires next, when it fired last, and what it runs. */
+export class ActivationRecord extends Schema.Class<ActivationRecord>("ActivationRecord")({
+  id: Schema.String,
+  kind: ActivationKind,
+  spec: Schema.parseJson(ActivationSpec),
+  status: Schema.Literal("active", "paused", "done"),
+  nextFire: Schema.NullOr(Schema.Number),
+  lastFire: Schema.NullOr(Schema.Number),
+  lastRunId: Schema.NullOr(Schema.String),
+  updatedAt: Schema.Number
+}) {}
+
+/** A timer to keep: its spec says what to run; `nextFire` when. */
+export interface ActivationUpdate {
+  readonly id: string
+  readonly kind: ActivationKind
+  readonly spec: ActivationSpec
+  readonly status: "active" | "paused" | "done"
+  readonly nextFire: number | null
+  readonly lastFire?: number | null
+  readonly lastRunId?: string | null
+}
+
+/** Activation storage. */
+export class ActivationStorage extends Context.Tag("foundry/ActivationStorage")<ActivationStorage, {
+  readonly list: (kind: ActivationKind) => Effect.Effect<ReadonlyArray<ActivationRecord>, StoreError>
+  readonly get: (id: string) => Effect.Effect<Option.Option<ActivationRecord>, StoreError>
+  /** Activations due by `now`, soonest first. */
+  readonly due: (now: number, limit: number) => Effect.Effect<ReadonlyArray<ActivationRecord>, StoreError>
+  /** The soonest `nextFire` of an active activation. */
+  readonly nextFireTime: Effect.Effect<number | null, StoreError>
+  readonly save: (activation: ActivationUpdate) => Effect.Effect<void, StoreError>
+  readonly remove: (id: string) => Effect.Effect<void, StoreError>
+  /** A signal after every save or remove in this process, for as long as the scope lasts. */
+  readonly changes: Effect.Effect<Queue.Dequeue<void>, never, Scope.Scope>
+}>() {}
+
+const encodeSpec = Schema.encodeSync(Schema.parseJson(ActivationSpec))
+
+/** Activation storage on the database's `SqlClient`. */
+export const layer = Layer.scoped(
+  ActivationStorage,
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const changed = yield* Effect.acquireRelease(PubSub.sliding<void>(1), PubSub.shutdown)
+    const decode = Schema.decodeUnknown(Schema.Array(ActivationRecord))
+    const signal = PubSub.publish(changed, undefined)
+    return ActivationStorage.of({
+      list: (kind) => sql`SELECT * FROM foundry_activations WHERE kind = ${kind} ORDER BY id`.pipe(Effect.flatMap(decode), failAs("listActivations")),
+      get: (id) =>
+        sql`SELECT * FROM foundry_activations WHERE id = ${id}`.pipe(
+          Effect.flatMap(decode),
+          Effect.map((rows) => Option.fromNullable(rows[0])),
+          failAs("getActivation")
+        ),
+      due: (now, limit) =>
+        sql`SELECT * FROM foundry_activations WHERE status = 'active' AND next_fire <= ${now} ORDER BY next_fire LIMIT ${limit}`.pipe(
+          Effect.flatMap(decode),
+          failAs("dueActivations")
+        ),
+      nextFireTime: sql<{ readonly next: number | null }>`SELECT MIN(next_fire) AS next FROM foundry_activations WHERE status = 'active'`.pipe(
+        Effect.map((rows) => rows[0]?.next === null || rows[0]?.next === undefined ? null : Number(rows[0].next)),
+        failAs("nextActivationTime")
+      ),
+      save: (activation) =>
+        Effect.gen(function*() {
+          const now = yield* Clock.currentTimeMillis
+          const row = {
+            id: activation.id,
+            kind: activation.kind,
+            spec: encodeSpec(activation.spec),
+            status: activation.status,
+            nextFire: activation.nextFire,
+            lastFire: activation.lastFire ?? null,
+            lastRunId: activation.lastRunId ?? null,
+            updatedAt: now
+          }
+          yield* sql`INSERT INTO foundry_activations ${sql.insert(row)} ON CONFLICT (id) DO UPDATE SET
+            spec = excluded.spec, status = excluded.status, next_fire = excluded.next_fire,
+            last_fire = excluded.last_fire, last_run_id = excluded.last_run_id, updated_at = excluded.updated_at`
+          yield* signal
+        }).pipe(failAs("saveActivation")),
+      remove: (id) => sql`DELETE FROM foundry_activations WHERE id = ${id}`.pipe(Effect.zipRight(signal), failAs("deleteActivation")),
+      changes: PubSub.subscribe(changed)
+    })
+  })
+)
