@@ -66,15 +66,15 @@ const RunIds = Schema.Array(Schema.Struct({ runId: Schema.String }))
 /** The store as the crash left it. */
 const stateAtKill = (db: Database.Database) => {
   const statuses = Schema.decodeUnknownSync(StatusCounts)(
-    db.prepare("SELECT status, COUNT(*) AS n FROM runs GROUP BY status").all()
+    db.prepare("SELECT status, COUNT(*) AS n FROM foundry_runs GROUP BY status").all()
   )
   const recorded = Schema.decodeUnknownSync(RunIds)(
-    db.prepare("SELECT DISTINCT run_id AS runId FROM messages WHERE json_extract(body, '$._tag') = 'tool'").all()
+    db.prepare("SELECT DISTINCT run_id AS runId FROM foundry_messages WHERE json_extract(body, '$._tag') = 'tool'").all()
   )
   return {
     statuses: Object.fromEntries(statuses.map((row) => [row.status, row.n])),
     toolResultRecorded: new Set(recorded.map((row) => row.runId)),
-    lastLeaseExpiry: scalar(db, "SELECT MAX(expires_at) AS v FROM conversation_leases")
+    lastLeaseExpiry: scalar(db, "SELECT MAX(expires_at) AS v FROM foundry_conversation_leases")
   }
 }
 
@@ -146,8 +146,8 @@ export const recovery = Effect.gen(function*() {
   const resumedOnBoot = Number(/resumed (\d+) unfinished run/.exec(second.output())?.[1] ?? 0)
   yield* stopProcess(second, "SIGTERM")
   const resumedAt = inspectStore(storeFile, (db) => ({
-    first: scalar(db, "SELECT MIN(time) AS v FROM events WHERE type = 'run.resumed'"),
-    last: scalar(db, "SELECT MAX(time) AS v FROM events WHERE type = 'run.resumed'")
+    first: scalar(db, "SELECT MIN(time) AS v FROM foundry_events WHERE type = 'run.resumed'"),
+    last: scalar(db, "SELECT MAX(time) AS v FROM foundry_events WHERE type = 'run.resumed'")
   }))
 
   // Side effects: one line per execution of the tool, keyed by run id.
