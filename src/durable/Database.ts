@@ -47,6 +47,11 @@ export interface DatabaseStats {
 export class Database extends Context.Tag("foundry/Database")<Database, {
   readonly dialect: "sqlite" | "pg"
   readonly sql: SqlClient.SqlClient
+  /**
+   * Reads with one statement, outside any write transaction and without the `SqlClient`'s
+   * machinery: for the reads on every run's path. Rows keep the database's column names.
+   */
+  readonly read: (statement: Statement) => Effect.Effect<ReadonlyArray<Row>, StoreError>
   /** Writes the unit in the next group commit; succeeds once that transaction has committed. */
   readonly write: (unit: WriteUnit) => Effect.Effect<UnitResult, StoreError>
   readonly stats: Effect.Effect<DatabaseStats>

@@ -105,6 +105,7 @@ export const make = Effect.gen(function*() {
   return Database.of({
     dialect: "pg",
     sql,
+    read: (statement) => execute(statement).pipe(Effect.mapError((cause) => new StoreError({ operation: "read", message: messageOf(cause) }))),
     write,
     stats: Effect.sync(() => ({ statements, writeTransactions }))
   })

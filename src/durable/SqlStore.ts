@@ -1,9 +1,9 @@
 /**
- * The `Store` on `@effect/sql`: one implementation for every SQL dialect Foundry supports, and a
- * layer per database (`layerSqlite` is the embedded default).
+ * The `Store` on the `Database`: one implementation for every SQL dialect Foundry supports (the
+ * database layer picks the dialect and migrates it).
  */
-import { SqlClient, SqlSchema } from "@effect/sql"
-import { Clock, Effect, Layer, Option, Schema } from "effect"
+import { SqlSchema } from "@effect/sql"
+import { Clock, Effect, Layer, Option, Schema, String as Str } from "effect"
 import { ChatMessage } from "../models/Model.js"
 import {
   ApprovalRecord,
@@ -16,6 +16,7 @@ import {
   type UsageGrouping,
   UsageSums
 } from "./records.js"
+import { Database, type Row } from "./Database.js"
 import { Store } from "./Store.js"
 import { failAs } from "./StoreError.js"
 
@@ -34,9 +35,13 @@ const usageKeys: Record<UsageGrouping, { readonly select: string; readonly posit
   conversation: { select: "agent, instance_id, conversation_id", positions: "1, 2, 3" }
 }
 
+/** A row read without the client's name transform, with the names the record schemas use. */
+const camelCaseKeys = (row: Row): Row => Object.fromEntries(Object.entries(row).map(([key, value]) => [Str.snakeToCamel(key), value]))
+
 /** The SQL store over whichever `SqlClient` is provided; runs the migrations first. */
 export const make = Effect.gen(function*() {
-  const sql = yield* SqlClient.SqlClient
+  const database = yield* Database
+  const sql = database.sql
   const findInstance = SqlSchema.findOne({
     Request: Schema.Struct({ agent: Schema.String, id: Schema.String }),
     Result: InstanceRecord,
@@ -46,11 +51,6 @@ export const make = Effect.gen(function*() {
     Request: Schema.String,
     Result: ConversationRecord,
     execute: (id) => sql`SELECT * FROM foundry_conversations WHERE id = ${id}`
-  })
-  const findRun = SqlSchema.findOne({
-    Request: Schema.String,
-    Result: RunRecord,
-    execute: (id) => sql`SELECT * FROM foundry_runs WHERE id = ${id}`
   })
   const findRunByKey = SqlSchema.findOne({
     Request: Schema.String,
@@ -132,24 +132,17 @@ export const make = Effect.gen(function*() {
         failAs("completeDelivery")
       ),
 
-
-
-
-
-
-
     getConversation: (id) => findConversation(id).pipe(failAs("getConversation")),
 
-
     listMessages: (conversationId) =>
-      sql`SELECT seq, run_id, body, created_at FROM foundry_messages WHERE conversation_id = ${conversationId} ORDER BY seq`.pipe(
+      database.read({
+        sql: `SELECT seq, run_id AS "runId", body, created_at AS "createdAt" FROM foundry_messages WHERE conversation_id = ? ORDER BY seq`,
+        params: [conversationId]
+      }).pipe(
         Effect.flatMap(decodeMessages),
         Effect.map((rows) => rows.map((row) => ({ seq: row.seq, runId: row.runId, message: row.body, createdAt: row.createdAt }))),
         failAs("listMessages")
       ),
-
-
-
 
     sumUsage: (filter) =>
       sql`SELECT ${usageSums} FROM foundry_runs WHERE ${usageWhere(filter)}`.pipe(
@@ -167,7 +160,12 @@ export const make = Effect.gen(function*() {
       )
     },
 
-    getRun: (id) => findRun(id).pipe(failAs("getRun")),
+    getRun: (id) =>
+      database.read({ sql: "SELECT * FROM foundry_runs WHERE id = ?", params: [id] }).pipe(
+        Effect.flatMap((rows) => decodeRuns(rows.map(camelCaseKeys))),
+        Effect.map((runs) => Option.fromNullable(runs[0])),
+        failAs("getRun")
+      ),
 
     findRunByIdempotencyKey: (key) => findRunByKey(key).pipe(failAs("findRunByIdempotencyKey")),
 
@@ -205,9 +203,6 @@ export const make = Effect.gen(function*() {
       failAs("unfinishedRuns")
     ),
 
-
-
-
     createApproval: (approval) =>
       Effect.gen(function*() {
         const now = yield* Clock.currentTimeMillis
@@ -242,9 +237,6 @@ export const make = Effect.gen(function*() {
       }).pipe(failAs("grantForConversation")),
 
     findGrant: (conversationId, tool) => findGrantByTool({ conversationId, tool }).pipe(failAs("findGrant")),
-
-
-
 
   })
 })

@@ -160,6 +160,11 @@ export const make = (filename: string) =>
     return Database.of({
       dialect: "sqlite",
       sql: client,
+      read: (statement) =>
+        permit.withPermits(1)(Effect.try({
+          try: () => execute(prepare(statement.sql), statement.params),
+          catch: (cause) => new StoreError({ operation: "read", message: messageOf(cause) })
+        })),
       write,
       stats: Effect.sync(() => ({ statements, writeTransactions }))
     })
