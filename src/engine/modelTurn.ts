@@ -3,7 +3,7 @@
  * they arrive, transient failures retried with exponential backoff and jitter, and, when an agent
  * names several models, the next one asked once a model's retries are used up.
  */
-import { Duration, Effect, Option, Ref, Schedule, Stream } from "effect"
+import { Duration, Effect, Random, Stream } from "effect"
 import type { NonEmptyReadonlyArray } from "effect/Array"
 import { type LanguageModel, type ModelChunk, ModelError, type ModelRequest, type ToolCall } from "../models/Model.js"
 
@@ -34,12 +34,13 @@ export interface TurnOptions {
 
 const emptyTurn = (model: LanguageModel): TurnResult => ({ model: model.name, text: "", toolCalls: [], inputTokens: 0, outputTokens: 0 })
 
-const retrySchedule = (policy: RetryPolicy) =>
-  Schedule.exponential(policy.base).pipe(
-    Schedule.jittered,
-    Schedule.modifyDelay((delay) => Duration.min(delay, Duration.decode(policy.max))),
-    Schedule.intersect(Schedule.recurs(policy.times))
-  )
+/** The wait before retry `index` (from 0): exponential from `base`, jittered by ±20%, at most `max`. */
+const backoff = (policy: RetryPolicy, index: number): Effect.Effect<Duration.Duration> =>
+  Effect.map(Random.next, (random) => {
+    const exponential = Duration.toMillis(Duration.decode(policy.base)) * 2 ** index
+    const jittered = exponential * (0.8 + random * 0.4)
+    return Duration.millis(Math.min(jittered, Duration.toMillis(Duration.decode(policy.max))))
+  })
 
 /** Adds one chunk to the turn so far. */
 const addChunk = (acc: TurnResult, chunk: ModelChunk): TurnResult => {
@@ -83,16 +84,21 @@ export const modelTurn = (
         })
       )
     ),
-    (attempt) => Effect.flatMap(Ref.make(Option.none<ModelError>()), (lastFailure) =>
-      // `onRetry` is called as a retry starts, after its backoff, with the failure it retries: a
-      // failure that no attempt follows (the last one, one the turn is interrupted after, e.g. a
-      // cancel during the backoff) is no retry, so every report matches a call the model saw.
-      Ref.get(lastFailure).pipe(
-        Effect.flatMap(Option.match({ onNone: () => Effect.void, onSome: (error) => Effect.ignore(options.onRetry(error)) })),
-        Effect.zipRight(attempt),
-        Effect.tapError((error) => Ref.set(lastFailure, Option.some(error))),
-        Effect.retry({ schedule: retrySchedule(options.retry), while: (error) => error.kind === "transient" })
-      ))
+    // A transient failure is retried after a backoff, up to `retry.times` times. `onRetry` is
+    // called as a retry starts, after its backoff, with the failure it retries: a failure that no
+    // attempt follows (the last one, or one the turn is interrupted after, e.g. a cancel during
+    // the backoff) is no retry, so every report matches a call the model saw.
+    (attempt) => {
+      const retrying = (error: ModelError, retries: number): Effect.Effect<TurnResult, ModelError> =>
+        error.kind !== "transient" || retries >= options.retry.times
+          ? Effect.fail(error)
+          : Effect.flatMap(backoff(options.retry, retries), Effect.sleep).pipe(
+            Effect.zipRight(Effect.ignore(options.onRetry(error))),
+            Effect.zipRight(attempt),
+            Effect.catchAll((next) => retrying(next, retries + 1))
+          )
+      return Effect.catchAll(attempt, (error) => retrying(error, 0))
+    }
   )
 
 /**
