@@ -4,6 +4,7 @@
 import type { Effect } from "effect"
 import { idleInstances } from "./idleInstances.js"
 import { orderLookup } from "./orderLookup.js"
+import { orderLookupHttp } from "./orderLookupHttp.js"
 import { recovery } from "./recovery.js"
 import { startup } from "./startup.js"
 
@@ -15,6 +16,7 @@ export interface Scenario {
 
 export const scenarios: ReadonlyArray<Scenario> = [
   { name: "order-lookup", run: orderLookup },
+  { name: "order-lookup-http", run: orderLookupHttp },
   { name: "idle-instances", run: idleInstances },
   { name: "recovery", run: recovery },
   { name: "startup", run: startup }

@@ -1,10 +1,11 @@
 /**
  * A project's runtime in this process, as `foundry start` composes it (store, event log,
- * dispatcher) minus the HTTP server, with every agent on a given model.
+ * dispatcher), without or with its HTTP server, with every agent on a given model.
  */
+import { HttpServer } from "@effect/platform"
 import { NodeContext } from "@effect/platform-node"
 import { Context, Effect, Layer } from "effect"
-import { runtimeLayer } from "../../src/cli/ProjectRuntime.js"
+import { runtimeLayer, serverLayer } from "../../src/cli/ProjectRuntime.js"
 import { loadProject } from "../../src/compiler/loadProject.js"
 import { Dispatcher, type RunRequest } from "../../src/dispatch/Dispatcher.js"
 import { Database } from "../../src/durable/Database.js"
@@ -37,6 +38,28 @@ export const startRuntime = (root: string, options: { readonly storeFile: string
       database: Context.get(context, Database)
     }
     return runtime
+  }).pipe(Effect.provide(NodeContext.layer))
+
+/** A project served over HTTP in this process: its base URL, and the database for its counters. */
+export interface BenchServer {
+  readonly url: string
+  readonly database: Context.Tag.Service<Database>
+}
+
+/**
+ * Loads the project at `root` and serves it with `serverLayer` (as `foundry start` does) on a free
+ * loopback port, in the current scope.
+ */
+export const startServer = (root: string, options: { readonly storeFile: string; readonly model: LanguageModel }) =>
+  Effect.gen(function*() {
+    const app = yield* loadProject(root, 1)
+    const context = yield* Layer.build(
+      serverLayer(app, { port: 0, host: "127.0.0.1" }, { storeFile: options.storeFile, models: layerFixed(options.model) })
+    )
+    const address = Context.get(context, HttpServer.HttpServer).address
+    if (address._tag !== "TcpAddress") return yield* Effect.dieMessage("the server is not listening on TCP")
+    const server: BenchServer = { url: `http://127.0.0.1:${address.port}`, database: Context.get(context, Database) }
+    return server
   }).pipe(Effect.provide(NodeContext.layer))
 
 /** Submits one run and waits for its end; the result is the milliseconds that took. */
