@@ -24,12 +24,15 @@ export interface RunSource {
 
 const text = (value: unknown): string | undefined => typeof value === "string" ? value : undefined
 
+/** The run a `playbook.dispatched` event started, and how: on a webhook's delivery or on an internal event. */
 const dispatchOf = (event: FoundryEvent): readonly [string, Dispatch] | undefined => {
-  const runId = text(event.data.runId)
-  const playbook = text(event.data.playbook)
-  return runId === undefined || playbook === undefined
-    ? undefined
-    : [runId, { playbook, webhook: text(event.data.webhook), event: text(event.data.event) }]
+  if (event.type !== "playbook.dispatched") return undefined
+  const data = event.data
+  return [data.runId, {
+    playbook: data.playbook,
+    webhook: "webhook" in data ? data.webhook : undefined,
+    event: "event" in data ? data.event : undefined
+  }]
 }
 
 // Enough for every run a page of 200 shows, unless thousands of other runs were dispatched meanwhile.

@@ -14,7 +14,7 @@ import type { StoreError } from "../durable/StoreError.js"
 import { runAgent } from "../engine/AgentLoop.js"
 import { closeOpenCalls } from "../engine/closeOpenCalls.js"
 import { RunStarter } from "../engine/RunStarter.js"
-import { type EventDraft, EventLog } from "../events/EventLog.js"
+import { EventLog } from "../events/EventLog.js"
 import type { Lease } from "../journal/journalRecords.js"
 import { RunJournal } from "../journal/RunJournal.js"
 import { eventOf } from "../journal/trace.js"
@@ -56,9 +56,6 @@ export const layer = (options: LocalDispatcherOptions) =>
       const lanes = new Map<string, Deferred.Deferred<void>>()
       const done = new Map<string, Deferred.Deferred<void>>()
       const approvalsChanged = yield* Queue.sliding<void>(1)
-
-      const emitFor = (run: RunRecord, type: EventDraft["type"], data: EventDraft["data"], step = "run", parentStep?: string) =>
-        events.emit(eventOf(run, type, data, step, parentStep))
 
       /** Waits for the run's conversation lease (another process may be running it), and reads the run's status with it. */
       const claim = (run: RunRecord) =>
@@ -332,14 +329,14 @@ export const layer = (options: LocalDispatcherOptions) =>
                 approvalId
               })
             }
-            yield* emitFor(run.value, "approval.decided", {
+            yield* events.emit(eventOf(run.value, "approval.decided", {
               approvalId,
               toolCallId: decided.value.toolCallId,
               tool: decided.value.tool,
               status,
               ...(granted ? { scope } : {}),
               ...(reason === undefined ? {} : { reason })
-            }, `approval:${decided.value.toolCallId}`, `tool:${decided.value.toolCallId}`)
+            }, `approval:${decided.value.toolCallId}`, `tool:${decided.value.toolCallId}`))
             if (run.value.status === "suspended") yield* schedule(run.value)
           }
           return decided.value

@@ -205,13 +205,10 @@ const executeRun = (app: CompiledApp, agent: CompiledAgent, run: RunRecord, step
     const answer = (call: ToolCall, outcome: ToolOutcome, durationMs: number) => {
       record({ _tag: "tool", toolCallId: call.id, name: call.name, content: outcome.content })
       const shown = hide(call.name)
-      return step.emit(
-        outcome._tag === "Succeeded" ? "tool.call.completed" : "tool.call.failed",
-        `tool:${call.id}`,
-        outcome._tag === "Succeeded"
-          ? { toolCallId: call.id, tool: call.name, input: shown(outcome.input), output: shown(outcome.output), durationMs }
-          : { toolCallId: call.id, tool: call.name, input: shown(outcome.input), error: outcome.error, durationMs }
-      )
+      const span = `tool:${call.id}`
+      return outcome._tag === "Succeeded"
+        ? step.emit("tool.call.completed", span, { toolCallId: call.id, tool: call.name, input: shown(outcome.input), output: shown(outcome.output), durationMs })
+        : step.emit("tool.call.failed", span, { toolCallId: call.id, tool: call.name, input: shown(outcome.input), error: outcome.error, durationMs })
     }
 
     const budgets = budgetsOf(agent.definition.budget, config.budget)

@@ -8,6 +8,7 @@ import { Effect } from "effect"
 import type { RunRecord } from "../durable/records.js"
 import type { StoreError } from "../durable/StoreError.js"
 import { type EventDraft, EventLog } from "../events/EventLog.js"
+import type { EventPayload, EventType } from "../events/FoundryEvent.js"
 import type { Lease, RunUpdate, TurnUsage } from "../journal/journalRecords.js"
 import { type LeaseLost, RunJournal } from "../journal/RunJournal.js"
 import { eventOf } from "../journal/trace.js"
@@ -21,10 +22,10 @@ export interface StepEnd {
 
 /** A run's pending step. */
 export interface StepBuffer {
-  /** Adds an event of the run at `step` (a span under `parentStep`, default the run's own). */
-  readonly emit: (type: EventDraft["type"], step: string, data: EventDraft["data"], parentStep?: string) => Effect.Effect<void>
+  /** Adds an event of the run at `step` (a span under `parentStep`, default the run's own); `data` is the payload of `type`. */
+  readonly emit: <T extends EventType>(type: T, step: string, data: EventPayload<T>, parentStep?: string) => Effect.Effect<void>
   /** Streams a text delta live (never stored). */
-  readonly delta: (step: string, data: EventDraft["data"]) => Effect.Effect<void>
+  readonly delta: (step: string, data: EventPayload<"model.delta">) => Effect.Effect<void>
   /** Adds an event already drafted. */
   readonly push: (draft: EventDraft) => void
   readonly message: (message: ChatMessage) => void
@@ -42,7 +43,9 @@ export const makeStepBuffer = (run: RunRecord, lease: Lease | undefined) =>
     let drafts: Array<EventDraft> = []
     let usage: Array<TurnUsage> = []
     const buffer: StepBuffer = {
-      emit: (type, step, data, parentStep) => Effect.sync(() => drafts.push(eventOf(run, type, data, step, parentStep))),
+      // `emit`'s signature ties each call's data to its type; TypeScript cannot carry that tie
+      // through a type parameter into the array of all drafts, so the draft is made at the union.
+      emit: (type, step, data, parentStep) => Effect.sync(() => drafts.push(eventOf<EventType>(run, type, data, step, parentStep))),
       // Text deltas are only streamed: with nobody following, there is nothing to make.
       delta: (step, data) => events.followed() ? Effect.asVoid(Effect.orDie(events.emit(eventOf(run, "model.delta", data, step)))) : Effect.void,
       push: (draft) => drafts.push(draft),

@@ -9,6 +9,7 @@ import type { ConfigDefinition } from "../definitions/defineConfig.js"
 import type { LanguageModel, ModelError, ModelRequest, ToolCall } from "../models/Model.js"
 import { costOf, priceOf } from "../models/prices.js"
 import type { StoreError } from "../durable/StoreError.js"
+import type { EventPayload } from "../events/FoundryEvent.js"
 import type { TurnUsage } from "../journal/journalRecords.js"
 import type { LeaseLost } from "../journal/RunJournal.js"
 import { isContextOverflow } from "./compaction.js"
@@ -45,14 +46,14 @@ export const askModel = (input: ModelStepInput) =>
     yield* step.emit("model.turn.started", span, { turn, model: models[0].name })
     yield* input.commit()
     // Retries and fallbacks are committed as they happen: a person watching a slow turn sees them.
-    const report = (type: "model.retry" | "model.fallback", data: Record<string, unknown>) =>
-      Effect.zipRight(step.emit(type, span, { turn, ...data }), input.commit())
+    const report = <T extends "model.retry" | "model.fallback">(type: T, data: EventPayload<T>) =>
+      Effect.zipRight(step.emit(type, span, data), input.commit())
     const options = {
       retry: config.modelRetry,
       onDelta: (text: string) => step.delta(span, { turn, text }),
-      onRetry: (error: ModelError) => report("model.retry", { model: error.model, status: error.status ?? null, error: error.message }),
+      onRetry: (error: ModelError) => report("model.retry", { turn, model: error.model, status: error.status ?? null, error: error.message }),
       onFallback: (from: LanguageModel, to: LanguageModel, error: ModelError) =>
-        report("model.fallback", { from: from.name, to: to.name, status: error.status ?? null, error: error.message })
+        report("model.fallback", { turn, from: from.name, to: to.name, status: error.status ?? null, error: error.message })
     }
     const result = yield* input.request(false).pipe(
       Effect.flatMap((request) => modelTurnWithFallbacks(models, request, options)),

@@ -9,10 +9,10 @@ import { finalStatuses } from "../durable/records.js"
 import { Store } from "../durable/Store.js"
 import type { StoreError } from "../durable/StoreError.js"
 import { type EventFilter, EventStorage, insertEvents, sequenced, type UnsequencedEvent } from "./EventStorage.js"
-import { ephemeralTypes, type FoundryEvent, runEndTypes } from "./FoundryEvent.js"
+import { type AnyEvent, ephemeralTypes, type FoundryEvent, runEndTypes } from "./FoundryEvent.js"
 
-/** An event before the log gives it an id, a time, a release and a sequence number. */
-export type EventDraft = Omit<FoundryEvent, "id" | "seq" | "time" | "release">
+/** An event before the log gives it an id, a time, a release and a sequence number (any type, its `data` that type's). */
+export type EventDraft = AnyEvent<"id" | "seq" | "time" | "release">
 
 /** The event log. */
 export class EventLog extends Context.Tag("foundry/EventLog")<EventLog, {

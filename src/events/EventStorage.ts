@@ -3,13 +3,13 @@
  * step they belong to (the store assigns `seq`, in order), read back by filter and cursor, and
  * pruned by age and count.
  */
-import { Context, Effect, Layer, Schema } from "effect"
+import { Context, Effect, Layer, ParseResult, Schema } from "effect"
 import { Database, type Row, type Statement } from "../durable/Database.js"
 import { failAs, type StoreError } from "../durable/StoreError.js"
-import { FoundryEvent } from "./FoundryEvent.js"
+import { type AnyEvent, EventEnvelope, FoundryEvent } from "./FoundryEvent.js"
 
-/** An event as it is written: everything but the `seq` the store gives it. */
-export type UnsequencedEvent = Omit<FoundryEvent, "seq">
+/** An event as it is written: everything but the `seq` the store gives it (any type, its `data` that type's). */
+export type UnsequencedEvent = AnyEvent<"seq">
 
 /** Filters for reading events, oldest first; `after` is a `seq` cursor. */
 export interface EventFilter {
@@ -65,30 +65,74 @@ export const sequenced = (events: ReadonlyArray<UnsequencedEvent>, rows: Readonl
   return events.map((event) => ({ ...event, seq: seqs.get(event.id) ?? 0 }))
 }
 
-const EventRow = Schema.Struct({
-  ...FoundryEvent.fields,
-  data: Schema.parseJson(FoundryEvent.fields.data)
-})
-const decodeEvents = Schema.decodeUnknown(Schema.Array(EventRow))
+/**
+ * A stored row: the envelope, the type as text and the data as JSON text, decoded (in one pass)
+ * as the event its type says. A row stored by an older version whose data no longer matches its
+ * type's schema does not decode: `list` skips it (docs/decisions.md, "Typed event payloads").
+ */
+const EventRow = Schema.compose(
+  Schema.Struct({ ...EventEnvelope.fields, type: Schema.String, data: Schema.parseJson() }),
+  FoundryEvent,
+  { strict: false }
+)
+const decodeRow = Schema.decodeUnknownEither(EventRow)
+
+/** The first reason a row did not decode, short enough for a log line: `data.output: is missing`. */
+const whyUnreadable = (error: ParseResult.ParseError): string => {
+  const [first] = ParseResult.ArrayFormatter.formatErrorSync(error)
+  return first === undefined ? error.message : `${first.path.join(".") || "row"}: ${first.message}`
+}
 
 /** Event storage on the `Database`. */
 export const layer = Layer.effect(
   EventStorage,
   Effect.gen(function*() {
     const { sql } = yield* Database
+    const select = (filter: EventFilter, after: number | undefined, limit: number) =>
+      sql`SELECT * FROM foundry_events WHERE ${
+        sql.and([
+          ...(filter.runId === undefined ? [] : [sql`run_id = ${filter.runId}`]),
+          ...(filter.conversationId === undefined ? [] : [sql`conversation_id = ${filter.conversationId}`]),
+          ...(filter.instanceId === undefined ? [] : [sql`instance_id = ${filter.instanceId}`]),
+          ...(filter.agent === undefined ? [] : [sql`agent = ${filter.agent}`]),
+          ...(filter.type === undefined ? [] : [sql`type = ${filter.type}`]),
+          ...(filter.since === undefined ? [] : [sql`time >= ${filter.since}`]),
+          ...(after === undefined ? [] : [sql`seq > ${after}`])
+        ])
+      } ORDER BY seq LIMIT ${limit}`
+
     return EventStorage.of({
+      // A page has `limit` events unless the store has no more: readers take a short page as the
+      // end. So when rows are skipped, the rows after them fill the page.
       list: (filter) =>
-        sql`SELECT * FROM foundry_events WHERE ${
-          sql.and([
-            ...(filter.runId === undefined ? [] : [sql`run_id = ${filter.runId}`]),
-            ...(filter.conversationId === undefined ? [] : [sql`conversation_id = ${filter.conversationId}`]),
-            ...(filter.instanceId === undefined ? [] : [sql`instance_id = ${filter.instanceId}`]),
-            ...(filter.agent === undefined ? [] : [sql`agent = ${filter.agent}`]),
-            ...(filter.type === undefined ? [] : [sql`type = ${filter.type}`]),
-            ...(filter.since === undefined ? [] : [sql`time >= ${filter.since}`]),
-            ...(filter.after === undefined ? [] : [sql`seq > ${filter.after}`])
-          ])
-        } ORDER BY seq LIMIT ${filter.limit ?? 1000}`.pipe(Effect.flatMap(decodeEvents), failAs("listEvents")),
+        Effect.gen(function*() {
+          const limit = filter.limit ?? 1000
+          const events: Array<FoundryEvent> = []
+          let skipped = 0
+          let firstSkipped = ""
+          let after = filter.after
+          while (events.length < limit) {
+            const wanted = limit - events.length
+            const rows = yield* select(filter, after, wanted)
+            for (const row of rows) {
+              const decoded = decodeRow(row)
+              if (decoded._tag === "Right") {
+                events.push(decoded.right)
+              } else if (skipped++ === 0) {
+                firstSkipped = `seq ${String(row.seq)} (${String(row.type)}): ${whyUnreadable(decoded.left)}`
+              }
+            }
+            const last = rows[rows.length - 1]
+            if (last === undefined || rows.length < wanted) break
+            after = Number(last.seq)
+          }
+          if (skipped > 0) {
+            yield* Effect.logWarning(
+              `skipped ${skipped} stored event(s) that do not match their type's schema (written by an older version?); the first: ${firstSkipped}`
+            )
+          }
+          return events
+        }).pipe(failAs("listEvents")),
 
       prune: (retention) =>
         Effect.gen(function*() {

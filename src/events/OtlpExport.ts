@@ -53,73 +53,90 @@ const nanos = (ms: number): string => `${BigInt(Math.round(ms)) * 1_000_000n}`
 const attribute = ([key, value]: readonly [string, string | number]): OtlpAttribute =>
   ({ key, value: typeof value === "number" ? { intValue: String(value) } : { stringValue: value } })
 
-const starts: Partial<Record<FoundryEvent["type"], (event: FoundryEvent) => { name: string; attributes: Attributes }>> = {
-  "run.started": (e) => ({ name: `run ${e.agent}`, attributes: { "foundry.run.id": e.runId, "foundry.agent": e.agent, "foundry.instance": e.instanceId } }),
-  "run.resumed": (e) => ({ name: `run ${e.agent}`, attributes: { "foundry.run.id": e.runId, "foundry.agent": e.agent, "foundry.resumed": "true" } }),
-  "model.turn.started": (e) => {
-    const model = String(e.data.model ?? "")
-    return {
-      name: `chat ${model}`,
-      attributes: { "gen_ai.operation.name": "chat", "gen_ai.system": model.split(":")[0] ?? model, "gen_ai.request.model": model.split(":").slice(1).join(":") || model }
+/** The name and attributes of the span an event starts, if it starts one. */
+const startOf = (event: FoundryEvent): { readonly name: string; readonly attributes: Attributes } | undefined => {
+  switch (event.type) {
+    case "run.started":
+      return { name: `run ${event.agent}`, attributes: { "foundry.run.id": event.runId, "foundry.agent": event.agent, "foundry.instance": event.instanceId } }
+    case "run.resumed":
+      return { name: `run ${event.agent}`, attributes: { "foundry.run.id": event.runId, "foundry.agent": event.agent, "foundry.resumed": "true" } }
+    case "model.turn.started": {
+      const model = event.data.model
+      return {
+        name: `chat ${model}`,
+        attributes: { "gen_ai.operation.name": "chat", "gen_ai.system": model.split(":")[0] ?? model, "gen_ai.request.model": model.split(":").slice(1).join(":") || model }
+      }
     }
-  },
-  "tool.call.started": (e) => ({ name: `execute_tool ${String(e.data.tool)}`, attributes: { "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": String(e.data.tool) } }),
-  "approval.requested": (e) => ({ name: `approval ${String(e.data.tool)}`, attributes: { "foundry.approval.id": String(e.data.approvalId) } })
-}
-
-/** The string fields of an event's data named in `keys`, as the attributes `keys` maps them to. */
-const stringAttributes = (data: FoundryEvent["data"], keys: Readonly<Record<string, string>>): Attributes => {
-  const picked: Attributes = {}
-  for (const [field, key] of Object.entries(keys)) {
-    const value = data[field]
-    if (typeof value === "string") picked[key] = value
+    case "tool.call.started":
+      return { name: `execute_tool ${event.data.tool}`, attributes: { "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": event.data.tool } }
+    case "approval.requested":
+      return { name: `approval ${event.data.tool}`, attributes: { "foundry.approval.id": event.data.approvalId } }
+    default:
+      return undefined
   }
-  return picked
 }
 
 /**
- * Events recorded as span events on their open span. A suspension does not end the run's span:
- * the resumed run has the same span id, and a backend would see two spans with one id.
+ * The attributes of the span event an event records on its open span, if it is one. A suspension
+ * does not end the run's span: the resumed run has the same span id, and a backend would see two
+ * spans with one id.
  */
-const marks: Partial<Record<FoundryEvent["type"], (event: FoundryEvent) => Attributes>> = {
-  "run.suspended": (e) =>
-    stringAttributes(e.data, {
-      reason: "foundry.suspended.reason",
-      tool: "gen_ai.tool.name",
-      approvalId: "foundry.approval.id",
-      childRunId: "foundry.child_run.id"
-    }),
-  "run.resumed": () => ({})
+const markOf = (event: FoundryEvent): Attributes | undefined => {
+  switch (event.type) {
+    case "run.suspended": {
+      const suspended = event.data
+      const reason = { "foundry.suspended.reason": suspended.reason, "gen_ai.tool.name": suspended.tool }
+      return suspended.reason === "approval"
+        ? { ...reason, "foundry.approval.id": suspended.approvalId }
+        : { ...reason, "foundry.child_run.id": suspended.childRunId }
+    }
+    case "run.resumed":
+      return {}
+    default:
+      return undefined
+  }
 }
 
 const ends: ReadonlySet<FoundryEvent["type"]> = new Set([
   "run.completed", "run.failed", "run.cancelled", "model.turn.completed", "tool.call.completed", "tool.call.failed", "approval.decided"
 ])
 
+/** Why the step an event ends failed, or `undefined` when it did not. */
+const failureOf = (event: FoundryEvent): string | undefined => {
+  switch (event.type) {
+    case "run.failed":
+    case "tool.call.failed":
+      return event.data.error
+    case "approval.decided":
+      return event.data.status === "approved" ? undefined : event.data.status
+    default:
+      return undefined
+  }
+}
+
 /** Turns the event stream into finished OTLP spans, each exported once, when its step ends. */
 export const spanBuilder = () => {
   const open = new Map<string, OpenSpan>()
   return (event: FoundryEvent): ReadonlyArray<OtlpSpan> => {
     const span = open.get(event.spanId)
-    const mark = marks[event.type]
+    const mark = markOf(event)
     if (span !== undefined && mark !== undefined) {
-      open.set(event.spanId, { ...span, marks: [...span.marks, { name: event.type, time: event.time, attributes: mark(event) }] })
+      open.set(event.spanId, { ...span, marks: [...span.marks, { name: event.type, time: event.time, attributes: mark }] })
       return []
     }
-    const start = starts[event.type]
+    const start = startOf(event)
     if (start !== undefined) {
       // Also a run resumed by a process that did not see it start (a restart): its span begins here.
-      const { attributes, name } = start(event)
+      const { attributes, name } = start
       open.set(event.spanId, { traceId: event.traceId, spanId: event.spanId, parentSpanId: event.parentSpanId, name, start: event.time, attributes, marks: [] })
       return []
     }
     if (!ends.has(event.type) || span === undefined) return []
     open.delete(event.spanId)
-    const usage = event.data.usage
-    const usageAttributes: Record<string, number> = typeof usage === "object" && usage !== null && "inputTokens" in usage && "outputTokens" in usage
-      ? { "gen_ai.usage.input_tokens": Number(usage.inputTokens), "gen_ai.usage.output_tokens": Number(usage.outputTokens) }
+    const usageAttributes: Attributes = event.type === "model.turn.completed"
+      ? { "gen_ai.usage.input_tokens": event.data.usage.inputTokens, "gen_ai.usage.output_tokens": event.data.usage.outputTokens }
       : {}
-    const failed = event.type === "run.failed" || event.type === "tool.call.failed" || (event.type === "approval.decided" && event.data.status !== "approved")
+    const failure = failureOf(event)
     return [{
       traceId: span.traceId,
       spanId: span.spanId,
@@ -130,7 +147,7 @@ export const spanBuilder = () => {
       endTimeUnixNano: nanos(event.time),
       attributes: Object.entries({ ...span.attributes, ...usageAttributes }).map(attribute),
       events: span.marks.map((m) => ({ name: m.name, timeUnixNano: nanos(m.time), attributes: Object.entries(m.attributes).map(attribute) })),
-      status: failed ? { code: 2, message: String(event.data.error ?? event.data.status ?? "failed") } : { code: 1 }
+      status: failure === undefined ? { code: 1 } : { code: 2, message: failure }
     }]
   }
 }

@@ -5,7 +5,7 @@
  */
 import { createHash } from "node:crypto"
 import type { RunRecord } from "../durable/records.js"
-import type { EventDraft } from "../events/EventLog.js"
+import type { AnyEvent, EventPayload, EventType } from "../events/FoundryEvent.js"
 
 // Every event of a run derives its trace and span ids from the same few texts: remembered, so that
 // a run hashes each once rather than once per event. Bounded: the oldest half goes when full.
@@ -36,17 +36,20 @@ export const spanIdOf = (runId: string, step: string): string => hash(`span:${ru
 /** The trace a run's events belong to. */
 export const traceOfRun = (run: RunRecord): string => run.traceId ?? traceIdOf(run.id)
 
+/** An event of type `T` as an emitter drafts it: the log adds its id, time, release and seq. */
+export type DraftOf<T extends EventType> = AnyEvent<"id" | "seq" | "time" | "release", T>
+
 /**
  * An event of `run` at `step`, a span under `parentStep` (default: the run's own span); the run's
- * own span hangs under the span that started the run, if any.
+ * own span hangs under the span that started the run, if any. `data` is the payload of `type`.
  */
-export const eventOf = (
+export const eventOf = <T extends EventType>(
   run: RunRecord,
-  type: EventDraft["type"],
-  data: EventDraft["data"],
+  type: T,
+  data: EventPayload<T>,
   step = "run",
   parentStep = "run"
-): EventDraft => ({
+): DraftOf<T> => ({
   type,
   traceId: traceOfRun(run),
   spanId: spanIdOf(run.id, step),

@@ -13,7 +13,8 @@ import { newId } from "../durable/ids.js"
 import { Store } from "../durable/Store.js"
 import type { StoreError } from "../durable/StoreError.js"
 import { spanIdOf, traceIdOf } from "../journal/trace.js"
-import { type EventDraft, EventLog } from "../events/EventLog.js"
+import { EventLog } from "../events/EventLog.js"
+import type { EventContent } from "../events/FoundryEvent.js"
 
 /** What one delivery started, and what it skipped. */
 export interface DeliveryResult {
@@ -143,19 +144,20 @@ export const WebhooksLive = Layer.effect(
 
       const traceId = traceIdOf(deliveryId)
       const rootSpan = spanIdOf(deliveryId, "delivery")
-      const note = (type: EventDraft["type"], step: string, data: EventDraft["data"], agent = "", instanceId = "") =>
+      // The delivery's own events: a trace of their own, under the delivery's span, in no run.
+      const note = (content: EventContent, step: string, agent = "", instanceId = "") =>
         events.emit({
-          type,
+          ...content,
           traceId,
           spanId: step === "delivery" ? rootSpan : spanIdOf(deliveryId, step),
           parentSpanId: step === "delivery" ? null : rootSpan,
           runId: "",
           conversationId: "",
           instanceId,
-          agent,
-          data: { deliveryId, webhook, ...data }
+          agent
         })
-      yield* note("delivery.received", "delivery", { eventId: eventId ?? null })
+      const from = { deliveryId, webhook }
+      yield* note({ type: "delivery.received", data: { ...from, eventId: eventId ?? null } }, "delivery")
       const runs: Array<DeliveryResult["runs"][number]> = []
       const skipped: Array<DeliveryResult["skipped"][number]> = [
         ...decoded.flatMap((d, i) => d._tag === "Left" ? [{ playbook: playbooks[i]?.id ?? "", reason: "the body does not match its schema" }] : [])
@@ -165,13 +167,13 @@ export const WebhooksLive = Layer.effect(
         const agent = app.table.idOf(route.definition.agent) ?? ""
         if (!route.definition.when(event)) {
           skipped.push({ playbook: route.id, reason: "its when(event) is false" })
-          yield* note("playbook.skipped", step, { playbook: route.id, reason: "when(event) is false" }, agent)
+          yield* note({ type: "playbook.skipped", data: { ...from, playbook: route.id, reason: "when(event) is false" } }, step, agent)
           continue
         }
         const instanceId = route.definition.instance(event)
-        yield* note("playbook.matched", step, { playbook: route.id }, agent, instanceId)
+        yield* note({ type: "playbook.matched", data: { ...from, playbook: route.id } }, step, agent, instanceId)
         const provisioned = yield* store.provisionInstance(agent, instanceId)
-        if (provisioned.created) yield* note("instance.provisioned", step, { playbook: route.id }, agent, instanceId)
+        if (provisioned.created) yield* note({ type: "instance.provisioned", data: { ...from, playbook: route.id } }, step, agent, instanceId)
         const run = yield* dispatcher.submit({
           agent,
           instance: instanceId,
@@ -182,7 +184,7 @@ export const WebhooksLive = Layer.effect(
           ConversationNotFound: (e) => Effect.die(e)
         }))
         runs.push({ playbook: route.id, agent, instanceId, runId: run.id })
-        yield* note("playbook.dispatched", step, { playbook: route.id, runId: run.id }, agent, instanceId)
+        yield* note({ type: "playbook.dispatched", data: { ...from, playbook: route.id, runId: run.id } }, step, agent, instanceId)
       }
       const result: DeliveryResult = { deliveryId, duplicate: false, runs, skipped }
       if (eventId !== undefined) yield* store.completeDelivery(deliveryId, result)

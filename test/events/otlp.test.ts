@@ -5,7 +5,7 @@ import { randomUUID } from "node:crypto"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { spanBuilder } from "../../src/events/OtlpExport.js"
-import type { FoundryEvent } from "../../src/events/FoundryEvent.js"
+import type { EventContent, FoundryEvent } from "../../src/events/FoundryEvent.js"
 import { durableProject, plan } from "../support/durableProject.js"
 import { plannedModel } from "../support/plannedModel.js"
 import { http, startServer, waitForRun } from "../support/server.js"
@@ -130,11 +130,11 @@ describe("OpenTelemetry export", () => {
 
   it("a run resumed by a process that did not see it start is exported once, from its resumption", () => {
     const build = spanBuilder()
-    const event = (type: FoundryEvent["type"], time: number): FoundryEvent => ({
+    const event = (content: EventContent, time: number): FoundryEvent => ({
+      ...content,
       id: `evt_${time}`,
       seq: time,
       time,
-      type,
       traceId: "0af7651916cd43dd8448eb211c80319c",
       spanId: "b7ad6b7169203331",
       parentSpanId: null,
@@ -142,14 +142,15 @@ describe("OpenTelemetry export", () => {
       conversationId: "conv_1",
       instanceId: "default",
       agent: "worker",
-      release: "dev",
-      data: {}
+      release: "dev"
     })
+    const resumed = { type: "run.resumed", data: { input: "go on", model: "demo" } } as const
+    const suspended = { type: "run.suspended", data: { reason: "approval", approvalId: "apr_1", tool: "transfer" } } as const
     // A second suspension and resumption inside this process add events; only the end exports.
-    expect(build(event("run.resumed", 1_000))).toEqual([])
-    expect(build(event("run.suspended", 2_000))).toEqual([])
-    expect(build(event("run.resumed", 3_000))).toEqual([])
-    const spans = build(event("run.completed", 4_000))
+    expect(build(event(resumed, 1_000))).toEqual([])
+    expect(build(event(suspended, 2_000))).toEqual([])
+    expect(build(event(resumed, 3_000))).toEqual([])
+    const spans = build(event({ type: "run.completed", data: { output: "done", turns: 1 } }, 4_000))
     expect(spans).toHaveLength(1)
     expect(spans[0]).toMatchObject({
       spanId: "b7ad6b7169203331",
@@ -158,6 +159,6 @@ describe("OpenTelemetry export", () => {
       endTimeUnixNano: "4000000000",
       events: [{ name: "run.suspended", timeUnixNano: "2000000000" }, { name: "run.resumed", timeUnixNano: "3000000000" }]
     })
-    expect(build(event("run.completed", 5_000))).toEqual([])
+    expect(build(event({ type: "run.completed", data: { output: "done", turns: 1 } }, 5_000))).toEqual([])
   })
 })

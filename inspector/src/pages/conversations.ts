@@ -104,7 +104,7 @@ export const conversationPage = (root: HTMLElement, [conversationId = ""]: Reado
     if (event.type === "model.delta") {
       activeRun = event.runId
       streaming.classList.remove("hidden")
-      streaming.textContent = (streaming.textContent ?? "") + String(event.data.text)
+      streaming.textContent = (streaming.textContent ?? "") + event.data.text
     } else if (event.type === "model.turn.completed" || event.type === "tool.call.completed" || event.type.startsWith("run.")) {
       if (event.type === "model.turn.completed") {
         streaming.textContent = ""

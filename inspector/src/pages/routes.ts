@@ -46,16 +46,24 @@ export const playbooksPage = (root: HTMLElement) => {
       fetch(`/api/events?type=${type}&limit=1000`).then((r) => r.json()).then((page: { events: ReadonlyArray<FoundryEvent> }) => page.events)
     )).then((groups) => {
       const all = groups.flat()
-      const received = all.filter((e) => e.type === "delivery.received").sort((a, b) => b.seq - a.seq).slice(0, 50)
+      const received = all.flatMap((e) => e.type === "delivery.received" ? [e] : []).sort((a, b) => b.seq - a.seq).slice(0, 50)
       replace(deliveries, received.length === 0 ? h("p", { class: "muted" }, "No deliveries yet.") : received.map((delivery) => {
-        const id = String(delivery.data.deliveryId)
-        const decisions = all.filter((e) => e.type !== "delivery.received" && e.data.deliveryId === id)
+        const id = delivery.data.deliveryId
+        const decisions = all.flatMap((d) => {
+          // Playbook events on a webhook name their delivery; those on an internal event name none.
+          if (!("deliveryId" in d.data) || d.data.deliveryId !== id) return []
+          switch (d.type) {
+            case "playbook.dispatched":
+              return [h("li", {}, h("span", { class: "status completed" }, "matched"), ` ${d.data.playbook} → `, link(`/runs/${d.data.runId}`, d.agent))]
+            case "playbook.skipped":
+              return [h("li", {}, h("span", { class: "status cancelled" }, "skipped"), ` ${d.data.playbook}: ${d.data.reason}`)]
+            default:
+              return []
+          }
+        })
         return h("div", { class: "card", "data-delivery": id },
-          h("div", {}, h("b", {}, `/hooks/${String(delivery.data.webhook)}`), h("span", { class: "muted" }, ` · ${id} · ${new Date(delivery.time).toLocaleString()}`)),
-          h("ul", { class: "list" }, decisions.map((d) =>
-            h("li", {}, d.type === "playbook.dispatched"
-              ? [h("span", { class: "status completed" }, "matched"), ` ${String(d.data.playbook)} → `, link(`/runs/${String(d.data.runId)}`, d.agent)]
-              : [h("span", { class: "status cancelled" }, "skipped"), ` ${String(d.data.playbook)}: ${String(d.data.reason)}`]))))
+          h("div", {}, h("b", {}, `/hooks/${delivery.data.webhook}`), h("span", { class: "muted" }, ` · ${id} · ${new Date(delivery.time).toLocaleString()}`)),
+          h("ul", { class: "list" }, decisions))
       }))
     })
   }

@@ -28,7 +28,6 @@ const spansOf = (events: ReadonlyArray<FoundryEvent>): Map<string, Span> => {
       span = { id: event.spanId, parent: event.parentSpanId, label: event.type, kind: "", start: event.time, end: undefined, detail: {}, status: "open" }
       spans.set(event.spanId, span)
     }
-    const data = event.data
     switch (event.type) {
       case "run.queued":
       case "run.started":
@@ -37,35 +36,41 @@ const spansOf = (events: ReadonlyArray<FoundryEvent>): Map<string, Span> => {
         break
       case "model.turn.started":
         span.kind = "model"
-        span.label = `model turn ${String(data.turn)}`
+        span.label = `model turn ${event.data.turn}`
         break
       case "model.turn.completed":
         span.end = event.time
         span.status = "ok"
-        span.detail = { ...span.detail, text: data.text, toolCalls: data.toolCalls, usage: data.usage }
+        span.detail = { ...span.detail, text: event.data.text, toolCalls: event.data.toolCalls, usage: event.data.usage }
         break
       case "tool.call.started":
         span.kind = "tool"
-        span.label = `tool ${String(data.tool)}`
-        span.detail = { ...span.detail, input: data.input, ...(data.childRunId === undefined ? {} : { childRunId: data.childRunId }) }
+        span.label = `tool ${event.data.tool}`
+        span.detail = { ...span.detail, input: event.data.input, ...(event.data.childRunId === undefined ? {} : { childRunId: event.data.childRunId }) }
         break
       case "tool.call.completed":
+        span.kind = "tool"
+        span.label = `tool ${event.data.tool}`
+        span.end = event.time
+        span.status = "ok"
+        span.detail = { ...span.detail, input: event.data.input, output: event.data.output }
+        break
       case "tool.call.failed":
         span.kind = "tool"
-        span.label = `tool ${String(data.tool)}`
+        span.label = `tool ${event.data.tool}`
         span.end = event.time
-        span.status = event.type === "tool.call.completed" ? "ok" : "failed"
-        span.detail = { ...span.detail, input: data.input, ...(event.type === "tool.call.completed" ? { output: data.output } : { error: data.error }) }
+        span.status = "failed"
+        span.detail = { ...span.detail, input: event.data.input, error: event.data.error }
         break
       case "approval.requested":
         span.kind = "approval"
-        span.label = `approval for ${String(data.tool)}`
-        span.detail = { ...span.detail, approvalId: data.approvalId, input: data.input }
+        span.label = `approval for ${event.data.tool}`
+        span.detail = { ...span.detail, approvalId: event.data.approvalId, input: event.data.input }
         break
       case "approval.decided":
         span.end = event.time
-        span.status = data.status === "approved" ? "ok" : "failed"
-        span.detail = { ...span.detail, decision: data.status, reason: data.reason }
+        span.status = event.data.status === "approved" ? "ok" : "failed"
+        span.detail = { ...span.detail, decision: event.data.status, reason: "reason" in event.data ? event.data.reason : undefined }
         break
       case "run.completed":
       case "run.failed":

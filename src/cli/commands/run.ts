@@ -19,32 +19,32 @@ const short = (value: unknown): string => {
   return text.length > 200 ? `${text.slice(0, 197)}...` : text
 }
 
-/** Prints one event of the run; `streamed` tracks whether the current turn's text arrived as deltas. */
-const show = (event: FoundryEvent, streamed: Set<unknown>) => {
-  const data = event.data
+/** Prints one event of the run; `streamed` tracks the turns whose text arrived as deltas. */
+const show = (event: FoundryEvent, streamed: Set<number>) => {
   switch (event.type) {
     case "model.delta":
-      streamed.add(data.turn)
-      return write(process.stdout, String(data.text))
+      streamed.add(event.data.turn)
+      return write(process.stdout, event.data.text)
     case "model.turn.completed":
-      return !streamed.has(data.turn) && typeof data.text === "string" && data.text !== ""
-        ? write(process.stdout, data.text)
-        : Effect.void
+      return !streamed.has(event.data.turn) && event.data.text !== "" ? write(process.stdout, event.data.text) : Effect.void
     case "tool.call.started":
-      return write(process.stderr, style.dim(`\n-> ${String(data.tool)} ${short(data.input)}\n`))
+      return write(process.stderr, style.dim(`\n-> ${event.data.tool} ${short(event.data.input)}\n`))
     case "tool.call.completed":
-      return write(process.stderr, style.dim(`<- ${String(data.tool)} ${short(data.output)}\n`))
+      return write(process.stderr, style.dim(`<- ${event.data.tool} ${short(event.data.output)}\n`))
     case "tool.call.failed":
-      return write(process.stderr, style.yellow(`<- ${String(data.tool)} failed: ${short(data.error)}\n`))
+      return write(process.stderr, style.yellow(`<- ${event.data.tool} failed: ${short(event.data.error)}\n`))
     case "run.completed":
       return write(process.stdout, "\n")
     case "run.failed":
-      return write(process.stderr, style.red(`\nrun failed: ${String(data.error)}\n`))
+      return write(process.stderr, style.red(`\nrun failed: ${event.data.error}\n`))
     case "run.suspended":
       return write(
         process.stderr,
-        style.yellow(`\nrun suspended: ${String(data.tool)} needs a person's approval (${String(data.approvalId)}); ` +
-          "serve the project (foundry dev) to decide it\n")
+        style.yellow(
+          event.data.reason === "approval"
+            ? `\nrun suspended: ${event.data.tool} needs a person's approval (${event.data.approvalId}); serve the project (foundry dev) to decide it\n`
+            : `\nrun suspended: ${event.data.tool} waits for run ${event.data.childRunId}; serve the project (foundry dev) to let it finish\n`
+        )
       )
     default:
       return Effect.void
@@ -64,7 +64,7 @@ export const run = ({ agent, dir, instance, message }: {
         const dispatcher = yield* Dispatcher
         const events = yield* EventLog
         const submitted = yield* dispatcher.submit({ agent, message, instance })
-        const streamed = new Set<unknown>()
+        const streamed = new Set<number>()
         let outcome = "completed"
         yield* events.runEvents(submitted.id).pipe(
           Stream.takeUntil((event) => event.type === "run.suspended"),

@@ -3,9 +3,9 @@
  */
 import { HttpApiEndpoint, HttpApiGroup } from "@effect/platform"
 import { Schema } from "effect"
-import { FoundryEvent } from "../../../events/FoundryEvent.js"
+import { EventType, FoundryEvent } from "../../../events/FoundryEvent.js"
 
-/** A page of events; `nextAfter` is the cursor for the next page (absent at the end). */
+/** A page of events, each with its type's payload; `nextAfter` is the cursor for the next page (absent at the end). */
 export const EventPage = Schema.Struct({
   events: Schema.Array(FoundryEvent),
   nextAfter: Schema.optional(Schema.Number)
@@ -21,7 +21,8 @@ export class EventsGroup extends HttpApiGroup.make("events").add(
       conversationId: Schema.optional(Schema.String),
       instanceId: Schema.optional(Schema.String),
       agent: Schema.optional(Schema.String),
-      type: Schema.optional(Schema.String),
+      // One of the event types: a misspelt type is a 400 naming them, not an empty page.
+      type: Schema.optional(EventType),
       since: Schema.optional(Cursor),
       after: Schema.optional(Cursor),
       limit: Schema.optional(Schema.NumberFromString.pipe(Schema.int(), Schema.between(1, 1000)))

@@ -1,0 +1,117 @@
+/**
+ * What each event type carries in its `data`: one schema per type, written from what the engine,
+ * the dispatcher and the webhook trigger emit. Tool inputs and outputs are the values events may
+ * show (redacted fields replaced), so they stay `Schema.Unknown`.
+ */
+import { Schema } from "effect"
+import { RunStatus } from "../durable/records.js"
+import type { EventType } from "./FoundryEvent.js"
+
+/** Where a run came from, when something other than a client started it (all optional). */
+const runLinks = {
+  steeredFrom: Schema.optional(Schema.String),
+  parentRunId: Schema.optional(Schema.String),
+  parentToolCallId: Schema.optional(Schema.String),
+  traceId: Schema.optional(Schema.String),
+  parentSpanId: Schema.optional(Schema.String),
+  /** What started the run when it was not a client, e.g. `{ schedule, scheduledFor }`. */
+  source: Schema.optional(Schema.Record({ key: Schema.String, value: Schema.Unknown }))
+}
+
+/** A run beginning an execution: its input and the model it starts with (`requestedModel` when that one was replaced). */
+const RunExecuting = Schema.Struct({ input: Schema.String, model: Schema.String, requestedModel: Schema.optional(Schema.String) })
+
+/** The call a tool event belongs to. */
+const call = { toolCallId: Schema.String, tool: Schema.String }
+
+/** The delivery a webhook's playbook event belongs to. */
+const delivery = { deliveryId: Schema.String, webhook: Schema.String }
+
+/**
+ * A playbook event has two sources: a webhook delivery (the delivery in `data`, the agent and the
+ * instance in the envelope) or an internal event a tool emitted (the event's name in `data`; the
+ * envelope is the emitting run's).
+ */
+const fromDeliveryOrEvent = <D extends Schema.Struct.Fields, E extends Schema.Struct.Fields>(fromDelivery: D, fromEvent: E) =>
+  Schema.Union(Schema.Struct({ ...delivery, ...fromDelivery }), Schema.Struct(fromEvent))
+
+/** The payload schema of every event type; a type without one does not compile. */
+export const eventPayloads = {
+  "run.queued": Schema.Struct({ input: Schema.String, ...runLinks }),
+  "run.started": RunExecuting,
+  /** The engine resuming a run, or a parent whose child ended while it was suspending. */
+  "run.resumed": Schema.Union(RunExecuting, Schema.Struct({ reason: Schema.Literal("child"), childRunId: Schema.String })),
+  "run.completed": Schema.Struct({ output: Schema.String, turns: Schema.Number }),
+  "run.failed": Schema.Struct({ error: Schema.String }),
+  /** `from`: the status the run had when it was cancelled. */
+  "run.cancelled": Schema.Struct({ from: RunStatus }),
+  /** Waiting for a person's decision, or for a child run's answer. */
+  "run.suspended": Schema.Union(
+    Schema.Struct({ reason: Schema.Literal("approval"), approvalId: Schema.String, tool: Schema.String }),
+    Schema.Struct({ reason: Schema.Literal("child"), childRunId: Schema.String, tool: Schema.String })
+  ),
+  "approval.requested": Schema.Struct({ approvalId: Schema.String, ...call, input: Schema.Unknown, expiresAt: Schema.Number }),
+  /** Approved by an earlier grant for the conversation (`grantedBy`: that approval), or decided by a person or by expiry. */
+  "approval.decided": Schema.Union(
+    Schema.Struct({ ...call, status: Schema.Literal("approved"), grantedBy: Schema.String }),
+    Schema.Struct({
+      approvalId: Schema.String,
+      ...call,
+      status: Schema.Literal("approved", "denied", "expired"),
+      scope: Schema.optional(Schema.Literal("once", "conversation")),
+      reason: Schema.optional(Schema.String)
+    })
+  ),
+  "model.turn.started": Schema.Struct({ turn: Schema.Number, model: Schema.String }),
+  /** `status`: the provider's HTTP status, when there was one. */
+  "model.retry": Schema.Struct({ turn: Schema.Number, model: Schema.String, status: Schema.NullOr(Schema.Number), error: Schema.String }),
+  "model.fallback": Schema.Struct({
+    turn: Schema.Number,
+    from: Schema.String,
+    to: Schema.String,
+    status: Schema.NullOr(Schema.Number),
+    error: Schema.String
+  }),
+  /** The turn's answer; tool call arguments are JSON text with redacted fields replaced. */
+  "model.turn.completed": Schema.Struct({
+    turn: Schema.Number,
+    model: Schema.String,
+    text: Schema.String,
+    toolCalls: Schema.Array(Schema.Struct({ id: Schema.String, name: Schema.String, arguments: Schema.String })),
+    usage: Schema.Struct({ inputTokens: Schema.Number, outputTokens: Schema.Number, costUsd: Schema.NullOr(Schema.Number) }),
+    durationMs: Schema.Number
+  }),
+  "model.delta": Schema.Struct({ turn: Schema.Number, text: Schema.String }),
+  /** `childRunId`: the run a subagent call started. */
+  "tool.call.started": Schema.Struct({ ...call, input: Schema.Unknown, childRunId: Schema.optional(Schema.String) }),
+  "tool.call.completed": Schema.Struct({ ...call, input: Schema.Unknown, output: Schema.Unknown, durationMs: Schema.Number }),
+  /** No `input` when the call was answered without running (its run ended while it was open). */
+  "tool.call.failed": Schema.Struct({ ...call, input: Schema.optional(Schema.Unknown), error: Schema.String, durationMs: Schema.Number }),
+  "delivery.received": Schema.Struct({ ...delivery, eventId: Schema.NullOr(Schema.String) }),
+  "playbook.matched": fromDeliveryOrEvent(
+    { playbook: Schema.String },
+    { event: Schema.String, playbook: Schema.String, agent: Schema.String, instanceId: Schema.String }
+  ),
+  "playbook.skipped": fromDeliveryOrEvent(
+    { playbook: Schema.String, reason: Schema.String },
+    { event: Schema.String, playbook: Schema.String, reason: Schema.String }
+  ),
+  "instance.provisioned": fromDeliveryOrEvent(
+    { playbook: Schema.String },
+    { playbook: Schema.String, agent: Schema.String, instanceId: Schema.String }
+  ),
+  "playbook.dispatched": fromDeliveryOrEvent(
+    { playbook: Schema.String, runId: Schema.String },
+    { event: Schema.String, playbook: Schema.String, runId: Schema.String }
+  ),
+  /** A timer tool's call armed the agent's timer. */
+  "timer.armed": Schema.Struct({ tool: Schema.String }),
+  /** `window`: the model's context window in tokens, when known. */
+  "context.compacting": Schema.Struct({ method: Schema.Literal("summary"), beforeTokens: Schema.Number, window: Schema.NullOr(Schema.Number) }),
+  "context.compacted": Schema.Struct({ method: Schema.Literal("elide", "summary"), beforeTokens: Schema.Number, afterTokens: Schema.Number }),
+  /** `budget`: the budget's name (e.g. `maxTokensPerRun`); `setIn`: the file that sets it. */
+  "budget.exceeded": Schema.Struct({ budget: Schema.String, limit: Schema.Number, used: Schema.Number, setIn: Schema.String })
+} satisfies { readonly [Type in EventType]: Schema.Schema.AnyNoContext }
+
+/** The `data` of an event of type `T`. */
+export type EventPayload<T extends EventType> = Schema.Schema.Type<(typeof eventPayloads)[T]>
