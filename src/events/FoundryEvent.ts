@@ -109,9 +109,9 @@ export type EventOf<T extends EventType, Omitted extends keyof EventEnvelope = n
 
 /**
  * An event of one of the types `T` (default: any type) without the envelope fields `Omitted`:
- * one member per type, so `type` still says what `data` is. It is a mapped type indexed by `T` so
- * that in a function generic over `T` an `EventOf<T>` is one of these, and one of these is an
- * `AnyEvent` (TypeScript's pattern for correlated unions).
+ * one member per type, so `type` still says what `data` is. It is a mapped type indexed by `T`
+ * (TypeScript's pattern for correlated unions) so that a function generic over `T` can return
+ * one: its body builds an `EventOf<T>`, and a caller with one type gets that type's member.
  */
 export type AnyEvent<Omitted extends keyof EventEnvelope = never, T extends EventType = EventType> = {
   readonly [U in T]: EventOf<U, Omitted>
