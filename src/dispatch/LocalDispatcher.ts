@@ -4,11 +4,11 @@
  * `running` in the store and is resumed on the next boot). A conversation lease with a fencing
  * token in the store keeps two processes on one database from running one conversation at once.
  */
-import { Clock, Deferred, Duration, Effect, FiberMap, Layer, Option, Queue, Schedule } from "effect"
+import { Clock, Deferred, Duration, Effect, FiberMap, Layer, Option, Queue } from "effect"
 import { CurrentApp } from "../compiler/CurrentApp.js"
 import { newId } from "../durable/ids.js"
 import type { ActivationStorage } from "../durable/ActivationStorage.js"
-import { finalStatuses, RunRecord } from "../durable/records.js"
+import { finalStatuses, RunRecord, type RunStatus } from "../durable/records.js"
 import { Store } from "../durable/Store.js"
 import type { StoreError } from "../durable/StoreError.js"
 import { runAgent } from "../engine/AgentLoop.js"
@@ -58,16 +58,15 @@ export const layer = (options: LocalDispatcherOptions) =>
       const approvalsChanged = yield* Queue.sliding<void>(1)
 
       /** Waits for the run's conversation lease (another process may be running it), and reads the run's status with it. */
-      const claim = (run: RunRecord) =>
+      const claim = (run: RunRecord): Effect.Effect<{ readonly lease: Lease; readonly status: RunStatus }> =>
         journal.claim(run, owner, leaseTtl).pipe(
-          Effect.flatMap(Option.match({ onNone: () => Effect.fail("held" as const), onSome: Effect.succeed })),
-          Effect.retry({
-            // Backs off to one try a second, so many waiting runs do not flood the store.
-            schedule: Schedule.union(Schedule.exponential("50 millis"), Schedule.spaced("1 second")),
-            while: (reason) => reason === "held"
-          }),
-          Effect.catchTag("StoreError", Effect.die),
-          Effect.orDie
+          Effect.orDie,
+          Effect.flatMap((claimed) =>
+            claimed._tag === "Claimed"
+              ? Effect.succeed(claimed)
+              // Another executor holds it: try again once its lease would expire unrenewed.
+              : Effect.flatMap(Clock.currentTimeMillis, (now) =>
+                Effect.zipRight(Effect.sleep(Duration.millis(Math.min(Math.max(claimed.expiresAt - now + 5, 5), leaseTtl))), claim(run))))
         )
 
       // Leases held by this process's executing runs. One fiber renews them all every third of the

@@ -5,7 +5,7 @@
  * conversation's lease, and steps of concurrent runs share the database's group commit. Nothing
  * else writes a run's status. Events are published to live subscribers once committed.
  */
-import { Clock, Context, Effect, Layer, Option, Schema } from "effect"
+import { Clock, Context, Effect, Layer, Schema } from "effect"
 import { Database, type Statement } from "../durable/Database.js"
 import { RunRecord, RunStatus } from "../durable/records.js"
 import type { StoreError } from "../durable/StoreError.js"
@@ -38,10 +38,10 @@ export class RunJournal extends Context.Tag("foundry/RunJournal")<RunJournal, {
   ) => Effect.Effect<RunRecord, StoreError>
   /**
    * Takes the conversation's lease for `owner` if it is free, expired or already `owner`'s, and
-   * reads the run's status in the same transaction; `None` while another executor holds it. The
-   * token grows with every new grant, so a stale holder can be told apart.
+   * reads the run's status in the same transaction; while another executor holds it, when that
+   * lease expires. The token grows with every new grant, so a stale holder can be told apart.
    */
-  readonly claim: (run: RunRecord, owner: string, ttlMillis: number) => Effect.Effect<Option.Option<Claim>, StoreError>
+  readonly claim: (run: RunRecord, owner: string, ttlMillis: number) => Effect.Effect<Claim, StoreError>
   /** Extends a lease; `false` when the lease is no longer this grant's. */
   readonly renew: (lease: Lease, ttlMillis: number) => Effect.Effect<boolean, StoreError>
   readonly release: (lease: Lease) => Effect.Effect<void, StoreError>
@@ -125,11 +125,13 @@ export const layer = Layer.effect(
           const result = yield* database.write({
             statements: [statements.acquireLease(run.conversationId, owner, now, ttlMillis), statements.runStatus(run.id)]
           })
-          if (result._tag === "Refused") return Option.none()
-          const token = result.rows[0]?.[0]?.token
-          const status = result.rows[1]?.[0]?.status
-          if (token === undefined || !isRunStatus(status)) return Option.none()
-          return Option.some({ lease: { conversationId: run.conversationId, owner, token: Number(token) }, status })
+          const token = result._tag === "Written" ? result.rows[0]?.[0]?.token : undefined
+          const status = result._tag === "Written" ? result.rows[1]?.[0]?.status : undefined
+          if (token !== undefined && isRunStatus(status)) {
+            return { _tag: "Claimed", lease: { conversationId: run.conversationId, owner, token: Number(token) }, status } satisfies Claim
+          }
+          const held = yield* database.read(statements.leaseExpiry(run.conversationId))
+          return { _tag: "Held", expiresAt: Number(held[0]?.expires_at ?? now) } satisfies Claim
         }),
 
       renew: (lease, ttlMillis) =>

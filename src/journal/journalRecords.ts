@@ -56,8 +56,10 @@ export interface Step {
   readonly releaseLease?: boolean
 }
 
-/** A lease taken, and the run's status read in the same transaction. */
-export interface Claim {
-  readonly lease: Lease
-  readonly status: RunStatus
-}
+/**
+ * What asking for a conversation's lease gave: the lease, with the run's status read in the same
+ * transaction; or the time the other executor's lease expires unless it is renewed.
+ */
+export type Claim =
+  | { readonly _tag: "Claimed"; readonly lease: Lease; readonly status: RunStatus }
+  | { readonly _tag: "Held"; readonly expiresAt: number }

@@ -98,6 +98,12 @@ export const acquireLease = (conversationId: string, owner: string, now: number,
   params: [conversationId, owner, now + ttlMillis, now, owner]
 })
 
+/** When the conversation's lease expires unless its holder renews it. */
+export const leaseExpiry = (conversationId: string): Statement => ({
+  sql: "SELECT expires_at FROM foundry_conversation_leases WHERE conversation_id = ?",
+  params: [conversationId]
+})
+
 export const renewLease = (lease: Lease, expiresAt: number): Statement => ({
   sql: "UPDATE foundry_conversation_leases SET expires_at = ? WHERE conversation_id = ? AND token = ? RETURNING token",
   params: [expiresAt, lease.conversationId, lease.token]

@@ -3,6 +3,7 @@
  */
 import type { Context } from "effect"
 import type { EventDraft } from "../../src/events/EventLog.js"
+import type { EventContent, EventPayload } from "../../src/events/FoundryEvent.js"
 import type { NewRun } from "../../src/journal/journalRecords.js"
 import type { RunJournal } from "../../src/journal/RunJournal.js"
 import type { ChatMessage } from "../../src/models/Model.js"
@@ -29,35 +30,35 @@ interface RunIds {
 }
 
 /** An event of `run`; `id` is its span id, which the tests' event log makes its event id. */
-export const draft = (
-  id: string,
-  run: RunIds,
-  type: EventDraft["type"],
-  data: EventDraft["data"] = {}
-): EventDraft => ({
-  type,
+export const draft = (id: string, run: RunIds, content: EventContent): EventDraft => ({
+  ...content,
   traceId: `trace-${run.id}`,
   spanId: id,
-  parentSpanId: type === "run.queued" ? null : `span-root-${run.id}`,
+  parentSpanId: content.type === "run.queued" ? null : `span-root-${run.id}`,
   runId: run.id,
   conversationId: run.conversationId,
   instanceId: run.instanceId,
-  agent: run.agent,
-  data
+  agent: run.agent
 })
 
+/** Events the tests store, each with a payload of its type's shape (the journal keeps any event as it is). */
+export const started: EventContent = { type: "run.started", data: { input: "a message", model: "demo" } }
+export const completed: EventContent = { type: "run.completed", data: { output: "done", turns: 1 } }
+
 /**
- * Submits `run` with a `run.queued` event whose id is `queuedId` (default `queued-<run id>`), in
- * a new conversation unless `newConversation` is false.
+ * Submits `run` with a `run.queued` event whose id is `queuedId` (default `queued-<run id>`) and
+ * whose data is `data` (default: the run's input), in a new conversation unless `newConversation`
+ * is false.
  */
 export const submit = (
   journal: Context.Tag.Service<RunJournal>,
   run: NewRun,
-  options: { readonly newConversation?: boolean; readonly queuedId?: string; readonly data?: EventDraft["data"] } = {}
+  options: { readonly newConversation?: boolean; readonly queuedId?: string; readonly data?: EventPayload<"run.queued"> } = {}
 ) =>
   journal.submit(run, {
     newConversation: options.newConversation ?? true,
-    queued: (record) => draft(options.queuedId ?? `queued-${run.id}`, record, "run.queued", options.data ?? {})
+    queued: (record) =>
+      draft(options.queuedId ?? `queued-${run.id}`, record, { type: "run.queued", data: options.data ?? { input: run.input } })
   })
 
 export const user: ChatMessage = { _tag: "user", content: "Where is order 42?" }

@@ -8,11 +8,12 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Either, Option, TestClock } from "effect"
 import { ConversationRecord, InstanceRecord, RunRecord, UsageSums } from "../../src/durable/records.js"
-import type { FoundryEvent } from "../../src/events/FoundryEvent.js"
-import type { Step } from "../../src/journal/journalRecords.js"
+import type { EventContent, FoundryEvent } from "../../src/events/FoundryEvent.js"
+import type { StoreError } from "../../src/durable/StoreError.js"
+import type { Claim, Step } from "../../src/journal/journalRecords.js"
 import { LeaseLost } from "../../src/journal/RunJournal.js"
 import { type Backend, backends, freshStorage, open, release, type Storage } from "./backends.js"
-import { assistant, draft, newRun, submit, tool, user } from "./fixtures.js"
+import { assistant, completed, draft, newRun, started, submit, tool, user } from "./fixtures.js"
 
 /** The run as `submit` queued it at `createdAt`. */
 const queuedRecord = (run: ReturnType<typeof newRun>, createdAt: number) =>
@@ -37,6 +38,11 @@ const transactions = (storage: Storage) => Effect.map(storage.database.stats, (s
 const eventIds = (storage: Storage, runId?: string) =>
   Effect.map(storage.events.list({ runId }), (events) => events.map((e) => [e.id, e.seq]))
 
+/** The lease a claim took; a test that expects to get it fails when the lease is held. */
+const leaseOf = (claim: Effect.Effect<Claim, StoreError>) =>
+  Effect.flatMap(claim, (claimed) =>
+    claimed._tag === "Claimed" ? Effect.succeed(claimed.lease) : Effect.dieMessage(`the lease is held until ${claimed.expiresAt}`))
+
 const journalTests = (backend: Backend) => {
   it.scoped("submit writes the instance (once), the conversation, the queued run and its run.queued event in one unit", () =>
     Effect.gen(function*() {
@@ -56,7 +62,7 @@ const journalTests = (backend: Backend) => {
       expect(yield* store.getConversation("c1")).toEqual(
         Option.some(new ConversationRecord({ id: "c1", agent: "shop", instanceId: "acme", createdAt: 1_000, updatedAt: 1_000 }))
       )
-      const queuedEvent: FoundryEvent = { ...draft("queued-r1", r1, "run.queued"), id: "queued-r1", seq: 1, time: 1_000, release }
+      const queuedEvent: FoundryEvent = { ...draft("queued-r1", r1, { type: "run.queued", data: { input: "input of r1" } }), id: "queued-r1", seq: 1, time: 1_000, release }
       expect(yield* events.list({})).toEqual([queuedEvent])
 
       // A second run of the instance and conversation: the instance stays as it was, the conversation is touched.
@@ -246,28 +252,28 @@ const journalTests = (backend: Backend) => {
       expect(yield* journal.record(r1, { messages: [user] })).toEqual([])
 
       yield* TestClock.setTime(2_000)
-      const started = yield* journal.record(r1, { events: [draft("e2", r1, "run.started", { attempt: 1 })] })
-      const r2 = yield* submit(journal, newRun("r2", { conversationId: "c2" }), {
-        queuedId: "e3",
-        data: { nested: { list: [1, "two", null], flag: true } }
-      })
+      const e2: EventContent = { type: "run.started", data: { input: "input of r1", model: "demo", requestedModel: "openai:gpt-4.1" } }
+      const r2Queued = { input: "input of r2", source: { nested: { list: [1, "two", null], flag: true } } }
+      const e4: EventContent = { type: "tool.call.completed", data: { toolCallId: "call-2", tool: "track", input: {}, output: "shipped", durationMs: 5 } }
+      const startedEvents = yield* journal.record(r1, { events: [draft("e2", r1, e2)] })
+      const r2 = yield* submit(journal, newRun("r2", { conversationId: "c2" }), { queuedId: "e3", data: r2Queued })
       yield* TestClock.setTime(3_000)
       const last = yield* journal.record(r1, {
-        events: [draft("e4", r1, "tool.call.completed", { result: "shipped" }), draft("e5", r1, "run.completed")]
+        events: [draft("e4", r1, e4), draft("e5", r1, completed)]
       })
       expect(last.map((e) => e.seq)).toEqual([4, 5])
 
-      const stored = (id: string, run: RunRecord, type: FoundryEvent["type"], seq: number, time: number, data: FoundryEvent["data"] = {}): FoundryEvent =>
-        ({ ...draft(id, run, type, data), id, seq, time, release })
+      const stored = (id: string, run: RunRecord, content: EventContent, seq: number, time: number): FoundryEvent =>
+        ({ ...draft(id, run, content), id, seq, time, release })
       const all = [
-        stored("e1", r1, "run.queued", 1, 1_000),
-        stored("e2", r1, "run.started", 2, 2_000, { attempt: 1 }),
-        stored("e3", r2, "run.queued", 3, 2_000, { nested: { list: [1, "two", null], flag: true } }),
-        stored("e4", r1, "tool.call.completed", 4, 3_000, { result: "shipped" }),
-        stored("e5", r1, "run.completed", 5, 3_000)
+        stored("e1", r1, { type: "run.queued", data: { input: "input of r1" } }, 1, 1_000),
+        stored("e2", r1, e2, 2, 2_000),
+        stored("e3", r2, { type: "run.queued", data: r2Queued }, 3, 2_000),
+        stored("e4", r1, e4, 4, 3_000),
+        stored("e5", r1, completed, 5, 3_000)
       ]
       // A step returns its events as stored.
-      expect(started).toEqual([all[1]])
+      expect(startedEvents).toEqual([all[1]])
       expect(last).toEqual(all.slice(3))
 
       expect(yield* events.list({})).toEqual(all)
@@ -289,7 +295,7 @@ const journalTests = (backend: Backend) => {
         messages: [user, assistant],
         usage: [{ inputTokens: 10, outputTokens: 5, costUsd: 0.25 }],
         status: { status: "running" },
-        events: events.map((id) => draft(id, r1, "run.started"))
+        events: events.map((id) => draft(id, r1, started))
       })
       yield* TestClock.setTime(2_000)
       // An id stored by an earlier step, then an id twice in the same step.
@@ -303,25 +309,26 @@ const journalTests = (backend: Backend) => {
       expect(yield* store.getRun("r1")).toEqual(Option.some(queuedRecord(newRun("r1"), 1_000)))
     }))
 
-  it.scoped("a second owner gets None while the lease is live, and the lease after it expires, with a bigger token", () =>
+  it.scoped("a second owner is told when the live lease expires, and the lease after it expires, with a bigger token", () =>
     Effect.gen(function*() {
       const { journal } = yield* freshStorage(backend)
       yield* TestClock.setTime(1_000)
       const r1 = yield* submit(journal, newRun("r1"))
       const first = yield* journal.claim(r1, "A", 1_000)
-      expect(first).toEqual(Option.some({ lease: { conversationId: "c1", owner: "A", token: 1 }, status: "queued" }))
+      expect(first).toEqual({ _tag: "Claimed", lease: { conversationId: "c1", owner: "A", token: 1 }, status: "queued" })
 
       yield* TestClock.setTime(1_500)
-      expect(yield* journal.claim(r1, "B", 1_000)).toEqual(Option.none())
+      // Held: the answer says when the holder's lease expires unless renewed.
+      expect(yield* journal.claim(r1, "B", 1_000)).toEqual({ _tag: "Held", expiresAt: 2_000 })
       // Another run of the same conversation is fenced by the same lease.
       const r2 = yield* submit(journal, newRun("r2"), { newConversation: false })
-      expect(yield* journal.claim(r2, "B", 1_000)).toEqual(Option.none())
+      expect(yield* journal.claim(r2, "B", 1_000)).toEqual({ _tag: "Held", expiresAt: 2_000 })
 
       yield* journal.record(r1, { status: { status: "running" } })
       yield* TestClock.setTime(2_001)
       const taken = yield* journal.claim(r1, "B", 1_000)
       // The status is read in the same transaction as the lease is taken.
-      expect(taken).toEqual(Option.some({ lease: { conversationId: "c1", owner: "B", token: 2 }, status: "running" }))
+      expect(taken).toEqual({ _tag: "Claimed", lease: { conversationId: "c1", owner: "B", token: 2 }, status: "running" })
     }))
 
   it.scoped("a step recorded with a stale lease fails with LeaseLost and writes nothing of the step", () =>
@@ -330,13 +337,13 @@ const journalTests = (backend: Backend) => {
       const { journal, store } = storage
       yield* TestClock.setTime(1_000)
       const r1 = yield* submit(journal, newRun("r1"), { queuedId: "e1" })
-      const stale = yield* Effect.flatten(Effect.map(journal.claim(r1, "A", 1_000), Option.map((c) => c.lease)))
+      const stale = yield* leaseOf(journal.claim(r1, "A", 1_000))
       yield* TestClock.setTime(2_001)
-      const current = yield* Effect.flatten(Effect.map(journal.claim(r1, "B", 1_000), Option.map((c) => c.lease)))
+      const current = yield* leaseOf(journal.claim(r1, "B", 1_000))
 
       const step = (id: string): Step => ({
         messages: [user],
-        events: [draft(id, r1, "run.started")],
+        events: [draft(id, r1, started)],
         usage: [{ inputTokens: 10, outputTokens: 5, costUsd: 0.25 }],
         status: { status: "running" }
       })
@@ -361,16 +368,16 @@ const journalTests = (backend: Backend) => {
       const { journal } = storage
       yield* TestClock.setTime(1_000)
       const r1 = yield* submit(journal, newRun("r1"))
-      const a = yield* Effect.flatten(Effect.map(journal.claim(r1, "A", 1_000), Option.map((c) => c.lease)))
+      const a = yield* leaseOf(journal.claim(r1, "A", 1_000))
 
       yield* TestClock.setTime(1_500)
       expect(yield* journal.renew(a, 5_000)).toBe(true)
       // Past the first expiry, the renewed lease still holds.
       yield* TestClock.setTime(3_000)
-      expect(yield* journal.claim(r1, "B", 1_000)).toEqual(Option.none())
+      expect(yield* journal.claim(r1, "B", 1_000)).toEqual({ _tag: "Held", expiresAt: 6_500 })
 
       yield* journal.release(a)
-      const b = yield* Effect.flatten(Effect.map(journal.claim(r1, "B", 1_000), Option.map((c) => c.lease)))
+      const b = yield* leaseOf(journal.claim(r1, "B", 1_000))
       expect(b).toEqual({ conversationId: "c1", owner: "B", token: 2 })
       expect(yield* journal.renew(a, 5_000)).toBe(false)
       expect(yield* journal.renew(b, 5_000)).toBe(true)
@@ -380,7 +387,7 @@ const journalTests = (backend: Backend) => {
       const before = yield* transactions(storage)
       yield* journal.release(b)
       expect(yield* transactions(storage)).toBe(before)
-      expect(Option.map(yield* journal.claim(r1, "C", 1_000), (c) => [c.lease.token, c.status])).toEqual(Option.some([3, "completed"]))
+      expect(yield* journal.claim(r1, "C", 1_000)).toMatchObject({ _tag: "Claimed", lease: { token: 3 }, status: "completed" })
     }))
 
   it.scoped("steps recorded by several fibers at once share write transactions", () =>
@@ -392,7 +399,7 @@ const journalTests = (backend: Backend) => {
       const before = yield* transactions(storage)
       yield* Effect.forEach(
         runs,
-        (run) => journal.record(run, { messages: [user], events: [draft(`started-${run.id}`, run, "run.started")], status: { status: "running" } }),
+        (run) => journal.record(run, { messages: [user], events: [draft(`started-${run.id}`, run, started)], status: { status: "running" } }),
         { concurrency: "unbounded" }
       )
       const written = (yield* transactions(storage)) - before
@@ -417,7 +424,7 @@ const journalTests = (backend: Backend) => {
         (run) =>
           Effect.either(journal.record(run, {
             messages: [user],
-            events: [draft(run.id === "r10" ? "queued-r10" : `started-${run.id}`, run, "run.started")],
+            events: [draft(run.id === "r10" ? "queued-r10" : `started-${run.id}`, run, started)],
             status: { status: "running" }
           })),
         { concurrency: "unbounded" }
@@ -443,8 +450,8 @@ const journalTests = (backend: Backend) => {
           const { journal, store } = yield* open(place)
           yield* store.ensureInstance("shop", "acme", { plan: "pro" })
           const r1 = yield* submit(journal, newRun("r1"), { queuedId: "e1" })
-          const claimed = yield* Effect.flatten(Effect.map(journal.claim(r1, "A", 10_000), Option.map((c) => c.lease)))
-          yield* journal.record(r1, { messages: [user], status: { status: "running" }, events: [draft("e2", r1, "run.started")] }, claimed)
+          const claimed = yield* leaseOf(journal.claim(r1, "A", 10_000))
+          yield* journal.record(r1, { messages: [user], status: { status: "running" }, events: [draft("e2", r1, started)] }, claimed)
           yield* journal.record(r1, { messages: [assistant] }, claimed)
           return claimed
         })
@@ -464,9 +471,9 @@ const journalTests = (backend: Backend) => {
       expect(yield* store.unfinishedRuns).toEqual([running])
 
       // The lease is still A's: B is refused, A's steps are still accepted.
-      expect(yield* journal.claim(running, "B", 10_000)).toEqual(Option.none())
+      expect(yield* journal.claim(running, "B", 10_000)).toEqual({ _tag: "Held", expiresAt: 11_000 })
       // Numbering continues where it stopped.
-      const [next] = yield* journal.record(running, { messages: [tool], events: [draft("e3", running, "run.completed")] }, lease)
+      const [next] = yield* journal.record(running, { messages: [tool], events: [draft("e3", running, completed)] }, lease)
       expect(next?.seq).toBe(3)
       expect((yield* store.listMessages("c1")).map((m) => [m.seq, m.message])).toEqual([[1, user], [2, assistant], [3, tool]])
       expect(yield* eventIds(storage, "r1")).toEqual([["e1", 1], ["e2", 2], ["e3", 3]])
