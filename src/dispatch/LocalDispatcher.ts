@@ -17,6 +17,7 @@ import { RunStarter } from "../engine/RunStarter.js"
 import { EventLog } from "../events/EventLog.js"
 import type { Lease } from "../journal/journalRecords.js"
 import { RunJournal } from "../journal/RunJournal.js"
+import { executorName, isDeadExecutor } from "./executorIdentity.js"
 import { eventOf } from "../journal/trace.js"
 import type { ModelResolver } from "../models/Model.js"
 import {
@@ -49,7 +50,7 @@ export const layer = (options: LocalDispatcherOptions) =>
       const events = yield* EventLog
       const current = yield* CurrentApp
       const context = yield* Effect.context<Store | ActivationStorage | RunJournal | EventLog | ModelResolver>()
-      const owner = newId("node")
+      const owner = executorName()
       const leaseTtl = Duration.toMillis(Duration.decode(options.leaseTtl ?? "3 seconds"))
       const fibers = yield* FiberMap.make<string>()
       const slots = yield* Effect.makeSemaphore(options.concurrency)
@@ -59,7 +60,7 @@ export const layer = (options: LocalDispatcherOptions) =>
 
       /** Waits for the run's conversation lease (another process may be running it), and reads the run's status with it. */
       const claim = (run: RunRecord): Effect.Effect<{ readonly lease: Lease; readonly status: RunStatus }> =>
-        journal.claim(run, owner, leaseTtl).pipe(
+        journal.claim(run, owner, leaseTtl, isDeadExecutor).pipe(
           Effect.orDie,
           Effect.flatMap((claimed) =>
             claimed._tag === "Claimed"

@@ -6,7 +6,7 @@
  * else writes a run's status. Events are published to live subscribers once committed.
  */
 import { Clock, Context, Effect, Layer, Schema } from "effect"
-import { Database, type Statement } from "../durable/Database.js"
+import { Database, type Statement, type UnitResult } from "../durable/Database.js"
 import { RunRecord, RunStatus } from "../durable/records.js"
 import type { StoreError } from "../durable/StoreError.js"
 import { type EventDraft, EventLog } from "../events/EventLog.js"
@@ -39,9 +39,15 @@ export class RunJournal extends Context.Tag("foundry/RunJournal")<RunJournal, {
   /**
    * Takes the conversation's lease for `owner` if it is free, expired or already `owner`'s, and
    * reads the run's status in the same transaction; while another executor holds it, when that
-   * lease expires. The token grows with every new grant, so a stale holder can be told apart.
+   * lease expires. A lease whose holder `deadHolder` says is dead is taken over at once. The token
+   * grows with every new grant, so a stale holder can be told apart.
    */
-  readonly claim: (run: RunRecord, owner: string, ttlMillis: number) => Effect.Effect<Claim, StoreError>
+  readonly claim: (
+    run: RunRecord,
+    owner: string,
+    ttlMillis: number,
+    deadHolder?: (holder: string) => boolean
+  ) => Effect.Effect<Claim, StoreError>
   /** Extends a lease; `false` when the lease is no longer this grant's. */
   readonly renew: (lease: Lease, ttlMillis: number) => Effect.Effect<boolean, StoreError>
   readonly release: (lease: Lease) => Effect.Effect<void, StoreError>
@@ -119,19 +125,33 @@ export const layer = Layer.effect(
           return record
         }),
 
-      claim: (run, owner, ttlMillis) =>
+      claim: (run, owner, ttlMillis, deadHolder) =>
         Effect.gen(function*() {
           const now = yield* Clock.currentTimeMillis
-          const result = yield* database.write({
-            statements: [statements.acquireLease(run.conversationId, owner, now, ttlMillis), statements.runStatus(run.id)]
-          })
-          const token = result._tag === "Written" ? result.rows[0]?.[0]?.token : undefined
-          const status = result._tag === "Written" ? result.rows[1]?.[0]?.status : undefined
-          if (token !== undefined && isRunStatus(status)) {
-            return { _tag: "Claimed", lease: { conversationId: run.conversationId, owner, token: Number(token) }, status } satisfies Claim
+          const claimed = (result: UnitResult): Claim | undefined => {
+            const token = result._tag === "Written" ? result.rows[0]?.[0]?.token : undefined
+            const status = result._tag === "Written" ? result.rows[1]?.[0]?.status : undefined
+            return token !== undefined && isRunStatus(status)
+              ? { _tag: "Claimed", lease: { conversationId: run.conversationId, owner, token: Number(token) }, status }
+              : undefined
           }
-          const held = yield* database.read(statements.leaseExpiry(run.conversationId))
-          return { _tag: "Held", expiresAt: Number(held[0]?.expires_at ?? now) } satisfies Claim
+          const taken = claimed(yield* database.write({
+            statements: [statements.acquireLease(run.conversationId, owner, now, ttlMillis), statements.runStatus(run.id)]
+          }))
+          if (taken !== undefined) return taken
+          const [row] = yield* database.read(statements.leaseHolder(run.conversationId))
+          const held: Claim = {
+            _tag: "Held",
+            owner: String(row?.owner ?? ""),
+            token: Number(row?.token ?? 0),
+            expiresAt: Number(row?.expires_at ?? now)
+          }
+          if (deadHolder === undefined || !deadHolder(held.owner)) return held
+          // Its holder is known to be dead: taken over now, not after the expiry.
+          const takenOver = claimed(yield* database.write({
+            statements: [statements.takeOverLease(run.conversationId, held.token, owner, now + ttlMillis), statements.runStatus(run.id)]
+          }))
+          return takenOver ?? held
         }),
 
       renew: (lease, ttlMillis) =>

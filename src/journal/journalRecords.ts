@@ -58,8 +58,8 @@ export interface Step {
 
 /**
  * What asking for a conversation's lease gave: the lease, with the run's status read in the same
- * transaction; or the time the other executor's lease expires unless it is renewed.
+ * transaction; or who holds it (grant `token`) and when that lease expires unless it is renewed.
  */
 export type Claim =
   | { readonly _tag: "Claimed"; readonly lease: Lease; readonly status: RunStatus }
-  | { readonly _tag: "Held"; readonly expiresAt: number }
+  | { readonly _tag: "Held"; readonly owner: string; readonly token: number; readonly expiresAt: number }

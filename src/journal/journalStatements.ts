@@ -98,10 +98,17 @@ export const acquireLease = (conversationId: string, owner: string, now: number,
   params: [conversationId, owner, now + ttlMillis, now, owner]
 })
 
-/** When the conversation's lease expires unless its holder renews it. */
-export const leaseExpiry = (conversationId: string): Statement => ({
-  sql: "SELECT expires_at FROM foundry_conversation_leases WHERE conversation_id = ?",
+/** Who holds the conversation's lease, with which token, and when it expires unless renewed. */
+export const leaseHolder = (conversationId: string): Statement => ({
+  sql: "SELECT owner, token, expires_at FROM foundry_conversation_leases WHERE conversation_id = ?",
   params: [conversationId]
+})
+
+/** Takes the lease from the grant `token` (a holder known to be dead), whatever its expiry; returns the new token. */
+export const takeOverLease = (conversationId: string, token: number, owner: string, expiresAt: number): Statement => ({
+  sql: `UPDATE foundry_conversation_leases SET owner = ?, token = token + 1, expires_at = ?
+    WHERE conversation_id = ? AND token = ? RETURNING token`,
+  params: [owner, expiresAt, conversationId, token]
 })
 
 export const renewLease = (lease: Lease, expiresAt: number): Statement => ({

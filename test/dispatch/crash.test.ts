@@ -115,6 +115,28 @@ describe("crash recovery", () => {
     }), { timeout: 120_000 })
 })
 
+describe("takeover after a crash", () => {
+  it.scopedLive("a process restarted on the same host takes over a killed process's leases at once, not when they expire", () =>
+    Effect.gen(function*() {
+      const log = join(tmpdir(), `foundry-takeover-${randomUUID()}.log`)
+      // Leases that would outlive the test: only a takeover lets the run finish in time.
+      const root = yield* tempProject(durableProject(log, `{ leaseTtl: "10 minutes" }`, { plannedModelInFile: true }))
+      writeFileSync(slowMarkerOf(log), "")
+      const first = yield* serve(root)
+      const held = yield* submit(first.url, plan({ delay: 60_000, calls: [{ name: "record", arguments: { line: "held" } }] }))
+      yield* waitForEvents(first.url, held.runId, (e) => e.some((x) => x.type === "model.turn.started"))
+      first.server.child.kill("SIGKILL")
+      yield* Effect.async<void>((resume) => {
+        first.server.child.once("exit", () => resume(Effect.void))
+      })
+      rmSync(slowMarkerOf(log))
+      const second = yield* serve(root)
+      const done = yield* waitForRun(second.url, held.runId)
+      expect(done.status).toBe("completed")
+      expect(lines(log).filter((l) => l.endsWith(" held"))).toHaveLength(1)
+    }), { timeout: 60_000 })
+})
+
 describe("two processes on one database", () => {
   it.scopedLive("never run one conversation at the same time", () =>
     Effect.gen(function*() {
