@@ -188,7 +188,7 @@ export const recovery = Effect.gen(function*() {
     duplicated,
     duplicatedAfterResultRecorded: duplicatedAfterRecorded,
     toolNotExecuted,
-    target: { restartToAllFinishedSeconds: "<= 5", lost: 0, duplicated: 0 },
-    meetsTarget: { seconds: completed === runs && seconds <= 5, lost: completed === runs, duplicated: duplicated === 0 }
+    target: { restartToAllFinishedSeconds: "< 3", lost: 0, duplicated: 0 },
+    meetsTarget: { seconds: completed === runs && seconds < 3, lost: completed === runs, duplicated: duplicated === 0 }
   }
 }).pipe(Effect.scoped)
