@@ -319,10 +319,10 @@ const journalTests = (backend: Backend) => {
 
       yield* TestClock.setTime(1_500)
       // Held: the answer says when the holder's lease expires unless renewed.
-      expect(yield* journal.claim(r1, "B", 1_000)).toEqual({ _tag: "Held", expiresAt: 2_000 })
+      expect(yield* journal.claim(r1, "B", 1_000)).toEqual({ _tag: "Held", owner: "A", token: 1, expiresAt: 2_000 })
       // Another run of the same conversation is fenced by the same lease.
       const r2 = yield* submit(journal, newRun("r2"), { newConversation: false })
-      expect(yield* journal.claim(r2, "B", 1_000)).toEqual({ _tag: "Held", expiresAt: 2_000 })
+      expect(yield* journal.claim(r2, "B", 1_000)).toEqual({ _tag: "Held", owner: "A", token: 1, expiresAt: 2_000 })
 
       yield* journal.record(r1, { status: { status: "running" } })
       yield* TestClock.setTime(2_001)
@@ -362,6 +362,22 @@ const journalTests = (backend: Backend) => {
       )
     }))
 
+  it.scoped("a live lease whose holder the caller knows to be dead is taken over at once, and fences the dead holder", () =>
+    Effect.gen(function*() {
+      const { journal, store } = yield* freshStorage(backend)
+      yield* TestClock.setTime(1_000)
+      const r1 = yield* submit(journal, newRun("r1"))
+      const dead = yield* leaseOf(journal.claim(r1, "A", 60_000))
+      // Only holders the predicate names are taken over.
+      expect(yield* journal.claim(r1, "B", 1_000, (holder) => holder === "C")).toMatchObject({ _tag: "Held", owner: "A" })
+      const taken = yield* journal.claim(r1, "B", 1_000, (holder) => holder === "A")
+      expect(taken).toEqual({ _tag: "Claimed", lease: { conversationId: "c1", owner: "B", token: 2 }, status: "queued" })
+      expect(yield* journal.renew(dead, 60_000)).toBe(false)
+      const lost = yield* Effect.flip(journal.record(r1, { messages: [user] }, dead))
+      expect(lost).toEqual(new LeaseLost({ conversationId: "c1", token: 1 }))
+      expect(yield* store.listMessages("c1")).toEqual([])
+    }))
+
   it.scoped("after a release another owner claims at once; renew extends a live lease and is false for a stale one", () =>
     Effect.gen(function*() {
       const storage = yield* freshStorage(backend)
@@ -374,7 +390,7 @@ const journalTests = (backend: Backend) => {
       expect(yield* journal.renew(a, 5_000)).toBe(true)
       // Past the first expiry, the renewed lease still holds.
       yield* TestClock.setTime(3_000)
-      expect(yield* journal.claim(r1, "B", 1_000)).toEqual({ _tag: "Held", expiresAt: 6_500 })
+      expect(yield* journal.claim(r1, "B", 1_000)).toEqual({ _tag: "Held", owner: "A", token: 1, expiresAt: 6_500 })
 
       yield* journal.release(a)
       const b = yield* leaseOf(journal.claim(r1, "B", 1_000))
@@ -471,7 +487,7 @@ const journalTests = (backend: Backend) => {
       expect(yield* store.unfinishedRuns).toEqual([running])
 
       // The lease is still A's: B is refused, A's steps are still accepted.
-      expect(yield* journal.claim(running, "B", 10_000)).toEqual({ _tag: "Held", expiresAt: 11_000 })
+      expect(yield* journal.claim(running, "B", 10_000)).toMatchObject({ _tag: "Held", owner: "A", expiresAt: 11_000 })
       // Numbering continues where it stopped.
       const [next] = yield* journal.record(running, { messages: [tool], events: [draft("e3", running, completed)] }, lease)
       expect(next?.seq).toBe(3)
