@@ -5,10 +5,8 @@
  * most 50 in flight.
  */
 import { truncateSync } from "node:fs"
-import { join } from "node:path"
 import { Effect } from "effect"
-import * as Scripted from "../../src/models/scripted.js"
-import { lookupAgent, lookupTool, tempProject } from "../support/project.js"
+import { orderLookupProject } from "../support/project.js"
 import { progress, startRuntime, timedRun } from "../support/runtime.js"
 import { collectGarbage, cpuMsSince, lineCount, mb, percentile, round, sampleRss } from "../support/stats.js"
 
@@ -18,21 +16,10 @@ const warmUp = 100
 const serialRuns = 100
 const turnsPerRun = 2
 
-/** The script: a tool call, then the answer. */
-const script: Scripted.Script = [
-  { toolCalls: [{ name: "lookup", arguments: { id: "42" } }] },
-  { text: "Order 42 has shipped and arrives on Friday." }
-]
-
 export const orderLookup = Effect.gen(function*() {
-  const dir = yield* tempProject({})
-  const sideEffects = join(dir, "lookups.log")
-  const root = yield* tempProject({
-    "foundry.config.ts": `import { defineConfig } from "foundry"\nexport default defineConfig({ concurrency: ${inFlight} })\n`,
-    "agents/orders/agent.ts": lookupAgent({ model: `"demo"` }),
-    "agents/orders/tools/lookup.tool.ts": lookupTool(sideEffects)
-  })
-  const runtime = yield* startRuntime(root, { storeFile: join(dir, "foundry.db"), model: Scripted.make(script) })
+  const project = yield* orderLookupProject(inFlight)
+  const { sideEffects } = project
+  const runtime = yield* startRuntime(project.root, project)
   const rssLoaded = process.memoryUsage.rss()
   const request = (i: number) => ({ agent: "orders", instance: `customer-${i % 100}`, message: `Where is order 42? (#${i})` })
 

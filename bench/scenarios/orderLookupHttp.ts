@@ -5,13 +5,11 @@
  * `serverLayer` built in this process, so server and clients share one process and its CPU.
  */
 import { truncateSync } from "node:fs"
-import { join } from "node:path"
 import { Effect, Schema } from "effect"
 import { runEndTypes } from "../../src/events/FoundryEvent.js"
-import * as Scripted from "../../src/models/scripted.js"
 import { RunCreated } from "../../src/transports/http/api/RunsGroup.js"
 import { followEvents, loadClient, postJson } from "../support/httpClient.js"
-import { lookupAgent, lookupTool, tempProject } from "../support/project.js"
+import { orderLookupProject } from "../support/project.js"
 import { progress, startServer } from "../support/runtime.js"
 import { collectGarbage, cpuMsSince, lineCount, mb, percentile, round, sampleRss } from "../support/stats.js"
 
@@ -19,23 +17,12 @@ const runs = 1000
 const clients = 50
 const warmUp = 100
 
-/** The script of `order-lookup`: a tool call, then the answer. */
-const script: Scripted.Script = [
-  { toolCalls: [{ name: "lookup", arguments: { id: "42" } }] },
-  { text: "Order 42 has shipped and arrives on Friday." }
-]
-
 const decodeRunCreated = Schema.decodeUnknown(Schema.parseJson(RunCreated))
 
 export const orderLookupHttp = Effect.gen(function*() {
-  const dir = yield* tempProject({})
-  const sideEffects = join(dir, "lookups.log")
-  const root = yield* tempProject({
-    "foundry.config.ts": `import { defineConfig } from "foundry"\nexport default defineConfig({ concurrency: ${clients} })\n`,
-    "agents/orders/agent.ts": lookupAgent({ model: `"demo"` }),
-    "agents/orders/tools/lookup.tool.ts": lookupTool(sideEffects)
-  })
-  const server = yield* startServer(root, { storeFile: join(dir, "foundry.db"), model: Scripted.make(script) })
+  const project = yield* orderLookupProject(clients)
+  const { sideEffects } = project
+  const server = yield* startServer(project.root, project)
   // At most one connection per client: a client's POST and its event stream follow each other.
   const client = yield* loadClient(clients)
   const rssLoaded = process.memoryUsage.rss()

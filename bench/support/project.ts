@@ -6,6 +6,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { dirname, join } from "node:path"
 import { Effect } from "effect"
+import * as Scripted from "../../src/models/scripted.js"
 
 /** Files of a project: relative path -> content. */
 export type ProjectFiles = Readonly<Record<string, string>>
@@ -59,3 +60,25 @@ export default defineAgent({
   maxTurns: 4
 })
 `
+
+/** The reference workload's script: a tool call, then the answer. */
+export const orderLookupScript: Scripted.Script = [
+  { toolCalls: [{ name: "lookup", arguments: { id: "42" } }] },
+  { text: "Order 42 has shipped and arrives on Friday." }
+]
+
+/**
+ * The reference workload's project: one agent and its `lookup` tool, `concurrency` runs at once;
+ * `sideEffects` is the file the tool appends to, `storeFile` a store beside it.
+ */
+export const orderLookupProject = (concurrency: number) =>
+  Effect.gen(function*() {
+    const dir = yield* tempProject({})
+    const sideEffects = join(dir, "lookups.log")
+    const root = yield* tempProject({
+      "foundry.config.ts": `import { defineConfig } from "foundry"\nexport default defineConfig({ concurrency: ${concurrency} })\n`,
+      "agents/orders/agent.ts": lookupAgent({ model: `"demo"` }),
+      "agents/orders/tools/lookup.tool.ts": lookupTool(sideEffects)
+    })
+    return { root, sideEffects, storeFile: join(dir, "foundry.db"), model: Scripted.make(orderLookupScript) }
+  })
