@@ -17,6 +17,7 @@ import type { Database } from "../durable/Database.js"
 import * as PgDatabase from "../durable/PgDatabase.js"
 import * as SqliteDatabase from "../durable/SqliteDatabase.js"
 import * as ActivationStorage from "../durable/ActivationStorage.js"
+import * as ApprovalStorage from "../durable/ApprovalStorage.js"
 import * as SqlStore from "../durable/SqlStore.js"
 import { StoreError } from "../durable/StoreError.js"
 import * as EventLog from "../events/EventLog.js"
@@ -85,6 +86,7 @@ export const runtimeLayer = (app: CompiledApp, options: RuntimeOptions = {}) =>
     Layer.provideMerge(EventStorage.layer),
     Layer.provideMerge(SqlStore.layer),
     Layer.provideMerge(ActivationStorage.layer),
+    Layer.provideMerge(ApprovalStorage.layer),
     Layer.provideMerge(databaseLayer(app, options.storeFile)),
     Layer.provideMerge(CurrentApp.layer(app)),
     Layer.provideMerge(BuildStatus.layer),

@@ -8,6 +8,7 @@ import { Clock, Deferred, Duration, Effect, FiberMap, Layer, Option, Queue } fro
 import { CurrentApp } from "../compiler/CurrentApp.js"
 import { newId } from "../durable/ids.js"
 import type { ActivationStorage } from "../durable/ActivationStorage.js"
+import type { ApprovalStorage } from "../durable/ApprovalStorage.js"
 import { finalStatuses, RunRecord, type RunStatus } from "../durable/records.js"
 import { Store } from "../durable/Store.js"
 import type { StoreError } from "../durable/StoreError.js"
@@ -17,13 +18,12 @@ import { RunStarter } from "../engine/RunStarter.js"
 import { EventLog } from "../events/EventLog.js"
 import type { Lease } from "../journal/journalRecords.js"
 import { RunJournal } from "../journal/RunJournal.js"
+import { makeApprovalDecisions } from "./approvalDecisions.js"
 import { executorName, isDeadExecutor } from "./executorIdentity.js"
 import { eventOf } from "../journal/trace.js"
 import type { ModelResolver } from "../models/Model.js"
 import {
   AgentNotFound,
-  ApprovalAlreadyDecided,
-  ApprovalNotFound,
   type ApprovalScope,
   ConversationNotFound,
   Dispatcher,
@@ -47,16 +47,14 @@ export const layer = (options: LocalDispatcherOptions) =>
     Effect.gen(function*() {
       const store = yield* Store
       const journal = yield* RunJournal
-      const events = yield* EventLog
       const current = yield* CurrentApp
-      const context = yield* Effect.context<Store | ActivationStorage | RunJournal | EventLog | ModelResolver>()
+      const context = yield* Effect.context<Store | ActivationStorage | ApprovalStorage | RunJournal | EventLog | ModelResolver>()
       const owner = executorName()
       const leaseTtl = Duration.toMillis(Duration.decode(options.leaseTtl ?? "3 seconds"))
       const fibers = yield* FiberMap.make<string>()
       const slots = yield* Effect.makeSemaphore(options.concurrency)
       const lanes = new Map<string, Deferred.Deferred<void>>()
       const done = new Map<string, Deferred.Deferred<void>>()
-      const approvalsChanged = yield* Queue.sliding<void>(1)
 
       /** Waits for the run's conversation lease (another process may be running it), and reads the run's status with it. */
       const claim = (run: RunRecord): Effect.Effect<{ readonly lease: Lease; readonly status: RunStatus }> =>
@@ -106,7 +104,7 @@ export const layer = (options: LocalDispatcherOptions) =>
               const outcome = yield* runAgent(app, latest, lease).pipe(
                 Effect.catchTag("LeaseLost", () => Effect.succeed(undefined))
               )
-              if (outcome === "suspended") yield* Queue.offer(approvalsChanged, undefined)
+              if (outcome === "suspended") yield* approvals.asked
             }).pipe(Effect.ensuring(Effect.zipRight(Effect.sync(() => held.delete(lease)), Effect.ignore(journal.release(lease)))))
           }))
           if (run.parentRunId !== null && run.parentToolCallId !== null) yield* wakeParent(run.id)
@@ -296,51 +294,7 @@ export const layer = (options: LocalDispatcherOptions) =>
         )
       })
 
-      /** Applies a decision (or an expiry) to a pending approval and resumes its run. */
-      const applyDecision = (
-        approvalId: string,
-        status: "approved" | "denied" | "expired",
-        reason: string | undefined,
-        scope: ApprovalScope = "once"
-      ) =>
-        Effect.gen(function*() {
-          const approval = yield* store.getApproval(approvalId)
-          if (Option.isNone(approval)) {
-            return yield* new ApprovalNotFound({ approvalId, message: `there is no approval "${approvalId}"` })
-          }
-          const decided = yield* store.decideApproval(approvalId, status, reason)
-          if (Option.isNone(decided)) {
-            const now = yield* store.getApproval(approvalId)
-            const was = Option.match(now, { onNone: () => "decided", onSome: (a) => a.status })
-            return yield* new ApprovalAlreadyDecided({
-              approvalId,
-              status: was,
-              message: `approval "${approvalId}" is already ${was}; a decision applies once`
-            })
-          }
-          const run = yield* store.getRun(decided.value.runId)
-          if (Option.isSome(run)) {
-            const granted = status === "approved" && scope === "conversation"
-            if (granted) {
-              yield* store.grantForConversation({
-                conversationId: run.value.conversationId,
-                agent: decided.value.agent,
-                tool: decided.value.tool,
-                approvalId
-              })
-            }
-            yield* events.emit(eventOf(run.value, "approval.decided", {
-              approvalId,
-              toolCallId: decided.value.toolCallId,
-              tool: decided.value.tool,
-              status,
-              ...(granted ? { scope } : {}),
-              ...(reason === undefined ? {} : { reason })
-            }, `approval:${decided.value.toolCallId}`, `tool:${decided.value.toolCallId}`))
-            if (run.value.status === "suspended") yield* schedule(run.value)
-          }
-          return decided.value
-        })
+      const approvals = yield* makeApprovalDecisions(schedule)
 
       const decide = Effect.fn("Dispatcher.decide")(function*(
         approvalId: string,
@@ -348,31 +302,8 @@ export const layer = (options: LocalDispatcherOptions) =>
         reason: string | undefined,
         scope: ApprovalScope = "once"
       ) {
-        return yield* applyDecision(approvalId, decision === "approve" ? "approved" : "denied", reason, scope)
+        return yield* approvals.decide(approvalId, decision === "approve" ? "approved" : "denied", reason, scope)
       })
-
-      // Approvals expire fail-closed. One fiber sleeps until the soonest pending approval expires
-      // (re-armed from the store on boot), and is woken when a run suspends on a new one.
-      yield* Effect.gen(function*() {
-        const now = yield* Clock.currentTimeMillis
-        const pending = yield* store.listApprovals("pending")
-        let soonest: number | undefined
-        for (const approval of pending) {
-          if (approval.expiresAt <= now) {
-            yield* applyDecision(approval.id, "expired", "no decision before the approval expired").pipe(
-              Effect.catchTag("ApprovalAlreadyDecided", () => Effect.void)
-            )
-          } else if (soonest === undefined || approval.expiresAt < soonest) {
-            soonest = approval.expiresAt
-          }
-        }
-        const delay = soonest === undefined ? Duration.minutes(10) : Duration.millis(soonest - now)
-        yield* Effect.race(Effect.sleep(Duration.min(delay, Duration.minutes(10))), Queue.take(approvalsChanged))
-      }).pipe(
-        Effect.catchAllCause((cause) => Effect.zipRight(Effect.logWarning("approval expiry check failed", cause), Effect.sleep("1 second"))),
-        Effect.forever,
-        Effect.forkScoped
-      )
 
       const recover = Effect.gen(function*() {
         const runs = [...(yield* store.unfinishedRuns), ...(yield* store.parentsReadyToResume)]

@@ -6,9 +6,7 @@ import { SqlSchema } from "@effect/sql"
 import { Clock, Effect, Layer, Option, Schema, String as Str } from "effect"
 import { ChatMessage } from "../models/Model.js"
 import {
-  ApprovalRecord,
   ConversationRecord,
-  GrantRecord,
   InstanceRecord,
   RunRecord,
   type UsageFilter,
@@ -57,22 +55,6 @@ export const make = Effect.gen(function*() {
     Result: RunRecord,
     execute: (key) => sql`SELECT * FROM foundry_runs WHERE idempotency_key = ${key}`
   })
-  const findApprovalById = SqlSchema.findOne({
-    Request: Schema.String,
-    Result: ApprovalRecord,
-    execute: (id) => sql`SELECT * FROM foundry_approvals WHERE id = ${id}`
-  })
-  const findApprovalByCall = SqlSchema.findOne({
-    Request: Schema.Struct({ runId: Schema.String, toolCallId: Schema.String }),
-    Result: ApprovalRecord,
-    execute: ({ runId, toolCallId }) => sql`SELECT * FROM foundry_approvals WHERE run_id = ${runId} AND tool_call_id = ${toolCallId}`
-  })
-  const findGrantByTool = SqlSchema.findOne({
-    Request: Schema.Struct({ conversationId: Schema.String, tool: Schema.String }),
-    Result: GrantRecord,
-    execute: ({ conversationId, tool }) => sql`SELECT * FROM foundry_grants WHERE conversation_id = ${conversationId} AND tool = ${tool}`
-  })
-  const decodeApprovals = Schema.decodeUnknown(Schema.Array(ApprovalRecord))
   const decodeRuns = Schema.decodeUnknown(Schema.Array(RunRecord))
   const decodeMessages = Schema.decodeUnknown(Schema.Array(MessageRow))
   const decodeSums = Schema.decodeUnknown(Schema.Array(UsageSums))
@@ -203,40 +185,11 @@ export const make = Effect.gen(function*() {
       failAs("unfinishedRuns")
     ),
 
-    createApproval: (approval) =>
-      Effect.gen(function*() {
-        const now = yield* Clock.currentTimeMillis
-        yield* sql`INSERT INTO foundry_approvals ${
-          sql.insert({ ...approval, input: JSON.stringify(approval.input), status: "pending", createdAt: now })
-        } ON CONFLICT (run_id, tool_call_id) DO NOTHING`
-        return yield* Effect.flatten(findApprovalByCall({ runId: approval.runId, toolCallId: approval.toolCallId }))
-      }).pipe(failAs("createApproval")),
 
-    getApproval: (id) => findApprovalById(id).pipe(failAs("getApproval")),
 
-    findApproval: (runId, toolCallId) => findApprovalByCall({ runId, toolCallId }).pipe(failAs("findApproval")),
 
-    listApprovals: (status) =>
-      sql`SELECT * FROM foundry_approvals WHERE ${status === undefined ? sql`1 = 1` : sql`status = ${status}`}
-        ORDER BY created_at, id`.pipe(Effect.flatMap(decodeApprovals), failAs("listApprovals")),
 
-    decideApproval: (id, status, reason) =>
-      Effect.gen(function*() {
-        const now = yield* Clock.currentTimeMillis
-        const changed = yield* sql<{ readonly id: string }>`UPDATE foundry_approvals
-          SET status = ${status}, reason = ${reason ?? null}, decided_at = ${now}
-          WHERE id = ${id} AND status = 'pending' RETURNING id`
-        if (changed.length === 0) return Option.none()
-        return yield* findApprovalById(id)
-      }).pipe(failAs("decideApproval")),
 
-    grantForConversation: (grant) =>
-      Effect.gen(function*() {
-        const now = yield* Clock.currentTimeMillis
-        yield* sql`INSERT INTO foundry_grants ${sql.insert({ ...grant, createdAt: now })} ON CONFLICT (conversation_id, tool) DO NOTHING`
-      }).pipe(failAs("grantForConversation")),
-
-    findGrant: (conversationId, tool) => findGrantByTool({ conversationId, tool }).pipe(failAs("findGrant")),
 
   })
 })

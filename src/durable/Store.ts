@@ -6,10 +6,7 @@ import { Context, type Effect, type Option } from "effect"
 import type { StoreError } from "./StoreError.js"
 import type { ChatMessage } from "../models/Model.js"
 import type {
-  ApprovalRecord,
-  ApprovalStatus,
   ConversationRecord,
-  GrantRecord,
   InstanceRecord,
   RunFilter,
   RunRecord,
@@ -25,25 +22,6 @@ export interface StoredMessage {
   readonly runId: string
   readonly message: ChatMessage
   readonly createdAt: number
-}
-
-/** An approval about to be asked for. */
-export interface NewApproval {
-  readonly id: string
-  readonly runId: string
-  readonly toolCallId: string
-  readonly agent: string
-  readonly tool: string
-  readonly input: unknown
-  readonly expiresAt: number
-}
-
-/** A conversation grant about to be stored. */
-export interface NewGrant {
-  readonly conversationId: string
-  readonly agent: string
-  readonly tool: string
-  readonly approvalId: string
 }
 
 /** The durable store. */
@@ -86,19 +64,4 @@ export class Store extends Context.Tag("foundry/Store")<Store, {
   readonly listRuns: (filter: RunFilter) => Effect.Effect<ReadonlyArray<RunRecord>, StoreError>
   /** Runs that were queued or running when the process stopped. */
   readonly unfinishedRuns: Effect.Effect<ReadonlyArray<RunRecord>, StoreError>
-  /** Asks for an approval; asking again for the same tool call returns the first one. */
-  readonly createApproval: (approval: NewApproval) => Effect.Effect<ApprovalRecord, StoreError>
-  readonly getApproval: (id: string) => Effect.Effect<Option.Option<ApprovalRecord>, StoreError>
-  readonly findApproval: (runId: string, toolCallId: string) => Effect.Effect<Option.Option<ApprovalRecord>, StoreError>
-  readonly listApprovals: (status: ApprovalStatus | undefined) => Effect.Effect<ReadonlyArray<ApprovalRecord>, StoreError>
-  /** Decides a pending approval; `None` when it was already decided (a decision applies once). */
-  readonly decideApproval: (
-    id: string,
-    status: Exclude<ApprovalStatus, "pending">,
-    reason: string | undefined
-  ) => Effect.Effect<Option.Option<ApprovalRecord>, StoreError>
-  /** Approves `tool` for the rest of the conversation; a grant already there stays as it was. */
-  readonly grantForConversation: (grant: NewGrant) => Effect.Effect<void, StoreError>
-  /** The conversation's grant for `tool`, if a person gave one. */
-  readonly findGrant: (conversationId: string, tool: string) => Effect.Effect<Option.Option<GrantRecord>, StoreError>
 }>() {}

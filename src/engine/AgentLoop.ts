@@ -10,6 +10,7 @@ import { Array as Arr, Cause, Clock, Effect, Option } from "effect"
 import type { CompiledAgent, CompiledApp } from "../compiler/CompiledApp.js"
 import { type InstanceInfo, modelsOf } from "../definitions/defineAgent.js"
 import { type RunRecord, UsageSums } from "../durable/records.js"
+import { ApprovalStorage } from "../durable/ApprovalStorage.js"
 import { Store } from "../durable/Store.js"
 import type { Lease } from "../journal/journalRecords.js"
 import type { ChatMessage, ModelRequest, ResolvedModel, ToolCall } from "../models/Model.js"
@@ -106,6 +107,7 @@ export const runAgent = Effect.fn("engine.runAgent")(function*(app: CompiledApp,
 const executeRun = (app: CompiledApp, agent: CompiledAgent, run: RunRecord, step: StepBuffer, journal: Array<JournalEntry>) =>
   Effect.gen(function*() {
     const store = yield* Store
+    const approvals = yield* ApprovalStorage
     const starter = yield* RunStarter
     const config = app.table.config
     const resolvedModels = yield* resolveModels(agent)
@@ -139,7 +141,7 @@ const executeRun = (app: CompiledApp, agent: CompiledAgent, run: RunRecord, step
     const transcript = Effect.gen(function*() {
       const notes = new Map<string, string>()
       for (const { call, runId } of foreignOpenCalls(journal, run.id)) {
-        const approval = yield* store.findApproval(runId, call.id)
+        const approval = yield* approvals.find(runId, call.id)
         notes.set(
           call.id,
           Option.isSome(approval) && approval.value.status === "pending"

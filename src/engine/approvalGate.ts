@@ -7,7 +7,7 @@ import { Clock, Duration, Effect, Option } from "effect"
 import type { PermissionRule } from "../definitions/defineConfig.js"
 import { newId } from "../durable/ids.js"
 import type { RunRecord } from "../durable/records.js"
-import { Store } from "../durable/Store.js"
+import { ApprovalStorage } from "../durable/ApprovalStorage.js"
 import type { ToolCall } from "../models/Model.js"
 import { type DecodedCall, needsApproval } from "./executeTool.js"
 import type { StepBuffer } from "./StepBuffer.js"
@@ -30,11 +30,11 @@ export const approvalGate = Effect.fnUntraced(function*(
 ) {
   const asks = rule === undefined ? needsApproval(decoded) : rule.action === "ask"
   if (!asks) return { _tag: "Proceed" } satisfies Gate
-  const store = yield* Store
+  const approvals = yield* ApprovalStorage
   const toolSpan = `tool:${call.id}`
-  const approval = yield* store.findApproval(run.id, call.id)
+  const approval = yield* approvals.find(run.id, call.id)
   if (Option.isNone(approval)) {
-    const grant = yield* store.findGrant(run.conversationId, call.name)
+    const grant = yield* approvals.findGrant(run.conversationId, call.name)
     if (Option.isSome(grant)) {
       // Approved for this conversation earlier: no one is asked again.
       yield* step.emit("approval.decided", `approval:${call.id}`, {
@@ -47,7 +47,7 @@ export const approvalGate = Effect.fnUntraced(function*(
     }
   }
   if (Option.isNone(approval) || approval.value.status === "pending") {
-    const asked = Option.isSome(approval) ? approval.value : yield* store.createApproval({
+    const asked = Option.isSome(approval) ? approval.value : yield* approvals.ask({
       id: newId("apr"),
       runId: run.id,
       toolCallId: call.id,

@@ -1,0 +1,88 @@
+/**
+ * Approvals as the dispatcher applies them: a person's decision (or an expiry) applied once, the
+ * conversation grant written in the same transaction, `approval.decided`, and the waiting run
+ * resumed. Approvals expire fail-closed: one fiber sleeps until the soonest pending approval
+ * expires (re-armed from the store on boot), woken when a run suspends on a new one. Asking is the
+ * engine's part (`engine/approvalGate.ts`).
+ */
+import { Clock, Duration, Effect, Option, Queue } from "effect"
+import { ApprovalStorage } from "../durable/ApprovalStorage.js"
+import type { RunRecord } from "../durable/records.js"
+import { Store } from "../durable/Store.js"
+import { EventLog } from "../events/EventLog.js"
+import { eventOf } from "../journal/trace.js"
+import { ApprovalAlreadyDecided, ApprovalNotFound, type ApprovalScope } from "./Dispatcher.js"
+
+/** Decisions on approvals, for a dispatcher that resumes runs with `resume`; the expiry fiber runs in the current scope. */
+export const makeApprovalDecisions = (resume: (run: RunRecord) => Effect.Effect<void>) =>
+  Effect.gen(function*() {
+    const approvals = yield* ApprovalStorage
+    const store = yield* Store
+    const events = yield* EventLog
+    const asked = yield* Queue.sliding<void>(1)
+
+    /** Applies a decision (or an expiry) to a pending approval and resumes its run. */
+    const apply = (approvalId: string, status: "approved" | "denied" | "expired", reason: string | undefined, scope: ApprovalScope = "once") =>
+      Effect.gen(function*() {
+        const approval = yield* approvals.get(approvalId)
+        if (Option.isNone(approval)) {
+          return yield* new ApprovalNotFound({ approvalId, message: `there is no approval "${approvalId}"` })
+        }
+        const run = yield* store.getRun(approval.value.runId)
+        const granted = status === "approved" && scope === "conversation" && Option.isSome(run)
+        const decided = yield* approvals.decide(
+          approvalId,
+          status,
+          reason,
+          granted && Option.isSome(run) ? { conversationId: run.value.conversationId } : undefined
+        )
+        if (Option.isNone(decided)) {
+          const now = yield* approvals.get(approvalId)
+          const was = Option.match(now, { onNone: () => "decided", onSome: (a) => a.status })
+          return yield* new ApprovalAlreadyDecided({
+            approvalId,
+            status: was,
+            message: `approval "${approvalId}" is already ${was}; a decision applies once`
+          })
+        }
+        if (Option.isSome(run)) {
+          yield* events.emit(eventOf(run.value, "approval.decided", {
+            approvalId,
+            toolCallId: decided.value.toolCallId,
+            tool: decided.value.tool,
+            status,
+            ...(granted ? { scope } : {}),
+            ...(reason === undefined ? {} : { reason })
+          }, `approval:${decided.value.toolCallId}`, `tool:${decided.value.toolCallId}`))
+          if (run.value.status === "suspended") yield* resume(run.value)
+        }
+        return decided.value
+      })
+
+    yield* Effect.gen(function*() {
+      const now = yield* Clock.currentTimeMillis
+      let soonest: number | undefined
+      for (const approval of yield* approvals.list("pending")) {
+        if (approval.expiresAt <= now) {
+          yield* apply(approval.id, "expired", "no decision before the approval expired").pipe(
+            Effect.catchTag("ApprovalAlreadyDecided", () => Effect.void)
+          )
+        } else if (soonest === undefined || approval.expiresAt < soonest) {
+          soonest = approval.expiresAt
+        }
+      }
+      const delay = soonest === undefined ? Duration.minutes(10) : Duration.millis(soonest - now)
+      yield* Effect.race(Effect.sleep(Duration.min(delay, Duration.minutes(10))), Queue.take(asked))
+    }).pipe(
+      Effect.catchAllCause((cause) => Effect.zipRight(Effect.logWarning("approval expiry check failed", cause), Effect.sleep("1 second"))),
+      Effect.forever,
+      Effect.forkScoped
+    )
+
+    return {
+      /** Applies a person's decision. */
+      decide: apply,
+      /** Says that a run suspended on a new approval, so its expiry is armed. */
+      asked: Queue.offer(asked, undefined)
+    }
+  })

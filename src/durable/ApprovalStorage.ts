@@ -1,0 +1,108 @@
+/**
+ * Approvals: a person's decision about one tool call, asked for by a tool's `approval` policy or
+ * a permission rule, and the conversation grants an approval with scope `conversation` leaves
+ * behind. A decision and its grant are written in one transaction.
+ */
+import { SqlClient, SqlSchema } from "@effect/sql"
+import { Clock, Context, Effect, Layer, Option, Schema } from "effect"
+import { ApprovalRecord, type ApprovalStatus, GrantRecord } from "./records.js"
+import { failAs, type StoreError } from "./StoreError.js"
+
+/** An approval about to be asked for. */
+export interface NewApproval {
+  readonly id: string
+  readonly runId: string
+  readonly toolCallId: string
+  readonly agent: string
+  readonly tool: string
+  readonly input: unknown
+  readonly expiresAt: number
+}
+
+/** The conversation an approval with scope `conversation` approves its tool for. */
+export interface GrantScope {
+  readonly conversationId: string
+}
+
+/** Approval storage. */
+export class ApprovalStorage extends Context.Tag("foundry/ApprovalStorage")<ApprovalStorage, {
+  /** Asks for an approval; asking again for the same tool call returns the first one. */
+  readonly ask: (approval: NewApproval) => Effect.Effect<ApprovalRecord, StoreError>
+  readonly get: (id: string) => Effect.Effect<Option.Option<ApprovalRecord>, StoreError>
+  readonly find: (runId: string, toolCallId: string) => Effect.Effect<Option.Option<ApprovalRecord>, StoreError>
+  readonly list: (status: ApprovalStatus | undefined) => Effect.Effect<ReadonlyArray<ApprovalRecord>, StoreError>
+  /**
+   * Decides a pending approval, and with `grant` approves its tool for the rest of that
+   * conversation, in one transaction; `None` when it was already decided (a decision applies
+   * once). A grant already there stays as it was.
+   */
+  readonly decide: (
+    id: string,
+    status: Exclude<ApprovalStatus, "pending">,
+    reason: string | undefined,
+    grant?: GrantScope
+  ) => Effect.Effect<Option.Option<ApprovalRecord>, StoreError>
+  /** The conversation's grant for `tool`, if a person gave one. */
+  readonly findGrant: (conversationId: string, tool: string) => Effect.Effect<Option.Option<GrantRecord>, StoreError>
+}>() {}
+
+/** Approval storage on the database's `SqlClient`. */
+export const layer = Layer.effect(
+  ApprovalStorage,
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const byId = SqlSchema.findOne({
+      Request: Schema.String,
+      Result: ApprovalRecord,
+      execute: (id) => sql`SELECT * FROM foundry_approvals WHERE id = ${id}`
+    })
+    const byCall = SqlSchema.findOne({
+      Request: Schema.Struct({ runId: Schema.String, toolCallId: Schema.String }),
+      Result: ApprovalRecord,
+      execute: ({ runId, toolCallId }) => sql`SELECT * FROM foundry_approvals WHERE run_id = ${runId} AND tool_call_id = ${toolCallId}`
+    })
+    const grantByTool = SqlSchema.findOne({
+      Request: Schema.Struct({ conversationId: Schema.String, tool: Schema.String }),
+      Result: GrantRecord,
+      execute: ({ conversationId, tool }) => sql`SELECT * FROM foundry_grants WHERE conversation_id = ${conversationId} AND tool = ${tool}`
+    })
+    const decodeApprovals = Schema.decodeUnknown(Schema.Array(ApprovalRecord))
+
+    return ApprovalStorage.of({
+      ask: (approval) =>
+        Effect.gen(function*() {
+          const now = yield* Clock.currentTimeMillis
+          yield* sql`INSERT INTO foundry_approvals ${
+            sql.insert({ ...approval, input: JSON.stringify(approval.input), status: "pending", createdAt: now })
+          } ON CONFLICT (run_id, tool_call_id) DO NOTHING`
+          return yield* Effect.flatten(byCall({ runId: approval.runId, toolCallId: approval.toolCallId }))
+        }).pipe(failAs("createApproval")),
+
+      get: (id) => byId(id).pipe(failAs("getApproval")),
+
+      find: (runId, toolCallId) => byCall({ runId, toolCallId }).pipe(failAs("findApproval")),
+
+      list: (status) =>
+        sql`SELECT * FROM foundry_approvals WHERE ${status === undefined ? sql`1 = 1` : sql`status = ${status}`}
+          ORDER BY created_at, id`.pipe(Effect.flatMap(decodeApprovals), failAs("listApprovals")),
+
+      decide: (id, status, reason, grant) =>
+        sql.withTransaction(Effect.gen(function*() {
+          const now = yield* Clock.currentTimeMillis
+          const changed = yield* sql<{ readonly id: string }>`UPDATE foundry_approvals
+            SET status = ${status}, reason = ${reason ?? null}, decided_at = ${now}
+            WHERE id = ${id} AND status = 'pending' RETURNING id`
+          if (changed.length === 0) return Option.none()
+          const decided = yield* byId(id)
+          if (grant !== undefined && Option.isSome(decided)) {
+            yield* sql`INSERT INTO foundry_grants ${
+              sql.insert({ conversationId: grant.conversationId, agent: decided.value.agent, tool: decided.value.tool, approvalId: id, createdAt: now })
+            } ON CONFLICT (conversation_id, tool) DO NOTHING`
+          }
+          return decided
+        })).pipe(failAs("decideApproval")),
+
+      findGrant: (conversationId, tool) => grantByTool({ conversationId, tool }).pipe(failAs("findGrant"))
+    })
+  })
+)
