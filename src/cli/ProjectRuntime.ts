@@ -18,6 +18,8 @@ import * as PgDatabase from "../durable/PgDatabase.js"
 import * as SqliteDatabase from "../durable/SqliteDatabase.js"
 import * as ActivationStorage from "../durable/ActivationStorage.js"
 import * as ApprovalStorage from "../durable/ApprovalStorage.js"
+import * as DeliveryStorage from "../durable/DeliveryStorage.js"
+import * as InstanceStorage from "../durable/InstanceStorage.js"
 import * as SqlStore from "../durable/SqlStore.js"
 import { StoreError } from "../durable/StoreError.js"
 import * as EventLog from "../events/EventLog.js"
@@ -87,6 +89,8 @@ export const runtimeLayer = (app: CompiledApp, options: RuntimeOptions = {}) =>
     Layer.provideMerge(SqlStore.layer),
     Layer.provideMerge(ActivationStorage.layer),
     Layer.provideMerge(ApprovalStorage.layer),
+    Layer.provideMerge(InstanceStorage.layer),
+    Layer.provideMerge(DeliveryStorage.layer),
     Layer.provideMerge(databaseLayer(app, options.storeFile)),
     Layer.provideMerge(CurrentApp.layer(app)),
     Layer.provideMerge(BuildStatus.layer),

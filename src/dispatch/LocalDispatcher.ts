@@ -9,6 +9,7 @@ import { CurrentApp } from "../compiler/CurrentApp.js"
 import { newId } from "../durable/ids.js"
 import type { ActivationStorage } from "../durable/ActivationStorage.js"
 import type { ApprovalStorage } from "../durable/ApprovalStorage.js"
+import type { InstanceStorage } from "../durable/InstanceStorage.js"
 import { finalStatuses, RunRecord, type RunStatus } from "../durable/records.js"
 import { Store } from "../durable/Store.js"
 import type { StoreError } from "../durable/StoreError.js"
@@ -48,7 +49,7 @@ export const layer = (options: LocalDispatcherOptions) =>
       const store = yield* Store
       const journal = yield* RunJournal
       const current = yield* CurrentApp
-      const context = yield* Effect.context<Store | ActivationStorage | ApprovalStorage | RunJournal | EventLog | ModelResolver>()
+      const context = yield* Effect.context<Store | ActivationStorage | ApprovalStorage | InstanceStorage | RunJournal | EventLog | ModelResolver>()
       const owner = executorName()
       const leaseTtl = Duration.toMillis(Duration.decode(options.leaseTtl ?? "3 seconds"))
       const fibers = yield* FiberMap.make<string>()

@@ -3,11 +3,10 @@
  * database layer picks the dialect and migrates it).
  */
 import { SqlSchema } from "@effect/sql"
-import { Clock, Effect, Layer, Option, Schema, String as Str } from "effect"
+import { Effect, Layer, Option, Schema, String as Str } from "effect"
 import { ChatMessage } from "../models/Model.js"
 import {
   ConversationRecord,
-  InstanceRecord,
   RunRecord,
   type UsageFilter,
   GroupedUsage,
@@ -40,11 +39,6 @@ const camelCaseKeys = (row: Row): Row => Object.fromEntries(Object.entries(row).
 export const make = Effect.gen(function*() {
   const database = yield* Database
   const sql = database.sql
-  const findInstance = SqlSchema.findOne({
-    Request: Schema.Struct({ agent: Schema.String, id: Schema.String }),
-    Result: InstanceRecord,
-    execute: ({ agent, id }) => sql`SELECT * FROM foundry_instances WHERE agent = ${agent} AND id = ${id}`
-  })
   const findConversation = SqlSchema.findOne({
     Request: Schema.String,
     Result: ConversationRecord,
@@ -75,44 +69,10 @@ export const make = Effect.gen(function*() {
       ...(filter.until === undefined ? [] : [sql`created_at < ${filter.until}`])
     ])
 
-  /** The instance, created with `context` on first use in one atomic statement; `created` says whether this call made it. */
-  const provision = (agent: string, id: string, context: Readonly<Record<string, unknown>>) =>
-    Effect.gen(function*() {
-      const now = yield* Clock.currentTimeMillis
-      const inserted = yield* sql<{ readonly id: string }>`INSERT INTO foundry_instances ${
-        sql.insert({ agent, id, context: JSON.stringify(context), createdAt: now, updatedAt: now })
-      } ON CONFLICT (agent, id) DO NOTHING RETURNING id`
-      const instance = yield* Effect.flatten(findInstance({ agent, id }))
-      return { instance, created: inserted.length > 0 }
-    })
-
   return Store.of({
-    ensureInstance: (agent, id, context = {}) =>
-      Effect.map(provision(agent, id, context), (result) => result.instance).pipe(failAs("ensureInstance")),
 
-    provisionInstance: (agent, id) => provision(agent, id, {}).pipe(failAs("provisionInstance")),
 
-    getInstance: (agent, id) => findInstance({ agent, id }).pipe(failAs("getInstance")),
 
-    claimDelivery: (id, webhook) =>
-      Effect.gen(function*() {
-        const now = yield* Clock.currentTimeMillis
-        const claimed = yield* sql<{ readonly id: string }>`INSERT INTO foundry_deliveries ${
-          sql.insert({ id, webhook, status: "processing", receivedAt: now })
-        } ON CONFLICT (id) DO NOTHING RETURNING id`
-        if (claimed.length > 0) return { _tag: "claimed" as const }
-        const rows = yield* sql<{ readonly status: string; readonly result: string | null }>`SELECT status, result FROM foundry_deliveries WHERE id = ${id}`
-        const row = rows[0]
-        if (row === undefined || row.status !== "done" || row.result === null) return { _tag: "processing" as const }
-        const result: unknown = JSON.parse(row.result)
-        return { _tag: "done" as const, result }
-      }).pipe(failAs("claimDelivery")),
-
-    completeDelivery: (id, result) =>
-      sql`UPDATE foundry_deliveries SET status = 'done', result = ${JSON.stringify(result)} WHERE id = ${id}`.pipe(
-        Effect.asVoid,
-        failAs("completeDelivery")
-      ),
 
     getConversation: (id) => findConversation(id).pipe(failAs("getConversation")),
 

@@ -7,7 +7,6 @@ import type { StoreError } from "./StoreError.js"
 import type { ChatMessage } from "../models/Model.js"
 import type {
   ConversationRecord,
-  InstanceRecord,
   RunFilter,
   RunRecord,
   UsageFilter,
@@ -26,27 +25,6 @@ export interface StoredMessage {
 
 /** The durable store. */
 export class Store extends Context.Tag("foundry/Store")<Store, {
-  /** The instance `id` of `agent`, created with `context` on first use. */
-  readonly ensureInstance: (
-    agent: string,
-    id: string,
-    context?: Readonly<Record<string, unknown>>
-  ) => Effect.Effect<InstanceRecord, StoreError>
-  readonly getInstance: (agent: string, id: string) => Effect.Effect<Option.Option<InstanceRecord>, StoreError>
-  /** The instance, created on first use in one atomic statement; `created` says whether this call made it. */
-  readonly provisionInstance: (
-    agent: string,
-    id: string
-  ) => Effect.Effect<{ readonly instance: InstanceRecord; readonly created: boolean }, StoreError>
-  /**
-   * Claims an inbound delivery by its id: `claimed` for the first caller; later callers get the
-   * stored result once the first has finished (or `processing` while it has not).
-   */
-  readonly claimDelivery: (id: string, webhook: string) => Effect.Effect<
-    { readonly _tag: "claimed" } | { readonly _tag: "processing" } | { readonly _tag: "done"; readonly result: unknown },
-    StoreError
-  >
-  readonly completeDelivery: (id: string, result: unknown) => Effect.Effect<void, StoreError>
   readonly getConversation: (id: string) => Effect.Effect<Option.Option<ConversationRecord>, StoreError>
   readonly listMessages: (conversationId: string) => Effect.Effect<ReadonlyArray<StoredMessage>, StoreError>
   /** Usage summed over the runs `filter` selects. */

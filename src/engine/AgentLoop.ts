@@ -11,6 +11,7 @@ import type { CompiledAgent, CompiledApp } from "../compiler/CompiledApp.js"
 import { type InstanceInfo, modelsOf } from "../definitions/defineAgent.js"
 import { type RunRecord, UsageSums } from "../durable/records.js"
 import { ApprovalStorage } from "../durable/ApprovalStorage.js"
+import { InstanceStorage } from "../durable/InstanceStorage.js"
 import { Store } from "../durable/Store.js"
 import type { Lease } from "../journal/journalRecords.js"
 import type { ChatMessage, ModelRequest, ResolvedModel, ToolCall } from "../models/Model.js"
@@ -41,9 +42,9 @@ const systemPrompt = (agent: CompiledAgent, run: RunRecord) =>
     let text: string
     if (typeof instructions === "function") {
       // Every way a run is created makes its instance first, so a read is enough (made here only if it went missing).
-      const store = yield* Store
-      const found = yield* store.getInstance(run.agent, run.instanceId)
-      const instance = Option.isSome(found) ? found.value : yield* store.ensureInstance(run.agent, run.instanceId)
+      const instances = yield* InstanceStorage
+      const found = yield* instances.get(run.agent, run.instanceId)
+      const instance = Option.isSome(found) ? found.value : yield* instances.ensure(run.agent, run.instanceId)
       const info: InstanceInfo = { id: instance.id, context: instance.context }
       text = instructions({ instance: info })
     } else {
@@ -108,6 +109,7 @@ const executeRun = (app: CompiledApp, agent: CompiledAgent, run: RunRecord, step
   Effect.gen(function*() {
     const store = yield* Store
     const approvals = yield* ApprovalStorage
+    const instances = yield* InstanceStorage
     const starter = yield* RunStarter
     const config = app.table.config
     const resolvedModels = yield* resolveModels(agent)
@@ -298,7 +300,7 @@ const executeRun = (app: CompiledApp, agent: CompiledAgent, run: RunRecord, step
             agent: run.agent,
             toolCallId: call.id,
             spawn: spawnFrom(app, run, starter, call.id),
-            emit: (name, payload) => emitFrom(app, run, starter, step, call.id)(name, payload).pipe(Effect.provideService(Store, store))
+            emit: (name, payload) => emitFrom(app, run, starter, step, call.id)(name, payload).pipe(Effect.provideService(InstanceStorage, instances))
           }, app.services, { timeout: config.toolTimeout, outputLimit: config.toolOutputLimit })
           yield* answer(call, outcome, (yield* Clock.currentTimeMillis) - callStarted)
           consecutiveFailures = outcome._tag === "Succeeded" ? 0 : consecutiveFailures + 1

@@ -9,6 +9,7 @@ import type { CompiledApp } from "../compiler/CompiledApp.js"
 import type { AgentDefinition } from "../definitions/defineAgent.js"
 import { SpawnFailed } from "../definitions/defineTool.js"
 import { finalStatuses, type RunRecord } from "../durable/records.js"
+import { InstanceStorage } from "../durable/InstanceStorage.js"
 import { Store } from "../durable/Store.js"
 import { spanIdOf, traceOfRun } from "../journal/trace.js"
 import type { ToolCall } from "../models/Model.js"
@@ -39,7 +40,7 @@ export const spawnFrom = (app: CompiledApp, run: RunRecord, starter: RunStarter[
 export const emitFrom = (app: CompiledApp, run: RunRecord, starter: RunStarter["Type"], step: StepBuffer, callId: string) =>
 (name: string, payload: unknown) =>
   Effect.gen(function*() {
-    const store = yield* Store
+    const instances = yield* InstanceStorage
     const runs: Array<string> = []
     const parentStep = `tool:${callId}`
     for (const route of app.table.playbooks) {
@@ -58,7 +59,7 @@ export const emitFrom = (app: CompiledApp, run: RunRecord, starter: RunStarter["
       }
       const instanceId = route.definition.instance(decoded.right)
       yield* step.emit("playbook.matched", span, { event: name, playbook: route.id, agent: agentId, instanceId }, parentStep)
-      const provisioned = yield* store.provisionInstance(agentId, instanceId)
+      const provisioned = yield* instances.provision(agentId, instanceId)
       if (provisioned.created) yield* step.emit("instance.provisioned", span, { playbook: route.id, agent: agentId, instanceId }, parentStep)
       const child = yield* starter.start({
         agent: agentId,

@@ -10,7 +10,8 @@ import { CurrentApp } from "../compiler/CurrentApp.js"
 import { formatIssues, ReadableIssue, readableIssues } from "../definitions/readableIssues.js"
 import { Dispatcher } from "../dispatch/Dispatcher.js"
 import { newId } from "../durable/ids.js"
-import { Store } from "../durable/Store.js"
+import { DeliveryStorage } from "../durable/DeliveryStorage.js"
+import { InstanceStorage } from "../durable/InstanceStorage.js"
 import type { StoreError } from "../durable/StoreError.js"
 import { spanIdOf, traceIdOf } from "../journal/trace.js"
 import { EventLog } from "../events/EventLog.js"
@@ -80,7 +81,8 @@ const parseJson = (text: string): { readonly ok: true; readonly value: unknown }
 export const WebhooksLive = Layer.effect(
   Webhooks,
   Effect.gen(function*() {
-    const store = yield* Store
+    const deliveries = yield* DeliveryStorage
+    const instances = yield* InstanceStorage
     const events = yield* EventLog
     const dispatcher = yield* Dispatcher
     const current = yield* CurrentApp
@@ -135,7 +137,7 @@ export const WebhooksLive = Layer.effect(
       if (eventId !== undefined) {
         // A repeated delivery answers with the first one's runs; one still in progress is waited for.
         for (let attempt = 0; attempt < 200; attempt++) {
-          const claim = yield* store.claimDelivery(deliveryId, webhook)
+          const claim = yield* deliveries.claim(deliveryId, webhook)
           if (claim._tag === "claimed") break
           if (claim._tag === "done" && isResult(claim.result)) return { ...claim.result, duplicate: true }
           yield* Effect.sleep("25 millis")
@@ -172,7 +174,7 @@ export const WebhooksLive = Layer.effect(
         }
         const instanceId = route.definition.instance(event)
         yield* note({ type: "playbook.matched", data: { ...from, playbook: route.id } }, step, agent, instanceId)
-        const provisioned = yield* store.provisionInstance(agent, instanceId)
+        const provisioned = yield* instances.provision(agent, instanceId)
         if (provisioned.created) yield* note({ type: "instance.provisioned", data: { ...from, playbook: route.id } }, step, agent, instanceId)
         const run = yield* dispatcher.submit({
           agent,
@@ -187,7 +189,7 @@ export const WebhooksLive = Layer.effect(
         yield* note({ type: "playbook.dispatched", data: { ...from, playbook: route.id, runId: run.id } }, step, agent, instanceId)
       }
       const result: DeliveryResult = { deliveryId, duplicate: false, runs, skipped }
-      if (eventId !== undefined) yield* store.completeDelivery(deliveryId, result)
+      if (eventId !== undefined) yield* deliveries.complete(deliveryId, result)
       return result
     })
 

@@ -14,9 +14,9 @@ for (const backend of backends) {
   describe.skipIf(backend.skip)(`the store on ${backend.name}`, () => {
     it.scoped("creates an instance once: a second ensureInstance returns the first record and keeps its context", () =>
       Effect.gen(function*() {
-        const { store } = yield* freshStorage(backend)
+        const { instances } = yield* freshStorage(backend)
         yield* TestClock.setTime(1_000)
-        const first = yield* store.ensureInstance("shop", "acme", { plan: "pro", seats: 3, tags: ["a"] })
+        const first = yield* instances.ensure("shop", "acme", { plan: "pro", seats: 3, tags: ["a"] })
         expect(first).toEqual(
           new InstanceRecord({
             id: "acme",
@@ -27,17 +27,17 @@ for (const backend of backends) {
           })
         )
         yield* TestClock.setTime(5_000)
-        const second = yield* store.ensureInstance("shop", "acme", { plan: "free" })
+        const second = yield* instances.ensure("shop", "acme", { plan: "free" })
         expect(second).toEqual(first)
-        expect(yield* store.getInstance("shop", "acme")).toEqual(Option.some(first))
-        expect(yield* store.getInstance("shop", "nobody")).toEqual(Option.none())
+        expect(yield* instances.get("shop", "acme")).toEqual(Option.some(first))
+        expect(yield* instances.get("shop", "nobody")).toEqual(Option.none())
 
-        const defaulted = yield* store.ensureInstance("shop", "globex")
+        const defaulted = yield* instances.ensure("shop", "globex")
         expect(defaulted).toEqual(
           new InstanceRecord({ id: "globex", agent: "shop", context: {}, createdAt: 5_000, updatedAt: 5_000 })
         )
         // Instance ids are per agent: the same id under another agent is another instance.
-        const other = yield* store.ensureInstance("support", "acme", { plan: "basic" })
+        const other = yield* instances.ensure("support", "acme", { plan: "basic" })
         expect(other).toEqual(
           new InstanceRecord({ id: "acme", agent: "support", context: { plan: "basic" }, createdAt: 5_000, updatedAt: 5_000 })
         )
@@ -144,16 +144,16 @@ for (const backend of backends) {
         yield* TestClock.setTime(1_000)
         yield* Effect.scoped(
           Effect.gen(function*() {
-            const { journal, store } = yield* open(place)
-            yield* store.ensureInstance("shop", "acme", { plan: "pro" })
+            const { journal, instances } = yield* open(place)
+            yield* instances.ensure("shop", "acme", { plan: "pro" })
             const run = yield* submit(journal, newRun("r1"))
             yield* journal.record(run, { status: { status: "running" } })
           })
         )
 
         yield* TestClock.setTime(2_000)
-        const { store } = yield* open(place)
-        expect(yield* store.ensureInstance("shop", "acme", { plan: "free" })).toEqual(
+        const { store, instances } = yield* open(place)
+        expect(yield* instances.ensure("shop", "acme", { plan: "free" })).toEqual(
           new InstanceRecord({ id: "acme", agent: "shop", context: { plan: "pro" }, createdAt: 1_000, updatedAt: 1_000 })
         )
         expect(yield* store.getConversation("c1")).toEqual(

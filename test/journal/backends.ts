@@ -13,6 +13,7 @@ import { Context, Effect, Layer, type Scope } from "effect"
 import { Database } from "../../src/durable/Database.js"
 import * as PgDatabase from "../../src/durable/PgDatabase.js"
 import * as SqliteDatabase from "../../src/durable/SqliteDatabase.js"
+import * as InstanceStorage from "../../src/durable/InstanceStorage.js"
 import * as SqlStore from "../../src/durable/SqlStore.js"
 import { Store } from "../../src/durable/Store.js"
 import type { StoreError } from "../../src/durable/StoreError.js"
@@ -74,6 +75,7 @@ export const storageLayer = (place: DatabaseLayer) =>
     Layer.provideMerge(eventLogWithSpanIds),
     Layer.provideMerge(EventStorage.layer),
     Layer.provideMerge(SqlStore.layer),
+    Layer.provideMerge(InstanceStorage.layer),
     Layer.provideMerge(place)
   )
 
@@ -81,6 +83,7 @@ export const storageLayer = (place: DatabaseLayer) =>
 export interface Storage {
   readonly journal: Context.Tag.Service<RunJournal.RunJournal>
   readonly store: Context.Tag.Service<Store>
+  readonly instances: Context.Tag.Service<InstanceStorage.InstanceStorage>
   readonly events: Context.Tag.Service<EventStorage.EventStorage>
   readonly database: Context.Tag.Service<Database>
 }
@@ -90,6 +93,7 @@ export const open = (place: DatabaseLayer) =>
   Effect.map(Layer.build(storageLayer(place)), (context): Storage => ({
     journal: Context.get(context, RunJournal.RunJournal),
     store: Context.get(context, Store),
+    instances: Context.get(context, InstanceStorage.InstanceStorage),
     events: Context.get(context, EventStorage.EventStorage),
     database: Context.get(context, Database)
   }))

@@ -47,7 +47,7 @@ const journalTests = (backend: Backend) => {
   it.scoped("submit writes the instance (once), the conversation, the queued run and its run.queued event in one unit", () =>
     Effect.gen(function*() {
       const storage = yield* freshStorage(backend)
-      const { journal, store, events } = storage
+      const { journal, store, events, instances } = storage
       yield* TestClock.setTime(1_000)
       const before = yield* transactions(storage)
       const r1 = yield* submit(journal, newRun("r1"))
@@ -56,7 +56,7 @@ const journalTests = (backend: Backend) => {
       const queued = queuedRecord(newRun("r1"), 1_000)
       expect(r1).toEqual(queued)
       expect(yield* store.getRun("r1")).toEqual(Option.some(queued))
-      expect(yield* store.getInstance("shop", "acme")).toEqual(
+      expect(yield* instances.get("shop", "acme")).toEqual(
         Option.some(new InstanceRecord({ id: "acme", agent: "shop", context: {}, createdAt: 1_000, updatedAt: 1_000 }))
       )
       expect(yield* store.getConversation("c1")).toEqual(
@@ -68,7 +68,7 @@ const journalTests = (backend: Backend) => {
       // A second run of the instance and conversation: the instance stays as it was, the conversation is touched.
       yield* TestClock.setTime(5_000)
       yield* submit(journal, newRun("r2"), { newConversation: false })
-      expect(yield* store.getInstance("shop", "acme")).toEqual(
+      expect(yield* instances.get("shop", "acme")).toEqual(
         Option.some(new InstanceRecord({ id: "acme", agent: "shop", context: {}, createdAt: 1_000, updatedAt: 1_000 }))
       )
       expect(yield* store.getConversation("c1")).toEqual(
@@ -78,9 +78,9 @@ const journalTests = (backend: Backend) => {
       expect(yield* eventIds(storage)).toEqual([["queued-r1", 1], ["queued-r2", 2]])
 
       // An instance made beforehand keeps its context.
-      yield* store.ensureInstance("shop", "globex", { plan: "pro" })
+      yield* instances.ensure("shop", "globex", { plan: "pro" })
       yield* submit(journal, newRun("r3", { instanceId: "globex", conversationId: "c3" }))
-      expect(Option.map(yield* store.getInstance("shop", "globex"), (i) => i.context)).toEqual(Option.some({ plan: "pro" }))
+      expect(Option.map(yield* instances.get("shop", "globex"), (i) => i.context)).toEqual(Option.some({ plan: "pro" }))
     }))
 
   it.scoped("a second conversation with the same id is a StoreError, and nothing of that submission is written", () =>
@@ -97,7 +97,7 @@ const journalTests = (backend: Backend) => {
   it.scoped("a second submit with the same idempotency key is a StoreError, and nothing of it is written", () =>
     Effect.gen(function*() {
       const storage = yield* freshStorage(backend)
-      const { journal, store } = storage
+      const { journal, store, instances } = storage
       yield* submit(journal, newRun("r1", { idempotencyKey: "k1" }))
       const error = yield* Effect.flip(submit(journal, newRun("r2", { conversationId: "c2", instanceId: "globex", idempotencyKey: "k1" })))
       expect(error._tag).toBe("StoreError")
@@ -105,7 +105,7 @@ const journalTests = (backend: Backend) => {
       expect(yield* store.getRun("r2")).toEqual(Option.none())
       // The conversation and the instance of the refused submission are not there either.
       expect(yield* store.getConversation("c2")).toEqual(Option.none())
-      expect(yield* store.getInstance("shop", "globex")).toEqual(Option.none())
+      expect(yield* instances.get("shop", "globex")).toEqual(Option.none())
       expect(yield* eventIds(storage)).toEqual([["queued-r1", 1]])
     }))
 
@@ -463,8 +463,8 @@ const journalTests = (backend: Backend) => {
       yield* TestClock.setTime(1_000)
       const lease = yield* Effect.scoped(
         Effect.gen(function*() {
-          const { journal, store } = yield* open(place)
-          yield* store.ensureInstance("shop", "acme", { plan: "pro" })
+          const { journal, instances } = yield* open(place)
+          yield* instances.ensure("shop", "acme", { plan: "pro" })
           const r1 = yield* submit(journal, newRun("r1"), { queuedId: "e1" })
           const claimed = yield* leaseOf(journal.claim(r1, "A", 10_000))
           yield* journal.record(r1, { messages: [user], status: { status: "running" }, events: [draft("e2", r1, started)] }, claimed)
@@ -475,8 +475,8 @@ const journalTests = (backend: Backend) => {
 
       yield* TestClock.setTime(2_000)
       const storage = yield* open(place)
-      const { journal, store } = storage
-      expect(yield* store.ensureInstance("shop", "acme", { plan: "free" })).toEqual(
+      const { journal, store, instances } = storage
+      expect(yield* instances.ensure("shop", "acme", { plan: "free" })).toEqual(
         new InstanceRecord({ id: "acme", agent: "shop", context: { plan: "pro" }, createdAt: 1_000, updatedAt: 1_000 })
       )
       expect(yield* store.getConversation("c1")).toEqual(

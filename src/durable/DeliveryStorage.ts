@@ -1,0 +1,51 @@
+/**
+ * Inbound deliveries (webhook calls with an event id): claimed once, so that a repeated delivery
+ * answers with the first one's result instead of starting its runs again.
+ */
+import { SqlClient } from "@effect/sql"
+import { Clock, Context, Effect, Layer } from "effect"
+import { failAs, type StoreError } from "./StoreError.js"
+
+/** What claiming a delivery found: it is this caller's, another caller's still in progress, or done with its result. */
+export type DeliveryClaim =
+  | { readonly _tag: "claimed" }
+  | { readonly _tag: "processing" }
+  | { readonly _tag: "done"; readonly result: unknown }
+
+/** Delivery storage. */
+export class DeliveryStorage extends Context.Tag("foundry/DeliveryStorage")<DeliveryStorage, {
+  /**
+   * Claims an inbound delivery by its id: `claimed` for the first caller; later callers get the
+   * stored result once the first has finished (or `processing` while it has not).
+   */
+  readonly claim: (id: string, webhook: string) => Effect.Effect<DeliveryClaim, StoreError>
+  readonly complete: (id: string, result: unknown) => Effect.Effect<void, StoreError>
+}>() {}
+
+/** Delivery storage on the database's `SqlClient`. */
+export const layer = Layer.effect(
+  DeliveryStorage,
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    return DeliveryStorage.of({
+      claim: (id, webhook) =>
+        Effect.gen(function*() {
+          const now = yield* Clock.currentTimeMillis
+          const claimed = yield* sql<{ readonly id: string }>`INSERT INTO foundry_deliveries ${
+            sql.insert({ id, webhook, status: "processing", receivedAt: now })
+          } ON CONFLICT (id) DO NOTHING RETURNING id`
+          if (claimed.length > 0) return { _tag: "claimed" } satisfies DeliveryClaim
+          const rows = yield* sql<{ readonly status: string; readonly result: string | null }>`SELECT status, result FROM foundry_deliveries WHERE id = ${id}`
+          const row = rows[0]
+          if (row === undefined || row.status !== "done" || row.result === null) return { _tag: "processing" } satisfies DeliveryClaim
+          const result: unknown = JSON.parse(row.result)
+          return { _tag: "done", result } satisfies DeliveryClaim
+        }).pipe(failAs("claimDelivery")),
+      complete: (id, result) =>
+        sql`UPDATE foundry_deliveries SET status = 'done', result = ${JSON.stringify(result)} WHERE id = ${id}`.pipe(
+          Effect.asVoid,
+          failAs("completeDelivery")
+        )
+    })
+  })
+)
