@@ -1,0 +1,78 @@
+/**
+ * What one execution of a run carries from step to step: the run, its agent and app, the step
+ * being written, the conversation's transcript as this execution knows it, and how to add to it.
+ */
+import { Effect } from "effect"
+import type { CompiledAgent, CompiledApp } from "../compiler/CompiledApp.js"
+import type { RunRecord } from "../durable/records.js"
+import type { ChatMessage, ToolCall } from "../models/Model.js"
+import type { ToolOutcome } from "./executeTool.js"
+import { redactFields } from "./redact.js"
+import type { StepBuffer } from "./StepBuffer.js"
+import type { JournalEntry } from "./transcript.js"
+import type { StoreError } from "../durable/StoreError.js"
+import type { LeaseLost } from "../journal/RunJournal.js"
+
+/** One execution of a run. */
+export interface RunContext {
+  readonly app: CompiledApp
+  readonly agent: CompiledAgent
+  readonly run: RunRecord
+  readonly step: StepBuffer
+  /** The conversation's messages, stored and added by this execution. */
+  readonly journal: Array<JournalEntry>
+  /** This run's own messages: they decide its next step. */
+  readonly mine: Array<ChatMessage>
+  /** Adds a message to the pending step and to the transcript. */
+  readonly record: (message: ChatMessage) => void
+  /** Commits the pending step (the first of an execution also marks the run running). */
+  readonly commit: () => Effect.Effect<void, StoreError | LeaseLost>
+}
+
+/** A run's execution context over `journal`, the stored messages it starts from. */
+export const makeRunContext = (
+  app: CompiledApp,
+  agent: CompiledAgent,
+  run: RunRecord,
+  step: StepBuffer,
+  journal: Array<JournalEntry>
+): RunContext => {
+  const mine = journal.filter((m) => m.runId === run.id).map((m) => m.message)
+  let starting = true
+  return {
+    app,
+    agent,
+    run,
+    step,
+    journal,
+    mine,
+    record: (message) => {
+      step.message(message)
+      journal.push({ runId: run.id, message })
+      mine.push(message)
+    },
+    commit: () =>
+      Effect.suspend(() => {
+        const end = starting ? { status: { status: "running" as const } } : undefined
+        starting = false
+        return step.commit(end)
+      })
+  }
+}
+
+/** The names of fields a tool's events hide. */
+export const redactionOf = (agent: CompiledAgent, toolName: string): ReadonlySet<string> =>
+  new Set(agent.tools.get(toolName)?.definition.redact ?? [])
+
+/** A tool's input or output as events may show it: its redacted fields replaced. */
+export const hide = (agent: CompiledAgent, toolName: string) => (value: unknown): unknown => redactFields(value, redactionOf(agent, toolName))
+
+/** Records a call's result for the model and says in an event how it ended. */
+export const answer = (context: RunContext, call: ToolCall, outcome: ToolOutcome, durationMs: number) => {
+  context.record({ _tag: "tool", toolCallId: call.id, name: call.name, content: outcome.content })
+  const shown = hide(context.agent, call.name)
+  const span = `tool:${call.id}`
+  return outcome._tag === "Succeeded"
+    ? context.step.emit("tool.call.completed", span, { toolCallId: call.id, tool: call.name, input: shown(outcome.input), output: shown(outcome.output), durationMs })
+    : context.step.emit("tool.call.failed", span, { toolCallId: call.id, tool: call.name, input: shown(outcome.input), error: outcome.error, durationMs })
+}

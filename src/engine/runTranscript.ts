@@ -1,0 +1,79 @@
+/**
+ * What a run sends its model: the transcript as the strictest provider's rules allow (checked
+ * before it goes), fitted to the context window: unchanged under the soft threshold, old tool
+ * results shortened over it, older turns summarized (and the summary stored) over the hard one.
+ */
+import { Array as Arr, Effect, Option } from "effect"
+import { ApprovalStorage } from "../durable/ApprovalStorage.js"
+import { Store } from "../durable/Store.js"
+import type { LanguageModel, ModelRequest } from "../models/Model.js"
+import { transcriptProblem } from "../models/validateTranscript.js"
+import { contextWindowOf, elideOldToolResults, estimateTokens, summaryRequest } from "./compaction.js"
+import { modelTurnWithFallbacks } from "./modelTurn.js"
+import type { RunContext } from "./RunContext.js"
+import { foreignOpenCalls, modelView } from "./transcript.js"
+
+/** The transcript of `context`'s run and the request fitting for its models. */
+export const makeRunTranscript = (context: RunContext, models: Arr.NonEmptyReadonlyArray<LanguageModel>) =>
+  Effect.gen(function*() {
+    const store = yield* Store
+    const approvals = yield* ApprovalStorage
+    const { agent, journal, run, step } = context
+    const config = context.app.table.config
+
+    /** The transcript this run sends, checked against the strictest provider's rules before it goes. */
+    const transcript = Effect.gen(function*() {
+      const notes = new Map<string, string>()
+      for (const { call, runId } of foreignOpenCalls(journal, run.id)) {
+        const approval = yield* approvals.find(runId, call.id)
+        notes.set(
+          call.id,
+          Option.isSome(approval) && approval.value.status === "pending"
+            ? `no result yet: this call to ${call.name} waits for a person's approval; its result will be added here once it is decided`
+            : `no result: this call to ${call.name} was interrupted before it finished`
+        )
+      }
+      const view = modelView(journal, run.id, (call) => notes.get(call.id) ?? `no result for ${call.name}`)
+      const problem = transcriptProblem(view)
+      if (problem !== undefined) return yield* Effect.dieMessage(`the transcript of run ${run.id} breaks the tool-call rules: ${problem}`)
+      return view
+    })
+
+    /** Summarizes everything before this run's first message and stores the summary standing for it. */
+    const summarizeOlderTurns = Effect.gen(function*() {
+      yield* context.commit()
+      const stored = yield* store.listMessages(run.conversationId)
+      const keepFrom = stored.find((m) => m.runId === run.id)?.seq
+      if (keepFrom === undefined) return
+      const older = modelView(stored.filter((m) => m.seq < keepFrom), "", () => "no result")
+      if (older.length === 0) return
+      const summary = yield* modelTurnWithFallbacks(models, summaryRequest(older), {
+        retry: config.modelRetry,
+        onDelta: () => Effect.void,
+        onRetry: () => Effect.void,
+        onFallback: () => Effect.void
+      })
+      context.record({ _tag: "summary", content: summary.text, keepFrom })
+    })
+
+    /** The request as the context window allows; `overflowed` when the provider refused the last one as too long. */
+    const fitContext = (request: ModelRequest, span: string, overflowed: boolean) =>
+      Effect.gen(function*() {
+        const window = contextWindowOf(Arr.headNonEmpty(models).name, config.context.windows, agent.definition.contextWindow)
+        const before = estimateTokens(request)
+        if (!overflowed && (window === undefined || before <= window * config.context.soft)) return request
+        const elided: ModelRequest = { ...request, messages: elideOldToolResults(request.messages) }
+        const limit = window === undefined ? before : window * config.context.hard
+        if (!overflowed && estimateTokens(elided) <= limit) {
+          yield* step.emit("context.compacted", span, { method: "elide", beforeTokens: before, afterTokens: estimateTokens(elided) })
+          return elided
+        }
+        yield* step.emit("context.compacting", span, { method: "summary", beforeTokens: before, window: window ?? null })
+        yield* summarizeOlderTurns
+        const compacted: ModelRequest = { ...request, messages: elideOldToolResults(yield* transcript) }
+        yield* step.emit("context.compacted", span, { method: "summary", beforeTokens: before, afterTokens: estimateTokens(compacted) })
+        return compacted
+      })
+
+    return { transcript, fitContext }
+  })

@@ -1,0 +1,83 @@
+/**
+ * One tool call of a run, from the model's call to its recorded answer: decoded against the
+ * tool's schema, checked against the project's permission rules and the approval gate, then run
+ * (a timer tool, a subagent's child run, or the tool itself under its timeout). A call that never
+ * runs is answered all the same, so that the transcript stays valid.
+ */
+import { Clock, Effect } from "effect"
+import { InstanceStorage } from "../durable/InstanceStorage.js"
+import type { ToolCall } from "../models/Model.js"
+import { runTimerTool } from "./agentTimers.js"
+import { approvalGate } from "./approvalGate.js"
+import { awaitChild, emitFrom, spawnFrom } from "./childRuns.js"
+import { decodeCall, failedOutcome, runTool } from "./executeTool.js"
+import { deniedByRule, matchingRule } from "./permissions.js"
+import { answer, hide, type RunContext } from "./RunContext.js"
+import { RunStarter } from "./RunStarter.js"
+
+/** How a call left the run: answered (and whether it ran and failed), or the run waits. */
+export type CallOutcome =
+  | { readonly _tag: "Answered"; readonly ranAndFailed: string | undefined; readonly ran: boolean }
+  | { readonly _tag: "Suspended" }
+
+const answered = (ran = false, ranAndFailed?: string): CallOutcome => ({ _tag: "Answered", ran, ranAndFailed })
+
+/** Takes `call` of `context`'s run to its answer, or to a suspension. */
+export const toolCallStep = (context: RunContext, call: ToolCall) =>
+  Effect.gen(function*() {
+    const { agent, app, run, step } = context
+    const config = app.table.config
+    const shown = hide(agent, call.name)
+    const decoded = yield* decodeCall(agent.tools.get(call.name), call, [...agent.tools.keys()])
+    if (decoded._tag === "Left") {
+      // Calls that never ran (bad arguments, unknown tool) are answered without a start event.
+      yield* answer(context, call, decoded.left, 0)
+      return answered()
+    }
+    const rule = matchingRule(config.permissions, run.agent, call.name)
+    if (rule?.action === "deny") {
+      // Refused by the project's rules: never run, nobody asked, the model told the rule's reason.
+      yield* answer(context, call, failedOutcome(decoded.right.rawInput, deniedByRule(rule)), 0)
+      return answered()
+    }
+    const { builtin, subagent } = decoded.right.tool
+    if (builtin !== undefined) {
+      const outcome = yield* runTimerTool(builtin, decoded.right.rawInput, run, config.timers)
+      if (outcome._tag === "Succeeded") yield* step.emit("timer.armed", `tool:${call.id}`, { tool: call.name }, "run")
+      yield* answer(context, call, outcome, 0)
+      return answered()
+    }
+    if (subagent !== undefined) {
+      yield* context.commit()
+      const waited = yield* awaitChild(run, step, call, subagent, decoded.right.input, decoded.right.rawInput, shown)
+      if (waited === "suspended") return { _tag: "Suspended" } satisfies CallOutcome
+      yield* answer(context, call, waited, 0)
+      return answered()
+    }
+    const gate = yield* approvalGate(run, step, call, decoded.right, rule, config.approvalTimeout, shown)
+    if (gate._tag === "Wait") {
+      yield* step.emit("run.suspended", "run", { reason: "approval", approvalId: gate.approvalId, tool: call.name })
+      yield* step.commit({ status: { status: "suspended" }, releaseLease: true })
+      return { _tag: "Suspended" } satisfies CallOutcome
+    }
+    if (gate._tag === "Refused") {
+      yield* answer(context, call, failedOutcome(decoded.right.rawInput, gate.reason), 0)
+      return answered()
+    }
+    const starter = yield* RunStarter
+    const instances = yield* InstanceStorage
+    const started = yield* Clock.currentTimeMillis
+    yield* step.emit("tool.call.started", `tool:${call.id}`, { toolCallId: call.id, tool: call.name, input: shown(decoded.right.rawInput) })
+    yield* context.commit()
+    const outcome = yield* runTool(decoded.right, {
+      runId: run.id,
+      conversationId: run.conversationId,
+      instanceId: run.instanceId,
+      agent: run.agent,
+      toolCallId: call.id,
+      spawn: spawnFrom(app, run, starter, call.id),
+      emit: (name, payload) => emitFrom(app, run, starter, step, call.id)(name, payload).pipe(Effect.provideService(InstanceStorage, instances))
+    }, app.services, { timeout: config.toolTimeout, outputLimit: config.toolOutputLimit })
+    yield* answer(context, call, outcome, (yield* Clock.currentTimeMillis) - started)
+    return answered(true, outcome._tag === "Failed" ? outcome.error : undefined)
+  })
