@@ -2,7 +2,7 @@
  * The event log: every step is an event, stored durably (text deltas excepted) and fanned out
  * live, so an SSE client can replay a run's history and then follow it as it happens.
  */
-import { Clock, Context, Duration, Effect, Layer, PubSub, Schedule, Stream } from "effect"
+import { Clock, Context, Duration, Effect, Layer, PubSub, Queue, Schedule, Stream } from "effect"
 import { Database } from "../durable/Database.js"
 import { newId } from "../durable/ids.js"
 import { finalStatuses } from "../durable/records.js"
@@ -59,11 +59,43 @@ export const layer = (options: EventLogOptions = {}) => Layer.scoped(
     const hub = yield* Effect.acquireRelease(PubSub.unbounded<FoundryEvent>(), PubSub.shutdown)
     const currentRelease = options.release ?? Effect.succeed("dev")
     let followers = 0
+    // A run's followers (its SSE stream, `foundry run`) get its events from a queue of their
+    // own, so that an event is handed to the few that want it, not filtered by every stream.
+    const runFollowers = new Map<string, Set<Queue.Queue<FoundryEvent>>>()
 
     const stamp = (drafts: ReadonlyArray<EventDraft>): Effect.Effect<ReadonlyArray<UnsequencedEvent>> =>
       Effect.zipWith(Clock.currentTimeMillis, currentRelease, (time, release) => drafts.map((draft) => ({ ...draft, id: newId("evt"), time, release })))
 
-    const publish = (stored: ReadonlyArray<FoundryEvent>) => Effect.asVoid(PubSub.publishAll(hub, stored))
+    const publish = (stored: ReadonlyArray<FoundryEvent>) =>
+      Effect.suspend(() => {
+        for (const event of stored) {
+          for (const queue of runFollowers.get(event.runId) ?? []) Queue.unsafeOffer(queue, event)
+        }
+        return Effect.asVoid(PubSub.publishAll(hub, stored))
+      })
+
+    /** Live events for `filter`: a run's own queue when it follows one run, else the whole feed. */
+    const subscribe = (filter: EventFilter) => {
+      const runId = filter.runId
+      if (runId === undefined) return PubSub.subscribe(hub)
+      return Effect.acquireRelease(
+        Effect.map(Queue.unbounded<FoundryEvent>(), (queue) => {
+          const queues = runFollowers.get(runId) ?? new Set()
+          queues.add(queue)
+          runFollowers.set(runId, queues)
+          return queue
+        }),
+        (queue) =>
+          Effect.zipRight(
+            Effect.sync(() => {
+              const queues = runFollowers.get(runId)
+              queues?.delete(queue)
+              if (queues?.size === 0) runFollowers.delete(runId)
+            }),
+            Queue.shutdown(queue)
+          )
+      )
+    }
 
     // Written through the database's group commit: an emitter waits until its event is durable.
     const emit = (draft: EventDraft) =>
@@ -72,7 +104,7 @@ export const layer = (options: EventLogOptions = {}) => Layer.scoped(
         if (event === undefined) return yield* Effect.dieMessage("stamping an event gave none")
         if (ephemeralTypes.has(draft.type)) {
           const published = { ...event, seq: 0 }
-          yield* PubSub.publish(hub, published)
+          yield* publish([published])
           return published
         }
         const written = yield* database.write({ statements: [insertEvents([event])] })
@@ -85,7 +117,7 @@ export const layer = (options: EventLogOptions = {}) => Layer.scoped(
     const follow = (filter: EventFilter, after: number, until?: (history: ReadonlyArray<FoundryEvent>) => Effect.Effect<boolean, StoreError>) =>
       Stream.unwrapScoped(
         Effect.gen(function*() {
-          const live = yield* PubSub.subscribe(hub)
+          const live = yield* subscribe(filter)
           yield* Effect.acquireRelease(Effect.sync(() => followers++), () => Effect.sync(() => followers--))
           const history: Array<FoundryEvent> = []
           let cursor = after
