@@ -9,11 +9,11 @@ import type { CompiledApp } from "../compiler/CompiledApp.js"
 import type { AgentDefinition } from "../definitions/defineAgent.js"
 import { SpawnFailed } from "../definitions/defineTool.js"
 import { finalStatuses, type RunRecord } from "../durable/records.js"
-import { InstanceStorage } from "../durable/InstanceStorage.js"
 import { Store } from "../durable/Store.js"
 import { spanIdOf, traceOfRun } from "../journal/trace.js"
 import type { ToolCall } from "../models/Model.js"
 import { failedOutcome, type ToolOutcome } from "./executeTool.js"
+import { deliverToPlaybook } from "./playbookDelivery.js"
 import { RunStarter } from "./RunStarter.js"
 import type { StepBuffer } from "./StepBuffer.js"
 
@@ -40,37 +40,29 @@ export const spawnFrom = (app: CompiledApp, run: RunRecord, starter: RunStarter[
 export const emitFrom = (app: CompiledApp, run: RunRecord, starter: RunStarter["Type"], step: StepBuffer, callId: string) =>
 (name: string, payload: unknown) =>
   Effect.gen(function*() {
-    const instances = yield* InstanceStorage
     const runs: Array<string> = []
     const parentStep = `tool:${callId}`
     for (const route of app.table.playbooks) {
       const on = route.definition.on
       if (on._tag !== "Event" || on.name !== name) continue
       const span = `emit:${callId}:${route.id}`
-      const agentId = app.table.idOf(route.definition.agent) ?? ""
       const decoded = yield* Schema.decodeUnknown(on.schema)(payload).pipe(Effect.either)
-      if (decoded._tag === "Left" || !route.definition.when(decoded.right)) {
-        yield* step.emit("playbook.skipped", span, {
-          event: name,
-          playbook: route.id,
-          reason: decoded._tag === "Left" ? "the event does not match its schema" : "when(event) is false"
-        }, parentStep)
+      if (decoded._tag === "Left") {
+        yield* step.emit("playbook.skipped", span, { event: name, playbook: route.id, reason: "the event does not match its schema" }, parentStep)
         continue
       }
-      const instanceId = route.definition.instance(decoded.right)
-      yield* step.emit("playbook.matched", span, { event: name, playbook: route.id, agent: agentId, instanceId }, parentStep)
-      const provisioned = yield* instances.provision(agentId, instanceId)
-      if (provisioned.created) yield* step.emit("instance.provisioned", span, { playbook: route.id, agent: agentId, instanceId }, parentStep)
-      const child = yield* starter.start({
-        agent: agentId,
-        message: route.definition.message(decoded.right),
-        instance: instanceId,
-        parentRunId: run.id,
-        traceId: traceOfRun(run),
-        parentSpanId: spanIdOf(run.id, span)
+      const decision = yield* deliverToPlaybook(app, route, decoded.right, {
+        skipped: (_agent, reason) => step.emit("playbook.skipped", span, { event: name, playbook: route.id, reason }, parentStep),
+        matched: (agent, instanceId) => step.emit("playbook.matched", span, { event: name, playbook: route.id, agent, instanceId }, parentStep),
+        provisioned: (agent, instanceId) => step.emit("instance.provisioned", span, { playbook: route.id, agent, instanceId }, parentStep),
+        start: (agent, instanceId, message) =>
+          Effect.map(
+            starter.start({ agent, message, instance: instanceId, parentRunId: run.id, traceId: traceOfRun(run), parentSpanId: spanIdOf(run.id, span) }),
+            (child) => child.id
+          ),
+        dispatched: (_agent, _instanceId, runId) => step.emit("playbook.dispatched", span, { event: name, playbook: route.id, runId }, parentStep)
       })
-      runs.push(child.id)
-      yield* step.emit("playbook.dispatched", span, { event: name, playbook: route.id, runId: child.id }, parentStep)
+      if (decision._tag === "Dispatched") runs.push(decision.runId)
     }
     return { runs }
   }).pipe(Effect.mapError((error) => new SpawnFailed({ message: `emit ${name}: ${error.message}` })))

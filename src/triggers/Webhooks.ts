@@ -8,6 +8,7 @@ import { createHmac, timingSafeEqual } from "node:crypto"
 import { Config, Context, Effect, Layer, Redacted, Schema } from "effect"
 import { CurrentApp } from "../compiler/CurrentApp.js"
 import { formatIssues, ReadableIssue, readableIssues } from "../definitions/readableIssues.js"
+import { deliverToPlaybook } from "../engine/playbookDelivery.js"
 import { Dispatcher } from "../dispatch/Dispatcher.js"
 import { newId } from "../durable/ids.js"
 import { DeliveryStorage } from "../durable/DeliveryStorage.js"
@@ -166,27 +167,21 @@ export const WebhooksLive = Layer.effect(
       ]
       for (const { event, route } of accepted) {
         const step = `playbook:${route.id}`
-        const agent = app.table.idOf(route.definition.agent) ?? ""
-        if (!route.definition.when(event)) {
-          skipped.push({ playbook: route.id, reason: "its when(event) is false" })
-          yield* note({ type: "playbook.skipped", data: { ...from, playbook: route.id, reason: "when(event) is false" } }, step, agent)
-          continue
-        }
-        const instanceId = route.definition.instance(event)
-        yield* note({ type: "playbook.matched", data: { ...from, playbook: route.id } }, step, agent, instanceId)
-        const provisioned = yield* instances.provision(agent, instanceId)
-        if (provisioned.created) yield* note({ type: "instance.provisioned", data: { ...from, playbook: route.id } }, step, agent, instanceId)
-        const run = yield* dispatcher.submit({
-          agent,
-          instance: instanceId,
-          message: route.definition.message(event),
-          trace: { traceId, parentSpanId: spanIdOf(deliveryId, step) }
-        }).pipe(Effect.catchTags({
-          AgentNotFound: (e) => Effect.die(e),
-          ConversationNotFound: (e) => Effect.die(e)
-        }))
-        runs.push({ playbook: route.id, agent, instanceId, runId: run.id })
-        yield* note({ type: "playbook.dispatched", data: { ...from, playbook: route.id, runId: run.id } }, step, agent, instanceId)
+        const decision = yield* deliverToPlaybook(app, route, event, {
+          skipped: (agent, reason) => note({ type: "playbook.skipped", data: { ...from, playbook: route.id, reason } }, step, agent),
+          matched: (agent, instanceId) => note({ type: "playbook.matched", data: { ...from, playbook: route.id } }, step, agent, instanceId),
+          provisioned: (agent, instanceId) =>
+            note({ type: "instance.provisioned", data: { ...from, playbook: route.id } }, step, agent, instanceId),
+          start: (agent, instanceId, message) =>
+            dispatcher.submit({ agent, instance: instanceId, message, trace: { traceId, parentSpanId: spanIdOf(deliveryId, step) } }).pipe(
+              Effect.map((run) => run.id),
+              Effect.catchTags({ AgentNotFound: (e) => Effect.die(e), ConversationNotFound: (e) => Effect.die(e) })
+            ),
+          dispatched: (agent, instanceId, runId) =>
+            note({ type: "playbook.dispatched", data: { ...from, playbook: route.id, runId } }, step, agent, instanceId)
+        }).pipe(Effect.provideService(InstanceStorage, instances))
+        if (decision._tag === "Skipped") skipped.push({ playbook: route.id, reason: `its ${decision.reason}` })
+        else runs.push({ playbook: route.id, agent: decision.agent, instanceId: decision.instanceId, runId: decision.runId })
       }
       const result: DeliveryResult = { deliveryId, duplicate: false, runs, skipped }
       if (eventId !== undefined) yield* deliveries.complete(deliveryId, result)
