@@ -84,6 +84,28 @@ describe("permission rules", () => {
       expect(events.map((e) => e.type)).not.toContain("approval.requested")
     }))
 
+  it.scopedLive("a deny rule covers subagent calls and the built-in timer tools: no child run starts, no timer is armed", () =>
+    Effect.gen(function*() {
+      const root = yield* tempProject(durableProject(newLog(), `{ permissions: [
+        { tool: "ask-worker", action: "deny", reason: "no delegation" },
+        { tool: "foundry_*", action: "deny", reason: "no timers" }
+      ] }`, { timers: true }))
+      const { url } = yield* startServer(root, { model: plannedModel })
+      const delegated = plan({ calls: [{ name: "ask-worker", arguments: { message: record("delegated") } }] })
+      const lead = yield* Effect.map(http(`${url}/api/runs`, { body: { agent: "lead", message: delegated } }), (r) => r.json as Created)
+      expect(yield* waitForRun(url, lead.runId)).toMatchObject({
+        status: "completed",
+        output: "done: Error: denied by the project's permission rules: no delegation"
+      })
+      expect((yield* http(`${url}/api/runs?agent=worker`)).json).toEqual([])
+      const later = yield* submit(url, { message: plan({ calls: [{ name: "foundry_schedule", arguments: { message: "later", in: "1 hour" } }] }) })
+      expect(yield* waitForRun(url, later.runId)).toMatchObject({
+        status: "completed",
+        output: "done: Error: denied by the project's permission rules: no timers"
+      })
+      expect((yield* http(`${url}/api/schedules`)).json).toEqual([])
+    }))
+
   it.scopedLive("a deny rule wins over the tool's own approval: nobody is asked", () =>
     Effect.gen(function*() {
       const { log, url } = yield* setup(`{ permissions: [{ tool: "transfer", action: "deny", reason: "transfers are off" }] }`)
