@@ -152,7 +152,9 @@ export const defaultConfig = {
 const ContextSchema = Schema.Struct({
   windows: Schema.Record({ key: Schema.String, value: WholeAbove0 }),
   soft: WindowShare.annotations({ default: defaultConfig.context.soft }),
-  hard: WindowShare.annotations({ default: defaultConfig.context.hard })
+  hard: WindowShare.annotations({ default: defaultConfig.context.hard }),
+  /** The model that writes summaries (e.g. a cheaper one); the agent's own models when absent, and as its fallbacks. */
+  summaryModel: Schema.optional(Schema.NonEmptyString)
 }).pipe(
   Schema.filter((context) =>
     context.soft <= context.hard || `soft (${context.soft}) must not be above hard (${context.hard}): old tool results are shortened before turns are summarized`

@@ -6,7 +6,7 @@
 import { Array as Arr, Effect, Option } from "effect"
 import { ApprovalStorage } from "../durable/ApprovalStorage.js"
 import { Store } from "../durable/Store.js"
-import type { LanguageModel, ModelRequest } from "../models/Model.js"
+import { type LanguageModel, type ModelRequest, ModelResolver } from "../models/Model.js"
 import { transcriptProblem } from "../models/validateTranscript.js"
 import { contextWindowOf, elideOldToolResults, estimateTokens, summaryRequest } from "./compaction.js"
 import { modelTurnWithFallbacks } from "./modelTurn.js"
@@ -18,6 +18,7 @@ export const makeRunTranscript = (context: RunContext, models: Arr.NonEmptyReado
   Effect.gen(function*() {
     const store = yield* Store
     const approvals = yield* ApprovalStorage
+    const resolver = yield* ModelResolver
     const { agent, journal, run, step } = context
     const config = context.app.table.config
 
@@ -47,7 +48,11 @@ export const makeRunTranscript = (context: RunContext, models: Arr.NonEmptyReado
       if (keepFrom === undefined) return
       const older = modelView(stored.filter((m) => m.seq < keepFrom), "", () => "no result")
       if (older.length === 0) return
-      const summary = yield* modelTurnWithFallbacks(models, summaryRequest(older), {
+      // A summary model of its own (a cheaper one) goes first; the agent's models stand behind it.
+      const summarizers: Arr.NonEmptyReadonlyArray<LanguageModel> = config.context.summaryModel === undefined
+        ? models
+        : [resolver.resolve(config.context.summaryModel).model, ...models]
+      const summary = yield* modelTurnWithFallbacks(summarizers, summaryRequest(older), {
         retry: config.modelRetry,
         onDelta: () => Effect.void,
         onRetry: () => Effect.void,

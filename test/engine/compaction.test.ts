@@ -5,7 +5,8 @@
  * context-length error from the server is recovered by compaction.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Effect } from "effect"
+import { ConfigProvider, Effect, Layer } from "effect"
+import { ModelResolverLive } from "../../src/models/ModelResolverLive.js"
 import * as OpenAi from "../../src/models/openai.js"
 import { http, startServer, waitForRun } from "../support/server.js"
 import { type ReplyFn, strictOpenAi, text, toolCalls } from "../support/strictOpenAi.js"
@@ -41,6 +42,16 @@ const reader: ReplyFn = (request) => {
   const page = last !== undefined && last.role === "user" ? Number(/page (\d+)/.exec(last.content)?.[1] ?? 0) : 0
   return toolCalls({ id: `call_${page}_${request.messages.length}`, name: "fetch-page", arguments: JSON.stringify({ page, size: 4000 }) })
 }
+
+/** The model a request body asked for. */
+const modelOf = (request: unknown): string => typeof request === "object" && request !== null && "model" in request ? String(request.model) : ""
+
+/** Whether a request body is a summary request (its system message is the compaction prompt). */
+const isSummaryRequest = (request: unknown): boolean =>
+  typeof request === "object" && request !== null && "messages" in request && Array.isArray(request.messages) &&
+  request.messages.some((m: unknown) =>
+    typeof m === "object" && m !== null && "role" in m && m.role === "system" && "content" in m &&
+    typeof m.content === "string" && m.content.startsWith("You compact"))
 
 const eventsOf = (url: string, runId: string) =>
   Effect.map(http(`${url}/api/runs/${runId}/events`), (r) =>
@@ -88,6 +99,28 @@ describe("context compaction", () => {
       const last = requests[requests.length - 1]
       expect(last).toBeDefined()
       expect(JSON.stringify(last).length).toBeLessThan(fullCharacters)
+      expect(provider.rejected).toEqual([])
+    }))
+
+  it.scopedLive("the config's summaryModel writes the summaries; the agent's own model answers the turns", () =>
+    Effect.gen(function*() {
+      const provider = yield* strictOpenAi({ otherwise: reader })
+      const files = project(`{ context: { windows: { "openai:gpt-4.1-mini": 5000 }, summaryModel: "openai:gpt-4.1-nano" } }`)
+      const root = yield* tempProject({
+        ...files,
+        "agents/reader/agent.ts": (files["agents/reader/agent.ts"] ?? "").replace("maxTurns: 4", `maxTurns: 4, model: "openai:gpt-4.1-mini"`)
+      })
+      // The resolver users get, configured as the environment would configure it.
+      const models = ModelResolverLive.pipe(
+        Layer.provide(Layer.setConfigProvider(ConfigProvider.fromMap(new Map([["OPENAI_API_KEY", "test"], ["OPENAI_BASE_URL", provider.url]])))),
+        Layer.orDie
+      )
+      const server = yield* startServer(root, { models })
+      yield* converse(server.url, 10)
+      const summaries = provider.requests.filter(isSummaryRequest)
+      expect(summaries.length).toBeGreaterThan(0)
+      expect(new Set(summaries.map(modelOf))).toEqual(new Set(["gpt-4.1-nano"]))
+      expect(new Set(provider.requests.filter((r) => !isSummaryRequest(r)).map(modelOf))).toEqual(new Set(["gpt-4.1-mini"]))
       expect(provider.rejected).toEqual([])
     }))
 

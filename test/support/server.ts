@@ -10,7 +10,7 @@ import { NodeContext } from "@effect/platform-node"
 import { Context, Effect, Layer } from "effect"
 import { serverLayer } from "../../src/cli/ProjectRuntime.js"
 import { loadProject } from "../../src/compiler/loadProject.js"
-import type { LanguageModel } from "../../src/models/Model.js"
+import type { LanguageModel, ModelResolver } from "../../src/models/Model.js"
 import { layerFixed } from "../../src/models/ModelResolverLive.js"
 
 /** A running test server. */
@@ -20,14 +20,17 @@ export interface TestServer {
 }
 
 /** Starts the project at `root`; everything stops when the scope closes. */
-export const startServer = (root: string, options: { readonly model?: LanguageModel; readonly storeFile?: string } = {}) =>
+export const startServer = (
+  root: string,
+  options: { readonly model?: LanguageModel; readonly models?: Layer.Layer<ModelResolver>; readonly storeFile?: string } = {}
+) =>
   Effect.gen(function*() {
     const app = yield* loadProject(root, 1)
     const storeFile = options.storeFile ?? join(mkdtempSync(join(tmpdir(), "foundry-store-")), "foundry.db")
     const context = yield* Layer.build(
       serverLayer(app, { port: 0, host: "127.0.0.1" }, {
         storeFile,
-        ...(options.model === undefined ? {} : { models: layerFixed(options.model) })
+        ...(options.models !== undefined ? { models: options.models } : options.model === undefined ? {} : { models: layerFixed(options.model) })
       })
     )
     const address = Context.get(context, HttpServer.HttpServer).address
