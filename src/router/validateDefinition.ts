@@ -4,9 +4,11 @@
  * field and the fix.
  */
 import { posix as path } from "node:path"
-import { Duration, Option, Schema } from "effect"
+import { Duration, Either, Option, Schema } from "effect"
 import { timerToolNames } from "../definitions/defineAgent.js"
 import { defineFunctionOf, kindOf, type RouteKind } from "../definitions/RouteKind.js"
+import { BudgetSchema } from "../definitions/defineConfig.js"
+import { formatIssues, readableIssues } from "../definitions/readableIssues.js"
 import { ScheduleTimingSchema, timingProblem } from "../definitions/scheduleTiming.js"
 
 /** A problem with one definition, without the file (the caller adds it). */
@@ -88,6 +90,22 @@ const checkTimers = (timers: unknown): DefinitionProblem | undefined => {
   return unknown.length === 0 ? undefined : { problem: `timers lists ${unknown.map((name) => JSON.stringify(name)).join(", ")}, ${unknown.length === 1 ? "which is not a timer tool" : "which are not timer tools"}`, fix }
 }
 
+/** An agent's own budget: the same fields and rules as the config's `budget`. */
+const checkBudget = (budget: unknown): DefinitionProblem | undefined => {
+  if (budget === undefined) return undefined
+  const decoded = Schema.decodeUnknownEither(BudgetSchema, { errors: "all", onExcessProperty: "error" })(budget)
+  return Either.isRight(decoded) ? undefined : {
+    problem: `budget is wrong: ${formatIssues(readableIssues(decoded.left)).split("\n").join("; ")}`,
+    fix: "give limits as numbers above 0: maxTokensPerRun, maxCostPerRun (USD), maxTokensPerInstancePerDay, maxCostPerInstancePerDay (USD)"
+  }
+}
+
+/** An agent's own context window, in tokens. */
+const checkContextWindow = (window: unknown): DefinitionProblem | undefined =>
+  window === undefined || (typeof window === "number" && Number.isInteger(window) && window > 0)
+    ? undefined
+    : { problem: `contextWindow is ${String(window)}`, fix: "give the model's context window in tokens, a whole number above 0, e.g. contextWindow: 128000" }
+
 const checkAgent = (file: string, definition: Record<string, unknown>): Array<DefinitionProblem | undefined> => {
   const tools = Array.isArray(definition.tools) ? definition.tools : []
   const maxTurns = definition.maxTurns
@@ -97,6 +115,8 @@ const checkAgent = (file: string, definition: Record<string, unknown>): Array<De
       : { problem: "description is missing", fix: `add description: "what this agent does" to defineAgent({...})` },
     ...checkModels(definition.model),
     checkTimers(definition.timers),
+    checkBudget(definition.budget),
+    checkContextWindow(definition.contextWindow),
     typeof maxTurns === "number" && Number.isInteger(maxTurns) && maxTurns > 0
       ? undefined
       : { problem: `maxTurns is ${String(maxTurns)}`, fix: "use a positive whole number, e.g. maxTurns: 12" },

@@ -235,6 +235,23 @@ export default defineAgent({ description: "", model: "gpt-4", maxTurns: 0 })
     }))
 })
 
+describe("agent budgets and context windows", () => {
+  it.scoped("an agent's budget and contextWindow are checked at load, naming the field and the fix", () =>
+    Effect.gen(function*() {
+      const errors = yield* routeErrorsOf({
+        "agents/a/agent.ts": `import { defineAgent } from "foundry"
+export default defineAgent({ description: "spends", budget: { maxTokensPerRun: -5, maxCostPerDay: 3 }, contextWindow: 0.5 })
+`
+      })
+      const agent = errorFor(errors, "agents/a/agent.ts")
+      expect(agent.problem).toContain("budget is wrong: ")
+      expect(agent.problem).toContain("maxTokensPerRun: expected a whole number, 0 or more, got -5")
+      expect(agent.problem).toContain("maxCostPerDay: is not allowed")
+      expect(agent.problem).toContain("contextWindow is 0.5")
+      expect(agent.fix).toContain("maxTokensPerInstancePerDay")
+    }))
+})
+
 describe("agent models, timers and tool timeouts", () => {
   it.scoped("an empty model list is a route error that says to name at least one model", () =>
     Effect.gen(function*() {
