@@ -307,6 +307,9 @@ export const layer = (options: LocalDispatcherOptions) =>
       })
 
       const recover = Effect.gen(function*() {
+        // A process of this host that died holding leases gives them up in one write, before its
+        // runs are resumed, instead of one takeover per conversation.
+        yield* journal.takeOverDead(owner, leaseTtl, isDeadExecutor)
         const runs = [...(yield* store.unfinishedRuns), ...(yield* store.parentsReadyToResume)]
         yield* Effect.forEach(runs, schedule, { discard: true })
         return runs.length

@@ -48,6 +48,12 @@ export class RunJournal extends Context.Tag("foundry/RunJournal")<RunJournal, {
     ttlMillis: number,
     deadHolder?: (holder: string) => boolean
   ) => Effect.Effect<Claim, StoreError>
+  /**
+   * Takes over, for `owner`, every live lease whose holder `deadHolder` says is dead: one write
+   * for all of a dead process's conversations, so that its runs resumed after a restart claim
+   * them at once. Returns how many were taken.
+   */
+  readonly takeOverDead: (owner: string, ttlMillis: number, deadHolder: (holder: string) => boolean) => Effect.Effect<number, StoreError>
   /** Extends a lease; `false` when the lease is no longer this grant's. */
   readonly renew: (lease: Lease, ttlMillis: number) => Effect.Effect<boolean, StoreError>
   readonly release: (lease: Lease) => Effect.Effect<void, StoreError>
@@ -159,6 +165,18 @@ export const layer = Layer.effect(
           const now = yield* Clock.currentTimeMillis
           const result = yield* database.write({ statements: [statements.renewLease(lease, now + ttlMillis)] })
           return result._tag === "Written" && (result.rows[0]?.length ?? 0) > 0
+        }),
+
+      takeOverDead: (owner, ttlMillis, deadHolder) =>
+        Effect.gen(function*() {
+          const now = yield* Clock.currentTimeMillis
+          const holders = (yield* database.read(statements.liveLeaseHolders(now))).map((row) => String(row.owner))
+          const dead = holders.filter((holder) => holder !== owner && deadHolder(holder))
+          if (dead.length === 0) return 0
+          const result = yield* database.write({
+            statements: dead.map((holder) => statements.takeOverLeasesOf(holder, owner, now, now + ttlMillis))
+          })
+          return result._tag === "Written" ? result.rows.reduce((sum, rows) => sum + rows.length, 0) : 0
         }),
 
       release: (lease) =>

@@ -116,6 +116,18 @@ export const renewLease = (lease: Lease, expiresAt: number): Statement => ({
   params: [expiresAt, lease.conversationId, lease.token]
 })
 
+/** The owners of leases still live at `now`. */
+export const liveLeaseHolders = (now: number): Statement => ({
+  sql: "SELECT DISTINCT owner FROM foundry_conversation_leases WHERE expires_at > ?",
+  params: [now]
+})
+
+/** Every live lease of `holder` (known to be dead) becomes `owner`'s, each with its next token. */
+export const takeOverLeasesOf = (holder: string, owner: string, now: number, expiresAt: number): Statement => ({
+  sql: "UPDATE foundry_conversation_leases SET owner = ?, token = token + 1, expires_at = ? WHERE owner = ? AND expires_at > ? RETURNING conversation_id",
+  params: [owner, expiresAt, holder, now]
+})
+
 /** Released leases expire rather than vanish, so the next grant's token is still larger. */
 export const releaseLease = (lease: Lease): Statement => ({
   sql: "UPDATE foundry_conversation_leases SET expires_at = 0 WHERE conversation_id = ? AND token = ?",

@@ -378,6 +378,31 @@ const journalTests = (backend: Backend) => {
       expect(yield* store.listMessages("c1")).toEqual([])
     }))
 
+  it.scoped("every live lease of a dead holder is taken over in one write; a live holder's and an expired one are left alone", () =>
+    Effect.gen(function*() {
+      const storage = yield* freshStorage(backend)
+      const { journal } = storage
+      yield* TestClock.setTime(1_000)
+      const r1 = yield* submit(journal, newRun("r1"))
+      const r2 = yield* submit(journal, newRun("r2", { conversationId: "c2" }))
+      const r3 = yield* submit(journal, newRun("r3", { conversationId: "c3" }))
+      const r4 = yield* submit(journal, newRun("r4", { conversationId: "c4" }))
+      const dead1 = yield* leaseOf(journal.claim(r1, "dead", 60_000))
+      yield* leaseOf(journal.claim(r2, "dead", 60_000))
+      yield* leaseOf(journal.claim(r3, "alive", 60_000))
+      yield* leaseOf(journal.claim(r4, "dead", 500))
+      yield* TestClock.setTime(2_000)
+      const before = yield* transactions(storage)
+      expect(yield* journal.takeOverDead("B", 1_000, (holder) => holder === "dead")).toBe(2)
+      expect(yield* transactions(storage)).toBe(before + 1)
+      // Taken: B claims at once (its own lease), with the grant after the takeover's.
+      expect(yield* journal.claim(r1, "B", 1_000)).toMatchObject({ _tag: "Claimed", lease: { owner: "B", token: 3 } })
+      expect(yield* journal.claim(r2, "B", 1_000)).toMatchObject({ _tag: "Claimed", lease: { owner: "B", token: 3 } })
+      expect(yield* journal.claim(r3, "B", 1_000)).toMatchObject({ _tag: "Held", owner: "alive" })
+      expect(yield* journal.renew(dead1, 60_000)).toBe(false)
+      expect(yield* journal.takeOverDead("B", 1_000, () => false)).toBe(0)
+    }))
+
   it.scoped("after a release another owner claims at once; renew extends a live lease and is false for a stale one", () =>
     Effect.gen(function*() {
       const storage = yield* freshStorage(backend)
