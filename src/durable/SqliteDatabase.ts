@@ -43,54 +43,45 @@ export const make = (filename: string) =>
     let statements = 0
     let writeTransactions = 0
 
-    /** Runs one statement; a write outside a transaction is a transaction of its own. */
-    const execute = (statement: Sqlite.Statement, params: ReadonlyArray<unknown>): ReadonlyArray<Record<string, unknown>> => {
+    /** Counts a statement about to run; a write outside a transaction is a transaction of its own. */
+    const count = (statement: Sqlite.Statement) => {
       statements++
       if (!statement.readonly && !db.inTransaction) writeTransactions++
+    }
+
+    /** Runs one statement, its rows by column name. */
+    const execute = (statement: Sqlite.Statement, params: ReadonlyArray<unknown>): ReadonlyArray<Record<string, unknown>> => {
+      count(statement)
       if (statement.reader) return statement.all(...params).filter(isRow)
       statement.run(...params)
       return []
     }
 
+    /** A statement as the `SqlClient` runs it: a failure is the `SqlError` it expects. */
+    const attempt = <A>(run: () => A) => Effect.try({ try: run, catch: (cause) => new SqlError({ cause, message: "Failed to execute statement" }) })
+    const transformed = (
+      rows: ReadonlyArray<Record<string, unknown>>,
+      transformRows: (<A extends object>(rows: ReadonlyArray<A>) => ReadonlyArray<A>) | undefined
+    ) => transformRows === undefined ? rows : transformRows(rows)
+
     const connection: SqlConnection.Connection = {
-      execute: (sql, params, transformRows) =>
-        Effect.try({
-          try: () => {
-            const rows = execute(prepare(sql), params)
-            return transformRows === undefined ? rows : transformRows(rows)
-          },
-          catch: (cause) => new SqlError({ cause, message: "Failed to execute statement" })
-        }),
-      executeRaw: (sql, params) =>
-        Effect.try({
-          try: () => execute(prepare(sql), params),
-          catch: (cause) => new SqlError({ cause, message: "Failed to execute statement" })
-        }),
+      execute: (sql, params, transformRows) => attempt(() => transformed(execute(prepare(sql), params), transformRows)),
+      executeRaw: (sql, params) => attempt(() => execute(prepare(sql), params)),
       executeValues: (sql, params) =>
-        Effect.try({
-          try: () => {
-            const statement = prepare(sql)
-            statements++
-            if (!statement.reader) {
-              statement.run(...params)
-              return []
-            }
-            try {
-              return statement.raw(true).all(...params).filter(isValues)
-            } finally {
-              statement.raw(false)
-            }
-          },
-          catch: (cause) => new SqlError({ cause, message: "Failed to execute statement" })
+        attempt(() => {
+          const statement = prepare(sql)
+          if (!statement.reader) {
+            execute(statement, params)
+            return []
+          }
+          count(statement)
+          try {
+            return statement.raw(true).all(...params).filter(isValues)
+          } finally {
+            statement.raw(false)
+          }
         }),
-      executeUnprepared: (sql, params, transformRows) =>
-        Effect.try({
-          try: () => {
-            const rows = execute(db.prepare(sql), params ?? [])
-            return transformRows === undefined ? rows : transformRows(rows)
-          },
-          catch: (cause) => new SqlError({ cause, message: "Failed to execute statement" })
-        }),
+      executeUnprepared: (sql, params, transformRows) => attempt(() => transformed(execute(db.prepare(sql), params ?? []), transformRows)),
       executeStream: () => Effect.dieMessage("executeStream is not supported on the SQLite store")
     }
 
