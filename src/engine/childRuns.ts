@@ -67,9 +67,6 @@ export const emitFrom = (app: CompiledApp, run: RunRecord, starter: RunStarter["
     return { runs }
   }).pipe(Effect.mapError((error) => new SpawnFailed({ message: `emit ${name}: ${error.message}` })))
 
-/** How a subagent call stands: its child's answer, or the parent waits. */
-export type ChildOutcome = ToolOutcome | "suspended"
-
 /**
  * A subagent call: its child run's answer once the child has ended, or a suspension until then.
  * The suspension is written before the child's status is read again, so a child that ends in

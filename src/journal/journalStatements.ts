@@ -3,9 +3,8 @@
  * placeholders; the PostgreSQL database numbers them).
  */
 import type { Statement } from "../durable/Database.js"
+import { finalStatuses } from "../durable/records.js"
 import type { Lease, NewRun, RunUpdate, TurnUsage } from "./journalRecords.js"
-
-const finalStatuses = new Set(["completed", "failed", "cancelled"])
 
 /** The instance, made with an empty context on first use. */
 export const ensureInstance = (agent: string, id: string, now: number): Statement => ({
