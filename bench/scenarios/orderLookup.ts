@@ -8,7 +8,7 @@ import { truncateSync } from "node:fs"
 import { Effect } from "effect"
 import { orderLookupProject } from "../support/project.js"
 import { progress, startRuntime, timedRun } from "../support/runtime.js"
-import { collectGarbage, cpuMsSince, lineCount, mb, percentile, round, sampleRss } from "../support/stats.js"
+import { collectGarbage, cpuMsSince, lineCount, mb, percentile, round, sampleRss, sqlPerRun } from "../support/stats.js"
 
 const conversations = 500
 const inFlight = 50
@@ -58,7 +58,7 @@ export const orderLookup = Effect.gen(function*() {
     (i) => timedRun(runtime, request(i)),
     { concurrency: 1 }
   )
-  const serialAfter = yield* runtime.database.stats
+  const oneAtATime = sqlPerRun(serialBefore, yield* runtime.database.stats, serialRuns)
 
   const latencies = runs.map((r) => r.ms)
   const serialPerTurn = serial.map((r) => r.ms / turnsPerRun)
@@ -74,10 +74,9 @@ export const orderLookup = Effect.gen(function*() {
     toolFileLinesOk: lines === conversations,
     eventsPerRun: events.length,
     sqlPerRun: {
-      statements: round((statsAfter.statements - statsBefore.statements) / conversations, 1),
-      writeTransactions: round((statsAfter.writeTransactions - statsBefore.writeTransactions) / conversations, 2),
-      statementsOneAtATime: round((serialAfter.statements - serialBefore.statements) / serialRuns, 1),
-      writeTransactionsOneAtATime: round((serialAfter.writeTransactions - serialBefore.writeTransactions) / serialRuns, 2)
+      ...sqlPerRun(statsBefore, statsAfter, conversations),
+      statementsOneAtATime: oneAtATime.statements,
+      writeTransactionsOneAtATime: oneAtATime.writeTransactions
     },
     elapsedMs: round(elapsedMs, 0),
     runsPerSecond: round(runsPerSecond, 1),
@@ -96,7 +95,7 @@ export const orderLookup = Effect.gen(function*() {
       runsPerSecond: runsPerSecond >= 1000,
       cpuMsPerRun: cpuMs / conversations <= 1,
       overheadPerTurn: overheadP50 < 0.5,
-      writeTransactionsOneAtATime: (serialAfter.writeTransactions - serialBefore.writeTransactions) / serialRuns <= 6
+      writeTransactionsOneAtATime: oneAtATime.writeTransactions <= 6
     }
   }
 }).pipe(Effect.scoped)

@@ -11,7 +11,7 @@ import { RunCreated } from "../../src/transports/http/api/RunsGroup.js"
 import { followEvents, loadClient, postJson } from "../support/httpClient.js"
 import { orderLookupProject } from "../support/project.js"
 import { progress, startServer } from "../support/runtime.js"
-import { collectGarbage, cpuMsSince, lineCount, mb, percentile, round, sampleRss } from "../support/stats.js"
+import { collectGarbage, cpuMsSince, lineCount, mb, percentile, round, sampleRss, sqlPerRun } from "../support/stats.js"
 
 const runs = 1000
 const clients = 50
@@ -74,10 +74,7 @@ export const orderLookupHttp = Effect.gen(function*() {
     toolFileLines: lines,
     toolFileLinesOk: lines === runs,
     eventsPerRun: { min: Math.min(...frames), max: Math.max(...frames) },
-    sqlPerRun: {
-      statements: round((statsAfter.statements - statsBefore.statements) / runs, 1),
-      writeTransactions: round((statsAfter.writeTransactions - statsBefore.writeTransactions) / runs, 2)
-    },
+    sqlPerRun: sqlPerRun(statsBefore, statsAfter, runs),
     elapsedMs: round(elapsedMs, 0),
     runsPerSecond: round(runsPerSecond, 1),
     latencyMs: { p50: round(percentile(latencies, 50)), p99: round(percentile(latencies, 99)) },

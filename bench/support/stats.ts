@@ -74,3 +74,13 @@ export const linesByRun = (file: string): ReadonlyMap<string, number> => {
   }
   return counts
 }
+
+/** SQL statements and write transactions per run between two readings of the database's counters. */
+export const sqlPerRun = (
+  before: { readonly statements: number; readonly writeTransactions: number },
+  after: { readonly statements: number; readonly writeTransactions: number },
+  runs: number
+) => ({
+  statements: round((after.statements - before.statements) / runs, 1),
+  writeTransactions: round((after.writeTransactions - before.writeTransactions) / runs, 2)
+})
