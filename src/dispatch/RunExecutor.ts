@@ -1,0 +1,344 @@
+/**
+ * Executing runs in this process: one serial lane per conversation, a global concurrency limit,
+ * every execution a fiber in the executor's scope (interrupted on shutdown, so the run stays
+ * `running` in the store and is resumed later). A conversation lease with a fencing token in the
+ * store keeps two processes on one database from running one conversation at once.
+ *
+ * Both dispatchers are made of it; they differ in where a run goes to be executed (`wake`): the
+ * local dispatcher puts it in this process's lane, the cluster dispatcher sends it to the runner
+ * that owns its conversation.
+ */
+import { Clock, Deferred, Duration, Effect, FiberMap, Option, Queue } from "effect"
+import { CurrentApp } from "../compiler/CurrentApp.js"
+import { newId } from "../durable/ids.js"
+import type { ActivationStorage } from "../durable/ActivationStorage.js"
+import type { ApprovalStorage } from "../durable/ApprovalStorage.js"
+import type { InstanceStorage } from "../durable/InstanceStorage.js"
+import { finalStatuses, RunRecord, type RunStatus } from "../durable/records.js"
+import { Store } from "../durable/Store.js"
+import type { StoreError } from "../durable/StoreError.js"
+import { runAgent } from "../engine/AgentLoop.js"
+import { closeOpenCalls } from "../engine/closeOpenCalls.js"
+import { RunStarter } from "../engine/RunStarter.js"
+import type { EventLog } from "../events/EventLog.js"
+import type { Lease } from "../journal/journalRecords.js"
+import { RunJournal } from "../journal/RunJournal.js"
+import { eventOf } from "../journal/trace.js"
+import type { ModelResolver } from "../models/Model.js"
+import { makeApprovalDecisions } from "./approvalDecisions.js"
+import {
+  AgentNotFound,
+  type ApprovalScope,
+  ConversationNotFound,
+  RunAlreadyEnded,
+  RunNotFound,
+  type RunRequest
+} from "./Dispatcher.js"
+import { executorName, isDeadExecutor } from "./executorIdentity.js"
+
+/** Settings of an executor. */
+export interface RunExecutorOptions {
+  /** Runs executing at once, across conversations. */
+  readonly concurrency: number
+  /** How long a conversation lease lasts without renewal: the wait before a crashed holder's work is taken over. */
+  readonly leaseTtl?: Duration.DurationInput
+  /** Where a run goes to be executed; this process's lane when absent. */
+  readonly wake?: (run: RunRecord) => Effect.Effect<void>
+}
+
+/** Makes an executor in the current scope. */
+export const makeRunExecutor = (options: RunExecutorOptions) =>
+  Effect.gen(function*() {
+    const store = yield* Store
+    const journal = yield* RunJournal
+    const current = yield* CurrentApp
+    const context = yield* Effect.context<Store | ActivationStorage | ApprovalStorage | InstanceStorage | RunJournal | EventLog | ModelResolver>()
+    const owner = executorName()
+    // Where runs go: this process's lane unless told otherwise (declared before `schedule`, used after).
+    const wake = (run: RunRecord): Effect.Effect<void> => options.wake === undefined ? schedule(run) : options.wake(run)
+    const leaseTtl = Duration.toMillis(Duration.decode(options.leaseTtl ?? "3 seconds"))
+    const fibers = yield* FiberMap.make<string>()
+    const slots = yield* Effect.makeSemaphore(options.concurrency)
+    const lanes = new Map<string, Deferred.Deferred<void>>()
+    const done = new Map<string, Deferred.Deferred<void>>()
+
+    /** Waits for the run's conversation lease (another process may be running it), and reads the run's status with it. */
+    const claim = (run: RunRecord): Effect.Effect<{ readonly lease: Lease; readonly status: RunStatus }> =>
+      journal.claim(run, owner, leaseTtl, isDeadExecutor).pipe(
+        Effect.orDie,
+        Effect.flatMap((claimed) =>
+          claimed._tag === "Claimed"
+            ? Effect.succeed(claimed)
+            // Another executor holds it: try again once its lease would expire unrenewed.
+            : Effect.flatMap(Clock.currentTimeMillis, (now) =>
+              Effect.zipRight(Effect.sleep(Duration.millis(Math.min(Math.max(claimed.expiresAt - now + 5, 5), leaseTtl))), claim(run))))
+      )
+
+    // Leases held by this process's executing runs. One fiber renews them all every third of the
+    // TTL (concurrent renewals share a transaction); a run whose lease another executor took
+    // over is interrupted here, its writes being fenced off already.
+    const held = new Map<Lease, string>()
+    const firstHeld = yield* Queue.sliding<void>(1)
+    yield* Effect.gen(function*() {
+      // Idle while nothing is held, so an idle process does not wake every second.
+      if (held.size === 0) yield* Queue.take(firstHeld)
+      yield* Effect.sleep(Duration.millis(leaseTtl / 3))
+      yield* Effect.forEach([...held], ([lease, runId]) =>
+        journal.renew(lease, leaseTtl).pipe(
+          Effect.flatMap((kept) => kept ? Effect.void : Effect.zipRight(Effect.sync(() => held.delete(lease)), FiberMap.remove(fibers, runId))),
+          Effect.catchAllCause((cause) => Effect.logWarning("could not renew a conversation lease", cause))
+        ), { concurrency: "unbounded", discard: true })
+    }).pipe(Effect.forever, Effect.forkScoped)
+
+    /**
+     * Executes the run once its conversation's earlier runs are done: in a slot, then under the
+     * conversation's lease (taken inside the slot, so it is renewed from the moment it is held).
+     */
+    const execute = (run: RunRecord, previous: Deferred.Deferred<void> | undefined) =>
+      Effect.gen(function*() {
+        if (previous !== undefined) yield* Deferred.await(previous)
+        yield* slots.withPermits(1)(Effect.gen(function*() {
+          const { lease, status } = yield* claim(run)
+          yield* Effect.gen(function*() {
+            // Another process (or a cancel) may have moved the run on while it waited.
+            if (finalStatuses.has(status)) return
+            if (status === "suspended" && run.status !== "suspended") return
+            const app = yield* current.get
+            const latest = status === run.status ? run : new RunRecord({ ...run, status }, { disableValidation: true })
+            held.set(lease, run.id)
+            if (held.size === 1) yield* Queue.offer(firstHeld, undefined)
+            const outcome = yield* runAgent(app, latest, lease).pipe(
+              Effect.catchTag("LeaseLost", () => Effect.succeed(undefined))
+            )
+            if (outcome === "suspended") yield* approvals.asked
+          }).pipe(Effect.ensuring(Effect.zipRight(Effect.sync(() => held.delete(lease)), Effect.ignore(journal.release(lease)))))
+        }))
+        if (run.parentRunId !== null && run.parentToolCallId !== null) yield* wakeParent(run.id)
+      })
+
+    /** Puts the run at the back of its conversation's lane. */
+    const schedule = (run: RunRecord): Effect.Effect<void> =>
+      Effect.gen(function*() {
+        const previous = lanes.get(run.conversationId)
+        const mine = yield* Deferred.make<void>()
+        lanes.set(run.conversationId, mine)
+        const finished = yield* Deferred.make<void>()
+        done.set(run.id, finished)
+        yield* FiberMap.run(
+          fibers,
+          run.id,
+          execute(run, previous).pipe(
+            Effect.provide(context),
+            Effect.provideService(RunStarter, starter),
+            Effect.catchAllCause((cause) => Effect.logError("run execution crashed", cause)),
+            Effect.ensuring(Effect.gen(function*() {
+              yield* Deferred.succeed(mine, undefined)
+              yield* Deferred.succeed(finished, undefined)
+              if (done.get(run.id) === finished) done.delete(run.id)
+              if (lanes.get(run.conversationId) === mine) lanes.delete(run.conversationId)
+            }))
+          )
+        )
+      }).pipe(Effect.asVoid)
+
+    const findRun = (runId: string) =>
+      store.getRun(runId).pipe(
+        Effect.flatMap(Option.match({
+          onNone: () => Effect.fail(new RunNotFound({ runId, message: `there is no run "${runId}"` })),
+          onSome: Effect.succeed
+        }))
+      )
+
+    const newRun = (
+      request: RunRequest,
+      conversation: { readonly id: string; readonly isNew: boolean },
+      instanceId: string,
+      links: {
+        readonly steeredFrom?: string
+        readonly parentRunId?: string
+        readonly parentToolCallId?: string
+        readonly traceId?: string
+        readonly parentSpanId?: string
+        readonly source?: Readonly<Record<string, unknown>>
+      } = {}
+    ) =>
+      Effect.gen(function*() {
+        const run = yield* journal.submit({
+          id: newId("run"),
+          agent: request.agent,
+          instanceId,
+          conversationId: conversation.id,
+          input: request.message,
+          idempotencyKey: request.idempotencyKey,
+          ...links
+        }, {
+          newConversation: conversation.isNew,
+          queued: (record) => eventOf(record, "run.queued", { input: request.message, ...links })
+        })
+        yield* wake(run)
+        return run
+      })
+
+    /** Starts a child run in a new conversation of the agent's instance (subagent calls, spawns). */
+    const starter = RunStarter.of({
+      start: (request) =>
+        Effect.gen(function*() {
+          const app = yield* current.get
+          if (!app.agents.has(request.agent)) {
+            return yield* new AgentNotFound({ agent: request.agent, message: `there is no agent "${request.agent}"` })
+          }
+          return yield* newRun(
+            { agent: request.agent, message: request.message, instance: request.instance },
+            { id: newId("conv"), isNew: true },
+            request.instance,
+            {
+              parentRunId: request.parentRunId,
+              traceId: request.traceId,
+              parentSpanId: request.parentSpanId,
+              ...(request.parentToolCallId === undefined ? {} : { parentToolCallId: request.parentToolCallId })
+            }
+          )
+        })
+    })
+
+    /** When a child run a parent waits for has ended, the parent continues. */
+    const wakeParent = (runId: string) =>
+      Effect.gen(function*() {
+        const run = yield* store.getRun(runId)
+        if (Option.isNone(run) || run.value.parentRunId === null || run.value.parentToolCallId === null) return
+        if (!finalStatuses.has(run.value.status)) return
+        const parent = yield* store.getRun(run.value.parentRunId)
+        if (Option.isSome(parent) && parent.value.status === "suspended") yield* wake(parent.value)
+      }).pipe(Effect.catchAllCause((cause) => Effect.logWarning("could not wake a parent run", cause)))
+
+    const submit = Effect.fn("Dispatcher.submit")(function*(request: RunRequest) {
+      if (request.idempotencyKey !== undefined) {
+        const existing = yield* store.findRunByIdempotencyKey(request.idempotencyKey)
+        if (Option.isSome(existing)) return existing.value
+      }
+      const app = yield* current.get
+      if (!app.agents.has(request.agent)) {
+        const known = [...app.agents.keys()].join(", ")
+        return yield* new AgentNotFound({
+          agent: request.agent,
+          message: `there is no agent "${request.agent}"; the agents are: ${known || "(none)"}`
+        })
+      }
+      const instanceId = request.instance ?? "default"
+      let conversation = { id: newId("conv"), isNew: true }
+      if (request.conversation !== undefined) {
+        const found = yield* store.getConversation(request.conversation)
+        if (Option.isNone(found)) {
+          return yield* new ConversationNotFound({
+            conversation: request.conversation,
+            message: `there is no conversation "${request.conversation}"; omit "conversation" to start a new one`
+          })
+        }
+        if (found.value.agent !== request.agent || found.value.instanceId !== instanceId) {
+          return yield* new ConversationNotFound({
+            conversation: request.conversation,
+            message: `conversation "${request.conversation}" belongs to agent "${found.value.agent}", ` +
+              `instance "${found.value.instanceId}", not agent "${request.agent}", instance "${instanceId}"`
+          })
+        }
+        conversation = { id: found.value.id, isNew: false }
+      }
+      return yield* newRun(request, conversation, instanceId, {
+        ...request.trace,
+        ...(request.source === undefined ? {} : { source: request.source })
+      }).pipe(
+        // Two submissions with one key at once: the store's unique key lets one in.
+        Effect.catchTag("StoreError", (error) =>
+          request.idempotencyKey === undefined
+            ? Effect.fail(error)
+            : store.findRunByIdempotencyKey(request.idempotencyKey).pipe(
+              Effect.flatMap(Option.match({ onNone: () => Effect.fail(error), onSome: Effect.succeed }))
+            ))
+      )
+    })
+
+    /** Cancels the run; `reason` becomes the result of each tool call it leaves open. */
+    const cancelWith: (runId: string, reason: string) => Effect.Effect<RunRecord, RunNotFound | RunAlreadyEnded | StoreError> = Effect.fn(
+      "Dispatcher.cancel"
+    )(function*(runId: string, reason: string) {
+      const run = yield* findRun(runId)
+      if (finalStatuses.has(run.status)) {
+        return yield* new RunAlreadyEnded({ runId, status: run.status, message: `run "${runId}" has already ${run.status}` })
+      }
+      yield* FiberMap.remove(fibers, runId)
+      const latest = yield* findRun(runId)
+      if (finalStatuses.has(latest.status)) return latest
+      // Unfenced: whoever ends the run answers its open calls, in the step that ends it.
+      const closing = closeOpenCalls(latest, yield* store.listMessages(latest.conversationId), reason)
+      yield* journal.record(latest, {
+        messages: closing.messages,
+        events: [...closing.events, eventOf(latest, "run.cancelled", { from: latest.status })],
+        status: { status: "cancelled" }
+      }).pipe(Effect.catchTag("LeaseLost", Effect.die))
+      // Children this run waits for go with it; a cancelled child wakes its waiting parent.
+      const children = yield* store.childRuns(runId)
+      for (const child of children) {
+        if (child.parentToolCallId !== null && !finalStatuses.has(child.status)) {
+          yield* cancelWith(child.id, "cancelled: the run that asked for it was cancelled").pipe(
+            Effect.catchTags({ RunAlreadyEnded: () => Effect.void, RunNotFound: () => Effect.void })
+          )
+        }
+      }
+      yield* wakeParent(runId)
+      return yield* findRun(runId)
+    })
+
+    const steered = (cancelled: RunRecord, message: string) =>
+      newRun(
+        { agent: cancelled.agent, message, instance: cancelled.instanceId, conversation: cancelled.conversationId },
+        { id: cancelled.conversationId, isNew: false },
+        cancelled.instanceId,
+        { steeredFrom: cancelled.id }
+      )
+
+    const approvals = yield* makeApprovalDecisions((run) => wake(run))
+
+    const decide = Effect.fn("Dispatcher.decide")(function*(
+      approvalId: string,
+      decision: "approve" | "deny",
+      reason: string | undefined,
+      scope: ApprovalScope = "once"
+    ) {
+      return yield* approvals.decide(approvalId, decision === "approve" ? "approved" : "denied", reason, scope)
+    })
+
+    const recover = Effect.gen(function*() {
+      // A process of this host that died holding leases gives them up in one write, before its
+      // runs are resumed, instead of one takeover per conversation.
+      yield* journal.takeOverDead(owner, leaseTtl, isDeadExecutor)
+      const runs = [...(yield* store.unfinishedRuns), ...(yield* store.parentsReadyToResume)]
+      yield* Effect.forEach(runs, schedule, { discard: true })
+      return runs.length
+    })
+
+    /** Waits until the run's execution in this process has ended; at once when it executes elsewhere. */
+    const awaitHere = (runId: string) =>
+      Effect.gen(function*() {
+        const signal = done.get(runId)
+        if (signal !== undefined) yield* Deferred.await(signal)
+      })
+
+    return {
+      /** This executor's name, as it holds leases. */
+      owner,
+      /** Executes the run here, after its conversation's runs already in this process's lane. */
+      schedule,
+      /** Whether the run is executing, or waiting in a lane, in this process. */
+      isHere: (runId: string) => done.has(runId),
+      submit,
+      /** Cancels the run if it executes here (else only marks it); `reason` answers each tool call it leaves open. */
+      cancel: cancelWith,
+      /** After `cancelled` was cancelled by a steer, starts its successor in the same conversation. */
+      steered,
+      decide,
+      /** Resumes every unfinished run of the store in this process. */
+      recover,
+      awaitHere,
+      findRun
+    }
+  })
