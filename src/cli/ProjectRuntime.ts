@@ -8,10 +8,15 @@ import { NodeContext } from "@effect/platform-node"
 import type { FileSystem, Path } from "@effect/platform"
 import type { PlatformError } from "@effect/platform/Error"
 import { type ConfigError, Effect, Layer } from "effect"
+import type { ClusterConfig } from "../definitions/defineConfig.js"
 import * as BuildStatus from "../compiler/BuildStatus.js"
 import type { CompiledApp } from "../compiler/CompiledApp.js"
 import * as CurrentApp from "../compiler/CurrentApp.js"
+import * as ClusterDispatcher from "../dispatch/ClusterDispatcher.js"
+import * as ClusterStatus from "../dispatch/ClusterStatus.js"
+import type { Dispatcher } from "../dispatch/Dispatcher.js"
 import * as LocalDispatcher from "../dispatch/LocalDispatcher.js"
+import * as Singletons from "../dispatch/Singletons.js"
 import type { SqlClient } from "@effect/sql"
 import type { Database } from "../durable/Database.js"
 import * as PgDatabase from "../durable/PgDatabase.js"
@@ -71,16 +76,54 @@ const databaseLayer = (
 
 /** Options for a project runtime. */
 export interface RuntimeOptions {
+  /** Runs as a cluster runner with these settings over the config's `cluster` (`foundry start --cluster`). */
+  readonly cluster?: ClusterConfig | undefined
   /** Overrides the config's store file (tests use a temporary one). */
   readonly storeFile?: string
   /** Replaces the default model resolver (tests run every agent on a scripted model). */
   readonly models?: Layer.Layer<ModelResolver>
 }
 
+/** The cluster settings when this process is a cluster runner: the config's, under the command line's. */
+export const clusterSettingsOf = (app: CompiledApp, options: RuntimeOptions): ClusterDispatcher.ClusterSettings | undefined => {
+  const given = app.table.config.cluster
+  if (given === undefined && options.cluster === undefined) return undefined
+  const merged = { ...given, ...options.cluster }
+  return {
+    host: merged.host ?? "127.0.0.1",
+    port: merged.port ?? 34431,
+    shardsPerGroup: merged.shardsPerGroup ?? 300,
+    runnerTimeout: merged.runnerTimeout ?? "6 seconds"
+  }
+}
+
+/**
+ * Who executes runs: this process alone, or, as a cluster runner, the runner that owns the run's
+ * conversation. A cluster needs PostgreSQL: the runners share its tables and its locks.
+ */
+const dispatchLayer = (
+  app: CompiledApp,
+  options: RuntimeOptions
+): Layer.Layer<
+  Dispatcher | ClusterStatus.ClusterStatus | Singletons.Singletons,
+  ClusterDispatcher.ClusterError,
+  Layer.Layer.Context<ReturnType<typeof LocalDispatcher.layer>> | Database | SqlClient.SqlClient
+> => {
+  const executor = { concurrency: app.table.config.concurrency, leaseTtl: app.table.config.leaseTtl }
+  const cluster = clusterSettingsOf(app, options)
+  if (cluster === undefined) return Layer.mergeAll(LocalDispatcher.layer(executor), ClusterStatus.layerLocal, Singletons.layerLocal)
+  if (options.storeFile !== undefined || "sqlite" in app.table.config.store) {
+    return Layer.fail(new ClusterDispatcher.ClusterError({
+      message: `a cluster needs a PostgreSQL store shared by its runners: set store: { postgres: "<url>" } in ${app.table.configFile ?? "foundry.config.ts"}`
+    }))
+  }
+  return ClusterDispatcher.layer({ ...executor, cluster }).pipe(Layer.provide(ClusterDispatcher.shardingLayer(cluster)))
+}
+
 /** Everything but the HTTP server. */
 export const runtimeLayer = (app: CompiledApp, options: RuntimeOptions = {}) =>
   WebhooksLive.pipe(
-    Layer.provideMerge(LocalDispatcher.layer({ concurrency: app.table.config.concurrency, leaseTtl: app.table.config.leaseTtl })),
+    Layer.provideMerge(dispatchLayer(app, options)),
     Layer.provideMerge(RunJournal.layer),
     // Events carry the release of the build serving when they happen (a reload changes it).
     Layer.provideMerge(Layer.unwrapEffect(Effect.map(CurrentApp.CurrentApp, (current) =>

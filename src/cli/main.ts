@@ -8,7 +8,7 @@ import * as NodeContext from "@effect/platform-node/NodeContext"
 import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import { Cause, Effect, Option } from "effect"
 import packageJson from "../../package.json" with { type: "json" }
-import { host, port, projectDir, projectDirOption } from "./commands/options.js"
+import { cluster, host, port, projectDir, projectDirOption, runnerHost, runnerPort } from "./commands/options.js"
 import { reportError } from "./terminal.js"
 
 const init = Command.make(
@@ -19,11 +19,22 @@ const init = Command.make(
 
 /** `dev` and `start`: serving a project, with or without watching it. */
 const serve = (name: "dev" | "start", watch: boolean, description: string) =>
-  Command.make(name, { dir: projectDir, port, host }, ({ dir, host, port }) =>
+  Command.make(name, { dir: projectDir, port, host, cluster, runnerPort, runnerHost }, ({ cluster, dir, host, port, runnerHost, runnerPort }) =>
     Effect.flatMap(
       Effect.promise(() => import("./serveProject.js")),
       ({ serveProject }) =>
-        Effect.scoped(serveProject({ root: dir, port: Option.getOrUndefined(port), host: Option.getOrUndefined(host), watch }))
+        Effect.scoped(serveProject({
+          root: dir,
+          port: Option.getOrUndefined(port),
+          host: Option.getOrUndefined(host),
+          watch,
+          cluster: cluster || Option.isSome(runnerPort) || Option.isSome(runnerHost)
+            ? {
+              ...Option.match(runnerPort, { onNone: () => ({}), onSome: (port) => ({ port }) }),
+              ...Option.match(runnerHost, { onNone: () => ({}), onSome: (host) => ({ host }) })
+            }
+            : undefined
+        }))
     )).pipe(Command.withDescription(description))
 
 const dev = serve("dev", true, "serve a project and reload it on every change")

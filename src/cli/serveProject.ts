@@ -17,12 +17,13 @@ import { formatDiagnostic } from "../compiler/TypeDiagnostic.js"
 import { Dispatcher } from "../dispatch/Dispatcher.js"
 import { ModelResolver } from "../models/Model.js"
 import { loadConfig, type ProjectConfig } from "../router/loadConfig.js"
+import type { ClusterConfig } from "../definitions/defineConfig.js"
 import { RouteError, RouteErrors } from "../router/RouteError.js"
 import { routeFolders } from "../router/RoutePath.js"
 import { watchProjectChanges } from "../router/watch.js"
 import { Schedules } from "../triggers/Schedules.js"
 import { CliError } from "./CliError.js"
-import { serverLayer, storeFileOf } from "./ProjectRuntime.js"
+import { clusterSettingsOf, serverLayer, storeFileOf } from "./ProjectRuntime.js"
 import { reportError, say, style, warn } from "./terminal.js"
 
 /** How to serve. */
@@ -31,6 +32,8 @@ export interface ServeOptions {
   readonly port: number | undefined
   readonly host: string | undefined
   readonly watch: boolean
+  /** Runs as a cluster runner with these settings over the config's `cluster`. */
+  readonly cluster?: ClusterConfig | undefined
 }
 
 /** Addresses other than these would expose the API; that needs auth tokens, which Foundry does not have yet. */
@@ -145,7 +148,7 @@ export const serveProject = Effect.fn("cli.serveProject")(function*(options: Ser
     buildScope = first.scope
   }
 
-  const context = yield* Layer.build(serverLayer(app, { port, host }))
+  const context = yield* Layer.build(serverLayer(app, { port, host }, { cluster: options.cluster }))
   const server = Context.get(context, HttpServer.HttpServer)
   const current = Context.get(context, CurrentApp)
   const dispatcher = Context.get(context, Dispatcher)
@@ -161,6 +164,8 @@ export const serveProject = Effect.fn("cli.serveProject")(function*(options: Ser
   yield* say(style.bold(`Foundry ${options.watch ? "dev" : "server"}`) + style.dim(` (project ${options.root})`))
   yield* say(`  routes:  ${summary(app)}`)
   yield* say(`  store:   ${storeFileOf(app)}`)
+  const cluster = clusterSettingsOf(app, { cluster: options.cluster })
+  if (cluster !== undefined) yield* say(`  cluster: runner ${cluster.host}:${cluster.port} (${cluster.shardsPerGroup} shards)`)
   yield* say(`  API:     ${address}/api  (OpenAPI: ${address}/api/openapi.json)`)
   if (models.notice !== undefined) yield* say(style.yellow(`  note:    ${models.notice}`))
   yield* say(style.green(`listening on ${address}`))

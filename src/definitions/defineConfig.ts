@@ -161,6 +161,21 @@ const ContextSchema = Schema.Struct({
   )
 )
 
+/**
+ * A cluster runner's settings: the address other runners reach it at (`host`, `port`), the number
+ * of shards conversations are spread over (the same on every runner), and how long a runner that
+ * stopped renewing its registration keeps its shards (the failover delay).
+ */
+export const ClusterConfigSchema = Schema.Struct({
+  host: Schema.optional(Text),
+  port: Schema.optional(Schema.Int.pipe(Schema.between(1, 65535, { description: "a port number from 1 to 65535" }))),
+  shardsPerGroup: Schema.optional(WholeAbove0),
+  runnerTimeout: Schema.optional(PositiveDuration)
+}).annotations({ identifier: "ClusterConfig" })
+
+/** A cluster runner's settings, as written. */
+export type ClusterConfig = typeof ClusterConfigSchema.Type
+
 /** The shape of a project configuration; every field is documented where `defaultConfig` sets it. */
 export const ConfigSchema = Schema.Struct({
   /** Where runs, conversations and events are kept. */
@@ -239,7 +254,12 @@ export const ConfigSchema = Schema.Struct({
   /** Schedules: how late a firing may be before its `misfire` policy decides what it becomes. */
   schedules: Schema.Struct({
     misfireGrace: DurationInputSchema.annotations({ default: defaultConfig.schedules.misfireGrace })
-  })
+  }),
+  /**
+   * Running as one runner of a cluster (several processes on one PostgreSQL store; see the
+   * README's "Cluster"). Absent: a single process. `foundry start --cluster` turns it on too.
+   */
+  cluster: Schema.optional(ClusterConfigSchema)
 }).annotations({ identifier: "Config", description: "a Foundry project configuration (foundry.config.ts)" })
 
 /** The fields of a project configuration, every one set. */
@@ -300,6 +320,7 @@ export const defineConfig = <L extends AnyLayer = never>(definition: {
   }
   readonly leaseTtl?: Duration.DurationInput
   readonly schedules?: Partial<ConfigFields["schedules"]>
+  readonly cluster?: ClusterConfig
 }): ConfigDefinition<ServicesOf<L>> => {
   const { context, events, modelRetry, schedules, server, timers } = definition
   return brand("config", {

@@ -330,6 +330,8 @@ export const makeRunExecutor = (options: RunExecutorOptions) =>
       schedule,
       /** Whether the run is executing, or waiting in a lane, in this process. */
       isHere: (runId: string) => done.has(runId),
+    /** How many runs execute, or wait in a lane, in this process. */
+    executing: () => done.size,
       submit,
       /** Cancels the run if it executes here (else only marks it); `reason` answers each tool call it leaves open. */
       cancel: cancelWith,

@@ -163,6 +163,25 @@ const prefixedTables = Effect.gen(function*() {
   for (const table of tables) yield* sql.unsafe(`ALTER TABLE ${table} RENAME TO foundry_${table}`)
 })
 
+/**
+ * Runs of a conversation in acceptance order: the store numbers them as they are submitted, so
+ * every process agrees on the order whichever accepted the message. Runners of a cluster report
+ * what they hold, for `GET /api/cluster`.
+ */
+const runOrder = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  yield* sql`ALTER TABLE foundry_runs ADD COLUMN seq BIGINT NOT NULL DEFAULT 0`
+  yield* sql`CREATE INDEX foundry_runs_by_conversation ON foundry_runs (conversation_id, seq)`
+  yield* sql`CREATE TABLE foundry_runners (
+    address TEXT PRIMARY KEY,
+    executor TEXT NOT NULL,
+    shards TEXT NOT NULL,
+    executing BIGINT NOT NULL,
+    started_at BIGINT NOT NULL,
+    updated_at BIGINT NOT NULL
+  )`
+})
+
 /** Every table of the store, without its prefix. */
 const tables = ["instances", "conversations", "messages", "runs", "events", "approvals", "conversation_leases", "deliveries", "activations", "grants"]
 
@@ -176,7 +195,8 @@ export const migrations = {
   "0006_activations": activations,
   "0007_run_usage": runUsage,
   "0008_grants": grants,
-  "0009_prefixed_tables": prefixedTables
+  "0009_prefixed_tables": prefixedTables,
+  "0012_run_order": runOrder
 }
 
 /**

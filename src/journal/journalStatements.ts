@@ -24,10 +24,16 @@ export const touchConversation = (id: string, now: number): Statement => ({
   params: [now, id]
 })
 
+/**
+ * The run, numbered after the conversation's last (its acceptance order). The conversation's row
+ * was written first in the same transaction, so on PostgreSQL two submissions to one conversation
+ * take their numbers one after the other.
+ */
 export const insertRun = (run: NewRun, now: number): Statement => ({
   sql: `INSERT INTO foundry_runs (id, agent, instance_id, conversation_id, input, status, created_at, idempotency_key,
-    steered_from, parent_run_id, parent_tool_call_id, trace_id, parent_span_id, source)
-    VALUES (?, ?, ?, ?, ?, 'queued', ?, ?, ?, ?, ?, ?, ?, ?)`,
+    steered_from, parent_run_id, parent_tool_call_id, trace_id, parent_span_id, source, seq)
+    VALUES (?, ?, ?, ?, ?, 'queued', ?, ?, ?, ?, ?, ?, ?, ?,
+      (SELECT COALESCE(MAX(seq), 0) + 1 FROM foundry_runs WHERE conversation_id = ?))`,
   params: [
     run.id,
     run.agent,
@@ -41,7 +47,8 @@ export const insertRun = (run: NewRun, now: number): Statement => ({
     run.parentToolCallId ?? null,
     run.traceId ?? null,
     run.parentSpanId ?? null,
-    run.source === undefined ? null : JSON.stringify(run.source)
+    run.source === undefined ? null : JSON.stringify(run.source),
+    run.conversationId
   ]
 })
 

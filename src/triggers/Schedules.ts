@@ -11,6 +11,7 @@ import type { CompiledApp } from "../compiler/CompiledApp.js"
 import { CurrentApp } from "../compiler/CurrentApp.js"
 import type { ScheduleTiming } from "../definitions/defineSchedule.js"
 import { nextFireAfter } from "../definitions/scheduleTiming.js"
+import { Singletons } from "../dispatch/Singletons.js"
 import { Dispatcher } from "../dispatch/Dispatcher.js"
 import { type ActivationKind, type ActivationRecord, type ActivationSpec, ActivationStorage } from "../durable/ActivationStorage.js"
 import { finalStatuses } from "../durable/records.js"
@@ -82,6 +83,9 @@ export const SchedulesLive = Layer.scoped(
     // Woken by every change to an activation: a schedule synced or paused, a timer an agent armed.
     const changes = yield* activations.changes
     const current = yield* CurrentApp
+    const singletons = yield* Singletons
+    // Another process may change activations (a reload, a timer an agent armed there): look again soon.
+    const longestSleep = Option.match(singletons.lookEvery, { onNone: () => maxSleep, onSome: (every) => Duration.min(every, maxSleep) })
 
     const activationOf = (id: string) =>
       Effect.flatMap(activations.get(`schedule:${id}`), (found) => Option.isSome(found) ? Effect.succeed(found) : activations.get(id)).pipe(
@@ -107,7 +111,9 @@ export const SchedulesLive = Layer.scoped(
             : running && overlap === "queue" && Option.isSome(last)
             ? { conversation: last.value.conversationId }
             : {}),
-          source: { schedule: spec.schedule, scheduledFor: new Date(scheduledFor).toISOString() }
+          source: { schedule: spec.schedule, scheduledFor: new Date(scheduledFor).toISOString() },
+          // One run per firing, even when the timer moves to another process before it saved the firing.
+          idempotencyKey: `${activation.id}@${scheduledFor}`
         }).pipe(Effect.catchTags({ AgentNotFound: () => Effect.succeed(null), ConversationNotFound: () => Effect.succeed(null) }))
         return run === null ? null : run.id
       })
@@ -146,18 +152,18 @@ export const SchedulesLive = Layer.scoped(
       })
 
     // The timer: fire what is due, then sleep until the soonest activation (or a change).
-    yield* Effect.gen(function*() {
+    const timer = Effect.gen(function*() {
       const now = yield* Clock.currentTimeMillis
       const due = yield* activations.due(now, 100)
       for (const activation of due) yield* fire(activation, now)
       const next = yield* activations.nextFireTime
-      const delay = next === null ? maxSleep : Duration.min(Duration.millis(Math.max(0, next - now)), maxSleep)
+      const delay = next === null ? longestSleep : Duration.min(Duration.millis(Math.max(0, next - now)), longestSleep)
       if (due.length < 100) yield* Effect.race(Effect.sleep(delay), Queue.take(changes))
     }).pipe(
       Effect.catchAllCause((cause) => Effect.zipRight(Effect.logWarning("schedule timer failed", cause), Effect.sleep("1 second"))),
-      Effect.forever,
-      Effect.forkScoped
+      Effect.forever
     )
+    yield* singletons.run("foundry/schedules", timer)
 
     const sync = Effect.fn("Schedules.sync")(function*(app: CompiledApp) {
       const now = yield* Clock.currentTimeMillis

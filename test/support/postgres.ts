@@ -86,3 +86,30 @@ export const freshSchema: Effect.Effect<string, PostgresUnavailable, Scope.Scope
   Effect.catchTag("SqlError", (error) =>
     Effect.fail(new PostgresUnavailable({ message: `could not create a test schema at ${where}: ${error.message}` })))
 )
+
+/**
+ * A new, empty database for one test, dropped when the scope closes (connections still open are
+ * cut). A cluster needs one of its own: `@effect/cluster`'s shard locks are advisory locks, which
+ * are per database. Returns its URL.
+ */
+export const freshDatabase: Effect.Effect<string, PostgresUnavailable, Scope.Scope> = Effect.gen(
+  function*() {
+    if (postgresUnavailable !== undefined) {
+      return yield* new PostgresUnavailable({
+        message: `PostgreSQL is required (FOUNDRY_REQUIRE_PG=1) but unavailable at ${where}: ${postgresUnavailable}`
+      })
+    }
+    const sql = yield* connect(postgresUrl)
+    const name = `foundry_test_${randomBytes(6).toString("hex")}`
+    yield* Effect.acquireRelease(
+      sql.unsafe(`CREATE DATABASE ${name}`),
+      () => sql.unsafe(`DROP DATABASE ${name} WITH (FORCE)`).pipe(Effect.orDie)
+    )
+    const url = new URL(postgresUrl)
+    url.pathname = `/${name}`
+    return url.toString()
+  }
+).pipe(
+  Effect.catchTag("SqlError", (error) =>
+    Effect.fail(new PostgresUnavailable({ message: `could not create a test database at ${where}: ${error.message}` })))
+)

@@ -29,3 +29,20 @@ export const host = Options.text("host").pipe(
   Options.withDescription("the address to listen on (default: 127.0.0.1)"),
   Options.optional
 )
+
+/** `--cluster`: run as one runner of a cluster, as if the config had `cluster: {}`. */
+export const cluster = Options.boolean("cluster").pipe(
+  Options.withDescription("run as a cluster runner (PostgreSQL store; see the README's Cluster section)")
+)
+
+/** `--runner-port`: where this runner listens for the other runners (implies `--cluster`). */
+export const runnerPort = Options.integer("runner-port").pipe(
+  Options.withDescription("the port other runners reach this one at (default: cluster.port of the config, else 34431)"),
+  Options.optional
+)
+
+/** `--runner-host`: the address other runners reach this one at (implies `--cluster`). */
+export const runnerHost = Options.text("runner-host").pipe(
+  Options.withDescription("the address other runners reach this one at (default: cluster.host of the config, else 127.0.0.1)"),
+  Options.optional
+)

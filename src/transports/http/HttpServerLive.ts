@@ -8,6 +8,7 @@ import { NodeHttpServer } from "@effect/platform-node"
 import { Layer } from "effect"
 import { FoundryApi } from "./api/FoundryApi.js"
 import { ApprovalsLive } from "./handlers/ApprovalsLive.js"
+import { ClusterLive } from "./handlers/ClusterLive.js"
 import { ConversationsLive } from "./handlers/ConversationsLive.js"
 import { EventsLive } from "./handlers/EventsLive.js"
 import { HooksLive } from "./handlers/HooksLive.js"
@@ -19,7 +20,7 @@ import { InspectorLive } from "../inspector/InspectorLive.js"
 import { readableErrors } from "./readableErrors.js"
 
 /** The API with every group implemented. */
-export const ApiLive = HttpApiBuilder.api(FoundryApi).pipe(Layer.provide([RunsLive, ConversationsLive, ApprovalsLive, EventsLive, HooksLive, SchedulesHttpLive, SystemLive, UsageLive]))
+export const ApiLive = HttpApiBuilder.api(FoundryApi).pipe(Layer.provide([RunsLive, ConversationsLive, ApprovalsLive, EventsLive, HooksLive, SchedulesHttpLive, SystemLive, UsageLive, ClusterLive]))
 
 /** Serves the API on `host:port` (port 0 picks a free one), reading request bodies up to `bodyLimit` bytes. */
 export const layer = (options: { readonly port: number; readonly host: string; readonly bodyLimit: number }) =>

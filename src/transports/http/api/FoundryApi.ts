@@ -7,6 +7,7 @@
 import { HttpApi, OpenApi } from "@effect/platform"
 import { ApprovalsGroup } from "./ApprovalsGroup.js"
 import { BadRequest, declareBadRequestOnly } from "./BadRequest.js"
+import { ClusterGroup } from "./ClusterGroup.js"
 import { ConversationsGroup } from "./ConversationsGroup.js"
 import { EventsGroup } from "./EventsGroup.js"
 import { HooksGroup } from "./HooksGroup.js"
@@ -26,6 +27,7 @@ export class FoundryApi extends HttpApi.make("foundry")
   .add(SchedulesGroup)
   .add(UsageGroup)
   .add(SystemGroup)
+  .add(ClusterGroup)
   .addError(BadRequest)
   .addError(StoreUnavailable)
   .annotate(OpenApi.Title, "Foundry")
