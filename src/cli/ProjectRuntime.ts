@@ -127,7 +127,12 @@ export const runtimeLayer = (app: CompiledApp, options: RuntimeOptions = {}) =>
     Layer.provideMerge(RunJournal.layer),
     // Events carry the release of the build serving when they happen (a reload changes it).
     Layer.provideMerge(Layer.unwrapEffect(Effect.map(CurrentApp.CurrentApp, (current) =>
-      EventLog.layer({ ...app.table.config.events, release: Effect.map(current.get, (serving) => serving.release) })))),
+      EventLog.layer({
+        ...app.table.config.events,
+        release: Effect.map(current.get, (serving) => serving.release),
+        // Runners of a cluster write events for one another's followers.
+        crossProcess: clusterSettingsOf(app, options) === undefined ? undefined : { pollEvery: "100 millis" }
+      })))),
     Layer.provideMerge(EventStorage.layer),
     Layer.provideMerge(SqlStore.layer),
     Layer.provideMerge(ActivationStorage.layer),

@@ -36,7 +36,16 @@ export interface EventLogOptions {
   readonly pruneEvery?: Duration.DurationInput | undefined
   /** The release events are stamped with: the build that is running. */
   readonly release?: Effect.Effect<string> | undefined
+  /**
+   * Other processes write events to the same store (a cluster): followers here get those too,
+   * read from the store this often while anyone follows. Ephemeral events (text deltas) stay in
+   * the process that made them.
+   */
+  readonly crossProcess?: { readonly pollEvery: Duration.DurationInput } | undefined
 }
+
+/** How long an event stays re-read: a transaction that took its sequence number earlier may commit this much later. */
+const commitWindow = 2000
 
 const pageSize = 1000
 
@@ -66,8 +75,19 @@ export const layer = (options: EventLogOptions = {}) => Layer.scoped(
     const stamp = (drafts: ReadonlyArray<EventDraft>): Effect.Effect<ReadonlyArray<UnsequencedEvent>> =>
       Effect.zipWith(Clock.currentTimeMillis, currentRelease, (time, release) => drafts.map((draft) => ({ ...draft, id: newId("evt"), time, release })))
 
+    // Cross-process: the sequence numbers published lately (and when), so that neither the local
+    // publication nor a late commit is published twice, and the highest seen.
+    const seen = new Map<number, number>()
+    let highest = 0
     const publish = (stored: ReadonlyArray<FoundryEvent>) =>
       Effect.suspend(() => {
+        if (options.crossProcess !== undefined) {
+          const now = Date.now()
+          for (const event of stored) {
+            if (event.seq > 0) seen.set(event.seq, now)
+            if (event.seq > highest) highest = event.seq
+          }
+        }
         for (const event of stored) {
           for (const queue of runFollowers.get(event.runId) ?? []) Queue.unsafeOffer(queue, event)
         }
@@ -157,6 +177,35 @@ export const layer = (options: EventLogOptions = {}) => Layer.scoped(
       }).pipe(
         Effect.catchAllCause((cause) => Effect.logWarning("event retention failed", cause)),
         Effect.repeat(Schedule.spaced(options.pruneEvery ?? "10 minutes")),
+        Effect.forkScoped
+      )
+    }
+
+    if (options.crossProcess !== undefined) {
+      let idle = true
+      yield* Effect.gen(function*() {
+        if (followers === 0) {
+          idle = true
+          return
+        }
+        if (idle) {
+          // Followers read what happened before they came from the store: start from now.
+          const latest = yield* database.read({ sql: "SELECT COALESCE(MAX(seq), 0) AS seq FROM foundry_events", params: [] })
+          highest = Math.max(highest, Number(latest[0]?.seq ?? 0))
+          idle = false
+          return
+        }
+        const now = Date.now()
+        // Re-read from the oldest event published within the window; forget what lies below it.
+        let low = highest
+        for (const [seq, at] of seen) if (now - at <= commitWindow && seq - 1 < low) low = seq - 1
+        for (const seq of seen.keys()) if (seq <= low) seen.delete(seq)
+        const page = yield* storage.list({ after: low, limit: pageSize })
+        const fresh = page.filter((event) => !seen.has(event.seq))
+        if (fresh.length > 0) yield* publish(fresh)
+      }).pipe(
+        Effect.catchAllCause((cause) => Effect.logWarning("reading other processes' events failed", cause)),
+        Effect.repeat(Schedule.spaced(options.crossProcess.pollEvery)),
         Effect.forkScoped
       )
     }

@@ -223,4 +223,39 @@ export default defineSchedule({ every: "1 second", agent: worker, message: ${JSO
       yield* Effect.sleep("500 millis")
       expect(lines(log).some((l) => l.startsWith(`${slow.runId} end`))).toBe(false)
     }), 90_000)
+
+  it.scopedLive("a run's event stream through another runner follows it to its end; a runner stopped with SIGTERM hands its runs over", () =>
+    Effect.gen(function*() {
+      const databaseUrl = yield* freshDatabase
+      const { root, log } = yield* clusterProject(databaseUrl)
+      const runners = yield* startRunners(root, 3)
+
+      const followed = yield* submit(runners[0]!, plan({ delay: 1000, calls: [{ name: "record", arguments: { line: "followed" } }] }))
+      const through = yield* notTheOwner(runners, followed.conversationId)
+      const stream = yield* Effect.promise(async () => {
+        const response = await fetch(`${through.url}/api/runs/${followed.runId}/events`, { headers: { accept: "text/event-stream" } })
+        return await response.text()
+      })
+      const types = stream.split("\n").filter((line) => line.startsWith("event: ")).map((line) => line.slice(7))
+      expect(types).toContain("tool.call.completed")
+      expect(types[types.length - 1]).toBe("run.completed")
+
+      // A clean stop: the runs it executes are interrupted, not failed, and finish on the others.
+      const stopping = runners[2]!
+      const runs = yield* Effect.forEach(Array.from({ length: 12 }, (_, i) => i), (i) =>
+        submit(runners[i % 3]!, plan({ calls: [{ name: "record", arguments: { line: `handed ${i}` } }, { name: "slow", arguments: { ms: 1500 } }] })))
+      for (let attempt = 0; attempt < 200 && lines(log).filter((l) => l.includes(" start ")).length < runs.length; attempt++) {
+        yield* Effect.sleep("50 millis")
+      }
+      const sql = yield* connect(databaseUrl)
+      const held = yield* sql.unsafe<{ readonly count: string }>(
+        `SELECT COUNT(*) AS count FROM foundry_conversation_leases WHERE owner LIKE '%/${stopping.process.child.pid}/%' AND expires_at > ${Date.now()}`
+      )
+      expect(Number(held[0]?.count)).toBeGreaterThan(0)
+      stopping.process.child.kill("SIGTERM")
+      const finished = yield* waitForRuns(databaseUrl, (all) => runs.every((run) => all.some((r) => r.id === run.runId && r.status === "completed")), 20_000)
+      expect(finished.filter((run) => run.status === "failed")).toEqual([])
+      const handed = lines(log).filter((l) => l.includes(" handed "))
+      expect(new Set(handed.map((l) => l.split(" ").slice(0, 2).join(" "))).size).toBe(handed.length)
+    }), 90_000)
 })
