@@ -2,6 +2,7 @@
  * The benchmark scenarios, in the order `npm run bench` runs them.
  */
 import type { Effect } from "effect"
+import { cluster } from "./cluster.js"
 import { idleInstances } from "./idleInstances.js"
 import { orderLookup } from "./orderLookup.js"
 import { orderLookupHttp } from "./orderLookupHttp.js"
@@ -19,5 +20,6 @@ export const scenarios: ReadonlyArray<Scenario> = [
   { name: "order-lookup-http", run: orderLookupHttp },
   { name: "idle-instances", run: idleInstances },
   { name: "recovery", run: recovery },
-  { name: "startup", run: startup }
+  { name: "startup", run: startup },
+  { name: "cluster", run: cluster }
 ]
