@@ -45,6 +45,13 @@ const Whole = Schema.Int.pipe(Schema.nonNegative({ description: "a whole number,
 const Amount = Schema.Number.pipe(Schema.finite(), Schema.nonNegative({ description: "a number, 0 or more" }))
 const Text = Schema.String.pipe(Schema.minLength(1, { description: "a non-empty string" }))
 
+/** A browser origin: scheme, host and port, as a browser sends it in `Origin`. */
+const OriginSchema = Schema.String.pipe(
+  Schema.filter((input) => URL.canParse(input) && new URL(input).origin === input, {
+    description: `an origin such as "https://app.example.com" (scheme, host and port only, no trailing slash)`
+  })
+)
+
 /** A layer the config's `layers` list holds. */
 const LayerSchema = Schema.declare((input: unknown): input is AnyLayer => Layer.isLayer(input), {
   identifier: "Layer",
@@ -148,6 +155,9 @@ export const defaultConfig = {
   schedules: { misfireGrace: "1 minute" }
 } as const
 
+/** How far a signed webhook delivery's timestamp may be from now, for a webhook that sets no `tolerance`. */
+export const defaultWebhookTolerance = "5 minutes"
+
 /** Keeps shortening (`soft`) before summarizing (`hard`). */
 const ContextSchema = Schema.Struct({
   windows: Schema.Record({ key: Schema.String, value: WholeAbove0 }),
@@ -170,7 +180,17 @@ export const ConfigSchema = Schema.Struct({
     port: Schema.Int.pipe(Schema.between(0, 65535, { description: "a port number from 0 to 65535" })).annotations({ default: defaultConfig.server.port }),
     host: Text.annotations({ default: defaultConfig.server.host }),
     bodyLimit: WholeAbove0.annotations({ default: defaultConfig.server.bodyLimit }),
-    sseHeartbeat: PositiveDuration.annotations({ default: defaultConfig.server.sseHeartbeat })
+    sseHeartbeat: PositiveDuration.annotations({ default: defaultConfig.server.sseHeartbeat }),
+    /**
+     * Host names the server also answers to (`name`, or `name:port` for one port), besides its own
+     * address, `localhost` and IP addresses at its port: the names it is reached by through DNS or a
+     * proxy. Any other `Host` is refused, so that a DNS-rebinding page cannot reach the API.
+     */
+    allowedHosts: Schema.optional(Schema.Array(Text)),
+    /** Browser origins (`https://app.example.com`) besides the server's own that may send requests that change state. */
+    allowedOrigins: Schema.optional(Schema.Array(OriginSchema)),
+    /** CORS: off unless set; preflights are answered, and responses readable, for these origins only. */
+    cors: Schema.optional(Schema.Struct({ origins: Schema.Array(OriginSchema) }))
   }),
   /** The layers that provide what tools require. */
   layers: Schema.Array(LayerSchema),
@@ -224,7 +244,13 @@ export const ConfigSchema = Schema.Struct({
   /** Per webhook name: the HMAC-SHA256 secret its deliveries must be signed with. */
   webhooks: Schema.Record({
     key: Schema.String,
-    value: Schema.Struct({ secret: Schema.optional(Schema.Union(RedactedConfig, Schema.String)) })
+    value: Schema.Struct({
+      secret: Schema.optional(Schema.Union(RedactedConfig, Schema.String)),
+      /** How far a signed delivery's `x-foundry-timestamp` may be from now; older (or later) ones are refused. */
+      tolerance: Schema.optional(PositiveDuration).annotations({ default: defaultWebhookTolerance }),
+      /** Also accept the old signature over the body alone (no timestamp, no event id): replayable, so off by default. */
+      legacySignatures: Schema.optional(Schema.Boolean)
+    })
   }),
   /** How long events are kept (by age, by count) and how often old ones are pruned. */
   events: Schema.Struct({

@@ -5,7 +5,7 @@
 import { createServer } from "node:http"
 import { HttpApiBuilder } from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
-import { Layer } from "effect"
+import { Effect, Layer } from "effect"
 import { FoundryApi } from "./api/FoundryApi.js"
 import { ApprovalsLive } from "./handlers/ApprovalsLive.js"
 import { ConversationsLive } from "./handlers/ConversationsLive.js"
@@ -17,6 +17,7 @@ import { SystemLive } from "./handlers/SystemLive.js"
 import { UsageLive } from "./handlers/UsageLive.js"
 import { InspectorLive } from "../inspector/InspectorLive.js"
 import { readableErrors } from "./readableErrors.js"
+import { edge } from "./edge/Edge.js"
 
 /** The API with every group implemented. */
 export const ApiLive = HttpApiBuilder.api(FoundryApi).pipe(Layer.provide([RunsLive, ConversationsLive, ApprovalsLive, EventsLive, HooksLive, SchedulesHttpLive, SystemLive, UsageLive]))
@@ -24,7 +25,10 @@ export const ApiLive = HttpApiBuilder.api(FoundryApi).pipe(Layer.provide([RunsLi
 /** Serves the API on `host:port` (port 0 picks a free one), reading request bodies up to `bodyLimit` bytes. */
 export const layer = (options: { readonly port: number; readonly host: string; readonly bodyLimit: number }) =>
   HttpApiBuilder.serve().pipe(
-    Layer.provide(HttpApiBuilder.middleware(FoundryApi, readableErrors(options.bodyLimit))),
+    Layer.provide(HttpApiBuilder.middleware(
+      FoundryApi,
+      Effect.map(edge(options.bodyLimit), (atEdge) => (app) => atEdge(readableErrors(options.bodyLimit)(app)))
+    )),
     Layer.provide(HttpApiBuilder.middlewareOpenApi({ path: "/api/openapi.json" })),
     Layer.provide(InspectorLive),
     Layer.provide(ApiLive),
