@@ -10,7 +10,7 @@ import type { StoreError } from "../durable/StoreError.js"
 import { type AccessDenied, Forbidden, RateLimited, Unauthorized } from "./accessErrors.js"
 import { type AccessMode, accessMode } from "./accessMode.js"
 import { routeAccess } from "./routeAccess.js"
-import { TokenStorage } from "./TokenStorage.js"
+import { type TokenRecord, TokenStorage } from "./TokenStorage.js"
 import { allows, tokenScopes } from "./TokenScope.js"
 
 /** What the door looks at in a request. */
@@ -36,6 +36,8 @@ export class Auth extends Context.Tag("foundry/Auth")<Auth, {
   readonly mode: AccessMode
   /** Succeeds when the request may go on to its route. */
   readonly admit: (knock: Knock) => Effect.Effect<void, AccessDenied | StoreError>
+  /** The valid token a request carries, if any, whatever its route needs. */
+  readonly identify: (knock: Knock) => Effect.Effect<Option.Option<TokenRecord>, StoreError>
 }>() {}
 
 const howToGetOne = `create one with \`foundry token create --scope ${tokenScopes.join("|")}\``
@@ -99,6 +101,12 @@ export const layer = (settings: AuthSettings) =>
         yield* withinLimit(id)
       })
 
-      return Auth.of({ mode, admit })
+      const identify = (knock: Knock) =>
+        presented(knock).pipe(
+          Effect.option,
+          Effect.flatMap(Option.match({ onNone: () => Effect.succeedNone, onSome: tokens.verify }))
+        )
+
+      return Auth.of({ mode, admit, identify })
     })
   ).pipe(Layer.provide(RateLimiter.layer.pipe(Layer.provide(RateLimiter.layerStoreMemory))))

@@ -7,7 +7,7 @@ import { type HttpApp, HttpServerRequest, HttpServerResponse } from "@effect/pla
 import { Effect, Schema } from "effect"
 import { orStoreUnavailable } from "../transports/http/handlers/storeUnavailable.js"
 import { type AccessDenied, Forbidden, RateLimited, Unauthorized } from "./accessErrors.js"
-import { Auth } from "./Auth.js"
+import { Auth, type Knock } from "./Auth.js"
 import { normalizedPath } from "./routeAccess.js"
 import { sessionCookie } from "./sessionCookie.js"
 
@@ -41,21 +41,24 @@ const refusal = (denied: AccessDenied, path: string) =>
     }
   ).pipe(Effect.orDie)
 
+/** What the door looks at in a request. */
+export const knockOf = (request: HttpServerRequest.HttpServerRequest): Knock => ({
+  method: request.method,
+  url: request.originalUrl,
+  authorization: request.headers["authorization"],
+  session: request.cookies[sessionCookie.key]
+})
+
 /** The middleware, for `HttpApiBuilder.middleware`. */
 export const authMiddleware = Effect.map(Auth, (auth) => (app: HttpApp.Default) =>
   Effect.gen(function*() {
     const request = yield* HttpServerRequest.HttpServerRequest
-    const url = request.originalUrl
-    return yield* auth.admit({
-      method: request.method,
-      url,
-      authorization: request.headers["authorization"],
-      session: request.cookies[sessionCookie.key]
-    }).pipe(
+    const knock = knockOf(request)
+    return yield* auth.admit(knock).pipe(
       orStoreUnavailable,
       Effect.matchEffect({
         onSuccess: () => app,
-        onFailure: (error) => error._tag === "StoreUnavailable" ? Effect.fail(error) : refusal(error, normalizedPath(url))
+        onFailure: (error) => error._tag === "StoreUnavailable" ? Effect.fail(error) : refusal(error, normalizedPath(knock.url))
       })
     )
   }))

@@ -36,6 +36,12 @@ export class TokenNotFound extends Schema.TaggedError<TokenNotFound>()("TokenNot
 /** The body of `POST /api/session`. */
 export const SignIn = Schema.Struct({ token: Schema.String })
 
+/** Who `GET /api/session` says the caller is: whether the server needs tokens, and the caller's token if it sent one. */
+export const SessionView = Schema.Struct({
+  mode: Schema.Literal("open", "tokens"),
+  token: Schema.NullOr(TokenView)
+})
+
 /** The tokens group. */
 export class TokensGroup extends HttpApiGroup.make("tokens")
   .add(HttpApiEndpoint.get("list", "/api/tokens").addSuccess(Schema.Array(TokenView)))
@@ -46,6 +52,7 @@ export class TokensGroup extends HttpApiGroup.make("tokens")
       .addSuccess(TokenView)
       .addError(TokenNotFound, { status: 404 })
   )
+  .add(HttpApiEndpoint.get("session", "/api/session").addSuccess(SessionView))
   .add(HttpApiEndpoint.post("signIn", "/api/session").setPayload(SignIn).addError(Unauthorized))
   .add(HttpApiEndpoint.del("signOut", "/api/session"))
 {}

@@ -2,9 +2,11 @@
  * The tokens group's handlers: the admin API over `TokenStorage`, and the inspector's sign-in,
  * which checks a token and leaves it in the session cookie.
  */
-import { HttpApiBuilder, HttpApp, HttpServerResponse } from "@effect/platform"
+import { HttpApiBuilder, HttpApp, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { Effect, Option } from "effect"
 import { Unauthorized } from "../../../auth/accessErrors.js"
+import { Auth } from "../../../auth/Auth.js"
+import { knockOf } from "../../../auth/authMiddleware.js"
 import { sessionCookie, sessionCookieOptions } from "../../../auth/sessionCookie.js"
 import { type TokenRecord, TokenStorage } from "../../../auth/TokenStorage.js"
 import { FoundryApi } from "../api/FoundryApi.js"
@@ -24,6 +26,7 @@ const tokenView = ({ createdAt, id, lastUsedAt, name, revokedAt, scope }: TokenR
 export const TokensLive = HttpApiBuilder.group(FoundryApi, "tokens", (handlers) =>
   Effect.gen(function*() {
     const tokens = yield* TokenStorage
+    const auth = yield* Auth
     return handlers
       .handle("list", () => tokens.list.pipe(Effect.map((found) => found.map(tokenView)), orStoreUnavailable))
       .handle("create", ({ payload }) =>
@@ -39,6 +42,11 @@ export const TokensLive = HttpApiBuilder.group(FoundryApi, "tokens", (handlers) 
           })),
           orStoreUnavailable
         ))
+      .handle("session", () =>
+        Effect.gen(function*() {
+          const caller = yield* auth.identify(knockOf(yield* HttpServerRequest.HttpServerRequest))
+          return { mode: auth.mode, token: Option.match(caller, { onNone: () => null, onSome: tokenView }) }
+        }).pipe(orStoreUnavailable))
       .handle("signIn", ({ payload }) =>
         tokens.verify(payload.token).pipe(
           Effect.flatMap(Option.match({
