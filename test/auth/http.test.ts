@@ -139,6 +139,9 @@ describe("bearer auth on a server whose config requires tokens (loopback)", () =
       const session = cookie.split(";")[0] ?? ""
       expect((yield* http(`${server.url}/api/runs`, { headers: { cookie: session } })).status).toBe(200)
       expect((yield* http(`${server.url}/api/runs`, { body: { agent: "echo", message: "hi" }, headers: { cookie: session } })).status).toBe(202)
+      const who = yield* http(`${server.url}/api/session`, { headers: { cookie: session } })
+      expect(who.json).toMatchObject({ mode: "tokens", token: { id: run.id, scope: "run" } })
+      expect((yield* http(`${server.url}/api/session`)).status).toBe(401)
       const signedOut = yield* http(`${server.url}/api/session`, { method: "DELETE" })
       expect(signedOut.headers.get("set-cookie")).toMatch(/foundry_session=;.*Max-Age=0/i)
     }))
