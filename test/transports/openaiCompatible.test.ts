@@ -40,7 +40,9 @@ const echoingModel = () => {
     sent.push(request)
     const tool = request.tools[0]?.name ?? "echo"
     if (lastUser(request.messages) === "fail please") return { error: { kind: "permanent", message: "the provider refused the request" } }
-    if (index === 0) return { toolCalls: [{ name: tool, arguments: { text: lastUser(request.messages) } }] }
+    // A model may write a sentence before its tool calls: it is part of the answer.
+    const preface = lastUser(request.messages).startsWith("check:") ? "Let me check." : ""
+    if (index === 0) return { text: preface, toolCalls: [{ name: tool, arguments: { text: lastUser(request.messages) } }] }
     const result = request.messages[request.messages.length - 1]
     return { text: `The echo tool said: ${result?._tag === "tool" ? result.content : "nothing"}`, chunkDelay: "2 millis" }
   }, "echoing")
@@ -115,6 +117,37 @@ describe("the OpenAI-compatible API", () => {
       expect(last?.usage).toEqual({ prompt_tokens: 20, completion_tokens: 10, total_tokens: 30 })
       // Every chunk before the last says `usage: null`, as OpenAI sends them.
       expect(chunks.slice(0, -1).every((chunk) => chunk.usage === null)).toBe(true)
+    }))
+
+  it.scopedLive("streamed or not, the answer is every turn's text, a turn before the tool call set apart", () =>
+    Effect.gen(function*() {
+      const { client } = yield* serve
+      const messages = [{ role: "user" as const, content: "check: the weather" }]
+      const whole = yield* Effect.promise(() => client.chat.completions.create({ model: "echo", messages }))
+      const streamed = yield* Effect.promise(async () => {
+        let text = ""
+        for await (const chunk of await client.chat.completions.create({ model: "echo", messages, stream: true })) {
+          text += chunk.choices[0]?.delta.content ?? ""
+        }
+        return text
+      })
+      expect(whole.choices[0]?.message.content).toBe("Let me check.\n\nThe echo tool said: check: the weather")
+      expect(streamed).toBe(whole.choices[0]?.message.content)
+    }))
+
+  it.scopedLive("the OpenAPI document describes /v1, with the event stream of a streamed completion", () =>
+    Effect.gen(function*() {
+      const { server } = yield* serve
+      const spec = (yield* http(`${server.url}/api/openapi.json`)).json as {
+        paths: Record<string, Record<string, { responses: Record<string, { content: Record<string, { schema: unknown }> }> }>>
+      }
+      expect(spec.paths["/v1/models"]?.get?.responses["200"]?.content["application/json"]).toBeDefined()
+      const chat = spec.paths["/v1/chat/completions"]?.post
+      expect(Object.keys(chat?.responses["200"]?.content ?? {})).toEqual(["application/json", "text/event-stream"])
+      expect(chat?.responses["200"]?.content["text/event-stream"]?.schema).toMatchObject({
+        properties: { object: { enum: ["chat.completion.chunk"] } }
+      })
+      expect(chat?.responses["404"]?.content["application/json"]?.schema).toBeDefined()
     }))
 
   it.scopedLive("a conversation named by the header continues over three requests: the third run's model sees the earlier turns", () =>
@@ -202,6 +235,19 @@ describe("the OpenAI-compatible API", () => {
         "assistant: 4",
         "user: And 3 + 3?"
       ])
+      // The client's own tool calls and results are history like any message.
+      yield* Effect.promise(() =>
+        client.chat.completions.create({
+          model: "echo",
+          messages: [
+            { role: "user", content: "Look it up" },
+            { role: "assistant", content: null, tool_calls: [{ id: "call_a", type: "function", function: { name: "lookup", arguments: "{}" } }] },
+            { role: "tool", tool_call_id: "call_a", content: "found it" },
+            { role: "user", content: "thanks" }
+          ]
+        })
+      )
+      expect(roles(firstRequestFor(sent, "thanks")?.messages)).toEqual(["user: Look it up", "assistant(calls)", "tool: found it", "user: thanks"])
       // A second stateless request starts from its own messages only.
       yield* Effect.promise(() => client.chat.completions.create({ model: "echo", messages: [{ role: "user", content: "alone" }] }))
       expect(roles(firstRequestFor(sent, "alone")?.messages)).toEqual(["user: alone"])
@@ -254,6 +300,18 @@ describe("the OpenAI-compatible API", () => {
       )
       expect(endsWithAssistant).toBeInstanceOf(OpenAI.BadRequestError)
       expect(endsWithAssistant).toMatchObject({ param: "messages[1].role", message: expect.stringContaining("the last message must be the user's") })
+
+      const unanswered = yield* Effect.promise(() =>
+        client.chat.completions.create({
+          model: "echo",
+          messages: [
+            { role: "assistant", content: null, tool_calls: [{ id: "call_a", type: "function", function: { name: "lookup", arguments: "{}" } }] },
+            { role: "user", content: "hi" }
+          ]
+        }).then(() => undefined, (error: unknown) => error)
+      )
+      expect(unanswered).toBeInstanceOf(OpenAI.BadRequestError)
+      expect(unanswered).toMatchObject({ param: "messages", message: expect.stringContaining("call_a have no result") })
 
       // The exact body, as OpenAI sends it, for a body that is not JSON and a field of the wrong type.
       const notJson = yield* http(`${server.url}/v1/chat/completions`, { body: "{\"model\": " })
