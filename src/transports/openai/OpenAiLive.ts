@@ -114,8 +114,7 @@ export const OpenAiLive = HttpApiBuilder.group(FoundryApi, "openai", (handlers) 
         message: turn.message,
         conversation: turn.conversation,
         createConversation: true,
-        history: turn.history,
-        source: { api: "openai" }
+        history: turn.history
       }).pipe(
         // Two first requests of one new conversation at once: the second one's insert of the
         // conversation fails on the first one's; asked again, it continues that conversation.
