@@ -82,8 +82,9 @@ export const layer = (settings: AuthSettings) =>
         )
 
       const admit = Effect.fn("Auth.admit")(function*(knock: Knock) {
+        if (mode === "open") return
         const needed = routeAccess(knock.method, knock.url)
-        if (mode === "open" || needed === "public") return
+        if (needed === "public") return
         const token = yield* presented(knock)
         const found = yield* tokens.verify(token)
         if (Option.isNone(found)) {

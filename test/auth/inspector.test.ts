@@ -32,7 +32,7 @@ describe.skipIf(skipBrowser)("the inspector on a server that needs tokens, in Ch
       yield* promise(() => page.waitForSelector("#live.on"))
       expect(yield* promise(() => page.textContent("#session"))).toContain("dashboard (read)")
       // The token lives in an HttpOnly cookie: no script of the page can read it.
-      expect(yield* promise(() => page.evaluate(() => document.cookie))).not.toContain("fdy_")
+      expect(String(yield* promise(() => page.evaluate("document.cookie")))).not.toContain("fdy_")
       const cookies = yield* promise(() => page.context().cookies())
       expect(cookies.find((c) => c.name === "foundry_session")).toMatchObject({ httpOnly: true, sameSite: "Strict" })
 
