@@ -71,7 +71,7 @@ const outputSchema = objectSchema(AgentToolOutput)
 const progressOf = (event: FoundryEvent): string | undefined => {
   switch (event.type) {
     case "run.queued":
-      return "queued behind the conversation's earlier runs"
+      return "queued"
     case "run.started":
       return "started"
     case "run.resumed":

@@ -9,10 +9,9 @@ import type { ConversationRecord } from "../../durable/records.js"
 import { Store, type StoredMessage } from "../../durable/Store.js"
 import type { StoreError } from "../../durable/StoreError.js"
 
-/** How many recent conversations `resources/list` names, and how many recent runs it looks through for them. */
+/** How many recent conversations `resources/list` names. */
 export interface ConversationResourcesOptions {
   readonly listed: number
-  readonly runsScanned: number
 }
 
 /** No conversation (or no resource at all) has that URI. */
@@ -80,8 +79,9 @@ export const layer = (options: ConversationResourcesOptions) =>
     Effect.gen(function*() {
       const store = yield* Store
 
-      // The store has no conversation index of its own: recent runs name the recent conversations.
-      const list = Effect.map(store.listRuns({ limit: options.runsScanned }), (runs) => {
+      // The store lists runs, not conversations: the recent runs name the recent conversations.
+      // A conversation usually has several runs, so several times as many runs are looked through.
+      const list = Effect.map(store.listRuns({ limit: options.listed * 4 }), (runs) => {
         const seen = new Map<string, Resource>()
         for (const run of runs) {
           if (seen.size >= options.listed) break

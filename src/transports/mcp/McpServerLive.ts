@@ -1,13 +1,13 @@
 /**
  * Foundry's agents served over MCP at `/mcp` (Streamable HTTP: POST for messages, GET for a
  * session's notification stream, DELETE to end a session), on the API's own router, so the
- * server's middleware (body limits, and later auth) applies to it as to every route. The request
- * body is read here, under the server's limit, and every failure is answered in JSON-RPC's shape,
- * which is what an MCP client reads.
+ * server's middleware (the edge's Host, Origin and body-size checks, auth) applies to it as to every
+ * route. The request body is parsed here and handed to the SDK's transport; every failure from here
+ * on is answered in JSON-RPC's shape, which is what an MCP client reads.
  */
-import { HttpApiBuilder, HttpIncomingMessage, HttpServerRequest } from "@effect/platform"
+import { HttpApiBuilder, HttpServerRequest } from "@effect/platform"
 import type { Server } from "@modelcontextprotocol/sdk/server/index.js"
-import { Effect, Either, Layer, Option } from "effect"
+import { Data, Effect, Layer, Option } from "effect"
 import { CurrentApp } from "../../compiler/CurrentApp.js"
 import * as AgentTools from "./AgentTools.js"
 import { type AgentServerServices, makeAgentServer } from "./agentServer.js"
@@ -18,23 +18,25 @@ import * as McpSessions from "./McpSessions.js"
 /** The endpoint's path. */
 export const mcpPath = "/mcp"
 
-/** The body of a POST, parsed; a JSON-RPC error response when it cannot be read or is not JSON. */
+/** A POST body that cannot be read or is not JSON: a 400 with this JSON-RPC code. */
+class UnreadableBody extends Data.TaggedError("UnreadableBody")<{
+  readonly code: number
+  readonly message: string
+}> {}
+
+/** The body of a POST, parsed. (The edge has refused bodies over the server's limit already.) */
 const readBody = (request: HttpServerRequest.HttpServerRequest) =>
-  Effect.gen(function*() {
-    const limit = yield* HttpIncomingMessage.MaxBodySize
-    const text = yield* Effect.either(request.text)
-    if (Either.isLeft(text)) {
-      const declared = Number(request.headers["content-length"] ?? Number.NaN)
-      const tooLarge = Option.exists(limit, (bytes) => declared > Number(bytes))
-      const most = Option.match(limit, { onNone: () => "", onSome: (bytes) => ` (at most ${bytes} bytes)` })
-      return Either.left(
-        yield* McpSessions.jsonRpcError(tooLarge ? 413 : 400, -32000, `the request body could not be read${most}: send one JSON-RPC message or batch`)
-      )
-    }
-    const parsed = Either.try(() => JSON.parse(text.right))
-    if (Either.isLeft(parsed)) return Either.left(yield* McpSessions.jsonRpcError(400, -32700, "Parse error: the request body is not JSON"))
-    return Either.right<unknown>(parsed.right)
-  })
+  request.text.pipe(
+    Effect.mapError(() =>
+      new UnreadableBody({ code: -32000, message: "the request body could not be read: send one JSON-RPC message or batch" })
+    ),
+    Effect.flatMap((text) =>
+      Effect.try({
+        try: (): unknown => JSON.parse(text),
+        catch: () => new UnreadableBody({ code: -32700, message: "Parse error: the request body is not JSON" })
+      })
+    )
+  )
 
 /** The request as the SDK's transport takes it: a Web `Request` (its body is passed on parsed). */
 const toWebRequest = (request: HttpServerRequest.HttpServerRequest) =>
@@ -74,8 +76,10 @@ export const layer = (config: McpServerConfig = defaults) =>
         const web = toWebRequest(request)
         if (Option.isNone(web)) return yield* McpSessions.jsonRpcError(400, -32600, "the request URL or its Host header is not valid")
         if (request.method !== "POST") return yield* sessions.handle(web.value, undefined)
-        const body = yield* readBody(request)
-        return Either.isLeft(body) ? body.left : yield* sessions.handle(web.value, body.right)
+        return yield* readBody(request).pipe(
+          Effect.flatMap((body) => sessions.handle(web.value, body)),
+          Effect.catchTag("UnreadableBody", (error) => McpSessions.jsonRpcError(400, error.code, error.message))
+        )
       })
 
       yield* router.post(mcpPath, handler)
@@ -84,5 +88,5 @@ export const layer = (config: McpServerConfig = defaults) =>
     })
   ).pipe(
     Layer.provide(AgentTools.layer),
-    Layer.provide(ConversationResources.layer({ listed: config.recentConversations, runsScanned: config.recentConversations * 4 }))
+    Layer.provide(ConversationResources.layer({ listed: config.recentConversations }))
   )
