@@ -8,7 +8,7 @@ import * as RateLimiter from "@effect/experimental/RateLimiter"
 import { Context, Duration, Effect, Layer, Option } from "effect"
 import type { StoreError } from "../durable/StoreError.js"
 import { type AccessDenied, Forbidden, RateLimited, Unauthorized } from "./accessErrors.js"
-import { type AccessMode, accessMode } from "./accessMode.js"
+import { type AccessMode, accessMode, isLoopback } from "./accessMode.js"
 import { routeAccess } from "./routeAccess.js"
 import { type TokenRecord, TokenStorage } from "./TokenStorage.js"
 import { allows, tokenScopes } from "./TokenScope.js"
@@ -63,7 +63,9 @@ export const layer = (settings: AuthSettings) =>
     Effect.gen(function*() {
       const tokens = yield* TokenStorage
       const limiter = yield* RateLimiter.RateLimiter
-      const mode = yield* accessMode({ host: settings.host, required: settings.required, activeTokens: yield* tokens.countActive })
+      // Only an address beyond loopback depends on the store's tokens; loopback starts without asking it.
+      const activeTokens = isLoopback(settings.host) ? 0 : yield* tokens.countActive
+      const mode = yield* accessMode({ host: settings.host, required: settings.required, activeTokens })
       const per = Duration.decode(settings.rateLimit.per)
 
       const withinLimit = (tokenId: string) =>
