@@ -7,12 +7,14 @@ import { describe, expect, it } from "@effect/vitest"
 import { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
 import { type CallToolResult, CallToolResultSchema, McpError, ToolListChangedNotificationSchema } from "@modelcontextprotocol/sdk/types.js"
-import { Context, Deferred, Effect, Layer } from "effect"
+import { Server } from "@modelcontextprotocol/sdk/server/index.js"
+import { Context, Deferred, Effect, Layer, Stream } from "effect"
 import { serverLayer } from "../../src/cli/ProjectRuntime.js"
 import { CurrentApp } from "../../src/compiler/CurrentApp.js"
 import { loadProject } from "../../src/compiler/loadProject.js"
 import * as Scripted from "../../src/models/scripted.js"
 import { layerFixed } from "../../src/models/ModelResolverLive.js"
+import * as McpSessions from "../../src/transports/mcp/McpSessions.js"
 import { http, startServer, waitForRun } from "../support/server.js"
 import { agentFile, tempProject, writeFiles } from "../support/tempProject.js"
 
@@ -63,6 +65,7 @@ const model = Scripted.make((request, index) => {
   const last = users[users.length - 1] ?? ""
   const toolResults = request.messages.flatMap((m) => m._tag === "tool" ? [m.content] : [])
   if (last === "fail") return { error: { kind: "permanent", message: "the model refused" } }
+  if (last === "slow") return { text: "finally", delay: "600 millis" }
   if (last.startsWith("look up ")) {
     return index === 0
       ? { toolCalls: [{ name: "lookup", arguments: { orderId: last.slice("look up ".length) } }], delay: "20 millis" }
@@ -286,5 +289,76 @@ describe("Foundry as an MCP server", () => {
       const noSession = yield* http(`${server.url}/mcp`, { method: "GET", headers })
       expect(noSession.status).toBe(400)
       expect(noSession.json).toMatchObject({ jsonrpc: "2.0", error: { code: -32000 } })
+    }))
+
+  it.scopedLive("a call the client cancels stops waiting, and its durable run goes on", () =>
+    Effect.gen(function*() {
+      const root = yield* tempProject(project)
+      const server = yield* startServer(root, { model })
+      const { client } = yield* connect(server.url)
+      const controller = new AbortController()
+      const called = Effect.promise(() =>
+        client.callTool({ name: "support_triage", arguments: { message: "slow" } }, undefined, { signal: controller.signal }).then(
+          () => "answered",
+          () => "aborted"
+        )
+      )
+      const outcome = yield* Effect.fork(called)
+      yield* Effect.sleep("150 millis")
+      controller.abort("changed my mind")
+      expect(yield* outcome.await.pipe(Effect.flatten)).toBe("aborted")
+      const runs = (yield* http(`${server.url}/api/runs?agent=support/triage`)).json
+      const runId = Array.isArray(runs) && typeof runs[0] === "object" && runs[0] !== null && "id" in runs[0] ? String(runs[0].id) : ""
+      expect(yield* waitForRun(server.url, runId)).toMatchObject({ status: "completed", output: "finally" })
+    }))
+})
+
+describe("MCP sessions", () => {
+  const initialize = () =>
+    new Request("http://127.0.0.1/mcp", {
+      method: "POST",
+      headers: { accept: "application/json, text/event-stream", "content-type": "application/json" }
+    })
+  const initializeBody = (id: number) => ({
+    jsonrpc: "2.0",
+    id,
+    method: "initialize",
+    params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "test", version: "1" } }
+  })
+  const listTools = (sessionId: string) =>
+    new Request("http://127.0.0.1/mcp", {
+      method: "POST",
+      headers: {
+        accept: "application/json, text/event-stream",
+        "content-type": "application/json",
+        "mcp-session-id": sessionId,
+        "mcp-protocol-version": "2025-06-18"
+      }
+    })
+  it.scopedLive("an idle session is ended, and no more than maxSessions are open at once", () =>
+    Effect.gen(function*() {
+      const checked: Array<number> = []
+      const sessions = yield* McpSessions.make({
+        newServer: () => new Server({ name: "test", version: "1" }, { capabilities: {} }),
+        sessionIdle: "150 millis",
+        maxSessions: 1,
+        checkEvery: "50 millis",
+        keepAlive: "15 seconds",
+        onCheck: (servers) => Effect.sync(() => void checked.push(servers.length))
+      })
+      const first = yield* sessions.handle(initialize(), initializeBody(1))
+      const sessionId = first.headers["mcp-session-id"] ?? expect.fail("no session id")
+      // Read to its end, as a client does: a session with a response still being sent is not idle.
+      if (first.body._tag === "Stream") yield* Stream.runDrain(first.body.stream)
+
+      const second = yield* sessions.handle(initialize(), initializeBody(2))
+      expect(second.status).toBe(503)
+
+      yield* Effect.sleep("400 millis")
+      expect(checked).toContain(1)
+      const afterIdle = yield* sessions.handle(listTools(sessionId), { jsonrpc: "2.0", id: 3, method: "tools/list" })
+      expect(afterIdle.status).toBe(404)
+      const third = yield* sessions.handle(initialize(), initializeBody(4))
+      expect(third.status).toBe(200)
     }))
 })
