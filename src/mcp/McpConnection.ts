@@ -47,7 +47,11 @@ export interface McpConnection {
 /** The client's name and version as servers see them in `initialize`. */
 const clientInfo = { name: "foundry", version: "1" }
 
-const messageOf = (error: unknown): string => error instanceof Error ? error.message : String(error)
+/** An error's message, with its cause's when it has one (`fetch failed` says little without `connect ECONNREFUSED ...`). */
+const messageOf = (error: unknown): string =>
+  error instanceof Error
+    ? error.cause instanceof Error ? `${error.message} (${error.cause.message})` : error.message
+    : String(error)
 
 /** Every page of `tools/list`. */
 const listTools = (client: Client, timeout: number) =>

@@ -136,6 +136,24 @@ describe("MCP client", () => {
       expect(outputs.slice(0, -1).every((output) => output?.includes("McpServerNotRunning"))).toBe(true)
     }))
 
+  it.scopedLive("a Streamable HTTP server that stops answering: calls are tool errors until it is back, then they work", () =>
+    Effect.gen(function*() {
+      const { url, web } = yield* setup()
+      const weather = steps([{ name: "web__weather", arguments: { city: "Bergen" } }])
+      const first = yield* submit(url, weather)
+      expect(yield* waitForRun(url, first.runId)).toMatchObject({ output: "done: sunny in Bergen" })
+      yield* web.stop
+      const down = yield* submit(url, weather, first.conversationId)
+      const failed = yield* waitForRun(url, down.runId)
+      expect(failed.output).toMatch(/^done: Error: web__weather failed: McpServerNotRunning: MCP server web is not running: .+; restarting$/)
+      yield* web.start
+      yield* eventually(
+        "a call after the server came back answered",
+        Effect.flatMap(submit(url, weather, first.conversationId), (run) => waitForRun(url, run.runId)),
+        (run) => run.output === "done: sunny in Bergen"
+      )
+    }))
+
   it.scopedLive("permission rules match MCP tools by their model-facing names; a run resumed after an approval does not call its recorded MCP calls again", () =>
     Effect.gen(function*() {
       const { url, web } = yield* setup({
