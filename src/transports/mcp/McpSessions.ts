@@ -12,7 +12,7 @@ import { HttpServerResponse } from "@effect/platform"
 import type { Server } from "@modelcontextprotocol/sdk/server/index.js"
 import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js"
 import { isInitializeRequest } from "@modelcontextprotocol/sdk/types.js"
-import { Clock, Duration, Effect, Queue, Schedule, type Scope, Stream } from "effect"
+import { Clock, Duration, Effect, Queue, type Scope, Stream } from "effect"
 
 /** One open session. */
 interface Session {
@@ -78,7 +78,7 @@ export const make = (options: McpSessionsOptions): Effect.Effect<McpSessions, ne
       yield* options.onCheck([...sessions.values()].map((session) => session.server))
     }).pipe(
       Effect.catchAllCause((cause) => Effect.logWarning("checking the MCP sessions failed", cause)),
-      Effect.repeat(Schedule.forever),
+      Effect.forever,
       Effect.forkScoped
     )
 
@@ -135,7 +135,11 @@ export const make = (options: McpSessionsOptions): Effect.Effect<McpSessions, ne
         return yield* toHttpResponse(response, close(server))
       })
 
-    const handle = (request: Request, body: unknown) => {
+    // Uninterruptible until the response exists (the transport answers at once, streaming what
+    // follows): from then on the response's stream ends the request's bookkeeping, however it ends.
+    const handle = (request: Request, body: unknown) => Effect.uninterruptible(Effect.suspend(() => route(request, body)))
+
+    const route = (request: Request, body: unknown) => {
       const sessionId = request.headers.get("mcp-session-id")
       if (sessionId !== null) {
         const session = sessions.get(sessionId)
