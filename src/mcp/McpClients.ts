@@ -1,7 +1,7 @@
 /**
  * `McpClients`: the runtime's connections to the MCP servers its agents mount, one per declared
- * server, made on first use and closed with the runtime. A server's tools are offered as the
- * agent's `tools` allowlist leaves them.
+ * server, made on first use and closed with the runtime. A server's tools are offered as its
+ * declaration's `tools` allowlist leaves them.
  */
 import type { Tool } from "@modelcontextprotocol/sdk/types.js"
 import { Config, Context, Duration, Effect, Layer, Schedule, Scope } from "effect"
@@ -68,5 +68,5 @@ export const make = (options: McpClientsOptions = defaults) =>
     })
   })
 
-/** `McpClients` with the given restart backoff. */
+/** `McpClients`, its connections closed with the layer. */
 export const layer = (options: McpClientsOptions = defaults): Layer.Layer<McpClients> => Layer.scoped(McpClients, make(options))
