@@ -66,3 +66,28 @@ describe("request bodies over server.bodyLimit", () => {
       expect((yield* http(`${server.url}/api/runs`)).status).toBe(200)
     }))
 })
+
+describe("bodies and paths no route reads", () => {
+  it.scopedLive("a body that is not JSON, a form or text gets 415, and a multipart body too, answered at once", () =>
+    Effect.gen(function*() {
+      const server = yield* startServer(yield* tempProject(project))
+      for (const contentType of ["application/xml", "application/octet-stream", "multipart/form-data", "multipart/form-data; boundary=x"]) {
+        const answer = yield* rawRequest(server.url, { method: "POST", path: "/api/runs", headers: { "content-type": contentType }, body: "<run agent='echo'/>" })
+        expect([contentType, answer._tag === "response" ? answer.status : answer.code]).toEqual([contentType, 415])
+        expect(answer._tag === "response" ? answer.json : undefined).toEqual({
+          _tag: "UnsupportedMediaType",
+          message: expect.stringContaining("content-type: application/json")
+        })
+      }
+      expect((yield* http(`${server.url}/api/runs`)).json).toEqual([])
+    }))
+
+  it.scopedLive("a path with an empty segment is not a route", () =>
+    Effect.gen(function*() {
+      const server = yield* startServer(yield* tempProject(project))
+      for (const method of ["GET", "POST"]) {
+        const answer = yield* rawRequest(server.url, { method, path: "/api//runs", headers: json, body: "{}" })
+        expect(answer).toMatchObject({ _tag: "response", status: 404, json: { _tag: "NotFound" } })
+      }
+    }))
+})

@@ -1,7 +1,7 @@
 /**
  * The HTTP edge: what every request passes before a route sees it. In order: security headers on
- * whatever the answer is; the `Host` check (DNS rebinding); the `Origin` check and CORS; the body
- * size limit. The allowlists are read from the serving build's config on every request, so a
+ * whatever the answer is; the `Host` check (DNS rebinding); the `Origin` check and CORS; requests
+ * of a shape no route reads; the body size limit. The allowlists are read from the serving build's config on every request, so a
  * reload of `foundry.config.ts` applies them.
  */
 import { type HttpApp, HttpServer, HttpServerRequest, HttpServerResponse } from "@effect/platform"
@@ -11,6 +11,7 @@ import { limitBody } from "./bodyLimit.js"
 import { isAllowedHost } from "./hostPolicy.js"
 import { decideOrigin } from "./originPolicy.js"
 import { refusal } from "./refusal.js"
+import { refuseUnreadable } from "./requestShape.js"
 import { addToResponse, securityHeaders } from "./securityHeaders.js"
 
 /** How long a browser may keep a preflight's answer. */
@@ -74,7 +75,7 @@ export const edge = (bodyLimit: number) =>
             if (decision.cors !== undefined) {
               yield* addToResponse({ "access-control-allow-origin": decision.cors, vary: "origin" })
             }
-            return yield* inner
+            return refuseUnreadable(request) ?? (yield* inner)
         }
       })
     }
