@@ -135,3 +135,31 @@ describe("a delivery still processing", () => {
       expect(yield* runCount(server.url)).toBe(0)
     }))
 })
+
+describe("a delivery that fails before it starts anything", () => {
+  it.scopedLive("gives up its claim, so that the sender's retry is processed (not refused as in progress forever)", () =>
+    Effect.gen(function*() {
+      const server = yield* startServer(yield* tempProject({
+        ...project(),
+        // Fails on its first event only: the playbook's own code breaks once.
+        "playbooks/tickets.ts": `import { Schema } from "effect"
+import { definePlaybook, webhook } from "foundry"
+import triage from "../agents/triage/agent.js"
+let calls = 0
+export default definePlaybook({
+  on: webhook("tickets", Schema.Struct({ id: Schema.String })),
+  agent: triage,
+  instance: () => { if (calls++ === 0) throw new Error("first attempt breaks"); return "default" },
+  message: (ticket) => "ticket " + ticket.id
+})
+`
+      }), { model })
+      const failed = yield* deliver(server.url, signed("evt-3"))
+      expect(failed.status).toBe(500)
+      expect(failed.text).not.toContain("first attempt breaks")
+      const retry = yield* deliver(server.url, signed("evt-3"))
+      expect(retry.status).toBe(202)
+      expect((retry.json as { runs: ReadonlyArray<unknown> }).runs).toHaveLength(1)
+      expect(yield* runCount(server.url)).toBe(1)
+    }))
+})
