@@ -30,15 +30,15 @@ const preflight = (origin: string, method: string, headers: string | undefined) 
   })
 
 /**
- * The edge as a middleware, for the server bound at `HttpServer`'s address; bodies over
+ * The edge as a middleware, for the server bound to `host` at `HttpServer`'s port; bodies over
  * `bodyLimit` bytes are refused.
  */
-export const edge = (bodyLimit: number) =>
+export const edge = (options: { readonly bodyLimit: number; readonly host: string }) =>
   Effect.gen(function*() {
     const current = yield* CurrentApp
     const { address } = yield* HttpServer.HttpServer
     const port = address._tag === "TcpAddress" ? address.port : 0
-    const limited = limitBody(bodyLimit)
+    const limited = limitBody(options.bodyLimit)
     return <E, R>(app: HttpApp.Default<E, R>): HttpApp.Default<E, R> => {
       const inner = limited(app)
       return Effect.gen(function*() {
@@ -46,7 +46,7 @@ export const edge = (bodyLimit: number) =>
         const request = yield* HttpServerRequest.HttpServerRequest
         const { server } = (yield* current.get).table.config
         const host = request.headers.host
-        if (!isAllowedHost(host, { port, boundHost: server.host, allowedHosts: server.allowedHosts ?? [] })) {
+        if (!isAllowedHost(host, { port, boundHost: options.host, allowedHosts: server.allowedHosts ?? [] })) {
           return refusal(
             403,
             "HostNotAllowed",
