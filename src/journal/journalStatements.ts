@@ -24,10 +24,11 @@ export const touchConversation = (id: string, now: number): Statement => ({
   params: [now, id]
 })
 
-export const insertRun = (run: NewRun, now: number): Statement => ({
+/** A queued run; `fingerprint` is its submission's, kept beside its idempotency key. */
+export const insertRun = (run: NewRun, now: number, fingerprint: string | null): Statement => ({
   sql: `INSERT INTO foundry_runs (id, agent, instance_id, conversation_id, input, status, created_at, idempotency_key,
-    steered_from, parent_run_id, parent_tool_call_id, trace_id, parent_span_id, source)
-    VALUES (?, ?, ?, ?, ?, 'queued', ?, ?, ?, ?, ?, ?, ?, ?)`,
+    steered_from, parent_run_id, parent_tool_call_id, trace_id, parent_span_id, source, idempotency_fingerprint)
+    VALUES (?, ?, ?, ?, ?, 'queued', ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
   params: [
     run.id,
     run.agent,
@@ -41,8 +42,14 @@ export const insertRun = (run: NewRun, now: number): Statement => ({
     run.parentToolCallId ?? null,
     run.traceId ?? null,
     run.parentSpanId ?? null,
-    run.source === undefined ? null : JSON.stringify(run.source)
+    run.source === undefined ? null : JSON.stringify(run.source),
+    fingerprint
   ]
+})
+
+export const idempotencyFingerprint = (runId: string): Statement => ({
+  sql: "SELECT idempotency_fingerprint FROM foundry_runs WHERE id = ?",
+  params: [runId]
 })
 
 export const runStatus = (id: string): Statement => ({ sql: "SELECT status FROM foundry_runs WHERE id = ?", params: [id] })
