@@ -9,6 +9,7 @@
  */
 import { Config, Duration, Layer, Option, type Redacted, Schema } from "effect"
 import { brand, type Branded } from "./RouteKind.js"
+import { McpServersSchema } from "../mcp/McpServerSpec.js"
 
 /** Any layer. `Layer` is contravariant in its input, so only `any` accepts every layer. */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
@@ -149,6 +150,8 @@ export const defaultConfig = {
   timers: { minInterval: "1 minute", maxPendingPerInstance: 20 },
   context: { windows: {}, soft: 0.6, hard: 0.8 },
   events: { retention: { maxAge: "30 days" }, pruneEvery: "10 minutes" },
+  /** API tokens: required on loopback too when `required`; each token may send `requests` per `per`. */
+  auth: { required: false, rateLimit: { requests: 600, per: "1 minute" } },
   /** How long a conversation lease lasts without renewal: a process that stops renewing loses it then. */
   leaseTtl: "3 seconds",
   /** A schedule firing later than `misfireGrace` after its time is a misfire (the process was down). */
@@ -212,6 +215,11 @@ export const ConfigSchema = Schema.Struct({
    */
   permissions: Schema.Array(PermissionRuleSchema),
   /**
+   * MCP servers shared between agents, by name: an agent mounts one with `mcp: { <name>: true }`
+   * and gets its tools as `<name>__<tool>`. Default: none.
+   */
+  mcp: McpServersSchema,
+  /**
    * How long a tool call may run when its tool sets no `timeout`. A call that takes longer is
    * interrupted and the model is told it timed out; it counts as a failure for `maxToolFailures`.
    */
@@ -259,6 +267,18 @@ export const ConfigSchema = Schema.Struct({
       maxCount: Schema.optional(WholeAbove0)
     }),
     pruneEvery: PositiveDuration.annotations({ default: defaultConfig.events.pruneEvery })
+  }),
+  /**
+   * API tokens (`foundry token create`). A server on an address other than loopback always needs
+   * them; `required: true` asks for them on loopback too. Each token may send `rateLimit.requests`
+   * requests per `rateLimit.per`; more are answered 429 with `Retry-After`.
+   */
+  auth: Schema.Struct({
+    required: Schema.Boolean.annotations({ default: defaultConfig.auth.required }),
+    rateLimit: Schema.Struct({
+      requests: WholeAbove0.annotations({ default: defaultConfig.auth.rateLimit.requests }),
+      per: PositiveDuration.annotations({ default: defaultConfig.auth.rateLimit.per })
+    })
   }),
   /** How long a conversation lease lasts without renewal. */
   leaseTtl: PositiveDuration.annotations({ default: defaultConfig.leaseTtl }),
@@ -313,6 +333,7 @@ export const defineConfig = <L extends AnyLayer = never>(definition: {
   readonly modelRetry?: Partial<ConfigFields["modelRetry"]>
   readonly approvalTimeout?: Duration.DurationInput
   readonly permissions?: ReadonlyArray<PermissionRule>
+  readonly mcp?: ConfigFields["mcp"]
   readonly toolTimeout?: Duration.DurationInput
   readonly toolOutputLimit?: number
   readonly timers?: Partial<ConfigFields["timers"]>
@@ -323,6 +344,10 @@ export const defineConfig = <L extends AnyLayer = never>(definition: {
   readonly events?: {
     readonly retention?: ConfigFields["events"]["retention"]
     readonly pruneEvery?: Duration.DurationInput
+  }
+  readonly auth?: {
+    readonly required?: boolean
+    readonly rateLimit?: Partial<ConfigFields["auth"]["rateLimit"]>
   }
   readonly leaseTtl?: Duration.DurationInput
   readonly schedules?: Partial<ConfigFields["schedules"]>
@@ -349,6 +374,7 @@ export const defineConfig = <L extends AnyLayer = never>(definition: {
     },
     approvalTimeout: definition.approvalTimeout ?? defaultConfig.approvalTimeout,
     permissions: listOf(definition.permissions),
+    mcp: copyOf(definition.mcp, {}),
     toolTimeout: definition.toolTimeout ?? defaultConfig.toolTimeout,
     toolOutputLimit: definition.toolOutputLimit ?? defaultConfig.toolOutputLimit,
     timers: {
@@ -370,6 +396,15 @@ export const defineConfig = <L extends AnyLayer = never>(definition: {
       // Given retention fields replace the default ones; an explicit `maxAge: undefined` lifts the age limit.
       retention: { maxAge: defaultConfig.events.retention.maxAge, ...events?.retention },
       pruneEvery: events?.pruneEvery ?? defaultConfig.events.pruneEvery
+    },
+    auth: {
+      ...definition.auth,
+      required: definition.auth?.required ?? defaultConfig.auth.required,
+      rateLimit: {
+        ...definition.auth?.rateLimit,
+        requests: definition.auth?.rateLimit?.requests ?? defaultConfig.auth.rateLimit.requests,
+        per: definition.auth?.rateLimit?.per ?? defaultConfig.auth.rateLimit.per
+      }
     },
     leaseTtl: definition.leaseTtl ?? defaultConfig.leaseTtl,
     schedules: {
