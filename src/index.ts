@@ -40,3 +40,4 @@ export type { ChatMessage, LanguageModel, ModelChunk, ModelRequest, ToolCall, To
 export { ModelError } from "./models/Model.js"
 export * as Scripted from "./models/scripted.js"
 export type { ModelPrice } from "./models/prices.js"
+export type { AgentMcp, McpServerSpec } from "./mcp/McpServerSpec.js"

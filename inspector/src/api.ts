@@ -7,6 +7,8 @@ import type { EventPage } from "../../src/transports/http/api/EventsGroup.js"
 import type { ManifestRoute } from "../../src/router/codegen.js"
 import type { UsageReport } from "../../src/transports/http/api/UsageGroup.js"
 import type { ApprovalView, MessageView, RunView } from "../../src/transports/http/api/views.js"
+import type { SessionView } from "../../src/transports/http/api/TokensGroup.js"
+import { signIn } from "./signIn.js"
 
 export type { ApprovalView, BuildReport, FoundryEvent, MessageView, RunView, UsageReport }
 
@@ -23,18 +25,29 @@ export class ApiError extends Error {
   }
 }
 
+/** Who the inspector is signed in as (`token: null` when the server is open). */
+export type Session = typeof SessionView.Type
+
+// A 401 means the server needs a token the browser has not given (or one since revoked): sign in, then send the call again.
 const request = async <A>(path: string, init?: RequestInit): Promise<A> => {
-  const response = await fetch(path, { ...init, headers: { "content-type": "application/json", ...init?.headers } })
-  const body: unknown = await response.json().catch(() => undefined)
-  if (!response.ok) {
+  for (;;) {
+    const response = await fetch(path, { ...init, headers: { "content-type": "application/json", ...init?.headers } })
+    const body: unknown = await response.json().catch(() => undefined)
     const message = typeof body === "object" && body !== null && "message" in body ? String(body.message) : response.statusText
-    throw new ApiError(response.status, message)
+    if (response.status === 401) {
+      await signIn(message)
+      continue
+    }
+    if (!response.ok) throw new ApiError(response.status, message)
+    return body as A
   }
-  return body as A
 }
 
 /** The API. */
 export const api = {
+  /** Who the inspector is signed in as; asks for a token first when the server needs one. */
+  session: () => request<Session>("/api/session"),
+  signOut: () => fetch("/api/session", { method: "DELETE" }),
   health: () => request<{ status: string; agents: number; uptimeMs: number }>("/health"),
   build: () => request<BuildReport>("/api/build"),
   routes: () => request<{ config: string | null; routes: ReadonlyArray<RouteView> }>("/api/routes"),
@@ -83,19 +96,29 @@ let source: EventSource | undefined
  */
 export const onEvent = (listener: Listener): (() => void) => {
   listeners.add(listener)
-  if (source === undefined) {
-    source = new EventSource("/api/events")
-    const indicator = document.getElementById("live")
-    source.onopen = () => indicator?.classList.add("on")
-    source.onerror = () => indicator?.classList.remove("on")
-    const dispatch = (message: MessageEvent<string>) => {
-      const event: FoundryEvent = JSON.parse(message.data)
-      for (const l of listeners) l(event)
-    }
-    source.onmessage = dispatch
-    for (const type of Object.keys(liveTypes)) source.addEventListener(type, dispatch)
-  }
+  if (source === undefined) openStream()
   return () => listeners.delete(listener)
+}
+
+const openStream = (): void => {
+  const stream = new EventSource("/api/events")
+  source = stream
+  const indicator = document.getElementById("live")
+  stream.onopen = () => indicator?.classList.add("on")
+  stream.onerror = () => {
+    indicator?.classList.remove("on")
+    // EventSource retries a dropped connection itself, but gives up on an error status such as
+    // 401: sign in if that is why (the session call asks), then open a new stream.
+    if (stream.readyState !== EventSource.CLOSED) return
+    const reopen = () => setTimeout(openStream, 1000)
+    void api.session().then(reopen, reopen)
+  }
+  const dispatch = (message: MessageEvent<string>) => {
+    const event: FoundryEvent = JSON.parse(message.data)
+    for (const l of listeners) l(event)
+  }
+  stream.onmessage = dispatch
+  for (const type of Object.keys(liveTypes)) stream.addEventListener(type, dispatch)
 }
 
 /**

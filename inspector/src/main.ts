@@ -2,7 +2,7 @@
  * The inspector: a small client-side router over the pages. Every page has a URL of its own
  * (deep links load directly); links move between pages without reloading.
  */
-import { onEvent } from "./api.js"
+import { api, onEvent, type Session } from "./api.js"
 import { h, replace } from "./dom.js"
 import { agentPage, agentsPage } from "./pages/agents.js"
 import { approvalsPage } from "./pages/approvals.js"
@@ -68,12 +68,30 @@ window.addEventListener("popstate", render)
 // The pending-approvals badge in the header follows the live stream on every page.
 const badge = document.getElementById("pending-count")
 const refreshBadge = (): void => {
-  void fetch("/api/approvals?status=pending").then((r) => r.json()).then((list: ReadonlyArray<unknown>) => {
+  void api.approvals("pending").then((list) => {
     if (badge !== null) badge.textContent = list.length === 0 ? "" : String(list.length)
   })
 }
-onEvent((event) => {
-  if (event.type.startsWith("approval.")) refreshBadge()
+
+/** Who is signed in, and the way out, in the header (only when the server needs tokens). */
+const showSession = (session: Session): void => {
+  if (session.token === null) return
+  const out = async (): Promise<void> => {
+    await api.signOut()
+    location.reload()
+  }
+  document.querySelector("header.top")?.append(
+    h("span", { id: "session", class: "muted" }, `${session.token.name || session.token.id} (${session.token.scope}) `),
+    h("button", { class: "linkish", onclick: () => void out() }, "sign out")
+  )
+}
+
+// Signing in (when the server needs a token) comes before any page asks the API for data; a
+// server that does not answer is each page's to report.
+void api.session().then(showSession, () => undefined).then(() => {
+  onEvent((event) => {
+    if (event.type.startsWith("approval.")) refreshBadge()
+  })
+  refreshBadge()
+  render()
 })
-refreshBadge()
-render()

@@ -7,6 +7,8 @@ import { isAbsolute, join } from "node:path"
 import { NodeContext } from "@effect/platform-node"
 import type { FileSystem, Path } from "@effect/platform"
 import type { PlatformError } from "@effect/platform/Error"
+import * as Auth from "../auth/Auth.js"
+import * as TokenStorage from "../auth/TokenStorage.js"
 import { type ConfigError, Effect, Layer } from "effect"
 import type { ClusterConfig } from "../definitions/defineConfig.js"
 import * as BuildStatus from "../compiler/BuildStatus.js"
@@ -30,6 +32,7 @@ import { StoreError } from "../durable/StoreError.js"
 import * as EventLog from "../events/EventLog.js"
 import * as EventStorage from "../events/EventStorage.js"
 import * as RunJournal from "../journal/RunJournal.js"
+import * as McpClients from "../mcp/McpClients.js"
 import { OtlpExportLive } from "../events/OtlpExport.js"
 import type { ModelResolver } from "../models/Model.js"
 import { ModelResolverLive } from "../models/ModelResolverLive.js"
@@ -125,6 +128,7 @@ export const runtimeLayer = (app: CompiledApp, options: RuntimeOptions = {}) =>
   WebhooksLive.pipe(
     Layer.provideMerge(dispatchLayer(app, options)),
     Layer.provideMerge(RunJournal.layer),
+    Layer.provideMerge(McpClients.layer()),
     // Events carry the release of the build serving when they happen (a reload changes it).
     Layer.provideMerge(Layer.unwrapEffect(Effect.map(CurrentApp.CurrentApp, (current) =>
       EventLog.layer({
@@ -139,6 +143,7 @@ export const runtimeLayer = (app: CompiledApp, options: RuntimeOptions = {}) =>
     Layer.provideMerge(ApprovalStorage.layer),
     Layer.provideMerge(InstanceStorage.layer),
     Layer.provideMerge(DeliveryStorage.layer),
+    Layer.provideMerge(TokenStorage.layer),
     Layer.provideMerge(databaseLayer(app, options.storeFile)),
     Layer.provideMerge(CurrentApp.layer(app)),
     Layer.provideMerge(BuildStatus.layer),
@@ -153,6 +158,7 @@ export const serverLayer = (
   options: RuntimeOptions = {}
 ) =>
   HttpServerLive.layer({ ...server, bodyLimit: app.table.config.server.bodyLimit }).pipe(
+    Layer.provideMerge(Auth.layer({ host: server.host, ...app.table.config.auth })),
     Layer.provideMerge(OtlpExportLive),
     Layer.provideMerge(SchedulesLive),
     Layer.provideMerge(runtimeLayer(app, options))

@@ -1,13 +1,14 @@
 /**
- * The `foundry` command line: `init`, `dev`, `start`, `run`, `routes`, `check`. Each command's
- * work lives in its own module under `commands/`, imported only when that command runs, so that
- * parsing a command line loads the parser and nothing else.
+ * The `foundry` command line: `init`, `dev`, `start`, `run`, `routes`, `check`, `token`. Each
+ * command's work lives in its own module under `commands/`, imported only when that command runs,
+ * so that parsing a command line loads the parser and nothing else.
  */
 import { Args, Command, Options, ValidationError } from "@effect/cli"
 import * as NodeContext from "@effect/platform-node/NodeContext"
 import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import { Cause, Effect, Option } from "effect"
 import packageJson from "../../package.json" with { type: "json" }
+import { tokenScopes } from "../auth/TokenScope.js"
 import { cluster, host, port, projectDir, projectDirOption, runnerHost, runnerPort } from "./commands/options.js"
 import { reportError } from "./terminal.js"
 
@@ -66,9 +67,32 @@ const check = Command.make("check", { dir: projectDir }, ({ dir }) =>
     Command.withDescription("validate routes and type-check them with the generated types")
   )
 
+const tokenCommand = () => Effect.promise(() => import("./commands/token.js"))
+
+const token = Command.make("token").pipe(
+  Command.withDescription("API tokens, needed when the server listens beyond loopback or the config requires them"),
+  Command.withSubcommands([
+    Command.make("create", {
+      scope: Options.choice("scope", tokenScopes).pipe(
+        Options.withDescription("read: GET routes and event streams; run: read, and start, cancel, steer and approve runs; admin: everything")
+      ),
+      name: Options.text("name").pipe(Options.withDescription("what the token is for, shown by `foundry token list`"), Options.optional),
+      dir: projectDirOption
+    }, ({ dir, name, scope }) => Effect.flatMap(tokenCommand(), (command) => command.create({ dir, scope, name: Option.getOrUndefined(name) })))
+      .pipe(Command.withDescription("create a token and print it (the only time it is shown)")),
+    Command.make("list", { dir: projectDirOption }, ({ dir }) => Effect.flatMap(tokenCommand(), (command) => command.list(dir)))
+      .pipe(Command.withDescription("list the tokens: id, name, scope, created, last used, revoked")),
+    Command.make("revoke", {
+      id: Args.text({ name: "id" }).pipe(Args.withDescription("the token's id, as `foundry token list` shows it")),
+      dir: projectDirOption
+    }, ({ dir, id }) => Effect.flatMap(tokenCommand(), (command) => command.revoke({ dir, id })))
+      .pipe(Command.withDescription("revoke a token: it stops working at once"))
+  ])
+)
+
 const foundry = Command.make("foundry").pipe(
   Command.withDescription("an Effect-native, file-routed runtime for AI agents"),
-  Command.withSubcommands([init, dev, start, run, routes, check])
+  Command.withSubcommands([init, dev, start, run, routes, check, token])
 )
 
 const cli = Command.run(foundry, { name: "foundry", version: packageJson.version })

@@ -8,6 +8,7 @@ import { readFileSync, statSync } from "node:fs"
 import { join } from "node:path"
 import { FileSystem, HttpServer } from "@effect/platform"
 import { Cause, Chunk, Clock, Context, Effect, Exit, Fiber, Layer, Queue, Scope, Stream } from "effect"
+import { Auth } from "../auth/Auth.js"
 import { BuildStatus } from "../compiler/BuildStatus.js"
 import type { CompiledApp } from "../compiler/CompiledApp.js"
 import { CurrentApp } from "../compiler/CurrentApp.js"
@@ -35,9 +36,6 @@ export interface ServeOptions {
   /** Runs as a cluster runner with these settings over the config's `cluster`. */
   readonly cluster?: ClusterConfig | undefined
 }
-
-/** Addresses other than these would expose the API; that needs auth tokens, which Foundry does not have yet. */
-const loopback = new Set(["127.0.0.1", "localhost", "::1"])
 
 const summary = (app: CompiledApp): string => {
   const t = app.table
@@ -71,7 +69,8 @@ const fixedSettings = (config: ProjectConfig, options: ServeOptions): string => 
     port: options.port ?? c.server.port,
     host: options.host ?? c.server.host,
     concurrency: c.concurrency,
-    events: c.events
+    events: c.events,
+    auth: c.auth
   })
 }
 
@@ -113,13 +112,6 @@ export const serveProject = Effect.fn("cli.serveProject")(function*(options: Ser
   )
   yield* warnIfNotAProject(options.root, config)
   const host = options.host ?? config.config.server.host
-  if (!loopback.has(host)) {
-    return yield* Effect.fail(
-      new CliError({
-        message: `refusing to bind to ${host}: the API has no authentication yet, so it only listens on loopback; use --host 127.0.0.1`
-      })
-    )
-  }
   const port = options.port ?? config.config.server.port
   const settings = fixedSettings(config, options)
 
@@ -148,6 +140,7 @@ export const serveProject = Effect.fn("cli.serveProject")(function*(options: Ser
     buildScope = first.scope
   }
 
+  // Whether the server may listen on `host` is decided while it starts (see auth/accessMode.ts): it needs the store's tokens.
   const context = yield* Layer.build(serverLayer(app, { port, host }, { cluster: options.cluster }))
   const server = Context.get(context, HttpServer.HttpServer)
   const current = Context.get(context, CurrentApp)
@@ -167,6 +160,7 @@ export const serveProject = Effect.fn("cli.serveProject")(function*(options: Ser
   const cluster = clusterSettingsOf(app, { cluster: options.cluster })
   if (cluster !== undefined) yield* say(`  cluster: runner ${cluster.host}:${cluster.port} (${cluster.shardsPerGroup} shards)`)
   yield* say(`  API:     ${address}/api  (OpenAPI: ${address}/api/openapi.json)`)
+  yield* say(`  access:  ${Context.get(context, Auth).mode === "open" ? "open (loopback)" : "API tokens required (foundry token create)"}`)
   if (models.notice !== undefined) yield* say(style.yellow(`  note:    ${models.notice}`))
   yield* say(style.green(`listening on ${address}`))
 
@@ -214,7 +208,7 @@ export const serveProject = Effect.fn("cli.serveProject")(function*(options: Ser
     }
     const restartNeeded = fixedSettings(nextConfig.right, options) === settings
       ? null
-      : `${nextConfig.right.configFile ?? "foundry.config.ts"} changed the store, port, host, concurrency or event retention: ` +
+      : `${nextConfig.right.configFile ?? "foundry.config.ts"} changed the store, port, host, concurrency, event retention or auth: ` +
         `restart foundry dev to apply it (still serving on ${address} with ${storeFileOf(app)})`
     if (restartNeeded !== null) yield* warn(style.yellow(restartNeeded))
     const next = yield* build(options.root, generation, nextConfig.right)

@@ -5,6 +5,7 @@
 import type { Context } from "effect"
 import type { AgentDefinition } from "../definitions/defineAgent.js"
 import type { AnyTool } from "../definitions/defineTool.js"
+import type { McpMount } from "../mcp/McpMount.js"
 import type { ToolSpec } from "../models/Model.js"
 import type { RouteTable } from "../router/RouteTable.js"
 
@@ -28,6 +29,8 @@ export interface CompiledAgent {
   readonly file: string
   readonly definition: AgentDefinition
   readonly tools: ReadonlyMap<string, CompiledTool>
+  /** The MCP servers whose tools it also offers (listed while it runs: they may change). */
+  readonly mcp: ReadonlyArray<McpMount>
 }
 
 /** A compiled project. */

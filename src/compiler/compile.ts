@@ -15,6 +15,7 @@ import { RouteError, RouteErrors } from "../router/RouteError.js"
 import { listRouteFiles } from "../router/RoutePath.js"
 import type { RouteTable } from "../router/RouteTable.js"
 import type { CompiledAgent, CompiledApp, CompiledTool } from "./CompiledApp.js"
+import { mountsOf } from "../mcp/McpMount.js"
 import { LayerBuildError, MissingService, MissingServices } from "./CompileError.js"
 
 const toolNameRule = /^[a-zA-Z0-9_-]{1,64}$/
@@ -177,7 +178,16 @@ export const compile = Effect.fn("compiler.compile")(function*(table: RouteTable
     for (const timer of timerTools) {
       if (timer.builtin !== undefined && timers.has(timer.builtin) && !tools.has(timer.name)) tools.set(timer.name, timer)
     }
-    agents.set(route.id, { id: route.id, file: route.file, definition: route.definition, tools })
+    const configFile = table.configFile ?? "foundry.config.ts"
+    const mcp = mountsOf(route.definition.mcp, route.file, table.config.mcp, configFile, table.root)
+    for (const name of mcp.unknown) {
+      errors.push(new RouteError({
+        file: route.file,
+        problem: `mcp.${name} is true, but ${configFile} declares no MCP server named "${name}"`,
+        fix: `declare it in ${configFile} (mcp: { ${name}: { command: "..." } }), or here instead of true`
+      }))
+    }
+    agents.set(route.id, { id: route.id, file: route.file, definition: route.definition, tools, mcp: mcp.mounts })
   }
   if (errors.length > 0) return yield* new RouteErrors({ errors })
 

@@ -7,6 +7,7 @@ import type { Budget } from "./defineConfig.js"
 import type { EnvironmentDefinition } from "./defineEnvironment.js"
 import type { AnyTool } from "./defineTool.js"
 import type { LanguageModel } from "../models/Model.js"
+import type { AgentMcp } from "../mcp/McpServerSpec.js"
 import { brand, type Branded } from "./RouteKind.js"
 
 /** The instance an agent runs for: data, not code. */
@@ -56,6 +57,11 @@ export interface AgentDefinition<Tool extends AnyTool = AnyTool>
   readonly contextWindow: number | undefined
   /** The agent's spending limits; each field set here replaces the config's `budget` field. */
   readonly budget: Budget
+  /**
+   * MCP servers whose tools the agent gets as `<server>__<tool>`: declared here (`{ command, args }`
+   * or `{ url, headers }`), or `true` for the config's server of that name.
+   */
+  readonly mcp: AgentMcp
 }
 
 /** Defines an agent. */
@@ -70,6 +76,7 @@ export const defineAgent = <Tool extends AnyTool = never>(definition: {
   readonly timers?: boolean | ReadonlyArray<TimerToolName>
   readonly contextWindow?: number
   readonly budget?: Budget
+  readonly mcp?: AgentMcp
 }): AgentDefinition<Tool> =>
   brand("agent", {
     description: definition.description,
@@ -81,7 +88,8 @@ export const defineAgent = <Tool extends AnyTool = never>(definition: {
     subagents: Object.freeze([...(definition.subagents ?? [])]),
     timers: definition.timers ?? false,
     contextWindow: definition.contextWindow,
-    budget: { ...definition.budget }
+    budget: { ...definition.budget },
+    mcp: definition.mcp ?? {}
   })
 
 const isModelList = (model: AgentModel): model is NonEmptyReadonlyArray<ModelSpec> => Array.isArray(model)

@@ -9,6 +9,7 @@
  */
 import { Config, Duration, Layer, Option, type Redacted, Schema } from "effect"
 import { brand, type Branded } from "./RouteKind.js"
+import { McpServersSchema } from "../mcp/McpServerSpec.js"
 
 /** Any layer. `Layer` is contravariant in its input, so only `any` accepts every layer. */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
@@ -44,6 +45,13 @@ const WholeAbove0 = Schema.Int.pipe(Schema.positive({ description: "a whole numb
 const Whole = Schema.Int.pipe(Schema.nonNegative({ description: "a whole number, 0 or more" }))
 const Amount = Schema.Number.pipe(Schema.finite(), Schema.nonNegative({ description: "a number, 0 or more" }))
 const Text = Schema.String.pipe(Schema.minLength(1, { description: "a non-empty string" }))
+
+/** A browser origin: scheme, host and port, as a browser sends it in `Origin`. */
+const OriginSchema = Schema.String.pipe(
+  Schema.filter((input) => URL.canParse(input) && new URL(input).origin === input, {
+    description: `an origin such as "https://app.example.com" (scheme, host and port only, no trailing slash)`
+  })
+)
 
 /** A layer the config's `layers` list holds. */
 const LayerSchema = Schema.declare((input: unknown): input is AnyLayer => Layer.isLayer(input), {
@@ -142,11 +150,16 @@ export const defaultConfig = {
   timers: { minInterval: "1 minute", maxPendingPerInstance: 20 },
   context: { windows: {}, soft: 0.6, hard: 0.8 },
   events: { retention: { maxAge: "30 days" }, pruneEvery: "10 minutes" },
+  /** API tokens: required on loopback too when `required`; each token may send `requests` per `per`. */
+  auth: { required: false, rateLimit: { requests: 600, per: "1 minute" } },
   /** How long a conversation lease lasts without renewal: a process that stops renewing loses it then. */
   leaseTtl: "3 seconds",
   /** A schedule firing later than `misfireGrace` after its time is a misfire (the process was down). */
   schedules: { misfireGrace: "1 minute" }
 } as const
+
+/** How far a signed webhook delivery's timestamp may be from now, for a webhook that sets no `tolerance`. */
+export const defaultWebhookTolerance = "5 minutes"
 
 /** Keeps shortening (`soft`) before summarizing (`hard`). */
 const ContextSchema = Schema.Struct({
@@ -185,7 +198,17 @@ export const ConfigSchema = Schema.Struct({
     port: Schema.Int.pipe(Schema.between(0, 65535, { description: "a port number from 0 to 65535" })).annotations({ default: defaultConfig.server.port }),
     host: Text.annotations({ default: defaultConfig.server.host }),
     bodyLimit: WholeAbove0.annotations({ default: defaultConfig.server.bodyLimit }),
-    sseHeartbeat: PositiveDuration.annotations({ default: defaultConfig.server.sseHeartbeat })
+    sseHeartbeat: PositiveDuration.annotations({ default: defaultConfig.server.sseHeartbeat }),
+    /**
+     * Host names the server also answers to (`name`, or `name:port` for one port), besides its own
+     * address, `localhost` and IP addresses at its port: the names it is reached by through DNS or a
+     * proxy. Any other `Host` is refused, so that a DNS-rebinding page cannot reach the API.
+     */
+    allowedHosts: Schema.optional(Schema.Array(Text)),
+    /** Browser origins (`https://app.example.com`) besides the server's own that may send requests that change state. */
+    allowedOrigins: Schema.optional(Schema.Array(OriginSchema)),
+    /** CORS: off unless set; preflights are answered, and responses readable, for these origins only. */
+    cors: Schema.optional(Schema.Struct({ origins: Schema.Array(OriginSchema) }))
   }),
   /** The layers that provide what tools require. */
   layers: Schema.Array(LayerSchema),
@@ -206,6 +229,11 @@ export const ConfigSchema = Schema.Struct({
    * rule matches follows its tool's own `approval` policy. Default: none.
    */
   permissions: Schema.Array(PermissionRuleSchema),
+  /**
+   * MCP servers shared between agents, by name: an agent mounts one with `mcp: { <name>: true }`
+   * and gets its tools as `<name>__<tool>`. Default: none.
+   */
+  mcp: McpServersSchema,
   /**
    * How long a tool call may run when its tool sets no `timeout`. A call that takes longer is
    * interrupted and the model is told it timed out; it counts as a failure for `maxToolFailures`.
@@ -239,7 +267,13 @@ export const ConfigSchema = Schema.Struct({
   /** Per webhook name: the HMAC-SHA256 secret its deliveries must be signed with. */
   webhooks: Schema.Record({
     key: Schema.String,
-    value: Schema.Struct({ secret: Schema.optional(Schema.Union(RedactedConfig, Schema.String)) })
+    value: Schema.Struct({
+      secret: Schema.optional(Schema.Union(RedactedConfig, Schema.String)),
+      /** How far a signed delivery's `x-foundry-timestamp` may be from now; older (or later) ones are refused. */
+      tolerance: Schema.optional(PositiveDuration).annotations({ default: defaultWebhookTolerance }),
+      /** Also accept the old signature over the body alone (no timestamp, no event id): replayable, so off by default. */
+      legacySignatures: Schema.optional(Schema.Boolean)
+    })
   }),
   /** How long events are kept (by age, by count) and how often old ones are pruned. */
   events: Schema.Struct({
@@ -248,6 +282,18 @@ export const ConfigSchema = Schema.Struct({
       maxCount: Schema.optional(WholeAbove0)
     }),
     pruneEvery: PositiveDuration.annotations({ default: defaultConfig.events.pruneEvery })
+  }),
+  /**
+   * API tokens (`foundry token create`). A server on an address other than loopback always needs
+   * them; `required: true` asks for them on loopback too. Each token may send `rateLimit.requests`
+   * requests per `rateLimit.per`; more are answered 429 with `Retry-After`.
+   */
+  auth: Schema.Struct({
+    required: Schema.Boolean.annotations({ default: defaultConfig.auth.required }),
+    rateLimit: Schema.Struct({
+      requests: WholeAbove0.annotations({ default: defaultConfig.auth.rateLimit.requests }),
+      per: PositiveDuration.annotations({ default: defaultConfig.auth.rateLimit.per })
+    })
   }),
   /** How long a conversation lease lasts without renewal. */
   leaseTtl: PositiveDuration.annotations({ default: defaultConfig.leaseTtl }),
@@ -307,6 +353,7 @@ export const defineConfig = <L extends AnyLayer = never>(definition: {
   readonly modelRetry?: Partial<ConfigFields["modelRetry"]>
   readonly approvalTimeout?: Duration.DurationInput
   readonly permissions?: ReadonlyArray<PermissionRule>
+  readonly mcp?: ConfigFields["mcp"]
   readonly toolTimeout?: Duration.DurationInput
   readonly toolOutputLimit?: number
   readonly timers?: Partial<ConfigFields["timers"]>
@@ -317,6 +364,10 @@ export const defineConfig = <L extends AnyLayer = never>(definition: {
   readonly events?: {
     readonly retention?: ConfigFields["events"]["retention"]
     readonly pruneEvery?: Duration.DurationInput
+  }
+  readonly auth?: {
+    readonly required?: boolean
+    readonly rateLimit?: Partial<ConfigFields["auth"]["rateLimit"]>
   }
   readonly leaseTtl?: Duration.DurationInput
   readonly schedules?: Partial<ConfigFields["schedules"]>
@@ -344,6 +395,7 @@ export const defineConfig = <L extends AnyLayer = never>(definition: {
     },
     approvalTimeout: definition.approvalTimeout ?? defaultConfig.approvalTimeout,
     permissions: listOf(definition.permissions),
+    mcp: copyOf(definition.mcp, {}),
     toolTimeout: definition.toolTimeout ?? defaultConfig.toolTimeout,
     toolOutputLimit: definition.toolOutputLimit ?? defaultConfig.toolOutputLimit,
     timers: {
@@ -365,6 +417,15 @@ export const defineConfig = <L extends AnyLayer = never>(definition: {
       // Given retention fields replace the default ones; an explicit `maxAge: undefined` lifts the age limit.
       retention: { maxAge: defaultConfig.events.retention.maxAge, ...events?.retention },
       pruneEvery: events?.pruneEvery ?? defaultConfig.events.pruneEvery
+    },
+    auth: {
+      ...definition.auth,
+      required: definition.auth?.required ?? defaultConfig.auth.required,
+      rateLimit: {
+        ...definition.auth?.rateLimit,
+        requests: definition.auth?.rateLimit?.requests ?? defaultConfig.auth.rateLimit.requests,
+        per: definition.auth?.rateLimit?.per ?? defaultConfig.auth.rateLimit.per
+      }
     },
     leaseTtl: definition.leaseTtl ?? defaultConfig.leaseTtl,
     schedules: {

@@ -40,6 +40,11 @@ export interface PlaybookDefinition<A = unknown, I = unknown> extends Branded<"p
   readonly message: (event: A) => string
   /** The event's id, for idempotent delivery when the sender gives no `x-event-id` header. */
   readonly eventId: ((event: A) => string) | undefined
+  /**
+   * Whether its webhook also accepts the old signature over the body alone, from a sender that
+   * cannot sign the timestamp and event id yet. Such a signature can be replayed: off by default.
+   */
+  readonly legacySignatures: boolean
 }
 
 /** Defines a playbook. */
@@ -50,6 +55,7 @@ export const definePlaybook = <A, I>(definition: {
   readonly instance?: string | ((event: A) => string)
   readonly message: (event: A) => string
   readonly eventId?: (event: A) => string
+  readonly legacySignatures?: boolean
 }): PlaybookDefinition<A, I> => {
   const instance = definition.instance ?? "default"
   return brand("playbook", {
@@ -58,6 +64,7 @@ export const definePlaybook = <A, I>(definition: {
     agent: definition.agent,
     instance: typeof instance === "string" ? () => instance : instance,
     message: definition.message,
-    eventId: definition.eventId
+    eventId: definition.eventId,
+    legacySignatures: definition.legacySignatures ?? false
   })
 }

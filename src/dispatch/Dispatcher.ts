@@ -7,6 +7,7 @@
 import { Context, type Effect, Schema } from "effect"
 import type { ApprovalRecord, RunRecord } from "../durable/records.js"
 import type { StoreError } from "../durable/StoreError.js"
+import type { ChatMessage } from "../models/Model.js"
 
 /** A message for an agent. */
 export interface RunRequest {
@@ -16,6 +17,13 @@ export interface RunRequest {
   readonly instance?: string | undefined
   /** An existing conversation of that instance; a new one when absent. */
   readonly conversation?: string | undefined
+  /** With `conversation`: a conversation that does not exist yet is created under that id instead of refused. */
+  readonly createConversation?: boolean | undefined
+  /**
+   * Messages recorded in the conversation before `message`, with the run's submission: the
+   * history of a client that keeps it itself (an OpenAI-compatible client's earlier messages).
+   */
+  readonly history?: ReadonlyArray<ChatMessage> | undefined
   /** A repeated submission with the same key returns the first run and starts nothing. */
   readonly idempotencyKey?: string | undefined
   /** The trace and span the run hangs under, when something traced started it (a webhook delivery). */

@@ -170,6 +170,7 @@ export const makeRunExecutor = (options: RunExecutorOptions) =>
           conversationId: conversation.id,
           input: request.message,
           idempotencyKey: request.idempotencyKey,
+          history: request.history,
           ...links
         }, {
           newConversation: conversation.isNew,
@@ -228,20 +229,22 @@ export const makeRunExecutor = (options: RunExecutorOptions) =>
       let conversation = { id: newId("conv"), isNew: true }
       if (request.conversation !== undefined) {
         const found = yield* store.getConversation(request.conversation)
-        if (Option.isNone(found)) {
+        if (Option.isNone(found) && request.createConversation === true) {
+          conversation = { id: request.conversation, isNew: true }
+        } else if (Option.isNone(found)) {
           return yield* new ConversationNotFound({
             conversation: request.conversation,
             message: `there is no conversation "${request.conversation}"; omit "conversation" to start a new one`
           })
-        }
-        if (found.value.agent !== request.agent || found.value.instanceId !== instanceId) {
+        } else if (found.value.agent !== request.agent || found.value.instanceId !== instanceId) {
           return yield* new ConversationNotFound({
             conversation: request.conversation,
             message: `conversation "${request.conversation}" belongs to agent "${found.value.agent}", ` +
               `instance "${found.value.instanceId}", not agent "${request.agent}", instance "${instanceId}"`
           })
+        } else {
+          conversation = { id: found.value.id, isNew: false }
         }
-        conversation = { id: found.value.id, isNew: false }
       }
       return yield* newRun(request, conversation, instanceId, {
         ...request.trace,

@@ -1,25 +1,33 @@
 /**
  * Inbound deliveries (webhook calls with an event id): claimed once, so that a repeated delivery
- * answers with the first one's result instead of starting its runs again.
+ * answers with the first one's result instead of starting its runs again. A claim remembers the
+ * signature it was made with (its fingerprint), so that the same signed request seen again can be
+ * told from a sender's retry, which is signed anew.
  */
 import { SqlClient } from "@effect/sql"
 import { Clock, Context, Effect, Layer } from "effect"
 import { failAs, type StoreError } from "./StoreError.js"
 
-/** What claiming a delivery found: it is this caller's, another caller's still in progress, or done with its result. */
+/**
+ * What claiming a delivery found: it is this caller's; or another caller's, still in progress or
+ * done with its result, with the fingerprint that caller claimed it with.
+ */
 export type DeliveryClaim =
   | { readonly _tag: "claimed" }
-  | { readonly _tag: "processing" }
-  | { readonly _tag: "done"; readonly result: unknown }
+  | { readonly _tag: "processing"; readonly fingerprint: string | null }
+  | { readonly _tag: "done"; readonly fingerprint: string | null; readonly result: unknown }
 
 /** Delivery storage. */
 export class DeliveryStorage extends Context.Tag("foundry/DeliveryStorage")<DeliveryStorage, {
   /**
-   * Claims an inbound delivery by its id: `claimed` for the first caller; later callers get the
-   * stored result once the first has finished (or `processing` while it has not).
+   * Claims an inbound delivery by its id: `claimed` for the first caller; later callers learn
+   * that it is still `processing`, or get the stored result once the first has finished. A
+   * delivery in progress is never handed to a second caller, however long it takes.
    */
-  readonly claim: (id: string, webhook: string) => Effect.Effect<DeliveryClaim, StoreError>
+  readonly claim: (id: string, webhook: string, fingerprint: string | null) => Effect.Effect<DeliveryClaim, StoreError>
   readonly complete: (id: string, result: unknown) => Effect.Effect<void, StoreError>
+  /** Gives up a claim that started nothing, so that the sender's retry is processed afresh. */
+  readonly release: (id: string) => Effect.Effect<void, StoreError>
 }>() {}
 
 /** Delivery storage on the database's `SqlClient`. */
@@ -28,23 +36,30 @@ export const layer = Layer.effect(
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
     return DeliveryStorage.of({
-      claim: (id, webhook) =>
+      claim: (id, webhook, fingerprint) =>
         Effect.gen(function*() {
           const now = yield* Clock.currentTimeMillis
           const claimed = yield* sql<{ readonly id: string }>`INSERT INTO foundry_deliveries ${
-            sql.insert({ id, webhook, status: "processing", receivedAt: now })
+            sql.insert({ id, webhook, status: "processing", receivedAt: now, fingerprint })
           } ON CONFLICT (id) DO NOTHING RETURNING id`
           if (claimed.length > 0) return { _tag: "claimed" } satisfies DeliveryClaim
-          const rows = yield* sql<{ readonly status: string; readonly result: string | null }>`SELECT status, result FROM foundry_deliveries WHERE id = ${id}`
+          const rows = yield* sql<{ readonly status: string; readonly result: string | null; readonly fingerprint: string | null }>`SELECT status, result, fingerprint FROM foundry_deliveries WHERE id = ${id}`
           const row = rows[0]
-          if (row === undefined || row.status !== "done" || row.result === null) return { _tag: "processing" } satisfies DeliveryClaim
+          if (row === undefined || row.status !== "done" || row.result === null) {
+            return { _tag: "processing", fingerprint: row?.fingerprint ?? null } satisfies DeliveryClaim
+          }
           const result: unknown = JSON.parse(row.result)
-          return { _tag: "done", result } satisfies DeliveryClaim
+          return { _tag: "done", fingerprint: row.fingerprint, result } satisfies DeliveryClaim
         }).pipe(failAs("claimDelivery")),
       complete: (id, result) =>
         sql`UPDATE foundry_deliveries SET status = 'done', result = ${JSON.stringify(result)} WHERE id = ${id}`.pipe(
           Effect.asVoid,
           failAs("completeDelivery")
+        ),
+      release: (id) =>
+        sql`DELETE FROM foundry_deliveries WHERE id = ${id} AND status = 'processing'`.pipe(
+          Effect.asVoid,
+          failAs("releaseDelivery")
         )
     })
   })

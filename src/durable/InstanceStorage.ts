@@ -12,6 +12,8 @@ export class InstanceStorage extends Context.Tag("foundry/InstanceStorage")<Inst
   /** The instance `id` of `agent`, created with `context` on first use. */
   readonly ensure: (agent: string, id: string, context?: Readonly<Record<string, unknown>>) => Effect.Effect<InstanceRecord, StoreError>
   readonly get: (agent: string, id: string) => Effect.Effect<Option.Option<InstanceRecord>, StoreError>
+  /** Every instance of every agent, by agent then id. */
+  readonly list: Effect.Effect<ReadonlyArray<InstanceRecord>, StoreError>
   /** The instance, created on first use in one atomic statement; `created` says whether this call made it. */
   readonly provision: (agent: string, id: string) => Effect.Effect<{ readonly instance: InstanceRecord; readonly created: boolean }, StoreError>
 }>() {}
@@ -26,6 +28,11 @@ export const layer = Layer.effect(
       Result: InstanceRecord,
       execute: ({ agent, id }) => sql`SELECT * FROM foundry_instances WHERE agent = ${agent} AND id = ${id}`
     })
+    const list = SqlSchema.findAll({
+      Request: Schema.Void,
+      Result: InstanceRecord,
+      execute: () => sql`SELECT * FROM foundry_instances ORDER BY agent, id`
+    })
     const provision = (agent: string, id: string, context: Readonly<Record<string, unknown>>) =>
       Effect.gen(function*() {
         const now = yield* Clock.currentTimeMillis
@@ -38,6 +45,7 @@ export const layer = Layer.effect(
     return InstanceStorage.of({
       ensure: (agent, id, context = {}) => Effect.map(provision(agent, id, context), (result) => result.instance).pipe(failAs("ensureInstance")),
       get: (agent, id) => find({ agent, id }).pipe(failAs("getInstance")),
+      list: list(undefined).pipe(failAs("listInstances")),
       provision: (agent, id) => provision(agent, id, {}).pipe(failAs("provisionInstance"))
     })
   })

@@ -163,6 +163,31 @@ const prefixedTables = Effect.gen(function*() {
   for (const table of tables) yield* sql.unsafe(`ALTER TABLE ${table} RENAME TO foundry_${table}`)
 })
 
+/** API tokens: only a hash of each secret is kept; the token itself is shown once, at creation. */
+const tokens = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  yield* sql`CREATE TABLE foundry_tokens (
+    id TEXT PRIMARY KEY,
+    name TEXT NOT NULL,
+    scope TEXT NOT NULL,
+    hash TEXT NOT NULL,
+    created_at BIGINT NOT NULL,
+    last_used_at BIGINT,
+    revoked_at BIGINT
+  )`
+})
+
+/**
+ * What a repeated request is compared with: a run's submission (a repeated `Idempotency-Key` with
+ * another request is refused) and the signature a delivery was claimed with (the same signed
+ * delivery again is a replay).
+ */
+const idempotencyFingerprint = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  yield* sql`ALTER TABLE foundry_runs ADD COLUMN idempotency_fingerprint TEXT`
+  yield* sql`ALTER TABLE foundry_deliveries ADD COLUMN fingerprint TEXT`
+})
+
 /**
  * Runs of a conversation in acceptance order: the store numbers them as they are submitted, so
  * every process agrees on the order whichever accepted the message. Runners of a cluster report
@@ -196,6 +221,8 @@ export const migrations = {
   "0007_run_usage": runUsage,
   "0008_grants": grants,
   "0009_prefixed_tables": prefixedTables,
+  "0010_tokens": tokens,
+  "0011_idempotency_fingerprint": idempotencyFingerprint,
   "0012_run_order": runOrder
 }
 

@@ -13,6 +13,7 @@ import { type RunRecord, UsageSums } from "../durable/records.js"
 import { InstanceStorage } from "../durable/InstanceStorage.js"
 import { Store } from "../durable/Store.js"
 import type { Lease, TurnUsage } from "../journal/journalRecords.js"
+import { agentTools } from "../mcp/mcpTools.js"
 import type { ChatMessage, ResolvedModel, ToolCall } from "../models/Model.js"
 import { ModelResolver } from "../models/Model.js"
 import { budgetMessage, budgetsOf, type Exceeded, hasDailyBudget, instanceOverBudget, runOverBudget } from "./budgets.js"
@@ -88,6 +89,7 @@ export const runAgent = Effect.fn("engine.runAgent")(function*(app: CompiledApp,
   }
   return yield* executeRun(app, agent, run, step, journal).pipe(
     Effect.catchTag("ModelError", (error) => failRun(run, step, journal, `model ${error.model} failed (${error.kind}): ${error.message}`)),
+    Effect.catchTag("McpServerUnavailable", (error) => failRun(run, step, journal, error.message)),
     Effect.catchAllCause((cause) =>
       Cause.isInterruptedOnly(cause) || Cause.failureOption(cause).pipe(Option.exists((e) => e._tag === "LeaseLost"))
         ? Effect.failCause(cause)
@@ -116,7 +118,6 @@ const executeRun = (app: CompiledApp, agent: CompiledAgent, run: RunRecord, step
     if (context.mine.length === 0) context.record({ _tag: "user", content: run.input })
     const { fitContext, transcript } = yield* makeRunTranscript(context, models)
     const system = yield* systemPrompt(agent, run)
-    const specs = [...agent.tools.values()].map((t) => t.spec)
     const budget = yield* makeBudgetCheck(context)
     let turn = context.mine.filter((m) => m._tag === "assistant").length
     let consecutiveFailures = 0
@@ -156,6 +157,8 @@ const executeRun = (app: CompiledApp, agent: CompiledAgent, run: RunRecord, step
       }
       const before = yield* budget.beforeTurn
       if (before !== undefined) return yield* before
+      // Listed every turn: an MCP server's tools change (`list_changed`) while a run goes on.
+      const specs = [...(yield* agentTools(agent)).values()].map((t) => t.spec)
       turn++
       const result = yield* askModel({
         step,

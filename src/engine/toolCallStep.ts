@@ -4,8 +4,9 @@
  * (a timer tool, a subagent's child run, or the tool itself under its timeout). A call that never
  * runs is answered all the same, so that the transcript stays valid.
  */
-import { Clock, Effect } from "effect"
+import { Clock, Effect, Either } from "effect"
 import { InstanceStorage } from "../durable/InstanceStorage.js"
+import { agentTools } from "../mcp/mcpTools.js"
 import type { ToolCall } from "../models/Model.js"
 import { runTimerTool } from "./agentTimers.js"
 import { approvalGate } from "./approvalGate.js"
@@ -28,7 +29,14 @@ export const toolCallStep = (context: RunContext, call: ToolCall) =>
     const { agent, app, run, step } = context
     const config = app.table.config
     const shown = hide(agent, call.name)
-    const decoded = yield* decodeCall(agent.tools.get(call.name), call, [...agent.tools.keys()])
+    const listed = yield* Effect.either(agentTools(agent))
+    if (Either.isLeft(listed) && !agent.tools.has(call.name)) {
+      // The agent's MCP servers cannot be reached: its own tools still run, the others are answered why not.
+      yield* answer(context, call, failedOutcome(call.arguments, listed.left.message), 0)
+      return answered()
+    }
+    const tools = Either.getOrElse(listed, () => agent.tools)
+    const decoded = yield* decodeCall(tools.get(call.name), call, [...tools.keys()])
     if (decoded._tag === "Left") {
       // Calls that never ran (bad arguments, unknown tool) are answered without a start event.
       yield* answer(context, call, decoded.left, 0)

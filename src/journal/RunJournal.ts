@@ -5,6 +5,7 @@
  * conversation's lease, and steps of concurrent runs share the database's group commit. Nothing
  * else writes a run's status. Events are published to live subscribers once committed.
  */
+import { createHash } from "node:crypto"
 import { Clock, Context, Effect, Layer, Schema } from "effect"
 import { Database, type Statement, type UnitResult } from "../durable/Database.js"
 import { RunRecord, RunStatus } from "../durable/records.js"
@@ -14,7 +15,7 @@ import { insertEvents, sequenced } from "../events/EventStorage.js"
 import type { FoundryEvent } from "../events/FoundryEvent.js"
 import { ChatMessage } from "../models/Model.js"
 import * as statements from "./journalStatements.js"
-import type { Claim, Lease, NewRun, Step } from "./journalRecords.js"
+import { type Claim, historyOwner, type Lease, type NewRun, type Step } from "./journalRecords.js"
 
 /** A write was fenced off: the conversation's lease belongs to a newer grant (another executor). */
 export class LeaseLost extends Schema.TaggedError<LeaseLost>()("LeaseLost", {
@@ -63,7 +64,26 @@ export class RunJournal extends Context.Tag("foundry/RunJournal")<RunJournal, {
    * stored, already published.
    */
   readonly record: (run: RunRecord, step: Step, lease?: Lease) => Effect.Effect<ReadonlyArray<FoundryEvent>, StoreError | LeaseLost>
+  /**
+   * The `submissionFingerprint` of the submission that queued the run with an idempotency key;
+   * `null` for a run queued without one.
+   */
+  readonly idempotencyFingerprint: (runId: string) => Effect.Effect<string | null, StoreError>
 }>() {}
+
+/**
+ * What a submission asked for, as a hash: a repeated idempotency key with a different submission
+ * is a different request, not a retry. `conversation` is the one it continued, `null` for a new one.
+ */
+export const submissionFingerprint = (submission: {
+  readonly agent: string
+  readonly instanceId: string
+  readonly input: string
+  readonly conversation: string | null
+}): string =>
+  createHash("sha256")
+    .update(JSON.stringify([submission.agent, submission.instanceId, submission.input, submission.conversation]))
+    .digest("hex")
 
 const encodeMessage = Schema.encodeSync(Schema.parseJson(ChatMessage))
 
@@ -125,7 +145,19 @@ export const layer = Layer.effect(
               options.newConversation
                 ? statements.insertConversation(run.conversationId, run.agent, run.instanceId, now)
                 : statements.touchConversation(run.conversationId, now),
-              statements.insertRun(run, now)
+              ...(run.history ?? []).map((message) =>
+                statements.appendMessage(run.conversationId, historyOwner(run.id), encodeMessage(message), now)
+              ),
+              statements.insertRun(
+                run,
+                now,
+                run.idempotencyKey === undefined ? null : submissionFingerprint({
+                  agent: run.agent,
+                  instanceId: run.instanceId,
+                  input: run.input,
+                  conversation: options.newConversation ? null : run.conversationId
+                })
+              )
             ]
           }, [options.queued(record)], undefined).pipe(Effect.catchTag("LeaseLost", Effect.die))
           return record
@@ -183,6 +215,12 @@ export const layer = Layer.effect(
         Effect.suspend(() =>
           released.has(lease) ? Effect.void : Effect.asVoid(database.write({ statements: [statements.releaseLease(lease)] }))
         ),
+
+      idempotencyFingerprint: (runId) =>
+        Effect.map(database.read(statements.idempotencyFingerprint(runId)), (rows) => {
+          const value = rows[0]?.idempotency_fingerprint
+          return typeof value === "string" ? value : null
+        }),
 
       record: (run, step, lease) =>
         Effect.gen(function*() {

@@ -28,7 +28,15 @@ export interface NewRun {
   readonly traceId?: string | undefined
   readonly parentSpanId?: string | undefined
   readonly source?: Readonly<Record<string, unknown>> | undefined
+  /** Messages recorded in the conversation before the run's own, under `historyOwner(id)`. */
+  readonly history?: ReadonlyArray<ChatMessage> | undefined
 }
+
+/**
+ * Whose a run's submitted history is in the transcript: not the run's own messages (they decide
+ * its next step and count its turns), but the conversation's earlier ones, as another run's are.
+ */
+export const historyOwner = (runId: string): string => `${runId}:history`
 
 /** A change to a run's status, with its output or error when it ends. */
 export interface RunUpdate {

@@ -25,14 +25,15 @@ export const touchConversation = (id: string, now: number): Statement => ({
 })
 
 /**
- * The run, numbered after the conversation's last (its acceptance order). The conversation's row
- * was written first in the same transaction, so on PostgreSQL two submissions to one conversation
- * take their numbers one after the other.
+ * A queued run; `fingerprint` is its submission's, kept beside its idempotency key. It is numbered
+ * after the conversation's last run (its acceptance order). The conversation's row was written
+ * first in the same transaction, so on PostgreSQL two submissions to one conversation take their
+ * numbers one after the other.
  */
-export const insertRun = (run: NewRun, now: number): Statement => ({
+export const insertRun = (run: NewRun, now: number, fingerprint: string | null): Statement => ({
   sql: `INSERT INTO foundry_runs (id, agent, instance_id, conversation_id, input, status, created_at, idempotency_key,
-    steered_from, parent_run_id, parent_tool_call_id, trace_id, parent_span_id, source, seq)
-    VALUES (?, ?, ?, ?, ?, 'queued', ?, ?, ?, ?, ?, ?, ?, ?,
+    steered_from, parent_run_id, parent_tool_call_id, trace_id, parent_span_id, source, idempotency_fingerprint, seq)
+    VALUES (?, ?, ?, ?, ?, 'queued', ?, ?, ?, ?, ?, ?, ?, ?, ?,
       (SELECT COALESCE(MAX(seq), 0) + 1 FROM foundry_runs WHERE conversation_id = ?))`,
   params: [
     run.id,
@@ -48,8 +49,14 @@ export const insertRun = (run: NewRun, now: number): Statement => ({
     run.traceId ?? null,
     run.parentSpanId ?? null,
     run.source === undefined ? null : JSON.stringify(run.source),
+    fingerprint,
     run.conversationId
   ]
+})
+
+export const idempotencyFingerprint = (runId: string): Statement => ({
+  sql: "SELECT idempotency_fingerprint FROM foundry_runs WHERE id = ?",
+  params: [runId]
 })
 
 export const runStatus = (id: string): Statement => ({ sql: "SELECT status FROM foundry_runs WHERE id = ?", params: [id] })

@@ -10,6 +10,7 @@ import { defineFunctionOf, kindOf, type RouteKind } from "../definitions/RouteKi
 import { BudgetSchema } from "../definitions/defineConfig.js"
 import { formatIssues, readableIssues } from "../definitions/readableIssues.js"
 import { ScheduleTimingSchema, timingProblem } from "../definitions/scheduleTiming.js"
+import { AgentMcpSchema } from "../mcp/McpServerSpec.js"
 
 /** A problem with one definition, without the file (the caller adds it). */
 export interface DefinitionProblem {
@@ -106,6 +107,21 @@ const checkContextWindow = (window: unknown): DefinitionProblem | undefined =>
     ? undefined
     : { problem: `contextWindow is ${String(window)}`, fix: "give the model's context window in tokens, a whole number above 0, e.g. contextWindow: 128000" }
 
+/** An agent's MCP servers: each a server declaration, or `true` for the config's server of that name. */
+const checkMcp = (mcp: unknown): DefinitionProblem | undefined => {
+  const decoded = Schema.decodeUnknownEither(AgentMcpSchema, { errors: "all", onExcessProperty: "error" })(mcp)
+  if (Either.isRight(decoded)) return undefined
+  // Paths from the field: `mcp.files.timeout`.
+  const issues = readableIssues(decoded.left, { root: "" }).map(({ message, path }) => ({
+    message,
+    path: path === "" ? "mcp" : path.startsWith("[") ? `mcp${path}` : `mcp.${path}`
+  }))
+  return {
+    problem: `mcp is wrong: ${formatIssues(issues).split("\n").join("; ")}`,
+    fix: `give servers by name: mcp: { files: { command: "npx", args: ["my-mcp-server"] } }, { url: "https://host/mcp", headers: { authorization: Config.redacted("TOKEN") } }, or true for the config's server of that name`
+  }
+}
+
 const checkAgent = (file: string, definition: Record<string, unknown>): Array<DefinitionProblem | undefined> => {
   const tools = Array.isArray(definition.tools) ? definition.tools : []
   const maxTurns = definition.maxTurns
@@ -117,6 +133,7 @@ const checkAgent = (file: string, definition: Record<string, unknown>): Array<De
     checkTimers(definition.timers),
     checkBudget(definition.budget),
     checkContextWindow(definition.contextWindow),
+    checkMcp(definition.mcp),
     typeof maxTurns === "number" && Number.isInteger(maxTurns) && maxTurns > 0
       ? undefined
       : { problem: `maxTurns is ${String(maxTurns)}`, fix: "use a positive whole number, e.g. maxTurns: 12" },

@@ -1,12 +1,20 @@
 /**
  * Webhooks: `POST /hooks/<name>` wakes the playbooks that listen on `<name>`. The body is decoded
- * with each playbook's schema, the signature checked (HMAC-SHA256, constant time) when the config
- * gives a secret, a repeated event id answered with the first delivery's runs, and every decision
- * (matched, skipped and why, instance provisioned, run dispatched) recorded as an event.
+ * with each playbook's schema, the signature checked when the config gives a secret, a repeated
+ * event id answered with the first delivery's runs (and never run twice, however long the first
+ * takes), and every decision (matched, skipped and why, instance provisioned, run dispatched)
+ * recorded as an event.
+ *
+ * A signature is HMAC-SHA256 (compared in constant time) over `<timestamp>.<event id>.<body>`:
+ * the timestamp must be within the webhook's tolerance of now, and the event id is the one the
+ * delivery is deduplicated by, so a captured delivery can neither be replayed later nor under
+ * another id; the same signed delivery seen again is refused as a replay. The old signature over
+ * the body alone is accepted only where the config or a playbook says `legacySignatures: true`.
  */
 import { createHmac, timingSafeEqual } from "node:crypto"
-import { Config, Context, Effect, Layer, Redacted, Schema } from "effect"
+import { Clock, Config, Context, Duration, Effect, Exit, Layer, Redacted, Schema } from "effect"
 import { CurrentApp } from "../compiler/CurrentApp.js"
+import { defaultWebhookTolerance } from "../definitions/defineConfig.js"
 import { formatIssues, ReadableIssue, readableIssues } from "../definitions/readableIssues.js"
 import { deliverToPlaybook } from "../engine/playbookDelivery.js"
 import { Dispatcher } from "../dispatch/Dispatcher.js"
@@ -39,16 +47,29 @@ export class WebhookBodyInvalid extends Schema.TaggedError<WebhookBodyInvalid>()
   issues: Schema.Array(ReadableIssue)
 }) {}
 
-/** The signature is missing or wrong. */
+/** The signature is missing, wrong, outside its time window, or a replay. */
 export class WebhookUnauthorized extends Schema.TaggedError<WebhookUnauthorized>()("WebhookUnauthorized", {
   webhook: Schema.String,
   message: Schema.String
 }) {}
 
-/** The header a sender signs with: `sha256=<hex HMAC-SHA256 of the raw body>`. */
+/**
+ * A delivery of this event id is still being processed: it is not run a second time. The sender
+ * should retry later, and then gets the first delivery's runs.
+ */
+export class DeliveryInProgress extends Schema.TaggedError<DeliveryInProgress>()("DeliveryInProgress", {
+  webhook: Schema.String,
+  deliveryId: Schema.String,
+  message: Schema.String
+}) {}
+
+/** The header a sender signs with: `sha256=<hex HMAC-SHA256 of the signed payload>`. */
 export const signatureHeader = "x-foundry-signature"
 
-/** The header that names an event for idempotent delivery. */
+/** The header with the time of signing, in Unix seconds; it is part of the signed payload. */
+export const timestampHeader = "x-foundry-timestamp"
+
+/** The header that names an event for idempotent delivery; it is part of the signed payload. */
 export const eventIdHeader = "x-event-id"
 
 /** Inbound webhook deliveries. */
@@ -57,11 +78,18 @@ export class Webhooks extends Context.Tag("foundry/Webhooks")<Webhooks, {
     webhook: string,
     body: string,
     headers: Readonly<Record<string, string | undefined>>
-  ) => Effect.Effect<DeliveryResult, WebhookNotFound | WebhookBodyInvalid | WebhookUnauthorized | StoreError>
+  ) => Effect.Effect<DeliveryResult, WebhookNotFound | WebhookBodyInvalid | WebhookUnauthorized | DeliveryInProgress | StoreError>
 }>() {}
 
-/** The signature `body` gets with `secret`. */
-export const sign = (secret: string, body: string): string => `sha256=${createHmac("sha256", secret).update(body).digest("hex")}`
+/** What a sender signs: the timestamp (Unix seconds), the event id and the raw body, joined by dots. */
+export const signedPayload = (timestamp: number | string, eventId: string, body: string): string => `${timestamp}.${eventId}.${body}`
+
+/**
+ * The `x-foundry-signature` value for `payload` with `secret`: `signedPayload(...)` for the
+ * current form, the raw body alone for the legacy one.
+ */
+export const sign = (secret: string, payload: string): string =>
+  `sha256=${createHmac("sha256", secret).update(payload).digest("hex")}`
 
 const sameSignature = (expected: string, given: string | undefined): boolean => {
   if (given === undefined) return false
@@ -93,6 +121,50 @@ export const WebhooksLive = Layer.effect(
         ? Effect.succeed(secret)
         : Effect.map(Effect.orDie(secret), Redacted.value)
 
+    /**
+     * Checks a delivery's signature against `secret`; returns its fingerprint (the signature), or
+     * `null` for a legacy signature over the body alone.
+     */
+    const verify = Effect.fn("Webhooks.verify")(function*(
+      webhook: string,
+      body: string,
+      headers: Readonly<Record<string, string | undefined>>,
+      rules: { readonly secret: string; readonly tolerance: Duration.Duration; readonly legacy: boolean }
+    ) {
+      const refuse = (message: string) => new WebhookUnauthorized({ webhook, message })
+      const recipe = `sign "<${timestampHeader}>.<${eventIdHeader}>.<raw body>" with HMAC-SHA256 and send ${signatureHeader}: sha256=<hex>`
+      const given = headers[signatureHeader]
+      if (given === undefined) return yield* refuse(`missing ${signatureHeader} header: ${recipe}`)
+      const timestamp = headers[timestampHeader]
+      if (timestamp === undefined) {
+        if (!rules.legacy) {
+          return yield* refuse(
+            `missing ${timestampHeader} header: ${recipe} (a signature over the body alone is accepted only with legacySignatures: true)`
+          )
+        }
+        if (!sameSignature(sign(rules.secret, body), given)) return yield* refuse(`the ${signatureHeader} signature does not match the body`)
+        return null
+      }
+      if (!/^\d{1,12}$/.test(timestamp)) {
+        return yield* refuse(`${timestampHeader} must be the time of signing in Unix seconds, got "${timestamp}"`)
+      }
+      const eventId = headers[eventIdHeader]
+      if (eventId === undefined) {
+        return yield* refuse(`missing ${eventIdHeader} header: a signed delivery names its event, and the signature covers it: ${recipe}`)
+      }
+      const skew = Math.round((yield* Clock.currentTimeMillis) / 1000) - Number(timestamp)
+      if (Math.abs(skew) * 1000 > Duration.toMillis(rules.tolerance)) {
+        return yield* refuse(
+          `the delivery was signed ${skew > 0 ? `${skew} s ago` : `${-skew} s ahead of this server's clock`}, outside the ` +
+            `${Duration.format(rules.tolerance)} tolerance: sign each attempt with the current time (or raise webhooks.${webhook}.tolerance)`
+        )
+      }
+      if (!sameSignature(sign(rules.secret, signedPayload(timestamp, eventId, body)), given)) {
+        return yield* refuse(`the ${signatureHeader} signature does not match ${timestampHeader}, ${eventIdHeader} and the body: ${recipe}`)
+      }
+      return given
+    })
+
     const deliver = Effect.fn("Webhooks.deliver")(function*(
       webhook: string,
       body: string,
@@ -103,15 +175,13 @@ export const WebhooksLive = Layer.effect(
       if (playbooks.length === 0) {
         return yield* new WebhookNotFound({ webhook, message: `no playbook listens on /hooks/${webhook}` })
       }
-      const secret = yield* secretOf(app.table.config.webhooks[webhook]?.secret)
-      if (secret !== undefined && !sameSignature(sign(secret, body), headers[signatureHeader])) {
-        return yield* new WebhookUnauthorized({
-          webhook,
-          message: headers[signatureHeader] === undefined
-            ? `missing ${signatureHeader} header: sign the raw body with HMAC-SHA256 and send sha256=<hex>`
-            : `the ${signatureHeader} signature does not match the body`
-        })
-      }
+      const settings = app.table.config.webhooks[webhook]
+      const secret = yield* secretOf(settings?.secret)
+      const fingerprint = secret === undefined ? null : yield* verify(webhook, body, headers, {
+        secret,
+        tolerance: Duration.decode(settings?.tolerance ?? defaultWebhookTolerance),
+        legacy: settings?.legacySignatures === true || playbooks.some((p) => p.definition.legacySignatures)
+      })
       const json = parseJson(body)
       if (!json.ok) {
         return yield* new WebhookBodyInvalid({ webhook, message: "the body is not valid JSON", issues: [] })
@@ -136,12 +206,25 @@ export const WebhooksLive = Layer.effect(
         accepted.map(({ event, route }) => route.definition.eventId?.(event)).find((id) => id !== undefined)
       const deliveryId = eventId === undefined ? newId("dlv") : `${webhook}:${eventId}`
       if (eventId !== undefined) {
-        // A repeated delivery answers with the first one's runs; one still in progress is waited for.
-        for (let attempt = 0; attempt < 200; attempt++) {
-          const claim = yield* deliveries.claim(deliveryId, webhook)
-          if (claim._tag === "claimed") break
-          if (claim._tag === "done" && isResult(claim.result)) return { ...claim.result, duplicate: true }
-          yield* Effect.sleep("25 millis")
+        const claim = yield* deliveries.claim(deliveryId, webhook, fingerprint)
+        if (claim._tag !== "claimed") {
+          if (fingerprint !== null && claim.fingerprint === fingerprint) {
+            return yield* new WebhookUnauthorized({
+              webhook,
+              message: `this signed delivery of event "${eventId}" was received before and is refused as a replay: ` +
+                `a sender that retries signs each attempt again with the current ${timestampHeader}`
+            })
+          }
+          // A repeat while the first is still processing is never run again: the sender retries later.
+          if (claim._tag === "processing") {
+            return yield* new DeliveryInProgress({
+              webhook,
+              deliveryId,
+              message: `event "${eventId}" is still being delivered; it is not run twice: retry later to get its runs`
+            })
+          }
+          if (!isResult(claim.result)) return yield* Effect.die(new Error(`delivery ${deliveryId} holds no delivery result`))
+          return { ...claim.result, duplicate: true }
         }
       }
 
@@ -160,32 +243,45 @@ export const WebhooksLive = Layer.effect(
           agent
         })
       const from = { deliveryId, webhook }
-      yield* note({ type: "delivery.received", data: { ...from, eventId: eventId ?? null } }, "delivery")
       const runs: Array<DeliveryResult["runs"][number]> = []
       const skipped: Array<DeliveryResult["skipped"][number]> = [
         ...decoded.flatMap((d, i) => d._tag === "Left" ? [{ playbook: playbooks[i]?.id ?? "", reason: "the body does not match its schema" }] : [])
       ]
-      for (const { event, route } of accepted) {
-        const step = `playbook:${route.id}`
-        const decision = yield* deliverToPlaybook(app, route, event, {
-          skipped: (agent, reason) => note({ type: "playbook.skipped", data: { ...from, playbook: route.id, reason } }, step, agent),
-          matched: (agent, instanceId) => note({ type: "playbook.matched", data: { ...from, playbook: route.id } }, step, agent, instanceId),
-          provisioned: (agent, instanceId) =>
-            note({ type: "instance.provisioned", data: { ...from, playbook: route.id } }, step, agent, instanceId),
-          start: (agent, instanceId, message) =>
-            dispatcher.submit({ agent, instance: instanceId, message, trace: { traceId, parentSpanId: spanIdOf(deliveryId, step) } }).pipe(
-              Effect.map((run) => run.id),
-              Effect.catchTags({ AgentNotFound: (e) => Effect.die(e), ConversationNotFound: (e) => Effect.die(e) })
-            ),
-          dispatched: (agent, instanceId, runId) =>
-            note({ type: "playbook.dispatched", data: { ...from, playbook: route.id, runId } }, step, agent, instanceId)
-        }).pipe(Effect.provideService(InstanceStorage, instances))
-        if (decision._tag === "Skipped") skipped.push({ playbook: route.id, reason: `its ${decision.reason}` })
-        else runs.push({ playbook: route.id, agent: decision.agent, instanceId: decision.instanceId, runId: decision.runId })
-      }
-      const result: DeliveryResult = { deliveryId, duplicate: false, runs, skipped }
-      if (eventId !== undefined) yield* deliveries.complete(deliveryId, result)
-      return result
+      const dispatchAll = Effect.gen(function*() {
+        yield* note({ type: "delivery.received", data: { ...from, eventId: eventId ?? null } }, "delivery")
+        for (const { event, route } of accepted) {
+          const step = `playbook:${route.id}`
+          const decision = yield* deliverToPlaybook(app, route, event, {
+            skipped: (agent, reason) => note({ type: "playbook.skipped", data: { ...from, playbook: route.id, reason } }, step, agent),
+            matched: (agent, instanceId) => note({ type: "playbook.matched", data: { ...from, playbook: route.id } }, step, agent, instanceId),
+            provisioned: (agent, instanceId) =>
+              note({ type: "instance.provisioned", data: { ...from, playbook: route.id } }, step, agent, instanceId),
+            start: (agent, instanceId, message) =>
+              dispatcher.submit({ agent, instance: instanceId, message, trace: { traceId, parentSpanId: spanIdOf(deliveryId, step) } }).pipe(
+                Effect.map((run) => {
+                  runs.push({ playbook: route.id, agent, instanceId, runId: run.id })
+                  return run.id
+                }),
+                Effect.catchTags({ AgentNotFound: (e) => Effect.die(e), ConversationNotFound: (e) => Effect.die(e) })
+              ),
+            dispatched: (agent, instanceId, runId) =>
+              note({ type: "playbook.dispatched", data: { ...from, playbook: route.id, runId } }, step, agent, instanceId)
+          }).pipe(Effect.provideService(InstanceStorage, instances))
+          if (decision._tag === "Skipped") skipped.push({ playbook: route.id, reason: `its ${decision.reason}` })
+        }
+      })
+      const result = (): DeliveryResult => ({ deliveryId, duplicate: false, runs, skipped })
+      yield* dispatchAll.pipe(
+        Effect.onExit((exit) =>
+          eventId === undefined || Exit.isSuccess(exit)
+            ? Effect.void
+            // Stopped part way (a store error, the sender hanging up): what started is kept, so a
+            // retry does not start it twice; a claim that started nothing is given up, so a retry runs.
+            : Effect.ignore(runs.length === 0 ? deliveries.release(deliveryId) : deliveries.complete(deliveryId, result()))
+        )
+      )
+      if (eventId !== undefined) yield* deliveries.complete(deliveryId, result())
+      return result()
     })
 
     return Webhooks.of({ deliver })

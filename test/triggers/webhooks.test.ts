@@ -1,7 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import * as Scripted from "../../src/models/scripted.js"
-import { sign } from "../../src/triggers/Webhooks.js"
+import { sign, signedPayload } from "../../src/triggers/Webhooks.js"
 import { http, startServer, waitForRun } from "../support/server.js"
 import { agentFile, tempProject } from "../support/tempProject.js"
 
@@ -99,15 +99,21 @@ describe("webhooks", () => {
     Effect.gen(function*() {
       const server = yield* startServer(yield* tempProject(project(`{ webhooks: { tickets: { secret: "s3cret" } } }`)), { model })
       const body = ticket()
+      const timestamp = Math.floor(Date.now() / 1000)
+      const signed = (secret: string, signedBody: string) => ({
+        "x-foundry-timestamp": String(timestamp),
+        "x-event-id": "evt-1",
+        "x-foundry-signature": sign(secret, signedPayload(timestamp, "evt-1", signedBody))
+      })
       const missing = yield* deliver(server.url, body)
       expect(missing.status).toBe(401)
       expect(missing.text).toContain("missing x-foundry-signature")
-      const wrong = yield* deliver(server.url, body, { "x-foundry-signature": sign("other", body) })
+      const wrong = yield* deliver(server.url, body, signed("other", body))
       expect(wrong.status).toBe(401)
       expect(wrong.text).toContain("does not match")
-      const tampered = yield* deliver(server.url, ticket({ priority: 5 }), { "x-foundry-signature": sign("s3cret", body) })
+      const tampered = yield* deliver(server.url, ticket({ priority: 5 }), signed("s3cret", body))
       expect(tampered.status).toBe(401)
-      const right = yield* deliver(server.url, body, { "x-foundry-signature": sign("s3cret", body) })
+      const right = yield* deliver(server.url, body, signed("s3cret", body))
       expect(right.status).toBe(202)
       expect((yield* http(`${server.url}/api/runs`)).json).toHaveLength(1)
     }))

@@ -5,7 +5,8 @@
 import { createServer } from "node:http"
 import { HttpApiBuilder } from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
-import { Layer } from "effect"
+import { Effect, Layer } from "effect"
+import { authMiddleware } from "../../auth/authMiddleware.js"
 import { FoundryApi } from "./api/FoundryApi.js"
 import { ApprovalsLive } from "./handlers/ApprovalsLive.js"
 import { ClusterLive } from "./handlers/ClusterLive.js"
@@ -15,19 +16,31 @@ import { HooksLive } from "./handlers/HooksLive.js"
 import { SchedulesHttpLive } from "./handlers/SchedulesLive.js"
 import { RunsLive } from "./handlers/RunsLive.js"
 import { SystemLive } from "./handlers/SystemLive.js"
+import { TokensLive } from "./handlers/TokensLive.js"
 import { UsageLive } from "./handlers/UsageLive.js"
 import { InspectorLive } from "../inspector/InspectorLive.js"
+import * as McpServerLive from "../mcp/McpServerLive.js"
+import { OpenAiLive } from "../openai/OpenAiLive.js"
 import { readableErrors } from "./readableErrors.js"
+import { edge } from "./edge/Edge.js"
 
 /** The API with every group implemented. */
-export const ApiLive = HttpApiBuilder.api(FoundryApi).pipe(Layer.provide([RunsLive, ConversationsLive, ApprovalsLive, EventsLive, HooksLive, SchedulesHttpLive, SystemLive, UsageLive, ClusterLive]))
+export const ApiLive = HttpApiBuilder.api(FoundryApi).pipe(
+  Layer.provide([RunsLive, ConversationsLive, ApprovalsLive, EventsLive, HooksLive, SchedulesHttpLive, SystemLive, UsageLive, ClusterLive, TokensLive, OpenAiLive])
+)
 
 /** Serves the API on `host:port` (port 0 picks a free one), reading request bodies up to `bodyLimit` bytes. */
 export const layer = (options: { readonly port: number; readonly host: string; readonly bodyLimit: number }) =>
   HttpApiBuilder.serve().pipe(
-    Layer.provide(HttpApiBuilder.middleware(FoundryApi, readableErrors(options.bodyLimit))),
+    Layer.provide(HttpApiBuilder.middleware(
+      FoundryApi,
+      Effect.map(edge(options), (atEdge) => (app) => atEdge(readableErrors(options.bodyLimit)(app)))
+    )),
+    // Provided after the middleware above, so it is added first and runs inside it, before any route.
+    Layer.provide(HttpApiBuilder.middleware(FoundryApi, authMiddleware)),
     Layer.provide(HttpApiBuilder.middlewareOpenApi({ path: "/api/openapi.json" })),
     Layer.provide(InspectorLive),
+    Layer.provide(McpServerLive.layer()),
     Layer.provide(ApiLive),
     Layer.provideMerge(NodeHttpServer.layer(createServer, { port: options.port, host: options.host }))
   )

@@ -4,7 +4,7 @@
  * a body that is not JSON or a path that is not a route gets a JSON error that says so, never an
  * empty response, a Schema tree or a stack trace.
  */
-import { HttpApiError, HttpIncomingMessage, type HttpApp, HttpServerError, HttpServerResponse } from "@effect/platform"
+import { HttpApiError, HttpIncomingMessage, type HttpApp, HttpMethod, HttpServerError, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { Cause, Effect, Option } from "effect"
 import { formatIssues } from "../../definitions/readableIssues.js"
 import { BadRequest } from "./api/BadRequest.js"
@@ -13,7 +13,24 @@ import { requestIssues } from "./requestIssues.js"
 
 const issuesOfRequest = requestIssues(FoundryApi)
 
+/**
+ * Whether HttpApi read the body in a way that can be read again: as text (JSON, a form, `text/*`,
+ * all cached). Any other content type it reads as raw bytes, from a stream that is then spent.
+ */
+const readAsText = (request: HttpServerRequest.HttpServerRequest): boolean => {
+  const contentType = (request.headers["content-type"] ?? "application/json").toLowerCase().trim()
+  return !HttpMethod.hasBody(request.method) || contentType.includes("application/json") ||
+    contentType.includes("x-www-form-urlencoded") || contentType.startsWith("text/")
+}
+
 const explain = Effect.fn("readableErrors.explain")(function*(error: HttpApiError.HttpApiDecodeError) {
+  const request = yield* HttpServerRequest.HttpServerRequest
+  if (!readAsText(request)) {
+    return yield* HttpServerResponse.json({
+      _tag: "UnsupportedMediaType",
+      message: `the body must be JSON: send it with content-type: application/json (got ${request.headers["content-type"]})`
+    }, { status: 415 }).pipe(Effect.orDie)
+  }
   const issues = yield* issuesOfRequest
   if (issues.length > 0) return yield* new BadRequest({ message: formatIssues(issues), issues })
   // HttpApi also reports a handler's own decode failure, or a response that does not match its

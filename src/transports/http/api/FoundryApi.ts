@@ -5,16 +5,20 @@
  * `handlers/storeUnavailable`).
  */
 import { HttpApi, OpenApi } from "@effect/platform"
+import { declareSecurity } from "../../../auth/openApiSecurity.js"
 import { ApprovalsGroup } from "./ApprovalsGroup.js"
 import { BadRequest, declareBadRequestOnly } from "./BadRequest.js"
 import { ClusterGroup } from "./ClusterGroup.js"
 import { ConversationsGroup } from "./ConversationsGroup.js"
 import { EventsGroup } from "./EventsGroup.js"
 import { HooksGroup } from "./HooksGroup.js"
+import { declareMcp } from "../../mcp/openApi.js"
+import { OpenAiGroup } from "../../openai/OpenAiGroup.js"
 import { SchedulesGroup } from "./SchedulesGroup.js"
 import { RunsGroup } from "./RunsGroup.js"
 import { StoreUnavailable } from "./StoreUnavailable.js"
 import { SystemGroup } from "./SystemGroup.js"
+import { TokensGroup } from "./TokensGroup.js"
 import { UsageGroup } from "./UsageGroup.js"
 
 /** The API. */
@@ -28,8 +32,10 @@ export class FoundryApi extends HttpApi.make("foundry")
   .add(UsageGroup)
   .add(SystemGroup)
   .add(ClusterGroup)
+  .add(OpenAiGroup)
+  .add(TokensGroup)
   .addError(BadRequest)
   .addError(StoreUnavailable)
   .annotate(OpenApi.Title, "Foundry")
-  .annotate(OpenApi.Transform, declareBadRequestOnly)
+  .annotate(OpenApi.Transform, (spec) => declareSecurity(declareMcp(declareBadRequestOnly(spec))))
 {}

@@ -23,6 +23,16 @@ export const CreateRun = Schema.Struct({
   conversation: Schema.optional(Schema.String)
 })
 
+/**
+ * An `Idempotency-Key` that already started a run for a different request: the key names one
+ * request, and repeating it with another body would silently answer with the first run.
+ */
+export class IdempotencyKeyReused extends Schema.TaggedError<IdempotencyKeyReused>()("IdempotencyKeyReused", {
+  idempotencyKey: Schema.String,
+  runId: Schema.String,
+  message: Schema.String
+}) {}
+
 /** The answer to `POST /api/runs`. */
 export const RunCreated = Schema.Struct({
   runId: Schema.String,
@@ -54,6 +64,7 @@ export class RunsGroup extends HttpApiGroup.make("runs")
       .addSuccess(RunCreated, { status: 202 })
       .addError(AgentNotFound, { status: 404 })
       .addError(ConversationNotFound, { status: 404 })
+      .addError(IdempotencyKeyReused, { status: 422 })
   )
   .add(
     HttpApiEndpoint.get("list", "/api/runs")

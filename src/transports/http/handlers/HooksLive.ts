@@ -7,6 +7,9 @@ import { Webhooks } from "../../../triggers/Webhooks.js"
 import { FoundryApi } from "../api/FoundryApi.js"
 import { orStoreUnavailable } from "./storeUnavailable.js"
 
+/** When a sender whose event is still being delivered should try again, in seconds. */
+const retryInProgressAfterSeconds = 5
+
 /** Handlers for `/hooks`. */
 export const HooksLive = HttpApiBuilder.group(FoundryApi, "hooks", (handlers) =>
   Effect.gen(function*() {
@@ -17,5 +20,13 @@ export const HooksLive = HttpApiBuilder.group(FoundryApi, "hooks", (handlers) =>
         const body = yield* Effect.orDie(request.text)
         const result = yield* webhooks.deliver(path.name, body, request.headers).pipe(orStoreUnavailable)
         return yield* HttpServerResponse.json(result, { status: result.duplicate ? 200 : 202 }).pipe(Effect.orDie)
-      }))
+      }).pipe(
+        // 409, not 202: the first attempt's runs are not known yet, and if it never finishes the
+        // sender must not believe the event delivered.
+        Effect.catchTag("DeliveryInProgress", (error) =>
+          HttpServerResponse.json(
+            { _tag: error._tag, deliveryId: error.deliveryId, message: error.message },
+            { status: 409, headers: { "retry-after": String(retryInProgressAfterSeconds) } }
+          ).pipe(Effect.orDie))
+      ))
   }))

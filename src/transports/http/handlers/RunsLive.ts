@@ -7,7 +7,9 @@ import { Dispatcher, RunNotFound } from "../../../dispatch/Dispatcher.js"
 import { Store } from "../../../durable/Store.js"
 import { EventStorage } from "../../../events/EventStorage.js"
 import { EventLog } from "../../../events/EventLog.js"
+import { RunJournal, submissionFingerprint } from "../../../journal/RunJournal.js"
 import { FoundryApi } from "../api/FoundryApi.js"
+import { type CreateRun, IdempotencyKeyReused } from "../api/RunsGroup.js"
 import { sseFrame } from "./sse.js"
 import { cutOnStoreError, orStoreUnavailable } from "./storeUnavailable.js"
 import { runView } from "./toView.js"
@@ -27,12 +29,34 @@ export const RunsLive = HttpApiBuilder.group(FoundryApi, "runs", (handlers) =>
     const store = yield* Store
     const eventStorage = yield* EventStorage
     const events = yield* EventLog
+    const journal = yield* RunJournal
+
+    /** Submits a run; a key that already started a run for another request is refused, not answered with that run. */
+    const create = Effect.fn("Runs.create")(function*(payload: typeof CreateRun.Type, idempotencyKey: string | undefined) {
+      const run = yield* dispatcher.submit({ ...payload, idempotencyKey })
+      if (idempotencyKey !== undefined) {
+        const first = yield* journal.idempotencyFingerprint(run.id)
+        const asked = submissionFingerprint({
+          agent: payload.agent,
+          instanceId: payload.instance ?? "default",
+          input: payload.message,
+          conversation: payload.conversation ?? null
+        })
+        // A run queued before fingerprints were kept has none: it is taken as this request's.
+        if (first !== null && first !== asked) {
+          return yield* new IdempotencyKeyReused({
+            idempotencyKey,
+            runId: run.id,
+            message: `idempotency-key "${idempotencyKey}" already started run ${run.id} for a different request: ` +
+              "use a new key for a new request, or repeat the first request exactly to get its run"
+          })
+        }
+      }
+      return { runId: run.id, conversationId: run.conversationId, instanceId: run.instanceId }
+    })
+
     return handlers
-      .handle("create", ({ headers, payload }) =>
-        dispatcher.submit({ ...payload, idempotencyKey: headers["idempotency-key"] }).pipe(
-          Effect.map((run) => ({ runId: run.id, conversationId: run.conversationId, instanceId: run.instanceId })),
-          orStoreUnavailable
-        ))
+      .handle("create", ({ headers, payload }) => create(payload, headers["idempotency-key"]).pipe(orStoreUnavailable))
       .handle("list", ({ urlParams }) =>
         store.listRuns({ agent: urlParams.agent, status: urlParams.status, limit: urlParams.limit ?? 50 }).pipe(
           Effect.map((runs) => runs.map(runView)),

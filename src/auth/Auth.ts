@@ -1,0 +1,115 @@
+/**
+ * The door of the HTTP server: decides at start whether requests need tokens (see `accessMode`),
+ * then admits each request or says why not. A request is admitted when its route is public, or
+ * when it carries a valid token (as `Authorization: Bearer <token>`, or the inspector's session
+ * cookie) whose scope includes what the route needs and that is within its rate limit.
+ */
+import * as RateLimiter from "@effect/experimental/RateLimiter"
+import { Context, Duration, Effect, Layer, Option } from "effect"
+import type { StoreError } from "../durable/StoreError.js"
+import { type AccessDenied, Forbidden, RateLimited, Unauthorized } from "./accessErrors.js"
+import { type AccessMode, accessMode, isLoopback } from "./accessMode.js"
+import { routeAccess } from "./routeAccess.js"
+import { type TokenRecord, TokenStorage } from "./TokenStorage.js"
+import { allows, tokenScopes } from "./TokenScope.js"
+
+/** What the door looks at in a request. */
+export interface Knock {
+  readonly method: string
+  /** The path and query, as the request line has them. */
+  readonly url: string
+  /** The `Authorization` header, if any. */
+  readonly authorization: string | undefined
+  /** The inspector's session cookie, if any. */
+  readonly session: string | undefined
+}
+
+/** The settings the door is built from: where the server listens and the config's `auth`. */
+export interface AuthSettings {
+  readonly host: string
+  readonly required: boolean
+  readonly rateLimit: { readonly requests: number; readonly per: Duration.DurationInput }
+}
+
+/** The door. */
+export class Auth extends Context.Tag("foundry/Auth")<Auth, {
+  readonly mode: AccessMode
+  /** Succeeds when the request may go on to its route. */
+  readonly admit: (knock: Knock) => Effect.Effect<void, AccessDenied | StoreError>
+  /** The valid token a request carries, if any, whatever its route needs. */
+  readonly identify: (knock: Knock) => Effect.Effect<Option.Option<TokenRecord>, StoreError>
+}>() {}
+
+const howToGetOne = `create one with \`foundry token create --scope ${tokenScopes.join("|")}\``
+
+/** The token a request carries: the bearer token first, else the session cookie. */
+const presented = (knock: Knock): Effect.Effect<string, Unauthorized> => {
+  if (knock.authorization !== undefined) {
+    const match = /^Bearer\s+(\S+)\s*$/i.exec(knock.authorization)
+    return match?.[1] === undefined
+      ? Effect.fail(new Unauthorized({ message: `the Authorization header must be \`Bearer <token>\`; ${howToGetOne}` }))
+      : Effect.succeed(match[1])
+  }
+  if (knock.session !== undefined && knock.session !== "") return Effect.succeed(knock.session)
+  return Effect.fail(
+    new Unauthorized({ message: `this server needs an API token: send \`Authorization: Bearer <token>\`; ${howToGetOne}` })
+  )
+}
+
+/** The door for a server on `settings.host`; fails with `AccessRefused` when it must not start. */
+export const layer = (settings: AuthSettings) =>
+  Layer.effect(
+    Auth,
+    Effect.gen(function*() {
+      const tokens = yield* TokenStorage
+      const limiter = yield* RateLimiter.RateLimiter
+      // Only an address beyond loopback depends on the store's tokens; loopback starts without asking it.
+      const activeTokens = isLoopback(settings.host) ? 0 : yield* tokens.countActive
+      const mode = yield* accessMode({ host: settings.host, required: settings.required, activeTokens })
+      const per = Duration.decode(settings.rateLimit.per)
+
+      const withinLimit = (tokenId: string) =>
+        limiter.consume({ algorithm: "token-bucket", onExceeded: "fail", window: per, limit: settings.rateLimit.requests, key: tokenId }).pipe(
+          Effect.catchAll((error) =>
+            error instanceof RateLimiter.RateLimitExceeded
+              ? Effect.fail(
+                new RateLimited({
+                  message: `token ${tokenId} sent more than ${settings.rateLimit.requests} requests per ${Duration.format(per)}; ` +
+                    "retry after the Retry-After header's seconds, or raise auth.rateLimit in foundry.config.ts",
+                  retryAfter: Math.max(1, Math.ceil(Duration.toSeconds(error.retryAfter)))
+                })
+              )
+              // The limiter's store is in memory: it has no failure of its own to report.
+              : Effect.die(error))
+        )
+
+      const admit = Effect.fn("Auth.admit")(function*(knock: Knock) {
+        if (mode === "open") return
+        const needed = routeAccess(knock.method, knock.url)
+        if (needed === "public") return
+        const token = yield* presented(knock)
+        const found = yield* tokens.verify(token)
+        if (Option.isNone(found)) {
+          return yield* new Unauthorized({ message: `the token is unknown or revoked; ${howToGetOne}` })
+        }
+        const { id, scope } = found.value
+        if (!allows(scope, needed)) {
+          return yield* new Forbidden({
+            message: `${knock.method} ${knock.url.split("?", 1)[0]} needs a token with scope "${needed}"; ` +
+              `token ${id} has scope "${scope}": use a token with a scope that includes "${needed}"`,
+            required: needed,
+            scope
+          })
+        }
+        yield* withinLimit(id)
+      })
+
+      const identify = (knock: Knock) =>
+        presented(knock).pipe(
+          Effect.option,
+          Effect.flatMap(Option.match({ onNone: () => Effect.succeedNone, onSome: tokens.verify }))
+        )
+
+      return Auth.of({ mode, admit, identify })
+    })
+  ).pipe(Layer.provide(RateLimiter.layer.pipe(Layer.provide(RateLimiter.layerStoreMemory))))

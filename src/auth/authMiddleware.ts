@@ -1,0 +1,64 @@
+/**
+ * The door as global HTTP middleware: every request passes `Auth.admit` before any route (the
+ * API, `/v1`, `/mcp`, the inspector) runs. A refusal is answered here, in the shape its clients
+ * read: OpenAI's error object under `/v1`, Foundry's `{ _tag, message }` elsewhere.
+ */
+import { type HttpApp, HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import { Effect, Schema } from "effect"
+import { orStoreUnavailable } from "../transports/http/handlers/storeUnavailable.js"
+import { type AccessDenied, Forbidden, RateLimited, Unauthorized } from "./accessErrors.js"
+import { Auth, type Knock } from "./Auth.js"
+import { normalizedPath } from "./routeAccess.js"
+import { sessionCookie } from "./sessionCookie.js"
+
+const encodeDenied = Schema.encodeSync(Schema.Union(Unauthorized, Forbidden, RateLimited))
+
+const statusOf = { Unauthorized: 401, Forbidden: 403, RateLimited: 429 } as const
+
+/** OpenAI's error object, which OpenAI-compatible clients turn into their own typed errors. */
+const openAiError = (denied: AccessDenied) => {
+  switch (denied._tag) {
+    case "Unauthorized":
+      return { error: { message: denied.message, type: "invalid_request_error", param: null, code: "invalid_api_key" } }
+    case "Forbidden":
+      return { error: { message: denied.message, type: "invalid_request_error", param: null, code: "insufficient_permissions" } }
+    case "RateLimited":
+      return { error: { message: denied.message, type: "requests", param: null, code: "rate_limit_exceeded" } }
+  }
+}
+
+/** The answer to a refused request. */
+const refusal = (denied: AccessDenied, path: string) =>
+  HttpServerResponse.json(
+    path === "/v1" || path.startsWith("/v1/") ? openAiError(denied) : encodeDenied(denied),
+    {
+      status: statusOf[denied._tag],
+      headers: denied._tag === "Unauthorized"
+        ? { "www-authenticate": `Bearer realm="foundry"` }
+        : denied._tag === "RateLimited"
+        ? { "retry-after": String(denied.retryAfter) }
+        : {}
+    }
+  ).pipe(Effect.orDie)
+
+/** What the door looks at in a request. */
+export const knockOf = (request: HttpServerRequest.HttpServerRequest): Knock => ({
+  method: request.method,
+  url: request.originalUrl,
+  authorization: request.headers["authorization"],
+  session: request.cookies[sessionCookie.key]
+})
+
+/** The middleware, for `HttpApiBuilder.middleware`. */
+export const authMiddleware = Effect.map(Auth, (auth) => (app: HttpApp.Default) =>
+  Effect.gen(function*() {
+    const request = yield* HttpServerRequest.HttpServerRequest
+    const knock = knockOf(request)
+    return yield* auth.admit(knock).pipe(
+      orStoreUnavailable,
+      Effect.matchEffect({
+        onSuccess: () => app,
+        onFailure: (error) => error._tag === "StoreUnavailable" ? Effect.fail(error) : refusal(error, normalizedPath(knock.url))
+      })
+    )
+  }))

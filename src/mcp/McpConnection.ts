@@ -1,0 +1,226 @@
+/**
+ * One MCP server as the runtime keeps it: connected on first use, its tool list cached and marked
+ * stale by `notifications/tools/list_changed`, and restarted with backoff when it goes away (its
+ * process exits, its endpoint stops answering). While it is down, its last known tools stay on
+ * offer and every call is answered with `McpServerNotRunning`, so the model learns why.
+ */
+import { Client } from "@modelcontextprotocol/sdk/client/index.js"
+import { ErrorCode, McpError, type Tool, ToolListChangedNotificationSchema } from "@modelcontextprotocol/sdk/types.js"
+import { Duration, Effect, Either, Runtime, Schedule, Scope } from "effect"
+import { durationText } from "../engine/executeTool.js"
+import { McpCallTimedOut, McpServerNotRunning, McpServerUnavailable, McpToolFailed } from "./McpErrors.js"
+import type { McpMount } from "./McpMount.js"
+import { defaultMcpTimeout, isStdio } from "./McpServerSpec.js"
+import { openTransport } from "./openTransport.js"
+import { toolResultText } from "./toolResult.js"
+
+/** A connected server. */
+interface Session {
+  readonly client: Client
+  /** Why it went away, set the moment its transport closed (or failed) on its own. */
+  gone: string | undefined
+  /** Set before Foundry closes it: that close is no crash. */
+  closing: boolean
+  tools: ReadonlyArray<Tool>
+  /** A `list_changed` arrived: list again before the tools are next offered. */
+  stale: boolean
+  /** The end of the server's stderr, for the log when it goes away. */
+  readonly stderr: () => string
+}
+
+type State =
+  | { readonly _tag: "Idle" }
+  | { readonly _tag: "Live"; readonly session: Session }
+  | { readonly _tag: "Down"; readonly reason: string; readonly tools: ReadonlyArray<Tool> }
+
+/** One server's connection. */
+export interface McpConnection {
+  /** The server's tools, connecting first if need be; while it restarts, the last ones it listed. */
+  readonly tools: Effect.Effect<ReadonlyArray<Tool>, McpServerUnavailable>
+  /** Calls a tool; the result's text, or why there is none. */
+  readonly call: (
+    tool: string,
+    args: Readonly<Record<string, unknown>>
+  ) => Effect.Effect<string, McpServerUnavailable | McpServerNotRunning | McpCallTimedOut | McpToolFailed>
+}
+
+/** The client's name and version as servers see them in `initialize`. */
+const clientInfo = { name: "foundry", version: "1" }
+
+/** An error's message, with its cause's when it has one (`fetch failed` says little without `connect ECONNREFUSED ...`). */
+const messageOf = (error: unknown): string =>
+  error instanceof Error
+    ? error.cause instanceof Error ? `${error.message} (${error.cause.message})` : error.message
+    : String(error)
+
+/** Every page of `tools/list`. */
+const listTools = (client: Client, timeout: number) =>
+  Effect.tryPromise(async (signal) => {
+    const tools: Array<Tool> = []
+    let cursor: string | undefined
+    do {
+      const page = await client.listTools(cursor === undefined ? undefined : { cursor }, { signal, timeout })
+      tools.push(...page.tools)
+      cursor = page.nextCursor
+    } while (cursor !== undefined)
+    return tools
+  })
+
+/** How a connection starts and restarts. */
+export interface ConnectionPolicy {
+  /**
+   * Spaces the attempts to bring a server back; it starts over once a call succeeds, so a server
+   * that dies on every call is restarted ever more slowly.
+   */
+  readonly restart: Schedule.Schedule<unknown>
+  /** How long starting a server and its first `tools/list` may take (a process may start slowly). */
+  readonly connectTimeout: Duration.DurationInput
+}
+
+/** The connection to `mount`'s server, closed with the scope. */
+export const make = (mount: McpMount, policy: ConnectionPolicy) =>
+  Effect.gen(function*() {
+    const scope = yield* Effect.scope
+    const runtime = yield* Effect.runtime<never>()
+    const lock = yield* Effect.makeSemaphore(1)
+    const backoff = yield* Schedule.driver(policy.restart)
+    const connectMillis = Duration.toMillis(Duration.decode(policy.connectTimeout))
+    const timeout = mount.spec.timeout ?? defaultMcpTimeout
+    const timeoutMillis = Duration.toMillis(Duration.decode(timeout))
+    let state: State = { _tag: "Idle" }
+    // Read through here: the state changes under the lock while a caller waits, which narrowing cannot see.
+    const current = (): State => state
+
+    const unavailable = (reason: string) => new McpServerUnavailable({ server: mount.name, declaredIn: mount.declaredIn, reason })
+
+    const close = (session: Session) =>
+      Effect.promise(() => {
+        session.closing = true
+        return session.client.close().catch(() => undefined)
+      })
+
+    /** Starts the server and lists its tools. */
+    const connect = Effect.gen(function*() {
+      const opened = yield* openTransport(mount)
+      const client = new Client(clientInfo, { capabilities: {} })
+      const session: Session = { client, gone: undefined, closing: false, tools: [], stale: false, stderr: opened.stderr }
+      client.setNotificationHandler(ToolListChangedNotificationSchema, () => {
+        session.stale = true
+      })
+      let closedReason = isStdio(mount.spec) ? "its process exited" : `the connection to ${mount.spec.url} closed`
+      client.onclose = () => {
+        if (session.closing || session.gone !== undefined) return
+        // Set before the SDK fails the calls in flight, so that they report why.
+        session.gone = closedReason
+        Runtime.runFork(runtime)(wentAway(session))
+      }
+      yield* Effect.tryPromise({
+        try: () => client.connect(opened.transport, { timeout: connectMillis }),
+        catch: (error) => unavailable(messageOf(error))
+      }).pipe(Effect.onError(() => close(session)))
+      const pid = opened.pid()
+      if (pid !== null) closedReason = `its process ${pid} exited`
+      session.tools = yield* listTools(client, connectMillis).pipe(
+        Effect.mapError((error) => unavailable(`tools/list failed: ${messageOf(error.error)}`)),
+        Effect.onError(() => close(session))
+      )
+      return session
+    })
+
+    /** The server went away: its tools stay known, calls are refused, and it is restarted. */
+    const wentAway = (session: Session) =>
+      lock.withPermits(1)(Effect.gen(function*() {
+        const now = current()
+        if (now._tag !== "Live" || now.session !== session) return
+        const reason = session.gone ?? "it went away"
+        state = { _tag: "Down", reason, tools: session.tools }
+        const stderr = session.stderr().trimEnd().split("\n").pop() ?? ""
+        yield* Effect.logWarning(
+          `MCP server ${mount.name} is not running: ${reason}; restarting${stderr === "" ? "" : ` (its last stderr line: ${stderr})`}`
+        )
+        yield* Effect.forkIn(restartLoop(session.tools), scope)
+      }))
+
+    const restartLoop = (tools: ReadonlyArray<Tool>): Effect.Effect<void> =>
+      Effect.gen(function*() {
+        yield* Effect.orDie(backoff.next(undefined))
+        const attempt = yield* Effect.either(connect)
+        yield* lock.withPermits(1)(Effect.sync(() => {
+          state = Either.isRight(attempt)
+            ? { _tag: "Live", session: attempt.right }
+            : { _tag: "Down", reason: attempt.left.reason, tools }
+        }))
+        if (Either.isLeft(attempt)) {
+          yield* Effect.logWarning(`MCP server ${mount.name} could not be restarted: ${attempt.left.reason}; trying again`)
+          return yield* restartLoop(tools)
+        }
+        yield* Effect.logInfo(`MCP server ${mount.name} restarted`)
+      })
+
+    yield* Scope.addFinalizer(scope, Effect.suspend(() => {
+      const last = current()
+      return last._tag === "Live" ? close(last.session) : Effect.void
+    }))
+
+    /** The live session, connecting on first use; refused while the server is down. */
+    const live = lock.withPermits(1)(Effect.gen(function*() {
+      const now = current()
+      if (now._tag === "Down") return yield* new McpServerNotRunning({ server: mount.name, reason: now.reason })
+      if (now._tag === "Live") return now.session
+      const session = yield* connect
+      state = { _tag: "Live", session }
+      return session
+    }))
+
+    const tools = Effect.gen(function*() {
+      const session = yield* live.pipe(Effect.catchTag("McpServerNotRunning", () => Effect.succeed(undefined)))
+      if (session === undefined) {
+        const down = current()
+        return down._tag === "Down" ? down.tools : []
+      }
+      if (!session.stale) return session.tools
+      session.stale = false
+      const listed = yield* Effect.either(listTools(session.client, timeoutMillis))
+      if (Either.isRight(listed)) {
+        session.tools = listed.right
+      } else {
+        // Offered as they were; the next turn lists again.
+        session.stale = true
+        yield* Effect.logWarning(`MCP server ${mount.name}: tools/list failed: ${messageOf(listed.left.error)}`)
+      }
+      return session.tools
+    })
+
+    /** A failed call: the server gone, the call timed out, or the server refused it. */
+    const failedCall = (session: Session, tool: string, error: unknown) =>
+      Effect.gen(function*() {
+        if (session.gone !== undefined) return yield* new McpServerNotRunning({ server: mount.name, reason: session.gone })
+        if (error instanceof McpError && error.code === ErrorCode.RequestTimeout) {
+          return yield* new McpCallTimedOut({ server: mount.name, tool, timeout: durationText(timeout) })
+        }
+        if (error instanceof McpError && error.code !== ErrorCode.ConnectionClosed) {
+          return yield* new McpToolFailed({ server: mount.name, tool, reason: error.message })
+        }
+        // Anything else is the transport failing (a refused connection, an unknown session after
+        // the server restarted): start afresh.
+        session.gone = messageOf(error)
+        yield* close(session)
+        yield* wentAway(session)
+        return yield* new McpServerNotRunning({ server: mount.name, reason: session.gone })
+      })
+
+    const call = (tool: string, args: Readonly<Record<string, unknown>>) =>
+      Effect.gen(function*() {
+        const session = yield* live
+        const result = yield* Effect.tryPromise((signal) =>
+          session.client.callTool({ name: tool, arguments: { ...args } }, undefined, { signal, timeout: timeoutMillis })
+        ).pipe(Effect.catchAll((error) => failedCall(session, tool, error.error)))
+        const { isError, text } = toolResultText(result)
+        if (isError) return yield* new McpToolFailed({ server: mount.name, tool, reason: text === "" ? "the server reported an error" : text })
+        yield* backoff.reset
+        return text
+      })
+
+    const connection: McpConnection = { tools, call }
+    return connection
+  })

@@ -1,0 +1,92 @@
+/**
+ * Foundry's agents served over MCP at `/mcp` (Streamable HTTP: POST for messages, GET for a
+ * session's notification stream, DELETE to end a session), on the API's own router, so the
+ * server's middleware (the edge's Host, Origin and body-size checks, auth) applies to it as to every
+ * route. The request body is parsed here and handed to the SDK's transport; every failure from here
+ * on is answered in JSON-RPC's shape, which is what an MCP client reads.
+ */
+import { HttpApiBuilder, HttpServerRequest } from "@effect/platform"
+import type { Server } from "@modelcontextprotocol/sdk/server/index.js"
+import { Data, Effect, Layer, Option } from "effect"
+import { CurrentApp } from "../../compiler/CurrentApp.js"
+import * as AgentTools from "./AgentTools.js"
+import { type AgentServerServices, makeAgentServer } from "./agentServer.js"
+import * as ConversationResources from "./ConversationResources.js"
+import { defaults, type McpServerConfig } from "./McpServerConfig.js"
+import * as McpSessions from "./McpSessions.js"
+
+/** The endpoint's path. */
+export const mcpPath = "/mcp"
+
+/** A POST body that cannot be read or is not JSON: a 400 with this JSON-RPC code. */
+class UnreadableBody extends Data.TaggedError("UnreadableBody")<{
+  readonly code: number
+  readonly message: string
+}> {}
+
+/** The body of a POST, parsed. (The edge has refused bodies over the server's limit already.) */
+const readBody = (request: HttpServerRequest.HttpServerRequest) =>
+  request.text.pipe(
+    Effect.mapError(() =>
+      new UnreadableBody({ code: -32000, message: "the request body could not be read: send one JSON-RPC message or batch" })
+    ),
+    Effect.flatMap((text) =>
+      Effect.try({
+        try: (): unknown => JSON.parse(text),
+        catch: () => new UnreadableBody({ code: -32700, message: "Parse error: the request body is not JSON" })
+      })
+    )
+  )
+
+/** The request as the SDK's transport takes it: a Web `Request` (its body is passed on parsed). */
+const toWebRequest = (request: HttpServerRequest.HttpServerRequest) =>
+  Option.map(HttpServerRequest.toURL(request), (url) => new Request(url, { method: request.method, headers: request.headers }))
+
+/** The routes, over the current build's agents and the store, with tunables `config`. */
+export const layer = (config: McpServerConfig = defaults) =>
+  HttpApiBuilder.Router.use((router) =>
+    Effect.gen(function*() {
+      const runtime = yield* Effect.runtime<AgentServerServices>()
+      const tools = yield* AgentTools.AgentTools
+      const app = yield* Effect.flatMap(CurrentApp, (current) => current.get)
+
+      // The agent list is announced to open sessions when it changes (a reload of the project).
+      let announced = JSON.stringify(yield* tools.list)
+      const announceChanges = (servers: ReadonlyArray<Server>) =>
+        Effect.gen(function*() {
+          const listed = JSON.stringify(yield* tools.list)
+          if (listed === announced) return
+          announced = listed
+          yield* Effect.forEach(servers, (server) => Effect.tryPromise(() => server.sendToolListChanged()).pipe(Effect.ignore), {
+            discard: true
+          })
+        })
+
+      const sessions = yield* McpSessions.make({
+        newServer: () => makeAgentServer(runtime),
+        sessionIdle: config.sessionIdle,
+        maxSessions: config.maxSessions,
+        checkEvery: config.checkEvery,
+        keepAlive: app.table.config.server.sseHeartbeat,
+        onCheck: announceChanges
+      })
+
+      const handler = Effect.gen(function*() {
+        const request = yield* HttpServerRequest.HttpServerRequest
+        const web = toWebRequest(request)
+        if (Option.isNone(web)) return yield* McpSessions.jsonRpcError(400, -32600, "the request URL or its Host header is not valid")
+        if (request.method !== "POST") return yield* sessions.handle(web.value, undefined)
+        return yield* readBody(request).pipe(
+          Effect.flatMap((body) => sessions.handle(web.value, body)),
+          Effect.catchTag("UnreadableBody", (error) => McpSessions.jsonRpcError(400, error.code, error.message))
+        )
+      })
+
+      yield* router.post(mcpPath, handler)
+      yield* router.get(mcpPath, handler)
+      yield* router.del(mcpPath, handler)
+    })
+  ).pipe(
+    Layer.provide(AgentTools.layer),
+    Layer.provide(ConversationResources.layer({ listed: config.recentConversations }))
+  )

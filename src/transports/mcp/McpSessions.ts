@@ -1,0 +1,157 @@
+/**
+ * The MCP endpoint's sessions, over the SDK's Web-standard Streamable HTTP transport. An
+ * `initialize` POST opens a stateful session: an MCP server and a transport of its own, named by
+ * the `Mcp-Session-Id` its answer carries; requests with that header go to it (POST messages, GET
+ * its stream of server notifications, DELETE ends it). A POST without the header that is not an
+ * `initialize` is served statelessly, by a server that lives for that one request, for clients
+ * that keep no session. A session ends on DELETE, after being idle for `sessionIdle`, and when the
+ * server's scope closes.
+ */
+import { randomUUID } from "node:crypto"
+import { HttpServerResponse } from "@effect/platform"
+import type { Server } from "@modelcontextprotocol/sdk/server/index.js"
+import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js"
+import { isInitializeRequest } from "@modelcontextprotocol/sdk/types.js"
+import { Clock, Duration, Effect, Queue, type Scope, Stream } from "effect"
+
+/** One open session. */
+interface Session {
+  readonly server: Server
+  readonly transport: WebStandardStreamableHTTPServerTransport
+  lastActive: number
+  /** Requests of the session whose responses are still being sent (a GET stream stays open). */
+  open: number
+}
+
+/** How sessions are made and kept. */
+export interface McpSessionsOptions {
+  /** A new MCP server, not yet connected. */
+  readonly newServer: () => Server
+  readonly sessionIdle: Duration.DurationInput
+  readonly maxSessions: number
+  readonly checkEvery: Duration.DurationInput
+  /** The pause between keep-alive comments on an idle SSE stream. */
+  readonly keepAlive: Duration.DurationInput
+  /** Runs on every check while sessions are open, with their servers. */
+  readonly onCheck: (servers: ReadonlyArray<Server>) => Effect.Effect<void>
+}
+
+/** The sessions: one handler for every request to the endpoint. */
+export interface McpSessions {
+  /** Answers `request` (its body, already parsed, is `body`; `undefined` for GET and DELETE). */
+  readonly handle: (request: Request, body: unknown) => Effect.Effect<HttpServerResponse.HttpServerResponse>
+}
+
+/** A JSON-RPC error response, the shape an MCP client reads any failure in. */
+export const jsonRpcError = (status: number, code: number, message: string) =>
+  Effect.succeed(HttpServerResponse.unsafeJson({ jsonrpc: "2.0", error: { code, message }, id: null }, { status }))
+
+/** The transport's answer as the HTTP server's, running `done` once its body has been sent (or abandoned). */
+const toHttpResponse = (response: Response, done: Effect.Effect<void>) => {
+  const headers = [...response.headers]
+  const body = response.body
+  if (body === null) return Effect.as(done, HttpServerResponse.empty({ status: response.status, headers }))
+  return Effect.succeed(HttpServerResponse.stream(
+    Stream.fromReadableStream({ evaluate: () => body, onError: (cause) => cause }).pipe(Stream.ensuring(done)),
+    { status: response.status, headers, contentType: response.headers.get("content-type") ?? undefined }
+  ))
+}
+
+/** Sessions kept until the scope closes. */
+export const make = (options: McpSessionsOptions): Effect.Effect<McpSessions, never, Scope.Scope> =>
+  Effect.gen(function*() {
+    const sessions = new Map<string, Session>()
+    const idleMillis = Duration.toMillis(Duration.decode(options.sessionIdle))
+    const keepAliveMs = Duration.toMillis(Duration.decode(options.keepAlive))
+    const close = (server: Server) => Effect.promise(() => server.close())
+
+    yield* Effect.addFinalizer(() => Effect.forEach([...sessions.values()], (session) => close(session.server), { discard: true }))
+
+    // Checks run only while a session is open, so an idle server does not wake for them.
+    const firstOpened = yield* Queue.sliding<void>(1)
+    yield* Effect.gen(function*() {
+      if (sessions.size === 0) yield* Queue.take(firstOpened)
+      yield* Effect.sleep(options.checkEvery)
+      const now = yield* Clock.currentTimeMillis
+      const idle = [...sessions.values()].filter((session) => session.open === 0 && now - session.lastActive > idleMillis)
+      yield* Effect.forEach(idle, (session) => close(session.server), { discard: true })
+      yield* options.onCheck([...sessions.values()].map((session) => session.server))
+    }).pipe(
+      Effect.catchAllCause((cause) => Effect.logWarning("checking the MCP sessions failed", cause)),
+      Effect.forever,
+      Effect.forkScoped
+    )
+
+    const connect = (sessionIdGenerator: (() => string) | undefined) =>
+      Effect.gen(function*() {
+        const server = options.newServer()
+        const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator, keepAliveMs })
+        // DELETE, an idle check and the scope's end all close the server, which closes the transport.
+        transport.onclose = () => {
+          if (transport.sessionId !== undefined) sessions.delete(transport.sessionId)
+        }
+        yield* Effect.promise(() => server.connect(transport))
+        return { server, transport }
+      })
+
+    const open = (request: Request, body: unknown) =>
+      Effect.gen(function*() {
+        if (sessions.size >= options.maxSessions) {
+          return yield* jsonRpcError(503, -32000, `${options.maxSessions} MCP sessions are open, the most allowed: end one (DELETE /mcp) or try again later`)
+        }
+        const { server, transport } = yield* connect(randomUUID)
+        const response = yield* Effect.promise(() => transport.handleRequest(request, { parsedBody: body }))
+        const sessionId = transport.sessionId
+        if (sessionId === undefined) {
+          yield* close(server)
+          return yield* toHttpResponse(response, Effect.void)
+        }
+        const session: Session = { server, transport, lastActive: yield* Clock.currentTimeMillis, open: 1 }
+        sessions.set(sessionId, session)
+        yield* Queue.offer(firstOpened, undefined)
+        return yield* toHttpResponse(response, settled(session))
+      })
+
+    /** Marks a request of `session` answered. */
+    const settled = (session: Session) =>
+      Effect.flatMap(Clock.currentTimeMillis, (now) =>
+        Effect.sync(() => {
+          session.open--
+          session.lastActive = now
+        }))
+
+    const resume = (session: Session, request: Request, body: unknown) =>
+      Effect.gen(function*() {
+        session.open++
+        session.lastActive = yield* Clock.currentTimeMillis
+        const response = yield* Effect.promise(() => session.transport.handleRequest(request, { parsedBody: body }))
+        return yield* toHttpResponse(response, settled(session))
+      })
+
+    const stateless = (request: Request, body: unknown) =>
+      Effect.gen(function*() {
+        const { server, transport } = yield* connect(undefined)
+        const response = yield* Effect.promise(() => transport.handleRequest(request, { parsedBody: body }))
+        return yield* toHttpResponse(response, close(server))
+      })
+
+    // Uninterruptible until the response exists (the transport answers at once, streaming what
+    // follows): from then on the response's stream ends the request's bookkeeping, however it ends.
+    const handle = (request: Request, body: unknown) => Effect.uninterruptible(Effect.suspend(() => route(request, body)))
+
+    const route = (request: Request, body: unknown) => {
+      const sessionId = request.headers.get("mcp-session-id")
+      if (sessionId !== null) {
+        const session = sessions.get(sessionId)
+        return session === undefined
+          ? jsonRpcError(404, -32001, `there is no MCP session "${sessionId}" (it ended or never was): start a new one with an initialize request`)
+          : resume(session, request, body)
+      }
+      if (request.method !== "POST") {
+        return jsonRpcError(400, -32000, `${request.method} /mcp needs the Mcp-Session-Id header of an open session: start one with an initialize request (POST)`)
+      }
+      return isInitializeRequest(body) ? open(request, body) : stateless(request, body)
+    }
+
+    return { handle }
+  })

@@ -1,0 +1,101 @@
+/**
+ * An MCP server that speaks for Foundry's agents: tools (one per agent) and resources (the
+ * conversations' transcripts). One is made per session, each answering through the same
+ * `AgentTools` and `ConversationResources`; this module is where MCP's Promise-based handlers meet
+ * their Effects.
+ */
+import { Server } from "@modelcontextprotocol/sdk/server/index.js"
+import type { RequestHandlerExtra } from "@modelcontextprotocol/sdk/shared/protocol.js"
+import {
+  CallToolRequestSchema,
+  ErrorCode,
+  ListResourcesRequestSchema,
+  ListResourceTemplatesRequestSchema,
+  ListToolsRequestSchema,
+  McpError,
+  ReadResourceRequestSchema,
+  type ServerNotification,
+  type ServerRequest
+} from "@modelcontextprotocol/sdk/types.js"
+import { Cause, Effect, Exit, Runtime } from "effect"
+import packageJson from "../../../package.json" with { type: "json" }
+import { AgentTools, type ProgressReporter } from "./AgentTools.js"
+import { ConversationResources } from "./ConversationResources.js"
+
+/** What the handlers run with. */
+export type AgentServerServices = AgentTools | ConversationResources
+
+type Extra = RequestHandlerExtra<ServerRequest, ServerNotification>
+
+/** The MCP code for a resource that does not exist. */
+const resourceNotFound = -32002
+
+const instructions = "Each tool is one of Foundry's agents: a call sends it one message and answers with its reply and the id " +
+  "of the conversation; pass that id as `conversation` to continue the conversation. Conversations' transcripts are " +
+  "resources at foundry://conversations/<conversation id>."
+
+/** Reports progress to the caller when it asked for it (by a progress token), each report counting one up. */
+const reporterFor = (extra: Extra): ProgressReporter => {
+  const progressToken = extra._meta?.progressToken
+  if (progressToken === undefined) return () => Effect.void
+  let progress = 0
+  return (message) =>
+    Effect.suspend(() => {
+      progress++
+      return Effect.tryPromise(() =>
+        extra.sendNotification({ method: "notifications/progress", params: { progressToken, progress, message } })
+      )
+    }).pipe(Effect.ignore)
+}
+
+/** A new server, its handlers running on `runtime`. */
+export const makeAgentServer = (runtime: Runtime.Runtime<AgentServerServices>): Server => {
+  // A failure becomes the JSON-RPC error the SDK answers with: its `code` and `message`. A request
+  // the client cancels (or a session that closes) interrupts its Effect through `signal`.
+  const run = async <A>(effect: Effect.Effect<A, McpError, AgentServerServices>, signal: AbortSignal): Promise<A> => {
+    const exit = await Runtime.runPromiseExit(runtime)(effect, { signal })
+    if (Exit.isSuccess(exit)) return exit.value
+    throw Cause.squash(exit.cause)
+  }
+
+  const server = new Server(
+    { name: "foundry", title: "Foundry", version: packageJson.version },
+    { capabilities: { tools: { listChanged: true }, resources: {} }, instructions }
+  )
+
+  server.setRequestHandler(ListToolsRequestSchema, (_request, extra) =>
+    run(Effect.map(Effect.flatMap(AgentTools, (tools) => tools.list), (tools) => ({ tools: [...tools] })), extra.signal))
+
+  server.setRequestHandler(CallToolRequestSchema, (request, extra) =>
+    run(
+      Effect.flatMap(AgentTools, (tools) => tools.call(request.params.name, request.params.arguments, reporterFor(extra))).pipe(
+        Effect.catchTag("UnknownTool", (error) => Effect.fail(new McpError(ErrorCode.InvalidParams, error.message)))
+      ),
+      extra.signal
+    ))
+
+  server.setRequestHandler(ListResourcesRequestSchema, (_request, extra) =>
+    run(
+      Effect.flatMap(ConversationResources, (resources) => resources.list).pipe(
+        Effect.map((resources) => ({ resources: [...resources] })),
+        Effect.catchTag("StoreError", (error) => Effect.fail(new McpError(ErrorCode.InternalError, `the store is unavailable: ${error.message}`)))
+      ),
+      extra.signal
+    ))
+
+  server.setRequestHandler(ListResourceTemplatesRequestSchema, (_request, extra) =>
+    run(Effect.map(ConversationResources, (resources) => ({ resourceTemplates: [...resources.templates] })), extra.signal))
+
+  server.setRequestHandler(ReadResourceRequestSchema, (request, extra) =>
+    run(
+      Effect.flatMap(ConversationResources, (resources) => resources.read(request.params.uri)).pipe(
+        Effect.catchTags({
+          ResourceNotFound: (error) => Effect.fail(new McpError(resourceNotFound, error.message, { uri: error.uri })),
+          StoreError: (error) => Effect.fail(new McpError(ErrorCode.InternalError, `the store is unavailable: ${error.message}`))
+        })
+      ),
+      extra.signal
+    ))
+
+  return server
+}

@@ -1,0 +1,47 @@
+/**
+ * Follows a submitted run until a caller can be answered: the run ended (completed, failed,
+ * cancelled), or it is parked on an approval that is still pending. A run waiting on a child run
+ * (a subagent) is followed on, because it resumes by itself.
+ */
+import { Data, Effect, Option, Stream } from "effect"
+import { ApprovalStorage } from "../../durable/ApprovalStorage.js"
+import type { ApprovalRecord, RunRecord } from "../../durable/records.js"
+import { Store } from "../../durable/Store.js"
+import { EventLog } from "../../events/EventLog.js"
+import type { FoundryEvent } from "../../events/FoundryEvent.js"
+
+/** Where a followed run stands when its caller is answered. */
+export type RunOutcome = Data.TaggedEnum<{
+  /** The run ended: completed, failed or cancelled (see `run.status`). */
+  Ended: { readonly run: RunRecord }
+  /** The run waits for a person's decision on `approval`. */
+  AwaitingApproval: { readonly run: RunRecord; readonly approval: ApprovalRecord }
+}>
+
+/** Constructors of `RunOutcome`. */
+export const RunOutcome = Data.taggedEnum<RunOutcome>()
+
+/** Follows run `runId`, handing each of its events to `onEvent`, until its caller can be answered. */
+export const followRun = Effect.fn("followRun")(function*(runId: string, onEvent: (event: FoundryEvent) => Effect.Effect<void>) {
+  const events = yield* EventLog
+  const approvals = yield* ApprovalStorage
+  const store = yield* Store
+  /** The approval a `run.suspended` event waits on, while it is still pending. */
+  const pendingApproval = (event: FoundryEvent) =>
+    event.type === "run.suspended" && event.data.reason === "approval"
+      ? Effect.map(approvals.get(event.data.approvalId), Option.filter((approval) => approval.status === "pending"))
+      : Effect.succeed(Option.none<ApprovalRecord>())
+  // A suspension in the replayed history may have been decided since: only a pending one stops.
+  const approval = yield* events.runEvents(runId).pipe(
+    Stream.tap(onEvent),
+    Stream.mapEffect(pendingApproval),
+    Stream.filterMap((pending) => pending),
+    Stream.runHead
+  )
+  const run = yield* store.getRun(runId)
+  if (Option.isNone(run)) return yield* Effect.dieMessage(`run ${runId} was followed to its end but is not in the store`)
+  return Option.match(approval, {
+    onNone: () => RunOutcome.Ended({ run: run.value }),
+    onSome: (pending) => RunOutcome.AwaitingApproval({ run: run.value, approval: pending })
+  })
+})

@@ -1,0 +1,71 @@
+/**
+ * The body of `POST /v1/chat/completions` as Foundry reads it: OpenAI's fields that mean something
+ * for an agent (the model, the messages, streaming, `user`), text content only. Every other field
+ * OpenAI defines (`temperature`, `tools`, ...) is accepted and ignored: the agent's file decides
+ * its model settings and tools.
+ */
+import { Schema } from "effect"
+
+/** A text part of a message's content. */
+const TextPart = Schema.Struct({
+  type: Schema.Literal("text").annotations({
+    message: () => "only text content parts are supported: send { \"type\": \"text\", \"text\": \"...\" }"
+  }),
+  text: Schema.String
+})
+
+/** A message's content: a string, or text parts (joined with newlines). */
+const Content = Schema.Union(Schema.String, Schema.Array(TextPart)).annotations({
+  message: () => "expected a string, or an array of { \"type\": \"text\", \"text\": \"...\" } parts"
+})
+export type Content = typeof Content.Type
+
+/** A call an assistant message made (function tools only, as OpenAI sends them). */
+const AssistantToolCall = Schema.Struct({
+  id: Schema.String,
+  type: Schema.Literal("function"),
+  function: Schema.Struct({ name: Schema.String, arguments: Schema.String })
+})
+
+// One member per role, each with a single literal: the union then decodes a message by its role
+// alone, and a wrong field is reported for that role only.
+const SystemMessage = Schema.Struct({ role: Schema.Literal("system"), content: Content })
+const DeveloperMessage = Schema.Struct({ role: Schema.Literal("developer"), content: Content })
+const UserMessage = Schema.Struct({ role: Schema.Literal("user"), content: Content })
+const AssistantMessage = Schema.Struct({
+  role: Schema.Literal("assistant"),
+  content: Schema.optional(Schema.NullOr(Content)),
+  tool_calls: Schema.optional(Schema.NullOr(Schema.Array(AssistantToolCall)))
+})
+const ToolMessage = Schema.Struct({ role: Schema.Literal("tool"), content: Content, tool_call_id: Schema.String })
+
+/** One message of the request. */
+export const RequestMessage = Schema.Union(SystemMessage, DeveloperMessage, UserMessage, AssistantMessage, ToolMessage)
+export type RequestMessage = typeof RequestMessage.Type
+
+/** The request body. */
+export const ChatCompletionRequest = Schema.Struct({
+  model: Schema.String.pipe(Schema.nonEmptyString({
+    message: () => "expected an agent id, or \"<agent>@<instance>\" (GET /v1/models lists them)"
+  })),
+  messages: Schema.Array(RequestMessage).pipe(Schema.minItems(1, {
+    message: () => "expected at least one message; the last one is the user's message the agent answers"
+  })),
+  stream: Schema.optional(Schema.NullOr(Schema.Boolean)),
+  stream_options: Schema.optional(Schema.NullOr(Schema.Struct({ include_usage: Schema.optional(Schema.NullOr(Schema.Boolean)) }))),
+  /** The end user: with it, the request continues that user's conversation with the model. */
+  user: Schema.optional(Schema.String.pipe(Schema.pattern(/^[^\p{Cc}]{1,256}$/u, {
+    message: () => "expected 1-256 characters without control characters"
+  }))),
+  n: Schema.optional(Schema.NullOr(Schema.Literal(1).annotations({
+    message: () => "an agent gives one answer: omit n or set it to 1"
+  })))
+}).annotations({
+  identifier: "ChatCompletionRequest",
+  description: "OpenAI's chat completion request; fields not listed (temperature, tools, ...) are accepted and ignored"
+})
+export type ChatCompletionRequest = typeof ChatCompletionRequest.Type
+
+/** A message's content as text. */
+export const contentText = (content: Content | null | undefined): string =>
+  content === null || content === undefined ? "" : typeof content === "string" ? content : content.map((part) => part.text).join("\n")

@@ -1,0 +1,125 @@
+/**
+ * A run followed as an OpenAI client sees it: the text of its model turns as it is written, then
+ * how the run ended. The answer's text is every turn's text, turns separated by a blank line (a
+ * model may write a sentence before its tool calls); streamed or not, a client gets the same text.
+ *
+ * Text deltas are live only (never stored): those written before the client started following
+ * are lost, so each turn's stored text (`model.turn.completed`) completes what the deltas left
+ * out. A run waiting for an approval ends the answer with a note that says which approval, and
+ * how to decide it.
+ */
+import { Effect, Option, Stream } from "effect"
+import type { RunRecord } from "../../durable/records.js"
+import { Store } from "../../durable/Store.js"
+import type { StoreError } from "../../durable/StoreError.js"
+import { EventLog } from "../../events/EventLog.js"
+import type { FoundryEvent } from "../../events/FoundryEvent.js"
+
+/** How the followed part of a run ended. */
+export type RunEnd =
+  | { readonly _tag: "Completed" }
+  | { readonly _tag: "AwaitingApproval"; readonly approvalId: string; readonly tool: string }
+  | { readonly _tag: "Failed"; readonly error: string }
+  | { readonly _tag: "Cancelled" }
+
+/** A piece of the answer: more text, or the end. */
+export type AnswerPiece =
+  | { readonly _tag: "Text"; readonly text: string }
+  | { readonly _tag: "End"; readonly end: RunEnd }
+
+const turnSeparator = "\n\n"
+
+/** What a client is told when the run stops for an approval. */
+const approvalNote = (approvalId: string, tool: string, conversationId: string) =>
+  `(Waiting for approval: the call to ${tool} needs a person's decision, approval ${approvalId}. Decide it in the ` +
+  `inspector's Approvals page or with POST /api/approvals/${approvalId} and {"decision": "approve"} or {"decision": "deny"}; ` +
+  `the answer then continues conversation ${conversationId}.)`
+
+/** How a run ended whose events ran out before saying so (its end event pruned): its status says. */
+const endFromStatus = (run: RunRecord): RunEnd =>
+  run.status === "completed"
+    ? { _tag: "Completed" }
+    : run.status === "cancelled"
+    ? { _tag: "Cancelled" }
+    : { _tag: "Failed", error: run.error ?? `the run is ${run.status}` }
+
+/** The run's answer as it is written; the last piece is its `End`. */
+export const runAnswer = (runId: string): Stream.Stream<AnswerPiece, StoreError, EventLog | Store> =>
+  Stream.unwrap(Effect.gen(function*() {
+    const events = yield* EventLog
+    const store = yield* Store
+    // Per turn, the text sent so far; whether any turn has had text (the next one is set apart).
+    const sent = new Map<number, string>()
+    let anyText = false
+    let ended = false
+    /** Text that starts a new part of the answer: set apart from the text before it. */
+    const part = (piece: string): AnswerPiece => {
+      const lead = anyText ? turnSeparator : ""
+      anyText = true
+      return { _tag: "Text", text: lead + piece }
+    }
+    const text = (turn: number, piece: string): ReadonlyArray<AnswerPiece> => {
+      if (piece.length === 0) return []
+      const before = sent.get(turn) ?? ""
+      sent.set(turn, before + piece)
+      return [before.length === 0 ? part(piece) : { _tag: "Text", text: piece }]
+    }
+    const piecesOf = (event: FoundryEvent): ReadonlyArray<AnswerPiece> => {
+      switch (event.type) {
+        case "model.delta":
+          return text(event.data.turn, event.data.text)
+        case "model.turn.completed": {
+          const before = sent.get(event.data.turn) ?? ""
+          // Deltas missed at the start cannot be put in front of text already sent: the rest only.
+          return event.data.text.startsWith(before) ? text(event.data.turn, event.data.text.slice(before.length)) : []
+        }
+        case "model.retry":
+        case "model.fallback":
+          // The turn starts again from its first word; what was sent of it stays sent.
+          sent.delete(event.data.turn)
+          return []
+        case "run.completed":
+          return [{ _tag: "End", end: { _tag: "Completed" } }]
+        case "run.failed":
+          return [{ _tag: "End", end: { _tag: "Failed", error: event.data.error } }]
+        case "run.cancelled":
+          return [{ _tag: "End", end: { _tag: "Cancelled" } }]
+        case "run.suspended":
+          return event.data.reason === "approval"
+            ? [
+              part(approvalNote(event.data.approvalId, event.data.tool, event.conversationId)),
+              { _tag: "End", end: { _tag: "AwaitingApproval", approvalId: event.data.approvalId, tool: event.data.tool } }
+            ]
+            : []
+        default:
+          return []
+      }
+    }
+    const fromStatus = Effect.suspend(() =>
+      ended ? Effect.succeed([]) : Effect.map(store.getRun(runId), Option.match({
+        onNone: (): ReadonlyArray<AnswerPiece> => [{ _tag: "End", end: { _tag: "Failed", error: `run ${runId} is not in the store` } }],
+        onSome: (run): ReadonlyArray<AnswerPiece> => [{ _tag: "End", end: endFromStatus(run) }]
+      })))
+    return events.runEvents(runId).pipe(
+      Stream.mapConcat(piecesOf),
+      Stream.takeUntil((piece) => piece._tag === "End"),
+      Stream.tap((piece) => Effect.sync(() => {
+        if (piece._tag === "End") ended = true
+      })),
+      Stream.concat(Stream.flattenIterables(Stream.fromEffect(fromStatus)))
+    )
+  }))
+
+/** A run's whole answer: its text and how the run ended. */
+export interface WholeAnswer {
+  readonly text: string
+  readonly end: RunEnd
+}
+
+// `runAnswer` always ends with an `End`, which replaces this one.
+const unended: WholeAnswer = { text: "", end: { _tag: "Failed", error: "the run's answer ended without saying how the run ended" } }
+
+/** The whole answer, once the run has ended or stopped for an approval. */
+export const wholeAnswer = (runId: string) =>
+  Stream.runFold(runAnswer(runId), unended, (answer, piece): WholeAnswer =>
+    piece._tag === "Text" ? { ...answer, text: answer.text + piece.text } : { ...answer, end: piece.end })

@@ -1,0 +1,73 @@
+import { spawn } from "node:child_process"
+import { join } from "node:path"
+import { fileURLToPath } from "node:url"
+import { describe, expect, it } from "@effect/vitest"
+import { Effect } from "effect"
+import type { CliResult } from "../support/cli.js"
+import { http, startServer } from "../support/server.js"
+import { authProject, bearer } from "./support.js"
+
+const repository = fileURLToPath(new URL("../../", import.meta.url))
+
+/** `foundry <args>` from the sources (src/cli/main.ts through tsx), so it needs no build of dist/. */
+const foundry = (args: ReadonlyArray<string>) =>
+  Effect.async<CliResult>((resume) => {
+    const child = spawn(process.execPath, ["--import", "tsx", join(repository, "src/cli/main.ts"), ...args], {
+      cwd: repository,
+      env: { ...process.env, NO_COLOR: "1" }
+    })
+    let stdout = ""
+    let stderr = ""
+    child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString()))
+    child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()))
+    child.on("close", (code) => resume(Effect.succeed({ code, stdout, stderr })))
+    return Effect.sync(() => child.kill("SIGKILL"))
+  })
+
+describe("foundry token", () => {
+  it.scopedLive("create prints the token once, list never shows it, revoke stops it working on a server on the same store", () =>
+    Effect.gen(function*() {
+      const root = yield* authProject()
+      const created = yield* foundry(["token", "create", "--scope", "run", "--name", "ci", "--dir", root])
+      expect(created.stderr).toBe("")
+      expect(created.code).toBe(0)
+      const token = /fdy_[0-9a-f]{16}_[A-Za-z0-9_-]{43}/.exec(created.stdout)?.[0] ?? ""
+      const id = token.slice(4, 20)
+      expect(created.stdout).toContain(`created token ${id} (scope run, name ci)`)
+      expect(created.stdout).toContain("only time the token is shown")
+      expect(created.stdout).toContain(`Authorization: Bearer ${token}`)
+
+      const server = yield* startServer(root, { storeFile: join(root, ".foundry/foundry.db") })
+      expect((yield* http(`${server.url}/api/runs`, { body: { agent: "echo", message: "hi" }, headers: bearer(token) })).status).toBe(202)
+
+      const listed = yield* foundry(["token", "list", "--dir", root])
+      expect(listed.code).toBe(0)
+      expect(listed.stdout).toMatch(/ID\s+NAME\s+SCOPE\s+CREATED\s+LAST USED\s+REVOKED/)
+      expect(listed.stdout).toMatch(new RegExp(`${id}\\s+ci\\s+run\\s+\\d{4}-\\d\\d-\\d\\d \\d\\d:\\d\\d\\s+\\d{4}-\\d\\d-\\d\\d \\d\\d:\\d\\d\\s+-`))
+      expect(listed.stdout).not.toContain(token.slice(21))
+
+      const revoked = yield* foundry(["token", "revoke", id, "--dir", root])
+      expect(revoked.code).toBe(0)
+      expect(revoked.stdout).toContain(`revoked token ${id}`)
+      expect((yield* http(`${server.url}/api/runs`, { headers: bearer(token) })).status).toBe(401)
+      const after = yield* foundry(["token", "list", "--dir", root])
+      expect(after.stdout).toMatch(new RegExp(`${id}\\s+ci\\s+run\\s+.*\\d\\d:\\d\\d\\s*$`, "m"))
+    }))
+
+  it.scopedLive("a wrong scope, a malformed id and an unknown id each say what is wrong, without a stack trace", () =>
+    Effect.gen(function*() {
+      const root = yield* authProject()
+      const [badScope, badId, unknown] = yield* Effect.all([
+        foundry(["token", "create", "--scope", "root", "--dir", root]),
+        foundry(["token", "revoke", "nope", "--dir", root]),
+        foundry(["token", "revoke", "0123456789abcdef", "--dir", root])
+      ], { concurrency: "unbounded" })
+      expect(badScope.code).toBe(2)
+      expect(badScope.stdout + badScope.stderr).toContain("read, run, admin")
+      expect(badId.code).toBe(1)
+      expect(badId.stderr).toContain("nope is not a token id")
+      expect(unknown.code).toBe(1)
+      expect(unknown.stderr).toContain("there is no token 0123456789abcdef")
+      for (const result of [badScope, badId, unknown]) expect(result.stderr).not.toMatch(/\bat .*\.ts:\d+/)
+    }))
+})

@@ -1,0 +1,43 @@
+import { describe, expect, it } from "@effect/vitest"
+import { Effect } from "effect"
+import { browserPage, skipBrowser } from "../support/browser.js"
+import { http, startServer } from "../support/server.js"
+import { authProject, bearer, issue } from "./support.js"
+
+const promise = <A>(f: () => Promise<A>) => Effect.promise(f)
+
+describe.skipIf(skipBrowser)("the inspector on a server that needs tokens, in Chromium", () => {
+  it.scopedLive("asks for a token, refuses a wrong one, signs in with a right one and then shows the runs live", () =>
+    Effect.gen(function*() {
+      const root = yield* authProject()
+      const server = yield* startServer(root)
+      const read = yield* issue(server.storeFile, "read", "dashboard")
+      const run = yield* issue(server.storeFile, "run")
+      const submitted = yield* http(`${server.url}/api/runs`, { body: { agent: "echo", message: "hello" }, headers: bearer(run.token) })
+      const { runId } = submitted.json as { runId: string }
+      const page = yield* browserPage
+
+      yield* promise(() => page.goto(`${server.url}/runs`))
+      yield* promise(() => page.waitForSelector("dialog#sign-in[open]"))
+      yield* promise(() => page.fill("dialog#sign-in input[name=token]", "fdy_wrong"))
+      yield* promise(() => page.click("dialog#sign-in button[type=submit]"))
+      yield* promise(() => page.waitForSelector("dialog#sign-in [role=alert]:not(.hidden)"))
+      expect(yield* promise(() => page.textContent("dialog#sign-in [role=alert]"))).toContain("unknown or revoked")
+
+      yield* promise(() => page.fill("dialog#sign-in input[name=token]", read.token))
+      yield* promise(() => page.click("dialog#sign-in button[type=submit]"))
+      yield* promise(() => page.waitForSelector("dialog#sign-in", { state: "detached" }))
+      // The page drew from the API with the cookie, and the live stream (an EventSource) is open.
+      yield* promise(() => page.waitForSelector(`a[href="/runs/${runId}"]`))
+      yield* promise(() => page.waitForSelector("#live.on"))
+      expect(yield* promise(() => page.textContent("#session"))).toContain("dashboard (read)")
+      // The token lives in an HttpOnly cookie: no script of the page can read it.
+      expect(String(yield* promise(() => page.evaluate("document.cookie")))).not.toContain("fdy_")
+      const cookies = yield* promise(() => page.context().cookies())
+      expect(cookies.find((c) => c.name === "foundry_session")).toMatchObject({ httpOnly: true, sameSite: "Strict" })
+
+      // Signing out drops the session: the next load asks again.
+      yield* promise(() => page.click("header button.linkish"))
+      yield* promise(() => page.waitForSelector("dialog#sign-in[open]"))
+    }))
+})

@@ -1,0 +1,215 @@
+/**
+ * Agents using MCP servers' tools: a stdio server run as a child process and a Streamable HTTP
+ * server on loopback, both written with the MCP SDK (test/mcp/fixtures), reached through a real
+ * project served over HTTP with a scripted model.
+ */
+import { existsSync, readFileSync } from "node:fs"
+import { randomUUID } from "node:crypto"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { describe, expect, it } from "@effect/vitest"
+import { Effect } from "effect"
+import { http, startServer, waitForRun } from "../support/server.js"
+import { tempProject } from "../support/tempProject.js"
+import { startHttpServer } from "./fixtures/httpServer.js"
+import { authVariable, mcpProject, steppedModel, steps } from "./mcpProject.js"
+
+interface Created {
+  readonly runId: string
+  readonly conversationId: string
+}
+
+interface Event {
+  readonly type: string
+  readonly data: Record<string, unknown>
+}
+
+const newLog = () => join(tmpdir(), `foundry-mcp-${randomUUID()}.log`)
+
+/** The pids the stdio fixture logged as it started, in order. */
+const starts = (log: string): ReadonlyArray<string> =>
+  existsSync(log) ? readFileSync(log, "utf8").trim().split("\n").filter((line) => line !== "").map((line) => line.replace("started ", "")) : []
+
+const submit = (url: string, message: string, conversation?: string) =>
+  Effect.map(http(`${url}/api/runs`, { body: { agent: "worker", message, ...(conversation === undefined ? {} : { conversation }) } }), (r) => {
+    expect(r.status).toBe(202)
+    return r.json as Created
+  })
+
+const eventsOf = (url: string, runId: string) => Effect.map(http(`${url}/api/runs/${runId}/events`), (r) => r.json as ReadonlyArray<Event>)
+
+/** Polls until `check` holds. */
+const eventually = <A>(what: string, probe: Effect.Effect<A>, check: (value: A) => boolean) =>
+  Effect.gen(function*() {
+    for (let attempt = 0; attempt < 600; attempt++) {
+      const value = yield* probe
+      if (check(value)) return value
+      yield* Effect.sleep("25 millis")
+    }
+    return yield* Effect.die(new Error(`never happened: ${what}`))
+  })
+
+const status = (url: string, runId: string) => Effect.map(http(`${url}/api/runs/${runId}`), (r) => (r.json as { status: string }).status)
+
+const token = `secret-${randomUUID()}`
+
+/** The project with the stdio server as `files` and the HTTP server as `web`, served with the stepped model. */
+const setup = (options: { readonly files?: string; readonly config?: string } = {}) =>
+  Effect.gen(function*() {
+    process.env[authVariable] = `Bearer ${token}`
+    const web = yield* startHttpServer(token)
+    const log = newLog()
+    const root = yield* tempProject(mcpProject({ log, httpUrl: web.url, ...options }))
+    const { model, offered } = steppedModel()
+    const server = yield* startServer(root, { model })
+    return { url: server.url, log, web, offered }
+  })
+
+describe("MCP client", () => {
+  it.scopedLive("an agent uses a stdio server's tool and a Streamable HTTP server's tool in one run, journaled like any tool", () =>
+    Effect.gen(function*() {
+      const { log, offered, url, web } = yield* setup()
+      const run = yield* submit(url, steps([
+        { name: "files__echo", arguments: { text: "from stdio" } },
+        { name: "web__weather", arguments: { city: "Oslo" } }
+      ]))
+      expect(yield* waitForRun(url, run.runId)).toMatchObject({ status: "completed", output: "done: from stdio | sunny in Oslo" })
+
+      // The model saw both servers' tools under their prefixes, with the servers' own JSON Schemas.
+      const names = offered[0]?.tools.map((tool) => tool.name) ?? []
+      expect(names).toEqual(expect.arrayContaining(["files__echo", "files__pid", "files__dotted_name", "web__weather", "web__echo"]))
+      expect(offered[0]?.tools.find((tool) => tool.name === "web__weather")).toEqual({
+        name: "web__weather",
+        description: "Today's weather in a city",
+        parameters: { type: "object", properties: { city: { type: "string", minLength: 1 } }, required: ["city"] }
+      })
+
+      const events = yield* eventsOf(url, run.runId)
+      for (const tool of ["files__echo", "web__weather"]) {
+        expect(events.find((e) => e.type === "tool.call.started" && e.data.tool === tool)).toBeDefined()
+        expect(events.find((e) => e.type === "tool.call.completed" && e.data.tool === tool)).toBeDefined()
+      }
+      expect(events.find((e) => e.type === "tool.call.completed" && e.data.tool === "web__weather")?.data).toMatchObject({
+        input: { city: "Oslo" },
+        output: "sunny in Oslo"
+      })
+      // The header was read from its Config and sent; it appears in no event.
+      expect(web.authorizations).toContain(`Bearer ${token}`)
+      expect(JSON.stringify(events)).not.toContain(token)
+
+      const transcript = yield* http(`${url}/api/conversations/${run.conversationId}/messages`)
+      expect(transcript.text).toContain("sunny in Oslo")
+      expect(transcript.text).toContain("from stdio")
+      expect(starts(log)).toHaveLength(1)
+    }))
+
+  it.scopedLive("a killed stdio server: the call in flight and a call meanwhile are tool errors, and after the restart a call works", () =>
+    Effect.gen(function*() {
+      const { log, url } = yield* setup()
+      const first = yield* submit(url, steps([{ name: "files__pid", arguments: {} }]))
+      const firstRun = yield* waitForRun(url, first.runId)
+      const pid = firstRun.output?.replace("done: ", "") ?? ""
+      expect(starts(log)).toEqual([pid])
+
+      const killed = yield* submit(url, steps([{ name: "files__slow", arguments: { ms: 20_000 } }], [{ name: "files__pid", arguments: {} }]), first.conversationId)
+      yield* eventually("the slow call started", eventsOf(url, killed.runId), (events) =>
+        events.some((e) => e.type === "tool.call.started" && e.data.tool === "files__slow"))
+      process.kill(Number(pid), "SIGKILL")
+      const notRunning = `MCP server files is not running: its process ${pid} exited; restarting`
+      const ended = yield* waitForRun(url, killed.runId)
+      expect(ended.status).toBe("completed")
+      expect(ended.output).toBe(`done: Error: files__slow failed: McpServerNotRunning: ${notRunning} | Error: files__pid failed: McpServerNotRunning: ${notRunning}`)
+
+      const restarted = yield* eventually("the server restarted", Effect.sync(() => starts(log)), (pids) => pids.length === 2)
+      expect(restarted[1]).not.toBe(pid)
+      // Its process is up; until the client's handshake is done, calls are still refused.
+      const pidCall = steps([{ name: "files__pid", arguments: {} }])
+      const outputs: Array<string | undefined> = []
+      yield* eventually(
+        "a call after the restart answered",
+        Effect.flatMap(submit(url, pidCall, first.conversationId), (run) => waitForRun(url, run.runId)),
+        (run) => {
+          outputs.push(run.output)
+          return run.output === `done: ${restarted[1]}`
+        }
+      )
+      expect(outputs.slice(0, -1).every((output) => output?.includes("McpServerNotRunning"))).toBe(true)
+    }))
+
+  it.scopedLive("a Streamable HTTP server that stops answering: calls are tool errors until it is back, then they work", () =>
+    Effect.gen(function*() {
+      const { url, web } = yield* setup()
+      const weather = steps([{ name: "web__weather", arguments: { city: "Bergen" } }])
+      const first = yield* submit(url, weather)
+      expect(yield* waitForRun(url, first.runId)).toMatchObject({ output: "done: sunny in Bergen" })
+      yield* web.stop
+      const down = yield* submit(url, weather, first.conversationId)
+      const failed = yield* waitForRun(url, down.runId)
+      expect(failed.output).toMatch(/^done: Error: web__weather failed: McpServerNotRunning: MCP server web is not running: .+; restarting$/)
+      yield* web.start
+      yield* eventually(
+        "a call after the server came back answered",
+        Effect.flatMap(submit(url, weather, first.conversationId), (run) => waitForRun(url, run.runId)),
+        (run) => run.output === "done: sunny in Bergen"
+      )
+    }))
+
+  it.scopedLive("permission rules match MCP tools by their model-facing names; a run resumed after an approval does not call its recorded MCP calls again", () =>
+    Effect.gen(function*() {
+      const { url, web } = yield* setup({
+        config: `permissions: [
+          { tool: "files__*", action: "deny", reason: "no files today" },
+          { tool: "web__weather", action: "ask" }
+        ]`
+      })
+      const run = yield* submit(url, steps(
+        [{ name: "files__echo", arguments: { text: "x" } }, { name: "web__echo", arguments: { text: "before" } }],
+        [{ name: "web__weather", arguments: { city: "Rome" } }]
+      ))
+      yield* eventually("the run waits for an approval", status(url, run.runId), (s) => s === "suspended")
+      const pending = (yield* http(`${url}/api/approvals?status=pending`)).json as ReadonlyArray<{ id: string; runId: string; tool: string }>
+      expect(pending.map((a) => a.tool)).toEqual(["web__weather"])
+      expect(web.calls).toEqual(["echo"])
+      yield* http(`${url}/api/approvals/${pending[0]?.id}`, { body: { decision: "approve" } })
+      expect(yield* waitForRun(url, run.runId)).toMatchObject({
+        status: "completed",
+        output: "done: Error: denied by the project's permission rules: no files today | before | sunny in Rome"
+      })
+      // The resumed run read the recorded echo from its journal: the server saw it once.
+      expect(web.calls).toEqual(["echo", "weather"])
+      const events = yield* eventsOf(url, run.runId)
+      expect(events.map((e) => e.type)).toContain("run.resumed")
+      expect(events.some((e) => e.type === "tool.call.started" && e.data.tool === "files__echo")).toBe(false)
+    }))
+
+  it.scopedLive("list_changed: a tool the server adds during a run is offered on the next turn and can be called", () =>
+    Effect.gen(function*() {
+      const { offered, url } = yield* setup()
+      const run = yield* submit(url, steps([{ name: "files__add_tool", arguments: { name: "greet" } }], [{ name: "files__greet", arguments: {} }]))
+      expect(yield* waitForRun(url, run.runId)).toMatchObject({ status: "completed", output: "done: added greet | hello from greet" })
+      const namesOn = (turn: number) => offered.find((o) => o.turn === turn)?.tools.map((tool) => tool.name) ?? []
+      expect(namesOn(0)).not.toContain("files__greet")
+      expect(namesOn(1)).toContain("files__greet")
+    }))
+
+  it.scopedLive("a call over the server's timeout is a tool error naming the server, the tool and the timeout; the server still answers", () =>
+    Effect.gen(function*() {
+      const { url } = yield* setup({ files: `timeout: "500 millis"` })
+      const run = yield* submit(url, steps([{ name: "files__slow", arguments: { ms: 5_000 } }], [{ name: "files__echo", arguments: { text: "still here" } }]))
+      expect(yield* waitForRun(url, run.runId)).toMatchObject({
+        status: "completed",
+        output: "done: Error: files__slow failed: McpCallTimedOut: MCP server files did not answer the call to slow within 500 millis (the server's timeout), so it was cancelled | still here"
+      })
+    }))
+
+  it.scopedLive("results: an isError result is a tool error, other content is described, the tools allowlist hides the rest", () =>
+    Effect.gen(function*() {
+      const { offered, url } = yield* setup({ files: `tools: ["fail", "picture"]` })
+      const run = yield* submit(url, steps([{ name: "files__fail", arguments: {} }, { name: "files__picture", arguments: {} }], [{ name: "files__echo", arguments: { text: "hidden" } }]))
+      const done = yield* waitForRun(url, run.runId)
+      expect(done.output).toContain("Error: files__fail failed: McpToolFailed: fail on MCP server files: it broke")
+      expect(done.output).toContain("[image: image/png, 3 bytes, not shown]\na tiny square")
+      expect(done.output).toContain(`Error: there is no tool named "files__echo"`)
+      expect(offered[0]?.tools.map((tool) => tool.name).filter((name) => name.startsWith("files__")).sort()).toEqual(["files__fail", "files__picture"])
+    }))
+})

@@ -1,0 +1,364 @@
+import { mkdtempSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { HttpServer } from "@effect/platform"
+import { NodeContext } from "@effect/platform-node"
+import { describe, expect, it } from "@effect/vitest"
+import { Client } from "@modelcontextprotocol/sdk/client/index.js"
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
+import { type CallToolResult, CallToolResultSchema, McpError, ToolListChangedNotificationSchema } from "@modelcontextprotocol/sdk/types.js"
+import { Server } from "@modelcontextprotocol/sdk/server/index.js"
+import { Context, Deferred, Effect, Layer, Stream } from "effect"
+import { serverLayer } from "../../src/cli/ProjectRuntime.js"
+import { CurrentApp } from "../../src/compiler/CurrentApp.js"
+import { loadProject } from "../../src/compiler/loadProject.js"
+import * as Scripted from "../../src/models/scripted.js"
+import { layerFixed } from "../../src/models/ModelResolverLive.js"
+import * as McpSessions from "../../src/transports/mcp/McpSessions.js"
+import { http, startServer, waitForRun } from "../support/server.js"
+import { agentFile, tempProject, writeFiles } from "../support/tempProject.js"
+
+const lookupTool = `import { Effect, Schema } from "effect"
+import { defineTool } from "foundry"
+
+export default defineTool({
+  description: "Look up an order by id",
+  input: Schema.Struct({ orderId: Schema.String }),
+  output: Schema.String,
+  run: ({ orderId }) => Effect.succeed("order " + orderId + " has shipped")
+})
+`
+
+const transferTool = `import { Effect, Schema } from "effect"
+import { defineTool } from "foundry"
+
+export default defineTool({
+  description: "Transfer money (a person approves every transfer)",
+  input: Schema.Struct({ amount: Schema.Number }),
+  output: Schema.String,
+  approval: "always",
+  run: ({ amount }) => Effect.succeed("sent " + amount)
+})
+`
+
+const project = {
+  "agents/support/triage/agent.ts": agentFile({
+    description: "Answers questions about orders",
+    imports: "import lookup from \"./tools/lookup.tool.js\"",
+    tools: ["lookup"]
+  }),
+  "agents/support/triage/tools/lookup.tool.ts": lookupTool,
+  "agents/bank/agent.ts": agentFile({
+    description: "Moves money",
+    imports: "import transfer from \"./tools/transfer.tool.js\"",
+    tools: ["transfer"]
+  }),
+  "agents/bank/tools/transfer.tool.ts": transferTool
+}
+
+/**
+ * Every agent's model: `look up <id>` calls `lookup`, `transfer <n>` calls `transfer`, `fail` fails
+ * the run; anything else is answered with every user message of the conversation so far.
+ */
+const model = Scripted.make((request, index) => {
+  const users = request.messages.flatMap((m) => m._tag === "user" ? [m.content] : [])
+  const last = users[users.length - 1] ?? ""
+  const toolResults = request.messages.flatMap((m) => m._tag === "tool" ? [m.content] : [])
+  if (last === "fail") return { error: { kind: "permanent", message: "the model refused" } }
+  if (last === "slow") return { text: "finally", delay: "600 millis" }
+  if (last.startsWith("look up ")) {
+    return index === 0
+      ? { toolCalls: [{ name: "lookup", arguments: { orderId: last.slice("look up ".length) } }], delay: "20 millis" }
+      : { text: `found: ${toolResults.join(", ")}`, delay: "20 millis" }
+  }
+  if (last.startsWith("transfer ")) {
+    return index === 0 ? { toolCalls: [{ name: "transfer", arguments: { amount: Number(last.slice("transfer ".length)) } }] } : { text: `done: ${toolResults.join(", ")}` }
+  }
+  return { text: `turn ${users.length}: ${users.join(" / ")}` }
+})
+
+/** An MCP client connected to the server's `/mcp`, closed with the scope. */
+const connect = (url: string) =>
+  Effect.acquireRelease(
+    Effect.promise(async () => {
+      const client = new Client({ name: "foundry-test", version: "1.0.0" })
+      const transport = new StreamableHTTPClientTransport(new URL(`${url}/mcp`))
+      await client.connect(transport)
+      return { client, transport }
+    }),
+    ({ client }) => Effect.promise(() => client.close())
+  )
+
+const call = (client: Client, name: string, args: Record<string, unknown>, onprogress?: (message: string, progress: number) => void) =>
+  Effect.promise(async (): Promise<CallToolResult> => {
+    const result = await client.callTool(
+      { name, arguments: args },
+      undefined,
+      onprogress === undefined ? {} : { onprogress: ({ message, progress }) => onprogress(message ?? "", progress) }
+    )
+    return CallToolResultSchema.parse(result)
+  })
+
+/** The text blocks of a tool result. */
+const texts = (result: CallToolResult) => result.content.flatMap((block) => block.type === "text" ? [block.text] : [])
+
+/** The structured answer of a completed or waiting call. */
+interface Answer {
+  readonly status: string
+  readonly output: string
+  readonly conversation: string
+  readonly instance: string
+  readonly runId: string
+  readonly approvalId?: string
+}
+
+const answerOf = (result: CallToolResult): Answer => {
+  const content = result.structuredContent
+  if (content === undefined) return expect.fail(`no structured content in ${JSON.stringify(result)}`)
+  return {
+    status: String(content.status),
+    output: String(content.output),
+    conversation: String(content.conversation),
+    instance: String(content.instance),
+    runId: String(content.runId),
+    ...(typeof content.approvalId === "string" ? { approvalId: content.approvalId } : {})
+  }
+}
+
+describe("Foundry as an MCP server", () => {
+  it.scopedLive("lists each agent as a tool named after it, with the message schema", () =>
+    Effect.gen(function*() {
+      const root = yield* tempProject(project)
+      const server = yield* startServer(root, { model })
+      const { client } = yield* connect(server.url)
+      const { tools } = yield* Effect.promise(() => client.listTools())
+      expect(tools.map((tool) => [tool.name, tool.title])).toEqual([["bank", "bank"], ["support_triage", "support/triage"]])
+      const triage = tools.find((tool) => tool.name === "support_triage")
+      expect(triage?.description).toContain("Answers questions about orders")
+      expect(triage?.inputSchema).toMatchObject({
+        type: "object",
+        required: ["message"],
+        properties: { message: { type: "string" }, conversation: { type: "string" }, instance: { type: "string" } }
+      })
+      expect(triage?.outputSchema).toMatchObject({ type: "object", properties: { conversation: { type: "string" } } })
+    }))
+
+  it.scopedLive("a call answers with the run's output, and its conversation id continues the conversation", () =>
+    Effect.gen(function*() {
+      const root = yield* tempProject(project)
+      const server = yield* startServer(root, { model })
+      const { client } = yield* connect(server.url)
+      const first = yield* call(client, "support_triage", { message: "hello" })
+      expect(first.isError).toBeFalsy()
+      const answer = answerOf(first)
+      expect(answer).toMatchObject({ status: "completed", output: "turn 1: hello", instance: "default" })
+      expect(texts(first)[0]).toBe("turn 1: hello")
+      expect(texts(first)[1]).toContain(answer.conversation)
+      const run = yield* http(`${server.url}/api/runs/${answer.runId}`)
+      expect(run.json).toMatchObject({ status: "completed", agent: "support/triage", conversationId: answer.conversation })
+
+      const second = yield* call(client, "support_triage", { message: "again", conversation: answer.conversation })
+      expect(answerOf(second)).toMatchObject({ status: "completed", output: "turn 2: hello / again", conversation: answer.conversation })
+      expect(answerOf(second).runId).not.toBe(answer.runId)
+    }))
+
+  it.scopedLive("reports the run's steps as progress notifications while it runs", () =>
+    Effect.gen(function*() {
+      const root = yield* tempProject(project)
+      const server = yield* startServer(root, { model })
+      const { client } = yield* connect(server.url)
+      const seen: Array<{ message: string; progress: number }> = []
+      const result = yield* call(client, "support_triage", { message: "look up 42" }, (message, progress) => seen.push({ message, progress }))
+      expect(answerOf(result).output).toBe("found: order 42 has shipped")
+      expect(seen.map((p) => p.message)).toEqual(expect.arrayContaining(["model turn 1", "calling lookup", "lookup answered", "model turn 2"]))
+      expect(seen.map((p) => p.message).indexOf("calling lookup")).toBeLessThan(seen.map((p) => p.message).indexOf("model turn 2"))
+      const progress = seen.map((p) => p.progress)
+      expect(progress).toEqual([...progress].sort((a, b) => a - b))
+      expect(new Set(progress).size).toBe(progress.length)
+    }))
+
+  it.scopedLive("failures are tool errors the caller can read", () =>
+    Effect.gen(function*() {
+      const root = yield* tempProject(project)
+      const server = yield* startServer(root, { model })
+      const { client } = yield* connect(server.url)
+
+      const unknownConversation = yield* call(client, "support_triage", { message: "hi", conversation: "conv_missing" })
+      expect(unknownConversation.isError).toBe(true)
+      expect(texts(unknownConversation).join("\n")).toContain(`there is no conversation "conv_missing"`)
+
+      const failed = yield* call(client, "support_triage", { message: "fail" })
+      expect(failed.isError).toBe(true)
+      expect(texts(failed)[0]).toMatch(/^The run failed: .*the model refused/)
+      expect(texts(failed)[1]).toMatch(/conversation: \S+/)
+
+      const badArguments = yield* call(client, "support_triage", { text: "no message" })
+      expect(badArguments.isError).toBe(true)
+      expect(texts(badArguments).join("\n")).toContain("message")
+
+      const unknownTool = yield* Effect.flip(Effect.tryPromise(() => client.callTool({ name: "nobody", arguments: { message: "hi" } })))
+      expect(unknownTool.cause).toBeInstanceOf(McpError)
+      expect(String(unknownTool.cause)).toContain(`there is no tool "nobody"`)
+    }))
+
+  it.scopedLive("a run waiting on an approval answers with the approval to decide; the decision finishes the run", () =>
+    Effect.gen(function*() {
+      const root = yield* tempProject(project)
+      const server = yield* startServer(root, { model })
+      const { client } = yield* connect(server.url)
+      const result = yield* call(client, "bank", { message: "transfer 5" })
+      expect(result.isError).toBeFalsy()
+      const answer = answerOf(result)
+      expect(answer.status).toBe("awaiting_approval")
+      expect(answer.approvalId).toBeDefined()
+      expect(texts(result)[0]).toContain(`POST /api/approvals/${answer.approvalId}`)
+      const decided = yield* http(`${server.url}/api/approvals/${answer.approvalId}`, { body: { decision: "approve" } })
+      expect(decided.status).toBe(200)
+      expect(yield* waitForRun(server.url, answer.runId)).toMatchObject({ status: "completed", output: "done: sent 5" })
+    }))
+
+  it.scopedLive("conversations are resources: listed, and read as transcripts", () =>
+    Effect.gen(function*() {
+      const root = yield* tempProject(project)
+      const server = yield* startServer(root, { model })
+      const { client } = yield* connect(server.url)
+      const { conversation } = answerOf(yield* call(client, "support_triage", { message: "look up 7" }))
+      const uri = `foundry://conversations/${conversation}`
+
+      const { resources } = yield* Effect.promise(() => client.listResources())
+      expect(resources).toEqual([expect.objectContaining({ uri, mimeType: "text/markdown" })])
+      const { resourceTemplates } = yield* Effect.promise(() => client.listResourceTemplates())
+      expect(resourceTemplates.map((t) => t.uriTemplate)).toEqual(["foundry://conversations/{conversation}"])
+
+      const { contents } = yield* Effect.promise(() => client.readResource({ uri }))
+      const text = contents[0] !== undefined && "text" in contents[0] ? contents[0].text : ""
+      expect(text).toContain("**User:** look up 7")
+      expect(text).toContain("- calls `lookup` with `{\"orderId\":\"7\"}`")
+      expect(text).toContain("**Tool `lookup` answered:** order 7 has shipped")
+      expect(text).toContain("**Assistant:** found: order 7 has shipped")
+
+      const missing = yield* Effect.flip(Effect.tryPromise(() => client.readResource({ uri: "foundry://conversations/conv_missing" })))
+      expect(missing.cause).toMatchObject({ code: -32002 })
+      expect(String(missing.cause)).toContain(`there is no conversation "conv_missing"`)
+    }))
+
+  it.scopedLive("open sessions hear tools/list_changed when a reload changes the agents", () =>
+    Effect.gen(function*() {
+      const root = yield* tempProject(project)
+      const app = yield* loadProject(root, 1)
+      const storeFile = join(mkdtempSync(join(tmpdir(), "foundry-store-")), "foundry.db")
+      const context = yield* Layer.build(serverLayer(app, { port: 0, host: "127.0.0.1" }, { storeFile, models: layerFixed(model) }))
+      const address = Context.get(context, HttpServer.HttpServer).address
+      const url = `http://127.0.0.1:${address._tag === "TcpAddress" ? address.port : 0}`
+      const { client } = yield* connect(url)
+      const changed = yield* Deferred.make<void>()
+      client.setNotificationHandler(ToolListChangedNotificationSchema, () => Effect.runPromise(Deferred.complete(changed, Effect.void)).then(() => undefined))
+      expect((yield* Effect.promise(() => client.listTools())).tools.map((t) => t.name)).toEqual(["bank", "support_triage"])
+
+      writeFiles(root, { "agents/greeter/agent.ts": agentFile({ description: "Says hello" }) })
+      const reloaded = yield* loadProject(root, 2)
+      yield* Effect.flatMap(Effect.provide(CurrentApp, context), (current) => current.set(reloaded))
+      yield* Deferred.await(changed).pipe(Effect.timeoutFail({ duration: "10 seconds", onTimeout: () => new Error("no tools/list_changed") }))
+      expect((yield* Effect.promise(() => client.listTools())).tools.map((t) => t.name)).toEqual(["bank", "greeter", "support_triage"])
+    }).pipe(Effect.provide(NodeContext.layer)))
+
+  it.scopedLive("a session ends with DELETE; a request without a session is served statelessly", () =>
+    Effect.gen(function*() {
+      const root = yield* tempProject(project)
+      const server = yield* startServer(root, { model })
+      const { transport } = yield* connect(server.url)
+      const sessionId = transport.sessionId ?? expect.fail("the server named no session")
+      yield* Effect.promise(() => transport.terminateSession())
+      const headers = { accept: "application/json, text/event-stream", "mcp-protocol-version": "2025-06-18" }
+      const ended = yield* http(`${server.url}/mcp`, {
+        body: { jsonrpc: "2.0", id: 1, method: "tools/list" },
+        headers: { ...headers, "mcp-session-id": sessionId }
+      })
+      expect(ended.status).toBe(404)
+      expect(ended.json).toMatchObject({ jsonrpc: "2.0", error: { code: -32001 } })
+
+      const stateless = yield* http(`${server.url}/mcp`, { body: { jsonrpc: "2.0", id: 2, method: "tools/list" }, headers })
+      expect(stateless.status).toBe(200)
+      expect(stateless.headers.get("mcp-session-id")).toBeNull()
+      expect(stateless.text).toContain("\"support_triage\"")
+
+      const notJson = yield* http(`${server.url}/mcp`, { body: "{ not json", headers })
+      expect(notJson.status).toBe(400)
+      expect(notJson.json).toMatchObject({ jsonrpc: "2.0", error: { code: -32700 } })
+
+      const noSession = yield* http(`${server.url}/mcp`, { method: "GET", headers })
+      expect(noSession.status).toBe(400)
+      expect(noSession.json).toMatchObject({ jsonrpc: "2.0", error: { code: -32000 } })
+    }))
+
+  it.scopedLive("a call the client cancels stops waiting, and its durable run goes on", () =>
+    Effect.gen(function*() {
+      const root = yield* tempProject(project)
+      const server = yield* startServer(root, { model })
+      const { client } = yield* connect(server.url)
+      const controller = new AbortController()
+      const called = Effect.promise(() =>
+        client.callTool({ name: "support_triage", arguments: { message: "slow" } }, undefined, { signal: controller.signal }).then(
+          () => "answered",
+          () => "aborted"
+        )
+      )
+      const outcome = yield* Effect.fork(called)
+      yield* Effect.sleep("150 millis")
+      controller.abort("changed my mind")
+      expect(yield* outcome.await.pipe(Effect.flatten)).toBe("aborted")
+      const runs = (yield* http(`${server.url}/api/runs?agent=support/triage`)).json
+      const runId = Array.isArray(runs) && typeof runs[0] === "object" && runs[0] !== null && "id" in runs[0] ? String(runs[0].id) : ""
+      expect(yield* waitForRun(server.url, runId)).toMatchObject({ status: "completed", output: "finally" })
+    }))
+})
+
+describe("MCP sessions", () => {
+  const initialize = () =>
+    new Request("http://127.0.0.1/mcp", {
+      method: "POST",
+      headers: { accept: "application/json, text/event-stream", "content-type": "application/json" }
+    })
+  const initializeBody = (id: number) => ({
+    jsonrpc: "2.0",
+    id,
+    method: "initialize",
+    params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "test", version: "1" } }
+  })
+  const listTools = (sessionId: string) =>
+    new Request("http://127.0.0.1/mcp", {
+      method: "POST",
+      headers: {
+        accept: "application/json, text/event-stream",
+        "content-type": "application/json",
+        "mcp-session-id": sessionId,
+        "mcp-protocol-version": "2025-06-18"
+      }
+    })
+  it.scopedLive("an idle session is ended, and no more than maxSessions are open at once", () =>
+    Effect.gen(function*() {
+      const checked: Array<number> = []
+      const sessions = yield* McpSessions.make({
+        newServer: () => new Server({ name: "test", version: "1" }, { capabilities: {} }),
+        sessionIdle: "150 millis",
+        maxSessions: 1,
+        checkEvery: "50 millis",
+        keepAlive: "15 seconds",
+        onCheck: (servers) => Effect.sync(() => void checked.push(servers.length))
+      })
+      const first = yield* sessions.handle(initialize(), initializeBody(1))
+      const sessionId = first.headers["mcp-session-id"] ?? expect.fail("no session id")
+      // Read to its end, as a client does: a session with a response still being sent is not idle.
+      if (first.body._tag === "Stream") yield* Stream.runDrain(first.body.stream)
+
+      const second = yield* sessions.handle(initialize(), initializeBody(2))
+      expect(second.status).toBe(503)
+
+      yield* Effect.sleep("400 millis")
+      expect(checked).toContain(1)
+      const afterIdle = yield* sessions.handle(listTools(sessionId), { jsonrpc: "2.0", id: 3, method: "tools/list" })
+      expect(afterIdle.status).toBe(404)
+      const third = yield* sessions.handle(initialize(), initializeBody(4))
+      expect(third.status).toBe(200)
+    }))
+})

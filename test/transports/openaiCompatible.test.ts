@@ -1,0 +1,360 @@
+/**
+ * The OpenAI-compatible API through the official `openai` client, against a real server whose
+ * agent calls a tool inside each run: completions streamed and not, conversations kept by the
+ * server or seeded from the request, the model list, and errors in OpenAI's shape.
+ */
+import { describe, expect, it } from "@effect/vitest"
+import { Effect } from "effect"
+import OpenAI from "openai"
+import type { ChatMessage, ModelRequest } from "../../src/models/Model.js"
+import * as Scripted from "../../src/models/scripted.js"
+import { http, startServer } from "../support/server.js"
+import { agentFile, tempProject, toolFile } from "../support/tempProject.js"
+
+const project = {
+  "agents/echo/agent.ts": agentFile({ tools: ["echo"], imports: `import echo from "./tools/echo.tool.js"` }),
+  "agents/echo/tools/echo.tool.ts": toolFile(),
+  "agents/guarded/agent.ts": agentFile({ tools: ["guarded"], imports: `import guarded from "./tools/guarded.tool.js"` }),
+  "agents/guarded/tools/guarded.tool.ts": `import { Effect, Schema } from "effect"
+import { defineTool } from "foundry"
+
+export default defineTool({
+  description: "Echo the text back, once a person agrees",
+  input: Schema.Struct({ text: Schema.String }),
+  output: Schema.String,
+  approval: "always",
+  run: ({ text }) => Effect.succeed(text)
+})
+`
+}
+
+const lastUser = (messages: ReadonlyArray<ChatMessage>) => messages.findLast((m) => m._tag === "user")?.content ?? ""
+
+/**
+ * Turn 1 calls the agent's tool with the user's last message; turn 2 answers with the tool's
+ * result, streamed in paced deltas. Every request the model is sent is kept, to see the transcript.
+ */
+const echoingModel = () => {
+  const sent: Array<ModelRequest> = []
+  const model = Scripted.make((request, index) => {
+    sent.push(request)
+    const tool = request.tools[0]?.name ?? "echo"
+    if (lastUser(request.messages) === "fail please") return { error: { kind: "permanent", message: "the provider refused the request" } }
+    // A model may write a sentence before its tool calls: it is part of the answer.
+    const preface = lastUser(request.messages).startsWith("check:") ? "Let me check." : ""
+    if (index === 0) return { text: preface, toolCalls: [{ name: tool, arguments: { text: lastUser(request.messages) } }] }
+    const result = request.messages[request.messages.length - 1]
+    return { text: `The echo tool said: ${result?._tag === "tool" ? result.content : "nothing"}`, chunkDelay: "2 millis" }
+  }, "echoing")
+  return { model, sent }
+}
+
+const serve = Effect.gen(function*() {
+  const root = yield* tempProject(project)
+  const { model, sent } = echoingModel()
+  const server = yield* startServer(root, { model })
+  const client = new OpenAI({ baseURL: `${server.url}/v1`, apiKey: "not-needed-on-loopback", maxRetries: 0 })
+  return { server, client, sent }
+})
+
+/** The first request of the run whose last user message is `text`: the transcript it starts from. */
+const firstRequestFor = (sent: ReadonlyArray<ModelRequest>, text: string) =>
+  sent.find((request) => lastUser(request.messages) === text && Scripted.turnIndex(request.messages) === 0)
+
+const roles = (messages: ReadonlyArray<ChatMessage> | undefined) =>
+  (messages ?? []).map((m) => m._tag === "assistant" && m.toolCalls.length > 0 ? "assistant(calls)" : m._tag === "summary" ? "summary" : `${m._tag}: ${m.content}`)
+
+describe("the OpenAI-compatible API", () => {
+  it.scopedLive("a non-streamed completion is OpenAI's chat.completion, answered by a run that called a tool", () =>
+    Effect.gen(function*() {
+      const { client, server } = yield* serve
+      const { data, response } = yield* Effect.promise(() =>
+        client.chat.completions.create({ model: "echo", messages: [{ role: "user", content: "hello there" }] }).withResponse()
+      )
+      expect(data).toMatchObject({
+        object: "chat.completion",
+        model: "echo",
+        choices: [{ index: 0, message: { role: "assistant", content: "The echo tool said: hello there" }, finish_reason: "stop" }],
+        // Two scripted turns of 10 prompt and 5 completion tokens each.
+        usage: { prompt_tokens: 20, completion_tokens: 10, total_tokens: 30 }
+      })
+      expect(data.id).toMatch(/^chatcmpl-run_/)
+      expect(data.created).toBeGreaterThan(1_700_000_000)
+      expect(response.headers.get("x-foundry-conversation")).toMatch(/^conv_/)
+      const runId = response.headers.get("x-foundry-run") ?? ""
+      expect(data.id).toBe(`chatcmpl-${runId}`)
+      const events = yield* http(`${server.url}/api/runs/${runId}/events`)
+      const types = (events.json as Array<{ type: string; data: Record<string, unknown> }>).map((e) => e.type)
+      expect(types).toEqual(expect.arrayContaining(["tool.call.completed", "run.completed"]))
+    }))
+
+  it.scopedLive("a streamed completion sends the role, the text as deltas, finish_reason, the usage and [DONE]", () =>
+    Effect.gen(function*() {
+      const { client } = yield* serve
+      const chunks = yield* Effect.promise(async () => {
+        const stream = await client.chat.completions.create({
+          model: "echo",
+          messages: [{ role: "user", content: "stream this reply" }],
+          stream: true,
+          stream_options: { include_usage: true }
+        })
+        const all: Array<OpenAI.ChatCompletionChunk> = []
+        // The loop ends only when the client has read `data: [DONE]`.
+        for await (const chunk of stream) all.push(chunk)
+        return all
+      })
+      expect(chunks[0]?.choices[0]?.delta.role).toBe("assistant")
+      for (const chunk of chunks) {
+        expect(chunk).toMatchObject({ object: "chat.completion.chunk", model: "echo", id: chunks[0]?.id })
+      }
+      const deltas = chunks.flatMap((chunk) => chunk.choices.flatMap((choice) => choice.delta.content ? [choice.delta.content] : []))
+      expect(deltas.join("")).toBe("The echo tool said: stream this reply")
+      expect(deltas.length).toBeGreaterThan(3)
+      const finishing = chunks.filter((chunk) => chunk.choices[0]?.finish_reason === "stop")
+      expect(finishing).toHaveLength(1)
+      const last = chunks[chunks.length - 1]
+      expect(last?.choices).toEqual([])
+      expect(last?.usage).toEqual({ prompt_tokens: 20, completion_tokens: 10, total_tokens: 30 })
+      // Every chunk before the last says `usage: null`, as OpenAI sends them.
+      expect(chunks.slice(0, -1).every((chunk) => chunk.usage === null)).toBe(true)
+    }))
+
+  it.scopedLive("streamed or not, the answer is every turn's text, a turn before the tool call set apart", () =>
+    Effect.gen(function*() {
+      const { client } = yield* serve
+      const messages = [{ role: "user" as const, content: "check: the weather" }]
+      const whole = yield* Effect.promise(() => client.chat.completions.create({ model: "echo", messages }))
+      const streamed = yield* Effect.promise(async () => {
+        let text = ""
+        for await (const chunk of await client.chat.completions.create({ model: "echo", messages, stream: true })) {
+          text += chunk.choices[0]?.delta.content ?? ""
+        }
+        return text
+      })
+      expect(whole.choices[0]?.message.content).toBe("Let me check.\n\nThe echo tool said: check: the weather")
+      expect(streamed).toBe(whole.choices[0]?.message.content)
+    }))
+
+  it.scopedLive("the OpenAPI document describes /v1, with the event stream of a streamed completion", () =>
+    Effect.gen(function*() {
+      const { server } = yield* serve
+      const spec = (yield* http(`${server.url}/api/openapi.json`)).json as {
+        paths: Record<string, Record<string, { responses: Record<string, { content: Record<string, { schema: unknown }> }> }>>
+      }
+      expect(spec.paths["/v1/models"]?.get?.responses["200"]?.content["application/json"]).toBeDefined()
+      const chat = spec.paths["/v1/chat/completions"]?.post
+      expect(Object.keys(chat?.responses["200"]?.content ?? {})).toEqual(["application/json", "text/event-stream"])
+      expect(chat?.responses["200"]?.content["text/event-stream"]?.schema).toMatchObject({
+        properties: { object: { enum: ["chat.completion.chunk"] } }
+      })
+      expect(chat?.responses["404"]?.content["application/json"]?.schema).toBeDefined()
+    }))
+
+  it.scopedLive("a conversation named by the header continues over three requests: the third run's model sees the earlier turns", () =>
+    Effect.gen(function*() {
+      const { client, sent } = yield* serve
+      const ask = (content: string) =>
+        Effect.promise(() =>
+          client.chat.completions.create(
+            { model: "echo", messages: [{ role: "user", content }] },
+            { headers: { "x-foundry-conversation": "chat-with-echo" } }
+          ).withResponse()
+        )
+      const answers: Array<string | null> = []
+      for (const text of ["one", "two", "three"]) {
+        const { data, response } = yield* ask(text)
+        answers.push(data.choices[0]?.message.content ?? null)
+        expect(response.headers.get("x-foundry-conversation")).toBe("chat-with-echo")
+      }
+      expect(answers).toEqual(["The echo tool said: one", "The echo tool said: two", "The echo tool said: three"])
+      expect(roles(firstRequestFor(sent, "three")?.messages)).toEqual([
+        "user: one",
+        "assistant(calls)",
+        "tool: one",
+        "assistant: The echo tool said: one",
+        "user: two",
+        "assistant(calls)",
+        "tool: two",
+        "assistant: The echo tool said: two",
+        "user: three"
+      ])
+    }))
+
+  it.scopedLive("two first requests of a new conversation at once both land in it", () =>
+    Effect.gen(function*() {
+      const { client, server } = yield* serve
+      const ask = (content: string) =>
+        Effect.promise(() =>
+          client.chat.completions.create(
+            { model: "echo", messages: [{ role: "user", content }] },
+            { headers: { "x-foundry-conversation": "both-at-once" } }
+          )
+        )
+      const answers = yield* Effect.all([ask("left"), ask("right")], { concurrency: "unbounded" })
+      expect(answers.map((answer) => answer.choices[0]?.message.content).sort()).toEqual(["The echo tool said: left", "The echo tool said: right"])
+      const messages = yield* http(`${server.url}/api/conversations/both-at-once/messages`)
+      expect((messages.json as Array<{ role: string }>).filter((m) => m.role === "user")).toHaveLength(2)
+    }))
+
+  it.scopedLive("the user field keeps one conversation per end user", () =>
+    Effect.gen(function*() {
+      const { client, sent } = yield* serve
+      const ask = (user: string, content: string) =>
+        Effect.promise(() => client.chat.completions.create({ model: "echo", user, messages: [{ role: "user", content }] }).withResponse())
+      const first = yield* ask("alice@example.com", "alice first")
+      const other = yield* ask("bob", "bob first")
+      const second = yield* ask("alice@example.com", "alice second")
+      const conversation = first.response.headers.get("x-foundry-conversation")
+      expect(second.response.headers.get("x-foundry-conversation")).toBe(conversation)
+      expect(other.response.headers.get("x-foundry-conversation")).not.toBe(conversation)
+      expect(roles(firstRequestFor(sent, "alice second")?.messages).filter((m) => m.startsWith("user"))).toEqual([
+        "user: alice first",
+        "user: alice second"
+      ])
+    }))
+
+  it.scopedLive("without a conversation the messages are taken as given: the earlier ones seed a new conversation", () =>
+    Effect.gen(function*() {
+      const { client, sent } = yield* serve
+      const { data, response } = yield* Effect.promise(() =>
+        client.chat.completions.create({
+          model: "echo",
+          messages: [
+            { role: "system", content: "Answer briefly." },
+            { role: "user", content: "What is 2 + 2?" },
+            { role: "assistant", content: "4" },
+            { role: "user", content: [{ type: "text", text: "And 3 + 3?" }] }
+          ]
+        }).withResponse()
+      )
+      expect(data.choices[0]?.message.content).toBe("The echo tool said: And 3 + 3?")
+      expect(response.headers.get("x-foundry-conversation")).toMatch(/^conv_/)
+      expect(roles(firstRequestFor(sent, "And 3 + 3?")?.messages)).toEqual([
+        "user: Instructions from the client (system message):\nAnswer briefly.",
+        "user: What is 2 + 2?",
+        "assistant: 4",
+        "user: And 3 + 3?"
+      ])
+      // The client's own tool calls and results are history like any message.
+      yield* Effect.promise(() =>
+        client.chat.completions.create({
+          model: "echo",
+          messages: [
+            { role: "user", content: "Look it up" },
+            { role: "assistant", content: null, tool_calls: [{ id: "call_a", type: "function", function: { name: "lookup", arguments: "{}" } }] },
+            { role: "tool", tool_call_id: "call_a", content: "found it" },
+            { role: "user", content: "thanks" }
+          ]
+        })
+      )
+      expect(roles(firstRequestFor(sent, "thanks")?.messages)).toEqual(["user: Look it up", "assistant(calls)", "tool: found it", "user: thanks"])
+      // A second stateless request starts from its own messages only.
+      yield* Effect.promise(() => client.chat.completions.create({ model: "echo", messages: [{ role: "user", content: "alone" }] }))
+      expect(roles(firstRequestFor(sent, "alone")?.messages)).toEqual(["user: alone"])
+    }))
+
+  it.scopedLive("models.list() lists every agent and every instance as agent@instance", () =>
+    Effect.gen(function*() {
+      const { client } = yield* serve
+      yield* Effect.promise(() => client.chat.completions.create({ model: "echo@team-a", messages: [{ role: "user", content: "hi" }] }))
+      const models = yield* Effect.promise(async () => {
+        const all: Array<OpenAI.Model> = []
+        for await (const model of client.models.list()) all.push(model)
+        return all
+      })
+      expect(models.map((model) => model.id)).toEqual(["echo", "guarded", "echo@team-a"])
+      for (const model of models) expect(model).toMatchObject({ object: "model", owned_by: "foundry", created: expect.any(Number) })
+    }))
+
+  it.scopedLive("a run that stops for an approval answers with what it waits for and how to decide it", () =>
+    Effect.gen(function*() {
+      const { client, server } = yield* serve
+      const { data, response } = yield* Effect.promise(() =>
+        client.chat.completions.create({ model: "guarded", messages: [{ role: "user", content: "please" }] }).withResponse()
+      )
+      const approvals = yield* http(`${server.url}/api/approvals?status=pending`)
+      const [approval] = approvals.json as Array<{ id: string; runId: string }>
+      expect(approval?.runId).toBe(response.headers.get("x-foundry-run"))
+      expect(data.choices[0]).toMatchObject({ finish_reason: "stop" })
+      expect(data.choices[0]?.message.content).toContain(`approval ${approval?.id}`)
+      expect(data.choices[0]?.message.content).toContain(`POST /api/approvals/${approval?.id}`)
+    }))
+
+  it.scopedLive("errors are OpenAI's: an unknown model is a NotFoundError, a bad body a BadRequestError, a failed run a 500 not retried", () =>
+    Effect.gen(function*() {
+      const { client, server } = yield* serve
+      const unknown = yield* Effect.promise(() =>
+        client.chat.completions.create({ model: "billing", messages: [{ role: "user", content: "hi" }] }).then(() => undefined, (error: unknown) => error)
+      )
+      expect(unknown).toBeInstanceOf(OpenAI.NotFoundError)
+      expect(unknown).toMatchObject({ status: 404, code: "model_not_found", type: "invalid_request_error", param: "model" })
+      expect(unknown).toMatchObject({ message: expect.stringContaining(`there is no agent "billing"`) })
+
+      const empty = yield* Effect.promise(() => client.chat.completions.create({ model: "echo", messages: [] }).then(() => undefined, (error: unknown) => error))
+      expect(empty).toBeInstanceOf(OpenAI.BadRequestError)
+      expect(empty).toMatchObject({ status: 400, type: "invalid_request_error", param: "messages" })
+
+      const endsWithAssistant = yield* Effect.promise(() =>
+        client.chat.completions.create({ model: "echo", messages: [{ role: "user", content: "hi" }, { role: "assistant", content: "hello" }] })
+          .then(() => undefined, (error: unknown) => error)
+      )
+      expect(endsWithAssistant).toBeInstanceOf(OpenAI.BadRequestError)
+      expect(endsWithAssistant).toMatchObject({ param: "messages[1].role", message: expect.stringContaining("the last message must be the user's") })
+
+      const unanswered = yield* Effect.promise(() =>
+        client.chat.completions.create({
+          model: "echo",
+          messages: [
+            { role: "assistant", content: null, tool_calls: [{ id: "call_a", type: "function", function: { name: "lookup", arguments: "{}" } }] },
+            { role: "user", content: "hi" }
+          ]
+        }).then(() => undefined, (error: unknown) => error)
+      )
+      expect(unanswered).toBeInstanceOf(OpenAI.BadRequestError)
+      expect(unanswered).toMatchObject({ param: "messages", message: expect.stringContaining("call_a have no result") })
+
+      // The exact body, as OpenAI sends it, for a body that is not JSON and a field of the wrong type.
+      const notJson = yield* http(`${server.url}/v1/chat/completions`, { body: "{\"model\": " })
+      expect(notJson.status).toBe(400)
+      expect(notJson.json).toEqual({
+        error: { message: expect.stringContaining("not valid JSON"), type: "invalid_request_error", param: null, code: "invalid_json" }
+      })
+      const wrongType = yield* http(`${server.url}/v1/chat/completions`, { body: { model: "echo", messages: [{ role: "user", content: 7 }] } })
+      expect(wrongType.status).toBe(400)
+      expect(wrongType.json).toEqual({
+        error: {
+          message: `messages[0].content: expected a string, or an array of { "type": "text", "text": "..." } parts`,
+          type: "invalid_request_error",
+          param: "messages[0].content",
+          code: null
+        }
+      })
+
+      const failed = yield* Effect.promise(() =>
+        client.chat.completions.create({ model: "echo", messages: [{ role: "user", content: "fail please" }] }, { maxRetries: 2 })
+          .then(() => undefined, (error: unknown) => error)
+      )
+      expect(failed).toBeInstanceOf(OpenAI.InternalServerError)
+      expect(failed).toMatchObject({ status: 500, code: "run_failed", message: expect.stringContaining("the provider refused the request") })
+      // The client was told not to retry: the failing run ran once.
+      const runs = yield* http(`${server.url}/api/runs?agent=echo&status=failed`)
+      expect(runs.json).toHaveLength(1)
+      for (const { text } of [notJson, wrongType]) expect(text).not.toMatch(/\bat .*\.[jt]s:\d+/)
+    }))
+
+  it.scopedLive("a streamed run that fails sends OpenAI's in-stream error, which the client raises", () =>
+    Effect.gen(function*() {
+      const { client } = yield* serve
+      const outcome = yield* Effect.promise(async () => {
+        const stream = await client.chat.completions.create({ model: "echo", messages: [{ role: "user", content: "fail please" }], stream: true })
+        try {
+          for await (const _ of stream) { /* read to the end */ }
+          return undefined
+        } catch (error) {
+          return error
+        }
+      })
+      expect(outcome).toBeInstanceOf(OpenAI.APIError)
+      expect(outcome).toMatchObject({ code: "run_failed", message: expect.stringContaining("the provider refused the request") })
+    }))
+})
