@@ -13,7 +13,7 @@ import { join } from "node:path"
 import { PgClient } from "@effect/sql-pg"
 import { Context, Effect, Layer, Redacted, Schema } from "effect"
 import { freePort, requestJson, spawnFoundry, stopProcess, waitForOutput, type FoundryProcess } from "../support/foundryProcess.js"
-import { lookupAgent, lookupTool, tempProject } from "../support/project.js"
+import { delayedLookupModel, lookupAgent, lookupTool, modelDelayVariable, tempProject } from "../support/project.js"
 import { progress } from "../support/runtime.js"
 import { round } from "../support/stats.js"
 
@@ -22,12 +22,6 @@ const runsPerConfiguration = 1000
 const submitConcurrency = 64
 const takeoverRuns = 300
 const takeoverDelayMs = 5000
-const delayVariable = "FOUNDRY_BENCH_MODEL_DELAY_MS"
-
-const model = `Scripted.make((_request, index) =>
-    index === 0
-      ? { toolCalls: [{ name: "lookup", arguments: { id: "42" } }] }
-      : { text: "Order 42 has shipped.", delay: Number(process.env.${delayVariable} ?? "0") })`
 
 const Created = Schema.Struct({ runId: Schema.String })
 
@@ -53,7 +47,7 @@ const project = (databaseUrl: string) =>
       "foundry.config.ts": `import { defineConfig } from "foundry"
 export default defineConfig({ store: { postgres: ${JSON.stringify(databaseUrl)} }, concurrency: 500 })
 `,
-      "agents/orders/agent.ts": lookupAgent({ model, imports: `import { Scripted } from "foundry"` }),
+      "agents/orders/agent.ts": lookupAgent({ model: delayedLookupModel, imports: `import { Scripted } from "foundry"` }),
       "agents/orders/tools/lookup.tool.ts": lookupTool(sideEffects)
     })
     return root
@@ -70,7 +64,7 @@ const startRunners = (root: string, count: number, delayMs: number) =>
       const port = yield* freePort
       const runnerPort = yield* freePort
       const process = yield* Effect.acquireRelease(
-        Effect.sync(() => spawnFoundry(["start", root, "--port", String(port), "--runner-port", String(runnerPort)], { [delayVariable]: String(delayMs) })),
+        Effect.sync(() => spawnFoundry(["start", root, "--port", String(port), "--runner-port", String(runnerPort)], { [modelDelayVariable]: String(delayMs) })),
         (started) => stopProcess(started, "SIGKILL")
       )
       yield* waitForOutput(process, /listening on/)

@@ -15,7 +15,7 @@ import { join } from "node:path"
 import Database from "better-sqlite3"
 import { Effect, Schema } from "effect"
 import { freePort, requestJson, spawnFoundry, stopProcess, waitForOutput } from "../support/foundryProcess.js"
-import { lookupAgent, lookupTool, tempProject } from "../support/project.js"
+import { delayedLookupModel, lookupAgent, lookupTool, modelDelayVariable, tempProject } from "../support/project.js"
 import { progress } from "../support/runtime.js"
 import { linesByRun, round } from "../support/stats.js"
 
@@ -23,12 +23,6 @@ const runs = 1000
 const submitConcurrency = 32
 const firstDelayMs = 60_000
 const completionTimeoutMs = 60_000
-const delayVariable = "FOUNDRY_BENCH_MODEL_DELAY_MS"
-
-const model = `Scripted.make((_request, index) =>
-    index === 0
-      ? { toolCalls: [{ name: "lookup", arguments: { id: "42" } }] }
-      : { text: "Order 42 has shipped.", delay: Number(process.env.${delayVariable} ?? "0") })`
 
 const Created = Schema.Struct({ runId: Schema.String })
 const RunList = Schema.Array(Schema.Struct({ id: Schema.String, status: Schema.String }))
@@ -86,7 +80,7 @@ export const recovery = Effect.gen(function*() {
   const sideEffects = join(dir, "lookups.log")
   const root = yield* tempProject({
     "foundry.config.ts": `import { defineConfig } from "foundry"\nexport default defineConfig({ concurrency: ${runs} })\n`,
-    "agents/orders/agent.ts": lookupAgent({ model, imports: `import { Scripted } from "foundry"` }),
+    "agents/orders/agent.ts": lookupAgent({ model: delayedLookupModel, imports: `import { Scripted } from "foundry"` }),
     "agents/orders/tools/lookup.tool.ts": lookupTool(sideEffects)
   })
   const storeFile = join(root, ".foundry", "foundry.db")
@@ -94,7 +88,7 @@ export const recovery = Effect.gen(function*() {
   const base = `http://127.0.0.1:${port}`
   const start = (delayMs: number) =>
     Effect.acquireRelease(
-      Effect.sync(() => spawnFoundry(["start", root, "--port", String(port)], { [delayVariable]: String(delayMs) })),
+      Effect.sync(() => spawnFoundry(["start", root, "--port", String(port)], { [modelDelayVariable]: String(delayMs) })),
       (process) => stopProcess(process, "SIGKILL")
     )
 

@@ -61,6 +61,19 @@ export default defineAgent({
 })
 `
 
+/** The environment variable the delayed model reads its answer's delay from, in each process. */
+export const modelDelayVariable = "FOUNDRY_BENCH_MODEL_DELAY_MS"
+
+/**
+ * The reference workload's model as agent-file source, for `foundry start` processes: turn 1
+ * calls `lookup`, turn 2 answers after `$FOUNDRY_BENCH_MODEL_DELAY_MS` (so a benchmark can keep
+ * runs in flight in one process and not in the next). Needs `import { Scripted } from "foundry"`.
+ */
+export const delayedLookupModel = `Scripted.make((_request, index) =>
+    index === 0
+      ? { toolCalls: [{ name: "lookup", arguments: { id: "42" } }] }
+      : { text: "Order 42 has shipped.", delay: Number(process.env.${modelDelayVariable} ?? "0") })`
+
 /** The reference workload's script: a tool call, then the answer. */
 export const orderLookupScript: Scripted.Script = [
   { toolCalls: [{ name: "lookup", arguments: { id: "42" } }] },

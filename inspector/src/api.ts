@@ -8,6 +8,7 @@ import type { ManifestRoute } from "../../src/router/codegen.js"
 import type { UsageReport } from "../../src/transports/http/api/UsageGroup.js"
 import type { ApprovalView, MessageView, RunView } from "../../src/transports/http/api/views.js"
 import type { SessionView } from "../../src/transports/http/api/TokensGroup.js"
+import type { ClusterView, ConversationPlacement } from "../../src/dispatch/ClusterStatus.js"
 import { signIn } from "./signIn.js"
 
 export type { ApprovalView, BuildReport, FoundryEvent, MessageView, RunView, UsageReport }
@@ -24,6 +25,12 @@ export class ApiError extends Error {
     super(message)
   }
 }
+
+/** The cluster's runners (`mode: "local"` for a single process), as `/api/cluster` answers. */
+export type ClusterStatusView = typeof ClusterView.Encoded
+
+/** The runner a conversation lives on. */
+export type PlacementView = typeof ConversationPlacement.Encoded
 
 /** Who the inspector is signed in as (`token: null` when the server is open). */
 export type Session = typeof SessionView.Type
@@ -49,6 +56,8 @@ export const api = {
   session: () => request<Session>("/api/session"),
   signOut: () => fetch("/api/session", { method: "DELETE" }),
   health: () => request<{ status: string; agents: number; uptimeMs: number }>("/health"),
+  cluster: () => request<ClusterStatusView>("/api/cluster"),
+  placement: (conversation: string) => request<PlacementView>(`/api/cluster/conversations/${encodeURIComponent(conversation)}`),
   build: () => request<BuildReport>("/api/build"),
   routes: () => request<{ config: string | null; routes: ReadonlyArray<RouteView> }>("/api/routes"),
   runs: (query = "") => request<ReadonlyArray<RunView>>(`/api/runs${query}`),

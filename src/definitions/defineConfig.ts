@@ -46,9 +46,12 @@ const Whole = Schema.Int.pipe(Schema.nonNegative({ description: "a whole number,
 const Amount = Schema.Number.pipe(Schema.finite(), Schema.nonNegative({ description: "a number, 0 or more" }))
 const Text = Schema.String.pipe(Schema.minLength(1, { description: "a non-empty string" }))
 
-/** A browser origin: scheme, host and port, as a browser sends it in `Origin`. */
+/**
+ * A browser origin: scheme, host and port, as a browser sends it in `Origin`. Checked by pattern,
+ * not with `URL`: route files are type-checked without the DOM's or Node's globals.
+ */
 const OriginSchema = Schema.String.pipe(
-  Schema.filter((input) => URL.canParse(input) && new URL(input).origin === input, {
+  Schema.filter((input) => /^https?:\/\/[a-z0-9.-]+(:\d{1,5})?$/.test(input) || /^https?:\/\/\[[0-9a-f:.]+\](:\d{1,5})?$/.test(input), {
     description: `an origin such as "https://app.example.com" (scheme, host and port only, no trailing slash)`
   })
 )

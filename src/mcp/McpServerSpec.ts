@@ -59,7 +59,8 @@ export const McpStdioServerSchema = Schema.Struct({
 
 /** A server reached over Streamable HTTP. */
 export const McpHttpServerSchema = Schema.Struct({
-  url: Text.pipe(Schema.filter((url) => /^https?:\/\//.test(url) && URL.canParse(url), {
+  // By pattern, not with `URL`: route files are type-checked without the DOM's or Node's globals.
+  url: Text.pipe(Schema.filter((url) => /^https?:\/\/[^\s/?#]+([/?#]\S*)?$/.test(url), {
     description: "an http:// or https:// URL"
   })),
   headers: Schema.optional(Schema.Record({ key: Schema.String, value: Value })),

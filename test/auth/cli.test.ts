@@ -1,28 +1,12 @@
-import { spawn } from "node:child_process"
 import { join } from "node:path"
-import { fileURLToPath } from "node:url"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
-import type { CliResult } from "../support/cli.js"
+import { runCli } from "../support/cli.js"
 import { http, startServer } from "../support/server.js"
 import { authProject, bearer } from "./support.js"
 
-const repository = fileURLToPath(new URL("../../", import.meta.url))
-
-/** `foundry <args>` from the sources (src/cli/main.ts through tsx), so it needs no build of dist/. */
-const foundry = (args: ReadonlyArray<string>) =>
-  Effect.async<CliResult>((resume) => {
-    const child = spawn(process.execPath, ["--import", "tsx", join(repository, "src/cli/main.ts"), ...args], {
-      cwd: repository,
-      env: { ...process.env, NO_COLOR: "1" }
-    })
-    let stdout = ""
-    let stderr = ""
-    child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString()))
-    child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()))
-    child.on("close", (code) => resume(Effect.succeed({ code, stdout, stderr })))
-    return Effect.sync(() => child.kill("SIGKILL"))
-  })
+/** `foundry <args>` (the built framework, as users run it). */
+const foundry = (args: ReadonlyArray<string>) => runCli(args)
 
 describe("foundry token", () => {
   it.scopedLive("create prints the token once, list never shows it, revoke stops it working on a server on the same store", () =>

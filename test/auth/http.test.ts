@@ -74,7 +74,8 @@ describe("bearer auth on a server whose config requires tokens (loopback)", () =
       expect((yield* http(`${server.url}/api/schedules`, { headers: bearer(read.token) })).status).toBe(200)
       // Another spelling of the same path is judged as the path it routes to.
       expect((yield* http(`${server.url}/api/%74okens`, { headers: bearer(read.token) })).status).toBe(403)
-      expect((yield* http(`${server.url}//api/tokens/`, { headers: bearer(read.token) })).status).toBe(403)
+      // A path with an empty segment is no route: the edge refuses it before anything reads it.
+      expect((yield* http(`${server.url}//api/tokens/`, { headers: bearer(read.token) })).status).toBe(404)
       const created = yield* http(`${server.url}/api/tokens`, { body: { scope: "read", name: "dashboard" }, headers: bearer(admin.token) })
       expect(created.status).toBe(201)
       const made = created.json as { token: string; scope: string; name: string }

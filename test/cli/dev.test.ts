@@ -113,6 +113,6 @@ export default defineSchedule({ agent: assistant, every: "${every}", message: "c
       yield* runCli(["init", project])
       const result = yield* runCli(["start", project, "--host", "0.0.0.0", "--port", "0"])
       expect(result.code).toBe(1)
-      expect(result.stderr).toContain("refusing to bind to 0.0.0.0")
+      expect(result.stderr).toContain("refusing to listen on 0.0.0.0")
     }))
 })

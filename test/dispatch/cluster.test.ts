@@ -12,6 +12,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { type CliProcess, freePort, startCli } from "../support/cli.js"
 import { durableProject, plan, slowMarkerOf } from "../support/durableProject.js"
+import { browserPage, skipBrowser } from "../support/browser.js"
 import { connect, freshDatabase, skipPostgres } from "../support/postgres.js"
 import { http } from "../support/server.js"
 import { tempProject, writeFiles } from "../support/tempProject.js"
@@ -33,6 +34,23 @@ interface RunRow {
 }
 
 const lines = (log: string) => existsSync(log) ? readFileSync(log, "utf8").trim().split("\n").filter((l) => l !== "") : []
+
+/** Waits (up to 10 s) until the side-effect log holds `count` lines that `matches` accepts. */
+const waitForLines = (log: string, matches: (line: string) => boolean, count: number) =>
+  Effect.gen(function*() {
+    for (let attempt = 0; attempt < 200 && lines(log).filter(matches).length < count; attempt++) yield* Effect.sleep("50 millis")
+    expect(lines(log).filter(matches).length).toBeGreaterThanOrEqual(count)
+  })
+
+/** How many conversation leases the runner process holds now. */
+const leasesHeldBy = (databaseUrl: string, runner: Runner) =>
+  Effect.gen(function*() {
+    const sql = yield* connect(databaseUrl)
+    const held = yield* sql.unsafe<{ readonly count: string }>(
+      `SELECT COUNT(*) AS count FROM foundry_conversation_leases WHERE owner LIKE '%/${runner.process.child.pid}/%' AND expires_at > ${Date.now()}`
+    )
+    return Number(held[0]?.count)
+  }).pipe(Effect.scoped)
 
 /** A project of the durable tests on `databaseUrl`, with its planned model's delays real. */
 const clusterProject = (databaseUrl: string, extra = "") =>
@@ -142,15 +160,8 @@ describe.skipIf(skipPostgres)("the cluster dispatcher (runner processes on Postg
           return one
         }), { concurrency: 10 })
       // Wait until every first run is inside its slow call, then kill a runner that holds some of them.
-      for (let attempt = 0; attempt < 200 && lines(log).filter((l) => l.includes(" start ")).length < firsts.length; attempt++) {
-        yield* Effect.sleep("50 millis")
-      }
-      expect(lines(log).filter((l) => l.includes(" start ")).length).toBe(firsts.length)
-      const sql = yield* connect(databaseUrl)
-      const held = yield* sql.unsafe<{ readonly count: string }>(
-        `SELECT COUNT(*) AS count FROM foundry_conversation_leases WHERE owner LIKE '%/${victim.process.child.pid}/%' AND expires_at > ${Date.now()}`
-      )
-      expect(Number(held[0]?.count)).toBeGreaterThan(0)
+      yield* waitForLines(log, (l) => l.includes(" start "), firsts.length)
+      expect(yield* leasesHeldBy(databaseUrl, victim)).toBeGreaterThan(0)
       victim.process.child.kill("SIGKILL")
       const killedAt = Date.now()
 
@@ -212,9 +223,7 @@ export default defineSchedule({ every: "1 second", agent: worker, message: ${JSO
       expect(lines(log).some((l) => l.startsWith(`${asking.runId} transfer 7`))).toBe(true)
 
       const slow = yield* submit(runners[1]!, plan({ calls: [{ name: "slow", arguments: { ms: 30_000 } }] }))
-      for (let attempt = 0; attempt < 200 && !lines(log).some((l) => l.startsWith(`${slow.runId} start`)); attempt++) {
-        yield* Effect.sleep("50 millis")
-      }
+      yield* waitForLines(log, (l) => l.startsWith(`${slow.runId} start`), 1)
       const through = yield* notTheOwner(runners, slow.conversationId)
       const response = yield* http(`${through.url}/api/runs/${slow.runId}/cancel`, { method: "POST" })
       expect(response.status).toBe(200)
@@ -244,18 +253,34 @@ export default defineSchedule({ every: "1 second", agent: worker, message: ${JSO
       const stopping = runners[2]!
       const runs = yield* Effect.forEach(Array.from({ length: 12 }, (_, i) => i), (i) =>
         submit(runners[i % 3]!, plan({ calls: [{ name: "record", arguments: { line: `handed ${i}` } }, { name: "slow", arguments: { ms: 1500 } }] })))
-      for (let attempt = 0; attempt < 200 && lines(log).filter((l) => l.includes(" start ")).length < runs.length; attempt++) {
-        yield* Effect.sleep("50 millis")
-      }
-      const sql = yield* connect(databaseUrl)
-      const held = yield* sql.unsafe<{ readonly count: string }>(
-        `SELECT COUNT(*) AS count FROM foundry_conversation_leases WHERE owner LIKE '%/${stopping.process.child.pid}/%' AND expires_at > ${Date.now()}`
-      )
-      expect(Number(held[0]?.count)).toBeGreaterThan(0)
+      yield* waitForLines(log, (l) => l.includes(" start "), runs.length)
+      expect(yield* leasesHeldBy(databaseUrl, stopping)).toBeGreaterThan(0)
       stopping.process.child.kill("SIGTERM")
       const finished = yield* waitForRuns(databaseUrl, (all) => runs.every((run) => all.some((r) => r.id === run.runId && r.status === "completed")), 20_000)
       expect(finished.filter((run) => run.status === "failed")).toEqual([])
       const handed = lines(log).filter((l) => l.includes(" handed "))
       expect(new Set(handed.map((l) => l.split(" ").slice(0, 2).join(" "))).size).toBe(handed.length)
     }), 90_000)
+
+  it.scopedLive.skipIf(skipBrowser)("the inspector shows the runners, and the runner a conversation lives on", () =>
+    Effect.gen(function*() {
+      const databaseUrl = yield* freshDatabase
+      const { root } = yield* clusterProject(databaseUrl)
+      const runners = yield* startRunners(root, 2)
+      const run = yield* submit(runners[0]!, plan({}))
+      yield* waitForRuns(databaseUrl, allEnded(1), 10_000)
+      const placement = yield* http(`${runners[1]!.url}/api/cluster/conversations/${run.conversationId}`)
+      const owner = (placement.json as { readonly runner: string }).runner
+      // Both runners have reported at least once.
+      yield* Effect.sleep("2500 millis")
+
+      const page = yield* browserPage
+      yield* Effect.promise(() => page.goto(`${runners[1]!.url}/`))
+      yield* Effect.promise(() => page.waitForSelector("[data-testid=runners] li >> nth=1"))
+      const rows = yield* Effect.promise(() => page.$$eval("[data-testid=runners] li", (items) => items.map((item) => item.textContent ?? "")))
+      expect(rows).toHaveLength(2)
+      for (const row of rows) expect(row).toMatch(/live .*shards? of 300/)
+      yield* Effect.promise(() => page.goto(`${runners[1]!.url}/conversations/${run.conversationId}`))
+      yield* Effect.promise(() => page.waitForSelector(`[data-testid=conversation-usage] >> text=runner ${owner}`))
+    }), 60_000)
 })

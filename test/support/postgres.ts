@@ -62,6 +62,14 @@ export const withSearchPath = (url: string, schema: string): string => {
   return parsed.toString()
 }
 
+/** Fails, saying why, when the server does not answer (the tests that need it are not skipped: FOUNDRY_REQUIRE_PG=1). */
+const requirePostgres = Effect.suspend(() =>
+  postgresUnavailable === undefined
+    ? Effect.void
+    : Effect.fail(new PostgresUnavailable({
+      message: `PostgreSQL is required (FOUNDRY_REQUIRE_PG=1) but unavailable at ${where}: ${postgresUnavailable}`
+    })))
+
 /**
  * A new, empty schema for one test, dropped with everything in it when the scope closes. Returns
  * a URL whose connections see only that schema. Fails with `PostgresUnavailable` when the server
@@ -69,11 +77,7 @@ export const withSearchPath = (url: string, schema: string): string => {
  */
 export const freshSchema: Effect.Effect<string, PostgresUnavailable, Scope.Scope> = Effect.gen(
   function*() {
-    if (postgresUnavailable !== undefined) {
-      return yield* new PostgresUnavailable({
-        message: `PostgreSQL is required (FOUNDRY_REQUIRE_PG=1) but unavailable at ${where}: ${postgresUnavailable}`
-      })
-    }
+    yield* requirePostgres
     const sql = yield* connect(postgresUrl)
     const schema = `foundry_test_${randomBytes(6).toString("hex")}`
     yield* Effect.acquireRelease(
@@ -94,11 +98,7 @@ export const freshSchema: Effect.Effect<string, PostgresUnavailable, Scope.Scope
  */
 export const freshDatabase: Effect.Effect<string, PostgresUnavailable, Scope.Scope> = Effect.gen(
   function*() {
-    if (postgresUnavailable !== undefined) {
-      return yield* new PostgresUnavailable({
-        message: `PostgreSQL is required (FOUNDRY_REQUIRE_PG=1) but unavailable at ${where}: ${postgresUnavailable}`
-      })
-    }
+    yield* requirePostgres
     const sql = yield* connect(postgresUrl)
     const name = `foundry_test_${randomBytes(6).toString("hex")}`
     yield* Effect.acquireRelease(

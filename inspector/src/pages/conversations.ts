@@ -69,12 +69,16 @@ export const conversationPage = (root: HTMLElement, [conversationId = ""]: Reado
   let activeRun: string | undefined
   const totals = h("p", { class: "muted", "data-testid": "conversation-usage" })
   const draw = async () => {
-    const [messages, usage] = await Promise.all([
+    const [messages, usage, cluster] = await Promise.all([
       api.messages(conversationId),
-      api.usage(`?conversation=${encodeURIComponent(conversationId)}&groupBy=conversation`)
+      api.usage(`?conversation=${encodeURIComponent(conversationId)}&groupBy=conversation`),
+      api.cluster()
     ])
     transcript.replaceChildren(...messages.map((m) => bubble(m, expanded)))
-    totals.textContent = `${usage.total.runs} runs · ${usageLine(usage.total)}`
+    // In a cluster, where the conversation's runs execute.
+    const placement = cluster.mode === "cluster" ? await api.placement(conversationId) : undefined
+    const where = placement === undefined ? "" : ` · runner ${placement.runner ?? "(moving)"}, shard ${placement.shard}`
+    totals.textContent = `${usage.total.runs} runs · ${usageLine(usage.total)}${where}`
     const first = messages[0]
     if (first !== undefined && agent === "") {
       const run = await api.run(first.runId)

@@ -2,7 +2,7 @@
  * Overview: the build (broken files and type errors first, the way a dev server shows them),
  * health, runs in progress, pending approvals, recent failures, what runs next.
  */
-import { api, type BuildReport, onEvent, type RunView } from "../api.js"
+import { api, type BuildReport, type ClusterStatusView, onEvent, type RunView } from "../api.js"
 import { clock, h, link, replace } from "../dom.js"
 import { runStatus } from "./runs.js"
 
@@ -32,25 +32,38 @@ const buildCard = (build: BuildReport) => {
       h("li", {}, h("code", {}, `${d.file}:${d.line}:${d.column}`), " ", h("span", { class: "error-line" }, d.message)))))
 }
 
+/** The runners of a cluster: each one's share of the shards as a bar, its runs, whether it is alive. */
+const runnersCard = (cluster: ClusterStatusView) =>
+  h("section", { class: "card", "data-testid": "runners" },
+    h("h2", {}, `Runners (${cluster.runners.length})`),
+    h("ul", { class: "list" }, cluster.runners.map((runner) =>
+      h("li", {},
+        h("span", { class: `status ${runner.healthy ? "ok" : "failed"}` }, runner.healthy ? "live" : "gone"),
+        " ", h("code", {}, runner.address), runner.address === cluster.self ? h("span", { class: "muted" }, " (this one)") : null,
+        h("div", { class: "share" }, h("div", { class: "share-fill", style: `width: ${Math.round((100 * runner.shards) / cluster.shardsPerGroup)}%` })),
+        h("div", { class: "muted" }, `${plural(runner.shards, "shard")} of ${cluster.shardsPerGroup} · ${plural(runner.executing, "run")} here`)))))
+
 /** The overview page. */
 export const overviewPage = (root: HTMLElement) => {
   const body = h("div", { class: "grid" })
   replace(root, h("h1", {}, "Overview"), body)
   const draw = async () => {
-    const [build, health, running, suspended, failed, approvals, schedules] = await Promise.all([
+    const [build, health, running, suspended, failed, approvals, schedules, cluster] = await Promise.all([
       api.build(),
       api.health(),
       api.runs("?status=running&limit=20"),
       api.runs("?status=suspended&limit=20"),
       api.runs("?status=failed&limit=5"),
       api.approvals("pending"),
-      api.schedules()
+      api.schedules(),
+      api.cluster()
     ])
     replace(body,
       buildCard(build),
       h("section", { class: "card", "data-testid": "health" },
         h("h2", {}, "Health"),
         h("p", {}, h("span", { class: "status ok" }, health.status), ` ${health.agents} agents, up ${Math.round(health.uptimeMs / 1000)} s`)),
+      cluster.mode === "cluster" ? runnersCard(cluster) : null,
       h("section", { class: "card" }, h("h2", {}, `In progress (${running.length + suspended.length})`),
         runList([...running, ...suspended], "Nothing is running.")),
       h("section", { class: "card" }, h("h2", {}, `Waiting on you (${approvals.length})`),

@@ -5,6 +5,7 @@
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema } from "@effect/platform"
 import { Schema } from "effect"
 import { ClusterView, ConversationPlacement } from "../../../dispatch/ClusterStatus.js"
+import { ConversationNotFound } from "../../../dispatch/Dispatcher.js"
 
 /** The cluster group. */
 export class ClusterGroup extends HttpApiGroup.make("cluster")
@@ -12,5 +13,6 @@ export class ClusterGroup extends HttpApiGroup.make("cluster")
   .add(
     HttpApiEndpoint.get("locate")`/api/cluster/conversations/${HttpApiSchema.param("conversationId", Schema.String)}`
       .addSuccess(ConversationPlacement)
+      .addError(ConversationNotFound, { status: 404 })
   )
 {}
