@@ -96,7 +96,8 @@ export const clusterSettingsOf = (app: CompiledApp, options: RuntimeOptions): Cl
     host: merged.host ?? "127.0.0.1",
     port: merged.port ?? 34431,
     shardsPerGroup: merged.shardsPerGroup ?? 300,
-    runnerTimeout: merged.runnerTimeout ?? "6 seconds"
+    runnerTimeout: merged.runnerTimeout ?? "6 seconds",
+    trustedNetwork: merged.trustedNetwork ?? false
   }
 }
 

@@ -186,7 +186,12 @@ export const ClusterConfigSchema = Schema.Struct({
   host: Schema.optional(Text),
   port: Schema.optional(Schema.Int.pipe(Schema.between(1, 65535, { description: "a port number from 1 to 65535" }))),
   shardsPerGroup: Schema.optional(WholeAbove0),
-  runnerTimeout: Schema.optional(PositiveDuration)
+  runnerTimeout: Schema.optional(PositiveDuration),
+  /**
+   * Runners talk to each other without authentication: a runner listens beyond loopback only when
+   * this says the network between them is private.
+   */
+  trustedNetwork: Schema.optional(Schema.Boolean)
 }).annotations({ identifier: "ClusterConfig" })
 
 /** A cluster runner's settings, as written. */

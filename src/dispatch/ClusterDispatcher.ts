@@ -34,6 +34,8 @@ export interface ClusterSettings {
   readonly shardsPerGroup: number
   /** How long a runner that stopped renewing its registration keeps its shards: the failover delay. */
   readonly runnerTimeout: Duration.DurationInput
+  /** Whether the network between runners is private (required to listen beyond loopback). */
+  readonly trustedNetwork: boolean
 }
 
 /** Settings of the cluster dispatcher. */
@@ -43,6 +45,9 @@ export type ClusterDispatcherOptions = Omit<RunExecutorOptions, "wake"> & { read
 export class ClusterError extends Schema.TaggedError<ClusterError>()("ClusterError", {
   message: Schema.String
 }) {}
+
+/** Addresses only this machine reaches. */
+const loopback = new Set(["127.0.0.1", "localhost", "::1"])
 
 /** How often the sweep looks for conversations nobody executes. */
 const sweepEvery = Duration.seconds(1)
@@ -55,6 +60,12 @@ const reportEvery = Duration.seconds(2)
  * its registration for `runnerTimeout`, or sooner when pings to it fail.
  */
 export const shardingLayer = (settings: ClusterSettings) => {
+  if (!loopback.has(settings.host) && !settings.trustedNetwork) {
+    return Layer.fail(new ClusterError({
+      message: `refusing to listen for other runners on ${settings.host}: runners talk to each other without authentication. ` +
+        `On a private network between the runners, set cluster: { trustedNetwork: true } in foundry.config.ts; otherwise use --runner-host 127.0.0.1`
+    }))
+  }
   const timeout = Duration.decode(settings.runnerTimeout)
   const config = ShardingConfig.layer({
     runnerAddress: Option.some(RunnerAddress.make(settings.host, settings.port)),

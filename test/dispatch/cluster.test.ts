@@ -10,7 +10,7 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { type CliProcess, freePort, startCli } from "../support/cli.js"
+import { type CliProcess, freePort, runCli, startCli } from "../support/cli.js"
 import { durableProject, plan, slowMarkerOf } from "../support/durableProject.js"
 import { browserPage, skipBrowser } from "../support/browser.js"
 import { connect, freshDatabase, skipPostgres } from "../support/postgres.js"
@@ -282,5 +282,20 @@ export default defineSchedule({ every: "1 second", agent: worker, message: ${JSO
       for (const row of rows) expect(row).toMatch(/live .*shards? of 300/)
       yield* Effect.promise(() => page.goto(`${runners[1]!.url}/conversations/${run.conversationId}`))
       yield* Effect.promise(() => page.waitForSelector(`[data-testid=conversation-usage] >> text=runner ${owner}`))
+    }), 60_000)
+
+  it.scopedLive("a runner refuses to listen beyond loopback unless the network is declared private, and a cluster on SQLite is refused", () =>
+    Effect.gen(function*() {
+      const databaseUrl = yield* freshDatabase
+      const { root } = yield* clusterProject(databaseUrl)
+      const exposed = yield* runCli(["start", root, "--port", "0", "--runner-host", "0.0.0.0"])
+      expect(exposed.code).toBe(1)
+      expect(exposed.stderr).toContain("refusing to listen for other runners on 0.0.0.0")
+      expect(exposed.stderr).toContain("trustedNetwork")
+
+      const onSqlite = yield* tempProject(durableProject(join(tmpdir(), `foundry-cluster-${randomUUID()}.log`)))
+      const refused = yield* runCli(["start", onSqlite, "--port", "0", "--cluster"])
+      expect(refused.code).toBe(1)
+      expect(refused.stderr).toContain("a cluster needs a PostgreSQL store")
     }), 60_000)
 })
