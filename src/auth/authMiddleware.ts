@@ -6,6 +6,7 @@
 import { type HttpApp, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { Effect, Schema } from "effect"
 import { orStoreUnavailable } from "../transports/http/handlers/storeUnavailable.js"
+import { isOpenAiPath, openAiRefusal } from "../transports/http/refusalShape.js"
 import { type AccessDenied, Forbidden, RateLimited, Unauthorized } from "./accessErrors.js"
 import { Auth, type Knock } from "./Auth.js"
 import { normalizedPath } from "./routeAccess.js"
@@ -15,22 +16,10 @@ const encodeDenied = Schema.encodeSync(Schema.Union(Unauthorized, Forbidden, Rat
 
 const statusOf = { Unauthorized: 401, Forbidden: 403, RateLimited: 429 } as const
 
-/** OpenAI's error object, which OpenAI-compatible clients turn into their own typed errors. */
-const openAiError = (denied: AccessDenied) => {
-  switch (denied._tag) {
-    case "Unauthorized":
-      return { error: { message: denied.message, type: "invalid_request_error", param: null, code: "invalid_api_key" } }
-    case "Forbidden":
-      return { error: { message: denied.message, type: "invalid_request_error", param: null, code: "insufficient_permissions" } }
-    case "RateLimited":
-      return { error: { message: denied.message, type: "requests", param: null, code: "rate_limit_exceeded" } }
-  }
-}
-
 /** The answer to a refused request. */
 const refusal = (denied: AccessDenied, path: string) =>
   HttpServerResponse.json(
-    path === "/v1" || path.startsWith("/v1/") ? openAiError(denied) : encodeDenied(denied),
+    isOpenAiPath(path) ? openAiRefusal(statusOf[denied._tag], denied._tag, denied.message) : encodeDenied(denied),
     {
       status: statusOf[denied._tag],
       headers: denied._tag === "Unauthorized"

@@ -75,7 +75,9 @@ export const shardingLayer = (settings: ClusterSettings) => {
     refreshAssignmentsInterval: Duration.seconds(1),
     runnerHealthCheckInterval: Duration.seconds(2),
     entityMaxIdleTime: Duration.minutes(5),
-    entityTerminationTimeout: Duration.seconds(5)
+    entityTerminationTimeout: Duration.seconds(5),
+    // A message to a conversation this runner owns is handed over as it is, not encoded and decoded.
+    simulateRemoteSerialization: false
   })
   const listen = NodeClusterSocket.layerSocketServer.pipe(
     Layer.mapError((error) =>

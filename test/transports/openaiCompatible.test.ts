@@ -290,6 +290,15 @@ describe("the OpenAI-compatible API", () => {
       expect(unknown).toMatchObject({ status: 404, code: "model_not_found", type: "invalid_request_error", param: "model" })
       expect(unknown).toMatchObject({ message: expect.stringContaining(`there is no agent "billing"`) })
 
+      // Refused at the edge, before any /v1 handler: still OpenAI's shape.
+      const huge = yield* Effect.promise(() =>
+        client.chat.completions.create({ model: "echo", messages: [{ role: "user", content: "x".repeat(2 * 1024 * 1024) }] })
+          .then(() => undefined, (error: unknown) => error)
+      )
+      expect(huge).toBeInstanceOf(OpenAI.APIError)
+      expect(huge).toMatchObject({ status: 413, code: "payload_too_large", type: "invalid_request_error" })
+      expect(huge).toMatchObject({ message: expect.stringContaining("server.bodyLimit") })
+
       const empty = yield* Effect.promise(() => client.chat.completions.create({ model: "echo", messages: [] }).then(() => undefined, (error: unknown) => error))
       expect(empty).toBeInstanceOf(OpenAI.BadRequestError)
       expect(empty).toMatchObject({ status: 400, type: "invalid_request_error", param: "messages" })

@@ -10,7 +10,7 @@ import { CurrentApp } from "../../../compiler/CurrentApp.js"
 import { limitBody } from "./bodyLimit.js"
 import { isAllowedHost } from "./hostPolicy.js"
 import { decideOrigin } from "./originPolicy.js"
-import { refusal } from "./refusal.js"
+import { pathOf, refusal } from "./refusal.js"
 import { refuseUnreadable } from "./requestShape.js"
 import { addToResponse, securityHeaders } from "./securityHeaders.js"
 
@@ -48,6 +48,7 @@ export const edge = (options: { readonly bodyLimit: number; readonly host: strin
         const host = request.headers.host
         if (!isAllowedHost(host, { port, boundHost: options.host, allowedHosts: server.allowedHosts ?? [] })) {
           return refusal(
+            pathOf(request),
             403,
             "HostNotAllowed",
             host === undefined
@@ -64,7 +65,7 @@ export const edge = (options: { readonly bodyLimit: number; readonly host: strin
         }, { allowedOrigins: server.allowedOrigins ?? [], corsOrigins: server.cors?.origins ?? [] })
         switch (decision._tag) {
           case "Refuse":
-            return refusal(403, "OriginNotAllowed", decision.message)
+            return refusal(pathOf(request), 403, "OriginNotAllowed", decision.message)
           case "Preflight":
             return preflight(
               decision.origin,

@@ -9,7 +9,7 @@ import type { IncomingMessage } from "node:http"
 import { type HttpApp, HttpMethod, HttpServerRequest } from "@effect/platform"
 import { NodeHttpServerRequest } from "@effect/platform-node"
 import { Effect } from "effect"
-import { refusal } from "./refusal.js"
+import { pathOf, refusal } from "./refusal.js"
 
 type Read = { readonly _tag: "Body"; readonly body: Buffer } | { readonly _tag: "TooLarge" } | { readonly _tag: "Aborted" }
 
@@ -52,8 +52,9 @@ const withBody = (request: HttpServerRequest.HttpServerRequest, body: Buffer): H
   return request.remoteAddress._tag === "Some" ? replaced.modify({ remoteAddress: request.remoteAddress.value }) : replaced
 }
 
-const tooLarge = (limit: number) =>
+const tooLarge = (limit: number, path: string) =>
   refusal(
+    path,
     413,
     "PayloadTooLarge",
     `the request body is larger than ${limit} bytes: send a smaller body, or raise server.bodyLimit in foundry.config.ts`
@@ -65,14 +66,14 @@ export const limitBody = (limit: number) => <E, R>(app: HttpApp.Default<E, R>): 
     const request = yield* HttpServerRequest.HttpServerRequest
     const length = request.headers["content-length"]
     // Node has already refused a content-length that is not a number.
-    if (length !== undefined) return Number(length) > limit ? tooLarge(limit) : yield* app
+    if (length !== undefined) return Number(length) > limit ? tooLarge(limit, pathOf(request)) : yield* app
     if (!HttpMethod.hasBody(request.method) || request.headers["transfer-encoding"] === undefined) return yield* app
     const read = yield* readUpTo(NodeHttpServerRequest.toIncomingMessage(request), limit)
     switch (read._tag) {
       case "TooLarge":
-        return tooLarge(limit)
+        return tooLarge(limit, pathOf(request))
       case "Aborted":
-        return refusal(400, "BadRequest", "the request body could not be read: the client stopped sending it")
+        return refusal(pathOf(request), 400, "BadRequest", "the request body could not be read: the client stopped sending it")
       case "Body":
         return yield* Effect.provideService(app, HttpServerRequest.HttpServerRequest, withBody(request, read.body))
     }

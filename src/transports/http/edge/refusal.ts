@@ -1,9 +1,13 @@
 /**
- * How the edge refuses a request before any route sees it: a JSON body in the API's error shape
- * (`_tag`, `message`), with a message that says what to change.
+ * How the edge refuses a request before any route sees it: a JSON body in the shape the client
+ * at that path reads (see `refusalShape`), with a message that says what to change.
  */
-import { HttpServerResponse } from "@effect/platform"
+import { type HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import { isOpenAiPath, openAiRefusal } from "../refusalShape.js"
 
-/** A refusal with `status`, tagged `tag`, saying `message`. */
-export const refusal = (status: number, tag: string, message: string, headers: Readonly<Record<string, string>> = {}) =>
-  HttpServerResponse.unsafeJson({ _tag: tag, message }, { status, headers })
+/** A refusal of a request for `path` with `status`, tagged `tag`, saying `message`. */
+export const refusal = (path: string, status: number, tag: string, message: string, headers: Readonly<Record<string, string>> = {}) =>
+  HttpServerResponse.unsafeJson(isOpenAiPath(path) ? openAiRefusal(status, tag, message) : { _tag: tag, message }, { status, headers })
+
+/** The request's path, without its query. */
+export const pathOf = (request: HttpServerRequest.HttpServerRequest): string => request.url.split("?")[0] ?? ""
