@@ -17,12 +17,21 @@ export type DeliveryClaim =
   | { readonly _tag: "processing"; readonly fingerprint: string | null }
   | { readonly _tag: "done"; readonly fingerprint: string | null; readonly result: unknown }
 
+/**
+ * A claim still `processing` after this long was left by a process that died: processing a
+ * delivery only submits runs, which takes milliseconds. The next attempt takes it over; the runs
+ * the dead attempt had started are not started again, their submissions being keyed by the
+ * delivery (see `triggers/Webhooks.ts`).
+ */
+export const staleClaimAfterMs = 60_000
+
 /** Delivery storage. */
 export class DeliveryStorage extends Context.Tag("foundry/DeliveryStorage")<DeliveryStorage, {
   /**
    * Claims an inbound delivery by its id: `claimed` for the first caller; later callers learn
    * that it is still `processing`, or get the stored result once the first has finished. A
-   * delivery in progress is never handed to a second caller, however long it takes.
+   * delivery in progress is never handed to a second caller, unless its claim has gone stale
+   * (`staleClaimAfterMs`: its process died).
    */
   readonly claim: (id: string, webhook: string, fingerprint: string | null) => Effect.Effect<DeliveryClaim, StoreError>
   readonly complete: (id: string, result: unknown) => Effect.Effect<void, StoreError>
@@ -43,6 +52,10 @@ export const layer = Layer.effect(
             sql.insert({ id, webhook, status: "processing", receivedAt: now, fingerprint })
           } ON CONFLICT (id) DO NOTHING RETURNING id`
           if (claimed.length > 0) return { _tag: "claimed" } satisfies DeliveryClaim
+          const takenOver = yield* sql<{ readonly id: string }>`UPDATE foundry_deliveries
+            SET received_at = ${now}, fingerprint = ${fingerprint}
+            WHERE id = ${id} AND status = 'processing' AND received_at < ${now - staleClaimAfterMs} RETURNING id`
+          if (takenOver.length > 0) return { _tag: "claimed" } satisfies DeliveryClaim
           const rows = yield* sql<{ readonly status: string; readonly result: string | null; readonly fingerprint: string | null }>`SELECT status, result, fingerprint FROM foundry_deliveries WHERE id = ${id}`
           const row = rows[0]
           if (row === undefined || row.status !== "done" || row.result === null) {

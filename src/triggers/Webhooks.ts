@@ -257,7 +257,14 @@ export const WebhooksLive = Layer.effect(
             provisioned: (agent, instanceId) =>
               note({ type: "instance.provisioned", data: { ...from, playbook: route.id } }, step, agent, instanceId),
             start: (agent, instanceId, message) =>
-              dispatcher.submit({ agent, instance: instanceId, message, trace: { traceId, parentSpanId: spanIdOf(deliveryId, step) } }).pipe(
+              dispatcher.submit({
+                agent,
+                instance: instanceId,
+                message,
+                trace: { traceId, parentSpanId: spanIdOf(deliveryId, step) },
+                // An attempt that takes over a dead one's claim does not start its runs again.
+                ...(eventId === undefined ? {} : { idempotencyKey: `delivery:${deliveryId}:${route.id}` })
+              }).pipe(
                 Effect.map((run) => {
                   runs.push({ playbook: route.id, agent, instanceId, runId: run.id })
                   return run.id

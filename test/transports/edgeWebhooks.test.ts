@@ -8,6 +8,7 @@ import Database from "better-sqlite3"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import * as Scripted from "../../src/models/scripted.js"
+import { staleClaimAfterMs } from "../../src/durable/DeliveryStorage.js"
 import { sign, signedPayload } from "../../src/triggers/Webhooks.js"
 import { http, startServer } from "../support/server.js"
 import { agentFile, tempProject } from "../support/tempProject.js"
@@ -133,6 +134,24 @@ describe("a delivery still processing", () => {
       })
       expect(repeat.headers.get("retry-after")).toBe("5")
       expect(yield* runCount(server.url)).toBe(0)
+    }))
+})
+
+describe("a delivery whose process died while it was processing", () => {
+  it.scopedLive("is taken over once its claim is stale: the next attempt runs it, once", () =>
+    Effect.gen(function*() {
+      const server = yield* startServer(yield* tempProject(project()), { model })
+      const db = new Database(server.storeFile)
+      db.prepare("INSERT INTO foundry_deliveries (id, webhook, status, received_at) VALUES (?, ?, 'processing', ?)")
+        .run("tickets:evt-10", "tickets", Date.now() - staleClaimAfterMs - 1000)
+      db.close()
+      const retry = yield* deliver(server.url, signed("evt-10"))
+      expect(retry.status).toBe(202)
+      expect(retry.json).toMatchObject({ deliveryId: "tickets:evt-10", duplicate: false, runs: [{ playbook: "tickets" }] })
+      // The sender's next retry, signed anew: the first attempt's runs, nothing started again.
+      const again = yield* deliver(server.url, signed("evt-10", now() + 1))
+      expect(again.json).toMatchObject({ duplicate: true })
+      expect(yield* runCount(server.url)).toBe(1)
     }))
 })
 
