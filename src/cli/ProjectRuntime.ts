@@ -55,7 +55,7 @@ export const storeFileOf = (app: CompiledApp): string => {
  * read when the layer is built; when it cannot be, the error names the config file and the key).
  * A `storeFile` override always means SQLite on that file.
  */
-const databaseLayer = (
+export const databaseLayer = (
   app: CompiledApp,
   storeFile: string | undefined
 ): Layer.Layer<Database | SqlClient.SqlClient, StoreError | ConfigError.ConfigError | PlatformError, FileSystem.FileSystem | Path.Path> => {

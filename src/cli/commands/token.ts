@@ -8,12 +8,9 @@ import { isTokenId } from "../../auth/token.js"
 import * as TokenStorage from "../../auth/TokenStorage.js"
 import type { TokenScope } from "../../auth/TokenScope.js"
 import { emptyApp } from "../../compiler/loadProject.js"
-import * as PgDatabase from "../../durable/PgDatabase.js"
-import * as SqliteDatabase from "../../durable/SqliteDatabase.js"
-import { StoreError } from "../../durable/StoreError.js"
 import { loadConfig } from "../../router/loadConfig.js"
 import { CliError } from "../CliError.js"
-import { storeFileOf } from "../ProjectRuntime.js"
+import { databaseLayer } from "../ProjectRuntime.js"
 import { say, style } from "../terminal.js"
 
 /** Token storage on the store that the config of the project at `dir` names. */
@@ -23,17 +20,7 @@ const projectTokens = (dir: string) =>
       const project = yield* loadConfig(dir, 1).pipe(
         Effect.catchTag("RouteError", (error) => Effect.fail(new CliError({ message: `the project's config is broken:\n${error.message}` })))
       )
-      const store = project.config.store
-      const database = "sqlite" in store
-        ? SqliteDatabase.layer(storeFileOf(emptyApp(dir, project)))
-        : typeof store.postgres === "string"
-        ? PgDatabase.layer(store.postgres)
-        : Layer.unwrapEffect(store.postgres.pipe(
-          Effect.map(PgDatabase.layer),
-          Effect.mapError((error) =>
-            new StoreError({ operation: "config", message: `${project.configFile ?? "foundry.config.ts"}: store: { postgres }: cannot read the URL: ${String(error)}` }))
-        ))
-      return TokenStorage.layer.pipe(Layer.provide(database))
+      return TokenStorage.layer.pipe(Layer.provide(databaseLayer(emptyApp(dir, project), undefined)))
     })
   )
 
