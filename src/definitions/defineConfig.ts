@@ -100,7 +100,12 @@ export const BudgetSchema = Schema.Struct({
   maxTokensPerRun: Schema.optional(Whole),
   maxCostPerRun: Schema.optional(Amount),
   maxTokensPerInstancePerDay: Schema.optional(Whole),
-  maxCostPerInstancePerDay: Schema.optional(Amount)
+  maxCostPerInstancePerDay: Schema.optional(Amount),
+  /**
+   * What going over a budget does: `"fail"` (the default) fails the run; `"ask"` suspends it on an
+   * approval (tool `budget:<name>`), and a person lets it go on over that budget or ends it.
+   */
+  onExceeded: Schema.optional(Schema.Literal("fail", "ask"))
 }).annotations({ identifier: "Budget" })
 
 /** Spending limits, per run and per agent instance per UTC day. */

@@ -6,13 +6,17 @@
  * after a crash asks no recorded turn again and runs no recorded tool call again; a call that
  * started but was not recorded runs again (with the same idempotency key).
  */
-import { Array as Arr, Cause, Clock, Effect, Option } from "effect"
+import { Array as Arr, Cause, Clock, Duration, Effect, Option } from "effect"
 import type { CompiledAgent, CompiledApp } from "../compiler/CompiledApp.js"
 import { type InstanceInfo, modelsOf } from "../definitions/defineAgent.js"
 import { type RunRecord, UsageSums } from "../durable/records.js"
+import { ApprovalStorage } from "../durable/ApprovalStorage.js"
+import { newId } from "../durable/ids.js"
 import { InstanceStorage } from "../durable/InstanceStorage.js"
+import type { StoreError } from "../durable/StoreError.js"
 import { Store } from "../durable/Store.js"
 import type { Lease, TurnUsage } from "../journal/journalRecords.js"
+import type { LeaseLost } from "../journal/RunJournal.js"
 import { agentTools } from "../mcp/mcpTools.js"
 import type { ChatMessage, ResolvedModel, ToolCall } from "../models/Model.js"
 import { ModelResolver } from "../models/Model.js"
@@ -121,6 +125,10 @@ const executeRun = (app: CompiledApp, agent: CompiledAgent, run: RunRecord, step
     const budget = yield* makeBudgetCheck(context)
     let turn = context.mine.filter((m) => m._tag === "assistant").length
     let consecutiveFailures = 0
+    if (turn > 0) {
+      const resumed = yield* budget.atStart
+      if (resumed !== undefined) return resumed
+    }
 
     while (true) {
       const next = nextStep(context.mine)
@@ -156,7 +164,7 @@ const executeRun = (app: CompiledApp, agent: CompiledAgent, run: RunRecord, step
         )
       }
       const before = yield* budget.beforeTurn
-      if (before !== undefined) return yield* before
+      if (before !== undefined) return before
       // Listed every turn: an MCP server's tools change (`list_changed`) while a run goes on.
       const specs = [...(yield* agentTools(agent)).values()].map((t) => t.spec)
       turn++
@@ -171,8 +179,8 @@ const executeRun = (app: CompiledApp, agent: CompiledAgent, run: RunRecord, step
         redactionOf: (name) => redactionOf(agent, name)
       })
       context.record({ _tag: "assistant", content: result.text, toolCalls: result.toolCalls })
-      const after = budget.afterTurn(result.usage)
-      if (after !== undefined) return yield* after
+      const after = yield* budget.afterTurn(result.usage)
+      if (after !== undefined) return after
     }
   })
 
@@ -180,24 +188,61 @@ const executeRun = (app: CompiledApp, agent: CompiledAgent, run: RunRecord, step
  * The agent's budgets for one execution: the instance's daily ones before each turn, the run's
  * own after each (its totals kept here as each turn adds to them; the store holds them from
  * earlier executions). A budget gone over fails the run, after an event that says which and
- * where it is set.
+ * where it is set; with `onExceeded: "ask"` the run waits instead for a person, who lets it go on
+ * over that budget (for the rest of the run) or ends it. Each check returns how the execution
+ * ends, or `undefined` to go on.
  */
 const makeBudgetCheck = (context: RunContext) =>
   Effect.gen(function*() {
     const store = yield* Store
+    const approvals = yield* ApprovalStorage
     const { agent, app, journal, run, step } = context
     const budgets = budgetsOf(agent.definition.budget, app.table.config.budget)
+    const policy = agent.definition.budget.onExceeded ?? app.table.config.budget.onExceeded ?? "fail"
     const configFile = app.table.configFile ?? "foundry.config.ts"
-    const overBudget = (exceeded: Exceeded) =>
-      Effect.zipRight(
-        step.emit("budget.exceeded", "run", {
-          budget: exceeded.budget,
-          limit: exceeded.limit,
-          used: exceeded.used,
-          setIn: exceeded.setIn === "agent" ? agent.file : configFile
-        }),
-        failRun(run, step, journal, budgetMessage(exceeded, { agentFile: agent.file, configFile, instance: run.instanceId }))
-      )
+    const fail = (exceeded: Exceeded, why = "") =>
+      failRun(run, step, journal, budgetMessage(exceeded, { agentFile: agent.file, configFile, instance: run.instanceId }) + why)
+
+    const exceededEvent = (exceeded: Exceeded) =>
+      step.emit("budget.exceeded", "run", {
+        budget: exceeded.budget,
+        limit: exceeded.limit,
+        used: exceeded.used,
+        setIn: exceeded.setIn === "agent" ? agent.file : configFile
+      })
+
+    /** Asks a person once per run and budget; their decision stands for the rest of the run. */
+    const askPerson = (exceeded: Exceeded) =>
+      Effect.gen(function*() {
+        const key = `budget:${exceeded.budget}`
+        const found = yield* approvals.find(run.id, key)
+        if (Option.isSome(found) && found.value.status === "approved") return undefined
+        if (Option.isSome(found) && found.value.status !== "pending") {
+          return yield* fail(exceeded, found.value.status === "expired"
+            ? "; nobody decided whether it may go on before the approval expired"
+            : `; a person decided it may not go on${found.value.reason === null ? "" : `: ${found.value.reason}`}`)
+        }
+        const input = { budget: exceeded.budget, limit: exceeded.limit, used: exceeded.used }
+        const asked = Option.isSome(found) ? found.value : yield* approvals.ask({
+          id: newId("apr"),
+          runId: run.id,
+          toolCallId: key,
+          agent: run.agent,
+          tool: key,
+          input,
+          expiresAt: (yield* Clock.currentTimeMillis) + Duration.toMillis(Duration.decode(app.table.config.approvalTimeout))
+        })
+        if (Option.isNone(found)) {
+          yield* exceededEvent(exceeded)
+          yield* step.emit("approval.requested", `approval:${key}`, { approvalId: asked.id, toolCallId: key, tool: key, input, expiresAt: asked.expiresAt }, "run")
+        }
+        yield* step.emit("run.suspended", "run", { reason: "budget", approvalId: asked.id, tool: key, budget: exceeded.budget })
+        yield* step.commit({ status: { status: "suspended" }, releaseLease: true })
+        return "suspended" as const
+      })
+
+    const overBudget = (exceeded: Exceeded): Effect.Effect<RunOutcome | undefined, StoreError | LeaseLost> =>
+      policy === "ask" ? askPerson(exceeded) : Effect.zipRight(exceededEvent(exceeded), fail(exceeded))
     let totals = new UsageSums({
       runs: 1,
       inputTokens: run.inputTokens,
@@ -205,6 +250,10 @@ const makeBudgetCheck = (context: RunContext) =>
       costUsd: run.costUsd,
       unpricedTurns: run.unpricedTurns
     })
+    const checkRun = () => {
+      const exceeded = runOverBudget(budgets, totals)
+      return exceeded === undefined ? Effect.succeed(undefined) : overBudget(exceeded)
+    }
     return {
       /** The instance's usage today (its runs started since UTC midnight, this one included) against its daily budgets. */
       beforeTurn: Effect.gen(function*() {
@@ -212,8 +261,13 @@ const makeBudgetCheck = (context: RunContext) =>
         const now = yield* Clock.currentTimeMillis
         const today = yield* store.sumUsage({ agent: run.agent, instanceId: run.instanceId, since: now - (now % 86_400_000) })
         const exceeded = instanceOverBudget(budgets, today)
-        return exceeded === undefined ? undefined : overBudget(exceeded)
+        return exceeded === undefined ? undefined : yield* overBudget(exceeded)
       }),
+      /**
+       * The run's totals as the store had them when this execution began: a run resumed after a
+       * person's decision on its budget learns the decision here, before it goes on.
+       */
+      atStart: checkRun(),
       afterTurn: (usage: TurnUsage) => {
         totals = new UsageSums({
           runs: 1,
@@ -222,8 +276,7 @@ const makeBudgetCheck = (context: RunContext) =>
           costUsd: totals.costUsd + (usage.costUsd ?? 0),
           unpricedTurns: totals.unpricedTurns + (usage.costUsd === null ? 1 : 0)
         })
-        const exceeded = runOverBudget(budgets, totals)
-        return exceeded === undefined ? undefined : overBudget(exceeded)
+        return checkRun()
       }
     }
   })

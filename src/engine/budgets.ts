@@ -8,7 +8,7 @@ import type { Budget } from "../definitions/defineConfig.js"
 import type { UsageSums } from "../durable/records.js"
 
 /** A budget's name, as the config and agent files spell it. */
-export type BudgetName = keyof Budget
+export type BudgetName = Exclude<keyof Budget, "onExceeded">
 
 /** One budget in force, and the file that set it. */
 interface Limit {

@@ -86,9 +86,9 @@ const markOf = (event: FoundryEvent): Attributes | undefined => {
     case "run.suspended": {
       const suspended = event.data
       const reason = { "foundry.suspended.reason": suspended.reason, "gen_ai.tool.name": suspended.tool }
-      return suspended.reason === "approval"
-        ? { ...reason, "foundry.approval.id": suspended.approvalId }
-        : { ...reason, "foundry.child_run.id": suspended.childRunId }
+      return suspended.reason === "child"
+        ? { ...reason, "foundry.child_run.id": suspended.childRunId }
+        : { ...reason, "foundry.approval.id": suspended.approvalId }
     }
     case "run.resumed":
       return {}

@@ -48,7 +48,8 @@ export const eventPayloads = {
   /** Waiting for a person's decision, or for a child run's answer. */
   "run.suspended": Schema.Union(
     Schema.Struct({ reason: Schema.Literal("approval"), approvalId: Schema.String, tool: Schema.String }),
-    Schema.Struct({ reason: Schema.Literal("child"), childRunId: Schema.String, tool: Schema.String })
+    Schema.Struct({ reason: Schema.Literal("child"), childRunId: Schema.String, tool: Schema.String }),
+    Schema.Struct({ reason: Schema.Literal("budget"), approvalId: Schema.String, tool: Schema.String, budget: Schema.String })
   ),
   "approval.requested": Schema.Struct({ approvalId: Schema.String, ...call, input: Schema.Unknown, expiresAt: Schema.Number }),
   /** Approved by an earlier grant for the conversation (`grantedBy`: that approval), or decided by a person or by expiry. */

@@ -192,6 +192,49 @@ describe("token and cost accounting", () => {
       expect(events.filter((e) => e.type === "tool.call.started")).toHaveLength(2)
     }))
 
+  it.scopedLive("with onExceeded: \"ask\" a run over its budget waits for a person: approved, it goes on over that budget; denied, it fails", () =>
+    Effect.gen(function*() {
+      const root = yield* tempProject(project({ shopBudget: `{ maxTokensPerRun: 40, onExceeded: "ask" }` }))
+      const server = yield* startServer(root, { model })
+      const submit = Effect.map(http(`${server.url}/api/runs`, { body: { agent: "shop", message: "loop forever" } }), (r) => (r.json as { runId: string }).runId)
+      /** The pending approval of the run, once it has asked. */
+      const pendingOf = (runId: string) =>
+        Effect.gen(function*() {
+          for (let attempt = 0; attempt < 400; attempt++) {
+            const pending = (yield* http(`${server.url}/api/approvals?status=pending`)).json as ReadonlyArray<{ id: string; runId: string; tool: string; input: unknown }>
+            const found = pending.find((a) => a.runId === runId)
+            if (found !== undefined) return found
+            yield* Effect.sleep("25 millis")
+          }
+          return yield* Effect.die(new Error(`run ${runId} never asked`))
+        })
+
+      const approved = yield* submit
+      const asked = yield* pendingOf(approved)
+      expect(asked).toMatchObject({ tool: "budget:maxTokensPerRun", input: { budget: "maxTokensPerRun", limit: 40, used: 45 } })
+      expect((yield* http(`${server.url}/api/runs/${approved}`)).json).toMatchObject({ status: "suspended" })
+      yield* http(`${server.url}/api/approvals/${asked.id}`, { body: { decision: "approve" } })
+      const goneOn = (yield* waitForRun(server.url, approved)) as unknown as { status: string; error: string }
+      // Let go on over its budget, the run stopped only at maxTurns (10), asking no one again.
+      expect(goneOn.status).toBe("failed")
+      expect(goneOn.error).toContain("used all 10 model turns")
+      const events = (yield* http(`${server.url}/api/runs/${approved}/events`)).json as ReadonlyArray<EventView>
+      expect(turnSums(events).turns).toBe(10)
+      expect(events.filter((e) => e.type === "approval.requested")).toHaveLength(1)
+      expect(events.filter((e) => e.type === "run.suspended").map((e) => e.data)).toEqual([
+        { reason: "budget", approvalId: asked.id, tool: "budget:maxTokensPerRun", budget: "maxTokensPerRun" }
+      ])
+
+      const denied = yield* submit
+      const second = yield* pendingOf(denied)
+      yield* http(`${server.url}/api/approvals/${second.id}`, { body: { decision: "deny", reason: "too costly" } })
+      const ended = (yield* waitForRun(server.url, denied)) as unknown as { status: string; error: string }
+      expect(ended.status).toBe("failed")
+      expect(ended.error).toBe(
+        "the run used 45 tokens, over maxTokensPerRun 40 (raise it in agents/shop/agent.ts budget); a person decided it may not go on: too costly"
+      )
+    }))
+
   it.scopedLive("maxCostPerRun from the config fails a run, naming the config and the agent file", () =>
     Effect.gen(function*() {
       const root = yield* tempProject(project({

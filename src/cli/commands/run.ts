@@ -41,9 +41,11 @@ const show = (event: FoundryEvent, streamed: Set<number>) => {
       return write(
         process.stderr,
         style.yellow(
-          event.data.reason === "approval"
-            ? `\nrun suspended: ${event.data.tool} needs a person's approval (${event.data.approvalId}); serve the project (foundry dev) to decide it\n`
-            : `\nrun suspended: ${event.data.tool} waits for run ${event.data.childRunId}; serve the project (foundry dev) to let it finish\n`
+          event.data.reason === "child"
+            ? `\nrun suspended: ${event.data.tool} waits for run ${event.data.childRunId}; serve the project (foundry dev) to let it finish\n`
+            : event.data.reason === "budget"
+            ? `\nrun suspended: it went over ${event.data.budget}; a person decides whether it goes on (${event.data.approvalId}); serve the project (foundry dev) to decide it\n`
+            : `\nrun suspended: ${event.data.tool} needs a person's approval (${event.data.approvalId}); serve the project (foundry dev) to decide it\n`
         )
       )
     default:
