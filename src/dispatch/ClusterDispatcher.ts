@@ -13,12 +13,13 @@
 import { EntityId, MessageStorage, RunnerAddress, RunnerHealth, Runners, ShardId, Sharding, ShardingConfig, SocketRunner, SqlRunnerStorage } from "@effect/cluster"
 import { NodeClusterSocket } from "@effect/platform-node"
 import { RpcSerialization } from "@effect/rpc"
-import { Clock, Context, Duration, Effect, Layer, Option, Schedule, Schema, String as Str } from "effect"
-import type { Row } from "../durable/Database.js"
-import { Database } from "../durable/Database.js"
+import { Clock, Context, Duration, Effect, Layer, Option, Schedule, Schema } from "effect"
+import { isLoopback } from "../auth/accessMode.js"
+import { camelCaseKeys, Database, startupContention } from "../durable/Database.js"
 import { RunRecord } from "../durable/records.js"
 import { Store } from "../durable/Store.js"
-import { StoreError } from "../durable/StoreError.js"
+import { messageOf, StoreError } from "../durable/StoreError.js"
+import { runStatus } from "../journal/journalStatements.js"
 import * as statements from "./clusterStatements.js"
 import { ClusterStatus, ClusterView, ConversationPlacement, RunnerView } from "./ClusterStatus.js"
 import { ConversationEntity } from "./ConversationEntity.js"
@@ -46,9 +47,6 @@ export class ClusterError extends Schema.TaggedError<ClusterError>()("ClusterErr
   message: Schema.String
 }) {}
 
-/** Addresses only this machine reaches. */
-const loopback = new Set(["127.0.0.1", "localhost", "::1"])
-
 /** How often the sweep looks for conversations nobody executes. */
 const sweepEvery = Duration.seconds(1)
 /** How often a runner reports its shards. */
@@ -60,7 +58,7 @@ const reportEvery = Duration.seconds(2)
  * its registration for `runnerTimeout`, or sooner when pings to it fail.
  */
 export const shardingLayer = (settings: ClusterSettings) => {
-  if (!loopback.has(settings.host) && !settings.trustedNetwork) {
+  if (!isLoopback(settings.host) && !settings.trustedNetwork) {
     return Layer.fail(new ClusterError({
       message: `refusing to listen for other runners on ${settings.host}: runners talk to each other without authentication. ` +
         `On a private network between the runners, set cluster: { trustedNetwork: true } in foundry.config.ts; otherwise use --runner-host 127.0.0.1`
@@ -92,7 +90,7 @@ export const shardingLayer = (settings: ClusterSettings) => {
     Layer.provide(RunnerHealth.layerPing.pipe(Layer.provide(Runners.layerRpc), Layer.provide(NodeClusterSocket.layerClientProtocol))),
     Layer.provide(MessageStorage.layerNoop),
     // Runners starting together on a fresh database race to create the cluster's tables: the loser retries.
-    Layer.provide(Layer.orDie(SqlRunnerStorage.layer.pipe(Layer.retry(Schedule.exponential("50 millis").pipe(Schedule.jittered, Schedule.intersect(Schedule.recurs(8))))))),
+    Layer.provide(Layer.orDie(SqlRunnerStorage.layer.pipe(Layer.retry(startupContention)))),
     Layer.provide(config),
     Layer.provide(RpcSerialization.layerMsgPack)
   )
@@ -113,11 +111,7 @@ const RunnerRow = Schema.Struct({
 const decodeRunners = Schema.decodeUnknown(Schema.Array(RunnerRow))
 const decodeRuns = Schema.decodeUnknown(Schema.Array(RunRecord))
 
-/** A row with the names the record schemas use. */
-const camelCaseKeys = (row: Row): Row => Object.fromEntries(Object.entries(row).map(([key, value]) => [Str.snakeToCamel(key), value]))
-
-const storeFailure = (operation: string) => (cause: unknown) =>
-  new StoreError({ operation, message: cause instanceof Error ? cause.message : String(cause) })
+const storeFailure = (operation: string) => (cause: unknown) => new StoreError({ operation, message: messageOf(cause) })
 
 /** The cluster dispatcher, with the cluster's status; needs `@effect/cluster`'s `Sharding` (see `shardingLayer`). */
 export const layer = (options: ClusterDispatcherOptions) =>
@@ -129,13 +123,17 @@ export const layer = (options: ClusterDispatcherOptions) =>
       const conversation = yield* ConversationEntity.client
       const self = `${options.cluster.host}:${options.cluster.port}`
 
-      /** Tells the conversation's runner that it has work; the sweep catches a wake that is lost. */
-      const wake = (run: RunRecord) =>
-        conversation(run.conversationId).Wake({ runId: run.id }, { discard: true }).pipe(
+      /** Tells the conversation's runner that it has work (`runId` to resume); the sweep catches a wake that is lost. */
+      const wake = (conversationId: string, runId: string) =>
+        conversation(conversationId).Wake({ runId }, { discard: true }).pipe(
           Effect.catchAllCause((cause) => Effect.logWarning("could not wake a conversation; the sweep will", cause))
         )
 
-      const executor = yield* makeRunExecutor({ concurrency: options.concurrency, leaseTtl: options.leaseTtl, wake })
+      const executor = yield* makeRunExecutor({
+        concurrency: options.concurrency,
+        leaseTtl: options.leaseTtl,
+        wake: (run) => wake(run.conversationId, run.id)
+      })
 
       /**
        * On the conversation's runner: its queued and running runs go into this process's lane in
@@ -169,12 +167,7 @@ export const layer = (options: ClusterDispatcherOptions) =>
           ...rows.map((row) => ({ conversationId: String(row.conversation_id), runId: String(row.run_id) })),
           ...parents.map((run) => ({ conversationId: run.conversationId, runId: run.id }))
         ]
-        yield* Effect.forEach(
-          targets,
-          ({ conversationId, runId }) =>
-            conversation(conversationId).Wake({ runId }, { discard: true }).pipe(Effect.catchAllCause(() => Effect.void)),
-          { concurrency: 16, discard: true }
-        )
+        yield* Effect.forEach(targets, ({ conversationId, runId }) => wake(conversationId, runId), { concurrency: 16, discard: true })
         return targets.length
       })
       yield* sharding.registerSingleton(
@@ -207,7 +200,7 @@ export const layer = (options: ClusterDispatcherOptions) =>
       const awaitRun = (runId: string) =>
         executor.isHere(runId)
           ? executor.awaitHere(runId)
-          : database.read(statements.runStatus(runId)).pipe(
+          : database.read(runStatus(runId)).pipe(
             Effect.map((rows) => String(rows[0]?.status ?? "missing")),
             Effect.repeat({ schedule: Schedule.spaced("50 millis"), while: (status) => status === "queued" || status === "running" }),
             Effect.catchAll(() => Effect.void),

@@ -22,12 +22,6 @@ export const stranded = (now: number, limit: number): Statement => ({
   params: [now, limit]
 })
 
-/** A run's status, for waiting on a run that executes on another runner. */
-export const runStatus = (runId: string): Statement => ({
-  sql: "SELECT status FROM foundry_runs WHERE id = ?",
-  params: [runId]
-})
-
 /** This runner's report: which shards it holds and how many runs it executes. */
 export const reportRunner = (
   report: { readonly address: string; readonly executor: string; readonly shards: ReadonlyArray<number>; readonly executing: number },

@@ -7,7 +7,7 @@
  * executed synchronously by better-sqlite3) and `PgDatabase`.
  */
 import type { SqlClient } from "@effect/sql"
-import { Chunk, Context, Deferred, Effect, Queue } from "effect"
+import { Chunk, Context, Deferred, Effect, Queue, Schedule, String as Str } from "effect"
 import { StoreError } from "./StoreError.js"
 
 
@@ -22,6 +22,16 @@ export interface Statement {
 
 /** A row a statement returned, by column name as the database spells it (snake_case). */
 export type Row = Readonly<Record<string, unknown>>
+
+/** A row read without the client's name transform, with the names the record schemas use. */
+export const camelCaseKeys = (row: Row): Row => Object.fromEntries(Object.entries(row).map(([key, value]) => [Str.snakeToCamel(key), value]))
+
+/**
+ * Retries for processes that start together on one database and race to set it up (open it in
+ * WAL mode, migrate it, create the cluster's tables): the loser is refused for a moment, then finds
+ * the work done.
+ */
+export const startupContention = Schedule.exponential("50 millis").pipe(Schedule.jittered, Schedule.intersect(Schedule.recurs(8)))
 
 /**
  * Statements that commit together. With a `guard`, the unit is written only when the guard

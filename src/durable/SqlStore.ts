@@ -3,7 +3,7 @@
  * database layer picks the dialect and migrates it).
  */
 import { SqlSchema } from "@effect/sql"
-import { Effect, Layer, Option, Schema, String as Str } from "effect"
+import { Effect, Layer, Option, Schema } from "effect"
 import { ChatMessage } from "../models/Model.js"
 import {
   ConversationRecord,
@@ -13,7 +13,7 @@ import {
   type UsageGrouping,
   UsageSums
 } from "./records.js"
-import { Database, type Row } from "./Database.js"
+import { camelCaseKeys, Database } from "./Database.js"
 import { Store } from "./Store.js"
 import { failAs } from "./StoreError.js"
 
@@ -32,8 +32,6 @@ const usageKeys: Record<UsageGrouping, { readonly select: string; readonly posit
   conversation: { select: "agent, instance_id, conversation_id", positions: "1, 2, 3" }
 }
 
-/** A row read without the client's name transform, with the names the record schemas use. */
-const camelCaseKeys = (row: Row): Row => Object.fromEntries(Object.entries(row).map(([key, value]) => [Str.snakeToCamel(key), value]))
 
 /** The SQL store over whichever `SqlClient` is provided; runs the migrations first. */
 export const make = Effect.gen(function*() {

@@ -11,8 +11,8 @@ import { FileSystem, Path } from "@effect/platform"
 import { SqlClient, SqlConnection, Statement as SqlStatement } from "@effect/sql"
 import { SqlError } from "@effect/sql/SqlError"
 import Sqlite from "better-sqlite3"
-import { Context, Effect, Layer, Schedule, Scope, String as Str } from "effect"
-import { type BatchOutcome, Database, groupCommit, type Statement, type WriteUnit } from "./Database.js"
+import { Context, Effect, Layer, Scope, String as Str } from "effect"
+import { type BatchOutcome, Database, groupCommit, type Statement, startupContention, type WriteUnit } from "./Database.js"
 import { migrate } from "./migrations.js"
 import { messageOf, StoreError } from "./StoreError.js"
 
@@ -43,7 +43,7 @@ export const make = (filename: string) =>
     yield* Effect.try({
       try: () => db.pragma("journal_mode = WAL"),
       catch: (cause) => new StoreError({ operation: "open", message: `cannot open ${filename}: ${messageOf(cause)}` })
-    }).pipe(Effect.retry(Schedule.exponential("20 millis").pipe(Schedule.jittered, Schedule.intersect(Schedule.recurs(10)))))
+    }).pipe(Effect.retry(startupContention))
     const prepare = preparedCache(db)
     let statements = 0
     let writeTransactions = 0

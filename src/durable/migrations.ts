@@ -3,7 +3,8 @@
  * where they differ, `onDialectOrElse` picks.
  */
 import { Migrator, SqlClient } from "@effect/sql"
-import { Effect, Schedule } from "effect"
+import { Effect } from "effect"
+import { startupContention } from "./Database.js"
 import { failAs } from "./StoreError.js"
 
 const init = Effect.gen(function*() {
@@ -232,7 +233,7 @@ export const migrations = {
  * the migrations done.
  */
 export const migrate = Migrator.make({})({ loader: Migrator.fromRecord(migrations), table: "foundry_migrations" }).pipe(
-  Effect.retry({ schedule: Schedule.exponential("50 millis").pipe(Schedule.jittered, Schedule.intersect(Schedule.recurs(8))) }),
+  Effect.retry({ schedule: startupContention }),
   failAs("migrate"),
   Effect.asVoid
 )
