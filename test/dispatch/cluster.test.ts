@@ -31,6 +31,7 @@ interface RunRow {
   readonly started_at: number | null
   readonly finished_at: number | null
   readonly source: string | null
+  readonly error: string | null
 }
 
 const lines = (log: string) => existsSync(log) ? readFileSync(log, "utf8").trim().split("\n").filter((l) => l !== "") : []
@@ -119,7 +120,7 @@ const waitForRuns = (databaseUrl: string, done: (runs: ReadonlyArray<RunRow>) =>
     const sql = yield* connect(databaseUrl)
     const started = Date.now()
     while (true) {
-      const runs = yield* sql.unsafe<RunRow>("SELECT id, conversation_id, input, status, seq, started_at, finished_at, source FROM foundry_runs")
+      const runs = yield* sql.unsafe<RunRow>("SELECT id, conversation_id, input, status, seq, started_at, finished_at, source, error FROM foundry_runs")
       if (done(runs)) return runs
       if (Date.now() - started > timeoutMs) {
         const statuses = runs.reduce<Record<string, number>>((counts, run) => ({ ...counts, [run.status]: (counts[run.status] ?? 0) + 1 }), {})
@@ -164,7 +165,7 @@ describe.skipIf(skipPostgres)("the cluster dispatcher (runner processes on Postg
       for (const conversation of conversations) {
         const ordered = runs.filter((run) => run.conversation_id === conversation).sort((a, b) => Number(a.seq) - Number(b.seq))
         expect(ordered.map((run) => JSON.parse(run.input).calls[0].arguments.line)).toEqual(["m1", "m2", "m3"])
-        expect(ordered.map((run) => run.status)).toEqual(["completed", "completed", "completed"])
+        expect(ordered.map((run) => run.status), ordered.map((run) => run.error ?? "").join(" | ")).toEqual(["completed", "completed", "completed"])
         for (let k = 1; k < ordered.length; k++) {
           expect(Number(ordered[k]!.started_at)).toBeGreaterThanOrEqual(Number(ordered[k - 1]!.finished_at))
         }
