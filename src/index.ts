@@ -3,6 +3,7 @@
  */
 export {
   type AgentDefinition,
+  type AnyContext,
   defineAgent,
   type InstanceInfo,
   type Instructions,
@@ -17,11 +18,17 @@ export {
   type ProvidedBy,
   type StoreConfig
 } from "./definitions/defineConfig.js"
+export { defineMcpServer, type McpServerDefinition } from "./definitions/defineMcpServer.js"
 export { defineEnvironment, type EnvironmentDefinition } from "./definitions/defineEnvironment.js"
 export {
   definePlaybook,
   event,
   type EventSource,
+  type InstallableCapability,
+  type InstanceByKey,
+  type InstanceSeed,
+  type InstancesWithInstalled,
+  type PlaybookInstance,
   type PlaybookDefinition,
   type PlaybookSource,
   webhook,
@@ -32,6 +39,7 @@ export {
   type AnyTool,
   type ApprovalPolicy,
   defineTool,
+  type Installable,
   type ToolDefinition,
   type ToolRequirements,
   type ToolRunContext

@@ -3,7 +3,9 @@
  * config's layers built. The runtime only ever sees this, never route files.
  */
 import type { Context } from "effect"
-import type { AgentDefinition } from "../definitions/defineAgent.js"
+import type { AgentDefinition, AnySchema } from "../definitions/defineAgent.js"
+import type { McpServerDefinition } from "../definitions/defineMcpServer.js"
+import type { CapabilityKind } from "../durable/records.js"
 import type { AnyTool } from "../definitions/defineTool.js"
 import type { McpMount } from "../mcp/McpMount.js"
 import type { ToolSpec } from "../models/Model.js"
@@ -33,10 +35,37 @@ export interface CompiledAgent {
   readonly mcp: ReadonlyArray<McpMount>
 }
 
+/**
+ * Something an instance can install: a shared tool or a catalogue MCP server that declares
+ * `installable`. Keyed in `CompiledApp.capabilities` by `capabilityKey(kind, id)`.
+ */
+export type Capability =
+  | {
+    readonly kind: "tool"
+    readonly id: string
+    readonly file: string
+    readonly description: string
+    readonly config: AnySchema
+    readonly tool: CompiledTool
+  }
+  | {
+    readonly kind: "mcp"
+    readonly id: string
+    readonly file: string
+    readonly description: string
+    readonly config: AnySchema
+    readonly server: McpServerDefinition
+  }
+
+/** How capabilities are keyed: `tool:<id>`, `mcp:<id>`. */
+export const capabilityKey = (kind: CapabilityKind, id: string): string => `${kind}:${id}`
+
 /** A compiled project. */
 export interface CompiledApp {
   readonly table: RouteTable
   readonly agents: ReadonlyMap<string, CompiledAgent>
+  /** What instances can install, by `capabilityKey`. */
+  readonly capabilities: ReadonlyMap<string, Capability>
   /** What the config's layers provide; every tool runs with these. */
   readonly services: Context.Context<unknown>
   /**

@@ -14,7 +14,7 @@ import type { AnyTool } from "../definitions/defineTool.js"
 import { RouteError, RouteErrors } from "../router/RouteError.js"
 import { listRouteFiles } from "../router/RoutePath.js"
 import type { RouteTable } from "../router/RouteTable.js"
-import type { CompiledAgent, CompiledApp, CompiledTool } from "./CompiledApp.js"
+import { type Capability, capabilityKey, type CompiledAgent, type CompiledApp, type CompiledTool } from "./CompiledApp.js"
 import { mountsOf } from "../mcp/McpMount.js"
 import { LayerBuildError, MissingService, MissingServices } from "./CompileError.js"
 
@@ -114,6 +114,35 @@ export const releaseOf = (root: string, configFile: string | undefined): string 
   return `dev-${hash.digest("hex").slice(0, 12)}`
 }
 
+/** What instances can install: the shared tools and catalogue MCP servers that declare `installable`. */
+const capabilitiesOf = (table: RouteTable, tools: ReadonlyMap<AnyTool, CompiledTool>): ReadonlyMap<string, Capability> => {
+  const capabilities = new Map<string, Capability>()
+  for (const route of table.tools) {
+    const tool = tools.get(route.definition)
+    const installable = route.definition.installable
+    if (tool === undefined || installable === undefined || route.agent !== undefined) continue
+    capabilities.set(capabilityKey("tool", route.id), {
+      kind: "tool",
+      id: route.id,
+      file: route.file,
+      description: route.definition.description,
+      config: installable.config,
+      tool
+    })
+  }
+  for (const route of table.mcpServers) {
+    capabilities.set(capabilityKey("mcp", route.id), {
+      kind: "mcp",
+      id: route.id,
+      file: route.file,
+      description: route.definition.description,
+      config: route.definition.installable.config,
+      server: route.definition
+    })
+  }
+  return capabilities
+}
+
 /** Compiles a route table; the config's layers live as long as the given scope. */
 export const compile = Effect.fn("compiler.compile")(function*(table: RouteTable) {
   const errors: Array<RouteError> = []
@@ -137,6 +166,14 @@ export const compile = Effect.fn("compiler.compile")(function*(table: RouteTable
       }
       const compiled = allTools.get(tool) ?? compileTool(tool, id ?? `${route.id}/${tool.name}`, undefined)
       allTools.set(tool, compiled)
+      if (tool.installable !== undefined) {
+        errors.push(new RouteError({
+          file: route.file,
+          problem: `tool "${compiled.id}" is installable: instances install it one by one, so an agent cannot list it in tools`,
+          fix: `remove it from tools; install it on an instance (POST /api/instances/<id>/installations {"kind":"tool","id":"${compiled.id}"})`
+        }))
+        continue
+      }
       const rename = "give the tool another name: defineTool({ name: \"...\" })"
       const problem = !toolNameRule.test(compiled.name)
         ? { problem: `tool name "${compiled.name}" is not valid for models (letters, digits, _ and -, at most 64)`, fix: rename }
@@ -201,6 +238,6 @@ export const compile = Effect.fn("compiler.compile")(function*(table: RouteTable
     return yield* new MissingServices({ configFile: table.configFile ?? "foundry.config.ts", missing })
   }
   const release = yield* Effect.sync(() => releaseOf(table.root, table.configFile))
-  const app: CompiledApp = { table, agents, services, release }
+  const app: CompiledApp = { table, agents, capabilities: capabilitiesOf(table, allTools), services, release }
   return app
 })

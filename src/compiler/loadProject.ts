@@ -30,6 +30,7 @@ export const emptyApp = (root: string, { config, configFile }: ProjectConfig): C
     root,
     agents: [],
     tools: [],
+    mcpServers: [],
     playbooks: [],
     schedules: [],
     environments: [],
@@ -37,5 +38,5 @@ export const emptyApp = (root: string, { config, configFile }: ProjectConfig): C
     configFile,
     idOf: () => undefined
   }
-  return { table, agents: new Map(), services: Context.unsafeMake<unknown>(new Map()), release: releaseOf(root, configFile) }
+  return { table, agents: new Map(), capabilities: new Map(), services: Context.unsafeMake<unknown>(new Map()), release: releaseOf(root, configFile) }
 }

@@ -6,7 +6,7 @@
 export const RouteKindId: unique symbol = Symbol.for("foundry/RouteKind")
 
 /** The kinds of route file a project can hold. */
-export type RouteKind = "agent" | "tool" | "playbook" | "schedule" | "environment" | "config"
+export type RouteKind = "agent" | "tool" | "mcp" | "playbook" | "schedule" | "environment" | "config"
 
 /** A value made by one of the `define*` functions. */
 export interface Branded<K extends RouteKind> {
@@ -20,7 +20,7 @@ export const kindOf = (value: unknown): RouteKind | undefined => {
   return typeof kind === "string" && isRouteKind(kind) ? kind : undefined
 }
 
-const kinds: ReadonlySet<string> = new Set(["agent", "tool", "playbook", "schedule", "environment", "config"])
+const kinds: ReadonlySet<string> = new Set(["agent", "tool", "mcp", "playbook", "schedule", "environment", "config"])
 
 const isRouteKind = (kind: string): kind is RouteKind => kinds.has(kind)
 
@@ -32,6 +32,7 @@ export const brand = <K extends RouteKind, A extends object>(kind: K, definition
 export const defineFunctionOf: Record<RouteKind, string> = {
   agent: "defineAgent",
   tool: "defineTool",
+  mcp: "defineMcpServer",
   playbook: "definePlaybook",
   schedule: "defineSchedule",
   environment: "defineEnvironment",

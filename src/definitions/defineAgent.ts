@@ -2,6 +2,7 @@
  * `defineAgent`: an agent is a model, instructions and the tools it may call. Identity comes from
  * the file's path (`agents/<path>/agent.ts`), never from a field.
  */
+import type { Schema } from "effect"
 import type { NonEmptyReadonlyArray } from "effect/Array"
 import type { Budget } from "./defineConfig.js"
 import type { EnvironmentDefinition } from "./defineEnvironment.js"
@@ -10,14 +11,29 @@ import type { LanguageModel } from "../models/Model.js"
 import type { AgentMcp } from "../mcp/McpServerSpec.js"
 import { brand, type Branded } from "./RouteKind.js"
 
-/** The instance an agent runs for: data, not code. */
-export interface InstanceInfo {
+/** An instance's context when its agent declares no `context` schema: whatever JSON it was given. */
+export type AnyContext = Readonly<Record<string, unknown>>
+
+/** The instance an agent runs for: data, not code. `context` is typed by the agent's `context` schema. */
+export interface InstanceInfo<Context = AnyContext> {
   readonly id: string
-  readonly context: Readonly<Record<string, unknown>>
+  readonly context: Context
 }
 
-/** Static text, or text computed from the instance the agent runs for. */
-export type Instructions = string | ((input: { readonly instance: InstanceInfo }) => string)
+/**
+ * Static text, or text computed from the instance the agent runs for. Written as a method so that
+ * an agent with a typed context is still an `AgentDefinition` wherever any agent is accepted.
+ */
+export type Instructions<Context = AnyContext> =
+  | string
+  | { bivariant(input: { readonly instance: InstanceInfo<Context> }): string }["bivariant"]
+
+/**
+ * Any schema, whatever its types: `Schema.Schema` is invariant, so a stored schema is erased here
+ * and its type kept beside it (see `AgentDefinition.contextType`).
+ */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export type AnySchema = Schema.Schema<any, any, never>
 
 /**
  * Which model an agent runs on: `"demo"` (offline), `"openai:<model>"`, or a `LanguageModel`
@@ -39,12 +55,19 @@ export type TimerToolName = "schedule" | "schedules" | "sleep"
 export const timerToolNames: NonEmptyReadonlyArray<TimerToolName> = ["schedule", "schedules", "sleep"]
 
 /** An agent definition; `Tool` keeps its tools' types so generated route types can see them. */
-export interface AgentDefinition<Tool extends AnyTool = AnyTool>
+export interface AgentDefinition<Tool extends AnyTool = AnyTool, Context = AnyContext>
   extends Branded<"agent">
 {
   readonly description: string
   readonly model: AgentModel
-  readonly instructions: Instructions
+  readonly instructions: Instructions<Context>
+  /**
+   * What every instance's context holds, when declared: checked when an instance is created or
+   * its context changed (an invalid one is refused naming the field), decoded before a run uses it.
+   */
+  readonly context: AnySchema | undefined
+  /** The type `context` decodes to; never set, only read by types (covariant, unlike a schema). */
+  readonly contextType?: Context
   readonly tools: ReadonlyArray<Tool>
   readonly environment: EnvironmentDefinition | undefined
   /** The most model turns one run may take before it fails. */
@@ -65,10 +88,12 @@ export interface AgentDefinition<Tool extends AnyTool = AnyTool>
 }
 
 /** Defines an agent. */
-export const defineAgent = <Tool extends AnyTool = never>(definition: {
+export const defineAgent = <Tool extends AnyTool = never, Context = AnyContext, ContextEncoded = AnyContext>(definition: {
   readonly description: string
   readonly model?: AgentModel
-  readonly instructions?: Instructions
+  /** The schema of an instance's context; `instructions`, tools and playbooks then read it typed. */
+  readonly context?: Schema.Schema<Context, ContextEncoded>
+  readonly instructions?: Instructions<Context>
   readonly tools?: ReadonlyArray<Tool>
   readonly environment?: EnvironmentDefinition
   readonly maxTurns?: number
@@ -77,11 +102,12 @@ export const defineAgent = <Tool extends AnyTool = never>(definition: {
   readonly contextWindow?: number
   readonly budget?: Budget
   readonly mcp?: AgentMcp
-}): AgentDefinition<Tool> =>
+}): AgentDefinition<Tool, Context> =>
   brand("agent", {
     description: definition.description,
     model: definition.model ?? "demo",
     instructions: definition.instructions ?? "",
+    context: definition.context,
     tools: Object.freeze([...(definition.tools ?? [])]),
     environment: definition.environment,
     maxTurns: definition.maxTurns ?? 12,

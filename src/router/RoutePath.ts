@@ -29,7 +29,7 @@ const segmentRule = /^[a-z][a-z0-9-]*$/
 export const configFiles = ["foundry.config.ts", "foundry.config.mts", "foundry.config.js", "foundry.config.mjs"]
 
 /** The top-level folders that hold routes. */
-export const routeFolders = ["agents", "tools", "playbooks", "schedules", "environments"]
+export const routeFolders = ["agents", "tools", "mcp", "playbooks", "schedules", "environments"]
 
 /** Helpers are never routes: files starting with `_`, and anything under `lib/` or `_*` folders. */
 export const isHelper = (file: string): boolean => {
@@ -99,6 +99,8 @@ export const classify = (
     }
     case "tools":
       return base.endsWith(".tool") ? route("tool", base.slice(0, -".tool".length)) : undefined
+    case "mcp":
+      return route("mcp", base)
     case "playbooks":
       return route("playbook", base)
     case "schedules":

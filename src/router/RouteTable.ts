@@ -5,6 +5,7 @@
 import type { AgentDefinition } from "../definitions/defineAgent.js"
 import type { ConfigDefinition } from "../definitions/defineConfig.js"
 import type { EnvironmentDefinition } from "../definitions/defineEnvironment.js"
+import type { McpServerDefinition } from "../definitions/defineMcpServer.js"
 import type { PlaybookDefinition } from "../definitions/definePlaybook.js"
 import type { ScheduleDefinition } from "../definitions/defineSchedule.js"
 import type { AnyTool } from "../definitions/defineTool.js"
@@ -27,6 +28,8 @@ export interface RouteTable {
   readonly root: string
   readonly agents: ReadonlyArray<Route<AgentDefinition>>
   readonly tools: ReadonlyArray<ToolRoute>
+  /** The MCP servers of the catalogue (`mcp/<name>.ts`). */
+  readonly mcpServers: ReadonlyArray<Route<McpServerDefinition>>
   readonly playbooks: ReadonlyArray<Route<PlaybookDefinition>>
   readonly schedules: ReadonlyArray<Route<ScheduleDefinition>>
   readonly environments: ReadonlyArray<Route<EnvironmentDefinition>>

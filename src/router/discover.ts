@@ -7,6 +7,7 @@ import { Effect, Either } from "effect"
 import type { AgentDefinition } from "../definitions/defineAgent.js"
 import { defineConfig } from "../definitions/defineConfig.js"
 import type { EnvironmentDefinition } from "../definitions/defineEnvironment.js"
+import type { McpServerDefinition } from "../definitions/defineMcpServer.js"
 import type { PlaybookDefinition } from "../definitions/definePlaybook.js"
 import type { ScheduleDefinition } from "../definitions/defineSchedule.js"
 import type { AnyTool } from "../definitions/defineTool.js"
@@ -80,6 +81,7 @@ export const discover = Effect.fn("router.discover")(function*(
   const reported = new Set<unknown>()
   const agents: Array<Route<AgentDefinition>> = []
   const tools: Array<ToolRoute> = []
+  const mcpServers: Array<Route<McpServerDefinition>> = []
   const playbooks: Array<Route<PlaybookDefinition>> = []
   const schedules: Array<Route<ScheduleDefinition>> = []
   const environments: Array<Route<EnvironmentDefinition>> = []
@@ -106,6 +108,7 @@ export const discover = Effect.fn("router.discover")(function*(
     const entry = { id: route.id, file: route.file }
     if (isAgent(value)) agents.push({ ...entry, definition: value })
     else if (isTool(value)) tools.push({ ...entry, definition: value, agent: route.agentFolder })
+    else if (isMcpServer(value)) mcpServers.push({ ...entry, definition: value })
     else if (isPlaybook(value)) playbooks.push({ ...entry, definition: value })
     else if (isSchedule(value)) schedules.push({ ...entry, definition: value })
     else if (isEnvironment(value)) environments.push({ ...entry, definition: value })
@@ -129,6 +132,7 @@ export const discover = Effect.fn("router.discover")(function*(
     root,
     agents,
     tools,
+    mcpServers,
     playbooks,
     schedules,
     environments,
@@ -141,6 +145,7 @@ export const discover = Effect.fn("router.discover")(function*(
 
 const isAgent = (value: object): value is AgentDefinition => kindOf(value) === "agent"
 const isTool = (value: object): value is AnyTool => kindOf(value) === "tool"
+const isMcpServer = (value: object): value is McpServerDefinition => kindOf(value) === "mcp"
 const isPlaybook = (value: object): value is PlaybookDefinition => kindOf(value) === "playbook"
 const isSchedule = (value: object): value is ScheduleDefinition => kindOf(value) === "schedule"
 const isEnvironment = (value: object): value is EnvironmentDefinition => kindOf(value) === "environment"

@@ -7,11 +7,12 @@ import { defineFunctionOf, kindOf, type RouteKind } from "../definitions/RouteKi
 import { RouteError } from "./RouteError.js"
 import { importRouteModule } from "./RouteModuleLoader.js"
 import type { RouteFile } from "./RoutePath.js"
-import { article } from "./validateDefinition.js"
+import { aKind, kindNoun } from "./validateDefinition.js"
 
 const where: Record<RouteFile["kind"], string> = {
   agent: "agents/<path>/agent.ts",
   tool: "*.tool.ts",
+  mcp: "mcp/",
   playbook: "playbooks/",
   schedule: "schedules/",
   environment: "environments/"
@@ -48,9 +49,9 @@ export const expectKind = (file: string, expected: RouteKind, value: unknown): R
   return new RouteError({
     file,
     problem: actual === undefined
-      ? `the default export is not a Foundry definition, but a file here must export ${article(expected)}`
-      : `the default export is ${article(actual)} (${defineFunctionOf[actual]}), but a file here must export ${article(expected)}`,
-    fix: actual === undefined || expected === "config" ? fix : `${fix}, or move the ${actual} to ${where[actual === "config" ? expected : actual]}`
+      ? `the default export is not a Foundry definition, but a file here must export ${aKind(expected)}`
+      : `the default export is ${aKind(actual)} (${defineFunctionOf[actual]}), but a file here must export ${aKind(expected)}`,
+    fix: actual === undefined || expected === "config" ? fix : `${fix}, or move the ${kindNoun(actual)} to ${where[actual === "config" ? expected : actual]}`
   })
 }
 

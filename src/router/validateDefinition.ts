@@ -19,7 +19,13 @@ export interface DefinitionProblem {
 }
 
 /** "a" or "an", for a kind's name. */
-export const article = (word: string): string => `${/^[aeiou]/.test(word) ? "an" : "a"} ${word}`
+const article = (word: string): string => `${/^[aeiou]/.test(word) ? "an" : "a"} ${word}`
+
+/** What people call a kind in a sentence: its name, except for the acronym. */
+export const kindNoun = (kind: RouteKind): string => kind === "mcp" ? "MCP server" : kind
+
+/** A kind with its article, as a sentence says it: "an agent", "an MCP server". */
+export const aKind = (kind: RouteKind): string => kind === "mcp" ? "an MCP server" : article(kind)
 
 /** Where the route file of an id would be, for an import hint (tools may live elsewhere too). */
 const routeFileOf = (kind: RouteKind, id: string): string => {
@@ -28,6 +34,8 @@ const routeFileOf = (kind: RouteKind, id: string): string => {
       return `agents/${id}/agent.js`
     case "tool":
       return `tools/${id}.tool.js`
+    case "mcp":
+      return `mcp/${id}.js`
     default:
       return `${kind}s/${id}.js`
   }
@@ -56,7 +64,7 @@ const relationship = (file: string, field: string, value: unknown, kind: RouteKi
   }
   const found = kindOf(value)
   return {
-    problem: `${field} is ${found === undefined ? "not a Foundry definition" : article(found)}, but must be ${article(kind)}`,
+    problem: `${field} is ${found === undefined ? "not a Foundry definition" : aKind(found)}, but must be ${aKind(kind)}`,
     fix: `pass a value made with ${defineFunctionOf[kind]} (imported from its route file)`
   }
 }
@@ -134,6 +142,7 @@ const checkAgent = (file: string, definition: Record<string, unknown>): Array<De
     checkBudget(definition.budget),
     checkContextWindow(definition.contextWindow),
     checkMcp(definition.mcp),
+    checkContext(definition.context, "use an effect/Schema value, e.g. context: Schema.Struct({ company: Schema.String })"),
     typeof maxTurns === "number" && Number.isInteger(maxTurns) && maxTurns > 0
       ? undefined
       : { problem: `maxTurns is ${String(maxTurns)}`, fix: "use a positive whole number, e.g. maxTurns: 12" },
@@ -147,7 +156,31 @@ const checkAgent = (file: string, definition: Record<string, unknown>): Array<De
   ]
 }
 
-const checkTool = (_file: string, definition: Record<string, unknown>): Array<DefinitionProblem | undefined> => [
+const installableFix = "use installable: { config: Schema.Struct({ url: Schema.String, token: Schema.Redacted(Schema.String) }) } (Schema.Redacted fields are secrets)"
+
+/** An `installable` field: the schema of the config an installation carries. */
+const checkInstallable = (installable: unknown): DefinitionProblem | undefined =>
+  !isRecord(installable)
+    ? { problem: `installable is ${installable === null ? "null" : typeof installable}, not { config: <Schema> }`, fix: installableFix }
+    : Schema.isSchema(installable.config)
+    ? undefined
+    : { problem: "installable.config is not a Schema", fix: installableFix }
+
+/** A `context` field: the schema of the instance context an agent or tool reads. */
+const checkContext = (context: unknown, fix: string): DefinitionProblem | undefined =>
+  context === undefined || Schema.isSchema(context) ? undefined : { problem: "context is not a Schema", fix }
+
+// Instances install a tool one by one from the shared catalogue; an agent's own tool is always its agent's.
+const checkSharedIfInstallable = (file: string, definition: Record<string, unknown>): DefinitionProblem | undefined => {
+  if (definition.installable === undefined || !file.startsWith("agents/")) return undefined
+  const shared = `tools/${path.basename(file)}`
+  return {
+    problem: "the tool is installable but lives in an agent's folder: instances install only shared tools (tools/), and an agent's own tools are always there",
+    fix: `an installable tool must be shared: move it to ${shared}, or remove installable to keep it this agent's own tool`
+  }
+}
+
+const checkTool = (file: string, definition: Record<string, unknown>): Array<DefinitionProblem | undefined> => [
   typeof definition.description === "string" && definition.description.length > 0
     ? undefined
     : { problem: "description is missing", fix: `add description: "what this tool does" (the model reads it)` },
@@ -162,7 +195,20 @@ const checkTool = (_file: string, definition: Record<string, unknown>): Array<De
     : { problem: "run is not a function", fix: "add run: (input) => Effect.succeed(...)" },
   definition.timeout === undefined || Option.isSome(Duration.decodeUnknown(definition.timeout))
     ? undefined
-    : { problem: `timeout ${JSON.stringify(definition.timeout)} is not a duration`, fix: `use a duration, e.g. timeout: "30 seconds"` }
+    : { problem: `timeout ${JSON.stringify(definition.timeout)} is not a duration`, fix: `use a duration, e.g. timeout: "30 seconds"` },
+  definition.installable === undefined ? undefined : checkInstallable(definition.installable),
+  checkSharedIfInstallable(file, definition),
+  checkContext(definition.context, "use an effect/Schema value, usually the agent's: context: Schema.Struct({ company: Schema.String })")
+]
+
+const checkMcpServer = (_file: string, definition: Record<string, unknown>): Array<DefinitionProblem | undefined> => [
+  typeof definition.description === "string" && definition.description.length > 0
+    ? undefined
+    : { problem: "description is missing", fix: `add description: "what this server offers" (shown where installations are chosen)` },
+  checkInstallable(definition.installable),
+  typeof definition.connect === "function"
+    ? undefined
+    : { problem: "connect is not a function", fix: "add connect: (config) => ({ url: config.url }) (Streamable HTTP) or ({ command, args, env }) (stdio)" }
 ]
 
 const checkSchedule = (file: string, definition: Record<string, unknown>): Array<DefinitionProblem | undefined> => [
@@ -182,6 +228,35 @@ const checkTiming = (value: unknown): DefinitionProblem | undefined => {
   return timingProblem(timing.value)
 }
 
+const instanceForms = `an id ("default"), (event) => "<id>", { key: (event) => "<provisioning key>", create?: (event) => ({ context, installations }) }, or { installed: <an installable tool or MCP server, imported> }`
+
+/** A playbook's `instance`: an id, a function to one, a provisioning key, or a capability its instances installed. */
+const checkPlaybookInstance = (instance: unknown): DefinitionProblem | undefined => {
+  if ((typeof instance === "string" && instance !== "") || typeof instance === "function") return undefined
+  if (!isRecord(instance)) return { problem: `instance is ${instance === "" ? "an empty string" : String(instance)}`, fix: `use ${instanceForms}` }
+  const fields = Object.keys(instance)
+  if ("installed" in instance) {
+    const extra = fields.filter((field) => field !== "installed")
+    if (extra.length > 0) return { problem: `instance has installed and ${extra.join(", ")}`, fix: "give installed alone: { installed: crm } runs every instance that has it installed" }
+    const installed = instance.installed
+    const kind = kindOf(installed)
+    if (kind === "mcp" || (kind === "tool" && isRecord(installed) && installed.installable !== undefined)) return undefined
+    const fix = "import an installable shared tool (tools/<name>.tool.ts with installable: { config }) or an MCP server (mcp/<name>.ts) and pass it: instance: { installed: crm }"
+    if (typeof installed === "string") return { problem: `instance.installed is the string "${installed}"; capabilities are imported values, not ids`, fix }
+    if (kind === "tool") return { problem: "instance.installed is a tool that is not installable", fix: `give the tool installable: { config: Schema.Struct({...}) }, or ${fix}` }
+    return { problem: `instance.installed is ${kind === undefined ? "not a Foundry definition" : aKind(kind)}, not an installable capability`, fix }
+  }
+  if ("key" in instance) {
+    const extra = fields.filter((field) => field !== "key" && field !== "create")
+    if (extra.length > 0) return { problem: `instance has ${extra.join(", ")} beside key`, fix: "give { key, create? }: key picks the instance, create makes it when none has the key" }
+    if (typeof instance.key !== "function") return { problem: "instance.key is not a function", fix: "use key: (event) => event.customerId (the instance's provisioning key)" }
+    return instance.create === undefined || typeof instance.create === "function"
+      ? undefined
+      : { problem: "instance.create is not a function", fix: "use create: (event) => ({ context: {...}, installations: [{ kind: \"tool\", id: \"crm\", config: {...} }] })" }
+  }
+  return { problem: `instance is an object with ${fields.length === 0 ? "no fields" : fields.join(", ")}`, fix: `use ${instanceForms}` }
+}
+
 const checkPlaybook = (file: string, definition: Record<string, unknown>): Array<DefinitionProblem | undefined> => {
   const on = definition.on
   return [
@@ -193,7 +268,8 @@ const checkPlaybook = (file: string, definition: Record<string, unknown>): Array
       : { problem: "on is not an event source", fix: `use on: webhook("<name>", EventSchema) or on: event("<name>", EventSchema)` },
     typeof definition.message === "function"
       ? undefined
-      : { problem: "message is not a function", fix: "use message: (event) => `...`" }
+      : { problem: "message is not a function", fix: "use message: (event) => `...`" },
+    checkPlaybookInstance(definition.instance)
   ]
 }
 
@@ -202,6 +278,7 @@ const checks: Partial<
 > = {
   agent: checkAgent,
   tool: checkTool,
+  mcp: checkMcpServer,
   schedule: checkSchedule,
   playbook: checkPlaybook
 }

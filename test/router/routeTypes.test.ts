@@ -98,6 +98,33 @@ describe("the generated requirement check", () => {
       expect(diagnostics[0]?.text).toContain("Orders")
     }))
 
+  it.scoped("type-checks for a project with catalogue MCP servers and an installable tool", () =>
+    Effect.gen(function*() {
+      expect(yield* diagnosticsOf({
+        ...goodProject,
+        "mcp/crm.ts": `import { Schema } from "effect"
+import { defineMcpServer } from "foundry"
+
+export default defineMcpServer({
+  description: "The customer's CRM",
+  installable: { config: Schema.Struct({ url: Schema.String }) },
+  connect: (config) => ({ url: config.url })
+})
+`,
+        "tools/notes.tool.ts": `import { Effect, Schema } from "effect"
+import { defineTool } from "foundry"
+
+export default defineTool({
+  description: "Notes",
+  input: Schema.String,
+  output: Schema.String,
+  installable: { config: Schema.Struct({ notebook: Schema.String }) },
+  run: (text, { config }) => Effect.succeed(\`\${config.notebook}: \${text}\`)
+})
+`
+      })).toEqual([])
+    }))
+
   it.scoped("passes when no tool requires anything, with or without config", () =>
     Effect.gen(function*() {
       const { ["lib/orders.ts"]: _, ...rest } = goodProject

@@ -13,6 +13,8 @@ const detail = (route: ReturnType<typeof manifestOf>["routes"][number]): string 
         (route.environment === undefined ? "" : `; environment ${route.environment}`)
     case "tool":
       return route.requires === undefined || route.requires.length === 0 ? "" : `requires ${route.requires.join(", ")}`
+    case "mcp":
+      return route.description ?? ""
     case "schedule":
       return `-> ${route.agent} (${Object.entries(route.timing ?? {}).map(([k, v]) => `${k} ${v}`).join(", ")})`
     case "playbook":

@@ -7,7 +7,7 @@ import { BuildReport } from "../../../compiler/BuildStatus.js"
 
 /** A route as `GET /api/routes` lists it (the manifest's shape). */
 export const RouteView = Schema.Struct({
-  kind: Schema.Literal("agent", "tool", "playbook", "schedule", "environment"),
+  kind: Schema.Literal("agent", "tool", "mcp", "playbook", "schedule", "environment"),
   id: Schema.String,
   file: Schema.String,
   description: Schema.optional(Schema.String),
@@ -21,7 +21,9 @@ export const RouteView = Schema.Struct({
   timing: Schema.optional(Schema.Record({ key: Schema.String, value: Schema.String })),
   webhook: Schema.optional(Schema.String),
   event: Schema.optional(Schema.String),
-  input: Schema.optional(Schema.Unknown)
+  input: Schema.optional(Schema.Unknown),
+  installable: Schema.optional(Schema.Literal(true)),
+  context: Schema.optional(Schema.Unknown)
 })
 
 /** The system group. */
