@@ -33,6 +33,8 @@ import * as EventLog from "../events/EventLog.js"
 import * as EventStorage from "../events/EventStorage.js"
 import * as RunJournal from "../journal/RunJournal.js"
 import * as McpClients from "../mcp/McpClients.js"
+import * as Instances from "../instances/Instances.js"
+import * as SecretBox from "../instances/SecretBox.js"
 import { OtlpExportLive } from "../events/OtlpExport.js"
 import type { ModelResolver } from "../models/Model.js"
 import { ModelResolverLive } from "../models/ModelResolverLive.js"
@@ -85,6 +87,8 @@ export interface RuntimeOptions {
   readonly storeFile?: string
   /** Replaces the default model resolver (tests run every agent on a scripted model). */
   readonly models?: Layer.Layer<ModelResolver>
+  /** Overrides how MCP connections are kept (tests close idle ones sooner). */
+  readonly mcp?: Partial<McpClients.McpClientsOptions>
 }
 
 /** The cluster settings when this process is a cluster runner: the config's, under the command line's. */
@@ -129,7 +133,9 @@ export const runtimeLayer = (app: CompiledApp, options: RuntimeOptions = {}) =>
   WebhooksLive.pipe(
     Layer.provideMerge(dispatchLayer(app, options)),
     Layer.provideMerge(RunJournal.layer),
-    Layer.provideMerge(McpClients.layer()),
+    Layer.provideMerge(McpClients.layer(options.mcp)),
+    Layer.provideMerge(Instances.layer),
+    Layer.provideMerge(SecretBox.layer(app.table.root)),
     // Events carry the release of the build serving when they happen (a reload changes it).
     Layer.provideMerge(Layer.unwrapEffect(Effect.map(CurrentApp.CurrentApp, (current) =>
       EventLog.layer({

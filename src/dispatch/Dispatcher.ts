@@ -38,6 +38,17 @@ export class AgentNotFound extends Schema.TaggedError<AgentNotFound>()("AgentNot
   message: Schema.String
 }) {}
 
+/**
+ * The instance takes no runs: it is paused or archived, or it does not exist and its agent needs a
+ * context to make one (`reason` says which; `message` how to go on).
+ */
+export class InstanceUnavailable extends Schema.TaggedError<InstanceUnavailable>()("InstanceUnavailable", {
+  agent: Schema.String,
+  instance: Schema.String,
+  reason: Schema.Literal("paused", "archived", "context"),
+  message: Schema.String
+}) {}
+
 /** The conversation does not exist, or belongs to another agent or instance. */
 export class ConversationNotFound extends Schema.TaggedError<ConversationNotFound>()("ConversationNotFound", {
   conversation: Schema.String,
@@ -76,7 +87,7 @@ export type ApprovalScope = "once" | "conversation"
 /** The dispatcher. */
 export class Dispatcher extends Context.Tag("foundry/Dispatcher")<Dispatcher, {
   /** Records the run as queued and schedules it; returns at once. */
-  readonly submit: (request: RunRequest) => Effect.Effect<RunRecord, AgentNotFound | ConversationNotFound | StoreError>
+  readonly submit: (request: RunRequest) => Effect.Effect<RunRecord, AgentNotFound | ConversationNotFound | InstanceUnavailable | StoreError>
   /** Resumes runs that were queued or running when the last process stopped. */
   readonly recover: Effect.Effect<number, StoreError>
   /** Waits until the run's current execution has ended (completed, failed, cancelled or suspended). */
@@ -84,7 +95,7 @@ export class Dispatcher extends Context.Tag("foundry/Dispatcher")<Dispatcher, {
   /** Interrupts the run (wherever it is: queued, running, suspended) and marks it cancelled. */
   readonly cancel: (runId: string) => Effect.Effect<RunRecord, RunNotFound | RunAlreadyEnded | StoreError>
   /** Cancels the run and starts a new one in its conversation with `message`, linked to it. */
-  readonly steer: (runId: string, message: string) => Effect.Effect<RunRecord, RunNotFound | RunAlreadyEnded | StoreError>
+  readonly steer: (runId: string, message: string) => Effect.Effect<RunRecord, RunNotFound | RunAlreadyEnded | InstanceUnavailable | StoreError>
   /**
    * Applies a person's decision to a pending approval and resumes its run. Approved with scope
    * `"conversation"`, the tool is granted for the run's conversation: later calls there run without asking.

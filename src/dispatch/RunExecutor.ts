@@ -8,21 +8,23 @@
  * local dispatcher puts it in this process's lane, the cluster dispatcher sends it to the runner
  * that owns its conversation.
  */
-import { Clock, Deferred, Duration, Effect, FiberMap, Option, Queue } from "effect"
+import { Clock, Deferred, Duration, Effect, Either, FiberMap, Option, Queue } from "effect"
+import type { CompiledAgent } from "../compiler/CompiledApp.js"
 import { CurrentApp } from "../compiler/CurrentApp.js"
 import { newId } from "../durable/ids.js"
 import type { ActivationStorage } from "../durable/ActivationStorage.js"
 import type { ApprovalStorage } from "../durable/ApprovalStorage.js"
-import type { InstanceStorage } from "../durable/InstanceStorage.js"
+import { InstanceStorage } from "../durable/InstanceStorage.js"
 import { finalStatuses, RunRecord, type RunStatus } from "../durable/records.js"
 import { Store } from "../durable/Store.js"
 import type { StoreError } from "../durable/StoreError.js"
 import { runAgent } from "../engine/AgentLoop.js"
 import { closeOpenCalls } from "../engine/closeOpenCalls.js"
 import { RunStarter } from "../engine/RunStarter.js"
+import { checkContext, type Instances } from "../instances/Instances.js"
 import type { EventLog } from "../events/EventLog.js"
 import type { Lease } from "../journal/journalRecords.js"
-import { RunJournal } from "../journal/RunJournal.js"
+import { type InstanceClosed, RunJournal } from "../journal/RunJournal.js"
 import { eventOf } from "../journal/trace.js"
 import type { ModelResolver } from "../models/Model.js"
 import { makeApprovalDecisions } from "./approvalDecisions.js"
@@ -30,6 +32,7 @@ import {
   AgentNotFound,
   type ApprovalScope,
   ConversationNotFound,
+  InstanceUnavailable,
   RunAlreadyEnded,
   RunNotFound,
   type RunRequest
@@ -52,7 +55,8 @@ export const makeRunExecutor = (options: RunExecutorOptions) =>
     const store = yield* Store
     const journal = yield* RunJournal
     const current = yield* CurrentApp
-    const context = yield* Effect.context<Store | ActivationStorage | ApprovalStorage | InstanceStorage | RunJournal | EventLog | ModelResolver>()
+    const instances = yield* InstanceStorage
+    const context = yield* Effect.context<Store | ActivationStorage | ApprovalStorage | InstanceStorage | Instances | RunJournal | EventLog | ModelResolver>()
     const owner = executorName()
     // Where runs go: this process's lane unless told otherwise (declared before `schedule`, used after).
     const wake = (run: RunRecord): Effect.Effect<void> => options.wake === undefined ? schedule(run) : options.wake(run)
@@ -149,6 +153,40 @@ export const makeRunExecutor = (options: RunExecutorOptions) =>
         }))
       )
 
+    /** Why a submission's instance took nothing, and how to go on. */
+    const unavailable = (closed: InstanceClosed) =>
+      Effect.flatMap(instances.get(closed.agent, closed.instanceId), (found) => {
+        const status = Option.isSome(found) && found.value.status === "archived" ? "archived" as const : "paused" as const
+        const why = Option.isSome(found) && found.value.statusReason !== null ? ` (${found.value.statusReason})` : ""
+        const where = `instance "${closed.instanceId}" of agent "${closed.agent}"`
+        return Effect.fail(new InstanceUnavailable({
+          agent: closed.agent,
+          instance: closed.instanceId,
+          reason: status,
+          message: status === "archived"
+            ? `${where} is archived${why}: it takes no new runs; its history stays readable`
+            : `${where} is paused${why}: it takes no new runs until it is resumed (PATCH /api/instances/${closed.instanceId}?agent=${closed.agent} {"paused": false})`
+        }))
+      })
+
+    /**
+     * An agent that declares a `context` cannot have an instance made on first use without one that
+     * its schema accepts: the client is told to create the instance first.
+     */
+    const needsContext = (agent: CompiledAgent, instanceId: string) =>
+      Effect.gen(function*() {
+        const schema = agent.definition.context
+        if (schema === undefined || Either.isRight(checkContext(schema, {}))) return
+        if (Option.isSome(yield* instances.get(agent.id, instanceId))) return
+        return yield* new InstanceUnavailable({
+          agent: agent.id,
+          instance: instanceId,
+          reason: "context",
+          message: `agent "${agent.id}" has no instance "${instanceId}", and its instances need a context (${agent.file} declares one): ` +
+            `create it first with POST /api/instances {"agent": "${agent.id}", "id": "${instanceId}", "context": {...}}`
+        })
+      })
+
     const newRun = (
       request: RunRequest,
       conversation: { readonly id: string; readonly isNew: boolean },
@@ -175,7 +213,7 @@ export const makeRunExecutor = (options: RunExecutorOptions) =>
         }, {
           newConversation: conversation.isNew,
           queued: (record) => eventOf(record, "run.queued", { input: request.message, ...links })
-        })
+        }).pipe(Effect.catchTag("InstanceClosed", unavailable))
         yield* wake(run)
         return run
       })
@@ -218,7 +256,8 @@ export const makeRunExecutor = (options: RunExecutorOptions) =>
         if (Option.isSome(existing)) return existing.value
       }
       const app = yield* current.get
-      if (!app.agents.has(request.agent)) {
+      const agent = app.agents.get(request.agent)
+      if (agent === undefined) {
         const known = [...app.agents.keys()].join(", ")
         return yield* new AgentNotFound({
           agent: request.agent,
@@ -226,6 +265,7 @@ export const makeRunExecutor = (options: RunExecutorOptions) =>
         })
       }
       const instanceId = request.instance ?? "default"
+      yield* needsContext(agent, instanceId)
       let conversation = { id: newId("conv"), isNew: true }
       if (request.conversation !== undefined) {
         const found = yield* store.getConversation(request.conversation)

@@ -1,11 +1,56 @@
 /**
- * Agent instances: the data that owns conversations, made on first use (by a run, a webhook's
- * playbook or an internal event) with an empty context unless one is given.
+ * Agent instances and the capabilities they install: the data that owns conversations. An
+ * instance is made on first use (by a run, a webhook's playbook or an internal event) with an empty
+ * context, or created through the instances API with a context, a provisioning key and
+ * installations, all in one transaction.
  */
 import { SqlClient, SqlSchema } from "@effect/sql"
-import { Clock, Context, Effect, Layer, type Option, Schema } from "effect"
-import { InstanceRecord } from "./records.js"
+import { Clock, Context, Effect, Layer, Option, Schema } from "effect"
+import { type CapabilityKind, InstallationRecord, InstanceRecord, InstanceStatus } from "./records.js"
 import { failAs, type StoreError } from "./StoreError.js"
+
+/** Which instance: instance ids are unique per agent. */
+export interface InstanceRef {
+  readonly agent: string
+  readonly id: string
+}
+
+/** A page of instances, ordered by agent then id. */
+export interface InstanceQuery {
+  readonly agent?: string | undefined
+  /** Part of the id or the provisioning key, any case. */
+  readonly search?: string | undefined
+  readonly status?: InstanceStatus | undefined
+  /** The last instance of the previous page. */
+  readonly after?: InstanceRef | undefined
+  readonly limit: number
+}
+
+/** An instance in a page, with how many capabilities it has installed. */
+export interface InstancePageEntry {
+  readonly instance: InstanceRecord
+  readonly installations: number
+}
+
+/** An instance to create. */
+export interface NewInstance extends InstanceRef {
+  readonly provisioningKey: string | null
+  readonly context: Readonly<Record<string, unknown>>
+}
+
+/** An installation to write: its config without secrets, and the secrets sealed. */
+export interface NewInstallation {
+  readonly kind: CapabilityKind
+  readonly capability: string
+  readonly config: unknown
+  readonly secrets: string | null
+}
+
+/** A change to an instance; absent fields stay as they are. */
+export interface InstanceChange {
+  readonly context?: Readonly<Record<string, unknown>> | undefined
+  readonly status?: { readonly status: InstanceStatus; readonly reason: string | null } | undefined
+}
 
 /** Instance storage. */
 export class InstanceStorage extends Context.Tag("foundry/InstanceStorage")<InstanceStorage, {
@@ -14,9 +59,31 @@ export class InstanceStorage extends Context.Tag("foundry/InstanceStorage")<Inst
   readonly get: (agent: string, id: string) => Effect.Effect<Option.Option<InstanceRecord>, StoreError>
   /** Every instance of every agent, by agent then id. */
   readonly list: Effect.Effect<ReadonlyArray<InstanceRecord>, StoreError>
+  /** One page of instances, each with its number of installations (counted in the same query). */
+  readonly page: (query: InstanceQuery) => Effect.Effect<ReadonlyArray<InstancePageEntry>, StoreError>
   /** The instance, created on first use in one atomic statement; `created` says whether this call made it. */
   readonly provision: (agent: string, id: string) => Effect.Effect<{ readonly instance: InstanceRecord; readonly created: boolean }, StoreError>
+  /**
+   * Creates the instance with its installations in one transaction. When one with that id or that
+   * provisioning key exists already, nothing is written and that one is returned (`created: false`).
+   */
+  readonly create: (
+    instance: NewInstance,
+    installations: ReadonlyArray<NewInstallation>
+  ) => Effect.Effect<{ readonly instance: InstanceRecord; readonly created: boolean }, StoreError>
+  readonly findByKey: (agent: string, provisioningKey: string) => Effect.Effect<Option.Option<InstanceRecord>, StoreError>
+  /** Changes the instance; `None` when there is none. */
+  readonly update: (ref: InstanceRef, change: InstanceChange) => Effect.Effect<Option.Option<InstanceRecord>, StoreError>
+  readonly installations: (ref: InstanceRef) => Effect.Effect<ReadonlyArray<InstallationRecord>, StoreError>
+  /** Installs a capability, or replaces the config of one installed already. */
+  readonly install: (ref: InstanceRef, installation: NewInstallation) => Effect.Effect<InstallationRecord, StoreError>
+  /** Whether it was installed. */
+  readonly uninstall: (ref: InstanceRef, kind: CapabilityKind, capability: string) => Effect.Effect<boolean, StoreError>
+  /** The active instances of `agent` that have the capability installed. */
+  readonly withInstallation: (agent: string, kind: CapabilityKind, capability: string) => Effect.Effect<ReadonlyArray<InstanceRecord>, StoreError>
 }>() {}
+
+const Ref = Schema.Struct({ agent: Schema.String, id: Schema.String })
 
 /** Instance storage on the database's `SqlClient`. */
 export const layer = Layer.effect(
@@ -24,15 +91,78 @@ export const layer = Layer.effect(
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
     const find = SqlSchema.findOne({
-      Request: Schema.Struct({ agent: Schema.String, id: Schema.String }),
+      Request: Ref,
       Result: InstanceRecord,
       execute: ({ agent, id }) => sql`SELECT * FROM foundry_instances WHERE agent = ${agent} AND id = ${id}`
+    })
+    const findByKey = SqlSchema.findOne({
+      Request: Schema.Struct({ agent: Schema.String, key: Schema.String }),
+      Result: InstanceRecord,
+      execute: ({ agent, key }) => sql`SELECT * FROM foundry_instances WHERE agent = ${agent} AND provisioning_key = ${key}`
     })
     const list = SqlSchema.findAll({
       Request: Schema.Void,
       Result: InstanceRecord,
       execute: () => sql`SELECT * FROM foundry_instances ORDER BY agent, id`
     })
+    const installations = SqlSchema.findAll({
+      Request: Ref,
+      Result: InstallationRecord,
+      execute: ({ agent, id }) =>
+        sql`SELECT * FROM foundry_installations WHERE agent = ${agent} AND instance_id = ${id} ORDER BY kind, capability`
+    })
+    const findInstallation = SqlSchema.findOne({
+      Request: Schema.Struct({ agent: Schema.String, id: Schema.String, kind: Schema.String, capability: Schema.String }),
+      Result: InstallationRecord,
+      execute: ({ agent, capability, id, kind }) =>
+        sql`SELECT * FROM foundry_installations WHERE agent = ${agent} AND instance_id = ${id} AND kind = ${kind} AND capability = ${capability}`
+    })
+    const withInstallation = SqlSchema.findAll({
+      Request: Schema.Struct({ agent: Schema.String, kind: Schema.String, capability: Schema.String }),
+      Result: InstanceRecord,
+      execute: ({ agent, capability, kind }) =>
+        sql`SELECT i.* FROM foundry_instances i JOIN foundry_installations n ON n.agent = i.agent AND n.instance_id = i.id
+          WHERE i.agent = ${agent} AND n.kind = ${kind} AND n.capability = ${capability} AND i.status = 'active' ORDER BY i.id`
+    })
+    const decodePage = Schema.decodeUnknown(Schema.Array(Schema.Struct({
+      instance: InstanceRecord,
+      // PostgreSQL answers a count as text.
+      installations: Schema.Union(Schema.Number, Schema.NumberFromString)
+    })))
+
+    const page = (query: InstanceQuery) =>
+      Effect.gen(function*() {
+        const conditions = [
+          ...(query.agent === undefined ? [] : [sql`agent = ${query.agent}`]),
+          ...(query.status === undefined ? [] : [sql`status = ${query.status}`]),
+          ...(query.search === undefined || query.search === ""
+            ? []
+            : [sql`(LOWER(id) LIKE ${`%${query.search.toLowerCase()}%`} OR LOWER(provisioning_key) LIKE ${`%${query.search.toLowerCase()}%`})`]),
+          ...(query.after === undefined
+            ? []
+            : [sql`(agent > ${query.after.agent} OR (agent = ${query.after.agent} AND id > ${query.after.id}))`])
+        ]
+        const rows = yield* sql<Record<string, unknown>>`SELECT i.*, (SELECT COUNT(*) FROM foundry_installations n
+          WHERE n.agent = i.agent AND n.instance_id = i.id) AS installation_count
+          FROM foundry_instances i WHERE ${sql.and(conditions)} ORDER BY agent, id LIMIT ${query.limit}`
+        return yield* decodePage(rows.map(({ installationCount, ...instance }) => ({ instance, installations: installationCount })))
+      })
+
+    const insertInstallation = (ref: InstanceRef, installation: NewInstallation, now: number) =>
+      sql`INSERT INTO foundry_installations ${
+        sql.insert({
+          agent: ref.agent,
+          instanceId: ref.id,
+          kind: installation.kind,
+          capability: installation.capability,
+          config: JSON.stringify(installation.config),
+          secrets: installation.secrets,
+          createdAt: now,
+          updatedAt: now
+        })
+      } ON CONFLICT (agent, instance_id, kind, capability) DO UPDATE SET config = ${JSON.stringify(installation.config)},
+        secrets = ${installation.secrets}, updated_at = ${now}`
+
     const provision = (agent: string, id: string, context: Readonly<Record<string, unknown>>) =>
       Effect.gen(function*() {
         const now = yield* Clock.currentTimeMillis
@@ -42,11 +172,70 @@ export const layer = Layer.effect(
         const instance = yield* Effect.flatten(find({ agent, id }))
         return { instance, created: inserted.length > 0 }
       })
+
+    const create = (instance: NewInstance, toInstall: ReadonlyArray<NewInstallation>) =>
+      Effect.gen(function*() {
+        const now = yield* Clock.currentTimeMillis
+        // ON CONFLICT DO NOTHING without a target covers both the id and the provisioning key.
+        const inserted = yield* sql<{ readonly id: string }>`INSERT INTO foundry_instances ${
+          sql.insert({
+            agent: instance.agent,
+            id: instance.id,
+            context: JSON.stringify(instance.context),
+            provisioningKey: instance.provisioningKey,
+            status: "active",
+            createdAt: now,
+            updatedAt: now
+          })
+        } ON CONFLICT DO NOTHING RETURNING id`
+        if (inserted.length === 0) {
+          const byKey = instance.provisioningKey === null
+            ? Option.none()
+            : yield* findByKey({ agent: instance.agent, key: instance.provisioningKey })
+          const existing = Option.isSome(byKey) ? byKey.value : yield* Effect.flatten(find(instance))
+          return { instance: existing, created: false }
+        }
+        for (const installation of toInstall) yield* insertInstallation(instance, installation, now)
+        return { instance: yield* Effect.flatten(find(instance)), created: true }
+      }).pipe(sql.withTransaction)
+
+    const update = (ref: InstanceRef, change: InstanceChange) =>
+      Effect.gen(function*() {
+        const now = yield* Clock.currentTimeMillis
+        const sets = [
+          sql`updated_at = ${now}`,
+          ...(change.context === undefined ? [] : [sql`context = ${JSON.stringify(change.context)}`]),
+          ...(change.status === undefined
+            ? []
+            : [sql`status = ${change.status.status}`, sql`status_reason = ${change.status.reason}`])
+        ]
+        yield* sql`UPDATE foundry_instances SET ${sql.csv(sets)} WHERE agent = ${ref.agent} AND id = ${ref.id}`
+        return yield* find(ref)
+      })
+
     return InstanceStorage.of({
       ensure: (agent, id, context = {}) => Effect.map(provision(agent, id, context), (result) => result.instance).pipe(failAs("ensureInstance")),
       get: (agent, id) => find({ agent, id }).pipe(failAs("getInstance")),
       list: list(undefined).pipe(failAs("listInstances")),
-      provision: (agent, id) => provision(agent, id, {}).pipe(failAs("provisionInstance"))
+      page: (query) => page(query).pipe(failAs("pageInstances")),
+      provision: (agent, id) => provision(agent, id, {}).pipe(failAs("provisionInstance")),
+      create: (instance, toInstall) => create(instance, toInstall).pipe(failAs("createInstance")),
+      findByKey: (agent, key) => findByKey({ agent, key }).pipe(failAs("findInstanceByKey")),
+      update: (ref, change) => update(ref, change).pipe(failAs("updateInstance")),
+      installations: (ref) => installations(ref).pipe(failAs("listInstallations")),
+      install: (ref, installation) =>
+        Effect.gen(function*() {
+          const now = yield* Clock.currentTimeMillis
+          yield* insertInstallation(ref, installation, now)
+          return yield* Effect.flatten(findInstallation({ ...ref, kind: installation.kind, capability: installation.capability }))
+        }).pipe(failAs("install")),
+      uninstall: (ref, kind, capability) =>
+        sql<{ readonly kind: string }>`DELETE FROM foundry_installations
+          WHERE agent = ${ref.agent} AND instance_id = ${ref.id} AND kind = ${kind} AND capability = ${capability} RETURNING kind`.pipe(
+          Effect.map((rows) => rows.length > 0),
+          failAs("uninstall")
+        ),
+      withInstallation: (agent, kind, capability) => withInstallation({ agent, kind, capability }).pipe(failAs("instancesWithInstallation"))
     })
   })
 )

@@ -7,6 +7,7 @@ import { Effect, Layer, Option, Schema } from "effect"
 import { ChatMessage } from "../models/Model.js"
 import {
   ConversationRecord,
+  ConversationSummary,
   RunRecord,
   type UsageFilter,
   GroupedUsage,
@@ -48,6 +49,7 @@ export const make = Effect.gen(function*() {
     execute: (key) => sql`SELECT * FROM foundry_runs WHERE idempotency_key = ${key}`
   })
   const decodeRuns = Schema.decodeUnknown(Schema.Array(RunRecord))
+  const decodeConversations = Schema.decodeUnknown(Schema.Array(ConversationSummary))
   const decodeMessages = Schema.decodeUnknown(Schema.Array(MessageRow))
   const decodeSums = Schema.decodeUnknown(Schema.Array(UsageSums))
   const decodeGroups = Schema.decodeUnknown(Schema.Array(GroupedUsage))
@@ -134,9 +136,21 @@ export const make = Effect.gen(function*() {
       sql`SELECT * FROM foundry_runs WHERE ${
         sql.and([
           ...(filter.agent === undefined ? [] : [sql`agent = ${filter.agent}`]),
+          ...(filter.instanceId === undefined ? [] : [sql`instance_id = ${filter.instanceId}`]),
           ...(filter.status === undefined ? [] : [sql`status = ${filter.status}`])
         ])
       } ORDER BY created_at DESC, id DESC LIMIT ${filter.limit}`.pipe(Effect.flatMap(decodeRuns), failAs("listRuns")),
+
+    // From the instance's runs (indexed by agent and instance), since every conversation is made by a run.
+    instanceConversations: (instance, limit) =>
+      sql`SELECT c.id, c.created_at, c.updated_at, s.runs,
+          l.id AS last_run_id, l.status AS last_run_status, l.created_at AS last_run_created_at
+        FROM (SELECT conversation_id, CAST(COUNT(*) AS INTEGER) AS runs FROM foundry_runs
+          WHERE agent = ${instance.agent} AND instance_id = ${instance.id} GROUP BY conversation_id) s
+        JOIN foundry_conversations c ON c.id = s.conversation_id
+        LEFT JOIN foundry_runs l ON l.id = (SELECT r.id FROM foundry_runs r WHERE r.conversation_id = s.conversation_id
+          ORDER BY r.seq DESC, r.created_at DESC, r.id DESC LIMIT 1)
+        ORDER BY c.updated_at DESC, c.id DESC LIMIT ${limit}`.pipe(Effect.flatMap(decodeConversations), failAs("instanceConversations")),
 
     unfinishedRuns: sql`SELECT * FROM foundry_runs WHERE status IN ('queued', 'running') ORDER BY created_at`.pipe(
       Effect.flatMap(decodeRuns),

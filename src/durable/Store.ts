@@ -7,6 +7,7 @@ import type { StoreError } from "./StoreError.js"
 import type { ChatMessage } from "../models/Model.js"
 import type {
   ConversationRecord,
+  ConversationSummary,
   RunFilter,
   RunRecord,
   UsageFilter,
@@ -40,6 +41,11 @@ export class Store extends Context.Tag("foundry/Store")<Store, {
   /** Suspended runs none of whose children is still going: parents a crash kept from waking. */
   readonly parentsReadyToResume: Effect.Effect<ReadonlyArray<RunRecord>, StoreError>
   readonly listRuns: (filter: RunFilter) => Effect.Effect<ReadonlyArray<RunRecord>, StoreError>
+  /** The conversations of an instance that have runs, most recently active first, at most `limit`. */
+  readonly instanceConversations: (
+    instance: { readonly agent: string; readonly id: string },
+    limit: number
+  ) => Effect.Effect<ReadonlyArray<ConversationSummary>, StoreError>
   /** Runs that were queued or running when the process stopped. */
   readonly unfinishedRuns: Effect.Effect<ReadonlyArray<RunRecord>, StoreError>
 }>() {}

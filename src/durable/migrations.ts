@@ -208,6 +208,30 @@ const runOrder = Effect.gen(function*() {
   )`
 })
 
+/**
+ * Instances as managed data: a status (paused and archived instances take no new runs), an outside
+ * provisioning key, and the capabilities each one installs with their config (secrets sealed apart).
+ */
+const instanceLifecycle = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  yield* sql`ALTER TABLE foundry_instances ADD COLUMN status TEXT NOT NULL DEFAULT 'active'`
+  yield* sql`ALTER TABLE foundry_instances ADD COLUMN status_reason TEXT`
+  yield* sql`ALTER TABLE foundry_instances ADD COLUMN provisioning_key TEXT`
+  yield* sql`CREATE UNIQUE INDEX foundry_instances_by_key ON foundry_instances (agent, provisioning_key)`
+  yield* sql`CREATE TABLE foundry_installations (
+    agent TEXT NOT NULL,
+    instance_id TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    capability TEXT NOT NULL,
+    config TEXT NOT NULL,
+    secrets TEXT,
+    created_at BIGINT NOT NULL,
+    updated_at BIGINT NOT NULL,
+    PRIMARY KEY (agent, instance_id, kind, capability)
+  )`
+  yield* sql`CREATE INDEX foundry_installations_by_capability ON foundry_installations (agent, kind, capability)`
+})
+
 /** Every table of the store, without its prefix. */
 const tables = ["instances", "conversations", "messages", "runs", "events", "approvals", "conversation_leases", "deliveries", "activations", "grants"]
 
@@ -224,7 +248,8 @@ export const migrations = {
   "0009_prefixed_tables": prefixedTables,
   "0010_tokens": tokens,
   "0011_idempotency_fingerprint": idempotencyFingerprint,
-  "0012_run_order": runOrder
+  "0012_run_order": runOrder,
+  "0013_instance_lifecycle": instanceLifecycle
 }
 
 /**

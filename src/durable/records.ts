@@ -13,11 +13,43 @@ export const finalStatuses: ReadonlySet<RunStatus> = new Set(["completed", "fail
 /** Milliseconds since the epoch, stored as an integer. */
 const Millis = Schema.Number
 
+/**
+ * Whether an instance takes new runs: `active`; `paused` queues nothing until resumed; `archived`
+ * takes none again and keeps its history.
+ */
+export const InstanceStatus = Schema.Literal("active", "paused", "archived")
+export type InstanceStatus = typeof InstanceStatus.Type
+
 /** An agent instance: data that owns conversations. */
 export class InstanceRecord extends Schema.Class<InstanceRecord>("InstanceRecord")({
   id: Schema.String,
   agent: Schema.String,
   context: Schema.parseJson(Schema.Record({ key: Schema.String, value: Schema.Unknown })),
+  /** An outside key the instance is found by (a customer id), unique per agent. */
+  provisioningKey: Schema.NullOr(Schema.String),
+  status: InstanceStatus,
+  /** Why it is paused or archived, as the person who did it said. */
+  statusReason: Schema.NullOr(Schema.String),
+  createdAt: Millis,
+  updatedAt: Millis
+}) {}
+
+/** What kinds of capability an instance installs: a shared tool, or an MCP server of the catalogue. */
+export const CapabilityKind = Schema.Literal("tool", "mcp")
+export type CapabilityKind = typeof CapabilityKind.Type
+
+/**
+ * A capability installed on an instance, as stored: `config` without its secrets, which are
+ * sealed apart in `secrets` (never decrypted for the API or events).
+ */
+export class InstallationRecord extends Schema.Class<InstallationRecord>("InstallationRecord")({
+  agent: Schema.String,
+  instanceId: Schema.String,
+  kind: CapabilityKind,
+  capability: Schema.String,
+  config: Schema.parseJson(Schema.Unknown),
+  /** The secret fields' values, sealed; `null` when the config holds none. */
+  secrets: Schema.NullOr(Schema.String),
   createdAt: Millis,
   updatedAt: Millis
 }) {}
@@ -133,6 +165,19 @@ export interface UsageFilter {
 /** Filters for listing runs, newest first. */
 export interface RunFilter {
   readonly agent?: string | undefined
+  /** Runs of instances with this id (of `agent`, when given). */
+  readonly instanceId?: string | undefined
   readonly status?: RunStatus | undefined
   readonly limit: number
 }
+
+/** A conversation of an instance, with how many runs it has had and its latest run (`null`s without one). */
+export class ConversationSummary extends Schema.Class<ConversationSummary>("ConversationSummary")({
+  id: Schema.String,
+  createdAt: Millis,
+  updatedAt: Millis,
+  runs: Schema.Number,
+  lastRunId: Schema.NullOr(Schema.String),
+  lastRunStatus: Schema.NullOr(RunStatus),
+  lastRunCreatedAt: Schema.NullOr(Millis)
+}) {}

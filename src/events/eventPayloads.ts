@@ -24,6 +24,9 @@ const RunExecuting = Schema.Struct({ input: Schema.String, model: Schema.String,
 /** The call a tool event belongs to. */
 const call = { toolCallId: Schema.String, tool: Schema.String }
 
+/** The capability an installation event is about. */
+const capability = { kind: Schema.Literal("tool", "mcp"), capability: Schema.String }
+
 /** The delivery a webhook's playbook event belongs to. */
 const delivery = { deliveryId: Schema.String, webhook: Schema.String }
 
@@ -101,6 +104,22 @@ export const eventPayloads = {
     { playbook: Schema.String },
     { playbook: Schema.String, agent: Schema.String, instanceId: Schema.String }
   ),
+  /** Made through the instances API (or a playbook's `create`): its key, context and what it installed. */
+  "instance.created": Schema.Struct({
+    provisioningKey: Schema.NullOr(Schema.String),
+    context: Schema.Unknown,
+    installations: Schema.Array(Schema.Struct(capability)),
+    /** Who made it when not the API, e.g. `playbook:<id>`. */
+    by: Schema.optional(Schema.String)
+  }),
+  /** Its context changed (the new one in full). */
+  "instance.updated": Schema.Struct({ context: Schema.Unknown }),
+  "instance.paused": Schema.Struct({ reason: Schema.NullOr(Schema.String) }),
+  "instance.resumed": Schema.Struct({}),
+  "instance.archived": Schema.Struct({ reason: Schema.NullOr(Schema.String) }),
+  /** A capability installed or its config replaced; `config` with every secret as "<redacted>". */
+  "instance.installed": Schema.Struct({ ...capability, config: Schema.Unknown }),
+  "instance.uninstalled": Schema.Struct(capability),
   "playbook.dispatched": fromDeliveryOrEvent(
     { playbook: Schema.String, runId: Schema.String },
     { event: Schema.String, playbook: Schema.String, runId: Schema.String }

@@ -6,7 +6,7 @@
  * else writes a run's status. Events are published to live subscribers once committed.
  */
 import { createHash } from "node:crypto"
-import { Clock, Context, Effect, Layer, Schema } from "effect"
+import { Clock, Context, Data, Effect, Layer, Schema } from "effect"
 import { Database, type Statement, type UnitResult } from "../durable/Database.js"
 import { RunRecord, RunStatus } from "../durable/records.js"
 import type { StoreError } from "../durable/StoreError.js"
@@ -27,16 +27,20 @@ export class LeaseLost extends Schema.TaggedError<LeaseLost>()("LeaseLost", {
   }
 }
 
+/** The submission's instance is paused or archived: nothing was written. */
+export class InstanceClosed extends Data.TaggedError("InstanceClosed")<{ readonly agent: string; readonly instanceId: string }> {}
+
 /** The run journal. */
 export class RunJournal extends Context.Tag("foundry/RunJournal")<RunJournal, {
   /**
    * Queues a run in one transaction: its instance (made on first use), its conversation when
    * `newConversation`, the run and its `run.queued` event (built by `queued` from the new record).
+   * An instance that is paused or archived takes nothing (`InstanceClosed`).
    */
   readonly submit: (
     run: NewRun,
     options: { readonly newConversation: boolean; readonly queued: (record: RunRecord) => EventDraft }
-  ) => Effect.Effect<RunRecord, StoreError>
+  ) => Effect.Effect<RunRecord, StoreError | InstanceClosed>
   /**
    * Takes the conversation's lease for `owner` if it is free, expired or already `owner`'s, and
    * reads the run's status in the same transaction; while another executor holds it, when that
@@ -140,6 +144,7 @@ export const layer = Layer.effect(
             finishedAt: null
           }, { disableValidation: true })
           yield* writeWithEvents({
+            guard: statements.instanceTakesRuns(run.agent, run.instanceId),
             statements: [
               statements.ensureInstance(run.agent, run.instanceId, now),
               options.newConversation
@@ -159,7 +164,9 @@ export const layer = Layer.effect(
                 })
               )
             ]
-          }, [options.queued(record)], undefined).pipe(Effect.catchTag("LeaseLost", Effect.die))
+          }, [options.queued(record)], undefined).pipe(
+            Effect.catchTag("LeaseLost", () => Effect.fail(new InstanceClosed({ agent: run.agent, instanceId: run.instanceId })))
+          )
           return record
         }),
 

@@ -13,6 +13,15 @@ export const ensureInstance = (agent: string, id: string, now: number): Statemen
   params: [agent, id, now, now]
 })
 
+/**
+ * The guard of a submission: a row unless the instance exists and is paused or archived (an
+ * instance made by this submission takes runs).
+ */
+export const instanceTakesRuns = (agent: string, id: string): Statement => ({
+  sql: "SELECT 1 AS open WHERE NOT EXISTS (SELECT 1 FROM foundry_instances WHERE agent = ? AND id = ? AND status <> 'active')",
+  params: [agent, id]
+})
+
 export const insertConversation = (id: string, agent: string, instanceId: string, now: number): Statement => ({
   sql: "INSERT INTO foundry_conversations (id, agent, instance_id, created_at, updated_at) VALUES (?, ?, ?, ?, ?)",
   params: [id, agent, instanceId, now, now]

@@ -114,7 +114,12 @@ export const SchedulesLive = Layer.scoped(
           source: { schedule: spec.schedule, scheduledFor: new Date(scheduledFor).toISOString() },
           // One run per firing, even when the timer moves to another process before it saved the firing.
           idempotencyKey: `${activation.id}@${scheduledFor}`
-        }).pipe(Effect.catchTags({ AgentNotFound: () => Effect.succeed(null), ConversationNotFound: () => Effect.succeed(null) }))
+        }).pipe(Effect.catchTags({
+          AgentNotFound: () => Effect.succeed(null),
+          ConversationNotFound: () => Effect.succeed(null),
+          // A paused or archived instance takes no firings; the timer goes on for when it resumes.
+          InstanceUnavailable: (error) => Effect.as(Effect.logInfo(`schedule ${spec.schedule}: firing skipped, ${error.message}`), null)
+        }))
         return run === null ? null : run.id
       })
 

@@ -21,7 +21,7 @@ for (const backend of backends) {
           new InstanceRecord({
             id: "acme",
             agent: "shop",
-            context: { plan: "pro", seats: 3, tags: ["a"] },
+            context: { plan: "pro", seats: 3, tags: ["a"] }, provisioningKey: null, status: "active", statusReason: null,
             createdAt: 1_000,
             updatedAt: 1_000
           })
@@ -34,12 +34,12 @@ for (const backend of backends) {
 
         const defaulted = yield* instances.ensure("shop", "globex")
         expect(defaulted).toEqual(
-          new InstanceRecord({ id: "globex", agent: "shop", context: {}, createdAt: 5_000, updatedAt: 5_000 })
+          new InstanceRecord({ id: "globex", agent: "shop", context: {}, provisioningKey: null, status: "active", statusReason: null, createdAt: 5_000, updatedAt: 5_000 })
         )
         // Instance ids are per agent: the same id under another agent is another instance.
         const other = yield* instances.ensure("support", "acme", { plan: "basic" })
         expect(other).toEqual(
-          new InstanceRecord({ id: "acme", agent: "support", context: { plan: "basic" }, createdAt: 5_000, updatedAt: 5_000 })
+          new InstanceRecord({ id: "acme", agent: "support", context: { plan: "basic" }, provisioningKey: null, status: "active", statusReason: null, createdAt: 5_000, updatedAt: 5_000 })
         )
       }))
 
@@ -154,7 +154,7 @@ for (const backend of backends) {
         yield* TestClock.setTime(2_000)
         const { store, instances } = yield* open(place)
         expect(yield* instances.ensure("shop", "acme", { plan: "free" })).toEqual(
-          new InstanceRecord({ id: "acme", agent: "shop", context: { plan: "pro" }, createdAt: 1_000, updatedAt: 1_000 })
+          new InstanceRecord({ id: "acme", agent: "shop", context: { plan: "pro" }, provisioningKey: null, status: "active", statusReason: null, createdAt: 1_000, updatedAt: 1_000 })
         )
         expect(yield* store.getConversation("c1")).toEqual(
           Option.some(new ConversationRecord({ id: "c1", agent: "shop", instanceId: "acme", createdAt: 1_000, updatedAt: 1_000 }))

@@ -54,6 +54,16 @@ const samples: ReadonlyArray<EventContent> = [
   { type: "playbook.matched", data: { event: "ticket-classified", playbook: "escalate", agent: "lead", instanceId: "t-1" } },
   { type: "playbook.skipped", data: { deliveryId: "dlv_1", webhook: "tickets", playbook: "urgent", reason: "when(event) is false" } },
   { type: "instance.provisioned", data: { deliveryId: "dlv_1", webhook: "tickets", playbook: "triage" } },
+  {
+    type: "instance.created",
+    data: { provisioningKey: "customer-7", context: { company: "Acme" }, installations: [{ kind: "mcp", capability: "crm" }], by: "playbook:triage" }
+  },
+  { type: "instance.updated", data: { context: { company: "Acme Inc" } } },
+  { type: "instance.paused", data: { reason: "unpaid" } },
+  { type: "instance.resumed", data: {} },
+  { type: "instance.archived", data: { reason: null } },
+  { type: "instance.installed", data: { kind: "tool", capability: "crm-notes", config: { baseUrl: "https://crm.test", apiKey: "<redacted>" } } },
+  { type: "instance.uninstalled", data: { kind: "tool", capability: "crm-notes" } },
   { type: "playbook.dispatched", data: { deliveryId: "dlv_1", webhook: "tickets", playbook: "triage", runId: "run_2" } },
   { type: "timer.armed", data: { tool: "wake_me" } },
   { type: "context.compacting", data: { method: "summary", beforeTokens: 9_000, window: 8_000 } },

@@ -57,7 +57,7 @@ const journalTests = (backend: Backend) => {
       expect(r1).toEqual(queued)
       expect(yield* store.getRun("r1")).toEqual(Option.some(queued))
       expect(yield* instances.get("shop", "acme")).toEqual(
-        Option.some(new InstanceRecord({ id: "acme", agent: "shop", context: {}, createdAt: 1_000, updatedAt: 1_000 }))
+        Option.some(new InstanceRecord({ id: "acme", agent: "shop", context: {}, provisioningKey: null, status: "active", statusReason: null, createdAt: 1_000, updatedAt: 1_000 }))
       )
       expect(yield* store.getConversation("c1")).toEqual(
         Option.some(new ConversationRecord({ id: "c1", agent: "shop", instanceId: "acme", createdAt: 1_000, updatedAt: 1_000 }))
@@ -69,7 +69,7 @@ const journalTests = (backend: Backend) => {
       yield* TestClock.setTime(5_000)
       yield* submit(journal, newRun("r2"), { newConversation: false })
       expect(yield* instances.get("shop", "acme")).toEqual(
-        Option.some(new InstanceRecord({ id: "acme", agent: "shop", context: {}, createdAt: 1_000, updatedAt: 1_000 }))
+        Option.some(new InstanceRecord({ id: "acme", agent: "shop", context: {}, provisioningKey: null, status: "active", statusReason: null, createdAt: 1_000, updatedAt: 1_000 }))
       )
       expect(yield* store.getConversation("c1")).toEqual(
         Option.some(new ConversationRecord({ id: "c1", agent: "shop", instanceId: "acme", createdAt: 1_000, updatedAt: 5_000 }))
@@ -502,7 +502,7 @@ const journalTests = (backend: Backend) => {
       const storage = yield* open(place)
       const { journal, store, instances } = storage
       expect(yield* instances.ensure("shop", "acme", { plan: "free" })).toEqual(
-        new InstanceRecord({ id: "acme", agent: "shop", context: { plan: "pro" }, createdAt: 1_000, updatedAt: 1_000 })
+        new InstanceRecord({ id: "acme", agent: "shop", context: { plan: "pro" }, provisioningKey: null, status: "active", statusReason: null, createdAt: 1_000, updatedAt: 1_000 })
       )
       expect(yield* store.getConversation("c1")).toEqual(
         Option.some(new ConversationRecord({ id: "c1", agent: "shop", instanceId: "acme", createdAt: 1_000, updatedAt: 1_000 }))

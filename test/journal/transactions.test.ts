@@ -91,18 +91,19 @@ describe("the database cost of a run", () => {
         "tool",
         "assistant"
       ])
-      // The transactions: the submission (instance, conversation, run, run.queued); the lease
-      // claim (with the run's status); the start (user message, status, events); model turn 1
-      // (assistant message, usage, events); the tool result (message, events); model turn 2 and
-      // the end (message, usage, status, lease release, events). The statements: 4 + 2, one read
-      // of the transcript, then each step's lease check and writes: 4 + 4 + 3 + 6.
-      expect({ writeTransactions: first.writeTransactions, statements: first.statements }).toEqual({ writeTransactions: 6, statements: 24 })
+      // The transactions: the submission (the guard that the instance takes runs, instance,
+      // conversation, run, run.queued); the lease claim (with the run's status); the start (user
+      // message, status, events); model turn 1 (assistant message, usage, events); the tool result
+      // (message, events); model turn 2 and the end (message, usage, status, lease release, events).
+      // The statements: 5 + 2, one read of the transcript, one of the instance (the tool's
+      // `instance.context`), then each step's lease check and writes: 4 + 4 + 3 + 6.
+      expect({ writeTransactions: first.writeTransactions, statements: first.statements }).toEqual({ writeTransactions: 6, statements: 26 })
 
       // The same once the instance exists; in an existing conversation, one more read (the conversation).
       const second = yield* runAlone(runtime, request)
-      expect({ writeTransactions: second.writeTransactions, statements: second.statements }).toEqual({ writeTransactions: 6, statements: 24 })
+      expect({ writeTransactions: second.writeTransactions, statements: second.statements }).toEqual({ writeTransactions: 6, statements: 26 })
       const third = yield* runAlone(runtime, { ...request, conversation: second.run.conversationId })
       expect(third.run.status).toBe("completed")
-      expect({ writeTransactions: third.writeTransactions, statements: third.statements }).toEqual({ writeTransactions: 6, statements: 25 })
+      expect({ writeTransactions: third.writeTransactions, statements: third.statements }).toEqual({ writeTransactions: 6, statements: 27 })
     }))
 })

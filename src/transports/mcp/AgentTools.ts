@@ -164,6 +164,7 @@ export const layer = Layer.effect(
         Effect.catchTags({
           AgentNotFound: (error) => Effect.succeed(failure(error.message)),
           ConversationNotFound: (error) => Effect.succeed(failure(error.message)),
+          InstanceUnavailable: (error) => Effect.succeed(failure(error.message)),
           StoreError: (error) => Effect.succeed(failure(`The store is unavailable (${error.message}); try again.`))
         }),
         Effect.provide(context)

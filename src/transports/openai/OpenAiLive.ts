@@ -133,6 +133,18 @@ export const OpenAiLive = HttpApiBuilder.group(FoundryApi, "openai", (handlers) 
             ),
           ConversationNotFound: (error) =>
             Effect.fail(invalidRequest(error.message, header === undefined ? "user" : conversationHeader, "conversation_mismatch")),
+          // OpenAI's clients retry a 409; the instance is closed until a person acts, so it is a 403.
+          InstanceUnavailable: (error) =>
+            Effect.fail(
+              new OpenAiError({
+                status: error.reason === "context" ? 404 : 403,
+                type: "invalid_request_error",
+                message: error.message,
+                param: "model",
+                code: error.reason === "context" ? "model_not_found" : `instance_${error.reason}`,
+                retryable: false
+              })
+            ),
           StoreError: (error) => Effect.flatMap(orUnavailable(error), Effect.fail)
         })
       )

@@ -1,0 +1,356 @@
+/**
+ * `Instances`: agent instances as managed data. Creating one, changing its context, pausing,
+ * archiving, installing and uninstalling capabilities all go through here: the context is checked
+ * against the agent's `context` schema, an installation's config against its capability's, secrets
+ * are sealed before they reach the store, and every change is an event (which never holds a secret).
+ */
+import { Clock, Context, Effect, Either, Layer, Option, type ParseResult, Schema } from "effect"
+import { type Capability, capabilityKey, type CompiledApp } from "../compiler/CompiledApp.js"
+import { CurrentApp } from "../compiler/CurrentApp.js"
+import type { AnySchema } from "../definitions/defineAgent.js"
+import { ReadableIssue, readableIssues } from "../definitions/readableIssues.js"
+import { AgentNotFound } from "../dispatch/Dispatcher.js"
+import { newId } from "../durable/ids.js"
+import { type InstanceRef, InstanceStorage, type NewInstallation } from "../durable/InstanceStorage.js"
+import { CapabilityKind, type InstallationRecord, type InstanceRecord } from "../durable/records.js"
+import type { StoreError } from "../durable/StoreError.js"
+import { EventLog } from "../events/EventLog.js"
+import type { EventContent } from "../events/FoundryEvent.js"
+import { spanIdOf, traceIdOf } from "../journal/trace.js"
+import { openConfig, sealSecrets, splitConfig } from "./installationConfig.js"
+import { SecretBox, type SecretUnreadable } from "./SecretBox.js"
+
+/** No instance of that agent has that id. */
+export class InstanceNotFound extends Schema.TaggedError<InstanceNotFound>()("InstanceNotFound", {
+  agent: Schema.String,
+  instance: Schema.String,
+  message: Schema.String
+}) {}
+
+/** What was sent for an instance does not hold: one issue per field (context, config, capability). */
+export class InvalidInstance extends Schema.TaggedError<InvalidInstance>()("InvalidInstance", {
+  message: Schema.String,
+  issues: Schema.Array(ReadableIssue)
+}) {}
+
+/** The change cannot be made to the instance as it is (it exists already, or it is archived). */
+export class InstanceConflict extends Schema.TaggedError<InstanceConflict>()("InstanceConflict", {
+  agent: Schema.String,
+  instance: Schema.String,
+  message: Schema.String
+}) {}
+
+/** A capability to install, as a client sends it; `config` may be left out when changing an installed one. */
+export interface InstallRequest {
+  readonly kind: CapabilityKind
+  readonly id: string
+  readonly config?: unknown
+}
+
+/** An instance to create. Without `id`, one is made; with a `provisioningKey` in use, that instance is returned. */
+export interface CreateRequest {
+  readonly agent: string
+  readonly id?: string | undefined
+  readonly provisioningKey?: string | undefined
+  readonly context?: unknown
+  readonly installations?: ReadonlyArray<InstallRequest> | undefined
+  /** What made it when not a person through the API, e.g. `playbook:<id>`, for its event. */
+  readonly by?: string | undefined
+}
+
+/** A change; absent fields stay. `installations` is the whole set wanted: those left out are uninstalled. */
+export interface ChangeRequest {
+  readonly context?: unknown
+  readonly paused?: boolean | undefined
+  readonly reason?: string | undefined
+  readonly installations?: ReadonlyArray<InstallRequest> | undefined
+}
+
+/** An instance with what it has installed. */
+export interface InstanceDetail {
+  readonly instance: InstanceRecord
+  readonly installations: ReadonlyArray<InstallationRecord>
+}
+
+/** An installed capability with its config opened for a run (secrets as `Redacted`). */
+export interface InstalledCapability {
+  readonly capability: Capability
+  readonly config: unknown
+}
+
+/** What an installed capability cannot be used as, for the run to say. */
+export interface UnusableInstallation {
+  readonly kind: CapabilityKind
+  readonly id: string
+  readonly reason: string
+}
+
+type Failure = InstanceNotFound | InvalidInstance | InstanceConflict | AgentNotFound | StoreError
+
+/** Managed instances. */
+export class Instances extends Context.Tag("foundry/Instances")<Instances, {
+  readonly create: (request: CreateRequest) => Effect.Effect<InstanceDetail & { readonly created: boolean }, Failure>
+  readonly get: (ref: InstanceRef) => Effect.Effect<InstanceDetail, InstanceNotFound | StoreError>
+  readonly change: (ref: InstanceRef, change: ChangeRequest) => Effect.Effect<InstanceDetail, Failure>
+  /** Archives it: it takes no new runs again, and keeps its conversations and history. */
+  readonly archive: (ref: InstanceRef, reason?: string) => Effect.Effect<InstanceDetail, InstanceNotFound | StoreError>
+  readonly install: (ref: InstanceRef, request: InstallRequest) => Effect.Effect<InstallationRecord, Failure>
+  readonly uninstall: (ref: InstanceRef, kind: CapabilityKind, id: string) => Effect.Effect<void, InstanceNotFound | StoreError>
+  /**
+   * What the instance has installed that the build `app` offers, configs opened for a run; the
+   * installations that cannot be used (their capability gone from the build, a config its schema
+   * no longer accepts, secrets that cannot be opened) are listed apart.
+   */
+  readonly installed: (app: CompiledApp, ref: InstanceRef) => Effect.Effect<{
+    readonly usable: ReadonlyArray<InstalledCapability>
+    readonly unusable: ReadonlyArray<UnusableInstallation>
+  }, StoreError>
+}>() {}
+
+/**
+ * Instance ids as clients may choose them: they appear in URLs and event streams, and never hold
+ * `@`, which separates agent and instance in `/v1`'s model names (`support@acme`).
+ */
+const instanceIdRule = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/
+
+const isRecord = (value: unknown): value is Readonly<Record<string, unknown>> =>
+  typeof value === "object" && value !== null && !Array.isArray(value)
+
+const invalid = (message: string, issues: ReadonlyArray<ReadableIssue>) =>
+  new InvalidInstance({ message: `${message}:\n${issues.map((issue) => `${issue.path}: ${issue.message}`).join("\n")}`, issues })
+
+/** `issues` under `prefix`: `context.company`. */
+const under = (prefix: string, issues: ReadonlyArray<ReadableIssue>): ReadonlyArray<ReadableIssue> =>
+  issues.map((issue) => ({ ...issue, path: fieldPath(prefix, issue.path) }))
+
+const fieldPath = (prefix: string, field: string): string => prefix === "" ? field : `${prefix}.${field}`
+
+const contextIssues = (error: ParseResult.ParseError): ReadonlyArray<ReadableIssue> =>
+  readableIssues(error, { root: "context" }).map((issue) => issue.path === "context" ? issue : { ...issue, path: `context.${issue.path}` })
+
+/**
+ * A context checked against the agent's schema and stored in its encoded form (defaults filled
+ * in); without a schema, any JSON object.
+ */
+export const checkContext = (schema: AnySchema | undefined, input: unknown): Either.Either<Readonly<Record<string, unknown>>, ReadonlyArray<ReadableIssue>> => {
+  if (schema === undefined) {
+    return isRecord(input) ? Either.right(input) : Either.left([{ path: "context", message: "expected an object" }])
+  }
+  const decoded = Schema.decodeUnknownEither(schema)(input, { errors: "all", onExcessProperty: "error" })
+  if (Either.isLeft(decoded)) return Either.left(contextIssues(decoded.left))
+  const encoded = Schema.encodeEither(schema)(decoded.right)
+  if (Either.isLeft(encoded)) return Either.left(contextIssues(encoded.left))
+  return isRecord(encoded.right) ? Either.right(encoded.right) : Either.left([{ path: "context", message: "the agent's context schema must describe an object" }])
+}
+
+/** `Instances` over the store, the current build, the event log and the secret box. */
+export const layer = Layer.effect(
+  Instances,
+  Effect.gen(function*() {
+    const storage = yield* InstanceStorage
+    const current = yield* CurrentApp
+    const events = yield* EventLog
+    const box = yield* SecretBox
+
+    const note = (ref: InstanceRef, content: EventContent) =>
+      Effect.gen(function*() {
+        const anchor = `${ref.agent}/${ref.id}@${yield* Clock.currentTimeMillis}`
+        yield* events.emit({
+          ...content,
+          traceId: traceIdOf(anchor),
+          spanId: spanIdOf(anchor, content.type),
+          parentSpanId: null,
+          runId: "",
+          conversationId: "",
+          instanceId: ref.id,
+          agent: ref.agent
+        })
+      })
+
+    const find = (ref: InstanceRef) =>
+      storage.get(ref.agent, ref.id).pipe(
+        Effect.flatMap(Option.match({
+          onNone: () =>
+            Effect.fail(new InstanceNotFound({
+              agent: ref.agent,
+              instance: ref.id,
+              message: `agent "${ref.agent}" has no instance "${ref.id}"; list them with GET /api/instances?agent=${ref.agent}`
+            })),
+          onSome: Effect.succeed
+        }))
+      )
+
+    const detail = (instance: InstanceRecord) =>
+      Effect.map(storage.installations(instance), (installations): InstanceDetail => ({ instance, installations }))
+
+    const agentOf = (app: CompiledApp, agent: string) => {
+      const found = app.agents.get(agent)
+      return found === undefined
+        ? Effect.fail(new AgentNotFound({ agent, message: `there is no agent "${agent}"; the agents are: ${[...app.agents.keys()].join(", ") || "(none)"}` }))
+        : Effect.succeed(found)
+    }
+
+    /** Checks requested installations and seals their secrets; `kept` supplies configs left out. */
+    const prepare = (
+      app: CompiledApp,
+      requests: ReadonlyArray<InstallRequest>,
+      path: (index: number) => string,
+      kept: (request: InstallRequest) => InstallationRecord | undefined = () => undefined
+    ) =>
+      Effect.gen(function*() {
+        const issues: Array<ReadableIssue> = []
+        const prepared: Array<NewInstallation> = []
+        requests.forEach((request, index) => {
+          const capability = app.capabilities.get(capabilityKey(request.kind, request.id))
+          if (capability === undefined) {
+            const known = [...app.capabilities.values()].map((c) => `${c.kind} ${c.id}`).join(", ")
+            issues.push({ path: fieldPath(path(index), "id"), message: `there is no installable ${request.kind} "${request.id}"; installable: ${known || "(none)"}` })
+            return
+          }
+          const previous = request.config === undefined ? kept(request) : undefined
+          if (previous !== undefined) {
+            prepared.push({ kind: request.kind, capability: request.id, config: previous.config, secrets: previous.secrets })
+            return
+          }
+          const split = splitConfig(capability.config, request.config ?? {})
+          if (Either.isLeft(split)) {
+            issues.push(...under(path(index), split.left))
+            return
+          }
+          prepared.push({ kind: request.kind, capability: request.id, config: split.right.config, secrets: sealSecrets(box, split.right) })
+        })
+        if (issues.length > 0) return yield* invalid("the installations are not valid", issues)
+        return prepared
+      })
+
+    const installedEvent = (installation: NewInstallation): EventContent => ({
+      type: "instance.installed",
+      data: { kind: installation.kind, capability: installation.capability, config: installation.config }
+    })
+
+    const create = Effect.fn("Instances.create")(function*(request: CreateRequest) {
+      const app = yield* current.get
+      const agent = yield* agentOf(app, request.agent)
+      const issues: Array<ReadableIssue> = []
+      if (request.id !== undefined && !instanceIdRule.test(request.id)) {
+        issues.push({ path: "id", message: "expected letters, digits and . _ : - (at most 128, starting with a letter or digit)" })
+      }
+      const context = checkContext(agent.definition.context, request.context ?? {})
+      if (Either.isLeft(context)) issues.push(...context.left)
+      if (issues.length > 0 || Either.isLeft(context)) return yield* invalid(`the instance of "${request.agent}" is not valid`, issues)
+      const installations = yield* prepare(app, request.installations ?? [], (index) => `installations[${index}]`)
+      const ref = { agent: request.agent, id: request.id ?? newId("inst") }
+      const made = yield* storage.create({ ...ref, provisioningKey: request.provisioningKey ?? null, context: context.right }, installations)
+      if (!made.created && request.provisioningKey === undefined) {
+        return yield* new InstanceConflict({
+          ...{ agent: ref.agent, instance: ref.id },
+          message: `agent "${ref.agent}" has an instance "${ref.id}" already; change it with PATCH /api/instances/${ref.id}?agent=${ref.agent}`
+        })
+      }
+      if (made.created) {
+        yield* note(ref, {
+          type: "instance.created",
+          data: {
+            provisioningKey: made.instance.provisioningKey,
+            context: made.instance.context,
+            installations: installations.map((i) => ({ kind: i.kind, capability: i.capability })),
+            ...(request.by === undefined ? {} : { by: request.by })
+          }
+        })
+        for (const installation of installations) yield* note(ref, installedEvent(installation))
+      }
+      return { ...(yield* detail(made.instance)), created: made.created }
+    })
+
+    const open = (ref: InstanceRef) =>
+      Effect.flatMap(find(ref), (instance) =>
+        instance.status === "archived"
+          ? Effect.fail(new InstanceConflict({
+            agent: ref.agent,
+            instance: ref.id,
+            message: `instance "${ref.id}" of agent "${ref.agent}" is archived: it keeps its history and changes no more`
+          }))
+          : Effect.succeed(instance))
+
+    const change = Effect.fn("Instances.change")(function*(ref: InstanceRef, request: ChangeRequest) {
+      const app = yield* current.get
+      const agent = yield* agentOf(app, ref.agent)
+      const instance = yield* open(ref)
+      const context = request.context === undefined ? undefined : checkContext(agent.definition.context, request.context)
+      if (context !== undefined && Either.isLeft(context)) return yield* invalid(`the context of "${ref.id}" is not valid`, context.left)
+      const before = yield* storage.installations(ref)
+      const wanted = request.installations === undefined
+        ? undefined
+        : yield* prepare(app, request.installations, (index) => `installations[${index}]`, (wish) =>
+          before.find((i) => i.kind === wish.kind && i.capability === wish.id))
+      const status = request.paused === undefined || request.paused === (instance.status === "paused")
+        ? undefined
+        : { status: request.paused ? "paused" as const : "active" as const, reason: request.paused ? request.reason ?? null : null }
+      if (context !== undefined || status !== undefined) yield* storage.update(ref, { context: context?.right, status })
+      if (context !== undefined) yield* note(ref, { type: "instance.updated", data: { context: context.right } })
+      if (status?.status === "paused") yield* note(ref, { type: "instance.paused", data: { reason: status.reason } })
+      if (status?.status === "active") yield* note(ref, { type: "instance.resumed", data: {} })
+      if (wanted !== undefined) {
+        for (const installation of wanted) {
+          const previous = before.find((i) => i.kind === installation.kind && i.capability === installation.capability)
+          if (previous !== undefined && previous.secrets === installation.secrets && JSON.stringify(previous.config) === JSON.stringify(installation.config)) continue
+          yield* storage.install(ref, installation)
+          yield* note(ref, installedEvent(installation))
+        }
+        for (const gone of before.filter((i) => !wanted.some((w) => w.kind === i.kind && w.capability === i.capability))) {
+          yield* storage.uninstall(ref, gone.kind, gone.capability)
+          yield* note(ref, { type: "instance.uninstalled", data: { kind: gone.kind, capability: gone.capability } })
+        }
+      }
+      return yield* Effect.flatMap(find(ref), detail)
+    })
+
+    return Instances.of({
+      create,
+      get: (ref) => Effect.flatMap(find(ref), detail),
+      change,
+      archive: Effect.fn("Instances.archive")(function*(ref: InstanceRef, reason?: string) {
+        const instance = yield* find(ref)
+        if (instance.status !== "archived") {
+          yield* storage.update(ref, { status: { status: "archived", reason: reason ?? null } })
+          yield* note(ref, { type: "instance.archived", data: { reason: reason ?? null } })
+        }
+        return yield* Effect.flatMap(find(ref), detail)
+      }),
+      install: Effect.fn("Instances.install")(function*(ref: InstanceRef, request: InstallRequest) {
+        const app = yield* current.get
+        yield* open(ref)
+        const [installation] = yield* prepare(app, [request], () => "")
+        if (installation === undefined) return yield* Effect.dieMessage("prepare returned no installation for one request")
+        const stored = yield* storage.install(ref, installation)
+        yield* note(ref, installedEvent(installation))
+        return stored
+      }),
+      uninstall: Effect.fn("Instances.uninstall")(function*(ref: InstanceRef, kind: CapabilityKind, id: string) {
+        yield* find(ref)
+        if (yield* storage.uninstall(ref, kind, id)) yield* note(ref, { type: "instance.uninstalled", data: { kind, capability: id } })
+      }),
+      installed: (app, ref) =>
+        Effect.gen(function*() {
+          const usable: Array<InstalledCapability> = []
+          const unusable: Array<UnusableInstallation> = []
+          for (const installation of yield* storage.installations(ref)) {
+            const capability = app.capabilities.get(capabilityKey(installation.kind, installation.capability))
+            if (capability === undefined) {
+              unusable.push({ kind: installation.kind, id: installation.capability, reason: "it is not installable in the current build" })
+              continue
+            }
+            const opened = yield* Effect.either(openConfig(box, capability.config, installation))
+            if (Either.isRight(opened)) usable.push({ capability, config: opened.right })
+            else unusable.push({ kind: installation.kind, id: installation.capability, reason: reasonOf(opened.left) })
+          }
+          return { usable, unusable }
+        })
+    })
+  })
+)
+
+const reasonOf = (error: SecretUnreadable | { readonly _tag: "ParseError"; readonly message: string }): string =>
+  error._tag === "SecretUnreadable" ? error.message : `its config no longer matches the capability's schema (${error.message.split("\n")[0]}); install it again`
+
+export { CapabilityKind }

@@ -1,0 +1,107 @@
+/**
+ * Instances as stored, once per backend (SQLite and PostgreSQL): created with their installations
+ * in one transaction, found by provisioning key, paged by cursor, paused and archived (which the
+ * run journal's submission then refuses), and installations found by capability.
+ */
+import { describe, expect, it } from "@effect/vitest"
+import { Effect, Either, Option, TestClock } from "effect"
+import type { InstancePageEntry } from "../../src/durable/InstanceStorage.js"
+import { backends, freshStorage } from "../journal/backends.js"
+import { newRun, submit } from "../journal/fixtures.js"
+
+const installation = (capability: string) => ({ kind: "tool" as const, capability, config: { baseUrl: "https://crm.test" }, secrets: null })
+
+const idsOf = (page: ReadonlyArray<InstancePageEntry>) => page.map(({ instance }) => `${instance.agent}/${instance.id}`)
+
+for (const backend of backends) {
+  describe.skipIf(backend.skip)(`instances on ${backend.name}`, () => {
+    it.scoped("creates an instance with its installations at once, and returns the same one for its provisioning key", () =>
+      Effect.gen(function*() {
+        const { instances } = yield* freshStorage(backend)
+        yield* TestClock.setTime(1_000)
+        const made = yield* instances.create(
+          { agent: "shop", id: "acme", provisioningKey: "customer-1", context: { company: "Acme" } },
+          [installation("crm-notes"), installation("billing")]
+        )
+        expect(made.created).toBe(true)
+        expect(made.instance).toMatchObject({ id: "acme", provisioningKey: "customer-1", status: "active", context: { company: "Acme" } })
+        expect((yield* instances.installations({ agent: "shop", id: "acme" })).map((i) => i.capability)).toEqual(["billing", "crm-notes"])
+
+        // Another id with the same key: nothing is written, the first instance comes back.
+        const again = yield* instances.create({ agent: "shop", id: "other", provisioningKey: "customer-1", context: {} }, [installation("x")])
+        expect(again.created).toBe(false)
+        expect(again.instance.id).toBe("acme")
+        expect(Option.isNone(yield* instances.get("shop", "other"))).toBe(true)
+        expect((yield* instances.installations({ agent: "shop", id: "other" })).length).toBe(0)
+        expect(Option.map(yield* instances.findByKey("shop", "customer-1"), (i) => i.id)).toEqual(Option.some("acme"))
+        // Keys are per agent.
+        const elsewhere = yield* instances.create({ agent: "support", id: "acme", provisioningKey: "customer-1", context: {} }, [])
+        expect(elsewhere.created).toBe(true)
+      }))
+
+    it.scoped("pages through instances by cursor, filtered by agent, status and search", () =>
+      Effect.gen(function*() {
+        const { instances } = yield* freshStorage(backend)
+        for (let i = 0; i < 25; i++) {
+          const id = `customer-${String(i).padStart(2, "0")}`
+          yield* instances.create({ agent: i % 2 === 0 ? "shop" : "support", id, provisioningKey: i === 7 ? "Globex-7" : null, context: {} }, [])
+        }
+        const seen: Array<string> = []
+        let after: { agent: string; id: string } | undefined
+        while (true) {
+          const page = yield* instances.page({ limit: 10, after })
+          seen.push(...idsOf(page))
+          const last = page[page.length - 1]?.instance
+          if (page.length < 10 || last === undefined) break
+          after = { agent: last.agent, id: last.id }
+        }
+        expect(seen.length).toBe(25)
+        expect(new Set(seen).size).toBe(25)
+        expect(seen).toEqual([...seen].sort())
+        expect((yield* instances.page({ limit: 100, agent: "shop" })).length).toBe(13)
+        expect(idsOf(yield* instances.page({ limit: 100, search: "globex" }))).toEqual(["support/customer-07"])
+        expect(idsOf(yield* instances.page({ limit: 100, search: "MER-1" })).length).toBe(10)
+
+        yield* instances.update({ agent: "shop", id: "customer-00" }, { status: { status: "paused", reason: "unpaid" } })
+        const paused = yield* instances.page({ limit: 100, status: "paused" })
+        expect(paused.map(({ instance }) => [instance.id, instance.statusReason])).toEqual([["customer-00", "unpaid"]])
+      }))
+
+    it.scoped("a paused or archived instance takes no submission; an active or new one does", () =>
+      Effect.gen(function*() {
+        const { instances, journal, store } = yield* freshStorage(backend)
+        yield* instances.create({ agent: "shop", id: "acme", provisioningKey: null, context: {} }, [])
+        yield* instances.update({ agent: "shop", id: "acme" }, { status: { status: "paused", reason: null } })
+        const refused = yield* Effect.either(submit(journal, newRun("run_1")))
+        expect(Either.isLeft(refused) && refused.left._tag).toBe("InstanceClosed")
+        expect(Option.isNone(yield* store.getRun("run_1"))).toBe(true)
+
+        yield* instances.update({ agent: "shop", id: "acme" }, { status: { status: "active", reason: null } })
+        yield* submit(journal, newRun("run_2"))
+        yield* instances.update({ agent: "shop", id: "acme" }, { status: { status: "archived", reason: "churned" } })
+        const archived = yield* Effect.either(submit(journal, newRun("run_3", { conversationId: "c2" })))
+        expect(Either.isLeft(archived) && archived.left._tag).toBe("InstanceClosed")
+        // Its history stays.
+        expect(Option.map(yield* store.getRun("run_2"), (run) => run.status)).toEqual(Option.some("queued"))
+        // An instance that does not exist yet is made by the submission, as before.
+        yield* submit(journal, newRun("run_4", { instanceId: "new", conversationId: "c3" }))
+        expect(Option.map(yield* instances.get("shop", "new"), (i) => i.status)).toEqual(Option.some("active"))
+      }))
+
+    it.scoped("installs, replaces and uninstalls, and finds the active instances that have a capability", () =>
+      Effect.gen(function*() {
+        const { instances } = yield* freshStorage(backend)
+        for (const id of ["a", "b", "c"]) yield* instances.create({ agent: "shop", id, provisioningKey: null, context: {} }, [])
+        yield* instances.install({ agent: "shop", id: "a" }, installation("crm-notes"))
+        yield* instances.install({ agent: "shop", id: "b" }, installation("crm-notes"))
+        const replaced = yield* instances.install({ agent: "shop", id: "b" }, { ...installation("crm-notes"), config: { baseUrl: "https://b.test" }, secrets: "sealed" })
+        expect(replaced).toMatchObject({ config: { baseUrl: "https://b.test" }, secrets: "sealed" })
+        yield* instances.update({ agent: "shop", id: "a" }, { status: { status: "paused", reason: null } })
+        expect((yield* instances.withInstallation("shop", "tool", "crm-notes")).map((i) => i.id)).toEqual(["b"])
+        expect((yield* instances.page({ limit: 10 })).map((entry) => [entry.instance.id, entry.installations])).toEqual([["a", 1], ["b", 1], ["c", 0]])
+        expect(yield* instances.uninstall({ agent: "shop", id: "b" }, "tool", "crm-notes")).toBe(true)
+        expect(yield* instances.uninstall({ agent: "shop", id: "b" }, "tool", "crm-notes")).toBe(false)
+        expect((yield* instances.withInstallation("shop", "tool", "crm-notes")).length).toBe(0)
+      }))
+  })
+}
