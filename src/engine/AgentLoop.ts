@@ -6,13 +6,12 @@
  * after a crash asks no recorded turn again and runs no recorded tool call again; a call that
  * started but was not recorded runs again (with the same idempotency key).
  */
-import { Array as Arr, Cause, Clock, Duration, Effect, Option } from "effect"
+import { Array as Arr, Cause, Clock, Duration, Effect, Either, Option } from "effect"
 import type { CompiledAgent, CompiledApp } from "../compiler/CompiledApp.js"
 import { type InstanceInfo, modelsOf } from "../definitions/defineAgent.js"
 import { type RunRecord, UsageSums } from "../durable/records.js"
 import { ApprovalStorage } from "../durable/ApprovalStorage.js"
 import { newId } from "../durable/ids.js"
-import { InstanceStorage } from "../durable/InstanceStorage.js"
 import type { StoreError } from "../durable/StoreError.js"
 import { Store } from "../durable/Store.js"
 import type { Lease, TurnUsage } from "../journal/journalRecords.js"
@@ -24,6 +23,7 @@ import { budgetMessage, budgetsOf, type Exceeded, hasDailyBudget, instanceOverBu
 import { closeOpenCalls } from "./closeOpenCalls.js"
 import { askModel } from "./modelStep.js"
 import { makeRunContext, redactionOf, type RunContext } from "./RunContext.js"
+import { decodeContext, InstanceContextInvalid, isContext, makeRunInstance, type RunInstance } from "./RunInstance.js"
 import { makeRunTranscript } from "./runTranscript.js"
 import { makeStepBuffer, type StepBuffer } from "./StepBuffer.js"
 import { toolCallStep } from "./toolCallStep.js"
@@ -32,17 +32,27 @@ import type { JournalEntry } from "./transcript.js"
 /** How a run's execution ended (a suspended run continues later). */
 export type RunOutcome = "completed" | "failed" | "suspended"
 
-/** The agent's instructions; instructions that are a function of the instance read the instance first. */
-const systemPrompt = (agent: CompiledAgent, run: RunRecord) =>
+/**
+ * The agent's instructions; instructions that are a function of the instance read it first, its
+ * context decoded by the agent's `context` schema when it declares one.
+ */
+const systemPrompt = (agent: CompiledAgent, run: RunRecord, instance: RunInstance) =>
   Effect.gen(function*() {
     const instructions = agent.definition.instructions
     let text: string
     if (typeof instructions === "function") {
-      // Every way a run is created makes its instance first, so a read is enough (made here only if it went missing).
-      const instances = yield* InstanceStorage
-      const found = yield* instances.get(run.agent, run.instanceId)
-      const instance = Option.isSome(found) ? found.value : yield* instances.ensure(run.agent, run.instanceId)
-      const info: InstanceInfo = { id: instance.id, context: instance.context }
+      const stored = yield* instance.context
+      const schema = agent.definition.context
+      const decoded = schema === undefined ? Either.right(stored) : decodeContext(schema, stored, run)
+      if (Either.isLeft(decoded)) {
+        return yield* new InstanceContextInvalid({
+          message: `the context of instance "${run.instanceId}" does not match the context schema of agent "${agent.id}" (${agent.file}):\n${decoded.left}`
+        })
+      }
+      if (!isContext(decoded.right)) {
+        return yield* new InstanceContextInvalid({ message: `the context schema of agent "${agent.id}" (${agent.file}) must describe an object` })
+      }
+      const info: InstanceInfo = { id: instance.id, context: decoded.right }
       text = instructions({ instance: info })
     } else {
       text = instructions
@@ -94,6 +104,7 @@ export const runAgent = Effect.fn("engine.runAgent")(function*(app: CompiledApp,
   return yield* executeRun(app, agent, run, step, journal).pipe(
     Effect.catchTag("ModelError", (error) => failRun(run, step, journal, `model ${error.model} failed (${error.kind}): ${error.message}`)),
     Effect.catchTag("McpServerUnavailable", (error) => failRun(run, step, journal, error.message)),
+    Effect.catchTag("InstanceContextInvalid", (error) => failRun(run, step, journal, error.message)),
     Effect.catchAllCause((cause) =>
       Cause.isInterruptedOnly(cause) || Cause.failureOption(cause).pipe(Option.exists((e) => e._tag === "LeaseLost"))
         ? Effect.failCause(cause)
@@ -118,10 +129,11 @@ const executeRun = (app: CompiledApp, agent: CompiledAgent, run: RunRecord, step
     journal.push(...(yield* store.listMessages(run.conversationId)))
     // The run's own messages decide its next step: other runs of the conversation may have
     // added theirs while this one was suspended.
-    const context = makeRunContext(app, agent, run, step, journal)
+    const instance = yield* makeRunInstance(app, agent, run)
+    const context = makeRunContext(app, agent, run, instance, step, journal)
     if (context.mine.length === 0) context.record({ _tag: "user", content: run.input })
     const { fitContext, transcript } = yield* makeRunTranscript(context, models)
-    const system = yield* systemPrompt(agent, run)
+    const system = yield* systemPrompt(agent, run, instance)
     const budget = yield* makeBudgetCheck(context)
     let turn = context.mine.filter((m) => m._tag === "assistant").length
     let consecutiveFailures = 0
@@ -166,7 +178,7 @@ const executeRun = (app: CompiledApp, agent: CompiledAgent, run: RunRecord, step
       const before = yield* budget.beforeTurn
       if (before !== undefined) return before
       // Listed every turn: an MCP server's tools change (`list_changed`) while a run goes on.
-      const specs = [...(yield* agentTools(agent)).values()].map((t) => t.spec)
+      const specs = [...(yield* agentTools(agent, instance.installed)).values()].map((t) => t.spec)
       turn++
       const result = yield* askModel({
         step,
@@ -176,7 +188,7 @@ const executeRun = (app: CompiledApp, agent: CompiledAgent, run: RunRecord, step
         config,
         request: (overflowed) =>
           Effect.flatMap(transcript, (messages) => fitContext({ system, messages, tools: specs }, `turn:${turn}`, overflowed)),
-        redactionOf: (name) => redactionOf(agent, name)
+        redactionOf: (name) => redactionOf(context, name)
       })
       context.record({ _tag: "assistant", content: result.text, toolCalls: result.toolCalls })
       const after = yield* budget.afterTurn(result.usage)

@@ -1,6 +1,7 @@
 /**
- * What one execution of a run carries from step to step: the run, its agent and app, the step
- * being written, the conversation's transcript as this execution knows it, and how to add to it.
+ * What one execution of a run carries from step to step: the run, its agent and app, its instance
+ * (and so the tools it installed), the step being written, the conversation's transcript as this
+ * execution knows it, and how to add to it.
  */
 import { Effect } from "effect"
 import type { CompiledAgent, CompiledApp } from "../compiler/CompiledApp.js"
@@ -8,6 +9,7 @@ import type { RunRecord } from "../durable/records.js"
 import type { ChatMessage, ToolCall } from "../models/Model.js"
 import type { ToolOutcome } from "./executeTool.js"
 import { redactFields } from "./redact.js"
+import type { RunInstance } from "./RunInstance.js"
 import type { StepBuffer } from "./StepBuffer.js"
 import type { JournalEntry } from "./transcript.js"
 import type { StoreError } from "../durable/StoreError.js"
@@ -18,6 +20,8 @@ export interface RunContext {
   readonly app: CompiledApp
   readonly agent: CompiledAgent
   readonly run: RunRecord
+  /** Its instance: the model turns and the tool calls of this execution offer the same tools. */
+  readonly instance: RunInstance
   readonly step: StepBuffer
   /** The conversation's messages, stored and added by this execution. */
   readonly journal: Array<JournalEntry>
@@ -34,6 +38,7 @@ export const makeRunContext = (
   app: CompiledApp,
   agent: CompiledAgent,
   run: RunRecord,
+  instance: RunInstance,
   step: StepBuffer,
   journal: Array<JournalEntry>
 ): RunContext => {
@@ -43,6 +48,7 @@ export const makeRunContext = (
     app,
     agent,
     run,
+    instance,
     step,
     journal,
     mine,
@@ -60,17 +66,20 @@ export const makeRunContext = (
   }
 }
 
+/** What decides a tool's redactions: the agent's own tools, then those its run's instance installed. */
+type ToolOwners = Pick<RunContext, "agent" | "instance">
+
 /** The names of fields a tool's events hide. */
-export const redactionOf = (agent: CompiledAgent, toolName: string): ReadonlySet<string> =>
-  new Set(agent.tools.get(toolName)?.definition.redact ?? [])
+export const redactionOf = ({ agent, instance }: ToolOwners, toolName: string): ReadonlySet<string> =>
+  new Set((agent.tools.get(toolName) ?? instance.installed.tools.get(toolName))?.definition.redact ?? [])
 
 /** A tool's input or output as events may show it: its redacted fields replaced. */
-export const hide = (agent: CompiledAgent, toolName: string) => (value: unknown): unknown => redactFields(value, redactionOf(agent, toolName))
+export const hide = (owners: ToolOwners, toolName: string) => (value: unknown): unknown => redactFields(value, redactionOf(owners, toolName))
 
 /** Records a call's result for the model and says in an event how it ended. */
 export const answer = (context: RunContext, call: ToolCall, outcome: ToolOutcome, durationMs: number) => {
   context.record({ _tag: "tool", toolCallId: call.id, name: call.name, content: outcome.content })
-  const shown = hide(context.agent, call.name)
+  const shown = hide(context, call.name)
   const span = `tool:${call.id}`
   return outcome._tag === "Succeeded"
     ? context.step.emit("tool.call.completed", span, { toolCallId: call.id, tool: call.name, input: shown(outcome.input), output: shown(outcome.output), durationMs })

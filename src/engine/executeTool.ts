@@ -109,7 +109,7 @@ const withinLimit = (outcome: ToolOutcome, limit: number): ToolOutcome => ({ ...
  */
 export const runTool = Effect.fn("engine.runTool")(function*(
   call: DecodedCall,
-  context: Omit<ToolRunContext, "idempotencyKey">,
+  context: Omit<ToolRunContext<unknown>, "idempotencyKey">,
   services: Context.Context<unknown>,
   limits: ToolLimits
 ) {
@@ -119,7 +119,7 @@ export const runTool = Effect.fn("engine.runTool")(function*(
 /** The call itself, under its tool's timeout (or `defaultTimeout`), its output encoded. */
 const runWithTimeout = Effect.fnUntraced(function*(
   { input, rawInput, tool }: DecodedCall,
-  context: Omit<ToolRunContext, "idempotencyKey">,
+  context: Omit<ToolRunContext<unknown>, "idempotencyKey">,
   services: Context.Context<unknown>,
   defaultTimeout: Duration.DurationInput
 ) {

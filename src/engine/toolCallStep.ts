@@ -6,7 +6,10 @@
  */
 import { Clock, Effect, Either } from "effect"
 import { InstanceStorage } from "../durable/InstanceStorage.js"
-import { agentTools } from "../mcp/mcpTools.js"
+import type { CompiledTool } from "../compiler/CompiledApp.js"
+import type { InstanceInfo } from "../definitions/defineAgent.js"
+import { Instances } from "../instances/Instances.js"
+import { agentTools, ownAndInstalled } from "../mcp/mcpTools.js"
 import type { ToolCall } from "../models/Model.js"
 import { runTimerTool } from "./agentTimers.js"
 import { approvalGate } from "./approvalGate.js"
@@ -14,6 +17,7 @@ import { awaitChild, emitFrom, spawnFrom } from "./childRuns.js"
 import { decodeCall, failedOutcome, runTool } from "./executeTool.js"
 import { deniedByRule, matchingRule } from "./permissions.js"
 import { answer, hide, type RunContext } from "./RunContext.js"
+import { decodeContext, isContext } from "./RunInstance.js"
 import { RunStarter } from "./RunStarter.js"
 
 /** How a call left the run: answered (and whether it ran and failed), or the run waits. */
@@ -23,19 +27,36 @@ export type CallOutcome =
 
 const answered = (ran = false, ranAndFailed?: string): CallOutcome => ({ _tag: "Answered", ran, ranAndFailed })
 
+/**
+ * The instance as `tool` reads it: its context decoded by the tool's `context` schema when it
+ * declares one (else as stored); `Left` says which field is wrong and how to set it.
+ */
+const instanceFor = (context: RunContext, tool: CompiledTool) =>
+  Effect.map(context.instance.context, (stored): Either.Either<InstanceInfo, string> => {
+    const schema = tool.definition.context
+    if (schema === undefined) return Either.right({ id: context.instance.id, context: stored })
+    const where = `${tool.name} cannot run: the context of instance "${context.run.instanceId}" does not match the tool's context schema` +
+      (tool.file === undefined ? "" : ` (${tool.file})`)
+    return decodeContext(schema, stored, context.run).pipe(
+      Either.mapLeft((problem) => `${where}:\n${problem}`),
+      Either.flatMap((decoded) => isContext(decoded) ? Either.right({ id: context.instance.id, context: decoded }) : Either.left(`${where}: it must describe an object`))
+    )
+  })
+
 /** Takes `call` of `context`'s run to its answer, or to a suspension. */
 export const toolCallStep = (context: RunContext, call: ToolCall) =>
   Effect.gen(function*() {
     const { agent, app, run, step } = context
     const config = app.table.config
-    const shown = hide(agent, call.name)
-    const listed = yield* Effect.either(agentTools(agent))
-    if (Either.isLeft(listed) && !agent.tools.has(call.name)) {
-      // The agent's MCP servers cannot be reached: its own tools still run, the others are answered why not.
+    const shown = hide(context, call.name)
+    const listed = yield* Effect.either(agentTools(agent, context.instance.installed))
+    const withoutServers = ownAndInstalled(agent, context.instance.installed)
+    if (Either.isLeft(listed) && !withoutServers.has(call.name)) {
+      // An MCP server cannot be reached: the other tools still run, its own are answered why not.
       yield* answer(context, call, failedOutcome(call.arguments, listed.left.message), 0)
       return answered()
     }
-    const tools = Either.getOrElse(listed, () => agent.tools)
+    const tools = Either.getOrElse(listed, () => withoutServers)
     const decoded = yield* decodeCall(tools.get(call.name), call, [...tools.keys()])
     if (decoded._tag === "Left") {
       // Calls that never ran (bad arguments, unknown tool) are answered without a start event.
@@ -62,6 +83,12 @@ export const toolCallStep = (context: RunContext, call: ToolCall) =>
       yield* answer(context, call, waited, 0)
       return answered()
     }
+    const instance = yield* instanceFor(context, decoded.right.tool)
+    if (Either.isLeft(instance)) {
+      // Nothing the model can change: counted as a failed call, so that a model retrying it is stopped by maxToolFailures.
+      yield* answer(context, call, failedOutcome(decoded.right.rawInput, instance.left), 0)
+      return answered(true, instance.left)
+    }
     const gate = yield* approvalGate(run, step, call, decoded.right, rule, config.approvalTimeout, shown)
     if (gate._tag === "Wait") {
       yield* step.emit("run.suspended", "run", { reason: "approval", approvalId: gate.approvalId, tool: call.name })
@@ -73,7 +100,8 @@ export const toolCallStep = (context: RunContext, call: ToolCall) =>
       return answered()
     }
     const starter = yield* RunStarter
-    const instances = yield* InstanceStorage
+    const storage = yield* InstanceStorage
+    const instances = yield* Instances
     const started = yield* Clock.currentTimeMillis
     yield* step.emit("tool.call.started", `tool:${call.id}`, { toolCallId: call.id, tool: call.name, input: shown(decoded.right.rawInput) })
     yield* context.commit()
@@ -83,8 +111,14 @@ export const toolCallStep = (context: RunContext, call: ToolCall) =>
       instanceId: run.instanceId,
       agent: run.agent,
       toolCallId: call.id,
+      instance: instance.right,
+      config: context.instance.configOf(decoded.right.tool),
       spawn: spawnFrom(app, run, starter, call.id),
-      emit: (name, payload) => emitFrom(app, run, starter, step, call.id)(name, payload).pipe(Effect.provideService(InstanceStorage, instances))
+      emit: (name, payload) =>
+        emitFrom(app, run, starter, step, call.id)(name, payload).pipe(
+          Effect.provideService(InstanceStorage, storage),
+          Effect.provideService(Instances, instances)
+        )
     }, app.services, { timeout: config.toolTimeout, outputLimit: config.toolOutputLimit })
     yield* answer(context, call, outcome, (yield* Clock.currentTimeMillis) - started)
     return answered(true, outcome._tag === "Failed" ? outcome.error : undefined)

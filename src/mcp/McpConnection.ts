@@ -5,10 +5,11 @@
  * offer and every call is answered with `McpServerNotRunning`, so the model learns why.
  */
 import { Client } from "@modelcontextprotocol/sdk/client/index.js"
+import { StreamableHTTPError } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
 import { ErrorCode, McpError, type Tool, ToolListChangedNotificationSchema } from "@modelcontextprotocol/sdk/types.js"
 import { Duration, Effect, Either, Runtime, Schedule, Scope } from "effect"
 import { durationText } from "../engine/executeTool.js"
-import { McpCallTimedOut, McpServerNotRunning, McpServerUnavailable, McpToolFailed } from "./McpErrors.js"
+import { McpCallTimedOut, McpServerNotRunning, type McpServerUnavailable, McpToolFailed, unavailable as unavailableFor } from "./McpErrors.js"
 import type { McpMount } from "./McpMount.js"
 import { defaultMcpTimeout, isStdio } from "./McpServerSpec.js"
 import { openTransport } from "./openTransport.js"
@@ -26,6 +27,8 @@ interface Session {
   stale: boolean
   /** The end of the server's stderr, for the log when it goes away. */
   readonly stderr: () => string
+  /** Ends the session on the server's side (see `OpenedTransport.end`). */
+  readonly end: () => Promise<void>
 }
 
 type State =
@@ -52,6 +55,15 @@ const messageOf = (error: unknown): string =>
   error instanceof Error
     ? error.cause instanceof Error ? `${error.message} (${error.cause.message})` : error.message
     : String(error)
+
+/** Why connecting failed, as a person fixing it reads it: refused credentials said as such. */
+const connectFailure = (error: unknown): string =>
+  error instanceof StreamableHTTPError && (error.code === 401 || error.code === 403)
+    ? `the server refused the credentials (HTTP ${error.code}): ${messageOf(error)}; check the token or headers it is given`
+    : messageOf(error)
+
+/** How long a server may take to acknowledge the end of a session before the transport is closed anyway. */
+const endTimeout = "2 seconds"
 
 /** Every page of `tools/list`. */
 const listTools = (client: Client, timeout: number) =>
@@ -91,19 +103,22 @@ export const make = (mount: McpMount, policy: ConnectionPolicy) =>
     // Read through here: the state changes under the lock while a caller waits, which narrowing cannot see.
     const current = (): State => state
 
-    const unavailable = (reason: string) => new McpServerUnavailable({ server: mount.name, declaredIn: mount.declaredIn, reason })
+    const unavailable = (reason: string) => unavailableFor(mount, reason)
 
+    /** Closes the session; one still alive is ended on the server's side first. */
     const close = (session: Session) =>
-      Effect.promise(() => {
+      Effect.gen(function*() {
+        const alive = session.gone === undefined
         session.closing = true
-        return session.client.close().catch(() => undefined)
+        if (alive) yield* Effect.ignore(Effect.timeout(Effect.tryPromise(() => session.end()), endTimeout))
+        yield* Effect.promise(() => session.client.close().catch(() => undefined))
       })
 
     /** Starts the server and lists its tools. */
     const connect = Effect.gen(function*() {
       const opened = yield* openTransport(mount)
       const client = new Client(clientInfo, { capabilities: {} })
-      const session: Session = { client, gone: undefined, closing: false, tools: [], stale: false, stderr: opened.stderr }
+      const session: Session = { client, gone: undefined, closing: false, tools: [], stale: false, stderr: opened.stderr, end: opened.end }
       client.setNotificationHandler(ToolListChangedNotificationSchema, () => {
         session.stale = true
       })
@@ -116,7 +131,7 @@ export const make = (mount: McpMount, policy: ConnectionPolicy) =>
       }
       yield* Effect.tryPromise({
         try: () => client.connect(opened.transport, { timeout: connectMillis }),
-        catch: (error) => unavailable(messageOf(error))
+        catch: (error) => unavailable(connectFailure(error))
       }).pipe(Effect.onError(() => close(session)))
       const pid = opened.pid()
       if (pid !== null) closedReason = `its process ${pid} exited`

@@ -1,6 +1,7 @@
 /**
  * An MCP server as one agent mounts it: the compiler resolves an agent's `mcp` (its own
- * declarations, and the config's servers it names) into these.
+ * declarations, and the config's servers it names) into these; a run adds one for each MCP server
+ * its instance installed.
  */
 import type { AgentMcp, McpServerSpec } from "./McpServerSpec.js"
 
@@ -13,6 +14,11 @@ export interface McpMount {
   readonly declaredIn: string
   /** The project folder: what a stdio server's `cwd` is relative to, and its default. */
   readonly root: string
+  /**
+   * Set for a server an instance installed: its connection is that instance's own (made with its
+   * config's credentials) and is closed when the instance leaves it idle.
+   */
+  readonly instance?: { readonly agent: string; readonly id: string }
 }
 
 /** The separator between a server's name and its tool's name: `files__read`. */

@@ -8,7 +8,7 @@ import { Array as Arr, Duration, Effect, Option, Schema } from "effect"
 import type { CompiledAgent, CompiledTool } from "../compiler/CompiledApp.js"
 import { defineTool } from "../definitions/defineTool.js"
 import { McpClients } from "./McpClients.js"
-import { McpServerUnavailable } from "./McpErrors.js"
+import { type McpServerUnavailable, unavailable } from "./McpErrors.js"
 import { type McpMount, toolSeparator } from "./McpMount.js"
 import { defaultMcpTimeout } from "./McpServerSpec.js"
 
@@ -54,39 +54,57 @@ const compileMcpTool = (clients: McpClients["Type"], mount: McpMount, tool: Tool
   }
 }
 
+/** What a run's instance installed, as the run offers it: tools by model-facing name, and MCP servers. */
+export interface InstalledTools {
+  readonly tools: ReadonlyMap<string, CompiledTool>
+  readonly mounts: ReadonlyArray<McpMount>
+}
+
+/** An instance that installed nothing (or an app with nothing installable). */
+export const nothingInstalled: InstalledTools = { tools: new Map(), mounts: [] }
+
+/** The agent's own tools, then the installed ones whose names are free. */
+export const ownAndInstalled = (agent: CompiledAgent, installed: InstalledTools): ReadonlyMap<string, CompiledTool> => {
+  if (installed.tools.size === 0) return agent.tools
+  const all = new Map(agent.tools)
+  for (const [name, tool] of installed.tools) if (!all.has(name)) all.set(name, tool)
+  return all
+}
+
 /**
- * The tools the agent offers now: its own, then each server's under its prefix (a name taken by
- * one of its own tools stays its own). Fails when a server has never been reachable.
+ * The tools a run of the agent offers now: its own, its servers' under their prefixes, then what
+ * its instance installed (a name already taken stays with what took it first, so the agent's own
+ * tools always win). Fails when a server has never been reachable.
  */
-export const agentTools = (agent: CompiledAgent): Effect.Effect<ReadonlyMap<string, CompiledTool>, McpServerUnavailable> => {
-  const mounts = agent.mcp
-  if (!Arr.isNonEmptyReadonlyArray(mounts)) return Effect.succeed(agent.tools)
+export const agentTools = (
+  agent: CompiledAgent,
+  installed: InstalledTools = nothingInstalled
+): Effect.Effect<ReadonlyMap<string, CompiledTool>, McpServerUnavailable> => {
+  const mounts = [...agent.mcp, ...installed.mounts]
+  if (!Arr.isNonEmptyReadonlyArray(mounts)) return Effect.succeed(ownAndInstalled(agent, installed))
   return Effect.gen(function*() {
     // Optional so that the dispatcher's context need not name it; every project runtime provides it.
     const found = yield* Effect.serviceOption(McpClients)
     if (Option.isNone(found)) {
-      const [first] = mounts
-      return yield* new McpServerUnavailable({
-        server: first.name,
-        declaredIn: first.declaredIn,
-        reason: "this runtime has no MCP client (provide McpClients.layer())"
-      })
+      return yield* unavailable(mounts[0], "this runtime has no MCP client (provide McpClients.layer())")
     }
     const clients = found.value
     const listed = yield* Effect.forEach(mounts, (mount) => Effect.map(clients.tools(mount), (tools) => ({ mount, tools })), {
       concurrency: "unbounded"
     })
     const all = new Map(agent.tools)
-    for (const { mount, tools } of listed) {
-      for (const tool of tools) {
+    const add = (mount: McpMount, tools: ReadonlyArray<Tool>) =>
+      Effect.forEach(tools, (tool) => {
         const name = mcpToolName(mount.name, tool.name)
         if (name === undefined) {
-          yield* Effect.logWarning(`MCP server ${mount.name}: the tool ${tool.name} is left out, its name is too long for models`)
-        } else if (!all.has(name)) {
-          all.set(name, compileMcpTool(clients, mount, tool, name))
+          return Effect.logWarning(`MCP server ${mount.name}: the tool ${tool.name} is left out, its name is too long for models`)
         }
-      }
-    }
+        if (!all.has(name)) all.set(name, compileMcpTool(clients, mount, tool, name))
+        return Effect.void
+      }, { discard: true })
+    for (const { mount, tools } of listed) if (mount.instance === undefined) yield* add(mount, tools)
+    for (const [name, tool] of installed.tools) if (!all.has(name)) all.set(name, tool)
+    for (const { mount, tools } of listed) if (mount.instance !== undefined) yield* add(mount, tools)
     return all
   })
 }

@@ -7,7 +7,7 @@ import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js"
 import { Effect, Redacted } from "effect"
-import { McpServerUnavailable } from "./McpErrors.js"
+import { type McpServerUnavailable, unavailable } from "./McpErrors.js"
 import type { McpMount } from "./McpMount.js"
 import { isStdio, type McpServerSpec } from "./McpServerSpec.js"
 
@@ -18,6 +18,11 @@ export interface OpenedTransport {
   readonly pid: () => number | null
   /** The end of what the server wrote to stderr (stdio): it often says why it died. */
   readonly stderr: () => string
+  /**
+   * Tells the server the session is over before the transport closes: an HTTP session is deleted
+   * (`DELETE` with its session id), so that the server frees it at once; a process just exits.
+   */
+  readonly end: () => Promise<void>
 }
 
 type Values = NonNullable<Extract<McpServerSpec, { readonly headers?: unknown }>["headers"]>
@@ -31,7 +36,7 @@ const readValues = (mount: McpMount, field: "env" | "headers", values: Values | 
         Effect.map((secret) => [key, Redacted.value(secret)] as const),
         // A redacted Config's own message is "<redacted>"; its string form names the missing variable.
         Effect.mapError((error) =>
-          new McpServerUnavailable({ server: mount.name, declaredIn: mount.declaredIn, reason: `cannot read ${field}.${key}: ${String(error)}` })
+          unavailable(mount, `cannot read ${field}.${key}: ${String(error)}`)
         )
       )).pipe(Effect.map(Object.fromEntries<string>))
 
@@ -45,7 +50,7 @@ export const openTransport = (mount: McpMount): Effect.Effect<OpenedTransport, M
     if (!isStdio(spec)) {
       const headers = yield* readValues(mount, "headers", spec.headers)
       const transport = new StreamableHTTPClientTransport(new URL(spec.url), { requestInit: { headers } })
-      return { transport, pid: () => null, stderr: () => "" }
+      return { transport, pid: () => null, stderr: () => "", end: () => transport.terminateSession() }
     }
     const env = yield* readValues(mount, "env", spec.env)
     const transport = new StdioClientTransport({
@@ -60,5 +65,5 @@ export const openTransport = (mount: McpMount): Effect.Effect<OpenedTransport, M
     transport.stderr?.on("data", (chunk: Buffer) => {
       stderr = (stderr + chunk.toString("utf8")).slice(-stderrTail)
     })
-    return { transport, pid: () => transport.pid, stderr: () => stderr }
+    return { transport, pid: () => transport.pid, stderr: () => stderr, end: () => Promise.resolve() }
   })

@@ -8,7 +8,7 @@ import { join } from "node:path"
 import { HttpServer } from "@effect/platform"
 import { NodeContext } from "@effect/platform-node"
 import { Context, Effect, Layer } from "effect"
-import { serverLayer } from "../../src/cli/ProjectRuntime.js"
+import { type RuntimeOptions, serverLayer } from "../../src/cli/ProjectRuntime.js"
 import { loadProject } from "../../src/compiler/loadProject.js"
 import type { LanguageModel, ModelResolver } from "../../src/models/Model.js"
 import { layerFixed } from "../../src/models/ModelResolverLive.js"
@@ -22,7 +22,12 @@ export interface TestServer {
 /** Starts the project at `root`; everything stops when the scope closes. */
 export const startServer = (
   root: string,
-  options: { readonly model?: LanguageModel; readonly models?: Layer.Layer<ModelResolver>; readonly storeFile?: string } = {}
+  options: {
+    readonly model?: LanguageModel
+    readonly models?: Layer.Layer<ModelResolver>
+    readonly storeFile?: string
+    readonly mcp?: RuntimeOptions["mcp"]
+  } = {}
 ) =>
   Effect.gen(function*() {
     const app = yield* loadProject(root, 1)
@@ -30,6 +35,7 @@ export const startServer = (
     const context = yield* Layer.build(
       serverLayer(app, { port: 0, host: "127.0.0.1" }, {
         storeFile,
+        ...(options.mcp === undefined ? {} : { mcp: options.mcp }),
         ...(options.models !== undefined ? { models: options.models } : options.model === undefined ? {} : { models: layerFixed(options.model) })
       })
     )

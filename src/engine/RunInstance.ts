@@ -1,0 +1,124 @@
+/**
+ * The instance a run executes for, as the run's steps use it: its context, read once per execution
+ * when a step first needs it and decoded by the schema that asks for it (the agent's for its
+ * instructions, a tool's for its call), and what it installed, as tools of this run. An installed
+ * tool is offered under its own name and runs with the installation's config; an installed MCP
+ * server is mounted under the last segment of its id, with a connection of this instance's own.
+ * The agent's own tools win a name clash; an installation that cannot be used is left out with a
+ * warning, and the run goes on without it.
+ */
+import { Data, Effect, Either, Option, Schema } from "effect"
+import type { CompiledAgent, CompiledApp, CompiledTool } from "../compiler/CompiledApp.js"
+import type { AnyContext, AnySchema } from "../definitions/defineAgent.js"
+import { formatIssues, readableIssues } from "../definitions/readableIssues.js"
+import { InstanceStorage } from "../durable/InstanceStorage.js"
+import type { RunRecord } from "../durable/records.js"
+import type { StoreError } from "../durable/StoreError.js"
+import { type InstalledCapability, Instances } from "../instances/Instances.js"
+import type { McpMount } from "../mcp/McpMount.js"
+import { McpServerName, McpServerSchema } from "../mcp/McpServerSpec.js"
+import { type InstalledTools, nothingInstalled } from "../mcp/mcpTools.js"
+
+/** The instance of one execution of a run. */
+export interface RunInstance {
+  readonly id: string
+  /** The context as stored (its encoded form), read on first use. */
+  readonly context: Effect.Effect<AnyContext, StoreError>
+  /** What it installed that this run offers. */
+  readonly installed: InstalledTools
+  /** The config an installed tool runs with; `undefined` for every other tool. */
+  readonly configOf: (tool: CompiledTool) => unknown
+}
+
+/** The instance's stored context does not match the schema the agent declares: the run cannot start. */
+export class InstanceContextInvalid extends Data.TaggedError("InstanceContextInvalid")<{ readonly message: string }> {}
+
+/** Whether a decoded context is an object, as instructions and tools read it. */
+export const isContext = (value: unknown): value is AnyContext => typeof value === "object" && value !== null && !Array.isArray(value)
+
+/**
+ * The context decoded by `schema`; `Left` is what is wrong with it, field by field, and how to
+ * set it right.
+ */
+export const decodeContext = (
+  schema: AnySchema,
+  stored: AnyContext,
+  run: RunRecord
+): Either.Either<unknown, string> =>
+  Either.mapLeft(Schema.decodeUnknownEither(schema)(stored, { errors: "all" }), (error) => {
+    const issues = readableIssues(error, { root: "context" }).map((issue) =>
+      issue.path === "context" ? issue : { ...issue, path: `context.${issue.path}` }
+    )
+    return `${formatIssues(issues)}\nset it with PATCH /api/instances/${run.instanceId}?agent=${run.agent} {"context": {...}}`
+  })
+
+/** The instance of `run`, with what it installed when the app has anything installable. */
+export const makeRunInstance = (app: CompiledApp, agent: CompiledAgent, run: RunRecord) =>
+  Effect.gen(function*() {
+    const storage = yield* InstanceStorage
+    const context = yield* Effect.cached(Effect.gen(function*() {
+      // Every way a run is created makes its instance first, so a read is enough (made here only if it went missing).
+      const found = yield* storage.get(run.agent, run.instanceId)
+      const instance = Option.isSome(found) ? found.value : yield* storage.ensure(run.agent, run.instanceId)
+      return instance.context
+    }))
+    const base = { id: run.instanceId, context }
+    // Most apps install nothing: their runs read no installations.
+    if (app.capabilities.size === 0) return { ...base, installed: nothingInstalled, configOf: () => undefined } satisfies RunInstance
+    const instances = yield* Instances
+    const { unusable, usable } = yield* instances.installed(app, { agent: run.agent, id: run.instanceId })
+    const where = `instance "${run.instanceId}" of agent "${run.agent}"`
+    for (const installation of unusable) {
+      yield* Effect.logWarning(`${where}: the installed ${installation.kind} "${installation.id}" is left out of its runs: ${installation.reason}`)
+    }
+    const tools = new Map<string, CompiledTool>()
+    const configs = new Map<CompiledTool, unknown>()
+    const mounts: Array<McpMount> = []
+    for (const installation of usable) {
+      const left = yield* installedTool(app, agent, run, installation, { tools, configs, mounts })
+      if (left !== undefined) yield* Effect.logWarning(`${where}: the installed ${installation.capability.kind} "${installation.capability.id}" is left out: ${left}`)
+    }
+    const instance: RunInstance = { ...base, installed: { tools, mounts }, configOf: (tool) => configs.get(tool) }
+    return instance
+  })
+
+/** Adds one installation to the run's tools; why it was left out, when it was. */
+const installedTool = (
+  app: CompiledApp,
+  agent: CompiledAgent,
+  run: RunRecord,
+  { capability, config }: InstalledCapability,
+  into: { readonly tools: Map<string, CompiledTool>; readonly configs: Map<CompiledTool, unknown>; readonly mounts: Array<McpMount> }
+) =>
+  Effect.sync((): string | undefined => {
+    if (capability.kind === "tool") {
+      const name = capability.tool.name
+      if (agent.tools.has(name)) return `the agent's own tool "${name}" (${agent.file}) has its name`
+      if (into.tools.has(name)) return `another installed tool is named "${name}"`
+      into.tools.set(name, capability.tool)
+      into.configs.set(capability.tool, config)
+      return undefined
+    }
+    const name = capability.id.split("/").pop() ?? capability.id
+    if (!Schema.is(McpServerName)(name)) return `"${name}" cannot name an MCP server (letters, digits, - and _, at most 32)`
+    if (agent.mcp.some((mount) => mount.name === name)) return `the agent's own MCP server "${name}" (${agent.file}) has its name`
+    if (into.mounts.some((mount) => mount.name === name)) return `another installed MCP server is named "${name}"`
+    const spec = Either.flatMap(
+      Either.try({ try: () => capability.server.connect(config), catch: (error) => error instanceof Error ? error.message : String(error) }),
+      // Fields only: the values hold the config's secrets.
+      (declared) =>
+        Either.mapLeft(
+          Schema.decodeUnknownEither(McpServerSchema)(declared, { errors: "all" }),
+          (error) => `these fields are wrong: ${readableIssues(error, { root: "(server)" }).map((issue) => issue.path).join(", ")}`
+        )
+    )
+    if (Either.isLeft(spec)) return `connect(config) in ${capability.file} made no valid MCP server (${spec.left})`
+    into.mounts.push({
+      name,
+      spec: spec.right,
+      declaredIn: capability.file,
+      root: app.table.root,
+      instance: { agent: run.agent, id: run.instanceId }
+    })
+    return undefined
+  })
