@@ -13,13 +13,13 @@ export type RouteAccess = "public" | TokenScope
  * The inspector's pages (each serves the same shell; the client draws the page) and its assets.
  * The shell holds no data: everything it shows comes from `/api`, which needs a token.
  */
-const inspectorShell = /^\/(?:(?:agents|conversations|runs)(?:\/.*)?|approvals|schedules|playbooks|assets\/inspector\.(?:js|css))?$/
+const inspectorShell = /^\/(?:(?:agents|instances|conversations|runs)(?:\/.*)?|approvals|schedules|playbooks|assets\/inspector\.(?:js|css))?$/
 
 /** Areas where every request needs `admin`; elsewhere under them, reading needs only `read`. */
 const adminAreas = ["/api/tokens"]
 
 /** Areas where reading needs `read` and every change needs `admin`. */
-const adminChangeAreas = ["/api/schedules", "/api/retention"]
+const adminChangeAreas = ["/api/schedules", "/api/retention", "/api/instances"]
 
 const within = (path: string, area: string): boolean => path === area || path.startsWith(`${area}/`)
 

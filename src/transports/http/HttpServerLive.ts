@@ -9,10 +9,12 @@ import { Effect, Layer } from "effect"
 import { authMiddleware } from "../../auth/authMiddleware.js"
 import { FoundryApi } from "./api/FoundryApi.js"
 import { ApprovalsLive } from "./handlers/ApprovalsLive.js"
+import { CapabilitiesLive } from "./handlers/CapabilitiesLive.js"
 import { ClusterLive } from "./handlers/ClusterLive.js"
 import { ConversationsLive } from "./handlers/ConversationsLive.js"
 import { EventsLive } from "./handlers/EventsLive.js"
 import { HooksLive } from "./handlers/HooksLive.js"
+import { InstancesLive } from "./handlers/InstancesLive.js"
 import { SchedulesHttpLive } from "./handlers/SchedulesLive.js"
 import { RunsLive } from "./handlers/RunsLive.js"
 import { SystemLive } from "./handlers/SystemLive.js"
@@ -26,7 +28,7 @@ import { edge } from "./edge/Edge.js"
 
 /** The API with every group implemented. */
 export const ApiLive = HttpApiBuilder.api(FoundryApi).pipe(
-  Layer.provide([RunsLive, ConversationsLive, ApprovalsLive, EventsLive, HooksLive, SchedulesHttpLive, SystemLive, UsageLive, ClusterLive, TokensLive, OpenAiLive])
+  Layer.provide([RunsLive, ConversationsLive, InstancesLive, CapabilitiesLive, ApprovalsLive, EventsLive, HooksLive, SchedulesHttpLive, SystemLive, UsageLive, ClusterLive, TokensLive, OpenAiLive])
 )
 
 /** Serves the API on `host:port` (port 0 picks a free one), reading request bodies up to `bodyLimit` bytes. */

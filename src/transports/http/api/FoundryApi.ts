@@ -8,10 +8,12 @@ import { HttpApi, OpenApi } from "@effect/platform"
 import { declareSecurity } from "../../../auth/openApiSecurity.js"
 import { ApprovalsGroup } from "./ApprovalsGroup.js"
 import { BadRequest, declareBadRequestOnly } from "./BadRequest.js"
+import { CapabilitiesGroup } from "./CapabilitiesGroup.js"
 import { ClusterGroup } from "./ClusterGroup.js"
 import { ConversationsGroup } from "./ConversationsGroup.js"
 import { EventsGroup } from "./EventsGroup.js"
 import { HooksGroup } from "./HooksGroup.js"
+import { InstancesGroup } from "./InstancesGroup.js"
 import { declareMcp } from "../../mcp/openApi.js"
 import { OpenAiGroup } from "../../openai/OpenAiGroup.js"
 import { SchedulesGroup } from "./SchedulesGroup.js"
@@ -25,6 +27,8 @@ import { UsageGroup } from "./UsageGroup.js"
 export class FoundryApi extends HttpApi.make("foundry")
   .add(RunsGroup)
   .add(ConversationsGroup)
+  .add(InstancesGroup)
+  .add(CapabilitiesGroup)
   .add(ApprovalsGroup)
   .add(EventsGroup)
   .add(HooksGroup)

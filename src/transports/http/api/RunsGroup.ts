@@ -6,6 +6,7 @@ import { Schema } from "effect"
 import {
   AgentNotFound,
   ConversationNotFound,
+  InstanceUnavailable,
   RunAlreadyEnded,
   RunNotFound
 } from "../../../dispatch/Dispatcher.js"
@@ -64,12 +65,15 @@ export class RunsGroup extends HttpApiGroup.make("runs")
       .addSuccess(RunCreated, { status: 202 })
       .addError(AgentNotFound, { status: 404 })
       .addError(ConversationNotFound, { status: 404 })
+      .addError(InstanceUnavailable, { status: 409 })
       .addError(IdempotencyKeyReused, { status: 422 })
   )
   .add(
     HttpApiEndpoint.get("list", "/api/runs")
       .setUrlParams(Schema.Struct({
         agent: Schema.optional(Schema.String),
+        /** Runs of instances with this id (of `agent`, when given). */
+        instance: Schema.optional(Schema.String),
         status: Schema.optional(RunStatus),
         limit: Schema.optional(Schema.NumberFromString.pipe(Schema.int(), Schema.between(1, 1000)))
       }))
@@ -95,6 +99,7 @@ export class RunsGroup extends HttpApiGroup.make("runs")
       .addSuccess(RunSteered, { status: 202 })
       .addError(RunNotFound, { status: 404 })
       .addError(RunAlreadyEnded, { status: 409 })
+      .addError(InstanceUnavailable, { status: 409 })
   )
   .add(
     HttpApiEndpoint.get("events", "/api/runs/:runId/events")

@@ -1,0 +1,101 @@
+/**
+ * The shapes `/api/instances` answers and takes. Kept apart from the group (which reaches the
+ * instances service and Node's crypto) so that the inspector, built for the browser, can name them.
+ */
+import { Either, ParseResult, Schema } from "effect"
+import { CapabilityKind, InstanceStatus, RunStatus } from "../../../durable/records.js"
+
+/** Where a page ended: the last instance's agent and id. */
+const PageEnd = Schema.Struct({ agent: Schema.String, id: Schema.String })
+
+const CursorText = Schema.compose(Schema.StringFromBase64Url, Schema.parseJson(Schema.Tuple(Schema.String, Schema.String)))
+
+/**
+ * The `after` of a page request and the `next` of a page: opaque text to clients (base64url of
+ * `[agent, id]`), the last instance of a page to the server.
+ */
+export const InstanceCursor = Schema.transformOrFail(Schema.String, PageEnd, {
+  strict: true,
+  decode: (text, _, ast) =>
+    Either.match(Schema.decodeEither(CursorText)(text), {
+      onLeft: () => ParseResult.fail(new ParseResult.Type(ast, text, "expected the `next` of a previous page")),
+      onRight: ([agent, id]) => ParseResult.succeed({ agent, id })
+    }),
+  encode: ({ agent, id }) => ParseResult.mapError(Schema.encode(CursorText)([agent, id]), (error) => error.issue)
+}).annotations({ description: "The `next` of the previous page, as it was given" })
+
+/** An installed capability as the API shows it: its config with every secret as `"<redacted>"`. */
+export const InstallationView = Schema.Struct({
+  kind: CapabilityKind,
+  id: Schema.String,
+  config: Schema.Unknown,
+  createdAt: Schema.Number,
+  updatedAt: Schema.Number
+})
+export type InstallationView = typeof InstallationView.Type
+
+const instanceFields = {
+  agent: Schema.String,
+  id: Schema.String,
+  provisioningKey: Schema.NullOr(Schema.String),
+  status: InstanceStatus,
+  /** Why it is paused or archived, as whoever did it said. */
+  statusReason: Schema.NullOr(Schema.String),
+  context: Schema.Record({ key: Schema.String, value: Schema.Unknown }),
+  createdAt: Schema.Number,
+  updatedAt: Schema.Number
+}
+
+/** An instance in a list: how many capabilities it has installed. */
+export const InstanceSummary = Schema.Struct({ ...instanceFields, installations: Schema.Number })
+export type InstanceSummary = typeof InstanceSummary.Type
+
+/** An instance with its installations. */
+export const InstanceView = Schema.Struct({ ...instanceFields, installations: Schema.Array(InstallationView) })
+export type InstanceView = typeof InstanceView.Type
+
+/** The answer to `POST /api/instances`: `created` is false when the provisioning key named an existing instance. */
+export const InstanceCreated = Schema.Struct({ ...InstanceView.fields, created: Schema.Boolean })
+
+/** A page of instances, ordered by agent then id; `next` is `null` on the last page. */
+export const InstancePage = Schema.Struct({
+  instances: Schema.Array(InstanceSummary),
+  next: Schema.NullOr(InstanceCursor)
+})
+
+/** A conversation of an instance, with its number of runs and its latest run. */
+export const InstanceConversation = Schema.Struct({
+  id: Schema.String,
+  createdAt: Schema.Number,
+  updatedAt: Schema.Number,
+  runs: Schema.Number,
+  lastRun: Schema.NullOr(Schema.Struct({ id: Schema.String, status: RunStatus, createdAt: Schema.Number }))
+})
+export type InstanceConversation = typeof InstanceConversation.Type
+
+/** A string that says what it must be when empty. */
+export const nonEmpty = (what: string) => Schema.String.pipe(Schema.nonEmptyString({ message: () => `expected a non-empty ${what}` }))
+
+/** A capability to install; `config` may be left out in a PATCH to keep the installed one's. */
+export const InstallCapability = Schema.Struct({
+  kind: CapabilityKind,
+  id: nonEmpty("capability id"),
+  config: Schema.optional(Schema.Unknown)
+})
+
+/** The body of `POST /api/instances`. Without `id`, one is made. */
+export const CreateInstance = Schema.Struct({
+  agent: nonEmpty("agent id"),
+  id: Schema.optional(Schema.String),
+  provisioningKey: Schema.optional(nonEmpty("provisioning key")),
+  context: Schema.optional(Schema.Unknown),
+  installations: Schema.optional(Schema.Array(InstallCapability))
+})
+
+/** The body of `PATCH /api/instances/:id`; fields left out stay. `installations` is the whole set wanted. */
+export const ChangeInstance = Schema.Struct({
+  context: Schema.optional(Schema.Unknown),
+  paused: Schema.optional(Schema.Boolean),
+  reason: Schema.optional(Schema.String),
+  installations: Schema.optional(Schema.Array(InstallCapability))
+})

@@ -1,0 +1,144 @@
+/**
+ * The instances group's handlers: `Instances` for every change (it checks, seals secrets and
+ * writes the events), `InstanceStorage` for pages, and the store for an instance's conversations.
+ */
+import { HttpApiBuilder } from "@effect/platform"
+import { Effect, Option } from "effect"
+import { CurrentApp } from "../../../compiler/CurrentApp.js"
+import { type InstanceRef, InstanceStorage } from "../../../durable/InstanceStorage.js"
+import type { ConversationSummary, InstallationRecord, InstanceRecord, InstanceStatus } from "../../../durable/records.js"
+import { Store } from "../../../durable/Store.js"
+import { type InstanceDetail, InstanceNotFound, Instances } from "../../../instances/Instances.js"
+import { BadRequest } from "../api/BadRequest.js"
+import { FoundryApi } from "../api/FoundryApi.js"
+import type { InstallationView, InstanceConversation, InstanceSummary, InstanceView } from "../api/instanceViews.js"
+import { orStoreUnavailable } from "./storeUnavailable.js"
+
+const instanceFields = (instance: InstanceRecord) => ({
+  agent: instance.agent,
+  id: instance.id,
+  provisioningKey: instance.provisioningKey,
+  status: instance.status,
+  statusReason: instance.statusReason,
+  context: instance.context,
+  createdAt: instance.createdAt,
+  updatedAt: instance.updatedAt
+})
+
+/** The stored config only: it holds `"<redacted>"` for each secret; the sealed `secrets` stay in the store. */
+const installationView = (installation: InstallationRecord): InstallationView => ({
+  kind: installation.kind,
+  id: installation.capability,
+  config: installation.config,
+  createdAt: installation.createdAt,
+  updatedAt: installation.updatedAt
+})
+
+const instanceView = ({ installations, instance }: InstanceDetail): InstanceView => ({
+  ...instanceFields(instance),
+  installations: installations.map(installationView)
+})
+
+const conversationView = (conversation: ConversationSummary): InstanceConversation => ({
+  id: conversation.id,
+  createdAt: conversation.createdAt,
+  updatedAt: conversation.updatedAt,
+  runs: conversation.runs,
+  lastRun: conversation.lastRunId === null || conversation.lastRunStatus === null || conversation.lastRunCreatedAt === null
+    ? null
+    : { id: conversation.lastRunId, status: conversation.lastRunStatus, createdAt: conversation.lastRunCreatedAt }
+})
+
+/** Handlers for `/api/instances`. */
+export const InstancesLive = HttpApiBuilder.group(FoundryApi, "instances", (handlers) =>
+  Effect.gen(function*() {
+    const instances = yield* Instances
+    const storage = yield* InstanceStorage
+    const store = yield* Store
+    const current = yield* CurrentApp
+
+    /**
+     * The instance a request names: `agent` may be left out when exactly one agent of the build
+     * has an instance with that id.
+     */
+    const refOf = Effect.fn("InstancesApi.refOf")(function*(id: string, agent: string | undefined) {
+      if (agent !== undefined) return { agent, id }
+      const app = yield* current.get
+      const owners: Array<string> = []
+      for (const candidate of app.agents.keys()) {
+        if (Option.isSome(yield* storage.get(candidate, id))) owners.push(candidate)
+      }
+      const [owner, ...others] = owners
+      if (owner === undefined) {
+        return yield* new InstanceNotFound({
+          agent: "",
+          instance: id,
+          message: `no agent has an instance "${id}"; list them with GET /api/instances?search=${encodeURIComponent(id)}`
+        })
+      }
+      if (others.length > 0) {
+        const message = `agents ${owners.map((name) => `"${name}"`).join(", ")} each have an instance "${id}": say which with ?agent=`
+        return yield* new BadRequest({ message: `agent: ${message}`, issues: [{ path: "agent", message }] })
+      }
+      return { agent: owner, id }
+    })
+
+    const list = Effect.fn("InstancesApi.list")(function*(query: {
+      readonly agent?: string | undefined
+      readonly search?: string | undefined
+      readonly status?: InstanceStatus | undefined
+      readonly limit?: number | undefined
+      readonly after?: InstanceRef | undefined
+    }) {
+      const limit = query.limit ?? 50
+      // One more than asked says whether another page follows, so the last page's `next` is null.
+      const found = yield* storage.page({ agent: query.agent, search: query.search, status: query.status, after: query.after, limit: limit + 1 })
+      const page = found.slice(0, limit)
+      const last = page[page.length - 1]?.instance
+      return {
+        instances: page.map(({ installations, instance }): InstanceSummary => ({ ...instanceFields(instance), installations })),
+        next: found.length > limit && last !== undefined ? { agent: last.agent, id: last.id } : null
+      }
+    })
+
+    return handlers
+      .handle("list", ({ urlParams }) => list(urlParams).pipe(orStoreUnavailable))
+      .handle("create", ({ payload }) =>
+        instances.create(payload).pipe(
+          Effect.map((made) => ({ ...instanceView(made), created: made.created })),
+          orStoreUnavailable
+        ))
+      .handle("get", ({ path, urlParams }) =>
+        refOf(path.id, urlParams.agent).pipe(Effect.flatMap(instances.get), Effect.map(instanceView), orStoreUnavailable))
+      .handle("change", ({ path, payload, urlParams }) =>
+        refOf(path.id, urlParams.agent).pipe(
+          Effect.flatMap((ref) => instances.change(ref, payload)),
+          Effect.map(instanceView),
+          orStoreUnavailable
+        ))
+      .handle("archive", ({ path, urlParams }) =>
+        refOf(path.id, urlParams.agent).pipe(
+          Effect.flatMap((ref) => instances.archive(ref, urlParams.reason)),
+          Effect.map(instanceView),
+          orStoreUnavailable
+        ))
+      .handle("install", ({ path, payload, urlParams }) =>
+        refOf(path.id, urlParams.agent).pipe(
+          Effect.flatMap((ref) => instances.install(ref, payload)),
+          Effect.map(installationView),
+          orStoreUnavailable
+        ))
+      .handle("uninstall", ({ path, urlParams }) =>
+        refOf(path.id, urlParams.agent).pipe(
+          Effect.flatMap((ref) => instances.uninstall(ref, urlParams.kind, urlParams.capability)),
+          orStoreUnavailable
+        ))
+      .handle("conversations", ({ path, urlParams }) =>
+        refOf(path.id, urlParams.agent).pipe(
+          // Archived instances answer too: archiving keeps the history.
+          Effect.flatMap(instances.get),
+          Effect.flatMap(({ instance }) => store.instanceConversations(instance, urlParams.limit ?? 100)),
+          Effect.map((conversations) => conversations.map(conversationView)),
+          orStoreUnavailable
+        ))
+  }))
