@@ -4,7 +4,7 @@
  * result; the parent suspends until the child has ended). Each child run hangs under the span of
  * the call that started it.
  */
-import { Effect, Option, Schema } from "effect"
+import { Effect, Option, Predicate, Schema } from "effect"
 import type { CompiledApp } from "../compiler/CompiledApp.js"
 import type { AgentDefinition } from "../definitions/defineAgent.js"
 import { SpawnFailed } from "../definitions/defineTool.js"
@@ -13,7 +13,7 @@ import { Store } from "../durable/Store.js"
 import { spanIdOf, traceOfRun } from "../journal/trace.js"
 import type { ToolCall } from "../models/Model.js"
 import { failedOutcome, type ToolOutcome } from "./executeTool.js"
-import { deliverToPlaybook } from "./playbookDelivery.js"
+import { deliverToPlaybook, type Started } from "./playbookDelivery.js"
 import { RunStarter } from "./RunStarter.js"
 import type { StepBuffer } from "./StepBuffer.js"
 
@@ -36,7 +36,10 @@ export const spawnFrom = (app: CompiledApp, run: RunRecord, starter: RunStarter[
     )
 }
 
-/** A tool call's `context.emit`: the playbooks listening for the event start their runs, under the call's span. */
+/**
+ * A tool call's `context.emit`: the playbooks listening for the event start their runs, under the
+ * call's span. An instance that takes no runs (paused, archived) is skipped, saying why.
+ */
 export const emitFrom = (app: CompiledApp, run: RunRecord, starter: RunStarter["Type"], step: StepBuffer, callId: string) =>
 (name: string, payload: unknown) =>
   Effect.gen(function*() {
@@ -51,18 +54,22 @@ export const emitFrom = (app: CompiledApp, run: RunRecord, starter: RunStarter["
         yield* step.emit("playbook.skipped", span, { event: name, playbook: route.id, reason: "the event does not match its schema" }, parentStep)
         continue
       }
-      const decision = yield* deliverToPlaybook(app, route, decoded.right, {
+      const started = yield* deliverToPlaybook(app, route, decoded.right, {
         skipped: (_agent, reason) => step.emit("playbook.skipped", span, { event: name, playbook: route.id, reason }, parentStep),
         matched: (agent, instanceId) => step.emit("playbook.matched", span, { event: name, playbook: route.id, agent, instanceId }, parentStep),
         provisioned: (agent, instanceId) => step.emit("instance.provisioned", span, { playbook: route.id, agent, instanceId }, parentStep),
         start: (agent, instanceId, message) =>
-          Effect.map(
-            starter.start({ agent, message, instance: instanceId, parentRunId: run.id, traceId: traceOfRun(run), parentSpanId: spanIdOf(run.id, span) }),
-            (child) => child.id
-          ),
+          starter.start({ agent, message, instance: instanceId, parentRunId: run.id, traceId: traceOfRun(run), parentSpanId: spanIdOf(run.id, span) })
+            .pipe(
+              Effect.map((child): Started => ({ _tag: "Started", runId: child.id })),
+              Effect.catchIf(
+                Predicate.isTagged("InstanceUnavailable"),
+                (unavailable) => Effect.succeed<Started>({ _tag: "Unavailable", reason: unavailable.message })
+              )
+            ),
         dispatched: (_agent, _instanceId, runId) => step.emit("playbook.dispatched", span, { event: name, playbook: route.id, runId }, parentStep)
       })
-      if (decision._tag === "Dispatched") runs.push(decision.runId)
+      runs.push(...started.map((child) => child.runId))
     }
     return { runs }
   }).pipe(Effect.mapError((error) => new SpawnFailed({ message: `emit ${name}: ${error.message}` })))

@@ -16,11 +16,12 @@ import { Clock, Config, Context, Duration, Effect, Exit, Layer, Redacted, Schema
 import { CurrentApp } from "../compiler/CurrentApp.js"
 import { defaultWebhookTolerance } from "../definitions/defineConfig.js"
 import { formatIssues, ReadableIssue, readableIssues } from "../definitions/readableIssues.js"
-import { deliverToPlaybook } from "../engine/playbookDelivery.js"
+import { deliverToPlaybook, type Started } from "../engine/playbookDelivery.js"
 import { Dispatcher } from "../dispatch/Dispatcher.js"
 import { newId } from "../durable/ids.js"
 import { DeliveryStorage } from "../durable/DeliveryStorage.js"
 import { InstanceStorage } from "../durable/InstanceStorage.js"
+import { Instances } from "../instances/Instances.js"
 import type { StoreError } from "../durable/StoreError.js"
 import { spanIdOf, traceIdOf } from "../journal/trace.js"
 import { EventLog } from "../events/EventLog.js"
@@ -112,6 +113,7 @@ export const WebhooksLive = Layer.effect(
   Effect.gen(function*() {
     const deliveries = yield* DeliveryStorage
     const instances = yield* InstanceStorage
+    const managed = yield* Instances
     const events = yield* EventLog
     const dispatcher = yield* Dispatcher
     const current = yield* CurrentApp
@@ -251,8 +253,11 @@ export const WebhooksLive = Layer.effect(
         yield* note({ type: "delivery.received", data: { ...from, eventId: eventId ?? null } }, "delivery")
         for (const { event, route } of accepted) {
           const step = `playbook:${route.id}`
-          const decision = yield* deliverToPlaybook(app, route, event, {
-            skipped: (agent, reason) => note({ type: "playbook.skipped", data: { ...from, playbook: route.id, reason } }, step, agent),
+          yield* deliverToPlaybook(app, route, event, {
+            skipped: (agent, reason, instanceId) => {
+              skipped.push({ playbook: route.id, reason: `its ${reason}` })
+              return note({ type: "playbook.skipped", data: { ...from, playbook: route.id, reason } }, step, agent, instanceId)
+            },
             matched: (agent, instanceId) => note({ type: "playbook.matched", data: { ...from, playbook: route.id } }, step, agent, instanceId),
             provisioned: (agent, instanceId) =>
               note({ type: "instance.provisioned", data: { ...from, playbook: route.id } }, step, agent, instanceId),
@@ -263,18 +268,21 @@ export const WebhooksLive = Layer.effect(
                 message,
                 trace: { traceId, parentSpanId: spanIdOf(deliveryId, step) },
                 // An attempt that takes over a dead one's claim does not start its runs again.
-                ...(eventId === undefined ? {} : { idempotencyKey: `delivery:${deliveryId}:${route.id}` })
+                ...(eventId === undefined ? {} : { idempotencyKey: `delivery:${deliveryId}:${route.id}:${instanceId}` })
               }).pipe(
-                Effect.map((run) => {
+                Effect.map((run): Started => {
                   runs.push({ playbook: route.id, agent, instanceId, runId: run.id })
-                  return run.id
+                  return { _tag: "Started", runId: run.id }
                 }),
-                Effect.catchTags({ AgentNotFound: (e) => Effect.die(e), ConversationNotFound: (e) => Effect.die(e) })
+                Effect.catchTags({
+                  InstanceUnavailable: (e) => Effect.succeed<Started>({ _tag: "Unavailable", reason: e.message }),
+                  AgentNotFound: (e) => Effect.die(e),
+                  ConversationNotFound: (e) => Effect.die(e)
+                })
               ),
             dispatched: (agent, instanceId, runId) =>
               note({ type: "playbook.dispatched", data: { ...from, playbook: route.id, runId } }, step, agent, instanceId)
-          }).pipe(Effect.provideService(InstanceStorage, instances))
-          if (decision._tag === "Skipped") skipped.push({ playbook: route.id, reason: `its ${decision.reason}` })
+          }).pipe(Effect.provideService(InstanceStorage, instances), Effect.provideService(Instances, managed))
         }
       })
       const result = (): DeliveryResult => ({ deliveryId, duplicate: false, runs, skipped })
