@@ -1,5 +1,6 @@
 /**
- * The `foundry` command line: `init`, `dev`, `start`, `run`, `routes`, `check`, `token`. Each
+ * The `foundry` command line: `init`, `dev`, `start`, `run`, `routes`, `check`, `token`,
+ * `instances`, `install`, `uninstall`. Each
  * command's work lives in its own module under `commands/`, imported only when that command runs,
  * so that parsing a command line loads the parser and nothing else.
  */
@@ -90,9 +91,56 @@ const token = Command.make("token").pipe(
   ])
 )
 
+const instancesCommand = () => Effect.promise(() => import("./commands/instances.js"))
+
+/** Which running server a client command talks to, and the token it sends. */
+const server = {
+  dir: projectDirOption,
+  url: Options.text("url").pipe(
+    Options.withDescription("the server (default: http://<server.host>:<server.port> of the project's foundry.config.ts)"),
+    Options.optional
+  ),
+  token: Options.redacted("token").pipe(Options.withDescription("an API token, sent as a bearer token (default: $FOUNDRY_TOKEN)"), Options.optional)
+}
+
+const instanceAgent = Options.text("agent").pipe(
+  Options.withDescription("the instance's agent, needed when instances of several agents have that id"),
+  Options.optional
+)
+
+const instanceArg = Args.text({ name: "instance" }).pipe(Args.withDescription("the instance's id, as `foundry instances` shows it"))
+
+const capabilityArg = Args.text({ name: "capability" }).pipe(
+  Args.withDescription("tool:<id> or mcp:<id>, or the id alone when only one capability has it")
+)
+
+const instances = Command.make("instances", {
+  ...server,
+  agent: Options.text("agent").pipe(Options.withDescription("only this agent's instances"), Options.optional),
+  search: Options.text("search").pipe(Options.withDescription("only instances whose id or provisioning key contains this"), Options.optional),
+  all: Options.boolean("all").pipe(Options.withDescription("every instance, page after page (default: the first page)"))
+}, (options) => Effect.flatMap(instancesCommand(), (command) => command.list(options)))
+  .pipe(Command.withDescription("list a running server's instances: id, agent, key, status, installed, updated"))
+
+const install = Command.make("install", {
+  ...server,
+  instance: instanceArg,
+  capability: capabilityArg,
+  config: Options.file("config", { exists: "yes" }).pipe(
+    Options.withDescription("a JSON file with the installation's config (secret fields are sealed by the server)"),
+    Options.optional
+  ),
+  agent: instanceAgent
+}, (options) => Effect.flatMap(instancesCommand(), (command) => command.install(options)))
+  .pipe(Command.withDescription("install a capability on an instance of a running server, with its config"))
+
+const uninstall = Command.make("uninstall", { ...server, instance: instanceArg, capability: capabilityArg, agent: instanceAgent }, (options) =>
+  Effect.flatMap(instancesCommand(), (command) => command.uninstall(options)))
+  .pipe(Command.withDescription("remove a capability from an instance of a running server"))
+
 const foundry = Command.make("foundry").pipe(
   Command.withDescription("an Effect-native, file-routed runtime for AI agents"),
-  Command.withSubcommands([init, dev, start, run, routes, check, token])
+  Command.withSubcommands([init, dev, start, run, routes, check, token, instances, install, uninstall])
 )
 
 const cli = Command.run(foundry, { name: "foundry", version: packageJson.version })

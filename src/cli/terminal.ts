@@ -21,3 +21,15 @@ export const reportError = (title: string, error: { readonly message: string }) 
     warn(style.red(style.bold(title))),
     warn(error.message.split("\n").map((line) => `  ${line}`).join("\n"))
   )
+
+/** Rows under a bold header, each column as wide as its widest cell. */
+export const table = (header: ReadonlyArray<string>, rows: ReadonlyArray<ReadonlyArray<string>>) =>
+  Effect.gen(function*() {
+    const widths = header.map((title, column) => Math.max(title.length, ...rows.map((row) => row[column]?.length ?? 0)))
+    const line = (cells: ReadonlyArray<string>) => cells.map((cell, column) => cell.padEnd(widths[column] ?? 0)).join("  ").trimEnd()
+    yield* say(style.bold(line(header)))
+    for (const row of rows) yield* say(line(row))
+  })
+
+/** A time as a table shows it, to the minute (UTC); `-` for none. */
+export const when = (millis: number | null): string => millis === null ? "-" : new Date(millis).toISOString().slice(0, 16).replace("T", " ")

@@ -11,7 +11,7 @@ import { emptyApp } from "../../compiler/loadProject.js"
 import { loadConfig } from "../../router/loadConfig.js"
 import { CliError } from "../CliError.js"
 import { databaseLayer } from "../ProjectRuntime.js"
-import { say, style } from "../terminal.js"
+import { say, style, table, when } from "../terminal.js"
 
 /** Token storage on the store that the config of the project at `dir` names. */
 const projectTokens = (dir: string) =>
@@ -24,7 +24,6 @@ const projectTokens = (dir: string) =>
     })
   )
 
-const when = (millis: number | null): string => millis === null ? "-" : new Date(millis).toISOString().slice(0, 16).replace("T", " ")
 
 /** `foundry token create`: makes a token and prints it, the only time it is shown. */
 export const create = (options: { readonly dir: string; readonly scope: TokenScope; readonly name: string | undefined }) =>
@@ -50,11 +49,7 @@ export const list = (dir: string) =>
       return
     }
     const rows = found.map((t) => [t.id, t.name === "" ? "-" : t.name, t.scope, when(t.createdAt), when(t.lastUsedAt), when(t.revokedAt)])
-    const header = ["ID", "NAME", "SCOPE", "CREATED", "LAST USED", "REVOKED"]
-    const widths = header.map((title, column) => Math.max(title.length, ...rows.map((row) => row[column]?.length ?? 0)))
-    const line = (cells: ReadonlyArray<string>) => cells.map((cell, column) => cell.padEnd(widths[column] ?? 0)).join("  ").trimEnd()
-    yield* say(style.bold(line(header)))
-    for (const row of rows) yield* say(line(row))
+    yield* table(["ID", "NAME", "SCOPE", "CREATED", "LAST USED", "REVOKED"], rows)
   }).pipe(Effect.provide(projectTokens(dir)))
 
 /** `foundry token revoke <id>`: the token stops working at once, on every server on this store. */

@@ -1,0 +1,213 @@
+/**
+ * `foundry instances`, `foundry install` and `foundry uninstall`: a running server's instances
+ * from the terminal, through its HTTP API. The server is the one the project's config names
+ * (`--url` for another), and the token comes from `--token` or `FOUNDRY_TOKEN`. A refusal prints
+ * what the server said (each wrong field on a line of its own), never a stack trace.
+ */
+import { FetchHttpClient, FileSystem, HttpClient, HttpClientRequest, HttpClientResponse } from "@effect/platform"
+import { Config, Effect, Option, type Redacted, Schema } from "effect"
+import { ReadableIssue } from "../../definitions/readableIssues.js"
+import { loadConfig } from "../../router/loadConfig.js"
+import { CapabilityView } from "../../transports/http/api/CapabilitiesGroup.js"
+import { InstallationView, InstanceSummary } from "../../transports/http/api/instanceViews.js"
+import { CliError } from "../CliError.js"
+import { say, style, table, when } from "../terminal.js"
+
+/** Where the server is and who asks: `--url` (else the project's config) and `--token` (else `FOUNDRY_TOKEN`). */
+export interface ServerOptions {
+  readonly dir: string
+  readonly url: Option.Option<string>
+  readonly token: Option.Option<Redacted.Redacted>
+}
+
+/** A page of instances; its `next` is opaque text to a client, sent back as `after`. */
+const Page = Schema.Struct({ instances: Schema.Array(InstanceSummary), next: Schema.NullOr(Schema.String) })
+
+/** What the server says when it refuses: its message, and one issue per wrong field when it has them. */
+const Refusal = Schema.Struct({ message: Schema.String, issues: Schema.optional(Schema.Array(ReadableIssue)) })
+
+/** A server bound to every interface is reached on loopback. */
+const reachable = (host: string): string => host === "0.0.0.0" || host === "::" ? "127.0.0.1" : host
+
+/** The server: `--url`, else `http://<server.host>:<server.port>` of the project's config. */
+const serverUrl = (options: ServerOptions) =>
+  Option.match(options.url, {
+    onSome: (url) => Effect.succeed(url.replace(/\/+$/, "")),
+    onNone: () =>
+      loadConfig(options.dir, 1).pipe(
+        Effect.map(({ config }) => `http://${reachable(config.server.host)}:${config.server.port}`),
+        Effect.catchTag("RouteError", (error) =>
+          Effect.fail(new CliError({ message: `the project's config is broken, so its server is not known (or pass --url):\n${error.message}` })))
+      )
+  })
+
+/** What a refusal reads as: the server's first line, then each wrong field on its own line. */
+const refusalText = (status: number, body: unknown): string => {
+  const refusal = Schema.decodeUnknownOption(Refusal)(body)
+  if (Option.isNone(refusal)) return `the server answered ${status}`
+  const { issues, message } = refusal.value
+  return issues === undefined || issues.length === 0
+    ? message
+    : [message.split("\n")[0] ?? "", ...issues.map((issue) => `${issue.path}: ${issue.message}`)].join("\n")
+}
+
+/** The server's API at `options`' URL, with its token. */
+const api = (options: ServerOptions) =>
+  Effect.gen(function*() {
+    const url = yield* serverUrl(options)
+    const fromEnv = yield* Config.option(Config.redacted("FOUNDRY_TOKEN"))
+    const token = Option.orElse(options.token, () => fromEnv)
+    const client = (yield* HttpClient.HttpClient).pipe(
+      HttpClient.mapRequest((request) => {
+        const sent = HttpClientRequest.prependUrl(request, url)
+        return Option.isSome(token) ? HttpClientRequest.bearerToken(sent, token.value) : sent
+      })
+    )
+    const call = (request: HttpClientRequest.HttpClientRequest) =>
+      client.execute(request).pipe(
+        Effect.flatMap((response) =>
+          response.status >= 200 && response.status < 300
+            ? Effect.succeed(response)
+            : Effect.flatMap(
+              Effect.orElseSucceed(response.json, () => undefined),
+              (body) => Effect.fail(new CliError({ message: refusalText(response.status, body) }))
+            )
+        ),
+        Effect.catchTag("RequestError", (error) =>
+          Effect.fail(
+            new CliError({
+              message: error.reason === "Transport"
+                ? `no Foundry server at ${url}: start one with \`foundry dev\`, or pass --url`
+                : `cannot send the request to ${url}: ${error.message}`
+            })
+          ))
+      )
+    /** The answer to `request`, decoded by `schema`. */
+    const read = <A, I>(request: HttpClientRequest.HttpClientRequest, schema: Schema.Schema<A, I>) =>
+      call(request).pipe(
+        Effect.flatMap(HttpClientResponse.schemaBodyJson(schema)),
+        Effect.catchTags({
+          ResponseError: (error) => Effect.fail(new CliError({ message: `the answer of ${url}${request.url} cannot be read: ${error.message}` })),
+          ParseError: () =>
+            Effect.fail(new CliError({ message: `the answer of ${url}${request.url} is not what this version of foundry expects: is it a Foundry server of another version?` }))
+        }),
+        Effect.scoped
+      )
+    const send = (request: HttpClientRequest.HttpClientRequest) => Effect.scoped(Effect.asVoid(call(request)))
+    return { url, read, send }
+  }).pipe(Effect.provide(FetchHttpClient.layer))
+
+
+/** Aligned columns under a bold header. */
+/** Every page lists at most this many (the API's largest page). */
+const pageLimit = 500
+
+/** `foundry instances`: the server's instances, the first page or (`--all`) every one. */
+export const list = (options: ServerOptions & {
+  readonly agent: Option.Option<string>
+  readonly search: Option.Option<string>
+  readonly all: boolean
+}) =>
+  Effect.gen(function*() {
+    const { read } = yield* api(options)
+    const filters = {
+      ...Option.match(options.agent, { onNone: () => ({}), onSome: (agent) => ({ agent }) }),
+      ...Option.match(options.search, { onNone: () => ({}), onSome: (search) => ({ search }) })
+    }
+    const instances: Array<InstanceSummary> = []
+    let after: string | null = null
+    let more = false
+    do {
+      const page: typeof Page.Type = yield* read(
+        HttpClientRequest.get("/api/instances", {
+          urlParams: { ...filters, ...(options.all ? { limit: String(pageLimit) } : {}), ...(after === null ? {} : { after }) }
+        }),
+        Page
+      )
+      instances.push(...page.instances)
+      after = page.next
+      more = page.next !== null
+    } while (options.all && more)
+    if (instances.length === 0) {
+      yield* say(Option.isNone(options.agent) && Option.isNone(options.search) ? "no instances" : "no instances match")
+      return
+    }
+    yield* table(
+      ["ID", "AGENT", "KEY", "STATUS", "INSTALLED", "UPDATED"],
+      instances.map((i) => [i.id, i.agent, i.provisioningKey ?? "-", i.status, String(i.installations), when(i.updatedAt)])
+    )
+    if (more) yield* say(style.dim(`the first ${instances.length} instances: --all lists every one, --agent and --search narrow them`))
+  })
+
+/** `tool:<id>`, `mcp:<id>`, or a bare id that exactly one capability has. */
+const resolveCapability = (
+  given: string,
+  read: <A, I>(request: HttpClientRequest.HttpClientRequest, schema: Schema.Schema<A, I>) => Effect.Effect<A, CliError>
+) =>
+  Effect.gen(function*() {
+    const prefixed = /^(tool|mcp):(.+)$/.exec(given)
+    if (prefixed?.[1] === "tool" || prefixed?.[1] === "mcp") return { kind: prefixed[1], id: prefixed[2] ?? "" }
+    const capabilities = yield* read(HttpClientRequest.get("/api/capabilities"), Schema.Array(CapabilityView))
+    const named = capabilities.filter((capability) => capability.id === given)
+    const [only] = named
+    if (only !== undefined && named.length === 1) return { kind: only.kind, id: only.id }
+    const known = capabilities.map((capability) => `${capability.kind}:${capability.id}`).join(", ") || "(none)"
+    return yield* new CliError({
+      message: named.length === 0
+        ? `there is no installable capability "${given}"; installable: ${known}`
+        : `"${given}" is both ${named.map((capability) => `${capability.kind}:${capability.id}`).join(" and ")}: say which`
+    })
+  })
+
+/** The config file's JSON. */
+const readConfig = (file: string) =>
+  Effect.gen(function*() {
+    const fs = yield* FileSystem.FileSystem
+    const text = yield* fs.readFileString(file).pipe(
+      Effect.mapError((error) => new CliError({ message: `cannot read ${file}: ${error.message}` }))
+    )
+    return yield* Effect.try({
+      try: (): unknown => JSON.parse(text),
+      catch: (error) => new CliError({ message: `${file} is not JSON: ${error instanceof Error ? error.message : String(error)}` })
+    })
+  })
+
+const agentParam = (agent: Option.Option<string>) => Option.match(agent, { onNone: () => ({}), onSome: (agent) => ({ agent }) })
+
+/** `foundry install`: installs a capability on an instance with the config in a JSON file. */
+export const install = (options: ServerOptions & {
+  readonly instance: string
+  readonly capability: string
+  readonly config: Option.Option<string>
+  readonly agent: Option.Option<string>
+}) =>
+  Effect.gen(function*() {
+    const config = yield* Option.match(options.config, { onNone: () => Effect.succeed({}), onSome: readConfig })
+    const { read } = yield* api(options)
+    const { id, kind } = yield* resolveCapability(options.capability, read)
+    const installed = yield* read(
+      HttpClientRequest.post(`/api/instances/${encodeURIComponent(options.instance)}/installations`, {
+        urlParams: agentParam(options.agent)
+      }).pipe(HttpClientRequest.bodyUnsafeJson({ kind, id, config })),
+      InstallationView
+    )
+    yield* say(style.green(`installed ${installed.kind} ${installed.id} on instance ${options.instance}`))
+    yield* say(`config (secrets redacted):\n${JSON.stringify(installed.config, null, 2).split("\n").map((line) => `  ${line}`).join("\n")}`)
+  })
+
+/** `foundry uninstall`: removes a capability from an instance. */
+export const uninstall = (options: ServerOptions & {
+  readonly instance: string
+  readonly capability: string
+  readonly agent: Option.Option<string>
+}) =>
+  Effect.gen(function*() {
+    const { read, send } = yield* api(options)
+    const { id, kind } = yield* resolveCapability(options.capability, read)
+    yield* send(
+      HttpClientRequest.del(`/api/instances/${encodeURIComponent(options.instance)}/installations`, {
+        urlParams: { ...agentParam(options.agent), kind, capability: id }
+      })
+    )
+    yield* say(`uninstalled ${kind} ${id} from instance ${options.instance}`)
+  })

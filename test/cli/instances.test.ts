@@ -1,0 +1,173 @@
+/**
+ * `foundry instances`, `foundry install` and `foundry uninstall`: the real binary against a running
+ * server, found through the project's config or `--url`, with a token from `--token` or
+ * `FOUNDRY_TOKEN`.
+ */
+import { describe, expect, it } from "@effect/vitest"
+import { Effect } from "effect"
+import { writeFileSync } from "node:fs"
+import { join } from "node:path"
+import { issue } from "../auth/support.js"
+import { freePort, runCli, startCli } from "../support/cli.js"
+import { http, startServer } from "../support/server.js"
+import { tempProject } from "../support/tempProject.js"
+
+const project = (config = "{}") =>
+  tempProject({
+    "agents/desk/agent.ts": `import { Schema } from "effect"
+import { defineAgent } from "foundry"
+export default defineAgent({ description: "A help desk", context: Schema.Struct({ company: Schema.String }) })
+`,
+    "tools/crm.tool.ts": `import { Effect, Schema } from "effect"
+import { defineTool } from "foundry"
+export default defineTool({
+  description: "Reads the customer's CRM",
+  input: Schema.Struct({}),
+  output: Schema.String,
+  installable: { config: Schema.Struct({ url: Schema.String, apiKey: Schema.Redacted(Schema.String), retries: Schema.optional(Schema.Number) }) },
+  run: (_input, { config }) => Effect.succeed(config.url)
+})
+`,
+    "foundry.config.ts": `import { defineConfig } from "foundry"\nexport default defineConfig(${config})\n`
+  })
+
+const createInstance = (url: string, body: Record<string, unknown>, headers: Record<string, string> = {}) =>
+  Effect.gen(function*() {
+    const created = yield* http(`${url}/api/instances`, { body: { agent: "desk", ...body }, headers })
+    expect(created.status, created.text).toBe(201)
+  })
+
+/** The rows of a printed table: its cells split on runs of two or more spaces. */
+const rowsOf = (stdout: string) => stdout.trim().split("\n").map((line) => line.trim().split(/ {2,}/))
+
+describe("foundry instances", () => {
+  it.scopedLive("lists a running server's instances as a table, found through the project's config; --all pages through every one", () =>
+    Effect.gen(function*() {
+      const port = yield* freePort
+      const root = yield* project(`{ server: { port: ${port} } }`)
+      const server = yield* startCli(["start", root])
+      yield* server.waitFor(/listening on/)
+      const url = `http://127.0.0.1:${port}`
+      yield* createInstance(url, { id: "acme", provisioningKey: "customer-7", context: { company: "Acme" } })
+      yield* createInstance(url, {
+        id: "globex",
+        context: { company: "Globex" },
+        installations: [{ kind: "tool", id: "crm", config: { url: "https://crm.globex.test", apiKey: "sk-globex" } }]
+      })
+
+      const listed = yield* runCli(["instances", "--dir", root])
+      expect(listed.stderr).toBe("")
+      expect(listed.code).toBe(0)
+      const [header, ...rows] = rowsOf(listed.stdout)
+      expect(header).toEqual(["ID", "AGENT", "KEY", "STATUS", "INSTALLED", "UPDATED"])
+      expect(rows.map((row) => row.slice(0, 5))).toEqual([["acme", "desk", "customer-7", "active", "0"], ["globex", "desk", "-", "active", "1"]])
+      expect(rows[0]?.[5]).toMatch(/^\d{4}-\d\d-\d\d \d\d:\d\d$/)
+      // The columns line up: every row's STATUS starts where the header's does.
+      const lines = listed.stdout.trim().split("\n")
+      for (const line of lines.slice(1)) expect(line.indexOf("active")).toBe(lines[0]!.indexOf("STATUS"))
+
+      const searched = yield* runCli(["instances", "--dir", root, "--search", "CUSTOMER"])
+      expect(rowsOf(searched.stdout).slice(1).map((row) => row[0])).toEqual(["acme"])
+
+      for (let i = 0; i < 55; i++) yield* createInstance(url, { id: `bulk-${String(i).padStart(2, "0")}`, context: { company: `Bulk ${i}` } })
+      const firstPage = yield* runCli(["instances", "--dir", root])
+      expect(firstPage.code).toBe(0)
+      const firstRows = rowsOf(firstPage.stdout).filter((row) => row[1] === "desk")
+      expect(firstRows).toHaveLength(50)
+      expect(firstPage.stdout).toContain("--all lists every one")
+      const all = yield* runCli(["instances", "--dir", root, "--all"])
+      expect(rowsOf(all.stdout).filter((row) => row[1] === "desk")).toHaveLength(57)
+      expect(all.stdout).not.toContain("--all lists every one")
+    }))
+
+  it.scopedLive("with no server there, it says so in one line and exits non-zero", () =>
+    Effect.gen(function*() {
+      const port = yield* freePort
+      const root = yield* project(`{ server: { port: ${port} } }`)
+      const result = yield* runCli(["instances", "--dir", root])
+      expect(result.code).not.toBe(0)
+      expect(result.stdout).toBe("")
+      expect(result.stderr).toContain(`no Foundry server at http://127.0.0.1:${port}: start one with \`foundry dev\`, or pass --url`)
+      expect(result.stderr).not.toMatch(/\n\s+at /)
+      const elsewhere = yield* runCli(["install", "acme", "tool:crm", "--url", `http://127.0.0.1:${port}/`])
+      expect(elsewhere.code).not.toBe(0)
+      expect(elsewhere.stderr).toContain(`no Foundry server at http://127.0.0.1:${port}: start one`)
+    }))
+
+  it.scopedLive("sends the token from --token or FOUNDRY_TOKEN; without one, it prints the server's refusal", () =>
+    Effect.gen(function*() {
+      const root = yield* project(`{ auth: { required: true } }`)
+      const server = yield* startServer(root)
+      const admin = (yield* issue(server.storeFile, "admin")).token
+      yield* createInstance(server.url, { id: "acme", context: { company: "Acme" } }, { authorization: `Bearer ${admin}` })
+
+      const refused = yield* runCli(["instances", "--url", server.url])
+      expect(refused.code).not.toBe(0)
+      expect(refused.stderr).toContain("this server needs an API token")
+      expect(refused.stderr).not.toMatch(/\n\s+at /)
+      const withFlag = yield* runCli(["instances", "--url", server.url, "--token", admin])
+      expect(withFlag.code).toBe(0)
+      expect(withFlag.stdout).toMatch(/^acme\s+desk/m)
+      const fromEnv = yield* startCli(["instances", "--url", server.url], { env: { FOUNDRY_TOKEN: admin } })
+      yield* fromEnv.waitFor(/^acme\s+desk/m)
+    }))
+})
+
+describe("foundry install and uninstall", () => {
+  it.scopedLive("install with a good config prints what the server installed, its secrets redacted; uninstall removes it", () =>
+    Effect.gen(function*() {
+      const root = yield* project()
+      const server = yield* startServer(root)
+      yield* createInstance(server.url, { id: "acme", context: { company: "Acme" } })
+      const config = join(root, "crm.json")
+      writeFileSync(config, JSON.stringify({ url: "https://crm.acme.test", apiKey: "sk-acme-very-secret", retries: 3 }))
+
+      // A bare id, when one capability has it.
+      const installed = yield* runCli(["install", "acme", "crm", "--config", config, "--url", server.url])
+      expect(installed.stderr).toBe("")
+      expect(installed.code).toBe(0)
+      expect(installed.stdout).toContain("installed tool crm on instance acme")
+      expect(installed.stdout).toContain(`"url": "https://crm.acme.test"`)
+      expect(installed.stdout).toContain(`"apiKey": "<redacted>"`)
+      expect(installed.stdout).toContain(`"retries": 3`)
+      expect(installed.stdout).not.toContain("sk-acme-very-secret")
+      const view = (yield* http(`${server.url}/api/instances/acme?agent=desk`)).json as { installations: Array<{ kind: string; id: string }> }
+      expect(view.installations).toMatchObject([{ kind: "tool", id: "crm" }])
+
+      const removed = yield* runCli(["uninstall", "acme", "tool:crm", "--agent", "desk", "--url", server.url])
+      expect(removed.code).toBe(0)
+      expect(removed.stdout).toContain("uninstalled tool crm from instance acme")
+      expect(((yield* http(`${server.url}/api/instances/acme?agent=desk`)).json as typeof view).installations).toEqual([])
+    }))
+
+  it.scopedLive("install with a bad config exits non-zero and prints each wrong field on its own line", () =>
+    Effect.gen(function*() {
+      const root = yield* project()
+      const server = yield* startServer(root)
+      yield* createInstance(server.url, { id: "acme", context: { company: "Acme" } })
+      const config = join(root, "crm.json")
+      writeFileSync(config, JSON.stringify({ url: 42, retries: "three", extra: true }))
+
+      const result = yield* runCli(["install", "acme", "tool:crm", "--config", config, "--url", server.url])
+      expect(result.code).not.toBe(0)
+      expect(result.stdout).toBe("")
+      const lines = result.stderr.split("\n").map((line) => line.trim())
+      for (const field of ["url", "apiKey", "retries", "extra"]) {
+        expect(lines.filter((line) => new RegExp(`^(config\\.)?${field}: `).test(line)), result.stderr).toHaveLength(1)
+      }
+      expect(result.stderr).not.toMatch(/\n\s+at /)
+      expect(((yield* http(`${server.url}/api/instances/acme?agent=desk`)).json as { installations: Array<unknown> }).installations).toEqual([])
+
+      const unknown = yield* runCli(["install", "acme", "billing", "--config", config, "--url", server.url])
+      expect(unknown.code).not.toBe(0)
+      expect(unknown.stderr).toContain(`there is no installable capability "billing"; installable: tool:crm`)
+      const notJson = join(root, "broken.json")
+      writeFileSync(notJson, "{ url: ")
+      const broken = yield* runCli(["install", "acme", "tool:crm", "--config", notJson, "--url", server.url])
+      expect(broken.code).not.toBe(0)
+      expect(broken.stderr).toContain(`${notJson} is not JSON`)
+      const missing = yield* runCli(["install", "nobody", "tool:crm", "--config", config, "--url", server.url, "--agent", "desk"])
+      expect(missing.code).not.toBe(0)
+      expect(missing.stderr).toContain(`agent "desk" has no instance "nobody"`)
+    }))
+})
