@@ -9,6 +9,13 @@ import type { UsageReport } from "../../src/transports/http/api/UsageGroup.js"
 import type { ApprovalView, MessageView, RunView } from "../../src/transports/http/api/views.js"
 import type { SessionView } from "../../src/transports/http/api/TokensGroup.js"
 import type { ClusterView, ConversationPlacement } from "../../src/dispatch/ClusterStatus.js"
+import type {
+  InstallationView as InstallationSchema,
+  InstanceConversation as InstanceConversationView,
+  InstancePage,
+  InstanceSummary as InstanceSummaryView,
+  InstanceView as InstanceSchema
+} from "../../src/transports/http/api/instanceViews.js"
 import { signIn } from "./signIn.js"
 
 export type { ApprovalView, BuildReport, FoundryEvent, MessageView, RunView, UsageReport }
@@ -31,6 +38,13 @@ export type ClusterStatusView = typeof ClusterView.Encoded
 
 /** The runner a conversation lives on. */
 export type PlacementView = typeof ConversationPlacement.Encoded
+
+/** Instances as `/api/instances` answers (the page's `next` cursor is opaque text). */
+export type InstanceSummary = typeof InstanceSummaryView.Encoded
+export type InstallationView = typeof InstallationSchema.Encoded
+export type InstanceView = typeof InstanceSchema.Encoded
+export type InstancePageView = typeof InstancePage.Encoded
+export type InstanceConversation = typeof InstanceConversationView.Encoded
 
 /** Who the inspector is signed in as (`token: null` when the server is open). */
 export type Session = typeof SessionView.Type
@@ -80,8 +94,26 @@ export const api = {
   schedules: () => request<ReadonlyArray<ScheduleView>>("/api/schedules"),
   usage: (query: string) => request<UsageReport>(`/api/usage${query}`),
   schedule: (id: string, action: "pause" | "resume" | "trigger") =>
-    request<ScheduleView>(`/api/schedules/${encodeURIComponent(id)}/${action}`, { method: "POST" })
+    request<ScheduleView>(`/api/schedules/${encodeURIComponent(id)}/${action}`, { method: "POST" }),
+  /** A page of instances, filtered as `/api/instances` takes it (`?agent=&search=&status=&limit=&after=`). */
+  instances: (query: URLSearchParams) => request<InstancePageView>(`/api/instances?${query}`),
+  instance: (ref: InstanceRef) => request<InstanceView>(instancePath(ref)),
+  /** Pauses (`paused: true`) or resumes an instance, saying why. */
+  pauseInstance: (ref: InstanceRef, paused: boolean, reason?: string) =>
+    request<InstanceView>(instancePath(ref), { method: "PATCH", body: JSON.stringify(reason === undefined ? { paused } : { paused, reason }) }),
+  /** Archives an instance: it refuses new runs and keeps its history. */
+  archiveInstance: (ref: InstanceRef) => request<InstanceView>(instancePath(ref), { method: "DELETE" }),
+  instanceConversations: (ref: InstanceRef) => request<ReadonlyArray<InstanceConversation>>(instancePath(ref, "/conversations"))
 }
+
+/** Which instance: its agent (empty when the id alone names it) and its id. */
+export interface InstanceRef {
+  readonly agent: string
+  readonly id: string
+}
+
+const instancePath = ({ agent, id }: InstanceRef, below = ""): string =>
+  `/api/instances/${encodeURIComponent(id)}${below}${agent === "" ? "" : `?agent=${encodeURIComponent(agent)}`}`
 
 /** A schedule with its next and last firing. */
 export interface ScheduleView {
@@ -159,6 +191,13 @@ const liveTypes: { readonly [Type in FoundryEvent["type"]]: true } = {
   "playbook.matched": true,
   "playbook.skipped": true,
   "instance.provisioned": true,
+  "instance.created": true,
+  "instance.updated": true,
+  "instance.paused": true,
+  "instance.resumed": true,
+  "instance.archived": true,
+  "instance.installed": true,
+  "instance.uninstalled": true,
   "playbook.dispatched": true,
   "timer.armed": true,
   "context.compacting": true,

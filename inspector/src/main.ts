@@ -7,6 +7,7 @@ import { h, replace } from "./dom.js"
 import { agentPage, agentsPage } from "./pages/agents.js"
 import { approvalsPage } from "./pages/approvals.js"
 import { conversationPage, conversationsPage } from "./pages/conversations.js"
+import { instancePage, instancesPage } from "./pages/instances.js"
 import { overviewPage } from "./pages/overview.js"
 import { playbooksPage, schedulesPage } from "./pages/routes.js"
 import { runPage } from "./pages/run.js"
@@ -19,6 +20,9 @@ const routes: ReadonlyArray<readonly [RegExp, Page]> = [
   [/^\/$/, overviewPage],
   [/^\/agents$/, agentsPage],
   [/^\/agents\/(.+)$/, agentPage],
+  [/^\/instances$/, instancesPage],
+  // `/instances/<agent>/<id>`: agent ids hold slashes, instance ids never do; `/instances/<id>` when the id alone names it.
+  [/^\/instances\/(?:(.+)\/)?([^/]+)$/, instancePage],
   [/^\/conversations$/, conversationsPage],
   [/^\/conversations\/([^/]+)$/, conversationPage],
   [/^\/runs$/, runsPage],

@@ -1,11 +1,12 @@
 /**
  * Agents: the route table; an agent's page with its runs, tokens and cost per day (SVG charts),
- * latency percentiles, tools (and their input schemas), schedules, playbooks, environment and
- * recent runs.
+ * latency percentiles, tools (and their input schemas), schedules, playbooks, environment, its
+ * first instances and recent runs.
  */
 import { api, type RunView } from "../api.js"
 import { duration, h, json, link, replace } from "../dom.js"
 import { barChart, dollars, percentile, usageLine } from "../usage.js"
+import { instanceHref, instanceStatus } from "./instances.js"
 import { runStatus } from "./runs.js"
 
 /** The agents page. */
@@ -30,8 +31,9 @@ export const agentPage = (root: HTMLElement, [id = ""]: ReadonlyArray<string>) =
   void Promise.all([
     api.routes(),
     api.runs(`?agent=${encodeURIComponent(id)}&limit=200`),
+    api.instances(new URLSearchParams({ agent: id, limit: "20" })),
     api.usage(`?agent=${encodeURIComponent(id)}&groupBy=day&since=${since}`)
-  ]).then(([{ routes }, runs, usage]) => {
+  ]).then(([{ routes }, runs, instances, usage]) => {
     const agent = routes.find((r) => r.kind === "agent" && r.id === id)
     if (agent === undefined) {
       replace(root, h("h1", {}, "No such agent"), h("p", {}, id))
@@ -60,11 +62,11 @@ export const agentPage = (root: HTMLElement, [id = ""]: ReadonlyArray<string>) =
         (agent.playbooks ?? []).map((p) => h("li", {}, "playbook ", link("/playbooks", p)))),
       agent.environment === undefined ? null : h("p", {}, "Environment: ", agent.environment),
       h("h2", {}, "Instances"),
-      h("ul", { class: "list", "data-testid": "instances" }, [...new Set(runs.map((r) => r.instanceId))].map((instance) => {
-        const latest = runs.find((r) => r.instanceId === instance)
-        return h("li", {}, instance, " ", h("span", { class: "muted" }, `${runs.filter((r) => r.instanceId === instance).length} runs`),
-          latest === undefined ? null : [" · ", link(`/conversations/${latest.conversationId}`, "latest conversation")])
-      })),
+      h("p", { class: "muted" }, instances.next === null ? `${instances.instances.length} instances` : `the first ${instances.instances.length}`,
+        " · ", link(`/instances?agent=${encodeURIComponent(id)}`, "all instances of this agent")),
+      h("ul", { class: "list", "data-testid": "instances" }, instances.instances.map((instance) =>
+        h("li", {}, instanceStatus(instance.status), " ", link(instanceHref(instance.agent, instance.id), instance.id), " ",
+          h("span", { class: "muted" }, [instance.provisioningKey, `${instance.installations} installed`].filter((part) => part !== null).join(" · "))))),
       h("h2", {}, "Recent runs"),
       h("ul", { class: "list" }, runs.slice(0, 20).map((r) => h("li", {}, runStatus(r.status), " ", link(`/runs/${r.id}`, r.input)))))
   })

@@ -6,6 +6,7 @@ import { usageLine } from "../usage.js"
 import { api, type MessageView, onEvent } from "../api.js"
 import { clock, h, link, replace } from "../dom.js"
 import { navigate } from "../main.js"
+import { instanceHref } from "./instances.js"
 
 /** The conversations page: recent conversations, and a new one with any agent. */
 export const conversationsPage = (root: HTMLElement) => {
@@ -85,10 +86,12 @@ export const conversationPage = (root: HTMLElement, [conversationId = ""]: Reado
       agent = run.agent
       instance = run.instanceId
       title.textContent = `Conversation with ${agent}`
+      replace(about, "instance ", link(instanceHref(agent, instance), instance))
     }
   }
   const title = h("h1", {}, "Conversation")
-  replace(root, title, totals, transcript, streaming,
+  const about = h("p", { class: "muted", "data-testid": "conversation-instance" })
+  replace(root, title, about, totals, transcript, streaming,
     h("form", {
       class: "composer",
       onsubmit: (event) => {

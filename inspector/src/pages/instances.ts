@@ -1,0 +1,242 @@
+/**
+ * Instances: a searchable, paged list of every agent's instances, and an instance's page with its
+ * context, installations (secrets shown only as redacted), status with pause, resume and archive,
+ * conversations, schedules, environment and usage.
+ */
+import { ApiError, api, type InstallationView, type InstanceRef, type InstanceSummary, type InstanceView, onEvent } from "../api.js"
+import { type Child, h, json, link, replace } from "../dom.js"
+import { barChart, dollars, usageLine } from "../usage.js"
+import { runStatus } from "./runs.js"
+
+/** Where the API puts a secret field's value (src/instances/installationConfig.ts), never the value itself. */
+const redactedMark = "<redacted>"
+
+/** The inspector's page of an instance: `/instances/<agent>/<id>` (agent ids hold slashes; instance ids never do). */
+export const instanceHref = (agent: string, id: string): string => `/instances/${agent}/${encodeURIComponent(id)}`
+
+/** An instance's status as a colored tag. */
+export const instanceStatus = (status: string) => h("span", { class: `status ${status}`, "data-status": status }, status)
+
+const when = (ms: number | null | undefined): string => ms === null || ms === undefined ? "—" : new Date(ms).toLocaleString()
+
+const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? "" : "s"}`
+
+const row = (instance: InstanceSummary) =>
+  h("tr", { "data-agent": instance.agent, "data-instance": instance.id },
+    h("td", {}, link(`/agents/${instance.agent}`, instance.agent)),
+    h("td", {}, link(instanceHref(instance.agent, instance.id), instance.id)),
+    h("td", { class: "muted" }, instance.provisioningKey ?? "—"),
+    h("td", {}, instanceStatus(instance.status)),
+    h("td", {}, instance.installations),
+    h("td", {}, when(instance.updatedAt)))
+
+const summaryOf = (view: InstanceView): InstanceSummary => ({ ...view, installations: view.installations.length })
+
+/** The instances page: filters live in the URL; "Load more" follows the API's cursor. */
+export const instancesPage = (root: HTMLElement) => {
+  const params = new URLSearchParams(location.search)
+  const search = h("input", { name: "search", type: "search", placeholder: "search id, key or context", autocomplete: "off", value: params.get("search") ?? "" })
+  const agent = h("select", { name: "agent" })
+  const status = h("select", { name: "status" },
+    ["", "active", "paused", "archived"].map((s) =>
+      h("option", { value: s, ...(params.get("status") === s ? { selected: true } : {}) }, s === "" ? "any status" : s)))
+  const tbody = h("tbody")
+  const count = h("p", { class: "muted", "data-testid": "instances-count" })
+  const problem = h("p", { class: "error-line" })
+  const more = h("button", { class: "hidden", "data-testid": "load-more", onclick: () => void load(false) }, "Load more")
+  let next: string | null = null
+  // Each new filter starts a generation; an answer to an older one arrives too late to show.
+  let generation = 0
+
+  const filters = () => {
+    const query = new URLSearchParams()
+    if (search.value.trim() !== "") query.set("search", search.value.trim())
+    if (agent.value !== "") query.set("agent", agent.value)
+    if (status.value !== "") query.set("status", status.value)
+    return query
+  }
+  const load = async (fresh: boolean) => {
+    if (!fresh && next === null) return
+    const mine = fresh ? ++generation : generation
+    const query = filters()
+    if (!fresh && next !== null) query.set("after", next)
+    more.setAttribute("disabled", "")
+    try {
+      const page = await api.instances(query)
+      if (mine !== generation) return
+      if (fresh) tbody.replaceChildren()
+      tbody.append(...page.instances.map(row))
+      next = page.next
+      problem.textContent = ""
+      const shown = tbody.childElementCount
+      count.textContent = next === null ? plural(shown, "instance") : `showing ${shown}; more to load`
+    } catch (error) {
+      if (mine === generation) problem.textContent = error instanceof Error ? error.message : String(error)
+    } finally {
+      if (mine === generation) {
+        more.removeAttribute("disabled")
+        more.classList.toggle("hidden", next === null)
+      }
+    }
+  }
+  const apply = () => {
+    const query = filters()
+    history.replaceState(null, "", `/instances${query.size > 0 ? `?${query}` : ""}`)
+    void load(true)
+  }
+  let typing: ReturnType<typeof setTimeout> | undefined
+  search.addEventListener("input", () => {
+    clearTimeout(typing)
+    typing = setTimeout(apply, 250)
+  })
+  agent.addEventListener("change", apply)
+  status.addEventListener("change", apply)
+
+  replace(root,
+    h("h1", {}, "Instances"),
+    h("div", { class: "filters" }, search, agent, status),
+    count,
+    problem,
+    h("table", { class: "table", "data-testid": "instances" },
+      h("thead", {}, h("tr", {}, ["agent", "id", "provisioning key", "status", "installations", "updated"].map((c) => h("th", {}, c)))),
+      tbody),
+    h("p", {}, more))
+
+  // The agent filter lists the project's agents; the first page waits for it, so a filter from the URL applies.
+  const wanted = params.get("agent") ?? ""
+  void api.routes().then(({ routes }) => routes.filter((r) => r.kind === "agent").map((r) => r.id), () => []).then((agents) => {
+    replace(agent, h("option", { value: "" }, "any agent"),
+      [...new Set([...agents, ...(wanted === "" ? [] : [wanted])])].map((id) => h("option", { value: id, ...(id === wanted ? { selected: true } : {}) }, id)))
+    return load(true)
+  })
+
+  // A listed instance that changes is redrawn in place; the list itself (and the reader's place in it) stays.
+  const unsubscribe = onEvent((event) => {
+    if (!event.type.startsWith("instance.") || event.type === "instance.created") return
+    const listed = [...tbody.querySelectorAll<HTMLTableRowElement>("tr[data-instance]")]
+      .find((tr) => tr.dataset.agent === event.agent && tr.dataset.instance === event.instanceId)
+    if (listed === undefined) return
+    void api.instance({ agent: event.agent, id: event.instanceId }).then((view) => listed.replaceWith(row(summaryOf(view))), () => undefined)
+  })
+  return () => {
+    clearTimeout(typing)
+    unsubscribe()
+  }
+}
+
+/** A config value: objects as nested fields, a secret as a pill (the API never sends its value). */
+const configValue = (value: unknown): Child => {
+  if (value === redactedMark) return h("span", { class: "redacted", title: "a secret: stored encrypted, never shown" }, "redacted")
+  if (Array.isArray(value)) return h("ol", { class: "config" }, value.map((item) => h("li", {}, configValue(item))))
+  if (typeof value === "object" && value !== null) {
+    return h("dl", { class: "config" }, Object.entries(value).flatMap(([field, item]) => [h("dt", {}, field), h("dd", {}, configValue(item))]))
+  }
+  return h("code", {}, JSON.stringify(value) ?? String(value))
+}
+
+const installationCard = (installation: InstallationView) =>
+  h("div", { class: "card", "data-installation": `${installation.kind}:${installation.id}` },
+    h("div", {}, h("span", { class: "status" }, installation.kind), " ", h("b", {}, installation.id),
+      h("span", { class: "muted" }, ` · installed ${when(installation.createdAt)}`,
+        installation.updatedAt === installation.createdAt ? "" : ` · changed ${when(installation.updatedAt)}`)),
+    configValue(installation.config))
+
+/** One instance's page; `agent` is empty when the link names the instance by id alone. */
+export const instancePage = (root: HTMLElement, [agent = "", id = ""]: ReadonlyArray<string>) => {
+  let ref: InstanceRef = { agent, id }
+  const title = h("h1", {}, `Instance ${id}`)
+  const about = h("p", { class: "muted" })
+  const state = h("section", { class: "card", "data-testid": "instance-status" })
+  const context = h("pre", { "data-testid": "instance-context" })
+  const installations = h("div", { "data-testid": "installations" })
+  const conversations = h("div", { "data-testid": "instance-conversations" })
+  const schedules = h("div", { "data-testid": "instance-schedules" })
+  const environment = h("p", { "data-testid": "instance-environment" })
+  const usage = h("div", { "data-testid": "instance-usage" })
+  const problem = h("p", { class: "error-line", "data-testid": "instance-problem" })
+  replace(root, title, about, state, problem,
+    h("h2", {}, "Context"), context,
+    h("h2", {}, "Installations"), installations,
+    h("h2", {}, "Conversations"), conversations,
+    h("h2", {}, "Schedules"), schedules,
+    h("h2", {}, "Environment"), environment,
+    h("h2", {}, "Usage (30 days)"), usage)
+
+  const act = (change: Promise<InstanceView>) => {
+    problem.textContent = ""
+    void change.then(() => draw()).catch((error: unknown) => {
+      problem.textContent = error instanceof Error ? error.message : String(error)
+    })
+  }
+  const drawState = (view: InstanceView) =>
+    replace(state,
+      h("p", {}, instanceStatus(view.status), view.statusReason === null ? null : h("span", { class: "muted" }, ` ${view.statusReason}`)),
+      view.status === "archived"
+        ? h("p", { class: "muted" }, "Archived: it takes no new runs and keeps its history.")
+        : h("p", {},
+          view.status === "paused"
+            ? h("button", { "data-testid": "resume", onclick: () => act(api.pauseInstance(ref, false)) }, "Resume")
+            : h("button", { "data-testid": "pause", onclick: () => act(api.pauseInstance(ref, true, "paused in the inspector")) }, "Pause"),
+          " ",
+          h("button", {
+            class: "deny",
+            "data-testid": "archive",
+            onclick: () => {
+              if (confirm(`Archive ${view.id}? It will refuse new runs and keep its history.`)) act(api.archiveInstance(ref))
+            }
+          }, "Archive")))
+
+  const draw = async () => {
+    const view = await api.instance(ref)
+    ref = { agent: view.agent, id: view.id }
+    const since = Date.now() - 30 * 24 * 60 * 60 * 1000
+    const [{ routes }, talks, allSchedules, report] = await Promise.all([
+      api.routes(),
+      api.instanceConversations(ref),
+      api.schedules(),
+      api.usage(`?agent=${encodeURIComponent(view.agent)}&instance=${encodeURIComponent(view.id)}&groupBy=day&since=${since}`)
+    ])
+    title.textContent = `Instance ${view.id}`
+    replace(about, "of ", link(`/agents/${view.agent}`, view.agent),
+      view.provisioningKey === null ? null : [" · provisioning key ", h("code", {}, view.provisioningKey)],
+      ` · created ${when(view.createdAt)} · updated ${when(view.updatedAt)}`)
+    drawState(view)
+    context.textContent = json(view.context)
+    replace(installations, view.installations.length === 0 ? h("p", { class: "muted" }, "Nothing installed.") : view.installations.map(installationCard))
+    replace(conversations, talks.length === 0 ? h("p", { class: "muted" }, "No conversations yet.") :
+      h("ul", { class: "list" }, talks.map((talk) =>
+        h("li", { "data-conversation": talk.id }, link(`/conversations/${talk.id}`, talk.id), " ",
+          h("span", { class: "muted" }, `${plural(talk.runs, "run")} · updated ${when(talk.updatedAt)}`),
+          talk.lastRun === null ? null : [" · last ", runStatus(talk.lastRun.status), " ", link(`/runs/${talk.lastRun.id}`, "run")]))))
+    const mine = allSchedules.filter((s) => s.agent === view.agent && s.instance === view.id)
+    replace(schedules, mine.length === 0 ? h("p", { class: "muted" }, "No schedules.") :
+      h("ul", { class: "list" }, mine.map((s) =>
+        h("li", {}, link("/schedules", s.id), " ", h("code", {}, Object.entries(s.timing).map(([k, v]) => `${k} ${v}`).join(", ")),
+          h("span", { class: "muted" }, ` · ${s.status}${s.nextFire === null ? "" : ` · next ${when(s.nextFire)}`}`)))))
+    const route = routes.find((r) => r.kind === "agent" && r.id === view.agent)
+    environment.textContent = route?.environment ?? "none"
+    replace(usage,
+      h("p", { class: "muted" }, `${plural(report.total.runs, "run")} · ${usageLine(report.total)}`),
+      h("div", { class: "charts" },
+        barChart("tokens per day", report.rows.map((r) => ({ label: r.day ?? "", value: r.inputTokens + r.outputTokens })), (n) => n.toLocaleString()),
+        barChart("cost per day", report.rows.map((r) => ({ label: r.day ?? "", value: r.costUsd })), dollars)))
+  }
+  void draw().catch((error: unknown) => {
+    if (error instanceof ApiError && error.status === 404) replace(root, h("h1", {}, "No such instance"), h("p", {}, agent === "" ? id : `${agent} / ${id}`))
+    else problem.textContent = error instanceof Error ? error.message : String(error)
+  })
+
+  let pending: ReturnType<typeof setTimeout> | undefined
+  const unsubscribe = onEvent((event) => {
+    if (event.instanceId !== ref.id || (ref.agent !== "" && event.agent !== ref.agent)) return
+    if (!(event.type.startsWith("instance.") || event.type.startsWith("run.")) || pending !== undefined) return
+    pending = setTimeout(() => {
+      pending = undefined
+      void draw().catch(() => undefined)
+    }, 200)
+  })
+  return () => {
+    clearTimeout(pending)
+    unsubscribe()
+  }
+}
