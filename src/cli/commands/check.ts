@@ -16,7 +16,7 @@ export const check = (dir: string) =>
   Effect.gen(function*() {
     const table = yield* discover(dir, 1)
     yield* writeGenerated(table)
-    yield* say(`routes: ${table.agents.length} agents, ${table.tools.length} tools, ${table.schedules.length} schedules, ${table.playbooks.length} playbooks`)
+    yield* say(`routes: ${table.agents.length} agents, ${table.tools.length} tools, ${table.mcpServers.length} MCP servers, ${table.schedules.length} schedules, ${table.playbooks.length} playbooks`)
     yield* say(style.dim("type-checking route files with .foundry/routes.d.ts ..."))
     const types = yield* typeCheck(dir, table.configFile)
     const compiled = yield* compile(table).pipe(Effect.either)
