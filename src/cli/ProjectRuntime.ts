@@ -135,7 +135,7 @@ export const runtimeLayer = (app: CompiledApp, options: RuntimeOptions = {}) =>
     Layer.provideMerge(RunJournal.layer),
     Layer.provideMerge(McpClients.layer(options.mcp)),
     Layer.provideMerge(Instances.layer),
-    Layer.provideMerge(SecretBox.layer(app.table.root)),
+    Layer.provideMerge(SecretBox.layer(app.table.root, { shared: options.storeFile === undefined && !("sqlite" in app.table.config.store) })),
     // Events carry the release of the build serving when they happen (a reload changes it).
     Layer.provideMerge(Layer.unwrapEffect(Effect.map(CurrentApp.CurrentApp, (current) =>
       EventLog.layer({

@@ -14,6 +14,9 @@ import { brand, type Branded } from "./RouteKind.js"
 /** An instance's context when its agent declares no `context` schema: whatever JSON it was given. */
 export type AnyContext = Readonly<Record<string, unknown>>
 
+/** Whether a value can be an instance's context: a JSON object. */
+export const isContext = (value: unknown): value is AnyContext => typeof value === "object" && value !== null && !Array.isArray(value)
+
 /** The instance an agent runs for: data, not code. `context` is typed by the agent's `context` schema. */
 export interface InstanceInfo<Context = AnyContext> {
   readonly id: string

@@ -21,15 +21,20 @@ export type ReadableIssue = typeof ReadableIssue.Type
 
 /**
  * The failing fields of `error`, one per field. `root` names the whole value when it is the value
- * itself that fails (e.g. `(body)` for a request body that is not an object).
+ * itself that fails (e.g. `(body)` for a request body that is not an object); `under` names a field
+ * the value is in, which every path then starts with (`context` gives `context` and `context.company`).
  */
 export const readableIssues = (
   error: ParseResult.ParseError,
-  options: { readonly root?: string } = {}
+  options: { readonly root?: string; readonly under?: string } = {}
 ): ReadonlyArray<ReadableIssue> =>
   Arr.dedupeWith(
     ParseResult.ArrayFormatter.formatIssueSync(readable(error.issue)).map((issue) => ({
-      path: pathText(issue.path, options.root ?? "(root)"),
+      path: options.under === undefined
+        ? pathText(issue.path, options.root ?? "(root)")
+        : issue.path.length === 0
+        ? options.under
+        : `${options.under}.${pathText(issue.path, "")}`,
       message: issue.message
     })),
     (a, b) => a.path === b.path && a.message === b.message

@@ -72,12 +72,12 @@ export class InstanceStorage extends Context.Tag("foundry/InstanceStorage")<Inst
     installations: ReadonlyArray<NewInstallation>
   ) => Effect.Effect<{ readonly instance: InstanceRecord; readonly created: boolean }, StoreError>
   readonly findByKey: (agent: string, provisioningKey: string) => Effect.Effect<Option.Option<InstanceRecord>, StoreError>
-  /** Changes the instance; `None` when there is none. */
+  /** Changes the instance; `None` when there is none or it is archived (an archived instance changes no more). */
   readonly update: (ref: InstanceRef, change: InstanceChange) => Effect.Effect<Option.Option<InstanceRecord>, StoreError>
   readonly installations: (ref: InstanceRef) => Effect.Effect<ReadonlyArray<InstallationRecord>, StoreError>
-  /** Installs a capability, or replaces the config of one installed already. */
-  readonly install: (ref: InstanceRef, installation: NewInstallation) => Effect.Effect<InstallationRecord, StoreError>
-  /** Whether it was installed. */
+  /** Installs a capability, or replaces the config of one installed already; `None` when the instance is missing or archived. */
+  readonly install: (ref: InstanceRef, installation: NewInstallation) => Effect.Effect<Option.Option<InstallationRecord>, StoreError>
+  /** Whether it was installed (an archived instance keeps its installations). */
   readonly uninstall: (ref: InstanceRef, kind: CapabilityKind, capability: string) => Effect.Effect<boolean, StoreError>
   /** The active instances of `agent` that have the capability installed. */
   readonly withInstallation: (agent: string, kind: CapabilityKind, capability: string) => Effect.Effect<ReadonlyArray<InstanceRecord>, StoreError>
@@ -137,7 +137,7 @@ export const layer = Layer.effect(
           ...(query.status === undefined ? [] : [sql`status = ${query.status}`]),
           ...(query.search === undefined || query.search === ""
             ? []
-            : [sql`(LOWER(id) LIKE ${`%${query.search.toLowerCase()}%`} OR LOWER(provisioning_key) LIKE ${`%${query.search.toLowerCase()}%`})`]),
+            : [sql`(LOWER(id) LIKE ${containing(query.search)} ESCAPE '\\' OR LOWER(provisioning_key) LIKE ${containing(query.search)} ESCAPE '\\')`]),
           ...(query.after === undefined
             ? []
             : [sql`(agent > ${query.after.agent} OR (agent = ${query.after.agent} AND id > ${query.after.id}))`])
@@ -148,20 +148,25 @@ export const layer = Layer.effect(
         return yield* decodePage(rows.map(({ installationCount, ...instance }) => ({ instance, installations: installationCount })))
       })
 
+    /** Writes an installation, only while its instance exists and is not archived; whether it did. */
     const insertInstallation = (ref: InstanceRef, installation: NewInstallation, now: number) =>
-      sql`INSERT INTO foundry_installations ${
-        sql.insert({
-          agent: ref.agent,
-          instanceId: ref.id,
-          kind: installation.kind,
-          capability: installation.capability,
-          config: JSON.stringify(installation.config),
-          secrets: installation.secrets,
-          createdAt: now,
-          updatedAt: now
-        })
-      } ON CONFLICT (agent, instance_id, kind, capability) DO UPDATE SET config = ${JSON.stringify(installation.config)},
-        secrets = ${installation.secrets}, updated_at = ${now}`
+      Effect.gen(function*() {
+        const config = JSON.stringify(installation.config)
+        const written = yield* sql<{ readonly kind: string }>`INSERT INTO foundry_installations
+          (agent, instance_id, kind, capability, config, secrets, created_at, updated_at)
+          SELECT ${ref.agent}, ${ref.id}, ${installation.kind}, ${installation.capability}, ${config}, ${installation.secrets}, ${now}, ${now}
+          WHERE EXISTS (SELECT 1 FROM foundry_instances WHERE agent = ${ref.agent} AND id = ${ref.id} AND status <> 'archived')
+          ON CONFLICT (agent, instance_id, kind, capability) DO UPDATE SET config = ${config}, secrets = ${installation.secrets}, updated_at = ${now}
+          RETURNING kind`
+        if (written.length > 0) yield* touch(ref, now)
+        return written.length > 0
+      })
+
+    /** An installation changed: the instance's `updated_at` says so. */
+    const touch = (ref: InstanceRef, now: number) => sql`UPDATE foundry_instances SET updated_at = ${now} WHERE agent = ${ref.agent} AND id = ${ref.id}`
+
+    /** `%`, `_` and `\` are searched for as themselves, not as LIKE's wildcards. */
+    const containing = (text: string) => `%${text.toLowerCase().replace(/[\\%_]/g, (c) => `\\${c}`)}%`
 
     const provision = (agent: string, id: string, context: Readonly<Record<string, unknown>>) =>
       Effect.gen(function*() {
@@ -209,8 +214,9 @@ export const layer = Layer.effect(
             ? []
             : [sql`status = ${change.status.status}`, sql`status_reason = ${change.status.reason}`])
         ]
-        yield* sql`UPDATE foundry_instances SET ${sql.csv(sets)} WHERE agent = ${ref.agent} AND id = ${ref.id}`
-        return yield* find(ref)
+        const updated = yield* sql<{ readonly id: string }>`UPDATE foundry_instances SET ${sql.csv(sets)}
+          WHERE agent = ${ref.agent} AND id = ${ref.id} AND status <> 'archived' RETURNING id`
+        return updated.length === 0 ? Option.none() : yield* find(ref)
       })
 
     return InstanceStorage.of({
@@ -226,15 +232,19 @@ export const layer = Layer.effect(
       install: (ref, installation) =>
         Effect.gen(function*() {
           const now = yield* Clock.currentTimeMillis
-          yield* insertInstallation(ref, installation, now)
-          return yield* Effect.flatten(findInstallation({ ...ref, kind: installation.kind, capability: installation.capability }))
-        }).pipe(failAs("install")),
+          if (!(yield* insertInstallation(ref, installation, now))) return Option.none()
+          return yield* findInstallation({ ...ref, kind: installation.kind, capability: installation.capability })
+        }).pipe(sql.withTransaction, failAs("install")),
       uninstall: (ref, kind, capability) =>
-        sql<{ readonly kind: string }>`DELETE FROM foundry_installations
-          WHERE agent = ${ref.agent} AND instance_id = ${ref.id} AND kind = ${kind} AND capability = ${capability} RETURNING kind`.pipe(
-          Effect.map((rows) => rows.length > 0),
-          failAs("uninstall")
-        ),
+        Effect.gen(function*() {
+          const now = yield* Clock.currentTimeMillis
+          const removed = yield* sql<{ readonly kind: string }>`DELETE FROM foundry_installations
+            WHERE agent = ${ref.agent} AND instance_id = ${ref.id} AND kind = ${kind} AND capability = ${capability}
+            AND EXISTS (SELECT 1 FROM foundry_instances WHERE agent = ${ref.agent} AND id = ${ref.id} AND status <> 'archived')
+            RETURNING kind`
+          if (removed.length > 0) yield* touch(ref, now)
+          return removed.length > 0
+        }).pipe(sql.withTransaction, failAs("uninstall")),
       withInstallation: (agent, kind, capability) => withInstallation({ agent, kind, capability }).pipe(failAs("instancesWithInstallation"))
     })
   })

@@ -8,7 +8,7 @@
  */
 import { Array as Arr, Cause, Clock, Duration, Effect, Either, Option } from "effect"
 import type { CompiledAgent, CompiledApp } from "../compiler/CompiledApp.js"
-import { type InstanceInfo, modelsOf } from "../definitions/defineAgent.js"
+import { type InstanceInfo, isContext, modelsOf } from "../definitions/defineAgent.js"
 import { type RunRecord, UsageSums } from "../durable/records.js"
 import { ApprovalStorage } from "../durable/ApprovalStorage.js"
 import { newId } from "../durable/ids.js"
@@ -23,7 +23,7 @@ import { budgetMessage, budgetsOf, type Exceeded, hasDailyBudget, instanceOverBu
 import { closeOpenCalls } from "./closeOpenCalls.js"
 import { askModel } from "./modelStep.js"
 import { makeRunContext, redactionOf, type RunContext } from "./RunContext.js"
-import { decodeContext, InstanceContextInvalid, isContext, makeRunInstance, type RunInstance } from "./RunInstance.js"
+import { decodeContext, InstanceContextInvalid, makeRunInstance, type RunInstance } from "./RunInstance.js"
 import { makeRunTranscript } from "./runTranscript.js"
 import { makeStepBuffer, type StepBuffer } from "./StepBuffer.js"
 import { toolCallStep } from "./toolCallStep.js"

@@ -33,9 +33,6 @@ export interface RunInstance {
 /** The instance's stored context does not match the schema the agent declares: the run cannot start. */
 export class InstanceContextInvalid extends Data.TaggedError("InstanceContextInvalid")<{ readonly message: string }> {}
 
-/** Whether a decoded context is an object, as instructions and tools read it. */
-export const isContext = (value: unknown): value is AnyContext => typeof value === "object" && value !== null && !Array.isArray(value)
-
 /**
  * The context decoded by `schema`; `Left` is what is wrong with it, field by field, and how to
  * set it right.
@@ -46,9 +43,7 @@ export const decodeContext = (
   run: RunRecord
 ): Either.Either<unknown, string> =>
   Either.mapLeft(Schema.decodeUnknownEither(schema)(stored, { errors: "all" }), (error) => {
-    const issues = readableIssues(error, { root: "context" }).map((issue) =>
-      issue.path === "context" ? issue : { ...issue, path: `context.${issue.path}` }
-    )
+    const issues = readableIssues(error, { under: "context" })
     return `${formatIssues(issues)}\nset it with PATCH /api/instances/${run.instanceId}?agent=${run.agent} {"context": {...}}`
   })
 

@@ -10,7 +10,7 @@ import { capabilityKey, type CompiledApp } from "../compiler/CompiledApp.js"
 import type { InstanceByKey, InstallableCapability, PlaybookDefinition } from "../definitions/definePlaybook.js"
 import { kindOf } from "../definitions/RouteKind.js"
 import { InstanceStorage } from "../durable/InstanceStorage.js"
-import { checkContext, Instances } from "../instances/Instances.js"
+import { Instances, needsContext } from "../instances/Instances.js"
 import type { Route } from "../router/RouteTable.js"
 
 /** A run the playbook started. */
@@ -90,8 +90,7 @@ const targetsOf = (app: CompiledApp, route: Route<PlaybookDefinition>, agent: st
 const byId = (app: CompiledApp, agent: string, id: string) =>
   Effect.gen(function*() {
     const storage = yield* InstanceStorage
-    const schema = app.agents.get(agent)?.definition.context
-    if (schema !== undefined && Either.isLeft(checkContext(schema, {})) && Option.isNone(yield* storage.get(agent, id))) {
+    if (needsContext(app.agents.get(agent)?.definition.context) && Option.isNone(yield* storage.get(agent, id))) {
       return skip(
         `instance "${id}" of agent "${agent}" does not exist, and its instances need a context: ` +
           `create it first (POST /api/instances), or give the playbook instance: { key: (event) => "...", create: (event) => ({ context }) }`

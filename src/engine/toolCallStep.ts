@@ -7,7 +7,7 @@
 import { Clock, Effect, Either } from "effect"
 import { InstanceStorage } from "../durable/InstanceStorage.js"
 import type { CompiledTool } from "../compiler/CompiledApp.js"
-import type { InstanceInfo } from "../definitions/defineAgent.js"
+import { type InstanceInfo, isContext } from "../definitions/defineAgent.js"
 import { Instances } from "../instances/Instances.js"
 import { agentTools, ownAndInstalled } from "../mcp/mcpTools.js"
 import type { ToolCall } from "../models/Model.js"
@@ -17,7 +17,7 @@ import { awaitChild, emitFrom, spawnFrom } from "./childRuns.js"
 import { decodeCall, failedOutcome, runTool } from "./executeTool.js"
 import { deniedByRule, matchingRule } from "./permissions.js"
 import { answer, hide, type RunContext } from "./RunContext.js"
-import { decodeContext, isContext } from "./RunInstance.js"
+import { decodeContext } from "./RunInstance.js"
 import { RunStarter } from "./RunStarter.js"
 
 /** How a call left the run: answered (and whether it ran and failed), or the run waits. */

@@ -4,10 +4,10 @@
  * against the agent's `context` schema, an installation's config against its capability's, secrets
  * are sealed before they reach the store, and every change is an event (which never holds a secret).
  */
-import { Clock, Context, Effect, Either, Layer, Option, type ParseResult, Schema } from "effect"
+import { Clock, Context, Effect, Either, Layer, Option, Schema } from "effect"
 import { type Capability, capabilityKey, type CompiledApp } from "../compiler/CompiledApp.js"
 import { CurrentApp } from "../compiler/CurrentApp.js"
-import type { AnySchema } from "../definitions/defineAgent.js"
+import { type AnySchema, isContext } from "../definitions/defineAgent.js"
 import { ReadableIssue, readableIssues } from "../definitions/readableIssues.js"
 import { AgentNotFound } from "../dispatch/Dispatcher.js"
 import { newId } from "../durable/ids.js"
@@ -17,7 +17,7 @@ import type { StoreError } from "../durable/StoreError.js"
 import { EventLog } from "../events/EventLog.js"
 import type { EventContent } from "../events/FoundryEvent.js"
 import { spanIdOf, traceIdOf } from "../journal/trace.js"
-import { openConfig, sealSecrets, splitConfig } from "./installationConfig.js"
+import { openConfig, placeholderSecrets, resplitConfig, sealSecrets, splitConfig } from "./installationConfig.js"
 import { SecretBox, type SecretUnreadable } from "./SecretBox.js"
 
 /** No instance of that agent has that id. */
@@ -95,7 +95,7 @@ export class Instances extends Context.Tag("foundry/Instances")<Instances, {
   /** Archives it: it takes no new runs again, and keeps its conversations and history. */
   readonly archive: (ref: InstanceRef, reason?: string) => Effect.Effect<InstanceDetail, InstanceNotFound | StoreError>
   readonly install: (ref: InstanceRef, request: InstallRequest) => Effect.Effect<InstallationRecord, Failure>
-  readonly uninstall: (ref: InstanceRef, kind: CapabilityKind, id: string) => Effect.Effect<void, InstanceNotFound | StoreError>
+  readonly uninstall: (ref: InstanceRef, kind: CapabilityKind, id: string) => Effect.Effect<void, InstanceNotFound | InstanceConflict | StoreError>
   /**
    * What the instance has installed that the build `app` offers, configs opened for a run; the
    * installations that cannot be used (their capability gone from the build, a config its schema
@@ -113,9 +113,6 @@ export class Instances extends Context.Tag("foundry/Instances")<Instances, {
  */
 const instanceIdRule = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/
 
-const isRecord = (value: unknown): value is Readonly<Record<string, unknown>> =>
-  typeof value === "object" && value !== null && !Array.isArray(value)
-
 const invalid = (message: string, issues: ReadonlyArray<ReadableIssue>) =>
   new InvalidInstance({ message: `${message}:\n${issues.map((issue) => `${issue.path}: ${issue.message}`).join("\n")}`, issues })
 
@@ -125,23 +122,38 @@ const under = (prefix: string, issues: ReadonlyArray<ReadableIssue>): ReadonlyAr
 
 const fieldPath = (prefix: string, field: string): string => prefix === "" ? field : `${prefix}.${field}`
 
-const contextIssues = (error: ParseResult.ParseError): ReadonlyArray<ReadableIssue> =>
-  readableIssues(error, { root: "context" }).map((issue) => issue.path === "context" ? issue : { ...issue, path: `context.${issue.path}` })
-
 /**
  * A context checked against the agent's schema and stored in its encoded form (defaults filled
  * in); without a schema, any JSON object.
  */
 export const checkContext = (schema: AnySchema | undefined, input: unknown): Either.Either<Readonly<Record<string, unknown>>, ReadonlyArray<ReadableIssue>> => {
   if (schema === undefined) {
-    return isRecord(input) ? Either.right(input) : Either.left([{ path: "context", message: "expected an object" }])
+    return isContext(input) ? Either.right(input) : Either.left([{ path: "context", message: "expected an object" }])
   }
   const decoded = Schema.decodeUnknownEither(schema)(input, { errors: "all", onExcessProperty: "error" })
-  if (Either.isLeft(decoded)) return Either.left(contextIssues(decoded.left))
+  if (Either.isLeft(decoded)) return Either.left(readableIssues(decoded.left, { under: "context" }))
   const encoded = Schema.encodeEither(schema)(decoded.right)
-  if (Either.isLeft(encoded)) return Either.left(contextIssues(encoded.left))
-  return isRecord(encoded.right) ? Either.right(encoded.right) : Either.left([{ path: "context", message: "the agent's context schema must describe an object" }])
+  if (Either.isLeft(encoded)) return Either.left(readableIssues(encoded.left, { under: "context" }))
+  return isContext(encoded.right) ? Either.right(encoded.right) : Either.left([{ path: "context", message: "the agent's context schema must describe an object" }])
 }
+
+/**
+ * The status a change asks for, when it changes anything: pausing (or a new reason for a pause),
+ * or resuming.
+ */
+const statusChange = (instance: InstanceRecord, request: ChangeRequest) => {
+  if (request.paused === true && (instance.status !== "paused" || (request.reason !== undefined && request.reason !== instance.statusReason))) {
+    return { status: "paused" as const, reason: request.reason ?? null }
+  }
+  if (request.paused === false && instance.status === "paused") return { status: "active" as const, reason: null }
+  return undefined
+}
+
+/**
+ * Whether instances of an agent with this context schema need a context to be made: its schema
+ * does not accept `{}`, so no instance can be made on first use.
+ */
+export const needsContext = (schema: AnySchema | undefined): boolean => schema !== undefined && Either.isLeft(checkContext(schema, {}))
 
 /** `Instances` over the store, the current build, the event log and the secret box. */
 export const layer = Layer.effect(
@@ -190,35 +202,45 @@ export const layer = Layer.effect(
         : Effect.succeed(found)
     }
 
-    /** Checks requested installations and seals their secrets; `kept` supplies configs left out. */
+    /**
+     * Checks requested installations and seals their secrets. `installedOf` gives what is installed
+     * already: a request without a config keeps its config, and a `"<redacted>"` where a secret is
+     * installed keeps that secret.
+     */
     const prepare = (
       app: CompiledApp,
       requests: ReadonlyArray<InstallRequest>,
       path: (index: number) => string,
-      kept: (request: InstallRequest) => InstallationRecord | undefined = () => undefined
+      installedOf: (request: InstallRequest) => InstallationRecord | undefined = () => undefined
     ) =>
       Effect.gen(function*() {
         const issues: Array<ReadableIssue> = []
         const prepared: Array<NewInstallation> = []
-        requests.forEach((request, index) => {
+        for (const [index, request] of requests.entries()) {
           const capability = app.capabilities.get(capabilityKey(request.kind, request.id))
           if (capability === undefined) {
             const known = [...app.capabilities.values()].map((c) => `${c.kind} ${c.id}`).join(", ")
             issues.push({ path: fieldPath(path(index), "id"), message: `there is no installable ${request.kind} "${request.id}"; installable: ${known || "(none)"}` })
-            return
+            continue
           }
-          const previous = request.config === undefined ? kept(request) : undefined
-          if (previous !== undefined) {
-            prepared.push({ kind: request.kind, capability: request.id, config: previous.config, secrets: previous.secrets })
-            return
+          const installed = installedOf(request)
+          if (request.config === undefined && installed !== undefined) {
+            prepared.push({ kind: request.kind, capability: request.id, config: installed.config, secrets: installed.secrets })
+            continue
           }
-          const split = splitConfig(capability.config, request.config ?? {})
-          if (Either.isLeft(split)) {
-            issues.push(...under(path(index), split.left))
-            return
+          const { sealed, split } = installed === undefined
+            ? { split: splitConfig(capability.config, request.config ?? {}), sealed: undefined }
+            : yield* resplitConfig(box, capability.config, request.config, installed).pipe(
+              // Secrets sealed with another key cannot be kept: the config is taken as sent.
+              Effect.orElseSucceed(() => ({ split: splitConfig(capability.config, request.config), sealed: undefined }))
+            )
+          const wrong = Either.isLeft(split) ? split.left : placeholderSecrets(split.right)
+          if (wrong.length > 0 || Either.isLeft(split)) {
+            issues.push(...under(path(index), wrong))
+            continue
           }
-          prepared.push({ kind: request.kind, capability: request.id, config: split.right.config, secrets: sealSecrets(box, split.right) })
-        })
+          prepared.push({ kind: request.kind, capability: request.id, config: split.right.config, secrets: sealed ?? sealSecrets(box, split.right) })
+        }
         if (issues.length > 0) return yield* invalid("the installations are not valid", issues)
         return prepared
       })
@@ -241,10 +263,14 @@ export const layer = Layer.effect(
       const installations = yield* prepare(app, request.installations ?? [], (index) => `installations[${index}]`)
       const ref = { agent: request.agent, id: request.id ?? newId("inst") }
       const made = yield* storage.create({ ...ref, provisioningKey: request.provisioningKey ?? null, context: context.right }, installations)
-      if (!made.created && request.provisioningKey === undefined) {
+      // A repeated provisioning key answers its instance; an id taken by another instance is a conflict.
+      if (!made.created && (request.provisioningKey === undefined || made.instance.provisioningKey !== request.provisioningKey)) {
         return yield* new InstanceConflict({
-          ...{ agent: ref.agent, instance: ref.id },
-          message: `agent "${ref.agent}" has an instance "${ref.id}" already; change it with PATCH /api/instances/${ref.id}?agent=${ref.agent}`
+          agent: ref.agent,
+          instance: ref.id,
+          message: `agent "${ref.agent}" has an instance "${ref.id}" already` +
+            (made.instance.provisioningKey === null ? "" : ` (provisioning key "${made.instance.provisioningKey}")`) +
+            `; change it with PATCH /api/instances/${ref.id}?agent=${ref.agent}, or create another with another id`
         })
       }
       if (made.created) {
@@ -272,6 +298,10 @@ export const layer = Layer.effect(
           }))
           : Effect.succeed(instance))
 
+    /** An archive won the race with a change: nothing more of the change is written. */
+    const archivedMeanwhile = (ref: InstanceRef) =>
+      Effect.flatMap(open(ref), () => Effect.dieMessage(`instance "${ref.id}" of agent "${ref.agent}" refused a change while active`))
+
     const change = Effect.fn("Instances.change")(function*(ref: InstanceRef, request: ChangeRequest) {
       const app = yield* current.get
       const agent = yield* agentOf(app, ref.agent)
@@ -283,10 +313,11 @@ export const layer = Layer.effect(
         ? undefined
         : yield* prepare(app, request.installations, (index) => `installations[${index}]`, (wish) =>
           before.find((i) => i.kind === wish.kind && i.capability === wish.id))
-      const status = request.paused === undefined || request.paused === (instance.status === "paused")
-        ? undefined
-        : { status: request.paused ? "paused" as const : "active" as const, reason: request.paused ? request.reason ?? null : null }
-      if (context !== undefined || status !== undefined) yield* storage.update(ref, { context: context?.right, status })
+      const status = statusChange(instance, request)
+      if (context !== undefined || status !== undefined) {
+        const updated = yield* storage.update(ref, { context: context?.right, status })
+        if (Option.isNone(updated)) return yield* archivedMeanwhile(ref)
+      }
       if (context !== undefined) yield* note(ref, { type: "instance.updated", data: { context: context.right } })
       if (status?.status === "paused") yield* note(ref, { type: "instance.paused", data: { reason: status.reason } })
       if (status?.status === "active") yield* note(ref, { type: "instance.resumed", data: {} })
@@ -294,7 +325,7 @@ export const layer = Layer.effect(
         for (const installation of wanted) {
           const previous = before.find((i) => i.kind === installation.kind && i.capability === installation.capability)
           if (previous !== undefined && previous.secrets === installation.secrets && JSON.stringify(previous.config) === JSON.stringify(installation.config)) continue
-          yield* storage.install(ref, installation)
+          if (Option.isNone(yield* storage.install(ref, installation))) return yield* archivedMeanwhile(ref)
           yield* note(ref, installedEvent(installation))
         }
         for (const gone of before.filter((i) => !wanted.some((w) => w.kind === i.kind && w.capability === i.capability))) {
@@ -320,14 +351,17 @@ export const layer = Layer.effect(
       install: Effect.fn("Instances.install")(function*(ref: InstanceRef, request: InstallRequest) {
         const app = yield* current.get
         yield* open(ref)
-        const [installation] = yield* prepare(app, [request], () => "")
+        const installedAlready = yield* storage.installations(ref)
+        const [installation] = yield* prepare(app, [request], () => "", (wish) =>
+          installedAlready.find((i) => i.kind === wish.kind && i.capability === wish.id))
         if (installation === undefined) return yield* Effect.dieMessage("prepare returned no installation for one request")
         const stored = yield* storage.install(ref, installation)
+        if (Option.isNone(stored)) return yield* archivedMeanwhile(ref)
         yield* note(ref, installedEvent(installation))
-        return stored
+        return stored.value
       }),
       uninstall: Effect.fn("Instances.uninstall")(function*(ref: InstanceRef, kind: CapabilityKind, id: string) {
-        yield* find(ref)
+        yield* open(ref)
         if (yield* storage.uninstall(ref, kind, id)) yield* note(ref, { type: "instance.uninstalled", data: { kind, capability: id } })
       }),
       installed: (app, ref) =>
@@ -352,5 +386,3 @@ export const layer = Layer.effect(
 
 const reasonOf = (error: SecretUnreadable | { readonly _tag: "ParseError"; readonly message: string }): string =>
   error._tag === "SecretUnreadable" ? error.message : `its config no longer matches the capability's schema (${error.message.split("\n")[0]}); install it again`
-
-export { CapabilityKind }

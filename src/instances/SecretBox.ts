@@ -6,7 +6,7 @@
  * process must seal with the same key.
  */
 import { createCipheriv, createDecipheriv, hkdfSync, randomBytes } from "node:crypto"
-import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs"
+import { existsSync, linkSync, mkdirSync, readFileSync, unlinkSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { Config, Context, Data, Effect, Layer, Option, Redacted } from "effect"
 
@@ -48,30 +48,53 @@ export const make = (material: Redacted.Redacted<string>): SecretBox["Type"] => 
   })
 }
 
-/** The project's generated key, made on first use. */
+/**
+ * The project's generated key, made on first use. Written to a file of its own and linked into
+ * place, so a process starting beside this one never reads a half-written key: it finds no file,
+ * or the whole key.
+ */
 const keyFileOf = (root: string): Redacted.Redacted<string> => {
   const folder = join(root, ".foundry")
   const file = join(folder, "secret.key")
   if (!existsSync(file)) {
     mkdirSync(folder, { recursive: true })
+    const draft = join(folder, `secret.key.${process.pid}.${randomBytes(4).toString("hex")}`)
+    writeFileSync(draft, randomBytes(32).toString("base64"), { mode: 0o600 })
     try {
-      writeFileSync(file, randomBytes(32).toString("base64"), { mode: 0o600, flag: "wx" })
-      chmodSync(file, 0o600)
+      linkSync(draft, file)
     } catch (error) {
-      // Another process starting on this project made it first: theirs is the key.
+      // Another process made it first: theirs is the key.
       if (!(error instanceof Error && "code" in error && error.code === "EEXIST")) throw error
+    } finally {
+      unlinkSync(draft)
     }
   }
   return Redacted.make(readFileSync(file, "utf8").trim())
 }
 
-/** The box with `FOUNDRY_SECRET_KEY`, or the project's generated key at `root`. */
-export const layer = (root: string): Layer.Layer<SecretBox> =>
+/**
+ * The box with `FOUNDRY_SECRET_KEY`, or the project's generated key at `root`. `shared`: the store
+ * is one that other machines use too (PostgreSQL), where a generated key would be this machine's
+ * alone, so its use is warned about.
+ */
+export const layer = (root: string, options: { readonly shared?: boolean } = {}): Layer.Layer<SecretBox> =>
   Layer.effect(
     SecretBox,
     Effect.gen(function*() {
       const configured = yield* Config.option(Config.redacted("FOUNDRY_SECRET_KEY")).pipe(Effect.orDie)
-      if (Option.isSome(configured)) return make(configured.value)
-      return make(yield* Effect.sync(() => keyFileOf(root)).pipe(Effect.catchAllDefect((cause) => Effect.dieMessage(`could not make .foundry/secret.key in ${root} (${String(cause)}): set FOUNDRY_SECRET_KEY instead`))))
+      if (Option.isSome(configured)) {
+        if (Redacted.value(configured.value).trim() === "") return yield* Effect.dieMessage("FOUNDRY_SECRET_KEY is empty: set it to a long random value, or unset it")
+        return make(configured.value)
+      }
+      if (options.shared === true) {
+        yield* Effect.logWarning(
+          "FOUNDRY_SECRET_KEY is not set: installation secrets are sealed with this machine's .foundry/secret.key; " +
+            "every process that shares this store must use the same key, so set FOUNDRY_SECRET_KEY on each"
+        )
+      }
+      const generated = yield* Effect.try(() => keyFileOf(root)).pipe(
+        Effect.orDieWith((cause) => new Error(`could not make .foundry/secret.key in ${root} (${String(cause)}): set FOUNDRY_SECRET_KEY instead`))
+      )
+      return make(generated)
     })
   )

@@ -9,6 +9,7 @@ import { timerToolNames } from "../definitions/defineAgent.js"
 import { defineFunctionOf, kindOf, type RouteKind } from "../definitions/RouteKind.js"
 import { BudgetSchema } from "../definitions/defineConfig.js"
 import { formatIssues, readableIssues } from "../definitions/readableIssues.js"
+import { secretFields } from "../definitions/secretFields.js"
 import { ScheduleTimingSchema, timingProblem } from "../definitions/scheduleTiming.js"
 import { AgentMcpSchema } from "../mcp/McpServerSpec.js"
 
@@ -166,9 +167,19 @@ const checkInstallable = (installable: unknown): DefinitionProblem | undefined =
     ? undefined
     : { problem: "installable.config is not a Schema", fix: installableFix }
 
-/** A `context` field: the schema of the instance context an agent or tool reads. */
-const checkContext = (context: unknown, fix: string): DefinitionProblem | undefined =>
-  context === undefined || Schema.isSchema(context) ? undefined : { problem: "context is not a Schema", fix }
+/**
+ * A `context` field: the schema of the instance context an agent or tool reads. A context is plain
+ * data, stored and shown as it is, so it holds no secret: those belong in an installation's config.
+ */
+const checkContext = (context: unknown, fix: string): DefinitionProblem | undefined => {
+  if (context === undefined) return undefined
+  if (!Schema.isSchema(context)) return { problem: "context is not a Schema", fix }
+  const secrets = secretFields(context)
+  return secrets.length === 0 ? undefined : {
+    problem: `context declares secrets (${secrets.join(", ")}), but an instance's context is stored and shown as plain data`,
+    fix: "keep secrets in the config of an installable tool or MCP server (installable: { config: Schema.Struct({ token: Schema.Redacted(Schema.String) }) })"
+  }
+}
 
 // Instances install a tool one by one from the shared catalogue; an agent's own tool is always its agent's.
 const checkSharedIfInstallable = (file: string, definition: Record<string, unknown>): DefinitionProblem | undefined => {

@@ -15,7 +15,7 @@ const issuesOf = (body: unknown): ReadonlyArray<Issue> =>
   typeof body === "object" && body !== null && "issues" in body && Array.isArray(body.issues) ? body.issues : []
 
 const field = (body: unknown, key: string): unknown =>
-  typeof body === "object" && body !== null && key in body ? (body as Record<string, unknown>)[key] : undefined
+  typeof body === "object" && body !== null && key in body ? Object.entries(body).find(([name]) => name === key)?.[1] : undefined
 
 const stackTrace = /\bat .*\.[jt]s:\d+/
 

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Schema } from "effect"
-import { configJsonSchema, secretFields } from "../../src/transports/http/handlers/capabilityView.js"
+import { secretFields } from "../../src/definitions/secretFields.js"
+import { configJsonSchema } from "../../src/transports/http/handlers/capabilityView.js"
 import { http, startServer } from "../support/server.js"
 import { instancesProject } from "./apiProject.js"
 

@@ -55,6 +55,33 @@ describe("installation configs", () => {
     expect(paths).toContain("config.apiKeey")
   })
 
+  it("finds a renamed secret where it is sent, and refuses a secret it cannot seal apart rather than store it", () => {
+    const Renamed = Schema.Struct({
+      url: Schema.String,
+      apiKey: Schema.propertySignature(Schema.Redacted(Schema.String)).pipe(Schema.fromKey("api_key"))
+    })
+    const renamed = splitConfig(Renamed, { url: "https://x.test", api_key: "sk-renamed-secret" })
+    if (Either.isLeft(renamed)) return expect.fail(renamed.left.map((i) => i.message).join())
+    expect(renamed.right.config).toEqual({ url: "https://x.test", api_key: redactedMark })
+    expect(renamed.right.secrets).toEqual([[["api_key"], "sk-renamed-secret"]])
+
+    // A secret folded into another field by a transformation cannot be kept apart: refused.
+    const Folded = Schema.transform(
+      Schema.Struct({ dsn: Schema.String }),
+      Schema.Struct({ password: Schema.Redacted(Schema.String) }),
+      { strict: true, decode: ({ dsn }) => ({ password: dsn.split(":")[1] ?? "" }), encode: ({ password }) => ({ dsn: `user:${password}` }) }
+    )
+    const folded = splitConfig(Folded, { dsn: "user:hunter2-folded" })
+    expect(Either.isLeft(folded)).toBe(true)
+    expect(JSON.stringify(folded)).not.toContain("hunter2-folded")
+
+    // A wrong value is never quoted back: it may be a secret.
+    const Prefixed = Schema.Struct({ token: Schema.Redacted(Schema.String.pipe(Schema.startsWith("sk-"))) })
+    const wrong = splitConfig(Prefixed, { token: "supersecret-value" })
+    expect(Either.isLeft(wrong) && wrong.left.map((i) => i.path)).toEqual(["config.token"])
+    expect(JSON.stringify(wrong)).not.toContain("supersecret-value")
+  })
+
   it.effect("a config without secrets seals nothing; another key cannot open sealed secrets", () =>
     Effect.gen(function*() {
       const plain = splitConfig(Schema.Struct({ region: Schema.String }), { region: "eu" })

@@ -95,13 +95,34 @@ for (const backend of backends) {
         yield* instances.install({ agent: "shop", id: "a" }, installation("crm-notes"))
         yield* instances.install({ agent: "shop", id: "b" }, installation("crm-notes"))
         const replaced = yield* instances.install({ agent: "shop", id: "b" }, { ...installation("crm-notes"), config: { baseUrl: "https://b.test" }, secrets: "sealed" })
-        expect(replaced).toMatchObject({ config: { baseUrl: "https://b.test" }, secrets: "sealed" })
+        expect(Option.getOrThrow(replaced)).toMatchObject({ config: { baseUrl: "https://b.test" }, secrets: "sealed" })
         yield* instances.update({ agent: "shop", id: "a" }, { status: { status: "paused", reason: null } })
         expect((yield* instances.withInstallation("shop", "tool", "crm-notes")).map((i) => i.id)).toEqual(["b"])
         expect((yield* instances.page({ limit: 10 })).map((entry) => [entry.instance.id, entry.installations])).toEqual([["a", 1], ["b", 1], ["c", 0]])
         expect(yield* instances.uninstall({ agent: "shop", id: "b" }, "tool", "crm-notes")).toBe(true)
         expect(yield* instances.uninstall({ agent: "shop", id: "b" }, "tool", "crm-notes")).toBe(false)
         expect((yield* instances.withInstallation("shop", "tool", "crm-notes")).length).toBe(0)
+
+        // An archived instance changes no more: no install, no uninstall, no status or context change.
+        yield* instances.install({ agent: "shop", id: "c" }, installation("billing"))
+        yield* instances.update({ agent: "shop", id: "c" }, { status: { status: "archived", reason: null } })
+        expect(Option.isNone(yield* instances.install({ agent: "shop", id: "c" }, installation("crm-notes")))).toBe(true)
+        expect(yield* instances.uninstall({ agent: "shop", id: "c" }, "tool", "billing")).toBe(false)
+        expect(Option.isNone(yield* instances.update({ agent: "shop", id: "c" }, { status: { status: "active", reason: null } }))).toBe(true)
+        expect(Option.map(yield* instances.get("shop", "c"), (i) => i.status)).toEqual(Option.some("archived"))
+        expect((yield* instances.installations({ agent: "shop", id: "c" })).map((i) => i.capability)).toEqual(["billing"])
+        // Installing touches the instance, so lists show when it last changed.
+        yield* TestClock.setTime(5_000)
+        yield* instances.install({ agent: "shop", id: "a" }, installation("billing"))
+        expect(Option.map(yield* instances.get("shop", "a"), (i) => i.updatedAt)).toEqual(Option.some(5_000))
+      }))
+
+    it.scoped("search takes % and _ as themselves", () =>
+      Effect.gen(function*() {
+        const { instances } = yield* freshStorage(backend)
+        for (const id of ["inst_1", "instx1", "a%b"]) yield* instances.create({ agent: "shop", id, provisioningKey: null, context: {} }, [])
+        expect(idsOf(yield* instances.page({ limit: 10, search: "t_1" }))).toEqual(["shop/inst_1"])
+        expect(idsOf(yield* instances.page({ limit: 10, search: "%" }))).toEqual(["shop/a%b"])
       }))
   })
 }

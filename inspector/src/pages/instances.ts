@@ -35,7 +35,7 @@ const summaryOf = (view: InstanceView): InstanceSummary => ({ ...view, installat
 /** The instances page: filters live in the URL; "Load more" follows the API's cursor. */
 export const instancesPage = (root: HTMLElement) => {
   const params = new URLSearchParams(location.search)
-  const search = h("input", { name: "search", type: "search", placeholder: "search id, key or context", autocomplete: "off", value: params.get("search") ?? "" })
+  const search = h("input", { name: "search", type: "search", placeholder: "search id or provisioning key", autocomplete: "off", value: params.get("search") ?? "" })
   const agent = h("select", { name: "agent" })
   const status = h("select", { name: "status" },
     ["", "active", "paused", "archived"].map((s) =>

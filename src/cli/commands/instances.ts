@@ -97,8 +97,6 @@ const api = (options: ServerOptions) =>
     return { url, read, send }
   }).pipe(Effect.provide(FetchHttpClient.layer))
 
-
-/** Aligned columns under a bold header. */
 /** Every page lists at most this many (the API's largest page). */
 const pageLimit = 500
 

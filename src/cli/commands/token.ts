@@ -24,7 +24,6 @@ const projectTokens = (dir: string) =>
     })
   )
 
-
 /** `foundry token create`: makes a token and prints it, the only time it is shown. */
 export const create = (options: { readonly dir: string; readonly scope: TokenScope; readonly name: string | undefined }) =>
   Effect.gen(function*() {

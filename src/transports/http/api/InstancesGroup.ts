@@ -92,6 +92,7 @@ export class InstancesGroup extends HttpApiGroup.make("instances")
       .setUrlParams(Schema.Struct({ ...agentParam, kind: CapabilityKind, capability: nonEmpty("capability id") }))
       .addSuccess(HttpApiSchema.NoContent)
       .addError(InstanceNotFound, { status: 404 })
+      .addError(InstanceConflict, { status: 409 })
   )
   .add(
     HttpApiEndpoint.get("conversations", "/api/instances/:id/conversations")
