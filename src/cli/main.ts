@@ -1,9 +1,10 @@
 /**
- * The `foundry` command line: `init`, `dev`, `start`, `run`, `routes`, `check`, `token`,
+ * The `foundry` command line: `init`, `dev`, `start`, `build`, `run`, `routes`, `check`, `token`,
  * `instances`, `install`, `uninstall`. Each
  * command's work lives in its own module under `commands/`, imported only when that command runs,
  * so that parsing a command line loads the parser and nothing else.
  */
+import { resolve } from "node:path"
 import { Args, Command, Options, ValidationError } from "@effect/cli"
 import * as NodeContext from "@effect/platform-node/NodeContext"
 import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
@@ -19,29 +20,55 @@ const init = Command.make(
   ({ dir }) => Effect.flatMap(Effect.promise(() => import("./commands/init.js")), (command) => command.init(dir))
 ).pipe(Command.withDescription("create a new project"))
 
-/** `dev` and `start`: serving a project, with or without watching it. */
-const serve = (name: "dev" | "start", watch: boolean, description: string) =>
-  Command.make(name, { dir: projectDir, port, host, cluster, runnerPort, runnerHost }, ({ cluster, dir, host, port, runnerHost, runnerPort }) =>
-    Effect.flatMap(
-      Effect.promise(() => import("./serveProject.js")),
-      ({ serveProject }) =>
-        Effect.scoped(serveProject({
-          root: dir,
-          port: Option.getOrUndefined(port),
-          host: Option.getOrUndefined(host),
-          watch,
-          cluster: cluster || Option.isSome(runnerPort) || Option.isSome(runnerHost)
-            ? {
-              ...Option.match(runnerPort, { onNone: () => ({}), onSome: (port) => ({ port }) }),
-              ...Option.match(runnerHost, { onNone: () => ({}), onSome: (host) => ({ host }) })
-            }
-            : undefined
-        }))
-    )).pipe(Command.withDescription(description))
+const serveOptions = { dir: projectDir, port, host, cluster, runnerPort, runnerHost }
 
-const dev = serve("dev", true, "serve a project and reload it on every change")
+/** `dev` and `start`: serving a project (or a release, for `start --release`), with or without watching it. */
+const serve = (
+  { cluster, dir, host, port, release, runnerHost, runnerPort }: Command.Command.ParseConfig<typeof serveOptions> & {
+    readonly release: Option.Option<string>
+  },
+  watch: boolean
+) =>
+  Effect.flatMap(
+    Effect.promise(() => import("./serveProject.js")),
+    ({ serveProject }) =>
+      Effect.scoped(serveProject({
+        root: Option.getOrElse(release, () => dir),
+        release: Option.isSome(release),
+        port: Option.getOrUndefined(port),
+        host: Option.getOrUndefined(host),
+        watch,
+        cluster: cluster || Option.isSome(runnerPort) || Option.isSome(runnerHost)
+          ? {
+            ...Option.match(runnerPort, { onNone: () => ({}), onSome: (port) => ({ port }) }),
+            ...Option.match(runnerHost, { onNone: () => ({}), onSome: (host) => ({ host }) })
+          }
+          : undefined
+      }))
+  )
 
-const start = serve("start", false, "serve a project (production: no watching)")
+const dev = Command.make("dev", serveOptions, (options) => serve({ ...options, release: Option.none() }, true)).pipe(
+  Command.withDescription("serve a project and reload it on every change")
+)
+
+const release = Options.directory("release", { exists: "yes" }).pipe(
+  Options.withDescription("serve a release folder built by `foundry build` (.foundry/releases/<id>) instead of a project's sources"),
+  Options.map((dir) => resolve(dir)),
+  Options.optional
+)
+
+const start = Command.make("start", { ...serveOptions, release }, (options) => serve(options, false)).pipe(
+  Command.withDescription("serve a project or a release (production: no watching)")
+)
+
+const build = Command.make("build", {
+  dir: projectDir,
+  docker: Options.boolean("docker").pipe(
+    Options.withDescription("also write a Dockerfile, a compose.yaml (with PostgreSQL) and the framework's packed tarball into the release")
+  )
+}, ({ dir, docker }) => Effect.flatMap(Effect.promise(() => import("./commands/build.js")), (command) => command.build({ dir, docker }))).pipe(
+  Command.withDescription("check the project and bundle it into a release that runs without its sources: .foundry/releases/rel_<hash>")
+)
 
 const run = Command.make(
   "run",
@@ -140,7 +167,7 @@ const uninstall = Command.make("uninstall", { ...server, instance: instanceArg, 
 
 const foundry = Command.make("foundry").pipe(
   Command.withDescription("an Effect-native, file-routed runtime for AI agents"),
-  Command.withSubcommands([init, dev, start, run, routes, check, token, instances, install, uninstall])
+  Command.withSubcommands([init, dev, start, build, run, routes, check, token, instances, install, uninstall])
 )
 
 const cli = Command.run(foundry, { name: "foundry", version: packageJson.version })

@@ -21,6 +21,7 @@ import { loadConfig, type ProjectConfig } from "../router/loadConfig.js"
 import type { ClusterConfig } from "../definitions/defineConfig.js"
 import { RouteError, RouteErrors } from "../router/RouteError.js"
 import { routeFolders } from "../router/RoutePath.js"
+import { releaseFile, releaseIdAt } from "../release/ReleaseManifest.js"
 import { watchProjectChanges } from "../router/watch.js"
 import { Schedules } from "../triggers/Schedules.js"
 import { CliError } from "./CliError.js"
@@ -33,6 +34,8 @@ export interface ServeOptions {
   readonly port: number | undefined
   readonly host: string | undefined
   readonly watch: boolean
+  /** `root` is a release folder (`foundry start --release`): one without `release.json` is refused. */
+  readonly release?: boolean
   /** Runs as a cluster runner with these settings over the config's `cluster`. */
   readonly cluster?: ClusterConfig | undefined
 }
@@ -43,6 +46,7 @@ const summary = (app: CompiledApp): string => {
   return [
     count(t.agents.length, "agent"),
     count(t.tools.length, "tool"),
+    count(t.mcpServers.length, "MCP server"),
     count(t.schedules.length, "schedule"),
     count(t.playbooks.length, "playbook"),
     count(t.environments.length, "environment")
@@ -105,6 +109,12 @@ const warnIfNotAProject = Effect.fn("cli.warnIfNotAProject")(function*(root: str
 
 /** Serves the project at `root` until interrupted. */
 export const serveProject = Effect.fn("cli.serveProject")(function*(options: ServeOptions) {
+  if (options.release === true && releaseIdAt(options.root) === undefined) {
+    return yield* new CliError({
+      message: `${options.root} is not a release: it has no ${releaseFile} with a release id.\n` +
+        "  fix: build one with `foundry build <project>` and start the folder it prints (<project>/.foundry/releases/rel_...)"
+    })
+  }
   let generation = 1
   const config = yield* loadConfig(options.root, generation).pipe(
     Effect.catchTag("RouteError", (error) =>
@@ -156,6 +166,7 @@ export const serveProject = Effect.fn("cli.serveProject")(function*(options: Ser
 
   yield* say(style.bold(`Foundry ${options.watch ? "dev" : "server"}`) + style.dim(` (project ${options.root})`))
   yield* say(`  routes:  ${summary(app)}`)
+  yield* say(`  release: ${app.release}`)
   yield* say(`  store:   ${storeFileOf(app)}`)
   const cluster = clusterSettingsOf(app, { cluster: options.cluster })
   if (cluster !== undefined) yield* say(`  cluster: runner ${cluster.host}:${cluster.port} (${cluster.shardsPerGroup} shards)`)

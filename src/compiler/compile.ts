@@ -3,7 +3,6 @@
  * Schemas, and the config's layers are built once so that every service a tool requires is known
  * to be there before the first run.
  */
-import { createHash } from "node:crypto"
 import { existsSync, readFileSync } from "node:fs"
 import { join } from "node:path"
 import { Cause, Context, Effect, JSONSchema, Layer, Schema, SchemaAST, type Scope } from "effect"
@@ -17,6 +16,8 @@ import type { RouteTable } from "../router/RouteTable.js"
 import { type Capability, capabilityKey, type CompiledAgent, type CompiledApp, type CompiledTool } from "./CompiledApp.js"
 import { mountsOf } from "../mcp/McpMount.js"
 import { LayerBuildError, MissingService, MissingServices } from "./CompileError.js"
+import { contentHash } from "../release/contentHash.js"
+import { releaseIdAt } from "../release/ReleaseManifest.js"
 
 const toolNameRule = /^[a-zA-Z0-9_-]{1,64}$/
 
@@ -96,22 +97,21 @@ const buildServices = (table: RouteTable): Effect.Effect<Context.Context<unknown
 }
 
 /**
- * The release of the project at `root` as its files are now: `dev-` and a short hash of every file
- * under the route folders and of the config file, names and contents. Two builds of the same
- * sources share a release; any edit, addition, removal or rename makes a new one, so events say
- * which build of the project wrote them.
+ * The release of the project at `root`: a folder built by `foundry build` is its `rel_` id (from
+ * `release.json`); sources are `dev-` and a short hash of every file under the route folders and
+ * of the config file, names and contents. Two builds of the same sources share a release; any
+ * edit, addition, removal or rename makes a new one, so events say which build wrote them.
  */
 export const releaseOf = (root: string, configFile: string | undefined): string => {
-  const hash = createHash("sha256")
+  const built = releaseIdAt(root)
+  if (built !== undefined) return built
   const files = configFile === undefined ? listRouteFiles(root) : [configFile, ...listRouteFiles(root)]
-  for (const file of files) {
+  const hash = contentHash(files.map((file) => {
     const path = join(root, file)
     // A file deleted since it was listed is hashed as absent; the next build sees the deletion.
-    const content = existsSync(path) ? readFileSync(path) : Buffer.alloc(0)
-    // Lengths first, so that no two different sets of files can hash the same bytes.
-    hash.update(`${Buffer.byteLength(file)}:${file}:${content.byteLength}:`).update(content)
-  }
-  return `dev-${hash.digest("hex").slice(0, 12)}`
+    return { file, content: existsSync(path) ? readFileSync(path) : new Uint8Array() }
+  }))
+  return `dev-${hash.slice(0, 12)}`
 }
 
 /** What instances can install: the shared tools and catalogue MCP servers that declare `installable`. */

@@ -4,7 +4,8 @@
  * `<endpoint>/v1/traces`, with the event log's own trace and span ids, so the tree an OTel backend
  * draws is the inspector's. Model turns carry the GenAI semantic-convention attributes. A span is
  * exported once, when its step ends: a run that suspends and resumes keeps one span (its id is
- * derived from the run), with each suspension and resumption as a span event.
+ * derived from the run), with each suspension and resumption as a span event. A span's resource
+ * carries the release that ran it as `service.version` (`rel_...` built, `dev-...` from sources).
  */
 import { Clock, Config, Duration, Effect, Layer, Option, Schedule, Stream } from "effect"
 import { EventLog } from "./EventLog.js"
@@ -152,17 +153,32 @@ export const spanBuilder = () => {
   }
 }
 
-const post = (endpoint: string, spans: ReadonlyArray<OtlpSpan>) =>
+/** A finished span and the release whose code ran it. */
+interface ReleasedSpan {
+  readonly release: string
+  readonly span: OtlpSpan
+}
+
+/** Spans grouped by release: each release is a resource, its id the resource's `service.version`. */
+const resourceSpansOf = (spans: ReadonlyArray<ReleasedSpan>) => {
+  const byRelease = new Map<string, Array<OtlpSpan>>()
+  for (const { release, span } of spans) {
+    const group = byRelease.get(release) ?? []
+    group.push(span)
+    byRelease.set(release, group)
+  }
+  return [...byRelease].map(([release, spans]) => ({
+    resource: { attributes: [attribute(["service.name", "foundry"]), attribute(["service.version", release])] },
+    scopeSpans: [{ scope: { name: "foundry" }, spans }]
+  }))
+}
+
+const post = (endpoint: string, spans: ReadonlyArray<ReleasedSpan>) =>
   Effect.tryPromise(() =>
     fetch(`${endpoint.replace(/\/$/, "")}/v1/traces`, {
       method: "POST",
       headers: { "content-type": "application/json" },
-      body: JSON.stringify({
-        resourceSpans: [{
-          resource: { attributes: [{ key: "service.name", value: { stringValue: "foundry" } }] },
-          scopeSpans: [{ scope: { name: "foundry" }, spans }]
-        }]
-      })
+      body: JSON.stringify({ resourceSpans: resourceSpansOf(spans) })
     })
   ).pipe(Effect.retry(Schedule.exponential("200 millis").pipe(Schedule.intersect(Schedule.recurs(3)))), Effect.ignoreLogged)
 
@@ -175,7 +191,7 @@ export const OtlpExportLive = Layer.scopedDiscard(
     const build = spanBuilder()
     const now = yield* Clock.currentTimeMillis
     yield* events.follow({ since: now }, 0).pipe(
-      Stream.mapConcat(build),
+      Stream.mapConcat((event) => build(event).map((span) => ({ release: event.release, span }))),
       Stream.groupedWithin(256, Duration.seconds(1)),
       Stream.runForEach((chunk) => post(endpoint.value, [...chunk])),
       Effect.catchAllCause((cause) => Effect.logWarning("OpenTelemetry export stopped", cause)),

@@ -10,13 +10,27 @@
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs"
 import { dirname, join, relative } from "node:path"
 import { pathToFileURL } from "node:url"
-import type { BuildFailure, Message, Plugin } from "esbuild"
+import type { BuildFailure, BuildOptions, Message, OnResolveArgs, Plugin, PluginBuild, ResolveResult } from "esbuild"
 import { packageLayout } from "../packageLayout.js"
 
 /** Each entry's module URL, or the build errors that keep it from loading. */
 export type BundledEntries = ReadonlyMap<string, { readonly _tag: "Built"; readonly url: string } | { readonly _tag: "Broken"; readonly message: string }>
 
-const isBare = (specifier: string): boolean => !/^(\.|\/|[a-z][a-z0-9+.-]*:)/i.test(specifier)
+/** Whether `specifier` names a package (`effect`, `@scope/name/sub`), not a file or a `node:`-style URL. */
+export const isBare = (specifier: string): boolean => !/^(\.|\/|[a-z][a-z0-9+.-]*:)/i.test(specifier)
+
+/**
+ * Resolves a package import as the importing file sees it, else as the framework does (a project
+ * that installs nothing still gets the packages the framework has). Plugins mark their own calls
+ * with `pluginData: "resolving"` and leave those alone.
+ */
+export const resolvePackage = async (build: PluginBuild, args: OnResolveArgs): Promise<ResolveResult | undefined> => {
+  for (const resolveDir of [args.resolveDir, packageLayout.root]) {
+    const found = await build.resolve(args.path, { kind: args.kind, resolveDir, pluginData: "resolving" })
+    if (found.errors.length === 0 && found.path !== "") return found
+  }
+  return undefined
+}
 
 const vendored = (specifier: string): string | undefined => {
   const vendor = packageLayout.vendorDir
@@ -36,13 +50,10 @@ const frameworkResolution: Plugin = {
       if (vendor !== undefined) return { path: vendor, external: true }
       // Effect's own packages are bundled, so that their `effect` is the framework's copy too.
       const inline = args.path.startsWith("@effect/")
-      for (const resolveDir of [args.resolveDir, packageLayout.root]) {
-        const found = await build.resolve(args.path, { kind: args.kind, resolveDir, pluginData: "resolving" })
-        if (found.errors.length > 0 || found.path === "") continue
-        if (found.external) return { path: args.path, external: true }
-        return inline ? { path: found.path } : { path: pathToFileURL(found.path).href, external: true }
-      }
-      return undefined
+      const found = await resolvePackage(build, args)
+      if (found === undefined) return undefined
+      if (found.external) return { path: args.path, external: true }
+      return inline ? { path: found.path } : { path: pathToFileURL(found.path).href, external: true }
     })
     // A route file that reads a file beside it by `import.meta.url` must see its own place, not the bundle's.
     build.onLoad({ filter: /\.(m?[jt]s)$/ }, (args) => {
@@ -55,33 +66,44 @@ const frameworkResolution: Plugin = {
   }
 }
 
-const describe = (root: string, message: Message): string => {
+/** An esbuild message as one line, with the project-relative place it points at. */
+export const describe = (root: string, message: Message): string => {
   const at = message.location === null
     ? ""
     : ` (${relative(root, join(root, message.location.file))}:${message.location.line}:${message.location.column + 1})`
   return `${message.text}${at}`
 }
 
-const isBuildFailure = (error: unknown): error is BuildFailure =>
+/** Whether an error thrown by esbuild's `build` is a failed build (rather than a crash). */
+export const isBuildFailure = (error: unknown): error is BuildFailure =>
   error instanceof Error && "errors" in error && Array.isArray(error.errors)
+
+/**
+ * What every bundle of a project's route files shares: one entry per file (`entries`, relative to
+ * `root`), each output keeping its project-relative path, ES modules split into shared chunks so
+ * that a module two route files import stays one module.
+ */
+export const routeBuildOptions = (root: string, entries: ReadonlyArray<string>) => ({
+  absWorkingDir: root,
+  entryPoints: entries.map((file) => join(root, file)),
+  outbase: root,
+  bundle: true,
+  splitting: true,
+  format: "esm",
+  platform: "node",
+  target: "node20",
+  logLevel: "silent"
+} satisfies BuildOptions)
 
 /** Bundles `entries` (project-relative files) of the project at `root` into `outdir`. */
 const bundle = async (root: string, entries: ReadonlyArray<string>, outdir: string): Promise<void> => {
   const { build } = await import("esbuild")
   await build({
-    absWorkingDir: root,
-    entryPoints: entries.map((file) => join(root, file)),
-    outbase: root,
+    ...routeBuildOptions(root, entries),
     outdir,
-    bundle: true,
-    splitting: true,
-    format: "esm",
-    platform: "node",
-    target: "node20",
     sourcemap: "linked",
     // .mjs: the bundle is ES modules whatever the project's package.json says about "type".
     outExtension: { ".js": ".mjs" },
-    logLevel: "silent",
     plugins: [frameworkResolution]
   })
 }

@@ -11,8 +11,8 @@ import { discover } from "../../router/discover.js"
 import { CliError } from "../CliError.js"
 import { say, style } from "../terminal.js"
 
-/** `foundry check`: validates and type-checks the project at `dir`. */
-export const check = (dir: string) =>
+/** Validates and type-checks the project at `dir`, and gives its route table when it passes. */
+export const checkProject = (dir: string) =>
   Effect.gen(function*() {
     const table = yield* discover(dir, 1)
     yield* writeGenerated(table)
@@ -28,4 +28,8 @@ export const check = (dir: string) =>
     ]
     if (problems.length > 0) return yield* new CliError({ message: problems.join("\n") })
     yield* say(style.green("check passed: routes are valid, every required service is provided, types check"))
+    return table
   }).pipe(Effect.scoped)
+
+/** `foundry check`: validates and type-checks the project at `dir`. */
+export const check = (dir: string) => Effect.asVoid(checkProject(dir))

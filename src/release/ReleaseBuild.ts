@@ -1,0 +1,67 @@
+/**
+ * `foundry build`'s product: a release folder, `.foundry/releases/<id>/`, holding the project's
+ * route files and config bundled as plain JavaScript and `release.json` (id, time, framework
+ * version, manifest, migrations, files). The id hashes the bundled files, so the same sources
+ * build the same release, and building it again leaves the folder as it is: a server may be
+ * running on it, with its store inside.
+ */
+import { dirname, join } from "node:path"
+import { FileSystem } from "@effect/platform"
+import { DateTime, Effect, Schema } from "effect"
+import packageJson from "../../package.json" with { type: "json" }
+import { migrations } from "../durable/migrations.js"
+import { manifestOf } from "../router/codegen.js"
+import type { RouteTable } from "../router/RouteTable.js"
+import { bundleRelease } from "./bundleRelease.js"
+import { contentHash } from "./contentHash.js"
+import { ReleaseId, releaseFile, ReleaseManifest } from "./ReleaseManifest.js"
+
+/** A built release: where it is, and whether this build wrote it or found it already built. */
+export interface BuiltRelease {
+  readonly id: ReleaseId
+  readonly folder: string
+  readonly fresh: boolean
+}
+
+/** Where the releases of the project at `root` are kept. */
+export const releasesFolder = (root: string): string => join(root, ".foundry/releases")
+
+/** The files a route table loads: every route file and the config. */
+const entriesOf = (table: RouteTable): ReadonlyArray<string> =>
+  [
+    ...[table.agents, table.tools, table.mcpServers, table.playbooks, table.schedules, table.environments].flatMap((routes) =>
+      routes.map((route) => route.file)
+    ),
+    ...(table.configFile === undefined ? [] : [table.configFile])
+  ].sort()
+
+const encodeManifest = Schema.encode(Schema.parseJson(ReleaseManifest, { space: 2 }))
+
+/** Bundles the project of a checked route table and writes its release, unless that release is already built. */
+export const buildRelease = Effect.fn("release.build")(function*(table: RouteTable) {
+  const fs = yield* FileSystem.FileSystem
+  const files = yield* bundleRelease(table.root, entriesOf(table))
+  const id = ReleaseId.make(`rel_${contentHash(files).slice(0, 12)}`)
+  const folder = join(releasesFolder(table.root), id)
+  if (yield* fs.exists(join(folder, releaseFile))) return { id, folder, fresh: false } satisfies BuiltRelease
+
+  const manifest = new ReleaseManifest({
+    id,
+    createdAt: yield* DateTime.now,
+    foundryVersion: packageJson.version,
+    manifest: manifestOf(table),
+    migrations: Object.keys(migrations),
+    files: files.map(({ file }) => file)
+  })
+  // Written beside the release and moved into place whole, so a folder named by an id is complete.
+  const staging = join(releasesFolder(table.root), `.${id}-${process.pid}`)
+  yield* fs.remove(staging, { recursive: true, force: true })
+  for (const { content, file } of files) {
+    yield* fs.makeDirectory(dirname(join(staging, file)), { recursive: true })
+    yield* fs.writeFile(join(staging, file), content)
+  }
+  yield* fs.writeFileString(join(staging, releaseFile), `${yield* encodeManifest(manifest)}\n`)
+  yield* fs.remove(folder, { recursive: true, force: true })
+  yield* fs.rename(staging, folder)
+  return { id, folder, fresh: true } satisfies BuiltRelease
+})
