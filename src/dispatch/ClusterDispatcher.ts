@@ -224,9 +224,7 @@ export const layer = (options: ClusterDispatcherOptions) =>
         recover: sweep,
         await: awaitRun,
         cancel: (runId) => cancelWith(runId, "cancelled: a person cancelled the run before this call finished"),
-        steer: Effect.fn("Dispatcher.steer")(function*(runId: string, message: string) {
-          return yield* executor.steered(yield* cancelWith(runId, `cancelled by steer: ${message}`), message)
-        }),
+        steer: executor.steer(cancelWith),
         decide: executor.decide
       })
 

@@ -19,9 +19,7 @@ export const layer = (options: LocalDispatcherOptions) =>
         recover: executor.recover,
         await: executor.awaitHere,
         cancel: (runId) => executor.cancel(runId, "cancelled: a person cancelled the run before this call finished"),
-        steer: Effect.fn("Dispatcher.steer")(function*(runId: string, message: string) {
-          return yield* executor.steered(yield* executor.cancel(runId, `cancelled by steer: ${message}`), message)
-        }),
+        steer: executor.steer(executor.cancel),
         decide: executor.decide
       }))
   )

@@ -8,7 +8,7 @@
  * local dispatcher puts it in this process's lane, the cluster dispatcher sends it to the runner
  * that owns its conversation.
  */
-import { Clock, Deferred, Duration, Effect, Either, FiberMap, Option, Queue } from "effect"
+import { Clock, Deferred, Duration, Effect, FiberMap, Option, Queue } from "effect"
 import type { CompiledAgent } from "../compiler/CompiledApp.js"
 import { CurrentApp } from "../compiler/CurrentApp.js"
 import { newId } from "../durable/ids.js"
@@ -21,10 +21,10 @@ import type { StoreError } from "../durable/StoreError.js"
 import { runAgent } from "../engine/AgentLoop.js"
 import { closeOpenCalls } from "../engine/closeOpenCalls.js"
 import { RunStarter } from "../engine/RunStarter.js"
-import { checkContext, type Instances } from "../instances/Instances.js"
+import { type Instances, needsContext } from "../instances/Instances.js"
 import type { EventLog } from "../events/EventLog.js"
 import type { Lease } from "../journal/journalRecords.js"
-import { type InstanceClosed, RunJournal } from "../journal/RunJournal.js"
+import { RunJournal } from "../journal/RunJournal.js"
 import { eventOf } from "../journal/trace.js"
 import type { ModelResolver } from "../models/Model.js"
 import { makeApprovalDecisions } from "./approvalDecisions.js"
@@ -154,7 +154,7 @@ export const makeRunExecutor = (options: RunExecutorOptions) =>
       )
 
     /** Why a submission's instance took nothing, and how to go on. */
-    const unavailable = (closed: InstanceClosed) =>
+    const unavailable = (closed: { readonly agent: string; readonly instanceId: string }) =>
       Effect.flatMap(instances.get(closed.agent, closed.instanceId), (found) => {
         const status = Option.isSome(found) && found.value.status === "archived" ? "archived" as const : "paused" as const
         const why = Option.isSome(found) && found.value.statusReason !== null ? ` (${found.value.statusReason})` : ""
@@ -173,10 +173,10 @@ export const makeRunExecutor = (options: RunExecutorOptions) =>
      * An agent that declares a `context` cannot have an instance made on first use without one that
      * its schema accepts: the client is told to create the instance first.
      */
-    const needsContext = (agent: CompiledAgent, instanceId: string) =>
+    const refuseWithoutContext = (agent: CompiledAgent, instanceId: string) =>
       Effect.gen(function*() {
         const schema = agent.definition.context
-        if (schema === undefined || Either.isRight(checkContext(schema, {}))) return
+        if (!needsContext(schema)) return
         if (Option.isSome(yield* instances.get(agent.id, instanceId))) return
         return yield* new InstanceUnavailable({
           agent: agent.id,
@@ -265,7 +265,7 @@ export const makeRunExecutor = (options: RunExecutorOptions) =>
         })
       }
       const instanceId = request.instance ?? "default"
-      yield* needsContext(agent, instanceId)
+      yield* refuseWithoutContext(agent, instanceId)
       let conversation = { id: newId("conv"), isNew: true }
       if (request.conversation !== undefined) {
         const found = yield* store.getConversation(request.conversation)
@@ -339,6 +339,19 @@ export const makeRunExecutor = (options: RunExecutorOptions) =>
         { steeredFrom: cancelled.id }
       )
 
+    /**
+     * Steers the run with `cancel` (how the dispatcher cancels where the run is). Its instance is
+     * asked first: on a paused or archived one the successor would be refused after the cancel,
+     * leaving the conversation with neither run.
+     */
+    const steerWith = (cancel: (runId: string, reason: string) => Effect.Effect<RunRecord, RunNotFound | RunAlreadyEnded | StoreError>) =>
+      Effect.fn("Dispatcher.steer")(function*(runId: string, message: string) {
+        const run = yield* findRun(runId)
+        const instance = yield* instances.get(run.agent, run.instanceId)
+        if (Option.isSome(instance) && instance.value.status !== "active") return yield* unavailable(run)
+        return yield* steered(yield* cancel(runId, `cancelled by steer: ${message}`), message)
+      })
+
     const approvals = yield* makeApprovalDecisions((run) => wake(run))
 
     const decide = Effect.fn("Dispatcher.decide")(function*(
@@ -378,8 +391,8 @@ export const makeRunExecutor = (options: RunExecutorOptions) =>
       submit,
       /** Cancels the run if it executes here (else only marks it); `reason` answers each tool call it leaves open. */
       cancel: cancelWith,
-      /** After `cancelled` was cancelled by a steer, starts its successor in the same conversation. */
-      steered,
+      /** Cancels the run with the dispatcher's `cancel` and starts its successor in the same conversation, if its instance takes runs. */
+      steer: steerWith,
       decide,
       /** Resumes every unfinished run of the store in this process. */
       recover,

@@ -53,6 +53,7 @@ export const make = Effect.gen(function*() {
   const decodeMessages = Schema.decodeUnknown(Schema.Array(MessageRow))
   const decodeSums = Schema.decodeUnknown(Schema.Array(UsageSums))
   const decodeGroups = Schema.decodeUnknown(Schema.Array(GroupedUsage))
+  const decodeAgents = Schema.decodeUnknown(Schema.Array(Schema.Struct({ agent: Schema.String })))
 
   // Sums are cast back to BIGINT: PostgreSQL sums BIGINTs as NUMERIC, which its driver reads as text.
   const usageSums = sql`COUNT(*) AS runs,
@@ -151,6 +152,14 @@ export const make = Effect.gen(function*() {
         LEFT JOIN foundry_runs l ON l.id = (SELECT r.id FROM foundry_runs r WHERE r.conversation_id = s.conversation_id
           ORDER BY r.seq DESC, r.created_at DESC, r.id DESC LIMIT 1)
         ORDER BY c.updated_at DESC, c.id DESC LIMIT ${limit}`.pipe(Effect.flatMap(decodeConversations), failAs("instanceConversations")),
+
+    // Agents named, rather than the id alone: the primary key (agent, id) answers it.
+    agentsWithInstance: (id, agents) =>
+      sql`SELECT agent FROM foundry_instances WHERE ${sql.in("agent", agents)} AND id = ${id} ORDER BY agent`.pipe(
+        Effect.flatMap(decodeAgents),
+        Effect.map((rows) => rows.map((row) => row.agent)),
+        failAs("agentsWithInstance")
+      ),
 
     unfinishedRuns: sql`SELECT * FROM foundry_runs WHERE status IN ('queued', 'running') ORDER BY created_at`.pipe(
       Effect.flatMap(decodeRuns),

@@ -46,6 +46,8 @@ export class Store extends Context.Tag("foundry/Store")<Store, {
     instance: { readonly agent: string; readonly id: string },
     limit: number
   ) => Effect.Effect<ReadonlyArray<ConversationSummary>, StoreError>
+  /** Which of `agents` have an instance with the id `id`, in name order: one indexed query, however many agents. */
+  readonly agentsWithInstance: (id: string, agents: ReadonlyArray<string>) => Effect.Effect<ReadonlyArray<string>, StoreError>
   /** Runs that were queued or running when the process stopped. */
   readonly unfinishedRuns: Effect.Effect<ReadonlyArray<RunRecord>, StoreError>
 }>() {}

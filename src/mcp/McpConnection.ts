@@ -9,6 +9,7 @@ import { StreamableHTTPError } from "@modelcontextprotocol/sdk/client/streamable
 import { ErrorCode, McpError, type Tool, ToolListChangedNotificationSchema } from "@modelcontextprotocol/sdk/types.js"
 import { Duration, Effect, Either, Runtime, Schedule, Scope } from "effect"
 import { durationText } from "../engine/executeTool.js"
+import { hideUrlSecrets } from "./installedUrl.js"
 import { McpCallTimedOut, McpServerNotRunning, type McpServerUnavailable, McpToolFailed, unavailable as unavailableFor } from "./McpErrors.js"
 import type { McpMount } from "./McpMount.js"
 import { defaultMcpTimeout, isStdio } from "./McpServerSpec.js"
@@ -103,7 +104,9 @@ export const make = (mount: McpMount, policy: ConnectionPolicy) =>
     // Read through here: the state changes under the lock while a caller waits, which narrowing cannot see.
     const current = (): State => state
 
-    const unavailable = (reason: string) => unavailableFor(mount, reason)
+    // What the transport or the server says may quote an installed server's URL, credentials and all.
+    const hide = hideUrlSecrets(mount)
+    const unavailable = (reason: string) => unavailableFor(mount, hide(reason))
 
     /** Closes the session; one still alive is ended on the server's side first. */
     const close = (session: Session) =>
@@ -122,7 +125,7 @@ export const make = (mount: McpMount, policy: ConnectionPolicy) =>
       client.setNotificationHandler(ToolListChangedNotificationSchema, () => {
         session.stale = true
       })
-      let closedReason = isStdio(mount.spec) ? "its process exited" : `the connection to ${mount.spec.url} closed`
+      let closedReason = isStdio(mount.spec) ? "its process exited" : `the connection to ${hide(mount.spec.url)} closed`
       client.onclose = () => {
         if (session.closing || session.gone !== undefined) return
         // Set before the SDK fails the calls in flight, so that they report why.
@@ -201,7 +204,7 @@ export const make = (mount: McpMount, policy: ConnectionPolicy) =>
       } else {
         // Offered as they were; the next turn lists again.
         session.stale = true
-        yield* Effect.logWarning(`MCP server ${mount.name}: tools/list failed: ${messageOf(listed.left.error)}`)
+        yield* Effect.logWarning(`MCP server ${mount.name}: tools/list failed: ${hide(messageOf(listed.left.error))}`)
       }
       return session.tools
     })
@@ -218,7 +221,7 @@ export const make = (mount: McpMount, policy: ConnectionPolicy) =>
         }
         // Anything else is the transport failing (a refused connection, an unknown session after
         // the server restarted): start afresh.
-        session.gone = messageOf(error)
+        session.gone = hide(messageOf(error))
         yield* close(session)
         yield* wentAway(session)
         return yield* new McpServerNotRunning({ server: mount.name, reason: session.gone })

@@ -147,11 +147,11 @@ describe("the instances API", () => {
       expect(wrongConfig.json).toMatchObject({ _tag: "InvalidInstance" })
       expect(issuesOf(wrongConfig.json).map((issue) => issue.path).sort()).toEqual(["config.apiKey", "config.baseUrl", "config.token"])
       expect(issuesOf(wrongConfig.json)).toEqual(expect.arrayContaining([
-        { path: "config.baseUrl", message: "expected a string, got 42" },
+        { path: "config.baseUrl", message: "expected a string" },
         { path: "config.apiKey", message: "is missing" },
         { path: "config.token", message: "is not allowed" }
       ]))
-      expect(field(wrongConfig.json, "message")).toEqual(expect.stringContaining("config.baseUrl: expected a string, got 42"))
+      expect(field(wrongConfig.json, "message")).toEqual(expect.stringContaining("config.baseUrl: expected a string"))
       const unknownCapability = yield* http(`${api}/acme/installations?agent=desk`, { body: { kind: "tool", id: "crm", config: {} } })
       expect(unknownCapability.status).toBe(400)
       expect(issuesOf(unknownCapability.json)).toEqual([{ path: "id", message: expect.stringContaining("tool crm-notes") }])

@@ -1,9 +1,10 @@
 /**
  * The instances group's handlers: `Instances` for every change (it checks, seals secrets and
- * writes the events), `InstanceStorage` for pages, and the store for an instance's conversations.
+ * writes the events), `InstanceStorage` for pages, and the store for an instance's conversations
+ * and for the agents an id without `?agent=` may belong to.
  */
 import { HttpApiBuilder } from "@effect/platform"
-import { Effect, Option } from "effect"
+import { Effect } from "effect"
 import { CurrentApp } from "../../../compiler/CurrentApp.js"
 import { type InstanceRef, InstanceStorage } from "../../../durable/InstanceStorage.js"
 import type { ConversationSummary, InstallationRecord, InstanceRecord, InstanceStatus } from "../../../durable/records.js"
@@ -64,10 +65,7 @@ export const InstancesLive = HttpApiBuilder.group(FoundryApi, "instances", (hand
     const refOf = Effect.fn("InstancesApi.refOf")(function*(id: string, agent: string | undefined) {
       if (agent !== undefined) return { agent, id }
       const app = yield* current.get
-      const owners: Array<string> = []
-      for (const candidate of app.agents.keys()) {
-        if (Option.isSome(yield* storage.get(candidate, id))) owners.push(candidate)
-      }
+      const owners = yield* store.agentsWithInstance(id, [...app.agents.keys()])
       const [owner, ...others] = owners
       if (owner === undefined) {
         return yield* new InstanceNotFound({
