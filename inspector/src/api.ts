@@ -103,7 +103,9 @@ export const api = {
     request<InstanceView>(instancePath(ref), { method: "PATCH", body: JSON.stringify(reason === undefined ? { paused } : { paused, reason }) }),
   /** Archives an instance: it refuses new runs and keeps its history. */
   archiveInstance: (ref: InstanceRef) => request<InstanceView>(instancePath(ref), { method: "DELETE" }),
-  instanceConversations: (ref: InstanceRef) => request<ReadonlyArray<InstanceConversation>>(instancePath(ref, "/conversations"))
+  instanceConversations: (ref: InstanceRef) => request<ReadonlyArray<InstanceConversation>>(instancePath(ref, "/conversations")),
+  /** The releases the server keeps, newest first. */
+  releases: () => request<ReadonlyArray<ReleaseView>>("/api/releases")
 }
 
 /** Which instance: its agent (empty when the id alone names it) and its id. */
@@ -125,6 +127,35 @@ export interface ScheduleView {
   readonly nextFire: number | null
   readonly lastFire: number | null
   readonly lastRunId: string | null
+}
+
+// Written out rather than imported: the schemas live beside the server's release code, which
+// imports Node modules the inspector's type-check does not know.
+/** What changed for one kind of route between two releases, by id. */
+export interface RouteChangesView {
+  readonly added: ReadonlyArray<string>
+  readonly removed: ReadonlyArray<string>
+  readonly changed: ReadonlyArray<string>
+}
+
+/** What a release changed against the one current before it, per kind of route. */
+export interface ReleaseSummaryView {
+  readonly agents: RouteChangesView
+  readonly tools: RouteChangesView
+  readonly mcpServers: RouteChangesView
+  readonly schedules: RouteChangesView
+  readonly playbooks: RouteChangesView
+}
+
+/** A release the server keeps, as `/api/releases` lists it. */
+export interface ReleaseView {
+  readonly id: string
+  readonly createdAt: number
+  readonly deployedAt: number
+  readonly deployedBy: string | null
+  readonly summary: ReleaseSummaryView
+  readonly current: boolean
+  readonly runs: number
 }
 
 type Listener = (event: FoundryEvent) => void

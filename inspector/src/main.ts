@@ -9,6 +9,7 @@ import { approvalsPage } from "./pages/approvals.js"
 import { conversationPage, conversationsPage } from "./pages/conversations.js"
 import { instancePage, instancesPage } from "./pages/instances.js"
 import { overviewPage } from "./pages/overview.js"
+import { releasesPage } from "./pages/releases.js"
 import { playbooksPage, schedulesPage } from "./pages/routes.js"
 import { runPage } from "./pages/run.js"
 import { runsPage } from "./pages/runs.js"
@@ -29,7 +30,8 @@ const routes: ReadonlyArray<readonly [RegExp, Page]> = [
   [/^\/runs\/([^/]+)$/, runPage],
   [/^\/approvals$/, approvalsPage],
   [/^\/schedules$/, schedulesPage],
-  [/^\/playbooks$/, playbooksPage]
+  [/^\/playbooks$/, playbooksPage],
+  [/^\/releases$/, releasesPage]
 ]
 
 const app = document.getElementById("app")!

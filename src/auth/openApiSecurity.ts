@@ -19,7 +19,7 @@ const securitySchemes = {
     type: "http",
     scheme: "bearer",
     bearerFormat: "fdy_<id>_<secret>",
-    description: "An API token from `foundry token create --scope read|run|admin`. Needed on every route that is not public " +
+    description: "An API token from `foundry token create --scope read|run|deploy|admin`. Needed on every route that is not public " +
       "when the server listens beyond loopback, or when the config sets auth: { required: true }."
   },
   session: {

@@ -1,8 +1,8 @@
 /**
  * What each request needs: nothing (the inspector's page shell and assets, health checks,
  * webhooks, which carry their own signatures, and signing in), or a token whose scope includes
- * `read`, `run` or `admin`. Anything not listed as public needs a token, so a route added later is
- * protected by default.
+ * `read`, `run`, `deploy` or `admin`. Anything not listed as public needs a token, so a route
+ * added later is protected by default.
  */
 import type { TokenScope } from "./TokenScope.js"
 
@@ -13,13 +13,16 @@ export type RouteAccess = "public" | TokenScope
  * The inspector's pages (each serves the same shell; the client draws the page) and its assets.
  * The shell holds no data: everything it shows comes from `/api`, which needs a token.
  */
-const inspectorShell = /^\/(?:(?:agents|instances|conversations|runs)(?:\/.*)?|approvals|schedules|playbooks|assets\/inspector\.(?:js|css))?$/
+const inspectorShell = /^\/(?:(?:agents|instances|conversations|runs)(?:\/.*)?|approvals|schedules|playbooks|releases|assets\/inspector\.(?:js|css))?$/
 
 /** Areas where every request needs `admin`; elsewhere under them, reading needs only `read`. */
 const adminAreas = ["/api/tokens"]
 
 /** Areas where reading needs `read` and every change needs `admin`. */
 const adminChangeAreas = ["/api/schedules", "/api/retention", "/api/instances"]
+
+/** Areas where reading needs `read` and every change needs `deploy`: what code the server runs. */
+const deployChangeAreas = ["/api/releases"]
 
 const within = (path: string, area: string): boolean => path === area || path.startsWith(`${area}/`)
 
@@ -52,6 +55,7 @@ export const routeAccess = (method: string, url: string): RouteAccess => {
   if (path === "/api/session" && (method === "POST" || method === "DELETE")) return "public"
   if (adminAreas.some((area) => within(path, area))) return "admin"
   if (adminChangeAreas.some((area) => within(path, area))) return reading ? "read" : "admin"
+  if (deployChangeAreas.some((area) => within(path, area))) return reading ? "read" : "deploy"
   // An MCP session's stream (GET) and its calls (POST) go together: a client that may not call tools has no use for it.
   if (within(path, "/mcp")) return "run"
   return reading ? "read" : "run"

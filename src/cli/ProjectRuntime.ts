@@ -33,6 +33,9 @@ import * as EventLog from "../events/EventLog.js"
 import * as EventStorage from "../events/EventStorage.js"
 import * as RunJournal from "../journal/RunJournal.js"
 import * as McpClients from "../mcp/McpClients.js"
+import * as Deployments from "../release/Deployments.js"
+import * as Releases from "../release/Releases.js"
+import * as ReleaseStorage from "../release/ReleaseStorage.js"
 import * as Instances from "../instances/Instances.js"
 import * as SecretBox from "../instances/SecretBox.js"
 import { OtlpExportLive } from "../events/OtlpExport.js"
@@ -89,6 +92,11 @@ export interface RuntimeOptions {
   readonly models?: Layer.Layer<ModelResolver>
   /** Overrides how MCP connections are kept (tests close idle ones sooner). */
   readonly mcp?: Partial<McpClients.McpClientsOptions>
+  /**
+   * How releases are served: `foundry start` pins each run to its release and takes deploys;
+   * without it every run goes on the current app.
+   */
+  readonly releases?: Releases.ReleasesOptions
 }
 
 /** The cluster settings when this process is a cluster runner: the config's, under the command line's. */
@@ -132,15 +140,16 @@ const dispatchLayer = (
 export const runtimeLayer = (app: CompiledApp, options: RuntimeOptions = {}) =>
   WebhooksLive.pipe(
     Layer.provideMerge(dispatchLayer(app, options)),
+    Layer.provideMerge(Releases.layer(options.releases)),
     Layer.provideMerge(RunJournal.layer),
     Layer.provideMerge(McpClients.layer(options.mcp)),
     Layer.provideMerge(Instances.layer),
     Layer.provideMerge(SecretBox.layer(app.table.root, { shared: options.storeFile === undefined && !("sqlite" in app.table.config.store) })),
-    // Events carry the release of the build serving when they happen (a reload changes it).
+    // Events carry the release of the run they belong to, else of the build serving when they happen.
     Layer.provideMerge(Layer.unwrapEffect(Effect.map(CurrentApp.CurrentApp, (current) =>
       EventLog.layer({
         ...app.table.config.events,
-        release: Effect.map(current.get, (serving) => serving.release),
+        release: Releases.releaseOfWork(current),
         // Runners of a cluster write events for one another's followers.
         crossProcess: clusterSettingsOf(app, options) === undefined ? undefined : { pollEvery: "100 millis" }
       })))),
@@ -151,6 +160,7 @@ export const runtimeLayer = (app: CompiledApp, options: RuntimeOptions = {}) =>
     Layer.provideMerge(InstanceStorage.layer),
     Layer.provideMerge(DeliveryStorage.layer),
     Layer.provideMerge(TokenStorage.layer),
+    Layer.provideMerge(ReleaseStorage.layer),
     Layer.provideMerge(databaseLayer(app, options.storeFile)),
     Layer.provideMerge(CurrentApp.layer(app)),
     Layer.provideMerge(BuildStatus.layer),
@@ -167,6 +177,8 @@ export const serverLayer = (
   HttpServerLive.layer({ ...server, bodyLimit: app.table.config.server.bodyLimit }).pipe(
     Layer.provideMerge(Auth.layer({ host: server.host, ...app.table.config.auth })),
     Layer.provideMerge(OtlpExportLive),
+    // Runners of a cluster serve the release deployed to any of them.
+    Layer.provideMerge(Deployments.layer({ followEvery: clusterSettingsOf(app, options) === undefined ? undefined : "1 second" })),
     Layer.provideMerge(SchedulesLive),
     Layer.provideMerge(runtimeLayer(app, options))
   )

@@ -1,6 +1,6 @@
 /**
- * The `foundry` command line: `init`, `dev`, `start`, `build`, `run`, `routes`, `check`, `token`,
- * `instances`, `install`, `uninstall`. Each
+ * The `foundry` command line: `init`, `dev`, `start`, `build`, `deploy`, `releases`, `rollback`,
+ * `run`, `routes`, `check`, `token`, `instances`, `install`, `uninstall`. Each
  * command's work lives in its own module under `commands/`, imported only when that command runs,
  * so that parsing a command line loads the parser and nothing else.
  */
@@ -102,7 +102,7 @@ const token = Command.make("token").pipe(
   Command.withSubcommands([
     Command.make("create", {
       scope: Options.choice("scope", tokenScopes).pipe(
-        Options.withDescription("read: GET routes and event streams; run: read, and start, cancel, steer and approve runs; admin: everything")
+        Options.withDescription("read: GET routes and event streams; run: read, and start, cancel, steer and approve runs; deploy: read, and ship and roll back releases; admin: everything")
       ),
       name: Options.text("name").pipe(Options.withDescription("what the token is for, shown by `foundry token list`"), Options.optional),
       dir: projectDirOption
@@ -165,9 +165,44 @@ const uninstall = Command.make("uninstall", { ...server, instance: instanceArg, 
   Effect.flatMap(instancesCommand(), (command) => command.uninstall(options)))
   .pipe(Command.withDescription("remove a capability from an instance of a running server"))
 
+const deployCommand = () => Effect.promise(() => import("./commands/deploy.js"))
+
+/** The server a release command talks to (`--to`), and the token it sends. */
+const target = {
+  url: Options.text("to").pipe(
+    Options.withDescription("the server (default: http://<server.host>:<server.port> of the project's foundry.config.ts)"),
+    Options.optional
+  ),
+  token: Options.redacted("token").pipe(
+    Options.withDescription("an API token, sent as a bearer token (default: $FOUNDRY_TOKEN); changing releases needs the deploy scope"),
+    Options.optional
+  )
+}
+
+const deploy = Command.make("deploy", {
+  ...target,
+  dir: projectDir,
+  dryRun: Options.boolean("dry-run").pipe(Options.withDescription("print what would change, and switch nothing"))
+}, (options) => Effect.flatMap(deployCommand(), (command) => command.deploy(options))).pipe(
+  Command.withDescription("build the project's release and ship it to a running server, which switches new runs to it")
+)
+
+const releases = Command.make("releases", { ...target, dir: projectDirOption }, (options) =>
+  Effect.flatMap(deployCommand(), (command) => command.releases(options))).pipe(
+    Command.withDescription("list a server's releases: id, deployed, by, current, runs, changes")
+  )
+
+const rollback = Command.make("rollback", {
+  ...target,
+  dir: projectDirOption,
+  id: Args.text({ name: "id" }).pipe(Args.withDescription("the release's id, as `foundry releases` shows it"))
+}, (options) => Effect.flatMap(deployCommand(), (command) => command.rollback(options))).pipe(
+  Command.withDescription("make an earlier release of a server current again: new runs start on it")
+)
+
 const foundry = Command.make("foundry").pipe(
   Command.withDescription("an Effect-native, file-routed runtime for AI agents"),
-  Command.withSubcommands([init, dev, start, build, run, routes, check, token, instances, install, uninstall])
+  Command.withSubcommands([init, dev, start, build, deploy, releases, rollback, run, routes, check, token, instances, install, uninstall])
 )
 
 const cli = Command.run(foundry, { name: "foundry", version: packageJson.version })

@@ -151,7 +151,9 @@ export const serveProject = Effect.fn("cli.serveProject")(function*(options: Ser
   }
 
   // Whether the server may listen on `host` is decided while it starts (see auth/accessMode.ts): it needs the store's tokens.
-  const context = yield* Layer.build(serverLayer(app, { port, host }, { cluster: options.cluster }))
+  // `foundry start` serves releases: the store's current one, unless a release folder is named.
+  const releases = options.watch ? {} : { serving: { scope: first.scope, given: options.release === true } }
+  const context = yield* Layer.build(serverLayer(app, { port, host }, { cluster: options.cluster, releases }))
   const server = Context.get(context, HttpServer.HttpServer)
   const current = Context.get(context, CurrentApp)
   const dispatcher = Context.get(context, Dispatcher)
@@ -164,9 +166,10 @@ export const serveProject = Effect.fn("cli.serveProject")(function*(options: Ser
     yield* status.update((report) => ({ ...report, problems }))
   }
 
+  const served = yield* current.get
   yield* say(style.bold(`Foundry ${options.watch ? "dev" : "server"}`) + style.dim(` (project ${options.root})`))
-  yield* say(`  routes:  ${summary(app)}`)
-  yield* say(`  release: ${app.release}`)
+  yield* say(`  routes:  ${summary(served)}`)
+  yield* say(`  release: ${served.release}${served === app ? "" : " (deployed: the store's current release)"}`)
   yield* say(`  store:   ${storeFileOf(app)}`)
   const cluster = clusterSettingsOf(app, { cluster: options.cluster })
   if (cluster !== undefined) yield* say(`  cluster: runner ${cluster.host}:${cluster.port} (${cluster.shardsPerGroup} shards)`)

@@ -27,6 +27,7 @@ import type { Lease } from "../journal/journalRecords.js"
 import { RunJournal } from "../journal/RunJournal.js"
 import { eventOf } from "../journal/trace.js"
 import type { ModelResolver } from "../models/Model.js"
+import { Releases } from "../release/Releases.js"
 import { makeApprovalDecisions } from "./approvalDecisions.js"
 import {
   AgentNotFound,
@@ -55,6 +56,7 @@ export const makeRunExecutor = (options: RunExecutorOptions) =>
     const store = yield* Store
     const journal = yield* RunJournal
     const current = yield* CurrentApp
+    const releases = yield* Releases
     const instances = yield* InstanceStorage
     const context = yield* Effect.context<Store | ActivationStorage | ApprovalStorage | InstanceStorage | Instances | RunJournal | EventLog | ModelResolver>()
     const owner = executorName()
@@ -107,7 +109,7 @@ export const makeRunExecutor = (options: RunExecutorOptions) =>
             // Another process (or a cancel) may have moved the run on while it waited.
             if (finalStatuses.has(status)) return
             if (status === "suspended" && run.status !== "suspended") return
-            const app = yield* current.get
+            const app = yield* releases.forRun(run)
             const latest = status === run.status ? run : new RunRecord({ ...run, status }, { disableValidation: true })
             held.set(lease, run.id)
             if (held.size === 1) yield* Queue.offer(firstHeld, undefined)
@@ -115,7 +117,7 @@ export const makeRunExecutor = (options: RunExecutorOptions) =>
               Effect.catchTag("LeaseLost", () => Effect.succeed(undefined))
             )
             if (outcome === "suspended") yield* approvals.asked
-          }).pipe(Effect.ensuring(Effect.zipRight(Effect.sync(() => held.delete(lease)), Effect.ignore(journal.release(lease)))))
+          }).pipe(Effect.ensuring(Effect.zipRight(Effect.sync(() => held.delete(lease)), Effect.ignore(journal.release(lease)))), Effect.scoped)
         }))
         if (run.parentRunId !== null && run.parentToolCallId !== null) yield* wakeParent(run.id)
       })
@@ -207,6 +209,7 @@ export const makeRunExecutor = (options: RunExecutorOptions) =>
           instanceId,
           conversationId: conversation.id,
           input: request.message,
+          release: (yield* releases.starting).release,
           idempotencyKey: request.idempotencyKey,
           history: request.history,
           ...links
@@ -222,7 +225,7 @@ export const makeRunExecutor = (options: RunExecutorOptions) =>
     const starter = RunStarter.of({
       start: (request) =>
         Effect.gen(function*() {
-          const app = yield* current.get
+          const app = yield* releases.starting
           if (!app.agents.has(request.agent)) {
             return yield* new AgentNotFound({ agent: request.agent, message: `there is no agent "${request.agent}"` })
           }

@@ -10,6 +10,7 @@ import { ApprovalStorage } from "../durable/ApprovalStorage.js"
 import type { RunRecord } from "../durable/records.js"
 import { Store } from "../durable/Store.js"
 import { EventLog } from "../events/EventLog.js"
+import { withEventRelease } from "../journal/eventRelease.js"
 import { eventOf } from "../journal/trace.js"
 import { ApprovalAlreadyDecided, ApprovalNotFound, type ApprovalScope } from "./Dispatcher.js"
 
@@ -53,7 +54,7 @@ export const makeApprovalDecisions = (resume: (run: RunRecord) => Effect.Effect<
             status,
             ...(granted ? { scope } : {}),
             ...(reason === undefined ? {} : { reason })
-          }, `approval:${decided.value.toolCallId}`, `tool:${decided.value.toolCallId}`))
+          }, `approval:${decided.value.toolCallId}`, `tool:${decided.value.toolCallId}`)).pipe(withEventRelease(run.value.release))
           if (run.value.status === "suspended") yield* resume(run.value)
         }
         return decided.value

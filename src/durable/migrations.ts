@@ -232,6 +232,31 @@ const instanceLifecycle = Effect.gen(function*() {
   yield* sql`CREATE INDEX foundry_installations_by_capability ON foundry_installations (agent, kind, capability)`
 })
 
+/**
+ * Releases deployed to the server: each with its bundled files (so a run pinned to it can be
+ * resumed after a restart) and the change summary of its deploy; the current one in a row of its
+ * own; and, on every run, the release it started on (`NULL` before: the current one).
+ */
+const releases = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  yield* sql`ALTER TABLE foundry_runs ADD COLUMN release TEXT`
+  yield* sql`CREATE INDEX foundry_runs_by_release ON foundry_runs (release)`
+  yield* sql`CREATE TABLE foundry_releases (
+    id TEXT PRIMARY KEY,
+    created_at BIGINT NOT NULL,
+    deployed_at BIGINT NOT NULL,
+    deployed_by TEXT,
+    summary TEXT NOT NULL,
+    manifest TEXT NOT NULL,
+    files TEXT NOT NULL
+  )`
+  yield* sql`CREATE TABLE foundry_release_current (
+    name TEXT PRIMARY KEY,
+    release_id TEXT NOT NULL,
+    updated_at BIGINT NOT NULL
+  )`
+})
+
 /** Every table of the store, without its prefix. */
 const tables = ["instances", "conversations", "messages", "runs", "events", "approvals", "conversation_leases", "deliveries", "activations", "grants"]
 
@@ -249,7 +274,8 @@ export const migrations = {
   "0010_tokens": tokens,
   "0011_idempotency_fingerprint": idempotencyFingerprint,
   "0012_run_order": runOrder,
-  "0013_instance_lifecycle": instanceLifecycle
+  "0013_instance_lifecycle": instanceLifecycle,
+  "0014_releases": releases
 }
 
 /**

@@ -86,6 +86,11 @@ export class RunRecord extends Schema.Class<RunRecord>("RunRecord")({
   traceId: Schema.optionalWith(Schema.NullOr(Schema.String), { default: () => null }),
   /** The span in the parent's trace that the run hangs under. */
   parentSpanId: Schema.optionalWith(Schema.NullOr(Schema.String), { default: () => null }),
+  /**
+   * The release the run started on, and executes on until it ends (resumed after a restart too);
+   * `null` for runs stored before releases were recorded: they go on the current one.
+   */
+  release: Schema.optionalWith(Schema.NullOr(Schema.String), { default: () => null }),
   /** What started the run when it was not a message from a client, e.g. a schedule and its time. */
   source: Schema.optionalWith(Schema.NullOr(Schema.parseJson(Schema.Record({ key: Schema.String, value: Schema.Unknown }))), {
     default: () => null

@@ -14,6 +14,7 @@ import { type EventDraft, EventLog } from "../events/EventLog.js"
 import { insertEvents, sequenced } from "../events/EventStorage.js"
 import type { FoundryEvent } from "../events/FoundryEvent.js"
 import { ChatMessage } from "../models/Model.js"
+import { withEventRelease } from "./eventRelease.js"
 import * as statements from "./journalStatements.js"
 import { type Claim, historyOwner, type Lease, type NewRun, type Step } from "./journalRecords.js"
 
@@ -136,6 +137,7 @@ export const layer = Layer.effect(
             traceId: run.traceId ?? null,
             parentSpanId: run.parentSpanId ?? null,
             source: run.source ?? null,
+            release: run.release,
             status: "queued",
             output: null,
             error: null,
@@ -165,6 +167,7 @@ export const layer = Layer.effect(
               )
             ]
           }, [options.queued(record)], undefined).pipe(
+            withEventRelease(run.release),
             Effect.catchTag("LeaseLost", () => Effect.fail(new InstanceClosed({ agent: run.agent, instanceId: run.instanceId })))
           )
           return record
@@ -246,7 +249,7 @@ export const layer = Layer.effect(
           )
           if (step.releaseLease === true && lease !== undefined) released.add(lease)
           return stored
-        })
+        }).pipe(withEventRelease(run.release))
     })
   })
 )

@@ -28,6 +28,8 @@ export interface NewRun {
   readonly traceId?: string | undefined
   readonly parentSpanId?: string | undefined
   readonly source?: Readonly<Record<string, unknown>> | undefined
+  /** The release the run starts on: the one its executions load (`Releases.forRun`). */
+  readonly release: string
   /** Messages recorded in the conversation before the run's own, under `historyOwner(id)`. */
   readonly history?: ReadonlyArray<ChatMessage> | undefined
 }

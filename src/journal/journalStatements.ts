@@ -41,8 +41,8 @@ export const touchConversation = (id: string, now: number): Statement => ({
  */
 export const insertRun = (run: NewRun, now: number, fingerprint: string | null): Statement => ({
   sql: `INSERT INTO foundry_runs (id, agent, instance_id, conversation_id, input, status, created_at, idempotency_key,
-    steered_from, parent_run_id, parent_tool_call_id, trace_id, parent_span_id, source, idempotency_fingerprint, seq)
-    VALUES (?, ?, ?, ?, ?, 'queued', ?, ?, ?, ?, ?, ?, ?, ?, ?,
+    steered_from, parent_run_id, parent_tool_call_id, trace_id, parent_span_id, source, idempotency_fingerprint, release, seq)
+    VALUES (?, ?, ?, ?, ?, 'queued', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?,
       (SELECT COALESCE(MAX(seq), 0) + 1 FROM foundry_runs WHERE conversation_id = ?))`,
   params: [
     run.id,
@@ -59,6 +59,7 @@ export const insertRun = (run: NewRun, now: number, fingerprint: string | null):
     run.parentSpanId ?? null,
     run.source === undefined ? null : JSON.stringify(run.source),
     fingerprint,
+    run.release,
     run.conversationId
   ]
 })

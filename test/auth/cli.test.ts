@@ -47,7 +47,7 @@ describe("foundry token", () => {
         foundry(["token", "revoke", "0123456789abcdef", "--dir", root])
       ], { concurrency: "unbounded" })
       expect(badScope.code).toBe(2)
-      expect(badScope.stdout + badScope.stderr).toContain("read, run, admin")
+      expect(badScope.stdout + badScope.stderr).toContain("read, run, deploy, admin")
       expect(badId.code).toBe(1)
       expect(badId.stderr).toContain("nope is not a token id")
       expect(unknown.code).toBe(1)

@@ -83,7 +83,7 @@ describe("bearer auth on a server whose config requires tokens (loopback)", () =
       expect((yield* http(`${server.url}/api/runs`, { headers: bearer(made.token) })).status).toBe(200)
       const badScope = yield* http(`${server.url}/api/tokens`, { body: { scope: "root" }, headers: bearer(admin.token) })
       expect(badScope.status).toBe(400)
-      expect(badScope.json).toMatchObject({ issues: [{ path: "scope", message: expect.stringContaining(`"read", "run", "admin"`) }] })
+      expect(badScope.json).toMatchObject({ issues: [{ path: "scope", message: expect.stringContaining(`"read", "run", "deploy", "admin"`) }] })
     }))
 
   it.scopedLive("public routes stay open: health, the inspector's page shell, webhooks (signed on their own)", () =>

@@ -18,6 +18,7 @@ export const newRun = (
   instanceId: overrides.instanceId ?? "acme",
   conversationId: overrides.conversationId ?? "c1",
   input: `input of ${id}`,
+  release: "dev",
   ...(overrides.idempotencyKey === undefined ? {} : { idempotencyKey: overrides.idempotencyKey })
 })
 

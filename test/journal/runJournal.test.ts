@@ -23,6 +23,7 @@ const queuedRecord = (run: ReturnType<typeof newRun>, createdAt: number) =>
     instanceId: run.instanceId,
     conversationId: run.conversationId,
     input: run.input,
+    release: run.release,
     status: "queued",
     output: null,
     error: null,

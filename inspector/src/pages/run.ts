@@ -1,7 +1,7 @@
 /**
- * A run: errors first, then the waterfall of its trace (model turns, tool calls with their input
- * and output, approvals, child runs as nested rows), tokens and durations per span, links to the
- * parent and child runs, and the raw events.
+ * A run: errors first, then its agent, instance and the release it ran on, the waterfall of its
+ * trace (model turns, tool calls with their input and output, approvals, child runs as nested
+ * rows), tokens and durations per span, links to the parent and child runs, and the raw events.
  */
 import { api, type FoundryEvent, onEvent, type RunView } from "../api.js"
 import { duration, h, json, link, replace } from "../dom.js"
@@ -151,7 +151,10 @@ export const runPage = (root: HTMLElement, [runId = ""]: ReadonlyArray<string>) 
       h("p", {}, runStatus(run.status), " ", link(`/agents/${run.agent}`, run.agent), " · instance ", run.instanceId, " · ",
         link(`/conversations/${run.conversationId}`, "conversation"),
         run.parentRunId === undefined ? null : [" · parent ", link(`/runs/${run.parentRunId}`, run.parentRunId)],
-        run.steeredFrom === undefined ? null : [" · steered from ", link(`/runs/${run.steeredFrom}`, run.steeredFrom)]),
+        run.steeredFrom === undefined ? null : [" · steered from ", link(`/runs/${run.steeredFrom}`, run.steeredFrom)],
+        // A deployed release is on the releases page; a dev build of the sources (`dev-<hash>`) is not.
+        run.release === undefined ? null : h("span", { "data-testid": "run-release" }, " · release ",
+          run.release.startsWith("rel_") ? link("/releases", h("code", {}, run.release)) : h("code", {}, run.release))),
       h("p", { class: "muted", "data-testid": "run-usage" }, usageLine(run.usage)),
       approvals.map((a) => h("div", { class: "card approval", "data-approval": a.id },
         h("b", {}, `${a.tool} waits for your approval`), h("pre", {}, json(a.input)),

@@ -30,14 +30,24 @@ const shown = (path: string): string => {
   return fromHere === "" || fromHere.startsWith("..") || isAbsolute(fromHere) ? path : fromHere
 }
 
-/** `foundry build`: checks the project at `dir` and writes its release. */
-export const build = (options: { readonly dir: string; readonly docker: boolean }) =>
+/**
+ * Checks the project at `dir` and writes its release (or finds it written). A project that fails
+ * the check writes nothing, and the failure ends with `nothingDone`, what that meant for the command.
+ */
+export const checkedRelease = (dir: string, nothingDone: string) =>
   Effect.gen(function*() {
-    const table = yield* checkProject(options.dir).pipe(
-      Effect.mapError((error) => new CliError({ message: `${error.message}\nno release was written: fix the problems above and build again` }))
+    const table = yield* checkProject(dir).pipe(
+      Effect.mapError((error) => new CliError({ message: `${error.message}\n${nothingDone}` }))
     )
     yield* say(style.dim("bundling route files and config ..."))
     const release = yield* buildRelease(table)
+    return { table, release }
+  })
+
+/** `foundry build`: checks the project at `dir` and writes its release. */
+export const build = (options: { readonly dir: string; readonly docker: boolean }) =>
+  Effect.gen(function*() {
+    const { release, table } = yield* checkedRelease(options.dir, "no release was written: fix the problems above and build again")
     yield* say(style.green(`release ${release.id}${release.fresh ? "" : " (already built: the sources are unchanged)"}`))
     yield* say(`  path:    ${release.folder}`)
     yield* say(`  routes:  ${summaryOf(table)}`)

@@ -4,98 +4,21 @@
  * (`--url` for another), and the token comes from `--token` or `FOUNDRY_TOKEN`. A refusal prints
  * what the server said (each wrong field on a line of its own), never a stack trace.
  */
-import { FetchHttpClient, FileSystem, HttpClient, HttpClientRequest, HttpClientResponse } from "@effect/platform"
-import { Config, Effect, Option, type Redacted, Schema } from "effect"
-import { ReadableIssue } from "../../definitions/readableIssues.js"
-import { loadConfig } from "../../router/loadConfig.js"
+import { FileSystem, HttpClientRequest } from "@effect/platform"
+import { Effect, Option, Schema } from "effect"
 import { CapabilityView } from "../../transports/http/api/CapabilitiesGroup.js"
 import { InstallationView, InstanceSummary } from "../../transports/http/api/instanceViews.js"
 import { CliError } from "../CliError.js"
+import { serverApi, type ServerHint, type ServerOptions, type ServerRefused } from "../serverApi.js"
 import { say, style, table, when } from "../terminal.js"
 
-/** Where the server is and who asks: `--url` (else the project's config) and `--token` (else `FOUNDRY_TOKEN`). */
-export interface ServerOptions {
-  readonly dir: string
-  readonly url: Option.Option<string>
-  readonly token: Option.Option<Redacted.Redacted>
-}
+/** Where the server is and how to say that nobody answered there. */
+const hint: ServerHint = { flag: "--url", start: "foundry dev" }
+
+const api = (options: ServerOptions) => serverApi(options, hint)
 
 /** A page of instances; its `next` is opaque text to a client, sent back as `after`. */
 const Page = Schema.Struct({ instances: Schema.Array(InstanceSummary), next: Schema.NullOr(Schema.String) })
-
-/** What the server says when it refuses: its message, and one issue per wrong field when it has them. */
-const Refusal = Schema.Struct({ message: Schema.String, issues: Schema.optional(Schema.Array(ReadableIssue)) })
-
-/** A server bound to every interface is reached on loopback. */
-const reachable = (host: string): string => host === "0.0.0.0" || host === "::" ? "127.0.0.1" : host
-
-/** The server: `--url`, else `http://<server.host>:<server.port>` of the project's config. */
-const serverUrl = (options: ServerOptions) =>
-  Option.match(options.url, {
-    onSome: (url) => Effect.succeed(url.replace(/\/+$/, "")),
-    onNone: () =>
-      loadConfig(options.dir, 1).pipe(
-        Effect.map(({ config }) => `http://${reachable(config.server.host)}:${config.server.port}`),
-        Effect.catchTag("RouteError", (error) =>
-          Effect.fail(new CliError({ message: `the project's config is broken, so its server is not known (or pass --url):\n${error.message}` })))
-      )
-  })
-
-/** What a refusal reads as: the server's first line, then each wrong field on its own line. */
-const refusalText = (status: number, body: unknown): string => {
-  const refusal = Schema.decodeUnknownOption(Refusal)(body)
-  if (Option.isNone(refusal)) return `the server answered ${status}`
-  const { issues, message } = refusal.value
-  return issues === undefined || issues.length === 0
-    ? message
-    : [message.split("\n")[0] ?? "", ...issues.map((issue) => `${issue.path}: ${issue.message}`)].join("\n")
-}
-
-/** The server's API at `options`' URL, with its token. */
-const api = (options: ServerOptions) =>
-  Effect.gen(function*() {
-    const url = yield* serverUrl(options)
-    const fromEnv = yield* Config.option(Config.redacted("FOUNDRY_TOKEN"))
-    const token = Option.orElse(options.token, () => fromEnv)
-    const client = (yield* HttpClient.HttpClient).pipe(
-      HttpClient.mapRequest((request) => {
-        const sent = HttpClientRequest.prependUrl(request, url)
-        return Option.isSome(token) ? HttpClientRequest.bearerToken(sent, token.value) : sent
-      })
-    )
-    const call = (request: HttpClientRequest.HttpClientRequest) =>
-      client.execute(request).pipe(
-        Effect.flatMap((response) =>
-          response.status >= 200 && response.status < 300
-            ? Effect.succeed(response)
-            : Effect.flatMap(
-              Effect.orElseSucceed(response.json, () => undefined),
-              (body) => Effect.fail(new CliError({ message: refusalText(response.status, body) }))
-            )
-        ),
-        Effect.catchTag("RequestError", (error) =>
-          Effect.fail(
-            new CliError({
-              message: error.reason === "Transport"
-                ? `no Foundry server at ${url}: start one with \`foundry dev\`, or pass --url`
-                : `cannot send the request to ${url}: ${error.message}`
-            })
-          ))
-      )
-    /** The answer to `request`, decoded by `schema`. */
-    const read = <A, I>(request: HttpClientRequest.HttpClientRequest, schema: Schema.Schema<A, I>) =>
-      call(request).pipe(
-        Effect.flatMap(HttpClientResponse.schemaBodyJson(schema)),
-        Effect.catchTags({
-          ResponseError: (error) => Effect.fail(new CliError({ message: `the answer of ${url}${request.url} cannot be read: ${error.message}` })),
-          ParseError: () =>
-            Effect.fail(new CliError({ message: `the answer of ${url}${request.url} is not what this version of foundry expects: is it a Foundry server of another version?` }))
-        }),
-        Effect.scoped
-      )
-    const send = (request: HttpClientRequest.HttpClientRequest) => Effect.scoped(Effect.asVoid(call(request)))
-    return { url, read, send }
-  }).pipe(Effect.provide(FetchHttpClient.layer))
 
 /** Every page lists at most this many (the API's largest page). */
 const pageLimit = 500
@@ -140,7 +63,7 @@ export const list = (options: ServerOptions & {
 /** `tool:<id>`, `mcp:<id>`, or a bare id that exactly one capability has. */
 const resolveCapability = (
   given: string,
-  read: <A, I>(request: HttpClientRequest.HttpClientRequest, schema: Schema.Schema<A, I>) => Effect.Effect<A, CliError>
+  read: <A, I>(request: HttpClientRequest.HttpClientRequest, schema: Schema.Schema<A, I>) => Effect.Effect<A, CliError | ServerRefused>
 ) =>
   Effect.gen(function*() {
     const prefixed = /^(tool|mcp):(.+)$/.exec(given)

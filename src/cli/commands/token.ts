@@ -44,7 +44,7 @@ export const list = (dir: string) =>
   Effect.gen(function*() {
     const found = yield* Effect.flatMap(TokenStorage.TokenStorage, (tokens) => tokens.list)
     if (found.length === 0) {
-      yield* say("no tokens; create one with `foundry token create --scope read|run|admin`")
+      yield* say("no tokens; create one with `foundry token create --scope read|run|deploy|admin`")
       return
     }
     const rows = found.map((t) => [t.id, t.name === "" ? "-" : t.name, t.scope, when(t.createdAt), when(t.lastUsedAt), when(t.revokedAt)])

@@ -15,6 +15,7 @@ import { ConversationsLive } from "./handlers/ConversationsLive.js"
 import { EventsLive } from "./handlers/EventsLive.js"
 import { HooksLive } from "./handlers/HooksLive.js"
 import { InstancesLive } from "./handlers/InstancesLive.js"
+import { ReleasesLive } from "./handlers/ReleasesLive.js"
 import { SchedulesHttpLive } from "./handlers/SchedulesLive.js"
 import { RunsLive } from "./handlers/RunsLive.js"
 import { SystemLive } from "./handlers/SystemLive.js"
@@ -28,7 +29,7 @@ import { edge } from "./edge/Edge.js"
 
 /** The API with every group implemented. */
 export const ApiLive = HttpApiBuilder.api(FoundryApi).pipe(
-  Layer.provide([RunsLive, ConversationsLive, InstancesLive, CapabilitiesLive, ApprovalsLive, EventsLive, HooksLive, SchedulesHttpLive, SystemLive, UsageLive, ClusterLive, TokensLive, OpenAiLive])
+  Layer.provide([RunsLive, ConversationsLive, InstancesLive, CapabilitiesLive, ApprovalsLive, EventsLive, HooksLive, SchedulesHttpLive, SystemLive, UsageLive, ClusterLive, TokensLive, ReleasesLive, OpenAiLive])
 )
 
 /** Serves the API on `host:port` (port 0 picks a free one), reading request bodies up to `bodyLimit` bytes. */

@@ -11,7 +11,7 @@ import { Effect } from "effect"
 import { packageLayout } from "../../packageLayout.js"
 
 /** The inspector's pages; each serves the same shell, and the client draws the page. */
-const pages = ["/", "/agents", "/agents/*", "/instances", "/instances/*", "/conversations", "/conversations/*", "/runs", "/runs/*", "/approvals", "/schedules", "/playbooks"] as const
+const pages = ["/", "/agents", "/agents/*", "/instances", "/instances/*", "/conversations", "/conversations/*", "/runs", "/runs/*", "/approvals", "/schedules", "/playbooks", "/releases"] as const
 
 const layout = packageLayout.inspector
 

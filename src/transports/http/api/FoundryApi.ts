@@ -16,6 +16,7 @@ import { HooksGroup } from "./HooksGroup.js"
 import { InstancesGroup } from "./InstancesGroup.js"
 import { declareMcp } from "../../mcp/openApi.js"
 import { OpenAiGroup } from "../../openai/OpenAiGroup.js"
+import { ReleasesGroup } from "./ReleasesGroup.js"
 import { SchedulesGroup } from "./SchedulesGroup.js"
 import { RunsGroup } from "./RunsGroup.js"
 import { StoreUnavailable } from "./StoreUnavailable.js"
@@ -38,6 +39,7 @@ export class FoundryApi extends HttpApi.make("foundry")
   .add(ClusterGroup)
   .add(OpenAiGroup)
   .add(TokensGroup)
+  .add(ReleasesGroup)
   .addError(BadRequest)
   .addError(StoreUnavailable)
   .annotate(OpenApi.Title, "Foundry")

@@ -34,6 +34,8 @@ export const RunView = Schema.Struct({
   parentRunId: Schema.optional(Schema.String),
   /** What started the run when it was not a client, e.g. `{ schedule, scheduledFor }`. */
   source: Schema.optional(Schema.Record({ key: Schema.String, value: Schema.Unknown })),
+  /** The release the run started on and executes on; absent for runs stored before releases were recorded. */
+  release: Schema.optional(Schema.String),
   /** What the run's model turns used so far. */
   usage: UsageView
 })

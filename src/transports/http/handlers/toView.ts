@@ -21,6 +21,7 @@ export const runView = (run: RunRecord): RunView => ({
   ...(run.steeredFrom === null ? {} : { steeredFrom: run.steeredFrom }),
   ...(run.parentRunId === null ? {} : { parentRunId: run.parentRunId }),
   ...(run.source === null ? {} : { source: run.source }),
+  ...(run.release === null ? {} : { release: run.release }),
   usage: { inputTokens: run.inputTokens, outputTokens: run.outputTokens, costUsd: run.costUsd, unpricedTurns: run.unpricedTurns }
 })
 

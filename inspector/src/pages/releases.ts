@@ -1,0 +1,72 @@
+/**
+ * Releases: what the server was deployed with, newest first: when and by whom, which one new runs
+ * start on, how many runs each one started, and what each changed against the one before it.
+ */
+import { api, onEvent, type ReleaseSummaryView } from "../api.js"
+import { h, replace } from "../dom.js"
+
+const kinds = [
+  ["agents", "agent", "agents"],
+  ["tools", "tool", "tools"],
+  ["mcpServers", "MCP server", "MCP servers"],
+  ["schedules", "schedule", "schedules"],
+  ["playbooks", "playbook", "playbooks"]
+] as const
+
+const signs = { added: "+", removed: "-", changed: "~" } as const
+
+/** A summary in a cell: `agents +1 ~1, tools ~1`, each change listed in the cell's tooltip. */
+const changes = (summary: ReleaseSummaryView) => {
+  const counts: Array<string> = []
+  const lines: Array<string> = []
+  for (const [key, one, many] of kinds) {
+    const shown: Array<string> = []
+    for (const change of ["added", "removed", "changed"] as const) {
+      const ids = summary[key][change]
+      if (ids.length > 0) shown.push(`${signs[change]}${ids.length}`)
+      for (const id of ids) lines.push(`${signs[change]} ${one} ${id}`)
+    }
+    if (shown.length > 0) counts.push(`${many} ${shown.join(" ")}`)
+  }
+  return h("td", { title: lines.join("\n") }, counts.length === 0 ? h("span", { class: "muted" }, "no route changed") : counts.join(", "))
+}
+
+const when = (ms: number) => new Date(ms).toLocaleString()
+
+/** The releases page. */
+export const releasesPage = (root: HTMLElement) => {
+  const list = h("tbody")
+  const empty = h("p", { class: "muted", hidden: true }, "No release deployed: `foundry deploy` ships one.")
+  replace(root, h("h1", {}, "Releases"),
+    h("table", { class: "table", "data-testid": "releases" },
+      h("thead", {}, h("tr", {}, ["release", "built", "deployed", "by", "", "runs", "changes"].map((c) => h("th", {}, c)))), list),
+    empty)
+  const draw = async () => {
+    const releases = await api.releases()
+    empty.hidden = releases.length > 0
+    list.replaceChildren(...releases.map((r) =>
+      h("tr", { "data-release": r.id, class: r.current ? "current" : undefined },
+        h("td", {}, h("code", {}, r.id)),
+        h("td", {}, when(r.createdAt)),
+        h("td", {}, when(r.deployedAt)),
+        h("td", {}, r.deployedBy ?? "—"),
+        h("td", {}, r.current ? h("span", { class: "status ok", "data-testid": "current" }, "current") : null),
+        h("td", { "data-testid": "runs" }, r.runs),
+        changes(r.summary))))
+  }
+  void draw()
+  // A deploy is not an event: the page asks every few seconds; runs started move the counts sooner.
+  const polling = setInterval(() => void draw(), 5000)
+  let pending: ReturnType<typeof setTimeout> | undefined
+  const unsubscribe = onEvent((event) => {
+    if (event.type !== "run.queued" || pending !== undefined) return
+    pending = setTimeout(() => {
+      pending = undefined
+      void draw()
+    }, 200)
+  })
+  return () => {
+    clearInterval(polling)
+    unsubscribe()
+  }
+}

@@ -1,0 +1,136 @@
+/**
+ * `foundry deploy`, `foundry releases` and `foundry rollback`: a project's release shipped to a
+ * running server, the server's releases listed, and an earlier one made current again, through its
+ * HTTP API (`/api/releases`). Changing the current release needs a token with the `deploy` scope;
+ * a refusal says so and how to make one.
+ */
+import { join } from "node:path"
+import { FileSystem, HttpClientRequest } from "@effect/platform"
+import { Effect, Encoding, Schema } from "effect"
+import { ReleaseSwitch, ReleaseView } from "../../release/Deployments.js"
+import { ReleaseId, releaseFile, ReleaseManifest } from "../../release/ReleaseManifest.js"
+import type { ReleaseSummary } from "../../release/releaseSummary.js"
+import { CliError } from "../CliError.js"
+import { serverApi, type ServerHint, type ServerOptions, type ServerRefused } from "../serverApi.js"
+import { say, style, table, when } from "../terminal.js"
+import { checkedRelease } from "./build.js"
+
+const hint: ServerHint = { flag: "--to", start: "foundry start" }
+
+/** The kinds of route a summary reports, in the order they are printed, singular and plural. */
+const kinds: ReadonlyArray<readonly [keyof ReleaseSummary, string, string]> = [
+  ["agents", "agent", "agents"],
+  ["tools", "tool", "tools"],
+  ["mcpServers", "MCP server", "MCP servers"],
+  ["schedules", "schedule", "schedules"],
+  ["playbooks", "playbook", "playbooks"]
+]
+
+/** Each change on a line of its own: `+ agent support` added, `- tool old` removed, `~ schedule nightly` changed. */
+const changeLines = (summary: ReleaseSummary): ReadonlyArray<string> =>
+  kinds.flatMap(([key, kind]) => [
+    ...summary[key].added.map((id) => `+ ${kind} ${id}`),
+    ...summary[key].removed.map((id) => `- ${kind} ${id}`),
+    ...summary[key].changed.map((id) => `~ ${kind} ${id}`)
+  ])
+
+/** A summary in a table cell: `agents +1 ~1, tools ~1`, or `none`. */
+const changeCounts = (summary: ReleaseSummary): string =>
+  kinds.flatMap(([key, , many]) => {
+    const { added, changed, removed } = summary[key]
+    const counts = [[added, "+"], [removed, "-"], [changed, "~"]] as const
+    const shown = counts.flatMap(([ids, sign]) => ids.length === 0 ? [] : [`${sign}${ids.length}`])
+    return shown.length === 0 ? [] : [`${many} ${shown.join(" ")}`]
+  }).join(", ") || "none"
+
+/**
+ * A refusal to change the current release, with what it means: a token's refusal says that
+ * changing it needs the `deploy` scope and how to make such a token; a release refused as it is
+ * (400: it does not load there, say) leaves the current one serving.
+ */
+const switchRefused = (refused: ServerRefused) =>
+  refused.status === 401 || refused.status === 403
+    ? new CliError({
+      message: `${refused.message}\nchanging the current release needs a token with the deploy scope: create one where the server's store is ` +
+        "with `foundry token create --scope deploy`, then pass it with --token or FOUNDRY_TOKEN"
+    })
+    : refused.status === 400
+    ? new CliError({ message: `${refused.message}\nnothing switched: new runs still start on the current release` })
+    : refused
+
+/** Prints the answer to a deploy or a rollback. */
+const report = (answer: ReleaseSwitch, options: { readonly dryRun: boolean }) =>
+  Effect.gen(function*() {
+    const lines = changeLines(answer.summary)
+    yield* say(lines.length === 0 ? `${answer.id}: no route changed against the current release` : `${answer.id} against the current release:`)
+    for (const line of lines) yield* say(`  ${line}`)
+    if (options.dryRun) yield* say(style.yellow(`dry run: nothing switched; new runs still start on ${answer.current}`))
+    else if (answer.switched) {
+      yield* say(style.green(`switched: new runs start on ${answer.current}; runs in flight finish on the release they started on`))
+    } else yield* say(`nothing switched: ${answer.current} is the current release`)
+  })
+
+/** A release folder as the API takes it: `release.json` as it is, and every bundled file in base64. */
+const uploadOf = (folder: string) =>
+  Effect.gen(function*() {
+    const fs = yield* FileSystem.FileSystem
+    const text = yield* fs.readFileString(join(folder, releaseFile))
+    const json = yield* Schema.decode(Schema.parseJson())(text)
+    const manifest = yield* Schema.decodeUnknown(ReleaseManifest)(json)
+    const files: Record<string, string> = {}
+    for (const file of manifest.files) files[file] = Encoding.encodeBase64(yield* fs.readFile(join(folder, file)))
+    return { manifest: json, files }
+  }).pipe(
+    Effect.mapError((error) => new CliError({ message: `cannot read the release in ${folder}: ${error.message}; build it again with \`foundry build\`` }))
+  )
+
+/** `foundry deploy`: builds the project at `dir` and ships its release to the server, switching to it unless `dryRun`. */
+export const deploy = (options: ServerOptions & { readonly dryRun: boolean }) =>
+  Effect.gen(function*() {
+    const { read, send, url } = yield* serverApi(options, hint)
+    // Before the build, which takes seconds, so that a wrong --to says so at once.
+    yield* send(HttpClientRequest.get("/health"))
+    const { release } = yield* checkedRelease(options.dir, "nothing was deployed: fix the problems above and deploy again")
+    const upload = yield* uploadOf(release.folder)
+    yield* say(style.dim(`deploying ${release.id} to ${url}${options.dryRun ? " (dry run)" : ""} ...`))
+    const answer = yield* read(
+      HttpClientRequest.post("/api/releases").pipe(HttpClientRequest.bodyUnsafeJson({ ...upload, dryRun: options.dryRun })),
+      ReleaseSwitch
+    ).pipe(Effect.catchTag("ServerRefused", (refused) => Effect.fail(switchRefused(refused))))
+    yield* report(answer, options)
+  })
+
+/** `foundry releases`: the server's releases, newest first. */
+export const releases = (options: ServerOptions) =>
+  Effect.gen(function*() {
+    const { read } = yield* serverApi(options, hint)
+    const stored = yield* read(HttpClientRequest.get("/api/releases"), Schema.Array(ReleaseView))
+    if (stored.length === 0) {
+      yield* say("no releases deployed: `foundry deploy` ships one")
+      return
+    }
+    yield* table(
+      ["ID", "DEPLOYED", "BY", "CURRENT", "RUNS", "CHANGES"],
+      stored.map((r) => [r.id, when(r.deployedAt), r.deployedBy ?? "-", r.current ? "yes" : "-", String(r.runs), changeCounts(r.summary)])
+    )
+  })
+
+const isReleaseId = Schema.is(ReleaseId)
+
+/** `foundry rollback`: makes a release the server keeps the current one again. */
+export const rollback = (options: ServerOptions & { readonly id: string }) =>
+  Effect.gen(function*() {
+    if (!isReleaseId(options.id)) {
+      return yield* new CliError({ message: `${options.id} is not a release id (rel_ and 12 hex digits); \`foundry releases\` lists them` })
+    }
+    const { read } = yield* serverApi(options, hint)
+    const answer = yield* read(HttpClientRequest.post(`/api/releases/${options.id}/activate`), ReleaseSwitch).pipe(
+      Effect.catchTag("ServerRefused", (refused) =>
+        Effect.fail(
+          refused.status === 404
+            ? new CliError({ message: `${refused.message}\n\`foundry releases\` lists the releases the server keeps` })
+            : switchRefused(refused)
+        ))
+    )
+    yield* report(answer, { dryRun: false })
+  })

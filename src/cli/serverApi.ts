@@ -1,0 +1,104 @@
+/**
+ * A running server's HTTP API from the terminal, for the commands that talk to one (`instances`,
+ * `deploy`, `releases`, ...). The server is the one the project's config names unless a flag
+ * names another, and the token comes from `--token` or `FOUNDRY_TOKEN`. What goes wrong reads as
+ * a line for the user: no server there, a refusal as the server worded it, an answer of another
+ * version; never a stack trace.
+ */
+import { FetchHttpClient, HttpClient, HttpClientRequest, HttpClientResponse } from "@effect/platform"
+import { Config, Data, Effect, Option, type Redacted, Schema } from "effect"
+import { ReadableIssue } from "../definitions/readableIssues.js"
+import { loadConfig } from "../router/loadConfig.js"
+import { CliError } from "./CliError.js"
+
+/** Where the server is and who asks: `url` (else the project's config) and `token` (else `FOUNDRY_TOKEN`). */
+export interface ServerOptions {
+  readonly dir: string
+  readonly url: Option.Option<string>
+  readonly token: Option.Option<Redacted.Redacted>
+}
+
+/** How a command names the server and starts one, for the line printed when nobody answers. */
+export interface ServerHint {
+  /** The flag that names another server, e.g. `--url`. */
+  readonly flag: string
+  /** The command that starts a server this command can use, e.g. `foundry dev`. */
+  readonly start: string
+}
+
+/** The server answered with an error status; `message` is what it said, as a person reads it. */
+export class ServerRefused extends Data.TaggedError("ServerRefused")<{ readonly status: number; readonly message: string }> {}
+
+/** What the server says when it refuses: its message, and one issue per wrong field when it has them. */
+const Refusal = Schema.Struct({ message: Schema.String, issues: Schema.optional(Schema.Array(ReadableIssue)) })
+
+/** A server bound to every interface is reached on loopback. */
+const reachable = (host: string): string => host === "0.0.0.0" || host === "::" ? "127.0.0.1" : host
+
+/** The server: the one given, else `http://<server.host>:<server.port>` of the project's config. */
+const serverUrl = (options: ServerOptions, hint: ServerHint) =>
+  Option.match(options.url, {
+    onSome: (url) => Effect.succeed(url.replace(/\/+$/, "")),
+    onNone: () =>
+      loadConfig(options.dir, 1).pipe(
+        Effect.map(({ config }) => `http://${reachable(config.server.host)}:${config.server.port}`),
+        Effect.catchTag("RouteError", (error) =>
+          Effect.fail(new CliError({ message: `the project's config is broken, so its server is not known (or pass ${hint.flag}):\n${error.message}` })))
+      )
+  })
+
+/** What a refusal reads as: the server's first line, then each wrong field on its own line. */
+const refusalText = (status: number, body: unknown): string => {
+  const refusal = Schema.decodeUnknownOption(Refusal)(body)
+  if (Option.isNone(refusal)) return `the server answered ${status}`
+  const { issues, message } = refusal.value
+  return issues === undefined || issues.length === 0
+    ? message
+    : [message.split("\n")[0] ?? "", ...issues.map((issue) => `${issue.path}: ${issue.message}`)].join("\n")
+}
+
+/** The server's API at `options`' URL, with its token: `read` decodes an answer, `send` only needs it to succeed. */
+export const serverApi = (options: ServerOptions, hint: ServerHint) =>
+  Effect.gen(function*() {
+    const url = yield* serverUrl(options, hint)
+    const fromEnv = yield* Config.option(Config.redacted("FOUNDRY_TOKEN"))
+    const token = Option.orElse(options.token, () => fromEnv)
+    const client = (yield* HttpClient.HttpClient).pipe(
+      HttpClient.mapRequest((request) => {
+        const sent = HttpClientRequest.prependUrl(request, url)
+        return Option.isSome(token) ? HttpClientRequest.bearerToken(sent, token.value) : sent
+      })
+    )
+    const call = (request: HttpClientRequest.HttpClientRequest) =>
+      client.execute(request).pipe(
+        Effect.flatMap((response) =>
+          response.status >= 200 && response.status < 300
+            ? Effect.succeed(response)
+            : Effect.flatMap(
+              Effect.orElseSucceed(response.json, () => undefined),
+              (body) => Effect.fail(new ServerRefused({ status: response.status, message: refusalText(response.status, body) }))
+            )
+        ),
+        Effect.catchTag("RequestError", (error) =>
+          Effect.fail(
+            new CliError({
+              message: error.reason === "Transport"
+                ? `no Foundry server at ${url}: start one with \`${hint.start}\`, or pass ${hint.flag}`
+                : `cannot send the request to ${url}: ${error.message}`
+            })
+          ))
+      )
+    /** The answer to `request`, decoded by `schema`. */
+    const read = <A, I>(request: HttpClientRequest.HttpClientRequest, schema: Schema.Schema<A, I>) =>
+      call(request).pipe(
+        Effect.flatMap(HttpClientResponse.schemaBodyJson(schema)),
+        Effect.catchTags({
+          ResponseError: (error) => Effect.fail(new CliError({ message: `the answer of ${url}${request.url} cannot be read: ${error.message}` })),
+          ParseError: () =>
+            Effect.fail(new CliError({ message: `the answer of ${url}${request.url} is not what this version of foundry expects: is it a Foundry server of another version?` }))
+        }),
+        Effect.scoped
+      )
+    const send = (request: HttpClientRequest.HttpClientRequest) => Effect.scoped(Effect.asVoid(call(request)))
+    return { url, read, send }
+  }).pipe(Effect.provide(FetchHttpClient.layer))

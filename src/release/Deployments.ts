@@ -1,0 +1,187 @@
+/**
+ * Deploying and rolling back: a release uploaded (or one the server keeps) is loaded beside the
+ * current one, checked, kept in the store, and made current for new runs at once; schedules
+ * follow it (one it removes is cancelled), playbooks and webhooks follow the current app. Runs in
+ * flight finish on the release they started on. One switch at a time.
+ */
+import { FileSystem } from "@effect/platform"
+import { Clock, Context, DateTime, type Duration, Effect, Layer, Option, Schedule, Schema } from "effect"
+import { BuildStatus } from "../compiler/BuildStatus.js"
+import type { CompiledApp } from "../compiler/CompiledApp.js"
+import { CurrentApp } from "../compiler/CurrentApp.js"
+import type { StoreError } from "../durable/StoreError.js"
+import { Schedules } from "../triggers/Schedules.js"
+import { materialise } from "./releaseCache.js"
+import { type ReleaseInvalid, ReleaseNotFound, ReleasesNotDeployable } from "./releaseErrors.js"
+import { Releases } from "./Releases.js"
+import { ReleaseStorage } from "./ReleaseStorage.js"
+import { ReleaseSummary, routeDigests, routesOfTable, summarize } from "./releaseSummary.js"
+import { type ReleaseUpload, verifyUpload } from "./ReleaseUpload.js"
+
+/** The answer to a deploy or a rollback: the release, what it changes, and whether new runs now start on it. */
+export const ReleaseSwitch = Schema.Struct({
+  id: Schema.String,
+  /** Against the release that was current. */
+  summary: ReleaseSummary,
+  /** `false` for a dry run, or when it was current already. */
+  switched: Schema.Boolean,
+  /** The release new runs start on now. */
+  current: Schema.String
+})
+export type ReleaseSwitch = typeof ReleaseSwitch.Type
+
+/** A release the server keeps, as `GET /api/releases` lists it. */
+export const ReleaseView = Schema.Struct({
+  id: Schema.String,
+  createdAt: Schema.Number,
+  deployedAt: Schema.Number,
+  deployedBy: Schema.NullOr(Schema.String),
+  summary: ReleaseSummary,
+  current: Schema.Boolean,
+  /** Runs that started on it. */
+  runs: Schema.Number
+})
+export type ReleaseView = typeof ReleaseView.Type
+
+/** Deploys and rollbacks. */
+export class Deployments extends Context.Tag("foundry/Deployments")<Deployments, {
+  /** Takes an uploaded release and, unless `dryRun`, makes it current; `by` is the token that sent it. */
+  readonly deploy: (
+    upload: ReleaseUpload,
+    by: string | null
+  ) => Effect.Effect<ReleaseSwitch, ReleaseInvalid | ReleasesNotDeployable | StoreError>
+  /** Makes a release the server keeps current again. */
+  readonly activate: (
+    id: string,
+    by: string | null
+  ) => Effect.Effect<ReleaseSwitch, ReleaseNotFound | ReleaseInvalid | ReleasesNotDeployable | StoreError>
+  /** The releases the server keeps, the one deployed last first. */
+  readonly list: Effect.Effect<ReadonlyArray<ReleaseView>, StoreError>
+}>() {}
+
+const notDeployable = new ReleasesNotDeployable({
+  message: "this server serves a project's sources (foundry dev), which it reloads on every change: " +
+    "deploy to a server started with `foundry start`"
+})
+
+/** A loaded app's routes with the digests of their code. */
+const digestsOf = (app: CompiledApp) => routeDigests(app.table.root, routesOfTable(app.table))
+
+/** How a server takes deploys. */
+export interface DeploymentsOptions {
+  /**
+   * For a cluster runner: how often to look at the store's current release, which a deploy to
+   * another runner changes; the runner then starts new runs on it too.
+   */
+  readonly followEvery?: Duration.DurationInput | undefined
+}
+
+/** Deploys over the server's releases, schedules and build status. */
+export const layer = (options: DeploymentsOptions = {}) => Layer.scoped(
+  Deployments,
+  Effect.gen(function*() {
+    const releases = yield* Releases
+    const storage = yield* ReleaseStorage
+    const current = yield* CurrentApp
+    const schedules = yield* Schedules
+    const status = yield* BuildStatus
+    const fs = yield* FileSystem.FileSystem
+    const switching = yield* Effect.makeSemaphore(1)
+
+    /** Whether the store's current release is `id` already: making it current again changes nothing. */
+    const isCurrent = (id: string) => Effect.map(storage.current, Option.contains(id))
+
+    /** New runs start on `app` (loaded, and held by the caller); the build status follows it. */
+    const serve = (app: CompiledApp) =>
+      Effect.gen(function*() {
+        yield* releases.makeCurrent(app.release).pipe(Effect.catchTag("ReleaseNotFound", (missing) => Effect.die(missing)))
+        const builtAt = yield* Clock.currentTimeMillis
+        yield* status.update((report) => ({ ...report, generation: report.generation + 1, builtAt, problems: [] }))
+        yield* Effect.logInfo(`release ${app.release} is current: new runs start on it`)
+      })
+
+    /** Serves `app`, kept in the store as the current release, and its schedules. */
+    const switchTo = (app: CompiledApp) => Effect.zipRight(serve(app), schedules.sync(app))
+
+    // A runner of a cluster serves what another runner was deployed: the schedules are synced already.
+    if (options.followEvery !== undefined) {
+      yield* Effect.gen(function*() {
+        const stored = yield* storage.current
+        if (Option.isNone(stored) || stored.value === (yield* current.get).release) return
+        yield* Effect.scoped(Effect.flatMap(releases.load(stored.value), serve))
+      }).pipe(
+        switching.withPermits(1),
+        Effect.catchAllCause((cause) => Effect.logWarning("could not serve the store's current release", cause)),
+        Effect.repeat(Schedule.spaced(options.followEvery)),
+        Effect.forkScoped
+      )
+    }
+
+    const deploy = Effect.fn("Deployments.deploy")(function*(upload: ReleaseUpload, by: string | null) {
+      if (!releases.deployable) return yield* notDeployable
+      const release = yield* verifyUpload(upload)
+      const id = release.manifest.id
+      yield* materialise(releases.root, id, release.manifestText, release.files).pipe(
+        Effect.provideService(FileSystem.FileSystem, fs),
+        Effect.orDie
+      )
+      return yield* Effect.scoped(Effect.gen(function*() {
+        const app = yield* releases.load(id).pipe(
+          // Written to the cache just now: it cannot be missing.
+          Effect.catchTag("ReleaseNotFound", (missing) => Effect.die(missing))
+        )
+        const before = yield* current.get
+        const summary = summarize(digestsOf(before), digestsOf(app))
+        if (upload.dryRun === true || (yield* isCurrent(id))) {
+          return { id, summary, switched: false, current: before.release }
+        }
+        yield* storage.activate({
+          id,
+          deployedAt: yield* Clock.currentTimeMillis,
+          deployedBy: by,
+          summary,
+          content: { createdAt: DateTime.toEpochMillis(release.manifest.createdAt), manifest: release.manifestText, files: upload.files }
+        })
+        yield* switchTo(app)
+        return { id, summary, switched: before.release !== id, current: id }
+      }))
+    }, switching.withPermits(1))
+
+    const activate = Effect.fn("Deployments.activate")(function*(id: string, by: string | null) {
+      if (!releases.deployable) return yield* notDeployable
+      // Only a release the store keeps: the current one must be there for the next start to serve it.
+      if (!(yield* storage.has(id))) {
+        return yield* new ReleaseNotFound({ release: id, message: `there is no release ${id} on this server; GET /api/releases lists them` })
+      }
+      return yield* Effect.scoped(Effect.gen(function*() {
+        const app = yield* releases.load(id)
+        const before = yield* current.get
+        const summary = summarize(digestsOf(before), digestsOf(app))
+        if (yield* isCurrent(id)) return { id, summary, switched: false, current: before.release }
+        yield* storage.activate({ id, deployedAt: yield* Clock.currentTimeMillis, deployedBy: by, summary })
+        yield* switchTo(app)
+        return { id, summary, switched: before.release !== id, current: id }
+      }))
+    }, switching.withPermits(1))
+
+    const list = Effect.gen(function*() {
+      const entries = yield* storage.list
+      const serving = (yield* current.get).release
+      return entries.map(({ createdAt, deployedAt, deployedBy, id, runs, summary }): ReleaseView => ({
+        id,
+        createdAt,
+        deployedAt,
+        deployedBy,
+        summary,
+        current: id === serving,
+        runs
+      }))
+    })
+
+    return Deployments.of({
+      deploy,
+      activate,
+      list
+    })
+  })
+)

@@ -1,0 +1,181 @@
+/**
+ * The apps of the releases a server runs, by release id. New runs start on the current release;
+ * a run executes on the release it started on until it ends, resumed after a restart too. An app
+ * is loaded (its files from the project's release cache, else from the store) while it is current
+ * or a run executes on it, each in a scope of its own that holds its config's layers, and let go
+ * when neither holds any more.
+ */
+import { Cause, Context, Effect, Either, Encoding, Exit, FiberRef, Layer, Option, RcMap, Scope } from "effect"
+import type { CompiledApp } from "../compiler/CompiledApp.js"
+import { CurrentApp } from "../compiler/CurrentApp.js"
+import { loadProject } from "../compiler/loadProject.js"
+import type { RunRecord } from "../durable/records.js"
+import type { StoreError } from "../durable/StoreError.js"
+import { eventRelease } from "../journal/eventRelease.js"
+import { cachedRelease, materialise } from "./releaseCache.js"
+import { ReleaseInvalid, ReleaseNotFound } from "./releaseErrors.js"
+import { releaseIdAt } from "./ReleaseManifest.js"
+import { ReleaseStorage } from "./ReleaseStorage.js"
+import { startRelease } from "./startRelease.js"
+
+/** The app of the run this fiber executes, while it executes one. */
+const runningApp = FiberRef.unsafeMake<CompiledApp | undefined>(undefined)
+
+/** The app the work of this fiber belongs to: a run's own while it executes, else the current one. */
+const workingApp = (current: CurrentApp["Type"]): Effect.Effect<CompiledApp> =>
+  Effect.flatMap(FiberRef.get(runningApp), (app) => app === undefined ? current.get : Effect.succeed(app))
+
+/** The release an event is stamped with: the release of the run it belongs to, else the current one. */
+export const releaseOfWork = (current: CurrentApp["Type"]): Effect.Effect<string> =>
+  Effect.flatMap(FiberRef.get(eventRelease), (release) =>
+    release === undefined ? Effect.map(current.get, (app) => app.release) : Effect.succeed(release))
+
+/** The releases of the server. */
+export class Releases extends Context.Tag("foundry/Releases")<Releases, {
+  /**
+   * The app `run` executes on, held until the scope closes: the release it started on (the
+   * current one for a run stored before releases were recorded). A release that cannot be had (a
+   * development build of another process, a release this store does not keep) gives the current
+   * app, with a warning. Events emitted in the scope carry the app's release, and runs started in
+   * it start on that release (a child run stays on its parent's code).
+   */
+  readonly forRun: (run: RunRecord) => Effect.Effect<CompiledApp, never, Scope.Scope>
+  /** The app a run started now starts on: the executing run's when a run starts it, else the current one. */
+  readonly starting: Effect.Effect<CompiledApp>
+  /** Whether this server takes deploys: `foundry start` does; `foundry dev` serves the sources. */
+  readonly deployable: boolean
+  /** Where the server's project is: the release cache is in its `.foundry/`. */
+  readonly root: string
+  /** Loads release `id` (written to the cache already, or kept in the store), held until the scope closes. */
+  readonly load: (id: string) => Effect.Effect<CompiledApp, ReleaseNotFound | ReleaseInvalid | StoreError, Scope.Scope>
+  /**
+   * Makes release `id` current and holds it while it is; the release current before is let go
+   * once no run executes on it. Returns its app.
+   */
+  readonly makeCurrent: (id: string) => Effect.Effect<CompiledApp, ReleaseNotFound | ReleaseInvalid | StoreError>
+}>() {}
+
+/** How a server serves releases. */
+export interface ReleasesOptions {
+  /**
+   * `foundry start`: the first build (the current app when the layer is made) and the scope that
+   * holds its layers. `given` when it was named with `--release`: it then becomes the current
+   * release; else the store's current release, if it has one, is served instead of it.
+   * Without this (`foundry dev`, `foundry run`), every run executes on the current app.
+   */
+  readonly serving?: { readonly scope: Scope.CloseableScope; readonly given: boolean } | undefined
+}
+
+/** A loaded release's failure, as the reason it does not run. */
+const notLoadable = (id: string) => (error: { readonly message: string }) =>
+  new ReleaseInvalid({ message: `${id} does not load:\n${error.message}` })
+
+/** The releases, over the store's and the project's release cache. */
+export const layer = (options: ReleasesOptions = {}) =>
+  Layer.scoped(
+    Releases,
+    Effect.gen(function*() {
+      const current = yield* CurrentApp
+      const storage = yield* ReleaseStorage
+      const first = yield* current.get
+      const root = first.table.root
+      const serving = options.serving
+      // Each load is a build of its own: its modules evaluated afresh.
+      let generation = 0
+      let firstTaken = serving === undefined
+
+      /**
+       * The folder of a release: in the cache, else written there from the store, else the release
+       * folder the server was started on (a disk that fails us is a defect).
+       */
+      const folderOf = (id: string) =>
+        Effect.gen(function*() {
+          const cached = yield* Effect.orDie(cachedRelease(root, id))
+          if (cached !== undefined) return cached
+          const stored = yield* storage.content(id)
+          if (Option.isNone(stored)) {
+            if (id === first.release && releaseIdAt(root) === id) return root
+            return yield* new ReleaseNotFound({ release: id, message: `there is no release ${id} on this server` })
+          }
+          const files = yield* Effect.forEach(Object.entries(stored.value.files), ([file, base64]) =>
+            Either.match(Encoding.decodeBase64(base64), {
+              onLeft: () => Effect.fail(new ReleaseInvalid({ message: `${id}: the store's copy of ${file} is not base64` })),
+              onRight: (content) => Effect.succeed({ file, content })
+            }))
+          return yield* Effect.orDie(materialise(root, id, stored.value.manifest, files))
+        })
+
+      const lookup = (id: string) =>
+        Effect.gen(function*() {
+          if (serving !== undefined && !firstTaken && id === first.release) {
+            firstTaken = true
+            yield* Effect.addFinalizer(() => Scope.close(serving.scope, Exit.void))
+            return first
+          }
+          const folder = yield* folderOf(id)
+          generation++
+          return yield* loadProject(folder, generation).pipe(Effect.mapError(notLoadable(id)))
+        })
+      const apps = yield* RcMap.make({ lookup })
+
+      const load = (id: string) =>
+        RcMap.get(apps, id).pipe(
+          // A failed load is not kept: the next one tries again.
+          Effect.tapError(() => RcMap.invalidate(apps, id))
+        )
+
+      const switching = yield* Effect.makeSemaphore(1)
+      let holding: Scope.CloseableScope | undefined
+      const makeCurrent = (id: string) =>
+        switching.withPermits(1)(Effect.gen(function*() {
+          const scope = yield* Scope.make()
+          const app = yield* load(id).pipe(Scope.extend(scope), Effect.onError(() => Scope.close(scope, Exit.void)))
+          yield* current.set(app)
+          const previous = holding
+          holding = scope
+          if (previous !== undefined) yield* Scope.close(previous, Exit.void)
+          return app
+        }))
+      yield* Effect.addFinalizer(() => holding === undefined ? Effect.void : Scope.close(holding, Exit.void))
+
+      const forRun = (run: RunRecord) =>
+        Effect.gen(function*() {
+          const now = yield* current.get
+          const wanted = run.release ?? now.release
+          const app = serving === undefined
+            ? now
+            : yield* load(wanted).pipe(
+              Effect.catchAllCause((cause) =>
+                Cause.isInterruptedOnly(cause) ? Effect.interrupt : Effect.gen(function*() {
+                  yield* Effect.logWarning(
+                    `run ${run.id} started on release ${wanted}, which this server cannot load; it goes on the current release ${now.release}`,
+                    cause
+                  )
+                  return yield* load(now.release).pipe(Effect.orElseSucceed(() => now))
+                })
+              )
+            )
+          yield* Effect.locallyScoped(runningApp, app)
+          yield* Effect.locallyScoped(eventRelease, app.release)
+          return app
+        })
+
+      if (serving !== undefined) {
+        yield* startRelease({ storage, first, given: serving.given, folderOf, makeCurrent })
+        // A first build that is not current (the store's release is) holds its layers for nobody.
+        if (!firstTaken) {
+          firstTaken = true
+          yield* Scope.close(serving.scope, Exit.void)
+        }
+      }
+
+      return Releases.of({
+        forRun,
+        starting: workingApp(current),
+        deployable: serving !== undefined,
+        root,
+        load,
+        makeCurrent
+      })
+    })
+  )

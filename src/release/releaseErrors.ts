@@ -1,0 +1,21 @@
+/**
+ * Why a server takes no release: the upload is not a release it can run, the release it is asked
+ * to go back to is not kept, or the server serves sources and takes no deploys.
+ */
+import { Schema } from "effect"
+
+/** The upload is not a whole, intact release, or the release does not load; nothing was switched. */
+export class ReleaseInvalid extends Schema.TaggedError<ReleaseInvalid>()("ReleaseInvalid", {
+  message: Schema.String
+}) {}
+
+/** The server keeps no release with that id. */
+export class ReleaseNotFound extends Schema.TaggedError<ReleaseNotFound>()("ReleaseNotFound", {
+  release: Schema.String,
+  message: Schema.String
+}) {}
+
+/** The server serves a project's sources (`foundry dev`, `foundry run`): releases are for `foundry start`. */
+export class ReleasesNotDeployable extends Schema.TaggedError<ReleasesNotDeployable>()("ReleasesNotDeployable", {
+  message: Schema.String
+}) {}

@@ -1,0 +1,81 @@
+/**
+ * Which release `foundry start` serves: the one named with `--release`, which becomes the store's
+ * current release (deployed by "start"); otherwise the store's current release, when anything was
+ * ever deployed to it; otherwise the project it was started on.
+ */
+import { join } from "node:path"
+import { FileSystem } from "@effect/platform"
+import { Clock, DateTime, Effect, Encoding, Option, Schema } from "effect"
+import type { CompiledApp } from "../compiler/CompiledApp.js"
+import type { StoreError } from "../durable/StoreError.js"
+import { contentHash } from "./contentHash.js"
+import { ReleaseInvalid, type ReleaseNotFound } from "./releaseErrors.js"
+import { releaseFile, ReleaseManifest } from "./ReleaseManifest.js"
+import type { ReleaseStorage } from "./ReleaseStorage.js"
+import { routeDigests, routesOfManifest, routesOfTable, summarize } from "./releaseSummary.js"
+
+/** What choosing the release needs from `Releases`. */
+export interface StartOptions<E, R> {
+  readonly storage: ReleaseStorage["Type"]
+  /** The build `foundry start` made of the folder it was given. */
+  readonly first: CompiledApp
+  /** The folder was named with `--release`. */
+  readonly given: boolean
+  /** The folder of a release, written from the store when needed. */
+  readonly folderOf: (id: string) => Effect.Effect<string, E, R>
+  readonly makeCurrent: (id: string) => Effect.Effect<CompiledApp, ReleaseNotFound | ReleaseInvalid | StoreError>
+}
+
+const decodeManifest = Schema.decode(Schema.parseJson(ReleaseManifest))
+
+/** A release folder's `release.json` text, its manifest, and its files in base64; they must hash to its id. */
+const readRelease = Effect.fn("release.read")(function*(folder: string) {
+  const fs = yield* FileSystem.FileSystem
+  const text = yield* fs.readFileString(join(folder, releaseFile))
+  const manifest = yield* decodeManifest(text)
+  const files = yield* Effect.forEach(manifest.files, (file) => Effect.map(fs.readFile(join(folder, file)), (content) => ({ file, content })))
+  if (`rel_${contentHash(files).slice(0, 12)}` !== manifest.id) {
+    return yield* new ReleaseInvalid({
+      message: `${folder} changed after it was built: its files no longer hash to ${manifest.id}\n  fix: build the release again with \`foundry build\``
+    })
+  }
+  const base64 = Object.fromEntries(files.map(({ content, file }) => [file, Encoding.encodeBase64(content)]))
+  return { text, manifest, files: base64 }
+})
+
+/** The digests of the routes of the release kept in `folder`, as its manifest lists them. */
+const storedDigests = (folder: string) =>
+  Effect.gen(function*() {
+    const fs = yield* FileSystem.FileSystem
+    const manifest = yield* decodeManifest(yield* fs.readFileString(join(folder, releaseFile)))
+    return routeDigests(folder, routesOfManifest(manifest.manifest))
+  })
+
+/** Makes the release `foundry start` serves current. */
+export const startRelease = Effect.fn("release.start")(function*<E, R>(options: StartOptions<E, R>) {
+  const { first, storage } = options
+  const stored = yield* storage.current
+  if (!options.given || Option.contains(stored, first.release)) {
+    const id = Option.getOrElse(stored, () => first.release)
+    return yield* options.makeCurrent(id).pipe(
+      Effect.mapError((error) =>
+        new ReleaseInvalid({
+          message: `the store's current release cannot be served: ${error.message}\n` +
+            "  fix: start a release folder with `foundry start --release <folder>`, which becomes the current release"
+        })
+      )
+    )
+  }
+  const release = yield* readRelease(first.table.root)
+  const before = Option.isNone(stored)
+    ? undefined
+    : yield* options.folderOf(stored.value).pipe(Effect.flatMap(storedDigests), Effect.orElseSucceed(() => undefined))
+  yield* storage.activate({
+    id: first.release,
+    deployedAt: yield* Clock.currentTimeMillis,
+    deployedBy: "start",
+    summary: summarize(before, routeDigests(first.table.root, routesOfTable(first.table))),
+    content: { createdAt: DateTime.toEpochMillis(release.manifest.createdAt), manifest: release.text, files: release.files }
+  })
+  return yield* options.makeCurrent(first.release)
+})

@@ -1,0 +1,219 @@
+/**
+ * Deploying to a running `foundry start` server through `/api/releases`: new runs switch to the
+ * release at once while runs in flight finish on the release they started on (its layers open
+ * until they end), each run's events carry its release, a rollback switches back, and changing
+ * releases needs a `deploy` token; a release that is not intact or does not load switches nothing.
+ */
+import { cpSync, mkdtempSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { randomUUID } from "node:crypto"
+import { describe, expect, it } from "@effect/vitest"
+import { Effect } from "effect"
+import { bearer } from "../auth/support.js"
+import { freePort, startCli } from "../support/cli.js"
+import { http } from "../support/server.js"
+import { apiOf, deploy, deskReleases, emptyServerProject, logLines, startServer, tokensFor, uploadOf } from "./deploySupport.js"
+
+interface SwitchJson {
+  readonly id: string
+  readonly switched: boolean
+  readonly current: string
+  readonly summary: Record<string, { readonly added: ReadonlyArray<string>; readonly removed: ReadonlyArray<string>; readonly changed: ReadonlyArray<string> }>
+}
+
+interface ReleaseJson {
+  readonly id: string
+  readonly current: boolean
+  readonly runs: number
+  readonly deployedBy: string | null
+  readonly summary: SwitchJson["summary"]
+}
+
+const layerLog = () => join(tmpdir(), `foundry-deploy-${randomUUID()}.log`)
+
+/** A folder of its own for a server, removed afterwards. */
+const serverFolder = Effect.acquireRelease(
+  Effect.sync(() => mkdtempSync(join(tmpdir(), "foundry-deploy-server-"))),
+  (dir) => Effect.sync(() => rmSync(dir, { recursive: true, force: true }))
+)
+
+describe("deploy", () => {
+  it.scopedLive("a run in flight finishes on the release it started on, new runs start on the one deployed, and events carry each run's release", () =>
+    Effect.gen(function*() {
+      const { v1, v2 } = yield* deskReleases
+      const root = yield* emptyServerProject
+      const tokens = yield* tokensFor(root)
+      const log = layerLog()
+      const { url } = yield* startServer([root], { DESK_LAYER_LOG: log })
+      const api = apiOf(url, tokens.admin.token)
+
+      const first = yield* deploy(url, tokens.deploy.token, uploadOf(v1.folder))
+      expect(first.status).toBe(200)
+      const firstSwitch = first.json as SwitchJson
+      expect(firstSwitch).toMatchObject({ id: v1.id, switched: true, current: v1.id })
+      expect(firstSwitch.summary.agents).toEqual({ added: ["desk"], removed: [], changed: [] })
+      expect(firstSwitch.summary.tools).toEqual({ added: ["desk/answer", "desk/confirm"], removed: [], changed: [] })
+
+      const slow = yield* api.submit("slow, please")
+      yield* api.until("the slow run's tool call", api.events(slow), (events) => events.some((e) => e.type === "tool.call.started"))
+
+      const second = yield* deploy(url, tokens.deploy.token, uploadOf(v2.folder))
+      expect(second.status).toBe(200)
+      const secondSwitch = second.json as SwitchJson
+      expect(secondSwitch).toMatchObject({ id: v2.id, switched: true, current: v2.id })
+      expect(secondSwitch.summary.tools).toEqual({ added: [], removed: [], changed: ["desk/answer", "desk/confirm"] })
+      // The slow run was in flight when v2 became current: v1's layer is still open.
+      expect((yield* api.run(slow)).status).toBe("running")
+      expect(logLines(log)).toEqual(["open v1", "open v2"])
+
+      const fast = yield* api.submit("now")
+      const fastRun = yield* api.ended(fast)
+      expect(fastRun).toMatchObject({ status: "completed", output: "the tool said: v2", release: v2.id })
+      const slowRun = yield* api.ended(slow)
+      expect(slowRun).toMatchObject({ status: "completed", output: "the tool said: v1", release: v1.id })
+
+      const slowEvents = yield* api.events(slow)
+      expect(slowEvents.find((e) => e.type === "tool.call.completed")?.data.output).toBe("v1")
+      expect(slowEvents.map((e) => e.type)).toContain("run.completed")
+      expect(new Set(slowEvents.map((e) => e.release))).toEqual(new Set([v1.id]))
+      const fastEvents = yield* api.events(fast)
+      expect(fastEvents.find((e) => e.type === "tool.call.completed")?.data.output).toBe("v2")
+      expect(new Set(fastEvents.map((e) => e.release))).toEqual(new Set([v2.id]))
+
+      // v1's last run has ended: its layer closes; v2's, current, stays open.
+      yield* api.until("v1's layer to close", Effect.sync(() => logLines(log)), (lines) => lines.includes("close v1"))
+      expect(logLines(log)).toEqual(["open v1", "open v2", "close v1"])
+
+      const listed = yield* http(`${url}/api/releases`, { headers: bearer(tokens.read.token) })
+      expect(listed.status).toBe(200)
+      const releases = listed.json as ReadonlyArray<ReleaseJson>
+      expect(releases.map((r) => [r.id, r.current, r.runs, r.deployedBy])).toEqual([
+        [v2.id, true, 1, tokens.deploy.id],
+        [v1.id, false, 1, tokens.deploy.id]
+      ])
+      expect(releases[0]?.summary.tools.changed).toEqual(["desk/answer", "desk/confirm"])
+    }), { timeout: 120_000 })
+
+  it.scopedLive("a run suspended on an approval when the next release is deployed resumes on its own release once approved", () =>
+    Effect.gen(function*() {
+      const { v1, v2 } = yield* deskReleases
+      const root = yield* emptyServerProject
+      const tokens = yield* tokensFor(root)
+      const log = layerLog()
+      const { url } = yield* startServer([root], { DESK_LAYER_LOG: log })
+      const api = apiOf(url, tokens.admin.token)
+      expect((yield* deploy(url, tokens.deploy.token, uploadOf(v1.folder))).status).toBe(200)
+      const waiting = yield* api.submit("confirm, please")
+      yield* api.until("the approval", api.run(waiting), (run) => run.status === "suspended")
+      expect((yield* deploy(url, tokens.deploy.token, uploadOf(v2.folder))).status).toBe(200)
+      // Nothing executes on v1 while its only run waits for a person: its layer is let go.
+      yield* api.until("v1's layer to close", Effect.sync(() => logLines(log)), (lines) => lines.includes("close v1"))
+
+      const pending = yield* http(`${url}/api/approvals?status=pending`, { headers: bearer(tokens.admin.token) })
+      const approval = (pending.json as ReadonlyArray<{ readonly id: string; readonly runId: string }>).find((a) => a.runId === waiting)
+      expect(approval).toBeDefined()
+      yield* http(`${url}/api/approvals/${approval?.id}`, { body: { decision: "approve" }, headers: bearer(tokens.admin.token) })
+      const resumed = yield* api.ended(waiting)
+      expect(resumed).toMatchObject({ status: "completed", output: "the tool said: v1 confirmed", release: v1.id })
+      const events = yield* api.events(waiting)
+      expect(events.map((e) => e.type)).toContain("run.resumed")
+      expect(new Set(events.map((e) => e.release))).toEqual(new Set([v1.id]))
+      // Loaded again for the run to go on, and let go once it ended.
+      yield* api.until("v1's layer to close again", Effect.sync(() => logLines(log)), (lines) => lines.filter((l) => l === "close v1").length === 2)
+      expect(logLines(log)).toEqual(["open v1", "open v2", "close v1", "open v1", "close v1"])
+    }), { timeout: 120_000 })
+
+  it.scopedLive("a rollback makes an earlier release current again: new runs start on it; `--release` made the first one current", () =>
+    Effect.gen(function*() {
+      const { v1, v2 } = yield* deskReleases
+      // v1 alone in a folder of its own, as a server would have it; its store is inside.
+      const app = join(yield* serverFolder, "app")
+      cpSync(v1.folder, app, { recursive: true })
+      const tokens = yield* tokensFor(app)
+      const { server, url } = yield* startServer(["--release", app])
+      expect(server.output()).toContain(`release: ${v1.id}`)
+      const api = apiOf(url, tokens.admin.token)
+      const list = Effect.map(http(`${url}/api/releases`, { headers: bearer(tokens.read.token) }), (r) => r.json as ReadonlyArray<ReleaseJson>)
+
+      expect((yield* list).map((r) => [r.id, r.current, r.deployedBy])).toEqual([[v1.id, true, "start"]])
+      expect((yield* deploy(url, tokens.deploy.token, uploadOf(v2.folder))).status).toBe(200)
+      expect(yield* api.ended(yield* api.submit("which one?"))).toMatchObject({ output: "the tool said: v2", release: v2.id })
+
+      const rollback = yield* http(`${url}/api/releases/${v1.id}/activate`, { method: "POST", headers: bearer(tokens.deploy.token) })
+      expect(rollback.status).toBe(200)
+      const back = rollback.json as SwitchJson
+      expect(back).toMatchObject({ id: v1.id, switched: true, current: v1.id })
+      expect(back.summary.tools).toEqual({ added: [], removed: [], changed: ["desk/answer", "desk/confirm"] })
+      expect(yield* api.ended(yield* api.submit("which one now?"))).toMatchObject({ output: "the tool said: v1", release: v1.id })
+
+      const again = yield* http(`${url}/api/releases/${v1.id}/activate`, { method: "POST", headers: bearer(tokens.deploy.token) })
+      expect(again.json).toMatchObject({ id: v1.id, switched: false, current: v1.id })
+      const unknown = yield* http(`${url}/api/releases/rel_000000000000/activate`, { method: "POST", headers: bearer(tokens.deploy.token) })
+      expect(unknown.status).toBe(404)
+      expect(unknown.json).toMatchObject({ _tag: "ReleaseNotFound", message: expect.stringContaining("GET /api/releases") })
+
+      expect((yield* list).map((r) => [r.id, r.current, r.runs, r.deployedBy])).toEqual([
+        [v1.id, true, 1, tokens.deploy.id],
+        [v2.id, false, 1, tokens.deploy.id]
+      ])
+    }), { timeout: 120_000 })
+
+  it.scopedLive("changing releases needs a deploy token; a dry run, a tampered upload and a release that does not load switch nothing", () =>
+    Effect.gen(function*() {
+      const { v1, v2 } = yield* deskReleases
+      const root = yield* emptyServerProject
+      const tokens = yield* tokensFor(root)
+      const { url } = yield* startServer([root], { DESK_REFUSE: "v2" })
+      const upload = uploadOf(v1.folder)
+      const current = Effect.map(http(`${url}/api/releases`, { headers: bearer(tokens.read.token) }), (r) => r.json as ReadonlyArray<ReleaseJson>)
+
+      expect((yield* http(`${url}/api/releases`, { body: upload })).status).toBe(401)
+      for (const token of [tokens.run, tokens.read]) {
+        const refused = yield* deploy(url, token.token, upload)
+        expect(refused.status).toBe(403)
+        expect(refused.json).toMatchObject({ _tag: "Forbidden", required: "deploy", scope: token === tokens.run ? "run" : "read" })
+      }
+      const activate = yield* http(`${url}/api/releases/${v1.id}/activate`, { method: "POST", headers: bearer(tokens.run.token) })
+      expect(activate.status).toBe(403)
+
+      const dry = yield* deploy(url, tokens.admin.token, upload, { dryRun: true })
+      expect(dry.status).toBe(200)
+      expect(dry.json).toMatchObject({ id: v1.id, switched: false })
+      expect((dry.json as SwitchJson).current).toMatch(/^dev-/)
+      expect((dry.json as SwitchJson).summary.agents.added).toEqual(["desk"])
+      expect(yield* current).toEqual([])
+
+      const [file] = Object.keys(upload.files)
+      const tampered = yield* deploy(url, tokens.deploy.token, {
+        ...upload,
+        files: { ...upload.files, [file ?? ""]: Buffer.from("export default 1\n").toString("base64") }
+      })
+      expect(tampered.status).toBe(400)
+      expect(tampered.json).toMatchObject({ _tag: "ReleaseInvalid", message: expect.stringContaining(`not to the release's id ${v1.id}`) })
+      const incomplete = yield* deploy(url, tokens.deploy.token, { ...upload, files: {} })
+      expect(incomplete.status).toBe(400)
+      expect(incomplete.text).toContain("files missing that release.json lists")
+
+      // This server's environment keeps v2's layer from opening.
+      const broken = yield* deploy(url, tokens.deploy.token, uploadOf(v2.folder))
+      expect(broken.status).toBe(400)
+      expect(broken.json).toMatchObject({ _tag: "ReleaseInvalid", message: expect.stringContaining(`${v2.id} does not load`) })
+      expect(yield* current).toEqual([])
+
+      expect((yield* deploy(url, tokens.deploy.token, upload)).json).toMatchObject({ id: v1.id, switched: true })
+      expect((yield* current).map((r) => [r.id, r.current])).toEqual([[v1.id, true]])
+    }), { timeout: 120_000 })
+
+  it.scopedLive("foundry dev serves the sources and takes no deploys", () =>
+    Effect.gen(function*() {
+      const root = yield* emptyServerProject
+      const tokens = yield* tokensFor(root)
+      const port = yield* freePort
+      const dev = yield* startCli(["dev", root, "--port", String(port)])
+      yield* dev.waitFor(/listening on/)
+      const refused = yield* deploy(`http://127.0.0.1:${port}`, tokens.deploy.token, { manifest: {}, files: {} })
+      expect(refused.status).toBe(409)
+      expect(refused.json).toMatchObject({ _tag: "ReleasesNotDeployable", message: expect.stringContaining("foundry start") })
+    }), { timeout: 120_000 })
+})
