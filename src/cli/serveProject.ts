@@ -26,6 +26,7 @@ import { watchProjectChanges } from "../router/watch.js"
 import { Schedules } from "../triggers/Schedules.js"
 import { CliError } from "./CliError.js"
 import { clusterSettingsOf, serverLayer, storeFileOf } from "./ProjectRuntime.js"
+import { routeSummary } from "./routeSummary.js"
 import { reportError, say, style, warn } from "./terminal.js"
 
 /** How to serve. */
@@ -38,19 +39,6 @@ export interface ServeOptions {
   readonly release?: boolean
   /** Runs as a cluster runner with these settings over the config's `cluster`. */
   readonly cluster?: ClusterConfig | undefined
-}
-
-const summary = (app: CompiledApp): string => {
-  const t = app.table
-  const count = (n: number, word: string) => `${n} ${word}${n === 1 ? "" : "s"}`
-  return [
-    count(t.agents.length, "agent"),
-    count(t.tools.length, "tool"),
-    count(t.mcpServers.length, "MCP server"),
-    count(t.schedules.length, "schedule"),
-    count(t.playbooks.length, "playbook"),
-    count(t.environments.length, "environment")
-  ].join(", ")
 }
 
 /** The broken files behind a failed build, as the build status lists them. */
@@ -168,7 +156,7 @@ export const serveProject = Effect.fn("cli.serveProject")(function*(options: Ser
 
   const served = yield* current.get
   yield* say(style.bold(`Foundry ${options.watch ? "dev" : "server"}`) + style.dim(` (project ${options.root})`))
-  yield* say(`  routes:  ${summary(served)}`)
+  yield* say(`  routes:  ${routeSummary(served.table)}`)
   yield* say(`  release: ${served.release}${served === app ? "" : " (deployed: the store's current release)"}`)
   yield* say(`  store:   ${storeFileOf(app)}`)
   const cluster = clusterSettingsOf(app, { cluster: options.cluster })
@@ -240,7 +228,7 @@ export const serveProject = Effect.fn("cli.serveProject")(function*(options: Ser
     yield* schedules.sync(app)
     if (previous !== undefined) yield* Scope.close(previous, Exit.void)
     yield* status.update((report) => ({ ...report, generation, builtAt: Date.now(), problems: [], restartNeeded }))
-    yield* say(style.cyan(`reloaded (build ${generation}): ${summary(app)}`))
+    yield* say(style.cyan(`reloaded (build ${generation}): ${routeSummary(app.table)}`))
     yield* checkTypes(app.table.configFile)
   }).pipe(Effect.catchAllCause((cause) => warn(`reload crashed: ${String(cause)}`)))
   // Every burst saved while a reload ran is one reload after it. A file system may report one

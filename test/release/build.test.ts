@@ -131,7 +131,7 @@ describe("foundry build", () => {
     Effect.gen(function*() {
       const root = yield* project
       const first = yield* build(root)
-      expect(first.result.stdout).toContain("routes:  1 agent, 1 tool, 0 MCP servers, 1 schedule, 0 playbooks")
+      expect(first.result.stdout).toContain("routes:  1 agent, 1 tool, 0 MCP servers, 1 schedule, 0 playbooks, 0 environments")
       expect(first.result.stdout).toContain(`foundry start --release ${first.folder}`)
 
       const release = releaseJson(first.folder)

@@ -3,7 +3,7 @@
  * context, installations (secrets shown only as redacted), status with pause, resume and archive,
  * conversations, schedules, environment and usage.
  */
-import { ApiError, api, type InstallationView, type InstanceRef, type InstanceSummary, type InstanceView, onEvent } from "../api.js"
+import { ApiError, api, type InstallationView, type InstanceRef, type InstanceSummary, type InstanceView, onEvent, redrawOn } from "../api.js"
 import { type Child, h, json, link, replace } from "../dom.js"
 import { barChart, dollars, usageLine } from "../usage.js"
 import { runStatus } from "./runs.js"
@@ -226,17 +226,11 @@ export const instancePage = (root: HTMLElement, [agent = "", id = ""]: ReadonlyA
     else problem.textContent = error instanceof Error ? error.message : String(error)
   })
 
-  let pending: ReturnType<typeof setTimeout> | undefined
-  const unsubscribe = onEvent((event) => {
-    if (event.instanceId !== ref.id || (ref.agent !== "" && event.agent !== ref.agent)) return
-    if (!(event.type.startsWith("instance.") || event.type.startsWith("run.")) || pending !== undefined) return
-    pending = setTimeout(() => {
-      pending = undefined
-      void draw().catch(() => undefined)
-    }, 200)
-  })
-  return () => {
-    clearTimeout(pending)
-    unsubscribe()
-  }
+  return redrawOn(
+    (event) =>
+      event.instanceId === ref.id && (ref.agent === "" || event.agent === ref.agent) &&
+      (event.type.startsWith("instance.") || event.type.startsWith("run.")),
+    () => void draw().catch(() => undefined),
+    200
+  )
 }

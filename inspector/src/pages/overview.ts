@@ -2,7 +2,7 @@
  * Overview: the build (broken files and type errors first, the way a dev server shows them),
  * health, runs in progress, pending approvals, recent failures, what runs next.
  */
-import { api, type BuildReport, type ClusterStatusView, onEvent, type RunView } from "../api.js"
+import { api, type BuildReport, type ClusterStatusView, redrawOn, type RunView } from "../api.js"
 import { clock, h, link, replace } from "../dom.js"
 import { runStatus } from "./runs.js"
 
@@ -80,14 +80,7 @@ export const overviewPage = (root: HTMLElement) => {
   void draw()
   // Builds are not events: while the page is open, it asks every two seconds.
   const polling = setInterval(() => void draw(), 2000)
-  let pending: ReturnType<typeof setTimeout> | undefined
-  const unsubscribe = onEvent((event) => {
-    if (event.type === "model.delta" || pending !== undefined) return
-    pending = setTimeout(() => {
-      pending = undefined
-      void draw()
-    }, 200)
-  })
+  const unsubscribe = redrawOn((event) => event.type !== "model.delta", () => void draw(), 200)
   return () => {
     clearInterval(polling)
     unsubscribe()

@@ -2,7 +2,7 @@
  * Releases: what the server was deployed with, newest first: when and by whom, which one new runs
  * start on, how many runs each one started, and what each changed against the one before it.
  */
-import { api, onEvent, type ReleaseSummaryView } from "../api.js"
+import { api, redrawOn, type ReleaseSummaryView } from "../api.js"
 import { h, replace } from "../dom.js"
 
 const kinds = [
@@ -57,14 +57,7 @@ export const releasesPage = (root: HTMLElement) => {
   void draw()
   // A deploy is not an event: the page asks every few seconds; runs started move the counts sooner.
   const polling = setInterval(() => void draw(), 5000)
-  let pending: ReturnType<typeof setTimeout> | undefined
-  const unsubscribe = onEvent((event) => {
-    if (event.type !== "run.queued" || pending !== undefined) return
-    pending = setTimeout(() => {
-      pending = undefined
-      void draw()
-    }, 200)
-  })
+  const unsubscribe = redrawOn((event) => event.type === "run.queued", () => void draw(), 200)
   return () => {
     clearInterval(polling)
     unsubscribe()

@@ -3,7 +3,7 @@
  * trace (model turns, tool calls with their input and output, approvals, child runs as nested
  * rows), tokens and durations per span, links to the parent and child runs, and the raw events.
  */
-import { api, type FoundryEvent, onEvent, type RunView } from "../api.js"
+import { api, type FoundryEvent, redrawOn, type RunView } from "../api.js"
 import { duration, h, json, link, replace } from "../dom.js"
 import { usageLine } from "../usage.js"
 import { runStatus } from "./runs.js"
@@ -172,13 +172,9 @@ export const runPage = (root: HTMLElement, [runId = ""]: ReadonlyArray<string>) 
     window.scrollTo(0, scroll)
   }
   void draw()
-  let pending: ReturnType<typeof setTimeout> | undefined
-  return onEvent((event) => {
-    if (event.type === "model.delta" || pending !== undefined) return
-    if (event.runId !== runId && !event.type.startsWith("approval.")) return
-    pending = setTimeout(() => {
-      pending = undefined
-      void draw()
-    }, 100)
-  })
+  return redrawOn(
+    (event) => event.type !== "model.delta" && (event.runId === runId || event.type.startsWith("approval.")),
+    () => void draw(),
+    100
+  )
 }

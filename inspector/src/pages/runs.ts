@@ -2,7 +2,7 @@
  * Runs: a live, filterable list. Filters live in the URL, rows update in place, so neither the
  * reader's scroll position nor the filters move when runs change.
  */
-import { api, onEvent, type RunView } from "../api.js"
+import { api, redrawOn, type RunView } from "../api.js"
 import { clock, duration, h, link, replace } from "../dom.js"
 import { dispatchesFor, type RunSource, runSource } from "../runSource.js"
 
@@ -61,13 +61,6 @@ export const runsPage = (root: HTMLElement) => {
     tbody.replaceChildren(...rows)
   }
   void draw()
-  let pending: ReturnType<typeof setTimeout> | undefined
-  return onEvent((event) => {
-    // `playbook.dispatched` names the playbook of a run already listed.
-    if (!(event.type.startsWith("run.") || event.type === "playbook.dispatched") || pending !== undefined) return
-    pending = setTimeout(() => {
-      pending = undefined
-      void draw()
-    }, 150)
-  })
+  // `playbook.dispatched` names the playbook of a run already listed.
+  return redrawOn((event) => event.type.startsWith("run.") || event.type === "playbook.dispatched", () => void draw())
 }

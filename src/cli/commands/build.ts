@@ -6,23 +6,12 @@
 import { isAbsolute, relative } from "node:path"
 import { Effect } from "effect"
 import packageJson from "../../../package.json" with { type: "json" }
-import type { RouteTable } from "../../router/RouteTable.js"
 import { composeStoreNote, writeContainerFiles } from "../../release/container.js"
 import { buildRelease } from "../../release/ReleaseBuild.js"
 import { CliError } from "../CliError.js"
 import { say, style, warn } from "../terminal.js"
+import { routeSummary } from "../routeSummary.js"
 import { checkProject } from "./check.js"
-
-const count = (n: number, word: string): string => `${n} ${word}${n === 1 ? "" : "s"}`
-
-const summaryOf = (table: RouteTable): string =>
-  [
-    count(table.agents.length, "agent"),
-    count(table.tools.length, "tool"),
-    count(table.mcpServers.length, "MCP server"),
-    count(table.schedules.length, "schedule"),
-    count(table.playbooks.length, "playbook")
-  ].join(", ")
 
 /** A path as the user types it from here: relative when it is below the current folder. */
 const shown = (path: string): string => {
@@ -50,7 +39,7 @@ export const build = (options: { readonly dir: string; readonly docker: boolean 
     const { release, table } = yield* checkedRelease(options.dir, "no release was written: fix the problems above and build again")
     yield* say(style.green(`release ${release.id}${release.fresh ? "" : " (already built: the sources are unchanged)"}`))
     yield* say(`  path:    ${release.folder}`)
-    yield* say(`  routes:  ${summaryOf(table)}`)
+    yield* say(`  routes:  ${routeSummary(table)}`)
     yield* say(`  start:   foundry start --release ${shown(release.folder)}`)
     yield* say(style.dim("  The release's SQLite store (if the config has one) is relative to its folder; FOUNDRY_SECRET_KEY and Config env vars are read as usual."))
     if (!options.docker) return

@@ -9,6 +9,7 @@ import { formatDiagnostic } from "../../compiler/TypeDiagnostic.js"
 import { writeGenerated } from "../../router/codegen.js"
 import { discover } from "../../router/discover.js"
 import { CliError } from "../CliError.js"
+import { routeSummary } from "../routeSummary.js"
 import { say, style } from "../terminal.js"
 
 /** Validates and type-checks the project at `dir`, and gives its route table when it passes. */
@@ -16,7 +17,7 @@ export const checkProject = (dir: string) =>
   Effect.gen(function*() {
     const table = yield* discover(dir, 1)
     yield* writeGenerated(table)
-    yield* say(`routes: ${table.agents.length} agents, ${table.tools.length} tools, ${table.mcpServers.length} MCP servers, ${table.schedules.length} schedules, ${table.playbooks.length} playbooks`)
+    yield* say(`routes: ${routeSummary(table)}`)
     yield* say(style.dim("type-checking route files with .foundry/routes.d.ts ..."))
     const types = yield* typeCheck(dir, table.configFile)
     const compiled = yield* compile(table).pipe(Effect.either)
