@@ -100,7 +100,7 @@ export interface BuiltRelease {
 }
 
 /** `foundry build <root>`: the release it printed. */
-const build = (root: string) =>
+export const build = (root: string) =>
   Effect.gen(function*() {
     const result = yield* runCli(["build", root])
     const id = /release (rel_[0-9a-f]{12})/.exec(result.stdout)?.[1]
