@@ -100,11 +100,17 @@ export const make = (filename: string) =>
         )
       ),
       compiler: SqlStatement.makeCompilerSqlite(Str.camelToSnake),
+      // Transactions take the write lock when they begin (see `begin` below).
+      beginTransaction: "BEGIN IMMEDIATE",
       transformRows: SqlStatement.defaultTransforms(Str.snakeToCamel).array,
       spanAttributes: [["db.system.name", "sqlite"]]
     })
 
-    const begin = db.prepare("BEGIN")
+    // IMMEDIATE: the write lock is taken (waiting for another process's, up to the busy timeout)
+    // before the first statement. A deferred transaction that reads first (a unit's guard) and then
+    // writes after another process has committed is refused at once with SQLITE_BUSY, without
+    // waiting: its snapshot is stale.
+    const begin = db.prepare("BEGIN IMMEDIATE")
     const commit = db.prepare("COMMIT")
     const rollback = db.prepare("ROLLBACK")
     const savepoint = db.prepare("SAVEPOINT unit")
