@@ -5,7 +5,7 @@
  * build the same release, and building it again leaves the folder as it is: a server may be
  * running on it, with its store inside.
  */
-import { dirname, join } from "node:path"
+import { join } from "node:path"
 import { FileSystem } from "@effect/platform"
 import { DateTime, Effect, Schema } from "effect"
 import packageJson from "../../package.json" with { type: "json" }
@@ -13,7 +13,8 @@ import { migrations } from "../durable/migrations.js"
 import { manifestOf } from "../router/codegen.js"
 import type { RouteTable } from "../router/RouteTable.js"
 import { bundleRelease } from "./bundleRelease.js"
-import { contentHash } from "./contentHash.js"
+import { releaseIdOf } from "./contentHash.js"
+import { writeReleaseFolder } from "./releaseCache.js"
 import { ReleaseId, releaseFile, ReleaseManifest } from "./ReleaseManifest.js"
 
 /** A built release: where it is, and whether this build wrote it or found it already built. */
@@ -41,7 +42,7 @@ const encodeManifest = Schema.encode(Schema.parseJson(ReleaseManifest, { space: 
 export const buildRelease = Effect.fn("release.build")(function*(table: RouteTable) {
   const fs = yield* FileSystem.FileSystem
   const files = yield* bundleRelease(table.root, entriesOf(table))
-  const id = ReleaseId.make(`rel_${contentHash(files).slice(0, 12)}`)
+  const id = ReleaseId.make(releaseIdOf(files))
   const folder = join(releasesFolder(table.root), id)
   if (yield* fs.exists(join(folder, releaseFile))) return { id, folder, fresh: false } satisfies BuiltRelease
 
@@ -53,15 +54,6 @@ export const buildRelease = Effect.fn("release.build")(function*(table: RouteTab
     migrations: Object.keys(migrations),
     files: files.map(({ file }) => file)
   })
-  // Written beside the release and moved into place whole, so a folder named by an id is complete.
-  const staging = join(releasesFolder(table.root), `.${id}-${process.pid}`)
-  yield* fs.remove(staging, { recursive: true, force: true })
-  for (const { content, file } of files) {
-    yield* fs.makeDirectory(dirname(join(staging, file)), { recursive: true })
-    yield* fs.writeFile(join(staging, file), content)
-  }
-  yield* fs.writeFileString(join(staging, releaseFile), `${yield* encodeManifest(manifest)}\n`)
-  yield* fs.remove(folder, { recursive: true, force: true })
-  yield* fs.rename(staging, folder)
+  yield* writeReleaseFolder(releasesFolder(table.root), id, `${yield* encodeManifest(manifest)}\n`, files)
   return { id, folder, fresh: true } satisfies BuiltRelease
 })

@@ -7,7 +7,7 @@
  */
 import { Effect, Either, Encoding, Schema } from "effect"
 import { migrations } from "../durable/migrations.js"
-import { contentHash, type HashedFile } from "./contentHash.js"
+import { type HashedFile, releaseIdOf } from "./contentHash.js"
 import { ReleaseInvalid } from "./releaseErrors.js"
 import { releaseFile, ReleaseManifest } from "./ReleaseManifest.js"
 
@@ -65,7 +65,7 @@ export const verifyUpload = Effect.fn("release.verifyUpload")(function*(upload: 
     if (Either.isLeft(content)) return yield* invalid(`${file}: its content is not base64`)
     files.push({ file, content: content.right })
   }
-  const hashed = `rel_${contentHash(files).slice(0, 12)}`
+  const hashed = releaseIdOf(files)
   if (hashed !== manifest.id) {
     return yield* invalid(
       `the files hash to ${hashed}, not to the release's id ${manifest.id}: the release changed after it was built\n` +

@@ -19,3 +19,6 @@ export const contentHash = (files: Iterable<HashedFile>): string => {
   }
   return hash.digest("hex")
 }
+
+/** The id of a release whose bundled files are `files` (sorted by path): `rel_` and 12 hex of their hash. */
+export const releaseIdOf = (files: Iterable<HashedFile>): string => `rel_${contentHash(files).slice(0, 12)}`

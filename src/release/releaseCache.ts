@@ -21,28 +21,37 @@ export const cachedRelease = Effect.fn("release.cached")(function*(root: string,
   return (yield* fs.exists(join(folder, releaseFile))) ? folder : undefined
 })
 
-/** Writes release `id` (its `release.json` text and files) into the cache, unless it is there; its folder. */
-export const materialise = Effect.fn("release.materialise")(function*(
-  root: string,
+/**
+ * Writes release `id` (its `release.json` text and files) as `<parent>/<id>/`, unless it is there
+ * complete already: written beside its place and renamed into it whole. Its folder.
+ */
+export const writeReleaseFolder = Effect.fn("release.writeFolder")(function*(
+  parent: string,
   id: string,
   manifestText: string,
   files: Iterable<HashedFile>
 ) {
   const fs = yield* FileSystem.FileSystem
-  const found = yield* cachedRelease(root, id)
-  if (found !== undefined) return found
-  const folder = join(releaseCacheFolder(root), id)
-  const staging = join(releaseCacheFolder(root), `.${id}-${randomUUID()}`)
+  const folder = join(parent, id)
+  const complete = fs.exists(join(folder, releaseFile))
+  if (yield* complete) return folder
+  const staging = join(parent, `.${id}-${randomUUID()}`)
   yield* Effect.gen(function*() {
     for (const { content, file } of files) {
       yield* fs.makeDirectory(dirname(join(staging, file)), { recursive: true })
       yield* fs.writeFile(join(staging, file), content)
     }
     yield* fs.writeFileString(join(staging, releaseFile), manifestText)
+    // A folder without its release.json is no release: replaced.
+    yield* fs.remove(folder, { recursive: true, force: true })
     yield* fs.rename(staging, folder).pipe(
-      // Another load wrote the same release meanwhile: the same content is in place.
-      Effect.catchAll((error) => Effect.flatMap(cachedRelease(root, id), (written) => written === undefined ? Effect.fail(error) : Effect.void))
+      // Another writer put the same release in place meanwhile: the same content is there.
+      Effect.catchAll((error) => Effect.flatMap(complete, (done) => done ? Effect.void : Effect.fail(error)))
     )
   }).pipe(Effect.ensuring(Effect.ignore(fs.remove(staging, { recursive: true, force: true }))))
   return folder
 })
+
+/** Writes release `id` into the cache of the server with its project at `root`, unless it is there; its folder. */
+export const materialise = (root: string, id: string, manifestText: string, files: Iterable<HashedFile>) =>
+  writeReleaseFolder(releaseCacheFolder(root), id, manifestText, files)

@@ -8,7 +8,7 @@ import { FileSystem } from "@effect/platform"
 import { Clock, DateTime, Effect, Encoding, Option, Schema } from "effect"
 import type { CompiledApp } from "../compiler/CompiledApp.js"
 import type { StoreError } from "../durable/StoreError.js"
-import { contentHash } from "./contentHash.js"
+import { releaseIdOf } from "./contentHash.js"
 import { ReleaseInvalid, type ReleaseNotFound } from "./releaseErrors.js"
 import { releaseFile, ReleaseManifest } from "./ReleaseManifest.js"
 import type { ReleaseStorage } from "./ReleaseStorage.js"
@@ -34,7 +34,7 @@ const readRelease = Effect.fn("release.read")(function*(folder: string) {
   const text = yield* fs.readFileString(join(folder, releaseFile))
   const manifest = yield* decodeManifest(text)
   const files = yield* Effect.forEach(manifest.files, (file) => Effect.map(fs.readFile(join(folder, file)), (content) => ({ file, content })))
-  if (`rel_${contentHash(files).slice(0, 12)}` !== manifest.id) {
+  if (releaseIdOf(files) !== manifest.id) {
     return yield* new ReleaseInvalid({
       message: `${folder} changed after it was built: its files no longer hash to ${manifest.id}\n  fix: build the release again with \`foundry build\``
     })
