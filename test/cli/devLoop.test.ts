@@ -11,37 +11,7 @@ import { Effect } from "effect"
 import { type CliProcess, freePort, runCli, startCli } from "../support/cli.js"
 import { connect, freshSchema, skipPostgres } from "../support/postgres.js"
 import { http, type RunBody, waitForRun } from "../support/server.js"
-import { tempProject } from "../support/tempProject.js"
-
-/**
- * An agent on a scripted model: turn 1 calls the `answer` tool, turn 2 answers with what the
- * tool returned, so the run's output shows which build's tool ran.
- */
-const agentSource = `import { defineAgent, Scripted } from "foundry"
-import answer from "./tools/answer.tool.js"
-
-export default defineAgent({
-  description: "Answers with whatever its tool returns",
-  tools: [answer],
-  model: Scripted.make((request, index) => {
-    if (index === 0) return { toolCalls: [{ name: "answer", arguments: {} }] }
-    const results = request.messages.filter((m) => m._tag === "tool")
-    return { text: "the tool said: " + (results.length === 0 ? "nothing" : results[results.length - 1].content) }
-  })
-})
-`
-
-/** The tool returning `value` (an expression), optionally with extra imports. */
-const answerTool = (value: string, imports = "") => `import { Effect, Schema } from "effect"
-import { defineTool } from "foundry"
-${imports}
-export default defineTool({
-  description: "Returns the current answer",
-  input: Schema.Struct({}),
-  output: Schema.String,
-  run: () => Effect.succeed(${value})
-})
-`
+import { answeringAgentFile as agentSource, answerToolFile as answerTool, tempProject } from "../support/tempProject.js"
 
 /** The tool returning the string `constant`. */
 const constantTool = (constant: string) => answerTool(JSON.stringify(constant))

@@ -8,34 +8,10 @@ import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { freePort, runCli, startCli } from "../support/cli.js"
 import { http } from "../support/server.js"
-import { tempProject, writeFiles } from "../support/tempProject.js"
-
-/** An agent on a scripted model that calls its tool, then answers with what the tool returned. */
-const deskAgent = `import { defineAgent, Scripted } from "foundry"
-import answer from "./tools/answer.tool.js"
-
-export default defineAgent({
-  description: "Answers with whatever its tool returns",
-  tools: [answer],
-  model: Scripted.make((request, index) => {
-    if (index === 0) return { toolCalls: [{ name: "answer", arguments: {} }] }
-    const results = request.messages.filter((m) => m._tag === "tool")
-    return { text: "the tool said: " + (results.length === 0 ? "nothing" : results[results.length - 1].content) }
-  })
-})
-`
+import { answeringAgentFile as deskAgent, answerToolFile, tempProject, writeFiles } from "../support/tempProject.js"
 
 /** The tool, answering `answer`. */
-const answerTool = (answer: string) => `import { Effect, Schema } from "effect"
-import { defineTool } from "foundry"
-
-export default defineTool({
-  description: "Returns the current answer",
-  input: Schema.Struct({}),
-  output: Schema.String,
-  run: () => Effect.succeed(${JSON.stringify(answer)})
-})
-`
+const answerTool = (answer: string) => answerToolFile(JSON.stringify(answer))
 
 const helperAgent = `import { defineAgent } from "foundry"
 export default defineAgent({ description: "Helps", model: "demo" })

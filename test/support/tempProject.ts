@@ -52,3 +52,33 @@ export default defineTool({
   run: ({ text }) => Effect.succeed(text)
 })
 `
+
+/**
+ * An agent on a scripted model: turn 1 calls its `answer` tool, turn 2 answers with what the tool
+ * returned, so a run's output shows which build's tool ran.
+ */
+export const answeringAgentFile = `import { defineAgent, Scripted } from "foundry"
+import answer from "./tools/answer.tool.js"
+
+export default defineAgent({
+  description: "Answers with whatever its tool returns",
+  tools: [answer],
+  model: Scripted.make((request, index) => {
+    if (index === 0) return { toolCalls: [{ name: "answer", arguments: {} }] }
+    const results = request.messages.filter((m) => m._tag === "tool")
+    return { text: "the tool said: " + (results.length === 0 ? "nothing" : results[results.length - 1].content) }
+  })
+})
+`
+
+/** The `answer` tool of `answeringAgentFile`, returning `value` (an expression), with extra imports if any. */
+export const answerToolFile = (value: string, imports = "") => `import { Effect, Schema } from "effect"
+import { defineTool } from "foundry"
+${imports}
+export default defineTool({
+  description: "Returns the current answer",
+  input: Schema.Struct({}),
+  output: Schema.String,
+  run: () => Effect.succeed(${value})
+})
+`
