@@ -257,6 +257,50 @@ const releases = Effect.gen(function*() {
   )`
 })
 
+/**
+ * Working environments: each scope's tree as numbered versions (a manifest of paths to content
+ * hashes, one row per change, with the tool call that made it and its recorded outcome for
+ * replay), the files' bytes once per content hash, and the artifacts runs present.
+ */
+const environments = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  yield* sql`CREATE TABLE foundry_environment_blobs (
+    hash TEXT PRIMARY KEY,
+    content TEXT NOT NULL,
+    size BIGINT NOT NULL
+  )`
+  yield* sql`CREATE TABLE foundry_environment_versions (
+    environment TEXT NOT NULL,
+    scope_key TEXT NOT NULL,
+    version INTEGER NOT NULL,
+    kind TEXT NOT NULL,
+    label TEXT NOT NULL,
+    manifest TEXT NOT NULL,
+    files INTEGER NOT NULL,
+    bytes BIGINT NOT NULL,
+    run_id TEXT,
+    tool_call_id TEXT,
+    outcome TEXT,
+    created_at BIGINT NOT NULL,
+    PRIMARY KEY (environment, scope_key, version)
+  )`
+  yield* sql`CREATE INDEX foundry_environment_versions_by_tool_call ON foundry_environment_versions (environment, scope_key, tool_call_id)`
+  yield* sql`CREATE TABLE foundry_artifacts (
+    id TEXT PRIMARY KEY,
+    run_id TEXT NOT NULL,
+    agent TEXT NOT NULL,
+    instance_id TEXT NOT NULL,
+    conversation_id TEXT NOT NULL,
+    path TEXT NOT NULL,
+    caption TEXT,
+    media_type TEXT NOT NULL,
+    size BIGINT NOT NULL,
+    hash TEXT NOT NULL,
+    created_at BIGINT NOT NULL
+  )`
+  yield* sql`CREATE INDEX foundry_artifacts_by_run ON foundry_artifacts (run_id, created_at)`
+})
+
 /** Every table of the store, without its prefix. */
 const tables = ["instances", "conversations", "messages", "runs", "events", "approvals", "conversation_leases", "deliveries", "activations", "grants"]
 
@@ -275,7 +319,8 @@ export const migrations = {
   "0011_idempotency_fingerprint": idempotencyFingerprint,
   "0012_run_order": runOrder,
   "0013_instance_lifecycle": instanceLifecycle,
-  "0014_releases": releases
+  "0014_releases": releases,
+  "0015_environments": environments
 }
 
 /**
