@@ -1,0 +1,218 @@
+/**
+ * Checks a script before it runs, and compiles it for the worker. A script (`.js` or `.ts`) is an
+ * ES module that exports a function as default and imports only `env:` modules, each name one
+ * the module exports. Every problem is answered with its line and column and, where there is one,
+ * the fix: the import line it should have been. The compiled code is CommonJS with an inline
+ * source map (the worker maps stack lines back to the source with it).
+ */
+import { createRequire } from "node:module"
+import { type Message, transformSync } from "esbuild"
+import type * as ts from "typescript"
+import { closest } from "./closest.js"
+
+/** A module a script may import as `env:<name>`, and the names it exports. */
+export interface ModuleExports {
+  readonly name: string
+  readonly exports: ReadonlyArray<string>
+}
+
+/** A script checked: its compiled code, or what is wrong with it. */
+export type ScriptCheck =
+  | { readonly _tag: "Valid"; readonly code: string }
+  | { readonly _tag: "Invalid"; readonly message: string }
+
+/** The module only test files import; the worker provides it. */
+const testModule = "test"
+
+// TypeScript is large: loaded when the first script is checked, not with the framework.
+let typescript: typeof ts | undefined
+const parser = (): typeof ts => typescript ??= createRequire(import.meta.url)("typescript")
+
+interface Problem {
+  readonly line: number
+  readonly column: number
+  readonly text: string
+}
+
+const isBuildFailure = (error: unknown): error is { readonly errors: ReadonlyArray<Message> } =>
+  typeof error === "object" && error !== null && "errors" in error && Array.isArray(error.errors)
+
+const syntaxProblem = (message: Message): Problem => {
+  const location = message.location
+  const text = /Top-level await is currently not supported/.test(message.text)
+    ? "top-level await is not supported: await inside the default export"
+    : message.text
+  if (location === null) return { line: 1, column: 1, text }
+  const caret = `${" ".repeat(location.column)}^`
+  return { line: location.line, column: location.column + 1, text: `${text}\n  ${location.lineText}\n  ${caret}` }
+}
+
+const compile = (path: string, source: string): { readonly code: string } | { readonly problems: ReadonlyArray<Problem> } => {
+  try {
+    const result = transformSync(source, {
+      loader: /\.[mc]?ts$/.test(path) ? "ts" : "js",
+      format: "cjs",
+      target: "es2022",
+      sourcefile: path,
+      sourcemap: "inline",
+      logLevel: "silent"
+    })
+    return { code: result.code }
+  } catch (error) {
+    if (isBuildFailure(error)) return { problems: error.errors.map(syntaxProblem) }
+    throw error
+  }
+}
+
+/** `import { a, b as c } from "env:x"` with the names replaced as `rename` says. */
+const importLine = (names: ReadonlyArray<{ readonly imported: string; readonly local: string | undefined }>, module: string, rename: (name: string) => string) =>
+  `import { ${names.map(({ imported, local }) => local === undefined ? rename(imported) : `${rename(imported)} as ${local}`).join(", ")} } from "env:${module}"`
+
+/** The problems of a script's imports and exports, found in its syntax tree. */
+const analyse = (path: string, source: string, modules: ReadonlyArray<ModuleExports>, test: boolean): { readonly problems: Array<Problem>; readonly hasDefault: boolean } => {
+  const t = parser()
+  const file = t.createSourceFile(path, source, t.ScriptTarget.Latest, true, /\.[mc]?ts$/.test(path) ? t.ScriptKind.TS : t.ScriptKind.JS)
+  const problems: Array<Problem> = []
+  const at = (node: ts.Node, text: string) => {
+    const { line, character } = file.getLineAndCharacterOfPosition(node.getStart(file))
+    problems.push({ line: line + 1, column: character + 1, text })
+  }
+  const byName = new Map(modules.map((module) => [module.name, module]))
+  const listed = modules.filter((module) => test || module.name !== testModule).map((module) => `env:${module.name}`).join(", ")
+  const moduleOf = (specifier: ts.Expression): ModuleExports | undefined => {
+    if (!t.isStringLiteral(specifier)) return undefined
+    const name = specifier.text
+    if (!name.startsWith("env:")) {
+      const alike = byName.get(name.replace(/^node:/, ""))
+      const hint = alike === undefined ? "" : `; did you mean "env:${alike.name}"?`
+      at(specifier, `scripts import only env: modules, not "${name}"${hint} (the modules: ${listed}; see /skills/imports.md)`)
+      return undefined
+    }
+    const module = byName.get(name.slice(4))
+    if (module === undefined) {
+      const near = closest(name.slice(4), [...byName.keys()].filter((known) => test || known !== testModule))
+      at(specifier, `there is no module "${name}"${near === undefined ? "" : `; did you mean "env:${near}"?`} (the modules: ${listed})`)
+      return undefined
+    }
+    if (module.name === testModule && !test) {
+      at(specifier, `env:${testModule} is for test files (*.test.js, *.test.ts), which run_tests runs`)
+      return undefined
+    }
+    return module
+  }
+  const checkNames = (module: ModuleExports, node: ts.Node, names: ReadonlyArray<{ readonly imported: string; readonly local: string | undefined; readonly typeOnly: boolean }>) => {
+    const exported = new Set(module.exports)
+    const wrong = names.filter((name) => !name.typeOnly && !exported.has(name.imported))
+    if (wrong.length === 0) return
+    const fixes = new Map(wrong.map(({ imported }) => [imported, closest(imported, module.exports)]))
+    const quoted = wrong.map(({ imported }) => `"${imported}"`).join(", ")
+    const what = `env:${module.name} has no export${wrong.length > 1 ? "s" : ""} ${quoted}`
+    const fixable = [...fixes.values()].every((fix) => fix !== undefined)
+    at(node, fixable
+      ? `${what}; did you mean: ${importLine(names.filter((name) => !name.typeOnly), module.name, (name) => fixes.get(name) ?? name)}`
+      : `${what}; its exports: ${module.exports.join(", ")}`)
+  }
+  let hasDefault = false
+  const functionNames = new Set<string>()
+  for (const statement of file.statements) {
+    if (t.isFunctionDeclaration(statement) && statement.name !== undefined) functionNames.add(statement.name.text)
+  }
+  for (const statement of file.statements) {
+    if (t.isImportDeclaration(statement)) {
+      const clause = statement.importClause
+      if (clause?.isTypeOnly === true) continue
+      const module = moduleOf(statement.moduleSpecifier)
+      if (module === undefined || clause === undefined) continue
+      if (clause.name !== undefined && !module.exports.includes("default")) {
+        at(clause.name, `env:${module.name} has no default export; import its names: import { ${module.exports.slice(0, 3).join(", ")} } from "env:${module.name}"`)
+      }
+      const bindings = clause.namedBindings
+      if (bindings !== undefined && t.isNamedImports(bindings)) {
+        checkNames(module, bindings, bindings.elements.map((element) => ({
+          imported: (element.propertyName ?? element.name).text,
+          local: element.propertyName === undefined ? undefined : element.name.text,
+          typeOnly: element.isTypeOnly
+        })))
+      }
+    } else if (t.isExportDeclaration(statement)) {
+      const clause = statement.exportClause
+      if (statement.moduleSpecifier !== undefined && !statement.isTypeOnly) {
+        const module = moduleOf(statement.moduleSpecifier)
+        if (module !== undefined && clause !== undefined && t.isNamedExports(clause)) {
+          checkNames(module, clause, clause.elements.map((element) => ({
+            imported: (element.propertyName ?? element.name).text,
+            local: undefined,
+            typeOnly: element.isTypeOnly
+          })))
+        }
+      } else if (clause !== undefined && t.isNamedExports(clause) && clause.elements.some((element) => element.name.text === "default")) {
+        hasDefault = true
+      }
+    } else if (t.isImportEqualsDeclaration(statement)) {
+      at(statement, `scripts import env: modules with import { ... } from "env:<name>" (the modules: ${listed})`)
+    } else if (t.isExportAssignment(statement) && statement.isExportEquals !== true) {
+      hasDefault = true
+      const value = unwrap(t, statement.expression)
+      const notAFunction = t.isObjectLiteralExpression(value) || t.isArrayLiteralExpression(value) || t.isClassExpression(value) ||
+        t.isLiteralExpression(value) || t.isNumericLiteral(value) || value.kind === t.SyntaxKind.TrueKeyword || value.kind === t.SyntaxKind.FalseKeyword ||
+        (t.isIdentifier(value) && !functionNames.has(value.text) && isNonFunctionConstant(t, file, value.text))
+      if (notAFunction && !test) at(statement, "the default export must be a function: export default async function (args) { ... }")
+    } else if (t.isFunctionDeclaration(statement) || t.isClassDeclaration(statement)) {
+      const modifiers = t.canHaveModifiers(statement) ? t.getModifiers(statement) ?? [] : []
+      const isDefault = modifiers.some((m) => m.kind === t.SyntaxKind.ExportKeyword) && modifiers.some((m) => m.kind === t.SyntaxKind.DefaultKeyword)
+      if (isDefault) {
+        hasDefault = true
+        if (t.isClassDeclaration(statement) && !test) at(statement, "the default export must be a function, not a class: export default async function (args) { ... }")
+      }
+    }
+  }
+  const visit = (node: ts.Node): void => {
+    if (t.isCallExpression(node) && node.expression.kind === t.SyntaxKind.ImportKeyword) {
+      at(node, `scripts cannot import(): import env: modules at the top of the script (the modules: ${listed})`)
+    }
+    t.forEachChild(node, visit)
+  }
+  visit(file)
+  return { problems, hasDefault }
+}
+
+/** An expression without the parentheses and type assertions around it. */
+const unwrap = (t: typeof ts, expression: ts.Expression): ts.Expression =>
+  t.isParenthesizedExpression(expression) || t.isAsExpression(expression) || t.isSatisfiesExpression(expression) ||
+    t.isNonNullExpression(expression) || t.isTypeAssertionExpression(expression)
+    ? unwrap(t, expression.expression)
+    : expression
+
+/** Whether `name` is a top-level `const` whose value is plainly not a function (a literal, an object). */
+const isNonFunctionConstant = (t: typeof ts, file: ts.SourceFile, name: string): boolean =>
+  file.statements.some((statement) =>
+    t.isVariableStatement(statement) && statement.declarationList.declarations.some((declaration) => {
+      if (!t.isIdentifier(declaration.name) || declaration.name.text !== name || declaration.initializer === undefined) return false
+      const value = unwrap(t, declaration.initializer)
+      return t.isObjectLiteralExpression(value) || t.isArrayLiteralExpression(value) || t.isLiteralExpression(value) || t.isClassExpression(value)
+    }))
+
+const describe = (problems: ReadonlyArray<Problem>): string =>
+  [...problems].sort((a, b) => a.line - b.line || a.column - b.column).map(({ line, column, text }) => `line ${line}:${column}: ${text}`).join("\n")
+
+/**
+ * Checks `source` (the script at `path`) against the modules it may import; a test file
+ * (`options.test`) may import `env:test` and need not export a default function.
+ */
+export const validateScript = (
+  path: string,
+  source: string,
+  modules: ReadonlyArray<ModuleExports>,
+  options: { readonly test?: boolean } = {}
+): ScriptCheck => {
+  const test = options.test === true
+  const compiled = compile(path, source)
+  if ("problems" in compiled) return { _tag: "Invalid", message: describe(compiled.problems) }
+  const known = modules.some((module) => module.name === testModule) ? modules : [...modules, { name: testModule, exports: ["test", "assert"] }]
+  const { problems, hasDefault } = analyse(path, source, known, test)
+  if (!hasDefault && !test) {
+    problems.push({ line: 1, column: 1, text: `${path} has no default export: a script is run as export default async function (args) { ... }` })
+  }
+  if (problems.length > 0) return { _tag: "Invalid", message: describe(problems) }
+  return { _tag: "Valid", code: compiled.code }
+}

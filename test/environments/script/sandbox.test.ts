@@ -1,0 +1,150 @@
+import { existsSync, mkdtempSync, readdirSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import vm from "node:vm"
+import { describe, expect, it } from "@effect/vitest"
+import { Effect } from "effect"
+import { ScriptRunnerLive } from "../../../src/environments/script/ScriptRunner.js"
+import { fakeHost, runIn, scriptRun } from "./scripts.js"
+
+/**
+ * What an escape does with what it got: Node's `process` (or its `fs`) writes a marker file on the
+ * host, so "without effect" is a file that is not there.
+ */
+const escapeWith = (markers: string) => `
+const escape = (name, got) => {
+  if (got !== null && (typeof got === "object" || typeof got === "function")) {
+    const fs = typeof got.getBuiltinModule === "function" ? got.getBuiltinModule("fs") : typeof got.writeFileSync === "function" ? got : undefined
+    if (fs !== undefined) {
+      fs.writeFileSync(${JSON.stringify(markers)} + "/" + name, "escaped")
+      return "ESCAPED"
+    }
+  }
+  return got === null ? "got null" : "got " + typeof got
+}
+`
+
+const attempts = `
+const attempts = {
+  process: () => process,
+  globalProcess: () => globalThis.process,
+  require: () => require("fs"),
+  requireNode: () => require("node:fs"),
+  fetch: () => fetch("http://127.0.0.1:9/"),
+  buffer: () => Buffer.from("x"),
+  evalImport: () => eval('import("node:fs")'),
+  functionImport: () => new Function('return import("node:fs")')(),
+  importError: async () => { try { await eval('import("node:fs")') } catch (e) { return e.constructor.constructor("return process")() } },
+  globalConstructor: () => globalThis.constructor.constructor("return process")(),
+  globalProto: () => Object.getPrototypeOf(globalThis).constructor.constructor("return process")(),
+  hostFunction: () => readFile.constructor.constructor("return process")(),
+  hostPromise: () => readFile("/inbox/b.bin").constructor.constructor("return process")(),
+  consoleLog: () => console.log.constructor.constructor("return process")(),
+  consoleObject: () => console.constructor.constructor("return process")(),
+  timers: () => setTimeout.constructor.constructor("return process")(),
+  encoder: () => new TextEncoder().encode("x").constructor.constructor("return process")(),
+  hostError: async () => { try { await readFile("/none") } catch (e) { return e.constructor.constructor("return process")() } },
+  hostRefusal: async () => { try { await refuse("/std/x") } catch (e) { return e.constructor.constructor("return process")() } },
+  hostValue: async () => { const v = await readFile("/inbox/object"); return v.list.constructor.constructor("return process")() },
+  hostValueProto: async () => { const v = await readFile("/inbox/object"); return Object.getPrototypeOf(v).constructor.constructor("return process")() },
+  hostBytes: async () => (await readFile("/inbox/b.bin")).constructor.constructor("return process")(),
+  hostBytesBuffer: async () => (await readFile("/inbox/b.bin")).buffer.constructor.constructor("return process")(),
+  prepareStackTrace: () => { Error.prepareStackTrace = (_e, frames) => frames; return new Error("x").stack },
+  callerOfTimer: () => new Promise((resolve) => setTimeout(new Function("resolve", "return function () { resolve(arguments.callee.caller) }")(resolve), 0)),
+  // Overflows the stack at every depth near its end, so some call lands inside a host function,
+  // whose own realm's RangeError must not come through.
+  stackOverflow: () => {
+    const caught = []
+    const probes = [() => console.log(""), () => setTimeout(() => {}, 0), (a) => console.log("", a), () => clearTimeout(1)]
+    for (const probe of probes) {
+      for (let pad = 0; pad < 4; pad++) {
+        const deep = (x1, x2, x3) => {
+          try { deep(x1, x2, x3) } catch {}
+          try { pad === 0 ? probe() : pad === 1 ? probe(1) : pad === 2 ? [0].forEach(() => probe()) : probe(...[1, 2]) } catch (e) { caught.push(e) }
+        }
+        deep(1, 2, 3)
+      }
+    }
+    const foreign = caught.find((e) => !(e instanceof Error))
+    return foreign === undefined ? undefined : foreign.constructor.constructor("return process")()
+  }
+}
+`
+
+const attacker = (markers: string) => `import { readFile, refuse } from "env:fs"
+${escapeWith(markers)}
+${attempts}
+export default async function () {
+  const outcomes = {}
+  for (const [name, attempt] of Object.entries(attempts)) {
+    try {
+      outcomes[name] = escape(name, await attempt())
+    } catch (error) {
+      outcomes[name] = "blocked: " + (error instanceof Error ? error.constructor.name + ": " + error.message : String(error))
+    }
+  }
+  return outcomes
+}
+`
+
+const withMarkers = Effect.acquireRelease(
+  Effect.sync(() => mkdtempSync(join(tmpdir(), "foundry-sandbox-"))),
+  (dir) => Effect.sync(() => rmSync(dir, { recursive: true, force: true }))
+)
+
+describe("the script sandbox", () => {
+  it.scopedLive("holds nothing of the host: every way out fails without effect", () =>
+    Effect.gen(function*() {
+      const markers = yield* withMarkers
+      const { host } = fakeHost(new Map<string, Uint8Array | string>([["/inbox/b.bin", new Uint8Array([1, 2, 3])]]))
+      const withObject = {
+        call: (module: string, fn: string, args: ReadonlyArray<unknown>) =>
+          args[0] === "/inbox/object" ? Promise.resolve({ list: [1, 2], nested: { a: "b" } }) : host.call(module, fn, args)
+      }
+      const result = yield* runIn("p", scriptRun("/scripts/escape.js", attacker(markers), { timeoutMs: 20_000, maxOutputBytes: 100 }), withObject)
+      expect(result._tag).toBe("Completed")
+      if (result._tag !== "Completed") return
+      const outcomes = result.value
+      expect(typeof outcomes === "object" && outcomes !== null ? Object.keys(outcomes).length : 0).toBe(26)
+      for (const [name, outcome] of Object.entries(outcomes ?? {})) {
+        expect([name, outcome]).toEqual([name, expect.stringMatching(/^(blocked: |got (undefined|null)$)/)])
+        expect([name, outcome]).not.toEqual([name, "ESCAPED"])
+      }
+      expect(readdirSync(markers)).toEqual([])
+      expect(outcomes).toMatchObject({
+        process: "blocked: ReferenceError: process is not defined",
+        require: expect.stringContaining("scripts import only env: modules"),
+        fetch: "blocked: ReferenceError: fetch is not defined",
+        buffer: "blocked: ReferenceError: Buffer is not defined",
+        evalImport: expect.stringContaining("scripts cannot import()"),
+        importError: "blocked: ReferenceError: process is not defined",
+        globalConstructor: "blocked: ReferenceError: process is not defined",
+        hostFunction: "blocked: ReferenceError: process is not defined",
+        hostError: "blocked: ReferenceError: process is not defined",
+        hostRefusal: "blocked: ReferenceError: process is not defined",
+        hostValue: "blocked: ReferenceError: process is not defined",
+        hostBytes: "blocked: ReferenceError: process is not defined",
+        hostBytesBuffer: "blocked: ReferenceError: process is not defined",
+        prepareStackTrace: expect.stringContaining("blocked: TypeError"),
+        callerOfTimer: "got null",
+        stackOverflow: "got undefined"
+      })
+    }).pipe(Effect.provide(ScriptRunnerLive())))
+
+  it.scopedLive("the same escapes work against a context that leaks the host (the check above is real)", () =>
+    Effect.gen(function*() {
+      const markers = yield* withMarkers
+      const naive = vm.createContext({})
+      vm.runInContext(`${escapeWith(markers)}\nescape("globalConstructor", globalThis.constructor.constructor("return process")())`, naive)
+      expect(existsSync(join(markers, "globalConstructor"))).toBe(true)
+    }))
+
+  it.live("gives a script only the language's own globals and the few the sandbox builds", () =>
+    Effect.gen(function*() {
+      const result = yield* runIn("p", scriptRun("/scripts/globals.js", `export default () => Object.getOwnPropertyNames(globalThis).filter((name) => /^[a-z]/.test(name)).sort()`))
+      expect(result._tag === "Completed" ? result.value : result).toEqual([
+        "clearTimeout", "console", "decodeURI", "decodeURIComponent", "encodeURI", "encodeURIComponent", "escape", "eval", "globalThis",
+        "isFinite", "isNaN", "parseFloat", "parseInt", "queueMicrotask", "setTimeout", "undefined", "unescape"
+      ])
+    }).pipe(Effect.provide(ScriptRunnerLive())))
+})

@@ -1,0 +1,53 @@
+/** Helpers for the script runtime's tests: a checked script as a run, and a host that records its calls. */
+import { Effect } from "effect"
+import { type ScriptHost, type ScriptModule, type ScriptResult, type ScriptRun, ScriptRunner } from "../../../src/environments/script/ScriptRunner.js"
+import { validateScript } from "../../../src/environments/script/validateScript.js"
+
+/** The host modules the tests' scripts import. */
+export const fsModule: ScriptModule = { name: "fs", exports: ["readFile", "readText", "writeFile", "refuse", "nothing"], kind: "host" }
+
+/** A script checked by `validateScript` (throws when it is refused: the tests' scripts are valid). */
+export const scriptRun = (
+  path: string,
+  source: string,
+  options: Partial<Omit<ScriptRun, "code" | "path">> = {}
+): ScriptRun => {
+  const mode = options.mode ?? "run"
+  const modules = options.modules ?? [fsModule]
+  const check = validateScript(path, source, modules, { test: mode === "test" })
+  if (check._tag === "Invalid") throw new Error(`${path} is refused:\n${check.message}`)
+  return { code: check.code, path, args: options.args ?? null, mode, modules, timeoutMs: options.timeoutMs ?? 10_000, maxOutputBytes: options.maxOutputBytes ?? 10_000 }
+}
+
+/** A fake host: files in a map, failures both ways a host can answer them; every call recorded. */
+export const fakeHost = (files: Map<string, Uint8Array | string> = new Map()) => {
+  const calls: Array<{ readonly module: string; readonly fn: string; readonly args: ReadonlyArray<unknown> }> = []
+  const host: ScriptHost = {
+    call: async (module, fn, args) => {
+      calls.push({ module, fn, args })
+      const path = String(args[0])
+      switch (fn) {
+        case "readFile":
+        case "readText": {
+          const content = files.get(path)
+          if (content === undefined) throw new Error(`${path} does not exist`)
+          return fn === "readText" && content instanceof Uint8Array ? new TextDecoder().decode(content) : content
+        }
+        case "writeFile":
+          files.set(path, args[1] instanceof Uint8Array || typeof args[1] === "string" ? args[1] : JSON.stringify(args[1]))
+          return { written: path }
+        case "refuse":
+          return { error: `${path} is read-only` }
+        case "nothing":
+          return undefined
+        default:
+          throw new Error(`no ${fn}`)
+      }
+    }
+  }
+  return { host, calls, files }
+}
+
+/** Runs `run` on pool `pool` of the current runner. */
+export const runIn = (pool: string, run: ScriptRun, host: ScriptHost = fakeHost().host): Effect.Effect<ScriptResult, never, ScriptRunner> =>
+  Effect.flatMap(ScriptRunner, (runner) => runner.run(pool, run, host))
