@@ -19,7 +19,26 @@ export {
   type StoreConfig
 } from "./definitions/defineConfig.js"
 export { defineMcpServer, type McpServerDefinition } from "./definitions/defineMcpServer.js"
-export { defineEnvironment, type EnvironmentDefinition } from "./definitions/defineEnvironment.js"
+export {
+  defineEnvironment,
+  type EnvironmentBackend,
+  type EnvironmentDefinition,
+  type EnvironmentLimits,
+  type EnvironmentPersistence
+} from "./definitions/defineEnvironment.js"
+export {
+  type AdapterContext,
+  type AdapterFs,
+  type AdapterFunctions,
+  type AdapterModule,
+  defineAdapter,
+  definePureModule,
+  defineTools,
+  type EnvironmentModule,
+  type PureModule,
+  type ToolsModule
+} from "./definitions/environmentModules.js"
+export { spreadsheet } from "./environments/modules/spreadsheet.js"
 export {
   definePlaybook,
   event,

@@ -9,7 +9,7 @@ import type { FileSystem, Path } from "@effect/platform"
 import type { PlatformError } from "@effect/platform/Error"
 import * as Auth from "../auth/Auth.js"
 import * as TokenStorage from "../auth/TokenStorage.js"
-import { type ConfigError, Effect, Layer } from "effect"
+import { type ConfigError, type Duration, Effect, Layer } from "effect"
 import type { ClusterConfig } from "../definitions/defineConfig.js"
 import * as BuildStatus from "../compiler/BuildStatus.js"
 import type { CompiledApp } from "../compiler/CompiledApp.js"
@@ -26,6 +26,7 @@ import * as SqliteDatabase from "../durable/SqliteDatabase.js"
 import * as ActivationStorage from "../durable/ActivationStorage.js"
 import * as ApprovalStorage from "../durable/ApprovalStorage.js"
 import * as DeliveryStorage from "../durable/DeliveryStorage.js"
+import { SqlEnvironmentStorage } from "../durable/EnvironmentStorage.js"
 import * as InstanceStorage from "../durable/InstanceStorage.js"
 import * as SqlStore from "../durable/SqlStore.js"
 import { StoreError } from "../durable/StoreError.js"
@@ -37,6 +38,8 @@ import * as Deployments from "../release/Deployments.js"
 import * as Releases from "../release/Releases.js"
 import * as ReleaseStorage from "../release/ReleaseStorage.js"
 import * as Instances from "../instances/Instances.js"
+import * as Environments from "../environments/Environments.js"
+import * as ScriptRunner from "../environments/script/ScriptRunner.js"
 import * as SecretBox from "../instances/SecretBox.js"
 import { OtlpExportLive } from "../events/OtlpExport.js"
 import type { ModelResolver } from "../models/Model.js"
@@ -97,6 +100,8 @@ export interface RuntimeOptions {
    * without it every run goes on the current app.
    */
   readonly releases?: Releases.ReleasesOptions
+  /** How long an idle environment keeps its tree in memory and its script worker (tests and benchmarks shorten them). */
+  readonly environments?: { readonly sessionIdle?: Duration.DurationInput; readonly workerIdleMs?: number }
 }
 
 /** The cluster settings when this process is a cluster runner: the config's, under the command line's. */
@@ -144,6 +149,9 @@ export const runtimeLayer = (app: CompiledApp, options: RuntimeOptions = {}) =>
     Layer.provideMerge(RunJournal.layer),
     Layer.provideMerge(McpClients.layer(options.mcp)),
     Layer.provideMerge(Instances.layer),
+    Layer.provideMerge(Environments.layer({ idleTimeToLive: options.environments?.sessionIdle }).pipe(
+      Layer.provideMerge(ScriptRunner.ScriptRunnerLive({ idleMs: options.environments?.workerIdleMs }))
+    )),
     Layer.provideMerge(SecretBox.layer(app.table.root, { shared: options.storeFile === undefined && !("sqlite" in app.table.config.store) })),
     // Events carry the release of the run they belong to, else of the build serving when they happen.
     Layer.provideMerge(Layer.unwrapEffect(Effect.map(CurrentApp.CurrentApp, (current) =>
@@ -155,12 +163,16 @@ export const runtimeLayer = (app: CompiledApp, options: RuntimeOptions = {}) =>
       })))),
     Layer.provideMerge(EventStorage.layer),
     Layer.provideMerge(SqlStore.layer),
-    Layer.provideMerge(ActivationStorage.layer),
-    Layer.provideMerge(ApprovalStorage.layer),
-    Layer.provideMerge(InstanceStorage.layer),
-    Layer.provideMerge(DeliveryStorage.layer),
-    Layer.provideMerge(TokenStorage.layer),
-    Layer.provideMerge(ReleaseStorage.layer),
+    // Storage by concept, each over the database.
+    Layer.provideMerge(Layer.mergeAll(
+      ActivationStorage.layer,
+      ApprovalStorage.layer,
+      InstanceStorage.layer,
+      DeliveryStorage.layer,
+      SqlEnvironmentStorage,
+      TokenStorage.layer,
+      ReleaseStorage.layer
+    )),
     Layer.provideMerge(databaseLayer(app, options.storeFile)),
     Layer.provideMerge(CurrentApp.layer(app)),
     Layer.provideMerge(BuildStatus.layer),

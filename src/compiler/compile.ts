@@ -9,6 +9,7 @@ import { Cause, Context, Effect, JSONSchema, Layer, Schema, SchemaAST, type Scop
 import { timerToolsOf } from "../definitions/defineAgent.js"
 import { defineTool } from "../definitions/defineTool.js"
 import { timerTools } from "./timerTools.js"
+import { environmentTools } from "../environments/verbs.js"
 import type { AnyTool } from "../definitions/defineTool.js"
 import { RouteError, RouteErrors } from "../router/RouteError.js"
 import { listRouteFiles } from "../router/RoutePath.js"
@@ -147,6 +148,7 @@ const capabilitiesOf = (table: RouteTable, tools: ReadonlyMap<AnyTool, CompiledT
 export const compile = Effect.fn("compiler.compile")(function*(table: RouteTable) {
   const errors: Array<RouteError> = []
   const agents = new Map<string, CompiledAgent>()
+  const release = yield* Effect.sync(() => releaseOf(table.root, table.configFile))
   const allTools = new Map<AnyTool, CompiledTool>()
   for (const route of table.tools) allTools.set(route.definition, compileTool(route.definition, route.id, route.file))
 
@@ -215,6 +217,26 @@ export const compile = Effect.fn("compiler.compile")(function*(table: RouteTable
     for (const timer of timerTools) {
       if (timer.builtin !== undefined && timers.has(timer.builtin) && !tools.has(timer.name)) tools.set(timer.name, timer)
     }
+    const environment = route.definition.environment
+    if (environment !== undefined) {
+      const environmentId = table.idOf(environment)
+      if (environmentId === undefined) {
+        errors.push(new RouteError({
+          file: route.file,
+          problem: "the environment is not a route of this project",
+          fix: "define it in environments/<name>.ts and import it from there"
+        }))
+      }
+      for (const verb of environmentId === undefined ? [] : environmentTools({ environmentId, environment, root: table.root, release })) {
+        if (tools.has(verb.name)) {
+          errors.push(new RouteError({
+            file: route.file,
+            problem: `the tool "${tools.get(verb.name)?.id}" is named ${verb.name}, like a verb of the environment ${environmentId}`,
+            fix: "rename the tool: defineTool({ name: \"...\" })"
+          }))
+        } else tools.set(verb.name, verb)
+      }
+    }
     const configFile = table.configFile ?? "foundry.config.ts"
     const mcp = mountsOf(route.definition.mcp, route.file, table.config.mcp, configFile, table.root)
     for (const name of mcp.unknown) {
@@ -237,7 +259,6 @@ export const compile = Effect.fn("compiler.compile")(function*(table: RouteTable
   if (missing.length > 0) {
     return yield* new MissingServices({ configFile: table.configFile ?? "foundry.config.ts", missing })
   }
-  const release = yield* Effect.sync(() => releaseOf(table.root, table.configFile))
   const app: CompiledApp = { table, agents, capabilities: capabilitiesOf(table, allTools), services, release }
   return app
 })

@@ -8,6 +8,7 @@
  * local dispatcher puts it in this process's lane, the cluster dispatcher sends it to the runner
  * that owns its conversation.
  */
+import type { Environments } from "../environments/Environments.js"
 import { Clock, Deferred, Duration, Effect, FiberMap, Option, Queue } from "effect"
 import type { CompiledAgent } from "../compiler/CompiledApp.js"
 import { CurrentApp } from "../compiler/CurrentApp.js"
@@ -58,7 +59,7 @@ export const makeRunExecutor = (options: RunExecutorOptions) =>
     const current = yield* CurrentApp
     const releases = yield* Releases
     const instances = yield* InstanceStorage
-    const context = yield* Effect.context<Store | ActivationStorage | ApprovalStorage | InstanceStorage | Instances | RunJournal | EventLog | ModelResolver>()
+    const context = yield* Effect.context<Store | ActivationStorage | ApprovalStorage | InstanceStorage | Instances | Environments | RunJournal | EventLog | ModelResolver>()
     const owner = executorName()
     // Where runs go: this process's lane unless told otherwise (declared before `schedule`, used after).
     const wake = (run: RunRecord): Effect.Effect<void> => options.wake === undefined ? schedule(run) : options.wake(run)

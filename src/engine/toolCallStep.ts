@@ -4,10 +4,11 @@
  * (a timer tool, a subagent's child run, or the tool itself under its timeout). A call that never
  * runs is answered all the same, so that the transcript stays valid.
  */
-import { Clock, Effect, Either } from "effect"
+import { Clock, Context, Effect, Either } from "effect"
 import { InstanceStorage } from "../durable/InstanceStorage.js"
 import type { CompiledTool } from "../compiler/CompiledApp.js"
 import { type InstanceInfo, isContext } from "../definitions/defineAgent.js"
+import { Environments } from "../environments/Environments.js"
 import { Instances } from "../instances/Instances.js"
 import { agentTools, ownAndInstalled } from "../mcp/mcpTools.js"
 import type { ToolCall } from "../models/Model.js"
@@ -100,6 +101,8 @@ export const toolCallStep = (context: RunContext, call: ToolCall) =>
       return answered()
     }
     const starter = yield* RunStarter
+    // An environment's verbs are tools whose run needs the environments service.
+    const services = agent.definition.environment === undefined ? app.services : Context.add(app.services, Environments, yield* Environments)
     const storage = yield* InstanceStorage
     const instances = yield* Instances
     const started = yield* Clock.currentTimeMillis
@@ -119,7 +122,7 @@ export const toolCallStep = (context: RunContext, call: ToolCall) =>
           Effect.provideService(InstanceStorage, storage),
           Effect.provideService(Instances, instances)
         )
-    }, app.services, { timeout: config.toolTimeout, outputLimit: config.toolOutputLimit })
+    }, services, { timeout: config.toolTimeout, outputLimit: config.toolOutputLimit })
     yield* answer(context, call, outcome, (yield* Clock.currentTimeMillis) - started)
     return answered(true, outcome._tag === "Failed" ? outcome.error : undefined)
   })

@@ -12,6 +12,7 @@ import { formatIssues, readableIssues } from "../definitions/readableIssues.js"
 import { secretFields } from "../definitions/secretFields.js"
 import { ScheduleTimingSchema, timingProblem } from "../definitions/scheduleTiming.js"
 import { AgentMcpSchema } from "../mcp/McpServerSpec.js"
+import { checkEnvironment } from "./validateEnvironment.js"
 
 /** A problem with one definition, without the file (the caller adds it). */
 export interface DefinitionProblem {
@@ -291,7 +292,8 @@ const checks: Partial<
   tool: checkTool,
   mcp: checkMcpServer,
   schedule: checkSchedule,
-  playbook: checkPlaybook
+  playbook: checkPlaybook,
+  environment: checkEnvironment
 }
 
 /** The problems of one definition of `kind` in `file`; empty when it is sound. */

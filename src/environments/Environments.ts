@@ -1,0 +1,321 @@
+/**
+ * The runtime of working environments: one session per scope (an instance's or a conversation's
+ * tree), opened from the store on first use and dropped when idle; the verbs run against it, one
+ * at a time per scope. Every change is written as a new version before the verb answers, with the
+ * run and tool call that made it, so a run resumed after a crash sees the tree as of its last
+ * recorded step, and a verb that was recorded answers what it answered then instead of applying
+ * itself twice.
+ */
+import { Context, Data, Duration, Effect, Either, Equal, Hash, Layer, Option, RcMap } from "effect"
+import type { EnvironmentDefinition } from "../definitions/defineEnvironment.js"
+import type { ToolRunContext } from "../definitions/defineTool.js"
+import { type EnvironmentScope, EnvironmentStorage, type EnvironmentVersion, type VersionConflict, type VersionKind } from "../durable/EnvironmentStorage.js"
+import type { StoreError } from "../durable/StoreError.js"
+import * as files from "./fileVerbs.js"
+import { resolveModules, type ResolvedModules } from "./scriptModules.js"
+import { runScript, runTests, type ScriptFailed } from "./scriptVerbs.js"
+import { ScriptRunner } from "./script/ScriptRunner.js"
+import { redoTarget, undoState, undoTarget } from "./undoStack.js"
+import type { VerbInput, VerbName } from "./verbs.js"
+import { seedTree } from "./seedTree.js"
+import { type EnvironmentFs, environmentFs, type FsError } from "./vfs/EnvironmentFs.js"
+import { validateScript } from "./script/validateScript.js"
+import { generatedDocs } from "./vfs/generatedDocs.js"
+import type { InvalidPattern } from "./vfs/grep.js"
+import { mediaTypeOf } from "./vfs/mediaType.js"
+import { normalizePath } from "./vfs/paths.js"
+import type { Tree } from "./vfs/Tree.js"
+import { memoryVfs } from "./vfs/Vfs.js"
+
+/** Which environment a verb works in, and the tool call it is. */
+export interface VerbScope {
+  readonly environmentId: string
+  readonly environment: EnvironmentDefinition
+  /** The project folder: where a directory backend and pure modules' packages are found. */
+  readonly root: string
+  /** The build the call belongs to (a session is per build: its modules may differ). */
+  readonly release: string
+  readonly context: Omit<ToolRunContext<unknown>, "idempotencyKey">
+}
+
+/** The environment could not be opened (its modules, or its directory). */
+export class EnvironmentUnavailable extends Data.TaggedError("EnvironmentUnavailable")<{ readonly message: string }> {}
+
+/** The scope's key in the store: per instance of the agent, or per conversation. */
+export const scopeOf = (scope: {
+  readonly environmentId: string
+  readonly environment: Pick<EnvironmentDefinition, "persistence">
+  readonly context: Pick<ToolRunContext<unknown>, "agent" | "instanceId" | "conversationId">
+}): EnvironmentScope => ({
+  environment: scope.environmentId,
+  key: scope.environment.persistence === "conversation"
+    ? `conversation:${scope.context.conversationId}`
+    : `instance:${scope.context.agent}/${scope.context.instanceId}`
+})
+
+/** The working environments. */
+export class Environments extends Context.Tag("foundry/Environments")<Environments, {
+  /** Runs a verb; the answer is what the model is shown. */
+  readonly verb: <K extends VerbName>(scope: VerbScope, verb: K, input: VerbInput<K>) => Effect.Effect<string, VerbError>
+  /** Sessions open now (each holds a tree in memory). */
+  readonly openSessions: Effect.Effect<number>
+}>() {}
+
+interface SessionState {
+  tree: Tree
+  head: number
+}
+
+interface Session {
+  readonly scope: EnvironmentScope
+  readonly modules: ResolvedModules
+  /** The generated files (`/README.md`, `/std`, `/skills` docs): shown, never stored. */
+  readonly docs: Tree
+  readonly readOnly: ReadonlyArray<string>
+  readonly lock: Effect.Semaphore
+  readonly state: SessionState
+}
+
+/** A session's key: equal by scope and build; it carries what opening the session needs. */
+class SessionKey implements Equal.Equal {
+  readonly id: string
+  constructor(readonly scope: VerbScope) {
+    const { environment, key } = scopeOf(scope)
+    this.id = `${scope.release}\u0000${environment}\u0000${key}`
+  }
+  [Equal.symbol](that: Equal.Equal): boolean {
+    return that instanceof SessionKey && that.id === this.id
+  }
+  [Hash.symbol](): number {
+    return Hash.string(this.id)
+  }
+}
+
+const generatedReadOnly = ["/std", "/README.md", "/skills/README.md", "/skills/imports.md"]
+
+/** The tree a scope has before its first version: the definition's files, or its folder's. */
+const initialTree = (scope: VerbScope) =>
+  Either.match(seedTree(scope.environment, scope.root), {
+    onLeft: (message) => Effect.fail(new EnvironmentUnavailable({ message })),
+    onRight: Effect.succeed
+  })
+
+const openSession = (storage: EnvironmentStorage["Type"]) => Effect.fnUntraced(function*(key: SessionKey) {
+  const { environment, root } = key.scope
+  const scope = scopeOf(key.scope)
+  const modules = yield* resolveModules(environment, root).pipe(
+    Effect.mapError((error) => new EnvironmentUnavailable({ message: `environment ${key.scope.environmentId}: ${error.message}` }))
+  )
+  const head = yield* storage.head(scope)
+  const state: SessionState = Option.isSome(head)
+    ? { tree: head.value.tree, head: head.value.version.version }
+    : { tree: yield* initialTree(key.scope), head: 0 }
+  const session: Session = {
+    scope,
+    modules,
+    docs: generatedDocs(modules.docs, environment.limits),
+    readOnly: [...generatedReadOnly, ...environment.readOnlyPaths],
+    lock: yield* Effect.makeSemaphore(1),
+    state
+  }
+  return session
+})
+
+/** The gateway over a copy of the session's tree (with the generated files in place). */
+const workingFs = (session: Session, environment: EnvironmentDefinition, tree: Tree): EnvironmentFs =>
+  environmentFs(memoryVfs(new Map([...tree, ...session.docs])), { readOnly: session.readOnly, limits: environment.limits })
+
+/** The tree to store: the working copy without the generated files. */
+const storedTree = (session: Session, fs: EnvironmentFs): Tree => {
+  const tree = new Map(fs.vfs.files())
+  for (const path of session.docs.keys()) tree.delete(path)
+  return tree
+}
+
+/** What a recorded call is keyed by: tool call ids are only unique within their run. */
+const callKey = (context: VerbScope["context"]): string => `${context.runId}:${context.toolCallId}`
+
+const describeVersion = (version: EnvironmentVersion, current: number): string =>
+  `v${version.version}${version.version === current ? " (current)" : ""}  ${version.kind}  ${version.label}  ` +
+  `${version.files} files, ${version.bytes} bytes  ${new Date(version.createdAt).toISOString()}${version.runId === null ? "" : `  run ${version.runId}`}`
+
+const make = Effect.fnUntraced(function*(options: { readonly idleTimeToLive: Duration.DurationInput }) {
+  const storage = yield* EnvironmentStorage
+  const runner = yield* ScriptRunner
+  const sessions = yield* RcMap.make({ lookup: openSession(storage), idleTimeToLive: options.idleTimeToLive })
+
+  /** Brings a session up to the store's head (another process, or a replayed call, wrote since). */
+  const refresh = Effect.fnUntraced(function*(session: Session, scope: VerbScope) {
+    const head = yield* storage.head(session.scope)
+    if (Option.isSome(head)) {
+      session.state.tree = head.value.tree
+      session.state.head = head.value.version.version
+    } else {
+      session.state.tree = yield* initialTree(scope)
+      session.state.head = 0
+    }
+  })
+
+  /** Writes `tree` as the scope's next version, answering `answer`; refreshes and retries a lost race once. */
+  const commit = Effect.fnUntraced(function*(session: Session, scope: VerbScope, kind: VersionKind, label: string, tree: Tree, answer: string) {
+    const version = yield* storage.append({
+      scope: session.scope,
+      kind,
+      label,
+      tree,
+      runId: scope.context.runId,
+      toolCallId: callKey(scope.context),
+      outcome: answer,
+      expectedHead: session.state.head
+    })
+    session.state.tree = tree
+    session.state.head = version.version
+    return answer
+  })
+
+  /**
+   * A verb that may change the tree: answered from the record when it already ran, else applied to
+   * a working copy that becomes the next version when something changed. A concurrent writer (another
+   * process on the same scope) is met by re-reading the head and applying the verb again.
+   */
+  const mutate = (session: Session, scope: VerbScope, label: string, apply: (fs: EnvironmentFs) => Effect.Effect<string, VerbError | VersionConflict, ScriptRunner> | Either.Either<string, VerbError>) =>
+    Effect.gen(function*() {
+      const recorded = yield* storage.recorded(session.scope, callKey(scope.context))
+      if (Option.isSome(recorded)) {
+        if (recorded.value.version.version > session.state.head) yield* refresh(session, scope)
+        return recorded.value.outcome ?? "done"
+      }
+      const attempt = Effect.gen(function*() {
+        const fs = workingFs(session, scope.environment, session.state.tree)
+        const applied = apply(fs)
+        const answer = yield* (Either.isEither(applied) ? applied : applied.pipe(Effect.provideService(ScriptRunner, runner)))
+        return fs.changed() ? yield* commit(session, scope, "change", label, storedTree(session, fs), answer) : answer
+      })
+      return yield* attempt
+    })
+
+  /** undo, redo, or restoring a chosen version: the tree of `target` as the next version. */
+  const restore = Effect.fnUntraced(function*(session: Session, scope: VerbScope, kind: "undo" | "redo" | "change", target: number, label: string) {
+    const recorded = yield* storage.recorded(session.scope, callKey(scope.context))
+    if (Option.isSome(recorded)) {
+      yield* refresh(session, scope)
+      return recorded.value.outcome ?? "done"
+    }
+    const tree = target === 0 ? yield* initialTree(scope) : yield* storage.at(session.scope, target).pipe(
+      Effect.flatMap(Option.match({
+        onNone: () => new files.VerbRefused({ message: `there is no version ${target}; history lists them` }),
+        onSome: (found) => Effect.succeed(found.tree)
+      }))
+    )
+    return yield* commit(session, scope, kind, label, tree, `${label}: the files are as at version ${target}`)
+  })
+
+  const undoOrRedo = Effect.fnUntraced(function*(session: Session, scope: VerbScope, verb: "undo" | "redo", version: number | undefined) {
+    if (version !== undefined) return yield* restore(session, scope, "change", version, `restore version ${version}`)
+    const log = yield* storage.history(session.scope, { limit: 10_000 })
+    const state = undoState([...log].reverse())
+    const target = verb === "undo" ? undoTarget(state) : redoTarget(state)
+    if (target === undefined) {
+      return yield* new files.VerbRefused({ message: verb === "undo" ? "there is nothing to undo" : "there is nothing to redo: redo follows an undo, before any new change" })
+    }
+    return yield* restore(session, scope, verb, target, `${verb} to version ${target}`)
+  })
+
+  const present = Effect.fnUntraced(function*(session: Session, scope: VerbScope, input: VerbInput<"present">) {
+    const path = yield* normalizePath(input.path)
+    if (!path.startsWith("/out/")) {
+      return yield* new files.VerbRefused({ message: `present hands over files from /out only: cp ${path} /out/<name> first, then present that` })
+    }
+    const caption = input.caption.trim()
+    if (caption === "") {
+      return yield* new files.VerbRefused({ message: `a caption is required, saying what the file is: present({ path: "${path}", caption: "Revenue by region, Q3 2026" })` })
+    }
+    const bytes = yield* workingFs(session, scope.environment, session.state.tree).readFile(path)
+    const { context } = scope
+    const existing = (yield* storage.artifacts(context.runId)).find((artifact) => artifact.path === path && artifact.caption === caption)
+    const artifact = existing ?? (yield* storage.addArtifact({
+      runId: context.runId,
+      agent: context.agent,
+      instanceId: context.instanceId,
+      conversationId: context.conversationId,
+      path,
+      caption,
+      mediaType: mediaTypeOf(path, bytes)
+    }, bytes))
+    return `presented ${path} (${artifact.mediaType}, ${artifact.size} bytes) as artifact ${artifact.id}`
+  })
+
+  const current = (session: Session, scope: VerbScope) => workingFs(session, scope.environment, session.state.tree)
+  const scriptScope = (session: Session, scope: VerbScope, fs: EnvironmentFs) =>
+    ({ pool: new SessionKey(scope).id, fs, modules: session.modules, limits: scope.environment.limits, context: scope.context })
+
+  const handlers: VerbHandlers = {
+    read_file: (session, scope, input) => files.readFile(current(session, scope), input.path, input),
+    ls: (session, scope, input) => files.list(current(session, scope), input.path, input.recursive === true),
+    grep: (session, scope, input) => files.search(current(session, scope), input),
+    describe: (session, scope, input) => files.describe(current(session, scope), input.path),
+    history: (session, _scope, input) =>
+      Effect.map(storage.history(session.scope, { limit: input.limit ?? 20 }), (log) =>
+        log.length === 0
+          ? "no versions yet: the files are as the environment starts them"
+          : log.map((entry) => describeVersion(entry, session.state.head)).join("\n")),
+    write_file: (session, scope, input) =>
+      mutate(session, scope, `write_file ${input.path}`, (fs) => checkedWrite(session, fs, files.writeFile(fs, input.path, input.content), input.path)),
+    edit_file: (session, scope, input) =>
+      mutate(session, scope, `edit_file ${input.path}`, (fs) => checkedWrite(session, fs, files.editFile(fs, input), input.path)),
+    rm: (session, scope, input) => mutate(session, scope, `rm ${input.path}`, (fs) => files.remove(fs, input.path)),
+    mv: (session, scope, input) => mutate(session, scope, `mv ${input.from} ${input.to}`, (fs) => files.move(fs, input.from, input.to)),
+    cp: (session, scope, input) => mutate(session, scope, `cp ${input.from} ${input.to}`, (fs) => files.copy(fs, input.from, input.to)),
+    run_script: (session, scope, input) => mutate(session, scope, `run_script ${input.path}`, (fs) => runScript(scriptScope(session, scope, fs), input)),
+    // Tests check scripts; what they write is not kept.
+    run_tests: (session, scope, input) => runTests(scriptScope(session, scope, current(session, scope)), input).pipe(Effect.provideService(ScriptRunner, runner)),
+    checkpoint: (session, scope, input) =>
+      Effect.gen(function*() {
+        const label = input.label.trim() || "checkpoint"
+        const recorded = yield* storage.recorded(session.scope, callKey(scope.context))
+        if (Option.isSome(recorded)) return recorded.value.outcome ?? "done"
+        return yield* commit(session, scope, "checkpoint", label, session.state.tree, `checkpoint "${label}" at version ${session.state.head + 1}`)
+      }),
+    undo: (session, scope, input) => undoOrRedo(session, scope, "undo", input.version),
+    redo: (session, scope) => undoOrRedo(session, scope, "redo", undefined),
+    present
+  }
+
+  const verb = <K extends VerbName>(scope: VerbScope, name: K, input: VerbInput<K>) =>
+    Effect.scoped(Effect.gen(function*() {
+      const session = yield* RcMap.get(sessions, new SessionKey(scope))
+      const handler: VerbHandler<K> = handlers[name]
+      const run = Effect.suspend(() => handler(session, scope, input))
+      // Another process wrote to the scope since this session read it: read the head again, and apply the verb to it.
+      const again = Effect.zipRight(refresh(session, scope), run).pipe(
+        Effect.catchTag("VersionConflict", () => new files.VerbRefused({ message: "another process changed these files at the same moment; look at them again (ls, history) and retry" }))
+      )
+      return yield* session.lock.withPermits(1)(run.pipe(Effect.catchTag("VersionConflict", () => again)))
+    }))
+
+  return Environments.of({ verb, openSessions: Effect.map(RcMap.keys(sessions), (keys) => keys.length) })
+})
+
+/** Whatever a verb can fail with; each message says what was wrong and what to do. */
+export type VerbError = FsError | InvalidPattern | files.VerbRefused | ScriptFailed | EnvironmentUnavailable | StoreError
+
+/** How one verb runs, in a session, answering the model's text. */
+type VerbHandler<K extends VerbName> = (session: Session, scope: VerbScope, input: VerbInput<K>) => Effect.Effect<string, VerbError | VersionConflict> | Either.Either<string, VerbError>
+
+type VerbHandlers = { readonly [K in VerbName]: VerbHandler<K> }
+
+/** A script written by `write_file`/`edit_file` must parse and import what exists; refused otherwise. */
+const checkedWrite = (session: Session, fs: EnvironmentFs, written: files.VerbAnswer, path: string): files.VerbAnswer =>
+  Either.flatMap(written, (answer) => {
+    if (!files.isScript(path)) return Either.right(answer)
+    return Either.flatMap(fs.readText(path), (source) => {
+      const check = validateScript(path, source, session.modules.exports, { test: files.isTestFile(path) })
+      return check._tag === "Valid"
+        ? Either.right(`${answer}; the script checks out`)
+        : Either.left(new files.VerbRefused({ message: `${path} was not saved: ${check.message}` }))
+    })
+  })
+
+/** The service: sessions dropped after `idleTimeToLive` without a verb (default a minute). */
+export const layer = (options?: { readonly idleTimeToLive?: Duration.DurationInput | undefined }): Layer.Layer<Environments, never, EnvironmentStorage | ScriptRunner> =>
+  Layer.scoped(Environments, make({ idleTimeToLive: options?.idleTimeToLive ?? Duration.minutes(1) }))

@@ -1,0 +1,85 @@
+/**
+ * The verbs that work on files alone, as plain functions over the mutation gateway: each answers
+ * the text the model is shown, or an error whose message says what was wrong and what to do. The
+ * `Environments` service decides whether what they did is written as a version.
+ */
+import { Data, Either } from "effect"
+import { describeFile } from "./vfs/describe.js"
+import type { EnvironmentFs, FsError } from "./vfs/EnvironmentFs.js"
+import { grep, type InvalidPattern } from "./vfs/grep.js"
+import { isZone, normalizePath } from "./vfs/paths.js"
+import { readRange } from "./vfs/readRange.js"
+
+/** A verb refused its input (nothing changed). */
+export class VerbRefused extends Data.TaggedError("VerbRefused")<{ readonly message: string }> {}
+
+/** What a verb answers: the model's text, or why it did nothing. */
+export type VerbAnswer = Either.Either<string, FsError | InvalidPattern | VerbRefused>
+
+const bytes = (count: number): string => count < 10_000 ? `${count} bytes` : `${(count / 1024).toFixed(1)} KB`
+
+/** Whether bytes are text: valid UTF-8 without NUL. */
+const decodeText = (content: Uint8Array): string | undefined => {
+  if (content.includes(0)) return undefined
+  try {
+    return new TextDecoder("utf-8", { fatal: true }).decode(content)
+  } catch {
+    return undefined
+  }
+}
+
+export const writeFile = (fs: EnvironmentFs, path: string, content: string): VerbAnswer =>
+  Either.map(fs.writeFile(path, content), () => `wrote ${path} (${bytes(new TextEncoder().encode(content).length)})`)
+
+export const readFile = (fs: EnvironmentFs, path: string, range: { readonly from?: number | undefined; readonly to?: number | undefined }): VerbAnswer =>
+  Either.flatMap(fs.readFile(path), (content): VerbAnswer => {
+    const text = decodeText(content)
+    return text === undefined
+      ? Either.left(new VerbRefused({ message: `${path} is binary (${bytes(content.length)}): use describe to see what it holds, or process it in a script` }))
+      : Either.right(readRange(text, range))
+  })
+
+export const editFile = (fs: EnvironmentFs, input: { readonly path: string; readonly old: string; readonly new: string; readonly all?: boolean | undefined }): VerbAnswer =>
+  Either.flatMap(fs.readText(input.path), (text): VerbAnswer => {
+    if (input.old === "") return Either.left(new VerbRefused({ message: "old is empty: give the exact text to replace (write_file replaces a whole file)" }))
+    const count = text.split(input.old).length - 1
+    if (count === 0) return Either.left(new VerbRefused({ message: `the text to replace is not in ${input.path}; read_file it to see its current text` }))
+    if (count > 1 && input.all !== true) {
+      return Either.left(new VerbRefused({ message: `the text to replace occurs ${count} times in ${input.path}: include more of the surrounding text so it occurs once, or set all: true` }))
+    }
+    const next = input.all === true ? text.split(input.old).join(input.new) : text.replace(input.old, () => input.new)
+    return Either.map(fs.writeFile(input.path, next), () => `edited ${input.path} (${count} ${count === 1 ? "replacement" : "replacements"})`)
+  })
+
+export const list = (fs: EnvironmentFs, path: string | undefined, recursive: boolean): VerbAnswer =>
+  Either.flatMap(normalizePath(path ?? "/"), (dir): VerbAnswer => {
+    if (!isZone(dir) && !fs.vfs.exists(dir)) return Either.left(new VerbRefused({ message: `${dir} does not exist; ls / shows the top of the tree` }))
+    const entries = fs.vfs.list(dir, { recursive })
+    if (entries.length === 0) return Either.right(`${dir} is empty`)
+    return Either.right(entries.map((entry) => entry.kind === "directory" ? `${entry.path}/` : `${entry.path}  ${bytes(entry.size)}`).join("\n"))
+  })
+
+export const search = (fs: EnvironmentFs, input: { readonly pattern: string; readonly path?: string | undefined; readonly ignoreCase?: boolean | undefined }): VerbAnswer => {
+  const found = grep(fs.vfs, { pattern: input.pattern, path: input.path, ignoreCase: input.ignoreCase, maxMatches: 200 })
+  return Either.map(found, ({ matches, truncated }) =>
+    matches.length === 0
+      ? `no match for /${input.pattern}/ under ${input.path ?? "/"}`
+      : matches.map((match) => `${match.path}:${match.line}: ${match.text}`).join("\n") +
+        (truncated ? "\n[more matches: narrow the pattern or the path]" : "")
+  )
+}
+
+export const describe = (fs: EnvironmentFs, path: string): VerbAnswer =>
+  Either.map(fs.readFile(path), (content) => describeFile(path, content))
+
+export const remove = (fs: EnvironmentFs, path: string): VerbAnswer => Either.map(fs.remove(path), () => `removed ${path}`)
+
+export const move = (fs: EnvironmentFs, from: string, to: string): VerbAnswer => Either.map(fs.move(from, to), () => `moved ${from} to ${to}`)
+
+export const copy = (fs: EnvironmentFs, from: string, to: string): VerbAnswer => Either.map(fs.copy(from, to), () => `copied ${from} to ${to}`)
+
+/** The extensions of files that are scripts, checked when written. */
+export const isScript = (path: string): boolean => /\.(m?js|ts)$/.test(path)
+
+/** Whether a script is a test file (`*.test.js`), run by run_tests. */
+export const isTestFile = (path: string): boolean => /\.test\.(m?js|ts)$/.test(path)

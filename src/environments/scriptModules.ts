@@ -1,0 +1,180 @@
+/**
+ * The `env:` modules of one environment, resolved once when a session opens: what scripts may
+ * import (names and exports, for validation), what the worker evaluates (pure modules' bundles),
+ * the docs under `/std` and `/skills`, and how a script's call to a host module is answered.
+ */
+import { createRequire } from "node:module"
+import { existsSync, readFileSync } from "node:fs"
+import { dirname, join } from "node:path"
+import { Effect, Either, JSONSchema } from "effect"
+import type { EnvironmentDefinition } from "../definitions/defineEnvironment.js"
+import type { AdapterContext, AdapterFs, AdapterModule, EnvironmentModule, PureModule, ToolsModule } from "../definitions/environmentModules.js"
+import type { AnyTool, ToolRunContext } from "../definitions/defineTool.js"
+import { packageLayout } from "../packageLayout.js"
+import { bundlePureModule } from "./script/pureModule.js"
+import type { ScriptRun } from "./script/ScriptRunner.js"
+import type { ModuleExports } from "./script/validateScript.js"
+import type { EnvironmentFs } from "./vfs/EnvironmentFs.js"
+import { fsExports, fsModuleDoc } from "./vfs/fsModule.js"
+import type { ModuleDoc } from "./vfs/generatedDocs.js"
+import { memoryVfs } from "./vfs/Vfs.js"
+import { environmentFs } from "./vfs/EnvironmentFs.js"
+
+/** The modules of an environment, ready for scripts. */
+export interface ResolvedModules {
+  readonly exports: ReadonlyArray<ModuleExports>
+  readonly docs: ReadonlyArray<ModuleDoc>
+  readonly forWorker: ScriptRun["modules"]
+  readonly adapters: ReadonlyMap<string, AdapterModule>
+  readonly tools: ReadonlyMap<string, ReadonlyMap<string, AnyTool>>
+}
+
+/** What `env:test` offers test files (the worker implements it). */
+const testDoc: ModuleDoc = {
+  name: "test",
+  kind: "test",
+  description: "write tests for your scripts (run them with run_tests)",
+  exports: ["test", "assert"],
+  types: `export function test(name: string, body: () => void | Promise<void>): void
+export interface Assert {
+  (condition: unknown, message?: string): void
+  equal(actual: unknown, expected: unknown, message?: string): void
+  deepEqual(actual: unknown, expected: unknown, message?: string): void
+}
+export const assert: Assert
+`,
+  readme: "Test files are named `*.test.js` (or `.ts`); each calls `test(name, body)`; `run_tests` runs every test file under /scripts (or the path you give) and reports each test."
+}
+
+/** A TypeScript type for a JSON Schema, for the generated declarations of tools. */
+const typeOf = (schema: unknown): string => {
+  if (typeof schema !== "object" || schema === null) return "unknown"
+  if ("enum" in schema && Array.isArray(schema.enum)) return schema.enum.map((value: unknown) => JSON.stringify(value)).join(" | ")
+  if ("anyOf" in schema && Array.isArray(schema.anyOf)) return schema.anyOf.map(typeOf).join(" | ")
+  const type = "type" in schema ? schema.type : undefined
+  if (type === "string" || type === "number" || type === "boolean" || type === "null") return type
+  if (type === "integer") return "number"
+  if (type === "array") return `Array<${"items" in schema ? typeOf(schema.items) : "unknown"}>`
+  if (type === "object" && "properties" in schema && typeof schema.properties === "object" && schema.properties !== null) {
+    const required = "required" in schema && Array.isArray(schema.required) ? schema.required : []
+    const fields = Object.entries(schema.properties).map(([key, value]) => `${JSON.stringify(key)}${required.includes(key) ? "" : "?"}: ${typeOf(value)}`)
+    return `{ ${fields.join("; ")} }`
+  }
+  return "unknown"
+}
+
+const toolsDoc = (module: ToolsModule): ModuleDoc => ({
+  name: module.name,
+  kind: "tools",
+  description: module.description,
+  exports: Object.keys(module.tools),
+  types: Object.entries(module.tools).map(([name, tool]) =>
+    `/** ${tool.description} */\nexport function ${name}(input: ${typeOf(JSONSchema.make(tool.input))}): Promise<${typeOf(JSONSchema.make(tool.output))}>\n`
+  ).join("\n")
+})
+
+/** The package's own declarations, when it ships one file of them. */
+const packageTypes = (module: PureModule, resolveFrom: ReadonlyArray<string>): string => {
+  for (const dir of resolveFrom) {
+    try {
+      const manifest = createRequire(join(dir, "package.json")).resolve(`${module.from}/package.json`)
+      const json: unknown = JSON.parse(readFileSync(manifest, "utf8"))
+      const types = typeof json === "object" && json !== null && "types" in json && typeof json.types === "string" ? json.types : undefined
+      const file = types === undefined ? undefined : join(dirname(manifest), types)
+      if (file !== undefined && existsSync(file)) {
+        return `// The declarations of ${module.from}; scripts may import only: ${module.pick.join(", ")}\n${readFileSync(file, "utf8")}`
+      }
+    } catch {
+      // Not resolvable from here: try the next folder, else fall back to names only.
+    }
+  }
+  return module.pick.map((name) => `export declare const ${name}: unknown\n`).join("")
+}
+
+const pureDoc = (module: PureModule, resolveFrom: ReadonlyArray<string>): ModuleDoc => ({
+  name: module.name,
+  kind: "pure",
+  description: module.description,
+  exports: module.pick,
+  types: module.types ?? packageTypes(module, resolveFrom),
+  ...(module.readme === undefined ? {} : { readme: module.readme })
+})
+
+/** An adapter's view of the gateway: failures thrown as errors with the gateway's message. */
+export const adapterFs = (fs: EnvironmentFs): AdapterFs => {
+  const orThrow = <A>(result: Either.Either<A, { readonly message: string }>): A => {
+    if (Either.isLeft(result)) throw new Error(result.left.message)
+    return result.right
+  }
+  return {
+    readFile: (path) => orThrow(fs.readFile(path)),
+    readText: (path) => orThrow(fs.readText(path)),
+    writeFile: (path, content) => orThrow(fs.writeFile(path, content)),
+    exists: (path) => fs.vfs.exists(path)
+  }
+}
+
+/** The exports of an adapter, learnt by creating it once over an empty read-only tree. */
+const adapterExports = (module: AdapterModule): ReadonlyArray<string> => {
+  const probe = environmentFs(memoryVfs(), { readOnly: ["/"], limits: { maxFileBytes: 0, maxTotalBytes: 0 } })
+  const context: AdapterContext = { runId: "", agent: "", instanceId: "", conversationId: "" }
+  return Object.keys(module.create(adapterFs(probe), context))
+}
+
+const adapterDoc = (module: AdapterModule): ModuleDoc => ({
+  name: module.name,
+  kind: "adapter",
+  description: module.description,
+  exports: adapterExports(module),
+  types: module.types,
+  ...(module.readme === undefined ? {} : { readme: module.readme })
+})
+
+const docOf = (module: EnvironmentModule, resolveFrom: ReadonlyArray<string>): ModuleDoc => {
+  switch (module._tag) {
+    case "PureModule":
+      return pureDoc(module, resolveFrom)
+    case "ToolsModule":
+      return toolsDoc(module)
+    case "AdapterModule":
+      return adapterDoc(module)
+  }
+}
+
+/** Resolves an environment's modules; pure modules are bundled (and cached) here. */
+export const resolveModules = Effect.fn("environments.resolveModules")(function*(environment: EnvironmentDefinition, projectRoot: string) {
+  const resolveFrom = [projectRoot, packageLayout.root]
+  const docs: Array<ModuleDoc> = [fsModuleDoc, testDoc]
+  const forWorker: Array<ScriptRun["modules"][number]> = [{ name: "fs", exports: fsExports, kind: "host" }]
+  const adapters = new Map<string, AdapterModule>()
+  const tools = new Map<string, ReadonlyMap<string, AnyTool>>()
+  for (const module of environment.modules) {
+    const doc = docOf(module, resolveFrom)
+    docs.push(doc)
+    if (module._tag === "PureModule") {
+      const source = yield* bundlePureModule({ name: module.name, from: module.from, pick: module.pick, resolveFrom: projectRoot }).pipe(
+        Effect.orElse(() => bundlePureModule({ name: module.name, from: module.from, pick: module.pick, resolveFrom: packageLayout.root }))
+      )
+      forWorker.push({ name: module.name, exports: module.pick, kind: "pure", source })
+    } else {
+      forWorker.push({ name: module.name, exports: doc.exports, kind: "host" })
+      if (module._tag === "AdapterModule") adapters.set(module.name, module)
+      else tools.set(module.name, new Map(Object.entries(module.tools)))
+    }
+  }
+  const resolved: ResolvedModules = {
+    exports: docs.map((doc) => ({ name: doc.name, exports: doc.exports })),
+    docs,
+    forWorker,
+    adapters,
+    tools
+  }
+  return resolved
+})
+
+/** The context a tool called from a script runs with: the verb's, with a call id of its own. */
+export const nestedToolContext = (context: Omit<ToolRunContext<unknown>, "idempotencyKey">, index: number): Omit<ToolRunContext<unknown>, "idempotencyKey"> => ({
+  ...context,
+  toolCallId: `${context.toolCallId}/${index}`,
+  config: undefined
+})

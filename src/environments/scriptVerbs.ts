@@ -1,0 +1,159 @@
+/**
+ * `run_script` and `run_tests`: a script read from the tree, checked, and run on the scope's
+ * worker with the environment's modules; its calls to host modules (`env:fs`, adapters, tools)
+ * answered here, every change going through the same gateway as the verbs. What the model is
+ * shown is cut to the output limit, the rest written to a file in /tmp.
+ */
+import { Context, Data, Effect, Either, Runtime } from "effect"
+import type { EnvironmentLimits } from "../definitions/defineEnvironment.js"
+import type { AdapterFunctions } from "../definitions/environmentModules.js"
+import type { ToolRunContext } from "../definitions/defineTool.js"
+import { decodeCall, runTool } from "../engine/executeTool.js"
+import { isTestFile, VerbRefused } from "./fileVerbs.js"
+import { adapterFs, nestedToolContext, type ResolvedModules } from "./scriptModules.js"
+import { type ScriptHost, type ScriptResult, ScriptRunner } from "./script/ScriptRunner.js"
+import { validateScript } from "./script/validateScript.js"
+import type { EnvironmentFs } from "./vfs/EnvironmentFs.js"
+import { fsCall } from "./vfs/fsModule.js"
+import { normalizePath } from "./vfs/paths.js"
+
+/** A script failed, ran out of time or broke a limit; its changes were not kept. */
+export class ScriptFailed extends Data.TaggedError("ScriptFailed")<{ readonly message: string }> {}
+
+/** Where a script runs: the scope's worker pool, the tree it changes, the modules it imports. */
+export interface ScriptScope {
+  readonly pool: string
+  readonly fs: EnvironmentFs
+  readonly modules: ResolvedModules
+  readonly limits: EnvironmentLimits
+  readonly context: Omit<ToolRunContext<unknown>, "idempotencyKey">
+}
+
+/** Answers a script's calls to host modules. */
+const hostFor = (scope: ScriptScope, runtime: Runtime.Runtime<never>, services: Context.Context<unknown>): ScriptHost => {
+  const adapters = new Map<string, AdapterFunctions>()
+  let toolCalls = 0
+  const { context } = scope
+  const adapterContext = { runId: context.runId, agent: context.agent, instanceId: context.instanceId, conversationId: context.conversationId }
+  return {
+    call: async (module, fn, args) => {
+      if (module === "fs") {
+        const result = fsCall(scope.fs, fn, args)
+        if (Either.isLeft(result)) throw new Error(result.left.message)
+        return result.right
+      }
+      const adapter = scope.modules.adapters.get(module)
+      if (adapter !== undefined) {
+        const functions = adapters.get(module) ?? adapter.create(adapterFs(scope.fs), adapterContext)
+        adapters.set(module, functions)
+        const call = functions[fn]
+        if (call === undefined) throw new Error(`env:${module} has no function ${fn}`)
+        return await call(...args)
+      }
+      const tool = scope.modules.tools.get(module)?.get(fn)
+      if (tool === undefined) throw new Error(`env:${module} has no function ${fn}`)
+      toolCalls += 1
+      const callId = `${context.toolCallId}/${toolCalls}`
+      const outcome = await Runtime.runPromise(runtime)(Effect.gen(function*() {
+        const compiled = { id: `${module}/${fn}`, name: fn, file: undefined, definition: tool, spec: { name: fn, description: tool.description, parameters: {} } }
+        const decoded = yield* decodeCall(compiled, { id: callId, name: fn, arguments: JSON.stringify(args[0] ?? {}) }, [fn])
+        if (Either.isLeft(decoded)) return decoded.left
+        return yield* runTool(decoded.right, nestedToolContext(context, toolCalls), services, { timeout: scope.limits.scriptTimeoutMs, outputLimit: Number.MAX_SAFE_INTEGER })
+      }))
+      if (outcome._tag === "Failed") throw new Error(outcome.error)
+      return outcome.output
+    }
+  }
+}
+
+/** Text cut to `limit` UTF-8 bytes without splitting a character. */
+const cutBytes = (text: string, limit: number): string => {
+  const encoded = new TextEncoder().encode(text)
+  if (encoded.length <= limit) return text
+  return new TextDecoder().decode(encoded.slice(0, limit)).replace(/\uFFFD$/, "")
+}
+
+/** The output as the model is shown it: within the limit, the whole of it spilled to /tmp when longer. */
+const shownOutput = (scope: ScriptScope, output: string, outputBytes: number): string => {
+  if (outputBytes <= scope.limits.maxOutputBytes) return output
+  const file = `/tmp/output-${scope.context.toolCallId.replace(/[^A-Za-z0-9_-]/g, "_")}.txt`
+  const spilled = scope.fs.writeFile(file, output)
+  const where = Either.isRight(spilled) ? `the output so far is in ${file} (grep it or read_file a range)` : `the rest was not kept (${spilled.left.message})`
+  return `${cutBytes(output, scope.limits.maxOutputBytes)}\n[output truncated at ${scope.limits.maxOutputBytes} of ${outputBytes} bytes (maxOutputBytes); ${where}]`
+}
+
+const seconds = (ms: number): string => `${ms / 1000} s`
+
+/** The answer to a finished run, or why it failed. */
+const answerOf = (scope: ScriptScope, path: string, result: ScriptResult): Either.Either<string, ScriptFailed> => {
+  switch (result._tag) {
+    case "Completed": {
+      const value = result.value === undefined ? "nothing" : JSON.stringify(result.value, null, 1)
+      const output = result.output === "" ? "" : `\noutput:\n${shownOutput(scope, result.output, result.outputBytes)}`
+      return Either.right(`${path} returned ${cutBytes(value ?? "nothing", scope.limits.maxOutputBytes)}${output}`)
+    }
+    case "Tests": {
+      const failed = result.results.filter((test) => !test.ok)
+      const lines = result.results.map((test) => test.ok ? `ok ${test.name}` : `FAILED ${test.name}: ${test.error ?? "failed"}`)
+      return Either.right(`${result.results.length - failed.length} passed, ${failed.length} failed\n${lines.join("\n")}`)
+    }
+    case "Failed":
+      return Either.left(new ScriptFailed({
+        message: `${path} failed: ${result.error}${result.output === "" ? "" : `\noutput:\n${cutBytes(result.output, scope.limits.maxOutputBytes)}`}\n(no changes were kept)`
+      }))
+    case "TimedOut":
+      return Either.left(new ScriptFailed({
+        message: `${path} ran longer than ${seconds(scope.limits.scriptTimeoutMs)} (scriptTimeoutMs) and was stopped; no changes were kept. Process less per run (a slice of the rows, then the next), or look for a loop that never ends.`
+      }))
+  }
+}
+
+/** Reads and checks a script; a problem is refused with its line and the fix. */
+const checked = (scope: ScriptScope, path: string, test: boolean) =>
+  Either.flatMap(scope.fs.readText(path), (source): Either.Either<string, VerbRefused> => {
+    const check = validateScript(path, source, scope.modules.exports, { test })
+    return check._tag === "Valid" ? Either.right(check.code) : Either.left(new VerbRefused({ message: check.message }))
+  })
+
+/** Runs one script (or one test file) on the scope's worker. */
+const runOne = Effect.fnUntraced(function*(scope: ScriptScope, path: string, args: unknown, mode: "run" | "test") {
+  const code = yield* checked(scope, path, mode === "test")
+  const runner = yield* ScriptRunner
+  const runtime = yield* Effect.runtime<never>()
+  // The tools a script calls run with the services the verb runs with (the app's, and the runtime's).
+  const services = Context.unsafeMake<unknown>(new Map((yield* Effect.context<never>()).unsafeMap))
+  return yield* runner.run(scope.pool, {
+    code,
+    path,
+    args: args ?? null,
+    mode,
+    modules: scope.modules.forWorker,
+    timeoutMs: scope.limits.scriptTimeoutMs,
+    maxOutputBytes: scope.limits.maxOutputBytes
+  }, hostFor(scope, runtime, services))
+})
+
+/** `run_script`: answers the script's return value and output. */
+export const runScript = Effect.fn("environments.runScript")(function*(scope: ScriptScope, input: { readonly path: string; readonly args?: unknown }) {
+  const path = yield* normalizePath(input.path)
+  if (isTestFile(path)) return yield* new VerbRefused({ message: `${path} is a test file: run it with run_tests({ path: "${path}" })` })
+  return yield* answerOf(scope, path, yield* runOne(scope, path, input.args, "run"))
+})
+
+/** `run_tests`: every test file under the path (default /scripts), each test's result. */
+export const runTests = Effect.fn("environments.runTests")(function*(scope: ScriptScope, input: { readonly path?: string | undefined }) {
+  const root = yield* normalizePath(input.path ?? "/scripts")
+  const files = isTestFile(root)
+    ? [root]
+    : scope.fs.vfs.list(root, { recursive: true }).filter((entry) => entry.kind === "file" && isTestFile(entry.path)).map((entry) => entry.path)
+  if (files.length === 0) return yield* new VerbRefused({ message: `no test files under ${root}: write one as ${root === "/" ? "/scripts" : root}/<name>.test.js (import { test, assert } from "env:test")` })
+  const reports: Array<string> = []
+  for (const file of files) {
+    const result = yield* runOne(scope, file, null, "test").pipe(Effect.either)
+    const report = Either.isLeft(result)
+      ? result.left.message
+      : Either.match(answerOf(scope, file, result.right), { onLeft: (failure) => failure.message, onRight: (text) => text })
+    reports.push(`${file}: ${report}`)
+  }
+  return reports.join("\n")
+})
