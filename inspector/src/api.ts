@@ -10,6 +10,14 @@ import type { ApprovalView, MessageView, RunView } from "../../src/transports/ht
 import type { SessionView } from "../../src/transports/http/api/TokensGroup.js"
 import type { ClusterView, ConversationPlacement } from "../../src/dispatch/ClusterStatus.js"
 import type {
+  ArtifactList,
+  ArtifactPreview as ArtifactPreviewSchema,
+  ArtifactView as ArtifactSchema,
+  EnvironmentFileView as EnvironmentFileSchema,
+  EnvironmentVersionView as EnvironmentVersionSchema,
+  EnvironmentView as EnvironmentSchema
+} from "../../src/transports/http/api/environmentViews.js"
+import type {
   InstallationView as InstallationSchema,
   InstanceConversation as InstanceConversationView,
   InstancePage,
@@ -46,6 +54,14 @@ export type InstanceView = typeof InstanceSchema.Encoded
 export type InstancePageView = typeof InstancePage.Encoded
 export type InstanceConversation = typeof InstanceConversationView.Encoded
 
+/** Artifacts and environments as `/api/artifacts` and `/api/instances/:id/environment` answer. */
+export type ArtifactView = typeof ArtifactSchema.Encoded
+export type ArtifactListView = typeof ArtifactList.Encoded
+export type ArtifactPreview = typeof ArtifactPreviewSchema.Encoded
+export type EnvironmentView = typeof EnvironmentSchema.Encoded
+export type EnvironmentFile = typeof EnvironmentFileSchema.Encoded
+export type EnvironmentVersion = typeof EnvironmentVersionSchema.Encoded
+
 /** Who the inspector is signed in as (`token: null` when the server is open). */
 export type Session = typeof SessionView.Type
 
@@ -61,6 +77,18 @@ const request = async <A>(path: string, init?: RequestInit): Promise<A> => {
     }
     if (!response.ok) throw new ApiError(response.status, message)
     return body as A
+  }
+}
+
+/** A file's content as text, signing in first as `request` does. */
+const requestText = async (path: string): Promise<string> => {
+  for (;;) {
+    const response = await fetch(path)
+    if (response.ok) return response.text()
+    const body: unknown = await response.json().catch(() => undefined)
+    const message = typeof body === "object" && body !== null && "message" in body ? String(body.message) : response.statusText
+    if (response.status !== 401) throw new ApiError(response.status, message)
+    await signIn(message)
   }
 }
 
@@ -104,6 +132,14 @@ export const api = {
   /** Archives an instance: it refuses new runs and keeps its history. */
   archiveInstance: (ref: InstanceRef) => request<InstanceView>(instancePath(ref), { method: "DELETE" }),
   instanceConversations: (ref: InstanceRef) => request<ReadonlyArray<InstanceConversation>>(instancePath(ref, "/conversations")),
+  /** The files a run presented, in order. */
+  artifacts: (runId: string) => request<ArtifactListView>(`/api/runs/${encodeURIComponent(runId)}/artifacts`),
+  artifactPreview: (id: string) => request<ArtifactPreview>(`/api/artifacts/${encodeURIComponent(id)}/preview`),
+  /** An instance's environment at `version` (absent: the latest; 0: the starting files), in `conversation` when it keeps one per conversation. */
+  environment: (ref: InstanceRef, at: EnvironmentAt = {}) => request<EnvironmentView>(environmentPath(ref, "", at)),
+  /** Where a file of an instance's environment is downloaded from. */
+  environmentFileUrl: (ref: InstanceRef, path: string, at: EnvironmentAt = {}) => environmentPath(ref, "/file", at, path),
+  environmentText: (ref: InstanceRef, path: string, at: EnvironmentAt = {}) => requestText(environmentPath(ref, "/file", at, path)),
   /** The releases the server keeps, newest first. */
   releases: () => request<ReadonlyArray<ReleaseView>>("/api/releases")
 }
@@ -116,6 +152,21 @@ export interface InstanceRef {
 
 const instancePath = ({ agent, id }: InstanceRef, below = ""): string =>
   `/api/instances/${encodeURIComponent(id)}${below}${agent === "" ? "" : `?agent=${encodeURIComponent(agent)}`}`
+
+/** Which tree of an instance's environment: a version (absent: the latest) of a conversation (absent: the instance's, or its latest conversation's). */
+export interface EnvironmentAt {
+  readonly version?: number | undefined
+  readonly conversation?: string | undefined
+}
+
+const environmentPath = ({ agent, id }: InstanceRef, below: string, at: EnvironmentAt, path?: string): string => {
+  const query = new URLSearchParams()
+  if (agent !== "") query.set("agent", agent)
+  if (at.conversation !== undefined) query.set("conversation", at.conversation)
+  if (at.version !== undefined) query.set("version", String(at.version))
+  if (path !== undefined) query.set("path", path)
+  return `/api/instances/${encodeURIComponent(id)}/environment${below}${query.size > 0 ? `?${query}` : ""}`
+}
 
 /** A schedule with its next and last firing. */
 export interface ScheduleView {

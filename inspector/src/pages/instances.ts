@@ -6,6 +6,7 @@
 import { ApiError, api, type InstallationView, type InstanceRef, type InstanceSummary, type InstanceView, onEvent, redrawOn } from "../api.js"
 import { type Child, h, json, link, replace } from "../dom.js"
 import { barChart, dollars, usageLine } from "../usage.js"
+import { environmentBrowser } from "./environment.js"
 import { runStatus } from "./runs.js"
 
 /** Where the API puts a secret field's value (src/instances/installationConfig.ts), never the value itself. */
@@ -152,6 +153,9 @@ export const instancePage = (root: HTMLElement, [agent = "", id = ""]: ReadonlyA
   const conversations = h("div", { "data-testid": "instance-conversations" })
   const schedules = h("div", { "data-testid": "instance-schedules" })
   const environment = h("p", { "data-testid": "instance-environment" })
+  const files = environmentBrowser()
+  // The files load once, then on the browser's "Refresh": a redraw for every run event would lose the reader's place.
+  let filesOpened = false
   const usage = h("div", { "data-testid": "instance-usage" })
   const problem = h("p", { class: "error-line", "data-testid": "instance-problem" })
   replace(root, title, about, state, problem,
@@ -159,7 +163,7 @@ export const instancePage = (root: HTMLElement, [agent = "", id = ""]: ReadonlyA
     h("h2", {}, "Installations"), installations,
     h("h2", {}, "Conversations"), conversations,
     h("h2", {}, "Schedules"), schedules,
-    h("h2", {}, "Environment"), environment,
+    h("h2", {}, "Environment"), environment, files.element,
     h("h2", {}, "Usage (30 days)"), usage)
 
   const act = (change: Promise<InstanceView>) => {
@@ -215,6 +219,11 @@ export const instancePage = (root: HTMLElement, [agent = "", id = ""]: ReadonlyA
           h("span", { class: "muted" }, ` · ${s.status}${s.nextFire === null ? "" : ` · next ${when(s.nextFire)}`}`)))))
     const route = routes.find((r) => r.kind === "agent" && r.id === view.agent)
     environment.textContent = route?.environment ?? "none"
+    files.element.classList.toggle("hidden", route?.environment === undefined)
+    if (route?.environment !== undefined && !filesOpened) {
+      filesOpened = true
+      void files.open(ref)
+    }
     replace(usage,
       h("p", { class: "muted" }, `${plural(report.total.runs, "run")} · ${usageLine(report.total)}`),
       h("div", { class: "charts" },

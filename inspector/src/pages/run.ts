@@ -1,9 +1,11 @@
 /**
- * A run: errors first, then its agent, instance and the release it ran on, the waterfall of its
- * trace (model turns, tool calls with their input and output, approvals, child runs as nested
- * rows), tokens and durations per span, links to the parent and child runs, and the raw events.
+ * A run: errors first, then its agent, instance and the release it ran on, the files it presented
+ * (with previews), the waterfall of its trace (model turns, tool calls with their input and
+ * output, approvals, child runs as nested rows), tokens and durations per span, links to the
+ * parent and child runs, and the raw events.
  */
 import { api, type FoundryEvent, redrawOn, type RunView } from "../api.js"
+import { artifactsSection, type PreviewCache } from "../artifacts.js"
 import { duration, h, json, link, replace } from "../dom.js"
 import { usageLine } from "../usage.js"
 import { runStatus } from "./runs.js"
@@ -96,6 +98,7 @@ const tokens = (usage: unknown): { readonly input: number; readonly output: numb
 /** The run page. */
 export const runPage = (root: HTMLElement, [runId = ""]: ReadonlyArray<string>) => {
   const expanded = new Set<string>()
+  const previews: PreviewCache = new Map()
   const draw = async () => {
     let run: RunView
     try {
@@ -104,10 +107,11 @@ export const runPage = (root: HTMLElement, [runId = ""]: ReadonlyArray<string>) 
       replace(root, h("h1", {}, "Run not found"), h("p", { class: "error-line" }, String(error)))
       return
     }
-    const [events, children, approvals] = await Promise.all([
+    const [events, children, approvals, artifacts] = await Promise.all([
       api.runEvents(runId),
       api.runs("?limit=200").then((runs) => runs.filter((r) => r.parentRunId === runId)),
-      api.approvals("pending").then((list) => list.filter((a) => a.runId === runId))
+      api.approvals("pending").then((list) => list.filter((a) => a.runId === runId)),
+      api.artifacts(runId).then(({ artifacts }) => artifacts, () => [])
     ])
     const spans = spansOf(events)
     const start = events[0]?.time ?? run.createdAt
@@ -164,6 +168,7 @@ export const runPage = (root: HTMLElement, [runId = ""]: ReadonlyArray<string>) 
         h("button", { class: "deny", onclick: () => void api.decide(a.id, "deny").then(draw) }, "Deny"))),
       h("section", {}, h("h2", {}, "Input"), h("pre", {}, run.input)),
       run.output === undefined ? null : h("section", {}, h("h2", {}, "Output"), h("pre", { "data-testid": "run-output" }, run.output)),
+      artifactsSection(artifacts, previews),
       h("section", {}, h("h2", {}, "Timeline"), h("div", { class: "waterfall", "data-testid": "waterfall" }, waterfall)),
       children.length === 0 ? null : h("section", {}, h("h2", {}, "Child runs"),
         h("ul", { class: "list" }, children.map((c) => h("li", {}, runStatus(c.status), " ", link(`/runs/${c.id}`, `${c.agent} ${c.id}`))))),

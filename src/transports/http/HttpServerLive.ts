@@ -12,6 +12,7 @@ import { ApprovalsLive } from "./handlers/ApprovalsLive.js"
 import { CapabilitiesLive } from "./handlers/CapabilitiesLive.js"
 import { ClusterLive } from "./handlers/ClusterLive.js"
 import { ConversationsLive } from "./handlers/ConversationsLive.js"
+import { EnvironmentsLive } from "./handlers/EnvironmentsLive.js"
 import { EventsLive } from "./handlers/EventsLive.js"
 import { HooksLive } from "./handlers/HooksLive.js"
 import { InstancesLive } from "./handlers/InstancesLive.js"
@@ -29,7 +30,7 @@ import { edge } from "./edge/Edge.js"
 
 /** The API with every group implemented. */
 export const ApiLive = HttpApiBuilder.api(FoundryApi).pipe(
-  Layer.provide([RunsLive, ConversationsLive, InstancesLive, CapabilitiesLive, ApprovalsLive, EventsLive, HooksLive, SchedulesHttpLive, SystemLive, UsageLive, ClusterLive, TokensLive, ReleasesLive, OpenAiLive])
+  Layer.provide([RunsLive, ConversationsLive, InstancesLive, CapabilitiesLive, ApprovalsLive, EventsLive, HooksLive, SchedulesHttpLive, SystemLive, UsageLive, ClusterLive, TokensLive, ReleasesLive, EnvironmentsLive, OpenAiLive])
 )
 
 /** Serves the API on `host:port` (port 0 picks a free one), reading request bodies up to `bodyLimit` bytes. */

@@ -11,6 +11,7 @@ import { BadRequest, declareBadRequestOnly } from "./BadRequest.js"
 import { CapabilitiesGroup } from "./CapabilitiesGroup.js"
 import { ClusterGroup } from "./ClusterGroup.js"
 import { ConversationsGroup } from "./ConversationsGroup.js"
+import { EnvironmentsGroup } from "./EnvironmentsGroup.js"
 import { EventsGroup } from "./EventsGroup.js"
 import { HooksGroup } from "./HooksGroup.js"
 import { InstancesGroup } from "./InstancesGroup.js"
@@ -40,6 +41,7 @@ export class FoundryApi extends HttpApi.make("foundry")
   .add(OpenAiGroup)
   .add(TokensGroup)
   .add(ReleasesGroup)
+  .add(EnvironmentsGroup)
   .addError(BadRequest)
   .addError(StoreUnavailable)
   .annotate(OpenApi.Title, "Foundry")
