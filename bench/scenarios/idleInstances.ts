@@ -9,7 +9,7 @@ import { join } from "node:path"
 import { Effect } from "effect"
 import * as Scripted from "../../src/models/scripted.js"
 import { tempProject } from "../support/project.js"
-import { progress, startRuntime, timedRun } from "../support/runtime.js"
+import { progress, settledMemory, startRuntime, timedRun } from "../support/runtime.js"
 import { collectGarbage, mb, round } from "../support/stats.js"
 
 const instances = 10_000
@@ -20,23 +20,6 @@ const agent = `import { defineAgent } from "foundry"
 
 export default defineAgent({ description: "Says hello", model: "demo", maxTurns: 2 })
 `
-
-/**
- * Memory figures of this process once it has settled: a full GC (when `--expose-gc` allows
- * one), then again every 300 ms until RSS stops moving, because V8 gives freed heap pages back to
- * the OS only after it has been idle for a while.
- */
-const settledMemory = Effect.promise(async () => {
-  let previous = process.memoryUsage()
-  for (let attempt = 1; attempt <= 10; attempt++) {
-    collectGarbage()
-    await new Promise((resolve) => setTimeout(resolve, 300))
-    const current = process.memoryUsage()
-    if (attempt >= 3 && Math.abs(current.rss - previous.rss) < 512 * 1024) return current
-    previous = current
-  }
-  return previous
-})
 
 export const idleInstances = Effect.gen(function*() {
   const dir = yield* tempProject({})

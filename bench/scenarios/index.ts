@@ -3,6 +3,7 @@
  */
 import type { Effect } from "effect"
 import { cluster } from "./cluster.js"
+import { idleEnvironments } from "./idleEnvironments.js"
 import { idleInstances } from "./idleInstances.js"
 import { orderLookup } from "./orderLookup.js"
 import { orderLookupHttp } from "./orderLookupHttp.js"
@@ -19,6 +20,7 @@ export const scenarios: ReadonlyArray<Scenario> = [
   { name: "order-lookup", run: orderLookup },
   { name: "order-lookup-http", run: orderLookupHttp },
   { name: "idle-instances", run: idleInstances },
+  { name: "idle-environments", run: idleEnvironments },
   { name: "recovery", run: recovery },
   { name: "startup", run: startup },
   { name: "cluster", run: cluster }

@@ -1,0 +1,154 @@
+/**
+ * An agent working in its environment, end to end over HTTP on a scripted model: it writes a CSV
+ * to /inbox, writes a script that reads it with `env:fs` and `env:spreadsheet`, runs it, and
+ * presents the workbook the script wrote; the artifact downloads and opens as a valid workbook.
+ * Then the read-only zones, refused from a verb, from a script and from a module, each naming the
+ * zone; and the tree carried over to the next run, with undo across runs.
+ */
+import { describe, expect, it } from "@effect/vitest"
+import * as XLSX from "@e965/xlsx"
+import { Effect } from "effect"
+import * as Scripted from "../../src/models/scripted.js"
+import { http, startServer, waitForRun } from "../support/server.js"
+import { tempProject } from "../support/tempProject.js"
+
+const environmentFile = `import { defineEnvironment, spreadsheet } from "foundry"
+
+export default defineEnvironment({
+  description: "A workspace for reports",
+  files: { "/inbox/reference/rates.md": "Rates are fixed.\\n" },
+  readOnlyPaths: ["/inbox/reference"],
+  modules: [spreadsheet]
+})
+`
+
+const agentFile = `import { defineAgent } from "foundry"
+import workspace from "../../environments/workspace.js"
+
+export default defineAgent({ description: "Writes reports", model: "demo", environment: workspace })
+`
+
+const csv = "region,amount\nnorth,120\nsouth,80\nnorth,45\nwest,300\n"
+
+const script = `import { readText } from "env:fs"
+import { readRows, writeSheets } from "env:spreadsheet"
+
+export default async function (args) {
+  const rows = await readRows("/inbox/sales.csv")
+  const totals = {}
+  for (const row of rows) totals[row.region] = (totals[row.region] ?? 0) + Number(row.amount)
+  await writeSheets("/out/summary.xlsx", [{ name: "Totals", rows: [["region", "total"], ...Object.entries(totals)] }])
+  const lines = (await readText("/inbox/sales.csv")).trim().split("\\n").length
+  console.log("summarised", lines - 1, "rows for", args.who)
+  return { regions: Object.keys(totals).length, lines }
+}
+`
+
+const call = (name: string, args: unknown) => ({ toolCalls: [{ name, arguments: args }] })
+
+/** Every tool result of the run's transcript, in order. */
+const toolResults = (base: string, runId: string) =>
+  Effect.map(http(`${base}/api/runs/${runId}/events`), (response) => {
+    const events: unknown = response.json
+    return (Array.isArray(events) ? events : [])
+      .filter((event: { type?: string }) => event.type === "tool.call.completed" || event.type === "tool.call.failed")
+      .map((event: { data?: { tool?: string; output?: unknown; error?: unknown } }) => `${event.data?.tool}: ${String(event.data?.output ?? event.data?.error)}`)
+  })
+
+const startRun = (base: string, message: string) =>
+  Effect.gen(function*() {
+    const response = yield* http(`${base}/api/runs`, { body: { agent: "reports", instance: "acme", message } })
+    expect(response.status).toBe(202)
+    const body = response.json as { runId: string }
+    return body.runId
+  })
+
+describe("an agent in its environment", () => {
+  it.scopedLive("writes a CSV, scripts a workbook from it, and presents it as a downloadable artifact", () =>
+    Effect.gen(function*() {
+      const root = yield* tempProject({ "environments/workspace.ts": environmentFile, "agents/reports/agent.ts": agentFile })
+      const model = Scripted.make([
+        call("write_file", { path: "/inbox/sales.csv", content: csv }),
+        call("write_file", { path: "/scripts/summarize.js", content: script }),
+        call("run_script", { path: "/scripts/summarize.js", args: { who: "finance" } }),
+        call("present", { path: "/out/summary.xlsx", caption: "Sales by region" }),
+        { text: "Here is the summary." }
+      ])
+      const server = yield* startServer(root, { model })
+      const runId = yield* startRun(server.url, "Summarise the sales")
+      const run = yield* waitForRun(server.url, runId)
+      expect(run.status).toBe("completed")
+
+      const results = yield* toolResults(server.url, runId)
+      expect(results[2]).toContain("\"regions\": 3")
+      expect(results[2]).toContain("summarised 4 rows for finance")
+
+      const listed = yield* http(`${server.url}/api/runs/${runId}/artifacts`)
+      expect(listed.status).toBe(200)
+      const artifacts = (listed.json as { artifacts: ReadonlyArray<{ id: string; caption: string; path: string; mediaType: string }> }).artifacts
+      expect(artifacts.map((artifact) => [artifact.path, artifact.caption])).toEqual([["/out/summary.xlsx", "Sales by region"]])
+
+      const download = yield* Effect.promise(() => fetch(`${server.url}/api/artifacts/${artifacts[0]?.id}`))
+      expect(download.status).toBe(200)
+      const bytes = new Uint8Array(yield* Effect.promise(() => download.arrayBuffer()))
+      const workbook = XLSX.read(bytes, { type: "array" })
+      expect(workbook.SheetNames).toEqual(["Totals"])
+      const rows: ReadonlyArray<unknown> = XLSX.utils.sheet_to_json(workbook.Sheets.Totals ?? {}, { header: 1 })
+      expect(rows).toEqual([["region", "total"], ["north", 165], ["south", 80], ["west", 300]])
+    }), { timeout: 60_000 })
+
+  it.scopedLive("refuses writes to read-only zones from a verb, a script and a module, naming the zone", () =>
+    Effect.gen(function*() {
+      const root = yield* tempProject({ "environments/workspace.ts": environmentFile, "agents/reports/agent.ts": agentFile })
+      const scriptWrite = `import { writeFile } from "env:fs"
+export default async function () { await writeFile("/std/fs/hacked.txt", "no") }
+`
+      const moduleWrite = `import { writeRows } from "env:spreadsheet"
+export default async function () { await writeRows("/inbox/reference/rates.csv", [{ rate: 1 }]) }
+`
+      const model = Scripted.make([
+        call("write_file", { path: "/inbox/reference/rates.md", content: "changed" }),
+        call("write_file", { path: "/scripts/escape.js", content: scriptWrite }),
+        call("run_script", { path: "/scripts/escape.js" }),
+        call("write_file", { path: "/scripts/adapter.js", content: moduleWrite }),
+        call("run_script", { path: "/scripts/adapter.js" }),
+        call("read_file", { path: "/inbox/reference/rates.md" }),
+        { text: "done" }
+      ])
+      const server = yield* startServer(root, { model })
+      const runId = yield* startRun(server.url, "Try to change the reference")
+      expect((yield* waitForRun(server.url, runId)).status).toBe("completed")
+      const results = yield* toolResults(server.url, runId)
+      expect(results[0]).toMatch(/read-only/)
+      expect(results[0]).toContain("/inbox/reference")
+      expect(results[0]).toContain("/tmp")
+      expect(results[2]).toMatch(/read-only/)
+      expect(results[2]).toContain("/std")
+      expect(results[4]).toMatch(/read-only/)
+      expect(results[4]).toContain("/inbox/reference")
+      expect(results[5]).toContain("Rates are fixed.")
+    }), { timeout: 60_000 })
+
+  it.scopedLive("keeps the tree across runs of an instance, and undo restores the previous version", () =>
+    Effect.gen(function*() {
+      const root = yield* tempProject({ "environments/workspace.ts": environmentFile, "agents/reports/agent.ts": agentFile })
+      const model = Scripted.make((request, index) => {
+        const message = request.messages.find((entry) => entry._tag === "user")
+        const first = message !== undefined && "content" in message && String(message.content).includes("first")
+        const turns = first
+          ? [call("write_file", { path: "/out/notes.txt", content: "one" }), call("write_file", { path: "/out/notes.txt", content: "two" })]
+          : [call("read_file", { path: "/out/notes.txt" }), call("undo", {}), call("read_file", { path: "/out/notes.txt" }), call("history", {})]
+        return turns[index] ?? { text: "done" }
+      })
+      const server = yield* startServer(root, { model })
+      expect((yield* waitForRun(server.url, yield* startRun(server.url, "first"))).status).toBe("completed")
+      const second = yield* startRun(server.url, "second")
+      expect((yield* waitForRun(server.url, second)).status).toBe("completed")
+      const results = yield* toolResults(server.url, second)
+      expect(results[0]).toContain("two")
+      expect(results[1]).toContain("undo")
+      expect(results[2]).toContain("one")
+      expect(results[2]).not.toContain("two")
+      expect(results[3]).toMatch(/v3 \(current\)\s+undo/)
+    }), { timeout: 60_000 })
+})
