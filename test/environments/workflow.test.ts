@@ -129,6 +129,34 @@ export default async function () { await writeRows("/inbox/reference/rates.csv",
       expect(results[5]).toContain("Rates are fixed.")
     }), { timeout: 60_000 })
 
+  it.scopedLive("refuses a script writing past the byte limit, and keeps nothing it wrote", () =>
+    Effect.gen(function*() {
+      const small = environmentFile.replace("modules: [spreadsheet]", "modules: [spreadsheet],\n  limits: { maxFileBytes: 1000 }")
+      const root = yield* tempProject({ "environments/workspace.ts": small, "agents/reports/agent.ts": agentFile })
+      const big = `import { writeFile } from "env:fs"
+export default async function () {
+  await writeFile("/tmp/small.txt", "fits")
+  await writeFile("/out/big.txt", "x".repeat(2000))
+}
+`
+      const model = Scripted.make([
+        call("write_file", { path: "/scripts/big.js", content: big }),
+        call("run_script", { path: "/scripts/big.js" }),
+        call("ls", { path: "/", recursive: true }),
+        { text: "done" }
+      ])
+      const server = yield* startServer(root, { model })
+      const runId = yield* startRun(server.url, "Write too much")
+      expect((yield* waitForRun(server.url, runId)).status).toBe("completed")
+      const results = yield* toolResults(server.url, runId)
+      expect(results[1]).toContain("maxFileBytes")
+      expect(results[1]).toContain("/out/big.txt")
+      expect(results[1]).toContain("no changes were kept")
+      expect(results[2]).toContain("/scripts/big.js")
+      expect(results[2]).not.toContain("/out/big.txt")
+      expect(results[2]).not.toContain("/tmp/small.txt")
+    }), { timeout: 60_000 })
+
   it.scopedLive("keeps the tree across runs of an instance, and undo restores the previous version", () =>
     Effect.gen(function*() {
       const root = yield* tempProject({ "environments/workspace.ts": environmentFile, "agents/reports/agent.ts": agentFile })

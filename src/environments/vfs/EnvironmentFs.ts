@@ -153,7 +153,7 @@ export const environmentFs = (vfs: Vfs, options: { readonly readOnly: ReadonlyAr
           limit: "maxFileBytes",
           bytes: bytes.byteLength,
           max: maxFileBytes,
-          message: `${path} would be ${formatBytes(bytes.byteLength)}, over this environment's limit of ${formatBytes(maxFileBytes)} per file: ` +
+          message: `${path} would be ${formatBytes(bytes.byteLength)}, over this environment's limit of ${formatBytes(maxFileBytes)} per file (maxFileBytes): ` +
             `nothing was changed. Write it in smaller parts, or keep only what you need (a summary, a filtered subset).`
         })
       }
@@ -169,7 +169,7 @@ export const environmentFs = (vfs: Vfs, options: { readonly readOnly: ReadonlyAr
       limit: "maxTotalBytes",
       bytes: total,
       max: maxTotalBytes,
-      message: `this change to ${path} would bring the environment to ${formatBytes(total)}, over its limit of ${formatBytes(maxTotalBytes)} in total: ` +
+      message: `this change to ${path} would bring the environment to ${formatBytes(total)}, over its limit of ${formatBytes(maxTotalBytes)} in total (maxTotalBytes): ` +
         `nothing was changed. Remove files you no longer need (for example under /tmp) first.`
     })
   }
