@@ -9,6 +9,7 @@ import type { CapabilityKind } from "../durable/records.js"
 import type { AnyTool } from "../definitions/defineTool.js"
 import type { McpMount } from "../mcp/McpMount.js"
 import type { ToolSpec } from "../models/Model.js"
+import type { EnvironmentRoute } from "../environments/verbs.js"
 import type { RouteTable } from "../router/RouteTable.js"
 
 /** A tool as an agent offers it to the model. */
@@ -21,8 +22,13 @@ export interface CompiledTool {
   readonly spec: ToolSpec
   /** For a subagent's tool: the agent it delegates to (the engine runs it as a child run). */
   readonly subagent?: string
-  /** For the tools every agent has for its own time: which one (the engine runs them). */
-  readonly builtin?: "schedule" | "schedules" | "sleep"
+  /**
+   * For the tools the engine runs itself: the timer tools an agent opts into, and an
+   * environment's `view_image` (whose answer carries an image, offered only to models that see).
+   */
+  readonly builtin?: "schedule" | "schedules" | "sleep" | "view_image"
+  /** For an environment's verbs: which environment, of which build. */
+  readonly environment?: EnvironmentRoute
 }
 
 /** An agent, its tools resolved by model-facing name. */

@@ -215,7 +215,7 @@ export const compile = Effect.fn("compiler.compile")(function*(table: RouteTable
     // Timer tools only for agents that opt in: a model offered them schedules work nobody asked for.
     const timers = new Set(timerToolsOf(route.definition))
     for (const timer of timerTools) {
-      if (timer.builtin !== undefined && timers.has(timer.builtin) && !tools.has(timer.name)) tools.set(timer.name, timer)
+      if (timer.builtin !== undefined && timer.builtin !== "view_image" && timers.has(timer.builtin) && !tools.has(timer.name)) tools.set(timer.name, timer)
     }
     const environment = route.definition.environment
     if (environment !== undefined) {

@@ -120,6 +120,8 @@ const executeRun = (app: CompiledApp, agent: CompiledAgent, run: RunRecord, step
     const config = app.table.config
     const resolvedModels = yield* resolveModels(agent)
     const models = Arr.map(resolvedModels, (m) => m.model)
+    // An environment's view_image answers with an image: offered only when every model of the fallback list sees.
+    const seesImages = models.every((model) => model.vision === true)
     const resolved = Arr.headNonEmpty(resolvedModels)
     yield* step.emit(run.status === "queued" ? "run.started" : "run.resumed", "run", {
       input: run.input,
@@ -178,7 +180,7 @@ const executeRun = (app: CompiledApp, agent: CompiledAgent, run: RunRecord, step
       const before = yield* budget.beforeTurn
       if (before !== undefined) return before
       // Listed every turn: an MCP server's tools change (`list_changed`) while a run goes on.
-      const specs = [...(yield* agentTools(agent, instance.installed)).values()].map((t) => t.spec)
+      const specs = [...(yield* agentTools(agent, instance.installed)).values()].flatMap((t) => t.builtin !== "view_image" || seesImages ? [t.spec] : [])
       turn++
       const result = yield* askModel({
         step,

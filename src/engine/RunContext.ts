@@ -78,7 +78,8 @@ export const hide = (owners: ToolOwners, toolName: string) => (value: unknown): 
 
 /** Records a call's result for the model and says in an event how it ended. */
 export const answer = (context: RunContext, call: ToolCall, outcome: ToolOutcome, durationMs: number) => {
-  context.record({ _tag: "tool", toolCallId: call.id, name: call.name, content: outcome.content })
+  const images = outcome._tag === "Succeeded" ? outcome.images : undefined
+  context.record({ _tag: "tool", toolCallId: call.id, name: call.name, content: outcome.content, ...(images === undefined ? {} : { images }) })
   const shown = hide(context, call.name)
   const span = `tool:${call.id}`
   return outcome._tag === "Succeeded"

@@ -8,11 +8,11 @@ import { Cause, Context, Duration, Effect, Either, Option, Schema } from "effect
 import type { CompiledTool } from "../compiler/CompiledApp.js"
 import type { ToolRunContext } from "../definitions/defineTool.js"
 import { formatIssues, readableIssues } from "../definitions/readableIssues.js"
-import type { ToolCall } from "../models/Model.js"
+import type { ImageContent, ToolCall } from "../models/Model.js"
 
 /** What a tool call came to. `content` is what the model is shown. */
 export type ToolOutcome =
-  | { readonly _tag: "Succeeded"; readonly input: unknown; readonly output: unknown; readonly content: string }
+  | { readonly _tag: "Succeeded"; readonly input: unknown; readonly output: unknown; readonly content: string; readonly images?: ReadonlyArray<ImageContent> }
   | { readonly _tag: "Failed"; readonly input: unknown; readonly error: string; readonly content: string }
 
 const failed = (input: unknown, error: string): ToolOutcome => ({ _tag: "Failed", input, error, content: `Error: ${error}` })

@@ -15,7 +15,7 @@ import type { ToolCall } from "../models/Model.js"
 import { runTimerTool } from "./agentTimers.js"
 import { approvalGate } from "./approvalGate.js"
 import { awaitChild, emitFrom, spawnFrom } from "./childRuns.js"
-import { decodeCall, failedOutcome, runTool } from "./executeTool.js"
+import { decodeCall, failedOutcome, runTool, type ToolOutcome } from "./executeTool.js"
 import { deniedByRule, matchingRule } from "./permissions.js"
 import { answer, hide, type RunContext } from "./RunContext.js"
 import { decodeContext } from "./RunInstance.js"
@@ -70,8 +70,19 @@ export const toolCallStep = (context: RunContext, call: ToolCall) =>
       yield* answer(context, call, failedOutcome(decoded.right.rawInput, deniedByRule(rule)), 0)
       return answered()
     }
-    const { builtin, subagent } = decoded.right.tool
-    if (builtin !== undefined) {
+    const { builtin, environment, subagent } = decoded.right.tool
+    if (builtin === "view_image" && environment !== undefined) {
+      const input = decoded.right.rawInput
+      const path = typeof input === "object" && input !== null && "path" in input && typeof input.path === "string" ? input.path : ""
+      const scope = { ...environment, context: { agent: run.agent, instanceId: run.instanceId, conversationId: run.conversationId } }
+      const shownImage = yield* Effect.either((yield* Environments).viewImage(scope, path))
+      yield* answer(context, call, Either.match(shownImage, {
+        onLeft: (error) => failedOutcome(input, `view_image failed: ${error.message}`),
+        onRight: ({ content, image }): ToolOutcome => ({ _tag: "Succeeded", input, output: content, content, images: [image] })
+      }), 0)
+      return answered(true, Either.isLeft(shownImage) ? shownImage.left.message : undefined)
+    }
+    if (builtin !== undefined && builtin !== "view_image") {
       const outcome = yield* runTimerTool(builtin, decoded.right.rawInput, run, config.timers)
       if (outcome._tag === "Succeeded") yield* step.emit("timer.armed", `tool:${call.id}`, { tool: call.name }, "run")
       yield* answer(context, call, outcome, 0)

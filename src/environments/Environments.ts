@@ -6,7 +6,8 @@
  * recorded step, and a verb that was recorded answers what it answered then instead of applying
  * itself twice.
  */
-import { Context, Data, Duration, Effect, Either, Equal, Hash, Layer, Option, RcMap } from "effect"
+import { Context, Data, Duration, Effect, Either, Encoding, Equal, Hash, Layer, Option, RcMap } from "effect"
+import type { ImageContent } from "../models/Model.js"
 import type { EnvironmentDefinition } from "../definitions/defineEnvironment.js"
 import type { ToolRunContext } from "../definitions/defineTool.js"
 import { type EnvironmentScope, EnvironmentStorage, type EnvironmentVersion, type VersionConflict, type VersionKind } from "../durable/EnvironmentStorage.js"
@@ -27,14 +28,19 @@ import { normalizePath } from "./vfs/paths.js"
 import type { Tree } from "./vfs/Tree.js"
 import { memoryVfs } from "./vfs/Vfs.js"
 
-/** Which environment a verb works in, and the tool call it is. */
-export interface VerbScope {
+/** Whose tree: the environment of a build, and the run's agent, instance and conversation. */
+export interface SessionScope {
   readonly environmentId: string
   readonly environment: EnvironmentDefinition
   /** The project folder: where a directory backend and pure modules' packages are found. */
   readonly root: string
   /** The build the call belongs to (a session is per build: its modules may differ). */
   readonly release: string
+  readonly context: Pick<ToolRunContext<unknown>, "agent" | "instanceId" | "conversationId">
+}
+
+/** Which environment a verb works in, and the tool call it is. */
+export interface VerbScope extends SessionScope {
   readonly context: Omit<ToolRunContext<unknown>, "idempotencyKey">
 }
 
@@ -57,6 +63,8 @@ export const scopeOf = (scope: {
 export class Environments extends Context.Tag("foundry/Environments")<Environments, {
   /** Runs a verb; the answer is what the model is shown. */
   readonly verb: <K extends VerbName>(scope: VerbScope, verb: K, input: VerbInput<K>) => Effect.Effect<string, VerbError>
+  /** `view_image`: the image at a path, for the model to see. */
+  readonly viewImage: (scope: SessionScope, path: string) => Effect.Effect<{ readonly content: string; readonly image: ImageContent }, VerbError>
   /** Sessions open now (each holds a tree in memory). */
   readonly openSessions: Effect.Effect<number>
 }>() {}
@@ -79,7 +87,7 @@ interface Session {
 /** A session's key: equal by scope and build; it carries what opening the session needs. */
 class SessionKey implements Equal.Equal {
   readonly id: string
-  constructor(readonly scope: VerbScope) {
+  constructor(readonly scope: SessionScope) {
     const { environment, key } = scopeOf(scope)
     this.id = `${scope.release}\u0000${environment}\u0000${key}`
   }
@@ -91,10 +99,14 @@ class SessionKey implements Equal.Equal {
   }
 }
 
+/** What `view_image` can show: the image types vision models take, up to their size limit. */
+const viewableImages: ReadonlySet<string> = new Set(["image/png", "image/jpeg", "image/gif", "image/webp"])
+const maxImageBytes = 4_000_000
+
 const generatedReadOnly = ["/std", "/README.md", "/skills/README.md", "/skills/imports.md"]
 
 /** The tree a scope has before its first version: the definition's files, or its folder's. */
-const initialTree = (scope: VerbScope) =>
+const initialTree = (scope: SessionScope) =>
   Either.match(seedTree(scope.environment, scope.root), {
     onLeft: (message) => Effect.fail(new EnvironmentUnavailable({ message })),
     onRight: Effect.succeed
@@ -245,7 +257,7 @@ const make = Effect.fnUntraced(function*(options: { readonly idleTimeToLive: Dur
     return `presented ${path} (${artifact.mediaType}, ${artifact.size} bytes) as artifact ${artifact.id}`
   })
 
-  const current = (session: Session, scope: VerbScope) => workingFs(session, scope.environment, session.state.tree)
+  const current = (session: Session, scope: SessionScope) => workingFs(session, scope.environment, session.state.tree)
   const scriptScope = (session: Session, scope: VerbScope, fs: EnvironmentFs) =>
     ({ pool: new SessionKey(scope).id, fs, modules: session.modules, limits: scope.environment.limits, context: scope.context })
 
@@ -293,7 +305,21 @@ const make = Effect.fnUntraced(function*(options: { readonly idleTimeToLive: Dur
       return yield* session.lock.withPermits(1)(run.pipe(Effect.catchTag("VersionConflict", () => again)))
     }))
 
-  return Environments.of({ verb, openSessions: Effect.map(RcMap.keys(sessions), (keys) => keys.length) })
+  const viewImage = (scope: SessionScope, path: string) =>
+    Effect.scoped(Effect.gen(function*() {
+      const session = yield* RcMap.get(sessions, new SessionKey(scope))
+      const bytes = yield* current(session, scope).readFile(path)
+      const mediaType = mediaTypeOf(path, bytes)
+      if (!viewableImages.has(mediaType)) {
+        return yield* new files.VerbRefused({ message: `${path} is ${mediaType}, not an image a model can see (PNG, JPEG, GIF or WebP); describe tells what it holds` })
+      }
+      if (bytes.length > maxImageBytes) {
+        return yield* new files.VerbRefused({ message: `${path} is ${bytes.length} bytes; images up to ${maxImageBytes} bytes can be shown: make a smaller copy in a script first` })
+      }
+      return { content: `showing ${path} (${mediaType}, ${bytes.length} bytes)`, image: { mediaType, data: Encoding.encodeBase64(bytes) } }
+    }))
+
+  return Environments.of({ verb, viewImage, openSessions: Effect.map(RcMap.keys(sessions), (keys) => keys.length) })
 })
 
 /** Whatever a verb can fail with; each message says what was wrong and what to do. */

@@ -165,5 +165,25 @@ export const environmentTools = (route: EnvironmentRoute): ReadonlyArray<Compile
     history: verbTool(route, "history", verbInputs.history),
     present: verbTool(route, "present", verbInputs.present)
   }
-  return verbNames.map((verb) => tools[verb])
+  return [...verbNames.map((verb) => tools[verb]), viewImageTool(route)]
+}
+
+/** What `view_image` takes. */
+export const ViewImageInput = Schema.Struct({ path })
+
+/**
+ * `view_image`: shows the model an image from the tree. Its answer carries the image itself, so the
+ * engine runs it (`builtin`), and offers it only when every model of the agent accepts images.
+ */
+const viewImageTool = (route: EnvironmentRoute): CompiledTool => {
+  const description = "Look at an image in your environment (PNG, JPEG, GIF or WebP)"
+  return {
+    id: `${route.environmentId}#view_image`,
+    name: "view_image",
+    file: undefined,
+    builtin: "view_image",
+    environment: route,
+    definition: defineTool({ description, input: ViewImageInput, output: Schema.String, run: () => Effect.dieMessage("view_image is run by the engine") }),
+    spec: { name: "view_image", description, parameters: object({ path: pathParameter }, ["path"]) }
+  }
 }

@@ -12,6 +12,10 @@ export const ToolCall = Schema.Struct({
 })
 export type ToolCall = typeof ToolCall.Type
 
+/** An image a tool handed the model (`view_image`): its media type and its bytes in base64. */
+export const ImageContent = Schema.Struct({ mediaType: Schema.String, data: Schema.String })
+export type ImageContent = typeof ImageContent.Type
+
 /**
  * One message of a conversation transcript. `summary` is a compaction: it stands for every
  * message stored before `keepFrom` (a message `seq`); the engine shows it to models as a user
@@ -20,7 +24,13 @@ export type ToolCall = typeof ToolCall.Type
 export const ChatMessage = Schema.Union(
   Schema.TaggedStruct("user", { content: Schema.String }),
   Schema.TaggedStruct("assistant", { content: Schema.String, toolCalls: Schema.Array(ToolCall) }),
-  Schema.TaggedStruct("tool", { toolCallId: Schema.String, name: Schema.String, content: Schema.String }),
+  Schema.TaggedStruct("tool", {
+    toolCallId: Schema.String,
+    name: Schema.String,
+    content: Schema.String,
+    /** Images the tool showed the model; only models that accept images are offered such tools. */
+    images: Schema.optional(Schema.Array(ImageContent))
+  }),
   Schema.TaggedStruct("summary", { content: Schema.String, keepFrom: Schema.Number })
 )
 export type ChatMessage = typeof ChatMessage.Type
@@ -60,6 +70,8 @@ export class ModelError extends Schema.TaggedError<ModelError>()("ModelError", {
 export interface LanguageModel {
   /** The name shown in events and in the inspector, e.g. `openai:gpt-4.1-mini` or `demo`. */
   readonly name: string
+  /** Whether it accepts images (then an environment's agent gets `view_image`). */
+  readonly vision?: boolean
   readonly stream: (request: ModelRequest) => Stream.Stream<ModelChunk, ModelError>
   /**
    * The whole turn at once, for a model that has all of it before the first chunk (an in-process

@@ -11,7 +11,8 @@ import {
   type ModelChunk,
   type ModelRequest,
   ToolCall,
-  type ToolSpec
+  type ToolSpec,
+  type ImageContent
 } from "./Model.js"
 
 /** How to reach an OpenAI (or OpenAI-compatible) Chat Completions endpoint. */
@@ -19,7 +20,12 @@ export interface OpenAiModelOptions {
   readonly model: string
   readonly apiKey: string
   readonly baseURL?: string | undefined
+  /** Whether the model accepts images; by default guessed from its name (gpt-4o, gpt-4.1, gpt-5, o-series). */
+  readonly vision?: boolean | undefined
 }
+
+/** OpenAI's models that take image input. */
+const visionModels = /^(gpt-4o|gpt-4\.1|gpt-4-turbo|gpt-5|o1|o3|o4)/
 
 /**
  * An OpenAI-backed `LanguageModel` named `openai:<model>`. The client never retries on its
@@ -53,7 +59,7 @@ export const make = (options: OpenAiModelOptions): LanguageModel => {
     )
   }
 
-  return { name, stream }
+  return { name, vision: options.vision ?? visionModels.test(options.model), stream }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -64,11 +70,43 @@ const toOpenAiMessages = (request: ModelRequest): Array<OpenAI.ChatCompletionMes
   const system: Array<OpenAI.ChatCompletionMessageParam> = request.system.length > 0
     ? [{ role: "system", content: request.system }]
     : []
-  return [...system, ...request.messages.map(toOpenAiMessage)]
+  return [...system, ...withImages(request.messages).map(toOpenAiMessage)]
 }
 
-const toOpenAiMessage = (message: ChatMessage): OpenAI.ChatCompletionMessageParam => {
+/** A user message carrying the images that tools showed the model. */
+type ImageMessage = { readonly _tag: "images"; readonly images: ReadonlyArray<{ readonly toolCallId: string; readonly image: ImageContent }> }
+
+/**
+ * Chat Completions takes images in user messages only, and a user message may not come between an
+ * assistant's tool calls and their results: the images of a run of tool results follow it, in one
+ * user message.
+ */
+const withImages = (messages: ReadonlyArray<ChatMessage>): ReadonlyArray<ChatMessage | ImageMessage> => {
+  const out: Array<ChatMessage | ImageMessage> = []
+  let pending: Array<{ readonly toolCallId: string; readonly image: ImageContent }> = []
+  const flush = () => {
+    if (pending.length > 0) out.push({ _tag: "images", images: pending })
+    pending = []
+  }
+  for (const message of messages) {
+    if (message._tag !== "tool") flush()
+    out.push(message)
+    if (message._tag === "tool") pending.push(...(message.images ?? []).map((image) => ({ toolCallId: message.toolCallId, image })))
+  }
+  flush()
+  return out
+}
+
+const toOpenAiMessage = (message: ChatMessage | ImageMessage): OpenAI.ChatCompletionMessageParam => {
   switch (message._tag) {
+    case "images":
+      return {
+        role: "user",
+        content: message.images.flatMap(({ image, toolCallId }): Array<OpenAI.ChatCompletionContentPart> => [
+          { type: "text", text: `The image shown by tool call ${toolCallId}:` },
+          { type: "image_url", image_url: { url: `data:${image.mediaType};base64,${image.data}` } }
+        ])
+      }
     case "user":
       return { role: "user", content: message.content }
     case "assistant":

@@ -46,8 +46,11 @@ type Planned =
     readonly chunkDelay: Duration.DurationInput | undefined
   }
 
-/** A scripted model named `scripted:<name>`. A run that outlives its script gets a permanent error. */
-export const make = (script: Script, name = "script"): LanguageModel => {
+/**
+ * A scripted model named `scripted:<name>`. A run that outlives its script gets a permanent error.
+ * `vision` says it accepts images (so agents with an environment are offered `view_image`).
+ */
+export const make = (script: Script, name = "script", options: { readonly vision?: boolean } = {}): LanguageModel => {
   const model = `scripted:${name}`
   // A script function is asked once per request, even when `complete` declines a paced turn and
   // the engine then streams it.
@@ -86,6 +89,7 @@ export const make = (script: Script, name = "script"): LanguageModel => {
   }
   return {
     name: model,
+    vision: options.vision === true,
     stream: (request) => {
       const turn = plan(request)
       if (turn._tag === "Fail") return Stream.fail(turn.error)

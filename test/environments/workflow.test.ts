@@ -157,6 +157,42 @@ export default async function () {
       expect(results[2]).not.toContain("/tmp/small.txt")
     }), { timeout: 60_000 })
 
+  it.scopedLive("view_image shows a vision model the image, and is not offered to a model that cannot see", () =>
+    Effect.gen(function*() {
+      const root = yield* tempProject({ "environments/workspace.ts": environmentFile, "agents/reports/agent.ts": agentFile })
+      // A 1x1 PNG, written by a script (seeded files are text).
+      const png = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
+      const writePng = `import { writeFile } from "env:fs"
+export default async function () {
+  await writeFile("/out/dot.png", new Uint8Array(${JSON.stringify([...Buffer.from(png, "base64")])}))
+}
+`
+      const offered: Array<ReadonlyArray<string>> = []
+      const seen: Array<unknown> = []
+      const script = (request: { readonly tools: ReadonlyArray<{ readonly name: string }>; readonly messages: ReadonlyArray<unknown> }, index: number) => {
+        offered.push(request.tools.map((tool) => tool.name))
+        seen.push(request.messages[request.messages.length - 1])
+        return [
+          call("write_file", { path: "/scripts/png.js", content: writePng }),
+          call("run_script", { path: "/scripts/png.js" }),
+          call("view_image", { path: "/out/dot.png" }),
+          { text: "a dot" }
+        ][index] ?? { text: "done" }
+      }
+      const server = yield* startServer(root, { model: Scripted.make(script, "eyes", { vision: true }) })
+      const runId = yield* startRun(server.url, "Look at it")
+      expect((yield* waitForRun(server.url, runId)).status).toBe("completed")
+      expect(offered[0]).toContain("view_image")
+      expect(seen[3]).toMatchObject({ _tag: "tool", name: "view_image", images: [{ mediaType: "image/png", data: png }] })
+
+      const blind: Array<ReadonlyArray<string>> = []
+      const other = yield* tempProject({ "environments/workspace.ts": environmentFile, "agents/reports/agent.ts": agentFile })
+      const second = yield* startServer(other, { model: Scripted.make((request) => (blind.push(request.tools.map((tool) => tool.name)), { text: "ok" })) })
+      expect((yield* waitForRun(second.url, yield* startRun(second.url, "hi"))).status).toBe("completed")
+      expect(blind[0]).toContain("run_script")
+      expect(blind[0]).not.toContain("view_image")
+    }), { timeout: 60_000 })
+
   it.scopedLive("keeps the tree across runs of an instance, and undo restores the previous version", () =>
     Effect.gen(function*() {
       const root = yield* tempProject({ "environments/workspace.ts": environmentFile, "agents/reports/agent.ts": agentFile })

@@ -752,6 +752,35 @@ describe("OpenAI adapter against the strict fake", () => {
       expect(server.rejected).toEqual([])
     }))
 
+  it.scoped("sends the images tools showed in one user message after the tool results, which the server accepts", () =>
+    Effect.gen(function*() {
+      const server = yield* StrictOpenAi.strictOpenAi({ replies: [StrictOpenAi.text("A red square.")] })
+      const look = ToolCall.make({ id: "call_look", name: "view_image", arguments: "{\"path\":\"/out/a.png\"}" })
+      const weather = ToolCall.make({ id: "call_weather", name: "get_weather", arguments: "{\"city\":\"Paris\"}" })
+      const chunks = yield* collect(modelFor(server).stream({
+        ...request,
+        tools: [...request.tools, { name: "view_image", description: "Look at an image", parameters: { type: "object", properties: { path: { type: "string" } }, required: ["path"] } }],
+        messages: [
+          ...request.messages,
+          { _tag: "assistant", content: "", toolCalls: [look, weather] },
+          { _tag: "tool", toolCallId: "call_look", name: "view_image", content: "showing /out/a.png", images: [{ mediaType: "image/png", data: "iVBORw0KGgo=" }] },
+          { _tag: "tool", toolCallId: "call_weather", name: "get_weather", content: "sunny" }
+        ]
+      }))
+      expect(chunks.flatMap((c) => c._tag === "TextDelta" ? [c.text] : []).join("")).toBe("A red square.")
+      expect(server.rejected).toEqual([])
+      const body = server.requests[0]
+      const messages = typeof body === "object" && body !== null && "messages" in body && Array.isArray(body.messages) ? body.messages : []
+      expect(messages.map((m: { role: string }) => m.role)).toEqual(["system", "user", "assistant", "tool", "tool", "user"])
+      expect(messages[5]).toEqual({
+        role: "user",
+        content: [
+          { type: "text", text: "The image shown by tool call call_look:" },
+          { type: "image_url", image_url: { url: "data:image/png;base64,iVBORw0KGgo=" } }
+        ]
+      })
+    }))
+
   it.scoped("surfaces the server's 400 as a permanent ModelError carrying its message", () =>
     Effect.gen(function*() {
       const server = yield* StrictOpenAi.strictOpenAi({ replies: [StrictOpenAi.text("never sent")] })
