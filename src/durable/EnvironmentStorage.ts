@@ -67,6 +67,8 @@ export const Artifact = Schema.Struct({
   agent: Schema.String,
   instanceId: Schema.String,
   conversationId: Schema.String,
+  /** The `present` call that made it (`<runId>:<toolCallId>`), so a replayed call finds it. */
+  toolCallId: Schema.NullOr(Schema.String),
   /** Where it was in the environment, e.g. `/out/report.xlsx`. */
   path: Schema.String,
   caption: Schema.NullOr(Schema.String),
@@ -79,7 +81,7 @@ export const Artifact = Schema.Struct({
 export type Artifact = typeof Artifact.Type
 
 /** An artifact to add: the storage names it, hashes it and stamps it. */
-export type NewArtifact = Omit<Artifact, "id" | "createdAt" | "hash" | "size">
+export type NewArtifact = Omit<Artifact, "id" | "createdAt" | "hash" | "size" | "toolCallId"> & { readonly toolCallId?: string | null }
 
 /** The scope moved on since the change was made on `expected`: it is at `actual` now. */
 export class VersionConflict extends Data.TaggedError("VersionConflict")<{
@@ -93,6 +95,8 @@ export class VersionConflict extends Data.TaggedError("VersionConflict")<{
 export class EnvironmentStorage extends Context.Tag("foundry/EnvironmentStorage")<EnvironmentStorage, {
   /** The scope's latest version and its tree. */
   readonly head: (scope: EnvironmentScope) => Effect.Effect<Option.Option<StoredTree>, StoreError>
+  /** The latest version's number (0 for none), without its tree: one cheap read. */
+  readonly headVersion: (scope: EnvironmentScope) => Effect.Effect<number, StoreError>
   readonly at: (scope: EnvironmentScope, version: number) => Effect.Effect<Option.Option<StoredTree>, StoreError>
   /** Stores the tree as the scope's next version, with the blobs it needs, in one write unit. */
   readonly append: (version: NewVersion) => Effect.Effect<EnvironmentVersion, StoreError | VersionConflict>
@@ -126,7 +130,7 @@ const chunks = <A>(items: ReadonlyArray<A>): ReadonlyArray<ReadonlyArray<A>> =>
 const marks = (count: number, group = "?") => Array.from({ length: count }, () => group).join(", ")
 
 const versionColumns = "version, kind, label, run_id, tool_call_id, created_at, files, bytes"
-const artifactColumns = "id, run_id, agent, instance_id, conversation_id, path, caption, media_type, size, hash, created_at"
+const artifactColumns = "id, run_id, agent, instance_id, conversation_id, tool_call_id, path, caption, media_type, size, hash, created_at"
 const VersionRow = Schema.Struct({ ...EnvironmentVersion.fields, manifest: Schema.String, outcome: Schema.NullOr(Schema.String) })
 const decodeVersions = Schema.decodeUnknown(Schema.Array(VersionRow))
 const decodeHistory = Schema.decodeUnknown(Schema.Array(EnvironmentVersion))
@@ -232,6 +236,7 @@ export const SqlEnvironmentStorage = Layer.effect(
     })
 
     return EnvironmentStorage.of({
+      headVersion: headNumber,
       head: (scope) =>
         load("environment = ? AND scope_key = ? ORDER BY version DESC LIMIT 1", [scope.environment, scope.key]).pipe(failAs("environmentHead")),
       at: (scope, version) =>
@@ -261,11 +266,11 @@ export const SqlEnvironmentStorage = Layer.effect(
         }, decodeScopes).pipe(failAs("environmentScopes")),
       addArtifact: (artifact, bytes) =>
         Effect.gen(function*() {
-          const stored: Artifact = { ...artifact, id: newId("art"), size: bytes.byteLength, hash: hashOf(bytes), createdAt: yield* Clock.currentTimeMillis }
+          const stored: Artifact = { ...artifact, toolCallId: artifact.toolCallId ?? null, id: newId("art"), size: bytes.byteLength, hash: hashOf(bytes), createdAt: yield* Clock.currentTimeMillis }
           yield* database.write({
             statements: [insertBlobs([[stored.hash, bytes]]), {
-              sql: `INSERT INTO foundry_artifacts (${artifactColumns}) VALUES (${marks(11)})`,
-              params: [stored.id, stored.runId, stored.agent, stored.instanceId, stored.conversationId, stored.path, stored.caption, stored.mediaType, stored.size, stored.hash, stored.createdAt]
+              sql: `INSERT INTO foundry_artifacts (${artifactColumns}) VALUES (${marks(12)})`,
+              params: [stored.id, stored.runId, stored.agent, stored.instanceId, stored.conversationId, stored.toolCallId, stored.path, stored.caption, stored.mediaType, stored.size, stored.hash, stored.createdAt]
             }]
           })
           return stored

@@ -291,6 +291,7 @@ const environments = Effect.gen(function*() {
     agent TEXT NOT NULL,
     instance_id TEXT NOT NULL,
     conversation_id TEXT NOT NULL,
+    tool_call_id TEXT,
     path TEXT NOT NULL,
     caption TEXT,
     media_type TEXT NOT NULL,

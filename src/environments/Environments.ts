@@ -125,7 +125,7 @@ const openSession = (storage: EnvironmentStorage["Type"]) => Effect.fnUntraced(f
   const session: Session = {
     scope,
     modules,
-    docs: generatedDocs(modules.docs, environment.limits),
+    docs: generatedDocs(modules.docs, environment.limits, { description: environment.description, readOnly: [...generatedReadOnly, ...environment.readOnlyPaths] }),
     readOnly: [...generatedReadOnly, ...environment.readOnlyPaths],
     lock: yield* Effect.makeSemaphore(1),
     state
@@ -208,11 +208,6 @@ const make = Effect.fnUntraced(function*(options: { readonly idleTimeToLive: Dur
 
   /** undo, redo, or restoring a chosen version: the tree of `target` as the next version. */
   const restore = Effect.fnUntraced(function*(session: Session, scope: VerbScope, kind: "undo" | "redo" | "change", target: number, label: string) {
-    const recorded = yield* storage.recorded(session.scope, callKey(scope.context))
-    if (Option.isSome(recorded)) {
-      yield* refresh(session, scope)
-      return recorded.value.outcome ?? "done"
-    }
     const tree = target === 0 ? yield* initialTree(scope) : yield* storage.at(session.scope, target).pipe(
       Effect.flatMap(Option.match({
         onNone: () => new files.VerbRefused({ message: `there is no version ${target}; history lists them` }),
@@ -223,8 +218,14 @@ const make = Effect.fnUntraced(function*(options: { readonly idleTimeToLive: Dur
   })
 
   const undoOrRedo = Effect.fnUntraced(function*(session: Session, scope: VerbScope, verb: "undo" | "redo", version: number | undefined) {
+    // A replayed call answers what it answered then: the log has moved on since.
+    const recorded = yield* storage.recorded(session.scope, callKey(scope.context))
+    if (Option.isSome(recorded)) {
+      if (recorded.value.version.version > session.state.head) yield* refresh(session, scope)
+      return recorded.value.outcome ?? "done"
+    }
     if (version !== undefined) return yield* restore(session, scope, "change", version, `restore version ${version}`)
-    const log = yield* storage.history(session.scope, { limit: 10_000 })
+    const log = yield* storage.history(session.scope, { limit: Number.MAX_SAFE_INTEGER })
     const state = undoState([...log].reverse())
     const target = verb === "undo" ? undoTarget(state) : redoTarget(state)
     if (target === undefined) {
@@ -236,7 +237,9 @@ const make = Effect.fnUntraced(function*(options: { readonly idleTimeToLive: Dur
   const present = Effect.fnUntraced(function*(session: Session, scope: VerbScope, input: VerbInput<"present">) {
     const path = yield* normalizePath(input.path)
     if (!path.startsWith("/out/")) {
-      return yield* new files.VerbRefused({ message: `present hands over files from /out only: cp ${path} /out/<name> first, then present that` })
+      return yield* new files.VerbRefused({
+        message: path === "/out" ? "present hands over one file: give its path, e.g. /out/report.xlsx" : `present hands over files from /out only: cp ${path} /out/<name> first, then present that`
+      })
     }
     const caption = input.caption.trim()
     if (caption === "") {
@@ -244,12 +247,14 @@ const make = Effect.fnUntraced(function*(options: { readonly idleTimeToLive: Dur
     }
     const bytes = yield* workingFs(session, scope.environment, session.state.tree).readFile(path)
     const { context } = scope
-    const existing = (yield* storage.artifacts(context.runId)).find((artifact) => artifact.path === path && artifact.caption === caption)
+    // A replayed call finds the artifact it made; presenting the same file again makes a new one.
+    const existing = (yield* storage.artifacts(context.runId)).find((artifact) => artifact.toolCallId === callKey(context))
     const artifact = existing ?? (yield* storage.addArtifact({
       runId: context.runId,
       agent: context.agent,
       instanceId: context.instanceId,
       conversationId: context.conversationId,
+      toolCallId: callKey(context),
       path,
       caption,
       mediaType: mediaTypeOf(path, bytes)
@@ -267,7 +272,7 @@ const make = Effect.fnUntraced(function*(options: { readonly idleTimeToLive: Dur
     grep: (session, scope, input) => files.search(current(session, scope), input),
     describe: (session, scope, input) => files.describe(current(session, scope), input.path),
     history: (session, _scope, input) =>
-      Effect.map(storage.history(session.scope, { limit: input.limit ?? 20 }), (log) =>
+      Effect.map(storage.history(session.scope, { limit: Math.max(1, input.limit ?? 20) }), (log) =>
         log.length === 0
           ? "no versions yet: the files are as the environment starts them"
           : log.map((entry) => describeVersion(entry, session.state.head)).join("\n")),
@@ -298,11 +303,16 @@ const make = Effect.fnUntraced(function*(options: { readonly idleTimeToLive: Dur
       const session = yield* RcMap.get(sessions, new SessionKey(scope))
       const handler: VerbHandler<K> = handlers[name]
       const run = Effect.suspend(() => handler(session, scope, input))
-      // Another process wrote to the scope since this session read it: read the head again, and apply the verb to it.
-      const again = Effect.zipRight(refresh(session, scope), run).pipe(
-        Effect.catchTag("VersionConflict", () => new files.VerbRefused({ message: "another process changed these files at the same moment; look at them again (ls, history) and retry" }))
-      )
-      return yield* session.lock.withPermits(1)(run.pipe(Effect.catchTag("VersionConflict", () => again)))
+      // Another process (or a session of another build) may have written since this session read the tree.
+      const upToDate = Effect.flatMap(storage.headVersion(session.scope), (latest) => latest === session.state.head ? Effect.void : refresh(session, scope))
+      // A write raced by another process: read the head again and apply the verb to it; a script is
+      // not run twice behind the model's back (its tools may have effects), the model is told instead.
+      const again = name === "run_script"
+        ? Effect.zipRight(refresh(session, scope), new files.VerbRefused({ message: "another process changed these files while the script ran, so nothing it did was kept: look at them again (ls, history) and run it again" }))
+        : Effect.zipRight(refresh(session, scope), run).pipe(
+          Effect.catchTag("VersionConflict", () => new files.VerbRefused({ message: "another process changed these files at the same moment; look at them again (ls, history) and retry" }))
+        )
+      return yield* session.lock.withPermits(1)(Effect.zipRight(upToDate, run).pipe(Effect.catchTag("VersionConflict", () => again)))
     }))
 
   const viewImage = (scope: SessionScope, path: string) =>

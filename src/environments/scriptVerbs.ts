@@ -9,7 +9,7 @@ import type { EnvironmentLimits } from "../definitions/defineEnvironment.js"
 import type { AdapterFunctions } from "../definitions/environmentModules.js"
 import type { ToolRunContext } from "../definitions/defineTool.js"
 import { decodeCall, runTool } from "../engine/executeTool.js"
-import { isTestFile, VerbRefused } from "./fileVerbs.js"
+import { isScript, isTestFile, VerbRefused } from "./fileVerbs.js"
 import { adapterFs, nestedToolContext, type ResolvedModules } from "./scriptModules.js"
 import { type ScriptHost, type ScriptResult, ScriptRunner } from "./script/ScriptRunner.js"
 import { validateScript } from "./script/validateScript.js"
@@ -46,7 +46,7 @@ const hostFor = (scope: ScriptScope, runtime: Runtime.Runtime<never>, services: 
       if (adapter !== undefined) {
         const functions = adapters.get(module) ?? adapter.create(adapterFs(scope.fs), adapterContext)
         adapters.set(module, functions)
-        const call = functions[fn]
+        const call = Object.hasOwn(functions, fn) ? functions[fn] : undefined
         if (call === undefined) throw new Error(`env:${module} has no function ${fn}`)
         return await call(...args)
       }
@@ -64,6 +64,13 @@ const hostFor = (scope: ScriptScope, runtime: Runtime.Runtime<never>, services: 
       return outcome.output
     }
   }
+}
+
+/** The last `limit` UTF-8 bytes of text, without splitting a character: where a failure's reason usually is. */
+const lastBytes = (text: string, limit: number): string => {
+  const encoded = new TextEncoder().encode(text)
+  if (encoded.length <= limit) return text
+  return `[${encoded.length - limit} earlier bytes of output not shown]\n${new TextDecoder().decode(encoded.slice(encoded.length - limit)).replace(/^\uFFFD+/, "")}`
 }
 
 /** Text cut to `limit` UTF-8 bytes without splitting a character. */
@@ -88,22 +95,26 @@ const seconds = (ms: number): string => `${ms / 1000} s`
 const answerOf = (scope: ScriptScope, path: string, result: ScriptResult): Either.Either<string, ScriptFailed> => {
   switch (result._tag) {
     case "Completed": {
-      const value = result.value === undefined ? "nothing" : JSON.stringify(result.value, null, 1)
+      const value = (result.value === undefined ? undefined : JSON.stringify(result.value, null, 1)) ?? "nothing"
+      const shownValue = cutBytes(value, scope.limits.maxOutputBytes)
+      const cut = shownValue.length < value.length ? `\n[the value is cut at ${scope.limits.maxOutputBytes} bytes (maxOutputBytes): write it to a file and read or grep that instead]` : ""
       const output = result.output === "" ? "" : `\noutput:\n${shownOutput(scope, result.output, result.outputBytes)}`
-      return Either.right(`${path} returned ${cutBytes(value ?? "nothing", scope.limits.maxOutputBytes)}${output}`)
+      return Either.right(`${path} returned ${shownValue}${cut}${output}`)
     }
     case "Tests": {
       const failed = result.results.filter((test) => !test.ok)
       const lines = result.results.map((test) => test.ok ? `ok ${test.name}` : `FAILED ${test.name}: ${test.error ?? "failed"}`)
-      return Either.right(`${result.results.length - failed.length} passed, ${failed.length} failed\n${lines.join("\n")}`)
+      const output = result.output === "" ? "" : `\noutput:\n${lastBytes(result.output, scope.limits.maxOutputBytes)}`
+      return Either.right(`${result.results.length - failed.length} passed, ${failed.length} failed\n${lines.join("\n")}${output}`)
     }
     case "Failed":
       return Either.left(new ScriptFailed({
-        message: `${path} failed: ${result.error}${result.output === "" ? "" : `\noutput:\n${cutBytes(result.output, scope.limits.maxOutputBytes)}`}\n(no changes were kept)`
+        message: `${path} failed: ${result.error}${result.output === "" ? "" : `\noutput:\n${lastBytes(result.output, scope.limits.maxOutputBytes)}`}\n(no changes were kept)`
       }))
     case "TimedOut":
       return Either.left(new ScriptFailed({
-        message: `${path} ran longer than ${seconds(scope.limits.scriptTimeoutMs)} (scriptTimeoutMs) and was stopped; no changes were kept. Process less per run (a slice of the rows, then the next), or look for a loop that never ends.`
+        message: `${path} ran longer than ${seconds(scope.limits.scriptTimeoutMs)} (scriptTimeoutMs) and was stopped; no changes were kept. Process less per run (a slice of the rows, then the next), or look for a loop that never ends.` +
+          (result.output === "" ? "" : `\noutput until then:\n${lastBytes(result.output, scope.limits.maxOutputBytes)}`)
       }))
   }
 }
@@ -137,6 +148,7 @@ const runOne = Effect.fnUntraced(function*(scope: ScriptScope, path: string, arg
 export const runScript = Effect.fn("environments.runScript")(function*(scope: ScriptScope, input: { readonly path: string; readonly args?: unknown }) {
   const path = yield* normalizePath(input.path)
   if (isTestFile(path)) return yield* new VerbRefused({ message: `${path} is a test file: run it with run_tests({ path: "${path}" })` })
+  if (!isScript(path)) return yield* new VerbRefused({ message: `${path} is not a script: run_script runs .js and .ts files that export default async function (args)` })
   return yield* answerOf(scope, path, yield* runOne(scope, path, input.args, "run"))
 })
 

@@ -1,0 +1,136 @@
+/**
+ * The environments service over a real SQLite store: replayed calls answer what they answered
+ * (undo, redo, present), undo/redo follow the log through mixed sequences, and a session sees what
+ * another process wrote before its next verb.
+ */
+import { mkdtempSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { NodeContext } from "@effect/platform-node"
+import { describe, expect, it } from "@effect/vitest"
+import { Effect, Either, Layer } from "effect"
+import { defineEnvironment } from "../../src/definitions/defineEnvironment.js"
+import { EnvironmentStorage, SqlEnvironmentStorage } from "../../src/durable/EnvironmentStorage.js"
+import * as SqliteDatabase from "../../src/durable/SqliteDatabase.js"
+import { Environments, layer as environmentsLayer, type VerbScope } from "../../src/environments/Environments.js"
+import { ScriptRunnerLive } from "../../src/environments/script/ScriptRunner.js"
+import type { VerbInput, VerbName } from "../../src/environments/verbs.js"
+
+const environment = defineEnvironment({ files: { "/inbox/a.txt": "hello" } })
+
+const scopeFor = (runId: string, toolCallId: string): VerbScope => ({
+  environmentId: "workspace",
+  environment,
+  root: tmpdir(),
+  release: "r1",
+  context: {
+    runId,
+    toolCallId,
+    conversationId: "c1",
+    instanceId: "acme",
+    agent: "clerk",
+    instance: { id: "acme", context: {} },
+    config: undefined,
+    spawn: () => Effect.dieMessage("not in this test"),
+    emit: () => Effect.dieMessage("not in this test")
+  }
+})
+
+/** A store file for one test, removed afterwards. */
+const storeFile = Effect.acquireRelease(
+  Effect.sync(() => join(mkdtempSync(join(tmpdir(), "foundry-env-")), "foundry.db")),
+  (file) => Effect.sync(() => rmSync(join(file, ".."), { recursive: true, force: true }))
+)
+
+/** The service as a process would have it, over the store file. */
+const processOn = (file: string) =>
+  Layer.build(
+    environmentsLayer().pipe(
+      Layer.provideMerge(SqlEnvironmentStorage),
+      Layer.provide(ScriptRunnerLive()),
+      Layer.provide(SqliteDatabase.layer(file)),
+      Layer.provide(NodeContext.layer)
+    )
+  )
+
+/** A verb's answer, or its failure's message. */
+const verb = <K extends VerbName>(runId: string, toolCallId: string, name: K, input: VerbInput<K>) =>
+  Effect.flatMap(Environments, (environments) => environments.verb(scopeFor(runId, toolCallId), name, input)).pipe(
+    Effect.either,
+    Effect.map((result) => Either.isLeft(result) ? `ERR ${result.left.message}` : result.right)
+  )
+
+describe("environments", () => {
+  it.scopedLive("a replayed undo or redo answers what it answered, and changes nothing again", () =>
+    Effect.gen(function*() {
+      const file = yield* storeFile
+      const first = yield* processOn(file)
+      yield* Effect.provide(verb("r1", "c1", "write_file", { path: "/out/x.txt", content: "one" }), first)
+      yield* Effect.provide(verb("r1", "c2", "write_file", { path: "/out/x.txt", content: "two" }), first)
+      const undone = yield* Effect.provide(verb("r1", "c3", "undo", {}), first)
+      const redone = yield* Effect.provide(verb("r1", "c4", "redo", {}), first)
+      // A restart: a new session, the same calls again (their answers were not journaled).
+      const second = yield* processOn(file)
+      expect(yield* Effect.provide(verb("r1", "c3", "undo", {}), second)).toBe(undone)
+      expect(yield* Effect.provide(verb("r1", "c4", "redo", {}), second)).toBe(redone)
+      expect(yield* Effect.provide(verb("r1", "c5", "read_file", { path: "/out/x.txt" }), second)).toContain("two")
+      const history = yield* Effect.provide(verb("r1", "c6", "history", {}), second)
+      expect(history.split("\n")).toHaveLength(4)
+    }))
+
+  it.scopedLive("undo and redo follow the log through mixed sequences", () =>
+    Effect.gen(function*() {
+      const layer = yield* processOn(yield* storeFile)
+      const read = (id: string) => Effect.provide(verb("r", id, "read_file", { path: "/out/x.txt" }), layer)
+      const run = <K extends VerbName>(id: string, name: K, input: VerbInput<K>) => Effect.provide(verb("r", id, name, input), layer)
+      yield* run("1", "write_file", { path: "/out/x.txt", content: "a" })
+      yield* run("2", "write_file", { path: "/out/x.txt", content: "b" })
+      yield* run("3", "write_file", { path: "/out/x.txt", content: "c" })
+      yield* run("4", "undo", {})
+      yield* run("5", "undo", {})
+      expect(yield* read("r5")).toContain("a")
+      yield* run("6", "redo", {})
+      expect(yield* read("r6")).toContain("b")
+      yield* run("7", "checkpoint", { label: "at b" })
+      yield* run("8", "write_file", { path: "/out/x.txt", content: "d" })
+      expect(yield* run("9", "redo", {})).toContain("nothing to redo")
+      yield* run("10", "undo", {})
+      expect(yield* read("r10")).toContain("b")
+      yield* run("11", "undo", {})
+      expect(yield* read("r11")).toContain("a")
+      yield* run("12", "undo", { version: 3 })
+      expect(yield* read("r12")).toContain("c")
+      yield* run("13", "undo", {})
+      expect(yield* read("r13")).toContain("a")
+    }))
+
+  it.scopedLive("a replayed present returns its own artifact; presenting a changed file again makes a new one", () =>
+    Effect.gen(function*() {
+      const layer = yield* processOn(yield* storeFile)
+      const run = <K extends VerbName>(id: string, name: K, input: VerbInput<K>) => Effect.provide(verb("r", id, name, input), layer)
+      yield* run("1", "write_file", { path: "/out/report.md", content: "first draft" })
+      const presented = yield* run("2", "present", { path: "/out/report.md", caption: "The report" })
+      expect(yield* run("2", "present", { path: "/out/report.md", caption: "The report" })).toBe(presented)
+      yield* run("3", "write_file", { path: "/out/report.md", content: "the second, longer draft" })
+      const again = yield* run("4", "present", { path: "/out/report.md", caption: "The report" })
+      expect(again).not.toBe(presented)
+      const artifacts = yield* Effect.provide(Effect.flatMap(EnvironmentStorage, (storage) => storage.artifacts("r")), layer)
+      expect(artifacts.map((artifact) => artifact.size)).toEqual([11, 24])
+      expect(yield* run("5", "present", { path: "/out/report.md", caption: "  " })).toContain("caption is required")
+      expect(yield* run("6", "present", { path: "/inbox/a.txt", caption: "x" })).toContain("from /out only")
+    }))
+
+  it.scopedLive("a session reads what another process wrote since, before its next verb", () =>
+    Effect.gen(function*() {
+      const file = yield* storeFile
+      const a = yield* processOn(file)
+      const b = yield* processOn(file)
+      yield* Effect.provide(verb("ra", "1", "write_file", { path: "/n.txt", content: "from A" }), a)
+      expect(yield* Effect.provide(verb("rb", "1", "read_file", { path: "/n.txt" }), b)).toContain("from A")
+      yield* Effect.provide(verb("rb", "2", "write_file", { path: "/n.txt", content: "from B" }), b)
+      expect(yield* Effect.provide(verb("ra", "2", "read_file", { path: "/n.txt" }), a)).toContain("from B")
+      yield* Effect.provide(verb("ra", "3", "write_file", { path: "/m.txt", content: "A again" }), a)
+      expect(yield* Effect.provide(verb("rb", "3", "read_file", { path: "/n.txt" }), b)).toContain("from B")
+      expect(yield* Effect.provide(verb("rb", "4", "read_file", { path: "/m.txt" }), b)).toContain("A again")
+    }))
+})
