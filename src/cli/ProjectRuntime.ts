@@ -147,10 +147,11 @@ export const runtimeLayer = (app: CompiledApp, options: RuntimeOptions = {}) =>
     Layer.provideMerge(dispatchLayer(app, options)),
     Layer.provideMerge(Releases.layer(options.releases)),
     Layer.provideMerge(RunJournal.layer),
-    Layer.provideMerge(McpClients.layer(options.mcp)),
     Layer.provideMerge(Instances.layer),
     Layer.provideMerge(Environments.layer({ idleTimeToLive: options.environments?.sessionIdle }).pipe(
-      Layer.provideMerge(ScriptRunner.ScriptRunnerLive({ idleMs: options.environments?.workerIdleMs }))
+      Layer.provideMerge(ScriptRunner.ScriptRunnerLive({ idleMs: options.environments?.workerIdleMs })),
+      // Scripts reach the agent's MCP servers through the same connections its runs use.
+      Layer.provideMerge(McpClients.layer(options.mcp))
     )),
     Layer.provideMerge(SecretBox.layer(app.table.root, { shared: options.storeFile === undefined && !("sqlite" in app.table.config.store) })),
     // Events carry the release of the run they belong to, else of the build serving when they happen.

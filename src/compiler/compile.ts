@@ -217,6 +217,15 @@ export const compile = Effect.fn("compiler.compile")(function*(table: RouteTable
     for (const timer of timerTools) {
       if (timer.builtin !== undefined && timer.builtin !== "view_image" && timers.has(timer.builtin) && !tools.has(timer.name)) tools.set(timer.name, timer)
     }
+    const configFile = table.configFile ?? "foundry.config.ts"
+    const mcp = mountsOf(route.definition.mcp, route.file, table.config.mcp, configFile, table.root)
+    for (const name of mcp.unknown) {
+      errors.push(new RouteError({
+        file: route.file,
+        problem: `mcp.${name} is true, but ${configFile} declares no MCP server named "${name}"`,
+        fix: `declare it in ${configFile} (mcp: { ${name}: { command: "..." } }), or here instead of true`
+      }))
+    }
     const environment = route.definition.environment
     if (environment !== undefined) {
       const environmentId = table.idOf(environment)
@@ -227,7 +236,7 @@ export const compile = Effect.fn("compiler.compile")(function*(table: RouteTable
           fix: "define it in environments/<name>.ts and import it from there"
         }))
       }
-      for (const verb of environmentId === undefined ? [] : environmentTools({ environmentId, environment, root: table.root, release })) {
+      for (const verb of environmentId === undefined ? [] : environmentTools({ environmentId, environment, root: table.root, release, mounts: mcp.mounts })) {
         if (tools.has(verb.name)) {
           errors.push(new RouteError({
             file: route.file,
@@ -236,15 +245,6 @@ export const compile = Effect.fn("compiler.compile")(function*(table: RouteTable
           }))
         } else tools.set(verb.name, verb)
       }
-    }
-    const configFile = table.configFile ?? "foundry.config.ts"
-    const mcp = mountsOf(route.definition.mcp, route.file, table.config.mcp, configFile, table.root)
-    for (const name of mcp.unknown) {
-      errors.push(new RouteError({
-        file: route.file,
-        problem: `mcp.${name} is true, but ${configFile} declares no MCP server named "${name}"`,
-        fix: `declare it in ${configFile} (mcp: { ${name}: { command: "..." } }), or here instead of true`
-      }))
     }
     agents.set(route.id, { id: route.id, file: route.file, definition: route.definition, tools, mcp: mcp.mounts })
   }

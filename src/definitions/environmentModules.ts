@@ -30,12 +30,18 @@ export interface PureModule {
   readonly readme: string | undefined
 }
 
-/** Foundry tools, callable from scripts as `await name(input)`, by the names they are listed under. */
+/**
+ * Tools callable from scripts as `await name(input)`: Foundry tools by the names they are listed
+ * under, and, with `mcp`, every tool of one of the agent's MCP servers (by its own name, with
+ * characters an identifier cannot hold as `_`).
+ */
 export interface ToolsModule {
   readonly _tag: "ToolsModule"
   readonly name: string
   readonly description: string
   readonly tools: Readonly<Record<string, AnyTool>>
+  /** The name of an MCP server the agent mounts (its own, or the config's it names). */
+  readonly mcp: string | undefined
 }
 
 /** Where an adapter's functions are running: the run and its instance. */
@@ -104,14 +110,18 @@ export const definePureModule = (definition: {
  */
 export const defineTools = (definition: {
   readonly name: string
-  readonly tools: Readonly<Record<string, AnyTool>>
+  readonly tools?: Readonly<Record<string, AnyTool>>
+  /** Also every tool of this MCP server of the agent: `defineTools({ name: "desk", mcp: "helpdesk" })`. */
+  readonly mcp?: string
   readonly description?: string
 }): ToolsModule =>
   Object.freeze({
     _tag: "ToolsModule",
     name: definition.name,
-    description: definition.description ?? "tools of this project, as async functions",
-    tools: Object.freeze({ ...definition.tools })
+    description: definition.description ??
+      (definition.mcp === undefined ? "tools of this project, as async functions" : `the tools of the MCP server ${definition.mcp}, as async functions`),
+    tools: Object.freeze({ ...definition.tools }),
+    mcp: definition.mcp
   })
 
 /** Host-side capabilities for scripts: `import { ... } from "env:<name>"`. */

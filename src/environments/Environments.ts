@@ -7,6 +7,8 @@
  * itself twice.
  */
 import { Context, Data, Duration, Effect, Either, Encoding, Equal, Hash, Layer, Option, RcMap } from "effect"
+import { McpClients } from "../mcp/McpClients.js"
+import type { McpMount } from "../mcp/McpMount.js"
 import type { ImageContent } from "../models/Model.js"
 import type { EnvironmentDefinition } from "../definitions/defineEnvironment.js"
 import type { ToolRunContext } from "../definitions/defineTool.js"
@@ -36,6 +38,8 @@ export interface SessionScope {
   readonly root: string
   /** The build the call belongs to (a session is per build: its modules may differ). */
   readonly release: string
+  /** The agent's MCP servers, which a tools module may expose to scripts. */
+  readonly mounts: ReadonlyArray<McpMount>
   readonly context: Pick<ToolRunContext<unknown>, "agent" | "instanceId" | "conversationId">
 }
 
@@ -115,7 +119,7 @@ const initialTree = (scope: SessionScope) =>
 const openSession = (storage: EnvironmentStorage["Type"]) => Effect.fnUntraced(function*(key: SessionKey) {
   const { environment, root } = key.scope
   const scope = scopeOf(key.scope)
-  const modules = yield* resolveModules(environment, root).pipe(
+  const modules = yield* resolveModules(environment, root, key.scope.mounts).pipe(
     Effect.mapError((error) => new EnvironmentUnavailable({ message: `environment ${key.scope.environmentId}: ${error.message}` }))
   )
   const head = yield* storage.head(scope)
@@ -154,6 +158,10 @@ const describeVersion = (version: EnvironmentVersion, current: number): string =
 const make = Effect.fnUntraced(function*(options: { readonly idleTimeToLive: Duration.DurationInput }) {
   const storage = yield* EnvironmentStorage
   const runner = yield* ScriptRunner
+  const clients = yield* McpClients
+  /** What scripts run with: the worker pool, and the MCP servers a tools module exposes. */
+  const scriptServices = <A, E>(effect: Effect.Effect<A, E, ScriptRunner | McpClients>) =>
+    effect.pipe(Effect.provideService(ScriptRunner, runner), Effect.provideService(McpClients, clients))
   const sessions = yield* RcMap.make({ lookup: openSession(storage), idleTimeToLive: options.idleTimeToLive })
 
   /** Brings a session up to the store's head (another process, or a replayed call, wrote since). */
@@ -190,7 +198,7 @@ const make = Effect.fnUntraced(function*(options: { readonly idleTimeToLive: Dur
    * a working copy that becomes the next version when something changed. A concurrent writer (another
    * process on the same scope) is met by re-reading the head and applying the verb again.
    */
-  const mutate = (session: Session, scope: VerbScope, label: string, apply: (fs: EnvironmentFs) => Effect.Effect<string, VerbError | VersionConflict, ScriptRunner> | Either.Either<string, VerbError>) =>
+  const mutate = (session: Session, scope: VerbScope, label: string, apply: (fs: EnvironmentFs) => Effect.Effect<string, VerbError | VersionConflict, ScriptRunner | McpClients> | Either.Either<string, VerbError>) =>
     Effect.gen(function*() {
       const recorded = yield* storage.recorded(session.scope, callKey(scope.context))
       if (Option.isSome(recorded)) {
@@ -200,7 +208,7 @@ const make = Effect.fnUntraced(function*(options: { readonly idleTimeToLive: Dur
       const attempt = Effect.gen(function*() {
         const fs = workingFs(session, scope.environment, session.state.tree)
         const applied = apply(fs)
-        const answer = yield* (Either.isEither(applied) ? applied : applied.pipe(Effect.provideService(ScriptRunner, runner)))
+        const answer = yield* (Either.isEither(applied) ? applied : scriptServices(applied))
         return fs.changed() ? yield* commit(session, scope, "change", label, storedTree(session, fs), answer) : answer
       })
       return yield* attempt
@@ -285,7 +293,7 @@ const make = Effect.fnUntraced(function*(options: { readonly idleTimeToLive: Dur
     cp: (session, scope, input) => mutate(session, scope, `cp ${input.from} ${input.to}`, (fs) => files.copy(fs, input.from, input.to)),
     run_script: (session, scope, input) => mutate(session, scope, `run_script ${input.path}`, (fs) => runScript(scriptScope(session, scope, fs), input)),
     // Tests check scripts; what they write is not kept.
-    run_tests: (session, scope, input) => runTests(scriptScope(session, scope, current(session, scope)), input).pipe(Effect.provideService(ScriptRunner, runner)),
+    run_tests: (session, scope, input) => scriptServices(runTests(scriptScope(session, scope, current(session, scope)), input)),
     checkpoint: (session, scope, input) =>
       Effect.gen(function*() {
         const label = input.label.trim() || "checkpoint"
@@ -353,5 +361,5 @@ const checkedWrite = (session: Session, fs: EnvironmentFs, written: files.VerbAn
   })
 
 /** The service: sessions dropped after `idleTimeToLive` without a verb (default a minute). */
-export const layer = (options?: { readonly idleTimeToLive?: Duration.DurationInput | undefined }): Layer.Layer<Environments, never, EnvironmentStorage | ScriptRunner> =>
+export const layer = (options?: { readonly idleTimeToLive?: Duration.DurationInput | undefined }): Layer.Layer<Environments, never, EnvironmentStorage | ScriptRunner | McpClients> =>
   Layer.scoped(Environments, make({ idleTimeToLive: options?.idleTimeToLive ?? Duration.minutes(1) }))

@@ -6,9 +6,11 @@
 import { createRequire } from "node:module"
 import { existsSync, readFileSync } from "node:fs"
 import { dirname, join } from "node:path"
-import { Effect, Either, JSONSchema } from "effect"
+import { Data, Effect, Either, JSONSchema } from "effect"
+import { McpClients } from "../mcp/McpClients.js"
+import type { McpMount } from "../mcp/McpMount.js"
 import type { EnvironmentDefinition } from "../definitions/defineEnvironment.js"
-import type { AdapterContext, AdapterFs, AdapterModule, EnvironmentModule, PureModule, ToolsModule } from "../definitions/environmentModules.js"
+import type { AdapterContext, AdapterFs, AdapterModule, PureModule, ToolsModule } from "../definitions/environmentModules.js"
 import type { AnyTool, ToolRunContext } from "../definitions/defineTool.js"
 import { packageLayout } from "../packageLayout.js"
 import { bundlePureModule } from "./script/pureModule.js"
@@ -26,8 +28,16 @@ export interface ResolvedModules {
   readonly docs: ReadonlyArray<ModuleDoc>
   readonly forWorker: ScriptRun["modules"]
   readonly adapters: ReadonlyMap<string, AdapterModule>
-  readonly tools: ReadonlyMap<string, ReadonlyMap<string, AnyTool>>
+  readonly tools: ReadonlyMap<string, ReadonlyMap<string, HostTool>>
 }
+
+/** A function of a tools module: a Foundry tool, or a tool of one of the agent's MCP servers. */
+export type HostTool =
+  | { readonly _tag: "Foundry"; readonly tool: AnyTool }
+  | { readonly _tag: "Mcp"; readonly mount: McpMount; readonly tool: string }
+
+/** The tools module could not be resolved (its MCP server is not the agent's, or cannot be reached). */
+export class ToolsModuleUnavailable extends Data.TaggedError("ToolsModuleUnavailable")<{ readonly message: string }> {}
 
 /** What `env:test` offers test files (the worker implements it). */
 const testDoc: ModuleDoc = {
@@ -63,14 +73,37 @@ const typeOf = (schema: unknown): string => {
   return "unknown"
 }
 
-const toolsDoc = (module: ToolsModule): ModuleDoc => ({
-  name: module.name,
-  kind: "tools",
-  description: module.description,
-  exports: Object.keys(module.tools),
-  types: Object.entries(module.tools).map(([name, tool]) =>
+/** An MCP tool's name as a script imports it. */
+const identifierOf = (name: string): string => {
+  const cleaned = name.replace(/[^A-Za-z0-9_$]/g, "_")
+  return /^[A-Za-z_$]/.test(cleaned) ? cleaned : `_${cleaned}`
+}
+
+/** A tools module's functions and their declarations; an MCP server's tools are listed from it. */
+const toolsOf = Effect.fnUntraced(function*(module: ToolsModule, mounts: ReadonlyArray<McpMount>) {
+  const functions = new Map<string, HostTool>(Object.entries(module.tools).map(([name, tool]) => [name, { _tag: "Foundry", tool }]))
+  const types = Object.entries(module.tools).map(([name, tool]) =>
     `/** ${tool.description} */\nexport function ${name}(input: ${typeOf(JSONSchema.make(tool.input))}): Promise<${typeOf(JSONSchema.make(tool.output))}>\n`
-  ).join("\n")
+  )
+  if (module.mcp !== undefined) {
+    const mount = mounts.find((candidate) => candidate.name === module.mcp)
+    if (mount === undefined) {
+      return yield* new ToolsModuleUnavailable({
+        message: `env:${module.name} uses the MCP server "${module.mcp}", which the agent does not mount: add mcp: { ${module.mcp}: true } (or its declaration) to the agent`
+      })
+    }
+    const listed = yield* Effect.flatMap(McpClients, (clients) => clients.tools(mount)).pipe(
+      Effect.mapError((error) => new ToolsModuleUnavailable({ message: `env:${module.name}: ${error.message}` }))
+    )
+    for (const tool of listed) {
+      const name = identifierOf(tool.name)
+      if (functions.has(name)) continue
+      functions.set(name, { _tag: "Mcp", mount, tool: tool.name })
+      types.push(`/** ${tool.description ?? tool.name} (MCP server ${mount.name}); answers the tool's text */\nexport function ${name}(input: ${typeOf(tool.inputSchema)}): Promise<string>\n`)
+    }
+  }
+  const doc: ModuleDoc = { name: module.name, kind: "tools", description: module.description, exports: [...functions.keys()], types: types.join("\n") }
+  return { doc, functions }
 })
 
 /** The package's own declarations, when it ships one file of them. */
@@ -130,26 +163,26 @@ const adapterDoc = (module: AdapterModule): ModuleDoc => ({
   ...(module.readme === undefined ? {} : { readme: module.readme })
 })
 
-const docOf = (module: EnvironmentModule, resolveFrom: ReadonlyArray<string>): ModuleDoc => {
-  switch (module._tag) {
-    case "PureModule":
-      return pureDoc(module, resolveFrom)
-    case "ToolsModule":
-      return toolsDoc(module)
-    case "AdapterModule":
-      return adapterDoc(module)
-  }
-}
-
 /** Resolves an environment's modules; pure modules are bundled (and cached) here. */
-export const resolveModules = Effect.fn("environments.resolveModules")(function*(environment: EnvironmentDefinition, projectRoot: string) {
+export const resolveModules = Effect.fn("environments.resolveModules")(function*(
+  environment: EnvironmentDefinition,
+  projectRoot: string,
+  mounts: ReadonlyArray<McpMount>
+) {
   const resolveFrom = [projectRoot, packageLayout.root]
   const docs: Array<ModuleDoc> = [fsModuleDoc, testDoc]
   const forWorker: Array<ScriptRun["modules"][number]> = [{ name: "fs", exports: fsExports, kind: "host" }]
   const adapters = new Map<string, AdapterModule>()
-  const tools = new Map<string, ReadonlyMap<string, AnyTool>>()
+  const tools = new Map<string, ReadonlyMap<string, HostTool>>()
   for (const module of environment.modules) {
-    const doc = docOf(module, resolveFrom)
+    if (module._tag === "ToolsModule") {
+      const { doc, functions } = yield* toolsOf(module, mounts)
+      docs.push(doc)
+      forWorker.push({ name: module.name, exports: doc.exports, kind: "host" })
+      tools.set(module.name, functions)
+      continue
+    }
+    const doc = module._tag === "PureModule" ? pureDoc(module, resolveFrom) : adapterDoc(module)
     docs.push(doc)
     if (module._tag === "PureModule") {
       const source = yield* bundlePureModule({ name: module.name, from: module.from, pick: module.pick, resolveFrom: projectRoot }).pipe(
@@ -158,8 +191,7 @@ export const resolveModules = Effect.fn("environments.resolveModules")(function*
       forWorker.push({ name: module.name, exports: module.pick, kind: "pure", source })
     } else {
       forWorker.push({ name: module.name, exports: doc.exports, kind: "host" })
-      if (module._tag === "AdapterModule") adapters.set(module.name, module)
-      else tools.set(module.name, new Map(Object.entries(module.tools)))
+      adapters.set(module.name, module)
     }
   }
   const resolved: ResolvedModules = {

@@ -9,6 +9,7 @@ import type { EnvironmentLimits } from "../definitions/defineEnvironment.js"
 import type { AdapterFunctions } from "../definitions/environmentModules.js"
 import type { ToolRunContext } from "../definitions/defineTool.js"
 import { decodeCall, runTool } from "../engine/executeTool.js"
+import { McpClients } from "../mcp/McpClients.js"
 import { isScript, isTestFile, VerbRefused } from "./fileVerbs.js"
 import { adapterFs, nestedToolContext, type ResolvedModules } from "./scriptModules.js"
 import { type ScriptHost, type ScriptResult, ScriptRunner } from "./script/ScriptRunner.js"
@@ -30,7 +31,7 @@ export interface ScriptScope {
 }
 
 /** Answers a script's calls to host modules. */
-const hostFor = (scope: ScriptScope, runtime: Runtime.Runtime<never>, services: Context.Context<unknown>): ScriptHost => {
+const hostFor = (scope: ScriptScope, runtime: Runtime.Runtime<never>, services: Context.Context<unknown>, mcp: McpClients["Type"]): ScriptHost => {
   const adapters = new Map<string, AdapterFunctions>()
   let toolCalls = 0
   const { context } = scope
@@ -53,12 +54,20 @@ const hostFor = (scope: ScriptScope, runtime: Runtime.Runtime<never>, services: 
       const tool = scope.modules.tools.get(module)?.get(fn)
       if (tool === undefined) throw new Error(`env:${module} has no function ${fn}`)
       toolCalls += 1
-      const callId = `${context.toolCallId}/${toolCalls}`
+      const index = toolCalls
+      if (tool._tag === "Mcp") {
+        const input = args[0] ?? {}
+        if (typeof input !== "object" || input === null || Array.isArray(input)) throw new Error(`${fn} takes one object of arguments`)
+        const answered = await Runtime.runPromise(runtime)(Effect.either(mcp.call(tool.mount, tool.tool, Object.fromEntries(Object.entries(input)))))
+        if (Either.isLeft(answered)) throw new Error(answered.left.message)
+        return answered.right
+      }
+      const callId = `${context.toolCallId}/${index}`
       const outcome = await Runtime.runPromise(runtime)(Effect.gen(function*() {
-        const compiled = { id: `${module}/${fn}`, name: fn, file: undefined, definition: tool, spec: { name: fn, description: tool.description, parameters: {} } }
+        const compiled = { id: `${module}/${fn}`, name: fn, file: undefined, definition: tool.tool, spec: { name: fn, description: tool.tool.description, parameters: {} } }
         const decoded = yield* decodeCall(compiled, { id: callId, name: fn, arguments: JSON.stringify(args[0] ?? {}) }, [fn])
         if (Either.isLeft(decoded)) return decoded.left
-        return yield* runTool(decoded.right, nestedToolContext(context, toolCalls), services, { timeout: scope.limits.scriptTimeoutMs, outputLimit: Number.MAX_SAFE_INTEGER })
+        return yield* runTool(decoded.right, nestedToolContext(context, index), services, { timeout: scope.limits.scriptTimeoutMs, outputLimit: Number.MAX_SAFE_INTEGER })
       }))
       if (outcome._tag === "Failed") throw new Error(outcome.error)
       return outcome.output
@@ -141,7 +150,7 @@ const runOne = Effect.fnUntraced(function*(scope: ScriptScope, path: string, arg
     modules: scope.modules.forWorker,
     timeoutMs: scope.limits.scriptTimeoutMs,
     maxOutputBytes: scope.limits.maxOutputBytes
-  }, hostFor(scope, runtime, services))
+  }, hostFor(scope, runtime, services, yield* McpClients))
 })
 
 /** `run_script`: answers the script's return value and output. */

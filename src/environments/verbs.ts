@@ -7,6 +7,7 @@ import { Effect, Schema } from "effect"
 import type { CompiledTool } from "../compiler/CompiledApp.js"
 import type { EnvironmentDefinition } from "../definitions/defineEnvironment.js"
 import { defineTool } from "../definitions/defineTool.js"
+import type { McpMount } from "../mcp/McpMount.js"
 import { Environments } from "./Environments.js"
 
 const path = Schema.String.annotations({ description: "an absolute path in the environment, e.g. /inbox/data.csv" })
@@ -91,6 +92,8 @@ export interface EnvironmentRoute {
   readonly environment: EnvironmentDefinition
   readonly root: string
   readonly release: string
+  /** The agent's MCP servers, which a tools module may expose to scripts. */
+  readonly mounts: ReadonlyArray<McpMount>
 }
 
 const verbTool = <K extends VerbName, A extends VerbInput<K>, I>(route: EnvironmentRoute, verb: K, input: Schema.Schema<A, I>): CompiledTool => {

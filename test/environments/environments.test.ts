@@ -14,6 +14,7 @@ import { EnvironmentStorage, SqlEnvironmentStorage } from "../../src/durable/Env
 import * as SqliteDatabase from "../../src/durable/SqliteDatabase.js"
 import { Environments, layer as environmentsLayer, type VerbScope } from "../../src/environments/Environments.js"
 import { ScriptRunnerLive } from "../../src/environments/script/ScriptRunner.js"
+import * as McpClients from "../../src/mcp/McpClients.js"
 import type { VerbInput, VerbName } from "../../src/environments/verbs.js"
 
 const environment = defineEnvironment({ files: { "/inbox/a.txt": "hello" } })
@@ -23,6 +24,7 @@ const scopeFor = (runId: string, toolCallId: string): VerbScope => ({
   environment,
   root: tmpdir(),
   release: "r1",
+  mounts: [],
   context: {
     runId,
     toolCallId,
@@ -48,6 +50,7 @@ const processOn = (file: string) =>
     environmentsLayer().pipe(
       Layer.provideMerge(SqlEnvironmentStorage),
       Layer.provide(ScriptRunnerLive()),
+      Layer.provide(McpClients.layer()),
       Layer.provide(SqliteDatabase.layer(file)),
       Layer.provide(NodeContext.layer)
     )

@@ -1,0 +1,95 @@
+/**
+ * Tools from scripts: a Foundry tool listed in `defineTools` and every tool of one of the agent's
+ * MCP servers (the stdio fixture server, a real MCP SDK server in a child process), called from a
+ * script as async functions, with their declarations generated under /std.
+ */
+import { mkdtempSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { fileURLToPath } from "node:url"
+import { describe, expect, it } from "@effect/vitest"
+import { Effect } from "effect"
+import * as Scripted from "../../src/models/scripted.js"
+import { http, startServer, waitForRun } from "../support/server.js"
+import { tempProject } from "../support/tempProject.js"
+
+const repoRoot = fileURLToPath(new URL("../..", import.meta.url))
+const stdioFixture = fileURLToPath(new URL("../mcp/fixtures/stdioServer.ts", import.meta.url))
+
+const files = (log: string) => ({
+  "tools/shout.tool.ts": `import { Effect, Schema } from "effect"
+import { defineTool } from "foundry"
+
+export default defineTool({
+  description: "Shout the text",
+  input: Schema.Struct({ text: Schema.String }),
+  output: Schema.Struct({ shouted: Schema.String }),
+  run: ({ text }) => Effect.succeed({ shouted: text.toUpperCase() + "!" })
+})
+`,
+  "environments/workspace.ts": `import { defineEnvironment, defineTools } from "foundry"
+import shout from "../tools/shout.tool.js"
+
+export default defineEnvironment({
+  modules: [defineTools({ name: "mine", tools: { shout } }), defineTools({ name: "files", mcp: "files" })]
+})
+`,
+  "agents/worker/agent.ts": `import { defineAgent } from "foundry"
+import workspace from "../../environments/workspace.js"
+
+export default defineAgent({
+  description: "Scripts against tools",
+  model: "demo",
+  environment: workspace,
+  mcp: {
+    files: {
+      command: ${JSON.stringify(process.execPath)},
+      args: ["--import", "tsx", ${JSON.stringify(stdioFixture)}],
+      cwd: ${JSON.stringify(repoRoot)},
+      env: { FIXTURE_LOG: ${JSON.stringify(log)} }
+    }
+  }
+})
+`
+})
+
+const script = `import { shout } from "env:mine"
+import { echo } from "env:files"
+
+export default async function () {
+  const loud = await shout({ text: "hello" })
+  const echoed = await echo({ text: "from a script" })
+  let refused = ""
+  try { await shout({ text: 42 }) } catch (error) { refused = String(error.message) }
+  return { loud: loud.shouted, echoed, refused }
+}
+`
+
+const call = (name: string, args: unknown) => ({ toolCalls: [{ name, arguments: args }] })
+
+describe("tools from scripts", () => {
+  it.scopedLive("a script calls a Foundry tool and an MCP server's tool as async functions", () =>
+    Effect.gen(function*() {
+      const log = join(mkdtempSync(join(tmpdir(), "foundry-mcp-log-")), "fixture.log")
+      const root = yield* tempProject(files(log))
+      const model = Scripted.make([
+        call("read_file", { path: "/std/files/index.d.ts" }),
+        call("write_file", { path: "/scripts/tools.js", content: script }),
+        call("run_script", { path: "/scripts/tools.js" }),
+        { text: "done" }
+      ])
+      const server = yield* startServer(root, { model })
+      const started = yield* http(`${server.url}/api/runs`, { body: { agent: "worker", message: "go" } })
+      const runId = (started.json as { runId: string }).runId
+      expect((yield* waitForRun(server.url, runId)).status).toBe("completed")
+      const events = (yield* http(`${server.url}/api/runs/${runId}/events`)).json as ReadonlyArray<{ type: string; data: { output?: unknown; error?: unknown } }>
+      const results = events
+        .filter((event) => event.type === "tool.call.completed" || event.type === "tool.call.failed")
+        .map((event) => String(event.data.output ?? event.data.error))
+      expect(results[0]).toContain("export function echo(input: { \"text\": string }): Promise<string>")
+      expect(results[0]).toContain("export function dotted_name(")
+      expect(results[2]).toContain("\"loud\": \"HELLO!\"")
+      expect(results[2]).toContain("from a script")
+      expect(results[2]).toMatch(/invalid arguments for shout[\s\S]*text/)
+    }), { timeout: 60_000 })
+})
