@@ -9,32 +9,16 @@ import { Clock, Context, Data, Effect, Layer, Option, type ParseResult, Schema }
 import type { Tree } from "../environments/vfs/Tree.js"
 import { camelCaseKeys, Database, type Row, type SqlValue, type Statement } from "./Database.js"
 import { newId } from "./ids.js"
+import { Artifact, EnvironmentVersion, type VersionKind } from "./environmentRecords.js"
 import { failAs, StoreError } from "./StoreError.js"
+
+export { Artifact, EnvironmentVersion, VersionKind } from "./environmentRecords.js"
 
 /** Whose tree: an environment of an instance (`instance:<agent>/<id>`) or of a conversation (`conversation:<id>`). */
 export interface EnvironmentScope {
   readonly environment: string
   readonly key: string
 }
-
-/** Why a version was made. */
-export const VersionKind = Schema.Literal("seed", "change", "checkpoint", "undo", "redo")
-export type VersionKind = typeof VersionKind.Type
-
-/** One stored state of a scope's tree, without its files. */
-export const EnvironmentVersion = Schema.Struct({
-  /** 1, 2, 3 ... per scope. */
-  version: Schema.Number,
-  kind: VersionKind,
-  /** What made it, e.g. `write_file /inbox/a.csv` or `undo of 5`. */
-  label: Schema.String,
-  runId: Schema.NullOr(Schema.String),
-  toolCallId: Schema.NullOr(Schema.String),
-  createdAt: Schema.Number,
-  files: Schema.Number,
-  bytes: Schema.Number
-})
-export type EnvironmentVersion = typeof EnvironmentVersion.Type
 
 /** A version to append: the whole tree after the change. */
 export interface NewVersion {
@@ -60,25 +44,6 @@ export interface StoredTree {
 export const StoredScope = Schema.Struct({ environment: Schema.String, key: Schema.String, head: Schema.Number, updatedAt: Schema.Number })
 export type StoredScope = typeof StoredScope.Type
 
-/** A file a run presented, its bytes kept with the environments' blobs. */
-export const Artifact = Schema.Struct({
-  id: Schema.String,
-  runId: Schema.String,
-  agent: Schema.String,
-  instanceId: Schema.String,
-  conversationId: Schema.String,
-  /** The `present` call that made it (`<runId>:<toolCallId>`), so a replayed call finds it. */
-  toolCallId: Schema.NullOr(Schema.String),
-  /** Where it was in the environment, e.g. `/out/report.xlsx`. */
-  path: Schema.String,
-  caption: Schema.NullOr(Schema.String),
-  mediaType: Schema.String,
-  size: Schema.Number,
-  /** sha256 of the bytes, hex. */
-  hash: Schema.String,
-  createdAt: Schema.Number
-})
-export type Artifact = typeof Artifact.Type
 
 /** An artifact to add: the storage names it, hashes it and stamps it. */
 export type NewArtifact = Omit<Artifact, "id" | "createdAt" | "hash" | "size" | "toolCallId"> & { readonly toolCallId?: string | null }

@@ -4,7 +4,7 @@ import { join } from "node:path"
 import { randomUUID } from "node:crypto"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { freePort, startCli } from "../support/cli.js"
+import { serveProject } from "../support/cli.js"
 import { durableProject, plan, slowMarkerOf } from "../support/durableProject.js"
 import { http, waitForRun } from "../support/server.js"
 import { tempProject } from "../support/tempProject.js"
@@ -29,13 +29,6 @@ const waitForEvents = (url: string, runId: string, check: (events: ReadonlyArray
     return yield* Effect.die(new Error(`run ${runId} never reached the expected point: ${JSON.stringify((yield* eventsOf(url, runId)).map((e) => e.type))}`))
   })
 
-const serve = (root: string) =>
-  Effect.gen(function*() {
-    const port = yield* freePort
-    const server = yield* startCli(["start", root, "--port", String(port)])
-    yield* server.waitFor(/listening on/)
-    return { server, url: `http://127.0.0.1:${port}` }
-  })
 
 const submit = (url: string, message: string) =>
   Effect.map(http(`${url}/api/runs`, { body: { agent: "worker", message } }), (r) => r.json as { runId: string })
@@ -46,7 +39,7 @@ describe("crash recovery", () => {
       const log = join(tmpdir(), `foundry-crash-${randomUUID()}.log`)
       const root = yield* tempProject(durableProject(log, "", { plannedModelInFile: true }))
       writeFileSync(slowMarkerOf(log), "")
-      const first = yield* serve(root)
+      const first = yield* serveProject(root)
 
       // 1. killed during a model turn
       const inTurn = yield* submit(first.url, plan({ delay: 60_000, calls: [{ name: "record", arguments: { line: "turn" } }] }))
@@ -86,7 +79,7 @@ describe("crash recovery", () => {
       // The second process's model answers at once: recovery, not the delays, is under test.
       rmSync(slowMarkerOf(log))
       const restarted = Date.now()
-      const second = yield* serve(root)
+      const second = yield* serveProject(root)
       const approvals = yield* http(`${second.url}/api/approvals?status=pending`)
       const approval = (approvals.json as Array<{ id: string; runId: string }>).find((a) => a.runId === suspended.runId)
       expect(approval).toBeDefined()
@@ -122,7 +115,7 @@ describe("takeover after a crash", () => {
       // Leases that would outlive the test: only a takeover lets the run finish in time.
       const root = yield* tempProject(durableProject(log, `{ leaseTtl: "10 minutes" }`, { plannedModelInFile: true }))
       writeFileSync(slowMarkerOf(log), "")
-      const first = yield* serve(root)
+      const first = yield* serveProject(root)
       const held = yield* submit(first.url, plan({ delay: 60_000, calls: [{ name: "record", arguments: { line: "held" } }] }))
       yield* waitForEvents(first.url, held.runId, (e) => e.some((x) => x.type === "model.turn.started"))
       first.server.child.kill("SIGKILL")
@@ -130,7 +123,7 @@ describe("takeover after a crash", () => {
         first.server.child.once("exit", () => resume(Effect.void))
       })
       rmSync(slowMarkerOf(log))
-      const second = yield* serve(root)
+      const second = yield* serveProject(root)
       const done = yield* waitForRun(second.url, held.runId)
       expect(done.status).toBe("completed")
       expect(lines(log).filter((l) => l.endsWith(" held"))).toHaveLength(1)

@@ -10,7 +10,7 @@ import { join } from "node:path"
 import { randomUUID } from "node:crypto"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { freePort, startCli } from "../support/cli.js"
+import { serveProject } from "../support/cli.js"
 import { http, waitForRun } from "../support/server.js"
 import { tempProject } from "../support/tempProject.js"
 
@@ -22,13 +22,6 @@ interface EventBody {
 const eventsOf = (url: string, runId: string) =>
   Effect.map(http(`${url}/api/runs/${runId}/events`), (r) => r.json as ReadonlyArray<EventBody>)
 
-const serve = (root: string) =>
-  Effect.gen(function*() {
-    const port = yield* freePort
-    const server = yield* startCli(["start", root, "--port", String(port)])
-    yield* server.waitFor(/listening on/)
-    return { server, url: `http://127.0.0.1:${port}` }
-  })
 
 const project = (marker: string, paused: string) => ({
   "environments/workspace.ts": `import { defineEnvironment, defineTools } from "foundry"
@@ -95,7 +88,7 @@ describe("an environment across a crash", () => {
       const paused = `${marker}.paused`
       writeFileSync(marker, "")
       const root = yield* tempProject(project(marker, paused))
-      const first = yield* serve(root)
+      const first = yield* serveProject(root)
       const started = yield* http(`${first.url}/api/runs`, { body: { agent: "writer", message: "go" } })
       const runId = (started.json as { runId: string }).runId
 
@@ -108,7 +101,7 @@ describe("an environment across a crash", () => {
       })
       rmSync(marker)
 
-      const second = yield* serve(root)
+      const second = yield* serveProject(root)
       const run = yield* waitForRun(second.url, runId)
       expect(run.status).toBe("completed")
       const results = (yield* eventsOf(second.url, runId))

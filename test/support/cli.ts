@@ -82,3 +82,12 @@ export const startCli = (
         child.kill("SIGTERM")
       })
   )
+
+/** `foundry start <root>` on a free loopback port, once it listens: the process and its base URL. */
+export const serveProject = (root: string) =>
+  Effect.gen(function*() {
+    const port = yield* freePort
+    const server = yield* startCli(["start", root, "--port", String(port)])
+    yield* server.waitFor(/listening on/)
+    return { server, url: `http://127.0.0.1:${port}` }
+  })

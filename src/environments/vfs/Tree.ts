@@ -33,6 +33,7 @@ export const hasDirectory = (paths: Iterable<string>, dir: string): boolean => {
 /**
  * The entries under `dir` given every file's path and size: the direct children, or with
  * `recursive` every file and directory below, sorted by path. Empty when `dir` holds nothing.
+ * When `dir` is a file, its own entry alone, as `ls` of a file shows the file.
  */
 export const listEntries = (
   files: Iterable<readonly [string, number]>,
@@ -46,7 +47,9 @@ export const listEntries = (
     else entry.size += size
   }
   const start = dir === "/" ? 1 : dir.length + 1
+  let itself: number | undefined
   for (const [path, size] of files) {
+    if (path === dir) itself = size
     if (path === dir || !isWithin(path, dir)) continue
     let from = start
     for (let slash = path.indexOf("/", from); slash > 0; slash = path.indexOf("/", from)) {
@@ -56,5 +59,6 @@ export const listEntries = (
     }
     if (recursive || path.indexOf("/", start) < 0) addTo(path, "file", size)
   }
+  if (itself !== undefined) return [{ path: dir, kind: "file", size: itself }]
   return [...entries].map(([path, { kind, size }]) => ({ path, kind, size })).sort((a, b) => a.path < b.path ? -1 : a.path > b.path ? 1 : 0)
 }

@@ -15,7 +15,7 @@ export interface Vfs {
   readonly read: (path: string) => Uint8Array | undefined
   /** A file or an implied directory. */
   readonly exists: (path: string) => boolean
-  /** The entries under `dir`, sorted by path; empty when `dir` is no directory. */
+  /** The entries under `dir`, sorted by path; the file's own entry when `dir` is a file; empty when nothing is there. */
   readonly list: (dir: string, options?: { readonly recursive?: boolean }) => ReadonlyArray<VfsEntry>
   /** The whole current tree (directory backend: host files with the overlay applied). */
   readonly files: () => Tree
@@ -41,8 +41,7 @@ const sizes = (tree: Tree): Iterable<readonly [string, number]> => {
 const reader = (files: () => Tree) => ({
   read: (path: string) => files().get(path),
   exists: (path: string) => files().has(path) || hasDirectory(files().keys(), path),
-  list: (dir: string, options?: { readonly recursive?: boolean }) =>
-    files().has(dir) ? [] : listEntries(sizes(files()), dir, options?.recursive === true)
+  list: (dir: string, options?: { readonly recursive?: boolean }) => listEntries(sizes(files()), dir, options?.recursive === true)
 })
 
 /** A tree held in memory, starting from `initial`. */

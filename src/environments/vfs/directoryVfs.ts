@@ -126,7 +126,7 @@ export const directoryVfs = (root: string, overlay: Tree = new Map(), deleted: R
       for (const [file] of sizes()) if (file.startsWith(prefix)) return true
       return false
     },
-    list: (dir, options) => isFile(dir) ? [] : listEntries(sizes(), dir, options?.recursive === true),
+    list: (dir, options) => listEntries(sizes(), dir, options?.recursive === true),
     files: () => {
       const tree = new Map<string, Uint8Array>()
       for (const [path, file] of visibleHost()) {

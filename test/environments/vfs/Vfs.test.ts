@@ -15,8 +15,16 @@ describe("memoryVfs", () => {
     expect(vfs.list("/inbox", { recursive: true }).map((entry) => `${entry.kind}:${entry.path}`)).toEqual([
       "file:/inbox/a.csv", "directory:/inbox/deep", "file:/inbox/deep/b.txt"
     ])
-    expect(vfs.list("/inbox/a.csv")).toEqual([])
     expect(vfs.list("/missing")).toEqual([])
+  })
+
+  it("lists a file path as that file's own entry, recursive or not (ls of a file shows the file)", () => {
+    const vfs = tree()
+    expect(vfs.list("/inbox/a.csv")).toEqual([{ path: "/inbox/a.csv", kind: "file", size: 4 }])
+    expect(vfs.list("/inbox/a.csv", { recursive: true })).toEqual([{ path: "/inbox/a.csv", kind: "file", size: 4 }])
+    expect(snapshotVfs(new Map([["/a", text("abc")]])).list("/a")).toEqual([{ path: "/a", kind: "file", size: 3 }])
+    // A prefix of a file's name is neither the file nor a folder.
+    expect(vfs.list("/inbox/a.cs")).toEqual([])
   })
 
   it("knows files and implied directories exist, and keeps the total", () => {

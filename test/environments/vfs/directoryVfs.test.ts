@@ -40,6 +40,7 @@ describe("directoryVfs", () => {
     expect(decode(vfs.read("/inbox/a.csv"))).toBe("x,y\n1,2\n")
     expect(vfs.exists("/inbox/deep")).toBe(true)
     expect(vfs.list("/inbox").map((entry) => entry.path)).toEqual(["/inbox/a.csv", "/inbox/deep", "/inbox/notes-link.md"])
+    expect(vfs.list("/inbox/a.csv")).toEqual([{ path: "/inbox/a.csv", kind: "file", size: 8 }])
     expect(vfs.totalBytes()).toBe(8 + 4 + 7 + 7)
   })
 

@@ -45,4 +45,21 @@ describe("grep", () => {
     const missing = grep(vfs, { pattern: "x", path: "/nope" })
     expect(Either.isLeft(missing) && missing.left._tag).toBe("NotFound")
   })
+
+  it("stops a pattern that backtracks exponentially within its time budget, with a readable error", () => {
+    const evil = memoryVfs(new Map([["/inbox/a.txt", text(`ok\n${"a".repeat(29)}b\n`)]]))
+    const started = Date.now()
+    const found = grep(evil, { pattern: "^(a+)+$", timeoutMs: 200 })
+    expect(Date.now() - started).toBeLessThan(1500)
+    expect(Either.isLeft(found) && found.left._tag).toBe("InvalidPattern")
+    expect(Either.isLeft(found) && found.left.message).toContain("took longer than 200 ms")
+    expect(Either.isLeft(found) && found.left.message).toContain("(a+)+")
+    // The same text with a linear pattern is searched as usual.
+    expect(Either.getOrThrow(grep(evil, { pattern: "^a+b$" })).matches).toEqual([{ path: "/inbox/a.txt", line: 2, text: `${"a".repeat(29)}b` }])
+  })
+
+  it("clips long lines and numbers lines after CRLF endings as before", () => {
+    const long = memoryVfs(new Map([["/t.txt", text(`first\r\n${"x".repeat(310)}\r\n`)]]))
+    expect(Either.getOrThrow(grep(long, { pattern: "^x" })).matches).toEqual([{ path: "/t.txt", line: 2, text: `${"x".repeat(300)}… (10 more characters)` }])
+  })
 })

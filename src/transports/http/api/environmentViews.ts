@@ -3,21 +3,12 @@
  * handlers reach the store and Node's crypto) so that the inspector, built for the browser, can
  * name them.
  */
-import { Schema } from "effect"
+import { Schema, Struct } from "effect"
+import { Artifact, EnvironmentVersion } from "../../../durable/environmentRecords.js"
 
 /** A file a run presented, with where to download it. */
 export const ArtifactView = Schema.Struct({
-  id: Schema.String,
-  runId: Schema.String,
-  agent: Schema.String,
-  instanceId: Schema.String,
-  conversationId: Schema.String,
-  /** Where it was in the environment, e.g. `/out/report.xlsx`. */
-  path: Schema.String,
-  caption: Schema.NullOr(Schema.String),
-  mediaType: Schema.String,
-  size: Schema.Number,
-  createdAt: Schema.Number,
+  ...Struct.omit(Artifact.fields, "hash", "toolCallId"),
   /** `GET` it for the bytes (`/api/artifacts/<id>`). */
   url: Schema.String
 })
@@ -58,17 +49,8 @@ export const EnvironmentFileView = Schema.Struct({
 })
 export type EnvironmentFileView = typeof EnvironmentFileView.Type
 
-/** One stored version of a scope's tree (the store's `EnvironmentVersion`). */
-export const EnvironmentVersionView = Schema.Struct({
-  version: Schema.Number,
-  kind: Schema.Literal("seed", "change", "checkpoint", "undo", "redo"),
-  label: Schema.String,
-  runId: Schema.NullOr(Schema.String),
-  toolCallId: Schema.NullOr(Schema.String),
-  createdAt: Schema.Number,
-  files: Schema.Number,
-  bytes: Schema.Number
-})
+/** One stored version of a scope's tree. */
+export const EnvironmentVersionView = EnvironmentVersion
 export type EnvironmentVersionView = typeof EnvironmentVersionView.Type
 
 /** Whose tree an environment keeps: each instance of the agent, or each conversation. */
