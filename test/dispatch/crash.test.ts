@@ -135,7 +135,7 @@ describe("two processes on one database", () => {
     Effect.gen(function*() {
       const log = join(tmpdir(), `foundry-lease-${randomUUID()}.log`)
       const root = yield* tempProject(durableProject(log, "", { plannedModelInFile: true }))
-      const [a, b] = yield* Effect.all([serve(root), serve(root)], { concurrency: 2 })
+      const [a, b] = yield* Effect.all([serveProject(root), serveProject(root)], { concurrency: 2 })
       const work = plan({ calls: [{ name: "slow", arguments: { ms: 250 } }] })
       const first = yield* Effect.map(
         http(`${a.url}/api/runs`, { body: { agent: "worker", message: work } }),
