@@ -149,7 +149,9 @@ const runOne = Effect.fnUntraced(function*(scope: ScriptScope, path: string, arg
     mode,
     modules: scope.modules.forWorker,
     timeoutMs: scope.limits.scriptTimeoutMs,
-    maxOutputBytes: scope.limits.maxOutputBytes
+    maxOutputBytes: scope.limits.maxOutputBytes,
+    // Kept whole (up to the runner's ceiling) so that what is cut for the model can be read from /tmp.
+    maxCapturedBytes: scope.limits.maxFileBytes
   }, hostFor(scope, runtime, services, yield* McpClients))
 })
 

@@ -4,10 +4,21 @@
  * keyed by the header row); every file goes through the environment's gateway, so zones and byte
  * limits hold for it as for any write.
  */
+import { Either } from "effect"
 import { type AdapterFs, defineAdapter } from "../../definitions/environmentModules.js"
+import { checkInflatedSize, isZip } from "../vfs/zipInflatedSize.js"
 
 /** A cell as scripts see it. */
 type Cell = string | number | boolean | null
+
+/**
+ * The most cells one write builds. SheetJS holds a workbook as an object per cell on the host's
+ * main thread (about 1 KB each while writing), so a large write blocks every other request for
+ * seconds before the gateway's byte limit could refuse it; this refuses it before anything is
+ * built. At the default 5 MB file limit an .xlsx holds about 400,000 cells (12 bytes a cell,
+ * compressed) and a .csv about a million, so the caps refuse little that the limit would take.
+ */
+const maxCells = { xlsx: 500_000, csv: 1_000_000 } as const
 
 const formats = { ".xlsx": "xlsx", ".csv": "csv" } as const
 
@@ -49,13 +60,36 @@ const pathArgument = (value: unknown): string => {
   return value
 }
 
+/** The bytes of a workbook SheetJS may inflate: a ZIP bomb is refused before it is parsed. */
+const workbookBytes = (fs: AdapterFs, path: string): Uint8Array => {
+  const bytes = fs.readFile(path)
+  if (!isZip(bytes)) return bytes
+  const checked = checkInflatedSize(bytes)
+  if (Either.isRight(checked)) return bytes
+  throw new Error(checked.left._tag === "ZipTooLarge"
+    ? `${path} is too large to read safely: ${checked.left.message}; ask for it as .csv, or split it into smaller workbooks`
+    : `${path} is not a readable .xlsx file: ${checked.left.message}`)
+}
+
+/** The text of a CSV; SheetJS would read a ZIP named .csv as a workbook, past the bomb check. */
+const csvText = (fs: AdapterFs, path: string): string => {
+  const text = fs.readText(path)
+  if (isZip(Uint8Array.from(text.slice(0, 4), (char) => char.charCodeAt(0)))) {
+    throw new Error(`${path} holds a ZIP file (an .xlsx workbook?), not CSV text: copy it to a path ending in .xlsx and read that`)
+  }
+  return text
+}
+
 /** Every sheet of a file as rows of cells (a CSV is one sheet). */
 const readSheets = async (fs: AdapterFs, path: string, sheet: string | undefined) => {
-  const XLSX = await loadSheetJs()
   const format = formatOf(path)
-  const workbook = format === "csv"
-    ? XLSX.read(fs.readText(path), { type: "string", raw: false })
-    : XLSX.read(fs.readFile(path), { type: "array" })
+  const source = format === "csv" ? csvText(fs, path) : workbookBytes(fs, path)
+  const XLSX = await loadSheetJs()
+  // Rows are read as raw values, so SheetJS need not format a text for each cell (a quarter faster).
+  const options = { cellText: false, cellHTML: false }
+  const workbook = typeof source === "string"
+    ? XLSX.read(source, { type: "string", raw: false, ...options })
+    : XLSX.read(source, { type: "array", ...options })
   const names = sheet === undefined ? workbook.SheetNames : workbook.SheetNames.filter((name) => name === sheet)
   if (names.length === 0) throw new Error(`${path} has no sheet "${sheet}"; its sheets are: ${workbook.SheetNames.join(", ")}`)
   return names.map((name) => {
@@ -64,15 +98,38 @@ const readSheets = async (fs: AdapterFs, path: string, sheet: string | undefined
   })
 }
 
+/** Refuses a write of more cells than `format` allows, before anything is built. */
+const checkCells = (path: string, format: "xlsx" | "csv", cells: number) => {
+  if (cells <= maxCells[format]) return
+  throw new Error(
+    `${path}: ${cells.toLocaleString("en-US")} cells is more than env:spreadsheet writes to one ${format === "csv" ? "CSV" : ".xlsx"} file ` +
+      `(${maxCells[format].toLocaleString("en-US")}); write fewer rows per file (split them across files)` +
+      (format === "xlsx" ? `, or write .csv, which holds up to ${maxCells.csv.toLocaleString("en-US")} cells` : "")
+  )
+}
+
+/** The cells of `writeSheets`' sheets as a script handed them in, counted without copying them. */
+const cellsOf = (sheets: unknown): number => {
+  let cells = 0
+  if (!Array.isArray(sheets)) return cells
+  for (const sheet of sheets) {
+    const rows: unknown = typeof sheet === "object" && sheet !== null && "rows" in sheet ? sheet.rows : undefined
+    if (Array.isArray(rows)) for (const row of rows) cells += Array.isArray(row) ? row.length : 0
+  }
+  return cells
+}
+
 const writeSheets = async (fs: AdapterFs, path: string, sheets: ReadonlyArray<{ readonly name: string; readonly rows: ReadonlyArray<ReadonlyArray<Cell>> }>) => {
+  const format = formatOf(path)
+  if (format === "csv" && sheets.length > 1) throw new Error(`${path}: a CSV file holds one sheet; write .xlsx for ${sheets.length} sheets`)
   const XLSX = await loadSheetJs()
   const workbook = XLSX.utils.book_new()
   for (const sheet of sheets) XLSX.utils.book_append_sheet(workbook, XLSX.utils.aoa_to_sheet(sheet.rows.map((row) => [...row])), sheet.name)
-  if (formatOf(path) === "csv") {
-    if (sheets.length > 1) throw new Error(`${path}: a CSV file holds one sheet; write .xlsx for ${sheets.length} sheets`)
+  if (format === "csv") {
     fs.writeFile(path, XLSX.utils.sheet_to_csv(workbook.Sheets[workbook.SheetNames[0] ?? ""] ?? {}))
   } else {
-    const bytes: unknown = XLSX.write(workbook, { type: "array", bookType: "xlsx" })
+    // Compressed: about a third of the stored size, so more fits under the file limit.
+    const bytes: unknown = XLSX.write(workbook, { type: "array", bookType: "xlsx", compression: true })
     if (!(bytes instanceof ArrayBuffer)) throw new Error("SheetJS did not return the workbook's bytes")
     fs.writeFile(path, new Uint8Array(bytes))
   }
@@ -86,19 +143,22 @@ const objectsOf = (rows: ReadonlyArray<ReadonlyArray<Cell>>): ReadonlyArray<Reco
   return body.map((row) => Object.fromEntries(keys.map((key, index) => [key, row[index] ?? null])))
 }
 
-/** Objects as rows under a header of every key, in first-seen order. */
-const rowsOfObjects = (value: unknown): ReadonlyArray<ReadonlyArray<Cell>> => {
+/** The objects `writeRows` was handed and every key among them, in first-seen order, without copying them. */
+const objectColumns = (value: unknown): { readonly objects: ReadonlyArray<object>; readonly keys: ReadonlyArray<string> } => {
   if (!Array.isArray(value)) throw new Error("rows must be an array of objects: [{ region: \"north\", total: 12 }]")
-  const objects = value.map((row: unknown, index) => {
+  const keys = new Set<string>()
+  const objects: Array<object> = []
+  for (const [index, row] of value.entries()) {
     if (typeof row !== "object" || row === null || Array.isArray(row)) throw new Error(`rows[${index}] is not an object; writeRows takes objects keyed by column`)
-    return Object.entries(row)
-  })
-  const keys = [...new Set(objects.flatMap((entries) => entries.map(([key]) => key)))]
-  return [keys, ...objects.map((entries) => {
-    const byKey = new Map(entries)
-    return keys.map((key) => cellOf(byKey.get(key)))
-  })]
+    for (const key in row) if (Object.hasOwn(row, key)) keys.add(key)
+    objects.push(row)
+  }
+  return { objects, keys: [...keys] }
 }
+
+/** Objects as rows under a header of `keys`. */
+const rowsOfObjects = (objects: ReadonlyArray<object>, keys: ReadonlyArray<string>): ReadonlyArray<ReadonlyArray<Cell>> =>
+  [keys, ...objects.map((row) => keys.map((key) => cellOf(Object.getOwnPropertyDescriptor(row, key)?.value)))]
 
 const types = `/** A cell as read from or written to a spreadsheet. */
 export type Cell = string | number | boolean | null
@@ -139,12 +199,22 @@ export const spreadsheet = defineAdapter({
   types,
   readme,
   create: (fs) => ({
-    readSheets: (path, options) => readSheets(fs, pathArgument(path), sheetOption(options)),
+    readSheets: async (path, options) => readSheets(fs, pathArgument(path), sheetOption(options)),
     readRows: async (path, options) => {
       const [first] = await readSheets(fs, pathArgument(path), sheetOption(options))
       return objectsOf(first?.rows ?? [])
     },
-    writeSheets: (path, sheets) => writeSheets(fs, pathArgument(path), sheetsArgument(sheets)),
-    writeRows: (path, rows, options) => writeSheets(fs, pathArgument(path), [{ name: sheetOption(options) ?? "Sheet1", rows: rowsOfObjects(rows) }])
+    // Counted before the rows are copied or a workbook is built: a refused write costs nothing.
+    writeSheets: async (path, sheets) => {
+      const target = pathArgument(path)
+      checkCells(target, formatOf(target), cellsOf(sheets))
+      return writeSheets(fs, target, sheetsArgument(sheets))
+    },
+    writeRows: async (path, rows, options) => {
+      const target = pathArgument(path)
+      const { keys, objects } = objectColumns(rows)
+      checkCells(target, formatOf(target), (objects.length + 1) * keys.length)
+      return writeSheets(fs, target, [{ name: sheetOption(options) ?? "Sheet1", rows: rowsOfObjects(objects, keys) }])
+    }
   })
 })

@@ -1,13 +1,13 @@
 /**
- * Runs environment scripts in sandboxed worker threads. Workers are pooled by a key (an
- * environment's scope): a pool has at most one worker, its runs take turns on it, and it is
- * terminated once the pool has been idle for a while (and all of them when the layer's scope
- * closes). A run that outlives its wall-clock limit, or a worker that dies (out of memory), costs
- * that worker: the pool's next run starts a fresh one.
+ * Runs environment scripts in sandboxed worker threads. The threads are one shared set (at most
+ * `maxWorkers`, see `WorkerPool`) whatever the environment; runs of one key (an environment's
+ * scope) take turns in the order they came, each in a fresh context. A run that outlives its
+ * wall-clock limit or its memory, or a worker that dies, costs that thread: a later run starts
+ * a fresh one. Idle threads end after `idleMs`, and all of them with the layer's scope.
  */
-import { Context, Duration, Effect, Layer, RcMap } from "effect"
+import { Context, Deferred, Duration, Effect, Layer } from "effect"
 import { packageLayout } from "../../packageLayout.js"
-import { type ScriptWorker, spawnScriptWorker } from "./ScriptWorker.js"
+import { makeWorkerPool } from "./WorkerPool.js"
 
 /** The host side of a run's env: module calls (env:fs, tools, adapters). */
 export interface ScriptHost {
@@ -42,11 +42,16 @@ export interface ScriptRun {
   readonly modules: ReadonlyArray<ScriptModule>
   /** The wall-clock limit: the worker is terminated when it passes. */
   readonly timeoutMs: number
-  /** How much console output the caller keeps; up to four times as much is captured, all of it counted. */
+  /** How much console output the caller shows; at least this much is captured (up to 2 MB). */
   readonly maxOutputBytes: number
+  /**
+   * How much console output to capture (default four times `maxOutputBytes`), at most 2 MB
+   * (`captureCeilingBytes`): what the caller can keep of a long output. All of it is counted.
+   */
+  readonly maxCapturedBytes?: number
 }
 
-/** What a run came to; `output` is the console's text, `outputBytes` its full size in UTF-8. */
+/** What a run came to; `output` is the console's text as captured (also when it failed or timed out), `outputBytes` its full size in UTF-8. */
 export type ScriptResult =
   | { readonly _tag: "Completed"; readonly value: unknown; readonly output: string; readonly outputBytes: number }
   | { readonly _tag: "Failed"; readonly error: string; readonly output: string; readonly outputBytes: number }
@@ -60,7 +65,7 @@ export type ScriptResult =
 
 /** The script runtime. */
 export class ScriptRunner extends Context.Tag("foundry/ScriptRunner")<ScriptRunner, {
-  /** Runs on the worker of `pool` (a key such as the environment's scope), after the pool's earlier runs. */
+  /** Runs on a shared worker thread, after the runs of the same `pool` key (such as the environment's scope) that came before. */
   readonly run: (pool: string, run: ScriptRun, host: ScriptHost) => Effect.Effect<ScriptResult>
   /** Live worker threads (for tests and the idle benchmark). */
   readonly workers: Effect.Effect<number>
@@ -68,54 +73,60 @@ export class ScriptRunner extends Context.Tag("foundry/ScriptRunner")<ScriptRunn
 
 /** How the runtime uses threads. */
 export interface ScriptRunnerOptions {
-  /** How long a pool's worker outlives its last run, in ms (default 30 000). */
-  readonly idleMs?: number
-  /** A worker's heap limit in MB (default 256): a script that needs more fails, and its worker is replaced. */
-  readonly maxMemoryMb?: number
+  /** How long a worker thread outlives its last run, in ms (default 30 000). */
+  readonly idleMs?: number | undefined
+  /**
+   * A script's memory in MB (default 256): its worker's heap limit, and how far the process's
+   * resident memory may grow while it runs (array buffers are outside the heap; checked every
+   * 50 ms, and process-wide, so a guard rather than an accounting). Past either, the run fails
+   * and its thread is replaced.
+   */
+  readonly maxMemoryMb?: number | undefined
+  /** Worker threads at most, shared by every environment (default 4); further runs wait for one. */
+  readonly maxWorkers?: number | undefined
 }
 
-interface Pool {
-  readonly run: (run: ScriptRun, host: ScriptHost) => Effect.Effect<ScriptResult>
-  readonly close: Effect.Effect<void>
-}
+/** How long the code a run left running after it answered may keep its thread. */
+const settleGrace = Duration.seconds(1)
 
 /** The script runtime, its workers ended with the layer's scope. */
 export const ScriptRunnerLive = (options: ScriptRunnerOptions = {}): Layer.Layer<ScriptRunner> =>
   Layer.scoped(
     ScriptRunner,
     Effect.gen(function*() {
-      const maxMemoryMb = options.maxMemoryMb ?? 256
-      let live = 0
-
-      const spawn = (): ScriptWorker => {
-        live++
-        return spawnScriptWorker({ file: packageLayout.sandboxWorkerFile, maxMemoryMb, onExit: () => live-- })
-      }
-
-      const makePool = Effect.gen(function*() {
-        const turn = yield* Effect.makeSemaphore(1)
-        let worker: ScriptWorker | undefined
-        const ready = (): ScriptWorker => {
-          if (worker === undefined || !worker.alive()) worker = spawn()
-          return worker
-        }
-        const pool: Pool = {
-          run: (run, host) => turn.withPermits(1)(Effect.suspend(() => ready().run(run, host))),
-          close: Effect.suspend(() => worker === undefined ? Effect.void : worker.terminate)
-        }
-        return pool
+      const scope = yield* Effect.scope
+      const pool = yield* makeWorkerPool({
+        file: packageLayout.sandboxWorkerFile,
+        maxWorkers: options.maxWorkers ?? 4,
+        idleMs: options.idleMs ?? 30_000,
+        maxMemoryMb: options.maxMemoryMb ?? 256,
+        settle: settleGrace
       })
 
-      const pools = yield* RcMap.make({
-        lookup: (_key: string) => Effect.acquireRelease(makePool, (pool) => pool.close),
-        idleTimeToLive: Duration.millis(options.idleMs ?? 30_000)
-      })
+      // The last run of each key: the next one starts when it has ended (an entry lives while runs are queued).
+      const turns = new Map<string, Deferred.Deferred<void>>()
+      const inTurn = (key: string, effect: Effect.Effect<ScriptResult>): Effect.Effect<ScriptResult> =>
+        Effect.uninterruptibleMask((restore) =>
+          Effect.gen(function*() {
+            const previous = turns.get(key)
+            const done = yield* Deferred.make<void>()
+            turns.set(key, done)
+            const afterPrevious = previous === undefined ? Effect.void : Deferred.await(previous)
+            // A run that gave up waiting hands over only when the one before it is over, so turns never overlap.
+            const handOver = afterPrevious.pipe(
+              Effect.zipRight(Effect.sync(() => {
+                if (turns.get(key) === done) turns.delete(key)
+              })),
+              Effect.zipRight(Deferred.succeed(done, undefined))
+            )
+            return yield* restore(Effect.zipRight(afterPrevious, effect)).pipe(Effect.ensuring(Effect.forkIn(Effect.interruptible(handOver), scope)))
+          })
+        )
 
       const run = Effect.fn("ScriptRunner.run")(function*(key: string, script: ScriptRun, host: ScriptHost) {
-        const pool = yield* RcMap.get(pools, key)
-        return yield* pool.run(script, host)
-      }, Effect.scoped)
+        return yield* inTurn(key, pool.run(script, host))
+      })
 
-      return ScriptRunner.of({ run, workers: Effect.sync(() => live) })
+      return ScriptRunner.of({ run, workers: Effect.sync(pool.live) })
     })
   )

@@ -1,21 +1,35 @@
 /**
  * One sandbox worker thread seen from the host: starts `sandboxWorker.mjs` with its own heap limit,
  * no environment and no inherited stdio, runs one script at a time on it, answers the script's
- * env: module calls through the run's `ScriptHost`, and reads the console output it captured into
- * shared memory (there even when the thread had to be terminated).
+ * env: module calls through the run's `ScriptHost`, watches the process's memory while the script
+ * runs, and reads the console output it captured into shared memory (there even when the thread
+ * had to be terminated). After a run it says when the thread is free again: once the code the run
+ * left behind has ended.
  */
 import { Worker } from "node:worker_threads"
-import { Duration, Effect, Either, Option, Schema } from "effect"
+import { Duration, Effect, Either, Option, Schedule, Schema } from "effect"
 import type { ScriptHost, ScriptResult, ScriptRun } from "./ScriptRunner.js"
 
 /** A worker thread running scripts, one at a time. */
 export interface ScriptWorker {
   /** False once the thread has exited (terminated, crashed, out of memory). */
   readonly alive: () => boolean
-  /** Runs a script to its end, its wall-clock limit (then the thread is terminated) or the thread's death. */
+  /**
+   * Runs a script to its end, its wall-clock limit or its memory limit (then the thread is
+   * terminated), or the thread's death. The thread takes no other run before `settle`.
+   */
   readonly run: (run: ScriptRun, host: ScriptHost) => Effect.Effect<ScriptResult>
+  /**
+   * Waits until the code the last run left behind (promise callbacks still running after it
+   * answered) has ended, at most `grace`; past it the thread is terminated. True when the thread
+   * can take another run.
+   */
+  readonly settle: (grace: Duration.DurationInput) => Effect.Effect<boolean>
   readonly terminate: Effect.Effect<void>
 }
+
+/** The most console output kept of a run (all of it is counted): it is held in the server's memory. */
+export const captureCeilingBytes = 2 * 1024 * 1024
 
 const DoneResult = Schema.Union(
   Schema.Struct({ _tag: Schema.Literal("Completed"), value: Schema.optional(Schema.String) }),
@@ -27,6 +41,7 @@ const DoneResult = Schema.Union(
 )
 
 const WorkerMessage = Schema.Union(
+  Schema.Struct({ type: Schema.Literal("ready") }),
   Schema.Struct({
     type: Schema.Literal("call"),
     run: Schema.Number,
@@ -35,7 +50,8 @@ const WorkerMessage = Schema.Union(
     fn: Schema.String,
     args: Schema.Array(Schema.Unknown)
   }),
-  Schema.Struct({ type: Schema.Literal("done"), run: Schema.Number, result: DoneResult })
+  Schema.Struct({ type: Schema.Literal("done"), run: Schema.Number, result: DoneResult }),
+  Schema.Struct({ type: Schema.Literal("settled"), run: Schema.Number })
 )
 const decodeMessage = Schema.decodeUnknownEither(WorkerMessage)
 
@@ -58,9 +74,24 @@ const isFailure = (value: unknown): value is { readonly error: string } =>
 const isDoneOf = (raw: unknown, run: number): boolean =>
   typeof raw === "object" && raw !== null && "type" in raw && raw.type === "done" && "run" in raw && raw.run === run
 
+const tooMuchMemory = (maxMemoryMb: number): string =>
+  `the script used more than ${maxMemoryMb} MB of memory and was stopped: work on the data in smaller pieces`
+
+/**
+ * Ends once the process's resident memory has grown more than `maxMemoryMb` since `from`. Heap
+ * limits do not cover array buffers (nor answers queued for the thread), so this is how a script
+ * filling buffers is stopped before it takes the server's memory. The measure is the whole
+ * process's, other runs' growth included: a guard, not an accounting.
+ */
+const memoryGuard = (from: number, maxMemoryMb: number): Effect.Effect<Outcome> =>
+  Effect.sync(() => process.memoryUsage.rss() - from > maxMemoryMb * 1024 * 1024).pipe(
+    Effect.repeat({ schedule: Schedule.spaced(Duration.millis(50)), until: (over) => over }),
+    Effect.as<Outcome>({ _tag: "Crashed", error: tooMuchMemory(maxMemoryMb) })
+  )
+
 /** Console output captured in shared memory: [total bytes, captured bytes] as two BigInt64, then UTF-8 text. */
-const outputCapture = (maxOutputBytes: number) => {
-  const capacity = Math.min(Math.max(1024, maxOutputBytes * 4), 64 * 1024 * 1024)
+const outputCapture = (run: ScriptRun) => {
+  const capacity = Math.min(captureCeilingBytes, Math.max(1024, run.maxOutputBytes, run.maxCapturedBytes ?? run.maxOutputBytes * 4))
   const buffer = new SharedArrayBuffer(16 + capacity)
   const read = () => {
     const header = new BigInt64Array(buffer, 0, 2)
@@ -90,6 +121,22 @@ const parseValue = (json: string | undefined): Either.Either<unknown, string> =>
   }
 }
 
+const resultOf = (outcome: Outcome, output: { readonly output: string; readonly outputBytes: number }): ScriptResult => {
+  if (outcome._tag === "Crashed") return { _tag: "Failed", error: outcome.error, ...output }
+  const result = outcome.result
+  switch (result._tag) {
+    case "Completed":
+      return Either.match(parseValue(result.value), {
+        onLeft: (error): ScriptResult => ({ _tag: "Failed", error: `the script's value is not JSON: ${error}`, ...output }),
+        onRight: (value): ScriptResult => ({ _tag: "Completed", value, ...output })
+      })
+    case "Failed":
+      return { _tag: "Failed", error: result.error, ...output }
+    case "Tests":
+      return { _tag: "Tests", results: result.results, ...output }
+  }
+}
+
 /** Starts a worker thread; `onExit` is told once when it has exited, whatever the reason. */
 export const spawnScriptWorker = (options: { readonly file: string; readonly maxMemoryMb: number; readonly onExit: () => void }): ScriptWorker => {
   const worker = new Worker(options.file, {
@@ -98,13 +145,34 @@ export const spawnScriptWorker = (options: { readonly file: string; readonly max
     env: {},
     stdout: true,
     stderr: true,
-    // Lets the worker answer `import()` with an error of the sandbox's realm (Node 20 asks for the flag).
+    // Lets the worker answer `import()` itself (Node 20 asks for the flag); without it Node would, with an error of the worker's realm.
     execArgv: ["--experimental-vm-modules"]
   })
   let alive = true
+  let ready = false
   let active: ActiveRun | undefined
   let runs = 0
+  let settledRun = 0
+  // The process's resident memory when the last run started: what it left behind is held to the same limit.
+  let memoryAtStart = process.memoryUsage.rss()
   let stderr = ""
+  // Waiters for a change of state (ready, settled, exited), each checking what it waits for.
+  const changes = new Set<() => void>()
+  const changed = () => {
+    for (const check of [...changes]) check()
+  }
+  const until = (condition: () => boolean): Effect.Effect<void> =>
+    Effect.async<void>((resume) => {
+      const check = () => {
+        if (!condition()) return
+        changes.delete(check)
+        resume(Effect.void)
+      }
+      changes.add(check)
+      check()
+      return Effect.sync(() => changes.delete(check))
+    })
+
   worker.stdout.resume()
   worker.stderr.on("data", (chunk: Buffer) => {
     stderr = (stderr + chunk.toString("utf8")).slice(-2000)
@@ -115,13 +183,16 @@ export const spawnScriptWorker = (options: { readonly file: string; readonly max
     // The thread is on its way out ('exit' follows): no run may start on it.
     alive = false
     crash(error.code === "ERR_WORKER_OUT_OF_MEMORY"
-      ? `the script ran out of memory (the limit is ${options.maxMemoryMb} MB)`
+      ? tooMuchMemory(options.maxMemoryMb)
       : `the script's worker failed: ${error.message}${stderr === "" ? "" : `\n${stderr}`}`)
+    changed()
   })
+  const stopped = () => `the script's worker stopped${stderr === "" ? "" : `:\n${stderr}`}`
   worker.on("exit", () => {
     alive = false
     options.onExit()
-    crash(`the script's worker stopped${stderr === "" ? "" : `:\n${stderr}`}`)
+    crash(stopped())
+    changed()
   })
 
   const answer = (run: ActiveRun, call: number, module: string, fn: string, args: ReadonlyArray<unknown>) => {
@@ -145,72 +216,86 @@ export const spawnScriptWorker = (options: { readonly file: string; readonly max
   worker.on("message", (raw: unknown) => {
     const message = decodeMessage(raw)
     const run = active
-    if (run === undefined) return
     if (Either.isLeft(message)) {
       // A result the sandbox mangled (its own intrinsics replaced by the script) ends the run rather than leaving it waiting.
-      if (isDoneOf(raw, run.id)) run.settle({ _tag: "Crashed", error: "the script's result is not readable (did it replace built-ins such as Array.prototype.push?)" })
+      if (run !== undefined && isDoneOf(raw, run.id)) run.settle({ _tag: "Crashed", error: "the script's result is not readable (did it replace built-ins such as Array.prototype.push?)" })
       return
     }
-    if (message.right.run !== run.id) return
-    if (message.right.type === "call") answer(run, message.right.call, message.right.module, message.right.fn, message.right.args)
-    else run.settle({ _tag: "Done", result: message.right.result })
+    const received = message.right
+    switch (received.type) {
+      case "ready":
+        ready = true
+        changed()
+        return
+      case "settled":
+        settledRun = Math.max(settledRun, received.run)
+        changed()
+        return
+      case "call":
+        if (run?.id === received.run) answer(run, received.call, received.module, received.fn, received.args)
+        return
+      case "done":
+        if (run?.id === received.run) run.settle({ _tag: "Done", result: received.result })
+        return
+    }
   })
 
   const terminate = Effect.promise(() => worker.terminate()).pipe(Effect.asVoid)
 
+  const execute = (id: number, script: ScriptRun, host: ScriptHost, args: string, output: SharedArrayBuffer) =>
+    Effect.async<Outcome>((resume) => {
+      if (!alive) {
+        resume(Effect.succeed({ _tag: "Crashed", error: stopped() }))
+        return
+      }
+      active = {
+        id,
+        host,
+        settle: (outcome) => {
+          if (active?.id !== id) return
+          active = undefined
+          resume(Effect.succeed(outcome))
+        }
+      }
+      const modules = script.modules.map(({ name, exports, kind, source }) => ({ name, exports: [...exports], kind, source }))
+      try {
+        worker.postMessage({ type: "run", run: id, code: script.code, path: script.path, args, mode: script.mode, modules, output })
+      } catch (error) {
+        active.settle({ _tag: "Crashed", error: `the script could not start: ${messageOf(error)}` })
+      }
+      return Effect.sync(() => {
+        if (active?.id === id) active = undefined
+      })
+    })
+
   const run = (script: ScriptRun, host: ScriptHost) =>
     Effect.gen(function*() {
-      const capture = outputCapture(script.maxOutputBytes)
+      const capture = outputCapture(script)
       const args = jsonOf(script.args)
       if (Either.isLeft(args)) return { _tag: "Failed", error: `the script's args are not JSON: ${args.left}`, output: "", outputBytes: 0 } satisfies ScriptResult
       const id = ++runs
-      const outcome = yield* Effect.async<Outcome>((resume) => {
-        if (!alive) {
-          resume(Effect.succeed({ _tag: "Crashed", error: "the script's worker is not running" }))
-          return
-        }
-        active = {
-          id,
-          host,
-          settle: (outcome) => {
-            if (active?.id !== id) return
-            active = undefined
-            resume(Effect.succeed(outcome))
-          }
-        }
-        const modules = script.modules.map(({ name, exports, kind, source }) => ({ name, exports: [...exports], kind, source }))
-        try {
-          worker.postMessage({ type: "run", run: id, code: script.code, path: script.path, args: args.right, mode: script.mode, modules, output: capture.buffer })
-        } catch (error) {
-          active.settle({ _tag: "Crashed", error: `the script could not start: ${messageOf(error)}` })
-        }
-        return Effect.sync(() => {
-          if (active?.id === id) active = undefined
-        })
-      }).pipe(
+      const outcome = yield* until(() => ready || !alive).pipe(
+        // Measured once the thread is up, so its own start is not counted against the script.
+        Effect.zipRight(Effect.suspend(() => {
+          memoryAtStart = process.memoryUsage.rss()
+          return Effect.race(execute(id, script, host, args.right, capture.buffer), memoryGuard(memoryAtStart, options.maxMemoryMb))
+        })),
         Effect.timeoutOption(Duration.millis(script.timeoutMs)),
         // A caller that stops waiting leaves the script running: the thread goes with it.
         Effect.onInterrupt(() => terminate)
       )
-      if (Option.isNone(outcome)) {
-        yield* terminate
-        return { _tag: "TimedOut", ...capture.read() } satisfies ScriptResult
-      }
-      // A dead thread is gone before the run answers, so the count of workers is exact.
-      if (outcome.value._tag === "Crashed") yield* terminate
-      const output = capture.read()
-      const result: ScriptResult = outcome.value._tag === "Crashed"
-        ? { _tag: "Failed", error: outcome.value.error, ...output }
-        : outcome.value.result._tag === "Completed"
-        ? Either.match(parseValue(outcome.value.result.value), {
-          onLeft: (error): ScriptResult => ({ _tag: "Failed", error: `the script's value is not JSON: ${error}`, ...output }),
-          onRight: (value): ScriptResult => ({ _tag: "Completed", value, ...output })
-        })
-        : outcome.value.result._tag === "Failed"
-        ? { _tag: "Failed", error: outcome.value.result.error, ...output }
-        : { _tag: "Tests", results: outcome.value.result.results, ...output }
-      return result
+      // A thread that ran over a limit or died is gone before the run answers, so the count of workers is exact.
+      if (Option.isNone(outcome) || outcome.value._tag === "Crashed") yield* terminate
+      return Option.isNone(outcome) ? { _tag: "TimedOut", ...capture.read() } satisfies ScriptResult : resultOf(outcome.value, capture.read())
     })
 
-  return { alive: () => alive, run, terminate }
+  const settle = (grace: Duration.DurationInput) =>
+    until(() => !alive || settledRun >= runs).pipe(
+      Effect.as(true),
+      Effect.race(Effect.as(memoryGuard(memoryAtStart, options.maxMemoryMb), false)),
+      Effect.timeoutOption(grace),
+      Effect.flatMap((settled) => Option.getOrElse(settled, () => false) ? Effect.sync(() => alive) : Effect.as(terminate, false))
+    )
+
+  return { alive: () => alive, run, settle, terminate }
 }

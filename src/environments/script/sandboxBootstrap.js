@@ -14,12 +14,12 @@
  *   "pure" name -> the module's exports or an error message | "map" line column -> "line:column"
  *   in the source | "done" json
  * The worker drives the run through the functions returned: start(body, path, mode, args, modules),
- * deliver(id, ok, json, bytes) for a host call's answer, fire(id) for a timer, and describe/makeError
- * to turn values into text and make errors of this realm.
+ * deliver(id, ok, json, bytes) for a host call's answer, fire(id) for a timer, and describe to
+ * turn values into text.
  */
 (function bootstrap(host, library) {
   "use strict"
-  const { asBytes, describe, deepEqual, TextEncoder, TextDecoder } = library
+  const { asBytes, describe, deepEqual, TextEncoder, TextDecoder, atob, btoa, URLSearchParams } = library
   // Intrinsics as they are before script code can replace them.
   const G = globalThis
   const ErrorCtor = Error
@@ -142,6 +142,36 @@
     return text
   }
   defineProperty(ErrorCtor, "prepareStackTrace", { value: prepareStackTrace, writable: false, configurable: false })
+  // Node asks `globalThis.Error.prepareStackTrace` of the error's realm, by name: a script that
+  // put another `Error` there would be handed the frames (host paths and functions) itself.
+  defineProperty(G, "Error", { value: ErrorCtor, writable: false, configurable: false, enumerable: false })
+
+  // ---- no code of a run after its end. Script code runs only when this realm calls it, a timer
+  // fires (the worker clears them at the end) or a host call answers (dropped after the end);
+  // what it leaves in microtasks the worker waits out. These would have the thread run it later,
+  // in another run's time: a finalizer, a wait on shared memory, a WebAssembly compilation.
+  delete G.FinalizationRegistry
+  if (G.Atomics !== undefined) delete G.Atomics.waitAsync
+  const wasm = G.WebAssembly
+  if (wasm !== undefined) {
+    const WasmModule = wasm.Module
+    const WasmInstance = wasm.Instance
+    const compile = (bytes) => new PromiseCtor((resolve) => resolve(new WasmModule(bytes)))
+    const instantiate = (source, imports) =>
+      new PromiseCtor((resolve) => {
+        if (source instanceof WasmModule) {
+          resolve(new WasmInstance(source, imports))
+          return
+        }
+        const module = new WasmModule(source)
+        resolve({ module, instance: new WasmInstance(module, imports) })
+      })
+    for (const [name, value] of [["compile", compile], ["instantiate", instantiate]]) {
+      defineProperty(wasm, name, { value, writable: true, configurable: true, enumerable: false })
+    }
+    delete wasm.compileStreaming
+    delete wasm.instantiateStreaming
+  }
 
   // ---- the globals a script has
   const print = (...args) => {
@@ -167,7 +197,7 @@
 
   for (const [name, value] of [
     ["console", console], ["setTimeout", setTimeout], ["clearTimeout", clearTimeout], ["queueMicrotask", queueMicrotask],
-    ["TextEncoder", TextEncoder], ["TextDecoder", TextDecoder]
+    ["TextEncoder", TextEncoder], ["TextDecoder", TextDecoder], ["atob", atob], ["btoa", btoa], ["URLSearchParams", URLSearchParams]
   ]) defineProperty(G, name, { value, writable: true, configurable: true, enumerable: false })
 
   // ---- env:* modules
@@ -282,7 +312,13 @@
         return
       }
       const args = jsonParse(argsJson)
-      apply(promiseThen, new PromiseCtor((resolve) => resolve(main(args))), [
+      const value = main(args)
+      // A value (not a promise) is the answer now, before any callback the script queued runs.
+      if (value === null || (typeof value !== "object" && typeof value !== "function") || typeof value.then !== "function") {
+        finish({ _tag: "Completed", value: valueJson(value) })
+        return
+      }
+      apply(promiseThen, new PromiseCtor((resolve) => resolve(value)), [
         (value) => finish({ _tag: "Completed", value: valueJson(value) }),
         (error) => finish(failed(error))
       ])
@@ -323,7 +359,5 @@
     }
   }
 
-  const makeError = (message) => new ErrorCtor(message)
-
-  return freeze({ __proto__: null, start, deliver, fire, describe, makeError })
+  return freeze({ __proto__: null, start, deliver, fire, describe })
 })

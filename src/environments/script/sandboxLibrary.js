@@ -1,7 +1,7 @@
 /*
  * Helpers of the script sandbox that need nothing of the host: the UTF-8 `TextEncoder` and
- * `TextDecoder` scripts get, the console's formatting of values, and the deep equality of
- * `assert.deepEqual`. Evaluated in each run's context (a script, not a module: its value is the
+ * `TextDecoder` scripts get, `atob`/`btoa`, `URLSearchParams`, the console's formatting of values,
+ * and the deep equality of `assert.deepEqual`. Evaluated in each run's context (a script, not a module: its value is the
  * object of helpers) before `sandboxBootstrap.js`, which receives that object; so everything here
  * belongs to the sandbox's realm, built from intrinsics taken before script code runs.
  */
@@ -29,6 +29,8 @@
   const stringOf = String
   const mapGet = Map.prototype.get
   const mapHas = Map.prototype.has
+  const iteratorSymbol = Symbol.iterator
+  const toStringTagSymbol = Symbol.toStringTag
 
   /** Bytes as a Uint8Array over the same memory, whatever view or buffer holds them; else undefined. */
   const asBytes = (value) =>
@@ -141,6 +143,131 @@
     }
   }
 
+  // ---- base64 (latin1 strings, as the web's atob/btoa)
+  const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
+  const invalidCharacter = (message) => {
+    const error = new ErrorCtor(message)
+    error.name = "InvalidCharacterError"
+    return error
+  }
+  const btoa = (data) => {
+    const text = stringOf(data)
+    let out = ""
+    for (let i = 0; i < text.length; i += 3) {
+      const a = text.charCodeAt(i)
+      const b = i + 1 < text.length ? text.charCodeAt(i + 1) : 0
+      const c = i + 2 < text.length ? text.charCodeAt(i + 2) : 0
+      if (a > 255 || b > 255 || c > 255) throw invalidCharacter("btoa takes latin1 text (each character a byte): encode other text to bytes first")
+      const n = (a << 16) | (b << 8) | c
+      out += alphabet[n >> 18] + alphabet[(n >> 12) & 63] +
+        (i + 1 < text.length ? alphabet[(n >> 6) & 63] : "=") + (i + 2 < text.length ? alphabet[n & 63] : "=")
+    }
+    return out
+  }
+  const atob = (data) => {
+    let text = stringOf(data).replace(/[\t\n\f\r ]+/g, "")
+    if (text.length % 4 === 0) text = text.replace(/={1,2}$/, "")
+    if (text.length % 4 === 1 || /[^A-Za-z0-9+/]/.test(text)) throw invalidCharacter("atob takes base64 text, and this is not")
+    let out = ""
+    let bits = 0
+    let count = 0
+    for (let i = 0; i < text.length; i++) {
+      bits = (bits << 6) | alphabet.indexOf(text[i])
+      count += 6
+      if (count >= 8) {
+        count -= 8
+        out += fromCharCode((bits >> count) & 255)
+      }
+    }
+    return out
+  }
+
+  // ---- application/x-www-form-urlencoded, as the web's URLSearchParams
+  const formEncode = (text) => {
+    const bytes = new TextEncoder().encode(text)
+    let out = ""
+    for (let i = 0; i < bytes.length; i++) {
+      const b = bytes[i]
+      const plain = (b >= 0x30 && b <= 0x39) || (b >= 0x41 && b <= 0x5a) || (b >= 0x61 && b <= 0x7a) || b === 0x2a || b === 0x2d || b === 0x2e || b === 0x5f
+      out += plain ? fromCharCode(b) : b === 0x20 ? "+" : `%${b < 16 ? "0" : ""}${b.toString(16).toUpperCase()}`
+    }
+    return out
+  }
+  const hexValue = (b) => b >= 0x30 && b <= 0x39 ? b - 0x30 : (b | 0x20) >= 0x61 && (b | 0x20) <= 0x66 ? (b | 0x20) - 0x57 : -1
+  /** Percent-decodes the UTF-8 bytes of the text (no "%" or hex digit is part of a longer UTF-8 sequence). */
+  const formDecode = (text) => {
+    const bytes = new TextEncoder().encode(text.replace(/\+/g, " "))
+    const out = new U8(bytes.length)
+    let length = 0
+    for (let i = 0; i < bytes.length; i++) {
+      const high = bytes[i] === 0x25 && i + 2 < bytes.length ? hexValue(bytes[i + 1]) : -1
+      const low = high < 0 ? -1 : hexValue(bytes[i + 2])
+      if (low < 0) out[length++] = bytes[i]
+      else {
+        out[length++] = high * 16 + low
+        i += 2
+      }
+    }
+    return new TextDecoder().decode(out.subarray(0, length))
+  }
+  class URLSearchParams {
+    #pairs = []
+    constructor(init = "") {
+      if (typeof init === "object" && init !== null) {
+        if (typeof init[iteratorSymbol] === "function") {
+          for (const pair of init) {
+            const items = [...pair]
+            if (items.length !== 2) throw new TypeErrorCtor("URLSearchParams takes pairs of [name, value]")
+            this.#pairs.push([stringOf(items[0]), stringOf(items[1])])
+          }
+        } else {
+          for (const name of keys(init)) this.#pairs.push([name, stringOf(init[name])])
+        }
+        return
+      }
+      const text = stringOf(init)
+      for (const part of (text.startsWith("?") ? text.slice(1) : text).split("&")) {
+        if (part === "") continue
+        const at = part.indexOf("=")
+        this.#pairs.push(at < 0 ? [formDecode(part), ""] : [formDecode(part.slice(0, at)), formDecode(part.slice(at + 1))])
+      }
+    }
+    get size() { return this.#pairs.length }
+    append(name, value) { this.#pairs.push([stringOf(name), stringOf(value)]) }
+    delete(name, value) {
+      this.#pairs = this.#pairs.filter(([n, v]) => n !== stringOf(name) || (value !== undefined && v !== stringOf(value)))
+    }
+    get(name) {
+      const pair = this.#pairs.find(([n]) => n === stringOf(name))
+      return pair === undefined ? null : pair[1]
+    }
+    getAll(name) { return this.#pairs.filter(([n]) => n === stringOf(name)).map(([, v]) => v) }
+    has(name, value) { return this.#pairs.some(([n, v]) => n === stringOf(name) && (value === undefined || v === stringOf(value))) }
+    set(name, value) {
+      const key = stringOf(name)
+      const at = this.#pairs.findIndex(([n]) => n === key)
+      if (at < 0) {
+        this.#pairs.push([key, stringOf(value)])
+        return
+      }
+      this.#pairs[at] = [key, stringOf(value)]
+      this.#pairs = this.#pairs.filter(([n], i) => n !== key || i === at)
+    }
+    sort() {
+      // Stable, by UTF-16 code units, as the standard says.
+      this.#pairs = this.#pairs.map((pair, i) => [pair, i]).sort(([a, i], [b, k]) => a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : i - k).map(([pair]) => pair)
+    }
+    forEach(callback, thisArg) {
+      for (const [name, value] of this.#pairs) apply(callback, thisArg, [value, name, this])
+    }
+    *entries() { for (const [name, value] of this.#pairs) yield [name, value] }
+    *keys() { for (const [name] of this.#pairs) yield name }
+    *values() { for (const [, value] of this.#pairs) yield value }
+    [iteratorSymbol]() { return this.entries() }
+    toString() { return this.#pairs.map(([name, value]) => `${formEncode(name)}=${formEncode(value)}`).join("&") }
+    get [toStringTagSymbol]() { return "URLSearchParams" }
+  }
+
   // ---- structural equality (assert.deepEqual)
   const deepEqual = (a, b, seen) => {
     if (objectIs(a, b) || (a === b)) return true
@@ -171,5 +298,5 @@
     return true
   }
 
-  return freeze({ __proto__: null, asBytes, describe, deepEqual, TextEncoder, TextDecoder })
+  return freeze({ __proto__: null, asBytes, describe, deepEqual, TextEncoder, TextDecoder, atob, btoa, URLSearchParams })
 })()

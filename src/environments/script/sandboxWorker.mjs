@@ -1,15 +1,18 @@
 /*
- * The worker thread that runs scripts for one pool (plain JavaScript: it runs as is from `src/`
- * and from `dist/`, which `packageLayout.sandboxWorkerFile` points at). Each run gets a fresh
- * `vm` context where `sandboxBootstrap.js` (beside this file, with `sandboxLibrary.js`) builds
- * everything the script sees; this file is the host side of that context: it compiles, answers
- * the bootstrap's `host` calls (source positions from the script's inline source map among
- * them), relays env: module calls to the main thread and reports the outcome.
+ * A worker thread that runs scripts, one at a time, for any environment (plain JavaScript: it runs
+ * as is from `src/` and from `dist/`, which `packageLayout.sandboxWorkerFile` points at). Each
+ * run gets a fresh `vm` context where `sandboxBootstrap.js` (beside this file, with
+ * `sandboxLibrary.js`) builds everything the script sees, so nothing carries over from one run
+ * (one agent instance) to the next; this file is the host side of that context: it compiles,
+ * answers the bootstrap's `host` calls (source positions from the script's inline source map
+ * among them), relays env: module calls to the main thread and reports the outcome.
  *
  * Messages: main -> worker  { type: "run", run, code, path, args, mode, modules, output }
  *                           { type: "result", run, call, ok, value | error }
- *           worker -> main  { type: "call", run, call, module, fn, args }
+ *           worker -> main  { type: "ready" } once loaded
+ *                           { type: "call", run, call, module, fn, args }
  *                           { type: "done", run, result }
+ *                           { type: "settled", run } once the code the run left behind is over
  * `output` is a SharedArrayBuffer: [total bytes, captured bytes] as two BigInt64, then the
  * captured UTF-8 text, so the main thread has the output even of a run it had to terminate.
  *
@@ -26,12 +29,20 @@ const port = parentPort
 
 const freshGlobal = () => vm.constants?.DONT_CONTEXTIFY ?? Object.create(null)
 
-/** The run in progress; `import()` is refused with an error of its realm (any realm but this). */
+/** The run in progress (the host answers and timers of other runs are dropped). */
 let current
-const spareRealm = vm.createContext(freshGlobal())
-const spareError = new vm.Script("(message) => new Error(message)").runInContext(spareRealm)
+
+/** A script's `env:` calls waiting for their answers at most: each answer is held in memory outside any heap limit. */
+const maxCallsInFlight = 64
+
+/**
+ * `import()` is refused with a plain string: an object (an error) would belong to some realm, and
+ * the code that asked may be a run's leftover while another run is current, which must never
+ * reach that run's realm. (Compiling per run with a callback bound to the run would leak: Node 20
+ * keeps every script compiled with its own `importModuleDynamically`.)
+ */
 const importModuleDynamically = () => {
-  throw (current?.control.makeError ?? spareError)("scripts cannot import(): import env: modules at the top of the script")
+  throw "scripts cannot import(): import env: modules at the top of the script"
 }
 const compile = (source, filename, lineOffset = 0) => new vm.Script(source, { filename, lineOffset, importModuleDynamically })
 
@@ -131,7 +142,11 @@ const hostFor = (run) => (op, a, b, c, d, e) => {
         return undefined
       case "call":
         if (typeof a !== "number" || typeof b !== "string" || typeof c !== "string" || typeof d !== "string" || typeof e !== "string") return "a malformed call"
+        if (run.calls.size >= maxCallsInFlight) {
+          return `env:${b} ${c}: the script has ${maxCallsInFlight} env: calls waiting for answers, the most it may: await some before making more`
+        }
         port.postMessage({ type: "call", run: run.id, call: a, module: b, fn: c, args: decodeFromContext(d, e) })
+        run.calls.add(a)
         return undefined
       case "timer": {
         if (typeof a !== "number" || typeof b !== "number") return undefined
@@ -192,6 +207,10 @@ const finish = (run, json) => {
     result = { _tag: "Failed", error: `the sandbox's result is not readable: ${textOf(error)}` }
   }
   port.postMessage({ type: "done", run: run.id, result })
+  // Microtasks the script left (a promise chain still running, a loop in a `then`) run before any
+  // macrotask: this one says they are over, and until it does the main thread gives this thread
+  // no other run (it terminates the thread if they never end).
+  setImmediate(() => port.postMessage({ type: "settled", run: run.id }))
 }
 
 const startRun = (message) => {
@@ -200,6 +219,7 @@ const startRun = (message) => {
     modules: message.modules,
     write: outputSink(message.output),
     timers: new Map(),
+    calls: new Set(),
     finished: false,
     context: undefined,
     control: undefined,
@@ -222,7 +242,7 @@ const startRun = (message) => {
 
 const deliver = (message) => {
   const run = current
-  if (run === undefined || run.id !== message.run || run.finished) return
+  if (run === undefined || run.id !== message.run || run.finished || !run.calls.delete(message.call)) return
   if (!message.ok) {
     run.control.deliver(message.call, false, String(message.error), "")
     return
@@ -241,6 +261,7 @@ port.on("message", (message) => {
   if (message.type === "run") startRun(message)
   else if (message.type === "result") deliver(message)
 })
+port.postMessage({ type: "ready" })
 
 // A promise a script leaves rejected is its own business: noted in its output, never a crash.
 process.on("unhandledRejection", (reason) => {

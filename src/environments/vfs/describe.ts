@@ -2,11 +2,15 @@
  * A file's shape in a few dozen tokens, so a model can decide how to work with it without reading
  * it: the rows and columns of a table, a workbook's sheets, a JSON value's top level, a document's
  * headings, a script's imports, an image's dimensions. Never the file's bytes themselves.
+ * A workbook that would inflate past the bound (a ZIP bomb) is described by its sizes only.
  */
 import * as XLSX from "@e965/xlsx"
+import { Either } from "effect"
 import { guessDelimiter, scanDelimited } from "./delimited.js"
 import { formatBytes } from "./formatBytes.js"
 import { extensionOf, isBinary, mediaTypeOf } from "./mediaType.js"
+import { worksheetLastRow } from "./worksheetRows.js"
+import { checkInflatedSize, isZip } from "./zipInflatedSize.js"
 
 const decoder = new TextDecoder()
 
@@ -44,20 +48,45 @@ const describeTable = (path: string, bytes: Uint8Array, size: string): string =>
     `Columns: ${some(columns, 15)}.${ragged}`
 }
 
+/** Rows SheetJS reads of each sheet for `describe`: the header row and one more. */
+const headRows = 2
+
+const worksheets = (names: ReadonlyArray<string>): number => names.filter((name) => /^xl\/worksheets\/[^/]+\.(xml|bin)$/i.test(name)).length
+
+/** Refuses, before SheetJS inflates it, a workbook that would inflate past the bound. */
+const refusal = (bytes: Uint8Array, size: string): string | undefined => {
+  if (!isZip(bytes)) return undefined
+  const checked = checkInflatedSize(bytes)
+  if (Either.isRight(checked)) return undefined
+  const error = checked.left
+  if (error._tag === "ZipUnreadable") return `Spreadsheet, ${size}: could not be read (${clip(error.message, 120)})`
+  const sheets = worksheets(error.names)
+  return `Spreadsheet workbook, ${size}${sheets === 0 ? "" : `, ${count(sheets, "sheet")}`}: too large to summarise safely: ${error.message}.`
+}
+
 const describeWorkbook = (bytes: Uint8Array, size: string): string => {
+  const refused = refusal(bytes, size)
+  if (refused !== undefined) return refused
   let workbook: XLSX.WorkBook
   try {
-    // Two rows are enough for the header; `!fullref` still gives each sheet's whole range.
-    workbook = XLSX.read(bytes, { type: "array", sheetRows: 2 })
+    // The header rows only; `!fullref` still gives a sheet's whole range when its XML declares it,
+    // and `bookFiles` keeps the XML for the sheets that do not.
+    workbook = XLSX.read(bytes, { type: "array", sheetRows: headRows, bookFiles: true })
   } catch (error) {
     return `Spreadsheet, ${size}: could not be read (${clip(error instanceof Error ? error.message : String(error), 80)})`
   }
-  const sheets = workbook.SheetNames.map((name) => {
+  const sheets = workbook.SheetNames.map((name, index) => {
     const sheet = workbook.Sheets[name]
     const full: unknown = sheet?.["!fullref"]
-    const ref = typeof full === "string" ? full : sheet?.["!ref"]
-    if (sheet === undefined || ref === undefined) return `"${clip(name)}" (empty)`
-    const range = XLSX.utils.decode_range(ref)
+    const read = typeof full === "string" ? full : sheet?.["!ref"]
+    if (sheet === undefined || read === undefined) return `"${clip(name)}" (empty)`
+    const range = XLSX.utils.decode_range(read)
+    if (typeof full !== "string" && range.e.r - range.s.r + 1 >= headRows) {
+      // No <dimension>: SheetJS stopped at the rows it read, so the XML's last row says how many there are.
+      const last = worksheetLastRow(workbook, index)
+      if (last !== undefined && last - 1 > range.e.r) range.e.r = last - 1
+    }
+    const ref = XLSX.utils.encode_range(range)
     const rows = range.e.r - range.s.r + 1
     const columns = range.e.c - range.s.c + 1
     const [first] = XLSX.utils.sheet_to_json<ReadonlyArray<unknown>>(sheet, { header: 1, blankrows: false })

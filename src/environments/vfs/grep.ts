@@ -48,15 +48,18 @@ const maxLineChars = 300
 const decoder = new TextDecoder()
 
 /**
- * The search as it runs inside the context: reads `texts`, `pattern`, `flags`, `max` and
- * `maxLineChars` from the context's globals, and answers JSON (plain data, nothing of the
- * context's realm reaches the host).
+ * The search as it runs inside the context: reads `files` (how many), `textOf` (a file's text, or
+ * undefined to skip it; called lazily, so a search that stops early decodes no more), `pattern`,
+ * `flags`, `max` and `maxLineChars` from the context's globals, and answers JSON (plain data,
+ * nothing of the context's realm reaches the host).
  */
 const search = new Script(`(() => {
   const regex = new RegExp(pattern, flags)
   const matches = []
-  for (let file = 0; file < texts.length; file++) {
-    const lines = texts[file].split(/\\r?\\n/)
+  for (let file = 0; file < files; file++) {
+    const text = textOf(file)
+    if (text === undefined) continue
+    const lines = text.split(/\\r?\\n/)
     for (let index = 0; index < lines.length; index++) {
       const line = lines[index]
       if (!regex.test(line)) continue
@@ -99,18 +102,14 @@ export const grep = (vfs: Vfs, options: GrepOptions): Either.Either<GrepResult, 
   }
   return Either.flatMap(normalizePath(options.path ?? "/"), (root): Either.Either<GrepResult, GrepError> => {
     if (!vfs.exists(root)) return Either.left(new NotFound({ path: root, message: `${root} does not exist: ls / to see what is there` }))
-    const single = vfs.read(root)
-    const paths = single !== undefined ? [root] : vfs.list(root, { recursive: true }).flatMap((entry) => entry.kind === "file" ? [entry.path] : [])
-    const files: Array<string> = []
-    const texts: Array<string> = []
-    for (const path of paths) {
-      const bytes = path === root && single !== undefined ? single : vfs.read(path)
-      if (bytes === undefined || isBinary(bytes)) continue
-      files.push(path)
-      texts.push(decoder.decode(bytes))
+    const paths = vfs.list(root, { recursive: true }).flatMap((entry) => entry.kind === "file" ? [entry.path] : [])
+    const textOf = (index: number): string | undefined => {
+      const path = paths[index]
+      const bytes = path === undefined ? undefined : vfs.read(path)
+      return bytes === undefined || isBinary(bytes) ? undefined : decoder.decode(bytes)
     }
     const timeoutMs = options.timeoutMs ?? 1000
-    const context = createContext({ texts, pattern: options.pattern, flags, max: options.maxMatches ?? 100, maxLineChars })
+    const context = createContext({ files: paths.length, textOf, pattern: options.pattern, flags, max: options.maxMatches ?? 100, maxLineChars })
     let answer: unknown
     try {
       answer = search.runInContext(context, { timeout: timeoutMs })
@@ -121,6 +120,6 @@ export const grep = (vfs: Vfs, options: GrepOptions): Either.Either<GrepResult, 
         `the pattern ${JSON.stringify(options.pattern)} took longer than ${timeoutMs} ms, so the search was stopped: nested quantifiers such as (a+)+ or (.*)* backtrack exponentially; simplify the pattern (or search a narrower path)`
       )
     }
-    return Either.right(resultOf(answer, files))
+    return Either.right(resultOf(answer, paths))
   })
 }

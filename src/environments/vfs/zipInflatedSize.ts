@@ -18,7 +18,7 @@ import { formatBytes } from "./formatBytes.js"
 /** What a ZIP's entries inflate to, by their headers. */
 export interface ZipInflation {
   readonly fileBytes: number
-  /** The sum of the entries' inflated sizes; `Infinity` when a header uses ZIP64 sizes (4 GB and more). */
+  /** The sum of the entries' inflated sizes; `Infinity` when a header marks its size as ZIP64 without giving it. */
   readonly inflatedBytes: number
   /** The entries' names, in central-directory order. */
   readonly names: ReadonlyArray<string>
@@ -62,7 +62,7 @@ interface Entry {
   readonly name: string
   readonly method: number
   readonly dataStart: number
-  /** The larger of the central and local header's sizes; `Infinity` for ZIP64. */
+  /** The larger of the central and local header's sizes (ZIP64 records included); `Infinity` for a 32-bit size marked as ZIP64 without one. */
   readonly declaredBytes: number
 }
 
@@ -84,17 +84,29 @@ const reader = (bytes: Uint8Array) => {
     },
     latin1: (at: number, length: number, what: string) => {
       need(at, length, what)
-      return String.fromCharCode(...bytes.subarray(at, at + length))
+      return Buffer.from(bytes.buffer, bytes.byteOffset + at, length).toString("latin1")
     },
-    /** Whether an extra field block holds a ZIP64 record, whose 64-bit sizes SheetJS would use. */
-    hasZip64: (at: number, length: number) => {
+    /**
+     * The sizes in an extra-field block's ZIP64 record (SheetJS reads the inflated size, then the
+     * compressed one, whichever 32-bit fields were marked); undefined when it has none.
+     */
+    zip64: (at: number, length: number): { readonly inflated: number; readonly compressed: number | undefined } | undefined => {
       for (let field = at; field + 4 <= at + length && field + 4 <= bytes.byteLength; field += 4 + view.getUint16(field + 2, true)) {
-        if (view.getUint16(field, true) === zip64ExtraField) return true
+        if (view.getUint16(field, true) !== zip64ExtraField) continue
+        const size = view.getUint16(field + 2, true)
+        const uint64 = (offset: number) => view.getUint32(offset, true) + view.getUint32(offset + 4, true) * 2 ** 32
+        // A record too short for a size, or cut off by the file's end, is trusted to no size at all.
+        if (size < 8 || field + 12 > bytes.byteLength) return { inflated: Infinity, compressed: Infinity }
+        return { inflated: uint64(field + 4), compressed: size >= 16 && field + 20 <= bytes.byteLength ? uint64(field + 12) : undefined }
       }
-      return false
+      return undefined
     }
   }
 }
+
+/** A size as SheetJS takes it: the ZIP64 record's when it gives one, else the 32-bit field (4 GB when marked). */
+const sizeOf = (field: number, zip64: number | undefined): number =>
+  zip64 !== undefined && zip64 > 0 ? zip64 : field === zip64Marker ? Infinity : field
 
 /** The entries as SheetJS's `parse_zip` walks them. */
 const entriesOf = (bytes: Uint8Array): ReadonlyArray<Entry> => {
@@ -112,7 +124,7 @@ const entriesOf = (bytes: Uint8Array): ReadonlyArray<Entry> => {
     const commentLength = read.u16(at + 32, what)
     const offset = read.u32(at + 42, what)
     const name = read.latin1(at + 46, nameLength, what)
-    const centralZip64 = centralSize === zip64Marker || read.hasZip64(at + 46 + nameLength, extraLength)
+    const centralZip64 = read.zip64(at + 46 + nameLength, extraLength)
     at += 46 + nameLength + extraLength + commentLength
 
     const local = `the local header of ${name}`
@@ -123,13 +135,12 @@ const entriesOf = (bytes: Uint8Array): ReadonlyArray<Entry> => {
     const localExtraLength = read.u16(offset + 28, local)
     const dataStart = offset + 30 + localNameLength + localExtraLength
     if (dataStart > bytes.byteLength) throw new Malformed(`${local} lies outside the file`)
-    const localZip64 = localSize === zip64Marker || read.hasZip64(offset + 30 + localNameLength, localExtraLength)
-    const declaredBytes = centralZip64 || localZip64
-      ? Infinity
-      : method === 0
-      // Stored: SheetJS copies the local header's compressed length, which the file bounds.
-      ? Math.min(localCompressed, bytes.byteLength - dataStart)
-      : Math.max(centralSize, localSize)
+    const localZip64 = read.zip64(offset + 30 + localNameLength, localExtraLength)
+    // Deflated, SheetJS allocates the local size before inflating and checks the central one after.
+    // Stored, it copies the local compressed length, which the file bounds.
+    const declaredBytes = method === 0
+      ? Math.min(sizeOf(localCompressed, localZip64?.compressed), bytes.byteLength - dataStart)
+      : Math.max(sizeOf(centralSize, centralZip64?.inflated), sizeOf(localSize, localZip64?.inflated))
     entries.push({ name, method, dataStart, declaredBytes })
   }
   return entries
@@ -140,21 +151,20 @@ const unreadable = (error: unknown): ZipUnreadable => {
   throw error
 }
 
+const inflationOf = (bytes: Uint8Array, entries: ReadonlyArray<Entry>): ZipInflation => ({
+  fileBytes: bytes.byteLength,
+  inflatedBytes: entries.reduce((total, entry) => total + entry.declaredBytes, 0),
+  names: entries.map((entry) => entry.name)
+})
+
 /** What the headers of `bytes` say its entries inflate to, without inflating anything. */
 export const zipInflatedSize = (bytes: Uint8Array): Either.Either<ZipInflation, ZipUnreadable> =>
-  Either.map(
-    Either.try({ try: () => entriesOf(bytes), catch: unreadable }),
-    (entries) => ({
-      fileBytes: bytes.byteLength,
-      inflatedBytes: entries.reduce((total, entry) => total + entry.declaredBytes, 0),
-      names: entries.map((entry) => entry.name)
-    })
-  )
+  Either.map(Either.try({ try: () => entriesOf(bytes), catch: unreadable }), (entries) => inflationOf(bytes, entries))
 
 /** Why `inflation` is past `limits`, as a clause; undefined when it is within them. */
 const excess = (inflation: ZipInflation, limits: InflationLimits): string | undefined => {
   const { fileBytes, inflatedBytes } = inflation
-  if (inflatedBytes === Infinity) return `it declares ZIP64 sizes (4 GB or more), far past the ${formatBytes(limits.maxInflatedBytes)} a workbook may inflate to`
+  if (inflatedBytes === Infinity) return `it declares ZIP64 sizes (4 GB or more) without giving them, far past the ${formatBytes(limits.maxInflatedBytes)} a workbook may inflate to`
   if (inflatedBytes > limits.maxInflatedBytes) {
     return `it would inflate to ${formatBytes(inflatedBytes)}, past the ${formatBytes(limits.maxInflatedBytes)} a workbook may inflate to`
   }
@@ -165,43 +175,48 @@ const excess = (inflation: ZipInflation, limits: InflationLimits): string | unde
   return undefined
 }
 
-/** Inflates one entry natively, capped at its declared size; a message when it does not fit or cannot be read. */
-const overflow = (bytes: Uint8Array, entry: Entry): string | undefined => {
-  if (entry.method !== 8) return undefined
-  try {
-    // As SheetJS does, from the data's start to the stream's own end (zlib ignores what follows).
-    inflateRawSync(bytes.subarray(entry.dataStart), { maxOutputLength: Math.max(entry.declaredBytes, 1) })
-    return undefined
-  } catch (error) {
-    if (typeof error === "object" && error !== null && "code" in error && error.code === "ERR_BUFFER_TOO_LARGE") {
-      return `${entry.name} inflates past the ${formatBytes(entry.declaredBytes)} its headers declare, which is how ZIP bombs hide`
-    }
-    return `${entry.name} is damaged (${error instanceof Error ? error.message : String(error)})`
-  }
+/** The compressed bytes zlib consumed, from an `info: true` answer. */
+const consumedBy = (answer: unknown): number => {
+  if (typeof answer !== "object" || answer === null || !("engine" in answer)) return 0
+  const engine: unknown = answer.engine
+  return typeof engine === "object" && engine !== null && "bytesWritten" in engine && typeof engine.bytesWritten === "number" ? engine.bytesWritten : 0
 }
 
 /**
- * The inflated size of the ZIP `bytes`, refused when past `limits` (by its headers, without
- * inflating) or when an entry inflates past what its headers declare.
+ * Inflates each deflated entry natively, capped at its declared size, and keeps the compressed
+ * bytes read to about the file's size: entries that share their data (another bomb's trick) would
+ * have the parser inflate the same bytes thousands of times.
+ */
+const verifyStreams = (bytes: Uint8Array, entries: ReadonlyArray<Entry>, inflation: ZipInflation): ZipTooLarge | ZipUnreadable | undefined => {
+  const maxConsumed = 2 * bytes.byteLength + 65_536
+  let consumed = 0
+  for (const entry of entries) {
+    if (entry.method !== 8) continue
+    try {
+      // From the data's start to the stream's own end, as SheetJS reads it (zlib ignores what follows).
+      consumed += consumedBy(inflateRawSync(bytes.subarray(entry.dataStart), { maxOutputLength: Math.max(entry.declaredBytes, 1), info: true }))
+    } catch (error) {
+      if (typeof error === "object" && error !== null && "code" in error && error.code === "ERR_BUFFER_TOO_LARGE") {
+        return new ZipTooLarge({ ...inflation, message: `${entry.name} inflates past the ${formatBytes(entry.declaredBytes)} its headers declare, which is how ZIP bombs hide` })
+      }
+      return new ZipUnreadable({ message: `it is not a readable ZIP file: ${entry.name} is damaged (${error instanceof Error ? error.message : String(error)})` })
+    }
+    if (consumed > maxConsumed) return new ZipUnreadable({ message: "it is not a readable ZIP file: its entries share their compressed data" })
+  }
+  return undefined
+}
+
+/**
+ * The inflated size of the ZIP `bytes`, refused when past `limits` (by its headers, before
+ * inflating anything) or when an entry inflates past what its headers declare.
  */
 export const checkInflatedSize = (bytes: Uint8Array, limits: InflationLimits = inflationLimits): Either.Either<ZipInflation, ZipTooLarge | ZipUnreadable> =>
   Either.gen(function*() {
     const entries = yield* Either.try({ try: () => entriesOf(bytes), catch: unreadable })
-    const inflation: ZipInflation = {
-      fileBytes: bytes.byteLength,
-      inflatedBytes: entries.reduce((total, entry) => total + entry.declaredBytes, 0),
-      names: entries.map((entry) => entry.name)
-    }
+    const inflation = inflationOf(bytes, entries)
     const tooFar = excess(inflation, limits)
     if (tooFar !== undefined) return yield* Either.left(new ZipTooLarge({ ...inflation, message: tooFar }))
-    for (const entry of entries) {
-      const wrong = overflow(bytes, entry)
-      if (wrong === undefined) continue
-      return yield* Either.left(
-        wrong.endsWith("hide")
-          ? new ZipTooLarge({ ...inflation, message: wrong })
-          : new ZipUnreadable({ message: `it is not a readable ZIP file: ${wrong}` })
-      )
-    }
+    const refused = verifyStreams(bytes, entries, inflation)
+    if (refused !== undefined) return yield* Either.left(refused)
     return inflation
   })

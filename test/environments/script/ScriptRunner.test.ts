@@ -1,7 +1,8 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Exit, Layer, Scope } from "effect"
+import { Effect, Exit, Fiber, Layer, Scope } from "effect"
 import type { ScriptHost, ScriptModule } from "../../../src/environments/script/ScriptRunner.js"
 import { ScriptRunner, ScriptRunnerLive } from "../../../src/environments/script/ScriptRunner.js"
+import { captureCeilingBytes } from "../../../src/environments/script/ScriptWorker.js"
 import { fakeHost, runIn, scriptRun } from "./scripts.js"
 
 const workers = Effect.flatMap(ScriptRunner, (runner) => runner.workers)
@@ -46,7 +47,7 @@ export default async function () {
         .toEqual({ name: "n", payload: new Uint8Array([0xc3, 0xa9]) })
     }).pipe(Effect.provide(ScriptRunnerLive())))
 
-  it.live("captures console output and counts all of it, keeping at most four times the limit", () =>
+  it.live("captures console output and counts all of it, keeping four times the shown limit unless told how much", () =>
     Effect.gen(function*() {
       const small = yield* runIn("p", scriptRun("/scripts/log.js", `
 export default function () {
@@ -62,6 +63,22 @@ export default function () {
       expect(big.outputBytes).toBe(1000 * 199)
       expect(Buffer.byteLength(big.output)).toBeLessThanOrEqual(4000)
       expect(big.output.startsWith("é".repeat(99))).toBe(true)
+    }).pipe(Effect.provide(ScriptRunnerLive())))
+
+  it.live("keeps maxCapturedBytes of the output (at most 2 MB) whether the script completes, fails or times out", () =>
+    Effect.gen(function*() {
+      const line = "x".repeat(99)
+      const flood = (lines: number, end: string) => `export default function () {\n  for (let i = 0; i < ${lines}; i++) console.log("${line}")\n  ${end}\n}`
+      const completed = yield* runIn("p", scriptRun("/scripts/flood.js", flood(500, ""), { maxOutputBytes: 100, maxCapturedBytes: 100_000 }))
+      expect(completed).toMatchObject({ _tag: "Completed", outputBytes: 50_000 })
+      expect(completed.output).toBe(`${line}\n`.repeat(500))
+      const failed = yield* runIn("p", scriptRun("/scripts/flood.js", flood(500, `throw new Error("late")`), { maxOutputBytes: 100, maxCapturedBytes: 100_000 }))
+      expect(failed).toMatchObject({ _tag: "Failed", outputBytes: 50_000, output: `${line}\n`.repeat(500) })
+      const timedOut = yield* runIn("p", scriptRun("/scripts/flood.js", flood(500, "while (true) {}"), { maxOutputBytes: 100, maxCapturedBytes: 100_000, timeoutMs: 500 }))
+      expect(timedOut).toEqual({ _tag: "TimedOut", outputBytes: 50_000, output: `${line}\n`.repeat(500) })
+      const huge = yield* runIn("p", scriptRun("/scripts/flood.js", flood(30_000, ""), { maxOutputBytes: 100, maxCapturedBytes: 10_000_000 }))
+      expect(huge.outputBytes).toBe(3_000_000)
+      expect(Buffer.byteLength(huge.output)).toBe(captureCeilingBytes)
     }).pipe(Effect.provide(ScriptRunnerLive())))
 
   it.live("fails with the error and the script's own line in the source", () =>
@@ -106,18 +123,18 @@ export default async function () {
       expect(yield* workers).toBe(0)
     }).pipe(Effect.provide(ScriptRunnerLive())))
 
-  it.live("gives a script that runs out of memory a failure, and the pool a fresh worker", () =>
+  it.live("gives a script that runs out of heap a failure, and the next run a fresh worker", () =>
     Effect.gen(function*() {
       const hungry = yield* runIn("p", scriptRun("/scripts/hog.js", `export default () => { const all = []; while (true) all.push(new Array(100000).fill(Math.random())) }`, { timeoutMs: 30_000 }))
       expect(hungry._tag).toBe("Failed")
-      expect(hungry._tag === "Failed" ? hungry.error : "").toContain("ran out of memory (the limit is 64 MB)")
+      expect(hungry._tag === "Failed" ? hungry.error : "").toContain("the script used more than 64 MB of memory")
       expect(yield* workers).toBe(0)
       const next = yield* runIn("p", scriptRun("/scripts/ok.js", `export default () => 1`))
       expect(next).toMatchObject({ _tag: "Completed", value: 1 })
       expect(yield* workers).toBe(1)
     }).pipe(Effect.provide(ScriptRunnerLive({ maxMemoryMb: 64 }))), 60_000)
 
-  it.live("runs a pool's scripts one after another on one worker, and pools on workers of their own", () =>
+  it.live("runs a key's scripts one after another in the order they came, on threads shared with other keys", () =>
     Effect.gen(function*() {
       const order: Array<string> = []
       const log: ScriptModule = { name: "log", exports: ["mark"], kind: "host" }
@@ -129,17 +146,33 @@ export default async function () {
       }
       const script = (name: string) =>
         scriptRun(`/scripts/${name}.js`, `import { mark } from "env:log"\nexport default async () => { await mark("${name}:start"); await mark("${name}:end") }`, { modules: [log] })
-      yield* Effect.all([runIn("p", script("a"), host), runIn("p", script("b"), host)], { concurrency: "unbounded" })
-      expect(order).toEqual(["a:start", "a:end", "b:start", "b:end"])
+      yield* Effect.all([runIn("p", script("a"), host), runIn("p", script("b"), host), runIn("p", script("c"), host)], { concurrency: "unbounded" })
+      expect(order).toEqual(["a:start", "a:end", "b:start", "b:end", "c:start", "c:end"])
       expect(yield* workers).toBe(1)
-      yield* runIn("q", script("c"), host)
-      expect(yield* workers).toBe(2)
+      yield* runIn("q", script("d"), host)
+      expect(yield* workers).toBe(1)
     }).pipe(Effect.provide(ScriptRunnerLive())))
 
-  it.live("terminates a pool's worker once it has been idle for idleMs", () =>
+  it.live("a run that stops waiting for its turn lets the next one go only after the run before it", () =>
     Effect.gen(function*() {
-      yield* runIn("p", scriptRun("/scripts/ok.js", `export default () => 1`))
-      yield* runIn("q", scriptRun("/scripts/ok.js", `export default () => 1`))
+      const slow = scriptRun("/scripts/slow.js", `export default () => new Promise((resolve) => setTimeout(() => resolve("a"), 300))`)
+      const started = Date.now()
+      const first = yield* Effect.fork(runIn("p", slow))
+      yield* Effect.sleep("20 millis")
+      const second = yield* Effect.fork(runIn("p", scriptRun("/scripts/b.js", `export default () => "b"`)))
+      yield* Effect.sleep("20 millis")
+      const third = yield* Effect.fork(runIn("p", scriptRun("/scripts/c.js", `export default () => Date.now()`)))
+      yield* Effect.sleep("20 millis")
+      yield* Fiber.interrupt(second)
+      const c = yield* Fiber.join(third)
+      expect(c._tag === "Completed" && typeof c.value === "number" ? c.value - started : 0).toBeGreaterThanOrEqual(280)
+      expect(yield* Fiber.join(first)).toMatchObject({ _tag: "Completed", value: "a" })
+    }).pipe(Effect.provide(ScriptRunnerLive())))
+
+  it.live("terminates a worker once it has been idle for idleMs", () =>
+    Effect.gen(function*() {
+      const wait = scriptRun("/scripts/wait.js", `export default () => new Promise((resolve) => setTimeout(resolve, 50))`)
+      yield* Effect.all([runIn("p", wait), runIn("q", wait)], { concurrency: "unbounded" })
       expect(yield* workers).toBe(2)
       yield* Effect.sleep("900 millis")
       expect(yield* workers).toBe(0)
@@ -152,9 +185,8 @@ export default async function () {
     Effect.gen(function*() {
       const scope = yield* Scope.make()
       const context = yield* Layer.buildWithScope(ScriptRunnerLive(), scope)
-      const run = (pool: string) => runIn(pool, scriptRun("/scripts/ok.js", `export default () => 1`)).pipe(Effect.provide(context))
-      yield* run("p")
-      yield* run("q")
+      const run = (pool: string) => runIn(pool, scriptRun("/scripts/wait.js", `export default () => new Promise((resolve) => setTimeout(resolve, 50))`)).pipe(Effect.provide(context))
+      yield* Effect.all([run("p"), run("q")], { concurrency: "unbounded" })
       expect(yield* workers.pipe(Effect.provide(context))).toBe(2)
       yield* Scope.close(scope, Exit.void)
       expect(yield* workers.pipe(Effect.provide(context))).toBe(0)

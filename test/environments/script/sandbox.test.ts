@@ -143,8 +143,102 @@ describe("the script sandbox", () => {
     Effect.gen(function*() {
       const result = yield* runIn("p", scriptRun("/scripts/globals.js", `export default () => Object.getOwnPropertyNames(globalThis).filter((name) => /^[a-z]/.test(name)).sort()`))
       expect(result._tag === "Completed" ? result.value : result).toEqual([
-        "clearTimeout", "console", "decodeURI", "decodeURIComponent", "encodeURI", "encodeURIComponent", "escape", "eval", "globalThis",
+        "atob", "btoa", "clearTimeout", "console", "decodeURI", "decodeURIComponent", "encodeURI", "encodeURIComponent", "escape", "eval", "globalThis",
         "isFinite", "isNaN", "parseFloat", "parseInt", "queueMicrotask", "setTimeout", "undefined", "unescape"
       ])
+    }).pipe(Effect.provide(ScriptRunnerLive())))
+
+  it.live("never hands a script the stack frames, whatever it puts in place of Error, and no host path reaches it", () =>
+    Effect.gen(function*() {
+      const { host } = fakeHost()
+      const result = yield* runIn("p", scriptRun("/scripts/frames.js", `import { readFile } from "env:fs"
+export default async function () {
+  const E = Error
+  const captured = []
+  const fake = { prepareStackTrace: (_error, frames) => { captured.push(frames); return "fake" } }
+  const attempts = {
+    assign: () => { globalThis.Error = fake },
+    sloppy: () => new Function("fake", "Error = fake; globalThis.Error = fake; return typeof Error")(fake),
+    define: () => Object.defineProperty(globalThis, "Error", { value: fake }),
+    reflect: () => Reflect.set(globalThis, "Error", fake),
+    deleted: () => new Function("fake", "delete globalThis.Error; globalThis.Error = fake; return typeof Error")(fake),
+    prototype: () => { Object.setPrototypeOf(globalThis, { Error: fake }); return typeof Error },
+    onTheRealOne: () => { E.prepareStackTrace = fake.prepareStackTrace }
+  }
+  const outcomes = {}
+  for (const [name, attempt] of Object.entries(attempts)) {
+    try { outcomes[name] = String(attempt()) } catch (error) { outcomes[name] = "blocked: " + error.message }
+  }
+  const stackOf = (f) => { try { f() } catch (error) { return String(error.stack) } }
+  const deep = () => deep()
+  const stacks = {
+    made: new E("made").stack,
+    thrown: stackOf(() => null.x),
+    overflow: stackOf(deep),
+    captured: (() => { const o = {}; E.captureStackTrace(o); return o.stack })(),
+    host: await readFile("/none").catch((error) => error.stack),
+    importRefused: await eval('import("node:fs")').catch((error) => error.stack),
+    timer: await new Promise((resolve) => setTimeout(() => resolve(stackOf(() => { throw new TypeError("in a timer") })), 1))
+  }
+  return { captured: captured.length, same: Error === E, outcomes, stacks }
+}`), host)
+      expect(result._tag).toBe("Completed")
+      if (result._tag !== "Completed") return
+      expect(result.value).toMatchObject({ captured: 0, same: true, stacks: { made: expect.stringContaining("/scripts/frames.js:") } })
+      const seen = JSON.stringify(result.value)
+      for (const host of ["sandboxWorker", "node:internal", "/work/", "file://", "foundry:sandbox"]) expect(seen).not.toContain(host)
+      const failed = yield* runIn("p", scriptRun("/scripts/throws.js", `export default () => { new Function("Error = { prepareStackTrace: () => 'fake' }")(); throw new Error("boom") }`))
+      expect(failed).toMatchObject({ _tag: "Failed", error: expect.stringMatching(/^Error: boom\n    at .*\/scripts\/throws.js:1:/) })
+    }).pipe(Effect.provide(ScriptRunnerLive())))
+
+  it.live("gives scripts atob and btoa, and URLSearchParams, as the web has them", () =>
+    Effect.gen(function*() {
+      const latin1 = Array.from({ length: 256 }, (_, i) => String.fromCharCode(i)).join("")
+      const result = yield* runIn("p", scriptRun("/scripts/web.js", `export default (latin1) => {
+  const refused = (f) => { try { return f() } catch (error) { return error.name + ": " + error.message } }
+  const params = new URLSearchParams("?a=1&b=x+y&c=%C3%A9%F0%9F%98%80&a=2&empty&=v&bad=%zz")
+  const built = new URLSearchParams({ q: "a b&c=d/é", n: 1 })
+  built.append("list", "1")
+  built.append("list", "2")
+  const sorted = new URLSearchParams([["z", "1"], ["a", "2"], ["z", "0"]])
+  sorted.sort()
+  const edited = new URLSearchParams("a=1&b=2&a=3")
+  edited.set("a", "9")
+  edited.delete("b")
+  return {
+    hello: btoa("hello"),
+    back: atob(" aGVs bG8= "),
+    unpadded: atob("aGVsbG8"),
+    all: btoa(latin1),
+    roundTrip: atob(btoa(latin1)) === latin1,
+    wide: refused(() => btoa("😀")),
+    notBase64: refused(() => atob("a")),
+    params: [params.get("a"), params.getAll("a"), params.get("b"), params.get("c"), params.get("empty"), params.get(""), params.get("bad"), params.get("none"), params.has("b"), params.size],
+    parsed: params.toString(),
+    built: built.toString(),
+    entries: [...built],
+    sorted: sorted.toString(),
+    edited: edited.toString()
+  }
+}`, { args: latin1 }))
+      const params = new URLSearchParams("?a=1&b=x+y&c=%C3%A9%F0%9F%98%80&a=2&empty&=v&bad=%zz")
+      const built = new URLSearchParams({ q: "a b&c=d/é", n: "1" })
+      built.append("list", "1")
+      built.append("list", "2")
+      expect(result._tag === "Completed" ? result.value : result).toEqual({
+        hello: "aGVsbG8=",
+        back: "hello",
+        unpadded: "hello",
+        all: Buffer.from(latin1, "latin1").toString("base64"),
+        roundTrip: true,
+        wide: expect.stringContaining("InvalidCharacterError"),
+        notBase64: expect.stringContaining("InvalidCharacterError"),
+        params: [params.get("a"), params.getAll("a"), params.get("b"), params.get("c"), params.get("empty"), params.get(""), params.get("bad"), null, true, params.size],
+        parsed: params.toString(),
+        built: built.toString(),
+        entries: [...built],
+        sorted: "a=2&z=1&z=0",
+        edited: "a=9"
+      })
     }).pipe(Effect.provide(ScriptRunnerLive())))
 })

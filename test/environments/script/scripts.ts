@@ -16,7 +16,16 @@ export const scriptRun = (
   const modules = options.modules ?? [fsModule]
   const check = validateScript(path, source, modules, { test: mode === "test" })
   if (check._tag === "Invalid") throw new Error(`${path} is refused:\n${check.message}`)
-  return { code: check.code, path, args: options.args ?? null, mode, modules, timeoutMs: options.timeoutMs ?? 10_000, maxOutputBytes: options.maxOutputBytes ?? 10_000 }
+  return {
+    code: check.code,
+    path,
+    args: options.args ?? null,
+    mode,
+    modules,
+    timeoutMs: options.timeoutMs ?? 10_000,
+    maxOutputBytes: options.maxOutputBytes ?? 10_000,
+    ...(options.maxCapturedBytes === undefined ? {} : { maxCapturedBytes: options.maxCapturedBytes })
+  }
 }
 
 /** A fake host: files in a map, failures both ways a host can answer them; every call recorded. */

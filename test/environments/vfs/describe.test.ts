@@ -2,6 +2,7 @@ import { describe, expect, it } from "@effect/vitest"
 import * as XLSX from "@e965/xlsx"
 import { describeFile } from "../../../src/environments/vfs/describe.js"
 import { mediaTypeOf } from "../../../src/environments/vfs/mediaType.js"
+import { bombRows, numberedRows, sheetXml, workbookOf } from "./zipFixtures.js"
 
 const text = (value: string) => new TextEncoder().encode(value)
 
@@ -44,6 +45,18 @@ describe("describeFile", () => {
     expect(summary).toContain(`"Sales" 121 rows × 3 columns (A1:C121), first row: Region, Month, Revenue`)
     expect(summary).toContain(`"Notes" 2 rows × 1 column`)
     expect(summary).not.toContain("north")
+  })
+
+  it("counts a sheet's rows right when its XML has no <dimension> (SheetJS alone reports the rows it read)", () => {
+    const numbered = describeFile("/inbox/big.xlsx", workbookOf([{ name: "Big", xml: sheetXml(numberedRows(5000)) }, { name: "Small", xml: sheetXml(numberedRows(300, 3)) }]))
+    expect(numbered).toContain(`"Big" 5,000 rows × 2 columns (A1:B5000), first row: 1, 1`)
+    expect(numbered).toContain(`"Small" 300 rows × 3 columns (A1:C300)`)
+    // Rows without numbers are counted; a <rowBreaks> element is no row.
+    const unnumbered = sheetXml(bombRows(3000)).replace("</sheetData>", "</sheetData><rowBreaks count=\"1\"><brk id=\"5\"/></rowBreaks>")
+    expect(describeFile("/inbox/plain.xlsx", workbookOf([{ name: "Plain", xml: unnumbered }]))).toContain(`"Plain" 3,000 rows × 2 columns (A1:B3000)`)
+    // A declared dimension is still what counts, and a two-row sheet stays two rows.
+    expect(describeFile("/inbox/dim.xlsx", workbookOf([{ name: "D", xml: sheetXml(numberedRows(40), "A1:B40") }]))).toContain(`"D" 40 rows × 2 columns (A1:B40)`)
+    expect(describeFile("/inbox/two.xlsx", workbookOf([{ name: "T", xml: sheetXml(numberedRows(2)) }]))).toContain(`"T" 2 rows × 2 columns (A1:B2)`)
   })
 
   it("describes JSON by its top-level shape, and says when it is invalid", () => {

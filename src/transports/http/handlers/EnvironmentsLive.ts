@@ -21,6 +21,7 @@ import { guessDelimiter, scanDelimited } from "../../../environments/vfs/delimit
 import { extensionOf, isTextMediaType, mediaTypeOf } from "../../../environments/vfs/mediaType.js"
 import { baseName, normalizePath } from "../../../environments/vfs/paths.js"
 import type { Tree } from "../../../environments/vfs/Tree.js"
+import { checkInflatedSize, isZip } from "../../../environments/vfs/zipInflatedSize.js"
 import { InstanceNotFound } from "../../../instances/Instances.js"
 import { BadRequest } from "../api/BadRequest.js"
 import { ArtifactNotFound, EnvironmentFileNotFound, EnvironmentVersionNotFound, InitialTreeUnreadable, NoEnvironment } from "../api/EnvironmentsGroup.js"
@@ -73,9 +74,13 @@ const sheetOf = (name: string, rows: ReadonlyArray<ReadonlyArray<unknown>>, more
   truncated: moreRows || rows.length > previewLimits.rows || rows.some((row) => row.length > previewLimits.columns)
 })
 
-/** The first rows of each sheet; one row more than shown is read, to tell whether there were more. */
-const workbookPreview = (bytes: Uint8Array): ArtifactPreview =>
-  Either.match(Either.try(() => XLSX.read(bytes, { type: "array", sheetRows: previewLimits.rows + 1 })), {
+/**
+ * The first rows of each sheet; one row more than shown is read, to tell whether there were more.
+ * A workbook that would inflate past the bound (a ZIP bomb) is not parsed: only its download shows.
+ */
+const workbookPreview = (bytes: Uint8Array): ArtifactPreview => {
+  if (isZip(bytes) && Either.isLeft(checkInflatedSize(bytes))) return { kind: "none" }
+  return Either.match(Either.try(() => XLSX.read(bytes, { type: "array", sheetRows: previewLimits.rows + 1 })), {
     // Not a workbook after all: nothing to show but the download.
     onLeft: (): ArtifactPreview => ({ kind: "none" }),
     onRight: (workbook): ArtifactPreview => ({
@@ -87,6 +92,7 @@ const workbookPreview = (bytes: Uint8Array): ArtifactPreview =>
       })
     })
   })
+}
 
 /** CSV or TSV as one sheet named after the file. */
 const delimitedPreview = (path: string, bytes: Uint8Array, tsv: boolean): ArtifactPreview => {

@@ -1,0 +1,153 @@
+import { describe, expect, it } from "@effect/vitest"
+import { Effect, Fiber } from "effect"
+import type { ScriptHost, ScriptModule } from "../../../src/environments/script/ScriptRunner.js"
+import { ScriptRunner, ScriptRunnerLive } from "../../../src/environments/script/ScriptRunner.js"
+import { fakeHost, runIn, scriptRun } from "./scripts.js"
+
+const workers = Effect.flatMap(ScriptRunner, (runner) => runner.workers)
+
+/** Runs `effect` while sampling `sample` every few milliseconds: its value and the highest sample seen. */
+const sampling = <A, E, R>(effect: Effect.Effect<A, E, R>, sample: Effect.Effect<number, never, ScriptRunner>) =>
+  Effect.gen(function*() {
+    let highest = yield* sample
+    const sampler = yield* Effect.fork(Effect.forever(Effect.zipRight(Effect.sleep("5 millis"), Effect.tap(sample, (n) => Effect.sync(() => highest = Math.max(highest, n))))))
+    const value = yield* effect
+    yield* Fiber.interrupt(sampler)
+    return { value, highest: Math.max(highest, yield* sample) }
+  })
+
+const rss = Effect.sync(() => process.memoryUsage.rss())
+
+describe("the shared worker pool", () => {
+  it.live("runs any number of keys on at most maxWorkers threads, each key in order, and ends them when idle", () =>
+    Effect.gen(function*() {
+      const keys = Array.from({ length: 20 }, (_, i) => `instance-${i}`)
+      const echo = (key: string, step: number) =>
+        scriptRun("/scripts/echo.js", `export default async (args) => { await new Promise((resolve) => setTimeout(resolve, 10)); globalThis.seen = (globalThis.seen ?? 0) + 1; return { ...args, seen: globalThis.seen } }`, { args: { key, step } })
+
+      const sequential = yield* sampling(Effect.forEach(keys, (key) => runIn(key, echo(key, 0))), workers)
+      expect(sequential.value.map((result) => result._tag === "Completed" ? result.value : result)).toEqual(keys.map((key) => ({ key, step: 0, seen: 1 })))
+      // One run at a time: the thread freed by one is the next one's.
+      expect(sequential.highest).toBe(1)
+
+      const order: Array<string> = []
+      const log: ScriptModule = { name: "log", exports: ["mark"], kind: "host" }
+      const host: ScriptHost = {
+        call: (_module, _fn, args) => {
+          order.push(String(args[0]))
+          return new Promise((resolve) => setTimeout(() => resolve(null), 5))
+        }
+      }
+      const marked = (key: string, step: number) =>
+        scriptRun("/scripts/mark.js", `import { mark } from "env:log"\nexport default async (args) => { await mark(args.key + ":" + args.step); return args }`, { args: { key, step }, modules: [log] })
+      const concurrent = yield* sampling(
+        Effect.all(keys.flatMap((key) => [0, 1, 2].map((step) => runIn(key, marked(key, step), host))), { concurrency: "unbounded" }),
+        workers
+      )
+      expect(concurrent.value.map((result) => result._tag === "Completed" ? result.value : result)).toEqual(keys.flatMap((key) => [0, 1, 2].map((step) => ({ key, step }))))
+      expect(concurrent.highest).toBeLessThanOrEqual(3)
+      expect(concurrent.highest).toBeGreaterThan(1)
+      for (const key of keys) expect(order.filter((mark) => mark.startsWith(`${key}:`))).toEqual([`${key}:0`, `${key}:1`, `${key}:2`])
+
+      yield* Effect.sleep("700 millis")
+      expect(yield* workers).toBe(0)
+      const again = yield* runIn("instance-0", echo("instance-0", 3))
+      expect(again).toMatchObject({ _tag: "Completed", value: { key: "instance-0", step: 3, seen: 1 } })
+    }).pipe(Effect.provide(ScriptRunnerLive({ maxWorkers: 3, idleMs: 300 }))), 30_000)
+
+  it.live("answers a run that returns while code it left keeps spinning, and gives the next run a free thread", () =>
+    Effect.gen(function*() {
+      const leftovers = {
+        microtask: `Promise.resolve().then(() => { while (true) {} })`,
+        chain: `let p = Promise.resolve(); for (let i = 0; i < 10000; i++) p = p.then(() => i); p.then(() => { while (true) {} })`,
+        afterAwait: `(async () => { await null; await null; for (;;) {} })()`,
+        async: `let p = Promise.resolve(); for (let i = 0; i < 10000; i++) p = p.then(() => i); p.then(() => { while (true) {} })`
+      }
+      for (const [name, leftover] of Object.entries(leftovers)) {
+        const started = Date.now()
+        const body = `${leftover}; console.log("returning"); return "${name}"`
+        const left = yield* runIn("p", scriptRun(`/scripts/${name}.js`, name === "async" ? `export default async () => { await null; ${body} }` : `export default () => { ${body} }`, { timeoutMs: 5_000 }))
+        expect(left).toEqual({ _tag: "Completed", value: name, output: "returning\n", outputBytes: 10 })
+        expect(Date.now() - started).toBeLessThan(1_000)
+        const next = yield* runIn("p", scriptRun("/scripts/next.js", `export default () => "next"`, { timeoutMs: 5_000 }))
+        expect(next).toMatchObject({ _tag: "Completed", value: "next" })
+        expect(yield* workers).toBeLessThanOrEqual(1)
+      }
+    }).pipe(Effect.provide(ScriptRunnerLive({ maxWorkers: 1 }))), 30_000)
+
+  it.live("gives a script no way to schedule code for after it returns: no finalizers, no waitAsync, WebAssembly compiled at once", () =>
+    Effect.gen(function*() {
+      const probe = yield* runIn("p", scriptRun("/scripts/probe.js", `export default () => [typeof FinalizationRegistry, typeof Atomics.waitAsync, typeof WebAssembly.compileStreaming, typeof WeakRef]`))
+      expect(probe).toMatchObject({ _tag: "Completed", value: ["undefined", "undefined", "undefined", "function"] })
+      // The smallest module: magic and version, and one that exports a function returning 42.
+      const empty = "[0, 97, 115, 109, 1, 0, 0, 0]"
+      const answer = "[0,97,115,109,1,0,0,0,1,5,1,96,0,1,127,3,2,1,0,7,5,1,1,102,0,0,10,6,1,4,0,65,42,11]"
+      const wasm = yield* runIn("p", scriptRun("/scripts/wasm.js", `export default async () => {
+  const module = await WebAssembly.compile(new Uint8Array(${empty}))
+  const { instance } = await WebAssembly.instantiate(new Uint8Array(${answer}))
+  const direct = await WebAssembly.instantiate(module)
+  return [module instanceof WebAssembly.Module, instance.exports.f(), direct instanceof WebAssembly.Instance]
+}`, { timeoutMs: 5_000 }))
+      expect(wasm).toMatchObject({ _tag: "Completed", value: [true, 42, true] })
+      // Compiled in the background, the module would call back in the next run's time.
+      const left = yield* runIn("p", scriptRun("/scripts/wasm.js", `export default () => {
+  WebAssembly.compile(new Uint8Array(${empty})).then(() => { const end = Date.now() + 3000; while (Date.now() < end) {} })
+  return "returned"
+}`, { timeoutMs: 5_000 }))
+      expect(left).toMatchObject({ _tag: "Completed", value: "returned" })
+      const next = yield* runIn("p", scriptRun("/scripts/next.js", `export default () => new Promise((resolve) => setTimeout(() => resolve("next"), 100))`, { timeoutMs: 1_000 }))
+      expect(next).toMatchObject({ _tag: "Completed", value: "next" })
+    }).pipe(Effect.provide(ScriptRunnerLive({ maxWorkers: 1 }))), 30_000)
+
+  it.live("stops a script that fills memory outside its heap, before or after it returns, keeping the process's memory bounded", () =>
+    Effect.gen(function*() {
+      const before = yield* rss
+      const hog = yield* sampling(
+        runIn("p", scriptRun("/scripts/buffers.js", `export default () => {
+  console.log("allocating")
+  const buffers = []
+  for (let i = 0; i < 40; i++) buffers.push(new Uint8Array(64e6).fill(1))
+  return buffers.length
+}`, { timeoutMs: 20_000 })),
+        rss
+      )
+      expect(hog.value).toMatchObject({ _tag: "Failed", error: expect.stringContaining("the script used more than 128 MB of memory"), output: "allocating\n" })
+      // Without the guard the script keeps 2.5 GB.
+      expect(hog.highest - before).toBeLessThan(1024 * 1024 * 1024)
+      expect(yield* workers).toBe(0)
+      const next = yield* runIn("p", scriptRun("/scripts/small.js", `export default () => new Uint8Array(16e6).fill(1).length`))
+      expect(next).toMatchObject({ _tag: "Completed", value: 16e6 })
+
+      // The same, in code the script left running after it returned.
+      const leaving = yield* sampling(
+        Effect.zipLeft(
+          runIn("p", scriptRun("/scripts/leaves.js", `export default () => {
+  Promise.resolve().then(() => { const buffers = []; for (;;) buffers.push(new Uint8Array(64e6).fill(1)) })
+  return "returned"
+}`)),
+          Effect.sleep("1500 millis")
+        ),
+        rss
+      )
+      expect(leaving.value).toMatchObject({ _tag: "Completed", value: "returned" })
+      expect(leaving.highest - before).toBeLessThan(1024 * 1024 * 1024)
+      const after = yield* runIn("p", scriptRun("/scripts/small.js", `export default () => new Uint8Array(16e6).fill(1).length`))
+      expect(after).toMatchObject({ _tag: "Completed", value: 16e6 })
+    }).pipe(Effect.provide(ScriptRunnerLive({ maxMemoryMb: 128 }))), 60_000)
+
+  it.live("refuses env: calls past 64 waiting for answers with a readable error, and takes more once they are answered", () =>
+    Effect.gen(function*() {
+      const { host: files } = fakeHost(new Map([["/inbox/a.txt", "a"]]))
+      const slow: ScriptHost = { call: (module, fn, args) => new Promise((resolve) => setTimeout(resolve, 50)).then(() => files.call(module, fn, args)) }
+      const result = yield* runIn("p", scriptRun("/scripts/flood.js", `import { readText } from "env:fs"
+export default async () => {
+  const settled = await Promise.allSettled(Array.from({ length: 100 }, () => readText("/inbox/a.txt")))
+  const refused = settled.filter((s) => s.status === "rejected").map((s) => s.reason.message)
+  return { answered: settled.filter((s) => s.status === "fulfilled").length, refused: refused.length, reason: refused[0], after: await readText("/inbox/a.txt") }
+}`), slow)
+      expect(result).toMatchObject({
+        _tag: "Completed",
+        value: { answered: 64, refused: 36, reason: expect.stringContaining("the script has 64 env: calls waiting for answers, the most it may: await some"), after: "a" }
+      })
+    }).pipe(Effect.provide(ScriptRunnerLive())))
+})
