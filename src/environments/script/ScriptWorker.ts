@@ -89,10 +89,17 @@ const memoryGuard = (from: number, maxMemoryMb: number): Effect.Effect<Outcome> 
     Effect.as<Outcome>({ _tag: "Crashed", error: tooMuchMemory(maxMemoryMb) })
   )
 
-/** Console output captured in shared memory: [total bytes, captured bytes] as two BigInt64, then UTF-8 text. */
-const outputCapture = (run: ScriptRun) => {
+/**
+ * Console output captured in shared memory: [total bytes, captured bytes] as two BigInt64, then
+ * UTF-8 text. A worker keeps its buffer from run to run (reset, grown when a run asks for more):
+ * a buffer per run was megabytes of shared memory per script, which the process did not give back.
+ */
+const outputCapture = (run: ScriptRun, previous: SharedArrayBuffer | undefined) => {
   const capacity = Math.min(captureCeilingBytes, Math.max(1024, run.maxOutputBytes, run.maxCapturedBytes ?? run.maxOutputBytes * 4))
-  const buffer = new SharedArrayBuffer(16 + capacity)
+  const buffer = previous !== undefined && previous.byteLength >= 16 + capacity ? previous : new SharedArrayBuffer(16 + capacity)
+  const reset = new BigInt64Array(buffer, 0, 2)
+  Atomics.store(reset, 0, 0n)
+  Atomics.store(reset, 1, 0n)
   const read = () => {
     const header = new BigInt64Array(buffer, 0, 2)
     const written = Number(Atomics.load(header, 1))
@@ -101,7 +108,7 @@ const outputCapture = (run: ScriptRun) => {
       outputBytes: Number(Atomics.load(header, 0))
     }
   }
-  return { buffer, read }
+  return { buffer, capacity, read }
 }
 
 const jsonOf = (value: unknown): Either.Either<string, string> => {
@@ -242,7 +249,7 @@ export const spawnScriptWorker = (options: { readonly file: string; readonly max
 
   const terminate = Effect.promise(() => worker.terminate()).pipe(Effect.asVoid)
 
-  const execute = (id: number, script: ScriptRun, host: ScriptHost, args: string, output: SharedArrayBuffer) =>
+  const execute = (id: number, script: ScriptRun, host: ScriptHost, args: string, output: SharedArrayBuffer, capacity: number) =>
     Effect.async<Outcome>((resume) => {
       if (!alive) {
         resume(Effect.succeed({ _tag: "Crashed", error: stopped() }))
@@ -259,7 +266,7 @@ export const spawnScriptWorker = (options: { readonly file: string; readonly max
       }
       const modules = script.modules.map(({ name, exports, kind, source }) => ({ name, exports: [...exports], kind, source }))
       try {
-        worker.postMessage({ type: "run", run: id, code: script.code, path: script.path, args, mode: script.mode, modules, output })
+        worker.postMessage({ type: "run", run: id, code: script.code, path: script.path, args, mode: script.mode, modules, output, capacity })
       } catch (error) {
         active.settle({ _tag: "Crashed", error: `the script could not start: ${messageOf(error)}` })
       }
@@ -268,9 +275,11 @@ export const spawnScriptWorker = (options: { readonly file: string; readonly max
       })
     })
 
+  let outputBuffer: SharedArrayBuffer | undefined
   const run = (script: ScriptRun, host: ScriptHost) =>
     Effect.gen(function*() {
-      const capture = outputCapture(script)
+      const capture = outputCapture(script, outputBuffer)
+      outputBuffer = capture.buffer
       const args = jsonOf(script.args)
       if (Either.isLeft(args)) return { _tag: "Failed", error: `the script's args are not JSON: ${args.left}`, output: "", outputBytes: 0 } satisfies ScriptResult
       const id = ++runs
@@ -278,7 +287,7 @@ export const spawnScriptWorker = (options: { readonly file: string; readonly max
         // Measured once the thread is up, so its own start is not counted against the script.
         Effect.zipRight(Effect.suspend(() => {
           memoryAtStart = process.memoryUsage.rss()
-          return Effect.race(execute(id, script, host, args.right, capture.buffer), memoryGuard(memoryAtStart, options.maxMemoryMb))
+          return Effect.race(execute(id, script, host, args.right, capture.buffer, capture.capacity), memoryGuard(memoryAtStart, options.maxMemoryMb))
         })),
         Effect.timeoutOption(Duration.millis(script.timeoutMs)),
         // A caller that stops waiting leaves the script running: the thread goes with it.

@@ -7,7 +7,7 @@
  * answers the bootstrap's `host` calls (source positions from the script's inline source map
  * among them), relays env: module calls to the main thread and reports the outcome.
  *
- * Messages: main -> worker  { type: "run", run, code, path, args, mode, modules, output }
+ * Messages: main -> worker  { type: "run", run, code, path, args, mode, modules, output, capacity }
  *                           { type: "result", run, call, ok, value | error }
  *           worker -> main  { type: "ready" } once loaded
  *                           { type: "call", run, call, module, fn, args }
@@ -98,9 +98,10 @@ const textOf = (value) => {
   }
 }
 
-const outputSink = (buffer) => {
+const outputSink = (buffer, capacity) => {
   const header = new BigInt64Array(buffer, 0, 2)
-  const data = new Uint8Array(buffer, 16)
+  // The buffer is the worker's, kept from run to run; this run captures `capacity` bytes of it.
+  const data = new Uint8Array(buffer, 16, Math.min(capacity ?? buffer.byteLength - 16, buffer.byteLength - 16))
   const encoder = new TextEncoder()
   let total = 0
   let written = 0
@@ -217,7 +218,7 @@ const startRun = (message) => {
   const run = {
     id: message.run,
     modules: message.modules,
-    write: outputSink(message.output),
+    write: outputSink(message.output, message.capacity),
     timers: new Map(),
     calls: new Set(),
     finished: false,
