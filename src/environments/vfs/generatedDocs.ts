@@ -76,8 +76,9 @@ const orientation = (modules: ReadonlyArray<ModuleDoc>, limits: DocLimits, optio
   ""
 ].join("\n")
 
-const moduleReadme = (module: ModuleDoc): string => [
-  `# env:${module.name}`,
+/** A module's heading, description, exact import line and exports, as both READMEs show it. */
+const moduleSection = (module: ModuleDoc, heading: string, after = ""): ReadonlyArray<string> => [
+  `${heading} env:${module.name}`,
   "",
   module.description,
   "",
@@ -85,7 +86,11 @@ const moduleReadme = (module: ModuleDoc): string => [
   importLine(module),
   "```",
   "",
-  `Exports: ${module.exports.map((name) => `\`${name}\``).join(", ") || "(none)"}. Types: /std/${module.name}/index.d.ts.`,
+  `Exports: ${module.exports.map((name) => `\`${name}\``).join(", ") || "(none)"}.${after}`
+]
+
+const moduleReadme = (module: ModuleDoc): string => [
+  ...moduleSection(module, "#", ` Types: /std/${module.name}/index.d.ts.`),
   ...(module.readme === undefined ? [] : ["", module.readme.trim()]),
   ""
 ].join("\n")
@@ -155,18 +160,7 @@ const importsFile = (modules: ReadonlyArray<ModuleDoc>): string => [
   "",
   "Every module a script can import, with its exact import line (import only the names you use).",
   "",
-  ...modules.flatMap((module) => [
-    `## env:${module.name}`,
-    "",
-    module.description,
-    "",
-    "```js",
-    importLine(module),
-    "```",
-    "",
-    `Exports: ${module.exports.map((name) => `\`${name}\``).join(", ") || "(none)"}.`,
-    ""
-  ])
+  ...modules.flatMap((module) => [...moduleSection(module, "##"), ""])
 ].join("\n")
 
 /** What the orientation says besides modules and limits. */
