@@ -194,25 +194,23 @@ const make = Effect.fnUntraced(function*(options: { readonly idleTimeToLive: Dur
   })
 
   /**
-   * A verb that may change the tree: answered from the record when it already ran, else applied to
-   * a working copy that becomes the next version when something changed. A concurrent writer (another
-   * process on the same scope) is met by re-reading the head and applying the verb again.
+   * A call that may change the tree, unless it already ran: then it answers what it answered, from
+   * the version it wrote (the session is already at the head: `verb` reads it before each call).
    */
+  const once = <E, R>(session: Session, scope: VerbScope, fresh: Effect.Effect<string, E, R>) =>
+    Effect.flatMap(storage.recorded(session.scope, callKey(scope.context)), Option.match({
+      onNone: () => fresh,
+      onSome: (recorded) => Effect.succeed(recorded.outcome ?? "done")
+    }))
+
+  /** A verb applied to a working copy, which becomes the next version when something changed. */
   const mutate = (session: Session, scope: VerbScope, label: string, apply: (fs: EnvironmentFs) => Effect.Effect<string, VerbError | VersionConflict, ScriptRunner | McpClients> | Either.Either<string, VerbError>) =>
-    Effect.gen(function*() {
-      const recorded = yield* storage.recorded(session.scope, callKey(scope.context))
-      if (Option.isSome(recorded)) {
-        if (recorded.value.version.version > session.state.head) yield* refresh(session, scope)
-        return recorded.value.outcome ?? "done"
-      }
-      const attempt = Effect.gen(function*() {
-        const fs = workingFs(session, scope.environment, session.state.tree)
-        const applied = apply(fs)
-        const answer = yield* (Either.isEither(applied) ? applied : scriptServices(applied))
-        return fs.changed() ? yield* commit(session, scope, "change", label, storedTree(session, fs), answer) : answer
-      })
-      return yield* attempt
-    })
+    once(session, scope, Effect.gen(function*() {
+      const fs = workingFs(session, scope.environment, session.state.tree)
+      const applied = apply(fs)
+      const answer = yield* (Either.isEither(applied) ? applied : scriptServices(applied))
+      return fs.changed() ? yield* commit(session, scope, "change", label, storedTree(session, fs), answer) : answer
+    }))
 
   /** undo, redo, or restoring a chosen version: the tree of `target` as the next version. */
   const restore = Effect.fnUntraced(function*(session: Session, scope: VerbScope, kind: "undo" | "redo" | "change", target: number, label: string) {
@@ -225,13 +223,11 @@ const make = Effect.fnUntraced(function*(options: { readonly idleTimeToLive: Dur
     return yield* commit(session, scope, kind, label, tree, `${label}: the files are as at version ${target}`)
   })
 
-  const undoOrRedo = Effect.fnUntraced(function*(session: Session, scope: VerbScope, verb: "undo" | "redo", version: number | undefined) {
-    // A replayed call answers what it answered then: the log has moved on since.
-    const recorded = yield* storage.recorded(session.scope, callKey(scope.context))
-    if (Option.isSome(recorded)) {
-      if (recorded.value.version.version > session.state.head) yield* refresh(session, scope)
-      return recorded.value.outcome ?? "done"
-    }
+  // A replayed call answers what it answered then: the log has moved on since, so it is not read first.
+  const undoOrRedo = (session: Session, scope: VerbScope, verb: "undo" | "redo", version: number | undefined) =>
+    once(session, scope, undoOrRedoNow(session, scope, verb, version))
+
+  const undoOrRedoNow = Effect.fnUntraced(function*(session: Session, scope: VerbScope, verb: "undo" | "redo", version: number | undefined) {
     if (version !== undefined) return yield* restore(session, scope, "change", version, `restore version ${version}`)
     const log = yield* storage.history(session.scope, { limit: Number.MAX_SAFE_INTEGER })
     const state = undoState([...log].reverse())
@@ -295,12 +291,10 @@ const make = Effect.fnUntraced(function*(options: { readonly idleTimeToLive: Dur
     // Tests check scripts; what they write is not kept.
     run_tests: (session, scope, input) => scriptServices(runTests(scriptScope(session, scope, current(session, scope)), input)),
     checkpoint: (session, scope, input) =>
-      Effect.gen(function*() {
+      once(session, scope, Effect.suspend(() => {
         const label = input.label.trim() || "checkpoint"
-        const recorded = yield* storage.recorded(session.scope, callKey(scope.context))
-        if (Option.isSome(recorded)) return recorded.value.outcome ?? "done"
-        return yield* commit(session, scope, "checkpoint", label, session.state.tree, `checkpoint "${label}" at version ${session.state.head + 1}`)
-      }),
+        return commit(session, scope, "checkpoint", label, session.state.tree, `checkpoint "${label}" at version ${session.state.head + 1}`)
+      })),
     undo: (session, scope, input) => undoOrRedo(session, scope, "undo", input.version),
     redo: (session, scope) => undoOrRedo(session, scope, "redo", undefined),
     present
