@@ -7,7 +7,7 @@
  * executed synchronously by better-sqlite3) and `PgDatabase`.
  */
 import type { SqlClient } from "@effect/sql"
-import { Chunk, Context, Deferred, Effect, Queue, Schedule, String as Str } from "effect"
+import { Chunk, Context, Deferred, Effect, Either, Exit, Queue, Schedule, String as Str } from "effect"
 import { StoreError } from "./StoreError.js"
 
 
@@ -76,6 +76,15 @@ export type BatchWriter = (units: ReadonlyArray<WriteUnit>) => Effect.Effect<Rea
 /** The most units one transaction writes. */
 const maxBatch = 256
 
+/** What a waiting writer is told once its batch is over. */
+const settled = (written: Either.Either<ReadonlyArray<BatchOutcome>, StoreError>, index: number): Exit.Exit<UnitResult, StoreError> => {
+  if (written._tag === "Left") return Exit.fail(written.left)
+  const outcome = written.right[index]
+  return outcome === undefined || outcome._tag === "Failed"
+    ? Exit.fail(new StoreError({ operation: "write", message: outcome?.message ?? "the unit was not written" }))
+    : Exit.succeed(outcome)
+}
+
 /**
  * The group-commit loop over a dialect's batch writer, running in the current scope: every unit
  * offered while a batch is being written goes into the next batch.
@@ -90,22 +99,54 @@ export const groupCommit = (writeBatch: BatchWriter) =>
     yield* Effect.gen(function*() {
       const batch = Chunk.toReadonlyArray(yield* Queue.takeBetween(pending, 1, maxBatch))
       const written = yield* Effect.either(writeBatch(batch.map((p) => p.unit)))
-      for (const [index, item] of batch.entries()) {
-        if (written._tag === "Left") {
-          Deferred.unsafeDone(item.done, Effect.fail(written.left))
-          continue
-        }
-        const outcome = written.right[index]
-        Deferred.unsafeDone(
-          item.done,
-          outcome === undefined || outcome._tag === "Failed"
-            ? Effect.fail(new StoreError({ operation: "write", message: outcome?.message ?? "the unit was not written" }))
-            : Effect.succeed(outcome)
-        )
-      }
+      for (const [index, item] of batch.entries()) Deferred.unsafeDone(item.done, settled(written, index))
     }).pipe(Effect.forever, Effect.forkScoped)
 
     return (unit: WriteUnit): Effect.Effect<UnitResult, StoreError> =>
       Effect.flatMap(Deferred.make<UnitResult, StoreError>(), (done) =>
         Effect.zipRight(Queue.offer(pending, { unit, done }), Deferred.await(done)))
   })
+
+/**
+ * Group commit for a database whose batches are written synchronously (SQLite through
+ * better-sqlite3): a unit waits in a plain array, and the batch is written once the fibers that
+ * can run now have run, so every unit they hand in shares it. `writeNow` writes a batch now, or
+ * returns `undefined` when the connection is inside a client's transaction; the batch then waits
+ * for `whenFree`, which runs its effect once that transaction is over.
+ */
+export const groupCommitSync = (
+  writeNow: (units: ReadonlyArray<WriteUnit>) => Either.Either<ReadonlyArray<BatchOutcome>, StoreError> | undefined,
+  whenFree: (write: () => void) => void
+) => {
+  interface Pending {
+    readonly unit: WriteUnit
+    readonly resume: (exit: Exit.Exit<UnitResult, StoreError>) => void
+  }
+  let pending: Array<Pending> = []
+  let scheduled = false
+  const flush = (): void => {
+    scheduled = false
+    const batch = pending.length <= maxBatch ? pending : pending.slice(0, maxBatch)
+    pending = pending.length <= maxBatch ? [] : pending.slice(maxBatch)
+    if (pending.length > 0) schedule()
+    if (batch.length === 0) return
+    const written = writeNow(batch.map((p) => p.unit))
+    if (written === undefined) {
+      pending = [...batch, ...pending]
+      scheduled = true
+      return whenFree(flush)
+    }
+    for (const [index, item] of batch.entries()) item.resume(settled(written, index))
+  }
+  // A microtask runs after the scheduler's current round of fibers, before its next one.
+  const schedule = () => {
+    if (scheduled) return
+    scheduled = true
+    queueMicrotask(flush)
+  }
+  return (unit: WriteUnit): Effect.Effect<UnitResult, StoreError> =>
+    Effect.async<UnitResult, StoreError>((resume) => {
+      pending.push({ unit, resume })
+      schedule()
+    })
+}

@@ -11,8 +11,8 @@ import { FileSystem, Path } from "@effect/platform"
 import { SqlClient, SqlConnection, Statement as SqlStatement } from "@effect/sql"
 import { SqlError } from "@effect/sql/SqlError"
 import Sqlite from "better-sqlite3"
-import { Context, Effect, Layer, Scope, String as Str } from "effect"
-import { type BatchOutcome, Database, groupCommit, type Statement, startupContention, type WriteUnit } from "./Database.js"
+import { Context, Effect, Either, Layer, Scope, String as Str } from "effect"
+import { type BatchOutcome, Database, groupCommitSync, type Statement, startupContention, type WriteUnit } from "./Database.js"
 import { migrate } from "./migrations.js"
 import { messageOf, StoreError } from "./StoreError.js"
 
@@ -153,20 +153,26 @@ export const make = (filename: string) =>
       }
     }
 
-    const write = yield* groupCommit((units) =>
-      permit.withPermits(1)(Effect.try({
-        try: () => writeBatch(units),
-        catch: (cause) => new StoreError({ operation: "write", message: messageOf(cause) })
-      })))
+    // A client transaction holds the permit, and the connection, across fibers; outside one, a
+    // batch or a read runs synchronously and nothing can come between its statements.
+    const write = groupCommitSync(
+      (units) =>
+        db.inTransaction ? undefined : Either.try({
+          try: () => writeBatch(units),
+          catch: (cause) => new StoreError({ operation: "write", message: messageOf(cause) })
+        }),
+      (flush) => Effect.runFork(permit.withPermits(1)(Effect.sync(flush)))
+    )
+    const readNow = (statement: Statement) =>
+      Effect.try({
+        try: () => execute(prepare(statement.sql), statement.params),
+        catch: (cause) => new StoreError({ operation: "read", message: messageOf(cause) })
+      })
 
     return Database.of({
       dialect: "sqlite",
       sql: client,
-      read: (statement) =>
-        permit.withPermits(1)(Effect.try({
-          try: () => execute(prepare(statement.sql), statement.params),
-          catch: (cause) => new StoreError({ operation: "read", message: messageOf(cause) })
-        })),
+      read: (statement) => Effect.suspend(() => db.inTransaction ? permit.withPermits(1)(readNow(statement)) : readNow(statement)),
       write,
       stats: Effect.sync(() => ({ statements, writeTransactions }))
     })
