@@ -6,6 +6,7 @@
  */
 import { SqlClient, SqlSchema } from "@effect/sql"
 import { Clock, Context, Effect, Layer, Option, Schema } from "effect"
+import { Database } from "./Database.js"
 import { type CapabilityKind, InstallationRecord, InstanceRecord, InstanceStatus } from "./records.js"
 import { failAs, type StoreError } from "./StoreError.js"
 
@@ -57,6 +58,8 @@ export class InstanceStorage extends Context.Tag("foundry/InstanceStorage")<Inst
   /** The instance `id` of `agent`, created with `context` on first use. */
   readonly ensure: (agent: string, id: string, context?: Readonly<Record<string, unknown>>) => Effect.Effect<InstanceRecord, StoreError>
   readonly get: (agent: string, id: string) => Effect.Effect<Option.Option<InstanceRecord>, StoreError>
+  /** The instance's context as stored: read by every run that uses it, in one statement without the client's machinery. */
+  readonly context: (agent: string, id: string) => Effect.Effect<Option.Option<InstanceRecord["context"]>, StoreError>
   /** Every instance of every agent, by agent then id. */
   readonly list: Effect.Effect<ReadonlyArray<InstanceRecord>, StoreError>
   /** One page of instances, each with its number of installations (counted in the same query). */
@@ -83,6 +86,8 @@ export class InstanceStorage extends Context.Tag("foundry/InstanceStorage")<Inst
   readonly withInstallation: (agent: string, kind: CapabilityKind, capability: string) => Effect.Effect<ReadonlyArray<InstanceRecord>, StoreError>
 }>() {}
 
+const decodeContext = Schema.decodeUnknownOption(InstanceRecord.fields.context)
+
 const Ref = Schema.Struct({ agent: Schema.String, id: Schema.String })
 
 /** Instance storage on the database's `SqlClient`. */
@@ -90,6 +95,7 @@ export const layer = Layer.effect(
   InstanceStorage,
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
+    const database = yield* Database
     const find = SqlSchema.findOne({
       Request: Ref,
       Result: InstanceRecord,
@@ -222,6 +228,11 @@ export const layer = Layer.effect(
     return InstanceStorage.of({
       ensure: (agent, id, context = {}) => Effect.map(provision(agent, id, context), (result) => result.instance).pipe(failAs("ensureInstance")),
       get: (agent, id) => find({ agent, id }).pipe(failAs("getInstance")),
+      context: (agent, id) =>
+        Effect.map(
+          database.read({ sql: "SELECT context FROM foundry_instances WHERE agent = ? AND id = ?", params: [agent, id] }),
+          (rows) => Option.flatMap(Option.fromNullable(rows[0]), (row) => decodeContext(row.context))
+        ),
       list: list(undefined).pipe(failAs("listInstances")),
       page: (query) => page(query).pipe(failAs("pageInstances")),
       provision: (agent, id) => provision(agent, id, {}).pipe(failAs("provisionInstance")),

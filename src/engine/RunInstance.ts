@@ -51,12 +51,20 @@ export const decodeContext = (
 export const makeRunInstance = (app: CompiledApp, agent: CompiledAgent, run: RunRecord) =>
   Effect.gen(function*() {
     const storage = yield* InstanceStorage
-    const context = yield* Effect.cached(Effect.gen(function*() {
-      // Every way a run is created makes its instance first, so a read is enough (made here only if it went missing).
-      const found = yield* storage.get(run.agent, run.instanceId)
-      const instance = Option.isSome(found) ? found.value : yield* storage.ensure(run.agent, run.instanceId)
-      return instance.context
-    }))
+    // Read once per execution, when first asked for. Every way a run is created makes its
+    // instance first, so a read is enough (made here only if it went missing).
+    let read: AnyContext | undefined
+    const context = Effect.suspend(() =>
+      read !== undefined ? Effect.succeed(read) : storage.context(run.agent, run.instanceId).pipe(
+        Effect.flatMap(Option.match({
+          onSome: Effect.succeed,
+          onNone: () => Effect.map(storage.ensure(run.agent, run.instanceId), (instance) => instance.context)
+        })),
+        Effect.tap((found) => {
+          read = found
+        })
+      )
+    )
     const base = { id: run.instanceId, context }
     // Most apps install nothing: their runs read no installations.
     if (app.capabilities.size === 0) return { ...base, installed: nothingInstalled, configOf: () => undefined } satisfies RunInstance

@@ -14,12 +14,23 @@ import { type AnyEvent, ephemeralTypes, type FoundryEvent, runEndTypes } from ".
 /** An event before the log gives it an id, a time, a release and a sequence number (any type, its `data` that type's). */
 export type EventDraft = AnyEvent<"id" | "seq" | "time" | "release">
 
+/** The drafts as events of `release` at `time`, each with an id of its own. */
+const stampDrafts = (drafts: ReadonlyArray<EventDraft>, time: number, release: string): ReadonlyArray<UnsequencedEvent> =>
+  drafts.map((draft) => ({ ...draft, id: newId("evt"), time, release }))
+
 /** The event log. */
 export class EventLog extends Context.Tag("foundry/EventLog")<EventLog, {
   /** Records an event (unless it is ephemeral) and publishes it to live subscribers. */
   readonly emit: (draft: EventDraft) => Effect.Effect<FoundryEvent, StoreError>
-  /** The drafts as events: each with its id, the time and the release. Writers that store events with other rows (the run journal) stamp them here. */
-  readonly stamp: (drafts: ReadonlyArray<EventDraft>) => Effect.Effect<ReadonlyArray<UnsequencedEvent>>
+  /**
+   * The drafts as events: each with its id, the time and the release (`at`, when the writer
+   * knows both; else now, and the release of the fiber's work). Writers that store events with
+   * other rows (the run journal) stamp them here.
+   */
+  readonly stamp: (
+    drafts: ReadonlyArray<EventDraft>,
+    at?: { readonly time: number; readonly release: string }
+  ) => Effect.Effect<ReadonlyArray<UnsequencedEvent>>
   /** Whether anyone follows events live now: ephemeral events nobody follows need not be made at all. */
   readonly followed: () => boolean
   /** Publishes events already stored to live subscribers, in order. */
@@ -72,13 +83,20 @@ export const layer = (options: EventLogOptions = {}) => Layer.scoped(
     // own, so that an event is handed to the few that want it, not filtered by every stream.
     const runFollowers = new Map<string, Set<Queue.Queue<FoundryEvent>>>()
 
-    const stamp = (drafts: ReadonlyArray<EventDraft>): Effect.Effect<ReadonlyArray<UnsequencedEvent>> =>
-      Effect.zipWith(Clock.currentTimeMillis, currentRelease, (time, release) => drafts.map((draft) => ({ ...draft, id: newId("evt"), time, release })))
+    const stamp = (
+      drafts: ReadonlyArray<EventDraft>,
+      at?: { readonly time: number; readonly release: string }
+    ): Effect.Effect<ReadonlyArray<UnsequencedEvent>> =>
+      at === undefined
+        ? Effect.zipWith(Clock.currentTimeMillis, currentRelease, (time, release) => stampDrafts(drafts, time, release))
+        : Effect.sync(() => stampDrafts(drafts, at.time, at.release))
 
     // Cross-process: the sequence numbers published lately (and when), so that neither the local
     // publication nor a late commit is published twice, and the highest seen.
     const seen = new Map<number, number>()
     let highest = 0
+    // Subscribers of the whole feed: with none, publishing is only the run followers' queues.
+    let feedSubscribers = 0
     const publish = (stored: ReadonlyArray<FoundryEvent>) =>
       Effect.suspend(() => {
         if (options.crossProcess !== undefined) {
@@ -88,16 +106,23 @@ export const layer = (options: EventLogOptions = {}) => Layer.scoped(
             if (event.seq > highest) highest = event.seq
           }
         }
-        for (const event of stored) {
-          for (const queue of runFollowers.get(event.runId) ?? []) Queue.unsafeOffer(queue, event)
+        if (runFollowers.size > 0) {
+          for (const event of stored) {
+            for (const queue of runFollowers.get(event.runId) ?? []) Queue.unsafeOffer(queue, event)
+          }
         }
-        return Effect.asVoid(PubSub.publishAll(hub, stored))
+        return feedSubscribers === 0 ? Effect.void : Effect.asVoid(PubSub.publishAll(hub, stored))
       })
 
     /** Live events for `filter`: a run's own queue when it follows one run, else the whole feed. */
     const subscribe = (filter: EventFilter) => {
       const runId = filter.runId
-      if (runId === undefined) return PubSub.subscribe(hub)
+      if (runId === undefined) {
+        return Effect.zipRight(
+          Effect.acquireRelease(Effect.sync(() => feedSubscribers++), () => Effect.sync(() => feedSubscribers--)),
+          PubSub.subscribe(hub)
+        )
+      }
       return Effect.acquireRelease(
         Effect.map(Queue.unbounded<FoundryEvent>(), (queue) => {
           const queues = runFollowers.get(runId) ?? new Set()

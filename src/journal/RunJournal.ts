@@ -6,7 +6,7 @@
  * else writes a run's status. Events are published to live subscribers once committed.
  */
 import { createHash } from "node:crypto"
-import { Clock, Context, Data, Effect, Layer, Schema } from "effect"
+import { Clock, Context, Data, Effect, FiberRef, Layer, Schema } from "effect"
 import { Database, type Statement, type UnitResult } from "../durable/Database.js"
 import { RunRecord, RunStatus } from "../durable/records.js"
 import type { StoreError } from "../durable/StoreError.js"
@@ -14,7 +14,7 @@ import { type EventDraft, EventLog } from "../events/EventLog.js"
 import { insertEvents, sequenced } from "../events/EventStorage.js"
 import type { FoundryEvent } from "../events/FoundryEvent.js"
 import { ChatMessage } from "../models/Model.js"
-import { withEventRelease } from "./eventRelease.js"
+import { eventRelease } from "./eventRelease.js"
 import * as statements from "./journalStatements.js"
 import { type Claim, historyOwner, type Lease, type NewRun, type Step } from "./journalRecords.js"
 
@@ -102,13 +102,18 @@ export const layer = Layer.effect(
     // Leases a step already released: releasing one again would be a wasted transaction.
     const released = new WeakSet<Lease>()
 
-    /** Writes `unit` and publishes its events once committed. */
+    /**
+     * Writes `unit` and publishes its events once committed, stamped at `time` with the release of
+     * the run's work: the one the executing fiber works for, else the run's own, else the current one.
+     */
     const writeWithEvents = Effect.fnUntraced(function*(
       unit: { readonly guard?: Statement | undefined; readonly statements: ReadonlyArray<Statement> },
       drafts: ReadonlyArray<EventDraft>,
-      lease: Lease | undefined
+      lease: Lease | undefined,
+      stamp: { readonly time: number; readonly release: string | null }
     ) {
-      const stamped = drafts.length === 0 ? [] : yield* events.stamp(drafts)
+      const release = (yield* FiberRef.get(eventRelease)) ?? stamp.release
+      const stamped = drafts.length === 0 ? [] : yield* events.stamp(drafts, release === null ? undefined : { time: stamp.time, release })
       const all = stamped.length === 0 ? unit.statements : [...unit.statements, insertEvents(stamped)]
       if (all.length === 0) return []
       const result = yield* database.write({ guard: unit.guard, statements: all })
@@ -166,8 +171,7 @@ export const layer = Layer.effect(
                 })
               )
             ]
-          }, [options.queued(record)], undefined).pipe(
-            withEventRelease(run.release),
+          }, [options.queued(record)], undefined, { time: now, release: run.release }).pipe(
             Effect.catchTag("LeaseLost", () => Effect.fail(new InstanceClosed({ agent: run.agent, instanceId: run.instanceId })))
           )
           return record
@@ -245,11 +249,12 @@ export const layer = Layer.effect(
           const stored = yield* writeWithEvents(
             { guard: lease === undefined ? undefined : fence(lease), statements: writes },
             step.events ?? [],
-            lease
+            lease,
+            { time: now, release: run.release }
           )
           if (step.releaseLease === true && lease !== undefined) released.add(lease)
           return stored
-        }).pipe(withEventRelease(run.release))
+        })
     })
   })
 )

@@ -155,8 +155,11 @@ export const layer = (options: ReleasesOptions = {}) =>
                 })
               )
             )
-          yield* Effect.locallyScoped(runningApp, app)
-          yield* Effect.locallyScoped(eventRelease, app.release)
+          // Both as one finalizer: this runs once per run execution.
+          yield* Effect.acquireRelease(
+            Effect.zip(FiberRef.getAndSet(runningApp, app), FiberRef.getAndSet(eventRelease, app.release)),
+            ([previousApp, previousRelease]) => Effect.zipRight(FiberRef.set(runningApp, previousApp), FiberRef.set(eventRelease, previousRelease))
+          )
           return app
         })
 
