@@ -138,11 +138,13 @@ export const groupCommitSync = (
     }
     for (const [index, item] of batch.entries()) item.resume(settled(written, index))
   }
-  // A microtask runs after the scheduler's current round of fibers, before its next one.
+  // After the I/O callbacks of this turn of the event loop and the fibers they woke: units of
+  // requests that arrived together share the transaction (a microtask would commit each
+  // request's units alone, one synced commit each).
   const schedule = () => {
     if (scheduled) return
     scheduled = true
-    queueMicrotask(flush)
+    setImmediate(flush)
   }
   return (unit: WriteUnit): Effect.Effect<UnitResult, StoreError> =>
     Effect.async<UnitResult, StoreError>((resume) => {
