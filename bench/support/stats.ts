@@ -2,6 +2,7 @@
  * Figures: percentiles, CPU and memory sampling.
  */
 import { readFileSync } from "node:fs"
+import type { DatabaseStats } from "../../src/durable/Database.js"
 
 /** The `p`-th percentile (0-100) of `values`, nearest-rank; 0 for none. */
 export const percentile = (values: ReadonlyArray<number>, p: number): number => {
@@ -75,12 +76,9 @@ export const linesByRun = (file: string): ReadonlyMap<string, number> => {
   return counts
 }
 
-/** SQL statements and write transactions per run between two readings of the database's counters. */
-export const sqlPerRun = (
-  before: { readonly statements: number; readonly writeTransactions: number },
-  after: { readonly statements: number; readonly writeTransactions: number },
-  runs: number
-) => ({
+/** SQL statements, write transactions and milliseconds waiting for commits per run, between two readings of the database's counters. */
+export const sqlPerRun = (before: DatabaseStats, after: DatabaseStats, runs: number) => ({
   statements: round((after.statements - before.statements) / runs, 1),
-  writeTransactions: round((after.writeTransactions - before.writeTransactions) / runs, 2)
+  writeTransactions: round((after.writeTransactions - before.writeTransactions) / runs, 2),
+  commitMs: after.commitMillis === null || before.commitMillis === null ? null : round((after.commitMillis - before.commitMillis) / runs, 3)
 })

@@ -51,6 +51,12 @@ export type UnitResult =
 export interface DatabaseStats {
   readonly statements: number
   readonly writeTransactions: number
+  /**
+   * Milliseconds the group-commit writer waited for `COMMIT` to return: on SQLite, the sync that
+   * makes a transaction durable, which holds the one thread. `null` where it is not measured
+   * (PostgreSQL, whose commits do not hold the process).
+   */
+  readonly commitMillis: number | null
 }
 
 /** The database. */

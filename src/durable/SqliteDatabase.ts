@@ -47,6 +47,7 @@ export const make = (filename: string) =>
     const prepare = preparedCache(db)
     let statements = 0
     let writeTransactions = 0
+    let commitMillis = 0
 
     /** Counts a statement about to run; a write outside a transaction is a transaction of its own. */
     const count = (statement: Sqlite.Statement) => {
@@ -143,7 +144,9 @@ export const make = (filename: string) =>
               return { _tag: "Failed", message: messageOf(cause) }
             }
           })
+        const committing = performance.now()
         commit.run()
+        commitMillis += performance.now() - committing
         writeTransactions++
         return outcomes
       } catch (cause) {
@@ -174,7 +177,7 @@ export const make = (filename: string) =>
       sql: client,
       read: (statement) => Effect.suspend(() => db.inTransaction ? permit.withPermits(1)(readNow(statement)) : readNow(statement)),
       write,
-      stats: Effect.sync(() => ({ statements, writeTransactions }))
+      stats: Effect.sync(() => ({ statements, writeTransactions, commitMillis }))
     })
   })
 
