@@ -7,7 +7,8 @@
  * line per execution in an append-only file, keyed by run id), turn 2 answers after a delay that
  * the first process sets to a minute (so every run is in flight when it is killed) and the
  * restarted process sets to zero (model latency zero, as in the reference workload). The project
- * allows 1,000 concurrent runs, so all of them are executing, not queued, at the kill.
+ * allows 1,000 concurrent runs, so all of them are executing, not queued, once accepted; the kill
+ * comes as the last is accepted, so a few may still be between their tool call and its record.
  */
 import { copyFileSync, existsSync, mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
@@ -182,7 +183,13 @@ export const recovery = Effect.gen(function*() {
     duplicated,
     duplicatedAfterResultRecorded: duplicatedAfterRecorded,
     toolNotExecuted,
-    target: { restartToAllFinishedSeconds: "< 3", lost: 0, duplicated: 0 },
-    meetsTarget: { seconds: completed === runs && seconds < 3, lost: completed === runs, duplicated: duplicated === 0 }
+    // DESIGN section 4: a recorded call never runs again; one that started but was not recorded
+    // when the process died may (with the same idempotency key), so `duplicated` is reported, not held to 0.
+    target: { restartToAllFinishedSeconds: "< 3", lost: 0, duplicatedAfterResultRecorded: 0 },
+    meetsTarget: {
+      seconds: completed === runs && seconds < 3,
+      lost: completed === runs,
+      duplicatedAfterResultRecorded: duplicatedAfterRecorded === 0
+    }
   }
 }).pipe(Effect.scoped)
