@@ -106,19 +106,21 @@ export const makeRunExecutor = (options: RunExecutorOptions) =>
         if (previous !== undefined) yield* Deferred.await(previous)
         yield* slots.withPermits(1)(Effect.gen(function*() {
           const { lease, status } = yield* claim(run)
-          yield* Effect.gen(function*() {
+          yield* Effect.suspend(() => {
             // Another process (or a cancel) may have moved the run on while it waited.
-            if (finalStatuses.has(status)) return
-            if (status === "suspended" && run.status !== "suspended") return
-            const app = yield* releases.forRun(run)
-            const latest = status === run.status ? run : new RunRecord({ ...run, status }, { disableValidation: true })
-            held.set(lease, run.id)
-            if (held.size === 1) yield* Queue.offer(firstHeld, undefined)
-            const outcome = yield* runAgent(app, latest, lease).pipe(
-              Effect.catchTag("LeaseLost", () => Effect.succeed(undefined))
-            )
-            if (outcome === "suspended") yield* approvals.asked
-          }).pipe(Effect.ensuring(Effect.zipRight(Effect.sync(() => held.delete(lease)), Effect.ignore(journal.release(lease)))), Effect.scoped)
+            if (finalStatuses.has(status)) return Effect.void
+            if (status === "suspended" && run.status !== "suspended") return Effect.void
+            return releases.forRun(run, (app) =>
+              Effect.gen(function*() {
+                const latest = status === run.status ? run : new RunRecord({ ...run, status }, { disableValidation: true })
+                held.set(lease, run.id)
+                if (held.size === 1) yield* Queue.offer(firstHeld, undefined)
+                const outcome = yield* runAgent(app, latest, lease).pipe(
+                  Effect.catchTag("LeaseLost", () => Effect.succeed(undefined))
+                )
+                if (outcome === "suspended") yield* approvals.asked
+              }))
+          }).pipe(Effect.ensuring(Effect.zipRight(Effect.sync(() => held.delete(lease)), Effect.ignore(journal.release(lease)))))
         }))
         if (run.parentRunId !== null && run.parentToolCallId !== null) yield* wakeParent(run.id)
       })

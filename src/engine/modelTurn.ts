@@ -59,12 +59,18 @@ const addChunk = (acc: TurnResult, chunk: ModelChunk): TurnResult => {
  * whole answer when the model has it at once, else from its stream.
  */
 const foldTurn = (model: LanguageModel, request: ModelRequest, options: TurnOptions): Effect.Effect<TurnResult, ModelError> => {
-  const fold = (acc: TurnResult, chunk: ModelChunk): Effect.Effect<TurnResult> =>
-    chunk._tag === "TextDelta" ? Effect.as(Effect.ignore(options.onDelta(chunk.text)), addChunk(acc, chunk)) : Effect.succeed(addChunk(acc, chunk))
   const whole = model.complete?.(request)
-  return whole === undefined
-    ? Stream.runFoldEffect(model.stream(request), emptyTurn(model), fold)
-    : Effect.flatMap(whole, (chunks) => Effect.reduce(chunks, emptyTurn(model), fold))
+  if (whole === undefined) {
+    const fold = (acc: TurnResult, chunk: ModelChunk): Effect.Effect<TurnResult> =>
+      chunk._tag === "TextDelta" ? Effect.as(Effect.ignore(options.onDelta(chunk.text)), addChunk(acc, chunk)) : Effect.succeed(addChunk(acc, chunk))
+    return Stream.runFoldEffect(model.stream(request), emptyTurn(model), fold)
+  }
+  // The whole answer at once: folded in one go, its text deltas then forwarded in order.
+  return Effect.flatMap(whole, (chunks) => {
+    const turn = chunks.reduce(addChunk, emptyTurn(model))
+    const texts = chunks.flatMap((chunk) => chunk._tag === "TextDelta" ? [chunk.text] : [])
+    return texts.length === 0 ? Effect.succeed(turn) : Effect.as(Effect.ignore(Effect.forEach(texts, (text) => options.onDelta(text), { discard: true })), turn)
+  })
 }
 
 /** One model turn, text deltas forwarded, transient failures retried. */
