@@ -24,8 +24,8 @@ export interface StepEnd {
 export interface StepBuffer {
   /** Adds an event of the run at `step` (a span under `parentStep`, default the run's own); `data` is the payload of `type`. */
   readonly emit: <T extends EventType>(type: T, step: string, data: EventPayload<T>, parentStep?: string) => Effect.Effect<void>
-  /** Streams a text delta live (never stored). */
-  readonly delta: (step: string, data: EventPayload<"model.delta">) => Effect.Effect<void>
+  /** Streams text deltas live, together (never stored). */
+  readonly deltas: (step: string, data: ReadonlyArray<EventPayload<"model.delta">>) => Effect.Effect<void>
   /** Adds an event already drafted. */
   readonly push: (draft: EventDraft) => void
   readonly message: (message: ChatMessage) => void
@@ -47,7 +47,7 @@ export const makeStepBuffer = (run: RunRecord, lease: Lease | undefined) =>
       // through a type parameter into the array of all drafts, so the draft is made at the union.
       emit: (type, step, data, parentStep) => Effect.sync(() => drafts.push(eventOf<EventType>(run, type, data, step, parentStep))),
       // Text deltas are only streamed: with nobody following, there is nothing to make.
-      delta: (step, data) => events.followed() ? Effect.asVoid(Effect.orDie(events.emit(eventOf(run, "model.delta", data, step)))) : Effect.void,
+      deltas: (step, data) => events.followed() ? events.emitLive(data.map((delta) => eventOf(run, "model.delta", delta, step))) : Effect.void,
       push: (draft) => drafts.push(draft),
       message: (message) => messages.push(message),
       usage: (turn) => usage.push(turn),

@@ -50,7 +50,7 @@ export const askModel = (input: ModelStepInput) =>
       Effect.zipRight(step.emit(type, span, data), input.commit())
     const options = {
       retry: config.modelRetry,
-      onDelta: (text: string) => step.delta(span, { turn, text }),
+      onDeltas: (texts: ReadonlyArray<string>) => step.deltas(span, texts.map((text) => ({ turn, text }))),
       onRetry: (error: ModelError) => report("model.retry", { turn, model: error.model, status: error.status ?? null, error: error.message }),
       onFallback: (from: LanguageModel, to: LanguageModel, error: ModelError) =>
         report("model.fallback", { turn, from: from.name, to: to.name, status: error.status ?? null, error: error.message })

@@ -27,7 +27,8 @@ export interface RetryPolicy {
 /** What a turn reports while it runs. */
 export interface TurnOptions {
   readonly retry: RetryPolicy
-  readonly onDelta: (text: string) => Effect.Effect<unknown, unknown>
+  /** Text deltas as they arrive: each streamed one alone, a whole answer's together. */
+  readonly onDeltas: (texts: ReadonlyArray<string>) => Effect.Effect<unknown, unknown>
   /** Called once per retry, as it starts (after its backoff), with the failure being retried. */
   readonly onRetry: (error: ModelError) => Effect.Effect<unknown, unknown>
 }
@@ -62,14 +63,14 @@ const foldTurn = (model: LanguageModel, request: ModelRequest, options: TurnOpti
   const whole = model.complete?.(request)
   if (whole === undefined) {
     const fold = (acc: TurnResult, chunk: ModelChunk): Effect.Effect<TurnResult> =>
-      chunk._tag === "TextDelta" ? Effect.as(Effect.ignore(options.onDelta(chunk.text)), addChunk(acc, chunk)) : Effect.succeed(addChunk(acc, chunk))
+      chunk._tag === "TextDelta" ? Effect.as(Effect.ignore(options.onDeltas([chunk.text])), addChunk(acc, chunk)) : Effect.succeed(addChunk(acc, chunk))
     return Stream.runFoldEffect(model.stream(request), emptyTurn(model), fold)
   }
-  // The whole answer at once: folded in one go, its text deltas then forwarded in order.
+  // The whole answer at once: folded in one go, its text deltas then forwarded together.
   return Effect.flatMap(whole, (chunks) => {
     const turn = chunks.reduce(addChunk, emptyTurn(model))
     const texts = chunks.flatMap((chunk) => chunk._tag === "TextDelta" ? [chunk.text] : [])
-    return texts.length === 0 ? Effect.succeed(turn) : Effect.as(Effect.ignore(Effect.forEach(texts, (text) => options.onDelta(text), { discard: true })), turn)
+    return texts.length === 0 ? Effect.succeed(turn) : Effect.as(Effect.ignore(options.onDeltas(texts)), turn)
   })
 }
 

@@ -54,7 +54,7 @@ export const makeRunTranscript = (context: RunContext, models: Arr.NonEmptyReado
         : [resolver.resolve(config.context.summaryModel).model, ...models]
       const summary = yield* modelTurnWithFallbacks(summarizers, summaryRequest(older), {
         retry: config.modelRetry,
-        onDelta: () => Effect.void,
+        onDeltas: () => Effect.void,
         onRetry: () => Effect.void,
         onFallback: () => Effect.void
       })

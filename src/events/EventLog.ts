@@ -18,10 +18,15 @@ export type EventDraft = AnyEvent<"id" | "seq" | "time" | "release">
 const stampDrafts = (drafts: ReadonlyArray<EventDraft>, time: number, release: string): ReadonlyArray<UnsequencedEvent> =>
   drafts.map((draft) => ({ ...draft, id: newId("evt"), time, release }))
 
+/** An event as published without being stored: it has no sequence number. */
+const live = (event: UnsequencedEvent): FoundryEvent => ({ ...event, seq: 0 })
+
 /** The event log. */
 export class EventLog extends Context.Tag("foundry/EventLog")<EventLog, {
   /** Records an event (unless it is ephemeral) and publishes it to live subscribers. */
   readonly emit: (draft: EventDraft) => Effect.Effect<FoundryEvent, StoreError>
+  /** Publishes ephemeral events (text deltas) to live subscribers together, never stored. */
+  readonly emitLive: (drafts: ReadonlyArray<EventDraft>) => Effect.Effect<void>
   /**
    * The drafts as events: each with its id, the time and the release (`at`, when the writer
    * knows both; else now, and the release of the fiber's work). Writers that store events with
@@ -148,7 +153,7 @@ export const layer = (options: EventLogOptions = {}) => Layer.scoped(
         const [event] = yield* stamp([draft])
         if (event === undefined) return yield* Effect.dieMessage("stamping an event gave none")
         if (ephemeralTypes.has(draft.type)) {
-          const published = { ...event, seq: 0 }
+          const published = live(event)
           yield* publish([published])
           return published
         }
@@ -157,6 +162,8 @@ export const layer = (options: EventLogOptions = {}) => Layer.scoped(
         yield* publish(stored)
         return stored[0] ?? { ...event, seq: 0 }
       })
+
+    const emitLive = (drafts: ReadonlyArray<EventDraft>) => Effect.flatMap(stamp(drafts), (stamped) => publish(stamped.map(live)))
 
     /** Stored events matching `filter` after `after`, then live ones: subscribed first, so none falls between. */
     const follow = (filter: EventFilter, after: number, until?: (history: ReadonlyArray<FoundryEvent>) => Effect.Effect<boolean, StoreError>) =>
@@ -235,7 +242,7 @@ export const layer = (options: EventLogOptions = {}) => Layer.scoped(
       )
     }
 
-    return EventLog.of({ emit, stamp, followed: () => followers > 0, publish, runEvents, follow: (filter, after) => follow(filter, after) })
+    return EventLog.of({ emit, emitLive, stamp, followed: () => followers > 0, publish, runEvents, follow: (filter, after) => follow(filter, after) })
   })
 )
 
