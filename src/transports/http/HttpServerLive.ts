@@ -3,7 +3,7 @@
  * http server. Binds to loopback unless told otherwise.
  */
 import { createServer } from "node:http"
-import { HttpApiBuilder } from "@effect/platform"
+import { HttpApiBuilder, HttpMiddleware } from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
 import { Effect, Layer } from "effect"
 import { authMiddleware } from "../../auth/authMiddleware.js"
@@ -46,5 +46,8 @@ export const layer = (options: { readonly port: number; readonly host: string; r
     Layer.provide(InspectorLive),
     Layer.provide(McpServerLive.layer()),
     Layer.provide(ApiLive),
-    Layer.provideMerge(NodeHttpServer.layer(createServer, { port: options.port, host: options.host }))
+    Layer.provideMerge(NodeHttpServer.layer(createServer, { port: options.port, host: options.host })),
+    // No Effect span per request: nothing records Effect's spans (Foundry's traces are its events,
+    // exported over OTLP), and making one parses the URL and copies every header for nobody.
+    HttpMiddleware.withTracerDisabledWhen(() => true)
   )
