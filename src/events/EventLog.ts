@@ -2,7 +2,7 @@
  * The event log: every step is an event, stored durably (text deltas excepted) and fanned out
  * live, so an SSE client can replay a run's history and then follow it as it happens.
  */
-import { Clock, Context, Duration, Effect, Layer, PubSub, Queue, Schedule, Stream } from "effect"
+import { Chunk, Clock, Context, Duration, Effect, Layer, Option, PubSub, Queue, Schedule, Stream } from "effect"
 import { Database } from "../durable/Database.js"
 import { newId } from "../durable/ids.js"
 import { finalStatuses } from "../durable/records.js"
@@ -19,7 +19,7 @@ const stampDrafts = (drafts: ReadonlyArray<EventDraft>, time: number, release: s
   drafts.map((draft) => ({ ...draft, id: newId("evt"), time, release }))
 
 /** An event as published without being stored: it has no sequence number. */
-const live = (event: UnsequencedEvent): FoundryEvent => ({ ...event, seq: 0 })
+const unstored = (event: UnsequencedEvent): FoundryEvent => ({ ...event, seq: 0 })
 
 /** The event log. */
 export class EventLog extends Context.Tag("foundry/EventLog")<EventLog, {
@@ -153,7 +153,7 @@ export const layer = (options: EventLogOptions = {}) => Layer.scoped(
         const [event] = yield* stamp([draft])
         if (event === undefined) return yield* Effect.dieMessage("stamping an event gave none")
         if (ephemeralTypes.has(draft.type)) {
-          const published = live(event)
+          const published = unstored(event)
           yield* publish([published])
           return published
         }
@@ -163,13 +163,24 @@ export const layer = (options: EventLogOptions = {}) => Layer.scoped(
         return stored[0] ?? { ...event, seq: 0 }
       })
 
-    const emitLive = (drafts: ReadonlyArray<EventDraft>) => Effect.flatMap(stamp(drafts), (stamped) => publish(stamped.map(live)))
+    const emitLive = (drafts: ReadonlyArray<EventDraft>) => Effect.flatMap(stamp(drafts), (stamped) => publish(stamped.map(unstored)))
 
-    /** Stored events matching `filter` after `after`, then live ones: subscribed first, so none falls between. */
-    const follow = (filter: EventFilter, after: number, until?: (history: ReadonlyArray<FoundryEvent>) => Effect.Effect<boolean, StoreError>) =>
+    /**
+     * Stored events matching `filter` after `after`, then live ones: subscribed first, so none
+     * falls between. With `ending`, the stream ends with the first event that ends it, or at once
+     * when the stored ones say it is over without one.
+     */
+    const follow = (
+      filter: EventFilter,
+      after: number,
+      ending?: {
+        readonly isEnd: (event: FoundryEvent) => boolean
+        readonly endedWithout: (history: ReadonlyArray<FoundryEvent>) => Effect.Effect<boolean, StoreError>
+      }
+    ): Stream.Stream<FoundryEvent, StoreError> =>
       Stream.unwrapScoped(
         Effect.gen(function*() {
-          const live = yield* subscribe(filter)
+          const queue = yield* subscribe(filter)
           yield* Effect.acquireRelease(Effect.sync(() => followers++), () => Effect.sync(() => followers--))
           const history: Array<FoundryEvent> = []
           let cursor = after
@@ -180,22 +191,44 @@ export const layer = (options: EventLogOptions = {}) => Layer.scoped(
             if (last === undefined || page.length < pageSize) break
             cursor = last.seq
           }
+          const end = ending === undefined ? -1 : history.findIndex(ending.isEnd)
+          if (end >= 0) return Stream.fromIterable(history.slice(0, end + 1))
+          if (ending !== undefined && (yield* ending.endedWithout(history))) return Stream.fromIterable(history)
           const lastSeq = history[history.length - 1]?.seq ?? after
-          if (until !== undefined && (yield* until(history))) return Stream.fromIterable(history)
-          const following = Stream.fromQueue(live).pipe(
-            Stream.filter((e) => matches(filter, e) && (e.seq === 0 || e.seq > lastSeq))
+          // One stage, as every following stream pays it per chunk: the stored events as the first
+          // chunk, then whatever came live since the last pull, cut after the end.
+          let stored: ReadonlyArray<FoundryEvent> | undefined = history
+          let ended = false
+          const nextLive: Effect.Effect<Chunk.Chunk<FoundryEvent>> = Effect.flatMap(
+            Queue.takeBetween(queue, 1, Number.POSITIVE_INFINITY),
+            (taken) => {
+              const fresh: Array<FoundryEvent> = []
+              for (const event of taken) {
+                if (!matches(filter, event) || (event.seq !== 0 && event.seq <= lastSeq)) continue
+                fresh.push(event)
+                if (ending?.isEnd(event) === true) {
+                  ended = true
+                  break
+                }
+              }
+              return fresh.length === 0 ? nextLive : Effect.succeed(Chunk.unsafeFromArray(fresh))
+            }
           )
-          return Stream.concat(Stream.fromIterable(history), following)
+          return Stream.repeatEffectChunkOption(Effect.suspend(() => {
+            const first = stored
+            stored = undefined
+            if (first !== undefined && first.length > 0) return Effect.succeed(Chunk.unsafeFromArray(first))
+            return ended ? Effect.fail(Option.none()) : nextLive
+          }))
         })
       )
 
     const runEvents = (runId: string): Stream.Stream<FoundryEvent, StoreError> =>
-      follow({ runId }, 0, (history) =>
-        history.some((e) => runEndTypes.has(e.type))
-          ? Effect.succeed(true)
-          // The run's end event may have been pruned by retention: its status says it ended.
-          : Effect.map(store.getRun(runId), (run) => run._tag === "Some" && finalStatuses.has(run.value.status)))
-        .pipe(Stream.takeUntil((e) => runEndTypes.has(e.type)))
+      follow({ runId }, 0, {
+        isEnd: (event) => runEndTypes.has(event.type),
+        // The run's end event may have been pruned by retention: its status says it ended.
+        endedWithout: () => Effect.map(store.getRun(runId), (run) => run._tag === "Some" && finalStatuses.has(run.value.status))
+      })
 
     // Retention: old events go by age and by count, checked on an interval.
     const retention = options.retention
