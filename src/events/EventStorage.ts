@@ -4,7 +4,7 @@
  * pruned by age and count.
  */
 import { Context, Effect, Layer, ParseResult, Schema } from "effect"
-import { Database, type Row, type Statement } from "../durable/Database.js"
+import { camelCaseKeys, Database, type Row, type SqlValue, type Statement } from "../durable/Database.js"
 import { failAs, type StoreError } from "../durable/StoreError.js"
 import { type AnyEvent, EventEnvelope, FoundryEvent } from "./FoundryEvent.js"
 
@@ -87,19 +87,31 @@ const whyUnreadable = (error: ParseResult.ParseError): string => {
 export const layer = Layer.effect(
   EventStorage,
   Effect.gen(function*() {
-    const { sql } = yield* Database
-    const select = (filter: EventFilter, after: number | undefined, limit: number) =>
-      sql`SELECT * FROM foundry_events WHERE ${
-        sql.and([
-          ...(filter.runId === undefined ? [] : [sql`run_id = ${filter.runId}`]),
-          ...(filter.conversationId === undefined ? [] : [sql`conversation_id = ${filter.conversationId}`]),
-          ...(filter.instanceId === undefined ? [] : [sql`instance_id = ${filter.instanceId}`]),
-          ...(filter.agent === undefined ? [] : [sql`agent = ${filter.agent}`]),
-          ...(filter.type === undefined ? [] : [sql`type = ${filter.type}`]),
-          ...(filter.since === undefined ? [] : [sql`time >= ${filter.since}`]),
-          ...(after === undefined ? [] : [sql`seq > ${after}`])
-        ])
-      } ORDER BY seq LIMIT ${limit}`
+    const database = yield* Database
+    const { sql } = database
+    // Read on every event stream's path (a run's SSE stream reads its stored events first):
+    // through `Database.read`, one prepared statement per shape of filter.
+    const select = (filter: EventFilter, after: number | undefined, limit: number) => {
+      const conditions: Array<string> = []
+      const params: Array<SqlValue> = []
+      const where = (condition: string, value: SqlValue | undefined) => {
+        if (value === undefined) return
+        conditions.push(condition)
+        params.push(value)
+      }
+      where("run_id = ?", filter.runId)
+      where("conversation_id = ?", filter.conversationId)
+      where("instance_id = ?", filter.instanceId)
+      where("agent = ?", filter.agent)
+      where("type = ?", filter.type)
+      where("time >= ?", filter.since)
+      where("seq > ?", after)
+      const filtered = conditions.length === 0 ? "" : ` WHERE ${conditions.join(" AND ")}`
+      return Effect.map(
+        database.read({ sql: `SELECT * FROM foundry_events${filtered} ORDER BY seq LIMIT ?`, params: [...params, limit] }),
+        (rows) => rows.map(camelCaseKeys)
+      )
+    }
 
     return EventStorage.of({
       // A page has `limit` events unless the store has no more: readers take a short page as the
