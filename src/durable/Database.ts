@@ -65,7 +65,8 @@ export class Database extends Context.Tag("foundry/Database")<Database, {
   readonly sql: SqlClient.SqlClient
   /**
    * Reads with one statement, outside any write transaction and without the `SqlClient`'s
-   * machinery: for the reads on every run's path. Rows keep the database's column names.
+   * machinery: for the reads on every run's path. Rows keep the database's column names. Not for
+   * use inside a `SqlClient` transaction: on SQLite it waits for the connection that transaction holds.
    */
   readonly read: (statement: Statement) => Effect.Effect<ReadonlyArray<Row>, StoreError>
   /** Writes the unit in the next group commit; succeeds once that transaction has committed. */
@@ -132,16 +133,17 @@ export const groupCommitSync = (
   let scheduled = false
   const flush = (): void => {
     scheduled = false
+    if (pending.length === 0) return
     const batch = pending.length <= maxBatch ? pending : pending.slice(0, maxBatch)
-    pending = pending.length <= maxBatch ? [] : pending.slice(maxBatch)
-    if (pending.length > 0) schedule()
-    if (batch.length === 0) return
     const written = writeNow(batch.map((p) => p.unit))
     if (written === undefined) {
-      pending = [...batch, ...pending]
+      // Everything stays pending, and only `whenFree` flushes next: no flush per turn of the loop
+      // while the transaction lasts.
       scheduled = true
       return whenFree(flush)
     }
+    pending = pending.length <= maxBatch ? [] : pending.slice(maxBatch)
+    if (pending.length > 0) schedule()
     for (const [index, item] of batch.entries()) item.resume(settled(written, index))
   }
   // After the I/O callbacks of this turn of the event loop and the fibers they woke: units of

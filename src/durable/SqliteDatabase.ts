@@ -164,7 +164,22 @@ export const make = (filename: string) =>
           try: () => writeBatch(units),
           catch: (cause) => new StoreError({ operation: "write", message: messageOf(cause) })
         }),
-      (flush) => Effect.runFork(permit.withPermits(1)(Effect.sync(flush)))
+      (flush) =>
+        Effect.runFork(permit.withPermits(1)(Effect.suspend(() => {
+          if (!db.inTransaction) return Effect.sync(flush)
+          // Under the permit no client transaction is running: this one was left open (a COMMIT
+          // that failed). Rolled back, or every batch after it would wait for it forever.
+          return Effect.zipRight(
+            Effect.logWarning("rolled back a transaction left open on the SQLite connection"),
+            Effect.sync(() => {
+              try {
+                rollback.run()
+              } finally {
+                flush()
+              }
+            })
+          )
+        })))
     )
     const readNow = (statement: Statement) =>
       Effect.try({
