@@ -9,7 +9,7 @@
  * that owns its conversation.
  */
 import type { Environments } from "../environments/Environments.js"
-import { Clock, Deferred, Duration, Effect, FiberMap, Option, Queue } from "effect"
+import { Clock, Context, Deferred, Duration, Effect, FiberMap, Option, Queue } from "effect"
 import type { CompiledAgent } from "../compiler/CompiledApp.js"
 import { CurrentApp } from "../compiler/CurrentApp.js"
 import { newId } from "../durable/ids.js"
@@ -137,8 +137,7 @@ export const makeRunExecutor = (options: RunExecutorOptions) =>
           fibers,
           run.id,
           execute(run, previous).pipe(
-            Effect.provide(context),
-            Effect.provideService(RunStarter, starter),
+            Effect.provide(executionContext),
             Effect.catchAllCause((cause) => Effect.logError("run execution crashed", cause)),
             Effect.ensuring(Effect.gen(function*() {
               yield* Deferred.succeed(mine, undefined)
@@ -245,6 +244,9 @@ export const makeRunExecutor = (options: RunExecutorOptions) =>
           )
         })
     })
+
+    // What every execution runs with: the services, and how it starts child runs (one context, provided once per run).
+    const executionContext = Context.add(context, RunStarter, starter)
 
     /** When a child run a parent waits for has ended, the parent continues. */
     const wakeParent = (runId: string) =>
