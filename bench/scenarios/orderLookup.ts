@@ -24,26 +24,24 @@ export const orderLookup = Effect.gen(function*() {
   const runtime = yield* startRuntime(project.root, project)
   const rssLoaded = process.memoryUsage.rss()
   const request = (i: number) => ({ agent: "orders", instance: `customer-${i % 100}`, message: `Where is order 42? (#${i})` })
+  /** `count` conversations with at most `concurrency` in flight: each run's latency, and the batch's wall and CPU time. */
+  const batch = (count: number, concurrency: number) =>
+    Effect.gen(function*() {
+      const cpu = process.cpuUsage()
+      const started = performance.now()
+      const runs = yield* Effect.forEach(Array.from({ length: count }, (_, i) => i), (i) => timedRun(runtime, request(i)), { concurrency })
+      return { runs, elapsedMs: performance.now() - started, cpuMs: cpuMsSince(cpu) }
+    })
 
   yield* progress(`order-lookup: warming up (${warmUp} runs)`)
-  yield* Effect.forEach(Array.from({ length: warmUp }, (_, i) => i), (i) => timedRun(runtime, request(i)), {
-    concurrency: inFlight
-  })
+  yield* batch(warmUp, inFlight)
   truncateSync(sideEffects, 0)
   collectGarbage()
 
   yield* progress(`order-lookup: ${conversations} conversations, ${inFlight} in flight`)
   const rss = sampleRss()
   const statsBefore = yield* runtime.database.stats
-  const cpu = process.cpuUsage()
-  const started = performance.now()
-  const runs = yield* Effect.forEach(
-    Array.from({ length: conversations }, (_, i) => i),
-    (i) => timedRun(runtime, request(i)),
-    { concurrency: inFlight }
-  )
-  const elapsedMs = performance.now() - started
-  const cpuMs = cpuMsSince(cpu)
+  const { cpuMs, elapsedMs, runs } = yield* batch(conversations, inFlight)
   const statsAfter = yield* runtime.database.stats
   const peakRss = rss.stop()
   const lines = lineCount(sideEffects)
@@ -55,24 +53,12 @@ export const orderLookup = Effect.gen(function*() {
   // Unloaded: one run at a time, so a run's latency is the orchestration cost of its turns alone.
   yield* progress(`order-lookup: ${serialRuns} runs one at a time`)
   const serialBefore = yield* runtime.database.stats
-  const serial = yield* Effect.forEach(
-    Array.from({ length: serialRuns }, (_, i) => i),
-    (i) => timedRun(runtime, request(i)),
-    { concurrency: 1 }
-  )
+  const serial = (yield* batch(serialRuns, 1)).runs
   const oneAtATime = sqlPerRun(serialBefore, yield* runtime.database.stats, serialRuns)
 
   yield* progress(`order-lookup: ${sustainedConversations} more conversations, ${inFlight} in flight`)
   collectGarbage()
-  const sustainedCpu = process.cpuUsage()
-  const sustainedStarted = performance.now()
-  yield* Effect.forEach(
-    Array.from({ length: sustainedConversations }, (_, i) => i),
-    (i) => timedRun(runtime, request(i)),
-    { concurrency: inFlight, discard: true }
-  )
-  const sustainedMs = performance.now() - sustainedStarted
-  const sustainedCpuMs = cpuMsSince(sustainedCpu)
+  const sustained = yield* batch(sustainedConversations, inFlight)
 
   const latencies = runs.map((r) => r.ms)
   const serialPerTurn = serial.map((r) => r.ms / turnsPerRun)
@@ -109,8 +95,8 @@ export const orderLookup = Effect.gen(function*() {
     },
     sustained: {
       conversations: sustainedConversations,
-      runsPerSecond: round(sustainedConversations / (sustainedMs / 1000), 1),
-      cpuMsPerRun: round(sustainedCpuMs / sustainedConversations, 3)
+      runsPerSecond: round(sustainedConversations / (sustained.elapsedMs / 1000), 1),
+      cpuMsPerRun: round(sustained.cpuMs / sustainedConversations, 3)
     },
     target: { runsPerSecond: ">= 1000", cpuMsPerRun: "<= 1", overheadPerTurnP50Ms: "< 0.5", writeTransactionsOneAtATime: "<= 6" },
     meetsTarget: {
