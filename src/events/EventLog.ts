@@ -160,7 +160,7 @@ export const layer = (options: EventLogOptions = {}) => Layer.scoped(
         const written = yield* database.write({ statements: [insertEvents([event])] })
         const stored = sequenced([event], written._tag === "Written" ? written.rows[0] ?? [] : [])
         yield* publish(stored)
-        return stored[0] ?? { ...event, seq: 0 }
+        return stored[0] ?? unstored(event)
       })
 
     const emitLive = (drafts: ReadonlyArray<EventDraft>) => Effect.flatMap(stamp(drafts), (stamped) => publish(stamped.map(unstored)))

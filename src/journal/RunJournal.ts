@@ -11,7 +11,7 @@ import { Database, type Statement, type UnitResult } from "../durable/Database.j
 import { RunRecord, RunStatus } from "../durable/records.js"
 import type { StoreError } from "../durable/StoreError.js"
 import { type EventDraft, EventLog } from "../events/EventLog.js"
-import { insertEvents, sequenced } from "../events/EventStorage.js"
+import { insertEvents, sequenced, type UnsequencedEvent } from "../events/EventStorage.js"
 import type { FoundryEvent } from "../events/FoundryEvent.js"
 import { ChatMessage } from "../models/Model.js"
 import { eventRelease } from "./eventRelease.js"
@@ -112,8 +112,11 @@ export const layer = Layer.effect(
       lease: Lease | undefined,
       stamp: { readonly time: number; readonly release: string | null }
     ) {
-      const release = (yield* FiberRef.get(eventRelease)) ?? stamp.release
-      const stamped = drafts.length === 0 ? [] : yield* events.stamp(drafts, release === null ? undefined : { time: stamp.time, release })
+      let stamped: ReadonlyArray<UnsequencedEvent> = []
+      if (drafts.length > 0) {
+        const release = (yield* FiberRef.get(eventRelease)) ?? stamp.release
+        stamped = yield* events.stamp(drafts, release === null ? undefined : { time: stamp.time, release })
+      }
       const all = stamped.length === 0 ? unit.statements : [...unit.statements, insertEvents(stamped)]
       if (all.length === 0) return []
       const result = yield* database.write({ guard: unit.guard, statements: all })
