@@ -77,13 +77,22 @@ describe("the npm package", () => {
       const port = yield* freePort
       const server = yield* Effect.acquireRelease(
         Effect.sync(() => {
-          const child = spawn(join(bin, "foundry"), ["dev", "app", "--port", String(port)], { cwd: project, env: { ...cleanEnv(), NO_COLOR: "1" } })
+          const child = spawn(join(bin, "foundry"), ["dev", "app", "--port", String(port)], { cwd: project, env: { ...cleanEnv(), NO_COLOR: "1" }, detached: true })
           let output = ""
           child.stdout.on("data", (chunk: Buffer) => (output += chunk.toString()))
           child.stderr.on("data", (chunk: Buffer) => (output += chunk.toString()))
           return { child, output: () => output }
         }),
-        ({ child }) => Effect.sync(() => child.kill("SIGKILL"))
+        // The folder is removed after this. `foundry dev` runs `tsc` as a child process that
+        // writes `.foundry/tsbuildinfo`, and a SIGKILL to the server alone would leave it writing
+        // while the folder is removed: the server leads its own process group, and the whole
+        // group is killed, then awaited.
+        ({ child }) =>
+          Effect.async<void>((resume) => {
+            if (child.exitCode !== null || child.signalCode !== null) return resume(Effect.void)
+            child.on("close", () => resume(Effect.void))
+            if (child.pid !== undefined) process.kill(-child.pid, "SIGKILL")
+          })
       )
       const url = `http://127.0.0.1:${port}`
       for (let attempt = 0; attempt < 300 && !server.output().includes("listening on"); attempt++) yield* Effect.sleep("50 millis")
