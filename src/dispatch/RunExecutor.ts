@@ -9,7 +9,7 @@
  * that owns its conversation.
  */
 import type { Environments } from "../environments/Environments.js"
-import { Clock, Context, Deferred, Duration, Effect, FiberMap, Option, Queue } from "effect"
+import { Clock, Context, Deferred, Duration, Effect, type FiberId, FiberMap, identity, Option, Queue } from "effect"
 import type { CompiledAgent } from "../compiler/CompiledApp.js"
 import { CurrentApp } from "../compiler/CurrentApp.js"
 import { newId } from "../durable/ids.js"
@@ -25,7 +25,7 @@ import { RunStarter } from "../engine/RunStarter.js"
 import { type Instances, needsContext } from "../instances/Instances.js"
 import type { EventLog } from "../events/EventLog.js"
 import type { Lease } from "../journal/journalRecords.js"
-import { RunJournal } from "../journal/RunJournal.js"
+import { RunJournal, type SubmitOptions } from "../journal/RunJournal.js"
 import { eventOf } from "../journal/trace.js"
 import type { ModelResolver } from "../models/Model.js"
 import { Releases } from "../release/Releases.js"
@@ -97,15 +97,23 @@ export const makeRunExecutor = (options: RunExecutorOptions) =>
         ), { concurrency: "unbounded", discard: true })
     }).pipe(Effect.forever, Effect.forkScoped)
 
+    /** Renews `lease` for `runId` until it is released. */
+    const hold = (lease: Lease, runId: string) =>
+      Effect.suspend(() => {
+        held.set(lease, runId)
+        return held.size === 1 ? Queue.offer(firstHeld, undefined) : Effect.void
+      })
+
     /**
      * Executes the run once its conversation's earlier runs are done: in a slot, then under the
-     * conversation's lease (taken inside the slot, so it is renewed from the moment it is held).
+     * conversation's lease: `claimed` when the submission took it (held, so renewed, since), else
+     * taken inside the slot, so that it is renewed from the moment it is held.
      */
-    const execute = (run: RunRecord, previous: Deferred.Deferred<void> | undefined) =>
+    const execute = (run: RunRecord, previous: Deferred.Deferred<void> | undefined, claimed: Lease | undefined) =>
       Effect.gen(function*() {
         if (previous !== undefined) yield* Deferred.await(previous)
         yield* slots.withPermits(1)(Effect.gen(function*() {
-          const { lease, status } = yield* claim(run)
+          const { lease, status } = claimed === undefined ? yield* claim(run) : { lease: claimed, status: run.status }
           yield* Effect.suspend(() => {
             // Another process (or a cancel) may have moved the run on while it waited.
             if (finalStatuses.has(status)) return Effect.void
@@ -113,30 +121,58 @@ export const makeRunExecutor = (options: RunExecutorOptions) =>
             return releases.forRun(run, (app) =>
               Effect.gen(function*() {
                 const latest = status === run.status ? run : new RunRecord({ ...run, status }, { disableValidation: true })
-                held.set(lease, run.id)
-                if (held.size === 1) yield* Queue.offer(firstHeld, undefined)
+                yield* hold(lease, run.id)
                 const outcome = yield* runAgent(app, latest, lease).pipe(
                   Effect.catchTag("LeaseLost", () => Effect.succeed(undefined))
                 )
                 if (outcome === "suspended") yield* approvals.asked
               }))
-          }).pipe(Effect.ensuring(Effect.zipRight(Effect.sync(() => held.delete(lease)), Effect.ignore(journal.release(lease)))))
-        }))
+          }).pipe(Effect.ensuring(letGo(lease)))
+        }).pipe(
+          // Interrupted before its slot (a cancel): the lease the submission took is given up.
+          claimed === undefined ? identity : Effect.ensuring(letGo(claimed))
+        ))
         if (run.parentRunId !== null && run.parentToolCallId !== null) yield* wakeParent(run.id)
       })
 
-    /** Puts the run at the back of its conversation's lane. */
-    const schedule = (run: RunRecord): Effect.Effect<void> =>
+    /** Stops renewing `lease` and releases it (once: a step may have released it already). */
+    const letGo = (lease: Lease) => Effect.zipRight(Effect.sync(() => held.delete(lease)), Effect.ignore(journal.release(lease)))
+
+    /** A run's place in its conversation's lane: done when the run is; `previous` when the lane's earlier runs are. */
+    interface Place {
+      readonly previous: Deferred.Deferred<void> | undefined
+      readonly mine: Deferred.Deferred<void>
+    }
+
+    /** The back of the conversation's lane, taken at once (no other fiber can come between). */
+    const enterLane = (conversationId: string, fiberId: FiberId.FiberId): Place => {
+      const previous = lanes.get(conversationId)
+      const mine = Deferred.unsafeMake<void>(fiberId)
+      lanes.set(conversationId, mine)
+      return { previous, mine }
+    }
+
+    /** Gives a place up before its run was scheduled (its submission failed). */
+    const leaveLane = (conversationId: string, { mine }: Place) =>
+      Effect.sync(() => {
+        if (lanes.get(conversationId) === mine) lanes.delete(conversationId)
+      }).pipe(Effect.zipRight(Deferred.succeed(mine, undefined)))
+
+    /**
+     * Puts the run at the back of its conversation's lane, or at the `place` its submission took
+     * with `claimed`, the conversation's lease (`undefined` when another executor held it).
+     */
+    const schedule = (run: RunRecord, submitted?: { readonly place: Place; readonly claimed: Lease | undefined }): Effect.Effect<void> =>
       Effect.gen(function*() {
-        const previous = lanes.get(run.conversationId)
-        const mine = yield* Deferred.make<void>()
-        lanes.set(run.conversationId, mine)
+        const claimed = submitted?.claimed
+        if (claimed !== undefined) yield* hold(claimed, run.id)
+        const { mine, previous } = submitted?.place ?? enterLane(run.conversationId, yield* Effect.fiberId)
         const finished = yield* Deferred.make<void>()
         done.set(run.id, finished)
         yield* FiberMap.run(
           fibers,
           run.id,
-          execute(run, previous).pipe(
+          execute(run, previous, claimed).pipe(
             Effect.provide(executionContext),
             Effect.catchAllCause((cause) => Effect.logError("run execution crashed", cause)),
             Effect.ensuring(Effect.gen(function*() {
@@ -205,7 +241,7 @@ export const makeRunExecutor = (options: RunExecutorOptions) =>
       } = {}
     ) =>
       Effect.gen(function*() {
-        const run = yield* journal.submit({
+        const submission = {
           id: newId("run"),
           agent: request.agent,
           instanceId,
@@ -215,10 +251,25 @@ export const makeRunExecutor = (options: RunExecutorOptions) =>
           idempotencyKey: request.idempotencyKey,
           history: request.history,
           ...links
-        }, {
+        }
+        const queuing: SubmitOptions = {
           newConversation: conversation.isNew,
           queued: (record) => eventOf(record, "run.queued", { input: request.message, ...links })
-        }).pipe(Effect.catchTag("InstanceClosed", unavailable))
+        }
+        // A run that this process executes next in its conversation takes the lease as it is
+        // queued: one transaction fewer than claiming it when it starts. Its place in the lane is
+        // taken first, so a run submitted meanwhile waits behind it instead of claiming the lease.
+        const fiberId = yield* Effect.fiberId
+        const place = options.wake === undefined && !lanes.has(conversation.id) ? enterLane(conversation.id, fiberId) : undefined
+        if (place !== undefined) {
+          const { lease, run } = yield* journal.submitAndClaim(submission, queuing, { owner, ttlMillis: leaseTtl }).pipe(
+            Effect.catchTag("InstanceClosed", unavailable),
+            Effect.onError(() => leaveLane(conversation.id, place))
+          )
+          yield* schedule(run, { place, claimed: lease })
+          return run
+        }
+        const run = yield* journal.submit(submission, queuing).pipe(Effect.catchTag("InstanceClosed", unavailable))
         yield* wake(run)
         return run
       })
@@ -376,7 +427,7 @@ export const makeRunExecutor = (options: RunExecutorOptions) =>
       // runs are resumed, instead of one takeover per conversation.
       yield* journal.takeOverDead(owner, leaseTtl, isDeadExecutor)
       const runs = [...(yield* store.unfinishedRuns), ...(yield* store.parentsReadyToResume)]
-      yield* Effect.forEach(runs, schedule, { discard: true })
+      yield* Effect.forEach(runs, (run) => schedule(run), { discard: true })
       return runs.length
     })
 

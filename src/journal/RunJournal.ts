@@ -38,10 +38,17 @@ export class RunJournal extends Context.Tag("foundry/RunJournal")<RunJournal, {
    * `newConversation`, the run and its `run.queued` event (built by `queued` from the new record).
    * An instance that is paused or archived takes nothing (`InstanceClosed`).
    */
-  readonly submit: (
+  readonly submit: (run: NewRun, options: SubmitOptions) => Effect.Effect<RunRecord, StoreError | InstanceClosed>
+  /**
+   * `submit`, taking the conversation's lease for `claim.owner` in the same transaction if it is
+   * free, expired or already the owner's: a run that will execute at once needs no transaction of
+   * its own for the lease. `lease` is `undefined` when another executor holds it.
+   */
+  readonly submitAndClaim: (
     run: NewRun,
-    options: { readonly newConversation: boolean; readonly queued: (record: RunRecord) => EventDraft }
-  ) => Effect.Effect<RunRecord, StoreError | InstanceClosed>
+    options: SubmitOptions,
+    claim: { readonly owner: string; readonly ttlMillis: number }
+  ) => Effect.Effect<{ readonly run: RunRecord; readonly lease: Lease | undefined }, StoreError | InstanceClosed>
   /**
    * Takes the conversation's lease for `owner` if it is free, expired or already `owner`'s, and
    * reads the run's status in the same transaction; while another executor holds it, when that
@@ -62,6 +69,7 @@ export class RunJournal extends Context.Tag("foundry/RunJournal")<RunJournal, {
   readonly takeOverDead: (owner: string, ttlMillis: number, deadHolder: (holder: string) => boolean) => Effect.Effect<number, StoreError>
   /** Extends a lease; `false` when the lease is no longer this grant's. */
   readonly renew: (lease: Lease, ttlMillis: number) => Effect.Effect<boolean, StoreError>
+  /** Gives the lease up; nothing is written for a lease already released (here, or by a step). */
   readonly release: (lease: Lease) => Effect.Effect<void, StoreError>
   /**
    * Writes one step of `run` in one transaction; with a `lease`, only while that lease is the
@@ -75,6 +83,12 @@ export class RunJournal extends Context.Tag("foundry/RunJournal")<RunJournal, {
    */
   readonly idempotencyFingerprint: (runId: string) => Effect.Effect<string | null, StoreError>
 }>() {}
+
+/** How a run is queued: in a new conversation or an existing one, and its `run.queued` event (built from the new record). */
+export interface SubmitOptions {
+  readonly newConversation: boolean
+  readonly queued: (record: RunRecord) => EventDraft
+}
 
 /**
  * What a submission asked for, as a hash: a repeated idempotency key with a different submission
@@ -91,6 +105,8 @@ export const submissionFingerprint = (submission: {
     .digest("hex")
 
 const encodeMessage = Schema.encodeSync(Schema.parseJson(ChatMessage))
+
+const noWrite = { rows: [], stored: [] }
 
 /** The run journal on the `Database`, publishing through the `EventLog`. */
 export const layer = Layer.effect(
@@ -118,66 +134,85 @@ export const layer = Layer.effect(
         stamped = yield* events.stamp(drafts, release === null ? undefined : { time: stamp.time, release })
       }
       const all = stamped.length === 0 ? unit.statements : [...unit.statements, insertEvents(stamped)]
-      if (all.length === 0) return []
+      if (all.length === 0) return noWrite
       const result = yield* database.write({ guard: unit.guard, statements: all })
       if (result._tag === "Refused") {
         return yield* new LeaseLost({ conversationId: lease?.conversationId ?? "", token: lease?.token ?? 0 })
       }
-      if (stamped.length === 0) return []
+      if (stamped.length === 0) return { rows: result.rows, stored: [] }
       const stored = sequenced(stamped, result.rows[result.rows.length - 1] ?? [])
       yield* events.publish(stored)
-      return stored
+      return { rows: result.rows, stored }
+    })
+
+    /** Queues `run`, with `extraAt(now)` (a lease to take) last in its unit; the rows of those. */
+    const queue = Effect.fnUntraced(function*(
+      run: NewRun,
+      options: SubmitOptions,
+      extraAt: (now: number) => ReadonlyArray<Statement>
+    ) {
+      const now = yield* Clock.currentTimeMillis
+      const extra = extraAt(now)
+      const record = new RunRecord({
+        id: run.id,
+        agent: run.agent,
+        instanceId: run.instanceId,
+        conversationId: run.conversationId,
+        input: run.input,
+        steeredFrom: run.steeredFrom ?? null,
+        parentRunId: run.parentRunId ?? null,
+        parentToolCallId: run.parentToolCallId ?? null,
+        traceId: run.traceId ?? null,
+        parentSpanId: run.parentSpanId ?? null,
+        source: run.source ?? null,
+        release: run.release,
+        status: "queued",
+        output: null,
+        error: null,
+        createdAt: now,
+        startedAt: null,
+        finishedAt: null
+      }, { disableValidation: true })
+      const written = yield* writeWithEvents({
+        guard: statements.instanceTakesRuns(run.agent, run.instanceId),
+        statements: [
+          statements.ensureInstance(run.agent, run.instanceId, now),
+          options.newConversation
+            ? statements.insertConversation(run.conversationId, run.agent, run.instanceId, now)
+            : statements.touchConversation(run.conversationId, now),
+          ...(run.history ?? []).map((message) =>
+            statements.appendMessage(run.conversationId, historyOwner(run.id), encodeMessage(message), now)
+          ),
+          statements.insertRun(
+            run,
+            now,
+            run.idempotencyKey === undefined ? null : submissionFingerprint({
+              agent: run.agent,
+              instanceId: run.instanceId,
+              input: run.input,
+              conversation: options.newConversation ? null : run.conversationId
+            })
+          ),
+          ...extra
+        ]
+      }, [options.queued(record)], undefined, { time: now, release: run.release }).pipe(
+        Effect.catchTag("LeaseLost", () => Effect.fail(new InstanceClosed({ agent: run.agent, instanceId: run.instanceId })))
+      )
+      // The unit's rows: its statements', then the events' insert.
+      return { record, rows: written.rows.slice(written.rows.length - 1 - extra.length, written.rows.length - 1) }
     })
 
     return RunJournal.of({
-      submit: (run, options) =>
+      submit: (run, options) => Effect.map(queue(run, options, () => []), ({ record }) => record),
+
+      submitAndClaim: (run, options, claim) =>
         Effect.gen(function*() {
-          const now = yield* Clock.currentTimeMillis
-          const record = new RunRecord({
-            id: run.id,
-            agent: run.agent,
-            instanceId: run.instanceId,
-            conversationId: run.conversationId,
-            input: run.input,
-            steeredFrom: run.steeredFrom ?? null,
-            parentRunId: run.parentRunId ?? null,
-            parentToolCallId: run.parentToolCallId ?? null,
-            traceId: run.traceId ?? null,
-            parentSpanId: run.parentSpanId ?? null,
-            source: run.source ?? null,
-            release: run.release,
-            status: "queued",
-            output: null,
-            error: null,
-            createdAt: now,
-            startedAt: null,
-            finishedAt: null
-          }, { disableValidation: true })
-          yield* writeWithEvents({
-            guard: statements.instanceTakesRuns(run.agent, run.instanceId),
-            statements: [
-              statements.ensureInstance(run.agent, run.instanceId, now),
-              options.newConversation
-                ? statements.insertConversation(run.conversationId, run.agent, run.instanceId, now)
-                : statements.touchConversation(run.conversationId, now),
-              ...(run.history ?? []).map((message) =>
-                statements.appendMessage(run.conversationId, historyOwner(run.id), encodeMessage(message), now)
-              ),
-              statements.insertRun(
-                run,
-                now,
-                run.idempotencyKey === undefined ? null : submissionFingerprint({
-                  agent: run.agent,
-                  instanceId: run.instanceId,
-                  input: run.input,
-                  conversation: options.newConversation ? null : run.conversationId
-                })
-              )
-            ]
-          }, [options.queued(record)], undefined, { time: now, release: run.release }).pipe(
-            Effect.catchTag("LeaseLost", () => Effect.fail(new InstanceClosed({ agent: run.agent, instanceId: run.instanceId })))
-          )
-          return record
+          const { record, rows } = yield* queue(run, options, (now) => [
+            statements.acquireLease(run.conversationId, claim.owner, now, claim.ttlMillis)
+          ])
+          const token = rows[0]?.[0]?.token
+          const lease: Lease | undefined = token === undefined ? undefined : { conversationId: run.conversationId, owner: claim.owner, token: Number(token) }
+          return { run: record, lease }
         }),
 
       claim: (run, owner, ttlMillis, deadHolder) =>
@@ -230,7 +265,9 @@ export const layer = Layer.effect(
 
       release: (lease) =>
         Effect.suspend(() =>
-          released.has(lease) ? Effect.void : Effect.asVoid(database.write({ statements: [statements.releaseLease(lease)] }))
+          released.has(lease)
+            ? Effect.void
+            : Effect.tap(database.write({ statements: [statements.releaseLease(lease)] }), () => released.add(lease))
         ),
 
       idempotencyFingerprint: (runId) =>
@@ -249,7 +286,7 @@ export const layer = Layer.effect(
           for (const usage of step.usage ?? []) writes.push(statements.addUsage(run.id, usage))
           if (step.status !== undefined) writes.push(statements.updateRun(run.id, step.status, now))
           if (step.releaseLease === true && lease !== undefined) writes.push(statements.releaseLease(lease))
-          const stored = yield* writeWithEvents(
+          const { stored } = yield* writeWithEvents(
             { guard: lease === undefined ? undefined : fence(lease), statements: writes },
             step.events ?? [],
             lease,

@@ -62,6 +62,26 @@ describe("ordering", () => {
       expect(users).toEqual(ids)
     }))
 
+  it.scopedLive("messages sent at the same moment to an idle conversation all run, one after the other", () =>
+    Effect.gen(function*() {
+      const { log, url } = yield* setup()
+      const first = yield* submit(url, { message: plan({ calls: [{ name: "slow", arguments: { ms: 10 } }] }) })
+      yield* waitForRun(url, first.runId)
+      // Each submission that finds the conversation idle here takes its lease as it is queued:
+      // only one of them may, and the others wait behind it.
+      const rest = yield* Effect.forEach([1, 2, 3, 4], () =>
+        submit(url, { conversation: first.conversationId, message: plan({ calls: [{ name: "slow", arguments: { ms: 50 } }] }) }), {
+        concurrency: "unbounded"
+      })
+      const runs = yield* Effect.forEach(rest, (r) => waitForRun(url, r.runId))
+      expect(runs.map((r) => r.status)).toEqual(["completed", "completed", "completed", "completed"])
+      const spans = rest.map(({ runId }) => {
+        const mine = lines(log).filter((l) => l.startsWith(runId))
+        return { start: Number(mine[0]?.split(" ")[2]), end: Number(mine[1]?.split(" ")[2]) }
+      }).sort((a, b) => a.start - b.start)
+      for (let i = 1; i < spans.length; i++) expect(spans[i - 1]!.end).toBeLessThanOrEqual(spans[i]!.start)
+    }))
+
   it.scopedLive("messages to different conversations run concurrently", () =>
     Effect.gen(function*() {
       const { log, url } = yield* setup()

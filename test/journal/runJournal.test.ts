@@ -332,6 +332,41 @@ const journalTests = (backend: Backend) => {
       expect(taken).toEqual({ _tag: "Claimed", lease: { conversationId: "c1", owner: "B", token: 2 }, status: "running" })
     }))
 
+  it.scoped("submitAndClaim takes a free lease in the submission's one transaction; a held one is left to its holder", () =>
+    Effect.gen(function*() {
+      const storage = yield* freshStorage(backend)
+      const { journal, store } = storage
+      const queuing = (run: ReturnType<typeof newRun>, newConversation: boolean) => ({
+        newConversation,
+        queued: (record: RunRecord) => draft(`queued-${run.id}`, record, { type: "run.queued", data: { input: run.input } })
+      })
+      yield* TestClock.setTime(1_000)
+      const before = yield* transactions(storage)
+      const first = yield* journal.submitAndClaim(newRun("r1"), queuing(newRun("r1"), true), { owner: "A", ttlMillis: 1_000 })
+      expect(yield* transactions(storage)).toBe(before + 1)
+      expect(first).toEqual({ run: queuedRecord(newRun("r1"), 1_000), lease: { conversationId: "c1", owner: "A", token: 1 } })
+      expect(Option.map(yield* store.getRun("r1"), (run) => run.status)).toEqual(Option.some("queued"))
+      // The lease is A's: B is told so, and the lease fences B's steps.
+      expect(yield* journal.claim(first.run, "B", 1_000)).toEqual({ _tag: "Held", owner: "A", token: 1, expiresAt: 2_000 })
+
+      // B submits in the same conversation while A holds it: queued, without the lease.
+      const second = yield* journal.submitAndClaim(newRun("r2"), queuing(newRun("r2"), false), { owner: "B", ttlMillis: 1_000 })
+      expect(second.lease).toBeUndefined()
+      expect(Option.map(yield* store.getRun("r2"), (run) => run.status)).toEqual(Option.some("queued"))
+
+      // Released, the next submission takes it with the next token.
+      yield* journal.release(first.lease ?? { conversationId: "c1", owner: "A", token: 0 })
+      const third = yield* journal.submitAndClaim(newRun("r3"), queuing(newRun("r3"), false), { owner: "B", ttlMillis: 1_000 })
+      expect(third.lease).toEqual({ conversationId: "c1", owner: "B", token: 2 })
+      // A submission its instance refuses takes neither the run nor the lease.
+      yield* journal.release(third.lease ?? { conversationId: "c1", owner: "B", token: 0 })
+      yield* storage.instances.update({ agent: "shop", id: "acme" }, { status: { status: "paused", reason: null } })
+      const refused = yield* Effect.flip(journal.submitAndClaim(newRun("r4"), queuing(newRun("r4"), false), { owner: "C", ttlMillis: 1_000 }))
+      expect(refused._tag).toBe("InstanceClosed")
+      expect(yield* store.getRun("r4")).toEqual(Option.none())
+      expect(yield* journal.claim(first.run, "D", 1_000)).toMatchObject({ _tag: "Claimed", lease: { owner: "D", token: 3 } })
+    }))
+
   it.scoped("a step recorded with a stale lease fails with LeaseLost and writes nothing of the step", () =>
     Effect.gen(function*() {
       const storage = yield* freshStorage(backend)
