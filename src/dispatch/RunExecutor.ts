@@ -9,7 +9,7 @@
  * that owns its conversation.
  */
 import type { Environments } from "../environments/Environments.js"
-import { Clock, Context, Deferred, Duration, Effect, type FiberId, FiberMap, identity, Option, Queue } from "effect"
+import { Clock, Context, Deferred, Duration, Effect, type FiberId, FiberMap, Option, Queue } from "effect"
 import type { CompiledAgent } from "../compiler/CompiledApp.js"
 import { CurrentApp } from "../compiler/CurrentApp.js"
 import { newId } from "../durable/ids.js"
@@ -107,33 +107,38 @@ export const makeRunExecutor = (options: RunExecutorOptions) =>
     /**
      * Executes the run once its conversation's earlier runs are done: in a slot, then under the
      * conversation's lease: `claimed` when the submission took it (held, so renewed, since), else
-     * taken inside the slot, so that it is renewed from the moment it is held.
+     * taken inside the slot, so that it is renewed from the moment it is held. Whichever it is, it
+     * is given up when the execution ends, however it ends (a step may have released it already).
      */
-    const execute = (run: RunRecord, previous: Deferred.Deferred<void> | undefined, claimed: Lease | undefined) =>
-      Effect.gen(function*() {
+    const execute = (run: RunRecord, previous: Deferred.Deferred<void> | undefined, claimed: Lease | undefined) => {
+      let lease = claimed
+      const underLease = (status: RunStatus) => {
+        // Another process (or a cancel) may have moved the run on while it waited.
+        if (lease === undefined || finalStatuses.has(status)) return Effect.void
+        if (status === "suspended" && run.status !== "suspended") return Effect.void
+        const granted = lease
+        const latest = status === run.status ? run : new RunRecord({ ...run, status }, { disableValidation: true })
+        return releases.forRun(run, (app) =>
+          Effect.gen(function*() {
+            yield* hold(granted, run.id)
+            const outcome = yield* runAgent(app, latest, granted).pipe(Effect.catchTag("LeaseLost", () => Effect.succeed(undefined)))
+            if (outcome === "suspended") yield* approvals.asked
+          }))
+      }
+      const inSlot = slots.withPermits(1)(
+        claimed === undefined
+          ? Effect.flatMap(claim(run), (claimedNow) => {
+            lease = claimedNow.lease
+            return underLease(claimedNow.status)
+          })
+          : underLease(run.status)
+      )
+      return Effect.gen(function*() {
         if (previous !== undefined) yield* Deferred.await(previous)
-        yield* slots.withPermits(1)(Effect.gen(function*() {
-          const { lease, status } = claimed === undefined ? yield* claim(run) : { lease: claimed, status: run.status }
-          yield* Effect.suspend(() => {
-            // Another process (or a cancel) may have moved the run on while it waited.
-            if (finalStatuses.has(status)) return Effect.void
-            if (status === "suspended" && run.status !== "suspended") return Effect.void
-            return releases.forRun(run, (app) =>
-              Effect.gen(function*() {
-                const latest = status === run.status ? run : new RunRecord({ ...run, status }, { disableValidation: true })
-                yield* hold(lease, run.id)
-                const outcome = yield* runAgent(app, latest, lease).pipe(
-                  Effect.catchTag("LeaseLost", () => Effect.succeed(undefined))
-                )
-                if (outcome === "suspended") yield* approvals.asked
-              }))
-          }).pipe(Effect.ensuring(letGo(lease)))
-        }).pipe(
-          // Interrupted before its slot (a cancel): the lease the submission took is given up.
-          claimed === undefined ? identity : Effect.ensuring(letGo(claimed))
-        ))
+        yield* Effect.ensuring(inSlot, Effect.suspend(() => lease === undefined ? Effect.void : letGo(lease)))
         if (run.parentRunId !== null && run.parentToolCallId !== null) yield* wakeParent(run.id)
       })
+    }
 
     /** Stops renewing `lease` and releases it (once: a step may have released it already). */
     const letGo = (lease: Lease) => Effect.zipRight(Effect.sync(() => held.delete(lease)), Effect.ignore(journal.release(lease)))
