@@ -2,7 +2,7 @@
  * The event log: every step is an event, stored durably (text deltas excepted) and fanned out
  * live, so an SSE client can replay a run's history and then follow it as it happens.
  */
-import { Chunk, Clock, Context, Duration, Effect, Layer, Option, PubSub, Queue, Schedule, Stream } from "effect"
+import { Chunk, Clock, Context, Duration, Effect, Layer, Option, PubSub, Queue, Schedule, type Scope, Stream } from "effect"
 import { Database } from "../durable/Database.js"
 import { newId } from "../durable/ids.js"
 import { finalStatuses } from "../durable/records.js"
@@ -20,6 +20,12 @@ const stampDrafts = (drafts: ReadonlyArray<EventDraft>, time: number, release: s
 
 /** An event as published without being stored: it has no sequence number. */
 const unstored = (event: UnsequencedEvent): FoundryEvent => ({ ...event, seq: 0 })
+
+/**
+ * The next events of a followed stream, chunk by chunk; `Option.none()` once it has ended. What a
+ * `Stream` of events is made of, for a writer that pulls them itself (an SSE response).
+ */
+export type EventPull = Effect.Effect<Chunk.Chunk<FoundryEvent>, Option.Option<never>>
 
 /** The event log. */
 export class EventLog extends Context.Tag("foundry/EventLog")<EventLog, {
@@ -42,6 +48,8 @@ export class EventLog extends Context.Tag("foundry/EventLog")<EventLog, {
   readonly publish: (events: ReadonlyArray<FoundryEvent>) => Effect.Effect<void>
   /** A run's events: the stored ones, then live ones, ending with the event that ends the run. */
   readonly runEvents: (runId: string) => Stream.Stream<FoundryEvent, StoreError>
+  /** `runEvents` as a pull, subscribed (and its stored events read) in the scope. */
+  readonly pullRunEvents: (runId: string) => Effect.Effect<EventPull, StoreError, Scope.Scope>
   /** Every event matching `filter` with `seq` after `after`, stored then live; never ends. */
   readonly follow: (filter: EventFilter, after: number) => Stream.Stream<FoundryEvent, StoreError>
 }>() {}
@@ -167,68 +175,77 @@ export const layer = (options: EventLogOptions = {}) => Layer.scoped(
 
     /**
      * Stored events matching `filter` after `after`, then live ones: subscribed first, so none
-     * falls between. With `ending`, the stream ends with the first event that ends it, or at once
-     * when the stored ones say it is over without one.
+     * falls between. With `ending`, the events end with the first event that ends them, or after
+     * the stored ones when those say it is over without one.
      */
-    const follow = (
+    const pullFrom = (
       filter: EventFilter,
       after: number,
       ending?: {
         readonly isEnd: (event: FoundryEvent) => boolean
         readonly endedWithout: (history: ReadonlyArray<FoundryEvent>) => Effect.Effect<boolean, StoreError>
       }
-    ): Stream.Stream<FoundryEvent, StoreError> =>
-      Stream.unwrapScoped(
-        Effect.gen(function*() {
-          const queue = yield* subscribe(filter)
-          yield* Effect.acquireRelease(Effect.sync(() => followers++), () => Effect.sync(() => followers--))
-          const history: Array<FoundryEvent> = []
-          let cursor = after
-          while (true) {
-            const page = yield* storage.list({ ...filter, after: cursor, limit: pageSize })
-            history.push(...page)
-            const last = page[page.length - 1]
-            if (last === undefined || page.length < pageSize) break
-            cursor = last.seq
-          }
-          const end = ending === undefined ? -1 : history.findIndex(ending.isEnd)
-          if (end >= 0) return Stream.fromIterable(history.slice(0, end + 1))
-          if (ending !== undefined && (yield* ending.endedWithout(history))) return Stream.fromIterable(history)
-          const lastSeq = history[history.length - 1]?.seq ?? after
-          // One stage, as every following stream pays it per chunk: the stored events as the first
-          // chunk, then whatever came live since the last pull, cut after the end.
-          let stored: ReadonlyArray<FoundryEvent> | undefined = history
-          let ended = false
-          const nextLive: Effect.Effect<Chunk.Chunk<FoundryEvent>> = Effect.flatMap(
-            Queue.takeBetween(queue, 1, Number.POSITIVE_INFINITY),
-            (taken) => {
-              const fresh: Array<FoundryEvent> = []
-              for (const event of taken) {
-                if (!matches(filter, event) || (event.seq !== 0 && event.seq <= lastSeq)) continue
-                fresh.push(event)
-                if (ending?.isEnd(event) === true) {
-                  ended = true
-                  break
-                }
+    ): Effect.Effect<EventPull, StoreError, Scope.Scope> =>
+      Effect.gen(function*() {
+        const queue = yield* subscribe(filter)
+        yield* Effect.acquireRelease(Effect.sync(() => followers++), () => Effect.sync(() => followers--))
+        const history: Array<FoundryEvent> = []
+        let cursor = after
+        while (true) {
+          const page = yield* storage.list({ ...filter, after: cursor, limit: pageSize })
+          history.push(...page)
+          const last = page[page.length - 1]
+          if (last === undefined || page.length < pageSize) break
+          cursor = last.seq
+        }
+        const lastSeq = history[history.length - 1]?.seq ?? after
+        // One stage, as every follower pays it per chunk: the stored events as the first chunk,
+        // then whatever came live since the last pull, cut after the end.
+        let stored: ReadonlyArray<FoundryEvent> | undefined = history
+        let ended = false
+        const end = ending === undefined ? -1 : history.findIndex(ending.isEnd)
+        if (end >= 0) {
+          stored = history.slice(0, end + 1)
+          ended = true
+        } else if (ending !== undefined) {
+          ended = yield* ending.endedWithout(history)
+        }
+        const nextLive: Effect.Effect<Chunk.Chunk<FoundryEvent>> = Effect.flatMap(
+          Queue.takeBetween(queue, 1, Number.POSITIVE_INFINITY),
+          (taken) => {
+            const fresh: Array<FoundryEvent> = []
+            for (const event of taken) {
+              if (!matches(filter, event) || (event.seq !== 0 && event.seq <= lastSeq)) continue
+              fresh.push(event)
+              if (ending?.isEnd(event) === true) {
+                ended = true
+                break
               }
-              return fresh.length === 0 ? nextLive : Effect.succeed(Chunk.unsafeFromArray(fresh))
             }
-          )
-          return Stream.repeatEffectChunkOption(Effect.suspend(() => {
-            const first = stored
-            stored = undefined
-            if (first !== undefined && first.length > 0) return Effect.succeed(Chunk.unsafeFromArray(first))
-            return ended ? Effect.fail(Option.none()) : nextLive
-          }))
+            return fresh.length === 0 ? nextLive : Effect.succeed(Chunk.unsafeFromArray(fresh))
+          }
+        )
+        const pull: EventPull = Effect.suspend(() => {
+          const first = stored
+          stored = undefined
+          if (first !== undefined && first.length > 0) return Effect.succeed(Chunk.unsafeFromArray(first))
+          return ended ? Effect.fail(Option.none()) : nextLive
         })
-      )
+        return pull
+      })
 
-    const runEvents = (runId: string): Stream.Stream<FoundryEvent, StoreError> =>
-      follow({ runId }, 0, {
+    const follow = (filter: EventFilter, after: number): Stream.Stream<FoundryEvent, StoreError> =>
+      Stream.unwrapScoped(Effect.map(pullFrom(filter, after), Stream.repeatEffectChunkOption))
+
+    const pullRunEvents = (runId: string) =>
+      pullFrom({ runId }, 0, {
         isEnd: (event) => runEndTypes.has(event.type),
         // The run's end event may have been pruned by retention: its status says it ended.
         endedWithout: () => Effect.map(store.getRun(runId), (run) => run._tag === "Some" && finalStatuses.has(run.value.status))
       })
+
+    const runEvents = (runId: string): Stream.Stream<FoundryEvent, StoreError> =>
+      Stream.unwrapScoped(Effect.map(pullRunEvents(runId), Stream.repeatEffectChunkOption))
 
     // Retention: old events go by age and by count, checked on an interval.
     const retention = options.retention
@@ -275,7 +292,7 @@ export const layer = (options: EventLogOptions = {}) => Layer.scoped(
       )
     }
 
-    return EventLog.of({ emit, emitLive, stamp, followed: () => followers > 0, publish, runEvents, follow: (filter, after) => follow(filter, after) })
+    return EventLog.of({ emit, emitLive, stamp, followed: () => followers > 0, publish, runEvents, pullRunEvents, follow })
   })
 )
 

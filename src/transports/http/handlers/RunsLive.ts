@@ -2,7 +2,7 @@
  * The runs group's handlers.
  */
 import { HttpApiBuilder, HttpServerRequest, HttpServerResponse } from "@effect/platform"
-import { Effect, Option, Stream } from "effect"
+import { Effect, Option } from "effect"
 import { Dispatcher, RunNotFound } from "../../../dispatch/Dispatcher.js"
 import { Store } from "../../../durable/Store.js"
 import { EventStorage } from "../../../events/EventStorage.js"
@@ -10,8 +10,8 @@ import { EventLog } from "../../../events/EventLog.js"
 import { RunJournal, submissionFingerprint } from "../../../journal/RunJournal.js"
 import { FoundryApi } from "../api/FoundryApi.js"
 import { type CreateRun, IdempotencyKeyReused } from "../api/RunsGroup.js"
-import { sseFrame } from "./sse.js"
-import { cutOnStoreError, orStoreUnavailable } from "./storeUnavailable.js"
+import { sseResponse } from "./sse.js"
+import { orStoreUnavailable } from "./storeUnavailable.js"
 import { runView } from "./toView.js"
 
 const findRun = (runId: string) =>
@@ -79,10 +79,7 @@ export const RunsLive = HttpApiBuilder.group(FoundryApi, "runs", (handlers) =>
           yield* findRun(path.runId)
           const request = yield* HttpServerRequest.HttpServerRequest
           if ((request.headers.accept ?? "").includes("text/event-stream")) {
-            return HttpServerResponse.stream(
-              events.runEvents(path.runId).pipe(cutOnStoreError, Stream.map(sseFrame)),
-              { contentType: "text/event-stream", headers: { "cache-control": "no-cache" } }
-            )
+            return yield* sseResponse(events.pullRunEvents(path.runId))
           }
           const stored = yield* eventStorage.list({ runId: path.runId, limit: 100_000 })
           return yield* HttpServerResponse.json(stored).pipe(Effect.orDie)

@@ -1,6 +1,12 @@
 /**
- * Server-sent events on the wire: one frame per event, its `seq` as the id a client resumes from.
+ * Server-sent events on the wire: one frame per event, its `seq` as the id a client resumes from,
+ * and a run's followed events as a response.
  */
+import { Readable } from "node:stream"
+import { HttpServerResponse } from "@effect/platform"
+import { Cause, Effect, Exit, FiberId, Option, Scope } from "effect"
+import type { StoreError } from "../../../durable/StoreError.js"
+import type { EventPull } from "../../../events/EventLog.js"
 import type { FoundryEvent } from "../../../events/FoundryEvent.js"
 
 const encoder = new TextEncoder()
@@ -11,3 +17,41 @@ export const sseFrame = (event: FoundryEvent): Uint8Array =>
 
 /** A comment frame that keeps an idle stream alive. */
 export const heartbeatFrame: Uint8Array = encoder.encode(": heartbeat\n\n")
+
+/**
+ * An SSE response of the events `open` pulls (opened, and closed when the response ends, in a
+ * scope of its own): each chunk of events is written as its frames straight into the response's
+ * Node stream, waiting while the client does not keep up. Not an Effect `Stream`: through the
+ * server's writer a `Stream` costs about a hundred fiber operations per chunk, and every client
+ * that follows a run pays it for each of the run's steps (docs/performance.md). A client that goes
+ * away closes the body, which stops the pulling and unsubscribes.
+ */
+export const sseResponse = (open: Effect.Effect<EventPull, StoreError, Scope.Scope>) =>
+  Effect.gen(function*() {
+    const scope = yield* Scope.make()
+    const pull = yield* Scope.extend(open, scope).pipe(Effect.onError(() => Scope.close(scope, Exit.void)))
+    // Open while the client reads: closed when the body's buffer is full, opened by its next read.
+    const reading = yield* Effect.makeLatch(true)
+    const body = new Readable({ read: () => reading.unsafeOpen() })
+    const pump = Effect.gen(function*() {
+      while (true) {
+        const chunk = yield* Effect.option(pull)
+        if (Option.isNone(chunk)) return body.push(null)
+        let more = true
+        for (const event of chunk.value) more = body.push(sseFrame(event))
+        if (!more) {
+          reading.unsafeClose()
+          yield* reading.await
+        }
+      }
+    }).pipe(
+      Effect.catchAllCause((cause) =>
+        Cause.isInterruptedOnly(cause)
+          ? Effect.void
+          : Effect.zipRight(Effect.logError("a run's event stream failed", cause), Effect.sync(() => body.destroy()))),
+      Effect.ensuring(Scope.close(scope, Exit.void))
+    )
+    const fiber = yield* Effect.forkDaemon(pump)
+    body.once("close", () => fiber.unsafeInterruptAsFork(FiberId.none))
+    return HttpServerResponse.raw(body, { contentType: "text/event-stream", headers: { "cache-control": "no-cache" } })
+  })

@@ -1,0 +1,106 @@
+/**
+ * A run's event stream as an SSE response (`sseResponse`), served by the platform's Node HTTP
+ * server and read with `fetch`: frames in order, a reader slower than the writer gets every frame,
+ * and a client that goes away closes what the response opened (the log's subscription).
+ */
+import { createServer } from "node:http"
+import { HttpRouter, HttpServer } from "@effect/platform"
+import { NodeHttpServer } from "@effect/platform-node"
+import { describe, expect, it } from "@effect/vitest"
+import { Chunk, Context, Deferred, Effect, Layer, Option, Queue, type Scope } from "effect"
+import type { EventPull } from "../../src/events/EventLog.js"
+import type { FoundryEvent } from "../../src/events/FoundryEvent.js"
+import { sseResponse } from "../../src/transports/http/handlers/sse.js"
+
+/** Event `seq` of run r1: a completed run's end when `last`, else a step. */
+const event = (seq: number, last = false): FoundryEvent => ({
+  id: `evt-${seq}`,
+  seq,
+  time: 1_000 + seq,
+  traceId: "trace-r1",
+  spanId: `span-${seq}`,
+  parentSpanId: "span-root",
+  runId: "r1",
+  conversationId: "c1",
+  instanceId: "acme",
+  agent: "shop",
+  release: "dev",
+  ...(last
+    ? { type: "run.completed" as const, data: { output: "done", turns: 1 } }
+    // A payload of some size, so that a few hundred frames overfill the body's buffer.
+    : { type: "run.started" as const, data: { input: `step ${seq} ${"x".repeat(400)}`, model: "demo" } })
+})
+
+/** Serves `open`'s events as SSE at `/events` on a free loopback port; its base URL. */
+const serve = (open: Effect.Effect<EventPull, never, Scope.Scope>) =>
+  Effect.gen(function*() {
+    const router = HttpRouter.empty.pipe(HttpRouter.get("/events", sseResponse(open)))
+    const context = yield* Layer.build(
+      HttpServer.serve(router).pipe(Layer.provideMerge(NodeHttpServer.layer(() => createServer(), { port: 0, host: "127.0.0.1" })))
+    )
+    const address = Context.get(context, HttpServer.HttpServer).address
+    return `http://127.0.0.1:${address._tag === "TcpAddress" ? address.port : 0}`
+  })
+
+/** A pull over `queue` that ends after `end` arrives. */
+const pullOf = (queue: Queue.Queue<FoundryEvent>): EventPull => {
+  let ended = false
+  return Effect.suspend(() =>
+    ended ? Effect.fail(Option.none()) : Effect.map(Queue.takeBetween(queue, 1, Number.POSITIVE_INFINITY), (taken) => {
+      ended = Chunk.some(taken, (e) => e.type === "run.completed")
+      return taken
+    })
+  )
+}
+
+/** The `id:` lines of an SSE body, as numbers. */
+const ids = (text: string) => text.split("\n").filter((line) => line.startsWith("id: ")).map((line) => Number(line.slice(4)))
+
+describe("a run's events as server-sent events", () => {
+  it.scopedLive("every frame arrives in order, also for a reader slower than the writer, and the response ends after the end", () =>
+    Effect.gen(function*() {
+      const queue = yield* Queue.unbounded<FoundryEvent>()
+      const count = 600
+      const url = yield* serve(Effect.succeed(pullOf(queue)))
+      // Everything is there before the client reads: far more than the body's buffer holds.
+      yield* Queue.offerAll(queue, [...Array.from({ length: count - 1 }, (_, i) => event(i + 1)), event(count, true)])
+      const text = yield* Effect.promise(async () => {
+        const response = await fetch(`${url}/events`)
+        const reader = response.body?.getReader()
+        const decoder = new TextDecoder()
+        let body = ""
+        while (reader !== undefined) {
+          const { done, value } = await reader.read()
+          if (done) break
+          body += decoder.decode(value, { stream: true })
+          await new Promise((resolve) => setTimeout(resolve, 1))
+        }
+        return `${response.headers.get("content-type")}\n${body}`
+      })
+      expect(text.split("\n", 1)[0]).toBe("text/event-stream")
+      expect(ids(text)).toEqual(Array.from({ length: count }, (_, i) => i + 1))
+      expect(text.trimEnd().endsWith(`data: ${JSON.stringify(event(count, true))}`)).toBe(true)
+    }))
+
+  it.scopedLive("a client that goes away closes what the response opened", () =>
+    Effect.gen(function*() {
+      const queue = yield* Queue.unbounded<FoundryEvent>()
+      const closed = yield* Deferred.make<void>()
+      const open = Effect.as(Effect.addFinalizer(() => Deferred.succeed(closed, undefined)), pullOf(queue))
+      const url = yield* serve(open)
+      yield* Queue.offer(queue, event(1))
+      const first = yield* Effect.promise(async () => {
+        const controller = new AbortController()
+        const response = await fetch(`${url}/events`, { signal: controller.signal })
+        const reader = response.body?.getReader()
+        const chunk = await reader?.read()
+        controller.abort()
+        return new TextDecoder().decode(chunk?.value)
+      })
+      expect(ids(first)).toEqual([1])
+      // The run goes on without the client: nothing is left open for it.
+      yield* Queue.offer(queue, event(2))
+      yield* Deferred.await(closed).pipe(Effect.timeoutFail({ duration: "5 seconds", onTimeout: () => new Error("the subscription was never closed") }))
+      expect(yield* Deferred.isDone(closed)).toBe(true)
+    }))
+})
