@@ -107,8 +107,9 @@ export const makeRunExecutor = (options: RunExecutorOptions) =>
     /**
      * Executes the run once its conversation's earlier runs are done: in a slot, then under the
      * conversation's lease: `claimed` when the submission took it (held, so renewed, since), else
-     * taken inside the slot, so that it is renewed from the moment it is held. Whichever it is, it
-     * is given up when the execution ends, however it ends (a step may have released it already).
+     * taken inside the slot, so that it is renewed from the moment it is held; either way with the
+     * run's status as stored once it has the slot. Whichever lease it is, it is given up when the
+     * execution ends, however it ends (a step may have released it already).
      */
     const execute = (run: RunRecord, previous: Deferred.Deferred<void> | undefined, claimed: Lease | undefined) => {
       let lease = claimed
@@ -131,7 +132,8 @@ export const makeRunExecutor = (options: RunExecutorOptions) =>
             lease = claimedNow.lease
             return underLease(claimedNow.status)
           })
-          : underLease(run.status)
+          // Queued with the lease, the run may have been cancelled since (from another process).
+          : Effect.flatMap(Effect.orDie(journal.statusOf(run.id)), (status) => status === undefined ? Effect.void : underLease(status))
       )
       return Effect.gen(function*() {
         if (previous !== undefined) yield* Deferred.await(previous)
@@ -157,11 +159,23 @@ export const makeRunExecutor = (options: RunExecutorOptions) =>
       return { previous, mine }
     }
 
-    /** Gives a place up before its run was scheduled (its submission failed). */
-    const leaveLane = (conversationId: string, { mine }: Place) =>
-      Effect.sync(() => {
-        if (lanes.get(conversationId) === mine) lanes.delete(conversationId)
-      }).pipe(Effect.zipRight(Deferred.succeed(mine, undefined)))
+    /**
+     * Gives a place up (its run ended, was cancelled, or its submission failed): the runs behind it
+     * go on once the runs before it are done too, so that a run cancelled while it waited does not
+     * let the next one start beside the one still executing.
+     */
+    const leaveLane = (conversationId: string, { mine, previous }: Place) => {
+      const leave = Effect.zipRight(
+        Effect.sync(() => {
+          if (lanes.get(conversationId) === mine) lanes.delete(conversationId)
+        }),
+        Deferred.succeed(mine, undefined)
+      )
+      return previous === undefined
+        ? leave
+        : Effect.flatMap(Deferred.isDone(previous), (before) =>
+          before ? leave : Effect.asVoid(Effect.forkDaemon(Effect.zipRight(Deferred.await(previous), leave))))
+    }
 
     /**
      * Puts the run at the back of its conversation's lane, or at the `place` its submission took
@@ -171,20 +185,19 @@ export const makeRunExecutor = (options: RunExecutorOptions) =>
       Effect.gen(function*() {
         const claimed = submitted?.claimed
         if (claimed !== undefined) yield* hold(claimed, run.id)
-        const { mine, previous } = submitted?.place ?? enterLane(run.conversationId, yield* Effect.fiberId)
+        const place = submitted?.place ?? enterLane(run.conversationId, yield* Effect.fiberId)
         const finished = yield* Deferred.make<void>()
         done.set(run.id, finished)
         yield* FiberMap.run(
           fibers,
           run.id,
-          execute(run, previous, claimed).pipe(
+          execute(run, place.previous, claimed).pipe(
             Effect.provide(executionContext),
             Effect.catchAllCause((cause) => Effect.logError("run execution crashed", cause)),
             Effect.ensuring(Effect.gen(function*() {
-              yield* Deferred.succeed(mine, undefined)
+              yield* leaveLane(run.conversationId, place)
               yield* Deferred.succeed(finished, undefined)
               if (done.get(run.id) === finished) done.delete(run.id)
-              if (lanes.get(run.conversationId) === mine) lanes.delete(run.conversationId)
             }))
           )
         )
@@ -261,22 +274,31 @@ export const makeRunExecutor = (options: RunExecutorOptions) =>
           newConversation: conversation.isNew,
           queued: (record) => eventOf(record, "run.queued", { input: request.message, ...links })
         }
-        // A run that this process executes next in its conversation takes the lease as it is
-        // queued: one transaction fewer than claiming it when it starts. Its place in the lane is
-        // taken first, so a run submitted meanwhile waits behind it instead of claiming the lease.
-        const fiberId = yield* Effect.fiberId
-        const place = options.wake === undefined && !lanes.has(conversation.id) ? enterLane(conversation.id, fiberId) : undefined
-        if (place !== undefined) {
+        if (options.wake !== undefined) {
+          const run = yield* journal.submit(submission, queuing).pipe(Effect.catchTag("InstanceClosed", unavailable))
+          yield* options.wake(run)
+          return run
+        }
+        // Here, a run written is a run scheduled: a submitter that goes away (a client that hangs
+        // up) cannot leave it queued, or its lane taken, until the next start.
+        return yield* Effect.uninterruptible(Effect.gen(function*() {
+          // A run that this process executes next in its conversation takes the lease as it is
+          // queued: one transaction fewer than claiming it when it starts. Its place in the lane is
+          // taken first, so a run submitted meanwhile waits behind it instead of claiming the lease.
+          const fiberId = yield* Effect.fiberId
+          const place = lanes.has(conversation.id) ? undefined : enterLane(conversation.id, fiberId)
+          if (place === undefined) {
+            const run = yield* journal.submit(submission, queuing).pipe(Effect.catchTag("InstanceClosed", unavailable))
+            yield* schedule(run)
+            return run
+          }
           const { lease, run } = yield* journal.submitAndClaim(submission, queuing, { owner, ttlMillis: leaseTtl }).pipe(
             Effect.catchTag("InstanceClosed", unavailable),
             Effect.onError(() => leaveLane(conversation.id, place))
           )
           yield* schedule(run, { place, claimed: lease })
           return run
-        }
-        const run = yield* journal.submit(submission, queuing).pipe(Effect.catchTag("InstanceClosed", unavailable))
-        yield* wake(run)
-        return run
+        }))
       })
 
     /** Starts a child run in a new conversation of the agent's instance (subagent calls, spawns). */

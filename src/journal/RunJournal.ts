@@ -77,6 +77,8 @@ export class RunJournal extends Context.Tag("foundry/RunJournal")<RunJournal, {
    * stored, already published.
    */
   readonly record: (run: RunRecord, step: Step, lease?: Lease) => Effect.Effect<ReadonlyArray<FoundryEvent>, StoreError | LeaseLost>
+  /** The run's status as stored now; `undefined` for a run that is not there. */
+  readonly statusOf: (runId: string) => Effect.Effect<RunStatus | undefined, StoreError>
   /**
    * The `submissionFingerprint` of the submission that queued the run with an idempotency key;
    * `null` for a run queued without one.
@@ -173,33 +175,35 @@ export const layer = Layer.effect(
         startedAt: null,
         finishedAt: null
       }, { disableValidation: true })
-      const written = yield* writeWithEvents({
-        guard: statements.instanceTakesRuns(run.agent, run.instanceId),
-        statements: [
-          statements.ensureInstance(run.agent, run.instanceId, now),
-          options.newConversation
-            ? statements.insertConversation(run.conversationId, run.agent, run.instanceId, now)
-            : statements.touchConversation(run.conversationId, now),
-          ...(run.history ?? []).map((message) =>
-            statements.appendMessage(run.conversationId, historyOwner(run.id), encodeMessage(message), now)
-          ),
-          statements.insertRun(
-            run,
-            now,
-            run.idempotencyKey === undefined ? null : submissionFingerprint({
-              agent: run.agent,
-              instanceId: run.instanceId,
-              input: run.input,
-              conversation: options.newConversation ? null : run.conversationId
-            })
-          ),
-          ...extra
-        ]
-      }, [options.queued(record)], undefined, { time: now, release: run.release }).pipe(
+      const unit = [
+        statements.ensureInstance(run.agent, run.instanceId, now),
+        options.newConversation
+          ? statements.insertConversation(run.conversationId, run.agent, run.instanceId, now)
+          : statements.touchConversation(run.conversationId, now),
+        ...(run.history ?? []).map((message) =>
+          statements.appendMessage(run.conversationId, historyOwner(run.id), encodeMessage(message), now)
+        ),
+        statements.insertRun(
+          run,
+          now,
+          run.idempotencyKey === undefined ? null : submissionFingerprint({
+            agent: run.agent,
+            instanceId: run.instanceId,
+            input: run.input,
+            conversation: options.newConversation ? null : run.conversationId
+          })
+        )
+      ]
+      // The extra statements' rows follow the unit's own (the events' insert comes after them).
+      const written = yield* writeWithEvents(
+        { guard: statements.instanceTakesRuns(run.agent, run.instanceId), statements: [...unit, ...extra] },
+        [options.queued(record)],
+        undefined,
+        { time: now, release: run.release }
+      ).pipe(
         Effect.catchTag("LeaseLost", () => Effect.fail(new InstanceClosed({ agent: run.agent, instanceId: run.instanceId })))
       )
-      // The unit's rows: its statements', then the events' insert.
-      return { record, rows: written.rows.slice(written.rows.length - 1 - extra.length, written.rows.length - 1) }
+      return { record, rows: written.rows.slice(unit.length, unit.length + extra.length) }
     })
 
     return RunJournal.of({
@@ -269,6 +273,12 @@ export const layer = Layer.effect(
             ? Effect.void
             : Effect.tap(database.write({ statements: [statements.releaseLease(lease)] }), () => released.add(lease))
         ),
+
+      statusOf: (runId) =>
+        Effect.map(database.read(statements.runStatus(runId)), (rows) => {
+          const status = rows[0]?.status
+          return isRunStatus(status) ? status : undefined
+        }),
 
       idempotencyFingerprint: (runId) =>
         Effect.map(database.read(statements.idempotencyFingerprint(runId)), (rows) => {

@@ -130,6 +130,27 @@ describe("cancel and steer", () => {
       expect((yield* http(`${url}/api/runs/${second.runId}`)).json).toMatchObject({ status: "cancelled" })
     }))
 
+  it.scopedLive("cancelling a run waiting in the middle of its conversation's lane lets the one behind it start only after the first ends", () =>
+    Effect.gen(function*() {
+      const { log, url } = yield* setup()
+      const first = yield* submit(url, { message: plan({ calls: [{ name: "slow", arguments: { ms: 400 } }] }) })
+      const second = yield* submit(url, { conversation: first.conversationId, message: plan({ calls: [{ name: "slow", arguments: { ms: 10 } }] }) })
+      const third = yield* submit(url, { conversation: first.conversationId, message: plan({ calls: [{ name: "slow", arguments: { ms: 10 } }] }) })
+      for (let i = 0; i < 200 && !lines(log).some((l) => l.startsWith(first.runId)); i++) yield* Effect.sleep("10 millis")
+      expect((yield* http(`${url}/api/runs/${second.runId}/cancel`, { method: "POST" })).json).toMatchObject({ status: "cancelled" })
+      // A fourth message meanwhile goes behind the third, not beside the first.
+      const fourth = yield* submit(url, { conversation: first.conversationId, message: plan({ calls: [{ name: "slow", arguments: { ms: 10 } }] }) })
+      const ended = yield* Effect.forEach([first, third, fourth], (r) => waitForRun(url, r.runId))
+      expect(ended.map((r) => r.status)).toEqual(["completed", "completed", "completed"])
+      const span = (runId: string) => {
+        const mine = lines(log).filter((l) => l.startsWith(runId))
+        return { start: Number(mine[0]?.split(" ")[2]), end: Number(mine[1]?.split(" ")[2]) }
+      }
+      expect(span(first.runId).end).toBeLessThanOrEqual(span(third.runId).start)
+      expect(span(third.runId).end).toBeLessThanOrEqual(span(fourth.runId).start)
+      expect(lines(log).some((l) => l.startsWith(second.runId))).toBe(false)
+    }))
+
   it.scopedLive("steering cancels the run and starts a new one in the same conversation, linked to it", () =>
     Effect.gen(function*() {
       const { url } = yield* setup()

@@ -345,7 +345,8 @@ const journalTests = (backend: Backend) => {
       const first = yield* journal.submitAndClaim(newRun("r1"), queuing(newRun("r1"), true), { owner: "A", ttlMillis: 1_000 })
       expect(yield* transactions(storage)).toBe(before + 1)
       expect(first).toEqual({ run: queuedRecord(newRun("r1"), 1_000), lease: { conversationId: "c1", owner: "A", token: 1 } })
-      expect(Option.map(yield* store.getRun("r1"), (run) => run.status)).toEqual(Option.some("queued"))
+      expect(yield* journal.statusOf("r1")).toBe("queued")
+      expect(yield* journal.statusOf("nope")).toBeUndefined()
       // The lease is A's: B is told so, and the lease fences B's steps.
       expect(yield* journal.claim(first.run, "B", 1_000)).toEqual({ _tag: "Held", owner: "A", token: 1, expiresAt: 2_000 })
 
