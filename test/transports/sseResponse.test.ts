@@ -42,15 +42,18 @@ const serve = (open: Effect.Effect<EventPull, never, Scope.Scope>) =>
     return `http://127.0.0.1:${address._tag === "TcpAddress" ? address.port : 0}`
   })
 
-/** A pull over `queue` that ends after `end` arrives. */
-const pullOf = (queue: Queue.Queue<FoundryEvent>): EventPull => {
+/** A pull over `queue` (at most `max` events at a time) that ends after the run's end; `pulled` counts what it took. */
+const pullOf = (queue: Queue.Queue<FoundryEvent>, max = Number.POSITIVE_INFINITY) => {
   let ended = false
-  return Effect.suspend(() =>
-    ended ? Effect.fail(Option.none()) : Effect.map(Queue.takeBetween(queue, 1, Number.POSITIVE_INFINITY), (taken) => {
+  let pulled = 0
+  const pull: EventPull = Effect.suspend(() =>
+    ended ? Effect.fail(Option.none()) : Effect.map(Queue.takeBetween(queue, 1, max), (taken) => {
       ended = Chunk.some(taken, (e) => e.type === "run.completed")
+      pulled += taken.length
       return taken
     })
   )
+  return { pull, pulled: () => pulled }
 }
 
 /** The `id:` lines of an SSE body, as numbers. */
@@ -61,7 +64,7 @@ describe("a run's events as server-sent events", () => {
     Effect.gen(function*() {
       const queue = yield* Queue.unbounded<FoundryEvent>()
       const count = 600
-      const url = yield* serve(Effect.succeed(pullOf(queue)))
+      const url = yield* serve(Effect.succeed(pullOf(queue).pull))
       // Everything is there before the client reads: far more than the body's buffer holds.
       yield* Queue.offerAll(queue, [...Array.from({ length: count - 1 }, (_, i) => event(i + 1)), event(count, true)])
       const text = yield* Effect.promise(async () => {
@@ -86,7 +89,7 @@ describe("a run's events as server-sent events", () => {
     Effect.gen(function*() {
       const queue = yield* Queue.unbounded<FoundryEvent>()
       const closed = yield* Deferred.make<void>()
-      const open = Effect.as(Effect.addFinalizer(() => Deferred.succeed(closed, undefined)), pullOf(queue))
+      const open = Effect.as(Effect.addFinalizer(() => Deferred.succeed(closed, undefined)), pullOf(queue).pull)
       const url = yield* serve(open)
       yield* Queue.offer(queue, event(1))
       const first = yield* Effect.promise(async () => {
@@ -102,5 +105,50 @@ describe("a run's events as server-sent events", () => {
       yield* Queue.offer(queue, event(2))
       yield* Deferred.await(closed).pipe(Effect.timeoutFail({ duration: "5 seconds", onTimeout: () => new Error("the subscription was never closed") }))
       expect(yield* Deferred.isDone(closed)).toBe(true)
+    }))
+
+  it.scopedLive("a client that does not read holds the writer back: no more is pulled than the connection can hold", () =>
+    Effect.gen(function*() {
+      const queue = yield* Queue.unbounded<FoundryEvent>()
+      const count = 20_000
+      const { pull, pulled } = pullOf(queue, 10)
+      const url = yield* serve(Effect.succeed(pull))
+      yield* Queue.offerAll(queue, [...Array.from({ length: count - 1 }, (_, i) => event(i + 1)), event(count, true)])
+      const response = yield* Effect.promise(() => fetch(`${url}/events`))
+      const reader = response.body?.getReader()
+      const first = yield* Effect.promise(async () => new TextDecoder().decode((await reader?.read())?.value))
+      expect(ids(first)[0]).toBe(1)
+      // About 10 MB of frames wait to be read: what is pulled meanwhile stays far below that.
+      yield* Effect.sleep("300 millis")
+      const pulledWhileWaiting = pulled()
+      expect(pulledWhileWaiting).toBeLessThan(count / 2)
+      const rest = yield* Effect.promise(async () => {
+        const decoder = new TextDecoder()
+        let body = ""
+        while (reader !== undefined) {
+          const { done, value } = await reader.read()
+          if (done) break
+          body += decoder.decode(value, { stream: true })
+        }
+        return body
+      })
+      expect(ids(first + rest)).toEqual(Array.from({ length: count }, (_, i) => i + 1))
+      expect(pulled()).toBe(count)
+    }))
+
+  it.scopedLive("a HEAD request, answered without a body, closes what the response opened", () =>
+    Effect.gen(function*() {
+      const queue = yield* Queue.unbounded<FoundryEvent>()
+      const opened = yield* Deferred.make<void>()
+      const closed = yield* Deferred.make<void>()
+      const open = Effect.zipRight(
+        Effect.zipRight(Deferred.succeed(opened, undefined), Effect.addFinalizer(() => Deferred.succeed(closed, undefined))),
+        Effect.succeed(pullOf(queue).pull)
+      )
+      const url = yield* serve(open)
+      const head = yield* Effect.promise(() => fetch(`${url}/events`, { method: "HEAD" }))
+      expect(head.status).toBe(200)
+      expect(yield* Deferred.isDone(opened)).toBe(true)
+      yield* Deferred.await(closed).pipe(Effect.timeoutFail({ duration: "5 seconds", onTimeout: () => new Error("the subscription was never closed") }))
     }))
 })
