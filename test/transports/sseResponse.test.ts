@@ -56,6 +56,19 @@ const pullOf = (queue: Queue.Queue<FoundryEvent>, max = Number.POSITIVE_INFINITY
   return { pull, pulled: () => pulled }
 }
 
+/** What is left of a response body, as text; with `pauseMs`, a reader that waits that long after each chunk. */
+const readToEnd = async (reader: ReadableStreamDefaultReader<Uint8Array> | undefined, pauseMs: number) => {
+  const decoder = new TextDecoder()
+  let body = ""
+  while (reader !== undefined) {
+    const { done, value } = await reader.read()
+    if (done) break
+    body += decoder.decode(value, { stream: true })
+    if (pauseMs > 0) await new Promise((resolve) => setTimeout(resolve, pauseMs))
+  }
+  return body
+}
+
 /** The `id:` lines of an SSE body, as numbers. */
 const ids = (text: string) => text.split("\n").filter((line) => line.startsWith("id: ")).map((line) => Number(line.slice(4)))
 
@@ -69,16 +82,7 @@ describe("a run's events as server-sent events", () => {
       yield* Queue.offerAll(queue, [...Array.from({ length: count - 1 }, (_, i) => event(i + 1)), event(count, true)])
       const text = yield* Effect.promise(async () => {
         const response = await fetch(`${url}/events`)
-        const reader = response.body?.getReader()
-        const decoder = new TextDecoder()
-        let body = ""
-        while (reader !== undefined) {
-          const { done, value } = await reader.read()
-          if (done) break
-          body += decoder.decode(value, { stream: true })
-          await new Promise((resolve) => setTimeout(resolve, 1))
-        }
-        return `${response.headers.get("content-type")}\n${body}`
+        return `${response.headers.get("content-type")}\n${await readToEnd(response.body?.getReader(), 1)}`
       })
       expect(text.split("\n", 1)[0]).toBe("text/event-stream")
       expect(ids(text)).toEqual(Array.from({ length: count }, (_, i) => i + 1))
@@ -122,16 +126,7 @@ describe("a run's events as server-sent events", () => {
       yield* Effect.sleep("300 millis")
       const pulledWhileWaiting = pulled()
       expect(pulledWhileWaiting).toBeLessThan(count / 2)
-      const rest = yield* Effect.promise(async () => {
-        const decoder = new TextDecoder()
-        let body = ""
-        while (reader !== undefined) {
-          const { done, value } = await reader.read()
-          if (done) break
-          body += decoder.decode(value, { stream: true })
-        }
-        return body
-      })
+      const rest = yield* Effect.promise(() => readToEnd(reader, 0))
       expect(ids(first + rest)).toEqual(Array.from({ length: count }, (_, i) => i + 1))
       expect(pulled()).toBe(count)
     }))
