@@ -9,9 +9,18 @@ export class StoreError extends Schema.TaggedError<StoreError>()("StoreError", {
   message: Schema.String
 }) {}
 
-/** What a failure says, whatever failed. */
-export const messageOf = (cause: unknown): string =>
-  typeof cause === "object" && cause !== null && "message" in cause ? String(cause.message) : String(cause)
+/**
+ * What a failure says, whatever failed; with what its own cause says (the database's words under a
+ * client's "Failed to execute statement").
+ */
+export const messageOf = (cause: unknown): string => {
+  if (typeof cause !== "object" || cause === null || !("message" in cause)) return String(cause)
+  const message = String(cause.message)
+  const inner = "cause" in cause && typeof cause.cause === "object" && cause.cause !== null && "message" in cause.cause
+    ? String(cause.cause.message)
+    : ""
+  return inner === "" || message.includes(inner) ? message : `${message}: ${inner}`
+}
 
 /** Turns any failure of one store operation into a `StoreError` that says which. */
 export const failAs = (operation: string) => <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, StoreError, R> =>
