@@ -6,7 +6,7 @@
 import { SqlClient } from "@effect/sql"
 import type { SqlError } from "@effect/sql/SqlError"
 import { PgClient } from "@effect/sql-pg"
-import { Context, Effect, Layer, Redacted, String as Str } from "effect"
+import { Context, Effect, Layer, Redacted, Schedule, String as Str } from "effect"
 import { getTypeParser } from "pg-types"
 import { type BatchOutcome, Database, groupCommit, type Row, type Statement, type WriteUnit } from "./Database.js"
 import { migrate } from "./migrations.js"
@@ -53,6 +53,23 @@ const connectError = (error: SqlError): StoreError => {
   return new StoreError({ operation: "connect", message: `${error.message}: ${reason}` })
 }
 
+/**
+ * A deadlock's victim (40P01) or a serialization failure (40001): PostgreSQL undid the statement,
+ * and the same write can simply be tried again. Runners write to one database at once, and two
+ * transactions that lock the same rows in another order end in a deadlock now and then.
+ */
+const isTransient = (cause: unknown): boolean => {
+  const inner = typeof cause === "object" && cause !== null && "cause" in cause ? cause.cause : undefined
+  const code = typeof inner === "object" && inner !== null && "code" in inner ? inner.code : undefined
+  return code === "40P01" || code === "40001"
+}
+
+/** Up to four more tries, a few milliseconds apart, jittered so that the two sides do not meet again. */
+const transientRetry = Schedule.exponential("5 millis").pipe(Schedule.jittered, Schedule.intersect(Schedule.recurs(4)))
+
+/** A unit to write again alone. */
+const again = { _tag: "Again" } as const
+
 /** `?` placeholders as PostgreSQL's numbered ones (statements hold no `?` in literals). */
 const numbered = (sql: string): string => {
   let index = 0
@@ -85,22 +102,33 @@ export const make = Effect.gen(function*() {
       return { _tag: "Written", rows } as const
     })
 
-  const write = yield* groupCommit((units) =>
-    sql.withTransaction(
-      Effect.forEach(units, (unit): Effect.Effect<BatchOutcome, unknown> =>
-        units.length === 1
-          ? writeUnit(unit)
-          // A nested transaction is a savepoint: a failing unit rolls back to it, the others stay.
-          : sql.withTransaction(writeUnit(unit)).pipe(
-            Effect.catchAll((cause) => Effect.succeed({ _tag: "Failed", message: messageOf(cause) } as const))
-          ))
+  /** A unit in a transaction of its own, tried again while PostgreSQL undoes it as a deadlock's victim. */
+  const writeAlone = (unit: WriteUnit): Effect.Effect<BatchOutcome> =>
+    sql.withTransaction(writeUnit(unit)).pipe(
+      Effect.tap(() => Effect.sync(() => writeTransactions++)),
+      Effect.retry({ schedule: transientRetry, while: isTransient }),
+      Effect.catchAll((cause) => Effect.succeed({ _tag: "Failed", message: messageOf(cause) } as const))
+    )
+
+  const write = yield* groupCommit((units) => {
+    if (units.length === 1) return Effect.map(writeAlone(units[0] ?? { statements: [] }), (outcome) => [outcome])
+    return sql.withTransaction(
+      Effect.forEach(units, (unit): Effect.Effect<BatchOutcome | typeof again> =>
+        // A nested transaction is a savepoint: a failing unit rolls back to it, the others stay.
+        sql.withTransaction(writeUnit(unit)).pipe(
+          Effect.catchAll((cause) => Effect.succeed(isTransient(cause) ? again : { _tag: "Failed", message: messageOf(cause) } as const))
+        ))
     ).pipe(
       Effect.tap(() => Effect.sync(() => writeTransactions++)),
-      Effect.catchAll((cause) =>
-        units.length === 1
-          ? Effect.succeed([{ _tag: "Failed", message: messageOf(cause) } as const])
-          : Effect.fail(new StoreError({ operation: "write", message: messageOf(cause) })))
-    ))
+      Effect.retry({ schedule: transientRetry, while: isTransient }),
+      Effect.mapError((cause) => new StoreError({ operation: "write", message: messageOf(cause) })),
+      // A unit undone as a deadlock's victim wrote nothing: it goes again alone, once the batch's
+      // locks are released, rather than failing its run.
+      Effect.flatMap((outcomes) =>
+        Effect.forEach(outcomes, (outcome, index) => outcome._tag === "Again" ? writeAlone(units[index] ?? { statements: [] }) : Effect.succeed(outcome))
+      )
+    )
+  })
 
   return Database.of({
     dialect: "pg",
