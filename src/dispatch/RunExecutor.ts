@@ -282,21 +282,24 @@ export const makeRunExecutor = (options: RunExecutorOptions) =>
         // Here, a run written is a run scheduled: a submitter that goes away (a client that hangs
         // up) cannot leave it queued, or its lane taken, until the next start.
         return yield* Effect.uninterruptible(Effect.gen(function*() {
-          // A run that this process executes next in its conversation takes the lease as it is
-          // queued: one transaction fewer than claiming it when it starts. Its place in the lane is
-          // taken first, so a run submitted meanwhile waits behind it instead of claiming the lease.
+          // The run's place in the lane is taken before it is written, so that the lane's order is
+          // the order of acceptance. A run that this process executes next in its conversation
+          // takes the lease as it is queued: one transaction fewer than claiming it when it starts;
+          // a run submitted meanwhile waits behind it instead of claiming that lease.
           const fiberId = yield* Effect.fiberId
-          const place = lanes.has(conversation.id) ? undefined : enterLane(conversation.id, fiberId)
-          if (place === undefined) {
-            const run = yield* journal.submit(submission, queuing).pipe(Effect.catchTag("InstanceClosed", unavailable))
-            yield* schedule(run)
-            return run
-          }
-          const { lease, run } = yield* journal.submitAndClaim(submission, queuing, { owner, ttlMillis: leaseTtl }).pipe(
+          const next = !lanes.has(conversation.id)
+          const place = enterLane(conversation.id, fiberId)
+          const written = next
+            ? journal.submitAndClaim(submission, queuing, { owner, ttlMillis: leaseTtl })
+            : Effect.map(journal.submit(submission, queuing), (run) => ({ run, lease: undefined }))
+          const { lease, run } = yield* written.pipe(
             Effect.catchTag("InstanceClosed", unavailable),
             Effect.onError(() => leaveLane(conversation.id, place))
           )
-          yield* schedule(run, { place, claimed: lease })
+          // Refused only by an executor that is shutting down: the place and the lease go.
+          yield* schedule(run, { place, claimed: lease }).pipe(
+            Effect.onError(() => Effect.zipRight(leaveLane(conversation.id, place), lease === undefined ? Effect.void : letGo(lease)))
+          )
           return run
         }))
       })

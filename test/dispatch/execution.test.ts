@@ -133,10 +133,12 @@ describe("cancel and steer", () => {
   it.scopedLive("cancelling a run waiting in the middle of its conversation's lane lets the one behind it start only after the first ends", () =>
     Effect.gen(function*() {
       const { log, url } = yield* setup()
-      const first = yield* submit(url, { message: plan({ calls: [{ name: "slow", arguments: { ms: 400 } }] }) })
+      // The first run's tool outlasts the cancel and the fourth submission by far, even on a loaded machine.
+      const first = yield* submit(url, { message: plan({ calls: [{ name: "slow", arguments: { ms: 2000 } }] }) })
       const second = yield* submit(url, { conversation: first.conversationId, message: plan({ calls: [{ name: "slow", arguments: { ms: 10 } }] }) })
       const third = yield* submit(url, { conversation: first.conversationId, message: plan({ calls: [{ name: "slow", arguments: { ms: 10 } }] }) })
-      for (let i = 0; i < 200 && !lines(log).some((l) => l.startsWith(first.runId)); i++) yield* Effect.sleep("10 millis")
+      for (let i = 0; i < 500 && !lines(log).some((l) => l.startsWith(first.runId)); i++) yield* Effect.sleep("10 millis")
+      expect(lines(log).some((l) => l.startsWith(first.runId))).toBe(true)
       expect((yield* http(`${url}/api/runs/${second.runId}/cancel`, { method: "POST" })).json).toMatchObject({ status: "cancelled" })
       // A fourth message meanwhile goes behind the third, not beside the first.
       const fourth = yield* submit(url, { conversation: first.conversationId, message: plan({ calls: [{ name: "slow", arguments: { ms: 10 } }] }) })
