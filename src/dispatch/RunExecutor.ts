@@ -9,8 +9,7 @@
  * that owns its conversation.
  */
 import type { Environments } from "../environments/Environments.js"
-import { Clock, Context, Deferred, Duration, Effect, type FiberId, FiberMap, Option, Queue } from "effect"
-import type { CompiledAgent } from "../compiler/CompiledApp.js"
+import { Clock, Context, Deferred, Duration, Effect, FiberMap, Option } from "effect"
 import { CurrentApp } from "../compiler/CurrentApp.js"
 import { newId } from "../durable/ids.js"
 import type { ActivationStorage } from "../durable/ActivationStorage.js"
@@ -22,7 +21,7 @@ import type { StoreError } from "../durable/StoreError.js"
 import { runAgent } from "../engine/AgentLoop.js"
 import { closeOpenCalls } from "../engine/closeOpenCalls.js"
 import { RunStarter } from "../engine/RunStarter.js"
-import { type Instances, needsContext } from "../instances/Instances.js"
+import type { Instances } from "../instances/Instances.js"
 import type { EventLog } from "../events/EventLog.js"
 import type { Lease } from "../journal/journalRecords.js"
 import { RunJournal, type SubmitOptions } from "../journal/RunJournal.js"
@@ -34,12 +33,14 @@ import {
   AgentNotFound,
   type ApprovalScope,
   ConversationNotFound,
-  InstanceUnavailable,
   RunAlreadyEnded,
   RunNotFound,
   type RunRequest
 } from "./Dispatcher.js"
+import { makeConversationLanes, type Place } from "./conversationLanes.js"
 import { executorName, isDeadExecutor } from "./executorIdentity.js"
+import { makeInstanceRefusals } from "./instanceRefusals.js"
+import { makeHeldLeases } from "./heldLeases.js"
 
 /** Settings of an executor. */
 export interface RunExecutorOptions {
@@ -66,7 +67,7 @@ export const makeRunExecutor = (options: RunExecutorOptions) =>
     const leaseTtl = Duration.toMillis(Duration.decode(options.leaseTtl ?? "3 seconds"))
     const fibers = yield* FiberMap.make<string>()
     const slots = yield* Effect.makeSemaphore(options.concurrency)
-    const lanes = new Map<string, Deferred.Deferred<void>>()
+    const lanes = makeConversationLanes()
     const done = new Map<string, Deferred.Deferred<void>>()
 
     /** Waits for the run's conversation lease (another process may be running it), and reads the run's status with it. */
@@ -81,28 +82,7 @@ export const makeRunExecutor = (options: RunExecutorOptions) =>
               Effect.zipRight(Effect.sleep(Duration.millis(Math.min(Math.max(claimed.expiresAt - now + 5, 5), leaseTtl))), claim(run))))
       )
 
-    // Leases held by this process's executing runs. One fiber renews them all every third of the
-    // TTL (concurrent renewals share a transaction); a run whose lease another executor took
-    // over is interrupted here, its writes being fenced off already.
-    const held = new Map<Lease, string>()
-    const firstHeld = yield* Queue.sliding<void>(1)
-    yield* Effect.gen(function*() {
-      // Idle while nothing is held, so an idle process does not wake every second.
-      if (held.size === 0) yield* Queue.take(firstHeld)
-      yield* Effect.sleep(Duration.millis(leaseTtl / 3))
-      yield* Effect.forEach([...held], ([lease, runId]) =>
-        journal.renew(lease, leaseTtl).pipe(
-          Effect.flatMap((kept) => kept ? Effect.void : Effect.zipRight(Effect.sync(() => held.delete(lease)), FiberMap.remove(fibers, runId))),
-          Effect.catchAllCause((cause) => Effect.logWarning("could not renew a conversation lease", cause))
-        ), { concurrency: "unbounded", discard: true })
-    }).pipe(Effect.forever, Effect.forkScoped)
-
-    /** Renews `lease` for `runId` until it is released. */
-    const hold = (lease: Lease, runId: string) =>
-      Effect.suspend(() => {
-        held.set(lease, runId)
-        return held.size === 1 ? Queue.offer(firstHeld, undefined) : Effect.void
-      })
+    const { hold, letGo } = yield* makeHeldLeases(journal, leaseTtl, (runId) => FiberMap.remove(fibers, runId))
 
     /**
      * Executes the run once its conversation's earlier runs are done: in a slot, then under the
@@ -142,41 +122,6 @@ export const makeRunExecutor = (options: RunExecutorOptions) =>
       })
     }
 
-    /** Stops renewing `lease` and releases it (once: a step may have released it already). */
-    const letGo = (lease: Lease) => Effect.zipRight(Effect.sync(() => held.delete(lease)), Effect.ignore(journal.release(lease)))
-
-    /** A run's place in its conversation's lane: done when the run is; `previous` when the lane's earlier runs are. */
-    interface Place {
-      readonly previous: Deferred.Deferred<void> | undefined
-      readonly mine: Deferred.Deferred<void>
-    }
-
-    /** The back of the conversation's lane, taken at once (no other fiber can come between). */
-    const enterLane = (conversationId: string, fiberId: FiberId.FiberId): Place => {
-      const previous = lanes.get(conversationId)
-      const mine = Deferred.unsafeMake<void>(fiberId)
-      lanes.set(conversationId, mine)
-      return { previous, mine }
-    }
-
-    /**
-     * Gives a place up (its run ended, was cancelled, or its submission failed): the runs behind it
-     * go on once the runs before it are done too, so that a run cancelled while it waited does not
-     * let the next one start beside the one still executing.
-     */
-    const leaveLane = (conversationId: string, { mine, previous }: Place) => {
-      const leave = Effect.zipRight(
-        Effect.sync(() => {
-          if (lanes.get(conversationId) === mine) lanes.delete(conversationId)
-        }),
-        Deferred.succeed(mine, undefined)
-      )
-      return previous === undefined
-        ? leave
-        : Effect.flatMap(Deferred.isDone(previous), (before) =>
-          before ? leave : Effect.asVoid(Effect.forkDaemon(Effect.zipRight(Deferred.await(previous), leave))))
-    }
-
     /**
      * Puts the run at the back of its conversation's lane, or at the `place` its submission took
      * with `claimed`, the conversation's lease (`undefined` when another executor held it).
@@ -185,7 +130,7 @@ export const makeRunExecutor = (options: RunExecutorOptions) =>
       Effect.gen(function*() {
         const claimed = submitted?.claimed
         if (claimed !== undefined) yield* hold(claimed, run.id)
-        const place = submitted?.place ?? enterLane(run.conversationId, yield* Effect.fiberId)
+        const place = submitted?.place ?? lanes.enter(run.conversationId, yield* Effect.fiberId)
         const finished = yield* Deferred.make<void>()
         done.set(run.id, finished)
         yield* FiberMap.run(
@@ -195,7 +140,7 @@ export const makeRunExecutor = (options: RunExecutorOptions) =>
             Effect.provide(executionContext),
             Effect.catchAllCause((cause) => Effect.logError("run execution crashed", cause)),
             Effect.ensuring(Effect.gen(function*() {
-              yield* leaveLane(run.conversationId, place)
+              yield* lanes.leave(run.conversationId, place)
               yield* Deferred.succeed(finished, undefined)
               if (done.get(run.id) === finished) done.delete(run.id)
             }))
@@ -211,39 +156,7 @@ export const makeRunExecutor = (options: RunExecutorOptions) =>
         }))
       )
 
-    /** Why a submission's instance took nothing, and how to go on. */
-    const unavailable = (closed: { readonly agent: string; readonly instanceId: string }) =>
-      Effect.flatMap(instances.get(closed.agent, closed.instanceId), (found) => {
-        const status = Option.isSome(found) && found.value.status === "archived" ? "archived" as const : "paused" as const
-        const why = Option.isSome(found) && found.value.statusReason !== null ? ` (${found.value.statusReason})` : ""
-        const where = `instance "${closed.instanceId}" of agent "${closed.agent}"`
-        return Effect.fail(new InstanceUnavailable({
-          agent: closed.agent,
-          instance: closed.instanceId,
-          reason: status,
-          message: status === "archived"
-            ? `${where} is archived${why}: it takes no new runs; its history stays readable`
-            : `${where} is paused${why}: it takes no new runs until it is resumed (PATCH /api/instances/${closed.instanceId}?agent=${closed.agent} {"paused": false})`
-        }))
-      })
-
-    /**
-     * An agent that declares a `context` cannot have an instance made on first use without one that
-     * its schema accepts: the client is told to create the instance first.
-     */
-    const refuseWithoutContext = (agent: CompiledAgent, instanceId: string) =>
-      Effect.gen(function*() {
-        const schema = agent.definition.context
-        if (!needsContext(schema)) return
-        if (Option.isSome(yield* instances.get(agent.id, instanceId))) return
-        return yield* new InstanceUnavailable({
-          agent: agent.id,
-          instance: instanceId,
-          reason: "context",
-          message: `agent "${agent.id}" has no instance "${instanceId}", and its instances need a context (${agent.file} declares one): ` +
-            `create it first with POST /api/instances {"agent": "${agent.id}", "id": "${instanceId}", "context": {...}}`
-        })
-      })
+    const { unavailable, withoutContext } = makeInstanceRefusals(instances)
 
     const newRun = (
       request: RunRequest,
@@ -287,18 +200,18 @@ export const makeRunExecutor = (options: RunExecutorOptions) =>
           // takes the lease as it is queued: one transaction fewer than claiming it when it starts;
           // a run submitted meanwhile waits behind it instead of claiming that lease.
           const fiberId = yield* Effect.fiberId
-          const next = !lanes.has(conversation.id)
-          const place = enterLane(conversation.id, fiberId)
+          const next = !lanes.busy(conversation.id)
+          const place = lanes.enter(conversation.id, fiberId)
           const written = next
             ? journal.submitAndClaim(submission, queuing, { owner, ttlMillis: leaseTtl })
             : Effect.map(journal.submit(submission, queuing), (run) => ({ run, lease: undefined }))
           const { lease, run } = yield* written.pipe(
             Effect.catchTag("InstanceClosed", unavailable),
-            Effect.onError(() => leaveLane(conversation.id, place))
+            Effect.onError(() => lanes.leave(conversation.id, place))
           )
           // Refused only by an executor that is shutting down: the place and the lease go.
           yield* schedule(run, { place, claimed: lease }).pipe(
-            Effect.onError(() => Effect.zipRight(leaveLane(conversation.id, place), lease === undefined ? Effect.void : letGo(lease)))
+            Effect.onError(() => Effect.zipRight(lanes.leave(conversation.id, place), lease === undefined ? Effect.void : letGo(lease)))
           )
           return run
         }))
@@ -354,7 +267,7 @@ export const makeRunExecutor = (options: RunExecutorOptions) =>
         })
       }
       const instanceId = request.instance ?? "default"
-      yield* refuseWithoutContext(agent, instanceId)
+      yield* withoutContext(agent, instanceId)
       let conversation = { id: newId("conv"), isNew: true }
       if (request.conversation !== undefined) {
         const found = yield* store.getConversation(request.conversation)
