@@ -7,7 +7,7 @@
  */
 import { createHash } from "node:crypto"
 import { Clock, Context, Data, Effect, FiberRef, Layer, Schema } from "effect"
-import { Database, type Statement, type UnitResult } from "../durable/Database.js"
+import { Database, type Row, type Statement, type UnitResult } from "../durable/Database.js"
 import { RunRecord, RunStatus } from "../durable/records.js"
 import type { StoreError } from "../durable/StoreError.js"
 import { type EventDraft, EventLog } from "../events/EventLog.js"
@@ -109,6 +109,12 @@ export const submissionFingerprint = (submission: {
 const encodeMessage = Schema.encodeSync(Schema.parseJson(ChatMessage))
 
 const noWrite = { rows: [], stored: [] }
+
+/** The lease granted to `owner` when a statement that takes it returned its token (`rows`), else `undefined`. */
+const grantedIn = (rows: ReadonlyArray<Row> | undefined, conversationId: string, owner: string): Lease | undefined => {
+  const token = rows?.[0]?.token
+  return token === undefined ? undefined : { conversationId, owner, token: Number(token) }
+}
 
 /** The run journal on the `Database`, publishing through the `EventLog`. */
 export const layer = Layer.effect(
@@ -214,20 +220,17 @@ export const layer = Layer.effect(
           const { record, rows } = yield* queue(run, options, (now) => [
             statements.acquireLease(run.conversationId, claim.owner, now, claim.ttlMillis)
           ])
-          const token = rows[0]?.[0]?.token
-          const lease: Lease | undefined = token === undefined ? undefined : { conversationId: run.conversationId, owner: claim.owner, token: Number(token) }
-          return { run: record, lease }
+          return { run: record, lease: grantedIn(rows[0], run.conversationId, claim.owner) }
         }),
 
       claim: (run, owner, ttlMillis, deadHolder) =>
         Effect.gen(function*() {
           const now = yield* Clock.currentTimeMillis
           const claimed = (result: UnitResult): Claim | undefined => {
-            const token = result._tag === "Written" ? result.rows[0]?.[0]?.token : undefined
-            const status = result._tag === "Written" ? result.rows[1]?.[0]?.status : undefined
-            return token !== undefined && isRunStatus(status)
-              ? { _tag: "Claimed", lease: { conversationId: run.conversationId, owner, token: Number(token) }, status }
-              : undefined
+            if (result._tag !== "Written") return undefined
+            const lease = grantedIn(result.rows[0], run.conversationId, owner)
+            const status = result.rows[1]?.[0]?.status
+            return lease !== undefined && isRunStatus(status) ? { _tag: "Claimed", lease, status } : undefined
           }
           const taken = claimed(yield* database.write({
             statements: [statements.acquireLease(run.conversationId, owner, now, ttlMillis), statements.runStatus(run.id)]
