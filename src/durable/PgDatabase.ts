@@ -6,7 +6,7 @@
 import { SqlClient } from "@effect/sql"
 import type { SqlError } from "@effect/sql/SqlError"
 import { PgClient } from "@effect/sql-pg"
-import { Context, Effect, Layer, Redacted, Schedule, String as Str } from "effect"
+import { Array as Arr, Context, Effect, Layer, Redacted, Schedule, String as Str } from "effect"
 import { getTypeParser } from "pg-types"
 import { type BatchOutcome, Database, groupCommit, type Row, type Statement, type WriteUnit } from "./Database.js"
 import { migrate } from "./migrations.js"
@@ -111,7 +111,8 @@ export const make = Effect.gen(function*() {
     )
 
   const write = yield* groupCommit((units) => {
-    if (units.length === 1) return Effect.map(writeAlone(units[0] ?? { statements: [] }), (outcome) => [outcome])
+    const [only] = units
+    if (units.length === 1 && only !== undefined) return Effect.map(writeAlone(only), (outcome) => [outcome])
     return sql.withTransaction(
       Effect.forEach(units, (unit): Effect.Effect<BatchOutcome | typeof again> =>
         // A nested transaction is a savepoint: a failing unit rolls back to it, the others stay.
@@ -125,7 +126,7 @@ export const make = Effect.gen(function*() {
       // A unit undone as a deadlock's victim wrote nothing: it goes again alone, once the batch's
       // locks are released, rather than failing its run.
       Effect.flatMap((outcomes) =>
-        Effect.forEach(outcomes, (outcome, index) => outcome._tag === "Again" ? writeAlone(units[index] ?? { statements: [] }) : Effect.succeed(outcome))
+        Effect.forEach(Arr.zip(units, outcomes), ([unit, outcome]) => outcome._tag === "Again" ? writeAlone(unit) : Effect.succeed(outcome))
       )
     )
   })
