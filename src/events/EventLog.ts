@@ -183,7 +183,7 @@ export const layer = (options: EventLogOptions = {}) => Layer.scoped(
       after: number,
       ending?: {
         readonly isEnd: (event: FoundryEvent) => boolean
-        readonly endedWithout: (history: ReadonlyArray<FoundryEvent>) => Effect.Effect<boolean, StoreError>
+        readonly endedWithout: Effect.Effect<boolean, StoreError>
       }
     ): Effect.Effect<EventPull, StoreError, Scope.Scope> =>
       Effect.gen(function*() {
@@ -208,7 +208,7 @@ export const layer = (options: EventLogOptions = {}) => Layer.scoped(
           stored = history.slice(0, end + 1)
           ended = true
         } else if (ending !== undefined) {
-          ended = yield* ending.endedWithout(history)
+          ended = yield* ending.endedWithout
         }
         const nextLive: Effect.Effect<Chunk.Chunk<FoundryEvent>> = Effect.flatMap(
           Queue.takeBetween(queue, 1, Number.POSITIVE_INFINITY),
@@ -241,7 +241,7 @@ export const layer = (options: EventLogOptions = {}) => Layer.scoped(
       pullFrom({ runId }, 0, {
         isEnd: (event) => runEndTypes.has(event.type),
         // The run's end event may have been pruned by retention: its status says it ended.
-        endedWithout: () => Effect.map(store.getRun(runId), (run) => run._tag === "Some" && finalStatuses.has(run.value.status))
+        endedWithout: Effect.map(store.getRun(runId), (run) => run._tag === "Some" && finalStatuses.has(run.value.status))
       })
 
     const runEvents = (runId: string): Stream.Stream<FoundryEvent, StoreError> =>
