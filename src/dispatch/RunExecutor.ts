@@ -101,7 +101,6 @@ export const makeRunExecutor = (options: RunExecutorOptions) =>
         const latest = status === run.status ? run : new RunRecord({ ...run, status }, { disableValidation: true })
         return releases.forRun(run, (app) =>
           Effect.gen(function*() {
-            yield* hold(granted, run.id)
             const outcome = yield* runAgent(app, latest, granted).pipe(Effect.catchTag("LeaseLost", () => Effect.succeed(undefined)))
             if (outcome === "suspended") yield* approvals.asked
           }))
@@ -110,7 +109,7 @@ export const makeRunExecutor = (options: RunExecutorOptions) =>
         claimed === undefined
           ? Effect.flatMap(claim(run), (claimedNow) => {
             lease = claimedNow.lease
-            return underLease(claimedNow.status)
+            return Effect.zipRight(hold(claimedNow.lease, run.id), underLease(claimedNow.status))
           })
           // Queued with the lease, the run may have been cancelled since (from another process).
           : Effect.flatMap(Effect.orDie(journal.statusOf(run.id)), (status) => status === undefined ? Effect.void : underLease(status))
