@@ -9,15 +9,8 @@ export {
   type Instructions,
   type ModelSpec
 } from "./definitions/defineAgent.js"
-export {
-  type AnyLayer,
-  type Budget,
-  type ConfigDefinition,
-  defineConfig,
-  type PermissionRule,
-  type ProvidedBy,
-  type StoreConfig
-} from "./definitions/defineConfig.js"
+export { type AnyLayer, type Budget, type PermissionRule, type StoreConfig } from "./definitions/configFields.js"
+export { type ConfigDefinition, defineConfig, type ProvidedBy } from "./definitions/defineConfig.js"
 export { defineMcpServer, type McpServerDefinition } from "./definitions/defineMcpServer.js"
 export {
   defineEnvironment,

@@ -4,7 +4,7 @@
  */
 import type { Schema } from "effect"
 import type { NonEmptyReadonlyArray } from "effect/Array"
-import type { Budget } from "./defineConfig.js"
+import type { Budget } from "./configFields.js"
 import type { EnvironmentDefinition } from "./defineEnvironment.js"
 import type { AnyTool } from "./defineTool.js"
 import type { LanguageModel } from "../models/Model.js"

@@ -4,7 +4,7 @@
  * have; otherwise an approval is asked for and the run waits.
  */
 import { Clock, Duration, Effect, Option } from "effect"
-import type { PermissionRule } from "../definitions/defineConfig.js"
+import type { PermissionRule } from "../definitions/configFields.js"
 import { newId } from "../durable/ids.js"
 import type { RunRecord } from "../durable/records.js"
 import { ApprovalStorage } from "../durable/ApprovalStorage.js"

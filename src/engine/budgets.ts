@@ -4,7 +4,7 @@
  * run's totals; per-instance daily limits before each turn against the instance's runs started
  * since UTC midnight.
  */
-import type { Budget } from "../definitions/defineConfig.js"
+import type { Budget } from "../definitions/configFields.js"
 import type { UsageSums } from "../durable/records.js"
 
 /** A budget's name, as the config and agent files spell it. */

@@ -3,7 +3,7 @@
  * tool's model-facing name before the call runs. The first matching rule decides; with none, the
  * tool's own `approval` policy does.
  */
-import type { PermissionRule } from "../definitions/defineConfig.js"
+import type { PermissionRule } from "../definitions/configFields.js"
 
 /** What the gate does with a call: run it, ask a person first, or refuse it. */
 export type PermissionAction = PermissionRule["action"]

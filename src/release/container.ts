@@ -8,7 +8,7 @@ import { execFile } from "node:child_process"
 import { join } from "node:path"
 import { FileSystem } from "@effect/platform"
 import { Data, Effect } from "effect"
-import type { StoreConfig } from "../definitions/defineConfig.js"
+import type { StoreConfig } from "../definitions/configFields.js"
 import { packageLayout } from "../packageLayout.js"
 
 /** What the container files are made from. */

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
-import type { PermissionRule } from "../../src/definitions/defineConfig.js"
+import type { PermissionRule } from "../../src/definitions/configFields.js"
 import { deniedByRule, globMatches, matchingRule } from "../../src/engine/permissions.js"
 
 describe("permission rules", () => {

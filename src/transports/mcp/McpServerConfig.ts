@@ -4,7 +4,7 @@
  * announced), and how many recent conversations `resources/list` names.
  */
 import { Schema } from "effect"
-import { DurationInputSchema } from "../../definitions/defineConfig.js"
+import { DurationInputSchema } from "../../definitions/configFields.js"
 
 const WholeAbove0 = Schema.Int.pipe(Schema.positive({ description: "a whole number above 0" }))
 
