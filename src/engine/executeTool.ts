@@ -4,7 +4,7 @@
  * the size the model is shown. Whatever goes wrong becomes a readable result for the model, never
  * a crash of the run.
  */
-import { Cause, Context, Duration, Effect, Either, Option, Schema } from "effect"
+import { Cause, Context, Duration, Effect, Either, Exit, Fiber, Option, Schema } from "effect"
 import type { CompiledTool } from "../compiler/CompiledApp.js"
 import type { ToolRunContext } from "../definitions/defineTool.js"
 import { formatIssues, readableIssues } from "../definitions/readableIssues.js"
@@ -116,6 +116,30 @@ export const runTool = Effect.fn("engine.runTool")(function*(
   return withinLimit(yield* runWithTimeout(call, context, services, limits.timeout), limits.outputLimit)
 })
 
+/**
+ * How `effect` ended, or `None` when it was still running after `timeout` and was interrupted.
+ * One fiber and a timer: `Effect.timeoutOption` races the effect against a sleep, two fibers and
+ * about fifty more Effect operations on every tool call. The timer is the event loop's, not the
+ * `Clock`'s: a tool's time limit is wall-clock time. Interrupting the caller interrupts the call
+ * and waits for it to stop, as a race would.
+ */
+const withinTimeout = <A, E>(effect: Effect.Effect<A, E>, timeout: Duration.DurationInput) =>
+  Effect.flatMap(Effect.fork(effect), (fiber) =>
+    Effect.async<Option.Option<Exit.Exit<A, E>>>((resume) => {
+      const timer = setTimeout(
+        () => resume(Effect.as(Fiber.interrupt(fiber), Option.none())),
+        Duration.toMillis(Duration.decode(timeout))
+      )
+      fiber.addObserver((exit) => {
+        clearTimeout(timer)
+        resume(Effect.succeed(Option.some(exit)))
+      })
+      return Effect.suspend(() => {
+        clearTimeout(timer)
+        return Fiber.interrupt(fiber)
+      })
+    }))
+
 /** The call itself, under its tool's timeout (or `defaultTimeout`), its output encoded. */
 const runWithTimeout = Effect.fnUntraced(function*(
   { input, rawInput, tool }: DecodedCall,
@@ -127,20 +151,20 @@ const runWithTimeout = Effect.fnUntraced(function*(
   // The compiler checked that `services` holds every service the tool lists in `requires`.
   const run: Effect.Effect<unknown, unknown, unknown> = tool.definition.run(input, { ...context, idempotencyKey })
   const timeout = tool.definition.timeout ?? defaultTimeout
-  const timed = yield* Effect.mapInputContext<unknown, unknown, unknown, never>(
-    run,
-    (outer) => Context.merge(outer, services)
-  ).pipe(Effect.sandbox, Effect.either, Effect.timeoutOption(timeout))
+  const timed = yield* withinTimeout(
+    Effect.mapInputContext<unknown, unknown, unknown, never>(run, (outer) => Context.merge(outer, services)),
+    timeout
+  )
   if (Option.isNone(timed)) {
     const limit = tool.definition.timeout === undefined ? "the config's toolTimeout" : "the tool's timeout"
     return failed(rawInput, `${tool.name} timed out after ${durationText(timeout)} (${limit}) and was stopped`)
   }
   const result = timed.value
-  if (result._tag === "Left") {
-    if (Cause.isInterruptedOnly(result.left)) return yield* Effect.interrupt
-    return failed(rawInput, `${tool.name} failed: ${describeFailure(result.left)}`)
+  if (Exit.isFailure(result)) {
+    if (Cause.isInterruptedOnly(result.cause)) return yield* Effect.interrupt
+    return failed(rawInput, `${tool.name} failed: ${describeFailure(result.cause)}`)
   }
-  const encoded = yield* Schema.encode(tool.definition.output)(result.right, { errors: "all" }).pipe(Effect.either)
+  const encoded = yield* Schema.encode(tool.definition.output)(result.value, { errors: "all" }).pipe(Effect.either)
   if (encoded._tag === "Left") {
     return failed(
       rawInput,

@@ -105,6 +105,9 @@ describe("cancel and steer", () => {
       expect(cancelled.status).toBe(200)
       expect(cancelled.json).toMatchObject({ id: run.runId, status: "cancelled" })
       expect(lines(log).some((l) => l.includes(" end "))).toBe(false)
+      // The call itself is stopped, not left sleeping in the background.
+      for (let i = 0; i < 100 && !lines(log).some((l) => l.startsWith(`${run.runId} interrupted `)); i++) yield* Effect.sleep("20 millis")
+      expect(lines(log).filter((l) => l.startsWith(`${run.runId} interrupted `))).toHaveLength(1)
       const events = yield* http(`${url}/api/runs/${run.runId}/events`)
       expect((events.json as Array<{ type: string }>).map((e) => e.type)).toContain("run.cancelled")
       const again = yield* http(`${url}/api/runs/${run.runId}/cancel`, { method: "POST" })

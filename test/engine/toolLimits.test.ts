@@ -2,6 +2,10 @@
  * Tool limits: a call that outlasts its timeout is stopped and reported to the model as a failed
  * call; a result longer than `toolOutputLimit` is cut in what the model sees, never in events.
  */
+import { randomUUID } from "node:crypto"
+import { readFileSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { truncateForModel } from "../../src/engine/executeTool.js"
@@ -17,7 +21,10 @@ interface EventView {
 
 const report = "0123456789".repeat(2_000)
 
-const project = (config: string) => ({
+/** A file each stopped call of `slow` and `sluggish` writes its name to, as it is interrupted. */
+const stoppedLog = () => join(tmpdir(), `foundry-stopped-${randomUUID()}.log`)
+
+const project = (config: string, stopped = stoppedLog()) => ({
   "agents/worker/agent.ts": `import { defineAgent } from "foundry"
 import big from "./tools/big.tool.js"
 import slow from "./tools/slow.tool.js"
@@ -26,7 +33,8 @@ import sluggish from "./tools/sluggish.tool.js"
 export default defineAgent({ description: "Works with limits", tools: [big, slow, sluggish], maxTurns: 5 })
 `,
   // Slow with its own timeout; sluggish with the config's.
-  "agents/worker/tools/slow.tool.ts": `import { Effect, Schema } from "effect"
+  "agents/worker/tools/slow.tool.ts": `import { appendFileSync } from "node:fs"
+import { Effect, Schema } from "effect"
 import { defineTool } from "foundry"
 
 export default defineTool({
@@ -34,17 +42,22 @@ export default defineTool({
   input: Schema.Struct({}),
   output: Schema.String,
   timeout: "50 millis",
-  run: () => Effect.as(Effect.sleep("10 seconds"), "finished")
+  run: () => Effect.as(Effect.sleep("10 seconds"), "finished").pipe(
+    Effect.onInterrupt(() => Effect.sync(() => appendFileSync(${JSON.stringify(stopped)}, "slow\\n")))
+  )
 })
 `,
-  "agents/worker/tools/sluggish.tool.ts": `import { Effect, Schema } from "effect"
+  "agents/worker/tools/sluggish.tool.ts": `import { appendFileSync } from "node:fs"
+import { Effect, Schema } from "effect"
 import { defineTool } from "foundry"
 
 export default defineTool({
   description: "Work for ten seconds, without a timeout of its own",
   input: Schema.Struct({}),
   output: Schema.String,
-  run: () => Effect.as(Effect.sleep("10 seconds"), "finished")
+  run: () => Effect.as(Effect.sleep("10 seconds"), "finished").pipe(
+    Effect.onInterrupt(() => Effect.sync(() => appendFileSync(${JSON.stringify(stopped)}, "sluggish\\n")))
+  )
 })
 `,
   "agents/worker/tools/big.tool.ts": `import { Effect, Schema } from "effect"
@@ -80,14 +93,20 @@ describe("tool limits", () => {
   it.scopedLive("a call that outlasts its timeout is stopped, and the model reads that it timed out", () =>
     Effect.gen(function*() {
       const seen: Array<string> = []
+      const stopped = stoppedLog()
+      const stoppedWhenAnswered: Array<string> = []
       const model = Scripted.make((request, index) => {
         if (index === 0) return { toolCalls: [{ name: "slow", arguments: {} }, { name: "sluggish", arguments: {} }] }
         seen.push(...toolResults(request))
+        stoppedWhenAnswered.push(...readFileSync(stopped, "utf8").split("\n").filter((l) => l !== ""))
         return { text: "both were too slow" }
       })
-      const root = yield* tempProject(project(`{ toolTimeout: "80 millis" }`))
+      const root = yield* tempProject(project(`{ toolTimeout: "80 millis" }`, stopped))
       const server = yield* startServer(root, { model })
       const { events, run } = yield* runOn(server.url)
+      // Interrupted as its time ran out, not left running until the run ends: by the time the
+      // model reads that they timed out, each call wrote that it was stopped.
+      expect(stoppedWhenAnswered).toEqual(["slow", "sluggish"])
       expect(run).toMatchObject({ status: "completed", output: "both were too slow" })
       expect(seen).toEqual([
         "Error: slow timed out after 50 millis (the tool's timeout) and was stopped",

@@ -92,7 +92,9 @@ export default defineTool({
   output: Schema.String,
   run: ({ ms }, context) => Effect.gen(function*() {
     appendFileSync(${JSON.stringify(log)}, context.runId + " start " + Date.now() + "\\n")
-    yield* Effect.sleep(ms)
+    yield* Effect.sleep(ms).pipe(
+      Effect.onInterrupt(() => Effect.sync(() => appendFileSync(${JSON.stringify(log)}, context.runId + " interrupted " + Date.now() + "\\n")))
+    )
     appendFileSync(${JSON.stringify(log)}, context.runId + " end " + Date.now() + "\\n")
     return "slept " + ms
   })
