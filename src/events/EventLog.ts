@@ -10,6 +10,7 @@ import { Store } from "../durable/Store.js"
 import type { StoreError } from "../durable/StoreError.js"
 import { type EventFilter, EventStorage, insertEvents, sequenced, type UnsequencedEvent } from "./EventStorage.js"
 import { type AnyEvent, ephemeralTypes, type FoundryEvent, runEndTypes } from "./FoundryEvent.js"
+import { makeRunInbox, type RunInbox } from "./runInbox.js"
 
 /** An event before the log gives it an id, a time, a release and a sequence number (any type, its `data` that type's). */
 export type EventDraft = AnyEvent<"id" | "seq" | "time" | "release">
@@ -92,9 +93,9 @@ export const layer = (options: EventLogOptions = {}) => Layer.scoped(
     const hub = yield* Effect.acquireRelease(PubSub.unbounded<FoundryEvent>(), PubSub.shutdown)
     const currentRelease = options.release ?? Effect.succeed("dev")
     let followers = 0
-    // A run's followers (its SSE stream, `foundry run`) get its events from a queue of their
+    // A run's followers (its SSE stream, `foundry run`) get its events in an inbox of their
     // own, so that an event is handed to the few that want it, not filtered by every stream.
-    const runFollowers = new Map<string, Set<Queue.Queue<FoundryEvent>>>()
+    const runFollowers = new Map<string, Set<RunInbox>>()
 
     const stamp = (
       drafts: ReadonlyArray<EventDraft>,
@@ -120,39 +121,46 @@ export const layer = (options: EventLogOptions = {}) => Layer.scoped(
           }
         }
         if (runFollowers.size > 0) {
+          const touched = new Set<RunInbox>()
           for (const event of stored) {
-            for (const queue of runFollowers.get(event.runId) ?? []) Queue.unsafeOffer(queue, event)
+            for (const inbox of runFollowers.get(event.runId) ?? []) {
+              inbox.put(event)
+              touched.add(inbox)
+            }
           }
+          // Once every event is in: a follower takes what one publication brings in one take.
+          for (const inbox of touched) inbox.wake()
         }
         return feedSubscribers === 0 ? Effect.void : Effect.asVoid(PubSub.publishAll(hub, stored))
       })
 
-    /** Live events for `filter`: a run's own queue when it follows one run, else the whole feed. */
-    const subscribe = (filter: EventFilter) => {
+    /**
+     * Live events for `filter`, as the effect that takes those published since it last took (at
+     * least one): a run's own inbox when it follows one run, else the whole feed.
+     */
+    const subscribe = (filter: EventFilter): Effect.Effect<Effect.Effect<Iterable<FoundryEvent>>, never, Scope.Scope> => {
       const runId = filter.runId
       if (runId === undefined) {
         return Effect.zipRight(
           Effect.acquireRelease(Effect.sync(() => feedSubscribers++), () => Effect.sync(() => feedSubscribers--)),
-          PubSub.subscribe(hub)
+          Effect.map(PubSub.subscribe(hub), (queue) => Queue.takeBetween(queue, 1, Number.POSITIVE_INFINITY))
         )
       }
       return Effect.acquireRelease(
-        Effect.map(Queue.unbounded<FoundryEvent>(), (queue) => {
-          const queues = runFollowers.get(runId) ?? new Set()
-          queues.add(queue)
-          runFollowers.set(runId, queues)
-          return queue
+        Effect.sync(() => {
+          const inbox = makeRunInbox()
+          const inboxes = runFollowers.get(runId) ?? new Set()
+          inboxes.add(inbox)
+          runFollowers.set(runId, inboxes)
+          return inbox
         }),
-        (queue) =>
-          Effect.zipRight(
-            Effect.sync(() => {
-              const queues = runFollowers.get(runId)
-              queues?.delete(queue)
-              if (queues?.size === 0) runFollowers.delete(runId)
-            }),
-            Queue.shutdown(queue)
-          )
-      )
+        (inbox) =>
+          Effect.sync(() => {
+            const inboxes = runFollowers.get(runId)
+            inboxes?.delete(inbox)
+            if (inboxes?.size === 0) runFollowers.delete(runId)
+          })
+      ).pipe(Effect.map((inbox) => inbox.take))
     }
 
     // Written through the database's group commit: an emitter waits until its event is durable.
@@ -187,7 +195,7 @@ export const layer = (options: EventLogOptions = {}) => Layer.scoped(
       }
     ): Effect.Effect<EventPull, StoreError, Scope.Scope> =>
       Effect.gen(function*() {
-        const queue = yield* subscribe(filter)
+        const takeLive = yield* subscribe(filter)
         yield* Effect.acquireRelease(Effect.sync(() => followers++), () => Effect.sync(() => followers--))
         const history: Array<FoundryEvent> = []
         let cursor = after
@@ -211,7 +219,7 @@ export const layer = (options: EventLogOptions = {}) => Layer.scoped(
           ended = yield* ending.endedWithout
         }
         const nextLive: Effect.Effect<Chunk.Chunk<FoundryEvent>> = Effect.flatMap(
-          Queue.takeBetween(queue, 1, Number.POSITIVE_INFINITY),
+          takeLive,
           (taken) => {
             const fresh: Array<FoundryEvent> = []
             for (const event of taken) {
