@@ -4,13 +4,23 @@
  */
 import type { Context } from "effect"
 import type { AgentDefinition, AnySchema } from "../definitions/defineAgent.js"
+import type { EnvironmentDefinition } from "../definitions/defineEnvironment.js"
 import type { McpServerDefinition } from "../definitions/defineMcpServer.js"
 import type { CapabilityKind } from "../durable/records.js"
 import type { AnyTool } from "../definitions/defineTool.js"
 import type { McpMount } from "../mcp/McpMount.js"
 import type { ToolSpec } from "../models/Model.js"
-import type { EnvironmentRoute } from "../environments/verbs.js"
 import type { RouteTable } from "../router/RouteTable.js"
+
+/** Where an agent's environment comes from: its route and the build it belongs to. */
+export interface EnvironmentRoute {
+  readonly environmentId: string
+  readonly environment: EnvironmentDefinition
+  readonly root: string
+  readonly release: string
+  /** The agent's MCP servers, which a tools module may expose to scripts. */
+  readonly mounts: ReadonlyArray<McpMount>
+}
 
 /** A tool as an agent offers it to the model. */
 export interface CompiledTool {

@@ -28,6 +28,10 @@ export const DurationInputSchema = Schema.declare(
   }
 )
 
+/** A duration as the user wrote it when it is text ("30 seconds"), else formatted ("1m 30s"). */
+export const durationText = (duration: Duration.DurationInput): string =>
+  typeof duration === "string" ? duration : Duration.format(Duration.decode(duration))
+
 /** A duration above zero, for what must pass before something happens again (a lease, a heartbeat). */
 export const PositiveDuration = DurationInputSchema.pipe(
   Schema.filter((input) => Duration.greaterThan(Duration.decode(input), Duration.zero), {

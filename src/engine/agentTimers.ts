@@ -13,7 +13,8 @@ import { nextFireAfter, ScheduleTimingSchema, timingProblem } from "../definitio
 import { newId } from "../durable/ids.js"
 import { type ActivationRecord, ActivationStorage } from "../durable/ActivationStorage.js"
 import type { RunRecord } from "../durable/records.js"
-import { durationText, failedOutcome, type ToolOutcome } from "./executeTool.js"
+import { durationText } from "../definitions/configFields.js"
+import { failedOutcome, type ToolOutcome } from "./executeTool.js"
 
 const durationOf = (value: string): Option.Option<number> => Option.map(Duration.decodeUnknown(value), Duration.toMillis)
 

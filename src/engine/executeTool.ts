@@ -6,6 +6,7 @@
  */
 import { Cause, Context, Duration, Effect, Either, Exit, Fiber, Option, Schema } from "effect"
 import type { CompiledTool } from "../compiler/CompiledApp.js"
+import { durationText } from "../definitions/configFields.js"
 import type { ToolRunContext } from "../definitions/defineTool.js"
 import { formatIssues, readableIssues } from "../definitions/readableIssues.js"
 import type { ImageContent, ToolCall } from "../models/Model.js"
@@ -84,10 +85,6 @@ export interface ToolLimits {
   /** The most characters of a result the model is shown. */
   readonly outputLimit: number
 }
-
-/** A duration as the user wrote it when it is text ("30 seconds"), else formatted ("1m 30s"). */
-export const durationText = (duration: Duration.DurationInput): string =>
-  typeof duration === "string" ? duration : Duration.format(Duration.decode(duration))
 
 /**
  * `content` cut to `limit` characters, with a note saying how much is missing, so that one huge

@@ -4,10 +4,8 @@
  * approved and timed like any other); their `run` hands the call to the `Environments` service.
  */
 import { Effect, Schema } from "effect"
-import type { CompiledTool } from "../compiler/CompiledApp.js"
-import type { EnvironmentDefinition } from "../definitions/defineEnvironment.js"
+import type { CompiledTool, EnvironmentRoute } from "../compiler/CompiledApp.js"
 import { defineTool } from "../definitions/defineTool.js"
-import type { McpMount } from "../mcp/McpMount.js"
 import { Environments } from "./Environments.js"
 
 const path = Schema.String.annotations({ description: "an absolute path in the environment, e.g. /inbox/data.csv" })
@@ -85,16 +83,6 @@ export const verbNames: ReadonlyArray<VerbName> = [
 
 /** A verb's decoded input. */
 export type VerbInput<K extends VerbName> = Schema.Schema.Type<(typeof verbInputs)[K]>
-
-/** Where an agent's environment comes from: its route and the build it belongs to. */
-export interface EnvironmentRoute {
-  readonly environmentId: string
-  readonly environment: EnvironmentDefinition
-  readonly root: string
-  readonly release: string
-  /** The agent's MCP servers, which a tools module may expose to scripts. */
-  readonly mounts: ReadonlyArray<McpMount>
-}
 
 const verbTool = <K extends VerbName, A extends VerbInput<K>, I>(route: EnvironmentRoute, verb: K, input: Schema.Schema<A, I>): CompiledTool => {
   const definition = defineTool({
