@@ -6,7 +6,7 @@
  * after a crash asks no recorded turn again and runs no recorded tool call again; a call that
  * started but was not recorded runs again (with the same idempotency key).
  */
-import { Array as Arr, Cause, Clock, Duration, Effect, Either, Option } from "effect"
+import { Array as Arr, Cause, Clock, Duration, Effect, Either, Option, Schedule } from "effect"
 import type { CompiledAgent, CompiledApp } from "../compiler/CompiledApp.js"
 import { type InstanceInfo, isContext, modelsOf } from "../definitions/defineAgent.js"
 import { type RunRecord, UsageSums } from "../durable/records.js"
@@ -93,22 +93,51 @@ const failRun = (run: RunRecord, step: StepBuffer, journal: ReadonlyArray<Journa
     return "failed" as const
   })
 
+/**
+ * How long a run waits for a store that did not take one of its steps (a dropped connection, a
+ * lock held elsewhere): taken again sooner at first, then every 5 seconds, for a minute. A failed
+ * step wrote nothing, so the run goes on from what the store holds, as after a restart.
+ */
+const storeOutage = Schedule.exponential("200 millis").pipe(Schedule.union(Schedule.spaced("5 seconds")), Schedule.upTo("1 minute"))
+
+/** What an execution ended as, for a run the store says has moved on (a step it took after all). */
+const outcomeOf = (status: RunRecord["status"]): RunOutcome | undefined =>
+  status === "queued" || status === "running" ? undefined : status === "completed" || status === "suspended" ? status : "failed"
+
 /** Runs (or resumes) one run of the compiled app; `lease` fences its writes. */
 export const runAgent = Effect.fn("engine.runAgent")(function*(app: CompiledApp, run: RunRecord, lease?: Lease) {
-  const step = yield* makeStepBuffer(run, lease)
-  const journal: Array<JournalEntry> = []
+  const store = yield* Store
+  let current = { run, step: yield* makeStepBuffer(run, lease), journal: new Array<JournalEntry>() }
+  const fail = (error: string) => Effect.suspend(() => failRun(current.run, current.step, current.journal, error))
   const agent = app.agents.get(run.agent)
-  if (agent === undefined) {
-    return yield* failRun(run, step, journal, `agent "${run.agent}" is not in the current build (was its file removed?)`)
-  }
-  return yield* executeRun(app, agent, run, step, journal).pipe(
-    Effect.catchTag("ModelError", (error) => failRun(run, step, journal, `model ${error.model} failed (${error.kind}): ${error.message}`)),
-    Effect.catchTag("McpServerUnavailable", (error) => failRun(run, step, journal, error.message)),
-    Effect.catchTag("InstanceContextInvalid", (error) => failRun(run, step, journal, error.message)),
+  if (agent === undefined) return yield* fail(`agent "${run.agent}" is not in the current build (was its file removed?)`)
+  let attempts = 0
+  const execute = Effect.gen(function*() {
+    if (attempts++ > 0) {
+      // Its commit may have been taken and only its answer lost: the run as stored says.
+      const stored = Option.getOrElse(yield* store.getRun(run.id), () => current.run)
+      const ended = outcomeOf(stored.status)
+      if (ended !== undefined) return ended
+      current = { run: stored, step: yield* makeStepBuffer(stored, lease), journal: [] }
+    }
+    return yield* executeRun(app, agent, current.run, current.step, current.journal)
+  })
+  const refused = (error: StoreError) =>
+    Effect.logWarning(`run ${run.id}: the store did not take a step (${error.message}); it goes on from what the store holds`)
+  return yield* execute.pipe(
+    // Retried only once a step has failed: a retry's schedule costs every run that never needs it.
+    Effect.catchTag("StoreError", (error) =>
+      Effect.zipRight(
+        refused(error),
+        Effect.retry(Effect.tapErrorTag(execute, "StoreError", refused), { schedule: storeOutage, while: (e) => e._tag === "StoreError" })
+      )),
+    Effect.catchTag("ModelError", (error) => fail(`model ${error.model} failed (${error.kind}): ${error.message}`)),
+    Effect.catchTag("McpServerUnavailable", (error) => fail(error.message)),
+    Effect.catchTag("InstanceContextInvalid", (error) => fail(error.message)),
     Effect.catchAllCause((cause) =>
       Cause.isInterruptedOnly(cause) || Cause.failureOption(cause).pipe(Option.exists((e) => e._tag === "LeaseLost"))
         ? Effect.failCause(cause)
-        : failRun(run, step, journal, `internal error: ${Cause.pretty(cause).split("\n")[0]}`)
+        : fail(`internal error: ${Cause.pretty(cause).split("\n")[0]}`)
     )
   )
 })

@@ -1,0 +1,80 @@
+/**
+ * A store that drops its connections while a run executes: the step it did not take is taken
+ * again once it answers, the run going on from what the store holds (as after a restart), instead
+ * of failing. PostgreSQL plays the store: the test's database is taken away (its connections ended,
+ * new ones refused) while a tool call runs, and given back after the call has ended.
+ */
+import { randomUUID } from "node:crypto"
+import { existsSync, readFileSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { HttpServer } from "@effect/platform"
+import { NodeContext } from "@effect/platform-node"
+import { describe, expect, it } from "@effect/vitest"
+import { Context, Effect, Layer } from "effect"
+import { serverLayer } from "../../src/cli/ProjectRuntime.js"
+import { loadProject } from "../../src/compiler/loadProject.js"
+import { layerFixed } from "../../src/models/ModelResolverLive.js"
+import { durableProject, plan } from "../support/durableProject.js"
+import { plannedModel } from "../support/plannedModel.js"
+import { connect, freshDatabase, postgresUrl, skipPostgres } from "../support/postgres.js"
+import { http, waitForRun } from "../support/server.js"
+import { tempProject } from "../support/tempProject.js"
+
+const lines = (log: string) => existsSync(log) ? readFileSync(log, "utf8").split("\n").filter((l) => l !== "") : []
+
+/** The project at `root` served in-process on its config's store, every agent on the planned model. */
+const startOnConfiguredStore = (root: string) =>
+  Effect.gen(function*() {
+    const app = yield* loadProject(root, 1)
+    const context = yield* Layer.build(serverLayer(app, { port: 0, host: "127.0.0.1" }, { models: layerFixed(plannedModel) }))
+    const address = Context.get(context, HttpServer.HttpServer).address
+    return `http://127.0.0.1:${address._tag === "TcpAddress" ? address.port : 0}`
+  }).pipe(Effect.provide(NodeContext.layer))
+
+/**
+ * Takes `database` away for `millis`: its connections ended and new ones refused, as while its
+ * server restarts or fails over; then lets connections in again.
+ */
+const outage = (database: string, millis: number) =>
+  Effect.gen(function*() {
+    const sql = yield* connect(postgresUrl)
+    yield* sql.unsafe(`ALTER DATABASE ${database} WITH ALLOW_CONNECTIONS false`)
+    const cut = yield* sql<{ readonly cut: boolean }>`
+      SELECT pg_terminate_backend(pid) AS cut FROM pg_stat_activity WHERE datname = ${database} AND pid <> pg_backend_pid()`
+    yield* Effect.sleep(millis)
+    yield* sql.unsafe(`ALTER DATABASE ${database} WITH ALLOW_CONNECTIONS true`)
+    return cut.length
+  }).pipe(Effect.scoped)
+
+describe.skipIf(skipPostgres)("a run whose store drops its connections", () => {
+  it.scopedLive("waits for the store and completes; the call it had recorded does not run again", () =>
+    Effect.gen(function*() {
+      const url = yield* freshDatabase
+      const log = join(tmpdir(), `foundry-outage-${randomUUID()}.log`)
+      const root = yield* tempProject(durableProject(log, `{ store: { postgres: ${JSON.stringify(url)} } }`))
+      const server = yield* startOnConfiguredStore(root)
+      const created = yield* http(`${server}/api/runs`, {
+        body: {
+          agent: "worker",
+          message: plan({ calls: [{ name: "record", arguments: { line: "recorded" } }, { name: "slow", arguments: { ms: 1000 } }] })
+        }
+      })
+      expect(created.status).toBe(202)
+      const { runId } = created.json as { readonly runId: string }
+      // The recorded call's result is committed before the slow call starts: cut while it sleeps.
+      for (let i = 0; i < 200 && !lines(log).some((l) => l.startsWith(`${runId} start `)); i++) yield* Effect.sleep("20 millis")
+      // Down from before the slow call ends until well after: its result meets no store.
+      expect(yield* outage(new URL(url).pathname.slice(1), 2500)).toBeGreaterThan(0)
+
+      const run = yield* waitForRun(server, runId)
+      expect(run).toMatchObject({ status: "completed" })
+      expect(lines(log).filter((l) => l.endsWith(" recorded"))).toHaveLength(1)
+      const events = (yield* http(`${server}/api/runs/${runId}/events`)).json as ReadonlyArray<{ readonly type: string }>
+      const types = events.map((e) => e.type)
+      // Taken up again from what the store held: the slow call's result had not been recorded.
+      expect(types).toContain("run.resumed")
+      expect(types.filter((t) => t === "tool.call.completed")).toHaveLength(2)
+      expect(types.at(-1)).toBe("run.completed")
+    }), 60_000)
+})
