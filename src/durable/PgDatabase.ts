@@ -4,7 +4,6 @@
  * back with the same names and shapes as on SQLite.
  */
 import { SqlClient } from "@effect/sql"
-import type { SqlError } from "@effect/sql/SqlError"
 import { PgClient } from "@effect/sql-pg"
 import { Array as Arr, Context, Effect, Layer, Redacted, Schedule, String as Str } from "effect"
 import { getTypeParser } from "pg-types"
@@ -43,15 +42,6 @@ export const clientLayer = (url: Redacted.Redacted | string) =>
     transformResultNames: Str.snakeToCamel,
     types
   })
-
-/** A connection failure as a `StoreError`, with the driver's reason (e.g. `ECONNREFUSED`). */
-const connectError = (error: SqlError): StoreError => {
-  const cause = error.cause
-  const reason = cause instanceof Error
-    ? cause.message || ("code" in cause ? String(cause.code) : cause.name)
-    : String(cause)
-  return new StoreError({ operation: "connect", message: `${error.message}: ${reason}` })
-}
 
 /**
  * A deadlock's victim (40P01) or a serialization failure (40001): PostgreSQL undid the statement,
@@ -153,7 +143,7 @@ export const layer = (url: Redacted.Redacted | string): Layer.Layer<Database | S
     })
   ).pipe(
     Layer.provide(clientLayer(url)),
-    Layer.mapError((error) => error._tag === "StoreError" ? error : connectError(error))
+    Layer.mapError((error) => error._tag === "StoreError" ? error : new StoreError({ operation: "connect", message: messageOf(error) }))
   )
 
 /**
