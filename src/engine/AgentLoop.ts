@@ -6,7 +6,7 @@
  * after a crash asks no recorded turn again and runs no recorded tool call again; a call that
  * started but was not recorded runs again (with the same idempotency key).
  */
-import { Array as Arr, Cause, Clock, Duration, Effect, Either, Option, Schedule } from "effect"
+import { Array as Arr, Cause, Clock, Duration, Effect, Either, Option } from "effect"
 import type { CompiledAgent, CompiledApp } from "../compiler/CompiledApp.js"
 import { type InstanceInfo, isContext, modelsOf } from "../definitions/defineAgent.js"
 import { type RunRecord, UsageSums } from "../durable/records.js"
@@ -26,6 +26,7 @@ import { makeRunContext, redactionOf, type RunContext } from "./RunContext.js"
 import { decodeContext, InstanceContextInvalid, makeRunInstance, type RunInstance } from "./RunInstance.js"
 import { makeRunTranscript } from "./runTranscript.js"
 import { makeStepBuffer, type StepBuffer } from "./StepBuffer.js"
+import { outlastStoreOutages } from "./storeOutage.js"
 import { toolCallStep } from "./toolCallStep.js"
 import type { JournalEntry } from "./transcript.js"
 
@@ -94,43 +95,48 @@ const failRun = (run: RunRecord, step: StepBuffer, journal: ReadonlyArray<Journa
   })
 
 /**
- * How long a run waits for a store that did not take one of its steps (a dropped connection, a
- * lock held elsewhere): taken again sooner at first, then every 5 seconds, for a minute. A failed
- * step wrote nothing, so the run goes on from what the store holds, as after a restart.
+ * The execution a run's stored status calls for: none when it has ended (a step the store took
+ * after all, only its answer lost); a suspended run is executed again, as when it is woken, so
+ * that a wait it was about to check (a child that ended meanwhile) is checked.
  */
-const storeOutage = Schedule.exponential("200 millis").pipe(Schedule.union(Schedule.spaced("5 seconds")), Schedule.upTo("1 minute"))
-
-/** What an execution ended as, for a run the store says has moved on (a step it took after all). */
-const outcomeOf = (status: RunRecord["status"]): RunOutcome | undefined =>
-  status === "queued" || status === "running" ? undefined : status === "completed" || status === "suspended" ? status : "failed"
+const endedAs = (status: RunRecord["status"]): RunOutcome | undefined =>
+  status === "completed" ? "completed" : status === "failed" || status === "cancelled" ? "failed" : undefined
 
 /** Runs (or resumes) one run of the compiled app; `lease` fences its writes. */
 export const runAgent = Effect.fn("engine.runAgent")(function*(app: CompiledApp, run: RunRecord, lease?: Lease) {
   const store = yield* Store
-  let current = { run, step: yield* makeStepBuffer(run, lease), journal: new Array<JournalEntry>() }
+  let written = 0
+  const stepOf = (of: RunRecord) => makeStepBuffer(of, lease, () => written++)
+  let current = { run, step: yield* stepOf(run), journal: new Array<JournalEntry>() }
   const fail = (error: string) => Effect.suspend(() => failRun(current.run, current.step, current.journal, error))
   const agent = app.agents.get(run.agent)
   if (agent === undefined) return yield* fail(`agent "${run.agent}" is not in the current build (was its file removed?)`)
-  let attempts = 0
-  const execute = Effect.gen(function*() {
-    if (attempts++ > 0) {
-      // Its commit may have been taken and only its answer lost: the run as stored says.
-      const stored = Option.getOrElse(yield* store.getRun(run.id), () => current.run)
-      const ended = outcomeOf(stored.status)
-      if (ended !== undefined) return ended
-      current = { run: stored, step: yield* makeStepBuffer(stored, lease), journal: [] }
-    }
-    return yield* executeRun(app, agent, current.run, current.step, current.journal)
+  // After a step the store did not take: the run as stored, and a step buffer that holds nothing of the lost step.
+  const reread = Effect.gen(function*() {
+    const stored = Option.getOrElse(yield* store.getRun(run.id), () => current.run)
+    current = { run: stored, step: yield* stepOf(stored), journal: [] }
+    return endedAs(stored.status)
   })
-  const refused = (error: StoreError) =>
-    Effect.logWarning(`run ${run.id}: the store did not take a step (${error.message}); it goes on from what the store holds`)
-  return yield* execute.pipe(
-    // Retried only once a step has failed: a retry's schedule costs every run that never needs it.
-    Effect.catchTag("StoreError", (error) =>
-      Effect.zipRight(
-        refused(error),
-        Effect.retry(Effect.tapErrorTag(execute, "StoreError", refused), { schedule: storeOutage, while: (e) => e._tag === "StoreError" })
-      )),
+  let attempts = 0
+  const executeNow = Effect.suspend(() => executeRun(app, agent, current.run, current.step, current.journal))
+  const execute = Effect.suspend(() =>
+    attempts++ === 0 ? executeNow : Effect.flatMap(reread, (ended) => ended === undefined ? executeNow : Effect.succeed(ended))
+  )
+  return yield* outlastStoreOutages({
+    runId: run.id,
+    attempt: execute,
+    written: () => written,
+    // Failed with the transcript as stored: the lost step's calls were never asked for.
+    giveUp: (error) =>
+      Effect.gen(function*() {
+        const ended = yield* reread
+        if (ended !== undefined) return ended
+        // Waiting to be woken (an approval, a child) is not the store's to end.
+        if (current.run.status === "suspended") return "suspended" as const
+        current.journal.push(...(yield* store.listMessages(current.run.conversationId)))
+        return yield* fail(`the store did not take the run's steps for a minute: ${error.message}`)
+      })
+  }).pipe(
     Effect.catchTag("ModelError", (error) => fail(`model ${error.model} failed (${error.kind}): ${error.message}`)),
     Effect.catchTag("McpServerUnavailable", (error) => fail(error.message)),
     Effect.catchTag("InstanceContextInvalid", (error) => fail(error.message)),

@@ -34,8 +34,8 @@ export interface StepBuffer {
   readonly commit: (end?: StepEnd) => Effect.Effect<void, StoreError | LeaseLost>
 }
 
-/** A step buffer for `run`, whose writes `lease` fences. */
-export const makeStepBuffer = (run: RunRecord, lease: Lease | undefined) =>
+/** A step buffer for `run`, whose writes `lease` fences; `written` is told of each step written. */
+export const makeStepBuffer = (run: RunRecord, lease: Lease | undefined, written?: () => void) =>
   Effect.gen(function*() {
     const journal = yield* RunJournal
     const events = yield* EventLog
@@ -58,7 +58,7 @@ export const makeStepBuffer = (run: RunRecord, lease: Lease | undefined) =>
           messages = []
           drafts = []
           usage = []
-          return Effect.asVoid(journal.record(run, step, lease))
+          return Effect.map(journal.record(run, step, lease), () => written?.())
         })
     }
     return buffer

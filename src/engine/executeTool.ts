@@ -113,29 +113,31 @@ export const runTool = Effect.fn("engine.runTool")(function*(
   return withinLimit(yield* runWithTimeout(call, context, services, limits.timeout), limits.outputLimit)
 })
 
+/** The longest delay a Node timer holds (about 24.8 days); a longer one fires at once. */
+const longestTimer = 2 ** 31 - 1
+
 /**
  * How `effect` ended, or `None` when it was still running after `timeout` and was interrupted.
  * One fiber and a timer: `Effect.timeoutOption` races the effect against a sleep, two fibers and
  * about fifty more Effect operations on every tool call. The timer is the event loop's, not the
- * `Clock`'s: a tool's time limit is wall-clock time. Interrupting the caller interrupts the call
- * and waits for it to stop, as a race would.
+ * `Clock`'s: a tool's time limit is wall-clock time; a limit longer than a timer holds is none.
+ * The fiber ends in an `Exit` of its own, never failing (an unobserved failure would be logged).
+ * Interrupting the caller interrupts the call and waits for it to stop, as a race would.
  */
 const withinTimeout = <A, E>(effect: Effect.Effect<A, E>, timeout: Duration.DurationInput) =>
-  Effect.flatMap(Effect.fork(effect), (fiber) =>
-    Effect.async<Option.Option<Exit.Exit<A, E>>>((resume) => {
-      const timer = setTimeout(
-        () => resume(Effect.as(Fiber.interrupt(fiber), Option.none())),
-        Duration.toMillis(Duration.decode(timeout))
-      )
-      fiber.addObserver((exit) => {
-        clearTimeout(timer)
-        resume(Effect.succeed(Option.some(exit)))
-      })
-      return Effect.suspend(() => {
-        clearTimeout(timer)
-        return Fiber.interrupt(fiber)
-      })
-    }))
+  Effect.uninterruptibleMask((restore) =>
+    Effect.flatMap(Effect.fork(restore(Effect.exit(effect))), (fiber) =>
+      restore(Effect.async<Option.Option<Exit.Exit<A, E>>>((resume) => {
+        const millis = Duration.toMillis(Duration.decode(timeout))
+        const timer = millis <= longestTimer
+          ? setTimeout(() => resume(Effect.as(Fiber.interrupt(fiber), Option.none())), millis)
+          : undefined
+        fiber.addObserver((exit) => {
+          clearTimeout(timer)
+          resume(Effect.succeed(Option.some(Exit.isSuccess(exit) ? exit.value : Exit.failCause(exit.cause))))
+        })
+        return Effect.sync(() => clearTimeout(timer))
+      })).pipe(Effect.onInterrupt(() => Fiber.interrupt(fiber)))))
 
 /** The call itself, under its tool's timeout (or `defaultTimeout`), its output encoded. */
 const runWithTimeout = Effect.fnUntraced(function*(

@@ -159,6 +159,7 @@ export const layer = (options: EventLogOptions = {}) => Layer.scoped(
             const inboxes = runFollowers.get(runId)
             inboxes?.delete(inbox)
             if (inboxes?.size === 0) runFollowers.delete(runId)
+            inbox.close()
           })
       ).pipe(Effect.map((inbox) => inbox.take))
     }

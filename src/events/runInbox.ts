@@ -15,12 +15,15 @@ export interface RunInbox {
   readonly wake: () => void
   /** The events put since the last take (at least one): now, or once `wake` has some. */
   readonly take: Effect.Effect<ReadonlyArray<FoundryEvent>>
+  /** Ends the inbox: a take waiting now is interrupted, as a shut-down queue's would be. */
+  readonly close: () => void
 }
 
 /** An empty inbox. */
 export const makeRunInbox = (): RunInbox => {
   let events: Array<FoundryEvent> = []
-  let waiting: ((taken: ReadonlyArray<FoundryEvent>) => void) | undefined
+  // Told what was taken, or `undefined` when the inbox is closed.
+  let waiting: ((taken: ReadonlyArray<FoundryEvent> | undefined) => void) | undefined
   const takeAll = (): ReadonlyArray<FoundryEvent> => {
     const taken = events
     events = []
@@ -38,10 +41,16 @@ export const makeRunInbox = (): RunInbox => {
     },
     take: Effect.async<ReadonlyArray<FoundryEvent>>((resume) => {
       if (events.length > 0) return resume(Effect.succeed(takeAll()))
-      waiting = (taken) => resume(Effect.succeed(taken))
+      waiting = (taken) => resume(taken === undefined ? Effect.interrupt : Effect.succeed(taken))
       return Effect.sync(() => {
         waiting = undefined
       })
-    })
+    }),
+    close: () => {
+      const resume = waiting
+      waiting = undefined
+      events = []
+      resume?.(undefined)
+    }
   }
 }

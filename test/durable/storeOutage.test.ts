@@ -39,12 +39,15 @@ const startOnConfiguredStore = (root: string) =>
 const outage = (database: string, millis: number) =>
   Effect.gen(function*() {
     const sql = yield* connect(postgresUrl)
-    yield* sql.unsafe(`ALTER DATABASE ${database} WITH ALLOW_CONNECTIONS false`)
-    const cut = yield* sql<{ readonly cut: boolean }>`
-      SELECT pg_terminate_backend(pid) AS cut FROM pg_stat_activity WHERE datname = ${database} AND pid <> pg_backend_pid()`
-    yield* Effect.sleep(millis)
-    yield* sql.unsafe(`ALTER DATABASE ${database} WITH ALLOW_CONNECTIONS true`)
-    return cut.length
+    const away = Effect.gen(function*() {
+      yield* sql.unsafe(`ALTER DATABASE ${database} WITH ALLOW_CONNECTIONS false`)
+      const cut = yield* sql<{ readonly cut: boolean }>`
+        SELECT pg_terminate_backend(pid) AS cut FROM pg_stat_activity WHERE datname = ${database} AND pid <> pg_backend_pid()`
+      yield* Effect.sleep(millis)
+      return cut.length
+    })
+    // Given back however the wait ends: a test cut short must not leave the database locked.
+    return yield* Effect.ensuring(away, Effect.orDie(sql.unsafe(`ALTER DATABASE ${database} WITH ALLOW_CONNECTIONS true`)))
   }).pipe(Effect.scoped)
 
 describe.skipIf(skipPostgres)("a run whose store drops its connections", () => {

@@ -29,8 +29,19 @@ const project = (config: string, stopped = stoppedLog()) => ({
 import big from "./tools/big.tool.js"
 import slow from "./tools/slow.tool.js"
 import sluggish from "./tools/sluggish.tool.js"
+import brief from "./tools/brief.tool.js"
 
-export default defineAgent({ description: "Works with limits", tools: [big, slow, sluggish], maxTurns: 5 })
+export default defineAgent({ description: "Works with limits", tools: [big, slow, sluggish, brief], maxTurns: 5 })
+`,
+  "agents/worker/tools/brief.tool.ts": `import { Effect, Schema } from "effect"
+import { defineTool } from "foundry"
+
+export default defineTool({
+  description: "Work for a tenth of a second",
+  input: Schema.Struct({}),
+  output: Schema.String,
+  run: () => Effect.as(Effect.sleep("100 millis"), "finished")
+})
 `,
   // Slow with its own timeout; sluggish with the config's.
   "agents/worker/tools/slow.tool.ts": `import { appendFileSync } from "node:fs"
@@ -120,6 +131,20 @@ describe("tool limits", () => {
       ])
       // Stopped, not waited for: the tools would have run ten seconds.
       for (const event of failed) expect(Number(event.data.durationMs)).toBeLessThan(2_000)
+    }))
+
+  it.scopedLive("a time limit longer than a timer holds (30 days) is no limit: the call is not stopped at once", () =>
+    Effect.gen(function*() {
+      const seen: Array<string> = []
+      const model = Scripted.make((request, index) => {
+        if (index === 0) return { toolCalls: [{ name: "brief", arguments: {} }] }
+        seen.push(...toolResults(request))
+        return { text: "done" }
+      })
+      const server = yield* startServer(yield* tempProject(project(`{ toolTimeout: "30 days" }`)), { model })
+      const { run } = yield* runOn(server.url)
+      expect(run).toMatchObject({ status: "completed" })
+      expect(seen).toEqual(["finished"])
     }))
 
   it.scopedLive("a timed-out call counts as a failure for maxToolFailures", () =>

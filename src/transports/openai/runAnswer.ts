@@ -73,9 +73,11 @@ export const runAnswer = (runId: string): Stream.Stream<AnswerPiece, StoreError,
           // Deltas missed at the start cannot be put in front of text already sent: the rest only.
           return event.data.text.startsWith(before) ? text(event.data.turn, event.data.text.slice(before.length)) : []
         }
+        case "model.turn.started":
         case "model.retry":
         case "model.fallback":
-          // The turn starts again from its first word; what was sent of it stays sent.
+          // The turn starts again from its first word (asked again after a retry, a fallback, or
+          // a step the store did not take); what was sent of it stays sent.
           sent.delete(event.data.turn)
           return []
         case "run.completed":
