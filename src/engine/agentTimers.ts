@@ -5,12 +5,12 @@
  * activations in the store, owned by the agent's instance: an agent never sees or touches another
  * instance's. The config's `timers` limits keep a model from flooding the scheduler.
  */
+import { createHash } from "node:crypto"
 import { Clock, Duration, Effect, Option, Schema } from "effect"
 import { ScheduleInput, SchedulesInput, SleepInput, type TimerTool } from "../compiler/timerTools.js"
 import type { ConfigDefinition } from "../definitions/defineConfig.js"
 import type { ScheduleTiming } from "../definitions/defineSchedule.js"
 import { nextFireAfter, ScheduleTimingSchema, timingProblem } from "../definitions/scheduleTiming.js"
-import { newId } from "../durable/ids.js"
 import { type ActivationRecord, ActivationStorage } from "../durable/ActivationStorage.js"
 import type { RunRecord } from "../durable/records.js"
 import { durationText } from "../definitions/configFields.js"
@@ -66,8 +66,22 @@ const describe = (activation: ActivationRecord) => ({
   nextFire: activation.nextFire === null ? null : new Date(activation.nextFire).toISOString()
 })
 
-/** Runs a timer tool for `run` within the config's `limits`; the result goes back to the model. */
-export const runTimerTool = Effect.fn("engine.runTimerTool")(function*(which: TimerTool, raw: unknown, run: RunRecord, limits: TimerLimits) {
+/**
+ * The id of the timer that call `callId` of run `runId` arms: the same every time the call runs, so
+ * that a call run again (after a crash, or a step the store did not take) finds the timer it armed
+ * instead of arming a second one.
+ */
+const timerIdOf = (runId: string, callId: string): string =>
+  `agent:tmr_${createHash("sha256").update(`${runId}\n${callId}`).digest("hex").slice(0, 20)}`
+
+/** Runs timer tool call `callId` for `run` within the config's `limits`; the result goes back to the model. */
+export const runTimerTool = Effect.fn("engine.runTimerTool")(function*(
+  which: TimerTool,
+  raw: unknown,
+  run: RunRecord,
+  callId: string,
+  limits: TimerLimits
+) {
   const activations = yield* ActivationStorage
   const now = yield* Clock.currentTimeMillis
   const done = (output: unknown): ToolOutcome => ({ _tag: "Succeeded", input: raw, output, content: JSON.stringify(output) })
@@ -79,9 +93,14 @@ export const runTimerTool = Effect.fn("engine.runTimerTool")(function*(which: Ti
     Effect.gen(function*() {
       const nextFire = nextFireAfter(timing, now, now)
       if (nextFire === null) return failedOutcome(raw, "that time is in the past")
+      const id = timerIdOf(run.id, callId)
+      const armed = yield* activations.get(id)
+      if (Option.isSome(armed)) {
+        const { nextFire: next } = armed.value
+        return done({ id, nextFire: next === null ? null : new Date(next).toISOString() })
+      }
       const refusal = tooFrequent(timing, now, limits) ?? tooMany(yield* activeTimers, limits)
       if (refusal !== undefined) return failedOutcome(raw, refusal)
-      const id = `agent:${newId("tmr")}`
       yield* activations.save({
         id,
         kind: "agent",

@@ -83,7 +83,7 @@ export const toolCallStep = (context: RunContext, call: ToolCall) =>
       return answered(true, Either.isLeft(shownImage) ? shownImage.left.message : undefined)
     }
     if (builtin !== undefined && builtin !== "view_image") {
-      const outcome = yield* runTimerTool(builtin, decoded.right.rawInput, run, config.timers)
+      const outcome = yield* runTimerTool(builtin, decoded.right.rawInput, run, call.id, config.timers)
       if (outcome._tag === "Succeeded") yield* step.emit("timer.armed", `tool:${call.id}`, { tool: call.name }, "run")
       yield* answer(context, call, outcome, 0)
       return answered()

@@ -1,0 +1,54 @@
+/**
+ * A timer tool call run again (after a crash, or after a step the store did not take, the journal
+ * runs a call whose result it did not record once more) finds the timer it armed: no second timer,
+ * and no refusal for the limit its own timer reaches. Activations are stored in SQLite.
+ */
+import { mkdtempSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { NodeContext } from "@effect/platform-node"
+import { describe, expect, it } from "@effect/vitest"
+import { Effect, Layer } from "effect"
+import { ActivationStorage, layer as activationStorage } from "../../src/durable/ActivationStorage.js"
+import { RunRecord } from "../../src/durable/records.js"
+import * as SqliteDatabase from "../../src/durable/SqliteDatabase.js"
+import { runTimerTool, type TimerLimits } from "../../src/engine/agentTimers.js"
+
+const store = () =>
+  activationStorage.pipe(
+    Layer.provide(SqliteDatabase.layer(join(mkdtempSync(join(tmpdir(), "foundry-timer-calls-")), "foundry.db"))),
+    Layer.provide(NodeContext.layer)
+  )
+
+const run = new RunRecord({
+  id: "run_1",
+  agent: "assistant",
+  instanceId: "default",
+  conversationId: "cnv_1",
+  status: "running",
+  input: "remind me",
+  output: null,
+  error: null,
+  createdAt: 0,
+  startedAt: 0,
+  finishedAt: null
+})
+
+// One timer per instance at most: the call run again must not be refused by its own timer.
+const limits: TimerLimits = { minInterval: "1 minute", maxPendingPerInstance: 1 }
+
+describe("a timer tool call run again", () => {
+  it.effect("finds the timer it armed: one timer, the same answer", () =>
+    Effect.gen(function*() {
+      const sleep = { for: "1 hour", message: "wake up" }
+      const first = yield* runTimerTool("sleep", sleep, run, "call_1", limits)
+      const again = yield* runTimerTool("sleep", sleep, run, "call_1", limits)
+      expect(first._tag).toBe("Succeeded")
+      expect(again).toEqual(first)
+      const timers = yield* (yield* ActivationStorage).list("agent")
+      expect(timers).toHaveLength(1)
+      // Another call is another timer: here, one over the instance's limit.
+      const other = yield* runTimerTool("schedule", { in: "2 hours", message: "later" }, run, "call_2", limits)
+      expect(other).toMatchObject({ _tag: "Failed", error: expect.stringContaining("maxPendingPerInstance") })
+    }).pipe(Effect.provide(store())))
+})
