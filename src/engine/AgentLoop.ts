@@ -281,7 +281,8 @@ const makeBudgetCheck = (context: RunContext) =>
           input,
           expiresAt: (yield* Clock.currentTimeMillis) + Duration.toMillis(Duration.decode(app.table.config.approvalTimeout))
         })
-        if (Option.isNone(found)) {
+        // As at a tool's approval gate: a request whose suspension was never recorded was not recorded either.
+        if (Option.isNone(found) || run.status !== "suspended") {
           yield* exceededEvent(exceeded)
           yield* step.emit("approval.requested", `approval:${key}`, { approvalId: asked.id, toolCallId: key, tool: key, input, expiresAt: asked.expiresAt }, "run")
         }

@@ -56,7 +56,9 @@ export const approvalGate = Effect.fnUntraced(function*(
       input: decoded.rawInput,
       expiresAt: (yield* Clock.currentTimeMillis) + Duration.toMillis(Duration.decode(approvalTimeout))
     })
-    if (Option.isNone(approval)) {
+    // Asked before, by an execution whose suspension was never recorded (a crash, a step the store
+    // did not take): its request was not recorded either, so it is now.
+    if (Option.isNone(approval) || run.status !== "suspended") {
       yield* step.emit("approval.requested", `approval:${call.id}`, {
         approvalId: asked.id,
         toolCallId: call.id,
