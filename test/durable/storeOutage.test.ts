@@ -1,10 +1,12 @@
 /**
- * A store that drops its connections while a run executes: the step it did not take is taken
+ * A store that drops its connections, or is locked by another process, while a run executes: the step it did not take is taken
  * again once it answers, the run going on from what the store holds (as after a restart), instead
  * of failing. PostgreSQL plays the store: the test's database is taken away (its connections ended,
  * new ones refused) while a tool call runs, and given back after the call has ended.
  */
+import { spawn } from "node:child_process"
 import { randomUUID } from "node:crypto"
+import { createRequire } from "node:module"
 import { existsSync, readFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
@@ -18,8 +20,22 @@ import { layerFixed } from "../../src/models/ModelResolverLive.js"
 import { durableProject, plan } from "../support/durableProject.js"
 import { plannedModel } from "../support/plannedModel.js"
 import { connect, freshDatabase, postgresUrl, skipPostgres } from "../support/postgres.js"
-import { http, waitForRun } from "../support/server.js"
+import { http, startServer, waitForRun } from "../support/server.js"
 import { tempProject } from "../support/tempProject.js"
+
+const sqliteModule = createRequire(import.meta.url).resolve("better-sqlite3")
+
+/** Polls the run until it has ended, for up to 30 s (a store outage is waited out for longer than `waitForRun` waits). */
+const waitUntilEnded = (url: string, runId: string) =>
+  Effect.gen(function*() {
+    for (let i = 0; i < 300; i++) {
+      const response = yield* http(`${url}/api/runs/${runId}`)
+      const status = (response.json as { readonly status?: string }).status
+      if (status === "completed" || status === "failed" || status === "cancelled") return response.json
+      yield* Effect.sleep("100 millis")
+    }
+    return yield* Effect.die(new Error(`run ${runId} did not end`))
+  })
 
 const lines = (log: string) => existsSync(log) ? readFileSync(log, "utf8").split("\n").filter((l) => l !== "") : []
 
@@ -79,5 +95,32 @@ describe.skipIf(skipPostgres)("a run whose store drops its connections", () => {
       expect(types).toContain("run.resumed")
       expect(types.filter((t) => t === "tool.call.completed")).toHaveLength(2)
       expect(types.at(-1)).toBe("run.completed")
+    }), 60_000)
+})
+
+describe("a run whose SQLite store is locked by another process", () => {
+  it.scopedLive("waits past the busy timeout for the lock and completes", () =>
+    Effect.gen(function*() {
+      const log = join(tmpdir(), `foundry-locked-${randomUUID()}.log`)
+      const root = yield* tempProject(durableProject(log))
+      const server = yield* startServer(root, { model: plannedModel })
+      const created = yield* http(`${server.url}/api/runs`, {
+        body: { agent: "worker", message: plan({ calls: [{ name: "slow", arguments: { ms: 500 } }] }) }
+      })
+      const { runId } = created.json as { readonly runId: string }
+      for (let i = 0; i < 200 && !lines(log).some((l) => l.startsWith(`${runId} start `)); i++) yield* Effect.sleep("20 millis")
+      // Another process takes the write lock and holds it past better-sqlite3's 5 s busy timeout:
+      // the slow call's result meets the lock, and waits it out.
+      const holder = spawn(process.execPath, [
+        "-e",
+        `const db = require(${JSON.stringify(sqliteModule)})(${JSON.stringify(server.storeFile)}); db.exec("BEGIN IMMEDIATE"); ` +
+        `console.log("locked"); setTimeout(() => { db.exec("COMMIT"); db.close() }, 6500)`
+      ])
+      yield* Effect.addFinalizer(() => Effect.sync(() => holder.kill("SIGKILL")))
+      yield* Effect.async<void>((resume) => void holder.stdout.once("data", () => resume(Effect.void)))
+      const run = yield* waitUntilEnded(server.url, runId)
+      expect(run).toMatchObject({ status: "completed" })
+      const events = (yield* http(`${server.url}/api/runs/${runId}/events`)).json as ReadonlyArray<{ readonly type: string }>
+      expect(events.map((e) => e.type)).toContain("run.resumed")
     }), 60_000)
 })
