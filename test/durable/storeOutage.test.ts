@@ -1,8 +1,9 @@
 /**
- * A store that drops its connections, or is locked by another process, while a run executes: the step it did not take is taken
- * again once it answers, the run going on from what the store holds (as after a restart), instead
- * of failing. PostgreSQL plays the store: the test's database is taken away (its connections ended,
- * new ones refused) while a tool call runs, and given back after the call has ended.
+ * A store that does not take a run's step for a while: the step is taken again once it answers,
+ * the run going on from what the store holds (as after a restart), instead of failing. On
+ * PostgreSQL the test's database is taken away (its connections ended, new ones refused) while a
+ * tool call runs, and given back after the call has ended; on SQLite another process holds the
+ * write lock past the busy timeout.
  */
 import { spawn } from "node:child_process"
 import { randomUUID } from "node:crypto"
