@@ -26,18 +26,6 @@ import { tempProject } from "../support/tempProject.js"
 
 const sqliteModule = createRequire(import.meta.url).resolve("better-sqlite3")
 
-/** Polls the run until it has ended, for up to 30 s (a store outage is waited out for longer than `waitForRun` waits). */
-const waitUntilEnded = (url: string, runId: string) =>
-  Effect.gen(function*() {
-    for (let i = 0; i < 300; i++) {
-      const response = yield* http(`${url}/api/runs/${runId}`)
-      const status = (response.json as { readonly status?: string }).status
-      if (status === "completed" || status === "failed" || status === "cancelled") return response.json
-      yield* Effect.sleep("100 millis")
-    }
-    return yield* Effect.die(new Error(`run ${runId} did not end`))
-  })
-
 const lines = (log: string) => existsSync(log) ? readFileSync(log, "utf8").split("\n").filter((l) => l !== "") : []
 
 /** The project at `root` served in-process on its config's store, every agent on the planned model. */
@@ -119,7 +107,8 @@ describe("a run whose SQLite store is locked by another process", () => {
       ])
       yield* Effect.addFinalizer(() => Effect.sync(() => holder.kill("SIGKILL")))
       yield* Effect.async<void>((resume) => void holder.stdout.once("data", () => resume(Effect.void)))
-      const run = yield* waitUntilEnded(server.url, runId)
+      // A store outage is waited out for longer than the default polling waits.
+      const run = yield* waitForRun(server.url, runId, 1200)
       expect(run).toMatchObject({ status: "completed" })
       const events = (yield* http(`${server.url}/api/runs/${runId}/events`)).json as ReadonlyArray<{ readonly type: string }>
       expect(events.map((e) => e.type)).toContain("run.resumed")

@@ -90,6 +90,17 @@ export default defineConfig(${config})
 const toolResults = (request: ModelRequest): ReadonlyArray<string> =>
   request.messages.flatMap((m) => m._tag === "tool" ? [m.content] : [])
 
+/** A model that makes `calls` in its first turn, then answers `text`; `seen` gets the tool results it was shown. */
+const callingOnce = (calls: ReadonlyArray<{ readonly name: string; readonly arguments: unknown }>, text: string) => {
+  const seen: Array<string> = []
+  const model = Scripted.make((request, index) => {
+    if (index === 0) return { toolCalls: calls }
+    seen.push(...toolResults(request))
+    return { text }
+  })
+  return { model, seen }
+}
+
 const runOn = (url: string) =>
   Effect.gen(function*() {
     const created = yield* http(`${url}/api/runs`, { body: { agent: "worker", message: "go" } })
@@ -135,12 +146,7 @@ describe("tool limits", () => {
 
   it.scopedLive("a time limit longer than a timer holds (30 days) is no limit: the call is not stopped at once", () =>
     Effect.gen(function*() {
-      const seen: Array<string> = []
-      const model = Scripted.make((request, index) => {
-        if (index === 0) return { toolCalls: [{ name: "brief", arguments: {} }] }
-        seen.push(...toolResults(request))
-        return { text: "done" }
-      })
+      const { model, seen } = callingOnce([{ name: "brief", arguments: {} }], "done")
       const server = yield* startServer(yield* tempProject(project(`{ toolTimeout: "30 days" }`)), { model })
       const { run } = yield* runOn(server.url)
       expect(run).toMatchObject({ status: "completed" })
@@ -159,12 +165,7 @@ describe("tool limits", () => {
 
   it.scopedLive("a result over toolOutputLimit is cut for the model with a note; the event keeps all of it, redacted", () =>
     Effect.gen(function*() {
-      const seen: Array<string> = []
-      const model = Scripted.make((request, index) => {
-        if (index === 0) return { toolCalls: [{ name: "big", arguments: {} }] }
-        seen.push(...toolResults(request))
-        return { text: "read the start of it" }
-      })
+      const { model, seen } = callingOnce([{ name: "big", arguments: {} }], "read the start of it")
       const server = yield* startServer(yield* tempProject(project(`{ toolOutputLimit: 1000 }`)), { model })
       const { events, run } = yield* runOn(server.url)
       expect(run).toMatchObject({ status: "completed" })

@@ -74,10 +74,10 @@ export interface RunBody {
 const isRunBody = (body: unknown): body is RunBody =>
   typeof body === "object" && body !== null && "status" in body && typeof body.status === "string"
 
-/** Polls a run until it has ended (or the attempts run out). */
-export const waitForRun = (base: string, runId: string) =>
+/** Polls a run until it has ended (or the `attempts`, 25 ms apart, run out). */
+export const waitForRun = (base: string, runId: string, attempts = 400) =>
   Effect.gen(function*() {
-    for (let attempt = 0; attempt < 400; attempt++) {
+    for (let attempt = 0; attempt < attempts; attempt++) {
       const response = yield* http(`${base}/api/runs/${runId}`)
       const body = response.json
       if (isRunBody(body) && (body.status === "completed" || body.status === "failed" || body.status === "cancelled")) {
