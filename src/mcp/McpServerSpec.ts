@@ -5,6 +5,7 @@
  * with `true`. Pure data: nothing here connects.
  */
 import { Config, Duration, Option, ParseResult, type Redacted, Schema } from "effect"
+import { Text } from "../definitions/configFields.js"
 
 /** How long one tool call may take when a server sets no `timeout`. */
 export const defaultMcpTimeout: Duration.DurationInput = "60 seconds"
@@ -19,8 +20,6 @@ export const McpServerName = Schema.String.pipe(
   }),
   Schema.maxLength(32, { description: "a server name of at most 32 characters" })
 )
-
-const Text = Schema.String.pipe(Schema.minLength(1, { description: "a non-empty string" }))
 
 /** A secret read from the environment when the server is connected, e.g. `Config.redacted("GITHUB_TOKEN")`. */
 const SecretConfig = Schema.declare(

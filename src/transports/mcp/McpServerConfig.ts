@@ -4,9 +4,7 @@
  * announced), and how many recent conversations `resources/list` names.
  */
 import { Schema } from "effect"
-import { DurationInputSchema } from "../../definitions/configFields.js"
-
-const WholeAbove0 = Schema.Int.pipe(Schema.positive({ description: "a whole number above 0" }))
+import { DurationInputSchema, WholeAbove0 } from "../../definitions/configFields.js"
 
 /** The tunables. */
 export const McpServerConfig = Schema.Struct({
