@@ -58,12 +58,15 @@ const tooMany = (active: number, limits: TimerLimits): string | undefined =>
     : `refused: this instance already has ${active} active timers, the most it may have ` +
       `(timers.maxPendingPerInstance: ${limits.maxPendingPerInstance} in the project's config); cancel one first`
 
+/** When a timer fires next, as the model reads it; `null` for one that will not. */
+const fireTime = (at: number | null): string | null => at === null ? null : new Date(at).toISOString()
+
 const describe = (activation: ActivationRecord) => ({
   id: activation.id,
   status: activation.status,
   timing: activation.spec.timing,
   message: activation.spec.message,
-  nextFire: activation.nextFire === null ? null : new Date(activation.nextFire).toISOString()
+  nextFire: fireTime(activation.nextFire)
 })
 
 /**
@@ -91,14 +94,12 @@ export const runTimerTool = Effect.fn("engine.runTimerTool")(function*(
   )
   const arm = (timing: ScheduleTiming, message: string, conversation?: string) =>
     Effect.gen(function*() {
-      const nextFire = nextFireAfter(timing, now, now)
-      if (nextFire === null) return failedOutcome(raw, "that time is in the past")
+      // Armed already by this call's first run: its time may have passed since, and that is no refusal.
       const id = timerIdOf(run.id, callId)
       const armed = yield* activations.get(id)
-      if (Option.isSome(armed)) {
-        const { nextFire: next } = armed.value
-        return done({ id, nextFire: next === null ? null : new Date(next).toISOString() })
-      }
+      if (Option.isSome(armed)) return done({ id, nextFire: fireTime(armed.value.nextFire) })
+      const nextFire = nextFireAfter(timing, now, now)
+      if (nextFire === null) return failedOutcome(raw, "that time is in the past")
       const refusal = tooFrequent(timing, now, limits) ?? tooMany(yield* activeTimers, limits)
       if (refusal !== undefined) return failedOutcome(raw, refusal)
       yield* activations.save({
@@ -117,7 +118,7 @@ export const runTimerTool = Effect.fn("engine.runTimerTool")(function*(
         status: "active",
         nextFire
       })
-      return done({ id, nextFire: new Date(nextFire).toISOString() })
+      return done({ id, nextFire: fireTime(nextFire) })
     })
 
   switch (which) {

@@ -8,7 +8,7 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { NodeContext } from "@effect/platform-node"
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Layer } from "effect"
+import { Effect, Layer, TestClock } from "effect"
 import { ActivationStorage, layer as activationStorage } from "../../src/durable/ActivationStorage.js"
 import { RunRecord } from "../../src/durable/records.js"
 import * as SqliteDatabase from "../../src/durable/SqliteDatabase.js"
@@ -50,5 +50,15 @@ describe("a timer tool call run again", () => {
       // Another call is another timer: here, one over the instance's limit.
       const other = yield* runTimerTool("schedule", { in: "2 hours", message: "later" }, run, "call_2", limits)
       expect(other).toMatchObject({ _tag: "Failed", error: expect.stringContaining("maxPendingPerInstance") })
+    }).pipe(Effect.provide(store())))
+
+  it.effect("answers as it did even once the timer's time has passed", () =>
+    Effect.gen(function*() {
+      // The clock is the TestClock, at 0: a wake-up ten seconds in.
+      const sleep = { until: new Date(10_000).toISOString(), message: "wake up" }
+      const first = yield* runTimerTool("sleep", sleep, run, "call_1", limits)
+      expect(first._tag).toBe("Succeeded")
+      yield* TestClock.adjust("20 seconds")
+      expect(yield* runTimerTool("sleep", sleep, run, "call_1", limits)).toEqual(first)
     }).pipe(Effect.provide(store())))
 })
