@@ -121,15 +121,14 @@ export const layer = (options: EventLogOptions = {}) => Layer.scoped(
           }
         }
         if (runFollowers.size > 0) {
-          const touched = new Set<RunInbox>()
           for (const event of stored) {
-            for (const inbox of runFollowers.get(event.runId) ?? []) {
-              inbox.put(event)
-              touched.add(inbox)
-            }
+            for (const inbox of runFollowers.get(event.runId) ?? []) inbox.put(event)
           }
-          // Once every event is in: a follower takes what one publication brings in one take.
-          for (const inbox of touched) inbox.wake()
+          // Once every event is in: a follower takes what one publication brings in one take (an
+          // inbox already woken has no taker waiting, and waking it again does nothing).
+          for (const event of stored) {
+            for (const inbox of runFollowers.get(event.runId) ?? []) inbox.wake()
+          }
         }
         return feedSubscribers === 0 ? Effect.void : Effect.asVoid(PubSub.publishAll(hub, stored))
       })
