@@ -9,7 +9,7 @@
  * that owns its conversation.
  */
 import type { Environments } from "../environments/Environments.js"
-import { Clock, Context, Deferred, Duration, Effect, FiberMap, Option } from "effect"
+import { Clock, Context, Duration, Effect, Fiber, FiberId, Option, Runtime } from "effect"
 import { CurrentApp } from "../compiler/CurrentApp.js"
 import { newId } from "../durable/ids.js"
 import type { ActivationStorage } from "../durable/ActivationStorage.js"
@@ -37,7 +37,7 @@ import {
   RunNotFound,
   type RunRequest
 } from "./Dispatcher.js"
-import { makeConversationLanes, type Place } from "./conversationLanes.js"
+import { makeExecutionQueue, type Place } from "./executionQueue.js"
 import { executorName, isDeadExecutor } from "./executorIdentity.js"
 import { makeInstanceRefusals } from "./instanceRefusals.js"
 import { makeHeldLeases } from "./heldLeases.js"
@@ -50,6 +50,17 @@ export interface RunExecutorOptions {
   readonly leaseTtl?: Duration.DurationInput
   /** Where a run goes to be executed; this process's lane when absent. */
   readonly wake?: (run: RunRecord) => Effect.Effect<void>
+}
+
+/** A run's execution in this process: waiting for its turn until it has a fiber. */
+interface Execution {
+  readonly runId: string
+  readonly place: Place
+  /** The conversation's lease, when the submission took it. */
+  readonly claimed: Lease | undefined
+  fiber: Fiber.RuntimeFiber<void> | undefined
+  /** Told once the execution has ended (or left its lane without starting). */
+  readonly ended: Array<() => void>
 }
 
 /** Makes an executor in the current scope. */
@@ -65,10 +76,17 @@ export const makeRunExecutor = (options: RunExecutorOptions) =>
     // Where runs go: this process's lane unless told otherwise (declared before `schedule`, used after).
     const wake = (run: RunRecord): Effect.Effect<void> => options.wake === undefined ? schedule(run) : options.wake(run)
     const leaseTtl = Duration.toMillis(Duration.decode(options.leaseTtl ?? "3 seconds"))
-    const fibers = yield* FiberMap.make<string>()
-    const slots = yield* Effect.makeSemaphore(options.concurrency)
-    const lanes = makeConversationLanes()
-    const done = new Map<string, Deferred.Deferred<void>>()
+    const runtime = yield* Effect.runtime<never>()
+    const queue = makeExecutionQueue(options.concurrency)
+    // The runs of this process, executing or waiting for their turn.
+    const executions = new Map<string, Execution>()
+    // Shutting down: every execution is stopped (its run stays as stored, resumed later), none starts.
+    yield* Effect.addFinalizer(() =>
+      Effect.suspend(() => {
+        queue.close()
+        return Effect.forEach([...executions.keys()], (runId) => stop(runId), { concurrency: "unbounded", discard: true })
+      })
+    )
 
     /** Waits for the run's conversation lease (another process may be running it), and reads the run's status with it. */
     const claim = (run: RunRecord): Effect.Effect<{ readonly lease: Lease; readonly status: RunStatus }> =>
@@ -82,16 +100,33 @@ export const makeRunExecutor = (options: RunExecutorOptions) =>
               Effect.zipRight(Effect.sleep(Duration.millis(Math.min(Math.max(claimed.expiresAt - now + 5, 5), leaseTtl))), claim(run))))
       )
 
-    const { hold, letGo } = yield* makeHeldLeases(journal, leaseTtl, (runId) => FiberMap.remove(fibers, runId))
+    /** The execution's place leaves its lane, and whoever waits for it to end is told. */
+    const finish = (execution: Execution): void => {
+      if (executions.get(execution.runId) === execution) executions.delete(execution.runId)
+      queue.leave(execution.place)
+      for (const told of execution.ended.splice(0)) told()
+    }
+
+    /** Ends the run's execution here: interrupts it, or takes it out of its lane if it has not started. */
+    const stop = (runId: string): Effect.Effect<void> =>
+      Effect.suspend(() => {
+        const execution = executions.get(runId)
+        if (execution === undefined) return Effect.void
+        if (execution.fiber !== undefined) return Effect.asVoid(Fiber.interrupt(execution.fiber))
+        finish(execution)
+        return execution.claimed === undefined ? Effect.void : letGo(execution.claimed)
+      })
+
+    const { hold, letGo } = yield* makeHeldLeases(journal, leaseTtl, stop)
 
     /**
-     * Executes the run once its conversation's earlier runs are done: in a slot, then under the
+     * Executes the run (its conversation's earlier runs are done, and it has a slot) under the
      * conversation's lease: `claimed` when the submission took it (held, so renewed, since), else
-     * taken inside the slot, so that it is renewed from the moment it is held; either way with the
-     * run's status as stored once it has the slot. Whichever lease it is, it is given up when the
-     * execution ends, however it ends (a step may have released it already).
+     * taken now, so that it is renewed from the moment it is held; either way with the run's status
+     * as stored now. Whichever lease it is, it is given up when the execution ends, however it
+     * ends (a step may have released it already).
      */
-    const execute = (run: RunRecord, previous: Deferred.Deferred<void> | undefined, claimed: Lease | undefined) => {
+    const execute = (run: RunRecord, claimed: Lease | undefined) => {
       let lease = claimed
       const underLease = (status: RunStatus) => {
         // Another process (or a cancel) may have moved the run on while it waited.
@@ -105,20 +140,17 @@ export const makeRunExecutor = (options: RunExecutorOptions) =>
             if (outcome === "suspended") yield* approvals.asked
           }))
       }
-      const inSlot = slots.withPermits(1)(
-        claimed === undefined
-          ? Effect.flatMap(claim(run), (claimedNow) => {
-            lease = claimedNow.lease
-            return Effect.zipRight(hold(claimedNow.lease, run.id), underLease(claimedNow.status))
-          })
-          // Queued with the lease, the run may have been cancelled since (from another process).
-          : Effect.flatMap(Effect.orDie(journal.statusOf(run.id)), (status) => status === undefined ? Effect.void : underLease(status))
+      const leased = claimed === undefined
+        ? Effect.flatMap(claim(run), (claimedNow) => {
+          lease = claimedNow.lease
+          return Effect.zipRight(hold(claimedNow.lease, run.id), underLease(claimedNow.status))
+        })
+        // Queued with the lease, the run may have been cancelled since (from another process).
+        : Effect.flatMap(Effect.orDie(journal.statusOf(run.id)), (status) => status === undefined ? Effect.void : underLease(status))
+      const ended = Effect.ensuring(leased, Effect.suspend(() => lease === undefined ? Effect.void : letGo(lease)))
+      return (run.parentRunId !== null && run.parentToolCallId !== null ? Effect.zipRight(ended, wakeParent(run.id)) : ended).pipe(
+        Effect.catchAllCause((cause) => Effect.logError("run execution crashed", cause))
       )
-      return Effect.gen(function*() {
-        if (previous !== undefined) yield* Deferred.await(previous)
-        yield* Effect.ensuring(inSlot, Effect.suspend(() => lease === undefined ? Effect.void : letGo(lease)))
-        if (run.parentRunId !== null && run.parentToolCallId !== null) yield* wakeParent(run.id)
-      })
     }
 
     /**
@@ -126,26 +158,26 @@ export const makeRunExecutor = (options: RunExecutorOptions) =>
      * with `claimed`, the conversation's lease (`undefined` when another executor held it).
      */
     const schedule = (run: RunRecord, submitted?: { readonly place: Place; readonly claimed: Lease | undefined }): Effect.Effect<void> =>
-      Effect.gen(function*() {
-        const claimed = submitted?.claimed
-        if (claimed !== undefined) yield* hold(claimed, run.id)
-        const place = submitted?.place ?? lanes.enter(run.conversationId, yield* Effect.fiberId)
-        const finished = yield* Deferred.make<void>()
-        done.set(run.id, finished)
-        yield* FiberMap.run(
-          fibers,
-          run.id,
-          execute(run, place.previous, claimed).pipe(
-            Effect.provide(executionContext),
-            Effect.catchAllCause((cause) => Effect.logError("run execution crashed", cause)),
-            Effect.ensuring(Effect.gen(function*() {
-              yield* lanes.leave(run.conversationId, place)
-              yield* Deferred.succeed(finished, undefined)
-              if (done.get(run.id) === finished) done.delete(run.id)
-            }))
-          )
-        )
-      }).pipe(Effect.asVoid)
+      Effect.zipRight(
+        submitted?.claimed === undefined ? Effect.void : hold(submitted.claimed, run.id),
+        Effect.sync(() => {
+          const claimed = submitted?.claimed
+          const place = submitted?.place ?? queue.enter(run.conversationId)
+          const execution: Execution = { runId: run.id, place, claimed, fiber: undefined, ended: [] }
+          const earlier = executions.get(run.id)
+          executions.set(run.id, execution)
+          // Scheduled again while an earlier execution is still here: the later one is the run's.
+          if (earlier?.fiber !== undefined) earlier.fiber.unsafeInterruptAsFork(FiberId.none)
+          else if (earlier !== undefined) finish(earlier)
+          const taken = queue.schedule(place, () => {
+            const fiber = forkExecution(execute(run, claimed))
+            execution.fiber = fiber
+            fiber.addObserver(() => finish(execution))
+          })
+          // Refused by an executor that is shutting down: the run stays as stored, resumed later.
+          if (!taken) finish(execution)
+        })
+      )
 
     const findRun = (runId: string) =>
       store.getRun(runId).pipe(
@@ -198,20 +230,16 @@ export const makeRunExecutor = (options: RunExecutorOptions) =>
           // the order of acceptance. A run that this process executes next in its conversation
           // takes the lease as it is queued: one transaction fewer than claiming it when it starts;
           // a run submitted meanwhile waits behind it instead of claiming that lease.
-          const fiberId = yield* Effect.fiberId
-          const next = !lanes.busy(conversation.id)
-          const place = lanes.enter(conversation.id, fiberId)
+          const next = !queue.busy(conversation.id)
+          const place = queue.enter(conversation.id)
           const written = next
             ? journal.submitAndClaim(submission, queuing, { owner, ttlMillis: leaseTtl })
             : Effect.map(journal.submit(submission, queuing), (run) => ({ run, lease: undefined }))
           const { lease, run } = yield* written.pipe(
             Effect.catchTag("InstanceClosed", unavailable),
-            Effect.onError(() => lanes.leave(conversation.id, place))
+            Effect.onError(() => Effect.sync(() => queue.leave(place)))
           )
-          // Refused only by an executor that is shutting down: the place and the lease go.
-          yield* schedule(run, { place, claimed: lease }).pipe(
-            Effect.onError(() => Effect.zipRight(lanes.leave(conversation.id, place), lease === undefined ? Effect.void : letGo(lease)))
-          )
+          yield* schedule(run, { place, claimed: lease })
           return run
         }))
       })
@@ -238,8 +266,13 @@ export const makeRunExecutor = (options: RunExecutorOptions) =>
         })
     })
 
-    // What every execution runs with: the services, and how it starts child runs (one context, provided once per run).
-    const executionContext = Context.add(context, RunStarter, starter)
+    // What every execution runs with: the services, and how it starts child runs. Forked from the
+    // executor's runtime, not from whoever submitted the run: an execution outlives its submitter.
+    const forkExecution = Runtime.runFork(Runtime.make({
+      context: Context.add(context, RunStarter, starter),
+      fiberRefs: runtime.fiberRefs,
+      runtimeFlags: runtime.runtimeFlags
+    }))
 
     /** When a child run a parent waits for has ended, the parent continues. */
     const wakeParent = (runId: string) =>
@@ -309,7 +342,7 @@ export const makeRunExecutor = (options: RunExecutorOptions) =>
       if (finalStatuses.has(run.status)) {
         return yield* new RunAlreadyEnded({ runId, status: run.status, message: `run "${runId}" has already ${run.status}` })
       }
-      yield* FiberMap.remove(fibers, runId)
+      yield* stop(runId)
       const latest = yield* findRun(runId)
       if (finalStatuses.has(latest.status)) return latest
       // Unfenced: whoever ends the run answers its open calls, in the step that ends it.
@@ -375,9 +408,15 @@ export const makeRunExecutor = (options: RunExecutorOptions) =>
 
     /** Waits until the run's execution in this process has ended; at once when it executes elsewhere. */
     const awaitHere = (runId: string) =>
-      Effect.gen(function*() {
-        const signal = done.get(runId)
-        if (signal !== undefined) yield* Deferred.await(signal)
+      Effect.async<void>((resume) => {
+        const execution = executions.get(runId)
+        if (execution === undefined) return resume(Effect.void)
+        const told = () => resume(Effect.void)
+        execution.ended.push(told)
+        return Effect.sync(() => {
+          const at = execution.ended.indexOf(told)
+          if (at >= 0) execution.ended.splice(at, 1)
+        })
       })
 
     return {
@@ -386,9 +425,9 @@ export const makeRunExecutor = (options: RunExecutorOptions) =>
       /** Executes the run here, after its conversation's runs already in this process's lane. */
       schedule,
       /** Whether the run is executing, or waiting in a lane, in this process. */
-      isHere: (runId: string) => done.has(runId),
-    /** How many runs execute, or wait in a lane, in this process. */
-    executing: () => done.size,
+      isHere: (runId: string) => executions.has(runId),
+      /** How many runs execute, or wait in a lane, in this process. */
+      executing: () => executions.size,
       submit,
       /** Cancels the run if it executes here (else only marks it); `reason` answers each tool call it leaves open. */
       cancel: cancelWith,
