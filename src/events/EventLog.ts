@@ -23,10 +23,12 @@ const stampDrafts = (drafts: ReadonlyArray<EventDraft>, time: number, release: s
 const unstored = (event: UnsequencedEvent): FoundryEvent => ({ ...event, seq: 0 })
 
 /**
- * The next events of a followed stream, chunk by chunk; `Option.none()` once it has ended. What a
- * `Stream` of events is made of, for a writer that pulls them itself (an SSE response).
+ * A run's events as they are followed: each call hands the next ones to `deliver`, now or once
+ * they are published; `undefined` once the run has ended. The stored events come first, then the
+ * live ones, up to the event that ends the run. A callback rather than an effect, for a writer that
+ * forwards them without a fiber of its own (an SSE response); one call at a time.
  */
-export type EventPull = Effect.Effect<Chunk.Chunk<FoundryEvent>, Option.Option<never>>
+export type RunFollower = (deliver: (events: ReadonlyArray<FoundryEvent> | undefined) => void) => void
 
 /** The event log. */
 export class EventLog extends Context.Tag("foundry/EventLog")<EventLog, {
@@ -49,8 +51,8 @@ export class EventLog extends Context.Tag("foundry/EventLog")<EventLog, {
   readonly publish: (events: ReadonlyArray<FoundryEvent>) => Effect.Effect<void>
   /** A run's events: the stored ones, then live ones, ending with the event that ends the run. */
   readonly runEvents: (runId: string) => Stream.Stream<FoundryEvent, StoreError>
-  /** `runEvents` as a pull, subscribed (and its stored events read) in the scope. */
-  readonly pullRunEvents: (runId: string) => Effect.Effect<EventPull, StoreError, Scope.Scope>
+  /** `runEvents` as a follower, subscribed (and its stored events read) in the scope. */
+  readonly followRun: (runId: string) => Effect.Effect<RunFollower, StoreError, Scope.Scope>
   /** Every event matching `filter` with `seq` after `after`, stored then live; never ends. */
   readonly follow: (filter: EventFilter, after: number) => Stream.Stream<FoundryEvent, StoreError>
 }>() {}
@@ -82,6 +84,8 @@ const matches = (filter: EventFilter, event: FoundryEvent): boolean =>
   (filter.agent === undefined || event.agent === filter.agent) &&
   (filter.type === undefined || event.type === filter.type) &&
   (filter.since === undefined || event.time >= filter.since)
+
+const isRunEnd = (event: FoundryEvent): boolean => runEndTypes.has(event.type)
 
 /** The event log over the event storage, with an in-process fan-out. */
 export const layer = (options: EventLogOptions = {}) => Layer.scoped(
@@ -133,19 +137,9 @@ export const layer = (options: EventLogOptions = {}) => Layer.scoped(
         return feedSubscribers === 0 ? Effect.void : Effect.asVoid(PubSub.publishAll(hub, stored))
       })
 
-    /**
-     * Live events for `filter`, as the effect that takes those published since it last took (at
-     * least one): a run's own inbox when it follows one run, else the whole feed.
-     */
-    const subscribe = (filter: EventFilter): Effect.Effect<Effect.Effect<Iterable<FoundryEvent>>, never, Scope.Scope> => {
-      const runId = filter.runId
-      if (runId === undefined) {
-        return Effect.zipRight(
-          Effect.acquireRelease(Effect.sync(() => feedSubscribers++), () => Effect.sync(() => feedSubscribers--)),
-          Effect.map(PubSub.subscribe(hub), (queue) => Queue.takeBetween(queue, 1, Number.POSITIVE_INFINITY))
-        )
-      }
-      return Effect.acquireRelease(
+    /** An inbox of the run's live events, for as long as the scope is open. */
+    const openInbox = (runId: string): Effect.Effect<RunInbox, never, Scope.Scope> =>
+      Effect.acquireRelease(
         Effect.sync(() => {
           const inbox = makeRunInbox()
           const inboxes = runFollowers.get(runId) ?? new Set()
@@ -160,8 +154,39 @@ export const layer = (options: EventLogOptions = {}) => Layer.scoped(
             if (inboxes?.size === 0) runFollowers.delete(runId)
             inbox.close()
           })
-      ).pipe(Effect.map((inbox) => inbox.take))
+      )
+
+    /**
+     * Live events for `filter`, as the effect that takes those published since it last took (at
+     * least one): a run's own inbox when it follows one run, else the whole feed.
+     */
+    const subscribe = (filter: EventFilter): Effect.Effect<Effect.Effect<Iterable<FoundryEvent>>, never, Scope.Scope> => {
+      const runId = filter.runId
+      if (runId === undefined) {
+        return Effect.zipRight(
+          Effect.acquireRelease(Effect.sync(() => feedSubscribers++), () => Effect.sync(() => feedSubscribers--)),
+          Effect.map(PubSub.subscribe(hub), (queue) => Queue.takeBetween(queue, 1, Number.POSITIVE_INFINITY))
+        )
+      }
+      return Effect.map(openInbox(runId), (inbox) => Effect.async<Iterable<FoundryEvent>>((resume) => inbox.takeWith((taken) => resume(Effect.succeed(taken)))))
     }
+
+    /** Counts a follower for as long as the scope is open. */
+    const following = Effect.acquireRelease(Effect.sync(() => followers++), () => Effect.sync(() => followers--))
+
+    /** The stored events matching `filter` after `after`, page by page. */
+    const storedAfter = (filter: EventFilter, after: number) =>
+      Effect.gen(function*() {
+        const stored: Array<FoundryEvent> = []
+        let cursor = after
+        while (true) {
+          const page = yield* storage.list({ ...filter, after: cursor, limit: pageSize })
+          stored.push(...page)
+          const last = page[page.length - 1]
+          if (last === undefined || page.length < pageSize) return stored
+          cursor = last.seq
+        }
+      })
 
     // Written through the database's group commit: an emitter waits until its event is durable.
     const emit = (draft: EventDraft) =>
@@ -182,78 +207,76 @@ export const layer = (options: EventLogOptions = {}) => Layer.scoped(
     const emitLive = (drafts: ReadonlyArray<EventDraft>) => Effect.flatMap(stamp(drafts), (stamped) => publish(stamped.map(unstored)))
 
     /**
-     * Stored events matching `filter` after `after`, then live ones: subscribed first, so none
-     * falls between. With `ending`, the events end with the first event that ends them, or after
-     * the stored ones when those say it is over without one.
+     * Stored events matching `filter` after `after`, then live ones: subscribed first, so none falls
+     * between. One stage, as every follower of the feed pays it per chunk.
      */
-    const pullFrom = (
-      filter: EventFilter,
-      after: number,
-      ending?: {
-        readonly isEnd: (event: FoundryEvent) => boolean
-        readonly endedWithout: Effect.Effect<boolean, StoreError>
-      }
-    ): Effect.Effect<EventPull, StoreError, Scope.Scope> =>
-      Effect.gen(function*() {
+    const follow = (filter: EventFilter, after: number): Stream.Stream<FoundryEvent, StoreError> =>
+      Stream.unwrapScoped(Effect.gen(function*() {
         const takeLive = yield* subscribe(filter)
-        yield* Effect.acquireRelease(Effect.sync(() => followers++), () => Effect.sync(() => followers--))
-        const history: Array<FoundryEvent> = []
-        let cursor = after
-        while (true) {
-          const page = yield* storage.list({ ...filter, after: cursor, limit: pageSize })
-          history.push(...page)
-          const last = page[page.length - 1]
-          if (last === undefined || page.length < pageSize) break
-          cursor = last.seq
-        }
-        const lastSeq = history[history.length - 1]?.seq ?? after
-        // One stage, as every follower pays it per chunk: the stored events as the first chunk,
-        // then whatever came live since the last pull, cut after the end.
+        yield* following
+        let stored: ReadonlyArray<FoundryEvent> | undefined = yield* storedAfter(filter, after)
+        const lastSeq = stored[stored.length - 1]?.seq ?? after
+        const nextLive: Effect.Effect<Chunk.Chunk<FoundryEvent>> = Effect.flatMap(takeLive, (taken) => {
+          const fresh: Array<FoundryEvent> = []
+          for (const event of taken) {
+            if (matches(filter, event) && (event.seq === 0 || event.seq > lastSeq)) fresh.push(event)
+          }
+          return fresh.length === 0 ? nextLive : Effect.succeed(Chunk.unsafeFromArray(fresh))
+        })
+        return Stream.repeatEffectChunk(Effect.suspend(() => {
+          const first = stored
+          stored = undefined
+          return first !== undefined && first.length > 0 ? Effect.succeed(Chunk.unsafeFromArray(first)) : nextLive
+        }))
+      }))
+
+    const followRun = (runId: string): Effect.Effect<RunFollower, StoreError, Scope.Scope> =>
+      Effect.gen(function*() {
+        const inbox = yield* openInbox(runId)
+        yield* following
+        const history = yield* storedAfter({ runId }, 0)
+        const lastSeq = history[history.length - 1]?.seq ?? 0
         let stored: ReadonlyArray<FoundryEvent> | undefined = history
         let ended = false
-        const end = ending === undefined ? -1 : history.findIndex(ending.isEnd)
+        const end = history.findIndex(isRunEnd)
         if (end >= 0) {
           stored = history.slice(0, end + 1)
           ended = true
-        } else if (ending !== undefined) {
-          ended = yield* ending.endedWithout
+        } else {
+          // The run's end event may have been pruned by retention: its status says it ended.
+          const run = yield* store.getRun(runId)
+          ended = run._tag === "Some" && finalStatuses.has(run.value.status)
         }
-        const nextLive: Effect.Effect<Chunk.Chunk<FoundryEvent>> = Effect.flatMap(
-          takeLive,
-          (taken) => {
+        // What came live since the last take, up to the run's end (an event stored before is not again).
+        const live = (deliver: (events: ReadonlyArray<FoundryEvent> | undefined) => void): void =>
+          inbox.takeWith((taken) => {
             const fresh: Array<FoundryEvent> = []
             for (const event of taken) {
-              if (!matches(filter, event) || (event.seq !== 0 && event.seq <= lastSeq)) continue
+              if (event.seq !== 0 && event.seq <= lastSeq) continue
               fresh.push(event)
-              if (ending?.isEnd(event) === true) {
+              if (isRunEnd(event)) {
                 ended = true
                 break
               }
             }
-            return fresh.length === 0 ? nextLive : Effect.succeed(Chunk.unsafeFromArray(fresh))
-          }
-        )
-        const pull: EventPull = Effect.suspend(() => {
+            if (fresh.length === 0) live(deliver)
+            else deliver(fresh)
+          })
+        return (deliver) => {
           const first = stored
           stored = undefined
-          if (first !== undefined && first.length > 0) return Effect.succeed(Chunk.unsafeFromArray(first))
-          return ended ? Effect.fail(Option.none()) : nextLive
-        })
-        return pull
-      })
-
-    const follow = (filter: EventFilter, after: number): Stream.Stream<FoundryEvent, StoreError> =>
-      Stream.unwrapScoped(Effect.map(pullFrom(filter, after), Stream.repeatEffectChunkOption))
-
-    const pullRunEvents = (runId: string) =>
-      pullFrom({ runId }, 0, {
-        isEnd: (event) => runEndTypes.has(event.type),
-        // The run's end event may have been pruned by retention: its status says it ended.
-        endedWithout: Effect.map(store.getRun(runId), (run) => run._tag === "Some" && finalStatuses.has(run.value.status))
+          if (first !== undefined && first.length > 0) return deliver(first)
+          if (ended) return deliver(undefined)
+          live(deliver)
+        }
       })
 
     const runEvents = (runId: string): Stream.Stream<FoundryEvent, StoreError> =>
-      Stream.unwrapScoped(Effect.map(pullRunEvents(runId), Stream.repeatEffectChunkOption))
+      Stream.unwrapScoped(Effect.map(followRun(runId), (next) =>
+        Stream.repeatEffectChunkOption(
+          Effect.async<Chunk.Chunk<FoundryEvent>, Option.Option<never>>((resume) =>
+            next((events) => resume(events === undefined ? Effect.fail(Option.none()) : Effect.succeed(Chunk.unsafeFromArray(events)))))
+        )))
 
     // Retention: old events go by age and by count, checked on an interval.
     const retention = options.retention
@@ -300,7 +323,7 @@ export const layer = (options: EventLogOptions = {}) => Layer.scoped(
       )
     }
 
-    return EventLog.of({ emit, emitLive, stamp, followed: () => followers > 0, publish, runEvents, pullRunEvents, follow })
+    return EventLog.of({ emit, emitLive, stamp, followed: () => followers > 0, publish, runEvents, followRun, follow })
   })
 )
 

@@ -1,10 +1,9 @@
 /**
  * One follower's live events of one run: the log puts each event in as it is published, and the
- * follower takes whatever has come since its last take, all at once. One reader, no capacity, no
- * shutdown: what a `Queue` offers beyond that costs about twenty fiber operations per take, and a
+ * follower takes whatever has come since its last take, all at once, handed to a callback. One
+ * reader, no capacity, no fiber: a `Queue` costs about twenty fiber operations per take, and a
  * run's SSE stream takes once per step of the run (docs/performance.md).
  */
-import { Effect } from "effect"
 import type { FoundryEvent } from "./FoundryEvent.js"
 
 /** A run follower's inbox. */
@@ -13,17 +12,16 @@ export interface RunInbox {
   readonly put: (event: FoundryEvent) => void
   /** Hands what was put since the last take to the follower waiting, if any. */
   readonly wake: () => void
-  /** The events put since the last take (at least one): now, or once `wake` has some. */
-  readonly take: Effect.Effect<ReadonlyArray<FoundryEvent>>
-  /** Ends the inbox: a take waiting now is interrupted, as a shut-down queue's would be. */
+  /** Hands the events put since the last take (at least one) to `taker`: now, or once `wake` has some. */
+  readonly takeWith: (taker: (events: ReadonlyArray<FoundryEvent>) => void) => void
+  /** Ends the inbox: a taker waiting now is never called. */
   readonly close: () => void
 }
 
 /** An empty inbox. */
 export const makeRunInbox = (): RunInbox => {
   let events: Array<FoundryEvent> = []
-  // Told what was taken, or `undefined` when the inbox is closed.
-  let waiting: ((taken: ReadonlyArray<FoundryEvent> | undefined) => void) | undefined
+  let waiting: ((taken: ReadonlyArray<FoundryEvent>) => void) | undefined
   const takeAll = (): ReadonlyArray<FoundryEvent> => {
     const taken = events
     events = []
@@ -35,22 +33,17 @@ export const makeRunInbox = (): RunInbox => {
     },
     wake: () => {
       if (waiting === undefined || events.length === 0) return
-      const resume = waiting
+      const taker = waiting
       waiting = undefined
-      resume(takeAll())
+      taker(takeAll())
     },
-    take: Effect.async<ReadonlyArray<FoundryEvent>>((resume) => {
-      if (events.length > 0) return resume(Effect.succeed(takeAll()))
-      waiting = (taken) => resume(taken === undefined ? Effect.interrupt : Effect.succeed(taken))
-      return Effect.sync(() => {
-        waiting = undefined
-      })
-    }),
+    takeWith: (taker) => {
+      if (events.length > 0) return taker(takeAll())
+      waiting = taker
+    },
     close: () => {
-      const resume = waiting
       waiting = undefined
       events = []
-      resume?.(undefined)
     }
   }
 }

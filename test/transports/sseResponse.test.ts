@@ -7,8 +7,8 @@ import { createServer } from "node:http"
 import { HttpRouter, HttpServer } from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
 import { describe, expect, it } from "@effect/vitest"
-import { Chunk, Context, Deferred, Effect, Layer, Option, Queue, type Scope } from "effect"
-import type { EventPull } from "../../src/events/EventLog.js"
+import { Context, Deferred, Effect, Layer, type Scope } from "effect"
+import type { RunFollower } from "../../src/events/EventLog.js"
 import type { FoundryEvent } from "../../src/events/FoundryEvent.js"
 import { sseResponse } from "../../src/transports/http/handlers/sse.js"
 
@@ -32,7 +32,7 @@ const event = (seq: number, last = false): FoundryEvent => ({
 })
 
 /** Serves `open`'s events as SSE at `/events` on a free loopback port; its base URL. */
-const serve = (open: Effect.Effect<EventPull, never, Scope.Scope>) =>
+const serve = (open: Effect.Effect<RunFollower, never, Scope.Scope>) =>
   Effect.gen(function*() {
     const router = HttpRouter.empty.pipe(HttpRouter.get("/events", sseResponse(open)))
     const context = yield* Layer.build(
@@ -42,18 +42,33 @@ const serve = (open: Effect.Effect<EventPull, never, Scope.Scope>) =>
     return `http://127.0.0.1:${address._tag === "TcpAddress" ? address.port : 0}`
   })
 
-/** A pull over `queue` (at most `max` events at a time) that ends after the run's end; `pulled` counts what it took. */
-const pullOf = (queue: Queue.Queue<FoundryEvent>, max = Number.POSITIVE_INFINITY) => {
+/**
+ * A follower of the events offered to it (at most `max` at a time), ended after the run's end, as
+ * the event log's is; `pulled` counts what it handed on.
+ */
+const followerOf = (max = Number.POSITIVE_INFINITY) => {
+  const pending: Array<FoundryEvent> = []
+  let waiting: ((events: ReadonlyArray<FoundryEvent> | undefined) => void) | undefined
   let ended = false
   let pulled = 0
-  const pull: EventPull = Effect.suspend(() =>
-    ended ? Effect.fail(Option.none()) : Effect.map(Queue.takeBetween(queue, 1, max), (taken) => {
-      ended = Chunk.some(taken, (e) => e.type === "run.completed")
-      pulled += taken.length
-      return taken
-    })
-  )
-  return { pull, pulled: () => pulled }
+  const hand = (deliver: (events: ReadonlyArray<FoundryEvent> | undefined) => void) => {
+    const taken = pending.splice(0, max)
+    ended = taken.some((e) => e.type === "run.completed")
+    pulled += taken.length
+    deliver(taken)
+  }
+  const next: RunFollower = (deliver) => {
+    if (ended) return deliver(undefined)
+    if (pending.length > 0) return hand(deliver)
+    waiting = deliver
+  }
+  const offer = (events: ReadonlyArray<FoundryEvent>) => {
+    pending.push(...events)
+    const deliver = waiting
+    waiting = undefined
+    if (deliver !== undefined) hand(deliver)
+  }
+  return { next, offer, pulled: () => pulled }
 }
 
 /** What is left of a response body, as text; with `pauseMs`, a reader that waits that long after each chunk. */
@@ -75,11 +90,11 @@ const ids = (text: string) => text.split("\n").filter((line) => line.startsWith(
 describe("a run's events as server-sent events", () => {
   it.scopedLive("every frame arrives in order, also for a reader slower than the writer, and the response ends after the end", () =>
     Effect.gen(function*() {
-      const queue = yield* Queue.unbounded<FoundryEvent>()
+      const follower = followerOf()
       const count = 600
-      const url = yield* serve(Effect.succeed(pullOf(queue).pull))
+      const url = yield* serve(Effect.succeed(follower.next))
       // Everything is there before the client reads: far more than the body's buffer holds.
-      yield* Queue.offerAll(queue, [...Array.from({ length: count - 1 }, (_, i) => event(i + 1)), event(count, true)])
+      follower.offer([...Array.from({ length: count - 1 }, (_, i) => event(i + 1)), event(count, true)])
       const text = yield* Effect.promise(async () => {
         const response = await fetch(`${url}/events`)
         return `${response.headers.get("content-type")}\n${await readToEnd(response.body?.getReader(), 1)}`
@@ -91,11 +106,11 @@ describe("a run's events as server-sent events", () => {
 
   it.scopedLive("a client that goes away closes what the response opened", () =>
     Effect.gen(function*() {
-      const queue = yield* Queue.unbounded<FoundryEvent>()
+      const follower = followerOf()
       const closed = yield* Deferred.make<void>()
-      const open = Effect.as(Effect.addFinalizer(() => Deferred.succeed(closed, undefined)), pullOf(queue).pull)
+      const open = Effect.as(Effect.addFinalizer(() => Deferred.succeed(closed, undefined)), follower.next)
       const url = yield* serve(open)
-      yield* Queue.offer(queue, event(1))
+      follower.offer([event(1)])
       const first = yield* Effect.promise(async () => {
         const controller = new AbortController()
         const response = await fetch(`${url}/events`, { signal: controller.signal })
@@ -106,18 +121,17 @@ describe("a run's events as server-sent events", () => {
       })
       expect(ids(first)).toEqual([1])
       // The run goes on without the client: nothing is left open for it.
-      yield* Queue.offer(queue, event(2))
+      follower.offer([event(2)])
       yield* Deferred.await(closed).pipe(Effect.timeoutFail({ duration: "5 seconds", onTimeout: () => new Error("the subscription was never closed") }))
       expect(yield* Deferred.isDone(closed)).toBe(true)
     }))
 
   it.scopedLive("a client that does not read holds the writer back: no more is pulled than the connection can hold", () =>
     Effect.gen(function*() {
-      const queue = yield* Queue.unbounded<FoundryEvent>()
+      const follower = followerOf(10)
       const count = 60_000
-      const { pull, pulled } = pullOf(queue, 10)
-      const url = yield* serve(Effect.succeed(pull))
-      yield* Queue.offerAll(queue, [...Array.from({ length: count - 1 }, (_, i) => event(i + 1)), event(count, true)])
+      const url = yield* serve(Effect.succeed(follower.next))
+      follower.offer([...Array.from({ length: count - 1 }, (_, i) => event(i + 1)), event(count, true)])
       const response = yield* Effect.promise(() => fetch(`${url}/events`))
       const reader = response.body?.getReader()
       const first = yield* Effect.promise(async () => new TextDecoder().decode((await reader?.read())?.value))
@@ -125,21 +139,21 @@ describe("a run's events as server-sent events", () => {
       // About 40 MB of frames wait to be read: what is pulled meanwhile is what the connection's
       // buffers hold (about 4 MB on this machine), far below that.
       yield* Effect.sleep("300 millis")
-      const pulledWhileWaiting = pulled()
+      const pulledWhileWaiting = follower.pulled()
       expect(pulledWhileWaiting).toBeLessThan(count / 2)
       const rest = yield* Effect.promise(() => readToEnd(reader, 0))
       expect(ids(first + rest)).toEqual(Array.from({ length: count }, (_, i) => i + 1))
-      expect(pulled()).toBe(count)
+      expect(follower.pulled()).toBe(count)
     }))
 
   it.scopedLive("a HEAD request, answered without a body, closes what the response opened", () =>
     Effect.gen(function*() {
-      const queue = yield* Queue.unbounded<FoundryEvent>()
+      const follower = followerOf()
       const opened = yield* Deferred.make<void>()
       const closed = yield* Deferred.make<void>()
       const open = Effect.zipRight(
         Effect.zipRight(Deferred.succeed(opened, undefined), Effect.addFinalizer(() => Deferred.succeed(closed, undefined))),
-        Effect.succeed(pullOf(queue).pull)
+        Effect.succeed(follower.next)
       )
       const url = yield* serve(open)
       const head = yield* Effect.promise(() => fetch(`${url}/events`, { method: "HEAD" }))

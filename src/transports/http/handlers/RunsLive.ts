@@ -79,7 +79,7 @@ export const RunsLive = HttpApiBuilder.group(FoundryApi, "runs", (handlers) =>
           yield* findRun(path.runId)
           const request = yield* HttpServerRequest.HttpServerRequest
           if ((request.headers.accept ?? "").includes("text/event-stream")) {
-            return yield* sseResponse(events.pullRunEvents(path.runId))
+            return yield* sseResponse(events.followRun(path.runId))
           }
           const stored = yield* eventStorage.list({ runId: path.runId, limit: 100_000 })
           return yield* HttpServerResponse.json(stored).pipe(Effect.orDie)
