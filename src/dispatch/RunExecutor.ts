@@ -158,26 +158,33 @@ export const makeRunExecutor = (options: RunExecutorOptions) =>
      * with `claimed`, the conversation's lease (`undefined` when another executor held it).
      */
     const schedule = (run: RunRecord, submitted?: { readonly place: Place; readonly claimed: Lease | undefined }): Effect.Effect<void> =>
-      Effect.zipRight(
-        submitted?.claimed === undefined ? Effect.void : hold(submitted.claimed, run.id),
-        Effect.sync(() => {
-          const claimed = submitted?.claimed
-          const place = submitted?.place ?? queue.enter(run.conversationId)
-          const execution: Execution = { runId: run.id, place, claimed, fiber: undefined, ended: [] }
-          const earlier = executions.get(run.id)
-          executions.set(run.id, execution)
-          // Scheduled again while an earlier execution is still here: the later one is the run's.
-          if (earlier?.fiber !== undefined) earlier.fiber.unsafeInterruptAsFork(FiberId.none)
-          else if (earlier !== undefined) finish(earlier)
-          const taken = queue.schedule(place, () => {
-            const fiber = forkExecution(execute(run, claimed))
-            execution.fiber = fiber
-            fiber.addObserver(() => finish(execution))
-          })
-          // Refused by an executor that is shutting down: the run stays as stored, resumed later.
-          if (!taken) finish(execution)
+      // Held from before it can start: an execution that ends lets go of a lease already held.
+      Effect.zipRight(submitted?.claimed === undefined ? Effect.void : hold(submitted.claimed, run.id), Effect.suspend(() => {
+        const claimed = submitted?.claimed
+        const place = submitted?.place ?? queue.enter(run.conversationId)
+        const execution: Execution = { runId: run.id, place, claimed, fiber: undefined, ended: [] }
+        const earlier = executions.get(run.id)
+        executions.set(run.id, execution)
+        // Scheduled again while an earlier execution is still here: the later one is the run's, and
+        // a lease the earlier one's submission took is given up (the later one claims its own).
+        let given: Lease | undefined
+        if (earlier?.fiber !== undefined) earlier.fiber.unsafeInterruptAsFork(FiberId.none)
+        else if (earlier !== undefined) {
+          finish(earlier)
+          given = earlier.claimed
+        }
+        const taken = queue.schedule(place, () => {
+          // Started from the scheduler, not inside whoever left the place before it.
+          const fiber = forkExecution(execute(run, claimed), { immediate: false })
+          execution.fiber = fiber
+          fiber.addObserver(() => finish(execution))
         })
-      )
+        const earlierLease = given === undefined ? Effect.void : letGo(given)
+        if (taken) return earlierLease
+        // Refused by an executor that is shutting down: the run stays as stored, resumed later; its lease goes.
+        finish(execution)
+        return Effect.zipRight(earlierLease, claimed === undefined ? Effect.void : letGo(claimed))
+      }))
 
     const findRun = (runId: string) =>
       store.getRun(runId).pipe(
@@ -271,7 +278,8 @@ export const makeRunExecutor = (options: RunExecutorOptions) =>
     const forkExecution = Runtime.runFork(Runtime.make({
       context: Context.add(context, RunStarter, starter),
       fiberRefs: runtime.fiberRefs,
-      runtimeFlags: runtime.runtimeFlags
+      // Interruptible whatever region the executor was made in: cancels and shutdown interrupt executions.
+      runtimeFlags: Runtime.defaultRuntime.runtimeFlags
     }))
 
     /** When a child run a parent waits for has ended, the parent continues. */

@@ -26,9 +26,10 @@ const unstored = (event: UnsequencedEvent): FoundryEvent => ({ ...event, seq: 0 
  * A run's events as they are followed: each call hands the next ones to `deliver`, now or once
  * they are published; `undefined` once the run has ended. The stored events come first, then the
  * live ones, up to the event that ends the run. A callback rather than an effect, for a writer that
- * forwards them without a fiber of its own (an SSE response); one call at a time.
+ * forwards them without a fiber of its own (an SSE response); one call at a time. It returns what
+ * takes the call back while it waits (`deliver` is then not called).
  */
-export type RunFollower = (deliver: (events: ReadonlyArray<FoundryEvent> | undefined) => void) => void
+export type RunFollower = (deliver: (events: ReadonlyArray<FoundryEvent> | undefined) => void) => () => void
 
 /** The event log. */
 export class EventLog extends Context.Tag("foundry/EventLog")<EventLog, {
@@ -168,7 +169,11 @@ export const layer = (options: EventLogOptions = {}) => Layer.scoped(
           Effect.map(PubSub.subscribe(hub), (queue) => Queue.takeBetween(queue, 1, Number.POSITIVE_INFINITY))
         )
       }
-      return Effect.map(openInbox(runId), (inbox) => Effect.async<Iterable<FoundryEvent>>((resume) => inbox.takeWith((taken) => resume(Effect.succeed(taken)))))
+      return Effect.map(openInbox(runId), (inbox) =>
+        Effect.async<Iterable<FoundryEvent>>((resume) => {
+          inbox.takeWith((taken) => resume(Effect.succeed(taken)))
+          return Effect.sync(inbox.withdraw)
+        }))
     }
 
     /** Counts a follower for as long as the scope is open. */
@@ -234,18 +239,18 @@ export const layer = (options: EventLogOptions = {}) => Layer.scoped(
       Effect.gen(function*() {
         const inbox = yield* openInbox(runId)
         yield* following
+        // Read before the events: a run that ends after this read has its end event among them or
+        // in the inbox; one that had ended and whose end event is not stored had it pruned.
+        const run = yield* store.getRun(runId)
+        const endedBefore = run._tag === "Some" && finalStatuses.has(run.value.status)
         const history = yield* storedAfter({ runId }, 0)
         const lastSeq = history[history.length - 1]?.seq ?? 0
         let stored: ReadonlyArray<FoundryEvent> | undefined = history
-        let ended = false
+        let ended = endedBefore
         const end = history.findIndex(isRunEnd)
         if (end >= 0) {
           stored = history.slice(0, end + 1)
           ended = true
-        } else {
-          // The run's end event may have been pruned by retention: its status says it ended.
-          const run = yield* store.getRun(runId)
-          ended = run._tag === "Some" && finalStatuses.has(run.value.status)
         }
         // What came live since the last take, up to the run's end (an event stored before is not again).
         const live = (deliver: (events: ReadonlyArray<FoundryEvent> | undefined) => void): void =>
@@ -262,20 +267,27 @@ export const layer = (options: EventLogOptions = {}) => Layer.scoped(
             if (fresh.length === 0) live(deliver)
             else deliver(fresh)
           })
+        const nothingToTakeBack = () => {}
         return (deliver) => {
           const first = stored
           stored = undefined
-          if (first !== undefined && first.length > 0) return deliver(first)
-          if (ended) return deliver(undefined)
-          live(deliver)
+          if (first !== undefined && first.length > 0) deliver(first)
+          else if (ended) deliver(undefined)
+          else {
+            live(deliver)
+            return inbox.withdraw
+          }
+          return nothingToTakeBack
         }
       })
 
     const runEvents = (runId: string): Stream.Stream<FoundryEvent, StoreError> =>
       Stream.unwrapScoped(Effect.map(followRun(runId), (next) =>
         Stream.repeatEffectChunkOption(
-          Effect.async<Chunk.Chunk<FoundryEvent>, Option.Option<never>>((resume) =>
-            next((events) => resume(events === undefined ? Effect.fail(Option.none()) : Effect.succeed(Chunk.unsafeFromArray(events)))))
+          Effect.async<Chunk.Chunk<FoundryEvent>, Option.Option<never>>((resume) => {
+            const takeBack = next((events) => resume(events === undefined ? Effect.fail(Option.none()) : Effect.succeed(Chunk.unsafeFromArray(events))))
+            return Effect.sync(takeBack)
+          })
         )))
 
     // Retention: old events go by age and by count, checked on an interval.

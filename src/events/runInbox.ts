@@ -14,6 +14,8 @@ export interface RunInbox {
   readonly wake: () => void
   /** Hands the events put since the last take (at least one) to `taker`: now, or once `wake` has some. */
   readonly takeWith: (taker: (events: ReadonlyArray<FoundryEvent>) => void) => void
+  /** Takes back the taker waiting, if any: it is not called (a follower that stopped waiting). */
+  readonly withdraw: () => void
   /** Ends the inbox: a taker waiting now is never called. */
   readonly close: () => void
 }
@@ -40,6 +42,9 @@ export const makeRunInbox = (): RunInbox => {
     takeWith: (taker) => {
       if (events.length > 0) return taker(takeAll())
       waiting = taker
+    },
+    withdraw: () => {
+      waiting = undefined
     },
     close: () => {
       waiting = undefined

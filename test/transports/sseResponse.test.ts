@@ -58,9 +58,12 @@ const followerOf = (max = Number.POSITIVE_INFINITY) => {
     deliver(taken)
   }
   const next: RunFollower = (deliver) => {
-    if (ended) return deliver(undefined)
-    if (pending.length > 0) return hand(deliver)
-    waiting = deliver
+    if (ended) deliver(undefined)
+    else if (pending.length > 0) hand(deliver)
+    else waiting = deliver
+    return () => {
+      waiting = undefined
+    }
   }
   const offer = (events: ReadonlyArray<FoundryEvent>) => {
     pending.push(...events)

@@ -34,25 +34,38 @@ export const sseResponse = (open: Effect.Effect<RunFollower, StoreError, Scope.S
     const scope = yield* Scope.make()
     const next = yield* restore(Scope.extend(open, scope)).pipe(Effect.onError(() => Scope.close(scope, Exit.void)))
     const runFork = Runtime.runFork(yield* Effect.runtime<never>())
+    const close = () => runFork(Scope.close(scope, Exit.void))
     // The client reads (its buffer is not full); a delivery is asked for; the last one came.
     let reading = false
     let asked = false
     let ended = false
+    const forward = (events: ReadonlyArray<FoundryEvent> | undefined): void => {
+      if (events === undefined) {
+        ended = true
+        body.push(null)
+        // Followed no longer: the run's live events need not be kept for it while the client lingers.
+        close()
+        return
+      }
+      // Pushing may read again at once: `asked` holds until every frame of this delivery is in.
+      for (const event of events) {
+        if (!body.push(sseFrame(event))) reading = false
+      }
+      asked = false
+      ask()
+    }
     const ask = (): void => {
       if (!reading || asked || ended) return
       asked = true
       next((events) => {
-        if (events === undefined) {
+        // Called inside the publication of the run's events: a failure here is this stream's alone.
+        try {
+          forward(events)
+        } catch (error) {
           ended = true
-          body.push(null)
-          return
+          runFork(Effect.logError("a run's event stream failed", error))
+          body.destroy()
         }
-        // Pushing may read again at once: `asked` holds until every frame of this delivery is in.
-        for (const event of events) {
-          if (!body.push(sseFrame(event))) reading = false
-        }
-        asked = false
-        ask()
       })
     }
     const body = new Readable({
@@ -61,7 +74,7 @@ export const sseResponse = (open: Effect.Effect<RunFollower, StoreError, Scope.S
         ask()
       }
     })
-    body.once("close", () => runFork(Scope.close(scope, Exit.void)))
+    body.once("close", close)
     // The platform closes the request's scope once the response is written, or once it is not.
     const request = yield* Effect.serviceOption(Scope.Scope)
     if (Option.isSome(request)) yield* Scope.addFinalizer(request.value, Effect.sync(() => body.destroy()))
