@@ -115,15 +115,28 @@ export const groupCommit = (writeBatch: BatchWriter) =>
   })
 
 /**
+ * What a synchronous batch writer did with a batch: wrote it (or failed it as a whole), or could
+ * not begin, because the connection is inside a client's transaction or because another process
+ * holds the database's write lock.
+ */
+export type SyncBatch =
+  | { readonly _tag: "Done"; readonly written: Either.Either<ReadonlyArray<BatchOutcome>, StoreError> }
+  | { readonly _tag: "InTransaction" }
+  | { readonly _tag: "Locked" }
+
+/**
  * Group commit for a database whose batches are written synchronously (SQLite through
  * better-sqlite3): a unit waits in a plain array, and the batch is written once the fibers that
  * can run now have run, so every unit they hand in shares it. `writeNow` writes a batch now, or
- * returns `undefined` when the connection is inside a client's transaction; the batch then waits
- * for `whenFree`, which runs its effect once that transaction is over.
+ * says why it could not begin. Inside a client's transaction, the batch waits for `whenFree`, which
+ * runs its effect once that transaction is over. Locked by another process, it is tried again a
+ * few milliseconds later, the thread free meanwhile, for up to `lockWait` milliseconds; then the
+ * batch fails, and its writers decide what to do (a run's step waits the store out).
  */
 export const groupCommitSync = (
-  writeNow: (units: ReadonlyArray<WriteUnit>) => Either.Either<ReadonlyArray<BatchOutcome>, StoreError> | undefined,
-  whenFree: (write: () => void) => void
+  writeNow: (units: ReadonlyArray<WriteUnit>) => SyncBatch,
+  whenFree: (write: () => void) => void,
+  lockWait: number
 ) => {
   interface Pending {
     readonly unit: WriteUnit
@@ -131,17 +144,37 @@ export const groupCommitSync = (
   }
   let pending: Array<Pending> = []
   let scheduled = false
+  // Since when, and how many times, another process's lock has kept the batch from beginning.
+  let lockedSince: number | undefined
+  let lockedTries = 0
   const flush = (): void => {
     scheduled = false
     if (pending.length === 0) return
     const batch = pending.length <= maxBatch ? pending : pending.slice(0, maxBatch)
-    const written = writeNow(batch.map((p) => p.unit))
-    if (written === undefined) {
+    const result = writeNow(batch.map((p) => p.unit))
+    if (result._tag === "InTransaction") {
       // Everything stays pending, and only `whenFree` flushes next: no flush per turn of the loop
       // while the transaction lasts.
       scheduled = true
       return whenFree(flush)
     }
+    let written: Either.Either<ReadonlyArray<BatchOutcome>, StoreError>
+    if (result._tag === "Locked") {
+      const now = Date.now()
+      lockedSince ??= now
+      if (now - lockedSince < lockWait) {
+        scheduled = true
+        setTimeout(flush, Math.min(2 ** lockedTries++, 50))
+        return
+      }
+      written = Either.left(
+        new StoreError({ operation: "write", message: `database is locked: another process has held its write lock for over ${lockWait} ms` })
+      )
+    } else {
+      written = result.written
+    }
+    lockedSince = undefined
+    lockedTries = 0
     pending = pending.length <= maxBatch ? [] : pending.slice(maxBatch)
     if (pending.length > 0) schedule()
     for (const [index, item] of batch.entries()) item.resume(settled(written, index))

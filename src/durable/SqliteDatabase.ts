@@ -11,10 +11,25 @@ import { FileSystem, Path } from "@effect/platform"
 import { SqlClient, SqlConnection, Statement as SqlStatement } from "@effect/sql"
 import { SqlError } from "@effect/sql/SqlError"
 import Sqlite from "better-sqlite3"
-import { Context, Effect, Either, Layer, Scope, String as Str } from "effect"
-import { type BatchOutcome, Database, groupCommitSync, type Statement, startupContention, type WriteUnit } from "./Database.js"
+import { Context, Duration, Effect, Either, Layer, Schedule, Scope, String as Str } from "effect"
+import { type BatchOutcome, Database, groupCommitSync, type Statement, startupContention, type SyncBatch, type WriteUnit } from "./Database.js"
 import { migrate } from "./migrations.js"
 import { messageOf, StoreError } from "./StoreError.js"
+
+/**
+ * How long a write waits for another process's write lock before it fails. Waited without
+ * blocking the thread: the connection's own busy timeout is 0, so SQLite says at once that the
+ * database is busy, and the write is tried again a few milliseconds later (better-sqlite3's default
+ * busy timeout of 5 s would hold the whole process, its HTTP server and lease renewals, that long).
+ */
+const lockWait = 5000
+
+/** Tried again shortly while another process holds the lock, for up to `lockWait` in all. */
+const whileLocked = Schedule.exponential("1 millis").pipe(Schedule.union(Schedule.spaced("50 millis")), Schedule.upTo(Duration.millis(lockWait)))
+
+/** SQLite refused a statement because another process holds a lock it needs. */
+const isBusy = (cause: unknown): boolean =>
+  typeof cause === "object" && cause !== null && "code" in cause && typeof cause.code === "string" && cause.code.startsWith("SQLITE_BUSY")
 
 /** Prepared statements by their text: the same few dozen statements run again and again. */
 const preparedCache = (db: Sqlite.Database) => {
@@ -33,7 +48,7 @@ export const make = (filename: string) =>
   Effect.gen(function*() {
     const db = yield* Effect.acquireRelease(
       Effect.try({
-        try: () => new Sqlite(filename),
+        try: () => new Sqlite(filename, { timeout: 0 }),
         catch: (cause) => new StoreError({ operation: "open", message: `cannot open ${filename}: ${messageOf(cause)}` })
       }),
       (db) => Effect.sync(() => db.close())
@@ -49,6 +64,28 @@ export const make = (filename: string) =>
     let writeTransactions = 0
     let commitMillis = 0
 
+    /**
+     * `run` now; outside a transaction (a `BEGIN IMMEDIATE` among them), again shortly while another
+     * process's lock refuses it, without a wait on the thread (nothing is added when it succeeds).
+     */
+    const retryingWhileLocked = <A, E>(run: () => A, failure: (cause: unknown) => E): Effect.Effect<A, E> => {
+      const once = Effect.suspend(() => {
+        try {
+          return Either.right(run())
+        } catch (cause) {
+          return Either.left(cause)
+        }
+      })
+      const again = once.pipe(Effect.retry({ schedule: whileLocked, while: (cause) => isBusy(cause) && !db.inTransaction }), Effect.mapError(failure))
+      return Effect.suspend(() => {
+        try {
+          return Effect.succeed(run())
+        } catch (cause) {
+          return isBusy(cause) && !db.inTransaction ? again : Effect.fail(failure(cause))
+        }
+      })
+    }
+
     /** Counts a statement about to run; a write outside a transaction is a transaction of its own. */
     const count = (statement: Sqlite.Statement) => {
       statements++
@@ -63,8 +100,11 @@ export const make = (filename: string) =>
       return []
     }
 
-    /** A statement as the `SqlClient` runs it: a failure is the `SqlError` it expects. */
-    const attempt = <A>(run: () => A) => Effect.try({ try: run, catch: (cause) => new SqlError({ cause, message: "Failed to execute statement" }) })
+    /**
+     * A statement as the `SqlClient` runs it: a failure is the `SqlError` it expects. Outside a
+     * transaction (a `BEGIN IMMEDIATE` among them), one that met another process's lock is tried again.
+     */
+    const attempt = <A>(run: () => A) => retryingWhileLocked(run, (cause) => new SqlError({ cause, message: "Failed to execute statement" }))
     const transformed = (
       rows: ReadonlyArray<Record<string, unknown>>,
       transformRows: (<A extends object>(rows: ReadonlyArray<A>) => ReadonlyArray<A>) | undefined
@@ -107,8 +147,8 @@ export const make = (filename: string) =>
       spanAttributes: [["db.system.name", "sqlite"]]
     })
 
-    // IMMEDIATE: the write lock is taken (waiting for another process's, up to the busy timeout)
-    // before the first statement. A deferred transaction that reads first (a unit's guard) and then
+    // IMMEDIATE: the write lock is taken (or, held by another process, refused at once and tried
+    // again later) before the first statement. A deferred transaction that reads first (a unit's guard) and then
     // writes after another process has committed is refused at once with SQLITE_BUSY, without
     // waiting: its snapshot is stale.
     const begin = db.prepare("BEGIN IMMEDIATE")
@@ -128,7 +168,6 @@ export const make = (filename: string) =>
      * so a unit whose statement fails (a unique key, say) is rolled back alone.
      */
     const writeBatch = (units: ReadonlyArray<WriteUnit>): ReadonlyArray<BatchOutcome> => {
-      begin.run()
       try {
         const outcomes = units.length === 1
           ? [writeUnit(units[0] ?? { statements: [] })]
@@ -159,11 +198,19 @@ export const make = (filename: string) =>
     // A client transaction holds the permit, and the connection, across fibers; outside one, a
     // batch or a read runs synchronously and nothing can come between its statements.
     const write = groupCommitSync(
-      (units) =>
-        db.inTransaction ? undefined : Either.try({
-          try: () => writeBatch(units),
-          catch: (cause) => new StoreError({ operation: "write", message: messageOf(cause) })
-        }),
+      (units): SyncBatch => {
+        if (db.inTransaction) return inTransaction
+        try {
+          begin.run()
+        } catch (cause) {
+          if (isBusy(cause)) return locked
+          return { _tag: "Done", written: Either.left(new StoreError({ operation: "write", message: messageOf(cause) })) }
+        }
+        return {
+          _tag: "Done",
+          written: Either.try({ try: () => writeBatch(units), catch: (cause) => new StoreError({ operation: "write", message: messageOf(cause) }) })
+        }
+      },
       (flush) =>
         Effect.runFork(permit.withPermits(1)(Effect.suspend(() => {
           if (!db.inTransaction) return Effect.sync(flush)
@@ -179,13 +226,15 @@ export const make = (filename: string) =>
               }
             })
           )
-        })))
+        }))),
+      lockWait
     )
+    // A read in WAL mode meets a lock only while another process recovers or checkpoints the log.
     const readNow = (statement: Statement) =>
-      Effect.try({
-        try: () => execute(prepare(statement.sql), statement.params),
-        catch: (cause) => new StoreError({ operation: "read", message: messageOf(cause) })
-      })
+      retryingWhileLocked(
+        () => execute(prepare(statement.sql), statement.params),
+        (cause) => new StoreError({ operation: "read", message: messageOf(cause) })
+      )
 
     return Database.of({
       dialect: "sqlite",
@@ -195,6 +244,9 @@ export const make = (filename: string) =>
       stats: Effect.sync(() => ({ statements, writeTransactions, commitMillis }))
     })
   })
+
+const inTransaction: SyncBatch = { _tag: "InTransaction" }
+const locked: SyncBatch = { _tag: "Locked" }
 
 const isRow = (value: unknown): value is Record<string, unknown> => typeof value === "object" && value !== null
 const isValues = (value: unknown): value is ReadonlyArray<unknown> => Array.isArray(value)
