@@ -9,7 +9,7 @@
  * that owns its conversation.
  */
 import type { Environments } from "../environments/Environments.js"
-import { Clock, Context, Duration, Effect, Fiber, FiberId, Option, Runtime } from "effect"
+import { Clock, Context, Duration, Effect, type Fiber, Option, Runtime } from "effect"
 import { CurrentApp } from "../compiler/CurrentApp.js"
 import { newId } from "../durable/ids.js"
 import type { ActivationStorage } from "../durable/ActivationStorage.js"
@@ -37,7 +37,8 @@ import {
   RunNotFound,
   type RunRequest
 } from "./Dispatcher.js"
-import { makeExecutionQueue, type Place } from "./executionQueue.js"
+import type { Place } from "./executionQueue.js"
+import { makeExecutions } from "./executions.js"
 import { executorName, isDeadExecutor } from "./executorIdentity.js"
 import { makeInstanceRefusals } from "./instanceRefusals.js"
 import { makeHeldLeases } from "./heldLeases.js"
@@ -50,17 +51,6 @@ export interface RunExecutorOptions {
   readonly leaseTtl?: Duration.DurationInput
   /** Where a run goes to be executed; this process's lane when absent. */
   readonly wake?: (run: RunRecord) => Effect.Effect<void>
-}
-
-/** A run's execution in this process: waiting for its turn until it has a fiber. */
-interface Execution {
-  readonly runId: string
-  readonly place: Place
-  /** The conversation's lease, when the submission took it. */
-  readonly claimed: Lease | undefined
-  fiber: Fiber.RuntimeFiber<void> | undefined
-  /** Told once the execution has ended (or left its lane without starting). */
-  readonly ended: Array<() => void>
 }
 
 /** Makes an executor in the current scope. */
@@ -77,16 +67,12 @@ export const makeRunExecutor = (options: RunExecutorOptions) =>
     const wake = (run: RunRecord): Effect.Effect<void> => options.wake === undefined ? schedule(run) : options.wake(run)
     const leaseTtl = Duration.toMillis(Duration.decode(options.leaseTtl ?? "3 seconds"))
     const runtime = yield* Effect.runtime<never>()
-    const queue = makeExecutionQueue(options.concurrency)
-    // The runs of this process, executing or waiting for their turn.
-    const executions = new Map<string, Execution>()
-    // Shutting down: every execution is stopped (its run stays as stored, resumed later), none starts.
-    yield* Effect.addFinalizer(() =>
-      Effect.suspend(() => {
-        queue.close()
-        return Effect.forEach([...executions.keys()], (runId) => stop(runId), { concurrency: "unbounded", discard: true })
-      })
-    )
+    const executions = yield* makeExecutions({
+      concurrency: options.concurrency,
+      // Started from the scheduler, not inside whoever left the place before it.
+      fork: (run, claimed): Fiber.RuntimeFiber<void> => forkExecution(execute(run, claimed), { immediate: false }),
+      letGo: (lease): Effect.Effect<void> => letGo(lease)
+    })
 
     /** Waits for the run's conversation lease (another process may be running it), and reads the run's status with it. */
     const claim = (run: RunRecord): Effect.Effect<{ readonly lease: Lease; readonly status: RunStatus }> =>
@@ -100,24 +86,7 @@ export const makeRunExecutor = (options: RunExecutorOptions) =>
               Effect.zipRight(Effect.sleep(Duration.millis(Math.min(Math.max(claimed.expiresAt - now + 5, 5), leaseTtl))), claim(run))))
       )
 
-    /** The execution's place leaves its lane, and whoever waits for it to end is told. */
-    const finish = (execution: Execution): void => {
-      if (executions.get(execution.runId) === execution) executions.delete(execution.runId)
-      queue.leave(execution.place)
-      for (const told of execution.ended.splice(0)) told()
-    }
-
-    /** Ends the run's execution here: interrupts it, or takes it out of its lane if it has not started. */
-    const stop = (runId: string): Effect.Effect<void> =>
-      Effect.suspend(() => {
-        const execution = executions.get(runId)
-        if (execution === undefined) return Effect.void
-        if (execution.fiber !== undefined) return Effect.asVoid(Fiber.interrupt(execution.fiber))
-        finish(execution)
-        return execution.claimed === undefined ? Effect.void : letGo(execution.claimed)
-      })
-
-    const { hold, letGo } = yield* makeHeldLeases(journal, leaseTtl, stop)
+    const { hold, letGo } = yield* makeHeldLeases(journal, leaseTtl, executions.stop)
 
     /**
      * Executes the run (its conversation's earlier runs are done, and it has a slot) under the
@@ -159,32 +128,7 @@ export const makeRunExecutor = (options: RunExecutorOptions) =>
      */
     const schedule = (run: RunRecord, submitted?: { readonly place: Place; readonly claimed: Lease | undefined }): Effect.Effect<void> =>
       // Held from before it can start: an execution that ends lets go of a lease already held.
-      Effect.zipRight(submitted?.claimed === undefined ? Effect.void : hold(submitted.claimed, run.id), Effect.suspend(() => {
-        const claimed = submitted?.claimed
-        const place = submitted?.place ?? queue.enter(run.conversationId)
-        const execution: Execution = { runId: run.id, place, claimed, fiber: undefined, ended: [] }
-        const earlier = executions.get(run.id)
-        executions.set(run.id, execution)
-        // Scheduled again while an earlier execution is still here: the later one is the run's, and
-        // a lease the earlier one's submission took is given up (the later one claims its own).
-        let given: Lease | undefined
-        if (earlier?.fiber !== undefined) earlier.fiber.unsafeInterruptAsFork(FiberId.none)
-        else if (earlier !== undefined) {
-          finish(earlier)
-          given = earlier.claimed
-        }
-        const taken = queue.schedule(place, () => {
-          // Started from the scheduler, not inside whoever left the place before it.
-          const fiber = forkExecution(execute(run, claimed), { immediate: false })
-          execution.fiber = fiber
-          fiber.addObserver(() => finish(execution))
-        })
-        const earlierLease = given === undefined ? Effect.void : letGo(given)
-        if (taken) return earlierLease
-        // Refused by an executor that is shutting down: the run stays as stored, resumed later; its lease goes.
-        finish(execution)
-        return Effect.zipRight(earlierLease, claimed === undefined ? Effect.void : letGo(claimed))
-      }))
+      Effect.zipRight(submitted?.claimed === undefined ? Effect.void : hold(submitted.claimed, run.id), executions.schedule(run, submitted))
 
     const findRun = (runId: string) =>
       store.getRun(runId).pipe(
@@ -237,14 +181,14 @@ export const makeRunExecutor = (options: RunExecutorOptions) =>
           // the order of acceptance. A run that this process executes next in its conversation
           // takes the lease as it is queued: one transaction fewer than claiming it when it starts;
           // a run submitted meanwhile waits behind it instead of claiming that lease.
-          const next = !queue.busy(conversation.id)
-          const place = queue.enter(conversation.id)
+          const next = !executions.busy(conversation.id)
+          const place = executions.enter(conversation.id)
           const written = next
             ? journal.submitAndClaim(submission, queuing, { owner, ttlMillis: leaseTtl })
             : Effect.map(journal.submit(submission, queuing), (run) => ({ run, lease: undefined }))
           const { lease, run } = yield* written.pipe(
             Effect.catchTag("InstanceClosed", unavailable),
-            Effect.onError(() => Effect.sync(() => queue.leave(place)))
+            Effect.onError(() => Effect.sync(() => executions.leave(place)))
           )
           yield* schedule(run, { place, claimed: lease })
           return run
@@ -350,7 +294,7 @@ export const makeRunExecutor = (options: RunExecutorOptions) =>
       if (finalStatuses.has(run.status)) {
         return yield* new RunAlreadyEnded({ runId, status: run.status, message: `run "${runId}" has already ${run.status}` })
       }
-      yield* stop(runId)
+      yield* executions.stop(runId)
       const latest = yield* findRun(runId)
       if (finalStatuses.has(latest.status)) return latest
       // Unfenced: whoever ends the run answers its open calls, in the step that ends it.
@@ -414,28 +358,15 @@ export const makeRunExecutor = (options: RunExecutorOptions) =>
       return runs.length
     })
 
-    /** Waits until the run's execution in this process has ended; at once when it executes elsewhere. */
-    const awaitHere = (runId: string) =>
-      Effect.async<void>((resume) => {
-        const execution = executions.get(runId)
-        if (execution === undefined) return resume(Effect.void)
-        const told = () => resume(Effect.void)
-        execution.ended.push(told)
-        return Effect.sync(() => {
-          const at = execution.ended.indexOf(told)
-          if (at >= 0) execution.ended.splice(at, 1)
-        })
-      })
-
     return {
       /** This executor's name, as it holds leases. */
       owner,
       /** Executes the run here, after its conversation's runs already in this process's lane. */
       schedule,
       /** Whether the run is executing, or waiting in a lane, in this process. */
-      isHere: (runId: string) => executions.has(runId),
+      isHere: executions.isHere,
       /** How many runs execute, or wait in a lane, in this process. */
-      executing: () => executions.size,
+      executing: executions.count,
       submit,
       /** Cancels the run if it executes here (else only marks it); `reason` answers each tool call it leaves open. */
       cancel: cancelWith,
@@ -444,7 +375,8 @@ export const makeRunExecutor = (options: RunExecutorOptions) =>
       decide,
       /** Resumes every unfinished run of the store in this process. */
       recover,
-      awaitHere,
+      /** Waits until the run's execution in this process has ended; at once when it executes elsewhere. */
+      awaitHere: executions.awaitHere,
       findRun
     }
   })
