@@ -31,8 +31,11 @@ export const RunsLive = HttpApiBuilder.group(FoundryApi, "runs", (handlers) =>
     const events = yield* EventLog
     const journal = yield* RunJournal
 
-    /** Submits a run; a key that already started a run for another request is refused, not answered with that run. */
-    const create = Effect.fn("Runs.create")(function*(payload: typeof CreateRun.Type, idempotencyKey: string | undefined) {
+    /**
+     * Submits a run; a key that already started a run for another request is refused, not answered
+     * with that run. No span of its own: the submission's (`Dispatcher.submit`) is this request's.
+     */
+    const create = Effect.fnUntraced(function*(payload: typeof CreateRun.Type, idempotencyKey: string | undefined) {
       const run = yield* dispatcher.submit({ ...payload, idempotencyKey })
       if (idempotencyKey !== undefined) {
         const first = yield* journal.idempotencyFingerprint(run.id)
