@@ -233,6 +233,9 @@ const executeRun = (app: CompiledApp, agent: CompiledAgent, run: RunRecord, step
     }
   })
 
+/** A budget check that lets the run go on. */
+const withinBudget: Effect.Effect<RunOutcome | undefined> = Effect.succeed(undefined)
+
 /**
  * The agent's budgets for one execution: the instance's daily ones before each turn, the run's
  * own after each (its totals kept here as each turn adds to them; the store holds them from
@@ -302,12 +305,11 @@ const makeBudgetCheck = (context: RunContext) =>
     })
     const checkRun = () => {
       const exceeded = runOverBudget(budgets, totals)
-      return exceeded === undefined ? Effect.succeed(undefined) : overBudget(exceeded)
+      return exceeded === undefined ? withinBudget : overBudget(exceeded)
     }
     return {
       /** The instance's usage today (its runs started since UTC midnight, this one included) against its daily budgets. */
-      beforeTurn: Effect.gen(function*() {
-        if (!hasDailyBudget(budgets)) return undefined
+      beforeTurn: !hasDailyBudget(budgets) ? withinBudget : Effect.gen(function*() {
         const now = yield* Clock.currentTimeMillis
         const today = yield* store.sumUsage({ agent: run.agent, instanceId: run.instanceId, since: now - (now % 86_400_000) })
         const exceeded = instanceOverBudget(budgets, today)
