@@ -141,11 +141,12 @@ export const groupCommitSync = (
   interface Pending {
     readonly unit: WriteUnit
     readonly resume: (exit: Exit.Exit<UnitResult, StoreError>) => void
+    /** When the unit first met another process's lock; each unit waits `lockWait` from then. */
+    lockedSince: number | undefined
   }
   let pending: Array<Pending> = []
   let scheduled = false
-  // Since when, and how many times, another process's lock has kept the batch from beginning.
-  let lockedSince: number | undefined
+  // Tries in a row that another process's lock kept a batch from beginning: the next waits longer.
   let lockedTries = 0
   const flush = (): void => {
     scheduled = false
@@ -158,26 +159,28 @@ export const groupCommitSync = (
       scheduled = true
       return whenFree(flush)
     }
-    let written: Either.Either<ReadonlyArray<BatchOutcome>, StoreError>
-    if (result._tag === "Locked") {
-      const now = Date.now()
-      lockedSince ??= now
-      if (now - lockedSince < lockWait) {
-        scheduled = true
-        setTimeout(flush, Math.min(2 ** lockedTries++, 50))
-        return
-      }
-      written = Either.left(
-        new StoreError({ operation: "write", message: `database is locked: another process has held its write lock for over ${lockWait} ms` })
-      )
-    } else {
-      written = result.written
-    }
-    lockedSince = undefined
+    if (result._tag === "Locked") return waitForLock(batch)
     lockedTries = 0
     pending = pending.length <= maxBatch ? [] : pending.slice(maxBatch)
     if (pending.length > 0) schedule()
-    for (const [index, item] of batch.entries()) item.resume(settled(written, index))
+    for (const [index, item] of batch.entries()) item.resume(settled(result.written, index))
+  }
+  // Tried again shortly; a unit that has waited `lockWait` for the lock fails, the others wait on.
+  const waitForLock = (batch: ReadonlyArray<Pending>): void => {
+    const now = Date.now()
+    const expired = new Set<Pending>()
+    for (const item of batch) {
+      item.lockedSince ??= now
+      if (now - item.lockedSince >= lockWait) expired.add(item)
+    }
+    if (expired.size > 0) {
+      pending = pending.filter((item) => !expired.has(item))
+      const locked = new StoreError({ operation: "write", message: `database is locked: another process has held its write lock for over ${lockWait} ms` })
+      for (const item of expired) item.resume(Exit.fail(locked))
+    }
+    if (pending.length === 0) return
+    scheduled = true
+    setTimeout(flush, Math.min(2 ** lockedTries++, 50))
   }
   // After the I/O callbacks of this turn of the event loop and the fibers they woke: units of
   // requests that arrived together share the transaction (a microtask would commit each
@@ -189,7 +192,7 @@ export const groupCommitSync = (
   }
   return (unit: WriteUnit): Effect.Effect<UnitResult, StoreError> =>
     Effect.async<UnitResult, StoreError>((resume) => {
-      pending.push({ unit, resume })
+      pending.push({ unit, resume, lockedSince: undefined })
       schedule()
     })
 }

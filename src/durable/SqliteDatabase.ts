@@ -67,21 +67,31 @@ export const make = (filename: string) =>
     /**
      * `run` now; outside a transaction (a `BEGIN IMMEDIATE` among them), again shortly while another
      * process's lock refuses it, without a wait on the thread (nothing is added when it succeeds).
+     * Each later try goes through `connected`, which keeps it out of a client's transaction begun
+     * meanwhile on the one connection; inside a transaction nothing is tried again.
      */
-    const retryingWhileLocked = <A, E>(run: () => A, failure: (cause: unknown) => E): Effect.Effect<A, E> => {
-      const once = Effect.suspend(() => {
+    const retryingWhileLocked = <A, E>(
+      run: () => A,
+      failure: (cause: unknown) => E,
+      connected: <B, F>(attempt: Effect.Effect<B, F>) => Effect.Effect<B, F>
+    ): Effect.Effect<A, E> => {
+      const retriable = (cause: unknown) => isBusy(cause) && !db.inTransaction
+      const once = connected(Effect.suspend(() => {
         try {
           return Either.right(run())
         } catch (cause) {
           return Either.left(cause)
         }
-      })
-      const again = once.pipe(Effect.retry({ schedule: whileLocked, while: (cause) => isBusy(cause) && !db.inTransaction }), Effect.mapError(failure))
+      }))
+      const again = Effect.zipRight(
+        Effect.sleep(Duration.millis(1)),
+        once.pipe(Effect.retry({ schedule: whileLocked, while: retriable }), Effect.mapError(failure))
+      )
       return Effect.suspend(() => {
         try {
           return Effect.succeed(run())
         } catch (cause) {
-          return isBusy(cause) && !db.inTransaction ? again : Effect.fail(failure(cause))
+          return retriable(cause) ? again : Effect.fail(failure(cause))
         }
       })
     }
@@ -104,7 +114,9 @@ export const make = (filename: string) =>
      * A statement as the `SqlClient` runs it: a failure is the `SqlError` it expects. Outside a
      * transaction (a `BEGIN IMMEDIATE` among them), one that met another process's lock is tried again.
      */
-    const attempt = <A>(run: () => A) => retryingWhileLocked(run, (cause) => new SqlError({ cause, message: "Failed to execute statement" }))
+    // The `SqlClient` holds the permit for the statement (see `acquirer`) or its transaction holds it.
+    const attempt = <A>(run: () => A) =>
+      retryingWhileLocked(run, (cause) => new SqlError({ cause, message: "Failed to execute statement" }), (effect) => effect)
     const transformed = (
       rows: ReadonlyArray<Record<string, unknown>>,
       transformRows: (<A extends object>(rows: ReadonlyArray<A>) => ReadonlyArray<A>) | undefined
@@ -133,7 +145,8 @@ export const make = (filename: string) =>
 
     const permit = yield* Effect.makeSemaphore(1)
     const client = yield* SqlClient.make({
-      acquirer: permit.withPermits(1)(Effect.succeed(connection)),
+      // Held until the statement is over, its tries while another process holds the lock included.
+      acquirer: Effect.as(Effect.acquireRelease(permit.take(1), () => permit.release(1)), connection),
       transactionAcquirer: Effect.uninterruptibleMask((restore) =>
         Effect.as(
           Effect.zipRight(restore(permit.take(1)), Effect.tap(Effect.scope, (scope) => Scope.addFinalizer(scope, permit.release(1)))),
@@ -233,7 +246,8 @@ export const make = (filename: string) =>
     const readNow = (statement: Statement) =>
       retryingWhileLocked(
         () => execute(prepare(statement.sql), statement.params),
-        (cause) => new StoreError({ operation: "read", message: messageOf(cause) })
+        (cause) => new StoreError({ operation: "read", message: messageOf(cause) }),
+        (effect) => Effect.suspend(() => db.inTransaction ? permit.withPermits(1)(effect) : effect)
       )
 
     return Database.of({
