@@ -50,10 +50,10 @@ export class EventLog extends Context.Tag("foundry/EventLog")<EventLog, {
   readonly followed: () => boolean
   /** Publishes events already stored to live subscribers, in order. */
   readonly publish: (events: ReadonlyArray<FoundryEvent>) => Effect.Effect<void>
-  /** A run's events: the stored ones, then live ones, ending with the event that ends the run. */
+  /** A run's events: the stored ones, then live ones, ending with the event that ends the run (none for no such run). */
   readonly runEvents: (runId: string) => Stream.Stream<FoundryEvent, StoreError>
-  /** `runEvents` as a follower, subscribed (and its stored events read) in the scope. */
-  readonly followRun: (runId: string) => Effect.Effect<RunFollower, StoreError, Scope.Scope>
+  /** `runEvents` as a follower, subscribed (and its stored events read) in the scope; `None` when there is no such run. */
+  readonly followRun: (runId: string) => Effect.Effect<Option.Option<RunFollower>, StoreError, Scope.Scope>
   /** Every event matching `filter` with `seq` after `after`, stored then live; never ends. */
   readonly follow: (filter: EventFilter, after: number) => Stream.Stream<FoundryEvent, StoreError>
 }>() {}
@@ -235,14 +235,15 @@ export const layer = (options: EventLogOptions = {}) => Layer.scoped(
         }))
       }))
 
-    const followRun = (runId: string): Effect.Effect<RunFollower, StoreError, Scope.Scope> =>
+    const followRun = (runId: string): Effect.Effect<Option.Option<RunFollower>, StoreError, Scope.Scope> =>
       Effect.gen(function*() {
         const inbox = yield* openInbox(runId)
         yield* following
         // Read before the events: a run that ends after this read has its end event among them or
         // in the inbox; one that had ended and whose end event is not stored had it pruned.
         const run = yield* store.getRun(runId)
-        const endedBefore = run._tag === "Some" && finalStatuses.has(run.value.status)
+        if (Option.isNone(run)) return Option.none()
+        const endedBefore = finalStatuses.has(run.value.status)
         const history = yield* storedAfter({ runId }, 0)
         const lastSeq = history[history.length - 1]?.seq ?? 0
         let stored: ReadonlyArray<FoundryEvent> | undefined = history
@@ -268,7 +269,7 @@ export const layer = (options: EventLogOptions = {}) => Layer.scoped(
             else deliver(fresh)
           })
         const nothingToTakeBack = () => {}
-        return (deliver) => {
+        const follower: RunFollower = (deliver) => {
           const first = stored
           stored = undefined
           if (first !== undefined && first.length > 0) deliver(first)
@@ -279,16 +280,20 @@ export const layer = (options: EventLogOptions = {}) => Layer.scoped(
           }
           return nothingToTakeBack
         }
+        return Option.some(follower)
       })
 
     const runEvents = (runId: string): Stream.Stream<FoundryEvent, StoreError> =>
-      Stream.unwrapScoped(Effect.map(followRun(runId), (next) =>
-        Stream.repeatEffectChunkOption(
-          Effect.async<Chunk.Chunk<FoundryEvent>, Option.Option<never>>((resume) => {
-            const takeBack = next((events) => resume(events === undefined ? Effect.fail(Option.none()) : Effect.succeed(Chunk.unsafeFromArray(events))))
-            return Effect.sync(takeBack)
-          })
-        )))
+      Stream.unwrapScoped(Effect.map(followRun(runId), Option.match({
+        onNone: () => Stream.empty,
+        onSome: (next) =>
+          Stream.repeatEffectChunkOption(
+            Effect.async<Chunk.Chunk<FoundryEvent>, Option.Option<never>>((resume) => {
+              const takeBack = next((events) => resume(events === undefined ? Effect.fail(Option.none()) : Effect.succeed(Chunk.unsafeFromArray(events))))
+              return Effect.sync(takeBack)
+            })
+          )
+      })))
 
     // Retention: old events go by age and by count, checked on an interval.
     const retention = options.retention

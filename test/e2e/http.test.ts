@@ -82,6 +82,12 @@ describe("the HTTP API's edges", () => {
       const run = yield* http(`${server.url}/api/runs/run_nope`)
       expect(run.status).toBe(404)
       expect(run.json).toMatchObject({ _tag: "RunNotFound", runId: "run_nope" })
+      // Its events too, as JSON and as a stream: refused before any stream starts.
+      for (const accept of ["application/json", "text/event-stream"]) {
+        const events = yield* http(`${server.url}/api/runs/run_nope/events`, { headers: { accept } })
+        expect(events.status).toBe(404)
+        expect(events.json).toMatchObject({ _tag: "RunNotFound", runId: "run_nope" })
+      }
       const conversation = yield* http(`${server.url}/api/conversations/conv_nope/messages`)
       expect(conversation.status).toBe(404)
       const wrongConversation = yield* http(`${server.url}/api/runs`, {

@@ -14,10 +14,12 @@ import { sseResponse } from "./sse.js"
 import { orStoreUnavailable } from "./storeUnavailable.js"
 import { runView } from "./toView.js"
 
+const notFound = (runId: string) => new RunNotFound({ runId, message: `there is no run "${runId}"` })
+
 const findRun = (runId: string) =>
   Effect.flatMap(Store, (store) => store.getRun(runId)).pipe(
     Effect.flatMap(Option.match({
-      onNone: () => Effect.fail(new RunNotFound({ runId, message: `there is no run "${runId}"` })),
+      onNone: () => Effect.fail(notFound(runId)),
       onSome: Effect.succeed
     }))
   )
@@ -79,11 +81,15 @@ export const RunsLive = HttpApiBuilder.group(FoundryApi, "runs", (handlers) =>
         ))
       .handleRaw("events", ({ path }) =>
         Effect.gen(function*() {
-          yield* findRun(path.runId)
           const request = yield* HttpServerRequest.HttpServerRequest
           if ((request.headers.accept ?? "").includes("text/event-stream")) {
-            return yield* sseResponse(events.followRun(path.runId))
+            // The follower reads the run itself (after subscribing): no run, no stream.
+            return yield* sseResponse(Effect.flatMap(events.followRun(path.runId), Option.match({
+              onNone: () => Effect.fail(notFound(path.runId)),
+              onSome: Effect.succeed
+            })))
           }
+          yield* findRun(path.runId)
           const stored = yield* eventStorage.list({ runId: path.runId, limit: 100_000 })
           return yield* HttpServerResponse.json(stored).pipe(Effect.orDie)
         }).pipe(orStoreUnavailable))

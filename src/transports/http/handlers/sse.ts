@@ -5,7 +5,6 @@
 import { Readable } from "node:stream"
 import { HttpServerResponse } from "@effect/platform"
 import { Effect, Exit, Option, Runtime, Scope } from "effect"
-import type { StoreError } from "../../../durable/StoreError.js"
 import type { RunFollower } from "../../../events/EventLog.js"
 import type { FoundryEvent } from "../../../events/FoundryEvent.js"
 
@@ -29,7 +28,7 @@ export const heartbeatFrame: Uint8Array = encoder.encode(": heartbeat\n\n")
  * when the request's scope closes without the body ever being written (a `HEAD` request, a client
  * gone before the answer).
  */
-export const sseResponse = (open: Effect.Effect<RunFollower, StoreError, Scope.Scope>) =>
+export const sseResponse = <E>(open: Effect.Effect<RunFollower, E, Scope.Scope>) =>
   Effect.uninterruptibleMask((restore) => Effect.gen(function*() {
     const scope = yield* Scope.make()
     const next = yield* restore(Scope.extend(open, scope)).pipe(Effect.onError(() => Scope.close(scope, Exit.void)))
