@@ -20,7 +20,7 @@ import { messageOf, StoreError } from "./StoreError.js"
  * How long a write waits for another process's write lock before it fails. Waited without
  * blocking the thread: the connection's own busy timeout is 0, so SQLite says at once that the
  * database is busy, and the write is tried again a few milliseconds later (better-sqlite3's default
- * busy timeout of 5 s would hold the whole process, its HTTP server and lease renewals, that long).
+ * busy timeout of 5 s would hold the whole process, its HTTP server, timers and other runs, that long).
  */
 const lockWait = 5000
 
@@ -112,9 +112,10 @@ export const make = (filename: string) =>
 
     /**
      * A statement as the `SqlClient` runs it: a failure is the `SqlError` it expects. Outside a
-     * transaction (a `BEGIN IMMEDIATE` among them), one that met another process's lock is tried again.
+     * transaction (a `BEGIN IMMEDIATE` among them), one that met another process's lock is tried
+     * again; the connection is its own meanwhile, as the `SqlClient` holds the permit for the
+     * statement (see `acquirer`) or its transaction holds it.
      */
-    // The `SqlClient` holds the permit for the statement (see `acquirer`) or its transaction holds it.
     const attempt = <A>(run: () => A) =>
       retryingWhileLocked(run, (cause) => new SqlError({ cause, message: "Failed to execute statement" }), (effect) => effect)
     const transformed = (
@@ -161,9 +162,9 @@ export const make = (filename: string) =>
     })
 
     // IMMEDIATE: the write lock is taken (or, held by another process, refused at once and tried
-    // again later) before the first statement. A deferred transaction that reads first (a unit's guard) and then
-    // writes after another process has committed is refused at once with SQLITE_BUSY, without
-    // waiting: its snapshot is stale.
+    // again later) before the first statement. A deferred transaction that reads first (a unit's
+    // guard) and then writes after another process has committed is refused at once with
+    // SQLITE_BUSY, without waiting: its snapshot is stale.
     const begin = db.prepare("BEGIN IMMEDIATE")
     const commit = db.prepare("COMMIT")
     const rollback = db.prepare("ROLLBACK")
@@ -213,16 +214,13 @@ export const make = (filename: string) =>
     const write = groupCommitSync(
       (units): SyncBatch => {
         if (db.inTransaction) return inTransaction
+        const failed = (cause: unknown) => new StoreError({ operation: "write", message: messageOf(cause) })
         try {
           begin.run()
         } catch (cause) {
-          if (isBusy(cause)) return locked
-          return { _tag: "Done", written: Either.left(new StoreError({ operation: "write", message: messageOf(cause) })) }
+          return isBusy(cause) ? locked : { _tag: "Done", written: Either.left(failed(cause)) }
         }
-        return {
-          _tag: "Done",
-          written: Either.try({ try: () => writeBatch(units), catch: (cause) => new StoreError({ operation: "write", message: messageOf(cause) }) })
-        }
+        return { _tag: "Done", written: Either.try({ try: () => writeBatch(units), catch: failed }) }
       },
       (flush) =>
         Effect.runFork(permit.withPermits(1)(Effect.suspend(() => {
