@@ -14,15 +14,14 @@ import { sseResponse } from "./sse.js"
 import { orStoreUnavailable } from "./storeUnavailable.js"
 import { runView } from "./toView.js"
 
-const notFound = (runId: string) => new RunNotFound({ runId, message: `there is no run "${runId}"` })
+/** What was found for run `runId`, or its 404. */
+const orNotFound = (runId: string) =>
+  Option.match({
+    onNone: () => Effect.fail(new RunNotFound({ runId, message: `there is no run "${runId}"` })),
+    onSome: <A>(found: A) => Effect.succeed(found)
+  })
 
-const findRun = (runId: string) =>
-  Effect.flatMap(Store, (store) => store.getRun(runId)).pipe(
-    Effect.flatMap(Option.match({
-      onNone: () => Effect.fail(notFound(runId)),
-      onSome: Effect.succeed
-    }))
-  )
+const findRun = (runId: string) => Effect.flatMap(Store, (store) => Effect.flatMap(store.getRun(runId), orNotFound(runId)))
 
 /** Handlers for `/api/runs`. */
 export const RunsLive = HttpApiBuilder.group(FoundryApi, "runs", (handlers) =>
@@ -84,10 +83,7 @@ export const RunsLive = HttpApiBuilder.group(FoundryApi, "runs", (handlers) =>
           const request = yield* HttpServerRequest.HttpServerRequest
           if ((request.headers.accept ?? "").includes("text/event-stream")) {
             // The follower reads the run itself (after subscribing): no run, no stream.
-            return yield* sseResponse(Effect.flatMap(events.followRun(path.runId), Option.match({
-              onNone: () => Effect.fail(notFound(path.runId)),
-              onSome: Effect.succeed
-            })))
+            return yield* sseResponse(Effect.flatMap(events.followRun(path.runId), orNotFound(path.runId)))
           }
           yield* findRun(path.runId)
           const stored = yield* eventStorage.list({ runId: path.runId, limit: 100_000 })
