@@ -18,6 +18,13 @@ export type SqlValue = string | number | null
 export interface Statement {
   readonly sql: string
   readonly params: ReadonlyArray<SqlValue>
+  /**
+   * Set on an INSERT of this many rows into a table keyed by an autoincrement `seq`, written
+   * without `RETURNING`: the statement returns each inserted row's `{ seq }`, in the order of its
+   * `VALUES`. Each dialect answers the cheapest way it can (SQLite numbers one statement's rows
+   * consecutively up to the last inserted rowid; PostgreSQL adds `RETURNING seq`).
+   */
+  readonly sequencedRows?: number | undefined
 }
 
 /** A row a statement returned, by column name as the database spells it (snake_case). */

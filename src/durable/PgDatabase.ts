@@ -76,10 +76,11 @@ export const make = Effect.gen(function*() {
   const execute = (statement: Statement): Effect.Effect<ReadonlyArray<Row>, unknown> =>
     Effect.suspend(() => {
       statements++
-      let text = texts.get(statement.sql)
+      const source = statement.sequencedRows === undefined ? statement.sql : `${statement.sql} RETURNING seq`
+      let text = texts.get(source)
       if (text === undefined) {
-        text = numbered(statement.sql)
-        texts.set(statement.sql, text)
+        text = numbered(source)
+        texts.set(source, text)
       }
       return sql.unsafe<Row>(text, statement.params).withoutTransform
     })

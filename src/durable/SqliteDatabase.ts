@@ -172,9 +172,23 @@ export const make = (filename: string) =>
     const releaseSavepoint = db.prepare("RELEASE unit")
     const rollbackToSavepoint = db.prepare("ROLLBACK TO unit")
 
+    /**
+     * A unit's statement. An insert that asks for its rows' `seq`s is told them without `RETURNING`
+     * (which costs about a sixth of an event insert): the rows of one statement take consecutive
+     * rowids, the last of which the insert reports.
+     */
+    const executeInUnit = (s: Statement): ReadonlyArray<Record<string, unknown>> => {
+      const rows = s.sequencedRows
+      if (rows === undefined) return execute(prepare(s.sql), s.params)
+      const statement = prepare(s.sql)
+      count(statement)
+      const last = Number(statement.run(...s.params).lastInsertRowid)
+      return Array.from({ length: rows }, (_, index) => ({ seq: last - rows + 1 + index }))
+    }
+
     const writeUnit = (unit: WriteUnit): BatchOutcome => {
       if (unit.guard !== undefined && execute(prepare(unit.guard.sql), unit.guard.params).length === 0) return { _tag: "Refused" }
-      return { _tag: "Written", rows: unit.statements.map((s: Statement) => execute(prepare(s.sql), s.params)) }
+      return { _tag: "Written", rows: unit.statements.map(executeInUnit) }
     }
 
     /**

@@ -302,6 +302,48 @@ const environments = Effect.gen(function*() {
   yield* sql`CREATE INDEX foundry_artifacts_by_run ON foundry_artifacts (run_id, created_at)`
 })
 
+/**
+ * Events without a unique index on `id`: no query looks an event up by it, ids are unique by
+ * construction (`ids.ts`), and keeping the index cost about a third of every event insert
+ * (docs/performance.md). SQLite cannot drop a table's constraint, so there the table is rebuilt,
+ * keeping its rows, its indexes and where its `seq` counter stood (events may have been pruned).
+ */
+const eventsWithoutUniqueId = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  yield* sql.onDialectOrElse({
+    pg: () => sql`ALTER TABLE foundry_events DROP CONSTRAINT IF EXISTS events_id_key`,
+    orElse: () =>
+      Effect.gen(function*() {
+        const counter = yield* sql<{ readonly seq: number }>`SELECT seq FROM sqlite_sequence WHERE name = 'foundry_events'`
+        yield* sql`CREATE TABLE foundry_events_rebuilt (
+          seq INTEGER PRIMARY KEY AUTOINCREMENT,
+          id TEXT NOT NULL,
+          time BIGINT NOT NULL,
+          type TEXT NOT NULL,
+          trace_id TEXT NOT NULL,
+          span_id TEXT NOT NULL,
+          parent_span_id TEXT,
+          run_id TEXT NOT NULL,
+          conversation_id TEXT NOT NULL,
+          instance_id TEXT NOT NULL,
+          agent TEXT NOT NULL,
+          release TEXT NOT NULL,
+          data TEXT NOT NULL
+        )`
+        yield* sql`INSERT INTO foundry_events_rebuilt SELECT * FROM foundry_events`
+        yield* sql`DROP TABLE foundry_events`
+        yield* sql`ALTER TABLE foundry_events_rebuilt RENAME TO foundry_events`
+        for (const { seq } of counter) {
+          yield* sql`DELETE FROM sqlite_sequence WHERE name = 'foundry_events'`
+          yield* sql`INSERT INTO sqlite_sequence (name, seq) VALUES ('foundry_events', ${seq})`
+        }
+        yield* sql`CREATE INDEX events_by_run ON foundry_events (run_id, seq)`
+        yield* sql`CREATE INDEX events_by_time ON foundry_events (time)`
+        yield* sql`CREATE INDEX events_by_conversation ON foundry_events (conversation_id, seq)`
+      })
+  })
+})
+
 /** Every table of the store, without its prefix. */
 const tables = ["instances", "conversations", "messages", "runs", "events", "approvals", "conversation_leases", "deliveries", "activations", "grants"]
 
@@ -321,7 +363,8 @@ export const migrations = {
   "0012_run_order": runOrder,
   "0013_instance_lifecycle": instanceLifecycle,
   "0014_releases": releases,
-  "0015_environments": environments
+  "0015_environments": environments,
+  "0016_events_without_unique_id": eventsWithoutUniqueId
 }
 
 /**

@@ -40,9 +40,10 @@ export class EventStorage extends Context.Tag("foundry/EventStorage")<EventStora
 const columns = "(id, time, type, trace_id, span_id, parent_span_id, run_id, conversation_id, instance_id, agent, release, data)"
 const row = "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 
-/** The statement that inserts `events` (at least one) and returns each one's `id` and `seq`. */
+/** The statement that inserts `events` (at least one) and returns each one's `seq`, in order. */
 export const insertEvents = (events: ReadonlyArray<UnsequencedEvent>): Statement => ({
-  sql: `INSERT INTO foundry_events ${columns} VALUES ${events.map(() => row).join(", ")} RETURNING id, seq`,
+  sql: `INSERT INTO foundry_events ${columns} VALUES ${events.map(() => row).join(", ")}`,
+  sequencedRows: events.length,
   params: events.flatMap((e) => [
     e.id,
     e.time,
@@ -60,10 +61,8 @@ export const insertEvents = (events: ReadonlyArray<UnsequencedEvent>): Statement
 })
 
 /** The events with the `seq` the store gave each, from the rows `insertEvents` returned. */
-export const sequenced = (events: ReadonlyArray<UnsequencedEvent>, rows: ReadonlyArray<Row>): ReadonlyArray<FoundryEvent> => {
-  const seqs = new Map(rows.map((r) => [String(r.id), Number(r.seq)]))
-  return events.map((event) => ({ ...event, seq: seqs.get(event.id) ?? 0 }))
-}
+export const sequenced = (events: ReadonlyArray<UnsequencedEvent>, rows: ReadonlyArray<Row>): ReadonlyArray<FoundryEvent> =>
+  events.map((event, index) => ({ ...event, seq: Number(rows[index]?.seq ?? 0) }))
 
 /**
  * A stored row: the envelope, the type as text and the data as JSON text, decoded (in one pass)

@@ -58,7 +58,7 @@ export const release = "r1"
 
 /**
  * The event log, except that an event's id is its span id, so a test knows every id in advance
- * and can repeat one on purpose (a real id is made fresh for every event).
+ * (a real id is made fresh for every event).
  */
 const eventLogWithSpanIds = Layer.effect(
   EventLog.EventLog,
@@ -97,6 +97,25 @@ export const open = (place: DatabaseLayer) =>
     events: Context.get(context, EventStorage.EventStorage),
     database: Context.get(context, Database)
   }))
+
+/**
+ * Makes the database refuse to store an event with id `id` (a trigger), so that a test can fail
+ * one statement of a step: event ids are unique by construction, and the store no longer checks.
+ */
+export const refuseEvent = (storage: Storage, id: string) => {
+  const sql = storage.database.sql
+  return sql.onDialectOrElse({
+    pg: () =>
+      Effect.zipRight(
+        sql.unsafe(`CREATE OR REPLACE FUNCTION foundry_test_refuse() RETURNS trigger AS $$
+          BEGIN IF NEW.id = '${id}' THEN RAISE EXCEPTION 'refused by the test'; END IF; RETURN NEW; END $$ LANGUAGE plpgsql`),
+        sql.unsafe("CREATE TRIGGER foundry_test_refuse BEFORE INSERT ON foundry_events FOR EACH ROW EXECUTE FUNCTION foundry_test_refuse()")
+      ),
+    orElse: () =>
+      sql.unsafe(`CREATE TRIGGER foundry_test_refuse BEFORE INSERT ON foundry_events
+        WHEN NEW.id = '${id}' BEGIN SELECT RAISE(ABORT, 'refused by the test'); END`)
+  }).pipe(Effect.orDie, Effect.asVoid)
+}
 
 /** Every storage on a fresh place of `backend`, open for the test. */
 export const freshStorage = (backend: Backend) => Effect.flatMap(backend.fresh, open)

@@ -12,7 +12,7 @@ import type { EventContent, FoundryEvent } from "../../src/events/FoundryEvent.j
 import type { StoreError } from "../../src/durable/StoreError.js"
 import type { Claim, Step } from "../../src/journal/journalRecords.js"
 import { LeaseLost } from "../../src/journal/RunJournal.js"
-import { type Backend, backends, freshStorage, open, release, type Storage } from "./backends.js"
+import { type Backend, backends, freshStorage, open, refuseEvent, release, type Storage } from "./backends.js"
 import { assistant, completed, draft, newRun, started, submit, tool, user } from "./fixtures.js"
 
 /** The run as `submit` queued it at `createdAt`. */
@@ -286,12 +286,13 @@ const journalTests = (backend: Backend) => {
       expect(yield* events.list({ runId: "r3" })).toEqual([])
     }))
 
-  it.scoped("a step whose events repeat an id is refused whole: none of its messages, usage, status or events is stored", () =>
+  it.scoped("a step one of whose events the database refuses is refused whole: none of its messages, usage, status or events is stored", () =>
     Effect.gen(function*() {
       const storage = yield* freshStorage(backend)
       const { journal, store } = storage
       yield* TestClock.setTime(1_000)
       const r1 = yield* submit(journal, newRun("r1"), { queuedId: "e1" })
+      yield* refuseEvent(storage, "refused")
       const step = (events: ReadonlyArray<string>): Step => ({
         messages: [user, assistant],
         usage: [{ inputTokens: 10, outputTokens: 5, costUsd: 0.25 }],
@@ -299,11 +300,11 @@ const journalTests = (backend: Backend) => {
         events: events.map((id) => draft(id, r1, started))
       })
       yield* TestClock.setTime(2_000)
-      // An id stored by an earlier step, then an id twice in the same step.
-      const again = yield* Effect.flip(journal.record(r1, step(["e2", "e1"])))
-      expect(again._tag).toBe("StoreError")
-      const twice = yield* Effect.flip(journal.record(r1, step(["e3", "e3"])))
-      expect(twice._tag).toBe("StoreError")
+      // The refused event last in its step, then first.
+      const last = yield* Effect.flip(journal.record(r1, step(["e2", "refused"])))
+      expect(last._tag).toBe("StoreError")
+      const first = yield* Effect.flip(journal.record(r1, step(["refused", "e3"])))
+      expect(first._tag).toBe("StoreError")
 
       expect(yield* eventIds(storage)).toEqual([["e1", 1]])
       expect(yield* store.listMessages("c1")).toEqual([])
@@ -495,14 +496,15 @@ const journalTests = (backend: Backend) => {
       const { journal, store } = storage
       const ids = Array.from({ length: 20 }, (_, i) => `r${i + 1}`)
       const runs = yield* Effect.forEach(ids, (id) => submit(journal, newRun(id, { conversationId: `c-${id}` })))
+      yield* refuseEvent(storage, "started-r10")
       const before = yield* transactions(storage)
-      // r10's step repeats the id of its run.queued event, so its insert fails.
+      // The database refuses r10's event, so its step's insert fails.
       const outcomes = yield* Effect.forEach(
         runs,
         (run) =>
           Effect.either(journal.record(run, {
             messages: [user],
-            events: [draft(run.id === "r10" ? "queued-r10" : `started-${run.id}`, run, started)],
+            events: [draft(`started-${run.id}`, run, started)],
             status: { status: "running" }
           })),
         { concurrency: "unbounded" }

@@ -1,0 +1,92 @@
+/**
+ * Migrations that reshape a table keep what it held: a database migrated as an older version left
+ * it, with events in it, is brought up to date by the current migrations, once per backend.
+ */
+import { mkdtempSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { describe, expect, it } from "@effect/vitest"
+import { Reactivity } from "@effect/experimental"
+import { Migrator, SqlClient } from "@effect/sql"
+import { Effect, Layer } from "effect"
+import { Database } from "../../src/durable/Database.js"
+import { migrate, migrations } from "../../src/durable/migrations.js"
+import * as PgDatabase from "../../src/durable/PgDatabase.js"
+import * as SqliteDatabase from "../../src/durable/SqliteDatabase.js"
+import { insertEvents, type UnsequencedEvent } from "../../src/events/EventStorage.js"
+import { freshSchema, skipPostgres } from "../support/postgres.js"
+
+/** The migrations up to and including `last`, as a database of that version ran them. */
+const migrateUpTo = (last: string) =>
+  Migrator.make({})({
+    loader: Migrator.fromRecord(Object.fromEntries(Object.entries(migrations).filter(([name]) => name <= last))),
+    table: "foundry_migrations"
+  })
+
+const event = (id: string): UnsequencedEvent => ({
+  id,
+  time: 1_000,
+  type: "run.queued",
+  traceId: "t1",
+  spanId: id,
+  parentSpanId: null,
+  runId: "r1",
+  conversationId: "c1",
+  instanceId: "default",
+  agent: "support",
+  release: "r1",
+  data: { input: "hello" }
+})
+
+/** A database's storage, not yet migrated, for the test's scope. */
+const backends = [
+  {
+    name: "SQLite",
+    skip: false,
+    open: Effect.acquireRelease(
+      Effect.sync(() => mkdtempSync(join(tmpdir(), "foundry-migrations-"))),
+      (dir) => Effect.sync(() => rmSync(dir, { recursive: true, force: true }))
+    ).pipe(Effect.flatMap((dir) => SqliteDatabase.make(join(dir, "foundry.db"))), Effect.provide(Reactivity.layer))
+  },
+  {
+    name: "PostgreSQL",
+    skip: skipPostgres,
+    open: Effect.flatMap(freshSchema, (url) =>
+      Effect.flatMap(Layer.build(PgDatabase.clientLayer(url)), (context) => Effect.provide(PgDatabase.make, context)))
+  }
+]
+
+const indexesOf = (sql: SqlClient.SqlClient) =>
+  sql.onDialectOrElse({
+    pg: () => sql<{ readonly name: string }>`SELECT indexname AS name FROM pg_indexes WHERE tablename = 'foundry_events'`,
+    orElse: () => sql<{ readonly name: string }>`SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'foundry_events'`
+  }).pipe(Effect.map((rows) => rows.map((row) => row.name).sort()))
+
+for (const backend of backends) {
+  describe.skipIf(backend.skip)(`migrations on ${backend.name}`, () => {
+    it.scoped("0016 keeps every event, its indexes and where seq stood, and no longer refuses a repeated id", () =>
+      Effect.gen(function*() {
+        const database: Database["Type"] = yield* backend.open
+        const sql = database.sql
+        yield* Effect.provideService(migrateUpTo("0015_environments"), SqlClient.SqlClient, sql)
+        yield* database.write({ statements: [insertEvents([event("e1"), event("e2"), event("e3")])] })
+        // The newest event pruned: seq must not be given out again.
+        yield* sql`DELETE FROM foundry_events WHERE id = 'e3'`
+        const repeated = yield* Effect.either(database.write({ statements: [insertEvents([event("e1")])] }))
+        expect(repeated._tag).toBe("Left")
+
+        yield* Effect.provideService(migrate, SqlClient.SqlClient, sql)
+        const written = yield* database.write({ statements: [insertEvents([event("e4"), event("e1")])] })
+        const seqs = (written._tag === "Written" ? written.rows[0] ?? [] : []).map((row) => Number(row.seq))
+        // Past the pruned event's 3 (PostgreSQL's sequence also skips the refused insert's number).
+        expect(seqs.length === 2 && (seqs[0] ?? 0) > 3 && seqs[1] === (seqs[0] ?? 0) + 1).toBe(true)
+        const stored = yield* sql<{ readonly id: string; readonly seq: number }>`SELECT id, seq FROM foundry_events ORDER BY seq`
+        expect(stored.map((row) => [row.id, Number(row.seq)])).toEqual([["e1", 1], ["e2", 2], ["e4", seqs[0]], ["e1", seqs[1]]])
+        expect(yield* indexesOf(sql)).toEqual(
+          backend.name === "SQLite"
+            ? ["events_by_conversation", "events_by_run", "events_by_time"]
+            : ["events_by_conversation", "events_by_run", "events_by_time", "events_pkey"]
+        )
+      }))
+  })
+}
