@@ -303,15 +303,21 @@ const environments = Effect.gen(function*() {
 })
 
 /**
- * Events without a unique index on `id`: no query looks an event up by it, ids are unique by
- * construction (`ids.ts`), and keeping the index cost about a third of every event insert
- * (docs/performance.md). SQLite cannot drop a table's constraint, so there the table is rebuilt,
- * keeping its rows, its indexes and where its `seq` counter stood (events may have been pruned).
+ * Events with two indexes fewer, as every run writes about ten (docs/performance.md: together a
+ * third of an event insert, 6% of a run's CPU). No query looks an event up by `id`, whose ids are
+ * unique by construction (`ids.ts`), so its unique index goes. A conversation's events are found
+ * through its runs (`runs_by_conversation`, then `events_by_run`), so `events_by_conversation`
+ * goes. SQLite cannot drop a table's constraint, so there the table is rebuilt, keeping its rows,
+ * its other indexes and where its `seq` counter stood (events may have been pruned).
  */
-const eventsWithoutUniqueId = Effect.gen(function*() {
+const lighterEvents = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
   yield* sql.onDialectOrElse({
-    pg: () => sql`ALTER TABLE foundry_events DROP CONSTRAINT IF EXISTS events_id_key`,
+    pg: () =>
+      Effect.zipRight(
+        sql`ALTER TABLE foundry_events DROP CONSTRAINT IF EXISTS events_id_key`,
+        sql`DROP INDEX IF EXISTS events_by_conversation`
+      ),
     orElse: () =>
       Effect.gen(function*() {
         const counter = yield* sql<{ readonly seq: number }>`SELECT seq FROM sqlite_sequence WHERE name = 'foundry_events'`
@@ -339,7 +345,6 @@ const eventsWithoutUniqueId = Effect.gen(function*() {
         }
         yield* sql`CREATE INDEX events_by_run ON foundry_events (run_id, seq)`
         yield* sql`CREATE INDEX events_by_time ON foundry_events (time)`
-        yield* sql`CREATE INDEX events_by_conversation ON foundry_events (conversation_id, seq)`
       })
   })
 })
@@ -364,7 +369,7 @@ export const migrations = {
   "0013_instance_lifecycle": instanceLifecycle,
   "0014_releases": releases,
   "0015_environments": environments,
-  "0016_events_without_unique_id": eventsWithoutUniqueId
+  "0016_lighter_events": lighterEvents
 }
 
 /**

@@ -99,7 +99,8 @@ export const layer = Layer.effect(
         params.push(value)
       }
       where("run_id = ?", filter.runId)
-      where("conversation_id = ?", filter.conversationId)
+      // Through the conversation's runs: events have no index by conversation (migration 0016).
+      where("run_id IN (SELECT id FROM foundry_runs WHERE conversation_id = ?)", filter.conversationId)
       where("instance_id = ?", filter.instanceId)
       where("agent = ?", filter.agent)
       where("type = ?", filter.type)

@@ -245,7 +245,7 @@ const journalTests = (backend: Backend) => {
       expect(yield* store.sumUsageBy({ agent: "nobody" }, "day")).toEqual([])
     }))
 
-  it.scoped("events get increasing seq, and are listed by run and after a seq", () =>
+  it.scoped("events get increasing seq, and are listed by run, by conversation and after a seq", () =>
     Effect.gen(function*() {
       const { journal, events } = yield* freshStorage(backend)
       yield* TestClock.setTime(1_000)
@@ -282,6 +282,9 @@ const journalTests = (backend: Backend) => {
       expect((yield* events.list({ after: 2 })).map((e) => e.id)).toEqual(["e3", "e4", "e5"])
       expect((yield* events.list({ runId: "r1", after: 1 })).map((e) => e.id)).toEqual(["e2", "e4", "e5"])
       expect((yield* events.list({ after: 1, limit: 2 })).map((e) => e.id)).toEqual(["e2", "e3"])
+      expect((yield* events.list({ conversationId: "c1" })).map((e) => e.id)).toEqual(["e1", "e2", "e4", "e5"])
+      expect((yield* events.list({ conversationId: "c2", after: 1 })).map((e) => e.id)).toEqual(["e3"])
+      expect(yield* events.list({ conversationId: "c3" })).toEqual([])
       expect(yield* events.list({ runId: "r2", after: 5 })).toEqual([])
       expect(yield* events.list({ runId: "r3" })).toEqual([])
     }))
