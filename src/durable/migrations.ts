@@ -310,14 +310,20 @@ const environments = Effect.gen(function*() {
  * goes. SQLite cannot drop a table's constraint, so there the table is rebuilt, keeping its rows,
  * its other indexes and where its `seq` counter stood (events may have been pruned).
  */
+const eventColumns = "seq, id, time, type, trace_id, span_id, parent_span_id, run_id, conversation_id, instance_id, agent, release, data"
+
 const lighterEvents = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
   yield* sql.onDialectOrElse({
     pg: () =>
-      Effect.zipRight(
-        sql`ALTER TABLE foundry_events DROP CONSTRAINT IF EXISTS events_id_key`,
-        sql`DROP INDEX IF EXISTS events_by_conversation`
-      ),
+      Effect.gen(function*() {
+        // By the name PostgreSQL gave it (`events_id_key`, unless a shared schema had taken it).
+        const unique = yield* sql<{ readonly name: string }>`SELECT c.conname AS name FROM pg_constraint c
+          JOIN pg_attribute a ON a.attrelid = c.conrelid AND a.attnum = ANY (c.conkey)
+          WHERE c.conrelid = 'foundry_events'::regclass AND c.contype = 'u' AND a.attname = 'id' AND cardinality(c.conkey) = 1`
+        for (const { name } of unique) yield* sql.unsafe(`ALTER TABLE foundry_events DROP CONSTRAINT "${name}"`)
+        yield* sql`DROP INDEX IF EXISTS events_by_conversation`
+      }),
     orElse: () =>
       Effect.gen(function*() {
         const counter = yield* sql<{ readonly seq: number }>`SELECT seq FROM sqlite_sequence WHERE name = 'foundry_events'`
@@ -336,7 +342,7 @@ const lighterEvents = Effect.gen(function*() {
           release TEXT NOT NULL,
           data TEXT NOT NULL
         )`
-        yield* sql`INSERT INTO foundry_events_rebuilt SELECT * FROM foundry_events`
+        yield* sql`INSERT INTO foundry_events_rebuilt (${sql.literal(eventColumns)}) SELECT ${sql.literal(eventColumns)} FROM foundry_events`
         yield* sql`DROP TABLE foundry_events`
         yield* sql`ALTER TABLE foundry_events_rebuilt RENAME TO foundry_events`
         for (const { seq } of counter) {

@@ -100,7 +100,9 @@ export const layer = Layer.effect(
       }
       where("run_id = ?", filter.runId)
       // Through the conversation's runs: events have no index by conversation (migration 0016).
-      where("run_id IN (SELECT id FROM foundry_runs WHERE conversation_id = ?)", filter.conversationId)
+      // The events of no conversation (an instance's, a delivery's) are those of no run.
+      if (filter.conversationId === "") where("run_id = ?", "")
+      else where("run_id IN (SELECT id FROM foundry_runs WHERE conversation_id = ?)", filter.conversationId)
       where("instance_id = ?", filter.instanceId)
       where("agent = ?", filter.agent)
       where("type = ?", filter.type)

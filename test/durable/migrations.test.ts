@@ -68,14 +68,19 @@ for (const backend of backends) {
       Effect.gen(function*() {
         const database: Database["Type"] = yield* backend.open
         const sql = database.sql
+        // A schema shared with another application, which already has the name PostgreSQL would
+        // give the events' unique constraint: it names it otherwise.
+        yield* sql.onDialectOrElse({ pg: () => sql`CREATE TABLE other_app (x TEXT CONSTRAINT events_id_key UNIQUE)`, orElse: () => Effect.void })
         yield* Effect.provideService(migrateUpTo("0015_environments"), SqlClient.SqlClient, sql)
-        yield* database.write({ statements: [insertEvents([event("e1"), event("e2"), event("e3")])] })
+        yield* database.write({ statements: [insertEvents([event("e1"), { ...event("e2"), parentSpanId: "e1", type: "run.started", data: { input: "hello", model: "demo" } }, event("e3")])] })
         // The newest event pruned: seq must not be given out again.
         yield* sql`DELETE FROM foundry_events WHERE id = 'e3'`
         const repeated = yield* Effect.either(database.write({ statements: [insertEvents([event("e1")])] }))
         expect(repeated._tag).toBe("Left")
+        const before = yield* sql`SELECT * FROM foundry_events ORDER BY seq`
 
         yield* Effect.provideService(migrate, SqlClient.SqlClient, sql)
+        expect(yield* sql`SELECT * FROM foundry_events ORDER BY seq`).toEqual(before)
         const written = yield* database.write({ statements: [insertEvents([event("e4"), event("e1")])] })
         const seqs = (written._tag === "Written" ? written.rows[0] ?? [] : []).map((row) => Number(row.seq))
         // Past the pruned event's 3 (PostgreSQL's sequence also skips the refused insert's number).

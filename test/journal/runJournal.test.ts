@@ -11,6 +11,7 @@ import { ConversationRecord, InstanceRecord, RunRecord, UsageSums } from "../../
 import type { EventContent, FoundryEvent } from "../../src/events/FoundryEvent.js"
 import type { StoreError } from "../../src/durable/StoreError.js"
 import type { Claim, Step } from "../../src/journal/journalRecords.js"
+import { insertEvents } from "../../src/events/EventStorage.js"
 import { LeaseLost } from "../../src/journal/RunJournal.js"
 import { type Backend, backends, freshStorage, open, refuseEvent, release, type Storage } from "./backends.js"
 import { assistant, completed, draft, newRun, started, submit, tool, user } from "./fixtures.js"
@@ -247,7 +248,7 @@ const journalTests = (backend: Backend) => {
 
   it.scoped("events get increasing seq, and are listed by run, by conversation and after a seq", () =>
     Effect.gen(function*() {
-      const { journal, events } = yield* freshStorage(backend)
+      const { database, journal, events } = yield* freshStorage(backend)
       yield* TestClock.setTime(1_000)
       const r1 = yield* submit(journal, newRun("r1"), { queuedId: "e1" })
       expect(yield* journal.record(r1, { messages: [user] })).toEqual([])
@@ -285,6 +286,11 @@ const journalTests = (backend: Backend) => {
       expect((yield* events.list({ conversationId: "c1" })).map((e) => e.id)).toEqual(["e1", "e2", "e4", "e5"])
       expect((yield* events.list({ conversationId: "c2", after: 1 })).map((e) => e.id)).toEqual(["e3"])
       expect(yield* events.list({ conversationId: "c3" })).toEqual([])
+      // Events of no run (an instance's, a webhook delivery's) are those of no conversation.
+      const instanceNote = { ...stored("e6", r1, completed, 6, 3_000), runId: "", conversationId: "" }
+      yield* database.write({ statements: [insertEvents([instanceNote])] })
+      expect((yield* events.list({ conversationId: "" })).map((e) => e.id)).toEqual(["e6"])
+      expect((yield* events.list({ conversationId: "c1" })).map((e) => e.id)).toEqual(["e1", "e2", "e4", "e5"])
       expect(yield* events.list({ runId: "r2", after: 5 })).toEqual([])
       expect(yield* events.list({ runId: "r3" })).toEqual([])
     }))
@@ -516,11 +522,16 @@ const journalTests = (backend: Backend) => {
       expect(outcomes.map((o, i) => [ids[i], Either.isRight(o)])).toEqual(ids.map((id) => [id, id !== "r10"]))
       const refused = outcomes[ids.indexOf("r10")]
       expect(refused !== undefined && Either.isLeft(refused) ? refused.left._tag : "written").toBe("StoreError")
-      for (const run of runs) {
+      for (const [index, run] of runs.entries()) {
         const stored = run.id !== "r10"
         expect((yield* store.listMessages(run.conversationId)).length).toBe(stored ? 1 : 0)
         expect(Option.map(yield* store.getRun(run.id), (r) => r.status)).toEqual(Option.some(stored ? "running" : "queued"))
-        expect((yield* storage.events.list({ runId: run.id })).length).toBe(stored ? 2 : 1)
+        const listed = yield* storage.events.list({ runId: run.id })
+        expect(listed.length).toBe(stored ? 2 : 1)
+        // Each written step was told the seq its event was stored with, the refused step's
+        // savepoint rolled back between them.
+        const outcome = outcomes[index]
+        if (outcome !== undefined && Either.isRight(outcome)) expect(outcome.right).toEqual(listed.slice(1))
       }
     }))
 
