@@ -76,9 +76,17 @@ export const linesByRun = (file: string): ReadonlyMap<string, number> => {
   return counts
 }
 
-/** SQL statements, write transactions and milliseconds waiting for commits per run, between two readings of the database's counters. */
+/** Milliseconds per run between two readings of one of the database's timers (`null` where it has none). */
+const millisPerRun = (before: number | null, after: number | null, runs: number) =>
+  after === null || before === null ? null : round((after - before) / runs, 3)
+
+/**
+ * SQL statements, write transactions, milliseconds executing statements and waiting for commits
+ * per run, between two readings of the database's counters.
+ */
 export const sqlPerRun = (before: DatabaseStats, after: DatabaseStats, runs: number) => ({
   statements: round((after.statements - before.statements) / runs, 1),
   writeTransactions: round((after.writeTransactions - before.writeTransactions) / runs, 2),
-  commitMs: after.commitMillis === null || before.commitMillis === null ? null : round((after.commitMillis - before.commitMillis) / runs, 3)
+  statementMs: millisPerRun(before.statementMillis, after.statementMillis, runs),
+  commitMs: millisPerRun(before.commitMillis, after.commitMillis, runs)
 })

@@ -54,7 +54,7 @@ export type UnitResult =
   | { readonly _tag: "Written"; readonly rows: ReadonlyArray<ReadonlyArray<Row>> }
   | { readonly _tag: "Refused" }
 
-/** Counters for benchmarks and tests: SQL statements executed, and transactions that wrote. */
+/** Counters for benchmarks and tests: SQL statements executed, transactions that wrote, and time they took. */
 export interface DatabaseStats {
   readonly statements: number
   readonly writeTransactions: number
@@ -64,6 +64,11 @@ export interface DatabaseStats {
    * (PostgreSQL, whose commits do not hold the process).
    */
   readonly commitMillis: number | null
+  /**
+   * Milliseconds spent executing statements (`COMMIT` aside): on SQLite, time inside SQLite on the
+   * process's one thread. `null` where it is not measured (PostgreSQL, a server of its own).
+   */
+  readonly statementMillis: number | null
 }
 
 /** The database. */

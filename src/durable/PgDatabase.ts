@@ -127,7 +127,7 @@ export const make = Effect.gen(function*() {
     sql,
     read: (statement) => execute(statement).pipe(Effect.mapError((cause) => new StoreError({ operation: "read", message: messageOf(cause) }))),
     write,
-    stats: Effect.sync(() => ({ statements, writeTransactions, commitMillis: null }))
+    stats: Effect.sync(() => ({ statements, writeTransactions, commitMillis: null, statementMillis: null }))
   })
 })
 
