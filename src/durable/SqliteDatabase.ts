@@ -264,18 +264,21 @@ export const make = (filename: string) =>
         }))),
       lockWait
     )
+    /** `effect` now, or, while a client's transaction holds the connection, once it is over. */
+    const outsideClientTransaction = <A, E>(effect: Effect.Effect<A, E>): Effect.Effect<A, E> =>
+      Effect.suspend(() => db.inTransaction ? permit.withPermits(1)(effect) : effect)
     // A read in WAL mode meets a lock only while another process recovers or checkpoints the log.
-    const readNow = (statement: Statement) =>
-      retryingWhileLocked(
+    const read = (statement: Statement) =>
+      outsideClientTransaction(retryingWhileLocked(
         () => execute(prepare(statement.sql), statement.params),
         (cause) => new StoreError({ operation: "read", message: messageOf(cause) }),
-        (effect) => Effect.suspend(() => db.inTransaction ? permit.withPermits(1)(effect) : effect)
-      )
+        outsideClientTransaction
+      ))
 
     return Database.of({
       dialect: "sqlite",
       sql: client,
-      read: (statement) => Effect.suspend(() => db.inTransaction ? permit.withPermits(1)(readNow(statement)) : readNow(statement)),
+      read,
       write,
       stats: Effect.sync(() => ({ statements, writeTransactions, commitMillis, statementMillis }))
     })
