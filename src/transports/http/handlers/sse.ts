@@ -10,9 +10,17 @@ import type { FoundryEvent } from "../../../events/FoundryEvent.js"
 
 const encoder = new TextEncoder()
 
+const frameText = (event: FoundryEvent): string =>
+  `${event.seq > 0 ? `id: ${event.seq}\n` : ""}event: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`
+
 /** One event as an SSE frame; ephemeral events (seq 0) carry no id. */
-export const sseFrame = (event: FoundryEvent): Uint8Array =>
-  encoder.encode(`${event.seq > 0 ? `id: ${event.seq}\n` : ""}event: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`)
+export const sseFrame = (event: FoundryEvent): Uint8Array => encoder.encode(frameText(event))
+
+/**
+ * Events delivered together as their frames in one chunk: one write to the socket, one HTTP
+ * chunk, instead of one of each per event (a run's answer arrives as several events at once).
+ */
+const sseFrames = (events: ReadonlyArray<FoundryEvent>): Uint8Array => encoder.encode(events.map(frameText).join(""))
 
 /** A comment frame that keeps an idle stream alive. */
 export const heartbeatFrame: Uint8Array = encoder.encode(": heartbeat\n\n")
@@ -46,10 +54,8 @@ export const sseResponse = <E>(open: Effect.Effect<RunFollower, E, Scope.Scope>)
         close()
         return
       }
-      // Pushing may read again at once: `asked` holds until every frame of this delivery is in.
-      for (const event of events) {
-        if (!body.push(sseFrame(event))) reading = false
-      }
+      // Pushing may read again at once: `asked` holds until the delivery's frames are in.
+      if (events.length > 0 && !body.push(sseFrames(events))) reading = false
       asked = false
       ask()
     }
