@@ -4,24 +4,24 @@
  * and the end-to-end tests all start a project through here.
  */
 import { isAbsolute, join } from "node:path"
-import { NodeContext } from "@effect/platform-node"
+import * as NodeContext from "@effect/platform-node/NodeContext"
 import type { FileSystem, Path } from "@effect/platform"
 import type { PlatformError } from "@effect/platform/Error"
 import * as Auth from "../auth/Auth.js"
 import * as TokenStorage from "../auth/TokenStorage.js"
-import { type ConfigError, type Duration, Effect, Layer } from "effect"
+import { type ConfigError, type Duration, Effect, Layer, type Redacted } from "effect"
 import type { ClusterConfig } from "../definitions/configFields.js"
 import * as BuildStatus from "../compiler/BuildStatus.js"
 import type { CompiledApp } from "../compiler/CompiledApp.js"
 import * as CurrentApp from "../compiler/CurrentApp.js"
-import * as ClusterDispatcher from "../dispatch/ClusterDispatcher.js"
+import { ClusterError, type ClusterSettings } from "../dispatch/ClusterSettings.js"
 import * as ClusterStatus from "../dispatch/ClusterStatus.js"
 import type { Dispatcher } from "../dispatch/Dispatcher.js"
 import * as LocalDispatcher from "../dispatch/LocalDispatcher.js"
 import * as Singletons from "../dispatch/Singletons.js"
 import type { SqlClient } from "@effect/sql"
 import type { Database } from "../durable/Database.js"
-import * as PgDatabase from "../durable/PgDatabase.js"
+import { publicUrl } from "../durable/publicUrl.js"
 import * as SqliteDatabase from "../durable/SqliteDatabase.js"
 import * as ActivationStorage from "../durable/ActivationStorage.js"
 import * as ApprovalStorage from "../durable/ApprovalStorage.js"
@@ -54,9 +54,13 @@ import { WebhooksLive } from "../triggers/Webhooks.js"
  */
 export const storeFileOf = (app: CompiledApp): string => {
   const store = app.table.config.store
-  if (!("sqlite" in store)) return typeof store.postgres === "string" ? PgDatabase.publicUrl(store.postgres) : "postgres (URL from config)"
+  if (!("sqlite" in store)) return typeof store.postgres === "string" ? publicUrl(store.postgres) : "postgres (URL from config)"
   return store.sqlite === ":memory:" || isAbsolute(store.sqlite) ? store.sqlite : join(app.table.root, store.sqlite)
 }
+
+/** PostgreSQL at `url`; its client is loaded only by a process whose store is PostgreSQL. */
+const postgresLayer = (url: Redacted.Redacted | string) =>
+  Layer.unwrapEffect(Effect.map(Effect.promise(() => import("../durable/PgDatabase.js")), (pg) => pg.layer(url)))
 
 /**
  * The database the config asks for: SQLite on its file, or PostgreSQL at its URL (a `Config` is
@@ -70,10 +74,10 @@ export const databaseLayer = (
   const store = app.table.config.store
   if (storeFile !== undefined || "sqlite" in store) return SqliteDatabase.layer(storeFile ?? storeFileOf(app))
   const url = store.postgres
-  if (typeof url === "string") return PgDatabase.layer(url)
+  if (typeof url === "string") return postgresLayer(url)
   return Layer.unwrapEffect(
     url.pipe(
-      Effect.map(PgDatabase.layer),
+      Effect.map(postgresLayer),
       // A redacted Config's own message is "<redacted>"; its string form names the missing key.
       Effect.mapError((error) =>
         new StoreError({
@@ -105,7 +109,7 @@ export interface RuntimeOptions {
 }
 
 /** The cluster settings when this process is a cluster runner: the config's, under the command line's. */
-export const clusterSettingsOf = (app: CompiledApp, options: RuntimeOptions): ClusterDispatcher.ClusterSettings | undefined => {
+export const clusterSettingsOf = (app: CompiledApp, options: RuntimeOptions): ClusterSettings | undefined => {
   const given = app.table.config.cluster
   if (given === undefined && options.cluster === undefined) return undefined
   const merged = { ...given, ...options.cluster }
@@ -127,18 +131,22 @@ const dispatchLayer = (
   options: RuntimeOptions
 ): Layer.Layer<
   Dispatcher | ClusterStatus.ClusterStatus | Singletons.Singletons,
-  ClusterDispatcher.ClusterError,
+  ClusterError,
   Layer.Layer.Context<ReturnType<typeof LocalDispatcher.layer>> | Database | SqlClient.SqlClient
 > => {
   const executor = { concurrency: app.table.config.concurrency, leaseTtl: app.table.config.leaseTtl }
   const cluster = clusterSettingsOf(app, options)
   if (cluster === undefined) return Layer.mergeAll(LocalDispatcher.layer(executor), ClusterStatus.layerLocal, Singletons.layerLocal)
   if (options.storeFile !== undefined || "sqlite" in app.table.config.store) {
-    return Layer.fail(new ClusterDispatcher.ClusterError({
+    return Layer.fail(new ClusterError({
       message: `a cluster needs a PostgreSQL store shared by its runners: set store: { postgres: "<url>" } in ${app.table.configFile ?? "foundry.config.ts"}`
     }))
   }
-  return ClusterDispatcher.layer({ ...executor, cluster }).pipe(Layer.provide(ClusterDispatcher.shardingLayer(cluster)))
+  // Loaded only by a runner: `@effect/cluster` and its sockets are a third of what a process would load.
+  return Layer.unwrapEffect(Effect.map(
+    Effect.promise(() => import("../dispatch/ClusterDispatcher.js")),
+    (dispatcher) => dispatcher.layer({ ...executor, cluster }).pipe(Layer.provide(dispatcher.shardingLayer(cluster)))
+  ))
 }
 
 /** Everything but the HTTP server. */

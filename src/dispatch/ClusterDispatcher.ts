@@ -11,7 +11,7 @@
  * their new owner resumes them from the journal.
  */
 import { EntityId, MessageStorage, RunnerAddress, RunnerHealth, Runners, ShardId, Sharding, ShardingConfig, SocketRunner, SqlRunnerStorage } from "@effect/cluster"
-import { NodeClusterSocket } from "@effect/platform-node"
+import * as NodeClusterSocket from "@effect/platform-node/NodeClusterSocket"
 import { RpcSerialization } from "@effect/rpc"
 import { Clock, Context, Duration, Effect, Layer, Option, Schedule, Schema } from "effect"
 import { isLoopback } from "../auth/accessMode.js"
@@ -21,31 +21,15 @@ import { Store } from "../durable/Store.js"
 import { messageOf, StoreError } from "../durable/StoreError.js"
 import { runStatus } from "../journal/journalStatements.js"
 import * as statements from "./clusterStatements.js"
+import { ClusterError, type ClusterSettings } from "./ClusterSettings.js"
 import { ClusterStatus, ClusterView, ConversationPlacement, RunnerView } from "./ClusterStatus.js"
 import { ConversationEntity } from "./ConversationEntity.js"
 import { Dispatcher } from "./Dispatcher.js"
 import { Singletons } from "./Singletons.js"
 import { makeRunExecutor, type RunExecutorOptions } from "./RunExecutor.js"
 
-/** Where this runner listens for the others, and how the cluster is cut. */
-export interface ClusterSettings {
-  readonly host: string
-  readonly port: number
-  /** Shards per group: the same on every runner. */
-  readonly shardsPerGroup: number
-  /** How long a runner that stopped renewing its registration keeps its shards: the failover delay. */
-  readonly runnerTimeout: Duration.DurationInput
-  /** Whether the network between runners is private (required to listen beyond loopback). */
-  readonly trustedNetwork: boolean
-}
-
 /** Settings of the cluster dispatcher. */
 export type ClusterDispatcherOptions = Omit<RunExecutorOptions, "wake"> & { readonly cluster: ClusterSettings }
-
-/** This process cannot be a cluster runner: why, and how to fix it. */
-export class ClusterError extends Schema.TaggedError<ClusterError>()("ClusterError", {
-  message: Schema.String
-}) {}
 
 /** How often the sweep looks for conversations nobody executes. */
 const sweepEvery = Duration.seconds(1)

@@ -146,14 +146,3 @@ export const layer = (url: Redacted.Redacted | string): Layer.Layer<Database | S
     Layer.provide(clientLayer(url)),
     Layer.mapError((error) => error._tag === "StoreError" ? error : new StoreError({ operation: "connect", message: messageOf(error) }))
   )
-
-/**
- * A database URL fit to print: scheme, user, host, port and database, without the password or
- * query parameters. Text that is not a URL gives just `postgres`.
- */
-export const publicUrl = (url: string): string => {
-  if (!URL.canParse(url)) return "postgres"
-  const parsed = new URL(url)
-  const user = parsed.username === "" ? "" : `${parsed.username}@`
-  return `${parsed.protocol}//${user}${parsed.host}${parsed.pathname}`
-}

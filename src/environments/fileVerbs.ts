@@ -3,7 +3,7 @@
  * the text the model is shown, or an error whose message says what was wrong and what to do. The
  * `Environments` service decides whether what they did is written as a version.
  */
-import { Data, Either } from "effect"
+import { Data, Effect, Either } from "effect"
 import { describeFile } from "./vfs/describe.js"
 import type { EnvironmentFs, FsError } from "./vfs/EnvironmentFs.js"
 import { grep, type InvalidPattern } from "./vfs/grep.js"
@@ -69,8 +69,8 @@ export const search = (fs: EnvironmentFs, input: { readonly pattern: string; rea
   )
 }
 
-export const describe = (fs: EnvironmentFs, path: string): VerbAnswer =>
-  Either.map(fs.readFile(path), (content) => describeFile(path, content))
+export const describe = (fs: EnvironmentFs, path: string): Effect.Effect<string, FsError> =>
+  Effect.flatMap(fs.readFile(path), (content) => describeFile(path, content))
 
 export const remove = (fs: EnvironmentFs, path: string): VerbAnswer => Either.map(fs.remove(path), () => `removed ${path}`)
 

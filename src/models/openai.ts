@@ -3,7 +3,7 @@
  * translated into `ModelChunk`s, with every SDK failure classified into a `ModelError`.
  */
 import { Effect, Option, Stream } from "effect"
-import OpenAI from "openai"
+import type OpenAI from "openai"
 import {
   type ChatMessage,
   type LanguageModel,
@@ -27,14 +27,16 @@ export interface OpenAiModelOptions {
 /** OpenAI's models that take image input. */
 const visionModels = /^(gpt-4o|gpt-4\.1|gpt-4-turbo|gpt-5|o1|o3|o4)/
 
+/** The SDK, imported by the first turn on an OpenAI model: a project on other models never loads it. */
+const loadSdk = () => import("openai").then((module) => module.default)
+
 /**
  * An OpenAI-backed `LanguageModel` named `openai:<model>`. The client never retries on its
  * own (`maxRetries: 0`): retrying transient failures is the engine's job.
  */
 export const make = (options: OpenAiModelOptions): LanguageModel => {
   const name = `openai:${options.model}`
-  const client = new OpenAI({ apiKey: options.apiKey, baseURL: options.baseURL, maxRetries: 0 })
-  const toModelError = classifyError(name)
+  let client: OpenAI | undefined
 
   const stream = (request: ModelRequest): Stream.Stream<ModelChunk, ModelError> => {
     const tools = request.tools.map(toOpenAiTool)
@@ -45,11 +47,15 @@ export const make = (options: OpenAiModelOptions): LanguageModel => {
       messages: toOpenAiMessages(request),
       ...(tools.length > 0 ? { tools } : {})
     }
-    return Effect.tryPromise({
-      try: (signal) => client.chat.completions.create(body, { signal }),
-      catch: toModelError
-    }).pipe(
-      Effect.map((chunks) => Stream.fromAsyncIterable(chunks, toModelError)),
+    return Effect.promise(loadSdk).pipe(
+      Effect.flatMap((sdk) => {
+        const toModelError = classifyError(name, sdk)
+        const openai = client ??= new sdk({ apiKey: options.apiKey, baseURL: options.baseURL, maxRetries: 0 })
+        return Effect.tryPromise({
+          try: (signal) => openai.chat.completions.create(body, { signal }),
+          catch: toModelError
+        }).pipe(Effect.map((chunks) => Stream.fromAsyncIterable(chunks, toModelError)))
+      }),
       Stream.unwrap,
       // A trailing `None` marks the end of the stream, so tool calls still pending get flushed.
       Stream.map(Option.some),
@@ -209,16 +215,16 @@ const flush = (pending: PendingToolCalls): ReadonlyArray<ModelChunk> =>
  * are transient; other 4xx answers and anything unexpected are permanent. Messages stay one
  * readable line, never a stack trace.
  */
-const classifyError = (model: string) => (error: unknown): ModelError => {
+const classifyError = (model: string, sdk: typeof OpenAI) => (error: unknown): ModelError => {
   // Connection errors are `APIError`s without a status, so they must be checked first.
-  if (error instanceof OpenAI.APIConnectionError) {
+  if (error instanceof sdk.APIConnectionError) {
     return new ModelError({
       model,
       kind: "transient",
       message: `OpenAI request failed: ${error.message}`
     })
   }
-  if (error instanceof OpenAI.APIError) {
+  if (error instanceof sdk.APIError) {
     const detail = errorBodyMessage(error.error) ?? error.message
     if (error.status === undefined) {
       // An error event in the middle of the stream: the API sent no status to classify by.

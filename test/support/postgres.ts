@@ -7,7 +7,7 @@
 import { randomBytes } from "node:crypto"
 import { PgClient } from "@effect/sql-pg"
 import { Context, Data, Effect, Either, Layer, Redacted, type Scope } from "effect"
-import { publicUrl } from "../../src/durable/PgDatabase.js"
+import { publicUrl } from "../../src/durable/publicUrl.js"
 
 /** The server the tests use. */
 export const postgresUrl: string = process.env["FOUNDRY_TEST_PG_URL"] ?? "postgres://postgres@127.0.0.1:5432/test"

@@ -7,6 +7,7 @@
 import { Either } from "effect"
 import { type AdapterFs, defineAdapter } from "../../definitions/environmentModules.js"
 import { checkInflatedSize, isZip } from "../vfs/zipInflatedSize.js"
+import { loadSheetJs } from "../vfs/sheetJs.js"
 
 /** A cell as scripts see it. */
 type Cell = string | number | boolean | null
@@ -28,8 +29,6 @@ const formatOf = (path: string): "xlsx" | "csv" => {
   if (extension === ".xlsx" || extension === ".csv") return formats[extension]
   throw new Error(`${path}: env:spreadsheet reads and writes .xlsx and .csv files; name the file with one of those extensions`)
 }
-
-const loadSheetJs = () => import("@e965/xlsx")
 
 const isCell = (value: unknown): value is Cell =>
   value === null || typeof value === "string" || typeof value === "number" || typeof value === "boolean"

@@ -4,11 +4,12 @@
  * headings, a script's imports, an image's dimensions. Never the file's bytes themselves.
  * A workbook that would inflate past the bound (a ZIP bomb) is described by its sizes only.
  */
-import * as XLSX from "@e965/xlsx"
-import { Either } from "effect"
+import type * as XLSX from "@e965/xlsx"
+import { Effect, Either } from "effect"
 import { guessDelimiter, scanDelimited } from "./delimited.js"
 import { formatBytes } from "./formatBytes.js"
-import { extensionOf, isBinary, mediaTypeOf } from "./mediaType.js"
+import { extensionOf, isBinary, isWorkbookMediaType, mediaTypeOf } from "./mediaType.js"
+import { type SheetJs, sheetJs } from "./sheetJs.js"
 import { worksheetLastRow } from "./worksheetRows.js"
 import { checkInflatedSize, isZip } from "./zipInflatedSize.js"
 
@@ -64,14 +65,18 @@ const refusal = (bytes: Uint8Array, size: string): string | undefined => {
   return `Spreadsheet workbook, ${size}${sheets === 0 ? "" : `, ${count(sheets, "sheet")}`}: too large to summarise safely: ${error.message}.`
 }
 
-const describeWorkbook = (bytes: Uint8Array, size: string): string => {
+/** A workbook's sheets; one that would inflate past the bound is refused before SheetJS is even loaded. */
+const describeWorkbook = (bytes: Uint8Array, size: string): Effect.Effect<string> => {
   const refused = refusal(bytes, size)
-  if (refused !== undefined) return refused
+  return refused === undefined ? Effect.map(sheetJs, (xlsx) => sheetsOf(xlsx, bytes, size)) : Effect.succeed(refused)
+}
+
+const sheetsOf = (xlsx: SheetJs, bytes: Uint8Array, size: string): string => {
   let workbook: XLSX.WorkBook
   try {
     // The header rows only; `!fullref` still gives a sheet's whole range when its XML declares it,
     // and `bookFiles` keeps the XML for the sheets that do not.
-    workbook = XLSX.read(bytes, { type: "array", sheetRows: headRows, bookFiles: true })
+    workbook = xlsx.read(bytes, { type: "array", sheetRows: headRows, bookFiles: true })
   } catch (error) {
     return `Spreadsheet, ${size}: could not be read (${clip(error instanceof Error ? error.message : String(error), 80)})`
   }
@@ -80,16 +85,16 @@ const describeWorkbook = (bytes: Uint8Array, size: string): string => {
     const full: unknown = sheet?.["!fullref"]
     const read = typeof full === "string" ? full : sheet?.["!ref"]
     if (sheet === undefined || read === undefined) return `"${clip(name)}" (empty)`
-    const range = XLSX.utils.decode_range(read)
+    const range = xlsx.utils.decode_range(read)
     if (typeof full !== "string" && range.e.r - range.s.r + 1 >= headRows) {
       // No <dimension>: SheetJS stopped at the rows it read, so the XML's last row says how many there are.
       const last = worksheetLastRow(workbook, index)
       if (last !== undefined && last - 1 > range.e.r) range.e.r = last - 1
     }
-    const ref = XLSX.utils.encode_range(range)
+    const ref = xlsx.utils.encode_range(range)
     const rows = range.e.r - range.s.r + 1
     const columns = range.e.c - range.s.c + 1
-    const [first] = XLSX.utils.sheet_to_json<ReadonlyArray<unknown>>(sheet, { header: 1, blankrows: false })
+    const [first] = xlsx.utils.sheet_to_json<ReadonlyArray<unknown>>(sheet, { header: 1, blankrows: false })
     const header = (first ?? []).map((cell) => clip(String(cell ?? "").trim(), 30)).filter((cell) => cell !== "")
     return `"${clip(name)}" ${count(rows, "row")} × ${count(columns, "column")} (${ref})` +
       (header.length === 0 ? "" : `, first row: ${some(header, 12)}`)
@@ -202,7 +207,13 @@ const describeImage = (mediaType: string, bytes: Uint8Array, size: string): stri
 }
 
 /** A short summary of the file at `path`, by its format; the path itself is not repeated. */
-export const describeFile = (path: string, bytes: Uint8Array): string => {
+export const describeFile = (path: string, bytes: Uint8Array): Effect.Effect<string> =>
+  bytes.byteLength > 0 && isWorkbookMediaType(mediaTypeOf(path, bytes))
+    ? describeWorkbook(bytes, formatBytes(bytes.byteLength))
+    : Effect.succeed(describeOther(path, bytes))
+
+/** Any file but a workbook. */
+const describeOther = (path: string, bytes: Uint8Array): string => {
   const size = formatBytes(bytes.byteLength)
   if (bytes.byteLength === 0) return "Empty file (0 B)"
   const mediaType = mediaTypeOf(path, bytes)
@@ -210,9 +221,6 @@ export const describeFile = (path: string, bytes: Uint8Array): string => {
     case "text/csv":
     case "text/tab-separated-values":
       return describeTable(path, bytes, size)
-    case "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet":
-    case "application/vnd.ms-excel":
-      return describeWorkbook(bytes, size)
     case "application/json":
       return describeJson(bytes, size)
     case "text/markdown":

@@ -90,3 +90,6 @@ export const mediaTypeOf = (path: string, bytes?: Uint8Array): string => {
 export const isTextMediaType = (mediaType: string): boolean =>
   mediaType.startsWith("text/") || mediaType === "application/json" || mediaType === "application/x-ndjson" ||
   mediaType === "application/xml" || mediaType === "application/yaml" || mediaType === "image/svg+xml"
+
+/** Whether a media type is a spreadsheet workbook (what SheetJS reads). */
+export const isWorkbookMediaType = (mediaType: string): boolean => mediaType === byExtension.xlsx || mediaType === byExtension.xls

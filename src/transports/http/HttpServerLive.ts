@@ -4,7 +4,7 @@
  */
 import { createServer } from "node:http"
 import { HttpApiBuilder, HttpMiddleware } from "@effect/platform"
-import { NodeHttpServer } from "@effect/platform-node"
+import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import { Effect, Layer } from "effect"
 import { authMiddleware } from "../../auth/authMiddleware.js"
 import { FoundryApi } from "./api/FoundryApi.js"

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
 import * as XLSX from "@e965/xlsx"
-import { Either } from "effect"
+import { Effect, Either } from "effect"
 import { describeFile } from "../../../src/environments/vfs/describe.js"
 import { checkInflatedSize, inflationLimits, isZip, zipInflatedSize } from "../../../src/environments/vfs/zipInflatedSize.js"
 import { previewOf } from "../../../src/transports/http/handlers/EnvironmentsLive.js"
@@ -98,22 +98,24 @@ describe("zipInflatedSize", () => {
 })
 
 describe("readers of workbooks on the host", () => {
-  it("describe sums up a ZIP bomb by its sizes and sheet count, without parsing it", () => {
-    const bytes = bomb()
-    const started = Date.now()
-    const summary = describeFile("/inbox/bomb.xlsx", bytes)
-    expect(Date.now() - started).toBeLessThan(500)
-    expect(summary).toMatch(/^Spreadsheet workbook, \d+\.\d KB, 1 sheet: too large to summarise safely: it would inflate to 16\.\d MB/)
-    expect(describeFile("/inbox/liar.xlsx", workbookOf([{ name: "B", xml: sheetXml(bombRows(400_000)), declaredSize: 1000 }])))
-      .toContain("inflates past the 1 KB its headers declare")
-  })
+  it.effect("describe sums up a ZIP bomb by its sizes and sheet count, without parsing it", () =>
+    Effect.gen(function*() {
+      const bytes = bomb()
+      const started = Date.now()
+      const summary = yield* describeFile("/inbox/bomb.xlsx", bytes)
+      expect(Date.now() - started).toBeLessThan(500)
+      expect(summary).toMatch(/^Spreadsheet workbook, \d+\.\d KB, 1 sheet: too large to summarise safely: it would inflate to 16\.\d MB/)
+      expect(yield* describeFile("/inbox/liar.xlsx", workbookOf([{ name: "B", xml: sheetXml(bombRows(400_000)), declaredSize: 1000 }])))
+        .toContain("inflates past the 1 KB its headers declare")
+    }))
 
-  it("the inspector's preview shows nothing but the download for a ZIP bomb, and the table for a workbook", () => {
-    const bytes = bomb()
-    const started = Date.now()
-    expect(previewOf("/out/bomb.xlsx", xlsxType, bytes)).toEqual({ kind: "none" })
-    expect(Date.now() - started).toBeLessThan(500)
-    const table = previewOf("/out/data.xlsx", xlsxType, workbookOf([{ name: "Data", xml: sheetXml(numberedRows(3)) }]))
-    expect(table).toEqual({ kind: "table", sheets: [{ name: "Data", rows: [["1", "1"], ["2", "2"], ["3", "3"]], truncated: false }] })
-  })
+  it.effect("the inspector's preview shows nothing but the download for a ZIP bomb, and the table for a workbook", () =>
+    Effect.gen(function*() {
+      const bytes = bomb()
+      const started = Date.now()
+      expect(yield* previewOf("/out/bomb.xlsx", xlsxType, bytes)).toEqual({ kind: "none" })
+      expect(Date.now() - started).toBeLessThan(500)
+      const table = yield* previewOf("/out/data.xlsx", xlsxType, workbookOf([{ name: "Data", xml: sheetXml(numberedRows(3)) }]))
+      expect(table).toEqual({ kind: "table", sheets: [{ name: "Data", rows: [["1", "1"], ["2", "2"], ["3", "3"]], truncated: false }] })
+    }))
 })

@@ -7,7 +7,7 @@
  */
 import type { IncomingMessage } from "node:http"
 import { type HttpApp, HttpMethod, HttpServerRequest } from "@effect/platform"
-import { NodeHttpServerRequest } from "@effect/platform-node"
+import * as NodeHttpServerRequest from "@effect/platform-node/NodeHttpServerRequest"
 import { Effect } from "effect"
 import { pathOf, refusal } from "./refusal.js"
 

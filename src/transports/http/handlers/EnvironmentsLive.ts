@@ -5,7 +5,6 @@
  * keeps a tree per instance or per conversation) and read at a stored version, or at version 0:
  * the tree the environment starts with, which is never stored.
  */
-import * as XLSX from "@e965/xlsx"
 import { HttpApiBuilder, HttpServerResponse } from "@effect/platform"
 import { Effect, Either, Option } from "effect"
 import type { CompiledApp } from "../../../compiler/CompiledApp.js"
@@ -18,7 +17,8 @@ import { Store } from "../../../durable/Store.js"
 import { scopeOf } from "../../../environments/Environments.js"
 import { seedTree } from "../../../environments/seedTree.js"
 import { guessDelimiter, scanDelimited } from "../../../environments/vfs/delimited.js"
-import { extensionOf, isTextMediaType, mediaTypeOf } from "../../../environments/vfs/mediaType.js"
+import { extensionOf, isTextMediaType, isWorkbookMediaType, mediaTypeOf } from "../../../environments/vfs/mediaType.js"
+import { type SheetJs, sheetJs } from "../../../environments/vfs/sheetJs.js"
 import { baseName, normalizePath } from "../../../environments/vfs/paths.js"
 import type { Tree } from "../../../environments/vfs/Tree.js"
 import { checkInflatedSize, isZip } from "../../../environments/vfs/zipInflatedSize.js"
@@ -78,21 +78,22 @@ const sheetOf = (name: string, rows: ReadonlyArray<ReadonlyArray<unknown>>, more
  * The first rows of each sheet; one row more than shown is read, to tell whether there were more.
  * A workbook that would inflate past the bound (a ZIP bomb) is not parsed: only its download shows.
  */
-const workbookPreview = (bytes: Uint8Array): ArtifactPreview => {
-  if (isZip(bytes) && Either.isLeft(checkInflatedSize(bytes))) return { kind: "none" }
-  return Either.match(Either.try(() => XLSX.read(bytes, { type: "array", sheetRows: previewLimits.rows + 1 })), {
+const workbookPreview = (bytes: Uint8Array): Effect.Effect<ArtifactPreview> =>
+  isZip(bytes) && Either.isLeft(checkInflatedSize(bytes)) ? Effect.succeed({ kind: "none" }) : Effect.map(sheetJs, (xlsx) => sheetsPreview(xlsx, bytes))
+
+const sheetsPreview = (xlsx: SheetJs, bytes: Uint8Array): ArtifactPreview =>
+  Either.match(Either.try(() => xlsx.read(bytes, { type: "array", sheetRows: previewLimits.rows + 1 })), {
     // Not a workbook after all: nothing to show but the download.
     onLeft: (): ArtifactPreview => ({ kind: "none" }),
     onRight: (workbook): ArtifactPreview => ({
       kind: "table",
       sheets: workbook.SheetNames.slice(0, previewLimits.sheets).map((name) => {
         const sheet = workbook.Sheets[name]
-        const rows = sheet === undefined ? [] : XLSX.utils.sheet_to_json<ReadonlyArray<unknown>>(sheet, { header: 1, raw: false, defval: "", blankrows: false })
+        const rows = sheet === undefined ? [] : xlsx.utils.sheet_to_json<ReadonlyArray<unknown>>(sheet, { header: 1, raw: false, defval: "", blankrows: false })
         return sheetOf(name, rows, false)
       })
     })
   })
-}
 
 /** CSV or TSV as one sheet named after the file. */
 const delimitedPreview = (path: string, bytes: Uint8Array, tsv: boolean): ArtifactPreview => {
@@ -108,16 +109,14 @@ const textPreview = (bytes: Uint8Array): ArtifactPreview => {
   return { kind: "text", text: new TextDecoder().decode(head, { stream: truncated }), truncated }
 }
 
-const workbookTypes = new Set(["application/vnd.openxmlformats-officedocument.spreadsheetml.sheet", "application/vnd.ms-excel"])
-
 /** What the inspector shows of a file: an image, a table, the start of a text, or nothing. */
-export const previewOf = (path: string, mediaType: string, bytes: Uint8Array): ArtifactPreview => {
+export const previewOf = (path: string, mediaType: string, bytes: Uint8Array): Effect.Effect<ArtifactPreview> => {
   const extension = extensionOf(path)
-  if (mediaType.startsWith("image/")) return { kind: "image", mediaType }
-  if (workbookTypes.has(mediaType) || extension === "xlsx" || extension === "xls") return workbookPreview(bytes)
-  if (mediaType === "text/csv" || mediaType === "text/tab-separated-values") return delimitedPreview(path, bytes, mediaType !== "text/csv")
-  if (isTextMediaType(mediaType)) return textPreview(bytes)
-  return { kind: "none" }
+  if (mediaType.startsWith("image/")) return Effect.succeed({ kind: "image", mediaType })
+  if (isWorkbookMediaType(mediaType) || extension === "xlsx" || extension === "xls") return workbookPreview(bytes)
+  if (mediaType === "text/csv" || mediaType === "text/tab-separated-values") return Effect.succeed(delimitedPreview(path, bytes, mediaType !== "text/csv"))
+  if (isTextMediaType(mediaType)) return Effect.succeed(textPreview(bytes))
+  return Effect.succeed({ kind: "none" })
 }
 
 /** The tree an instance's environment keeps, and where it comes from. */
@@ -297,7 +296,7 @@ export const EnvironmentsLive = HttpApiBuilder.group(FoundryApi, "environments",
         ))
       .handle("preview", ({ path }) =>
         findArtifact(path.id).pipe(
-          Effect.map(({ artifact, bytes }) => previewOf(artifact.path, artifact.mediaType, bytes)),
+          Effect.flatMap(({ artifact, bytes }) => previewOf(artifact.path, artifact.mediaType, bytes)),
           orStoreUnavailable
         ))
       .handle("environment", ({ path, urlParams }) => environmentView(path.id, urlParams).pipe(orStoreUnavailable))
