@@ -142,7 +142,7 @@ const dispatchLayer = (
       message: `a cluster needs a PostgreSQL store shared by its runners: set store: { postgres: "<url>" } in ${app.table.configFile ?? "foundry.config.ts"}`
     }))
   }
-  // Loaded only by a runner: `@effect/cluster` and its sockets are a third of what a process would load.
+  // Loaded only by a runner: a process on its own never needs `@effect/cluster` and its sockets.
   return Layer.unwrapEffect(Effect.map(
     Effect.promise(() => import("../dispatch/ClusterDispatcher.js")),
     (dispatcher) => dispatcher.layer({ ...executor, cluster }).pipe(Layer.provide(dispatcher.shardingLayer(cluster)))
