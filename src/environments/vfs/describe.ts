@@ -207,16 +207,15 @@ const describeImage = (mediaType: string, bytes: Uint8Array, size: string): stri
 }
 
 /** A short summary of the file at `path`, by its format; the path itself is not repeated. */
-export const describeFile = (path: string, bytes: Uint8Array): Effect.Effect<string> =>
-  bytes.byteLength > 0 && isWorkbookMediaType(mediaTypeOf(path, bytes))
-    ? describeWorkbook(bytes, formatBytes(bytes.byteLength))
-    : Effect.succeed(describeOther(path, bytes))
-
-/** Any file but a workbook. */
-const describeOther = (path: string, bytes: Uint8Array): string => {
+export const describeFile = (path: string, bytes: Uint8Array): Effect.Effect<string> => {
+  if (bytes.byteLength === 0) return Effect.succeed("Empty file (0 B)")
   const size = formatBytes(bytes.byteLength)
-  if (bytes.byteLength === 0) return "Empty file (0 B)"
   const mediaType = mediaTypeOf(path, bytes)
+  return isWorkbookMediaType(mediaType) ? describeWorkbook(bytes, size) : Effect.succeed(describeOther(path, bytes, mediaType, size))
+}
+
+/** Any file but a workbook, of `mediaType`, `size` long. */
+const describeOther = (path: string, bytes: Uint8Array, mediaType: string, size: string): string => {
   switch (mediaType) {
     case "text/csv":
     case "text/tab-separated-values":
