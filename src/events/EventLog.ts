@@ -2,7 +2,7 @@
  * The event log: every step is an event, stored durably (text deltas excepted) and fanned out
  * live, so an SSE client can replay a run's history and then follow it as it happens.
  */
-import { Chunk, Clock, Context, Duration, Effect, Layer, Option, PubSub, Queue, Schedule, type Scope, Stream } from "effect"
+import { Chunk, Clock, Context, Duration, Effect, Layer, Option, PubSub, Queue, Schedule, Scope, Stream } from "effect"
 import { Database } from "../durable/Database.js"
 import { newId } from "../durable/ids.js"
 import { finalStatuses } from "../durable/records.js"
@@ -88,6 +88,17 @@ const matches = (filter: EventFilter, event: FoundryEvent): boolean =>
 
 const isRunEnd = (event: FoundryEvent): boolean => runEndTypes.has(event.type)
 
+/**
+ * `acquire` now, `release` when the scope closes: `Effect.acquireRelease` for synchronous work,
+ * without the copy of the fiber's references its release makes (a context diff per finalizer, on
+ * every followed run's path).
+ */
+const heldInScope = <A>(acquire: () => A, release: (a: A) => void): Effect.Effect<A, never, Scope.Scope> =>
+  Effect.uninterruptible(Effect.flatMap(Effect.scope, (scope) => {
+    const a = acquire()
+    return Effect.as(Scope.addFinalizer(scope, Effect.sync(() => release(a))), a)
+  }))
+
 /** The event log over the event storage, with an in-process fan-out. */
 export const layer = (options: EventLogOptions = {}) => Layer.scoped(
   EventLog,
@@ -140,21 +151,20 @@ export const layer = (options: EventLogOptions = {}) => Layer.scoped(
 
     /** An inbox of the run's live events, for as long as the scope is open. */
     const openInbox = (runId: string): Effect.Effect<RunInbox, never, Scope.Scope> =>
-      Effect.acquireRelease(
-        Effect.sync(() => {
+      heldInScope(
+        () => {
           const inbox = makeRunInbox()
           const inboxes = runFollowers.get(runId) ?? new Set()
           inboxes.add(inbox)
           runFollowers.set(runId, inboxes)
           return inbox
-        }),
-        (inbox) =>
-          Effect.sync(() => {
-            const inboxes = runFollowers.get(runId)
-            inboxes?.delete(inbox)
-            if (inboxes?.size === 0) runFollowers.delete(runId)
-            inbox.close()
-          })
+        },
+        (inbox) => {
+          const inboxes = runFollowers.get(runId)
+          inboxes?.delete(inbox)
+          if (inboxes?.size === 0) runFollowers.delete(runId)
+          inbox.close()
+        }
       )
 
     /**
@@ -177,7 +187,7 @@ export const layer = (options: EventLogOptions = {}) => Layer.scoped(
     }
 
     /** Counts a follower for as long as the scope is open. */
-    const following = Effect.acquireRelease(Effect.sync(() => followers++), () => Effect.sync(() => followers--))
+    const following = heldInScope(() => followers++, () => followers--)
 
     /** The stored events matching `filter` after `after`, page by page. */
     const storedAfter = (filter: EventFilter, after: number) =>
@@ -239,15 +249,21 @@ export const layer = (options: EventLogOptions = {}) => Layer.scoped(
       Effect.gen(function*() {
         const inbox = yield* openInbox(runId)
         yield* following
-        // Read before the events: a run that ends after this read has its end event among them or
-        // in the inbox; one that had ended and whose end event is not stored had it pruned.
-        const run = yield* store.getRun(runId)
-        if (Option.isNone(run)) return Option.none()
-        const endedBefore = finalStatuses.has(run.value.status)
-        const history = yield* storedAfter({ runId }, 0)
+        // A run's end event is stored after all its others, and pruning takes the oldest events
+        // first: a run with events stored but no end event among them has not ended, and its end
+        // event will come to the inbox. Only a run with none stored is looked up (read before its
+        // events again: one that ends after this read has its end event among them or in the inbox;
+        // one that had ended had its end event pruned).
+        let history = yield* storedAfter({ runId }, 0)
+        let ended = false
+        if (history.length === 0) {
+          const run = yield* store.getRun(runId)
+          if (Option.isNone(run)) return Option.none()
+          ended = finalStatuses.has(run.value.status)
+          history = yield* storedAfter({ runId }, 0)
+        }
         const lastSeq = history[history.length - 1]?.seq ?? 0
         let stored: ReadonlyArray<FoundryEvent> | undefined = history
-        let ended = endedBefore
         const end = history.findIndex(isRunEnd)
         if (end >= 0) {
           stored = history.slice(0, end + 1)
