@@ -30,8 +30,23 @@ export interface Statement {
 /** A row a statement returned, by column name as the database spells it (snake_case). */
 export type Row = Readonly<Record<string, unknown>>
 
+/** Column names as the record schemas spell them, each worked out once: the columns are few, the rows many. */
+const camelNames = new Map<string, string>()
+const camelName = (column: string): string => {
+  let name = camelNames.get(column)
+  if (name === undefined) {
+    name = Str.snakeToCamel(column)
+    camelNames.set(column, name)
+  }
+  return name
+}
+
 /** A row read without the client's name transform, with the names the record schemas use. */
-export const camelCaseKeys = (row: Row): Row => Object.fromEntries(Object.entries(row).map(([key, value]) => [Str.snakeToCamel(key), value]))
+export const camelCaseKeys = (row: Row): Row => {
+  const renamed: Record<string, unknown> = {}
+  for (const column of Object.keys(row)) renamed[camelName(column)] = row[column]
+  return renamed
+}
 
 /**
  * Retries for processes that start together on one database and race to set it up (open it in

@@ -3,10 +3,10 @@
  * step they belong to (the store assigns `seq`, in order), read back by filter and cursor, and
  * pruned by age and count.
  */
-import { Context, Effect, Layer, ParseResult, Schema } from "effect"
-import { camelCaseKeys, Database, type Row, type SqlValue, type Statement } from "../durable/Database.js"
+import { Context, Effect, Either, Layer, ParseResult, Schema } from "effect"
+import { Database, type Row, type SqlValue, type Statement } from "../durable/Database.js"
 import { failAs, type StoreError } from "../durable/StoreError.js"
-import { type AnyEvent, EventEnvelope, FoundryEvent } from "./FoundryEvent.js"
+import { type AnyEvent, FoundryEvent } from "./FoundryEvent.js"
 
 /** An event as it is written: everything but the `seq` the store gives it (any type, its `data` that type's). */
 export type UnsequencedEvent = AnyEvent<"seq">
@@ -65,16 +65,40 @@ export const sequenced = (events: ReadonlyArray<UnsequencedEvent>, rows: Readonl
   events.map((event, index) => ({ ...event, seq: Number(rows[index]?.seq ?? 0) }))
 
 /**
- * A stored row: the envelope, the type as text and the data as JSON text, decoded (in one pass)
- * as the event its type says. A row stored by an older version whose data no longer matches its
- * type's schema does not decode: `list` skips it (docs/decisions.md, "Typed event payloads").
+ * A stored row decoded as the event its type says: the envelope from its columns and the data
+ * parsed from its JSON text, checked by the union (which picks the type's schema by `type`), not
+ * renamed and re-checked as a row first. A row stored by an older version whose data no longer
+ * matches its type's schema does not decode: `list` skips it (docs/decisions.md, "Typed event
+ * payloads").
  */
-const EventRow = Schema.compose(
-  Schema.Struct({ ...EventEnvelope.fields, type: Schema.String, data: Schema.parseJson() }),
-  FoundryEvent,
-  { strict: false }
-)
-const decodeRow = Schema.decodeUnknownEither(EventRow)
+const decodeEvent = Schema.decodeUnknownEither(FoundryEvent)
+
+const decodeRow = (row: Row): Either.Either<FoundryEvent, string> => {
+  let data: unknown
+  try {
+    data = typeof row.data === "string" ? JSON.parse(row.data) : row.data
+  } catch {
+    return Either.left("data: is not JSON")
+  }
+  return Either.mapLeft(
+    decodeEvent({
+      id: row.id,
+      seq: row.seq,
+      time: row.time,
+      traceId: row.trace_id,
+      spanId: row.span_id,
+      parentSpanId: row.parent_span_id,
+      runId: row.run_id,
+      conversationId: row.conversation_id,
+      instanceId: row.instance_id,
+      agent: row.agent,
+      release: row.release,
+      type: row.type,
+      data
+    }),
+    whyUnreadable
+  )
+}
 
 /** The first reason a row did not decode, short enough for a log line: `data.output: is missing`. */
 const whyUnreadable = (error: ParseResult.ParseError): string => {
@@ -109,10 +133,7 @@ export const layer = Layer.effect(
       where("time >= ?", filter.since)
       where("seq > ?", after)
       const filtered = conditions.length === 0 ? "" : ` WHERE ${conditions.join(" AND ")}`
-      return Effect.map(
-        database.read({ sql: `SELECT * FROM foundry_events${filtered} ORDER BY seq LIMIT ?`, params: [...params, limit] }),
-        (rows) => rows.map(camelCaseKeys)
-      )
+      return database.read({ sql: `SELECT * FROM foundry_events${filtered} ORDER BY seq LIMIT ?`, params: [...params, limit] })
     }
 
     return EventStorage.of({
@@ -133,7 +154,7 @@ export const layer = Layer.effect(
               if (decoded._tag === "Right") {
                 events.push(decoded.right)
               } else if (skipped++ === 0) {
-                firstSkipped = `seq ${String(row.seq)} (${String(row.type)}): ${whyUnreadable(decoded.left)}`
+                firstSkipped = `seq ${String(row.seq)} (${String(row.type)}): ${decoded.left}`
               }
             }
             const last = rows[rows.length - 1]
