@@ -4,12 +4,12 @@
  * process exits, its endpoint stops answering). While it is down, its last known tools stay on
  * offer and every call is answered with `McpServerNotRunning`, so the model learns why.
  */
-import { Client } from "@modelcontextprotocol/sdk/client/index.js"
-import { StreamableHTTPError } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
-import { ErrorCode, McpError, type Tool, ToolListChangedNotificationSchema } from "@modelcontextprotocol/sdk/types.js"
+import type { Client } from "@modelcontextprotocol/sdk/client/index.js"
+import type { Tool } from "@modelcontextprotocol/sdk/types.js"
 import { Duration, Effect, Either, Runtime, Schedule, Scope } from "effect"
 import { durationText } from "../definitions/configFields.js"
 import { hideUrlSecrets } from "./installedUrl.js"
+import { loadMcpClientSdk, type McpClientSdk } from "./mcpClientSdk.js"
 import { McpCallTimedOut, McpServerNotRunning, type McpServerUnavailable, McpToolFailed, unavailable as unavailableFor } from "./McpErrors.js"
 import type { McpMount } from "./McpMount.js"
 import { defaultMcpTimeout, isStdio } from "./McpServerSpec.js"
@@ -58,8 +58,8 @@ const messageOf = (error: unknown): string =>
     : String(error)
 
 /** Why connecting failed, as a person fixing it reads it: refused credentials said as such. */
-const connectFailure = (error: unknown): string =>
-  error instanceof StreamableHTTPError && (error.code === 401 || error.code === 403)
+const connectFailure = (sdk: McpClientSdk, error: unknown): string =>
+  error instanceof sdk.StreamableHTTPError && (error.code === 401 || error.code === 403)
     ? `the server refused the credentials (HTTP ${error.code}): ${messageOf(error)}; check the token or headers it is given`
     : messageOf(error)
 
@@ -119,10 +119,11 @@ export const make = (mount: McpMount, policy: ConnectionPolicy) =>
 
     /** Starts the server and lists its tools. */
     const connect = Effect.gen(function*() {
-      const opened = yield* openTransport(mount)
-      const client = new Client(clientInfo, { capabilities: {} })
+      const sdk = yield* loadMcpClientSdk
+      const opened = yield* openTransport(mount, sdk)
+      const client = new sdk.Client(clientInfo, { capabilities: {} })
       const session: Session = { client, gone: undefined, closing: false, tools: [], stale: false, stderr: opened.stderr, end: opened.end }
-      client.setNotificationHandler(ToolListChangedNotificationSchema, () => {
+      client.setNotificationHandler(sdk.ToolListChangedNotificationSchema, () => {
         session.stale = true
       })
       let closedReason = isStdio(mount.spec) ? "its process exited" : `the connection to ${hide(mount.spec.url)} closed`
@@ -134,7 +135,7 @@ export const make = (mount: McpMount, policy: ConnectionPolicy) =>
       }
       yield* Effect.tryPromise({
         try: () => client.connect(opened.transport, { timeout: connectMillis }),
-        catch: (error) => unavailable(connectFailure(error))
+        catch: (error) => unavailable(connectFailure(sdk, error))
       }).pipe(Effect.onError(() => close(session)))
       const pid = opened.pid()
       if (pid !== null) closedReason = `its process ${pid} exited`
@@ -213,6 +214,7 @@ export const make = (mount: McpMount, policy: ConnectionPolicy) =>
     const failedCall = (session: Session, tool: string, error: unknown) =>
       Effect.gen(function*() {
         if (session.gone !== undefined) return yield* new McpServerNotRunning({ server: mount.name, reason: session.gone })
+        const { ErrorCode, McpError } = yield* loadMcpClientSdk
         if (error instanceof McpError && error.code === ErrorCode.RequestTimeout) {
           return yield* new McpCallTimedOut({ server: mount.name, tool, timeout: durationText(timeout) })
         }

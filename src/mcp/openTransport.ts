@@ -3,11 +3,10 @@
  * `env` and `headers` are read from their `Config` here, when connecting, and go nowhere else.
  */
 import { resolve } from "node:path"
-import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
-import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js"
 import { Effect, Redacted } from "effect"
 import { type McpServerUnavailable, unavailable } from "./McpErrors.js"
+import type { McpClientSdk } from "./mcpClientSdk.js"
 import type { McpMount } from "./McpMount.js"
 import { isStdio, type McpServerSpec } from "./McpServerSpec.js"
 
@@ -43,17 +42,17 @@ const readValues = (mount: McpMount, field: "env" | "headers", values: Values | 
 /** The most stderr kept from a stdio server. */
 const stderrTail = 2_000
 
-/** Opens (but does not start) the transport to `mount`'s server. */
-export const openTransport = (mount: McpMount): Effect.Effect<OpenedTransport, McpServerUnavailable> =>
+/** Opens (but does not start) the transport to `mount`'s server, with the SDK's transports. */
+export const openTransport = (mount: McpMount, sdk: McpClientSdk): Effect.Effect<OpenedTransport, McpServerUnavailable> =>
   Effect.gen(function*() {
     const spec = mount.spec
     if (!isStdio(spec)) {
       const headers = yield* readValues(mount, "headers", spec.headers)
-      const transport = new StreamableHTTPClientTransport(new URL(spec.url), { requestInit: { headers } })
+      const transport = new sdk.StreamableHTTPClientTransport(new URL(spec.url), { requestInit: { headers } })
       return { transport, pid: () => null, stderr: () => "", end: () => transport.terminateSession() }
     }
     const env = yield* readValues(mount, "env", spec.env)
-    const transport = new StdioClientTransport({
+    const transport = new sdk.StdioClientTransport({
       command: spec.command,
       args: [...(spec.args ?? [])],
       env,

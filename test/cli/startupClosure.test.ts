@@ -38,17 +38,26 @@ const chunks = readdirSync(join(dist, "chunks"))
 const chunkOf = (module: string): string | undefined => chunks.find((name) => name.startsWith(`${module}-`))
 
 describe("what foundry start loads", () => {
-  it("leaves the cluster, PostgreSQL, the OpenAI SDK and SheetJS to be imported when a project needs them", () => {
-    const command = chunkOf("serveProject")
+  const command = chunkOf("serveProject")
+  const loaded = closureOf([join(dist, "cli.js"), join(dist, "chunks", command ?? "")])
+
+  it("leaves the cluster, PostgreSQL, the OpenAI SDK, SheetJS and the MCP endpoint to be imported when a project needs them", () => {
     expect(command, "the start command is a chunk of its own").toBeDefined()
-    const loaded = closureOf([join(dist, "cli.js"), join(dist, "chunks", command ?? "")])
     const onDemand = new Set([...loaded].flatMap(dynamicImports))
-    for (const module of ["ClusterDispatcher", "PgDatabase", "openai", "xlsx"]) {
+    for (const module of ["ClusterDispatcher", "PgDatabase", "openai", "xlsx", "McpSessions", "agentServer"]) {
       const chunk = chunkOf(module)
       expect(chunk, `${module} is a chunk of its own`).toBeDefined()
       const file = join(dist, "chunks", chunk ?? "")
       expect(onDemand.has(file), `${module} is imported on demand by what start loads`).toBe(true)
       expect(loaded.has(file), `${module} is not loaded before start serves`).toBe(false)
     }
+  })
+
+  it("holds none of the MCP SDK's code: its client side is imported by the first connection", () => {
+    // A string literal only the SDK's schemas hold. A static import of one of its modules anywhere
+    // in the closure brings them in, while its own chunk may stay as a stub re-exporting them.
+    const marker = '"notifications/tools/list_changed"'
+    const holding = [...loaded].filter((file) => readFileSync(file, "utf8").includes(marker))
+    expect(holding, "files of start's closure with the MCP SDK's schemas").toEqual([])
   })
 })

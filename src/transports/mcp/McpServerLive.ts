@@ -3,17 +3,19 @@
  * session's notification stream, DELETE to end a session), on the API's own router, so the
  * server's middleware (the edge's Host, Origin and body-size checks, auth) applies to it as to every
  * route. The request body is parsed here and handed to the SDK's transport; every failure from here
- * on is answered in JSON-RPC's shape, which is what an MCP client reads.
+ * on is answered in JSON-RPC's shape, which is what an MCP client reads. The MCP SDK (with zod and
+ * ajv) is imported by the endpoint's first request, not by every start of a server that may never
+ * serve one (docs/decisions.md "Startup loads what it serves").
  */
 import { HttpApiBuilder, HttpServerRequest } from "@effect/platform"
 import type { Server } from "@modelcontextprotocol/sdk/server/index.js"
-import { Data, Effect, Layer, Option } from "effect"
+import { Data, Effect, Layer, Option, Scope } from "effect"
 import { CurrentApp } from "../../compiler/CurrentApp.js"
 import * as AgentTools from "./AgentTools.js"
-import { type AgentServerServices, makeAgentServer } from "./agentServer.js"
+import type { AgentServerServices } from "./agentServer.js"
 import * as ConversationResources from "./ConversationResources.js"
+import { jsonRpcError } from "./jsonRpcError.js"
 import { defaults, type McpServerConfig } from "./McpServerConfig.js"
-import * as McpSessions from "./McpSessions.js"
 
 /** The endpoint's path. */
 export const mcpPath = "/mcp"
@@ -62,23 +64,35 @@ export const layer = (config: McpServerConfig = defaults) =>
           })
         })
 
-      const sessions = yield* McpSessions.make({
-        newServer: () => makeAgentServer(runtime),
-        sessionIdle: config.sessionIdle,
-        maxSessions: config.maxSessions,
-        checkEvery: config.checkEvery,
-        keepAlive: app.table.config.server.sseHeartbeat,
-        onCheck: announceChanges
-      })
+      // Made by the first request, kept until the server's scope closes.
+      const scope = yield* Effect.scope
+      const sessions = yield* Effect.cached(
+        Effect.promise(() => Promise.all([import("./McpSessions.js"), import("./agentServer.js")])).pipe(
+          Effect.flatMap(([McpSessions, { makeAgentServer }]) =>
+            Scope.extend(
+              McpSessions.make({
+                newServer: () => makeAgentServer(runtime),
+                sessionIdle: config.sessionIdle,
+                maxSessions: config.maxSessions,
+                checkEvery: config.checkEvery,
+                keepAlive: app.table.config.server.sseHeartbeat,
+                onCheck: announceChanges
+              }),
+              scope
+            )
+          )
+        )
+      )
 
       const handler = Effect.gen(function*() {
         const request = yield* HttpServerRequest.HttpServerRequest
         const web = toWebRequest(request)
-        if (Option.isNone(web)) return yield* McpSessions.jsonRpcError(400, -32600, "the request URL or its Host header is not valid")
-        if (request.method !== "POST") return yield* sessions.handle(web.value, undefined)
+        if (Option.isNone(web)) return yield* jsonRpcError(400, -32600, "the request URL or its Host header is not valid")
+        const open = yield* sessions
+        if (request.method !== "POST") return yield* open.handle(web.value, undefined)
         return yield* readBody(request).pipe(
-          Effect.flatMap((body) => sessions.handle(web.value, body)),
-          Effect.catchTag("UnreadableBody", (error) => McpSessions.jsonRpcError(400, error.code, error.message))
+          Effect.flatMap((body) => open.handle(web.value, body)),
+          Effect.catchTag("UnreadableBody", (error) => jsonRpcError(400, error.code, error.message))
         )
       })
 

@@ -13,6 +13,7 @@ import type { Server } from "@modelcontextprotocol/sdk/server/index.js"
 import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js"
 import { isInitializeRequest } from "@modelcontextprotocol/sdk/types.js"
 import { Clock, Duration, Effect, Queue, type Scope, Stream } from "effect"
+import { jsonRpcError } from "./jsonRpcError.js"
 
 /** One open session. */
 interface Session {
@@ -41,10 +42,6 @@ export interface McpSessions {
   /** Answers `request` (its body, already parsed, is `body`; `undefined` for GET and DELETE). */
   readonly handle: (request: Request, body: unknown) => Effect.Effect<HttpServerResponse.HttpServerResponse>
 }
-
-/** A JSON-RPC error response, the shape an MCP client reads any failure in. */
-export const jsonRpcError = (status: number, code: number, message: string) =>
-  Effect.succeed(HttpServerResponse.unsafeJson({ jsonrpc: "2.0", error: { code, message }, id: null }, { status }))
 
 /** The transport's answer as the HTTP server's, running `done` once its body has been sent (or abandoned). */
 const toHttpResponse = (response: Response, done: Effect.Effect<void>) => {

@@ -1,0 +1,32 @@
+/**
+ * The MCP SDK's client side, as the connections use it: imported by the first connection, not by
+ * every start of a project that may have no MCP server (docs/decisions.md "Startup loads what it
+ * serves").
+ */
+import { Effect } from "effect"
+
+const importSdk = async () => {
+  const [client, stdio, streamableHttp, types] = await Promise.all([
+    import("@modelcontextprotocol/sdk/client/index.js"),
+    import("@modelcontextprotocol/sdk/client/stdio.js"),
+    import("@modelcontextprotocol/sdk/client/streamableHttp.js"),
+    import("@modelcontextprotocol/sdk/types.js")
+  ])
+  return {
+    Client: client.Client,
+    StdioClientTransport: stdio.StdioClientTransport,
+    StreamableHTTPClientTransport: streamableHttp.StreamableHTTPClientTransport,
+    StreamableHTTPError: streamableHttp.StreamableHTTPError,
+    ErrorCode: types.ErrorCode,
+    McpError: types.McpError,
+    ToolListChangedNotificationSchema: types.ToolListChangedNotificationSchema
+  }
+}
+
+/** What the connections take from the SDK. */
+export type McpClientSdk = Awaited<ReturnType<typeof importSdk>>
+
+let imported: Promise<McpClientSdk> | undefined
+
+/** The SDK's client side, imported by the first call. */
+export const loadMcpClientSdk: Effect.Effect<McpClientSdk> = Effect.promise(() => (imported ??= importSdk()))
