@@ -170,6 +170,13 @@ describe("retention and redaction", () => {
       const events = yield* allEvents(server.url)
       expect(events.length).toBeLessThanOrEqual(4)
       expect(events.at(-1)?.type).toBe("run.completed")
+      // Following the run gives what is left of it, up to its end event, and ends there.
+      const stream = yield* Effect.promise(() =>
+        fetch(`${server.url}/api/runs/${run.runId}/events`, { headers: { accept: "text/event-stream" } }).then((r) => r.text())
+      )
+      const types = [...stream.matchAll(/^event: (.+)$/gm)].map((match) => match[1])
+      expect(types).toEqual(events.filter((event) => event.runId === run.runId).map((event) => event.type))
+      expect(types.at(-1)).toBe("run.completed")
     }))
 
   it.scopedLive("drops events older than the maximum age", () =>
