@@ -27,7 +27,8 @@ const compile = () =>
     format: "esm",
     target: "node20",
     packages: "external",
-    keepNames: true,
+    // Not minified, so that a profile names the framework's functions; no `keepNames` either, as
+    // in `dist/`: it wraps every function made at run time in a call that names it.
     logLevel: "error"
   })
 
