@@ -13,6 +13,7 @@ import { fileURLToPath } from "node:url"
 import { Effect } from "effect"
 import { build } from "esbuild"
 import { scenarios } from "./scenarios/index.js"
+import { runClientsHere } from "./support/httpRuns.js"
 
 const self = fileURLToPath(import.meta.url)
 const bundle = fileURLToPath(new URL(".build/run.mjs", import.meta.url))
@@ -54,6 +55,10 @@ const main = async (): Promise<number> => {
   const args = process.argv.slice(2)
   if (args[0] === "--child") {
     await runHere(args[1] ?? "")
+    return 0
+  }
+  if (args[0] === "--http-clients") {
+    await Effect.runPromise(runClientsHere(args[1] ?? "", Number(args[2]), Number(args[3])))
     return 0
   }
   const known = scenarios.map((s) => s.name)
