@@ -175,7 +175,7 @@ export const layer = (options: EventLogOptions = {}) => Layer.scoped(
       const runId = filter.runId
       if (runId === undefined) {
         return Effect.zipRight(
-          Effect.acquireRelease(Effect.sync(() => feedSubscribers++), () => Effect.sync(() => feedSubscribers--)),
+          heldInScope(() => feedSubscribers++, () => feedSubscribers--),
           Effect.map(PubSub.subscribe(hub), (queue) => Queue.takeBetween(queue, 1, Number.POSITIVE_INFINITY))
         )
       }
