@@ -3,7 +3,7 @@
  * it; then it shares that run's trace and hangs under the span that started it. Span ids are
  * derived from the run and the step, so a resumed run keeps its spans.
  */
-import { createHash } from "node:crypto"
+import { hash as digestOf } from "node:crypto"
 import type { RunRecord } from "../durable/records.js"
 import type { AnyEvent, EventPayload, EventType } from "../events/FoundryEvent.js"
 
@@ -15,7 +15,8 @@ const maxRemembered = 20_000
 const hash = (text: string, length: number): string => {
   const known = remembered.get(text)
   if (known !== undefined) return known
-  const digest = createHash("sha256").update(text).digest("hex").slice(0, length)
+  // One call, no `Hash` object: half the time of `createHash` for a text this short.
+  const digest = digestOf("sha256", text, "hex").slice(0, length)
   if (remembered.size >= maxRemembered) {
     let drop = maxRemembered / 2
     for (const key of remembered.keys()) {
