@@ -42,6 +42,7 @@ import { makeExecutions } from "./executions.js"
 import { executorName, isDeadExecutor } from "./executorIdentity.js"
 import { makeInstanceRefusals } from "./instanceRefusals.js"
 import { makeHeldLeases } from "./heldLeases.js"
+import { entrySpan } from "../engine/entrySpan.js"
 
 /** Settings of an executor. */
 export interface RunExecutorOptions {
@@ -236,7 +237,7 @@ export const makeRunExecutor = (options: RunExecutorOptions) =>
         if (Option.isSome(parent) && parent.value.status === "suspended") yield* wake(parent.value)
       }).pipe(Effect.catchAllCause((cause) => Effect.logWarning("could not wake a parent run", cause)))
 
-    const submit = Effect.fn("Dispatcher.submit")(function*(request: RunRequest) {
+    const submit = Effect.fnUntraced(function*(request: RunRequest) {
       if (request.idempotencyKey !== undefined) {
         const existing = yield* store.findRunByIdempotencyKey(request.idempotencyKey)
         if (Option.isSome(existing)) return existing.value
@@ -284,7 +285,7 @@ export const makeRunExecutor = (options: RunExecutorOptions) =>
               Effect.flatMap(Option.match({ onNone: () => Effect.fail(error), onSome: Effect.succeed }))
             ))
       )
-    })
+    }, entrySpan("Dispatcher.submit"))
 
     /** Cancels the run; `reason` becomes the result of each tool call it leaves open. */
     const cancelWith: (runId: string, reason: string) => Effect.Effect<RunRecord, RunNotFound | RunAlreadyEnded | StoreError> = Effect.fn(

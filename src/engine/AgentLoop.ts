@@ -29,6 +29,7 @@ import { makeStepBuffer, type StepBuffer } from "./StepBuffer.js"
 import { outlastStoreOutages } from "./storeOutage.js"
 import { toolCallStep } from "./toolCallStep.js"
 import type { JournalEntry } from "./transcript.js"
+import { entrySpan } from "./entrySpan.js"
 
 /** How a run's execution ended (a suspended run continues later). */
 export type RunOutcome = "completed" | "failed" | "suspended"
@@ -103,7 +104,7 @@ const endedAs = (status: RunRecord["status"]): RunOutcome | undefined =>
   status === "completed" ? "completed" : status === "failed" || status === "cancelled" ? "failed" : undefined
 
 /** Runs (or resumes) one run of the compiled app; `lease` fences its writes. */
-export const runAgent = Effect.fn("engine.runAgent")(function*(app: CompiledApp, run: RunRecord, lease?: Lease) {
+export const runAgent = Effect.fnUntraced(function*(app: CompiledApp, run: RunRecord, lease?: Lease) {
   const store = yield* Store
   let written = 0
   const stepOf = (of: RunRecord) => makeStepBuffer(of, lease, () => written++)
@@ -146,7 +147,7 @@ export const runAgent = Effect.fn("engine.runAgent")(function*(app: CompiledApp,
         : fail(`internal error: ${Cause.pretty(cause).split("\n")[0]}`)
     )
   )
-})
+}, entrySpan("engine.runAgent"))
 
 /** The loop itself, from the run's transcript to its end or suspension. */
 const executeRun = (app: CompiledApp, agent: CompiledAgent, run: RunRecord, step: StepBuffer, journal: Array<JournalEntry>) =>

@@ -10,6 +10,7 @@ import { durationText } from "../definitions/configFields.js"
 import type { ToolRunContext } from "../definitions/defineTool.js"
 import { formatIssues, readableIssues } from "../definitions/readableIssues.js"
 import type { ImageContent, ToolCall } from "../models/Model.js"
+import { entrySpan } from "./entrySpan.js"
 
 /** What a tool call came to. `content` is what the model is shown. */
 export type ToolOutcome =
@@ -104,14 +105,14 @@ const withinLimit = (outcome: ToolOutcome, limit: number): ToolOutcome => ({ ...
  * Runs a decoded call with the application's services, interrupted when it outlasts its timeout;
  * never fails (interruption aside).
  */
-export const runTool = Effect.fn("engine.runTool")(function*(
+export const runTool = Effect.fnUntraced(function*(
   call: DecodedCall,
   context: Omit<ToolRunContext<unknown>, "idempotencyKey">,
   services: Context.Context<unknown>,
   limits: ToolLimits
 ) {
   return withinLimit(yield* runWithTimeout(call, context, services, limits.timeout), limits.outputLimit)
-})
+}, entrySpan("engine.runTool"))
 
 /** The longest delay a Node timer holds (about 24.8 days); a longer one fires at once. */
 const longestTimer = 2 ** 31 - 1
