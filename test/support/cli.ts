@@ -34,13 +34,29 @@ export const runCli = (args: ReadonlyArray<string>, options: { readonly cwd?: st
     return Effect.sync(() => child.kill("SIGKILL"))
   })
 
-/** A free TCP port on loopback. */
-export const freePort = Effect.async<number>((resume) => {
-  const server = createServer()
-  server.listen(0, "127.0.0.1", () => {
-    const address = server.address()
-    const port = typeof address === "object" && address !== null ? address.port : 0
-    server.close(() => resume(Effect.succeed(port)))
+/** Whether nothing listens on `port` on loopback now. */
+const isFree = (port: number) =>
+  Effect.async<boolean>((resume) => {
+    const server = createServer()
+    server.once("error", () => resume(Effect.succeed(false)))
+    server.listen(port, "127.0.0.1", () => server.close(() => resume(Effect.succeed(true))))
+  })
+
+// Ports are handed to processes that bind them later, so a port must not be handed out again
+// meanwhile: each test worker draws from a range of its own (Vitest numbers its workers), below the
+// kernel's ephemeral ports (which `listen(0)` and outgoing connections take), and never twice.
+const handedOut = new Set<number>()
+const rangeSize = 1_500
+const rangeStart = 20_000 + (Number(process.env.VITEST_POOL_ID ?? "1") % 8) * rangeSize
+
+/** A free TCP port on loopback for a process to bind. */
+export const freePort: Effect.Effect<number> = Effect.suspend(() => {
+  const port = rangeStart + Math.floor(Math.random() * rangeSize)
+  if (handedOut.has(port)) return freePort
+  return Effect.flatMap(isFree(port), (free) => {
+    if (!free) return freePort
+    handedOut.add(port)
+    return Effect.succeed(port)
   })
 })
 
