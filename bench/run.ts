@@ -13,6 +13,7 @@ import { fileURLToPath } from "node:url"
 import { Effect } from "effect"
 import { build } from "esbuild"
 import { scenarios } from "./scenarios/index.js"
+import { countingOperations } from "./support/effectOperations.js"
 import { runClientsHere } from "./support/httpRuns.js"
 
 const self = fileURLToPath(import.meta.url)
@@ -46,7 +47,7 @@ const runChild = (name: string): Promise<number> =>
 const runHere = (name: string): Promise<void> => {
   const scenario = scenarios.find((s) => s.name === name)
   if (scenario === undefined) return Promise.reject(new Error(`unknown scenario "${name}"`))
-  return Effect.runPromise(scenario.run).then((result) => {
+  return Effect.runPromise(countingOperations(scenario.run)).then((result) => {
     process.stdout.write(JSON.stringify(result) + "\n")
   })
 }

@@ -7,6 +7,7 @@
  */
 import { truncateSync } from "node:fs"
 import { Effect } from "effect"
+import { operationsSoFar } from "../support/effectOperations.js"
 import { loadClient } from "../support/httpClient.js"
 import { httpRuns, runsFromAnotherProcess } from "../support/httpRuns.js"
 import { orderLookupProject } from "../support/project.js"
@@ -45,7 +46,10 @@ export const orderLookupHttp = Effect.gen(function*() {
   const lines = lineCount(sideEffects)
 
   yield* progress(`order-lookup-http: ${runs} runs over HTTP, ${clients} clients in a process of their own`)
+  const operationsBefore = yield* operationsSoFar
   const apart = yield* runsFromAnotherProcess(server.url, runs, clients)
+  // The server's alone: its clients were elsewhere.
+  const serverOperations = (yield* operationsSoFar) - operationsBefore
 
   const latencies = measured.map((r) => r.ms)
   const frames = measured.map((r) => r.frames)
@@ -64,7 +68,7 @@ export const orderLookupHttp = Effect.gen(function*() {
     runsPerSecond: round(runsPerSecond, 1),
     latencyMs: { p50: round(percentile(latencies, 50)), p99: round(percentile(latencies, 99)) },
     cpuMsPerRun: round(cpuMs / runs, 3),
-    clientsApart: apart,
+    clientsApart: { ...apart, serverEffectOperationsPerRun: round(serverOperations / runs, 1) },
     peakRssMb: mb(peakRss),
     rssBeforeRunsMb: mb(rssLoaded),
     target: { runsPerSecond: ">= 500" },
