@@ -90,7 +90,7 @@ const failRun = (run: RunRecord, step: StepBuffer, journal: ReadonlyArray<Journa
     const closing = closeOpenCalls(run, journal, `not run: the run failed (${error})`)
     for (const message of closing.messages) step.message(message)
     for (const event of closing.events) step.push(event)
-    yield* step.emit("run.failed", "run", { error })
+    step.emit("run.failed", "run", { error })
     yield* step.commit({ status: { status: "failed", error }, releaseLease: true })
     return "failed" as const
   })
@@ -159,7 +159,7 @@ const executeRun = (app: CompiledApp, agent: CompiledAgent, run: RunRecord, step
     // An environment's view_image answers with an image: offered only when every model of the fallback list sees.
     const seesImages = models.every((model) => model.vision === true)
     const resolved = Arr.headNonEmpty(resolvedModels)
-    yield* step.emit(run.status === "queued" ? "run.started" : "run.resumed", "run", {
+    step.emit(run.status === "queued" ? "run.started" : "run.resumed", "run", {
       input: run.input,
       model: resolved.model.name,
       ...(resolved.fallbackFrom === undefined ? {} : { requestedModel: resolved.fallbackFrom })
@@ -183,7 +183,7 @@ const executeRun = (app: CompiledApp, agent: CompiledAgent, run: RunRecord, step
     while (true) {
       const next = nextStep(context.mine)
       if (next._tag === "Final") {
-        yield* step.emit("run.completed", "run", { output: next.text, turns: turn })
+        step.emit("run.completed", "run", { output: next.text, turns: turn })
         yield* step.commit({ status: { status: "completed", output: next.text }, releaseLease: true })
         return "completed" as const
       }
@@ -256,7 +256,7 @@ const makeBudgetCheck = (context: RunContext) =>
     const fail = (exceeded: Exceeded, why = "") =>
       failRun(run, step, journal, budgetMessage(exceeded, { agentFile: agent.file, configFile, instance: run.instanceId }) + why)
 
-    const exceededEvent = (exceeded: Exceeded) =>
+    const exceededEvent = (exceeded: Exceeded): void =>
       step.emit("budget.exceeded", "run", {
         budget: exceeded.budget,
         limit: exceeded.limit,
@@ -287,16 +287,19 @@ const makeBudgetCheck = (context: RunContext) =>
         })
         // As at a tool's approval gate: a request whose suspension was never recorded was not recorded either.
         if (Option.isNone(found) || run.status !== "suspended") {
-          yield* exceededEvent(exceeded)
-          yield* step.emit("approval.requested", `approval:${key}`, { approvalId: asked.id, toolCallId: key, tool: key, input, expiresAt: asked.expiresAt }, "run")
+          exceededEvent(exceeded)
+          step.emit("approval.requested", `approval:${key}`, { approvalId: asked.id, toolCallId: key, tool: key, input, expiresAt: asked.expiresAt }, "run")
         }
-        yield* step.emit("run.suspended", "run", { reason: "budget", approvalId: asked.id, tool: key, budget: exceeded.budget })
+        step.emit("run.suspended", "run", { reason: "budget", approvalId: asked.id, tool: key, budget: exceeded.budget })
         yield* step.commit({ status: { status: "suspended" }, releaseLease: true })
         return "suspended" as const
       })
 
     const overBudget = (exceeded: Exceeded): Effect.Effect<RunOutcome | undefined, StoreError | LeaseLost> =>
-      policy === "ask" ? askPerson(exceeded) : Effect.zipRight(exceededEvent(exceeded), fail(exceeded))
+      policy === "ask" ? askPerson(exceeded) : Effect.suspend(() => {
+        exceededEvent(exceeded)
+        return fail(exceeded)
+      })
     // Sums of numbers the run and its turns already hold: nothing for a constructor to check.
     let totals = new UsageSums({
       runs: 1,

@@ -82,7 +82,9 @@ export const answer = (context: RunContext, call: ToolCall, outcome: ToolOutcome
   context.record({ _tag: "tool", toolCallId: call.id, name: call.name, content: outcome.content, ...(images === undefined ? {} : { images }) })
   const shown = hide(context, call.name)
   const span = `tool:${call.id}`
-  return outcome._tag === "Succeeded"
-    ? context.step.emit("tool.call.completed", span, { toolCallId: call.id, tool: call.name, input: shown(outcome.input), output: shown(outcome.output), durationMs })
-    : context.step.emit("tool.call.failed", span, { toolCallId: call.id, tool: call.name, input: shown(outcome.input), error: outcome.error, durationMs })
+  if (outcome._tag === "Succeeded") {
+    context.step.emit("tool.call.completed", span, { toolCallId: call.id, tool: call.name, input: shown(outcome.input), output: shown(outcome.output), durationMs })
+  } else {
+    context.step.emit("tool.call.failed", span, { toolCallId: call.id, tool: call.name, input: shown(outcome.input), error: outcome.error, durationMs })
+  }
 }

@@ -23,7 +23,7 @@ export interface StepEnd {
 /** A run's pending step. */
 export interface StepBuffer {
   /** Adds an event of the run at `step` (a span under `parentStep`, default the run's own); `data` is the payload of `type`. */
-  readonly emit: <T extends EventType>(type: T, step: string, data: EventPayload<T>, parentStep?: string) => Effect.Effect<void>
+  readonly emit: <T extends EventType>(type: T, step: string, data: EventPayload<T>, parentStep?: string) => void
   /** Streams text deltas live, together (never stored). */
   readonly deltas: (step: string, data: ReadonlyArray<EventPayload<"model.delta">>) => Effect.Effect<void>
   /** Adds an event already drafted. */
@@ -45,7 +45,9 @@ export const makeStepBuffer = (run: RunRecord, lease: Lease | undefined, written
     const buffer: StepBuffer = {
       // `emit`'s signature ties each call's data to its type; TypeScript cannot carry that tie
       // through a type parameter into the array of all drafts, so the draft is made at the union.
-      emit: (type, step, data, parentStep) => Effect.sync(() => drafts.push(eventOf<EventType>(run, type, data, step, parentStep))),
+      emit: (type, step, data, parentStep) => {
+        drafts.push(eventOf<EventType>(run, type, data, step, parentStep))
+      },
       // Text deltas are only streamed: with nobody following, there is nothing to make.
       deltas: (step, data) => events.followed() ? events.emitLive(data.map((delta) => eventOf(run, "model.delta", delta, step))) : Effect.void,
       push: (draft) => drafts.push(draft),

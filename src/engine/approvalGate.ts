@@ -37,7 +37,7 @@ export const approvalGate = Effect.fnUntraced(function*(
     const grant = yield* approvals.findGrant(run.conversationId, call.name)
     if (Option.isSome(grant)) {
       // Approved for this conversation earlier: no one is asked again.
-      yield* step.emit("approval.decided", `approval:${call.id}`, {
+      step.emit("approval.decided", `approval:${call.id}`, {
         toolCallId: call.id,
         tool: call.name,
         status: "approved",
@@ -59,7 +59,7 @@ export const approvalGate = Effect.fnUntraced(function*(
     // Asked before, by an execution whose suspension was never recorded (a crash, a step the store
     // did not take): its request was not recorded either, so it is now.
     if (Option.isNone(approval) || run.status !== "suspended") {
-      yield* step.emit("approval.requested", `approval:${call.id}`, {
+      step.emit("approval.requested", `approval:${call.id}`, {
         approvalId: asked.id,
         toolCallId: call.id,
         tool: call.name,

@@ -51,13 +51,13 @@ export const emitFrom = (app: CompiledApp, run: RunRecord, starter: RunStarter["
       const span = `emit:${callId}:${route.id}`
       const decoded = yield* Schema.decodeUnknown(on.schema)(payload).pipe(Effect.either)
       if (decoded._tag === "Left") {
-        yield* step.emit("playbook.skipped", span, { event: name, playbook: route.id, reason: "the event does not match its schema" }, parentStep)
+        step.emit("playbook.skipped", span, { event: name, playbook: route.id, reason: "the event does not match its schema" }, parentStep)
         continue
       }
       const started = yield* deliverToPlaybook(app, route, decoded.right, {
-        skipped: (_agent, reason) => step.emit("playbook.skipped", span, { event: name, playbook: route.id, reason }, parentStep),
-        matched: (agent, instanceId) => step.emit("playbook.matched", span, { event: name, playbook: route.id, agent, instanceId }, parentStep),
-        provisioned: (agent, instanceId) => step.emit("instance.provisioned", span, { playbook: route.id, agent, instanceId }, parentStep),
+        skipped: (_agent, reason) => Effect.sync(() => step.emit("playbook.skipped", span, { event: name, playbook: route.id, reason }, parentStep)),
+        matched: (agent, instanceId) => Effect.sync(() => step.emit("playbook.matched", span, { event: name, playbook: route.id, agent, instanceId }, parentStep)),
+        provisioned: (agent, instanceId) => Effect.sync(() => step.emit("instance.provisioned", span, { playbook: route.id, agent, instanceId }, parentStep)),
         start: (agent, instanceId, message) =>
           starter.start({ agent, message, instance: instanceId, parentRunId: run.id, traceId: traceOfRun(run), parentSpanId: spanIdOf(run.id, span) })
             .pipe(
@@ -67,7 +67,7 @@ export const emitFrom = (app: CompiledApp, run: RunRecord, starter: RunStarter["
                 (unavailable) => Effect.succeed<Started>({ _tag: "Unavailable", reason: unavailable.message })
               )
             ),
-        dispatched: (_agent, _instanceId, runId) => step.emit("playbook.dispatched", span, { event: name, playbook: route.id, runId }, parentStep)
+        dispatched: (_agent, _instanceId, runId) => Effect.sync(() => step.emit("playbook.dispatched", span, { event: name, playbook: route.id, runId }, parentStep))
       })
       runs.push(...started.map((child) => child.runId))
     }
@@ -107,7 +107,7 @@ export const awaitChild = Effect.fnUntraced(function*(
       parentSpanId: spanIdOf(run.id, `tool:${call.id}`)
     }).pipe(Effect.either)
     if (started._tag === "Left") return failedOutcome(rawInput, `could not start ${subagent}: ${started.left.message}`)
-    yield* step.emit("tool.call.started", `tool:${call.id}`, {
+    step.emit("tool.call.started", `tool:${call.id}`, {
       toolCallId: call.id,
       tool: call.name,
       input: hide(rawInput),
@@ -121,12 +121,12 @@ export const awaitChild = Effect.fnUntraced(function*(
       : failedOutcome(rawInput, `the ${subagent} run ${ended.status}${ended.error === null ? "" : `: ${ended.error}`}`)
   // Woken by its child's end: the answer is there, no second suspension.
   if (finalStatuses.has(child.status)) return outcomeOf(child)
-  yield* step.emit("run.suspended", "run", { reason: "child", childRunId: child.id, tool: call.name })
+  step.emit("run.suspended", "run", { reason: "child", childRunId: child.id, tool: call.name })
   yield* step.commit({ status: { status: "suspended" } })
   const latest = yield* store.getRun(child.id)
   if (Option.isNone(latest) || !finalStatuses.has(latest.value.status)) return "suspended" as const
   // The child ended while the suspension was written, when nobody could wake this run.
-  yield* step.emit("run.resumed", "run", { reason: "child", childRunId: child.id })
+  step.emit("run.resumed", "run", { reason: "child", childRunId: child.id })
   yield* step.commit({ status: { status: "running" } })
   return outcomeOf(latest.value)
 })

@@ -43,11 +43,14 @@ export const askModel = (input: ModelStepInput) =>
     const { config, models, step, turn } = input
     const span = `turn:${turn}`
     const started = yield* Clock.currentTimeMillis
-    yield* step.emit("model.turn.started", span, { turn, model: models[0].name })
+    step.emit("model.turn.started", span, { turn, model: models[0].name })
     yield* input.commit()
     // Retries and fallbacks are committed as they happen: a person watching a slow turn sees them.
     const report = <T extends "model.retry" | "model.fallback">(type: T, data: EventPayload<T>) =>
-      Effect.zipRight(step.emit(type, span, data), input.commit())
+      Effect.suspend(() => {
+        step.emit(type, span, data)
+        return input.commit()
+      })
     const options = {
       retry: config.modelRetry,
       onDeltas: (texts: ReadonlyArray<string>) => step.deltas(span, texts.map((text) => ({ turn, text }))),
@@ -64,7 +67,7 @@ export const askModel = (input: ModelStepInput) =>
     const price = priceOf(result.model, config.prices)
     const usage: TurnUsage = { inputTokens: result.inputTokens, outputTokens: result.outputTokens, costUsd: price === undefined ? null : costOf(result, price) }
     step.usage(usage)
-    yield* step.emit("model.turn.completed", span, {
+    step.emit("model.turn.completed", span, {
       turn,
       model: result.model,
       text: result.text,

@@ -70,13 +70,13 @@ export const makeRunTranscript = (context: RunContext, models: Arr.NonEmptyReado
         const elided: ModelRequest = { ...request, messages: elideOldToolResults(request.messages) }
         const limit = window === undefined ? before : window * config.context.hard
         if (!overflowed && estimateTokens(elided) <= limit) {
-          yield* step.emit("context.compacted", span, { method: "elide", beforeTokens: before, afterTokens: estimateTokens(elided) })
+          step.emit("context.compacted", span, { method: "elide", beforeTokens: before, afterTokens: estimateTokens(elided) })
           return elided
         }
-        yield* step.emit("context.compacting", span, { method: "summary", beforeTokens: before, window: window ?? null })
+        step.emit("context.compacting", span, { method: "summary", beforeTokens: before, window: window ?? null })
         yield* summarizeOlderTurns
         const compacted: ModelRequest = { ...request, messages: elideOldToolResults(yield* transcript) }
-        yield* step.emit("context.compacted", span, { method: "summary", beforeTokens: before, afterTokens: estimateTokens(compacted) })
+        step.emit("context.compacted", span, { method: "summary", beforeTokens: before, afterTokens: estimateTokens(compacted) })
         return compacted
       })
 

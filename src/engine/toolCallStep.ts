@@ -54,20 +54,20 @@ export const toolCallStep = (context: RunContext, call: ToolCall) =>
     const withoutServers = ownAndInstalled(agent, context.instance.installed)
     if (Either.isLeft(listed) && !withoutServers.has(call.name)) {
       // An MCP server cannot be reached: the other tools still run, its own are answered why not.
-      yield* answer(context, call, failedOutcome(call.arguments, listed.left.message), 0)
+      answer(context, call, failedOutcome(call.arguments, listed.left.message), 0)
       return answered()
     }
     const tools = Either.getOrElse(listed, () => withoutServers)
     const decoded = yield* decodeCall(tools.get(call.name), call, [...tools.keys()])
     if (decoded._tag === "Left") {
       // Calls that never ran (bad arguments, unknown tool) are answered without a start event.
-      yield* answer(context, call, decoded.left, 0)
+      answer(context, call, decoded.left, 0)
       return answered()
     }
     const rule = matchingRule(config.permissions, run.agent, call.name)
     if (rule?.action === "deny") {
       // Refused by the project's rules: never run, nobody asked, the model told the rule's reason.
-      yield* answer(context, call, failedOutcome(decoded.right.rawInput, deniedByRule(rule)), 0)
+      answer(context, call, failedOutcome(decoded.right.rawInput, deniedByRule(rule)), 0)
       return answered()
     }
     const { builtin, environment, subagent } = decoded.right.tool
@@ -76,7 +76,7 @@ export const toolCallStep = (context: RunContext, call: ToolCall) =>
       const path = typeof input === "object" && input !== null && "path" in input && typeof input.path === "string" ? input.path : ""
       const scope = { ...environment, context: { agent: run.agent, instanceId: run.instanceId, conversationId: run.conversationId } }
       const shownImage = yield* Effect.either((yield* Environments).viewImage(scope, path))
-      yield* answer(context, call, Either.match(shownImage, {
+      answer(context, call, Either.match(shownImage, {
         onLeft: (error) => failedOutcome(input, `view_image failed: ${error.message}`),
         onRight: ({ content, image }): ToolOutcome => ({ _tag: "Succeeded", input, output: content, content, images: [image] })
       }), 0)
@@ -84,31 +84,31 @@ export const toolCallStep = (context: RunContext, call: ToolCall) =>
     }
     if (builtin !== undefined && builtin !== "view_image") {
       const outcome = yield* runTimerTool(builtin, decoded.right.rawInput, run, call.id, config.timers)
-      if (outcome._tag === "Succeeded") yield* step.emit("timer.armed", `tool:${call.id}`, { tool: call.name }, "run")
-      yield* answer(context, call, outcome, 0)
+      if (outcome._tag === "Succeeded") step.emit("timer.armed", `tool:${call.id}`, { tool: call.name }, "run")
+      answer(context, call, outcome, 0)
       return answered()
     }
     if (subagent !== undefined) {
       yield* context.commit()
       const waited = yield* awaitChild(run, step, call, subagent, decoded.right.input, decoded.right.rawInput, shown)
       if (waited === "suspended") return { _tag: "Suspended" } satisfies CallOutcome
-      yield* answer(context, call, waited, 0)
+      answer(context, call, waited, 0)
       return answered()
     }
     const instance = yield* instanceFor(context, decoded.right.tool)
     if (Either.isLeft(instance)) {
       // Nothing the model can change: counted as a failed call, so that a model retrying it is stopped by maxToolFailures.
-      yield* answer(context, call, failedOutcome(decoded.right.rawInput, instance.left), 0)
+      answer(context, call, failedOutcome(decoded.right.rawInput, instance.left), 0)
       return answered(true, instance.left)
     }
     const gate = yield* approvalGate(run, step, call, decoded.right, rule, config.approvalTimeout, shown)
     if (gate._tag === "Wait") {
-      yield* step.emit("run.suspended", "run", { reason: "approval", approvalId: gate.approvalId, tool: call.name })
+      step.emit("run.suspended", "run", { reason: "approval", approvalId: gate.approvalId, tool: call.name })
       yield* step.commit({ status: { status: "suspended" }, releaseLease: true })
       return { _tag: "Suspended" } satisfies CallOutcome
     }
     if (gate._tag === "Refused") {
-      yield* answer(context, call, failedOutcome(decoded.right.rawInput, gate.reason), 0)
+      answer(context, call, failedOutcome(decoded.right.rawInput, gate.reason), 0)
       return answered()
     }
     const starter = yield* RunStarter
@@ -117,7 +117,7 @@ export const toolCallStep = (context: RunContext, call: ToolCall) =>
     const storage = yield* InstanceStorage
     const instances = yield* Instances
     const started = yield* Clock.currentTimeMillis
-    yield* step.emit("tool.call.started", `tool:${call.id}`, { toolCallId: call.id, tool: call.name, input: shown(decoded.right.rawInput) })
+    step.emit("tool.call.started", `tool:${call.id}`, { toolCallId: call.id, tool: call.name, input: shown(decoded.right.rawInput) })
     yield* context.commit()
     const outcome = yield* runTool(decoded.right, {
       runId: run.id,
@@ -134,6 +134,6 @@ export const toolCallStep = (context: RunContext, call: ToolCall) =>
           Effect.provideService(Instances, instances)
         )
     }, services, { timeout: config.toolTimeout, outputLimit: config.toolOutputLimit })
-    yield* answer(context, call, outcome, (yield* Clock.currentTimeMillis) - started)
+    answer(context, call, outcome, (yield* Clock.currentTimeMillis) - started)
     return answered(true, outcome._tag === "Failed" ? outcome.error : undefined)
   })

@@ -58,7 +58,7 @@ const gateEvents = (status: RunStatus) =>
   Effect.gen(function*() {
     const emitted: Array<string> = []
     const step: StepBuffer = {
-      emit: (type) => Effect.sync(() => void emitted.push(type)),
+      emit: (type) => void emitted.push(type),
       deltas: () => Effect.void,
       push: () => undefined,
       message: () => undefined,
