@@ -3,9 +3,9 @@
  * http server. Binds to loopback unless told otherwise.
  */
 import { createServer } from "node:http"
-import { HttpApiBuilder, HttpMiddleware } from "@effect/platform"
+import { FileSystem, HttpApiBuilder, HttpIncomingMessage, HttpMiddleware } from "@effect/platform"
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
-import { Effect, Layer } from "effect"
+import { Effect, Layer, Option } from "effect"
 import { authMiddleware } from "../../auth/authMiddleware.js"
 import { FoundryApi } from "./api/FoundryApi.js"
 import { ApprovalsLive } from "./handlers/ApprovalsLive.js"
@@ -36,6 +36,10 @@ export const ApiLive = HttpApiBuilder.api(FoundryApi).pipe(
 /** Serves the API on `host:port` (port 0 picks a free one), reading request bodies up to `bodyLimit` bytes. */
 export const layer = (options: { readonly port: number; readonly host: string; readonly bodyLimit: number }) =>
   HttpApiBuilder.serve().pipe(
+    // Bodies are read at most this large (the edge answers a larger one 413 before reading it), the
+    // body read again to explain a failure too: provided once to the server rather than to each
+    // request, where it copied the request's whole context (25 Effect operations a request).
+    Layer.provide(Layer.succeed(HttpIncomingMessage.MaxBodySize, Option.some(FileSystem.Size(options.bodyLimit)))),
     Layer.provide(HttpApiBuilder.middleware(
       FoundryApi,
       Effect.map(edge(options), (atEdge) => (app) => atEdge(readableErrors(options.bodyLimit)(app)))

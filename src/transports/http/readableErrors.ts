@@ -4,8 +4,8 @@
  * a body that is not JSON or a path that is not a route gets a JSON error that says so, never an
  * empty response, a Schema tree or a stack trace.
  */
-import { HttpApiError, HttpIncomingMessage, type HttpApp, HttpMethod, HttpServerError, HttpServerRequest, HttpServerResponse } from "@effect/platform"
-import { Cause, Effect, Option } from "effect"
+import { HttpApiError, type HttpApp, HttpMethod, HttpServerError, HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import { Cause, Effect } from "effect"
 import { formatIssues } from "../../definitions/readableIssues.js"
 import { BadRequest } from "./api/BadRequest.js"
 import { FoundryApi } from "./api/FoundryApi.js"
@@ -38,7 +38,10 @@ const explain = Effect.fn("readableErrors.explain")(function*(error: HttpApiErro
   return yield* Effect.die(new Error(`a decode failure that is not the request's: ${error.message}`))
 })
 
-/** Wraps the API's app; request bodies over `maxBodyBytes` (the config's `server.bodyLimit`) are refused. */
+/**
+ * Wraps the API's app; `maxBodyBytes` (the config's `server.bodyLimit`) is what a body that cannot
+ * be read is said to be at most (the server reads bodies no larger: `HttpServerLive`).
+ */
 export const readableErrors = (maxBodyBytes: number) => <E, R>(app: HttpApp.Default<E, R>): HttpApp.Default<E | BadRequest, R> =>
   app.pipe(
     Effect.catchAllCause((cause): HttpApp.Default<E | BadRequest> => {
@@ -64,7 +67,5 @@ export const readableErrors = (maxBodyBytes: number) => <E, R>(app: HttpApp.Defa
         }
       }
       return Effect.failCause(cause)
-    }),
-    // Outermost, so that reading the body again to explain a failure is limited too.
-    HttpIncomingMessage.withMaxBodySize(Option.some(maxBodyBytes))
+    })
   )
