@@ -160,7 +160,7 @@ export const OpenAiLive = HttpApiBuilder.group(FoundryApi, "openai", (handlers) 
       })))
 
     const answerWhole = Effect.fn("openai.answerWhole")(function*(run: RunRecord, identity: CompletionIdentity) {
-      const answer = yield* wholeAnswer(run.id).pipe(Effect.provideService(EventLog, events), Effect.provideService(Store, store))
+      const answer = yield* wholeAnswer(run.id, { events, store })
       const record = yield* ended(run.id)
       if (answer.end._tag === "Failed" || answer.end._tag === "Cancelled") return errorResponse(runError(record, answer.end))
       return HttpServerResponse.unsafeJson(completion(identity, answer.text, usageOf(record)))
@@ -174,16 +174,13 @@ export const OpenAiLive = HttpApiBuilder.group(FoundryApi, "openai", (handlers) 
           end._tag === "Failed" || end._tag === "Cancelled"
             ? [dataFrame(errorBody(runError(record, end)))]
             : [dataFrame(parts.stop), ...(withUsage ? [dataFrame(parts.usage(usageOf(record)))] : []), doneFrame])
-      const answer = runAnswer(run.id).pipe(
+      const answer = runAnswer(run.id, { events, store }).pipe(
         Stream.mapEffect((piece) => piece._tag === "Text" ? Effect.succeed([dataFrame(parts.text(piece.text))]) : closing(piece.end)),
         Stream.flattenIterables,
         // The status line is sent: a store failure can only be told in the stream.
         Stream.catchAll((error) => Stream.fromEffect(Effect.map(orUnavailable(error), (unavailable) => dataFrame(errorBody(unavailable)))))
       )
-      return Stream.concat(Stream.make(dataFrame(parts.start)), Stream.merge(answer, heartbeat, { haltStrategy: "left" })).pipe(
-        Stream.provideService(EventLog, events),
-        Stream.provideService(Store, store)
-      )
+      return Stream.concat(Stream.make(dataFrame(parts.start)), Stream.merge(answer, heartbeat, { haltStrategy: "left" }))
     }
 
     return handlers

@@ -8,11 +8,11 @@
  * out. A run waiting for an approval ends the answer with a note that says which approval, and
  * how to decide it.
  */
-import { Effect, Option, Stream } from "effect"
+import { type Context, Effect, Option, Stream } from "effect"
 import type { RunRecord } from "../../durable/records.js"
-import { Store } from "../../durable/Store.js"
+import type { Store } from "../../durable/Store.js"
 import type { StoreError } from "../../durable/StoreError.js"
-import { EventLog } from "../../events/EventLog.js"
+import type { EventLog } from "../../events/EventLog.js"
 import type { FoundryEvent } from "../../events/FoundryEvent.js"
 
 /** How the followed part of a run ended. */
@@ -43,11 +43,18 @@ const endFromStatus = (run: RunRecord): RunEnd =>
     ? { _tag: "Cancelled" }
     : { _tag: "Failed", error: run.error ?? `the run is ${run.status}` }
 
+/**
+ * What a run's answer is read from: given as arguments by the handler that made them, rather than
+ * provided to each request's answer (a copy of the request's whole context each).
+ */
+export interface AnswerSources {
+  readonly events: Context.Tag.Service<EventLog>
+  readonly store: Context.Tag.Service<Store>
+}
+
 /** The run's answer as it is written; the last piece is its `End`. */
-export const runAnswer = (runId: string): Stream.Stream<AnswerPiece, StoreError, EventLog | Store> =>
-  Stream.unwrap(Effect.gen(function*() {
-    const events = yield* EventLog
-    const store = yield* Store
+export const runAnswer = (runId: string, { events, store }: AnswerSources): Stream.Stream<AnswerPiece, StoreError> =>
+  Stream.suspend(() => {
     // Per turn, the text sent so far; whether any turn has had text (the next one is set apart).
     const sent = new Map<number, string>()
     let anyText = false
@@ -110,7 +117,7 @@ export const runAnswer = (runId: string): Stream.Stream<AnswerPiece, StoreError,
       })),
       Stream.concat(Stream.flattenIterables(Stream.fromEffect(fromStatus)))
     )
-  }))
+  })
 
 /** A run's whole answer: its text and how the run ended. */
 export interface WholeAnswer {
@@ -122,6 +129,6 @@ export interface WholeAnswer {
 const unended: WholeAnswer = { text: "", end: { _tag: "Failed", error: "the run's answer ended without saying how the run ended" } }
 
 /** The whole answer, once the run has ended or stopped for an approval. */
-export const wholeAnswer = (runId: string) =>
-  Stream.runFold(runAnswer(runId), unended, (answer, piece): WholeAnswer =>
+export const wholeAnswer = (runId: string, sources: AnswerSources) =>
+  Stream.runFold(runAnswer(runId, sources), unended, (answer, piece): WholeAnswer =>
     piece._tag === "Text" ? { ...answer, text: answer.text + piece.text } : { ...answer, end: piece.end })
