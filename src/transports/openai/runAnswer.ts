@@ -52,63 +52,77 @@ export interface AnswerSources {
   readonly store: Context.Tag.Service<Store>
 }
 
+/**
+ * One reading of a run's answer: each event as the pieces of the answer it adds, in order (the
+ * text each turn has sent so far is remembered, so a reading makes its own state).
+ */
+const answerReading = () => {
+  // Per turn, the text sent so far; whether any turn has had text (the next one is set apart).
+  const sent = new Map<number, string>()
+  let anyText = false
+  /** Text that starts a new part of the answer: set apart from the text before it. */
+  const part = (piece: string): AnswerPiece => {
+    const lead = anyText ? turnSeparator : ""
+    anyText = true
+    return { _tag: "Text", text: lead + piece }
+  }
+  const text = (turn: number, piece: string): ReadonlyArray<AnswerPiece> => {
+    if (piece.length === 0) return []
+    const before = sent.get(turn) ?? ""
+    sent.set(turn, before + piece)
+    return [before.length === 0 ? part(piece) : { _tag: "Text", text: piece }]
+  }
+  const piecesOf = (event: FoundryEvent): ReadonlyArray<AnswerPiece> => {
+    switch (event.type) {
+      case "model.delta":
+        return text(event.data.turn, event.data.text)
+      case "model.turn.completed": {
+        const before = sent.get(event.data.turn) ?? ""
+        // Deltas missed at the start cannot be put in front of text already sent: the rest only.
+        return event.data.text.startsWith(before) ? text(event.data.turn, event.data.text.slice(before.length)) : []
+      }
+      case "model.turn.started":
+      case "model.retry":
+      case "model.fallback":
+        // The turn starts again from its first word (asked again after a retry, a fallback, or
+        // a step the store did not take); what was sent of it stays sent.
+        sent.delete(event.data.turn)
+        return []
+      case "run.completed":
+        return [{ _tag: "End", end: { _tag: "Completed" } }]
+      case "run.failed":
+        return [{ _tag: "End", end: { _tag: "Failed", error: event.data.error } }]
+      case "run.cancelled":
+        return [{ _tag: "End", end: { _tag: "Cancelled" } }]
+      case "run.suspended":
+        return event.data.reason === "approval"
+          ? [
+            part(approvalNote(event.data.approvalId, event.data.tool, event.conversationId)),
+            { _tag: "End", end: { _tag: "AwaitingApproval", approvalId: event.data.approvalId, tool: event.data.tool } }
+          ]
+          : []
+      default:
+        return []
+    }
+  }
+  return piecesOf
+}
+
+/** The end of a run whose events ran out before saying how it ended: its stored status says. */
+const endFromStore = (store: Context.Tag.Service<Store>, runId: string): Effect.Effect<RunEnd, StoreError> =>
+  Effect.map(store.getRun(runId), Option.match({
+    onNone: (): RunEnd => ({ _tag: "Failed", error: `run ${runId} is not in the store` }),
+    onSome: endFromStatus
+  }))
+
 /** The run's answer as it is written; the last piece is its `End`. */
 export const runAnswer = (runId: string, { events, store }: AnswerSources): Stream.Stream<AnswerPiece, StoreError> =>
   Stream.suspend(() => {
-    // Per turn, the text sent so far; whether any turn has had text (the next one is set apart).
-    const sent = new Map<number, string>()
-    let anyText = false
+    const piecesOf = answerReading()
     let ended = false
-    /** Text that starts a new part of the answer: set apart from the text before it. */
-    const part = (piece: string): AnswerPiece => {
-      const lead = anyText ? turnSeparator : ""
-      anyText = true
-      return { _tag: "Text", text: lead + piece }
-    }
-    const text = (turn: number, piece: string): ReadonlyArray<AnswerPiece> => {
-      if (piece.length === 0) return []
-      const before = sent.get(turn) ?? ""
-      sent.set(turn, before + piece)
-      return [before.length === 0 ? part(piece) : { _tag: "Text", text: piece }]
-    }
-    const piecesOf = (event: FoundryEvent): ReadonlyArray<AnswerPiece> => {
-      switch (event.type) {
-        case "model.delta":
-          return text(event.data.turn, event.data.text)
-        case "model.turn.completed": {
-          const before = sent.get(event.data.turn) ?? ""
-          // Deltas missed at the start cannot be put in front of text already sent: the rest only.
-          return event.data.text.startsWith(before) ? text(event.data.turn, event.data.text.slice(before.length)) : []
-        }
-        case "model.turn.started":
-        case "model.retry":
-        case "model.fallback":
-          // The turn starts again from its first word (asked again after a retry, a fallback, or
-          // a step the store did not take); what was sent of it stays sent.
-          sent.delete(event.data.turn)
-          return []
-        case "run.completed":
-          return [{ _tag: "End", end: { _tag: "Completed" } }]
-        case "run.failed":
-          return [{ _tag: "End", end: { _tag: "Failed", error: event.data.error } }]
-        case "run.cancelled":
-          return [{ _tag: "End", end: { _tag: "Cancelled" } }]
-        case "run.suspended":
-          return event.data.reason === "approval"
-            ? [
-              part(approvalNote(event.data.approvalId, event.data.tool, event.conversationId)),
-              { _tag: "End", end: { _tag: "AwaitingApproval", approvalId: event.data.approvalId, tool: event.data.tool } }
-            ]
-            : []
-        default:
-          return []
-      }
-    }
     const fromStatus = Effect.suspend(() =>
-      ended ? Effect.succeed([]) : Effect.map(store.getRun(runId), Option.match({
-        onNone: (): ReadonlyArray<AnswerPiece> => [{ _tag: "End", end: { _tag: "Failed", error: `run ${runId} is not in the store` } }],
-        onSome: (run): ReadonlyArray<AnswerPiece> => [{ _tag: "End", end: endFromStatus(run) }]
-      })))
+      ended ? Effect.succeed([]) : Effect.map(endFromStore(store, runId), (end): ReadonlyArray<AnswerPiece> => [{ _tag: "End", end }])
+    )
     return events.runEvents(runId).pipe(
       Stream.mapConcat(piecesOf),
       Stream.takeUntil((piece) => piece._tag === "End"),
@@ -125,10 +139,32 @@ export interface WholeAnswer {
   readonly end: RunEnd
 }
 
-// `runAnswer` always ends with an `End`, which replaces this one.
-const unended: WholeAnswer = { text: "", end: { _tag: "Failed", error: "the run's answer ended without saying how the run ended" } }
-
-/** The whole answer, once the run has ended or stopped for an approval. */
-export const wholeAnswer = (runId: string, sources: AnswerSources) =>
-  Stream.runFold(runAnswer(runId, sources), unended, (answer, piece): WholeAnswer =>
-    piece._tag === "Text" ? { ...answer, text: answer.text + piece.text } : { ...answer, end: piece.end })
+/**
+ * The whole answer, once the run has ended or stopped for an approval: the run's events taken
+ * from its follower as they are delivered, without a `Stream` (a third fewer Effect operations
+ * per chat completion).
+ */
+export const wholeAnswer = (runId: string, { events, store }: AnswerSources): Effect.Effect<WholeAnswer, StoreError> =>
+  Effect.scoped(Effect.gen(function*() {
+    const follower = yield* events.followRun(runId)
+    const piecesOf = answerReading()
+    let text = ""
+    const end = Option.isNone(follower) ? undefined : yield* Effect.async<RunEnd | undefined>((resume) => {
+      let stop = (): void => undefined
+      const ask = (): void => {
+        stop = follower.value((delivered) => {
+          if (delivered === undefined) return resume(Effect.succeed(undefined))
+          for (const event of delivered) {
+            for (const piece of piecesOf(event)) {
+              if (piece._tag === "End") return resume(Effect.succeed(piece.end))
+              text += piece.text
+            }
+          }
+          ask()
+        })
+      }
+      ask()
+      return Effect.sync(() => stop())
+    })
+    return { text, end: end ?? (yield* endFromStore(store, runId)) }
+  }))
