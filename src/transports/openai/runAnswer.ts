@@ -141,8 +141,8 @@ export interface WholeAnswer {
 
 /**
  * The whole answer, once the run has ended or stopped for an approval: the run's events taken
- * from its follower as they are delivered, without a `Stream` (a third fewer Effect operations
- * per chat completion).
+ * from its follower as they are delivered, without a `Stream` (less than half the Effect
+ * operations per chat completion; docs/performance.md).
  */
 export const wholeAnswer = (runId: string, { events, store }: AnswerSources): Effect.Effect<WholeAnswer, StoreError> =>
   Effect.scoped(Effect.gen(function*() {
