@@ -40,25 +40,20 @@ export class EventStorage extends Context.Tag("foundry/EventStorage")<EventStora
 const columns = "(id, time, type, trace_id, span_id, parent_span_id, run_id, conversation_id, instance_id, agent, release, data)"
 const row = "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 
+// The insert's text by its number of rows, made once: the store's cache of prepared statements
+// is keyed by the text, and a text made anew is hashed anew on every lookup.
+const insertTexts: Array<string> = []
+const insertText = (rows: number): string =>
+  insertTexts[rows] ??= `INSERT INTO foundry_events ${columns} VALUES ${Array.from({ length: rows }, () => row).join(", ")}`
+
 /** The statement that inserts `events` (at least one) and returns each one's `seq`, in order. */
-export const insertEvents = (events: ReadonlyArray<UnsequencedEvent>): Statement => ({
-  sql: `INSERT INTO foundry_events ${columns} VALUES ${events.map(() => row).join(", ")}`,
-  sequencedRows: events.length,
-  params: events.flatMap((e) => [
-    e.id,
-    e.time,
-    e.type,
-    e.traceId,
-    e.spanId,
-    e.parentSpanId,
-    e.runId,
-    e.conversationId,
-    e.instanceId,
-    e.agent,
-    e.release,
-    JSON.stringify(e.data)
-  ])
-})
+export const insertEvents = (events: ReadonlyArray<UnsequencedEvent>): Statement => {
+  const params: Array<string | number | null> = []
+  for (const e of events) {
+    params.push(e.id, e.time, e.type, e.traceId, e.spanId, e.parentSpanId, e.runId, e.conversationId, e.instanceId, e.agent, e.release, JSON.stringify(e.data))
+  }
+  return { sql: insertText(events.length), sequencedRows: events.length, params }
+}
 
 /** The events with the `seq` the store gave each, from the rows `insertEvents` returned. */
 export const sequenced = (events: ReadonlyArray<UnsequencedEvent>, rows: ReadonlyArray<Row>): ReadonlyArray<FoundryEvent> =>
