@@ -7,16 +7,21 @@ import { hash as digestOf } from "node:crypto"
 import type { RunRecord } from "../durable/records.js"
 import type { AnyEvent, EventPayload, EventType } from "../events/FoundryEvent.js"
 
-// Every event of a run derives its trace and span ids from the same few texts: remembered, so that
-// a run hashes each once rather than once per event. Bounded: the oldest half goes when full.
-const remembered = new Map<string, string>()
-const maxRemembered = 20_000
+/** A run's ids as hashed so far: its own trace id and the span id of each of its steps. */
+interface RunIds {
+  trace: string | undefined
+  readonly spans: Map<string, string>
+}
 
-const hash = (text: string, length: number): string => {
-  const known = remembered.get(text)
+// Every event of a run derives its ids from the run's id and its step: remembered by run, so that
+// a run hashes each once rather than once per event, and an event looks them up by the run id and
+// the step as they are, not by a key made anew. Bounded: the oldest half goes when full.
+const remembered = new Map<string, RunIds>()
+const maxRemembered = 10_000
+
+const idsOf = (runId: string): RunIds => {
+  const known = remembered.get(runId)
   if (known !== undefined) return known
-  // One call, no `Hash` object: half the time of `createHash` for a text this short.
-  const digest = digestOf("sha256", text, "hex").slice(0, length)
   if (remembered.size >= maxRemembered) {
     let drop = maxRemembered / 2
     for (const key of remembered.keys()) {
@@ -24,15 +29,29 @@ const hash = (text: string, length: number): string => {
       if (--drop === 0) break
     }
   }
-  remembered.set(text, digest)
-  return digest
+  const ids: RunIds = { trace: undefined, spans: new Map() }
+  remembered.set(runId, ids)
+  return ids
 }
 
+// One call, no `Hash` object: half the time of `createHash` for a text this short.
+const hash = (text: string, length: number): string => digestOf("sha256", text, "hex").slice(0, length)
+
 /** The trace id a run starts when nothing started it. */
-export const traceIdOf = (runId: string): string => hash(`trace:${runId}`, 32)
+export const traceIdOf = (runId: string): string => {
+  const ids = idsOf(runId)
+  return ids.trace ??= hash(`trace:${runId}`, 32)
+}
 
 /** The span id of one step of a run: `run` for the run itself, `turn:<n>`, `tool:<callId>`, ... */
-export const spanIdOf = (runId: string, step: string): string => hash(`span:${runId}:${step}`, 16)
+export const spanIdOf = (runId: string, step: string): string => {
+  const { spans } = idsOf(runId)
+  const known = spans.get(step)
+  if (known !== undefined) return known
+  const id = hash(`span:${runId}:${step}`, 16)
+  spans.set(step, id)
+  return id
+}
 
 /** The trace a run's events belong to. */
 export const traceOfRun = (run: RunRecord): string => run.traceId ?? traceIdOf(run.id)
