@@ -77,22 +77,25 @@ export const make = (filename: string) =>
       connected: <B, F>(attempt: Effect.Effect<B, F>) => Effect.Effect<B, F>
     ): Effect.Effect<A, E> => {
       const retriable = (cause: unknown) => isBusy(cause) && !db.inTransaction
-      const once = connected(Effect.suspend(() => {
-        try {
-          return Either.right(run())
-        } catch (cause) {
-          return Either.left(cause)
-        }
-      }))
-      const again = Effect.zipRight(
-        Effect.sleep(Duration.millis(1)),
-        once.pipe(Effect.retry({ schedule: whileLocked, while: retriable }), Effect.mapError(failure))
-      )
+      // Made only once the lock is met: building the retry's schedule costs more than most statements.
+      const again = () => {
+        const once = connected(Effect.suspend(() => {
+          try {
+            return Either.right(run())
+          } catch (cause) {
+            return Either.left(cause)
+          }
+        }))
+        return Effect.zipRight(
+          Effect.sleep(Duration.millis(1)),
+          once.pipe(Effect.retry({ schedule: whileLocked, while: retriable }), Effect.mapError(failure))
+        )
+      }
       return Effect.suspend(() => {
         try {
           return Effect.succeed(run())
         } catch (cause) {
-          return retriable(cause) ? again : Effect.fail(failure(cause))
+          return retriable(cause) ? again() : Effect.fail(failure(cause))
         }
       })
     }
