@@ -58,7 +58,9 @@ const backends = [
 
 const indexesOf = (sql: SqlClient.SqlClient) =>
   sql.onDialectOrElse({
-    pg: () => sql<{ readonly name: string }>`SELECT indexname AS name FROM pg_indexes WHERE tablename = 'foundry_events'`,
+    // This test's schema only: other test files' schemas in the same database have the table too.
+    pg: () =>
+      sql<{ readonly name: string }>`SELECT indexname AS name FROM pg_indexes WHERE tablename = 'foundry_events' AND schemaname = current_schema()`,
     orElse: () => sql<{ readonly name: string }>`SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'foundry_events'`
   }).pipe(Effect.map((rows) => rows.map((row) => row.name).sort()))
 
