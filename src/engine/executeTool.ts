@@ -4,7 +4,7 @@
  * the size the model is shown. Whatever goes wrong becomes a readable result for the model, never
  * a crash of the run.
  */
-import { Cause, Context, Duration, Effect, Either, Exit, Fiber, Option, Schema } from "effect"
+import { Cause, Context, Duration, Effect, Either, Exit, Fiber, Option, Runtime, Schema } from "effect"
 import type { CompiledTool } from "../compiler/CompiledApp.js"
 import { durationText } from "../definitions/configFields.js"
 import type { ToolRunContext } from "../definitions/defineTool.js"
@@ -121,17 +121,24 @@ export const runTool = Effect.fnUntraced(function*(
 const longestTimer = 2 ** 31 - 1
 
 /**
- * How `effect` ended, or `None` when it was still running after `timeout` and was interrupted.
- * One fiber and a timer: `Effect.timeoutOption` races the effect against a sleep, two fibers and
- * about fifty more Effect operations on every tool call. The timer is the event loop's, not the
+ * How `effect` ended, run with `services` added to the caller's context, or `None` when it was
+ * still running after `timeout` and was interrupted. One fiber and a timer: `Effect.timeoutOption`
+ * races the effect against a sleep, two fibers and about fifty more Effect operations on every
+ * tool call. The fiber starts from the caller's runtime with `services` in its context: providing
+ * them inside it (`Effect.mapInputContext`) sets the fiber's context and puts it back, each a copy
+ * of its references, about 25 operations more per call. The timer is the event loop's, not the
  * `Clock`'s: a tool's time limit is wall-clock time; a limit longer than a timer holds is none.
  * The fiber ends in an `Exit` of its own, never failing (an unobserved failure would be logged).
  * Interrupting the caller interrupts the call and waits for it to stop, as a race would.
  */
-const withinTimeout = <A, E>(effect: Effect.Effect<A, E>, timeout: Duration.DurationInput) =>
-  Effect.uninterruptibleMask((restore) =>
-    Effect.flatMap(Effect.fork(restore(Effect.exit(effect))), (fiber) =>
-      restore(Effect.async<Option.Option<Exit.Exit<A, E>>>((resume) => {
+const withinTimeout = <A, E>(effect: Effect.Effect<A, E, unknown>, services: Context.Context<unknown>, timeout: Duration.DurationInput) =>
+  Effect.flatMap(Effect.runtime<never>(), (caller) => {
+    const start = Runtime.runFork(
+      Runtime.make({ context: Context.merge(caller.context, services), fiberRefs: caller.fiberRefs, runtimeFlags: caller.runtimeFlags })
+    )
+    return Effect.uninterruptibleMask((restore) => {
+      const fiber = start(Effect.exit(effect), { immediate: false })
+      return restore(Effect.async<Option.Option<Exit.Exit<A, E>>>((resume) => {
         const millis = Duration.toMillis(Duration.decode(timeout))
         const timer = millis <= longestTimer
           ? setTimeout(() => resume(Effect.as(Fiber.interrupt(fiber), Option.none())), millis)
@@ -141,7 +148,9 @@ const withinTimeout = <A, E>(effect: Effect.Effect<A, E>, timeout: Duration.Dura
           resume(Effect.succeed(Option.some(Exit.isSuccess(exit) ? exit.value : Exit.failCause(exit.cause))))
         })
         return Effect.sync(() => clearTimeout(timer))
-      })).pipe(Effect.onInterrupt(() => Fiber.interrupt(fiber)))))
+      })).pipe(Effect.onInterrupt(() => Fiber.interrupt(fiber)))
+    })
+  })
 
 /** The call itself, under its tool's timeout (or `defaultTimeout`), its output encoded. */
 const runWithTimeout = Effect.fnUntraced(function*(
@@ -154,10 +163,7 @@ const runWithTimeout = Effect.fnUntraced(function*(
   // The compiler checked that `services` holds every service the tool lists in `requires`.
   const run: Effect.Effect<unknown, unknown, unknown> = tool.definition.run(input, { ...context, idempotencyKey })
   const timeout = tool.definition.timeout ?? defaultTimeout
-  const timed = yield* withinTimeout(
-    Effect.mapInputContext<unknown, unknown, unknown, never>(run, (outer) => Context.merge(outer, services)),
-    timeout
-  )
+  const timed = yield* withinTimeout(run, services, timeout)
   if (Option.isNone(timed)) {
     const limit = tool.definition.timeout === undefined ? "the config's toolTimeout" : "the tool's timeout"
     return failed(rawInput, `${tool.name} timed out after ${durationText(timeout)} (${limit}) and was stopped`)
