@@ -15,12 +15,12 @@ import { makeRunInbox, type RunInbox } from "./runInbox.js"
 /** An event before the log gives it an id, a time, a release and a sequence number (any type, its `data` that type's). */
 export type EventDraft = AnyEvent<"id" | "seq" | "time" | "release">
 
-/** The drafts as events of `release` at `time`, each with an id of its own (numbered 0 until stored). */
-const stampDrafts = (drafts: ReadonlyArray<EventDraft>, time: number, release: string): ReadonlyArray<UnsequencedEvent> =>
+/**
+ * The drafts as events of `release` at `time`, each with an id of its own, numbered 0: as an
+ * ephemeral event is published, until the store numbers a stored one.
+ */
+const stampDrafts = (drafts: ReadonlyArray<EventDraft>, time: number, release: string): ReadonlyArray<FoundryEvent> =>
   drafts.map((draft) => withEnvelope(draft, { id: newId("evt"), time, release, seq: 0 }))
-
-/** An event as published without being stored: it has no sequence number. */
-const unstored = (event: UnsequencedEvent): FoundryEvent => withEnvelope(event, { id: event.id, time: event.time, release: event.release, seq: 0 })
 
 /**
  * A run's events as they are followed: each call hands the next ones to `deliver`, now or once
@@ -116,7 +116,7 @@ export const layer = (options: EventLogOptions = {}) => Layer.scoped(
     const stamp = (
       drafts: ReadonlyArray<EventDraft>,
       at?: { readonly time: number; readonly release: string }
-    ): Effect.Effect<ReadonlyArray<UnsequencedEvent>> =>
+    ): Effect.Effect<ReadonlyArray<FoundryEvent>> =>
       at === undefined
         ? Effect.zipWith(Clock.currentTimeMillis, currentRelease, (time, release) => stampDrafts(drafts, time, release))
         : Effect.sync(() => stampDrafts(drafts, at.time, at.release))
@@ -209,17 +209,16 @@ export const layer = (options: EventLogOptions = {}) => Layer.scoped(
         const [event] = yield* stamp([draft])
         if (event === undefined) return yield* Effect.dieMessage("stamping an event gave none")
         if (ephemeralTypes.has(draft.type)) {
-          const published = unstored(event)
-          yield* publish([published])
-          return published
+          yield* publish([event])
+          return event
         }
         const written = yield* database.write({ statements: [insertEvents([event])] })
         const stored = sequenced([event], written._tag === "Written" ? written.rows[0] ?? [] : [])
         yield* publish(stored)
-        return stored[0] ?? unstored(event)
+        return stored[0] ?? event
       })
 
-    const emitLive = (drafts: ReadonlyArray<EventDraft>) => Effect.flatMap(stamp(drafts), (stamped) => publish(stamped.map(unstored)))
+    const emitLive = (drafts: ReadonlyArray<EventDraft>) => Effect.flatMap(stamp(drafts), publish)
 
     /**
      * Stored events matching `filter` after `after`, then live ones: subscribed first, so none falls

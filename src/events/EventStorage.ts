@@ -48,7 +48,7 @@ const insertText = (rows: number): string =>
 
 /** The statement that inserts `events` (at least one) and returns each one's `seq`, in order. */
 export const insertEvents = (events: ReadonlyArray<UnsequencedEvent>): Statement => {
-  const params: Array<string | number | null> = []
+  const params: Array<SqlValue> = []
   for (const e of events) {
     params.push(e.id, e.time, e.type, e.traceId, e.spanId, e.parentSpanId, e.runId, e.conversationId, e.instanceId, e.agent, e.release, JSON.stringify(e.data))
   }
