@@ -133,8 +133,15 @@ const longestTimer = 2 ** 31 - 1
  */
 const withinTimeout = <A, E>(effect: Effect.Effect<A, E, unknown>, services: Context.Context<unknown>, timeout: Duration.DurationInput) =>
   Effect.flatMap(Effect.runtime<never>(), (caller) => {
+    // A tool of the project's own brings no services: the caller's context's entries as they are
+    // (a context is never changed in place), not a copy of them.
+    const context = services.unsafeMap.size === 0 ? Context.unsafeMake<unknown>(caller.context.unsafeMap) : Context.merge(caller.context, services)
     const start = Runtime.runFork(
-      Runtime.make({ context: Context.merge(caller.context, services), fiberRefs: caller.fiberRefs, runtimeFlags: caller.runtimeFlags })
+      Runtime.make({
+        context,
+        fiberRefs: caller.fiberRefs,
+        runtimeFlags: caller.runtimeFlags
+      })
     )
     return Effect.uninterruptibleMask((restore) => {
       const fiber = start(Effect.exit(effect), { immediate: false })

@@ -3,7 +3,7 @@
  * they arrive, transient failures retried with exponential backoff and jitter, and, when an agent
  * names several models, the next one asked once a model's retries are used up.
  */
-import { Duration, Effect, Random, Stream } from "effect"
+import { Cause, Duration, Effect, Either, Option, Random, Stream } from "effect"
 import type { NonEmptyReadonlyArray } from "effect/Array"
 import { type LanguageModel, type ModelChunk, ModelError, type ModelRequest, type ToolCall } from "../models/Model.js"
 
@@ -28,7 +28,7 @@ export interface RetryPolicy {
 export interface TurnOptions {
   readonly retry: RetryPolicy
   /** Text deltas as they arrive: each streamed one alone, a whole answer's together. */
-  readonly onDeltas: (texts: ReadonlyArray<string>) => Effect.Effect<unknown, unknown>
+  readonly onDeltas: (texts: ReadonlyArray<string>) => Effect.Effect<void>
   /** Called once per retry, as it starts (after its backoff), with the failure being retried. */
   readonly onRetry: (error: ModelError) => Effect.Effect<unknown, unknown>
 }
@@ -67,50 +67,58 @@ const foldTurn = (model: LanguageModel, request: ModelRequest, options: TurnOpti
   const whole = model.complete?.(request)
   if (whole === undefined) {
     const fold = (acc: TurnResult, chunk: ModelChunk): Effect.Effect<TurnResult> =>
-      chunk._tag === "TextDelta" ? Effect.as(Effect.ignore(options.onDeltas([chunk.text])), addChunk(acc, chunk)) : Effect.succeed(addChunk(acc, chunk))
+      chunk._tag === "TextDelta" ? Effect.as(options.onDeltas([chunk.text]), addChunk(acc, chunk)) : Effect.succeed(addChunk(acc, chunk))
     return Stream.runFoldEffect(model.stream(request), emptyTurn(model), fold)
   }
   // The whole answer at once: folded in one go, its text deltas then forwarded together.
   return Effect.flatMap(whole, (chunks) => {
     const turn = chunks.reduce(addChunk, emptyTurn(model))
     const texts = chunks.flatMap((chunk) => chunk._tag === "TextDelta" ? [chunk.text] : [])
-    return texts.length === 0 ? Effect.succeed(turn) : Effect.as(Effect.ignore(options.onDeltas(texts)), turn)
+    return texts.length === 0 ? Effect.succeed(turn) : Effect.as(options.onDeltas(texts), turn)
   })
 }
 
-/** One model turn, text deltas forwarded, transient failures retried. */
+/** What an adapter that crashed (a defect in its code, not a failure it reported) is told as. */
+const crashed = (model: LanguageModel, defect: unknown) =>
+  new ModelError({
+    model: model.name,
+    kind: "permanent",
+    message: `the model adapter crashed: ${defect instanceof Error ? defect.message : String(defect)}`
+  })
+
+/**
+ * One model turn, text deltas forwarded, transient failures retried after a backoff, up to
+ * `retry.times` times. `onRetry` is called as a retry starts, after its backoff, with the failure
+ * it retries: a failure that no attempt follows (the last one, or one the turn is interrupted
+ * after, e.g. a cancel during the backoff) is no retry, so every report matches a call the model
+ * saw. A crash of the adapter is a permanent failure. One handler for all of it: a turn that
+ * succeeds (nearly every one) passes through it once.
+ */
 export const modelTurn = (
   model: LanguageModel,
   request: ModelRequest,
   options: TurnOptions
-): Effect.Effect<TurnResult, ModelError> =>
+): Effect.Effect<TurnResult, ModelError> => {
   // Suspended, so that every retry asks the model again, whatever the adapter does eagerly.
-  Effect.suspend(() => foldTurn(model, request, options)).pipe(
-    Effect.catchAllDefect((defect) =>
-      Effect.fail(
-        new ModelError({
-          model: model.name,
-          kind: "permanent",
-          message: `the model adapter crashed: ${defect instanceof Error ? defect.message : String(defect)}`
-        })
+  const attempt = Effect.suspend(() => foldTurn(model, request, options))
+  const tried = (retries: number): Effect.Effect<TurnResult, ModelError> =>
+    Effect.catchAllCause(attempt, (cause) => {
+      const failure = Cause.failureOrCause(cause)
+      if (Either.isLeft(failure)) return retryAfter(failure.left, retries)
+      return Option.match(Cause.dieOption(cause), {
+        onNone: () => Effect.failCause(failure.right),
+        onSome: (defect) => Effect.fail(crashed(model, defect))
+      })
+    })
+  const retryAfter = (error: ModelError, retries: number): Effect.Effect<TurnResult, ModelError> =>
+    error.kind !== "transient" || retries >= options.retry.times
+      ? Effect.fail(error)
+      : Effect.flatMap(backoff(options.retry, retries), Effect.sleep).pipe(
+        Effect.zipRight(Effect.ignore(options.onRetry(error))),
+        Effect.zipRight(tried(retries + 1))
       )
-    ),
-    // A transient failure is retried after a backoff, up to `retry.times` times. `onRetry` is
-    // called as a retry starts, after its backoff, with the failure it retries: a failure that no
-    // attempt follows (the last one, or one the turn is interrupted after, e.g. a cancel during
-    // the backoff) is no retry, so every report matches a call the model saw.
-    (attempt) => {
-      const retrying = (error: ModelError, retries: number): Effect.Effect<TurnResult, ModelError> =>
-        error.kind !== "transient" || retries >= options.retry.times
-          ? Effect.fail(error)
-          : Effect.flatMap(backoff(options.retry, retries), Effect.sleep).pipe(
-            Effect.zipRight(Effect.ignore(options.onRetry(error))),
-            Effect.zipRight(attempt),
-            Effect.catchAll((next) => retrying(next, retries + 1))
-          )
-      return Effect.catchAll(attempt, (error) => retrying(error, 0))
-    }
-  )
+  return tried(0)
+}
 
 /**
  * One model turn on the first of `models` that answers. A model whose transient failures outlast
@@ -125,6 +133,8 @@ export const modelTurnWithFallbacks = (
   }
 ): Effect.Effect<TurnResult, ModelError> => {
   const [first, ...rest] = models
+  // One model: nothing to fall back to, so nothing to catch.
+  if (rest.length === 0) return modelTurn(first, request, options)
   const attempt = (current: LanguageModel, next: ReadonlyArray<LanguageModel>): Effect.Effect<TurnResult, ModelError> =>
     modelTurn(current, request, options).pipe(
       Effect.catchAll((error) => {

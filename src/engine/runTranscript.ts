@@ -6,7 +6,9 @@
 import { Array as Arr, Effect, Option } from "effect"
 import { ApprovalStorage } from "../durable/ApprovalStorage.js"
 import { Store } from "../durable/Store.js"
-import { type LanguageModel, type ModelRequest, ModelResolver } from "../models/Model.js"
+import type { StoreError } from "../durable/StoreError.js"
+import type { LeaseLost } from "../journal/RunJournal.js"
+import { type LanguageModel, type ModelError, type ModelRequest, ModelResolver } from "../models/Model.js"
 import { transcriptProblem } from "../models/validateTranscript.js"
 import { contextWindowOf, elideOldToolResults, estimateTokens, summaryRequest } from "./compaction.js"
 import { modelTurnWithFallbacks } from "./modelTurn.js"
@@ -62,11 +64,12 @@ export const makeRunTranscript = (context: RunContext, models: Arr.NonEmptyReado
     })
 
     /** The request as the context window allows; `overflowed` when the provider refused the last one as too long. */
-    const fitContext = (request: ModelRequest, span: string, overflowed: boolean) =>
-      Effect.gen(function*() {
-        const window = contextWindowOf(Arr.headNonEmpty(models).name, config.context.windows, agent.definition.contextWindow)
-        const before = estimateTokens(request)
-        if (!overflowed && (window === undefined || before <= window * config.context.soft)) return request
+    const fitContext = (request: ModelRequest, span: string, overflowed: boolean): Effect.Effect<ModelRequest, StoreError | LeaseLost | ModelError> => {
+      const window = contextWindowOf(Arr.headNonEmpty(models).name, config.context.windows, agent.definition.contextWindow)
+      const before = estimateTokens(request)
+      // Within the window, as nearly every turn is: the request as it is, without a generator.
+      if (!overflowed && (window === undefined || before <= window * config.context.soft)) return Effect.succeed(request)
+      return Effect.gen(function*() {
         const elided: ModelRequest = { ...request, messages: elideOldToolResults(request.messages) }
         const limit = window === undefined ? before : window * config.context.hard
         if (!overflowed && estimateTokens(elided) <= limit) {
@@ -79,6 +82,7 @@ export const makeRunTranscript = (context: RunContext, models: Arr.NonEmptyReado
         step.emit("context.compacted", span, { method: "summary", beforeTokens: before, afterTokens: estimateTokens(compacted) })
         return compacted
       })
+    }
 
     return { transcript, fitContext }
   })

@@ -68,6 +68,21 @@ describe("model retries", () => {
       expect(retries.map((e) => e.data.error)).toEqual(["unavailable (call 1)", "unavailable (call 2)", "unavailable (call 3)"])
     }))
 
+  it.scopedLive("an adapter that crashes fails the run as a permanent error, without a retry", () =>
+    Effect.gen(function*() {
+      const calls = { count: 0 }
+      const model = Scripted.make(() => {
+        calls.count++
+        throw new Error("boom in the adapter")
+      }, "crashing")
+      const server = yield* startServer(yield* tempProject(retryProject(4)), { model })
+      const { retries, run } = yield* runOn(server.url)
+      expect(run.status).toBe("failed")
+      expect(run.error).toContain("the model adapter crashed: boom in the adapter")
+      expect(calls.count).toBe(1)
+      expect(retries).toEqual([])
+    }))
+
   it.scopedLive("modelRetry.times: 0 makes one call and reports no retry", () =>
     Effect.gen(function*() {
       const { calls, model } = flakyModel(Number.POSITIVE_INFINITY)
