@@ -144,6 +144,11 @@ const resultOf = (outcome: Outcome, output: { readonly output: string; readonly 
   }
 }
 
+/** How long a thread may take to come up before the run it was started for fails. */
+const threadStartLimit = Duration.seconds(30)
+
+const notStarted: Outcome = { _tag: "Crashed", error: `the script's worker did not start within ${Duration.format(threadStartLimit)}` }
+
 /** Starts a worker thread; `onExit` is told once when it has exited, whatever the reason. */
 export const spawnScriptWorker = (options: { readonly file: string; readonly maxMemoryMb: number; readonly onExit: () => void }): ScriptWorker => {
   const worker = new Worker(options.file, {
@@ -283,13 +288,19 @@ export const spawnScriptWorker = (options: { readonly file: string; readonly max
       const args = jsonOf(script.args)
       if (Either.isLeft(args)) return { _tag: "Failed", error: `the script's args are not JSON: ${args.left}`, output: "", outputBytes: 0 } satisfies ScriptResult
       const id = ++runs
+      // The script's wall clock and its memory are measured once the thread is up: the thread's own
+      // start (slow on a busy machine) is not the script's time. A thread that never comes up is
+      // bounded on its own.
+      const executed = Effect.suspend(() => {
+        memoryAtStart = process.memoryUsage.rss()
+        return Effect.race(execute(id, script, host, args.right, capture.buffer, capture.capacity), memoryGuard(memoryAtStart, options.maxMemoryMb))
+      }).pipe(Effect.timeoutOption(Duration.millis(script.timeoutMs)))
       const outcome = yield* until(() => ready || !alive).pipe(
-        // Measured once the thread is up, so its own start is not counted against the script.
-        Effect.zipRight(Effect.suspend(() => {
-          memoryAtStart = process.memoryUsage.rss()
-          return Effect.race(execute(id, script, host, args.right, capture.buffer, capture.capacity), memoryGuard(memoryAtStart, options.maxMemoryMb))
+        Effect.timeoutOption(threadStartLimit),
+        Effect.flatMap(Option.match({
+          onNone: () => Effect.succeed(Option.some(notStarted)),
+          onSome: () => executed
         })),
-        Effect.timeoutOption(Duration.millis(script.timeoutMs)),
         // A caller that stops waiting leaves the script running: the thread goes with it.
         Effect.onInterrupt(() => terminate)
       )
