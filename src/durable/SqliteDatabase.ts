@@ -4,7 +4,8 @@
  * prepared statements, between one prepared `BEGIN` and `COMMIT`. Both share the one connection
  * and the one permit that serializes it, so a batch never interleaves with a client transaction.
  * `@effect/sql-sqlite-node` makes the same client but keeps its connection private; the writer
- * needs the connection itself to write a batch in one synchronous call.
+ * needs the connection itself to write a batch in one synchronous call. The store's own reads of
+ * one turn of the event loop share a read transaction (`readSnapshot.ts`).
  */
 import * as Reactivity from "@effect/experimental/Reactivity"
 import { FileSystem, Path } from "@effect/platform"
@@ -14,6 +15,7 @@ import Sqlite from "better-sqlite3"
 import { Context, Duration, Effect, Either, Layer, Schedule, Scope, String as Str } from "effect"
 import { type BatchOutcome, Database, groupCommitSync, type Statement, startupContention, type SyncBatch, type WriteUnit } from "./Database.js"
 import { migrate } from "./migrations.js"
+import { makeReadSnapshot } from "./readSnapshot.js"
 import { messageOf, StoreError } from "./StoreError.js"
 
 /**
@@ -51,7 +53,10 @@ export const make = (filename: string) =>
         try: () => new Sqlite(filename, { timeout: 0 }),
         catch: (cause) => new StoreError({ operation: "open", message: `cannot open ${filename}: ${messageOf(cause)}` })
       }),
-      (db) => Effect.sync(() => db.close())
+      (db) => Effect.sync(() => {
+        snapshot.end()
+        db.close()
+      })
     )
     // Processes opening one new database at once race to switch it to WAL, which needs the file to
     // itself for a moment: the loser is told the database is locked, and tries again.
@@ -69,6 +74,7 @@ export const make = (filename: string) =>
     let writeTransactions = 0
     let commitMillis = 0
     let statementMillis = 0
+    const snapshot = makeReadSnapshot(db, (millis) => statementMillis += millis)
 
     /**
      * `run` now; outside a transaction (a `BEGIN IMMEDIATE` among them), again shortly while another
@@ -164,12 +170,14 @@ export const make = (filename: string) =>
     }
 
     const permit = yield* Effect.makeSemaphore(1)
+    // The connection taken for a client's statement or transaction: out of the reads' transaction first.
+    const taken = Effect.tap(permit.take(1), snapshot.end)
     const client = yield* SqlClient.make({
       // Held until the statement is over, its tries while another process holds the lock included.
-      acquirer: Effect.as(Effect.acquireRelease(permit.take(1), () => permit.release(1)), connection),
+      acquirer: Effect.as(Effect.acquireRelease(taken, () => permit.release(1)), connection),
       transactionAcquirer: Effect.uninterruptibleMask((restore) =>
         Effect.as(
-          Effect.zipRight(restore(permit.take(1)), Effect.tap(Effect.scope, (scope) => Scope.addFinalizer(scope, permit.release(1)))),
+          Effect.zipRight(restore(taken), Effect.tap(Effect.scope, (scope) => Scope.addFinalizer(scope, permit.release(1)))),
           connection
         )
       ),
@@ -245,6 +253,7 @@ export const make = (filename: string) =>
     // batch or a read runs synchronously and nothing can come between its statements.
     const write = groupCommitSync(
       (units): SyncBatch => {
+        snapshot.end()
         if (db.inTransaction) return inTransaction
         const failed = (cause: unknown) => new StoreError({ operation: "write", message: messageOf(cause) })
         try {
@@ -256,6 +265,7 @@ export const make = (filename: string) =>
       },
       (flush) =>
         Effect.runFork(permit.withPermits(1)(Effect.suspend(() => {
+          snapshot.end()
           if (!db.inTransaction) return Effect.sync(flush)
           // Under the permit no client transaction is running: this one was left open (a COMMIT
           // that failed). Rolled back, or every batch after it would wait for it forever.
@@ -274,11 +284,11 @@ export const make = (filename: string) =>
     )
     /** `effect` now, or, while a client's transaction holds the connection, once it is over. */
     const outsideClientTransaction = <A, E>(effect: Effect.Effect<A, E>): Effect.Effect<A, E> =>
-      Effect.suspend(() => db.inTransaction ? permit.withPermits(1)(effect) : effect)
+      Effect.suspend(() => db.inTransaction && !snapshot.isOpen() ? permit.withPermits(1)(effect) : effect)
     // A read in WAL mode meets a lock only while another process recovers or checkpoints the log.
     const read = (statement: Statement) =>
       outsideClientTransaction(retryingWhileLocked(
-        () => execute(prepare(statement.sql), statement.params),
+        () => snapshot.within(() => execute(prepare(statement.sql), statement.params)),
         (cause) => new StoreError({ operation: "read", message: messageOf(cause) }),
         outsideClientTransaction
       ))
