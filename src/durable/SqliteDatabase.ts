@@ -64,6 +64,11 @@ export const make = (filename: string) =>
       try: () => db.pragma("journal_mode = WAL"),
       catch: (cause) => new StoreError({ operation: "open", message: `cannot open ${filename}: ${messageOf(cause)}` })
     }).pipe(Effect.retry(startupContention))
+    // Every commit synced before it is acknowledged, so that a step survives a power cut as well as a
+    // killed process. Said explicitly: better-sqlite3 builds SQLite with NORMAL as the default in WAL
+    // mode, which syncs only at checkpoints, and applies it when the connection next reads the file
+    // (so `PRAGMA synchronous` reads FULL just after switching to WAL, NORMAL after the first write).
+    db.pragma("synchronous = FULL")
     // A batch's units each sit in a savepoint, and SQLite keeps the pages a savepoint may roll back in
     // a sub-journal: in a temporary file by default, written on every page a unit first touches. In
     // memory, a run's SQLite time falls by about a quarter (docs/performance.md); the database file
