@@ -57,6 +57,7 @@ const token = `secret-${randomUUID()}`
 const setup = (options: { readonly files?: string; readonly config?: string } = {}) =>
   Effect.gen(function*() {
     process.env[authVariable] = `Bearer ${token}`
+    yield* Effect.addFinalizer(() => Effect.sync(() => delete process.env[authVariable]))
     const web = yield* startHttpServer(token)
     const log = newLog()
     const root = yield* tempProject(mcpProject({ log, httpUrl: web.url, ...options }))
