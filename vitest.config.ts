@@ -13,8 +13,9 @@ export default defineConfig({
     // once on two cores took the suite from 735 to 489 s.
     maxWorkers: Math.max(2, availableParallelism() - 1),
     // A worker runs its files one after another in one process, importing the framework once
-    // rather than once per file: collecting took 305 of the suite's 684 s, and 28 s this way (575 s
-    // in all). Every test file makes its own stores, servers, ports and processes in its own scope.
+    // rather than once per file: collecting took 305 of the suite's 684 s, and 26-28 s this way
+    // (483-575 s in all). Every test file makes its own stores, servers, ports and processes in
+    // its own scope (docs/decisions.md).
     isolate: false
   }
 })

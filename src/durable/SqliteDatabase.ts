@@ -53,10 +53,7 @@ export const make = (filename: string) =>
         try: () => new Sqlite(filename, { timeout: 0 }),
         catch: (cause) => new StoreError({ operation: "open", message: `cannot open ${filename}: ${messageOf(cause)}` })
       }),
-      (db) => Effect.sync(() => {
-        snapshot.end()
-        db.close()
-      })
+      (db) => Effect.sync(() => db.close())
     )
     // Processes opening one new database at once race to switch it to WAL, which needs the file to
     // itself for a moment: the loser is told the database is locked, and tries again.
@@ -80,6 +77,8 @@ export const make = (filename: string) =>
     let commitMillis = 0
     let statementMillis = 0
     const snapshot = makeReadSnapshot(db, (millis) => statementMillis += millis)
+    // Ended before the connection closes (finalizers run last added, first).
+    yield* Effect.addFinalizer(() => Effect.sync(snapshot.end))
 
     /**
      * `run` now; outside a transaction (a `BEGIN IMMEDIATE` among them), again shortly while another
