@@ -4,18 +4,13 @@
  * unit written while a `SqlClient` transaction is open on the connection waits for it and is
  * never part of it (it stays written when that transaction rolls back).
  */
-import { mkdtempSync } from "node:fs"
-import { tmpdir } from "node:os"
-import { join } from "node:path"
-import { NodeContext } from "@effect/platform-node"
 import { SqlClient } from "@effect/sql"
 import { describe, expect, it } from "@effect/vitest"
-import { Deferred, Effect, Exit, Fiber, Layer, Runtime } from "effect"
+import { Deferred, Effect, Exit, Fiber, Runtime } from "effect"
 import { Database, type WriteUnit } from "../../src/durable/Database.js"
-import * as SqliteDatabase from "../../src/durable/SqliteDatabase.js"
+import { sqliteStore } from "../support/sqliteStore.js"
 
-const database = () =>
-  SqliteDatabase.layer(join(mkdtempSync(join(tmpdir(), "foundry-group-commit-")), "foundry.db")).pipe(Layer.provide(NodeContext.layer))
+const database = () => sqliteStore("group-commit").layer
 
 const note = (text: string): WriteUnit => ({ statements: [{ sql: "INSERT INTO notes (text) VALUES (?)", params: [text] }] })
 

@@ -5,21 +5,12 @@
  * commit, and this process's own writes, a client's transaction and a failed read all end it
  * first, so that nothing runs inside it but reads.
  */
-import { mkdtempSync } from "node:fs"
-import { tmpdir } from "node:os"
-import { join } from "node:path"
-import { NodeContext } from "@effect/platform-node"
 import { SqlClient } from "@effect/sql"
 import { describe, expect, it } from "@effect/vitest"
 import Sqlite from "better-sqlite3"
-import { Effect, Layer } from "effect"
+import { Effect } from "effect"
 import { Database } from "../../src/durable/Database.js"
-import * as SqliteDatabase from "../../src/durable/SqliteDatabase.js"
-
-const fileAndDatabase = () => {
-  const file = join(mkdtempSync(join(tmpdir(), "foundry-read-snapshot-")), "foundry.db")
-  return { file, layer: SqliteDatabase.layer(file).pipe(Layer.provide(NodeContext.layer)) }
-}
+import { sqliteStore } from "../support/sqliteStore.js"
 
 const count = Effect.flatMap(Database, (db) =>
   Effect.map(db.read({ sql: "SELECT COUNT(*) AS n FROM notes", params: [] }), (rows) => Number(rows[0]?.n)))
@@ -36,18 +27,18 @@ const nextTurn = Effect.promise(() => new Promise<void>((resolve) => setImmediat
 const withNotesTable = Effect.flatMap(SqlClient.SqlClient, (sql) => sql`CREATE TABLE notes (text TEXT NOT NULL)`)
 
 describe("the SQLite store's reads of one turn", () => {
-  const { file, layer } = fileAndDatabase()
-
-  it.live("share one read transaction: another process's commit is seen on the next turn, not between two reads of one", () =>
-    Effect.gen(function*() {
+  it.live("share one read transaction: another process's commit is seen on the next turn, not between two reads of one", () => {
+    const store = sqliteStore("read-snapshot")
+    return Effect.gen(function*() {
       yield* withNotesTable
-      const other = yield* otherProcess(file)
+      const other = yield* otherProcess(store.file)
       expect(yield* count).toBe(0)
       other.note("committed between two reads of one turn")
       expect(yield* count).toBe(0)
       yield* nextTurn
       expect(yield* count).toBe(1)
-    }).pipe(Effect.scoped, Effect.provide(layer)))
+    }).pipe(Effect.scoped, Effect.provide(store.layer))
+  })
 
   it.live("end before this process writes: a write of the turn is committed and seen by the reads after it", () =>
     Effect.gen(function*() {
@@ -62,20 +53,19 @@ describe("the SQLite store's reads of one turn", () => {
       expect(yield* count).toBe(2)
       yield* sql`INSERT INTO notes (text) VALUES (${"client statement"})`
       expect(yield* count).toBe(3)
-    }).pipe(Effect.provide(fileAndDatabase().layer)))
+    }).pipe(Effect.provide(sqliteStore("read-snapshot").layer)))
 
-  it.live("end when a read fails: the next read of the turn begins anew and sees what was committed meanwhile", () =>
-    Effect.gen(function*() {
-      const { file, layer } = fileAndDatabase()
-      yield* Effect.gen(function*() {
-        yield* withNotesTable
-        const db = yield* Database
-        const other = yield* otherProcess(file)
-        expect(yield* count).toBe(0)
-        other.note("committed before a read that fails")
-        const failed = yield* Effect.either(db.read({ sql: "SELECT * FROM no_such_table", params: [] }))
-        expect(failed._tag).toBe("Left")
-        expect(yield* count).toBe(1)
-      }).pipe(Effect.scoped, Effect.provide(layer))
-    }))
+  it.live("end when a read fails: the next read of the turn begins anew and sees what was committed meanwhile", () => {
+    const store = sqliteStore("read-snapshot")
+    return Effect.gen(function*() {
+      yield* withNotesTable
+      const db = yield* Database
+      const other = yield* otherProcess(store.file)
+      expect(yield* count).toBe(0)
+      other.note("committed before a read that fails")
+      const failed = yield* Effect.either(db.read({ sql: "SELECT * FROM no_such_table", params: [] }))
+      expect(failed._tag).toBe("Left")
+      expect(yield* count).toBe(1)
+    }).pipe(Effect.scoped, Effect.provide(store.layer))
+  })
 })

@@ -4,18 +4,11 @@
  * when the connection next reads the file, unless the connection said otherwise, and the pragma
  * read just after switching to WAL still says FULL.
  */
-import { mkdtempSync } from "node:fs"
-import { tmpdir } from "node:os"
-import { join } from "node:path"
-import { NodeContext } from "@effect/platform-node"
 import { SqlClient } from "@effect/sql"
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Layer } from "effect"
+import { Effect } from "effect"
 import { Database } from "../../src/durable/Database.js"
-import * as SqliteDatabase from "../../src/durable/SqliteDatabase.js"
-
-const database = () =>
-  SqliteDatabase.layer(join(mkdtempSync(join(tmpdir(), "foundry-durability-")), "foundry.db")).pipe(Layer.provide(NodeContext.layer))
+import { sqliteStore } from "../support/sqliteStore.js"
 
 /** SQLite's `synchronous` on the store's connection: 2 is FULL, 1 NORMAL. */
 const synchronous = Effect.flatMap(SqlClient.SqlClient, (sql) =>
@@ -32,5 +25,5 @@ describe("the SQLite store's durability", () => {
       const [mode] = yield* sql<{ readonly journalMode: string }>`PRAGMA journal_mode`
       expect(mode?.journalMode).toBe("wal")
       expect(yield* synchronous).toBe(2)
-    }).pipe(Effect.provide(database())))
+    }).pipe(Effect.provide(sqliteStore("durability").layer)))
 })
