@@ -29,6 +29,8 @@ const json = { "content-type": "application/json" }
 const statusOf = (answer: RawAnswer) => answer._tag === "response" ? answer.status : answer.code
 const headerOf = (answer: RawAnswer, name: string) => answer._tag === "response" ? answer.headers[name] : undefined
 const portOf = (url: string) => new URL(url).port
+const runIdOf = (created: unknown) =>
+  typeof created === "object" && created !== null && "runId" in created ? String(created.runId) : "no-run-id"
 
 describe("the Host check", () => {
   it.scopedLive("answers the bound address, localhost and IP literals at its port, and listed names; refuses others naming the fix", () =>
@@ -124,6 +126,14 @@ describe("CORS", () => {
       expect(headerOf(read, "access-control-allow-origin")).toBe("http://ui.example")
       const notCors = yield* rawRequest(server.url, { path: "/api/runs", headers: { origin: "http://app.example" } })
       expect(headerOf(notCors, "access-control-allow-origin")).toBeUndefined()
+      // A run's event stream is written by its handler, not by the platform: the same headers.
+      const created = yield* http(`${server.url}/api/runs`, { method: "POST", headers: json, body: runBody })
+      const stream = yield* rawRequest(server.url, {
+        path: `/api/runs/${runIdOf(created.json)}/events`,
+        headers: { accept: "text/event-stream", origin: "http://ui.example", "sec-fetch-site": "cross-site" }
+      })
+      expect([statusOf(stream), headerOf(stream, "content-type")]).toEqual([200, "text/event-stream"])
+      expect(headerOf(stream, "access-control-allow-origin")).toBe("http://ui.example")
     }))
 })
 
@@ -138,9 +148,14 @@ describe("security headers", () => {
         api: yield* rawRequest(server.url, { path: "/api/runs" }),
         notFound: yield* rawRequest(server.url, { path: "/api/nothing-here" }),
         badRequest: yield* rawRequest(server.url, { method: "POST", path: "/api/runs", headers: json, body: "{}" }),
-        refused: yield* rawRequest(server.url, { path: "/api/runs", headers: { host: `evil.example:${port}` } })
+        refused: yield* rawRequest(server.url, { path: "/api/runs", headers: { host: `evil.example:${port}` } }),
+        runStream: yield* rawRequest(server.url, {
+          path: `/api/runs/${runIdOf((yield* http(`${server.url}/api/runs`, { method: "POST", headers: json, body: runBody })).json)}/events`,
+          headers: { accept: "text/event-stream" }
+        })
       }
-      expect(Object.values(answers).map(statusOf)).toEqual([200, 200, 200, 404, 400, 403])
+      expect(Object.values(answers).map(statusOf)).toEqual([200, 200, 200, 404, 400, 403, 200])
+      expect(answers.runStream._tag === "response" ? answers.runStream.text : "").toContain("event: run.completed")
       for (const [name, answer] of Object.entries(answers)) {
         const csp = String(headerOf(answer, "content-security-policy"))
         expect([name, csp]).toEqual([name, expect.stringContaining("script-src 'self'")])

@@ -2,9 +2,9 @@
  * Server-sent events on the wire: one frame per event, its `seq` as the id a client resumes from,
  * and a run's followed events as a response.
  */
-import { Readable } from "node:stream"
-import { HttpServerResponse } from "@effect/platform"
-import { Effect, Exit, Option, Runtime, Scope } from "effect"
+import { HttpApp, HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import * as NodeHttpServerRequest from "@effect/platform-node/NodeHttpServerRequest"
+import { Effect, FiberRef, Option, type Scope } from "effect"
 import type { RunFollower } from "../../../events/EventLog.js"
 import type { FoundryEvent } from "../../../events/FoundryEvent.js"
 
@@ -25,63 +25,64 @@ const sseFrames = (events: ReadonlyArray<FoundryEvent>): Uint8Array => encoder.e
 /** A comment frame that keeps an idle stream alive. */
 export const heartbeatFrame: Uint8Array = encoder.encode(": heartbeat\n\n")
 
+/** The answer's status and headers: the frames follow in its body. */
+const streamHead = HttpServerResponse.empty({ status: 200, headers: { "content-type": "text/event-stream", "cache-control": "no-cache" } })
+
 /**
- * An SSE response of a run's followed events (opened now, in a scope of its own, so that a store
- * that cannot read them fails the request before it is answered): each delivery is written as its
- * frames straight into the response's Node stream, from the body's first read on, and the next is
- * asked for only while the client keeps up. No fiber and no Effect `Stream`: every client that
- * follows a run pays this for each of the run's steps (docs/performance.md).
- *
- * The body's end closes what `open` opened: after its last frame, when a client goes away, and
- * when the request's scope closes without the body ever being written (a `HEAD` request, a client
- * gone before the answer).
+ * An SSE response of a run's followed events, opened in the request's scope (so that a store that
+ * cannot read them fails the request before it is answered, and whatever `open` opened closes with
+ * the request). Each delivery is written as its frames straight into Node's response, and the next
+ * is asked for only while the socket takes them; the answer's head is the one the platform would
+ * have written, the edge's headers (security, CORS) included. No Effect `Stream`, no fiber and no
+ * stream pipeline per response: every client that follows a run pays this for each of the run's
+ * steps (docs/performance.md). The request's fiber waits until the run's end has been written, or
+ * until the client goes away (the platform interrupts it then).
  */
 export const sseResponse = <E>(open: Effect.Effect<RunFollower, E, Scope.Scope>) =>
-  Effect.uninterruptibleMask((restore) => Effect.gen(function*() {
-    const scope = yield* Scope.make()
-    const next = yield* restore(Scope.extend(open, scope)).pipe(Effect.onError(() => Scope.close(scope, Exit.void)))
-    const runFork = Runtime.runFork(yield* Effect.runtime<never>())
-    const close = () => runFork(Scope.close(scope, Exit.void))
-    // The client reads (its buffer is not full); a delivery is asked for; the last one came.
-    let reading = false
-    let asked = false
-    let ended = false
-    const forward = (events: ReadonlyArray<FoundryEvent> | undefined): void => {
-      if (events === undefined) {
-        ended = true
-        body.push(null)
-        // Followed no longer: the run's live events need not be kept for it while the client lingers.
-        close()
-        return
+  Effect.gen(function*() {
+    const request = yield* HttpServerRequest.HttpServerRequest
+    const next = yield* open
+    // A HEAD request is answered by the platform, headers only.
+    if (request.method === "HEAD") return streamHead
+    // The head the platform would write: with the headers the edge adds to every answer (they only
+    // add headers: a failure there is a defect).
+    const preResponse = yield* FiberRef.get(HttpApp.currentPreResponseHandlers)
+    const head = Option.isSome(preResponse) ? yield* Effect.orDie(preResponse.value(request, streamHead)) : streamHead
+    const response = NodeHttpServerRequest.toServerResponse(request)
+    yield* Effect.async<void>((resume) => {
+      response.writeHead(head.status, head.headers)
+      let takeBack = () => {}
+      // A delivery made while asking (stored events) asks again once the asking is done.
+      let asking = false
+      let again = false
+      const ask = (): void => {
+        asking = true
+        do {
+          again = false
+          takeBack = next(deliver)
+        } while (again)
+        asking = false
       }
-      // Pushing may read again at once: `asked` holds until the delivery's frames are in.
-      if (events.length > 0 && !body.push(sseFrames(events))) reading = false
-      asked = false
-      ask()
-    }
-    const ask = (): void => {
-      if (!reading || asked || ended) return
-      asked = true
-      next((events) => {
-        // Called inside the publication of the run's events: a failure here is this stream's alone.
+      const deliver = (events: ReadonlyArray<FoundryEvent> | undefined): void => {
+        // Called inside the publication of the run's events: a failure here is this response's alone.
         try {
-          forward(events)
+          if (events === undefined) {
+            response.end()
+            return resume(Effect.void)
+          }
+          if (events.length > 0 && !response.write(sseFrames(events))) response.once("drain", ask)
+          else if (asking) again = true
+          else ask()
         } catch (error) {
-          ended = true
-          runFork(Effect.logError("a run's event stream failed", error))
-          body.destroy()
+          response.destroy()
+          resume(Effect.logError("a run's event stream failed", error))
         }
-      })
-    }
-    const body = new Readable({
-      read: () => {
-        reading = true
-        ask()
       }
+      ask()
+      return Effect.sync(() => {
+        response.off("drain", ask)
+        takeBack()
+      })
     })
-    body.once("close", close)
-    // The platform closes the request's scope once the response is written, or once it is not.
-    const request = yield* Effect.serviceOption(Scope.Scope)
-    if (Option.isSome(request)) yield* Scope.addFinalizer(request.value, Effect.sync(() => body.destroy()))
-    return HttpServerResponse.raw(body, { contentType: "text/event-stream", headers: { "cache-control": "no-cache" } })
-  }))
+    return head
+  })
