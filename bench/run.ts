@@ -43,12 +43,15 @@ const runChild = (name: string): Promise<number> =>
     child.on("close", (code) => resolve(code ?? 1))
   })
 
-/** Runs one scenario here and prints its result. */
+/**
+ * Runs one scenario here and prints its result, with the Node options it ran under (`npm run bench`
+ * gives the repository's: V8's background threads sized to the machine, as in a project's npm scripts).
+ */
 const runHere = (name: string): Promise<void> => {
   const scenario = scenarios.find((s) => s.name === name)
   if (scenario === undefined) return Promise.reject(new Error(`unknown scenario "${name}"`))
   return Effect.runPromise(countingOperations(scenario.run)).then((result) => {
-    process.stdout.write(JSON.stringify(result) + "\n")
+    process.stdout.write(JSON.stringify({ ...result, nodeOptions: process.env.NODE_OPTIONS ?? "" }) + "\n")
   })
 }
 

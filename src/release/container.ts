@@ -44,6 +44,9 @@ COPY --chown=node:node . /app
 RUN mkdir -p /app/.foundry && chown node:node /app/.foundry
 USER node
 ENV NODE_ENV=production
+# V8's background threads (compilers, garbage collector) one fewer than the cores the container
+# sees, instead of Node's four whatever the cores (docs/decisions.md).
+ENV NODE_OPTIONS=--v8-pool-size=0
 EXPOSE ${spec.port}
 CMD ["foundry", "start", "--release", "/app", "--host", "0.0.0.0", "--port", "${spec.port}"]
 `

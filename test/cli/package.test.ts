@@ -16,10 +16,15 @@ import { http, waitForRun } from "../support/server.js"
 
 const repository = fileURLToPath(new URL("../../", import.meta.url))
 
-/** The environment without npm's own variables: a nested npm must not inherit the test runner's. */
+/**
+ * The environment without npm's own variables: a nested npm must not inherit the test runner's
+ * (nor the Node options the repository's npm settings gave the runner).
+ */
 const cleanEnv = (): NodeJS.ProcessEnv =>
   Object.fromEntries(
-    Object.entries(process.env).filter(([key]) => !key.startsWith("npm_") && key !== "OPENAI_API_KEY" && key !== "INIT_CWD")
+    Object.entries(process.env).filter(([key]) =>
+      !key.startsWith("npm_") && key !== "OPENAI_API_KEY" && key !== "INIT_CWD" && key !== "NODE_OPTIONS"
+    )
   )
 
 const exec = (command: string, args: ReadonlyArray<string>, cwd: string) =>
@@ -68,6 +73,10 @@ describe("the npm package", () => {
       for (const file of ["package.json", "tsconfig.json", ".gitignore", "README.md", "agents/assistant/agent.ts"]) {
         expect(existsSync(join(app, file)), file).toBe(true)
       }
+      // npm run and npx in the new project start Node with V8's background threads sized to the machine.
+      const options = yield* exec("npm", ["exec", "--", "node", "-p", "process.env.NODE_OPTIONS"], app)
+      expectSuccess(options, "npm exec in the new project")
+      expect(options.output.trim()).toBe("--v8-pool-size=0")
       const appPackage: unknown = JSON.parse(readFileSync(join(app, "package.json"), "utf8"))
       expect(appPackage).toMatchObject({ type: "module", dependencies: { foundry: "file:../../foundry-0.1.0.tgz", effect: expect.any(String) } })
 

@@ -244,6 +244,7 @@ describe("foundry build --docker", () => {
       expect(dockerfile).toContain(`COPY foundry-${version}.tgz /opt/foundry/`)
       expect(dockerfile).toContain(`RUN npm install --global --omit=dev /opt/foundry/foundry-${version}.tgz`)
       expect(dockerfile).toMatch(/^COPY --chown=node:node \. \/app$/m)
+      expect(dockerfile).toMatch(/^ENV NODE_OPTIONS=--v8-pool-size=0$/m)
       expect(dockerfile).toContain(`CMD ["foundry", "start", "--release", "/app", "--host", "0.0.0.0", "--port", "4141"]`)
       expect(dockerfile).toContain("foundry token create --scope admin --dir /app")
       expect(readFileSync(join(folder, ".dockerignore"), "utf8")).toBe(".foundry/\n")

@@ -47,7 +47,16 @@ const frameworkSpec = (app: string, version: string): string => {
   return spec.startsWith("file:") ? `file:${relative(app, resolve(owner, spec.slice("file:".length)))}` : spec
 }
 
-/** The project's own files: package, compiler settings, ignores and a README. */
+/**
+ * npm's settings for the project: what `npm run` and `npx` start Node with (docs/decisions.md, "V8's
+ * background threads are sized to the machine").
+ */
+const nodeOptions = `# npm run and npx start Node with these: V8's background threads (compilers, garbage
+# collector) one fewer than the machine's cores, instead of Node's four whatever the cores.
+node-options=--v8-pool-size=0
+`
+
+/** The project's own files: package, compiler settings, ignores, npm's settings and a README. */
 const projectFiles = (app: string, name: string): Record<string, string> => {
   const framework = readPackageJson(join(packageLayout.root, "package.json"))
   const version = framework.version ?? "0.0.0"
@@ -78,6 +87,7 @@ const projectFiles = (app: string, name: string): Record<string, string> => {
     "package.json": `${JSON.stringify(packageJson, null, 2)}\n`,
     "tsconfig.json": `${JSON.stringify(tsconfig, null, 2)}\n`,
     ".gitignore": "node_modules/\n.foundry/\n",
+    ".npmrc": nodeOptions,
     "README.md": `# ${name}
 
 A [Foundry](https://github.com/) project: route files under \`agents/\` are the application.
