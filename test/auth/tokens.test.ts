@@ -1,7 +1,3 @@
-import { mkdtempSync } from "node:fs"
-import { tmpdir } from "node:os"
-import { join } from "node:path"
-import { NodeContext } from "@effect/platform-node"
 import { describe, expect, it } from "@effect/vitest"
 import { SqlClient } from "@effect/sql"
 import { Effect, Either, Layer, Option } from "effect"
@@ -10,10 +6,8 @@ import { routeAccess } from "../../src/auth/routeAccess.js"
 import { hashToken, tokenId } from "../../src/auth/token.js"
 import * as TokenStorage from "../../src/auth/TokenStorage.js"
 import * as PgDatabase from "../../src/durable/PgDatabase.js"
-import * as SqliteDatabase from "../../src/durable/SqliteDatabase.js"
 import { freshSchema, skipPostgres } from "../support/postgres.js"
-
-const sqlite = () => SqliteDatabase.layer(join(mkdtempSync(join(tmpdir(), "foundry-tokens-")), "foundry.db"))
+import { sqliteStore } from "../support/sqliteStore.js"
 
 /** What every backend must do with tokens. */
 const storageBehaviour = Effect.gen(function*() {
@@ -49,7 +43,7 @@ const storageBehaviour = Effect.gen(function*() {
 
 describe("token storage", () => {
   it.scoped("on SQLite: a token is stored hashed, verified, revoked for good", () =>
-    storageBehaviour.pipe(Effect.provide(TokenStorage.layer.pipe(Layer.provideMerge(sqlite()), Layer.provide(NodeContext.layer)))))
+    storageBehaviour.pipe(Effect.provide(TokenStorage.layer.pipe(Layer.provideMerge(sqliteStore("tokens").layer)))))
 
   it.scoped.skipIf(skipPostgres)("on PostgreSQL: the same", () =>
     Effect.gen(function*() {

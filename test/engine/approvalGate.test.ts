@@ -4,25 +4,17 @@
  * or the store did not take the step, between asking and suspending), the request is recorded now,
  * so that followers and the inspector's timeline see what the run waits for.
  */
-import { mkdtempSync } from "node:fs"
-import { tmpdir } from "node:os"
-import { join } from "node:path"
-import { NodeContext } from "@effect/platform-node"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Layer, Schema } from "effect"
 import type { CompiledTool } from "../../src/compiler/CompiledApp.js"
 import { defineTool } from "../../src/definitions/defineTool.js"
 import { ApprovalStorage, layer as approvalStorage } from "../../src/durable/ApprovalStorage.js"
 import { RunRecord, type RunStatus } from "../../src/durable/records.js"
-import * as SqliteDatabase from "../../src/durable/SqliteDatabase.js"
 import { approvalGate } from "../../src/engine/approvalGate.js"
 import type { StepBuffer } from "../../src/engine/StepBuffer.js"
+import { sqliteStore } from "../support/sqliteStore.js"
 
-const store = () =>
-  approvalStorage.pipe(
-    Layer.provide(SqliteDatabase.layer(join(mkdtempSync(join(tmpdir(), "foundry-approval-gate-")), "foundry.db"))),
-    Layer.provide(NodeContext.layer)
-  )
+const store = () => approvalStorage.pipe(Layer.provide(sqliteStore("approval-gate").layer))
 
 const transfer: CompiledTool = {
   id: "worker/transfer",

@@ -3,22 +3,14 @@
  * runs a call whose result it did not record once more) finds the timer it armed: no second timer,
  * and no refusal for the limit its own timer reaches. Activations are stored in SQLite.
  */
-import { mkdtempSync } from "node:fs"
-import { tmpdir } from "node:os"
-import { join } from "node:path"
-import { NodeContext } from "@effect/platform-node"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Layer, TestClock } from "effect"
 import { ActivationStorage, layer as activationStorage } from "../../src/durable/ActivationStorage.js"
 import { RunRecord } from "../../src/durable/records.js"
-import * as SqliteDatabase from "../../src/durable/SqliteDatabase.js"
 import { runTimerTool, type TimerLimits } from "../../src/engine/agentTimers.js"
+import { sqliteStore } from "../support/sqliteStore.js"
 
-const store = () =>
-  activationStorage.pipe(
-    Layer.provide(SqliteDatabase.layer(join(mkdtempSync(join(tmpdir(), "foundry-timer-calls-")), "foundry.db"))),
-    Layer.provide(NodeContext.layer)
-  )
+const store = () => activationStorage.pipe(Layer.provide(sqliteStore("timer-calls").layer))
 
 const run = new RunRecord({
   id: "run_1",

@@ -1,14 +1,11 @@
-import { mkdtempSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { randomUUID } from "node:crypto"
 import { describe, expect, it } from "@effect/vitest"
-import { NodeContext } from "@effect/platform-node"
 import { SqlClient } from "@effect/sql"
 import { Effect, Schema } from "effect"
 import { Database } from "../../src/durable/Database.js"
 import type { RunRecord } from "../../src/durable/records.js"
-import * as SqliteDatabase from "../../src/durable/SqliteDatabase.js"
 import { eventPayloads } from "../../src/events/eventPayloads.js"
 import { insertEvents, type UnsequencedEvent } from "../../src/events/EventStorage.js"
 import { type EventContent, EventType, FoundryEvent } from "../../src/events/FoundryEvent.js"
@@ -17,6 +14,7 @@ import { EventPage } from "../../src/transports/http/api/EventsGroup.js"
 import { durableProject } from "../support/durableProject.js"
 import { http, startServer } from "../support/server.js"
 import { tempProject } from "../support/tempProject.js"
+import { sqliteStore } from "../support/sqliteStore.js"
 
 /** One event of every stored type, and the second shape of each type that has two. */
 const samples: ReadonlyArray<EventContent> = [
@@ -92,7 +90,7 @@ const written = (content: EventContent, n: number): UnsequencedEvent => ({
 /** Writes `events` into a new store file, then rows no schema reads: what an older version may have left. */
 const storeWith = (events: ReadonlyArray<UnsequencedEvent>, unreadableAfter: number) =>
   Effect.gen(function*() {
-    const storeFile = join(mkdtempSync(join(tmpdir(), "foundry-store-")), "foundry.db")
+    const store = sqliteStore("store")
     yield* Effect.gen(function*() {
       const database = yield* Database
       const sql = yield* SqlClient.SqlClient
@@ -103,8 +101,8 @@ const storeWith = (events: ReadonlyArray<UnsequencedEvent>, unreadableAfter: num
         ('old_2', ${now}, 'run.renamed', 't', 's', NULL, 'run_1', 'conv_1', 'default', 'worker', 'dev', '{}'),
         ('old_3', ${now}, 'run.failed', 't', 's', NULL, 'run_1', 'conv_1', 'default', 'worker', 'dev', 'not json')`)
       yield* database.write({ statements: [insertEvents(events.slice(unreadableAfter))] })
-    }).pipe(Effect.provide(SqliteDatabase.layer(storeFile)), Effect.provide(NodeContext.layer), Effect.scoped)
-    return storeFile
+    }).pipe(Effect.provide(store.layer), Effect.scoped)
+    return store.file
   })
 
 /** Every page of `GET /api/events?limit=<limit>`, each checked against the API's schema. */

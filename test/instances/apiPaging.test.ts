@@ -1,13 +1,9 @@
-import { mkdtempSync } from "node:fs"
-import { tmpdir } from "node:os"
-import { join } from "node:path"
-import { NodeContext } from "@effect/platform-node"
 import { SqlClient } from "@effect/sql"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Layer } from "effect"
 import * as InstanceStorage from "../../src/durable/InstanceStorage.js"
-import * as SqliteDatabase from "../../src/durable/SqliteDatabase.js"
 import { http, startServer } from "../support/server.js"
+import { sqliteStore } from "../support/sqliteStore.js"
 import { instancesProject } from "./apiProject.js"
 
 const count = 10_000
@@ -19,8 +15,8 @@ const seeded = Array.from({ length: count }, (_, index) => ({
   provisioningKey: `key-${index}`
 })).sort((a, b) => a.agent < b.agent ? -1 : a.agent > b.agent ? 1 : a.id < b.id ? -1 : a.id > b.id ? 1 : 0)
 
-/** Writes the instances into a new store file in one transaction, before any server opens it. */
-const seed = (storeFile: string) =>
+/** Writes the instances into a new store in one transaction, before any server opens its file. */
+const seed = (store: ReturnType<typeof sqliteStore>) =>
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
     const storage = yield* InstanceStorage.InstanceStorage
@@ -29,7 +25,7 @@ const seed = (storeFile: string) =>
       discard: true
     }).pipe(sql.withTransaction)
   }).pipe(
-    Effect.provide(InstanceStorage.layer.pipe(Layer.provideMerge(SqliteDatabase.layer(storeFile)), Layer.provide(NodeContext.layer))),
+    Effect.provide(InstanceStorage.layer.pipe(Layer.provideMerge(store.layer))),
     Effect.scoped
   )
 
@@ -65,9 +61,9 @@ const keyOf = (instance: { readonly agent: string; readonly id: string }) => `${
 describe("paging through instances", () => {
   it.scopedLive("10,000 instances page by 500 with the cursor: each seen once, in order, next null at the end; agent, search and status filter", () =>
     Effect.gen(function*() {
-      const storeFile = join(mkdtempSync(join(tmpdir(), "foundry-store-")), "foundry.db")
-      yield* seed(storeFile)
-      const server = yield* startServer(yield* instancesProject(), { storeFile })
+      const store = sqliteStore("store")
+      yield* seed(store)
+      const server = yield* startServer(yield* instancesProject(), { storeFile: store.file })
 
       const all = yield* pages(server.url, "limit=500")
       expect(all).toHaveLength(count / 500)
