@@ -12,7 +12,7 @@ import { loadClient } from "../support/httpClient.js"
 import { httpRuns, runsFromAnotherProcess } from "../support/httpRuns.js"
 import { orderLookupProject } from "../support/project.js"
 import { progress, startServer } from "../support/runtime.js"
-import { collectGarbage, cpuMsSince, lineCount, mb, percentile, round, sampleRss, sqlPerRun } from "../support/stats.js"
+import { collectGarbage, cpuMsSince, lineCount, mb, percentile, round, sampleRss, sqlPerRun, threadCpu, threadCpuPerRun } from "../support/stats.js"
 
 const runs = 1000
 const clients = 50
@@ -36,11 +36,13 @@ export const orderLookupHttp = Effect.gen(function*() {
   yield* progress(`order-lookup-http: ${runs} runs over HTTP, ${clients} clients`)
   const rss = sampleRss()
   const statsBefore = yield* server.database.stats
+  const threads = threadCpu()
   const cpu = process.cpuUsage()
   const started = performance.now()
   const measured = yield* batch(runs)
   const elapsedMs = performance.now() - started
   const cpuMs = cpuMsSince(cpu)
+  const byThread = threadCpuPerRun(threads, threadCpu(), runs)
   const statsAfter = yield* server.database.stats
   const peakRss = rss.stop()
   const lines = lineCount(sideEffects)
@@ -68,6 +70,7 @@ export const orderLookupHttp = Effect.gen(function*() {
     runsPerSecond: round(runsPerSecond, 1),
     latencyMs: { p50: round(percentile(latencies, 50)), p99: round(percentile(latencies, 99)) },
     cpuMsPerRun: round(cpuMs / runs, 3),
+    cpuMsPerRunByThread: byThread,
     clientsApart: { ...apart, serverEffectOperationsPerRun: round(serverOperations / runs, 1) },
     peakRssMb: mb(peakRss),
     rssBeforeRunsMb: mb(rssLoaded),
