@@ -3,7 +3,7 @@
  * server and read with `fetch`: frames in order, a reader slower than the writer gets every frame,
  * and a client that goes away closes what the response opened (the log's subscription).
  */
-import { createServer } from "node:http"
+import { Agent, createServer, get } from "node:http"
 import { HttpRouter, HttpServer } from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
 import { describe, expect, it } from "@effect/vitest"
@@ -147,6 +147,30 @@ describe("a run's events as server-sent events", () => {
       const rest = yield* Effect.promise(() => readToEnd(reader, 0))
       expect(ids(first + rest)).toEqual(Array.from({ length: count }, (_, i) => i + 1))
       expect(follower.pulled()).toBe(count)
+    }))
+
+  it.scopedLive("once the run's end is written, the connection serves the next request (keep-alive)", () =>
+    Effect.gen(function*() {
+      const url = yield* serve(Effect.sync(() => {
+        const follower = followerOf()
+        follower.offer([event(1), event(2, true)])
+        return follower.next
+      }))
+      const agent = new Agent({ keepAlive: true, maxSockets: 1 })
+      yield* Effect.addFinalizer(() => Effect.sync(() => agent.destroy()))
+      // Each stream read to its end on the one connection the agent may open.
+      const read = Effect.async<{ readonly body: string; readonly reusedSocket: boolean }, Error>((resume) => {
+        const request = get(`${url}/events`, { agent }, (response) => {
+          let body = ""
+          response.on("data", (chunk: Buffer) => (body += chunk.toString()))
+          response.on("end", () => resume(Effect.succeed({ body, reusedSocket: request.reusedSocket })))
+        })
+        request.on("error", (error) => resume(Effect.fail(error)))
+      })
+      const first = yield* read
+      const second = yield* read.pipe(Effect.timeoutFail({ duration: "5 seconds", onTimeout: () => new Error("the second request was never answered") }))
+      expect([ids(first.body), ids(second.body)]).toEqual([[1, 2], [1, 2]])
+      expect([first.reusedSocket, second.reusedSocket]).toEqual([false, true])
     }))
 
   it.scopedLive("a HEAD request, answered without a body, closes what the response opened", () =>
