@@ -12,7 +12,7 @@ import { fileURLToPath } from "node:url"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { freePort } from "../support/cli.js"
-import { http, waitForRun } from "../support/server.js"
+import { http, runIdOf, waitForRun } from "../support/server.js"
 
 const repository = fileURLToPath(new URL("../../", import.meta.url))
 
@@ -110,7 +110,7 @@ describe("the npm package", () => {
 
       const created = yield* http(`${url}/api/runs`, { body: { agent: "assistant", message: "count the words in \"hello brave new world\"" } })
       expect(created.status).toBe(202)
-      const runId = typeof created.json === "object" && created.json !== null && "runId" in created.json ? String(created.json.runId) : ""
+      const runId = runIdOf(created.json)
       const run = yield* waitForRun(url, runId)
       expect(run.status).toBe("completed")
       expect(run.output).toContain("\"words\":4")

@@ -7,7 +7,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { freePort, runCli, startCli } from "../support/cli.js"
-import { http } from "../support/server.js"
+import { http, runIdOf } from "../support/server.js"
 import { answeringAgentFile as deskAgent, answerToolFile, tempProject, writeFiles } from "../support/tempProject.js"
 
 /** The tool, answering `answer`. */
@@ -71,7 +71,7 @@ const askDesk = (url: string, token: string) =>
     const headers = { authorization: `Bearer ${token}` }
     const started = yield* http(`${url}/api/runs`, { body: { agent: "desk", message: "what does the tool say?" }, headers })
     expect(started.status, started.text).toBe(202)
-    const runId = typeof started.json === "object" && started.json !== null && "runId" in started.json ? String(started.json.runId) : ""
+    const runId = runIdOf(started.json)
     for (let attempt = 0; attempt < 400; attempt++) {
       const run = yield* http(`${url}/api/runs/${runId}`, { headers })
       const body = run.json

@@ -7,7 +7,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { Effect, Schedule } from "effect"
 import { browserPage, skipBrowser } from "../support/browser.js"
 import { freePort, runCli, startCli } from "../support/cli.js"
-import { http, waitForRun } from "../support/server.js"
+import { http, runIdOf, waitForRun } from "../support/server.js"
 import { tempProject, writeFiles } from "../support/tempProject.js"
 
 const agent = `import { defineAgent } from "foundry"
@@ -51,7 +51,7 @@ describe.skipIf(skipBrowser)("releases in the inspector", () => {
 
       const v1 = yield* deploy(root)
       const started = yield* http(`${url}/api/runs`, { body: { agent: "desk", message: "hello" } })
-      const runId = typeof started.json === "object" && started.json !== null && "runId" in started.json ? String(started.json.runId) : ""
+      const runId = runIdOf(started.json)
       expect((yield* waitForRun(url, runId)).status).toBe("completed")
       writeFiles(root, { "agents/desk/tools/answer.tool.ts": tool("v2") })
       const v2 = yield* deploy(root)

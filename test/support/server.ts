@@ -63,6 +63,10 @@ export const http = (url: string, init: { readonly method?: string; readonly bod
     return { status: response.status, text, json, headers: response.headers }
   })
 
+/** The run id in the answer to `POST /api/runs`, or "" when there is none. */
+export const runIdOf = (created: unknown): string =>
+  typeof created === "object" && created !== null && "runId" in created ? String(created.runId) : ""
+
 /** A run as `GET /api/runs/:runId` returns it. */
 export interface RunBody {
   readonly status: string

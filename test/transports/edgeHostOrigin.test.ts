@@ -6,7 +6,7 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { http, startServer } from "../support/server.js"
+import { http, runIdOf, startServer } from "../support/server.js"
 import { agentFile, tempProject } from "../support/tempProject.js"
 import { type RawAnswer, rawRequest } from "./edgeClient.js"
 
@@ -29,8 +29,6 @@ const json = { "content-type": "application/json" }
 const statusOf = (answer: RawAnswer) => answer._tag === "response" ? answer.status : answer.code
 const headerOf = (answer: RawAnswer, name: string) => answer._tag === "response" ? answer.headers[name] : undefined
 const portOf = (url: string) => new URL(url).port
-const runIdOf = (created: unknown) =>
-  typeof created === "object" && created !== null && "runId" in created ? String(created.runId) : "no-run-id"
 
 describe("the Host check", () => {
   it.scopedLive("answers the bound address, localhost and IP literals at its port, and listed names; refuses others naming the fix", () =>
