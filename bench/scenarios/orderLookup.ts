@@ -10,7 +10,7 @@ import { Effect } from "effect"
 import { operationsSoFar } from "../support/effectOperations.js"
 import { orderLookupProject } from "../support/project.js"
 import { progress, startRuntime, timedRun } from "../support/runtime.js"
-import { collectGarbage, cpuMsSince, lineCount, mb, percentile, round, sampleRss, sqlPerRun, threadCpu, threadCpuPerRun } from "../support/stats.js"
+import { collectGarbage, cpuReading, lineCount, mb, percentile, round, sampleRss, sqlPerRun } from "../support/stats.js"
 
 const conversations = 500
 const inFlight = 50
@@ -28,11 +28,10 @@ export const orderLookup = Effect.gen(function*() {
   /** `count` conversations with at most `concurrency` in flight: each run's latency, and the batch's wall and CPU time. */
   const batch = (count: number, concurrency: number) =>
     Effect.gen(function*() {
-      const threads = threadCpu()
-      const cpu = process.cpuUsage()
+      const cpu = cpuReading()
       const started = performance.now()
       const runs = yield* Effect.forEach(Array.from({ length: count }, (_, i) => i), (i) => timedRun(runtime, request(i)), { concurrency })
-      return { runs, elapsedMs: performance.now() - started, cpuMs: cpuMsSince(cpu), byThread: threadCpuPerRun(threads, threadCpu(), count) }
+      return { runs, elapsedMs: performance.now() - started, ...cpu(count) }
     })
 
   yield* progress(`order-lookup: warming up (${warmUp} runs)`)

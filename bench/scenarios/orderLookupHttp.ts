@@ -12,7 +12,7 @@ import { loadClient } from "../support/httpClient.js"
 import { httpRuns, runsFromAnotherProcess } from "../support/httpRuns.js"
 import { orderLookupProject } from "../support/project.js"
 import { progress, startServer } from "../support/runtime.js"
-import { collectGarbage, cpuMsSince, lineCount, mb, percentile, round, sampleRss, sqlPerRun, threadCpu, threadCpuPerRun } from "../support/stats.js"
+import { collectGarbage, cpuReading, lineCount, mb, percentile, round, sampleRss, sqlPerRun } from "../support/stats.js"
 
 const runs = 1000
 const clients = 50
@@ -36,13 +36,11 @@ export const orderLookupHttp = Effect.gen(function*() {
   yield* progress(`order-lookup-http: ${runs} runs over HTTP, ${clients} clients`)
   const rss = sampleRss()
   const statsBefore = yield* server.database.stats
-  const threads = threadCpu()
-  const cpu = process.cpuUsage()
+  const cpu = cpuReading()
   const started = performance.now()
   const measured = yield* batch(runs)
   const elapsedMs = performance.now() - started
-  const cpuMs = cpuMsSince(cpu)
-  const byThread = threadCpuPerRun(threads, threadCpu(), runs)
+  const { byThread, cpuMs } = cpu(runs)
   const statsAfter = yield* server.database.stats
   const peakRss = rss.stop()
   const lines = lineCount(sideEffects)

@@ -28,7 +28,7 @@ export const cpuMsSince = (start: NodeJS.CpuUsage): number => {
 }
 
 /** CPU time so far of this process's main thread and of its other threads, in milliseconds. */
-export interface ThreadCpu {
+interface ThreadCpu {
   readonly mainMs: number
   readonly otherThreadsMs: number
 }
@@ -40,7 +40,7 @@ const clockTicksMs = 10
  * libuv's pool), from Linux's `/proc/self/task/<tid>/stat` (user and system time in clock ticks of
  * 10 ms); `undefined` where there is no `/proc`. Per batch, `process.cpuUsage()` is their sum.
  */
-export const threadCpu = (): ThreadCpu | undefined => {
+const threadCpu = (): ThreadCpu | undefined => {
   try {
     let mainMs = 0
     let otherThreadsMs = 0
@@ -59,10 +59,20 @@ export const threadCpu = (): ThreadCpu | undefined => {
 }
 
 /** CPU per run of the main thread and of the others between two readings, or `null` without `/proc`. */
-export const threadCpuPerRun = (before: ThreadCpu | undefined, after: ThreadCpu | undefined, runs: number) =>
+const threadCpuPerRun = (before: ThreadCpu | undefined, after: ThreadCpu | undefined, runs: number) =>
   before === undefined || after === undefined
     ? null
     : { mainThread: round((after.mainMs - before.mainMs) / runs, 3), otherThreads: round((after.otherThreadsMs - before.otherThreadsMs) / runs, 3) }
+
+/**
+ * Starts reading this process's CPU; the function returned gives the CPU since then: in all
+ * (`process.cpuUsage()`), and per run of `runs` by thread (`null` without `/proc`).
+ */
+export const cpuReading = () => {
+  const threads = threadCpu()
+  const cpu = process.cpuUsage()
+  return (runs: number) => ({ cpuMs: cpuMsSince(cpu), byThread: threadCpuPerRun(threads, threadCpu(), runs) })
+}
 
 /** Samples this process's RSS every `intervalMs` until stopped; returns the highest seen. */
 export const sampleRss = (intervalMs = 5): { readonly stop: () => number } => {
