@@ -17,7 +17,7 @@ import { Store } from "../durable/Store.js"
 import type { Lease, TurnUsage } from "../journal/journalRecords.js"
 import type { LeaseLost } from "../journal/RunJournal.js"
 import { agentTools } from "../mcp/mcpTools.js"
-import type { ChatMessage, ResolvedModel, ToolCall } from "../models/Model.js"
+import type { ChatMessage, LanguageModel, ResolvedModel, ToolCall } from "../models/Model.js"
 import { ModelResolver } from "../models/Model.js"
 import { budgetMessage, budgetsOf, type Exceeded, hasDailyBudget, instanceOverBudget, runOverBudget } from "./budgets.js"
 import { closeOpenCalls } from "./closeOpenCalls.js"
@@ -149,15 +149,35 @@ export const runAgent = Effect.fnUntraced(function*(app: CompiledApp, run: RunRe
   )
 }, entrySpan("engine.runAgent"))
 
+/** What the turns of an execution need, made once as it starts. */
+interface Execution {
+  readonly agent: CompiledAgent
+  readonly run: RunRecord
+  readonly step: StepBuffer
+  readonly journal: Array<JournalEntry>
+  readonly context: RunContext
+  readonly config: CompiledApp["table"]["config"]
+  readonly models: Arr.NonEmptyReadonlyArray<LanguageModel>
+  /** An environment's view_image answers with an image: offered only when every model of the fallback list sees. */
+  readonly seesImages: boolean
+  readonly system: string
+  readonly transcript: Effect.Effect.Success<ReturnType<typeof makeRunTranscript>>
+  readonly budget: Effect.Effect.Success<ReturnType<typeof makeBudgetCheck>>
+}
+
 /** The loop itself, from the run's transcript to its end or suspension. */
 const executeRun = (app: CompiledApp, agent: CompiledAgent, run: RunRecord, step: StepBuffer, journal: Array<JournalEntry>) =>
+  Effect.flatMap(startExecution(app, agent, run, step, journal), runTurns)
+
+/**
+ * An execution begun: `run.started` (or `run.resumed`) in its first step, the conversation's
+ * stored messages read, and the run's instance, transcript, instructions and budgets made.
+ */
+const startExecution = (app: CompiledApp, agent: CompiledAgent, run: RunRecord, step: StepBuffer, journal: Array<JournalEntry>) =>
   Effect.gen(function*() {
     const store = yield* Store
-    const config = app.table.config
     const resolvedModels = yield* resolveModels(agent)
     const models = Arr.map(resolvedModels, (m) => m.model)
-    // An environment's view_image answers with an image: offered only when every model of the fallback list sees.
-    const seesImages = models.every((model) => model.vision === true)
     const resolved = Arr.headNonEmpty(resolvedModels)
     step.emit(run.status === "queued" ? "run.started" : "run.resumed", "run", {
       input: run.input,
@@ -170,16 +190,32 @@ const executeRun = (app: CompiledApp, agent: CompiledAgent, run: RunRecord, step
     const instance = yield* makeRunInstance(app, agent, run)
     const context = makeRunContext(app, agent, run, instance, step, journal)
     if (context.mine.length === 0) context.record({ _tag: "user", content: run.input })
-    const { fitContext, transcript } = yield* makeRunTranscript(context, models)
-    const system = yield* systemPrompt(agent, run, instance)
-    const budget = yield* makeBudgetCheck(context)
+    const execution: Execution = {
+      agent,
+      run,
+      step,
+      journal,
+      context,
+      config: app.table.config,
+      models,
+      seesImages: models.every((model) => model.vision === true),
+      transcript: yield* makeRunTranscript(context, models),
+      system: yield* systemPrompt(agent, run, instance),
+      budget: yield* makeBudgetCheck(context)
+    }
+    return execution
+  })
+
+/** The run's model turns and tool calls, as its transcript calls for them, until it ends or waits. */
+const runTurns = (execution: Execution) =>
+  Effect.gen(function*() {
+    const { agent, budget, context, journal, run, step } = execution
     let turn = context.mine.filter((m) => m._tag === "assistant").length
-    let consecutiveFailures = 0
     if (turn > 0) {
       const resumed = yield* budget.atStart
       if (resumed !== undefined) return resumed
     }
-
+    let consecutiveFailures = 0
     while (true) {
       const next = nextStep(context.mine)
       if (next._tag === "Final") {
@@ -188,20 +224,9 @@ const executeRun = (app: CompiledApp, agent: CompiledAgent, run: RunRecord, step
         return "completed" as const
       }
       if (next._tag === "ToolCalls") {
-        for (const call of next.calls) {
-          const outcome = yield* toolCallStep(context, call)
-          if (outcome._tag === "Suspended") return "suspended" as const
-          if (!outcome.ran) continue
-          consecutiveFailures = outcome.ranAndFailed === undefined ? 0 : consecutiveFailures + 1
-          if (outcome.ranAndFailed !== undefined && consecutiveFailures >= config.maxToolFailures) {
-            return yield* failRun(
-              run,
-              step,
-              journal,
-              `${consecutiveFailures} tool calls failed in a row (the limit is maxToolFailures: ${config.maxToolFailures}); the last: ${outcome.ranAndFailed}`
-            )
-          }
-        }
+        const called = yield* callTools(execution, next.calls, consecutiveFailures)
+        if (called._tag === "Ended") return called.outcome
+        consecutiveFailures = called.consecutiveFailures
         continue
       }
       if (turn >= agent.definition.maxTurns) {
@@ -215,23 +240,58 @@ const executeRun = (app: CompiledApp, agent: CompiledAgent, run: RunRecord, step
       }
       const before = yield* budget.beforeTurn
       if (before !== undefined) return before
-      // Listed every turn: an MCP server's tools change (`list_changed`) while a run goes on.
-      const specs = [...(yield* agentTools(agent, instance.installed)).values()].flatMap((t) => t.builtin !== "view_image" || seesImages ? [t.spec] : [])
       turn++
-      const result = yield* askModel({
-        step,
-        commit: context.commit,
-        turn,
-        models,
-        config,
-        request: (overflowed) =>
-          Effect.flatMap(transcript, (messages) => fitContext({ system, messages, tools: specs }, `turn:${turn}`, overflowed)),
-        redactionOf: (name) => redactionOf(context, name)
-      })
-      context.record({ _tag: "assistant", content: result.text, toolCalls: result.toolCalls })
-      const after = yield* budget.afterTurn(result.usage)
+      const after = yield* modelTurn(execution, turn)
       if (after !== undefined) return after
     }
+  })
+
+/** After a turn's tool calls: the run ended (or waits), or it goes on with this many failures in a row. */
+type Called =
+  | { readonly _tag: "Ended"; readonly outcome: RunOutcome }
+  | { readonly _tag: "Continue"; readonly consecutiveFailures: number }
+
+/**
+ * The open calls of the last assistant turn, in order, each a step of its own; `maxToolFailures`
+ * failures in a row (counted on from `failedBefore`) end the run.
+ */
+const callTools = (execution: Execution, calls: ReadonlyArray<ToolCall>, failedBefore: number) =>
+  Effect.gen(function*() {
+    const { config, journal, run, step } = execution
+    let consecutiveFailures = failedBefore
+    for (const call of calls) {
+      const outcome = yield* toolCallStep(execution.context, call)
+      if (outcome._tag === "Suspended") return { _tag: "Ended", outcome: "suspended" } satisfies Called
+      if (!outcome.ran) continue
+      consecutiveFailures = outcome.ranAndFailed === undefined ? 0 : consecutiveFailures + 1
+      if (outcome.ranAndFailed !== undefined && consecutiveFailures >= config.maxToolFailures) {
+        const why = `${consecutiveFailures} tool calls failed in a row (the limit is maxToolFailures: ${config.maxToolFailures}); the last: ${outcome.ranAndFailed}`
+        return { _tag: "Ended", outcome: yield* failRun(run, step, journal, why) } satisfies Called
+      }
+    }
+    return { _tag: "Continue", consecutiveFailures } satisfies Called
+  })
+
+/** Model turn `turn`: the agent's tools listed, the model asked, its answer recorded, the run's budgets checked. */
+const modelTurn = (execution: Execution, turn: number) =>
+  Effect.gen(function*() {
+    const { agent, budget, config, context, models, seesImages, step, system } = execution
+    const { fitContext, transcript } = execution.transcript
+    // Listed every turn: an MCP server's tools change (`list_changed`) while a run goes on.
+    const listed = yield* agentTools(agent, context.instance.installed)
+    const specs = [...listed.values()].flatMap((t) => t.builtin !== "view_image" || seesImages ? [t.spec] : [])
+    const result = yield* askModel({
+      step,
+      commit: context.commit,
+      turn,
+      models,
+      config,
+      request: (overflowed) =>
+        Effect.flatMap(transcript, (messages) => fitContext({ system, messages, tools: specs }, `turn:${turn}`, overflowed)),
+      redactionOf: (name) => redactionOf(context, name)
+    })
+    context.record({ _tag: "assistant", content: result.text, toolCalls: result.toolCalls })
+    return yield* budget.afterTurn(result.usage)
   })
 
 /** A budget check that lets the run go on. */
