@@ -6,7 +6,7 @@
  */
 import { Clock, Context, Effect, Either } from "effect"
 import { InstanceStorage } from "../durable/InstanceStorage.js"
-import type { CompiledTool } from "../compiler/CompiledApp.js"
+import type { CompiledTool, EnvironmentRoute } from "../compiler/CompiledApp.js"
 import { type InstanceInfo, isContext } from "../definitions/defineAgent.js"
 import { Environments } from "../environments/Environments.js"
 import { Instances } from "../instances/Instances.js"
@@ -15,8 +15,9 @@ import type { ToolCall } from "../models/Model.js"
 import { runTimerTool } from "./agentTimers.js"
 import { approvalGate } from "./approvalGate.js"
 import { awaitChild, emitFrom, spawnFrom } from "./childRuns.js"
-import { decodeCall, failedOutcome, runTool, type ToolOutcome } from "./executeTool.js"
+import { decodeCall, type DecodedCall, failedOutcome, runTool, type ToolOutcome } from "./executeTool.js"
 import { deniedByRule, matchingRule } from "./permissions.js"
+import type { PermissionRule } from "../definitions/configFields.js"
 import { answer, hide, type RunContext } from "./RunContext.js"
 import { decodeContext } from "./RunInstance.js"
 import { RunStarter } from "./RunStarter.js"
@@ -71,17 +72,7 @@ export const toolCallStep = (context: RunContext, call: ToolCall) =>
       return answered()
     }
     const { builtin, environment, subagent } = decoded.right.tool
-    if (builtin === "view_image" && environment !== undefined) {
-      const input = decoded.right.rawInput
-      const path = typeof input === "object" && input !== null && "path" in input && typeof input.path === "string" ? input.path : ""
-      const scope = { ...environment, context: { agent: run.agent, instanceId: run.instanceId, conversationId: run.conversationId } }
-      const shownImage = yield* Effect.either((yield* Environments).viewImage(scope, path))
-      answer(context, call, Either.match(shownImage, {
-        onLeft: (error) => failedOutcome(input, `view_image failed: ${error.message}`),
-        onRight: ({ content, image }): ToolOutcome => ({ _tag: "Succeeded", input, output: content, content, images: [image] })
-      }), 0)
-      return answered(true, Either.isLeft(shownImage) ? shownImage.left.message : undefined)
-    }
+    if (builtin === "view_image" && environment !== undefined) return yield* viewImage(context, call, decoded.right.rawInput, environment)
     if (builtin !== undefined && builtin !== "view_image") {
       const outcome = yield* runTimerTool(builtin, decoded.right.rawInput, run, call.id, config.timers)
       if (outcome._tag === "Succeeded") step.emit("timer.armed", `tool:${call.id}`, { tool: call.name }, "run")
@@ -95,20 +86,45 @@ export const toolCallStep = (context: RunContext, call: ToolCall) =>
       answer(context, call, waited, 0)
       return answered()
     }
-    const instance = yield* instanceFor(context, decoded.right.tool)
+    return yield* callTool(context, call, decoded.right, rule, shown)
+  })
+
+/** An environment's `view_image`: the image at the call's path, for a model that sees. */
+const viewImage = (context: RunContext, call: ToolCall, input: unknown, environment: EnvironmentRoute) =>
+  Effect.gen(function*() {
+    const { run } = context
+    const path = typeof input === "object" && input !== null && "path" in input && typeof input.path === "string" ? input.path : ""
+    const scope = { ...environment, context: { agent: run.agent, instanceId: run.instanceId, conversationId: run.conversationId } }
+    const shownImage = yield* Effect.either((yield* Environments).viewImage(scope, path))
+    answer(context, call, Either.match(shownImage, {
+      onLeft: (error) => failedOutcome(input, `view_image failed: ${error.message}`),
+      onRight: ({ content, image }): ToolOutcome => ({ _tag: "Succeeded", input, output: content, content, images: [image] })
+    }), 0)
+    return answered(true, Either.isLeft(shownImage) ? shownImage.left.message : undefined)
+  })
+
+/**
+ * A call of the tool itself: the instance's context checked against the tool's schema, the
+ * approval gate passed (or the run suspended at it), then the tool run under its time limit.
+ */
+const callTool = (context: RunContext, call: ToolCall, decoded: DecodedCall, rule: PermissionRule | undefined, shown: (value: unknown) => unknown) =>
+  Effect.gen(function*() {
+    const { agent, app, run, step } = context
+    const config = app.table.config
+    const instance = yield* instanceFor(context, decoded.tool)
     if (Either.isLeft(instance)) {
       // Nothing the model can change: counted as a failed call, so that a model retrying it is stopped by maxToolFailures.
-      answer(context, call, failedOutcome(decoded.right.rawInput, instance.left), 0)
+      answer(context, call, failedOutcome(decoded.rawInput, instance.left), 0)
       return answered(true, instance.left)
     }
-    const gate = yield* approvalGate(run, step, call, decoded.right, rule, config.approvalTimeout, shown)
+    const gate = yield* approvalGate(run, step, call, decoded, rule, config.approvalTimeout, shown)
     if (gate._tag === "Wait") {
       step.emit("run.suspended", "run", { reason: "approval", approvalId: gate.approvalId, tool: call.name })
       yield* step.commit({ status: { status: "suspended" }, releaseLease: true })
       return { _tag: "Suspended" } satisfies CallOutcome
     }
     if (gate._tag === "Refused") {
-      answer(context, call, failedOutcome(decoded.right.rawInput, gate.reason), 0)
+      answer(context, call, failedOutcome(decoded.rawInput, gate.reason), 0)
       return answered()
     }
     const starter = yield* RunStarter
@@ -117,16 +133,16 @@ export const toolCallStep = (context: RunContext, call: ToolCall) =>
     const storage = yield* InstanceStorage
     const instances = yield* Instances
     const started = yield* Clock.currentTimeMillis
-    step.emit("tool.call.started", `tool:${call.id}`, { toolCallId: call.id, tool: call.name, input: shown(decoded.right.rawInput) })
+    step.emit("tool.call.started", `tool:${call.id}`, { toolCallId: call.id, tool: call.name, input: shown(decoded.rawInput) })
     yield* context.commit()
-    const outcome = yield* runTool(decoded.right, {
+    const outcome = yield* runTool(decoded, {
       runId: run.id,
       conversationId: run.conversationId,
       instanceId: run.instanceId,
       agent: run.agent,
       toolCallId: call.id,
       instance: instance.right,
-      config: context.instance.configOf(decoded.right.tool),
+      config: context.instance.configOf(decoded.tool),
       spawn: spawnFrom(app, run, starter, call.id),
       emit: (name, payload) =>
         emitFrom(app, run, starter, step, call.id)(name, payload).pipe(
