@@ -6,21 +6,17 @@
  * after a crash asks no recorded turn again and runs no recorded tool call again; a call that
  * started but was not recorded runs again (with the same idempotency key).
  */
-import { Array as Arr, Cause, Clock, Duration, Effect, Either, Option } from "effect"
+import { Array as Arr, Cause, Effect, Either, Option } from "effect"
 import type { CompiledAgent, CompiledApp } from "../compiler/CompiledApp.js"
 import { type InstanceInfo, isContext, modelsOf } from "../definitions/defineAgent.js"
-import type { RunRecord, UsageSums } from "../durable/records.js"
-import { ApprovalStorage } from "../durable/ApprovalStorage.js"
-import { newId } from "../durable/ids.js"
-import type { StoreError } from "../durable/StoreError.js"
+import type { RunRecord } from "../durable/records.js"
 import { Store } from "../durable/Store.js"
-import type { Lease, TurnUsage } from "../journal/journalRecords.js"
-import type { LeaseLost } from "../journal/RunJournal.js"
+import type { Lease } from "../journal/journalRecords.js"
 import { agentTools } from "../mcp/mcpTools.js"
 import type { ChatMessage, LanguageModel, ResolvedModel, ToolCall } from "../models/Model.js"
 import { ModelResolver } from "../models/Model.js"
-import { budgetMessage, budgetsOf, type Exceeded, hasDailyBudget, instanceOverBudget, runOverBudget } from "./budgets.js"
-import { closeOpenCalls } from "./closeOpenCalls.js"
+import { makeBudgetCheck } from "./budgetCheck.js"
+import { failRun, type RunOutcome } from "./failRun.js"
 import { askModel } from "./modelStep.js"
 import { makeRunContext, redactionOf, type RunContext } from "./RunContext.js"
 import { decodeContext, InstanceContextInvalid, makeRunInstance, type RunInstance } from "./RunInstance.js"
@@ -30,9 +26,6 @@ import { outlastStoreOutages } from "./storeOutage.js"
 import { toolCallStep } from "./toolCallStep.js"
 import type { JournalEntry } from "./transcript.js"
 import { entrySpan } from "./entrySpan.js"
-
-/** How a run's execution ended (a suspended run continues later). */
-export type RunOutcome = "completed" | "failed" | "suspended"
 
 /**
  * The agent's instructions; instructions that are a function of the instance read it first, its
@@ -83,17 +76,6 @@ const nextStep = (messages: ReadonlyArray<ChatMessage>): NextStep => {
   const calls = last.toolCalls.filter((call) => !answered.has(call.id))
   return calls.length === 0 ? { _tag: "ModelTurn" } : { _tag: "ToolCalls", calls }
 }
-
-/** Ends the run as failed: its open calls answered, its status and `run.failed` in the step that ends it. */
-const failRun = (run: RunRecord, step: StepBuffer, journal: ReadonlyArray<JournalEntry>, error: string) =>
-  Effect.gen(function*() {
-    const closing = closeOpenCalls(run, journal, `not run: the run failed (${error})`)
-    for (const message of closing.messages) step.message(message)
-    for (const event of closing.events) step.push(event)
-    step.emit("run.failed", "run", { error })
-    yield* step.commit({ status: { status: "failed", error }, releaseLease: true })
-    return "failed" as const
-  })
 
 /**
  * The execution a run's stored status calls for: none when it has ended (a step the store took
@@ -292,108 +274,4 @@ const modelTurn = (execution: Execution, turn: number) =>
     })
     context.record({ _tag: "assistant", content: result.text, toolCalls: result.toolCalls })
     return yield* budget.afterTurn(result.usage)
-  })
-
-/** A budget check that lets the run go on. */
-const withinBudget: Effect.Effect<RunOutcome | undefined> = Effect.succeed(undefined)
-
-/**
- * The agent's budgets for one execution: the instance's daily ones before each turn, the run's
- * own after each (its totals kept here as each turn adds to them; the store holds them from
- * earlier executions). A budget gone over fails the run, after an event that says which and
- * where it is set; with `onExceeded: "ask"` the run waits instead for a person, who lets it go on
- * over that budget (for the rest of the run) or ends it. Each check returns how the execution
- * ends, or `undefined` to go on.
- */
-const makeBudgetCheck = (context: RunContext) =>
-  Effect.gen(function*() {
-    const store = yield* Store
-    const approvals = yield* ApprovalStorage
-    const { agent, app, journal, run, step } = context
-    const budgets = budgetsOf(agent.definition.budget, app.table.config.budget)
-    const policy = agent.definition.budget.onExceeded ?? app.table.config.budget.onExceeded ?? "fail"
-    const configFile = app.table.configFile ?? "foundry.config.ts"
-    const fail = (exceeded: Exceeded, why = "") =>
-      failRun(run, step, journal, budgetMessage(exceeded, { agentFile: agent.file, configFile, instance: run.instanceId }) + why)
-
-    const exceededEvent = (exceeded: Exceeded): void =>
-      step.emit("budget.exceeded", "run", {
-        budget: exceeded.budget,
-        limit: exceeded.limit,
-        used: exceeded.used,
-        setIn: exceeded.setIn === "agent" ? agent.file : configFile
-      })
-
-    /** Asks a person once per run and budget; their decision stands for the rest of the run. */
-    const askPerson = (exceeded: Exceeded) =>
-      Effect.gen(function*() {
-        const key = `budget:${exceeded.budget}`
-        const found = yield* approvals.find(run.id, key)
-        if (Option.isSome(found) && found.value.status === "approved") return undefined
-        if (Option.isSome(found) && found.value.status !== "pending") {
-          return yield* fail(exceeded, found.value.status === "expired"
-            ? "; nobody decided whether it may go on before the approval expired"
-            : `; a person decided it may not go on${found.value.reason === null ? "" : `: ${found.value.reason}`}`)
-        }
-        const input = { budget: exceeded.budget, limit: exceeded.limit, used: exceeded.used }
-        const asked = Option.isSome(found) ? found.value : yield* approvals.ask({
-          id: newId("apr"),
-          runId: run.id,
-          toolCallId: key,
-          agent: run.agent,
-          tool: key,
-          input,
-          expiresAt: (yield* Clock.currentTimeMillis) + Duration.toMillis(Duration.decode(app.table.config.approvalTimeout))
-        })
-        // As at a tool's approval gate: a request whose suspension was never recorded was not recorded either.
-        if (Option.isNone(found) || run.status !== "suspended") {
-          exceededEvent(exceeded)
-          step.emit("approval.requested", `approval:${key}`, { approvalId: asked.id, toolCallId: key, tool: key, input, expiresAt: asked.expiresAt }, "run")
-        }
-        step.emit("run.suspended", "run", { reason: "budget", approvalId: asked.id, tool: key, budget: exceeded.budget })
-        yield* step.commit({ status: { status: "suspended" }, releaseLease: true })
-        return "suspended" as const
-      })
-
-    const overBudget = (exceeded: Exceeded): Effect.Effect<RunOutcome | undefined, StoreError | LeaseLost> =>
-      policy === "ask" ? askPerson(exceeded) : Effect.suspend(() => {
-        exceededEvent(exceeded)
-        return fail(exceeded)
-      })
-    // Sums of numbers the run and its turns already hold: plain objects, nothing to check.
-    let totals: UsageSums = {
-      runs: 1,
-      inputTokens: run.inputTokens,
-      outputTokens: run.outputTokens,
-      costUsd: run.costUsd,
-      unpricedTurns: run.unpricedTurns
-    }
-    const checkRun = () => {
-      const exceeded = runOverBudget(budgets, totals)
-      return exceeded === undefined ? withinBudget : overBudget(exceeded)
-    }
-    return {
-      /** The instance's usage today (its runs started since UTC midnight, this one included) against its daily budgets. */
-      beforeTurn: !hasDailyBudget(budgets) ? withinBudget : Effect.gen(function*() {
-        const now = yield* Clock.currentTimeMillis
-        const today = yield* store.sumUsage({ agent: run.agent, instanceId: run.instanceId, since: now - (now % 86_400_000) })
-        const exceeded = instanceOverBudget(budgets, today)
-        return exceeded === undefined ? undefined : yield* overBudget(exceeded)
-      }),
-      /**
-       * The run's totals as the store had them when this execution began: a run resumed after a
-       * person's decision on its budget learns the decision here, before it goes on.
-       */
-      atStart: checkRun(),
-      afterTurn: (usage: TurnUsage) => {
-        totals = {
-          runs: 1,
-          inputTokens: totals.inputTokens + usage.inputTokens,
-          outputTokens: totals.outputTokens + usage.outputTokens,
-          costUsd: totals.costUsd + (usage.costUsd ?? 0),
-          unpricedTurns: totals.unpricedTurns + (usage.costUsd === null ? 1 : 0)
-        }
-        return checkRun()
-      }
-    }
   })

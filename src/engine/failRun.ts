@@ -1,0 +1,22 @@
+/**
+ * How a run's execution ends, and ending one as failed.
+ */
+import { Effect } from "effect"
+import type { RunRecord } from "../durable/records.js"
+import { closeOpenCalls } from "./closeOpenCalls.js"
+import type { StepBuffer } from "./StepBuffer.js"
+import type { JournalEntry } from "./transcript.js"
+
+/** How a run's execution ended (a suspended run continues later). */
+export type RunOutcome = "completed" | "failed" | "suspended"
+
+/** Ends the run as failed: its open calls answered, its status and `run.failed` in the step that ends it. */
+export const failRun = (run: RunRecord, step: StepBuffer, journal: ReadonlyArray<JournalEntry>, error: string) =>
+  Effect.gen(function*() {
+    const closing = closeOpenCalls(run, journal, `not run: the run failed (${error})`)
+    for (const message of closing.messages) step.message(message)
+    for (const event of closing.events) step.push(event)
+    step.emit("run.failed", "run", { error })
+    yield* step.commit({ status: { status: "failed", error }, releaseLease: true })
+    return "failed" as const
+  })
