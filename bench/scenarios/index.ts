@@ -1,10 +1,12 @@
 /**
- * The benchmark scenarios, in the order `npm run bench` runs them.
+ * The benchmark scenarios, in the order `npm run bench` runs them. `machine` runs first whichever
+ * are named: the figures of the others are read against it.
  */
 import type { Effect } from "effect"
 import { cluster } from "./cluster.js"
 import { idleEnvironments } from "./idleEnvironments.js"
 import { idleInstances } from "./idleInstances.js"
+import { machine } from "./machine.js"
 import { orderLookup } from "./orderLookup.js"
 import { orderLookupHttp } from "./orderLookupHttp.js"
 import { recovery } from "./recovery.js"
@@ -17,6 +19,7 @@ export interface Scenario {
 }
 
 export const scenarios: ReadonlyArray<Scenario> = [
+  { name: "machine", run: machine },
   { name: "order-lookup", run: orderLookup },
   { name: "order-lookup-http", run: orderLookupHttp },
   { name: "idle-instances", run: idleInstances },
