@@ -149,84 +149,84 @@ interface Execution {
 
 /** The loop itself, from the run's transcript to its end or suspension. */
 const executeRun = (app: CompiledApp, agent: CompiledAgent, run: RunRecord, step: StepBuffer, journal: Array<JournalEntry>) =>
-  Effect.flatMap(startExecution(app, agent, run, step, journal), runTurns)
+  Effect.gen(function*() {
+    return yield* runTurns(yield* startExecution(app, agent, run, step, journal))
+  })
 
 /**
  * An execution begun: `run.started` (or `run.resumed`) in its first step, the conversation's
  * stored messages read, and the run's instance, transcript, instructions and budgets made.
  */
-const startExecution = (app: CompiledApp, agent: CompiledAgent, run: RunRecord, step: StepBuffer, journal: Array<JournalEntry>) =>
-  Effect.gen(function*() {
-    const store = yield* Store
-    const resolvedModels = yield* resolveModels(agent)
-    const models = Arr.map(resolvedModels, (m) => m.model)
-    const resolved = Arr.headNonEmpty(resolvedModels)
-    step.emit(run.status === "queued" ? "run.started" : "run.resumed", "run", {
-      input: run.input,
-      model: resolved.model.name,
-      ...(resolved.fallbackFrom === undefined ? {} : { requestedModel: resolved.fallbackFrom })
-    })
-    journal.push(...(yield* store.listMessages(run.conversationId)))
-    // The run's own messages decide its next step: other runs of the conversation may have
-    // added theirs while this one was suspended.
-    const instance = yield* makeRunInstance(app, agent, run)
-    const context = makeRunContext(app, agent, run, instance, step, journal)
-    if (context.mine.length === 0) context.record({ _tag: "user", content: run.input })
-    const execution: Execution = {
-      agent,
-      run,
-      step,
-      journal,
-      context,
-      config: app.table.config,
-      models,
-      seesImages: models.every((model) => model.vision === true),
-      transcript: yield* makeRunTranscript(context, models),
-      system: yield* systemPrompt(agent, run, instance),
-      budget: yield* makeBudgetCheck(context)
-    }
-    return execution
+function* startExecution(app: CompiledApp, agent: CompiledAgent, run: RunRecord, step: StepBuffer, journal: Array<JournalEntry>) {
+  const store = yield* Store
+  const resolvedModels = yield* resolveModels(agent)
+  const models = Arr.map(resolvedModels, (m) => m.model)
+  const resolved = Arr.headNonEmpty(resolvedModels)
+  step.emit(run.status === "queued" ? "run.started" : "run.resumed", "run", {
+    input: run.input,
+    model: resolved.model.name,
+    ...(resolved.fallbackFrom === undefined ? {} : { requestedModel: resolved.fallbackFrom })
   })
+  journal.push(...(yield* store.listMessages(run.conversationId)))
+  // The run's own messages decide its next step: other runs of the conversation may have
+  // added theirs while this one was suspended.
+  const instance = yield* makeRunInstance(app, agent, run)
+  const context = makeRunContext(app, agent, run, instance, step, journal)
+  if (context.mine.length === 0) context.record({ _tag: "user", content: run.input })
+  const execution: Execution = {
+    agent,
+    run,
+    step,
+    journal,
+    context,
+    config: app.table.config,
+    models,
+    seesImages: models.every((model) => model.vision === true),
+    transcript: yield* makeRunTranscript(context, models),
+    system: yield* systemPrompt(agent, run, instance),
+    budget: yield* makeBudgetCheck(context)
+  }
+  return execution
+}
 
 /** The run's model turns and tool calls, as its transcript calls for them, until it ends or waits. */
-const runTurns = (execution: Execution) =>
-  Effect.gen(function*() {
-    const { agent, budget, context, journal, run, step } = execution
-    let turn = context.mine.filter((m) => m._tag === "assistant").length
-    if (turn > 0) {
-      const resumed = yield* budget.atStart
-      if (resumed !== undefined) return resumed
+function* runTurns(execution: Execution) {
+  const { agent, budget, context, journal, run, step } = execution
+  let turn = context.mine.filter((m) => m._tag === "assistant").length
+  if (turn > 0) {
+    const resumed = yield* budget.atStart
+    if (resumed !== undefined) return resumed
+  }
+  let consecutiveFailures = 0
+  while (true) {
+    const next = nextStep(context.mine)
+    if (next._tag === "Final") {
+      step.emit("run.completed", "run", { output: next.text, turns: turn })
+      yield* step.commit({ status: { status: "completed", output: next.text }, releaseLease: true })
+      return "completed" as const
     }
-    let consecutiveFailures = 0
-    while (true) {
-      const next = nextStep(context.mine)
-      if (next._tag === "Final") {
-        step.emit("run.completed", "run", { output: next.text, turns: turn })
-        yield* step.commit({ status: { status: "completed", output: next.text }, releaseLease: true })
-        return "completed" as const
-      }
-      if (next._tag === "ToolCalls") {
-        const called = yield* callTools(execution, next.calls, consecutiveFailures)
-        if (called._tag === "Ended") return called.outcome
-        consecutiveFailures = called.consecutiveFailures
-        continue
-      }
-      if (turn >= agent.definition.maxTurns) {
-        return yield* failRun(
-          run,
-          step,
-          journal,
-          `agent "${agent.id}" used all ${agent.definition.maxTurns} model turns without a final answer; ` +
-            `raise maxTurns in ${agent.file} or make its instructions lead to an answer sooner`
-        )
-      }
-      const before = yield* budget.beforeTurn
-      if (before !== undefined) return before
-      turn++
-      const after = yield* modelTurn(execution, turn)
-      if (after !== undefined) return after
+    if (next._tag === "ToolCalls") {
+      const called = yield* callTools(execution, next.calls, consecutiveFailures)
+      if (called._tag === "Ended") return called.outcome
+      consecutiveFailures = called.consecutiveFailures
+      continue
     }
-  })
+    if (turn >= agent.definition.maxTurns) {
+      return yield* failRun(
+        run,
+        step,
+        journal,
+        `agent "${agent.id}" used all ${agent.definition.maxTurns} model turns without a final answer; ` +
+          `raise maxTurns in ${agent.file} or make its instructions lead to an answer sooner`
+      )
+    }
+    const before = yield* budget.beforeTurn
+    if (before !== undefined) return before
+    turn++
+    const after = yield* modelTurn(execution, turn)
+    if (after !== undefined) return after
+  }
+}
 
 /** After a turn's tool calls: the run ended (or waits), or it goes on with this many failures in a row. */
 type Called =
@@ -237,41 +237,39 @@ type Called =
  * The open calls of the last assistant turn, in order, each a step of its own; `maxToolFailures`
  * failures in a row (counted on from `failedBefore`) end the run.
  */
-const callTools = (execution: Execution, calls: ReadonlyArray<ToolCall>, failedBefore: number) =>
-  Effect.gen(function*() {
-    const { config, journal, run, step } = execution
-    let consecutiveFailures = failedBefore
-    for (const call of calls) {
-      const outcome = yield* toolCallStep(execution.context, call)
-      if (outcome._tag === "Suspended") return { _tag: "Ended", outcome: "suspended" } satisfies Called
-      if (!outcome.ran) continue
-      consecutiveFailures = outcome.ranAndFailed === undefined ? 0 : consecutiveFailures + 1
-      if (outcome.ranAndFailed !== undefined && consecutiveFailures >= config.maxToolFailures) {
-        const why = `${consecutiveFailures} tool calls failed in a row (the limit is maxToolFailures: ${config.maxToolFailures}); the last: ${outcome.ranAndFailed}`
-        return { _tag: "Ended", outcome: yield* failRun(run, step, journal, why) } satisfies Called
-      }
+function* callTools(execution: Execution, calls: ReadonlyArray<ToolCall>, failedBefore: number) {
+  const { config, journal, run, step } = execution
+  let consecutiveFailures = failedBefore
+  for (const call of calls) {
+    const outcome = yield* toolCallStep(execution.context, call)
+    if (outcome._tag === "Suspended") return { _tag: "Ended", outcome: "suspended" } satisfies Called
+    if (!outcome.ran) continue
+    consecutiveFailures = outcome.ranAndFailed === undefined ? 0 : consecutiveFailures + 1
+    if (outcome.ranAndFailed !== undefined && consecutiveFailures >= config.maxToolFailures) {
+      const why = `${consecutiveFailures} tool calls failed in a row (the limit is maxToolFailures: ${config.maxToolFailures}); the last: ${outcome.ranAndFailed}`
+      return { _tag: "Ended", outcome: yield* failRun(run, step, journal, why) } satisfies Called
     }
-    return { _tag: "Continue", consecutiveFailures } satisfies Called
-  })
+  }
+  return { _tag: "Continue", consecutiveFailures } satisfies Called
+}
 
 /** Model turn `turn`: the agent's tools listed, the model asked, its answer recorded, the run's budgets checked. */
-const modelTurn = (execution: Execution, turn: number) =>
-  Effect.gen(function*() {
-    const { agent, budget, config, context, models, seesImages, step, system } = execution
-    const { fitContext, transcript } = execution.transcript
-    // Listed every turn: an MCP server's tools change (`list_changed`) while a run goes on.
-    const listed = yield* agentTools(agent, context.instance.installed)
-    const specs = [...listed.values()].flatMap((t) => t.builtin !== "view_image" || seesImages ? [t.spec] : [])
-    const result = yield* askModel({
-      step,
-      commit: context.commit,
-      turn,
-      models,
-      config,
-      request: (overflowed) =>
-        Effect.flatMap(transcript, (messages) => fitContext({ system, messages, tools: specs }, `turn:${turn}`, overflowed)),
-      redactionOf: (name) => redactionOf(context, name)
-    })
-    context.record({ _tag: "assistant", content: result.text, toolCalls: result.toolCalls })
-    return yield* budget.afterTurn(result.usage)
+function* modelTurn(execution: Execution, turn: number) {
+  const { agent, budget, config, context, models, seesImages, step, system } = execution
+  const { fitContext, transcript } = execution.transcript
+  // Listed every turn: an MCP server's tools change (`list_changed`) while a run goes on.
+  const listed = yield* agentTools(agent, context.instance.installed)
+  const specs = [...listed.values()].flatMap((t) => t.builtin !== "view_image" || seesImages ? [t.spec] : [])
+  const result = yield* askModel({
+    step,
+    commit: context.commit,
+    turn,
+    models,
+    config,
+    request: (overflowed) =>
+      Effect.flatMap(transcript, (messages) => fitContext({ system, messages, tools: specs }, `turn:${turn}`, overflowed)),
+    redactionOf: (name) => redactionOf(context, name)
   })
+  context.record({ _tag: "assistant", content: result.text, toolCalls: result.toolCalls })
+  return yield* budget.afterTurn(result.usage)
+}

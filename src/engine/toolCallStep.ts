@@ -90,66 +90,64 @@ export const toolCallStep = (context: RunContext, call: ToolCall) =>
   })
 
 /** An environment's `view_image`: the image at the call's path, for a model that sees. */
-const viewImage = (context: RunContext, call: ToolCall, input: unknown, environment: EnvironmentRoute) =>
-  Effect.gen(function*() {
-    const { run } = context
-    const path = typeof input === "object" && input !== null && "path" in input && typeof input.path === "string" ? input.path : ""
-    const scope = { ...environment, context: { agent: run.agent, instanceId: run.instanceId, conversationId: run.conversationId } }
-    const shownImage = yield* Effect.either((yield* Environments).viewImage(scope, path))
-    answer(context, call, Either.match(shownImage, {
-      onLeft: (error) => failedOutcome(input, `view_image failed: ${error.message}`),
-      onRight: ({ content, image }): ToolOutcome => ({ _tag: "Succeeded", input, output: content, content, images: [image] })
-    }), 0)
-    return answered(true, Either.isLeft(shownImage) ? shownImage.left.message : undefined)
-  })
+function* viewImage(context: RunContext, call: ToolCall, input: unknown, environment: EnvironmentRoute) {
+  const { run } = context
+  const path = typeof input === "object" && input !== null && "path" in input && typeof input.path === "string" ? input.path : ""
+  const scope = { ...environment, context: { agent: run.agent, instanceId: run.instanceId, conversationId: run.conversationId } }
+  const shownImage = yield* Effect.either((yield* Environments).viewImage(scope, path))
+  answer(context, call, Either.match(shownImage, {
+    onLeft: (error) => failedOutcome(input, `view_image failed: ${error.message}`),
+    onRight: ({ content, image }): ToolOutcome => ({ _tag: "Succeeded", input, output: content, content, images: [image] })
+  }), 0)
+  return answered(true, Either.isLeft(shownImage) ? shownImage.left.message : undefined)
+}
 
 /**
  * A call of the tool itself: the instance's context checked against the tool's schema, the
  * approval gate passed (or the run suspended at it), then the tool run under its time limit.
  */
-const callTool = (context: RunContext, call: ToolCall, decoded: DecodedCall, rule: PermissionRule | undefined, shown: (value: unknown) => unknown) =>
-  Effect.gen(function*() {
-    const { agent, app, run, step } = context
-    const config = app.table.config
-    const instance = yield* instanceFor(context, decoded.tool)
-    if (Either.isLeft(instance)) {
-      // Nothing the model can change: counted as a failed call, so that a model retrying it is stopped by maxToolFailures.
-      answer(context, call, failedOutcome(decoded.rawInput, instance.left), 0)
-      return answered(true, instance.left)
-    }
-    const gate = yield* approvalGate(run, step, call, decoded, rule, config.approvalTimeout, shown)
-    if (gate._tag === "Wait") {
-      step.emit("run.suspended", "run", { reason: "approval", approvalId: gate.approvalId, tool: call.name })
-      yield* step.commit({ status: { status: "suspended" }, releaseLease: true })
-      return { _tag: "Suspended" } satisfies CallOutcome
-    }
-    if (gate._tag === "Refused") {
-      answer(context, call, failedOutcome(decoded.rawInput, gate.reason), 0)
-      return answered()
-    }
-    const starter = yield* RunStarter
-    // An environment's verbs are tools whose run needs the environments service.
-    const services = agent.definition.environment === undefined ? app.services : Context.add(app.services, Environments, yield* Environments)
-    const storage = yield* InstanceStorage
-    const instances = yield* Instances
-    const started = yield* Clock.currentTimeMillis
-    step.emit("tool.call.started", `tool:${call.id}`, { toolCallId: call.id, tool: call.name, input: shown(decoded.rawInput) })
-    yield* context.commit()
-    const outcome = yield* runTool(decoded, {
-      runId: run.id,
-      conversationId: run.conversationId,
-      instanceId: run.instanceId,
-      agent: run.agent,
-      toolCallId: call.id,
-      instance: instance.right,
-      config: context.instance.configOf(decoded.tool),
-      spawn: spawnFrom(app, run, starter, call.id),
-      emit: (name, payload) =>
-        emitFrom(app, run, starter, step, call.id)(name, payload).pipe(
-          Effect.provideService(InstanceStorage, storage),
-          Effect.provideService(Instances, instances)
-        )
-    }, services, { timeout: config.toolTimeout, outputLimit: config.toolOutputLimit })
-    answer(context, call, outcome, (yield* Clock.currentTimeMillis) - started)
-    return answered(true, outcome._tag === "Failed" ? outcome.error : undefined)
-  })
+function* callTool(context: RunContext, call: ToolCall, decoded: DecodedCall, rule: PermissionRule | undefined, shown: (value: unknown) => unknown) {
+  const { agent, app, run, step } = context
+  const config = app.table.config
+  const instance = yield* instanceFor(context, decoded.tool)
+  if (Either.isLeft(instance)) {
+    // Nothing the model can change: counted as a failed call, so that a model retrying it is stopped by maxToolFailures.
+    answer(context, call, failedOutcome(decoded.rawInput, instance.left), 0)
+    return answered(true, instance.left)
+  }
+  const gate = yield* approvalGate(run, step, call, decoded, rule, config.approvalTimeout, shown)
+  if (gate._tag === "Wait") {
+    step.emit("run.suspended", "run", { reason: "approval", approvalId: gate.approvalId, tool: call.name })
+    yield* step.commit({ status: { status: "suspended" }, releaseLease: true })
+    return { _tag: "Suspended" } satisfies CallOutcome
+  }
+  if (gate._tag === "Refused") {
+    answer(context, call, failedOutcome(decoded.rawInput, gate.reason), 0)
+    return answered()
+  }
+  const starter = yield* RunStarter
+  // An environment's verbs are tools whose run needs the environments service.
+  const services = agent.definition.environment === undefined ? app.services : Context.add(app.services, Environments, yield* Environments)
+  const storage = yield* InstanceStorage
+  const instances = yield* Instances
+  const started = yield* Clock.currentTimeMillis
+  step.emit("tool.call.started", `tool:${call.id}`, { toolCallId: call.id, tool: call.name, input: shown(decoded.rawInput) })
+  yield* context.commit()
+  const outcome = yield* runTool(decoded, {
+    runId: run.id,
+    conversationId: run.conversationId,
+    instanceId: run.instanceId,
+    agent: run.agent,
+    toolCallId: call.id,
+    instance: instance.right,
+    config: context.instance.configOf(decoded.tool),
+    spawn: spawnFrom(app, run, starter, call.id),
+    emit: (name, payload) =>
+      emitFrom(app, run, starter, step, call.id)(name, payload).pipe(
+        Effect.provideService(InstanceStorage, storage),
+        Effect.provideService(Instances, instances)
+      )
+  }, services, { timeout: config.toolTimeout, outputLimit: config.toolOutputLimit })
+  answer(context, call, outcome, (yield* Clock.currentTimeMillis) - started)
+  return answered(true, outcome._tag === "Failed" ? outcome.error : undefined)
+}
