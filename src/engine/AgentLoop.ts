@@ -147,7 +147,10 @@ interface Execution {
   readonly budget: Effect.Effect.Success<ReturnType<typeof makeBudgetCheck>>
 }
 
-/** The loop itself, from the run's transcript to its end or suspension. */
+/**
+ * The loop itself, from the run's transcript to its end or suspension. Its parts are generators
+ * this one delegates to: as Effects of their own they cost a run 16 Effect operations more.
+ */
 const executeRun = (app: CompiledApp, agent: CompiledAgent, run: RunRecord, step: StepBuffer, journal: Array<JournalEntry>) =>
   Effect.gen(function*() {
     return yield* runTurns(yield* startExecution(app, agent, run, step, journal))

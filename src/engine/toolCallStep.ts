@@ -45,7 +45,10 @@ const instanceFor = (context: RunContext, tool: CompiledTool) =>
     )
   })
 
-/** Takes `call` of `context`'s run to its answer, or to a suspension. */
+/**
+ * Takes `call` of `context`'s run to its answer, or to a suspension. Its parts below are
+ * generators it delegates to, not Effects of their own: no operations added to every call.
+ */
 export const toolCallStep = (context: RunContext, call: ToolCall) =>
   Effect.gen(function*() {
     const { agent, app, run, step } = context
