@@ -1,13 +1,16 @@
 /**
- * What one run costs the database, so the batching cannot silently regress: the reference
- * workload (order-lookup: model turn 1 calls `lookup`, model turn 2 answers, on a scripted model)
- * executed alone through the runtime's dispatcher, on SQLite, counted with `Database.stats`.
+ * What one run costs, so that neither the batching nor the run's path can silently regress: the
+ * reference workload (order-lookup: model turn 1 calls `lookup`, model turn 2 answers, on a
+ * scripted model) executed alone through the runtime's dispatcher, on SQLite; the database's
+ * statements and transactions counted with `Database.stats`, the fiber runtime's operations with
+ * the benchmarks' counting scheduler. Counts, unlike times, do not move with the machine.
  */
 import { readFileSync } from "node:fs"
 import { join } from "node:path"
 import { NodeContext } from "@effect/platform-node"
 import { describe, expect, it } from "@effect/vitest"
 import { Context, Effect, Layer } from "effect"
+import { countingOperations, operationsSoFar } from "../../bench/support/effectOperations.js"
 import { lookupAgent, lookupTool } from "../../bench/support/project.js"
 import { runtimeLayer } from "../../src/cli/ProjectRuntime.js"
 import { loadProject } from "../../src/compiler/loadProject.js"
@@ -107,4 +110,25 @@ describe("the database cost of a run", () => {
       expect(third.run.status).toBe("completed")
       expect({ writeTransactions: third.writeTransactions, statements: third.statements }).toEqual({ writeTransactions: 5, statements: 27 })
     }))
+})
+
+describe("the Effect operations of a run", () => {
+  it.scopedLive("a two-turn run with one tool call, executed alone, takes at most 400 Effect operations", () =>
+    // The runtime built under the counting scheduler: the fibers it forks (the run's execution among
+    // them) count too.
+    countingOperations(Effect.gen(function*() {
+      const runtime = yield* startOrderLookup
+      const request = { agent: "orders", instance: "customer-1", message: "Where is order 42?" }
+      // The instance's first run makes it (18 operations more); the figure is a run's on an existing one.
+      yield* runAlone(runtime, request)
+      const before = yield* operationsSoFar
+      const submitted = yield* runtime.dispatcher.submit(request)
+      yield* runtime.dispatcher.await(submitted.id)
+      const operations = (yield* operationsSoFar) - before
+      expect((yield* Effect.flatten(runtime.store.getRun(submitted.id))).status).toBe("completed")
+      // 397 at `c4988d1` (with the benchmark's client, 410.8 a run under load). A change to the run's
+      // path that adds operations on purpose raises this bound, and says why in docs/performance.md.
+      expect(operations).toBeGreaterThan(300)
+      expect(operations).toBeLessThanOrEqual(400)
+    })))
 })
