@@ -1,0 +1,56 @@
+/**
+ * What serving one run over HTTP costs the server's fiber runtime, so that the HTTP path cannot
+ * silently grow: the reference workload (order-lookup on a scripted model) submitted with
+ * `POST /api/runs` and followed through `GET /api/runs/:id/events` to its end, the server's Effect
+ * operations counted by the benchmarks' scheduler (the client is `fetch`, outside it). A count,
+ * unlike a time, does not move with the machine.
+ */
+import { join } from "node:path"
+import { describe, expect, it } from "@effect/vitest"
+import { Effect } from "effect"
+import { countingOperations, operationsSoFar } from "../../bench/support/effectOperations.js"
+import { lookupAgent, lookupTool } from "../../bench/support/project.js"
+import * as Scripted from "../../src/models/scripted.js"
+import { http, runIdOf, startServer } from "../support/server.js"
+import { tempProject } from "../support/tempProject.js"
+
+/** One run submitted and followed to the end of its event stream; the stream's text. */
+const runOverHttp = (url: string, instance: string) =>
+  Effect.gen(function*() {
+    const created = yield* http(`${url}/api/runs`, { body: { agent: "orders", instance, message: "Where is order 42?" } })
+    expect(created.status).toBe(202)
+    return yield* Effect.promise(async () => {
+      const response = await fetch(`${url}/api/runs/${runIdOf(created.json)}/events`, { headers: { accept: "text/event-stream" } })
+      return response.text()
+    })
+  })
+
+describe("the server's Effect operations for a run over HTTP", () => {
+  it.scopedLive("submitting a two-turn run and following its events to the end takes the server at most 900 Effect operations", () =>
+    Effect.gen(function*() {
+      const dir = yield* tempProject({})
+      const root = yield* tempProject({
+        "agents/orders/agent.ts": lookupAgent({ model: `"demo"` }),
+        "agents/orders/tools/lookup.tool.ts": lookupTool(join(dir, "lookups.log"))
+      })
+      // Built under the counting scheduler: the server's request fibers and the runs it executes count.
+      const server = yield* countingOperations(startServer(root, {
+        model: Scripted.make([
+          { toolCalls: [{ name: "lookup", arguments: { id: "42" } }] },
+          { text: "Order 42 has shipped and arrives on Friday." }
+        ])
+      }))
+      // The instance's first run makes it; the figure is a run's on an existing one.
+      yield* runOverHttp(server.url, "customer-1")
+      const before = yield* operationsSoFar
+      const stream = yield* runOverHttp(server.url, "customer-1")
+      // The run's last step (its lease let go) may still be settling as its end event is written.
+      yield* Effect.sleep("100 millis")
+      const operations = (yield* operationsSoFar) - before
+      expect(stream).toContain("event: run.completed")
+      // 879 at `c4988d1` (885 a run under load in `npm run bench`). A change to the HTTP path that adds
+      // operations on purpose raises this bound, and says why in docs/performance.md.
+      expect(operations).toBeGreaterThan(500)
+      expect(operations).toBeLessThanOrEqual(900)
+    }))
+})
