@@ -113,22 +113,26 @@ describe("the database cost of a run", () => {
 })
 
 describe("the Effect operations of a run", () => {
-  it.scopedLive("a two-turn run with one tool call, executed alone, takes at most 400 Effect operations", () =>
+  it.scopedLive("a two-turn run with one tool call, executed alone, takes at most 420 Effect operations", () =>
     // The runtime built under the counting scheduler: the fibers it forks (the run's execution among
     // them) count too.
     countingOperations(Effect.gen(function*() {
       const runtime = yield* startOrderLookup
       const request = { agent: "orders", instance: "customer-1", message: "Where is order 42?" }
-      // The instance's first run makes it (18 operations more); the figure is a run's on an existing one.
+      // The instance's first run makes it (more operations); the figure is a run's on an existing one.
       yield* runAlone(runtime, request)
+      // Each reading once the runtime is idle: a run's execution lets go of its slot and lane just
+      // after its end is awaited, and those operations are the run's.
+      yield* Effect.sleep("100 millis")
       const before = yield* operationsSoFar
       const submitted = yield* runtime.dispatcher.submit(request)
       yield* runtime.dispatcher.await(submitted.id)
+      yield* Effect.sleep("100 millis")
       const operations = (yield* operationsSoFar) - before
       expect((yield* Effect.flatten(runtime.store.getRun(submitted.id))).status).toBe("completed")
-      // 397 at `c4988d1` (with the benchmark's client, 410.8 a run under load). A change to the run's
-      // path that adds operations on purpose raises this bound, and says why in docs/performance.md.
+      // 410 at `c4988d1` (410.8 a run under load in `npm run bench`). A change to the run's path that
+      // adds operations on purpose raises this bound, and says why in docs/performance.md.
       expect(operations).toBeGreaterThan(300)
-      expect(operations).toBeLessThanOrEqual(400)
+      expect(operations).toBeLessThanOrEqual(420)
     })))
 })

@@ -42,9 +42,11 @@ describe("the server's Effect operations for a run over HTTP", () => {
       }))
       // The instance's first run makes it; the figure is a run's on an existing one.
       yield* runOverHttp(server.url, "customer-1")
+      // Each reading once the server is idle: a run's execution lets go of its slot and lane just
+      // after its end event is written, and those operations are the run's.
+      yield* Effect.sleep("100 millis")
       const before = yield* operationsSoFar
       const stream = yield* runOverHttp(server.url, "customer-1")
-      // The run's last step (its lease let go) may still be settling as its end event is written.
       yield* Effect.sleep("100 millis")
       const operations = (yield* operationsSoFar) - before
       expect(stream).toContain("event: run.completed")
