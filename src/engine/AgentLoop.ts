@@ -131,6 +131,8 @@ export const runAgent = Effect.fnUntraced(function*(app: CompiledApp, run: RunRe
   )
 }, entrySpan("engine.runAgent"))
 
+type RunTranscript = Effect.Effect.Success<ReturnType<typeof makeRunTranscript>>
+
 /** What the turns of an execution need, made once as it starts. */
 interface Execution {
   readonly agent: CompiledAgent
@@ -143,7 +145,9 @@ interface Execution {
   /** An environment's view_image answers with an image: offered only when every model of the fallback list sees. */
   readonly seesImages: boolean
   readonly system: string
-  readonly transcript: Effect.Effect.Success<ReturnType<typeof makeRunTranscript>>
+  /** The messages this run sends, and a request fitted to the model's context window. */
+  readonly transcript: RunTranscript["transcript"]
+  readonly fitContext: RunTranscript["fitContext"]
   readonly budget: Effect.Effect.Success<ReturnType<typeof makeBudgetCheck>>
 }
 
@@ -176,6 +180,7 @@ function* startExecution(app: CompiledApp, agent: CompiledAgent, run: RunRecord,
   const instance = yield* makeRunInstance(app, agent, run)
   const context = makeRunContext(app, agent, run, instance, step, journal)
   if (context.mine.length === 0) context.record({ _tag: "user", content: run.input })
+  const { fitContext, transcript } = yield* makeRunTranscript(context, models)
   const execution: Execution = {
     agent,
     run,
@@ -185,7 +190,8 @@ function* startExecution(app: CompiledApp, agent: CompiledAgent, run: RunRecord,
     config: app.table.config,
     models,
     seesImages: models.every((model) => model.vision === true),
-    transcript: yield* makeRunTranscript(context, models),
+    transcript,
+    fitContext,
     system: yield* systemPrompt(agent, run, instance),
     budget: yield* makeBudgetCheck(context)
   }
@@ -258,8 +264,7 @@ function* callTools(execution: Execution, calls: ReadonlyArray<ToolCall>, failed
 
 /** Model turn `turn`: the agent's tools listed, the model asked, its answer recorded, the run's budgets checked. */
 function* modelTurn(execution: Execution, turn: number) {
-  const { agent, budget, config, context, models, seesImages, step, system } = execution
-  const { fitContext, transcript } = execution.transcript
+  const { agent, budget, config, context, fitContext, models, seesImages, step, system, transcript } = execution
   // Listed every turn: an MCP server's tools change (`list_changed`) while a run goes on.
   const listed = yield* agentTools(agent, context.instance.installed)
   const specs = [...listed.values()].flatMap((t) => t.builtin !== "view_image" || seesImages ? [t.spec] : [])
