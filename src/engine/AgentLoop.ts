@@ -133,14 +133,9 @@ export const runAgent = Effect.fnUntraced(function*(app: CompiledApp, run: RunRe
 
 type RunTranscript = Effect.Effect.Success<ReturnType<typeof makeRunTranscript>>
 
-/** What the turns of an execution need, made once as it starts. */
+/** What the turns of an execution need beside its context (agent, run, step, journal), made once as it starts. */
 interface Execution {
-  readonly agent: CompiledAgent
-  readonly run: RunRecord
-  readonly step: StepBuffer
-  readonly journal: Array<JournalEntry>
   readonly context: RunContext
-  readonly config: CompiledApp["table"]["config"]
   readonly models: Arr.NonEmptyReadonlyArray<LanguageModel>
   /** An environment's view_image answers with an image: offered only when every model of the fallback list sees. */
   readonly seesImages: boolean
@@ -182,12 +177,7 @@ function* startExecution(app: CompiledApp, agent: CompiledAgent, run: RunRecord,
   if (context.mine.length === 0) context.record({ _tag: "user", content: run.input })
   const { fitContext, transcript } = yield* makeRunTranscript(context, models)
   const execution: Execution = {
-    agent,
-    run,
-    step,
-    journal,
     context,
-    config: app.table.config,
     models,
     seesImages: models.every((model) => model.vision === true),
     transcript,
@@ -200,7 +190,8 @@ function* startExecution(app: CompiledApp, agent: CompiledAgent, run: RunRecord,
 
 /** The run's model turns and tool calls, as its transcript calls for them, until it ends or waits. */
 function* runTurns(execution: Execution) {
-  const { agent, budget, context, journal, run, step } = execution
+  const { budget, context } = execution
+  const { agent, journal, run, step } = context
   let turn = context.mine.filter((m) => m._tag === "assistant").length
   if (turn > 0) {
     const resumed = yield* budget.atStart
@@ -247,7 +238,8 @@ type Called =
  * failures in a row (counted on from `failedBefore`) end the run.
  */
 function* callTools(execution: Execution, calls: ReadonlyArray<ToolCall>, failedBefore: number) {
-  const { config, journal, run, step } = execution
+  const { app, journal, run, step } = execution.context
+  const config = app.table.config
   let consecutiveFailures = failedBefore
   for (const call of calls) {
     const outcome = yield* toolCallStep(execution.context, call)
@@ -264,7 +256,8 @@ function* callTools(execution: Execution, calls: ReadonlyArray<ToolCall>, failed
 
 /** Model turn `turn`: the agent's tools listed, the model asked, its answer recorded, the run's budgets checked. */
 function* modelTurn(execution: Execution, turn: number) {
-  const { agent, budget, config, context, fitContext, models, seesImages, step, system, transcript } = execution
+  const { budget, context, fitContext, models, seesImages, system, transcript } = execution
+  const { agent, app, step } = context
   // Listed every turn: an MCP server's tools change (`list_changed`) while a run goes on.
   const listed = yield* agentTools(agent, context.instance.installed)
   const specs = [...listed.values()].flatMap((t) => t.builtin !== "view_image" || seesImages ? [t.spec] : [])
@@ -273,7 +266,7 @@ function* modelTurn(execution: Execution, turn: number) {
     commit: context.commit,
     turn,
     models,
-    config,
+    config: app.table.config,
     request: (overflowed) =>
       Effect.flatMap(transcript, (messages) => fitContext({ system, messages, tools: specs }, `turn:${turn}`, overflowed)),
     redactionOf: (name) => redactionOf(context, name)
