@@ -6,12 +6,11 @@
  * the benchmarks' counting scheduler. Counts, unlike times, do not move with the machine.
  */
 import { readFileSync } from "node:fs"
-import { join } from "node:path"
 import { NodeContext } from "@effect/platform-node"
 import { describe, expect, it } from "@effect/vitest"
 import { Context, Effect, Layer } from "effect"
 import { countingOperations, operationsSoFar } from "../../bench/support/effectOperations.js"
-import { lookupAgent, lookupTool } from "../../bench/support/project.js"
+import { orderLookupProject } from "../../bench/support/project.js"
 import { runtimeLayer } from "../../src/cli/ProjectRuntime.js"
 import { loadProject } from "../../src/compiler/loadProject.js"
 import { Dispatcher, type RunRequest } from "../../src/dispatch/Dispatcher.js"
@@ -19,33 +18,20 @@ import { Database } from "../../src/durable/Database.js"
 import { Store } from "../../src/durable/Store.js"
 import { EventStorage } from "../../src/events/EventStorage.js"
 import { layerFixed } from "../../src/models/ModelResolverLive.js"
-import * as Scripted from "../../src/models/scripted.js"
-import { tempProject } from "../support/tempProject.js"
-
-/** The order-lookup script: a tool call, then the answer. */
-const script: Scripted.Script = [
-  { toolCalls: [{ name: "lookup", arguments: { id: "42" } }] },
-  { text: "Order 42 has shipped and arrives on Friday." }
-]
 
 /** The order-lookup project's runtime in this process, its store in a temporary file. */
 const startOrderLookup = Effect.gen(function*() {
-  const dir = yield* tempProject({})
-  const lookups = join(dir, "lookups.log")
-  const root = yield* tempProject({
-    "agents/orders/agent.ts": lookupAgent({ model: `"demo"` }),
-    "agents/orders/tools/lookup.tool.ts": lookupTool(lookups)
-  })
-  const app = yield* loadProject(root, 1)
+  const project = yield* orderLookupProject(1)
+  const app = yield* loadProject(project.root, 1)
   const context = yield* Layer.build(
-    runtimeLayer(app, { storeFile: join(dir, "foundry.db"), models: layerFixed(Scripted.make(script)) })
+    runtimeLayer(app, { storeFile: project.storeFile, models: layerFixed(project.model) })
   )
   return {
     dispatcher: Context.get(context, Dispatcher),
     database: Context.get(context, Database),
     store: Context.get(context, Store),
     events: Context.get(context, EventStorage),
-    lookups: () => readFileSync(lookups, "utf8").trim().split("\n")
+    lookups: () => readFileSync(project.sideEffects, "utf8").trim().split("\n")
   }
 }).pipe(Effect.provide(NodeContext.layer))
 

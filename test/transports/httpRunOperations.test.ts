@@ -5,14 +5,11 @@
  * operations counted by the benchmarks' scheduler (the client is `fetch`, outside it). A count,
  * unlike a time, does not move with the machine.
  */
-import { join } from "node:path"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { countingOperations, operationsSoFar } from "../../bench/support/effectOperations.js"
-import { lookupAgent, lookupTool } from "../../bench/support/project.js"
-import * as Scripted from "../../src/models/scripted.js"
+import { orderLookupProject } from "../../bench/support/project.js"
 import { http, runIdOf, startServer } from "../support/server.js"
-import { tempProject } from "../support/tempProject.js"
 
 /** One run submitted and followed to the end of its event stream; the stream's text. */
 const runOverHttp = (url: string, instance: string) =>
@@ -28,18 +25,9 @@ const runOverHttp = (url: string, instance: string) =>
 describe("the server's Effect operations for a run over HTTP", () => {
   it.scopedLive("submitting a two-turn run and following its events to the end takes the server at most 900 Effect operations", () =>
     Effect.gen(function*() {
-      const dir = yield* tempProject({})
-      const root = yield* tempProject({
-        "agents/orders/agent.ts": lookupAgent({ model: `"demo"` }),
-        "agents/orders/tools/lookup.tool.ts": lookupTool(join(dir, "lookups.log"))
-      })
+      const project = yield* orderLookupProject(1)
       // Built under the counting scheduler: the server's request fibers and the runs it executes count.
-      const server = yield* countingOperations(startServer(root, {
-        model: Scripted.make([
-          { toolCalls: [{ name: "lookup", arguments: { id: "42" } }] },
-          { text: "Order 42 has shipped and arrives on Friday." }
-        ])
-      }))
+      const server = yield* countingOperations(startServer(project.root, { model: project.model, storeFile: project.storeFile }))
       // The instance's first run makes it; the figure is a run's on an existing one.
       yield* runOverHttp(server.url, "customer-1")
       // Each reading once the server is idle: a run's execution lets go of its slot and lane just
