@@ -28,26 +28,62 @@ export const discover = Effect.fn("router.discover")(function*(
   generation: number,
   preloaded?: Either.Either<ProjectConfig, RouteError>
 ) {
-  const files = yield* Effect.sync(() => listRouteFiles(root))
+  const found = routeFilesOf(yield* Effect.sync(() => listRouteFiles(root)))
+  const loaded = yield* Effect.forEach(found.routes, (route) =>
+    loadDefault(root, route.file, generation).pipe(
+      Effect.flatMap((value) => {
+        const wrongKind = expectKind(route.file, route.kind, value)
+        return wrongKind === undefined ? Effect.succeed({ route, value }) : Effect.fail(wrongKind)
+      }),
+      Effect.either
+    ))
+  const loadedConfig = preloaded ?? (yield* loadConfig(root, generation).pipe(
+    Effect.map(Either.right),
+    Effect.catchTag("RouteError", (error) => Effect.succeed(Either.left(error)))
+  ))
+  const { config, configFile } = loadedConfig._tag === "Right"
+    ? loadedConfig.right
+    : { config: defineConfig({}), configFile: loadedConfig.left.file }
+  const routes = byKind(loaded)
+  const errors = [
+    ...found.errors,
+    ...(loadedConfig._tag === "Left" ? [loadedConfig.left] : []),
+    ...routes.errors,
+    ...unknownAgents([...routes.schedules, ...routes.playbooks], routes.ids, routes.reported)
+  ]
+  if (errors.length > 0) return yield* new RouteErrors({ errors })
+  const { agents, environments, ids, mcpServers, playbooks, schedules, tools } = routes
+  const table: RouteTable = {
+    root,
+    agents,
+    tools,
+    mcpServers,
+    playbooks,
+    schedules,
+    environments,
+    config,
+    configFile,
+    idOf: (definition) => ids.get(definition)
+  }
+  return table
+})
+
+/** The route files among `files` (paths under the project), each id once; the rest reported. */
+const routeFilesOf = (files: ReadonlyArray<string>) => {
   const agentFolders = agentFoldersOf(files)
   const errors: Array<RouteError> = []
-  const routeFiles: Array<RouteFile> = []
-  for (const file of files) {
-    const classified = classify(file, agentFolders)
-    if (classified === undefined) continue
-    if (isProblem(classified)) errors.push(new RouteError(classified))
-    else routeFiles.push(classified)
-  }
-
   const byId = new Map<string, RouteFile>()
-  const unique: Array<RouteFile> = []
-  for (const route of routeFiles) {
+  for (const file of files) {
+    const route = classify(file, agentFolders)
+    if (route === undefined) continue
+    if (isProblem(route)) {
+      errors.push(new RouteError(route))
+      continue
+    }
     const key = `${route.kind}:${route.id}`
     const first = byId.get(key)
-    if (first === undefined) {
-      byId.set(key, route)
-      unique.push(route)
-    } else {
+    if (first === undefined) byId.set(key, route)
+    else {
       errors.push(
         new RouteError({
           file: route.file,
@@ -57,27 +93,16 @@ export const discover = Effect.fn("router.discover")(function*(
       )
     }
   }
+  return { routes: [...byId.values()], errors }
+}
 
-  const loaded = yield* Effect.forEach(unique, (route) =>
-    loadDefault(root, route.file, generation).pipe(
-      Effect.flatMap((value) => {
-        const wrongKind = expectKind(route.file, route.kind, value)
-        return wrongKind === undefined ? Effect.succeed({ route, value }) : Effect.fail(wrongKind)
-      }),
-      Effect.either
-    ))
-
-  const loadedConfig = preloaded ?? (yield* loadConfig(root, generation).pipe(
-    Effect.map(Either.right),
-    Effect.catchTag("RouteError", (error) => Effect.succeed(Either.left(error)))
-  ))
-  const { config, configFile } = loadedConfig._tag === "Right"
-    ? loadedConfig.right
-    : { config: defineConfig({}), configFile: loadedConfig.left.file }
-  if (loadedConfig._tag === "Left") errors.push(loadedConfig.left)
-
+/**
+ * The loaded route files' definitions by kind, with each definition's id; a file that failed to
+ * load or whose definition is not valid is reported, and its definition kept in `reported`.
+ */
+const byKind = (loaded: ReadonlyArray<Either.Either<{ readonly route: RouteFile; readonly value: unknown }, RouteError>>) => {
+  const errors: Array<RouteError> = []
   const ids = new Map<object, string>()
-  // Definitions whose own file is already reported: what imports them is not broken too.
   const reported = new Set<unknown>()
   const agents: Array<Route<AgentDefinition>> = []
   const tools: Array<ToolRoute> = []
@@ -113,35 +138,30 @@ export const discover = Effect.fn("router.discover")(function*(
     else if (isSchedule(value)) schedules.push({ ...entry, definition: value })
     else if (isEnvironment(value)) environments.push({ ...entry, definition: value })
   }
+  return { agents, tools, mcpServers, playbooks, schedules, environments, ids, reported, errors }
+}
 
-  for (const route of [...schedules, ...playbooks]) {
+/**
+ * Schedules and playbooks whose agent is no route of the project. An agent whose own file is
+ * already reported (`reported`) is not reported again here: what imports it is not broken too.
+ */
+const unknownAgents = (
+  routes: ReadonlyArray<Route<ScheduleDefinition> | Route<PlaybookDefinition>>,
+  ids: ReadonlyMap<object, string>,
+  reported: ReadonlySet<unknown>
+): ReadonlyArray<RouteError> =>
+  routes.flatMap((route) => {
     const agent = route.definition.agent
-    if (!ids.has(agent) && !reported.has(agent) && kindOf(agent) === "agent") {
-      errors.push(
+    return !ids.has(agent) && !reported.has(agent) && kindOf(agent) === "agent"
+      ? [
         new RouteError({
           file: route.file,
           problem: "agent is an agent that is not a route of this project",
           fix: "import the agent from its file under agents/ (agents/<path>/agent.ts)"
         })
-      )
-    }
-  }
-
-  if (errors.length > 0) return yield* new RouteErrors({ errors })
-  const table: RouteTable = {
-    root,
-    agents,
-    tools,
-    mcpServers,
-    playbooks,
-    schedules,
-    environments,
-    config,
-    configFile,
-    idOf: (definition) => ids.get(definition)
-  }
-  return table
-})
+      ]
+      : []
+  })
 
 const isAgent = (value: object): value is AgentDefinition => kindOf(value) === "agent"
 const isTool = (value: object): value is AnyTool => kindOf(value) === "tool"
