@@ -6,14 +6,14 @@
 import { existsSync, readFileSync } from "node:fs"
 import { join } from "node:path"
 import { Cause, Context, Effect, JSONSchema, Layer, Schema, SchemaAST, type Scope } from "effect"
-import { timerToolsOf } from "../definitions/defineAgent.js"
+import { type AgentDefinition, timerToolsOf } from "../definitions/defineAgent.js"
 import { defineTool } from "../definitions/defineTool.js"
 import { timerTools } from "./timerTools.js"
 import { environmentTools } from "../environments/verbs.js"
 import type { AnyTool } from "../definitions/defineTool.js"
 import { RouteError, RouteErrors } from "../router/RouteError.js"
 import { listRouteFiles } from "../router/RoutePath.js"
-import type { RouteTable } from "../router/RouteTable.js"
+import type { Route, RouteTable } from "../router/RouteTable.js"
 import { type Capability, capabilityKey, type CompiledAgent, type CompiledApp, type CompiledTool } from "./CompiledApp.js"
 import { mountsOf } from "../mcp/McpMount.js"
 import { LayerBuildError, MissingService, MissingServices } from "./CompileError.js"
@@ -146,107 +146,15 @@ const capabilitiesOf = (table: RouteTable, tools: ReadonlyMap<AnyTool, CompiledT
 
 /** Compiles a route table; the config's layers live as long as the given scope. */
 export const compile = Effect.fn("compiler.compile")(function*(table: RouteTable) {
-  const errors: Array<RouteError> = []
-  const agents = new Map<string, CompiledAgent>()
   const release = yield* Effect.sync(() => releaseOf(table.root, table.configFile))
   const allTools = new Map<AnyTool, CompiledTool>()
   for (const route of table.tools) allTools.set(route.definition, compileTool(route.definition, route.id, route.file))
-
+  const errors: Array<RouteError> = []
+  const agents = new Map<string, CompiledAgent>()
   for (const route of table.agents) {
-    const tools = new Map<string, CompiledTool>()
-    for (const tool of route.definition.tools) {
-      const id = table.idOf(tool)
-      if (id === undefined && tool.name === undefined) {
-        errors.push(
-          new RouteError({
-            file: route.file,
-            problem: "a tool that is not a route file has no name",
-            fix: `give it name: "<name>" in defineTool, or move it to its own *.tool.ts file`
-          })
-        )
-        continue
-      }
-      const compiled = allTools.get(tool) ?? compileTool(tool, id ?? `${route.id}/${tool.name}`, undefined)
-      allTools.set(tool, compiled)
-      if (tool.installable !== undefined) {
-        errors.push(new RouteError({
-          file: route.file,
-          problem: `tool "${compiled.id}" is installable: instances install it one by one, so an agent cannot list it in tools`,
-          fix: `remove it from tools; install it on an instance (POST /api/instances/<id>/installations {"kind":"tool","id":"${compiled.id}"})`
-        }))
-        continue
-      }
-      const rename = "give the tool another name: defineTool({ name: \"...\" })"
-      const problem = !toolNameRule.test(compiled.name)
-        ? { problem: `tool name "${compiled.name}" is not valid for models (letters, digits, _ and -, at most 64)`, fix: rename }
-        : tools.has(compiled.name)
-        ? { problem: `two tools are both named "${compiled.name}" (${tools.get(compiled.name)?.id} and ${compiled.id})`, fix: rename }
-        : compiled.spec.parameters.type !== "object"
-        ? {
-          problem: `tool "${compiled.id}" has an input that is not an object`,
-          fix: "make its input a Schema.Struct({ ... }) (models pass named arguments)"
-        }
-        : undefined
-      if (problem !== undefined) {
-        errors.push(new RouteError({ file: route.file, ...problem }))
-        continue
-      }
-      tools.set(compiled.name, compiled)
-    }
-    for (const subagent of route.definition.subagents) {
-      const id = table.idOf(subagent)
-      const compiled = id === undefined ? undefined : subagentTool(id, subagent.description)
-      if (compiled === undefined || tools.has(compiled.name)) {
-        errors.push(
-          new RouteError({
-            file: route.file,
-            problem: compiled === undefined
-              ? "a subagent is not a route of this project"
-              : `the subagent tool "${compiled.name}" clashes with another tool of the same name`,
-            fix: compiled === undefined
-              ? "import the subagent from its file under agents/"
-              : "rename the tool, or delegate to a subagent with another name"
-          })
-        )
-        continue
-      }
-      tools.set(compiled.name, compiled)
-    }
-    // Timer tools only for agents that opt in: a model offered them schedules work nobody asked for.
-    const timers = new Set(timerToolsOf(route.definition))
-    for (const timer of timerTools) {
-      if (timer.builtin !== undefined && timer.builtin !== "view_image" && timers.has(timer.builtin) && !tools.has(timer.name)) tools.set(timer.name, timer)
-    }
-    const configFile = table.configFile ?? "foundry.config.ts"
-    const mcp = mountsOf(route.definition.mcp, route.file, table.config.mcp, configFile, table.root)
-    for (const name of mcp.unknown) {
-      errors.push(new RouteError({
-        file: route.file,
-        problem: `mcp.${name} is true, but ${configFile} declares no MCP server named "${name}"`,
-        fix: `declare it in ${configFile} (mcp: { ${name}: { command: "..." } }), or here instead of true`
-      }))
-    }
-    const environment = route.definition.environment
-    if (environment !== undefined) {
-      const environmentId = table.idOf(environment)
-      if (environmentId === undefined) {
-        errors.push(new RouteError({
-          file: route.file,
-          problem: "the environment is not a route of this project",
-          fix: "define it in environments/<name>.ts and import it from there"
-        }))
-      }
-      for (const verb of environmentId === undefined ? [] : environmentTools({ environmentId, environment, root: table.root, release, mounts: mcp.mounts })) {
-        if (tools.has(verb.name)) {
-          errors.push(new RouteError({
-            file: route.file,
-            problem: `the tool "${tools.get(verb.name)?.id}" is named ${verb.name}, like a verb of the environment ${environmentId}`,
-            fix: "rename the tool: defineTool({ name: \"...\" })"
-          }))
-        } else tools.set(verb.name, verb)
-      }
-    }
-    agents.set(route.id, { id: route.id, file: route.file, definition: route.definition, tools, mcp: mcp.mounts })
+    const compiled = compileAgent(route, table, allTools, release)
+    errors.push(...compiled.errors)
+    agents.set(route.id, compiled.agent)
   }
   if (errors.length > 0) return yield* new RouteErrors({ errors })
 
@@ -262,3 +170,121 @@ export const compile = Effect.fn("compiler.compile")(function*(table: RouteTable
   const app: CompiledApp = { table, agents, capabilities: capabilitiesOf(table, allTools), services, release }
   return app
 })
+
+/**
+ * An agent with its tools by the names its model calls them: the tools it lists, its subagents,
+ * the timer tools it opts into and its environment's verbs; with what is wrong with them. A tool
+ * compiled for the first time is added to `allTools`.
+ */
+const compileAgent = (
+  route: Route<AgentDefinition>,
+  table: RouteTable,
+  allTools: Map<AnyTool, CompiledTool>,
+  release: string
+): { readonly agent: CompiledAgent; readonly errors: ReadonlyArray<RouteError> } => {
+  const errors: Array<RouteError> = []
+  const tools = new Map<string, CompiledTool>()
+  const add = (tool: CompiledTool | RouteError | undefined) => {
+    if (tool instanceof RouteError) errors.push(tool)
+    else if (tool !== undefined) tools.set(tool.name, tool)
+  }
+  for (const tool of route.definition.tools) add(listedTool(tool, route, table, allTools, tools))
+  for (const subagent of route.definition.subagents) add(subagentOf(subagent, route.file, table, tools))
+  // Timer tools only for agents that opt in: a model offered them schedules work nobody asked for.
+  const timers = new Set(timerToolsOf(route.definition))
+  for (const timer of timerTools) {
+    if (timer.builtin !== undefined && timer.builtin !== "view_image" && timers.has(timer.builtin) && !tools.has(timer.name)) add(timer)
+  }
+  const configFile = table.configFile ?? "foundry.config.ts"
+  const mcp = mountsOf(route.definition.mcp, route.file, table.config.mcp, configFile, table.root)
+  for (const name of mcp.unknown) {
+    errors.push(new RouteError({
+      file: route.file,
+      problem: `mcp.${name} is true, but ${configFile} declares no MCP server named "${name}"`,
+      fix: `declare it in ${configFile} (mcp: { ${name}: { command: "..." } }), or here instead of true`
+    }))
+  }
+  const environment = route.definition.environment
+  if (environment !== undefined) {
+    const environmentId = table.idOf(environment)
+    if (environmentId === undefined) {
+      errors.push(new RouteError({
+        file: route.file,
+        problem: "the environment is not a route of this project",
+        fix: "define it in environments/<name>.ts and import it from there"
+      }))
+    }
+    for (const verb of environmentId === undefined ? [] : environmentTools({ environmentId, environment, root: table.root, release, mounts: mcp.mounts })) {
+      add(
+        tools.has(verb.name)
+          ? new RouteError({
+            file: route.file,
+            problem: `the tool "${tools.get(verb.name)?.id}" is named ${verb.name}, like a verb of the environment ${environmentId}`,
+            fix: "rename the tool: defineTool({ name: \"...\" })"
+          })
+          : verb
+      )
+    }
+  }
+  return { agent: { id: route.id, file: route.file, definition: route.definition, tools, mcp: mcp.mounts }, errors }
+}
+
+/** A tool the agent of `route` lists, compiled, or why a model cannot be offered it beside `tools`. */
+const listedTool = (
+  tool: AnyTool,
+  { file, id: agentId }: Route<AgentDefinition>,
+  table: RouteTable,
+  allTools: Map<AnyTool, CompiledTool>,
+  tools: ReadonlyMap<string, CompiledTool>
+): CompiledTool | RouteError => {
+  const id = table.idOf(tool)
+  if (id === undefined && tool.name === undefined) {
+    return new RouteError({
+      file,
+      problem: "a tool that is not a route file has no name",
+      fix: `give it name: "<name>" in defineTool, or move it to its own *.tool.ts file`
+    })
+  }
+  const compiled = allTools.get(tool) ?? compileTool(tool, id ?? `${agentId}/${tool.name}`, undefined)
+  allTools.set(tool, compiled)
+  if (tool.installable !== undefined) {
+    return new RouteError({
+      file,
+      problem: `tool "${compiled.id}" is installable: instances install it one by one, so an agent cannot list it in tools`,
+      fix: `remove it from tools; install it on an instance (POST /api/instances/<id>/installations {"kind":"tool","id":"${compiled.id}"})`
+    })
+  }
+  const rename = "give the tool another name: defineTool({ name: \"...\" })"
+  const problem = !toolNameRule.test(compiled.name)
+    ? { problem: `tool name "${compiled.name}" is not valid for models (letters, digits, _ and -, at most 64)`, fix: rename }
+    : tools.has(compiled.name)
+    ? { problem: `two tools are both named "${compiled.name}" (${tools.get(compiled.name)?.id} and ${compiled.id})`, fix: rename }
+    : compiled.spec.parameters.type !== "object"
+    ? {
+      problem: `tool "${compiled.id}" has an input that is not an object`,
+      fix: "make its input a Schema.Struct({ ... }) (models pass named arguments)"
+    }
+    : undefined
+  return problem === undefined ? compiled : new RouteError({ file, ...problem })
+}
+
+/** The tool through which an agent (in `file`) delegates to `subagent`, or why it cannot have one. */
+const subagentOf = (
+  subagent: AgentDefinition,
+  file: string,
+  table: RouteTable,
+  tools: ReadonlyMap<string, CompiledTool>
+): CompiledTool | RouteError => {
+  const id = table.idOf(subagent)
+  const compiled = id === undefined ? undefined : subagentTool(id, subagent.description)
+  if (compiled !== undefined && !tools.has(compiled.name)) return compiled
+  return new RouteError({
+    file,
+    problem: compiled === undefined
+      ? "a subagent is not a route of this project"
+      : `the subagent tool "${compiled.name}" clashes with another tool of the same name`,
+    fix: compiled === undefined
+      ? "import the subagent from its file under agents/"
+      : "rename the tool, or delegate to a subagent with another name"
+  })
+}
