@@ -72,14 +72,15 @@ export const discover = Effect.fn("router.discover")(function*(
 const routeFilesOf = (files: ReadonlyArray<string>) => {
   const agentFolders = agentFoldersOf(files)
   const errors: Array<RouteError> = []
-  const byId = new Map<string, RouteFile>()
+  const routes: Array<RouteFile> = []
   for (const file of files) {
     const route = classify(file, agentFolders)
     if (route === undefined) continue
-    if (isProblem(route)) {
-      errors.push(new RouteError(route))
-      continue
-    }
+    if (isProblem(route)) errors.push(new RouteError(route))
+    else routes.push(route)
+  }
+  const byId = new Map<string, RouteFile>()
+  for (const route of routes) {
     const key = `${route.kind}:${route.id}`
     const first = byId.get(key)
     if (first === undefined) byId.set(key, route)
