@@ -95,6 +95,63 @@ const warnIfNotAProject = Effect.fn("cli.warnIfNotAProject")(function*(root: str
   ))
 })
 
+/**
+ * What is served where, said once the server listens: the routes of the build it serves (the
+ * store's current release under `foundry start`, when it is not `app`), its store, cluster, API and
+ * access, and what the models resolved to.
+ */
+const sayListening = (options: ServeOptions, app: CompiledApp, context: Context.Context<CurrentApp | Auth | ModelResolver>, address: string) =>
+  Effect.gen(function*() {
+    const served = yield* Context.get(context, CurrentApp).get
+    const models = Context.get(context, ModelResolver)
+    yield* say(style.bold(`Foundry ${options.watch ? "dev" : "server"}`) + style.dim(` (project ${options.root})`))
+    yield* say(`  routes:  ${routeSummary(served.table)}`)
+    yield* say(`  release: ${served.release}${served === app ? "" : " (deployed: the store's current release)"}`)
+    yield* say(`  store:   ${storeFileOf(app)}`)
+    const cluster = clusterSettingsOf(app, { cluster: options.cluster })
+    if (cluster !== undefined) yield* say(`  cluster: runner ${cluster.host}:${cluster.port} (${cluster.shardsPerGroup} shards)`)
+    yield* say(`  API:     ${address}/api  (OpenAPI: ${address}/api/openapi.json)`)
+    yield* say(`  access:  ${Context.get(context, Auth).mode === "open" ? "open (loopback)" : "API tokens required (foundry token create)"}`)
+    if (models.notice !== undefined) yield* say(style.yellow(`  note:    ${models.notice}`))
+    yield* say(style.green(`listening on ${address}`))
+  })
+
+/**
+ * The type check of the project at `root` in the background, its result in the build status and
+ * the terminal; checking a newer build interrupts the check still running.
+ */
+const typeChecker = (root: string, status: BuildStatus["Type"]) =>
+  Effect.gen(function*() {
+    const scope = yield* Effect.scope
+    let checking: Fiber.RuntimeFiber<void> | undefined
+    const check = Effect.fnUntraced(function*(configFile: string | undefined) {
+      const previous = yield* status.get
+      const result = yield* typeCheck(root, configFile)
+      const checkedAt = yield* Clock.currentTimeMillis
+      yield* status.update((report) => ({
+        ...report,
+        types: { state: result.ok ? "ok" : "errors", diagnostics: result.diagnostics, checkedAt }
+      }))
+      if (!result.ok) {
+        const lines = result.diagnostics.length > 0 ? result.diagnostics.map(formatDiagnostic) : [result.output]
+        yield* reportError(`Type errors (${result.diagnostics.length || 1}); the build still serves, but fix them:`, {
+          message: lines.join("\n")
+        })
+      } else if (previous.types.state === "errors") {
+        yield* say(style.green("types: no errors"))
+      }
+    })
+    return (configFile: string | undefined) =>
+      Effect.gen(function*() {
+        if (checking !== undefined) yield* Fiber.interrupt(checking)
+        yield* status.update((report) => ({ ...report, types: { ...report.types, state: "checking" } }))
+        checking = yield* check(configFile).pipe(
+          Effect.catchAllCause((cause) => warn(`type check crashed: ${String(cause)}`)),
+          Effect.forkIn(scope)
+        )
+      })
+  })
+
 /** Serves the project at `root` until interrupted. */
 export const serveProject = Effect.fn("cli.serveProject")(function*(options: ServeOptions) {
   if (options.release === true && releaseIdAt(options.root) === undefined) {
@@ -144,8 +201,6 @@ export const serveProject = Effect.fn("cli.serveProject")(function*(options: Ser
   const context = yield* Layer.build(serverLayer(app, { port, host }, { cluster: options.cluster, releases }))
   const server = Context.get(context, HttpServer.HttpServer)
   const current = Context.get(context, CurrentApp)
-  const dispatcher = Context.get(context, Dispatcher)
-  const models = Context.get(context, ModelResolver)
   const schedules = Context.get(context, Schedules)
   const status = Context.get(context, BuildStatus)
   const address = server.address._tag === "TcpAddress" ? `http://${host}:${server.address.port}` : String(server.address)
@@ -153,50 +208,13 @@ export const serveProject = Effect.fn("cli.serveProject")(function*(options: Ser
     const problems = problemsOf(first.result.left)
     yield* status.update((report) => ({ ...report, problems }))
   }
+  yield* sayListening(options, app, context, address)
 
-  const served = yield* current.get
-  yield* say(style.bold(`Foundry ${options.watch ? "dev" : "server"}`) + style.dim(` (project ${options.root})`))
-  yield* say(`  routes:  ${routeSummary(served.table)}`)
-  yield* say(`  release: ${served.release}${served === app ? "" : " (deployed: the store's current release)"}`)
-  yield* say(`  store:   ${storeFileOf(app)}`)
-  const cluster = clusterSettingsOf(app, { cluster: options.cluster })
-  if (cluster !== undefined) yield* say(`  cluster: runner ${cluster.host}:${cluster.port} (${cluster.shardsPerGroup} shards)`)
-  yield* say(`  API:     ${address}/api  (OpenAPI: ${address}/api/openapi.json)`)
-  yield* say(`  access:  ${Context.get(context, Auth).mode === "open" ? "open (loopback)" : "API tokens required (foundry token create)"}`)
-  if (models.notice !== undefined) yield* say(style.yellow(`  note:    ${models.notice}`))
-  yield* say(style.green(`listening on ${address}`))
-
-  const recovered = yield* dispatcher.recover
+  const recovered = yield* Context.get(context, Dispatcher).recover
   if (recovered > 0) yield* say(`resumed ${recovered} unfinished run${recovered === 1 ? "" : "s"}`)
   if (!options.watch) return yield* Effect.never
 
-  // The type check of the newest build; a new build interrupts the one still running.
-  let checking: Fiber.RuntimeFiber<void> | undefined
-  const checkTypes = (configFile: string | undefined) =>
-    Effect.gen(function*() {
-      if (checking !== undefined) yield* Fiber.interrupt(checking)
-      yield* status.update((report) => ({ ...report, types: { ...report.types, state: "checking" } }))
-      checking = yield* Effect.gen(function*() {
-        const previous = yield* status.get
-        const result = yield* typeCheck(options.root, configFile)
-        const checkedAt = yield* Clock.currentTimeMillis
-        yield* status.update((report) => ({
-          ...report,
-          types: { state: result.ok ? "ok" : "errors", diagnostics: result.diagnostics, checkedAt }
-        }))
-        if (!result.ok) {
-          const lines = result.diagnostics.length > 0 ? result.diagnostics.map(formatDiagnostic) : [result.output]
-          yield* reportError(`Type errors (${result.diagnostics.length || 1}); the build still serves, but fix them:`, {
-            message: lines.join("\n")
-          })
-        } else if (previous.types.state === "errors") {
-          yield* say(style.green("types: no errors"))
-        }
-      }).pipe(
-        Effect.catchAllCause((cause) => warn(`type check crashed: ${String(cause)}`)),
-        Effect.forkScoped
-      )
-    })
+  const checkTypes = yield* typeChecker(options.root, status)
   yield* checkTypes(app.table.configFile)
 
   const reload = (changed: ReadonlyArray<string>) => Effect.gen(function*() {
