@@ -13,8 +13,10 @@
  */
 import { createHmac, timingSafeEqual } from "node:crypto"
 import { Clock, Config, Context, Duration, Effect, Exit, Layer, Redacted, Schema } from "effect"
+import type { CompiledApp } from "../compiler/CompiledApp.js"
 import { CurrentApp } from "../compiler/CurrentApp.js"
 import { defaultWebhookTolerance } from "../definitions/defineConfig.js"
+import type { PlaybookDefinition } from "../definitions/definePlaybook.js"
 import { formatIssues, ReadableIssue, readableIssues } from "../definitions/readableIssues.js"
 import { deliverToPlaybook, type Started } from "../engine/playbookDelivery.js"
 import { Dispatcher } from "../dispatch/Dispatcher.js"
@@ -26,6 +28,7 @@ import type { StoreError } from "../durable/StoreError.js"
 import { spanIdOf, traceIdOf } from "../journal/trace.js"
 import { EventLog } from "../events/EventLog.js"
 import type { EventContent } from "../events/FoundryEvent.js"
+import type { Route } from "../router/RouteTable.js"
 
 /** What one delivery started, and what it skipped. */
 export interface DeliveryResult {
@@ -107,6 +110,40 @@ const parseJson = (text: string): { readonly ok: true; readonly value: unknown }
   }
 }
 
+/** An event that a listening playbook's schema accepted. */
+interface Accepted {
+  readonly route: Route<PlaybookDefinition>
+  readonly event: unknown
+}
+
+/**
+ * The body decoded by each of `playbooks`' schemas: the events accepted and the playbooks that
+ * rejected it; refused when it is not JSON or no playbook accepts it (with the first one's issues).
+ */
+const decodeBody = Effect.fnUntraced(function*(webhook: string, body: string, playbooks: ReadonlyArray<Route<PlaybookDefinition>>) {
+  const json = parseJson(body)
+  if (!json.ok) {
+    return yield* new WebhookBodyInvalid({ webhook, message: "the body is not valid JSON", issues: [] })
+  }
+  const decoded = yield* Effect.forEach(playbooks, (route) =>
+    Schema.decodeUnknown(route.definition.on.schema, { errors: "all" })(json.value).pipe(
+      Effect.map((event): Accepted => ({ route, event })),
+      Effect.either
+    ))
+  const accepted = decoded.flatMap((d) => d._tag === "Right" ? [d.right] : [])
+  if (accepted.length === 0) {
+    const first = decoded.find((d) => d._tag === "Left")
+    const issues = first?._tag === "Left" ? readableIssues(first.left, { root: "(body)" }) : []
+    return yield* new WebhookBodyInvalid({
+      webhook,
+      message: `the body does not match the event schema:\n${formatIssues(issues)}`,
+      issues
+    })
+  }
+  const rejected = playbooks.filter((_, index) => decoded[index]?._tag === "Left")
+  return { accepted, rejected }
+})
+
 /** The webhooks of the current build, over the dispatcher. */
 export const WebhooksLive = Layer.effect(
   Webhooks,
@@ -167,69 +204,46 @@ export const WebhooksLive = Layer.effect(
       return given
     })
 
-    const deliver = Effect.fn("Webhooks.deliver")(function*(
-      webhook: string,
-      body: string,
-      headers: Readonly<Record<string, string | undefined>>
-    ) {
-      const app = yield* current.get
-      const playbooks = app.table.playbooks.filter((p) => p.definition.on._tag === "Webhook" && p.definition.on.name === webhook)
-      if (playbooks.length === 0) {
-        return yield* new WebhookNotFound({ webhook, message: `no playbook listens on /hooks/${webhook}` })
-      }
-      const settings = app.table.config.webhooks[webhook]
-      const secret = yield* secretOf(settings?.secret)
-      const fingerprint = secret === undefined ? null : yield* verify(webhook, body, headers, {
-        secret,
-        tolerance: Duration.decode(settings?.tolerance ?? defaultWebhookTolerance),
-        legacy: settings?.legacySignatures === true || playbooks.some((p) => p.definition.legacySignatures)
-      })
-      const json = parseJson(body)
-      if (!json.ok) {
-        return yield* new WebhookBodyInvalid({ webhook, message: "the body is not valid JSON", issues: [] })
-      }
-      const decoded = yield* Effect.forEach(playbooks, (route) =>
-        Schema.decodeUnknown(route.definition.on.schema, { errors: "all" })(json.value).pipe(
-          Effect.map((event) => ({ route, event })),
-          Effect.either
-        ))
-      const accepted = decoded.flatMap((d) => d._tag === "Right" ? [d.right] : [])
-      if (accepted.length === 0) {
-        const first = decoded.find((d) => d._tag === "Left")
-        const issues = first?._tag === "Left" ? readableIssues(first.left, { root: "(body)" }) : []
-        return yield* new WebhookBodyInvalid({
+    /**
+     * Claims the delivery of `eventId` as `deliveryId`: `undefined` when this delivery is to start
+     * its runs, the first delivery's result when it is a repeat of one that ended, refused when it
+     * is a replay of the same signed delivery or the first is still being processed.
+     */
+    const claimDelivery = Effect.fnUntraced(function*(webhook: string, eventId: string, deliveryId: string, fingerprint: string | null) {
+      const claim = yield* deliveries.claim(deliveryId, webhook, fingerprint)
+      if (claim._tag === "claimed") return undefined
+      if (fingerprint !== null && claim.fingerprint === fingerprint) {
+        return yield* new WebhookUnauthorized({
           webhook,
-          message: `the body does not match the event schema:\n${formatIssues(issues)}`,
-          issues
+          message: `this signed delivery of event "${eventId}" was received before and is refused as a replay: ` +
+            `a sender that retries signs each attempt again with the current ${timestampHeader}`
         })
       }
-
-      const eventId = headers[eventIdHeader] ??
-        accepted.map(({ event, route }) => route.definition.eventId?.(event)).find((id) => id !== undefined)
-      const deliveryId = eventId === undefined ? newId("dlv") : `${webhook}:${eventId}`
-      if (eventId !== undefined) {
-        const claim = yield* deliveries.claim(deliveryId, webhook, fingerprint)
-        if (claim._tag !== "claimed") {
-          if (fingerprint !== null && claim.fingerprint === fingerprint) {
-            return yield* new WebhookUnauthorized({
-              webhook,
-              message: `this signed delivery of event "${eventId}" was received before and is refused as a replay: ` +
-                `a sender that retries signs each attempt again with the current ${timestampHeader}`
-            })
-          }
-          // A repeat while the first is still processing is never run again: the sender retries later.
-          if (claim._tag === "processing") {
-            return yield* new DeliveryInProgress({
-              webhook,
-              deliveryId,
-              message: `event "${eventId}" is still being delivered; it is not run twice: retry later to get its runs`
-            })
-          }
-          if (!isResult(claim.result)) return yield* Effect.die(new Error(`delivery ${deliveryId} holds no delivery result`))
-          return { ...claim.result, duplicate: true }
-        }
+      // A repeat while the first is still processing is never run again: the sender retries later.
+      if (claim._tag === "processing") {
+        return yield* new DeliveryInProgress({
+          webhook,
+          deliveryId,
+          message: `event "${eventId}" is still being delivered; it is not run twice: retry later to get its runs`
+        })
       }
+      if (!isResult(claim.result)) return yield* Effect.die(new Error(`delivery ${deliveryId} holds no delivery result`))
+      const repeated: DeliveryResult = { ...claim.result, duplicate: true }
+      return repeated
+    })
 
+    /**
+     * Hands each accepted event to its playbook, adding the runs it started to `runs` and what it
+     * skipped to `skipped`; every decision recorded as an event of the delivery's own trace.
+     */
+    const dispatchAll = (
+      app: CompiledApp,
+      accepted: ReadonlyArray<Accepted>,
+      delivery: { readonly webhook: string; readonly deliveryId: string; readonly eventId: string | undefined },
+      runs: Array<DeliveryResult["runs"][number]>,
+      skipped: Array<DeliveryResult["skipped"][number]>
+    ) => {
+      const { deliveryId, eventId, webhook } = delivery
       const traceId = traceIdOf(deliveryId)
       const rootSpan = spanIdOf(deliveryId, "delivery")
       // The delivery's own events: a trace of their own, under the delivery's span, in no run.
@@ -245,11 +259,7 @@ export const WebhooksLive = Layer.effect(
           agent
         })
       const from = { deliveryId, webhook }
-      const runs: Array<DeliveryResult["runs"][number]> = []
-      const skipped: Array<DeliveryResult["skipped"][number]> = [
-        ...decoded.flatMap((d, i) => d._tag === "Left" ? [{ playbook: playbooks[i]?.id ?? "", reason: "the body does not match its schema" }] : [])
-      ]
-      const dispatchAll = Effect.gen(function*() {
+      return Effect.gen(function*() {
         yield* note({ type: "delivery.received", data: { ...from, eventId: eventId ?? null } }, "delivery")
         for (const { event, route } of accepted) {
           const step = `playbook:${route.id}`
@@ -285,8 +295,37 @@ export const WebhooksLive = Layer.effect(
           }).pipe(Effect.provideService(InstanceStorage, instances), Effect.provideService(Instances, managed))
         }
       })
+    }
+
+    const deliver = Effect.fn("Webhooks.deliver")(function*(
+      webhook: string,
+      body: string,
+      headers: Readonly<Record<string, string | undefined>>
+    ) {
+      const app = yield* current.get
+      const playbooks = app.table.playbooks.filter((p) => p.definition.on._tag === "Webhook" && p.definition.on.name === webhook)
+      if (playbooks.length === 0) {
+        return yield* new WebhookNotFound({ webhook, message: `no playbook listens on /hooks/${webhook}` })
+      }
+      const settings = app.table.config.webhooks[webhook]
+      const secret = yield* secretOf(settings?.secret)
+      const fingerprint = secret === undefined ? null : yield* verify(webhook, body, headers, {
+        secret,
+        tolerance: Duration.decode(settings?.tolerance ?? defaultWebhookTolerance),
+        legacy: settings?.legacySignatures === true || playbooks.some((p) => p.definition.legacySignatures)
+      })
+      const { accepted, rejected } = yield* decodeBody(webhook, body, playbooks)
+      const eventId = headers[eventIdHeader] ??
+        accepted.map(({ event, route }) => route.definition.eventId?.(event)).find((id) => id !== undefined)
+      const deliveryId = eventId === undefined ? newId("dlv") : `${webhook}:${eventId}`
+      if (eventId !== undefined) {
+        const repeated = yield* claimDelivery(webhook, eventId, deliveryId, fingerprint)
+        if (repeated !== undefined) return repeated
+      }
+      const runs: Array<DeliveryResult["runs"][number]> = []
+      const skipped = rejected.map((route) => ({ playbook: route.id, reason: "the body does not match its schema" }))
       const result = (): DeliveryResult => ({ deliveryId, duplicate: false, runs, skipped })
-      yield* dispatchAll.pipe(
+      yield* dispatchAll(app, accepted, { webhook, deliveryId, eventId }, runs, skipped).pipe(
         Effect.onExit((exit) =>
           eventId === undefined || Exit.isSuccess(exit)
             ? Effect.void
