@@ -48,7 +48,8 @@ const callsOf = (trace: string): ReadonlyArray<Call> => {
   const calls: Array<Call> = []
   const unfinished = new Map<string, { readonly name: string; readonly args: string; readonly began: number }>()
   for (const line of trace.split("\n")) {
-    const match = /^(\d+)\s+(\d\d:\d\d:\d\d\.\d+)\s+(.*)$/.exec(line)
+    // Lines carry the thread's id once strace follows more than one.
+    const match = /^(?:(\d+)\s+)?(\d\d:\d\d:\d\d\.\d+)\s+(.*)$/.exec(line)
     if (match === null) continue
     const [, pid = "", clock = "", rest = ""] = match
     const at = seconds(clock)
