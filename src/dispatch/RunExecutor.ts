@@ -6,12 +6,12 @@
  *
  * Both dispatchers are made of it; they differ in where a run goes to be executed (`wake`): the
  * local dispatcher puts it in this process's lane, the cluster dispatcher sends it to the runner
- * that owns its conversation.
+ * that owns its conversation. How runs get in is `submissions.ts`; cancelling, steering, approvals
+ * and recovery are here.
  */
 import type { Environments } from "../environments/Environments.js"
 import { Clock, Context, Duration, Effect, type Fiber, Option, Runtime } from "effect"
 import { CurrentApp } from "../compiler/CurrentApp.js"
-import { newId } from "../durable/ids.js"
 import type { ActivationStorage } from "../durable/ActivationStorage.js"
 import type { ApprovalStorage } from "../durable/ApprovalStorage.js"
 import { InstanceStorage } from "../durable/InstanceStorage.js"
@@ -24,25 +24,18 @@ import { RunStarter } from "../engine/RunStarter.js"
 import type { Instances } from "../instances/Instances.js"
 import type { EventLog } from "../events/EventLog.js"
 import type { Lease } from "../journal/journalRecords.js"
-import { RunJournal, type SubmitOptions } from "../journal/RunJournal.js"
+import { RunJournal } from "../journal/RunJournal.js"
 import { eventOf } from "../journal/trace.js"
 import type { ModelResolver } from "../models/Model.js"
 import { Releases } from "../release/Releases.js"
 import { makeApprovalDecisions } from "./approvalDecisions.js"
-import {
-  AgentNotFound,
-  type ApprovalScope,
-  ConversationNotFound,
-  RunAlreadyEnded,
-  RunNotFound,
-  type RunRequest
-} from "./Dispatcher.js"
+import { type ApprovalScope, RunAlreadyEnded, RunNotFound } from "./Dispatcher.js"
 import type { Place } from "./executionQueue.js"
 import { makeExecutions } from "./executions.js"
 import { executorName, isDeadExecutor } from "./executorIdentity.js"
 import { makeInstanceRefusals } from "./instanceRefusals.js"
 import { makeHeldLeases } from "./heldLeases.js"
-import { entrySpan } from "../engine/entrySpan.js"
+import { makeSubmissions } from "./submissions.js"
 
 /** Settings of an executor. */
 export interface RunExecutorOptions {
@@ -139,89 +132,26 @@ export const makeRunExecutor = (options: RunExecutorOptions) =>
         }))
       )
 
-    const { unavailable, withoutContext } = makeInstanceRefusals(instances)
+    const refusals = makeInstanceRefusals(instances)
+    const { unavailable } = refusals
 
-    const newRun = (
-      request: RunRequest,
-      conversation: { readonly id: string; readonly isNew: boolean },
-      instanceId: string,
-      links: {
-        readonly steeredFrom?: string
-        readonly parentRunId?: string
-        readonly parentToolCallId?: string
-        readonly traceId?: string
-        readonly parentSpanId?: string
-        readonly source?: Readonly<Record<string, unknown>>
-      } = {}
-    ) =>
-      Effect.gen(function*() {
-        const submission = {
-          id: newId("run"),
-          agent: request.agent,
-          instanceId,
-          conversationId: conversation.id,
-          input: request.message,
-          release: (yield* releases.starting).release,
-          idempotencyKey: request.idempotencyKey,
-          history: request.history,
-          ...links
-        }
-        const queuing: SubmitOptions = {
-          newConversation: conversation.isNew,
-          queued: (record) => eventOf(record, "run.queued", { input: request.message, ...links })
-        }
-        if (options.wake !== undefined) {
-          const run = yield* journal.submit(submission, queuing).pipe(Effect.catchTag("InstanceClosed", unavailable))
-          yield* options.wake(run)
-          return run
-        }
-        // Here, a run written is a run scheduled: a submitter that goes away (a client that hangs
-        // up) cannot leave it queued, or its lane taken, until the next start.
-        return yield* Effect.uninterruptible(Effect.gen(function*() {
-          // The run's place in the lane is taken before it is written, so that the lane's order is
-          // the order of acceptance. A run that this process executes next in its conversation
-          // takes the lease as it is queued: one transaction fewer than claiming it when it starts;
-          // a run submitted meanwhile waits behind it instead of claiming that lease.
-          const next = !executions.busy(conversation.id)
-          const place = executions.enter(conversation.id)
-          const written = next
-            ? journal.submitAndClaim(submission, queuing, { owner, ttlMillis: leaseTtl })
-            : Effect.map(journal.submit(submission, queuing), (run) => ({ run, lease: undefined }))
-          const { lease, run } = yield* written.pipe(
-            Effect.catchTag("InstanceClosed", unavailable),
-            Effect.onError(() => Effect.sync(() => executions.leave(place)))
-          )
-          yield* schedule(run, { place, claimed: lease })
-          return run
-        }))
-      })
-
-    /** Starts a child run in a new conversation of the agent's instance (subagent calls, spawns). */
-    const starter = RunStarter.of({
-      start: (request) =>
-        Effect.gen(function*() {
-          const app = yield* releases.starting
-          if (!app.agents.has(request.agent)) {
-            return yield* new AgentNotFound({ agent: request.agent, message: `there is no agent "${request.agent}"` })
-          }
-          return yield* newRun(
-            { agent: request.agent, message: request.message, instance: request.instance },
-            { id: newId("conv"), isNew: true },
-            request.instance,
-            {
-              parentRunId: request.parentRunId,
-              traceId: request.traceId,
-              parentSpanId: request.parentSpanId,
-              ...(request.parentToolCallId === undefined ? {} : { parentToolCallId: request.parentToolCallId })
-            }
-          )
-        })
+    const submissions = makeSubmissions({
+      store,
+      journal,
+      current,
+      releases,
+      executions,
+      refusals,
+      owner,
+      leaseTtl,
+      wake: options.wake,
+      schedule
     })
 
     // What every execution runs with: the services, and how it starts child runs. Forked from the
     // executor's runtime, not from whoever submitted the run: an execution outlives its submitter.
     const forkExecution = Runtime.runFork(Runtime.make({
-      context: Context.add(context, RunStarter, starter),
+      context: Context.add(context, RunStarter, submissions.starter),
       fiberRefs: runtime.fiberRefs,
       // Interruptible whatever region the executor was made in: cancels and shutdown interrupt executions.
       runtimeFlags: Runtime.defaultRuntime.runtimeFlags
@@ -236,56 +166,6 @@ export const makeRunExecutor = (options: RunExecutorOptions) =>
         const parent = yield* store.getRun(run.value.parentRunId)
         if (Option.isSome(parent) && parent.value.status === "suspended") yield* wake(parent.value)
       }).pipe(Effect.catchAllCause((cause) => Effect.logWarning("could not wake a parent run", cause)))
-
-    const submit = Effect.fnUntraced(function*(request: RunRequest) {
-      if (request.idempotencyKey !== undefined) {
-        const existing = yield* store.findRunByIdempotencyKey(request.idempotencyKey)
-        if (Option.isSome(existing)) return existing.value
-      }
-      const app = yield* current.get
-      const agent = app.agents.get(request.agent)
-      if (agent === undefined) {
-        const known = [...app.agents.keys()].join(", ")
-        return yield* new AgentNotFound({
-          agent: request.agent,
-          message: `there is no agent "${request.agent}"; the agents are: ${known || "(none)"}`
-        })
-      }
-      const instanceId = request.instance ?? "default"
-      yield* withoutContext(agent, instanceId)
-      let conversation = { id: newId("conv"), isNew: true }
-      if (request.conversation !== undefined) {
-        const found = yield* store.getConversation(request.conversation)
-        if (Option.isNone(found) && request.createConversation === true) {
-          conversation = { id: request.conversation, isNew: true }
-        } else if (Option.isNone(found)) {
-          return yield* new ConversationNotFound({
-            conversation: request.conversation,
-            message: `there is no conversation "${request.conversation}"; omit "conversation" to start a new one`
-          })
-        } else if (found.value.agent !== request.agent || found.value.instanceId !== instanceId) {
-          return yield* new ConversationNotFound({
-            conversation: request.conversation,
-            message: `conversation "${request.conversation}" belongs to agent "${found.value.agent}", ` +
-              `instance "${found.value.instanceId}", not agent "${request.agent}", instance "${instanceId}"`
-          })
-        } else {
-          conversation = { id: found.value.id, isNew: false }
-        }
-      }
-      return yield* newRun(request, conversation, instanceId, {
-        ...request.trace,
-        ...(request.source === undefined ? {} : { source: request.source })
-      }).pipe(
-        // Two submissions with one key at once: the store's unique key lets one in.
-        Effect.catchTag("StoreError", (error) =>
-          request.idempotencyKey === undefined
-            ? Effect.fail(error)
-            : store.findRunByIdempotencyKey(request.idempotencyKey).pipe(
-              Effect.flatMap(Option.match({ onNone: () => Effect.fail(error), onSome: Effect.succeed }))
-            ))
-      )
-    }, entrySpan("Dispatcher.submit"))
 
     /** Cancels the run; `reason` becomes the result of each tool call it leaves open. */
     const cancelWith: (runId: string, reason: string) => Effect.Effect<RunRecord, RunNotFound | RunAlreadyEnded | StoreError> = Effect.fn(
@@ -319,7 +199,7 @@ export const makeRunExecutor = (options: RunExecutorOptions) =>
     })
 
     const steered = (cancelled: RunRecord, message: string) =>
-      newRun(
+      submissions.newRun(
         { agent: cancelled.agent, message, instance: cancelled.instanceId, conversation: cancelled.conversationId },
         { id: cancelled.conversationId, isNew: false },
         cancelled.instanceId,
@@ -368,7 +248,7 @@ export const makeRunExecutor = (options: RunExecutorOptions) =>
       isHere: executions.isHere,
       /** How many runs execute, or wait in a lane, in this process. */
       executing: executions.count,
-      submit,
+      submit: submissions.submit,
       /** Cancels the run if it executes here (else only marks it); `reason` answers each tool call it leaves open. */
       cancel: cancelWith,
       /** Cancels the run with the dispatcher's `cancel` and starts its successor in the same conversation, if its instance takes runs. */

@@ -121,3 +121,6 @@ export const makeExecutions = (options: ExecutionsOptions) =>
       count: () => executions.size
     }
   })
+
+/** A process's executions, as `makeExecutions` makes them. */
+export type Executions = Effect.Effect.Success<ReturnType<typeof makeExecutions>>

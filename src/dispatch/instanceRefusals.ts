@@ -43,3 +43,6 @@ export const makeInstanceRefusals = (instances: Context.Tag.Service<InstanceStor
       })
     })
 })
+
+/** The refusals of one store's instances. */
+export type InstanceRefusals = ReturnType<typeof makeInstanceRefusals>
