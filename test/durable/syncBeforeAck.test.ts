@@ -9,13 +9,13 @@
  * Needs strace and the right to trace a child process; without them the test is skipped with a
  * printed reason, unless FOUNDRY_REQUIRE_STRACE=1 (CI), which makes it fail instead.
  */
-import { spawn, spawnSync } from "node:child_process"
+import { spawnSync } from "node:child_process"
 import { mkdtempSync, readFileSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Schema } from "effect"
-import { foundryBin, freePort } from "../support/cli.js"
+import { serveProject } from "../support/cli.js"
 import { agentFile, tempProject } from "../support/tempProject.js"
 
 const straceRequired = process.env["FOUNDRY_REQUIRE_STRACE"] === "1"
@@ -86,35 +86,6 @@ const syncedBefore = (calls: ReadonlyArray<Call>, answer: RegExp) => {
   return { sent: true, logWritten: lastWrite !== undefined, synced }
 }
 
-/** `foundry start` on `root` under strace, writing its trace to `traceFile`; stopped with the scope. */
-const tracedServer = (root: string, port: number, traceFile: string) =>
-  Effect.acquireRelease(
-    Effect.gen(function*() {
-      const child = spawn(
-        "strace",
-        ["-f", "-y", "-tt", "-s", "4096", "-e", "trace=pwrite64,fsync,fdatasync,write,writev", "-o", traceFile,
-          process.execPath, foundryBin, "start", root, "--port", String(port)],
-        // A group of its own: stopping strace alone would leave the server it traces running.
-        { env: { ...process.env, NO_COLOR: "1", OPENAI_API_KEY: "" }, detached: true }
-      )
-      let output = ""
-      child.stdout.on("data", (chunk: Buffer) => (output += chunk.toString()))
-      child.stderr.on("data", (chunk: Buffer) => (output += chunk.toString()))
-      for (let attempt = 0; attempt < 600 && !/listening on/.test(output); attempt++) {
-        if (child.exitCode !== null) break
-        yield* Effect.sleep("50 millis")
-      }
-      if (!/listening on/.test(output)) return yield* Effect.die(new Error(`the traced server did not start:\n${output}`))
-      return child
-    }),
-    (child) =>
-      Effect.async<void>((resume) => {
-        if (child.exitCode !== null || child.signalCode !== null) return resume(Effect.void)
-        child.on("close", () => resume(Effect.void))
-        if (child.pid !== undefined) process.kill(-child.pid, "SIGTERM")
-      })
-  )
-
 describe.skipIf(skipStrace)("acknowledged only once on disk (the server under strace)", () => {
   it.scopedLive("answers a submission, and streams a run's end, only after the log's sync that followed their commits", () =>
     Effect.gen(function*() {
@@ -125,10 +96,10 @@ describe.skipIf(skipStrace)("acknowledged only once on disk (the server under st
         (folder) => Effect.sync(() => rmSync(folder, { recursive: true, force: true }))
       )
       const traceFile = join(traces, "server.trace")
-      const port = yield* freePort
-      const url = `http://127.0.0.1:${port}`
       yield* Effect.scoped(Effect.gen(function*() {
-        yield* tracedServer(root, port, traceFile)
+        const { url } = yield* serveProject(root, {
+          under: ["strace", "-f", "-y", "-tt", "-s", "4096", "-e", "trace=pwrite64,fsync,fdatasync,write,writev", "-o", traceFile]
+        })
         const stream = yield* Effect.promise(async () => {
           const created = await fetch(`${url}/api/runs`, {
             method: "POST",

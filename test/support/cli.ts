@@ -68,14 +68,25 @@ export interface CliProcess {
   readonly waitFor: (pattern: RegExp, from?: number) => Effect.Effect<string>
 }
 
-/** Starts `foundry <args>` in the test's scope, with `env` added to its environment. */
+/**
+ * Starts `foundry <args>` in the test's scope, with `env` added to its environment; `under` a
+ * command that runs it (`["strace", ...flags]`), the two in a process group of their own, stopped
+ * together (stopping strace alone would leave the process it traces running).
+ */
 export const startCli = (
   args: ReadonlyArray<string>,
-  options: { readonly cwd?: string; readonly env?: Readonly<Record<string, string>> } = {}
+  options: { readonly cwd?: string; readonly env?: Readonly<Record<string, string>>; readonly under?: readonly [string, ...Array<string>] } = {}
 ) =>
   Effect.acquireRelease(
     Effect.sync((): CliProcess => {
-      const child = spawn(process.execPath, [foundryBin, ...args], { cwd: options.cwd, env: { ...childEnv(), ...options.env } })
+      const command: readonly [string, ...Array<string>] = [process.execPath, foundryBin, ...args]
+      const argv: readonly [string, ...Array<string>] = options.under === undefined ? command : [...options.under, ...command]
+      const [program, ...rest] = argv
+      const child = spawn(program, rest, {
+        cwd: options.cwd,
+        env: { ...childEnv(), ...options.env },
+        detached: options.under !== undefined
+      })
       let output = ""
       child.stdout?.on("data", (chunk: Buffer) => (output += chunk.toString()))
       child.stderr?.on("data", (chunk: Buffer) => (output += chunk.toString()))
@@ -95,15 +106,16 @@ export const startCli = (
       Effect.async<void>((resume) => {
         if (child.exitCode !== null || child.signalCode !== null) return resume(Effect.void)
         child.on("close", () => resume(Effect.void))
-        child.kill("SIGTERM")
+        if (options.under !== undefined && child.pid !== undefined) process.kill(-child.pid, "SIGTERM")
+        else child.kill("SIGTERM")
       })
   )
 
-/** `foundry start <root>` on a free loopback port, once it listens: the process and its base URL. */
-export const serveProject = (root: string) =>
+/** `foundry start <root>` on a free loopback port (`under` a command, as `startCli` says), once it listens: the process and its base URL. */
+export const serveProject = (root: string, options: { readonly under?: readonly [string, ...Array<string>] } = {}) =>
   Effect.gen(function*() {
     const port = yield* freePort
-    const server = yield* startCli(["start", root, "--port", String(port)])
+    const server = yield* startCli(["start", root, "--port", String(port)], options)
     yield* server.waitFor(/listening on/)
     return { server, url: `http://127.0.0.1:${port}` }
   })
