@@ -6,8 +6,8 @@
  *
  * Both dispatchers are made of it; they differ in where a run goes to be executed (`wake`): the
  * local dispatcher puts it in this process's lane, the cluster dispatcher sends it to the runner
- * that owns its conversation. How runs get in is `submissions.ts`; cancelling, steering, approvals
- * and recovery are here.
+ * that owns its conversation. How runs get in is `submissions.ts`, how they are cancelled and
+ * steered `cancellations.ts`; approvals and recovery are here.
  */
 import type { Environments } from "../environments/Environments.js"
 import { Clock, Context, Duration, Effect, type Fiber, Option, Runtime } from "effect"
@@ -17,19 +17,17 @@ import type { ApprovalStorage } from "../durable/ApprovalStorage.js"
 import { InstanceStorage } from "../durable/InstanceStorage.js"
 import { finalStatuses, RunRecord, type RunStatus } from "../durable/records.js"
 import { Store } from "../durable/Store.js"
-import type { StoreError } from "../durable/StoreError.js"
 import { runAgent } from "../engine/AgentLoop.js"
-import { closeOpenCalls } from "../engine/closeOpenCalls.js"
 import { RunStarter } from "../engine/RunStarter.js"
 import type { Instances } from "../instances/Instances.js"
 import type { EventLog } from "../events/EventLog.js"
 import type { Lease } from "../journal/journalRecords.js"
 import { RunJournal } from "../journal/RunJournal.js"
-import { eventOf } from "../journal/trace.js"
 import type { ModelResolver } from "../models/Model.js"
 import { Releases } from "../release/Releases.js"
 import { makeApprovalDecisions } from "./approvalDecisions.js"
-import { type ApprovalScope, RunAlreadyEnded, RunNotFound } from "./Dispatcher.js"
+import { makeCancellations } from "./cancellations.js"
+import { type ApprovalScope, RunNotFound } from "./Dispatcher.js"
 import type { Place } from "./executionQueue.js"
 import { makeExecutions } from "./executions.js"
 import { executorName, isDeadExecutor } from "./executorIdentity.js"
@@ -133,7 +131,6 @@ export const makeRunExecutor = (options: RunExecutorOptions) =>
       )
 
     const refusals = makeInstanceRefusals(instances)
-    const { unavailable } = refusals
 
     const submissions = makeSubmissions({
       store,
@@ -167,57 +164,16 @@ export const makeRunExecutor = (options: RunExecutorOptions) =>
         if (Option.isSome(parent) && parent.value.status === "suspended") yield* wake(parent.value)
       }).pipe(Effect.catchAllCause((cause) => Effect.logWarning("could not wake a parent run", cause)))
 
-    /** Cancels the run; `reason` becomes the result of each tool call it leaves open. */
-    const cancelWith: (runId: string, reason: string) => Effect.Effect<RunRecord, RunNotFound | RunAlreadyEnded | StoreError> = Effect.fn(
-      "Dispatcher.cancel"
-    )(function*(runId: string, reason: string) {
-      const run = yield* findRun(runId)
-      if (finalStatuses.has(run.status)) {
-        return yield* new RunAlreadyEnded({ runId, status: run.status, message: `run "${runId}" has already ${run.status}` })
-      }
-      yield* executions.stop(runId)
-      const latest = yield* findRun(runId)
-      if (finalStatuses.has(latest.status)) return latest
-      // Unfenced: whoever ends the run answers its open calls, in the step that ends it.
-      const closing = closeOpenCalls(latest, yield* store.listMessages(latest.conversationId), reason)
-      yield* journal.record(latest, {
-        messages: closing.messages,
-        events: [...closing.events, eventOf(latest, "run.cancelled", { from: latest.status })],
-        status: { status: "cancelled" }
-      }).pipe(Effect.catchTag("LeaseLost", Effect.die))
-      // Children this run waits for go with it; a cancelled child wakes its waiting parent.
-      const children = yield* store.childRuns(runId)
-      for (const child of children) {
-        if (child.parentToolCallId !== null && !finalStatuses.has(child.status)) {
-          yield* cancelWith(child.id, "cancelled: the run that asked for it was cancelled").pipe(
-            Effect.catchTags({ RunAlreadyEnded: () => Effect.void, RunNotFound: () => Effect.void })
-          )
-        }
-      }
-      yield* wakeParent(runId)
-      return yield* findRun(runId)
+    const { cancel, steer } = makeCancellations({
+      store,
+      journal,
+      instances,
+      executions,
+      refusals,
+      findRun,
+      wakeParent,
+      successor: submissions.successor
     })
-
-    const steered = (cancelled: RunRecord, message: string) =>
-      submissions.newRun(
-        { agent: cancelled.agent, message, instance: cancelled.instanceId, conversation: cancelled.conversationId },
-        { id: cancelled.conversationId, isNew: false },
-        cancelled.instanceId,
-        { steeredFrom: cancelled.id }
-      )
-
-    /**
-     * Steers the run with `cancel` (how the dispatcher cancels where the run is). Its instance is
-     * asked first: on a paused or archived one the successor would be refused after the cancel,
-     * leaving the conversation with neither run.
-     */
-    const steerWith = (cancel: (runId: string, reason: string) => Effect.Effect<RunRecord, RunNotFound | RunAlreadyEnded | StoreError>) =>
-      Effect.fn("Dispatcher.steer")(function*(runId: string, message: string) {
-        const run = yield* findRun(runId)
-        const instance = yield* instances.get(run.agent, run.instanceId)
-        if (Option.isSome(instance) && instance.value.status !== "active") return yield* unavailable(run)
-        return yield* steered(yield* cancel(runId, `cancelled by steer: ${message}`), message)
-      })
 
     const approvals = yield* makeApprovalDecisions((run) => wake(run))
 
@@ -250,9 +206,9 @@ export const makeRunExecutor = (options: RunExecutorOptions) =>
       executing: executions.count,
       submit: submissions.submit,
       /** Cancels the run if it executes here (else only marks it); `reason` answers each tool call it leaves open. */
-      cancel: cancelWith,
+      cancel,
       /** Cancels the run with the dispatcher's `cancel` and starts its successor in the same conversation, if its instance takes runs. */
-      steer: steerWith,
+      steer,
       decide,
       /** Resumes every unfinished run of the store in this process. */
       recover,

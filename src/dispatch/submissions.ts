@@ -170,11 +170,24 @@ export const makeSubmissions = (options: SubmissionsOptions) => {
     )
   }, entrySpan("Dispatcher.submit"))
 
+  /** Queues the run that takes over a steered run's conversation, with `message` as its input. */
+  const successor = (cancelled: RunRecord, message: string) =>
+    newRun(
+      { agent: cancelled.agent, message, instance: cancelled.instanceId, conversation: cancelled.conversationId },
+      { id: cancelled.conversationId, isNew: false },
+      cancelled.instanceId,
+      { steeredFrom: cancelled.id }
+    )
+
   return {
     /** Queues a run of `request` in `conversation` of the instance, with its links to other runs. */
     newRun,
+    successor,
     /** Checks and queues a person's submission (or answers with the run of its idempotency key). */
     submit,
     starter
   }
 }
+
+/** Submissions of an executor. */
+export type Submissions = ReturnType<typeof makeSubmissions>

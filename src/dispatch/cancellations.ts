@@ -1,0 +1,83 @@
+/**
+ * How runs end from outside: a cancel (the tool calls it leaves open answered in the step that ends
+ * it, the children it waits for cancelled with it, a parent waiting for it woken) and a steer (a
+ * cancel, then its successor in the same conversation).
+ */
+import { type Context, Effect, Option } from "effect"
+import type { InstanceStorage } from "../durable/InstanceStorage.js"
+import { finalStatuses, type RunRecord } from "../durable/records.js"
+import type { Store } from "../durable/Store.js"
+import type { StoreError } from "../durable/StoreError.js"
+import { closeOpenCalls } from "../engine/closeOpenCalls.js"
+import type { RunJournal } from "../journal/RunJournal.js"
+import { eventOf } from "../journal/trace.js"
+import { RunAlreadyEnded, type RunNotFound } from "./Dispatcher.js"
+import type { Executions } from "./executions.js"
+import type { InstanceRefusals } from "./instanceRefusals.js"
+import type { Submissions } from "./submissions.js"
+
+/** Cancels a run; `reason` becomes the result of each tool call it leaves open. */
+export type Cancel = (runId: string, reason: string) => Effect.Effect<RunRecord, RunNotFound | RunAlreadyEnded | StoreError>
+
+/** What cancels and steers need of their executor. */
+export interface CancellationsOptions {
+  readonly store: Context.Tag.Service<Store>
+  readonly journal: Context.Tag.Service<RunJournal>
+  readonly instances: Context.Tag.Service<InstanceStorage>
+  readonly executions: Executions
+  readonly refusals: InstanceRefusals
+  /** The run as stored now, or `RunNotFound`. */
+  readonly findRun: (runId: string) => Effect.Effect<RunRecord, RunNotFound | StoreError>
+  /** Wakes the run's parent if it waits for the run, now ended. */
+  readonly wakeParent: (runId: string) => Effect.Effect<void>
+  /** Queues the run that takes over a steered run's conversation. */
+  readonly successor: Submissions["successor"]
+}
+
+/** Cancels and steers, by an executor. */
+export const makeCancellations = (options: CancellationsOptions) => {
+  const { executions, findRun, instances, journal, store, wakeParent } = options
+
+  const cancel: Cancel = Effect.fn("Dispatcher.cancel")(function*(runId: string, reason: string) {
+    const run = yield* findRun(runId)
+    if (finalStatuses.has(run.status)) {
+      return yield* new RunAlreadyEnded({ runId, status: run.status, message: `run "${runId}" has already ${run.status}` })
+    }
+    yield* executions.stop(runId)
+    const latest = yield* findRun(runId)
+    if (finalStatuses.has(latest.status)) return latest
+    // Unfenced: whoever ends the run answers its open calls, in the step that ends it.
+    const closing = closeOpenCalls(latest, yield* store.listMessages(latest.conversationId), reason)
+    yield* journal.record(latest, {
+      messages: closing.messages,
+      events: [...closing.events, eventOf(latest, "run.cancelled", { from: latest.status })],
+      status: { status: "cancelled" }
+    }).pipe(Effect.catchTag("LeaseLost", Effect.die))
+    // Children this run waits for go with it; a cancelled child wakes its waiting parent.
+    const children = yield* store.childRuns(runId)
+    for (const child of children) {
+      if (child.parentToolCallId !== null && !finalStatuses.has(child.status)) {
+        yield* cancel(child.id, "cancelled: the run that asked for it was cancelled").pipe(
+          Effect.catchTags({ RunAlreadyEnded: () => Effect.void, RunNotFound: () => Effect.void })
+        )
+      }
+    }
+    yield* wakeParent(runId)
+    return yield* findRun(runId)
+  })
+
+  /**
+   * Steers the run with `cancelWith` (how the dispatcher cancels where the run is). Its instance is
+   * asked first: on a paused or archived one the successor would be refused after the cancel,
+   * leaving the conversation with neither run.
+   */
+  const steer = (cancelWith: Cancel) =>
+    Effect.fn("Dispatcher.steer")(function*(runId: string, message: string) {
+      const run = yield* findRun(runId)
+      const instance = yield* instances.get(run.agent, run.instanceId)
+      if (Option.isSome(instance) && instance.value.status !== "active") return yield* options.refusals.unavailable(run)
+      return yield* options.successor(yield* cancelWith(runId, `cancelled by steer: ${message}`), message)
+    })
+
+  return { cancel, steer }
+}
