@@ -5,18 +5,11 @@
 import { SqlSchema } from "@effect/sql"
 import { Effect, Layer, Option, Schema } from "effect"
 import { ChatMessage } from "../models/Model.js"
-import {
-  ConversationRecord,
-  ConversationSummary,
-  RunRecord,
-  type UsageFilter,
-  GroupedUsage,
-  type UsageGrouping,
-  UsageSums
-} from "./records.js"
+import { ConversationRecord, ConversationSummary, RunRecord } from "./records.js"
 import { camelCaseKeys, Database } from "./Database.js"
 import { Store } from "./Store.js"
 import { failAs } from "./StoreError.js"
+import { makeUsageSums } from "./usageSums.js"
 
 const MessageRow = Schema.Struct({
   seq: Schema.Number,
@@ -25,16 +18,7 @@ const MessageRow = Schema.Struct({
   createdAt: Schema.Number
 })
 
-/** The key columns of each usage grouping, as selected (a day is the UTC midnight the run was created after, in ms). */
-const usageKeys: Record<UsageGrouping, { readonly select: string; readonly positions: string }> = {
-  day: { select: "(created_at / 86400000) * 86400000 AS day", positions: "1" },
-  agent: { select: "agent", positions: "1" },
-  instance: { select: "agent, instance_id", positions: "1, 2" },
-  conversation: { select: "agent, instance_id, conversation_id", positions: "1, 2, 3" }
-}
-
-
-/** The SQL store over whichever `SqlClient` is provided; runs the migrations first. */
+/** The SQL store over the database, which its layer has migrated. */
 export const make = Effect.gen(function*() {
   const database = yield* Database
   const sql = database.sql
@@ -51,29 +35,10 @@ export const make = Effect.gen(function*() {
   const decodeRuns = Schema.decodeUnknown(Schema.Array(RunRecord))
   const decodeConversations = Schema.decodeUnknown(Schema.Array(ConversationSummary))
   const decodeMessages = Schema.decodeUnknown(Schema.Array(MessageRow))
-  const decodeSums = Schema.decodeUnknown(Schema.Array(UsageSums))
-  const decodeGroups = Schema.decodeUnknown(Schema.Array(GroupedUsage))
   const decodeAgents = Schema.decodeUnknown(Schema.Array(Schema.Struct({ agent: Schema.String })))
 
-  // Sums are cast back to BIGINT: PostgreSQL sums BIGINTs as NUMERIC, which its driver reads as text.
-  const usageSums = sql`COUNT(*) AS runs,
-    CAST(COALESCE(SUM(input_tokens), 0) AS BIGINT) AS input_tokens,
-    CAST(COALESCE(SUM(output_tokens), 0) AS BIGINT) AS output_tokens,
-    COALESCE(SUM(cost_usd), 0) AS cost_usd,
-    CAST(COALESCE(SUM(unpriced_turns), 0) AS BIGINT) AS unpriced_turns`
-  const usageWhere = (filter: UsageFilter) =>
-    sql.and([
-      ...(filter.agent === undefined ? [] : [sql`agent = ${filter.agent}`]),
-      ...(filter.instanceId === undefined ? [] : [sql`instance_id = ${filter.instanceId}`]),
-      ...(filter.conversationId === undefined ? [] : [sql`conversation_id = ${filter.conversationId}`]),
-      ...(filter.since === undefined ? [] : [sql`created_at >= ${filter.since}`]),
-      ...(filter.until === undefined ? [] : [sql`created_at < ${filter.until}`])
-    ])
-
   return Store.of({
-
-
-
+    ...makeUsageSums(sql),
 
     getConversation: (id) => findConversation(id).pipe(failAs("getConversation")),
 
@@ -86,22 +51,6 @@ export const make = Effect.gen(function*() {
         Effect.map((rows) => rows.map((row) => ({ seq: row.seq, runId: row.runId, message: row.body, createdAt: row.createdAt }))),
         failAs("listMessages")
       ),
-
-    sumUsage: (filter) =>
-      sql`SELECT ${usageSums} FROM foundry_runs WHERE ${usageWhere(filter)}`.pipe(
-        Effect.flatMap(decodeSums),
-        Effect.map((rows) => rows[0] ?? new UsageSums({ runs: 0, inputTokens: 0, outputTokens: 0, costUsd: 0, unpricedTurns: 0 })),
-        failAs("sumUsage")
-      ),
-
-    sumUsageBy: (filter, groupBy) => {
-      const keys = usageKeys[groupBy]
-      return sql`SELECT ${sql.unsafe(keys.select)}, ${usageSums} FROM foundry_runs WHERE ${usageWhere(filter)}
-        GROUP BY ${sql.unsafe(keys.positions)} ORDER BY ${sql.unsafe(keys.positions)}`.pipe(
-        Effect.flatMap(decodeGroups),
-        failAs("sumUsageBy")
-      )
-    },
 
     getRun: (id) =>
       database.read({ sql: "SELECT * FROM foundry_runs WHERE id = ?", params: [id] }).pipe(
@@ -164,14 +113,7 @@ export const make = Effect.gen(function*() {
     unfinishedRuns: sql`SELECT * FROM foundry_runs WHERE status IN ('queued', 'running') ORDER BY created_at`.pipe(
       Effect.flatMap(decodeRuns),
       failAs("unfinishedRuns")
-    ),
-
-
-
-
-
-
-
+    )
   })
 })
 
