@@ -6,46 +6,10 @@
  */
 import { Schema } from "effect"
 import { type EventPayload, eventPayloads } from "./eventPayloads.js"
+import { EventType } from "./EventType.js"
 
 export type { EventPayload } from "./eventPayloads.js"
-
-/** Every event type Foundry records. */
-export const EventType = Schema.Literal(
-  "run.queued",
-  "run.started",
-  "run.completed",
-  "run.failed",
-  "run.cancelled",
-  "run.suspended",
-  "run.resumed",
-  "approval.requested",
-  "approval.decided",
-  "model.turn.started",
-  "model.retry",
-  "model.fallback",
-  "model.turn.completed",
-  "model.delta",
-  "tool.call.started",
-  "tool.call.completed",
-  "tool.call.failed",
-  "delivery.received",
-  "playbook.matched",
-  "playbook.skipped",
-  "instance.provisioned",
-  "instance.created",
-  "instance.updated",
-  "instance.paused",
-  "instance.resumed",
-  "instance.archived",
-  "instance.installed",
-  "instance.uninstalled",
-  "playbook.dispatched",
-  "timer.armed",
-  "context.compacting",
-  "context.compacted",
-  "budget.exceeded"
-)
-export type EventType = typeof EventType.Type
+export { EventType } from "./EventType.js"
 
 /** The fields every event has besides `type` and `data`: where it sits in its trace, and whose it is. */
 export const EventEnvelope = Schema.Struct({

@@ -5,7 +5,7 @@
  */
 import { Schema } from "effect"
 import { RunStatus } from "../durable/records.js"
-import type { EventType } from "./FoundryEvent.js"
+import type { EventType } from "./EventType.js"
 
 /** Where a run came from, when something other than a client started it (all optional). */
 const runLinks = {
