@@ -8,7 +8,7 @@ import { isAbsolute, resolve } from "node:path"
 import { Either } from "effect"
 import type { EnvironmentDefinition } from "../definitions/defineEnvironment.js"
 import type { Tree } from "./vfs/Tree.js"
-import { directoryVfs } from "./vfs/Vfs.js"
+import { directoryVfs } from "./vfs/directoryVfs.js"
 
 /** The starting tree, or why it cannot be read (a folder that is missing or over the size limit). */
 export const seedTree = (environment: EnvironmentDefinition, projectRoot: string): Either.Either<Tree, string> => {

@@ -7,50 +7,7 @@ import { Effect, Schema } from "effect"
 import type { CompiledTool, EnvironmentRoute } from "../compiler/CompiledApp.js"
 import { defineTool } from "../definitions/defineTool.js"
 import { Environments } from "./Environments.js"
-
-const path = Schema.String.annotations({ description: "an absolute path in the environment, e.g. /inbox/data.csv" })
-
-/** Every verb's input. */
-export const verbInputs = {
-  write_file: Schema.Struct({ path, content: Schema.String }),
-  edit_file: Schema.Struct({
-    path,
-    old: Schema.String.annotations({ description: "the exact text to replace; it must occur once (or set all)" }),
-    new: Schema.String,
-    all: Schema.optional(Schema.Boolean)
-  }),
-  read_file: Schema.Struct({
-    path,
-    from: Schema.optional(Schema.Number.annotations({ description: "first line (1-based)" })),
-    to: Schema.optional(Schema.Number.annotations({ description: "last line (inclusive)" }))
-  }),
-  ls: Schema.Struct({ path: Schema.optional(path), recursive: Schema.optional(Schema.Boolean) }),
-  grep: Schema.Struct({
-    pattern: Schema.String.annotations({ description: "a regular expression" }),
-    path: Schema.optional(path),
-    ignoreCase: Schema.optional(Schema.Boolean)
-  }),
-  describe: Schema.Struct({ path }),
-  rm: Schema.Struct({ path }),
-  mv: Schema.Struct({ from: path, to: path }),
-  cp: Schema.Struct({ from: path, to: path }),
-  run_script: Schema.Struct({
-    path: Schema.String.annotations({ description: "the script, e.g. /scripts/summarize.js" }),
-    args: Schema.optional(Schema.Unknown.annotations({ description: "JSON passed to the script's default export" }))
-  }),
-  run_tests: Schema.Struct({ path: Schema.optional(Schema.String.annotations({ description: "a test file or a folder of *.test.js files (default /scripts)" })) }),
-  checkpoint: Schema.Struct({ label: Schema.String }),
-  undo: Schema.Struct({ version: Schema.optional(Schema.Number.annotations({ description: "restore this version (see history); default: undo the last change" })) }),
-  redo: Schema.Struct({}),
-  history: Schema.Struct({ limit: Schema.optional(Schema.Number) }),
-  present: Schema.Struct({
-    path: Schema.String.annotations({ description: "a file under /out" }),
-    caption: Schema.String.annotations({ description: "what the file is, for the person receiving it" })
-  })
-} as const
-
-/** A verb's name. */
-export type VerbName = keyof typeof verbInputs
+import { type VerbInput, verbInputs, type VerbName, ViewImageInput } from "./verbInputs.js"
 
 /** What each verb does, as the model reads it. */
 const descriptions: Record<VerbName, string> = {
@@ -80,9 +37,6 @@ export const verbNames: ReadonlyArray<VerbName> = [
   "ls", "read_file", "describe", "grep", "write_file", "edit_file", "rm", "mv", "cp",
   "run_script", "run_tests", "checkpoint", "undo", "redo", "history", "present"
 ]
-
-/** A verb's decoded input. */
-export type VerbInput<K extends VerbName> = Schema.Schema.Type<(typeof verbInputs)[K]>
 
 const verbTool = <K extends VerbName, A extends VerbInput<K>, I>(route: EnvironmentRoute, verb: K, input: Schema.Schema<A, I>): CompiledTool => {
   const definition = defineTool({
@@ -158,9 +112,6 @@ export const environmentTools = (route: EnvironmentRoute): ReadonlyArray<Compile
   }
   return [...verbNames.map((verb) => tools[verb]), viewImageTool(route)]
 }
-
-/** What `view_image` takes. */
-export const ViewImageInput = Schema.Struct({ path })
 
 /**
  * `view_image`: shows the model an image from the tree. Its answer carries the image itself, so the

@@ -15,7 +15,7 @@ import * as SqliteDatabase from "../../src/durable/SqliteDatabase.js"
 import { Environments, layer as environmentsLayer, type VerbScope } from "../../src/environments/Environments.js"
 import { ScriptRunnerLive } from "../../src/environments/script/ScriptRunner.js"
 import * as McpClients from "../../src/mcp/McpClients.js"
-import type { VerbInput, VerbName } from "../../src/environments/verbs.js"
+import type { VerbInput, VerbName } from "../../src/environments/verbInputs.js"
 
 const environment = defineEnvironment({ files: { "/inbox/a.txt": "hello" } })
 

@@ -83,5 +83,3 @@ export const snapshotVfs = (tree: Tree): Vfs => {
     delete: refuse
   }
 }
-
-export { directoryVfs } from "./directoryVfs.js"

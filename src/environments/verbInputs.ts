@@ -1,0 +1,55 @@
+/**
+ * The closed verb set of an environment, as data: each verb's name and the input it takes. The
+ * `Environments` service carries the verbs out; `verbs.ts` makes them the agent's tools.
+ */
+import { Schema } from "effect"
+
+const path = Schema.String.annotations({ description: "an absolute path in the environment, e.g. /inbox/data.csv" })
+
+/** Every verb's input. */
+export const verbInputs = {
+  write_file: Schema.Struct({ path, content: Schema.String }),
+  edit_file: Schema.Struct({
+    path,
+    old: Schema.String.annotations({ description: "the exact text to replace; it must occur once (or set all)" }),
+    new: Schema.String,
+    all: Schema.optional(Schema.Boolean)
+  }),
+  read_file: Schema.Struct({
+    path,
+    from: Schema.optional(Schema.Number.annotations({ description: "first line (1-based)" })),
+    to: Schema.optional(Schema.Number.annotations({ description: "last line (inclusive)" }))
+  }),
+  ls: Schema.Struct({ path: Schema.optional(path), recursive: Schema.optional(Schema.Boolean) }),
+  grep: Schema.Struct({
+    pattern: Schema.String.annotations({ description: "a regular expression" }),
+    path: Schema.optional(path),
+    ignoreCase: Schema.optional(Schema.Boolean)
+  }),
+  describe: Schema.Struct({ path }),
+  rm: Schema.Struct({ path }),
+  mv: Schema.Struct({ from: path, to: path }),
+  cp: Schema.Struct({ from: path, to: path }),
+  run_script: Schema.Struct({
+    path: Schema.String.annotations({ description: "the script, e.g. /scripts/summarize.js" }),
+    args: Schema.optional(Schema.Unknown.annotations({ description: "JSON passed to the script's default export" }))
+  }),
+  run_tests: Schema.Struct({ path: Schema.optional(Schema.String.annotations({ description: "a test file or a folder of *.test.js files (default /scripts)" })) }),
+  checkpoint: Schema.Struct({ label: Schema.String }),
+  undo: Schema.Struct({ version: Schema.optional(Schema.Number.annotations({ description: "restore this version (see history); default: undo the last change" })) }),
+  redo: Schema.Struct({}),
+  history: Schema.Struct({ limit: Schema.optional(Schema.Number) }),
+  present: Schema.Struct({
+    path: Schema.String.annotations({ description: "a file under /out" }),
+    caption: Schema.String.annotations({ description: "what the file is, for the person receiving it" })
+  })
+} as const
+
+/** A verb's name. */
+export type VerbName = keyof typeof verbInputs
+
+/** A verb's decoded input. */
+export type VerbInput<K extends VerbName> = Schema.Schema.Type<(typeof verbInputs)[K]>
+
+/** What `view_image` takes: the engine runs it, not the `Environments` service. */
+export const ViewImageInput = Schema.Struct({ path })
