@@ -14,7 +14,7 @@ import type { AdapterContext, AdapterFs, AdapterModule, PureModule, ToolsModule 
 import type { AnyTool, ToolRunContext } from "../definitions/defineTool.js"
 import { packageLayout } from "../packageLayout.js"
 import { bundlePureModule } from "./script/pureModule.js"
-import type { ScriptRun } from "./script/ScriptRunner.js"
+import type { ScriptRun } from "./script/scriptRun.js"
 import type { ModuleExports } from "./script/validateScript.js"
 import type { EnvironmentFs } from "./vfs/EnvironmentFs.js"
 import { fsExports, fsModuleDoc } from "./vfs/fsModule.js"

@@ -8,7 +8,7 @@
  */
 import { Worker } from "node:worker_threads"
 import { Duration, Effect, Either, Option, Schedule, Schema } from "effect"
-import type { ScriptHost, ScriptResult, ScriptRun } from "./ScriptRunner.js"
+import type { ScriptHost, ScriptResult, ScriptRun } from "./scriptRun.js"
 
 /** A worker thread running scripts, one at a time. */
 export interface ScriptWorker {

@@ -11,7 +11,7 @@
  * starts another. A thread idle for `idleMs` is terminated, so an idle server holds none.
  */
 import { Duration, Effect, Fiber, type Scope } from "effect"
-import type { ScriptHost, ScriptResult, ScriptRun } from "./ScriptRunner.js"
+import type { ScriptHost, ScriptResult, ScriptRun } from "./scriptRun.js"
 import { type ScriptWorker, spawnScriptWorker } from "./ScriptWorker.js"
 
 /** Runs scripts on the shared threads. */

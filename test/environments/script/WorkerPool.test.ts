@@ -1,6 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Fiber } from "effect"
-import type { ScriptHost, ScriptModule } from "../../../src/environments/script/ScriptRunner.js"
+import type { ScriptHost, ScriptModule } from "../../../src/environments/script/scriptRun.js"
 import { ScriptRunner, ScriptRunnerLive } from "../../../src/environments/script/ScriptRunner.js"
 import { fakeHost, runIn, scriptRun } from "./scripts.js"
 

@@ -1,6 +1,7 @@
 /** Helpers for the script runtime's tests: a checked script as a run, and a host that records its calls. */
 import { Effect } from "effect"
-import { type ScriptHost, type ScriptModule, type ScriptResult, type ScriptRun, ScriptRunner } from "../../../src/environments/script/ScriptRunner.js"
+import { ScriptRunner } from "../../../src/environments/script/ScriptRunner.js"
+import type { ScriptHost, ScriptModule, ScriptResult, ScriptRun } from "../../../src/environments/script/scriptRun.js"
 import { validateScript } from "../../../src/environments/script/validateScript.js"
 
 /** The host modules the tests' scripts import. */
