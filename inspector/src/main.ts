@@ -4,6 +4,7 @@
  */
 import { api, onEvent, type Session } from "./api.js"
 import { h, replace } from "./dom.js"
+import { navigate } from "./navigate.js"
 import { agentPage, agentsPage } from "./pages/agents.js"
 import { approvalsPage } from "./pages/approvals.js"
 import { conversationPage, conversationsPage } from "./pages/conversations.js"
@@ -54,12 +55,6 @@ const render = (): void => {
   }
   replace(app, h("h1", {}, "Not found"), h("p", {}, `There is no page at ${path}.`))
   stop = () => {}
-}
-
-/** Moves to another page of the inspector. */
-export const navigate = (href: string): void => {
-  history.pushState(null, "", href)
-  render()
 }
 
 document.addEventListener("click", (event) => {

@@ -5,7 +5,7 @@
 import { usageLine } from "../usage.js"
 import { api, type MessageView, onEvent } from "../api.js"
 import { clock, h, link, replace } from "../dom.js"
-import { navigate } from "../main.js"
+import { navigate } from "../navigate.js"
 import { instanceHref } from "./instances.js"
 
 /** The conversations page: recent conversations, and a new one with any agent. */
