@@ -6,18 +6,18 @@
  *
  * Both dispatchers are made of it; they differ in where a run goes to be executed (`wake`): the
  * local dispatcher puts it in this process's lane, the cluster dispatcher sends it to the runner
- * that owns its conversation. How runs get in is `submissions.ts`, how they are cancelled and
- * steered `cancellations.ts`; approvals and recovery are here.
+ * that owns its conversation. How runs get in is `submissions.ts`, how one executes under its
+ * conversation's lease `leasedExecution.ts`, how runs are cancelled and steered
+ * `cancellations.ts`; approvals and recovery are here.
  */
 import type { Environments } from "../environments/Environments.js"
-import { Clock, Context, Duration, Effect, type Fiber, Option, Runtime } from "effect"
+import { Context, Duration, Effect, type Fiber, Option, Runtime } from "effect"
 import { CurrentApp } from "../compiler/CurrentApp.js"
 import type { ActivationStorage } from "../durable/ActivationStorage.js"
 import type { ApprovalStorage } from "../durable/ApprovalStorage.js"
 import { InstanceStorage } from "../durable/InstanceStorage.js"
-import { finalStatuses, RunRecord, type RunStatus } from "../durable/records.js"
+import { finalStatuses, type RunRecord } from "../durable/records.js"
 import { Store } from "../durable/Store.js"
-import { runAgent } from "../engine/AgentLoop.js"
 import { RunStarter } from "../engine/RunStarter.js"
 import type { Instances } from "../instances/Instances.js"
 import type { EventLog } from "../events/EventLog.js"
@@ -33,6 +33,7 @@ import { makeExecutions } from "./executions.js"
 import { executorName, isDeadExecutor } from "./executorIdentity.js"
 import { makeInstanceRefusals } from "./instanceRefusals.js"
 import { makeHeldLeases } from "./heldLeases.js"
+import { makeLeasedExecution } from "./leasedExecution.js"
 import { makeSubmissions } from "./submissions.js"
 
 /** Settings of an executor. */
@@ -66,53 +67,7 @@ export const makeRunExecutor = (options: RunExecutorOptions) =>
       letGo: (lease): Effect.Effect<void> => letGo(lease)
     })
 
-    /** Waits for the run's conversation lease (another process may be running it), and reads the run's status with it. */
-    const claim = (run: RunRecord): Effect.Effect<{ readonly lease: Lease; readonly status: RunStatus }> =>
-      journal.claim(run, owner, leaseTtl, isDeadExecutor).pipe(
-        Effect.orDie,
-        Effect.flatMap((claimed) =>
-          claimed._tag === "Claimed"
-            ? Effect.succeed(claimed)
-            // Another executor holds it: try again once its lease would expire unrenewed.
-            : Effect.flatMap(Clock.currentTimeMillis, (now) =>
-              Effect.zipRight(Effect.sleep(Duration.millis(Math.min(Math.max(claimed.expiresAt - now + 5, 5), leaseTtl))), claim(run))))
-      )
-
     const { hold, letGo } = yield* makeHeldLeases(journal, leaseTtl, executions.stop)
-
-    /**
-     * Executes the run (its conversation's earlier runs are done, and it has a slot) under the
-     * conversation's lease: `claimed` when the submission took it (held, so renewed, since), else
-     * taken now, so that it is renewed from the moment it is held; either way with the run's status
-     * as stored now. Whichever lease it is, it is given up when the execution ends, however it
-     * ends (a step may have released it already).
-     */
-    const execute = (run: RunRecord, claimed: Lease | undefined) => {
-      let lease = claimed
-      const underLease = (status: RunStatus) => {
-        // Another process (or a cancel) may have moved the run on while it waited.
-        if (lease === undefined || finalStatuses.has(status)) return Effect.void
-        if (status === "suspended" && run.status !== "suspended") return Effect.void
-        const granted = lease
-        const latest = status === run.status ? run : new RunRecord({ ...run, status }, { disableValidation: true })
-        return releases.forRun(run, (app) =>
-          Effect.gen(function*() {
-            const outcome = yield* runAgent(app, latest, granted).pipe(Effect.catchTag("LeaseLost", () => Effect.succeed(undefined)))
-            if (outcome === "suspended") yield* approvals.asked
-          }))
-      }
-      const leased = claimed === undefined
-        ? Effect.flatMap(claim(run), (claimedNow) => {
-          lease = claimedNow.lease
-          return Effect.zipRight(hold(claimedNow.lease, run.id), underLease(claimedNow.status))
-        })
-        // Queued with the lease, the run may have been cancelled since (from another process).
-        : Effect.flatMap(Effect.orDie(journal.statusOf(run.id)), (status) => status === undefined ? Effect.void : underLease(status))
-      const ended = Effect.ensuring(leased, Effect.suspend(() => lease === undefined ? Effect.void : letGo(lease)))
-      return (run.parentRunId !== null && run.parentToolCallId !== null ? Effect.zipRight(ended, wakeParent(run.id)) : ended).pipe(
-        Effect.catchAllCause((cause) => Effect.logError("run execution crashed", cause))
-      )
-    }
 
     /**
      * Puts the run at the back of its conversation's lane, or at the `place` its submission took
@@ -176,6 +131,7 @@ export const makeRunExecutor = (options: RunExecutorOptions) =>
     })
 
     const approvals = yield* makeApprovalDecisions((run) => wake(run))
+    const execute = makeLeasedExecution({ journal, releases, owner, leaseTtl, hold, letGo, asked: approvals.asked, wakeParent })
 
     const decide = Effect.fn("Dispatcher.decide")(function*(
       approvalId: string,

@@ -1,0 +1,82 @@
+/**
+ * A run executed under its conversation's lease, the fence that keeps two processes on one
+ * database from running one conversation at once: the lease its submission took, or one waited
+ * for now (another process may hold it), renewed while held and given up when the execution ends,
+ * however it ends. A child run that ends wakes the parent waiting for it.
+ */
+import { Clock, type Context, Duration, Effect } from "effect"
+import { finalStatuses, RunRecord, type RunStatus } from "../durable/records.js"
+import { runAgent } from "../engine/AgentLoop.js"
+import type { Lease } from "../journal/journalRecords.js"
+import type { RunJournal } from "../journal/RunJournal.js"
+import type { Releases } from "../release/Releases.js"
+import { isDeadExecutor } from "./executorIdentity.js"
+
+/** What executions need of their executor. */
+export interface LeasedExecutionOptions {
+  readonly journal: Context.Tag.Service<RunJournal>
+  readonly releases: Context.Tag.Service<Releases>
+  /** The executor's name, as it holds leases. */
+  readonly owner: string
+  /** How long a lease lasts unrenewed, in milliseconds. */
+  readonly leaseTtl: number
+  /** Renews a lease taken for a run until it is let go. */
+  readonly hold: (lease: Lease, runId: string) => Effect.Effect<void>
+  /** Stops renewing a lease and releases it. */
+  readonly letGo: (lease: Lease) => Effect.Effect<void>
+  /** Tells the approvals' expiry that a run now waits for one. */
+  readonly asked: Effect.Effect<void>
+  /** Wakes the run's parent if it waits for the run, now ended. */
+  readonly wakeParent: (runId: string) => Effect.Effect<void>
+}
+
+/** How the executor executes a run whose turn in its lane has come, with the lease its submission took, if any. */
+export const makeLeasedExecution = (options: LeasedExecutionOptions) => {
+  const { journal, leaseTtl, letGo, owner, releases } = options
+
+  /** Waits for the run's conversation lease (another process may be running it), and reads the run's status with it. */
+  const claim = (run: RunRecord): Effect.Effect<{ readonly lease: Lease; readonly status: RunStatus }> =>
+    journal.claim(run, owner, leaseTtl, isDeadExecutor).pipe(
+      Effect.orDie,
+      Effect.flatMap((claimed) =>
+        claimed._tag === "Claimed"
+          ? Effect.succeed(claimed)
+          // Another executor holds it: try again once its lease would expire unrenewed.
+          : Effect.flatMap(Clock.currentTimeMillis, (now) =>
+            Effect.zipRight(Effect.sleep(Duration.millis(Math.min(Math.max(claimed.expiresAt - now + 5, 5), leaseTtl))), claim(run))))
+    )
+
+  /**
+   * Executes the run (its conversation's earlier runs are done, and it has a slot) under the
+   * conversation's lease: `claimed` when the submission took it (held, so renewed, since), else
+   * taken now, so that it is renewed from the moment it is held; either way with the run's status
+   * as stored now. Whichever lease it is, it is given up when the execution ends, however it
+   * ends (a step may have released it already).
+   */
+  return (run: RunRecord, claimed: Lease | undefined) => {
+    let lease = claimed
+    const underLease = (status: RunStatus) => {
+      // Another process (or a cancel) may have moved the run on while it waited.
+      if (lease === undefined || finalStatuses.has(status)) return Effect.void
+      if (status === "suspended" && run.status !== "suspended") return Effect.void
+      const granted = lease
+      const latest = status === run.status ? run : new RunRecord({ ...run, status }, { disableValidation: true })
+      return releases.forRun(run, (app) =>
+        Effect.gen(function*() {
+          const outcome = yield* runAgent(app, latest, granted).pipe(Effect.catchTag("LeaseLost", () => Effect.succeed(undefined)))
+          if (outcome === "suspended") yield* options.asked
+        }))
+    }
+    const leased = claimed === undefined
+      ? Effect.flatMap(claim(run), (claimedNow) => {
+        lease = claimedNow.lease
+        return Effect.zipRight(options.hold(claimedNow.lease, run.id), underLease(claimedNow.status))
+      })
+      // Queued with the lease, the run may have been cancelled since (from another process).
+      : Effect.flatMap(Effect.orDie(journal.statusOf(run.id)), (status) => status === undefined ? Effect.void : underLease(status))
+    const ended = Effect.ensuring(leased, Effect.suspend(() => lease === undefined ? Effect.void : letGo(lease)))
+    return (run.parentRunId !== null && run.parentToolCallId !== null ? Effect.zipRight(ended, options.wakeParent(run.id)) : ended).pipe(
+      Effect.catchAllCause((cause) => Effect.logError("run execution crashed", cause))
+    )
+  }
+}
