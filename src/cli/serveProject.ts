@@ -152,6 +152,83 @@ const typeChecker = (root: string, status: BuildStatus["Type"]) =>
       })
   })
 
+/** What a reload needs of the server it reloads. */
+interface Served {
+  readonly options: ServeOptions
+  /** The config's settings the server started with (`fixedSettings`): a change needs a restart. */
+  readonly settings: string
+  readonly address: string
+  readonly context: Context.Context<CurrentApp | Schedules | BuildStatus>
+  /** Starts the type check of a build, interrupting the one running. */
+  readonly checkTypes: (configFile: string | undefined) => Effect.Effect<void>
+}
+
+/**
+ * `foundry dev` after its first build (`first`): each burst of saved files rebuilds the project
+ * and, when the build succeeds, serves it in place of the last good one, whose scope is then
+ * closed; a broken config or build leaves the last good one serving and says why.
+ */
+const reloadOnChanges = (
+  changes: Queue.Dequeue<ReadonlyArray<string>>,
+  served: Served,
+  first: { readonly app: CompiledApp; readonly scope: Scope.CloseableScope | undefined; readonly generation: number }
+) =>
+  Effect.gen(function*() {
+    const { address, checkTypes, options, settings } = served
+    const current = Context.get(served.context, CurrentApp)
+    const schedules = Context.get(served.context, Schedules)
+    const status = Context.get(served.context, BuildStatus)
+    let { app, generation, scope: buildScope } = first
+    const reload = (changed: ReadonlyArray<string>) => Effect.gen(function*() {
+      generation++
+      yield* say(style.dim(`changed: ${changed.length > 3 ? `${changed.slice(0, 3).join(", ")} and ${changed.length - 3} more` : changed.join(", ") || "(folders)"}`))
+      const nextConfig = yield* loadConfig(options.root, generation).pipe(Effect.either)
+      if (nextConfig._tag === "Left") {
+        yield* reportError("Reload failed: the config is broken; still serving the last good build.", nextConfig.left)
+        yield* status.update((report) => ({ ...report, problems: problemsOf(nextConfig.left) }))
+        return
+      }
+      const restartNeeded = fixedSettings(nextConfig.right, options) === settings
+        ? null
+        : `${nextConfig.right.configFile ?? "foundry.config.ts"} changed the store, port, host, concurrency, event retention or auth: ` +
+          `restart foundry dev to apply it (still serving on ${address} with ${storeFileOf(app)})`
+      if (restartNeeded !== null) yield* warn(style.yellow(restartNeeded))
+      const next = yield* build(options.root, generation, nextConfig.right)
+      if (next.result._tag === "Left") {
+        const failure = next.result.left
+        yield* reportError("Reload failed; still serving the last good build.", failure)
+        yield* status.update((report) => ({ ...report, problems: problemsOf(failure), restartNeeded }))
+        yield* checkTypes(nextConfig.right.configFile)
+        return
+      }
+      const previous = buildScope
+      buildScope = next.scope
+      app = next.result.right
+      yield* current.set(app)
+      yield* schedules.sync(app)
+      if (previous !== undefined) yield* Scope.close(previous, Exit.void)
+      yield* status.update((report) => ({ ...report, generation, builtAt: Date.now(), problems: [], restartNeeded }))
+      yield* say(style.cyan(`reloaded (build ${generation}): ${routeSummary(app.table)}`))
+      yield* checkTypes(app.table.configFile)
+    }).pipe(Effect.catchAllCause((cause) => warn(`reload crashed: ${String(cause)}`)))
+    // Every burst saved while a reload ran is one reload after it. A file system may report one
+    // save in two bursts: a file whose content is what the last reload already read is no change.
+    const contents = new Map<string, string>()
+    const changedContent = (files: ReadonlyArray<string>) =>
+      files.filter((file) => {
+        const digest = contentDigest(join(options.root, file))
+        if (contents.get(file) === digest) return false
+        contents.set(file, digest)
+        return true
+      })
+    yield* Effect.gen(function*() {
+      const burst = yield* Queue.take(changes)
+      const more = yield* Queue.takeAll(changes)
+      const changed = changedContent([...new Set([...burst, ...Chunk.toReadonlyArray(more).flat()])].sort())
+      if (changed.length > 0) yield* reload(changed)
+    }).pipe(Effect.forever, Effect.forkScoped)
+  })
+
 /** Serves the project at `root` until interrupted. */
 export const serveProject = Effect.fn("cli.serveProject")(function*(options: ServeOptions) {
   if (options.release === true && releaseIdAt(options.root) === undefined) {
@@ -160,7 +237,7 @@ export const serveProject = Effect.fn("cli.serveProject")(function*(options: Ser
         "  fix: build one with `foundry build <project>` and start the folder it prints (<project>/.foundry/releases/rel_...)"
     })
   }
-  let generation = 1
+  const generation = 1
   const config = yield* loadConfig(options.root, generation).pipe(
     Effect.catchTag("RouteError", (error) =>
       Effect.fail(new CliError({ message: `the project's config is broken, so Foundry cannot start:\n${error.message}` })))
@@ -200,8 +277,6 @@ export const serveProject = Effect.fn("cli.serveProject")(function*(options: Ser
   const releases = options.watch ? {} : { serving: { scope: first.scope, given: options.release === true } }
   const context = yield* Layer.build(serverLayer(app, { port, host }, { cluster: options.cluster, releases }))
   const server = Context.get(context, HttpServer.HttpServer)
-  const current = Context.get(context, CurrentApp)
-  const schedules = Context.get(context, Schedules)
   const status = Context.get(context, BuildStatus)
   const address = server.address._tag === "TcpAddress" ? `http://${host}:${server.address.port}` : String(server.address)
   if (first.result._tag === "Left") {
@@ -217,53 +292,6 @@ export const serveProject = Effect.fn("cli.serveProject")(function*(options: Ser
   const checkTypes = yield* typeChecker(options.root, status)
   yield* checkTypes(app.table.configFile)
 
-  const reload = (changed: ReadonlyArray<string>) => Effect.gen(function*() {
-    generation++
-    yield* say(style.dim(`changed: ${changed.length > 3 ? `${changed.slice(0, 3).join(", ")} and ${changed.length - 3} more` : changed.join(", ") || "(folders)"}`))
-    const nextConfig = yield* loadConfig(options.root, generation).pipe(Effect.either)
-    if (nextConfig._tag === "Left") {
-      yield* reportError("Reload failed: the config is broken; still serving the last good build.", nextConfig.left)
-      yield* status.update((report) => ({ ...report, problems: problemsOf(nextConfig.left) }))
-      return
-    }
-    const restartNeeded = fixedSettings(nextConfig.right, options) === settings
-      ? null
-      : `${nextConfig.right.configFile ?? "foundry.config.ts"} changed the store, port, host, concurrency, event retention or auth: ` +
-        `restart foundry dev to apply it (still serving on ${address} with ${storeFileOf(app)})`
-    if (restartNeeded !== null) yield* warn(style.yellow(restartNeeded))
-    const next = yield* build(options.root, generation, nextConfig.right)
-    if (next.result._tag === "Left") {
-      const failure = next.result.left
-      yield* reportError("Reload failed; still serving the last good build.", failure)
-      yield* status.update((report) => ({ ...report, problems: problemsOf(failure), restartNeeded }))
-      yield* checkTypes(nextConfig.right.configFile)
-      return
-    }
-    const previous = buildScope
-    buildScope = next.scope
-    app = next.result.right
-    yield* current.set(app)
-    yield* schedules.sync(app)
-    if (previous !== undefined) yield* Scope.close(previous, Exit.void)
-    yield* status.update((report) => ({ ...report, generation, builtAt: Date.now(), problems: [], restartNeeded }))
-    yield* say(style.cyan(`reloaded (build ${generation}): ${routeSummary(app.table)}`))
-    yield* checkTypes(app.table.configFile)
-  }).pipe(Effect.catchAllCause((cause) => warn(`reload crashed: ${String(cause)}`)))
-  // Every burst saved while a reload ran is one reload after it. A file system may report one
-  // save in two bursts: a file whose content is what the last reload already read is no change.
-  const contents = new Map<string, string>()
-  const changedContent = (files: ReadonlyArray<string>) =>
-    files.filter((file) => {
-      const digest = contentDigest(join(options.root, file))
-      if (contents.get(file) === digest) return false
-      contents.set(file, digest)
-      return true
-    })
-  yield* Effect.gen(function*() {
-    const first = yield* Queue.take(changes)
-    const more = yield* Queue.takeAll(changes)
-    const changed = changedContent([...new Set([...first, ...Chunk.toReadonlyArray(more).flat()])].sort())
-    if (changed.length > 0) yield* reload(changed)
-  }).pipe(Effect.forever, Effect.forkScoped)
+  yield* reloadOnChanges(changes, { options, settings, address, context, checkTypes }, { app, scope: buildScope, generation })
   return yield* Effect.never
 })
