@@ -130,8 +130,19 @@ export const makeRunExecutor = (options: RunExecutorOptions) =>
       successor: submissions.successor
     })
 
+    // Made before the approvals, whose expiry fiber may resume runs at once: an execution forked
+    // then finds `execute` made. It tells the approvals of a new one only when a run suspends.
+    const execute = makeLeasedExecution({
+      journal,
+      releases,
+      owner,
+      leaseTtl,
+      hold,
+      letGo,
+      asked: Effect.suspend(() => approvals.asked),
+      wakeParent
+    })
     const approvals = yield* makeApprovalDecisions((run) => wake(run))
-    const execute = makeLeasedExecution({ journal, releases, owner, leaseTtl, hold, letGo, asked: approvals.asked, wakeParent })
 
     const decide = Effect.fn("Dispatcher.decide")(function*(
       approvalId: string,
