@@ -167,8 +167,9 @@ const runWithTimeout = Effect.fnUntraced(function*(
   defaultTimeout: Duration.DurationInput
 ) {
   const idempotencyKey = tool.definition.idempotencyKey?.(input) ?? `${context.runId}:${context.toolCallId}`
-  // The compiler checked that `services` holds every service the tool lists in `requires`.
-  const run: Effect.Effect<unknown, unknown, unknown> = tool.definition.run(input, { ...context, idempotencyKey })
+  // The compiler checked that `services` holds every service the tool lists in `requires`. A
+  // `run` that throws before returning its Effect has crashed as much as one whose Effect dies.
+  const run: Effect.Effect<unknown, unknown, unknown> = Effect.suspend(() => tool.definition.run(input, { ...context, idempotencyKey }))
   const timeout = tool.definition.timeout ?? defaultTimeout
   const timed = yield* withinTimeout(run, services, timeout)
   if (Option.isNone(timed)) {
@@ -178,6 +179,10 @@ const runWithTimeout = Effect.fnUntraced(function*(
   const result = timed.value
   if (Exit.isFailure(result)) {
     if (Cause.isInterruptedOnly(result.cause)) return yield* Effect.interrupt
+    // The model reads the message; the developer needs where it crashed: a defect's stack goes to the log.
+    if (Option.isNone(Cause.failureOption(result.cause))) {
+      yield* Effect.logWarning(`tool ${tool.name} crashed (run ${context.runId}, call ${context.toolCallId})`, result.cause)
+    }
     return failed(rawInput, `${tool.name} failed: ${describeFailure(result.cause)}`)
   }
   const encoded = yield* Schema.encode(tool.definition.output)(result.value, { errors: "all" }).pipe(Effect.either)

@@ -11,12 +11,15 @@ export default defineTool({
   description: "Look up an order by id",
   input: Schema.Struct({ orderId: Schema.String, quantity: Schema.Number }),
   output: Schema.Struct({ status: Schema.String }),
-  run: ({ orderId }) =>
-    orderId === "boom"
+  run: ({ orderId }) => {
+    // A throw in \`run\` itself, before any Effect exists, is a crash of the tool as much as a defect inside one.
+    if (orderId === "thrown") throw new Error("thrown before any Effect")
+    return orderId === "boom"
       ? Effect.fail({ _tag: "OrderSystemDown", message: "the order system is down" })
       : orderId === "defect"
       ? Effect.die(new Error("null pointer in tool"))
       : Effect.succeed({ status: "shipped " + orderId })
+  }
 })
 `
 
@@ -124,6 +127,24 @@ describe("the agent loop", () => {
       expect(results[1]).toContain("lookup")
       expect(results[2]).toContain("OrderSystemDown: the order system is down")
       expect(results[3]).toContain("null pointer in tool")
+    }))
+
+  it.scopedLive("reports a tool whose run throws before returning its Effect to the model, and goes on", () =>
+    Effect.gen(function*() {
+      const root = yield* tempProject(project)
+      const results: Array<string> = []
+      const model = Scripted.make((request, index) => {
+        if (index === 1) {
+          results.push(...request.messages.filter((m) => m._tag === "tool").map((m) => m._tag === "tool" ? m.content : ""))
+          return { text: "sorry, the lookup crashed" }
+        }
+        return { toolCalls: [{ name: "lookup", arguments: { orderId: "thrown", quantity: 1 } }] }
+      })
+      const server = yield* startServer(root, { model })
+      const { events, run } = yield* runTo(server.url, "shop", "where is my order?")
+      expect(run).toMatchObject({ status: "completed", output: "sorry, the lookup crashed" })
+      expect(results).toEqual(["Error: lookup failed: thrown before any Effect"])
+      expect(events.find((e) => e.type === "tool.call.failed")?.data).toMatchObject({ tool: "lookup", error: "lookup failed: thrown before any Effect" })
     }))
 
   it.scopedLive("fails the run with a clear error when maxTurns runs out", () =>
