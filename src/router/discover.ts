@@ -157,7 +157,7 @@ const unknownAgents = (
       ? [
         new RouteError({
           file: route.file,
-          problem: "agent is an agent that is not a route of this project",
+          problem: "agent is not a route of this project: it is not the default export of an agents/<path>/agent.ts",
           fix: "import the agent from its file under agents/ (agents/<path>/agent.ts)"
         })
       ]

@@ -13,8 +13,11 @@ import { pathToFileURL } from "node:url"
 import type { BuildFailure, BuildOptions, Message, OnResolveArgs, Plugin, PluginBuild, ResolveResult } from "esbuild"
 import { packageLayout } from "../packageLayout.js"
 
+/** An entry's module URL, or the build errors that keep it from loading. */
+export type BundledEntry = { readonly _tag: "Built"; readonly url: string } | { readonly _tag: "Broken"; readonly message: string }
+
 /** Each entry's module URL, or the build errors that keep it from loading. */
-export type BundledEntries = ReadonlyMap<string, { readonly _tag: "Built"; readonly url: string } | { readonly _tag: "Broken"; readonly message: string }>
+export type BundledEntries = ReadonlyMap<string, BundledEntry>
 
 /** Whether `specifier` names a package (`effect`, `@scope/name/sub`), not a file or a `node:`-style URL. */
 export const isBare = (specifier: string): boolean => !/^(\.|\/|[a-z][a-z0-9+.-]*:)/i.test(specifier)
@@ -95,12 +98,13 @@ export const routeBuildOptions = (root: string, entries: ReadonlyArray<string>) 
   logLevel: "silent"
 } satisfies BuildOptions)
 
-/** Bundles `entries` (project-relative files) of the project at `root` into `outdir`. */
-const bundle = async (root: string, entries: ReadonlyArray<string>, outdir: string): Promise<void> => {
+/** Bundles `entries` (project-relative files) of the project at `root` into `outdir`; with `write: false`, only checks that they bundle. */
+const bundle = async (root: string, entries: ReadonlyArray<string>, outdir: string, write = true): Promise<void> => {
   const { build } = await import("esbuild")
   await build({
     ...routeBuildOptions(root, entries),
     outdir,
+    write,
     sourcemap: "linked",
     // .mjs: the bundle is ES modules whatever the project's package.json says about "type".
     outExtension: { ".js": ".mjs" },
@@ -112,26 +116,35 @@ const outputOf = (outdir: string, file: string): string => pathToFileURL(join(ou
 
 /**
  * Bundles the entries into `outdir`. When the whole fails (a syntax error somewhere), each entry is
- * bundled alone, so every file whose own imports are sound still loads, and each broken one says why.
+ * bundled alone to find the broken ones, each saying why; the sound ones are then bundled together
+ * again, so that a module they share (an agent a playbook imports) is still one module.
  */
 export const bundleRoutes = async (root: string, entries: ReadonlyArray<string>, outdir: string): Promise<BundledEntries> => {
-  try {
-    await bundle(root, entries, outdir)
-    return new Map(entries.map((file) => [file, { _tag: "Built", url: outputOf(outdir, file) }]))
-  } catch (error) {
-    if (!isBuildFailure(error)) throw error
+  const results = new Map<string, BundledEntry>()
+  const built = (files: ReadonlyArray<string>) => {
+    for (const file of files) results.set(file, { _tag: "Built", url: outputOf(outdir, file) })
+    return results
   }
-  const results = new Map<string, { readonly _tag: "Built"; readonly url: string } | { readonly _tag: "Broken"; readonly message: string }>()
-  for (const [index, file] of entries.entries()) {
-    const alone = join(outdir, `entry-${index}`)
+  const brokenBy = (failure: BuildFailure): BundledEntry => ({ _tag: "Broken", message: failure.errors.map((m) => describe(root, m)).join("\n") })
+  const failureOf = async (files: ReadonlyArray<string>, write: boolean): Promise<BuildFailure | undefined> => {
     try {
-      await bundle(root, [file], alone)
-      results.set(file, { _tag: "Built", url: outputOf(alone, file) })
+      await bundle(root, files, outdir, write)
+      return undefined
     } catch (error) {
       if (!isBuildFailure(error)) throw error
-      results.set(file, { _tag: "Broken", message: error.errors.map((m) => describe(root, m)).join("\n") })
+      return error
     }
   }
+  if (await failureOf(entries, true) === undefined) return built(entries)
+  for (const file of entries) {
+    const failure = await failureOf([file], false)
+    if (failure !== undefined) results.set(file, brokenBy(failure))
+  }
+  const sound = entries.filter((file) => !results.has(file))
+  const together = sound.length === 0 ? undefined : await failureOf(sound, true)
+  if (together === undefined) return built(sound)
+  // Each bundles alone but not with the others: said of every one of them rather than hidden.
+  for (const file of sound) results.set(file, brokenBy(together))
   return results
 }
 

@@ -114,5 +114,18 @@ describe("foundry routes and foundry check", () => {
       expect(bad.stderr).toContain(`tool "support/lookup-order"`)
       expect(bad.stderr).toContain("requires the service Orders")
     }))
+
+  it.scopedLive("a file that does not parse is the only one reported: the playbook and the schedules keep their agents", () =>
+    Effect.gen(function*() {
+      const root = yield* exampleCopy
+      // The project no longer bundles as a whole: the sound files must still share one module per agent.
+      writeFileSync(join(root, "schedules/nightly.ts"), "export default {\n")
+      const result = yield* runCli(["check", root])
+      expect(result.code).toBe(1)
+      expect(result.stderr).toContain("1 broken route file")
+      expect(result.stderr).toContain("schedules/nightly.ts")
+      expect(result.stderr).not.toContain("urgent-ticket")
+      expect(result.stderr).not.toContain("daily-review")
+    }))
 })
 

@@ -211,7 +211,7 @@ export const other = defineAgent({ description: "not a route" })
         "schedules/daily.ts": scheduleOf("other", `import { other } from "../agents/support/lib/other.js"`)
       })
       const error = onlyErrorFor(errors, "schedules/daily.ts")
-      expect(error.problem).toBe("agent is an agent that is not a route of this project")
+      expect(error.problem).toBe("agent is not a route of this project: it is not the default export of an agents/<path>/agent.ts")
       expect(error.fix).toContain("agents/<path>/agent.ts")
     }))
 
