@@ -39,13 +39,13 @@ export class AgentNotFound extends Schema.TaggedError<AgentNotFound>()("AgentNot
 }) {}
 
 /**
- * The instance takes no runs: it is paused or archived, or it does not exist and its agent needs a
- * context to make one (`reason` says which; `message` how to go on).
+ * The instance takes no runs: it is paused or archived, it does not exist and its agent needs a
+ * context to make one, or its id is not an instance id (`reason` says which; `message` how to go on).
  */
 export class InstanceUnavailable extends Schema.TaggedError<InstanceUnavailable>()("InstanceUnavailable", {
   agent: Schema.String,
   instance: Schema.String,
-  reason: Schema.Literal("paused", "archived", "context"),
+  reason: Schema.Literal("paused", "archived", "context", "id"),
   message: Schema.String
 }) {}
 

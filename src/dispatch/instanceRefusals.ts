@@ -5,6 +5,7 @@
 import { type Context, Effect, Option } from "effect"
 import type { CompiledAgent } from "../compiler/CompiledApp.js"
 import type { InstanceStorage } from "../durable/InstanceStorage.js"
+import { instanceIdForm, isInstanceId } from "../instances/instanceId.js"
 import { needsContext } from "../instances/Instances.js"
 import { InstanceUnavailable } from "./Dispatcher.js"
 
@@ -25,6 +26,20 @@ export const makeInstanceRefusals = (instances: Context.Tag.Service<InstanceStor
           : `${where} is paused${why}: it takes no new runs until it is resumed (PATCH /api/instances/${closed.instanceId}?agent=${closed.agent} {"paused": false})`
       }))
     }),
+
+  /**
+   * An id that no instance can have: every way in (the API, `/v1`, MCP, playbooks, schedules, the
+   * CLI) comes through here, and an id refused at one must not be taken at another.
+   */
+  invalidId: (agent: string, instanceId: string) =>
+    isInstanceId(instanceId) ? Effect.void : Effect.fail(
+      new InstanceUnavailable({
+        agent,
+        instance: instanceId,
+        reason: "id",
+        message: `"${instanceId}" is not an instance id: expected ${instanceIdForm}`
+      })
+    ),
 
   /**
    * An agent that declares a `context` cannot have an instance made on first use without one that

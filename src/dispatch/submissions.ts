@@ -41,7 +41,7 @@ export interface SubmissionsOptions {
 /** Submissions, of people's runs and of child runs. */
 export const makeSubmissions = (options: SubmissionsOptions) => {
   const { current, executions, journal, leaseTtl, owner, releases, schedule, store } = options
-  const { unavailable, withoutContext } = options.refusals
+  const { invalidId, unavailable, withoutContext } = options.refusals
 
   const newRun = (
     request: RunRequest,
@@ -135,6 +135,7 @@ export const makeSubmissions = (options: SubmissionsOptions) => {
       })
     }
     const instanceId = request.instance ?? "default"
+    yield* invalidId(agent.id, instanceId)
     yield* withoutContext(agent, instanceId)
     let conversation = { id: newId("conv"), isNew: true }
     if (request.conversation !== undefined) {

@@ -10,6 +10,7 @@ import { capabilityKey, type CompiledApp } from "../compiler/CompiledApp.js"
 import type { InstanceByKey, InstallableCapability, PlaybookDefinition } from "../definitions/definePlaybook.js"
 import { kindOf } from "../definitions/RouteKind.js"
 import { InstanceStorage } from "../durable/InstanceStorage.js"
+import { instanceIdForm, isInstanceId } from "../instances/instanceId.js"
 import { Instances, needsContext } from "../instances/Instances.js"
 import type { Route } from "../router/RouteTable.js"
 
@@ -89,6 +90,8 @@ const targetsOf = (app: CompiledApp, route: Route<PlaybookDefinition>, agent: st
 /** The instance `id`, made on first use (with an empty context, so only where its agent accepts one). */
 const byId = (app: CompiledApp, agent: string, id: string) =>
   Effect.gen(function*() {
+    // Before anything is made under it: an id no client could have used.
+    if (!isInstanceId(id)) return skip(`instance "${id}" is not an instance id: instance(event) must give ${instanceIdForm}`)
     const storage = yield* InstanceStorage
     if (needsContext(app.agents.get(agent)?.definition.context) && Option.isNone(yield* storage.get(agent, id))) {
       return skip(

@@ -17,6 +17,7 @@ import type { StoreError } from "../durable/StoreError.js"
 import { EventLog } from "../events/EventLog.js"
 import type { EventContent } from "../events/FoundryEvent.js"
 import { spanIdOf, traceIdOf } from "../journal/trace.js"
+import { instanceIdForm, isInstanceId } from "./instanceId.js"
 import { openConfig, placeholderSecrets, resplitConfig, sealSecrets, splitConfig } from "./installationConfig.js"
 import { SecretBox, type SecretUnreadable } from "./SecretBox.js"
 
@@ -106,12 +107,6 @@ export class Instances extends Context.Tag("foundry/Instances")<Instances, {
     readonly unusable: ReadonlyArray<UnusableInstallation>
   }, StoreError>
 }>() {}
-
-/**
- * Instance ids as clients may choose them: they appear in URLs and event streams, and never hold
- * `@`, which separates agent and instance in `/v1`'s model names (`support@acme`).
- */
-const instanceIdRule = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/
 
 const invalid = (message: string, issues: ReadonlyArray<ReadableIssue>) =>
   new InvalidInstance({ message: `${message}:\n${issues.map((issue) => `${issue.path}: ${issue.message}`).join("\n")}`, issues })
@@ -254,8 +249,8 @@ export const layer = Layer.effect(
       const app = yield* current.get
       const agent = yield* agentOf(app, request.agent)
       const issues: Array<ReadableIssue> = []
-      if (request.id !== undefined && !instanceIdRule.test(request.id)) {
-        issues.push({ path: "id", message: "expected letters, digits and . _ : - (at most 128, starting with a letter or digit)" })
+      if (request.id !== undefined && !isInstanceId(request.id)) {
+        issues.push({ path: "id", message: `expected ${instanceIdForm}` })
       }
       const context = checkContext(agent.definition.context, request.context ?? {})
       if (Either.isLeft(context)) issues.push(...context.left)

@@ -11,6 +11,7 @@ import { BudgetSchema } from "../definitions/configFields.js"
 import { formatIssues, readableIssues } from "../definitions/readableIssues.js"
 import { secretFields } from "../definitions/secretFields.js"
 import { ScheduleTimingSchema, timingProblem } from "../definitions/scheduleTiming.js"
+import { instanceIdForm, isInstanceId } from "../instances/instanceId.js"
 import { AgentMcpSchema } from "../mcp/McpServerSpec.js"
 import { checkEnvironment } from "./validateEnvironment.js"
 
@@ -228,8 +229,15 @@ const checkSchedule = (file: string, definition: Record<string, unknown>): Array
   typeof definition.message === "string" && definition.message.length > 0
     ? undefined
     : { problem: "message is missing", fix: `add message: "what the agent should do"` },
-  checkTiming(definition.timing)
+  checkTiming(definition.timing),
+  checkInstanceId(definition.instance)
 ]
+
+/** An instance named in the file itself: refused at load rather than at every firing. */
+const checkInstanceId = (instance: unknown): DefinitionProblem | undefined =>
+  typeof instance === "string" && instance !== "" && !isInstanceId(instance)
+    ? { problem: `instance "${instance}" is not an instance id`, fix: `use ${instanceIdForm}, e.g. "default"` }
+    : undefined
 
 // A timing the scheduler cannot read would be stored as active and never fire: refuse it here.
 const checkTiming = (value: unknown): DefinitionProblem | undefined => {
@@ -244,7 +252,8 @@ const instanceForms = `an id ("default"), (event) => "<id>", { key: (event) => "
 
 /** A playbook's `instance`: an id, a function to one, a provisioning key, or a capability its instances installed. */
 const checkPlaybookInstance = (instance: unknown): DefinitionProblem | undefined => {
-  if ((typeof instance === "string" && instance !== "") || typeof instance === "function") return undefined
+  if (typeof instance === "string" && instance !== "") return checkInstanceId(instance)
+  if (typeof instance === "function") return undefined
   if (!isRecord(instance)) return { problem: `instance is ${instance === "" ? "an empty string" : String(instance)}`, fix: `use ${instanceForms}` }
   const fields = Object.keys(instance)
   if ("installed" in instance) {

@@ -130,6 +130,18 @@ describe("ids", () => {
       expect(error.fix).toBe(`rename "daily_review" to "daily-review"`)
     }))
 
+  it.scoped("a schedule's instance that no instance id can be", () =>
+    Effect.gen(function*() {
+      const schedule = `import { defineSchedule } from "foundry"
+import support from "../agents/support/agent.js"
+export default defineSchedule({ every: "1 hour", agent: support, instance: "acme corp", message: "wake up" })
+`
+      const errors = yield* routeErrorsOf({ ...support, "schedules/daily.ts": schedule })
+      const error = onlyErrorFor(errors, "schedules/daily.ts")
+      expect(error.problem).toBe(`instance "acme corp" is not an instance id`)
+      expect(error.fix).toContain("1-128 letters, digits")
+    }))
+
   it.scoped("a tool file under agents/ that no agent folder contains", () =>
     Effect.gen(function*() {
       const errors = yield* routeErrorsOf({ ...support, "agents/orphan/x.tool.ts": toolFile() })

@@ -69,6 +69,19 @@ describe("webhooks", () => {
       expect(types).toEqual(["delivery.received", "playbook.skipped", "playbook.matched", "instance.provisioned", "playbook.dispatched"])
     }))
 
+  it.scopedLive("an instance(event) that is no instance id is skipped with why, and makes no instance", () =>
+    Effect.gen(function*() {
+      const server = yield* startServer(yield* tempProject(project()), { model })
+      const response = yield* deliver(server.url, ticket({ customerId: "c 9/../x" }))
+      expect(response.status).toBe(202)
+      const delivery = response.json as Delivery
+      expect(delivery.runs).toEqual([])
+      const urgent = delivery.skipped.find((s) => s.playbook === "urgent")
+      expect(urgent?.reason).toContain(`instance "customer-c 9/../x" is not an instance id`)
+      const instances = (yield* http(`${server.url}/api/instances?agent=triage`)).json as { instances: ReadonlyArray<{ id: string }> }
+      expect(instances.instances.map((i) => i.id)).not.toContain("customer-c 9/../x")
+    }))
+
   it.scopedLive("one event fans out to two playbooks and two agents", () =>
     Effect.gen(function*() {
       const server = yield* startServer(yield* tempProject(project()), { model })

@@ -14,6 +14,7 @@
  */
 import { createHash } from "node:crypto"
 import { Either } from "effect"
+import { instanceIdForm, isInstanceId } from "../../instances/instanceId.js"
 import type { ChatMessage } from "../../models/Model.js"
 import { transcriptProblem } from "../../models/validateTranscript.js"
 import { type ChatCompletionRequest, contentText, type RequestMessage } from "./ChatCompletionRequest.js"
@@ -32,7 +33,6 @@ export interface ChatTurn {
   readonly history: ReadonlyArray<ChatMessage>
 }
 
-const instancePattern = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/
 const conversationPattern = /^[A-Za-z0-9][A-Za-z0-9._:@-]{0,199}$/
 
 /** `<agent>` or `<agent>@<instance>`; the instance is `default` when absent. */
@@ -41,9 +41,9 @@ export const parseModel = (model: string): Either.Either<{ readonly agent: strin
   const agent = at < 0 ? model : model.slice(0, at)
   const instance = at < 0 ? "default" : model.slice(at + 1)
   if (agent.length === 0) return Either.left(invalidRequest(`model "${model}" names no agent: send "<agent>" or "<agent>@<instance>"`, "model"))
-  if (!instancePattern.test(instance)) {
+  if (!isInstanceId(instance)) {
     return Either.left(invalidRequest(
-      `model "${model}": the instance after "@" must be 1-128 letters, digits, '.', '_', ':' or '-'`,
+      `model "${model}": the instance after "@" must be ${instanceIdForm}`,
       "model"
     ))
   }

@@ -12,15 +12,14 @@ import {
 } from "../../../dispatch/Dispatcher.js"
 import { RunStatus } from "../../../durable/records.js"
 import { FoundryEvent } from "../../../events/FoundryEvent.js"
+import { instanceIdForm, instanceIdPattern } from "../../../instances/instanceId.js"
 import { RunView } from "./views.js"
 
 /** The body of `POST /api/runs`. Messages follow the field's path in a 400: `agent: expected ...`. */
 export const CreateRun = Schema.Struct({
   agent: Schema.String.pipe(Schema.nonEmptyString({ message: () => "expected a non-empty agent id" })),
   message: Schema.String.pipe(Schema.nonEmptyString({ message: () => "expected non-empty text" })),
-  instance: Schema.optional(Schema.String.pipe(Schema.pattern(/^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/, {
-    message: () => "expected 1-128 letters, digits, '.', '_', ':' or '-'"
-  }))),
+  instance: Schema.optional(Schema.String.pipe(Schema.pattern(instanceIdPattern, { message: () => `expected ${instanceIdForm}` }))),
   conversation: Schema.optional(Schema.String)
 })
 
