@@ -11,7 +11,7 @@ import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import { Cause, Effect, Option } from "effect"
 import packageJson from "../../package.json" with { type: "json" }
 import { tokenScopes } from "../auth/TokenScope.js"
-import { cluster, host, port, projectDir, projectDirOption, runnerHost, runnerPort } from "./commands/options.js"
+import { cluster, host, port, projectDir, projectDirOption, projectRoot, projectRootOption, runnerHost, runnerPort } from "./commands/options.js"
 import { reportError } from "./terminal.js"
 
 const init = Command.make(
@@ -47,7 +47,7 @@ const serve = (
       }))
   )
 
-const dev = Command.make("dev", serveOptions, (options) => serve({ ...options, release: Option.none() }, true)).pipe(
+const dev = Command.make("dev", { ...serveOptions, dir: projectRoot }, (options) => serve({ ...options, release: Option.none() }, true)).pipe(
   Command.withDescription("serve a project and reload it on every change")
 )
 
@@ -62,7 +62,7 @@ const start = Command.make("start", { ...serveOptions, release }, (options) => s
 )
 
 const build = Command.make("build", {
-  dir: projectDir,
+  dir: projectRoot,
   docker: Options.boolean("docker").pipe(
     Options.withDescription("also write a Dockerfile, a compose.yaml (with PostgreSQL) and the framework's packed tarball into the release")
   )
@@ -75,7 +75,7 @@ const run = Command.make(
   {
     agent: Args.text({ name: "agent" }).pipe(Args.withDescription("the agent's id, e.g. support/triage")),
     message: Args.text({ name: "message" }).pipe(Args.withDescription("the message to send")),
-    dir: projectDirOption,
+    dir: projectRootOption,
     instance: Options.text("instance").pipe(Options.withDescription("the instance (default: default)"), Options.optional)
   },
   ({ agent, dir, instance, message }) =>
@@ -85,12 +85,12 @@ const run = Command.make(
     )
 ).pipe(Command.withDescription("send one message to an agent and stream its answer"))
 
-const routes = Command.make("routes", { dir: projectDir }, ({ dir }) =>
+const routes = Command.make("routes", { dir: projectRoot }, ({ dir }) =>
   Effect.flatMap(Effect.promise(() => import("./commands/routes.js")), (command) => command.routes(dir))).pipe(
     Command.withDescription("print the project's route table")
   )
 
-const check = Command.make("check", { dir: projectDir }, ({ dir }) =>
+const check = Command.make("check", { dir: projectRoot }, ({ dir }) =>
   Effect.flatMap(Effect.promise(() => import("./commands/check.js")), (command) => command.check(dir))).pipe(
     Command.withDescription("validate routes and type-check them with the generated types")
   )
@@ -181,7 +181,7 @@ const target = {
 
 const deploy = Command.make("deploy", {
   ...target,
-  dir: projectDir,
+  dir: projectRoot,
   dryRun: Options.boolean("dry-run").pipe(Options.withDescription("print what would change, and switch nothing"))
 }, (options) => Effect.flatMap(deployCommand(), (command) => command.deploy(options))).pipe(
   Command.withDescription("build the project's release and ship it to a running server, which switches new runs to it")

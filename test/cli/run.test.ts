@@ -1,4 +1,4 @@
-import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
+import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { describe, expect, it } from "@effect/vitest"
@@ -67,6 +67,26 @@ export default defineAgent({
       const result = yield* runCli(["run", "flaky", "hello", "--dir", root])
       expect(result.code).toBe(1)
       expect(result.stderr).toContain("invalid api key")
+    }))
+
+  it.scopedLive("refuses a folder that is no project, an instance id no instance can have and an empty message, leaving nothing behind", () =>
+    Effect.gen(function*() {
+      const empty = yield* tempProject({})
+      const outside = yield* runCli(["run", "support", "hi"], { cwd: empty })
+      expect(outside.code).toBe(2)
+      expect(outside.stderr).toContain(`${empty} is not a Foundry project`)
+      expect(existsSync(join(empty, ".foundry"))).toBe(false)
+      const check = yield* runCli(["check", empty])
+      expect(check.code).toBe(2)
+      expect(check.stderr).toContain("is not a Foundry project")
+
+      const root = yield* exampleCopy
+      const badInstance = yield* runCli(["run", "support", "hi", "--instance", "x y/z", "--dir", root])
+      expect(badInstance.code).toBe(1)
+      expect(badInstance.stderr).toContain(`"x y/z" is not an instance id`)
+      const emptyMessage = yield* runCli(["run", "support", " ", "--dir", root])
+      expect(emptyMessage.code).toBe(1)
+      expect(emptyMessage.stderr).toContain("the message is empty")
     }))
 
   it.scopedLive("a bad flag prints usage, not a stack trace", () =>

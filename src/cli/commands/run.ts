@@ -61,6 +61,8 @@ export const run = ({ agent, dir, instance, message }: {
   readonly instance: string | undefined
 }) =>
   Effect.gen(function*() {
+      // As the API answers an empty message: there is nothing to run.
+      if (message.trim() === "") return yield* new CliError({ message: `the message is empty: foundry run ${agent} "<what to ask>"` })
       const app = yield* loadProject(dir, 1)
       const outcome = yield* Effect.gen(function*() {
         const dispatcher = yield* Dispatcher
