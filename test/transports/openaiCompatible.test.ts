@@ -322,6 +322,16 @@ describe("the OpenAI-compatible API", () => {
       expect(unanswered).toBeInstanceOf(OpenAI.BadRequestError)
       expect(unanswered).toMatchObject({ param: "messages", message: expect.stringContaining("call_a have no result") })
 
+      // A path under /v1 that is no route, and a method no route takes: OpenAI's shape, as the client reads it.
+      const noRoute = yield* Effect.promise(() => client.get("/nope").then(() => undefined, (error: unknown) => error))
+      expect(noRoute).toBeInstanceOf(OpenAI.NotFoundError)
+      expect(noRoute).toMatchObject({ status: 404, code: "not_found", type: "invalid_request_error" })
+      const wrongMethod = yield* http(`${server.url}/v1/models`, { method: "POST", body: {} })
+      expect(wrongMethod.status).toBe(404)
+      expect(wrongMethod.json).toEqual({
+        error: { message: expect.stringContaining("/v1/chat/completions"), type: "invalid_request_error", param: null, code: "not_found" }
+      })
+
       // The exact body, as OpenAI sends it, for a body that is not JSON and a field of the wrong type.
       const notJson = yield* http(`${server.url}/v1/chat/completions`, { body: "{\"model\": " })
       expect(notJson.status).toBe(400)

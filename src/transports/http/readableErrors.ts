@@ -9,6 +9,8 @@ import { Cause, Effect } from "effect"
 import { formatIssues } from "../../definitions/readableIssues.js"
 import { BadRequest } from "./api/BadRequest.js"
 import { FoundryApi } from "./api/FoundryApi.js"
+import { pathOf, refusal } from "./edge/refusal.js"
+import { isOpenAiPath } from "./refusalShape.js"
 import { requestIssues } from "./requestIssues.js"
 
 const issuesOfRequest = requestIssues(FoundryApi)
@@ -59,11 +61,12 @@ export const readableErrors = (maxBodyBytes: number) => <E, R>(app: HttpApp.Defa
                 issues: []
               })
             )
-          case "RouteNotFound":
-            return HttpServerResponse.json(
-              { _tag: "NotFound", message: `${error.request.method} ${error.request.url} is not a route; see /api/openapi.json` },
-              { status: 404 }
-            ).pipe(Effect.orDie)
+          case "RouteNotFound": {
+            // In the shape the client at that path reads: OpenAI's under /v1.
+            const path = pathOf(error.request)
+            const routes = isOpenAiPath(path) ? "/v1's routes are /v1/models and /v1/chat/completions" : "see /api/openapi.json"
+            return Effect.succeed(refusal(path, 404, "NotFound", `${error.request.method} ${error.request.url} is not a route; ${routes}`))
+          }
         }
       }
       return Effect.failCause(cause)
