@@ -68,10 +68,19 @@ describe("request bodies over server.bodyLimit", () => {
 })
 
 describe("bodies and paths no route reads", () => {
-  it.scopedLive("a body that is not JSON, a form or text gets 415, and a multipart body too, answered at once", () =>
+  it.scopedLive("a body that is not JSON gets 415 (a form, as `curl -d` sends, and text too), and a multipart body, answered at once", () =>
     Effect.gen(function*() {
       const server = yield* startServer(yield* tempProject(project))
-      for (const contentType of ["application/xml", "application/octet-stream", "multipart/form-data", "multipart/form-data; boundary=x"]) {
+      for (
+        const contentType of [
+          "application/xml",
+          "application/octet-stream",
+          "multipart/form-data",
+          "multipart/form-data; boundary=x",
+          "application/x-www-form-urlencoded",
+          "text/plain"
+        ]
+      ) {
         const answer = yield* rawRequest(server.url, { method: "POST", path: "/api/runs", headers: { "content-type": contentType }, body: "<run agent='echo'/>" })
         expect([contentType, answer._tag === "response" ? answer.status : answer.code]).toEqual([contentType, 415])
         expect(answer._tag === "response" ? answer.json : undefined).toEqual({
@@ -79,6 +88,15 @@ describe("bodies and paths no route reads", () => {
           message: expect.stringContaining("content-type: application/json")
         })
       }
+      expect((yield* http(`${server.url}/api/runs`)).json).toEqual([])
+    }))
+
+  it.scopedLive("a field the body does not have (a misspelt one) is refused, named, and nothing starts", () =>
+    Effect.gen(function*() {
+      const server = yield* startServer(yield* tempProject(project))
+      const answer = yield* http(`${server.url}/api/runs`, { body: { agent: "echo", message: "hi", instanceId: "acme" } })
+      expect(answer.status).toBe(400)
+      expect(answer.json).toMatchObject({ _tag: "BadRequest", message: "instanceId: is not allowed" })
       expect((yield* http(`${server.url}/api/runs`)).json).toEqual([])
     }))
 

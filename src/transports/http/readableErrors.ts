@@ -16,18 +16,15 @@ import { requestIssues } from "./requestIssues.js"
 const issuesOfRequest = requestIssues(FoundryApi)
 
 /**
- * Whether HttpApi read the body in a way that can be read again: as text (JSON, a form, `text/*`,
- * all cached). Any other content type it reads as raw bytes, from a stream that is then spent.
+ * Whether the request sent a body in another form than JSON, the only one the API reads: a form
+ * (`curl -d` sends one) or text would otherwise be explained field by field as if it were empty.
  */
-const readAsText = (request: HttpServerRequest.HttpServerRequest): boolean => {
-  const contentType = (request.headers["content-type"] ?? "application/json").toLowerCase().trim()
-  return !HttpMethod.hasBody(request.method) || contentType.includes("application/json") ||
-    contentType.includes("x-www-form-urlencoded") || contentType.startsWith("text/")
-}
+const notJson = (request: HttpServerRequest.HttpServerRequest): boolean =>
+  HttpMethod.hasBody(request.method) && !(request.headers["content-type"] ?? "application/json").toLowerCase().includes("application/json")
 
 const explain = Effect.fn("readableErrors.explain")(function*(error: HttpApiError.HttpApiDecodeError) {
   const request = yield* HttpServerRequest.HttpServerRequest
-  if (!readAsText(request)) {
+  if (notJson(request)) {
     return yield* HttpServerResponse.json({
       _tag: "UnsupportedMediaType",
       message: `the body must be JSON: send it with content-type: application/json (got ${request.headers["content-type"]})`

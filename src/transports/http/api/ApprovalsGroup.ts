@@ -6,6 +6,7 @@ import { Schema } from "effect"
 import { ApprovalAlreadyDecided, ApprovalNotFound } from "../../../dispatch/Dispatcher.js"
 import { ApprovalStatus } from "../../../durable/records.js"
 import { ApprovalView } from "./views.js"
+import { strictBody } from "./strictBody.js"
 
 /**
  * The body of `POST /api/approvals/:approvalId`. `scope` (default `"once"`): `"conversation"`
@@ -16,7 +17,7 @@ export const ApprovalDecision = Schema.Struct({
   decision: Schema.Literal("approve", "deny"),
   reason: Schema.optional(Schema.String),
   scope: Schema.optional(Schema.Literal("once", "conversation"))
-}).pipe(
+}).annotations(strictBody).pipe(
   Schema.filter((body) =>
     body.scope === "conversation" && body.decision !== "approve"
       ? "scope \"conversation\" goes only with decision \"approve\"; a denial applies to its call only"

@@ -14,6 +14,7 @@ import { RunStatus } from "../../../durable/records.js"
 import { FoundryEvent } from "../../../events/FoundryEvent.js"
 import { instanceIdForm, instanceIdPattern } from "../../../instances/instanceId.js"
 import { RunView } from "./views.js"
+import { strictBody } from "./strictBody.js"
 
 /** The body of `POST /api/runs`. Messages follow the field's path in a 400: `agent: expected ...`. */
 export const CreateRun = Schema.Struct({
@@ -21,7 +22,7 @@ export const CreateRun = Schema.Struct({
   message: Schema.String.pipe(Schema.nonEmptyString({ message: () => "expected non-empty text" })),
   instance: Schema.optional(Schema.String.pipe(Schema.pattern(instanceIdPattern, { message: () => `expected ${instanceIdForm}` }))),
   conversation: Schema.optional(Schema.String)
-})
+}).annotations(strictBody)
 
 /**
  * An `Idempotency-Key` that already started a run for a different request: the key names one
@@ -45,7 +46,7 @@ const RunIdPath = Schema.Struct({ runId: Schema.String })
 /** The body of `POST /api/runs/:runId/steer`. */
 export const SteerRun = Schema.Struct({
   message: Schema.String.pipe(Schema.nonEmptyString({ message: () => "expected non-empty text" }))
-})
+}).annotations(strictBody)
 
 /** The answer to a steer: the new run, linked to the cancelled one. */
 export const RunSteered = Schema.Struct({

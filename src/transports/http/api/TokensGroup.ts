@@ -6,6 +6,7 @@ import { HttpApiEndpoint, HttpApiGroup } from "@effect/platform"
 import { Schema } from "effect"
 import { Unauthorized } from "../../../auth/accessErrors.js"
 import { TokenScope, tokenScopes } from "../../../auth/TokenScope.js"
+import { strictBody } from "./strictBody.js"
 
 /** A token as the API shows it: never its secret, which only its creation returns. */
 export const TokenView = Schema.Struct({
@@ -23,7 +24,7 @@ export const CreateToken = Schema.Struct({
   name: Schema.optional(Schema.String.pipe(Schema.pattern(/^[^\p{Cc}]{1,100}$/u, {
     message: () => "expected 1-100 characters, no control characters"
   })))
-})
+}).annotations(strictBody)
 
 /** The answer to `POST /api/tokens`: the token's text, shown this once and never again. */
 export const TokenCreated = Schema.Struct({ ...TokenView.fields, token: Schema.String })
@@ -34,7 +35,7 @@ export class TokenNotFound extends Schema.TaggedError<TokenNotFound>()("TokenNot
 }) {}
 
 /** The body of `POST /api/session`. */
-export const SignIn = Schema.Struct({ token: Schema.String })
+export const SignIn = Schema.Struct({ token: Schema.String }).annotations(strictBody)
 
 /** Who `GET /api/session` says the caller is: whether the server needs tokens, and the caller's token if it sent one. */
 export const SessionView = Schema.Struct({

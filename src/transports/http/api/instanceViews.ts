@@ -4,6 +4,7 @@
  */
 import { Either, ParseResult, Schema } from "effect"
 import { CapabilityKind, InstanceStatus, RunStatus } from "../../../durable/records.js"
+import { strictBody } from "./strictBody.js"
 
 /** Where a page ended: the last instance's agent and id. */
 const PageEnd = Schema.Struct({ agent: Schema.String, id: Schema.String })
@@ -81,7 +82,7 @@ export const InstallCapability = Schema.Struct({
   kind: CapabilityKind,
   id: nonEmpty("capability id"),
   config: Schema.optional(Schema.Unknown)
-})
+}).annotations(strictBody)
 
 /** The body of `POST /api/instances`. Without `id`, one is made. */
 export const CreateInstance = Schema.Struct({
@@ -90,7 +91,7 @@ export const CreateInstance = Schema.Struct({
   provisioningKey: Schema.optional(nonEmpty("provisioning key")),
   context: Schema.optional(Schema.Unknown),
   installations: Schema.optional(Schema.Array(InstallCapability))
-})
+}).annotations(strictBody)
 
 /** The body of `PATCH /api/instances/:id`; fields left out stay. `installations` is the whole set wanted. */
 export const ChangeInstance = Schema.Struct({
@@ -98,4 +99,4 @@ export const ChangeInstance = Schema.Struct({
   paused: Schema.optional(Schema.Boolean),
   reason: Schema.optional(Schema.String),
   installations: Schema.optional(Schema.Array(InstallCapability))
-})
+}).annotations(strictBody)
