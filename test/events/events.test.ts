@@ -142,6 +142,11 @@ describe("the event stream", () => {
       expect(resumed.ids).toEqual(stored)
       expect(new Set(resumed.ids).size).toBe(resumed.ids.length)
       expect(resumed.types.filter((t) => t === "run.completed")).toHaveLength(2)
+
+      // A Last-Event-ID that is no seq is refused, not taken as "from now".
+      const malformed = yield* http(`${server.url}/api/events`, { headers: { accept: "text/event-stream", "last-event-id": "abc" } })
+      expect(malformed.status).toBe(400)
+      expect(malformed.json).toMatchObject({ _tag: "BadRequest", issues: [{ path: "Last-Event-ID" }] })
     }))
 
   it.scopedLive("pages through events with a seq cursor and filters", () =>
