@@ -124,8 +124,9 @@ const typeChecker = (root: string, status: BuildStatus["Type"]) =>
   Effect.gen(function*() {
     const scope = yield* Effect.scope
     let checking: Fiber.RuntimeFiber<void> | undefined
+    // Whether the last check that finished found errors: the status says "checking" by now.
+    let hadErrors = false
     const check = Effect.fnUntraced(function*(configFile: string | undefined) {
-      const previous = yield* status.get
       const result = yield* typeCheck(root, configFile)
       const checkedAt = yield* Clock.currentTimeMillis
       yield* status.update((report) => ({
@@ -137,9 +138,10 @@ const typeChecker = (root: string, status: BuildStatus["Type"]) =>
         yield* reportError(`Type errors (${result.diagnostics.length || 1}); the build still serves, but fix them:`, {
           message: lines.join("\n")
         })
-      } else if (previous.types.state === "errors") {
+      } else if (hadErrors) {
         yield* say(style.green("types: no errors"))
       }
+      hadErrors = !result.ok
     })
     return (configFile: string | undefined) =>
       Effect.gen(function*() {

@@ -73,8 +73,11 @@ describe("type errors in foundry dev", () => {
 
       // The build still serves, and fixing the file clears the errors.
       expect((yield* http(`${url}/health`)).status).toBe(200)
+      const fixing = server.output().length
       writeFileSync(join(root, "agents/timer/tools/now.tool.ts"), tool("Clock"))
       const fixed = yield* buildWhen(url, (build) => build.types.state === "ok")
       expect(fixed.types.diagnostics).toEqual([])
+      // The terminal says so too: the last type output on screen is not the old errors.
+      yield* server.waitFor(/types: no errors/, fixing)
     }), { timeout: 90_000 })
 })
