@@ -199,10 +199,10 @@ const checkTool = (file: string, definition: Record<string, unknown>): Array<Def
     : { problem: "description is missing", fix: `add description: "what this tool does" (the model reads it)` },
   Schema.isSchema(definition.input)
     ? undefined
-    : { problem: "input is not a Schema", fix: "use an effect/Schema value, e.g. input: Schema.Struct({ id: Schema.String })" },
+    : { problem: "input is not a Schema", fix: "give input an effect/Schema value, e.g. input: Schema.Struct({ id: Schema.String })" },
   Schema.isSchema(definition.output)
     ? undefined
-    : { problem: "output is not a Schema", fix: "use an effect/Schema value, e.g. output: Schema.String" },
+    : { problem: "output is not a Schema", fix: "give output an effect/Schema value, e.g. output: Schema.String" },
   typeof definition.run === "function"
     ? undefined
     : { problem: "run is not a function", fix: "add run: (input) => Effect.succeed(...)" },

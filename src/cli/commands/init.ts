@@ -90,7 +90,7 @@ const projectFiles = (app: string, name: string): Record<string, string> => {
     ".npmrc": nodeOptions,
     "README.md": `# ${name}
 
-A [Foundry](https://github.com/) project: route files under \`agents/\` are the application.
+A Foundry project: route files under \`agents/\` are the application.
 
 \`\`\`sh
 npm install && npx foundry dev
