@@ -77,11 +77,16 @@ export type InstanceConversation = typeof InstanceConversation.Type
 /** A string that says what it must be when empty. */
 export const nonEmpty = (what: string) => Schema.String.pipe(Schema.nonEmptyString({ message: () => `expected a non-empty ${what}` }))
 
-/** A capability to install; `config` may be left out in a PATCH to keep the installed one's. */
+/**
+ * A capability to install; `config` may be left out in a PATCH to keep the installed one's. An
+ * installation as GET shows it may be sent back as it is: its times are taken and ignored.
+ */
 export const InstallCapability = Schema.Struct({
   kind: CapabilityKind,
   id: nonEmpty("capability id"),
-  config: Schema.optional(Schema.Unknown)
+  config: Schema.optional(Schema.Unknown),
+  createdAt: Schema.optional(Schema.Number),
+  updatedAt: Schema.optional(Schema.Number)
 }).annotations(strictBody)
 
 /** The body of `POST /api/instances`. Without `id`, one is made. */
