@@ -4,8 +4,8 @@
  */
 import { type Context, Effect, Option } from "effect"
 import type { CompiledAgent } from "../compiler/CompiledApp.js"
+import { instanceIdForm, isInstanceId } from "../definitions/instanceId.js"
 import type { InstanceStorage } from "../durable/InstanceStorage.js"
-import { instanceIdForm, isInstanceId } from "../instances/instanceId.js"
 import { needsContext } from "../instances/Instances.js"
 import { InstanceUnavailable } from "./Dispatcher.js"
 

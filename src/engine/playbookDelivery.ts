@@ -8,9 +8,9 @@
 import { Effect, Either, Option, Schema } from "effect"
 import { capabilityKey, type CompiledApp } from "../compiler/CompiledApp.js"
 import type { InstanceByKey, InstallableCapability, PlaybookDefinition } from "../definitions/definePlaybook.js"
+import { instanceIdForm, isInstanceId } from "../definitions/instanceId.js"
 import { kindOf } from "../definitions/RouteKind.js"
 import { InstanceStorage } from "../durable/InstanceStorage.js"
-import { instanceIdForm, isInstanceId } from "../instances/instanceId.js"
 import { Instances, needsContext } from "../instances/Instances.js"
 import type { Route } from "../router/RouteTable.js"
 

@@ -14,7 +14,7 @@
  */
 import { createHash } from "node:crypto"
 import { Either } from "effect"
-import { instanceIdForm, isInstanceId } from "../../instances/instanceId.js"
+import { instanceIdForm, isInstanceId } from "../../definitions/instanceId.js"
 import type { ChatMessage } from "../../models/Model.js"
 import { transcriptProblem } from "../../models/validateTranscript.js"
 import { type ChatCompletionRequest, contentText, type RequestMessage } from "./ChatCompletionRequest.js"

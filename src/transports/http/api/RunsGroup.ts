@@ -12,7 +12,7 @@ import {
 } from "../../../dispatch/Dispatcher.js"
 import { RunStatus } from "../../../durable/records.js"
 import { FoundryEvent } from "../../../events/FoundryEvent.js"
-import { instanceIdForm, instanceIdPattern } from "../../../instances/instanceId.js"
+import { instanceIdForm, instanceIdPattern } from "../../../definitions/instanceId.js"
 import { RunView } from "./views.js"
 import { strictBody } from "./strictBody.js"
 
