@@ -54,6 +54,17 @@ const runTo = (url: string, agent: string, message: string) =>
     return { run, events, runId }
   })
 
+/** A model that makes `calls` in its first turn and answers `text` in its second; `results` is what it was shown of the calls. */
+const callsThenAnswer = (calls: NonNullable<Extract<Scripted.Turn, { readonly toolCalls?: unknown }>["toolCalls"]>, text: string) => {
+  const results: Array<string> = []
+  const model = Scripted.make((request, index) => {
+    if (index === 0) return { toolCalls: calls }
+    results.push(...request.messages.flatMap((m) => m._tag === "tool" ? [m.content] : []))
+    return { text }
+  })
+  return { model, results }
+}
+
 describe("the agent loop", () => {
   it.scopedLive("feeds a tool's result back to the model and ends with its final answer", () =>
     Effect.gen(function*() {
@@ -104,21 +115,12 @@ describe("the agent loop", () => {
   it.scopedLive("reports malformed JSON arguments, an unknown tool, a failing tool and a crashing tool to the model", () =>
     Effect.gen(function*() {
       const root = yield* tempProject(project)
-      const results: Array<string> = []
-      const model = Scripted.make((request, index) => {
-        if (index === 1) {
-          results.push(...request.messages.filter((m) => m._tag === "tool").map((m) => m._tag === "tool" ? m.content : ""))
-          return { text: "done" }
-        }
-        return {
-          toolCalls: [
-            { name: "lookup", rawArguments: "{not json at all" },
-            { name: "teleport", arguments: {} },
-            { name: "lookup", arguments: { orderId: "boom", quantity: 1 } },
-            { name: "lookup", arguments: { orderId: "defect", quantity: 1 } }
-          ]
-        }
-      })
+      const { model, results } = callsThenAnswer([
+        { name: "lookup", rawArguments: "{not json at all" },
+        { name: "teleport", arguments: {} },
+        { name: "lookup", arguments: { orderId: "boom", quantity: 1 } },
+        { name: "lookup", arguments: { orderId: "defect", quantity: 1 } }
+      ], "done")
       const server = yield* startServer(root, { model })
       const { run } = yield* runTo(server.url, "shop", "try everything")
       expect(run).toMatchObject({ status: "completed", output: "done" })
@@ -132,14 +134,7 @@ describe("the agent loop", () => {
   it.scopedLive("reports a tool whose run throws before returning its Effect to the model, and goes on", () =>
     Effect.gen(function*() {
       const root = yield* tempProject(project)
-      const results: Array<string> = []
-      const model = Scripted.make((request, index) => {
-        if (index === 1) {
-          results.push(...request.messages.filter((m) => m._tag === "tool").map((m) => m._tag === "tool" ? m.content : ""))
-          return { text: "sorry, the lookup crashed" }
-        }
-        return { toolCalls: [{ name: "lookup", arguments: { orderId: "thrown", quantity: 1 } }] }
-      })
+      const { model, results } = callsThenAnswer([{ name: "lookup", arguments: { orderId: "thrown", quantity: 1 } }], "sorry, the lookup crashed")
       const server = yield* startServer(root, { model })
       const { events, run } = yield* runTo(server.url, "shop", "where is my order?")
       expect(run).toMatchObject({ status: "completed", output: "sorry, the lookup crashed" })
