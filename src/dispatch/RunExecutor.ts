@@ -127,7 +127,9 @@ export const makeRunExecutor = (options: RunExecutorOptions) =>
       refusals,
       findRun,
       wakeParent,
-      successor: submissions.successor
+      successor: submissions.successor,
+      // The approvals are made below; a cancel comes only once the executor is made.
+      closeApprovals: (runId, reason) => Effect.suspend(() => approvals.closeFor(runId, reason))
     })
 
     // Made before the approvals, whose expiry fiber may resume runs at once: an execution forked

@@ -83,6 +83,19 @@ export const makeApprovalDecisions = (resume: (run: RunRecord) => Effect.Effect<
     return {
       /** Applies a person's decision. */
       decide: apply,
+      /**
+       * Expires the pending approvals of a run that ended without them (cancelled, steered), saying
+       * why: nobody may approve a call that will never run, and a later decision gets a 409.
+       */
+      closeFor: (runId: string, reason: string) =>
+        Effect.gen(function*() {
+          for (const approval of yield* approvals.list("pending")) {
+            if (approval.runId !== runId) continue
+            yield* apply(approval.id, "expired", reason).pipe(
+              Effect.catchTags({ ApprovalAlreadyDecided: () => Effect.void, ApprovalNotFound: () => Effect.void })
+            )
+          }
+        }),
       /** Says that a run suspended on a new approval, so its expiry is armed. */
       asked: Queue.offer(asked, undefined)
     }

@@ -30,6 +30,8 @@ export interface CancellationsOptions {
   readonly findRun: (runId: string) => Effect.Effect<RunRecord, RunNotFound | StoreError>
   /** Wakes the run's parent if it waits for the run, now ended. */
   readonly wakeParent: (runId: string) => Effect.Effect<void>
+  /** Expires the approvals the run still waits for, saying why. */
+  readonly closeApprovals: (runId: string, reason: string) => Effect.Effect<void, StoreError>
   /** Queues the run that takes over a steered run's conversation. */
   readonly successor: Submissions["successor"]
 }
@@ -53,6 +55,7 @@ export const makeCancellations = (options: CancellationsOptions) => {
       events: [...closing.events, eventOf(latest, "run.cancelled", { from: latest.status })],
       status: { status: "cancelled" }
     }).pipe(Effect.catchTag("LeaseLost", Effect.die))
+    yield* options.closeApprovals(runId, "the run was cancelled before a decision")
     // Children this run waits for go with it; a cancelled child wakes its waiting parent.
     const children = yield* store.childRuns(runId)
     for (const child of children) {

@@ -157,6 +157,25 @@ describe("permission rules", () => {
     }))
 })
 
+describe("approvals of runs that end without them", () => {
+  it.scopedLive("cancelling or steering a run that waits on an approval expires it: a later decision gets 409 and nothing runs", () =>
+    Effect.gen(function*() {
+      const { log, url } = yield* setup()
+      for (const end of ["cancel", "steer"] as const) {
+        const run = yield* submit(url, { message: transfer(100) })
+        const approvalId = yield* pendingApproval(url, run.runId, "transfer")
+        const ended = yield* http(`${url}/api/runs/${run.runId}/${end}`, end === "steer" ? { body: { message: record("instead") } } : { method: "POST" })
+        expect(ended.status).toBe(end === "steer" ? 202 : 200)
+        const approvals = (yield* http(`${url}/api/approvals`)).json as Array<{ id: string; status: string; reason: string }>
+        expect(approvals.find((a) => a.id === approvalId)).toMatchObject({ status: "expired", reason: "the run was cancelled before a decision" })
+        const late = yield* http(`${url}/api/approvals/${approvalId}`, { body: { decision: "approve" } })
+        expect(late.status).toBe(409)
+        expect((yield* eventsOf(url, run.runId)).map((e) => e.type).slice(-2)).toEqual(["run.cancelled", "approval.decided"])
+      }
+      expect(lines(log).filter((line) => line.includes(" transfer "))).toEqual([])
+    }))
+})
+
 describe("conversation grants", () => {
   it.scopedLive("approved for the conversation, the next transfer there runs without asking; a new conversation still asks", () =>
     Effect.gen(function*() {
