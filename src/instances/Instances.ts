@@ -41,6 +41,13 @@ export class InstanceConflict extends Schema.TaggedError<InstanceConflict>()("In
   message: Schema.String
 }) {}
 
+/** The instance has no such capability installed: nothing was uninstalled. */
+export class NotInstalled extends Schema.TaggedError<NotInstalled>()("NotInstalled", {
+  agent: Schema.String,
+  instance: Schema.String,
+  message: Schema.String
+}) {}
+
 /** A capability to install, as a client sends it; `config` may be left out when changing an installed one. */
 export interface InstallRequest {
   readonly kind: CapabilityKind
@@ -96,7 +103,7 @@ export class Instances extends Context.Tag("foundry/Instances")<Instances, {
   /** Archives it: it takes no new runs again, and keeps its conversations and history. */
   readonly archive: (ref: InstanceRef, reason?: string) => Effect.Effect<InstanceDetail, InstanceNotFound | StoreError>
   readonly install: (ref: InstanceRef, request: InstallRequest) => Effect.Effect<InstallationRecord, Failure>
-  readonly uninstall: (ref: InstanceRef, kind: CapabilityKind, id: string) => Effect.Effect<void, InstanceNotFound | InstanceConflict | StoreError>
+  readonly uninstall: (ref: InstanceRef, kind: CapabilityKind, id: string) => Effect.Effect<void, InstanceNotFound | InstanceConflict | NotInstalled | StoreError>
   /**
    * What the instance has installed that the build `app` offers, configs opened for a run; the
    * installations that cannot be used (their capability gone from the build, a config its schema
@@ -268,6 +275,15 @@ export const layer = Layer.effect(
             `; change it with PATCH /api/instances/${ref.id}?agent=${ref.agent}, or create another with another id`
         })
       }
+      // A retried provisioning must not be handed an instance that takes nothing any more.
+      if (!made.created && made.instance.status === "archived") {
+        return yield* new InstanceConflict({
+          agent: ref.agent,
+          instance: made.instance.id,
+          message: `provisioning key "${request.provisioningKey}" belongs to instance "${made.instance.id}" of agent "${ref.agent}", ` +
+            "which is archived: it takes no runs and changes no more; provision with another key"
+        })
+      }
       if (made.created) {
         yield* note(ref, {
           type: "instance.created",
@@ -357,7 +373,15 @@ export const layer = Layer.effect(
       }),
       uninstall: Effect.fn("Instances.uninstall")(function*(ref: InstanceRef, kind: CapabilityKind, id: string) {
         yield* open(ref)
-        if (yield* storage.uninstall(ref, kind, id)) yield* note(ref, { type: "instance.uninstalled", data: { kind, capability: id } })
+        if (!(yield* storage.uninstall(ref, kind, id))) {
+          return yield* new NotInstalled({
+            agent: ref.agent,
+            instance: ref.id,
+            message: `instance "${ref.id}" of agent "${ref.agent}" has no ${kind} "${id}" installed; ` +
+              `GET /api/instances/${ref.id}?agent=${ref.agent} lists what it has`
+          })
+        }
+        yield* note(ref, { type: "instance.uninstalled", data: { kind, capability: id } })
       }),
       installed: (app, ref) =>
         Effect.gen(function*() {

@@ -76,6 +76,10 @@ describe("the instances API", () => {
       const uninstalled = yield* http(`${api}/acme/installations?agent=desk&kind=tool&capability=crm-notes`, { method: "DELETE" })
       expect(uninstalled.status).toBe(204)
       expect(uninstalled.text).toBe("")
+      // Again: nothing is installed under that name any more, and the client is told so.
+      const uninstalledAgain = yield* http(`${api}/acme/installations?agent=desk&kind=tool&capability=crm-notes`, { method: "DELETE" })
+      expect(uninstalledAgain.status).toBe(404)
+      expect(uninstalledAgain.json).toMatchObject({ _tag: "NotInstalled", message: expect.stringContaining(`has no tool "crm-notes" installed`) })
       expect((yield* http(`${api}/acme`)).json).toMatchObject({ installations: [] })
       const installed = yield* http(`${api}/acme/installations`, {
         body: { kind: "tool", id: "crm-notes", config: { baseUrl: "https://crm2.acme.test", apiKey: "key-two" } }
@@ -108,6 +112,10 @@ describe("the instances API", () => {
       const afterArchive = yield* http(`${api}/acme?agent=desk`, { method: "PATCH", body: { paused: true } })
       expect(afterArchive.status).toBe(409)
       expect(afterArchive.json).toMatchObject({ _tag: "InstanceConflict", message: expect.stringContaining("archived") })
+      // A provisioning retried with the archived instance's key is told, not handed an instance that takes nothing.
+      const reprovisioned = yield* http(api, { body: { agent: "desk", id: "acme-2", provisioningKey: "customer-17", context: { company: "Acme" } } })
+      expect(reprovisioned.status).toBe(409)
+      expect(reprovisioned.json).toMatchObject({ _tag: "InstanceConflict", message: expect.stringContaining(`belongs to instance "acme"`) })
       expect((yield* http(`${api}?agent=desk&status=archived`)).json).toMatchObject({ instances: [{ id: "acme" }] })
       expect((yield* http(`${api}?agent=desk&status=active`)).json).toEqual({ instances: [], next: null })
 

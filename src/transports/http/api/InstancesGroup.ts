@@ -8,7 +8,7 @@ import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema } from "@effect/platform"
 import { Schema } from "effect"
 import { AgentNotFound } from "../../../dispatch/Dispatcher.js"
 import { CapabilityKind, InstanceStatus } from "../../../durable/records.js"
-import { InstanceConflict, InstanceNotFound, InvalidInstance } from "../../../instances/Instances.js"
+import { InstanceConflict, InstanceNotFound, InvalidInstance, NotInstalled } from "../../../instances/Instances.js"
 import {
   ChangeInstance,
   CreateInstance,
@@ -92,6 +92,7 @@ export class InstancesGroup extends HttpApiGroup.make("instances")
       .setUrlParams(Schema.Struct({ ...agentParam, kind: CapabilityKind, capability: nonEmpty("capability id") }))
       .addSuccess(HttpApiSchema.NoContent)
       .addError(InstanceNotFound, { status: 404 })
+      .addError(NotInstalled, { status: 404 })
       .addError(InstanceConflict, { status: 409 })
   )
   .add(
