@@ -29,7 +29,7 @@ export interface TimingProblem {
   readonly fix: string
 }
 
-const cronFix = `use 5 fields (minute 0-59, hour 0-23, day 1-31, month 1-12, weekday 0-6), e.g. "0 9 * * 1-5", or 6 with seconds first`
+const cronFix = `use 5 fields (minute 0-59, hour 0-23, day 1-31, month 1-12, weekday 0-7, 0 and 7 both Sunday), e.g. "0 9 * * 1-5", or 6 with seconds first`
 
 /** Why `timing` can never fire as written, or `undefined` when it can. */
 export const timingProblem = (timing: ScheduleTiming): TimingProblem | undefined => {

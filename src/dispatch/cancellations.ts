@@ -43,7 +43,7 @@ export const makeCancellations = (options: CancellationsOptions) => {
   const cancel: Cancel = Effect.fn("Dispatcher.cancel")(function*(runId: string, reason: string) {
     const run = yield* findRun(runId)
     if (finalStatuses.has(run.status)) {
-      return yield* new RunAlreadyEnded({ runId, status: run.status, message: `run "${runId}" has already ${run.status}` })
+      return yield* new RunAlreadyEnded({ runId, status: run.status, message: `run "${runId}" has already ended (${run.status})` })
     }
     yield* executions.stop(runId)
     const latest = yield* findRun(runId)

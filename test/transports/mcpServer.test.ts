@@ -199,6 +199,8 @@ describe("Foundry as an MCP server", () => {
       const unknownTool = yield* Effect.flip(Effect.tryPromise(() => client.callTool({ name: "nobody", arguments: { message: "hi" } })))
       expect(unknownTool.cause).toBeInstanceOf(McpError)
       expect(String(unknownTool.cause)).toContain(`there is no tool "nobody"`)
+      // The client puts "MCP error <code>:" in front once; the server's message does not start with it too.
+      expect(String(unknownTool.cause)).not.toMatch(/MCP error -?\d+: MCP error/)
     }))
 
   it.scopedLive("a run waiting on an approval answers with the approval to decide; the decision finishes the run", () =>
@@ -240,6 +242,7 @@ describe("Foundry as an MCP server", () => {
       const missing = yield* Effect.flip(Effect.tryPromise(() => client.readResource({ uri: "foundry://conversations/conv_missing" })))
       expect(missing.cause).toMatchObject({ code: -32002 })
       expect(String(missing.cause)).toContain(`there is no conversation "conv_missing"`)
+      expect(String(missing.cause)).not.toMatch(/MCP error -?\d+: MCP error/)
     }))
 
   it.scopedLive("open sessions hear tools/list_changed when a reload changes the agents", () =>

@@ -12,12 +12,11 @@ import {
   ListResourcesRequestSchema,
   ListResourceTemplatesRequestSchema,
   ListToolsRequestSchema,
-  McpError,
   ReadResourceRequestSchema,
   type ServerNotification,
   type ServerRequest
 } from "@modelcontextprotocol/sdk/types.js"
-import { Cause, Effect, Exit, Runtime } from "effect"
+import { Cause, Data, Effect, Exit, Runtime } from "effect"
 import packageJson from "../../../package.json" with { type: "json" }
 import { AgentTools, type ProgressReporter } from "./AgentTools.js"
 import { ConversationResources } from "./ConversationResources.js"
@@ -26,6 +25,13 @@ import { ConversationResources } from "./ConversationResources.js"
 export type AgentServerServices = AgentTools | ConversationResources
 
 type Extra = RequestHandlerExtra<ServerRequest, ServerNotification>
+
+/**
+ * A JSON-RPC error as the SDK answers it (`code`, `message`, `data`). Not the SDK's `McpError`,
+ * whose message already starts with "MCP error <code>:", which the client's own `McpError` then
+ * puts in front again.
+ */
+class RpcError extends Data.TaggedError("RpcError")<{ readonly code: number; readonly message: string; readonly data?: unknown }> {}
 
 /** The MCP code for a resource that does not exist. */
 const resourceNotFound = -32002
@@ -52,7 +58,7 @@ const reporterFor = (extra: Extra): ProgressReporter => {
 export const makeAgentServer = (runtime: Runtime.Runtime<AgentServerServices>): Server => {
   // A failure becomes the JSON-RPC error the SDK answers with: its `code` and `message`. A request
   // the client cancels (or a session that closes) interrupts its Effect through `signal`.
-  const run = async <A>(effect: Effect.Effect<A, McpError, AgentServerServices>, signal: AbortSignal): Promise<A> => {
+  const run = async <A>(effect: Effect.Effect<A, RpcError, AgentServerServices>, signal: AbortSignal): Promise<A> => {
     const exit = await Runtime.runPromiseExit(runtime)(effect, { signal })
     if (Exit.isSuccess(exit)) return exit.value
     throw Cause.squash(exit.cause)
@@ -69,7 +75,7 @@ export const makeAgentServer = (runtime: Runtime.Runtime<AgentServerServices>): 
   server.setRequestHandler(CallToolRequestSchema, (request, extra) =>
     run(
       Effect.flatMap(AgentTools, (tools) => tools.call(request.params.name, request.params.arguments, reporterFor(extra))).pipe(
-        Effect.catchTag("UnknownTool", (error) => Effect.fail(new McpError(ErrorCode.InvalidParams, error.message)))
+        Effect.catchTag("UnknownTool", (error) => Effect.fail(new RpcError({ code: ErrorCode.InvalidParams, message: error.message })))
       ),
       extra.signal
     ))
@@ -78,7 +84,7 @@ export const makeAgentServer = (runtime: Runtime.Runtime<AgentServerServices>): 
     run(
       Effect.flatMap(ConversationResources, (resources) => resources.list).pipe(
         Effect.map((resources) => ({ resources: [...resources] })),
-        Effect.catchTag("StoreError", (error) => Effect.fail(new McpError(ErrorCode.InternalError, `the store is unavailable: ${error.message}`)))
+        Effect.catchTag("StoreError", (error) => Effect.fail(new RpcError({ code: ErrorCode.InternalError, message: `the store is unavailable: ${error.message}` })))
       ),
       extra.signal
     ))
@@ -90,8 +96,8 @@ export const makeAgentServer = (runtime: Runtime.Runtime<AgentServerServices>): 
     run(
       Effect.flatMap(ConversationResources, (resources) => resources.read(request.params.uri)).pipe(
         Effect.catchTags({
-          ResourceNotFound: (error) => Effect.fail(new McpError(resourceNotFound, error.message, { uri: error.uri })),
-          StoreError: (error) => Effect.fail(new McpError(ErrorCode.InternalError, `the store is unavailable: ${error.message}`))
+          ResourceNotFound: (error) => Effect.fail(new RpcError({ code: resourceNotFound, message: error.message, data: { uri: error.uri } })),
+          StoreError: (error) => Effect.fail(new RpcError({ code: ErrorCode.InternalError, message: `the store is unavailable: ${error.message}` }))
         })
       ),
       extra.signal
