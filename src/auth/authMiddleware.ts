@@ -40,10 +40,12 @@ export const knockOf = (request: HttpServerRequest.HttpServerRequest): Knock => 
 
 /**
  * The middleware, for `HttpApiBuilder.middleware`. An open door (a loopback server without
- * required tokens) admits every request: the app is served as it is, with nothing to ask.
+ * required tokens) serves a request without a token as it is, with nothing to ask; one that sends
+ * a token anyway is held to it, as a client that sends one expects (a wrong token is not let
+ * through unnoticed, nor a deploy recorded as made by a token that may not deploy).
  */
-export const authMiddleware = Effect.map(Auth, (auth) => (app: HttpApp.Default) =>
-  auth.mode === "open" ? app : Effect.gen(function*() {
+export const authMiddleware = Effect.map(Auth, (auth) => (app: HttpApp.Default) => {
+  const admitted = Effect.gen(function*() {
     const request = yield* HttpServerRequest.HttpServerRequest
     const knock = knockOf(request)
     return yield* auth.admit(knock).pipe(
@@ -53,4 +55,8 @@ export const authMiddleware = Effect.map(Auth, (auth) => (app: HttpApp.Default) 
         onFailure: (error) => error._tag === "StoreUnavailable" ? Effect.fail(error) : refusal(error, normalizedPath(knock.url))
       })
     )
-  }))
+  })
+  return auth.mode === "open"
+    ? Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => request.headers["authorization"] === undefined ? app : admitted)
+    : admitted
+})

@@ -180,4 +180,19 @@ describe("a server on loopback without auth required", () => {
       expect((yield* http(`${server.url}/api/runs`, { body: { agent: "echo", message: "hi" } })).status).toBe(202)
       expect((yield* http(`${server.url}/api/tokens`)).status).toBe(200)
     }))
+
+  it.scopedLive("a token sent anyway is held to it: an unknown one gets 401, one without the scope 403", () =>
+    Effect.gen(function*() {
+      const root = yield* authProject("{}")
+      const server = yield* startServer(root)
+      const read = yield* issue(server.storeFile, "read")
+      const run = yield* issue(server.storeFile, "run")
+      const submit = (token: string) =>
+        http(`${server.url}/api/runs`, { body: { agent: "echo", message: "hi" }, headers: { authorization: `Bearer ${token}` } })
+      expect((yield* submit("fdy_bogus_secret")).status).toBe(401)
+      const forbidden = yield* submit(read.token)
+      expect(forbidden.status).toBe(403)
+      expect(forbidden.json).toMatchObject({ _tag: "Forbidden", required: "run", scope: "read" })
+      expect((yield* submit(run.token)).status).toBe(202)
+    }))
 })
