@@ -177,6 +177,11 @@ export const layer = (options: ReleasesOptions = {}) =>
         if (!firstTaken) {
           firstTaken = true
           yield* Scope.close(serving.scope, Exit.void)
+        } else if (releaseIdAt(root) === undefined) {
+          // Built from sources, which neither the store nor the release cache keeps (and which may
+          // change on disk): held while the server lives, so that its runs still waiting (on a
+          // person, a child, a timer) resume on it after a deploy, as their record says.
+          yield* RcMap.get(apps, first.release)
         }
       }
 

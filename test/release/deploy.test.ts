@@ -13,7 +13,7 @@ import { Effect } from "effect"
 import { bearer } from "../auth/support.js"
 import { freePort, startCli } from "../support/cli.js"
 import { http } from "../support/server.js"
-import { apiOf, deploy, deskReleases, emptyServerProject, logLines, startServer, tokensFor, uploadOf } from "./deploySupport.js"
+import { apiOf, deploy, deskReleases, deskSources, emptyServerProject, logLines, startServer, tokensFor, uploadOf } from "./deploySupport.js"
 
 interface SwitchJson {
   readonly id: string
@@ -122,6 +122,30 @@ describe("deploy", () => {
       // Loaded again for the run to go on, and let go once it ended.
       yield* api.until("v1's layer to close again", Effect.sync(() => logLines(log)), (lines) => lines.filter((l) => l === "close v1").length === 2)
       expect(logLines(log)).toEqual(["open v1", "open v2", "close v1", "open v1", "close v1"])
+    }), { timeout: 120_000 })
+
+  it.scopedLive("a run started on the sources a server started from resumes on them after a deploy, though the sources changed since", () =>
+    Effect.gen(function*() {
+      const { v2 } = yield* deskReleases
+      const sources = yield* deskSources("v1")
+      const tokens = yield* tokensFor(sources.root)
+      const { url } = yield* startServer([sources.root])
+      const api = apiOf(url, tokens.admin.token)
+      const waiting = yield* api.submit("confirm, please")
+      yield* api.until("the approval", api.run(waiting), (run) => run.status === "suspended")
+      const startedOn = (yield* api.run(waiting)).release
+      expect(startedOn).toMatch(/^dev-/)
+      // Nothing could build the run's release again: its sources are v2's now, and v2 is deployed.
+      yield* sources.update("v2")
+      expect((yield* deploy(url, tokens.deploy.token, uploadOf(v2.folder))).status).toBe(200)
+
+      const pending = yield* http(`${url}/api/approvals?status=pending`, { headers: bearer(tokens.admin.token) })
+      const approval = (pending.json as ReadonlyArray<{ readonly id: string; readonly runId: string }>).find((a) => a.runId === waiting)
+      yield* http(`${url}/api/approvals/${approval?.id}`, { body: { decision: "approve" }, headers: bearer(tokens.admin.token) })
+      expect(yield* api.ended(waiting)).toMatchObject({ status: "completed", output: "the tool said: v1 confirmed", release: startedOn })
+      expect(new Set((yield* api.events(waiting)).map((e) => e.release))).toEqual(new Set([startedOn]))
+      // New runs start on the release deployed.
+      expect(yield* api.ended(yield* api.submit("hello"))).toMatchObject({ output: "the tool said: v2", release: v2.id })
     }), { timeout: 120_000 })
 
   it.scopedLive("a rollback makes an earlier release current again: new runs start on it; `--release` made the first one current", () =>

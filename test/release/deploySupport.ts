@@ -110,21 +110,33 @@ export const build = (root: string) =>
     return { id, folder: join(root, ".foundry/releases", id) } satisfies BuiltRelease
   })
 
+/** The desk project's sources as of `version`. */
+const deskFiles = (version: string) => ({
+  "agents/desk/agent.ts": deskAgent,
+  "agents/desk/tools/answer.tool.ts": answerTool(version),
+  "agents/desk/tools/confirm.tool.ts": confirmTool(version),
+  "foundry.config.ts": deskConfig(version)
+})
+
+/** The desk project's sources as of `version`, in a folder of their own; `update` rewrites them as of another version. */
+export const deskSources = (version: string) =>
+  Effect.gen(function*() {
+    const root = yield* tempProject(deskFiles(version))
+    // The config's layer writes a file: Node's types, linked from this checkout as a package manager would install them.
+    mkdirSync(join(root, "node_modules/@types"), { recursive: true })
+    symlinkSync(join(repository, "node_modules/@types/node"), join(root, "node_modules/@types/node"), "dir")
+    const update = (next: string) =>
+      Effect.sync(() => {
+        for (const [file, content] of Object.entries(deskFiles(next))) writeFileSync(join(root, file), content)
+      })
+    return { root, update }
+  })
+
 /** The desk project built twice: `v1`, then `v2` (other tool answers and config layer). */
 export const deskReleases = Effect.gen(function*() {
-  const root = yield* tempProject({
-    "agents/desk/agent.ts": deskAgent,
-    "agents/desk/tools/answer.tool.ts": answerTool("v1"),
-    "agents/desk/tools/confirm.tool.ts": confirmTool("v1"),
-    "foundry.config.ts": deskConfig("v1")
-  })
-  // The config's layer writes a file: Node's types, linked from this checkout as a package manager would install them.
-  mkdirSync(join(root, "node_modules/@types"), { recursive: true })
-  symlinkSync(join(repository, "node_modules/@types/node"), join(root, "node_modules/@types/node"), "dir")
+  const { root, update } = yield* deskSources("v1")
   const v1 = yield* build(root)
-  writeFileSync(join(root, "agents/desk/tools/answer.tool.ts"), answerTool("v2"))
-  writeFileSync(join(root, "agents/desk/tools/confirm.tool.ts"), confirmTool("v2"))
-  writeFileSync(join(root, "foundry.config.ts"), deskConfig("v2"))
+  yield* update("v2")
   const v2 = yield* build(root)
   return { v1, v2 }
 })
