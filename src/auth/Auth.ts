@@ -11,6 +11,7 @@ import { type AccessDenied, Forbidden, RateLimited, Unauthorized } from "./acces
 import { type AccessMode, accessMode, isLoopback } from "./accessMode.js"
 import { routeAccess } from "./routeAccess.js"
 import { type TokenRecord, TokenStorage } from "./TokenStorage.js"
+import { sendsFoundryToken } from "./token.js"
 import { allows, tokenScopes } from "./TokenScope.js"
 
 /** What the door looks at in a request. */
@@ -84,9 +85,10 @@ export const layer = (settings: AuthSettings) =>
         )
 
       const admit = Effect.fn("Auth.admit")(function*(knock: Knock) {
-        // Open: only a request that sends a token is held to it (the session cookie is the
-        // inspector's, which signs in only where tokens are needed).
-        if (mode === "open" && knock.authorization === undefined) return
+        // Open: only a request that sends a Foundry token is held to it (an OpenAI client's key is
+        // none of Foundry's; the session cookie is the inspector's, which signs in only where
+        // tokens are needed).
+        if (mode === "open" && !sendsFoundryToken(knock.authorization)) return
         const needed = routeAccess(knock.method, knock.url)
         if (needed === "public") return
         const token = yield* presented(knock)

@@ -11,6 +11,7 @@ import { type AccessDenied, Forbidden, RateLimited, Unauthorized } from "./acces
 import { Auth, type Knock } from "./Auth.js"
 import { normalizedPath } from "./routeAccess.js"
 import { sessionCookie } from "./sessionCookie.js"
+import { sendsFoundryToken } from "./token.js"
 
 const encodeDenied = Schema.encodeSync(Schema.Union(Unauthorized, Forbidden, RateLimited))
 
@@ -40,9 +41,10 @@ export const knockOf = (request: HttpServerRequest.HttpServerRequest): Knock => 
 
 /**
  * The middleware, for `HttpApiBuilder.middleware`. An open door (a loopback server without
- * required tokens) serves a request without a token as it is, with nothing to ask; one that sends
- * a token anyway is held to it, as a client that sends one expects (a wrong token is not let
- * through unnoticed, nor a deploy recorded as made by a token that may not deploy).
+ * required tokens) serves a request without a Foundry token as it is, with nothing to ask (an
+ * OpenAI client's API key is no Foundry token); one that sends a Foundry token anyway is held to
+ * it, as its client expects (a wrong token is not let through unnoticed, nor a deploy recorded as
+ * made by a token that may not deploy).
  */
 export const authMiddleware = Effect.map(Auth, (auth) => (app: HttpApp.Default) => {
   const admitted = Effect.gen(function*() {
@@ -57,6 +59,6 @@ export const authMiddleware = Effect.map(Auth, (auth) => (app: HttpApp.Default) 
     )
   })
   return auth.mode === "open"
-    ? Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => request.headers["authorization"] === undefined ? app : admitted)
+    ? Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => sendsFoundryToken(request.headers["authorization"]) ? admitted : app)
     : admitted
 })

@@ -190,6 +190,8 @@ describe("a server on loopback without auth required", () => {
       const submit = (token: string) =>
         http(`${server.url}/api/runs`, { body: { agent: "echo", message: "hi" }, headers: { authorization: `Bearer ${token}` } })
       expect((yield* submit("fdy_bogus_secret")).status).toBe(401)
+      // An OpenAI client's API key, whatever it is, is none of Foundry's tokens: the door stays open to it.
+      expect((yield* submit("sk-anything")).status).toBe(202)
       const forbidden = yield* submit(read.token)
       expect(forbidden.status).toBe(403)
       expect(forbidden.json).toMatchObject({ _tag: "Forbidden", required: "run", scope: "read" })
