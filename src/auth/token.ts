@@ -13,7 +13,6 @@ const idPattern = /^[0-9a-f]{16}$/
 
 const tokenPattern = /^fdy_([0-9a-f]{16})_[A-Za-z0-9_-]{43}$/
 
-/** A new token: its id and the text shown once to the person who made it. */
 /**
  * Whether an `Authorization` header sends a Foundry token (`Bearer fdy_...`), rather than nothing
  * or a key Foundry never issued (an OpenAI client always sends its API key, whatever it is).
@@ -21,6 +20,7 @@ const tokenPattern = /^fdy_([0-9a-f]{16})_[A-Za-z0-9_-]{43}$/
 export const sendsFoundryToken = (authorization: string | undefined): boolean =>
   authorization !== undefined && /^Bearer\s+fdy_/i.test(authorization)
 
+/** A new token: its id and the text shown once to the person who made it. */
 export const issueToken = (): { readonly id: string; readonly token: string } => {
   const id = randomBytes(8).toString("hex")
   return { id, token: `${prefix}${id}_${randomBytes(32).toString("base64url")}` }
