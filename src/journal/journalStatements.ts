@@ -71,10 +71,13 @@ export const idempotencyFingerprint = (runId: string): Statement => ({
 
 export const runStatus = (id: string): Statement => ({ sql: "SELECT status FROM foundry_runs WHERE id = ?", params: [id] })
 
-/** A status change: starting sets `started_at`, ending sets `finished_at` and the output or error. */
+/**
+ * A status change: starting sets `started_at` (the first start: a run resumed after waiting keeps
+ * it, so its duration counts the wait), ending sets `finished_at` and the output or error.
+ */
 export const updateRun = (id: string, update: RunUpdate, now: number): Statement => {
   if (update.status === "running") {
-    return { sql: "UPDATE foundry_runs SET status = 'running', started_at = ? WHERE id = ?", params: [now, id] }
+    return { sql: "UPDATE foundry_runs SET status = 'running', started_at = COALESCE(started_at, ?) WHERE id = ?", params: [now, id] }
   }
   if (finalStatuses.has(update.status)) {
     return {

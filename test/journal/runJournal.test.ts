@@ -163,6 +163,11 @@ const journalTests = (backend: Backend) => {
       const suspended = new RunRecord({ ...running, status: "suspended" })
       expect(yield* store.getRun("r1")).toEqual(Option.some(suspended))
 
+      // Resumed: still started when it first started.
+      yield* TestClock.setTime(3_500)
+      yield* journal.record(r1, { status: { status: "running" } })
+      expect(Option.map(yield* store.getRun("r1"), (run) => [run.status, run.startedAt])).toEqual(Option.some(["running", 2_000]))
+
       yield* TestClock.setTime(4_000)
       yield* journal.record(r1, { status: { status: "completed", output: "Order 42 has shipped." } })
       expect(yield* store.getRun("r1")).toEqual(
