@@ -69,6 +69,34 @@ describe.skipIf(skipBrowser)("the inspector in Chromium", () => {
       expect(roles).toEqual(["user", "assistant", "tool", "assistant"])
     }))
 
+  it.scopedLive("on a phone's screen no page is wider than the screen; an unknown conversation says so", () =>
+    Effect.gen(function*() {
+      const { page, url } = yield* setup()
+      const errors: Array<string> = []
+      page.on("pageerror", (error) => errors.push(error.message))
+      const created = yield* http(`${url}/api/runs`, {
+        body: { agent: "worker", message: plan({ calls: [{ name: "record", arguments: { line: "on a phone" } }] }) }
+      })
+      const { runId } = created.json as { runId: string }
+      yield* waitForRun(url, runId)
+      yield* promise(() => page.setViewportSize({ width: 390, height: 844 }))
+      const paths = ["/", "/agents", "/instances", "/conversations", "/runs", "/approvals", "/schedules", "/playbooks", "/releases", `/runs/${runId}`]
+      const widths: Record<string, number> = {}
+      for (const path of paths) {
+        yield* promise(() => page.goto(`${url}${path}`))
+        yield* promise(() => page.waitForSelector("main h1"))
+        yield* Effect.sleep("300 millis")
+        widths[path] = yield* promise(() => page.evaluate(() => document.documentElement.scrollWidth))
+      }
+      expect(widths).toEqual(Object.fromEntries(paths.map((path) => [path, 390])))
+
+      yield* promise(() => page.goto(`${url}/conversations/conv_nope`))
+      yield* promise(() => page.waitForSelector("h1:has-text('Conversation not found')"))
+      expect(yield* promise(() => page.textContent(".error-line"))).toContain(`there is no conversation "conv_nope"`)
+      expect(yield* promise(() => page.locator("form.composer").count())).toBe(0)
+      expect(errors).toEqual([])
+    }))
+
   it.scopedLive("a deep link to a run loads directly and its waterfall shows the tool span with input and output", () =>
     Effect.gen(function*() {
       const { page, url } = yield* setup()

@@ -70,8 +70,15 @@ export const conversationPage = (root: HTMLElement, [conversationId = ""]: Reado
   let activeRun: string | undefined
   const totals = h("p", { class: "muted", "data-testid": "conversation-usage" })
   const draw = async () => {
-    const [messages, usage, cluster] = await Promise.all([
-      api.messages(conversationId),
+    let messages: Awaited<ReturnType<typeof api.messages>>
+    try {
+      messages = await api.messages(conversationId)
+    } catch (error) {
+      // As an unknown run's page says so: no composer that could send into nothing.
+      replace(root, h("h1", {}, "Conversation not found"), h("p", { class: "error-line" }, error instanceof Error ? error.message : String(error)))
+      return
+    }
+    const [usage, cluster] = await Promise.all([
       api.usage(`?conversation=${encodeURIComponent(conversationId)}&groupBy=conversation`),
       api.cluster()
     ])

@@ -36,7 +36,7 @@ const when = (ms: number) => new Date(ms).toLocaleString()
 /** The releases page. */
 export const releasesPage = (root: HTMLElement) => {
   const list = h("tbody")
-  const empty = h("p", { class: "muted", hidden: true }, "No release deployed: `foundry deploy` ships one.")
+  const empty = h("p", { class: "muted", hidden: true }, "No release deployed: foundry deploy ships one.")
   replace(root, h("h1", {}, "Releases"),
     h("table", { class: "table", "data-testid": "releases" },
       h("thead", {}, h("tr", {}, ["release", "built", "deployed", "by", "", "runs", "changes"].map((c) => h("th", {}, c)))), list),
