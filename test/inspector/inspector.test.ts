@@ -112,6 +112,11 @@ describe.skipIf(skipBrowser)("the inspector in Chromium", () => {
       expect(yield* promise(() => tool.locator(".span-label").textContent())).toContain("tool record")
       expect(JSON.parse((yield* promise(() => tool.locator("[data-testid=span-input]").textContent())) ?? "{}")).toEqual({ line: "hello inspector" })
       expect(yield* promise(() => tool.locator("[data-testid=span-output]").textContent())).toContain("recorded hello inspector")
+      // Shown open, and said so; a click folds it.
+      expect(yield* promise(() => tool.locator(".span-label").textContent())).toMatch(/^▾ /)
+      yield* promise(() => tool.locator(".span-row").click())
+      yield* promise(() => page.locator("[data-testid=waterfall] .span.tool [data-testid=span-input]").waitFor({ state: "detached" }))
+      expect(yield* promise(() => page.locator("[data-testid=waterfall] .span.tool .span-label").first().textContent())).toMatch(/^▸ /)
       expect(yield* promise(() => page.locator("[data-testid=waterfall] .span.model").count())).toBe(2)
       expect(yield* promise(() => page.textContent("[data-testid=run-output]"))).toBe("done: recorded hello inspector")
     }))

@@ -97,7 +97,8 @@ const tokens = (usage: unknown): { readonly input: number; readonly output: numb
 
 /** The run page. */
 export const runPage = (root: HTMLElement, [runId = ""]: ReadonlyArray<string>) => {
-  const expanded = new Set<string>()
+  // Spans a reader has folded or unfolded: tools start unfolded, every other span folded.
+  const toggled = new Set<string>()
   const previews: PreviewCache = new Map()
   const draw = async () => {
     let run: RunView
@@ -122,15 +123,15 @@ export const runPage = (root: HTMLElement, [runId = ""]: ReadonlyArray<string>) 
       const left = ((span.start - start) / width) * 100
       const size = Math.max((((span.end ?? end) - span.start) / width) * 100, 0.5)
       const usage = tokens(span.detail.usage)
-      const open = expanded.has(span.id)
+      const open = span.kind === "tool" ? !toggled.has(span.id) : toggled.has(span.id)
       const childRun = typeof span.detail.childRunId === "string" ? span.detail.childRunId : undefined
       return h("div", { class: `span ${span.kind} ${span.status}`, "data-span": span.id, "data-kind": span.kind },
         h("div", {
           class: "span-row",
           style: `padding-left: ${depth(span) * 16}px`,
           onclick: () => {
-            if (open) expanded.delete(span.id)
-            else expanded.add(span.id)
+            if (toggled.has(span.id)) toggled.delete(span.id)
+            else toggled.add(span.id)
             void draw()
           }
         },
@@ -138,7 +139,7 @@ export const runPage = (root: HTMLElement, [runId = ""]: ReadonlyArray<string>) 
           h("span", { class: "span-track" }, h("span", { class: "bar", style: `left: ${left}%; width: ${size}%` })),
           h("span", { class: "span-meta" }, duration(span.end === undefined ? undefined : span.end - span.start),
             usage === undefined ? "" : ` · ${usage.input}/${usage.output} tok`)),
-        open || span.kind === "tool" ? h("div", { class: "span-detail" },
+        open ? h("div", { class: "span-detail" },
           span.detail.input === undefined ? null : h("div", {}, h("b", {}, "input"), h("pre", { "data-testid": "span-input" }, json(span.detail.input))),
           span.detail.output === undefined ? null : h("div", {}, h("b", {}, "output"), h("pre", { "data-testid": "span-output" }, json(span.detail.output))),
           span.detail.error === undefined ? null : h("div", { class: "error-line" }, String(span.detail.error)),
