@@ -86,7 +86,7 @@ describe.skipIf(skipBrowser)("the inspector in Chromium", () => {
         yield* promise(() => page.goto(`${url}${path}`))
         yield* promise(() => page.waitForSelector("main h1"))
         yield* Effect.sleep("300 millis")
-        widths[path] = yield* promise(() => page.evaluate(() => document.documentElement.scrollWidth))
+        widths[path] = yield* promise(() => page.evaluate<number>("document.documentElement.scrollWidth"))
       }
       expect(widths).toEqual(Object.fromEntries(paths.map((path) => [path, 390])))
 
