@@ -3,7 +3,7 @@
  * preview. Artifacts never change, so each preview is asked for once per page and kept.
  */
 import { api, type ArtifactPreview, type ArtifactView } from "./api.js"
-import { h } from "./dom.js"
+import { errorText, h } from "./dom.js"
 import { fileSize, previewElement } from "./preview.js"
 
 /** Previews by artifact id, kept across a page's redraws. */
@@ -23,7 +23,7 @@ const artifactCard = (artifact: ArtifactView, previews: PreviewCache) => {
   }
   void preview.then(
     (shown) => slot.replaceChildren(previewElement(shown, artifact.url, artifact.caption ?? name)),
-    (error: unknown) => slot.replaceChildren(h("p", { class: "error-line" }, error instanceof Error ? error.message : String(error)))
+    (error: unknown) => slot.replaceChildren(h("p", { class: "error-line" }, errorText(error)))
   )
   return h("div", { class: "card artifact", "data-artifact": artifact.id },
     h("div", {},

@@ -46,6 +46,9 @@ export const duration = (ms: number | undefined): string =>
 /** A time of day from ms since the epoch. */
 export const clock = (ms: number | undefined): string => ms === undefined ? "" : new Date(ms).toLocaleTimeString()
 
+/** What went wrong, as a person reads it: an error's message, not its name. */
+export const errorText = (error: unknown): string => error instanceof Error ? error.message : String(error)
+
 /** Pretty JSON for a value. */
 export const json = (value: unknown): string => JSON.stringify(value, null, 2) ?? String(value)
 

@@ -4,7 +4,7 @@
  */
 import { usageLine } from "../usage.js"
 import { api, type MessageView, onEvent } from "../api.js"
-import { clock, h, link, replace } from "../dom.js"
+import { clock, errorText, h, link, replace } from "../dom.js"
 import { navigate } from "../navigate.js"
 import { instanceHref } from "./instances.js"
 
@@ -75,7 +75,7 @@ export const conversationPage = (root: HTMLElement, [conversationId = ""]: Reado
       messages = await api.messages(conversationId)
     } catch (error) {
       // As an unknown run's page says so: no composer that could send into nothing.
-      replace(root, h("h1", {}, "Conversation not found"), h("p", { class: "error-line" }, error instanceof Error ? error.message : String(error)))
+      replace(root, h("h1", {}, "Conversation not found"), h("p", { class: "error-line" }, errorText(error)))
       return
     }
     const [usage, cluster] = await Promise.all([

@@ -5,7 +5,7 @@
  * starts with) browses the tree as it was then. It loads when the page opens and on "Refresh".
  */
 import { api, type EnvironmentAt, type EnvironmentFile, type EnvironmentView, type InstanceConversation, type InstanceRef } from "../api.js"
-import { h, link, replace } from "../dom.js"
+import { errorText, h, link, replace } from "../dom.js"
 import { fileSize } from "../preview.js"
 
 /** A folder of the tree, built from the files' paths (the store keeps files only). */
@@ -37,8 +37,6 @@ const folderTree = (files: ReadonlyArray<EnvironmentFile>): Folder => {
 const nameOf = (path: string): string => path.slice(path.lastIndexOf("/") + 1)
 
 const when = (ms: number): string => new Date(ms).toLocaleString()
-
-const message = (error: unknown): string => error instanceof Error ? error.message : String(error)
 
 /** The environment browser of an instance's page: its element, and `open` to load it for an instance. */
 export const environmentBrowser = () => {
@@ -78,7 +76,7 @@ export const environmentBrowser = () => {
         if (mine === showing) replace(slot, header, h("pre", { class: "env-text", "data-testid": "environment-file-text" }, text))
       },
       (error: unknown) => {
-        if (mine === showing) replace(slot, header, h("p", { class: "error-line" }, message(error)))
+        if (mine === showing) replace(slot, header, h("p", { class: "error-line" }, errorText(error)))
       }
     )
   }
@@ -186,7 +184,7 @@ export const environmentBrowser = () => {
       if (mine === loading) render(view, talks)
     } catch (error) {
       if (mine === loading) {
-        replace(element, h("p", { class: "error-line", "data-testid": "environment-problem" }, message(error)),
+        replace(element, h("p", { class: "error-line", "data-testid": "environment-problem" }, errorText(error)),
           h("button", { "data-testid": "environment-refresh", onclick: () => void load() }, "Refresh"))
       }
     }

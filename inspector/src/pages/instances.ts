@@ -4,7 +4,7 @@
  * conversations, schedules, environment and usage.
  */
 import { ApiError, api, type InstallationView, type InstanceRef, type InstanceSummary, type InstanceView, onEvent, redrawOn } from "../api.js"
-import { type Child, h, json, link, replace } from "../dom.js"
+import { type Child, errorText, h, json, link, replace } from "../dom.js"
 import { barChart, dollars, usageLine } from "../usage.js"
 import { environmentBrowser } from "./environment.js"
 import { runStatus } from "./runs.js"
@@ -72,7 +72,7 @@ export const instancesPage = (root: HTMLElement) => {
       const shown = tbody.childElementCount
       count.textContent = next === null ? plural(shown, "instance") : `showing ${shown}; more to load`
     } catch (error) {
-      if (mine === generation) problem.textContent = error instanceof Error ? error.message : String(error)
+      if (mine === generation) problem.textContent = errorText(error)
     } finally {
       if (mine === generation) {
         more.removeAttribute("disabled")
@@ -169,7 +169,7 @@ export const instancePage = (root: HTMLElement, [agent = "", id = ""]: ReadonlyA
   const act = (change: Promise<InstanceView>) => {
     problem.textContent = ""
     void change.then(() => draw()).catch((error: unknown) => {
-      problem.textContent = error instanceof Error ? error.message : String(error)
+      problem.textContent = errorText(error)
     })
   }
   const drawState = (view: InstanceView) =>
@@ -232,7 +232,7 @@ export const instancePage = (root: HTMLElement, [agent = "", id = ""]: ReadonlyA
   }
   void draw().catch((error: unknown) => {
     if (error instanceof ApiError && error.status === 404) replace(root, h("h1", {}, "No such instance"), h("p", {}, agent === "" ? id : `${agent} / ${id}`))
-    else problem.textContent = error instanceof Error ? error.message : String(error)
+    else problem.textContent = errorText(error)
   })
 
   return redrawOn(
