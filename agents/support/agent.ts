@@ -3,6 +3,7 @@ import { defineAgent } from "foundry"
 import workspace from "../../environments/workspace.js"
 import currentTime from "../../tools/current-time.tool.js"
 import lookupOrder from "./tools/lookup-order.tool.js"
+import refundOrder from "./tools/refund-order.tool.js"
 
 export default defineAgent({
   description: "Answers customer questions about orders",
@@ -15,7 +16,7 @@ export default defineAgent({
   instructions: ({ instance }) =>
     `You help ${instance.context.company} customers with their orders (answer in locale ${instance.context.locale}). ` +
     "Look orders up before answering; never guess a status.",
-  tools: [lookupOrder, currentTime],
+  tools: [lookupOrder, refundOrder, currentTime],
   environment: workspace,
   maxTurns: 8
 })

@@ -17,6 +17,8 @@ export interface ManifestRoute {
   readonly description?: string
   readonly tools?: ReadonlyArray<string>
   readonly requires?: ReadonlyArray<string>
+  /** Whether a tool's calls wait for a person: every call, or those whose input says so. */
+  readonly approval?: "always" | "by input"
   readonly agent?: string
   readonly environment?: string
   readonly model?: string
@@ -89,6 +91,7 @@ export const manifestOf = (table: RouteTable): Manifest => ({
       file: route.file,
       description: route.definition.description,
       requires: route.definition.requires.map((tag) => tag.key),
+      ...(route.definition.approval === "never" ? {} : { approval: route.definition.approval === "always" ? "always" : "by input" }),
       ...inputSchemaOf(route.definition.input),
       ...(route.agent === undefined ? {} : { agent: route.agent }),
       ...(route.definition.installable === undefined ? {} : { installable: true })

@@ -108,6 +108,7 @@ describe("foundry routes and foundry check", () => {
         /agent\s+support\s+agents\/support\/agent\.ts/,
         /agent\s+support\/triage\s+agents\/support\/triage\/agent\.ts/,
         /tool\s+support\/lookup-order\s+agents\/support\/tools\/lookup-order\.tool\.ts/,
+        /tool\s+support\/refund-order\s+agents\/support\/tools\/refund-order\.tool\.ts\s+requires Orders; asks for approval/,
         /tool\s+current-time\s+tools\/current-time\.tool\.ts/,
         /schedule\s+daily-review\s+schedules\/daily-review\.ts/,
         /playbook\s+urgent-ticket\s+playbooks\/urgent-ticket\.ts/,

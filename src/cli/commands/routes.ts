@@ -12,7 +12,10 @@ const detail = (route: ReturnType<typeof manifestOf>["routes"][number]): string 
       return `model ${route.model}; tools: ${route.tools?.join(", ") || "none"}` +
         (route.environment === undefined ? "" : `; environment ${route.environment}`)
     case "tool":
-      return route.requires === undefined || route.requires.length === 0 ? "" : `requires ${route.requires.join(", ")}`
+      return [
+        route.requires === undefined || route.requires.length === 0 ? undefined : `requires ${route.requires.join(", ")}`,
+        route.approval === undefined ? undefined : route.approval === "always" ? "asks for approval" : "asks for approval by input"
+      ].filter((part) => part !== undefined).join("; ")
     case "mcp":
       return route.description ?? ""
     case "schedule":
