@@ -2,8 +2,10 @@ import { mkdtempSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { describe, expect, it } from "@effect/vitest"
-import { Effect } from "effect"
-import { http, startServer, waitForRun } from "../support/server.js"
+import { Effect, Layer } from "effect"
+import { demoModel } from "../../src/models/demo.js"
+import { ModelResolver } from "../../src/models/Model.js"
+import { http, pendingApproval, runIdOf, startServer, waitForRun } from "../support/server.js"
 
 const root = new URL("../../", import.meta.url).pathname
 
@@ -19,6 +21,47 @@ describe("the example project over HTTP", () => {
       const events = yield* http(`${server.url}/api/runs/${runId}/events`)
       const toolCall = (events.json as Array<{ type: string; data: Record<string, unknown> }>).find((e) => e.type === "tool.call.completed")
       expect(toolCall?.data).toMatchObject({ tool: "lookup-order", input: { orderId: "42" }, output: { orderId: "42", status: "shipped" } })
+    }))
+
+  it.scopedLive("a refund waits for a person: denied, the agent is told why; approved, the order is refunded", () =>
+    Effect.gen(function*() {
+      const server = yield* startServer(root)
+      const routes = (yield* http(`${server.url}/api/routes`)).json as { routes: ReadonlyArray<{ id: string; approval?: string }> }
+      expect(routes.routes.find((r) => r.id === "support/refund-order")).toMatchObject({ approval: "always" })
+
+      const denied = runIdOf((yield* http(`${server.url}/api/runs`, { body: { agent: "support", message: "Refund order 42" } })).json)
+      const first = yield* pendingApproval(server.url, denied)
+      const decided = yield* http(`${server.url}/api/approvals/${first}`, { body: { decision: "deny", reason: "ask for the receipt first" } })
+      expect(decided.json).toMatchObject({ status: "denied", reason: "ask for the receipt first", decidedAt: expect.any(Number) })
+      const deniedRun = yield* waitForRun(server.url, denied)
+      expect(deniedRun.status).toBe("completed")
+      expect(deniedRun.output).toContain("ask for the receipt first")
+
+      const approved = runIdOf((yield* http(`${server.url}/api/runs`, { body: { agent: "support", message: "Refund order 42" } })).json)
+      const second = yield* pendingApproval(server.url, approved)
+      yield* http(`${server.url}/api/approvals/${second}`, { body: { decision: "approve" } })
+      expect(yield* waitForRun(server.url, approved)).toMatchObject({ status: "completed" })
+      const events = (yield* http(`${server.url}/api/runs/${approved}/events`)).json as Array<{ type: string; data: Record<string, unknown> }>
+      expect(events.find((e) => e.type === "tool.call.completed")?.data).toMatchObject({
+        tool: "refund-order",
+        input: { orderId: "42" },
+        output: { orderId: "42", refundId: expect.stringMatching(/^rf_42_/) }
+      })
+    }))
+
+  it.scopedLive("the route table says which model an agent runs on when it is not the one it asks for", () =>
+    Effect.gen(function*() {
+      const fallback = Layer.succeed(ModelResolver, {
+        notice: "OPENAI_API_KEY is not set: agents that ask for openai:* run on the offline demo model",
+        resolve: (spec) => spec.startsWith("openai:") ? { model: demoModel, fallbackFrom: spec } : { model: demoModel }
+      })
+      const server = yield* startServer(root, { models: fallback })
+      const routes = (yield* http(`${server.url}/api/routes`)).json as { routes: ReadonlyArray<{ id: string; kind: string; runsOn?: unknown }> }
+      expect(routes.routes.find((r) => r.kind === "agent" && r.id === "support")).toMatchObject({
+        runsOn: { model: "demo", reason: expect.stringContaining("OPENAI_API_KEY is not set") }
+      })
+      // `support/triage` asks for the demo model, and gets it.
+      expect(routes.routes.find((r) => r.kind === "agent" && r.id === "support/triage")?.runsOn).toBeUndefined()
     }))
 })
 
@@ -98,6 +141,15 @@ describe("the HTTP API's edges", () => {
       const path = yield* http(`${server.url}/api/nothing-here`)
       expect(path.status).toBe(404)
       expect(path.text).toContain("is not a route")
+      // A browser asking for a page that is none gets the inspector (which says so), still a 404;
+      // under the API's paths it gets the API's error whatever it accepts.
+      const page = yield* http(`${server.url}/no-such-page`, { headers: { accept: "text/html,application/xhtml+xml" } })
+      expect(page.status).toBe(404)
+      expect(page.headers.get("content-type")).toContain("text/html")
+      expect(page.text).toContain("/assets/inspector.js")
+      const apiPath = yield* http(`${server.url}/api/nothing-here`, { headers: { accept: "text/html" } })
+      expect(apiPath.status).toBe(404)
+      expect(apiPath.json).toMatchObject({ _tag: "NotFound" })
     }))
 
   it.scopedLive("lists runs newest first with filters, and serves routes, health and the OpenAPI document", () =>

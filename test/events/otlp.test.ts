@@ -8,7 +8,7 @@ import { spanBuilder } from "../../src/events/OtlpExport.js"
 import type { EventContent, FoundryEvent } from "../../src/events/FoundryEvent.js"
 import { durableProject, plan } from "../support/durableProject.js"
 import { plannedModel } from "../support/plannedModel.js"
-import { http, startServer, waitForRun } from "../support/server.js"
+import { http, pendingApproval, startServer, waitForRun } from "../support/server.js"
 import { tempProject } from "../support/tempProject.js"
 
 interface Span {
@@ -45,21 +45,6 @@ const collector = Effect.acquireRelease(
   }),
   (c) => Effect.sync(c.close)
 )
-
-/** Polls until the run waits on an approval, and returns its id. */
-const pendingApproval = (url: string, runId: string) =>
-  Effect.gen(function*() {
-    for (let attempt = 0; attempt < 200; attempt++) {
-      const run = (yield* http(`${url}/api/runs/${runId}`)).json as { readonly status?: string }
-      if (run.status === "suspended") {
-        const pending = (yield* http(`${url}/api/approvals?status=pending`)).json as ReadonlyArray<{ id: string; runId: string }>
-        const approval = pending.find((a) => a.runId === runId)
-        if (approval !== undefined) return approval.id
-      }
-      yield* Effect.sleep("25 millis")
-    }
-    return yield* Effect.die(new Error(`run ${runId} never waited on an approval`))
-  })
 
 describe("OpenTelemetry export", () => {
   it.scopedLive("sends a run as a trace, its steps as spans, with GenAI attributes on model turns", () =>

@@ -91,3 +91,18 @@ export const waitForRun = (base: string, runId: string, attempts = 400) =>
     }
     return yield* Effect.die(new Error(`run ${runId} did not end`))
   })
+
+/** Polls until the run waits on an approval (or 200 tries, 25 ms apart, run out), and returns the approval's id. */
+export const pendingApproval = (url: string, runId: string) =>
+  Effect.gen(function*() {
+    for (let attempt = 0; attempt < 200; attempt++) {
+      const run = (yield* http(`${url}/api/runs/${runId}`)).json
+      if (isRunBody(run) && run.status === "suspended") {
+        const pending = (yield* http(`${url}/api/approvals?status=pending`)).json as ReadonlyArray<{ id: string; runId: string }>
+        const approval = pending.find((a) => a.runId === runId)
+        if (approval !== undefined) return approval.id
+      }
+      yield* Effect.sleep("25 millis")
+    }
+    return yield* Effect.die(new Error(`run ${runId} never waited on an approval`))
+  })

@@ -1,12 +1,14 @@
 /**
  * Middleware that keeps the API's promises at its edge: request bodies are size-limited; a request
  * that does not match its endpoint gets a `BadRequest` saying which field is wrong, one line each;
- * a body that is not JSON or a path that is not a route gets a JSON error that says so, never an
- * empty response, a Schema tree or a stack trace.
+ * a body that is not JSON or a path that is not a route gets a JSON error that says so (a browser
+ * asking for a page that is not one, the inspector's), never an empty response, a Schema tree or a
+ * stack trace.
  */
 import { HttpApiError, type HttpApp, HttpMethod, HttpServerError, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { Cause, Effect } from "effect"
 import { formatIssues } from "../../definitions/readableIssues.js"
+import { pageNotFound } from "../inspector/InspectorLive.js"
 import { BadRequest } from "./api/BadRequest.js"
 import { FoundryApi } from "./api/FoundryApi.js"
 import { pathOf, refusal } from "./edge/refusal.js"
@@ -59,7 +61,9 @@ export const readableErrors = (maxBodyBytes: number) => <E, R>(app: HttpApp.Defa
               })
             )
           case "RouteNotFound": {
-            // In the shape the client at that path reads: OpenAI's under /v1.
+            // A browser's page gets the inspector's; any other client the shape it reads: OpenAI's under /v1.
+            const page = pageNotFound(error.request)
+            if (page !== undefined) return page
             const path = pathOf(error.request)
             const routes = isOpenAiPath(path) ? "/v1's routes are /v1/models and /v1/chat/completions" : "see /api/openapi.json"
             return Effect.succeed(refusal(path, 404, "NotFound", `${error.request.method} ${error.request.url} is not a route; ${routes}`))

@@ -6,7 +6,7 @@
  */
 import { readFile } from "node:fs/promises"
 import { join } from "node:path"
-import { HttpApiBuilder, HttpServerResponse } from "@effect/platform"
+import { HttpApiBuilder, type HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { Effect } from "effect"
 import { packageLayout } from "../../packageLayout.js"
 
@@ -23,6 +23,21 @@ const bundle = layout._tag === "Prebuilt"
   : Effect.tryPromise(() =>
     import("./bundleInspector.js").then(({ bundleInspector }) => bundleInspector(layout.dir, false))
   )
+
+/** Paths that belong to machines (the API, MCP, webhooks, OpenAI's clients, assets), never to the inspector's pages. */
+const machinePath = /^\/(api|v1|mcp|hooks|assets|health)(\/|$)/
+
+/**
+ * What a path that is no route answers a browser asking for a page: the inspector, which says
+ * there is no such page and keeps its navigation (a 404 all the same). Clients of the API get its
+ * JSON error instead, as does anyone under a machine's path.
+ */
+export const pageNotFound = (request: HttpServerRequest.HttpServerRequest): Effect.Effect<HttpServerResponse.HttpServerResponse> | undefined =>
+  (request.method === "GET" || request.method === "HEAD") && (request.headers.accept ?? "").includes("text/html") &&
+    !machinePath.test(request.url)
+    ? Effect.map(file("index.html").pipe(Effect.orDie), (html) =>
+      HttpServerResponse.text(html, { status: 404, contentType: "text/html; charset=utf-8" }))
+    : undefined
 
 /** The inspector's routes on the API's router. */
 export const InspectorLive = HttpApiBuilder.Router.use((router) =>

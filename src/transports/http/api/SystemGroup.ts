@@ -13,9 +13,12 @@ export const RouteView = Schema.Struct({
   description: Schema.optional(Schema.String),
   tools: Schema.optional(Schema.Array(Schema.String)),
   requires: Schema.optional(Schema.Array(Schema.String)),
+  approval: Schema.optional(Schema.Literal("always", "by input")),
   agent: Schema.optional(Schema.String),
   environment: Schema.optional(Schema.String),
   model: Schema.optional(Schema.String),
+  /** The model an agent runs on when it is not the one it asks for, and why (`demo` without an OpenAI key). */
+  runsOn: Schema.optional(Schema.Struct({ model: Schema.String, reason: Schema.String })),
   schedules: Schema.optional(Schema.Array(Schema.String)),
   playbooks: Schema.optional(Schema.Array(Schema.String)),
   timing: Schema.optional(Schema.Record({ key: Schema.String, value: Schema.String })),

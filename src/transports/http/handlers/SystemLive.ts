@@ -5,6 +5,7 @@ import { HttpApiBuilder } from "@effect/platform"
 import { Clock, Effect } from "effect"
 import { BuildStatus } from "../../../compiler/BuildStatus.js"
 import { CurrentApp } from "../../../compiler/CurrentApp.js"
+import { ModelResolver } from "../../../models/Model.js"
 import { manifestOf } from "../../../router/codegen.js"
 import { FoundryApi } from "../api/FoundryApi.js"
 
@@ -14,8 +15,20 @@ export const SystemLive = HttpApiBuilder.group(FoundryApi, "system", (handlers) 
     const current = yield* CurrentApp
     const status = yield* BuildStatus
     const startedAt = yield* Clock.currentTimeMillis
+    const models = yield* ModelResolver
+    // What the route table says an agent asks for, and beside it what it gets when that differs.
+    const withModelsRunOn = (manifest: ReturnType<typeof manifestOf>) => ({
+      ...manifest,
+      routes: manifest.routes.map((route) => {
+        if (route.kind !== "agent" || route.model === undefined) return route
+        const resolved = models.resolve(route.model)
+        return resolved.fallbackFrom === undefined
+          ? route
+          : { ...route, runsOn: { model: resolved.model.name, reason: models.notice ?? `${route.model} is not available here` } }
+      })
+    })
     return handlers
-      .handle("routes", () => Effect.map(current.get, (app) => manifestOf(app.table)))
+      .handle("routes", () => Effect.map(current.get, (app) => withModelsRunOn(manifestOf(app.table))))
       .handle("build", () => status.get)
       .handle("health", () =>
         Effect.gen(function*() {
