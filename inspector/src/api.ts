@@ -4,9 +4,9 @@
 import type { BuildReport } from "../../src/compiler/BuildStatus.js"
 import type { FoundryEvent } from "../../src/events/FoundryEvent.js"
 import type { EventPage } from "../../src/transports/http/api/EventsGroup.js"
-import type { ManifestRoute } from "../../src/router/codegen.js"
 import type { UsageReport } from "../../src/transports/http/api/UsageGroup.js"
 import type { ApprovalView, MessageView, RunView } from "../../src/transports/http/api/views.js"
+import type { RouteView as RouteSchema } from "../../src/transports/http/api/SystemGroup.js"
 import type { SessionView } from "../../src/transports/http/api/TokensGroup.js"
 import type { ClusterView, ConversationPlacement } from "../../src/dispatch/ClusterStatus.js"
 import type {
@@ -31,8 +31,8 @@ export type { ApprovalView, BuildReport, FoundryEvent, MessageView, RunView, Usa
 /** A page of the event log; `nextAfter` is the cursor of the next page. */
 export type EventPageView = typeof EventPage.Type
 
-/** A route of the project, as `/api/routes` lists it (the manifest's shape). */
-export type RouteView = ManifestRoute
+/** A route of the project, as `/api/routes` lists it (the manifest's shape, and the model an agent runs on). */
+export type RouteView = typeof RouteSchema.Encoded
 
 /** An API call that did not succeed, with the server's message. */
 export class ApiError extends Error {
@@ -111,14 +111,20 @@ export const api = {
     request<ReadonlyArray<MessageView>>(`/api/conversations/${encodeURIComponent(conversation)}/messages`),
   approvals: (status?: string) => request<ReadonlyArray<ApprovalView>>(`/api/approvals${status === undefined ? "" : `?status=${status}`}`),
   /** `scope: "conversation"` (approvals only) lets the same tool run without asking again in that conversation. */
-  decide: (id: string, decision: "approve" | "deny", scope: "once" | "conversation" = "once") =>
+  decide: (id: string, decision: "approve" | "deny", scope: "once" | "conversation" = "once", reason?: string) =>
     request<ApprovalView>(`/api/approvals/${encodeURIComponent(id)}`, {
       method: "POST",
-      body: JSON.stringify(scope === "once" ? { decision } : { decision, scope })
+      body: JSON.stringify({ decision, ...(scope === "once" ? {} : { scope }), ...(reason === undefined ? {} : { reason }) })
     }),
   send: (body: { agent: string; message: string; conversation?: string; instance?: string }) =>
     request<{ runId: string; conversationId: string; instanceId: string }>("/api/runs", { method: "POST", body: JSON.stringify(body) }),
   cancel: (id: string) => request<RunView>(`/api/runs/${encodeURIComponent(id)}/cancel`, { method: "POST" }),
+  /** Cancels the run and starts another in its conversation with `message` (`steeredFrom` links them). */
+  steer: (id: string, message: string) =>
+    request<{ runId: string; conversationId: string; instanceId: string; steeredFrom: string }>(
+      `/api/runs/${encodeURIComponent(id)}/steer`,
+      { method: "POST", body: JSON.stringify({ message }) }
+    ),
   schedules: () => request<ReadonlyArray<ScheduleView>>("/api/schedules"),
   usage: (query: string) => request<UsageReport>(`/api/usage${query}`),
   schedule: (id: string, action: "pause" | "resume" | "trigger") =>

@@ -33,15 +33,24 @@ const append = (element: Element, children: ReadonlyArray<Child | ReadonlyArray<
   }
 }
 
-/** Replaces an element's children. */
+/**
+ * Replaces an element's children. An element that was focused and is among the new children (a
+ * box kept across a page's redraws) keeps the focus, so live updates do not take it from a reader
+ * typing into it.
+ */
 export const replace = (element: Element, ...children: ReadonlyArray<Child | ReadonlyArray<Child>>): void => {
+  const focused = document.activeElement
   element.replaceChildren()
   append(element, children)
+  if (focused instanceof HTMLElement && focused !== document.activeElement && element.contains(focused)) focused.focus()
 }
 
 /** A duration in ms, short. */
 export const duration = (ms: number | undefined): string =>
   ms === undefined ? "" : ms < 1000 ? `${Math.round(ms)} ms` : `${(ms / 1000).toFixed(ms < 10_000 ? 2 : 1)} s`
+
+/** `n` things, said as a person would: "1 run", "2 runs". */
+export const counted = (n: number, noun: string): string => `${n.toLocaleString()} ${noun}${n === 1 ? "" : "s"}`
 
 /** A time of day from ms since the epoch. */
 export const clock = (ms: number | undefined): string => ms === undefined ? "" : new Date(ms).toLocaleTimeString()

@@ -8,7 +8,7 @@ import * as Scripted from "../../src/models/scripted.js"
 import { browserPage, skipBrowser } from "../support/browser.js"
 import { durableProject, plan } from "../support/durableProject.js"
 import { plannedModel } from "../support/plannedModel.js"
-import { http, startServer, waitForRun } from "../support/server.js"
+import { http, pendingApproval, runIdOf, startServer, waitForRun } from "../support/server.js"
 import { tempProject } from "../support/tempProject.js"
 
 const answer = "Your order is on its way and should arrive on Thursday"
@@ -139,6 +139,68 @@ describe.skipIf(skipBrowser)("the inspector in Chromium", () => {
       yield* promise(() => page.waitForSelector("[data-status=completed]"))
     }))
 
+  it.scopedLive("a conversation shows what waits on a person, and denying it there with a reason tells the agent why", () =>
+    Effect.gen(function*() {
+      const { page, url } = yield* setup()
+      const created = yield* http(`${url}/api/runs`, {
+        body: { agent: "worker", message: plan({ calls: [{ name: "transfer", arguments: { amount: 75 } }] }) }
+      })
+      const { runId, conversationId } = created.json as { runId: string; conversationId: string }
+      yield* pendingApproval(url, runId)
+      yield* promise(() => page.goto(`${url}/conversations/${conversationId}`))
+      const card = page.locator("[data-testid=conversation-approvals] .approval").first()
+      yield* promise(() => card.waitFor())
+      expect(yield* promise(() => card.textContent())).toContain("transfer waits for your approval")
+      // The run waits, so it can be stopped from here.
+      yield* promise(() => page.locator("[data-testid=stop]:visible").waitFor())
+      yield* promise(() => card.locator("input[name=reason]").fill("not above 50"))
+      yield* promise(() => card.locator("button.deny").click())
+      const done = yield* waitForRun(url, runId)
+      expect(done.output).toContain("not above 50")
+      // The card leaves the conversation, and the approvals page shows the decision, its time and reason.
+      yield* promise(() => page.locator("[data-testid=conversation-approvals] .approval").waitFor({ state: "detached" }))
+      yield* promise(() => page.goto(`${url}/approvals`))
+      const decision = page.locator("[data-testid=decided] .approval [data-testid=approval-decision]").first()
+      yield* promise(() => decision.waitFor())
+      expect(yield* promise(() => decision.textContent())).toMatch(/^denied at .+ · not above 50$/)
+    }))
+
+  it.scopedLive("a run that has not ended is cancelled or steered from its page", () =>
+    Effect.gen(function*() {
+      const { page, url } = yield* setup()
+      const waiting = (amount: number) =>
+        Effect.map(http(`${url}/api/runs`, { body: { agent: "worker", message: plan({ calls: [{ name: "transfer", arguments: { amount } }] }) } }),
+          (created) => runIdOf(created.json))
+      const cancelled = yield* waiting(10)
+      yield* pendingApproval(url, cancelled)
+      yield* promise(() => page.goto(`${url}/runs/${cancelled}`))
+      yield* promise(() => page.locator(".run-controls button.cancel").click())
+      yield* promise(() => page.waitForSelector("h1 + p [data-status=cancelled]"))
+      expect(yield* promise(() => page.locator(".run-controls").count())).toBe(0)
+      // Its approval expired with it: nothing is left to approve.
+      expect(yield* promise(() => page.locator(".card.approval").count())).toBe(0)
+
+      const steered = yield* waiting(20)
+      yield* pendingApproval(url, steered)
+      yield* promise(() => page.goto(`${url}/runs/${steered}`))
+      yield* promise(() => page.fill(".run-controls input[name=steer]", plan({})))
+      yield* promise(() => page.click(".run-controls form button"))
+      yield* promise(() => page.waitForURL((address) => address.pathname.startsWith("/runs/") && !address.pathname.endsWith(steered)))
+      yield* promise(() => page.waitForSelector(`a[href="/runs/${steered}"]`))
+      const next = page.url().split("/runs/")[1] ?? ""
+      expect(yield* waitForRun(url, next)).toMatchObject({ status: "completed", output: "nothing to do", steeredFrom: steered })
+      expect(yield* waitForRun(url, steered)).toMatchObject({ status: "cancelled" })
+    }))
+
+  it.scopedLive("a page that is none says so inside the inspector, with its navigation", () =>
+    Effect.gen(function*() {
+      const { page, url } = yield* setup()
+      const response = yield* promise(() => page.goto(`${url}/no/such/page`))
+      expect(response?.status()).toBe(404)
+      yield* promise(() => page.waitForSelector("main h1:has-text('Not found')"))
+      expect(yield* promise(() => page.locator("header nav a").count())).toBeGreaterThan(3)
+    }))
+
   it.scopedLive("the runs list updates live and keeps the reader's filters", () =>
     Effect.gen(function*() {
       const { page, url } = yield* setup()
@@ -223,6 +285,17 @@ export default defineSchedule({ agent: worker, every: "1 day", message: ${JSON.s
       expect(yield* source(fromTimer)).toEqual(["timer", `timer ${timer.slice("agent:".length)}`])
       expect(yield* source(fromWebhook)).toEqual(["webhook", "playbook urgent on /hooks/tickets"])
       expect(yield* source(fromApi)).toEqual(["api", "api"])
+
+      // A paused schedule shows that it will not fire, not a time it will not keep; resumed, its time again.
+      yield* promise(() => page.goto(`${server.url}/schedules`))
+      const nextFire = page.locator(`tr[data-schedule="nightly"] [data-testid=next-fire]`)
+      yield* promise(() => nextFire.waitFor())
+      expect(yield* promise(() => nextFire.textContent())).toMatch(/\d/)
+      yield* promise(() => page.locator(`tr[data-schedule="nightly"] button >> text=Pause`).click())
+      yield* promise(() => page.waitForSelector(`tr[data-schedule="nightly"] [data-testid=next-fire] >> text=not while paused`))
+      yield* promise(() => page.locator(`tr[data-schedule="nightly"] button >> text=Resume`).click())
+      yield* promise(() => page.waitForSelector(`tr[data-schedule="nightly"] button >> text=Pause`))
+      expect(yield* promise(() => nextFire.textContent())).toMatch(/\d/)
     }))
 
   it.scopedLive("tokens and cost show on the run, the conversation and the agent's page, with charts per day and latency percentiles", () =>
@@ -235,7 +308,7 @@ export default defineSchedule({ agent: worker, every: "1 day", message: ${JSON.s
       yield* promise(() => page.goto(`${url}/runs/${runId}`))
       yield* promise(() => page.waitForSelector("[data-testid=run-usage] >> text=20 in / 10 out tokens"))
       yield* promise(() => page.goto(`${url}/conversations/${conversationId}`))
-      yield* promise(() => page.waitForSelector("[data-testid=conversation-usage] >> text=1 runs · 20 in / 10 out tokens"))
+      yield* promise(() => page.waitForSelector("[data-testid=conversation-usage] >> text=1 run · 20 in / 10 out tokens"))
       yield* promise(() => page.goto(`${url}/agents/worker`))
       yield* promise(() => page.waitForSelector("[data-testid=agent-charts] figure"))
       const charts = yield* promise(() => page.$$eval("[data-testid=agent-charts] figure", (figures) =>
@@ -247,6 +320,17 @@ export default defineSchedule({ agent: worker, every: "1 day", message: ${JSON.s
       ])
       const latency = yield* promise(() => page.textContent("[data-testid=agent-latency]"))
       expect(latency).toMatch(/p50 \d+(\.\d+)? m?s · p95/)
+      expect(yield* promise(() => page.textContent("[data-testid=agent-usage]"))).toMatch(/^1 run · /)
+
+      // The agent's page and the conversations list follow new runs without a reload.
+      const another = yield* http(`${url}/api/runs`, { body: { agent: "worker", message: plan({}) } })
+      const next = another.json as { runId: string; conversationId: string }
+      yield* promise(() => page.waitForSelector(`[data-testid=agent-runs] a[href="/runs/${next.runId}"]`))
+      yield* promise(() => page.waitForSelector("[data-testid=agent-usage] >> text=/^2 runs · /"))
+      yield* promise(() => page.goto(`${url}/conversations`))
+      yield* promise(() => page.waitForSelector(`[data-conversation="${conversationId}"]`))
+      const third = yield* http(`${url}/api/runs`, { body: { agent: "worker", message: plan({}) } })
+      yield* promise(() => page.waitForSelector(`[data-conversation="${(third.json as { conversationId: string }).conversationId}"]`))
     }))
 
   it.scopedLive("a compacted conversation shows where the summary took over, and the messages before it stay", () =>

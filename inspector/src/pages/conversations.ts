@@ -1,12 +1,13 @@
 /**
- * Conversations: the stored transcript as a chat, tool calls inline and expandable, and a box to
- * send a message and watch the reply stream in.
+ * Conversations: the stored transcript as a chat, tool calls inline and expandable, what waits on
+ * a person's approval, and a box to send a message and watch the reply stream in (or stop it).
  */
 import { usageLine } from "../usage.js"
-import { api, type MessageView, onEvent } from "../api.js"
-import { clock, errorText, h, link, replace } from "../dom.js"
+import { api, type MessageView, onEvent, redrawOn } from "../api.js"
+import { approvalCards } from "../approvalCard.js"
+import { clock, counted, errorText, h, link, replace } from "../dom.js"
 import { navigate } from "../navigate.js"
-import { instanceHref } from "./instances.js"
+import { instanceHref, isLive } from "../records.js"
 
 /** The conversations page: recent conversations, and a new one with any agent. */
 export const conversationsPage = (root: HTMLElement) => {
@@ -25,14 +26,18 @@ export const conversationsPage = (root: HTMLElement) => {
     }, agent, message, h("button", { type: "submit" }, "Start")),
     list)
   void api.routes().then((r) => agent.replaceChildren(...r.routes.filter((x) => x.kind === "agent").map((x) => h("option", { value: x.id }, x.id))))
-  void api.runs("?limit=200").then((runs) => {
-    const seen = new Map<string, (typeof runs)[number]>()
-    for (const run of runs) if (!seen.has(run.conversationId)) seen.set(run.conversationId, run)
-    list.replaceChildren(...[...seen.values()].map((run) =>
-      h("li", {}, link(`/conversations/${run.conversationId}`, run.agent), " ", h("span", { class: "muted" }, `${run.instanceId} · ${clock(run.createdAt)}`),
-        h("div", { class: "clip muted" }, run.input))))
-  })
-  return () => {}
+  // Each conversation once, by its latest run; a new run brings its conversation to the top.
+  const draw = () =>
+    void api.runs("?limit=200").then((runs) => {
+      const seen = new Map<string, (typeof runs)[number]>()
+      for (const run of runs) if (!seen.has(run.conversationId)) seen.set(run.conversationId, run)
+      list.replaceChildren(...[...seen.values()].map((run) =>
+        h("li", { "data-conversation": run.conversationId }, link(`/conversations/${run.conversationId}`, `with ${run.agent}`), " ",
+          h("span", { class: "muted" }, `${run.instanceId} · ${clock(run.createdAt)}`),
+          h("div", { class: "clip muted" }, run.input))))
+    })
+  draw()
+  return redrawOn((event) => event.type === "run.queued", draw)
 }
 
 const bubble = (message: MessageView, expanded: Set<number>) => {
@@ -67,8 +72,12 @@ export const conversationPage = (root: HTMLElement, [conversationId = ""]: Reado
   const message = h("input", { name: "message", placeholder: "Message", autocomplete: "off" })
   let agent = ""
   let instance = "default"
+  // The run the last message sent started, until the transcript shows it.
   let activeRun: string | undefined
   const totals = h("p", { class: "muted", "data-testid": "conversation-usage" })
+  const waiting = h("div", { "data-testid": "conversation-approvals" })
+  const card = approvalCards({ decided: () => void draw() })
+  const stop = h("button", { type: "button", class: "cancel hidden", "data-testid": "stop" }, "Stop")
   const draw = async () => {
     let messages: Awaited<ReturnType<typeof api.messages>>
     try {
@@ -78,15 +87,24 @@ export const conversationPage = (root: HTMLElement, [conversationId = ""]: Reado
       replace(root, h("h1", {}, "Conversation not found"), h("p", { class: "error-line" }, errorText(error)))
       return
     }
-    const [usage, cluster] = await Promise.all([
+    const runs = new Set(messages.map((m) => m.runId))
+    if (activeRun !== undefined && runs.has(activeRun)) activeRun = undefined
+    if (activeRun !== undefined) runs.add(activeRun)
+    const latest = activeRun ?? messages.at(-1)?.runId
+    const [usage, cluster, pending, last] = await Promise.all([
       api.usage(`?conversation=${encodeURIComponent(conversationId)}&groupBy=conversation`),
-      api.cluster()
+      api.cluster(),
+      api.approvals("pending").then((list) => list.filter((a) => runs.has(a.runId))),
+      latest === undefined ? undefined : api.run(latest)
     ])
     transcript.replaceChildren(...messages.map((m) => bubble(m, expanded)))
+    replace(waiting, pending.map(card))
+    stop.classList.toggle("hidden", last === undefined || !isLive(last.status))
+    stop.onclick = last === undefined ? null : () => void api.cancel(last.id).then(draw, draw)
     // In a cluster, where the conversation's runs execute.
     const placement = cluster.mode === "cluster" ? await api.placement(conversationId) : undefined
     const where = placement === undefined ? "" : ` · runner ${placement.runner ?? "(moving)"}, shard ${placement.shard}`
-    totals.textContent = `${usage.total.runs} runs · ${usageLine(usage.total)}${where}`
+    totals.textContent = `${counted(usage.total.runs, "run")} · ${usageLine(usage.total)}${where}`
     const first = messages[0]
     if (first !== undefined && agent === "") {
       const run = await api.run(first.runId)
@@ -98,7 +116,7 @@ export const conversationPage = (root: HTMLElement, [conversationId = ""]: Reado
   }
   const title = h("h1", {}, "Conversation")
   const about = h("p", { class: "muted", "data-testid": "conversation-instance" })
-  replace(root, title, about, totals, transcript, streaming,
+  replace(root, title, about, totals, transcript, streaming, waiting,
     h("form", {
       class: "composer",
       onsubmit: (event) => {
@@ -111,7 +129,7 @@ export const conversationPage = (root: HTMLElement, [conversationId = ""]: Reado
           activeRun = r.runId
         })
       }
-    }, message, h("button", { type: "submit" }, "Send")))
+    }, message, h("button", { type: "submit" }, "Send"), stop))
   void draw()
   return onEvent((event) => {
     if (event.conversationId !== conversationId) return
@@ -119,14 +137,17 @@ export const conversationPage = (root: HTMLElement, [conversationId = ""]: Reado
       activeRun = event.runId
       streaming.classList.remove("hidden")
       streaming.textContent = (streaming.textContent ?? "") + event.data.text
-    } else if (event.type === "model.turn.completed" || event.type === "tool.call.completed" || event.type.startsWith("run.")) {
-      if (event.type === "model.turn.completed") {
+    } else if (
+      event.type === "model.turn.completed" || event.type === "tool.call.completed" || event.type.startsWith("run.") ||
+      event.type.startsWith("approval.")
+    ) {
+      // A turn's answer is in the transcript now; a run that ended mid-answer streams no more.
+      if (event.type === "model.turn.completed" || event.type === "run.cancelled" || event.type === "run.failed") {
         streaming.textContent = ""
         streaming.classList.add("hidden")
       }
       void draw()
     }
-    void activeRun
   })
 }
 

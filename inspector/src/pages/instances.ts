@@ -4,23 +4,15 @@
  * conversations, schedules, environment and usage.
  */
 import { ApiError, api, type InstallationView, type InstanceRef, type InstanceSummary, type InstanceView, onEvent, redrawOn } from "../api.js"
-import { type Child, errorText, h, json, link, replace } from "../dom.js"
+import { type Child, counted, errorText, h, json, link, replace } from "../dom.js"
 import { barChart, dollars, usageLine } from "../usage.js"
+import { instanceHref, instanceStatus, runStatus } from "../records.js"
 import { environmentBrowser } from "./environment.js"
-import { runStatus } from "./runs.js"
 
 /** Where the API puts a secret field's value (src/instances/installationConfig.ts), never the value itself. */
 const redactedMark = "<redacted>"
 
-/** The inspector's page of an instance: `/instances/<agent>/<id>` (agent ids hold slashes; instance ids never do). */
-export const instanceHref = (agent: string, id: string): string => `/instances/${agent}/${encodeURIComponent(id)}`
-
-/** An instance's status as a colored tag. */
-export const instanceStatus = (status: string) => h("span", { class: `status ${status}`, "data-status": status }, status)
-
 const when = (ms: number | null | undefined): string => ms === null || ms === undefined ? "—" : new Date(ms).toLocaleString()
-
-const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? "" : "s"}`
 
 const row = (instance: InstanceSummary) =>
   h("tr", { "data-agent": instance.agent, "data-instance": instance.id },
@@ -70,7 +62,7 @@ export const instancesPage = (root: HTMLElement) => {
       next = page.next
       problem.textContent = ""
       const shown = tbody.childElementCount
-      count.textContent = next === null ? plural(shown, "instance") : `showing ${shown}; more to load`
+      count.textContent = next === null ? counted(shown, "instance") : `showing ${shown}; more to load`
     } catch (error) {
       if (mine === generation) problem.textContent = errorText(error)
     } finally {
@@ -210,7 +202,7 @@ export const instancePage = (root: HTMLElement, [agent = "", id = ""]: ReadonlyA
     replace(conversations, talks.length === 0 ? h("p", { class: "muted" }, "No conversations yet.") :
       h("ul", { class: "list" }, talks.map((talk) =>
         h("li", { "data-conversation": talk.id }, link(`/conversations/${talk.id}`, talk.id), " ",
-          h("span", { class: "muted" }, `${plural(talk.runs, "run")} · updated ${when(talk.updatedAt)}`),
+          h("span", { class: "muted" }, `${counted(talk.runs, "run")} · updated ${when(talk.updatedAt)}`),
           talk.lastRun === null ? null : [" · last ", runStatus(talk.lastRun.status), " ", link(`/runs/${talk.lastRun.id}`, "run")]))))
     const mine = allSchedules.filter((s) => s.agent === view.agent && s.instance === view.id)
     replace(schedules, mine.length === 0 ? h("p", { class: "muted" }, "No schedules.") :
@@ -225,7 +217,7 @@ export const instancePage = (root: HTMLElement, [agent = "", id = ""]: ReadonlyA
       void files.open(ref)
     }
     replace(usage,
-      h("p", { class: "muted" }, `${plural(report.total.runs, "run")} · ${usageLine(report.total)}`),
+      h("p", { class: "muted" }, `${counted(report.total.runs, "run")} · ${usageLine(report.total)}`),
       h("div", { class: "charts" },
         barChart("tokens per day", report.rows.map((r) => ({ label: r.day ?? "", value: r.inputTokens + r.outputTokens })), (n) => n.toLocaleString()),
         barChart("cost per day", report.rows.map((r) => ({ label: r.day ?? "", value: r.costUsd })), dollars)))

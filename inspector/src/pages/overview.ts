@@ -4,7 +4,7 @@
  */
 import { api, type BuildReport, type ClusterStatusView, redrawOn, type RunView } from "../api.js"
 import { clock, h, link, replace } from "../dom.js"
-import { runStatus } from "./runs.js"
+import { runStatus } from "../records.js"
 
 const runList = (runs: ReadonlyArray<RunView>, empty: string) =>
   runs.length === 0

@@ -16,7 +16,8 @@ export const schedulesPage = (root: HTMLElement) => {
         h("tr", { "data-schedule": s.id }, h("td", {}, s.id), h("td", {}, link(`/agents/${s.agent}`, s.agent)),
           h("td", {}, h("code", {}, Object.entries(s.timing).map(([k, v]) => `${k} ${v}`).join(", "))),
           h("td", {}, h("span", { class: `status ${s.status === "active" ? "running" : s.status}` }, s.status)),
-          h("td", {}, when(s.nextFire)),
+          // A paused schedule does not fire; its next time counts again once it is resumed.
+          h("td", { "data-testid": "next-fire" }, s.status === "paused" ? h("span", { class: "muted" }, "not while paused") : when(s.nextFire)),
           h("td", {}, s.lastRunId === null ? when(s.lastFire) : link(`/runs/${s.lastRunId}`, when(s.lastFire))),
           h("td", {},
             h("button", { onclick: () => void api.schedule(s.id, s.status === "paused" ? "resume" : "pause").then(draw) }, s.status === "paused" ? "Resume" : "Pause"),

@@ -1,14 +1,18 @@
 /**
- * A run: errors first, then its agent, instance and the release it ran on, the files it presented
+ * A run: errors first, then its agent, instance and the release it ran on; while it has not ended,
+ * what stops it (cancel, or steer: cancel and go on in its conversation with another message);
+ * the files it presented
  * (with previews), the waterfall of its trace (model turns, tool calls with their input and
  * output, approvals, child runs as nested rows), tokens and durations per span, links to the
  * parent and child runs, and the raw events.
  */
 import { api, type FoundryEvent, redrawOn, type RunView } from "../api.js"
+import { approvalCards } from "../approvalCard.js"
 import { artifactsSection, type PreviewCache } from "../artifacts.js"
-import { duration, h, json, link, replace } from "../dom.js"
+import { duration, errorText, h, json, link, replace } from "../dom.js"
+import { navigate } from "../navigate.js"
 import { usageLine } from "../usage.js"
-import { runStatus } from "./runs.js"
+import { isLive, runStatus } from "../records.js"
 
 /** One span of the waterfall, built from its events. */
 interface Span {
@@ -95,17 +99,43 @@ const tokens = (usage: unknown): { readonly input: number; readonly output: numb
     ? { input: usage.inputTokens, output: usage.outputTokens }
     : undefined
 
+/**
+ * Cancel and steer, for a run that has not ended; what went wrong shows beside them. Made once per
+ * page, so that a steer half typed outlives the redraws the run's events bring.
+ */
+const controls = (runId: string, redraw: () => void) => {
+  const problem = h("span", { class: "error-line", "data-testid": "run-control-error" })
+  const failed = (error: unknown) => {
+    problem.textContent = errorText(error)
+  }
+  const message = h("input", { name: "steer", placeholder: "Steer: cancel and go on with this message", autocomplete: "off" })
+  return h("div", { class: "actions run-controls" },
+    h("button", { class: "cancel", onclick: () => void api.cancel(runId).then(redraw, failed) }, "Cancel run"),
+    h("form", {
+      class: "composer",
+      onsubmit: (event) => {
+        event.preventDefault()
+        const text = message.value.trim()
+        if (text === "") return
+        void api.steer(runId, text).then((steered) => navigate(`/runs/${steered.runId}`), failed)
+      }
+    }, message, h("button", { type: "submit" }, "Steer")),
+    problem)
+}
+
 /** The run page. */
 export const runPage = (root: HTMLElement, [runId = ""]: ReadonlyArray<string>) => {
   // Spans a reader has folded or unfolded: tools start unfolded, every other span folded.
   const toggled = new Set<string>()
   const previews: PreviewCache = new Map()
+  const live = controls(runId, () => void draw())
+  const card = approvalCards({ decided: () => void draw(), showRun: false })
   const draw = async () => {
     let run: RunView
     try {
       run = await api.run(runId)
     } catch (error) {
-      replace(root, h("h1", {}, "Run not found"), h("p", { class: "error-line" }, String(error)))
+      replace(root, h("h1", {}, "Run not found"), h("p", { class: "error-line" }, errorText(error)))
       return
     }
     const [events, children, approvals, artifacts] = await Promise.all([
@@ -161,12 +191,8 @@ export const runPage = (root: HTMLElement, [runId = ""]: ReadonlyArray<string>) 
         run.release === undefined ? null : h("span", { "data-testid": "run-release" }, " · release ",
           run.release.startsWith("rel_") ? link("/releases", h("code", {}, run.release)) : h("code", {}, run.release))),
       h("p", { class: "muted", "data-testid": "run-usage" }, usageLine(run.usage)),
-      approvals.map((a) => h("div", { class: "card approval", "data-approval": a.id },
-        h("b", {}, `${a.tool} waits for your approval`), h("pre", {}, json(a.input)),
-        h("button", { class: "approve", onclick: () => void api.decide(a.id, "approve").then(draw) }, "Approve"),
-        h("button", { class: "approve-conversation", onclick: () => void api.decide(a.id, "approve", "conversation").then(draw) },
-          "Approve for this conversation"),
-        h("button", { class: "deny", onclick: () => void api.decide(a.id, "deny").then(draw) }, "Deny"))),
+      isLive(run.status) ? live : null,
+      approvals.map(card),
       h("section", {}, h("h2", {}, "Input"), h("pre", {}, run.input)),
       run.output === undefined ? null : h("section", {}, h("h2", {}, "Output"), h("pre", { "data-testid": "run-output" }, run.output)),
       artifactsSection(artifacts, previews),

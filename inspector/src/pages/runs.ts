@@ -5,17 +5,16 @@
 import { api, redrawOn, type RunView } from "../api.js"
 import { clock, duration, h, link, replace } from "../dom.js"
 import { dispatchesFor, type RunSource, runSource } from "../runSource.js"
-
-/** A run's status as a colored tag. */
-export const runStatus = (status: string) => h("span", { class: `status ${status}`, "data-status": status }, status)
+import { instanceHref, runStatus } from "../records.js"
 
 const row = (run: RunView, source: RunSource) =>
   h("tr", { "data-run": run.id },
-    h("td", {}, runStatus(run.status)),
-    h("td", {}, link(`/runs/${run.id}`, run.agent)),
-    h("td", { class: "muted" }, run.instanceId),
+    // Each link goes where its text says: the run from its status and message, the agent from its name.
+    h("td", {}, link(`/runs/${run.id}`, runStatus(run.status))),
+    h("td", {}, link(`/agents/${run.agent}`, run.agent)),
+    h("td", {}, link(instanceHref(run.agent, run.instanceId), run.instanceId)),
     h("td", { "data-source": source.kind }, source.label),
-    h("td", { class: "clip" }, run.input),
+    h("td", { class: "clip" }, link(`/runs/${run.id}`, run.input)),
     h("td", {}, clock(run.createdAt)),
     h("td", {}, duration(run.finishedAt !== undefined && run.startedAt !== undefined ? run.finishedAt - run.startedAt : undefined)))
 

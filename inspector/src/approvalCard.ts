@@ -1,0 +1,69 @@
+/**
+ * An approval as a card, the same wherever it shows (the approvals page, its run, its
+ * conversation): the tool and its input; while it waits, buttons to approve it, approve the tool for
+ * the conversation, or deny it with a reason the model reads; once decided, what was decided,
+ * when, and why.
+ */
+import { api, type ApprovalView } from "./api.js"
+import { clock, errorText, h, json, link } from "./dom.js"
+
+/** What the card's buttons may do, and what happens after. */
+export interface ApprovalCardOptions {
+  /** Called once a decision is taken (to redraw the page). */
+  readonly decided: () => void
+  /** Whether the card names the run it belongs to (not on the run's own page). */
+  readonly showRun?: boolean
+}
+
+const decisionLine = (approval: ApprovalView) =>
+  h("p", { class: "muted", "data-testid": "approval-decision" },
+    h("span", { class: `status ${approval.status}` }, approval.status),
+    approval.decidedAt === undefined ? "" : ` at ${clock(approval.decidedAt)}`,
+    approval.reason === undefined ? "" : ` · ${approval.reason}`)
+
+const actions = (approval: ApprovalView, decided: () => void) => {
+  const reason = h("input", { name: "reason", placeholder: "reason for denying (the agent reads it)", autocomplete: "off" })
+  const problem = h("p", { class: "error-line hidden" })
+  const decide = (decision: "approve" | "deny", scope: "once" | "conversation" = "once") => {
+    const why = reason.value.trim()
+    api.decide(approval.id, decision, scope, decision === "deny" && why !== "" ? why : undefined).then(decided, (error) => {
+      // Decided elsewhere meanwhile (or expired): say so, and show what it is now.
+      problem.textContent = errorText(error)
+      problem.classList.remove("hidden")
+      decided()
+    })
+  }
+  return h("div", { class: "actions" },
+    h("button", { class: "approve", onclick: () => decide("approve") }, "Approve"),
+    h("button", { class: "approve-conversation", onclick: () => decide("approve", "conversation") }, "Approve for this conversation"),
+    reason,
+    h("button", { class: "deny", onclick: () => decide("deny") }, "Deny"),
+    problem)
+}
+
+/** The card of one approval. */
+const approvalCard = (approval: ApprovalView, { decided, showRun = true }: ApprovalCardOptions) =>
+  h("div", { class: `card approval ${approval.status}`, "data-approval": approval.id },
+    h("div", {}, h("b", {}, approval.tool),
+      approval.status === "pending" ? " waits for your approval" : "",
+      showRun ? [" · ", link(`/runs/${approval.runId}`, `run of ${approval.agent}`)] : null,
+      h("span", { class: "muted" }, ` · asked ${clock(approval.createdAt)}`),
+      approval.status === "pending" ? h("span", { class: "muted" }, ` · expires ${clock(approval.expiresAt)}`) : null),
+    h("pre", {}, json(approval.input)),
+    approval.status === "pending" ? actions(approval, decided) : decisionLine(approval))
+
+/**
+ * Cards for the approvals a page shows, each made once per approval and state: a page redraws on
+ * live events, and a reason half typed into a waiting card must outlive the redraw.
+ */
+export const approvalCards = (options: ApprovalCardOptions) => {
+  const made = new Map<string, HTMLElement>()
+  return (approval: ApprovalView): HTMLElement => {
+    const key = `${approval.id} ${approval.status}`
+    const existing = made.get(key)
+    if (existing !== undefined) return existing
+    const card = approvalCard(approval, options)
+    made.set(key, card)
+    return card
+  }
+}
