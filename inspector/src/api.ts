@@ -109,7 +109,9 @@ export const api = {
   runEvents: (id: string) => request<ReadonlyArray<FoundryEvent>>(`/api/runs/${encodeURIComponent(id)}/events`),
   messages: (conversation: string) =>
     request<ReadonlyArray<MessageView>>(`/api/conversations/${encodeURIComponent(conversation)}/messages`),
-  approvals: (status?: string) => request<ReadonlyArray<ApprovalView>>(`/api/approvals${status === undefined ? "" : `?status=${status}`}`),
+  /** Approvals, of one status and one run when given. */
+  approvals: (status?: string, run?: string) =>
+    request<ReadonlyArray<ApprovalView>>(`/api/approvals?${new URLSearchParams({ ...(status === undefined ? {} : { status }), ...(run === undefined ? {} : { run }) })}`),
   /** `scope: "conversation"` (approvals only) lets the same tool run without asking again in that conversation. */
   decide: (id: string, decision: "approve" | "deny", scope: "once" | "conversation" = "once", reason?: string) =>
     request<ApprovalView>(`/api/approvals/${encodeURIComponent(id)}`, {

@@ -63,7 +63,7 @@ export const makeApprovalDecisions = (resume: (run: RunRecord) => Effect.Effect<
     yield* Effect.gen(function*() {
       const now = yield* Clock.currentTimeMillis
       let soonest: number | undefined
-      for (const approval of yield* approvals.list("pending")) {
+      for (const approval of yield* approvals.list({ status: "pending" })) {
         if (approval.expiresAt <= now) {
           yield* apply(approval.id, "expired", "no decision before the approval expired").pipe(
             Effect.catchTag("ApprovalAlreadyDecided", () => Effect.void)
@@ -89,8 +89,7 @@ export const makeApprovalDecisions = (resume: (run: RunRecord) => Effect.Effect<
        */
       closeFor: (runId: string, reason: string) =>
         Effect.gen(function*() {
-          for (const approval of yield* approvals.list("pending")) {
-            if (approval.runId !== runId) continue
+          for (const approval of yield* approvals.list({ status: "pending", runId })) {
             yield* apply(approval.id, "expired", reason).pipe(
               Effect.catchTags({ ApprovalAlreadyDecided: () => Effect.void, ApprovalNotFound: () => Effect.void })
             )

@@ -19,6 +19,12 @@ export interface NewApproval {
   readonly expiresAt: number
 }
 
+/** Which approvals `list` returns: every one, or those of a status, a run, or both. */
+export interface ApprovalFilter {
+  readonly status?: ApprovalStatus
+  readonly runId?: string
+}
+
 /** The conversation an approval with scope `conversation` approves its tool for. */
 export interface GrantScope {
   readonly conversationId: string
@@ -30,7 +36,8 @@ export class ApprovalStorage extends Context.Tag("foundry/ApprovalStorage")<Appr
   readonly ask: (approval: NewApproval) => Effect.Effect<ApprovalRecord, StoreError>
   readonly get: (id: string) => Effect.Effect<Option.Option<ApprovalRecord>, StoreError>
   readonly find: (runId: string, toolCallId: string) => Effect.Effect<Option.Option<ApprovalRecord>, StoreError>
-  readonly list: (status: ApprovalStatus | undefined) => Effect.Effect<ReadonlyArray<ApprovalRecord>, StoreError>
+  /** Approvals oldest first, of one status and one run when those are given. */
+  readonly list: (filter: ApprovalFilter) => Effect.Effect<ReadonlyArray<ApprovalRecord>, StoreError>
   /**
    * Decides a pending approval, and with `grant` approves its tool for the rest of that
    * conversation, in one transaction; `None` when it was already decided (a decision applies
@@ -82,9 +89,12 @@ export const layer = Layer.effect(
 
       find: (runId, toolCallId) => byCall({ runId, toolCallId }).pipe(failAs("findApproval")),
 
-      list: (status) =>
-        sql`SELECT * FROM foundry_approvals WHERE ${status === undefined ? sql`1 = 1` : sql`status = ${status}`}
-          ORDER BY created_at, id`.pipe(Effect.flatMap(decodeApprovals), failAs("listApprovals")),
+      // A run's approvals are found through the (run_id, tool_call_id) index, not by reading them all.
+      list: ({ runId, status }) =>
+        sql`SELECT * FROM foundry_approvals WHERE ${sql.and([
+          ...(status === undefined ? [] : [sql`status = ${status}`]),
+          ...(runId === undefined ? [] : [sql`run_id = ${runId}`])
+        ])} ORDER BY created_at, id`.pipe(Effect.flatMap(decodeApprovals), failAs("listApprovals")),
 
       decide: (id, status, reason, grant) =>
         sql.withTransaction(Effect.gen(function*() {

@@ -39,6 +39,12 @@ describe("the example project over HTTP", () => {
 
       const approved = runIdOf((yield* http(`${server.url}/api/runs`, { body: { agent: "support", message: "Refund order 42" } })).json)
       const second = yield* pendingApproval(server.url, approved)
+      // One run's approvals, found by the run: the denied run has none pending, the waiting one its own.
+      const ofRun = (runId: string, status: string) =>
+        Effect.map(http(`${server.url}/api/approvals?status=${status}&run=${runId}`), (r) => (r.json as ReadonlyArray<{ id: string }>).map((a) => a.id))
+      expect(yield* ofRun(denied, "pending")).toEqual([])
+      expect(yield* ofRun(denied, "denied")).toEqual([first])
+      expect(yield* ofRun(approved, "pending")).toEqual([second])
       yield* http(`${server.url}/api/approvals/${second}`, { body: { decision: "approve" } })
       expect(yield* waitForRun(server.url, approved)).toMatchObject({ status: "completed" })
       const events = (yield* http(`${server.url}/api/runs/${approved}/events`)).json as Array<{ type: string; data: Record<string, unknown> }>

@@ -69,7 +69,7 @@ describe("the approval gate, meeting the approval it asked for before", () => {
       expect(asked.gate._tag).toBe("Wait")
       expect(asked.emitted).toEqual(["approval.requested"])
       const approvalId = asked.gate._tag === "Wait" ? asked.gate.approvalId : ""
-      expect((yield* (yield* ApprovalStorage).list("pending")).map((a) => a.id)).toEqual([approvalId])
+      expect((yield* (yield* ApprovalStorage).list({ status: "pending" })).map((a) => a.id)).toEqual([approvalId])
 
       // The suspension was lost: executed again while running, the same approval, the request recorded.
       const lost = yield* gateEvents("running")

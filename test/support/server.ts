@@ -98,8 +98,8 @@ export const pendingApproval = (url: string, runId: string) =>
     for (let attempt = 0; attempt < 200; attempt++) {
       const run = (yield* http(`${url}/api/runs/${runId}`)).json
       if (isRunBody(run) && run.status === "suspended") {
-        const pending = (yield* http(`${url}/api/approvals?status=pending`)).json as ReadonlyArray<{ id: string; runId: string }>
-        const approval = pending.find((a) => a.runId === runId)
+        const pending = (yield* http(`${url}/api/approvals?status=pending&run=${runId}`)).json as ReadonlyArray<{ id: string; runId: string }>
+        const approval = pending[0]
         if (approval !== undefined) return approval.id
       }
       yield* Effect.sleep("25 millis")

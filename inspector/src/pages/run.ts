@@ -141,7 +141,7 @@ export const runPage = (root: HTMLElement, [runId = ""]: ReadonlyArray<string>) 
     const [events, children, approvals, artifacts] = await Promise.all([
       api.runEvents(runId),
       api.runs("?limit=200").then((runs) => runs.filter((r) => r.parentRunId === runId)),
-      api.approvals("pending").then((list) => list.filter((a) => a.runId === runId)),
+      api.approvals("pending", runId),
       api.artifacts(runId).then(({ artifacts }) => artifacts, () => [])
     ])
     const spans = spansOf(events)

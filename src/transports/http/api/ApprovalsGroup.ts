@@ -29,7 +29,11 @@ export const ApprovalDecision = Schema.Struct({
 export class ApprovalsGroup extends HttpApiGroup.make("approvals")
   .add(
     HttpApiEndpoint.get("list", "/api/approvals")
-      .setUrlParams(Schema.Struct({ status: Schema.optional(ApprovalStatus) }))
+      .setUrlParams(Schema.Struct({
+        status: Schema.optional(ApprovalStatus),
+        /** The approvals one run asked for. */
+        run: Schema.optional(Schema.String)
+      }))
       .addSuccess(Schema.Array(ApprovalView))
   )
   .add(

@@ -16,7 +16,7 @@ export const ApprovalsLive = HttpApiBuilder.group(FoundryApi, "approvals", (hand
     const approvals = yield* ApprovalStorage
     return handlers
       .handle("list", ({ urlParams }) =>
-        approvals.list(urlParams.status).pipe(Effect.map((found) => found.map(approvalView)), orStoreUnavailable))
+        approvals.list({ status: urlParams.status, runId: urlParams.run }).pipe(Effect.map((found) => found.map(approvalView)), orStoreUnavailable))
       .handle("decide", ({ path, payload }) =>
         dispatcher.decide(path.approvalId, payload.decision, payload.reason, payload.scope).pipe(
           Effect.map(approvalView),
