@@ -204,6 +204,8 @@ export interface ReleaseSummaryView {
   readonly mcpServers: RouteChangesView
   readonly schedules: RouteChangesView
   readonly playbooks: RouteChangesView
+  /** Whether the config changed (absent from summaries kept before it was said). */
+  readonly config?: boolean
 }
 
 /** A release the server keeps, as `/api/releases` lists it. */

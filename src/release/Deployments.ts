@@ -65,7 +65,7 @@ const notDeployable = new ReleasesNotDeployable({
 })
 
 /** A loaded app's routes with the digests of their code. */
-const digestsOf = (app: CompiledApp) => routeDigests(app.table.root, routesOfTable(app.table))
+const digestsOf = (app: CompiledApp) => routeDigests(app.table.root, routesOfTable(app.table), app.table.configFile)
 
 /** How a server takes deploys. */
 export interface DeploymentsOptions {

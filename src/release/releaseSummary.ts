@@ -1,7 +1,8 @@
 /**
  * What a deploy changes: the agents, tools, MCP servers, schedules and playbooks one release adds,
- * removes and changes against another. A route changed when the code it runs changed: its file,
- * or any file it imports within the release (the chunks a bundle shares), read byte for byte.
+ * removes and changes against another, and whether its config changed. A route (or the config)
+ * changed when the code it runs changed: its file, or any file it imports within the release (the
+ * chunks a bundle shares), read byte for byte.
  */
 import { createHash } from "node:crypto"
 import { existsSync, readFileSync } from "node:fs"
@@ -16,17 +17,22 @@ export const RouteChanges = Schema.Struct({
   changed: Schema.Array(Schema.String)
 })
 
-/** What changed per kind of route. */
+/** What changed per kind of route, and whether the config did. */
 export const ReleaseSummary = Schema.Struct({
   agents: RouteChanges,
   tools: RouteChanges,
   mcpServers: RouteChanges,
   schedules: RouteChanges,
-  playbooks: RouteChanges
+  playbooks: RouteChanges,
+  /** The config file (or what it imports) changed: layers, auth, limits, webhooks. Summaries kept before it was said read as unchanged. */
+  config: Schema.optionalWith(Schema.Boolean, { default: () => false })
 })
 export type ReleaseSummary = typeof ReleaseSummary.Type
 
-type Kind = keyof ReleaseSummary
+/** A kind of route the summary reports. */
+export type RouteKind = Exclude<keyof ReleaseSummary, "config">
+
+type Kind = RouteKind
 
 /** A route as the summary compares it: its kind, id and file (relative to its release's folder). */
 export interface SummaryRoute {
@@ -53,8 +59,15 @@ const manifestKinds: Readonly<Record<string, Kind>> = {
 }
 
 const ManifestRoutes = Schema.Struct({
+  config: Schema.optional(Schema.NullOr(Schema.String)),
   routes: Schema.Array(Schema.Struct({ kind: Schema.String, id: Schema.String, file: Schema.String }))
 })
+
+/** The config file `release.json`'s manifest names, when it names one. */
+export const configOfManifest = (manifest: unknown): string | undefined => {
+  const decoded = Schema.decodeUnknownOption(ManifestRoutes)(manifest)
+  return decoded._tag === "None" ? undefined : decoded.value.config ?? undefined
+}
 
 /** The routes `release.json`'s manifest lists (by their source files); none when it lists none. */
 export const routesOfManifest = (manifest: unknown): ReadonlyArray<SummaryRoute> => {
@@ -96,12 +109,17 @@ const codeDigest = (folder: string, file: string): string => {
   return hash.digest("hex")
 }
 
-/** A release's routes with the digest of their code, by `<kind>:<id>`. */
+/** A release's routes with the digest of their code, by `<kind>:<id>`, and its config's under `config`. */
 export type RouteDigests = ReadonlyMap<string, string>
 
-/** Digests the routes of the release in `folder`. */
-export const routeDigests = (folder: string, routes: ReadonlyArray<SummaryRoute>): RouteDigests =>
-  new Map(routes.map((route) => [`${route.kind}:${route.id}`, codeDigest(folder, builtFile(folder, route.file))]))
+const configKey = "config"
+
+/** Digests the routes of the release in `folder`, and its config file when it has one. */
+export const routeDigests = (folder: string, routes: ReadonlyArray<SummaryRoute>, configFile: string | undefined): RouteDigests =>
+  new Map([
+    ...routes.map((route): [string, string] => [`${route.kind}:${route.id}`, codeDigest(folder, builtFile(folder, route.file))]),
+    ...(configFile === undefined ? [] : [[configKey, codeDigest(folder, builtFile(folder, configFile))] as const])
+  ])
 
 /** What `after` adds, removes and changes against `before` (everything is added against nothing). */
 export const summarize = (before: RouteDigests | undefined, after: RouteDigests): ReleaseSummary => {
@@ -124,6 +142,8 @@ export const summarize = (before: RouteDigests | undefined, after: RouteDigests)
     tools: changesOf("tools"),
     mcpServers: changesOf("mcpServers"),
     schedules: changesOf("schedules"),
-    playbooks: changesOf("playbooks")
+    playbooks: changesOf("playbooks"),
+    // Against nothing, a config is the release's first: a change only when one was there before.
+    config: before !== undefined && previous.get(configKey) !== after.get(configKey)
   }
 }

@@ -12,7 +12,7 @@ import { releaseIdOf } from "./contentHash.js"
 import { ReleaseInvalid, type ReleaseNotFound } from "./releaseErrors.js"
 import { releaseFile, ReleaseManifest } from "./ReleaseManifest.js"
 import type { ReleaseStorage } from "./ReleaseStorage.js"
-import { routeDigests, routesOfManifest, routesOfTable, summarize } from "./releaseSummary.js"
+import { configOfManifest, routeDigests, routesOfManifest, routesOfTable, summarize } from "./releaseSummary.js"
 
 /** What choosing the release needs from `Releases`. */
 export interface StartOptions<E, R> {
@@ -48,7 +48,7 @@ const storedDigests = (folder: string) =>
   Effect.gen(function*() {
     const fs = yield* FileSystem.FileSystem
     const manifest = yield* decodeManifest(yield* fs.readFileString(join(folder, releaseFile)))
-    return routeDigests(folder, routesOfManifest(manifest.manifest))
+    return routeDigests(folder, routesOfManifest(manifest.manifest), configOfManifest(manifest.manifest))
   })
 
 /** Makes the release `foundry start` serves current. */
@@ -74,7 +74,7 @@ export const startRelease = Effect.fn("release.start")(function*<E, R>(options: 
     id: first.release,
     deployedAt: yield* Clock.currentTimeMillis,
     deployedBy: "start",
-    summary: summarize(before, routeDigests(first.table.root, routesOfTable(first.table))),
+    summary: summarize(before, routeDigests(first.table.root, routesOfTable(first.table), first.table.configFile)),
     content: { createdAt: DateTime.toEpochMillis(release.manifest.createdAt), manifest: release.text, files: release.files }
   })
   return yield* options.makeCurrent(first.release)

@@ -19,7 +19,9 @@ interface SwitchJson {
   readonly id: string
   readonly switched: boolean
   readonly current: string
-  readonly summary: Record<string, { readonly added: ReadonlyArray<string>; readonly removed: ReadonlyArray<string>; readonly changed: ReadonlyArray<string> }>
+  readonly summary: Record<"agents" | "tools", { readonly added: ReadonlyArray<string>; readonly removed: ReadonlyArray<string>; readonly changed: ReadonlyArray<string> }> & {
+    readonly config: boolean
+  }
 }
 
 interface ReleaseJson {
@@ -63,6 +65,8 @@ describe("deploy", () => {
       const secondSwitch = second.json as SwitchJson
       expect(secondSwitch).toMatchObject({ id: v2.id, switched: true, current: v2.id })
       expect(secondSwitch.summary.tools).toEqual({ added: [], removed: [], changed: ["desk/answer", "desk/confirm"] })
+      // v2's config opens another layer.
+      expect(secondSwitch.summary.config).toBe(true)
       // The slow run was in flight when v2 became current: v1's layer is still open.
       expect((yield* api.run(slow)).status).toBe("running")
       expect(logLines(log)).toEqual(["open v1", "open v2"])
@@ -172,7 +176,7 @@ describe("deploy", () => {
       expect(yield* api.ended(yield* api.submit("which one now?"))).toMatchObject({ output: "the tool said: v1", release: v1.id })
 
       const again = yield* http(`${url}/api/releases/${v1.id}/activate`, { method: "POST", headers: bearer(tokens.deploy.token) })
-      expect(again.json).toMatchObject({ id: v1.id, switched: false, current: v1.id })
+      expect(again.json).toMatchObject({ id: v1.id, switched: false, current: v1.id, summary: { config: false, tools: { changed: [] } } })
       const unknown = yield* http(`${url}/api/releases/rel_000000000000/activate`, { method: "POST", headers: bearer(tokens.deploy.token) })
       expect(unknown.status).toBe(404)
       expect(unknown.json).toMatchObject({ _tag: "ReleaseNotFound", message: expect.stringContaining("GET /api/releases") })

@@ -15,7 +15,7 @@ const kinds = [
 
 const signs = { added: "+", removed: "-", changed: "~" } as const
 
-/** A summary in a cell: `agents +1 ~1, tools ~1`, each change listed in the cell's tooltip. */
+/** A summary in a cell: `agents +1 ~1, tools ~1, config ~`, each change listed in the cell's tooltip. */
 const changes = (summary: ReleaseSummaryView) => {
   const counts: Array<string> = []
   const lines: Array<string> = []
@@ -28,7 +28,11 @@ const changes = (summary: ReleaseSummaryView) => {
     }
     if (shown.length > 0) counts.push(`${many} ${shown.join(" ")}`)
   }
-  return h("td", { title: lines.join("\n") }, counts.length === 0 ? h("span", { class: "muted" }, "no route changed") : counts.join(", "))
+  if (summary.config === true) {
+    counts.push("config ~")
+    lines.push("~ config (layers, auth, limits or webhooks)")
+  }
+  return h("td", { title: lines.join("\n") }, counts.length === 0 ? h("span", { class: "muted" }, "nothing changed") : counts.join(", "))
 }
 
 const when = (ms: number) => new Date(ms).toLocaleString()

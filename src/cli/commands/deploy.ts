@@ -9,7 +9,7 @@ import { FileSystem, HttpClientRequest } from "@effect/platform"
 import { Effect, Encoding, Schema } from "effect"
 import { ReleaseSwitch, ReleaseView } from "../../release/Deployments.js"
 import { ReleaseId, releaseFile, ReleaseManifest } from "../../release/ReleaseManifest.js"
-import type { ReleaseSummary } from "../../release/releaseSummary.js"
+import type { ReleaseSummary, RouteKind } from "../../release/releaseSummary.js"
 import { CliError } from "../CliError.js"
 import { serverApi, type ServerHint, type ServerOptions, type ServerRefused } from "../serverApi.js"
 import { say, style, table, when } from "../terminal.js"
@@ -18,7 +18,7 @@ import { checkedRelease } from "./build.js"
 const hint: ServerHint = { flag: "--to", start: "foundry start" }
 
 /** The kinds of route a summary reports, in the order they are printed, singular and plural. */
-const kinds: ReadonlyArray<readonly [keyof ReleaseSummary, string, string]> = [
+const kinds: ReadonlyArray<readonly [RouteKind, string, string]> = [
   ["agents", "agent", "agents"],
   ["tools", "tool", "tools"],
   ["mcpServers", "MCP server", "MCP servers"],
@@ -26,22 +26,27 @@ const kinds: ReadonlyArray<readonly [keyof ReleaseSummary, string, string]> = [
   ["playbooks", "playbook", "playbooks"]
 ]
 
-/** Each change on a line of its own: `+ agent support` added, `- tool old` removed, `~ schedule nightly` changed. */
-const changeLines = (summary: ReleaseSummary): ReadonlyArray<string> =>
-  kinds.flatMap(([key, kind]) => [
+/** Each change on a line of its own: `+ agent support` added, `- tool old` removed, `~ schedule nightly` changed, `~ config`. */
+const changeLines = (summary: ReleaseSummary): ReadonlyArray<string> => [
+  ...kinds.flatMap(([key, kind]) => [
     ...summary[key].added.map((id) => `+ ${kind} ${id}`),
     ...summary[key].removed.map((id) => `- ${kind} ${id}`),
     ...summary[key].changed.map((id) => `~ ${kind} ${id}`)
-  ])
+  ]),
+  ...(summary.config ? ["~ config (layers, auth, limits or webhooks)"] : [])
+]
 
-/** A summary in a table cell: `agents +1 ~1, tools ~1`, or `none`. */
+/** A summary in a table cell: `agents +1 ~1, tools ~1, config ~`, or `none`. */
 const changeCounts = (summary: ReleaseSummary): string =>
-  kinds.flatMap(([key, , many]) => {
-    const { added, changed, removed } = summary[key]
-    const counts = [[added, "+"], [removed, "-"], [changed, "~"]] as const
-    const shown = counts.flatMap(([ids, sign]) => ids.length === 0 ? [] : [`${sign}${ids.length}`])
-    return shown.length === 0 ? [] : [`${many} ${shown.join(" ")}`]
-  }).join(", ") || "none"
+  [
+    ...kinds.flatMap(([key, , many]) => {
+      const { added, changed, removed } = summary[key]
+      const counts = [[added, "+"], [removed, "-"], [changed, "~"]] as const
+      const shown = counts.flatMap(([ids, sign]) => ids.length === 0 ? [] : [`${sign}${ids.length}`])
+      return shown.length === 0 ? [] : [`${many} ${shown.join(" ")}`]
+    }),
+    ...(summary.config ? ["config ~"] : [])
+  ].join(", ") || "none"
 
 /**
  * A refusal to change the current release, with what it means: a token's refusal says that
@@ -62,7 +67,7 @@ const switchRefused = (refused: ServerRefused) =>
 const report = (answer: ReleaseSwitch, options: { readonly dryRun: boolean }) =>
   Effect.gen(function*() {
     const lines = changeLines(answer.summary)
-    yield* say(lines.length === 0 ? `${answer.id}: no route changed against the current release` : `${answer.id} against the current release:`)
+    yield* say(lines.length === 0 ? `${answer.id}: neither a route nor the config changed against the current release` : `${answer.id} against the current release:`)
     for (const line of lines) yield* say(`  ${line}`)
     if (options.dryRun) yield* say(style.yellow(`dry run: nothing switched; new runs still start on ${answer.current}`))
     else if (answer.switched) {
