@@ -149,7 +149,9 @@ export const api = {
   environmentFileUrl: (ref: InstanceRef, path: string, at: EnvironmentAt = {}) => environmentPath(ref, "/file", at, path),
   environmentText: (ref: InstanceRef, path: string, at: EnvironmentAt = {}) => requestText(environmentPath(ref, "/file", at, path)),
   /** The releases the server keeps, newest first. */
-  releases: () => request<ReadonlyArray<ReleaseView>>("/api/releases")
+  releases: () => request<ReadonlyArray<ReleaseView>>("/api/releases"),
+  /** The deployment log, newest first. */
+  deployments: () => request<ReadonlyArray<DeploymentView>>("/api/deployments?limit=50")
 }
 
 /** Which instance: its agent (empty when the id alone names it) and its id. */
@@ -206,6 +208,17 @@ export interface ReleaseSummaryView {
   readonly playbooks: RouteChangesView
   /** Whether the config changed (absent from summaries kept before it was said). */
   readonly config?: boolean
+}
+
+/** A release made current, as `/api/deployments` lists it. */
+export interface DeploymentView {
+  readonly seq: number
+  readonly release: string
+  readonly action: "deploy" | "rollback" | "start"
+  readonly deployedAt: number
+  readonly deployedBy: string | null
+  readonly previous: string | null
+  readonly summary: ReleaseSummaryView
 }
 
 /** A release the server keeps, as `/api/releases` lists it. */

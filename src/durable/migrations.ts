@@ -358,6 +358,28 @@ const lighterEvents = Effect.gen(function*() {
 /** Every table of the store, without its prefix. */
 const tables = ["instances", "conversations", "messages", "runs", "events", "approvals", "conversation_leases", "deliveries", "activations", "grants"]
 
+/**
+ * Every time a release was made current, in order: deployed, rolled back to, or started with
+ * `--release`, by whom, from which release, and what it changed. A release's own row keeps only
+ * the last time; the releases kept before start the log with one entry each.
+ */
+const deploymentLog = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  const serial = sql.onDialectOrElse({ pg: () => "BIGSERIAL PRIMARY KEY", orElse: () => "INTEGER PRIMARY KEY AUTOINCREMENT" })
+  yield* sql`CREATE TABLE foundry_deployments (
+    seq ${sql.literal(serial)},
+    release_id TEXT NOT NULL,
+    action TEXT NOT NULL,
+    deployed_at BIGINT NOT NULL,
+    deployed_by TEXT,
+    previous TEXT,
+    summary TEXT NOT NULL
+  )`
+  yield* sql`INSERT INTO foundry_deployments (release_id, action, deployed_at, deployed_by, previous, summary)
+    SELECT id, CASE WHEN deployed_by = 'start' THEN 'start' ELSE 'deploy' END, deployed_at, deployed_by, NULL, summary
+    FROM foundry_releases ORDER BY deployed_at, id`
+})
+
 /** Migrations by `<number>_<name>`, as `Migrator.fromRecord` reads them. */
 export const migrations = {
   "0001_init": init,
@@ -375,7 +397,8 @@ export const migrations = {
   "0013_instance_lifecycle": instanceLifecycle,
   "0014_releases": releases,
   "0015_environments": environments,
-  "0016_lighter_events": lighterEvents
+  "0016_lighter_events": lighterEvents,
+  "0017_deployment_log": deploymentLog
 }
 
 /**

@@ -14,7 +14,7 @@ import { Schedules } from "../triggers/Schedules.js"
 import { materialise } from "./releaseCache.js"
 import { type ReleaseInvalid, ReleaseNotFound, ReleasesNotDeployable } from "./releaseErrors.js"
 import { Releases } from "./Releases.js"
-import { ReleaseStorage } from "./ReleaseStorage.js"
+import { DeploymentAction, ReleaseStorage } from "./ReleaseStorage.js"
 import { ReleaseSummary, routeDigests, routesOfTable, summarize } from "./releaseSummary.js"
 import { type ReleaseUpload, verifyUpload } from "./ReleaseUpload.js"
 
@@ -43,6 +43,20 @@ export const ReleaseView = Schema.Struct({
 })
 export type ReleaseView = typeof ReleaseView.Type
 
+/** A release made current, as `GET /api/deployments` lists it. */
+export const DeploymentView = Schema.Struct({
+  seq: Schema.Number,
+  release: Schema.String,
+  /** Uploaded (`deploy`), gone back to (`rollback`), or started with `foundry start --release` (`start`). */
+  action: DeploymentAction,
+  deployedAt: Schema.Number,
+  deployedBy: Schema.NullOr(Schema.String),
+  /** The release current before, `null` for the first. */
+  previous: Schema.NullOr(Schema.String),
+  summary: ReleaseSummary
+})
+export type DeploymentView = typeof DeploymentView.Type
+
 /** Deploys and rollbacks. */
 export class Deployments extends Context.Tag("foundry/Deployments")<Deployments, {
   /** Takes an uploaded release and, unless `dryRun`, makes it current; `by` is the token that sent it. */
@@ -57,6 +71,8 @@ export class Deployments extends Context.Tag("foundry/Deployments")<Deployments,
   ) => Effect.Effect<ReleaseSwitch, ReleaseNotFound | ReleaseInvalid | ReleasesNotDeployable | StoreError>
   /** The releases the server keeps, the one deployed last first. */
   readonly list: Effect.Effect<ReadonlyArray<ReleaseView>, StoreError>
+  /** The deployment log: the latest `limit` times a release was made current, newest first. */
+  readonly history: (limit: number) => Effect.Effect<ReadonlyArray<DeploymentView>, StoreError>
 }>() {}
 
 const notDeployable = new ReleasesNotDeployable({
@@ -137,6 +153,7 @@ export const layer = (options: DeploymentsOptions = {}) => Layer.scoped(
         }
         yield* storage.activate({
           id,
+          action: "deploy",
           deployedAt: yield* Clock.currentTimeMillis,
           deployedBy: by,
           summary,
@@ -158,7 +175,7 @@ export const layer = (options: DeploymentsOptions = {}) => Layer.scoped(
         const before = yield* current.get
         const summary = summarize(digestsOf(before), digestsOf(app))
         if (yield* isCurrent(id)) return { id, summary, switched: false, current: before.release }
-        yield* storage.activate({ id, deployedAt: yield* Clock.currentTimeMillis, deployedBy: by, summary })
+        yield* storage.activate({ id, action: "rollback", deployedAt: yield* Clock.currentTimeMillis, deployedBy: by, summary })
         yield* switchTo(app)
         return { id, summary, switched: before.release !== id, current: id }
       }))
@@ -181,7 +198,18 @@ export const layer = (options: DeploymentsOptions = {}) => Layer.scoped(
     return Deployments.of({
       deploy,
       activate,
-      list
+      list,
+      history: (limit) =>
+        Effect.map(storage.history(limit), (entries) =>
+          entries.map(({ action, deployedAt, deployedBy, previous, release, seq, summary }): DeploymentView => ({
+            seq,
+            release,
+            action,
+            deployedAt,
+            deployedBy,
+            previous,
+            summary
+          })))
     })
   })
 )

@@ -1,7 +1,7 @@
 /**
  * Deployed releases in the store: each with its `release.json` and bundled files, so that any
  * process on the store can load it again (a run pinned to it resumed after a restart), the change
- * its last deploy made, and which release is current.
+ * its last deploy made, which release is current, and the log of every time one was made current.
  */
 import { SqlClient, SqlSchema } from "@effect/sql"
 import { Context, Effect, Layer, Option, Schema } from "effect"
@@ -22,6 +22,24 @@ export class ReleaseEntry extends Schema.Class<ReleaseEntry>("ReleaseEntry")({
   runs: Schema.Number
 }) {}
 
+/** How a release was made current: uploaded, gone back to, or started with `foundry start --release`. */
+export const DeploymentAction = Schema.Literal("deploy", "rollback", "start")
+export type DeploymentAction = typeof DeploymentAction.Type
+
+/** One entry of the deployment log: a release made current. */
+export class DeploymentEntry extends Schema.Class<DeploymentEntry>("DeploymentEntry")({
+  seq: Schema.Number,
+  release: Schema.String,
+  action: DeploymentAction,
+  deployedAt: Schema.Number,
+  /** The token that did it, `start` for `foundry start --release`, `null` on a server open without tokens. */
+  deployedBy: Schema.NullOr(Schema.String),
+  /** The release that was current before, `null` for the first. */
+  previous: Schema.NullOr(Schema.String),
+  /** What it changed against `previous`. */
+  summary: Schema.parseJson(ReleaseSummary)
+}) {}
+
 /** A stored release's content: `release.json` as uploaded, and each bundled file in base64 by its path. */
 export class ReleaseContent extends Schema.Class<ReleaseContent>("ReleaseContent")({
   id: Schema.String,
@@ -32,6 +50,7 @@ export class ReleaseContent extends Schema.Class<ReleaseContent>("ReleaseContent
 /** A release made current: who did it when, what it changed, and its content when it is new to the store. */
 export interface Activation {
   readonly id: string
+  readonly action: DeploymentAction
   readonly deployedAt: number
   readonly deployedBy: string | null
   readonly summary: ReleaseSummary
@@ -50,9 +69,11 @@ export class ReleaseStorage extends Context.Tag("foundry/ReleaseStorage")<Releas
   /**
    * Makes a release current in one transaction: stored when it is new (a release already kept is
    * not written again: its id is the hash of its files), its deploy time, author and summary
-   * updated, and the current row pointed at it.
+   * updated, the current row pointed at it, and the change added to the deployment log.
    */
   readonly activate: (activation: Activation) => Effect.Effect<void, StoreError>
+  /** The deployment log, the latest `limit` entries, newest first. */
+  readonly history: (limit: number) => Effect.Effect<ReadonlyArray<DeploymentEntry>, StoreError>
   /** The current release's id, when one was ever deployed. */
   readonly current: Effect.Effect<Option.Option<string>, StoreError>
   readonly content: (id: string) => Effect.Effect<Option.Option<ReleaseContent>, StoreError>
@@ -88,11 +109,20 @@ export const layer = Layer.effect(
           FROM foundry_releases r ORDER BY r.deployed_at DESC, r.id`
     })
 
+    const log = SqlSchema.findAll({
+      Request: Schema.Number,
+      Result: DeploymentEntry,
+      execute: (limit) =>
+        sql`SELECT seq, release_id AS release, action, deployed_at, deployed_by, previous, summary
+          FROM foundry_deployments ORDER BY seq DESC LIMIT ${limit}`
+    })
+
     return ReleaseStorage.of({
       activate: (activation) =>
         Effect.gen(function*() {
-          const { content, deployedAt, deployedBy, id } = activation
+          const { action, content, deployedAt, deployedBy, id } = activation
           const summary = encodeSummary(activation.summary)
+          const previous = yield* currentRow(undefined)
           if (content !== undefined) {
             yield* sql`INSERT INTO foundry_releases ${
               sql.insert({
@@ -110,7 +140,19 @@ export const layer = Layer.effect(
             WHERE id = ${id}`
           yield* sql`INSERT INTO foundry_release_current (name, release_id, updated_at) VALUES ('current', ${id}, ${deployedAt})
             ON CONFLICT (name) DO UPDATE SET release_id = ${id}, updated_at = ${deployedAt}`
+          yield* sql`INSERT INTO foundry_deployments ${
+            sql.insert({
+              releaseId: id,
+              action,
+              deployedAt,
+              deployedBy,
+              previous: Option.getOrNull(Option.map(previous, (row) => row.releaseId)),
+              summary
+            })
+          }`
         }).pipe(sql.withTransaction, failAs("activateRelease")),
+
+      history: (limit) => log(limit).pipe(failAs("deploymentLog")),
 
       current: currentRow(undefined).pipe(Effect.map(Option.map((row) => row.releaseId)), failAs("currentRelease")),
 

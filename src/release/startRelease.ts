@@ -73,6 +73,7 @@ export const startRelease = Effect.fn("release.start")(function*<E, R>(options: 
   yield* storage.activate({
     id: first.release,
     deployedAt: yield* Clock.currentTimeMillis,
+    action: "start",
     deployedBy: "start",
     summary: summarize(before, routeDigests(first.table.root, routesOfTable(first.table), first.table.configFile)),
     content: { createdAt: DateTime.toEpochMillis(release.manifest.createdAt), manifest: release.text, files: release.files }

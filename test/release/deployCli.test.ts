@@ -132,13 +132,17 @@ describe("foundry deploy, releases and rollback", () => {
       const listed = yield* runCli(["releases", "--dir", root, "--token", readToken])
       expect(listed.stderr).toBe("")
       expect(listed.code).toBe(0)
-      const [header, ...rows] = rowsOf(listed.stdout)
+      const [kept = "", log = ""] = listed.stdout.split("latest deployments")
+      const [header, ...rows] = rowsOf(kept)
       expect(header).toEqual(["ID", "DEPLOYED", "BY", "CURRENT", "RUNS", "CHANGES"])
       expect(rows.map((row) => [row[0], row[3], row[4]])).toEqual([[v2, "yes", "1"], [v1, "-", "2"]])
       expect(rows[0]?.[1]).toMatch(/^\d{4}-\d\d-\d\d \d\d:\d\d$/)
       // Who deployed: the id of the token that did (`fdy_<id>_<secret>`).
       expect(rows.map((row) => row[2])).toEqual([deployToken.split("_")[1], deployToken.split("_")[1]])
       expect(rows[0]?.[5]).toBe("agents +1 ~1, tools ~1")
+      const [logHeader, ...entries] = rowsOf(log)
+      expect(logHeader).toEqual(["WHEN", "ACTION", "RELEASE", "FROM", "BY", "CHANGES"])
+      expect(entries.map((entry) => entry.slice(1, 4))).toEqual([["deploy", v2, v1], ["deploy", v1, "-"]])
 
       const back = yield* runCli(["rollback", v1, "--to", url, "--token", deployToken])
       expect(back.stderr).toBe("")
@@ -148,6 +152,13 @@ describe("foundry deploy, releases and rollback", () => {
       expect(back.stdout).toContain(`switched: new runs start on ${v1}`)
       expect(yield* currentOf(url, readToken)).toEqual([v1])
       expect(yield* askDesk(url, runToken)).toBe("the tool said: v1")
+      // v1's row now says when it was rolled back to; the log keeps its first deploy as well.
+      const history = (yield* runCli(["releases", "--dir", root, "--token", readToken])).stdout.split("latest deployments")[1] ?? ""
+      expect(rowsOf(history).slice(1).map((entry) => entry.slice(1, 5))).toEqual([
+        ["rollback", v1, v2, deployToken.split("_")[1]],
+        ["deploy", v2, v1, deployToken.split("_")[1]],
+        ["deploy", v1, "-", deployToken.split("_")[1]]
+      ])
 
       const unknown = yield* runCli(["rollback", "rel_000000000000", "--to", url, "--token", deployToken])
       expect(unknown.code).toBe(1)

@@ -68,6 +68,10 @@ describe.skipIf(skipBrowser)("releases in the inspector", () => {
       expect(yield* promise(() => page.textContent(`tr[data-release=${v2}] [data-testid=runs]`))).toBe("0")
       expect(yield* promise(() => page.textContent(`tr[data-release=${v2}]`))).toContain("agents ~1, tools ~1")
       expect(yield* promise(() => page.getAttribute(`tr[data-release=${v2}] td:last-child`, "title"))).toBe("~ agent desk\n~ tool desk/answer")
+      // The history: each deploy, from the release current before it.
+      const history = yield* promise(() => page.$$eval("[data-testid=deployments] tbody tr", (trs) =>
+        trs.map((tr) => [...tr.querySelectorAll("td")].slice(1, 4).map((td) => td.textContent))))
+      expect(history).toEqual([["deploy", v2, v1], ["deploy", v1, "—"]])
 
       // A run started after the second deploy shows on the page without a reload.
       const later = yield* http(`${url}/api/runs`, { body: { agent: "desk", message: "hello again" } })

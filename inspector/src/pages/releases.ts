@@ -1,8 +1,9 @@
 /**
  * Releases: what the server was deployed with, newest first: when and by whom, which one new runs
- * start on, how many runs each one started, and what each changed against the one before it.
+ * start on, how many runs each one started, and what each changed against the one before it; and
+ * the history of every deploy, rollback and start, each from the release current before.
  */
-import { api, redrawOn, type ReleaseSummaryView } from "../api.js"
+import { api, type DeploymentView, redrawOn, type ReleaseSummaryView } from "../api.js"
 import { h, replace } from "../dom.js"
 
 const kinds = [
@@ -41,12 +42,25 @@ const when = (ms: number) => new Date(ms).toLocaleString()
 export const releasesPage = (root: HTMLElement) => {
   const list = h("tbody")
   const empty = h("p", { class: "muted", hidden: true }, "No release deployed: foundry deploy ships one.")
+  const history = h("tbody")
   replace(root, h("h1", {}, "Releases"),
     h("table", { class: "table", "data-testid": "releases" },
       h("thead", {}, h("tr", {}, ["release", "built", "deployed", "by", "", "runs", "changes"].map((c) => h("th", {}, c)))), list),
-    empty)
+    empty,
+    h("h2", {}, "History"),
+    h("table", { class: "table", "data-testid": "deployments" },
+      h("thead", {}, h("tr", {}, ["when", "", "release", "from", "by", "changes"].map((c) => h("th", {}, c)))), history))
+  const entry = (d: DeploymentView) =>
+    h("tr", { "data-deployment": d.seq },
+      h("td", {}, when(d.deployedAt)),
+      h("td", { "data-testid": "action" }, d.action),
+      h("td", {}, h("code", {}, d.release)),
+      h("td", {}, d.previous === null ? "—" : h("code", {}, d.previous)),
+      h("td", {}, d.deployedBy ?? "—"),
+      changes(d.summary))
   const draw = async () => {
-    const releases = await api.releases()
+    const [releases, deployments] = await Promise.all([api.releases(), api.deployments()])
+    history.replaceChildren(...deployments.map(entry))
     empty.hidden = releases.length > 0
     list.replaceChildren(...releases.map((r) =>
       h("tr", { "data-release": r.id, class: r.current ? "current" : undefined },

@@ -1,13 +1,13 @@
 /**
  * `foundry deploy`, `foundry releases` and `foundry rollback`: a project's release shipped to a
- * running server, the server's releases listed, and an earlier one made current again, through its
+ * running server, the server's releases and latest deployments listed, and an earlier one made current again, through its
  * HTTP API (`/api/releases`). Changing the current release needs a token with the `deploy` scope;
  * a refusal says so and how to make one.
  */
 import { join } from "node:path"
 import { FileSystem, HttpClientRequest } from "@effect/platform"
 import { Effect, Encoding, Schema } from "effect"
-import { ReleaseSwitch, ReleaseView } from "../../release/Deployments.js"
+import { DeploymentView, ReleaseSwitch, ReleaseView } from "../../release/Deployments.js"
 import { ReleaseId, releaseFile, ReleaseManifest } from "../../release/ReleaseManifest.js"
 import type { ReleaseSummary, RouteKind } from "../../release/releaseSummary.js"
 import { CliError } from "../CliError.js"
@@ -117,6 +117,14 @@ export const releases = (options: ServerOptions) =>
     yield* table(
       ["ID", "DEPLOYED", "BY", "CURRENT", "RUNS", "CHANGES"],
       stored.map((r) => [r.id, when(r.deployedAt), r.deployedBy ?? "-", r.current ? "yes" : "-", String(r.runs), changeCounts(r.summary)])
+    )
+    // A release's row says only when it was last made current; the log says every time, and from what.
+    const log = yield* read(HttpClientRequest.get("/api/deployments?limit=10"), Schema.Array(DeploymentView))
+    yield* say("")
+    yield* say(style.bold("latest deployments"))
+    yield* table(
+      ["WHEN", "ACTION", "RELEASE", "FROM", "BY", "CHANGES"],
+      log.map((d) => [when(d.deployedAt), d.action, d.release, d.previous ?? "-", d.deployedBy ?? "-", changeCounts(d.summary)])
     )
   })
 

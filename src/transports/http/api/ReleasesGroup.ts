@@ -1,17 +1,23 @@
 /**
- * `/api/releases`: the releases a server keeps. Deploying one (`POST`, a `foundry build` release
+ * `/api/releases`: the releases a server keeps, and `/api/deployments` the log of every time one
+ * was made current (who, when, from which, what changed). Deploying one (`POST`, a `foundry build` release
  * as `release.json` and its files in base64) and going back to one (`activate`) switch the release
  * new runs start on; runs in flight finish on theirs. Changes need a token with the `deploy` scope.
  */
 import { HttpApiEndpoint, HttpApiGroup } from "@effect/platform"
 import { Schema } from "effect"
-import { ReleaseSwitch, ReleaseView } from "../../../release/Deployments.js"
+import { DeploymentView, ReleaseSwitch, ReleaseView } from "../../../release/Deployments.js"
 import { ReleaseInvalid, ReleaseNotFound, ReleasesNotDeployable } from "../../../release/releaseErrors.js"
 import { ReleaseUpload } from "../../../release/ReleaseUpload.js"
 
 /** The releases group. */
 export class ReleasesGroup extends HttpApiGroup.make("releases")
   .add(HttpApiEndpoint.get("list", "/api/releases").addSuccess(Schema.Array(ReleaseView)))
+  .add(
+    HttpApiEndpoint.get("history", "/api/deployments")
+      .setUrlParams(Schema.Struct({ limit: Schema.optional(Schema.NumberFromString.pipe(Schema.int(), Schema.between(1, 1000))) }))
+      .addSuccess(Schema.Array(DeploymentView))
+  )
   .add(
     HttpApiEndpoint.post("deploy", "/api/releases")
       .setPayload(ReleaseUpload)

@@ -20,6 +20,7 @@ export const ReleasesLive = HttpApiBuilder.group(FoundryApi, "releases", (handle
       Effect.map(auth.identify(knockOf(request)), Option.match({ onNone: () => null, onSome: (token) => token.id })))
     return handlers
       .handle("list", () => deployments.list.pipe(orStoreUnavailable))
+      .handle("history", ({ urlParams }) => deployments.history(urlParams.limit ?? 50).pipe(orStoreUnavailable))
       .handle("deploy", ({ payload }) => Effect.flatMap(caller, (by) => deployments.deploy(payload, by)).pipe(orStoreUnavailable))
       .handle("activate", ({ path }) =>
         Effect.flatMap(caller, (by) => deployments.activate(path.releaseId, by)).pipe(orStoreUnavailable))
