@@ -35,12 +35,21 @@ const routes: ReadonlyArray<readonly [RegExp, Page]> = [
   [/^\/releases$/, releasesPage]
 ]
 
+/** The path as its pages name it; one that is not valid percent-encoding stays as it came (and is no page). */
+const decodedPath = (raw: string): string => {
+  try {
+    return decodeURIComponent(raw)
+  } catch {
+    return raw
+  }
+}
+
 const app = document.getElementById("app")!
 let stop: () => void = () => {}
 
 const render = (): void => {
   stop()
-  const path = decodeURIComponent(location.pathname)
+  const path = decodedPath(location.pathname)
   for (const [pattern, page] of routes) {
     const match = pattern.exec(path)
     if (match !== null) {

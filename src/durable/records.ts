@@ -172,6 +172,7 @@ export interface RunFilter {
   readonly agent?: string | undefined
   /** Runs of instances with this id (of `agent`, when given). */
   readonly instanceId?: string | undefined
+  readonly conversationId?: string | undefined
   readonly status?: RunStatus | undefined
   readonly limit: number
 }

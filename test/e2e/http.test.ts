@@ -87,6 +87,10 @@ describe("the HTTP API's edges", () => {
       const server = yield* startServer(root)
       const missing = yield* http(`${server.url}/api/runs`, { body: { agent: "support" } })
       expect(missing.status).toBe(400)
+      // Blank text would start a run about nothing.
+      const blank = yield* http(`${server.url}/api/runs`, { body: { agent: "support", message: "   " } })
+      expect(blank.status).toBe(400)
+      expect(blank.json).toMatchObject({ _tag: "BadRequest", message: expect.stringContaining("message: expected text that is not blank") })
       expect(missing.json).toEqual({ _tag: "BadRequest", message: "message: is missing", issues: [{ path: "message", message: "is missing" }] })
       const wrongType = yield* http(`${server.url}/api/runs`, { body: { agent: "support", message: 42 } })
       expect(wrongType.status).toBe(400)
@@ -174,6 +178,9 @@ describe("the HTTP API's edges", () => {
       expect((listed.json as Array<{ id: string }>).map((r) => r.id)).toEqual([...ids].reverse())
       const limited = yield* http(`${server.url}/api/runs?limit=1`)
       expect(limited.json).toHaveLength(1)
+      const first = yield* http(`${server.url}/api/runs/${ids[0]}`)
+      const ofConversation = yield* http(`${server.url}/api/runs?conversation=${(first.json as { conversationId: string }).conversationId}`)
+      expect((ofConversation.json as Array<{ id: string }>).map((r) => r.id)).toEqual([ids[0]])
       const badLimit = yield* http(`${server.url}/api/runs?limit=0`)
       expect(badLimit.status).toBe(400)
 

@@ -79,8 +79,20 @@ describe.skipIf(skipBrowser)("the inspector in Chromium", () => {
       })
       const { runId } = created.json as { runId: string }
       yield* waitForRun(url, runId)
+      // A run that waits on a person, its input a long word and its tool's input a long value: its
+      // page has the cancel and steer controls, its conversation an approval card.
+      const long = "x".repeat(300)
+      const waiting = yield* http(`${url}/api/runs`, {
+        body: { agent: "worker", message: JSON.stringify({ calls: [{ name: "transfer", arguments: { amount: 5, note: long } }], note: long }) }
+      })
+      const waitingRun = runIdOf(waiting.json)
+      yield* pendingApproval(url, waitingRun)
+      const waitingConversation = (waiting.json as { conversationId: string }).conversationId
       yield* promise(() => page.setViewportSize({ width: 390, height: 844 }))
-      const paths = ["/", "/agents", "/instances", "/conversations", "/runs", "/approvals", "/schedules", "/playbooks", "/releases", `/runs/${runId}`]
+      const paths = [
+        "/", "/agents", "/instances", "/conversations", "/runs", "/approvals", "/schedules", "/playbooks", "/releases", `/runs/${runId}`,
+        `/runs/${waitingRun}`, `/conversations/${waitingConversation}`
+      ]
       const widths: Record<string, number> = {}
       for (const path of paths) {
         yield* promise(() => page.goto(`${url}${path}`))
@@ -151,8 +163,12 @@ describe.skipIf(skipBrowser)("the inspector in Chromium", () => {
       const card = page.locator("[data-testid=conversation-approvals] .approval").first()
       yield* promise(() => card.waitFor())
       expect(yield* promise(() => card.textContent())).toContain("transfer waits for your approval")
-      // The run waits, so it can be stopped from here.
+      // The run waits, so it can be stopped from here; still so once a later run of the conversation has answered.
       yield* promise(() => page.locator("[data-testid=stop]:visible").waitFor())
+      const later = yield* http(`${url}/api/runs`, { body: { agent: "worker", message: plan({}), conversation: conversationId } })
+      yield* waitForRun(url, runIdOf(later.json))
+      yield* promise(() => page.waitForSelector("[data-testid=chat] .bubble.assistant >> text=nothing to do"))
+      expect(yield* promise(() => page.locator("[data-testid=stop]:visible").count())).toBe(1)
       yield* promise(() => card.locator("input[name=reason]").fill("not above 50"))
       yield* promise(() => card.locator("button.deny").click())
       const done = yield* waitForRun(url, runId)
@@ -163,6 +179,20 @@ describe.skipIf(skipBrowser)("the inspector in Chromium", () => {
       const decision = page.locator("[data-testid=decided] .approval [data-testid=approval-decision]").first()
       yield* promise(() => decision.waitFor())
       expect(yield* promise(() => decision.textContent())).toMatch(/^denied at .+ · not above 50$/)
+
+      // In a tab that missed the news (its live stream cut off), a decision taken elsewhere first: the
+      // card it becomes says that the reader's own did not apply, and why.
+      const stale = yield* http(`${url}/api/runs`, { body: { agent: "worker", message: plan({ calls: [{ name: "transfer", arguments: { amount: 5 } }] }) } })
+      const staleApproval = yield* pendingApproval(url, runIdOf(stale.json))
+      yield* promise(() => page.route("**/api/events", (route) => route.abort()))
+      yield* promise(() => page.goto(`${url}/approvals`))
+      const waiting = page.locator(`[data-testid=pending] [data-approval="${staleApproval}"]`)
+      yield* promise(() => waiting.waitFor())
+      yield* http(`${url}/api/approvals/${staleApproval}`, { body: { decision: "approve" } })
+      yield* promise(() => waiting.locator("button.deny").click())
+      const note = page.locator(`[data-testid=decided] [data-approval="${staleApproval}"] [data-testid=approval-note]`)
+      yield* promise(() => note.waitFor())
+      expect(yield* promise(() => note.textContent())).toContain("is already approved")
     }))
 
   it.scopedLive("a run that has not ended is cancelled or steered from its page", () =>
@@ -183,6 +213,9 @@ describe.skipIf(skipBrowser)("the inspector in Chromium", () => {
       const steered = yield* waiting(20)
       yield* pendingApproval(url, steered)
       yield* promise(() => page.goto(`${url}/runs/${steered}`))
+      // Steering with nothing to say says so, and steers nothing.
+      yield* promise(() => page.click(".run-controls form button"))
+      expect(yield* promise(() => page.textContent("[data-testid=run-control-error]"))).toContain("type the message")
       yield* promise(() => page.fill(".run-controls input[name=steer]", plan({})))
       yield* promise(() => page.click(".run-controls form button"))
       yield* promise(() => page.waitForURL((address) => address.pathname.startsWith("/runs/") && !address.pathname.endsWith(steered)))
@@ -199,6 +232,12 @@ describe.skipIf(skipBrowser)("the inspector in Chromium", () => {
       expect(response?.status()).toBe(404)
       yield* promise(() => page.waitForSelector("main h1:has-text('Not found')"))
       expect(yield* promise(() => page.locator("header nav a").count())).toBeGreaterThan(3)
+      // A path that is not even valid percent-encoding: the same page, no script error.
+      const errors: Array<string> = []
+      page.on("pageerror", (error) => errors.push(error.message))
+      yield* promise(() => page.goto(`${url}/no/such/%E0%A4%A`))
+      yield* promise(() => page.waitForSelector("main h1:has-text('Not found')"))
+      expect(errors).toEqual([])
     }))
 
   it.scopedLive("the runs list updates live and keeps the reader's filters", () =>

@@ -9,7 +9,7 @@ import { h, replace } from "../dom.js"
 export const approvalsPage = (root: HTMLElement) => {
   const pending = h("div", { "data-testid": "pending" })
   const decided = h("div", { "data-testid": "decided" })
-  replace(root, h("h1", {}, "Approvals"), pending, h("h2", {}, "Decided"), decided)
+  replace(root, h("h1", {}, "Approvals"), h("h2", {}, "Waiting"), pending, h("h2", {}, "Decided"), decided)
   const card = approvalCards({ decided: () => void draw() })
   const draw = async () => {
     const all = await api.approvals()

@@ -72,8 +72,6 @@ export const conversationPage = (root: HTMLElement, [conversationId = ""]: Reado
   const message = h("input", { name: "message", placeholder: "Message", autocomplete: "off" })
   let agent = ""
   let instance = "default"
-  // The run the last message sent started, until the transcript shows it.
-  let activeRun: string | undefined
   const totals = h("p", { class: "muted", "data-testid": "conversation-usage" })
   const waiting = h("div", { "data-testid": "conversation-approvals" })
   const card = approvalCards({ decided: () => void draw() })
@@ -87,29 +85,29 @@ export const conversationPage = (root: HTMLElement, [conversationId = ""]: Reado
       replace(root, h("h1", {}, "Conversation not found"), h("p", { class: "error-line" }, errorText(error)))
       return
     }
-    const runs = new Set(messages.map((m) => m.runId))
-    if (activeRun !== undefined && runs.has(activeRun)) activeRun = undefined
-    if (activeRun !== undefined) runs.add(activeRun)
-    const latest = activeRun ?? messages.at(-1)?.runId
-    const [usage, cluster, pending, last] = await Promise.all([
+    const [usage, cluster, runs, pending] = await Promise.all([
       api.usage(`?conversation=${encodeURIComponent(conversationId)}&groupBy=conversation`),
       api.cluster(),
-      api.approvals("pending").then((list) => list.filter((a) => runs.has(a.runId))),
-      latest === undefined ? undefined : api.run(latest)
+      api.runs(`?conversation=${encodeURIComponent(conversationId)}&limit=50`),
+      api.approvals("pending")
     ])
     transcript.replaceChildren(...messages.map((m) => bubble(m, expanded)))
-    replace(waiting, pending.map(card))
-    stop.classList.toggle("hidden", last === undefined || !isLive(last.status))
-    stop.onclick = last === undefined ? null : () => void api.cancel(last.id).then(draw, draw)
+    const ids = new Set(runs.map((r) => r.id))
+    replace(waiting, pending.filter((a) => ids.has(a.runId)).map(card))
+    // Every run of the conversation that has not ended: one waiting on a person while a later one answers, too.
+    const live = runs.filter((r) => isLive(r.status))
+    stop.classList.toggle("hidden", live.length === 0)
+    stop.textContent = live.length > 1 ? `Stop ${live.length} runs` : "Stop"
+    stop.onclick = () => void Promise.allSettled(live.map((r) => api.cancel(r.id))).then(draw)
     // In a cluster, where the conversation's runs execute.
     const placement = cluster.mode === "cluster" ? await api.placement(conversationId) : undefined
     const where = placement === undefined ? "" : ` · runner ${placement.runner ?? "(moving)"}, shard ${placement.shard}`
     totals.textContent = `${counted(usage.total.runs, "run")} · ${usageLine(usage.total)}${where}`
-    const first = messages[0]
-    if (first !== undefined && agent === "") {
-      const run = await api.run(first.runId)
-      agent = run.agent
-      instance = run.instanceId
+    // A conversation has one agent and one instance: any of its runs names them.
+    const any = runs[0]
+    if (any !== undefined && agent === "") {
+      agent = any.agent
+      instance = any.instanceId
       title.textContent = `Conversation with ${agent}`
       replace(about, "instance ", link(instanceHref(agent, instance), instance))
     }
@@ -125,16 +123,13 @@ export const conversationPage = (root: HTMLElement, [conversationId = ""]: Reado
         if (text === "" || agent === "") return
         message.value = ""
         transcript.append(h("div", { class: "bubble user pending" }, text))
-        void api.send({ agent, instance, message: text, conversation: conversationId }).then((r) => {
-          activeRun = r.runId
-        })
+        void api.send({ agent, instance, message: text, conversation: conversationId })
       }
     }, message, h("button", { type: "submit" }, "Send"), stop))
   void draw()
   return onEvent((event) => {
     if (event.conversationId !== conversationId) return
     if (event.type === "model.delta") {
-      activeRun = event.runId
       streaming.classList.remove("hidden")
       streaming.textContent = (streaming.textContent ?? "") + event.data.text
     } else if (

@@ -116,7 +116,11 @@ const controls = (runId: string, redraw: () => void) => {
       onsubmit: (event) => {
         event.preventDefault()
         const text = message.value.trim()
-        if (text === "") return
+        if (text === "") {
+          problem.textContent = "type the message the run should go on with, then Steer"
+          return
+        }
+        problem.textContent = ""
         void api.steer(runId, text).then((steered) => navigate(`/runs/${steered.runId}`), failed)
       }
     }, message, h("button", { type: "submit" }, "Steer")),

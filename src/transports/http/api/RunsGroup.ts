@@ -16,10 +16,13 @@ import { instanceIdForm, instanceIdPattern } from "../../../definitions/instance
 import { RunView } from "./views.js"
 import { strictBody } from "./strictBody.js"
 
+/** What a person says to an agent: text with something in it (blank text would start a run about nothing). */
+const MessageText = Schema.String.pipe(Schema.filter((text) => text.trim() !== "", { message: () => "expected text that is not blank" }))
+
 /** The body of `POST /api/runs`. Messages follow the field's path in a 400: `agent: expected ...`. */
 export const CreateRun = Schema.Struct({
   agent: Schema.String.pipe(Schema.nonEmptyString({ message: () => "expected a non-empty agent id" })),
-  message: Schema.String.pipe(Schema.nonEmptyString({ message: () => "expected non-empty text" })),
+  message: MessageText,
   instance: Schema.optional(Schema.String.pipe(Schema.pattern(instanceIdPattern, { message: () => `expected ${instanceIdForm}` }))),
   conversation: Schema.optional(Schema.String)
 }).annotations(strictBody)
@@ -45,7 +48,7 @@ const RunIdPath = Schema.Struct({ runId: Schema.String })
 
 /** The body of `POST /api/runs/:runId/steer`. */
 export const SteerRun = Schema.Struct({
-  message: Schema.String.pipe(Schema.nonEmptyString({ message: () => "expected non-empty text" }))
+  message: MessageText
 }).annotations(strictBody)
 
 /** The answer to a steer: the new run, linked to the cancelled one. */
@@ -74,6 +77,8 @@ export class RunsGroup extends HttpApiGroup.make("runs")
         agent: Schema.optional(Schema.String),
         /** Runs of instances with this id (of `agent`, when given). */
         instance: Schema.optional(Schema.String),
+        /** The runs of one conversation. */
+        conversation: Schema.optional(Schema.String),
         status: Schema.optional(RunStatus),
         limit: Schema.optional(Schema.NumberFromString.pipe(Schema.int(), Schema.between(1, 1000)))
       }))

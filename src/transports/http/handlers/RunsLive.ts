@@ -62,7 +62,13 @@ export const RunsLive = HttpApiBuilder.group(FoundryApi, "runs", (handlers) =>
     return handlers
       .handle("create", ({ headers, payload }) => create(payload, headers["idempotency-key"]).pipe(orStoreUnavailable))
       .handle("list", ({ urlParams }) =>
-        store.listRuns({ agent: urlParams.agent, instanceId: urlParams.instance, status: urlParams.status, limit: urlParams.limit ?? 50 }).pipe(
+        store.listRuns({
+          agent: urlParams.agent,
+          instanceId: urlParams.instance,
+          conversationId: urlParams.conversation,
+          status: urlParams.status,
+          limit: urlParams.limit ?? 50
+        }).pipe(
           Effect.map((runs) => runs.map(runView)),
           orStoreUnavailable
         ))
