@@ -45,6 +45,20 @@ describe("foundry run", () => {
       expect(result.stderr).toContain(`{"orderId":"42"}`)
     }))
 
+  it.scopedLive("a run that waits on a person says what for, where to decide it and how, and exits 1", () =>
+    Effect.gen(function*() {
+      const root = yield* exampleCopy
+      const result = yield* runCli(["run", "support", "Refund order 42", "--dir", root])
+      expect(result.code).toBe(1)
+      expect(result.stderr).toContain(`-> refund-order {"orderId":"42"} (asks a person first)`)
+      const approval = /refund-order needs a person's approval \((apr_[0-9a-z_]+)\)/.exec(result.stderr)?.[1]
+      expect(approval).toBeDefined()
+      expect(result.stderr).toContain("http://127.0.0.1:4141/approvals")
+      expect(result.stderr).toContain(`curl -X POST http://127.0.0.1:4141/api/approvals/${approval}`)
+      expect(result.stderr).toContain("the run of support has not finished: it waits")
+      expect(result.stderr).not.toMatch(/\n\s+at /)
+    }))
+
   it.scopedLive("exits 1 with a readable message for an unknown agent", () =>
     Effect.gen(function*() {
       const root = yield* exampleCopy

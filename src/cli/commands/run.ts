@@ -19,8 +19,18 @@ const short = (value: unknown): string => {
   return text.length > 200 ? `${text.slice(0, 197)}...` : text
 }
 
-/** Prints one event of the run; `streamed` tracks the turns whose text arrived as deltas. */
-const show = (event: FoundryEvent, streamed: Set<number>) => {
+/**
+ * Where a person decides what a suspended run waits for: any server on the project's store picks
+ * the run up (`foundry dev` here, or one already running), in the inspector or over the API.
+ */
+const howToDecide = (server: string, approvalId: string) =>
+  `  decide it with a server on this project running (\`foundry dev\`; one already running picks the run up):\n` +
+  `    in the inspector: ${server}/approvals\n` +
+  `    or: curl -X POST ${server}/api/approvals/${approvalId} -H 'content-type: application/json' -d '{"decision":"approve"}'\n` +
+  `  the run then goes on there.\n`
+
+/** Prints one event of the run; `streamed` tracks the turns whose text arrived as deltas; `server` is the project's address. */
+const show = (event: FoundryEvent, streamed: Set<number>, server: string) => {
   switch (event.type) {
     case "model.delta":
       streamed.add(event.data.turn)
@@ -33,6 +43,8 @@ const show = (event: FoundryEvent, streamed: Set<number>) => {
       return write(process.stderr, style.dim(`<- ${event.data.tool} ${short(event.data.output)}\n`))
     case "tool.call.failed":
       return write(process.stderr, style.yellow(`<- ${event.data.tool} failed: ${short(event.data.error)}\n`))
+    case "approval.requested":
+      return write(process.stderr, style.dim(`\n-> ${event.data.tool} ${short(event.data.input)} (asks a person first)\n`))
     case "run.completed":
       return write(process.stdout, "\n")
     case "run.failed":
@@ -44,8 +56,10 @@ const show = (event: FoundryEvent, streamed: Set<number>) => {
           event.data.reason === "child"
             ? `\nrun suspended: ${event.data.tool} waits for run ${event.data.childRunId}; serve the project (foundry dev) to let it finish\n`
             : event.data.reason === "budget"
-            ? `\nrun suspended: it went over ${event.data.budget}; a person decides whether it goes on (${event.data.approvalId}); serve the project (foundry dev) to decide it\n`
-            : `\nrun suspended: ${event.data.tool} needs a person's approval (${event.data.approvalId}); serve the project (foundry dev) to decide it\n`
+            ? `\nrun ${event.runId} waits: it went over ${event.data.budget}; a person decides whether it goes on (${event.data.approvalId})\n` +
+              howToDecide(server, event.data.approvalId)
+            : `\nrun ${event.runId} waits: ${event.data.tool} needs a person's approval (${event.data.approvalId})\n` +
+              howToDecide(server, event.data.approvalId)
         )
       )
     default:
@@ -69,16 +83,21 @@ export const run = ({ agent, dir, instance, message }: {
         const events = yield* EventLog
         const submitted = yield* dispatcher.submit({ agent, message, instance })
         const streamed = new Set<number>()
+        const { host, port } = app.table.config.server
+        const server = `http://${host}:${port}`
         let outcome = "completed"
         yield* events.runEvents(submitted.id).pipe(
           Stream.takeUntil((event) => event.type === "run.suspended"),
           Stream.runForEach((event) => {
             if (event.type === "run.failed") outcome = "failed"
             if (event.type === "run.suspended") outcome = "suspended"
-            return show(event, streamed)
+            return show(event, streamed, server)
           })
         )
         return outcome
       }).pipe(Effect.provide(runtimeLayer(app)))
-      if (outcome !== "completed") return yield* new CliError({ message: `the run of ${agent} ${outcome}` })
+      if (outcome === "failed") return yield* new CliError({ message: `the run of ${agent} failed` })
+      if (outcome === "suspended") {
+        return yield* new CliError({ message: `the run of ${agent} has not finished: it waits (above), and goes on once that is done` })
+      }
   }).pipe(Effect.scoped)
