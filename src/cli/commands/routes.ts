@@ -2,15 +2,21 @@
  * `foundry routes [dir]`: the route table, as the router sees it.
  */
 import { Effect } from "effect"
+import { ModelResolver } from "../../models/Model.js"
+import { ModelResolverLive } from "../../models/ModelResolverLive.js"
 import { manifestOf } from "../../router/codegen.js"
 import { discover } from "../../router/discover.js"
 import { say, style } from "../terminal.js"
 
-const detail = (route: ReturnType<typeof manifestOf>["routes"][number]): string => {
+const detail = (route: ReturnType<typeof manifestOf>["routes"][number], models: ModelResolver["Type"]): string => {
   switch (route.kind) {
-    case "agent":
-      return `model ${route.model}; tools: ${route.tools?.join(", ") || "none"}` +
+    case "agent": {
+      // What it asks for, and what it gets here when that differs (the demo model without a key).
+      const fallback = route.model === undefined ? undefined : models.resolve(route.model)
+      const runsOn = fallback?.fallbackFrom === undefined ? "" : ` (runs on ${fallback.model.name} here: no OPENAI_API_KEY)`
+      return `model ${route.model}${runsOn}; tools: ${route.tools?.join(", ") || "none"}` +
         (route.environment === undefined ? "" : `; environment ${route.environment}`)
+    }
     case "tool":
       return [
         route.requires === undefined || route.requires.length === 0 ? undefined : `requires ${route.requires.join(", ")}`,
@@ -31,11 +37,14 @@ const detail = (route: ReturnType<typeof manifestOf>["routes"][number]): string 
 export const routes = (dir: string) =>
   Effect.gen(function*() {
     const table = yield* discover(dir, 1)
+    const models = yield* ModelResolver
     const manifest = manifestOf(table)
-    const width = Math.max(...manifest.routes.map((r) => r.id.length), 2)
-    yield* say(style.bold(`${"KIND".padEnd(12)}${"ID".padEnd(width + 2)}FILE`))
+    const idWidth = Math.max(...manifest.routes.map((r) => r.id.length), 2)
+    const fileWidth = Math.max(...manifest.routes.map((r) => r.file.length), 4)
+    yield* say(style.bold(`${"KIND".padEnd(12)}${"ID".padEnd(idWidth + 2)}${"FILE".padEnd(fileWidth + 2)}DETAILS`))
     for (const route of manifest.routes) {
-      yield* say(`${route.kind.padEnd(12)}${route.id.padEnd(width + 2)}${route.file}  ${style.dim(detail(route))}`)
+      const details = detail(route, models)
+      yield* say(`${route.kind.padEnd(12)}${route.id.padEnd(idWidth + 2)}${details === "" ? route.file : `${route.file.padEnd(fileWidth + 2)}${style.dim(details)}`}`)
     }
     yield* say(style.dim(`config: ${table.configFile ?? "(none: defaults)"}`))
-  })
+  }).pipe(Effect.provide(ModelResolverLive))
