@@ -223,6 +223,16 @@ describe.skipIf(skipBrowser)("the inspector in Chromium", () => {
       const next = page.url().split("/runs/")[1] ?? ""
       expect(yield* waitForRun(url, next)).toMatchObject({ status: "completed", output: "nothing to do", steeredFrom: steered })
       expect(yield* waitForRun(url, steered)).toMatchObject({ status: "cancelled" })
+      // The steered run's page leads to the run that went on in its place.
+      yield* promise(() => page.goto(`${url}/runs/${steered}`))
+      yield* promise(() => page.waitForSelector(`[data-testid=steered-to] a[href="/runs/${next}"]`))
+
+      // The cancelled run's conversation says that it was stopped, after its last words.
+      const { conversationId } = (yield* http(`${url}/api/runs/${cancelled}`)).json as { conversationId: string }
+      yield* promise(() => page.goto(`${url}/conversations/${conversationId}`))
+      const note = page.locator("[data-testid=chat] .bubble.system")
+      yield* promise(() => note.waitFor())
+      expect(yield* promise(() => note.textContent())).toContain("run cancelled")
     }))
 
   it.scopedLive("a page that is none says so inside the inspector, with its navigation", () =>
@@ -230,6 +240,8 @@ describe.skipIf(skipBrowser)("the inspector in Chromium", () => {
       const { page, url } = yield* setup()
       const response = yield* promise(() => page.goto(`${url}/no/such/page`))
       expect(response?.status()).toBe(404)
+      // A run's id has no slash: a deeper path under /runs is no page either.
+      expect((yield* promise(() => page.goto(`${url}/runs/a/b`)))?.status()).toBe(404)
       yield* promise(() => page.waitForSelector("main h1:has-text('Not found')"))
       expect(yield* promise(() => page.locator("header nav a").count())).toBeGreaterThan(3)
       // A path that is not even valid percent-encoding: the same page, no script error.

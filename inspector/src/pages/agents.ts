@@ -40,8 +40,10 @@ const activity = async (id: string) => {
       barChart("runs per day", usage.rows.map((r) => ({ label: r.day ?? "", value: r.runs })), (n) => String(n)),
       barChart("tokens per day", usage.rows.map((r) => ({ label: r.day ?? "", value: r.inputTokens + r.outputTokens })), (n) => n.toLocaleString()),
       barChart("cost per day", usage.rows.map((r) => ({ label: r.day ?? "", value: r.costUsd })), dollars)),
-    h("p", { "data-testid": "agent-latency" }, "Run latency (last 200 completed): ",
-      [50, 95, 99].map((p) => `p${p} ${duration(percentile(latencies(runs), p))}`).join(" · ")),
+    h("p", { "data-testid": "agent-latency" }, "Run latency (last 200 completed, waits on people included): ",
+      latencies(runs).length === 0
+        ? h("span", { class: "muted" }, "no completed run yet")
+        : [50, 95, 99].map((p) => `p${p} ${duration(percentile(latencies(runs), p))}`).join(" · ")),
     h("h2", {}, "Instances"),
     h("p", { class: "muted" }, instances.next === null ? counted(instances.instances.length, "instance") : `the first ${instances.instances.length}`,
       " · ", link(`/instances?agent=${encodeURIComponent(id)}`, "all instances of this agent")),

@@ -91,7 +91,16 @@ export const conversationPage = (root: HTMLElement, [conversationId = ""]: Reado
       api.runs(`?conversation=${encodeURIComponent(conversationId)}&limit=50`),
       api.approvals("pending")
     ])
-    transcript.replaceChildren(...messages.map((m) => bubble(m, expanded)))
+    // After a run that did not complete, a line that says so: its last words are not an answer.
+    const ended = new Map(runs.filter((r) => r.status === "cancelled" || r.status === "failed").map((r) => [r.id, r]))
+    transcript.replaceChildren(...messages.flatMap((m, index) => {
+      const run = ended.get(m.runId)
+      const last = run !== undefined && messages[index + 1]?.runId !== m.runId
+      return last
+        ? [bubble(m, expanded), h("div", { class: "bubble system", "data-role": "system" },
+          link(`/runs/${run.id}`, `run ${run.status}`), run.error === undefined ? "" : `: ${run.error}`)]
+        : [bubble(m, expanded)]
+    }))
     const ids = new Set(runs.map((r) => r.id))
     replace(waiting, pending.filter((a) => ids.has(a.runId)).map(card))
     // Every run of the conversation that has not ended: one waiting on a person while a later one answers, too.

@@ -142,11 +142,15 @@ export const runPage = (root: HTMLElement, [runId = ""]: ReadonlyArray<string>) 
       replace(root, h("h1", {}, "Run not found"), h("p", { class: "error-line" }, errorText(error)))
       return
     }
-    const [events, children, approvals, artifacts] = await Promise.all([
+    const [events, children, approvals, artifacts, successor] = await Promise.all([
       api.runEvents(runId),
       api.runs("?limit=200").then((runs) => runs.filter((r) => r.parentRunId === runId)),
       api.approvals("pending", runId),
-      api.artifacts(runId).then(({ artifacts }) => artifacts, () => [])
+      api.artifacts(runId).then(({ artifacts }) => artifacts, () => []),
+      // A cancelled run may have been steered: the run that went on in its place is in its conversation.
+      run.status === "cancelled"
+        ? api.runs(`?conversation=${encodeURIComponent(run.conversationId)}&limit=50`).then((runs) => runs.find((r) => r.steeredFrom === runId))
+        : undefined
     ])
     const spans = spansOf(events)
     const start = events[0]?.time ?? run.createdAt
@@ -191,6 +195,7 @@ export const runPage = (root: HTMLElement, [runId = ""]: ReadonlyArray<string>) 
         link(`/conversations/${run.conversationId}`, "conversation"),
         run.parentRunId === undefined ? null : [" · parent ", link(`/runs/${run.parentRunId}`, run.parentRunId)],
         run.steeredFrom === undefined ? null : [" · steered from ", link(`/runs/${run.steeredFrom}`, run.steeredFrom)],
+        successor === undefined ? null : h("span", { "data-testid": "steered-to" }, " · steered to ", link(`/runs/${successor.id}`, successor.id)),
         // A deployed release is on the releases page; a dev build of the sources (`dev-<hash>`) is not.
         run.release === undefined ? null : h("span", { "data-testid": "run-release" }, " · release ",
           run.release.startsWith("rel_") ? link("/releases", h("code", {}, run.release)) : h("code", {}, run.release))),

@@ -10,8 +10,15 @@ import { HttpApiBuilder, type HttpServerRequest, HttpServerResponse } from "@eff
 import { Effect } from "effect"
 import { packageLayout } from "../../packageLayout.js"
 
-/** The inspector's pages; each serves the same shell, and the client draws the page. */
-const pages = ["/", "/agents", "/agents/*", "/instances", "/instances/*", "/conversations", "/conversations/*", "/runs", "/runs/*", "/approvals", "/schedules", "/playbooks", "/releases"] as const
+/**
+ * The inspector's pages; each serves the same shell, and the client draws the page. Agent ids hold
+ * slashes (so do instance pages, `<agent>/<id>`); a run's or a conversation's id never does, so
+ * `/runs/a/b` is no page.
+ */
+const pages = [
+  "/", "/agents", "/agents/*", "/instances", "/instances/*", "/conversations", "/conversations/:id", "/runs", "/runs/:id",
+  "/approvals", "/schedules", "/playbooks", "/releases"
+] as const
 
 const layout = packageLayout.inspector
 
