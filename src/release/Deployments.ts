@@ -14,7 +14,7 @@ import { Schedules } from "../triggers/Schedules.js"
 import { materialise } from "./releaseCache.js"
 import { type ReleaseInvalid, ReleaseNotFound, ReleasesNotDeployable } from "./releaseErrors.js"
 import { Releases } from "./Releases.js"
-import { DeploymentAction, ReleaseStorage } from "./ReleaseStorage.js"
+import { type DeploymentView, ReleaseStorage } from "./ReleaseStorage.js"
 import { ReleaseSummary, routeDigests, routesOfTable, summarize } from "./releaseSummary.js"
 import { type ReleaseUpload, verifyUpload } from "./ReleaseUpload.js"
 
@@ -42,20 +42,6 @@ export const ReleaseView = Schema.Struct({
   runs: Schema.Number
 })
 export type ReleaseView = typeof ReleaseView.Type
-
-/** A release made current, as `GET /api/deployments` lists it. */
-export const DeploymentView = Schema.Struct({
-  seq: Schema.Number,
-  release: Schema.String,
-  /** Uploaded (`deploy`), gone back to (`rollback`), or started with `foundry start --release` (`start`). */
-  action: DeploymentAction,
-  deployedAt: Schema.Number,
-  deployedBy: Schema.NullOr(Schema.String),
-  /** The release current before, `null` for the first. */
-  previous: Schema.NullOr(Schema.String),
-  summary: ReleaseSummary
-})
-export type DeploymentView = typeof DeploymentView.Type
 
 /** Deploys and rollbacks. */
 export class Deployments extends Context.Tag("foundry/Deployments")<Deployments, {
@@ -199,17 +185,7 @@ export const layer = (options: DeploymentsOptions = {}) => Layer.scoped(
       deploy,
       activate,
       list,
-      history: (limit) =>
-        Effect.map(storage.history(limit), (entries) =>
-          entries.map(({ action, deployedAt, deployedBy, previous, release, seq, summary }): DeploymentView => ({
-            seq,
-            release,
-            action,
-            deployedAt,
-            deployedBy,
-            previous,
-            summary
-          })))
+      history: storage.history
     })
   })
 )

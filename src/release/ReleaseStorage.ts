@@ -26,8 +26,8 @@ export class ReleaseEntry extends Schema.Class<ReleaseEntry>("ReleaseEntry")({
 export const DeploymentAction = Schema.Literal("deploy", "rollback", "start")
 export type DeploymentAction = typeof DeploymentAction.Type
 
-/** One entry of the deployment log: a release made current. */
-export class DeploymentEntry extends Schema.Class<DeploymentEntry>("DeploymentEntry")({
+/** One entry of the deployment log, a release made current, as `GET /api/deployments` lists it. */
+export const DeploymentView = Schema.Struct({
   seq: Schema.Number,
   release: Schema.String,
   action: DeploymentAction,
@@ -37,8 +37,12 @@ export class DeploymentEntry extends Schema.Class<DeploymentEntry>("DeploymentEn
   /** The release that was current before, `null` for the first. */
   previous: Schema.NullOr(Schema.String),
   /** What it changed against `previous`. */
-  summary: Schema.parseJson(ReleaseSummary)
-}) {}
+  summary: ReleaseSummary
+})
+export type DeploymentView = typeof DeploymentView.Type
+
+/** The log's row: the summary kept as JSON. */
+const DeploymentRow = Schema.Struct({ ...DeploymentView.fields, summary: Schema.parseJson(ReleaseSummary) })
 
 /** A stored release's content: `release.json` as uploaded, and each bundled file in base64 by its path. */
 export class ReleaseContent extends Schema.Class<ReleaseContent>("ReleaseContent")({
@@ -73,7 +77,7 @@ export class ReleaseStorage extends Context.Tag("foundry/ReleaseStorage")<Releas
    */
   readonly activate: (activation: Activation) => Effect.Effect<void, StoreError>
   /** The deployment log, the latest `limit` entries, newest first. */
-  readonly history: (limit: number) => Effect.Effect<ReadonlyArray<DeploymentEntry>, StoreError>
+  readonly history: (limit: number) => Effect.Effect<ReadonlyArray<DeploymentView>, StoreError>
   /** The current release's id, when one was ever deployed. */
   readonly current: Effect.Effect<Option.Option<string>, StoreError>
   readonly content: (id: string) => Effect.Effect<Option.Option<ReleaseContent>, StoreError>
@@ -111,7 +115,7 @@ export const layer = Layer.effect(
 
     const log = SqlSchema.findAll({
       Request: Schema.Number,
-      Result: DeploymentEntry,
+      Result: DeploymentRow,
       execute: (limit) =>
         sql`SELECT seq, release_id AS release, action, deployed_at, deployed_by, previous, summary
           FROM foundry_deployments ORDER BY seq DESC LIMIT ${limit}`

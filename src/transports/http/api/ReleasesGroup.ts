@@ -6,7 +6,8 @@
  */
 import { HttpApiEndpoint, HttpApiGroup } from "@effect/platform"
 import { Schema } from "effect"
-import { DeploymentView, ReleaseSwitch, ReleaseView } from "../../../release/Deployments.js"
+import { ReleaseSwitch, ReleaseView } from "../../../release/Deployments.js"
+import { DeploymentView } from "../../../release/ReleaseStorage.js"
 import { ReleaseInvalid, ReleaseNotFound, ReleasesNotDeployable } from "../../../release/releaseErrors.js"
 import { ReleaseUpload } from "../../../release/ReleaseUpload.js"
 
