@@ -93,6 +93,12 @@ const deployedId = (stdout: string): string => {
 /** The rows of a printed table: its cells split on runs of two or more spaces. */
 const rowsOf = (stdout: string) => stdout.trim().split("\n").map((line) => line.trim().split(/ {2,}/))
 
+/** `foundry releases`' two tables, each as rows of cells: the releases kept, and the latest deployments. */
+const releasesOutput = (stdout: string) => {
+  const [kept = "", log = ""] = stdout.split("latest deployments")
+  return { releases: rowsOf(kept), deployments: rowsOf(log) }
+}
+
 describe("foundry deploy, releases and rollback", () => {
   it.scopedLive("a dry run prints the changes and switches nothing; a deploy switches new runs; releases lists both; rollback switches back", () =>
     Effect.gen(function*() {
@@ -132,15 +138,14 @@ describe("foundry deploy, releases and rollback", () => {
       const listed = yield* runCli(["releases", "--dir", root, "--token", readToken])
       expect(listed.stderr).toBe("")
       expect(listed.code).toBe(0)
-      const [kept = "", log = ""] = listed.stdout.split("latest deployments")
-      const [header, ...rows] = rowsOf(kept)
+      const { deployments: log, releases: [header, ...rows] } = releasesOutput(listed.stdout)
       expect(header).toEqual(["ID", "DEPLOYED", "BY", "CURRENT", "RUNS", "CHANGES"])
       expect(rows.map((row) => [row[0], row[3], row[4]])).toEqual([[v2, "yes", "1"], [v1, "-", "2"]])
       expect(rows[0]?.[1]).toMatch(/^\d{4}-\d\d-\d\d \d\d:\d\d$/)
       // Who deployed: the id of the token that did (`fdy_<id>_<secret>`).
       expect(rows.map((row) => row[2])).toEqual([deployToken.split("_")[1], deployToken.split("_")[1]])
       expect(rows[0]?.[5]).toBe("agents +1 ~1, tools ~1")
-      const [logHeader, ...entries] = rowsOf(log)
+      const [logHeader, ...entries] = log
       expect(logHeader).toEqual(["WHEN", "ACTION", "RELEASE", "FROM", "BY", "CHANGES"])
       expect(entries.map((entry) => entry.slice(1, 4))).toEqual([["deploy", v2, v1], ["deploy", v1, "-"]])
 
@@ -153,8 +158,8 @@ describe("foundry deploy, releases and rollback", () => {
       expect(yield* currentOf(url, readToken)).toEqual([v1])
       expect(yield* askDesk(url, runToken)).toBe("the tool said: v1")
       // v1's row now says when it was rolled back to; the log keeps its first deploy as well.
-      const history = (yield* runCli(["releases", "--dir", root, "--token", readToken])).stdout.split("latest deployments")[1] ?? ""
-      expect(rowsOf(history).slice(1).map((entry) => entry.slice(1, 5))).toEqual([
+      const history = releasesOutput((yield* runCli(["releases", "--dir", root, "--token", readToken])).stdout).deployments
+      expect(history.slice(1).map((entry) => entry.slice(1, 5))).toEqual([
         ["rollback", v1, v2, deployToken.split("_")[1]],
         ["deploy", v2, v1, deployToken.split("_")[1]],
         ["deploy", v1, "-", deployToken.split("_")[1]]
@@ -225,7 +230,7 @@ export default defineAgent({ description: "Picky", model: "demo" })
       expect(refused.stderr).toContain("nothing switched: new runs still start on the current release")
       expect(refused.stderr).not.toMatch(/\n\s+at /)
       const listed = yield* runCli(["releases", "--to", url])
-      expect(rowsOf(listed.stdout).slice(1).map((row) => [row[0], row[3]])).toEqual([[v1, "yes"]])
+      expect(releasesOutput(listed.stdout).releases.slice(1).map((row) => [row[0], row[3]])).toEqual([[v1, "yes"]])
     }))
 
   it.scopedLive("with no server there, each command says so in one line and exits 1", () =>
