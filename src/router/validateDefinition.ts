@@ -226,12 +226,27 @@ const checkMcpServer = (_file: string, definition: Record<string, unknown>): Arr
 
 const checkSchedule = (file: string, definition: Record<string, unknown>): Array<DefinitionProblem | undefined> => [
   relationship(file, "agent", definition.agent, "agent"),
-  typeof definition.message === "string" && definition.message.length > 0
+  typeof definition.message === "string" && definition.message.trim().length > 0
     ? undefined
-    : { problem: "message is missing", fix: `add message: "what the agent should do"` },
+    : definition.message === undefined || definition.message === ""
+    ? { problem: "message is missing", fix: `add message: "what the agent should do"` }
+    : { problem: `message is ${JSON.stringify(definition.message) ?? String(definition.message)}, not text`, fix: `use message: "what the agent should do"` },
   checkTiming(definition.timing),
-  checkInstanceId(definition.instance)
+  checkInstanceId(definition.instance),
+  // Read by the scheduler at every firing (and stored with the schedule): a value it does not know
+  // would fail there, far from the file.
+  checkChoice("overlap", definition.overlap, ["skip", "queue", "allow"], "skip", "what a firing does while the last run goes on"),
+  checkChoice("misfire", definition.misfire, ["skip", "run-once", "catch-up"], "run-once", "what happens to firings missed while the server was down")
 ]
+
+/** A field that takes one of a few words, `fallback` when left out. */
+const checkChoice = (field: string, value: unknown, choices: ReadonlyArray<string>, fallback: string, meaning: string): DefinitionProblem | undefined =>
+  typeof value === "string" && choices.includes(value)
+    ? undefined
+    : {
+      problem: `${field} is ${JSON.stringify(value) ?? String(value)}`,
+      fix: `use one of ${choices.map((choice) => `"${choice}"`).join(", ")} (${meaning}), or leave it out for "${fallback}"`
+    }
 
 /** An instance named in the file itself: refused at load rather than at every firing. */
 const checkInstanceId = (instance: unknown): DefinitionProblem | undefined =>
@@ -243,7 +258,11 @@ const checkInstanceId = (instance: unknown): DefinitionProblem | undefined =>
 const checkTiming = (value: unknown): DefinitionProblem | undefined => {
   const timing = Schema.decodeUnknownOption(ScheduleTimingSchema)(value)
   if (Option.isNone(timing)) {
-    return { problem: "no timing", fix: "give exactly one of cron (with an optional timezone), every or at, as a string" }
+    // Named when it is there but not text (`every: 1000`), which is not the same as missing.
+    const given = isRecord(value) ? ["cron", "every", "at", "timezone"].find((key) => value[key] !== undefined && typeof value[key] !== "string") : undefined
+    return given !== undefined && isRecord(value)
+      ? { problem: `${given} is ${JSON.stringify(value[given]) ?? String(value[given])}, not a string`, fix: given === "every" ? `write it as text, e.g. every: "1 hour"` : `write ${given} as text` }
+      : { problem: "no timing", fix: "give exactly one of cron (with an optional timezone), every or at, as a string" }
   }
   return timingProblem(timing.value)
 }

@@ -142,6 +142,27 @@ export default defineSchedule({ every: "1 hour", agent: support, instance: "acme
       expect(error.fix).toContain("1-128 letters, digits")
     }))
 
+  it.scoped("a schedule's overlap, misfire, every or message of the wrong kind: named, in .js where no type check stops it", () =>
+    Effect.gen(function*() {
+      const scheduleWith = (fields: string) => `import { defineSchedule } from "foundry"
+import support from "../agents/support/agent.js"
+export default defineSchedule({ agent: support, ${fields} })
+`
+      const problemOf = (fields: string) =>
+        Effect.map(routeErrorsOf({ ...support, "schedules/daily.js": scheduleWith(fields) }), (errors) => onlyErrorFor(errors, "schedules/daily.js"))
+      const overlap = yield* problemOf(`every: "1 hour", message: "x", overlap: "sometimes"`)
+      expect(overlap.problem).toBe(`overlap is "sometimes"`)
+      expect(overlap.fix).toBe(`use one of "skip", "queue", "allow" (what a firing does while the last run goes on), or leave it out for "skip"`)
+      const misfire = yield* problemOf(`every: "1 hour", message: "x", misfire: "later"`)
+      expect(misfire.problem).toBe(`misfire is "later"`)
+      expect(misfire.fix).toContain(`leave it out for "run-once"`)
+      const every = yield* problemOf(`every: 1000, message: "x"`)
+      expect(every.problem).toBe("every is 1000, not a string")
+      expect(every.fix).toBe(`write it as text, e.g. every: "1 hour"`)
+      const message = yield* problemOf(`every: "1 hour", message: 42`)
+      expect(message.problem).toBe("message is 42, not text")
+    }))
+
   it.scoped("a tool file under agents/ that no agent folder contains", () =>
     Effect.gen(function*() {
       const errors = yield* routeErrorsOf({ ...support, "agents/orphan/x.tool.ts": toolFile() })
