@@ -51,6 +51,18 @@ export class WebhookBodyInvalid extends Schema.TaggedError<WebhookBodyInvalid>()
   issues: Schema.Array(ReadableIssue)
 }) {}
 
+/**
+ * The event id (the `x-event-id` header, or a playbook's `eventId`) is blank or not an id: every
+ * later delivery with the same blank id would be taken for a repeat of the first and start nothing.
+ */
+export class WebhookEventIdInvalid extends Schema.TaggedError<WebhookEventIdInvalid>()("WebhookEventIdInvalid", {
+  webhook: Schema.String,
+  message: Schema.String
+}) {}
+
+/** What an event id may be: 1-200 visible characters. */
+const eventIdPattern = /^[\x21-\x7e\u00a0-\uffff](?:[\x20-\x7e\u00a0-\uffff]{0,198}[\x21-\x7e\u00a0-\uffff])?$/
+
 /** The signature is missing, wrong, outside its time window, or a replay. */
 export class WebhookUnauthorized extends Schema.TaggedError<WebhookUnauthorized>()("WebhookUnauthorized", {
   webhook: Schema.String,
@@ -82,7 +94,10 @@ export class Webhooks extends Context.Tag("foundry/Webhooks")<Webhooks, {
     webhook: string,
     body: string,
     headers: Readonly<Record<string, string | undefined>>
-  ) => Effect.Effect<DeliveryResult, WebhookNotFound | WebhookBodyInvalid | WebhookUnauthorized | DeliveryInProgress | StoreError>
+  ) => Effect.Effect<
+    DeliveryResult,
+    WebhookNotFound | WebhookBodyInvalid | WebhookEventIdInvalid | WebhookUnauthorized | DeliveryInProgress | StoreError
+  >
 }>() {}
 
 /** What a sender signs: the timestamp (Unix seconds), the event id and the raw body, joined by dots. */
@@ -307,6 +322,14 @@ export const WebhooksLive = Layer.effect(
       if (playbooks.length === 0) {
         return yield* new WebhookNotFound({ webhook, message: `no playbook listens on /hooks/${webhook}` })
       }
+      const given = headers[eventIdHeader]
+      if (given !== undefined && !eventIdPattern.test(given)) {
+        return yield* new WebhookEventIdInvalid({
+          webhook,
+          message: `${eventIdHeader} ${given.trim() === "" ? "is blank" : "is not an event id"}: send the sender's id of the event ` +
+            "(1-200 visible characters, the same on every retry), or leave the header out to have every delivery taken as new"
+        })
+      }
       const settings = app.table.config.webhooks[webhook]
       const secret = yield* secretOf(settings?.secret)
       const fingerprint = secret === undefined ? null : yield* verify(webhook, body, headers, {
@@ -315,8 +338,14 @@ export const WebhooksLive = Layer.effect(
         legacy: settings?.legacySignatures === true || playbooks.some((p) => p.definition.legacySignatures)
       })
       const { accepted, rejected } = yield* decodeBody(webhook, body, playbooks)
-      const eventId = headers[eventIdHeader] ??
-        accepted.map(({ event, route }) => route.definition.eventId?.(event)).find((id) => id !== undefined)
+      const eventId = given ?? accepted.map(({ event, route }) => route.definition.eventId?.(event)).find((id) => id !== undefined)
+      if (eventId !== undefined && !eventIdPattern.test(eventId)) {
+        return yield* new WebhookEventIdInvalid({
+          webhook,
+          message: `a playbook's eventId gave ${JSON.stringify(eventId)}, which is not an event id: make it return the sender's id of the event ` +
+            "(1-200 visible characters), or undefined when the event has none"
+        })
+      }
       const deliveryId = eventId === undefined ? newId("dlv") : `${webhook}:${eventId}`
       if (eventId !== undefined) {
         const repeated = yield* claimDelivery(webhook, eventId, deliveryId, fingerprint)

@@ -143,6 +143,21 @@ describe("webhooks", () => {
       expect((yield* http(`${server.url}/api/runs`)).json).toHaveLength(1)
     }))
 
+  it.scopedLive("a blank or overlong event id is refused with 400 and starts nothing: it would make every later delivery a repeat", () =>
+    Effect.gen(function*() {
+      const server = yield* startServer(yield* tempProject(project()), { model })
+      for (const id of ["", "   ", "x".repeat(201)]) {
+        const refused = yield* deliver(server.url, ticket(), { "x-event-id": id })
+        expect(refused.status).toBe(400)
+        expect(refused.json).toMatchObject({ _tag: "WebhookEventIdInvalid", message: expect.stringContaining("x-event-id") })
+      }
+      expect((yield* http(`${server.url}/api/runs`)).json).toHaveLength(0)
+      // Without the header, each delivery is new.
+      expect((yield* deliver(server.url, ticket())).status).toBe(202)
+      expect((yield* deliver(server.url, ticket())).status).toBe(202)
+      expect((yield* http(`${server.url}/api/runs`)).json).toHaveLength(2)
+    }))
+
   it.scopedLive("two concurrent deliveries for a new instance key provision one instance", () =>
     Effect.gen(function*() {
       const server = yield* startServer(yield* tempProject(project()), { model })

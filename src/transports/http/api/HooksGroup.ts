@@ -3,7 +3,7 @@
  */
 import { HttpApiEndpoint, HttpApiGroup } from "@effect/platform"
 import { Schema } from "effect"
-import { WebhookBodyInvalid, WebhookNotFound, WebhookUnauthorized } from "../../../triggers/Webhooks.js"
+import { WebhookBodyInvalid, WebhookEventIdInvalid, WebhookNotFound, WebhookUnauthorized } from "../../../triggers/Webhooks.js"
 
 /** What a delivery started (and what it skipped); `duplicate` for a repeated event id. */
 export const DeliveryView = Schema.Struct({
@@ -20,5 +20,6 @@ export class HooksGroup extends HttpApiGroup.make("hooks").add(
     .addSuccess(DeliveryView, { status: 202 })
     .addError(WebhookNotFound, { status: 404 })
     .addError(WebhookBodyInvalid, { status: 400 })
+    .addError(WebhookEventIdInvalid, { status: 400 })
     .addError(WebhookUnauthorized, { status: 401 })
 ) {}
