@@ -88,7 +88,13 @@ describe("bodies and paths no route reads", () => {
           message: expect.stringContaining("content-type: application/json")
         })
       }
+      // A form that reads as a whole request (what another site's page can post) is refused as well, not run.
+      for (const [path, body] of [["/api/runs", "agent=echo&message=hi"], ["/api/instances", "agent=echo"]] as const) {
+        const form = yield* rawRequest(server.url, { method: "POST", path, headers: { "content-type": "application/x-www-form-urlencoded" }, body })
+        expect([path, form._tag === "response" ? form.status : form.code]).toEqual([path, 415])
+      }
       expect((yield* http(`${server.url}/api/runs`)).json).toEqual([])
+      expect((yield* http(`${server.url}/api/instances`)).json).toMatchObject({ instances: [] })
     }))
 
   it.scopedLive("a field the body does not have (a misspelt one) is refused, named, and nothing starts", () =>

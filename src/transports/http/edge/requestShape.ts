@@ -1,11 +1,19 @@
 /**
  * Requests no route of the server can read, refused before one tries: a path with an empty
  * segment (`/api//runs`: the router would serve it as `/api/runs`, but the API's own checks would
- * not find the endpoint to explain a refusal by) and a multipart body (no route reads one, and
- * the platform's multipart parser waits for a boundary that a malformed body never sends).
+ * not find the endpoint to explain a refusal by), a multipart body (no route reads one, and
+ * the platform's multipart parser waits for a boundary that a malformed body never sends), and a
+ * body to the native API in any form but JSON: the platform would read a form (`curl -d` sends
+ * one) as the payload, and a form is what another site's page can send without asking.
  */
 import { HttpMethod, type HttpServerRequest } from "@effect/platform"
 import { pathOf, refusal } from "./refusal.js"
+
+/** `application/json`, or a JSON type of its own (`application/merge-patch+json`). */
+const isJson = (contentType: string): boolean => {
+  const media = contentType.split(";")[0]?.trim() ?? ""
+  return media === "application/json" || media.endsWith("+json")
+}
 
 /** The refusal for a request of a shape no route reads; `undefined` for every other request. */
 export const refuseUnreadable = (request: HttpServerRequest.HttpServerRequest) => {
@@ -14,7 +22,8 @@ export const refuseUnreadable = (request: HttpServerRequest.HttpServerRequest) =
     return refusal(path, 404, "NotFound", `${request.method} ${path} is not a route (it has an empty segment); see /api/openapi.json`)
   }
   const contentType = (request.headers["content-type"] ?? "").toLowerCase()
-  if (HttpMethod.hasBody(request.method) && contentType.startsWith("multipart/")) {
+  if (!HttpMethod.hasBody(request.method) || contentType === "") return undefined
+  if (contentType.startsWith("multipart/") || (path.startsWith("/api/") && !isJson(contentType))) {
     return refusal(path, 415, "UnsupportedMediaType", `no route reads ${contentType.split(";")[0]} bodies: send JSON with content-type: application/json`)
   }
   return undefined
