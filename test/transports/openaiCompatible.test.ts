@@ -264,6 +264,26 @@ describe("the OpenAI-compatible API", () => {
       })
       expect(models.map((model) => model.id)).toEqual(["echo", "guarded", "echo@team-a"])
       for (const model of models) expect(model).toMatchObject({ object: "model", owned_by: "foundry", created: expect.any(Number) })
+      // models.retrieve, as the client calls it; an unknown id is its NotFoundError.
+      expect(yield* Effect.promise(() => client.models.retrieve("echo@team-a"))).toMatchObject({ id: "echo@team-a", object: "model" })
+      const missing = yield* Effect.promise(() => client.models.retrieve("nobody").then(() => undefined, (error: unknown) => error))
+      expect(missing).toBeInstanceOf(OpenAI.NotFoundError)
+      expect(missing).toMatchObject({ code: "model_not_found" })
+    }))
+
+  it.scopedLive("an archived instance is no model any more", () =>
+    Effect.gen(function*() {
+      const { client, server } = yield* serve
+      yield* Effect.promise(() => client.chat.completions.create({ model: "echo@gone", messages: [{ role: "user", content: "hi" }] }))
+      expect((yield* http(`${server.url}/api/instances/gone?agent=echo`, { method: "DELETE" })).status).toBe(200)
+      const ids = yield* Effect.promise(async () => {
+        const all: Array<string> = []
+        for await (const model of client.models.list()) all.push(model.id)
+        return all
+      })
+      expect(ids).toEqual(["echo", "guarded"])
+      const retrieved = yield* Effect.promise(() => client.models.retrieve("echo@gone").then(() => undefined, (error: unknown) => error))
+      expect(retrieved).toBeInstanceOf(OpenAI.NotFoundError)
     }))
 
   it.scopedLive("a run that stops for an approval answers with what it waits for and how to decide it", () =>

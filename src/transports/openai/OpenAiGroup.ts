@@ -4,7 +4,7 @@
  */
 import { HttpApiEndpoint, HttpApiGroup, OpenApi, OpenApiJsonSchema } from "@effect/platform"
 import { Schema } from "effect"
-import { ChatCompletion, ChatCompletionChunk, ModelList } from "./ChatCompletion.js"
+import { ChatCompletion, ChatCompletionChunk, ModelEntry, ModelList } from "./ChatCompletion.js"
 import { ChatCompletionRequest } from "./ChatCompletionRequest.js"
 import { conversationHeader } from "./chatTurn.js"
 import { OpenAiErrorBody } from "./OpenAiError.js"
@@ -44,7 +44,15 @@ export class OpenAiGroup extends HttpApiGroup.make("openai")
     HttpApiEndpoint.get("models", "/v1/models")
       .addSuccess(ModelList)
       .addError(OpenAiErrorBody, { status: 503 })
-      .annotate(OpenApi.Description, "Every agent of the current build as a model, and `<agent>@<instance>` for each instance there is.")
+      .annotate(OpenApi.Description, "Every agent of the current build as a model, and `<agent>@<instance>` for each instance that is not archived.")
+  )
+  .add(
+    HttpApiEndpoint.get("model", "/v1/models/:model")
+      .setPath(Schema.Struct({ model: Schema.String }))
+      .addSuccess(ModelEntry)
+      .addError(OpenAiErrorBody, { status: 404 })
+      .addError(OpenAiErrorBody, { status: 503 })
+      .annotate(OpenApi.Description, "One model of the list (an agent id with a slash is sent encoded, as OpenAI's clients do).")
   )
   .add(
     HttpApiEndpoint.post("chatCompletions", "/v1/chat/completions")

@@ -84,7 +84,8 @@ export const OpenAiLive = HttpApiBuilder.group(FoundryApi, "openai", (handlers) 
     // Agents have no creation time of their own: the models of this server date from its start.
     const started = Math.floor((yield* Clock.currentTimeMillis) / 1000)
 
-    const models = Effect.gen(function*() {
+    // An archived instance takes no runs: it is no model (a paused one is, and says why it waits).
+    const modelList = Effect.gen(function*() {
       const app = yield* current.get
       const agents = [...app.agents.keys()].sort()
       const known = new Set(agents)
@@ -93,7 +94,7 @@ export const OpenAiLive = HttpApiBuilder.group(FoundryApi, "openai", (handlers) 
         object: "list",
         data: [
           ...agents.map((id) => ({ id, object: "model" as const, created: started, owned_by: "foundry" as const })),
-          ...all.filter((instance) => known.has(instance.agent)).map((instance) => ({
+          ...all.filter((instance) => known.has(instance.agent) && instance.status !== "archived").map((instance) => ({
             id: `${instance.agent}@${instance.id}`,
             object: "model" as const,
             created: Math.floor(instance.createdAt / 1000),
@@ -101,8 +102,28 @@ export const OpenAiLive = HttpApiBuilder.group(FoundryApi, "openai", (handlers) 
           }))
         ]
       }
-      return HttpServerResponse.unsafeJson(list)
-    }).pipe(Effect.catchTag("StoreError", (error) => Effect.map(orUnavailable(error), errorResponse)))
+      return list
+    })
+    const unavailable = <R>(answer: Effect.Effect<HttpServerResponse.HttpServerResponse, StoreError, R>) =>
+      Effect.catchTag(answer, "StoreError", (error) => Effect.map(orUnavailable(error), errorResponse))
+    const models = modelList.pipe(Effect.map((list) => HttpServerResponse.unsafeJson(list)), unavailable)
+    const model = (id: string) =>
+      modelList.pipe(
+        Effect.map((list) => {
+          const found = list.data.find((entry) => entry.id === id)
+          return found !== undefined ? HttpServerResponse.unsafeJson(found) : errorResponse(
+            new OpenAiError({
+              status: 404,
+              type: "invalid_request_error",
+              message: `The model "${id}" does not exist (GET /v1/models lists the models)`,
+              param: "model",
+              code: "model_not_found",
+              retryable: false
+            })
+          )
+        }),
+        unavailable
+      )
 
     /** Submits the request's run; the run, the request as it was read, and the completion's identity. */
     const submit = Effect.fn("openai.submit")(function*(header: string | undefined) {
@@ -185,6 +206,7 @@ export const OpenAiLive = HttpApiBuilder.group(FoundryApi, "openai", (handlers) 
 
     return handlers
       .handleRaw("models", () => models)
+      .handleRaw("model", ({ path }) => model(path.model))
       .handleRaw("chatCompletions", ({ headers }) =>
         Effect.gen(function*() {
           const { body, identity, run } = yield* submit(headers[conversationHeader])
