@@ -195,6 +195,16 @@ describe("Foundry as an MCP server", () => {
       const badArguments = yield* call(client, "support_triage", { text: "no message" })
       expect(badArguments.isError).toBe(true)
       expect(texts(badArguments).join("\n")).toContain("message")
+      // As the input schema says: a blank message and a field it does not have are refused, and nothing runs.
+      const blank = yield* call(client, "support_triage", { message: "   " })
+      expect(blank.isError).toBe(true)
+      expect(texts(blank).join("\n")).toContain("message: expected text that is not blank")
+      const extra = yield* call(client, "support_triage", { message: "hi", foo: 1 })
+      expect(extra.isError).toBe(true)
+      expect(texts(extra).join("\n")).toContain("foo")
+      const runs = (yield* http(`${server.url}/api/runs?agent=support/triage`)).json as ReadonlyArray<{ input: string }>
+      expect(runs.map((run) => run.input)).not.toContain("   ")
+      expect(runs.map((run) => run.input)).not.toContain("hi")
 
       const unknownTool = yield* Effect.flip(Effect.tryPromise(() => client.callTool({ name: "nobody", arguments: { message: "hi" } })))
       expect(unknownTool.cause).toBeInstanceOf(McpError)

@@ -8,6 +8,7 @@ import { Context, Effect, JSONSchema, Layer, Schema } from "effect"
 import { CurrentApp } from "../../compiler/CurrentApp.js"
 import { formatIssues, readableIssues } from "../../definitions/readableIssues.js"
 import { Dispatcher } from "../../dispatch/Dispatcher.js"
+import { MessageText } from "../../dispatch/messageText.js"
 import type { ApprovalStorage } from "../../durable/ApprovalStorage.js"
 import type { RunRecord } from "../../durable/records.js"
 import type { Store } from "../../durable/Store.js"
@@ -18,7 +19,7 @@ import { toolNamesOf } from "./toolNames.js"
 
 /** What a call of an agent's tool takes. */
 export const AgentToolInput = Schema.Struct({
-  message: Schema.String.annotations({ description: "What to say to the agent" }),
+  message: MessageText.annotations({ description: "What to say to the agent" }),
   conversation: Schema.optional(
     Schema.String.annotations({
       description: "The conversation to continue: the `conversation` of an earlier answer of this tool. A new conversation when absent."
@@ -149,7 +150,8 @@ export const layer = Layer.effect(
       if (agent === undefined) {
         return yield* new UnknownTool({ name, message: `there is no tool "${name}": list the tools again, the agents may have changed` })
       }
-      const decoded = yield* Effect.either(Schema.decodeUnknown(AgentToolInput)(args ?? {}))
+      // As its JSON Schema says (`additionalProperties: false`): a misspelt field is named, not dropped.
+      const decoded = yield* Effect.either(Schema.decodeUnknown(AgentToolInput, { onExcessProperty: "error", errors: "all" })(args ?? {}))
       if (decoded._tag === "Left") {
         return failure(`The arguments do not match the tool's input schema:\n${formatIssues(readableIssues(decoded.left, { root: "(arguments)" }))}`)
       }

@@ -10,14 +10,12 @@ import {
   RunAlreadyEnded,
   RunNotFound
 } from "../../../dispatch/Dispatcher.js"
+import { MessageText } from "../../../dispatch/messageText.js"
 import { RunStatus } from "../../../durable/records.js"
 import { FoundryEvent } from "../../../events/FoundryEvent.js"
 import { instanceIdForm, instanceIdPattern } from "../../../definitions/instanceId.js"
 import { RunView } from "./views.js"
 import { strictBody } from "./strictBody.js"
-
-/** What a person says to an agent: text with something in it (blank text would start a run about nothing). */
-const MessageText = Schema.String.pipe(Schema.filter((text) => text.trim() !== "", { message: () => "expected text that is not blank" }))
 
 /** The body of `POST /api/runs`. Messages follow the field's path in a 400: `agent: expected ...`. */
 export const CreateRun = Schema.Struct({
