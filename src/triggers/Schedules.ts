@@ -38,6 +38,19 @@ export class ScheduleNotFound extends Schema.TaggedError<ScheduleNotFound>()("Sc
   message: Schema.String
 }) {}
 
+/**
+ * A firing asked for by a person (`trigger`) that started no run: the last one still runs under
+ * `overlap: "skip"`, or the instance is paused or archived, or the agent is gone. Said, rather
+ * than answered as if it had fired.
+ */
+export class ScheduleFiringSkipped extends Schema.TaggedError<ScheduleFiringSkipped>()("ScheduleFiringSkipped", {
+  schedule: Schema.String,
+  message: Schema.String
+}) {}
+
+/** A firing's outcome: the run it started, or why it started none. */
+type Firing = { readonly _tag: "Started"; readonly runId: string } | { readonly _tag: "Skipped"; readonly reason: string }
+
 /** The schedules of the running project. */
 export class Schedules extends Context.Tag("foundry/Schedules")<Schedules, {
   /** Brings the activations in line with the build's schedule routes (new, edited, deleted). */
@@ -46,7 +59,7 @@ export class Schedules extends Context.Tag("foundry/Schedules")<Schedules, {
   readonly pause: (id: string) => Effect.Effect<ScheduleView, ScheduleNotFound | StoreError>
   readonly resume: (id: string) => Effect.Effect<ScheduleView, ScheduleNotFound | StoreError>
   /** Fires the schedule now, whatever its timing; its next firing stays as it was. */
-  readonly trigger: (id: string) => Effect.Effect<ScheduleView, ScheduleNotFound | StoreError>
+  readonly trigger: (id: string) => Effect.Effect<ScheduleView, ScheduleNotFound | ScheduleFiringSkipped | StoreError>
 }>() {}
 
 /** The kinds of activation the schedules list: schedule routes, and timers agents set for their own instance. */
@@ -95,13 +108,19 @@ export const SchedulesLive = Layer.scoped(
         }))
       )
 
-    /** Starts one firing's run; `null` when `overlap: "skip"` kept it from starting. */
+    /** Starts one firing's run, or says why none started (`overlap: "skip"`, a paused instance, a gone agent). */
     const start = (spec: ActivationSpec, activation: ActivationRecord, scheduledFor: number, overlap = spec.overlap) =>
       Effect.gen(function*() {
         const last = activation.lastRunId === null ? Option.none() : yield* store.getRun(activation.lastRunId)
         const running = Option.isSome(last) && !finalStatuses.has(last.value.status)
-        if (running && overlap === "skip") return null
-        const run = yield* dispatcher.submit({
+        if (running && overlap === "skip" && Option.isSome(last)) {
+          const skipped: Firing = {
+            _tag: "Skipped",
+            reason: `its last run ${last.value.id} is still ${last.value.status}, and its overlap is "skip"`
+          }
+          return skipped
+        }
+        return yield* dispatcher.submit({
           agent: spec.agent,
           instance: spec.instance,
           message: spec.message,
@@ -114,13 +133,16 @@ export const SchedulesLive = Layer.scoped(
           source: { schedule: spec.schedule, scheduledFor: new Date(scheduledFor).toISOString() },
           // One run per firing, even when the timer moves to another process before it saved the firing.
           idempotencyKey: `${activation.id}@${scheduledFor}`
-        }).pipe(Effect.catchTags({
-          AgentNotFound: () => Effect.succeed(null),
-          ConversationNotFound: () => Effect.succeed(null),
-          // A paused or archived instance takes no firings; the timer goes on for when it resumes.
-          InstanceUnavailable: (error) => Effect.as(Effect.logInfo(`schedule ${spec.schedule}: firing skipped, ${error.message}`), null)
-        }))
-        return run === null ? null : run.id
+        }).pipe(
+          Effect.map((run): Firing => ({ _tag: "Started", runId: run.id })),
+          Effect.catchTags({
+            AgentNotFound: (error) => Effect.succeed<Firing>({ _tag: "Skipped", reason: error.message }),
+            ConversationNotFound: (error) => Effect.succeed<Firing>({ _tag: "Skipped", reason: error.message }),
+            // A paused or archived instance takes no firings; the timer goes on for when it resumes.
+            InstanceUnavailable: (error) =>
+              Effect.as(Effect.logInfo(`schedule ${spec.schedule}: firing skipped, ${error.message}`), { _tag: "Skipped", reason: error.message } satisfies Firing)
+          })
+        )
       })
 
     const fire = (activation: ActivationRecord, now: number) =>
@@ -140,8 +162,8 @@ export const SchedulesLive = Layer.scoped(
         let lastFire = activation.lastFire
         for (const [index, time] of times.entries()) {
           // Caught-up firings queue behind each other rather than skip one another.
-          const runId = yield* start(spec, { ...activation, lastRunId }, time, index === 0 ? spec.overlap : "queue")
-          if (runId !== null) lastRunId = runId
+          const firing = yield* start(spec, { ...activation, lastRunId }, time, index === 0 ? spec.overlap : "queue")
+          if (firing._tag === "Started") lastRunId = firing.runId
           lastFire = time
         }
         const next = nextFireAfter(spec.timing, Math.max(now, missed[missed.length - 1] ?? scheduled), scheduled)
@@ -230,8 +252,11 @@ export const SchedulesLive = Layer.scoped(
         Effect.gen(function*() {
           const activation = yield* activationOf(id)
           const now = yield* Clock.currentTimeMillis
-          const runId = yield* start(activation.spec, activation, now)
-          yield* activations.save({ ...activation, lastFire: now, lastRunId: runId ?? activation.lastRunId })
+          const firing = yield* start(activation.spec, activation, now)
+          if (firing._tag === "Skipped") {
+            return yield* new ScheduleFiringSkipped({ schedule: id, message: `schedule "${id}" did not fire: ${firing.reason}` })
+          }
+          yield* activations.save({ ...activation, lastFire: now, lastRunId: firing.runId })
           return yield* view(yield* activationOf(id))
         })
     })

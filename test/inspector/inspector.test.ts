@@ -347,6 +347,10 @@ export default defineSchedule({ agent: worker, every: "1 day", message: ${JSON.s
       yield* promise(() => page.locator(`tr[data-schedule="nightly"] button >> text=Resume`).click())
       yield* promise(() => page.waitForSelector(`tr[data-schedule="nightly"] button >> text=Pause`))
       expect(yield* promise(() => nextFire.textContent())).toMatch(/\d/)
+      // Run now on a paused instance says why nothing ran.
+      yield* http(`${server.url}/api/instances/default?agent=worker`, { method: "PATCH", body: { paused: true } })
+      yield* promise(() => page.locator(`tr[data-schedule="nightly"] button >> text=Run now`).click())
+      yield* promise(() => page.waitForSelector("[data-testid=schedules-problem] >> text=/did not fire: .*paused/"))
     }))
 
   it.scopedLive("tokens and cost show on the run, the conversation and the agent's page, with charts per day and latency percentiles", () =>

@@ -178,5 +178,16 @@ export default defineSchedule({
       const resumed = yield* http(`${server.url}/api/schedules/hourly/resume`, { method: "POST" })
       expect(resumed.json).toMatchObject({ status: "active", nextFire: Date.parse("2026-06-01T03:00:00Z") })
       expect((yield* http(`${server.url}/api/schedules/nope/pause`, { method: "POST" })).status).toBe(404)
+
+      // Run now on a paused instance starts nothing, and says so instead of answering as if it fired.
+      const pausing = yield* http(`${server.url}/api/instances/default?agent=worker`, { method: "PATCH", body: { paused: true, reason: "holiday" } })
+      expect(pausing.status).toBe(200)
+      yield* TestClock.adjust("1 minute")
+      const skipped = yield* http(`${server.url}/api/schedules/hourly/trigger`, { method: "POST" })
+      expect(skipped.status).toBe(409)
+      expect(skipped.json).toMatchObject({ _tag: "ScheduleFiringSkipped", message: expect.stringContaining("paused") })
+      expect((yield* http(`${server.url}/api/schedules`)).json).toEqual(
+        expect.arrayContaining([expect.objectContaining({ id: "hourly", lastFire: Date.parse("2026-06-01T02:00:00Z") })])
+      )
     }))
 })

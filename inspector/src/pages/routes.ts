@@ -2,13 +2,22 @@
  * Schedules and playbooks, as the project defines them.
  */
 import { api, type FoundryEvent, onEvent } from "../api.js"
-import { h, link, replace } from "../dom.js"
+import { errorText, h, link, replace } from "../dom.js"
 
 /** The schedules page: next and last firing, pause and resume. */
 export const schedulesPage = (root: HTMLElement) => {
   const list = h("tbody")
-  replace(root, h("h1", {}, "Schedules"),
+  // What a button could not do (a firing that started nothing, say), until the next one works.
+  const problem = h("p", { class: "error-line", "data-testid": "schedules-problem" })
+  replace(root, h("h1", {}, "Schedules"), problem,
     h("table", { class: "table" }, h("thead", {}, h("tr", {}, ["id", "agent", "timing", "status", "next", "last", ""].map((c) => h("th", {}, c)))), list))
+  const act = (id: string, action: "pause" | "resume" | "trigger") =>
+    void api.schedule(id, action).then(() => {
+      problem.textContent = ""
+      draw()
+    }, (error) => {
+      problem.textContent = errorText(error)
+    })
   const when = (ms: number | null) => ms === null ? "—" : new Date(ms).toLocaleString()
   const draw = (): void => {
     void api.schedules().then((schedules) =>
@@ -20,9 +29,9 @@ export const schedulesPage = (root: HTMLElement) => {
           h("td", { "data-testid": "next-fire" }, s.status === "paused" ? h("span", { class: "muted" }, "not while paused") : when(s.nextFire)),
           h("td", {}, s.lastRunId === null ? when(s.lastFire) : link(`/runs/${s.lastRunId}`, when(s.lastFire))),
           h("td", {},
-            h("button", { onclick: () => void api.schedule(s.id, s.status === "paused" ? "resume" : "pause").then(draw) }, s.status === "paused" ? "Resume" : "Pause"),
+            h("button", { onclick: () => act(s.id, s.status === "paused" ? "resume" : "pause") }, s.status === "paused" ? "Resume" : "Pause"),
             " ",
-            h("button", { onclick: () => void api.schedule(s.id, "trigger").then(draw) }, "Run now"))))))
+            h("button", { onclick: () => act(s.id, "trigger") }, "Run now"))))))
   }
   draw()
   return onEvent((event) => {

@@ -3,7 +3,7 @@
  */
 import { HttpApiEndpoint, HttpApiGroup } from "@effect/platform"
 import { Schema } from "effect"
-import { ScheduleNotFound } from "../../../triggers/Schedules.js"
+import { ScheduleFiringSkipped, ScheduleNotFound } from "../../../triggers/Schedules.js"
 
 /** A schedule as the API shows it. */
 export const ScheduleView = Schema.Struct({
@@ -35,5 +35,6 @@ export class SchedulesGroup extends HttpApiGroup.make("schedules")
   .add(
     HttpApiEndpoint.post("trigger", "/api/schedules/:scheduleId/trigger").setPath(SchedulePath).addSuccess(ScheduleView)
       .addError(ScheduleNotFound, { status: 404 })
+      .addError(ScheduleFiringSkipped, { status: 409 })
   )
 {}
