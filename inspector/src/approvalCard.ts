@@ -23,6 +23,7 @@ const decisionLine = (approval: ApprovalView, note: string | undefined) =>
   h("div", {},
     h("p", { class: "muted", "data-testid": "approval-decision" },
       h("span", { class: `status ${approval.status}` }, approval.status),
+      approval.scope === "conversation" ? " for the rest of the conversation" : "",
       approval.decidedAt === undefined ? "" : ` at ${clock(approval.decidedAt)}`,
       approval.reason === undefined ? "" : ` · ${approval.reason}`),
     note === undefined ? null : h("p", { class: "error-line", "data-testid": "approval-note" }, `Your decision did not apply: ${note}`))

@@ -58,15 +58,18 @@ export const layer = Layer.effect(
   ApprovalStorage,
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
+    // An approval with the scope of its decision: `conversation` when a grant names it.
+    const approvals = sql`SELECT a.*, CASE WHEN EXISTS (SELECT 1 FROM foundry_grants g WHERE g.approval_id = a.id)
+      THEN 'conversation' ELSE 'once' END AS scope FROM foundry_approvals a`
     const byId = SqlSchema.findOne({
       Request: Schema.String,
       Result: ApprovalRecord,
-      execute: (id) => sql`SELECT * FROM foundry_approvals WHERE id = ${id}`
+      execute: (id) => sql`${approvals} WHERE a.id = ${id}`
     })
     const byCall = SqlSchema.findOne({
       Request: Schema.Struct({ runId: Schema.String, toolCallId: Schema.String }),
       Result: ApprovalRecord,
-      execute: ({ runId, toolCallId }) => sql`SELECT * FROM foundry_approvals WHERE run_id = ${runId} AND tool_call_id = ${toolCallId}`
+      execute: ({ runId, toolCallId }) => sql`${approvals} WHERE a.run_id = ${runId} AND a.tool_call_id = ${toolCallId}`
     })
     const grantByTool = SqlSchema.findOne({
       Request: Schema.Struct({ conversationId: Schema.String, tool: Schema.String }),
@@ -91,10 +94,10 @@ export const layer = Layer.effect(
 
       // A run's approvals are found through the (run_id, tool_call_id) index, not by reading them all.
       list: ({ runId, status }) =>
-        sql`SELECT * FROM foundry_approvals WHERE ${sql.and([
-          ...(status === undefined ? [] : [sql`status = ${status}`]),
-          ...(runId === undefined ? [] : [sql`run_id = ${runId}`])
-        ])} ORDER BY created_at, id`.pipe(Effect.flatMap(decodeApprovals), failAs("listApprovals")),
+        sql`${approvals} WHERE ${sql.and([
+          ...(status === undefined ? [] : [sql`a.status = ${status}`]),
+          ...(runId === undefined ? [] : [sql`a.run_id = ${runId}`])
+        ])} ORDER BY a.created_at, a.id`.pipe(Effect.flatMap(decodeApprovals), failAs("listApprovals")),
 
       decide: (id, status, reason, grant) =>
         sql.withTransaction(Effect.gen(function*() {
@@ -104,12 +107,12 @@ export const layer = Layer.effect(
             WHERE id = ${id} AND status = 'pending' RETURNING id`
           if (changed.length === 0) return Option.none()
           const decided = yield* byId(id)
-          if (grant !== undefined && Option.isSome(decided)) {
-            yield* sql`INSERT INTO foundry_grants ${
-              sql.insert({ conversationId: grant.conversationId, agent: decided.value.agent, tool: decided.value.tool, approvalId: id, createdAt: now })
-            } ON CONFLICT (conversation_id, tool) DO NOTHING`
-          }
-          return decided
+          if (grant === undefined || Option.isNone(decided)) return decided
+          yield* sql`INSERT INTO foundry_grants ${
+            sql.insert({ conversationId: grant.conversationId, agent: decided.value.agent, tool: decided.value.tool, approvalId: id, createdAt: now })
+          } ON CONFLICT (conversation_id, tool) DO NOTHING`
+          // Read again: it now says whether its grant is the conversation's (a grant already there stays).
+          return yield* byId(id)
         })).pipe(failAs("decideApproval")),
 
       findGrant: (conversationId, tool) => grantByTool({ conversationId, tool }).pipe(failAs("findGrant"))

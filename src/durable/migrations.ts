@@ -380,6 +380,12 @@ const deploymentLog = Effect.gen(function*() {
     FROM foundry_releases ORDER BY deployed_at, id`
 })
 
+/** A decided approval says whether it approved its tool for the conversation: grants found by their approval. */
+const grantsByApproval = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  yield* sql`CREATE INDEX foundry_grants_by_approval ON foundry_grants (approval_id)`
+})
+
 /** Migrations by `<number>_<name>`, as `Migrator.fromRecord` reads them. */
 export const migrations = {
   "0001_init": init,
@@ -398,7 +404,8 @@ export const migrations = {
   "0014_releases": releases,
   "0015_environments": environments,
   "0016_lighter_events": lighterEvents,
-  "0017_deployment_log": deploymentLog
+  "0017_deployment_log": deploymentLog,
+  "0018_grants_by_approval": grantsByApproval
 }
 
 /**

@@ -121,7 +121,9 @@ export class ApprovalRecord extends Schema.Class<ApprovalRecord>("ApprovalRecord
   reason: Schema.NullOr(Schema.String),
   createdAt: Millis,
   expiresAt: Millis,
-  decidedAt: Schema.NullOr(Millis)
+  decidedAt: Schema.NullOr(Millis),
+  /** `conversation` when approving it approved its tool for the rest of the conversation (a grant names it). */
+  scope: Schema.optionalWith(Schema.Literal("once", "conversation"), { default: () => "once" })
 }) {}
 
 /**

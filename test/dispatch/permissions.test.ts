@@ -184,6 +184,9 @@ describe("conversation grants", () => {
       const approvalId = yield* pendingApproval(url, first.runId, "transfer")
       const decided = yield* http(`${url}/api/approvals/${approvalId}`, { body: { decision: "approve", scope: "conversation" } })
       expect(decided.status).toBe(200)
+      // The approval says what it approved: the tool for the rest of the conversation, listed so too.
+      expect(decided.json).toMatchObject({ status: "approved", scope: "conversation" })
+      expect((yield* http(`${url}/api/approvals?run=${first.runId}`)).json).toMatchObject([{ id: approvalId, scope: "conversation" }])
       expect(yield* waitForRun(url, first.runId)).toMatchObject({ status: "completed", output: "done: transferred 1" })
       expect((yield* eventsOf(url, first.runId)).find((e) => e.type === "approval.decided")?.data).toMatchObject({
         approvalId,

@@ -32,7 +32,7 @@ describe("the example project over HTTP", () => {
       const denied = runIdOf((yield* http(`${server.url}/api/runs`, { body: { agent: "support", message: "Refund order 42" } })).json)
       const first = yield* pendingApproval(server.url, denied)
       const decided = yield* http(`${server.url}/api/approvals/${first}`, { body: { decision: "deny", reason: "ask for the receipt first" } })
-      expect(decided.json).toMatchObject({ status: "denied", reason: "ask for the receipt first", decidedAt: expect.any(Number) })
+      expect(decided.json).toMatchObject({ status: "denied", reason: "ask for the receipt first", decidedAt: expect.any(Number), scope: "once" })
       const deniedRun = yield* waitForRun(server.url, denied)
       expect(deniedRun.status).toBe("completed")
       expect(deniedRun.output).toContain("ask for the receipt first")

@@ -144,11 +144,22 @@ describe.skipIf(skipBrowser)("the inspector in Chromium", () => {
       const card = page.locator("[data-testid=pending] .approval").first()
       yield* promise(() => card.waitFor())
       expect(yield* promise(() => card.locator("pre").textContent())).toContain("75")
-      yield* promise(() => card.locator("button.approve").click())
+      yield* promise(() => card.locator("button.approve-conversation").click())
       const done = yield* waitForRun(url, runId)
       expect(done).toMatchObject({ status: "completed", output: "done: transferred 75" })
       yield* promise(() => page.goto(`${url}/runs/${runId}`))
       yield* promise(() => page.waitForSelector("[data-status=completed]"))
+      // The decision says it covers the conversation, and the next transfer there shows the grant in its timeline.
+      yield* promise(() => page.goto(`${url}/approvals`))
+      yield* promise(() => page.waitForSelector("[data-testid=decided] [data-testid=approval-decision] >> text=approved for the rest of the conversation"))
+      const { conversationId } = created.json as { conversationId: string }
+      const again = yield* http(`${url}/api/runs`, {
+        body: { agent: "worker", conversation: conversationId, message: plan({ calls: [{ name: "transfer", arguments: { amount: 5 } }] }) }
+      })
+      const next = runIdOf(again.json)
+      expect(yield* waitForRun(url, next)).toMatchObject({ status: "completed" })
+      yield* promise(() => page.goto(`${url}/runs/${next}`))
+      yield* promise(() => page.waitForSelector("[data-testid=waterfall] .span.approval >> text=approval for transfer (granted for the conversation)"))
     }))
 
   it.scopedLive("a conversation shows what waits on a person, and denying it there with a reason tells the agent why", () =>

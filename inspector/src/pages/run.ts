@@ -74,6 +74,11 @@ const spansOf = (events: ReadonlyArray<FoundryEvent>): Map<string, Span> => {
         span.detail = { ...span.detail, approvalId: event.data.approvalId, input: event.data.input }
         break
       case "approval.decided":
+        // A call a conversation grant let through has a decision and no request: shown all the same.
+        if (span.kind === "") {
+          span.kind = "approval"
+          span.label = `approval for ${event.data.tool}${"grantedBy" in event.data ? " (granted for the conversation)" : ""}`
+        }
         span.end = event.time
         span.status = event.data.status === "approved" ? "ok" : "failed"
         span.detail = { ...span.detail, decision: event.data.status, reason: "reason" in event.data ? event.data.reason : undefined }

@@ -53,7 +53,9 @@ export const ApprovalView = Schema.Struct({
   reason: Schema.optional(Schema.String),
   createdAt: Schema.Number,
   expiresAt: Schema.Number,
-  decidedAt: Schema.optional(Schema.Number)
+  decidedAt: Schema.optional(Schema.Number),
+  /** `conversation` when it was approved for the rest of its conversation. */
+  scope: Schema.Literal("once", "conversation")
 })
 export type ApprovalView = typeof ApprovalView.Type
 

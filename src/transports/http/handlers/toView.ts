@@ -36,6 +36,7 @@ export const approvalView = (approval: ApprovalRecord): ApprovalView => ({
   status: approval.status,
   createdAt: approval.createdAt,
   expiresAt: approval.expiresAt,
+  scope: approval.scope,
   ...(approval.reason === null ? {} : { reason: approval.reason }),
   ...(approval.decidedAt === null ? {} : { decidedAt: approval.decidedAt })
 })
