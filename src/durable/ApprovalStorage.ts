@@ -102,16 +102,17 @@ export const layer = Layer.effect(
       decide: (id, status, reason, grant) =>
         sql.withTransaction(Effect.gen(function*() {
           const now = yield* Clock.currentTimeMillis
-          const changed = yield* sql<{ readonly id: string }>`UPDATE foundry_approvals
+          const changed = yield* sql<{ readonly agent: string; readonly tool: string }>`UPDATE foundry_approvals
             SET status = ${status}, reason = ${reason ?? null}, decided_at = ${now}
-            WHERE id = ${id} AND status = 'pending' RETURNING id`
-          if (changed.length === 0) return Option.none()
-          const decided = yield* byId(id)
-          if (grant === undefined || Option.isNone(decided)) return decided
-          yield* sql`INSERT INTO foundry_grants ${
-            sql.insert({ conversationId: grant.conversationId, agent: decided.value.agent, tool: decided.value.tool, approvalId: id, createdAt: now })
-          } ON CONFLICT (conversation_id, tool) DO NOTHING`
-          // Read again: it now says whether its grant is the conversation's (a grant already there stays).
+            WHERE id = ${id} AND status = 'pending' RETURNING agent, tool`
+          const decided = changed[0]
+          if (decided === undefined) return Option.none()
+          if (grant !== undefined) {
+            yield* sql`INSERT INTO foundry_grants ${
+              sql.insert({ conversationId: grant.conversationId, agent: decided.agent, tool: decided.tool, approvalId: id, createdAt: now })
+            } ON CONFLICT (conversation_id, tool) DO NOTHING`
+          }
+          // Read once the grant is written: the approval says whether it is the conversation's (a grant already there stays).
           return yield* byId(id)
         })).pipe(failAs("decideApproval")),
 
