@@ -39,6 +39,17 @@ const storeUnavailable = new OpenAiError({
 /** A store failure logged for the operator and told the client as a 503. */
 const orUnavailable = (error: StoreError) => Effect.as(logStoreError(error), storeUnavailable)
 
+/** No model of that id, as OpenAI says it (its clients raise `NotFoundError`); `why` follows the id. */
+const modelNotFound = (model: string, why: string) =>
+  new OpenAiError({
+    status: 404,
+    type: "invalid_request_error",
+    message: `The model "${model}" does not exist${why} (GET /v1/models lists the models)`,
+    param: "model",
+    code: "model_not_found",
+    retryable: false
+  })
+
 /** A run that failed or was cancelled, as the client's error; its error text is the run's readable one. */
 const runError = (run: RunRecord, end: RunEnd): OpenAiError =>
   new OpenAiError({
@@ -111,16 +122,7 @@ export const OpenAiLive = HttpApiBuilder.group(FoundryApi, "openai", (handlers) 
       modelList.pipe(
         Effect.map((list) => {
           const found = list.data.find((entry) => entry.id === id)
-          return found !== undefined ? HttpServerResponse.unsafeJson(found) : errorResponse(
-            new OpenAiError({
-              status: 404,
-              type: "invalid_request_error",
-              message: `The model "${id}" does not exist (GET /v1/models lists the models)`,
-              param: "model",
-              code: "model_not_found",
-              retryable: false
-            })
-          )
+          return found !== undefined ? HttpServerResponse.unsafeJson(found) : errorResponse(modelNotFound(id, ""))
         }),
         unavailable
       )
@@ -142,16 +144,7 @@ export const OpenAiLive = HttpApiBuilder.group(FoundryApi, "openai", (handlers) 
         Effect.retry({ times: 1, while: (error) => error._tag === "StoreError" && turn.conversation !== undefined }),
         Effect.catchTags({
           AgentNotFound: (error) =>
-            Effect.fail(
-              new OpenAiError({
-                status: 404,
-                type: "invalid_request_error",
-                message: `The model "${body.model}" does not exist: ${error.message} (GET /v1/models lists the models)`,
-                param: "model",
-                code: "model_not_found",
-                retryable: false
-              })
-            ),
+            Effect.fail(modelNotFound(body.model, `: ${error.message}`)),
           ConversationNotFound: (error) =>
             Effect.fail(invalidRequest(error.message, header === undefined ? "user" : conversationHeader, "conversation_mismatch")),
           // OpenAI's clients retry a 409; the instance is closed until a person acts, so it is a 403.
