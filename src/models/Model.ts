@@ -96,3 +96,17 @@ export interface ResolvedModel {
   readonly model: LanguageModel
   readonly fallbackFrom?: string
 }
+
+/**
+ * The model an agent that asks for `spec` runs on instead, and why (the demo model without an
+ * OpenAI key); `undefined` when it runs on the one it asks for.
+ */
+export const runsOnInstead = (
+  models: ModelResolver["Type"],
+  spec: string
+): { readonly model: string; readonly reason: string } | undefined => {
+  const resolved = models.resolve(spec)
+  return resolved.fallbackFrom === undefined
+    ? undefined
+    : { model: resolved.model.name, reason: models.notice ?? `${spec} is not available here` }
+}

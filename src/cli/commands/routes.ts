@@ -2,7 +2,7 @@
  * `foundry routes [dir]`: the route table, as the router sees it.
  */
 import { Effect } from "effect"
-import { ModelResolver } from "../../models/Model.js"
+import { ModelResolver, runsOnInstead } from "../../models/Model.js"
 import { ModelResolverLive } from "../../models/ModelResolverLive.js"
 import { manifestOf } from "../../router/codegen.js"
 import { discover } from "../../router/discover.js"
@@ -12,8 +12,8 @@ const detail = (route: ReturnType<typeof manifestOf>["routes"][number], models: 
   switch (route.kind) {
     case "agent": {
       // What it asks for, and what it gets here when that differs (the demo model without a key).
-      const fallback = route.model === undefined ? undefined : models.resolve(route.model)
-      const runsOn = fallback?.fallbackFrom === undefined ? "" : ` (runs on ${fallback.model.name} here: no OPENAI_API_KEY)`
+      const instead = route.model === undefined ? undefined : runsOnInstead(models, route.model)
+      const runsOn = instead === undefined ? "" : ` (runs on ${instead.model} here: no OPENAI_API_KEY)`
       return `model ${route.model}${runsOn}; tools: ${route.tools?.join(", ") || "none"}` +
         (route.environment === undefined ? "" : `; environment ${route.environment}`)
     }

@@ -5,7 +5,7 @@ import { HttpApiBuilder } from "@effect/platform"
 import { Clock, Effect } from "effect"
 import { BuildStatus } from "../../../compiler/BuildStatus.js"
 import { CurrentApp } from "../../../compiler/CurrentApp.js"
-import { ModelResolver } from "../../../models/Model.js"
+import { ModelResolver, runsOnInstead } from "../../../models/Model.js"
 import { manifestOf } from "../../../router/codegen.js"
 import { FoundryApi } from "../api/FoundryApi.js"
 
@@ -20,11 +20,8 @@ export const SystemLive = HttpApiBuilder.group(FoundryApi, "system", (handlers) 
     const withModelsRunOn = (manifest: ReturnType<typeof manifestOf>) => ({
       ...manifest,
       routes: manifest.routes.map((route) => {
-        if (route.kind !== "agent" || route.model === undefined) return route
-        const resolved = models.resolve(route.model)
-        return resolved.fallbackFrom === undefined
-          ? route
-          : { ...route, runsOn: { model: resolved.model.name, reason: models.notice ?? `${route.model} is not available here` } }
+        const runsOn = route.kind === "agent" && route.model !== undefined ? runsOnInstead(models, route.model) : undefined
+        return runsOn === undefined ? route : { ...route, runsOn }
       })
     })
     return handlers
