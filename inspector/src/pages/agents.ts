@@ -33,6 +33,7 @@ const activity = async (id: string) => {
     api.instances(new URLSearchParams({ agent: id, limit: "20" })),
     api.usage(`?agent=${encodeURIComponent(id)}&groupBy=day&since=${since}`)
   ])
+  const completed = latencies(runs)
   return [
     h("h2", {}, "Activity (30 days)"),
     h("p", { class: "muted", "data-testid": "agent-usage" }, `${counted(usage.total.runs, "run")} · ${usageLine(usage.total)}`),
@@ -41,9 +42,9 @@ const activity = async (id: string) => {
       barChart("tokens per day", usage.rows.map((r) => ({ label: r.day ?? "", value: r.inputTokens + r.outputTokens })), (n) => n.toLocaleString()),
       barChart("cost per day", usage.rows.map((r) => ({ label: r.day ?? "", value: r.costUsd })), dollars)),
     h("p", { "data-testid": "agent-latency" }, "Run latency (last 200 completed, waits on people included): ",
-      latencies(runs).length === 0
+      completed.length === 0
         ? h("span", { class: "muted" }, "no completed run yet")
-        : [50, 95, 99].map((p) => `p${p} ${duration(percentile(latencies(runs), p))}`).join(" · ")),
+        : [50, 95, 99].map((p) => `p${p} ${duration(percentile(completed, p))}`).join(" · ")),
     h("h2", {}, "Instances"),
     h("p", { class: "muted" }, instances.next === null ? counted(instances.instances.length, "instance") : `the first ${instances.instances.length}`,
       " · ", link(`/instances?agent=${encodeURIComponent(id)}`, "all instances of this agent")),

@@ -31,6 +31,9 @@ const bundle = layout._tag === "Prebuilt"
     import("./bundleInspector.js").then(({ bundleInspector }) => bundleInspector(layout.dir, false))
   )
 
+/** The page every inspector path serves (the client draws which), read once per process. */
+const shell = Effect.runSync(Effect.cached(file("index.html").pipe(Effect.orDie)))
+
 /** Paths that belong to machines (the API, MCP, webhooks, OpenAI's clients, assets), never to the inspector's pages. */
 const machinePath = /^\/(api|v1|mcp|hooks|assets|health)(\/|$)/
 
@@ -42,15 +45,13 @@ const machinePath = /^\/(api|v1|mcp|hooks|assets|health)(\/|$)/
 export const pageNotFound = (request: HttpServerRequest.HttpServerRequest): Effect.Effect<HttpServerResponse.HttpServerResponse> | undefined =>
   (request.method === "GET" || request.method === "HEAD") && (request.headers.accept ?? "").includes("text/html") &&
     !machinePath.test(request.url)
-    ? Effect.map(file("index.html").pipe(Effect.orDie), (html) =>
-      HttpServerResponse.text(html, { status: 404, contentType: "text/html; charset=utf-8" }))
+    ? Effect.map(shell, (html) => HttpServerResponse.text(html, { status: 404, contentType: "text/html; charset=utf-8" }))
     : undefined
 
 /** The inspector's routes on the API's router. */
 export const InspectorLive = HttpApiBuilder.Router.use((router) =>
   Effect.gen(function*() {
     const script = yield* Effect.cached(bundle.pipe(Effect.orDie))
-    const shell = yield* Effect.cached(file("index.html").pipe(Effect.orDie))
     const style = yield* Effect.cached(file("inspector.css").pipe(Effect.orDie))
     const page = Effect.map(shell, (html) => HttpServerResponse.text(html, { contentType: "text/html; charset=utf-8" }))
     for (const path of pages) yield* router.get(path, page)
