@@ -13,6 +13,7 @@ import { BuildStatus } from "../compiler/BuildStatus.js"
 import type { CompiledApp } from "../compiler/CompiledApp.js"
 import { CurrentApp } from "../compiler/CurrentApp.js"
 import { emptyApp, loadProject } from "../compiler/loadProject.js"
+import { loadSoundRoutes } from "../compiler/soundRoutes.js"
 import { typeCheck } from "../compiler/typeCheck.js"
 import { formatDiagnostic } from "../compiler/TypeDiagnostic.js"
 import { Dispatcher } from "../dispatch/Dispatcher.js"
@@ -76,13 +77,38 @@ const contentDigest = (file: string): string => {
 }
 
 /** One build in its own scope: the scope holds the config's layers for as long as the build serves. */
-const build = (root: string, generation: number, config: ProjectConfig) =>
+const inScope = <A, E, R>(load: Effect.Effect<A, E, R>) =>
   Effect.gen(function*() {
     const scope = yield* Scope.make()
-    const result = yield* loadProject(root, generation, config).pipe(Scope.extend(scope), Effect.either)
+    const result = yield* load.pipe(Scope.extend(scope), Effect.either)
     if (result._tag === "Left") yield* Scope.close(scope, Exit.void)
     return { result, scope }
   })
+
+/**
+ * What a build gave to serve: the whole project; only the routes that build (`Part`, for `foundry
+ * dev`, while it has no whole build to keep serving), the others as `problems`; or nothing.
+ */
+type Built =
+  | { readonly _tag: "Whole"; readonly app: CompiledApp; readonly scope: Scope.CloseableScope }
+  | { readonly _tag: "Part"; readonly app: CompiledApp; readonly scope: Scope.CloseableScope; readonly problems: RouteErrors }
+  | { readonly _tag: "Failed"; readonly failure: Effect.Effect.Error<ReturnType<typeof loadProject>> }
+
+/** Builds the project as build `generation`; when route files break it and `partAllowed`, the routes that build. */
+const build = (root: string, generation: number, config: ProjectConfig, partAllowed: boolean) =>
+  Effect.gen(function*() {
+    const whole = yield* inScope(loadProject(root, generation, config))
+    if (whole.result._tag === "Right") return { _tag: "Whole", app: whole.result.right, scope: whole.scope } satisfies Built
+    const failure = whole.result.left
+    if (!partAllowed || !(failure instanceof RouteErrors)) return { _tag: "Failed", failure } satisfies Built
+    const part = yield* inScope(loadSoundRoutes(root, generation, config))
+    const built: Built = part.result._tag === "Right"
+      ? { _tag: "Part", app: part.result.right.app, scope: part.scope, problems: part.result.right.problems }
+      : { _tag: "Failed", failure }
+    return built
+  })
+
+const partMessage = "Some route files do not build; serving the routes that do until they are fixed."
 
 /** Says so when the folder has none of the route folders: probably not a Foundry project (yet). */
 const warnIfNotAProject = Effect.fn("cli.warnIfNotAProject")(function*(root: string, config: ProjectConfig) {
@@ -168,19 +194,26 @@ interface Served {
 /**
  * `foundry dev` after its first build (`first`): each burst of saved files rebuilds the project
  * and, when the build succeeds, serves it in place of the last good one, whose scope is then
- * closed; a broken config or build leaves the last good one serving and says why.
+ * closed; a broken config or build leaves the last good one serving and says why. While no whole
+ * build serves, the part of the newest that builds serves instead.
  */
 const reloadOnChanges = (
   changes: Queue.Dequeue<ReadonlyArray<string>>,
   served: Served,
-  first: { readonly app: CompiledApp; readonly scope: Scope.CloseableScope | undefined; readonly generation: number }
+  first: {
+    readonly app: CompiledApp
+    readonly scope: Scope.CloseableScope | undefined
+    readonly generation: number
+    /** Whether `app` is the whole project (not the part that builds, nor nothing). */
+    readonly whole: boolean
+  }
 ) =>
   Effect.gen(function*() {
     const { address, checkTypes, options, settings } = served
     const current = Context.get(served.context, CurrentApp)
     const schedules = Context.get(served.context, Schedules)
     const status = Context.get(served.context, BuildStatus)
-    let { app, generation, scope: buildScope } = first
+    let { app, generation, scope: buildScope, whole } = first
     const reload = (changed: ReadonlyArray<string>) => Effect.gen(function*() {
       generation++
       yield* say(style.dim(`changed: ${changed.length > 3 ? `${changed.slice(0, 3).join(", ")} and ${changed.length - 3} more` : changed.join(", ") || "(folders)"}`))
@@ -195,22 +228,26 @@ const reloadOnChanges = (
         : `${nextConfig.right.configFile ?? "foundry.config.ts"} changed the store, port, host, concurrency, event retention or auth: ` +
           `restart foundry dev to apply it (still serving on ${address} with ${storeFileOf(app)})`
       if (restartNeeded !== null) yield* warn(style.yellow(restartNeeded))
-      const next = yield* build(options.root, generation, nextConfig.right)
-      if (next.result._tag === "Left") {
-        const failure = next.result.left
-        yield* reportError("Reload failed; still serving the last good build.", failure)
-        yield* status.update((report) => ({ ...report, problems: problemsOf(failure), restartNeeded }))
+      // A whole build keeps serving until the next whole one; a part gives way to the newest part.
+      const next = yield* build(options.root, generation, nextConfig.right, !whole)
+      if (next._tag === "Failed") {
+        yield* reportError("Reload failed; still serving the last good build.", next.failure)
+        yield* status.update((report) => ({ ...report, problems: problemsOf(next.failure), restartNeeded }))
         yield* checkTypes(nextConfig.right.configFile)
         return
       }
       const previous = buildScope
       buildScope = next.scope
-      app = next.result.right
+      app = next.app
+      whole = next._tag === "Whole"
       yield* current.set(app)
       yield* schedules.sync(app)
       if (previous !== undefined) yield* Scope.close(previous, Exit.void)
-      yield* status.update((report) => ({ ...report, generation, builtAt: Date.now(), problems: [], restartNeeded }))
-      yield* say(style.cyan(`reloaded (build ${generation}): ${routeSummary(app.table)}`))
+      const problems = next._tag === "Part" ? problemsOf(next.problems) : []
+      yield* status.update((report) => ({ ...report, generation, builtAt: Date.now(), problems, partial: !whole, restartNeeded }))
+      if (next._tag === "Part") yield* reportError(partMessage, next.problems)
+      const leftOut = next._tag === "Part" ? `, ${next.problems.errors.length} file${next.problems.errors.length === 1 ? "" : "s"} left out` : ""
+      yield* say(style.cyan(`reloaded (build ${generation}${leftOut}): ${routeSummary(app.table)}`))
       yield* checkTypes(app.table.configFile)
     }).pipe(Effect.catchAllCause((cause) => warn(`reload crashed: ${String(cause)}`)))
     // Every burst saved while a reload ran is one reload after it. A file system may report one
@@ -262,28 +299,29 @@ export const serveProject = Effect.fn("cli.serveProject")(function*(options: Ser
     )
   }
 
-  const first = yield* build(options.root, generation, config)
+  const first = yield* build(options.root, generation, config, options.watch)
   let app: CompiledApp
   let buildScope: Scope.CloseableScope | undefined
-  if (first.result._tag === "Left") {
-    yield* reportError("The project's routes do not build; serving no routes until they do.", first.result.left)
-    if (!options.watch) return yield* Effect.fail(first.result.left)
+  if (first._tag === "Failed") {
+    yield* reportError("The project's routes do not build; serving no routes until they do.", first.failure)
+    if (!options.watch) return yield* Effect.fail(first.failure)
     app = emptyApp(options.root, config)
   } else {
-    app = first.result.right
+    if (first._tag === "Part") yield* reportError(partMessage, first.problems)
+    app = first.app
     buildScope = first.scope
   }
 
   // Whether the server may listen on `host` is decided while it starts (see auth/accessMode.ts): it needs the store's tokens.
   // `foundry start` serves releases: the store's current one, unless a release folder is named.
-  const releases = options.watch ? {} : { serving: { scope: first.scope, given: options.release === true } }
+  const releases = options.watch || buildScope === undefined ? {} : { serving: { scope: buildScope, given: options.release === true } }
   const context = yield* Layer.build(serverLayer(app, { port, host }, { cluster: options.cluster, releases }))
   const server = Context.get(context, HttpServer.HttpServer)
   const status = Context.get(context, BuildStatus)
   const address = server.address._tag === "TcpAddress" ? `http://${host}:${server.address.port}` : String(server.address)
-  if (first.result._tag === "Left") {
-    const problems = problemsOf(first.result.left)
-    yield* status.update((report) => ({ ...report, problems }))
+  if (first._tag !== "Whole") {
+    const problems = problemsOf(first._tag === "Part" ? first.problems : first.failure)
+    yield* status.update((report) => ({ ...report, problems, partial: true }))
   }
   yield* sayListening(options, app, context, address)
 
@@ -294,6 +332,6 @@ export const serveProject = Effect.fn("cli.serveProject")(function*(options: Ser
   const checkTypes = yield* typeChecker(options.root, status)
   yield* checkTypes(app.table.configFile)
 
-  yield* reloadOnChanges(changes, { options, settings, address, context, checkTypes }, { app, scope: buildScope, generation })
+  yield* reloadOnChanges(changes, { options, settings, address, context, checkTypes }, { app, scope: buildScope, generation, whole: first._tag === "Whole" })
   return yield* Effect.never
 })

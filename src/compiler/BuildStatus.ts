@@ -18,8 +18,13 @@ export class BuildReport extends Schema.Class<BuildReport>("BuildReport")({
   generation: Schema.Number,
   /** When the serving build was made (ms since the epoch). */
   builtAt: Schema.Number,
-  /** What broke the last reload; the serving build is older when this is not empty. */
+  /**
+   * What broke the last build: the serving build is older than it, or (`partial`) the part of it
+   * that builds, without these files and what uses them.
+   */
   problems: Schema.Array(BuildProblem),
+  /** The serving build leaves out the broken files of `problems` and what uses them (`foundry dev`, with no whole build to serve). */
+  partial: Schema.Boolean,
   /** A change the running server cannot apply without a restart, e.g. a new port or store. */
   restartNeeded: Schema.NullOr(Schema.String),
   types: Schema.Struct({
@@ -44,6 +49,7 @@ export const layer: Layer.Layer<BuildStatus> = Layer.effect(
         generation: 1,
         builtAt: yield* Clock.currentTimeMillis,
         problems: [],
+        partial: false,
         restartNeeded: null,
         types: { state: "off", diagnostics: [], checkedAt: null }
       })

@@ -21,9 +21,30 @@ import { validateDefinition } from "./validateDefinition.js"
 
 /**
  * Discovers, loads and validates every route of the project at `root`, with its config (loaded
- * here unless the caller has already loaded it).
+ * here unless the caller has already loaded it); fails with every broken file at once.
  */
 export const discover = Effect.fn("router.discover")(function*(
+  root: string,
+  generation: number,
+  preloaded?: Either.Either<ProjectConfig, RouteError>
+) {
+  const { errors, table } = yield* discoverRoutes(root, generation, preloaded)
+  if (errors.length > 0) return yield* new RouteErrors({ errors })
+  return table
+})
+
+/** What discovery found: the routes that load and are valid, and what is wrong with the others. */
+export interface Discovered {
+  /** The sound routes; a schedule or playbook whose agent is no route is left out. */
+  readonly table: RouteTable
+  /** One error per broken file. */
+  readonly errors: ReadonlyArray<RouteError>
+  /** The definitions of files that loaded but are not valid, with their files: what uses them is broken too. */
+  readonly invalid: ReadonlyMap<unknown, string>
+}
+
+/** Discovers the routes of the project at `root`, broken files reported beside the sound ones. */
+export const discoverRoutes = Effect.fnUntraced(function*(
   root: string,
   generation: number,
   preloaded?: Either.Either<ProjectConfig, RouteError>
@@ -45,27 +66,29 @@ export const discover = Effect.fn("router.discover")(function*(
     ? loadedConfig.right
     : { config: defineConfig({}), configFile: loadedConfig.left.file }
   const routes = byKind(loaded)
+  const withoutAgent = unknownAgents([...routes.schedules, ...routes.playbooks], routes.ids, routes.reported)
   const errors = [
     ...found.errors,
     ...(loadedConfig._tag === "Left" ? [loadedConfig.left] : []),
     ...routes.errors,
-    ...unknownAgents([...routes.schedules, ...routes.playbooks], routes.ids, routes.reported)
+    ...withoutAgent
   ]
-  if (errors.length > 0) return yield* new RouteErrors({ errors })
-  const { agents, environments, ids, mcpServers, playbooks, schedules, tools } = routes
+  const orphaned = new Set(withoutAgent.map((error) => error.file))
+  const { agents, environments, ids, mcpServers, tools } = routes
   const table: RouteTable = {
     root,
     agents,
     tools,
     mcpServers,
-    playbooks,
-    schedules,
+    playbooks: routes.playbooks.filter((route) => !orphaned.has(route.file)),
+    schedules: routes.schedules.filter((route) => !orphaned.has(route.file)),
     environments,
     config,
     configFile,
     idOf: (definition) => ids.get(definition)
   }
-  return table
+  const discovered: Discovered = { table, errors, invalid: routes.reported }
+  return discovered
 })
 
 /** The route files among `files` (paths under the project), each id once; the rest reported. */
@@ -99,12 +122,12 @@ const routeFilesOf = (files: ReadonlyArray<string>) => {
 
 /**
  * The loaded route files' definitions by kind, with each definition's id; a file that failed to
- * load or whose definition is not valid is reported, and its definition kept in `reported`.
+ * load or whose definition is not valid is reported, and its definition kept in `reported` with its file.
  */
 const byKind = (loaded: ReadonlyArray<Either.Either<{ readonly route: RouteFile; readonly value: unknown }, RouteError>>) => {
   const errors: Array<RouteError> = []
   const ids = new Map<object, string>()
-  const reported = new Set<unknown>()
+  const reported = new Map<unknown, string>()
   const agents: Array<Route<AgentDefinition>> = []
   const tools: Array<ToolRoute> = []
   const mcpServers: Array<Route<McpServerDefinition>> = []
@@ -119,7 +142,7 @@ const byKind = (loaded: ReadonlyArray<Either.Either<{ readonly route: RouteFile;
     const { route, value } = result.right
     const problems = validateDefinition(route.file, route.kind, value)
     if (problems.length > 0) {
-      reported.add(value)
+      reported.set(value, route.file)
       errors.push(
         new RouteError({
           file: route.file,
@@ -149,7 +172,7 @@ const byKind = (loaded: ReadonlyArray<Either.Either<{ readonly route: RouteFile;
 const unknownAgents = (
   routes: ReadonlyArray<Route<ScheduleDefinition> | Route<PlaybookDefinition>>,
   ids: ReadonlyMap<object, string>,
-  reported: ReadonlySet<unknown>
+  reported: ReadonlyMap<unknown, string>
 ): ReadonlyArray<RouteError> =>
   routes.flatMap((route) => {
     const agent = route.definition.agent

@@ -156,6 +156,68 @@ describe("the foundry dev loop", () => {
       expect((yield* http(`${url}/api/build`)).json).toMatchObject({ generation: fixed, problems: [] })
     }))
 
+  it.scopedLive("at start, serves the routes that build while broken files keep out only themselves and what uses them", () =>
+    Effect.gen(function*() {
+      const otherTool = "agents/other/tools/answer.tool.ts"
+      const thirdTool = "agents/third/tools/answer.tool.ts"
+      const root = yield* tempProject({
+        "agents/helper/agent.ts": agentSource,
+        [toolPath]: constantTool("sound"),
+        "agents/other/agent.ts": agentSource,
+        [otherTool]: brokenTool,
+        "agents/third/agent.ts": agentSource,
+        // Loads, but is no tool: the agent that lists it is left out as well, and its schedule with it.
+        [thirdTool]: "export default 42\n",
+        "schedules/nightly.ts": `import { defineSchedule } from "foundry"
+import third from "../agents/third/agent.js"
+export default defineSchedule({ agent: third, every: "1 day", message: "what is the answer?" })
+`
+      })
+      const { dev, url } = yield* devOn(root)
+      expect(dev.output()).toMatch(/Some route files do not build; serving the routes that do[\s\S]*agents\/other\/tools\/answer\.tool\.ts/)
+      expect(dev.output()).toMatch(/routes:\s+1 agent/)
+      yield* expectAnswer(url, "sound")
+      const refused = yield* http(`${url}/api/runs`, { body: { agent: "other", message: "what is the answer?" } })
+      expect(refused.status, refused.text).toBe(404)
+      expect((yield* http(`${url}/api/schedules`)).json).toEqual([])
+      const report = (yield* http(`${url}/api/build`)).json as { partial: boolean; problems: ReadonlyArray<{ file: string; problem: string; fix: string }> }
+      expect(report.partial).toBe(true)
+      expect(report.problems.map((p) => p.file).sort()).toEqual(
+        ["agents/other/agent.ts", otherTool, "agents/third/agent.ts", thirdTool, "schedules/nightly.ts"].sort()
+      )
+      expect(report.problems.find((p) => p.file === "schedules/nightly.ts")).toMatchObject({
+        problem: "not served: it uses agents/third/agent.ts, which does not build",
+        fix: "fix agents/third/agent.ts"
+      })
+      // A schedule that imports a file that does not parse does not load itself.
+      expect(report.problems.find((p) => p.file === "agents/other/agent.ts")?.problem).toContain(`${otherTool}:`)
+
+      // One fixed: it serves beside the sound routes while the other stays out.
+      let mark = dev.output().length
+      writeFileSync(join(root, otherTool), constantTool("other-fixed"))
+      yield* dev.waitFor(/reloaded \(build \d+, 3 files left out\)/, mark)
+      yield* expectAnswer(url, "sound")
+      const other = yield* http(`${url}/api/runs`, { body: { agent: "other", message: "what is the answer?" } })
+      expect(other.status, other.text).toBe(202)
+      expect((yield* waitForRun(url, (other.json as { runId: string }).runId)).output).toBe("the tool said: other-fixed")
+      expect((yield* http(`${url}/api/schedules`)).json).toEqual([])
+      expect(((yield* http(`${url}/api/build`)).json as { partial: boolean; problems: ReadonlyArray<{ file: string }> }).problems.map((p) => p.file).sort())
+        .toEqual(["agents/third/agent.ts", thirdTool, "schedules/nightly.ts"])
+
+      // All fixed: the whole project serves, and from then on a broken file keeps the last whole build.
+      mark = dev.output().length
+      writeFileSync(join(root, thirdTool), constantTool("third-fixed"))
+      const whole = yield* reloadedBuild(dev, mark)
+      expect((yield* http(`${url}/health`)).json).toMatchObject({ agents: 3 })
+      expect(((yield* http(`${url}/api/schedules`)).json as ReadonlyArray<{ id: string }>).map((s) => s.id)).toEqual(["nightly"])
+      expect((yield* http(`${url}/api/build`)).json).toMatchObject({ generation: whole, problems: [], partial: false })
+      mark = dev.output().length
+      writeFileSync(join(root, otherTool), brokenTool)
+      yield* dev.waitFor(/Reload failed; still serving the last good build/, mark)
+      expect((yield* http(`${url}/health`)).json).toMatchObject({ agents: 3 })
+      expect((yield* http(`${url}/api/build`)).json).toMatchObject({ generation: whole, partial: false })
+    }))
+
   it.scopedLive("a broken foundry.config.ts at cold start exits non-zero, naming the file and the problem", () =>
     Effect.gen(function*() {
       const port = yield* freePort

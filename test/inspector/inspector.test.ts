@@ -6,10 +6,11 @@ import { Effect, Schedule } from "effect"
 import type { Page } from "playwright-core"
 import * as Scripted from "../../src/models/scripted.js"
 import { browserPage, skipBrowser } from "../support/browser.js"
+import { freePort, startCli } from "../support/cli.js"
 import { durableProject, plan } from "../support/durableProject.js"
 import { plannedModel } from "../support/plannedModel.js"
 import { http, pendingApproval, runIdOf, startServer, waitForRun } from "../support/server.js"
-import { tempProject } from "../support/tempProject.js"
+import { answeringAgentFile, answerToolFile, tempProject } from "../support/tempProject.js"
 
 const answer = "Your order is on its way and should arrive on Thursday"
 
@@ -261,6 +262,26 @@ describe.skipIf(skipBrowser)("the inspector in Chromium", () => {
       yield* promise(() => page.goto(`${url}/no/such/%E0%A4%A`))
       yield* promise(() => page.waitForSelector("main h1:has-text('Not found')"))
       expect(errors).toEqual([])
+    }))
+
+  it.scopedLive("the overview says foundry dev serves only the routes that build, and lists what is left out", () =>
+    Effect.gen(function*() {
+      const root = yield* tempProject({
+        "agents/helper/agent.ts": answeringAgentFile,
+        "agents/helper/tools/answer.tool.ts": answerToolFile(`"sound"`),
+        "agents/other/agent.ts": answeringAgentFile,
+        "agents/other/tools/answer.tool.ts": "export default 42\n"
+      })
+      const port = yield* freePort
+      const dev = yield* startCli(["dev", root, "--port", String(port)])
+      yield* dev.waitFor(/listening on/)
+      const page = yield* browserPage
+      yield* promise(() => page.goto(`http://127.0.0.1:${port}/`))
+      const card = page.getByTestId("build")
+      yield* promise(() => card.getByTestId("build-serving").waitFor())
+      expect(yield* promise(() => card.getByTestId("build-serving").textContent())).toContain("Serving only the routes that build")
+      const files = yield* promise(() => card.getByTestId("build-problems").locator("li code").allTextContents())
+      expect(files.sort()).toEqual(["agents/other/agent.ts", "agents/other/tools/answer.tool.ts"])
     }))
 
   it.scopedLive("the runs list updates live and keeps the reader's filters", () =>

@@ -26,6 +26,9 @@ const buildCard = (build: BuildReport) => {
     h("p", {}, h("span", { class: `status ${broken ? "failed" : "ok"}` }, broken ? "problems" : "ok"),
       ` build ${build.generation} since ${clock(build.builtAt)}; ${typeLine}`),
     build.restartNeeded === null ? null : h("p", { class: "error-line" }, build.restartNeeded),
+    build.problems.length === 0 ? null : h("p", { "data-testid": "build-serving" }, build.partial
+      ? "Serving only the routes that build: the files below, and what uses them, are left out until they are fixed."
+      : `The last build failed: build ${build.generation} still serves, as it was before these files broke.`),
     build.problems.length === 0 ? null : h("ul", { class: "list", "data-testid": "build-problems" }, build.problems.map((p) =>
       h("li", {}, h("code", {}, p.file), ": ", p.problem, h("div", { class: "muted" }, "fix: ", p.fix)))),
     types.diagnostics.length === 0 ? null : h("ul", { class: "list", "data-testid": "type-errors" }, types.diagnostics.map((d) =>
