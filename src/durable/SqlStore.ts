@@ -88,6 +88,7 @@ export const make = Effect.gen(function*() {
           ...(filter.agent === undefined ? [] : [sql`agent = ${filter.agent}`]),
           ...(filter.instanceId === undefined ? [] : [sql`instance_id = ${filter.instanceId}`]),
           ...(filter.conversationId === undefined ? [] : [sql`conversation_id = ${filter.conversationId}`]),
+          ...(filter.parentRunId === undefined ? [] : [sql`parent_run_id = ${filter.parentRunId}`]),
           ...(filter.status === undefined ? [] : [sql`status = ${filter.status}`])
         ])
       } ORDER BY created_at DESC, id DESC LIMIT ${filter.limit}`.pipe(Effect.flatMap(decodeRuns), failAs("listRuns")),

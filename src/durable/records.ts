@@ -175,6 +175,8 @@ export interface RunFilter {
   /** Runs of instances with this id (of `agent`, when given). */
   readonly instanceId?: string | undefined
   readonly conversationId?: string | undefined
+  /** The runs this run started (its subagents' and spawned runs). */
+  readonly parentRunId?: string | undefined
   readonly status?: RunStatus | undefined
   readonly limit: number
 }

@@ -34,6 +34,10 @@ describe("subagents and spawned runs", () => {
       expect(done).toMatchObject({ status: "completed", output: "done: done: recorded from the child" })
       const [child] = yield* runsOf(url, "worker")
       expect(child).toMatchObject({ status: "completed", input: childPlan, parentRunId: parent.runId })
+      // Listed by their parent, however many runs came after them.
+      const children = (yield* http(`${url}/api/runs?parent=${parent.runId}`)).json as ReadonlyArray<{ id: string }>
+      expect(children.map((run) => run.id)).toEqual([child!.id])
+      expect((yield* http(`${url}/api/runs?parent=${child!.id}`)).json).toEqual([])
       expect(lines(log)).toEqual([`${child!.id} call_1_1 from the child`])
       const events = (yield* http(`${url}/api/runs/${parent.runId}/events`)).json as Array<{ type: string; data: Record<string, unknown> }>
       expect(events.find((e) => e.type === "run.suspended")?.data).toMatchObject({ reason: "child", childRunId: child!.id })

@@ -77,6 +77,8 @@ export class RunsGroup extends HttpApiGroup.make("runs")
         instance: Schema.optional(Schema.String),
         /** The runs of one conversation. */
         conversation: Schema.optional(Schema.String),
+        /** The runs one run started: its subagents' and those its tools spawned. */
+        parent: Schema.optional(Schema.String),
         status: Schema.optional(RunStatus),
         limit: Schema.optional(Schema.NumberFromString.pipe(Schema.int(), Schema.between(1, 1000)))
       }))

@@ -66,6 +66,7 @@ export const RunsLive = HttpApiBuilder.group(FoundryApi, "runs", (handlers) =>
           agent: urlParams.agent,
           instanceId: urlParams.instance,
           conversationId: urlParams.conversation,
+          parentRunId: urlParams.parent,
           status: urlParams.status,
           limit: urlParams.limit ?? 50
         }).pipe(
