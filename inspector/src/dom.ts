@@ -52,8 +52,21 @@ export const duration = (ms: number | undefined): string =>
 /** `n` things, said as a person would: "1 run", "2 runs". */
 export const counted = (n: number, noun: string): string => `${n.toLocaleString()} ${noun}${n === 1 ? "" : "s"}`
 
-/** A time of day from ms since the epoch. */
-export const clock = (ms: number | undefined): string => ms === undefined ? "" : new Date(ms).toLocaleTimeString()
+/** A moment as a person reads it: the time of day for today's, with the date for another day's (and the year for another year's). */
+export const clock = (ms: number | null | undefined, missing = ""): string => {
+  if (ms === undefined || ms === null) return missing
+  const date = new Date(ms)
+  const now = new Date()
+  if (date.toDateString() === now.toDateString()) return date.toLocaleTimeString()
+  return date.toLocaleString(undefined, {
+    month: "short",
+    day: "numeric",
+    ...(date.getFullYear() === now.getFullYear() ? {} : { year: "numeric" }),
+    hour: "2-digit",
+    minute: "2-digit",
+    second: "2-digit"
+  })
+}
 
 /** What went wrong, as a person reads it: an error's message, not its name. */
 export const errorText = (error: unknown): string => error instanceof Error ? error.message : String(error)

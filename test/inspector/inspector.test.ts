@@ -299,6 +299,28 @@ describe.skipIf(skipBrowser)("the inspector in Chromium", () => {
       expect(page.url()).toBe(`${url}/runs?status=completed`)
     }))
 
+  it.scopedLive("a run of another day shows its date beside its time; one of today only its time", () =>
+    Effect.gen(function*() {
+      const { page, url } = yield* setup()
+      const created = yield* http(`${url}/api/runs`, { body: { agent: "worker", message: plan({}) } })
+      const { runId } = created.json as { runId: string }
+      yield* waitForRun(url, runId)
+      const run = (yield* http(`${url}/api/runs/${runId}`)).json as { createdAt: number }
+      const started = new Date(run.createdAt)
+      const cell = page.locator(`tr[data-run="${runId}"] td`).nth(5)
+      yield* promise(() => page.clock.setFixedTime(started))
+      yield* promise(() => page.goto(`${url}/runs`))
+      const today = yield* promise(() => cell.textContent())
+      expect(today).toBe(started.toLocaleTimeString("en-US"))
+      // Three days on, the same run says which day it was.
+      yield* promise(() => page.clock.setFixedTime(new Date(run.createdAt + 3 * 86_400_000)))
+      yield* promise(() => page.goto(`${url}/runs`))
+      const later = yield* promise(() => cell.textContent())
+      expect(later).toContain(started.toLocaleString("en-US", { month: "short" }))
+      expect(later).toContain(String(started.getDate()))
+      expect(later).not.toContain(String(started.getFullYear()))
+    }))
+
   it.scopedLive("the playbooks page shows a delivery, what matched and what was skipped and why", () =>
     Effect.gen(function*() {
       const root = yield* tempProject({

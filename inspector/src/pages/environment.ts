@@ -5,7 +5,7 @@
  * starts with) browses the tree as it was then. It loads when the page opens and on "Refresh".
  */
 import { api, type EnvironmentAt, type EnvironmentFile, type EnvironmentView, type InstanceConversation, type InstanceRef } from "../api.js"
-import { errorText, h, link, replace } from "../dom.js"
+import { clock, errorText, h, link, replace } from "../dom.js"
 import { fileSize } from "../preview.js"
 
 /** A folder of the tree, built from the files' paths (the store keeps files only). */
@@ -36,7 +36,6 @@ const folderTree = (files: ReadonlyArray<EnvironmentFile>): Folder => {
 
 const nameOf = (path: string): string => path.slice(path.lastIndexOf("/") + 1)
 
-const when = (ms: number): string => new Date(ms).toLocaleString()
 
 /** The environment browser of an instance's page: its element, and `open` to load it for an instance. */
 export const environmentBrowser = () => {
@@ -140,7 +139,7 @@ export const environmentBrowser = () => {
             h("td", {}, h("span", { class: "status" }, entry.kind)),
             h("td", {}, entry.label),
             h("td", {}, entry.runId === null ? "—" : link(`/runs/${entry.runId}`, entry.runId)),
-            h("td", {}, when(entry.createdAt)),
+            h("td", {}, clock(entry.createdAt)),
             h("td", {}, entry.version === view.version ? h("span", { class: "muted" }, "shown") : h("button", {
               class: "linkish",
               "data-testid": "browse-version",

@@ -4,7 +4,7 @@
  * conversations, schedules, environment and usage.
  */
 import { ApiError, api, type InstallationView, type InstanceRef, type InstanceSummary, type InstanceView, onEvent, redrawOn } from "../api.js"
-import { type Child, counted, errorText, h, json, link, replace } from "../dom.js"
+import { type Child, clock, counted, errorText, h, json, link, replace } from "../dom.js"
 import { barChart, dollars, usageLine } from "../usage.js"
 import { instanceHref, instanceStatus, runStatus } from "../records.js"
 import { environmentBrowser } from "./environment.js"
@@ -12,7 +12,6 @@ import { environmentBrowser } from "./environment.js"
 /** Where the API puts a secret field's value (src/instances/installationConfig.ts), never the value itself. */
 const redactedMark = "<redacted>"
 
-const when = (ms: number | null | undefined): string => ms === null || ms === undefined ? "—" : new Date(ms).toLocaleString()
 
 const row = (instance: InstanceSummary) =>
   h("tr", { "data-agent": instance.agent, "data-instance": instance.id },
@@ -21,7 +20,7 @@ const row = (instance: InstanceSummary) =>
     h("td", { class: "muted" }, instance.provisioningKey ?? "—"),
     h("td", {}, instanceStatus(instance.status)),
     h("td", {}, instance.installations),
-    h("td", {}, when(instance.updatedAt)))
+    h("td", {}, clock(instance.updatedAt, "—")))
 
 const summaryOf = (view: InstanceView): InstanceSummary => ({ ...view, installations: view.installations.length })
 
@@ -130,8 +129,8 @@ const configValue = (value: unknown): Child => {
 const installationCard = (installation: InstallationView) =>
   h("div", { class: "card", "data-installation": `${installation.kind}:${installation.id}` },
     h("div", {}, h("span", { class: "status" }, installation.kind), " ", h("b", {}, installation.id),
-      h("span", { class: "muted" }, ` · installed ${when(installation.createdAt)}`,
-        installation.updatedAt === installation.createdAt ? "" : ` · changed ${when(installation.updatedAt)}`)),
+      h("span", { class: "muted" }, ` · installed ${clock(installation.createdAt, "—")}`,
+        installation.updatedAt === installation.createdAt ? "" : ` · changed ${clock(installation.updatedAt, "—")}`)),
     configValue(installation.config))
 
 /** One instance's page; `agent` is empty when the link names the instance by id alone. */
@@ -195,20 +194,20 @@ export const instancePage = (root: HTMLElement, [agent = "", id = ""]: ReadonlyA
     title.textContent = `Instance ${view.id}`
     replace(about, "of ", link(`/agents/${view.agent}`, view.agent),
       view.provisioningKey === null ? null : [" · provisioning key ", h("code", {}, view.provisioningKey)],
-      ` · created ${when(view.createdAt)} · updated ${when(view.updatedAt)}`)
+      ` · created ${clock(view.createdAt, "—")} · updated ${clock(view.updatedAt, "—")}`)
     drawState(view)
     context.textContent = json(view.context)
     replace(installations, view.installations.length === 0 ? h("p", { class: "muted" }, "Nothing installed.") : view.installations.map(installationCard))
     replace(conversations, talks.length === 0 ? h("p", { class: "muted" }, "No conversations yet.") :
       h("ul", { class: "list" }, talks.map((talk) =>
         h("li", { "data-conversation": talk.id }, link(`/conversations/${talk.id}`, talk.id), " ",
-          h("span", { class: "muted" }, `${counted(talk.runs, "run")} · updated ${when(talk.updatedAt)}`),
+          h("span", { class: "muted" }, `${counted(talk.runs, "run")} · updated ${clock(talk.updatedAt, "—")}`),
           talk.lastRun === null ? null : [" · last ", runStatus(talk.lastRun.status), " ", link(`/runs/${talk.lastRun.id}`, "run")]))))
     const mine = allSchedules.filter((s) => s.agent === view.agent && s.instance === view.id)
     replace(schedules, mine.length === 0 ? h("p", { class: "muted" }, "No schedules.") :
       h("ul", { class: "list" }, mine.map((s) =>
         h("li", {}, link("/schedules", s.id), " ", h("code", {}, Object.entries(s.timing).map(([k, v]) => `${k} ${v}`).join(", ")),
-          h("span", { class: "muted" }, ` · ${s.status}${s.nextFire === null ? "" : ` · next ${when(s.nextFire)}`}`)))))
+          h("span", { class: "muted" }, ` · ${s.status}${s.nextFire === null ? "" : ` · next ${clock(s.nextFire, "—")}`}`)))))
     const route = routes.find((r) => r.kind === "agent" && r.id === view.agent)
     environment.textContent = route?.environment ?? "none"
     files.element.classList.toggle("hidden", route?.environment === undefined)

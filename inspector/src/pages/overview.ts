@@ -77,7 +77,7 @@ export const overviewPage = (root: HTMLElement) => {
         schedules.length === 0 ? h("p", { class: "muted" }, "No schedules.") :
           h("ul", { class: "list" }, [...schedules].sort((a, b) => (a.nextFire ?? Infinity) - (b.nextFire ?? Infinity)).map((s) =>
             h("li", {}, link("/schedules", s.id), " → ", link(`/agents/${s.agent}`, s.agent), " ",
-              h("span", { class: "muted" }, s.status !== "active" ? s.status : s.nextFire === null ? "" : new Date(s.nextFire).toLocaleString())))))
+              h("span", { class: "muted" }, s.status !== "active" ? s.status : s.nextFire === null ? "" : clock(s.nextFire))))))
     )
   }
   void draw()

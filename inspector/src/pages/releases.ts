@@ -4,7 +4,7 @@
  * the history of every deploy, rollback and start, each from the release current before.
  */
 import { api, type DeploymentView, redrawOn, type ReleaseSummaryView } from "../api.js"
-import { h, replace } from "../dom.js"
+import { clock, h, replace } from "../dom.js"
 
 const kinds = [
   ["agents", "agent", "agents"],
@@ -36,7 +36,6 @@ const changes = (summary: ReleaseSummaryView) => {
   return h("td", { title: lines.join("\n") }, counts.length === 0 ? h("span", { class: "muted" }, "nothing changed") : counts.join(", "))
 }
 
-const when = (ms: number) => new Date(ms).toLocaleString()
 
 /** The releases page. */
 export const releasesPage = (root: HTMLElement) => {
@@ -52,7 +51,7 @@ export const releasesPage = (root: HTMLElement) => {
       h("thead", {}, h("tr", {}, ["when", "", "release", "from", "by", "changes"].map((c) => h("th", {}, c)))), history))
   const entry = (d: DeploymentView) =>
     h("tr", { "data-deployment": d.seq },
-      h("td", {}, when(d.deployedAt)),
+      h("td", {}, clock(d.deployedAt)),
       h("td", { "data-testid": "action" }, d.action),
       h("td", {}, h("code", {}, d.release)),
       h("td", {}, d.previous === null ? "—" : h("code", {}, d.previous)),
@@ -65,8 +64,8 @@ export const releasesPage = (root: HTMLElement) => {
     list.replaceChildren(...releases.map((r) =>
       h("tr", { "data-release": r.id, class: r.current ? "current" : undefined },
         h("td", {}, h("code", {}, r.id)),
-        h("td", {}, when(r.createdAt)),
-        h("td", {}, when(r.deployedAt)),
+        h("td", {}, clock(r.createdAt)),
+        h("td", {}, clock(r.deployedAt)),
         h("td", {}, r.deployedBy ?? "—"),
         h("td", {}, r.current ? h("span", { class: "status ok", "data-testid": "current" }, "current") : null),
         h("td", { "data-testid": "runs" }, r.runs),

@@ -2,7 +2,7 @@
  * Schedules and playbooks, as the project defines them.
  */
 import { api, type FoundryEvent, onEvent } from "../api.js"
-import { errorText, h, link, replace } from "../dom.js"
+import { clock, errorText, h, link, replace } from "../dom.js"
 
 /** The schedules page: next and last firing, pause and resume. */
 export const schedulesPage = (root: HTMLElement) => {
@@ -18,7 +18,6 @@ export const schedulesPage = (root: HTMLElement) => {
     }, (error) => {
       problem.textContent = errorText(error)
     })
-  const when = (ms: number | null) => ms === null ? "—" : new Date(ms).toLocaleString()
   const draw = (): void => {
     void api.schedules().then((schedules) =>
       list.replaceChildren(...schedules.map((s) =>
@@ -26,8 +25,8 @@ export const schedulesPage = (root: HTMLElement) => {
           h("td", {}, h("code", {}, Object.entries(s.timing).map(([k, v]) => `${k} ${v}`).join(", "))),
           h("td", {}, h("span", { class: `status ${s.status === "active" ? "running" : s.status}` }, s.status)),
           // A paused schedule does not fire; its next time counts again once it is resumed.
-          h("td", { "data-testid": "next-fire" }, s.status === "paused" ? h("span", { class: "muted" }, "not while paused") : when(s.nextFire)),
-          h("td", {}, s.lastRunId === null ? when(s.lastFire) : link(`/runs/${s.lastRunId}`, when(s.lastFire))),
+          h("td", { "data-testid": "next-fire" }, s.status === "paused" ? h("span", { class: "muted" }, "not while paused") : clock(s.nextFire, "—")),
+          h("td", {}, s.lastRunId === null ? clock(s.lastFire, "—") : link(`/runs/${s.lastRunId}`, clock(s.lastFire, "—"))),
           h("td", {},
             h("button", { onclick: () => act(s.id, s.status === "paused" ? "resume" : "pause") }, s.status === "paused" ? "Resume" : "Pause"),
             " ",
@@ -72,7 +71,7 @@ export const playbooksPage = (root: HTMLElement) => {
           }
         })
         return h("div", { class: "card", "data-delivery": id },
-          h("div", {}, h("b", {}, `/hooks/${delivery.data.webhook}`), h("span", { class: "muted" }, ` · ${id} · ${new Date(delivery.time).toLocaleString()}`)),
+          h("div", {}, h("b", {}, `/hooks/${delivery.data.webhook}`), h("span", { class: "muted" }, ` · ${id} · ${clock(delivery.time)}`)),
           h("ul", { class: "list" }, decisions))
       }))
     })
