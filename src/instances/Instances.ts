@@ -218,8 +218,19 @@ export const layer = Layer.effect(
       Effect.gen(function*() {
         const issues: Array<ReadableIssue> = []
         const prepared: Array<NewInstallation> = []
+        // Of two entries for one capability the last would win silently, the first one's config lost.
+        const listed = new Set<string>()
         for (const [index, request] of requests.entries()) {
-          const capability = app.capabilities.get(capabilityKey(request.kind, request.id))
+          const key = capabilityKey(request.kind, request.id)
+          if (listed.has(key)) {
+            issues.push({
+              path: fieldPath(path(index), "id"),
+              message: `the ${request.kind} "${request.id}" is listed twice: list each capability once, with the config it should have`
+            })
+            continue
+          }
+          listed.add(key)
+          const capability = app.capabilities.get(key)
           if (capability === undefined) {
             const known = [...app.capabilities.values()].map((c) => `${c.kind} ${c.id}`).join(", ")
             issues.push({ path: fieldPath(path(index), "id"), message: `there is no installable ${request.kind} "${request.id}"; installable: ${known || "(none)"}` })

@@ -95,6 +95,15 @@ describe("the instances API", () => {
       // The whole set again, without a config: the installed one keeps its config, and nothing changes.
       const kept = yield* http(`${api}/acme`, { method: "PATCH", body: { installations: [{ kind: "tool", id: "crm-notes" }] } })
       expect(kept.json).toMatchObject({ installations: [{ id: "crm-notes", config: { baseUrl: "https://crm2.acme.test" } }] })
+      // One capability twice is refused, not settled by the last entry: nothing changes.
+      const twice = yield* http(`${api}/acme`, {
+        method: "PATCH",
+        body: { installations: [{ kind: "tool", id: "crm-notes", config: { baseUrl: "https://a.test", apiKey: "a" } }, { kind: "tool", id: "crm-notes" }] }
+      })
+      expect(twice.status).toBe(400)
+      expect(field(twice.json, "message")).toEqual(expect.stringContaining(`the tool "crm-notes" is listed twice`))
+      expect(twice.json).toMatchObject({ issues: [{ path: "installations[1].id" }] })
+      expect((yield* http(`${api}/acme`)).json).toMatchObject({ installations: [{ config: { baseUrl: "https://crm2.acme.test" } }] })
 
       // A second agent with an instance of the same id: the id alone no longer says which.
       expect((yield* http(api, { body: { agent: "echo", id: "acme" } })).status).toBe(201)
