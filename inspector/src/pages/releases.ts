@@ -4,38 +4,14 @@
  * the history of every deploy, rollback and start, each from the release current before.
  */
 import { api, type DeploymentView, redrawOn, type ReleaseSummaryView } from "../api.js"
+import { changeCounts, changeLines } from "../../../src/release/summaryText.js"
 import { clock, h, replace } from "../dom.js"
-
-const kinds = [
-  ["agents", "agent", "agents"],
-  ["tools", "tool", "tools"],
-  ["mcpServers", "MCP server", "MCP servers"],
-  ["schedules", "schedule", "schedules"],
-  ["playbooks", "playbook", "playbooks"]
-] as const
-
-const signs = { added: "+", removed: "-", changed: "~" } as const
 
 /** A summary in a cell: `agents +1 ~1, tools ~1, config ~`, each change listed in the cell's tooltip. */
 const changes = (summary: ReleaseSummaryView) => {
-  const counts: Array<string> = []
-  const lines: Array<string> = []
-  for (const [key, one, many] of kinds) {
-    const shown: Array<string> = []
-    for (const change of ["added", "removed", "changed"] as const) {
-      const ids = summary[key][change]
-      if (ids.length > 0) shown.push(`${signs[change]}${ids.length}`)
-      for (const id of ids) lines.push(`${signs[change]} ${one} ${id}`)
-    }
-    if (shown.length > 0) counts.push(`${many} ${shown.join(" ")}`)
-  }
-  if (summary.config === true) {
-    counts.push("config ~")
-    lines.push("~ config (layers, auth, limits or webhooks)")
-  }
-  return h("td", { title: lines.join("\n") }, counts.length === 0 ? h("span", { class: "muted" }, "nothing changed") : counts.join(", "))
+  const counts = changeCounts(summary)
+  return h("td", { title: changeLines(summary).join("\n") }, counts === "" ? h("span", { class: "muted" }, "nothing changed") : counts)
 }
-
 
 /** The releases page. */
 export const releasesPage = (root: HTMLElement) => {

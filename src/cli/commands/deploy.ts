@@ -10,44 +10,13 @@ import { Effect, Encoding, Schema } from "effect"
 import { ReleaseSwitch, ReleaseView } from "../../release/Deployments.js"
 import { DeploymentView } from "../../release/ReleaseStorage.js"
 import { ReleaseId, releaseFile, ReleaseManifest } from "../../release/ReleaseManifest.js"
-import type { ReleaseSummary, RouteKind } from "../../release/releaseSummary.js"
+import { changeCounts, changeLines } from "../../release/summaryText.js"
 import { CliError } from "../CliError.js"
 import { serverApi, type ServerHint, type ServerOptions, type ServerRefused } from "../serverApi.js"
 import { say, style, table, when } from "../terminal.js"
 import { checkedRelease } from "./build.js"
 
 const hint: ServerHint = { flag: "--to", start: "foundry start" }
-
-/** The kinds of route a summary reports, in the order they are printed, singular and plural. */
-const kinds: ReadonlyArray<readonly [RouteKind, string, string]> = [
-  ["agents", "agent", "agents"],
-  ["tools", "tool", "tools"],
-  ["mcpServers", "MCP server", "MCP servers"],
-  ["schedules", "schedule", "schedules"],
-  ["playbooks", "playbook", "playbooks"]
-]
-
-/** Each change on a line of its own: `+ agent support` added, `- tool old` removed, `~ schedule nightly` changed, `~ config`. */
-const changeLines = (summary: ReleaseSummary): ReadonlyArray<string> => [
-  ...kinds.flatMap(([key, kind]) => [
-    ...summary[key].added.map((id) => `+ ${kind} ${id}`),
-    ...summary[key].removed.map((id) => `- ${kind} ${id}`),
-    ...summary[key].changed.map((id) => `~ ${kind} ${id}`)
-  ]),
-  ...(summary.config ? ["~ config (layers, auth, limits or webhooks)"] : [])
-]
-
-/** A summary in a table cell: `agents +1 ~1, tools ~1, config ~`, or `none`. */
-const changeCounts = (summary: ReleaseSummary): string =>
-  [
-    ...kinds.flatMap(([key, , many]) => {
-      const { added, changed, removed } = summary[key]
-      const counts = [[added, "+"], [removed, "-"], [changed, "~"]] as const
-      const shown = counts.flatMap(([ids, sign]) => ids.length === 0 ? [] : [`${sign}${ids.length}`])
-      return shown.length === 0 ? [] : [`${many} ${shown.join(" ")}`]
-    }),
-    ...(summary.config ? ["config ~"] : [])
-  ].join(", ") || "none"
 
 /**
  * A refusal to change the current release, with what it means: a token's refusal says that
@@ -117,7 +86,7 @@ export const releases = (options: ServerOptions) =>
     }
     yield* table(
       ["ID", "DEPLOYED", "BY", "CURRENT", "RUNS", "CHANGES"],
-      stored.map((r) => [r.id, when(r.deployedAt), r.deployedBy ?? "-", r.current ? "yes" : "-", String(r.runs), changeCounts(r.summary)])
+      stored.map((r) => [r.id, when(r.deployedAt), r.deployedBy ?? "-", r.current ? "yes" : "-", String(r.runs), changeCounts(r.summary) || "none"])
     )
     // A release's row says only when it was last made current; the log says every time, and from what.
     const log = yield* read(HttpClientRequest.get("/api/deployments?limit=10"), Schema.Array(DeploymentView))
@@ -125,7 +94,7 @@ export const releases = (options: ServerOptions) =>
     yield* say(style.bold("latest deployments"))
     yield* table(
       ["WHEN", "ACTION", "RELEASE", "FROM", "BY", "CHANGES"],
-      log.map((d) => [when(d.deployedAt), d.action, d.release, d.previous ?? "-", d.deployedBy ?? "-", changeCounts(d.summary)])
+      log.map((d) => [when(d.deployedAt), d.action, d.release, d.previous ?? "-", d.deployedBy ?? "-", changeCounts(d.summary) || "none"])
     )
   })
 
