@@ -323,6 +323,29 @@ describe("the OpenAI-compatible API", () => {
       expect(empty).toBeInstanceOf(OpenAI.BadRequestError)
       expect(empty).toMatchObject({ status: 400, type: "invalid_request_error", param: "messages" })
 
+      // What the client counts on and an agent does not give is refused, not silently ignored.
+      const required = yield* Effect.promise(() =>
+        client.chat.completions.create({
+          model: "echo",
+          messages: [{ role: "user", content: "hi" }],
+          tools: [{ type: "function", function: { name: "lookup", parameters: { type: "object", properties: {} } } }],
+          tool_choice: "required"
+        }).then(() => undefined, (error: unknown) => error)
+      )
+      expect(required).toBeInstanceOf(OpenAI.BadRequestError)
+      expect(required).toMatchObject({ param: "tool_choice", message: expect.stringContaining("cannot be made to") })
+      const json = yield* Effect.promise(() =>
+        client.chat.completions.create({ model: "echo", messages: [{ role: "user", content: "hi" }], response_format: { type: "json_object" } })
+          .then(() => undefined, (error: unknown) => error)
+      )
+      expect(json).toBeInstanceOf(OpenAI.BadRequestError)
+      expect(json).toMatchObject({ param: "response_format.type", message: expect.stringContaining("an agent answers in text") })
+      // The defaults a client may send as they are still answer.
+      const defaults = yield* Effect.promise(() =>
+        client.chat.completions.create({ model: "echo", messages: [{ role: "user", content: "hi" }], tool_choice: "auto", response_format: { type: "text" }, temperature: 0.2 })
+      )
+      expect(defaults.choices[0]?.finish_reason).toBe("stop")
+
       const endsWithAssistant = yield* Effect.promise(() =>
         client.chat.completions.create({ model: "echo", messages: [{ role: "user", content: "hi" }, { role: "assistant", content: "hello" }] })
           .then(() => undefined, (error: unknown) => error)

@@ -1,8 +1,9 @@
 /**
  * The body of `POST /v1/chat/completions` as Foundry reads it: OpenAI's fields that mean something
- * for an agent (the model, the messages, streaming, `user`), text content only. Every other field
- * OpenAI defines (`temperature`, `tools`, ...) is accepted and ignored: the agent's file decides
- * its model settings and tools.
+ * for an agent (the model, the messages, streaming, `user`), text content only. Other fields OpenAI
+ * defines (`temperature`, `tools`, ...) are accepted and ignored: the agent's file decides its model
+ * settings and tools. Those whose client counts on an answer an agent does not give (`n` above 1, a
+ * tool call demanded by `tool_choice`, JSON by `response_format`) are refused, not ignored.
  */
 import { Schema } from "effect"
 
@@ -59,6 +60,17 @@ export const ChatCompletionRequest = Schema.Struct({
   }))),
   n: Schema.optional(Schema.NullOr(Schema.Literal(1).annotations({
     message: () => "an agent gives one answer: omit n or set it to 1"
+  }))),
+  // Each literal says it: an optional field's union is flattened, and an annotation on it would be lost.
+  tool_choice: Schema.optional(Schema.NullOr(Schema.Union(...(["auto", "none"] as const).map((choice) =>
+    Schema.Literal(choice).annotations({
+      message: () => "an agent calls the tools its file lists when it decides to, and cannot be made to: omit tool_choice or set it to \"auto\""
+    })
+  )))),
+  response_format: Schema.optional(Schema.NullOr(Schema.Struct({
+    type: Schema.Literal("text").annotations({
+      message: () => "an agent answers in text, as its instructions say: omit response_format or set it to { \"type\": \"text\" }"
+    })
   })))
 }).annotations({
   identifier: "ChatCompletionRequest",
