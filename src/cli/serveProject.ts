@@ -26,6 +26,7 @@ import { releaseFile, releaseIdAt } from "../release/ReleaseManifest.js"
 import { watchProjectChanges } from "../router/watch.js"
 import { Schedules } from "../triggers/Schedules.js"
 import { CliError } from "./CliError.js"
+import { notAProjectOrRelease } from "./projectFolder.js"
 import { clusterSettingsOf, serverLayer, storeFileOf } from "./ProjectRuntime.js"
 import { routeSummary } from "./routeSummary.js"
 import { reportError, say, style, warn } from "./terminal.js"
@@ -276,6 +277,8 @@ export const serveProject = Effect.fn("cli.serveProject")(function*(options: Ser
         "  fix: build one with `foundry build <project>` and start the folder it prints (<project>/.foundry/releases/rel_...)"
     })
   }
+  const refusal = options.release === true ? undefined : notAProjectOrRelease(options.root)
+  if (refusal !== undefined) return yield* new CliError({ message: refusal })
   const generation = 1
   const config = yield* loadConfig(options.root, generation).pipe(
     Effect.catchTag("RouteError", (error) =>

@@ -93,6 +93,15 @@ export default defineAgent({
       const check = yield* runCli(["check", empty])
       expect(check.code).toBe(2)
       expect(check.stderr).toContain("is not a Foundry project")
+      // Serving it, or making a token in it, would leave a store no server of the project reads.
+      const start = yield* runCli(["start", "--port", "0"], { cwd: empty })
+      expect(start.code).toBe(1)
+      expect(start.stderr).toContain(`${empty} is not a Foundry project`)
+      expect(start.stdout).not.toContain("listening")
+      const token = yield* runCli(["token", "create", "--scope", "read", "--dir", empty])
+      expect(token.code).toBe(1)
+      expect(token.stderr).toContain(`${empty} is not a Foundry project`)
+      expect(existsSync(join(empty, ".foundry"))).toBe(false)
 
       const root = yield* exampleCopy
       const badInstance = yield* runCli(["run", "support", "hi", "--instance", "x y/z", "--dir", root])

@@ -2,10 +2,9 @@
  * Arguments and options shared by several commands.
  */
 import { Args, HelpDoc, Options, ValidationError } from "@effect/cli"
-import { existsSync } from "node:fs"
-import { join, resolve } from "node:path"
+import { resolve } from "node:path"
 import { Effect } from "effect"
-import { configFiles } from "../../router/RoutePath.js"
+import { notAProject } from "../projectFolder.js"
 
 /** The project folder, default the current one. */
 export const projectDir = Args.directory({ name: "dir", exists: "yes" }).pipe(
@@ -21,31 +20,16 @@ export const projectDirOption = Options.directory("dir", { exists: "yes" }).pipe
   Options.map((dir) => resolve(dir))
 )
 
-/** What a project folder holds at least one of. */
-const projectMarkers = [...configFiles, "agents", "tools", "playbooks", "schedules", "environments", "mcp"]
-
-/**
- * Commands that read a project's routes refuse a folder that is none (a command run from the wrong
- * folder), rather than answering for an empty project and leaving a `.foundry/` behind.
- */
-const notAProject = (dir: string): HelpDoc.HelpDoc | undefined =>
-  projectMarkers.some((marker) => existsSync(join(dir, marker)))
-    ? undefined
-    : HelpDoc.p(
-      `${dir} is not a Foundry project: it has no foundry.config.ts and no agents/ folder. ` +
-        "Pass the project's folder, or create one with `foundry init <dir>`"
-    )
-
 /** `projectDir`, which must be a project. */
 export const projectRoot = projectDir.pipe(Args.mapEffect((dir) => {
   const refusal = notAProject(dir)
-  return refusal === undefined ? Effect.succeed(dir) : Effect.fail(refusal)
+  return refusal === undefined ? Effect.succeed(dir) : Effect.fail(HelpDoc.p(refusal))
 }))
 
 /** `projectDirOption`, which must be a project. */
 export const projectRootOption = projectDirOption.pipe(Options.mapEffect((dir) => {
   const refusal = notAProject(dir)
-  return refusal === undefined ? Effect.succeed(dir) : Effect.fail(ValidationError.invalidValue(refusal))
+  return refusal === undefined ? Effect.succeed(dir) : Effect.fail(ValidationError.invalidValue(HelpDoc.p(refusal)))
 }))
 
 /** `--port`: overrides `server.port` of the config. */

@@ -10,6 +10,7 @@ import type { TokenScope } from "../../auth/TokenScope.js"
 import { emptyApp } from "../../compiler/loadProject.js"
 import { loadConfig } from "../../router/loadConfig.js"
 import { CliError } from "../CliError.js"
+import { notAProjectOrRelease } from "../projectFolder.js"
 import { databaseLayer } from "../ProjectRuntime.js"
 import { say, style, table, when } from "../terminal.js"
 
@@ -17,6 +18,9 @@ import { say, style, table, when } from "../terminal.js"
 const projectTokens = (dir: string) =>
   Layer.unwrapEffect(
     Effect.gen(function*() {
+      // A mistyped --dir would make a token in a store of its own, which no server reads.
+      const refusal = notAProjectOrRelease(dir)
+      if (refusal !== undefined) return yield* new CliError({ message: refusal })
       const project = yield* loadConfig(dir, 1).pipe(
         Effect.catchTag("RouteError", (error) => Effect.fail(new CliError({ message: `the project's config is broken:\n${error.message}` })))
       )
