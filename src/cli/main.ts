@@ -124,7 +124,7 @@ const instancesCommand = () => Effect.promise(() => import("./commands/instances
 const server = {
   dir: projectDirOption,
   url: Options.text("url").pipe(
-    Options.withDescription("the server (default: http://<server.host>:<server.port> of the project's foundry.config.ts)"),
+    Options.withDescription("the server (default: the one serving the project on this machine, else http://<server.host>:<server.port> of its foundry.config.ts)"),
     Options.optional
   ),
   token: Options.redacted("token").pipe(Options.withDescription("an API token, sent as a bearer token (default: $FOUNDRY_TOKEN)"), Options.optional)
@@ -170,7 +170,7 @@ const deployCommand = () => Effect.promise(() => import("./commands/deploy.js"))
 /** The server a release command talks to (`--to`), and the token it sends. */
 const target = {
   url: Options.text("to").pipe(
-    Options.withDescription("the server (default: http://<server.host>:<server.port> of the project's foundry.config.ts)"),
+    Options.withDescription("the server (default: the one serving the project on this machine, else http://<server.host>:<server.port> of its foundry.config.ts)"),
     Options.optional
   ),
   token: Options.redacted("token").pipe(

@@ -10,6 +10,7 @@ import { Config, Data, Effect, Option, type Redacted, Schema } from "effect"
 import { ReadableIssue } from "../definitions/readableIssues.js"
 import { loadConfig } from "../router/loadConfig.js"
 import { CliError } from "./CliError.js"
+import { reachable, servingUrl } from "./servingAddress.js"
 
 /** Where the server is and who asks: `url` (else the project's config) and `token` (else `FOUNDRY_TOKEN`). */
 export interface ServerOptions {
@@ -32,12 +33,12 @@ export class ServerRefused extends Data.TaggedError("ServerRefused")<{ readonly 
 /** What the server says when it refuses: its message, and one issue per wrong field when it has them. */
 const Refusal = Schema.Struct({ message: Schema.String, issues: Schema.optional(Schema.Array(ReadableIssue)) })
 
-/** A server bound to every interface is reached on loopback. */
-const reachable = (host: string): string => host === "0.0.0.0" || host === "::" ? "127.0.0.1" : host
-
-/** The server: the one given, else `http://<server.host>:<server.port>` of the project's config. */
+/**
+ * The server: the one given, else the one serving the project on this machine now (`foundry dev
+ * --port 4500`), else `http://<server.host>:<server.port>` of the project's config.
+ */
 const serverUrl = (options: ServerOptions, hint: ServerHint) =>
-  Option.match(options.url, {
+  Option.match(Option.orElse(options.url, () => servingUrl(options.dir)), {
     onSome: (url) => Effect.succeed(url.replace(/\/+$/, "")),
     onNone: () =>
       loadConfig(options.dir, 1).pipe(

@@ -94,6 +94,29 @@ describe("foundry instances", () => {
       expect(elsewhere.stderr).toContain(`no Foundry server at http://127.0.0.1:${port}: start one`)
     }))
 
+  it.scopedLive("finds the project's server started with --port, not only the config's; once it is gone, the config's again", () =>
+    Effect.gen(function*() {
+      const configured = yield* freePort
+      const root = yield* project(`{ server: { port: ${configured} } }`)
+      const port = yield* freePort
+      const server = yield* startCli(["dev", root, "--port", String(port)])
+      yield* server.waitFor(/listening on/)
+      yield* createInstance(`http://127.0.0.1:${port}`, { id: "acme", context: { company: "Acme" } })
+      const listed = yield* runCli(["instances", "--dir", root])
+      expect(listed.stderr).toBe("")
+      expect(rowsOf(listed.stdout)[1]?.[0]).toBe("acme")
+
+      // Killed without a chance to tidy up: its record is of a process that is no more.
+      server.child.kill("SIGKILL")
+      yield* Effect.async<void>((resume) => {
+        if (server.child.exitCode !== null || server.child.signalCode !== null) return resume(Effect.void)
+        server.child.on("close", () => resume(Effect.void))
+      })
+      const gone = yield* runCli(["instances", "--dir", root])
+      expect(gone.code).not.toBe(0)
+      expect(gone.stderr).toContain(`no Foundry server at http://127.0.0.1:${configured}`)
+    }))
+
   it.scopedLive("sends the token from --token or FOUNDRY_TOKEN; without one, it prints the server's refusal", () =>
     Effect.gen(function*() {
       const root = yield* project(`{ auth: { required: true } }`)

@@ -3,13 +3,14 @@
  * output, its tool calls to standard error, the exit code by outcome (0 completed, 1 failed or
  * suspended on an approval).
  */
-import { Effect, Stream } from "effect"
+import { Effect, Option, Stream } from "effect"
 import { loadProject } from "../../compiler/loadProject.js"
 import { Dispatcher } from "../../dispatch/Dispatcher.js"
 import { EventLog } from "../../events/EventLog.js"
 import type { FoundryEvent } from "../../events/FoundryEvent.js"
 import { CliError } from "../CliError.js"
 import { runtimeLayer } from "../ProjectRuntime.js"
+import { reachable, servingUrl } from "../servingAddress.js"
 import { style } from "../terminal.js"
 
 const write = (stream: NodeJS.WriteStream, text: string) => Effect.sync(() => stream.write(text))
@@ -84,7 +85,7 @@ export const run = ({ agent, dir, instance, message }: {
         const submitted = yield* dispatcher.submit({ agent, message, instance })
         const streamed = new Set<number>()
         const { host, port } = app.table.config.server
-        const server = `http://${host}:${port}`
+        const server = Option.getOrElse(servingUrl(dir), () => `http://${reachable(host)}:${port}`)
         let outcome = "completed"
         yield* events.runEvents(submitted.id).pipe(
           Stream.takeUntil((event) => event.type === "run.suspended"),
