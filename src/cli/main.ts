@@ -216,6 +216,12 @@ const readable = (error: unknown): { readonly message: string } => {
   return { message: "_tag" in error ? String(error._tag) : String(error) }
 }
 
+// A reader that stops early (`foundry releases | head -2`) closes the pipe: the rest is not wanted.
+process.stdout.on("error", (error: NodeJS.ErrnoException) => {
+  if (error.code !== "EPIPE") throw error
+  process.exit(process.exitCode ?? 0)
+})
+
 cli(process.argv).pipe(
   Effect.catchAllCause((cause) => {
     if (Cause.isInterruptedOnly(cause)) return Effect.void

@@ -112,6 +112,9 @@ const build = (root: string, generation: number, config: ProjectConfig, partAllo
 
 const partMessage = "Some route files do not build; serving the routes that do until they are fixed."
 
+/** A Node system error's code (`EADDRINUSE`), if it is one. */
+const codeOf = (cause: unknown): unknown => typeof cause === "object" && cause !== null && "code" in cause ? cause.code : undefined
+
 /** Says so when the folder has none of the route folders: probably not a Foundry project (yet). */
 const warnIfNotAProject = Effect.fn("cli.warnIfNotAProject")(function*(root: string, config: ProjectConfig) {
   const fs = yield* FileSystem.FileSystem
@@ -319,7 +322,14 @@ export const serveProject = Effect.fn("cli.serveProject")(function*(options: Ser
   // Whether the server may listen on `host` is decided while it starts (see auth/accessMode.ts): it needs the store's tokens.
   // `foundry start` serves releases: the store's current one, unless a release folder is named.
   const releases = options.watch || buildScope === undefined ? {} : { serving: { scope: buildScope, given: options.release === true } }
-  const context = yield* Layer.build(serverLayer(app, { port, host }, { cluster: options.cluster, releases }))
+  const context = yield* Layer.build(serverLayer(app, { port, host }, { cluster: options.cluster, releases })).pipe(
+    Effect.catchTag("ServeError", (error) =>
+      Effect.fail(
+        codeOf(error.cause) === "EADDRINUSE"
+          ? new CliError({ message: `port ${port} on ${host} is taken: another server listens there. Stop it, or pass --port <another port>` })
+          : new CliError({ message: `cannot listen on ${host}:${port}: ${error.cause instanceof Error ? error.cause.message : String(error.cause)}` })
+      ))
+  )
   const server = Context.get(context, HttpServer.HttpServer)
   const status = Context.get(context, BuildStatus)
   const address = server.address._tag === "TcpAddress" ? `http://${host}:${server.address.port}` : String(server.address)

@@ -39,7 +39,13 @@ const Refusal = Schema.Struct({ message: Schema.String, issues: Schema.optional(
  */
 const serverUrl = (options: ServerOptions, hint: ServerHint) =>
   Option.match(Option.orElse(options.url, () => servingUrl(options.dir)), {
-    onSome: (url) => Effect.succeed(url.replace(/\/+$/, "")),
+    onSome: (given) => {
+      // `localhost:4510` is how people write a server's address; it means HTTP.
+      const url = (/^[a-z][a-z0-9+.-]*:\/\//i.test(given) ? given : `http://${given}`).replace(/\/+$/, "")
+      return URL.canParse(url) && /^https?:/i.test(url)
+        ? Effect.succeed(url)
+        : Effect.fail(new CliError({ message: `${hint.flag} ${given} is not a server's address: give one like http://127.0.0.1:4141` }))
+    },
     onNone: () =>
       loadConfig(options.dir, 1).pipe(
         Effect.map(({ config }) => `http://${reachable(config.server.host)}:${config.server.port}`),

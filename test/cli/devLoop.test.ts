@@ -261,6 +261,21 @@ export default defineConfig({ server: { port: ${port} } })
       expect(third.stdout + third.stderr).not.toMatch(/listening on/)
     }))
 
+  it.scopedLive("a port that is no port, or one another server holds, is refused in one line saying what to do", () =>
+    Effect.gen(function*() {
+      const root = yield* tempProject({ "agents/helper/agent.ts": agentSource, [toolPath]: constantTool("v0") })
+      const wrong = yield* runCli(["dev", root, "--port", "99999"]).pipe(Effect.timeout("30 seconds"), Effect.orDie)
+      expect(wrong.code).toBe(2)
+      expect(wrong.stdout + wrong.stderr).toContain("--port 99999 is no port: give one from 1 to 65535")
+
+      const { url } = yield* devOn(root)
+      const port = new URL(url).port
+      const taken = yield* runCli(["dev", root, "--port", port]).pipe(Effect.timeout("30 seconds"), Effect.orDie)
+      expect(taken.code).toBe(1)
+      expect(taken.stderr).toContain(`port ${port} on 127.0.0.1 is taken: another server listens there. Stop it, or pass --port <another port>`)
+      expect(taken.stderr).not.toMatch(/\n\s+at /)
+    }))
+
   it.scopedLive("on an empty folder suggests foundry init", () =>
     Effect.gen(function*() {
       const folder = yield* scratchFolder

@@ -23,12 +23,18 @@ const childEnv = (): NodeJS.ProcessEnv => {
 }
 
 /** Runs `foundry <args>` to its end. */
-export const runCli = (args: ReadonlyArray<string>, options: { readonly cwd?: string } = {}) =>
+export const runCli = (
+  args: ReadonlyArray<string>,
+  options: { readonly cwd?: string; /** Close the output after its first chunk, as `| head -1` does. */ readonly firstChunkOnly?: boolean } = {}
+) =>
   Effect.async<CliResult>((resume) => {
     const child = spawn(process.execPath, [foundryBin, ...args], { cwd: options.cwd, env: childEnv() })
     let stdout = ""
     let stderr = ""
-    child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString()))
+    child.stdout.on("data", (chunk: Buffer) => {
+      stdout += chunk.toString()
+      if (options.firstChunkOnly === true) child.stdout.destroy()
+    })
     child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()))
     child.on("close", (code) => resume(Effect.succeed({ code, stdout, stderr })))
     return Effect.sync(() => child.kill("SIGKILL"))

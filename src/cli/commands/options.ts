@@ -35,6 +35,11 @@ export const projectRootOption = projectDirOption.pipe(Options.mapEffect((dir) =
 /** `--port`: overrides `server.port` of the config. */
 export const port = Options.integer("port").pipe(
   Options.withDescription("the port to listen on (default: server.port of foundry.config.ts, else 4141)"),
+  Options.mapEffect((port) =>
+    port >= 0 && port <= 65535
+      ? Effect.succeed(port)
+      : Effect.fail(ValidationError.invalidValue(HelpDoc.p(`--port ${port} is no port: give one from 1 to 65535 (0 picks a free one)`)))
+  ),
   Options.optional
 )
 
