@@ -43,6 +43,10 @@ describe("foundry run", () => {
       expect(result.stdout).toContain("shipped")
       expect(result.stderr).toContain("-> lookup-order")
       expect(result.stderr).toContain(`{"orderId":"42"}`)
+      // A tool that fails: its error, once.
+      const missing = yield* runCli(["run", "support", "Where is order 3?", "--dir", root])
+      expect(missing.stderr).toMatch(/\n<- lookup-order failed: [^\n]*OrderNotFound/)
+      expect(missing.stderr).not.toContain("lookup-order failed: lookup-order failed")
     }))
 
   it.scopedLive("a run that waits on a person says what for, where to decide it and how, and exits 1", () =>

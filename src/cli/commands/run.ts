@@ -43,7 +43,8 @@ const show = (event: FoundryEvent, streamed: Set<number>, server: string) => {
     case "tool.call.completed":
       return write(process.stderr, style.dim(`<- ${event.data.tool} ${short(event.data.output)}\n`))
     case "tool.call.failed":
-      return write(process.stderr, style.yellow(`<- ${event.data.tool} failed: ${short(event.data.error)}\n`))
+      // The error names the tool and says how it failed (`lookup-order failed: ...`, `invalid arguments for ...`).
+      return write(process.stderr, style.yellow(`<- ${short(event.data.error)}\n`))
     case "approval.requested":
       return write(process.stderr, style.dim(`\n-> ${event.data.tool} ${short(event.data.input)} (asks a person first)\n`))
     case "run.completed":
