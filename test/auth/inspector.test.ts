@@ -41,3 +41,37 @@ describe.skipIf(skipBrowser)("the inspector on a server that needs tokens, in Ch
       yield* promise(() => page.waitForSelector("dialog#sign-in[open]"))
     }))
 })
+
+describe.skipIf(skipBrowser)("the inspector with a token that may only read, in Chromium", () => {
+  it.scopedLive("says why a message was not sent, and keeps it to send again", () =>
+    Effect.gen(function*() {
+      const root = yield* authProject()
+      const server = yield* startServer(root)
+      const read = yield* issue(server.storeFile, "read", "dashboard")
+      const run = yield* issue(server.storeFile, "run")
+      const submitted = yield* http(`${server.url}/api/runs`, { body: { agent: "echo", message: "hello" }, headers: bearer(run.token) })
+      const { conversationId } = submitted.json as { conversationId: string }
+      const page = yield* browserPage
+      yield* promise(() => page.goto(`${server.url}/conversations`))
+      yield* promise(() => page.fill("dialog#sign-in input[name=token]", read.token))
+      yield* promise(() => page.click("dialog#sign-in button[type=submit]"))
+      yield* promise(() => page.waitForSelector("dialog#sign-in", { state: "detached" }))
+      yield* promise(() => page.waitForSelector("select[name=agent] option[value=echo]", { state: "attached" }))
+
+      // A new conversation.
+      yield* promise(() => page.fill("input[name=message]", "a new one"))
+      yield* promise(() => page.click("form.composer button[type=submit]"))
+      yield* promise(() => page.waitForSelector("[data-testid=send-problem]:has-text('scope')"))
+      expect(yield* promise(() => page.textContent("[data-testid=send-problem]"))).toContain(`needs a token with scope "run"`)
+      expect(page.url()).toBe(`${server.url}/conversations`)
+
+      // A message in a conversation: it is not shown as sent, and waits in the box.
+      yield* promise(() => page.goto(`${server.url}/conversations/${conversationId}`))
+      yield* promise(() => page.waitForSelector("[data-role=user]"))
+      yield* promise(() => page.fill("input[name=message]", "once more"))
+      yield* promise(() => page.click("form.composer button[type=submit]"))
+      yield* promise(() => page.waitForSelector("[data-testid=send-problem]:has-text('scope')"))
+      expect(yield* promise(() => page.inputValue("input[name=message]"))).toBe("once more")
+      expect(yield* promise(() => page.locator(".bubble.pending").count())).toBe(0)
+    }))
+})

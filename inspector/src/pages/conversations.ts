@@ -14,6 +14,7 @@ export const conversationsPage = (root: HTMLElement) => {
   const agent = h("select", { name: "agent" })
   const message = h("input", { name: "message", placeholder: "Say something to start a conversation", autocomplete: "off" })
   const list = h("ul", { class: "list" })
+  const problem = h("p", { class: "error-line", "data-testid": "send-problem" })
   replace(root,
     h("h1", {}, "Conversations"),
     h("form", {
@@ -21,9 +22,16 @@ export const conversationsPage = (root: HTMLElement) => {
       onsubmit: (event) => {
         event.preventDefault()
         if (message.value.trim() === "") return
-        void api.send({ agent: agent.value, message: message.value }).then((r) => navigate(`/conversations/${r.conversationId}`))
+        problem.textContent = ""
+        void api.send({ agent: agent.value, message: message.value }).then(
+          (r) => navigate(`/conversations/${r.conversationId}`),
+          (error) => {
+            problem.textContent = errorText(error)
+          }
+        )
       }
     }, agent, message, h("button", { type: "submit" }, "Start")),
+    problem,
     list)
   void api.routes().then((r) => agent.replaceChildren(...r.routes.filter((x) => x.kind === "agent").map((x) => h("option", { value: x.id }, x.id))))
   // Each conversation once, by its latest run; a new run brings its conversation to the top.
@@ -32,9 +40,10 @@ export const conversationsPage = (root: HTMLElement) => {
       const seen = new Map<string, (typeof runs)[number]>()
       for (const run of runs) if (!seen.has(run.conversationId)) seen.set(run.conversationId, run)
       list.replaceChildren(...[...seen.values()].map((run) =>
-        h("li", { "data-conversation": run.conversationId }, link(`/conversations/${run.conversationId}`, `with ${run.agent}`), " ",
-          h("span", { class: "muted" }, `${run.instanceId} · ${clock(run.createdAt)}`),
-          h("div", { class: "clip muted" }, run.input))))
+        // The conversation is opened from what was said last; its agent is linked on its own.
+        h("li", { "data-conversation": run.conversationId },
+          h("div", { class: "clip" }, link(`/conversations/${run.conversationId}`, run.input)),
+          h("span", { class: "muted" }, link(`/agents/${run.agent}`, run.agent), ` · ${run.instanceId} · ${clock(run.createdAt)}`))))
     })
   draw()
   return redrawOn((event) => event.type === "run.queued", draw)
@@ -76,6 +85,7 @@ export const conversationPage = (root: HTMLElement, [conversationId = ""]: Reado
   const waiting = h("div", { "data-testid": "conversation-approvals" })
   const card = approvalCards({ decided: () => void draw() })
   const stop = h("button", { type: "button", class: "cancel hidden", "data-testid": "stop" }, "Stop")
+  const problem = h("p", { class: "error-line", "data-testid": "send-problem" })
   const draw = async () => {
     let messages: Awaited<ReturnType<typeof api.messages>>
     try {
@@ -107,7 +117,12 @@ export const conversationPage = (root: HTMLElement, [conversationId = ""]: Reado
     const live = runs.filter((r) => isLive(r.status))
     stop.classList.toggle("hidden", live.length === 0)
     stop.textContent = live.length > 1 ? `Stop ${live.length} runs` : "Stop"
-    stop.onclick = () => void Promise.allSettled(live.map((r) => api.cancel(r.id))).then(draw)
+    stop.onclick = () =>
+      void Promise.allSettled(live.map((r) => api.cancel(r.id))).then((results) => {
+        const refused = results.find((result) => result.status === "rejected")
+        problem.textContent = refused === undefined ? "" : errorText(refused.reason)
+        return draw()
+      })
     // In a cluster, where the conversation's runs execute.
     const placement = cluster.mode === "cluster" ? await api.placement(conversationId) : undefined
     const where = placement === undefined ? "" : ` · runner ${placement.runner ?? "(moving)"}, shard ${placement.shard}`
@@ -131,10 +146,18 @@ export const conversationPage = (root: HTMLElement, [conversationId = ""]: Reado
         const text = message.value.trim()
         if (text === "" || agent === "") return
         message.value = ""
-        transcript.append(h("div", { class: "bubble user pending" }, text))
-        void api.send({ agent, instance, message: text, conversation: conversationId })
+        problem.textContent = ""
+        const pending = h("div", { class: "bubble user pending" }, text)
+        transcript.append(pending)
+        void api.send({ agent, instance, message: text, conversation: conversationId }).catch((error: unknown) => {
+          // Not sent: the message goes back where it was typed, with why.
+          pending.remove()
+          if (message.value === "") message.value = text
+          problem.textContent = errorText(error)
+        })
       }
-    }, message, h("button", { type: "submit" }, "Send"), stop))
+    }, message, h("button", { type: "submit" }, "Send"), stop),
+    problem)
   void draw()
   return onEvent((event) => {
     if (event.conversationId !== conversationId) return
