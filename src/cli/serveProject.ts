@@ -310,8 +310,9 @@ export const serveProject = Effect.fn("cli.serveProject")(function*(options: Ser
   let app: CompiledApp
   let buildScope: Scope.CloseableScope | undefined
   if (first._tag === "Failed") {
-    yield* reportError("The project's routes do not build; serving no routes until they do.", first.failure)
+    // `foundry start` does not serve a project in parts: main's error report says why it stops.
     if (!options.watch) return yield* Effect.fail(first.failure)
+    yield* reportError("The project's routes do not build; serving no routes until they do.", first.failure)
     app = emptyApp(options.root, config)
   } else {
     if (first._tag === "Part") yield* reportError(partMessage, first.problems)

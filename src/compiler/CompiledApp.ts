@@ -89,4 +89,17 @@ export interface CompiledApp {
    * a short hash of the route files' and the config file's contents (see `releaseOf`).
    */
   readonly release: string
+  /**
+   * The routes a build of only the sound part of a project left out (`foundry dev` while some
+   * files do not build; see compiler/soundRoutes.ts), each with why; absent for a whole build.
+   */
+  readonly leftOut?: ReadonlyArray<LeftOutRoute>
+}
+
+/** A route that the serving build leaves out, and why. */
+export interface LeftOutRoute {
+  readonly kind: "agent" | "tool" | "mcp" | "playbook" | "schedule" | "environment"
+  readonly id: string
+  readonly file: string
+  readonly problem: string
 }

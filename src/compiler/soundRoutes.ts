@@ -5,16 +5,20 @@
  *
  * A route is served whole or not at all: an agent whose listed tool, subagent or environment is
  * left out is left out too (offering it without a tool its instructions count on would answer
- * wrongly rather than fail), and so is a schedule or playbook whose agent is left out. Each route
- * left out is a problem of its own, naming the file it waits for.
+ * wrongly rather than fail), and so is a schedule or playbook whose agent is left out, a playbook
+ * whose instances are those with a capability left out, and an environment whose scripts import a
+ * tool left out. Each route left out is a problem of its own, naming the file it waits for.
  */
 import { Effect, Either } from "effect"
 import type { AgentDefinition } from "../definitions/defineAgent.js"
+import type { EnvironmentDefinition } from "../definitions/defineEnvironment.js"
+import type { PlaybookDefinition } from "../definitions/definePlaybook.js"
 import { discoverRoutes } from "../router/discover.js"
 import type { ProjectConfig } from "../router/loadConfig.js"
 import { RouteError, RouteErrors } from "../router/RouteError.js"
+import { agentFoldersOf, classify, isProblem } from "../router/RoutePath.js"
 import type { Route, RouteTable } from "../router/RouteTable.js"
-import type { CompiledApp } from "./CompiledApp.js"
+import type { CompiledApp, LeftOutRoute } from "./CompiledApp.js"
 import { compile } from "./compile.js"
 
 /** A build of the routes that build, and one problem per file left out. */
@@ -47,7 +51,10 @@ export const loadSoundRoutes = Effect.fn("compiler.loadSoundRoutes")(function*(
       Effect.catchTag("RouteErrors", (errors) => Effect.succeed(Either.left(errors)))
     )
     if (Either.isRight(compiled)) {
-      const built: SoundBuild = { app: compiled.right, problems: new RouteErrors({ errors: problems }) }
+      const built: SoundBuild = {
+        app: { ...compiled.right, leftOut: leftOutRoutes(problems) },
+        problems: new RouteErrors({ errors: problems })
+      }
       return built
     }
     const broken = new Set(compiled.left.errors.map((error) => error.file))
@@ -89,13 +96,36 @@ const leaveOut = (
   }
 }
 
-/** The file an agent waits for: that of a tool, subagent or environment of it that is left out. */
-const awaitedBy = (agent: AgentDefinition, leftOut: ReadonlyMap<unknown, string>): string | undefined => {
-  for (const used of [...agent.tools, ...agent.subagents, agent.environment]) {
-    const file = leftOut.get(used)
+/** The first of `used` that is left out: the file it waits for. */
+const awaited = (used: ReadonlyArray<unknown>, leftOut: ReadonlyMap<unknown, string>): string | undefined => {
+  for (const definition of used) {
+    const file = leftOut.get(definition)
     if (file !== undefined) return file
   }
   return undefined
+}
+
+/** What an agent uses: its tools, subagents and environment. */
+const usedByAgent = (agent: AgentDefinition): ReadonlyArray<unknown> => [...agent.tools, ...agent.subagents, agent.environment]
+
+/** What a playbook uses: its agent, and the capability whose instances take its events. */
+const usedByPlaybook = (playbook: PlaybookDefinition): ReadonlyArray<unknown> => [
+  playbook.agent,
+  typeof playbook.instance === "object" && "installed" in playbook.instance ? playbook.instance.installed : undefined
+]
+
+/** What an environment uses: the tools its `defineTools` modules expose to scripts. */
+const usedByEnvironment = (environment: EnvironmentDefinition): ReadonlyArray<unknown> =>
+  environment.modules.flatMap((module) => module._tag === "ToolsModule" ? Object.values(module.tools) : [])
+
+/** The routes left out, by kind and id, for the files of `problems` that are route files. */
+const leftOutRoutes = (problems: ReadonlyArray<RouteError>): ReadonlyArray<LeftOutRoute> => {
+  const files = problems.map((problem) => problem.file)
+  const agentFolders = agentFoldersOf(files)
+  return problems.flatMap((problem) => {
+    const route = classify(problem.file, agentFolders)
+    return route === undefined || isProblem(route) ? [] : [{ kind: route.kind, id: route.id, file: route.file, problem: problem.problem }]
+  })
 }
 
 /** Leaves out, until none is left, every agent, schedule and playbook that uses a route left out. */
@@ -104,14 +134,13 @@ const leaveOutDependents = (table: RouteTable, leftOut: Map<unknown, string>) =>
   let current = table
   while (true) {
     const waiting = new Map<string, string>()
-    for (const route of current.agents) {
-      const file = awaitedBy(route.definition, leftOut)
-      if (file !== undefined) waiting.set(route.file, file)
+    const wait = (file: string, on: string | undefined) => {
+      if (on !== undefined) waiting.set(file, on)
     }
-    for (const route of [...current.schedules, ...current.playbooks]) {
-      const file = leftOut.get(route.definition.agent)
-      if (file !== undefined) waiting.set(route.file, file)
-    }
+    for (const route of current.agents) wait(route.file, awaited(usedByAgent(route.definition), leftOut))
+    for (const route of current.playbooks) wait(route.file, awaited(usedByPlaybook(route.definition), leftOut))
+    for (const route of current.schedules) wait(route.file, awaited([route.definition.agent], leftOut))
+    for (const route of current.environments) wait(route.file, awaited(usedByEnvironment(route.definition), leftOut))
     if (waiting.size === 0) return { table: current, problems }
     for (const [file, awaited] of waiting) {
       problems.push(

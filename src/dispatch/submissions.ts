@@ -5,6 +5,7 @@
  * spawns) come in the same way, through `starter`.
  */
 import { type Context, Effect, Option } from "effect"
+import type { CompiledApp } from "../compiler/CompiledApp.js"
 import type { CurrentApp } from "../compiler/CurrentApp.js"
 import { newId } from "../durable/ids.js"
 import type { RunRecord } from "../durable/records.js"
@@ -20,6 +21,20 @@ import type { Place } from "./executionQueue.js"
 import type { Executions } from "./executions.js"
 import type { InstanceRefusals } from "./instanceRefusals.js"
 
+
+/**
+ * Why `agent` takes no run: a build of only the project's sound part left it out (and why), or the
+ * build has no agent of that name.
+ */
+const unknownAgent = (app: CompiledApp, agent: string): AgentNotFound => {
+  const leftOut = app.leftOut?.find((route) => route.kind === "agent" && route.id === agent)
+  return new AgentNotFound({
+    agent,
+    message: leftOut !== undefined
+      ? `agent "${agent}" is not served while ${leftOut.file} does not build: ${leftOut.problem}`
+      : `there is no agent "${agent}"; the agents are: ${[...app.agents.keys()].join(", ") || "(none)"}`
+  })
+}
 /** What submissions need of their executor. */
 export interface SubmissionsOptions {
   readonly store: Context.Tag.Service<Store>
@@ -103,9 +118,7 @@ export const makeSubmissions = (options: SubmissionsOptions) => {
     start: (request) =>
       Effect.gen(function*() {
         const app = yield* releases.starting
-        if (!app.agents.has(request.agent)) {
-          return yield* new AgentNotFound({ agent: request.agent, message: `there is no agent "${request.agent}"` })
-        }
+        if (!app.agents.has(request.agent)) return yield* unknownAgent(app, request.agent)
         return yield* newRun(
           { agent: request.agent, message: request.message, instance: request.instance },
           { id: newId("conv"), isNew: true },
@@ -127,13 +140,7 @@ export const makeSubmissions = (options: SubmissionsOptions) => {
     }
     const app = yield* current.get
     const agent = app.agents.get(request.agent)
-    if (agent === undefined) {
-      const known = [...app.agents.keys()].join(", ")
-      return yield* new AgentNotFound({
-        agent: request.agent,
-        message: `there is no agent "${request.agent}"; the agents are: ${known || "(none)"}`
-      })
-    }
+    if (agent === undefined) return yield* unknownAgent(app, request.agent)
     const instanceId = request.instance ?? "default"
     yield* invalidId(agent.id, instanceId)
     yield* withoutContext(agent, instanceId)

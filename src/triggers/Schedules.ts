@@ -53,7 +53,10 @@ type Firing = { readonly _tag: "Started"; readonly runId: string } | { readonly 
 
 /** The schedules of the running project. */
 export class Schedules extends Context.Tag("foundry/Schedules")<Schedules, {
-  /** Brings the activations in line with the build's schedule routes (new, edited, deleted). */
+  /**
+   * Brings the activations in line with the build's schedule routes (new, edited, deleted); those
+   * the build left out (`CompiledApp.leftOut`) keep their state and do not fire until served again.
+   */
   readonly sync: (app: CompiledApp) => Effect.Effect<void, StoreError>
   readonly list: Effect.Effect<ReadonlyArray<ScheduleView>, StoreError>
   readonly pause: (id: string) => Effect.Effect<ScheduleView, ScheduleNotFound | StoreError>
@@ -178,13 +181,22 @@ export const SchedulesLive = Layer.scoped(
         })
       })
 
+    // Schedules a build of the project's sound part left out (`foundry dev` while their files, or
+    // their agent's, do not build): their state is kept, and they do not fire until served again.
+    const heldBy = (app: CompiledApp): ReadonlySet<string> =>
+      new Set((app.leftOut ?? []).flatMap((route) => route.kind === "schedule" ? [`schedule:${route.id}`] : []))
+    let held = heldBy(yield* current.get)
+
     // The timer: fire what is due, then sleep until the soonest activation (or a change).
     const timer = Effect.gen(function*() {
       const now = yield* Clock.currentTimeMillis
       const due = yield* activations.due(now, 100)
-      for (const activation of due) yield* fire(activation, now)
+      const firing = due.filter((activation) => !held.has(activation.id))
+      for (const activation of firing) yield* fire(activation, now)
       const next = yield* activations.nextFireTime
-      const delay = next === null ? longestSleep : Duration.min(Duration.millis(Math.max(0, next - now)), longestSleep)
+      const soonest = next === null ? longestSleep : Duration.min(Duration.millis(Math.max(0, next - now)), longestSleep)
+      // A held schedule stays due: look again in a second rather than at once.
+      const delay = firing.length < due.length ? Duration.max(soonest, Duration.seconds(1)) : soonest
       if (due.length < 100) yield* Effect.race(Effect.sleep(delay), Queue.take(changes))
     }).pipe(
       Effect.catchAllCause((cause) => Effect.zipRight(Effect.logWarning("schedule timer failed", cause), Effect.sleep("1 second"))),
@@ -194,6 +206,7 @@ export const SchedulesLive = Layer.scoped(
 
     const sync = Effect.fn("Schedules.sync")(function*(app: CompiledApp) {
       const now = yield* Clock.currentTimeMillis
+      held = heldBy(app)
       const wanted = new Set<string>()
       for (const route of app.table.schedules) {
         const id = `schedule:${route.id}`
@@ -222,7 +235,7 @@ export const SchedulesLive = Layer.scoped(
         })
       }
       for (const activation of yield* activations.list("schedule")) {
-        if (!wanted.has(activation.id)) yield* activations.remove(activation.id)
+        if (!wanted.has(activation.id) && !held.has(activation.id)) yield* activations.remove(activation.id)
       }
     })
 

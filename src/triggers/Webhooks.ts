@@ -44,6 +44,16 @@ export class WebhookNotFound extends Schema.TaggedError<WebhookNotFound>()("Webh
   message: Schema.String
 }) {}
 
+/**
+ * The serving build leaves playbooks out (`foundry dev` while their files do not build), and any of
+ * them may listen on this webhook: the event is not taken, so that the sender's retry delivers it
+ * to every playbook once they are served, rather than to some now and to the others never.
+ */
+export class WebhookNotServed extends Schema.TaggedError<WebhookNotServed>()("WebhookNotServed", {
+  webhook: Schema.String,
+  message: Schema.String
+}) {}
+
 /** The body is not JSON, or no listening playbook's schema accepts it. */
 export class WebhookBodyInvalid extends Schema.TaggedError<WebhookBodyInvalid>()("WebhookBodyInvalid", {
   webhook: Schema.String,
@@ -96,7 +106,7 @@ export class Webhooks extends Context.Tag("foundry/Webhooks")<Webhooks, {
     headers: Readonly<Record<string, string | undefined>>
   ) => Effect.Effect<
     DeliveryResult,
-    WebhookNotFound | WebhookBodyInvalid | WebhookEventIdInvalid | WebhookUnauthorized | DeliveryInProgress | StoreError
+    WebhookNotFound | WebhookNotServed | WebhookBodyInvalid | WebhookEventIdInvalid | WebhookUnauthorized | DeliveryInProgress | StoreError
   >
 }>() {}
 
@@ -318,6 +328,14 @@ export const WebhooksLive = Layer.effect(
       headers: Readonly<Record<string, string | undefined>>
     ) {
       const app = yield* current.get
+      const waiting = (app.leftOut ?? []).filter((route) => route.kind === "playbook")
+      if (waiting.length > 0) {
+        return yield* new WebhookNotServed({
+          webhook,
+          message: `the project serves only the routes that build, and leaves out ${waiting.map((route) => route.file).join(", ")}, ` +
+            "which may listen on this webhook: the event was not taken; send it again once they build"
+        })
+      }
       const playbooks = app.table.playbooks.filter((p) => p.definition.on._tag === "Webhook" && p.definition.on.name === webhook)
       if (playbooks.length === 0) {
         return yield* new WebhookNotFound({ webhook, message: `no playbook listens on /hooks/${webhook}` })

@@ -261,6 +261,74 @@ export default defineConfig({ server: { port: ${port} } })
       expect(third.stdout + third.stderr).not.toMatch(/listening on/)
     }))
 
+  it.scopedLive("while routes are left out, their schedules keep their state without firing, webhooks are not taken, and their agent says why", () =>
+    Effect.gen(function*() {
+      const otherTool = "agents/other/tools/answer.tool.ts"
+      const root = yield* tempProject({
+        "agents/helper/agent.ts": agentSource,
+        [toolPath]: constantTool("sound"),
+        "agents/other/agent.ts": agentSource,
+        [otherTool]: constantTool("other"),
+        "schedules/often.ts": `import { defineSchedule } from "foundry"
+import other from "../agents/other/agent.js"
+export default defineSchedule({ agent: other, every: "1 second", message: "what is the answer?" })
+`,
+        "playbooks/ping.ts": `import { Schema } from "effect"
+import { definePlaybook, webhook } from "foundry"
+import helper from "../agents/helper/agent.js"
+export default definePlaybook({ on: webhook("ping", Schema.Struct({ n: Schema.Number })), agent: helper, message: () => "what is the answer?" })
+`,
+        "playbooks/other-ping.ts": `import { Schema } from "effect"
+import { definePlaybook, webhook } from "foundry"
+import other from "../agents/other/agent.js"
+export default definePlaybook({ on: webhook("ping", Schema.Struct({ n: Schema.Number })), agent: other, message: () => "what is the answer?" })
+`
+      })
+      type ScheduleView = { id: string; lastRunId: string | null }
+      const often = (url: string) =>
+        Effect.map(http(`${url}/api/schedules`), (r) => (r.json as ReadonlyArray<ScheduleView>).find((s) => s.id === "often"))
+      const otherRuns = (url: string) => Effect.map(http(`${url}/api/runs?agent=other&limit=1000`), (r) => (r.json as ReadonlyArray<unknown>).length)
+      const first = yield* devOn(root)
+      let fired: ScheduleView | undefined
+      for (let i = 0; i < 100 && (fired?.lastRunId ?? null) === null; i++) {
+        yield* Effect.sleep("100 millis")
+        fired = yield* often(first.url)
+      }
+      expect(fired?.lastRunId).toMatch(/^run_/)
+      yield* Effect.async<void>((resume) => {
+        first.dev.child.on("close", () => resume(Effect.void))
+        first.dev.child.kill("SIGTERM")
+      })
+
+      // Started again with the other agent's tool broken: the schedule is left out, not forgotten.
+      writeFileSync(join(root, otherTool), "export default 42\n")
+      const { dev, url } = yield* devOn(root)
+      expect(dev.output()).toMatch(/Some route files do not build/)
+      const kept = yield* often(url)
+      expect(kept).toBeDefined()
+      const before = yield* otherRuns(url)
+      yield* Effect.sleep("2500 millis")
+      expect(yield* otherRuns(url)).toBe(before)
+      expect((yield* often(url))?.lastRunId).toBe(kept?.lastRunId)
+
+      const hook = yield* http(`${url}/hooks/ping`, { body: { n: 1 }, headers: { "x-event-id": "ping-1" } })
+      expect(hook.status, hook.text).toBe(503)
+      expect(hook.json).toMatchObject({ _tag: "WebhookNotServed", message: expect.stringContaining("playbooks/other-ping.ts") })
+      const refused = yield* http(`${url}/api/runs`, { body: { agent: "other", message: "what is the answer?" } })
+      expect(refused.status).toBe(404)
+      expect(refused.json).toMatchObject({ message: expect.stringContaining(`agent "other" is not served while agents/other/agent.ts does not build`) })
+
+      // Fixed: the schedule fires again, and the same event, sent again, reaches both playbooks.
+      const mark = dev.output().length
+      writeFileSync(join(root, otherTool), constantTool("other"))
+      yield* reloadedBuild(dev, mark)
+      for (let i = 0; i < 100 && (yield* otherRuns(url)) === before; i++) yield* Effect.sleep("100 millis")
+      expect(yield* otherRuns(url)).toBeGreaterThan(before)
+      const delivered = yield* http(`${url}/hooks/ping`, { body: { n: 1 }, headers: { "x-event-id": "ping-1" } })
+      expect(delivered.status, delivered.text).toBe(202)
+      expect((delivered.json as { runs: ReadonlyArray<{ playbook: string }> }).runs.map((r) => r.playbook).sort()).toEqual(["other-ping", "ping"])
+    }))
+
   it.scopedLive("a port that is no port, or one another server holds, is refused in one line saying what to do", () =>
     Effect.gen(function*() {
       const root = yield* tempProject({ "agents/helper/agent.ts": agentSource, [toolPath]: constantTool("v0") })

@@ -3,7 +3,14 @@
  */
 import { HttpApiEndpoint, HttpApiGroup } from "@effect/platform"
 import { Schema } from "effect"
-import { WebhookBodyInvalid, WebhookEventIdInvalid, WebhookNotFound, WebhookUnauthorized } from "../../../triggers/Webhooks.js"
+import {
+  DeliveryInProgress,
+  WebhookBodyInvalid,
+  WebhookEventIdInvalid,
+  WebhookNotFound,
+  WebhookNotServed,
+  WebhookUnauthorized
+} from "../../../triggers/Webhooks.js"
 
 /** What a delivery started (and what it skipped); `duplicate` for a repeated event id. */
 export const DeliveryView = Schema.Struct({
@@ -22,4 +29,6 @@ export class HooksGroup extends HttpApiGroup.make("hooks").add(
     .addError(WebhookBodyInvalid, { status: 400 })
     .addError(WebhookEventIdInvalid, { status: 400 })
     .addError(WebhookUnauthorized, { status: 401 })
+    .addError(DeliveryInProgress, { status: 409 })
+    .addError(WebhookNotServed, { status: 503 })
 ) {}

@@ -7,8 +7,8 @@ import { Webhooks } from "../../../triggers/Webhooks.js"
 import { FoundryApi } from "../api/FoundryApi.js"
 import { orStoreUnavailable } from "./storeUnavailable.js"
 
-/** When a sender whose event is still being delivered should try again, in seconds. */
-const retryInProgressAfterSeconds = 5
+/** When a sender whose event is still being delivered, or not taken yet, should try again, in seconds. */
+const retryAfterSeconds = 5
 
 /** Handlers for `/hooks`. */
 export const HooksLive = HttpApiBuilder.group(FoundryApi, "hooks", (handlers) =>
@@ -23,10 +23,17 @@ export const HooksLive = HttpApiBuilder.group(FoundryApi, "hooks", (handlers) =>
       }).pipe(
         // 409, not 202: the first attempt's runs are not known yet, and if it never finishes the
         // sender must not believe the event delivered.
-        Effect.catchTag("DeliveryInProgress", (error) =>
-          HttpServerResponse.json(
-            { _tag: error._tag, deliveryId: error.deliveryId, message: error.message },
-            { status: 409, headers: { "retry-after": String(retryInProgressAfterSeconds) } }
-          ).pipe(Effect.orDie))
+        Effect.catchTags({
+          DeliveryInProgress: (error) =>
+            HttpServerResponse.json(
+              { _tag: error._tag, deliveryId: error.deliveryId, message: error.message },
+              { status: 409, headers: { "retry-after": String(retryAfterSeconds) } }
+            ).pipe(Effect.orDie),
+          WebhookNotServed: (error) =>
+            HttpServerResponse.json(
+              { _tag: error._tag, webhook: error.webhook, message: error.message },
+              { status: 503, headers: { "retry-after": String(retryAfterSeconds) } }
+            ).pipe(Effect.orDie)
+        })
       ))
   }))
