@@ -253,6 +253,29 @@ describe("the OpenAI-compatible API", () => {
       expect(roles(firstRequestFor(sent, "alone")?.messages)).toEqual(["user: alone"])
     }))
 
+  it.scopedLive("a request repeated with its Idempotency-Key (a retry) is answered by the first one's run; another request with it is refused", () =>
+    Effect.gen(function*() {
+      const { client, server } = yield* serve
+      const ask = (content: string, key: string) =>
+        Effect.promise(() =>
+          client.chat.completions.create({ model: "echo", messages: [{ role: "user", content }] }, { headers: { "Idempotency-Key": key } })
+            .withResponse()
+        )
+      const first = yield* ask("once only", "retry-1")
+      const again = yield* ask("once only", "retry-1")
+      expect(again.response.headers.get("x-foundry-run")).toBe(first.response.headers.get("x-foundry-run"))
+      expect(again.data.choices[0]?.message.content).toBe(first.data.choices[0]?.message.content)
+      const runs = (yield* http(`${server.url}/api/runs?agent=echo`)).json as ReadonlyArray<{ input: string }>
+      expect(runs.filter((run) => run.input === "once only")).toHaveLength(1)
+
+      const other = yield* Effect.promise(() =>
+        client.chat.completions.create({ model: "echo", messages: [{ role: "user", content: "something else" }] }, { headers: { "Idempotency-Key": "retry-1" } })
+          .then(() => undefined, (error: unknown) => error)
+      )
+      expect(other).toBeInstanceOf(OpenAI.BadRequestError)
+      expect(other).toMatchObject({ code: "idempotency_key_reused", param: "idempotency-key" })
+    }))
+
   it.scopedLive("models.list() lists every agent and every instance as agent@instance", () =>
     Effect.gen(function*() {
       const { client } = yield* serve

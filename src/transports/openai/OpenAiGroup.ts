@@ -60,6 +60,9 @@ export class OpenAiGroup extends HttpApiGroup.make("openai")
       .setHeaders(Schema.Struct({
         [conversationHeader]: Schema.optional(Schema.String).annotations({
           description: "The conversation to continue (created under that id when new); the response names it in the same header"
+        }),
+        "idempotency-key": Schema.optional(Schema.String).annotations({
+          description: "One run per key: a request repeated with it (a client's retry after a timeout) is answered by the first one's run"
         })
       }))
       .addSuccess(ChatCompletion)

@@ -18,6 +18,7 @@ import type { RunRecord } from "../../durable/records.js"
 import { Store } from "../../durable/Store.js"
 import type { StoreError } from "../../durable/StoreError.js"
 import { EventLog } from "../../events/EventLog.js"
+import { RunJournal, submissionFingerprint } from "../../journal/RunJournal.js"
 import { FoundryApi } from "../http/api/FoundryApi.js"
 import { heartbeatFrame } from "../http/handlers/sse.js"
 import { logStoreError } from "../http/handlers/storeUnavailable.js"
@@ -92,6 +93,7 @@ export const OpenAiLive = HttpApiBuilder.group(FoundryApi, "openai", (handlers) 
     const instances = yield* InstanceStorage
     const current = yield* CurrentApp
     const events = yield* EventLog
+    const journal = yield* RunJournal
     // Agents have no creation time of their own: the models of this server date from its start.
     const started = Math.floor((yield* Clock.currentTimeMillis) / 1000)
 
@@ -127,8 +129,26 @@ export const OpenAiLive = HttpApiBuilder.group(FoundryApi, "openai", (handlers) 
         unavailable
       )
 
+    /**
+     * A key that already started a run for another request is refused, not answered with that run.
+     * The first request may have made its conversation or continued it: either is this request.
+     */
+    const sameRequest = (idempotencyKey: string, run: RunRecord, turn: { readonly agent: string; readonly instance: string | undefined; readonly message: string }) =>
+      Effect.gen(function*() {
+        const first = yield* journal.idempotencyFingerprint(run.id)
+        const asked = (conversation: string | null) =>
+          submissionFingerprint({ agent: turn.agent, instanceId: turn.instance ?? "default", input: turn.message, conversation })
+        if (first === null || first === asked(null) || first === asked(run.conversationId)) return
+        return yield* invalidRequest(
+          `idempotency-key "${idempotencyKey}" already started run ${run.id} for a different request: ` +
+            "use a new key for a new request, or repeat the first request exactly to get its answer",
+          "idempotency-key",
+          "idempotency_key_reused"
+        )
+      })
+
     /** Submits the request's run; the run, the request as it was read, and the completion's identity. */
-    const submit = Effect.fn("openai.submit")(function*(header: string | undefined) {
+    const submit = Effect.fn("openai.submit")(function*(header: string | undefined, idempotencyKey: string | undefined) {
       const body = yield* readRequest
       const turn = yield* chatTurn(body, header)
       const run = yield* dispatcher.submit({
@@ -137,7 +157,8 @@ export const OpenAiLive = HttpApiBuilder.group(FoundryApi, "openai", (handlers) 
         message: turn.message,
         conversation: turn.conversation,
         createConversation: true,
-        history: turn.history
+        history: turn.history,
+        idempotencyKey
       }).pipe(
         // Two first requests of one new conversation at once: the second one's insert of the
         // conversation fails on the first one's; asked again, it continues that conversation.
@@ -162,6 +183,9 @@ export const OpenAiLive = HttpApiBuilder.group(FoundryApi, "openai", (handlers) 
           StoreError: (error) => Effect.flatMap(orUnavailable(error), Effect.fail)
         })
       )
+      if (idempotencyKey !== undefined) {
+        yield* sameRequest(idempotencyKey, run, turn).pipe(Effect.catchTag("StoreError", (error) => Effect.flatMap(orUnavailable(error), Effect.fail)))
+      }
       const identity: CompletionIdentity = { id: `chatcmpl-${run.id}`, created: Math.floor(run.createdAt / 1000), model: body.model }
       return { run, body, identity }
     })
@@ -202,7 +226,7 @@ export const OpenAiLive = HttpApiBuilder.group(FoundryApi, "openai", (handlers) 
       .handleRaw("model", ({ path }) => model(path.model))
       .handleRaw("chatCompletions", ({ headers }) =>
         Effect.gen(function*() {
-          const { body, identity, run } = yield* submit(headers[conversationHeader])
+          const { body, identity, run } = yield* submit(headers[conversationHeader], headers["idempotency-key"])
           const replyHeaders = { [conversationHeader]: run.conversationId, "x-foundry-run": run.id }
           if (body.stream !== true) {
             const response = yield* answerWhole(run, identity).pipe(Effect.catchTag("StoreError", (error) => Effect.map(orUnavailable(error), errorResponse)))
