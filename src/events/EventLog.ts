@@ -53,7 +53,7 @@ export class EventLog extends Context.Tag("foundry/EventLog")<EventLog, {
   /** A run's events: the stored ones, then live ones, ending with the event that ends the run (none for no such run). */
   readonly runEvents: (runId: string) => Stream.Stream<FoundryEvent, StoreError>
   /** `runEvents` as a follower, subscribed (and its stored events read) in the scope; `None` when there is no such run. */
-  readonly followRun: (runId: string) => Effect.Effect<Option.Option<RunFollower>, StoreError, Scope.Scope>
+  readonly followRun: (runId: string, after?: number) => Effect.Effect<Option.Option<RunFollower>, StoreError, Scope.Scope>
   /** Every event matching `filter` with `seq` after `after`, stored then live; never ends. */
   readonly follow: (filter: EventFilter, after: number) => Stream.Stream<FoundryEvent, StoreError>
 }>() {}
@@ -244,7 +244,7 @@ export const layer = (options: EventLogOptions = {}) => Layer.scoped(
         }))
       }))
 
-    const followRun = (runId: string): Effect.Effect<Option.Option<RunFollower>, StoreError, Scope.Scope> =>
+    const followRun = (runId: string, after = 0): Effect.Effect<Option.Option<RunFollower>, StoreError, Scope.Scope> =>
       Effect.gen(function*() {
         const inbox = yield* openInbox(runId)
         yield* following
@@ -253,15 +253,15 @@ export const layer = (options: EventLogOptions = {}) => Layer.scoped(
         // event will come to the inbox. Only a run with none stored is looked up (read before its
         // events again: one that ends after this read has its end event among them or in the inbox;
         // one that had ended had its end event pruned).
-        let history = yield* storedAfter({ runId }, 0)
+        let history = yield* storedAfter({ runId }, after)
         let ended = false
         if (history.length === 0) {
           const run = yield* store.getRun(runId)
           if (Option.isNone(run)) return Option.none()
           ended = finalStatuses.has(run.value.status)
-          history = yield* storedAfter({ runId }, 0)
+          history = yield* storedAfter({ runId }, after)
         }
-        const lastSeq = history[history.length - 1]?.seq ?? 0
+        const lastSeq = history[history.length - 1]?.seq ?? after
         let stored: ReadonlyArray<FoundryEvent> | undefined = history
         const end = history.findIndex(isRunEnd)
         if (end >= 0) {

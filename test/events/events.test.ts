@@ -98,10 +98,16 @@ describe("correlation", () => {
 })
 
 describe("the event stream", () => {
-  const readFrames = (url: string, headers: Record<string, string>, enough: (ids: ReadonlyArray<number>, types: ReadonlyArray<string>) => boolean, query = "") =>
+  const readFrames = (
+    url: string,
+    headers: Record<string, string>,
+    enough: (ids: ReadonlyArray<number>, types: ReadonlyArray<string>) => boolean,
+    query = "",
+    path = "/api/events"
+  ) =>
     Effect.promise(async () => {
       const controller = new AbortController()
-      const response = await fetch(`${url}/api/events${query}`, { headers: { accept: "text/event-stream", ...headers }, signal: controller.signal })
+      const response = await fetch(`${url}${path}${query}`, { headers: { accept: "text/event-stream", ...headers }, signal: controller.signal })
       const reader = response.body!.getReader()
       const decoder = new TextDecoder()
       const ids: Array<number> = []
@@ -147,6 +153,23 @@ describe("the event stream", () => {
       const malformed = yield* http(`${server.url}/api/events`, { headers: { accept: "text/event-stream", "last-event-id": "abc" } })
       expect(malformed.status).toBe(400)
       expect(malformed.json).toMatchObject({ _tag: "BadRequest", issues: [{ path: "Last-Event-ID" }] })
+    }))
+
+  it.scopedLive("a client that reconnects to a run's stream with Last-Event-ID gets the rest of the run, not all of it again", () =>
+    Effect.gen(function*() {
+      const server = yield* setup()
+      const run = yield* submit(server.url, "worker", plan({ calls: [{ name: "record", arguments: { line: "a" } }] }))
+      yield* waitForRun(server.url, run.runId)
+      const path = `/api/runs/${run.runId}/events`
+      const whole = yield* readFrames(server.url, {}, () => false, "", path)
+      expect(whole.types[whole.types.length - 1]).toBe("run.completed")
+      const lastSeen = whole.ids[3]!
+      const rest = yield* readFrames(server.url, { "last-event-id": String(lastSeen) }, () => false, "", path)
+      expect(rest.ids).toEqual(whole.ids.slice(4))
+      const past = yield* readFrames(server.url, { "last-event-id": String(whole.ids[whole.ids.length - 1]) }, () => false, "", path)
+      expect(past.ids).toEqual([])
+      const malformed = yield* http(`${server.url}${path}`, { headers: { accept: "text/event-stream", "last-event-id": "x" } })
+      expect(malformed.status).toBe(400)
     }))
 
   it.scopedLive("pages through events with a seq cursor and filters", () =>

@@ -8,9 +8,8 @@ import { Clock, Effect, Schedule, Stream } from "effect"
 import { CurrentApp } from "../../../compiler/CurrentApp.js"
 import { EventStorage } from "../../../events/EventStorage.js"
 import { EventLog } from "../../../events/EventLog.js"
-import { BadRequest } from "../api/BadRequest.js"
 import { FoundryApi } from "../api/FoundryApi.js"
-import { heartbeatFrame, sseFrame } from "./sse.js"
+import { heartbeatFrame, lastEventId, sseFrame } from "./sse.js"
 import { cutOnStoreError, orStoreUnavailable } from "./storeUnavailable.js"
 
 /** Handlers for `/api/events`. */
@@ -24,14 +23,7 @@ export const EventsLive = HttpApiBuilder.group(FoundryApi, "events", (handlers) 
         const { after, limit, ...filter } = urlParams
         const request = yield* HttpServerRequest.HttpServerRequest
         if ((request.headers.accept ?? "").includes("text/event-stream")) {
-          const header = request.headers["last-event-id"]
-          const lastEventId = header === undefined ? undefined : Number(header)
-          if (lastEventId !== undefined && !(Number.isInteger(lastEventId) && lastEventId >= 0)) {
-            // Said, not ignored: a stream from now would silently skip what the client missed.
-            const issue = { path: "Last-Event-ID", message: `expected the seq of an event (a whole number, 0 or more), got ${JSON.stringify(header)}` }
-            return yield* new BadRequest({ message: `${issue.path}: ${issue.message}`, issues: [issue] })
-          }
-          const resume = lastEventId ?? after
+          const resume = (yield* lastEventId(request)) ?? after
           // Without a cursor the stream is live: it starts with what happens from now on.
           const now = yield* Clock.currentTimeMillis
           const live = (resume === undefined ? events.follow({ ...filter, since: filter.since ?? now }, 0) : events.follow(filter, resume))

@@ -10,7 +10,7 @@ import { EventLog } from "../../../events/EventLog.js"
 import { RunJournal, submissionFingerprint } from "../../../journal/RunJournal.js"
 import { FoundryApi } from "../api/FoundryApi.js"
 import { type CreateRun, IdempotencyKeyReused } from "../api/RunsGroup.js"
-import { sseResponse } from "./sse.js"
+import { lastEventId, sseResponse } from "./sse.js"
 import { orStoreUnavailable } from "./storeUnavailable.js"
 import { runView } from "./toView.js"
 
@@ -89,8 +89,10 @@ export const RunsLive = HttpApiBuilder.group(FoundryApi, "runs", (handlers) =>
         Effect.gen(function*() {
           const request = yield* HttpServerRequest.HttpServerRequest
           if ((request.headers.accept ?? "").includes("text/event-stream")) {
-            // The follower reads the run itself (after subscribing): no run, no stream.
-            return yield* sseResponse(Effect.flatMap(events.followRun(path.runId), orNotFound(path.runId)))
+            // The follower reads the run itself (after subscribing): no run, no stream. A client that
+            // reconnects (`Last-Event-ID`) gets what came after the last event it had.
+            const after = yield* lastEventId(request)
+            return yield* sseResponse(Effect.flatMap(events.followRun(path.runId, after), orNotFound(path.runId)))
           }
           yield* findRun(path.runId)
           const stored = yield* eventStorage.list({ runId: path.runId, limit: 100_000 })

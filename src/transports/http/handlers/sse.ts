@@ -7,6 +7,7 @@ import * as NodeHttpServerRequest from "@effect/platform-node/NodeHttpServerRequ
 import { Effect, FiberRef, Option, type Scope } from "effect"
 import type { RunFollower } from "../../../events/EventLog.js"
 import type { FoundryEvent } from "../../../events/FoundryEvent.js"
+import { BadRequest } from "../api/BadRequest.js"
 
 const encoder = new TextEncoder()
 
@@ -21,6 +22,20 @@ export const sseFrame = (event: FoundryEvent): Uint8Array => encoder.encode(fram
  * chunk, instead of one of each per event (a run's answer arrives as several events at once).
  */
 const sseFrames = (events: ReadonlyArray<FoundryEvent>): Uint8Array => encoder.encode(events.map(frameText).join(""))
+
+/**
+ * The `seq` a client resumes after, from its `Last-Event-ID` (which `EventSource` sends on every
+ * reconnection); one that is no seq is said, not ignored: a stream from the start, or from now,
+ * would silently repeat or skip what the client missed.
+ */
+export const lastEventId = (request: HttpServerRequest.HttpServerRequest): Effect.Effect<number | undefined, BadRequest> => {
+  const header = request.headers["last-event-id"]
+  if (header === undefined) return Effect.succeed(undefined)
+  const seq = Number(header)
+  if (Number.isInteger(seq) && seq >= 0) return Effect.succeed(seq)
+  const issue = { path: "Last-Event-ID", message: `expected the seq of an event (a whole number, 0 or more), got ${JSON.stringify(header)}` }
+  return Effect.fail(new BadRequest({ message: `${issue.path}: ${issue.message}`, issues: [issue] }))
+}
 
 /** A comment frame that keeps an idle stream alive. */
 export const heartbeatFrame: Uint8Array = encoder.encode(": heartbeat\n\n")
