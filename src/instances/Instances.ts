@@ -101,7 +101,8 @@ export class Instances extends Context.Tag("foundry/Instances")<Instances, {
   readonly get: (ref: InstanceRef) => Effect.Effect<InstanceDetail, InstanceNotFound | StoreError>
   readonly change: (ref: InstanceRef, change: ChangeRequest) => Effect.Effect<InstanceDetail, Failure>
   /** Archives it: it takes no new runs again, and keeps its conversations and history. */
-  readonly archive: (ref: InstanceRef, reason?: string) => Effect.Effect<InstanceDetail, InstanceNotFound | StoreError>
+  /** Archives an instance; an agent's `default` instance is its own, and is paused instead (`InstanceConflict`). */
+  readonly archive: (ref: InstanceRef, reason?: string) => Effect.Effect<InstanceDetail, InstanceNotFound | InstanceConflict | StoreError>
   readonly install: (ref: InstanceRef, request: InstallRequest) => Effect.Effect<InstallationRecord, Failure>
   readonly uninstall: (ref: InstanceRef, kind: CapabilityKind, id: string) => Effect.Effect<void, InstanceNotFound | InstanceConflict | NotInstalled | StoreError>
   /**
@@ -364,6 +365,16 @@ export const layer = Layer.effect(
       change,
       archive: Effect.fn("Instances.archive")(function*(ref: InstanceRef, reason?: string) {
         const instance = yield* find(ref)
+        // Archived for good, it would leave the agent itself taking no runs (a run without an
+        // instance, its /v1 model, its schedules), while it is still offered everywhere.
+        if (ref.id === "default" && instance.status !== "archived") {
+          return yield* new InstanceConflict({
+            agent: ref.agent,
+            instance: ref.id,
+            message: `the default instance of agent "${ref.agent}" is the agent's own (runs that name no instance, its /v1 model, its schedules) ` +
+              `and cannot be archived: pause it instead (PATCH /api/instances/default?agent=${ref.agent} {"paused": true})`
+          })
+        }
         if (instance.status !== "archived") {
           yield* storage.update(ref, { status: { status: "archived", reason: reason ?? null } })
           yield* note(ref, { type: "instance.archived", data: { reason: reason ?? null } })

@@ -305,6 +305,11 @@ describe("the instances API", () => {
       const runs = yield* http(`${server.url}/api/runs?agent=desk&instance=acme`)
       expect((runs.json as Array<{ id: string }>).map((run) => run.id)).toEqual([runId])
       expect((yield* http(`${server.url}/api/runs?instance=default`)).json).toMatchObject([{ agent: "echo" }])
+      // An agent's default instance is its own: archiving it would leave the agent taking no runs.
+      const archiveDefault = yield* http(`${api}/default?agent=echo`, { method: "DELETE" })
+      expect(archiveDefault.status).toBe(409)
+      expect(archiveDefault.json).toMatchObject({ _tag: "InstanceConflict", message: expect.stringContaining("pause it instead") })
+      expect((yield* http(`${api}/default?agent=echo`)).json).toMatchObject({ status: "active" })
       const conversations = yield* http(`${api}/acme/conversations?agent=desk`)
       expect(conversations.status).toBe(200)
       expect(conversations.json).toEqual([{

@@ -74,6 +74,7 @@ export class InstancesGroup extends HttpApiGroup.make("instances")
       .setUrlParams(Schema.Struct({ ...agentParam, reason: Schema.optional(Schema.String) }))
       .addSuccess(InstanceView)
       .addError(InstanceNotFound, { status: 404 })
+      .addError(InstanceConflict, { status: 409 })
   )
   .add(
     HttpApiEndpoint.post("install", "/api/instances/:id/installations")
