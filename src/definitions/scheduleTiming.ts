@@ -29,6 +29,9 @@ export interface TimingProblem {
   readonly fix: string
 }
 
+/** The shortest interval of an `every` timing, as often as a six-field cron can fire. */
+const shortestEvery = Duration.seconds(1)
+
 const cronFix = `use 5 fields (minute 0-59, hour 0-23, day 1-31, month 1-12, weekday 0-7, 0 and 7 both Sunday), e.g. "0 9 * * 1-5", or 6 with seconds first`
 
 /** Why `timing` can never fire as written, or `undefined` when it can. */
@@ -57,8 +60,11 @@ export const timingProblem = (timing: ScheduleTiming): TimingProblem | undefined
     const fix = `use a positive duration such as "15 minutes" or "1 hour"`
     const decoded = Duration.decodeUnknown(timing.every)
     if (Option.isNone(decoded)) return { problem: `every "${timing.every}" is not a duration`, fix }
-    return Option.isNone(intervalOf(timing.every))
-      ? { problem: `every "${timing.every}" is not a positive, finite duration`, fix }
+    const interval = intervalOf(timing.every)
+    if (Option.isNone(interval)) return { problem: `every "${timing.every}" is not a positive, finite duration`, fix }
+    // Each firing is a durable run: a few milliseconds apart, they would fill the store in seconds.
+    return Duration.lessThan(interval.value, shortestEvery)
+      ? { problem: `every "${timing.every}" is more often than once a second`, fix: `use "1 second" or more; for work that never stops, one run that loops does it` }
       : undefined
   }
   return Number.isNaN(Date.parse(timing.at))
