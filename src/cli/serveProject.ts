@@ -10,6 +10,7 @@ import { FileSystem, HttpServer } from "@effect/platform"
 import { Cause, Chunk, Clock, Context, Effect, Exit, Fiber, Layer, Queue, Scope, Stream } from "effect"
 import { Auth } from "../auth/Auth.js"
 import { BuildStatus } from "../compiler/BuildStatus.js"
+import { LayerBuildError, MissingServices } from "../compiler/CompileError.js"
 import type { CompiledApp } from "../compiler/CompiledApp.js"
 import { CurrentApp } from "../compiler/CurrentApp.js"
 import { emptyApp, loadProject } from "../compiler/loadProject.js"
@@ -44,12 +45,26 @@ export interface ServeOptions {
   readonly cluster?: ClusterConfig | undefined
 }
 
-/** The broken files behind a failed build, as the build status lists them. */
+/** The broken files behind a failed build, as the build status lists them: each with its file, problem and fix. */
 const problemsOf = (error: { readonly message: string }) => {
-  const broken = error instanceof RouteErrors ? error.errors : error instanceof RouteError ? [error] : undefined
-  return broken === undefined
-    ? [{ file: "(build)", problem: error.message, fix: "see the terminal of foundry dev" }]
-    : broken.map((e) => ({ file: e.file, problem: e.problem, fix: e.fix }))
+  if (error instanceof RouteErrors) return error.errors.map(({ file, fix, problem }) => ({ file, problem, fix }))
+  if (error instanceof RouteError) return [{ file: error.file, problem: error.problem, fix: error.fix }]
+  if (error instanceof MissingServices) {
+    return error.missing.map((m) => ({
+      file: m.file,
+      problem: `tool "${m.tool}" requires the service ${m.service}, which no layer in ${error.configFile} provides`,
+      fix: `add a layer that provides ${m.service} to \`layers\` in ${error.configFile}`
+    }))
+  }
+  if (error instanceof LayerBuildError) {
+    return [{
+      file: error.configFile,
+      problem: `a layer failed to build: ${error.cause}`,
+      fix: "make the layer's construction succeed, or provide what it needs"
+    }]
+  }
+  const [problem = error.message, ...rest] = error.message.split("\n")
+  return [{ file: "(build)", problem, fix: rest.join("\n").replace(/^\s*fix:\s*/, "") || "see the terminal of foundry dev" }]
 }
 
 /**

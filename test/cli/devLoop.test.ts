@@ -329,6 +329,26 @@ export default definePlaybook({ on: webhook("ping", Schema.Struct({ n: Schema.Nu
       expect((delivered.json as { runs: ReadonlyArray<{ playbook: string }> }).runs.map((r) => r.playbook).sort()).toEqual(["other-ping", "ping"])
     }))
 
+  it.scopedLive("a service no layer provides is listed in GET /api/build under the tool's file, with its fix apart", () =>
+    Effect.gen(function*() {
+      const root = yield* tempProject({
+        "lib/clock.ts": `import { Context } from "effect"\nexport class Clock extends Context.Tag("Clock")<Clock, { readonly now: () => string }>() {}\n`,
+        "agents/helper/agent.ts": agentSource,
+        [toolPath]: `import { Effect, Schema } from "effect"
+import { defineTool } from "foundry"
+import { Clock } from "../../../lib/clock.js"
+export default defineTool({ description: "the time", input: Schema.Struct({}), output: Schema.String, requires: [Clock], run: () => Effect.map(Clock, (c) => c.now()) })
+`
+      })
+      const { url } = yield* devOn(root)
+      const report = (yield* http(`${url}/api/build`)).json as { problems: ReadonlyArray<{ file: string; problem: string; fix: string }> }
+      expect(report.problems).toEqual([{
+        file: toolPath,
+        problem: `tool "helper/answer" requires the service Clock, which no layer in foundry.config.ts provides`,
+        fix: "add a layer that provides Clock to `layers` in foundry.config.ts"
+      }])
+    }))
+
   it.scopedLive("a port that is no port, or one another server holds, is refused in one line saying what to do", () =>
     Effect.gen(function*() {
       const root = yield* tempProject({ "agents/helper/agent.ts": agentSource, [toolPath]: constantTool("v0") })
