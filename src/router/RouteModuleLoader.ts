@@ -14,7 +14,7 @@ import { join } from "node:path"
 import { pathToFileURL } from "node:url"
 import { packageLayout } from "../packageLayout.js"
 import { type BundledEntries, bundleFolder, bundleRoutes } from "./routeBundle.js"
-import { agentFoldersOf, classify, configFiles, isProblem, listRouteFiles } from "./RoutePath.js"
+import { configFiles, listRouteFiles, routeFilesOf } from "./RoutePath.js"
 
 let registered = false
 
@@ -39,16 +39,14 @@ const nativeImport = (specifier: string): Promise<unknown> => {
   return Promise.resolve(loaded.nativeImport(specifier))
 }
 
-/** The route files of the project and its config file: the bundle's entries. */
-const entriesOf = (root: string): ReadonlyArray<string> => {
-  const files = listRouteFiles(root)
-  const agentFolders = agentFoldersOf(files)
-  const routes = files.filter((file) => {
-    const classified = classify(file, agentFolders)
-    return classified !== undefined && !isProblem(classified)
-  })
-  return [...routes, ...configFiles.filter((file) => existsSync(join(root, file)))]
-}
+/**
+ * The route files of the project and its config file: the bundle's entries. A second file with a
+ * route's id is none (discovery reports it): bundled too, its output would take the first one's.
+ */
+const entriesOf = (root: string): ReadonlyArray<string> => [
+  ...routeFilesOf(listRouteFiles(root)).routes.map((route) => route.file),
+  ...configFiles.filter((file) => existsSync(join(root, file)))
+]
 
 // One bundle per project and generation; the config and the routes of a build share it.
 const bundles = new Map<string, Promise<BundledEntries>>()

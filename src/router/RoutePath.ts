@@ -151,3 +151,32 @@ export const listRouteFiles = (root: string): ReadonlyArray<string> => {
   for (const folder of routeFolders) if (existsSync(join(root, folder))) walk(folder)
   return files.sort()
 }
+
+/**
+ * The route files among `files` (paths under the project), each kind's id once (the first file
+ * that has it), and the problems of the others: a name that breaks a rule, an id taken twice.
+ */
+export const routeFilesOf = (files: ReadonlyArray<string>) => {
+  const agentFolders = agentFoldersOf(files)
+  const problems: Array<RoutePathProblem> = []
+  const byId = new Map<string, RouteFile>()
+  for (const file of files) {
+    const route = classify(file, agentFolders)
+    if (route === undefined) continue
+    if (isProblem(route)) {
+      problems.push(route)
+      continue
+    }
+    const key = `${route.kind}:${route.id}`
+    const first = byId.get(key)
+    if (first === undefined) byId.set(key, route)
+    else {
+      problems.push({
+        file: route.file,
+        problem: `duplicate ${route.kind} id "${route.id}": ${first.file} has the same id`,
+        fix: `rename or remove one of ${first.file} and ${route.file}`
+      })
+    }
+  }
+  return { routes: [...byId.values()], problems }
+}

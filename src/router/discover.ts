@@ -15,7 +15,7 @@ import { kindOf } from "../definitions/RouteKind.js"
 import { RouteError, RouteErrors } from "./RouteError.js"
 import { loadConfig, type ProjectConfig } from "./loadConfig.js"
 import { expectKind, loadDefault } from "./routeModule.js"
-import { agentFoldersOf, classify, isProblem, listRouteFiles, type RouteFile } from "./RoutePath.js"
+import { listRouteFiles, type RouteFile, routeFilesOf } from "./RoutePath.js"
 import type { Route, RouteTable, ToolRoute } from "./RouteTable.js"
 import { validateDefinition } from "./validateDefinition.js"
 
@@ -50,6 +50,7 @@ export const discoverRoutes = Effect.fnUntraced(function*(
   preloaded?: Either.Either<ProjectConfig, RouteError>
 ) {
   const found = routeFilesOf(yield* Effect.sync(() => listRouteFiles(root)))
+  const misnamed = found.problems.map((problem) => new RouteError(problem))
   const loaded = yield* Effect.forEach(found.routes, (route) =>
     loadDefault(root, route.file, generation).pipe(
       Effect.flatMap((value) => {
@@ -68,7 +69,7 @@ export const discoverRoutes = Effect.fnUntraced(function*(
   const routes = byKind(loaded)
   const withoutAgent = unknownAgents([...routes.schedules, ...routes.playbooks], routes.ids, routes.reported)
   const errors = [
-    ...found.errors,
+    ...misnamed,
     ...(loadedConfig._tag === "Left" ? [loadedConfig.left] : []),
     ...routes.errors,
     ...withoutAgent
@@ -90,35 +91,6 @@ export const discoverRoutes = Effect.fnUntraced(function*(
   const discovered: Discovered = { table, errors, invalid: routes.reported }
   return discovered
 })
-
-/** The route files among `files` (paths under the project), each id once; the rest reported. */
-const routeFilesOf = (files: ReadonlyArray<string>) => {
-  const agentFolders = agentFoldersOf(files)
-  const errors: Array<RouteError> = []
-  const routes: Array<RouteFile> = []
-  for (const file of files) {
-    const route = classify(file, agentFolders)
-    if (route === undefined) continue
-    if (isProblem(route)) errors.push(new RouteError(route))
-    else routes.push(route)
-  }
-  const byId = new Map<string, RouteFile>()
-  for (const route of routes) {
-    const key = `${route.kind}:${route.id}`
-    const first = byId.get(key)
-    if (first === undefined) byId.set(key, route)
-    else {
-      errors.push(
-        new RouteError({
-          file: route.file,
-          problem: `duplicate ${route.kind} id "${route.id}": ${first.file} has the same id`,
-          fix: `rename or remove one of ${first.file} and ${route.file}`
-        })
-      )
-    }
-  }
-  return { routes: [...byId.values()], errors }
-}
 
 /**
  * The loaded route files' definitions by kind, with each definition's id; a file that failed to

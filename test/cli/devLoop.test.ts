@@ -329,6 +329,27 @@ export default definePlaybook({ on: webhook("ping", Schema.Struct({ n: Schema.Nu
       expect((delivered.json as { runs: ReadonlyArray<{ playbook: string }> }).runs.map((r) => r.playbook).sort()).toEqual(["other-ping", "ping"])
     }))
 
+  it.scopedLive("two files with one route id are one problem naming both, and the rest of the project serves", () =>
+    Effect.gen(function*() {
+      const schedule = (every: string) => `import { defineSchedule } from "foundry"
+import helper from "../agents/helper/agent.js"
+export default defineSchedule({ agent: helper, every: "${every}", message: "what is the answer?" })
+`
+      const root = yield* tempProject({
+        "agents/helper/agent.ts": agentSource,
+        [toolPath]: constantTool("sound"),
+        "schedules/tick.js": schedule("2 hours"),
+        "schedules/tick.ts": schedule("1 hour")
+      })
+      const { dev, url } = yield* devOn(root)
+      expect(dev.output()).not.toContain("foundry.config.ts")
+      const report = (yield* http(`${url}/api/build`)).json as { problems: ReadonlyArray<{ file: string; problem: string }> }
+      expect(report.problems).toEqual([
+        expect.objectContaining({ file: "schedules/tick.ts", problem: `duplicate schedule id "tick": schedules/tick.js has the same id` })
+      ])
+      yield* expectAnswer(url, "sound")
+    }))
+
   it.scopedLive("a service no layer provides is listed in GET /api/build under the tool's file, with its fix apart", () =>
     Effect.gen(function*() {
       const root = yield* tempProject({
