@@ -121,6 +121,8 @@ describe.skipIf(skipBrowser)("the inspector in Chromium", () => {
       yield* promise(() => page.goto(`${url}/runs/${runId}`))
       yield* promise(() => page.waitForSelector("[data-testid=waterfall] .span.tool"))
       expect(yield* promise(() => page.textContent("h1"))).toContain(runId)
+      // Its instance is a link to the instance's page.
+      expect(yield* promise(() => page.getAttribute("a[href^='/instances/']", "href"))).toMatch(/^\/instances\/.+default/)
       const tool = page.locator("[data-testid=waterfall] .span.tool").first()
       expect(yield* promise(() => tool.locator(".span-label").textContent())).toContain("tool record")
       expect(JSON.parse((yield* promise(() => tool.locator("[data-testid=span-input]").textContent())) ?? "{}")).toEqual({ line: "hello inspector" })
@@ -290,12 +292,14 @@ describe.skipIf(skipBrowser)("the inspector in Chromium", () => {
       yield* promise(() => page.goto(`${url}/runs?status=completed`))
       yield* promise(() => page.waitForSelector("table.table"))
       expect(yield* promise(() => page.locator("tr[data-run]").count())).toBe(0)
+      yield* promise(() => page.waitForSelector("[data-testid=no-runs]:has-text('No runs match these filters.')"))
       const created = yield* http(`${url}/api/runs`, {
         body: { agent: "worker", message: plan({ calls: [{ name: "record", arguments: { line: "live" } }] }) }
       })
       const { runId } = created.json as { runId: string }
       yield* promise(() => page.waitForSelector(`tr[data-run="${runId}"] [data-status=completed]`))
       expect(yield* promise(() => page.inputValue("select[name=status]"))).toBe("completed")
+      expect(yield* promise(() => page.isHidden("[data-testid=no-runs]"))).toBe(true)
       expect(page.url()).toBe(`${url}/runs?status=completed`)
     }))
 

@@ -67,7 +67,8 @@ export const overviewPage = (root: HTMLElement) => {
         h("h2", {}, "Health"),
         h("p", {}, h("span", { class: "status ok" }, health.status), ` ${health.agents} agents, up ${Math.round(health.uptimeMs / 1000)} s`)),
       cluster.mode === "cluster" ? runnersCard(cluster) : null,
-      h("section", { class: "card" }, h("h2", {}, `In progress (${running.length + suspended.length})`),
+      // A run waiting on a person is in progress too; the card says how many wait.
+      h("section", { class: "card" }, h("h2", {}, `In progress (${running.length} running, ${suspended.length} waiting)`),
         runList([...running, ...suspended], "Nothing is running.")),
       h("section", { class: "card" }, h("h2", {}, `Waiting on you (${approvals.length})`),
         approvals.length === 0 ? h("p", { class: "muted" }, "No pending approvals.") :

@@ -16,7 +16,7 @@ const changes = (summary: ReleaseSummaryView) => {
 /** The releases page. */
 export const releasesPage = (root: HTMLElement) => {
   const list = h("tbody")
-  const empty = h("p", { class: "muted", hidden: true }, "No release deployed: foundry deploy ships one.")
+  const empty = h("p", { class: "muted", hidden: true }, "No release deployed. A server started with foundry start takes one from foundry deploy; foundry dev serves its project's files as they are saved.")
   const history = h("tbody")
   replace(root, h("h1", {}, "Releases"),
     h("table", { class: "table", "data-testid": "releases" },

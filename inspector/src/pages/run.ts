@@ -12,7 +12,7 @@ import { artifactsSection, type PreviewCache } from "../artifacts.js"
 import { duration, errorText, h, json, link, replace } from "../dom.js"
 import { navigate } from "../navigate.js"
 import { usageLine } from "../usage.js"
-import { isLive, runStatus } from "../records.js"
+import { instanceHref, isLive, runStatus } from "../records.js"
 
 /** One span of the waterfall, built from its events. */
 interface Span {
@@ -196,7 +196,7 @@ export const runPage = (root: HTMLElement, [runId = ""]: ReadonlyArray<string>) 
     replace(root,
       h("h1", {}, "Run ", h("code", {}, run.id)),
       run.error === undefined ? null : h("div", { class: "error-box", "data-testid": "run-error" }, run.error),
-      h("p", {}, runStatus(run.status), " ", link(`/agents/${run.agent}`, run.agent), " · instance ", run.instanceId, " · ",
+      h("p", {}, runStatus(run.status), " ", link(`/agents/${run.agent}`, run.agent), " · instance ", link(instanceHref(run.agent, run.instanceId), run.instanceId), " · ",
         link(`/conversations/${run.conversationId}`, "conversation"),
         run.parentRunId === undefined ? null : [" · parent ", link(`/runs/${run.parentRunId}`, run.parentRunId)],
         run.steeredFrom === undefined ? null : [" · steered from ", link(`/runs/${run.steeredFrom}`, run.steeredFrom)],

@@ -26,6 +26,7 @@ export const runsPage = (root: HTMLElement) => {
       h("option", { value: s, ...(params.get("status") === s ? { selected: true } : {}) }, s === "" ? "any status" : s)))
   const agent = h("input", { name: "agent", placeholder: "agent", value: params.get("agent") ?? "" })
   const tbody = h("tbody")
+  const none = h("p", { class: "muted", hidden: true, "data-testid": "no-runs" })
   const apply = () => {
     const query = new URLSearchParams()
     if (status.value !== "") query.set("status", status.value)
@@ -40,7 +41,8 @@ export const runsPage = (root: HTMLElement) => {
     h("div", { class: "filters" }, status, agent),
     h("table", { class: "table" },
       h("thead", {}, h("tr", {}, ["status", "agent", "instance", "source", "message", "started", "duration"].map((c) => h("th", {}, c)))),
-      tbody))
+      tbody),
+    none)
   const draw = async () => {
     const query = new URLSearchParams({ limit: "200" })
     if (status.value !== "") query.set("status", status.value)
@@ -58,6 +60,8 @@ export const runsPage = (root: HTMLElement) => {
       return fresh
     })
     tbody.replaceChildren(...rows)
+    none.hidden = rows.length > 0
+    none.textContent = status.value === "" && agent.value === "" ? "No runs yet." : "No runs match these filters."
   }
   void draw()
   // `playbook.dispatched` names the playbook of a run already listed.
