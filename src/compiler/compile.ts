@@ -265,7 +265,10 @@ const listedTool = (
       fix: "make its input a Schema.Struct({ ... }) (models pass named arguments)"
     }
     : undefined
-  return problem === undefined ? compiled : new RouteError({ file, ...problem })
+  if (problem === undefined) return compiled
+  // A bad name or input is the tool file's to fix; two tools of one name, the agent's.
+  const owner = tools.has(compiled.name) ? undefined : compiled.file
+  return new RouteError({ file: owner ?? file, ...problem })
 }
 
 /** The tool through which an agent (in `file`) delegates to `subagent`, or why it cannot have one. */

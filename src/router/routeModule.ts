@@ -22,12 +22,16 @@ const where: Record<RouteFile["kind"], string> = {
 export const loadDefault = (root: string, file: string, generation: number) =>
   Effect.tryPromise({
     try: () => importRouteModule(root, file, generation),
-    catch: (cause) =>
-      new RouteError({
+    catch: (cause) => {
+      const problem = describeCause(cause)
+      // A syntax error names its place (`(lib/util.ts:2:1)`), often in a file this one imports.
+      const place = /\(([^()\s]+:\d+:\d+)\)/.exec(problem)?.[1]
+      return new RouteError({
         file,
-        problem: `importing the file failed: ${describeCause(cause)}`,
-        fix: "fix the error above; the file must load without throwing"
+        problem: `importing the file failed: ${problem}`,
+        fix: place === undefined ? "make the file load without throwing" : `fix ${place}${place.startsWith(`${file}:`) ? "" : `, which ${file} imports`}`
       })
+    }
   }).pipe(
     Effect.flatMap((module) =>
       typeof module === "object" && module !== null && "default" in module && module.default !== undefined

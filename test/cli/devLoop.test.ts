@@ -350,6 +350,19 @@ export default defineSchedule({ agent: helper, every: "${every}", message: "what
       yield* expectAnswer(url, "sound")
     }))
 
+  it.scopedLive("a helper that does not parse is named, with its line, in the fix of each file that imports it", () =>
+    Effect.gen(function*() {
+      const root = yield* tempProject({
+        "lib/version.ts": `export const version = \n`,
+        "agents/helper/agent.ts": agentSource,
+        [toolPath]: answerTool("version", `import { version } from "../../../lib/version.js"`)
+      })
+      const { url } = yield* devOn(root)
+      const report = (yield* http(`${url}/api/build`)).json as { problems: ReadonlyArray<{ file: string; fix: string }> }
+      expect(report.problems.length).toBeGreaterThan(0)
+      for (const problem of report.problems) expect(problem.fix).toMatch(new RegExp(`^fix lib/version\\.ts:\\d+:\\d+, which ${problem.file.replaceAll(".", "\\.")} imports$`))
+    }))
+
   it.scopedLive("a service no layer provides is listed in GET /api/build under the tool's file, with its fix apart", () =>
     Effect.gen(function*() {
       const root = yield* tempProject({

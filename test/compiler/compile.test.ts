@@ -97,4 +97,22 @@ export default defineAgent({ description: "A", tools: [shared, own] })
       expect(error.message).toContain("agents/a/agent.ts")
       expect(error.message).toContain(`two tools are both named "echo"`)
     }))
+
+  it.scoped("reports a tool name models cannot take at the tool's file, not at the agent that lists it", () =>
+    Effect.gen(function*() {
+      const root = yield* tempProject({
+        "tools/echo.tool.ts": `import { Effect, Schema } from "effect"
+import { defineTool } from "foundry"
+export default defineTool({ name: "bad name!", description: "Echo", input: Schema.Struct({}), output: Schema.String, run: () => Effect.succeed("") })
+`,
+        "agents/a/agent.ts": `import { defineAgent } from "foundry"
+import echo from "../../tools/echo.tool.js"
+export default defineAgent({ description: "A", tools: [echo] })
+`
+      })
+      const error = yield* Effect.flip(load(root))
+      expect(error._tag).toBe("RouteErrors")
+      if (error._tag !== "RouteErrors") return
+      expect(error.errors.map((e) => [e.file, e.problem])).toEqual([["tools/echo.tool.ts", `tool name "bad name!" is not valid for models (letters, digits, _ and -, at most 64)`]])
+    }))
 })
