@@ -348,7 +348,7 @@ describe("MCP sessions", () => {
         "mcp-protocol-version": "2025-06-18"
       }
     })
-  it.scopedLive("an idle session is ended, and no more than maxSessions are open at once", () =>
+  it.scopedLive("an idle session is ended; at maxSessions the one idle the longest makes room, and only busy ones refuse a new one", () =>
     Effect.gen(function*() {
       const checked: Array<number> = []
       const sessions = yield* McpSessions.make({
@@ -359,19 +359,35 @@ describe("MCP sessions", () => {
         keepAlive: "15 seconds",
         onCheck: (servers) => Effect.sync(() => void checked.push(servers.length))
       })
-      const first = yield* sessions.handle(initialize(), initializeBody(1))
-      const sessionId = first.headers["mcp-session-id"] ?? expect.fail("no session id")
-      // Read to its end, as a client does: a session with a response still being sent is not idle.
-      if (first.body._tag === "Stream") yield* Stream.runDrain(first.body.stream)
-
-      const second = yield* sessions.handle(initialize(), initializeBody(2))
-      expect(second.status).toBe(503)
-
+      const opened = (id: number) =>
+        Effect.gen(function*() {
+          const response = yield* sessions.handle(initialize(), initializeBody(id))
+          expect(response.status).toBe(200)
+          // Read to its end, as a client does: a session with a response still being sent is not idle.
+          if (response.body._tag === "Stream") yield* Stream.runDrain(response.body.stream)
+          return response.headers["mcp-session-id"] ?? expect.fail("no session id")
+        })
+      const first = yield* opened(1)
       yield* Effect.sleep("400 millis")
       expect(checked).toContain(1)
-      const afterIdle = yield* sessions.handle(listTools(sessionId), { jsonrpc: "2.0", id: 3, method: "tools/list" })
+      const afterIdle = yield* sessions.handle(listTools(first), { jsonrpc: "2.0", id: 3, method: "tools/list" })
       expect(afterIdle.status).toBe(404)
-      const third = yield* sessions.handle(initialize(), initializeBody(4))
-      expect(third.status).toBe(200)
+
+      // Full, with an idle session: it is ended for the new one.
+      const second = yield* opened(4)
+      const third = yield* opened(5)
+      expect((yield* sessions.handle(listTools(second), { jsonrpc: "2.0", id: 6, method: "tools/list" })).status).toBe(404)
+
+      // Full, with a session whose stream is open: the new one is refused.
+      const stream = yield* sessions.handle(
+        new Request("http://127.0.0.1/mcp", {
+          method: "GET",
+          headers: { accept: "text/event-stream", "mcp-session-id": third, "mcp-protocol-version": "2025-06-18" }
+        }),
+        undefined
+      )
+      expect(stream.status).toBe(200)
+      const refused = yield* sessions.handle(initialize(), initializeBody(7))
+      expect(refused.status).toBe(503)
     }))
 })

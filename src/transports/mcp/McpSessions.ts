@@ -4,8 +4,9 @@
  * the `Mcp-Session-Id` its answer carries; requests with that header go to it (POST messages, GET
  * its stream of server notifications, DELETE ends it). A POST without the header that is not an
  * `initialize` is served statelessly, by a server that lives for that one request, for clients
- * that keep no session. A session ends on DELETE, after being idle for `sessionIdle`, and when the
- * server's scope closes.
+ * that keep no session. A session ends on DELETE, after being idle for `sessionIdle`, when the
+ * server's scope closes, and, idle the longest, when the sessions are at `maxSessions` and a new
+ * one opens.
  */
 import { randomUUID } from "node:crypto"
 import { HttpServerResponse } from "@effect/platform"
@@ -94,7 +95,14 @@ export const make = (options: McpSessionsOptions): Effect.Effect<McpSessions, ne
     const open = (request: Request, body: unknown) =>
       Effect.gen(function*() {
         if (sessions.size >= options.maxSessions) {
-          return yield* jsonRpcError(503, -32000, `${options.maxSessions} MCP sessions are open, the most allowed: end one (DELETE /mcp) or try again later`)
+          // Full: the session idle the longest makes room (sessions that were opened and left, by a
+          // client gone or by anyone opening many, must not lock every MCP host out); only when
+          // each has a request or stream open is the new one refused.
+          const idlest = [...sessions.values()].filter((s) => s.open === 0).sort((a, b) => a.lastActive - b.lastActive)[0]
+          if (idlest === undefined) {
+            return yield* jsonRpcError(503, -32000, `${options.maxSessions} MCP sessions are open and busy, the most allowed: end one (DELETE /mcp) or try again later`)
+          }
+          yield* close(idlest.server)
         }
         const { server, transport } = yield* connect(randomUUID)
         const response = yield* Effect.promise(() => transport.handleRequest(request, { parsedBody: body }))
