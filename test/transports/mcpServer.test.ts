@@ -299,6 +299,18 @@ describe("Foundry as an MCP server", () => {
       expect(notJson.status).toBe(400)
       expect(notJson.json).toMatchObject({ jsonrpc: "2.0", error: { code: -32700 } })
 
+      // Params a tool call cannot have are invalid params, said in words, to the request's id.
+      for (const [id, params, said] of [
+        [3, undefined, "expected params"],
+        [4, { name: "support_triage", arguments: "str" }, "params.arguments: expected an object of the tool's arguments, got string"],
+        [5, { arguments: {} }, "params.name: expected the name of a tool"]
+      ] as const) {
+        const wrong = yield* http(`${server.url}/mcp`, { body: { jsonrpc: "2.0", id, method: "tools/call", ...(params === undefined ? {} : { params }) }, headers })
+        expect(wrong.json).toMatchObject({ jsonrpc: "2.0", id, error: { code: -32602, message: expect.stringContaining(said) } })
+        // Not the SDK schema's dump (`[ { "expected": "record", ... } ]`).
+        expect(wrong.text).not.toContain("invalid_type")
+      }
+
       const noSession = yield* http(`${server.url}/mcp`, { method: "GET", headers })
       expect(noSession.status).toBe(400)
       expect(noSession.json).toMatchObject({ jsonrpc: "2.0", error: { code: -32000 } })

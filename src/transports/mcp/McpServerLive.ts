@@ -14,6 +14,7 @@ import { CurrentApp } from "../../compiler/CurrentApp.js"
 import * as AgentTools from "./AgentTools.js"
 import type { AgentServerServices } from "./agentServer.js"
 import * as ConversationResources from "./ConversationResources.js"
+import { invalidParams } from "./invalidParams.js"
 import { jsonRpcError } from "./jsonRpcError.js"
 import { defaults, type McpServerConfig } from "./McpServerConfig.js"
 
@@ -91,7 +92,10 @@ export const layer = (config: McpServerConfig = defaults) =>
         const open = yield* sessions
         if (request.method !== "POST") return yield* open.handle(web.value, undefined)
         return yield* readBody(request).pipe(
-          Effect.flatMap((body) => open.handle(web.value, body)),
+          Effect.flatMap((body) => {
+            const wrong = invalidParams(body)
+            return wrong === undefined ? open.handle(web.value, body) : jsonRpcError(200, -32602, wrong.message, wrong.id)
+          }),
           Effect.catchTag("UnreadableBody", (error) => jsonRpcError(400, error.code, error.message))
         )
       })

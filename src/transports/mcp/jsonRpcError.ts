@@ -5,6 +5,6 @@
 import { HttpServerResponse } from "@effect/platform"
 import { Effect } from "effect"
 
-/** A JSON-RPC error response with HTTP status `status`. */
-export const jsonRpcError = (status: number, code: number, message: string) =>
-  Effect.succeed(HttpServerResponse.unsafeJson({ jsonrpc: "2.0", error: { code, message }, id: null }, { status }))
+/** A JSON-RPC error response with HTTP status `status`, to the request `id` when it is known. */
+export const jsonRpcError = (status: number, code: number, message: string, id: string | number | null = null) =>
+  Effect.succeed(HttpServerResponse.unsafeJson({ jsonrpc: "2.0", error: { code, message }, id }, { status }))
