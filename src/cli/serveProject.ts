@@ -71,17 +71,24 @@ const problemsOf = (error: { readonly message: string }) => {
  * What the running server took from the config at start and cannot change while it runs; a
  * reload whose config differs here says that a restart is needed.
  */
-const fixedSettings = (config: ProjectConfig, options: ServeOptions): string => {
+const fixedSettings = (config: ProjectConfig, options: ServeOptions): ReadonlyMap<string, string> => {
   const c = config.config
   const store = "sqlite" in c.store ? `sqlite ${c.store.sqlite}` : typeof c.store.postgres === "string" ? `postgres ${c.store.postgres}` : "postgres (Config)"
-  return JSON.stringify({
-    store,
-    port: options.port ?? c.server.port,
-    host: options.host ?? c.server.host,
-    concurrency: c.concurrency,
-    events: c.events,
-    auth: c.auth
-  })
+  // By the words a person reads them in.
+  return new Map([
+    ["the store", store],
+    ["the port", JSON.stringify(options.port ?? c.server.port)],
+    ["the host", JSON.stringify(options.host ?? c.server.host)],
+    ["concurrency", JSON.stringify(c.concurrency)],
+    ["event retention", JSON.stringify(c.events)],
+    ["auth", JSON.stringify(c.auth)]
+  ])
+}
+
+/** The fixed settings `after` changes from `before`, in words: "the port and auth". */
+const changedSettings = (before: ReadonlyMap<string, string>, after: ReadonlyMap<string, string>): string | undefined => {
+  const changed = [...after].flatMap(([name, value]) => before.get(name) === value ? [] : [name])
+  return changed.length === 0 ? undefined : changed.length === 1 ? changed[0] : `${changed.slice(0, -1).join(", ")} and ${changed[changed.length - 1]}`
 }
 
 /** What a file holds now, as a digest (a folder or a missing file has a digest of its own). */
@@ -204,7 +211,7 @@ const typeChecker = (root: string, status: BuildStatus["Type"]) =>
 interface Served {
   readonly options: ServeOptions
   /** The config's settings the server started with (`fixedSettings`): a change needs a restart. */
-  readonly settings: string
+  readonly settings: ReadonlyMap<string, string>
   readonly address: string
   readonly context: Context.Context<CurrentApp | Schedules | BuildStatus>
   /** Starts the type check of a build, interrupting the one running. */
@@ -243,9 +250,10 @@ const reloadOnChanges = (
         yield* status.update((report) => ({ ...report, problems: problemsOf(nextConfig.left) }))
         return
       }
-      const restartNeeded = fixedSettings(nextConfig.right, options) === settings
+      const unapplied = changedSettings(settings, fixedSettings(nextConfig.right, options))
+      const restartNeeded = unapplied === undefined
         ? null
-        : `${nextConfig.right.configFile ?? "foundry.config.ts"} changed the store, port, host, concurrency, event retention or auth: ` +
+        : `${nextConfig.right.configFile ?? "foundry.config.ts"} changed ${unapplied}: ` +
           `restart foundry dev to apply it (still serving on ${address} with ${storeFileOf(app)})`
       if (restartNeeded !== null) yield* warn(style.yellow(restartNeeded))
       // A whole build keeps serving until the next whole one; a part gives way to the newest part.
@@ -266,7 +274,8 @@ const reloadOnChanges = (
       const problems = next._tag === "Part" ? problemsOf(next.problems) : []
       yield* status.update((report) => ({ ...report, generation, builtAt: Date.now(), problems, partial: !whole, restartNeeded }))
       if (next._tag === "Part") yield* reportError(partMessage, next.problems)
-      const leftOut = next._tag === "Part" ? `, ${next.problems.errors.length} file${next.problems.errors.length === 1 ? "" : "s"} left out` : ""
+      const files = next._tag === "Part" ? new Set(next.problems.errors.map((error) => error.file)).size : 0
+      const leftOut = next._tag === "Part" ? `, ${files} file${files === 1 ? "" : "s"} left out` : ""
       yield* say(style.cyan(`reloaded (build ${generation}${leftOut}): ${routeSummary(app.table)}`))
       yield* checkTypes(app.table.configFile)
     }).pipe(Effect.catchAllCause((cause) => warn(`reload crashed: ${String(cause)}`)))

@@ -1,21 +1,34 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
+import type { Page } from "playwright-core"
 import { browserPage, skipBrowser } from "../support/browser.js"
 import { http, startServer } from "../support/server.js"
 import { authProject, bearer, issue } from "./support.js"
 
 const promise = <A>(f: () => Promise<A>) => Effect.promise(f)
 
+/** A server that needs tokens, a `read` token named "dashboard", a run started with a `run` token, and a browser page. */
+const setup = Effect.gen(function*() {
+  const server = yield* startServer(yield* authProject())
+  const read = yield* issue(server.storeFile, "read", "dashboard")
+  const run = yield* issue(server.storeFile, "run")
+  const submitted = yield* http(`${server.url}/api/runs`, { body: { agent: "echo", message: "hello" }, headers: bearer(run.token) })
+  const started = submitted.json as { runId: string; conversationId: string }
+  return { server, read, started, page: yield* browserPage }
+})
+
+/** Signs in from the page's sign-in dialog with `token`. */
+const signIn = (page: Page, token: string) =>
+  Effect.gen(function*() {
+    yield* promise(() => page.fill("dialog#sign-in input[name=token]", token))
+    yield* promise(() => page.click("dialog#sign-in button[type=submit]"))
+    yield* promise(() => page.waitForSelector("dialog#sign-in", { state: "detached" }))
+  })
+
 describe.skipIf(skipBrowser)("the inspector on a server that needs tokens, in Chromium", () => {
   it.scopedLive("asks for a token, refuses a wrong one, signs in with a right one and then shows the runs live", () =>
     Effect.gen(function*() {
-      const root = yield* authProject()
-      const server = yield* startServer(root)
-      const read = yield* issue(server.storeFile, "read", "dashboard")
-      const run = yield* issue(server.storeFile, "run")
-      const submitted = yield* http(`${server.url}/api/runs`, { body: { agent: "echo", message: "hello" }, headers: bearer(run.token) })
-      const { runId } = submitted.json as { runId: string }
-      const page = yield* browserPage
+      const { page, read, server, started: { runId } } = yield* setup
 
       yield* promise(() => page.goto(`${server.url}/runs`))
       yield* promise(() => page.waitForSelector("dialog#sign-in[open]"))
@@ -24,9 +37,7 @@ describe.skipIf(skipBrowser)("the inspector on a server that needs tokens, in Ch
       yield* promise(() => page.waitForSelector("dialog#sign-in [role=alert]:not(.hidden)"))
       expect(yield* promise(() => page.textContent("dialog#sign-in [role=alert]"))).toContain("unknown or revoked")
 
-      yield* promise(() => page.fill("dialog#sign-in input[name=token]", read.token))
-      yield* promise(() => page.click("dialog#sign-in button[type=submit]"))
-      yield* promise(() => page.waitForSelector("dialog#sign-in", { state: "detached" }))
+      yield* signIn(page, read.token)
       // The page drew from the API with the cookie, and the live stream (an EventSource) is open.
       yield* promise(() => page.waitForSelector(`a[href="/runs/${runId}"]`))
       yield* promise(() => page.waitForSelector("#live.on"))
@@ -45,17 +56,9 @@ describe.skipIf(skipBrowser)("the inspector on a server that needs tokens, in Ch
 describe.skipIf(skipBrowser)("the inspector with a token that may only read, in Chromium", () => {
   it.scopedLive("says why a message was not sent, and keeps it to send again", () =>
     Effect.gen(function*() {
-      const root = yield* authProject()
-      const server = yield* startServer(root)
-      const read = yield* issue(server.storeFile, "read", "dashboard")
-      const run = yield* issue(server.storeFile, "run")
-      const submitted = yield* http(`${server.url}/api/runs`, { body: { agent: "echo", message: "hello" }, headers: bearer(run.token) })
-      const { conversationId } = submitted.json as { conversationId: string }
-      const page = yield* browserPage
+      const { page, read, server, started: { conversationId } } = yield* setup
       yield* promise(() => page.goto(`${server.url}/conversations`))
-      yield* promise(() => page.fill("dialog#sign-in input[name=token]", read.token))
-      yield* promise(() => page.click("dialog#sign-in button[type=submit]"))
-      yield* promise(() => page.waitForSelector("dialog#sign-in", { state: "detached" }))
+      yield* signIn(page, read.token)
       yield* promise(() => page.waitForSelector("select[name=agent] option[value=echo]", { state: "attached" }))
 
       // A new conversation.

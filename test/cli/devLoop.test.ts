@@ -383,6 +383,23 @@ export default defineTool({ description: "the time", input: Schema.Struct({}), o
       }])
     }))
 
+  it.scopedLive("a config change the running server cannot apply says which setting changed, and that a restart applies it", () =>
+    Effect.gen(function*() {
+      const port = yield* freePort
+      const config = (concurrency: number) => `import { defineConfig } from "foundry"
+export default defineConfig({ server: { port: ${port} }, concurrency: ${concurrency} })
+`
+      const root = yield* tempProject({ "foundry.config.ts": config(2), "agents/helper/agent.ts": agentSource, [toolPath]: constantTool("v0") })
+      const dev = yield* startCli(["dev", root])
+      yield* dev.waitFor(/listening on/)
+      const mark = dev.output().length
+      writeFileSync(join(root, "foundry.config.ts"), config(3))
+      const said = yield* dev.waitFor(/foundry\.config\.ts changed [^\n]*/, mark)
+      expect(said).toContain("foundry.config.ts changed concurrency: restart foundry dev to apply it")
+      const report = (yield* http(`http://127.0.0.1:${port}/api/build`)).json as { restartNeeded: string | null }
+      expect(report.restartNeeded).toContain("changed concurrency:")
+    }))
+
   it.scopedLive("a port that is no port, or one another server holds, is refused in one line saying what to do", () =>
     Effect.gen(function*() {
       const root = yield* tempProject({ "agents/helper/agent.ts": agentSource, [toolPath]: constantTool("v0") })
