@@ -202,6 +202,10 @@ describe("the HTTP API's edges", () => {
       // Every 400 the API sends is a BadRequest, and the document says so rather than HttpApi's default.
       expect(openapi.text).toContain(`"BadRequest"`)
       expect(openapi.text).not.toContain("HttpApiDecodeError")
+      // A webhook's every answer and header, as a sender's validator checks them.
+      const hook = (openapi.json as { paths: Record<string, { post: { responses: object; parameters: ReadonlyArray<{ name: string }> } }> }).paths["/hooks/{name}"]
+      expect(Object.keys(hook?.post.responses ?? {}).sort()).toEqual(["200", "202", "400", "401", "404", "409", "503"])
+      expect(hook?.post.parameters.map((p) => p.name)).toEqual(expect.arrayContaining(["x-event-id", "x-foundry-timestamp", "x-foundry-signature"]))
     }))
 })
 

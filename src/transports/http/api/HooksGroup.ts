@@ -24,7 +24,17 @@ export const DeliveryView = Schema.Struct({
 export class HooksGroup extends HttpApiGroup.make("hooks").add(
   HttpApiEndpoint.post("deliver", "/hooks/:name")
     .setPath(Schema.Struct({ name: Schema.String }))
+    .setHeaders(Schema.Struct({
+      "x-event-id": Schema.optional(Schema.String).annotations({
+        description: "The sender's id of the event, the same on every retry: a repeat is answered 200 with the first delivery's runs, and starts nothing"
+      }),
+      "x-foundry-timestamp": Schema.optional(Schema.String).annotations({ description: "Unix seconds, for a webhook with a secret" }),
+      "x-foundry-signature": Schema.optional(Schema.String).annotations({
+        description: "sha256=<hex HMAC-SHA256 of \"<timestamp>.<event id>.<raw body>\">, for a webhook with a secret"
+      })
+    }))
     .addSuccess(DeliveryView, { status: 202 })
+    .addSuccess(DeliveryView.annotations({ description: "a repeated event id: the first delivery, duplicate: true" }), { status: 200 })
     .addError(WebhookNotFound, { status: 404 })
     .addError(WebhookBodyInvalid, { status: 400 })
     .addError(WebhookEventIdInvalid, { status: 400 })
