@@ -89,6 +89,9 @@ export const make = Effect.gen(function*() {
           ...(filter.instanceId === undefined ? [] : [sql`instance_id = ${filter.instanceId}`]),
           ...(filter.conversationId === undefined ? [] : [sql`conversation_id = ${filter.conversationId}`]),
           ...(filter.parentRunId === undefined ? [] : [sql`parent_run_id = ${filter.parentRunId}`]),
+          ...(filter.before === undefined
+            ? []
+            : [sql`(created_at, id) < (SELECT created_at, id FROM foundry_runs WHERE id = ${filter.before})`]),
           ...(filter.status === undefined ? [] : [sql`status = ${filter.status}`])
         ])
       } ORDER BY created_at DESC, id DESC LIMIT ${filter.limit}`.pipe(Effect.flatMap(decodeRuns), failAs("listRuns")),

@@ -177,6 +177,8 @@ export interface RunFilter {
   readonly conversationId?: string | undefined
   /** The runs this run started (its subagents' and spawned runs). */
   readonly parentRunId?: string | undefined
+  /** Runs listed after this one (older): the next page after a page that ended with it. */
+  readonly before?: string | undefined
   readonly status?: RunStatus | undefined
   readonly limit: number
 }

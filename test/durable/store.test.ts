@@ -105,6 +105,12 @@ for (const backend of backends) {
         // Runs created in the same millisecond come newest id first.
         yield* submit(journal, newRun("r6", { conversationId: "c-r6" }))
         expect(ids(yield* store.listRuns({ limit: 2 }))).toEqual(["r6", "r5"])
+        // Page after page, each from the last run of the one before, ties on time included.
+        expect(ids(yield* store.listRuns({ limit: 2, before: "r6" }))).toEqual(["r5", "r4"])
+        expect(ids(yield* store.listRuns({ limit: 2, before: "r5" }))).toEqual(["r4", "r3"])
+        expect(ids(yield* store.listRuns({ limit: 2, before: "r3" }))).toEqual(["r2", "r1"])
+        expect(ids(yield* store.listRuns({ limit: 2, before: "r1" }))).toEqual([])
+        expect(ids(yield* store.listRuns({ agent: "shop", limit: 1, before: "r5" }))).toEqual(["r3"])
         // The records are whole.
         const [latest] = yield* store.listRuns({ status: "completed", limit: 1 })
         expect(latest).toEqual(

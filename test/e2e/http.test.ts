@@ -202,6 +202,10 @@ describe("the HTTP API's edges", () => {
       // Every 400 the API sends is a BadRequest, and the document says so rather than HttpApi's default.
       expect(openapi.text).toContain(`"BadRequest"`)
       expect(openapi.text).not.toContain("HttpApiDecodeError")
+      // A page cursor that names no run is said, not read as the end of the list.
+      const cursor = yield* http(`${server.url}/api/runs?before=run_nope`)
+      expect(cursor.status).toBe(404)
+      expect(cursor.json).toMatchObject({ _tag: "RunNotFound" })
       // A webhook's every answer and header, as a sender's validator checks them.
       const hook = (openapi.json as { paths: Record<string, { post: { responses: object; parameters: ReadonlyArray<{ name: string }> } }> }).paths["/hooks/{name}"]
       expect(Object.keys(hook?.post.responses ?? {}).sort()).toEqual(["200", "202", "400", "401", "404", "409", "503"])

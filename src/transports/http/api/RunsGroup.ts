@@ -79,10 +79,13 @@ export class RunsGroup extends HttpApiGroup.make("runs")
         conversation: Schema.optional(Schema.String),
         /** The runs one run started: its subagents' and those its tools spawned. */
         parent: Schema.optional(Schema.String),
+        /** The next page: the runs listed after this run id (the last of the page before), newest first. */
+        before: Schema.optional(Schema.String),
         status: Schema.optional(RunStatus),
         limit: Schema.optional(Schema.NumberFromString.pipe(Schema.int(), Schema.between(1, 1000)))
       }))
       .addSuccess(Schema.Array(RunView))
+      .addError(RunNotFound, { status: 404 })
   )
   .add(
     HttpApiEndpoint.get("get", "/api/runs/:runId")

@@ -62,17 +62,20 @@ export const RunsLive = HttpApiBuilder.group(FoundryApi, "runs", (handlers) =>
     return handlers
       .handle("create", ({ headers, payload }) => create(payload, headers["idempotency-key"]).pipe(orStoreUnavailable))
       .handle("list", ({ urlParams }) =>
-        store.listRuns({
-          agent: urlParams.agent,
-          instanceId: urlParams.instance,
-          conversationId: urlParams.conversation,
-          parentRunId: urlParams.parent,
-          status: urlParams.status,
-          limit: urlParams.limit ?? 50
-        }).pipe(
-          Effect.map((runs) => runs.map(runView)),
-          orStoreUnavailable
-        ))
+        Effect.gen(function*() {
+          // A cursor that names no run would read as the end of the list.
+          if (urlParams.before !== undefined) yield* findRun(urlParams.before)
+          const runs = yield* store.listRuns({
+            agent: urlParams.agent,
+            instanceId: urlParams.instance,
+            conversationId: urlParams.conversation,
+            parentRunId: urlParams.parent,
+            before: urlParams.before,
+            status: urlParams.status,
+            limit: urlParams.limit ?? 50
+          })
+          return runs.map(runView)
+        }).pipe(orStoreUnavailable))
       .handle("get", ({ path }) => findRun(path.runId).pipe(Effect.map(runView), orStoreUnavailable))
       .handle("cancel", ({ path }) => dispatcher.cancel(path.runId).pipe(Effect.map(runView), orStoreUnavailable))
       .handle("steer", ({ path, payload }) =>
