@@ -9,7 +9,10 @@ import { Cause, Context, Effect, JSONSchema, Layer, Schema, SchemaAST, type Scop
 import { type AgentDefinition, timerToolsOf } from "../definitions/defineAgent.js"
 import { defineTool } from "../definitions/defineTool.js"
 import { timerTools } from "./timerTools.js"
+import type { EnvironmentDefinition } from "../definitions/defineEnvironment.js"
+import { installed, packageNameOf } from "../environments/installedPackage.js"
 import { environmentTools } from "../environments/verbs.js"
+import { packageLayout } from "../packageLayout.js"
 import type { AnyTool } from "../definitions/defineTool.js"
 import { RouteError, RouteErrors } from "../router/RouteError.js"
 import { listRouteFiles } from "../router/RoutePath.js"
@@ -144,6 +147,20 @@ const capabilitiesOf = (table: RouteTable, tools: ReadonlyMap<AnyTool, CompiledT
   return capabilities
 }
 
+/**
+ * An environment's pure modules whose package is installed neither in the project nor beside
+ * Foundry: found at build time, not by the first script that imports one.
+ */
+const missingPackages = (route: Route<EnvironmentDefinition>, root: string): ReadonlyArray<RouteError> =>
+  route.definition.modules.flatMap((module) =>
+    module._tag !== "PureModule" || installed(module.from, root) !== undefined || installed(module.from, packageLayout.root) !== undefined
+      ? []
+      : [new RouteError({
+        file: route.file,
+        problem: `the pure module "${module.name}" is made from "${module.from}", and the package "${packageNameOf(module.from)}" is not installed`,
+        fix: `install it in the project (npm install ${packageNameOf(module.from)}), or fix the name in from`
+      })])
+
 /** Compiles a route table; the config's layers live as long as the given scope. */
 export const compile = Effect.fn("compiler.compile")(function*(table: RouteTable) {
   const release = yield* Effect.sync(() => releaseOf(table.root, table.configFile))
@@ -156,6 +173,7 @@ export const compile = Effect.fn("compiler.compile")(function*(table: RouteTable
     errors.push(...compiled.errors)
     agents.set(route.id, compiled.agent)
   }
+  errors.push(...table.environments.flatMap((route) => missingPackages(route, table.root)))
   if (errors.length > 0) return yield* new RouteErrors({ errors })
 
   const services = yield* buildServices(table)

@@ -98,6 +98,27 @@ export default defineAgent({ description: "A", tools: [shared, own] })
       expect(error.message).toContain(`two tools are both named "echo"`)
     }))
 
+  it.scoped("reports an environment's pure module whose package is not installed, at the environment's file", () =>
+    Effect.gen(function*() {
+      const root = yield* tempProject({
+        "environments/desk.ts": `import { defineEnvironment, definePureModule } from "foundry"
+export default defineEnvironment({ modules: [definePureModule({ name: "nope", from: "no-such-package-xyz/sub", pick: ["x"] })] })
+`,
+        "agents/a/agent.ts": `import { defineAgent } from "foundry"
+import desk from "../../environments/desk.js"
+export default defineAgent({ description: "A", environment: desk })
+`
+      })
+      const error = yield* Effect.flip(load(root))
+      expect(error._tag).toBe("RouteErrors")
+      if (error._tag !== "RouteErrors") return
+      expect(error.errors.map((e) => [e.file, e.problem, e.fix])).toEqual([[
+        "environments/desk.ts",
+        `the pure module "nope" is made from "no-such-package-xyz/sub", and the package "no-such-package-xyz" is not installed`,
+        "install it in the project (npm install no-such-package-xyz), or fix the name in from"
+      ]])
+    }))
+
   it.scoped("reports a tool name models cannot take at the tool's file, not at the agent that lists it", () =>
     Effect.gen(function*() {
       const root = yield* tempProject({

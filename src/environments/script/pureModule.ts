@@ -5,13 +5,14 @@
  * bundle is checked once by evaluating it in a throwaway context (a name the package does not
  * export is refused) and kept in memory, keyed by package, version and picks.
  */
-import { existsSync, readFileSync } from "node:fs"
+import { readFileSync } from "node:fs"
 import { isBuiltin } from "node:module"
 import { dirname, join } from "node:path"
 import vm from "node:vm"
 import { Data, Effect } from "effect"
 import type { Message, Plugin } from "esbuild"
 import { packageLayout } from "../../packageLayout.js"
+import { installed, packageNameOf } from "../installedPackage.js"
 
 /** A pure module that cannot be made: the package is missing, needs Node, or lacks a picked name. */
 export class PureModuleError extends Data.TaggedError("PureModuleError")<{ readonly module: string; readonly message: string }> {}
@@ -26,21 +27,6 @@ export interface PureModuleSpec {
 
 const bundles = new Map<string, string>()
 
-const packageNameOf = (from: string): string => from.split("/").slice(0, from.startsWith("@") ? 2 : 1).join("/")
-
-/** The installed package (its folder and version) that `from` names, looked for as Node would from `resolveFrom`. */
-const installed = (from: string, resolveFrom: string): { readonly dir: string; readonly version: string } | undefined => {
-  const name = packageNameOf(from)
-  for (let dir = resolveFrom; ; dir = dirname(dir)) {
-    const manifest = join(dir, "node_modules", name, "package.json")
-    if (existsSync(manifest)) {
-      const json: unknown = JSON.parse(readFileSync(manifest, "utf8"))
-      const version = typeof json === "object" && json !== null && "version" in json && typeof json.version === "string" ? json.version : "0.0.0"
-      return { dir: dirname(manifest), version }
-    }
-    if (dirname(dir) === dir) return undefined
-  }
-}
 
 /** Refuses every import of a Node built-in, naming the built-in and who imports it. */
 const noBuiltins = (from: string): Plugin => ({
