@@ -122,9 +122,12 @@ const usedByEnvironment = (environment: EnvironmentDefinition): ReadonlyArray<un
 const leftOutRoutes = (problems: ReadonlyArray<RouteError>): ReadonlyArray<LeftOutRoute> => {
   const files = problems.map((problem) => problem.file)
   const agentFolders = agentFoldersOf(files)
+  const seen = new Set<string>()
   return problems.flatMap((problem) => {
     const route = classify(problem.file, agentFolders)
-    return route === undefined || isProblem(route) ? [] : [{ kind: route.kind, id: route.id, file: route.file, problem: problem.problem }]
+    if (route === undefined || isProblem(route) || seen.has(route.file)) return []
+    seen.add(route.file)
+    return [{ kind: route.kind, id: route.id, file: route.file, problem: problem.problem }]
   })
 }
 

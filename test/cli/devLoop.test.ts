@@ -176,6 +176,7 @@ export default defineSchedule({ agent: third, every: "1 day", message: "what is 
       const { dev, url } = yield* devOn(root)
       expect(dev.output()).toMatch(/Some route files do not build; serving the routes that do[\s\S]*agents\/other\/tools\/answer\.tool\.ts/)
       expect(dev.output()).toMatch(/routes:\s+1 agent/)
+      expect((yield* http(`${url}/health`)).json).toMatchObject({ status: "ok", agents: 1, leftOut: 5 })
       yield* expectAnswer(url, "sound")
       const refused = yield* http(`${url}/api/runs`, { body: { agent: "other", message: "what is the answer?" } })
       expect(refused.status, refused.text).toBe(404)
@@ -208,7 +209,9 @@ export default defineSchedule({ agent: third, every: "1 day", message: "what is 
       mark = dev.output().length
       writeFileSync(join(root, thirdTool), constantTool("third-fixed"))
       const whole = yield* reloadedBuild(dev, mark)
-      expect((yield* http(`${url}/health`)).json).toMatchObject({ agents: 3 })
+      const healthy = (yield* http(`${url}/health`)).json
+      expect(healthy).toMatchObject({ agents: 3 })
+      expect(healthy).not.toHaveProperty("leftOut")
       expect(((yield* http(`${url}/api/schedules`)).json as ReadonlyArray<{ id: string }>).map((s) => s.id)).toEqual(["nightly"])
       expect((yield* http(`${url}/api/build`)).json).toMatchObject({ generation: whole, problems: [], partial: false })
       mark = dev.output().length

@@ -42,7 +42,9 @@ export class SystemGroup extends HttpApiGroup.make("system")
     HttpApiEndpoint.get("health", "/health").addSuccess(Schema.Struct({
       status: Schema.Literal("ok"),
       agents: Schema.Number,
-      uptimeMs: Schema.Number
+      uptimeMs: Schema.Number,
+      /** Routes the serving build leaves out (`foundry dev` while their files do not build; GET /api/build says why); absent when none is. */
+      leftOut: Schema.optional(Schema.Number)
     }))
   )
 {}

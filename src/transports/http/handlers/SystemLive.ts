@@ -31,6 +31,7 @@ export const SystemLive = HttpApiBuilder.group(FoundryApi, "system", (handlers) 
         Effect.gen(function*() {
           const app = yield* current.get
           const now = yield* Clock.currentTimeMillis
-          return { status: "ok" as const, agents: app.agents.size, uptimeMs: now - startedAt }
+          const leftOut = app.leftOut?.length ?? 0
+          return { status: "ok" as const, agents: app.agents.size, uptimeMs: now - startedAt, ...(leftOut === 0 ? {} : { leftOut }) }
         }))
   }))
