@@ -65,6 +65,14 @@ const relationship = (file: string, field: string, value: unknown, kind: RouteKi
       fix: `import the ${kind} and pass the value: ${importHint(file, kind, value)}`
     }
   }
+  if (value === undefined) {
+    // An import that names nothing, or one in a cycle: evaluated before the file it imports.
+    return {
+      problem: `${field} is undefined, but must be ${aKind(kind)}: its import names nothing, or is part of an import cycle ` +
+        `(this file imports one that imports it back, directly or not), which leaves it undefined when this file is read`,
+      fix: `import the ${kind}'s default export from its route file, and break any cycle: two agents cannot be each other's subagents`
+    }
+  }
   const found = kindOf(value)
   return {
     problem: `${field} is ${found === undefined ? "not a Foundry definition" : aKind(found)}, but must be ${aKind(kind)}`,

@@ -366,6 +366,19 @@ export default defineSchedule({ agent: helper, every: "${every}", message: "what
       for (const problem of report.problems) expect(problem.fix).toMatch(new RegExp(`^fix lib/version\\.ts:\\d+:\\d+, which ${problem.file.replaceAll(".", "\\.")} imports$`))
     }))
 
+  it.scopedLive("two agents that are each other's subagents are told of the import cycle", () =>
+    Effect.gen(function*() {
+      const agent = (other: string) => `import { defineAgent } from "foundry"
+import other from "../${other}/agent.js"
+export default defineAgent({ description: "one of two", subagents: [other] })
+`
+      const root = yield* tempProject({ "agents/boss/agent.ts": agent("worker"), "agents/worker/agent.ts": agent("boss") })
+      const { url } = yield* devOn(root)
+      const report = (yield* http(`${url}/api/build`)).json as { problems: ReadonlyArray<{ problem: string; fix: string }> }
+      expect(report.problems.map((p) => p.problem).join("\n")).toContain("subagents[0] is undefined, but must be an agent")
+      expect(report.problems.map((p) => p.fix).join("\n")).toContain("two agents cannot be each other's subagents")
+    }))
+
   it.scopedLive("a service no layer provides is listed in GET /api/build under the tool's file, with its fix apart", () =>
     Effect.gen(function*() {
       const root = yield* tempProject({
