@@ -68,6 +68,11 @@ describe("foundry instances", () => {
 
       const searched = yield* runCli(["instances", "--dir", root, "--search", "CUSTOMER"])
       expect(rowsOf(searched.stdout).slice(1).map((row) => row[0])).toEqual(["acme"])
+      const none = yield* runCli(["instances", "--dir", root, "--agent", "desk", "--search", "zzz"])
+      expect([none.code, none.stdout.trim()]).toEqual([0, "no instances match"])
+      const typo = yield* runCli(["instances", "--dir", root, "--agent", "dsek"])
+      expect(typo.code).toBe(1)
+      expect(typo.stderr).toContain(`there is no agent "dsek"; the agents are: desk`)
 
       for (let i = 0; i < 55; i++) yield* createInstance(url, { id: `bulk-${String(i).padStart(2, "0")}`, context: { company: `Bulk ${i}` } })
       const firstPage = yield* runCli(["instances", "--dir", root])

@@ -8,6 +8,7 @@ import { FileSystem, HttpClientRequest } from "@effect/platform"
 import { Effect, Option, Schema } from "effect"
 import { CapabilityView } from "../../transports/http/api/CapabilitiesGroup.js"
 import { InstallationView, InstanceSummary } from "../../transports/http/api/instanceViews.js"
+import { RouteView } from "../../transports/http/api/SystemGroup.js"
 import { CliError } from "../CliError.js"
 import { serverApi, type ServerHint, type ServerOptions, type ServerRefused } from "../serverApi.js"
 import { say, style, table, when } from "../terminal.js"
@@ -50,6 +51,14 @@ export const list = (options: ServerOptions & {
       more = page.next !== null
     } while (options.all && more)
     if (instances.length === 0) {
+      // None of an agent the server does not have is a mistyped name, not an empty list.
+      if (Option.isSome(options.agent)) {
+        const served = yield* read(HttpClientRequest.get("/api/routes"), Schema.Struct({ routes: Schema.Array(RouteView) }))
+        const agents = served.routes.flatMap((route) => route.kind === "agent" ? [route.id] : [])
+        if (!agents.includes(options.agent.value)) {
+          return yield* new CliError({ message: `there is no agent "${options.agent.value}"; the agents are: ${agents.join(", ") || "(none)"}` })
+        }
+      }
       yield* say(Option.isNone(options.agent) && Option.isNone(options.search) ? "no instances" : "no instances match")
       return
     }
