@@ -83,7 +83,15 @@ export const serverApi = (options: ServerOptions, hint: ServerHint) =>
             ? Effect.succeed(response)
             : Effect.flatMap(
               Effect.orElseSucceed(response.json, () => undefined),
-              (body) => Effect.fail(new ServerRefused({ status: response.status, message: refusalText(response.status, body) }))
+              (body) =>
+                Effect.fail(
+                  new ServerRefused({
+                    status: response.status,
+                    // The server says how to send a token over HTTP; from here, it is a flag or the environment.
+                    message: refusalText(response.status, body) +
+                      (response.status === 401 && Option.isNone(token) ? "\nno token was sent: pass --token <token>, or set FOUNDRY_TOKEN" : "")
+                  })
+                )
             )
         ),
         Effect.catchTag("RequestError", (error) =>

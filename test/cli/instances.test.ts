@@ -132,6 +132,7 @@ describe("foundry instances", () => {
       const refused = yield* runCli(["instances", "--url", server.url])
       expect(refused.code).not.toBe(0)
       expect(refused.stderr).toContain("this server needs an API token")
+      expect(refused.stderr).toContain("no token was sent: pass --token <token>, or set FOUNDRY_TOKEN")
       expect(refused.stderr).not.toMatch(/\n\s+at /)
       const withFlag = yield* runCli(["instances", "--url", server.url, "--token", admin])
       expect(withFlag.code).toBe(0)
