@@ -412,6 +412,8 @@ export default defineConfig({ server: { port: ${port} }, concurrency: ${concurre
       writeFileSync(join(root, "foundry.config.ts"), config(3))
       const said = yield* dev.waitFor(/foundry\.config\.ts changed [^\n]*/, mark)
       expect(said).toContain("foundry.config.ts changed concurrency: restart foundry dev to apply it")
+      // The notice is said as the reload starts; the build status has it once the reload is done.
+      yield* reloadedBuild(dev, mark)
       const report = (yield* http(`http://127.0.0.1:${port}/api/build`)).json as { restartNeeded: string | null }
       expect(report.restartNeeded).toContain("changed concurrency:")
     }))
