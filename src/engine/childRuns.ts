@@ -43,6 +43,15 @@ export const spawnFrom = (app: CompiledApp, run: RunRecord, starter: RunStarter[
 export const emitFrom = (app: CompiledApp, run: RunRecord, starter: RunStarter["Type"], step: StepBuffer, callId: string) =>
 (name: string, payload: unknown) =>
   Effect.gen(function*() {
+    // A playbook left out (`foundry dev` while its file does not build) may listen for it: not
+    // delivered to some now and to that one never, the event is refused, and the tool says so.
+    const waiting = (app.leftOut ?? []).filter((route) => route.kind === "playbook")
+    if (waiting.length > 0) {
+      return yield* new SpawnFailed({
+        message: `not delivered: the project serves only the routes that build, and leaves out ` +
+          `${waiting.map((route) => route.file).join(", ")}, which may listen for it; emit it again once they build`
+      })
+    }
     const runs: Array<string> = []
     const parentStep = `tool:${callId}`
     for (const route of app.table.playbooks) {

@@ -317,6 +317,10 @@ const checkPlaybook = (file: string, definition: Record<string, unknown>): Array
     typeof definition.message === "function"
       ? undefined
       : { problem: "message is not a function", fix: "use message: (event) => `...`" },
+    // `definePlaybook` fills a missing `when` in; one given that is no function fails every event.
+    typeof definition.when === "function"
+      ? undefined
+      : { problem: "when is not a function", fix: "use when: (event) => event.priority >= 3, or leave it out to take every event" },
     checkPlaybookInstance(definition.instance)
   ]
 }

@@ -366,6 +366,28 @@ export default defineSchedule({ agent: helper, every: "${every}", message: "what
       for (const problem of report.problems) expect(problem.fix).toMatch(new RegExp(`^fix lib/version\\.ts:\\d+:\\d+, which ${problem.file.replaceAll(".", "\\.")} imports$`))
     }))
 
+  it.scopedLive("while a playbook is left out, an event a tool emits is refused, and the tool's error says why", () =>
+    Effect.gen(function*() {
+      const root = yield* tempProject({
+        "agents/helper/agent.ts": agentSource,
+        [toolPath]: answerTool(`"unused"`).replace(
+          `run: () => Effect.succeed("unused")`,
+          `run: (_input, context) => Effect.map(Effect.orDie(context.emit("ping", { n: 1 })), ({ runs }) => String(runs.length))`
+        ),
+        "playbooks/on-ping.ts": `import { Schema } from "effect"
+import { definePlaybook, event } from "foundry"
+import helper from "../agents/helper/agent.js"
+export default definePlaybook({ on: event("ping", Schema.Struct({ n: Schema.Number })), agent: helper, message: () => "pinged", when: 42 as any })
+`
+      })
+      const { url } = yield* devOn(root)
+      const { toolOutputs } = yield* runHelper(url)
+      expect(toolOutputs).toEqual([])
+      const runs = (yield* http(`${url}/api/runs?agent=helper`)).json as ReadonlyArray<{ id: string }>
+      const events = (yield* http(`${url}/api/runs/${runs[runs.length - 1]?.id}/events`)).json as ReadonlyArray<{ type: string; data: { error?: string } }>
+      expect(events.find((e) => e.type === "tool.call.failed")?.data.error).toContain("not delivered: the project serves only the routes that build, and leaves out playbooks/on-ping.ts")
+    }))
+
   it.scopedLive("two agents that are each other's subagents are told of the import cycle", () =>
     Effect.gen(function*() {
       const agent = (other: string) => `import { defineAgent } from "foundry"

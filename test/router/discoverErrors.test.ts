@@ -236,6 +236,20 @@ export default definePlaybook({ on: webhook("p", Schema.String), agent: echo as 
       expect(error.fix).toContain("defineAgent")
     }))
 
+  it.scoped("a playbook whose when is no function", () =>
+    Effect.gen(function*() {
+      const errors = yield* routeErrorsOf({
+        ...support,
+        "playbooks/p.ts": `import { Schema } from "effect"
+import { definePlaybook, webhook } from "foundry"
+import support from "../agents/support/agent.js"
+export default definePlaybook({ on: webhook("p", Schema.String), agent: support, message: () => "m", when: true as never })
+`
+      })
+      const error = onlyErrorFor(errors, "playbooks/p.ts")
+      expect(error.problem).toBe("when is not a function")
+    }))
+
   it.scoped("a schedule importing an agent object that is not a route", () =>
     Effect.gen(function*() {
       const errors = yield* routeErrorsOf({
