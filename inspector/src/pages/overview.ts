@@ -74,7 +74,7 @@ export const overviewPage = (root: HTMLElement) => {
         approvals.length === 0 ? h("p", { class: "muted" }, "No pending approvals.") :
           h("ul", { class: "list" }, approvals.map((a) => h("li", {}, link("/approvals", a.tool), " in ", link(`/runs/${a.runId}`, a.agent))))),
       h("section", { class: "card" }, h("h2", {}, "Recent failures"), runList(failed, "No failed runs.")),
-      h("section", { class: "card" }, h("h2", {}, "Next firings"),
+      h("section", { class: "card" }, h("h2", {}, "Next firings (your time)"),
         schedules.length === 0 ? h("p", { class: "muted" }, "No schedules.") :
           h("ul", { class: "list" }, [...schedules].sort((a, b) => (a.nextFire ?? Infinity) - (b.nextFire ?? Infinity)).map((s) =>
             h("li", {}, link("/schedules", s.id), " → ", link(`/agents/${s.agent}`, s.agent), " ",

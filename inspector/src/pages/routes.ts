@@ -10,7 +10,7 @@ export const schedulesPage = (root: HTMLElement) => {
   // What a button could not do (a firing that started nothing, say), until the next one works.
   const problem = h("p", { class: "error-line", "data-testid": "schedules-problem" })
   replace(root, h("h1", {}, "Schedules"), problem,
-    h("table", { class: "table" }, h("thead", {}, h("tr", {}, ["id", "agent", "timing", "status", "next", "last", ""].map((c) => h("th", {}, c)))), list))
+    h("table", { class: "table" }, h("thead", {}, h("tr", {}, ["id", "agent", "timing", "status", "next (your time)", "last", ""].map((c) => h("th", {}, c)))), list))
   const act = (id: string, action: "pause" | "resume" | "trigger") =>
     void api.schedule(id, action).then(() => {
       problem.textContent = ""
