@@ -392,11 +392,19 @@ describe("the OpenAI-compatible API", () => {
       const noRoute = yield* Effect.promise(() => client.get("/nope").then(() => undefined, (error: unknown) => error))
       expect(noRoute).toBeInstanceOf(OpenAI.NotFoundError)
       expect(noRoute).toMatchObject({ status: 404, code: "not_found", type: "invalid_request_error" })
+      // A route taken with another method: 405, saying which it takes (RFC 9110's Allow).
       const wrongMethod = yield* http(`${server.url}/v1/models`, { method: "POST", body: {} })
-      expect(wrongMethod.status).toBe(404)
+      expect(wrongMethod.status).toBe(405)
+      expect(wrongMethod.headers.get("allow")).toBe("GET")
       expect(wrongMethod.json).toEqual({
-        error: { message: expect.stringContaining("/v1/chat/completions"), type: "invalid_request_error", param: null, code: "not_found" }
+        error: { message: "POST is not how /v1/models is used: it takes GET", type: "invalid_request_error", param: null, code: "method_not_allowed" }
       })
+      const wrongOnRuns = yield* http(`${server.url}/api/runs/run_x`, { method: "DELETE" })
+      expect(wrongOnRuns.status).toBe(405)
+      expect(wrongOnRuns.headers.get("allow")).toBe("GET")
+      expect(wrongOnRuns.json).toEqual({ _tag: "MethodNotAllowed", message: "DELETE is not how /api/runs/run_x is used: it takes GET" })
+      const wrongOnMcp = yield* http(`${server.url}/mcp`, { method: "PUT", body: {} })
+      expect([wrongOnMcp.status, wrongOnMcp.headers.get("allow")]).toEqual([405, "DELETE, GET, POST"])
 
       // The exact body, as OpenAI sends it, for a body that is not JSON and a field of the wrong type.
       const notJson = yield* http(`${server.url}/v1/chat/completions`, { body: "{\"model\": " })

@@ -13,9 +13,13 @@ import { BadRequest } from "./api/BadRequest.js"
 import { FoundryApi } from "./api/FoundryApi.js"
 import { pathOf, refusal } from "./edge/refusal.js"
 import { isOpenAiPath } from "./refusalShape.js"
-import { requestIssues } from "./requestIssues.js"
+import { methodsAt, requestIssues } from "./requestIssues.js"
 
 const issuesOfRequest = requestIssues(FoundryApi)
+
+// The MCP endpoint is on the router beside the API's endpoints (transports/mcp/McpServerLive.ts).
+const methodsOfApi = methodsAt(FoundryApi)
+const methodsOf = (path: string): ReadonlyArray<string> => path === "/mcp" ? ["DELETE", "GET", "POST"] : methodsOfApi(path)
 
 /**
  * Whether the request sent a body in another form than JSON, the only one the API reads: a form
@@ -65,6 +69,16 @@ export const readableErrors = (maxBodyBytes: number) => <E, R>(app: HttpApp.Defa
             const page = pageNotFound(error.request)
             if (page !== undefined) return page
             const path = pathOf(error.request)
+            const allowed = methodsOf(path)
+            if (allowed.length > 0) {
+              return Effect.succeed(refusal(
+                path,
+                405,
+                "MethodNotAllowed",
+                `${error.request.method} is not how ${path} is used: it takes ${allowed.join(", ")}`,
+                { allow: allowed.join(", ") }
+              ))
+            }
             const routes = isOpenAiPath(path) ? "/v1's routes are /v1/models and /v1/chat/completions" : "see /api/openapi.json"
             return Effect.succeed(refusal(path, 404, "NotFound", `${error.request.method} ${error.request.url} is not a route; ${routes}`))
           }

@@ -68,6 +68,27 @@ const payloadOf = (request: HttpServerRequest.HttpServerRequest, query: unknown)
   return request.text
 }
 
+/**
+ * The methods the endpoints of `api` take at a path, for a request no route took: a path that is
+ * a route for other methods is answered 405 with them, not 404.
+ */
+export const methodsAt = <Id extends string, Groups extends HttpApiGroup.HttpApiGroup.Any, E, R>(
+  api: HttpApi.HttpApi<Id, Groups, E, R>
+): (pathname: string) => ReadonlyArray<string> => {
+  const endpoints: Array<Endpoint> = []
+  HttpApi.reflect(api, {
+    onGroup: () => {},
+    onEndpoint: ({ endpoint }) => {
+      endpoints.push(endpoint)
+    }
+  })
+  return (pathname) => {
+    const segments = pathname.replace(/(.)\/$/, "$1").split("/")
+    const methods = endpoints.flatMap((endpoint) => paramsOf(endpoint.path.split("/"), segments) === undefined ? [] : [endpoint.method])
+    return [...new Set(methods)].sort()
+  }
+}
+
 /** The endpoint a path is for, and its path parameters; a fixed segment wins over a parameter. */
 const endpointOf = (endpoints: ReadonlyArray<Endpoint>, method: HttpMethod.HttpMethod, pathname: string) => {
   const segments = pathname.replace(/(.)\/$/, "$1").split("/")
