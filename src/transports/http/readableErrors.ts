@@ -14,12 +14,13 @@ import { FoundryApi } from "./api/FoundryApi.js"
 import { pathOf, refusal } from "./edge/refusal.js"
 import { isOpenAiPath } from "./refusalShape.js"
 import { methodsAt, requestIssues } from "./requestIssues.js"
+import { mcpMethods, mcpPath } from "../mcp/McpServerLive.js"
 
 const issuesOfRequest = requestIssues(FoundryApi)
 
-// The MCP endpoint is on the router beside the API's endpoints (transports/mcp/McpServerLive.ts).
+// The MCP endpoint is on the router beside the API's endpoints.
 const methodsOfApi = methodsAt(FoundryApi)
-const methodsOf = (path: string): ReadonlyArray<string> => path === "/mcp" ? ["DELETE", "GET", "POST"] : methodsOfApi(path)
+const methodsOf = (path: string): ReadonlyArray<string> => path === mcpPath ? mcpMethods : methodsOfApi(path)
 
 /**
  * Whether the request sent a body in another form than JSON, the only one the API reads: a form

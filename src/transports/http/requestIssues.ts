@@ -16,13 +16,7 @@ type Endpoint = HttpApiEndpoint.HttpApiEndpoint<string, HttpMethod.HttpMethod>
 export const requestIssues = <Id extends string, Groups extends HttpApiGroup.HttpApiGroup.Any, E, R>(
   api: HttpApi.HttpApi<Id, Groups, E, R>
 ): Effect.Effect<ReadonlyArray<ReadableIssue>, never, HttpServerRequest.HttpServerRequest> => {
-  const endpoints: Array<Endpoint> = []
-  HttpApi.reflect(api, {
-    onGroup: () => {},
-    onEndpoint: ({ endpoint }) => {
-      endpoints.push(endpoint)
-    }
-  })
+  const endpoints = endpointsOf(api)
   return Effect.gen(function*() {
     const request = yield* HttpServerRequest.HttpServerRequest
     const url = new URL(request.url, "http://request")
@@ -75,6 +69,14 @@ const payloadOf = (request: HttpServerRequest.HttpServerRequest, query: unknown)
 export const methodsAt = <Id extends string, Groups extends HttpApiGroup.HttpApiGroup.Any, E, R>(
   api: HttpApi.HttpApi<Id, Groups, E, R>
 ): (pathname: string) => ReadonlyArray<string> => {
+  const endpoints = endpointsOf(api)
+  return (pathname) => [...new Set(matchesAt(endpoints, pathname).map(({ endpoint }) => endpoint.method))].sort()
+}
+
+/** The endpoints of `api`. */
+const endpointsOf = <Id extends string, Groups extends HttpApiGroup.HttpApiGroup.Any, E, R>(
+  api: HttpApi.HttpApi<Id, Groups, E, R>
+): ReadonlyArray<Endpoint> => {
   const endpoints: Array<Endpoint> = []
   HttpApi.reflect(api, {
     onGroup: () => {},
@@ -82,23 +84,23 @@ export const methodsAt = <Id extends string, Groups extends HttpApiGroup.HttpApi
       endpoints.push(endpoint)
     }
   })
-  return (pathname) => {
-    const segments = pathname.replace(/(.)\/$/, "$1").split("/")
-    const methods = endpoints.flatMap((endpoint) => paramsOf(endpoint.path.split("/"), segments) === undefined ? [] : [endpoint.method])
-    return [...new Set(methods)].sort()
-  }
+  return endpoints
 }
 
-/** The endpoint a path is for, and its path parameters; a fixed segment wins over a parameter. */
-const endpointOf = (endpoints: ReadonlyArray<Endpoint>, method: HttpMethod.HttpMethod, pathname: string) => {
+/** The endpoints whose path `pathname` is, whatever their method, each with its path parameters. */
+const matchesAt = (endpoints: ReadonlyArray<Endpoint>, pathname: string) => {
   const segments = pathname.replace(/(.)\/$/, "$1").split("/")
-  const matches = endpoints.flatMap((endpoint) => {
-    if (endpoint.method !== method) return []
+  return endpoints.flatMap((endpoint) => {
     const params = paramsOf(endpoint.path.split("/"), segments)
     return params === undefined ? [] : [{ endpoint, params }]
   })
-  return matches.sort((a, b) => Object.keys(a.params).length - Object.keys(b.params).length)[0]
 }
+
+/** The endpoint a path is for, and its path parameters; a fixed segment wins over a parameter. */
+const endpointOf = (endpoints: ReadonlyArray<Endpoint>, method: HttpMethod.HttpMethod, pathname: string) =>
+  matchesAt(endpoints, pathname)
+    .filter(({ endpoint }) => endpoint.method === method)
+    .sort((a, b) => Object.keys(a.params).length - Object.keys(b.params).length)[0]
 
 const paramsOf = (template: ReadonlyArray<string>, segments: ReadonlyArray<string>) => {
   if (template.length !== segments.length) return undefined

@@ -21,6 +21,9 @@ import { defaults, type McpServerConfig } from "./McpServerConfig.js"
 /** The endpoint's path. */
 export const mcpPath = "/mcp"
 
+/** The methods the endpoint takes (a request with another is refused 405, naming these). */
+export const mcpMethods = ["DELETE", "GET", "POST"] as const
+
 /** A POST body that cannot be read or is not JSON: a 400 with this JSON-RPC code. */
 class UnreadableBody extends Data.TaggedError("UnreadableBody")<{
   readonly code: number
