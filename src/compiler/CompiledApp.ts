@@ -103,3 +103,18 @@ export interface LeftOutRoute {
   readonly file: string
   readonly problem: string
 }
+
+/** The routes of `kind` the build leaves out; none for a whole build. */
+export const leftOutOf = (app: CompiledApp, kind: LeftOutRoute["kind"]): ReadonlyArray<LeftOutRoute> =>
+  (app.leftOut ?? []).filter((route) => route.kind === kind)
+
+/**
+ * Why an event may not be delivered now: the playbooks the build leaves out, any of which may
+ * listen for it (one that did not load cannot say what it listens for); `undefined` when none is.
+ */
+export const playbooksLeftOut = (app: CompiledApp): string | undefined => {
+  const waiting = leftOutOf(app, "playbook")
+  return waiting.length === 0
+    ? undefined
+    : `the project serves only the routes that build, and leaves out ${waiting.map((route) => route.file).join(", ")}`
+}

@@ -5,7 +5,7 @@
  * spawns) come in the same way, through `starter`.
  */
 import { type Context, Effect, Option } from "effect"
-import type { CompiledApp } from "../compiler/CompiledApp.js"
+import { type CompiledApp, leftOutOf } from "../compiler/CompiledApp.js"
 import type { CurrentApp } from "../compiler/CurrentApp.js"
 import { newId } from "../durable/ids.js"
 import type { RunRecord } from "../durable/records.js"
@@ -21,13 +21,12 @@ import type { Place } from "./executionQueue.js"
 import type { Executions } from "./executions.js"
 import type { InstanceRefusals } from "./instanceRefusals.js"
 
-
 /**
  * Why `agent` takes no run: a build of only the project's sound part left it out (and why), or the
  * build has no agent of that name.
  */
 const unknownAgent = (app: CompiledApp, agent: string): AgentNotFound => {
-  const leftOut = app.leftOut?.find((route) => route.kind === "agent" && route.id === agent)
+  const leftOut = leftOutOf(app, "agent").find((route) => route.id === agent)
   return new AgentNotFound({
     agent,
     message: leftOut !== undefined
@@ -35,6 +34,7 @@ const unknownAgent = (app: CompiledApp, agent: string): AgentNotFound => {
       : `there is no agent "${agent}"; the agents are: ${[...app.agents.keys()].join(", ") || "(none)"}`
   })
 }
+
 /** What submissions need of their executor. */
 export interface SubmissionsOptions {
   readonly store: Context.Tag.Service<Store>

@@ -5,7 +5,7 @@
  * the call that started it.
  */
 import { Effect, Option, Predicate, Schema } from "effect"
-import type { CompiledApp } from "../compiler/CompiledApp.js"
+import { type CompiledApp, playbooksLeftOut } from "../compiler/CompiledApp.js"
 import type { AgentDefinition } from "../definitions/defineAgent.js"
 import { SpawnFailed } from "../definitions/defineTool.js"
 import { finalStatuses, type RunRecord } from "../durable/records.js"
@@ -45,12 +45,9 @@ export const emitFrom = (app: CompiledApp, run: RunRecord, starter: RunStarter["
   Effect.gen(function*() {
     // A playbook left out (`foundry dev` while its file does not build) may listen for it: not
     // delivered to some now and to that one never, the event is refused, and the tool says so.
-    const waiting = (app.leftOut ?? []).filter((route) => route.kind === "playbook")
-    if (waiting.length > 0) {
-      return yield* new SpawnFailed({
-        message: `not delivered: the project serves only the routes that build, and leaves out ` +
-          `${waiting.map((route) => route.file).join(", ")}, which may listen for it; emit it again once they build`
-      })
+    const leftOut = playbooksLeftOut(app)
+    if (leftOut !== undefined) {
+      return yield* new SpawnFailed({ message: `not delivered: ${leftOut}, which may listen for it; emit it again once they build` })
     }
     const runs: Array<string> = []
     const parentStep = `tool:${callId}`

@@ -7,7 +7,7 @@
  * firing is missed when it comes later than the config's `schedules.misfireGrace` after its time.
  */
 import { Clock, Context, Duration, Effect, Layer, Option, Queue, Schema } from "effect"
-import type { CompiledApp } from "../compiler/CompiledApp.js"
+import { type CompiledApp, leftOutOf } from "../compiler/CompiledApp.js"
 import { CurrentApp } from "../compiler/CurrentApp.js"
 import type { ScheduleTiming } from "../definitions/defineSchedule.js"
 import { nextFireAfter } from "../definitions/scheduleTiming.js"
@@ -184,7 +184,7 @@ export const SchedulesLive = Layer.scoped(
     // Schedules a build of the project's sound part left out (`foundry dev` while their files, or
     // their agent's, do not build): their state is kept, and they do not fire until served again.
     const heldBy = (app: CompiledApp): ReadonlySet<string> =>
-      new Set((app.leftOut ?? []).flatMap((route) => route.kind === "schedule" ? [`schedule:${route.id}`] : []))
+      new Set(leftOutOf(app, "schedule").map((route) => `schedule:${route.id}`))
     let held = heldBy(yield* current.get)
 
     // The timer: fire what is due, then sleep until the soonest activation (or a change).

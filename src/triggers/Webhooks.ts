@@ -13,7 +13,7 @@
  */
 import { createHmac, timingSafeEqual } from "node:crypto"
 import { Clock, Config, Context, Duration, Effect, Exit, Layer, Redacted, Schema } from "effect"
-import type { CompiledApp } from "../compiler/CompiledApp.js"
+import { type CompiledApp, playbooksLeftOut } from "../compiler/CompiledApp.js"
 import { CurrentApp } from "../compiler/CurrentApp.js"
 import { defaultWebhookTolerance } from "../definitions/defineConfig.js"
 import type { PlaybookDefinition } from "../definitions/definePlaybook.js"
@@ -328,12 +328,11 @@ export const WebhooksLive = Layer.effect(
       headers: Readonly<Record<string, string | undefined>>
     ) {
       const app = yield* current.get
-      const waiting = (app.leftOut ?? []).filter((route) => route.kind === "playbook")
-      if (waiting.length > 0) {
+      const leftOut = playbooksLeftOut(app)
+      if (leftOut !== undefined) {
         return yield* new WebhookNotServed({
           webhook,
-          message: `the project serves only the routes that build, and leaves out ${waiting.map((route) => route.file).join(", ")}, ` +
-            "which may listen on this webhook: the event was not taken; send it again once they build"
+          message: `${leftOut}, which may listen on this webhook: the event was not taken; send it again once they build`
         })
       }
       const playbooks = app.table.playbooks.filter((p) => p.definition.on._tag === "Webhook" && p.definition.on.name === webhook)
