@@ -28,7 +28,7 @@ import { watchProjectChanges } from "../router/watch.js"
 import { Schedules } from "../triggers/Schedules.js"
 import { CliError } from "./CliError.js"
 import { notAProjectOrRelease } from "./projectFolder.js"
-import { reachable, recordServing } from "./servingAddress.js"
+import { addressOf, recordServing } from "./servingAddress.js"
 import { clusterSettingsOf, serverLayer, storeFileOf } from "./ProjectRuntime.js"
 import { routeSummary } from "./routeSummary.js"
 import { reportError, say, style, warn } from "./terminal.js"
@@ -363,7 +363,7 @@ export const serveProject = Effect.fn("cli.serveProject")(function*(options: Ser
     yield* status.update((report) => ({ ...report, problems, partial: true }))
   }
   yield* sayListening(options, app, context, address)
-  if (server.address._tag === "TcpAddress") yield* recordServing(options.root, `http://${reachable(host)}:${server.address.port}`)
+  if (server.address._tag === "TcpAddress") yield* recordServing(options.root, addressOf(host, server.address.port))
 
   const recovered = yield* Context.get(context, Dispatcher).recover
   if (recovered > 0) yield* say(`resumed ${recovered} unfinished run${recovered === 1 ? "" : "s"}`)

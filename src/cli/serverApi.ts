@@ -10,7 +10,7 @@ import { Config, Data, Effect, Option, type Redacted, Schema } from "effect"
 import { ReadableIssue } from "../definitions/readableIssues.js"
 import { loadConfig } from "../router/loadConfig.js"
 import { CliError } from "./CliError.js"
-import { reachable, servingUrl } from "./servingAddress.js"
+import { addressOf, servingUrl } from "./servingAddress.js"
 
 /** Where the server is and who asks: `url` (else the project's config) and `token` (else `FOUNDRY_TOKEN`). */
 export interface ServerOptions {
@@ -48,7 +48,7 @@ const serverUrl = (options: ServerOptions, hint: ServerHint) =>
     },
     onNone: () =>
       loadConfig(options.dir, 1).pipe(
-        Effect.map(({ config }) => `http://${reachable(config.server.host)}:${config.server.port}`),
+        Effect.map(({ config }) => addressOf(config.server.host, config.server.port)),
         Effect.catchTag("RouteError", (error) =>
           Effect.fail(new CliError({ message: `the project's config is broken, so its server is not known (or pass ${hint.flag}):\n${error.message}` })))
       )

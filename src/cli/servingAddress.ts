@@ -7,21 +7,12 @@
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { Effect, Option, Schema } from "effect"
+import { processEnded } from "../dispatch/executorIdentity.js"
 
 /** What a serving process leaves for the others: its address and its process id. */
 const Serving = Schema.parseJson(Schema.Struct({ url: Schema.String, pid: Schema.Number }))
 
 const fileOf = (root: string): string => join(root, ".foundry", "server.json")
-
-const alive = (pid: number): boolean => {
-  try {
-    process.kill(pid, 0)
-    return true
-  } catch (error) {
-    // EPERM: it exists, owned by another user.
-    return error instanceof Error && "code" in error && error.code === "EPERM"
-  }
-}
 
 /** The address of the process serving the project at `root`, if one is serving it now. */
 export const servingUrl = (root: string): Option.Option<string> => {
@@ -32,11 +23,12 @@ export const servingUrl = (root: string): Option.Option<string> => {
     return Option.none()
   }
   return Option.flatMap(Schema.decodeUnknownOption(Serving)(text), (serving) =>
-    serving.pid !== process.pid && !alive(serving.pid) ? Option.none() : Option.some(serving.url))
+    serving.pid !== process.pid && processEnded(serving.pid) ? Option.none() : Option.some(serving.url))
 }
 
-/** A server bound to every interface is reached on loopback. */
-export const reachable = (host: string): string => host === "0.0.0.0" || host === "::" ? "127.0.0.1" : host
+/** The address of a server listening on `host` and `port`: one bound to every interface is reached on loopback. */
+export const addressOf = (host: string, port: number): string =>
+  `http://${host === "0.0.0.0" || host === "::" ? "127.0.0.1" : host}:${port}`
 
 /** Records, for as long as the scope is open, that this process serves the project at `root` at `url`. */
 export const recordServing = (root: string, url: string) =>

@@ -15,8 +15,13 @@ export const isDeadExecutor = (holder: string): boolean => {
   const [host, pid] = holder.split("/")
   const id = Number(pid)
   if (host !== hostname() || !Number.isSafeInteger(id) || id <= 0 || id === process.pid) return false
+  return processEnded(id)
+}
+
+/** Whether no process `pid` runs on this host any more. */
+export const processEnded = (pid: number): boolean => {
   try {
-    process.kill(id, 0)
+    process.kill(pid, 0)
     return false
   } catch (error) {
     // EPERM: the process exists but belongs to someone else.

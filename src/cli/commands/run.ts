@@ -10,7 +10,7 @@ import { EventLog } from "../../events/EventLog.js"
 import type { FoundryEvent } from "../../events/FoundryEvent.js"
 import { CliError } from "../CliError.js"
 import { runtimeLayer } from "../ProjectRuntime.js"
-import { reachable, servingUrl } from "../servingAddress.js"
+import { addressOf, servingUrl } from "../servingAddress.js"
 import { style } from "../terminal.js"
 
 const write = (stream: NodeJS.WriteStream, text: string) => Effect.sync(() => stream.write(text))
@@ -86,7 +86,7 @@ export const run = ({ agent, dir, instance, message }: {
         const submitted = yield* dispatcher.submit({ agent, message, instance })
         const streamed = new Set<number>()
         const { host, port } = app.table.config.server
-        const server = Option.getOrElse(servingUrl(dir), () => `http://${reachable(host)}:${port}`)
+        const server = Option.getOrElse(servingUrl(dir), () => addressOf(host, port))
         let outcome = "completed"
         yield* events.runEvents(submitted.id).pipe(
           Stream.takeUntil((event) => event.type === "run.suspended"),
