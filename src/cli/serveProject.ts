@@ -49,20 +49,7 @@ export interface ServeOptions {
 const problemsOf = (error: { readonly message: string }) => {
   if (error instanceof RouteErrors) return error.errors.map(({ file, fix, problem }) => ({ file, problem, fix }))
   if (error instanceof RouteError) return [{ file: error.file, problem: error.problem, fix: error.fix }]
-  if (error instanceof MissingServices) {
-    return error.missing.map((m) => ({
-      file: m.file,
-      problem: `tool "${m.tool}" requires the service ${m.service}, which no layer in ${error.configFile} provides`,
-      fix: `add a layer that provides ${m.service} to \`layers\` in ${error.configFile}`
-    }))
-  }
-  if (error instanceof LayerBuildError) {
-    return [{
-      file: error.configFile,
-      problem: `a layer failed to build: ${error.cause}`,
-      fix: "make the layer's construction succeed, or provide what it needs"
-    }]
-  }
+  if (error instanceof MissingServices || error instanceof LayerBuildError) return error.problems
   const [problem = error.message, ...rest] = error.message.split("\n")
   return [{ file: "(build)", problem, fix: rest.join("\n").replace(/^\s*fix:\s*/, "") || "see the terminal of foundry dev" }]
 }
