@@ -107,6 +107,18 @@ export const submissionFingerprint = (submission: {
     .digest("hex")
 
 /**
+ * Whether a run queued with an idempotency key was queued for `submission`: `first` is its
+ * `submissionFingerprint` (`null` for a run queued before fingerprints were kept: taken as this
+ * one), `conversations` the ones the submission may have named (`null` for a new one).
+ */
+export const isSameSubmission = (
+  first: string | null,
+  submission: { readonly agent: string; readonly instanceId: string; readonly input: string },
+  conversations: ReadonlyArray<string | null>
+): boolean =>
+  first === null || conversations.some((conversation) => first === submissionFingerprint({ ...submission, conversation }))
+
+/**
  * A message as stored: its JSON. `ChatMessage` transforms nothing, so its encoded form is the
  * message itself (tsc checks that here); the schema's encoder re-checked every field the types
  * already guarantee, about 10 µs a message on every step. Reading a message still decodes it.

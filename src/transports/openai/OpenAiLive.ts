@@ -18,7 +18,7 @@ import type { RunRecord } from "../../durable/records.js"
 import { Store } from "../../durable/Store.js"
 import type { StoreError } from "../../durable/StoreError.js"
 import { EventLog } from "../../events/EventLog.js"
-import { RunJournal, submissionFingerprint } from "../../journal/RunJournal.js"
+import { isSameSubmission, RunJournal } from "../../journal/RunJournal.js"
 import { FoundryApi } from "../http/api/FoundryApi.js"
 import { heartbeatFrame } from "../http/handlers/sse.js"
 import { logStoreError } from "../http/handlers/storeUnavailable.js"
@@ -136,9 +136,8 @@ export const OpenAiLive = HttpApiBuilder.group(FoundryApi, "openai", (handlers) 
     const sameRequest = (idempotencyKey: string, run: RunRecord, turn: { readonly agent: string; readonly instance: string | undefined; readonly message: string }) =>
       Effect.gen(function*() {
         const first = yield* journal.idempotencyFingerprint(run.id)
-        const asked = (conversation: string | null) =>
-          submissionFingerprint({ agent: turn.agent, instanceId: turn.instance ?? "default", input: turn.message, conversation })
-        if (first === null || first === asked(null) || first === asked(run.conversationId)) return
+        const submission = { agent: turn.agent, instanceId: turn.instance ?? "default", input: turn.message }
+        if (isSameSubmission(first, submission, [null, run.conversationId])) return
         return yield* invalidRequest(
           `idempotency-key "${idempotencyKey}" already started run ${run.id} for a different request: ` +
             "use a new key for a new request, or repeat the first request exactly to get its answer",

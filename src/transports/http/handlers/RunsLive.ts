@@ -7,7 +7,7 @@ import { Dispatcher, RunNotFound } from "../../../dispatch/Dispatcher.js"
 import { Store } from "../../../durable/Store.js"
 import { EventStorage } from "../../../events/EventStorage.js"
 import { EventLog } from "../../../events/EventLog.js"
-import { RunJournal, submissionFingerprint } from "../../../journal/RunJournal.js"
+import { isSameSubmission, RunJournal } from "../../../journal/RunJournal.js"
 import { FoundryApi } from "../api/FoundryApi.js"
 import { type CreateRun, IdempotencyKeyReused } from "../api/RunsGroup.js"
 import { lastEventId, sseResponse } from "./sse.js"
@@ -40,14 +40,8 @@ export const RunsLive = HttpApiBuilder.group(FoundryApi, "runs", (handlers) =>
       const run = yield* dispatcher.submit({ ...payload, idempotencyKey })
       if (idempotencyKey !== undefined) {
         const first = yield* journal.idempotencyFingerprint(run.id)
-        const asked = submissionFingerprint({
-          agent: payload.agent,
-          instanceId: payload.instance ?? "default",
-          input: payload.message,
-          conversation: payload.conversation ?? null
-        })
-        // A run queued before fingerprints were kept has none: it is taken as this request's.
-        if (first !== null && first !== asked) {
+        const submission = { agent: payload.agent, instanceId: payload.instance ?? "default", input: payload.message }
+        if (!isSameSubmission(first, submission, [payload.conversation ?? null])) {
           return yield* new IdempotencyKeyReused({
             idempotencyKey,
             runId: run.id,
