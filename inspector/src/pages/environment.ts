@@ -36,7 +36,6 @@ const folderTree = (files: ReadonlyArray<EnvironmentFile>): Folder => {
 
 const nameOf = (path: string): string => path.slice(path.lastIndexOf("/") + 1)
 
-
 /** The environment browser of an instance's page: its element, and `open` to load it for an instance. */
 export const environmentBrowser = () => {
   const element = h("div", { class: "environment", "data-testid": "environment" }, h("p", { class: "muted" }, "Loading the files…"))

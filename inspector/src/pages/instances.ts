@@ -12,7 +12,6 @@ import { environmentBrowser } from "./environment.js"
 /** Where the API puts a secret field's value (src/instances/installationConfig.ts), never the value itself. */
 const redactedMark = "<redacted>"
 
-
 const row = (instance: InstanceSummary) =>
   h("tr", { "data-agent": instance.agent, "data-instance": instance.id },
     h("td", {}, link(`/agents/${instance.agent}`, instance.agent)),
