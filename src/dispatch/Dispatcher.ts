@@ -5,6 +5,7 @@
  * and applies approval decisions.
  */
 import { Context, type Effect, Schema } from "effect"
+import { type CompiledApp, leftOutOf } from "../compiler/CompiledApp.js"
 import type { ApprovalRecord, RunRecord } from "../durable/records.js"
 import type { StoreError } from "../durable/StoreError.js"
 import type { ChatMessage } from "../models/Model.js"
@@ -37,6 +38,20 @@ export class AgentNotFound extends Schema.TaggedError<AgentNotFound>()("AgentNot
   agent: Schema.String,
   message: Schema.String
 }) {}
+
+/**
+ * Why `agent` is no agent of `app`: a build of only the project's sound part left it out (and
+ * why), or the build has no agent of that name (and which it has).
+ */
+export const agentNotFound = (app: CompiledApp, agent: string): AgentNotFound => {
+  const leftOut = leftOutOf(app, "agent").find((route) => route.id === agent)
+  return new AgentNotFound({
+    agent,
+    message: leftOut !== undefined
+      ? `agent "${agent}" is not served while ${leftOut.file} does not build: ${leftOut.problem}`
+      : `there is no agent "${agent}"; the agents are: ${[...app.agents.keys()].join(", ") || "(none)"}`
+  })
+}
 
 /**
  * The instance takes no runs: it is paused or archived, it does not exist and its agent needs a

@@ -5,7 +5,6 @@
  * spawns) come in the same way, through `starter`.
  */
 import { type Context, Effect, Option } from "effect"
-import { type CompiledApp, leftOutOf } from "../compiler/CompiledApp.js"
 import type { CurrentApp } from "../compiler/CurrentApp.js"
 import { newId } from "../durable/ids.js"
 import type { RunRecord } from "../durable/records.js"
@@ -16,24 +15,10 @@ import type { Lease } from "../journal/journalRecords.js"
 import type { RunJournal, SubmitOptions } from "../journal/RunJournal.js"
 import { eventOf } from "../journal/trace.js"
 import type { Releases } from "../release/Releases.js"
-import { AgentNotFound, ConversationNotFound, type RunRequest } from "./Dispatcher.js"
+import { agentNotFound, ConversationNotFound, type RunRequest } from "./Dispatcher.js"
 import type { Place } from "./executionQueue.js"
 import type { Executions } from "./executions.js"
 import type { InstanceRefusals } from "./instanceRefusals.js"
-
-/**
- * Why `agent` takes no run: a build of only the project's sound part left it out (and why), or the
- * build has no agent of that name.
- */
-const unknownAgent = (app: CompiledApp, agent: string): AgentNotFound => {
-  const leftOut = leftOutOf(app, "agent").find((route) => route.id === agent)
-  return new AgentNotFound({
-    agent,
-    message: leftOut !== undefined
-      ? `agent "${agent}" is not served while ${leftOut.file} does not build: ${leftOut.problem}`
-      : `there is no agent "${agent}"; the agents are: ${[...app.agents.keys()].join(", ") || "(none)"}`
-  })
-}
 
 /** What submissions need of their executor. */
 export interface SubmissionsOptions {
@@ -118,7 +103,7 @@ export const makeSubmissions = (options: SubmissionsOptions) => {
     start: (request) =>
       Effect.gen(function*() {
         const app = yield* releases.starting
-        if (!app.agents.has(request.agent)) return yield* unknownAgent(app, request.agent)
+        if (!app.agents.has(request.agent)) return yield* agentNotFound(app, request.agent)
         return yield* newRun(
           { agent: request.agent, message: request.message, instance: request.instance },
           { id: newId("conv"), isNew: true },
@@ -140,7 +125,7 @@ export const makeSubmissions = (options: SubmissionsOptions) => {
     }
     const app = yield* current.get
     const agent = app.agents.get(request.agent)
-    if (agent === undefined) return yield* unknownAgent(app, request.agent)
+    if (agent === undefined) return yield* agentNotFound(app, request.agent)
     const instanceId = request.instance ?? "default"
     yield* invalidId(agent.id, instanceId)
     yield* withoutContext(agent, instanceId)

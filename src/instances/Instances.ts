@@ -10,7 +10,7 @@ import { CurrentApp } from "../compiler/CurrentApp.js"
 import { type AnySchema, isContext } from "../definitions/defineAgent.js"
 import { instanceIdForm, isInstanceId } from "../definitions/instanceId.js"
 import { ReadableIssue, readableIssues } from "../definitions/readableIssues.js"
-import { AgentNotFound } from "../dispatch/Dispatcher.js"
+import { type AgentNotFound, agentNotFound } from "../dispatch/Dispatcher.js"
 import { newId } from "../durable/ids.js"
 import { type InstanceRef, InstanceStorage, type NewInstallation } from "../durable/InstanceStorage.js"
 import { CapabilityKind, type InstallationRecord, type InstanceRecord } from "../durable/records.js"
@@ -201,7 +201,7 @@ export const layer = Layer.effect(
     const agentOf = (app: CompiledApp, agent: string) => {
       const found = app.agents.get(agent)
       return found === undefined
-        ? Effect.fail(new AgentNotFound({ agent, message: `there is no agent "${agent}"; the agents are: ${[...app.agents.keys()].join(", ") || "(none)"}` }))
+        ? Effect.fail(agentNotFound(app, agent))
         : Effect.succeed(found)
     }
 
