@@ -10,6 +10,10 @@ import { orStoreUnavailable } from "./storeUnavailable.js"
 /** When a sender whose event is still being delivered, or not taken yet, should try again, in seconds. */
 const retryAfterSeconds = 5
 
+/** An answer that asks the sender to send the event again later. */
+const retryLater = (status: number, body: Readonly<Record<string, string>>) =>
+  HttpServerResponse.json(body, { status, headers: { "retry-after": String(retryAfterSeconds) } }).pipe(Effect.orDie)
+
 /** Handlers for `/hooks`. */
 export const HooksLive = HttpApiBuilder.group(FoundryApi, "hooks", (handlers) =>
   Effect.gen(function*() {
@@ -24,16 +28,8 @@ export const HooksLive = HttpApiBuilder.group(FoundryApi, "hooks", (handlers) =>
         // 409, not 202: the first attempt's runs are not known yet, and if it never finishes the
         // sender must not believe the event delivered.
         Effect.catchTags({
-          DeliveryInProgress: (error) =>
-            HttpServerResponse.json(
-              { _tag: error._tag, deliveryId: error.deliveryId, message: error.message },
-              { status: 409, headers: { "retry-after": String(retryAfterSeconds) } }
-            ).pipe(Effect.orDie),
-          WebhookNotServed: (error) =>
-            HttpServerResponse.json(
-              { _tag: error._tag, webhook: error.webhook, message: error.message },
-              { status: 503, headers: { "retry-after": String(retryAfterSeconds) } }
-            ).pipe(Effect.orDie)
+          DeliveryInProgress: (error) => retryLater(409, { _tag: error._tag, deliveryId: error.deliveryId, message: error.message }),
+          WebhookNotServed: (error) => retryLater(503, { _tag: error._tag, webhook: error.webhook, message: error.message })
         })
       ))
   }))
