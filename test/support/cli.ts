@@ -59,11 +59,9 @@ const rangeStart = 20_000 + (Number(process.env.VITEST_POOL_ID ?? "1") % 8) * ra
 export const freePort: Effect.Effect<number> = Effect.suspend(() => {
   const port = rangeStart + Math.floor(Math.random() * rangeSize)
   if (handedOut.has(port)) return freePort
-  return Effect.flatMap(isFree(port), (free) => {
-    if (!free) return freePort
-    handedOut.add(port)
-    return Effect.succeed(port)
-  })
+  // Held before the check: fibers drawing at once (runners started together) must not both take it.
+  handedOut.add(port)
+  return Effect.flatMap(isFree(port), (free) => free ? Effect.succeed(port) : freePort)
 })
 
 /** A running `foundry` process and everything it has printed so far. */
