@@ -19,10 +19,15 @@ export interface NewApproval {
   readonly expiresAt: number
 }
 
-/** Which approvals `list` returns: every one, or those of a status, a run, or both. */
+/**
+ * Which approvals `list` returns: every one, or those of a status, a run, or both; `after` an
+ * approval's id (the last of the page before), at most `limit`.
+ */
 export interface ApprovalFilter {
-  readonly status?: ApprovalStatus
-  readonly runId?: string
+  readonly status?: ApprovalStatus | undefined
+  readonly runId?: string | undefined
+  readonly after?: string | undefined
+  readonly limit?: number | undefined
 }
 
 /** The conversation an approval with scope `conversation` approves its tool for. */
@@ -93,11 +98,15 @@ export const layer = Layer.effect(
       find: (runId, toolCallId) => byCall({ runId, toolCallId }).pipe(failAs("findApproval")),
 
       // A run's approvals are found through the (run_id, tool_call_id) index, not by reading them all.
-      list: ({ runId, status }) =>
+      list: ({ after, limit, runId, status }) =>
         sql`${approvals} WHERE ${sql.and([
           ...(status === undefined ? [] : [sql`a.status = ${status}`]),
-          ...(runId === undefined ? [] : [sql`a.run_id = ${runId}`])
-        ])} ORDER BY a.created_at, a.id`.pipe(Effect.flatMap(decodeApprovals), failAs("listApprovals")),
+          ...(runId === undefined ? [] : [sql`a.run_id = ${runId}`]),
+          ...(after === undefined ? [] : [sql`(a.created_at, a.id) > (SELECT created_at, id FROM foundry_approvals WHERE id = ${after})`])
+        ])} ORDER BY a.created_at, a.id${limit === undefined ? sql`` : sql` LIMIT ${limit}`}`.pipe(
+          Effect.flatMap(decodeApprovals),
+          failAs("listApprovals")
+        ),
 
       decide: (id, status, reason, grant) =>
         sql.withTransaction(Effect.gen(function*() {

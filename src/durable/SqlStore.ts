@@ -42,10 +42,11 @@ export const make = Effect.gen(function*() {
 
     getConversation: (id) => findConversation(id).pipe(failAs("getConversation")),
 
-    listMessages: (conversationId) =>
+    listMessages: (conversationId, page = {}) =>
       database.read({
-        sql: `SELECT seq, run_id AS "runId", body, created_at AS "createdAt" FROM foundry_messages WHERE conversation_id = ? ORDER BY seq`,
-        params: [conversationId]
+        sql: `SELECT seq, run_id AS "runId", body, created_at AS "createdAt" FROM foundry_messages WHERE conversation_id = ?` +
+          (page.after === undefined ? "" : " AND seq > ?") + " ORDER BY seq" + (page.limit === undefined ? "" : " LIMIT ?"),
+        params: [conversationId, ...(page.after === undefined ? [] : [page.after]), ...(page.limit === undefined ? [] : [page.limit])]
       }).pipe(
         Effect.flatMap(decodeMessages),
         Effect.map((rows) => rows.map((row) => ({ seq: row.seq, runId: row.runId, message: row.body, createdAt: row.createdAt }))),

@@ -24,10 +24,17 @@ export interface StoredMessage {
   readonly createdAt: number
 }
 
+/** A page of a conversation's messages: those after the message with seq `after`, at most `limit`. */
+export interface MessagePage {
+  readonly after?: number | undefined
+  readonly limit?: number | undefined
+}
+
 /** The durable store. */
 export class Store extends Context.Tag("foundry/Store")<Store, {
   readonly getConversation: (id: string) => Effect.Effect<Option.Option<ConversationRecord>, StoreError>
-  readonly listMessages: (conversationId: string) => Effect.Effect<ReadonlyArray<StoredMessage>, StoreError>
+  /** A conversation's messages in order; `page` takes the `limit` first after the message with seq `after`. */
+  readonly listMessages: (conversationId: string, page?: MessagePage) => Effect.Effect<ReadonlyArray<StoredMessage>, StoreError>
   /** Usage summed over the runs `filter` selects. */
   readonly sumUsage: (filter: UsageFilter) => Effect.Effect<UsageSums, StoreError>
   /** Usage summed over the runs `filter` selects, one group per key of `groupBy`, in key order. */

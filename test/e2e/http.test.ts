@@ -45,6 +45,14 @@ describe("the example project over HTTP", () => {
       expect(yield* ofRun(denied, "pending")).toEqual([])
       expect(yield* ofRun(denied, "denied")).toEqual([first])
       expect(yield* ofRun(approved, "pending")).toEqual([second])
+      // Paged oldest first: a page of one, then the page after it; a cursor naming no approval is a 404.
+      const page = (query: string) => Effect.map(http(`${server.url}/api/approvals?${query}`), (r) => r.json as ReadonlyArray<{ id: string }>)
+      expect((yield* page("limit=1")).map((a) => a.id)).toEqual([first])
+      expect((yield* page(`limit=1&after=${first}`)).map((a) => a.id)).toEqual([second])
+      expect(yield* page(`after=${second}`)).toEqual([])
+      const unknownCursor = yield* http(`${server.url}/api/approvals?after=apr_nope`)
+      expect(unknownCursor.status).toBe(404)
+      expect(unknownCursor.json).toMatchObject({ message: expect.stringContaining("there is no approval \"apr_nope\"") })
       yield* http(`${server.url}/api/approvals/${second}`, { body: { decision: "approve" } })
       expect(yield* waitForRun(server.url, approved)).toMatchObject({ status: "completed" })
       const events = (yield* http(`${server.url}/api/runs/${approved}/events`)).json as Array<{ type: string; data: Record<string, unknown> }>
@@ -231,6 +239,11 @@ describe("the store", () => {
         expect((run.json as { output: string }).output).toContain("delivered")
         const messages = yield* http(`${server.url}/api/conversations/${first.conversationId}/messages`)
         expect((messages.json as Array<{ role: string }>).map((m) => m.role)).toEqual(["user", "assistant", "tool", "assistant"])
+        // Paged by seq: two at a time, the next page after the last one's seq.
+        const firstPage = (yield* http(`${server.url}/api/conversations/${first.conversationId}/messages?limit=2`)).json as Array<{ role: string; seq: number }>
+        expect(firstPage.map((m) => m.role)).toEqual(["user", "assistant"])
+        const nextPage = yield* http(`${server.url}/api/conversations/${first.conversationId}/messages?limit=2&after=${firstPage[1]!.seq}`)
+        expect((nextPage.json as Array<{ role: string }>).map((m) => m.role)).toEqual(["tool", "assistant"])
         const events = yield* http(`${server.url}/api/runs/${first.runId}/events`)
         expect((events.json as Array<{ type: string }>).at(-1)?.type).toBe("run.completed")
       }))

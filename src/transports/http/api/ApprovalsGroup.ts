@@ -32,9 +32,13 @@ export class ApprovalsGroup extends HttpApiGroup.make("approvals")
       .setUrlParams(Schema.Struct({
         status: Schema.optional(ApprovalStatus),
         /** The approvals one run asked for. */
-        run: Schema.optional(Schema.String)
+        run: Schema.optional(Schema.String),
+        /** The next page: the approvals after this approval id (the last of the page before), oldest first. */
+        after: Schema.optional(Schema.String),
+        limit: Schema.optional(Schema.NumberFromString.pipe(Schema.int(), Schema.between(1, 1000)))
       }))
       .addSuccess(Schema.Array(ApprovalView))
+      .addError(ApprovalNotFound, { status: 404 })
   )
   .add(
     HttpApiEndpoint.post("decide", "/api/approvals/:approvalId")

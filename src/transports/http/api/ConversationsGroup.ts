@@ -10,6 +10,11 @@ import { MessageView } from "./views.js"
 export class ConversationsGroup extends HttpApiGroup.make("conversations").add(
   HttpApiEndpoint.get("messages", "/api/conversations/:conversationId/messages")
     .setPath(Schema.Struct({ conversationId: Schema.String }))
+    .setUrlParams(Schema.Struct({
+      /** The next page: the messages after the one with this `seq` (the last of the page before). */
+      after: Schema.optional(Schema.NumberFromString.pipe(Schema.int(), Schema.nonNegative())),
+      limit: Schema.optional(Schema.NumberFromString.pipe(Schema.int(), Schema.between(1, 1000)))
+    }))
     .addSuccess(Schema.Array(MessageView))
     .addError(ConversationNotFound, { status: 404 })
 ) {}

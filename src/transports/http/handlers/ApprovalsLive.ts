@@ -2,8 +2,8 @@
  * The approvals group's handlers.
  */
 import { HttpApiBuilder } from "@effect/platform"
-import { Effect } from "effect"
-import { Dispatcher } from "../../../dispatch/Dispatcher.js"
+import { Effect, Option } from "effect"
+import { ApprovalNotFound, Dispatcher } from "../../../dispatch/Dispatcher.js"
 import { ApprovalStorage } from "../../../durable/ApprovalStorage.js"
 import { FoundryApi } from "../api/FoundryApi.js"
 import { orStoreUnavailable } from "./storeUnavailable.js"
@@ -16,7 +16,15 @@ export const ApprovalsLive = HttpApiBuilder.group(FoundryApi, "approvals", (hand
     const approvals = yield* ApprovalStorage
     return handlers
       .handle("list", ({ urlParams }) =>
-        approvals.list({ status: urlParams.status, runId: urlParams.run }).pipe(Effect.map((found) => found.map(approvalView)), orStoreUnavailable))
+        Effect.gen(function*() {
+          // A cursor that names no approval would read as the end of the list.
+          const after = urlParams.after
+          if (after !== undefined && Option.isNone(yield* approvals.get(after))) {
+            return yield* new ApprovalNotFound({ approvalId: after, message: `after: there is no approval "${after}" to list after` })
+          }
+          const found = yield* approvals.list({ status: urlParams.status, runId: urlParams.run, after, limit: urlParams.limit })
+          return found.map(approvalView)
+        }).pipe(orStoreUnavailable))
       .handle("decide", ({ path, payload }) =>
         dispatcher.decide(path.approvalId, payload.decision, payload.reason, payload.scope).pipe(
           Effect.map(approvalView),

@@ -13,7 +13,7 @@ import { messageView } from "./toView.js"
 export const ConversationsLive = HttpApiBuilder.group(FoundryApi, "conversations", (handlers) =>
   Effect.gen(function*() {
     const store = yield* Store
-    return handlers.handle("messages", ({ path }) =>
+    return handlers.handle("messages", ({ path, urlParams }) =>
       Effect.gen(function*() {
         const conversation = yield* store.getConversation(path.conversationId)
         if (conversation._tag === "None") {
@@ -22,7 +22,7 @@ export const ConversationsLive = HttpApiBuilder.group(FoundryApi, "conversations
             message: `there is no conversation "${path.conversationId}"`
           })
         }
-        const messages = yield* store.listMessages(path.conversationId)
+        const messages = yield* store.listMessages(path.conversationId, urlParams)
         return messages.map(messageView)
       }).pipe(orStoreUnavailable))
   }))
