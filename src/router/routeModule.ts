@@ -4,7 +4,7 @@
  */
 import { Effect } from "effect"
 import { defineFunctionOf, kindOf, type RouteKind } from "../definitions/RouteKind.js"
-import { RouteError } from "./RouteError.js"
+import { importFailed, RouteError } from "./RouteError.js"
 import { importRouteModule } from "./RouteModuleLoader.js"
 import type { RouteFile } from "./RoutePath.js"
 import { aKind, kindNoun } from "./validateDefinition.js"
@@ -26,11 +26,7 @@ export const loadDefault = (root: string, file: string, generation: number) =>
       const problem = describeCause(cause)
       // A syntax error names its place (`(lib/util.ts:2:1)`), often in a file this one imports.
       const place = /\(([^()\s]+:\d+:\d+)\)/.exec(problem)?.[1]
-      return new RouteError({
-        file,
-        problem: `importing the file failed: ${problem}`,
-        fix: place === undefined ? "make the file load without throwing" : `fix ${place}${place.startsWith(`${file}:`) ? "" : `, which ${file} imports`}`
-      })
+      return importFailed(file, problem, place)
     }
   }).pipe(
     Effect.flatMap((module) =>

@@ -353,17 +353,22 @@ export default defineSchedule({ agent: helper, every: "${every}", message: "what
       yield* expectAnswer(url, "sound")
     }))
 
-  it.scopedLive("a helper that does not parse is named, with its line, in the fix of each file that imports it", () =>
+  it.scopedLive("a helper that does not parse is named, with its line, in the fix of each file that imports it, and once in the terminal", () =>
     Effect.gen(function*() {
       const root = yield* tempProject({
         "lib/version.ts": `export const version = \n`,
         "agents/helper/agent.ts": agentSource,
         [toolPath]: answerTool("version", `import { version } from "../../../lib/version.js"`)
       })
-      const { url } = yield* devOn(root)
+      const { dev, url } = yield* devOn(root)
       const report = (yield* http(`${url}/api/build`)).json as { problems: ReadonlyArray<{ file: string; fix: string }> }
-      expect(report.problems.length).toBeGreaterThan(0)
+      expect(report.problems.map((problem) => problem.file).sort()).toEqual(["agents/helper/agent.ts", toolPath])
       for (const problem of report.problems) expect(problem.fix).toMatch(new RegExp(`^fix lib/version\\.ts:\\d+:\\d+, which ${problem.file.replaceAll(".", "\\.")} imports$`))
+      // The terminal says it once, at the helper, with the files it breaks.
+      const said = yield* dev.waitFor(/lib\/version\.ts:\d+:\d+: .*\n\s*breaks .*, which import it\n\s*fix: fix lib\/version\.ts:\d+:\d+/)
+      expect(said).toContain("agents/helper/agent.ts")
+      expect(said).toContain(toolPath)
+      expect(dev.output()).not.toContain("importing the file failed")
     }))
 
   it.scopedLive("while a playbook is left out, an event a tool emits is refused, and the tool's error says why", () =>
