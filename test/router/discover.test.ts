@@ -107,6 +107,19 @@ export default defineAgent({ description: "plain JavaScript", tools: [echo] })
       expect(byId(table.agents, "a").definition.description).toBe("plain JavaScript")
       expect(byId(table.tools, "a/echo")).toMatchObject({ file: "agents/a/echo.tool.mjs", agent: "a" })
     }))
+
+  it.scoped("an import of ./x.js loads x.ts, the file TypeScript checked, even with an old x.js beside it", () =>
+    Effect.gen(function*() {
+      const table = yield* discoverProject({
+        "agents/a/agent.ts": `import { defineAgent } from "foundry"
+import { text } from "./lib/text.js"
+export default defineAgent({ description: text })
+`,
+        "agents/a/lib/text.ts": `export const text = "from the TypeScript source"\n`,
+        "agents/a/lib/text.js": `export const text = "from an old compile"\n`
+      })
+      expect(byId(table.agents, "a").definition.description).toBe("from the TypeScript source")
+    }))
 })
 
 describe("reloading", () => {
