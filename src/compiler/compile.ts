@@ -3,8 +3,8 @@
  * Schemas, and the config's layers are built once so that every service a tool requires is known
  * to be there before the first run.
  */
-import { existsSync, readFileSync } from "node:fs"
-import { join } from "node:path"
+import { existsSync, readFileSync, statSync } from "node:fs"
+import { join, resolve } from "node:path"
 import { Cause, Context, Effect, JSONSchema, Layer, Schema, SchemaAST, type Scope } from "effect"
 import { type AgentDefinition, timerToolsOf } from "../definitions/defineAgent.js"
 import { defineTool } from "../definitions/defineTool.js"
@@ -161,6 +161,23 @@ const missingPackages = (route: Route<EnvironmentDefinition>, root: string): Rea
         fix: `install it in the project (npm install ${packageNameOf(module.from)}), or fix the name in from`
       })])
 
+/**
+ * An environment whose directory backend is no folder here: found at build time, not by the
+ * first run that opens the environment.
+ */
+const missingFolder = (route: Route<EnvironmentDefinition>, root: string): ReadonlyArray<RouteError> => {
+  const backend = route.definition.backend
+  if (backend._tag !== "Directory") return []
+  const folder = resolve(root, backend.path)
+  return existsSync(folder) && statSync(folder).isDirectory()
+    ? []
+    : [new RouteError({
+      file: route.file,
+      problem: `backend.directory "${backend.path}" is not a folder (${folder} ${existsSync(folder) ? "is a file" : "does not exist"})`,
+      fix: "create the folder, or point backend: { directory } at one, relative to the project folder"
+    })]
+}
+
 /** Compiles a route table; the config's layers live as long as the given scope. */
 export const compile = Effect.fn("compiler.compile")(function*(table: RouteTable) {
   const release = yield* Effect.sync(() => releaseOf(table.root, table.configFile))
@@ -173,7 +190,7 @@ export const compile = Effect.fn("compiler.compile")(function*(table: RouteTable
     errors.push(...compiled.errors)
     agents.set(route.id, compiled.agent)
   }
-  errors.push(...table.environments.flatMap((route) => missingPackages(route, table.root)))
+  errors.push(...table.environments.flatMap((route) => [...missingPackages(route, table.root), ...missingFolder(route, table.root)]))
   if (errors.length > 0) return yield* new RouteErrors({ errors })
 
   const services = yield* buildServices(table)

@@ -1,8 +1,8 @@
 /**
  * `foundry build`'s product: a release folder, `.foundry/releases/<id>/`, holding the project's
- * route files and config bundled as plain JavaScript and `release.json` (id, time, framework
- * version, manifest, migrations, files). The id hashes the bundled files, so the same sources
- * build the same release, and building it again leaves the folder as it is: a server may be
+ * route files and config bundled as plain JavaScript, the folders its environments start from,
+ * and `release.json` (id, time, framework version, manifest, migrations, files). The id hashes the
+ * release's files, so the same sources build the same release, and building it again leaves the folder as it is: a server may be
  * running on it, with its store inside.
  */
 import { join } from "node:path"
@@ -12,7 +12,8 @@ import packageJson from "../../package.json" with { type: "json" }
 import { migrations } from "../durable/migrations.js"
 import { manifestOf } from "../router/codegen.js"
 import type { RouteTable } from "../router/RouteTable.js"
-import { bundleRelease } from "./bundleRelease.js"
+import { bundleRelease, ReleaseBundleError } from "./bundleRelease.js"
+import { environmentFolderFiles } from "./environmentFolders.js"
 import { releaseIdOf } from "./contentHash.js"
 import { writeReleaseFolder } from "./releaseCache.js"
 import { ReleaseId, releaseFile, ReleaseManifest } from "./ReleaseManifest.js"
@@ -41,7 +42,17 @@ const encodeManifest = Schema.encode(Schema.parseJson(ReleaseManifest, { space: 
 /** Bundles the project of a checked route table and writes its release, unless that release is already built. */
 export const buildRelease = Effect.fn("release.build")(function*(table: RouteTable) {
   const fs = yield* FileSystem.FileSystem
-  const files = yield* bundleRelease(table.root, entriesOf(table))
+  const bundled = yield* bundleRelease(table.root, entriesOf(table))
+  const folders = yield* environmentFolderFiles(table)
+  const code = new Set(bundled.map(({ file }) => file))
+  const clashing = folders.filter(({ file }) => code.has(file) || file === releaseFile)
+  if (clashing.length > 0) {
+    return yield* new ReleaseBundleError({
+      message: `an environment's folder holds files at the paths of the release's own: ${clashing.map(({ file }) => file).join(", ")}\n` +
+        "  fix: keep environment folders apart from route files (a data/ folder, say)"
+    })
+  }
+  const files = [...bundled, ...folders].sort((a, b) => a.file < b.file ? -1 : a.file > b.file ? 1 : 0)
   const id = ReleaseId.make(releaseIdOf(files))
   const folder = join(releasesFolder(table.root), id)
   if (yield* fs.exists(join(folder, releaseFile))) return { id, folder, fresh: false } satisfies BuiltRelease

@@ -30,8 +30,13 @@ export interface VerifiedRelease {
   readonly files: ReadonlyArray<HashedFile>
 }
 
-// Path segments of plain names: no `..`, no hidden files (the release's own `.foundry/` state).
-const plainPath = /^(?:[A-Za-z0-9_@+-][A-Za-z0-9_@.+-]*\/)*[A-Za-z0-9_@+-][A-Za-z0-9_@.+-]*$/
+// Relative paths of names (an environment's folder may hold any file name): no `.` or `..`
+// segment, no control characters or backslashes, nothing in the release's own `.foundry/` state.
+const releasePath = (file: string): boolean => {
+  const segments = file.split("/")
+  return segments[0] !== ".foundry" && !/[\u0000-\u001f\u007f\\]/.test(file) &&
+    segments.every((segment) => segment !== "" && segment !== "." && segment !== "..")
+}
 
 const decodeManifest = Schema.decodeUnknownEither(ReleaseManifest)
 const encodeManifest = Schema.encodeSync(Schema.parseJson(ReleaseManifest, { space: 2 }))
@@ -57,7 +62,7 @@ export const verifyUpload = Effect.fn("release.verifyUpload")(function*(upload: 
       ].join("; ") + "\n  fix: send every file of the release folder that release.json lists, and no other"
     )
   }
-  const unsafe = sent.filter((file) => !plainPath.test(file) || file === releaseFile)
+  const unsafe = sent.filter((file) => !releasePath(file) || file === releaseFile)
   if (unsafe.length > 0) return yield* invalid(`files with paths a release cannot have: ${unsafe.join(", ")}`)
   const files: Array<HashedFile> = []
   for (const file of [...sent].sort()) {

@@ -4,6 +4,7 @@
  * served by the `foundry` binary with nothing else: no sources, no `node_modules`, no tsx.
  */
 import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync, mkdirSync } from "node:fs"
+import { randomUUID } from "node:crypto"
 import { createServer } from "node:http"
 import { tmpdir } from "node:os"
 import { join, relative } from "node:path"
@@ -218,6 +219,63 @@ describe("foundry start --release", () => {
 
       const schedules = (yield* http(`${url}/api/schedules`)).json
       expect(JSON.stringify(schedules)).toContain("nightly")
+    }), { timeout: 120_000 })
+
+  it.scopedLive("carries the folder an environment starts from: a release copied alone reads its files", () =>
+    Effect.gen(function*() {
+      const root = yield* tempProject({
+        "environments/desk.ts": `import { defineEnvironment } from "foundry"\nexport default defineEnvironment({ backend: { directory: "data" } })\n`,
+        "data/inbox/rates.md": "rates: 3%\n",
+        "data/.notes/keep.txt": "a file whose folder starts with a dot\n",
+        "agents/reader/agent.ts": `import { defineAgent, Scripted } from "foundry"
+import desk from "../../environments/desk.js"
+
+export default defineAgent({
+  description: "Reads what its environment starts with",
+  environment: desk,
+  model: Scripted.make((request, index) => {
+    if (index === 0) return { toolCalls: [{ name: "read_file", arguments: { path: "/inbox/rates.md" } }] }
+    if (index === 1) return { toolCalls: [{ name: "read_file", arguments: { path: "/.notes/keep.txt" } }] }
+    return { text: request.messages.filter((m) => m._tag === "tool").map((m) => m.content).join(" | ") }
+  })
+})
+`
+      })
+      const { folder } = yield* build(root)
+      expect(releaseJson(folder).files).toEqual(expect.arrayContaining(["data/inbox/rates.md", "data/.notes/keep.txt"]))
+      const copy = join(yield* emptyFolder, "app")
+      cpSync(folder, copy, { recursive: true })
+      rmSync(root, { recursive: true, force: true })
+
+      const port = yield* freePort
+      const server = yield* startCli(["start", "--release", copy, "--port", String(port)], { cwd: copy })
+      yield* server.waitFor(/listening on/)
+      const url = `http://127.0.0.1:${port}`
+      const created = yield* http(`${url}/api/runs`, { body: { agent: "reader", message: "read it" } })
+      const run = yield* waitForRun(url, (created.json as { readonly runId: string }).runId)
+      expect(run.status).toBe("completed")
+      expect(run.output).toContain("rates: 3%")
+      expect(run.output).toContain("a file whose folder starts with a dot")
+    }), { timeout: 120_000 })
+
+  it.scopedLive("refuses an environment whose folder is missing, or outside the project, naming the file", () =>
+    Effect.gen(function*() {
+      const environment = (directory: string) =>
+        `import { defineEnvironment } from "foundry"\nexport default defineEnvironment({ backend: { directory: ${JSON.stringify(directory)} } })\n`
+      const missing = yield* tempProject({ "environments/desk.ts": environment("data") })
+      const refused = yield* runCli(["build", missing])
+      expect(refused.code).toBe(1)
+      expect(refused.stderr).toContain("environments/desk.ts")
+      expect(refused.stderr).toContain(`backend.directory "data" is not a folder (${join(missing, "data")} does not exist)`)
+
+      const shared = `../foundry-shared-${randomUUID()}`
+      const outside = yield* tempProject({ "environments/desk.ts": environment(shared) })
+      mkdirSync(join(outside, shared))
+      const carried = yield* runCli(["build", outside])
+      rmSync(join(outside, shared), { recursive: true, force: true })
+      expect(carried.code).toBe(1)
+      expect(carried.stderr).toContain(`environments/desk.ts: backend.directory "${shared}" is outside the project folder`)
+      expect(carried.stderr).toContain("fix: move the folder into the project, or give an absolute path that the server has")
     }), { timeout: 120_000 })
 
   it.scopedLive("refuses a folder that is not a release", () =>

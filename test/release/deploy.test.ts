@@ -219,6 +219,13 @@ describe("deploy", () => {
       })
       expect(tampered.status).toBe(400)
       expect(tampered.json).toMatchObject({ _tag: "ReleaseInvalid", message: expect.stringContaining(`not to the release's id ${v1.id}`) })
+      // Paths out of the release's folder, or into its own state, are refused before anything is hashed.
+      for (const path of ["../escape.js", ".foundry/foundry.db", "agents/./x.js"]) {
+        const manifest = { ...upload.manifest, files: [...Object.keys(upload.files), path] }
+        const unsafe = yield* deploy(url, tokens.deploy.token, { ...upload, manifest, files: { ...upload.files, [path]: "" } })
+        expect(unsafe.status).toBe(400)
+        expect(unsafe.json).toMatchObject({ _tag: "ReleaseInvalid", message: `files with paths a release cannot have: ${path}` })
+      }
       const incomplete = yield* deploy(url, tokens.deploy.token, { ...upload, files: {} })
       expect(incomplete.status).toBe(400)
       expect(incomplete.text).toContain("files missing that release.json lists")
