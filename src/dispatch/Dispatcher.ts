@@ -9,6 +9,7 @@ import { type CompiledApp, leftOutOf } from "../compiler/CompiledApp.js"
 import type { ApprovalRecord, RunRecord } from "../durable/records.js"
 import type { StoreError } from "../durable/StoreError.js"
 import type { ChatMessage } from "../models/Model.js"
+import { noSuch } from "../text/closest.js"
 
 /** A message for an agent. */
 export interface RunRequest {
@@ -49,7 +50,7 @@ export const agentNotFound = (app: CompiledApp, agent: string): AgentNotFound =>
     agent,
     message: leftOut !== undefined
       ? `agent "${agent}" is not served while ${leftOut.file} does not build: ${leftOut.problem}`
-      : `there is no agent "${agent}"; the agents are: ${[...app.agents.keys()].join(", ") || "(none)"}`
+      : noSuch("agent", agent, [...app.agents.keys()])
   })
 }
 

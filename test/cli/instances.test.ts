@@ -72,7 +72,7 @@ describe("foundry instances", () => {
       expect([none.code, none.stdout.trim()]).toEqual([0, "no instances match"])
       const typo = yield* runCli(["instances", "--dir", root, "--agent", "dsek"])
       expect(typo.code).toBe(1)
-      expect(typo.stderr).toContain(`there is no agent "dsek"; the agents are: desk`)
+      expect(typo.stderr).toContain(`there is no agent "dsek"; did you mean "desk"? (the agents: desk)`)
 
       for (let i = 0; i < 55; i++) yield* createInstance(url, { id: `bulk-${String(i).padStart(2, "0")}`, context: { company: `Bulk ${i}` } })
       const firstPage = yield* runCli(["instances", "--dir", root])

@@ -80,7 +80,7 @@ describe("the example project over HTTP", () => {
 })
 
 describe("the HTTP API's edges", () => {
-  it.scopedLive("an unknown agent gets 404 naming it and the agents there are", () =>
+  it.scopedLive("an unknown agent gets 404 naming it, the agents there are, and the one a typo meant", () =>
     Effect.gen(function*() {
       const server = yield* startServer(root)
       const response = yield* http(`${server.url}/api/runs`, { body: { agent: "billing", message: "hi" } })
@@ -88,6 +88,8 @@ describe("the HTTP API's edges", () => {
       expect(response.json).toMatchObject({ _tag: "AgentNotFound", agent: "billing" })
       expect(response.json).toMatchObject({ message: expect.stringContaining(`there is no agent "billing"`) })
       expect(response.text).toContain("support/triage")
+      const typo = yield* http(`${server.url}/api/runs`, { body: { agent: "suport", message: "hi" } })
+      expect(typo.json).toMatchObject({ message: expect.stringContaining(`there is no agent "suport"; did you mean "support"?`) })
     }))
 
   it.scopedLive("a malformed body gets 400 saying which field, never a stack trace", () =>

@@ -12,6 +12,7 @@ import { RouteView } from "../../transports/http/api/SystemGroup.js"
 import { CliError } from "../CliError.js"
 import { serverApi, type ServerHint, type ServerOptions, type ServerRefused } from "../serverApi.js"
 import { say, style, table, when } from "../terminal.js"
+import { noSuch } from "../../text/closest.js"
 
 /** Where the server is and how to say that nobody answered there. */
 const hint: ServerHint = { flag: "--url", start: "foundry dev" }
@@ -56,7 +57,7 @@ export const list = (options: ServerOptions & {
         const served = yield* read(HttpClientRequest.get("/api/routes"), Schema.Struct({ routes: Schema.Array(RouteView) }))
         const agents = served.routes.flatMap((route) => route.kind === "agent" ? [route.id] : [])
         if (!agents.includes(options.agent.value)) {
-          return yield* new CliError({ message: `there is no agent "${options.agent.value}"; the agents are: ${agents.join(", ") || "(none)"}` })
+          return yield* new CliError({ message: noSuch("agent", options.agent.value, agents) })
         }
       }
       yield* say(Option.isNone(options.agent) && Option.isNone(options.search) ? "no instances" : "no instances match")

@@ -8,7 +8,7 @@
 import { createRequire } from "node:module"
 import { type Message, transformSync } from "esbuild"
 import type * as ts from "typescript"
-import { closest } from "./closest.js"
+import { closest } from "../../text/closest.js"
 
 /** A module a script may import as `env:<name>`, and the names it exports. */
 export interface ModuleExports {

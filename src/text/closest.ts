@@ -31,3 +31,9 @@ export const closest = (name: string, candidates: ReadonlyArray<string>): string
   const allowed = Math.max(1, Math.floor(Math.max(name.length, best.candidate.length) / 3))
   return Math.floor(best.score / 2) <= allowed ? best.candidate : undefined
 }
+
+/** `there is no agent "suport"; did you mean "support"? (the agents: support, triage)`: a name that names nothing, said with what it may have meant. */
+export const noSuch = (kind: string, name: string, known: ReadonlyArray<string>): string => {
+  const meant = closest(name, known)
+  return `there is no ${kind} "${name}"${meant === undefined ? "" : `; did you mean "${meant}"?`} (the ${kind}s: ${known.join(", ") || "none"})`
+}
