@@ -27,6 +27,33 @@ import { parentPort } from "node:worker_threads"
 if (parentPort === null) throw new Error("sandboxWorker.mjs runs as a worker thread")
 const port = parentPort
 
+/*
+ * A value of this realm can still reach a script without being handed to it: an error that this
+ * realm's own code throws when the script drives it into a stack overflow (V8 formatting a stack,
+ * say). From any object of this realm, `.constructor.constructor` is this realm's `Function`, which
+ * makes code with the thread's powers (`process`, `import()`). Nothing in this thread makes code
+ * from strings: so no function of this realm leads to a code constructor, and the process's native
+ * doors are closed too, should another way to this realm's globals be found.
+ */
+const codeConstructors = [
+  Function,
+  Object.getPrototypeOf(async function() {}).constructor,
+  Object.getPrototypeOf(function*() {}).constructor,
+  Object.getPrototypeOf(async function*() {}).constructor
+]
+for (const constructor of codeConstructors) {
+  Object.defineProperty(constructor.prototype, "constructor", { value: undefined, writable: false, configurable: false })
+}
+for (const door of ["binding", "_linkedBinding", "dlopen", "getBuiltinModule", "reallyExit", "kill", "chdir", "setuid", "setgid", "setgroups"]) {
+  try {
+    delete process[door]
+  } catch {
+    // A door Node made unremovable stays; the constructors above are what keeps scripts from it.
+  }
+}
+delete globalThis.eval
+delete globalThis.Function
+
 const freshGlobal = () => vm.constants?.DONT_CONTEXTIFY ?? Object.create(null)
 
 /** The run in progress (the host answers and timers of other runs are dropped). */

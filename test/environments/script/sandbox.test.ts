@@ -67,6 +67,22 @@ const attempts = {
     }
     const foreign = caught.find((e) => !(e instanceof Error))
     return foreign === undefined ? undefined : foreign.constructor.constructor("return process")()
+  },
+  // Reads a stack near the stack's end, so that the host's stack formatting overflows and throws
+  // a RangeError of its own realm, whose constructor's constructor is the host's Function.
+  stackFormatting: () => {
+    for (let pad = 0; pad < 400; pad++) {
+      let foreign
+      const padding = new Array(pad % 50).fill(0)
+      const deep = (...a) => {
+        try { deep(...padding) } catch {}
+        try { new Error("x").stack } catch (e) { if (foreign === undefined && e !== null && typeof e === "object" && !(e instanceof Error)) foreign = e }
+      }
+      const shift = (k) => k > 0 ? shift(k - 1) : deep()
+      shift(Math.floor(pad / 50) * 7)
+      if (foreign !== undefined) return foreign.constructor.constructor("return process")()
+    }
+    return undefined
   }
 }
 `
@@ -105,7 +121,7 @@ describe("the script sandbox", () => {
       expect(result._tag).toBe("Completed")
       if (result._tag !== "Completed") return
       const outcomes = result.value
-      expect(typeof outcomes === "object" && outcomes !== null ? Object.keys(outcomes).length : 0).toBe(26)
+      expect(typeof outcomes === "object" && outcomes !== null ? Object.keys(outcomes).length : 0).toBe(27)
       for (const [name, outcome] of Object.entries(outcomes ?? {})) {
         expect([name, outcome]).toEqual([name, expect.stringMatching(/^(blocked: |got (undefined|null)$)/)])
         expect([name, outcome]).not.toEqual([name, "ESCAPED"])
