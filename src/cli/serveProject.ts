@@ -15,6 +15,7 @@ import type { CompiledApp } from "../compiler/CompiledApp.js"
 import { CurrentApp } from "../compiler/CurrentApp.js"
 import { emptyApp, loadProject } from "../compiler/loadProject.js"
 import { loadSoundRoutes } from "../compiler/soundRoutes.js"
+import { pureModuleProblems } from "../compiler/pureModuleCheck.js"
 import { typeCheck } from "../compiler/typeCheck.js"
 import { formatDiagnostic } from "../compiler/TypeDiagnostic.js"
 import { Dispatcher } from "../dispatch/Dispatcher.js"
@@ -22,6 +23,7 @@ import { ModelResolver } from "../models/Model.js"
 import { loadConfig, type ProjectConfig } from "../router/loadConfig.js"
 import type { ClusterConfig } from "../definitions/configFields.js"
 import { RouteError, RouteErrors } from "../router/RouteError.js"
+import type { RouteTable } from "../router/RouteTable.js"
 import { routeFolders } from "../router/RoutePath.js"
 import { releaseFile, releaseIdAt } from "../release/ReleaseManifest.js"
 import { watchProjectChanges } from "../router/watch.js"
@@ -158,7 +160,8 @@ const sayListening = (options: ServeOptions, app: CompiledApp, context: Context.
 
 /**
  * The type check of the project at `root` in the background, its result in the build status and
- * the terminal; checking a newer build interrupts the check still running.
+ * the terminal, then the pure modules of the build that serves; checking a newer build interrupts
+ * the check still running.
  */
 const typeChecker = (root: string, status: BuildStatus["Type"]) =>
   Effect.gen(function*() {
@@ -166,7 +169,7 @@ const typeChecker = (root: string, status: BuildStatus["Type"]) =>
     let checking: Fiber.RuntimeFiber<void> | undefined
     // Whether the last check that finished found errors: the status says "checking" by now.
     let hadErrors = false
-    const check = Effect.fnUntraced(function*(configFile: string | undefined) {
+    const check = Effect.fnUntraced(function*(configFile: string | undefined, table: RouteTable | undefined) {
       const result = yield* typeCheck(root, configFile)
       const checkedAt = yield* Clock.currentTimeMillis
       yield* status.update((report) => ({
@@ -182,12 +185,18 @@ const typeChecker = (root: string, status: BuildStatus["Type"]) =>
         yield* say(style.green("types: no errors"))
       }
       hadErrors = !result.ok
+      // A build that serves: its pure modules made as scripts will get them (too slow for the build itself).
+      if (table === undefined) return
+      const modules = yield* pureModuleProblems(table)
+      if (modules.length > 0) {
+        yield* reportError("Pure modules that scripts cannot import; the build still serves, but fix them:", new RouteErrors({ errors: modules }))
+      }
     })
-    return (configFile: string | undefined) =>
+    return (configFile: string | undefined, table?: RouteTable) =>
       Effect.gen(function*() {
         if (checking !== undefined) yield* Fiber.interrupt(checking)
         yield* status.update((report) => ({ ...report, types: { ...report.types, state: "checking" } }))
-        checking = yield* check(configFile).pipe(
+        checking = yield* check(configFile, table).pipe(
           Effect.catchAllCause((cause) => warn(`type check crashed: ${String(cause)}`)),
           Effect.forkIn(scope)
         )
@@ -202,7 +211,7 @@ interface Served {
   readonly address: string
   readonly context: Context.Context<CurrentApp | Schedules | BuildStatus>
   /** Starts the type check of a build, interrupting the one running. */
-  readonly checkTypes: (configFile: string | undefined) => Effect.Effect<void>
+  readonly checkTypes: (configFile: string | undefined, table?: RouteTable) => Effect.Effect<void>
 }
 
 /**
@@ -264,7 +273,7 @@ const reloadOnChanges = (
       const files = next._tag === "Part" ? new Set(next.problems.errors.map((error) => error.file)).size : 0
       const leftOut = next._tag === "Part" ? `, ${files} file${files === 1 ? "" : "s"} left out` : ""
       yield* say(style.cyan(`reloaded (build ${generation}${leftOut}): ${routeSummary(app.table)}`))
-      yield* checkTypes(app.table.configFile)
+      yield* checkTypes(app.table.configFile, app.table)
     }).pipe(Effect.catchAllCause((cause) => warn(`reload crashed: ${String(cause)}`)))
     // Every burst saved while a reload ran is one reload after it. A file system may report one
     // save in two bursts: a file whose content is what the last reload already read is no change.
@@ -357,7 +366,7 @@ export const serveProject = Effect.fn("cli.serveProject")(function*(options: Ser
   if (!options.watch) return yield* Effect.never
 
   const checkTypes = yield* typeChecker(options.root, status)
-  yield* checkTypes(app.table.configFile)
+  yield* checkTypes(app.table.configFile, app.table)
 
   yield* reloadOnChanges(changes, { options, settings, address, context, checkTypes }, { app, scope: buildScope, generation, whole: first._tag === "Whole" })
   return yield* Effect.never

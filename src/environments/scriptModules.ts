@@ -13,7 +13,7 @@ import type { EnvironmentDefinition } from "../definitions/defineEnvironment.js"
 import type { AdapterContext, AdapterFs, AdapterModule, PureModule, ToolsModule } from "../definitions/environmentModules.js"
 import type { AnyTool, ToolRunContext } from "../definitions/defineTool.js"
 import { packageLayout } from "../packageLayout.js"
-import { bundlePureModule } from "./script/pureModule.js"
+import { pureModuleSource } from "./script/pureModule.js"
 import type { ScriptRun } from "./script/scriptRun.js"
 import type { ModuleExports } from "./script/validateScript.js"
 import type { EnvironmentFs } from "./vfs/EnvironmentFs.js"
@@ -185,10 +185,11 @@ export const resolveModules = Effect.fn("environments.resolveModules")(function*
     const doc = module._tag === "PureModule" ? pureDoc(module, resolveFrom) : adapterDoc(module)
     docs.push(doc)
     if (module._tag === "PureModule") {
-      const source = yield* bundlePureModule({ name: module.name, from: module.from, pick: module.pick, resolveFrom: projectRoot }).pipe(
-        Effect.orElse(() => bundlePureModule({ name: module.name, from: module.from, pick: module.pick, resolveFrom: packageLayout.root }))
-      )
-      forWorker.push({ name: module.name, exports: module.pick, kind: "pure", source })
+      // A module that cannot be made fails the scripts that import it, not the environment's other verbs.
+      const made = yield* Effect.either(pureModuleSource(module, projectRoot))
+      forWorker.push(made._tag === "Right"
+        ? { name: module.name, exports: module.pick, kind: "pure", source: made.right }
+        : { name: module.name, exports: module.pick, kind: "pure", unavailable: made.left.message })
     } else {
       forWorker.push({ name: module.name, exports: doc.exports, kind: "host" })
       adapters.set(module.name, module)

@@ -164,6 +164,17 @@ describe("foundry routes and foundry check", () => {
       expect(bad.stderr).toContain("requires the service Orders")
     }))
 
+  it.scopedLive("check makes the environments' pure modules: a name the package does not export is the environment file's problem", () =>
+    Effect.gen(function*() {
+      const root = yield* exampleCopy
+      const workspace = join(root, "environments/workspace.ts")
+      writeFileSync(workspace, readFileSync(workspace, "utf8").replace(`pick: ["read", "write", "utils"]`, `pick: ["read", "wirte", "utils"]`))
+      const result = yield* runCli(["check", root])
+      expect(result.code).toBe(1)
+      expect(result.stderr).toContain(`environments/workspace.ts: env:xlsx: @e965/xlsx has no export "wirte"`)
+      expect(result.stderr).not.toContain("check passed")
+    }))
+
   it.scopedLive("a file that does not parse is the only one reported: the playbook and the schedules keep their agents", () =>
     Effect.gen(function*() {
       const root = yield* exampleCopy

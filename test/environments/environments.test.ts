@@ -9,7 +9,8 @@ import { join } from "node:path"
 import { NodeContext } from "@effect/platform-node"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Either, Layer } from "effect"
-import { defineEnvironment } from "../../src/definitions/defineEnvironment.js"
+import { defineEnvironment, type EnvironmentDefinition } from "../../src/definitions/defineEnvironment.js"
+import { definePureModule } from "../../src/definitions/environmentModules.js"
 import { EnvironmentStorage, SqlEnvironmentStorage } from "../../src/durable/EnvironmentStorage.js"
 import * as SqliteDatabase from "../../src/durable/SqliteDatabase.js"
 import { Environments, layer as environmentsLayer, type VerbScope } from "../../src/environments/Environments.js"
@@ -19,9 +20,9 @@ import type { VerbInput, VerbName } from "../../src/environments/verbInputs.js"
 
 const environment = defineEnvironment({ files: { "/inbox/a.txt": "hello" } })
 
-const scopeFor = (runId: string, toolCallId: string): VerbScope => ({
+const scopeFor = (runId: string, toolCallId: string, of: EnvironmentDefinition = environment): VerbScope => ({
   environmentId: "workspace",
-  environment,
+  environment: of,
   root: tmpdir(),
   release: "r1",
   mounts: [],
@@ -57,13 +58,26 @@ const processOn = (file: string) =>
   )
 
 /** A verb's answer, or its failure's message. */
-const verb = <K extends VerbName>(runId: string, toolCallId: string, name: K, input: VerbInput<K>) =>
-  Effect.flatMap(Environments, (environments) => environments.verb(scopeFor(runId, toolCallId), name, input)).pipe(
+const verb = <K extends VerbName>(runId: string, toolCallId: string, name: K, input: VerbInput<K>, of?: EnvironmentDefinition) =>
+  Effect.flatMap(Environments, (environments) => environments.verb(scopeFor(runId, toolCallId, of), name, input)).pipe(
     Effect.either,
     Effect.map((result) => Either.isLeft(result) ? `ERR ${result.left.message}` : result.right)
   )
 
 describe("environments", () => {
+  it.scopedLive("a pure module that cannot be made fails the scripts that import it, not the environment's other verbs", () =>
+    Effect.gen(function*() {
+      const broken = defineEnvironment({
+        files: { "/inbox/a.txt": "hello" },
+        modules: [definePureModule({ name: "xlsx", from: "@e965/xlsx", pick: ["read", "wirte"] })]
+      })
+      const process = yield* processOn(yield* storeFile)
+      expect(yield* Effect.provide(verb("r1", "c1", "read_file", { path: "/inbox/a.txt" }, broken), process)).toContain("hello")
+      yield* Effect.provide(verb("r1", "c2", "write_file", { path: "/scripts/x.js", content: `import { read } from "env:xlsx"\nexport default () => typeof read\n` }, broken), process)
+      const ran = yield* Effect.provide(verb("r1", "c3", "run_script", { path: "/scripts/x.js" }, broken), process)
+      expect(ran).toContain(`@e965/xlsx has no export "wirte"`)
+    }))
+
   it.scopedLive("a replayed undo or redo answers what it answered, and changes nothing again", () =>
     Effect.gen(function*() {
       const file = yield* storeFile

@@ -1,13 +1,16 @@
 /**
  * `foundry check [dir]`: validate the routes, compile them (every required service provided),
- * regenerate `.foundry/`, and type-check the route files with the generated types.
+ * make the environments' pure modules, regenerate `.foundry/`, and type-check the route files
+ * with the generated types.
  */
 import { Effect } from "effect"
 import { compile } from "../../compiler/compile.js"
+import { pureModuleProblems } from "../../compiler/pureModuleCheck.js"
 import { typeCheck } from "../../compiler/typeCheck.js"
 import { formatDiagnostic } from "../../compiler/TypeDiagnostic.js"
 import { writeGenerated } from "../../router/codegen.js"
 import { discover } from "../../router/discover.js"
+import { RouteErrors } from "../../router/RouteError.js"
 import { CliError } from "../CliError.js"
 import { routeSummary } from "../routeSummary.js"
 import { say, style } from "../terminal.js"
@@ -21,11 +24,13 @@ export const checkProject = (dir: string) =>
     yield* say(style.dim("type-checking route files with .foundry/routes.d.ts ..."))
     const types = yield* typeCheck(dir, table.configFile)
     const compiled = yield* compile(table).pipe(Effect.either)
+    const modules = yield* pureModuleProblems(table)
     const problems = [
       ...(types.ok
         ? []
         : [`type errors:\n${types.diagnostics.length > 0 ? types.diagnostics.map(formatDiagnostic).join("\n") : types.output}`]),
-      ...(compiled._tag === "Left" ? [compiled.left.message] : [])
+      ...(compiled._tag === "Left" ? [compiled.left.message] : []),
+      ...(modules.length > 0 ? [new RouteErrors({ errors: modules }).message] : [])
     ]
     if (problems.length > 0) return yield* new CliError({ message: problems.join("\n") })
     yield* say(style.green("check passed: routes are valid, every required service is provided, types check"))

@@ -269,7 +269,7 @@ export const spawnScriptWorker = (options: { readonly file: string; readonly max
           resume(Effect.succeed(outcome))
         }
       }
-      const modules = script.modules.map(({ name, exports, kind, source }) => ({ name, exports: [...exports], kind, source }))
+      const modules = script.modules.map(({ name, exports, kind, source, unavailable }) => ({ name, exports: [...exports], kind, source, unavailable }))
       try {
         worker.postMessage({ type: "run", run: id, code: script.code, path: script.path, args, mode: script.mode, modules, output, capacity })
       } catch (error) {

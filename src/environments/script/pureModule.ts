@@ -11,6 +11,7 @@ import { dirname, join } from "node:path"
 import vm from "node:vm"
 import { Data, Effect } from "effect"
 import type { Message, Plugin } from "esbuild"
+import type { PureModule } from "../../definitions/environmentModules.js"
 import { packageLayout } from "../../packageLayout.js"
 import { installed, packageNameOf } from "../installedPackage.js"
 
@@ -113,3 +114,9 @@ export const bundlePureModule = Effect.fn("bundlePureModule")(function*(spec: Pu
   bundles.set(key, source)
   return source
 })
+
+/** `module`'s bundle, its package found from the project and else from the framework (a project that installs nothing). */
+export const pureModuleSource = (module: PureModule, projectRoot: string) => {
+  const spec = (resolveFrom: string): PureModuleSpec => ({ name: module.name, from: module.from, pick: module.pick, resolveFrom })
+  return bundlePureModule(spec(projectRoot)).pipe(Effect.orElse(() => bundlePureModule(spec(packageLayout.root))))
+}

@@ -207,7 +207,7 @@ const hostFor = (run) => (op, a, b, c, d, e) => {
 /** A pure module's exports, made by its bundle evaluated in the run's context; or why not. */
 const loadPure = (run, name) => {
   const spec = run.modules.find((module) => module.name === name && module.kind === "pure")
-  if (spec === undefined || typeof spec.source !== "string") return `env:${name} has no bundled source`
+  if (spec === undefined || typeof spec.source !== "string") return spec?.unavailable ?? `env:${name} has no bundled source`
   let script = pureScripts.get(spec.source)
   if (script === undefined) {
     script = compile(spec.source, `env:${name}`)

@@ -22,6 +22,8 @@ export interface ScriptModule {
   readonly kind: "host" | "pure"
   /** A pure module's bundle (from `bundlePureModule`): code whose value is the module's exports. */
   readonly source?: string
+  /** Why a pure module could not be made: importing it fails with this, and nothing else of the environment does. */
+  readonly unavailable?: string
 }
 
 /** One run of a script. */
