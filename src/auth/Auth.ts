@@ -8,7 +8,7 @@ import * as RateLimiter from "@effect/experimental/RateLimiter"
 import { Context, Duration, Effect, Layer, Option } from "effect"
 import type { StoreError } from "../durable/StoreError.js"
 import { type AccessDenied, Forbidden, RateLimited, Unauthorized } from "./accessErrors.js"
-import { type AccessMode, accessMode, isLoopback } from "./accessMode.js"
+import { type AccessMode, accessMode, exposedNames, isLoopback } from "./accessMode.js"
 import { routeAccess } from "./routeAccess.js"
 import { type TokenRecord, TokenStorage } from "./TokenStorage.js"
 import { sendsFoundryToken } from "./token.js"
@@ -23,11 +23,15 @@ export interface Knock {
   readonly authorization: string | undefined
   /** The inspector's session cookie, if any. */
   readonly session: string | undefined
+  /** The request names a proxy's forwarding (`Forwarded`, `X-Forwarded-For`, ...): it may come from beyond this machine. */
+  readonly proxied: boolean
 }
 
 /** The settings the door is built from: where the server listens and the config's `auth`. */
 export interface AuthSettings {
   readonly host: string
+  /** `server.allowedHosts`: names a proxy may reach the server by. */
+  readonly allowedHosts: ReadonlyArray<string>
   readonly required: boolean
   readonly rateLimit: { readonly requests: number; readonly per: Duration.DurationInput }
 }
@@ -65,8 +69,9 @@ export const layer = (settings: AuthSettings) =>
       const tokens = yield* TokenStorage
       const limiter = yield* RateLimiter.RateLimiter
       // Only an address beyond loopback depends on the store's tokens; loopback starts without asking it.
-      const activeTokens = isLoopback(settings.host) ? 0 : yield* tokens.countActive
-      const mode = yield* accessMode({ host: settings.host, required: settings.required, activeTokens })
+      const exposedAs = exposedNames(settings.allowedHosts)
+      const activeTokens = isLoopback(settings.host) && exposedAs.length === 0 ? 0 : yield* tokens.countActive
+      const mode = yield* accessMode({ host: settings.host, exposedAs, required: settings.required, activeTokens })
       const per = Duration.decode(settings.rateLimit.per)
 
       const withinLimit = (tokenId: string) =>
@@ -88,6 +93,12 @@ export const layer = (settings: AuthSettings) =>
         // Open: only a request that sends a Foundry token is held to it (an OpenAI client's key is
         // none of Foundry's; the session cookie is the inspector's, which signs in only where
         // tokens are needed).
+        if (mode === "open" && knock.proxied) {
+          return yield* new Unauthorized({
+            message: "this request came through a proxy (it has a forwarding header), and this server is open to loopback only: " +
+              "to serve beyond this machine, set auth: { required: true } in foundry.config.ts, " + howToGetOne + ", and restart"
+          })
+        }
         if (mode === "open" && !sendsFoundryToken(knock.authorization)) return
         const needed = routeAccess(knock.method, knock.url)
         if (needed === "public") return

@@ -36,8 +36,12 @@ export const knockOf = (request: HttpServerRequest.HttpServerRequest): Knock => 
   method: request.method,
   url: request.originalUrl,
   authorization: request.headers["authorization"],
-  session: request.cookies[sessionCookie.key]
+  session: request.cookies[sessionCookie.key],
+  proxied: forwardingHeaders.some((header) => request.headers[header] !== undefined)
 })
+
+// What proxies add to a request they pass on (nginx's and Caddy's usual ones among them).
+const forwardingHeaders = ["forwarded", "x-forwarded-for", "x-forwarded-host", "x-forwarded-proto", "x-real-ip"]
 
 /**
  * The middleware, for `HttpApiBuilder.middleware`. An open door (a loopback server without
@@ -59,6 +63,6 @@ export const authMiddleware = Effect.map(Auth, (auth) => (app: HttpApp.Default) 
     )
   })
   return auth.mode === "open"
-    ? Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => sendsFoundryToken(request.headers["authorization"]) ? admitted : app)
+    ? Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => sendsFoundryToken(request.headers["authorization"]) || knockOf(request).proxied ? admitted : app)
     : admitted
 })

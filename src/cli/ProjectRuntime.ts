@@ -196,7 +196,7 @@ export const serverLayer = (
   options: RuntimeOptions = {}
 ) =>
   HttpServerLive.layer({ ...server, bodyLimit: app.table.config.server.bodyLimit }).pipe(
-    Layer.provideMerge(Auth.layer({ host: server.host, ...app.table.config.auth })),
+    Layer.provideMerge(Auth.layer({ host: server.host, allowedHosts: app.table.config.server.allowedHosts ?? [], ...app.table.config.auth })),
     Layer.provideMerge(OtlpExportLive),
     // Runners of a cluster serve the release deployed to any of them.
     Layer.provideMerge(Deployments.layer({ followEvery: clusterSettingsOf(app, options) === undefined ? undefined : "1 second" })),

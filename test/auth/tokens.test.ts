@@ -1,7 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { SqlClient } from "@effect/sql"
 import { Effect, Either, Layer, Option } from "effect"
-import { accessMode, isLoopback } from "../../src/auth/accessMode.js"
+import { accessMode, exposedNames, isLoopback } from "../../src/auth/accessMode.js"
 import { routeAccess } from "../../src/auth/routeAccess.js"
 import { hashToken, tokenId } from "../../src/auth/token.js"
 import * as TokenStorage from "../../src/auth/TokenStorage.js"
@@ -88,15 +88,20 @@ describe("whether the server may start", () => {
   it("loopback is open unless required; any other address needs a token, and refuses naming the fix without one", () => {
     for (const host of ["127.0.0.1", "localhost", "::1", "127.0.0.2", "[::1]"]) expect(isLoopback(host)).toBe(true)
     for (const host of ["0.0.0.0", "::", "192.168.1.10", "example.com", "::ffff:10.0.0.1"]) expect(isLoopback(host)).toBe(false)
-    expect(accessMode({ host: "127.0.0.1", required: false, activeTokens: 0 })).toEqual(Either.right("open"))
-    expect(accessMode({ host: "127.0.0.1", required: false, activeTokens: 3 })).toEqual(Either.right("open"))
-    expect(accessMode({ host: "127.0.0.1", required: true, activeTokens: 0 })).toEqual(Either.right("tokens"))
-    expect(accessMode({ host: "0.0.0.0", required: false, activeTokens: 1 })).toEqual(Either.right("tokens"))
-    const refused = accessMode({ host: "0.0.0.0", required: false, activeTokens: 0 })
+    expect(accessMode({ exposedAs: [], host: "127.0.0.1", required: false, activeTokens: 0 })).toEqual(Either.right("open"))
+    expect(accessMode({ exposedAs: [], host: "127.0.0.1", required: false, activeTokens: 3 })).toEqual(Either.right("open"))
+    expect(accessMode({ exposedAs: [], host: "127.0.0.1", required: true, activeTokens: 0 })).toEqual(Either.right("tokens"))
+    expect(accessMode({ exposedAs: [], host: "0.0.0.0", required: false, activeTokens: 1 })).toEqual(Either.right("tokens"))
+    const refused = accessMode({ exposedAs: [], host: "0.0.0.0", required: false, activeTokens: 0 })
     expect(Either.isLeft(refused)).toBe(true)
     if (Either.isLeft(refused)) {
       expect(refused.left.message).toContain("refusing to listen on 0.0.0.0")
       expect(refused.left.message).toContain("foundry token create --scope admin")
     }
+    // Names a proxy serves a loopback server by expose it as much as a public address does.
+    expect(exposedNames(["127.0.0.1:4141", "localhost", "[::1]:80", "foundry.example.com", "10.0.0.5:443"])).toEqual(["foundry.example.com", "10.0.0.5:443"])
+    expect(accessMode({ exposedAs: ["foundry.example.com"], host: "127.0.0.1", required: false, activeTokens: 1 })).toEqual(Either.right("tokens"))
+    const proxied = accessMode({ exposedAs: ["foundry.example.com"], host: "127.0.0.1", required: false, activeTokens: 0 })
+    expect(Either.isLeft(proxied) ? proxied.left.message : "").toContain("refusing to serve foundry.example.com (server.allowedHosts)")
   })
 })
