@@ -88,7 +88,8 @@ const buildServices = (table: RouteTable): Effect.Effect<Context.Context<unknown
   const [first, ...rest] = table.config.layers
   if (first === undefined) return Effect.succeed(Context.unsafeMake<unknown>(new Map()))
   return Layer.build(Layer.mergeAll(first, ...rest)).pipe(
-    Effect.map((context): Context.Context<unknown> => context),
+    // Config layers are typed by what they may provide (`never` for any); the compiler looks services up by tag.
+    Effect.map((context) => Context.unsafeMake<unknown>(context.unsafeMap)),
     Effect.catchAllCause((cause) =>
       Effect.fail(
         new LayerBuildError({

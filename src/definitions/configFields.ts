@@ -5,9 +5,13 @@
  */
 import { Config, Duration, Layer, Option, type Redacted, Schema } from "effect"
 
-/** Any layer. `Layer` is contravariant in its input, so only `any` accepts every layer. */
+/**
+ * Any layer. A layer's output is contravariant in its type, so `never` there accepts every layer
+ * (`any` refused one that provides nothing, `Layer<never, never, never>`); its error and input are
+ * covariant, so only `any` accepts every one.
+ */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
-export type AnyLayer = Layer.Layer<any, any, any>
+export type AnyLayer = Layer.Layer<never, any, any>
 
 /** Whether a duration was written negative: Effect reads those as zero, which nobody means. */
 const isNegative = (input: unknown): boolean =>

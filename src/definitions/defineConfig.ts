@@ -214,8 +214,12 @@ export interface ConfigDefinition<Provides = unknown> extends ConfigFields, Bran
 /** The services a config's layers provide. */
 export type ProvidedBy<C> = C extends ConfigDefinition<infer Provides> ? Provides : never
 
-/** The services a union of layers provides; none for no layers. */
-type ServicesOf<L extends AnyLayer> = [L] extends [never] ? never : Layer.Layer.Success<L>
+/**
+ * The services a union of layers provides, layer by layer; none for no layers. (`Layer.Success` of
+ * the union would infer an intersection, a layer's output being contravariant, which two services
+ * make `never`.)
+ */
+type ServicesOf<L extends AnyLayer> = L extends Layer.Layer<infer Out, infer _E, infer _In> ? Out : never
 
 // Not type guards on purpose: a JavaScript config may hold anything there, and what is not a list
 // or an object is passed on as it is, for the check at load to name.
@@ -235,10 +239,12 @@ const copyOf = <A extends object>(given: A | undefined, empty: A): A =>
  * gets its value from `defaultConfig`. Fields it does not know are kept, so that loading the
  * config can name them rather than ignore a misspelt one.
  */
-export const defineConfig = <L extends AnyLayer = never>(definition: {
+export const defineConfig = <const Layers extends ReadonlyArray<AnyLayer>>(definition: {
   readonly store?: StoreConfig
   readonly server?: Partial<ConfigFields["server"]>
-  readonly layers?: ReadonlyArray<L>
+  // A tuple, so that each layer keeps its own type: a union of them would be reduced to the
+  // widest (one that provides nothing takes every other in).
+  readonly layers?: Layers
   readonly concurrency?: number
   readonly maxToolFailures?: number
   readonly modelRetry?: Partial<ConfigFields["modelRetry"]>
@@ -263,7 +269,7 @@ export const defineConfig = <L extends AnyLayer = never>(definition: {
   readonly leaseTtl?: Duration.DurationInput
   readonly schedules?: Partial<ConfigFields["schedules"]>
   readonly cluster?: ClusterConfig
-}): ConfigDefinition<ServicesOf<L>> => {
+}): ConfigDefinition<ServicesOf<Layers[number]>> => {
   const { context, events, modelRetry, schedules, server, timers } = definition
   return brand("config", {
     ...definition,

@@ -68,6 +68,14 @@ describe("the generated requirement check", () => {
       expect(yield* diagnosticsOf(goodProject)).toEqual([])
     }))
 
+  it.scoped("type-checks with several layers, each providing another service, and with one that provides none", () =>
+    Effect.gen(function*() {
+      const layers = config("OrdersLive, ClockLive, Layer.effectDiscard(Effect.void)", `import { Effect, Layer } from "effect"
+import { OrdersLive } from "./lib/orders.js"
+import { ClockLive } from "./lib/clock.js"`)
+      expect(yield* diagnosticsOf({ ...goodProject, "lib/clock.ts": otherService, "foundry.config.ts": layers })).toEqual([])
+    }))
+
   it.scoped("names a required service when the project has no config", () =>
     Effect.gen(function*() {
       const { ["foundry.config.ts"]: _, ...withoutConfig } = goodProject
