@@ -1,7 +1,8 @@
 /**
  * Which release `foundry start` serves: the one named with `--release`, which becomes the store's
- * current release (deployed by "start"); otherwise the store's current release, when anything was
- * ever deployed to it; otherwise the project it was started on.
+ * current release (deployed by "start") unless the store had it before and a later deploy made
+ * another current (then that one, with a warning); otherwise the store's current release, when
+ * anything was ever deployed to it; otherwise the project it was started on.
  */
 import { join } from "node:path"
 import { FileSystem } from "@effect/platform"
@@ -55,7 +56,16 @@ const storedDigests = (folder: string) =>
 export const startRelease = Effect.fn("release.start")(function*<E, R>(options: StartOptions<E, R>) {
   const { first, storage } = options
   const stored = yield* storage.current
-  if (!options.given || Option.contains(stored, first.release)) {
+  // A release the store has had, with another current since: a deploy came after it. A restart of
+  // an old image (a container, a runner of a cluster) must not undo that for every process.
+  const superseded = options.given && Option.isSome(stored) && stored.value !== first.release && (yield* storage.has(first.release))
+  if (superseded) {
+    yield* Effect.logWarning(
+      `--release ${first.release} was current before, and ${Option.getOrElse(stored, () => "")} was deployed since: serving that, the store's current release. ` +
+        `To go back to ${first.release}, run \`foundry rollback ${first.release}\``
+    )
+  }
+  if (!options.given || superseded || Option.contains(stored, first.release)) {
     const id = Option.getOrElse(stored, () => first.release)
     return yield* options.makeCurrent(id).pipe(
       Effect.mapError((error) =>

@@ -152,21 +152,32 @@ describe("deploy", () => {
       expect(yield* api.ended(yield* api.submit("hello"))).toMatchObject({ output: "the tool said: v2", release: v2.id })
     }), { timeout: 120_000 })
 
-  it.scopedLive("a rollback makes an earlier release current again: new runs start on it; `--release` made the first one current", () =>
+  it.scopedLive("a rollback makes an earlier release current again: new runs start on it; `--release` made the first one current, and does not undo a later deploy on a restart", () =>
     Effect.gen(function*() {
       const { v1, v2 } = yield* deskReleases
       // v1 alone in a folder of its own, as a server would have it; its store is inside.
       const app = join(yield* serverFolder, "app")
       cpSync(v1.folder, app, { recursive: true })
       const tokens = yield* tokensFor(app)
+      const first = yield* startServer(["--release", app])
+      expect(first.server.output()).toContain(`release: ${v1.id}`)
+      const firstApi = apiOf(first.url, tokens.admin.token)
+      expect((yield* http(`${first.url}/api/releases`, { headers: bearer(tokens.read.token) })).json).toMatchObject([{ id: v1.id, current: true, deployedBy: "start" }])
+      expect((yield* deploy(first.url, tokens.deploy.token, uploadOf(v2.folder))).status).toBe(200)
+      expect(yield* firstApi.ended(yield* firstApi.submit("which one?"))).toMatchObject({ output: "the tool said: v2", release: v2.id })
+
+      // Started again on v1's folder (a container restarted on its image): the deploy since stands.
+      first.server.child.kill("SIGTERM")
+      yield* Effect.async<void>((resume) => {
+        if (first.server.child.exitCode !== null || first.server.child.signalCode !== null) resume(Effect.void)
+        else first.server.child.once("exit", () => resume(Effect.void))
+      })
       const { server, url } = yield* startServer(["--release", app])
-      expect(server.output()).toContain(`release: ${v1.id}`)
+      expect(server.output()).toContain(`release: ${v2.id}`)
+      expect(server.output()).toContain(`--release ${v1.id} was current before, and ${v2.id} was deployed since`)
+      expect(server.output()).toContain(`foundry rollback ${v1.id}`)
       const api = apiOf(url, tokens.admin.token)
       const list = Effect.map(http(`${url}/api/releases`, { headers: bearer(tokens.read.token) }), (r) => r.json as ReadonlyArray<ReleaseJson>)
-
-      expect((yield* list).map((r) => [r.id, r.current, r.deployedBy])).toEqual([[v1.id, true, "start"]])
-      expect((yield* deploy(url, tokens.deploy.token, uploadOf(v2.folder))).status).toBe(200)
-      expect(yield* api.ended(yield* api.submit("which one?"))).toMatchObject({ output: "the tool said: v2", release: v2.id })
 
       const rollback = yield* http(`${url}/api/releases/${v1.id}/activate`, { method: "POST", headers: bearer(tokens.deploy.token) })
       expect(rollback.status).toBe(200)
