@@ -5,7 +5,7 @@
  * flight finish on the release they started on. One switch at a time.
  */
 import { FileSystem } from "@effect/platform"
-import { Clock, Context, DateTime, type Duration, Effect, Layer, Option, Schedule, Schema } from "effect"
+import { Clock, Context, Data, DateTime, type Duration, Effect, Layer, Option, Schedule, Schema } from "effect"
 import { BuildStatus } from "../compiler/BuildStatus.js"
 import type { CompiledApp } from "../compiler/CompiledApp.js"
 import { CurrentApp } from "../compiler/CurrentApp.js"
@@ -14,7 +14,7 @@ import { Schedules } from "../triggers/Schedules.js"
 import { materialise } from "./releaseCache.js"
 import { type ReleaseInvalid, ReleaseNotFound, ReleasesNotDeployable } from "./releaseErrors.js"
 import { Releases } from "./Releases.js"
-import { type DeploymentView, ReleaseStorage } from "./ReleaseStorage.js"
+import { type Activation, type DeploymentView, ReleaseStorage } from "./ReleaseStorage.js"
 import { ReleaseSummary, routeDigests, routesOfTable, summarize } from "./releaseSummary.js"
 import { type ReleaseUpload, verifyUpload } from "./ReleaseUpload.js"
 
@@ -66,6 +66,9 @@ const notDeployable = new ReleasesNotDeployable({
     "deploy to a server started with `foundry start`"
 })
 
+/** Another deploy made another release current between a change's decision and its commit. */
+class CurrentMoved extends Data.TaggedError("CurrentMoved") {}
+
 /** A loaded app's routes with the digests of their code. */
 const digestsOf = (app: CompiledApp) => routeDigests(app.table.root, routesOfTable(app.table), app.table.configFile)
 
@@ -90,8 +93,40 @@ export const layer = (options: DeploymentsOptions = {}) => Layer.scoped(
     const fs = yield* FileSystem.FileSystem
     const switching = yield* Effect.makeSemaphore(1)
 
-    /** Whether the store's current release is `id` already: making it current again changes nothing. */
-    const isCurrent = (id: string) => Effect.map(storage.current, Option.contains(id))
+    /**
+     * The store's current release (none before the first) with its routes' digests: what a change
+     * is decided and summarised against. A runner may not serve it yet (a deploy to another runner
+     * a moment ago): it is loaded then, and the serving one stands in if it cannot be.
+     */
+    const storedBefore = Effect.gen(function*() {
+      const serving = yield* current.get
+      const stored = yield* storage.current
+      const app = Option.isNone(stored) || stored.value === serving.release
+        ? serving
+        : yield* releases.load(stored.value).pipe(Effect.orElseSucceed(() => serving))
+      return { stored, release: Option.getOrElse(stored, () => serving.release), digests: digestsOf(app) }
+    })
+
+    /**
+     * Makes `app` current as `activation` says, unless it is already: the answer of a deploy and of
+     * a rollback. Decided against the store's current release; when another runner's deploy makes
+     * another current meanwhile, decided again against that one.
+     */
+    const change = (app: CompiledApp, activation: Pick<Activation, "action" | "deployedBy" | "content">, dryRun = false) =>
+      Effect.gen(function*() {
+        const id = app.release
+        const before = yield* storedBefore
+        const summary = summarize(before.digests, digestsOf(app))
+        if (dryRun || Option.contains(before.stored, id)) return { id, summary, switched: false, current: before.release }
+        const made = yield* storage.activate({ ...activation, id, summary, expected: before.stored, deployedAt: yield* Clock.currentTimeMillis })
+        if (!made) return yield* new CurrentMoved()
+        yield* switchTo(app)
+        return { id, summary, switched: true, current: id }
+      }).pipe(
+        Effect.retry({ while: (error) => error._tag === "CurrentMoved", times: 5 }),
+        // Five deploys in a row, each between this one's decision and its commit: not a rate anyone deploys at.
+        Effect.catchTag("CurrentMoved", (moved) => Effect.die(moved))
+      )
 
     /** New runs start on `app` (loaded, and held by the caller); the build status follows it. */
     const serve = (app: CompiledApp) =>
@@ -132,21 +167,11 @@ export const layer = (options: DeploymentsOptions = {}) => Layer.scoped(
           // Written to the cache just now: it cannot be missing.
           Effect.catchTag("ReleaseNotFound", (missing) => Effect.die(missing))
         )
-        const before = yield* current.get
-        const summary = summarize(digestsOf(before), digestsOf(app))
-        if (upload.dryRun === true || (yield* isCurrent(id))) {
-          return { id, summary, switched: false, current: before.release }
-        }
-        yield* storage.activate({
-          id,
+        return yield* change(app, {
           action: "deploy",
-          deployedAt: yield* Clock.currentTimeMillis,
           deployedBy: by,
-          summary,
           content: { createdAt: DateTime.toEpochMillis(release.manifest.createdAt), manifest: release.manifestText, files: upload.files }
-        })
-        yield* switchTo(app)
-        return { id, summary, switched: before.release !== id, current: id }
+        }, upload.dryRun === true)
       }))
     }, switching.withPermits(1))
 
@@ -157,13 +182,7 @@ export const layer = (options: DeploymentsOptions = {}) => Layer.scoped(
         return yield* new ReleaseNotFound({ release: id, message: `there is no release ${id} on this server; GET /api/releases lists them` })
       }
       return yield* Effect.scoped(Effect.gen(function*() {
-        const app = yield* releases.load(id)
-        const before = yield* current.get
-        const summary = summarize(digestsOf(before), digestsOf(app))
-        if (yield* isCurrent(id)) return { id, summary, switched: false, current: before.release }
-        yield* storage.activate({ id, action: "rollback", deployedAt: yield* Clock.currentTimeMillis, deployedBy: by, summary })
-        yield* switchTo(app)
-        return { id, summary, switched: before.release !== id, current: id }
+        return yield* change(yield* releases.load(id), { action: "rollback", deployedBy: by })
       }))
     }, switching.withPermits(1))
 

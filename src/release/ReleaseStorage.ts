@@ -58,6 +58,11 @@ export interface Activation {
   readonly deployedAt: number
   readonly deployedBy: string | null
   readonly summary: ReleaseSummary
+  /**
+   * The current release the change was decided against (none: no release yet); when another is
+   * current by the time it commits (a deploy to another runner), nothing changes.
+   */
+  readonly expected?: Option.Option<string> | undefined
   readonly content?: {
     /** When `foundry build` made it. */
     readonly createdAt: number
@@ -73,9 +78,10 @@ export class ReleaseStorage extends Context.Tag("foundry/ReleaseStorage")<Releas
   /**
    * Makes a release current in one transaction: stored when it is new (a release already kept is
    * not written again: its id is the hash of its files), its deploy time, author and summary
-   * updated, the current row pointed at it, and the change added to the deployment log.
+   * updated, the current row pointed at it, and the change added to the deployment log; false,
+   * changing nothing, when the current release is no longer the `expected` one.
    */
-  readonly activate: (activation: Activation) => Effect.Effect<void, StoreError>
+  readonly activate: (activation: Activation) => Effect.Effect<boolean, StoreError>
   /** The deployment log, the latest `limit` entries, newest first. */
   readonly history: (limit: number) => Effect.Effect<ReadonlyArray<DeploymentView>, StoreError>
   /** The current release's id, when one was ever deployed. */
@@ -127,6 +133,18 @@ export const layer = Layer.effect(
           const { action, content, deployedAt, deployedBy, id } = activation
           const summary = encodeSummary(activation.summary)
           const previous = yield* currentRow(undefined)
+          // The switch first, conditional on the expected release in the statement itself, so that
+          // of two deploys decided against one release (on PostgreSQL, at once) one switches.
+          const expected = activation.expected
+          const switched = expected === undefined
+            ? yield* sql`INSERT INTO foundry_release_current (name, release_id, updated_at) VALUES ('current', ${id}, ${deployedAt})
+                ON CONFLICT (name) DO UPDATE SET release_id = ${id}, updated_at = ${deployedAt} RETURNING name`
+            : Option.isNone(expected)
+            ? yield* sql`INSERT INTO foundry_release_current (name, release_id, updated_at) VALUES ('current', ${id}, ${deployedAt})
+                ON CONFLICT (name) DO NOTHING RETURNING name`
+            : yield* sql`UPDATE foundry_release_current SET release_id = ${id}, updated_at = ${deployedAt}
+                WHERE name = 'current' AND release_id = ${expected.value} RETURNING name`
+          if (switched.length === 0) return false
           if (content !== undefined) {
             yield* sql`INSERT INTO foundry_releases ${
               sql.insert({
@@ -142,8 +160,6 @@ export const layer = Layer.effect(
           }
           yield* sql`UPDATE foundry_releases SET deployed_at = ${deployedAt}, deployed_by = ${deployedBy}, summary = ${summary}
             WHERE id = ${id}`
-          yield* sql`INSERT INTO foundry_release_current (name, release_id, updated_at) VALUES ('current', ${id}, ${deployedAt})
-            ON CONFLICT (name) DO UPDATE SET release_id = ${id}, updated_at = ${deployedAt}`
           yield* sql`INSERT INTO foundry_deployments ${
             sql.insert({
               releaseId: id,
@@ -154,6 +170,7 @@ export const layer = Layer.effect(
               summary
             })
           }`
+          return true
         }).pipe(sql.withTransaction, failAs("activateRelease")),
 
       history: (limit) => log(limit).pipe(failAs("deploymentLog")),

@@ -65,5 +65,13 @@ describe.skipIf(skipPostgres)("deploying to a cluster", () => {
       yield* serving(a, v2.id)
       expect(yield* runThrough(a)).toMatchObject({ status: "completed", output: "the tool said: v2", release: v2.id })
       expect(yield* runThrough(b)).toMatchObject({ status: "completed", output: "the tool said: v2", release: v2.id })
+
+      // v1 deployed to b, then at once v2 to a, which may still serve v2 itself: a's deploy is decided
+      // against the store's current release (v1), so it switches, and says what it changed.
+      expect((yield* http(`${b}/api/releases`, { body: uploadOf(v1.folder) })).json).toMatchObject({ id: v1.id, switched: true })
+      const back = (yield* http(`${a}/api/releases`, { body: uploadOf(v2.folder) })).json
+      expect(back).toMatchObject({ id: v2.id, switched: true, current: v2.id, summary: { tools: { changed: ["desk/answer", "desk/confirm"] } } })
+      yield* serving(b, v2.id)
+      expect(yield* runThrough(b)).toMatchObject({ status: "completed", output: "the tool said: v2", release: v2.id })
     }), { timeout: 120_000 })
 })
