@@ -8,6 +8,7 @@ import { type Array as Arr, Clock, Effect } from "effect"
 import type { ConfigDefinition } from "../definitions/defineConfig.js"
 import type { LanguageModel, ModelError, ModelRequest, ToolCall } from "../models/Model.js"
 import { costOf, priceOf } from "../models/prices.js"
+import { newId } from "../durable/ids.js"
 import type { StoreError } from "../durable/StoreError.js"
 import type { EventPayload } from "../events/FoundryEvent.js"
 import type { TurnUsage } from "../journal/journalRecords.js"
@@ -37,6 +38,27 @@ export interface ModelStepResult {
   readonly usage: TurnUsage
 }
 
+/**
+ * The turn's tool calls, each with an id of its own in the run: a call's id addresses its result
+ * and keys its journal entry and idempotency, so an id that is empty or that the run's turns (the
+ * messages since the last user message) or this turn already hold is replaced (OpenAI-compatible
+ * servers that send none, or `call_0` every turn).
+ */
+const ownIds = (calls: ReadonlyArray<ToolCall>, request: ModelRequest): ReadonlyArray<ToolCall> => {
+  if (calls.length === 0) return calls
+  const taken = new Set<string>()
+  for (let index = request.messages.length - 1; index >= 0; index--) {
+    const message = request.messages[index]
+    if (message === undefined || message._tag === "user") break
+    if (message._tag === "assistant") for (const call of message.toolCalls) taken.add(call.id)
+  }
+  return calls.map((call) => {
+    const id = call.id === "" || taken.has(call.id) ? newId("call") : call.id
+    taken.add(id)
+    return id === call.id ? call : { id, name: call.name, arguments: call.arguments }
+  })
+}
+
 /** Asks the run's models for turn `turn`. */
 export const askModel = (input: ModelStepInput) =>
   Effect.gen(function*() {
@@ -58,11 +80,13 @@ export const askModel = (input: ModelStepInput) =>
       onFallback: (from: LanguageModel, to: LanguageModel, error: ModelError) =>
         report("model.fallback", { turn, from: from.name, to: to.name, status: error.status ?? null, error: error.message })
     }
+    const ask = (request: ModelRequest) =>
+      Effect.map(modelTurnWithFallbacks(models, request, options), (turn) => ({ ...turn, toolCalls: ownIds(turn.toolCalls, request) }))
     const result = yield* input.request(false).pipe(
-      Effect.flatMap((request) => modelTurnWithFallbacks(models, request, options)),
+      Effect.flatMap(ask),
       // Over the provider's window after all: summarize now and ask once more.
       Effect.catchIf((error): error is ModelError => error._tag === "ModelError" && isContextOverflow(error), () =>
-        input.request(true).pipe(Effect.flatMap((request) => modelTurnWithFallbacks(models, request, options))))
+        input.request(true).pipe(Effect.flatMap(ask)))
     )
     const price = priceOf(result.model, config.prices)
     const usage: TurnUsage = { inputTokens: result.inputTokens, outputTokens: result.outputTokens, costUsd: price === undefined ? null : costOf(result, price) }

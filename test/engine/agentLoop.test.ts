@@ -1,5 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Effect } from "effect"
+import { Effect, Stream } from "effect"
+import type { LanguageModel, ModelChunk } from "../../src/models/Model.js"
 import * as Scripted from "../../src/models/scripted.js"
 import { agentFile, tempProject } from "../support/tempProject.js"
 import { http, startServer, waitForRun } from "../support/server.js"
@@ -91,6 +92,36 @@ describe("the agent loop", () => {
         "model.turn.completed",
         "run.completed"
       ])
+    }))
+
+  it.scopedLive("gives tool calls that come without an id, or with one the run already has, ids of their own; the conversation goes on", () =>
+    Effect.gen(function*() {
+      const root = yield* tempProject(project)
+      const call = (id: string, orderId: string): ModelChunk => ({ _tag: "ToolCall", call: { id, name: "lookup", arguments: JSON.stringify({ orderId, quantity: 1 }) } })
+      const seen: Array<ReadonlyArray<string>> = []
+      // As some OpenAI-compatible servers answer: two calls of one turn with one id, one with none, `same` again the next turn.
+      const model: LanguageModel = {
+        name: "same-ids",
+        stream: (request) => {
+          const sinceUser = request.messages.slice(request.messages.findLastIndex((m) => m._tag === "user"))
+          const turn = sinceUser.filter((m) => m._tag === "assistant").length
+          seen.push(sinceUser.flatMap((m) => m._tag === "tool" ? [`${m.toolCallId} ${m.content}`] : []))
+          return Stream.fromIterable<ModelChunk>(
+            turn === 0 ? [call("same", "1"), call("same", "2"), call("", "3")] : turn === 1 ? [call("same", "4")] : [{ _tag: "TextDelta", text: "looked up" }]
+          )
+        }
+      }
+      const server = yield* startServer(root, { model })
+      const first = yield* runTo(server.url, "shop", "look them up")
+      expect(first.run).toMatchObject({ status: "completed", output: "looked up" })
+      const ids = first.events.filter((e) => e.type === "tool.call.completed").map((e) => e.data.toolCallId)
+      expect(new Set(ids).size).toBe(4)
+      expect(ids[0]).toBe("same")
+      // The model was shown every call's own result.
+      expect(seen[2]?.map((line) => line.slice(line.indexOf(" ") + 1))).toEqual(["{\"status\":\"shipped 1\"}", "{\"status\":\"shipped 2\"}", "{\"status\":\"shipped 3\"}", "{\"status\":\"shipped 4\"}"])
+      const conversation = String(first.run.conversationId)
+      const next = yield* http(`${server.url}/api/runs`, { body: { agent: "shop", message: "again", conversation } })
+      expect(yield* waitForRun(server.url, (next.json as { runId: string }).runId)).toMatchObject({ status: "completed" })
     }))
 
   it.scopedLive("gives the model a readable error when it sends arguments the tool's schema rejects", () =>
