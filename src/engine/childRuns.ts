@@ -74,7 +74,17 @@ export const emitFrom = (app: CompiledApp, run: RunRecord, starter: RunStarter["
               )
             ),
         dispatched: (_agent, _instanceId, runId) => Effect.sync(() => step.emit("playbook.dispatched", span, { event: name, playbook: route.id, runId }, parentStep))
-      })
+      }).pipe(
+        // One playbook's broken code takes the event from it alone: the others still get it.
+        Effect.catchTag("PlaybookFailed", (failed) =>
+          Effect.as(
+            Effect.zipRight(
+              Effect.logWarning(`emit ${name}: ${failed.message}`),
+              Effect.sync(() => step.emit("playbook.skipped", span, { event: name, playbook: route.id, reason: failed.message }, parentStep))
+            ),
+            []
+          ))
+      )
       runs.push(...started.map((child) => child.runId))
     }
     return { runs }

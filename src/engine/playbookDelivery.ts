@@ -14,6 +14,51 @@ import { InstanceStorage } from "../durable/InstanceStorage.js"
 import { Instances, needsContext } from "../instances/Instances.js"
 import type { Route } from "../router/RouteTable.js"
 
+/**
+ * A playbook's own code threw, or gave what it may not (a message that is no text, an instance id
+ * that is no string): the playbook took no part of the event. `message` names its file.
+ */
+export class PlaybookFailed extends Schema.TaggedError<PlaybookFailed>()("PlaybookFailed", {
+  playbook: Schema.String,
+  message: Schema.String
+}) {}
+
+const shown = (value: unknown): string => {
+  try {
+    return value === undefined ? "undefined" : JSON.stringify(value)?.slice(0, 80) ?? typeof value
+  } catch {
+    return typeof value
+  }
+}
+
+/**
+ * `call` (the playbook's `what`, a function of the event) run, its answer checked to be `expected`;
+ * a throw or another answer is the playbook's failure, saying which function and what it gave.
+ */
+export const playbookCall = <A>(
+  route: Pick<Route<PlaybookDefinition>, "id" | "file">,
+  what: string,
+  call: () => unknown,
+  check: (value: unknown) => value is A,
+  expected: string
+): Effect.Effect<A, PlaybookFailed> =>
+  Effect.suspend(() => {
+    const failed = (problem: string) =>
+      Effect.fail(new PlaybookFailed({ playbook: route.id, message: `${route.file}: ${what} ${problem}: fix the playbook, then send the event again` }))
+    let value: unknown
+    try {
+      value = call()
+    } catch (error) {
+      return failed(`threw ${error instanceof Error ? `${error.name}: ${error.message}` : shown(error)}`)
+    }
+    return check(value) ? Effect.succeed(value) : failed(`gave ${shown(value)}, not ${expected}`)
+  })
+
+const anything = (_value: unknown): _value is unknown => true
+const isString = (value: unknown): value is string => typeof value === "string"
+const isText = (value: unknown): value is string => typeof value === "string" && value.trim() !== ""
+const isSeed = (value: unknown): value is { readonly context?: unknown; readonly installations?: never } => typeof value === "object" && value !== null
+
 /** A run the playbook started. */
 export interface PlaybookRun {
   readonly agent: string
@@ -54,7 +99,7 @@ export const deliverToPlaybook = <E>(app: CompiledApp, route: Route<PlaybookDefi
   Effect.gen(function*() {
     const agent = app.table.idOf(route.definition.agent) ?? ""
     const runs: Array<PlaybookRun> = []
-    if (!route.definition.when(event)) {
+    if (!(yield* playbookCall(route, "when(event)", () => route.definition.when(event), anything, "a boolean"))) {
       yield* hooks.skipped(agent, "when(event) is false")
       return runs
     }
@@ -63,7 +108,7 @@ export const deliverToPlaybook = <E>(app: CompiledApp, route: Route<PlaybookDefi
       yield* hooks.skipped(agent, targets.reason)
       return runs
     }
-    const message = route.definition.message(event)
+    const message = yield* playbookCall(route, "message(event)", () => route.definition.message(event), isText, "the message's text")
     for (const { id: instanceId, provisioned } of targets.instances) {
       yield* hooks.matched(agent, instanceId)
       if (provisioned) yield* hooks.provisioned(agent, instanceId)
@@ -82,7 +127,9 @@ export const deliverToPlaybook = <E>(app: CompiledApp, route: Route<PlaybookDefi
 const targetsOf = (app: CompiledApp, route: Route<PlaybookDefinition>, agent: string, event: unknown) => {
   const target = route.definition.instance
   if (typeof target === "string") return byId(app, agent, target)
-  if (typeof target === "function") return byId(app, agent, target(event))
+  if (typeof target === "function") {
+    return Effect.flatMap(playbookCall(route, "instance(event)", () => target(event), isString, "an instance id"), (id) => byId(app, agent, id))
+  }
   if ("installed" in target) return withInstalled(app, agent, target.installed)
   return byKey(route, agent, target, event)
 }
@@ -106,7 +153,7 @@ const byId = (app: CompiledApp, agent: string, id: string) =>
 /** The instance whose provisioning key is `key(event)`; created by `create(event)` when there is none. */
 const byKey = (route: Route<PlaybookDefinition>, agent: string, target: InstanceByKey<unknown, unknown>, event: unknown) =>
   Effect.gen(function*() {
-    const key = target.key(event)
+    const key = yield* playbookCall(route, "instance.key(event)", () => target.key(event), isString, "a provisioning key")
     const found = yield* Effect.flatMap(InstanceStorage, (storage) => storage.findByKey(agent, key))
     if (Option.isSome(found)) return some([found.value.id])
     if (target.create === undefined) {
@@ -115,7 +162,8 @@ const byKey = (route: Route<PlaybookDefinition>, agent: string, target: Instance
           `{"agent": "${agent}", "provisioningKey": "${key}"}, or add create: (event) => ({ context }) to the playbook's instance`
       )
     }
-    const seed = target.create(event)
+    const create = target.create
+    const seed = yield* playbookCall(route, "instance.create(event)", () => create(event), isSeed, "{ context, installations }")
     const schema = route.definition.agent.context
     // The context is given as the agent's schema types it; it is stored encoded. A value the schema
     // cannot encode goes as it is, for `create` to name its wrong fields.

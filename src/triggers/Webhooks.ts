@@ -18,7 +18,7 @@ import { CurrentApp } from "../compiler/CurrentApp.js"
 import { defaultWebhookTolerance } from "../definitions/defineConfig.js"
 import type { PlaybookDefinition } from "../definitions/definePlaybook.js"
 import { formatIssues, ReadableIssue, readableIssues } from "../definitions/readableIssues.js"
-import { deliverToPlaybook, type Started } from "../engine/playbookDelivery.js"
+import { deliverToPlaybook, playbookCall, type PlaybookFailed, type Started } from "../engine/playbookDelivery.js"
 import { Dispatcher } from "../dispatch/Dispatcher.js"
 import { newId } from "../durable/ids.js"
 import { DeliveryStorage } from "../durable/DeliveryStorage.js"
@@ -37,6 +37,16 @@ export interface DeliveryResult {
   readonly runs: ReadonlyArray<{ readonly playbook: string; readonly agent: string; readonly instanceId: string; readonly runId: string }>
   readonly skipped: ReadonlyArray<{ readonly playbook: string; readonly reason: string }>
 }
+
+/**
+ * A playbook's code failed on the event (it threw, or gave what it may not): the claim is given up,
+ * so the sender's retry is taken once the playbook is fixed. The sender is told no more than that;
+ * the server's log names the playbook and what went wrong.
+ */
+export class WebhookDeliveryFailed extends Schema.TaggedError<WebhookDeliveryFailed>()("WebhookDeliveryFailed", {
+  webhook: Schema.String,
+  message: Schema.String
+}) {}
 
 /** No playbook listens on that webhook. */
 export class WebhookNotFound extends Schema.TaggedError<WebhookNotFound>()("WebhookNotFound", {
@@ -106,7 +116,14 @@ export class Webhooks extends Context.Tag("foundry/Webhooks")<Webhooks, {
     headers: Readonly<Record<string, string | undefined>>
   ) => Effect.Effect<
     DeliveryResult,
-    WebhookNotFound | WebhookNotServed | WebhookBodyInvalid | WebhookEventIdInvalid | WebhookUnauthorized | DeliveryInProgress | StoreError
+    | WebhookNotFound
+    | WebhookNotServed
+    | WebhookBodyInvalid
+    | WebhookEventIdInvalid
+    | WebhookUnauthorized
+    | DeliveryInProgress
+    | WebhookDeliveryFailed
+    | StoreError
   >
 }>() {}
 
@@ -355,7 +372,17 @@ export const WebhooksLive = Layer.effect(
         legacy: settings?.legacySignatures === true || playbooks.some((p) => p.definition.legacySignatures)
       })
       const { accepted, rejected } = yield* decodeBody(webhook, body, playbooks)
-      const eventId = given ?? accepted.map(({ event, route }) => route.definition.eventId?.(event)).find((id) => id !== undefined)
+      const eventIds = yield* Effect.forEach(accepted, ({ event, route }) => {
+        const eventIdOf = route.definition.eventId
+        return eventIdOf === undefined || given !== undefined ? Effect.succeed(undefined) : playbookCall(
+          route,
+          "eventId(event)",
+          () => eventIdOf(event),
+          (id): id is string | undefined => id === undefined || typeof id === "string",
+          "a string or undefined"
+        )
+      }).pipe(Effect.catchTag("PlaybookFailed", failedOn(webhook)))
+      const eventId = given ?? eventIds.find((id) => id !== undefined)
       if (eventId !== undefined && !eventIdPattern.test(eventId)) {
         return yield* new WebhookEventIdInvalid({
           webhook,
@@ -372,12 +399,14 @@ export const WebhooksLive = Layer.effect(
       const skipped = rejected.map((route) => ({ playbook: route.id, reason: "the body does not match its schema" }))
       const result = (): DeliveryResult => ({ deliveryId, duplicate: false, runs, skipped })
       yield* dispatchAll(app, accepted, { webhook, deliveryId, eventId }, runs, skipped).pipe(
+        Effect.catchTag("PlaybookFailed", failedOn(webhook)),
         Effect.onExit((exit) =>
           eventId === undefined || Exit.isSuccess(exit)
             ? Effect.void
-            // Stopped part way (a store error, the sender hanging up): what started is kept, so a
-            // retry does not start it twice; a claim that started nothing is given up, so a retry runs.
-            : Effect.ignore(runs.length === 0 ? deliveries.release(deliveryId) : deliveries.complete(deliveryId, result()))
+            // Stopped part way (a playbook's code failing, a store error, the sender hanging up):
+            // the claim is given up, so that a retry delivers the rest; the runs that started are
+            // not started again (each is submitted under the delivery's, playbook's and instance's key).
+            : Effect.ignore(deliveries.release(deliveryId))
         )
       )
       if (eventId !== undefined) yield* deliveries.complete(deliveryId, result())
@@ -387,6 +416,18 @@ export const WebhooksLive = Layer.effect(
     return Webhooks.of({ deliver })
   })
 )
+
+/** A playbook's failure, logged with its detail, and said to the sender without it. */
+const failedOn = (webhook: string) => (failed: PlaybookFailed) =>
+  Effect.zipRight(
+    Effect.logWarning(`webhook ${webhook}: ${failed.message}`),
+    Effect.fail(
+      new WebhookDeliveryFailed({
+        webhook,
+        message: "a playbook could not take the event (the server's log says which, and why): nothing was lost; send the event again once it is fixed"
+      })
+    )
+  )
 
 const isResult = (value: unknown): value is DeliveryResult =>
   typeof value === "object" && value !== null && "deliveryId" in value && "runs" in value && Array.isArray(value.runs)

@@ -218,7 +218,7 @@ describe("the HTTP API's edges", () => {
       expect(cursor.json).toMatchObject({ _tag: "RunNotFound" })
       // A webhook's every answer and header, as a sender's validator checks them.
       const hook = (openapi.json as { paths: Record<string, { post: { responses: object; parameters: ReadonlyArray<{ name: string }> } }> }).paths["/hooks/{name}"]
-      expect(Object.keys(hook?.post.responses ?? {}).sort()).toEqual(["200", "202", "400", "401", "404", "409", "503"])
+      expect(Object.keys(hook?.post.responses ?? {}).sort()).toEqual(["200", "202", "400", "401", "404", "409", "500", "503"])
       expect(hook?.post.parameters.map((p) => p.name)).toEqual(expect.arrayContaining(["x-event-id", "x-foundry-timestamp", "x-foundry-signature"]))
     }))
 })

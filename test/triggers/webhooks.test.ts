@@ -143,6 +143,50 @@ describe("webhooks", () => {
       expect((yield* http(`${server.url}/api/runs`)).json).toHaveLength(1)
     }))
 
+  it.scopedLive("a playbook whose code throws is a 500 saying to send the event again (its file in the log, not to the sender); what started is not started twice", () =>
+    Effect.gen(function*() {
+      const root = yield* tempProject({
+        ...project(),
+        "playbooks/zz-broken.ts": `import { Schema } from "effect"
+import { definePlaybook, webhook } from "foundry"
+import billing from "../agents/billing/agent.js"
+${ticketSchema}
+export default definePlaybook({
+  on: webhook("tickets", Ticket),
+  agent: billing,
+  instance: (ticket) => ticket.body.includes("number") ? (42 as unknown as string) : "customer-" + ticket.customerId,
+  message: (ticket) => { if (ticket.body.includes("crash")) throw new Error("no message for this"); return "seen" }
+})
+`
+      })
+      const server = yield* startServer(root, { model })
+      for (const attempt of [1, 2]) {
+        const failed = yield* deliver(server.url, ticket({ body: "crash" }), { "x-event-id": "evt-crash" })
+        expect([attempt, failed.status]).toEqual([attempt, 500])
+        expect(failed.json).toMatchObject({ _tag: "WebhookDeliveryFailed", message: expect.stringContaining("send the event again once it is fixed") })
+        expect(failed.text).not.toContain("no message for this")
+      }
+      // The playbook that worked started its run once, whatever the retries.
+      expect(((yield* http(`${server.url}/api/runs`)).json as ReadonlyArray<{ agent: string }>).map((r) => r.agent)).toEqual(["triage"])
+      const wrongType = yield* deliver(server.url, ticket({ body: "a number" }), { "x-event-id": "evt-number" })
+      expect(wrongType.status).toBe(500)
+    }))
+
+  it.scopedLive("a webhook whose secret cannot be read answers a JSON 500 that says why, never an empty one", () =>
+    Effect.gen(function*() {
+      const root = yield* tempProject({
+        ...project(),
+        "foundry.config.ts": `import { Config } from "effect"
+import { defineConfig } from "foundry"
+export default defineConfig({ webhooks: { tickets: { secret: Config.redacted("FOUNDRY_TEST_SECRET_NOT_SET") } } })
+`
+      })
+      const server = yield* startServer(root, { model })
+      const answer = yield* deliver(server.url, ticket())
+      expect(answer.status).toBe(500)
+      expect(answer.json).toEqual({ _tag: "InternalError", message: "the server failed on this request; its log has the details" })
+    }))
+
   it.scopedLive("a blank or overlong event id is refused with 400 and starts nothing: it would make every later delivery a repeat", () =>
     Effect.gen(function*() {
       const server = yield* startServer(yield* tempProject(project()), { model })

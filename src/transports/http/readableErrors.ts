@@ -2,11 +2,11 @@
  * Middleware that keeps the API's promises at its edge: request bodies are size-limited; a request
  * that does not match its endpoint gets a `BadRequest` saying which field is wrong, one line each;
  * a body that is not JSON or a path that is not a route gets a JSON error that says so (a browser
- * asking for a page that is not one, the inspector's), never an empty response, a Schema tree or a
- * stack trace.
+ * asking for a page that is not one, the inspector's), and so does a defect no handler caught (a
+ * 500, logged): never an empty response, a Schema tree or a stack trace.
  */
 import { HttpApiError, type HttpApp, HttpMethod, HttpServerError, HttpServerRequest, HttpServerResponse } from "@effect/platform"
-import { Cause, Effect } from "effect"
+import { Cause, Effect, Option } from "effect"
 import { formatIssues } from "../../definitions/readableIssues.js"
 import { pageNotFound } from "../inspector/InspectorLive.js"
 import { BadRequest } from "./api/BadRequest.js"
@@ -85,6 +85,19 @@ export const readableErrors = (maxBodyBytes: number) => <E, R>(app: HttpApp.Defa
           }
         }
       }
-      return Effect.failCause(cause)
+      return Option.isSome(Cause.failureOption(cause)) || Cause.isInterruptedOnly(cause) ? Effect.failCause(cause) : internalError(cause)
     })
   )
+
+/**
+ * A defect no handler caught (a bug, in Foundry or in a route file's code, or a config value that
+ * cannot be read): logged whole, and answered as JSON that says so, not as the platform's empty 500.
+ */
+const internalError = (cause: Cause.Cause<unknown>) =>
+  Effect.gen(function*() {
+    const request = yield* HttpServerRequest.HttpServerRequest
+    const path = pathOf(request)
+    yield* Effect.logError(`${request.method} ${path} failed`, cause)
+    // What failed stays in the log: a client (on /hooks, anyone) is told no internals.
+    return refusal(path, 500, "InternalError", "the server failed on this request; its log has the details")
+  })

@@ -6,6 +6,7 @@ import { Schema } from "effect"
 import {
   DeliveryInProgress,
   WebhookBodyInvalid,
+  WebhookDeliveryFailed,
   WebhookEventIdInvalid,
   WebhookNotFound,
   WebhookNotServed,
@@ -41,4 +42,5 @@ export class HooksGroup extends HttpApiGroup.make("hooks").add(
     .addError(WebhookUnauthorized, { status: 401 })
     .addError(DeliveryInProgress, { status: 409 })
     .addError(WebhookNotServed, { status: 503 })
+    .addError(WebhookDeliveryFailed, { status: 500 })
 ) {}
