@@ -5,7 +5,7 @@
  * save only re-checks what the save changed. `foundry check` and `foundry dev` share it.
  */
 import { execFile } from "node:child_process"
-import { mkdirSync, writeFileSync } from "node:fs"
+import { existsSync, mkdirSync, writeFileSync } from "node:fs"
 import { createRequire } from "node:module"
 import { dirname, join, relative, resolve } from "node:path"
 import { Effect } from "effect"
@@ -22,16 +22,25 @@ export interface TypeCheckResult {
 
 const require = createRequire(import.meta.url)
 
+/**
+ * Where Node's types are for a project: its own `@types/node` (as `foundry init` installs), else
+ * the framework's. Route files run on Node and may import its built-ins (`node:fs`).
+ */
+const nodeTypeRoot = (root: string): string | undefined =>
+  [join(root, "node_modules/@types"), join(packageLayout.root, "node_modules/@types")].find((dir) => existsSync(join(dir, "node/package.json")))
+
 /** The tsconfig a project is checked with: its route files, its config and the generated types. */
 export const checkConfigOf = (root: string, configFile: string | undefined) => {
   const effectTypes = dirname(require.resolve("effect/package.json"))
+  const nodeTypes = nodeTypeRoot(root)
   return {
     compilerOptions: {
       target: "ES2022",
       module: "NodeNext",
       moduleResolution: "NodeNext",
       lib: ["ES2022"],
-      types: [],
+      types: nodeTypes === undefined ? [] : ["node"],
+      ...(nodeTypes === undefined ? {} : { typeRoots: [nodeTypes] }),
       strict: true,
       noEmit: true,
       skipLibCheck: true,

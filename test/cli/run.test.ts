@@ -164,6 +164,25 @@ describe("foundry routes and foundry check", () => {
       expect(bad.stderr).toContain("requires the service Orders")
     }))
 
+  it.scopedLive("check type-checks a tool that imports a Node built-in with Node's types", () =>
+    Effect.gen(function*() {
+      const root = yield* exampleCopy
+      writeFileSync(join(root, "tools/append-note.tool.ts"), `import { appendFileSync } from "node:fs"
+import { Effect, Schema } from "effect"
+import { defineTool } from "foundry"
+
+export default defineTool({
+  description: "Appends a note to a file",
+  input: Schema.Struct({ note: Schema.String }),
+  output: Schema.String,
+  run: ({ note }) => Effect.sync(() => { appendFileSync("notes.txt", note + "\\n"); return "noted" })
+})
+`)
+      const result = yield* runCli(["check", root])
+      expect(result.stderr).not.toContain("Cannot find module 'node:fs'")
+      expect(result.stdout).toContain("check passed")
+    }))
+
   it.scopedLive("check makes the environments' pure modules: a name the package does not export is the environment file's problem", () =>
     Effect.gen(function*() {
       const root = yield* exampleCopy
