@@ -191,7 +191,10 @@ export const SchedulesLive = Layer.scoped(
     const timer = Effect.gen(function*() {
       const now = yield* Clock.currentTimeMillis
       const due = yield* activations.due(now, 100)
-      const firing = due.filter((activation) => !held.has(activation.id))
+      // An agent's timer waits while its agent is not in the build (a file being renamed, a deploy
+      // without it): fired now, its wake-up would be lost for good.
+      const agents = (yield* current.get).agents
+      const firing = due.filter((activation) => !held.has(activation.id) && (activation.kind === "schedule" || agents.has(activation.spec.agent)))
       for (const activation of firing) yield* fire(activation, now)
       const next = yield* activations.nextFireTime
       const soonest = next === null ? longestSleep : Duration.min(Duration.millis(Math.max(0, next - now)), longestSleep)

@@ -7,7 +7,7 @@ import { durableProject, plan } from "../support/durableProject.js"
 import * as Scripted from "../../src/models/scripted.js"
 import { plannedModel } from "../support/plannedModel.js"
 import { http, startServer } from "../support/server.js"
-import { tempProject } from "../support/tempProject.js"
+import { agentFile, tempProject } from "../support/tempProject.js"
 
 const realSleep = (ms: number) => Effect.promise(() => new Promise<void>((resolve) => setTimeout(resolve, ms)))
 
@@ -122,6 +122,40 @@ describe("the tools agents have for their own time (on the test clock)", () => {
       const wakes = all.filter((r) => r.source !== undefined)
       expect(wakes).toHaveLength(1)
       expect(wakes[0]).toMatchObject({ conversationId, source: { scheduledFor: "2026-07-01T10:30:00.000Z" } })
+    }))
+
+  it.scoped("a sleep that comes due while its agent is not in the build waits for it, and wakes it once it is back", () =>
+    Effect.gen(function*() {
+      yield* TestClock.setTime(Date.parse("2026-07-01T10:00:00Z"))
+      const log = join(tmpdir(), `foundry-timers-${randomUUID()}.log`)
+      const storeFile = join(tmpdir(), `foundry-timers-${randomUUID()}.db`)
+      const root = yield* tempProject(durableProject(log, "", { timers: true }))
+      const conversationId = yield* Effect.scoped(Effect.gen(function*() {
+        const server = yield* startServer(root, { model: plannedModel, storeFile })
+        const created = (yield* http(`${server.url}/api/runs`, {
+          body: {
+            agent: "worker",
+            message: plan({ calls: [{ name: "foundry_sleep", arguments: { for: "30 minutes", message: plan({ calls: [{ name: "record", arguments: { line: "awake" } }] }) } }] })
+          }
+        })).json as { runId: string; conversationId: string }
+        yield* until(server.url, (all) => all.some((r) => r.id === created.runId && r.status === "completed"))
+        return created.conversationId
+      }))
+      // A build without the worker (its folder renamed, say) while the sleep comes due.
+      yield* Effect.scoped(Effect.gen(function*() {
+        const server = yield* startServer(yield* tempProject({ "agents/other/agent.ts": agentFile() }), { model: plannedModel, storeFile })
+        yield* TestClock.adjust("1 hour")
+        yield* realSleep(150)
+        const timers = (yield* http(`${server.url}/api/schedules`)).json as Array<{ readonly id: string; readonly status: string }>
+        expect(timers.filter((timer) => timer.id.startsWith("agent:")).map((timer) => timer.status)).toEqual(["active"])
+        expect((yield* runs(server.url)).filter((r) => r.source !== undefined)).toEqual([])
+      }))
+      const server = yield* startServer(root, { model: plannedModel, storeFile })
+      yield* TestClock.adjust("1 minute")
+      const all = yield* until(server.url, (all) => all.some((r) => r.source !== undefined && r.status === "completed"))
+      const wakes = all.filter((r) => r.source !== undefined)
+      expect(wakes).toHaveLength(1)
+      expect(wakes[0]).toMatchObject({ conversationId, status: "completed" })
     }))
 
   it.scoped("an agent has no timer tools unless it opts in; a list offers only those", () =>
