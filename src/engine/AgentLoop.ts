@@ -48,7 +48,13 @@ const systemPrompt = (agent: CompiledAgent, run: RunRecord, instance: RunInstanc
         return yield* new InstanceContextInvalid({ message: `the context schema of agent "${agent.id}" (${agent.file}) must describe an object` })
       }
       const info: InstanceInfo = { id: instance.id, context: decoded.right }
-      text = instructions({ instance: info })
+      try {
+        text = instructions({ instance: info })
+      } catch (error) {
+        return yield* new InstanceContextInvalid({
+          message: `the instructions of agent "${agent.id}" (${agent.file}) threw ${error instanceof Error ? `${error.name}: ${error.message}` : String(error)}: fix instructions({ instance })`
+        })
+      }
     } else {
       text = instructions
     }
@@ -126,7 +132,8 @@ export const runAgent = Effect.fnUntraced(function*(app: CompiledApp, run: RunRe
     Effect.catchAllCause((cause) =>
       Cause.isInterruptedOnly(cause) || Cause.failureOption(cause).pipe(Option.exists((e) => e._tag === "LeaseLost"))
         ? Effect.failCause(cause)
-        : fail(`internal error: ${Cause.pretty(cause).split("\n")[0]}`)
+        // The run says what failed; the log has where (the stack), for the developer.
+        : Effect.zipRight(Effect.logError(`run ${current.run.id} failed on an internal error`, cause), fail(`internal error: ${Cause.pretty(cause).split("\n")[0]}`))
     )
   )
 }, entrySpan("engine.runAgent"))

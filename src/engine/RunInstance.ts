@@ -30,7 +30,10 @@ export interface RunInstance {
   readonly configOf: (tool: CompiledTool) => unknown
 }
 
-/** The instance's stored context does not match the schema the agent declares: the run cannot start. */
+/**
+ * The agent's instructions cannot be made for this instance: its stored context does not match the
+ * schema the agent declares, or `instructions({ instance })` threw. The run cannot go on.
+ */
 export class InstanceContextInvalid extends Data.TaggedError("InstanceContextInvalid")<{ readonly message: string }> {}
 
 /**

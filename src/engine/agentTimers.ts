@@ -18,13 +18,23 @@ import { failedOutcome, type ToolOutcome } from "./executeTool.js"
 
 const durationOf = (value: string): Option.Option<number> => Option.map(Duration.decodeUnknown(value), Duration.toMillis)
 
+// The latest time a timer may be armed for: JavaScript's dates end in the year 275760.
+const latestTime = 8.64e15
+
+/** The ISO time `ms` after `now`, or why there is none (`what` names the field). */
+const timeAfter = (what: string, value: string, now: number): string | { readonly at: string } => {
+  const ms = durationOf(value)
+  if (Option.isNone(ms)) return `${what} "${value}" is not a duration: give it with a unit, e.g. "30 minutes" or "2 days"`
+  const at = now + ms.value
+  return Number.isFinite(at) && at <= latestTime ? { at: new Date(at).toISOString() } : `${what} "${value}" is further ahead than any date`
+}
+
 /** When a request to schedule fires, or why it cannot. */
 const timingOf = (input: typeof ScheduleInput.Type, now: number): ScheduleTiming | string => {
   if (input.cron !== undefined) return input.timezone === undefined ? { cron: input.cron } : { cron: input.cron, timezone: input.timezone }
   if (input.every !== undefined) return Option.isSome(durationOf(input.every)) ? { every: input.every } : `every "${input.every}" is not a duration`
   if (input.in !== undefined) {
-    const ms = durationOf(input.in)
-    return Option.isSome(ms) ? { at: new Date(now + ms.value).toISOString() } : `in "${input.in}" is not a duration`
+    return timeAfter("in", input.in, now)
   }
   if (input.at !== undefined) return Number.isNaN(Date.parse(input.at)) ? `at "${input.at}" is not an ISO time` : { at: input.at }
   return "give one of at, in, every or cron"
@@ -134,13 +144,16 @@ export const runTimerTool = Effect.fn("engine.runTimerTool")(function*(
     case "sleep": {
       const input = Schema.decodeUnknownOption(SleepInput)(raw)
       if (Option.isNone(input)) return failedOutcome(raw, "foundry_sleep needs a message and until or for")
-      const wake = input.value.for !== undefined
-        ? Option.map(durationOf(input.value.for), (ms) => now + ms)
-        : input.value.until !== undefined && !Number.isNaN(Date.parse(input.value.until))
-        ? Option.some(Date.parse(input.value.until))
-        : Option.none()
-      if (Option.isNone(wake)) return failedOutcome(raw, "foundry_sleep needs until (an ISO time) or for (a duration)")
-      return yield* arm({ at: new Date(wake.value).toISOString() }, input.value.message, run.conversationId)
+      const { for: duration, message, until } = input.value
+      const wake = duration !== undefined
+        ? timeAfter("for", duration, now)
+        : until === undefined
+        ? "foundry_sleep needs until (an ISO time) or for (a duration)"
+        : Number.isNaN(Date.parse(until))
+        ? `until "${until}" is not an ISO time, e.g. "2026-07-01T09:00:00Z"`
+        : { at: new Date(Date.parse(until)).toISOString() }
+      if (typeof wake === "string") return failedOutcome(raw, wake)
+      return yield* arm(wake, message, run.conversationId)
     }
     case "schedules": {
       const input = Schema.decodeUnknownOption(SchedulesInput)(raw)
@@ -148,7 +161,11 @@ export const runTimerTool = Effect.fn("engine.runTimerTool")(function*(
       const mine = (yield* activations.list("agent")).filter((a) => owned(a, run))
       if (input.value.action === "list") return done(mine.map(describe))
       const target = mine.find((a) => a.id === input.value.id)
-      if (target === undefined) return failedOutcome(raw, `you have no schedule "${input.value.id ?? ""}"`)
+      if (target === undefined) {
+        return failedOutcome(raw, input.value.id === undefined
+          ? `${input.value.action} needs the id of one of your schedules (action "list" shows them)`
+          : `you have no schedule "${input.value.id}"`)
+      }
       if (input.value.action === "cancel") {
         yield* activations.remove(target.id)
         return done({ id: target.id, cancelled: true })

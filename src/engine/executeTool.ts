@@ -73,7 +73,13 @@ export const decodeCall = Effect.fnUntraced(function*(
 /** Whether the tool's approval policy asks a person before this call runs. */
 export const needsApproval = ({ input, tool }: DecodedCall): boolean => {
   const policy = tool.definition.approval
-  return policy === "always" || (typeof policy === "function" && policy(input) === true)
+  if (typeof policy !== "function") return policy === "always"
+  try {
+    return policy(input) === true
+  } catch {
+    // A policy that cannot say is taken as asking: fail closed, a person decides.
+    return true
+  }
 }
 
 /** A failed outcome with this text (denied approvals, expired ones). */
@@ -166,7 +172,16 @@ const runWithTimeout = Effect.fnUntraced(function*(
   services: Context.Context<unknown>,
   defaultTimeout: Duration.DurationInput
 ) {
-  const idempotencyKey = tool.definition.idempotencyKey?.(input) ?? `${context.runId}:${context.toolCallId}`
+  const keyOf = tool.definition.idempotencyKey
+  let idempotencyKey = `${context.runId}:${context.toolCallId}`
+  if (keyOf !== undefined) {
+    try {
+      idempotencyKey = keyOf(input)
+    } catch (error) {
+      yield* Effect.logWarning(`tool ${tool.name}: idempotencyKey(input) threw (run ${context.runId}, call ${context.toolCallId})`, error)
+      return failed(rawInput, `${tool.name} was not run: its idempotencyKey(input) threw ${error instanceof Error ? `${error.name}: ${error.message}` : String(error)}`)
+    }
+  }
   // The compiler checked that `services` holds every service the tool lists in `requires`. A
   // `run` that throws before returning its Effect has crashed as much as one whose Effect dies.
   const run: Effect.Effect<unknown, unknown, unknown> = Effect.suspend(() => tool.definition.run(input, { ...context, idempotencyKey }))

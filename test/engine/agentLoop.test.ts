@@ -173,6 +173,50 @@ describe("the agent loop", () => {
       expect(events.find((e) => e.type === "tool.call.failed")?.data).toMatchObject({ tool: "lookup", error: "lookup failed: thrown before any Effect" })
     }))
 
+  it.scopedLive("a key or approval policy that throws is the call's failure or a person's question; instructions that throw fail the run naming the file", () =>
+    Effect.gen(function*() {
+      const root = yield* tempProject({
+        ...project,
+        "agents/shop/tools/keyed.tool.ts": `import { Effect, Schema } from "effect"
+import { defineTool } from "foundry"
+export default defineTool({
+  description: "Charges once",
+  input: Schema.Struct({ id: Schema.String }),
+  output: Schema.String,
+  idempotencyKey: () => { throw new Error("no key today") },
+  run: () => Effect.succeed("charged")
+})
+`,
+        "agents/shop/tools/guarded.tool.ts": `import { Effect, Schema } from "effect"
+import { defineTool } from "foundry"
+export default defineTool({
+  description: "Refunds",
+  input: Schema.Struct({ id: Schema.String }),
+  output: Schema.String,
+  approval: () => { throw new Error("policy broke") },
+  run: () => Effect.succeed("refunded")
+})
+`,
+        "agents/shop/agent.ts": `import { defineAgent } from "foundry"
+import lookup from "./tools/lookup.tool.js"
+import keyed from "./tools/keyed.tool.js"
+import guarded from "./tools/guarded.tool.js"
+export default defineAgent({ description: "Shop assistant", model: "demo", tools: [lookup, keyed, guarded], maxTurns: 3 })
+`,
+        "agents/moody/agent.ts": `import { defineAgent } from "foundry"
+export default defineAgent({ description: "Moody", model: "demo", instructions: () => { throw new TypeError("no instructions today") } })
+`
+      })
+      const { model, results } = callsThenAnswer([{ name: "keyed", arguments: { id: "1" } }], "done")
+      const server = yield* startServer(root, { model })
+      const { run } = yield* runTo(server.url, "shop", "charge it")
+      expect(run).toMatchObject({ status: "completed", output: "done" })
+      expect(results[0]).toBe("Error: keyed was not run: its idempotencyKey(input) threw Error: no key today")
+      const moody = yield* runTo(server.url, "moody", "hello")
+      expect(moody.run).toMatchObject({ status: "failed" })
+      expect(String(moody.run.error)).toContain(`the instructions of agent "moody" (agents/moody/agent.ts) threw TypeError: no instructions today`)
+    }))
+
   it.scopedLive("fails the run with a clear error when maxTurns runs out", () =>
     Effect.gen(function*() {
       const root = yield* tempProject(project)

@@ -44,6 +44,17 @@ describe("a timer tool call run again", () => {
       expect(other).toMatchObject({ _tag: "Failed", error: expect.stringContaining("maxPendingPerInstance") })
     }).pipe(Effect.provide(store())))
 
+  it.effect("a time the model gives wrong is a readable refusal, never a crash of the run", () =>
+    Effect.gen(function*() {
+      const refusal = (which: "sleep" | "schedule" | "schedules", input: unknown, call: string) =>
+        Effect.map(runTimerTool(which, input, run, call, limits), (outcome) => outcome._tag === "Failed" ? outcome.error : `not refused: ${outcome.content}`)
+      expect(yield* refusal("sleep", { for: "99999999 weeks", message: "m" }, "c1")).toBe(`for "99999999 weeks" is further ahead than any date`)
+      expect(yield* refusal("sleep", { for: "20", message: "m" }, "c2")).toBe(`for "20" is not a duration: give it with a unit, e.g. "30 minutes" or "2 days"`)
+      expect(yield* refusal("sleep", { until: "tomorrow", message: "m" }, "c3")).toContain(`until "tomorrow" is not an ISO time`)
+      expect(yield* refusal("schedule", { in: "banana", message: "m" }, "c4")).toContain(`in "banana" is not a duration`)
+      expect(yield* refusal("schedules", { action: "cancel" }, "c5")).toBe(`cancel needs the id of one of your schedules (action "list" shows them)`)
+    }).pipe(Effect.provide(store())))
+
   it.effect("answers as it did even once the timer's time has passed", () =>
     Effect.gen(function*() {
       // The clock is the TestClock, at 0: a wake-up ten seconds in.
