@@ -3,7 +3,8 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { runCli } from "../support/cli.js"
+import { runCli, startCli } from "../support/cli.js"
+import { http, startServer } from "../support/server.js"
 import { tempProject } from "../support/tempProject.js"
 
 const repository = new URL("../../", import.meta.url).pathname
@@ -47,6 +48,31 @@ describe("foundry run", () => {
       const missing = yield* runCli(["run", "support", "Where is order 3?", "--dir", root])
       expect(missing.stderr).toMatch(/\n<- lookup-order failed: [^\n]*OrderNotFound/)
       expect(missing.stderr).not.toContain("lookup-order failed: lookup-order failed")
+    }))
+
+  it.scopedLive("Ctrl-C cancels the run it started, and says so: no run is left running with no process to go on with it", () =>
+    Effect.gen(function*() {
+      const root = yield* tempProject({
+        "agents/napper/agent.ts": `import { defineAgent, Scripted } from "foundry"
+import nap from "./tools/nap.tool.js"
+export default defineAgent({ description: "Naps", tools: [nap], model: Scripted.make([{ toolCalls: [{ name: "nap", arguments: {} }] }, { text: "rested" }]) })
+`,
+        "agents/napper/tools/nap.tool.ts": `import { Effect, Schema } from "effect"
+import { defineTool } from "foundry"
+export default defineTool({ description: "Naps", input: Schema.Struct({}), output: Schema.String, run: () => Effect.as(Effect.sleep("60 seconds"), "napped") })
+`
+      })
+      const cli = yield* startCli(["run", "napper", "take a nap", "--dir", root])
+      yield* cli.waitFor(/-> nap/)
+      cli.child.kill("SIGINT")
+      yield* cli.waitFor(/cancelled run run_\w+/)
+      yield* Effect.async<void>((resume) => {
+        if (cli.child.exitCode !== null || cli.child.signalCode !== null) resume(Effect.void)
+        else cli.child.once("exit", () => resume(Effect.void))
+      })
+      const server = yield* startServer(root, { storeFile: join(root, ".foundry/foundry.db") })
+      const runs = (yield* http(`${server.url}/api/runs`)).json as ReadonlyArray<{ readonly status: string }>
+      expect(runs.map((run) => run.status)).toEqual(["cancelled"])
     }))
 
   it.scopedLive("a run that waits on a person says what for, where to decide it and how, and exits 1", () =>

@@ -11,7 +11,7 @@ import type { FoundryEvent } from "../../events/FoundryEvent.js"
 import { CliError } from "../CliError.js"
 import { runtimeLayer } from "../ProjectRuntime.js"
 import { addressOf, servingUrl } from "../servingAddress.js"
-import { style } from "../terminal.js"
+import { say, style } from "../terminal.js"
 
 const write = (stream: NodeJS.WriteStream, text: string) => Effect.sync(() => stream.write(text))
 
@@ -94,7 +94,13 @@ export const run = ({ agent, dir, instance, message }: {
             if (event.type === "run.failed") outcome = "failed"
             if (event.type === "run.suspended") outcome = "suspended"
             return show(event, streamed, server)
-          })
+          }),
+          // Ctrl-C stops the run this command started: left running, no process would go on with it.
+          Effect.onInterrupt(() =>
+            dispatcher.cancel(submitted.id).pipe(
+              Effect.zipRight(say(style.yellow(`cancelled run ${submitted.id}`))),
+              Effect.catchAll((error) => say(`run ${submitted.id} was not cancelled: ${error.message}`))
+            ))
         )
         return outcome
       }).pipe(Effect.provide(runtimeLayer(app)))
