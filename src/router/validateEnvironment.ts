@@ -1,10 +1,13 @@
 /**
  * The checks of an environment definition the type checker may not have seen: module names that
- * scripts can import, no two modules of one name, limits that are positive numbers, and paths
- * that are paths.
+ * scripts can import, no two modules of one name, limits that are positive numbers, paths that are
+ * paths, and starting files that are plain paths, outside the generated docs, within the limits.
  */
 import { builtinModuleNames, type EnvironmentModule, moduleNameRule } from "../definitions/environmentModules.js"
+import { Either } from "effect"
 import { defaultEnvironmentLimits } from "../definitions/defineEnvironment.js"
+import { generatedPaths } from "../environments/vfs/generatedDocs.js"
+import { isWithin, normalizePath } from "../environments/vfs/paths.js"
 
 /** A problem with the definition, without the file (the caller adds it). */
 interface Problem {
@@ -59,6 +62,36 @@ const checkLimits = (limits: unknown): Array<Problem> => {
   )
 }
 
+const isLimits = (value: unknown): value is Record<string, unknown> => typeof value === "object" && value !== null
+
+/**
+ * The files the tree starts with: plain paths (no `..`), none where Foundry writes the generated
+ * docs, each and all within the byte limits (a tree that starts over them refuses every write).
+ */
+const checkFiles = (files: unknown, limits: unknown): Array<Problem> => {
+  if (typeof files !== "object" || files === null) return [{ problem: "files is not an object", fix: "use files: { \"/inbox/notes.md\": \"...\" }" }]
+  const problems: Array<Problem> = []
+  const encoder = new TextEncoder()
+  let total = 0
+  const maxFileBytes = isLimits(limits) && typeof limits.maxFileBytes === "number" ? limits.maxFileBytes : defaultEnvironmentLimits.maxFileBytes
+  const maxTotalBytes = isLimits(limits) && typeof limits.maxTotalBytes === "number" ? limits.maxTotalBytes : defaultEnvironmentLimits.maxTotalBytes
+  for (const [path, content] of Object.entries(files)) {
+    const plain = normalizePath(path)
+    if (Either.isLeft(plain) || plain.right !== path) {
+      problems.push({ problem: `files has ${JSON.stringify(path)}, which is not a plain path`, fix: Either.isRight(plain) ? `write it as ${plain.right}` : "use a path such as /inbox/notes.md" })
+      continue
+    }
+    if (generatedPaths.some((generated) => isWithin(path, generated))) {
+      problems.push({ problem: `files puts ${path} where Foundry writes the environment's docs (${generatedPaths.join(", ")})`, fix: "put it under /inbox or /skills instead" })
+    }
+    const bytes = typeof content === "string" ? encoder.encode(content).length : 0
+    total += bytes
+    if (bytes > maxFileBytes) problems.push({ problem: `files has ${path} of ${bytes} bytes, over limits.maxFileBytes (${maxFileBytes})`, fix: "raise limits.maxFileBytes, or start with a smaller file" })
+  }
+  if (total > maxTotalBytes) problems.push({ problem: `files hold ${total} bytes, over limits.maxTotalBytes (${maxTotalBytes})`, fix: "raise limits.maxTotalBytes, or start with fewer files" })
+  return problems
+}
+
 const checkPaths = (paths: unknown): Array<Problem> =>
   Array.isArray(paths) && paths.every((path) => typeof path === "string" && path.length > 0 && !path.split("/").includes(".."))
     ? []
@@ -69,6 +102,7 @@ export const checkEnvironment = (_file: string, definition: Record<string, unkno
   ...checkModules(definition.modules),
   ...checkLimits(definition.limits),
   ...checkPaths(definition.readOnlyPaths),
+  ...checkFiles(definition.files, definition.limits),
   ...(definition.persistence === "instance" || definition.persistence === "conversation"
     ? []
     : [{ problem: `persistence is ${String(definition.persistence)}`, fix: "use persistence: \"instance\" (the default) or \"conversation\"" }])

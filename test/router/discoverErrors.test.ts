@@ -471,6 +471,21 @@ describe("several broken files", () => {
       expect(errors.message).toContain(`${Object.keys(broken).length} broken route files:`)
     }))
 
+  it.scoped("an environment's starting files must be plain paths, outside the generated docs, within its limits", () =>
+    Effect.gen(function*() {
+      const environment = `import { defineEnvironment } from "foundry"
+export default defineEnvironment({
+  files: { "/a/../../etc/passwd": "x", "/std/evil.d.ts": "y", "/inbox/big.txt": "${"x".repeat(1200)}" },
+  limits: { maxFileBytes: 1000, maxTotalBytes: 1100 }
+})
+`
+      const error = onlyErrorFor(yield* routeErrorsOf({ "environments/box.ts": environment }), "environments/box.ts")
+      expect(error.problem).toContain(`files has "/a/../../etc/passwd", which is not a plain path`)
+      expect(error.problem).toContain("files puts /std/evil.d.ts where Foundry writes the environment's docs")
+      expect(error.problem).toContain("files has /inbox/big.txt of 1200 bytes, over limits.maxFileBytes (1000)")
+      expect(error.problem).toContain("files hold 1201 bytes, over limits.maxTotalBytes (1100)")
+    }))
+
   it.scoped("a good project is unaffected by broken projects discovered before it", () =>
     Effect.gen(function*() {
       yield* routeErrorsOf({ "agents/a/agent.ts": `throw new Error("boom at load")\n`, "schedules/x.ts": agentFile() })
