@@ -90,12 +90,24 @@ const cutBytes = (text: string, limit: number): string => {
   return new TextDecoder().decode(encoded.slice(0, limit)).replace(/\uFFFD$/, "")
 }
 
-/** The output as the model is shown it: within the limit, the whole of it spilled to /tmp when longer. */
+/**
+ * The output as the model is shown it: within the limit, and when longer, what was captured of it
+ * spilled to a file of its own in /tmp (named by run and call: calls of other runs may share an
+ * id), which says where it ends when less than all of it was captured.
+ */
 const shownOutput = (scope: ScriptScope, output: string, outputBytes: number): string => {
   if (outputBytes <= scope.limits.maxOutputBytes) return output
-  const file = `/tmp/output-${scope.context.toolCallId.replace(/[^A-Za-z0-9_-]/g, "_")}.txt`
-  const spilled = scope.fs.writeFile(file, output)
-  const where = Either.isRight(spilled) ? `the output so far is in ${file} (grep it or read_file a range)` : `the rest was not kept (${spilled.left.message})`
+  const safe = (id: string) => id.replace(/[^A-Za-z0-9_-]/g, "_")
+  const file = `/tmp/output-${safe(scope.context.runId)}-${safe(scope.context.toolCallId)}.txt`
+  const whole = new TextEncoder().encode(output).length >= outputBytes
+  // The note of where it ends fits in the file's limit with what was captured.
+  const note = (kept: number) => `\n[the output was cut here: ${kept} of its ${outputBytes} bytes were captured]\n`
+  const kept = whole ? output : cutBytes(output, Math.max(0, scope.limits.maxFileBytes - note(outputBytes).length))
+  const captured = new TextEncoder().encode(kept).length
+  const spilled = scope.fs.writeFile(file, whole ? output : `${kept}${note(captured)}`)
+  const where = Either.isRight(spilled)
+    ? `${whole ? "all of it is" : `its first ${captured} bytes are`} in ${file} (grep it or read_file a range)`
+    : `the rest was not kept (${spilled.left.message})`
   return `${cutBytes(output, scope.limits.maxOutputBytes)}\n[output truncated at ${scope.limits.maxOutputBytes} of ${outputBytes} bytes (maxOutputBytes); ${where}]`
 }
 

@@ -65,6 +65,22 @@ const verb = <K extends VerbName>(runId: string, toolCallId: string, name: K, in
   )
 
 describe("environments", () => {
+  it.scopedLive("a script's long output is cut for the model, and what was captured is in a file of the run's and call's, saying where it ends", () =>
+    Effect.gen(function*() {
+      const small = defineEnvironment({ limits: { maxOutputBytes: 100, maxFileBytes: 2000 } })
+      const process = yield* processOn(yield* storeFile)
+      const script = `export default () => { for (let i = 0; i < 500; i++) console.log("line " + i); return "done" }\n`
+      yield* Effect.provide(verb("r1", "c1", "write_file", { path: "/scripts/loud.js", content: script }, small), process)
+      const ran = yield* Effect.provide(verb("r1", "c2", "run_script", { path: "/scripts/loud.js" }, small), process)
+      const kept = /its first (\d+) bytes are in (\/tmp\/output-r1-c2\.txt)/.exec(ran)
+      expect(kept, ran).not.toBeNull()
+      const file = yield* Effect.provide(verb("r1", "c3", "read_file", { path: kept![2]! }, small), process)
+      expect(file).toContain("line 0")
+      const end = yield* Effect.provide(verb("r1", "c4", "grep", { pattern: "output was cut here", path: "/tmp" }, small), process)
+      const printed = Array.from({ length: 500 }, (_, i) => `line ${i}\n`).join("").length
+      expect(end).toContain(`[the output was cut here: ${kept![1]} of its ${printed} bytes were captured]`)
+    }))
+
   it.scopedLive("a pure module that cannot be made fails the scripts that import it, not the environment's other verbs", () =>
     Effect.gen(function*() {
       const broken = defineEnvironment({
