@@ -195,7 +195,7 @@ export const serverLayer = (
   server: { readonly port: number; readonly host: string },
   options: RuntimeOptions = {}
 ) =>
-  HttpServerLive.layer({ ...server, bodyLimit: app.table.config.server.bodyLimit }).pipe(
+  HttpServerLive.layer({ ...server, bodyLimit: app.table.config.server.bodyLimit, allowedHosts: app.table.config.server.allowedHosts ?? [] }).pipe(
     Layer.provideMerge(Auth.layer({ host: server.host, allowedHosts: app.table.config.server.allowedHosts ?? [], ...app.table.config.auth })),
     Layer.provideMerge(OtlpExportLive),
     // Runners of a cluster serve the release deployed to any of them.

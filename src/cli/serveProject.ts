@@ -16,6 +16,7 @@ import { CurrentApp } from "../compiler/CurrentApp.js"
 import { emptyApp, loadProject } from "../compiler/loadProject.js"
 import { loadSoundRoutes } from "../compiler/soundRoutes.js"
 import { pureModuleProblems } from "../compiler/pureModuleCheck.js"
+import { changedSettings, startSettings } from "../compiler/startSettings.js"
 import { typeCheck } from "../compiler/typeCheck.js"
 import { formatDiagnostic } from "../compiler/TypeDiagnostic.js"
 import { Dispatcher } from "../dispatch/Dispatcher.js"
@@ -54,30 +55,6 @@ const problemsOf = (error: { readonly message: string }) => {
   if (error instanceof MissingServices || error instanceof LayerBuildError) return error.problems
   const [problem = error.message, ...rest] = error.message.split("\n")
   return [{ file: "(build)", problem, fix: rest.join("\n").replace(/^\s*fix:\s*/, "") || "see the terminal of foundry dev" }]
-}
-
-/**
- * What the running server took from the config at start and cannot change while it runs; a
- * reload whose config differs here says that a restart is needed.
- */
-const fixedSettings = (config: ProjectConfig, options: ServeOptions): ReadonlyMap<string, string> => {
-  const c = config.config
-  const store = "sqlite" in c.store ? `sqlite ${c.store.sqlite}` : typeof c.store.postgres === "string" ? `postgres ${c.store.postgres}` : "postgres (Config)"
-  // By the words a person reads them in.
-  return new Map([
-    ["the store", store],
-    ["the port", JSON.stringify(options.port ?? c.server.port)],
-    ["the host", JSON.stringify(options.host ?? c.server.host)],
-    ["concurrency", JSON.stringify(c.concurrency)],
-    ["event retention", JSON.stringify(c.events)],
-    ["auth", JSON.stringify(c.auth)]
-  ])
-}
-
-/** The fixed settings `after` changes from `before`, in words: "the port and auth". */
-const changedSettings = (before: ReadonlyMap<string, string>, after: ReadonlyMap<string, string>): string | undefined => {
-  const changed = [...after].flatMap(([name, value]) => before.get(name) === value ? [] : [name])
-  return changed.length === 0 ? undefined : changed.length === 1 ? changed[0] : `${changed.slice(0, -1).join(", ")} and ${changed[changed.length - 1]}`
 }
 
 /** What a file holds now, as a digest (a folder or a missing file has a digest of its own). */
@@ -206,7 +183,7 @@ const typeChecker = (root: string, status: BuildStatus["Type"]) =>
 /** What a reload needs of the server it reloads. */
 interface Served {
   readonly options: ServeOptions
-  /** The config's settings the server started with (`fixedSettings`): a change needs a restart. */
+  /** The config's settings the server started with (`startSettings`): a change needs a restart. */
   readonly settings: ReadonlyMap<string, string>
   readonly address: string
   readonly context: Context.Context<CurrentApp | Schedules | BuildStatus>
@@ -246,7 +223,7 @@ const reloadOnChanges = (
         yield* status.update((report) => ({ ...report, problems: problemsOf(nextConfig.left) }))
         return
       }
-      const unapplied = changedSettings(settings, fixedSettings(nextConfig.right, options))
+      const unapplied = changedSettings(settings, startSettings(nextConfig.right.config, options))
       const restartNeeded = unapplied === undefined
         ? null
         : `${nextConfig.right.configFile ?? "foundry.config.ts"} changed ${unapplied}: ` +
@@ -311,7 +288,7 @@ export const serveProject = Effect.fn("cli.serveProject")(function*(options: Ser
   yield* warnIfNotAProject(options.root, config)
   const host = options.host ?? config.config.server.host
   const port = options.port ?? config.config.server.port
-  const settings = fixedSettings(config, options)
+  const settings = startSettings(config.config, options)
 
   // Watching starts before the first build, so a save made while the server starts is not lost.
   const changes = yield* Queue.unbounded<ReadonlyArray<string>>()

@@ -9,6 +9,7 @@ import { Clock, Context, Data, DateTime, type Duration, Effect, Layer, Option, S
 import { BuildStatus } from "../compiler/BuildStatus.js"
 import type { CompiledApp } from "../compiler/CompiledApp.js"
 import { CurrentApp } from "../compiler/CurrentApp.js"
+import { changedSettings, startSettings } from "../compiler/startSettings.js"
 import type { StoreError } from "../durable/StoreError.js"
 import { Schedules } from "../triggers/Schedules.js"
 import { materialise } from "./releaseCache.js"
@@ -26,7 +27,12 @@ export const ReleaseSwitch = Schema.Struct({
   /** `false` for a dry run, or when it was current already. */
   switched: Schema.Boolean,
   /** The release new runs start on now. */
-  current: Schema.String
+  current: Schema.String,
+  /**
+   * The settings its config changes that this server read at start (`auth`, `server.bodyLimit`, the
+   * store, ...): they take effect when the server restarts, not with the switch.
+   */
+  restartNeeded: Schema.optional(Schema.String)
 })
 export type ReleaseSwitch = typeof ReleaseSwitch.Type
 
@@ -92,6 +98,12 @@ export const layer = (options: DeploymentsOptions = {}) => Layer.scoped(
     const status = yield* BuildStatus
     const fs = yield* FileSystem.FileSystem
     const switching = yield* Effect.makeSemaphore(1)
+    // What the server read from its config as it started: a release that changes it says so.
+    const startedWith = startSettings((yield* current.get).table.config)
+    const restartNeededBy = (app: CompiledApp) => {
+      const changed = changedSettings(startedWith, startSettings(app.table.config))
+      return changed === undefined ? {} : { restartNeeded: `its config changes ${changed}, which this server read as it started: restart it to apply that` }
+    }
 
     /**
      * The store's current release (none before the first) with its routes' digests: what a change
@@ -117,11 +129,11 @@ export const layer = (options: DeploymentsOptions = {}) => Layer.scoped(
         const id = app.release
         const before = yield* storedBefore
         const summary = summarize(before.digests, digestsOf(app))
-        if (dryRun || Option.contains(before.stored, id)) return { id, summary, switched: false, current: before.release }
+        if (dryRun || Option.contains(before.stored, id)) return { id, summary, switched: false, current: before.release, ...restartNeededBy(app) }
         const made = yield* storage.activate({ ...activation, id, summary, expected: before.stored, deployedAt: yield* Clock.currentTimeMillis })
         if (!made) return yield* new CurrentMoved()
         yield* switchTo(app)
-        return { id, summary, switched: true, current: id }
+        return { id, summary, switched: true, current: id, ...restartNeededBy(app) }
       }).pipe(
         Effect.retry({ while: (error) => error._tag === "CurrentMoved", times: 5 }),
         // Five deploys in a row, each between this one's decision and its commit: not a rate anyone deploys at.

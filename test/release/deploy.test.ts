@@ -4,7 +4,7 @@
  * until they end), each run's events carry its release, a rollback switches back, and changing
  * releases needs a `deploy` token; a release that is not intact or does not load switches nothing.
  */
-import { cpSync, mkdtempSync, rmSync } from "node:fs"
+import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { randomUUID } from "node:crypto"
@@ -13,7 +13,7 @@ import { Effect } from "effect"
 import { bearer } from "../auth/support.js"
 import { freePort, startCli } from "../support/cli.js"
 import { http } from "../support/server.js"
-import { apiOf, deploy, deskReleases, deskSources, emptyServerProject, logLines, startServer, tokensFor, uploadOf } from "./deploySupport.js"
+import { apiOf, build, deploy, deskReleases, deskSources, emptyServerProject, logLines, startServer, tokensFor, uploadOf } from "./deploySupport.js"
 
 interface SwitchJson {
   readonly id: string
@@ -222,6 +222,18 @@ describe("deploy", () => {
       expect((dry.json as SwitchJson).current).toMatch(/^dev-/)
       expect((dry.json as SwitchJson).summary.agents.added).toEqual(["desk"])
       expect(yield* current).toEqual([])
+      expect(dry.json).not.toHaveProperty("restartNeeded")
+
+      // A config that changes what the server read as it started says that a restart applies it.
+      const larger = yield* deskSources("v3")
+      const config = join(larger.root, "foundry.config.ts")
+      writeFileSync(config, readFileSync(config, "utf8").replace("auth: { required: true },", "auth: { required: true },\n  server: { bodyLimit: 2_000_000 },"))
+      const v3 = yield* build(larger.root)
+      const restart = yield* deploy(url, tokens.admin.token, uploadOf(v3.folder), { dryRun: true })
+      expect(restart.json).toMatchObject({
+        switched: false,
+        restartNeeded: "its config changes server.bodyLimit, which this server read as it started: restart it to apply that"
+      })
 
       const [file] = Object.keys(upload.files)
       const tampered = yield* deploy(url, tokens.deploy.token, {

@@ -43,6 +43,7 @@ const report = (answer: ReleaseSwitch, options: { readonly dryRun: boolean }) =>
     else if (answer.switched) {
       yield* say(style.green(`switched: new runs start on ${answer.current}; runs in flight finish on the release they started on`))
     } else yield* say(`nothing switched: ${answer.current} is the current release`)
+    if (answer.restartNeeded !== undefined) yield* say(style.yellow(`note: ${answer.restartNeeded}`))
   })
 
 /** A release folder as the API takes it: `release.json` as it is, and every bundled file in base64. */

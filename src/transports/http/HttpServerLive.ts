@@ -34,7 +34,13 @@ export const ApiLive = HttpApiBuilder.api(FoundryApi).pipe(
 )
 
 /** Serves the API on `host:port` (port 0 picks a free one), reading request bodies up to `bodyLimit` bytes. */
-export const layer = (options: { readonly port: number; readonly host: string; readonly bodyLimit: number }) =>
+export const layer = (options: {
+  readonly port: number
+  readonly host: string
+  readonly bodyLimit: number
+  /** `server.allowedHosts` as the server started: whether it needs tokens was decided by them. */
+  readonly allowedHosts: ReadonlyArray<string>
+}) =>
   HttpApiBuilder.serve().pipe(
     // Bodies are read at most this large (the edge answers a larger one 413 before reading it), the
     // body read again to explain a failure too: provided once to the server rather than to each

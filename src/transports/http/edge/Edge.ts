@@ -33,7 +33,7 @@ const preflight = (origin: string, method: string, headers: string | undefined) 
  * The edge as a middleware, for the server bound to `host` at `HttpServer`'s port; bodies over
  * `bodyLimit` bytes are refused.
  */
-export const edge = (options: { readonly bodyLimit: number; readonly host: string }) =>
+export const edge = (options: { readonly bodyLimit: number; readonly host: string; readonly allowedHosts: ReadonlyArray<string> }) =>
   Effect.gen(function*() {
     const current = yield* CurrentApp
     const { address } = yield* HttpServer.HttpServer
@@ -44,18 +44,19 @@ export const edge = (options: { readonly bodyLimit: number; readonly host: strin
       return Effect.gen(function*() {
         yield* addToResponse(securityHeaders)
         const request = yield* HttpServerRequest.HttpServerRequest
-        const { server } = (yield* current.get).table.config
         const host = request.headers.host
-        if (!isAllowedHost(host, { port, boundHost: options.host, allowedHosts: server.allowedHosts ?? [] })) {
+        // The names of the config the server started with: whether it needs tokens was decided by them.
+        if (!isAllowedHost(host, { port, boundHost: options.host, allowedHosts: options.allowedHosts })) {
           return refusal(
             pathOf(request),
             403,
             "HostNotAllowed",
             host === undefined
               ? "the request has no Host header: send the host and port you reach the server by"
-              : `the server does not answer to Host "${host}": if that is a name you reach it by, add it to server.allowedHosts in foundry.config.ts`
+              : `the server does not answer to Host "${host}": if that is a name you reach it by, add it to server.allowedHosts in foundry.config.ts and restart the server`
           )
         }
+        const { server } = (yield* current.get).table.config
         const decision = decideOrigin({
           method: request.method,
           host,
