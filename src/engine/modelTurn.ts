@@ -100,7 +100,12 @@ export const modelTurn = (
   options: TurnOptions
 ): Effect.Effect<TurnResult, ModelError> => {
   // Suspended, so that every retry asks the model again, whatever the adapter does eagerly.
-  const attempt = Effect.suspend(() => foldTurn(model, request, options))
+  const attempt = Effect.flatMap(Effect.suspend(() => foldTurn(model, request, options)), (turn) =>
+    // Nothing at all is no answer (a proxy's page where the API should be, a stream that ended
+    // early): asked again, and a run that ends on it fails saying so rather than completing empty.
+    turn.text.trim() === "" && turn.toolCalls.length === 0
+      ? Effect.fail(new ModelError({ model: model.name, kind: "transient", message: "the model answered nothing: no text and no tool call" }))
+      : Effect.succeed(turn))
   const tried = (retries: number): Effect.Effect<TurnResult, ModelError> =>
     Effect.catchAllCause(attempt, (cause) => {
       const failure = Cause.failureOrCause(cause)

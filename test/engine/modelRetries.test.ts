@@ -56,6 +56,21 @@ describe("model retries", () => {
       expect(retries.map((e) => e.data.error)).toEqual(["unavailable (call 1)", "unavailable (call 2)"])
     }))
 
+  it.scopedLive("an answer with nothing in it is asked again, and a model that only answers nothing fails the run saying so", () =>
+    Effect.gen(function*() {
+      const calls = { count: 0 }
+      const model = Scripted.make(() => (calls.count++ < 1 ? { text: "" } : { text: "here I am" }), "quiet")
+      const server = yield* startServer(yield* tempProject(retryProject(2)), { model })
+      const { retries, run } = yield* runOn(server.url)
+      expect(run).toMatchObject({ status: "completed", output: "here I am" })
+      expect(retries.map((e) => e.data.error)).toEqual(["the model answered nothing: no text and no tool call"])
+
+      const silent = yield* startServer(yield* tempProject(retryProject(1)), { model: Scripted.make(() => ({ text: "" }), "silent") })
+      const ended = yield* runOn(silent.url)
+      expect(ended.run).toMatchObject({ status: "failed" })
+      expect(String(ended.run.error)).toContain("the model answered nothing: no text and no tool call")
+    }))
+
   it.scopedLive("a model that always fails with modelRetry.times: 3 gives exactly three model.retry events", () =>
     Effect.gen(function*() {
       const { calls, model } = flakyModel(Number.POSITIVE_INFINITY)
