@@ -49,7 +49,7 @@ export const defaultConfig = {
   },
   concurrency: 50,
   maxToolFailures: 3,
-  modelRetry: { times: 4, base: "200 millis", max: "10 seconds" },
+  modelRetry: { times: 4, base: "200 millis", max: "10 seconds", idle: "3 minutes" },
   approvalTimeout: "10 minutes",
   toolTimeout: "2 minutes",
   toolOutputLimit: 16_000,
@@ -111,7 +111,9 @@ export const ConfigSchema = Schema.Struct({
   modelRetry: Schema.Struct({
     times: Whole.annotations({ default: defaultConfig.modelRetry.times }),
     base: DurationInputSchema.annotations({ default: defaultConfig.modelRetry.base }),
-    max: DurationInputSchema.annotations({ default: defaultConfig.modelRetry.max })
+    max: DurationInputSchema.annotations({ default: defaultConfig.modelRetry.max }),
+    /** How long an attempt may wait for the model's next chunk (its first included): past it, the attempt failed (transient). */
+    idle: DurationInputSchema.annotations({ default: defaultConfig.modelRetry.idle })
   }),
   /** How long an approval waits for a person before it expires (as denied). */
   approvalTimeout: DurationInputSchema.annotations({ default: defaultConfig.approvalTimeout }),
@@ -288,7 +290,8 @@ export const defineConfig = <const Layers extends ReadonlyArray<AnyLayer>>(defin
       ...modelRetry,
       times: modelRetry?.times ?? defaultConfig.modelRetry.times,
       base: modelRetry?.base ?? defaultConfig.modelRetry.base,
-      max: modelRetry?.max ?? defaultConfig.modelRetry.max
+      max: modelRetry?.max ?? defaultConfig.modelRetry.max,
+      idle: modelRetry?.idle ?? defaultConfig.modelRetry.idle
     },
     approvalTimeout: definition.approvalTimeout ?? defaultConfig.approvalTimeout,
     permissions: listOf(definition.permissions),

@@ -22,6 +22,8 @@ export interface RetryPolicy {
   readonly times: number
   readonly base: Duration.DurationInput
   readonly max: Duration.DurationInput
+  /** How long an attempt may wait for the model's next chunk before it counts as failed. */
+  readonly idle: Duration.DurationInput
 }
 
 /** What a turn reports while it runs. */
@@ -66,9 +68,14 @@ const addChunk = (acc: TurnResult, chunk: ModelChunk): TurnResult => {
 const foldTurn = (model: LanguageModel, request: ModelRequest, options: TurnOptions): Effect.Effect<TurnResult, ModelError> => {
   const whole = model.complete?.(request)
   if (whole === undefined) {
+    // A model that accepted the request and then says nothing (a hung connection) is a failure to
+    // retry, not a run that waits for as long as the HTTP client does. (An in-process model that
+    // has its whole answer at once has no connection to hang.)
+    const silent = () =>
+      new ModelError({ model: model.name, kind: "transient", message: `the model sent nothing for ${Duration.format(Duration.decode(options.retry.idle))} (modelRetry.idle)` })
     const fold = (acc: TurnResult, chunk: ModelChunk): Effect.Effect<TurnResult> =>
       chunk._tag === "TextDelta" ? Effect.as(options.onDeltas([chunk.text]), addChunk(acc, chunk)) : Effect.succeed(addChunk(acc, chunk))
-    return Stream.runFoldEffect(model.stream(request), emptyTurn(model), fold)
+    return Stream.runFoldEffect(Stream.timeoutFail(model.stream(request), silent, options.retry.idle), emptyTurn(model), fold)
   }
   // The whole answer at once: folded in one go, its text deltas then forwarded together.
   return Effect.flatMap(whole, (chunks) => {

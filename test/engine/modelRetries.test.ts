@@ -3,7 +3,8 @@
  * call to the model followed, so the events match the retries the model really saw.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Effect } from "effect"
+import { Effect, Stream } from "effect"
+import type { LanguageModel } from "../../src/models/Model.js"
 import * as Scripted from "../../src/models/scripted.js"
 import { http, startServer, waitForRun } from "../support/server.js"
 import { tempProject } from "../support/tempProject.js"
@@ -69,6 +70,22 @@ describe("model retries", () => {
       const ended = yield* runOn(silent.url)
       expect(ended.run).toMatchObject({ status: "failed" })
       expect(String(ended.run.error)).toContain("the model answered nothing: no text and no tool call")
+    }))
+
+  it.scopedLive("a model that sends nothing for modelRetry.idle is asked again, then fails the run saying so", () =>
+    Effect.gen(function*() {
+      const hung: LanguageModel = { name: "hung", stream: () => Stream.never }
+      const project = {
+        ...retryProject(1),
+        "foundry.config.ts": `import { defineConfig } from "foundry"
+export default defineConfig({ modelRetry: { times: 1, base: "1 millis", max: "1 millis", idle: "200 millis" } })
+`
+      }
+      const server = yield* startServer(yield* tempProject(project), { model: hung })
+      const { retries, run } = yield* runOn(server.url)
+      expect(run).toMatchObject({ status: "failed" })
+      expect(String(run.error)).toContain("the model sent nothing for 200ms (modelRetry.idle)")
+      expect(retries).toHaveLength(1)
     }))
 
   it.scopedLive("a model that always fails with modelRetry.times: 3 gives exactly three model.retry events", () =>
