@@ -112,10 +112,15 @@ export const SchedulesLive = Layer.scoped(
       )
 
     /** Starts one firing's run, or says why none started (`overlap: "skip"`, a paused instance, a gone agent). */
-    const start = (spec: ActivationSpec, activation: ActivationRecord, scheduledFor: number, overlap = spec.overlap) =>
+    const start = (spec: ActivationSpec, activation: ActivationRecord, scheduledFor: number, overlap = spec.overlap, catchingUp = false) =>
       Effect.gen(function*() {
         const last = activation.lastRunId === null ? Option.none() : yield* store.getRun(activation.lastRunId)
         const running = Option.isSome(last) && !finalStatuses.has(last.value.status)
+        // `queue` keeps one firing waiting: firings faster than their runs would pile up without end.
+        if (overlap === "queue" && !catchingUp && Option.isSome(last) && last.value.status === "queued") {
+          const skipped: Firing = { _tag: "Skipped", reason: `its last firing's run ${last.value.id} is still queued, and its overlap is "queue": one firing waits at most` }
+          return skipped
+        }
         if (running && overlap === "skip" && Option.isSome(last)) {
           const skipped: Firing = {
             _tag: "Skipped",
@@ -165,7 +170,7 @@ export const SchedulesLive = Layer.scoped(
         let lastFire = activation.lastFire
         for (const [index, time] of times.entries()) {
           // Caught-up firings queue behind each other rather than skip one another.
-          const firing = yield* start(spec, { ...activation, lastRunId }, time, index === 0 ? spec.overlap : "queue")
+          const firing = yield* start(spec, { ...activation, lastRunId }, time, index === 0 ? spec.overlap : "queue", index > 0)
           if (firing._tag === "Started") lastRunId = firing.runId
           lastFire = time
         }

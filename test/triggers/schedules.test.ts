@@ -162,6 +162,33 @@ export default defineSchedule({
       expect(runs).toEqual(["2026-06-01T00:01:00.000Z"])
     }))
 
+  it.scoped("overlap queue keeps one firing waiting behind the running one, and skips the rest", () =>
+    Effect.gen(function*() {
+      yield* at("2026-06-01T00:00:00Z")
+      const root = yield* tempProject({
+        ...durableProject(join(tmpdir(), "unused.log")),
+        "schedules/busy.ts": `import { defineSchedule } from "foundry"
+import worker from "../agents/worker/agent.js"
+export default defineSchedule({
+  agent: worker,
+  every: "1 minute",
+  overlap: "queue",
+  message: ${JSON.stringify(plan({ calls: [{ name: "slow", arguments: { ms: 3_600_000 } }] }))}
+})
+`
+      })
+      const server = yield* startServer(root, { model: plannedModel })
+      for (let minute = 0; minute < 4; minute++) {
+        yield* TestClock.adjust("1 minute")
+        yield* realSleep(80)
+      }
+      const runs = (yield* http(`${server.url}/api/runs?limit=1000`)).json as Array<RunBody>
+      expect(runs.filter((r) => r.source?.schedule === "busy").map((r) => [r.source!.scheduledFor, r.status]).sort()).toEqual([
+        ["2026-06-01T00:01:00.000Z", "running"],
+        ["2026-06-01T00:02:00.000Z", "queued"]
+      ])
+    }))
+
   it.scoped("pause, resume and trigger through the API", () =>
     Effect.gen(function*() {
       yield* at("2026-06-01T00:00:00Z")
