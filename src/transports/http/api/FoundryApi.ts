@@ -24,6 +24,7 @@ import { StoreUnavailable } from "./StoreUnavailable.js"
 import { SystemGroup } from "./SystemGroup.js"
 import { TokensGroup } from "./TokensGroup.js"
 import { UsageGroup } from "./UsageGroup.js"
+import { withoutSchemaIds } from "./withoutSchemaIds.js"
 
 /** The API. */
 export class FoundryApi extends HttpApi.make("foundry")
@@ -45,5 +46,5 @@ export class FoundryApi extends HttpApi.make("foundry")
   .addError(BadRequest)
   .addError(StoreUnavailable)
   .annotate(OpenApi.Title, "Foundry")
-  .annotate(OpenApi.Transform, (spec) => declareSecurity(declareMcp(declareBadRequestOnly(spec))))
+  .annotate(OpenApi.Transform, (spec) => withoutSchemaIds(declareSecurity(declareMcp(declareBadRequestOnly(spec)))))
 {}
