@@ -1,7 +1,7 @@
 /**
  * One MCP server as the runtime keeps it: connected on first use, its tool list cached and marked
  * stale by `notifications/tools/list_changed`, and restarted with backoff when it goes away (its
- * process exits, its endpoint stops answering). While it is down, its last known tools stay on
+ * process exits, its endpoint stops answering, or a call times out and a ping after it too). While it is down, its last known tools stay on
  * offer and every call is answered with `McpServerNotRunning`, so the model learns why.
  */
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js"
@@ -62,6 +62,9 @@ const connectFailure = (sdk: McpClientSdk, error: unknown): string =>
   error instanceof sdk.StreamableHTTPError && (error.code === 401 || error.code === 403)
     ? `the server refused the credentials (HTTP ${error.code}): ${messageOf(error)}; check the token or headers it is given`
     : messageOf(error)
+
+/** How long a server whose call timed out may take to answer a ping before it counts as stopped. */
+const pingMillis = 5_000
 
 /** How long a server may take to acknowledge the end of a session before the transport is closed anyway. */
 const endTimeout = "2 seconds"
@@ -210,12 +213,29 @@ export const make = (mount: McpMount, policy: ConnectionPolicy) =>
       return session.tools
     })
 
+    /**
+     * After a call timed out: a slow tool, or a server that stopped answering anything (a process
+     * stuck in a loop)? A ping tells them apart, and a server that does not answer it is restarted.
+     */
+    const stillAnswering = (session: Session, tool: string) =>
+      Effect.gen(function*() {
+        const answers = yield* Effect.tryPromise((signal) => session.client.ping({ signal, timeout: Math.min(timeoutMillis, pingMillis) })).pipe(
+          Effect.as(true),
+          Effect.orElseSucceed(() => false)
+        )
+        if (answers || session.gone !== undefined) return
+        session.gone = `it stopped answering (a call to ${tool} timed out after ${durationText(timeout)}, and a ping after it)`
+        yield* close(session)
+        yield* wentAway(session)
+      })
+
     /** A failed call: the server gone, the call timed out, or the server refused it. */
     const failedCall = (session: Session, tool: string, error: unknown) =>
       Effect.gen(function*() {
         if (session.gone !== undefined) return yield* new McpServerNotRunning({ server: mount.name, reason: session.gone })
         const { ErrorCode, McpError } = yield* loadMcpClientSdk
         if (error instanceof McpError && error.code === ErrorCode.RequestTimeout) {
+          yield* Effect.forkIn(stillAnswering(session, tool), scope)
           return yield* new McpCallTimedOut({ server: mount.name, tool, timeout: durationText(timeout) })
         }
         if (error instanceof McpError && error.code !== ErrorCode.ConnectionClosed) {

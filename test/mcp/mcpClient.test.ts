@@ -193,6 +193,22 @@ describe("MCP client", () => {
       expect(namesOn(1)).toContain("files__greet")
     }))
 
+  it.scopedLive("a stdio server that stops answering anything (a call times out, and a ping after it) is restarted", () =>
+    Effect.gen(function*() {
+      const { log, url } = yield* setup({ files: `timeout: "500 millis"` })
+      const frozen = yield* submit(url, steps([{ name: "files__pid", arguments: {} }], [{ name: "files__freeze", arguments: {} }]))
+      const ended = yield* waitForRun(url, frozen.runId)
+      expect(ended.output).toContain("files__freeze failed: McpCallTimedOut")
+      const pid = ended.output?.split("done: ")[1]?.split(" |")[0] ?? ""
+      const restarted = yield* eventually("the server restarted", Effect.sync(() => starts(log)), (pids) => pids.length === 2)
+      expect(restarted[0]).toBe(pid)
+      yield* eventually(
+        "a call after the restart answered",
+        Effect.flatMap(submit(url, steps([{ name: "files__pid", arguments: {} }]), frozen.conversationId), (run) => waitForRun(url, run.runId)),
+        (run) => run.output === `done: ${restarted[1]}`
+      )
+    }))
+
   it.scopedLive("a call over the server's timeout is a tool error naming the server, the tool and the timeout; the server still answers", () =>
     Effect.gen(function*() {
       const { url } = yield* setup({ files: `timeout: "500 millis"` })
