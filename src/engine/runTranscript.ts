@@ -60,6 +60,11 @@ export const makeRunTranscript = (context: RunContext, models: Arr.NonEmptyReado
         onRetry: () => Effect.void,
         onFallback: () => Effect.void
       })
+      // A summary with no text in it (only tool calls, a refusal) would stand for the older messages
+      // with nothing: they stay as they are, and the turn goes as long as it is.
+      if (summary.text.trim() === "") {
+        return yield* Effect.logWarning(`run ${run.id}: the summary model (${summary.model}) gave no summary; the conversation is not compacted`)
+      }
       context.record({ _tag: "summary", content: summary.text, keepFrom })
     })
 

@@ -124,6 +124,24 @@ describe("context compaction", () => {
       expect(provider.rejected).toEqual([])
     }))
 
+  it.scopedLive("a summary with no text in it compacts nothing: the older messages stay", () =>
+    Effect.gen(function*() {
+      // The summarizer answers with a tool call and no text, as a refusing or confused model may.
+      const provider = yield* strictOpenAi({
+        otherwise: (request, index) =>
+          isSummaryRequest(request) ? toolCalls({ id: "call_summary", name: "fetch-page", arguments: "{}" }) : reader(request, index)
+      })
+      const root = yield* tempProject(project(`{ context: { windows: { "openai:gpt-4.1-mini": 5000 } } }`))
+      const server = yield* startServer(root, { model: OpenAi.make({ model: "gpt-4.1-mini", apiKey: "test", baseURL: provider.url }) })
+      const { conversation } = yield* converse(server.url, 8)
+      expect(provider.requests.filter(isSummaryRequest).length).toBeGreaterThan(0)
+      const stored = (yield* http(`${server.url}/api/conversations/${conversation}/messages`)).json as ReadonlyArray<{ readonly role: string }>
+      expect(stored.filter((m) => m.role === "summary")).toEqual([])
+      // Every page's message is still sent: nothing was summarized away.
+      const last = provider.requests.filter((r) => JSON.stringify(r).includes("read page 8.")).at(-1)
+      expect(JSON.stringify(last)).toContain("read page 1.")
+    }))
+
   it.scopedLive("a context-length error from the provider is recovered by compaction and one more try", () =>
     Effect.gen(function*() {
       // The provider's window is small; Foundry is told a large one, so only the provider's error can trigger compaction.
