@@ -248,6 +248,24 @@ describe("the OpenAI-compatible API", () => {
         })
       )
       expect(roles(firstRequestFor(sent, "thanks")?.messages)).toEqual(["user: Look it up", "assistant(calls)", "tool: found it", "user: thanks"])
+      // A call id the client uses again in a later message (OpenAI scopes ids to their message): each result stays its call's.
+      yield* Effect.promise(() =>
+        client.chat.completions.create({
+          model: "echo",
+          messages: [
+            { role: "user", content: "first" },
+            { role: "assistant", content: null, tool_calls: [{ id: "d1", type: "function", function: { name: "lookup", arguments: "{}" } }] },
+            { role: "tool", tool_call_id: "d1", content: "result one" },
+            { role: "user", content: "second" },
+            { role: "assistant", content: null, tool_calls: [{ id: "d1", type: "function", function: { name: "lookup", arguments: "{}" } }] },
+            { role: "tool", tool_call_id: "d1", content: "result two" },
+            { role: "user", content: "go on" }
+          ]
+        })
+      )
+      expect(roles(firstRequestFor(sent, "go on")?.messages)).toEqual([
+        "user: first", "assistant(calls)", "tool: result one", "user: second", "assistant(calls)", "tool: result two", "user: go on"
+      ])
       // A second stateless request starts from its own messages only.
       yield* Effect.promise(() => client.chat.completions.create({ model: "echo", messages: [{ role: "user", content: "alone" }] }))
       expect(roles(firstRequestFor(sent, "alone")?.messages)).toEqual(["user: alone"])

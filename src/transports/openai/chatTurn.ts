@@ -90,9 +90,22 @@ export const chatTurn = (body: ChatCompletionRequest, header: string | undefined
     return { agent, instance, message, conversation: undefined, history }
   })
 
-/** The request's earlier messages as transcript messages, one for one. */
+/**
+ * The request's earlier messages as transcript messages, one for one. A client may reuse a tool
+ * call id in a later assistant message (OpenAI scopes ids to their message): the later call and
+ * its results get an id of their own, since the transcript pairs a result with its call by id.
+ */
 const historyOf = (messages: ReadonlyArray<RequestMessage>): ReadonlyArray<ChatMessage> => {
   const toolNames = new Map<string, string>()
+  const used = new Set<string>()
+  // The ids of the last assistant message's calls, as the client sent them, to the ids they get.
+  let renamed = new Map<string, string>()
+  const idOf = (id: string): string => {
+    let own = id
+    for (let n = 2; used.has(own); n++) own = `${id}~${n}`
+    used.add(own)
+    return own
+  }
   return messages.map((message): ChatMessage => {
     switch (message.role) {
       case "system":
@@ -101,12 +114,19 @@ const historyOf = (messages: ReadonlyArray<RequestMessage>): ReadonlyArray<ChatM
       case "user":
         return { _tag: "user", content: contentText(message.content) }
       case "assistant": {
-        const toolCalls = (message.tool_calls ?? []).map((call) => ({ id: call.id, name: call.function.name, arguments: call.function.arguments }))
-        for (const call of toolCalls) toolNames.set(call.id, call.name)
+        renamed = new Map()
+        const toolCalls = (message.tool_calls ?? []).map((call) => {
+          const id = idOf(call.id)
+          renamed.set(call.id, id)
+          toolNames.set(id, call.function.name)
+          return { id, name: call.function.name, arguments: call.function.arguments }
+        })
         return { _tag: "assistant", content: contentText(message.content), toolCalls }
       }
-      case "tool":
-        return { _tag: "tool", toolCallId: message.tool_call_id, name: toolNames.get(message.tool_call_id) ?? "", content: contentText(message.content) }
+      case "tool": {
+        const toolCallId = renamed.get(message.tool_call_id) ?? message.tool_call_id
+        return { _tag: "tool", toolCallId, name: toolNames.get(toolCallId) ?? "", content: contentText(message.content) }
+      }
     }
   })
 }
