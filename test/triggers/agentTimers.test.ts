@@ -48,6 +48,29 @@ const agentTimerIds = (url: string) =>
 
 const schedule = (timing: Record<string, string>): Call => ({ name: "foundry_schedule", arguments: { ...timing, message: "later" } })
 
+/**
+ * At 10:00 on the test clock, the worker of a project on a store of its own goes to sleep for 30
+ * minutes, on a server that is then stopped: the project, the store and the sleeping conversation.
+ */
+const sleptHalfAnHour = Effect.gen(function*() {
+  yield* TestClock.setTime(Date.parse("2026-07-01T10:00:00Z"))
+  const log = join(tmpdir(), `foundry-timers-${randomUUID()}.log`)
+  const storeFile = join(tmpdir(), `foundry-timers-${randomUUID()}.db`)
+  const root = yield* tempProject(durableProject(log, "", { timers: true }))
+  const conversationId = yield* Effect.scoped(Effect.gen(function*() {
+    const server = yield* startServer(root, { model: plannedModel, storeFile })
+    const created = (yield* http(`${server.url}/api/runs`, {
+      body: {
+        agent: "worker",
+        message: plan({ calls: [{ name: "foundry_sleep", arguments: { for: "30 minutes", message: plan({ calls: [{ name: "record", arguments: { line: "awake" } }] }) } }] })
+      }
+    })).json as { runId: string; conversationId: string }
+    yield* until(server.url, (all) => all.some((r) => r.id === created.runId && r.status === "completed"))
+    return created.conversationId
+  }))
+  return { conversationId, root, storeFile }
+})
+
 describe("the tools agents have for their own time (on the test clock)", () => {
   it.scoped("an agent schedules a follow-up and sleeps; both wake it, the sleep in the same conversation", () =>
     Effect.gen(function*() {
@@ -99,21 +122,7 @@ describe("the tools agents have for their own time (on the test clock)", () => {
 
   it.scoped("a sleeping conversation is re-armed from the store after a restart and wakes once", () =>
     Effect.gen(function*() {
-      yield* TestClock.setTime(Date.parse("2026-07-01T10:00:00Z"))
-      const log = join(tmpdir(), `foundry-timers-${randomUUID()}.log`)
-      const storeFile = join(tmpdir(), `foundry-timers-${randomUUID()}.db`)
-      const root = yield* tempProject(durableProject(log, "", { timers: true }))
-      const conversationId = yield* Effect.scoped(Effect.gen(function*() {
-        const server = yield* startServer(root, { model: plannedModel, storeFile })
-        const created = (yield* http(`${server.url}/api/runs`, {
-          body: {
-            agent: "worker",
-            message: plan({ calls: [{ name: "foundry_sleep", arguments: { for: "30 minutes", message: plan({ calls: [{ name: "record", arguments: { line: "awake" } }] }) } }] })
-          }
-        })).json as { runId: string; conversationId: string }
-        yield* until(server.url, (all) => all.some((r) => r.id === created.runId && r.status === "completed"))
-        return created.conversationId
-      }))
+      const { conversationId, root, storeFile } = yield* sleptHalfAnHour
       const server = yield* startServer(root, { model: plannedModel, storeFile })
       yield* TestClock.adjust("1 hour")
       yield* realSleep(100)
@@ -126,21 +135,7 @@ describe("the tools agents have for their own time (on the test clock)", () => {
 
   it.scoped("a sleep that comes due while its agent is not in the build waits for it, and wakes it once it is back", () =>
     Effect.gen(function*() {
-      yield* TestClock.setTime(Date.parse("2026-07-01T10:00:00Z"))
-      const log = join(tmpdir(), `foundry-timers-${randomUUID()}.log`)
-      const storeFile = join(tmpdir(), `foundry-timers-${randomUUID()}.db`)
-      const root = yield* tempProject(durableProject(log, "", { timers: true }))
-      const conversationId = yield* Effect.scoped(Effect.gen(function*() {
-        const server = yield* startServer(root, { model: plannedModel, storeFile })
-        const created = (yield* http(`${server.url}/api/runs`, {
-          body: {
-            agent: "worker",
-            message: plan({ calls: [{ name: "foundry_sleep", arguments: { for: "30 minutes", message: plan({ calls: [{ name: "record", arguments: { line: "awake" } }] }) } }] })
-          }
-        })).json as { runId: string; conversationId: string }
-        yield* until(server.url, (all) => all.some((r) => r.id === created.runId && r.status === "completed"))
-        return created.conversationId
-      }))
+      const { conversationId, root, storeFile } = yield* sleptHalfAnHour
       // A build without the worker (its folder renamed, say) while the sleep comes due.
       yield* Effect.scoped(Effect.gen(function*() {
         const server = yield* startServer(yield* tempProject({ "agents/other/agent.ts": agentFile() }), { model: plannedModel, storeFile })

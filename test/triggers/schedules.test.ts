@@ -42,6 +42,24 @@ const firings = (url: string, schedule: string, count: number) =>
 
 const at = (iso: string) => TestClock.setTime(Date.parse(iso))
 
+/** A server whose schedule `busy` fires every minute a run of an hour, with `overlap`. */
+const busyEveryMinute = (overlap: "skip" | "queue") =>
+  Effect.gen(function*() {
+    const root = yield* tempProject({
+      ...durableProject(join(tmpdir(), "unused.log")),
+      "schedules/busy.ts": `import { defineSchedule } from "foundry"
+import worker from "../agents/worker/agent.js"
+export default defineSchedule({
+  agent: worker,
+  every: "1 minute",
+  overlap: "${overlap}",
+  message: ${JSON.stringify(plan({ calls: [{ name: "slow", arguments: { ms: 3_600_000 } }] }))}
+})
+`
+    })
+    return yield* startServer(root, { model: plannedModel })
+  })
+
 describe("schedules (on the test clock)", () => {
   it.scoped("cron in a time zone fires at the right local time across a daylight-saving change", () =>
     Effect.gen(function*() {
@@ -141,19 +159,7 @@ describe("schedules (on the test clock)", () => {
   it.scoped("overlap skip does not start a firing while the last one's run still goes", () =>
     Effect.gen(function*() {
       yield* at("2026-06-01T00:00:00Z")
-      const root = yield* tempProject({
-        ...durableProject(join(tmpdir(), "unused.log")),
-        "schedules/busy.ts": `import { defineSchedule } from "foundry"
-import worker from "../agents/worker/agent.js"
-export default defineSchedule({
-  agent: worker,
-  every: "1 minute",
-  overlap: "skip",
-  message: ${JSON.stringify(plan({ calls: [{ name: "slow", arguments: { ms: 3_600_000 } }] }))}
-})
-`
-      })
-      const server = yield* startServer(root, { model: plannedModel })
+      const server = yield* busyEveryMinute("skip")
       for (let minute = 0; minute < 3; minute++) {
         yield* TestClock.adjust("1 minute")
         yield* realSleep(80)
@@ -165,19 +171,7 @@ export default defineSchedule({
   it.scoped("overlap queue keeps one firing waiting behind the running one, and skips the rest", () =>
     Effect.gen(function*() {
       yield* at("2026-06-01T00:00:00Z")
-      const root = yield* tempProject({
-        ...durableProject(join(tmpdir(), "unused.log")),
-        "schedules/busy.ts": `import { defineSchedule } from "foundry"
-import worker from "../agents/worker/agent.js"
-export default defineSchedule({
-  agent: worker,
-  every: "1 minute",
-  overlap: "queue",
-  message: ${JSON.stringify(plan({ calls: [{ name: "slow", arguments: { ms: 3_600_000 } }] }))}
-})
-`
-      })
-      const server = yield* startServer(root, { model: plannedModel })
+      const server = yield* busyEveryMinute("queue")
       for (let minute = 0; minute < 4; minute++) {
         yield* TestClock.adjust("1 minute")
         yield* realSleep(80)
