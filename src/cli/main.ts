@@ -120,13 +120,17 @@ const token = Command.make("token").pipe(
 
 const instancesCommand = () => Effect.promise(() => import("./commands/instances.js"))
 
+/** `--url` (or `--to`): the running server a command talks to. */
+const serverUrl = Options.text("url").pipe(
+  Options.withAlias("to"),
+  Options.withDescription("the server (default: the one serving the project on this machine, else http://<server.host>:<server.port> of its foundry.config.ts)"),
+  Options.optional
+)
+
 /** Which running server a client command talks to, and the token it sends. */
 const server = {
   dir: projectDirOption,
-  url: Options.text("url").pipe(
-    Options.withDescription("the server (default: the one serving the project on this machine, else http://<server.host>:<server.port> of its foundry.config.ts)"),
-    Options.optional
-  ),
+  url: serverUrl,
   token: Options.redacted("token").pipe(Options.withDescription("an API token, sent as a bearer token (default: $FOUNDRY_TOKEN)"), Options.optional)
 }
 
@@ -167,12 +171,9 @@ const uninstall = Command.make("uninstall", { ...server, instance: instanceArg, 
 
 const deployCommand = () => Effect.promise(() => import("./commands/deploy.js"))
 
-/** The server a release command talks to (`--to`), and the token it sends. */
+/** The server a release command talks to (`--to`, or `--url` as the other client commands say), and the token it sends. */
 const target = {
-  url: Options.text("to").pipe(
-    Options.withDescription("the server (default: the one serving the project on this machine, else http://<server.host>:<server.port> of its foundry.config.ts)"),
-    Options.optional
-  ),
+  url: serverUrl,
   token: Options.redacted("token").pipe(
     Options.withDescription("an API token, sent as a bearer token (default: $FOUNDRY_TOKEN); changing releases needs the deploy scope"),
     Options.optional

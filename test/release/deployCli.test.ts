@@ -238,7 +238,7 @@ export default defineAgent({ description: "Picky", model: "demo" })
       expect(headed.stdout).toContain("CURRENT")
     }))
 
-  it.scopedLive("with no server there, each command says so in one line and exits 1", () =>
+  it.scopedLive("with no server there, each command says so in one line and exits 1 (the server named with --to or --url)", () =>
     Effect.gen(function*() {
       const port = yield* freePort
       const root = yield* project(port)
@@ -251,6 +251,9 @@ export default defineAgent({ description: "Picky", model: "demo" })
       const listed = yield* runCli(["releases", "--to", `http://127.0.0.1:${port}/`])
       expect(listed.code).toBe(1)
       expect(listed.stderr).toContain(nobody)
+      // --url, as the other client commands name it, says the same.
+      const byUrl = yield* runCli(["releases", "--url", `http://127.0.0.1:${port}/`])
+      expect(byUrl.stderr).toContain(nobody)
       const rollback = yield* runCli(["rollback", "rel_0123456789ab", "--dir", root])
       expect(rollback.code).toBe(1)
       expect(rollback.stderr).toContain(nobody)
