@@ -62,12 +62,16 @@ export const shardingLayer = (settings: ClusterSettings) => {
     simulateRemoteSerialization: false
   })
   const listen = NodeClusterSocket.layerSocketServer.pipe(
-    Layer.mapError((error) =>
-      new ClusterError({
-        message: `cannot listen for other runners on ${settings.host}:${settings.port} (${error.message}); ` +
+    Layer.mapError((error) => {
+      // The error's own message is its reason's tag ("Open"); its cause says what happened.
+      const cause: unknown = error.cause
+      const taken = typeof cause === "object" && cause !== null && "code" in cause && cause.code === "EADDRINUSE"
+      const reason = taken ? "the port is taken: another process listens there" : cause instanceof Error ? cause.message : error.message
+      return new ClusterError({
+        message: `cannot listen for other runners on ${settings.host}:${settings.port} (${reason}); ` +
           `choose a free port with --runner-port or cluster: { port } in foundry.config.ts`
       })
-    )
+    })
   )
   return SocketRunner.layer.pipe(
     Layer.provide([listen, NodeClusterSocket.layerClientProtocol]),
