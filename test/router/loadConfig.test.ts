@@ -112,7 +112,7 @@ describe("a config with right values", () => {
       const { config, configFile: file } = yield* configAt(root)
       expect(file).toBe("foundry.config.ts")
       expect(config.server).toEqual({ port: 5151, host: "127.0.0.1", bodyLimit: 1_048_576, sseHeartbeat: "15 seconds" })
-      expect(config.modelRetry).toEqual({ times: 1, base: "200 millis", max: "10 seconds" })
+      expect(config.modelRetry).toEqual({ times: 1, base: "200 millis", max: "10 seconds", idle: "3 minutes" })
       expect(config.leaseTtl).toBe("3 seconds")
       expect(config.schedules).toEqual({ misfireGrace: "1 minute" })
       expect(config.store).toEqual({ sqlite: ".foundry/foundry.db" })

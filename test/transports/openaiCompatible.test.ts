@@ -25,6 +25,15 @@ export default defineTool({
   approval: "always",
   run: ({ text }) => Effect.succeed(text)
 })
+`,
+  // Asks guarded, as its subagent: the approval is its child run's.
+  "agents/boss/agent.ts": `import { defineAgent, Scripted } from "foundry"
+import guarded from "../guarded/agent.js"
+export default defineAgent({
+  description: "Delegates to guarded",
+  subagents: [guarded],
+  model: Scripted.make([{ toolCalls: [{ name: "ask-guarded", arguments: { message: "please" } }] }, { text: "done" }])
+})
 `
 }
 
@@ -303,7 +312,7 @@ describe("the OpenAI-compatible API", () => {
         for await (const model of client.models.list()) all.push(model)
         return all
       })
-      expect(models.map((model) => model.id)).toEqual(["echo", "guarded", "echo@team-a"])
+      expect(models.map((model) => model.id)).toEqual(["boss", "echo", "guarded", "echo@team-a"])
       for (const model of models) expect(model).toMatchObject({ object: "model", owned_by: "foundry", created: expect.any(Number) })
       // models.retrieve, as the client calls it; an unknown id is its NotFoundError.
       expect(yield* Effect.promise(() => client.models.retrieve("echo@team-a"))).toMatchObject({ id: "echo@team-a", object: "model" })
@@ -322,7 +331,7 @@ describe("the OpenAI-compatible API", () => {
         for await (const model of client.models.list()) all.push(model.id)
         return all
       })
-      expect(ids).toEqual(["echo", "guarded"])
+      expect(ids).toEqual(["boss", "echo", "guarded"])
       const retrieved = yield* Effect.promise(() => client.models.retrieve("echo@gone").then(() => undefined, (error: unknown) => error))
       expect(retrieved).toBeInstanceOf(OpenAI.NotFoundError)
     }))
@@ -339,6 +348,20 @@ describe("the OpenAI-compatible API", () => {
       expect(data.choices[0]).toMatchObject({ finish_reason: "stop" })
       expect(data.choices[0]?.message.content).toContain(`approval ${approval?.id}`)
       expect(data.choices[0]?.message.content).toContain(`POST /api/approvals/${approval?.id}`)
+
+      // The approval of a subagent's run answers as well, streamed or not, rather than holding the client until it expires.
+      const whole = yield* Effect.promise(() => client.chat.completions.create({ model: "boss", messages: [{ role: "user", content: "delegate" }] }))
+      const streamed = yield* Effect.promise(async () => {
+        let text = ""
+        for await (const chunk of await client.chat.completions.create({ model: "boss", stream: true, messages: [{ role: "user", content: "delegate again" }] })) {
+          text += chunk.choices[0]?.delta.content ?? ""
+        }
+        return text
+      })
+      const nested = ((yield* http(`${server.url}/api/approvals?status=pending`)).json as Array<{ id: string; runId: string }>).filter((a) => a.id !== approval?.id)
+      expect(nested).toHaveLength(2)
+      expect(whole.choices[0]?.message.content).toContain(`approval ${nested[0]?.id}`)
+      expect(streamed).toContain(`approval ${nested[1]?.id}`)
     }))
 
   it.scopedLive("errors are OpenAI's: an unknown model is a NotFoundError, a bad body a BadRequestError, a failed run a 500 not retried", () =>

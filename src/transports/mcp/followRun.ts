@@ -1,7 +1,7 @@
 /**
  * Follows a submitted run until a caller can be answered: the run ended (completed, failed,
- * cancelled), or it is parked on an approval that is still pending. A run waiting on a child run
- * (a subagent) is followed on, because it resumes by itself.
+ * cancelled), or it is parked on an approval that is still pending, its own or one of a run it
+ * waits on (a subagent's, which would otherwise hold the caller until the approval expires).
  */
 import { Data, Effect, Option, Stream } from "effect"
 import { ApprovalStorage } from "../../durable/ApprovalStorage.js"
@@ -9,6 +9,7 @@ import type { ApprovalRecord, RunRecord } from "../../durable/records.js"
 import { Store } from "../../durable/Store.js"
 import { EventLog } from "../../events/EventLog.js"
 import type { FoundryEvent } from "../../events/FoundryEvent.js"
+import { firstApprovalBelow } from "../approvalsBelow.js"
 
 /** Where a followed run stands when its caller is answered. */
 export type RunOutcome = Data.TaggedEnum<{
@@ -32,12 +33,14 @@ export const followRun = Effect.fn("followRun")(function*(runId: string, onEvent
       ? Effect.map(approvals.get(event.data.approvalId), Option.filter((approval) => approval.status === "pending"))
       : Effect.succeed(Option.none<ApprovalRecord>())
   // A suspension in the replayed history may have been decided since: only a pending one stops.
-  const approval = yield* events.runEvents(runId).pipe(
+  const own = events.runEvents(runId).pipe(
     Stream.tap(onEvent),
     Stream.mapEffect(pendingApproval),
     Stream.filterMap((pending) => pending),
     Stream.runHead
   )
+  // A subagent's run (or its subagent's) that stops for a person stops the caller's wait too.
+  const approval = yield* Effect.raceFirst(own, Effect.map(firstApprovalBelow(runId, { events, approvals }), Option.some))
   const run = yield* store.getRun(runId)
   if (Option.isNone(run)) return yield* Effect.dieMessage(`run ${runId} was followed to its end but is not in the store`)
   return Option.match(approval, {

@@ -27,6 +27,7 @@ import { ChatCompletionRequest } from "./ChatCompletionRequest.js"
 import { chatTurn, conversationHeader } from "./chatTurn.js"
 import { errorBody, errorResponse, invalidRequest, OpenAiError } from "./OpenAiError.js"
 import { type RunEnd, runAnswer, wholeAnswer } from "./runAnswer.js"
+import { ApprovalStorage } from "../../durable/ApprovalStorage.js"
 
 const storeUnavailable = new OpenAiError({
   status: 503,
@@ -90,6 +91,7 @@ export const OpenAiLive = HttpApiBuilder.group(FoundryApi, "openai", (handlers) 
   Effect.gen(function*() {
     const dispatcher = yield* Dispatcher
     const store = yield* Store
+    const approvals = yield* ApprovalStorage
     const instances = yield* InstanceStorage
     const current = yield* CurrentApp
     const events = yield* EventLog
@@ -197,7 +199,7 @@ export const OpenAiLive = HttpApiBuilder.group(FoundryApi, "openai", (handlers) 
       })))
 
     const answerWhole = Effect.fn("openai.answerWhole")(function*(run: RunRecord, identity: CompletionIdentity) {
-      const answer = yield* wholeAnswer(run.id, { events, store })
+      const answer = yield* wholeAnswer(run.id, { events, store, approvals })
       const record = yield* ended(run.id)
       if (answer.end._tag === "Failed" || answer.end._tag === "Cancelled") return errorResponse(runError(record, answer.end))
       return HttpServerResponse.unsafeJson(completion(identity, answer.text, usageOf(record)))
@@ -211,7 +213,7 @@ export const OpenAiLive = HttpApiBuilder.group(FoundryApi, "openai", (handlers) 
           end._tag === "Failed" || end._tag === "Cancelled"
             ? [dataFrame(errorBody(runError(record, end)))]
             : [dataFrame(parts.stop), ...(withUsage ? [dataFrame(parts.usage(usageOf(record)))] : []), doneFrame])
-      const answer = runAnswer(run.id, { events, store }).pipe(
+      const answer = runAnswer(run.id, { events, store, approvals }).pipe(
         Stream.mapEffect((piece) => piece._tag === "Text" ? Effect.succeed([dataFrame(parts.text(piece.text))]) : closing(piece.end)),
         Stream.flattenIterables,
         // The status line is sent: a store failure can only be told in the stream.

@@ -12,8 +12,8 @@ import { type Context, Effect, Option, Stream } from "effect"
 import type { RunRecord } from "../../durable/records.js"
 import type { Store } from "../../durable/Store.js"
 import type { StoreError } from "../../durable/StoreError.js"
-import type { EventLog } from "../../events/EventLog.js"
 import type { FoundryEvent } from "../../events/FoundryEvent.js"
+import { approvalsBelow, type DescendantSources, firstApprovalBelow } from "../approvalsBelow.js"
 
 /** How the followed part of a run ended. */
 export type RunEnd =
@@ -47,8 +47,7 @@ const endFromStatus = (run: RunRecord): RunEnd =>
  * What a run's answer is read from: given as arguments by the handler that made them, rather than
  * provided to each request's answer (a copy of the request's whole context each).
  */
-export interface AnswerSources {
-  readonly events: Context.Tag.Service<EventLog>
+export interface AnswerSources extends DescendantSources {
   readonly store: Context.Tag.Service<Store>
 }
 
@@ -72,6 +71,11 @@ const answerReading = () => {
     sent.set(turn, before + piece)
     return [before.length === 0 ? part(piece) : { _tag: "Text", text: piece }]
   }
+  /** The run stops for approval `approvalId` of `tool` (its own, or a subagent's run's). */
+  const awaiting = (approvalId: string, tool: string, conversationId: string): ReadonlyArray<AnswerPiece> => [
+    part(approvalNote(approvalId, tool, conversationId)),
+    { _tag: "End", end: { _tag: "AwaitingApproval", approvalId, tool } }
+  ]
   const piecesOf = (event: FoundryEvent): ReadonlyArray<AnswerPiece> => {
     switch (event.type) {
       case "model.delta":
@@ -95,18 +99,17 @@ const answerReading = () => {
       case "run.cancelled":
         return [{ _tag: "End", end: { _tag: "Cancelled" } }]
       case "run.suspended":
-        return event.data.reason === "approval"
-          ? [
-            part(approvalNote(event.data.approvalId, event.data.tool, event.conversationId)),
-            { _tag: "End", end: { _tag: "AwaitingApproval", approvalId: event.data.approvalId, tool: event.data.tool } }
-          ]
-          : []
+        return event.data.reason === "approval" ? awaiting(event.data.approvalId, event.data.tool, event.conversationId) : []
       default:
         return []
     }
   }
-  return piecesOf
+  return { piecesOf, awaiting }
 }
+
+/** The conversation of run `runId` (the one an answer continues). */
+const conversationOf = (store: Context.Tag.Service<Store>, runId: string): Effect.Effect<string, StoreError> =>
+  Effect.map(store.getRun(runId), Option.match({ onNone: () => "", onSome: (run) => run.conversationId }))
 
 /** The end of a run whose events ran out before saying how it ended: its stored status says. */
 const endFromStore = (store: Context.Tag.Service<Store>, runId: string): Effect.Effect<RunEnd, StoreError> =>
@@ -116,15 +119,19 @@ const endFromStore = (store: Context.Tag.Service<Store>, runId: string): Effect.
   }))
 
 /** The run's answer as it is written; the last piece is its `End`. */
-export const runAnswer = (runId: string, { events, store }: AnswerSources): Stream.Stream<AnswerPiece, StoreError> =>
+export const runAnswer = (runId: string, sources: AnswerSources): Stream.Stream<AnswerPiece, StoreError> =>
   Stream.suspend(() => {
-    const piecesOf = answerReading()
+    const { events, store } = sources
+    const { awaiting, piecesOf } = answerReading()
     let ended = false
     const fromStatus = Effect.suspend(() =>
       ended ? Effect.succeed([]) : Effect.map(endFromStore(store, runId), (end): ReadonlyArray<AnswerPiece> => [{ _tag: "End", end }])
     )
-    return events.runEvents(runId).pipe(
-      Stream.mapConcat(piecesOf),
+    const below = approvalsBelow(runId, sources).pipe(
+      Stream.mapEffect((approval) => Effect.map(conversationOf(store, runId), (conversation) => awaiting(approval.id, approval.tool, conversation))),
+      Stream.flattenIterables
+    )
+    return Stream.merge(events.runEvents(runId).pipe(Stream.mapConcat(piecesOf)), below, { haltStrategy: "left" }).pipe(
       Stream.takeUntil((piece) => piece._tag === "End"),
       Stream.tap((piece) => Effect.sync(() => {
         if (piece._tag === "End") ended = true
@@ -144,12 +151,13 @@ export interface WholeAnswer {
  * from its follower as they are delivered, without a `Stream` (less than half the Effect
  * operations per chat completion; docs/performance.md).
  */
-export const wholeAnswer = (runId: string, { events, store }: AnswerSources): Effect.Effect<WholeAnswer, StoreError> =>
+export const wholeAnswer = (runId: string, sources: AnswerSources): Effect.Effect<WholeAnswer, StoreError> =>
   Effect.scoped(Effect.gen(function*() {
+    const { events, store } = sources
     const follower = yield* events.followRun(runId)
-    const piecesOf = answerReading()
+    const { awaiting, piecesOf } = answerReading()
     let text = ""
-    const end = Option.isNone(follower) ? undefined : yield* Effect.async<RunEnd | undefined>((resume) => {
+    const ownEnd = Option.isNone(follower) ? Effect.succeed(undefined) : Effect.async<RunEnd | undefined>((resume) => {
       let stop = (): void => undefined
       const ask = (): void => {
         stop = follower.value((delivered) => {
@@ -166,5 +174,16 @@ export const wholeAnswer = (runId: string, { events, store }: AnswerSources): Ef
       ask()
       return Effect.sync(() => stop())
     })
+    // A subagent's run that stops for a person ends the answer too, with the same note.
+    const belowEnd = Effect.gen(function*() {
+      const approval = yield* firstApprovalBelow(runId, sources)
+      let end: RunEnd | undefined
+      for (const piece of awaiting(approval.id, approval.tool, yield* conversationOf(store, runId))) {
+        if (piece._tag === "End") end = piece.end
+        else text += piece.text
+      }
+      return end
+    })
+    const end = yield* Effect.raceFirst(ownEnd, belowEnd)
     return { text, end: end ?? (yield* endFromStore(store, runId)) }
   }))
