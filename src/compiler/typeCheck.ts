@@ -38,7 +38,8 @@ export const checkConfigOf = (root: string, configFile: string | undefined) => {
       target: "ES2022",
       module: "NodeNext",
       moduleResolution: "NodeNext",
-      lib: ["ES2022"],
+      // As `foundry init`'s tsconfig.json has it: Node 20 has ES2023's library (toSorted, findLast).
+      lib: ["ES2023"],
       types: nodeTypes === undefined ? [] : ["node"],
       ...(nodeTypes === undefined ? {} : { typeRoots: [nodeTypes] }),
       strict: true,

@@ -50,6 +50,45 @@ describe("foundry run", () => {
       expect(missing.stderr).not.toContain("lookup-order failed: lookup-order failed")
     }))
 
+  it.scopedLive("a run that asks a subagent finishes in the command; a subagent's approval stops it as the run's own does", () =>
+    Effect.gen(function*() {
+      const root = yield* tempProject({
+        "agents/helper/agent.ts": `import { defineAgent, Scripted } from "foundry"
+import guarded from "./tools/guarded.tool.js"
+export default defineAgent({
+  description: "Helps",
+  tools: [guarded],
+  model: Scripted.make((request, index) => {
+    const asked = request.messages.filter((m) => m._tag === "user").map((m) => m.content).pop() ?? ""
+    if (index === 0 && asked.includes("guarded")) return { toolCalls: [{ name: "guarded", arguments: {} }] }
+    return { text: "helped" }
+  })
+})
+`,
+        "agents/helper/tools/guarded.tool.ts": `import { Effect, Schema } from "effect"
+import { defineTool } from "foundry"
+export default defineTool({ description: "Asks first", input: Schema.Struct({}), output: Schema.String, approval: "always", run: () => Effect.succeed("done") })
+`,
+        "agents/boss/agent.ts": `import { defineAgent, Scripted } from "foundry"
+import helper from "../helper/agent.js"
+export default defineAgent({
+  description: "Delegates",
+  subagents: [helper],
+  model: Scripted.make((request, index) => {
+    const asked = request.messages.filter((m) => m._tag === "user").map((m) => m.content).pop() ?? ""
+    return index === 0 ? { toolCalls: [{ name: "ask-helper", arguments: { message: asked } }] } : { text: "the helper says: done" }
+  })
+})
+`
+      })
+      const plain = yield* runCli(["run", "boss", "help me", "--dir", root])
+      expect(plain.code).toBe(0)
+      expect(plain.stdout).toContain("the helper says: done")
+      const waiting = yield* runCli(["run", "boss", "help me, guarded", "--dir", root])
+      expect(waiting.code).toBe(1)
+      expect(waiting.stderr).toMatch(/its subagent's call to guarded waits for approval apr_\w+/)
+    }))
+
   it.scopedLive("Ctrl-C cancels the run it started, and says so: no run is left running with no process to go on with it", () =>
     Effect.gen(function*() {
       const root = yield* tempProject({

@@ -6,11 +6,13 @@
 import { Effect, Option, Stream } from "effect"
 import { loadProject } from "../../compiler/loadProject.js"
 import { Dispatcher } from "../../dispatch/Dispatcher.js"
+import { ApprovalStorage } from "../../durable/ApprovalStorage.js"
 import { EventLog } from "../../events/EventLog.js"
 import type { FoundryEvent } from "../../events/FoundryEvent.js"
 import { CliError } from "../CliError.js"
 import { runtimeLayer } from "../ProjectRuntime.js"
 import { addressOf, servingUrl } from "../servingAddress.js"
+import { firstApprovalBelow } from "../../transports/approvalsBelow.js"
 import { say, style } from "../terminal.js"
 
 const write = (stream: NodeJS.WriteStream, text: string) => Effect.sync(() => stream.write(text))
@@ -56,7 +58,7 @@ const show = (event: FoundryEvent, streamed: Set<number>, server: string) => {
         process.stderr,
         style.yellow(
           event.data.reason === "child"
-            ? `\nrun suspended: ${event.data.tool} waits for run ${event.data.childRunId}; serve the project (foundry dev) to let it finish\n`
+            ? `\n${event.data.tool}: waiting for its run ${event.data.childRunId}\n`
             : event.data.reason === "budget"
             ? `\nrun ${event.runId} waits: it went over ${event.data.budget}; a person decides whether it goes on (${event.data.approvalId})\n` +
               howToDecide(server, event.data.approvalId)
@@ -88,13 +90,21 @@ export const run = ({ agent, dir, instance, message }: {
         const { host, port } = app.table.config.server
         const server = Option.getOrElse(servingUrl(dir), () => addressOf(host, port))
         let outcome = "completed"
-        yield* events.runEvents(submitted.id).pipe(
-          Stream.takeUntil((event) => event.type === "run.suspended"),
+        // A subagent's run that stops for a person stops this command as the run's own approval does.
+        const below = Effect.flatMap(firstApprovalBelow(submitted.id, { events, approvals: yield* ApprovalStorage }), (approval) => {
+          outcome = "suspended"
+          return write(process.stderr, style.yellow(`\nrun suspended: its subagent's call to ${approval.tool} waits for approval ${approval.id}\n${howToDecide(server, approval.id)}\n`))
+        })
+        const own = events.runEvents(submitted.id).pipe(
+          // A run waiting on its subagent's run goes on by itself, in this process: only a wait on a person stops here.
+          Stream.takeUntil((event) => event.type === "run.suspended" && event.data.reason !== "child"),
           Stream.runForEach((event) => {
             if (event.type === "run.failed") outcome = "failed"
-            if (event.type === "run.suspended") outcome = "suspended"
+            if (event.type === "run.suspended" && event.data.reason !== "child") outcome = "suspended"
             return show(event, streamed, server)
-          }),
+          })
+        )
+        yield* Effect.raceFirst(own, below).pipe(
           // Ctrl-C stops the run this command started: left running, no process would go on with it.
           Effect.onInterrupt(() =>
             dispatcher.cancel(submitted.id).pipe(
