@@ -24,9 +24,24 @@ const kinds: ReadonlySet<string> = new Set(["agent", "tool", "mcp", "playbook", 
 
 const isRouteKind = (kind: string): kind is RouteKind => kinds.has(kind)
 
-/** Marks a definition with its kind and freezes it: definitions are values, never mutated. */
-export const brand = <K extends RouteKind, A extends object>(kind: K, definition: A): A & Branded<K> =>
-  Object.freeze({ ...definition, [RouteKindId]: kind })
+/** The fields a `define*` call was given that its definition has none of (a misspelt `subagent`). */
+export const UnknownFieldsId: unique symbol = Symbol.for("foundry/UnknownFields")
+
+/**
+ * Marks a definition with its kind and freezes it: definitions are values, never mutated. With
+ * `given`, what the call was given: its fields the definition does not have are kept aside, for
+ * the router to name (`unknownFieldsOf`) rather than drop.
+ */
+export const brand = <K extends RouteKind, A extends object>(kind: K, definition: A, given?: object): A & Branded<K> => {
+  const unknown = given === undefined ? [] : Object.keys(given).filter((field) => !(field in definition))
+  return Object.freeze({ ...definition, [RouteKindId]: kind, ...(unknown.length === 0 ? {} : { [UnknownFieldsId]: unknown }) })
+}
+
+/** The fields a definition's `define*` call was given and does not know. */
+export const unknownFieldsOf = (value: object): ReadonlyArray<string> => {
+  const unknown: unknown = UnknownFieldsId in value ? value[UnknownFieldsId] : undefined
+  return Array.isArray(unknown) ? unknown.filter((field): field is string => typeof field === "string") : []
+}
 
 /** What each kind is made with, for error messages that tell the fix. */
 export const defineFunctionOf: Record<RouteKind, string> = {

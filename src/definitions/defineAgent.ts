@@ -119,7 +119,7 @@ export const defineAgent = <Tool extends AnyTool = never, Context = AnyContext, 
     contextWindow: definition.contextWindow,
     budget: { ...definition.budget },
     mcp: definition.mcp ?? {}
-  })
+  }, definition)
 
 const isModelList = (model: AgentModel): model is NonEmptyReadonlyArray<ModelSpec> => Array.isArray(model)
 

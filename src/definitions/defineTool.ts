@@ -151,4 +151,4 @@ export const defineTool = <
     installable: definition.installable,
     context: definition.context,
     run: definition.run
-  })
+  }, definition)

@@ -6,7 +6,7 @@
 import { posix as path } from "node:path"
 import { Duration, Either, Option, Schema } from "effect"
 import { timerToolNames } from "../definitions/defineAgent.js"
-import { defineFunctionOf, kindOf, type RouteKind } from "../definitions/RouteKind.js"
+import { defineFunctionOf, kindOf, type RouteKind, unknownFieldsOf } from "../definitions/RouteKind.js"
 import { BudgetSchema } from "../definitions/configFields.js"
 import { instanceIdForm, isInstanceId } from "../definitions/instanceId.js"
 import { formatIssues, readableIssues } from "../definitions/readableIssues.js"
@@ -14,6 +14,7 @@ import { secretFields } from "../definitions/secretFields.js"
 import { ScheduleTimingSchema, timingProblem } from "../definitions/scheduleTiming.js"
 import { AgentMcpSchema } from "../mcp/McpServerSpec.js"
 import { checkEnvironment } from "./validateEnvironment.js"
+import { closest } from "../text/closest.js"
 
 /** A problem with one definition, without the file (the caller adds it). */
 export interface DefinitionProblem {
@@ -336,9 +337,21 @@ const checks: Partial<
   environment: checkEnvironment
 }
 
+/** A field the `define*` call does not know: misspelt (`subagent`), it would be dropped without a word. */
+const checkFields = (kind: RouteKind, definition: Record<string, unknown>): Array<DefinitionProblem> => {
+  const known = Object.keys(definition)
+  return unknownFieldsOf(definition).map((field) => {
+    const meant = closest(field, known)
+    return {
+      problem: `${field} is not a field of ${defineFunctionOf[kind]}${meant === undefined ? "" : `; did you mean ${meant}?`}`,
+      fix: `${meant === undefined ? "remove it" : `rename it to ${meant}`} (the fields: ${known.join(", ")})`
+    }
+  })
+}
+
 /** The problems of one definition of `kind` in `file`; empty when it is sound. */
 export const validateDefinition = (file: string, kind: RouteKind, definition: unknown): ReadonlyArray<DefinitionProblem> => {
   const check = checks[kind]
   if (check === undefined || !isRecord(definition)) return []
-  return check(file, definition).filter((problem): problem is DefinitionProblem => problem !== undefined)
+  return [...checkFields(kind, definition), ...check(file, definition).filter((problem): problem is DefinitionProblem => problem !== undefined)]
 }

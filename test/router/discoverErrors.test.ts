@@ -471,6 +471,20 @@ describe("several broken files", () => {
       expect(errors.message).toContain(`${Object.keys(broken).length} broken route files:`)
     }))
 
+  it.scoped("a field defineAgent or defineTool does not know is named, with the one it likely meant", () =>
+    Effect.gen(function*() {
+      const errors = yield* routeErrorsOf({
+        "agents/a/agent.ts": `import { defineAgent } from "foundry"
+export default defineAgent({ description: "a", subagent: [] } as any)
+`,
+        "tools/t.tool.ts": toolFile().replace("description:", "descripton: 1, description:")
+      })
+      const agent = errorFor(errors, "agents/a/agent.ts")
+      expect(agent.problem).toBe("subagent is not a field of defineAgent; did you mean subagents?")
+      expect(agent.fix).toMatch(/^rename it to subagents \(the fields: description, model, /)
+      expect(errorFor(errors, "tools/t.tool.ts").problem).toBe("descripton is not a field of defineTool; did you mean description?")
+    }))
+
   it.scoped("an environment's starting files must be plain paths, outside the generated docs, within its limits", () =>
     Effect.gen(function*() {
       const environment = `import { defineEnvironment } from "foundry"
