@@ -17,7 +17,7 @@ import { type CompiledApp, playbooksLeftOut } from "../compiler/CompiledApp.js"
 import { CurrentApp } from "../compiler/CurrentApp.js"
 import { defaultWebhookTolerance } from "../definitions/defineConfig.js"
 import type { PlaybookDefinition } from "../definitions/definePlaybook.js"
-import { formatIssues, ReadableIssue, readableIssues } from "../definitions/readableIssues.js"
+import { formatIssues, readableIssues } from "../definitions/readableIssues.js"
 import { deliverToPlaybook, playbookCall, type PlaybookFailed, type Started } from "../engine/playbookDelivery.js"
 import { Dispatcher } from "../dispatch/Dispatcher.js"
 import { newId } from "../durable/ids.js"
@@ -29,6 +29,15 @@ import { spanIdOf, traceIdOf } from "../journal/trace.js"
 import { EventLog } from "../events/EventLog.js"
 import type { EventContent } from "../events/FoundryEvent.js"
 import type { Route } from "../router/RouteTable.js"
+import {
+  DeliveryInProgress,
+  WebhookBodyInvalid,
+  WebhookDeliveryFailed,
+  WebhookEventIdInvalid,
+  WebhookNotFound,
+  WebhookNotServed,
+  WebhookUnauthorized
+} from "./webhookErrors.js"
 
 /** What one delivery started, and what it skipped. */
 export interface DeliveryResult {
@@ -38,66 +47,8 @@ export interface DeliveryResult {
   readonly skipped: ReadonlyArray<{ readonly playbook: string; readonly reason: string }>
 }
 
-/**
- * A playbook's code failed on the event (it threw, or gave what it may not): the claim is given up,
- * so the sender's retry is taken once the playbook is fixed. The sender is told no more than that;
- * the server's log names the playbook and what went wrong.
- */
-export class WebhookDeliveryFailed extends Schema.TaggedError<WebhookDeliveryFailed>()("WebhookDeliveryFailed", {
-  webhook: Schema.String,
-  message: Schema.String
-}) {}
-
-/** No playbook listens on that webhook. */
-export class WebhookNotFound extends Schema.TaggedError<WebhookNotFound>()("WebhookNotFound", {
-  webhook: Schema.String,
-  message: Schema.String
-}) {}
-
-/**
- * The serving build leaves playbooks out (`foundry dev` while their files do not build), and any of
- * them may listen on this webhook: the event is not taken, so that the sender's retry delivers it
- * to every playbook once they are served, rather than to some now and to the others never.
- */
-export class WebhookNotServed extends Schema.TaggedError<WebhookNotServed>()("WebhookNotServed", {
-  webhook: Schema.String,
-  message: Schema.String
-}) {}
-
-/** The body is not JSON, or no listening playbook's schema accepts it. */
-export class WebhookBodyInvalid extends Schema.TaggedError<WebhookBodyInvalid>()("WebhookBodyInvalid", {
-  webhook: Schema.String,
-  message: Schema.String,
-  issues: Schema.Array(ReadableIssue)
-}) {}
-
-/**
- * The event id (the `x-event-id` header, or a playbook's `eventId`) is blank or not an id: every
- * later delivery with the same blank id would be taken for a repeat of the first and start nothing.
- */
-export class WebhookEventIdInvalid extends Schema.TaggedError<WebhookEventIdInvalid>()("WebhookEventIdInvalid", {
-  webhook: Schema.String,
-  message: Schema.String
-}) {}
-
 /** What an event id may be: 1-200 visible characters. */
 const eventIdPattern = /^[\x21-\x7e\u00a0-\uffff](?:[\x20-\x7e\u00a0-\uffff]{0,198}[\x21-\x7e\u00a0-\uffff])?$/
-
-/** The signature is missing, wrong, outside its time window, or a replay. */
-export class WebhookUnauthorized extends Schema.TaggedError<WebhookUnauthorized>()("WebhookUnauthorized", {
-  webhook: Schema.String,
-  message: Schema.String
-}) {}
-
-/**
- * A delivery of this event id is still being processed: it is not run a second time. The sender
- * should retry later, and then gets the first delivery's runs.
- */
-export class DeliveryInProgress extends Schema.TaggedError<DeliveryInProgress>()("DeliveryInProgress", {
-  webhook: Schema.String,
-  deliveryId: Schema.String,
-  message: Schema.String
-}) {}
 
 /** The header a sender signs with: `sha256=<hex HMAC-SHA256 of the signed payload>`. */
 export const signatureHeader = "x-foundry-signature"

@@ -11,7 +11,7 @@ import {
   WebhookNotFound,
   WebhookNotServed,
   WebhookUnauthorized
-} from "../../../triggers/Webhooks.js"
+} from "../../../triggers/webhookErrors.js"
 
 /** What a delivery started (and what it skipped); `duplicate` for a repeated event id. */
 export const DeliveryView = Schema.Struct({
