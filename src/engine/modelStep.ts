@@ -80,14 +80,19 @@ export const askModel = (input: ModelStepInput) =>
       onFallback: (from: LanguageModel, to: LanguageModel, error: ModelError) =>
         report("model.fallback", { turn, from: from.name, to: to.name, status: error.status ?? null, error: error.message })
     }
-    const ask = (request: ModelRequest) =>
-      Effect.map(modelTurnWithFallbacks(models, request, options), (turn) => ({ ...turn, toolCalls: ownIds(turn.toolCalls, request) }))
-    const result = yield* input.request(false).pipe(
+    // The request the answer came for, to give its calls ids of their own (no Effect of its own: every turn passes here).
+    let asked: ModelRequest | undefined
+    const ask = (request: ModelRequest) => {
+      asked = request
+      return modelTurnWithFallbacks(models, request, options)
+    }
+    const answered = yield* input.request(false).pipe(
       Effect.flatMap(ask),
       // Over the provider's window after all: summarize now and ask once more.
       Effect.catchIf((error): error is ModelError => error._tag === "ModelError" && isContextOverflow(error), () =>
         input.request(true).pipe(Effect.flatMap(ask)))
     )
+    const result = asked === undefined ? answered : { ...answered, toolCalls: ownIds(answered.toolCalls, asked) }
     const price = priceOf(result.model, config.prices)
     const usage: TurnUsage = { inputTokens: result.inputTokens, outputTokens: result.outputTokens, costUsd: price === undefined ? null : costOf(result, price) }
     step.usage(usage)

@@ -75,15 +75,28 @@ const foldTurn = (model: LanguageModel, request: ModelRequest, options: TurnOpti
       new ModelError({ model: model.name, kind: "transient", message: `the model sent nothing for ${Duration.format(Duration.decode(options.retry.idle))} (modelRetry.idle)` })
     const fold = (acc: TurnResult, chunk: ModelChunk): Effect.Effect<TurnResult> =>
       chunk._tag === "TextDelta" ? Effect.as(options.onDeltas([chunk.text]), addChunk(acc, chunk)) : Effect.succeed(addChunk(acc, chunk))
-    return Stream.runFoldEffect(Stream.timeoutFail(model.stream(request), silent, options.retry.idle), emptyTurn(model), fold)
+    return Effect.flatMap(
+      Stream.runFoldEffect(Stream.timeoutFail(model.stream(request), silent, options.retry.idle), emptyTurn(model), fold),
+      (turn) => isEmpty(turn) ? Effect.fail(answeredNothing(model)) : Effect.succeed(turn)
+    )
   }
   // The whole answer at once: folded in one go, its text deltas then forwarded together.
   return Effect.flatMap(whole, (chunks) => {
     const turn = chunks.reduce(addChunk, emptyTurn(model))
+    if (isEmpty(turn)) return Effect.fail(answeredNothing(model))
     const texts = chunks.flatMap((chunk) => chunk._tag === "TextDelta" ? [chunk.text] : [])
     return texts.length === 0 ? Effect.succeed(turn) : Effect.as(options.onDeltas(texts), turn)
   })
 }
+
+/**
+ * Nothing at all is no answer (a proxy's page where the API should be, a stream that ended early):
+ * a transient failure, so it is asked again, and a run that ends on it fails saying so rather than
+ * completing with an empty answer.
+ */
+const isEmpty = (turn: TurnResult): boolean => turn.toolCalls.length === 0 && turn.text.trim() === ""
+const answeredNothing = (model: LanguageModel) =>
+  new ModelError({ model: model.name, kind: "transient", message: "the model answered nothing: no text and no tool call" })
 
 /** What an adapter that crashed (a defect in its code, not a failure it reported) is told as. */
 const crashed = (model: LanguageModel, defect: unknown) =>
@@ -107,12 +120,7 @@ export const modelTurn = (
   options: TurnOptions
 ): Effect.Effect<TurnResult, ModelError> => {
   // Suspended, so that every retry asks the model again, whatever the adapter does eagerly.
-  const attempt = Effect.flatMap(Effect.suspend(() => foldTurn(model, request, options)), (turn) =>
-    // Nothing at all is no answer (a proxy's page where the API should be, a stream that ended
-    // early): asked again, and a run that ends on it fails saying so rather than completing empty.
-    turn.text.trim() === "" && turn.toolCalls.length === 0
-      ? Effect.fail(new ModelError({ model: model.name, kind: "transient", message: "the model answered nothing: no text and no tool call" }))
-      : Effect.succeed(turn))
+  const attempt = Effect.suspend(() => foldTurn(model, request, options))
   const tried = (retries: number): Effect.Effect<TurnResult, ModelError> =>
     Effect.catchAllCause(attempt, (cause) => {
       const failure = Cause.failureOrCause(cause)
