@@ -21,17 +21,23 @@ export interface DescendantSources {
 const childOf = (event: FoundryEvent): string | undefined =>
   event.type === "run.suspended" && event.data.reason === "child" ? event.data.childRunId : undefined
 
+/**
+ * The approval a `run.suspended` event waits on, while it is still pending: a suspension in a
+ * replayed history may have been decided since.
+ */
+export const pendingApprovalOf = (event: FoundryEvent, approvals: Context.Tag.Service<ApprovalStorage>): Effect.Effect<Option.Option<ApprovalRecord>, StoreError> =>
+  event.type === "run.suspended" && event.data.reason === "approval"
+    ? Effect.map(approvals.get(event.data.approvalId), Option.filter((approval) => approval.status === "pending"))
+    : Effect.succeed(Option.none())
+
 /** Pending approvals of run `runId` and of the runs it waits on, as they are asked for. */
 const approvalsOf = (runId: string, sources: DescendantSources): Stream.Stream<ApprovalRecord, StoreError> =>
   sources.events.runEvents(runId).pipe(
     Stream.flatMap((event): Stream.Stream<ApprovalRecord, StoreError> => {
       const child = childOf(event)
-      if (child !== undefined) return approvalsOf(child, sources)
-      if (event.type !== "run.suspended" || event.data.reason !== "approval") return Stream.empty
-      // A suspension in the replayed history may have been decided since: only a pending one counts.
-      return Stream.fromEffect(sources.approvals.get(event.data.approvalId)).pipe(
-        Stream.filterMap(Option.filter((approval) => approval.status === "pending"))
-      )
+      return child !== undefined
+        ? approvalsOf(child, sources)
+        : Stream.fromEffect(pendingApprovalOf(event, sources.approvals)).pipe(Stream.filterMap((pending) => pending))
     }, { concurrency: "unbounded" })
   )
 

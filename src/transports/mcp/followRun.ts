@@ -9,7 +9,7 @@ import type { ApprovalRecord, RunRecord } from "../../durable/records.js"
 import { Store } from "../../durable/Store.js"
 import { EventLog } from "../../events/EventLog.js"
 import type { FoundryEvent } from "../../events/FoundryEvent.js"
-import { firstApprovalBelow } from "../approvalsBelow.js"
+import { firstApprovalBelow, pendingApprovalOf } from "../approvalsBelow.js"
 
 /** Where a followed run stands when its caller is answered. */
 export type RunOutcome = Data.TaggedEnum<{
@@ -27,15 +27,9 @@ export const followRun = Effect.fn("followRun")(function*(runId: string, onEvent
   const events = yield* EventLog
   const approvals = yield* ApprovalStorage
   const store = yield* Store
-  /** The approval a `run.suspended` event waits on, while it is still pending. */
-  const pendingApproval = (event: FoundryEvent) =>
-    event.type === "run.suspended" && event.data.reason === "approval"
-      ? Effect.map(approvals.get(event.data.approvalId), Option.filter((approval) => approval.status === "pending"))
-      : Effect.succeed(Option.none<ApprovalRecord>())
-  // A suspension in the replayed history may have been decided since: only a pending one stops.
   const own = events.runEvents(runId).pipe(
     Stream.tap(onEvent),
-    Stream.mapEffect(pendingApproval),
+    Stream.mapEffect((event) => pendingApprovalOf(event, approvals)),
     Stream.filterMap((pending) => pending),
     Stream.runHead
   )
