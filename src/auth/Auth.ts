@@ -8,7 +8,7 @@ import * as RateLimiter from "@effect/experimental/RateLimiter"
 import { Context, Duration, Effect, Layer, Option } from "effect"
 import type { StoreError } from "../durable/StoreError.js"
 import { type AccessDenied, Forbidden, RateLimited, Unauthorized } from "./accessErrors.js"
-import { type AccessMode, accessMode, exposedNames, isLoopback } from "./accessMode.js"
+import { type AccessMode, accessMode, exposedNames, isExposed } from "./accessMode.js"
 import { routeAccess } from "./routeAccess.js"
 import { type TokenRecord, TokenStorage } from "./TokenStorage.js"
 import { sendsFoundryToken } from "./token.js"
@@ -68,9 +68,9 @@ export const layer = (settings: AuthSettings) =>
     Effect.gen(function*() {
       const tokens = yield* TokenStorage
       const limiter = yield* RateLimiter.RateLimiter
-      // Only an address beyond loopback depends on the store's tokens; loopback starts without asking it.
+      // Only a server reachable beyond loopback depends on the store's tokens; loopback starts without asking it.
       const exposedAs = exposedNames(settings.allowedHosts)
-      const activeTokens = isLoopback(settings.host) && exposedAs.length === 0 ? 0 : yield* tokens.countActive
+      const activeTokens = isExposed(settings.host, exposedAs) ? yield* tokens.countActive : 0
       const mode = yield* accessMode({ host: settings.host, exposedAs, required: settings.required, activeTokens })
       const per = Duration.decode(settings.rateLimit.per)
 

@@ -27,6 +27,9 @@ export const isLoopback = (host: string): boolean => {
 export const exposedNames = (allowedHosts: ReadonlyArray<string>): ReadonlyArray<string> =>
   allowedHosts.filter((entry) => !isLoopback(/^\[[^\]]*\]/.exec(entry)?.[0] ?? entry.replace(/:\d+$/, "")))
 
+/** Whether a server on `host`, reached by the names `exposedAs` (through a proxy), is reachable from beyond this machine. */
+export const isExposed = (host: string, exposedAs: ReadonlyArray<string>): boolean => !isLoopback(host) || exposedAs.length > 0
+
 /**
  * The access mode for a server on `host`, reached by the names `exposedAs` (through a proxy),
  * with `required` from the config and `activeTokens` unrevoked tokens in the store.
@@ -37,8 +40,7 @@ export const accessMode = (options: {
   readonly required: boolean
   readonly activeTokens: number
 }): Either.Either<AccessMode, AccessRefused> => {
-  const exposed = !isLoopback(options.host) || options.exposedAs.length > 0
-  if (!exposed) return Either.right(options.required ? "tokens" : "open")
+  if (!isExposed(options.host, options.exposedAs)) return Either.right(options.required ? "tokens" : "open")
   if (options.activeTokens > 0) return Either.right("tokens")
   const fix = `  fix: create one with \`foundry token create --scope admin\` (clients send it as Authorization: Bearer <token>)`
   return Either.left(

@@ -37,11 +37,15 @@ export const knockOf = (request: HttpServerRequest.HttpServerRequest): Knock => 
   url: request.originalUrl,
   authorization: request.headers["authorization"],
   session: request.cookies[sessionCookie.key],
-  proxied: forwardingHeaders.some((header) => request.headers[header] !== undefined)
+  proxied: isProxied(request)
 })
 
 // What proxies add to a request they pass on (nginx's and Caddy's usual ones among them).
 const forwardingHeaders = ["forwarded", "x-forwarded-for", "x-forwarded-host", "x-forwarded-proto", "x-real-ip"]
+
+/** Whether a proxy passed the request on: it may come from beyond this machine. */
+const isProxied = (request: HttpServerRequest.HttpServerRequest): boolean =>
+  forwardingHeaders.some((header) => request.headers[header] !== undefined)
 
 /**
  * The middleware, for `HttpApiBuilder.middleware`. An open door (a loopback server without
@@ -63,6 +67,6 @@ export const authMiddleware = Effect.map(Auth, (auth) => (app: HttpApp.Default) 
     )
   })
   return auth.mode === "open"
-    ? Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => sendsFoundryToken(request.headers["authorization"]) || knockOf(request).proxied ? admitted : app)
+    ? Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => sendsFoundryToken(request.headers["authorization"]) || isProxied(request) ? admitted : app)
     : admitted
 })
