@@ -1,8 +1,9 @@
 /**
  * One MCP server as the runtime keeps it: connected on first use, its tool list cached and marked
  * stale by `notifications/tools/list_changed`, and restarted with backoff when it goes away (its
- * process exits, its endpoint stops answering, or a call times out and a ping after it too). While it is down, its last known tools stay on
- * offer and every call is answered with `McpServerNotRunning`, so the model learns why.
+ * process exits, its endpoint stops answering, or a call times out and a ping after it too).
+ * While it is down, its last known tools stay on offer and every call is answered with
+ * `McpServerNotRunning`, so the model learns why.
  */
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import type { Tool } from "@modelcontextprotocol/sdk/types.js"

@@ -2,8 +2,8 @@
  * `foundry build`'s product: a release folder, `.foundry/releases/<id>/`, holding the project's
  * route files and config bundled as plain JavaScript, the folders its environments start from,
  * and `release.json` (id, time, framework version, manifest, migrations, files). The id hashes the
- * release's files, so the same sources build the same release, and building it again leaves the folder as it is: a server may be
- * running on it, with its store inside.
+ * release's files, so the same sources build the same release, and building it again leaves the
+ * folder as it is: a server may be running on it, with its store inside.
  */
 import { join } from "node:path"
 import { FileSystem } from "@effect/platform"
