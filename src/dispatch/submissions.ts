@@ -103,7 +103,11 @@ export const makeSubmissions = (options: SubmissionsOptions) => {
     start: (request) =>
       Effect.gen(function*() {
         const app = yield* releases.starting
-        if (!app.agents.has(request.agent)) return yield* agentNotFound(app, request.agent)
+        const agent = app.agents.get(request.agent)
+        if (agent === undefined) return yield* agentNotFound(app, request.agent)
+        // A child run makes its instance on first use as a submission does: with the same refusals.
+        yield* invalidId(agent.id, request.instance)
+        yield* withoutContext(agent, request.instance)
         return yield* newRun(
           { agent: request.agent, message: request.message, instance: request.instance },
           { id: newId("conv"), isNew: true },

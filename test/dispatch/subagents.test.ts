@@ -62,6 +62,36 @@ describe("subagents and spawned runs", () => {
       expect((yield* http(`${url}/api/runs/${children[0]!.id}`)).json).toMatchObject({ status: "cancelled" })
     }))
 
+  it.scopedLive("a subagent whose instances need a context is not given one made without it: the call says to create it first", () =>
+    Effect.gen(function*() {
+      const root = yield* tempProject({
+        "agents/account/agent.ts": `import { Schema } from "effect"
+import { defineAgent } from "foundry"
+export default defineAgent({
+  description: "Knows one customer's account",
+  context: Schema.Struct({ company: Schema.String }),
+  instructions: ({ instance }) => "You serve " + instance.context.company
+})
+`,
+        "agents/lead/agent.ts": `import { defineAgent } from "foundry"
+import account from "../account/agent.js"
+export default defineAgent({ description: "Asks the account agent", subagents: [account] })
+`
+      })
+      const { url } = yield* startServer(root, { model: plannedModel })
+      const ask = plan({ calls: [{ name: "ask-account", arguments: { message: plan({}) } }] })
+      const refused = yield* waitForRun(url, (yield* lead(url, ask)).runId)
+      expect(refused.status).toBe("completed")
+      expect(refused.output).toContain(`could not start account: agent "account" has no instance "default", and its instances need a context`)
+      expect(yield* runsOf(url, "account")).toEqual([])
+      expect((yield* http(`${url}/api/instances/default?agent=account`)).status).toBe(404)
+      // Created with its context, the same call runs the child on it.
+      const created = yield* http(`${url}/api/instances`, { body: { agent: "account", id: "default", context: { company: "Acme" } } })
+      expect(created.status).toBe(201)
+      const answered = yield* waitForRun(url, (yield* lead(url, ask)).runId)
+      expect(answered).toMatchObject({ status: "completed", output: "done: nothing to do" })
+    }))
+
   it.scopedLive("a tool can spawn a run of another agent without waiting; the run records its parent", () =>
     Effect.gen(function*() {
       const { log, url } = yield* setup
