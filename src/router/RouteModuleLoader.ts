@@ -67,6 +67,8 @@ export const importRouteModule = async (root: string, file: string, generation: 
     await registerRouteLoader()
     return nativeImport(`${pathToFileURL(join(root, file)).href}?foundry-gen=${generation}`)
   }
+  // A route's stack trace names its source file and line, not the bundle's chunk.
+  process.setSourceMapsEnabled(true)
   const entry = (await bundleOf(root, generation)).get(file)
   if (entry === undefined) throw new Error(`${file} is not a route file or config of this project`)
   if (entry._tag === "Broken") throw new Error(entry.message)

@@ -105,7 +105,9 @@ const bundle = async (root: string, entries: ReadonlyArray<string>, outdir: stri
     ...routeBuildOptions(root, entries),
     outdir,
     write,
+    // For stack traces (Node holds a loaded module's map for good: no sources in it, only lines).
     sourcemap: "linked",
+    sourcesContent: false,
     // .mjs: the bundle is ES modules whatever the project's package.json says about "type".
     outExtension: { ".js": ".mjs" },
     plugins: [frameworkResolution]

@@ -96,6 +96,20 @@ describe("the foundry dev loop", () => {
       expect(report.json).toMatchObject({ generation: lastBuild, problems: [] })
     }))
 
+  it.scopedLive("a crash in route code is logged at its source file and line, not the bundle's", () =>
+    Effect.gen(function*() {
+      const root = yield* tempProject({
+        "lib/explode.ts": `// a helper of the tool's\nexport const explode = (): string => {\n  throw new Error("exploded in the helper")\n}\n`,
+        "agents/helper/agent.ts": agentSource,
+        [toolPath]: answerTool("explode()", `import { explode } from "../../../lib/explode.js"`)
+      })
+      const { dev, url } = yield* devOn(root)
+      const { run } = yield* runHelper(url)
+      expect(run.output).toContain("exploded in the helper")
+      const crash = yield* dev.waitFor(/at explode \(.*\)/)
+      expect(crash).toContain(`${join(root, "lib/explode.ts")}:3:9`)
+    }))
+
   it.scopedLive("reloads when only a helper file that the tool imports changes", () =>
     Effect.gen(function*() {
       const root = yield* tempProject({
