@@ -240,7 +240,7 @@ export const make = (mount: McpMount, policy: ConnectionPolicy) =>
           return yield* new McpCallTimedOut({ server: mount.name, tool, timeout: durationText(timeout) })
         }
         if (error instanceof McpError && error.code !== ErrorCode.ConnectionClosed) {
-          return yield* new McpToolFailed({ server: mount.name, tool, reason: error.message })
+          return yield* new McpToolFailed({ server: mount.name, tool, reason: hide(error.message) })
         }
         // Anything else is the transport failing (a refused connection, an unknown session after
         // the server restarted): start afresh.
@@ -257,9 +257,9 @@ export const make = (mount: McpMount, policy: ConnectionPolicy) =>
           session.client.callTool({ name: tool, arguments: { ...args } }, undefined, { signal, timeout: timeoutMillis })
         ).pipe(Effect.catchAll((error) => failedCall(session, tool, error.error)))
         const { isError, text } = toolResultText(result)
-        if (isError) return yield* new McpToolFailed({ server: mount.name, tool, reason: text === "" ? "the server reported an error" : text })
+        if (isError) return yield* new McpToolFailed({ server: mount.name, tool, reason: text === "" ? "the server reported an error" : hide(text) })
         yield* backoff.reset
-        return text
+        return hide(text)
       })
 
     const connection: McpConnection = { tools, call }

@@ -45,6 +45,14 @@ const model = Scripted.make((request, index) => {
   return { text: `done: ${results.join(" | ")}` }
 }, "desk")
 
+/** Calls the CRM tools its message names (`refuse crash`) on its first turn, then answers with the results. */
+const namingModel = Scripted.make((request, index) => {
+  const asked = request.messages.find((m) => m._tag === "user")?.content ?? ""
+  if (index === 0) return { toolCalls: asked.split(" ").map((tool) => ({ name: `crm__${tool}`, arguments: {} })) }
+  const results = request.messages.flatMap((m) => m._tag === "tool" ? [m.content] : [])
+  return { text: `done: ${results.join(" | ")}` }
+}, "desk")
+
 /**
  * A stateless Streamable HTTP MCP server with one tool, `lookup`. A request without the token in
  * its query, or any request once `refuse` was called, is answered 404 with the request's URL
@@ -60,9 +68,15 @@ const crmServer = () => {
     const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined })
     const mcp = new Server({ name: "crm", version: "1.0.0" }, { capabilities: { tools: {} } })
     mcp.setRequestHandler(ListToolsRequestSchema, () => ({
-      tools: [{ name: "lookup", description: "Look up the account", inputSchema: { type: "object", properties: {} } }]
+      tools: ["lookup", "refuse", "crash"].map((name) => ({ name, description: `The account: ${name}`, inputSchema: { type: "object", properties: {} } }))
     }))
-    mcp.setRequestHandler(CallToolRequestSchema, () => ({ content: [{ type: "text", text: "account in good standing" }] }))
+    const quoted = `http://${request.headers.host}${request.url}`
+    mcp.setRequestHandler(CallToolRequestSchema, (call) => {
+      // Servers that quote the request's URL back, as an error result and as a thrown error.
+      if (call.params.name === "refuse") return { isError: true, content: [{ type: "text", text: `cannot serve ${quoted}` }] }
+      if (call.params.name === "crash") throw new Error(`crashed serving ${quoted}`)
+      return { content: [{ type: "text", text: "account in good standing" }] }
+    })
     void mcp.connect(transport).then(() => transport.handleRequest(request, response))
   })
   return Object.assign(server, {
@@ -142,6 +156,25 @@ describe("an installed MCP server's URL in messages", () => {
       expect(second.output).not.toContain(secret)
       expect(second.events).not.toContain(secret)
       const { texts } = yield* allEvents(url)
+      expect(texts.join("\n")).not.toContain(secret)
+    }))
+
+  it.scopedLive("a tool's failure that quotes the URL reaches the model, the run and its events without the URL's query", () =>
+    Effect.gen(function*() {
+      const crm = crmServer()
+      const crmPort = yield* Effect.acquireRelease(listen(crm), () => close(crm))
+      const { url } = yield* startServer(yield* tempProject(project), { model: namingModel })
+      yield* install(url, "acme", `http://127.0.0.1:${crmPort}/mcp?token=${secret}`)
+
+      const created = yield* http(`${url}/api/runs`, { body: { agent: "desk", instance: "acme", message: "refuse crash" } })
+      const { runId } = created.json as { readonly runId: string }
+      const ended = yield* waitForRun(url, runId)
+      expect(ended.status).toBe("completed")
+      expect(ended.output).toContain(`refuse on MCP server crm: cannot serve http://127.0.0.1:${crmPort}`)
+      expect(ended.output).toContain(`crashed serving http://127.0.0.1:${crmPort}`)
+      expect(ended.output).not.toContain(secret)
+      const { texts } = yield* allEvents(url)
+      expect(texts.join("\n")).toContain("cannot serve")
       expect(texts.join("\n")).not.toContain(secret)
     }))
 })
