@@ -1,13 +1,17 @@
 /**
  * `McpClients`: the runtime's connections to the MCP servers its agents mount, made on first use.
- * A server the project declares has one connection, closed with the runtime. A server an instance
- * installed has one per agent, instance and declaration (its config's URL and credentials), closed
- * when it has been idle for `idleTimeout` and made again when next used. A server's tools are
- * offered as its declaration's `tools` allowlist leaves them.
+ * A server the project declares has one connection, open while the current build mounts it (a
+ * reload or a deploy that changes or removes it leaves the old one to close once idle for
+ * `idleTimeout`: runs on the build before may still use it). A server an instance installed has
+ * one per agent, instance and declaration (its config's URL and credentials), closed when it has
+ * been idle for `idleTimeout` and made again when next used. A server's tools are offered as its
+ * declaration's `tools` allowlist leaves them.
  */
 import { createHash } from "node:crypto"
 import type { Tool } from "@modelcontextprotocol/sdk/types.js"
-import { Clock, Config, Context, Duration, Effect, ExecutionStrategy, Exit, Layer, Schedule, Scope } from "effect"
+import { Clock, Config, Context, Duration, Effect, ExecutionStrategy, Exit, Layer, Option, Schedule, Scope } from "effect"
+import type { CompiledApp } from "../compiler/CompiledApp.js"
+import { CurrentApp } from "../compiler/CurrentApp.js"
 import * as McpConnection from "./McpConnection.js"
 import type { McpCallError, McpServerUnavailable } from "./McpErrors.js"
 import type { McpMount } from "./McpMount.js"
@@ -58,9 +62,17 @@ const connectionKey = (mount: McpMount): string =>
       createHash("sha256").update(JSON.stringify(mount.spec)).digest("hex")
     ])
 
+/** The connections of the servers `app`'s agents declare. */
+const declaredKeys = (app: CompiledApp): ReadonlySet<string> =>
+  new Set([...app.agents.values()].flatMap((agent) => agent.mcp.map(connectionKey)))
+
 /** A connection in the pool. */
 interface Pooled {
   readonly connection: McpConnection.McpConnection
+  /** Its scope: closing it ends the connection (a server's process stopped). */
+  readonly own: Scope.CloseableScope
+  /** A server the project declares, open while the current build mounts it. */
+  readonly declared: boolean
   /** Calls and listings under way: a connection in use is never idle. */
   busy: number
   lastUsed: number
@@ -75,6 +87,29 @@ export const make = (options: Partial<McpClientsOptions> = {}) =>
     const idleMillis = Duration.toMillis(Duration.decode(settings.idleTimeout))
     const connections = new Map<string, Pooled>()
     const lock = yield* Effect.makeSemaphore(1)
+    // A pool made alone (without a build: a test's) retires nothing.
+    const current = yield* Effect.serviceOption(CurrentApp)
+
+    /**
+     * Closes the declared servers' connections that the current build no longer mounts and that
+     * nothing used for `idleTimeout` (a process per reload or deploy would otherwise pile up).
+     */
+    const retireUnmounted = (current: CurrentApp["Type"]) => Effect.gen(function*() {
+      const mounted = declaredKeys(yield* current.get)
+      const now = yield* Clock.currentTimeMillis
+      const retired = yield* lock.withPermits(1)(Effect.sync(() => {
+        const idle = [...connections].filter(([key, pooled]) =>
+          pooled.declared && pooled.busy === 0 && now - pooled.lastUsed >= idleMillis && !mounted.has(key)
+        )
+        for (const [key] of idle) connections.delete(key)
+        return idle.map(([, pooled]) => pooled)
+      }))
+      yield* Effect.forEach(retired, (pooled) => Scope.close(pooled.own, Exit.void), { discard: true })
+    })
+    if (Option.isSome(current)) {
+      const every = Schedule.spaced(Duration.millis(Math.max(idleMillis / 2, 10)))
+      yield* Effect.forkScoped(Effect.interruptible(Effect.repeat(retireUnmounted(current.value), every)))
+    }
 
     /** Closes an instance's connection once nothing used it for `idleTimeout`; a use meanwhile starts the wait again. */
     const closeWhenIdle = (key: string, pooled: Pooled, own: Scope.CloseableScope): Effect.Effect<void> =>
@@ -106,10 +141,11 @@ export const make = (options: Partial<McpClientsOptions> = {}) =>
           // Its own scope, so that an idle one is closed alone; a declared server's lives as long as the pool.
           const own = yield* Scope.fork(scope, ExecutionStrategy.sequential)
           const connection = yield* Scope.extend(McpConnection.make(mount, { restart, connectTimeout: settings.connectTimeout }), own)
-          const made: Pooled = { connection, busy: 1, lastUsed: yield* Clock.currentTimeMillis }
+          const declared = mount.instance === undefined
+          const made: Pooled = { connection, own, declared, busy: 1, lastUsed: yield* Clock.currentTimeMillis }
           connections.set(key, made)
           // Interruptible: forked from this uninterruptible acquisition, it would otherwise hold up closing the pool.
-          if (mount.instance !== undefined) yield* Effect.forkIn(Effect.interruptible(closeWhenIdle(key, made, own)), own)
+          if (!declared) yield* Effect.forkIn(Effect.interruptible(closeWhenIdle(key, made, own)), own)
           return made
         })),
         (pooled) => use(pooled.connection),
