@@ -34,10 +34,20 @@ const describeFailure = (cause: Cause.Cause<unknown>): string => {
     if (typeof error === "object" && error !== null && "message" in error && typeof error.message === "string" && error.message !== "") {
       return "_tag" in error && typeof error._tag === "string" ? `${error._tag}: ${error.message}` : error.message
     }
-    return typeof error === "object" && error !== null && "_tag" in error ? String(error._tag) : String(error)
+    return typeof error === "object" && error !== null && "_tag" in error ? String(error._tag) : valueText(error)
   }
   const defect = Cause.squash(cause)
-  return defect instanceof Error ? defect.message : String(defect)
+  return defect instanceof Error ? defect.message : valueText(defect)
+}
+
+/** A failure that is no error (`Effect.fail({ code: 42 })`, `throw "no"`) as the model can read it: as JSON, not "[object Object]". */
+const valueText = (value: unknown): string => {
+  if (typeof value !== "object" || value === null) return String(value)
+  try {
+    return JSON.stringify(value) ?? String(value)
+  } catch {
+    return String(value)
+  }
 }
 
 /** A call whose arguments decoded: ready to run (or to ask a person about). */
@@ -193,7 +203,11 @@ const runWithTimeout = Effect.fnUntraced(function*(
   }
   const result = timed.value
   if (Exit.isFailure(result)) {
-    if (Cause.isInterruptedOnly(result.cause)) return yield* Effect.interrupt
+    // The run's own interruption never reaches here (the call is interrupted with it): this is
+    // the tool's Effect interrupting itself, a failure of the call like any other.
+    if (Cause.isInterruptedOnly(result.cause)) {
+      return failed(rawInput, `${tool.name} failed: its Effect was interrupted before it returned a result`)
+    }
     // The model reads the message; the developer needs where it crashed: a defect's stack goes to the log.
     if (Option.isNone(Cause.failureOption(result.cause))) {
       yield* Effect.logWarning(`tool ${tool.name} crashed (run ${context.runId}, call ${context.toolCallId})`, result.cause)
@@ -207,11 +221,29 @@ const runWithTimeout = Effect.fnUntraced(function*(
       `${tool.name} returned a value that does not match its output schema:\n${formatIssues(readableIssues(encoded.left, { root: "(output)" }))}`
     )
   }
-  const outcome: ToolOutcome = {
-    _tag: "Succeeded",
-    input: rawInput,
-    output: encoded.right,
-    content: typeof encoded.right === "string" ? encoded.right : JSON.stringify(encoded.right)
+  const content = contentOf(encoded.right)
+  if (Either.isLeft(content)) {
+    return failed(
+      rawInput,
+      `${tool.name} returned a value that cannot be written as JSON (${content.left}): give it an output schema that encodes it ` +
+        `(Schema.BigInt encodes a bigint as a string, Schema.DateFromSelf as a date...) or return plain data`
+    )
   }
+  const outcome: ToolOutcome = { _tag: "Succeeded", input: rawInput, output: encoded.right ?? null, content: content.right }
   return outcome
 })
+
+/**
+ * A tool's encoded output as the model reads it: a string as it is, anything else as JSON, and
+ * nothing (a `Schema.Void` tool) said in words; `Left` says why a value has no JSON form.
+ */
+const contentOf = (output: unknown): Either.Either<string, string> => {
+  if (typeof output === "string") return Either.right(output)
+  if (output === undefined) return Either.right("(no output)")
+  try {
+    const json: string | undefined = JSON.stringify(output)
+    return json === undefined ? Either.left(`a ${typeof output}`) : Either.right(json)
+  } catch (error) {
+    return Either.left(error instanceof Error ? error.message : String(error))
+  }
+}

@@ -13,7 +13,8 @@ export type RunOutcome = "completed" | "failed" | "suspended"
 /** Ends the run as failed: its open calls answered, its status and `run.failed` in the step that ends it. */
 export const failRun = (run: RunRecord, step: StepBuffer, journal: ReadonlyArray<JournalEntry>, error: string) =>
   Effect.gen(function*() {
-    const closing = closeOpenCalls(run, journal, `not run: the run failed (${error})`)
+    // Such a call may have run: what is known is that its result was never recorded.
+    const closing = closeOpenCalls(run, journal, `no result: the run failed before this call's result was recorded (${error})`)
     for (const message of closing.messages) step.message(message)
     for (const event of closing.events) step.push(event)
     step.emit("run.failed", "run", { error })
