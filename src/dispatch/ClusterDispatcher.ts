@@ -146,14 +146,14 @@ export const layer = (options: ClusterDispatcherOptions) =>
         Where: () => Effect.succeed(self)
       })), { concurrency: 1 })
 
-      /** Wakes every conversation whose runs nobody executes, and every parent whose children are done. */
+      /** Wakes every conversation whose runs nobody executes, and every suspended run that waits on nothing. */
       const sweep = Effect.gen(function*() {
         const now = yield* Clock.currentTimeMillis
         const rows = yield* database.read(statements.stranded(now, 1000))
-        const parents = yield* store.parentsReadyToResume
+        const waking = yield* store.suspendedReadyToResume
         const targets = [
           ...rows.map((row) => ({ conversationId: String(row.conversation_id), runId: String(row.run_id) })),
-          ...parents.map((run) => ({ conversationId: run.conversationId, runId: run.id }))
+          ...waking.map((run) => ({ conversationId: run.conversationId, runId: run.id }))
         ]
         yield* Effect.forEach(targets, ({ conversationId, runId }) => wake(conversationId, runId), { concurrency: 16, discard: true })
         return targets.length

@@ -159,7 +159,7 @@ export const makeRunExecutor = (options: RunExecutorOptions) =>
       // A process of this host that died holding leases gives them up in one write, before its
       // runs are resumed, instead of one takeover per conversation.
       yield* journal.takeOverDead(owner, leaseTtl, isDeadExecutor)
-      const runs = [...(yield* store.unfinishedRuns), ...(yield* store.parentsReadyToResume)]
+      const runs = [...(yield* store.unfinishedRuns), ...(yield* store.suspendedReadyToResume)]
       yield* Effect.forEach(runs, (run) => schedule(run), { discard: true })
       return runs.length
     })

@@ -45,8 +45,11 @@ export class Store extends Context.Tag("foundry/Store")<Store, {
   readonly findChildRun: (parentRunId: string, toolCallId: string) => Effect.Effect<Option.Option<RunRecord>, StoreError>
   /** Every run a run started. */
   readonly childRuns: (parentRunId: string) => Effect.Effect<ReadonlyArray<RunRecord>, StoreError>
-  /** Suspended runs none of whose children is still going: parents a crash kept from waking. */
-  readonly parentsReadyToResume: Effect.Effect<ReadonlyArray<RunRecord>, StoreError>
+  /**
+   * Suspended runs that wait on nothing (no approval pending, no child still going): runs a crash
+   * kept from waking after their decision or their children's end.
+   */
+  readonly suspendedReadyToResume: Effect.Effect<ReadonlyArray<RunRecord>, StoreError>
   readonly listRuns: (filter: RunFilter) => Effect.Effect<ReadonlyArray<RunRecord>, StoreError>
   /** The conversations of an instance that have runs, most recently active first, at most `limit`. */
   readonly instanceConversations: (

@@ -3,6 +3,7 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { randomUUID } from "node:crypto"
 import { describe, expect, it } from "@effect/vitest"
+import Database from "better-sqlite3"
 import { Effect } from "effect"
 import { serveProject } from "../support/cli.js"
 import { durableProject, plan, slowMarkerOf } from "../support/durableProject.js"
@@ -127,6 +128,32 @@ describe("takeover after a crash", () => {
       const done = yield* waitForRun(second.url, held.runId)
       expect(done.status).toBe("completed")
       expect(lines(log).filter((l) => l.endsWith(" held"))).toHaveLength(1)
+    }), { timeout: 60_000 })
+})
+
+describe("a decision the process died before acting on", () => {
+  it.scopedLive("a run whose approval was decided, its process killed before it resumed the run, resumes after a restart", () =>
+    Effect.gen(function*() {
+      const log = join(tmpdir(), `foundry-decided-${randomUUID()}.log`)
+      const root = yield* tempProject(durableProject(log, "", { plannedModelInFile: true }))
+      const first = yield* serveProject(root)
+      const suspended = yield* submit(first.url, plan({ calls: [{ name: "transfer", arguments: { amount: 7 } }] }))
+      yield* waitForEvents(first.url, suspended.runId, (e) => e.some((x) => x.type === "run.suspended"))
+      first.server.child.kill("SIGKILL")
+      yield* Effect.async<void>((resume) => {
+        first.server.child.once("exit", () => resume(Effect.void))
+      })
+      // The decision's transaction committed; the process died before resuming the run.
+      const database = new Database(join(root, ".foundry/foundry.db"))
+      const decided = database.prepare("UPDATE foundry_approvals SET status = 'approved', decided_at = ? WHERE run_id = ? AND status = 'pending'")
+        .run(Date.now(), suspended.runId)
+      database.close()
+      expect(decided.changes).toBe(1)
+
+      const second = yield* serveProject(root)
+      const done = yield* waitForRun(second.url, suspended.runId)
+      expect(done.status).toBe("completed")
+      expect(lines(log).filter((l) => l.endsWith(" transfer 7"))).toHaveLength(1)
     }), { timeout: 60_000 })
 })
 
