@@ -9,14 +9,14 @@ import type { FileSystem, Path } from "@effect/platform"
 import type { PlatformError } from "@effect/platform/Error"
 import * as Auth from "../auth/Auth.js"
 import * as TokenStorage from "../auth/TokenStorage.js"
-import { type ConfigError, type Duration, Effect, Layer, type Redacted } from "effect"
+import { type ConfigError, Context, type Duration, Effect, Layer, type Redacted } from "effect"
 import type { ClusterConfig } from "../definitions/configFields.js"
 import * as BuildStatus from "../compiler/BuildStatus.js"
 import type { CompiledApp } from "../compiler/CompiledApp.js"
 import * as CurrentApp from "../compiler/CurrentApp.js"
 import { ClusterError, type ClusterSettings } from "../dispatch/ClusterSettings.js"
 import * as ClusterStatus from "../dispatch/ClusterStatus.js"
-import type { Dispatcher } from "../dispatch/Dispatcher.js"
+import { Dispatcher } from "../dispatch/Dispatcher.js"
 import * as LocalDispatcher from "../dispatch/LocalDispatcher.js"
 import * as Singletons from "../dispatch/Singletons.js"
 import type { SqlClient } from "@effect/sql"
@@ -189,6 +189,15 @@ export const runtimeLayer = (app: CompiledApp, options: RuntimeOptions = {}) =>
     Layer.provideMerge(NodeContext.layer)
   )
 
+/** How many unfinished runs the server resumed as it started. */
+export class Recovered extends Context.Tag("foundry/Recovered")<Recovered, number>() {}
+
+/**
+ * The store's unfinished runs resumed before schedules fire or a request is taken: a resumed run
+ * keeps its place ahead of anything its conversation is sent after the restart.
+ */
+const recovery = Layer.effect(Recovered, Effect.flatMap(Dispatcher, (dispatcher) => dispatcher.recover))
+
 /** The runtime, its schedules, and the HTTP server on `host:port`. */
 export const serverLayer = (
   app: CompiledApp,
@@ -201,5 +210,6 @@ export const serverLayer = (
     // Runners of a cluster serve the release deployed to any of them.
     Layer.provideMerge(Deployments.layer({ followEvery: clusterSettingsOf(app, options) === undefined ? undefined : "1 second" })),
     Layer.provideMerge(SchedulesLive),
+    Layer.provideMerge(recovery),
     Layer.provideMerge(runtimeLayer(app, options))
   )

@@ -19,7 +19,6 @@ import { pureModuleProblems } from "../compiler/pureModuleCheck.js"
 import { changedSettings, startSettings } from "../compiler/startSettings.js"
 import { typeCheck } from "../compiler/typeCheck.js"
 import { formatDiagnostic } from "../compiler/TypeDiagnostic.js"
-import { Dispatcher } from "../dispatch/Dispatcher.js"
 import { ModelResolver } from "../models/Model.js"
 import { loadConfig, type ProjectConfig } from "../router/loadConfig.js"
 import type { ClusterConfig } from "../definitions/configFields.js"
@@ -32,7 +31,7 @@ import { Schedules } from "../triggers/Schedules.js"
 import { CliError } from "./CliError.js"
 import { notAProjectOrRelease } from "./projectFolder.js"
 import { addressOf, recordServing } from "./servingAddress.js"
-import { clusterSettingsOf, serverLayer, storeFileOf } from "./ProjectRuntime.js"
+import { clusterSettingsOf, Recovered, serverLayer, storeFileOf } from "./ProjectRuntime.js"
 import { routeSummary } from "./routeSummary.js"
 import { reportError, say, style, warn } from "./terminal.js"
 
@@ -338,7 +337,7 @@ export const serveProject = Effect.fn("cli.serveProject")(function*(options: Ser
   yield* sayListening(options, app, context, address)
   if (server.address._tag === "TcpAddress") yield* recordServing(options.root, addressOf(host, server.address.port))
 
-  const recovered = yield* Context.get(context, Dispatcher).recover
+  const recovered = Context.get(context, Recovered)
   if (recovered > 0) yield* say(`resumed ${recovered} unfinished run${recovered === 1 ? "" : "s"}`)
   if (!options.watch) return yield* Effect.never
 

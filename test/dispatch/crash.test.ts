@@ -157,6 +157,57 @@ describe("a decision the process died before acting on", () => {
     }), { timeout: 60_000 })
 })
 
+describe("order after a restart", () => {
+  it.scopedLive("a run interrupted by a crash executes before a schedule's firing that the restart sends to its conversation", () =>
+    Effect.gen(function*() {
+      const log = join(tmpdir(), `foundry-order-${randomUUID()}.log`)
+      const root = yield* tempProject({
+        ...durableProject(log, "", { plannedModelInFile: true }),
+        "schedules/tick.ts": `import { defineSchedule } from "foundry"
+import worker from "../agents/worker/agent.js"
+export default defineSchedule({
+  agent: worker,
+  every: "2 seconds",
+  overlap: "queue",
+  message: ${JSON.stringify(plan({ calls: [{ name: "charge", arguments: { id: "tick", ms: 60_000 } }] }))}
+})
+`
+      })
+      writeFileSync(slowMarkerOf(log), "")
+      const first = yield* serveProject(root)
+      let interrupted: { id: string; conversationId: string } | undefined
+      for (let attempt = 0; attempt < 400 && interrupted === undefined; attempt++) {
+        const runs = (yield* http(`${first.url}/api/runs?agent=worker`)).json as ReadonlyArray<{ id: string; conversationId: string; status: string }>
+        interrupted = runs.find((run) => run.status === "running")
+        if (interrupted === undefined) yield* Effect.sleep("25 millis")
+      }
+      yield* waitForEvents(first.url, interrupted!.id, (e) => e.some((x) => x.type === "tool.call.started"))
+      first.server.child.kill("SIGKILL")
+      yield* Effect.async<void>((resume) => {
+        first.server.child.once("exit", () => resume(Effect.void))
+      })
+      rmSync(slowMarkerOf(log))
+      // A firing missed while no server ran: the restart fires it at once, into the same conversation.
+      yield* Effect.sleep("2500 millis")
+      const second = yield* serveProject(root)
+      const resumed = yield* waitForRun(second.url, interrupted!.id)
+      expect(resumed.status).toBe("completed")
+      const runs = (yield* http(`${second.url}/api/runs?agent=worker`)).json as ReadonlyArray<{ id: string; conversationId: string; startedAt: number | null }>
+      const later = runs.filter((run) => run.conversationId === interrupted!.conversationId && run.id !== interrupted!.id)
+      expect(later.length).toBeGreaterThan(0)
+      for (const run of later) {
+        const done = yield* waitForRun(second.url, run.id)
+        expect(done.status).toBe("completed")
+        expect(Number(done.startedAt)).toBeGreaterThanOrEqual(Number(resumed.finishedAt))
+      }
+      // The conversation's transcript keeps each run's messages together: the interrupted run's
+      // call and its result are not split by a later run's.
+      const messages = (yield* http(`${second.url}/api/conversations/${interrupted!.conversationId}/messages`)).json as ReadonlyArray<{ runId: string }>
+      const firstOther = messages.findIndex((m) => m.runId !== interrupted!.id)
+      expect(messages.slice(firstOther).some((m) => m.runId === interrupted!.id)).toBe(false)
+    }), { timeout: 90_000 })
+})
+
 describe("two processes on one database", () => {
   it.scopedLive("never run one conversation at the same time", () =>
     Effect.gen(function*() {
