@@ -3,7 +3,7 @@
  * http server. Binds to loopback unless told otherwise.
  */
 import { createServer } from "node:http"
-import { FileSystem, HttpApiBuilder, HttpIncomingMessage, HttpMiddleware } from "@effect/platform"
+import { FileSystem, HttpApiBuilder, HttpIncomingMessage, HttpMiddleware, HttpRouter } from "@effect/platform"
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import { Effect, Layer, Option } from "effect"
 import { authMiddleware } from "../../auth/authMiddleware.js"
@@ -42,6 +42,9 @@ export const layer = (options: {
   readonly allowedHosts: ReadonlyArray<string>
 }) =>
   HttpApiBuilder.serve().pipe(
+    // An id in a path may be as long as its API allows (a conversation's up to 200 characters,
+    // three times that percent-encoded); the router's default refused any over 100.
+    Layer.provide(HttpRouter.setRouterConfig({ maxParamLength: 1024 })),
     // Bodies are read at most this large (the edge answers a larger one 413 before reading it), the
     // body read again to explain a failure too: provided once to the server rather than to each
     // request, where it copied the request's whole context (25 Effect operations a request).

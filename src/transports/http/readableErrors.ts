@@ -71,6 +71,15 @@ export const readableErrors = (maxBodyBytes: number) => <E, R>(app: HttpApp.Defa
             if (page !== undefined) return page
             const path = pathOf(error.request)
             const allowed = methodsOf(path)
+            // The router refused a path its routes match (its percent-encoding broken): the path's fault, not the method's.
+            if (allowed.includes(error.request.method)) {
+              return Effect.succeed(refusal(
+                path,
+                400,
+                "BadPath",
+                `${error.request.method} ${error.request.url}: the path could not be read (is its percent-encoding whole? an id goes in the path encoded with encodeURIComponent)`
+              ))
+            }
             if (allowed.length > 0) {
               return Effect.succeed(refusal(
                 path,
