@@ -49,7 +49,14 @@ const systemPrompt = (agent: CompiledAgent, run: RunRecord, instance: RunInstanc
       }
       const info: InstanceInfo = { id: instance.id, context: decoded.right }
       try {
-        text = instructions({ instance: info })
+        const made: unknown = instructions({ instance: info })
+        if (typeof made !== "string") {
+          return yield* new InstanceContextInvalid({
+            message: `the instructions of agent "${agent.id}" (${agent.file}) returned ${made instanceof Promise ? "a Promise" : made === null ? "null" : typeof made}, not a string: ` +
+              "instructions({ instance }) must return the text itself (not async)"
+          })
+        }
+        text = made
       } catch (error) {
         return yield* new InstanceContextInvalid({
           message: `the instructions of agent "${agent.id}" (${agent.file}) threw ${error instanceof Error ? `${error.name}: ${error.message}` : String(error)}: fix instructions({ instance })`

@@ -4,7 +4,7 @@
  * field and the fix.
  */
 import { posix as path } from "node:path"
-import { Duration, Either, Option, Schema } from "effect"
+import { Duration, Either, JSONSchema, Option, Schema } from "effect"
 import { timerToolNames } from "../definitions/defineAgent.js"
 import { defineFunctionOf, kindOf, type RouteKind, unknownFieldsOf } from "../definitions/RouteKind.js"
 import { BudgetSchema } from "../definitions/configFields.js"
@@ -155,6 +155,12 @@ const checkAgent = (file: string, definition: Record<string, unknown>): Array<De
     checkContextWindow(definition.contextWindow),
     checkMcp(definition.mcp),
     checkContext(definition.context, "use an effect/Schema value, e.g. context: Schema.Struct({ company: Schema.String })"),
+    definition.instructions === undefined || typeof definition.instructions === "string" || typeof definition.instructions === "function"
+      ? undefined
+      : {
+        problem: `instructions is ${definition.instructions === null ? "null" : typeof definition.instructions}, not a string or a function`,
+        fix: `give instructions: "You help customers..." or instructions: ({ instance }) => "..." (returning a string)`
+      },
     typeof maxTurns === "number" && Number.isInteger(maxTurns) && maxTurns > 0
       ? undefined
       : { problem: `maxTurns is ${String(maxTurns)}`, fix: "use a positive whole number, e.g. maxTurns: 12" },
@@ -202,12 +208,30 @@ const checkSharedIfInstallable = (file: string, definition: Record<string, unkno
   }
 }
 
+/**
+ * A tool's input as models are given it: a JSON Schema. A schema with no JSON form (a
+ * `DateFromSelf`, a recursive `suspend` without an identifier) has none to give.
+ */
+const checkJsonForm = (input: Schema.Schema.Any): DefinitionProblem | undefined => {
+  try {
+    JSONSchema.make(input)
+    return undefined
+  } catch (error) {
+    const why = (error instanceof Error ? error.message : String(error)).split("\n").filter((line) => line.trim() !== "").slice(0, 2)
+    return {
+      problem: `input has no JSON Schema, which the model is given to call the tool: ${why.map((line) => line.trim()).join(", ")}`,
+      fix: "use schemas that encode to JSON (Schema.Date, not Schema.DateFromSelf; Schema.BigInt, not Schema.BigIntFromSelf; " +
+        "a recursive Schema.suspend with an identifier annotation), or annotate the field with its JSON Schema: .annotations({ jsonSchema: { type: \"string\" } })"
+    }
+  }
+}
+
 const checkTool = (file: string, definition: Record<string, unknown>): Array<DefinitionProblem | undefined> => [
   typeof definition.description === "string" && definition.description.length > 0
     ? undefined
     : { problem: "description is missing", fix: `add description: "what this tool does" (the model reads it)` },
   Schema.isSchema(definition.input)
-    ? undefined
+    ? checkJsonForm(definition.input)
     : { problem: "input is not a Schema", fix: "give input an effect/Schema value, e.g. input: Schema.Struct({ id: Schema.String })" },
   Schema.isSchema(definition.output)
     ? undefined

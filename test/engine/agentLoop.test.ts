@@ -205,6 +205,11 @@ export default defineAgent({ description: "Shop assistant", model: "demo", tools
 `,
         "agents/moody/agent.ts": `import { defineAgent } from "foundry"
 export default defineAgent({ description: "Moody", model: "demo", instructions: () => { throw new TypeError("no instructions today") } })
+`,
+        // Typed as text, but a .js route file can give an async function: its Promise is no prompt.
+        "agents/eager/agent.ts": `import { defineAgent } from "foundry"
+const later = async () => "You help"
+export default defineAgent({ description: "Eager", model: "demo", instructions: later as unknown as () => string })
 `
       })
       const { model, results } = callsThenAnswer([{ name: "keyed", arguments: { id: "1" } }], "done")
@@ -215,6 +220,9 @@ export default defineAgent({ description: "Moody", model: "demo", instructions: 
       const moody = yield* runTo(server.url, "moody", "hello")
       expect(moody.run).toMatchObject({ status: "failed" })
       expect(String(moody.run.error)).toContain(`the instructions of agent "moody" (agents/moody/agent.ts) threw TypeError: no instructions today`)
+      const eager = yield* runTo(server.url, "eager", "hello")
+      expect(eager.run).toMatchObject({ status: "failed" })
+      expect(String(eager.run.error)).toContain(`the instructions of agent "eager" (agents/eager/agent.ts) returned a Promise, not a string`)
     }))
 
   it.scopedLive("fails the run with a clear error when maxTurns runs out", () =>

@@ -500,6 +500,27 @@ export default defineEnvironment({
       expect(error.problem).toContain("files hold 1201 bytes, over limits.maxTotalBytes (1100)")
     }))
 
+  it.scoped("a tool whose input has no JSON Schema, and instructions that are neither text nor a function", () =>
+    Effect.gen(function*() {
+      const tool = `import { Effect, Schema } from "effect"
+import { defineTool } from "foundry"
+export default defineTool({
+  description: "Remind at a time",
+  input: Schema.Struct({ when: Schema.DateFromSelf }),
+  output: Schema.String,
+  run: () => Effect.succeed("ok")
+})
+`
+      const agent = `import { defineAgent } from "foundry"
+export default defineAgent({ description: "Answers", instructions: 42 })
+`
+      const toolError = onlyErrorFor(yield* routeErrorsOf({ "tools/remind.tool.ts": tool }), "tools/remind.tool.ts")
+      expect(toolError.problem).toContain("input has no JSON Schema, which the model is given to call the tool: Missing annotation")
+      expect(toolError.fix).toContain("Schema.Date, not Schema.DateFromSelf")
+      const agentError = onlyErrorFor(yield* routeErrorsOf({ "agents/a/agent.ts": agent }), "agents/a/agent.ts")
+      expect(agentError.problem).toBe("instructions is number, not a string or a function")
+    }))
+
   it.scoped("a good project is unaffected by broken projects discovered before it", () =>
     Effect.gen(function*() {
       yield* routeErrorsOf({ "agents/a/agent.ts": `throw new Error("boom at load")\n`, "schedules/x.ts": agentFile() })
