@@ -89,7 +89,13 @@ describe("bodies and paths no route reads", () => {
         })
       }
       // A form that reads as a whole request (what another site's page can post) is refused as well, not run.
-      for (const [path, body] of [["/api/runs", "agent=echo&message=hi"], ["/api/instances", "agent=echo"]] as const) {
+      for (
+        const [path, body] of [
+          ["/api/runs", "agent=echo&message=hi"],
+          ["/api/instances", "agent=echo"],
+          ["/v1/chat/completions", "model=echo&messages=hi"]
+        ] as const
+      ) {
         const form = yield* rawRequest(server.url, { method: "POST", path, headers: { "content-type": "application/x-www-form-urlencoded" }, body })
         expect([path, form._tag === "response" ? form.status : form.code]).toEqual([path, 415])
       }

@@ -3,8 +3,9 @@
  * segment (`/api//runs`: the router would serve it as `/api/runs`, but the API's own checks would
  * not find the endpoint to explain a refusal by), a multipart body (no route reads one, and
  * the platform's multipart parser waits for a boundary that a malformed body never sends), and a
- * body to the native API in any form but JSON: the platform would read a form (`curl -d` sends
- * one) as the payload, and a form is what another site's page can send without asking.
+ * body to the native API or `/v1` in any form but JSON: the platform would read a form (`curl -d`
+ * sends one) as the payload, and a form is what another site's page can send without asking.
+ * Webhooks are read as JSON whatever their sender labels them.
  */
 import { HttpMethod, type HttpServerRequest } from "@effect/platform"
 import { pathOf, refusal } from "./refusal.js"
@@ -23,7 +24,7 @@ export const refuseUnreadable = (request: HttpServerRequest.HttpServerRequest) =
   }
   const contentType = (request.headers["content-type"] ?? "").toLowerCase()
   if (!HttpMethod.hasBody(request.method) || contentType === "") return undefined
-  if (contentType.startsWith("multipart/") || (path.startsWith("/api/") && !isJson(contentType))) {
+  if (contentType.startsWith("multipart/") || ((path.startsWith("/api/") || path.startsWith("/v1/")) && !isJson(contentType))) {
     return refusal(path, 415, "UnsupportedMediaType", `no route reads ${contentType.split(";")[0]} bodies: send JSON with content-type: application/json`)
   }
   return undefined
