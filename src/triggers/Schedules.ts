@@ -167,13 +167,15 @@ export const SchedulesLive = Layer.scoped(
         const late = now - scheduled > Duration.toMillis(Duration.decode(misfireGrace)) || missed.length > 1
         const times = !late ? [scheduled] : spec.misfire === "skip" ? [] : spec.misfire === "run-once" ? [missed[missed.length - 1] ?? scheduled] : missed.slice(-catchUpLimit)
         let lastRunId = activation.lastRunId
-        let lastFire = activation.lastFire
+        // Caught-up firings go as one: `overlap` decides, against the run still going from before,
+        // whether they start at all, and those that start queue behind each other rather than skip
+        // one another. So when the first starts no run, none of the others does.
         for (const [index, time] of times.entries()) {
-          // Caught-up firings queue behind each other rather than skip one another.
           const firing = yield* start(spec, { ...activation, lastRunId }, time, index === 0 ? spec.overlap : "queue", index > 0)
-          if (firing._tag === "Started") lastRunId = firing.runId
-          lastFire = time
+          if (firing._tag === "Skipped") break
+          lastRunId = firing.runId
         }
+        const lastFire = times[times.length - 1] ?? activation.lastFire
         const next = nextFireAfter(spec.timing, Math.max(now, missed[missed.length - 1] ?? scheduled), scheduled)
         yield* activations.save({
           id: activation.id,

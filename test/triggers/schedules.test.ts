@@ -132,6 +132,43 @@ describe("schedules (on the test clock)", () => {
       expect(yield* firings(server.url, "catcher", 5)).toHaveLength(5)
     }))
 
+  it.scoped("catch-up under overlap skip starts none of the missed firings while the run from before still goes", () =>
+    Effect.gen(function*() {
+      yield* at("2026-05-04T08:00:00Z")
+      const storeFile = join(mkdtempSync(join(tmpdir(), "foundry-sched-")), "foundry.db")
+      const root = yield* tempProject({
+        ...durableProject(join(tmpdir(), "unused.log")),
+        "schedules/busy.ts": `import { defineSchedule } from "foundry"
+import worker from "../agents/worker/agent.js"
+export default defineSchedule({
+  agent: worker,
+  cron: "0 9 * * *",
+  overlap: "skip",
+  misfire: "catch-up",
+  message: ${JSON.stringify(plan({ calls: [{ name: "slow", arguments: { ms: 30 * 86_400_000 } }] }))}
+})
+`
+      })
+      // The 09:00 firing starts a run of a month; the process stops while it goes.
+      yield* Effect.scoped(Effect.gen(function*() {
+        const server = yield* startServer(root, { model: plannedModel, storeFile })
+        yield* TestClock.adjust("1 hour")
+        yield* realSleep(100)
+        expect(yield* firings(server.url, "busy", 1)).toEqual(["2026-05-04T09:00:00.000Z"])
+      }))
+      // Back three days later, three 09:00 firings were missed, and the run still goes: none starts.
+      yield* at("2026-05-07T10:00:00Z")
+      const server = yield* startServer(root, { model: plannedModel, storeFile })
+      yield* TestClock.adjust("1 second")
+      yield* realSleep(200)
+      expect(yield* firings(server.url, "busy", 2)).toEqual(["2026-05-04T09:00:00.000Z"])
+      const listed = (yield* http(`${server.url}/api/schedules`)).json as Array<{ id: string; nextFire: number; lastFire: number }>
+      expect(listed.find((s) => s.id === "busy")).toMatchObject({
+        lastFire: Date.parse("2026-05-07T09:00:00Z"),
+        nextFire: Date.parse("2026-05-08T09:00:00Z")
+      })
+    }))
+
   it.scoped("the config's schedules.misfireGrace decides how late a firing may be before its misfire policy applies", () =>
     Effect.gen(function*() {
       /** A `misfire: "skip"` schedule armed before 09:00 whose process is back at 09:30: the firings that ran, once `count` did. */
