@@ -185,6 +185,8 @@ export interface ScheduleView {
   readonly instance: string
   readonly timing: Readonly<Record<string, string>>
   readonly status: "active" | "paused" | "done"
+  /** Why a `done` schedule will not fire again. */
+  readonly reason: string | null
   readonly nextFire: number | null
   readonly lastFire: number | null
   readonly lastRunId: string | null

@@ -27,6 +27,8 @@ export interface ScheduleView {
   readonly overlap: string
   readonly misfire: string
   readonly status: "active" | "paused" | "done"
+  /** Why a `done` schedule will not fire again; `null` while it is not done. */
+  readonly reason: string | null
   readonly nextFire: number | null
   readonly lastFire: number | null
   readonly lastRunId: string | null
@@ -83,10 +85,23 @@ const viewOf = (activation: ActivationRecord): ScheduleView => {
     overlap: spec.overlap,
     misfire: spec.misfire,
     status: activation.status,
+    reason: activation.status === "done" ? doneReason(activation) : null,
     nextFire: activation.nextFire,
     lastFire: activation.lastFire,
     lastRunId: activation.lastRunId
   }
+}
+
+/**
+ * Why a schedule fires no more. Only an `at` ends: it came to its one time, or that time had
+ * passed before it could fire (armed or resumed after it, or missed under `misfire: "skip"`).
+ */
+const doneReason = (activation: ActivationRecord): string => {
+  const timing = activation.spec.timing
+  if (!("at" in timing)) return "its timing has no firing left"
+  return activation.lastFire === Date.parse(timing.at)
+    ? `its one time, ${timing.at}, has come`
+    : `its one time, ${timing.at}, had passed when it was armed or resumed, or was missed under misfire "skip": it never fired`
 }
 
 /** The schedules over the store and the dispatcher. */
@@ -234,12 +249,14 @@ export const SchedulesLive = Layer.scoped(
         const existing = yield* activations.get(id)
         const same = Option.isSome(existing) && JSON.stringify(existing.value.spec) === JSON.stringify(spec)
         if (same) continue
+        // An `at` already past has nothing to wait for: it is done, not active with no next firing.
+        const nextFire = nextFireAfter(spec.timing, now, now)
         yield* activations.save({
           id,
           kind: "schedule",
           spec: { ...spec },
-          status: Option.isSome(existing) && existing.value.status === "paused" ? "paused" : "active",
-          nextFire: nextFireAfter(spec.timing, now, now),
+          status: nextFire === null ? "done" : Option.isSome(existing) && existing.value.status === "paused" ? "paused" : "active",
+          nextFire,
           lastFire: Option.isSome(existing) ? existing.value.lastFire : null,
           lastRunId: Option.isSome(existing) ? existing.value.lastRunId : null
         })
@@ -257,9 +274,11 @@ export const SchedulesLive = Layer.scoped(
       Effect.gen(function*() {
         const activation = yield* activationOf(id)
         const now = yield* Clock.currentTimeMillis
-        // Resuming re-arms from now: what was missed while paused is not made up.
+        // Resuming re-arms from now: what was missed while paused is not made up, so an `at` whose
+        // time passed meanwhile is done.
         const nextFire = status === "active" ? nextFireAfter(activation.spec.timing, now, now) : activation.nextFire
-        yield* activations.save({ ...activation, status: activation.status === "done" ? "done" : status, nextFire })
+        const done = activation.status === "done" || (status === "active" && nextFire === null)
+        yield* activations.save({ ...activation, status: done ? "done" : status, nextFire })
         return yield* view(yield* activationOf(id))
       })
 

@@ -369,6 +369,10 @@ describe.skipIf(skipBrowser)("the inspector in Chromium", () => {
 import worker from "../agents/worker/agent.js"
 export default defineSchedule({ agent: worker, every: "1 day", message: ${JSON.stringify(plan({}))} })
 `,
+        "schedules/bygone.ts": `import { defineSchedule } from "foundry"
+import worker from "../agents/worker/agent.js"
+export default defineSchedule({ agent: worker, at: "2020-01-01T00:00:00Z", message: ${JSON.stringify(plan({}))} })
+`,
         "playbooks/urgent.ts": playbookFile("t.priority >= 3")
       })
       const server = yield* startServer(root, { model: plannedModel })
@@ -400,6 +404,8 @@ export default defineSchedule({ agent: worker, every: "1 day", message: ${JSON.s
       const nextFire = page.locator(`tr[data-schedule="nightly"] [data-testid=next-fire]`)
       yield* promise(() => nextFire.waitFor())
       expect(yield* promise(() => nextFire.textContent())).toMatch(/\d/)
+      // An `at` already past when armed is done, and the page says why.
+      expect(yield* promise(() => page.locator(`tr[data-schedule="bygone"]`).textContent())).toMatch(/done.*had passed when it was armed/)
       yield* promise(() => page.locator(`tr[data-schedule="nightly"] button >> text=Pause`).click())
       yield* promise(() => page.waitForSelector(`tr[data-schedule="nightly"] [data-testid=next-fire] >> text=not while paused`))
       yield* promise(() => page.locator(`tr[data-schedule="nightly"] button >> text=Resume`).click())

@@ -100,6 +100,39 @@ describe("schedules (on the test clock)", () => {
       expect(listed.find((s) => s.id === "once")).toMatchObject({ status: "done", nextFire: null })
     }))
 
+  it.scoped("an at schedule past its time when armed or resumed is done, and says why", () =>
+    Effect.gen(function*() {
+      yield* at("2026-06-01T12:00:00Z")
+      const root = yield* tempProject(project({
+        bygone: `at: "2026-06-01T11:00:00Z"`,
+        held: `at: "2026-06-01T13:00:00Z"`,
+        once: `at: "2026-06-01T12:30:00Z"`
+      }))
+      const server = yield* startServer(root, { model: plannedModel })
+      type Listed = { id: string; status: string; reason: string | null; nextFire: number | null }
+      const listed = (id: string) =>
+        Effect.map(http(`${server.url}/api/schedules`), (response) => (response.json as Array<Listed>).find((s) => s.id === id))
+      expect(yield* listed("bygone")).toMatchObject({
+        status: "done",
+        nextFire: null,
+        reason: expect.stringContaining("2026-06-01T11:00:00Z, had passed when it was armed")
+      })
+      expect(yield* listed("held")).toMatchObject({ status: "active", reason: null, nextFire: Date.parse("2026-06-01T13:00:00Z") })
+      expect((yield* http(`${server.url}/api/schedules/held/pause`, { method: "POST" })).json).toMatchObject({ status: "paused", reason: null })
+      yield* TestClock.adjust("2 hours")
+      yield* realSleep(100)
+      // Resumed after its time, it has nothing left to wait for.
+      expect((yield* http(`${server.url}/api/schedules/held/resume`, { method: "POST" })).json).toMatchObject({
+        status: "done",
+        nextFire: null,
+        reason: expect.stringContaining("had passed when it was armed or resumed")
+      })
+      expect(yield* listed("once")).toMatchObject({ status: "done", reason: "its one time, 2026-06-01T12:30:00Z, has come" })
+      expect(yield* firings(server.url, "once", 1)).toEqual(["2026-06-01T12:30:00.000Z"])
+      expect(yield* firings(server.url, "bygone", 0)).toEqual([])
+      expect(yield* firings(server.url, "held", 0)).toEqual([])
+    }))
+
   it.scoped("after downtime each misfire policy does what it says, and nothing fires twice after a restart", () =>
     Effect.gen(function*() {
       yield* at("2026-05-04T00:00:00Z")

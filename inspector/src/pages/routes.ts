@@ -23,7 +23,8 @@ export const schedulesPage = (root: HTMLElement) => {
       list.replaceChildren(...schedules.map((s) =>
         h("tr", { "data-schedule": s.id }, h("td", {}, s.id), h("td", {}, link(`/agents/${s.agent}`, s.agent)),
           h("td", {}, h("code", {}, Object.entries(s.timing).map(([k, v]) => `${k} ${v}`).join(", "))),
-          h("td", {}, h("span", { class: `status ${s.status === "active" ? "running" : s.status}` }, s.status)),
+          h("td", {}, h("span", { class: `status ${s.status === "active" ? "running" : s.status}` }, s.status),
+            s.reason === null ? null : h("div", { class: "muted", "data-testid": "schedule-reason" }, s.reason)),
           // A paused schedule does not fire; its next time counts again once it is resumed.
           h("td", { "data-testid": "next-fire" }, s.status === "paused" ? h("span", { class: "muted" }, "not while paused") : clock(s.nextFire, "—")),
           h("td", {}, s.lastRunId === null ? clock(s.lastFire, "—") : link(`/runs/${s.lastRunId}`, clock(s.lastFire, "—"))),

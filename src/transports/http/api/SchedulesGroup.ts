@@ -14,6 +14,8 @@ export const ScheduleView = Schema.Struct({
   overlap: Schema.String,
   misfire: Schema.String,
   status: Schema.Literal("active", "paused", "done"),
+  /** Why a `done` schedule will not fire again; `null` while it is not done. */
+  reason: Schema.NullOr(Schema.String),
   nextFire: Schema.NullOr(Schema.Number),
   lastFire: Schema.NullOr(Schema.Number),
   lastRunId: Schema.NullOr(Schema.String)
