@@ -9,8 +9,7 @@ import type { ScheduleTiming } from "./defineSchedule.js"
 /** The first firing strictly after `after`, or `null` when there is none (a past `at`). */
 export const nextFireAfter = (timing: ScheduleTiming, after: number, anchor: number | null): number | null => {
   if ("cron" in timing) {
-    const cron = Cron.parse(timing.cron, timing.timezone)
-    return Either.isRight(cron) ? nextCronFire(cron.right, after) : null
+    return nextCronFire(timing.cron, timing.timezone, after)
   }
   if ("every" in timing) {
     const every = intervalOf(timing.every)
@@ -52,7 +51,7 @@ export const timingProblem = (timing: ScheduleTiming): TimingProblem | undefined
       const at = cron.left.input === undefined ? "" : ` (at "${cron.left.input}")`
       return { problem: `cron "${timing.cron}" is not valid: ${lowerFirst(cron.left.message)}${at}`, fix: cronFix }
     }
-    return nextCronFire(cron.right, 0) === null
+    return nextCronFire(timing.cron, timing.timezone, 0) === null
       ? { problem: `cron "${timing.cron}" matches no date in any year`, fix: cronFix }
       : undefined
   }
@@ -73,11 +72,84 @@ export const timingProblem = (timing: ScheduleTiming): TimingProblem | undefined
 }
 
 /**
- * The first time `cron` matches after `after`, or `null` when it never does: `Cron.parse` accepts
- * days no month has (`* * 31 2 *`), and `Cron.next` throws on them.
+ * The first time the cron `expression` in `timezone` matches after `after`, or `null` when it
+ * never does (or does not parse).
+ *
+ * `Cron.next` reads a wall time that the autumn change to standard time repeats as its first
+ * instant only: it skips the repeated hour, and from inside it answers a time before `after`.
+ * As in Vixie cron and cronie, a cron that fires every hour (`everyHour`) fires through the
+ * repeated hour as through any other; one at fixed hours fires once, at the first instant. A
+ * time the spring change skips is moved on by the gap (`30 2 * * *` fires at 03:30), as
+ * `Cron.next` does.
  */
-const nextCronFire = (cron: Cron.Cron, after: number): number | null =>
+const nextCronFire = (expression: string, timezone: string | undefined, after: number): number | null => {
+  const parsed = Cron.parse(expression, timezone)
+  if (Either.isLeft(parsed)) return null
+  const cron = parsed.right
+  const everyHour = firesEveryHour(expression)
+  const plain = cronNext(cron, after)
+  if (plain === null) return null
+  if (plain > after && !everyHour) return plain
+  const zone = Option.getOrElse(cron.tz, DateTime.zoneMakeLocal)
+  const found = plain > after ? [plain] : []
+  for (const repeat of repeatedSpans(zone, after - Duration.toMillis(Duration.days(1)), Math.max(plain, after))) {
+    if (repeat.end <= after) continue
+    // Past the repeated span wall times are unambiguous again, and `Cron.next` is right.
+    if (repeat.start <= after) found.push(...nullable(cronNext(cron, repeat.end - 1)))
+    if (!everyHour) continue
+    // Inside it, the wall time is the standard offset's: a cron at that fixed offset reads it.
+    const atOffset = Cron.parse(expression, DateTime.zoneMakeOffset(repeat.offset))
+    const again = Either.isRight(atOffset) ? cronNext(atOffset.right, Math.max(after, repeat.start - 1)) : null
+    if (again !== null && again > after && again < repeat.end) found.push(again)
+  }
+  return found.length === 0 ? null : Math.min(...found)
+}
+
+/** `Cron.next` as a number; `null` on the days no month has (`* * 31 2 *`), which `Cron.parse` accepts and `Cron.next` throws on. */
+const cronNext = (cron: Cron.Cron, after: number): number | null =>
   Either.getOrNull(Either.try(() => Cron.next(cron, new Date(after)).getTime()))
+
+const nullable = (value: number | null): ReadonlyArray<number> => value === null ? [] : [value]
+
+/**
+ * Whether a cron fires every hour, so also in an hour that is repeated: as Vixie cron decides it,
+ * its minute or hour field (or seconds field, with six) starts with `*`: every value, or a step
+ * over them.
+ */
+const firesEveryHour = (expression: string): boolean => {
+  const fields = expression.split(/\s+/).filter((field) => field !== "")
+  return fields.slice(0, fields.length === 6 ? 3 : 2).some((field) => field.startsWith("*"))
+}
+
+/** A span of instants whose wall times the zone showed once already, just before it (`offset`: the zone's offset during it, in milliseconds). */
+interface RepeatedSpan {
+  readonly start: number
+  readonly end: number
+  readonly offset: number
+}
+
+/** The spans in which `zone` repeats wall times (its changes back to standard time) that start between `from` and `to`. */
+const repeatedSpans = (zone: DateTime.TimeZone, from: number, to: number): ReadonlyArray<RepeatedSpan> => {
+  const offsetAt = (at: number) => DateTime.zonedOffset(DateTime.unsafeMakeZoned(at, { timeZone: zone }))
+  const step = Duration.toMillis(Duration.days(1))
+  const spans: Array<RepeatedSpan> = []
+  for (let start = from; start < to; start += step) {
+    const end = Math.min(start + step, to)
+    const before = offsetAt(start)
+    if (offsetAt(end) >= before) continue
+    // The change is the first instant with the smaller offset: halve the day down to it.
+    let low = start
+    let high = end
+    while (high - low > 1) {
+      const middle = Math.floor((low + high) / 2)
+      if (offsetAt(middle) < before) high = middle
+      else low = middle
+    }
+    const offset = offsetAt(high)
+    spans.push({ start: high, end: high + before - offset, offset })
+  }
+  return spans
+}
 
 /** The interval of an `every` timing: a duration that is positive and finite, or none. */
 const intervalOf = (every: string): Option.Option<Duration.Duration> =>

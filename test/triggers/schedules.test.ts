@@ -81,6 +81,23 @@ describe("schedules (on the test clock)", () => {
       expect(listed[0]).toMatchObject({ id: "morning", lastFire: Date.parse("2026-03-30T07:00:00Z"), nextFire: Date.parse("2026-03-31T07:00:00Z") })
     }))
 
+  it.scoped("an hourly cron in a time zone fires in both runs of the hour the autumn change repeats", () =>
+    Effect.gen(function*() {
+      yield* at("2026-10-24T23:30:00Z")
+      const root = yield* tempProject(project({ hourly: `cron: "0 * * * *", timezone: "Europe/Berlin"` }))
+      const server = yield* startServer(root, { model: plannedModel })
+      for (let hour = 0; hour < 3; hour++) {
+        yield* TestClock.adjust("1 hour")
+        yield* realSleep(80)
+      }
+      // 02:00 CEST, 02:00 CET (the clock went back from 03:00 CEST), 03:00 CET.
+      expect(yield* firings(server.url, "hourly", 3)).toEqual([
+        "2026-10-25T00:00:00.000Z",
+        "2026-10-25T01:00:00.000Z",
+        "2026-10-25T02:00:00.000Z"
+      ])
+    }))
+
   it.scoped("every and at", () =>
     Effect.gen(function*() {
       yield* at("2026-06-01T12:00:00Z")
