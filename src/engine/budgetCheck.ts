@@ -44,12 +44,27 @@ export const makeBudgetCheck = (context: RunContext) =>
         setIn: exceeded.setIn === "agent" ? agent.file : configFile
       })
 
-    /** Asks a person once per run and budget; their decision stands for the rest of the run. */
+    /**
+     * Asks a person once per run and budget; their decision stands for the rest of the run, or
+     * for the conversation's later runs too when they approved it for the conversation.
+     */
+    // The budgets this run goes past on a conversation's grant: said once, not at every turn.
+    const granted = new Set<string>()
     const askPerson = (exceeded: Exceeded) =>
       Effect.gen(function*() {
         const key = `budget:${exceeded.budget}`
         const found = yield* approvals.find(run.id, key)
         if (Option.isSome(found) && found.value.status === "approved") return undefined
+        if (Option.isNone(found) && !granted.has(key)) {
+          // A person let an earlier run of the conversation go past this budget, for the whole conversation.
+          const grant = yield* approvals.findGrant(run.conversationId, key)
+          if (Option.isSome(grant)) {
+            granted.add(key)
+            exceededEvent(exceeded)
+            step.emit("approval.decided", `approval:${key}`, { toolCallId: key, tool: key, status: "approved", grantedBy: grant.value.approvalId }, "run")
+          }
+        }
+        if (granted.has(key)) return undefined
         if (Option.isSome(found) && found.value.status !== "pending") {
           return yield* fail(exceeded, found.value.status === "expired"
             ? "; nobody decided whether it may go on before the approval expired"

@@ -235,6 +235,32 @@ describe("token and cost accounting", () => {
       )
     }))
 
+  it.scopedLive("a budget approved for the conversation lets its later runs go past it without asking again", () =>
+    Effect.gen(function*() {
+      const root = yield* tempProject(project({ shopBudget: `{ maxTokensPerRun: 40, onExceeded: "ask" }` }))
+      const server = yield* startServer(root, { model })
+      const first = (yield* http(`${server.url}/api/runs`, { body: { agent: "shop", message: "loop forever" } })).json as { runId: string; conversationId: string }
+      let asked: { id: string; runId: string } | undefined
+      for (let attempt = 0; attempt < 400 && asked === undefined; attempt++) {
+        const pending = (yield* http(`${server.url}/api/approvals?status=pending`)).json as ReadonlyArray<{ id: string; runId: string }>
+        asked = pending.find((a) => a.runId === first.runId)
+        if (asked === undefined) yield* Effect.sleep("25 millis")
+      }
+      const decided = yield* http(`${server.url}/api/approvals/${asked!.id}`, { body: { decision: "approve", scope: "conversation" } })
+      expect(decided.status).toBe(200)
+      expect((yield* waitForRun(server.url, first.runId)).error).toContain("used all 10 model turns")
+
+      const next = (yield* http(`${server.url}/api/runs`, { body: { agent: "shop", message: "loop forever", conversation: first.conversationId } })).json as { runId: string }
+      const ended = (yield* waitForRun(server.url, next.runId)) as unknown as { status: string; error: string }
+      expect(ended.error).toContain("used all 10 model turns")
+      const events = (yield* http(`${server.url}/api/runs/${next.runId}/events`)).json as ReadonlyArray<EventView>
+      expect(events.filter((e) => e.type === "approval.requested")).toEqual([])
+      expect(events.filter((e) => e.type === "approval.decided").map((e) => e.data)).toEqual([
+        { toolCallId: "budget:maxTokensPerRun", tool: "budget:maxTokensPerRun", status: "approved", grantedBy: asked!.id }
+      ])
+      expect(events.filter((e) => e.type === "budget.exceeded")).toHaveLength(1)
+    }))
+
   it.scopedLive("maxCostPerRun from the config fails a run, naming the config and the agent file", () =>
     Effect.gen(function*() {
       const root = yield* tempProject(project({
