@@ -68,6 +68,10 @@ describe("the instances API", () => {
       const changed = yield* http(`${api}/acme?agent=desk`, { method: "PATCH", body: { context: { company: "Acme Corp", seats: 5 } } })
       expect(changed.status).toBe(200)
       expect(changed.json).toMatchObject({ context: { company: "Acme Corp", seats: 5 }, status: "active" })
+      // A reason alone would change nothing: refused, saying what it goes with.
+      const reasonAlone = yield* http(`${api}/acme`, { method: "PATCH", body: { reason: "invoice overdue" } })
+      expect(reasonAlone.status).toBe(400)
+      expect(reasonAlone.json).toMatchObject({ message: expect.stringContaining(`reason: goes with "paused"`) })
       const paused = yield* http(`${api}/acme`, { method: "PATCH", body: { paused: true, reason: "invoice overdue" } })
       expect(paused.json).toMatchObject({ status: "paused", statusReason: "invoice overdue", context: { company: "Acme Corp" } })
       const resumed = yield* http(`${api}/acme`, { method: "PATCH", body: { paused: false } })

@@ -104,4 +104,10 @@ export const ChangeInstance = Schema.Struct({
   paused: Schema.optional(Schema.Boolean),
   reason: Schema.optional(Schema.String),
   installations: Schema.optional(Schema.Array(InstallCapability))
-}).annotations(strictBody)
+}).annotations(strictBody).pipe(
+  // A reason says why an instance is paused: alone it would change nothing, silently.
+  Schema.filter((body) =>
+    body.reason === undefined || body.paused !== undefined ||
+    { path: ["reason"], message: `goes with "paused": {"paused": true, "reason": "..."}` }
+  )
+)
