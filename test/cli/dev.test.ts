@@ -1,3 +1,4 @@
+import { execFileSync } from "node:child_process"
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
@@ -94,6 +95,18 @@ export default defineSchedule({ agent: assistant, every: "${every}", message: "c
       rmSync(join(project, "schedules/check-in.ts"))
       yield* dev.waitFor(/reloaded \(build \d+\): [^\n]*0 schedules/, mark)
       expect(yield* schedules()).toEqual([])
+    }))
+
+  it.scopedLive("init's next command can be pasted into a shell when the folder's name has spaces and quotes", () =>
+    Effect.gen(function*() {
+      const folder = yield* scratchFolder
+      const project = join(folder, "Bob's agents")
+      const created = yield* runCli(["init", project])
+      expect(created.code).toBe(0)
+      const next = created.stdout.split("\n").find((line) => line.startsWith("next: "))?.slice("next: ".length) ?? ""
+      // What a shell makes of the line's last word: the folder, whole.
+      const echoed = execFileSync("sh", ["-c", `set -- ${next.slice("foundry dev ".length)}; printf %s "$1"`], { encoding: "utf8" })
+      expect(echoed).toBe(project)
     }))
 
   it.scopedLive("init refuses a folder that is not empty", () =>

@@ -161,7 +161,8 @@ export const init = (dir: string) =>
         yield* fs.writeFileString(join(root, file), content)
       }
       yield* say(style.green(`created a Foundry project in ${root}`))
-      yield* say(`next: foundry dev ${dir}`)
+      // Pasted into a shell as it is: a folder with spaces or quotes in its name is quoted.
+      yield* say(`next: foundry dev ${/^[\w./@%+=:,-]+$/.test(dir) ? dir : `'${dir.replaceAll("'", `'\\''`)}'`}`)
       yield* say(`then: curl -X POST http://127.0.0.1:4141/api/runs -H 'content-type: application/json' \\`)
       yield* say(`        -d '{"agent":"assistant","message":"count the words in \\"hello brave new world\\""}'`)
   })
