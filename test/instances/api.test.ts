@@ -64,6 +64,10 @@ describe("the instances API", () => {
       expect(elsewhere.status).toBe(404)
       expect(elsewhere.json).toMatchObject({ _tag: "InstanceNotFound", agent: "echo", instance: "acme" })
       expect((yield* http(`${api}/nobody`)).status).toBe(404)
+      // A misspelt agent is said to be one, with the agent meant.
+      const misspelt = yield* http(`${api}/acme?agent=dsk`)
+      expect(misspelt.status).toBe(404)
+      expect(misspelt.json).toMatchObject({ message: expect.stringContaining(`there is no agent "dsk"; did you mean "desk"?`) })
 
       const changed = yield* http(`${api}/acme?agent=desk`, { method: "PATCH", body: { context: { company: "Acme Corp", seats: 5 } } })
       expect(changed.status).toBe(200)

@@ -4,7 +4,7 @@
  * and for the agents an id without `?agent=` may belong to.
  */
 import { HttpApiBuilder } from "@effect/platform"
-import { Effect } from "effect"
+import { Effect, Option } from "effect"
 import { CurrentApp } from "../../../compiler/CurrentApp.js"
 import { type InstanceRef, InstanceStorage } from "../../../durable/InstanceStorage.js"
 import type { ConversationSummary, InstallationRecord, InstanceRecord, InstanceStatus } from "../../../durable/records.js"
@@ -13,6 +13,7 @@ import { type InstanceDetail, InstanceNotFound, Instances } from "../../../insta
 import { BadRequest } from "../api/BadRequest.js"
 import { FoundryApi } from "../api/FoundryApi.js"
 import type { InstallationView, InstanceConversation, InstanceSummary, InstanceView } from "../api/instanceViews.js"
+import { noSuch } from "../../../text/closest.js"
 import { orStoreUnavailable } from "./storeUnavailable.js"
 
 const instanceFields = (instance: InstanceRecord) => ({
@@ -63,8 +64,14 @@ export const InstancesLive = HttpApiBuilder.group(FoundryApi, "instances", (hand
      * has an instance with that id.
      */
     const refOf = Effect.fn("InstancesApi.refOf")(function*(id: string, agent: string | undefined) {
-      if (agent !== undefined) return { agent, id }
       const app = yield* current.get
+      if (agent !== undefined) {
+        // An agent no longer in the build may still have its instances; one that has none, and is no agent, is a slip.
+        if (!app.agents.has(agent) && Option.isNone(yield* storage.get(agent, id))) {
+          return yield* new InstanceNotFound({ agent, instance: id, message: noSuch("agent", agent, [...app.agents.keys()]) })
+        }
+        return { agent, id }
+      }
       const owners = yield* store.agentsWithInstance(id, [...app.agents.keys()])
       const [owner, ...others] = owners
       if (owner === undefined) {
