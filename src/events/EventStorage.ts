@@ -11,7 +11,7 @@ import { type AnyEvent, FoundryEvent, withEnvelope } from "./FoundryEvent.js"
 /** An event as it is written: everything but the `seq` the store gives it (any type, its `data` that type's). */
 export type UnsequencedEvent = AnyEvent<"seq">
 
-/** Filters for reading events, oldest first; `after` is a `seq` cursor. */
+/** Filters for reading events, oldest first (or newest first); `after` and `before` are `seq` cursors. */
 export interface EventFilter {
   readonly runId?: string | undefined
   readonly conversationId?: string | undefined
@@ -21,6 +21,10 @@ export interface EventFilter {
   /** Events at or after this time (ms since the epoch). */
   readonly since?: number | undefined
   readonly after?: number | undefined
+  /** Events before this `seq`. */
+  readonly before?: number | undefined
+  /** The newest events first: a page of the latest ones, paged back with `before`. */
+  readonly newestFirst?: boolean | undefined
   readonly limit?: number | undefined
 }
 
@@ -109,7 +113,7 @@ export const layer = Layer.effect(
     const { sql } = database
     // Read on every event stream's path (a run's SSE stream reads its stored events first):
     // through `Database.read`, one prepared statement per shape of filter.
-    const select = (filter: EventFilter, after: number | undefined, limit: number) => {
+    const select = (filter: EventFilter, after: number | undefined, before: number | undefined, limit: number) => {
       const conditions: Array<string> = []
       const params: Array<SqlValue> = []
       const where = (condition: string, value: SqlValue | undefined) => {
@@ -127,8 +131,10 @@ export const layer = Layer.effect(
       where("type = ?", filter.type)
       where("time >= ?", filter.since)
       where("seq > ?", after)
+      where("seq < ?", before)
       const filtered = conditions.length === 0 ? "" : ` WHERE ${conditions.join(" AND ")}`
-      return database.read({ sql: `SELECT * FROM foundry_events${filtered} ORDER BY seq LIMIT ?`, params: [...params, limit] })
+      const order = filter.newestFirst === true ? "DESC" : "ASC"
+      return database.read({ sql: `SELECT * FROM foundry_events${filtered} ORDER BY seq ${order} LIMIT ?`, params: [...params, limit] })
     }
 
     return EventStorage.of({
@@ -141,9 +147,10 @@ export const layer = Layer.effect(
           let skipped = 0
           let firstSkipped = ""
           let after = filter.after
+          let before = filter.before
           while (events.length < limit) {
             const wanted = limit - events.length
-            const rows = yield* select(filter, after, wanted)
+            const rows = yield* select(filter, after, before, wanted)
             for (const row of rows) {
               const decoded = decodeRow(row)
               if (decoded._tag === "Right") {
@@ -154,7 +161,8 @@ export const layer = Layer.effect(
             }
             const last = rows[rows.length - 1]
             if (last === undefined || rows.length < wanted) break
-            after = Number(last.seq)
+            if (filter.newestFirst === true) before = Number(last.seq)
+            else after = Number(last.seq)
           }
           if (skipped > 0) {
             yield* Effect.logWarning(

@@ -186,6 +186,31 @@ describe("the event stream", () => {
       const tools = (yield* http(`${server.url}/api/events?type=tool.call.completed`)).json as { events: Array<EventBody> }
       expect(tools.events.map((e) => e.data.tool)).toEqual(["record"])
     }))
+
+  it.scopedLive("order=newest pages the latest events first, and back with before", () =>
+    Effect.gen(function*() {
+      const server = yield* setup()
+      for (const line of ["a", "b", "c"]) {
+        const run = yield* submit(server.url, "worker", plan({ calls: [{ name: "record", arguments: { line } }] }))
+        yield* waitForRun(server.url, run.runId)
+      }
+      const oldest = yield* allEvents(server.url, "&type=tool.call.completed")
+      const lines = (events: ReadonlyArray<EventBody>) => events.map((e) => (e.data.input as { line: string }).line)
+      expect(lines(oldest)).toEqual(["a", "b", "c"])
+      const latest = (yield* http(`${server.url}/api/events?type=tool.call.completed&order=newest&limit=2`)).json as {
+        events: Array<EventBody>
+        nextBefore: number
+        nextAfter?: number
+      }
+      expect(lines(latest.events)).toEqual(["c", "b"])
+      expect(latest.nextAfter).toBeUndefined()
+      const older = (yield* http(`${server.url}/api/events?type=tool.call.completed&order=newest&limit=2&before=${latest.nextBefore}`)).json as {
+        events: Array<EventBody>
+        nextBefore?: number
+      }
+      expect(lines(older.events)).toEqual(["a"])
+      expect(older.nextBefore).toBeUndefined()
+    }))
 })
 
 describe("retention and redaction", () => {

@@ -5,10 +5,14 @@ import { HttpApiEndpoint, HttpApiGroup } from "@effect/platform"
 import { Schema } from "effect"
 import { EventType, FoundryEvent } from "../../../events/FoundryEvent.js"
 
-/** A page of events, each with its type's payload; `nextAfter` is the cursor for the next page (absent at the end). */
+/**
+ * A page of events, each with its type's payload; `nextAfter` is the cursor for the next page
+ * (absent at the end), or with `order=newest` `nextBefore` for the page of older events.
+ */
 export const EventPage = Schema.Struct({
   events: Schema.Array(FoundryEvent),
-  nextAfter: Schema.optional(Schema.Number)
+  nextAfter: Schema.optional(Schema.Number),
+  nextBefore: Schema.optional(Schema.Number)
 })
 
 const Cursor = Schema.NumberFromString.pipe(Schema.int(), Schema.nonNegative())
@@ -25,6 +29,10 @@ export class EventsGroup extends HttpApiGroup.make("events").add(
       type: Schema.optional(EventType),
       since: Schema.optional(Cursor),
       after: Schema.optional(Cursor),
+      /** Events before this `seq` (a page's `nextBefore`). */
+      before: Schema.optional(Cursor),
+      /** `oldest` first (the default: the log in order, paged with `after`) or `newest` first (the latest, paged back with `before`). */
+      order: Schema.optional(Schema.Literal("oldest", "newest")),
       limit: Schema.optional(Schema.NumberFromString.pipe(Schema.int(), Schema.between(1, 1000)))
     }))
     .addSuccess(EventPage)

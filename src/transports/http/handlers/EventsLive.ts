@@ -1,7 +1,7 @@
 /**
- * The events group's handler: a page of events as JSON, or with `Accept: text/event-stream` the
- * same filter followed live, resuming after `Last-Event-ID` (or `after`; with neither, from now),
- * with a heartbeat.
+ * The events group's handler: a page of events as JSON (oldest first, or the newest first with
+ * `order=newest`), or with `Accept: text/event-stream` the same filter followed live, resuming
+ * after `Last-Event-ID` (or `after`; with neither, from now), with a heartbeat.
  */
 import { HttpApiBuilder, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { Clock, Effect, Schedule, Stream } from "effect"
@@ -20,7 +20,7 @@ export const EventsLive = HttpApiBuilder.group(FoundryApi, "events", (handlers) 
     const current = yield* CurrentApp
     return handlers.handleRaw("list", ({ urlParams }) =>
       Effect.gen(function*() {
-        const { after, limit, ...filter } = urlParams
+        const { after, before, limit, order, ...filter } = urlParams
         const request = yield* HttpServerRequest.HttpServerRequest
         if ((request.headers.accept ?? "").includes("text/event-stream")) {
           const resume = (yield* lastEventId(request)) ?? after
@@ -37,9 +37,12 @@ export const EventsLive = HttpApiBuilder.group(FoundryApi, "events", (handlers) 
             headers: { "cache-control": "no-cache" }
           })
         }
-        const page = yield* storage.list({ ...filter, after, limit: limit ?? 100 }).pipe(orStoreUnavailable)
+        const newestFirst = order === "newest"
+        const page = yield* storage.list({ ...filter, after, before, newestFirst, limit: limit ?? 100 }).pipe(orStoreUnavailable)
         const last = page[page.length - 1]
-        const body = last !== undefined && page.length === (limit ?? 100) ? { events: page, nextAfter: last.seq } : { events: page }
+        const body = last === undefined || page.length < (limit ?? 100)
+          ? { events: page }
+          : newestFirst ? { events: page, nextBefore: last.seq } : { events: page, nextAfter: last.seq }
         return yield* HttpServerResponse.json(body).pipe(Effect.orDie)
       }))
   }))
