@@ -1,6 +1,7 @@
 /**
  * A few DOM helpers: elements from tag, attributes and children; text is always text (never
- * parsed as HTML), so event data cannot inject markup.
+ * parsed as HTML), so event data cannot inject markup, and its bidi controls show as escapes, so it
+ * cannot reorder what is shown either.
  */
 
 /** What an element may hold. */
@@ -29,9 +30,20 @@ const append = (element: Element, children: ReadonlyArray<Child | ReadonlyArray<
   for (const child of children) {
     if (Array.isArray(child)) append(element, child)
     else if (child instanceof Node) element.append(child)
-    else if (child !== null && child !== undefined && child !== false) element.append(String(child))
+    else if (child !== null && child !== undefined && child !== false) element.append(visible(String(child)))
   }
 }
+
+// Explicit embeddings, overrides and isolates (U+202A-202E, U+2066-2069) and the marks (U+200E,
+// U+200F, U+061C): a tool's input holding "\u202E0001" would read as "1000" on an approval card.
+const bidiControls = /[\u202A-\u202E\u2066-\u2069\u200E\u200F\u061C]/g
+
+/**
+ * Text with its bidi controls written as escapes (`\u202e`), as JSON would write them: untrusted
+ * text then reads in the order it is stored. Letters of right-to-left scripts are left as they are.
+ */
+export const visible = (text: string): string =>
+  text.replace(bidiControls, (control) => `\\u${control.charCodeAt(0).toString(16).padStart(4, "0")}`)
 
 /**
  * Replaces an element's children. An element that was focused and is among the new children (a
@@ -71,8 +83,8 @@ export const clock = (ms: number | null | undefined, missing = ""): string => {
 /** What went wrong, as a person reads it: an error's message, not its name. */
 export const errorText = (error: unknown): string => error instanceof Error ? error.message : String(error)
 
-/** Pretty JSON for a value. */
-export const json = (value: unknown): string => JSON.stringify(value, null, 2) ?? String(value)
+/** Pretty JSON for a value, bidi controls escaped (still JSON that reads back as the same value). */
+export const json = (value: unknown): string => visible(JSON.stringify(value, null, 2) ?? String(value))
 
 /** A link that the inspector's router follows without reloading the page. */
 export const link = (href: string, ...children: ReadonlyArray<Child>): HTMLAnchorElement => h("a", { href }, ...children)
