@@ -127,4 +127,25 @@ describe.skipIf(skipBrowser)("the inspector's instances pages in Chromium", () =
       yield* promise(() => page.waitForSelector("[data-testid=conversation-instance] a"))
       expect(yield* promise(() => page.getAttribute("[data-testid=conversation-instance] a", "href"))).toBe("/instances/worker/acme")
     }))
+
+  it.scopedLive("an id that two agents' instances have: the page says so, stops loading, and links to each", () =>
+    Effect.gen(function*() {
+      const root = yield* tempProject(durableProject(join(tmpdir(), `foundry-ui-${randomUUID()}.log`)))
+      const { url } = yield* startServer(root, { model: plannedModel })
+      for (const agent of ["worker", "lead"]) {
+        const created = yield* http(`${url}/api/runs`, { body: { agent, message: plan({}) } })
+        if (!isRunCreated(created.json)) return expect.fail(`unexpected answer ${created.text}`)
+        yield* waitForRun(url, created.json.runId)
+      }
+      const page = yield* browserPage
+      yield* promise(() => page.goto(`${url}/instances/default`))
+      yield* promise(() => page.waitForSelector("[data-testid=instance-problem] >> text=say which"))
+      const links = yield* promise(() => page.$$eval("[data-testid=instance-owners] a", (as) => as.map((a) => a.getAttribute("href")).sort()))
+      expect(links).toEqual(["/instances/lead/default", "/instances/worker/default"])
+      expect(yield* promise(() => page.getByText("Loading the files").isVisible())).toBe(false)
+      yield* promise(() => page.click("[data-testid=instance-owners] a[href='/instances/lead/default']"))
+      yield* promise(() => page.waitForSelector("[data-testid=instance-status] [data-status=active]"))
+      expect(yield* promise(() => page.textContent("main p.muted"))).toContain("of lead")
+    }))
 })
+

@@ -144,11 +144,14 @@ export const instancePage = (root: HTMLElement, [agent = "", id = ""]: ReadonlyA
   const schedules = h("div", { "data-testid": "instance-schedules" })
   const environment = h("p", { "data-testid": "instance-environment" })
   const files = environmentBrowser()
+  // Shown once the instance is known to have an environment: until then there are no files to load.
+  files.element.classList.add("hidden")
   // The files load once, then on the browser's "Refresh": a redraw for every run event would lose the reader's place.
   let filesOpened = false
   const usage = h("div", { "data-testid": "instance-usage" })
   const problem = h("p", { class: "error-line", "data-testid": "instance-problem" })
-  replace(root, title, about, state, problem,
+  const owners = h("ul", { class: "list", "data-testid": "instance-owners" })
+  replace(root, title, about, state, problem, owners,
     h("h2", {}, "Context"), context,
     h("h2", {}, "Installations"), installations,
     h("h2", {}, "Conversations"), conversations,
@@ -223,7 +226,14 @@ export const instancePage = (root: HTMLElement, [agent = "", id = ""]: ReadonlyA
   void draw().catch((error: unknown) => {
     if (error instanceof ApiError && error.status === 404) replace(root, h("h1", {}, "No such instance"), h("p", {}, agent === "" ? id : `${agent} / ${id}`))
     else problem.textContent = errorText(error)
+    // An id that several agents' instances have: a link to each of them.
+    if (agent === "" && error instanceof ApiError && error.status === 400) void offerOwners().catch(() => undefined)
   })
+  const offerOwners = async () => {
+    const { instances } = await api.instances(new URLSearchParams({ search: id, limit: "100" }))
+    replace(owners, instances.filter((instance) => instance.id === id).map((instance) =>
+      h("li", {}, link(instanceHref(instance.agent, instance.id), `${instance.agent} / ${instance.id}`))))
+  }
 
   return redrawOn(
     (event) =>
