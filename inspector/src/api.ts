@@ -34,11 +34,17 @@ export type EventPageView = typeof EventPage.Type
 /** A route of the project, as `/api/routes` lists it (the manifest's shape, and the model an agent runs on). */
 export type RouteView = typeof RouteSchema.Encoded
 
-/** An API call that did not succeed, with the server's message. */
+/** An API call that did not succeed, with the server's message (and, on a 429, how long to wait). */
 export class ApiError extends Error {
-  constructor(readonly status: number, message: string) {
+  constructor(readonly status: number, message: string, readonly retryAfterMs?: number) {
     super(message)
   }
+}
+
+/** The wait a `Retry-After` header asks for, when it gives seconds. */
+const retryAfterOf = (response: Response): number | undefined => {
+  const seconds = Number(response.headers.get("retry-after") ?? "")
+  return response.headers.has("retry-after") && Number.isFinite(seconds) && seconds >= 0 ? seconds * 1000 : undefined
 }
 
 /** The cluster's runners (`mode: "local"` for a single process), as `/api/cluster` answers. */
@@ -75,7 +81,7 @@ const request = async <A>(path: string, init?: RequestInit): Promise<A> => {
       await signIn(message)
       continue
     }
-    if (!response.ok) throw new ApiError(response.status, message)
+    if (!response.ok) throw new ApiError(response.status, message, retryAfterOf(response))
     return body as A
   }
 }
@@ -267,17 +273,26 @@ export const redrawOn = (shows: (event: FoundryEvent) => boolean, draw: () => vo
   }
 }
 
+// Refused streams in a row: each waits twice as long before the next try (a 429 would otherwise
+// be answered by a stream a second, and the rate limit never left).
+let refusals = 0
+
 const openStream = (): void => {
   const stream = new EventSource("/api/events")
   source = stream
   const indicator = document.getElementById("live")
-  stream.onopen = () => indicator?.classList.add("on")
+  stream.onopen = () => {
+    refusals = 0
+    indicator?.classList.add("on")
+  }
   stream.onerror = () => {
     indicator?.classList.remove("on")
     // EventSource retries a dropped connection itself, but gives up on an error status such as
     // 401: sign in if that is why (the session call asks), then open a new stream.
     if (stream.readyState !== EventSource.CLOSED) return
-    const reopen = () => setTimeout(openStream, 1000)
+    const wait = Math.min(1000 * 2 ** refusals, 30_000)
+    refusals += 1
+    const reopen = () => setTimeout(openStream, wait)
     void api.session().then(reopen, reopen)
   }
   const dispatch = (message: MessageEvent<string>) => {

@@ -75,12 +75,13 @@ document.addEventListener("click", (event) => {
 })
 window.addEventListener("popstate", render)
 
-// The pending-approvals badge in the header follows the live stream on every page.
+// The pending-approvals badge in the header follows the live stream on every page (a read that
+// fails leaves it as it was: the page says why reads fail).
 const badge = document.getElementById("pending-count")
 const refreshBadge = (): void => {
   void api.approvals("pending").then((list) => {
     if (badge !== null) badge.textContent = list.length === 0 ? "" : String(list.length)
-  })
+  }, () => undefined)
 }
 
 /** Who is signed in, and the way out, in the header (only when the server needs tokens). */

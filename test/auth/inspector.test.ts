@@ -78,3 +78,24 @@ describe.skipIf(skipBrowser)("the inspector with a token that may only read, in 
       expect(yield* promise(() => page.locator(".bubble.pending").count())).toBe(0)
     }))
 })
+
+describe.skipIf(skipBrowser)("the inspector over a token's rate limit, in Chromium", () => {
+  it.scopedLive("says the server refused its reads, backs off, then reads again", () =>
+    Effect.gen(function*() {
+      const server = yield* startServer(yield* authProject(`{ required: true, rateLimit: { requests: 6, per: "3 seconds" } }`))
+      const read = yield* issue(server.storeFile, "read", "dashboard")
+      const page = yield* browserPage
+      const errors: Array<string> = []
+      page.on("pageerror", (error) => errors.push(error.message))
+      yield* promise(() => page.goto(`${server.url}/`))
+      yield* signIn(page, read.token)
+      // The overview reads more things at once than the limit allows: some are refused, and the page says so.
+      const problem = page.locator("[data-testid=page-problem]:has-text('requests per')").first()
+      yield* promise(() => problem.waitFor())
+      expect(yield* promise(() => problem.textContent())).toMatch(/trying again in \d+ s/)
+      // Once the limit allows, the page reads again by itself and the line goes.
+      yield* promise(() => page.locator("[data-testid=page-problem]:not(:empty)").first().waitFor({ state: "detached", timeout: 20_000 }))
+      yield* promise(() => page.waitForSelector("[data-testid=build] >> text=/build \\d+ since/"))
+      expect(errors).toEqual([])
+    }))
+})

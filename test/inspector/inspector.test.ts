@@ -477,4 +477,51 @@ export default defineSchedule({ agent: worker, at: "2020-01-01T00:00:00Z", messa
       expect(roles.slice(0, 4)).toEqual(["user", "assistant", "user", "assistant"])
       expect(roles).toContain("summary")
     }))
+
+  it.scopedLive("a message sent while a run goes on stays in the chat, marked queued with its time, until its run takes it", () =>
+    Effect.gen(function*() {
+      const { page, url } = yield* setup()
+      const created = yield* http(`${url}/api/runs`, { body: { agent: "worker", message: plan({ calls: [{ name: "slow", arguments: { ms: 4000 } }] }) } })
+      const { runId, conversationId } = created.json as { runId: string; conversationId: string }
+      yield* openLive(page, url, `/conversations/${conversationId}`)
+      yield* promise(() => page.waitForSelector("[data-testid=stop]:visible"))
+      const text = plan({ calls: [{ name: "record", arguments: { line: "after the slow one" } }] })
+      yield* promise(() => page.fill("form.composer input[name=message]", text))
+      yield* promise(() => page.click("form.composer button[type=submit]"))
+      // The run it starts is queued behind the slow one: the page redraws on its events, and the message stays.
+      const queued = page.locator("[data-testid=chat] [data-waiting=queued]")
+      yield* promise(() => queued.waitFor())
+      yield* Effect.sleep("1 second")
+      expect(yield* promise(() => queued.locator(".text").textContent())).toBe(text)
+      expect(yield* promise(() => queued.locator(".meta").textContent())).toMatch(/^queued · \d/)
+      expect((yield* http(`${url}/api/runs/${runId}`)).json).toMatchObject({ status: "running" })
+      // Once its run starts, the message is the stored one, shown once.
+      yield* waitForRun(url, runId)
+      yield* promise(() => page.waitForSelector("[data-testid=chat] .bubble.assistant >> text=done: recorded after the slow one"))
+      expect(yield* promise(() => page.locator("[data-testid=chat] [data-waiting]").count())).toBe(0)
+      expect(yield* promise(() => page.locator(`[data-testid=chat] .bubble.user:has-text(${JSON.stringify("after the slow one")})`).count())).toBe(1)
+    }))
+
+  it.scopedLive("the overview reads again on events, and polls only what events do not say, rarely", () =>
+    Effect.gen(function*() {
+      const { page, url } = yield* setup()
+      const reads: Array<string> = []
+      page.on("request", (request) => {
+        const path = new URL(request.url()).pathname
+        if ((path.startsWith("/api/") && path !== "/api/events") || path === "/health") reads.push(path)
+      })
+      yield* openLive(page, url, "/")
+      yield* promise(() => page.waitForSelector("[data-testid=build] >> text=/build \\d+ since/"))
+      yield* Effect.sleep("500 millis")
+      const first = reads.length
+      // An idle server: nothing happens for six seconds, and the page asks for nothing.
+      yield* Effect.sleep("6 seconds")
+      expect(reads.slice(first)).toEqual([])
+      // A run that waits on a person shows without a reload.
+      const created = yield* http(`${url}/api/runs`, { body: { agent: "worker", message: plan({ calls: [{ name: "transfer", arguments: { amount: 5 } }] }) } })
+      yield* pendingApproval(url, runIdOf(created.json))
+      yield* promise(() => page.waitForSelector(`main a[href="/runs/${runIdOf(created.json)}"]`))
+      yield* promise(() => page.waitForSelector("main h2 >> text=Waiting on you (1)"))
+    }))
 })
+

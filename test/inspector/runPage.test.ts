@@ -1,6 +1,6 @@
 /**
  * A run's page in Chromium: what a tool's input says is shown as stored (no bidi control reorders
- * it).
+ * it), its timeline is used with the keyboard, and what the reader opened stays open as it updates.
  */
 import { randomUUID } from "node:crypto"
 import { tmpdir } from "node:os"
@@ -10,7 +10,7 @@ import { Effect } from "effect"
 import { browserPage, skipBrowser } from "../support/browser.js"
 import { durableProject, plan } from "../support/durableProject.js"
 import { plannedModel } from "../support/plannedModel.js"
-import { http, pendingApproval, runIdOf, startServer } from "../support/server.js"
+import { http, pendingApproval, runIdOf, startServer, waitForRun } from "../support/server.js"
 import { tempProject } from "../support/tempProject.js"
 
 const promise = <A>(f: () => Promise<A>) => Effect.promise(f)
@@ -46,5 +46,46 @@ describe.skipIf(skipBrowser)("a run's page in Chromium", () => {
       yield* promise(() => input.waitFor())
       expect(yield* promise(() => input.textContent())).toContain("\\u202e0001 USD")
       expect(yield* promise(() => page.textContent("main"))).not.toMatch(/[\u202A-\u202E\u2066-\u2069\u200E\u200F\u061C]/)
+    }))
+
+  it.scopedLive("timeline rows open and close from the keyboard and say whether they are open", () =>
+    Effect.gen(function*() {
+      const { page, url } = yield* setup
+      const created = yield* http(`${url}/api/runs`, { body: { agent: "worker", message: plan({ calls: [{ name: "record", arguments: { line: "keys" } }] }) } })
+      const runId = runIdOf(created.json)
+      yield* waitForRun(url, runId)
+      yield* promise(() => page.goto(`${url}/runs/${runId}`))
+      const row = page.locator("[data-testid=waterfall] .span.tool .span-row").first()
+      yield* promise(() => row.waitFor())
+      expect(yield* promise(() => row.getAttribute("aria-expanded"))).toBe("true")
+      // Reached with Tab like any control, from the timeline's first row.
+      yield* promise(() => page.locator("[data-testid=waterfall] .span-row").first().focus())
+      const focused = promise(() => page.evaluate<string | null>("document.activeElement.closest('.span-row') && document.activeElement.closest('[data-span]').dataset.kind"))
+      for (let i = 0; i < 10 && (yield* focused) !== "tool"; i++) yield* promise(() => page.keyboard.press("Tab"))
+      expect(yield* focused).toBe("tool")
+      yield* promise(() => page.keyboard.press("Enter"))
+      yield* promise(() => page.locator("[data-testid=waterfall] .span.tool [data-testid=span-input]").waitFor({ state: "detached" }))
+      expect(yield* promise(() => row.getAttribute("aria-expanded"))).toBe("false")
+      // The redrawn row keeps the focus: Space opens it again.
+      yield* promise(() => page.keyboard.press(" "))
+      yield* promise(() => page.locator("[data-testid=waterfall] .span.tool [data-testid=span-input]").waitFor())
+      expect(yield* promise(() => row.getAttribute("aria-expanded"))).toBe("true")
+    }))
+
+  it.scopedLive("the raw events stay open while the run's events redraw the page", () =>
+    Effect.gen(function*() {
+      const { page, url } = yield* setup
+      const created = yield* http(`${url}/api/runs`, { body: { agent: "worker", message: plan({ calls: [{ name: "transfer", arguments: { amount: 5 } }] }) } })
+      const runId = runIdOf(created.json)
+      const approval = yield* pendingApproval(url, runId)
+      yield* promise(() => page.goto(`${url}/runs/${runId}`))
+      yield* promise(() => page.waitForSelector("#live.on"))
+      yield* promise(() => page.click("details summary:has-text('Raw events')"))
+      // Decided elsewhere: the run goes on, and its events redraw the page.
+      yield* http(`${url}/api/approvals/${approval}`, { body: { decision: "approve" } })
+      yield* waitForRun(url, runId)
+      yield* promise(() => page.waitForSelector("h1 + p [data-status=completed]"))
+      yield* promise(() => page.waitForSelector("details pre.raw:has-text('run.completed')", { state: "attached" }))
+      expect(yield* promise(() => page.locator("details:has(summary:has-text('Raw events'))").getAttribute("open"))).toBe("")
     }))
 })

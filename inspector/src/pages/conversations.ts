@@ -3,18 +3,31 @@
  * a person's approval, and a box to send a message and watch the reply stream in (or stop it).
  */
 import { usageLine } from "../usage.js"
-import { api, type MessageView, onEvent, redrawOn } from "../api.js"
+import { ApiError, api, type MessageView, onEvent, type RunView } from "../api.js"
 import { approvalCards } from "../approvalCard.js"
-import { clock, counted, errorText, h, link, replace } from "../dom.js"
+import { clock, counted, errorText, h, link, replace, visible } from "../dom.js"
 import { navigate } from "../navigate.js"
 import { instanceHref, isLive } from "../records.js"
+import { runPageSize, withNewestPage } from "../runPages.js"
+import { liveDraw } from "../liveDraw.js"
 
-/** The conversations page: recent conversations, and a new one with any agent. */
+/** Conversations "Load more" adds at a time, reading older runs until it has them (or has read `maxPagesPerLoad`). */
+const conversationsPerLoad = 50
+const maxPagesPerLoad = 5
+
+/**
+ * The conversations page: every conversation, newest first, and a new one with any agent. There is
+ * no list of conversations in the API: they come from the runs, each once by its latest run, paged
+ * back with "Load more" (a busy agent's runs would otherwise push the others off the page).
+ */
 export const conversationsPage = (root: HTMLElement) => {
   const agent = h("select", { name: "agent" })
   const message = h("input", { name: "message", placeholder: "Say something to start a conversation", autocomplete: "off" })
-  const list = h("ul", { class: "list" })
+  const list = h("ul", { class: "list", "data-testid": "conversations" })
   const problem = h("p", { class: "error-line", "data-testid": "send-problem" })
+  const unread = h("p", { class: "error-line", "data-testid": "page-problem" })
+  const count = h("p", { class: "muted", "data-testid": "conversations-count" })
+  const more = h("button", { class: "hidden", "data-testid": "load-more", onclick: () => void loadMore() }, "Load more")
   replace(root,
     h("h1", {}, "Conversations"),
     h("form", {
@@ -32,21 +45,62 @@ export const conversationsPage = (root: HTMLElement) => {
       }
     }, agent, message, h("button", { type: "submit" }, "Start")),
     problem,
-    list)
-  void api.routes().then((r) => agent.replaceChildren(...r.routes.filter((x) => x.kind === "agent").map((x) => h("option", { value: x.id }, x.id))))
-  // Each conversation once, by its latest run; a new run brings its conversation to the top.
-  const draw = () =>
-    void api.runs("?limit=200").then((runs) => {
-      const seen = new Map<string, (typeof runs)[number]>()
-      for (const run of runs) if (!seen.has(run.conversationId)) seen.set(run.conversationId, run)
-      list.replaceChildren(...[...seen.values()].map((run) =>
-        // The conversation is opened from what was said last; its agent is linked on its own.
-        h("li", { "data-conversation": run.conversationId },
-          h("div", { class: "clip" }, link(`/conversations/${run.conversationId}`, run.input)),
-          h("span", { class: "muted" }, link(`/agents/${run.agent}`, run.agent), ` · ${run.instanceId} · ${clock(run.createdAt)}`))))
+    unread,
+    count,
+    list,
+    h("p", {}, more))
+  void api.routes().then(
+    (r) => agent.replaceChildren(...r.routes.filter((x) => x.kind === "agent").map((x) => h("option", { value: x.id }, x.id))),
+    (error: unknown) => {
+      problem.textContent = errorText(error)
     })
-  draw()
-  return redrawOn((event) => event.type === "run.queued", draw)
+  /** The runs read so far, newest first, and whether older ones may follow. */
+  let runs: ReadonlyArray<RunView> = []
+  let olderToLoad = false
+  const show = () => {
+    // Each conversation once, by its latest run; a new run brings its conversation to the top.
+    const latest = new Map<string, RunView>()
+    for (const run of runs) if (!latest.has(run.conversationId)) latest.set(run.conversationId, run)
+    list.replaceChildren(...[...latest.values()].map((run) =>
+      // The conversation is opened from what was said last; its agent is linked on its own.
+      h("li", { "data-conversation": run.conversationId },
+        h("div", { class: "clip" }, link(`/conversations/${run.conversationId}`, run.input)),
+        h("span", { class: "muted" }, link(`/agents/${run.agent}`, run.agent), ` · ${run.instanceId} · ${clock(run.createdAt)}`))))
+    count.textContent = olderToLoad ? `${counted(latest.size, "conversation")} of the latest runs; older ones to load` : ""
+    more.classList.toggle("hidden", !olderToLoad)
+    return latest.size
+  }
+  let first = true
+  const draw = async () => {
+    const newest = await api.runs(`?limit=${runPageSize}`)
+    const merged = withNewestPage(runs, newest, olderToLoad)
+    runs = merged.runs
+    olderToLoad = merged.older
+    const shown = show()
+    // A page of one busy agent's runs may hold few conversations: the first drawing reads on for more.
+    if (first && shown < conversationsPerLoad && olderToLoad) await loadMore()
+    first = false
+  }
+  const loadMore = async () => {
+    more.setAttribute("disabled", "")
+    try {
+      const before = new Set(runs.map((run) => run.conversationId)).size
+      for (let page = 0; page < maxPagesPerLoad && olderToLoad; page++) {
+        const last = runs[runs.length - 1]
+        if (last === undefined) break
+        const older = await api.runs(`?limit=${runPageSize}&before=${encodeURIComponent(last.id)}`)
+        runs = [...runs, ...older]
+        olderToLoad = older.length === runPageSize
+        if (show() - before >= conversationsPerLoad) break
+      }
+      unread.textContent = ""
+    } catch (error) {
+      unread.textContent = errorText(error)
+    } finally {
+      more.removeAttribute("disabled")
+    }
+  }
+  return liveDraw(draw, { problem: unread, shows: (event) => event.type === "run.queued", delay: 300 }).stop
 }
 
 const bubble = (message: MessageView, expanded: Set<number>) => {
@@ -73,6 +127,19 @@ const bubble = (message: MessageView, expanded: Set<number>) => {
     h("div", { class: "meta" }, link(`/runs/${message.runId}`, "run"), " · ", clock(message.createdAt)))
 }
 
+/** A message sent from this page whose run has not stored it yet; `runId` once the API has answered. */
+interface Sent {
+  readonly text: string
+  readonly at: number
+  runId?: string
+}
+
+/** A message that waits for its run: sent, or queued behind the conversation's run in progress. */
+const waitingBubble = (text: string, state: string, at: number, runId?: string) =>
+  h("div", { class: "bubble user pending", "data-role": "user", "data-waiting": state },
+    h("div", { class: "text" }, text),
+    h("div", { class: "meta" }, runId === undefined ? state : link(`/runs/${runId}`, state), " · ", clock(at)))
+
 /** A conversation's chat view. */
 export const conversationPage = (root: HTMLElement, [conversationId = ""]: ReadonlyArray<string>) => {
   const expanded = new Set<number>()
@@ -83,26 +150,25 @@ export const conversationPage = (root: HTMLElement, [conversationId = ""]: Reado
   let instance = "default"
   const totals = h("p", { class: "muted", "data-testid": "conversation-usage" })
   const waiting = h("div", { "data-testid": "conversation-approvals" })
-  const card = approvalCards({ decided: () => void draw() })
+  const card = approvalCards({ decided: () => live.redraw() })
   const stop = h("button", { type: "button", class: "cancel hidden", "data-testid": "stop" }, "Stop")
   const problem = h("p", { class: "error-line", "data-testid": "send-problem" })
-  const draw = async () => {
-    let messages: Awaited<ReturnType<typeof api.messages>>
-    try {
-      messages = await api.messages(conversationId)
-    } catch (error) {
-      // As an unknown run's page says so: no composer that could send into nothing.
-      replace(root, h("h1", {}, "Conversation not found"), h("p", { class: "error-line" }, errorText(error)))
-      return
-    }
-    const [usage, cluster, runs, pending] = await Promise.all([
-      api.usage(`?conversation=${encodeURIComponent(conversationId)}&groupBy=conversation`),
-      api.cluster(),
-      api.runs(`?conversation=${encodeURIComponent(conversationId)}&limit=50`),
-      api.approvals("pending")
-    ])
+  const unread = h("p", { class: "error-line", "data-testid": "page-problem" })
+  // What the transcript was last drawn from, so that a message sent redraws it at once.
+  let messages: ReadonlyArray<MessageView> = []
+  let runs: ReadonlyArray<RunView> = []
+  const sent: Array<Sent> = []
+  const drawTranscript = () => {
     // After a run that did not complete, a line that says so: its last words are not an answer.
     const ended = new Map(runs.filter((r) => r.status === "cancelled" || r.status === "failed").map((r) => [r.id, r]))
+    const stored = new Set(messages.map((m) => m.runId))
+    // A run's message is stored when the run starts: until then it shows from the run, marked as waiting.
+    const unstarted = runs.filter((r) => isLive(r.status) && !stored.has(r.id)).reverse()
+    const known = new Set([...stored, ...unstarted.map((r) => r.id)])
+    for (let i = sent.length - 1; i >= 0; i--) {
+      const runId = sent[i]?.runId
+      if (runId !== undefined && known.has(runId)) sent.splice(i, 1)
+    }
     transcript.replaceChildren(...messages.flatMap((m, index) => {
       const run = ended.get(m.runId)
       const last = run !== undefined && messages[index + 1]?.runId !== m.runId
@@ -110,18 +176,38 @@ export const conversationPage = (root: HTMLElement, [conversationId = ""]: Reado
         ? [bubble(m, expanded), h("div", { class: "bubble system", "data-role": "system" },
           link(`/runs/${run.id}`, `run ${run.status}`), run.error === undefined ? "" : `: ${run.error}`)]
         : [bubble(m, expanded)]
-    }))
+    }),
+    ...unstarted.map((r) => waitingBubble(r.input, r.status === "queued" ? "queued" : "starting", r.createdAt, r.id)),
+    ...sent.map((m) => waitingBubble(m.text, "sending", m.at)))
+  }
+  const draw = async () => {
+    try {
+      messages = await api.messages(conversationId)
+    } catch (error) {
+      if (error instanceof ApiError && error.status !== 404) throw error
+      // As an unknown run's page says so: no composer that could send into nothing.
+      replace(root, h("h1", {}, "Conversation not found"), h("p", { class: "error-line" }, errorText(error)))
+      return
+    }
+    const [usage, cluster, listed, pending] = await Promise.all([
+      api.usage(`?conversation=${encodeURIComponent(conversationId)}&groupBy=conversation`),
+      api.cluster(),
+      api.runs(`?conversation=${encodeURIComponent(conversationId)}&limit=50`),
+      api.approvals("pending")
+    ])
+    runs = listed
+    drawTranscript()
     const ids = new Set(runs.map((r) => r.id))
     replace(waiting, pending.filter((a) => ids.has(a.runId)).map(card))
     // Every run of the conversation that has not ended: one waiting on a person while a later one answers, too.
-    const live = runs.filter((r) => isLive(r.status))
-    stop.classList.toggle("hidden", live.length === 0)
-    stop.textContent = live.length > 1 ? `Stop ${live.length} runs` : "Stop"
+    const liveRuns = runs.filter((r) => isLive(r.status))
+    stop.classList.toggle("hidden", liveRuns.length === 0)
+    stop.textContent = liveRuns.length > 1 ? `Stop ${liveRuns.length} runs` : "Stop"
     stop.onclick = () =>
-      void Promise.allSettled(live.map((r) => api.cancel(r.id))).then((results) => {
+      void Promise.allSettled(liveRuns.map((r) => api.cancel(r.id))).then((results) => {
         const refused = results.find((result) => result.status === "rejected")
         problem.textContent = refused === undefined ? "" : errorText(refused.reason)
-        return draw()
+        live.redraw()
       })
     // In a cluster, where the conversation's runs execute.
     const placement = cluster.mode === "cluster" ? await api.placement(conversationId) : undefined
@@ -138,7 +224,7 @@ export const conversationPage = (root: HTMLElement, [conversationId = ""]: Reado
   }
   const title = h("h1", {}, "Conversation")
   const about = h("p", { class: "muted", "data-testid": "conversation-instance" })
-  replace(root, title, about, totals, transcript, streaming, waiting,
+  replace(root, title, about, unread, totals, transcript, streaming, waiting,
     h("form", {
       class: "composer",
       onsubmit: (event) => {
@@ -147,23 +233,27 @@ export const conversationPage = (root: HTMLElement, [conversationId = ""]: Reado
         if (text === "" || agent === "") return
         message.value = ""
         problem.textContent = ""
-        const pending = h("div", { class: "bubble user pending" }, text)
-        transcript.append(pending)
-        void api.send({ agent, instance, message: text, conversation: conversationId }).catch((error: unknown) => {
+        const entry: Sent = { text, at: Date.now() }
+        sent.push(entry)
+        drawTranscript()
+        void api.send({ agent, instance, message: text, conversation: conversationId }).then((created) => {
+          entry.runId = created.runId
+        }, (error: unknown) => {
           // Not sent: the message goes back where it was typed, with why.
-          pending.remove()
+          sent.splice(sent.indexOf(entry), 1)
+          drawTranscript()
           if (message.value === "") message.value = text
           problem.textContent = errorText(error)
         })
       }
     }, message, h("button", { type: "submit" }, "Send"), stop),
     problem)
-  void draw()
-  return onEvent((event) => {
+  const live = liveDraw(draw, { problem: unread })
+  const unsubscribe = onEvent((event) => {
     if (event.conversationId !== conversationId) return
     if (event.type === "model.delta") {
       streaming.classList.remove("hidden")
-      streaming.textContent = (streaming.textContent ?? "") + event.data.text
+      streaming.textContent = (streaming.textContent ?? "") + visible(event.data.text)
     } else if (
       event.type === "model.turn.completed" || event.type === "tool.call.completed" || event.type.startsWith("run.") ||
       event.type.startsWith("approval.")
@@ -173,8 +263,11 @@ export const conversationPage = (root: HTMLElement, [conversationId = ""]: Reado
         streaming.textContent = ""
         streaming.classList.add("hidden")
       }
-      void draw()
+      live.redraw()
     }
   })
+  return () => {
+    live.stop()
+    unsubscribe()
+  }
 }
-

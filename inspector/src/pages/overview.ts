@@ -2,8 +2,9 @@
  * Overview: the build (broken files and type errors first, the way a dev server shows them),
  * health, runs in progress, pending approvals, recent failures, what runs next.
  */
-import { api, type BuildReport, type ClusterStatusView, redrawOn, type RunView } from "../api.js"
+import { api, type BuildReport, type ClusterStatusView, type RunView } from "../api.js"
 import { clock, h, link, replace } from "../dom.js"
+import { liveDraw } from "../liveDraw.js"
 import { runStatus } from "../records.js"
 
 const runList = (runs: ReadonlyArray<RunView>, empty: string) =>
@@ -16,12 +17,13 @@ const runList = (runs: ReadonlyArray<RunView>, empty: string) =>
 const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? "" : "s"}`
 
 /** The build card: nothing to say when all is well but the build number; every problem listed when not. */
-const buildCard = (build: BuildReport) => {
+const drawBuild = (card: HTMLElement, build: BuildReport) => {
   const types = build.types
   const typeLine = types.state === "off" ? "not checked" : types.state === "checking" ? "checking…" :
     types.state === "ok" ? "no type errors" : plural(types.diagnostics.length, "type error")
   const broken = build.problems.length > 0 || types.state === "errors" || build.restartNeeded !== null
-  return h("section", { class: broken ? "card card-error" : "card", "data-testid": "build" },
+  card.className = broken ? "card card-error" : "card"
+  replace(card,
     h("h2", {}, "Build"),
     h("p", {}, h("span", { class: `status ${broken ? "failed" : "ok"}` }, broken ? "problems" : "ok"),
       ` build ${build.generation} since ${clock(build.builtAt)}; ${typeLine}`),
@@ -36,8 +38,10 @@ const buildCard = (build: BuildReport) => {
 }
 
 /** The runners of a cluster: each one's share of the shards as a bar, its runs, whether it is alive. */
-const runnersCard = (cluster: ClusterStatusView) =>
-  h("section", { class: "card", "data-testid": "runners" },
+const drawRunners = (card: HTMLElement, cluster: ClusterStatusView) => {
+  card.classList.toggle("hidden", cluster.mode !== "cluster")
+  if (cluster.mode !== "cluster") return
+  replace(card,
     h("h2", {}, `Runners (${cluster.runners.length})`),
     h("ul", { class: "list" }, cluster.runners.map((runner) =>
       h("li", {},
@@ -45,48 +49,64 @@ const runnersCard = (cluster: ClusterStatusView) =>
         " ", h("code", {}, runner.address), runner.address === cluster.self ? h("span", { class: "muted" }, " (this one)") : null,
         h("div", { class: "share" }, h("div", { class: "share-fill", style: `width: ${Math.round((100 * runner.shards) / cluster.shardsPerGroup)}%` })),
         h("div", { class: "muted" }, `${plural(runner.shards, "shard")} of ${cluster.shardsPerGroup} · ${plural(runner.executing, "run")} here`)))))
+}
 
-/** The overview page. */
+/** How often the overview asks for what no event announces: the build, uptime, the cluster's runners. */
+const pollEvery = 15_000
+
+/**
+ * The overview page. Runs, approvals and schedules change with events and are read again on them
+ * (a busy project's stream makes one read every two seconds at most); the build, health and
+ * runners are not events, and are read every 15 s.
+ */
 export const overviewPage = (root: HTMLElement) => {
-  const body = h("div", { class: "grid" })
-  replace(root, h("h1", {}, "Overview"), body)
-  const draw = async () => {
-    const [build, health, running, suspended, failed, approvals, schedules, cluster] = await Promise.all([
-      api.build(),
-      api.health(),
+  // Why a part of the page could not be read, until it can.
+  const unpolled = h("p", { class: "error-line", "data-testid": "page-problem" })
+  const unread = h("p", { class: "error-line", "data-testid": "page-problem" })
+  const build = h("section", { class: "card", "data-testid": "build" })
+  const health = h("section", { class: "card", "data-testid": "health" })
+  const runners = h("section", { class: "card hidden", "data-testid": "runners" })
+  const progress = h("section", { class: "card" })
+  const waiting = h("section", { class: "card" })
+  const failures = h("section", { class: "card" })
+  const firings = h("section", { class: "card" })
+  replace(root, h("h1", {}, "Overview"), unpolled, unread, h("div", { class: "grid" }, build, health, runners, progress, waiting, failures, firings))
+  const drawPolled = async () => {
+    const [report, status, cluster] = await Promise.all([api.build(), api.health(), api.cluster()])
+    drawBuild(build, report)
+    replace(health, h("h2", {}, "Health"),
+      h("p", {}, h("span", { class: "status ok" }, status.status), ` ${status.agents} agents, up ${Math.round(status.uptimeMs / 1000)} s`))
+    drawRunners(runners, cluster)
+  }
+  const drawLive = async () => {
+    const [running, suspended, failed, approvals, schedules] = await Promise.all([
       api.runs("?status=running&limit=20"),
       api.runs("?status=suspended&limit=20"),
       api.runs("?status=failed&limit=5"),
       api.approvals("pending"),
-      api.schedules(),
-      api.cluster()
+      api.schedules()
     ])
-    replace(body,
-      buildCard(build),
-      h("section", { class: "card", "data-testid": "health" },
-        h("h2", {}, "Health"),
-        h("p", {}, h("span", { class: "status ok" }, health.status), ` ${health.agents} agents, up ${Math.round(health.uptimeMs / 1000)} s`)),
-      cluster.mode === "cluster" ? runnersCard(cluster) : null,
-      // A run waiting on a person is in progress too; the card says how many wait.
-      h("section", { class: "card" }, h("h2", {}, `In progress (${running.length} running, ${suspended.length} waiting)`),
-        runList([...running, ...suspended], "Nothing is running.")),
-      h("section", { class: "card" }, h("h2", {}, `Waiting on you (${approvals.length})`),
-        approvals.length === 0 ? h("p", { class: "muted" }, "No pending approvals.") :
-          h("ul", { class: "list" }, approvals.map((a) => h("li", {}, link("/approvals", a.tool), " in ", link(`/runs/${a.runId}`, a.agent))))),
-      h("section", { class: "card" }, h("h2", {}, "Recent failures"), runList(failed, "No failed runs.")),
-      h("section", { class: "card" }, h("h2", {}, "Next firings (your time)"),
-        schedules.length === 0 ? h("p", { class: "muted" }, "No schedules.") :
-          h("ul", { class: "list" }, [...schedules].sort((a, b) => (a.nextFire ?? Infinity) - (b.nextFire ?? Infinity)).map((s) =>
-            h("li", {}, link("/schedules", s.id), " → ", link(`/agents/${s.agent}`, s.agent), " ",
-              h("span", { class: "muted" }, s.status !== "active" ? s.status : s.nextFire === null ? "" : clock(s.nextFire))))))
-    )
+    // A run waiting on a person is in progress too; the card says how many wait.
+    replace(progress, h("h2", {}, `In progress (${running.length} running, ${suspended.length} waiting)`),
+      runList([...running, ...suspended], "Nothing is running."))
+    replace(waiting, h("h2", {}, `Waiting on you (${approvals.length})`),
+      approvals.length === 0 ? h("p", { class: "muted" }, "No pending approvals.") :
+        h("ul", { class: "list" }, approvals.map((a) => h("li", {}, link("/approvals", a.tool), " in ", link(`/runs/${a.runId}`, a.agent)))))
+    replace(failures, h("h2", {}, "Recent failures"), runList(failed, "No failed runs."))
+    replace(firings, h("h2", {}, "Next firings (your time)"),
+      schedules.length === 0 ? h("p", { class: "muted" }, "No schedules.") :
+        h("ul", { class: "list" }, [...schedules].sort((a, b) => (a.nextFire ?? Infinity) - (b.nextFire ?? Infinity)).map((s) =>
+          h("li", {}, link("/schedules", s.id), " → ", link(`/agents/${s.agent}`, s.agent), " ",
+            h("span", { class: "muted" }, s.status !== "active" ? s.status : s.nextFire === null ? "" : clock(s.nextFire))))))
   }
-  void draw()
-  // Builds are not events: while the page is open, it asks every two seconds.
-  const polling = setInterval(() => void draw(), 2000)
-  const unsubscribe = redrawOn((event) => event.type !== "model.delta", () => void draw(), 200)
+  const polled = liveDraw(drawPolled, { problem: unpolled, every: pollEvery })
+  const live = liveDraw(drawLive, {
+    problem: unread,
+    shows: (event) => event.type.startsWith("run.") || event.type.startsWith("approval.") || event.type === "timer.armed",
+    delay: 2000
+  })
   return () => {
-    clearInterval(polling)
-    unsubscribe()
+    polled.stop()
+    live.stop()
   }
 }

@@ -3,9 +3,10 @@
  * start on, how many runs each one started, and what each changed against the one before it; and
  * the history of every deploy, rollback and start, each from the release current before.
  */
-import { api, type DeploymentView, redrawOn, type ReleaseSummaryView } from "../api.js"
+import { api, type DeploymentView, type ReleaseSummaryView } from "../api.js"
 import { changeCounts, changeLines } from "../../../src/release/summaryText.js"
 import { clock, h, replace } from "../dom.js"
+import { liveDraw } from "../liveDraw.js"
 
 /** A summary in a cell: `agents +1 ~1, tools ~1, config ~`, each change listed in the cell's tooltip. */
 const changes = (summary: ReleaseSummaryView) => {
@@ -18,7 +19,8 @@ export const releasesPage = (root: HTMLElement) => {
   const list = h("tbody")
   const empty = h("p", { class: "muted", hidden: true }, "No release deployed. A server started with foundry start takes one from foundry deploy; foundry dev serves its project's files as they are saved.")
   const history = h("tbody")
-  replace(root, h("h1", {}, "Releases"),
+  const problem = h("p", { class: "error-line", "data-testid": "page-problem" })
+  replace(root, h("h1", {}, "Releases"), problem,
     h("table", { class: "table", "data-testid": "releases" },
       h("thead", {}, h("tr", {}, ["release", "built", "deployed", "by", "", "runs", "changes"].map((c) => h("th", {}, c)))), list),
     empty,
@@ -47,12 +49,6 @@ export const releasesPage = (root: HTMLElement) => {
         h("td", { "data-testid": "runs" }, r.runs),
         changes(r.summary))))
   }
-  void draw()
-  // A deploy is not an event: the page asks every few seconds; runs started move the counts sooner.
-  const polling = setInterval(() => void draw(), 5000)
-  const unsubscribe = redrawOn((event) => event.type === "run.queued", () => void draw(), 200)
-  return () => {
-    clearInterval(polling)
-    unsubscribe()
-  }
+  // A deploy is not an event: the page asks every 15 s; runs started move the counts sooner.
+  return liveDraw(draw, { problem, every: 15_000, shows: (event) => event.type === "run.queued", delay: 500 }).stop
 }

@@ -1,84 +1,106 @@
 /**
  * Schedules and playbooks, as the project defines them.
  */
-import { api, type FoundryEvent, onEvent } from "../api.js"
+import { api, type EventPageView, type FoundryEvent } from "../api.js"
 import { clock, errorText, h, link, replace } from "../dom.js"
+import { liveDraw } from "../liveDraw.js"
 
 /** The schedules page: next and last firing, pause and resume. */
 export const schedulesPage = (root: HTMLElement) => {
   const list = h("tbody")
   // What a button could not do (a firing that started nothing, say), until the next one works.
   const problem = h("p", { class: "error-line", "data-testid": "schedules-problem" })
-  replace(root, h("h1", {}, "Schedules"), problem,
+  // Why the list could not be read, until it can.
+  const unread = h("p", { class: "error-line", "data-testid": "page-problem" })
+  replace(root, h("h1", {}, "Schedules"), unread, problem,
     h("table", { class: "table" }, h("thead", {}, h("tr", {}, ["id", "agent", "timing", "status", "next (your time)", "last", ""].map((c) => h("th", {}, c)))), list))
   const act = (id: string, action: "pause" | "resume" | "trigger") =>
     void api.schedule(id, action).then(() => {
       problem.textContent = ""
-      draw()
+      live.redraw()
     }, (error) => {
       problem.textContent = errorText(error)
     })
-  const draw = (): void => {
-    void api.schedules().then((schedules) =>
-      list.replaceChildren(...schedules.map((s) =>
-        h("tr", { "data-schedule": s.id }, h("td", {}, s.id), h("td", {}, link(`/agents/${s.agent}`, s.agent)),
-          h("td", {}, h("code", {}, Object.entries(s.timing).map(([k, v]) => `${k} ${v}`).join(", "))),
-          h("td", {}, h("span", { class: `status ${s.status === "active" ? "running" : s.status}` }, s.status),
-            s.reason === null ? null : h("div", { class: "muted", "data-testid": "schedule-reason" }, s.reason)),
-          // A paused schedule does not fire; its next time counts again once it is resumed.
-          h("td", { "data-testid": "next-fire" }, s.status === "paused" ? h("span", { class: "muted" }, "not while paused") : clock(s.nextFire, "—")),
-          h("td", {}, s.lastRunId === null ? clock(s.lastFire, "—") : link(`/runs/${s.lastRunId}`, clock(s.lastFire, "—"))),
-          h("td", {},
-            h("button", { onclick: () => act(s.id, s.status === "paused" ? "resume" : "pause") }, s.status === "paused" ? "Resume" : "Pause"),
-            " ",
-            h("button", { onclick: () => act(s.id, "trigger") }, "Run now"))))))
+  const draw = async (): Promise<void> => {
+    const schedules = await api.schedules()
+    list.replaceChildren(...schedules.map((s) =>
+      h("tr", { "data-schedule": s.id }, h("td", {}, s.id), h("td", {}, link(`/agents/${s.agent}`, s.agent)),
+        h("td", {}, h("code", {}, Object.entries(s.timing).map(([k, v]) => `${k} ${v}`).join(", "))),
+        h("td", {}, h("span", { class: `status ${s.status === "active" ? "running" : s.status}` }, s.status),
+          s.reason === null ? null : h("div", { class: "muted", "data-testid": "schedule-reason" }, s.reason)),
+        // A paused schedule does not fire; its next time counts again once it is resumed.
+        h("td", { "data-testid": "next-fire" }, s.status === "paused" ? h("span", { class: "muted" }, "not while paused") : clock(s.nextFire, "—")),
+        h("td", {}, s.lastRunId === null ? clock(s.lastFire, "—") : link(`/runs/${s.lastRunId}`, clock(s.lastFire, "—"))),
+        h("td", {},
+          h("button", { onclick: () => act(s.id, s.status === "paused" ? "resume" : "pause") }, s.status === "paused" ? "Resume" : "Pause"),
+          " ",
+          h("button", { onclick: () => act(s.id, "trigger") }, "Run now")))))
   }
-  draw()
-  return onEvent((event) => {
-    // A firing queues a run; an agent arming a timer adds a row.
-    if (event.type === "run.queued" || event.type === "timer.armed") draw()
-  })
+  // A firing queues a run; an agent arming a timer adds a row.
+  const live = liveDraw(draw, { problem: unread, shows: (event) => event.type === "run.queued" || event.type === "timer.armed", delay: 300 })
+  return live.stop
 }
 
 /** The playbooks page: each playbook's source, and recent deliveries with what each playbook decided and why. */
 export const playbooksPage = (root: HTMLElement) => {
   const list = h("tbody")
   const deliveries = h("div", { "data-testid": "deliveries" })
-  replace(root, h("h1", {}, "Playbooks"),
+  const problem = h("p", { class: "error-line", "data-testid": "page-problem" })
+  replace(root, h("h1", {}, "Playbooks"), problem,
     h("table", { class: "table" }, h("thead", {}, h("tr", {}, ["id", "agent", "source", "file"].map((c) => h("th", {}, c)))), list),
     h("h2", {}, "Recent deliveries"), deliveries)
   void api.routes().then(({ routes }) =>
     list.replaceChildren(...routes.filter((r) => r.kind === "playbook").map((r) =>
       h("tr", {}, h("td", {}, r.id), h("td", {}, link(`/agents/${r.agent ?? ""}`, r.agent ?? "")),
-        h("td", {}, h("code", {}, r.webhook === undefined ? `event ${r.event ?? ""}` : `POST ${r.webhook}`)), h("td", { class: "muted" }, r.file)))))
-  const draw = (): void => {
-    void Promise.all(["delivery.received", "playbook.skipped", "playbook.dispatched"].map((type) =>
-      fetch(`/api/events?type=${type}&limit=1000`).then((r) => r.json()).then((page: { events: ReadonlyArray<FoundryEvent> }) => page.events)
-    )).then((groups) => {
-      const all = groups.flat()
-      const received = all.flatMap((e) => e.type === "delivery.received" ? [e] : []).sort((a, b) => b.seq - a.seq).slice(0, 50)
-      replace(deliveries, received.length === 0 ? h("p", { class: "muted" }, "No deliveries yet.") : received.map((delivery) => {
-        const id = delivery.data.deliveryId
-        const decisions = all.flatMap((d) => {
-          // Playbook events on a webhook name their delivery; those on an internal event name none.
-          if (!("deliveryId" in d.data) || d.data.deliveryId !== id) return []
-          switch (d.type) {
-            case "playbook.dispatched":
-              return [h("li", {}, h("span", { class: "status completed" }, "matched"), ` ${d.data.playbook} → `, link(`/runs/${d.data.runId}`, d.agent))]
-            case "playbook.skipped":
-              return [h("li", {}, h("span", { class: "status cancelled" }, "skipped"), ` ${d.data.playbook}: ${d.data.reason}`)]
-            default:
-              return []
-          }
-        })
-        return h("div", { class: "card", "data-delivery": id },
-          h("div", {}, h("b", {}, `/hooks/${delivery.data.webhook}`), h("span", { class: "muted" }, ` · ${id} · ${clock(delivery.time)}`)),
-          h("ul", { class: "list" }, decisions))
-      }))
+        h("td", {}, h("code", {}, r.webhook === undefined ? `event ${r.event ?? ""}` : `POST ${r.webhook}`)), h("td", { class: "muted" }, r.file)))),
+    (error: unknown) => {
+      problem.textContent = errorText(error)
     })
+  const draw = async (): Promise<void> => {
+    const latest = await api.events(new URLSearchParams({ type: "delivery.received", order: "newest", limit: String(shownDeliveries) }))
+    const received = latest.events.flatMap((e) => e.type === "delivery.received" ? [e] : [])
+    // What the playbooks decided about a delivery comes after it in the log.
+    const oldest = received[received.length - 1]
+    const all = oldest === undefined ? [] : (await Promise.all(decisionTypes.map((type) => eventsAfter(type, oldest.seq)))).flat()
+    replace(deliveries, received.length === 0 ? h("p", { class: "muted" }, "No deliveries yet.") : received.map((delivery) => {
+      const id = delivery.data.deliveryId
+      const decisions = all.flatMap((d) => {
+        // Playbook events on a webhook name their delivery; those on an internal event name none.
+        if (!("deliveryId" in d.data) || d.data.deliveryId !== id) return []
+        switch (d.type) {
+          case "playbook.dispatched":
+            return [h("li", {}, h("span", { class: "status completed" }, "matched"), ` ${d.data.playbook} → `, link(`/runs/${d.data.runId}`, d.agent))]
+          case "playbook.skipped":
+            return [h("li", {}, h("span", { class: "status cancelled" }, "skipped"), ` ${d.data.playbook}: ${d.data.reason}`)]
+          default:
+            return []
+        }
+      })
+      return h("div", { class: "card", "data-delivery": id },
+        h("div", {}, h("b", {}, `/hooks/${delivery.data.webhook}`), h("span", { class: "muted" }, ` · ${id} · ${clock(delivery.time)}`)),
+        h("ul", { class: "list" }, decisions))
+    }))
   }
-  draw()
-  return onEvent((event) => {
-    if (event.type === "playbook.dispatched" || event.type === "playbook.skipped") draw()
-  })
+  return liveDraw(draw, {
+    problem,
+    shows: (event) => event.type === "delivery.received" || event.type === "playbook.dispatched" || event.type === "playbook.skipped",
+    delay: 300
+  }).stop
+}
+
+const shownDeliveries = 50
+const decisionTypes = ["playbook.skipped", "playbook.dispatched"] as const
+/** Pages of decisions read for one drawing at most: past them, the oldest deliveries shown lack theirs. */
+const decisionPages = 5
+
+/** The events of `type` after `seq`, oldest first, a few pages at most. */
+const eventsAfter = async (type: string, seq: number): Promise<ReadonlyArray<FoundryEvent>> => {
+  const events: Array<FoundryEvent> = []
+  let after: number | undefined = seq
+  for (let page = 0; page < decisionPages && after !== undefined; page++) {
+    const next: EventPageView = await api.events(new URLSearchParams({ type, after: String(after), limit: "1000" }))
+    events.push(...next.events)
+    after = next.nextAfter
+  }
+  return events
 }

@@ -6,10 +6,11 @@
  * output, approvals, child runs as nested rows), tokens and durations per span, links to the
  * parent and child runs, and the raw events.
  */
-import { api, type FoundryEvent, redrawOn, type RunView } from "../api.js"
+import { ApiError, api, type FoundryEvent, type RunView } from "../api.js"
 import { approvalCards } from "../approvalCard.js"
 import { artifactsSection, type PreviewCache } from "../artifacts.js"
 import { duration, errorText, h, json, link, replace } from "../dom.js"
+import { liveDraw } from "../liveDraw.js"
 import { navigate } from "../navigate.js"
 import { usageLine } from "../usage.js"
 import { instanceHref, isLive, runStatus } from "../records.js"
@@ -137,13 +138,17 @@ export const runPage = (root: HTMLElement, [runId = ""]: ReadonlyArray<string>) 
   // Spans a reader has folded or unfolded: tools start unfolded, every other span folded.
   const toggled = new Set<string>()
   const previews: PreviewCache = new Map()
-  const live = controls(runId, () => void draw())
-  const card = approvalCards({ decided: () => void draw(), showRun: false })
+  const live = controls(runId, () => page.redraw())
+  const card = approvalCards({ decided: () => page.redraw(), showRun: false })
+  const problem = h("p", { class: "error-line", "data-testid": "page-problem" })
+  // Whether the reader opened the raw events: kept across the redraws the run's events bring.
+  let rawOpen = false
   const draw = async () => {
     let run: RunView
     try {
       run = await api.run(runId)
     } catch (error) {
+      if (error instanceof ApiError && error.status !== 404) throw error
       replace(root, h("h1", {}, "Run not found"), h("p", { class: "error-line" }, errorText(error)))
       return
     }
@@ -169,13 +174,16 @@ export const runPage = (root: HTMLElement, [runId = ""]: ReadonlyArray<string>) 
       const open = span.kind === "tool" ? !toggled.has(span.id) : toggled.has(span.id)
       const childRun = typeof span.detail.childRunId === "string" ? span.detail.childRunId : undefined
       return h("div", { class: `span ${span.kind} ${span.status}`, "data-span": span.id, "data-kind": span.kind },
-        h("div", {
+        // A button, so that a keyboard reaches and opens it as a pointer does.
+        h("button", {
+          type: "button",
           class: "span-row",
+          "aria-expanded": String(open),
           style: `padding-left: ${depth(span) * 16}px`,
           onclick: () => {
             if (toggled.has(span.id)) toggled.delete(span.id)
             else toggled.add(span.id)
-            void draw()
+            page.redraw()
           }
         },
           h("span", { class: "span-label" }, open ? "▾ " : "▸ ", span.label),
@@ -193,6 +201,8 @@ export const runPage = (root: HTMLElement, [runId = ""]: ReadonlyArray<string>) 
             : null) : null)
     })
     const scroll = window.scrollY
+    // The row that had the focus has it again once redrawn (it is made anew).
+    const focusedSpan = document.activeElement?.closest("[data-span]")?.getAttribute("data-span") ?? undefined
     replace(root,
       h("h1", {}, "Run ", h("code", {}, run.id)),
       run.error === undefined ? null : h("div", { class: "error-box", "data-testid": "run-error" }, run.error),
@@ -205,6 +215,7 @@ export const runPage = (root: HTMLElement, [runId = ""]: ReadonlyArray<string>) 
         run.release === undefined ? null : h("span", { "data-testid": "run-release" }, " · release ",
           run.release.startsWith("rel_") ? link("/releases", h("code", {}, run.release)) : h("code", {}, run.release))),
       h("p", { class: "muted", "data-testid": "run-usage" }, usageLine(run.usage)),
+      problem,
       isLive(run.status) ? live : null,
       approvals.map(card),
       h("section", {}, h("h2", {}, "Input"), h("pre", {}, run.input)),
@@ -213,14 +224,24 @@ export const runPage = (root: HTMLElement, [runId = ""]: ReadonlyArray<string>) 
       h("section", {}, h("h2", {}, "Timeline"), h("div", { class: "waterfall", "data-testid": "waterfall" }, waterfall)),
       children.length === 0 ? null : h("section", {}, h("h2", {}, "Child runs"),
         h("ul", { class: "list" }, children.map((c) => h("li", {}, runStatus(c.status), " ", link(`/runs/${c.id}`, `${c.agent} ${c.id}`))))),
-      h("details", {}, h("summary", {}, `Raw events (${events.length})`),
+      h("details", {
+        open: rawOpen,
+        ontoggle: (event) => {
+          if (event.currentTarget instanceof HTMLDetailsElement) rawOpen = event.currentTarget.open
+        }
+      }, h("summary", {}, `Raw events (${events.length})`),
         h("pre", { class: "raw" }, events.map((e) => `${e.seq} ${e.type} ${JSON.stringify(e.data)}`).join("\n"))))
+    if (focusedSpan !== undefined) {
+      for (const span of root.querySelectorAll<HTMLElement>("[data-span]")) {
+        if (span.dataset.span === focusedSpan) span.querySelector<HTMLElement>(".span-row")?.focus({ preventScroll: true })
+      }
+    }
     window.scrollTo(0, scroll)
   }
-  void draw()
-  return redrawOn(
-    (event) => event.type !== "model.delta" && (event.runId === runId || event.type.startsWith("approval.")),
-    () => void draw(),
-    100
-  )
+  const page = liveDraw(draw, {
+    problem,
+    shows: (event) => event.type !== "model.delta" && (event.runId === runId || event.type.startsWith("approval.")),
+    delay: 100
+  })
+  return page.stop
 }
