@@ -5,7 +5,7 @@ import { randomUUID } from "node:crypto"
 import { describe, expect, it } from "@effect/vitest"
 import Database from "better-sqlite3"
 import { Effect } from "effect"
-import { serveProject } from "../support/cli.js"
+import { type CliProcess, serveProject } from "../support/cli.js"
 import { durableProject, plan, slowMarkerOf } from "../support/durableProject.js"
 import { http, waitForRun } from "../support/server.js"
 import { tempProject } from "../support/tempProject.js"
@@ -30,6 +30,13 @@ const waitForEvents = (url: string, runId: string, check: (events: ReadonlyArray
     return yield* Effect.die(new Error(`run ${runId} never reached the expected point: ${JSON.stringify((yield* eventsOf(url, runId)).map((e) => e.type))}`))
   })
 
+
+/** Kills the server's process with SIGKILL and waits until it has exited. */
+const killHard = (server: CliProcess) =>
+  Effect.async<void>((resume) => {
+    server.child.once("exit", () => resume(Effect.void))
+    server.child.kill("SIGKILL")
+  })
 
 const submit = (url: string, message: string) =>
   Effect.map(http(`${url}/api/runs`, { body: { agent: "worker", message } }), (r) => r.json as { runId: string })
@@ -72,10 +79,7 @@ describe("crash recovery", () => {
       yield* waitForEvents(first.url, afterTool.runId, (e) => e.filter((x) => x.type === "model.turn.started").length === 2)
       yield* waitForEvents(first.url, suspended.runId, (e) => e.some((x) => x.type === "run.suspended"))
       expect(lines(log).sort()).toEqual([`${afterTool.runId} call_1_1 after`, "charge-card-7"].sort())
-      first.server.child.kill("SIGKILL")
-      yield* Effect.async<void>((resume) => {
-        first.server.child.once("exit", () => resume(Effect.void))
-      })
+      yield* killHard(first.server)
 
       // The second process's model answers at once: recovery, not the delays, is under test.
       rmSync(slowMarkerOf(log))
@@ -119,10 +123,7 @@ describe("takeover after a crash", () => {
       const first = yield* serveProject(root)
       const held = yield* submit(first.url, plan({ delay: 60_000, calls: [{ name: "record", arguments: { line: "held" } }] }))
       yield* waitForEvents(first.url, held.runId, (e) => e.some((x) => x.type === "model.turn.started"))
-      first.server.child.kill("SIGKILL")
-      yield* Effect.async<void>((resume) => {
-        first.server.child.once("exit", () => resume(Effect.void))
-      })
+      yield* killHard(first.server)
       rmSync(slowMarkerOf(log))
       const second = yield* serveProject(root)
       const done = yield* waitForRun(second.url, held.runId)
@@ -139,10 +140,7 @@ describe("a decision the process died before acting on", () => {
       const first = yield* serveProject(root)
       const suspended = yield* submit(first.url, plan({ calls: [{ name: "transfer", arguments: { amount: 7 } }] }))
       yield* waitForEvents(first.url, suspended.runId, (e) => e.some((x) => x.type === "run.suspended"))
-      first.server.child.kill("SIGKILL")
-      yield* Effect.async<void>((resume) => {
-        first.server.child.once("exit", () => resume(Effect.void))
-      })
+      yield* killHard(first.server)
       // The decision's transaction committed; the process died before resuming the run.
       const database = new Database(join(root, ".foundry/foundry.db"))
       const decided = database.prepare("UPDATE foundry_approvals SET status = 'approved', decided_at = ? WHERE run_id = ? AND status = 'pending'")
@@ -182,10 +180,7 @@ export default defineSchedule({
         if (interrupted === undefined) yield* Effect.sleep("25 millis")
       }
       yield* waitForEvents(first.url, interrupted!.id, (e) => e.some((x) => x.type === "tool.call.started"))
-      first.server.child.kill("SIGKILL")
-      yield* Effect.async<void>((resume) => {
-        first.server.child.once("exit", () => resume(Effect.void))
-      })
+      yield* killHard(first.server)
       rmSync(slowMarkerOf(log))
       // A firing missed while no server ran: the restart fires it at once, into the same conversation.
       yield* Effect.sleep("2500 millis")
