@@ -7,7 +7,7 @@
  * The agent's own tools win a name clash; an installation that cannot be used is left out with a
  * warning, and the run goes on without it.
  */
-import { Data, Effect, Either, Option, Schema } from "effect"
+import { Array as Arr, Data, Effect, Either, Option, Schema, SchemaAST } from "effect"
 import type { CompiledAgent, CompiledApp, CompiledTool } from "../compiler/CompiledApp.js"
 import type { AnyContext, AnySchema } from "../definitions/defineAgent.js"
 import { formatIssues, readableIssues } from "../definitions/readableIssues.js"
@@ -43,12 +43,33 @@ export class InstanceContextInvalid extends Data.TaggedError("InstanceContextInv
 export const decodeContext = (
   schema: AnySchema,
   stored: AnyContext,
-  run: RunRecord
+  run: RunRecord,
+  agent?: { readonly file: string; readonly schema: AnySchema | undefined }
 ): Either.Either<unknown, string> =>
   Either.mapLeft(Schema.decodeUnknownEither(schema)(stored, { errors: "all" }), (error) => {
     const issues = readableIssues(error, { under: "context" })
-    return `${formatIssues(issues)}\nset it with PATCH /api/instances/${run.instanceId}?agent=${run.agent} {"context": {...}}`
+    // A field the agent's schema does not declare cannot be stored (the instances API refuses
+    // it): a tool asking for one has a schema that disagrees with its agent's, fixed in code.
+    const declared = agent?.schema === undefined ? [] : fieldsOf(agent.schema)
+    const undeclared = declared.length === 0 ? [] : Arr.dedupe(issues.flatMap((issue) => {
+      const field = issue.path.split(".")[1]
+      return field === undefined || declared.includes(field) ? [] : [field]
+    }))
+    const fix = agent !== undefined && undeclared.length > 0
+      ? `the agent's context schema (${agent.file}) has no field ${undeclared.join(", ")}, and an instance's context holds only the agent's fields: ` +
+        "declare it there, or give the tool the agent's context schema"
+      : `set it with PATCH /api/instances/${run.instanceId}?agent=${run.agent} {"context": {...}}`
+    return `${formatIssues(issues)}\n${fix}`
   })
+
+/** The fields a context schema stores (its encoded side); none when it is not a plain struct. */
+const fieldsOf = (schema: AnySchema): ReadonlyArray<string> => {
+  try {
+    return SchemaAST.getPropertySignatures(SchemaAST.encodedAST(schema.ast)).map((field) => String(field.name))
+  } catch {
+    return []
+  }
+}
 
 /** The instance of `run`, with what it installed when the app has anything installable. */
 export const makeRunInstance = (app: CompiledApp, agent: CompiledAgent, run: RunRecord) =>

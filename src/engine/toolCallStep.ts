@@ -39,7 +39,7 @@ const instanceFor = (context: RunContext, tool: CompiledTool) =>
     if (schema === undefined) return Either.right({ id: context.instance.id, context: stored })
     const where = `${tool.name} cannot run: the context of instance "${context.run.instanceId}" does not match the tool's context schema` +
       (tool.file === undefined ? "" : ` (${tool.file})`)
-    return decodeContext(schema, stored, context.run).pipe(
+    return decodeContext(schema, stored, context.run, { file: context.agent.file, schema: context.agent.definition.context }).pipe(
       Either.mapLeft((problem) => `${where}:\n${problem}`),
       Either.flatMap((decoded) => isContext(decoded) ? Either.right({ id: context.instance.id, context: decoded }) : Either.left(`${where}: it must describe an object`))
     )

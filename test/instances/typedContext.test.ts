@@ -14,6 +14,7 @@ const agentFile = (fields = "") =>
   `import { Schema } from "effect"
 import { defineAgent } from "foundry"
 import plan from "./tools/plan.tool.js"
+import tier from "./tools/tier.tool.js"
 import whoami from "./tools/whoami.tool.js"
 
 export default defineAgent({
@@ -21,7 +22,7 @@ export default defineAgent({
   // seats is stored as text and read as a number: the instructions add to it.
   context: Schema.Struct({ company: Schema.String, seats: Schema.NumberFromString, plan: Schema.optional(Schema.String)${fields} }),
   instructions: ({ instance }) => \`You help \${instance.context.company} (\${instance.context.seats + 1} seats with you)\`,
-  tools: [whoami, plan],
+  tools: [whoami, plan, tier],
   maxTurns: 4
 })
 `
@@ -37,6 +38,18 @@ export default defineTool({
   output: Schema.String,
   context: Schema.Struct({ company: Schema.String, seats: Schema.NumberFromString }),
   run: (_, { instance }) => Effect.succeed("serving " + instance.context.company + " as " + instance.id + ", the next seat is " + (instance.context.seats + 1))
+})
+`,
+  // Asks for a field the agent's schema does not declare: no instance can ever be given it.
+  "agents/desk/tools/tier.tool.ts": `import { Effect, Schema } from "effect"
+import { defineTool } from "foundry"
+
+export default defineTool({
+  description: "Say the customer's tier",
+  input: Schema.Struct({}),
+  output: Schema.String,
+  context: Schema.Struct({ company: Schema.String, tier: Schema.String }),
+  run: (_, { instance }) => Effect.succeed(instance.context.tier)
 })
 `,
   "agents/desk/tools/plan.tool.ts": `import { Effect, Schema } from "effect"
@@ -120,6 +133,12 @@ describe("typed instance context", () => {
       )
       // The other tool of the same turn ran.
       expect(refused.output).toContain("serving Acme Corp as acme")
+      // A field the agent's schema does not declare: the fix is in the code, not in a PATCH.
+      const undeclared = yield* run(url, "tier", "tier")
+      expect(undeclared.output).toContain(
+        `context.tier: is missing\nthe agent's context schema (agents/desk/agent.ts) has no field tier, and an instance's context holds only the agent's fields: ` +
+          "declare it there, or give the tool the agent's context schema"
+      )
 
       yield* setContext(url, { company: "Acme Corp", seats: "12", plan: "pro" })
       expect(yield* run(url, "plan again", "plan")).toMatchObject({ status: "completed", output: "done: Acme Corp is on pro" })
