@@ -130,12 +130,17 @@ export const makeSubmissions = (options: SubmissionsOptions) => {
     const app = yield* current.get
     const agent = app.agents.get(request.agent)
     if (agent === undefined) return yield* agentNotFound(app, request.agent)
-    const instanceId = request.instance ?? "default"
+    const found = request.conversation === undefined ? Option.none() : yield* store.getConversation(request.conversation)
+    // A conversation passed back alone (as its earlier answer named it) continues in its own instance.
+    const instanceId = request.instance ??
+      Option.match(Option.filter(found, (existing) => existing.agent === request.agent), {
+        onNone: () => "default",
+        onSome: (existing) => existing.instanceId
+      })
     yield* invalidId(agent.id, instanceId)
     yield* withoutContext(agent, instanceId)
     let conversation = { id: newId("conv"), isNew: true }
     if (request.conversation !== undefined) {
-      const found = yield* store.getConversation(request.conversation)
       if (Option.isNone(found) && request.createConversation === true) {
         conversation = { id: request.conversation, isNew: true }
       } else if (Option.isNone(found)) {

@@ -162,6 +162,40 @@ describe("Foundry as an MCP server", () => {
       expect(answerOf(second).runId).not.toBe(answer.runId)
     }))
 
+  it.scopedLive("a conversation passed back alone continues in its own instance, over /mcp and POST /api/runs; another instance is refused", () =>
+    Effect.gen(function*() {
+      const root = yield* tempProject(project)
+      const server = yield* startServer(root, { model })
+      const { client } = yield* connect(server.url)
+      const first = answerOf(yield* call(client, "support_triage", { message: "hello", instance: "acme" }))
+      expect(first.instance).toBe("acme")
+
+      const second = yield* call(client, "support_triage", { message: "again", conversation: first.conversation })
+      expect(texts(second).join("\n")).not.toContain("belongs to")
+      expect(answerOf(second)).toMatchObject({ output: "turn 2: hello / again", conversation: first.conversation, instance: "acme" })
+
+      const overHttp = yield* http(`${server.url}/api/runs`, { body: { agent: "support/triage", message: "third", conversation: first.conversation } })
+      expect(overHttp.status).toBe(202)
+      expect(overHttp.json).toMatchObject({ conversationId: first.conversation, instanceId: "acme" })
+      const third = (overHttp.json as { runId: string }).runId
+      expect(yield* waitForRun(server.url, third)).toMatchObject({ status: "completed", output: "turn 3: hello / again / third" })
+      // Repeated with its idempotency key, it is the same request, answered by the same run.
+      const keyed = { body: { agent: "support/triage", message: "fourth", conversation: first.conversation }, headers: { "idempotency-key": "fourth-1" } }
+      const once = yield* http(`${server.url}/api/runs`, keyed)
+      const twice = yield* http(`${server.url}/api/runs`, keyed)
+      expect(twice.status).toBe(202)
+      expect(twice.json).toMatchObject({ runId: (once.json as { runId: string }).runId })
+
+      // An instance named that is not the conversation's is refused, as before.
+      const other = yield* call(client, "support_triage", { message: "hi", conversation: first.conversation, instance: "default" })
+      expect(other.isError).toBe(true)
+      expect(texts(other).join("\n")).toContain(`belongs to agent "support/triage", instance "acme"`)
+      const otherHttp = yield* http(`${server.url}/api/runs`, {
+        body: { agent: "support/triage", message: "hi", conversation: first.conversation, instance: "default" }
+      })
+      expect(otherHttp.status).toBe(404)
+    }))
+
   it.scopedLive("reports the run's steps as progress notifications while it runs", () =>
     Effect.gen(function*() {
       const root = yield* tempProject(project)

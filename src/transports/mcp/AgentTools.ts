@@ -26,7 +26,9 @@ export const AgentToolInput = Schema.Struct({
     })
   ),
   instance: Schema.optional(
-    Schema.String.annotations({ description: "The agent instance the conversation belongs to; `default` when absent." })
+    Schema.String.annotations({
+      description: "The agent instance to talk to; when absent, the instance of `conversation` if given, else `default`."
+    })
   )
 })
 

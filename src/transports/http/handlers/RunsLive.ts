@@ -40,7 +40,9 @@ export const RunsLive = HttpApiBuilder.group(FoundryApi, "runs", (handlers) =>
       const run = yield* dispatcher.submit({ ...payload, idempotencyKey })
       if (idempotencyKey !== undefined) {
         const first = yield* journal.idempotencyFingerprint(run.id)
-        const submission = { agent: payload.agent, instanceId: payload.instance ?? "default", input: payload.message }
+        // A conversation given without an instance is continued in its own (the run's) instance.
+        const instanceId = payload.instance ?? (payload.conversation === undefined ? "default" : run.instanceId)
+        const submission = { agent: payload.agent, instanceId, input: payload.message }
         if (!isSameSubmission(first, submission, [payload.conversation ?? null])) {
           return yield* new IdempotencyKeyReused({
             idempotencyKey,
