@@ -333,13 +333,21 @@ describe("Foundry as an MCP server", () => {
       expect(notJson.status).toBe(400)
       expect(notJson.json).toMatchObject({ jsonrpc: "2.0", error: { code: -32700 } })
 
-      // Params a tool call cannot have are invalid params, said in words, to the request's id.
-      for (const [id, params, said] of [
-        [3, undefined, "expected params"],
-        [4, { name: "support_triage", arguments: "str" }, "params.arguments: expected an object of the tool's arguments, got string"],
-        [5, { arguments: {} }, "params.name: expected the name of a tool"]
+      // Params a method served cannot have are invalid params, said in words, to the request's id.
+      const initialize = { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "test", version: "1" } }
+      for (const [id, method, params, said] of [
+        [3, "tools/call", undefined, "expected params"],
+        [4, "tools/call", { name: "support_triage", arguments: "str" }, "params.arguments: expected an object of the tool's arguments, got string"],
+        [5, "tools/call", { arguments: {} }, "params.name: expected the name of a tool"],
+        [6, "tools/list", { cursor: 5 }, "params.cursor: expected the nextCursor (a string) of the page before, got a number"],
+        [7, "resources/list", { cursor: null }, "params.cursor: expected the nextCursor (a string) of the page before, got null"],
+        [8, "initialize", { protocolVersion: 5 }, "params.protocolVersion: expected string, got number; params.capabilities: expected object"],
+        [9, "initialize", { ...initialize, capabilities: { roots: true } }, "params.capabilities.roots: expected object, got boolean"],
+        [10, "ping", "now", "expected params {} or none, got a string"],
+        [11, "resources/templates/list", { _meta: { progressToken: true } }, "params._meta.progressToken: expected a string or a number"],
+        [12, "tools/call", { name: "support_triage", arguments: {}, task: 5 }, "params.task: expected object, got number"]
       ] as const) {
-        const wrong = yield* http(`${server.url}/mcp`, { body: { jsonrpc: "2.0", id, method: "tools/call", ...(params === undefined ? {} : { params }) }, headers })
+        const wrong = yield* http(`${server.url}/mcp`, { body: { jsonrpc: "2.0", id, method, ...(params === undefined ? {} : { params }) }, headers })
         expect(wrong.json).toMatchObject({ jsonrpc: "2.0", id, error: { code: -32602, message: expect.stringContaining(said) } })
         // Not the SDK schema's dump (`[ { "expected": "record", ... } ]`).
         expect(wrong.text).not.toContain("invalid_type")

@@ -14,7 +14,6 @@ import { CurrentApp } from "../../compiler/CurrentApp.js"
 import * as AgentTools from "./AgentTools.js"
 import type { AgentServerServices } from "./agentServer.js"
 import * as ConversationResources from "./ConversationResources.js"
-import { invalidParams } from "./invalidParams.js"
 import { jsonRpcError } from "./jsonRpcError.js"
 import { defaults, type McpServerConfig } from "./McpServerConfig.js"
 
@@ -71,8 +70,8 @@ export const layer = (config: McpServerConfig = defaults) =>
       // Made by the first request, kept until the server's scope closes.
       const scope = yield* Effect.scope
       const sessions = yield* Effect.cached(
-        Effect.promise(() => Promise.all([import("./McpSessions.js"), import("./agentServer.js")])).pipe(
-          Effect.flatMap(([McpSessions, { makeAgentServer }]) =>
+        Effect.promise(() => Promise.all([import("./McpSessions.js"), import("./agentServer.js"), import("./invalidParams.js")])).pipe(
+          Effect.flatMap(([McpSessions, { makeAgentServer }, { invalidParams }]) =>
             Scope.extend(
               McpSessions.make({
                 newServer: () => makeAgentServer(runtime),
@@ -83,7 +82,7 @@ export const layer = (config: McpServerConfig = defaults) =>
                 onCheck: announceChanges
               }),
               scope
-            )
+            ).pipe(Effect.map((open) => ({ open, invalidParams })))
           )
         )
       )
@@ -92,7 +91,7 @@ export const layer = (config: McpServerConfig = defaults) =>
         const request = yield* HttpServerRequest.HttpServerRequest
         const web = toWebRequest(request)
         if (Option.isNone(web)) return yield* jsonRpcError(400, -32600, "the request URL or its Host header is not valid")
-        const open = yield* sessions
+        const { invalidParams, open } = yield* sessions
         if (request.method !== "POST") return yield* open.handle(web.value, undefined)
         return yield* readBody(request).pipe(
           Effect.flatMap((body) => {
