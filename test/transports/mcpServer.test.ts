@@ -66,6 +66,7 @@ const model = Scripted.make((request, index) => {
   const toolResults = request.messages.flatMap((m) => m._tag === "tool" ? [m.content] : [])
   if (last === "fail") return { error: { kind: "permanent", message: "the model refused" } }
   if (last === "slow") return { text: "finally", delay: "600 millis" }
+  if (last === "slower") return { text: "at last", delay: "2 seconds" }
   if (last.startsWith("look up ")) {
     return index === 0
       ? { toolCalls: [{ name: "lookup", arguments: { orderId: last.slice("look up ".length) } }], delay: "20 millis" }
@@ -89,12 +90,34 @@ const connect = (url: string) =>
     ({ client }) => Effect.promise(() => client.close())
   )
 
-const call = (client: Client, name: string, args: Record<string, unknown>, onprogress?: (message: string, progress: number) => void) =>
+/** A progress notification as the caller gets it. */
+interface Progress {
+  readonly message: string
+  readonly progress: number
+  readonly meta: Record<string, unknown> | undefined
+}
+
+/** The `_meta` of a progress notification (the SDK's type of what `onprogress` gets leaves it out). */
+const metaOf = (params: object): Record<string, unknown> | undefined =>
+  "_meta" in params && typeof params._meta === "object" && params._meta !== null ? Object.fromEntries(Object.entries(params._meta)) : undefined
+
+const call = (
+  client: Client,
+  name: string,
+  args: Record<string, unknown>,
+  onprogress?: (progress: Progress) => void,
+  options: { readonly timeout?: number; readonly resetTimeoutOnProgress?: boolean } = {}
+) =>
   Effect.promise(async (): Promise<CallToolResult> => {
     const result = await client.callTool(
       { name, arguments: args },
       undefined,
-      onprogress === undefined ? {} : { onprogress: ({ message, progress }) => onprogress(message ?? "", progress) }
+      {
+        ...options,
+        ...(onprogress === undefined ? {} : {
+          onprogress: (params) => onprogress({ message: params.message ?? "", progress: params.progress, meta: metaOf(params) })
+        })
+      }
     )
     return CallToolResultSchema.parse(result)
   })
@@ -201,14 +224,43 @@ describe("Foundry as an MCP server", () => {
       const root = yield* tempProject(project)
       const server = yield* startServer(root, { model })
       const { client } = yield* connect(server.url)
-      const seen: Array<{ message: string; progress: number }> = []
-      const result = yield* call(client, "support_triage", { message: "look up 42" }, (message, progress) => seen.push({ message, progress }))
-      expect(answerOf(result).output).toBe("found: order 42 has shipped")
+      const seen: Array<Progress> = []
+      const result = yield* call(client, "support_triage", { message: "look up 42" }, (progress) => seen.push(progress))
+      const answer = answerOf(result)
+      expect(answer.output).toBe("found: order 42 has shipped")
+      // The first names the run, so that a caller that gives up knows which to cancel; each carries its ids.
+      expect(seen[0]?.message).toBe(`queued: run ${answer.runId} in conversation ${answer.conversation} (instance default)`)
+      for (const { meta } of seen) {
+        expect(meta).toMatchObject({ "foundry/runId": answer.runId, "foundry/conversation": answer.conversation, "foundry/instance": "default" })
+      }
       expect(seen.map((p) => p.message)).toEqual(expect.arrayContaining(["model turn 1", "calling lookup", "lookup answered", "model turn 2"]))
       expect(seen.map((p) => p.message).indexOf("calling lookup")).toBeLessThan(seen.map((p) => p.message).indexOf("model turn 2"))
       const progress = seen.map((p) => p.progress)
       expect(progress).toEqual([...progress].sort((a, b) => a - b))
       expect(new Set(progress).size).toBe(progress.length)
+    }))
+
+  it.scopedLive("while a step takes long, the last step is reported again at the SSE heartbeat's pace: a caller's timeout reset by progress does not fire", () =>
+    Effect.gen(function*() {
+      const root = yield* tempProject({
+        ...project,
+        "foundry.config.ts": `import { defineConfig } from "foundry"\n\nexport default defineConfig({ server: { sseHeartbeat: "300 millis" } })\n`
+      })
+      const server = yield* startServer(root, { model })
+      const { client } = yield* connect(server.url)
+      const seen: Array<Progress> = []
+      // The model's turn takes 2 seconds, twice the caller's timeout.
+      const result = yield* call(client, "support_triage", { message: "slower" }, (progress) => seen.push(progress), {
+        timeout: 1_000,
+        resetTimeoutOnProgress: true
+      })
+      expect(answerOf(result).output).toBe("at last")
+      const heartbeats = seen.filter((p) => p.message === "still running: model turn 1")
+      expect(heartbeats.length).toBeGreaterThanOrEqual(3)
+
+      // A caller that asked for no progress gets none, and its call is answered as before.
+      const quiet = yield* call(client, "support_triage", { message: "hello" })
+      expect(answerOf(quiet).output).toBe("turn 1: hello")
     }))
 
   it.scopedLive("failures are tool errors the caller can read", () =>

@@ -1,7 +1,9 @@
 /**
  * The current build's agents as MCP tools. Listing reads the build at the time of the request (a
  * reload changes it); calling a tool submits a durable run through the Dispatcher, reports its
- * steps as progress, and answers with the run's output and the ids that continue its conversation.
+ * steps as progress (the first naming the run, so that a caller that gives up knows which to
+ * cancel, and a heartbeat while a step takes long, so that a caller's timeout reset by progress
+ * does not fire), and answers with the run's output and the ids that continue its conversation.
  */
 import type { CallToolResult, Tool } from "@modelcontextprotocol/sdk/types.js"
 import { Context, Effect, JSONSchema, Layer, Schema } from "effect"
@@ -50,15 +52,21 @@ export class UnknownTool extends Schema.TaggedError<UnknownTool>()("UnknownTool"
   message: Schema.String
 }) {}
 
-/** Reports one step of a call to the caller. */
-export type ProgressReporter = (message: string) => Effect.Effect<void>
+/** The ids of the run a call follows: what a caller needs to cancel it or continue its conversation. */
+export type RunIds = Pick<typeof AgentToolOutput.Type, "runId" | "conversation" | "instance">
+
+/** Reports one step of a call's run to the caller. */
+export type ProgressReporter = (message: string, run: RunIds) => Effect.Effect<void>
 
 /** The agents as tools. */
 export class AgentTools extends Context.Tag("foundry/mcp/AgentTools")<AgentTools, {
   /** One tool per agent of the current build, ordered by agent id. */
   readonly list: Effect.Effect<ReadonlyArray<Tool>>
-  /** Runs the agent behind tool `name` with `args` and answers when the run ends or waits on a person. */
-  readonly call: (name: string, args: unknown, progress: ProgressReporter) => Effect.Effect<CallToolResult, UnknownTool>
+  /**
+   * Runs the agent behind tool `name` with `args` and answers when the run ends or waits on a
+   * person; its steps go to `progress` when the caller asked for them.
+   */
+  readonly call: (name: string, args: unknown, progress: ProgressReporter | undefined) => Effect.Effect<CallToolResult, UnknownTool>
 }>() {}
 
 /** A Schema as the JSON Schema of an MCP tool's input or output (always an object). */
@@ -73,8 +81,6 @@ const outputSchema = objectSchema(AgentToolOutput)
 /** What a step of a run says to a caller following it; `undefined` for steps not worth a message. */
 const progressOf = (event: FoundryEvent): string | undefined => {
   switch (event.type) {
-    case "run.queued":
-      return "queued"
     case "run.started":
       return "started"
     case "run.resumed":
@@ -100,9 +106,11 @@ const continuation = (run: RunRecord) =>
 
 const failure = (text: string): CallToolResult => ({ content: [{ type: "text", text }], isError: true })
 
+const idsOf = (run: RunRecord): RunIds => ({ conversation: run.conversationId, instance: run.instanceId, runId: run.id })
+
 const resultOf = (outcome: RunOutcome): CallToolResult => {
   const { run } = outcome
-  const ids = { conversation: run.conversationId, instance: run.instanceId, runId: run.id }
+  const ids = idsOf(run)
   if (outcome._tag === "AwaitingApproval") {
     const { approval } = outcome
     const text = `The run is waiting for a person to approve the tool "${approval.tool}" (approval ${approval.id}, ` +
@@ -146,7 +154,27 @@ export const layer = Layer.effect(
       }))
     })
 
-    const call = Effect.fn("AgentTools.call")(function*(name: string, args: unknown, progress: ProgressReporter) {
+    /**
+     * Follows the run, reporting its steps; the first report names it. While the run goes on, the
+     * last step is reported again at the pace of the server's SSE heartbeat.
+     */
+    const followReporting = (run: RunRecord, progress: ProgressReporter) =>
+      Effect.gen(function*() {
+        const ids = idsOf(run)
+        let last = "queued"
+        const report = (message: string) => progress(message, ids)
+        yield* report(`queued: run ${run.id} in conversation ${run.conversationId} (instance ${run.instanceId})`)
+        const every = (yield* current.get).table.config.server.sseHeartbeat
+        yield* Effect.forkScoped(Effect.forever(Effect.zipRight(Effect.sleep(every), Effect.suspend(() => report(`still running: ${last}`)))))
+        return yield* followRun(run.id, (event) => {
+          const message = progressOf(event)
+          if (message === undefined) return Effect.void
+          last = message
+          return report(message)
+        })
+      }).pipe(Effect.scoped)
+
+    const call = Effect.fn("AgentTools.call")(function*(name: string, args: unknown, progress: ProgressReporter | undefined) {
       const app = yield* current.get
       const agent = toolNamesOf(app.agents.keys()).agentOf(name)
       if (agent === undefined) {
@@ -158,12 +186,7 @@ export const layer = Layer.effect(
         return failure(`The arguments do not match the tool's input schema:\n${formatIssues(readableIssues(decoded.left, { root: "(arguments)" }))}`)
       }
       return yield* dispatcher.submit({ agent, ...decoded.right }).pipe(
-        Effect.flatMap((run) =>
-          followRun(run.id, (event) => {
-            const message = progressOf(event)
-            return message === undefined ? Effect.void : progress(message)
-          })
-        ),
+        Effect.flatMap((run) => progress === undefined ? followRun(run.id, () => Effect.void) : followReporting(run, progress)),
         Effect.map(resultOf),
         Effect.catchTags({
           AgentNotFound: (error) => Effect.succeed(failure(error.message)),

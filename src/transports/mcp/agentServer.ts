@@ -40,16 +40,20 @@ const instructions = "Each tool is one of Foundry's agents: a call sends it one 
   "of the conversation; pass that id as `conversation` to continue the conversation. Conversations' transcripts are " +
   "resources at foundry://conversations/<conversation id>."
 
-/** Reports progress to the caller when it asked for it (by a progress token), each report counting one up. */
-const reporterFor = (extra: Extra): ProgressReporter => {
+/**
+ * Reports progress to the caller when it asked for it (by a progress token), each report counting
+ * one up and naming the run in `_meta` too, for a client that reads ids rather than words.
+ */
+const reporterFor = (extra: Extra): ProgressReporter | undefined => {
   const progressToken = extra._meta?.progressToken
-  if (progressToken === undefined) return () => Effect.void
+  if (progressToken === undefined) return undefined
   let progress = 0
-  return (message) =>
+  return (message, run) =>
     Effect.suspend(() => {
       progress++
+      const _meta = { "foundry/runId": run.runId, "foundry/conversation": run.conversation, "foundry/instance": run.instance }
       return Effect.tryPromise(() =>
-        extra.sendNotification({ method: "notifications/progress", params: { progressToken, progress, message } })
+        extra.sendNotification({ method: "notifications/progress", params: { progressToken, progress, message, _meta } })
       )
     }).pipe(Effect.ignore)
 }
