@@ -93,13 +93,24 @@ export const agentTools = (
       concurrency: "unbounded"
     })
     const all = new Map(agent.tools)
+    // Server tools by model-facing name, to name the one a later tool lost its name to.
+    const fromServers = new Map<string, string>()
     const add = (mount: McpMount, tools: ReadonlyArray<Tool>) =>
       Effect.forEach(tools, (tool) => {
         const name = mcpToolName(mount.name, tool.name)
         if (name === undefined) {
           return Effect.logWarning(`MCP server ${mount.name}: the tool ${tool.name} is left out, its name is too long for models`)
         }
-        if (!all.has(name)) all.set(name, compileMcpTool(clients, mount, tool, name))
+        const taken = all.get(name)
+        if (taken !== undefined) {
+          const holder = fromServers.get(name) ?? (agent.tools.has(name) ? `the agent's own tool ${taken.name}` : `the tool ${taken.name} its instance installed`)
+          return Effect.logWarning(
+            `MCP server ${mount.name}: the tool ${tool.name} is left out, its name for models ${name} is taken by ${holder} ` +
+              "(names differing only in characters models do not accept are the same to them)"
+          )
+        }
+        all.set(name, compileMcpTool(clients, mount, tool, name))
+        fromServers.set(name, `the tool ${tool.name} of MCP server ${mount.name}`)
         return Effect.void
       }, { discard: true })
     for (const { mount, tools } of listed) if (mount.instance === undefined) yield* add(mount, tools)
