@@ -1,7 +1,9 @@
 /**
  * One MCP server as the runtime keeps it: connected on first use, its tool list cached and marked
  * stale by `notifications/tools/list_changed`, and restarted with backoff when it goes away (its
- * process exits, its endpoint stops answering, or a call times out and a ping after it too).
+ * process exits, its endpoint stops answering, or a call times out and a ping after it too). An
+ * HTTP server that no longer knows the session (it restarted) gets a new one at once, and the
+ * call it refused is made again.
  * While it is down, its last known tools stay on offer and every call is answered with
  * `McpServerNotRunning`, so the model learns why.
  */
@@ -230,6 +232,31 @@ export const make = (mount: McpMount, policy: ConnectionPolicy) =>
         yield* wentAway(session)
       })
 
+    /**
+     * A new session in place of `stale`, which the server no longer knows; the one another call
+     * already made when it got there first. When the server cannot be reached it is down, and
+     * restarted as when it goes away.
+     */
+    const renewed = (stale: Session) =>
+      lock.withPermits(1)(Effect.gen(function*() {
+        const now = current()
+        if (now._tag === "Down") return yield* new McpServerNotRunning({ server: mount.name, reason: now.reason })
+        if (now._tag === "Live" && now.session !== stale) return now.session
+        // Gone, so that closing it sends no DELETE for a session the server has forgotten.
+        stale.gone = "the server no longer knew its session (HTTP 404)"
+        yield* close(stale)
+        const attempt = yield* Effect.either(connect)
+        if (Either.isLeft(attempt)) {
+          state = { _tag: "Down", reason: attempt.left.reason, tools: stale.tools }
+          yield* Effect.logWarning(`MCP server ${mount.name} is not running: ${attempt.left.reason}; restarting`)
+          yield* Effect.forkIn(restartLoop(stale.tools), scope)
+          return yield* new McpServerNotRunning({ server: mount.name, reason: attempt.left.reason })
+        }
+        state = { _tag: "Live", session: attempt.right }
+        yield* Effect.logInfo(`MCP server ${mount.name}: a new session, the server no longer knew the one before (HTTP 404)`)
+        return attempt.right
+      }))
+
     /** A failed call: the server gone, the call timed out, or the server refused it. */
     const failedCall = (session: Session, tool: string, error: unknown) =>
       Effect.gen(function*() {
@@ -250,12 +277,24 @@ export const make = (mount: McpMount, policy: ConnectionPolicy) =>
         return yield* new McpServerNotRunning({ server: mount.name, reason: session.gone })
       })
 
+    const callOn = (session: Session, tool: string, args: Readonly<Record<string, unknown>>) =>
+      Effect.tryPromise((signal) =>
+        session.client.callTool({ name: tool, arguments: { ...args } }, undefined, { signal, timeout: timeoutMillis })
+      ).pipe(Effect.mapError((error) => error.error))
+
     const call = (tool: string, args: Readonly<Record<string, unknown>>) =>
       Effect.gen(function*() {
+        const { StreamableHTTPError } = yield* loadMcpClientSdk
         const session = yield* live
-        const result = yield* Effect.tryPromise((signal) =>
-          session.client.callTool({ name: tool, arguments: { ...args } }, undefined, { signal, timeout: timeoutMillis })
-        ).pipe(Effect.catchAll((error) => failedCall(session, tool, error.error)))
+        const result = yield* callOn(session, tool, args).pipe(
+          Effect.catchAll((error) =>
+            // A 404 to the session: the server restarted (or ended it) and ran nothing of the
+            // call, which is made again, once, in a new session.
+            error instanceof StreamableHTTPError && error.code === 404 && session.gone === undefined
+              ? Effect.flatMap(renewed(session), (fresh) => callOn(fresh, tool, args).pipe(Effect.catchAll((again) => failedCall(fresh, tool, again))))
+              : failedCall(session, tool, error)
+          )
+        )
         const { isError, text } = toolResultText(result)
         if (isError) return yield* new McpToolFailed({ server: mount.name, tool, reason: text === "" ? "the server reported an error" : hide(text) })
         yield* backoff.reset

@@ -12,6 +12,7 @@ import { Effect } from "effect"
 import { http, startServer, waitForRun } from "../support/server.js"
 import { tempProject } from "../support/tempProject.js"
 import { startHttpServer } from "./fixtures/httpServer.js"
+import { startSessionHttpServer } from "./fixtures/sessionHttpServer.js"
 import { authVariable, mcpProject, steppedModel, steps } from "./mcpProject.js"
 
 interface Created {
@@ -153,6 +154,24 @@ describe("MCP client", () => {
         Effect.flatMap(submit(url, weather, first.conversationId), (run) => waitForRun(url, run.runId)),
         (run) => run.output === "done: sunny in Bergen"
       )
+    }))
+
+  it.scopedLive("a Streamable HTTP server restarted between calls (its session unknown to it, 404): the next call opens a new session and is answered", () =>
+    Effect.gen(function*() {
+      const web = yield* startSessionHttpServer
+      process.env[authVariable] = `Bearer ${token}`
+      yield* Effect.addFinalizer(() => Effect.sync(() => delete process.env[authVariable]))
+      const root = yield* tempProject(mcpProject({ log: newLog(), httpUrl: web.url }))
+      const server = yield* startServer(root, { model: steppedModel().model })
+      const weather = steps([{ name: "web__weather", arguments: { city: "Bergen" } }])
+      const first = yield* submit(server.url, weather)
+      expect(yield* waitForRun(server.url, first.runId)).toMatchObject({ output: "done: sunny in Bergen" })
+      expect(web.sessionsOpened()).toBe(1)
+
+      yield* web.forgetSessions
+      const second = yield* submit(server.url, steps([{ name: "web__weather", arguments: { city: "Oslo" } }]), first.conversationId)
+      expect(yield* waitForRun(server.url, second.runId)).toMatchObject({ status: "completed", output: "done: sunny in Oslo" })
+      expect(web.sessionsOpened()).toBe(2)
     }))
 
   it.scopedLive("permission rules match MCP tools by their model-facing names; a run resumed after an approval does not call its recorded MCP calls again", () =>
