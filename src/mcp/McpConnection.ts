@@ -29,6 +29,10 @@ interface Session {
   tools: ReadonlyArray<Tool>
   /** A `list_changed` arrived: list again before the tools are next offered. */
   stale: boolean
+  /** Calls under way. */
+  calls: number
+  /** A ping is checking whether the server still answers. */
+  checking: boolean
   /** The end of the server's stderr, for the log when it goes away. */
   readonly stderr: () => string
   /** Ends the session on the server's side (see `OpenedTransport.end`). */
@@ -100,6 +104,8 @@ export interface ConnectionPolicy {
 export const make = (mount: McpMount, policy: ConnectionPolicy) =>
   Effect.gen(function*() {
     const scope = yield* Effect.scope
+    // Made in the pool's uninterruptible acquisition, whose flags it keeps: what runs on it, and
+    // what that forks, is made interruptible, or a restart loop would hold up closing the pool.
     const runtime = yield* Effect.runtime<never>()
     const lock = yield* Effect.makeSemaphore(1)
     const backoff = yield* Schedule.driver(policy.restart)
@@ -128,7 +134,17 @@ export const make = (mount: McpMount, policy: ConnectionPolicy) =>
       const sdk = yield* loadMcpClientSdk
       const opened = yield* openTransport(mount, sdk)
       const client = new sdk.Client(clientInfo, { capabilities: {} })
-      const session: Session = { client, gone: undefined, closing: false, tools: [], stale: false, stderr: opened.stderr, end: opened.end }
+      const session: Session = {
+        client,
+        gone: undefined,
+        closing: false,
+        tools: [],
+        stale: false,
+        calls: 0,
+        checking: false,
+        stderr: opened.stderr,
+        end: opened.end
+      }
       client.setNotificationHandler(sdk.ToolListChangedNotificationSchema, () => {
         session.stale = true
       })
@@ -137,7 +153,15 @@ export const make = (mount: McpMount, policy: ConnectionPolicy) =>
         if (session.closing || session.gone !== undefined) return
         // Set before the SDK fails the calls in flight, so that they report why.
         session.gone = closedReason
-        Runtime.runFork(runtime)(wentAway(session))
+        Runtime.runFork(runtime)(Effect.interruptible(wentAway(session)))
+      }
+      // Over HTTP, a server that dies closes nothing: the response stream of a call under way
+      // breaks, and the transport only reports an error, which a healthy server's hiccup or
+      // an unexpected message also causes. A ping tells a dead server apart at once, rather
+      // than the call waiting out its timeout.
+      client.onerror = (error) => {
+        if (isStdio(mount.spec) || session.calls === 0 || session.checking) return
+        Runtime.runFork(runtime)(Effect.interruptible(stillAnswering(session, `the connection failed during a call: ${hide(messageOf(error))}`)))
       }
       yield* Effect.tryPromise({
         try: () => client.connect(opened.transport, { timeout: connectMillis }),
@@ -163,7 +187,7 @@ export const make = (mount: McpMount, policy: ConnectionPolicy) =>
         yield* Effect.logWarning(
           `MCP server ${mount.name} is not running: ${reason}; restarting${stderr === "" ? "" : ` (its last stderr line: ${stderr})`}`
         )
-        yield* Effect.forkIn(restartLoop(session.tools), scope)
+        yield* Effect.forkIn(Effect.interruptible(restartLoop(session.tools)), scope)
       }))
 
     const restartLoop = (tools: ReadonlyArray<Tool>): Effect.Effect<void> =>
@@ -217,17 +241,21 @@ export const make = (mount: McpMount, policy: ConnectionPolicy) =>
     })
 
     /**
-     * After a call timed out: a slow tool, or a server that stopped answering anything (a process
-     * stuck in a loop)? A ping tells them apart, and a server that does not answer it is restarted.
+     * After a call timed out (`why`): a slow tool, or a server that stopped answering anything (a
+     * process stuck in a loop)? After the connection failed during a call: a hiccup, or a server
+     * that died? A ping tells them apart, and a server that does not answer it is restarted.
      */
-    const stillAnswering = (session: Session, tool: string) =>
+    const stillAnswering = (session: Session, why: string) =>
       Effect.gen(function*() {
+        if (session.checking || session.closing || session.gone !== undefined) return
+        session.checking = true
         const answers = yield* Effect.tryPromise((signal) => session.client.ping({ signal, timeout: Math.min(timeoutMillis, pingMillis) })).pipe(
           Effect.as(true),
           Effect.orElseSucceed(() => false)
         )
+        session.checking = false
         if (answers || session.gone !== undefined) return
-        session.gone = `it stopped answering (a call to ${tool} timed out after ${durationText(timeout)}, and a ping after it)`
+        session.gone = `it stopped answering (${why}, and a ping after it)`
         yield* close(session)
         yield* wentAway(session)
       })
@@ -249,7 +277,7 @@ export const make = (mount: McpMount, policy: ConnectionPolicy) =>
         if (Either.isLeft(attempt)) {
           state = { _tag: "Down", reason: attempt.left.reason, tools: stale.tools }
           yield* Effect.logWarning(`MCP server ${mount.name} is not running: ${attempt.left.reason}; restarting`)
-          yield* Effect.forkIn(restartLoop(stale.tools), scope)
+          yield* Effect.forkIn(Effect.interruptible(restartLoop(stale.tools)), scope)
           return yield* new McpServerNotRunning({ server: mount.name, reason: attempt.left.reason })
         }
         state = { _tag: "Live", session: attempt.right }
@@ -263,7 +291,7 @@ export const make = (mount: McpMount, policy: ConnectionPolicy) =>
         if (session.gone !== undefined) return yield* new McpServerNotRunning({ server: mount.name, reason: session.gone })
         const { ErrorCode, McpError } = yield* loadMcpClientSdk
         if (error instanceof McpError && error.code === ErrorCode.RequestTimeout) {
-          yield* Effect.forkIn(stillAnswering(session, tool), scope)
+          yield* Effect.forkIn(stillAnswering(session, `a call to ${tool} timed out after ${durationText(timeout)}`), scope)
           return yield* new McpCallTimedOut({ server: mount.name, tool, timeout: durationText(timeout) })
         }
         if (error instanceof McpError && error.code !== ErrorCode.ConnectionClosed) {
@@ -278,9 +306,14 @@ export const make = (mount: McpMount, policy: ConnectionPolicy) =>
       })
 
     const callOn = (session: Session, tool: string, args: Readonly<Record<string, unknown>>) =>
-      Effect.tryPromise((signal) =>
-        session.client.callTool({ name: tool, arguments: { ...args } }, undefined, { signal, timeout: timeoutMillis })
-      ).pipe(Effect.mapError((error) => error.error))
+      Effect.acquireUseRelease(
+        Effect.sync(() => session.calls++),
+        () =>
+          Effect.tryPromise((signal) =>
+            session.client.callTool({ name: tool, arguments: { ...args } }, undefined, { signal, timeout: timeoutMillis })
+          ).pipe(Effect.mapError((error) => error.error)),
+        () => Effect.sync(() => session.calls--)
+      )
 
     const call = (tool: string, args: Readonly<Record<string, unknown>>) =>
       Effect.gen(function*() {

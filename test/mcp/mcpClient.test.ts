@@ -156,6 +156,21 @@ describe("MCP client", () => {
       )
     }))
 
+  it.scopedLive("a Streamable HTTP server that dies during a call: the call fails at once as not running, not after its timeout", () =>
+    Effect.gen(function*() {
+      const { url, web } = yield* setup()
+      const run = yield* submit(url, steps([{ name: "web__slow", arguments: { ms: 30_000 } }]))
+      yield* eventually("the slow call started", eventsOf(url, run.runId), (events) =>
+        events.some((e) => e.type === "tool.call.started" && e.data.tool === "web__slow"))
+      yield* Effect.sleep("200 millis")
+      const died = Date.now()
+      yield* web.stop
+      // 400 polls 25 ms apart: 10 seconds, well within the call's 60 seconds.
+      const ended = yield* waitForRun(url, run.runId)
+      expect(ended.output).toMatch(/^done: Error: web__slow failed: McpServerNotRunning: MCP server web is not running: .+; restarting$/)
+      expect(Date.now() - died).toBeLessThan(5_000)
+    }))
+
   it.scopedLive("a Streamable HTTP server restarted between calls (its session unknown to it, 404): the next call opens a new session and is answered", () =>
     Effect.gen(function*() {
       const web = yield* startSessionHttpServer
