@@ -1,7 +1,10 @@
 /**
  * One MCP server as the runtime keeps it: connected on first use, its tool list cached and marked
  * stale by `notifications/tools/list_changed`, and restarted with backoff when it goes away (its
- * process exits, its endpoint stops answering, or a call times out and a ping after it too). An
+ * process exits, its endpoint stops answering, or a call times out and a ping after it too). Over
+ * HTTP a `list_changed` travels apart from a call's answer and may come after the next turn, or
+ * never (a server without a GET stream): a server that announces changes is listed again after
+ * each turn that called it. An
  * HTTP server that no longer knows the session (it restarted) gets a new one at once, and the
  * call it refused is made again.
  * While it is down, its last known tools stay on offer and every call is answered with
@@ -29,6 +32,8 @@ interface Session {
   tools: ReadonlyArray<Tool>
   /** A `list_changed` arrived: list again before the tools are next offered. */
   stale: boolean
+  /** Its tools are listed again after a call: an HTTP server that announces changes to them. */
+  readonly relistAfterCalls: () => boolean
   /** Calls under way. */
   calls: number
   /** A ping is checking whether the server still answers. */
@@ -140,6 +145,7 @@ export const make = (mount: McpMount, policy: ConnectionPolicy) =>
         closing: false,
         tools: [],
         stale: false,
+        relistAfterCalls: () => !isStdio(mount.spec) && client.getServerCapabilities()?.tools?.listChanged === true,
         calls: 0,
         checking: false,
         stderr: opened.stderr,
@@ -311,7 +317,12 @@ export const make = (mount: McpMount, policy: ConnectionPolicy) =>
         () =>
           Effect.tryPromise((signal) =>
             session.client.callTool({ name: tool, arguments: { ...args } }, undefined, { signal, timeout: timeoutMillis })
-          ).pipe(Effect.mapError((error) => error.error)),
+          ).pipe(
+            Effect.mapError((error) => error.error),
+            Effect.tap(() => Effect.sync(() => {
+              if (session.relistAfterCalls()) session.stale = true
+            }))
+          ),
         () => Effect.sync(() => session.calls--)
       )
 

@@ -173,7 +173,7 @@ describe("MCP client", () => {
 
   it.scopedLive("a Streamable HTTP server restarted between calls (its session unknown to it, 404): the next call opens a new session and is answered", () =>
     Effect.gen(function*() {
-      const web = yield* startSessionHttpServer
+      const web = yield* startSessionHttpServer()
       process.env[authVariable] = `Bearer ${token}`
       yield* Effect.addFinalizer(() => Effect.sync(() => delete process.env[authVariable]))
       const root = yield* tempProject(mcpProject({ log: newLog(), httpUrl: web.url }))
@@ -225,6 +225,22 @@ describe("MCP client", () => {
       const namesOn = (turn: number) => offered.find((o) => o.turn === turn)?.tools.map((tool) => tool.name) ?? []
       expect(namesOn(0)).not.toContain("files__greet")
       expect(namesOn(1)).toContain("files__greet")
+    }))
+
+  it.scopedLive("list_changed over HTTP: a tool the server adds during a call is offered on the next turn, its notification on another stream or none", () =>
+    Effect.gen(function*() {
+      // No GET stream: the server's notification is lost, and only listing again finds the tool.
+      const web = yield* startSessionHttpServer({ standaloneStream: false })
+      process.env[authVariable] = `Bearer ${token}`
+      yield* Effect.addFinalizer(() => Effect.sync(() => delete process.env[authVariable]))
+      const root = yield* tempProject(mcpProject({ log: newLog(), httpUrl: web.url }))
+      const { model, offered } = steppedModel()
+      const server = yield* startServer(root, { model })
+      const run = yield* submit(server.url, steps([{ name: "web__add_tool", arguments: { name: "greet" } }], [{ name: "web__greet", arguments: {} }]))
+      expect(yield* waitForRun(server.url, run.runId)).toMatchObject({ status: "completed", output: "done: added greet | hello from greet" })
+      const namesOn = (turn: number) => offered.find((o) => o.turn === turn)?.tools.map((tool) => tool.name) ?? []
+      expect(namesOn(0)).not.toContain("web__greet")
+      expect(namesOn(1)).toContain("web__greet")
     }))
 
   it.scopedLive("a stdio server that stops answering anything (a call times out, and a ping after it) is restarted", () =>
