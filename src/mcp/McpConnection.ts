@@ -4,11 +4,9 @@
  * process exits, its endpoint stops answering, or a call times out and a ping after it too). Over
  * HTTP a `list_changed` travels apart from a call's answer and may come after the next turn, or
  * never (a server without a GET stream): a server that announces changes is listed again after
- * each turn that called it. An
- * HTTP server that no longer knows the session (it restarted) gets a new one at once, and the
- * call it refused is made again.
- * While it is down, its last known tools stay on offer and every call is answered with
- * `McpServerNotRunning`, so the model learns why.
+ * each turn that called it. An HTTP server that no longer knows the session (it restarted) gets a
+ * new one at once, and the call it refused is made again. While it is down, its last known tools
+ * stay on offer and every call is answered with `McpServerNotRunning`, so the model learns why.
  */
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import type { Tool } from "@modelcontextprotocol/sdk/types.js"
@@ -257,9 +255,11 @@ export const make = (mount: McpMount, policy: ConnectionPolicy) =>
         session.checking = true
         const answers = yield* Effect.tryPromise((signal) => session.client.ping({ signal, timeout: Math.min(timeoutMillis, pingMillis) })).pipe(
           Effect.as(true),
-          Effect.orElseSucceed(() => false)
+          Effect.orElseSucceed(() => false),
+          Effect.ensuring(Effect.sync(() => {
+            session.checking = false
+          }))
         )
-        session.checking = false
         if (answers || session.gone !== undefined) return
         session.gone = `it stopped answering (${why}, and a ping after it)`
         yield* close(session)
