@@ -15,7 +15,7 @@ import { noSuch } from "../text/closest.js"
 export interface RunRequest {
   readonly agent: string
   readonly message: string
-  /** The instance; `default` when absent (created on first use). */
+  /** The instance; when absent, the conversation's when one is given, else `default` (created on first use). */
   readonly instance?: string | undefined
   /** An existing conversation of that instance; a new one when absent. */
   readonly conversation?: string | undefined
