@@ -41,14 +41,8 @@ const describeFailure = (cause: Cause.Cause<unknown>): string => {
 }
 
 /** A failure that is no error (`Effect.fail({ code: 42 })`, `throw "no"`) as the model can read it: as JSON, not "[object Object]". */
-const valueText = (value: unknown): string => {
-  if (typeof value !== "object" || value === null) return String(value)
-  try {
-    return JSON.stringify(value) ?? String(value)
-  } catch {
-    return String(value)
-  }
-}
+const valueText = (value: unknown): string =>
+  typeof value !== "object" || value === null ? String(value) : Either.getOrElse(contentOf(value), () => String(value))
 
 /** A call whose arguments decoded: ready to run (or to ask a person about). */
 export interface DecodedCall {
