@@ -41,6 +41,7 @@ import * as Instances from "../instances/Instances.js"
 import * as Environments from "../environments/Environments.js"
 import * as ScriptRunner from "../environments/script/ScriptRunner.js"
 import * as SecretBox from "../instances/SecretBox.js"
+import { secretKeyCheck } from "../instances/secretKeyCheck.js"
 import { OtlpExportLive } from "../events/OtlpExport.js"
 import type { ModelResolver } from "../models/Model.js"
 import { ModelResolverLive } from "../models/ModelResolverLive.js"
@@ -161,6 +162,7 @@ export const runtimeLayer = (app: CompiledApp, options: RuntimeOptions = {}) =>
       // Scripts reach the agent's MCP servers through the same connections its runs use.
       Layer.provideMerge(McpClients.layer(options.mcp))
     )),
+    Layer.provideMerge(secretKeyCheck),
     Layer.provideMerge(SecretBox.layer(app.table.root, { shared: options.storeFile === undefined && !("sqlite" in app.table.config.store) })),
     // Events carry the release of the run they belong to, else of the build serving when they happen.
     Layer.provideMerge(Layer.unwrapEffect(Effect.map(CurrentApp.CurrentApp, (current) =>

@@ -84,6 +84,8 @@ export class InstanceStorage extends Context.Tag("foundry/InstanceStorage")<Inst
   readonly uninstall: (ref: InstanceRef, kind: CapabilityKind, capability: string) => Effect.Effect<boolean, StoreError>
   /** The active instances of `agent` that have the capability installed. */
   readonly withInstallation: (agent: string, kind: CapabilityKind, capability: string) => Effect.Effect<ReadonlyArray<InstanceRecord>, StoreError>
+  /** The installation whose secrets were sealed last: a process checks its key against them as it starts. */
+  readonly latestSealed: Effect.Effect<Option.Option<InstallationRecord>, StoreError>
 }>() {}
 
 const decodeContext = Schema.decodeUnknownOption(InstanceRecord.fields.context)
@@ -129,6 +131,11 @@ export const layer = Layer.effect(
       execute: ({ agent, capability, kind }) =>
         sql`SELECT i.* FROM foundry_instances i JOIN foundry_installations n ON n.agent = i.agent AND n.instance_id = i.id
           WHERE i.agent = ${agent} AND n.kind = ${kind} AND n.capability = ${capability} AND i.status = 'active' ORDER BY i.id`
+    })
+    const latestSealed = SqlSchema.findOne({
+      Request: Schema.Void,
+      Result: InstallationRecord,
+      execute: () => sql`SELECT * FROM foundry_installations WHERE secrets IS NOT NULL ORDER BY updated_at DESC LIMIT 1`
     })
     const decodePage = Schema.decodeUnknown(Schema.Array(Schema.Struct({
       instance: InstanceRecord,
@@ -256,7 +263,8 @@ export const layer = Layer.effect(
           if (removed.length > 0) yield* touch(ref, now)
           return removed.length > 0
         }).pipe(sql.withTransaction, failAs("uninstall")),
-      withInstallation: (agent, kind, capability) => withInstallation({ agent, kind, capability }).pipe(failAs("instancesWithInstallation"))
+      withInstallation: (agent, kind, capability) => withInstallation({ agent, kind, capability }).pipe(failAs("instancesWithInstallation")),
+      latestSealed: latestSealed(undefined).pipe(failAs("latestSealedInstallation"))
     })
   })
 )
