@@ -254,25 +254,6 @@ export const onEvent = (listener: Listener): (() => void) => {
   return () => listeners.delete(listener)
 }
 
-/**
- * Redraws a page when an event it shows arrives, at most once per `delay` ms: a burst of events (a
- * run's steps) makes one redraw. Returns what stops it.
- */
-export const redrawOn = (shows: (event: FoundryEvent) => boolean, draw: () => void, delay = 150): (() => void) => {
-  let pending: ReturnType<typeof setTimeout> | undefined
-  const unsubscribe = onEvent((event) => {
-    if (pending !== undefined || !shows(event)) return
-    pending = setTimeout(() => {
-      pending = undefined
-      draw()
-    }, delay)
-  })
-  return () => {
-    clearTimeout(pending)
-    unsubscribe()
-  }
-}
-
 // Refused streams in a row: each waits twice as long before the next try (a 429 would otherwise
 // be answered by a stream a second, and the rate limit never left).
 let refusals = 0

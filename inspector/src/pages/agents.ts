@@ -4,21 +4,26 @@
  * environment, and, live, its runs, tokens and cost per day (SVG charts), latency percentiles,
  * first instances and recent runs.
  */
-import { api, redrawOn, type RunView } from "../api.js"
-import { counted, duration, h, json, link, replace } from "../dom.js"
+import { api, type RouteView, type RunView } from "../api.js"
+import { type Child, counted, duration, h, json, link, replace } from "../dom.js"
+import { liveDraw } from "../liveDraw.js"
 import { barChart, dollars, percentile, usageLine } from "../usage.js"
 import { instanceHref, instanceStatus, runStatus } from "../records.js"
 
 /** The agents page. */
 export const agentsPage = (root: HTMLElement) => {
   const table = h("tbody")
-  replace(root, h("h1", {}, "Agents"),
+  const problem = h("p", { class: "error-line", "data-testid": "page-problem" })
+  replace(root, h("h1", {}, "Agents"), problem,
     h("table", { class: "table" }, h("thead", {}, h("tr", {}, ["kind", "id", "file", ""].map((c) => h("th", {}, c)))), table))
-  void api.routes().then(({ routes }) =>
+  // No event changes the route table: drawn once, and again only until it could be read.
+  const draw = async (): Promise<void> => {
+    const { routes } = await api.routes()
     table.replaceChildren(...routes.map((r) =>
       h("tr", {}, h("td", {}, r.kind), h("td", {}, r.kind === "agent" ? link(`/agents/${r.id}`, r.id) : r.id),
-        h("td", { class: "muted" }, r.file), h("td", { class: "muted" }, r.description ?? r.webhook ?? "")))))
-  return () => {}
+        h("td", { class: "muted" }, r.file), h("td", { class: "muted" }, r.description ?? r.webhook ?? ""))))
+  }
+  return liveDraw(draw, { problem }).stop
 }
 
 /** Milliseconds from start to end of the completed runs. */
@@ -56,36 +61,45 @@ const activity = async (id: string) => {
   ]
 }
 
+/** What an agent is, drawn once: its model, tools, schedules, playbooks and environment. */
+const description = (agent: RouteView, routes: ReadonlyArray<RouteView>): ReadonlyArray<Child | ReadonlyArray<Child>> => {
+  const tools = routes.filter((r) => r.kind === "tool" && (agent.tools ?? []).includes(r.id))
+  return [
+    h("h1", {}, agent.id),
+    h("p", {}, agent.description ?? "", h("span", { class: "muted" }, ` · ${agent.file} · model ${agent.model ?? ""}`),
+      agent.runsOn === undefined ? null
+        : h("span", { class: "warn-line", "data-testid": "agent-runs-on" }, ` · runs on ${agent.runsOn.model}: ${agent.runsOn.reason}`)),
+    h("h2", {}, "Tools"),
+    tools.length === 0 ? h("p", { class: "muted" }, "No tools.") : tools.map((t) =>
+      h("details", { class: "card" }, h("summary", {}, h("b", {}, t.id), " ", t.description ?? "",
+        (t.requires ?? []).length === 0 ? null : h("span", { class: "muted" }, ` · requires ${(t.requires ?? []).join(", ")}`),
+        t.approval === undefined ? null
+          : h("span", { class: "warn-line" }, t.approval === "always" ? " · asks for approval" : " · asks for approval by input")),
+        h("pre", {}, json(t.input)))),
+    h("h2", {}, "Schedules and playbooks"),
+    h("ul", { class: "list" },
+      (agent.schedules ?? []).map((s) => h("li", {}, "schedule ", link("/schedules", s))),
+      (agent.playbooks ?? []).map((p) => h("li", {}, "playbook ", link("/playbooks", p)))),
+    agent.environment === undefined ? null : h("p", {}, "Environment: ", agent.environment)
+  ]
+}
+
 /** One agent's page: what it is drawn once, what its runs change redrawn as they happen. */
 export const agentPage = (root: HTMLElement, [id = ""]: ReadonlyArray<string>) => {
   const live = h("div", { "data-testid": "agent-activity" })
-  const draw = () => void activity(id).then((parts) => replace(live, parts))
-  void api.routes().then(({ routes }) => {
-    const agent = routes.find((r) => r.kind === "agent" && r.id === id)
-    if (agent === undefined) {
-      replace(root, h("h1", {}, "No such agent"), h("p", {}, id))
-      return
+  const problem = h("p", { class: "error-line", "data-testid": "page-problem" })
+  replace(root, h("h1", {}, id), problem)
+  // The route table is read until the agent is found in it (or found missing); then only its activity.
+  let found: "not yet" | "agent" | "no such agent" = "not yet"
+  const draw = async (): Promise<void> => {
+    if (found === "not yet") {
+      const { routes } = await api.routes()
+      const agent = routes.find((r) => r.kind === "agent" && r.id === id)
+      found = agent === undefined ? "no such agent" : "agent"
+      if (agent === undefined) replace(root, h("h1", {}, "No such agent"), h("p", {}, id))
+      else replace(root, ...description(agent, routes), problem, live)
     }
-    const tools = routes.filter((r) => r.kind === "tool" && (agent.tools ?? []).includes(r.id))
-    replace(root,
-      h("h1", {}, agent.id),
-      h("p", {}, agent.description ?? "", h("span", { class: "muted" }, ` · ${agent.file} · model ${agent.model ?? ""}`),
-        agent.runsOn === undefined ? null
-          : h("span", { class: "warn-line", "data-testid": "agent-runs-on" }, ` · runs on ${agent.runsOn.model}: ${agent.runsOn.reason}`)),
-      h("h2", {}, "Tools"),
-      tools.length === 0 ? h("p", { class: "muted" }, "No tools.") : tools.map((t) =>
-        h("details", { class: "card" }, h("summary", {}, h("b", {}, t.id), " ", t.description ?? "",
-          (t.requires ?? []).length === 0 ? null : h("span", { class: "muted" }, ` · requires ${(t.requires ?? []).join(", ")}`),
-          t.approval === undefined ? null
-            : h("span", { class: "warn-line" }, t.approval === "always" ? " · asks for approval" : " · asks for approval by input")),
-          h("pre", {}, json(t.input)))),
-      h("h2", {}, "Schedules and playbooks"),
-      h("ul", { class: "list" },
-        (agent.schedules ?? []).map((s) => h("li", {}, "schedule ", link("/schedules", s))),
-        (agent.playbooks ?? []).map((p) => h("li", {}, "playbook ", link("/playbooks", p)))),
-      agent.environment === undefined ? null : h("p", {}, "Environment: ", agent.environment),
-      live)
-    draw()
-  })
-  return redrawOn((event) => event.agent === id && event.type.startsWith("run."), draw, 300)
+    if (found === "agent") replace(live, await activity(id))
+  }
+  return liveDraw(draw, { problem, shows: (event) => event.agent === id && event.type.startsWith("run."), delay: 300 }).stop
 }

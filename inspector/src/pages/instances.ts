@@ -3,8 +3,9 @@
  * context, installations (secrets shown only as redacted), status with pause, resume and archive,
  * conversations, schedules, environment and usage.
  */
-import { ApiError, api, type InstallationView, type InstanceRef, type InstanceSummary, type InstanceView, onEvent, redrawOn } from "../api.js"
+import { ApiError, api, type InstallationView, type InstanceRef, type InstanceSummary, type InstanceView, onEvent } from "../api.js"
 import { type Child, clock, counted, errorText, h, json, link, replace } from "../dom.js"
+import { liveDraw } from "../liveDraw.js"
 import { barChart, dollars, usageLine } from "../usage.js"
 import { instanceHref, instanceStatus, runStatus } from "../records.js"
 import { environmentBrowser } from "./environment.js"
@@ -33,10 +34,19 @@ export const instancesPage = (root: HTMLElement) => {
       h("option", { value: s, ...(params.get("status") === s ? { selected: true } : {}) }, s === "" ? "any status" : s)))
   const tbody = h("tbody")
   const count = h("p", { class: "muted", "data-testid": "instances-count" })
-  const problem = h("p", { class: "error-line" })
-  const more = h("button", { class: "hidden", "data-testid": "load-more", onclick: () => void load(false) }, "Load more")
+  // Why the list could not be read, until it can.
+  const unread = h("p", { class: "error-line", "data-testid": "page-problem" })
+  // Why "Load more" loaded nothing, until it does.
+  const problem = h("p", { class: "error-line", "data-testid": "load-problem" })
+  const more = h("button", { class: "hidden", "data-testid": "load-more", onclick: () => void loadMore() }, "Load more")
   let next: string | null = null
-  // Each new filter starts a generation; an answer to an older one arrives too late to show.
+  // What the list shows is read again from its first page: at first, and after the filters change.
+  let fresh = true
+  let agentsListed = false
+  // Listed instances that changed since the last draw, by `agent/id`: redrawn in place, so the
+  // list (and the reader's place in it) stays.
+  const changed = new Map<string, InstanceRef>()
+  // "Load more" after a change of filters would add a page of the old filters: each load is of one generation.
   let generation = 0
 
   const filters = () => {
@@ -46,34 +56,82 @@ export const instancesPage = (root: HTMLElement) => {
     if (status.value !== "") query.set("status", status.value)
     return query
   }
-  const load = async (fresh: boolean) => {
-    if (!fresh && next === null) return
-    const mine = fresh ? ++generation : generation
+  const showCount = () => {
+    const shown = tbody.childElementCount
+    count.textContent = next === null ? counted(shown, "instance") : `showing ${shown}; more to load`
+    more.classList.toggle("hidden", next === null)
+  }
+  const listed = (ref: InstanceRef) =>
+    [...tbody.querySelectorAll<HTMLTableRowElement>("tr[data-instance]")].find((tr) => tr.dataset.agent === ref.agent && tr.dataset.instance === ref.id)
+
+  const draw = async (): Promise<void> => {
+    // The agent filter lists the project's agents; the first page waits for it, so a filter from the URL applies.
+    if (!agentsListed) {
+      const { routes } = await api.routes()
+      const wanted = params.get("agent") ?? ""
+      const agents = routes.filter((r) => r.kind === "agent").map((r) => r.id)
+      replace(agent, h("option", { value: "" }, "any agent"),
+        [...new Set([...agents, ...(wanted === "" ? [] : [wanted])])].map((id) => h("option", { value: id, ...(id === wanted ? { selected: true } : {}) }, id)))
+      agentsListed = true
+    }
+    if (fresh) {
+      const mine = generation
+      fresh = false
+      changed.clear()
+      try {
+        const page = await api.instances(filters())
+        // The filters changed while this page was on its way: the next draw reads theirs.
+        if (mine !== generation) return
+        tbody.replaceChildren(...page.instances.map(row))
+        next = page.next
+        problem.textContent = ""
+        showCount()
+      } catch (error) {
+        fresh = true
+        throw error
+      }
+      return
+    }
+    const refs = [...changed.values()]
+    changed.clear()
+    try {
+      // One gone since (a 404) stays as it was listed: there is nothing newer to show of it.
+      const views = await Promise.all(refs.map((ref) =>
+        api.instance(ref).catch((error: unknown) => {
+          if (error instanceof ApiError && error.status === 404) return undefined
+          throw error
+        })))
+      for (const view of views) if (view !== undefined) listed({ agent: view.agent, id: view.id })?.replaceWith(row(summaryOf(view)))
+    } catch (error) {
+      for (const ref of refs) changed.set(`${ref.agent}/${ref.id}`, ref)
+      throw error
+    }
+  }
+  const loadMore = async () => {
+    if (next === null) return
+    const mine = generation
     const query = filters()
-    if (!fresh && next !== null) query.set("after", next)
+    query.set("after", next)
     more.setAttribute("disabled", "")
     try {
       const page = await api.instances(query)
       if (mine !== generation) return
-      if (fresh) tbody.replaceChildren()
       tbody.append(...page.instances.map(row))
       next = page.next
       problem.textContent = ""
-      const shown = tbody.childElementCount
-      count.textContent = next === null ? counted(shown, "instance") : `showing ${shown}; more to load`
+      showCount()
     } catch (error) {
       if (mine === generation) problem.textContent = errorText(error)
     } finally {
-      if (mine === generation) {
-        more.removeAttribute("disabled")
-        more.classList.toggle("hidden", next === null)
-      }
+      more.removeAttribute("disabled")
     }
   }
   const apply = () => {
     const query = filters()
     history.replaceState(null, "", `/instances${query.size > 0 ? `?${query}` : ""}`)
-    void load(true)
+    fresh = true
+    generation++
+    live.redraw()
   }
   let typing: ReturnType<typeof setTimeout> | undefined
   search.addEventListener("input", () => {
@@ -87,30 +145,24 @@ export const instancesPage = (root: HTMLElement) => {
     h("h1", {}, "Instances"),
     h("div", { class: "filters" }, search, agent, status),
     count,
+    unread,
     problem,
     h("table", { class: "table", "data-testid": "instances" },
       h("thead", {}, h("tr", {}, ["agent", "id", "provisioning key", "status", "installations", "updated"].map((c) => h("th", {}, c)))),
       tbody),
     h("p", {}, more))
 
-  // The agent filter lists the project's agents; the first page waits for it, so a filter from the URL applies.
-  const wanted = params.get("agent") ?? ""
-  void api.routes().then(({ routes }) => routes.filter((r) => r.kind === "agent").map((r) => r.id), () => []).then((agents) => {
-    replace(agent, h("option", { value: "" }, "any agent"),
-      [...new Set([...agents, ...(wanted === "" ? [] : [wanted])])].map((id) => h("option", { value: id, ...(id === wanted ? { selected: true } : {}) }, id)))
-    return load(true)
-  })
-
-  // A listed instance that changes is redrawn in place; the list itself (and the reader's place in it) stays.
+  const live = liveDraw(draw, { problem: unread })
   const unsubscribe = onEvent((event) => {
     if (!event.type.startsWith("instance.") || event.type === "instance.created") return
-    const listed = [...tbody.querySelectorAll<HTMLTableRowElement>("tr[data-instance]")]
-      .find((tr) => tr.dataset.agent === event.agent && tr.dataset.instance === event.instanceId)
-    if (listed === undefined) return
-    void api.instance({ agent: event.agent, id: event.instanceId }).then((view) => listed.replaceWith(row(summaryOf(view))), () => undefined)
+    const ref = { agent: event.agent, id: event.instanceId }
+    if (listed(ref) === undefined) return
+    changed.set(`${ref.agent}/${ref.id}`, ref)
+    live.redraw()
   })
   return () => {
     clearTimeout(typing)
+    live.stop()
     unsubscribe()
   }
 }
@@ -149,9 +201,12 @@ export const instancePage = (root: HTMLElement, [agent = "", id = ""]: ReadonlyA
   // The files load once, then on the browser's "Refresh": a redraw for every run event would lose the reader's place.
   let filesOpened = false
   const usage = h("div", { "data-testid": "instance-usage" })
+  // What a button could not do, or which instance an id shared by several agents' means.
   const problem = h("p", { class: "error-line", "data-testid": "instance-problem" })
+  // Why the page could not be read, until it can.
+  const unread = h("p", { class: "error-line", "data-testid": "page-problem" })
   const owners = h("ul", { class: "list", "data-testid": "instance-owners" })
-  replace(root, title, about, state, problem, owners,
+  replace(root, title, about, state, unread, problem, owners,
     h("h2", {}, "Context"), context,
     h("h2", {}, "Installations"), installations,
     h("h2", {}, "Conversations"), conversations,
@@ -161,7 +216,7 @@ export const instancePage = (root: HTMLElement, [agent = "", id = ""]: ReadonlyA
 
   const act = (change: Promise<InstanceView>) => {
     problem.textContent = ""
-    void change.then(() => draw()).catch((error: unknown) => {
+    void change.then(() => live.redraw(), (error: unknown) => {
       problem.textContent = errorText(error)
     })
   }
@@ -183,8 +238,23 @@ export const instancePage = (root: HTMLElement, [agent = "", id = ""]: ReadonlyA
             }
           }, "Archive")))
 
-  const draw = async () => {
-    const view = await api.instance(ref)
+  const draw = async (): Promise<void> => {
+    let view: InstanceView
+    try {
+      view = await api.instance(ref)
+    } catch (error) {
+      if (!(error instanceof ApiError) || (error.status !== 404 && !(error.status === 400 && agent === ""))) throw error
+      if (error.status === 404) {
+        replace(root, h("h1", {}, "No such instance"), h("p", {}, agent === "" ? id : `${agent} / ${id}`))
+        return
+      }
+      // An id that several agents' instances have: a link to each of them.
+      problem.textContent = errorText(error)
+      const { instances } = await api.instances(new URLSearchParams({ search: id, limit: "100" }))
+      replace(owners, instances.filter((instance) => instance.id === id).map((instance) =>
+        h("li", {}, link(instanceHref(instance.agent, instance.id), `${instance.agent} / ${instance.id}`))))
+      return
+    }
     ref = { agent: view.agent, id: view.id }
     const since = Date.now() - 30 * 24 * 60 * 60 * 1000
     const [{ routes }, talks, allSchedules, report] = await Promise.all([
@@ -223,23 +293,12 @@ export const instancePage = (root: HTMLElement, [agent = "", id = ""]: ReadonlyA
         barChart("tokens per day", report.rows.map((r) => ({ label: r.day ?? "", value: r.inputTokens + r.outputTokens })), (n) => n.toLocaleString()),
         barChart("cost per day", report.rows.map((r) => ({ label: r.day ?? "", value: r.costUsd })), dollars)))
   }
-  void draw().catch((error: unknown) => {
-    if (error instanceof ApiError && error.status === 404) replace(root, h("h1", {}, "No such instance"), h("p", {}, agent === "" ? id : `${agent} / ${id}`))
-    else problem.textContent = errorText(error)
-    // An id that several agents' instances have: a link to each of them.
-    if (agent === "" && error instanceof ApiError && error.status === 400) void offerOwners().catch(() => undefined)
-  })
-  const offerOwners = async () => {
-    const { instances } = await api.instances(new URLSearchParams({ search: id, limit: "100" }))
-    replace(owners, instances.filter((instance) => instance.id === id).map((instance) =>
-      h("li", {}, link(instanceHref(instance.agent, instance.id), `${instance.agent} / ${instance.id}`))))
-  }
-
-  return redrawOn(
-    (event) =>
+  const live = liveDraw(draw, {
+    problem: unread,
+    shows: (event) =>
       event.instanceId === ref.id && (ref.agent === "" || event.agent === ref.agent) &&
       (event.type.startsWith("instance.") || event.type.startsWith("run.")),
-    () => void draw().catch(() => undefined),
-    200
-  )
+    delay: 200
+  })
+  return live.stop
 }
