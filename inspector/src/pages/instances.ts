@@ -278,8 +278,10 @@ export const instancePage = (root: HTMLElement, [agent = "", id = ""]: ReadonlyA
     const mine = allSchedules.filter((s) => s.agent === view.agent && s.instance === view.id)
     replace(schedules, mine.length === 0 ? h("p", { class: "muted" }, "No schedules.") :
       h("ul", { class: "list" }, mine.map((s) =>
-        h("li", {}, link("/schedules", s.id), " ", h("code", {}, Object.entries(s.timing).map(([k, v]) => `${k} ${v}`).join(", ")),
-          h("span", { class: "muted" }, ` · ${s.status}${s.nextFire === null ? "" : ` · next ${clock(s.nextFire, "—")}`}`)))))
+        h("li", { "data-schedule": s.id }, link("/schedules", s.id), " ", h("code", {}, Object.entries(s.timing).map(([k, v]) => `${k} ${v}`).join(", ")),
+          h("span", { class: "muted" }, ` · ${s.status}${s.nextFire === null ? "" : ` · next ${clock(s.nextFire, "—")}`}`),
+          // A done timer (or schedule) says why it fires no more, as the API gives it.
+          s.reason === null ? null : h("span", { class: "muted", "data-testid": "schedule-reason" }, `: ${s.reason}`)))))
     const route = routes.find((r) => r.kind === "agent" && r.id === view.agent)
     environment.textContent = route?.environment ?? "none"
     files.element.classList.toggle("hidden", route?.environment === undefined)

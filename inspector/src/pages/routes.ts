@@ -32,8 +32,12 @@ export const schedulesPage = (root: HTMLElement) => {
         h("td", { "data-testid": "next-fire" }, s.status === "paused" ? h("span", { class: "muted" }, "not while paused") : clock(s.nextFire, "—")),
         h("td", {}, s.lastRunId === null ? clock(s.lastFire, "—") : link(`/runs/${s.lastRunId}`, clock(s.lastFire, "—"))),
         h("td", {},
-          h("button", { onclick: () => act(s.id, s.status === "paused" ? "resume" : "pause") }, s.status === "paused" ? "Resume" : "Pause"),
-          " ",
+          // A done schedule stays done whatever pause or resume say (the API answers with it unchanged):
+          // only a firing by hand still does something.
+          s.status === "done" ? null : [
+            h("button", { onclick: () => act(s.id, s.status === "paused" ? "resume" : "pause") }, s.status === "paused" ? "Resume" : "Pause"),
+            " "
+          ],
           h("button", { onclick: () => act(s.id, "trigger") }, "Run now")))))
   }
   // A firing queues a run; an agent arming a timer adds a row.
