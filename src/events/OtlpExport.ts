@@ -1,15 +1,19 @@
 /**
- * OpenTelemetry export: when `OTEL_EXPORTER_OTLP_ENDPOINT` is set, every finished span of the
- * event log (a run, a model turn, a tool call, an approval) is sent as OTLP/HTTP JSON to
- * `<endpoint>/v1/traces`, with the event log's own trace and span ids, so the tree an OTel backend
- * draws is the inspector's. Model turns carry the GenAI semantic-convention attributes. A span is
- * exported once, when its step ends: a run that suspends and resumes keeps one span (its id is
- * derived from the run), with each suspension and resumption as a span event. A span's resource
- * carries the release that ran it as `service.version` (`rel_...` built, `dev-...` from sources).
+ * OpenTelemetry export: when an OTLP endpoint is set (`OtlpSettings`), every finished span of the
+ * event log (a run, a model turn, a tool call, an approval) is sent as OTLP/HTTP JSON, with the
+ * event log's own trace and span ids, so the tree an OTel backend draws is the inspector's. Model
+ * turns carry the GenAI semantic-convention attributes. A span is exported once, when its step
+ * ends: a run that suspends and resumes keeps one span (its id is derived from the run), with each
+ * suspension and resumption as a span event. A span's resource carries the release that ran it as
+ * `service.version` (`rel_...` built, `dev-...` from sources).
  */
-import { Clock, Config, Duration, Effect, Layer, Option, Schedule, Stream } from "effect"
+import { Clock, Deferred, Effect, Fiber, Layer, Option, Stream } from "effect"
 import { EventLog } from "./EventLog.js"
 import type { FoundryEvent } from "./FoundryEvent.js"
+import { postSpans } from "./otlpRequest.js"
+import * as OtlpReport from "./otlpReport.js"
+import * as OtlpSettings from "./OtlpSettings.js"
+import * as SpanQueue from "./spanQueue.js"
 
 /** Span or span-event attributes before their OTLP encoding. */
 type Attributes = Record<string, string | number>
@@ -160,7 +164,7 @@ interface ReleasedSpan {
 }
 
 /** Spans grouped by release: each release is a resource, its id the resource's `service.version`. */
-const resourceSpansOf = (spans: ReadonlyArray<ReleasedSpan>) => {
+const resourceSpansOf = (resource: Readonly<Record<string, string>>, spans: ReadonlyArray<ReleasedSpan>) => {
   const byRelease = new Map<string, Array<OtlpSpan>>()
   for (const { release, span } of spans) {
     const group = byRelease.get(release) ?? []
@@ -168,34 +172,74 @@ const resourceSpansOf = (spans: ReadonlyArray<ReleasedSpan>) => {
     byRelease.set(release, group)
   }
   return [...byRelease].map(([release, spans]) => ({
-    resource: { attributes: [attribute(["service.name", "foundry"]), attribute(["service.version", release])] },
+    resource: { attributes: Object.entries({ ...resource, "service.version": release }).map(attribute) },
     scopeSpans: [{ scope: { name: "foundry" }, spans }]
   }))
 }
 
-const post = (endpoint: string, spans: ReadonlyArray<ReleasedSpan>) =>
-  Effect.tryPromise(() =>
-    fetch(`${endpoint.replace(/\/$/, "")}/v1/traces`, {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify({ resourceSpans: resourceSpansOf(spans) })
-    })
-  ).pipe(Effect.retry(Schedule.exponential("200 millis").pipe(Schedule.intersect(Schedule.recurs(3)))), Effect.ignoreLogged)
-
-/** Exports spans while `OTEL_EXPORTER_OTLP_ENDPOINT` is set; does nothing otherwise. */
+/**
+ * Exports spans while an endpoint is set (see `OtlpSettings`); does nothing otherwise. Spans wait
+ * in a bounded queue and go in batches, one request at a time, each bounded by the timeout. When
+ * the layer's scope closes, what is queued is sent, for at most the timeout, so the spans of a run
+ * that ended just before shutdown are not lost.
+ */
 export const OtlpExportLive = Layer.scopedDiscard(
   Effect.gen(function*() {
-    const endpoint = yield* Config.option(Config.string("OTEL_EXPORTER_OTLP_ENDPOINT")).pipe(Effect.orDie)
-    if (Option.isNone(endpoint)) return
+    const found = yield* OtlpSettings.read
+    if (Option.isNone(found)) return
+    const settings = found.value
     const events = yield* EventLog
+    const queue = yield* SpanQueue.make<ReleasedSpan>(settings.maxQueueSize)
+    const report = OtlpReport.make(settings.endpoint)
+    const closing = yield* Deferred.make<void>()
+    let sending = 0
+
+    const send = (batch: ReadonlyArray<ReleasedSpan>) =>
+      Effect.suspend(() => {
+        sending = batch.length
+        return postSpans(settings, JSON.stringify({ resourceSpans: resourceSpansOf(settings.resource, batch) }))
+      }).pipe(
+        Effect.matchEffect({ onFailure: (failure) => report.failed(failure, batch.length), onSuccess: () => report.accepted }),
+        Effect.ensuring(Effect.sync(() => (sending = 0)))
+      )
+
+    // A batch's first span waits up to the schedule delay for others, unless a batch is already full.
+    const gathered = Effect.zipRight(
+      queue.whenSome,
+      Effect.flatMap(queue.size, (size) => size >= settings.maxBatchSize ? Effect.void : Effect.sleep(settings.scheduleDelay))
+    )
+    // Once closing, what is queued goes at once, and the loop ends when nothing is left.
+    const exporting = Effect.gen(function*() {
+      while (true) {
+        yield* Effect.raceFirst(Deferred.await(closing), gathered)
+        const batch = yield* queue.take(settings.maxBatchSize)
+        if (batch.length > 0) yield* send(batch)
+        else if (yield* Deferred.isDone(closing)) return
+      }
+    })
+
     const build = spanBuilder()
     const now = yield* Clock.currentTimeMillis
-    yield* events.follow({ since: now }, 0).pipe(
-      Stream.mapConcat((event) => build(event).map((span) => ({ release: event.release, span }))),
-      Stream.groupedWithin(256, Duration.seconds(1)),
-      Stream.runForEach((chunk) => post(endpoint.value, [...chunk])),
+    const following = yield* events.follow({ since: now }, 0).pipe(
+      Stream.runForEach((event) =>
+        Effect.forEach(build(event), (span) =>
+          Effect.flatMap(queue.offer({ release: event.release, span }), (dropped) => dropped ? report.dropped(settings.maxQueueSize) : Effect.void), { discard: true })
+      ),
       Effect.catchAllCause((cause) => Effect.logWarning("OpenTelemetry export stopped", cause)),
       Effect.forkScoped
+    )
+    const exporter = yield* Effect.forkScoped(exporting)
+
+    yield* Effect.addFinalizer(() =>
+      Effect.gen(function*() {
+        yield* Fiber.interrupt(following)
+        yield* Deferred.succeed(closing, undefined)
+        const done = yield* Fiber.await(exporter).pipe(Effect.interruptible, Effect.timeout(settings.timeout), Effect.option)
+        if (Option.isSome(done)) return
+        const unsent = sending + (yield* queue.size)
+        yield* Fiber.interrupt(exporter)
+        yield* report.shutDown(unsent, settings.timeout)
+      })
     )
   })
 )

@@ -1,4 +1,3 @@
-import { createServer } from "node:http"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { randomUUID } from "node:crypto"
@@ -10,48 +9,13 @@ import { durableProject, plan } from "../support/durableProject.js"
 import { plannedModel } from "../support/plannedModel.js"
 import { http, pendingApproval, startServer, waitForRun } from "../support/server.js"
 import { tempProject } from "../support/tempProject.js"
-
-interface Span {
-  readonly traceId: string
-  readonly spanId: string
-  readonly parentSpanId?: string
-  readonly name: string
-  readonly startTimeUnixNano: string
-  readonly endTimeUnixNano: string
-  readonly attributes: ReadonlyArray<{ key: string; value: { stringValue?: string; intValue?: string } }>
-  readonly events?: ReadonlyArray<{ readonly name: string; readonly timeUnixNano: string; readonly attributes: Span["attributes"] }>
-}
-
-/** A local OTLP/HTTP receiver that keeps every span it is sent. */
-const collector = Effect.acquireRelease(
-  Effect.async<{ readonly url: string; readonly spans: Array<Span>; readonly close: () => void }>((resume) => {
-    const spans: Array<Span> = []
-    const server = createServer((request, response) => {
-      let body = ""
-      request.on("data", (chunk: Buffer) => (body += chunk.toString()))
-      request.on("end", () => {
-        if (request.url === "/v1/traces") {
-          const parsed = JSON.parse(body) as { resourceSpans: Array<{ scopeSpans: Array<{ spans: Array<Span> }> }> }
-          for (const resource of parsed.resourceSpans) for (const scope of resource.scopeSpans) spans.push(...scope.spans)
-        }
-        response.writeHead(200, { "content-type": "application/json" }).end("{}")
-      })
-    })
-    server.listen(0, "127.0.0.1", () => {
-      const address = server.address()
-      const port = typeof address === "object" && address !== null ? address.port : 0
-      resume(Effect.succeed({ url: `http://127.0.0.1:${port}`, spans, close: () => server.close() }))
-    })
-  }),
-  (c) => Effect.sync(c.close)
-)
+import { collector, withEnv } from "./otlpCollector.js"
 
 describe("OpenTelemetry export", () => {
   it.scopedLive("sends a run as a trace, its steps as spans, with GenAI attributes on model turns", () =>
     Effect.gen(function*() {
-      const otel = yield* collector
-      process.env.OTEL_EXPORTER_OTLP_ENDPOINT = otel.url
-      yield* Effect.addFinalizer(() => Effect.sync(() => delete process.env.OTEL_EXPORTER_OTLP_ENDPOINT))
+      const otel = yield* collector()
+      yield* withEnv({ OTEL_EXPORTER_OTLP_ENDPOINT: otel.url })
       const root = yield* tempProject(durableProject(join(tmpdir(), `foundry-otel-${randomUUID()}.log`)))
       const server = yield* startServer(root, { model: plannedModel })
       const created = yield* http(`${server.url}/api/runs`, {
@@ -59,11 +23,11 @@ describe("OpenTelemetry export", () => {
       })
       const { runId } = created.json as { runId: string }
       yield* waitForRun(server.url, runId)
-      for (let i = 0; i < 100 && otel.spans.length < 4; i++) yield* Effect.sleep("50 millis")
-      const run = otel.spans.find((s) => s.name === "run worker")
+      for (let i = 0; i < 100 && otel.spans().length < 4; i++) yield* Effect.sleep("50 millis")
+      const run = otel.spans().find((s) => s.name === "run worker")
       expect(run).toBeDefined()
       expect(run?.parentSpanId).toBeUndefined()
-      const turns = otel.spans.filter((s) => s.name.startsWith("chat "))
+      const turns = otel.spans().filter((s) => s.name.startsWith("chat "))
       expect(turns).toHaveLength(2)
       for (const turn of turns) {
         expect(turn.traceId).toBe(run?.traceId)
@@ -71,16 +35,15 @@ describe("OpenTelemetry export", () => {
         const keys = turn.attributes.map((a) => a.key)
         expect(keys).toEqual(expect.arrayContaining(["gen_ai.operation.name", "gen_ai.request.model", "gen_ai.usage.input_tokens", "gen_ai.usage.output_tokens"]))
       }
-      const tool = otel.spans.find((s) => s.name === "execute_tool record")
+      const tool = otel.spans().find((s) => s.name === "execute_tool record")
       expect(tool?.parentSpanId).toBe(run?.spanId)
       expect(tool?.attributes).toEqual(expect.arrayContaining([{ key: "gen_ai.tool.name", value: { stringValue: "record" } }]))
     }))
 
   it.scopedLive("a run that suspends for an approval and resumes is one run span, with the suspension as span events", () =>
     Effect.gen(function*() {
-      const otel = yield* collector
-      process.env.OTEL_EXPORTER_OTLP_ENDPOINT = otel.url
-      yield* Effect.addFinalizer(() => Effect.sync(() => delete process.env.OTEL_EXPORTER_OTLP_ENDPOINT))
+      const otel = yield* collector()
+      yield* withEnv({ OTEL_EXPORTER_OTLP_ENDPOINT: otel.url })
       const root = yield* tempProject(durableProject(join(tmpdir(), `foundry-otel-${randomUUID()}.log`)))
       const server = yield* startServer(root, { model: plannedModel })
       const created = yield* http(`${server.url}/api/runs`, {
@@ -91,12 +54,12 @@ describe("OpenTelemetry export", () => {
       yield* http(`${server.url}/api/approvals/${approvalId}`, { body: { decision: "approve" } })
       expect(yield* waitForRun(server.url, runId)).toMatchObject({ status: "completed" })
       // Two turns, the tool call, the approval and the run.
-      for (let i = 0; i < 100 && otel.spans.length < 5; i++) yield* Effect.sleep("50 millis")
+      for (let i = 0; i < 100 && otel.spans().length < 5; i++) yield* Effect.sleep("50 millis")
       // Anything still to come would arrive within the exporter's one-second batch.
       yield* Effect.sleep("1200 millis")
-      const ids = otel.spans.map((s) => `${s.traceId}/${s.spanId}`)
+      const ids = otel.spans().map((s) => `${s.traceId}/${s.spanId}`)
       expect(new Set(ids).size).toBe(ids.length)
-      const runs = otel.spans.filter((s) => s.name === "run worker")
+      const runs = otel.spans().filter((s) => s.name === "run worker")
       expect(runs).toHaveLength(1)
       const run = runs[0]!
       expect(run.events?.map((e) => e.name)).toEqual(["run.suspended", "run.resumed"])
@@ -108,9 +71,9 @@ describe("OpenTelemetry export", () => {
       expect(BigInt(run.startTimeUnixNano) <= suspended!).toBe(true)
       expect(suspended! <= resumed!).toBe(true)
       expect(resumed! <= BigInt(run.endTimeUnixNano)).toBe(true)
-      const approval = otel.spans.find((s) => s.name === "approval transfer")
+      const approval = otel.spans().find((s) => s.name === "approval transfer")
       expect(approval?.traceId).toBe(run.traceId)
-      expect(otel.spans.filter((s) => s.name.startsWith("chat "))).toHaveLength(2)
+      expect(otel.spans().filter((s) => s.name.startsWith("chat "))).toHaveLength(2)
     }))
 
   it("a run resumed by a process that did not see it start is exported once, from its resumption", () => {

@@ -1,0 +1,99 @@
+/**
+ * A local OTLP/HTTP receiver that records every request it is sent (path, headers, resources and
+ * spans) and answers each as the test says: a status, or never.
+ */
+import { createServer, type IncomingHttpHeaders } from "node:http"
+import { Effect } from "effect"
+
+/** A span as the exporter sends it. */
+export interface Span {
+  readonly traceId: string
+  readonly spanId: string
+  readonly parentSpanId?: string
+  readonly name: string
+  readonly startTimeUnixNano: string
+  readonly endTimeUnixNano: string
+  readonly attributes: ReadonlyArray<{ key: string; value: { stringValue?: string; intValue?: string } }>
+  readonly events?: ReadonlyArray<{ readonly name: string; readonly timeUnixNano: string; readonly attributes: Span["attributes"] }>
+}
+
+/** One request the collector got. */
+export interface Received {
+  readonly path: string
+  readonly headers: IncomingHttpHeaders
+  /** Each resource's attributes as key -> string value. */
+  readonly resources: ReadonlyArray<Readonly<Record<string, string>>>
+  readonly spans: ReadonlyArray<Span>
+  /** The status it was answered with, or "hang". */
+  readonly answer: number | "hang"
+}
+
+/** How the `n`th request (from 0) is answered. */
+export type Answer = (n: number) => number | "hang"
+
+/** A running collector. */
+export interface Collector {
+  readonly url: string
+  readonly requests: Array<Received>
+  /** The spans of the requests answered with a 2xx. */
+  readonly spans: () => ReadonlyArray<Span>
+}
+
+/** Starts a collector in the scope; every request is answered 200 unless `answer` says otherwise. */
+export const collector = (answer: Answer = () => 200) =>
+  Effect.acquireRelease(
+    Effect.async<{ readonly collector: Collector; readonly close: () => void }>((resume) => {
+      const requests: Array<Received> = []
+      const server = createServer((request, response) => {
+        let body = ""
+        request.on("data", (chunk: Buffer) => (body += chunk.toString()))
+        request.on("end", () => {
+          const parsed = JSON.parse(body) as {
+            resourceSpans: Array<{ resource: { attributes: Span["attributes"] }; scopeSpans: Array<{ spans: Array<Span> }> }>
+          }
+          const status = answer(requests.length)
+          requests.push({
+            path: request.url ?? "",
+            headers: request.headers,
+            resources: parsed.resourceSpans.map((r) => Object.fromEntries(r.resource.attributes.map((a) => [a.key, a.value.stringValue ?? ""]))),
+            spans: parsed.resourceSpans.flatMap((r) => r.scopeSpans.flatMap((s) => s.spans)),
+            answer: status
+          })
+          if (status !== "hang") response.writeHead(status, { "content-type": "application/json" }).end("{}")
+        })
+      })
+      server.listen(0, "127.0.0.1", () => {
+        const address = server.address()
+        const port = typeof address === "object" && address !== null ? address.port : 0
+        resume(Effect.succeed({
+          collector: {
+            url: `http://127.0.0.1:${port}`,
+            requests,
+            spans: () => requests.filter((r) => typeof r.answer === "number" && r.answer < 300).flatMap((r) => r.spans)
+          },
+          close: () => {
+            server.closeAllConnections()
+            server.close()
+          }
+        }))
+      })
+    }),
+    (c) => Effect.sync(c.close)
+  ).pipe(Effect.map((c) => c.collector))
+
+/** Sets environment variables for the scope, restoring what was there before. */
+export const withEnv = (variables: Readonly<Record<string, string>>) =>
+  Effect.acquireRelease(
+    Effect.sync(() => {
+      const before = Object.fromEntries(Object.keys(variables).map((name) => [name, process.env[name]]))
+      Object.assign(process.env, variables)
+      return before
+    }),
+    (before) =>
+      Effect.sync(() => {
+        for (const [name, value] of Object.entries(before)) {
+          if (value === undefined) delete process.env[name]
+          else process.env[name] = value
+        }
+      })
+  )
