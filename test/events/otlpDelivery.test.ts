@@ -7,6 +7,7 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Exit, FiberRef, HashSet, Logger, LogLevel, Scope } from "effect"
+import { runCli } from "../support/cli.js"
 import { durableProject, plan } from "../support/durableProject.js"
 import { plannedModel } from "../support/plannedModel.js"
 import { http, startServer, type TestServer, waitForRun } from "../support/server.js"
@@ -153,6 +154,21 @@ describe("OTLP export delivery", () => {
       expect(runSpanOf(otel.spans(), runId)).toBeDefined()
       expect(otel.spans()).toHaveLength(4)
     }), { timeout: 30_000 })
+
+  it.scopedLive("foundry run exports its run's spans before it exits", () =>
+    Effect.gen(function*() {
+      const otel = yield* collector()
+      yield* withEnv({ OTEL_EXPORTER_OTLP_ENDPOINT: otel.url, OTEL_SERVICE_NAME: "one-off" })
+      const root = yield* tempProject({
+        "agents/greeter/agent.ts": `import { defineAgent, Scripted } from "foundry"
+export default defineAgent({ description: "Greets", model: Scripted.make([{ text: "hello" }]) })
+`
+      })
+      const result = yield* runCli(["run", "greeter", "hi", "--dir", root])
+      expect(result.code).toBe(0)
+      expect(otel.spans().map((s) => s.name).sort()).toEqual(["chat scripted:script", "run greeter"])
+      expect(otel.requests[0]?.resources[0]?.["service.name"]).toBe("one-off")
+    }), { timeout: 60_000 })
 
   it.scopedLive("spans beyond OTEL_BSP_MAX_QUEUE_SIZE while the collector stalls drop the oldest, with one warning", () =>
     Effect.gen(function*() {

@@ -1,14 +1,15 @@
 /**
  * `foundry run <agent> "<message>"`: one run from the terminal, its text streamed to standard
  * output, its tool calls to standard error, the exit code by outcome (0 completed, 1 failed or
- * suspended on an approval).
+ * suspended on an approval). With an OTLP endpoint set, its spans are exported before it exits.
  */
-import { Effect, Option, Stream } from "effect"
+import { Effect, Layer, Option, Stream } from "effect"
 import { loadProject } from "../../compiler/loadProject.js"
 import { Dispatcher } from "../../dispatch/Dispatcher.js"
 import { ApprovalStorage } from "../../durable/ApprovalStorage.js"
 import { EventLog } from "../../events/EventLog.js"
 import type { FoundryEvent } from "../../events/FoundryEvent.js"
+import { OtlpExportLive } from "../../events/OtlpExport.js"
 import { CliError } from "../CliError.js"
 import { runtimeLayer } from "../ProjectRuntime.js"
 import { addressOf, servingUrl } from "../servingAddress.js"
@@ -113,7 +114,7 @@ export const run = ({ agent, dir, instance, message }: {
             ))
         )
         return outcome
-      }).pipe(Effect.provide(runtimeLayer(app)))
+      }).pipe(Effect.provide(OtlpExportLive.pipe(Layer.provideMerge(runtimeLayer(app)))))
       if (outcome === "failed") return yield* new CliError({ message: `the run of ${agent} failed` })
       if (outcome === "suspended") {
         return yield* new CliError({ message: `the run of ${agent} has not finished: it waits (above), and goes on once that is done` })
