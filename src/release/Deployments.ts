@@ -16,7 +16,7 @@ import { materialise } from "./releaseCache.js"
 import { type ReleaseInvalid, ReleaseNotFound, ReleasesNotDeployable } from "./releaseErrors.js"
 import { Releases } from "./Releases.js"
 import { type Activation, type DeploymentView, ReleaseStorage } from "./ReleaseStorage.js"
-import { ReleaseSummary, routeDigests, routesOfTable, summarize } from "./releaseSummary.js"
+import { ReleaseSummary, routeDigests, routesOfTable, sourcesOf, summarize } from "./releaseSummary.js"
 import { type ReleaseUpload, verifyUpload } from "./ReleaseUpload.js"
 
 /** The answer to a deploy or a rollback: the release, what it changes, and whether new runs now start on it. */
@@ -76,7 +76,8 @@ const notDeployable = new ReleasesNotDeployable({
 class CurrentMoved extends Data.TaggedError("CurrentMoved") {}
 
 /** A loaded app's routes with the digests of their code. */
-const digestsOf = (app: CompiledApp) => routeDigests(app.table.root, routesOfTable(app.table), app.table.configFile)
+const digestsOf = (app: CompiledApp) =>
+  Effect.map(sourcesOf(app.table), (sources) => routeDigests(app.table.root, routesOfTable(app.table), app.table.configFile, sources))
 
 /** How a server takes deploys. */
 export interface DeploymentsOptions {
@@ -116,7 +117,7 @@ export const layer = (options: DeploymentsOptions = {}) => Layer.scoped(
       const app = Option.isNone(stored) || stored.value === serving.release
         ? serving
         : yield* releases.load(stored.value).pipe(Effect.orElseSucceed(() => serving))
-      return { stored, release: Option.getOrElse(stored, () => serving.release), digests: digestsOf(app) }
+      return { stored, release: Option.getOrElse(stored, () => serving.release), digests: yield* digestsOf(app) }
     })
 
     /**
@@ -128,7 +129,7 @@ export const layer = (options: DeploymentsOptions = {}) => Layer.scoped(
       Effect.gen(function*() {
         const id = app.release
         const before = yield* storedBefore
-        const summary = summarize(before.digests, digestsOf(app))
+        const summary = summarize(before.digests, yield* digestsOf(app))
         if (dryRun || Option.contains(before.stored, id)) return { id, summary, switched: false, current: before.release, ...restartNeededBy(app) }
         const made = yield* storage.activate({ ...activation, id, summary, expected: before.stored, deployedAt: yield* Clock.currentTimeMillis })
         if (!made) return yield* new CurrentMoved()

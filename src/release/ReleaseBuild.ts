@@ -12,7 +12,7 @@ import packageJson from "../../package.json" with { type: "json" }
 import { migrations } from "../durable/migrations.js"
 import { manifestOf } from "../router/codegen.js"
 import type { RouteTable } from "../router/RouteTable.js"
-import { bundleRelease, ReleaseBundleError } from "./bundleRelease.js"
+import { bundleRelease, ReleaseBundleError, releaseEntries } from "./bundleRelease.js"
 import { environmentFolderFiles } from "./environmentFolders.js"
 import { releaseIdOf } from "./contentHash.js"
 import { writeReleaseFolder } from "./releaseCache.js"
@@ -28,21 +28,12 @@ export interface BuiltRelease {
 /** Where the releases of the project at `root` are kept. */
 export const releasesFolder = (root: string): string => join(root, ".foundry/releases")
 
-/** The files a route table loads: every route file and the config. */
-const entriesOf = (table: RouteTable): ReadonlyArray<string> =>
-  [
-    ...[table.agents, table.tools, table.mcpServers, table.playbooks, table.schedules, table.environments].flatMap((routes) =>
-      routes.map((route) => route.file)
-    ),
-    ...(table.configFile === undefined ? [] : [table.configFile])
-  ].sort()
-
 const encodeManifest = Schema.encode(Schema.parseJson(ReleaseManifest, { space: 2 }))
 
 /** Bundles the project of a checked route table and writes its release, unless that release is already built. */
 export const buildRelease = Effect.fn("release.build")(function*(table: RouteTable) {
   const fs = yield* FileSystem.FileSystem
-  const bundled = yield* bundleRelease(table.root, entriesOf(table))
+  const { files: bundled, sources } = yield* bundleRelease(table.root, releaseEntries(table))
   const folders = yield* environmentFolderFiles(table)
   const code = new Set(bundled.map(({ file }) => file))
   const clashing = folders.filter(({ file }) => code.has(file) || file === releaseFile)
@@ -63,7 +54,8 @@ export const buildRelease = Effect.fn("release.build")(function*(table: RouteTab
     foundryVersion: packageJson.version,
     manifest: manifestOf(table),
     migrations: Object.keys(migrations),
-    files: files.map(({ file }) => file)
+    files: files.map(({ file }) => file),
+    sources
   })
   yield* writeReleaseFolder(releasesFolder(table.root), id, `${yield* encodeManifest(manifest)}\n`, files)
   return { id, folder, fresh: true } satisfies BuiltRelease

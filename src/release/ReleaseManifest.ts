@@ -26,7 +26,12 @@ export class ReleaseManifest extends Schema.Class<ReleaseManifest>("ReleaseManif
   /** The store's migrations the framework that built it knows, oldest first. */
   migrations: Schema.Array(Schema.String),
   /** The bundled files, relative to the release folder, sorted: what the id hashes. */
-  files: Schema.Array(Schema.String)
+  files: Schema.Array(Schema.String),
+  /**
+   * The digest of the sources each route file and the config were bundled from, keyed by file
+   * without its extension: what a deploy's summary compares. Releases built before it have none.
+   */
+  sources: Schema.optional(Schema.Record({ key: Schema.String, value: Schema.String }))
 }) {}
 
 const decodeId = Schema.decodeUnknownOption(Schema.parseJson(Schema.Struct({ id: ReleaseId })))

@@ -12,7 +12,9 @@ import { join, relative } from "node:path"
 import type { Plugin } from "esbuild"
 import { Data, Effect } from "effect"
 import { describe, isBare, isBuildFailure, resolvePackage, routeBuildOptions } from "../router/routeBundle.js"
+import type { RouteTable } from "../router/RouteTable.js"
 import type { HashedFile } from "./contentHash.js"
+import { sourceDigests, type SourceDigests } from "./sourceDigests.js"
 
 /** The project's files did not bundle; `message` lists esbuild's errors with their places. */
 export class ReleaseBundleError extends Data.TaggedError("ReleaseBundleError")<{ readonly message: string }> {}
@@ -35,10 +37,25 @@ const releaseResolution: Plugin = {
   }
 }
 
+/** The files of a route table a release bundles: every route file and the config. */
+export const releaseEntries = (table: RouteTable): ReadonlyArray<string> =>
+  [
+    ...[table.agents, table.tools, table.mcpServers, table.playbooks, table.schedules, table.environments].flatMap((routes) =>
+      routes.map((route) => route.file)
+    ),
+    ...(table.configFile === undefined ? [] : [table.configFile])
+  ].sort()
+
+/** A release's bundled files, sorted by path, and the digest of the sources each entry was bundled from. */
+export interface BundledRelease {
+  readonly files: ReadonlyArray<HashedFile>
+  readonly sources: SourceDigests
+}
+
 /**
- * Bundles `entries` (files relative to `root`) into files relative to the release folder, sorted
- * by path. No source maps and no minifying: the release is readable as it is, and the same sources
- * give the same bytes.
+ * Bundles `entries` (files relative to `root`) into files relative to the release folder. No
+ * source maps and no minifying: the release is readable as it is, and the same sources give the
+ * same bytes.
  */
 export const bundleRelease = Effect.fn("release.bundle")(function*(root: string, entries: ReadonlyArray<string>) {
   // Never written: esbuild needs an output folder to name the files and their imports of each other.
@@ -50,6 +67,7 @@ export const bundleRelease = Effect.fn("release.bundle")(function*(root: string,
         ...routeBuildOptions(root, entries),
         outdir,
         write: false,
+        metafile: true,
         entryNames: "[dir]/[name]",
         chunkNames: "_chunks/[name]-[hash]",
         // Bundled CommonJS packages call `require`; ES modules have none of their own.
@@ -65,5 +83,5 @@ export const bundleRelease = Effect.fn("release.bundle")(function*(root: string,
   const files: ReadonlyArray<HashedFile> = result.outputFiles
     .map((output) => ({ file: relative(outdir, output.path).split("\\").join("/"), content: output.contents }))
     .sort((a, b) => a.file < b.file ? -1 : a.file > b.file ? 1 : 0)
-  return files
+  return { files, sources: sourceDigests(root, result.metafile) } satisfies BundledRelease
 })

@@ -1,14 +1,18 @@
 /**
  * What a deploy changes: the agents, tools, MCP servers, schedules and playbooks one release adds,
  * removes and changes against another, and whether its config changed. A route (or the config)
- * changed when the code it runs changed: its file, or any file it imports within the release (the
- * chunks a bundle shares), read byte for byte.
+ * changed when the code it runs changed: the sources it was bundled from, as `release.json` digests
+ * them; in a folder without them (a release built before, a project's own files), its file and
+ * every file it imports within the folder, read byte for byte.
  */
 import { createHash } from "node:crypto"
 import { existsSync, readFileSync } from "node:fs"
 import { dirname, join, normalize, relative } from "node:path"
-import { Schema } from "effect"
+import { Effect, Option, Schema } from "effect"
 import type { RouteTable } from "../router/RouteTable.js"
+import { bundleRelease, releaseEntries } from "./bundleRelease.js"
+import { releaseFile } from "./ReleaseManifest.js"
+import { type SourceDigests, sourceKey } from "./sourceDigests.js"
 
 /** What changed for one kind of route, by id. */
 export const RouteChanges = Schema.Struct({
@@ -114,12 +118,42 @@ export type RouteDigests = ReadonlyMap<string, string>
 
 const configKey = "config"
 
-/** Digests the routes of the release in `folder`, and its config file when it has one. */
-export const routeDigests = (folder: string, routes: ReadonlyArray<SummaryRoute>, configFile: string | undefined): RouteDigests =>
-  new Map([
-    ...routes.map((route): [string, string] => [`${route.kind}:${route.id}`, codeDigest(folder, builtFile(folder, route.file))]),
-    ...(configFile === undefined ? [] : [[configKey, codeDigest(folder, builtFile(folder, configFile))] as const])
+const decodeSources = Schema.decodeUnknownOption(Schema.parseJson(Schema.Struct({
+  sources: Schema.optional(Schema.Record({ key: Schema.String, value: Schema.String }))
+})))
+
+/**
+ * The digests of the sources the routes of `table` run: a release's, as its `release.json` holds
+ * them (none in one built before they were kept); a project's sources', bundled as a release of
+ * them would be, so that a server serving its sources and a release of them compare alike.
+ */
+export const sourcesOf = (table: RouteTable): Effect.Effect<SourceDigests | undefined> => {
+  const file = join(table.root, releaseFile)
+  if (existsSync(file)) return Effect.succeed(Option.getOrUndefined(Option.flatMapNullable(decodeSources(readFileSync(file, "utf8")), (manifest) => manifest.sources)))
+  return bundleRelease(table.root, releaseEntries(table)).pipe(
+    Effect.map((bundled): SourceDigests | undefined => bundled.sources),
+    // Sources that no longer bundle: compared file by file instead.
+    Effect.orElseSucceed(() => undefined)
+  )
+}
+
+/** Digests the routes of the release in `folder`, and its config file when it has one, by their `sources` when known. */
+export const routeDigests = (
+  folder: string,
+  routes: ReadonlyArray<SummaryRoute>,
+  configFile: string | undefined,
+  sources: SourceDigests | undefined
+): RouteDigests => {
+  // Marked by where they come from, so that a release digested one way never equals one digested the other.
+  const digestOf = (file: string) => {
+    const fromSources = sources?.[sourceKey(file)]
+    return fromSources === undefined ? `files:${codeDigest(folder, builtFile(folder, file))}` : `sources:${fromSources}`
+  }
+  return new Map([
+    ...routes.map((route): [string, string] => [`${route.kind}:${route.id}`, digestOf(route.file)]),
+    ...(configFile === undefined ? [] : [[configKey, digestOf(configFile)] as const])
   ])
+}
 
 /** What `after` adds, removes and changes against `before` (everything is added against nothing). */
 export const summarize = (before: RouteDigests | undefined, after: RouteDigests): ReleaseSummary => {

@@ -49,7 +49,7 @@ const storedDigests = (folder: string) =>
   Effect.gen(function*() {
     const fs = yield* FileSystem.FileSystem
     const manifest = yield* decodeManifest(yield* fs.readFileString(join(folder, releaseFile)))
-    return routeDigests(folder, routesOfManifest(manifest.manifest), configOfManifest(manifest.manifest))
+    return routeDigests(folder, routesOfManifest(manifest.manifest), configOfManifest(manifest.manifest), manifest.sources)
   })
 
 /** Makes the release `foundry start` serves current. */
@@ -85,7 +85,7 @@ export const startRelease = Effect.fn("release.start")(function*<E, R>(options: 
     deployedAt: yield* Clock.currentTimeMillis,
     action: "start",
     deployedBy: "start",
-    summary: summarize(before, routeDigests(first.table.root, routesOfTable(first.table), first.table.configFile)),
+    summary: summarize(before, routeDigests(first.table.root, routesOfTable(first.table), first.table.configFile, release.manifest.sources)),
     content: { createdAt: DateTime.toEpochMillis(release.manifest.createdAt), manifest: release.text, files: release.files }
   })
   return yield* options.makeCurrent(first.release)
