@@ -151,8 +151,6 @@ type RunTranscript = Effect.Effect.Success<ReturnType<typeof makeRunTranscript>>
 interface Execution {
   readonly context: RunContext
   readonly models: Arr.NonEmptyReadonlyArray<LanguageModel>
-  /** An environment's view_image answers with an image: offered only when every model of the fallback list sees. */
-  readonly seesImages: boolean
   readonly system: string
   /** The messages this run sends, and a request fitted to the model's context window. */
   readonly transcript: RunTranscript["transcript"]
@@ -187,13 +185,13 @@ function* startExecution(app: CompiledApp, agent: CompiledAgent, run: RunRecord,
   // The run's own messages decide its next step: other runs of the conversation may have
   // added theirs while this one was suspended.
   const instance = yield* makeRunInstance(app, agent, run)
-  const context = makeRunContext(app, agent, run, instance, step, journal)
+  const seesImages = models.every((model) => model.vision === true)
+  const context = makeRunContext(app, agent, run, instance, seesImages, step, journal)
   if (context.mine.length === 0) context.record({ _tag: "user", content: run.input })
   const { fitContext, transcript } = yield* makeRunTranscript(context, models)
   const execution: Execution = {
     context,
     models,
-    seesImages: models.every((model) => model.vision === true),
     transcript,
     fitContext,
     system: yield* systemPrompt(agent, run, instance),
@@ -270,8 +268,8 @@ function* callTools(execution: Execution, calls: ReadonlyArray<ToolCall>, failed
 
 /** Model turn `turn`: the agent's tools listed, the model asked, its answer recorded, the run's budgets checked. */
 function* modelTurn(execution: Execution, turn: number) {
-  const { budget, context, fitContext, models, seesImages, system, transcript } = execution
-  const { agent, app, step } = context
+  const { budget, context, fitContext, models, system, transcript } = execution
+  const { agent, app, seesImages, step } = context
   // Listed every turn: an MCP server's tools change (`list_changed`) while a run goes on.
   const listed = yield* agentTools(agent, context.instance.installed)
   const specs = [...listed.values()].flatMap((t) => t.builtin !== "view_image" || seesImages ? [t.spec] : [])

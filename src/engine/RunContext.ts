@@ -22,6 +22,11 @@ export interface RunContext {
   readonly run: RunRecord
   /** Its instance: the model turns and the tool calls of this execution offer the same tools. */
   readonly instance: RunInstance
+  /**
+   * Every model of the agent's fallback list accepts images: `view_image` is offered, and a tool's
+   * answer with images shows them (a model that cannot see reads them described).
+   */
+  readonly seesImages: boolean
   readonly step: StepBuffer
   /** The conversation's messages, stored and added by this execution. */
   readonly journal: Array<JournalEntry>
@@ -39,6 +44,7 @@ export const makeRunContext = (
   agent: CompiledAgent,
   run: RunRecord,
   instance: RunInstance,
+  seesImages: boolean,
   step: StepBuffer,
   journal: Array<JournalEntry>
 ): RunContext => {
@@ -49,6 +55,7 @@ export const makeRunContext = (
     agent,
     run,
     instance,
+    seesImages,
     step,
     journal,
     mine,

@@ -6,6 +6,7 @@
  */
 import { Cause, Context, Duration, Effect, Either, Exit, Fiber, Option, Runtime, Schema } from "effect"
 import type { CompiledTool } from "../compiler/CompiledApp.js"
+import { AnswerWithImages } from "../definitions/AnswerWithImages.js"
 import { durationText } from "../definitions/configFields.js"
 import type { ToolRunContext } from "../definitions/defineTool.js"
 import { formatIssues, readableIssues } from "../definitions/readableIssues.js"
@@ -89,12 +90,14 @@ export const needsApproval = ({ input, tool }: DecodedCall): boolean => {
 /** A failed outcome with this text (denied approvals, expired ones). */
 export const failedOutcome = failed
 
-/** The config's limits on tool calls. */
-export interface ToolLimits {
+/** How tool calls are run and answered: the config's limits, and what the models read. */
+export interface ToolRunSettings {
   /** For tools that set no `timeout` of their own. */
   readonly timeout: Duration.DurationInput
   /** The most characters of a result the model is shown. */
   readonly outputLimit: number
+  /** Whether every model of the run sees images: an `AnswerWithImages` shows them, else describes them. */
+  readonly seesImages: boolean
 }
 
 /**
@@ -122,9 +125,9 @@ export const runTool = Effect.fnUntraced(function*(
   call: DecodedCall,
   context: Omit<ToolRunContext<unknown>, "idempotencyKey">,
   services: Context.Context<unknown>,
-  limits: ToolLimits
+  settings: ToolRunSettings
 ) {
-  return withinLimit(yield* runWithTimeout(call, context, services, limits.timeout), limits.outputLimit)
+  return withinLimit(yield* runWithTimeout(call, context, services, settings), settings.outputLimit)
 }, entrySpan("engine.runTool"))
 
 /** The longest delay a Node timer holds (about 24.8 days); a longer one fires at once. */
@@ -169,12 +172,12 @@ const withinTimeout = <A, E>(effect: Effect.Effect<A, E, unknown>, services: Con
     })
   })
 
-/** The call itself, under its tool's timeout (or `defaultTimeout`), its output encoded. */
+/** The call itself, under its tool's timeout (or the config's), its output encoded. */
 const runWithTimeout = Effect.fnUntraced(function*(
   { input, rawInput, tool }: DecodedCall,
   context: Omit<ToolRunContext<unknown>, "idempotencyKey">,
   services: Context.Context<unknown>,
-  defaultTimeout: Duration.DurationInput
+  { seesImages, timeout: defaultTimeout }: ToolRunSettings
 ) {
   const keyOf = tool.definition.idempotencyKey
   let idempotencyKey = `${context.runId}:${context.toolCallId}`
@@ -208,6 +211,7 @@ const runWithTimeout = Effect.fnUntraced(function*(
     }
     return failed(rawInput, `${tool.name} failed: ${describeFailure(result.cause)}`)
   }
+  if (result.value instanceof AnswerWithImages) return withImages(rawInput, result.value, seesImages)
   const encoded = yield* Schema.encode(tool.definition.output)(result.value, { errors: "all" }).pipe(Effect.either)
   if (encoded._tag === "Left") {
     return failed(
@@ -226,6 +230,15 @@ const runWithTimeout = Effect.fnUntraced(function*(
   const outcome: ToolOutcome = { _tag: "Succeeded", input: rawInput, output: encoded.right ?? null, content: content.right }
   return outcome
 })
+
+/**
+ * An answer with images as the model is shown it: with its images when the run's models see, else
+ * described. Its output, which events record, is the text: images stay out of the event log.
+ */
+const withImages = (input: unknown, answer: AnswerWithImages, seesImages: boolean): ToolOutcome =>
+  seesImages
+    ? { _tag: "Succeeded", input, output: answer.content, content: answer.content, ...(answer.images.length === 0 ? {} : { images: answer.images }) }
+    : { _tag: "Succeeded", input, output: answer.withoutImages, content: answer.withoutImages }
 
 /**
  * A tool's encoded output as the model reads it: a string as it is, anything else as JSON, and

@@ -150,7 +150,7 @@ function* callTool(context: RunContext, call: ToolCall, decoded: DecodedCall, ru
         Effect.provideService(InstanceStorage, storage),
         Effect.provideService(Instances, instances)
       )
-  }, services, { timeout: config.toolTimeout, outputLimit: config.toolOutputLimit })
+  }, services, { timeout: config.toolTimeout, outputLimit: config.toolOutputLimit, seesImages: context.seesImages })
   answer(context, call, outcome, (yield* Clock.currentTimeMillis) - started)
   return answered(true, outcome._tag === "Failed" ? outcome.error : undefined)
 }

@@ -10,6 +10,7 @@ import { Context, Data, Duration, Effect, Either, Encoding, Equal, Hash, Layer, 
 import { McpClients } from "../mcp/McpClients.js"
 import type { McpMount } from "../mcp/McpMount.js"
 import type { ImageContent } from "../models/Model.js"
+import { maxImageBytes, viewableImageNames, viewableImageTypes } from "../models/viewableImages.js"
 import type { EnvironmentDefinition } from "../definitions/defineEnvironment.js"
 import type { ToolRunContext } from "../definitions/defineTool.js"
 import { type EnvironmentScope, EnvironmentStorage, type EnvironmentVersion, type VersionConflict, type VersionKind } from "../durable/EnvironmentStorage.js"
@@ -102,10 +103,6 @@ class SessionKey implements Equal.Equal {
     return Hash.string(this.id)
   }
 }
-
-/** What `view_image` can show: the image types vision models take, up to their size limit. */
-const viewableImages: ReadonlySet<string> = new Set(["image/png", "image/jpeg", "image/gif", "image/webp"])
-const maxImageBytes = 4_000_000
 
 const generatedReadOnly = ["/std", "/README.md", "/skills/README.md", "/skills/imports.md"]
 
@@ -322,8 +319,8 @@ const make = Effect.fnUntraced(function*(options: { readonly idleTimeToLive: Dur
       const session = yield* RcMap.get(sessions, new SessionKey(scope))
       const bytes = yield* current(session, scope).readFile(path)
       const mediaType = mediaTypeOf(path, bytes)
-      if (!viewableImages.has(mediaType)) {
-        return yield* new files.VerbRefused({ message: `${path} is ${mediaType}, not an image a model can see (PNG, JPEG, GIF or WebP); describe tells what it holds` })
+      if (!viewableImageTypes.has(mediaType)) {
+        return yield* new files.VerbRefused({ message: `${path} is ${mediaType}, not an image a model can see (${viewableImageNames}); describe tells what it holds` })
       }
       if (bytes.length > maxImageBytes) {
         return yield* new files.VerbRefused({ message: `${path} is ${bytes.length} bytes; images up to ${maxImageBytes} bytes can be shown: make a smaller copy in a script first` })

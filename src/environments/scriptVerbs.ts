@@ -61,14 +61,19 @@ const hostFor = (scope: ScriptScope, runtime: Runtime.Runtime<never>, services: 
         if (typeof input !== "object" || input === null || Array.isArray(input)) throw new Error(`${fn} takes one object of arguments`)
         const answered = await Runtime.runPromise(runtime)(Effect.either(mcp.call(tool.mount, tool.tool, Object.fromEntries(Object.entries(input)))))
         if (Either.isLeft(answered)) throw new Error(answered.left.message)
-        return answered.right
+        return answered.right.text
       }
       const callId = `${context.toolCallId}/${index}`
       const outcome = await Runtime.runPromise(runtime)(Effect.gen(function*() {
         const compiled = { id: `${module}/${fn}`, name: fn, file: undefined, definition: tool.tool, spec: { name: fn, description: tool.tool.description, parameters: {} } }
         const decoded = yield* decodeCall(compiled, { id: callId, name: fn, arguments: JSON.stringify(args[0] ?? {}) }, [fn])
         if (Either.isLeft(decoded)) return decoded.left
-        return yield* runTool(decoded.right, nestedToolContext(context, index), services, { timeout: scope.limits.scriptTimeoutMs, outputLimit: Number.MAX_SAFE_INTEGER })
+        return yield* runTool(decoded.right, nestedToolContext(context, index), services, {
+          timeout: scope.limits.scriptTimeoutMs,
+          outputLimit: Number.MAX_SAFE_INTEGER,
+          // A script reads text.
+          seesImages: false
+        })
       }))
       if (outcome._tag === "Failed") throw new Error(outcome.error)
       return outcome.output

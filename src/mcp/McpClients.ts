@@ -15,13 +15,14 @@ import { CurrentApp } from "../compiler/CurrentApp.js"
 import * as McpConnection from "./McpConnection.js"
 import type { McpCallError, McpServerUnavailable } from "./McpErrors.js"
 import type { McpMount } from "./McpMount.js"
+import type { ToolResultContent } from "./toolResult.js"
 
 /** The MCP servers agents use. */
 export class McpClients extends Context.Tag("foundry/McpClients")<McpClients, {
   /** The tools `mount`'s server offers (its `tools` allowlist applied), connecting on first use. */
   readonly tools: (mount: McpMount) => Effect.Effect<ReadonlyArray<Tool>, McpServerUnavailable>
   /** Calls `tool` (the server's name for it) on `mount`'s server. */
-  readonly call: (mount: McpMount, tool: string, args: Readonly<Record<string, unknown>>) => Effect.Effect<string, McpCallError>
+  readonly call: (mount: McpMount, tool: string, args: Readonly<Record<string, unknown>>) => Effect.Effect<ToolResultContent, McpCallError>
 }>() {}
 
 /** How servers are started, brought back and let go. */

@@ -18,7 +18,7 @@ import { McpCallTimedOut, McpServerNotRunning, type McpServerUnavailable, McpToo
 import type { McpMount } from "./McpMount.js"
 import { defaultMcpTimeout, isStdio } from "./McpServerSpec.js"
 import { openTransport } from "./openTransport.js"
-import { toolResultText } from "./toolResult.js"
+import { toolResult, type ToolResultContent } from "./toolResult.js"
 
 /** A connected server. */
 interface Session {
@@ -51,11 +51,11 @@ type State =
 export interface McpConnection {
   /** The server's tools, connecting first if need be; while it restarts, the last ones it listed. */
   readonly tools: Effect.Effect<ReadonlyArray<Tool>, McpServerUnavailable>
-  /** Calls a tool; the result's text, or why there is none. */
+  /** Calls a tool; the result as a model reads it, or why there is none. */
   readonly call: (
     tool: string,
     args: Readonly<Record<string, unknown>>
-  ) => Effect.Effect<string, McpServerUnavailable | McpServerNotRunning | McpCallTimedOut | McpToolFailed>
+  ) => Effect.Effect<ToolResultContent, McpServerUnavailable | McpServerNotRunning | McpCallTimedOut | McpToolFailed>
 }
 
 /** The client's name and version as servers see them in `initialize`. */
@@ -339,10 +339,11 @@ export const make = (mount: McpMount, policy: ConnectionPolicy) =>
               : failedCall(session, tool, error)
           )
         )
-        const { isError, text } = toolResultText(result)
+        const { images, isError, text, textWithImages } = toolResult(result)
         if (isError) return yield* new McpToolFailed({ server: mount.name, tool, reason: text === "" ? "the server reported an error" : hide(text) })
         yield* backoff.reset
-        return hide(text)
+        const answer: ToolResultContent = { text: hide(text), images, textWithImages: hide(textWithImages) }
+        return answer
       })
 
     const connection: McpConnection = { tools, call }

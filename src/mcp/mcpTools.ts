@@ -6,6 +6,7 @@
 import type { Tool } from "@modelcontextprotocol/sdk/types.js"
 import { Array as Arr, Duration, Effect, Option, Schema } from "effect"
 import type { CompiledAgent, CompiledTool } from "../compiler/CompiledApp.js"
+import { AnswerWithImages } from "../definitions/AnswerWithImages.js"
 import { defineTool } from "../definitions/defineTool.js"
 import { McpClients } from "./McpClients.js"
 import { type McpServerUnavailable, unavailable } from "./McpErrors.js"
@@ -14,6 +15,9 @@ import { defaultMcpTimeout } from "./McpServerSpec.js"
 
 /** A tool's arguments: an object, checked by the server against its own schema. */
 const Arguments = Schema.Record({ key: Schema.String, value: Schema.Unknown })
+
+/** A result's text; with images when it has any, for the engine to show a model that sees them. */
+const Answer = Schema.Union(Schema.String, AnswerWithImages)
 
 /**
  * The engine's time limit on an MCP call: the server's timeout and a second more. The call's own
@@ -46,9 +50,11 @@ const compileMcpTool = (clients: McpClients["Type"], mount: McpMount, tool: Tool
       description,
       name,
       input: Arguments,
-      output: Schema.String,
+      output: Answer,
       timeout: backstop(mount),
-      run: (args) => clients.call(mount, tool.name, args)
+      run: (args) =>
+        Effect.map(clients.call(mount, tool.name, args), ({ images, text, textWithImages }): typeof Answer.Type =>
+          textWithImages === text ? text : new AnswerWithImages({ content: textWithImages, images, withoutImages: text }))
     }),
     spec: { name, description, parameters: parametersOf(tool) }
   }

@@ -12,7 +12,7 @@ export const ToolCall = Schema.Struct({
 })
 export type ToolCall = typeof ToolCall.Type
 
-/** An image a tool handed the model (`view_image`): its media type and its bytes in base64. */
+/** An image a tool handed the model (`view_image`, an MCP tool's image): its media type and its bytes in base64. */
 export const ImageContent = Schema.Struct({ mediaType: Schema.String, data: Schema.String })
 export type ImageContent = typeof ImageContent.Type
 
@@ -28,7 +28,7 @@ export const ChatMessage = Schema.Union(
     toolCallId: Schema.String,
     name: Schema.String,
     content: Schema.String,
-    /** Images the tool showed the model; only models that accept images are offered such tools. */
+    /** Images the tool showed the model; only a run whose every model accepts images is given them. */
     images: Schema.optional(Schema.Array(ImageContent))
   }),
   Schema.TaggedStruct("summary", { content: Schema.String, keepFrom: Schema.Number })
@@ -70,7 +70,7 @@ export class ModelError extends Schema.TaggedError<ModelError>()("ModelError", {
 export interface LanguageModel {
   /** The name shown in events and in the inspector, e.g. `openai:gpt-4.1-mini` or `demo`. */
   readonly name: string
-  /** Whether it accepts images (then an environment's agent gets `view_image`). */
+  /** Whether it accepts images (then an environment's agent gets `view_image`, and MCP tools' images are shown). */
   readonly vision?: boolean
   readonly stream: (request: ModelRequest) => Stream.Stream<ModelChunk, ModelError>
   /**

@@ -80,7 +80,10 @@ const toOpenAiMessages = (request: ModelRequest): Array<OpenAI.ChatCompletionMes
 }
 
 /** A user message carrying the images that tools showed the model. */
-type ImageMessage = { readonly _tag: "images"; readonly images: ReadonlyArray<{ readonly toolCallId: string; readonly image: ImageContent }> }
+type ImageMessage = { readonly _tag: "images"; readonly images: ReadonlyArray<LabelledImage> }
+
+/** An image, and the line before it saying which call showed it (and which of its images it is, as the call's text numbers them). */
+type LabelledImage = { readonly label: string; readonly image: ImageContent }
 
 /**
  * Chat Completions takes images in user messages only, and a user message may not come between an
@@ -89,7 +92,7 @@ type ImageMessage = { readonly _tag: "images"; readonly images: ReadonlyArray<{ 
  */
 const withImages = (messages: ReadonlyArray<ChatMessage>): ReadonlyArray<ChatMessage | ImageMessage> => {
   const out: Array<ChatMessage | ImageMessage> = []
-  let pending: Array<{ readonly toolCallId: string; readonly image: ImageContent }> = []
+  let pending: Array<LabelledImage> = []
   const flush = () => {
     if (pending.length > 0) out.push({ _tag: "images", images: pending })
     pending = []
@@ -97,7 +100,13 @@ const withImages = (messages: ReadonlyArray<ChatMessage>): ReadonlyArray<ChatMes
   for (const message of messages) {
     if (message._tag !== "tool") flush()
     out.push(message)
-    if (message._tag === "tool") pending.push(...(message.images ?? []).map((image) => ({ toolCallId: message.toolCallId, image })))
+    if (message._tag === "tool") {
+      const { images = [], toolCallId } = message
+      pending.push(...images.map((image, i) => ({
+        label: images.length === 1 ? `The image shown by tool call ${toolCallId}:` : `Image ${i + 1} of ${images.length} shown by tool call ${toolCallId}:`,
+        image
+      })))
+    }
   }
   flush()
   return out
@@ -108,8 +117,8 @@ const toOpenAiMessage = (message: ChatMessage | ImageMessage): OpenAI.ChatComple
     case "images":
       return {
         role: "user",
-        content: message.images.flatMap(({ image, toolCallId }): Array<OpenAI.ChatCompletionContentPart> => [
-          { type: "text", text: `The image shown by tool call ${toolCallId}:` },
+        content: message.images.flatMap(({ image, label }): Array<OpenAI.ChatCompletionContentPart> => [
+          { type: "text", text: label },
           { type: "image_url", image_url: { url: `data:${image.mediaType};base64,${image.data}` } }
         ])
       }

@@ -48,7 +48,8 @@ type Planned =
 
 /**
  * A scripted model named `scripted:<name>`. A run that outlives its script gets a permanent error.
- * `vision` says it accepts images (so agents with an environment are offered `view_image`).
+ * `vision` says it accepts images (so agents with an environment are offered `view_image`, and MCP
+ * tools' images are shown).
  */
 export const make = (script: Script, name = "script", options: { readonly vision?: boolean } = {}): LanguageModel => {
   const model = `scripted:${name}`

@@ -11,6 +11,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { http, startServer, waitForRun } from "../support/server.js"
 import { tempProject } from "../support/tempProject.js"
+import { screenshotPng } from "./fixtures/fixtureTools.js"
 import { startHttpServer } from "./fixtures/httpServer.js"
 import { startSessionHttpServer } from "./fixtures/sessionHttpServer.js"
 import { authVariable, mcpProject, steppedModel, steps } from "./mcpProject.js"
@@ -55,16 +56,16 @@ const status = (url: string, runId: string) => Effect.map(http(`${url}/api/runs/
 const token = `secret-${randomUUID()}`
 
 /** The project with the stdio server as `files` and the HTTP server as `web`, served with the stepped model. */
-const setup = (options: { readonly files?: string; readonly config?: string } = {}) =>
+const setup = (options: { readonly files?: string; readonly config?: string; readonly vision?: boolean } = {}) =>
   Effect.gen(function*() {
     process.env[authVariable] = `Bearer ${token}`
     yield* Effect.addFinalizer(() => Effect.sync(() => delete process.env[authVariable]))
     const web = yield* startHttpServer(token)
     const log = newLog()
     const root = yield* tempProject(mcpProject({ log, httpUrl: web.url, ...options }))
-    const { model, offered } = steppedModel()
+    const { model, offered, sent } = steppedModel({ vision: options.vision })
     const server = yield* startServer(root, { model })
-    return { url: server.url, log, web, offered }
+    return { url: server.url, log, web, offered, sent }
   })
 
 describe("MCP client", () => {
@@ -278,5 +279,34 @@ describe("MCP client", () => {
       expect(done.output).toContain("[image: image/png, 3 bytes, not shown]\na tiny square")
       expect(done.output).toContain(`Error: there is no tool named "files__echo"`)
       expect(offered[0]?.tools.map((tool) => tool.name).filter((name) => name.startsWith("files__")).sort()).toEqual(["files__fail", "files__picture"])
+    }))
+
+  it.scopedLive("a screenshot is shown to a model that sees, as an image of the tool message, and described to one that does not", () =>
+    Effect.gen(function*() {
+      const seeing = yield* setup({ vision: true })
+      const run = yield* submit(seeing.url, steps([{ name: "files__screenshot", arguments: {} }]))
+      expect((yield* waitForRun(seeing.url, run.runId)).status).toBe("completed")
+      const shown = seeing.sent[1]?.find((message) => message._tag === "tool")
+      expect(shown).toEqual({
+        _tag: "tool",
+        toolCallId: "call_1_1",
+        name: "files__screenshot",
+        content: "the page\n[image 1: image/png, 70 bytes, shown]\n[image: image/tiff, 3 bytes, not shown: a model is shown PNG, JPEG, GIF or WebP]",
+        images: [{ mediaType: "image/png", data: screenshotPng }]
+      })
+      // The image lives in the transcript only: the events record the text.
+      const events = yield* eventsOf(seeing.url, run.runId)
+      expect(events.find((e) => e.type === "tool.call.completed")?.data).toMatchObject({ output: shown?.content })
+      expect(JSON.stringify(events)).not.toContain(screenshotPng)
+
+      const blind = yield* setup()
+      const described = yield* submit(blind.url, steps([{ name: "files__screenshot", arguments: {} }]))
+      expect((yield* waitForRun(blind.url, described.runId)).status).toBe("completed")
+      expect(blind.sent[1]?.find((message) => message._tag === "tool")).toEqual({
+        _tag: "tool",
+        toolCallId: "call_1_1",
+        name: "files__screenshot",
+        content: "the page\n[image: image/png, 70 bytes, not shown]\n[image: image/tiff, 3 bytes, not shown]"
+      })
     }))
 })

@@ -5,7 +5,7 @@
  */
 import { fileURLToPath } from "node:url"
 import * as Scripted from "../../src/models/scripted.js"
-import type { ToolSpec } from "../../src/models/Model.js"
+import type { ChatMessage, ToolSpec } from "../../src/models/Model.js"
 import type { ProjectFiles } from "../support/tempProject.js"
 
 const repoRoot = fileURLToPath(new URL("../..", import.meta.url))
@@ -63,11 +63,13 @@ export const steps = (...turns: ReadonlyArray<ReadonlyArray<Call>>): string => J
 
 const isTurns = (value: unknown): value is ReadonlyArray<ReadonlyArray<Call>> => Array.isArray(value)
 
-/** The stepped model, and the tools it was offered on each turn it took. */
-export const steppedModel = () => {
+/** The stepped model (one that sees images when `vision`), the tools it was offered on each turn it took, and the messages it was sent. */
+export const steppedModel = (options: { readonly vision?: boolean } = {}) => {
   const offered: Array<{ readonly turn: number; readonly tools: ReadonlyArray<ToolSpec> }> = []
+  const sent: Array<ReadonlyArray<ChatMessage>> = []
   const model = Scripted.make((request, index) => {
     offered.push({ turn: index, tools: request.tools })
+    sent.push(request.messages)
     const users = request.messages.filter((m) => m._tag === "user")
     const last = users[users.length - 1]
     const parsed: unknown = JSON.parse(last?.content ?? "[]")
@@ -76,6 +78,6 @@ export const steppedModel = () => {
       .flatMap((m) => m._tag === "tool" ? [m.content] : [])
     const calls = turns[index]
     return calls === undefined ? { text: `done: ${results.join(" | ")}` } : { toolCalls: calls, text: "" }
-  }, "stepped")
-  return { model, offered }
+  }, "stepped", options)
+  return { model, offered, sent }
 }

@@ -3,11 +3,11 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { mcpToolName } from "../../src/mcp/mcpTools.js"
-import { toolResultText } from "../../src/mcp/toolResult.js"
+import { toolResult } from "../../src/mcp/toolResult.js"
 
 describe("MCP tool results as text", () => {
   it("text parts are joined; images, audio, embedded binaries and links are described in a line each", () => {
-    expect(toolResultText({
+    const result = toolResult({
       content: [
         { type: "text", text: "first" },
         { type: "image", data: "AAAAAA==", mimeType: "image/png" },
@@ -16,7 +16,8 @@ describe("MCP tool results as text", () => {
         { type: "resource", resource: { uri: "file:///a.bin", blob: "AAAA", mimeType: "application/octet-stream" } },
         { type: "resource_link", uri: "file:///big.csv", name: "big.csv", description: "the full table" }
       ]
-    })).toEqual({
+    })
+    expect(result).toMatchObject({
       isError: false,
       text: [
         "first",
@@ -29,10 +30,44 @@ describe("MCP tool results as text", () => {
     })
   })
 
+  it("for a model that sees, images of the types and sizes view_image shows are kept apart and named; the others say why not", () => {
+    const png = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
+    const jpeg = "/9j/4AAQSkZJRgABAQ=="
+    const big = "A".repeat(4 * Math.ceil(4_000_001 / 3))
+    const result = toolResult({
+      content: [
+        { type: "text", text: "the page" },
+        { type: "image", data: png, mimeType: "image/png" },
+        // The bytes' signature wins over the type the server says, as for view_image.
+        { type: "image", data: jpeg, mimeType: "image/png" },
+        { type: "image", data: "AAAA", mimeType: "image/tiff" },
+        { type: "image", data: big, mimeType: "image/png" },
+        { type: "image", data: "AAA", mimeType: "image/png" }
+      ]
+    })
+    expect(result.images).toEqual([{ mediaType: "image/png", data: png }, { mediaType: "image/jpeg", data: jpeg }])
+    expect(result.textWithImages.split("\n")).toEqual([
+      "the page",
+      "[image 1: image/png, 70 bytes, shown]",
+      "[image 2: image/jpeg, 13 bytes, shown]",
+      "[image: image/tiff, 3 bytes, not shown: a model is shown PNG, JPEG, GIF or WebP]",
+      "[image: image/png, 4000002 bytes, not shown: over the 4000000 bytes a model is shown]",
+      "[image: image/png, 2 bytes, not shown: its data is not padded base64]"
+    ])
+    // A model that cannot see reads every image described, as before.
+    expect(result.text.split("\n").slice(1)).toEqual([
+      "[image: image/png, 70 bytes, not shown]",
+      "[image: image/png, 13 bytes, not shown]",
+      "[image: image/tiff, 3 bytes, not shown]",
+      "[image: image/png, 4000002 bytes, not shown]",
+      "[image: image/png, 2 bytes, not shown]"
+    ])
+  })
+
   it("structured content stands in for missing text; isError is kept; the old toolResult form is read", () => {
-    expect(toolResultText({ content: [], structuredContent: { temperature: 21 } })).toEqual({ text: `{"temperature":21}`, isError: false })
-    expect(toolResultText({ content: [{ type: "text", text: "no such file" }], isError: true })).toEqual({ text: "no such file", isError: true })
-    expect(toolResultText({ toolResult: { ok: true } })).toEqual({ text: `{"ok":true}`, isError: false })
+    expect(toolResult({ content: [], structuredContent: { temperature: 21 } })).toMatchObject({ text: `{"temperature":21}`, isError: false })
+    expect(toolResult({ content: [{ type: "text", text: "no such file" }], isError: true })).toMatchObject({ text: "no such file", isError: true })
+    expect(toolResult({ toolResult: { ok: true } })).toMatchObject({ text: `{"ok":true}`, isError: false })
   })
 })
 

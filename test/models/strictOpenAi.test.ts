@@ -752,31 +752,47 @@ describe("OpenAI adapter against the strict fake", () => {
       expect(server.rejected).toEqual([])
     }))
 
-  it.scoped("sends the images tools showed in one user message after the tool results, which the server accepts", () =>
+  it.scoped("sends the images tools showed in one user message after the tool results, numbered for a call that showed several, which the server accepts", () =>
     Effect.gen(function*() {
       const server = yield* StrictOpenAi.strictOpenAi({ replies: [StrictOpenAi.text("A red square.")] })
       const look = ToolCall.make({ id: "call_look", name: "view_image", arguments: "{\"path\":\"/out/a.png\"}" })
       const weather = ToolCall.make({ id: "call_weather", name: "get_weather", arguments: "{\"city\":\"Paris\"}" })
+      const shots = ToolCall.make({ id: "call_shots", name: "browser__screenshots", arguments: "{}" })
       const chunks = yield* collect(modelFor(server).stream({
         ...request,
-        tools: [...request.tools, { name: "view_image", description: "Look at an image", parameters: { type: "object", properties: { path: { type: "string" } }, required: ["path"] } }],
+        tools: [
+          ...request.tools,
+          { name: "view_image", description: "Look at an image", parameters: { type: "object", properties: { path: { type: "string" } }, required: ["path"] } },
+          { name: "browser__screenshots", description: "Screenshots of the open tabs", parameters: { type: "object", properties: {} } }
+        ],
         messages: [
           ...request.messages,
-          { _tag: "assistant", content: "", toolCalls: [look, weather] },
+          { _tag: "assistant", content: "", toolCalls: [look, weather, shots] },
           { _tag: "tool", toolCallId: "call_look", name: "view_image", content: "showing /out/a.png", images: [{ mediaType: "image/png", data: "iVBORw0KGgo=" }] },
-          { _tag: "tool", toolCallId: "call_weather", name: "get_weather", content: "sunny" }
+          { _tag: "tool", toolCallId: "call_weather", name: "get_weather", content: "sunny" },
+          {
+            _tag: "tool",
+            toolCallId: "call_shots",
+            name: "browser__screenshots",
+            content: "[image 1: image/png, 8 bytes, shown]\n[image 2: image/jpeg, 3 bytes, shown]",
+            images: [{ mediaType: "image/png", data: "iVBORw0KGgo=" }, { mediaType: "image/jpeg", data: "/9j/" }]
+          }
         ]
       }))
       expect(chunks.flatMap((c) => c._tag === "TextDelta" ? [c.text] : []).join("")).toBe("A red square.")
       expect(server.rejected).toEqual([])
       const body = server.requests[0]
       const messages = typeof body === "object" && body !== null && "messages" in body && Array.isArray(body.messages) ? body.messages : []
-      expect(messages.map((m: { role: string }) => m.role)).toEqual(["system", "user", "assistant", "tool", "tool", "user"])
-      expect(messages[5]).toEqual({
+      expect(messages.map((m: { role: string }) => m.role)).toEqual(["system", "user", "assistant", "tool", "tool", "tool", "user"])
+      expect(messages[6]).toEqual({
         role: "user",
         content: [
           { type: "text", text: "The image shown by tool call call_look:" },
-          { type: "image_url", image_url: { url: "data:image/png;base64,iVBORw0KGgo=" } }
+          { type: "image_url", image_url: { url: "data:image/png;base64,iVBORw0KGgo=" } },
+          { type: "text", text: "Image 1 of 2 shown by tool call call_shots:" },
+          { type: "image_url", image_url: { url: "data:image/png;base64,iVBORw0KGgo=" } },
+          { type: "text", text: "Image 2 of 2 shown by tool call call_shots:" },
+          { type: "image_url", image_url: { url: "data:image/jpeg;base64,/9j/" } }
         ]
       })
     }))

@@ -40,7 +40,7 @@ const startsWith = (bytes: Uint8Array, signature: ReadonlyArray<number>): boolea
   bytes.byteLength >= signature.length && signature.every((byte, index) => bytes[index] === byte)
 
 /** The media type the first bytes announce, for the formats whose signature is unambiguous. */
-const sniff = (bytes: Uint8Array): string | undefined => {
+export const signatureMediaType = (bytes: Uint8Array): string | undefined => {
   if (startsWith(bytes, [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a])) return "image/png"
   if (startsWith(bytes, [0xff, 0xd8, 0xff])) return "image/jpeg"
   if (startsWith(bytes, [0x47, 0x49, 0x46, 0x38])) return "image/gif"
@@ -78,7 +78,7 @@ export const isBinary = (bytes: Uint8Array): boolean => {
  * `application/octet-stream` for the rest.
  */
 export const mediaTypeOf = (path: string, bytes?: Uint8Array): string => {
-  const sniffed = bytes === undefined ? undefined : sniff(bytes)
+  const sniffed = bytes === undefined ? undefined : signatureMediaType(bytes)
   if (sniffed !== undefined) return sniffed
   const known = byExtension[extensionOf(path)]
   if (known !== undefined) return known
