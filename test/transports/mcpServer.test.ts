@@ -410,6 +410,48 @@ describe("Foundry as an MCP server", () => {
       expect(noSession.json).toMatchObject({ jsonrpc: "2.0", error: { code: -32000 } })
     }))
 
+  it.scopedLive("a batch: each request whose params are wrong gets the invalid params answer it gets alone, and the others are served", () =>
+    Effect.gen(function*() {
+      const root = yield* tempProject(project)
+      const server = yield* startServer(root, { model })
+      const headers = { accept: "application/json, text/event-stream", "mcp-protocol-version": "2025-03-26" }
+      const post = (body: unknown, more: Record<string, string> = {}) => http(`${server.url}/mcp`, { body, headers: { ...headers, ...more } })
+      /** The JSON-RPC messages of an answer: its SSE events' data, or its JSON. */
+      const messagesOf = (answer: { readonly text: string; readonly json: unknown }): ReadonlyArray<unknown> =>
+        answer.json !== undefined
+          ? [answer.json].flat()
+          : answer.text.split("\n").filter((line) => line.startsWith("data: ")).map((line): unknown => JSON.parse(line.slice("data: ".length)))
+      const wrongCall = { jsonrpc: "2.0", id: "call", method: "tools/call", params: { name: "support_triage", arguments: "str" } }
+      const wrongList = { jsonrpc: "2.0", id: 7, method: "tools/list", params: { cursor: 5 } }
+      const list = { jsonrpc: "2.0", id: 8, method: "tools/list" }
+      const alone = [messagesOf(yield* post(wrongCall))[0], messagesOf(yield* post(wrongList))[0]]
+      expect(alone).toEqual([
+        { jsonrpc: "2.0", id: "call", error: { code: -32602, message: expect.stringContaining("params.arguments: expected an object") } },
+        { jsonrpc: "2.0", id: 7, error: { code: -32602, message: expect.stringContaining("params.cursor: expected the nextCursor") } }
+      ])
+
+      // Stateless, and in a session: the wrong ones answered as alone, the good one served.
+      const { transport } = yield* connect(server.url)
+      const sessionId = transport.sessionId ?? expect.fail("the server named no session")
+      const stateless: Record<string, string> = {}
+      for (const more of [stateless, { "mcp-session-id": sessionId }]) {
+        const mixed = yield* post([wrongCall, list, wrongList], more)
+        expect(mixed.status).toBe(200)
+        const answers = messagesOf(mixed)
+        expect(answers).toHaveLength(3)
+        expect(answers).toEqual(expect.arrayContaining([
+          ...alone,
+          { jsonrpc: "2.0", id: 8, result: expect.objectContaining({ tools: expect.arrayContaining([expect.objectContaining({ name: "support_triage" })]) }) }
+        ]))
+        expect(mixed.text).not.toContain("invalid_type")
+      }
+
+      // Nothing left to serve but a notification: the answers are the response.
+      const onlyWrong = yield* post([wrongCall, { jsonrpc: "2.0", method: "notifications/initialized" }, wrongList])
+      expect(onlyWrong.status).toBe(200)
+      expect(onlyWrong.json).toEqual(alone)
+    }))
+
   it.scopedLive("a call the client cancels stops waiting, and its durable run goes on", () =>
     Effect.gen(function*() {
       const root = yield* tempProject(project)

@@ -7,14 +7,14 @@
  * ajv) is imported by the endpoint's first request, not by every start of a server that may never
  * serve one (docs/decisions.md "Startup loads what it serves").
  */
-import { HttpApiBuilder, HttpServerRequest } from "@effect/platform"
+import { HttpApiBuilder, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import type { Server } from "@modelcontextprotocol/sdk/server/index.js"
 import { Data, Effect, Layer, Option, Scope } from "effect"
 import { CurrentApp } from "../../compiler/CurrentApp.js"
 import * as AgentTools from "./AgentTools.js"
 import type { AgentServerServices } from "./agentServer.js"
 import * as ConversationResources from "./ConversationResources.js"
-import { jsonRpcError } from "./jsonRpcError.js"
+import { errorMessage, jsonRpcError } from "./jsonRpcError.js"
 import { defaults, type McpServerConfig } from "./McpServerConfig.js"
 
 /** The endpoint's path. */
@@ -95,6 +95,15 @@ export const layer = (config: McpServerConfig = defaults) =>
         if (request.method !== "POST") return yield* open.handle(web.value, undefined)
         return yield* readBody(request).pipe(
           Effect.flatMap((body) => {
+            if (Array.isArray(body)) {
+              // A batch: each request whose params are wrong gets the answer it would get alone,
+              // and the others go to the transport.
+              const checked = body.map((message) => ({ message, wrong: invalidParams(message) }))
+              const answered = checked.flatMap(({ wrong }) => wrong === undefined ? [] : [errorMessage(-32602, wrong.message, wrong.id)])
+              if (answered.length === 0) return open.handle(web.value, body)
+              const rest = checked.flatMap(({ message, wrong }) => wrong === undefined ? [message] : [])
+              return rest.length === 0 ? Effect.succeed(HttpServerResponse.unsafeJson(answered)) : open.handle(web.value, rest, answered)
+            }
             const wrong = invalidParams(body)
             return wrong === undefined ? open.handle(web.value, body) : jsonRpcError(200, -32602, wrong.message, wrong.id)
           }),

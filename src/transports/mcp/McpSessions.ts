@@ -14,7 +14,7 @@ import type { Server } from "@modelcontextprotocol/sdk/server/index.js"
 import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js"
 import { isInitializeRequest } from "@modelcontextprotocol/sdk/types.js"
 import { Clock, Duration, Effect, Queue, type Scope, Stream } from "effect"
-import { jsonRpcError } from "./jsonRpcError.js"
+import { jsonRpcError, type JsonRpcErrorMessage } from "./jsonRpcError.js"
 
 /** One open session. */
 interface Session {
@@ -40,19 +40,40 @@ export interface McpSessionsOptions {
 
 /** The sessions: one handler for every request to the endpoint. */
 export interface McpSessions {
-  /** Answers `request` (its body, already parsed, is `body`; `undefined` for GET and DELETE). */
-  readonly handle: (request: Request, body: unknown) => Effect.Effect<HttpServerResponse.HttpServerResponse>
+  /**
+   * Answers `request` (its body, already parsed, is `body`; `undefined` for GET and DELETE).
+   * `answered`: the answers to requests of a batch that were taken out of `body` (invalid
+   * params), sent in the same response as the answers to the rest.
+   */
+  readonly handle: (
+    request: Request,
+    body: unknown,
+    answered?: ReadonlyArray<JsonRpcErrorMessage>
+  ) => Effect.Effect<HttpServerResponse.HttpServerResponse>
 }
 
-/** The transport's answer as the HTTP server's, running `done` once its body has been sent (or abandoned). */
-const toHttpResponse = (response: Response, done: Effect.Effect<void>) => {
+/** Messages as the events of an SSE stream, written as the SDK's transport writes its own. */
+const sseEvents = (messages: ReadonlyArray<JsonRpcErrorMessage>): Uint8Array =>
+  new TextEncoder().encode(messages.map((message) => `event: message\ndata: ${JSON.stringify(message)}\n\n`).join(""))
+
+/**
+ * The transport's answer as the HTTP server's, running `done` once its body has been sent (or
+ * abandoned). The answers to a batch's requests taken out of it (`answered`) go first in the
+ * stream of the others' answers, or, when the rest had no request (the transport accepted it with
+ * 202), make the response. A response refusing the whole POST (no session, a wrong Accept) is
+ * passed on as it is: alone, each request would have got it.
+ */
+const toHttpResponse = (response: Response, done: Effect.Effect<void>, answered: ReadonlyArray<JsonRpcErrorMessage> = []) => {
   const headers = [...response.headers]
   const body = response.body
+  const contentType = response.headers.get("content-type") ?? undefined
+  if (answered.length > 0 && response.status === 202) return Effect.as(done, HttpServerResponse.unsafeJson(answered))
   if (body === null) return Effect.as(done, HttpServerResponse.empty({ status: response.status, headers }))
-  return Effect.succeed(HttpServerResponse.stream(
-    Stream.fromReadableStream({ evaluate: () => body, onError: (cause) => cause }).pipe(Stream.ensuring(done)),
-    { status: response.status, headers, contentType: response.headers.get("content-type") ?? undefined }
-  ))
+  const stream = Stream.fromReadableStream({ evaluate: () => body, onError: (cause) => cause })
+  const sent = answered.length > 0 && response.ok && contentType === "text/event-stream"
+    ? Stream.concat(Stream.make(sseEvents(answered)), stream)
+    : stream
+  return Effect.succeed(HttpServerResponse.stream(sent.pipe(Stream.ensuring(done)), { status: response.status, headers, contentType }))
 }
 
 /** Sessions kept until the scope closes. */
@@ -125,37 +146,38 @@ export const make = (options: McpSessionsOptions): Effect.Effect<McpSessions, ne
           session.lastActive = now
         }))
 
-    const resume = (session: Session, request: Request, body: unknown) =>
+    const resume = (session: Session, request: Request, body: unknown, answered: ReadonlyArray<JsonRpcErrorMessage>) =>
       Effect.gen(function*() {
         session.open++
         session.lastActive = yield* Clock.currentTimeMillis
         const response = yield* Effect.promise(() => session.transport.handleRequest(request, { parsedBody: body }))
-        return yield* toHttpResponse(response, settled(session))
+        return yield* toHttpResponse(response, settled(session), answered)
       })
 
-    const stateless = (request: Request, body: unknown) =>
+    const stateless = (request: Request, body: unknown, answered: ReadonlyArray<JsonRpcErrorMessage>) =>
       Effect.gen(function*() {
         const { server, transport } = yield* connect(undefined)
         const response = yield* Effect.promise(() => transport.handleRequest(request, { parsedBody: body }))
-        return yield* toHttpResponse(response, close(server))
+        return yield* toHttpResponse(response, close(server), answered)
       })
 
     // Uninterruptible until the response exists (the transport answers at once, streaming what
     // follows): from then on the response's stream ends the request's bookkeeping, however it ends.
-    const handle = (request: Request, body: unknown) => Effect.uninterruptible(Effect.suspend(() => route(request, body)))
+    const handle = (request: Request, body: unknown, answered: ReadonlyArray<JsonRpcErrorMessage> = []) =>
+      Effect.uninterruptible(Effect.suspend(() => route(request, body, answered)))
 
-    const route = (request: Request, body: unknown) => {
+    const route = (request: Request, body: unknown, answered: ReadonlyArray<JsonRpcErrorMessage>) => {
       const sessionId = request.headers.get("mcp-session-id")
       if (sessionId !== null) {
         const session = sessions.get(sessionId)
         return session === undefined
           ? jsonRpcError(404, -32001, `there is no MCP session "${sessionId}" (it ended or never was): start a new one with an initialize request`)
-          : resume(session, request, body)
+          : resume(session, request, body, answered)
       }
       if (request.method !== "POST") {
         return jsonRpcError(400, -32000, `${request.method} /mcp needs the Mcp-Session-Id header of an open session: start one with an initialize request (POST)`)
       }
-      return isInitializeRequest(body) ? open(request, body) : stateless(request, body)
+      return isInitializeRequest(body) ? open(request, body) : stateless(request, body, answered)
     }
 
     return { handle }
