@@ -4,10 +4,12 @@
  * command's work lives in its own module under `commands/`, imported only when that command runs,
  * so that parsing a command line loads the parser and nothing else.
  */
+import { constants } from "node:os"
 import { resolve } from "node:path"
 import { Args, Command, Options, ValidationError } from "@effect/cli"
 import * as NodeContext from "@effect/platform-node/NodeContext"
 import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
+import { defaultTeardown, type Teardown } from "@effect/platform/Runtime"
 import { Cause, Effect, Option } from "effect"
 import packageJson from "../../package.json" with { type: "json" }
 import { tokenScopes } from "../auth/TokenScope.js"
@@ -45,6 +47,13 @@ const serve = (
           }
           : undefined
       }))
+  ).pipe(
+    // A server is stopped by a signal (Ctrl-C, or its process manager's SIGTERM): that is its normal end.
+    Effect.onInterrupt(() =>
+      Effect.sync(() => {
+        process.exitCode = 0
+      })
+    )
   )
 
 const dev = Command.make("dev", { ...serveOptions, dir: projectRoot }, (options) => serve({ ...options, release: Option.none() }, true)).pipe(
@@ -223,6 +232,27 @@ process.stdout.on("error", (error: NodeJS.ErrnoException) => {
   process.exit(process.exitCode ?? 0)
 })
 
+/** 128 + the number of the signal that stopped this process, as a shell reports a command a signal killed; none before one. */
+let stoppedBySignal: number | undefined
+const stoppingSignals: ReadonlyArray<"SIGINT" | "SIGTERM"> = ["SIGINT", "SIGTERM"]
+for (const signal of stoppingSignals) {
+  process.once(signal, () => {
+    stoppedBySignal ??= 128 + constants.signals[signal]
+  })
+}
+
+/**
+ * The exit code: the one a command or the failure handler set, else a signal's (a command that a
+ * signal stopped before its end did not succeed: `foundry run ... && next` must not go on), else
+ * the runtime's.
+ */
+const teardown: Teardown = (exit, onExit) => {
+  const set = Number(process.exitCode ?? Number.NaN)
+  if (Number.isInteger(set)) return onExit(set)
+  if (stoppedBySignal !== undefined) return onExit(stoppedBySignal)
+  defaultTeardown(exit, onExit)
+}
+
 cli(process.argv).pipe(
   Effect.catchAllCause((cause) => {
     if (Cause.isInterruptedOnly(cause)) return Effect.void
@@ -242,5 +272,5 @@ cli(process.argv).pipe(
     )
   }),
   Effect.provide(NodeContext.layer),
-  NodeRuntime.runMain({ disableErrorReporting: true })
+  NodeRuntime.runMain({ disableErrorReporting: true, teardown })
 )

@@ -89,7 +89,7 @@ export default defineAgent({
       expect(waiting.stderr).toMatch(/its subagent's call to guarded waits for approval apr_\w+/)
     }))
 
-  it.scopedLive("Ctrl-C cancels the run it started, and says so: no run is left running with no process to go on with it", () =>
+  it.scopedLive("Ctrl-C cancels the run it started, says so with its id and exits 130: no run is left running with no process to go on with it", () =>
     Effect.gen(function*() {
       const root = yield* tempProject({
         "agents/napper/agent.ts": `import { defineAgent, Scripted } from "foundry"
@@ -104,11 +104,13 @@ export default defineTool({ description: "Naps", input: Schema.Struct({}), outpu
       const cli = yield* startCli(["run", "napper", "take a nap", "--dir", root])
       yield* cli.waitFor(/-> nap/)
       cli.child.kill("SIGINT")
-      yield* cli.waitFor(/cancelled run run_\w+/)
-      yield* Effect.async<void>((resume) => {
-        if (cli.child.exitCode !== null || cli.child.signalCode !== null) resume(Effect.void)
-        else cli.child.once("exit", () => resume(Effect.void))
+      // As the shell's own Ctrl-C of a command: 128 + SIGINT's 2, so `foundry run ... && next` does not go on.
+      const code = yield* Effect.async<number | null>((resume) => {
+        if (cli.child.exitCode !== null || cli.child.signalCode !== null) resume(Effect.succeed(cli.child.exitCode))
+        else cli.child.once("exit", (exited) => resume(Effect.succeed(exited)))
       })
+      expect(code, cli.output()).toBe(130)
+      expect(cli.output()).toMatch(/run run_\w+ was cancelled: the command was interrupted/)
       const server = yield* startServer(root, { storeFile: join(root, ".foundry/foundry.db") })
       const runs = (yield* http(`${server.url}/api/runs`)).json as ReadonlyArray<{ readonly status: string }>
       expect(runs.map((run) => run.status)).toEqual(["cancelled"])

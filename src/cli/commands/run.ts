@@ -1,7 +1,8 @@
 /**
  * `foundry run <agent> "<message>"`: one run from the terminal, its text streamed to standard
  * output, its tool calls to standard error, the exit code by outcome (0 completed, 1 failed or
- * suspended on an approval). With an OTLP endpoint set, its spans are exported before it exits.
+ * suspended on an approval, 130 cancelled by Ctrl-C). With an OTLP endpoint set, its spans are
+ * exported before it exits.
  */
 import { Effect, Layer, Option, Stream } from "effect"
 import { loadProject } from "../../compiler/loadProject.js"
@@ -14,7 +15,7 @@ import { CliError } from "../CliError.js"
 import { runtimeLayer } from "../ProjectRuntime.js"
 import { addressOf, servingUrl } from "../servingAddress.js"
 import { firstApprovalBelow } from "../../transports/approvalsBelow.js"
-import { say, style } from "../terminal.js"
+import { style, warn } from "../terminal.js"
 
 const write = (stream: NodeJS.WriteStream, text: string) => Effect.sync(() => stream.write(text))
 
@@ -107,10 +108,11 @@ export const run = ({ agent, dir, instance, message }: {
         )
         yield* Effect.raceFirst(own, below).pipe(
           // Ctrl-C stops the run this command started: left running, no process would go on with it.
+          // The process then exits 128 + the signal's number (main.ts), as a command a signal stopped.
           Effect.onInterrupt(() =>
             dispatcher.cancel(submitted.id).pipe(
-              Effect.zipRight(say(style.yellow(`cancelled run ${submitted.id}`))),
-              Effect.catchAll((error) => say(`run ${submitted.id} was not cancelled: ${error.message}`))
+              Effect.zipRight(warn(style.yellow(`\nrun ${submitted.id} was cancelled: the command was interrupted`))),
+              Effect.catchAll((error) => warn(`\nrun ${submitted.id} was not cancelled: ${error.message}`))
             ))
         )
         return outcome
