@@ -25,6 +25,11 @@ export interface ServerHint {
   readonly flag: string
   /** The command that starts a server this command can use, e.g. `foundry dev`. */
   readonly start: string
+  /**
+   * The query parameters the command's flags are sent as, each with its flag (`agent` is
+   * `--agent`): a refusal of one names the flag the user passes, not the parameter.
+   */
+  readonly params?: Readonly<Record<string, string>>
 }
 
 /** The server answered with an error status; `message` is what it said, as a person reads it. */
@@ -54,14 +59,20 @@ const serverUrl = (options: ServerOptions, hint: ServerHint) =>
       )
   })
 
-/** What a refusal reads as: the server's first line, then each wrong field on its own line. */
-const refusalText = (status: number, body: unknown): string => {
+/**
+ * What a refusal reads as: the server's first line, then each wrong field on its own line, a
+ * parameter named by its flag. A message that is its issues, one line each (a 400's), is not
+ * said twice: the issues are.
+ */
+const refusalText = (status: number, body: unknown, params: Readonly<Record<string, string>>): string => {
   const refusal = Schema.decodeUnknownOption(Refusal)(body)
   if (Option.isNone(refusal)) return `the server answered ${status}`
   const { issues, message } = refusal.value
-  return issues === undefined || issues.length === 0
-    ? message
-    : [message.split("\n")[0] ?? "", ...issues.map((issue) => `${issue.path}: ${issue.message}`)].join("\n")
+  if (issues === undefined || issues.length === 0) return message
+  const lines = message.split("\n")
+  const onlyIssues = lines.length === issues.length && issues.every((issue, index) => lines[index]?.startsWith(`${issue.path}: `))
+  const fields = issues.map((issue) => `${params[issue.path] ?? issue.path}: ${issue.message}`)
+  return (onlyIssues ? fields : [lines[0] ?? "", ...fields]).join("\n")
 }
 
 /** The server's API at `options`' URL, with its token: `read` decodes an answer, `send` only needs it to succeed. */
@@ -88,7 +99,7 @@ export const serverApi = (options: ServerOptions, hint: ServerHint) =>
                   new ServerRefused({
                     status: response.status,
                     // The server says how to send a token over HTTP; from here, it is a flag or the environment.
-                    message: refusalText(response.status, body) +
+                    message: refusalText(response.status, body, hint.params ?? {}) +
                       (response.status === 401 && Option.isNone(token) ? "\nno token was sent: pass --token <token>, or set FOUNDRY_TOKEN" : "")
                   })
                 )

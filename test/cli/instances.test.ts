@@ -12,8 +12,9 @@ import { freePort, runCli, startCli } from "../support/cli.js"
 import { http, startServer } from "../support/server.js"
 import { tempProject } from "../support/tempProject.js"
 
-const project = (config = "{}") =>
+const project = (config = "{}", more: Record<string, string> = {}) =>
   tempProject({
+    ...more,
     "agents/desk/agent.ts": `import { Schema } from "effect"
 import { defineAgent } from "foundry"
 export default defineAgent({ description: "A help desk", context: Schema.Struct({ company: Schema.String }) })
@@ -198,5 +199,28 @@ describe("foundry install and uninstall", () => {
       const missing = yield* runCli(["install", "nobody", "tool:crm", "--config", config, "--url", server.url, "--agent", "desk"])
       expect(missing.code).not.toBe(0)
       expect(missing.stderr).toContain(`agent "desk" has no instance "nobody"`)
+    }))
+
+  it.scopedLive("an instance id two agents have: install and uninstall say once, in the command's terms, to pass --agent", () =>
+    Effect.gen(function*() {
+      const root = yield* project("{}", {
+        "agents/lead/agent.ts": `import { defineAgent } from "foundry"\nexport default defineAgent({ description: "Sales leads" })\n`
+      })
+      const server = yield* startServer(root)
+      yield* createInstance(server.url, { id: "acme", context: { company: "Acme" } })
+      yield* createInstance(server.url, { agent: "lead", id: "acme" })
+      const config = join(root, "crm.json")
+      writeFileSync(config, JSON.stringify({ url: "https://crm.acme.test", apiKey: "sk-acme" }))
+
+      for (const command of [["install", "acme", "tool:crm", "--config", config], ["uninstall", "acme", "tool:crm"]]) {
+        const result = yield* runCli([...command, "--url", server.url])
+        expect(result.code).toBe(1)
+        const said = result.stderr.split("\n").map((line) => line.trim()).filter((line) => line.includes("each have an instance"))
+        expect(said, result.stderr).toEqual([`--agent: agents "desk", "lead" each have an instance "acme": say which`])
+        expect(result.stderr).not.toContain("?agent=")
+      }
+      const installed = yield* runCli(["install", "acme", "tool:crm", "--config", config, "--agent", "lead", "--url", server.url])
+      expect(installed.stderr).toBe("")
+      expect(installed.stdout).toContain("installed tool crm on instance acme")
     }))
 })

@@ -14,8 +14,8 @@ import { serverApi, type ServerHint, type ServerOptions, type ServerRefused } fr
 import { say, style, table, when } from "../terminal.js"
 import { noSuch } from "../../text/closest.js"
 
-/** Where the server is and how to say that nobody answered there. */
-const hint: ServerHint = { flag: "--url", start: "foundry dev" }
+/** Where the server is, how to say that nobody answered there, and the flags sent as query parameters. */
+const hint: ServerHint = { flag: "--url", start: "foundry dev", params: { agent: "--agent", search: "--search" } }
 
 const api = (options: ServerOptions) => serverApi(options, hint)
 

@@ -33,6 +33,7 @@ import {
   previewLimits
 } from "../api/environmentViews.js"
 import { FoundryApi } from "../api/FoundryApi.js"
+import { ambiguousInstance } from "./ambiguousInstance.js"
 import { orStoreUnavailable } from "./storeUnavailable.js"
 
 const artifactView = (artifact: Artifact): ArtifactView => ({
@@ -166,9 +167,7 @@ export const EnvironmentsLive = HttpApiBuilder.group(FoundryApi, "environments",
       if (owner === undefined) {
         return yield* new InstanceNotFound({ agent: "", instance: id, message: `no agent has an instance "${id}"; list them with GET /api/instances?search=${encodeURIComponent(id)}` })
       }
-      if (others.length > 0) {
-        return yield* badRequest("agent", `agents ${owners.map((name) => `"${name}"`).join(", ")} each have an instance "${id}": say which with ?agent=`)
-      }
+      if (others.length > 0) return yield* ambiguousInstance(id, owners)
       return owner
     })
 

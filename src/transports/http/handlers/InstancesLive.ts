@@ -10,10 +10,10 @@ import { type InstanceRef, InstanceStorage } from "../../../durable/InstanceStor
 import type { ConversationSummary, InstallationRecord, InstanceRecord, InstanceStatus } from "../../../durable/records.js"
 import { Store } from "../../../durable/Store.js"
 import { type InstanceDetail, InstanceNotFound, Instances } from "../../../instances/Instances.js"
-import { BadRequest } from "../api/BadRequest.js"
 import { FoundryApi } from "../api/FoundryApi.js"
 import type { InstallationView, InstanceConversation, InstanceSummary, InstanceView } from "../api/instanceViews.js"
 import { noSuch } from "../../../text/closest.js"
+import { ambiguousInstance } from "./ambiguousInstance.js"
 import { orStoreUnavailable } from "./storeUnavailable.js"
 
 const instanceFields = (instance: InstanceRecord) => ({
@@ -81,10 +81,7 @@ export const InstancesLive = HttpApiBuilder.group(FoundryApi, "instances", (hand
           message: `no agent has an instance "${id}"; list them with GET /api/instances?search=${encodeURIComponent(id)}`
         })
       }
-      if (others.length > 0) {
-        const message = `agents ${owners.map((name) => `"${name}"`).join(", ")} each have an instance "${id}": say which with ?agent=`
-        return yield* new BadRequest({ message: `agent: ${message}`, issues: [{ path: "agent", message }] })
-      }
+      if (others.length > 0) return yield* ambiguousInstance(id, owners)
       return { agent: owner, id }
     })
 
