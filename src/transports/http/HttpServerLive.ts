@@ -26,6 +26,7 @@ import { InspectorLive } from "../inspector/InspectorLive.js"
 import * as McpServerLive from "../mcp/McpServerLive.js"
 import { OpenAiLive } from "../openai/OpenAiLive.js"
 import { readableErrors } from "./readableErrors.js"
+import { refuseUnknownQueryParams } from "./unknownQueryParams.js"
 import { edge } from "./edge/Edge.js"
 
 /** The API with every group implemented. */
@@ -55,6 +56,8 @@ export const layer = (options: {
     )),
     // Provided after the middleware above, so it is added first and runs inside it, before any route.
     Layer.provide(HttpApiBuilder.middleware(FoundryApi, authMiddleware)),
+    // Inside the auth check: a client without a token is told that first.
+    Layer.provide(HttpApiBuilder.middleware(FoundryApi, refuseUnknownQueryParams(FoundryApi))),
     Layer.provide(HttpApiBuilder.middlewareOpenApi({ path: "/api/openapi.json" })),
     Layer.provide(InspectorLive),
     Layer.provide(McpServerLive.layer()),

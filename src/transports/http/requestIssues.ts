@@ -7,7 +7,8 @@ import { HttpApi, type HttpApiEndpoint, type HttpApiGroup, HttpMethod, HttpServe
 import { Effect, Either, Option, ParseResult, Schema } from "effect"
 import { type ReadableIssue, readableIssues } from "../../definitions/readableIssues.js"
 
-type Endpoint = HttpApiEndpoint.HttpApiEndpoint<string, HttpMethod.HttpMethod>
+/** An endpoint of an API, whatever its schemas. */
+export type Endpoint = HttpApiEndpoint.HttpApiEndpoint<string, HttpMethod.HttpMethod>
 
 /**
  * The problems of the current request against the endpoint of `api` it is for: empty when it
@@ -74,7 +75,7 @@ export const methodsAt = <Id extends string, Groups extends HttpApiGroup.HttpApi
 }
 
 /** The endpoints of `api`. */
-const endpointsOf = <Id extends string, Groups extends HttpApiGroup.HttpApiGroup.Any, E, R>(
+export const endpointsOf = <Id extends string, Groups extends HttpApiGroup.HttpApiGroup.Any, E, R>(
   api: HttpApi.HttpApi<Id, Groups, E, R>
 ): ReadonlyArray<Endpoint> => {
   const endpoints: Array<Endpoint> = []
@@ -97,7 +98,7 @@ const matchesAt = (endpoints: ReadonlyArray<Endpoint>, pathname: string) => {
 }
 
 /** The endpoint a path is for, and its path parameters; a fixed segment wins over a parameter. */
-const endpointOf = (endpoints: ReadonlyArray<Endpoint>, method: HttpMethod.HttpMethod, pathname: string) =>
+export const endpointOf = (endpoints: ReadonlyArray<Endpoint>, method: HttpMethod.HttpMethod, pathname: string) =>
   matchesAt(endpoints, pathname)
     .filter(({ endpoint }) => endpoint.method === method)
     .sort((a, b) => Object.keys(a.params).length - Object.keys(b.params).length)[0]
