@@ -6,7 +6,7 @@
  */
 import { constants } from "node:os"
 import { resolve } from "node:path"
-import { Args, Command, Options, ValidationError } from "@effect/cli"
+import { Args, Command, HelpDoc, Options, ValidationError } from "@effect/cli"
 import * as NodeContext from "@effect/platform-node/NodeContext"
 import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import { defaultTeardown, type Teardown } from "@effect/platform/Runtime"
@@ -14,7 +14,7 @@ import { Cause, Effect, Option } from "effect"
 import packageJson from "../../package.json" with { type: "json" }
 import { tokenScopes } from "../auth/TokenScope.js"
 import { cluster, host, port, projectDir, projectDirOption, projectRoot, projectRootOption, runnerHost, runnerPort } from "./commands/options.js"
-import { reportError } from "./terminal.js"
+import { reportError, shellWord } from "./terminal.js"
 
 const init = Command.make(
   "init",
@@ -253,15 +253,33 @@ const teardown: Teardown = (exit, onExit) => {
   defaultTeardown(exit, onExit)
 }
 
+/**
+ * Where `--log-level` goes, when @effect/cli refused it: it reads it only before a command's own
+ * options (and has no global options to declare it on), so after them it is an unknown argument.
+ */
+const logLevelPlace = (error: ValidationError.ValidationError): Effect.Effect<void> => {
+  if (!("error" in error) || !/unknown argument: '--log-level/.test(HelpDoc.toAnsiText(error.error))) return Effect.void
+  const args = process.argv.slice(2)
+  const at = args.findIndex((arg) => arg.startsWith("--log-level"))
+  const flag = args[at]?.includes("=") === true ? args.slice(at, at + 1) : args.slice(at, at + 2)
+  const rest = args.filter((_, index) => index < at || index >= at + flag.length)
+  return reportError("--log-level goes before the command", {
+    message: `as in: foundry ${[...flag, ...rest].map(shellWord).join(" ")}`
+  })
+}
+
 cli(process.argv).pipe(
   Effect.catchAllCause((cause) => {
     if (Cause.isInterruptedOnly(cause)) return Effect.void
     const failure = Cause.failureOption(cause)
     // @effect/cli has already printed usage for a validation error.
     if (failure._tag === "Some" && ValidationError.isValidationError(failure.value)) {
-      return Effect.sync(() => {
-        process.exitCode = 2
-      })
+      return Effect.zipRight(
+        logLevelPlace(failure.value),
+        Effect.sync(() => {
+          process.exitCode = 2
+        })
+      )
     }
     const error = failure._tag === "Some" ? failure.value : Cause.squash(cause)
     return Effect.zipRight(

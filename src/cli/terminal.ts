@@ -33,3 +33,6 @@ export const table = (header: ReadonlyArray<string>, rows: ReadonlyArray<Readonl
 
 /** A time as a table shows it, to the minute (UTC); `-` for none. */
 export const when = (millis: number | null): string => millis === null ? "-" : new Date(millis).toISOString().slice(0, 16).replace("T", " ")
+
+/** `text` as one word of a command line pasted into a shell: quoted when it has spaces, quotes or other characters a shell reads. */
+export const shellWord = (text: string): string => /^[\w./@%+=:,-]+$/.test(text) ? text : `'${text.replaceAll("'", `'\\''`)}'`

@@ -9,7 +9,7 @@ import { FileSystem, Path } from "@effect/platform"
 import { Effect } from "effect"
 import { packageLayout } from "../../packageLayout.js"
 import { CliError } from "../CliError.js"
-import { say, style } from "../terminal.js"
+import { say, shellWord, style } from "../terminal.js"
 
 /** A package.json's dependency maps, as far as init needs them. */
 interface PackageJson {
@@ -162,7 +162,7 @@ export const init = (dir: string) =>
       }
       yield* say(style.green(`created a Foundry project in ${root}`))
       // Pasted into a shell as it is: a folder with spaces or quotes in its name is quoted.
-      yield* say(`next: foundry dev ${/^[\w./@%+=:,-]+$/.test(dir) ? dir : `'${dir.replaceAll("'", `'\\''`)}'`}`)
+      yield* say(`next: foundry dev ${shellWord(dir)}`)
       yield* say(`then: curl -X POST http://127.0.0.1:4141/api/runs -H 'content-type: application/json' \\`)
       yield* say(`        -d '{"agent":"assistant","message":"count the words in \\"hello brave new world\\""}'`)
   })
