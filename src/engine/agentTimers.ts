@@ -170,15 +170,16 @@ export const runTimerTool = Effect.fn("engine.runTimerTool")(function*(
         yield* activations.remove(target.id)
         return done({ id: target.id, cancelled: true })
       }
+      if (target.status === "done") {
+        return failedOutcome(raw, `your schedule "${target.id}" is done: its one time has passed and it fires no more, so there is nothing to ${input.value.action}; cancel it, or set a new one`)
+      }
       const status = input.value.action === "pause" ? "paused" : "active"
       // Resuming makes a timer active again: pausing must not be a way around the limit.
       const refusal = status === "active" && target.status === "paused" ? tooMany(yield* activeTimers, limits) : undefined
       if (refusal !== undefined) return failedOutcome(raw, refusal)
       const timing = Schema.decodeUnknownOption(ScheduleTimingSchema)(target.spec.timing)
-      const nextFire = status === "active" && target.status !== "done" && Option.isSome(timing)
-        ? nextFireAfter(timing.value, now, now)
-        : target.nextFire
-      yield* activations.save({ ...target, status: target.status === "done" ? "done" : status, nextFire })
+      const nextFire = status === "active" && Option.isSome(timing) ? nextFireAfter(timing.value, now, now) : target.nextFire
+      yield* activations.save({ ...target, status: status === "active" && nextFire === null ? "done" : status, nextFire })
       return done({ id: target.id, status })
     }
   }

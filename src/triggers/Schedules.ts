@@ -50,6 +50,12 @@ export class ScheduleFiringSkipped extends Schema.TaggedError<ScheduleFiringSkip
   message: Schema.String
 }) {}
 
+/** A schedule that is done (an `at` whose one time has come or passed) fires no more: pausing or resuming it changes nothing. */
+export class ScheduleDone extends Schema.TaggedError<ScheduleDone>()("ScheduleDone", {
+  schedule: Schema.String,
+  message: Schema.String
+}) {}
+
 /** A firing's outcome: the run it started, or why it started none. */
 type Firing = { readonly _tag: "Started"; readonly runId: string } | { readonly _tag: "Skipped"; readonly reason: string }
 
@@ -61,8 +67,8 @@ export class Schedules extends Context.Tag("foundry/Schedules")<Schedules, {
    */
   readonly sync: (app: CompiledApp) => Effect.Effect<void, StoreError>
   readonly list: Effect.Effect<ReadonlyArray<ScheduleView>, StoreError>
-  readonly pause: (id: string) => Effect.Effect<ScheduleView, ScheduleNotFound | StoreError>
-  readonly resume: (id: string) => Effect.Effect<ScheduleView, ScheduleNotFound | StoreError>
+  readonly pause: (id: string) => Effect.Effect<ScheduleView, ScheduleNotFound | ScheduleDone | StoreError>
+  readonly resume: (id: string) => Effect.Effect<ScheduleView, ScheduleNotFound | ScheduleDone | StoreError>
   /** Fires the schedule now, whatever its timing; its next firing stays as it was. */
   readonly trigger: (id: string) => Effect.Effect<ScheduleView, ScheduleNotFound | ScheduleFiringSkipped | StoreError>
 }>() {}
@@ -99,9 +105,13 @@ const viewOf = (activation: ActivationRecord): ScheduleView => {
 const doneReason = (activation: ActivationRecord): string => {
   const timing = activation.spec.timing
   if (!("at" in timing)) return "its timing has no firing left"
-  return activation.lastFire === Date.parse(timing.at)
-    ? `its one time, ${timing.at}, has come`
-    : `its one time, ${timing.at}, had passed when it was armed or resumed, or was missed under misfire "skip": it never fired`
+  const time = Date.parse(timing.at)
+  if (activation.lastFire === time) return `its one time, ${timing.at}, has come`
+  // Only a firing asked for by a person (Run now) comes after the time: catch-ups record the time they stand for.
+  if (activation.lastFire !== null && activation.lastFire > time) {
+    return `its one time, ${timing.at}, has passed; Run now started its last run, at ${new Date(activation.lastFire).toISOString()}`
+  }
+  return `its one time, ${timing.at}, had passed when it was armed or resumed, or was missed under misfire "skip": it never fired`
 }
 
 /** The schedules over the store and the dispatcher. */
@@ -273,11 +283,17 @@ export const SchedulesLive = Layer.scoped(
     const setStatus = (id: string, status: "active" | "paused") =>
       Effect.gen(function*() {
         const activation = yield* activationOf(id)
+        if (activation.status === "done") {
+          return yield* new ScheduleDone({
+            schedule: id,
+            message: `schedule "${id}" is done (${doneReason(activation)}): it fires no more, so there is nothing to ${status === "active" ? "resume" : "pause"}; Run now still starts a run`
+          })
+        }
         const now = yield* Clock.currentTimeMillis
         // Resuming re-arms from now: what was missed while paused is not made up, so an `at` whose
         // time passed meanwhile is done.
         const nextFire = status === "active" ? nextFireAfter(activation.spec.timing, now, now) : activation.nextFire
-        const done = activation.status === "done" || (status === "active" && nextFire === null)
+        const done = status === "active" && nextFire === null
         yield* activations.save({ ...activation, status: done ? "done" : status, nextFire })
         return yield* view(yield* activationOf(id))
       })

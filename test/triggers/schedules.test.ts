@@ -146,6 +146,22 @@ describe("schedules (on the test clock)", () => {
       })
       expect(yield* listed("once")).toMatchObject({ status: "done", reason: "its one time, 2026-06-01T12:30:00Z, has come" })
       expect(yield* firings(server.url, "once", 1)).toEqual(["2026-06-01T12:30:00.000Z"])
+      // A done schedule has nothing to pause or resume: a 409 says so (it answered 200 and changed nothing).
+      for (const action of ["pause", "resume"]) {
+        const refused = yield* http(`${server.url}/api/schedules/held/${action}`, { method: "POST" })
+        expect(refused.status).toBe(409)
+        expect(refused.json).toMatchObject({
+          _tag: "ScheduleDone",
+          message: expect.stringContaining(`schedule "held" is done (its one time, 2026-06-01T13:00:00Z, had passed`)
+        })
+        expect(refused.text).toContain(`nothing to ${action}`)
+      }
+      // Run now starts a run of a done schedule; its reason no longer claims it never fired.
+      expect((yield* http(`${server.url}/api/schedules/once/trigger`, { method: "POST" })).status).toBe(200)
+      expect(yield* listed("once")).toMatchObject({
+        status: "done",
+        reason: "its one time, 2026-06-01T12:30:00Z, has passed; Run now started its last run, at 2026-06-01T14:00:00.000Z"
+      })
       expect(yield* firings(server.url, "bygone", 0)).toEqual([])
       expect(yield* firings(server.url, "held", 0)).toEqual([])
     }))

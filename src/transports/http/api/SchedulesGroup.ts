@@ -3,7 +3,7 @@
  */
 import { HttpApiEndpoint, HttpApiGroup } from "@effect/platform"
 import { Schema } from "effect"
-import { ScheduleFiringSkipped, ScheduleNotFound } from "../../../triggers/Schedules.js"
+import { ScheduleDone, ScheduleFiringSkipped, ScheduleNotFound } from "../../../triggers/Schedules.js"
 
 /** A schedule as the API shows it. */
 export const ScheduleView = Schema.Struct({
@@ -29,10 +29,12 @@ export class SchedulesGroup extends HttpApiGroup.make("schedules")
   .add(
     HttpApiEndpoint.post("pause", "/api/schedules/:scheduleId/pause").setPath(SchedulePath).addSuccess(ScheduleView)
       .addError(ScheduleNotFound, { status: 404 })
+      .addError(ScheduleDone, { status: 409 })
   )
   .add(
     HttpApiEndpoint.post("resume", "/api/schedules/:scheduleId/resume").setPath(SchedulePath).addSuccess(ScheduleView)
       .addError(ScheduleNotFound, { status: 404 })
+      .addError(ScheduleDone, { status: 409 })
   )
   .add(
     HttpApiEndpoint.post("trigger", "/api/schedules/:scheduleId/trigger").setPath(SchedulePath).addSuccess(ScheduleView)
