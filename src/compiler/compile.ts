@@ -101,6 +101,15 @@ const buildServices = (table: RouteTable): Effect.Effect<Context.Context<unknown
   )
 }
 
+/** A file's bytes; one deleted since it was listed is hashed as absent (the next build sees the deletion). */
+const contentOf = (path: string): Uint8Array => {
+  try {
+    return readFileSync(path)
+  } catch {
+    return new Uint8Array()
+  }
+}
+
 /**
  * The release of the project at `root`: a folder built by `foundry build` is its `rel_` id (from
  * `release.json`); sources are `dev-` and a short hash of every file under the route folders and
@@ -110,12 +119,8 @@ const buildServices = (table: RouteTable): Effect.Effect<Context.Context<unknown
 export const releaseOf = (root: string, configFile: string | undefined): string => {
   const built = releaseIdAt(root)
   if (built !== undefined) return built
-  const files = configFile === undefined ? listRouteFiles(root) : [configFile, ...listRouteFiles(root)]
-  const hash = contentHash(files.map((file) => {
-    const path = join(root, file)
-    // A file deleted since it was listed is hashed as absent; the next build sees the deletion.
-    return { file, content: existsSync(path) ? readFileSync(path) : new Uint8Array() }
-  }))
+  const { files } = listRouteFiles(root)
+  const hash = contentHash((configFile === undefined ? files : [configFile, ...files]).map((file) => ({ file, content: contentOf(join(root, file)) })))
   return `dev-${hash.slice(0, 12)}`
 }
 

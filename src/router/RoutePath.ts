@@ -2,7 +2,7 @@
  * The file-name conventions of DESIGN section 2: which files are routes, of which kind, and
  * which id each gets. Pure functions over project-relative POSIX paths.
  */
-import { existsSync, readdirSync, statSync } from "node:fs"
+import { readdirSync, readlinkSync, realpathSync, statSync } from "node:fs"
 import { join } from "node:path"
 import type { RouteKind } from "../definitions/RouteKind.js"
 
@@ -134,31 +134,122 @@ export const agentFoldersOf = (files: ReadonlyArray<string>): ReadonlySet<string
 /** Whether a classification is a problem rather than a route. */
 export const isProblem = (value: RouteFile | RoutePathProblem): value is RoutePathProblem => "problem" in value
 
-/**
- * Every file under the project's route folders, relative with `/` separators, sorted; dot-files
- * and dot-folders and `node_modules` are not looked into.
- */
-export const listRouteFiles = (root: string): ReadonlyArray<string> => {
-  const files: Array<string> = []
-  const walk = (folder: string): void => {
-    for (const entry of readdirSync(join(root, folder))) {
-      if (entry.startsWith(".") || entry === "node_modules") continue
-      const file = `${folder}/${entry}`
-      if (statSync(join(root, file)).isDirectory()) walk(file)
-      else files.push(file)
-    }
+/** The files under the project's route folders, and the paths there that cannot be read, each as a problem of its own. */
+export interface RouteFolderListing {
+  readonly files: ReadonlyArray<string>
+  readonly unreadable: ReadonlyArray<RoutePathProblem>
+}
+
+const codeOf = (error: unknown): string =>
+  error instanceof Error && "code" in error && typeof error.code === "string" ? error.code : String(error)
+
+/** Gone since its folder was read, or never there: the next save's build sees what replaced it. */
+const isGone = (error: unknown): boolean => codeOf(error) === "ENOENT" || codeOf(error) === "ENOTDIR"
+
+const linkTarget = (path: string): string | undefined => {
+  try {
+    return readlinkSync(path)
+  } catch {
+    return undefined
   }
-  for (const folder of routeFolders) if (existsSync(join(root, folder))) walk(folder)
-  return files.sort()
 }
 
 /**
- * The route files among `files` (paths under the project), each kind's id once (the first file
- * that has it), and the problems of the others: a name that breaks a rule, an id taken twice.
+ * What `path` (project-relative `file`) is: a folder, a file, gone (an editor's or `sed -i`'s
+ * temporary file renamed away while the folder was read), or a problem: a symbolic link to
+ * nothing, or a path Foundry may not read.
  */
-export const routeFilesOf = (files: ReadonlyArray<string>) => {
-  const agentFolders = agentFoldersOf(files)
+const entryAt = (path: string, file: string): "folder" | "file" | "gone" | RoutePathProblem => {
+  try {
+    return statSync(path).isDirectory() ? "folder" : "file"
+  } catch (error) {
+    const target = linkTarget(path)
+    if (target === undefined && isGone(error)) return "gone"
+    if (target === undefined) return unreadable(file, error)
+    return {
+      file,
+      problem: isGone(error)
+        ? `a symbolic link to ${target}, which does not exist`
+        : `a symbolic link to ${target}, which cannot be followed (${codeOf(error)})`,
+      fix: `create ${target} (relative to the link's folder), point the link at a file that exists, or remove the link`
+    }
+  }
+}
+
+const unreadable = (file: string, error: unknown): RoutePathProblem => ({
+  file,
+  problem: `cannot be read (${codeOf(error)})`,
+  fix: "let the user that runs Foundry read it (chmod), or remove it"
+})
+
+const realPath = (path: string): string | undefined => {
+  try {
+    return realpathSync(path)
+  } catch {
+    return undefined
+  }
+}
+
+/**
+ * Every file under the project's route folders, relative with `/` separators, sorted; dot-files
+ * and dot-folders and `node_modules` are not looked into. What is gone by the time it is looked at
+ * is not listed; what cannot be read (a symbolic link to nothing) is `unreadable`, so that it is
+ * a problem of its own path rather than a crash of the whole build.
+ */
+export const listRouteFiles = (root: string): RouteFolderListing => {
+  const files: Array<string> = []
   const problems: Array<RoutePathProblem> = []
+  // A folder linked into one of its own subfolders would be walked forever: its files are listed once.
+  const walk = (folder: string, ancestors: ReadonlySet<string>): void => {
+    const real = realPath(join(root, folder))
+    if (real === undefined || ancestors.has(real)) return
+    const entries = (() => {
+      try {
+        return readdirSync(join(root, folder))
+      } catch (error) {
+        if (!isGone(error)) problems.push(unreadable(folder, error))
+        return []
+      }
+    })()
+    const inside = new Set([...ancestors, real])
+    for (const entry of entries) {
+      if (entry.startsWith(".") || entry === "node_modules") continue
+      visit(`${folder}/${entry}`, inside)
+    }
+  }
+  const visit = (file: string, ancestors: ReadonlySet<string>): void => {
+    const found = entryAt(join(root, file), file)
+    if (found === "folder") walk(file, ancestors)
+    else if (found === "file") files.push(file)
+    else if (found !== "gone") problems.push(found)
+  }
+  for (const folder of routeFolders) {
+    const found = entryAt(join(root, folder), folder)
+    // A file named like a route folder holds no routes.
+    if (found === "folder") walk(folder, new Set())
+    else if (typeof found === "object") problems.push(found)
+  }
+  return { files: files.sort(), unreadable: problems }
+}
+
+/**
+ * Whether an unreadable path would hold a route: its name is a route's, or it has no extension
+ * (a link to a folder of routes, say) and is not a helper folder.
+ */
+const mayHoldRoutes = (file: string, agentFolders: ReadonlySet<string>): boolean => {
+  const name = file.split("/").pop() ?? file
+  return classify(file, agentFolders) !== undefined || (!name.includes(".") && !isHelper(`${file}/route.ts`))
+}
+
+/**
+ * The route files among the listed files, each kind's id once (the first file that has it), and
+ * the problems of the others: a name that breaks a rule, an id taken twice, a route that cannot
+ * be read (an unreadable path that is no route's, a link to nothing named `notes.md`, is ignored).
+ */
+export const routeFilesOf = ({ files, unreadable }: RouteFolderListing) => {
+  // An agent file that cannot be read still makes its folder an agent's: its tools are its tools.
+  const agentFolders = agentFoldersOf([...files, ...unreadable.map((path) => path.file)])
+  const problems: Array<RoutePathProblem> = unreadable.filter((path) => mayHoldRoutes(path.file, agentFolders))
   const byId = new Map<string, RouteFile>()
   for (const file of files) {
     const route = classify(file, agentFolders)
