@@ -7,7 +7,7 @@ import { createHash } from "node:crypto"
 import { readFileSync, statSync } from "node:fs"
 import { join } from "node:path"
 import { FileSystem, HttpServer } from "@effect/platform"
-import { Cause, Chunk, Clock, Context, Effect, Exit, Fiber, Layer, Queue, Scope, Stream } from "effect"
+import { Cause, Chunk, Clock, Context, Effect, ExecutionStrategy, Exit, Fiber, Layer, Queue, Scope, Stream } from "effect"
 import { Auth } from "../auth/Auth.js"
 import { BuildStatus } from "../compiler/BuildStatus.js"
 import { LayerBuildError, MissingServices } from "../compiler/CompileError.js"
@@ -33,6 +33,7 @@ import { notAProjectOrRelease } from "./projectFolder.js"
 import { addressOf, recordServing } from "./servingAddress.js"
 import { clusterSettingsOf, Recovered, serverLayer, storeFileOf } from "./ProjectRuntime.js"
 import { routeSummary } from "./routeSummary.js"
+import { noticeWhileSlow } from "./slowBuildNotice.js"
 import { reportError, say, style, warn } from "./terminal.js"
 
 /** How to serve. */
@@ -65,13 +66,13 @@ const contentDigest = (file: string): string => {
   }
 }
 
-/** One build in its own scope: the scope holds the config's layers for as long as the build serves. */
-const inScope = <A, E, R>(load: Effect.Effect<A, E, R>) =>
+/** One build in a scope of its own inside `parent`: closed at once when the build fails, else as long as the build serves. */
+const inScope = <A, E, R>(parent: Scope.Scope, load: Effect.Effect<A, E, R>) =>
   Effect.gen(function*() {
-    const scope = yield* Scope.make()
+    const scope = yield* Scope.fork(parent, ExecutionStrategy.sequential)
     const result = yield* load.pipe(Scope.extend(scope), Effect.either)
     if (result._tag === "Left") yield* Scope.close(scope, Exit.void)
-    return { result, scope }
+    return result
   })
 
 /**
@@ -79,20 +80,23 @@ const inScope = <A, E, R>(load: Effect.Effect<A, E, R>) =>
  * dev`, while it has no whole build to keep serving), the others as `problems`; or nothing.
  */
 type Built =
-  | { readonly _tag: "Whole"; readonly app: CompiledApp; readonly scope: Scope.CloseableScope }
-  | { readonly _tag: "Part"; readonly app: CompiledApp; readonly scope: Scope.CloseableScope; readonly problems: RouteErrors }
+  | { readonly _tag: "Whole"; readonly app: CompiledApp }
+  | { readonly _tag: "Part"; readonly app: CompiledApp; readonly problems: RouteErrors }
   | { readonly _tag: "Failed"; readonly failure: Effect.Effect.Error<ReturnType<typeof loadProject>> }
 
-/** Builds the project as build `generation`; when route files break it and `partAllowed`, the routes that build. */
-const build = (root: string, generation: number, config: ProjectConfig, partAllowed: boolean) =>
+/**
+ * Builds the project as build `generation`, its layers held by `scope` (closing it releases them,
+ * and an interrupted build's); when route files break it and `partAllowed`, the routes that build.
+ */
+const build = (root: string, generation: number, config: ProjectConfig, partAllowed: boolean, scope: Scope.Scope) =>
   Effect.gen(function*() {
-    const whole = yield* inScope(loadProject(root, generation, config))
-    if (whole.result._tag === "Right") return { _tag: "Whole", app: whole.result.right, scope: whole.scope } satisfies Built
-    const failure = whole.result.left
+    const whole = yield* inScope(scope, loadProject(root, generation, config))
+    if (whole._tag === "Right") return { _tag: "Whole", app: whole.right } satisfies Built
+    const failure = whole.left
     if (!partAllowed || !(failure instanceof RouteErrors)) return { _tag: "Failed", failure } satisfies Built
-    const part = yield* inScope(loadSoundRoutes(root, generation, config))
-    const built: Built = part.result._tag === "Right"
-      ? { _tag: "Part", app: part.result.right.app, scope: part.scope, problems: part.result.right.problems }
+    const part = yield* inScope(scope, loadSoundRoutes(root, generation, config))
+    const built: Built = part._tag === "Right"
+      ? { _tag: "Part", app: part.right.app, problems: part.right.problems }
       : { _tag: "Failed", failure }
     return built
   })
@@ -190,11 +194,18 @@ interface Served {
   readonly checkTypes: (configFile: string | undefined, table?: RouteTable) => Effect.Effect<void>
 }
 
+/** What one reload came to: a broken config, or a build (whole, part or failed) of the config it loaded. */
+type Attempt =
+  | { readonly _tag: "ConfigBroken"; readonly error: Effect.Effect.Error<ReturnType<typeof loadConfig>> }
+  | { readonly _tag: "Built"; readonly config: ProjectConfig; readonly restartNeeded: string | null; readonly next: Built }
+
 /**
  * `foundry dev` after its first build (`first`): each burst of saved files rebuilds the project
  * and, when the build succeeds, serves it in place of the last good one, whose scope is then
  * closed; a broken config or build leaves the last good one serving and says why. While no whole
- * build serves, the part of the newest that builds serves instead.
+ * build serves, the part of the newest that builds serves instead. A newer save gives up a build
+ * still going (a layer that never finishes holds up nothing), and a build that takes long says
+ * what it waits for.
  */
 const reloadOnChanges = (
   changes: Queue.Dequeue<ReadonlyArray<string>>,
@@ -212,48 +223,98 @@ const reloadOnChanges = (
     const current = Context.get(served.context, CurrentApp)
     const schedules = Context.get(served.context, Schedules)
     const status = Context.get(served.context, BuildStatus)
-    let { app, generation, scope: buildScope, whole } = first
-    const reload = (changed: ReadonlyArray<string>) => Effect.gen(function*() {
-      generation++
-      yield* say(style.dim(`changed: ${changed.length > 3 ? `${changed.slice(0, 3).join(", ")} and ${changed.length - 3} more` : changed.join(", ") || "(folders)"}`))
-      const nextConfig = yield* loadConfig(options.root, generation).pipe(Effect.either)
-      if (nextConfig._tag === "Left") {
-        yield* reportError("Reload failed: the config is broken; still serving the last good build.", nextConfig.left)
-        yield* status.update((report) => ({ ...report, problems: problemsOf(nextConfig.left) }))
-        return
-      }
-      const unapplied = changedSettings(settings, startSettings(nextConfig.right.config, options))
-      const restartNeeded = unapplied === undefined
-        ? null
-        : `${nextConfig.right.configFile ?? "foundry.config.ts"} changed ${unapplied}: ` +
-          `restart foundry dev to apply it (still serving on ${address} with ${storeFileOf(app)})`
-      if (restartNeeded !== null) yield* warn(style.yellow(restartNeeded))
-      // A whole build keeps serving until the next whole one; a part gives way to the newest part.
-      const next = yield* build(options.root, generation, nextConfig.right, !whole)
-      if (next._tag === "Failed") {
-        yield* reportError("Reload failed; still serving the last good build.", next.failure)
-        yield* status.update((report) => ({ ...report, problems: problemsOf(next.failure), restartNeeded }))
-        yield* checkTypes(nextConfig.right.configFile)
-        return
-      }
-      const previous = buildScope
-      buildScope = next.scope
-      app = next.app
-      whole = next._tag === "Whole"
-      yield* current.set(app)
-      yield* schedules.sync(app)
-      if (previous !== undefined) yield* Scope.close(previous, Exit.void)
-      const problems = next._tag === "Part" ? problemsOf(next.problems) : []
-      yield* status.update((report) => ({ ...report, generation, builtAt: Date.now(), problems, partial: !whole, restartNeeded }))
-      if (next._tag === "Part") yield* reportError(partMessage, next.problems)
-      const files = next._tag === "Part" ? new Set(next.problems.errors.map((error) => error.file)).size : 0
-      const leftOut = next._tag === "Part" ? `, ${files} file${files === 1 ? "" : "s"} left out` : ""
-      yield* say(style.cyan(`reloaded (build ${generation}${leftOut}): ${routeSummary(app.table)}`))
-      yield* checkTypes(app.table.configFile, app.table)
-    }).pipe(Effect.catchAllCause((cause) => warn(`reload crashed: ${String(cause)}`)))
-    // Every burst saved while a reload ran is one reload after it. A file system may report one
-    // save in two bursts: a file whose content is what the last reload already read is no change.
+    let { app, scope: buildScope, whole } = first
+    // Each reload builds under a number of its own; only the newest started may serve or report.
+    let newest = first.generation
+    // One reload's outcome is applied at a time: one still applying (its schedules synced, say)
+    // when a newer one is built finishes first.
+    const applying = yield* Effect.makeSemaphore(1)
+    // What each saved file held when its burst came: a file system may report one save in two
+    // bursts, and a file whose content a reload already read is no change. Forgotten when that
+    // reload fails or takes long, so that saving again, even unchanged, builds again.
     const contents = new Map<string, string>()
+    const forgetContents = Effect.sync(() => contents.clear())
+
+    /** Loads the config and builds the project as build `generation`, its layers held by `scope`. */
+    const attempt = (generation: number, scope: Scope.Scope) =>
+      Effect.gen(function*() {
+        const nextConfig = yield* loadConfig(options.root, generation).pipe(Effect.either)
+        if (nextConfig._tag === "Left") return { _tag: "ConfigBroken", error: nextConfig.left } satisfies Attempt
+        const unapplied = changedSettings(settings, startSettings(nextConfig.right.config, options))
+        const restartNeeded = unapplied === undefined
+          ? null
+          : `${nextConfig.right.configFile ?? "foundry.config.ts"} changed ${unapplied}: ` +
+            `restart foundry dev to apply it (still serving on ${address} with ${storeFileOf(app)})`
+        if (restartNeeded !== null) yield* warn(style.yellow(restartNeeded))
+        // A whole build keeps serving until the next whole one; a part gives way to the newest part.
+        const next = yield* build(options.root, generation, nextConfig.right, !whole, scope)
+        return { _tag: "Built", config: nextConfig.right, restartNeeded, next } satisfies Attempt
+      })
+
+    /**
+     * Serves what build `generation` gave, or says why it cannot; a build a newer one replaces is
+     * only released. Runs uninterruptible, but for the type check: a check forked uninterruptible
+     * would hold up the server's shutdown until tsc ends.
+     */
+    const apply = (generation: number, outcome: Attempt, scope: Scope.CloseableScope) =>
+      Effect.gen(function*() {
+        if (generation !== newest) return yield* Scope.close(scope, Exit.void)
+        if (outcome._tag === "ConfigBroken" || outcome.next._tag === "Failed") yield* Scope.close(scope, Exit.void)
+        if (outcome._tag === "ConfigBroken") {
+          yield* forgetContents
+          yield* reportError("Reload failed: the config is broken; still serving the last good build.", outcome.error)
+          return yield* status.update((report) => ({ ...report, problems: problemsOf(outcome.error) }))
+        }
+        const { config, next, restartNeeded } = outcome
+        if (next._tag === "Failed") {
+          yield* forgetContents
+          yield* reportError("Reload failed; still serving the last good build.", next.failure)
+          yield* status.update((report) => ({ ...report, problems: problemsOf(next.failure), restartNeeded }))
+          return yield* Effect.interruptible(checkTypes(config.configFile))
+        }
+        const previous = buildScope
+        buildScope = scope
+        app = next.app
+        whole = next._tag === "Whole"
+        yield* current.set(app)
+        yield* schedules.sync(app)
+        if (previous !== undefined) yield* Scope.close(previous, Exit.void)
+        const problems = next._tag === "Part" ? problemsOf(next.problems) : []
+        yield* status.update((report) => ({ ...report, generation, builtAt: Date.now(), problems, partial: !whole, restartNeeded }))
+        if (next._tag === "Part") yield* reportError(partMessage, next.problems)
+        const files = next._tag === "Part" ? new Set(next.problems.errors.map((error) => error.file)).size : 0
+        const leftOut = next._tag === "Part" ? `, ${files} file${files === 1 ? "" : "s"} left out` : ""
+        yield* say(style.cyan(`reloaded (build ${generation}${leftOut}): ${routeSummary(app.table)}`))
+        yield* Effect.interruptible(checkTypes(app.table.configFile, app.table))
+      })
+
+    const slowNotice = (generation: number) => (elapsed: string, waitingFor: string) =>
+      Effect.zipRight(
+        forgetContents,
+        warn(style.yellow(
+          `still building build ${generation} (${elapsed}): waiting for ${waitingFor}; ` +
+            "what served before keeps serving, and a save starts the build over"
+        ))
+      )
+
+    // Interruptible while it builds (a newer save gives it up); once built, it is served or released whole.
+    const reload = (changed: ReadonlyArray<string>) =>
+      Effect.uninterruptibleMask((restore) =>
+        Effect.gen(function*() {
+          const generation = ++newest
+          yield* say(style.dim(`changed: ${changed.length > 3 ? `${changed.slice(0, 3).join(", ")} and ${changed.length - 3} more` : changed.join(", ") || "(folders)"}`))
+          const scope = yield* Scope.make()
+          const outcome = yield* restore(noticeWhileSlow(attempt(generation, scope), "the build to start", slowNotice(generation))).pipe(
+            Effect.onError(() => Scope.close(scope, Exit.void))
+          )
+          yield* applying.withPermits(1)(apply(generation, outcome, scope))
+        })
+      ).pipe(
+        Effect.catchAllCause((cause) =>
+          Cause.isInterruptedOnly(cause) ? Effect.void : Effect.zipRight(forgetContents, warn(`reload crashed: ${String(cause)}`))
+        )
+      )
+
     const changedContent = (files: ReadonlyArray<string>) =>
       files.filter((file) => {
         const digest = contentDigest(join(options.root, file))
@@ -261,13 +322,22 @@ const reloadOnChanges = (
         contents.set(file, digest)
         return true
       })
+    // The newest save wins: the reload still going is given up without waiting for it, since a
+    // layer's acquisition (uninterruptible) may never end; it releases what it built once it does.
+    let running: Fiber.RuntimeFiber<void> | undefined
+    yield* Effect.addFinalizer(() => running === undefined ? Effect.void : Fiber.interruptFork(running))
     yield* Effect.gen(function*() {
       const burst = yield* Queue.take(changes)
       const more = yield* Queue.takeAll(changes)
       const changed = changedContent([...new Set([...burst, ...Chunk.toReadonlyArray(more).flat()])].sort())
-      if (changed.length > 0) yield* reload(changed)
+      if (changed.length === 0) return
+      if (running !== undefined) yield* Fiber.interruptFork(running)
+      running = yield* Effect.forkDaemon(reload(changed))
     }).pipe(Effect.forever, Effect.forkScoped)
   })
+
+/** What a start that takes long says: how long, and what it waits for. */
+const startupNotice = (elapsed: string, waitingFor: string) => warn(style.yellow(`still building (${elapsed}): waiting for ${waitingFor}`))
 
 /** Serves the project at `root` until interrupted. */
 export const serveProject = Effect.fn("cli.serveProject")(function*(options: ServeOptions) {
@@ -280,7 +350,7 @@ export const serveProject = Effect.fn("cli.serveProject")(function*(options: Ser
   const refusal = options.release === true ? undefined : notAProjectOrRelease(options.root)
   if (refusal !== undefined) return yield* new CliError({ message: refusal })
   const generation = 1
-  const config = yield* loadConfig(options.root, generation).pipe(
+  const config = yield* noticeWhileSlow(loadConfig(options.root, generation), "the config to load", startupNotice).pipe(
     Effect.catchTag("RouteError", (error) =>
       Effect.fail(new CliError({ message: `the project's config is broken, so Foundry cannot start:\n${error.message}` })))
   )
@@ -302,10 +372,12 @@ export const serveProject = Effect.fn("cli.serveProject")(function*(options: Ser
     )
   }
 
-  const first = yield* build(options.root, generation, config, options.watch)
+  const firstScope = yield* Scope.make()
+  const first = yield* noticeWhileSlow(build(options.root, generation, config, options.watch, firstScope), "the build to start", startupNotice)
   let app: CompiledApp
   let buildScope: Scope.CloseableScope | undefined
   if (first._tag === "Failed") {
+    yield* Scope.close(firstScope, Exit.void)
     // `foundry start` does not serve a project in parts: main's error report says why it stops.
     if (!options.watch) return yield* Effect.fail(first.failure)
     yield* reportError("The project's routes do not build; serving no routes until they do.", first.failure)
@@ -313,7 +385,7 @@ export const serveProject = Effect.fn("cli.serveProject")(function*(options: Ser
   } else {
     if (first._tag === "Part") yield* reportError(partMessage, first.problems)
     app = first.app
-    buildScope = first.scope
+    buildScope = firstScope
   }
 
   // Whether the server may listen on `host` is decided while it starts (see auth/accessMode.ts): it needs the store's tokens.

@@ -14,6 +14,7 @@ import { installed, packageNameOf } from "../environments/installedPackage.js"
 import { environmentTools } from "../environments/verbs.js"
 import { packageLayout } from "../packageLayout.js"
 import type { AnyTool } from "../definitions/defineTool.js"
+import { waitingFor } from "../router/BuildProgress.js"
 import { RouteError, RouteErrors } from "../router/RouteError.js"
 import { listRouteFiles } from "../router/RoutePath.js"
 import type { Route, RouteTable } from "../router/RouteTable.js"
@@ -84,19 +85,36 @@ const subagentTool = (id: string, description: string): CompiledTool => {
   }
 }
 
-const buildServices = (table: RouteTable): Effect.Effect<Context.Context<unknown>, LayerBuildError, Scope.Scope> => {
-  const [first, ...rest] = table.config.layers
+/**
+ * Builds the config's layers (in the scope the build runs in), telling the build's watcher which
+ * have not finished yet and which services the tools require (`required`) none of the finished
+ * ones provides: a layer that never finishes is named.
+ */
+const buildServices = (table: RouteTable, required: ReadonlyArray<string>): Effect.Effect<Context.Context<unknown>, LayerBuildError, Scope.Scope> => {
+  const layers = table.config.layers
+  const configFile = table.configFile ?? "foundry.config.ts"
+  const done = new Set<number>()
+  const provided = new Set<string>()
+  const waiting = () => {
+    const pending = layers.flatMap((_, index) => done.has(index) ? [] : [`layers[${index}]`])
+    const toCome = [...new Set(required)].filter((service) => !provided.has(service))
+    return pending.length === 0
+      ? `the build to finish (the layers of ${configFile} are built)`
+      : `${pending.join(", ")} of ${configFile} to build (${done.size} of ${layers.length} built` +
+        `${toCome.length === 0 ? "" : `; not provided yet: ${toCome.join(", ")}, which tools require`})`
+  }
+  const built = (index: number, context: Context.Context<never>) => {
+    done.add(index)
+    for (const service of context.unsafeMap.keys()) provided.add(service)
+    return waitingFor(waiting())
+  }
+  const [first, ...rest] = layers.map((layer, index) => Layer.tap(layer, (context) => built(index, context)))
   if (first === undefined) return Effect.succeed(Context.unsafeMake<unknown>(new Map()))
-  return Layer.build(Layer.mergeAll(first, ...rest)).pipe(
+  return Effect.zipRight(waitingFor(waiting()), Layer.build(Layer.mergeAll(first, ...rest))).pipe(
     // Config layers are typed by what they may provide (`never` for any); the compiler looks services up by tag.
     Effect.map((context) => Context.unsafeMake<unknown>(context.unsafeMap)),
     Effect.catchAllCause((cause) =>
-      Effect.fail(
-        new LayerBuildError({
-          configFile: table.configFile ?? "foundry.config.ts",
-          cause: Cause.pretty(cause).split("\n")[0] ?? "unknown failure"
-        })
-      )
+      Effect.fail(new LayerBuildError({ configFile, cause: Cause.pretty(cause).split("\n")[0] ?? "unknown failure" }))
     )
   )
 }
@@ -199,7 +217,7 @@ export const compile = Effect.fn("compiler.compile")(function*(table: RouteTable
   errors.push(...table.environments.flatMap((route) => [...missingPackages(route, table.root), ...missingFolder(route, table.root)]))
   if (errors.length > 0) return yield* new RouteErrors({ errors })
 
-  const services = yield* buildServices(table)
+  const services = yield* buildServices(table, [...allTools.values()].flatMap((tool) => tool.definition.requires.map((tag) => tag.key)))
   const missing = [...allTools.values()].flatMap((tool) =>
     tool.definition.requires
       .filter((tag) => Context.getOption(services, tag)._tag === "None")

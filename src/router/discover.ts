@@ -12,6 +12,7 @@ import type { PlaybookDefinition } from "../definitions/definePlaybook.js"
 import type { ScheduleDefinition } from "../definitions/defineSchedule.js"
 import type { AnyTool } from "../definitions/defineTool.js"
 import { kindOf } from "../definitions/RouteKind.js"
+import { waitingFor } from "./BuildProgress.js"
 import { RouteError, RouteErrors } from "./RouteError.js"
 import { loadConfig, type ProjectConfig } from "./loadConfig.js"
 import { expectKind, loadDefault } from "./routeModule.js"
@@ -52,7 +53,7 @@ export const discoverRoutes = Effect.fnUntraced(function*(
   const found = routeFilesOf(yield* Effect.sync(() => listRouteFiles(root)))
   const misnamed = found.problems.map((problem) => new RouteError(problem))
   const loaded = yield* Effect.forEach(found.routes, (route) =>
-    loadDefault(root, route.file, generation).pipe(
+    Effect.zipRight(waitingFor(`${route.file} to load`), loadDefault(root, route.file, generation)).pipe(
       Effect.flatMap((value) => {
         const wrongKind = expectKind(route.file, route.kind, value)
         return wrongKind === undefined ? Effect.succeed({ route, value }) : Effect.fail(wrongKind)

@@ -10,6 +10,7 @@ import { Effect, Either, Schema } from "effect"
 import { type ConfigDefinition, ConfigSchema, defaultConfig, defineConfig } from "../definitions/defineConfig.js"
 import { formatIssues, type ReadableIssue, readableIssues } from "../definitions/readableIssues.js"
 import { kindOf, RouteKindId } from "../definitions/RouteKind.js"
+import { waitingFor } from "./BuildProgress.js"
 import { expectKind, loadDefault } from "./routeModule.js"
 import { RouteError } from "./RouteError.js"
 import { configFiles } from "./RoutePath.js"
@@ -76,6 +77,7 @@ export const loadConfig = Effect.fn("router.loadConfig")(function*(root: string,
   const fs = yield* FileSystem.FileSystem
   for (const candidate of configFiles) {
     if (!(yield* fs.exists(`${root}/${candidate}`))) continue
+    yield* waitingFor(`${candidate} to load`)
     const value = yield* loadDefault(root, candidate, generation)
     const wrongKind = expectKind(candidate, "config", value)
     if (wrongKind !== undefined) return yield* wrongKind

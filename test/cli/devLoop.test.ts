@@ -3,7 +3,7 @@
  * editors and tools edit files (atomic saves by rename, helper files, broken files, a broken
  * config), and a cold start that must take its port and store from the config.
  */
-import { existsSync, mkdtempSync, readdirSync, renameSync, rmSync, writeFileSync } from "node:fs"
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, renameSync, rmSync, symlinkSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { describe, expect, it } from "@effect/vitest"
@@ -94,6 +94,41 @@ describe("the foundry dev loop", () => {
       }
       const report = yield* http(`${url}/api/build`)
       expect(report.json).toMatchObject({ generation: lastBuild, problems: [] })
+    }))
+
+  it.scopedLive("a symbolic link to nothing is a problem of its own path, and once its target exists any save builds again", () =>
+    Effect.gen(function*() {
+      const root = yield* tempProject({
+        "foundry.config.ts": `import { defineConfig } from "foundry"\nexport default defineConfig({})\n`,
+        "agents/helper/agent.ts": agentSource,
+        [toolPath]: constantTool("v0")
+      })
+      const { dev, url } = yield* devOn(root)
+      // Saved once unchanged, the agent file's content is what a reload read.
+      let mark = dev.output().length
+      writeFileSync(join(root, "agents/helper/agent.ts"), agentSource)
+      const good = yield* reloadedBuild(dev, mark)
+
+      const link = "agents/helper/tools/extra.tool.ts"
+      mark = dev.output().length
+      symlinkSync("../../../.shared/extra.tool.ts", join(root, link))
+      const failure = yield* dev.waitFor(/Reload failed[\s\S]*extra\.tool\.ts: [^\n]*/, mark)
+      expect(failure).toContain(`${link}: a symbolic link to ../../../.shared/extra.tool.ts, which does not exist`)
+      expect(dev.output().slice(mark)).not.toContain("foundry.config.ts")
+      const report = (yield* http(`${url}/api/build`)).json as { generation: number; problems: ReadonlyArray<{ file: string }> }
+      expect(report.generation).toBe(good)
+      expect(report.problems.map((problem) => problem.file)).toEqual([link])
+      yield* expectAnswer(url, "v0")
+
+      // The target, in a folder nobody watches; then a save that changes nothing builds again.
+      mkdirSync(join(root, ".shared"))
+      writeFileSync(join(root, ".shared/extra.tool.ts"), constantTool("extra"))
+      mark = dev.output().length
+      writeFileSync(join(root, "agents/helper/agent.ts"), agentSource)
+      const fixed = yield* reloadedBuild(dev, mark)
+      expect(fixed).toBeGreaterThan(good)
+      expect((yield* http(`${url}/api/build`)).json).toMatchObject({ generation: fixed, problems: [] })
+      yield* expectAnswer(url, "v0")
     }))
 
   it.scopedLive("a crash in route code is logged at its source file and line, not the bundle's", () =>

@@ -1,0 +1,102 @@
+/**
+ * `foundry dev` with a build that does not finish (a layer that never answers): the terminal says
+ * what the build waits for, what served before keeps serving, and a newer save gives the build up.
+ */
+import { writeFileSync } from "node:fs"
+import { join } from "node:path"
+import { describe, expect, it } from "@effect/vitest"
+import { Effect } from "effect"
+import { freePort, startCli } from "../support/cli.js"
+import { http, type RunBody, waitForRun } from "../support/server.js"
+import { answeringAgentFile, tempProject } from "../support/tempProject.js"
+
+const toolPath = "agents/helper/tools/answer.tool.ts"
+
+/** The answer tool, returning what the `Db` service of `lib/db.ts` answers. */
+const dbTool = `import { Effect, Schema } from "effect"
+import { defineTool } from "foundry"
+import { Db } from "../../../lib/db.js"
+export default defineTool({
+  description: "Returns what the database answers",
+  input: Schema.Struct({}),
+  output: Schema.String,
+  requires: [Db],
+  run: () => Effect.map(Db, (db) => db.answer)
+})
+`
+
+const dbService = `import { Context } from "effect"
+export class Db extends Context.Tag("Db")<Db, { readonly answer: string }>() {}
+export class Mail extends Context.Tag("Mail")<Mail, { readonly sent: number }>() {}
+`
+
+/** A config whose `Db` layer is `dbLayer` (an expression), after a `Mail` layer that builds at once. */
+const config = (dbLayer: string) => `import { Effect, Layer } from "effect"
+import { defineConfig } from "foundry"
+import { Db, Mail } from "./lib/db.js"
+export default defineConfig({ layers: [Layer.succeed(Mail, { sent: 0 }), ${dbLayer}] })
+`
+
+const answering = (answer: string) => `Layer.succeed(Db, { answer: ${JSON.stringify(answer)} })`
+
+/** A database whose connection never answers: acquired uninterruptibly, as connections are. */
+const neverAnswering = `Layer.scoped(Db, Effect.acquireRelease(Effect.never, () => Effect.void))`
+
+/** What a run of the helper agent answered. */
+const answerOf = (url: string) =>
+  Effect.gen(function*() {
+    const created = yield* http(`${url}/api/runs`, { body: { agent: "helper", message: "what is the answer?" } })
+    expect(created.status, created.text).toBe(202)
+    const run: RunBody = yield* waitForRun(url, (created.json as { runId: string }).runId)
+    return run.output
+  })
+
+describe("foundry dev with a build that does not finish", () => {
+  it.scopedLive("says which layer it waits for, keeps serving the build before, and a newer save gives it up", () =>
+    Effect.gen(function*() {
+      const root = yield* tempProject({
+        "lib/db.ts": dbService,
+        "foundry.config.ts": config(answering("from build 1")),
+        "agents/helper/agent.ts": answeringAgentFile,
+        [toolPath]: dbTool
+      })
+      const port = yield* freePort
+      const dev = yield* startCli(["dev", root, "--port", String(port)])
+      yield* dev.waitFor(/listening on/)
+      const url = `http://127.0.0.1:${port}`
+      expect(yield* answerOf(url)).toBe("the tool said: from build 1")
+
+      let mark = dev.output().length
+      writeFileSync(join(root, "foundry.config.ts"), config(neverAnswering))
+      const notice = yield* dev.waitFor(/still building build \d+ \(5 s\): [^\n]*/, mark)
+      expect(notice).toContain(
+        "waiting for layers[1] of foundry.config.ts to build (1 of 2 built; not provided yet: Db, which tools require)"
+      )
+      expect(notice).toContain("a save starts the build over")
+      // Meanwhile the build before serves.
+      expect(yield* answerOf(url)).toBe("the tool said: from build 1")
+      expect(dev.output().slice(mark)).not.toMatch(/reloaded|Reload failed|crashed/)
+
+      mark = dev.output().length
+      writeFileSync(join(root, "foundry.config.ts"), config(answering("from the newest save")))
+      yield* dev.waitFor(/reloaded \(build \d+\)/, mark)
+      expect(yield* answerOf(url)).toBe("the tool said: from the newest save")
+      expect(((yield* http(`${url}/api/build`)).json as { problems: ReadonlyArray<unknown> }).problems).toEqual([])
+    }))
+
+  it.scopedLive("at start, says which layer it waits for", () =>
+    Effect.gen(function*() {
+      const root = yield* tempProject({
+        "lib/db.ts": dbService,
+        "foundry.config.ts": config("Layer.effect(Db, Effect.never)"),
+        "agents/helper/agent.ts": answeringAgentFile,
+        [toolPath]: dbTool
+      })
+      const dev = yield* startCli(["dev", root, "--port", String(yield* freePort)])
+      const notice = yield* dev.waitFor(/still building \(5 s\): [^\n]*/)
+      expect(notice).toContain(
+        "waiting for layers[1] of foundry.config.ts to build (1 of 2 built; not provided yet: Db, which tools require)"
+      )
+      expect(dev.output()).not.toMatch(/listening on/)
+    }))
+})
