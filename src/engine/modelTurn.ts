@@ -5,7 +5,7 @@
  */
 import { Cause, Duration, Effect, Either, Option, Random, Stream } from "effect"
 import type { NonEmptyReadonlyArray } from "effect/Array"
-import { type LanguageModel, type ModelChunk, ModelError, type ModelRequest, type ToolCall } from "../models/Model.js"
+import { type ChatMessage, type LanguageModel, type ModelChunk, ModelError, type ModelRequest, type ToolCall } from "../models/Model.js"
 
 /** What one model turn produced. */
 export interface TurnResult {
@@ -61,11 +61,35 @@ const addChunk = (acc: TurnResult, chunk: ModelChunk): TurnResult => {
   }
 }
 
+const hasImages = (message: ChatMessage): boolean => message._tag === "tool" && message.images !== undefined && message.images.length > 0
+
+/**
+ * The request as `model` can take it: a model that takes no images is sent none, each result that
+ * had some saying so. A conversation holds the images tools showed an earlier model that saw (its
+ * agent's model changed since, or the conversation moved on to a fallback that does not see), and
+ * a model that takes none refuses the whole request for them: the conversation would be stuck.
+ */
+const forModel = (model: LanguageModel, request: ModelRequest): ModelRequest => {
+  if (model.vision === true || !request.messages.some(hasImages)) return request
+  const messages = request.messages.map((message): ChatMessage =>
+    message._tag !== "tool" || !hasImages(message)
+      ? message
+      : {
+        _tag: "tool",
+        toolCallId: message.toolCallId,
+        name: message.name,
+        content: `${message.content}\n(the image${message.images?.length === 1 ? "" : "s"} this tool showed ${message.images?.length === 1 ? "is" : "are"} not shown: ${model.name} takes no images)`
+      }
+  )
+  return { ...request, messages }
+}
+
 /**
  * The turn's chunks folded into what it produced, text deltas forwarded as they arrive: from the
  * whole answer when the model has it at once, else from its stream.
  */
-const foldTurn = (model: LanguageModel, request: ModelRequest, options: TurnOptions): Effect.Effect<TurnResult, ModelError> => {
+const foldTurn = (model: LanguageModel, given: ModelRequest, options: TurnOptions): Effect.Effect<TurnResult, ModelError> => {
+  const request = forModel(model, given)
   const whole = model.complete?.(request)
   if (whole === undefined) {
     // A model that accepted the request and then says nothing (a hung connection) is a failure to

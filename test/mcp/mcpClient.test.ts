@@ -65,7 +65,7 @@ const setup = (options: { readonly files?: string; readonly config?: string; rea
     const root = yield* tempProject(mcpProject({ log, httpUrl: web.url, ...options }))
     const { model, offered, sent } = steppedModel({ vision: options.vision })
     const server = yield* startServer(root, { model })
-    return { url: server.url, log, web, offered, sent }
+    return { url: server.url, log, web, offered, sent, root, storeFile: server.storeFile }
   })
 
 describe("MCP client", () => {
@@ -281,7 +281,7 @@ describe("MCP client", () => {
       expect(offered[0]?.tools.map((tool) => tool.name).filter((name) => name.startsWith("files__")).sort()).toEqual(["files__fail", "files__picture"])
     }))
 
-  it.scopedLive("a screenshot is shown to a model that sees, as an image of the tool message, and described to one that does not", () =>
+  it.scopedLive("a screenshot is shown to a model that sees, as an image of the tool message, and described to one that does not, also when the conversation goes on with one", () =>
     Effect.gen(function*() {
       const seeing = yield* setup({ vision: true })
       const run = yield* submit(seeing.url, steps([{ name: "files__screenshot", arguments: {} }]))
@@ -298,6 +298,20 @@ describe("MCP client", () => {
       const events = yield* eventsOf(seeing.url, run.runId)
       expect(events.find((e) => e.type === "tool.call.completed")?.data).toMatchObject({ output: shown?.content })
       expect(JSON.stringify(events)).not.toContain(screenshotPng)
+
+      // The conversation goes on with a model that takes no images (the agent's model changed): the
+      // stored image is not sent to it (such a model refuses the whole request), and the result says so.
+      const later = steppedModel()
+      const changed = yield* startServer(seeing.root, { model: later.model, storeFile: seeing.storeFile })
+      // No tool calls: the model answers at once.
+      const next = yield* submit(changed.url, "[]", run.conversationId)
+      expect((yield* waitForRun(changed.url, next.runId)).status).toBe("completed")
+      expect(later.sent[0]?.find((message) => message._tag === "tool")).toEqual({
+        _tag: "tool",
+        toolCallId: "call_1_1",
+        name: "files__screenshot",
+        content: `${shown?._tag === "tool" ? shown.content : ""}\n(the image this tool showed is not shown: scripted:stepped takes no images)`
+      })
 
       const blind = yield* setup()
       const described = yield* submit(blind.url, steps([{ name: "files__screenshot", arguments: {} }]))
