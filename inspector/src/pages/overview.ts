@@ -97,7 +97,7 @@ export const overviewPage = (root: HTMLElement) => {
       schedules.length === 0 ? h("p", { class: "muted" }, "No schedules.") :
         h("ul", { class: "list" }, [...schedules].sort((a, b) => (a.nextFire ?? Infinity) - (b.nextFire ?? Infinity)).map((s) =>
           h("li", {}, link("/schedules", s.id), " → ", link(`/agents/${s.agent}`, s.agent), " ",
-            h("span", { class: "muted" }, s.status !== "active" ? s.status : s.nextFire === null ? "" : clock(s.nextFire))))))
+            h("span", { class: "muted", title: s.reason ?? "" }, s.status !== "active" ? s.status : s.nextFire === null ? "" : clock(s.nextFire))))))
   }
   const polled = liveDraw(drawPolled, { problem: unpolled, every: pollEvery })
   const live = liveDraw(drawLive, {
