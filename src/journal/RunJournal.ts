@@ -77,6 +77,11 @@ export class RunJournal extends Context.Tag("foundry/RunJournal")<RunJournal, {
    * stored, already published.
    */
   readonly record: (run: RunRecord, step: Step, lease?: Lease) => Effect.Effect<ReadonlyArray<FoundryEvent>, StoreError | LeaseLost>
+  /**
+   * The run executes on `release` from now on, instead of the release its record names: that one
+   * cannot be loaded any more (a build of sources that changed since).
+   */
+  readonly moveToRelease: (runId: string, release: string) => Effect.Effect<void, StoreError>
   /** The run's status as stored now; `undefined` for a run that is not there. */
   readonly statusOf: (runId: string) => Effect.Effect<RunStatus | undefined, StoreError>
   /**
@@ -301,6 +306,8 @@ export const layer = Layer.effect(
             ? Effect.void
             : Effect.tap(database.write({ statements: [statements.releaseLease(lease)] }), () => released.add(lease))
         ),
+
+      moveToRelease: (runId, release) => Effect.asVoid(database.write({ statements: [statements.moveToRelease(runId, release)] })),
 
       statusOf: (runId) =>
         Effect.map(database.read(statements.runStatus(runId)), (rows) => {

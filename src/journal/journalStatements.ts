@@ -69,6 +69,12 @@ export const idempotencyFingerprint = (runId: string): Statement => ({
   params: [runId]
 })
 
+/** The run goes on another release than the one it started on. */
+export const moveToRelease = (id: string, release: string): Statement => ({
+  sql: "UPDATE foundry_runs SET release = ? WHERE id = ?",
+  params: [release, id]
+})
+
 export const runStatus = (id: string): Statement => ({ sql: "SELECT status FROM foundry_runs WHERE id = ?", params: [id] })
 
 /**

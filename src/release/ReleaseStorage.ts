@@ -91,6 +91,8 @@ export class ReleaseStorage extends Context.Tag("foundry/ReleaseStorage")<Releas
   readonly has: (id: string) => Effect.Effect<boolean, StoreError>
   /** Every release, the one deployed last first. */
   readonly list: Effect.Effect<ReadonlyArray<ReleaseEntry>, StoreError>
+  /** Whether a run that started on release `id` has not ended (queued, running, or waiting while suspended). */
+  readonly hasRunsGoingOn: (id: string) => Effect.Effect<boolean, StoreError>
 }>() {}
 
 const encodeSummary = Schema.encodeSync(Schema.parseJson(ReleaseSummary))
@@ -182,7 +184,13 @@ export const layer = Layer.effect(
       has: (id) =>
         sql`SELECT 1 AS kept FROM foundry_releases WHERE id = ${id}`.pipe(Effect.map((rows) => rows.length > 0), failAs("hasRelease")),
 
-      list: all(undefined).pipe(failAs("listReleases"))
+      list: all(undefined).pipe(failAs("listReleases")),
+
+      hasRunsGoingOn: (id) =>
+        sql`SELECT 1 AS going FROM foundry_runs WHERE release = ${id} AND status IN ('queued', 'running', 'suspended') LIMIT 1`.pipe(
+          Effect.map((rows) => rows.length > 0),
+          failAs("runsOfRelease")
+        )
     })
   })
 )

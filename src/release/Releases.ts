@@ -5,16 +5,17 @@
  * or a run executes on it, each in a scope of its own that holds its config's layers, and let go
  * when neither holds any more.
  */
-import { Cause, Context, Effect, Either, Encoding, Exit, FiberRef, Layer, Option, RcMap, Scope } from "effect"
+import { Cause, Context, Effect, Either, Encoding, Exit, FiberRef, Layer, Option, RcMap, Schema, Scope } from "effect"
 import type { CompiledApp } from "../compiler/CompiledApp.js"
 import { CurrentApp } from "../compiler/CurrentApp.js"
 import { loadProject } from "../compiler/loadProject.js"
 import type { RunRecord } from "../durable/records.js"
 import type { StoreError } from "../durable/StoreError.js"
 import { eventRelease } from "../journal/eventRelease.js"
+import { RunJournal } from "../journal/RunJournal.js"
 import { cachedRelease, materialise } from "./releaseCache.js"
 import { ReleaseInvalid, ReleaseNotFound } from "./releaseErrors.js"
-import { releaseIdAt } from "./ReleaseManifest.js"
+import { ReleaseId, releaseIdAt } from "./ReleaseManifest.js"
 import { ReleaseStorage } from "./ReleaseStorage.js"
 import { startRelease } from "./startRelease.js"
 
@@ -35,9 +36,10 @@ export class Releases extends Context.Tag("foundry/Releases")<Releases, {
   /**
    * Runs `use` on the app `run` executes on, held while `use` runs: the release it started on (the
    * current one for a run stored before releases were recorded). A release that cannot be had (a
-   * development build of another process, a release this store does not keep) gives the current
-   * app, with a warning. Events emitted by `use` carry the app's release, and runs started in it
-   * start on that release (a child run stays on its parent's code).
+   * build of sources that changed since, a release this store does not keep) gives the current
+   * app, with a warning saying why, and the run's record names that release from then on. Events
+   * emitted by `use` carry the app's release, and runs started in it start on that release (a
+   * child run stays on its parent's code).
    */
   readonly forRun: <A, E, R>(run: RunRecord, use: (app: CompiledApp) => Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
   /** The app a run started now starts on: the executing run's when a run starts it, else the current one. */
@@ -66,6 +68,8 @@ export interface ReleasesOptions {
   readonly serving?: { readonly scope: Scope.CloseableScope; readonly given: boolean } | undefined
 }
 
+const isReleaseId = Schema.is(ReleaseId)
+
 /** A loaded release's failure, as the reason it does not run. */
 const notLoadable = (id: string) => (error: { readonly message: string }) =>
   new ReleaseInvalid({ message: `${id} does not load:\n${error.message}` })
@@ -77,6 +81,7 @@ export const layer = (options: ReleasesOptions = {}) =>
     Effect.gen(function*() {
       const current = yield* CurrentApp
       const storage = yield* ReleaseStorage
+      const journal = yield* RunJournal
       const first = yield* current.get
       const root = first.table.root
       const serving = options.serving
@@ -95,7 +100,12 @@ export const layer = (options: ReleasesOptions = {}) =>
           const stored = yield* storage.content(id)
           if (Option.isNone(stored)) {
             if (id === first.release && releaseIdAt(root) === id) return root
-            return yield* new ReleaseNotFound({ release: id, message: `there is no release ${id} on this server` })
+            return yield* new ReleaseNotFound({
+              release: id,
+              message: isReleaseId(id)
+                ? `there is no release ${id} on this server`
+                : `${id} is a build of a project's sources, which no store keeps, and the sources this server started from build ${first.release}`
+            })
           }
           const files = yield* Effect.forEach(Object.entries(stored.value.files), ([file, base64]) =>
             Either.match(Encoding.decodeBase64(base64), {
@@ -159,11 +169,15 @@ export const layer = (options: ReleasesOptions = {}) =>
           return load(wanted).pipe(
             Effect.catchAllCause((cause) =>
               Cause.isInterruptedOnly(cause) ? Effect.interrupt : Effect.gen(function*() {
+                const app = yield* load(now.release).pipe(Effect.orElseSucceed(() => now))
                 yield* Effect.logWarning(
-                  `run ${run.id} started on release ${wanted}, which this server cannot load; it goes on the current release ${now.release}`,
+                  `run ${run.id} started on release ${wanted}, which this server cannot load; it goes on the current release ${app.release}, ` +
+                    "which its record names from now on",
                   cause
                 )
-                return yield* load(now.release).pipe(Effect.orElseSucceed(() => now))
+                // So that the run says which code it runs: its record is what `GET /api/runs/:id` shows.
+                if (run.release !== null) yield* Effect.orDie(journal.moveToRelease(run.id, app.release))
+                return app
               })
             ),
             Effect.flatMap((app) => onApp(app, use)),
@@ -173,15 +187,17 @@ export const layer = (options: ReleasesOptions = {}) =>
 
       if (serving !== undefined) {
         yield* startRelease({ storage, first, given: serving.given, folderOf, makeCurrent })
-        // A first build that is not current (the store's release is) holds its layers for nobody.
-        if (!firstTaken) {
+        // Built from sources, which neither the store nor the release cache keeps (and which may
+        // change on disk): held while the server lives when it is current, or when runs of an
+        // earlier process on the same sources have not ended, so that runs still waiting (on a
+        // person, a child, a timer) resume on it after a deploy or a restart, as their record says.
+        const fromSources = releaseIdAt(root) === undefined
+        if (fromSources && (firstTaken || (yield* storage.hasRunsGoingOn(first.release)))) {
+          yield* RcMap.get(apps, first.release)
+        } else if (!firstTaken) {
+          // A first build that is not current (the store's release is) would hold its layers for nobody.
           firstTaken = true
           yield* Scope.close(serving.scope, Exit.void)
-        } else if (releaseIdAt(root) === undefined) {
-          // Built from sources, which neither the store nor the release cache keeps (and which may
-          // change on disk): held while the server lives, so that its runs still waiting (on a
-          // person, a child, a timer) resume on it after a deploy, as their record says.
-          yield* RcMap.get(apps, first.release)
         }
       }
 

@@ -2,7 +2,8 @@
  * A server killed (SIGKILL) while a run of the release before the current one is in flight: on
  * restart the store's current release serves new runs, and the run resumes on its own release,
  * loaded from the store (the release cache is gone), or from the release folder the server was
- * started on.
+ * started on, or from the same sources; a run whose sources changed goes on the current release,
+ * and its record says so.
  */
 import { cpSync, mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
@@ -10,7 +11,7 @@ import { join } from "node:path"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import type { CliProcess } from "../support/cli.js"
-import { apiOf, deploy, deskReleases, emptyServerProject, startServer, tokensFor, uploadOf } from "./deploySupport.js"
+import { apiOf, build, deploy, deskReleases, deskSources, emptyServerProject, startServer, tokensFor, uploadOf } from "./deploySupport.js"
 
 /** Kills the server with SIGKILL and waits until it is gone. */
 const kill = (server: CliProcess) =>
@@ -74,4 +75,37 @@ describe("deploy and crash", () => {
       expect(yield* after.ended(slow)).toMatchObject({ status: "completed", output: "the tool said: v1", release: v1.id })
       expect(yield* after.ended(yield* after.submit("and now?"))).toMatchObject({ output: "the tool said: v2", release: v2.id })
     }), { timeout: 120_000 })
+
+  it.scopedLive("runs waiting on a person on a server's sources resume on them after a deploy and a restart on the same sources, and on the current release, which their record names, once the sources changed", () =>
+    Effect.gen(function*() {
+      const v2 = yield* build((yield* deskSources("v2")).root)
+      const sources = yield* deskSources("v1")
+      const tokens = yield* tokensFor(sources.root)
+      const first = yield* startServer([sources.root])
+      const before = apiOf(first.url, tokens.admin.token)
+      const [same, changed] = [yield* before.submit("confirm, please"), yield* before.submit("confirm, please")]
+      for (const runId of [same, changed]) yield* before.until("the approval", before.run(runId), (run) => run.status === "suspended")
+      const startedOn = (yield* before.run(same)).release
+      expect(startedOn).toMatch(/^dev-/)
+      expect((yield* deploy(first.url, tokens.deploy.token, uploadOf(v2.folder))).status).toBe(200)
+      yield* kill(first.server)
+
+      // The sources are as they were: the build of them is the one the runs started on.
+      const second = yield* startServer([sources.root])
+      expect(second.server.output()).toContain(`release: ${v2.id}`)
+      const again = apiOf(second.url, tokens.admin.token)
+      yield* again.approve(same)
+      expect(yield* again.ended(same)).toMatchObject({ status: "completed", output: "the tool said: v1 confirmed", release: startedOn })
+      expect(second.server.output()).not.toContain("cannot load")
+      yield* kill(second.server)
+
+      // Nothing builds the runs' release any more: the other run goes on v2, and says so.
+      yield* sources.update("v3")
+      const third = yield* startServer([sources.root])
+      const after = apiOf(third.url, tokens.admin.token)
+      yield* after.approve(changed)
+      expect(yield* after.ended(changed)).toMatchObject({ status: "completed", output: "the tool said: v2 confirmed", release: v2.id })
+      expect(third.server.output()).toContain(`run ${changed} started on release ${startedOn}, which this server cannot load; it goes on the current release ${v2.id}`)
+      expect(third.server.output()).toContain(`${startedOn} is a build of a project's sources, which no store keeps`)
+    }), { timeout: 180_000 })
 })

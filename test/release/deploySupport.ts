@@ -212,7 +212,16 @@ export const apiOf = (url: string, token: string) => {
     })
   const ended = (runId: string) =>
     until(`run ${runId} to end`, run(runId), (body) => ["completed", "failed", "cancelled"].includes(body.status))
-  return { submit, run, events, until, ended }
+  /** Approves the pending approval of a run suspended on one. */
+  const approve = (runId: string) =>
+    Effect.gen(function*() {
+      const pending = yield* http(`${url}/api/approvals?status=pending`, { headers })
+      const approval = (pending.json as ReadonlyArray<{ readonly id: string; readonly runId: string }>).find((a) => a.runId === runId)
+      if (approval === undefined) return yield* Effect.die(new Error(`run ${runId} waits on no approval: ${pending.text}`))
+      const decided = yield* http(`${url}/api/approvals/${approval.id}`, { body: { decision: "approve" }, headers })
+      if (decided.status !== 200) return yield* Effect.die(new Error(`approving answered ${decided.status}: ${decided.text}`))
+    })
+  return { submit, run, events, until, ended, approve }
 }
 
 /** `POST /api/releases` of `upload` with `token` (a dry run when asked): the answer. */
