@@ -132,7 +132,7 @@ const instancesCommand = () => Effect.promise(() => import("./commands/instances
 /** `--url` (or `--to`): the running server a command talks to. */
 const serverUrl = Options.text("url").pipe(
   Options.withAlias("to"),
-  Options.withDescription("the server (default: the one serving the project on this machine, else http://<server.host>:<server.port> of its foundry.config.ts)"),
+  Options.withDescription("the server's base URL, e.g. http://127.0.0.1:4141 (an /api at its end is dropped; default: the one serving the project on this machine, else http://<server.host>:<server.port> of its foundry.config.ts)"),
   Options.optional
 )
 

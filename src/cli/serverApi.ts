@@ -45,8 +45,9 @@ const Refusal = Schema.Struct({ message: Schema.String, issues: Schema.optional(
 const serverUrl = (options: ServerOptions, hint: ServerHint) =>
   Option.match(Option.orElse(options.url, () => servingUrl(options.dir)), {
     onSome: (given) => {
-      // `localhost:4510` is how people write a server's address; it means HTTP.
-      const url = (/^[a-z][a-z0-9+.-]*:\/\//i.test(given) ? given : `http://${given}`).replace(/\/+$/, "")
+      // `localhost:4510` is how people write a server's address; it means HTTP. The address the
+      // server prints for its API (`.../api`) names the same server: its routes are under it already.
+      const url = (/^[a-z][a-z0-9+.-]*:\/\//i.test(given) ? given : `http://${given}`).replace(/\/+$/, "").replace(/\/api$/, "")
       return URL.canParse(url) && /^https?:/i.test(url)
         ? Effect.succeed(url)
         : Effect.fail(new CliError({ message: `${hint.flag} ${given} is not a server's address: give one like http://127.0.0.1:4141` }))
@@ -128,3 +129,6 @@ export const serverApi = (options: ServerOptions, hint: ServerHint) =>
     const send = (request: HttpClientRequest.HttpClientRequest) => Effect.scoped(Effect.asVoid(call(request)))
     return { url, read, send }
   }).pipe(Effect.provide(FetchHttpClient.layer))
+
+/** A server's API as `serverApi` gives it. */
+export type ServerApi = Effect.Effect.Success<ReturnType<typeof serverApi>>

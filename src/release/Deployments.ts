@@ -29,6 +29,8 @@ export const ReleaseSwitch = Schema.Struct({
   /** The release new runs start on now. */
   current: Schema.String,
   /**
+  /** The release new runs started on before, when it switched. */
+  previous: Schema.optional(Schema.String),
    * The settings its config changes that this server read at start (`auth`, `server.bodyLimit`, the
    * store, ...): they take effect when the server restarts, not with the switch.
    */
@@ -134,7 +136,7 @@ export const layer = (options: DeploymentsOptions = {}) => Layer.scoped(
         const made = yield* storage.activate({ ...activation, id, summary, expected: before.stored, deployedAt: yield* Clock.currentTimeMillis })
         if (!made) return yield* new CurrentMoved()
         yield* switchTo(app)
-        return { id, summary, switched: true, current: id, ...restartNeededBy(app) }
+        return { id, summary, switched: true, current: id, previous: before.release, ...restartNeededBy(app) }
       }).pipe(
         Effect.retry({ while: (error) => error._tag === "CurrentMoved", times: 5 }),
         // Five deploys in a row, each between this one's decision and its commit: not a rate anyone deploys at.

@@ -116,7 +116,8 @@ describe("foundry deploy, releases and rollback", () => {
       // v2: the tool answers differently, and there is a new agent.
       writeFiles(root, { "agents/desk/tools/answer.tool.ts": answerTool("v2"), "agents/helper/agent.ts": helperAgent })
 
-      const dry = yield* runCli(["deploy", root, "--dry-run", "--to", url, "--token", deployToken])
+      // The address the server prints for its API names the server as well.
+      const dry = yield* runCli(["deploy", root, "--dry-run", "--to", `${url}/api`, "--token", deployToken])
       expect(dry.stderr).toBe("")
       expect(dry.code).toBe(0)
       const v2 = deployedId(dry.stdout)
@@ -130,7 +131,7 @@ describe("foundry deploy, releases and rollback", () => {
 
       // The token from FOUNDRY_TOKEN, this time.
       const second = yield* startCli(["deploy", root], { env: { FOUNDRY_TOKEN: deployToken } })
-      yield* second.waitFor(new RegExp(`switched: new runs start on ${v2}`))
+      yield* second.waitFor(new RegExp(`switched: new runs start on ${v2} \\(was ${v1}\\)`))
       expect(second.output()).toContain("+ agent helper")
       expect(yield* currentOf(url, readToken)).toEqual([v2])
       expect(yield* askDesk(url, runToken)).toBe("the tool said: v2")
@@ -154,7 +155,7 @@ describe("foundry deploy, releases and rollback", () => {
       expect(back.code).toBe(0)
       const backLines = back.stdout.split("\n").map((line) => line.trim())
       expect(backLines.filter((line) => /^[+~-] /.test(line))).toEqual(["- agent helper", "~ agent desk", "~ tool desk/answer"])
-      expect(back.stdout).toContain(`switched: new runs start on ${v1}`)
+      expect(back.stdout).toContain(`switched: new runs start on ${v1} (was ${v2})`)
       expect(yield* currentOf(url, readToken)).toEqual([v1])
       expect(yield* askDesk(url, runToken)).toBe("the tool said: v1")
       // v1's row now says when it was rolled back to; the log keeps its first deploy as well.
@@ -171,23 +172,31 @@ describe("foundry deploy, releases and rollback", () => {
       expect(yield* currentOf(url, readToken)).toEqual([v1])
     }))
 
-  it.scopedLive("a token without the deploy scope, or none, is refused with how to make one; nothing switches", () =>
+  it.scopedLive("a token without the deploy scope, an unknown one, or none, is refused before the build with how to make one; nothing switches", () =>
     Effect.gen(function*() {
       const { deployToken, readToken, root, url } = yield* served
       const hint = "`foundry token create --scope deploy`"
 
       const withRead = yield* runCli(["deploy", root, "--token", readToken])
       expect(withRead.code).toBe(1)
+      expect(withRead.stderr).toContain(`the token ${readToken.split("_")[1]} has the read scope, which may not deploy`)
       expect(withRead.stderr).toContain("changing the current release needs a token with the deploy scope")
       expect(withRead.stderr).toContain(hint)
       expect(withRead.stderr).not.toMatch(/\n\s+at /)
-      const refused = deployedId(withRead.stdout)
-      expect((yield* releasesOf(url, readToken)).map((row) => row.id)).not.toContain(refused)
+      // Said before the check and the build, which take seconds.
+      expect(withRead.stdout).toBe("")
+      expect(yield* releasesOf(url, readToken)).toEqual([])
+
+      const withUnknown = yield* runCli(["deploy", root, "--token", "fdy_unknown_token"])
+      expect(withUnknown.code).toBe(1)
+      expect(withUnknown.stderr).toContain(hint)
+      expect(withUnknown.stdout).toBe("")
 
       const withNone = yield* runCli(["deploy", root])
       expect(withNone.code).toBe(1)
       expect(withNone.stderr).toContain("this server needs an API token")
       expect(withNone.stderr).toContain(hint)
+      expect(withNone.stdout).toBe("")
 
       const deployed = yield* runCli(["deploy", root, "--token", deployToken])
       expect(deployed.code, deployed.stderr).toBe(0)

@@ -7,16 +7,21 @@
 import { join } from "node:path"
 import { FileSystem, HttpClientRequest } from "@effect/platform"
 import { Effect, Encoding, Schema } from "effect"
+import { allows } from "../../auth/TokenScope.js"
 import { ReleaseSwitch, ReleaseView } from "../../release/Deployments.js"
 import { DeploymentView } from "../../release/ReleaseStorage.js"
 import { ReleaseId, releaseFile, ReleaseManifest } from "../../release/ReleaseManifest.js"
 import { changeCounts, changeLines } from "../../release/summaryText.js"
+import { SessionView } from "../../transports/http/api/TokensGroup.js"
 import { CliError } from "../CliError.js"
-import { serverApi, type ServerHint, type ServerOptions, type ServerRefused } from "../serverApi.js"
+import { type ServerApi, serverApi, type ServerHint, type ServerOptions, type ServerRefused } from "../serverApi.js"
 import { say, style, table, when } from "../terminal.js"
 import { checkedRelease } from "./build.js"
 
 const hint: ServerHint = { flag: "--to", start: "foundry start" }
+
+const needsDeployScope = "changing the current release needs a token with the deploy scope: create one where the server's store is " +
+  "with `foundry token create --scope deploy`, then pass it with --token or FOUNDRY_TOKEN"
 
 /**
  * A refusal to change the current release, with what it means: a token's refusal says that
@@ -25,10 +30,7 @@ const hint: ServerHint = { flag: "--to", start: "foundry start" }
  */
 const switchRefused = (refused: ServerRefused) =>
   refused.status === 401 || refused.status === 403
-    ? new CliError({
-      message: `${refused.message}\nchanging the current release needs a token with the deploy scope: create one where the server's store is ` +
-        "with `foundry token create --scope deploy`, then pass it with --token or FOUNDRY_TOKEN"
-    })
+    ? new CliError({ message: `${refused.message}\n${needsDeployScope}` })
     : refused.status === 400
     ? new CliError({ message: `${refused.message}\nnothing switched: new runs still start on the current release` })
     : refused
@@ -41,7 +43,8 @@ const report = (answer: ReleaseSwitch, options: { readonly dryRun: boolean }) =>
     for (const line of lines) yield* say(`  ${line}`)
     if (options.dryRun) yield* say(style.yellow(`dry run: nothing switched; new runs still start on ${answer.current}`))
     else if (answer.switched) {
-      yield* say(style.green(`switched: new runs start on ${answer.current}; runs in flight finish on the release they started on`))
+      const was = answer.previous === undefined ? "" : ` (was ${answer.previous})`
+      yield* say(style.green(`switched: new runs start on ${answer.current}${was}; runs in flight finish on the release they started on`))
     } else yield* say(`nothing switched: ${answer.current} is the current release`)
     if (answer.restartNeeded !== undefined) yield* say(style.yellow(`note: ${answer.restartNeeded}`))
   })
@@ -60,12 +63,30 @@ const uploadOf = (folder: string) =>
     Effect.mapError((error) => new CliError({ message: `cannot read the release in ${folder}: ${error.message}; build it again with \`foundry build\`` }))
   )
 
+/**
+ * Whether the server takes a deploy with the token sent: `GET /api/session` tells its mode and the
+ * token's scope, and changes nothing (an unknown or revoked token is refused there).
+ */
+const mayDeploy = (read: ServerApi["read"]) =>
+  Effect.gen(function*() {
+    const session = yield* read(HttpClientRequest.get("/api/session"), SessionView).pipe(
+      Effect.catchTag("ServerRefused", (refused) => Effect.fail(switchRefused(refused)))
+    )
+    if (session.mode === "open") return
+    if (session.token === null) return yield* new CliError({ message: `this server needs an API token\n${needsDeployScope}` })
+    if (!allows(session.token.scope, "deploy")) {
+      return yield* new CliError({
+        message: `the token ${session.token.id} has the ${session.token.scope} scope, which may not deploy\n${needsDeployScope}`
+      })
+    }
+  })
+
 /** `foundry deploy`: builds the project at `dir` and ships its release to the server, switching to it unless `dryRun`. */
 export const deploy = (options: ServerOptions & { readonly dryRun: boolean }) =>
   Effect.gen(function*() {
-    const { read, send, url } = yield* serverApi(options, hint)
-    // Before the build, which takes seconds, so that a wrong --to says so at once.
-    yield* send(HttpClientRequest.get("/health"))
+    const { read, url } = yield* serverApi(options, hint)
+    // Before the build, which takes seconds, so that a wrong --to or a token that may not deploy says so at once.
+    yield* mayDeploy(read)
     const { release } = yield* checkedRelease(options.dir, "nothing was deployed: fix the problems above and deploy again")
     const upload = yield* uploadOf(release.folder)
     yield* say(style.dim(`deploying ${release.id} to ${url}${options.dryRun ? " (dry run)" : ""} ...`))
