@@ -210,7 +210,7 @@ export const serverLayer = (
     Layer.provideMerge(Auth.layer({ host: server.host, allowedHosts: app.table.config.server.allowedHosts ?? [], ...app.table.config.auth })),
     Layer.provideMerge(OtlpExportLive),
     // Runners of a cluster serve the release deployed to any of them.
-    Layer.provideMerge(Deployments.layer({ followEvery: clusterSettingsOf(app, options) === undefined ? undefined : "1 second" })),
+    Layer.provideMerge(Deployments.layer({ startedFrom: app, followEvery: clusterSettingsOf(app, options) === undefined ? undefined : "1 second" })),
     Layer.provideMerge(SchedulesLive),
     Layer.provideMerge(recovery),
     Layer.provideMerge(runtimeLayer(app, options))

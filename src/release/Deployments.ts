@@ -4,6 +4,7 @@
  * follow it (one it removes is cancelled), playbooks and webhooks follow the current app. Runs in
  * flight finish on the release they started on. One switch at a time.
  */
+import { join } from "node:path"
 import { FileSystem } from "@effect/platform"
 import { Clock, Context, Data, DateTime, type Duration, Effect, Layer, Option, Schedule, Schema } from "effect"
 import { BuildStatus } from "../compiler/BuildStatus.js"
@@ -12,7 +13,7 @@ import { CurrentApp } from "../compiler/CurrentApp.js"
 import { changedSettings, startSettings } from "../compiler/startSettings.js"
 import type { StoreError } from "../durable/StoreError.js"
 import { Schedules } from "../triggers/Schedules.js"
-import { materialise } from "./releaseCache.js"
+import { cachedRelease, forget, materialise } from "./releaseCache.js"
 import { type ReleaseInvalid, ReleaseNotFound, ReleasesNotDeployable } from "./releaseErrors.js"
 import { Releases } from "./Releases.js"
 import { type Activation, type DeploymentView, ReleaseStorage } from "./ReleaseStorage.js"
@@ -28,11 +29,12 @@ export const ReleaseSwitch = Schema.Struct({
   switched: Schema.Boolean,
   /** The release new runs start on now. */
   current: Schema.String,
-  /**
   /** The release new runs started on before, when it switched. */
   previous: Schema.optional(Schema.String),
+  /**
    * The settings its config changes that this server read at start (`auth`, `server.bodyLimit`, the
-   * store, ...): they take effect when the server restarts, not with the switch.
+   * store, ...), and where it read them: the config of the folder it was started on, which every
+   * start reads again. The switch does not apply them, nor does a restart alone.
    */
   restartNeeded: Schema.optional(Schema.String)
 })
@@ -84,6 +86,11 @@ const digestsOf = (app: CompiledApp) =>
 /** How a server takes deploys. */
 export interface DeploymentsOptions {
   /**
+   * The build of the folder the server was started on: its config gave the server its store,
+   * address, auth and limits (`startSettings`), whichever release it serves.
+   */
+  readonly startedFrom: CompiledApp
+  /**
    * For a cluster runner: how often to look at the store's current release, which a deploy to
    * another runner changes; the runner then starts new runs on it too.
    */
@@ -91,7 +98,7 @@ export interface DeploymentsOptions {
 }
 
 /** Deploys over the server's releases, schedules and build status. */
-export const layer = (options: DeploymentsOptions = {}) => Layer.scoped(
+export const layer = (options: DeploymentsOptions) => Layer.scoped(
   Deployments,
   Effect.gen(function*() {
     const releases = yield* Releases
@@ -101,11 +108,19 @@ export const layer = (options: DeploymentsOptions = {}) => Layer.scoped(
     const status = yield* BuildStatus
     const fs = yield* FileSystem.FileSystem
     const switching = yield* Effect.makeSemaphore(1)
-    // What the server read from its config as it started: a release that changes it says so.
-    const startedWith = startSettings((yield* current.get).table.config)
+    // What the server read from its config as it started: a release that changes it says so, and
+    // where those settings come from, since a restart reads them from there again, not from the
+    // release it serves.
+    const started = options.startedFrom.table
+    const startedWith = startSettings(started.config)
+    const startConfig = `${join(started.root, started.configFile ?? "foundry.config.ts")}${started.configFile === undefined ? " (there is none: the defaults)" : ""}`
     const restartNeededBy = (app: CompiledApp) => {
       const changed = changedSettings(startedWith, startSettings(app.table.config))
-      return changed === undefined ? {} : { restartNeeded: `its config changes ${changed}, which this server read as it started: restart it to apply that` }
+      return changed === undefined ? {} : {
+        restartNeeded: `its config changes ${changed}, which this server read as it started, from ${startConfig} (the folder it was started on), ` +
+          "not from a release deployed to it: a restart reads them from there again. To apply the change, make it there, or start the server " +
+          "on this release's folder with `foundry start --release <folder>`"
+      }
     }
 
     /**
@@ -173,11 +188,18 @@ export const layer = (options: DeploymentsOptions = {}) => Layer.scoped(
       if (!releases.deployable) return yield* notDeployable
       const release = yield* verifyUpload(upload)
       const id = release.manifest.id
+      const cachedBefore = yield* cachedRelease(releases.root, id).pipe(Effect.provideService(FileSystem.FileSystem, fs), Effect.orDie)
       yield* materialise(releases.root, id, release.manifestText, release.files).pipe(
         Effect.provideService(FileSystem.FileSystem, fs),
         Effect.orDie
       )
-      return yield* Effect.scoped(Effect.gen(function*() {
+      // A release the store does not keep after all (a dry run, one that does not load) leaves the
+      // cache as it found it: the cache holds what the server runs or may run again.
+      const leaveNoTrace = cachedBefore !== undefined ? Effect.void : Effect.gen(function*() {
+        if (yield* storage.has(id)) return
+        yield* forget(releases.root, id).pipe(Effect.provideService(FileSystem.FileSystem, fs))
+      }).pipe(Effect.catchAllCause((cause) => Effect.logWarning(`could not remove ${id}, which was not deployed, from the release cache`, cause)))
+      return yield* Effect.ensuring(Effect.scoped(Effect.gen(function*() {
         const app = yield* releases.load(id).pipe(
           // Written to the cache just now: it cannot be missing.
           Effect.catchTag("ReleaseNotFound", (missing) => Effect.die(missing))
@@ -187,7 +209,7 @@ export const layer = (options: DeploymentsOptions = {}) => Layer.scoped(
           deployedBy: by,
           content: { createdAt: DateTime.toEpochMillis(release.manifest.createdAt), manifest: release.manifestText, files: upload.files }
         }, upload.dryRun === true)
-      }))
+      })), leaveNoTrace)
     }, switching.withPermits(1))
 
     const activate = Effect.fn("Deployments.activate")(function*(id: string, by: string | null) {

@@ -55,3 +55,9 @@ export const writeReleaseFolder = Effect.fn("release.writeFolder")(function*(
 /** Writes release `id` into the cache of the server with its project at `root`, unless it is there; its folder. */
 export const materialise = (root: string, id: string, manifestText: string, files: Iterable<HashedFile>) =>
   writeReleaseFolder(releaseCacheFolder(root), id, manifestText, files)
+
+/** Removes release `id` from the cache of the server with its project at `root` (a release it never kept). */
+export const forget = Effect.fn("release.forget")(function*(root: string, id: string) {
+  const fs = yield* FileSystem.FileSystem
+  yield* fs.remove(join(releaseCacheFolder(root), id), { recursive: true, force: true })
+})

@@ -4,7 +4,7 @@
  * until they end), each run's events carry its release, a rollback switches back, and changing
  * releases needs a `deploy` token; a release that is not intact or does not load switches nothing.
  */
-import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
+import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { randomUUID } from "node:crypto"
@@ -223,6 +223,9 @@ describe("deploy", () => {
       expect((dry.json as SwitchJson).summary.agents.added).toEqual(["desk"])
       expect(yield* current).toEqual([])
       expect(dry.json).not.toHaveProperty("restartNeeded")
+      // Never deployed, so not kept in the server's release cache either.
+      const cached = (id: string) => existsSync(join(root, ".foundry/release-cache", id))
+      expect(cached(v1.id)).toBe(false)
 
       // A config that changes what the server read as it started says that a restart applies it.
       const larger = yield* deskSources("v3")
@@ -230,10 +233,14 @@ describe("deploy", () => {
       writeFileSync(config, readFileSync(config, "utf8").replace("auth: { required: true },", "auth: { required: true },\n  server: { bodyLimit: 2_000_000 },"))
       const v3 = yield* build(larger.root)
       const restart = yield* deploy(url, tokens.admin.token, uploadOf(v3.folder), { dryRun: true })
+      // Read from the config of the folder the server started on, whatever release it serves: a restart alone does not apply it.
       expect(restart.json).toMatchObject({
         switched: false,
-        restartNeeded: "its config changes server.bodyLimit, which this server read as it started: restart it to apply that"
+        restartNeeded: `its config changes server.bodyLimit, which this server read as it started, from ${join(root, "foundry.config.ts")} ` +
+          "(the folder it was started on), not from a release deployed to it: a restart reads them from there again. To apply the change, " +
+          "make it there, or start the server on this release's folder with `foundry start --release <folder>`"
       })
+      expect(cached(v3.id)).toBe(false)
 
       const [file] = Object.keys(upload.files)
       const tampered = yield* deploy(url, tokens.deploy.token, {
@@ -258,9 +265,11 @@ describe("deploy", () => {
       expect(broken.status).toBe(400)
       expect(broken.json).toMatchObject({ _tag: "ReleaseInvalid", message: expect.stringContaining(`${v2.id} does not load`) })
       expect(yield* current).toEqual([])
+      expect(cached(v2.id)).toBe(false)
 
       expect((yield* deploy(url, tokens.deploy.token, upload)).json).toMatchObject({ id: v1.id, switched: true })
       expect((yield* current).map((r) => [r.id, r.current])).toEqual([[v1.id, true]])
+      expect(cached(v1.id)).toBe(true)
     }), { timeout: 120_000 })
 
   it.scopedLive("foundry dev serves the sources and takes no deploys", () =>
