@@ -158,7 +158,7 @@ export const runtimeLayer = (app: CompiledApp, options: RuntimeOptions = {}) =>
     Layer.provideMerge(RunJournal.layer),
     Layer.provideMerge(Instances.layer),
     Layer.provideMerge(Environments.layer({ idleTimeToLive: options.environments?.sessionIdle }).pipe(
-      Layer.provideMerge(ScriptRunner.ScriptRunnerLive({ idleMs: options.environments?.workerIdleMs })),
+      Layer.provideMerge(ScriptRunner.ScriptRunnerLive({ ...app.table.config.scripts, idleMs: options.environments?.workerIdleMs })),
       // Scripts reach the agent's MCP servers through the same connections its runs use.
       Layer.provideMerge(McpClients.layer(options.mcp))
     )),

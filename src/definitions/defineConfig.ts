@@ -61,7 +61,13 @@ export const defaultConfig = {
   /** How long a conversation lease lasts without renewal: a process that stops renewing loses it then. */
   leaseTtl: "3 seconds",
   /** A schedule firing later than `misfireGrace` after its time is a misfire (the process was down). */
-  schedules: { misfireGrace: "1 minute" }
+  schedules: { misfireGrace: "1 minute" },
+  /**
+   * Environment scripts' worker threads, shared by every agent instance: `workers` busy at once,
+   * up to `maxWorkers` so that an instance with no script running never waits behind others'
+   * scripts; `maxMemoryMb` is one script's memory, heap and buffers together.
+   */
+  scripts: { workers: 4, maxWorkers: 8, maxMemoryMb: 256 }
 } as const
 
 /** How far a signed webhook delivery's timestamp may be from now, for a webhook that sets no `tolerance`. */
@@ -77,6 +83,23 @@ const ContextSchema = Schema.Struct({
 }).pipe(
   Schema.filter((context) =>
     context.soft <= context.hard || `soft (${context.soft}) must not be above hard (${context.hard}): old tool results are shortened before turns are summarized`
+  )
+)
+
+/** Script workers: `maxWorkers` is a ceiling over `workers`. */
+const ScriptsSchema = Schema.Struct({
+  /** Threads busy at once before a script of an instance that already has one running waits. */
+  workers: WholeAbove0.annotations({ default: defaultConfig.scripts.workers }),
+  /** Threads at most: a script of an instance with none running starts one past `workers`, up to this. */
+  maxWorkers: WholeAbove0.annotations({ default: defaultConfig.scripts.maxWorkers }),
+  /** One script's memory in MB (heap and buffers together); past it the script fails as out of memory. */
+  maxMemoryMb: Schema.Int.pipe(Schema.greaterThanOrEqualTo(16, { description: "a whole number of MB, 16 or more" })).annotations({
+    default: defaultConfig.scripts.maxMemoryMb
+  })
+}).pipe(
+  Schema.filter((scripts) =>
+    scripts.maxWorkers >= scripts.workers ||
+    `maxWorkers (${scripts.maxWorkers}) must not be below workers (${scripts.workers}): it is the most threads, workers the ones busy before a second script of an instance waits`
   )
 )
 
@@ -195,6 +218,12 @@ export const ConfigSchema = Schema.Struct({
     misfireGrace: DurationInputSchema.annotations({ default: defaultConfig.schedules.misfireGrace })
   }),
   /**
+   * Environment scripts' worker threads: `workers` busy at once, past which only a script of an
+   * instance with none running starts another, up to `maxWorkers`; and one script's memory in MB.
+   * Read when the server starts.
+   */
+  scripts: ScriptsSchema,
+  /**
    * Running as one runner of a cluster (several processes on one PostgreSQL store; see the
    * README's "Cluster"). Absent: a single process. `foundry start --cluster` turns it on too.
    */
@@ -270,9 +299,10 @@ export const defineConfig = <const Layers extends ReadonlyArray<AnyLayer>>(defin
   }
   readonly leaseTtl?: Duration.DurationInput
   readonly schedules?: Partial<ConfigFields["schedules"]>
+  readonly scripts?: Partial<ConfigFields["scripts"]>
   readonly cluster?: ClusterConfig
 }): ConfigDefinition<ServicesOf<Layers[number]>> => {
-  const { context, events, modelRetry, schedules, server, timers } = definition
+  const { context, events, modelRetry, schedules, scripts, server, timers } = definition
   return brand("config", {
     ...definition,
     store: definition.store ?? defaultConfig.store,
@@ -331,6 +361,13 @@ export const defineConfig = <const Layers extends ReadonlyArray<AnyLayer>>(defin
     schedules: {
       ...schedules,
       misfireGrace: schedules?.misfireGrace ?? defaultConfig.schedules.misfireGrace
+    },
+    scripts: {
+      ...scripts,
+      workers: scripts?.workers ?? defaultConfig.scripts.workers,
+      // A project that raises `workers` alone gets a ceiling that is not below it.
+      maxWorkers: scripts?.maxWorkers ?? Math.max(defaultConfig.scripts.maxWorkers, scripts?.workers ?? 0),
+      maxMemoryMb: scripts?.maxMemoryMb ?? defaultConfig.scripts.maxMemoryMb
     }
   })
 }

@@ -118,6 +118,16 @@ const shownOutput = (scope: ScriptScope, output: string, outputBytes: number): s
 
 const seconds = (ms: number): string => `${ms / 1000} s`
 
+/**
+ * What a script stopped at its wall clock held, when that was much of its memory: near its limit a
+ * script slows down (the garbage collector runs again and again), so a loop filling memory often
+ * meets its wall clock first.
+ */
+const memoryNote = (memory: { readonly usedMb: number; readonly limitMb: number } | undefined): string =>
+  memory === undefined || memory.usedMb < memory.limitMb / 2
+    ? ""
+    : ` By then it held ${memory.usedMb} of the ${memory.limitMb} MB one script may use (scripts.maxMemoryMb in foundry.config.ts): a script that keeps all it makes slows down as its memory fills, then runs out of it.`
+
 /** The answer to a finished run, or why it failed. */
 const answerOf = (scope: ScriptScope, path: string, result: ScriptResult): Either.Either<string, ScriptFailed> => {
   switch (result._tag) {
@@ -138,9 +148,16 @@ const answerOf = (scope: ScriptScope, path: string, result: ScriptResult): Eithe
       return Either.left(new ScriptFailed({
         message: `${path} failed: ${result.error}${result.output === "" ? "" : `\noutput:\n${lastBytes(result.output, scope.limits.maxOutputBytes)}`}\n(no changes were kept)`
       }))
+    case "OutOfMemory":
+      return Either.left(new ScriptFailed({
+        message: `${path} ran out of memory (${result.limitMb} MB, the most one script may use, heap and buffers together) and was stopped; no changes were kept. ` +
+          `Work on the data in smaller pieces (a slice of the rows, then the next), or raise scripts.maxMemoryMb in foundry.config.ts.` +
+          (result.output === "" ? "" : `\noutput until then:\n${lastBytes(result.output, scope.limits.maxOutputBytes)}`)
+      }))
     case "TimedOut":
       return Either.left(new ScriptFailed({
         message: `${path} ran longer than ${seconds(scope.limits.scriptTimeoutMs)} (scriptTimeoutMs) and was stopped; no changes were kept. Process less per run (a slice of the rows, then the next), or look for a loop that never ends.` +
+          memoryNote(result.memory) +
           (result.output === "" ? "" : `\noutput until then:\n${lastBytes(result.output, scope.limits.maxOutputBytes)}`)
       }))
   }
@@ -160,7 +177,7 @@ const runOne = Effect.fnUntraced(function*(scope: ScriptScope, path: string, arg
   const runtime = yield* Effect.runtime<never>()
   // The tools a script calls run with the services the verb runs with (the app's, and the runtime's).
   const services = Context.unsafeMake<unknown>(new Map((yield* Effect.context<never>()).unsafeMap))
-  return yield* runner.run(scope.pool, {
+  return yield* runner.run({ scope: scope.pool, instance: `${scope.context.agent}/${scope.context.instanceId}` }, {
     code,
     path,
     args: args ?? null,

@@ -48,6 +48,17 @@ describe("defineConfig", () => {
     expect(configIssues(config)).toEqual([])
   })
 
+  it("gives scripts a ceiling of threads never below their workers, and refuses one set below them", () => {
+    expect(defineConfig({}).scripts).toEqual({ workers: 4, maxWorkers: 8, maxMemoryMb: 256 })
+    expect(defineConfig({ scripts: { workers: 12 } }).scripts).toEqual({ workers: 12, maxWorkers: 12, maxMemoryMb: 256 })
+    expect(configIssues(defineConfig({ scripts: { workers: 6, maxWorkers: 5 } }))).toEqual([
+      { path: "scripts", message: expect.stringContaining("maxWorkers (5) must not be below workers (6)") }
+    ])
+    expect(configIssues(defineConfig({ scripts: { maxMemoryMb: 8 } }))).toEqual([
+      { path: "scripts.maxMemoryMb", message: expect.stringContaining("16 or more") }
+    ])
+  })
+
   it("keeps what it does not know, for loading to name it", () => {
     const fromJavaScript: Parameters<typeof defineConfig>[0] = JSON.parse(`{ "concurency": 5, "modelRetry": { "tims": 2 } }`)
     const issues = configIssues(defineConfig(fromJavaScript))

@@ -157,6 +157,32 @@ export default async function () {
       expect(results[2]).not.toContain("/tmp/small.txt")
     }), { timeout: 60_000 })
 
+  it.scopedLive("a script that fills memory is told it ran out of the memory the project's config gives scripts, and how to raise it", () =>
+    Effect.gen(function*() {
+      const config = `import { defineConfig } from "foundry"\n\nexport default defineConfig({ scripts: { maxMemoryMb: 48 } })\n`
+      const limited = environmentFile.replace("modules: [spreadsheet]", "modules: [spreadsheet],\n  limits: { scriptTimeoutMs: 5000 }")
+      const root = yield* tempProject({ "foundry.config.ts": config, "environments/workspace.ts": limited, "agents/reports/agent.ts": agentFile })
+      const endless = `export default function () {\n  const rows = []\n  for (;;) rows.push("x".repeat(1000))\n}\n`
+      const holding = `export default async function () {\n  const data = new Uint8Array(30 * 1024 * 1024).fill(1)\n  await new Promise(() => {})\n  return data.length\n}\n`
+      const model = Scripted.make([
+        call("write_file", { path: "/scripts/endless.js", content: endless }),
+        call("run_script", { path: "/scripts/endless.js" }),
+        call("write_file", { path: "/scripts/holding.js", content: holding }),
+        call("run_script", { path: "/scripts/holding.js" }),
+        { text: "done" }
+      ])
+      const server = yield* startServer(root, { model })
+      const runId = yield* startRun(server.url, "Fill memory")
+      expect((yield* waitForRun(server.url, runId)).status).toBe("completed")
+      const results = yield* toolResults(server.url, runId)
+      expect(results[1]).toContain("/scripts/endless.js ran out of memory (48 MB, the most one script may use, heap and buffers together)")
+      expect(results[1]).toContain("raise scripts.maxMemoryMb in foundry.config.ts")
+      expect(results[1]).not.toContain("scriptTimeoutMs")
+      // Stopped at its wall clock holding most of its memory, a script is told what it held.
+      expect(results[3]).toContain("ran longer than 5 s (scriptTimeoutMs)")
+      expect(results[3]).toMatch(/By then it held 3\d of the 48 MB one script may use \(scripts\.maxMemoryMb in foundry\.config\.ts\)/)
+    }), { timeout: 60_000 })
+
   it.scopedLive("view_image shows a vision model the image, and is not offered to a model that cannot see", () =>
     Effect.gen(function*() {
       const root = yield* tempProject({ "environments/workspace.ts": environmentFile, "agents/reports/agent.ts": agentFile })

@@ -1,35 +1,46 @@
 /**
- * Runs environment scripts in sandboxed worker threads. The threads are one shared set (at most
- * `maxWorkers`, see `WorkerPool`) whatever the environment; runs of one key (an environment's
- * scope) take turns in the order they came, each in a fresh context. A run that outlives its
- * wall-clock limit or its memory, or a worker that dies, costs that thread: a later run starts
- * a fresh one. Idle threads end after `idleMs`, and all of them with the layer's scope.
+ * Runs environment scripts in sandboxed worker threads. The threads are one shared set whatever
+ * the environment, shared out by agent instance (`WorkerPool`): an instance with no script running
+ * gets a thread even while other instances' scripts keep `workers` busy. Runs of one scope (an
+ * environment's tree) take turns in the order they came, each in a fresh context. A run that
+ * outlives its wall-clock limit or its memory, or a worker that dies, costs that thread: a later
+ * run starts a fresh one. Idle threads end after `idleMs`, and all of them with the layer's scope.
  */
 import { Context, Deferred, Duration, Effect, Layer } from "effect"
+import { defaultConfig } from "../../definitions/defineConfig.js"
 import { packageLayout } from "../../packageLayout.js"
 import type { ScriptHost, ScriptResult, ScriptRun } from "./scriptRun.js"
 import { makeWorkerPool } from "./WorkerPool.js"
 
+/** Whose run it is. */
+export interface ScriptOwner {
+  /** Runs of one scope (an environment's tree) take turns, in the order they came. */
+  readonly scope: string
+  /** The agent instance the run is for: the pool shares its threads out by it. */
+  readonly instance: string
+}
+
 /** The script runtime. */
 export class ScriptRunner extends Context.Tag("foundry/ScriptRunner")<ScriptRunner, {
-  /** Runs on a shared worker thread, after the runs of the same `pool` key (such as the environment's scope) that came before. */
-  readonly run: (pool: string, run: ScriptRun, host: ScriptHost) => Effect.Effect<ScriptResult>
+  /** Runs on a shared worker thread, after the runs of the same scope that came before. */
+  readonly run: (owner: ScriptOwner, run: ScriptRun, host: ScriptHost) => Effect.Effect<ScriptResult>
   /** Live worker threads (for tests and the idle benchmark). */
   readonly workers: Effect.Effect<number>
 }>() {}
 
-/** How the runtime uses threads. */
+/** How the runtime uses threads (the project config's `scripts`, whose defaults are `defaultConfig.scripts`). */
 export interface ScriptRunnerOptions {
   /** How long a worker thread outlives its last run, in ms (default 30 000). */
   readonly idleMs?: number | undefined
   /**
-   * A script's memory in MB (default 256): its worker's heap limit, and how far the process's
-   * resident memory may grow while it runs (array buffers are outside the heap; checked every
-   * 50 ms, and process-wide, so a guard rather than an accounting). Past either, the run fails
-   * and its thread is replaced.
+   * A script's memory in MB (default 256): its worker's heap limit, and how much its run may add
+   * to its thread's heap and buffers together (array buffers are outside the heap; checked every
+   * 50 ms). Past either, the run fails as out of memory and its thread is replaced.
    */
   readonly maxMemoryMb?: number | undefined
-  /** Worker threads at most, shared by every environment (default 4); further runs wait for one. */
+  /** Threads busy at once before a run of an instance that already has one running waits (default 4). */
+  readonly workers?: number | undefined
+  /** Threads at most (default 8, never below `workers`): a run of an instance with none running starts one past `workers` up to this. */
   readonly maxWorkers?: number | undefined
 }
 
@@ -44,9 +55,10 @@ export const ScriptRunnerLive = (options: ScriptRunnerOptions = {}): Layer.Layer
       const scope = yield* Effect.scope
       const pool = yield* makeWorkerPool({
         file: packageLayout.sandboxWorkerFile,
-        maxWorkers: options.maxWorkers ?? 4,
+        workers: options.workers ?? defaultConfig.scripts.workers,
+        maxWorkers: options.maxWorkers ?? defaultConfig.scripts.maxWorkers,
         idleMs: options.idleMs ?? 30_000,
-        maxMemoryMb: options.maxMemoryMb ?? 256,
+        maxMemoryMb: options.maxMemoryMb ?? defaultConfig.scripts.maxMemoryMb,
         settle: settleGrace
       })
 
@@ -70,8 +82,8 @@ export const ScriptRunnerLive = (options: ScriptRunnerOptions = {}): Layer.Layer
           })
         )
 
-      const run = Effect.fn("ScriptRunner.run")(function*(key: string, script: ScriptRun, host: ScriptHost) {
-        return yield* inTurn(key, pool.run(script, host))
+      const run = Effect.fn("ScriptRunner.run")(function*(owner: ScriptOwner, script: ScriptRun, host: ScriptHost) {
+        return yield* inTurn(owner.scope, pool.run(owner.instance, script, host))
       })
 
       return ScriptRunner.of({ run, workers: Effect.sync(pool.live) })

@@ -1,14 +1,15 @@
 /**
  * One sandbox worker thread seen from the host: starts `sandboxWorker.mjs` with its own heap limit,
  * no environment and no inherited stdio, runs one script at a time on it, answers the script's
- * env: module calls through the run's `ScriptHost`, watches the process's memory while the script
- * runs, and reads the console output it captured into shared memory (there even when the thread
- * had to be terminated). After a run it says when the thread is free again: once the code the run
- * left behind has ended.
+ * env: module calls through the run's `ScriptHost`, watches the thread's own memory while the
+ * script runs, and reads the console output it captured into shared memory (there even when the
+ * thread had to be terminated). After a run it says when the thread is free again: once the code
+ * the run left behind has ended.
  */
 import { Worker } from "node:worker_threads"
 import { Duration, Effect, Either, Option, Schedule, Schema } from "effect"
 import type { ScriptHost, ScriptResult, ScriptRun } from "./scriptRun.js"
+import type { WorkerMemory } from "./WorkerMemory.js"
 
 /** A worker thread running scripts, one at a time. */
 export interface ScriptWorker {
@@ -58,6 +59,12 @@ const decodeMessage = Schema.decodeUnknownEither(WorkerMessage)
 type Outcome =
   | { readonly _tag: "Done"; readonly result: typeof DoneResult.Type }
   | { readonly _tag: "Crashed"; readonly error: string }
+  | { readonly _tag: "OutOfMemory" }
+
+const outOfMemory: Outcome = { _tag: "OutOfMemory" }
+
+/** How a run ended, its wall clock included (with what it had added to its thread's memory by then). */
+type Stopped = Outcome | { readonly _tag: "TimedOut"; readonly usedBytes: Option.Option<number> }
 
 interface ActiveRun {
   readonly id: number
@@ -74,19 +81,21 @@ const isFailure = (value: unknown): value is { readonly error: string } =>
 const isDoneOf = (raw: unknown, run: number): boolean =>
   typeof raw === "object" && raw !== null && "type" in raw && raw.type === "done" && "run" in raw && raw.run === run
 
-const tooMuchMemory = (maxMemoryMb: number): string =>
-  `the script used more than ${maxMemoryMb} MB of memory and was stopped: work on the data in smaller pieces`
+const megabytes = (mb: number): number => mb * 1024 * 1024
 
 /**
- * Ends once the process's resident memory has grown more than `maxMemoryMb` since `from`. Heap
- * limits do not cover array buffers (nor answers queued for the thread), so this is how a script
- * filling buffers is stopped before it takes the server's memory. The measure is the whole
- * process's, other runs' growth included: a guard, not an accounting.
+ * Ends once the run has added more than `maxMemoryMb` to its thread's memory, heap and buffers
+ * (`WorkerMemory`). Heap limits do not cover array buffers, so this is how a script filling
+ * buffers is stopped before it takes the server's memory; it counts this thread only, so a
+ * script's neighbours on other threads never count against it.
  */
-const memoryGuard = (from: number, maxMemoryMb: number): Effect.Effect<Outcome> =>
-  Effect.sync(() => process.memoryUsage.rss() - from > maxMemoryMb * 1024 * 1024).pipe(
-    Effect.repeat({ schedule: Schedule.spaced(Duration.millis(50)), until: (over) => over }),
-    Effect.as<Outcome>({ _tag: "Crashed", error: tooMuchMemory(maxMemoryMb) })
+const memoryGuard = (read: Effect.Effect<Option.Option<number>>, maxMemoryMb: number): Effect.Effect<Outcome> =>
+  read.pipe(
+    Effect.repeat({
+      schedule: Schedule.spaced(Duration.millis(50)),
+      until: (bytes) => Option.exists(bytes, (used) => used > megabytes(maxMemoryMb))
+    }),
+    Effect.as(outOfMemory)
   )
 
 /**
@@ -128,8 +137,9 @@ const parseValue = (json: string | undefined): Either.Either<unknown, string> =>
   }
 }
 
-const resultOf = (outcome: Outcome, output: { readonly output: string; readonly outputBytes: number }): ScriptResult => {
+const resultOf = (outcome: Outcome, maxMemoryMb: number, output: { readonly output: string; readonly outputBytes: number }): ScriptResult => {
   if (outcome._tag === "Crashed") return { _tag: "Failed", error: outcome.error, ...output }
+  if (outcome._tag === "OutOfMemory") return { _tag: "OutOfMemory", limitMb: maxMemoryMb, ...output }
   const result = outcome.result
   switch (result._tag) {
     case "Completed":
@@ -150,7 +160,12 @@ const threadStartLimit = Duration.seconds(30)
 const notStarted: Outcome = { _tag: "Crashed", error: `the script's worker did not start within ${Duration.format(threadStartLimit)}` }
 
 /** Starts a worker thread; `onExit` is told once when it has exited, whatever the reason. */
-export const spawnScriptWorker = (options: { readonly file: string; readonly maxMemoryMb: number; readonly onExit: () => void }): ScriptWorker => {
+export const spawnScriptWorker = (options: {
+  readonly file: string
+  readonly maxMemoryMb: number
+  readonly memory: WorkerMemory
+  readonly onExit: () => void
+}): ScriptWorker => {
   const worker = new Worker(options.file, {
     // Heap limits apply to the thread; a script past them ends it (ERR_WORKER_OUT_OF_MEMORY), not the server.
     resourceLimits: { maxOldGenerationSizeMb: options.maxMemoryMb, maxYoungGenerationSizeMb: 32, stackSizeMb: 4 },
@@ -165,8 +180,8 @@ export const spawnScriptWorker = (options: { readonly file: string; readonly max
   let active: ActiveRun | undefined
   let runs = 0
   let settledRun = 0
-  // The process's resident memory when the last run started: what it left behind is held to the same limit.
-  let memoryAtStart = process.memoryUsage.rss()
+  // What the last run has added to the thread's memory: what it left behind is held to the same limit.
+  const runMemory = Effect.suspend(() => options.memory.ofRun(worker.threadId))
   let stderr = ""
   // Waiters for a change of state (ready, settled, exited), each checking what it waits for.
   const changes = new Set<() => void>()
@@ -194,9 +209,8 @@ export const spawnScriptWorker = (options: { readonly file: string; readonly max
   worker.on("error", (error: Error & { readonly code?: string }) => {
     // The thread is on its way out ('exit' follows): no run may start on it.
     alive = false
-    crash(error.code === "ERR_WORKER_OUT_OF_MEMORY"
-      ? tooMuchMemory(options.maxMemoryMb)
-      : `the script's worker failed: ${error.message}${stderr === "" ? "" : `\n${stderr}`}`)
+    if (error.code === "ERR_WORKER_OUT_OF_MEMORY") active?.settle(outOfMemory)
+    else crash(`the script's worker failed: ${error.message}${stderr === "" ? "" : `\n${stderr}`}`)
     changed()
   })
   const stopped = () => `the script's worker stopped${stderr === "" ? "" : `:\n${stderr}`}`
@@ -291,28 +305,40 @@ export const spawnScriptWorker = (options: { readonly file: string; readonly max
       // The script's wall clock and its memory are measured once the thread is up: the thread's own
       // start (slow on a busy machine) is not the script's time. A thread that never comes up is
       // bounded on its own.
-      const executed = Effect.suspend(() => {
-        memoryAtStart = process.memoryUsage.rss()
-        return Effect.race(execute(id, script, host, args.right, capture.buffer, capture.capacity), memoryGuard(memoryAtStart, options.maxMemoryMb))
-      }).pipe(Effect.timeoutOption(Duration.millis(script.timeoutMs)))
+      const executed = Effect.race(execute(id, script, host, args.right, capture.buffer, capture.capacity), memoryGuard(runMemory, options.maxMemoryMb)).pipe(
+        Effect.timeoutOption(Duration.millis(script.timeoutMs)),
+        Effect.flatMap(Option.match({
+          onSome: (outcome) => Effect.succeed<Stopped>(outcome),
+          // What it held then tells a script that fills memory (slowed down by the garbage collector) from one that loops.
+          onNone: () => Effect.map(runMemory, (usedBytes): Stopped => ({ _tag: "TimedOut", usedBytes }))
+        }))
+      )
       const outcome = yield* until(() => ready || !alive).pipe(
         Effect.timeoutOption(threadStartLimit),
         Effect.flatMap(Option.match({
-          onNone: () => Effect.succeed(Option.some(notStarted)),
+          onNone: () => Effect.succeed<Stopped>(notStarted),
           onSome: () => executed
         })),
         // A caller that stops waiting leaves the script running: the thread goes with it.
         Effect.onInterrupt(() => terminate)
       )
       // A thread that ran over a limit or died is gone before the run answers, so the count of workers is exact.
-      if (Option.isNone(outcome) || outcome.value._tag === "Crashed") yield* terminate
-      return Option.isNone(outcome) ? { _tag: "TimedOut", ...capture.read() } satisfies ScriptResult : resultOf(outcome.value, capture.read())
+      if (outcome._tag !== "Done") yield* terminate
+      if (outcome._tag !== "TimedOut") return resultOf(outcome, options.maxMemoryMb, capture.read())
+      return {
+        _tag: "TimedOut",
+        ...Option.match(outcome.usedBytes, {
+          onNone: () => ({}),
+          onSome: (used) => ({ memory: { usedMb: Math.max(0, Math.round(used / megabytes(1))), limitMb: options.maxMemoryMb } })
+        }),
+        ...capture.read()
+      } satisfies ScriptResult
     })
 
   const settle = (grace: Duration.DurationInput) =>
     until(() => !alive || settledRun >= runs).pipe(
       Effect.as(true),
-      Effect.race(Effect.as(memoryGuard(memoryAtStart, options.maxMemoryMb), false)),
+      Effect.race(Effect.as(memoryGuard(runMemory, options.maxMemoryMb), false)),
       Effect.timeoutOption(grace),
       Effect.flatMap((settled) => Option.getOrElse(settled, () => false) ? Effect.sync(() => alive) : Effect.as(terminate, false))
     )

@@ -1,22 +1,31 @@
 /**
- * The worker threads scripts run on: one shared set of at most `maxWorkers`, whoever's the run.
- * A run takes an idle thread, starts one while under the cap, or waits for one to be free; every
- * run gets a fresh context on its thread, so nothing passes from one agent instance to another.
- * Threads are few and long-lived on purpose: a thread per agent instance grows the process's
- * native memory with every thread started, even after it ends.
+ * The worker threads scripts run on: one shared set, whoever's the run; every run gets a fresh
+ * context on its thread, so nothing passes from one agent instance to another. Threads are few and
+ * long-lived on purpose: a thread per agent instance grows the process's native memory with every
+ * thread started, even after it ends.
+ *
+ * How many run at once is shared out by instance, so that one instance's scripts never make
+ * another's wait. A run of an instance that has no script running gets a thread at once: an idle
+ * one, or a new one even when `workers` are busy, up to `maxWorkers`. A run of an instance that
+ * already has one running (another environment's, another conversation's) waits until fewer than
+ * `workers` threads are busy. Waiting runs go in the order they came, each as soon as its rule
+ * lets it. A thread beyond `workers` ends when its run is over and no run is waiting, so the set
+ * shrinks back.
  *
  * A thread is free again once the code its last run left behind has ended (a run can answer while
  * a promise chain of its still spins, which would otherwise be charged to the next run); one that
  * does not settle within `settle`, or that timed out or crashed, is terminated and a later run
  * starts another. A thread idle for `idleMs` is terminated, so an idle server holds none.
  */
-import { Duration, Effect, Fiber, type Scope } from "effect"
+import { Deferred, Duration, Effect, Fiber, type Scope } from "effect"
 import type { ScriptHost, ScriptResult, ScriptRun } from "./scriptRun.js"
 import { type ScriptWorker, spawnScriptWorker } from "./ScriptWorker.js"
+import { makeWorkerMemory } from "./WorkerMemory.js"
 
 /** Runs scripts on the shared threads. */
 export interface WorkerPool {
-  readonly run: (run: ScriptRun, host: ScriptHost) => Effect.Effect<ScriptResult>
+  /** Runs `run` for agent instance `instance` (the key its share of the threads is counted by). */
+  readonly run: (instance: string, run: ScriptRun, host: ScriptHost) => Effect.Effect<ScriptResult>
   /** Threads alive (running, settling, idle, or being terminated). */
   readonly live: () => number
 }
@@ -25,6 +34,7 @@ export interface WorkerPool {
 export interface WorkerPoolOptions {
   /** The worker's module (`packageLayout.sandboxWorkerFile`). */
   readonly file: string
+  readonly workers: number
   readonly maxWorkers: number
   readonly idleMs: number
   readonly maxMemoryMb: number
@@ -40,18 +50,75 @@ interface Idle {
   reaper: Fiber.RuntimeFiber<void> | undefined
 }
 
+/** A run waiting for its turn at a thread. */
+interface Waiting {
+  readonly instance: string
+  readonly admitted: Deferred.Deferred<void>
+}
+
 /** The pool, its threads terminated when the scope closes. */
 export const makeWorkerPool = (options: WorkerPoolOptions): Effect.Effect<WorkerPool, never, Scope.Scope> =>
   Effect.gen(function*() {
     const scope = yield* Effect.scope
-    // A permit per thread that is running, settling or being terminated; idle threads hold none.
-    // A thread is started only by a permit holder that found none idle, so idle + permits <= maxWorkers.
-    const permits = yield* Effect.makeSemaphore(Math.max(1, options.maxWorkers))
+    const memory = yield* makeWorkerMemory
+    const workers = Math.max(1, options.workers)
+    const maxWorkers = Math.max(workers, options.maxWorkers)
     const idle: Array<Idle> = []
     const threads = new Set<ScriptWorker>()
     let live = 0
     let settling = 0
     let closed = false
+
+    // Threads held: running, settling or being terminated; idle threads are not. A thread is
+    // started only by a holder that found none idle, so idle + held <= maxWorkers. `heldBy` counts
+    // the threads each instance's runs hold.
+    let held = 0
+    const heldBy = new Map<string, number>()
+    const queue: Array<Waiting> = []
+
+    const hold = (instance: string) => {
+      held++
+      heldBy.set(instance, (heldBy.get(instance) ?? 0) + 1)
+    }
+    const mayStart = (instance: string): boolean => held < ((heldBy.get(instance) ?? 0) === 0 ? maxWorkers : workers)
+    /** Lets in every waiting run its rule allows, in the order they came. */
+    const admit = () => {
+      for (let at = 0; at < queue.length;) {
+        const next = queue[at]!
+        if (mayStart(next.instance)) {
+          queue.splice(at, 1)
+          hold(next.instance)
+          Deferred.unsafeDone(next.admitted, Effect.void)
+        } else {
+          at++
+        }
+      }
+    }
+    const giveBack = (instance: string) => {
+      held--
+      const left = (heldBy.get(instance) ?? 1) - 1
+      if (left === 0) heldBy.delete(instance)
+      else heldBy.set(instance, left)
+      admit()
+    }
+    /** Waits for the run's turn; once it returns the run holds a thread, which `giveBack` returns. */
+    const acquire = (instance: string): Effect.Effect<void> =>
+      Effect.uninterruptibleMask((restore) =>
+        Effect.gen(function*() {
+          const waiting: Waiting = { instance, admitted: yield* Deferred.make<void>() }
+          queue.push(waiting)
+          admit()
+          yield* restore(Deferred.await(waiting.admitted)).pipe(
+            Effect.onInterrupt(() =>
+              Effect.sync(() => {
+                const at = queue.indexOf(waiting)
+                if (at >= 0) queue.splice(at, 1)
+                else giveBack(instance)
+              })
+            )
+          )
+        })
+      )
 
     // Runs waiting briefly for a settling thread (see `take`), told when one is idle or none settles.
     const waiters = new Set<() => void>()
@@ -74,6 +141,7 @@ export const makeWorkerPool = (options: WorkerPoolOptions): Effect.Effect<Worker
       const worker = spawnScriptWorker({
         file: options.file,
         maxMemoryMb: options.maxMemoryMb,
+        memory,
         onExit: () => {
           live--
           threads.delete(worker)
@@ -97,42 +165,58 @@ export const makeWorkerPool = (options: WorkerPoolOptions): Effect.Effect<Worker
       return spawn()
     })
 
-    // Holds a permit while it terminates, so a run cannot start a thread before this one is gone.
+    // Threads being terminated: still held (no thread starts before they are gone), but no longer kept.
+    let ending = 0
+    /** Kept idle for the next run: a thread within `workers`, or any while runs wait for one. */
+    const keep = () => held - ending + idle.length <= workers || queue.length > 0 || waiters.size > 0
+    const end = (worker: ScriptWorker) =>
+      Effect.suspend(() => {
+        ending++
+        return Effect.ensuring(worker.terminate, Effect.sync(() => ending--))
+      })
+
+    // Held while it terminates, so a run cannot start a thread before this one is gone.
     const reap = (entry: Idle) =>
       Effect.sleep(Duration.millis(options.idleMs)).pipe(
-        Effect.zipRight(permits.withPermits(1)(Effect.suspend(() => {
+        Effect.zipRight(Effect.suspend(() => {
           const at = idle.indexOf(entry)
           if (at < 0) return Effect.void
           idle.splice(at, 1)
-          return entry.worker.terminate
-        })))
+          held++
+          return Effect.ensuring(end(entry.worker), Effect.sync(() => {
+            held--
+            admit()
+          }))
+        }))
       )
 
-    /** After a run (counted in `settling`): the thread back among the idle ones once settled (else gone), then its permit. */
-    const release = (worker: ScriptWorker) =>
+    /** After a run (counted in `settling`): the thread back among the idle ones once settled (else gone), then the instance's hold. */
+    const release = (instance: string, worker: ScriptWorker) =>
       worker.settle(options.settle).pipe(
         Effect.flatMap((reusable) =>
-          reusable && !closed
+          !reusable || closed
+            ? Effect.void
+            : keep()
             ? Effect.gen(function*() {
               const entry: Idle = { worker, reaper: undefined }
               idle.push(entry)
               entry.reaper = yield* Effect.forkIn(reap(entry), scope)
             })
-            : Effect.void
+            : end(worker)
         ),
         Effect.ensuring(Effect.sync(() => {
           settling--
           changed()
         })),
-        Effect.ensuring(permits.release(1))
+        Effect.ensuring(Effect.sync(() => giveBack(instance)))
       )
 
-    const run = (script: ScriptRun, host: ScriptHost): Effect.Effect<ScriptResult> =>
+    const run = (instance: string, script: ScriptRun, host: ScriptHost): Effect.Effect<ScriptResult> =>
       Effect.uninterruptibleMask((restore) =>
         Effect.gen(function*() {
-          yield* restore(permits.take(1))
+          yield* restore(acquire(instance))
           if (closed) {
-            yield* permits.release(1)
+            giveBack(instance)
             return { _tag: "Failed", error: "the script runtime has shut down", output: "", outputBytes: 0 } satisfies ScriptResult
           }
           const worker = yield* take
@@ -140,7 +224,7 @@ export const makeWorkerPool = (options: WorkerPoolOptions): Effect.Effect<Worker
           // The caller has its answer now; the thread is given back when what the run left behind is over.
           // (Forked interruptible: a fiber inherits this region's uninterruptibility, and the scope's end must stop it.)
           settling++
-          yield* Effect.forkIn(Effect.interruptible(release(worker)), scope)
+          yield* Effect.forkIn(Effect.interruptible(release(instance, worker)), scope)
           return yield* exit
         })
       )

@@ -13,6 +13,7 @@
  *                           { type: "call", run, call, module, fn, args }
  *                           { type: "done", run, result }
  *                           { type: "settled", run } once the code the run left behind is over
+ * and `foundryRunMemory()` on this realm's global, which the main thread evaluates (see below).
  * `output` is a SharedArrayBuffer: [total bytes, captured bytes] as two BigInt64, then the
  * captured UTF-8 text, so the main thread has the output even of a run it had to terminate.
  *
@@ -58,6 +59,21 @@ const freshGlobal = () => vm.constants?.DONT_CONTEXTIFY ?? Object.create(null)
 
 /** The run in progress (the host answers and timers of other runs are dropped). */
 let current
+
+/*
+ * What the current (or last) run has added to this thread's memory: the V8 heap in use plus what is
+ * held outside it (ArrayBuffers among it), both this isolate's own. The main thread reads it while
+ * the script runs, through the inspector (`WorkerMemory.ts`), which evaluates it in this realm:
+ * hence a global. It is counted from the run's start, so what the run before left for the garbage
+ * collector is not charged to this one (when it is collected during this run, this run may hold
+ * that much more than its figure says).
+ */
+const memoryInUse = () => {
+  const usage = process.memoryUsage()
+  return usage.heapUsed + usage.external
+}
+let memoryAtRunStart = memoryInUse()
+globalThis.foundryRunMemory = () => memoryInUse() - memoryAtRunStart
 
 /** A script's `env:` calls waiting for their answers at most: each answer is held in memory outside any heap limit. */
 const maxCallsInFlight = 64
@@ -242,6 +258,7 @@ const finish = (run, json) => {
 }
 
 const startRun = (message) => {
+  memoryAtRunStart = memoryInUse()
   const run = {
     id: message.run,
     modules: message.modules,

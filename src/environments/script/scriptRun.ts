@@ -52,7 +52,15 @@ export interface ScriptRun {
 export type ScriptResult =
   | { readonly _tag: "Completed"; readonly value: unknown; readonly output: string; readonly outputBytes: number }
   | { readonly _tag: "Failed"; readonly error: string; readonly output: string; readonly outputBytes: number }
-  | { readonly _tag: "TimedOut"; readonly output: string; readonly outputBytes: number }
+  | {
+    readonly _tag: "TimedOut"
+    /** What the run had added to its thread's memory when it was stopped, when the thread said. */
+    readonly memory?: { readonly usedMb: number; readonly limitMb: number }
+    readonly output: string
+    readonly outputBytes: number
+  }
+  /** It added more than `limitMb` to its thread's memory (heap and buffers together). */
+  | { readonly _tag: "OutOfMemory"; readonly limitMb: number; readonly output: string; readonly outputBytes: number }
   | {
     readonly _tag: "Tests"
     readonly results: ReadonlyArray<{ readonly name: string; readonly ok: boolean; readonly error?: string }>

@@ -75,7 +75,7 @@ export default function () {
       const failed = yield* runIn("p", scriptRun("/scripts/flood.js", flood(500, `throw new Error("late")`), { maxOutputBytes: 100, maxCapturedBytes: 100_000 }))
       expect(failed).toMatchObject({ _tag: "Failed", outputBytes: 50_000, output: `${line}\n`.repeat(500) })
       const timedOut = yield* runIn("p", scriptRun("/scripts/flood.js", flood(500, "while (true) {}"), { maxOutputBytes: 100, maxCapturedBytes: 100_000, timeoutMs: 500 }))
-      expect(timedOut).toEqual({ _tag: "TimedOut", outputBytes: 50_000, output: `${line}\n`.repeat(500) })
+      expect(timedOut).toMatchObject({ _tag: "TimedOut", outputBytes: 50_000, output: `${line}\n`.repeat(500) })
       const huge = yield* runIn("p", scriptRun("/scripts/flood.js", flood(30_000, ""), { maxOutputBytes: 100, maxCapturedBytes: 10_000_000 }))
       expect(huge.outputBytes).toBe(3_000_000)
       expect(Buffer.byteLength(huge.output)).toBe(captureCeilingBytes)
@@ -105,7 +105,7 @@ export default async function () {
     Effect.gen(function*() {
       const started = Date.now()
       const stuck = yield* runIn("p", scriptRun("/scripts/spin.js", `export default function () { console.log("before"); while (true) {} }`, { timeoutMs: 300 }))
-      expect(stuck).toEqual({ _tag: "TimedOut", output: "before\n", outputBytes: 7 })
+      expect(stuck).toMatchObject({ _tag: "TimedOut", output: "before\n", outputBytes: 7 })
       expect(Date.now() - started).toBeLessThan(5_000)
       expect(yield* workers).toBe(0)
       const next = yield* runIn("p", scriptRun("/scripts/ok.js", `export default () => "fine"`))
@@ -123,11 +123,19 @@ export default async function () {
       expect(yield* workers).toBe(0)
     }).pipe(Effect.provide(ScriptRunnerLive())))
 
+  it.live("says how much of its memory a script stopped at its wall clock held", () =>
+    Effect.gen(function*() {
+      const holding = yield* runIn("p", scriptRun("/scripts/holds.js", `export default async () => { const data = new Uint8Array(40 * 1024 * 1024).fill(1); await new Promise(() => {}); return data.length }`, { timeoutMs: 1_000 }))
+      expect(holding).toMatchObject({ _tag: "TimedOut", memory: { limitMb: 64 } })
+      const used = holding._tag === "TimedOut" ? holding.memory?.usedMb ?? 0 : 0
+      expect(used).toBeGreaterThanOrEqual(40)
+      expect(used).toBeLessThan(48)
+    }).pipe(Effect.provide(ScriptRunnerLive({ maxMemoryMb: 64 }))), 30_000)
+
   it.live("gives a script that runs out of heap a failure, and the next run a fresh worker", () =>
     Effect.gen(function*() {
       const hungry = yield* runIn("p", scriptRun("/scripts/hog.js", `export default () => { const all = []; while (true) all.push(new Array(100000).fill(Math.random())) }`, { timeoutMs: 30_000 }))
-      expect(hungry._tag).toBe("Failed")
-      expect(hungry._tag === "Failed" ? hungry.error : "").toContain("the script used more than 64 MB of memory")
+      expect(hungry).toMatchObject({ _tag: "OutOfMemory", limitMb: 64 })
       expect(yield* workers).toBe(0)
       const next = yield* runIn("p", scriptRun("/scripts/ok.js", `export default () => 1`))
       expect(next).toMatchObject({ _tag: "Completed", value: 1 })

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Fiber } from "effect"
+import { Effect, Fiber, Option, Schedule } from "effect"
 import type { ScriptHost, ScriptModule } from "../../../src/environments/script/scriptRun.js"
 import { ScriptRunner, ScriptRunnerLive } from "../../../src/environments/script/ScriptRunner.js"
 import { fakeHost, runIn, scriptRun } from "./scripts.js"
@@ -53,7 +53,7 @@ describe("the shared worker pool", () => {
       expect(yield* workers).toBe(0)
       const again = yield* runIn("instance-0", echo("instance-0", 3))
       expect(again).toMatchObject({ _tag: "Completed", value: { key: "instance-0", step: 3, seen: 1 } })
-    }).pipe(Effect.provide(ScriptRunnerLive({ maxWorkers: 3, idleMs: 300 }))), 30_000)
+    }).pipe(Effect.provide(ScriptRunnerLive({ workers: 3, maxWorkers: 3, idleMs: 300 }))), 30_000)
 
   it.live("answers a run that returns while code it left keeps spinning, and gives the next run a free thread", () =>
     Effect.gen(function*() {
@@ -73,7 +73,7 @@ describe("the shared worker pool", () => {
         expect(next).toMatchObject({ _tag: "Completed", value: "next" })
         expect(yield* workers).toBeLessThanOrEqual(1)
       }
-    }).pipe(Effect.provide(ScriptRunnerLive({ maxWorkers: 1 }))), 30_000)
+    }).pipe(Effect.provide(ScriptRunnerLive({ workers: 1, maxWorkers: 1 }))), 30_000)
 
   it.live("gives a script no way to schedule code for after it returns: no finalizers, no waitAsync, WebAssembly compiled at once", () =>
     Effect.gen(function*() {
@@ -97,7 +97,7 @@ describe("the shared worker pool", () => {
       expect(left).toMatchObject({ _tag: "Completed", value: "returned" })
       const next = yield* runIn("p", scriptRun("/scripts/next.js", `export default () => new Promise((resolve) => setTimeout(() => resolve("next"), 100))`, { timeoutMs: 1_000 }))
       expect(next).toMatchObject({ _tag: "Completed", value: "next" })
-    }).pipe(Effect.provide(ScriptRunnerLive({ maxWorkers: 1 }))), 30_000)
+    }).pipe(Effect.provide(ScriptRunnerLive({ workers: 1, maxWorkers: 1 }))), 30_000)
 
   it.live("stops a script that fills memory outside its heap, before or after it returns, keeping the process's memory bounded", () =>
     Effect.gen(function*() {
@@ -111,7 +111,7 @@ describe("the shared worker pool", () => {
 }`, { timeoutMs: 20_000 })),
         rss
       )
-      expect(hog.value).toMatchObject({ _tag: "Failed", error: expect.stringContaining("the script used more than 128 MB of memory"), output: "allocating\n" })
+      expect(hog.value).toMatchObject({ _tag: "OutOfMemory", limitMb: 128, output: "allocating\n" })
       // Without the guard the script keeps 2.5 GB.
       expect(hog.highest - before).toBeLessThan(1024 * 1024 * 1024)
       expect(yield* workers).toBe(0)
@@ -134,6 +134,80 @@ describe("the shared worker pool", () => {
       const after = yield* runIn("p", scriptRun("/scripts/small.js", `export default () => new Uint8Array(16e6).fill(1).length`))
       expect(after).toMatchObject({ _tag: "Completed", value: 16e6 })
     }).pipe(Effect.provide(ScriptRunnerLive({ maxMemoryMb: 128 }))), 60_000)
+
+  it.live("gives an instance with no script running a thread while other instances' scripts keep every worker busy, past the pool's size up to maxWorkers, then shrinks back", () =>
+    Effect.gen(function*() {
+      // Scripts that hold their thread until the test lets them go, without using the CPU.
+      const gates = new Map<string, () => void>()
+      const gate: ScriptModule = { name: "gate", exports: ["wait"], kind: "host" }
+      const host: ScriptHost = { call: (_module, _fn, args) => new Promise((resolve) => gates.set(String(args[0]), () => resolve(null))) }
+      const open = (name: string) => Effect.sync(() => gates.get(name)?.())
+      const gated = (name: string) => scriptRun("/scripts/gated.js", `import { wait } from "env:gate"\nexport default async () => { await wait("${name}"); return "${name}" }`, { modules: [gate] })
+      const quick = scriptRun("/scripts/quick.js", `export default () => "quick"`)
+      const run = (scope: string, instance: string, script: typeof quick) => Effect.flatMap(ScriptRunner, (runner) => runner.run({ scope, instance }, script, host))
+      const holding = (count: number) => Effect.repeat(Effect.sync(() => gates.size), { until: (size) => size >= count, schedule: Schedule.spaced("20 millis") })
+      const stillWaiting = <A>(fiber: Fiber.RuntimeFiber<A>) => Effect.zipRight(Effect.sleep("500 millis"), Effect.map(Fiber.poll(fiber), Option.isNone))
+
+      const t1 = yield* Effect.fork(run("t1", "t1", gated("t1")))
+      const t2 = yield* Effect.fork(run("t2", "t2", gated("t2")))
+      yield* holding(2)
+      // Both workers are busy with other instances' scripts: t3 has none running, so it starts a third thread.
+      const started = Date.now()
+      expect(yield* run("t3", "t3", quick).pipe(Effect.timeout("5 seconds"))).toMatchObject({ _tag: "Completed", value: "quick" })
+      expect(Date.now() - started).toBeLessThan(3_000)
+
+      // A second script of an instance that has one running (another environment of t1's) waits for the pool's size.
+      const t1Again = yield* Effect.fork(run("t1-other", "t1", quick))
+      expect(yield* stillWaiting(t1Again)).toBe(true)
+      // And no instance goes past maxWorkers: with three held, t4 waits too.
+      const t3 = yield* Effect.fork(run("t3", "t3", gated("t3")))
+      yield* holding(3)
+      const t4 = yield* Effect.fork(run("t4", "t4", quick))
+      expect(yield* stillWaiting(t4)).toBe(true)
+      expect(yield* workers).toBe(3)
+
+      // Freed threads go to those waiting, each as its rule lets it: t4 first (no script of its own), then t1's.
+      yield* open("t3")
+      expect(yield* Fiber.join(t4)).toMatchObject({ _tag: "Completed", value: "quick" })
+      expect(yield* stillWaiting(t1Again)).toBe(true)
+      yield* open("t2")
+      expect(yield* Fiber.join(t1Again)).toMatchObject({ _tag: "Completed", value: "quick" })
+      yield* open("t1")
+      expect((yield* Effect.all([Fiber.join(t1), Fiber.join(t2), Fiber.join(t3)])).map((result) => result._tag)).toEqual(["Completed", "Completed", "Completed"])
+      // Threads past the pool's size end once their runs are over; the pool's own wait for idleMs.
+      yield* Effect.repeat(workers, { until: (n) => n <= 2, schedule: Schedule.spaced("20 millis") }).pipe(Effect.timeout("5 seconds"))
+      expect(yield* workers).toBe(2)
+    }).pipe(Effect.provide(ScriptRunnerLive({ workers: 2, maxWorkers: 3 }))), 30_000)
+
+  it.live("by default, four instances' scripts that hold their threads leave a fifth instance's script waiting for none", () =>
+    Effect.gen(function*() {
+      const gates: Array<() => void> = []
+      const gate: ScriptModule = { name: "gate", exports: ["wait"], kind: "host" }
+      const host: ScriptHost = { call: () => new Promise((resolve) => gates.push(() => resolve(null))) }
+      const gated = scriptRun("/scripts/gated.js", `import { wait } from "env:gate"\nexport default async () => { await wait(); return "held" }`, { modules: [gate] })
+      const held = yield* Effect.forEach(["t1", "t2", "t3", "t4"], (instance) => Effect.fork(runIn(instance, gated, host)))
+      yield* Effect.repeat(Effect.sync(() => gates.length), { until: (n) => n >= 4, schedule: Schedule.spaced("20 millis") })
+      const quick = yield* runIn("t5", scriptRun("/scripts/quick.js", `export default () => "quick"`)).pipe(Effect.timeout("5 seconds"))
+      expect(quick).toMatchObject({ _tag: "Completed", value: "quick" })
+      for (const open of gates) open()
+      for (const fiber of held) expect(yield* Fiber.join(fiber)).toMatchObject({ _tag: "Completed", value: "held" })
+    }).pipe(Effect.provide(ScriptRunnerLive())), 30_000)
+
+  it.live("holds each script to its own memory: neighbours holding most of the limit at once both complete, one over it fails as out of memory", () =>
+    Effect.gen(function*() {
+      const holds = (mb: number) =>
+        scriptRun("/scripts/holds.js", `export default async () => {
+  const data = new Uint8Array(${mb} * 1024 * 1024).fill(1)
+  await new Promise((resolve) => setTimeout(resolve, 800))
+  return data.length / 1024 / 1024
+}`, { timeoutMs: 10_000 })
+      const [a, b, over] = yield* Effect.all([runIn("a", holds(40)), runIn("b", holds(40)), runIn("c", holds(80))], { concurrency: "unbounded" })
+      expect(a).toMatchObject({ _tag: "Completed", value: 40 })
+      expect(b).toMatchObject({ _tag: "Completed", value: 40 })
+      expect(over).toMatchObject({ _tag: "OutOfMemory", limitMb: 64 })
+      // What a run left for the garbage collector is not charged to the next run on its thread.
+      for (let i = 0; i < 3; i++) expect(yield* runIn("a", holds(40))).toMatchObject({ _tag: "Completed", value: 40 })
+    }).pipe(Effect.provide(ScriptRunnerLive({ maxMemoryMb: 64 }))), 30_000)
 
   it.live("refuses env: calls past 64 waiting for answers with a readable error, and takes more once they are answered", () =>
     Effect.gen(function*() {

@@ -58,6 +58,6 @@ export const fakeHost = (files: Map<string, Uint8Array | string> = new Map()) =>
   return { host, calls, files }
 }
 
-/** Runs `run` on pool `pool` of the current runner. */
-export const runIn = (pool: string, run: ScriptRun, host: ScriptHost = fakeHost().host): Effect.Effect<ScriptResult, never, ScriptRunner> =>
-  Effect.flatMap(ScriptRunner, (runner) => runner.run(pool, run, host))
+/** Runs `run` in scope `scope` of the current runner, for the instance of the same name. */
+export const runIn = (scope: string, run: ScriptRun, host: ScriptHost = fakeHost().host): Effect.Effect<ScriptResult, never, ScriptRunner> =>
+  Effect.flatMap(ScriptRunner, (runner) => runner.run({ scope, instance: scope }, run, host))
