@@ -9,8 +9,7 @@
  * one, or a new one even when `workers` are busy, up to `maxWorkers`. A run of an instance that
  * already has one running (another environment's, another conversation's) waits until fewer than
  * `workers` threads are busy. Waiting runs go in the order they came, each as soon as its rule
- * lets it. A thread beyond `workers` ends when its run is over and no run is waiting, so the set
- * shrinks back.
+ * lets it. A thread beyond `workers` ends once it has been idle a second, so the set shrinks back.
  *
  * A thread is free again once the code its last run left behind has ended (a run can answer while
  * a promise chain of its still spins, which would otherwise be charged to the next run); one that
@@ -41,6 +40,9 @@ export interface WorkerPoolOptions {
   /** How long the code a run left behind may keep its thread before the thread is terminated. */
   readonly settle: Duration.DurationInput
 }
+
+/** How long a thread beyond `workers` stays idle for the next run before it ends. */
+const extraLingerMs = 1000
 
 /** How long a run waits for a thread that is settling before it starts another. */
 const settleWait = Duration.millis(100)
@@ -167,8 +169,6 @@ export const makeWorkerPool = (options: WorkerPoolOptions): Effect.Effect<Worker
 
     // Threads being terminated: still held (no thread starts before they are gone), but no longer kept.
     let ending = 0
-    /** Kept idle for the next run: a thread within `workers`, or any while runs wait for one. */
-    const keep = () => held - ending + idle.length <= workers || queue.length > 0 || waiters.size > 0
     const end = (worker: ScriptWorker) =>
       Effect.suspend(() => {
         ending++
@@ -176,18 +176,26 @@ export const makeWorkerPool = (options: WorkerPoolOptions): Effect.Effect<Worker
       })
 
     // Held while it terminates, so a run cannot start a thread before this one is gone.
-    const reap = (entry: Idle) =>
-      Effect.sleep(Duration.millis(options.idleMs)).pipe(
-        Effect.zipRight(Effect.suspend(() => {
-          const at = idle.indexOf(entry)
-          if (at < 0) return Effect.void
-          idle.splice(at, 1)
-          held++
-          return Effect.ensuring(end(entry.worker), Effect.sync(() => {
-            held--
-            admit()
-          }))
+    const endIdle = (entry: Idle) =>
+      Effect.suspend(() => {
+        const at = idle.indexOf(entry)
+        if (at < 0) return Effect.void
+        idle.splice(at, 1)
+        held++
+        return Effect.ensuring(end(entry.worker), Effect.sync(() => {
+          held--
+          admit()
         }))
+      })
+    // A thread beyond `workers` lingers a moment only: in a burst of instances the next run takes
+    // it, where ending it at once started a thread per run (each costing milliseconds and native
+    // memory the process keeps). The others wait out `idleMs`.
+    const linger = Math.min(options.idleMs, extraLingerMs)
+    const reap = (entry: Idle) =>
+      Effect.sleep(Duration.millis(linger)).pipe(
+        Effect.zipRight(Effect.suspend(() =>
+          live - ending > workers ? endIdle(entry) : Effect.zipRight(Effect.sleep(Duration.millis(options.idleMs - linger)), endIdle(entry))
+        ))
       )
 
     /** After a run (counted in `settling`): the thread back among the idle ones once settled (else gone), then the instance's hold. */
@@ -196,13 +204,11 @@ export const makeWorkerPool = (options: WorkerPoolOptions): Effect.Effect<Worker
         Effect.flatMap((reusable) =>
           !reusable || closed
             ? Effect.void
-            : keep()
-            ? Effect.gen(function*() {
+            : Effect.gen(function*() {
               const entry: Idle = { worker, reaper: undefined }
               idle.push(entry)
               entry.reaper = yield* Effect.forkIn(reap(entry), scope)
             })
-            : end(worker)
         ),
         Effect.ensuring(Effect.sync(() => {
           settling--

@@ -174,7 +174,7 @@ describe("the shared worker pool", () => {
       expect(yield* Fiber.join(t1Again)).toMatchObject({ _tag: "Completed", value: "quick" })
       yield* open("t1")
       expect((yield* Effect.all([Fiber.join(t1), Fiber.join(t2), Fiber.join(t3)])).map((result) => result._tag)).toEqual(["Completed", "Completed", "Completed"])
-      // Threads past the pool's size end once their runs are over; the pool's own wait for idleMs.
+      // Threads past the pool's size end once idle a second; the pool's own wait for idleMs.
       yield* Effect.repeat(workers, { until: (n) => n <= 2, schedule: Schedule.spaced("20 millis") }).pipe(Effect.timeout("5 seconds"))
       expect(yield* workers).toBe(2)
     }).pipe(Effect.provide(ScriptRunnerLive({ workers: 2, maxWorkers: 3 }))), 30_000)
