@@ -5,12 +5,12 @@
  */
 import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync, mkdirSync } from "node:fs"
 import { randomUUID } from "node:crypto"
-import { createServer } from "node:http"
 import { tmpdir } from "node:os"
 import { join, relative } from "node:path"
 import { fileURLToPath } from "node:url"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
+import { collector } from "../events/otlpCollector.js"
 import { freePort, runCli, startCli } from "../support/cli.js"
 import { http, waitForRun } from "../support/server.js"
 import { tempProject } from "../support/tempProject.js"
@@ -101,32 +101,6 @@ interface ReleaseJson {
 
 const releaseJson = (folder: string): ReleaseJson => JSON.parse(readFileSync(join(folder, "release.json"), "utf8")) as ReleaseJson
 
-/** A local OTLP/HTTP receiver that keeps the resource attributes of every batch it is sent. */
-const collector = Effect.acquireRelease(
-  Effect.async<{ readonly url: string; readonly versions: Array<string>; readonly close: () => void }>((resume) => {
-    const versions: Array<string> = []
-    const server = createServer((request, response) => {
-      let body = ""
-      request.on("data", (chunk: Buffer) => (body += chunk.toString()))
-      request.on("end", () => {
-        const parsed = JSON.parse(body) as {
-          readonly resourceSpans: ReadonlyArray<{ readonly resource: { readonly attributes: ReadonlyArray<{ key: string; value: { stringValue?: string } }> } }>
-        }
-        for (const { resource } of parsed.resourceSpans) {
-          versions.push(resource.attributes.find((a) => a.key === "service.version")?.value.stringValue ?? "(none)")
-        }
-        response.writeHead(200, { "content-type": "application/json" }).end("{}")
-      })
-    })
-    server.listen(0, "127.0.0.1", () => {
-      const address = server.address()
-      const port = typeof address === "object" && address !== null ? address.port : 0
-      resume(Effect.succeed({ url: `http://127.0.0.1:${port}`, versions, close: () => server.close() }))
-    })
-  }),
-  (c) => Effect.sync(c.close)
-)
-
 describe("foundry build", () => {
   it.scopedLive("gives a rel_ id that stays the same for unchanged sources and changes after an edit", () =>
     Effect.gen(function*() {
@@ -189,7 +163,8 @@ describe("foundry start --release", () => {
       cpSync(folder, copy, { recursive: true })
       rmSync(root, { recursive: true, force: true })
 
-      const otlp = yield* collector
+      const otlp = yield* collector()
+      const versions = () => otlp.requests.flatMap((request) => request.resources.map((resource) => resource["service.version"] ?? "(none)"))
       const port = yield* freePort
       const server = yield* startCli(["start", "--release", copy, "--port", String(port)], {
         cwd: copy,
@@ -213,9 +188,9 @@ describe("foundry start --release", () => {
       expect(events.find((e) => e.type === "tool.call.completed")?.data.output).toBe("total 6")
       expect(events.length).toBeGreaterThan(3)
       expect(new Set(events.map((e) => e.release))).toEqual(new Set([id]))
-      for (let attempt = 0; attempt < 100 && otlp.versions.length === 0; attempt++) yield* Effect.sleep("50 millis")
-      expect(otlp.versions.length).toBeGreaterThan(0)
-      expect(new Set(otlp.versions)).toEqual(new Set([id]))
+      for (let attempt = 0; attempt < 100 && versions().length === 0; attempt++) yield* Effect.sleep("50 millis")
+      expect(versions().length).toBeGreaterThan(0)
+      expect(new Set(versions())).toEqual(new Set([id]))
 
       const schedules = (yield* http(`${url}/api/schedules`)).json
       expect(JSON.stringify(schedules)).toContain("nightly")
