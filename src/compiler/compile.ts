@@ -6,7 +6,7 @@
 import { existsSync, readFileSync, statSync } from "node:fs"
 import { join, resolve } from "node:path"
 import { Cause, Context, Effect, JSONSchema, Layer, Schema, SchemaAST, type Scope } from "effect"
-import { type AgentDefinition, timerToolsOf } from "../definitions/defineAgent.js"
+import { type AgentDefinition, subagentToolName, timerToolsOf } from "../definitions/defineAgent.js"
 import { defineTool } from "../definitions/defineTool.js"
 import { timerTools } from "./timerTools.js"
 import type { EnvironmentDefinition } from "../definitions/defineEnvironment.js"
@@ -59,7 +59,7 @@ const compileTool = (tool: AnyTool, id: string, file: string | undefined): Compi
 
 /** The tool through which an agent delegates to a subagent: `ask-<name>` with a `message`. */
 const subagentTool = (id: string, description: string): CompiledTool => {
-  const name = `ask-${id.split("/").pop() ?? id}`
+  const name = subagentToolName(id)
   const definition = defineTool({
     description: `Delegate to the ${id} agent (${description}); it answers with its final output`,
     input: Schema.Struct({ message: Schema.String }),

@@ -121,6 +121,9 @@ export const defineAgent = <Tool extends AnyTool = never, Context = AnyContext, 
     mcp: definition.mcp ?? {}
   }, definition)
 
+/** The tool through which an agent delegates to the subagent routed at `id`: `ask-` and the id's last segment. */
+export const subagentToolName = (id: string): string => `ask-${id.split("/").pop() ?? id}`
+
 const isModelList = (model: AgentModel): model is NonEmptyReadonlyArray<ModelSpec> => Array.isArray(model)
 
 /** The models an agent runs on, in fallback order. */

@@ -6,7 +6,7 @@
  */
 import { FileSystem, Path } from "@effect/platform"
 import { Effect, JSONSchema, type Schema } from "effect"
-import { modelNameOf, modelsOf } from "../definitions/defineAgent.js"
+import { modelNameOf, modelsOf, subagentToolName } from "../definitions/defineAgent.js"
 import type { RouteTable } from "./RouteTable.js"
 
 /** One route as the manifest lists it. */
@@ -16,6 +16,8 @@ export interface ManifestRoute {
   readonly file: string
   readonly description?: string
   readonly tools?: ReadonlyArray<string>
+  /** The agents an agent delegates to, each through its tool `ask-<name>`. */
+  readonly subagents?: ReadonlyArray<{ readonly agent: string; readonly tool: string }>
   readonly requires?: ReadonlyArray<string>
   /** Whether a tool's calls wait for a person: every call, or those whose input says so. */
   readonly approval?: "always" | "by input"
@@ -65,6 +67,11 @@ const contextSchemaOf = <A, I>(schema: Schema.Schema<A, I> | undefined): { reado
 
 const toolName = (table: RouteTable, tool: object): string => table.idOf(tool) ?? "(inline tool)"
 
+const subagentOf = (table: RouteTable) => (agent: object): { readonly agent: string; readonly tool: string } => {
+  const id = table.idOf(agent) ?? "(inline agent)"
+  return { agent: id, tool: subagentToolName(id) }
+}
+
 /** The manifest of a route table. */
 export const manifestOf = (table: RouteTable): Manifest => ({
   generatedBy: "foundry",
@@ -78,6 +85,7 @@ export const manifestOf = (table: RouteTable): Manifest => ({
       // Fallback models in the order they are tried.
       model: modelsOf(route.definition).map(modelNameOf).join(" -> "),
       tools: route.definition.tools.map((tool) => toolName(table, tool)),
+      ...(route.definition.subagents.length === 0 ? {} : { subagents: route.definition.subagents.map(subagentOf(table)) }),
       ...(route.definition.environment === undefined
         ? {}
         : { environment: table.idOf(route.definition.environment) ?? "(inline environment)" }),

@@ -211,6 +211,17 @@ describe("foundry routes and foundry check", () => {
       ]) expect(result.stdout).toMatch(line)
     }))
 
+  it.scopedLive("routes names an agent's subagents and the tools its model calls them by", () =>
+    Effect.gen(function*() {
+      const root = yield* tempProject({
+        "agents/desk/agent.ts": `import { defineAgent } from "foundry"\nimport triage from "./triage/agent.js"\nexport default defineAgent({ description: "Front desk", subagents: [triage] })\n`,
+        "agents/desk/triage/agent.ts": `import { defineAgent } from "foundry"\nexport default defineAgent({ description: "Sorts tickets" })\n`
+      })
+      const result = yield* runCli(["routes", root])
+      expect(result.code).toBe(0)
+      expect(result.stdout).toMatch(/agent\s+desk\s+agents\/desk\/agent\.ts\s+model demo; tools: none; subagents: desk\/triage \(as ask-triage\)/)
+    }))
+
   it.scopedLive("check passes on the example and fails, naming the service, when its layer is removed", () =>
     Effect.gen(function*() {
       const root = yield* exampleCopy

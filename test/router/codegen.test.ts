@@ -70,6 +70,22 @@ describe("manifestOf", () => {
       expect(routeOf(manifest, "agent", "support/triage").environment).toBeUndefined()
     }))
 
+  it.scoped("an agent lists its subagents by route id, with the tool its model calls each by", () =>
+    Effect.gen(function*() {
+      const manifest = manifestOf(yield* discoverProject({
+        "agents/desk/agent.ts": `import { defineAgent } from "foundry"
+import triage from "./triage/agent.js"
+export default defineAgent({ description: "Front desk", subagents: [triage] })
+`,
+        "agents/desk/triage/agent.ts": `import { defineAgent } from "foundry"
+export default defineAgent({ description: "Sorts tickets" })
+`
+      }))
+      expect(routeOf(manifest, "agent", "desk").subagents).toEqual([{ agent: "desk/triage", tool: "ask-triage" }])
+      // An agent without subagents has no such field, as before.
+      expect(routeOf(manifest, "agent", "desk/triage").subagents).toBeUndefined()
+    }))
+
   it.scoped("a tool lists the services it requires by key, and the agent whose folder holds it", () =>
     Effect.gen(function*() {
       const manifest = manifestOf(yield* discoverProject(goodProject))

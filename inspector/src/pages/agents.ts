@@ -61,7 +61,7 @@ const activity = async (id: string) => {
   ]
 }
 
-/** What an agent is, drawn once: its model, tools, schedules, playbooks and environment. */
+/** What an agent is, drawn once: its model, tools, subagents, schedules, playbooks and environment. */
 const description = (agent: RouteView, routes: ReadonlyArray<RouteView>): ReadonlyArray<Child | ReadonlyArray<Child>> => {
   const tools = routes.filter((r) => r.kind === "tool" && (agent.tools ?? []).includes(r.id))
   return [
@@ -76,6 +76,11 @@ const description = (agent: RouteView, routes: ReadonlyArray<RouteView>): Readon
         t.approval === undefined ? null
           : h("span", { class: "warn-line" }, t.approval === "always" ? " · asks for approval" : " · asks for approval by input")),
         h("pre", {}, json(t.input)))),
+    (agent.subagents ?? []).length === 0 ? null : [
+      h("h2", {}, "Subagents"),
+      h("ul", { class: "list", "data-testid": "subagents" }, (agent.subagents ?? []).map((s) =>
+        h("li", {}, link(`/agents/${s.agent}`, s.agent), h("span", { class: "muted" }, ` · the tool ${s.tool}`))))
+    ],
     h("h2", {}, "Schedules and playbooks"),
     h("ul", { class: "list" },
       (agent.schedules ?? []).map((s) => h("li", {}, "schedule ", link("/schedules", s))),

@@ -15,6 +15,7 @@ const detail = (route: ReturnType<typeof manifestOf>["routes"][number], models: 
       const instead = route.model === undefined ? undefined : runsOnInstead(models, route.model)
       const runsOn = instead === undefined ? "" : ` (runs on ${instead.model} here: no OPENAI_API_KEY)`
       return `model ${route.model}${runsOn}; tools: ${route.tools?.join(", ") || "none"}` +
+        (route.subagents === undefined ? "" : `; subagents: ${route.subagents.map((s) => `${s.agent} (as ${s.tool})`).join(", ")}`) +
         (route.environment === undefined ? "" : `; environment ${route.environment}`)
     }
     case "tool":

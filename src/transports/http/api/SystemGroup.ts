@@ -12,6 +12,8 @@ export const RouteView = Schema.Struct({
   file: Schema.String,
   description: Schema.optional(Schema.String),
   tools: Schema.optional(Schema.Array(Schema.String)),
+  /** The agents an agent delegates to, each through its tool `ask-<name>`. */
+  subagents: Schema.optional(Schema.Array(Schema.Struct({ agent: Schema.String, tool: Schema.String }))),
   requires: Schema.optional(Schema.Array(Schema.String)),
   approval: Schema.optional(Schema.Literal("always", "by input")),
   agent: Schema.optional(Schema.String),
