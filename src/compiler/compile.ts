@@ -202,9 +202,11 @@ const missingFolder = (route: Route<EnvironmentDefinition>, root: string): Reado
     })]
 }
 
-/** Compiles a route table; the config's layers live as long as the given scope. */
-export const compile = Effect.fn("compiler.compile")(function*(table: RouteTable) {
-  const release = yield* Effect.sync(() => releaseOf(table.root, table.configFile))
+/**
+ * Every agent with its tools by the names its model calls them, and what is wrong with the routes
+ * that can be found without building a layer of the config.
+ */
+const compileRoutes = (table: RouteTable, release: string) => {
   const allTools = new Map<AnyTool, CompiledTool>()
   for (const route of table.tools) allTools.set(route.definition, compileTool(route.definition, route.id, route.file))
   const errors: Array<RouteError> = []
@@ -215,6 +217,20 @@ export const compile = Effect.fn("compiler.compile")(function*(table: RouteTable
     agents.set(route.id, compiled.agent)
   }
   errors.push(...table.environments.flatMap((route) => [...missingPackages(route, table.root), ...missingFolder(route, table.root)]))
+  return { allTools, agents, errors }
+}
+
+/**
+ * What a build of the route table would refuse before it builds the config's layers (tools that
+ * clash, a subagent that is no agent, an environment's missing package or folder): for commands
+ * that show a project without serving it.
+ */
+export const routeProblems = (table: RouteTable): ReadonlyArray<RouteError> => compileRoutes(table, "unreleased").errors
+
+/** Compiles a route table; the config's layers live as long as the given scope. */
+export const compile = Effect.fn("compiler.compile")(function*(table: RouteTable) {
+  const release = yield* Effect.sync(() => releaseOf(table.root, table.configFile))
+  const { agents, allTools, errors } = compileRoutes(table, release)
   if (errors.length > 0) return yield* new RouteErrors({ errors })
 
   const services = yield* buildServices(table, [...allTools.values()].flatMap((tool) => tool.definition.requires.map((tag) => tag.key)))

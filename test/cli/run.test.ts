@@ -222,6 +222,19 @@ describe("foundry routes and foundry check", () => {
       expect(result.stdout).toMatch(/agent\s+desk\s+agents\/desk\/agent\.ts\s+model demo; tools: none; subagents: desk\/triage \(as ask-triage\)/)
     }))
 
+  it.scopedLive("routes lists a project a build would refuse, then says what it would refuse and exits 1", () =>
+    Effect.gen(function*() {
+      const root = yield* tempProject({
+        "agents/desk/agent.ts": `import { defineAgent, defineEnvironment } from "foundry"\nimport files from "../../environments/files.js"\nexport default defineAgent({ description: "Front desk", environment: files })\n`,
+        "environments/files.ts": `import { defineEnvironment } from "foundry"\nexport default defineEnvironment({ description: "Shared files", backend: { directory: "./shared" } })\n`
+      })
+      const result = yield* runCli(["routes", root])
+      expect(result.stdout).toMatch(/agent\s+desk\s+agents\/desk\/agent\.ts/)
+      expect(result.stderr).toMatch(/environments\/files\.ts.*backend\.directory "\.\/shared" is not a folder/s)
+      expect(result.stderr).toMatch(/foundry dev would not serve this build/)
+      expect(result.code).toBe(1)
+    }))
+
   it.scopedLive("check passes on the example and fails, naming the service, when its layer is removed", () =>
     Effect.gen(function*() {
       const root = yield* exampleCopy

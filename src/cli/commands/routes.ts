@@ -2,10 +2,13 @@
  * `foundry routes [dir]`: the route table, as the router sees it.
  */
 import { Effect } from "effect"
+import { routeProblems } from "../../compiler/compile.js"
 import { ModelResolver, runsOnInstead } from "../../models/Model.js"
 import { ModelResolverLive } from "../../models/ModelResolverLive.js"
 import { manifestOf } from "../../router/codegen.js"
 import { discover } from "../../router/discover.js"
+import { RouteErrors } from "../../router/RouteError.js"
+import { CliError } from "../CliError.js"
 import { say, style } from "../terminal.js"
 
 const detail = (route: ReturnType<typeof manifestOf>["routes"][number], models: ModelResolver["Type"]): string => {
@@ -34,7 +37,7 @@ const detail = (route: ReturnType<typeof manifestOf>["routes"][number], models: 
   }
 }
 
-/** `foundry routes`: prints the route table of the project at `dir`. */
+/** `foundry routes`: prints the route table of the project at `dir`, and fails with what a build of it would refuse. */
 export const routes = (dir: string) =>
   Effect.gen(function*() {
     const table = yield* discover(dir, 1)
@@ -48,4 +51,9 @@ export const routes = (dir: string) =>
       yield* say(`${route.kind.padEnd(12)}${route.id.padEnd(idWidth + 2)}${details === "" ? route.file : `${route.file.padEnd(fileWidth + 2)}${style.dim(details)}`}`)
     }
     yield* say(style.dim(`config: ${table.configFile ?? "(none: defaults)"}`))
+    // The table is what the router sees; a build would still refuse these, so the listing does not pass for a sound project.
+    const problems = routeProblems(table)
+    if (problems.length > 0) {
+      return yield* new CliError({ message: `${new RouteErrors({ errors: problems }).message}\n(foundry dev would not serve this build; foundry check also type-checks and builds the config's layers)` })
+    }
   }).pipe(Effect.provide(ModelResolverLive))
