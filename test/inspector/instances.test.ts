@@ -128,6 +128,39 @@ describe.skipIf(skipBrowser)("the inspector's instances pages in Chromium", () =
       expect(yield* promise(() => page.getAttribute("[data-testid=conversation-instance] a", "href"))).toBe("/instances/worker/acme")
     }))
 
+  it.scopedLive("a conversation starts with a chosen instance: from its page, or by id on the conversations page; an archived one offers none", () =>
+    Effect.gen(function*() {
+      const root = yield* tempProject(durableProject(join(tmpdir(), `foundry-ui-${randomUUID()}.log`)))
+      const { url } = yield* startServer(root, { model: plannedModel })
+      for (const id of ["acme", "globex"]) {
+        expect((yield* http(`${url}/api/instances`, { body: { agent: "worker", id } })).status).toBe(201)
+      }
+      const page = yield* browserPage
+      // From the instance's page: the conversation is the instance's.
+      yield* promise(() => page.goto(`${url}/instances/worker/acme`))
+      yield* promise(() => page.waitForSelector("[data-testid=instance-status] [data-status=active]"))
+      yield* promise(() => page.fill("[data-testid=instance-composer] input[name=message]", plan({})))
+      yield* promise(() => page.click("[data-testid=instance-composer] button"))
+      yield* promise(() => page.waitForURL(/\/conversations\/conv_/))
+      yield* promise(() => page.waitForSelector("[data-testid=conversation-instance] a"))
+      expect(yield* promise(() => page.getAttribute("[data-testid=conversation-instance] a", "href"))).toBe("/instances/worker/acme")
+      // From the conversations page, by id.
+      yield* promise(() => page.goto(`${url}/conversations`))
+      yield* promise(() => page.waitForSelector("select[name=agent] option[value=worker]", { state: "attached" }))
+      yield* promise(() => page.selectOption("select[name=agent]", "worker"))
+      yield* promise(() => page.fill("form.composer input[name=instance]", "globex"))
+      yield* promise(() => page.fill("form.composer input[name=message]", plan({})))
+      yield* promise(() => page.click("form.composer button"))
+      yield* promise(() => page.waitForURL(/\/conversations\/conv_/))
+      yield* promise(() => page.waitForSelector("[data-testid=conversation-instance] a"))
+      expect(yield* promise(() => page.getAttribute("[data-testid=conversation-instance] a", "href"))).toBe("/instances/worker/globex")
+      // An archived instance takes no runs, and its page offers no message box.
+      expect((yield* http(`${url}/api/instances/acme?agent=worker`, { method: "DELETE" })).status).toBe(200)
+      yield* promise(() => page.goto(`${url}/instances/worker/acme`))
+      yield* promise(() => page.waitForSelector("[data-testid=instance-status] [data-status=archived]"))
+      expect(yield* promise(() => page.isHidden("[data-testid=instance-composer]"))).toBe(true)
+    }))
+
   it.scopedLive("an id that two agents' instances have: the page says so, stops loading, and links to each", () =>
     Effect.gen(function*() {
       const root = yield* tempProject(durableProject(join(tmpdir(), `foundry-ui-${randomUUID()}.log`)))

@@ -6,10 +6,10 @@ import { usageLine } from "../usage.js"
 import { ApiError, api, type MessageView, onEvent, type RunView } from "../api.js"
 import { approvalCards } from "../approvalCard.js"
 import { clock, counted, errorText, h, link, replace, visible } from "../dom.js"
-import { navigate } from "../navigate.js"
 import { instanceHref, isLive } from "../records.js"
 import { runPageSize, withNewestPage } from "../runPages.js"
 import { liveDraw } from "../liveDraw.js"
+import { startConversationForm } from "../startConversation.js"
 
 /** Conversations "Load more" adds at a time, reading older runs until it has them (or has read `maxPagesPerLoad`). */
 const conversationsPerLoad = 50
@@ -22,7 +22,8 @@ const maxPagesPerLoad = 5
  */
 export const conversationsPage = (root: HTMLElement) => {
   const agent = h("select", { name: "agent" })
-  const message = h("input", { name: "message", placeholder: "Say something to start a conversation", autocomplete: "off" })
+  // Any instance by id (the default one when empty); the server says when it has none such, or it takes no runs.
+  const instance = h("input", { name: "instance", placeholder: "instance (default)", autocomplete: "off" })
   const list = h("ul", { class: "list", "data-testid": "conversations" })
   const problem = h("p", { class: "error-line", "data-testid": "send-problem" })
   const unread = h("p", { class: "error-line", "data-testid": "page-problem" })
@@ -30,20 +31,12 @@ export const conversationsPage = (root: HTMLElement) => {
   const more = h("button", { class: "hidden", "data-testid": "load-more", onclick: () => void loadMore() }, "Load more")
   replace(root,
     h("h1", {}, "Conversations"),
-    h("form", {
-      class: "composer",
-      onsubmit: (event) => {
-        event.preventDefault()
-        if (message.value.trim() === "") return
-        problem.textContent = ""
-        void api.send({ agent: agent.value, message: message.value }).then(
-          (r) => navigate(`/conversations/${r.conversationId}`),
-          (error) => {
-            problem.textContent = errorText(error)
-          }
-        )
-      }
-    }, agent, message, h("button", { type: "submit" }, "Start")),
+    startConversationForm({
+      fields: [agent, instance],
+      to: () => ({ agent: agent.value, instance: instance.value }),
+      problem,
+      placeholder: "Say something to start a conversation"
+    }),
     problem,
     unread,
     count,

@@ -8,6 +8,7 @@ import { type Child, clock, counted, errorText, h, json, link, replace } from ".
 import { liveDraw } from "../liveDraw.js"
 import { barChart, dollars, usageLine } from "../usage.js"
 import { instanceHref, instanceStatus, runStatus } from "../records.js"
+import { startConversationForm } from "../startConversation.js"
 import { environmentBrowser } from "./environment.js"
 
 /** Where the API puts a secret field's value (src/instances/installationConfig.ts), never the value itself. */
@@ -206,10 +207,17 @@ export const instancePage = (root: HTMLElement, [agent = "", id = ""]: ReadonlyA
   // Why the page could not be read, until it can.
   const unread = h("p", { class: "error-line", "data-testid": "page-problem" })
   const owners = h("ul", { class: "list", "data-testid": "instance-owners" })
+  const talk = startConversationForm({
+    fields: [],
+    to: () => ({ agent: ref.agent, instance: ref.id }),
+    problem,
+    placeholder: "Say something to start a conversation with this instance",
+    testId: "instance-composer"
+  })
   replace(root, title, about, state, unread, problem, owners,
     h("h2", {}, "Context"), context,
     h("h2", {}, "Installations"), installations,
-    h("h2", {}, "Conversations"), conversations,
+    h("h2", {}, "Conversations"), talk, conversations,
     h("h2", {}, "Schedules"), schedules,
     h("h2", {}, "Environment"), environment, files.element,
     h("h2", {}, "Usage (30 days)"), usage)
@@ -268,6 +276,8 @@ export const instancePage = (root: HTMLElement, [agent = "", id = ""]: ReadonlyA
       view.provisioningKey === null ? null : [" · provisioning key ", h("code", {}, view.provisioningKey)],
       ` · created ${clock(view.createdAt, "—")} · updated ${clock(view.updatedAt, "—")}`)
     drawState(view)
+    // An archived instance takes no runs: nothing to offer a message to.
+    talk.classList.toggle("hidden", view.status === "archived")
     context.textContent = json(view.context)
     replace(installations, view.installations.length === 0 ? h("p", { class: "muted" }, "Nothing installed.") : view.installations.map(installationCard))
     replace(conversations, talks.length === 0 ? h("p", { class: "muted" }, "No conversations yet.") :
