@@ -15,12 +15,14 @@ import * as NodeClusterSocket from "@effect/platform-node/NodeClusterSocket"
 import { RpcSerialization } from "@effect/rpc"
 import { Clock, Context, Duration, Effect, Layer, Option, Schedule, Schema } from "effect"
 import { isLoopback } from "../auth/accessMode.js"
+import { CurrentApp } from "../compiler/CurrentApp.js"
 import { camelCaseKeys, Database, startupContention } from "../durable/Database.js"
 import { RunRecord } from "../durable/records.js"
 import { Store } from "../durable/Store.js"
 import { messageOf, StoreError } from "../durable/StoreError.js"
 import { runStatus } from "../journal/journalStatements.js"
 import * as statements from "./clusterStatements.js"
+import { notWaitingForBuild } from "./buildWaits.js"
 import { ClusterError, type ClusterSettings } from "./ClusterSettings.js"
 import { ClusterStatus, ClusterView, ConversationPlacement, RunnerView } from "./ClusterStatus.js"
 import { ConversationEntity } from "./ConversationEntity.js"
@@ -108,6 +110,7 @@ export const layer = (options: ClusterDispatcherOptions) =>
       const sharding = yield* Sharding.Sharding
       const database = yield* Database
       const store = yield* Store
+      const current = yield* CurrentApp
       const conversation = yield* ConversationEntity.client
       const self = `${options.cluster.host}:${options.cluster.port}`
 
@@ -150,7 +153,7 @@ export const layer = (options: ClusterDispatcherOptions) =>
       const sweep = Effect.gen(function*() {
         const now = yield* Clock.currentTimeMillis
         const rows = yield* database.read(statements.stranded(now, 1000))
-        const waking = yield* store.suspendedReadyToResume
+        const waking = notWaitingForBuild(yield* current.get, yield* store.suspendedReadyToResume)
         const targets = [
           ...rows.map((row) => ({ conversationId: String(row.conversation_id), runId: String(row.run_id) })),
           ...waking.map((run) => ({ conversationId: run.conversationId, runId: run.id }))

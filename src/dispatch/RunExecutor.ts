@@ -26,6 +26,7 @@ import { RunJournal } from "../journal/RunJournal.js"
 import type { ModelResolver } from "../models/Model.js"
 import { Releases } from "../release/Releases.js"
 import { makeApprovalDecisions } from "./approvalDecisions.js"
+import { notWaitingForBuild, wakeOnBuilds } from "./buildWaits.js"
 import { makeCancellations } from "./cancellations.js"
 import { type ApprovalScope, RunNotFound } from "./Dispatcher.js"
 import type { Place } from "./executionQueue.js"
@@ -145,6 +146,7 @@ export const makeRunExecutor = (options: RunExecutorOptions) =>
       wakeParent
     })
     const approvals = yield* makeApprovalDecisions((run) => wake(run))
+    yield* wakeOnBuilds(current, store, wake)
 
     const decide = Effect.fn("Dispatcher.decide")(function*(
       approvalId: string,
@@ -159,7 +161,8 @@ export const makeRunExecutor = (options: RunExecutorOptions) =>
       // A process of this host that died holding leases gives them up in one write, before its
       // runs are resumed, instead of one takeover per conversation.
       yield* journal.takeOverDead(owner, leaseTtl, isDeadExecutor)
-      const runs = [...(yield* store.unfinishedRuns), ...(yield* store.suspendedReadyToResume)]
+      const app = yield* current.get
+      const runs = [...(yield* store.unfinishedRuns), ...notWaitingForBuild(app, yield* store.suspendedReadyToResume)]
       yield* Effect.forEach(runs, (run) => schedule(run), { discard: true })
       return runs.length
     })

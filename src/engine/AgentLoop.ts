@@ -7,7 +7,7 @@
  * started but was not recorded runs again (with the same idempotency key).
  */
 import { Array as Arr, Cause, Effect, Either, Option } from "effect"
-import type { CompiledAgent, CompiledApp } from "../compiler/CompiledApp.js"
+import { type CompiledAgent, type CompiledApp, leftOutOf } from "../compiler/CompiledApp.js"
 import { type InstanceInfo, isContext, modelsOf } from "../definitions/defineAgent.js"
 import type { RunRecord } from "../durable/records.js"
 import { Store } from "../durable/Store.js"
@@ -26,6 +26,7 @@ import { outlastStoreOutages } from "./storeOutage.js"
 import { toolCallStep } from "./toolCallStep.js"
 import type { JournalEntry } from "./transcript.js"
 import { entrySpan } from "./entrySpan.js"
+import { waitForBuild } from "./waitForBuild.js"
 
 /**
  * The agent's instructions; instructions that are a function of the instance read it first, its
@@ -106,7 +107,11 @@ export const runAgent = Effect.fnUntraced(function*(app: CompiledApp, run: RunRe
   let current = { run, step: yield* stepOf(run), journal: new Array<JournalEntry>() }
   const fail = (error: string) => Effect.suspend(() => failRun(current.run, current.step, current.journal, error))
   const agent = app.agents.get(run.agent)
-  if (agent === undefined) return yield* fail(`agent "${run.agent}" is not in the current build (was its file removed?)`)
+  if (agent === undefined) {
+    const leftOut = leftOutOf(app, "agent").find((route) => route.id === run.agent)
+    if (leftOut !== undefined) return yield* waitForBuild(current.step, leftOut)
+    return yield* fail(`agent "${run.agent}" is not in the current build (was its file removed?)`)
+  }
   // After a step the store did not take: the run as stored, and a step buffer that holds nothing of the lost step.
   const reread = Effect.gen(function*() {
     const stored = Option.getOrElse(yield* store.getRun(run.id), () => current.run)

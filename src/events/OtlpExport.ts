@@ -90,6 +90,7 @@ const markOf = (event: FoundryEvent): Attributes | undefined => {
   switch (event.type) {
     case "run.suspended": {
       const suspended = event.data
+      if (suspended.reason === "build") return { "foundry.suspended.reason": suspended.reason, "code.filepath": suspended.file }
       const reason = { "foundry.suspended.reason": suspended.reason, "gen_ai.tool.name": suspended.tool }
       return suspended.reason === "child"
         ? { ...reason, "foundry.child_run.id": suspended.childRunId }

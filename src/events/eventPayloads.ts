@@ -48,11 +48,15 @@ export const eventPayloads = {
   "run.failed": Schema.Struct({ error: Schema.String }),
   /** `from`: the status the run had when it was cancelled. */
   "run.cancelled": Schema.Struct({ from: RunStatus }),
-  /** Waiting for a person's decision, or for a child run's answer. */
+  /**
+   * Waiting for a person's decision, for a child run's answer, or for a build that has the run's
+   * agent (`foundry dev` serving the project without `file`, which does not build).
+   */
   "run.suspended": Schema.Union(
     Schema.Struct({ reason: Schema.Literal("approval"), approvalId: Schema.String, tool: Schema.String }),
     Schema.Struct({ reason: Schema.Literal("child"), childRunId: Schema.String, tool: Schema.String }),
-    Schema.Struct({ reason: Schema.Literal("budget"), approvalId: Schema.String, tool: Schema.String, budget: Schema.String })
+    Schema.Struct({ reason: Schema.Literal("budget"), approvalId: Schema.String, tool: Schema.String, budget: Schema.String }),
+    Schema.Struct({ reason: Schema.Literal("build"), file: Schema.String, problem: Schema.String })
   ),
   "approval.requested": Schema.Struct({ approvalId: Schema.String, ...call, input: Schema.Unknown, expiresAt: Schema.Number }),
   /** Approved by an earlier grant for the conversation (`grantedBy`: that approval), or decided by a person or by expiry. */

@@ -10,7 +10,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { type CliProcess, freePort, runCli, startCli } from "../support/cli.js"
 import { connect, freshSchema, skipPostgres } from "../support/postgres.js"
-import { http, type RunBody, waitForRun } from "../support/server.js"
+import { http, pendingApproval, type RunBody, waitForRun } from "../support/server.js"
 import { answeringAgentFile as agentSource, answerToolFile as answerTool, tempProject } from "../support/tempProject.js"
 
 /** The tool returning the string `constant`. */
@@ -379,6 +379,58 @@ export default definePlaybook({ on: webhook("ping", Schema.Struct({ n: Schema.Nu
       const delivered = yield* http(`${url}/hooks/ping`, { body: { n: 1 }, headers: { "x-event-id": "ping-1" } })
       expect(delivered.status, delivered.text).toBe(202)
       expect((delivered.json as { runs: ReadonlyArray<{ playbook: string }> }).runs.map((r) => r.playbook).sort()).toEqual(["other-ping", "ping"])
+    }))
+
+  it.scopedLive("a run of an agent a restart left out waits for a build with it, and goes on once its file builds again", () =>
+    Effect.gen(function*() {
+      const askingTool = (constant: string) =>
+        constantTool(constant).replace(`description: "Returns the current answer",`, `description: "Returns the current answer", approval: "always",`)
+      const root = yield* tempProject({ "agents/helper/agent.ts": agentSource, [toolPath]: askingTool("approved") })
+      const first = yield* devOn(root)
+      const created = yield* http(`${first.url}/api/runs`, { body: { agent: "helper", message: "what is the answer?" } })
+      expect(created.status, created.text).toBe(202)
+      const runId = (created.json as { runId: string }).runId
+      const approval = yield* pendingApproval(first.url, runId)
+      yield* Effect.async<void>((resume) => {
+        first.dev.child.on("close", () => resume(Effect.void))
+        first.dev.child.kill("SIGTERM")
+      })
+
+      // Started again with the tool half saved: the agent is left out, and the decision comes now.
+      writeFileSync(join(root, toolPath), brokenTool)
+      const { dev, url } = yield* devOn(root)
+      expect(dev.output()).toMatch(/Some route files do not build/)
+      const decided = yield* http(`${url}/api/approvals/${approval}`, { body: { decision: "approve" } })
+      expect(decided.status, decided.text).toBe(200)
+      type Event = { type: string; data: { reason?: string; file?: string; problem?: string } }
+      const waits = (events: ReadonlyArray<Event>) => events.filter((e) => e.type === "run.suspended" && e.data.reason === "build")
+      let events: ReadonlyArray<Event> = []
+      for (let i = 0; i < 200 && waits(events).length === 0; i++) {
+        yield* Effect.sleep("25 millis")
+        events = (yield* http(`${url}/api/runs/${runId}/events`)).json as ReadonlyArray<Event>
+      }
+      expect(waits(events)).toEqual([
+        expect.objectContaining({ data: { reason: "build", file: "agents/helper/agent.ts", problem: expect.stringContaining(toolPath) } })
+      ])
+      expect(((yield* http(`${url}/api/runs/${runId}`)).json as RunBody).status).toBe("suspended")
+
+      // Another restart, still broken, leaves it waiting: recovery does not wake it only to suspend it again.
+      yield* Effect.async<void>((resume) => {
+        dev.child.on("close", () => resume(Effect.void))
+        dev.child.kill("SIGTERM")
+      })
+      const again = yield* devOn(root)
+      yield* Effect.sleep("500 millis")
+      const stillWaiting = (yield* http(`${again.url}/api/runs/${runId}/events`)).json as ReadonlyArray<Event>
+      expect(waits(stillWaiting)).toHaveLength(1)
+
+      // Fixed: the reload has the agent, and the approved call runs.
+      const mark = again.dev.output().length
+      writeFileSync(join(root, toolPath), askingTool("approved"))
+      yield* reloadedBuild(again.dev, mark)
+      const run = yield* waitForRun(again.url, runId)
+      expect(run.status, JSON.stringify(run)).toBe("completed")
+      expect(run.output).toBe("the tool said: approved")
     }))
 
   it.scopedLive("two files with one route id are one problem naming both, and the rest of the project serves", () =>

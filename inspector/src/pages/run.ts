@@ -97,6 +97,12 @@ const spansOf = (events: ReadonlyArray<FoundryEvent>): Map<string, Span> => {
   return spans
 }
 
+/** Why the run waits for a build, when its latest suspension is that and nothing resumed it since. */
+const buildWaitOf = (events: ReadonlyArray<FoundryEvent>): { readonly file: string; readonly problem: string } | undefined => {
+  const latest = events.findLast((event) => event.type === "run.suspended" || event.type === "run.resumed")
+  return latest?.type === "run.suspended" && latest.data.reason === "build" ? latest.data : undefined
+}
+
 const isRecord = (value: unknown): value is Record<string, unknown> => typeof value === "object" && value !== null
 
 /** Token usage of a model turn, when the span has it. */
@@ -163,6 +169,7 @@ export const runPage = (root: HTMLElement, [runId = ""]: ReadonlyArray<string>) 
         : undefined
     ])
     const spans = spansOf(events)
+    const waitsForBuild = run.status === "suspended" ? buildWaitOf(events) : undefined
     const start = events[0]?.time ?? run.createdAt
     const end = Math.max(...events.map((e) => e.time), start + 1)
     const width = end - start
@@ -206,6 +213,9 @@ export const runPage = (root: HTMLElement, [runId = ""]: ReadonlyArray<string>) 
     replace(root,
       h("h1", {}, "Run ", h("code", {}, run.id)),
       run.error === undefined ? null : h("div", { class: "error-box", "data-testid": "run-error" }, run.error),
+      waitsForBuild === undefined ? null : h("div", { class: "error-box", "data-testid": "run-waits-for-build" },
+        "Waits for a build with its agent: ", h("code", {}, waitsForBuild.file), " does not build (", waitsForBuild.problem,
+        "). It goes on once the file builds again."),
       h("p", {}, runStatus(run.status), " ", link(`/agents/${run.agent}`, run.agent), " · instance ", link(instanceHref(run.agent, run.instanceId), run.instanceId), " · ",
         link(`/conversations/${run.conversationId}`, "conversation"),
         run.parentRunId === undefined ? null : [" · parent ", link(`/runs/${run.parentRunId}`, run.parentRunId)],

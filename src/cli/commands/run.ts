@@ -61,6 +61,8 @@ const show = (event: FoundryEvent, streamed: Set<number>, server: string) => {
         style.yellow(
           event.data.reason === "child"
             ? `\n${event.data.tool}: waiting for its run ${event.data.childRunId}\n`
+            : event.data.reason === "build"
+            ? `\nrun ${event.runId} waits: ${event.data.file} does not build (${short(event.data.problem)}); it goes on once a build of the project has its agent\n`
             : event.data.reason === "budget"
             ? `\nrun ${event.runId} waits: it went over ${event.data.budget}; a person decides whether it goes on (${event.data.approvalId})\n` +
               howToDecide(server, event.data.approvalId)

@@ -1,0 +1,43 @@
+/**
+ * Runs that wait for a build with their agent (engine/waitForBuild.ts): left alone by recovery
+ * and the cluster's sweep while the serving build still leaves their agent out (each wake would
+ * only suspend them again), and woken as soon as a build that has it becomes current.
+ */
+import { Effect, Stream } from "effect"
+import { type CompiledApp, leftOutOf } from "../compiler/CompiledApp.js"
+import type { CurrentApp } from "../compiler/CurrentApp.js"
+import type { RunRecord } from "../durable/records.js"
+import type { Store } from "../durable/Store.js"
+
+const agentsLeftOut = (app: CompiledApp): ReadonlySet<string> => new Set(leftOutOf(app, "agent").map((route) => route.id))
+
+/** The runs of `runs` that can go on with `app`: those whose agent it does not leave out. */
+export const notWaitingForBuild = (app: CompiledApp, runs: ReadonlyArray<RunRecord>): ReadonlyArray<RunRecord> => {
+  const leftOut = agentsLeftOut(app)
+  return leftOut.size === 0 ? runs : runs.filter((run) => !leftOut.has(run.agent))
+}
+
+/**
+ * Wakes, in the current scope, the suspended runs that wait on nothing of an agent the build
+ * before left out, each time a build that has that agent becomes current.
+ */
+export const wakeOnBuilds = (
+  current: typeof CurrentApp.Service,
+  store: typeof Store.Service,
+  wake: (run: RunRecord) => Effect.Effect<void>
+) =>
+  Effect.gen(function*() {
+    let leftOutBefore = agentsLeftOut(yield* current.get)
+    yield* current.replaced.pipe(
+      Stream.runForEach((app) => {
+        const back = new Set([...leftOutBefore].filter((agent) => app.agents.has(agent)))
+        leftOutBefore = agentsLeftOut(app)
+        if (back.size === 0) return Effect.void
+        return store.suspendedReadyToResume.pipe(
+          Effect.flatMap((runs) => Effect.forEach(runs.filter((run) => back.has(run.agent)), wake, { discard: true })),
+          Effect.catchAllCause((cause) => Effect.logWarning("could not wake the runs that waited for a build with their agent", cause))
+        )
+      }),
+      Effect.forkScoped
+    )
+  })
