@@ -154,13 +154,53 @@ const capabilityArg = Args.text({ name: "capability" }).pipe(
   Args.withDescription("tool:<id> or mcp:<id>, or the id alone when only one capability has it")
 )
 
+const instanceChanges = () => Effect.promise(() => import("./commands/instanceChanges.js"))
+
+const reasonOption = (what: string) => Options.text("reason").pipe(Options.withDescription(`why it is ${what}, shown with its status`), Options.optional)
+
+const instanceSubcommands = [
+  Command.make("create", {
+    ...server,
+    agent: Args.text({ name: "agent" }).pipe(Args.withDescription("the agent the instance is of")),
+    id: Options.text("id").pipe(Options.withDescription("the instance's id (default: one is made)"), Options.optional),
+    key: Options.text("key").pipe(
+      Options.withDescription("a provisioning key (your customer's id): asked again with it, the same instance is answered"),
+      Options.optional
+    ),
+    context: Options.file("context", { exists: "yes" }).pipe(Options.withDescription("a JSON file with the instance's context"), Options.optional)
+  }, (options) => Effect.flatMap(instanceChanges(), (command) => command.create(options)))
+    .pipe(Command.withDescription("create an instance of an agent on a running server, with its context")),
+  Command.make("show", { ...server, instance: instanceArg, agent: instanceAgent }, (options) =>
+    Effect.flatMap(instanceChanges(), (command) => command.show(options)))
+    .pipe(Command.withDescription("show an instance: status, context and installations")),
+  Command.make("context", {
+    ...server,
+    instance: instanceArg,
+    file: Args.file({ name: "file", exists: "yes" }).pipe(Args.withDescription("a JSON file with the whole new context")),
+    agent: instanceAgent
+  }, (options) => Effect.flatMap(instanceChanges(), (command) => command.setContext(options)))
+    .pipe(Command.withDescription("replace an instance's context with a JSON file's (checked against its agent's context schema)")),
+  Command.make("pause", { ...server, instance: instanceArg, agent: instanceAgent, reason: reasonOption("paused") }, (options) =>
+    Effect.flatMap(instanceChanges(), (command) => command.setPaused({ ...options, paused: true })))
+    .pipe(Command.withDescription("pause an instance: it takes no new runs until it is resumed")),
+  Command.make("resume", { ...server, instance: instanceArg, agent: instanceAgent }, (options) =>
+    Effect.flatMap(instanceChanges(), (command) => command.setPaused({ ...options, paused: false, reason: Option.none() })))
+    .pipe(Command.withDescription("resume a paused instance")),
+  Command.make("archive", { ...server, instance: instanceArg, agent: instanceAgent, reason: reasonOption("archived") }, (options) =>
+    Effect.flatMap(instanceChanges(), (command) => command.archive(options)))
+    .pipe(Command.withDescription("archive an instance for good: it takes no runs again; its runs stay readable"))
+] as const
+
 const instances = Command.make("instances", {
   ...server,
   agent: Options.text("agent").pipe(Options.withDescription("only this agent's instances"), Options.optional),
   search: Options.text("search").pipe(Options.withDescription("only instances whose id or provisioning key contains this"), Options.optional),
   all: Options.boolean("all").pipe(Options.withDescription("every instance, page after page (default: the first page)"))
 }, (options) => Effect.flatMap(instancesCommand(), (command) => command.list(options)))
-  .pipe(Command.withDescription("list a running server's instances: id, agent, key, status, installed, updated"))
+  .pipe(
+    Command.withDescription("list a running server's instances: id, agent, key, status, installed, updated; or create, show, change one"),
+    Command.withSubcommands(instanceSubcommands)
+  )
 
 const install = Command.make("install", {
   ...server,

@@ -143,6 +143,63 @@ describe("foundry instances", () => {
     }))
 })
 
+describe("foundry instances create, show, context, pause, resume and archive", () => {
+  it.scopedLive("make and change one instance of a running server, printing what the server answered; a wrong context is each wrong field", () =>
+    Effect.gen(function*() {
+      const root = yield* project()
+      const server = yield* startServer(root)
+      const on = ["--url", server.url]
+      const status = (id: string) => Effect.map(http(`${server.url}/api/instances/${id}`), (r) => r.json as { status: string; statusReason: string | null; context: unknown })
+      writeFileSync(join(root, "acme.json"), JSON.stringify({ company: "Acme" }))
+      writeFileSync(join(root, "renamed.json"), JSON.stringify({ company: "Acme Corp" }))
+      writeFileSync(join(root, "wrong.json"), JSON.stringify({ company: 7 }))
+
+      const created = yield* runCli(["instances", "create", "desk", "--id", "acme", "--key", "cus-1", "--context", join(root, "acme.json"), ...on])
+      expect(created.stderr).toBe("")
+      expect(created.code).toBe(0)
+      expect(created.stdout).toContain("created instance acme of agent desk")
+      expect(created.stdout).toMatch(/"company": "Acme"/)
+      expect((yield* status("acme")).context).toEqual({ company: "Acme" })
+      const again = yield* runCli(["instances", "create", "desk", "--key", "cus-1", "--context", join(root, "acme.json"), ...on])
+      expect(again.code).toBe(0)
+      expect(again.stdout).toContain("instance acme of agent desk has key cus-1 already; nothing changed")
+      const shown = yield* runCli(["instances", "show", "acme", ...on])
+      expect(shown.code).toBe(0)
+      expect(shown.stdout).toMatch(/acme.* of agent desk: active/)
+      expect(shown.stdout).toContain("key:      cus-1")
+
+      const wrong = yield* runCli(["instances", "context", "acme", join(root, "wrong.json"), ...on])
+      expect(wrong.code).toBe(1)
+      expect(wrong.stderr).toMatch(/company/)
+      expect(wrong.stderr).not.toMatch(/\n\s+at /)
+      expect((yield* status("acme")).context).toEqual({ company: "Acme" })
+      const renamed = yield* runCli(["instances", "context", "acme", join(root, "renamed.json"), ...on])
+      expect([renamed.code, renamed.stderr]).toEqual([0, ""])
+      expect((yield* status("acme")).context).toEqual({ company: "Acme Corp" })
+
+      const paused = yield* runCli(["instances", "pause", "acme", "--reason", "invoice unpaid", ...on])
+      expect(paused.code).toBe(0)
+      expect(paused.stdout).toContain("paused instance acme of agent desk")
+      expect(yield* status("acme")).toMatchObject({ status: "paused", statusReason: "invoice unpaid" })
+      const refused = yield* http(`${server.url}/api/runs`, { body: { agent: "desk", instance: "acme", message: "hello" } })
+      expect(refused.status).toBe(409)
+      const resumed = yield* runCli(["instances", "resume", "acme", ...on])
+      expect(resumed.code).toBe(0)
+      expect((yield* status("acme")).status).toBe("active")
+
+      const archived = yield* runCli(["instances", "archive", "acme", "--reason", "contract ended", ...on])
+      expect(archived.code).toBe(0)
+      expect(archived.stdout).toContain("archived instance acme of agent desk")
+      expect(yield* status("acme")).toMatchObject({ status: "archived", statusReason: "contract ended" })
+      const missing = yield* runCli(["instances", "show", "nobody", ...on])
+      expect(missing.code).toBe(1)
+      expect(missing.stderr).toContain("nobody")
+      // The list is still the command itself.
+      const listed = yield* runCli(["instances", ...on])
+      expect(rowsOf(listed.stdout)[1]?.slice(0, 4)).toEqual(["acme", "desk", "cus-1", "archived"])
+    }))
+})
+
 describe("foundry install and uninstall", () => {
   it.scopedLive("install with a good config prints what the server installed, its secrets redacted; uninstall removes it", () =>
     Effect.gen(function*() {

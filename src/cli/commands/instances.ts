@@ -17,7 +17,8 @@ import { noSuch } from "../../text/closest.js"
 /** Where the server is, how to say that nobody answered there, and the flags sent as query parameters. */
 const hint: ServerHint = { flag: "--url", start: "foundry dev", params: { agent: "--agent", search: "--search" } }
 
-const api = (options: ServerOptions) => serverApi(options, hint)
+/** The server's API, its refusals said in the instance commands' terms. */
+export const api = (options: ServerOptions) => serverApi(options, hint)
 
 /** A page of instances; its `next` is opaque text to a client, sent back as `after`. */
 const Page = Schema.Struct({ instances: Schema.Array(InstanceSummary), next: Schema.NullOr(Schema.String) })
@@ -90,8 +91,8 @@ const resolveCapability = (
     })
   })
 
-/** The config file's JSON. */
-const readConfig = (file: string) =>
+/** A JSON file's value (an installation's config, an instance's context). */
+export const readJsonFile = (file: string) =>
   Effect.gen(function*() {
     const fs = yield* FileSystem.FileSystem
     const text = yield* fs.readFileString(file).pipe(
@@ -103,7 +104,8 @@ const readConfig = (file: string) =>
     })
   })
 
-const agentParam = (agent: Option.Option<string>) => Option.match(agent, { onNone: () => ({}), onSome: (agent) => ({ agent }) })
+/** `?agent=` when the command was given `--agent`. */
+export const agentParam = (agent: Option.Option<string>) => Option.match(agent, { onNone: () => ({}), onSome: (agent) => ({ agent }) })
 
 /** `foundry install`: installs a capability on an instance with the config in a JSON file. */
 export const install = (options: ServerOptions & {
@@ -113,7 +115,7 @@ export const install = (options: ServerOptions & {
   readonly agent: Option.Option<string>
 }) =>
   Effect.gen(function*() {
-    const config = yield* Option.match(options.config, { onNone: () => Effect.succeed({}), onSome: readConfig })
+    const config = yield* Option.match(options.config, { onNone: () => Effect.succeed({}), onSome: readJsonFile })
     const { read } = yield* api(options)
     const { id, kind } = yield* resolveCapability(options.capability, read)
     const installed = yield* read(
