@@ -142,13 +142,24 @@ const checkMcp = (mcp: unknown): DefinitionProblem | undefined => {
   }
 }
 
+/**
+ * `description`'s problem, if it has one: missing, empty, or not text (a number, an object), each
+ * said as it is, with `fix` the line to write.
+ */
+const checkDescription = (description: unknown, fix: string): DefinitionProblem | undefined =>
+  typeof description === "string" && description.trim().length > 0
+    ? undefined
+    : description === undefined
+    ? { problem: "description is missing", fix }
+    : typeof description === "string"
+    ? { problem: "description is empty", fix }
+    : { problem: `description is ${JSON.stringify(description) ?? String(description)}, not text`, fix }
+
 const checkAgent = (file: string, definition: Record<string, unknown>): Array<DefinitionProblem | undefined> => {
   const tools = Array.isArray(definition.tools) ? definition.tools : []
   const maxTurns = definition.maxTurns
   return [
-    typeof definition.description === "string" && definition.description.length > 0
-      ? undefined
-      : { problem: "description is missing", fix: `add description: "what this agent does" to defineAgent({...})` },
+    checkDescription(definition.description, `add description: "what this agent does" to defineAgent({...})`),
     ...checkModels(definition.model),
     checkTimers(definition.timers),
     checkBudget(definition.budget),
@@ -227,9 +238,7 @@ const checkJsonForm = (input: Schema.Schema.Any): DefinitionProblem | undefined 
 }
 
 const checkTool = (file: string, definition: Record<string, unknown>): Array<DefinitionProblem | undefined> => [
-  typeof definition.description === "string" && definition.description.length > 0
-    ? undefined
-    : { problem: "description is missing", fix: `add description: "what this tool does" (the model reads it)` },
+  checkDescription(definition.description, `add description: "what this tool does" (the model reads it)`),
   Schema.isSchema(definition.input)
     ? checkJsonForm(definition.input)
     : { problem: "input is not a Schema", fix: "give input an effect/Schema value, e.g. input: Schema.Struct({ id: Schema.String })" },
@@ -248,9 +257,7 @@ const checkTool = (file: string, definition: Record<string, unknown>): Array<Def
 ]
 
 const checkMcpServer = (_file: string, definition: Record<string, unknown>): Array<DefinitionProblem | undefined> => [
-  typeof definition.description === "string" && definition.description.length > 0
-    ? undefined
-    : { problem: "description is missing", fix: `add description: "what this server offers" (shown where installations are chosen)` },
+  checkDescription(definition.description, `add description: "what this server offers" (shown where installations are chosen)`),
   checkInstallable(definition.installable),
   typeof definition.connect === "function"
     ? undefined

@@ -274,11 +274,15 @@ export default defineAgent({ description: "", model: "gpt-4", maxTurns: 0 })
           `every: "1 hour"`,
           `cron: "0 9 * *"`
         ),
-        "agents/b/agent.ts": agentFile()
+        "agents/b/agent.ts": agentFile(),
+        "agents/c/agent.js": `import { defineAgent } from "foundry"
+export default defineAgent({ description: 42 })
+`
       })
-      expect(errors.errors.map((e) => e.file).sort()).toEqual(["agents/a/agent.js", "schedules/s.ts"])
+      expect(errors.errors.map((e) => e.file).sort()).toEqual(["agents/a/agent.js", "agents/c/agent.js", "schedules/s.ts"])
       const agent = errorFor(errors, "agents/a/agent.js")
-      expect(agent.problem).toBe(`description is missing; model "gpt-4" is not known; maxTurns is 0`)
+      expect(agent.problem).toBe(`description is empty; model "gpt-4" is not known; maxTurns is 0`)
+      expect(errorFor(errors, "agents/c/agent.js").problem).toBe("description is 42, not text")
       expect(agent.fix.split("; ")).toHaveLength(3)
       expect(errorFor(errors, "schedules/s.ts").problem).toBe(`cron "0 9 * *" has 4 fields`)
     }))

@@ -132,7 +132,7 @@ export default defineMcpServer({ description: "", installable: { config: { url: 
 `
       })
       const error = onlyErrorFor(errors, "mcp/crm.js")
-      expect(error.problem).toBe("description is missing; installable.config is not a Schema; connect is not a function")
+      expect(error.problem).toBe("description is empty; installable.config is not a Schema; connect is not a function")
       expect(error.fix).toContain("add description:")
       expect(error.fix).toContain("use installable: { config: Schema.Struct({")
       expect(error.fix).toContain("add connect: (config) => ({ url: config.url })")
