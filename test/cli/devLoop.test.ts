@@ -8,6 +8,7 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
+import { browserPage, skipBrowser } from "../support/browser.js"
 import { type CliProcess, freePort, runCli, startCli } from "../support/cli.js"
 import { connect, freshSchema, skipPostgres } from "../support/postgres.js"
 import { http, pendingApproval, type RunBody, waitForRun } from "../support/server.js"
@@ -423,6 +424,14 @@ export default definePlaybook({ on: webhook("ping", Schema.Struct({ n: Schema.Nu
       yield* Effect.sleep("500 millis")
       const stillWaiting = (yield* http(`${again.url}/api/runs/${runId}/events`)).json as ReadonlyArray<Event>
       expect(waits(stillWaiting)).toHaveLength(1)
+      // The run's page says what it waits for (where a browser is: CI requires one).
+      if (!skipBrowser) {
+        const page = yield* browserPage
+        yield* Effect.promise(() => page.goto(`${again.url}/runs/${runId}`))
+        const banner = page.locator("[data-testid=run-waits-for-build]")
+        yield* Effect.promise(() => banner.waitFor())
+        expect(yield* Effect.promise(() => banner.textContent())).toMatch(/Waits for a build with its agent: agents\/helper\/agent\.ts does not build \(.*answer\.tool\.ts/)
+      }
 
       // Fixed: the reload has the agent, and the approved call runs.
       const mark = again.dev.output().length
