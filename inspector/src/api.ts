@@ -19,11 +19,11 @@ import type {
 } from "../../src/transports/http/api/environmentViews.js"
 import type {
   InstallationView as InstallationSchema,
-  InstanceConversation as InstanceConversationView,
   InstancePage,
   InstanceSummary as InstanceSummaryView,
   InstanceView as InstanceSchema
 } from "../../src/transports/http/api/instanceViews.js"
+import type { ConversationPage, ConversationView as ConversationSchema } from "../../src/transports/http/api/conversationViews.js"
 import { signIn } from "./signIn.js"
 
 export type { ApprovalView, BuildReport, FoundryEvent, MessageView, RunView, UsageReport }
@@ -58,7 +58,10 @@ export type InstanceSummary = typeof InstanceSummaryView.Encoded
 export type InstallationView = typeof InstallationSchema.Encoded
 export type InstanceView = typeof InstanceSchema.Encoded
 export type InstancePageView = typeof InstancePage.Encoded
-export type InstanceConversation = typeof InstanceConversationView.Encoded
+
+/** Conversations as `/api/conversations` and an instance's conversations answer (a page's `next` is opaque text). */
+export type ConversationView = typeof ConversationSchema.Encoded
+export type ConversationPageView = typeof ConversationPage.Encoded
 
 /** Artifacts and environments as `/api/artifacts` and `/api/instances/:id/environment` answer. */
 export type ArtifactView = typeof ArtifactSchema.Encoded
@@ -109,6 +112,7 @@ export const api = {
   build: () => request<BuildReport>("/api/build"),
   routes: () => request<{ config: string | null; routes: ReadonlyArray<RouteView> }>("/api/routes"),
   runs: (query = "") => request<ReadonlyArray<RunView>>(`/api/runs${query}`),
+  conversations: (query = "") => request<ConversationPageView>(`/api/conversations${query}`),
   run: (id: string) => request<RunView>(`/api/runs/${encodeURIComponent(id)}`),
   /** The event log, filtered and paged as `/api/events` takes it (`?type=...&since=...&after=...`). */
   events: (query: URLSearchParams) => request<EventPageView>(`/api/events?${query}`),
@@ -145,7 +149,7 @@ export const api = {
     request<InstanceView>(instancePath(ref), { method: "PATCH", body: JSON.stringify(reason === undefined ? { paused } : { paused, reason }) }),
   /** Archives an instance: it refuses new runs and keeps its history. */
   archiveInstance: (ref: InstanceRef) => request<InstanceView>(instancePath(ref), { method: "DELETE" }),
-  instanceConversations: (ref: InstanceRef) => request<ReadonlyArray<InstanceConversation>>(instancePath(ref, "/conversations")),
+  instanceConversations: (ref: InstanceRef) => request<ReadonlyArray<ConversationView>>(instancePath(ref, "/conversations")),
   /** The files a run presented, in order. */
   artifacts: (runId: string) => request<ArtifactListView>(`/api/runs/${encodeURIComponent(runId)}/artifacts`),
   artifactPreview: (id: string) => request<ArtifactPreview>(`/api/artifacts/${encodeURIComponent(id)}/preview`),

@@ -99,16 +99,21 @@ export const make = Effect.gen(function*() {
         ])
       } ORDER BY created_at DESC, id DESC LIMIT ${filter.limit}`.pipe(Effect.flatMap(decodeRuns), failAs("listRuns")),
 
-    // From the instance's runs (indexed by agent and instance), since every conversation is made by a run.
-    instanceConversations: (instance, limit) =>
-      sql`SELECT c.id, c.created_at, c.updated_at, s.runs,
-          l.id AS last_run_id, l.status AS last_run_status, l.created_at AS last_run_created_at
-        FROM (SELECT conversation_id, CAST(COUNT(*) AS INTEGER) AS runs FROM foundry_runs
-          WHERE agent = ${instance.agent} AND instance_id = ${instance.id} GROUP BY conversation_id) s
-        JOIN foundry_conversations c ON c.id = s.conversation_id
-        LEFT JOIN foundry_runs l ON l.id = (SELECT r.id FROM foundry_runs r WHERE r.conversation_id = s.conversation_id
+    // The latest run found by the conversation's run numbers, the count by the same index.
+    listConversations: (filter) =>
+      sql`SELECT c.id, c.agent, c.instance_id, c.created_at, c.updated_at,
+          (SELECT CAST(COUNT(*) AS INTEGER) FROM foundry_runs r WHERE r.conversation_id = c.id) AS runs,
+          l.id AS last_run_id, l.status AS last_run_status, l.created_at AS last_run_created_at, l.input AS last_run_input
+        FROM foundry_conversations c
+        LEFT JOIN foundry_runs l ON l.id = (SELECT r.id FROM foundry_runs r WHERE r.conversation_id = c.id
           ORDER BY r.seq DESC, r.created_at DESC, r.id DESC LIMIT 1)
-        ORDER BY c.updated_at DESC, c.id DESC LIMIT ${limit}`.pipe(Effect.flatMap(decodeConversations), failAs("instanceConversations")),
+        WHERE ${
+        sql.and([
+          ...(filter.agent === undefined ? [] : [sql`c.agent = ${filter.agent}`]),
+          ...(filter.instanceId === undefined ? [] : [sql`c.instance_id = ${filter.instanceId}`]),
+          ...(filter.before === undefined ? [] : [sql`(c.updated_at, c.id) < (${filter.before.updatedAt}, ${filter.before.id})`])
+        ])
+      } ORDER BY c.updated_at DESC, c.id DESC LIMIT ${filter.limit}`.pipe(Effect.flatMap(decodeConversations), failAs("listConversations")),
 
     // Agents named, rather than the id alone: the primary key (agent, id) answers it.
     agentsWithInstance: (id, agents) =>

@@ -6,6 +6,7 @@ import { Context, type Effect, type Option } from "effect"
 import type { StoreError } from "./StoreError.js"
 import type { ChatMessage } from "../models/Model.js"
 import type {
+  ConversationFilter,
   ConversationRecord,
   ConversationSummary,
   RunFilter,
@@ -51,11 +52,8 @@ export class Store extends Context.Tag("foundry/Store")<Store, {
    */
   readonly suspendedReadyToResume: Effect.Effect<ReadonlyArray<RunRecord>, StoreError>
   readonly listRuns: (filter: RunFilter) => Effect.Effect<ReadonlyArray<RunRecord>, StoreError>
-  /** The conversations of an instance that have runs, most recently active first, at most `limit`. */
-  readonly instanceConversations: (
-    instance: { readonly agent: string; readonly id: string },
-    limit: number
-  ) => Effect.Effect<ReadonlyArray<ConversationSummary>, StoreError>
+  /** Conversations, most recently active (a run submitted) first, as `filter` selects them. */
+  readonly listConversations: (filter: ConversationFilter) => Effect.Effect<ReadonlyArray<ConversationSummary>, StoreError>
   /** Which of `agents` have an instance with the id `id`, in name order: one indexed query, however many agents. */
   readonly agentsWithInstance: (id: string, agents: ReadonlyArray<string>) => Effect.Effect<ReadonlyArray<string>, StoreError>
   /** Runs that were queued or running when the process stopped. */

@@ -386,6 +386,13 @@ const grantsByApproval = Effect.gen(function*() {
   yield* sql`CREATE INDEX foundry_grants_by_approval ON foundry_grants (approval_id)`
 })
 
+/** The conversations listed most recently active first, all of them or an instance's (`GET /api/conversations`). */
+const conversationsByActivity = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  yield* sql`CREATE INDEX foundry_conversations_by_update ON foundry_conversations (updated_at, id)`
+  yield* sql`CREATE INDEX foundry_conversations_by_instance ON foundry_conversations (agent, instance_id, updated_at)`
+})
+
 /** Migrations by `<number>_<name>`, as `Migrator.fromRecord` reads them. */
 export const migrations = {
   "0001_init": init,
@@ -405,7 +412,8 @@ export const migrations = {
   "0015_environments": environments,
   "0016_lighter_events": lighterEvents,
   "0017_deployment_log": deploymentLog,
-  "0018_grants_by_approval": grantsByApproval
+  "0018_grants_by_approval": grantsByApproval,
+  "0019_conversations_by_activity": conversationsByActivity
 }
 
 /**

@@ -183,13 +183,26 @@ export interface RunFilter {
   readonly limit: number
 }
 
-/** A conversation of an instance, with how many runs it has had and its latest run (`null`s without one). */
+/** Which conversations to list, most recently active first: all, an agent's or an instance's, a page at a time. */
+export interface ConversationFilter {
+  readonly agent?: string | undefined
+  readonly instanceId?: string | undefined
+  /** Conversations listed after this one (less recently active): the next page after a page that ended with it. */
+  readonly before?: { readonly updatedAt: number; readonly id: string } | undefined
+  readonly limit: number
+}
+
+/** A conversation, with how many runs it has had and its latest run (`null`s without one). */
 export class ConversationSummary extends Schema.Class<ConversationSummary>("ConversationSummary")({
   id: Schema.String,
+  agent: Schema.String,
+  instanceId: Schema.String,
   createdAt: Millis,
   updatedAt: Millis,
   runs: Schema.Number,
   lastRunId: Schema.NullOr(Schema.String),
   lastRunStatus: Schema.NullOr(RunStatus),
-  lastRunCreatedAt: Schema.NullOr(Millis)
+  lastRunCreatedAt: Schema.NullOr(Millis),
+  /** What the latest run was asked. */
+  lastRunInput: Schema.NullOr(Schema.String)
 }) {}

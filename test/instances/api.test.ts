@@ -320,14 +320,32 @@ describe("the instances API", () => {
       expect((yield* http(`${api}/default?agent=echo`)).json).toMatchObject({ status: "active" })
       const conversations = yield* http(`${api}/acme/conversations?agent=desk`)
       expect(conversations.status).toBe(200)
-      expect(conversations.json).toEqual([{
+      const acmeConversation = {
         id: conversationId,
+        agent: "desk",
+        instanceId: "acme",
         createdAt: expect.any(Number),
         updatedAt: expect.any(Number),
         runs: 1,
-        lastRun: { id: runId, status: "completed", createdAt: expect.any(Number) }
-      }])
+        lastRun: { id: runId, status: "completed", createdAt: expect.any(Number), input: "hello" }
+      }
+      expect(conversations.json).toEqual([acmeConversation])
       expect((yield* http(`${api}/nobody/conversations?agent=desk`)).status).toBe(404)
+
+      // Every conversation, most recently active first, a page at a time; or an agent's, or an instance's.
+      const echoConversation = String(field(other.json, "conversationId"))
+      const all = yield* http(`${server.url}/api/conversations`)
+      expect(all.status).toBe(200)
+      expect(all.json).toMatchObject({ conversations: [{ id: echoConversation, agent: "echo", instanceId: "default" }, acmeConversation], next: null })
+      const first = (yield* http(`${server.url}/api/conversations?limit=1`)).json as { conversations: ReadonlyArray<{ id: string }>; next: string }
+      expect(first.conversations.map((c) => c.id)).toEqual([echoConversation])
+      const second = yield* http(`${server.url}/api/conversations?limit=1&before=${encodeURIComponent(first.next)}`)
+      expect(second.json).toMatchObject({ conversations: [{ id: conversationId }], next: null })
+      expect((yield* http(`${server.url}/api/conversations?agent=desk`)).json).toMatchObject({ conversations: [{ id: conversationId }] })
+      expect((yield* http(`${server.url}/api/conversations?instance=default`)).json).toMatchObject({ conversations: [{ id: echoConversation }] })
+      const badCursor = yield* http(`${server.url}/api/conversations?before=nonsense`)
+      expect(badCursor.status).toBe(400)
+      expect(badCursor.text).toContain("expected the `next` of a previous page")
     }))
 
   it.scopedLive("a run for an instance that does not exist yet, of an agent that needs a context, is a 409 saying to create it; once created it runs", () =>

@@ -1,6 +1,6 @@
 /**
  * What the instances API reads from the store beside instances, on each backend: runs filtered by
- * instance, and an instance's conversations with their run counts and latest run.
+ * instance, and conversations (all, an agent's, an instance's) with their run counts and latest run.
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, TestClock } from "effect"
@@ -34,30 +34,44 @@ for (const backend of backends) {
         expect(ids(yield* store.listRuns({ agent: "shop", instanceId: "acme", limit: 10 }))).toEqual(["r3", "r2", "r1"])
         expect(ids(yield* store.listRuns({ agent: "shop", instanceId: "acme", status: "completed", limit: 10 }))).toEqual(["r3"])
 
-        const conversations = yield* store.instanceConversations({ agent: "shop", id: "acme" }, 10)
+        const conversations = yield* store.listConversations({ agent: "shop", instanceId: "acme", limit: 10 })
         expect(conversations).toEqual([
           new ConversationSummary({
             id: "c1",
+            agent: "shop",
+            instanceId: "acme",
             createdAt: 1_000,
             updatedAt: 3_000,
             runs: 2,
             lastRunId: "r3",
             lastRunStatus: "completed",
-            lastRunCreatedAt: 3_000
+            lastRunCreatedAt: 3_000,
+            lastRunInput: "input of r3"
           }),
           new ConversationSummary({
             id: "c2",
+            agent: "shop",
+            instanceId: "acme",
             createdAt: 2_000,
             updatedAt: 2_000,
             runs: 1,
             lastRunId: "r2",
             lastRunStatus: "queued",
-            lastRunCreatedAt: 2_000
+            lastRunCreatedAt: 2_000,
+            lastRunInput: "input of r2"
           })
         ])
-        expect((yield* store.instanceConversations({ agent: "shop", id: "acme" }, 1)).map((c) => c.id)).toEqual(["c1"])
-        expect((yield* store.instanceConversations({ agent: "support", id: "acme" }, 10)).map((c) => c.id)).toEqual(["c4"])
-        expect(yield* store.instanceConversations({ agent: "shop", id: "nobody" }, 10)).toEqual([])
+        const idsOf = (found: ReadonlyArray<ConversationSummary>) => found.map((c) => c.id)
+        expect(idsOf(yield* store.listConversations({ agent: "shop", instanceId: "acme", limit: 1 }))).toEqual(["c1"])
+        expect(idsOf(yield* store.listConversations({ agent: "support", instanceId: "acme", limit: 10 }))).toEqual(["c4"])
+        expect(yield* store.listConversations({ agent: "shop", instanceId: "nobody", limit: 10 })).toEqual([])
+        // Every conversation, an agent's, or an instance's of any agent, paged on from where a page ended.
+        expect(idsOf(yield* store.listConversations({ limit: 10 }))).toEqual(["c4", "c3", "c1", "c2"])
+        expect(idsOf(yield* store.listConversations({ agent: "shop", limit: 10 }))).toEqual(["c3", "c1", "c2"])
+        expect(idsOf(yield* store.listConversations({ instanceId: "acme", limit: 10 }))).toEqual(["c4", "c1", "c2"])
+        const [, second] = yield* store.listConversations({ limit: 2 })
+        if (second === undefined) return yield* Effect.dieMessage("no second conversation")
+        expect(idsOf(yield* store.listConversations({ before: { updatedAt: second.updatedAt, id: second.id }, limit: 10 }))).toEqual(["c1", "c2"])
       }))
   })
 }

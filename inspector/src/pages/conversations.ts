@@ -3,22 +3,17 @@
  * a person's approval, and a box to send a message and watch the reply stream in (or stop it).
  */
 import { usageLine } from "../usage.js"
-import { ApiError, api, type MessageView, onEvent, type RunView } from "../api.js"
+import { ApiError, api, type ConversationView, type MessageView, onEvent, type RunView } from "../api.js"
 import { approvalCards } from "../approvalCard.js"
 import { clock, counted, errorText, h, link, replace, visible } from "../dom.js"
 import { instanceHref, isLive } from "../records.js"
-import { runPageSize, withNewestPage } from "../runPages.js"
+import { runPageSize } from "../runPages.js"
 import { liveDraw } from "../liveDraw.js"
 import { startConversationForm } from "../startConversation.js"
 
-/** Conversations "Load more" adds at a time, reading older runs until it has them (or has read `maxPagesPerLoad`). */
-const conversationsPerLoad = 50
-const maxPagesPerLoad = 5
-
 /**
- * The conversations page: every conversation, newest first, and a new one with any agent. There is
- * no list of conversations in the API: they come from the runs, each once by its latest run, paged
- * back with "Load more" (a busy agent's runs would otherwise push the others off the page).
+ * The conversations page: every conversation, most recently active first, a page at a time from
+ * `/api/conversations` ("Load more" for older ones), and a new one with any agent and instance.
  */
 export const conversationsPage = (root: HTMLElement) => {
   const agent = h("select", { name: "agent" })
@@ -47,45 +42,40 @@ export const conversationsPage = (root: HTMLElement) => {
     (error: unknown) => {
       problem.textContent = errorText(error)
     })
-  /** The runs read so far, newest first, and whether older ones may follow. */
-  let runs: ReadonlyArray<RunView> = []
-  let olderToLoad = false
-  const show = () => {
-    // Each conversation once, by its latest run; a new run brings its conversation to the top.
-    const latest = new Map<string, RunView>()
-    for (const run of runs) if (!latest.has(run.conversationId)) latest.set(run.conversationId, run)
-    list.replaceChildren(...[...latest.values()].map((run) =>
-      // The conversation is opened from what was said last; its agent is linked on its own.
-      h("li", { "data-conversation": run.conversationId },
-        h("div", { class: "clip" }, link(`/conversations/${run.conversationId}`, run.input)),
-        h("span", { class: "muted" }, link(`/agents/${run.agent}`, run.agent), ` · ${run.instanceId} · ${clock(run.createdAt)}`))))
-    count.textContent = olderToLoad ? `${counted(latest.size, "conversation")} of the latest runs; older ones to load` : ""
-    more.classList.toggle("hidden", !olderToLoad)
-    return latest.size
+  /** The conversations read so far, most recently active first, and where the next older page starts. */
+  let conversations: ReadonlyArray<ConversationView> = []
+  let next: string | null = null
+  /** Each conversation once, where it is now: a conversation with a new run moves up from the pages below. */
+  const merged = (newer: ReadonlyArray<ConversationView>, older: ReadonlyArray<ConversationView>) => {
+    const seen = new Set(newer.map((c) => c.id))
+    return [...newer, ...older.filter((c) => !seen.has(c.id))]
   }
-  let first = true
+  const show = () => {
+    // Opened from what was said last; its agent is linked on its own.
+    list.replaceChildren(...conversations.map((c) =>
+      h("li", { "data-conversation": c.id },
+        h("div", { class: "clip" }, link(`/conversations/${c.id}`, c.lastRun?.input ?? c.id)),
+        h("span", { class: "muted" }, link(`/agents/${c.agent}`, c.agent), ` · ${c.instanceId} · ${counted(c.runs, "run")} · ${clock(c.updatedAt)}`))))
+    count.textContent = next === null ? counted(conversations.length, "conversation") : `the latest ${counted(conversations.length, "conversation")}; older ones to load`
+    more.classList.toggle("hidden", next === null)
+  }
+  // Once older pages are loaded, the last of them says where to go on; until then, the newest.
+  let olderLoaded = false
   const draw = async () => {
-    const newest = await api.runs(`?limit=${runPageSize}`)
-    const merged = withNewestPage(runs, newest, olderToLoad)
-    runs = merged.runs
-    olderToLoad = merged.older
-    const shown = show()
-    // A page of one busy agent's runs may hold few conversations: the first drawing reads on for more.
-    if (first && shown < conversationsPerLoad && olderToLoad) await loadMore()
-    first = false
+    const newest = await api.conversations(`?limit=${runPageSize}`)
+    conversations = merged(newest.conversations, conversations)
+    if (!olderLoaded) next = newest.next
+    show()
   }
   const loadMore = async () => {
+    if (next === null) return
     more.setAttribute("disabled", "")
     try {
-      const before = new Set(runs.map((run) => run.conversationId)).size
-      for (let page = 0; page < maxPagesPerLoad && olderToLoad; page++) {
-        const last = runs[runs.length - 1]
-        if (last === undefined) break
-        const older = await api.runs(`?limit=${runPageSize}&before=${encodeURIComponent(last.id)}`)
-        runs = [...runs, ...older]
-        olderToLoad = older.length === runPageSize
-        if (show() - before >= conversationsPerLoad) break
-      }
+      const older = await api.conversations(`?limit=${runPageSize}&before=${encodeURIComponent(next)}`)
+      conversations = merged(conversations, older.conversations)
+      next = older.next
+      olderLoaded = true
+      show()
       unread.textContent = ""
     } catch (error) {
       unread.textContent = errorText(error)

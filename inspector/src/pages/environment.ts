@@ -4,7 +4,7 @@
  * and type), and the history of versions; choosing a version (or v0, the files the environment
  * starts with) browses the tree as it was then. It loads when the page opens and on "Refresh".
  */
-import { api, type EnvironmentAt, type EnvironmentFile, type EnvironmentView, type InstanceConversation, type InstanceRef } from "../api.js"
+import { api, type EnvironmentAt, type EnvironmentFile, type EnvironmentView, type ConversationView, type InstanceRef } from "../api.js"
 import { clock, errorText, h, link, replace } from "../dom.js"
 import { fileSize } from "../preview.js"
 
@@ -115,7 +115,7 @@ export const environmentBrowser = () => {
         h("option", { value: String(entry.version), ...(version === entry.version ? { selected: true } : {}) }, `v${entry.version} · ${entry.kind} · ${entry.label}`)),
       h("option", { value: "0", ...(version === 0 ? { selected: true } : {}) }, "v0 · the starting files"))
 
-  const conversationPicker = (view: EnvironmentView, talks: ReadonlyArray<InstanceConversation>) =>
+  const conversationPicker = (view: EnvironmentView, talks: ReadonlyArray<ConversationView>) =>
     h("select", {
       "data-testid": "environment-conversation",
       onchange: (event: Event) => {
@@ -148,7 +148,7 @@ export const environmentBrowser = () => {
               }
             }, "browse"))))))
 
-  const render = (view: EnvironmentView, talks: ReadonlyArray<InstanceConversation>) => {
+  const render = (view: EnvironmentView, talks: ReadonlyArray<ConversationView>) => {
     const slot = h("div", { class: "env-content", "data-testid": "environment-file" })
     const tree = h("div", { class: "env-tree", "data-testid": "environment-tree" })
     const drawTree = () =>

@@ -14,13 +14,13 @@ import {
   CreateInstance,
   InstallationView,
   InstallCapability,
-  InstanceConversation,
   InstanceCreated,
   InstanceCursor,
   InstancePage,
   InstanceView,
   nonEmpty
 } from "./instanceViews.js"
+import { ConversationView } from "./conversationViews.js"
 
 const InstancePath = Schema.Struct({ id: Schema.String })
 
@@ -103,7 +103,7 @@ export class InstancesGroup extends HttpApiGroup.make("instances")
         ...agentParam,
         limit: Schema.optional(Schema.NumberFromString.pipe(Schema.int(), Schema.between(1, 500)))
       }))
-      .addSuccess(Schema.Array(InstanceConversation))
+      .addSuccess(Schema.Array(ConversationView))
       .addError(InstanceNotFound, { status: 404 })
   )
 {}

@@ -2,28 +2,20 @@
  * The shapes `/api/instances` answers and takes. Kept apart from the group (which reaches the
  * instances service and Node's crypto) so that the inspector, built for the browser, can name them.
  */
-import { Either, ParseResult, Schema } from "effect"
-import { CapabilityKind, InstanceStatus, RunStatus } from "../../../durable/records.js"
+import { Schema } from "effect"
+import { CapabilityKind, InstanceStatus } from "../../../durable/records.js"
+import { opaqueCursor } from "./opaqueCursor.js"
 import { strictBody } from "./strictBody.js"
 
-/** Where a page ended: the last instance's agent and id. */
-const PageEnd = Schema.Struct({ agent: Schema.String, id: Schema.String })
-
-const CursorText = Schema.compose(Schema.StringFromBase64Url, Schema.parseJson(Schema.Tuple(Schema.String, Schema.String)))
-
 /**
- * The `after` of a page request and the `next` of a page: opaque text to clients (base64url of
- * `[agent, id]`), the last instance of a page to the server.
+ * The `after` of a page request and the `next` of a page: where a page ended, its last instance's
+ * agent and id (`[agent, id]` to clients, in opaque text).
  */
-export const InstanceCursor = Schema.transformOrFail(Schema.String, PageEnd, {
-  strict: true,
-  decode: (text, _, ast) =>
-    Either.match(Schema.decodeEither(CursorText)(text), {
-      onLeft: () => ParseResult.fail(new ParseResult.Type(ast, text, "expected the `next` of a previous page")),
-      onRight: ([agent, id]) => ParseResult.succeed({ agent, id })
-    }),
-  encode: ({ agent, id }) => ParseResult.mapError(Schema.encode(CursorText)([agent, id]), (error) => error.issue)
-}).annotations({ description: "The `next` of the previous page, as it was given" })
+export const InstanceCursor = opaqueCursor(Schema.transform(
+  Schema.Tuple(Schema.String, Schema.String),
+  Schema.Struct({ agent: Schema.String, id: Schema.String }),
+  { strict: true, decode: ([agent, id]) => ({ agent, id }), encode: ({ agent, id }) => [agent, id] as const }
+))
 
 /** An installed capability as the API shows it: its config with every secret as `"<redacted>"`. */
 export const InstallationView = Schema.Struct({
@@ -63,16 +55,6 @@ export const InstancePage = Schema.Struct({
   instances: Schema.Array(InstanceSummary),
   next: Schema.NullOr(InstanceCursor)
 })
-
-/** A conversation of an instance, with its number of runs and its latest run. */
-export const InstanceConversation = Schema.Struct({
-  id: Schema.String,
-  createdAt: Schema.Number,
-  updatedAt: Schema.Number,
-  runs: Schema.Number,
-  lastRun: Schema.NullOr(Schema.Struct({ id: Schema.String, status: RunStatus, createdAt: Schema.Number }))
-})
-export type InstanceConversation = typeof InstanceConversation.Type
 
 /** A string that says what it must be when empty. */
 export const nonEmpty = (what: string) => Schema.String.pipe(Schema.nonEmptyString({ message: () => `expected a non-empty ${what}` }))

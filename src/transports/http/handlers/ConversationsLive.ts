@@ -7,13 +7,22 @@ import { ConversationNotFound } from "../../../dispatch/Dispatcher.js"
 import { Store } from "../../../durable/Store.js"
 import { FoundryApi } from "../api/FoundryApi.js"
 import { orStoreUnavailable } from "./storeUnavailable.js"
-import { messageView } from "./toView.js"
+import { conversationView, messageView } from "./toView.js"
 
 /** Handlers for `/api/conversations`. */
 export const ConversationsLive = HttpApiBuilder.group(FoundryApi, "conversations", (handlers) =>
   Effect.gen(function*() {
     const store = yield* Store
-    return handlers.handle("messages", ({ path, urlParams }) =>
+    return handlers.handle("list", ({ urlParams }) =>
+      Effect.gen(function*() {
+        const limit = urlParams.limit ?? 50
+        // One more than the page, to know whether another follows.
+        const found = yield* store.listConversations({ agent: urlParams.agent, instanceId: urlParams.instance, before: urlParams.before, limit: limit + 1 })
+        const page = found.slice(0, limit)
+        const last = page.at(-1)
+        return { conversations: page.map(conversationView), next: found.length > limit && last !== undefined ? { updatedAt: last.updatedAt, id: last.id } : null }
+      }).pipe(orStoreUnavailable))
+      .handle("messages", ({ path, urlParams }) =>
       Effect.gen(function*() {
         const conversation = yield* store.getConversation(path.conversationId)
         if (conversation._tag === "None") {

@@ -174,7 +174,7 @@ export const EnvironmentsLive = HttpApiBuilder.group(FoundryApi, "environments",
     /** For a per-conversation environment: the conversation asked for (of this instance), else the instance's latest. */
     const conversationOf = Effect.fn("EnvironmentsApi.conversationOf")(function*(agent: string, id: string, asked: string | undefined) {
       if (asked === undefined) {
-        const [latest] = yield* store.instanceConversations({ agent, id }, 1)
+        const [latest] = yield* store.listConversations({ agent, instanceId: id, limit: 1 })
         if (latest !== undefined) return latest.id
         return yield* new ConversationNotFound({
           conversation: "",

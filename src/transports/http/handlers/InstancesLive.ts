@@ -7,14 +7,15 @@ import { HttpApiBuilder } from "@effect/platform"
 import { Effect, Option } from "effect"
 import { CurrentApp } from "../../../compiler/CurrentApp.js"
 import { type InstanceRef, InstanceStorage } from "../../../durable/InstanceStorage.js"
-import type { ConversationSummary, InstallationRecord, InstanceRecord, InstanceStatus } from "../../../durable/records.js"
+import type { InstallationRecord, InstanceRecord, InstanceStatus } from "../../../durable/records.js"
 import { Store } from "../../../durable/Store.js"
 import { type InstanceDetail, InstanceNotFound, Instances } from "../../../instances/Instances.js"
 import { FoundryApi } from "../api/FoundryApi.js"
-import type { InstallationView, InstanceConversation, InstanceSummary, InstanceView } from "../api/instanceViews.js"
+import type { InstallationView, InstanceSummary, InstanceView } from "../api/instanceViews.js"
 import { noSuch } from "../../../text/closest.js"
 import { ambiguousInstance } from "./ambiguousInstance.js"
 import { orStoreUnavailable } from "./storeUnavailable.js"
+import { conversationView } from "./toView.js"
 
 const instanceFields = (instance: InstanceRecord) => ({
   agent: instance.agent,
@@ -39,16 +40,6 @@ const installationView = (installation: InstallationRecord): InstallationView =>
 const instanceView = ({ installations, instance }: InstanceDetail): InstanceView => ({
   ...instanceFields(instance),
   installations: installations.map(installationView)
-})
-
-const conversationView = (conversation: ConversationSummary): InstanceConversation => ({
-  id: conversation.id,
-  createdAt: conversation.createdAt,
-  updatedAt: conversation.updatedAt,
-  runs: conversation.runs,
-  lastRun: conversation.lastRunId === null || conversation.lastRunStatus === null || conversation.lastRunCreatedAt === null
-    ? null
-    : { id: conversation.lastRunId, status: conversation.lastRunStatus, createdAt: conversation.lastRunCreatedAt }
 })
 
 /** Handlers for `/api/instances`. */
@@ -139,7 +130,7 @@ export const InstancesLive = HttpApiBuilder.group(FoundryApi, "instances", (hand
         refOf(path.id, urlParams.agent).pipe(
           // Archived instances answer too: archiving keeps the history.
           Effect.flatMap(instances.get),
-          Effect.flatMap(({ instance }) => store.instanceConversations(instance, urlParams.limit ?? 100)),
+          Effect.flatMap(({ instance }) => store.listConversations({ agent: instance.agent, instanceId: instance.id, limit: urlParams.limit ?? 100 })),
           Effect.map((conversations) => conversations.map(conversationView)),
           orStoreUnavailable
         ))

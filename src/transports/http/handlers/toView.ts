@@ -2,7 +2,8 @@
  * Store records as the API shows them: absent instead of `null`.
  */
 import type { StoredMessage } from "../../../durable/Store.js"
-import type { ApprovalRecord, RunRecord } from "../../../durable/records.js"
+import type { ApprovalRecord, ConversationSummary, RunRecord } from "../../../durable/records.js"
+import type { ConversationView } from "../api/conversationViews.js"
 import type { ApprovalView, MessageView, RunView } from "../api/views.js"
 
 /** A run record as the API shows it. */
@@ -54,3 +55,16 @@ export const messageView = ({ createdAt, message, runId, seq }: StoredMessage): 
       return { seq, runId, createdAt, role: "summary", content: message.content, keepFrom: message.keepFrom }
   }
 }
+
+/** A conversation as the API shows it. */
+export const conversationView = (conversation: ConversationSummary): ConversationView => ({
+  id: conversation.id,
+  agent: conversation.agent,
+  instanceId: conversation.instanceId,
+  createdAt: conversation.createdAt,
+  updatedAt: conversation.updatedAt,
+  runs: conversation.runs,
+  lastRun: conversation.lastRunId === null || conversation.lastRunStatus === null || conversation.lastRunCreatedAt === null
+    ? null
+    : { id: conversation.lastRunId, status: conversation.lastRunStatus, createdAt: conversation.lastRunCreatedAt, input: conversation.lastRunInput ?? "" }
+})
