@@ -14,7 +14,7 @@ import { CurrentApp } from "../../compiler/CurrentApp.js"
 import * as AgentTools from "./AgentTools.js"
 import type { AgentServerServices } from "./agentServer.js"
 import * as ConversationResources from "./ConversationResources.js"
-import { errorMessage, jsonRpcError } from "./jsonRpcError.js"
+import { jsonRpcError } from "./jsonRpcError.js"
 import { defaults, type McpServerConfig } from "./McpServerConfig.js"
 
 /** The endpoint's path. */
@@ -70,8 +70,13 @@ export const layer = (config: McpServerConfig = defaults) =>
       // Made by the first request, kept until the server's scope closes.
       const scope = yield* Effect.scope
       const sessions = yield* Effect.cached(
-        Effect.promise(() => Promise.all([import("./McpSessions.js"), import("./agentServer.js"), import("./invalidParams.js")])).pipe(
-          Effect.flatMap(([McpSessions, { makeAgentServer }, { invalidParams }]) =>
+        Effect.promise(() => Promise.all([
+          import("./McpSessions.js"),
+          import("./agentServer.js"),
+          import("./invalidParams.js"),
+          import("./screenMessages.js")
+        ])).pipe(
+          Effect.flatMap(([McpSessions, { makeAgentServer }, { invalidParams }, { screenBatch }]) =>
             Scope.extend(
               McpSessions.make({
                 newServer: () => makeAgentServer(runtime),
@@ -82,7 +87,7 @@ export const layer = (config: McpServerConfig = defaults) =>
                 onCheck: announceChanges
               }),
               scope
-            ).pipe(Effect.map((open) => ({ open, invalidParams })))
+            ).pipe(Effect.map((open) => ({ open, invalidParams, screenBatch })))
           )
         )
       )
@@ -91,17 +96,18 @@ export const layer = (config: McpServerConfig = defaults) =>
         const request = yield* HttpServerRequest.HttpServerRequest
         const web = toWebRequest(request)
         if (Option.isNone(web)) return yield* jsonRpcError(400, -32600, "the request URL or its Host header is not valid")
-        const { invalidParams, open } = yield* sessions
+        const { invalidParams, open, screenBatch } = yield* sessions
         if (request.method !== "POST") return yield* open.handle(web.value, undefined)
         return yield* readBody(request).pipe(
           Effect.flatMap((body) => {
             if (Array.isArray(body)) {
-              // A batch: each request whose params are wrong gets the answer it would get alone,
-              // and the others go to the transport.
-              const checked = body.map((message) => ({ message, wrong: invalidParams(message) }))
-              const answered = checked.flatMap(({ wrong }) => wrong === undefined ? [] : [errorMessage(-32602, wrong.message, wrong.id)])
-              if (answered.length === 0) return open.handle(web.value, body)
-              const rest = checked.flatMap(({ message, wrong }) => wrong === undefined ? [message] : [])
+              // A batch: refused whole where MCP has none; else each malformed element and each
+              // request whose params are wrong gets the answer it would get alone, and the others
+              // go to the transport.
+              const screened = screenBatch(body, [open.protocolVersion(web.value), request.headers["mcp-protocol-version"]])
+              if (screened._tag === "Refused") return Effect.succeed(HttpServerResponse.unsafeJson(screened.error, { status: screened.status }))
+              const { answered, rest } = screened
+              if (answered.length === 0) return open.handle(web.value, rest)
               return rest.length === 0 ? Effect.succeed(HttpServerResponse.unsafeJson(answered)) : open.handle(web.value, rest, answered)
             }
             const wrong = invalidParams(body)

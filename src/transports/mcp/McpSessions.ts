@@ -12,7 +12,7 @@ import { randomUUID } from "node:crypto"
 import { HttpServerResponse } from "@effect/platform"
 import type { Server } from "@modelcontextprotocol/sdk/server/index.js"
 import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js"
-import { isInitializeRequest } from "@modelcontextprotocol/sdk/types.js"
+import { type InitializeRequest, isInitializeRequest, LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS } from "@modelcontextprotocol/sdk/types.js"
 import { Clock, Duration, Effect, Queue, type Scope, Stream } from "effect"
 import { jsonRpcError, type JsonRpcErrorMessage } from "./jsonRpcError.js"
 
@@ -20,6 +20,8 @@ import { jsonRpcError, type JsonRpcErrorMessage } from "./jsonRpcError.js"
 interface Session {
   readonly server: Server
   readonly transport: WebStandardStreamableHTTPServerTransport
+  /** The protocol version agreed at its initialize. */
+  readonly protocolVersion: string
   lastActive: number
   /** Requests of the session whose responses are still being sent (a GET stream stays open). */
   open: number
@@ -50,6 +52,8 @@ export interface McpSessions {
     body: unknown,
     answered?: ReadonlyArray<JsonRpcErrorMessage>
   ) => Effect.Effect<HttpServerResponse.HttpServerResponse>
+  /** The protocol version agreed by the session `request` names; `undefined` without one. */
+  readonly protocolVersion: (request: Request) => string | undefined
 }
 
 /** Messages as the events of an SSE stream, written as the SDK's transport writes its own. */
@@ -75,6 +79,10 @@ const toHttpResponse = (response: Response, done: Effect.Effect<void>, answered:
     : stream
   return Effect.succeed(HttpServerResponse.stream(sent.pipe(Stream.ensuring(done)), { status: response.status, headers, contentType }))
 }
+
+/** The version the SDK's server agrees to for `initialize`: the one asked for if it speaks it, else its latest. */
+const agreedVersion = (initialize: InitializeRequest): string =>
+  SUPPORTED_PROTOCOL_VERSIONS.includes(initialize.params.protocolVersion) ? initialize.params.protocolVersion : LATEST_PROTOCOL_VERSION
 
 /** Sessions kept until the scope closes. */
 export const make = (options: McpSessionsOptions): Effect.Effect<McpSessions, never, Scope.Scope> =>
@@ -113,7 +121,7 @@ export const make = (options: McpSessionsOptions): Effect.Effect<McpSessions, ne
         return { server, transport }
       })
 
-    const open = (request: Request, body: unknown) =>
+    const open = (request: Request, body: InitializeRequest) =>
       Effect.gen(function*() {
         if (sessions.size >= options.maxSessions) {
           // Full: the session idle the longest makes room (sessions that were opened and left, by a
@@ -132,7 +140,7 @@ export const make = (options: McpSessionsOptions): Effect.Effect<McpSessions, ne
           yield* close(server)
           return yield* toHttpResponse(response, Effect.void)
         }
-        const session: Session = { server, transport, lastActive: yield* Clock.currentTimeMillis, open: 1 }
+        const session: Session = { server, transport, protocolVersion: agreedVersion(body), lastActive: yield* Clock.currentTimeMillis, open: 1 }
         sessions.set(sessionId, session)
         yield* Queue.offer(firstOpened, undefined)
         return yield* toHttpResponse(response, settled(session))
@@ -180,5 +188,10 @@ export const make = (options: McpSessionsOptions): Effect.Effect<McpSessions, ne
       return isInitializeRequest(body) ? open(request, body) : stateless(request, body, answered)
     }
 
-    return { handle }
+    const protocolVersion = (request: Request) => {
+      const sessionId = request.headers.get("mcp-session-id")
+      return sessionId === null ? undefined : sessions.get(sessionId)?.protocolVersion
+    }
+
+    return { handle, protocolVersion }
   })
