@@ -200,7 +200,10 @@ export const OtlpExportLive = Layer.scopedDiscard(
         sending = batch.length
         return postSpans(settings, JSON.stringify({ resourceSpans: resourceSpansOf(settings.resource, batch) }))
       }).pipe(
-        Effect.matchEffect({ onFailure: (failure) => report.failed(failure, batch.length), onSuccess: () => report.accepted }),
+        Effect.matchEffect({
+          onFailure: (failure) => report.failed(failure, batch.length),
+          onSuccess: Option.match({ onNone: () => report.accepted, onSome: (partial) => report.partial(partial, batch.length) })
+        }),
         Effect.ensuring(Effect.sync(() => (sending = 0)))
       )
 

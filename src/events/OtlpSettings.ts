@@ -6,12 +6,17 @@
  */
 import { Config, Duration, Effect, Option, Redacted } from "effect"
 
-/** The exporter's settings; `None` from `read` when no endpoint is set. */
+/** How a request's body is sent: as it is, or gzip-compressed (`Content-Encoding: gzip`). */
+export type OtlpCompression = "gzip" | "none"
+
+/** The exporter's settings; `None` from `read` when no endpoint is set, or the SDK is disabled. */
 export interface OtlpSettings {
   /** The URL spans are posted to. */
   readonly endpoint: string
   /** Extra request headers (an API key for a hosted backend). */
   readonly headers: Readonly<Record<string, string>>
+  /** How each request's body is sent. */
+  readonly compression: OtlpCompression
   /** How long one request may take before it is given up. */
   readonly timeout: Duration.Duration
   /** The resource's attributes, `service.name` among them; `service.version` is each span's release. */
@@ -114,11 +119,48 @@ const warnOfProtocol = Effect.flatMap(firstOf("OTEL_EXPORTER_OTLP_TRACES_PROTOCO
       : Effect.logWarning(`${name}=${value}: Foundry sends traces as OTLP/HTTP JSON only (http/json), to an OTLP/HTTP port (4318), not gRPC`)
 }))
 
-/** The settings from the environment, warning about values that cannot be read; `None` when no endpoint is set. */
+/** The compression asked for, the traces variable first; a value the specification does not name is warned about, and none used. */
+const compressionOf: Effect.Effect<OtlpCompression> = Effect.flatMap(
+  firstOf("OTEL_EXPORTER_OTLP_TRACES_COMPRESSION", "OTEL_EXPORTER_OTLP_COMPRESSION"),
+  Option.match({
+    onNone: () => Effect.succeed<OtlpCompression>("none"),
+    onSome: ({ name, value }) => {
+      const asked = value.trim().toLowerCase()
+      return asked === "gzip" || asked === "none"
+        ? Effect.succeed<OtlpCompression>(asked)
+        : Effect.as(Effect.logWarning(`${name}=${value} is not a compression the exporter knows (gzip or none): sending uncompressed`), "none")
+    }
+  })
+)
+
+/**
+ * Whether `OTEL_SDK_DISABLED` turns the export off: "true" (any case) does, as the specification
+ * says, whatever endpoint is set; "false" or unset does not; anything else is warned about and read
+ * as false, the specification's default.
+ */
+const disabled = Effect.flatMap(variable("OTEL_SDK_DISABLED"), Option.match({
+  onNone: () => Effect.succeed(false),
+  onSome: (value) => {
+    const asked = value.trim().toLowerCase()
+    if (asked === "true") return Effect.succeed(true)
+    if (asked === "false") return Effect.succeed(false)
+    return Effect.as(Effect.logWarning(`OTEL_SDK_DISABLED=${value} is neither true nor false: read as false, spans are exported`), false)
+  }
+}))
+
+/**
+ * The settings from the environment, warning about values that cannot be read; `None` when no
+ * endpoint is set or `OTEL_SDK_DISABLED` is true.
+ */
 export const read: Effect.Effect<Option.Option<OtlpSettings>> = Effect.gen(function*() {
   const endpoint = yield* endpointOf
   if (Option.isNone(endpoint)) return Option.none()
+  if (yield* disabled) {
+    yield* Effect.logInfo(`OTEL_SDK_DISABLED=true: no spans are exported (to ${endpoint.value})`)
+    return Option.none()
+  }
   yield* warnOfProtocol
+  const compression = yield* compressionOf
   const headers = { ...yield* headersOf("OTEL_EXPORTER_OTLP_HEADERS"), ...yield* headersOf("OTEL_EXPORTER_OTLP_TRACES_HEADERS") }
   const timeout = yield* wholeNumber(
     ["OTEL_EXPORTER_OTLP_TRACES_TIMEOUT", "OTEL_EXPORTER_OTLP_TIMEOUT"], "a timeout in milliseconds", Duration.toMillis(defaults.timeout)
@@ -137,6 +179,7 @@ export const read: Effect.Effect<Option.Option<OtlpSettings>> = Effect.gen(funct
   return Option.some({
     endpoint: endpoint.value,
     headers,
+    compression,
     timeout: Duration.millis(timeout),
     resource: { ...attributes, "service.name": serviceName },
     maxQueueSize,

@@ -3,15 +3,19 @@
  * first time each kind of failure happens (a status, a timeout, no connection), and the first
  * time the queue overflows; then nothing more until a batch is accepted again, when one line says
  * export works again and how many spans were lost meanwhile. A collector that is down for an hour
- * costs a few lines, not one per batch.
+ * costs a few lines, not one per batch. A 200 whose partial success rejected spans, or carries a
+ * warning, is reported the same way: once per kind, naming the count and the collector's message.
  */
 import { Duration, Effect } from "effect"
+import type { PartialSuccess } from "./otlpPartialSuccess.js"
 import type { OtlpFailure } from "./otlpRequest.js"
 
 /** The log's side of an exporter. */
 export interface OtlpReport {
   /** A batch of `spans` spans was given up after `failure`. */
   readonly failed: (failure: OtlpFailure, spans: number) => Effect.Effect<void>
+  /** A batch of `spans` spans was taken in part (or whole, with a warning), as `partial` says. */
+  readonly partial: (partial: PartialSuccess, spans: number) => Effect.Effect<void>
   /** A batch was accepted. */
   readonly accepted: Effect.Effect<void>
   /** The full queue dropped its oldest span (`capacity` is its size). */
@@ -50,6 +54,21 @@ export const make = (endpoint: string): OtlpReport => {
         return Effect.logWarning(
           `OpenTelemetry export to ${endpoint} failed: ${describe(failure)}; ${spans} spans are lost. ` +
             "Further failures like this are not logged until an export succeeds."
+        )
+      }),
+    partial: ({ errorMessage, rejectedSpans }, spans) =>
+      Effect.suspend(() => {
+        lost += rejectedSpans
+        const kind = rejectedSpans > 0 ? "partial success: rejected spans" : "partial success: warning"
+        if (warned.has(kind)) return Effect.void
+        warned.add(kind)
+        const said = errorMessage === "" ? "it gave no reason" : errorMessage
+        return Effect.logWarning(
+          rejectedSpans > 0
+            ? `OpenTelemetry export to ${endpoint}: the collector took the request but rejected ${rejectedSpans} of its ${spans} spans (partial success): ${said}; they are lost. ` +
+              "Further rejections like this are not logged until an export is taken whole."
+            : `OpenTelemetry export to ${endpoint}: the collector took all ${spans} spans with a warning (partial success): ${said}. ` +
+              "Further warnings like this are not logged until an export is taken whole."
         )
       }),
     accepted: Effect.suspend(() => {

@@ -1,9 +1,14 @@
 /**
  * One batch of spans posted to an OTLP/HTTP endpoint: each request bounded by the exporter's
- * timeout, and the answers the specification calls retryable (429, 502, 503, 504, or no
- * connection) tried again with backoff, honouring a `Retry-After` in seconds.
+ * timeout, its body gzip-compressed when the settings ask, and the answers the specification calls
+ * retryable (429, 502, 503, 504, or no connection) tried again with backoff, honouring a
+ * `Retry-After` in seconds or as an HTTP date. A 200 may still say some spans were rejected
+ * (its partial success), which is returned.
  */
-import { Data, Duration, Effect } from "effect"
+import { promisify } from "node:util"
+import { gzip } from "node:zlib"
+import { Clock, Data, Duration, Effect, type Option } from "effect"
+import { type PartialSuccess, partialSuccessOf } from "./otlpPartialSuccess.js"
 import type { OtlpSettings } from "./OtlpSettings.js"
 
 /** The endpoint did not answer within the timeout. */
@@ -34,28 +39,45 @@ const longestWait = Duration.seconds(30)
 const reasonOf = (error: unknown): string =>
   error instanceof Error && error.cause instanceof Error ? error.cause.message : error instanceof Error ? error.message : String(error)
 
-/** A `Retry-After` in seconds (the HTTP-date form is rare from collectors and is ignored). */
-const retryAfterOf = (header: string | null): Duration.Duration | undefined => {
-  const seconds = header === null ? Number.NaN : Number(header.trim())
-  return Number.isFinite(seconds) && seconds >= 0 ? Duration.seconds(seconds) : undefined
+/**
+ * A `Retry-After` (RFC 9110): a number of seconds, or an HTTP date, the wait being until then
+ * (none when it has passed); `undefined` when it is neither.
+ */
+const retryAfterOf = (header: string | null, now: number): Duration.Duration | undefined => {
+  if (header === null || header.trim() === "") return undefined
+  const seconds = Number(header.trim())
+  if (Number.isFinite(seconds)) return seconds >= 0 ? Duration.seconds(seconds) : undefined
+  const until = Date.parse(header.trim())
+  return Number.isNaN(until) ? undefined : Duration.millis(Math.max(0, until - now))
 }
 
-const attempt = (settings: OtlpSettings, body: string): Effect.Effect<void, OtlpFailure> =>
+const compress = promisify(gzip)
+
+const attempt = (settings: OtlpSettings, body: string | Uint8Array): Effect.Effect<Option.Option<PartialSuccess>, OtlpFailure> =>
   Effect.tryPromise({
     try: async (signal) => {
       const response = await fetch(settings.endpoint, {
         method: "POST",
-        headers: { ...settings.headers, "content-type": "application/json" },
+        headers: {
+          ...settings.headers,
+          "content-type": "application/json",
+          ...(settings.compression === "gzip" ? { "content-encoding": "gzip" } : {})
+        },
         body,
         signal
       })
       // Read to the end, so that the connection is free for the next request.
-      return { status: response.status, body: await response.text(), retryAfter: retryAfterOf(response.headers.get("retry-after")) }
+      return { status: response.status, body: await response.text(), retryAfter: response.headers.get("retry-after") }
     },
     catch: (error) => new OtlpUnreachable({ reason: reasonOf(error) })
   }).pipe(
     Effect.timeoutFail({ duration: settings.timeout, onTimeout: () => new OtlpTimeout({ timeout: settings.timeout }) }),
-    Effect.flatMap((answer) => answer.status >= 200 && answer.status < 300 ? Effect.void : Effect.fail(new OtlpRejected(answer)))
+    Effect.flatMap((answer) =>
+      answer.status >= 200 && answer.status < 300
+        ? Effect.succeed(partialSuccessOf(answer.body))
+        : Effect.flatMap(Clock.currentTimeMillis, (now) =>
+          Effect.fail(new OtlpRejected({ status: answer.status, body: answer.body, retryAfter: retryAfterOf(answer.retryAfter, now) })))
+    )
   )
 
 /** Whether the specification says to send again: a timeout is not, or a collector that hangs would hold every batch four times as long. */
@@ -68,12 +90,17 @@ const waitBefore = (failure: OtlpFailure, backoff: Duration.Duration): Duration.
   return Duration.min(asked === undefined ? jittered : Duration.max(asked, jittered), longestWait)
 }
 
-/** Posts `body` (an OTLP JSON `ExportTraceServiceRequest`), trying a retryable failure again up to three times. */
-export const postSpans = (settings: OtlpSettings, body: string): Effect.Effect<void, OtlpFailure> => {
-  const tryFrom = (left: number, backoff: Duration.Duration): Effect.Effect<void, OtlpFailure> =>
-    attempt(settings, body).pipe(Effect.catchIf(
+/**
+ * Posts `body` (an OTLP JSON `ExportTraceServiceRequest`), trying a retryable failure again up to
+ * three times; what the collector did not take of it when it took it in part.
+ */
+export const postSpans = (settings: OtlpSettings, body: string): Effect.Effect<Option.Option<PartialSuccess>, OtlpFailure> => {
+  const tryFrom = (payload: string | Uint8Array, left: number, backoff: Duration.Duration): Effect.Effect<Option.Option<PartialSuccess>, OtlpFailure> =>
+    attempt(settings, payload).pipe(Effect.catchIf(
       (failure) => left > 0 && isRetryable(failure),
-      (failure) => Effect.zipRight(Effect.sleep(waitBefore(failure, backoff)), tryFrom(left - 1, Duration.times(backoff, 2)))
+      (failure) => Effect.zipRight(Effect.sleep(waitBefore(failure, backoff)), tryFrom(payload, left - 1, Duration.times(backoff, 2)))
     ))
-  return tryFrom(retries, firstBackoff)
+  // Compressed once, off the event loop (zlib's thread pool), for every try.
+  const payload: Effect.Effect<string | Uint8Array> = settings.compression === "gzip" ? Effect.promise(() => compress(body)) : Effect.succeed(body)
+  return Effect.flatMap(payload, (sent) => tryFrom(sent, retries, firstBackoff))
 }

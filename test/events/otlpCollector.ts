@@ -1,8 +1,10 @@
 /**
  * A local OTLP/HTTP receiver that records every request it is sent (path, headers, resources and
- * spans) and answers each as the test says: a status, or never.
+ * spans, a gzip-compressed body unpacked) and answers each as the test says: a status (with
+ * headers and a body of its own), or never.
  */
 import { createServer, type IncomingHttpHeaders } from "node:http"
+import { gunzipSync } from "node:zlib"
 import { Effect } from "effect"
 
 /** A span as the exporter sends it. */
@@ -26,10 +28,21 @@ export interface Received {
   readonly spans: ReadonlyArray<Span>
   /** The status it was answered with, or "hang". */
   readonly answer: number | "hang"
+  /** When it arrived (ms since the epoch). */
+  readonly at: number
+  /** How many bytes its body had, as sent. */
+  readonly bytes: number
+}
+
+/** An answer with headers or a body other than `{}`. */
+export interface FullAnswer {
+  readonly status: number
+  readonly headers?: Readonly<Record<string, string>>
+  readonly body?: string
 }
 
 /** How the `n`th request (from 0) is answered. */
-export type Answer = (n: number) => number | "hang"
+export type Answer = (n: number) => number | "hang" | FullAnswer
 
 /** A running collector. */
 export interface Collector {
@@ -45,21 +58,26 @@ export const collector = (answer: Answer = () => 200) =>
     Effect.async<{ readonly collector: Collector; readonly close: () => void }>((resume) => {
       const requests: Array<Received> = []
       const server = createServer((request, response) => {
-        let body = ""
-        request.on("data", (chunk: Buffer) => (body += chunk.toString()))
+        const chunks: Array<Buffer> = []
+        request.on("data", (chunk: Buffer) => chunks.push(chunk))
         request.on("end", () => {
+          const raw = Buffer.concat(chunks)
+          const body = (request.headers["content-encoding"] === "gzip" ? gunzipSync(raw) : raw).toString()
           const parsed = JSON.parse(body) as {
             resourceSpans: Array<{ resource: { attributes: Span["attributes"] }; scopeSpans: Array<{ spans: Array<Span> }> }>
           }
-          const status = answer(requests.length)
+          const given = answer(requests.length)
+          const full: FullAnswer | "hang" = typeof given === "number" ? { status: given } : given
           requests.push({
             path: request.url ?? "",
             headers: request.headers,
             resources: parsed.resourceSpans.map((r) => Object.fromEntries(r.resource.attributes.map((a) => [a.key, a.value.stringValue ?? ""]))),
             spans: parsed.resourceSpans.flatMap((r) => r.scopeSpans.flatMap((s) => s.spans)),
-            answer: status
+            answer: full === "hang" ? "hang" : full.status,
+            at: Date.now(),
+            bytes: raw.length
           })
-          if (status !== "hang") response.writeHead(status, { "content-type": "application/json" }).end("{}")
+          if (full !== "hang") response.writeHead(full.status, { "content-type": "application/json", ...full.headers }).end(full.body ?? "{}")
         })
       })
       server.listen(0, "127.0.0.1", () => {

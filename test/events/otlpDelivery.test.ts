@@ -187,4 +187,75 @@ export default defineAgent({ description: "Greets", model: Scripted.make([{ text
       const warnings = lines.filter((line) => line.includes("falls behind"))
       expect(warnings).toEqual([expect.stringContaining(`OpenTelemetry export to ${otel.url}/v1/traces falls behind: 3 spans wait to be sent`)])
     }), { timeout: 30_000 })
+
+  it.scopedLive("a 200 whose partial success rejected spans, or warns, is warned of once per kind, with the count and the collector's message", () =>
+    Effect.gen(function*() {
+      const lines = yield* logLines
+      const otel = yield* collector((n) =>
+        n < 2
+          ? { status: 200, body: JSON.stringify({ partialSuccess: { rejectedSpans: "2", errorMessage: "attribute value too long" } }) }
+          : { status: 200, body: JSON.stringify({ partialSuccess: { errorMessage: "the v1 field is deprecated" } }) }
+      )
+      yield* withEnv({ OTEL_EXPORTER_OTLP_ENDPOINT: otel.url })
+      const server = yield* startServer(yield* project, { model: plannedModel })
+      for (let run = 1; run <= 4; run++) {
+        yield* runOnce(server)
+        yield* until(() => requestsTo(otel) >= run)
+      }
+      expect(requestsTo(otel)).toBe(4)
+      expect(lines.filter((line) => line.includes("OpenTelemetry export"))).toEqual([
+        expect.stringMatching(new RegExp(
+          `^OpenTelemetry export to ${otel.url}/v1/traces: the collector took the request but rejected 2 of its \\d+ spans \\(partial success\\): attribute value too long; they are lost`
+        )),
+        expect.stringMatching(/the collector took all \d+ spans with a warning \(partial success\): the v1 field is deprecated\./)
+      ])
+    }), { timeout: 30_000 })
+
+  it.scopedLive("OTEL_SDK_DISABLED=true turns the export off even with an endpoint set", () =>
+    Effect.gen(function*() {
+      const lines = yield* logLines
+      const otel = yield* collector()
+      yield* withEnv({ OTEL_EXPORTER_OTLP_ENDPOINT: otel.url, OTEL_SDK_DISABLED: "true", OTEL_BSP_SCHEDULE_DELAY: "100" })
+      const server = yield* startServer(yield* project, { model: plannedModel })
+      yield* runOnce(server)
+      yield* Effect.sleep("1500 millis")
+      expect(requestsTo(otel)).toBe(0)
+      expect(lines).toContainEqual(expect.stringContaining(`OTEL_SDK_DISABLED=true: no spans are exported (to ${otel.url}/v1/traces)`))
+    }), { timeout: 30_000 })
+
+  it.scopedLive("a Retry-After given as an HTTP date is waited out before the batch is sent again", () =>
+    Effect.gen(function*() {
+      // Dates have whole seconds: this one is 2 to 3 seconds away (the backoff alone is about 0.5).
+      const otel = yield* collector((n) => n === 0 ? { status: 503, headers: { "retry-after": new Date(Date.now() + 3_000).toUTCString() } } : 200)
+      yield* withEnv({ OTEL_EXPORTER_OTLP_ENDPOINT: otel.url, OTEL_BSP_SCHEDULE_DELAY: "0" })
+      const server = yield* startServer(yield* project, { model: plannedModel })
+      const runId = yield* runOnce(server)
+      yield* until(() => runSpanOf(otel.spans(), runId) !== undefined)
+      const [refused, again] = otel.requests
+      expect([refused?.answer, again?.answer]).toEqual([503, 200])
+      expect((again?.at ?? 0) - (refused?.at ?? 0)).toBeGreaterThan(1_500)
+    }), { timeout: 30_000 })
+
+  it.scopedLive("OTEL_EXPORTER_OTLP_COMPRESSION=gzip sends bodies gzip-compressed; the traces variable wins", () =>
+    Effect.gen(function*() {
+      const root = yield* project
+      const sentWith = (env: Readonly<Record<string, string>>) =>
+        Effect.scoped(Effect.gen(function*() {
+          const otel = yield* collector()
+          yield* withEnv({ OTEL_EXPORTER_OTLP_ENDPOINT: otel.url, ...env })
+          const server = yield* startServer(root, { model: plannedModel })
+          const runId = yield* runOnce(server)
+          yield* until(() => runSpanOf(otel.spans(), runId) !== undefined)
+          const request = otel.requests.find((r) => runSpanOf(r.spans, runId) !== undefined)
+          expect(request).toBeDefined()
+          return { encoding: request?.headers["content-encoding"], bytes: request?.bytes ?? 0, json: JSON.stringify(request?.spans).length }
+        }))
+      const gzipped = yield* sentWith({ OTEL_EXPORTER_OTLP_COMPRESSION: "gzip" })
+      expect(gzipped.encoding).toBe("gzip")
+      expect(gzipped.bytes).toBeLessThan(gzipped.json)
+      const tracesGzip = yield* sentWith({ OTEL_EXPORTER_OTLP_COMPRESSION: "none", OTEL_EXPORTER_OTLP_TRACES_COMPRESSION: "gzip" })
+      expect(tracesGzip.encoding).toBe("gzip")
+      const plain = yield* sentWith({ OTEL_EXPORTER_OTLP_COMPRESSION: "gzip", OTEL_EXPORTER_OTLP_TRACES_COMPRESSION: "none" })
+      expect(plain.encoding).toBeUndefined()
+    }), { timeout: 60_000 })
 })
