@@ -67,7 +67,13 @@ export const defaultConfig = {
    * up to `maxWorkers` so that an instance with no script running never waits behind others'
    * scripts; `maxMemoryMb` is one script's memory, heap and buffers together.
    */
-  scripts: { workers: 4, maxWorkers: 8, maxMemoryMb: 256 }
+  scripts: { workers: 4, maxWorkers: 8, maxMemoryMb: 256 },
+  /**
+   * The images one model request may carry (tool results' screenshots, `view_image`): their bytes
+   * as sent (base64) and their number. Past either, the oldest are left out. OpenAI refuses a
+   * request over 50 MB or over its count of images.
+   */
+  images: { maxBytesPerRequest: 12_000_000, maxPerRequest: 50 }
 } as const
 
 /** How far a signed webhook delivery's timestamp may be from now, for a webhook that sets no `tolerance`. */
@@ -224,6 +230,15 @@ export const ConfigSchema = Schema.Struct({
    */
   scripts: ScriptsSchema,
   /**
+   * The images one model request may carry: `maxBytesPerRequest` of them as sent (base64 text),
+   * and `maxPerRequest` in number. Past either, the oldest images of the conversation are left out
+   * of the request (the newest kept), each place saying so.
+   */
+  images: Schema.Struct({
+    maxBytesPerRequest: WholeAbove0.annotations({ default: defaultConfig.images.maxBytesPerRequest }),
+    maxPerRequest: WholeAbove0.annotations({ default: defaultConfig.images.maxPerRequest })
+  }),
+  /**
    * Running as one runner of a cluster (several processes on one PostgreSQL store; see the
    * README's "Cluster"). Absent: a single process. `foundry start --cluster` turns it on too.
    */
@@ -300,9 +315,10 @@ export const defineConfig = <const Layers extends ReadonlyArray<AnyLayer>>(defin
   readonly leaseTtl?: Duration.DurationInput
   readonly schedules?: Partial<ConfigFields["schedules"]>
   readonly scripts?: Partial<ConfigFields["scripts"]>
+  readonly images?: Partial<ConfigFields["images"]>
   readonly cluster?: ClusterConfig
 }): ConfigDefinition<ServicesOf<Layers[number]>> => {
-  const { context, events, modelRetry, schedules, scripts, server, timers } = definition
+  const { context, events, images, modelRetry, schedules, scripts, server, timers } = definition
   return brand("config", {
     ...definition,
     store: definition.store ?? defaultConfig.store,
@@ -368,6 +384,11 @@ export const defineConfig = <const Layers extends ReadonlyArray<AnyLayer>>(defin
       // A project that raises `workers` alone gets a ceiling that is not below it.
       maxWorkers: scripts?.maxWorkers ?? Math.max(defaultConfig.scripts.maxWorkers, scripts?.workers ?? 0),
       maxMemoryMb: scripts?.maxMemoryMb ?? defaultConfig.scripts.maxMemoryMb
+    },
+    images: {
+      ...images,
+      maxBytesPerRequest: images?.maxBytesPerRequest ?? defaultConfig.images.maxBytesPerRequest,
+      maxPerRequest: images?.maxPerRequest ?? defaultConfig.images.maxPerRequest
     }
   })
 }

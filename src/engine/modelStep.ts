@@ -1,6 +1,7 @@
 /**
  * One model turn of a run: `model.turn.started` committed before the model is asked (with
- * whatever the run did before), the turn's request fitted to the context window, retries and
+ * whatever the run did before), the turn's request fitted to the context window and its images to
+ * the project's `images` budget, retries and
  * fallbacks reported as they happen, and the answer's usage and `model.turn.completed` added to
  * the step that records the assistant message.
  */
@@ -14,6 +15,7 @@ import type { EventPayload } from "../events/FoundryEvent.js"
 import type { TurnUsage } from "../journal/journalRecords.js"
 import type { LeaseLost } from "../journal/RunJournal.js"
 import { isContextOverflow } from "./compaction.js"
+import { withinImageBudget } from "./imageBudget.js"
 import { modelTurnWithFallbacks } from "./modelTurn.js"
 import { redactArguments } from "./redact.js"
 import type { StepBuffer } from "./StepBuffer.js"
@@ -82,7 +84,9 @@ export const askModel = (input: ModelStepInput) =>
     }
     // The request the answer came for, to give its calls ids of their own (no Effect of its own: every turn passes here).
     let asked: ModelRequest | undefined
-    const ask = (request: ModelRequest) => {
+    const ask = (given: ModelRequest) => {
+      // The oldest images left out past the project's budget, or the provider refuses the whole request.
+      const request = withinImageBudget(given, config.images)
       asked = request
       return modelTurnWithFallbacks(models, request, options)
     }

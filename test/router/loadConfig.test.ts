@@ -82,6 +82,15 @@ describe("a config with wrong values", () => {
       expect(error.fix).toContain("correct server.bodyLimit, or leave it out for its default, 1048576")
     }))
 
+  it.scoped("an images budget of no images, or of bytes that are not a number, is refused naming the field and its default", () =>
+    Effect.gen(function*() {
+      const error = yield* configErrorOf({ "foundry.config.ts": configFile(`{ images: { maxPerRequest: 0, maxBytesPerRequest: "12mb" } } as never`) })
+      expect(error.problem).toContain("images.maxPerRequest: expected a whole number above 0, got 0")
+      expect(error.problem).toContain(`images.maxBytesPerRequest: expected a number, got "12mb"`)
+      expect(error.fix).toContain("correct images.maxPerRequest, or leave it out for its default, 50")
+      expect(error.fix).toContain("correct images.maxBytesPerRequest, or leave it out for its default, 12000000")
+    }))
+
   it.scoped("a store that is neither sqlite nor postgres says what a store looks like", () =>
     Effect.gen(function*() {
       const error = yield* configErrorOf({ "foundry.config.ts": configFile(`{ store: { mysql: "x" } } as never`) })
@@ -122,6 +131,13 @@ describe("a config with right values", () => {
       expect(config.events).toEqual({ retention: { maxAge: "30 days" }, pruneEvery: "10 minutes" })
       expect(config.permissions).toEqual([])
       expect(config.budget).toEqual({})
+      expect(config.images).toEqual({ maxBytesPerRequest: 12_000_000, maxPerRequest: 50 })
+    }))
+
+  it.scoped("an images budget given in part keeps the default of the other field", () =>
+    Effect.gen(function*() {
+      const root = yield* tempProject({ "foundry.config.ts": configFile(`{ images: { maxPerRequest: 10 } }`) })
+      expect((yield* configAt(root)).config.images).toEqual({ maxBytesPerRequest: 12_000_000, maxPerRequest: 10 })
     }))
 
   it.scoped("a project without a config file gets the defaults", () =>
@@ -162,7 +178,8 @@ export const OrdersLive = Layer.succeed(Orders, { status: (id) => Effect.succeed
   webhooks: { tickets: { secret: Config.redacted("TICKETS_SECRET") }, plain: { secret: "s3cret" }, open: {} },
   events: { retention: { maxAge: "7 days", maxCount: 1_000_000 }, pruneEvery: "1 hour" },
   leaseTtl: "10 seconds",
-  schedules: { misfireGrace: "5 minutes" }
+  schedules: { misfireGrace: "5 minutes" },
+  images: { maxBytesPerRequest: 20_000_000, maxPerRequest: 20 }
 }`,
           `import { Config } from "effect"\nimport { OrdersLive } from "./lib/orders.js"`
         )
@@ -174,6 +191,7 @@ export const OrdersLive = Layer.succeed(Orders, { status: (id) => Effect.succeed
       expect(config.toolTimeout).toBe(30_000)
       expect(config.budget.maxCostPerRun).toBe(0.5)
       expect(config.leaseTtl).toBe("10 seconds")
+      expect(config.images).toEqual({ maxBytesPerRequest: 20_000_000, maxPerRequest: 20 })
       expect(Duration.toMillis(Duration.decode(config.schedules.misfireGrace))).toBe(300_000)
       // Config values stay Config values, read when the store opens or a delivery arrives.
       const store = config.store
