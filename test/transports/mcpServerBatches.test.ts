@@ -76,9 +76,9 @@ describe("/mcp JSON-RPC batches", () => {
         ]))
       }
 
-      // Nothing valid: the answers are the response, one to each element.
+      // Nothing valid: the answers are the response, one to each element, as a bad request.
       const allWrong = yield* post([7, "ping", null], {})
-      expect(allWrong.status).toBe(200)
+      expect(allWrong.status).toBe(400)
       expect(allWrong.json).toEqual([
         invalid(null, "element 0 of the batch"),
         invalid(null, "got a string"),

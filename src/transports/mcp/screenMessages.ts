@@ -15,8 +15,8 @@ export const batchesRemovedIn = "2025-06-18"
 
 /** What becomes of a batch. */
 export type Screened =
-  /** Refused whole: one error, with HTTP status `status`. */
-  | { readonly _tag: "Refused"; readonly status: number; readonly error: JsonRpcErrorMessage }
+  /** Refused whole, with HTTP status `status`: one error, or one for each element when none was a JSON-RPC message. */
+  | { readonly _tag: "Refused"; readonly status: number; readonly error: JsonRpcErrorMessage | ReadonlyArray<JsonRpcErrorMessage> }
   /** The errors `answered` for the elements taken out, and the elements `rest` for the transport. */
   | { readonly _tag: "Screened"; readonly answered: ReadonlyArray<JsonRpcErrorMessage>; readonly rest: ReadonlyArray<unknown> }
 
@@ -48,7 +48,8 @@ const malformed = (element: unknown): string | undefined => {
 /**
  * `batch` screened: refused whole when the protocol version in force (`versions`: the session's
  * and the MCP-Protocol-Version header's, when known) has no batches or when it is empty; else its
- * malformed elements and requests with wrong params answered each, the rest passed on.
+ * malformed elements and requests with wrong params answered each, the rest passed on. A batch of
+ * malformed elements only is answered element by element too, with the 400 of a bad request.
  */
 export const screenBatch = (batch: ReadonlyArray<unknown>, versions: ReadonlyArray<string | undefined>): Screened => {
   const current = versions.find((version) => version !== undefined && version >= batchesRemovedIn)
@@ -78,5 +79,7 @@ export const screenBatch = (batch: ReadonlyArray<unknown>, versions: ReadonlyArr
     if (wrongParams !== undefined) answered.push(errorMessage(-32602, wrongParams.message, wrongParams.id))
     else rest.push(element)
   })
-  return { _tag: "Screened", answered, rest }
+  // Nothing in it was a JSON-RPC message: a bad request as a whole, as one malformed message alone is (400).
+  const malformedOnly = answered.length === batch.length && answered.every((answer) => answer.error.code === -32600)
+  return malformedOnly ? { _tag: "Refused", status: 400, error: answered } : { _tag: "Screened", answered, rest }
 }
