@@ -194,6 +194,18 @@ interface Served {
   readonly checkTypes: (configFile: string | undefined, table?: RouteTable) => Effect.Effect<void>
 }
 
+/** The files of the next burst of saves and of those queued behind it, once each, sorted. */
+const takeBurst = (changes: Queue.Dequeue<ReadonlyArray<string>>) =>
+  Effect.gen(function*() {
+    const burst = yield* Queue.take(changes)
+    const more = yield* Queue.takeAll(changes)
+    return [...new Set([...burst, ...Chunk.toReadonlyArray(more).flat()])].sort()
+  })
+
+/** Changed files as a line says them: the first three, and how many more. */
+const changedList = (changed: ReadonlyArray<string>): string =>
+  changed.length > 3 ? `${changed.slice(0, 3).join(", ")} and ${changed.length - 3} more` : changed.join(", ") || "(folders)"
+
 /** What one reload came to: a broken config, or a build (whole, part or failed) of the config it loaded. */
 type Attempt =
   | { readonly _tag: "ConfigBroken"; readonly error: Effect.Effect.Error<ReturnType<typeof loadConfig>> }
@@ -302,7 +314,7 @@ const reloadOnChanges = (
       Effect.uninterruptibleMask((restore) =>
         Effect.gen(function*() {
           const generation = ++newest
-          yield* say(style.dim(`changed: ${changed.length > 3 ? `${changed.slice(0, 3).join(", ")} and ${changed.length - 3} more` : changed.join(", ") || "(folders)"}`))
+          yield* say(style.dim(`changed: ${changedList(changed)}`))
           const scope = yield* Scope.make()
           const outcome = yield* restore(noticeWhileSlow(attempt(generation, scope), "the build to start", slowNotice(generation))).pipe(
             Effect.onError(() => Scope.close(scope, Exit.void))
@@ -327,17 +339,70 @@ const reloadOnChanges = (
     let running: Fiber.RuntimeFiber<void> | undefined
     yield* Effect.addFinalizer(() => running === undefined ? Effect.void : Fiber.interruptFork(running))
     yield* Effect.gen(function*() {
-      const burst = yield* Queue.take(changes)
-      const more = yield* Queue.takeAll(changes)
-      const changed = changedContent([...new Set([...burst, ...Chunk.toReadonlyArray(more).flat()])].sort())
+      const changed = changedContent(yield* takeBurst(changes))
       if (changed.length === 0) return
       if (running !== undefined) yield* Fiber.interruptFork(running)
       running = yield* Effect.forkDaemon(reload(changed))
     }).pipe(Effect.forever, Effect.forkScoped)
   })
 
-/** What a start that takes long says: how long, and what it waits for. */
-const startupNotice = (elapsed: string, waitingFor: string) => warn(style.yellow(`still building (${elapsed}): waiting for ${waitingFor}`))
+/** What a start that takes long says: how long, and what it waits for (under `foundry dev`, that a save starts over). */
+const startupNotice = (watch: boolean) => (elapsed: string, waitingFor: string) =>
+  warn(style.yellow(`still building (${elapsed}): waiting for ${waitingFor}${watch ? "; a save starts the build over" : ""}`))
+
+/** The config and the first build of a start, as build `generation`; the build's layers are held by `scope`. */
+interface Started {
+  readonly generation: number
+  readonly config: ProjectConfig
+  readonly first: Built
+  readonly scope: Scope.CloseableScope
+}
+
+/**
+ * Loads the config and builds the project as build `generation`. A broken config stops the start,
+ * unless a save gave up an earlier try (`foundry dev`): then it is said, and the next save tries again.
+ */
+const startOnce = (options: ServeOptions, generation: number) =>
+  Effect.uninterruptibleMask((restore) =>
+    Effect.gen(function*() {
+      const notice = startupNotice(options.watch)
+      const config = yield* restore(noticeWhileSlow(loadConfig(options.root, generation), "the config to load", notice).pipe(
+        Effect.catchTag("RouteError", (error) =>
+          generation === 1
+            ? Effect.fail(new CliError({ message: `the project's config is broken, so Foundry cannot start:\n${error.message}` }))
+            : Effect.zipRight(reportError("The config is broken; save it again once it is fixed.", error), Effect.never))
+      ))
+      yield* warnIfNotAProject(options.root, config)
+      const scope = yield* Scope.make()
+      const first = yield* restore(noticeWhileSlow(build(options.root, generation, config, options.watch, scope), "the build to start", notice)).pipe(
+        Effect.onError(() => Scope.close(scope, Exit.void))
+      )
+      return { generation, config, first, scope } satisfies Started
+    })
+  )
+
+/**
+ * `foundry dev`'s start: a save while the first build goes gives it up and starts over on the saved
+ * files (a route module or layer that never finishes would otherwise hold up the server for good,
+ * the fix saved in vain). The build given up is left to end in the background (a layer's
+ * acquisition may never end), and whatever it built then is released.
+ */
+const startOnSaves = (options: ServeOptions, changes: Queue.Dequeue<ReadonlyArray<string>>) =>
+  Effect.gen(function*() {
+    let generation = 1
+    while (true) {
+      const attempt = yield* Effect.forkDaemon(startOnce(options, generation))
+      const winner = yield* Effect.raceFirst(
+        Effect.map(Fiber.join(attempt), (started) => ({ _tag: "Started", started }) as const),
+        Effect.map(takeBurst(changes), (changed) => ({ _tag: "Saved", changed }) as const)
+      ).pipe(Effect.onInterrupt(() => Fiber.interruptFork(attempt)))
+      if (winner._tag === "Started") return winner.started
+      // Given up: released once it ends, whether it was interrupted (it closes its scope) or had just built.
+      yield* Effect.forkDaemon(Effect.flatMap(Fiber.interrupt(attempt), (exit) => Exit.isSuccess(exit) ? Scope.close(exit.value.scope, Exit.void) : Effect.void))
+      generation++
+      yield* say(style.dim(`changed: ${changedList(winner.changed)}; building again (build ${generation})`))
+    }
+  })
 
 /** Serves the project at `root` until interrupted. */
 export const serveProject = Effect.fn("cli.serveProject")(function*(options: ServeOptions) {
@@ -349,17 +414,8 @@ export const serveProject = Effect.fn("cli.serveProject")(function*(options: Ser
   }
   const refusal = options.release === true ? undefined : notAProjectOrRelease(options.root)
   if (refusal !== undefined) return yield* new CliError({ message: refusal })
-  const generation = 1
-  const config = yield* noticeWhileSlow(loadConfig(options.root, generation), "the config to load", startupNotice).pipe(
-    Effect.catchTag("RouteError", (error) =>
-      Effect.fail(new CliError({ message: `the project's config is broken, so Foundry cannot start:\n${error.message}` })))
-  )
-  yield* warnIfNotAProject(options.root, config)
-  const host = options.host ?? config.config.server.host
-  const port = options.port ?? config.config.server.port
-  const settings = startSettings(config.config, options)
 
-  // Watching starts before the first build, so a save made while the server starts is not lost.
+  // Watching starts before the config loads, so a save made while the server starts is not lost.
   const changes = yield* Queue.unbounded<ReadonlyArray<string>>()
   if (options.watch) {
     // A watcher that dies would leave the old build serving with no sign of it: say so, loudly.
@@ -372,8 +428,11 @@ export const serveProject = Effect.fn("cli.serveProject")(function*(options: Ser
     )
   }
 
-  const firstScope = yield* Scope.make()
-  const first = yield* noticeWhileSlow(build(options.root, generation, config, options.watch, firstScope), "the build to start", startupNotice)
+  const { config, first, generation, scope: firstScope } = yield* options.watch ? startOnSaves(options, changes) : startOnce(options, 1)
+  const host = options.host ?? config.config.server.host
+  const port = options.port ?? config.config.server.port
+  const settings = startSettings(config.config, options)
+
   let app: CompiledApp
   let buildScope: Scope.CloseableScope | undefined
   if (first._tag === "Failed") {
@@ -402,6 +461,7 @@ export const serveProject = Effect.fn("cli.serveProject")(function*(options: Ser
   const server = Context.get(context, HttpServer.HttpServer)
   const status = Context.get(context, BuildStatus)
   const address = server.address._tag === "TcpAddress" ? `http://${host}:${server.address.port}` : String(server.address)
+  if (generation !== 1) yield* status.update((report) => ({ ...report, generation }))
   if (first._tag !== "Whole") {
     const problems = problemsOf(first._tag === "Part" ? first.problems : first.failure)
     yield* status.update((report) => ({ ...report, problems, partial: true }))

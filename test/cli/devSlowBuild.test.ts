@@ -100,3 +100,46 @@ describe("foundry dev with a build that does not finish", () => {
       expect(dev.output()).not.toMatch(/listening on/)
     }))
 })
+
+describe("foundry dev with a first build that does not finish", () => {
+  it.scopedLive("a save that fixes a route module stuck at its top level gives up the first build, and the server comes up", () =>
+    Effect.gen(function*() {
+      const stuckTool = `await new Promise(() => {})\n${dbTool}`
+      const root = yield* tempProject({
+        "lib/db.ts": dbService,
+        "foundry.config.ts": config(answering("after the fix")),
+        "agents/helper/agent.ts": answeringAgentFile,
+        [toolPath]: stuckTool
+      })
+      const port = yield* freePort
+      const dev = yield* startCli(["dev", root, "--port", String(port)])
+      const notice = yield* dev.waitFor(/still building \(5 s\): [^\n]*/)
+      expect(notice).toContain("a save starts the build over")
+      expect(dev.output()).not.toMatch(/listening on/)
+
+      writeFileSync(join(root, toolPath), dbTool)
+      yield* dev.waitFor(/building again \(build 2\)/)
+      yield* dev.waitFor(/listening on/)
+      const url = `http://127.0.0.1:${port}`
+      expect(yield* answerOf(url)).toBe("the tool said: after the fix")
+      const build = (yield* http(`${url}/api/build`)).json as { generation: number; problems: ReadonlyArray<unknown> }
+      expect(build).toMatchObject({ generation: 2, problems: [] })
+    }))
+
+  it.scopedLive("a save that fixes a layer whose acquisition never ends gives up the first build, and the server comes up", () =>
+    Effect.gen(function*() {
+      const root = yield* tempProject({
+        "lib/db.ts": dbService,
+        "foundry.config.ts": config(neverAnswering),
+        "agents/helper/agent.ts": answeringAgentFile,
+        [toolPath]: dbTool
+      })
+      const port = yield* freePort
+      const dev = yield* startCli(["dev", root, "--port", String(port)])
+      yield* dev.waitFor(/still building \(5 s\): waiting for layers\[1\] of foundry.config.ts/)
+
+      writeFileSync(join(root, "foundry.config.ts"), config(answering("from the fixed layer")))
+      yield* dev.waitFor(/listening on/)
+      expect(yield* answerOf(`http://127.0.0.1:${port}`)).toBe("the tool said: from the fixed layer")
+    }))
+})
