@@ -10,7 +10,7 @@ import type { PlatformError } from "@effect/platform/Error"
 import * as Auth from "../auth/Auth.js"
 import * as TokenStorage from "../auth/TokenStorage.js"
 import { type ConfigError, Context, type Duration, Effect, Layer, type Redacted } from "effect"
-import type { ClusterConfig } from "../definitions/configFields.js"
+import { type ClusterConfig, defaultStoreConnectTimeout } from "../definitions/configFields.js"
 import * as BuildStatus from "../compiler/BuildStatus.js"
 import type { CompiledApp } from "../compiler/CompiledApp.js"
 import * as CurrentApp from "../compiler/CurrentApp.js"
@@ -22,6 +22,7 @@ import * as Singletons from "../dispatch/Singletons.js"
 import type { SqlClient } from "@effect/sql"
 import type { Database } from "../durable/Database.js"
 import { publicUrl } from "../durable/publicUrl.js"
+import { storeAddress, waitingSaid } from "./storeWait.js"
 import * as SqliteDatabase from "../durable/SqliteDatabase.js"
 import * as ActivationStorage from "../durable/ActivationStorage.js"
 import * as ApprovalStorage from "../durable/ApprovalStorage.js"
@@ -59,9 +60,17 @@ export const storeFileOf = (app: CompiledApp): string => {
   return store.sqlite === ":memory:" || isAbsolute(store.sqlite) ? store.sqlite : join(app.table.root, store.sqlite)
 }
 
-/** PostgreSQL at `url`; its client is loaded only by a process whose store is PostgreSQL. */
-const postgresLayer = (url: Redacted.Redacted | string) =>
-  Layer.unwrapEffect(Effect.map(Effect.promise(() => import("../durable/PgDatabase.js")), (pg) => pg.layer(url)))
+/**
+ * PostgreSQL at `url`, waiting at most `connectTimeout` for it to answer (and saying so while it
+ * waits); its client is loaded only by a process whose store is PostgreSQL.
+ */
+const postgresLayer = (url: Redacted.Redacted | string, connectTimeout: Duration.DurationInput, configFile: string) =>
+  waitingSaid(
+    Layer.unwrapEffect(Effect.map(Effect.promise(() => import("../durable/PgDatabase.js")), (pg) => pg.layer(url, connectTimeout))),
+    storeAddress(url),
+    connectTimeout,
+    configFile
+  )
 
 /**
  * The database the config asks for: SQLite on its file, or PostgreSQL at its URL (a `Config` is
@@ -75,10 +84,12 @@ export const databaseLayer = (
   const store = app.table.config.store
   if (storeFile !== undefined || "sqlite" in store) return SqliteDatabase.layer(storeFile ?? storeFileOf(app))
   const url = store.postgres
-  if (typeof url === "string") return postgresLayer(url)
+  const configFile = app.table.configFile ?? "foundry.config.ts"
+  const connectTimeout = store.connectTimeout ?? defaultStoreConnectTimeout
+  if (typeof url === "string") return postgresLayer(url, connectTimeout, configFile)
   return Layer.unwrapEffect(
     url.pipe(
-      Effect.map(postgresLayer),
+      Effect.map((read) => postgresLayer(read, connectTimeout, configFile)),
       // A redacted Config's own message is "<redacted>"; its string form names the missing key.
       Effect.mapError((error) =>
         new StoreError({

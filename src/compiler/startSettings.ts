@@ -20,6 +20,7 @@ export const startSettings = (
     ["the port", JSON.stringify(listen.port ?? config.server.port)],
     ["the host", JSON.stringify(listen.host ?? config.server.host)],
     ["server.bodyLimit", JSON.stringify(config.server.bodyLimit)],
+    ["store.connectTimeout", "postgres" in config.store ? JSON.stringify(config.store.connectTimeout ?? null) : "null"],
     ["server.allowedHosts", JSON.stringify(config.server.allowedHosts ?? [])],
     ["concurrency", JSON.stringify(config.concurrency)],
     ["event retention", JSON.stringify(config.events)],

@@ -73,15 +73,26 @@ export const RedactedConfig = Schema.declare(
   { identifier: "Config", description: `a Config value such as Config.redacted("DATABASE_URL")` }
 )
 
+/**
+ * How long a PostgreSQL store may take to connect, and a query to get a pooled connection, when
+ * `store.connectTimeout` does not say: past it, the server stops with an error naming the address.
+ */
+export const defaultStoreConnectTimeout = "30 seconds"
+
 /** Where runs, conversations and events are kept. */
 export const StoreConfigSchema = Schema.Union(
   Schema.Struct({ sqlite: Text }),
-  Schema.Struct({ postgres: Schema.Union(RedactedConfig, Text) })
+  Schema.Struct({
+    postgres: Schema.Union(RedactedConfig, Text),
+    /** How long to wait for the database to answer a connection (at start, and for each pooled one); 30 seconds when absent. */
+    connectTimeout: Schema.optional(PositiveDuration)
+  })
 ).annotations({
   identifier: "StoreConfig",
   // One line for the whole union: which member the value meant is anyone's guess.
   message: () => ({
-    message: `expected { sqlite: "<file>" } or { postgres: "<url>" } (or postgres: Config.redacted("DATABASE_URL"))`,
+    message: `expected { sqlite: "<file>" } or { postgres: "<url>" } (or postgres: Config.redacted("DATABASE_URL")), ` +
+      `with PostgreSQL's connectTimeout, if given, a duration above zero such as "30 seconds"`,
     override: true
   })
 })

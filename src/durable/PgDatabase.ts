@@ -5,7 +5,7 @@
  */
 import { SqlClient } from "@effect/sql"
 import { PgClient } from "@effect/sql-pg"
-import { Array as Arr, Context, Effect, Layer, Redacted, Schedule, String as Str } from "effect"
+import { Array as Arr, Context, Duration, Effect, Layer, Redacted, Schedule, String as Str } from "effect"
 import { getTypeParser } from "pg-types"
 import { type BatchOutcome, Database, groupCommit, type Row, type Statement, type WriteUnit } from "./Database.js"
 import { migrate } from "./migrations.js"
@@ -34,13 +34,18 @@ const types = {
     format === "binary" ? getTypeParser(oid, "binary") : oid === int8Oid ? parseInt8 : getTypeParser(oid, "text")
 }
 
-/** The PostgreSQL client the store runs on: the store's name transforms and type parsers. */
-export const clientLayer = (url: Redacted.Redacted | string) =>
+/**
+ * The PostgreSQL client the store runs on: the store's name transforms and type parsers, and
+ * `connectTimeout` for connecting (node-postgres waits forever by default on a server that takes
+ * the connection and never answers) and for a query's wait for a pooled connection.
+ */
+export const clientLayer = (url: Redacted.Redacted | string, connectTimeout?: Duration.DurationInput) =>
   PgClient.layer({
     url: typeof url === "string" ? Redacted.make(url) : url,
     transformQueryNames: Str.camelToSnake,
     transformResultNames: Str.snakeToCamel,
-    types
+    types,
+    ...(connectTimeout === undefined ? {} : { connectTimeout: Duration.decode(connectTimeout) })
   })
 
 /**
@@ -133,9 +138,9 @@ export const make = Effect.gen(function*() {
 
 /**
  * The database at `url`, migrated, with its `SqlClient`. A failure to connect is a `StoreError`
- * with operation `connect`.
+ * with operation `connect`; `connectTimeout` bounds connecting (see `clientLayer`).
  */
-export const layer = (url: Redacted.Redacted | string): Layer.Layer<Database | SqlClient.SqlClient, StoreError> =>
+export const layer = (url: Redacted.Redacted | string, connectTimeout?: Duration.DurationInput): Layer.Layer<Database | SqlClient.SqlClient, StoreError> =>
   Layer.scopedContext(
     Effect.gen(function*() {
       const database = yield* make
@@ -143,6 +148,6 @@ export const layer = (url: Redacted.Redacted | string): Layer.Layer<Database | S
       return Context.make(Database, database).pipe(Context.add(SqlClient.SqlClient, database.sql))
     })
   ).pipe(
-    Layer.provide(clientLayer(url)),
+    Layer.provide(clientLayer(url, connectTimeout)),
     Layer.mapError((error) => error._tag === "StoreError" ? error : new StoreError({ operation: "connect", message: messageOf(error) }))
   )

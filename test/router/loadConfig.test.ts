@@ -91,6 +91,15 @@ describe("a config with wrong values", () => {
       expect(error.fix).toContain("correct images.maxBytesPerRequest, or leave it out for its default, 12000000")
     }))
 
+  it.scoped("a PostgreSQL store's connectTimeout must be a duration above zero", () =>
+    Effect.gen(function*() {
+      const error = yield* configErrorOf({
+        "foundry.config.ts": configFile(`{ store: { postgres: "postgres://127.0.0.1/db", connectTimeout: "soon" } } as never`)
+      })
+      expect(error.problem).toContain(`store: expected { sqlite: "<file>" } or { postgres: "<url>" }`)
+      expect(error.problem).toContain(`connectTimeout, if given, a duration above zero such as "30 seconds"`)
+    }))
+
   it.scoped("a store that is neither sqlite nor postgres says what a store looks like", () =>
     Effect.gen(function*() {
       const error = yield* configErrorOf({ "foundry.config.ts": configFile(`{ store: { mysql: "x" } } as never`) })
