@@ -9,7 +9,7 @@ import { join } from "node:path"
 import { FileSystem, HttpServer } from "@effect/platform"
 import { Cause, Chunk, Clock, Context, Effect, ExecutionStrategy, Exit, Fiber, Layer, Queue, Scope, Stream } from "effect"
 import { Auth } from "../auth/Auth.js"
-import { BuildStatus } from "../compiler/BuildStatus.js"
+import { type BuildReport, BuildStatus } from "../compiler/BuildStatus.js"
 import { LayerBuildError, MissingServices } from "../compiler/CompileError.js"
 import type { CompiledApp } from "../compiler/CompiledApp.js"
 import { CurrentApp } from "../compiler/CurrentApp.js"
@@ -309,19 +309,33 @@ const reloadOnChanges = (
         ))
       )
 
+    /** The build status of build `generation` while it is the one going, `f` of what it says; else unchanged. */
+    const whileGoing = (generation: number, f: (going: NonNullable<BuildReport["inProgress"]>) => Partial<BuildReport>) =>
+      status.update((report) =>
+        report.inProgress === null || report.inProgress.generation !== generation ? report : { ...report, ...f(report.inProgress) }
+      )
+
     // Interruptible while it builds (a newer save gives it up); once built, it is served or released whole.
     const reload = (changed: ReadonlyArray<string>) =>
-      Effect.uninterruptibleMask((restore) =>
-        Effect.gen(function*() {
-          const generation = ++newest
-          yield* say(style.dim(`changed: ${changedList(changed)}`))
-          const scope = yield* Scope.make()
-          const outcome = yield* restore(noticeWhileSlow(attempt(generation, scope), "the build to start", slowNotice(generation))).pipe(
-            Effect.onError(() => Scope.close(scope, Exit.void))
-          )
-          yield* applying.withPermits(1)(apply(generation, outcome, scope))
-        })
-      ).pipe(
+      Effect.suspend(() => {
+        const generation = ++newest
+        return Effect.uninterruptibleMask((restore) =>
+          Effect.gen(function*() {
+            yield* say(style.dim(`changed: ${changedList(changed)}`))
+            const since = yield* Clock.currentTimeMillis
+            yield* status.update((report) => ({ ...report, building: true, inProgress: { generation, since, waitingFor: null } }))
+            const scope = yield* Scope.make()
+            const told = (waitingFor: string) => whileGoing(generation, (going) => ({ inProgress: { ...going, waitingFor } }))
+            const outcome = yield* restore(noticeWhileSlow(attempt(generation, scope), "the build to start", slowNotice(generation), told)).pipe(
+              Effect.onError(() => Scope.close(scope, Exit.void))
+            )
+            yield* applying.withPermits(1)(apply(generation, outcome, scope))
+          })
+        ).pipe(
+          // Only while it is the build going: one given up leaves the newer one's status alone.
+          Effect.ensuring(whileGoing(generation, () => ({ building: false, inProgress: null })))
+        )
+      }).pipe(
         Effect.catchAllCause((cause) =>
           Cause.isInterruptedOnly(cause) ? Effect.void : Effect.zipRight(forgetContents, warn(`reload crashed: ${String(cause)}`))
         )

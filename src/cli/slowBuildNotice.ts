@@ -19,12 +19,14 @@ const elapsedText = (millis: number): string => {
 
 /**
  * Runs `build`, and while it runs says `notice(elapsed, waitingFor)` after `firstNotice`, then
- * after twice as long each time (at most `longestBetween`); `waitingFor` starts as `first`.
+ * after twice as long each time (at most `longestBetween`); `waitingFor` starts as `first`. What
+ * the build says it waits for is told to `told` too, as it says it (the build status shows it).
  */
 export const noticeWhileSlow = <A, E, R>(
   build: Effect.Effect<A, E, R>,
   first: string,
-  notice: (elapsed: string, waitingFor: string) => Effect.Effect<void>
+  notice: (elapsed: string, waitingFor: string) => Effect.Effect<void>,
+  told: (waitingFor: string) => Effect.Effect<void> = () => Effect.void
 ): Effect.Effect<A, E, R> =>
   Effect.gen(function*() {
     const waiting = yield* Ref.make(first)
@@ -39,7 +41,7 @@ export const noticeWhileSlow = <A, E, R>(
       }
     }))
     return yield* build.pipe(
-      Effect.provideService(BuildProgress, { waitingFor: (what) => Ref.set(waiting, what) }),
+      Effect.provideService(BuildProgress, { waitingFor: (what) => Effect.zipRight(Ref.set(waiting, what), told(what)) }),
       Effect.ensuring(Fiber.interrupt(ticking))
     )
   })

@@ -27,6 +27,14 @@ export class BuildReport extends Schema.Class<BuildReport>("BuildReport")({
   partial: Schema.Boolean,
   /** A change the running server cannot apply without a restart, e.g. a new port or store. */
   restartNeeded: Schema.NullOr(Schema.String),
+  /** A build is going (`foundry dev` after a save): `generation`, `builtAt` and `problems` are still the last one's. */
+  building: Schema.Boolean,
+  /** The build going, when `building`: its number, when it started (ms since the epoch), what it waits for now if it has said. */
+  inProgress: Schema.NullOr(Schema.Struct({
+    generation: Schema.Number,
+    since: Schema.Number,
+    waitingFor: Schema.NullOr(Schema.String)
+  })),
   types: Schema.Struct({
     state: TypeCheckState,
     diagnostics: Schema.Array(TypeDiagnostic),
@@ -51,6 +59,8 @@ export const layer: Layer.Layer<BuildStatus> = Layer.effect(
         problems: [],
         partial: false,
         restartNeeded: null,
+        building: false,
+        inProgress: null,
         types: { state: "off", diagnostics: [], checkedAt: null }
       })
     )

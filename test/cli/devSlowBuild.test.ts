@@ -73,15 +73,23 @@ describe("foundry dev with a build that does not finish", () => {
         "waiting for layers[1] of foundry.config.ts to build (1 of 2 built; not provided yet: Db, which tools require)"
       )
       expect(notice).toContain("a save starts the build over")
-      // Meanwhile the build before serves.
+      // Meanwhile the build before serves, and GET /api/build says a build goes, since when and what it waits for.
       expect(yield* answerOf(url)).toBe("the tool said: from build 1")
+      const going = (yield* http(`${url}/api/build`)).json as {
+        generation: number
+        building: boolean
+        inProgress: { generation: number; since: number; waitingFor: string | null } | null
+      }
+      expect(going).toMatchObject({ generation: 1, building: true, inProgress: { generation: 2 } })
+      expect(Date.now() - (going.inProgress?.since ?? 0)).toBeGreaterThanOrEqual(5_000)
+      expect(going.inProgress?.waitingFor).toContain("layers[1] of foundry.config.ts to build")
       expect(dev.output().slice(mark)).not.toMatch(/reloaded|Reload failed|crashed/)
 
       mark = dev.output().length
       writeFileSync(join(root, "foundry.config.ts"), config(answering("from the newest save")))
       yield* dev.waitFor(/reloaded \(build \d+\)/, mark)
       expect(yield* answerOf(url)).toBe("the tool said: from the newest save")
-      expect(((yield* http(`${url}/api/build`)).json as { problems: ReadonlyArray<unknown> }).problems).toEqual([])
+      expect((yield* http(`${url}/api/build`)).json).toMatchObject({ generation: 3, problems: [], building: false, inProgress: null })
     }))
 
   it.scopedLive("at start, says which layer it waits for", () =>

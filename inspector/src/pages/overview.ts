@@ -16,7 +16,20 @@ const runList = (runs: ReadonlyArray<RunView>, empty: string) =>
 
 const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? "" : "s"}`
 
-/** The build card: nothing to say when all is well but the build number; every problem listed when not. */
+/** While a build goes (`foundry dev` after a save): for how long, and what it waits for if it said. */
+const buildGoing = (build: BuildReport) => {
+  const going = build.inProgress
+  if (!build.building || going === null) return null
+  const seconds = Math.max(0, Math.round((Date.now() - going.since) / 1000))
+  return h("p", { "data-testid": "build-going" },
+    h("span", { class: "status running" }, "building"), ` Building… (${seconds} s) build ${going.generation}`,
+    going.waitingFor === null ? null : h("div", { class: "muted" }, `waiting for ${going.waitingFor}`))
+}
+
+/**
+ * The build card: a build going first, then the last build: nothing to say when all is well but its
+ * number; every problem listed when not.
+ */
 const drawBuild = (card: HTMLElement, build: BuildReport) => {
   const types = build.types
   const typeLine = types.state === "off" ? "not checked" : types.state === "checking" ? "checking…" :
@@ -25,6 +38,7 @@ const drawBuild = (card: HTMLElement, build: BuildReport) => {
   card.className = broken ? "card card-error" : "card"
   replace(card,
     h("h2", {}, "Build"),
+    buildGoing(build),
     h("p", {}, h("span", { class: `status ${broken ? "failed" : "ok"}` }, broken ? "problems" : "ok"),
       ` build ${build.generation} since ${clock(build.builtAt)}; ${typeLine}`),
     build.restartNeeded === null ? null : h("p", { class: "error-line" }, build.restartNeeded),
@@ -54,6 +68,9 @@ const drawRunners = (card: HTMLElement, cluster: ClusterStatusView) => {
 /** How often the overview asks for what no event announces: the build, uptime, the cluster's runners. */
 const pollEvery = 15_000
 
+/** How often while a build goes: its seconds count up, and its end shows soon after it ends. */
+const pollWhileBuilding = 1_000
+
 /**
  * The overview page. Runs, approvals and schedules change with events and are read again on them
  * (a busy project's stream makes one read every two seconds at most); the build, health and
@@ -71,9 +88,12 @@ export const overviewPage = (root: HTMLElement) => {
   const failures = h("section", { class: "card" })
   const firings = h("section", { class: "card" })
   replace(root, h("h1", {}, "Overview"), unpolled, unread, h("div", { class: "grid" }, build, health, runners, progress, waiting, failures, firings))
+  let soon: ReturnType<typeof setTimeout> | undefined
   const drawPolled = async () => {
     const [report, status, cluster] = await Promise.all([api.build(), api.health(), api.cluster()])
     drawBuild(build, report)
+    clearTimeout(soon)
+    soon = report.building ? setTimeout(() => polled.redraw(), pollWhileBuilding) : undefined
     replace(health, h("h2", {}, "Health"),
       h("p", {}, h("span", { class: "status ok" }, status.status), ` ${status.agents} agents, up ${Math.round(status.uptimeMs / 1000)} s`))
     drawRunners(runners, cluster)
@@ -106,6 +126,7 @@ export const overviewPage = (root: HTMLElement) => {
     delay: 2000
   })
   return () => {
+    clearTimeout(soon)
     polled.stop()
     live.stop()
   }
