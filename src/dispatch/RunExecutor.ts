@@ -125,6 +125,7 @@ export const makeRunExecutor = (options: RunExecutorOptions) =>
       journal,
       instances,
       executions,
+      owner,
       refusals,
       findRun,
       wakeParent,

@@ -25,6 +25,8 @@ export interface CancellationsOptions {
   readonly journal: Context.Tag.Service<RunJournal>
   readonly instances: Context.Tag.Service<InstanceStorage>
   readonly executions: Executions
+  /** The executor's name, as it holds leases. */
+  readonly owner: string
   readonly refusals: InstanceRefusals
   /** The run as stored now, or `RunNotFound`. */
   readonly findRun: (runId: string) => Effect.Effect<RunRecord, RunNotFound | StoreError>
@@ -53,7 +55,10 @@ export const makeCancellations = (options: CancellationsOptions) => {
     yield* journal.record(latest, {
       messages: closing.messages,
       events: [...closing.events, eventOf(latest, "run.cancelled", { from: latest.status })],
-      status: { status: "cancelled" }
+      status: { status: "cancelled" },
+      // Running in another process on this store (this one has no fiber of it to interrupt): that
+      // executor's lease goes with the cancel, so it writes nothing more and stops.
+      ...(latest.status === "running" ? { revokeLeaseFor: options.owner } : {})
     }).pipe(Effect.catchTag("LeaseLost", Effect.die))
     yield* options.closeApprovals(runId, "the run was cancelled before a decision")
     // Children this run waits for go with it; a cancelled child wakes its waiting parent.

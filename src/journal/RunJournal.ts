@@ -331,6 +331,7 @@ export const layer = Layer.effect(
           for (const usage of step.usage ?? []) writes.push(statements.addUsage(run.id, usage))
           if (step.status !== undefined) writes.push(statements.updateRun(run.id, step.status, now))
           if (step.releaseLease === true && lease !== undefined) writes.push(statements.releaseLease(lease))
+          if (step.revokeLeaseFor !== undefined) writes.push(statements.revokeLease(run.conversationId, step.revokeLeaseFor, now))
           const { stored } = yield* writeWithEvents(
             { guard: lease === undefined ? undefined : fence(lease), statements: writes },
             step.events ?? [],

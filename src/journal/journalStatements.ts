@@ -160,6 +160,17 @@ export const takeOverLeasesOf = (holder: string, owner: string, now: number, exp
   params: [owner, expiresAt, holder, now]
 })
 
+/**
+ * Takes a live lease away from a holder other than `owner` (its run was cancelled by `owner`): a
+ * new token, so the holder's writes are fenced off and its renewal fails, and expired, so the next
+ * claim has it.
+ */
+export const revokeLease = (conversationId: string, owner: string, now: number): Statement => ({
+  sql: `UPDATE foundry_conversation_leases SET token = token + 1, expires_at = 0
+    WHERE conversation_id = ? AND expires_at > ? AND owner <> ?`,
+  params: [conversationId, now, owner]
+})
+
 /** Released leases expire rather than vanish, so the next grant's token is still larger. */
 export const releaseLease = (lease: Lease): Statement => ({
   sql: "UPDATE foundry_conversation_leases SET expires_at = 0 WHERE conversation_id = ? AND token = ?",

@@ -156,6 +156,33 @@ describe("cancel and steer", () => {
       expect(lines(log).some((l) => l.startsWith(second.runId))).toBe(false)
     }))
 
+  it.scopedLive("a run cancelled from another process on the same store stops in the process executing it, which writes nothing after the cancel", () =>
+    Effect.gen(function*() {
+      const log = newLog()
+      const files = durableProject(log)
+      const executing = yield* startServer(yield* tempProject(files), { model: plannedModel })
+      const other = yield* startServer(yield* tempProject(files), { model: plannedModel, storeFile: executing.storeFile })
+      // Long enough to end, and to complete the run, well before the test does: unless it is cut.
+      const run = yield* submit(executing.url, { message: plan({ calls: [{ name: "slow", arguments: { ms: 4000 } }] }) })
+      for (let i = 0; i < 200 && !lines(log).some((l) => l.startsWith(`${run.runId} start `)); i++) yield* Effect.sleep("20 millis")
+      const cancelled = yield* http(`${other.url}/api/runs/${run.runId}/cancel`, { method: "POST" })
+      expect(cancelled.json).toMatchObject({ id: run.runId, status: "cancelled" })
+      const cancelledAt = Date.now()
+      // The executing process interrupts the call within its lease's renewal (a third of 3 s), not at its end.
+      for (let i = 0; i < 150 && !lines(log).some((l) => l.startsWith(`${run.runId} interrupted `)); i++) yield* Effect.sleep("20 millis")
+      const interrupted = lines(log).find((l) => l.startsWith(`${run.runId} interrupted `))
+      expect(interrupted).toBeDefined()
+      expect(Number(interrupted?.split(" ")[2]) - cancelledAt).toBeLessThan(2000)
+      // Past the call's end: nothing of the run was written after the cancel, by either process.
+      yield* Effect.sleep("4500 millis")
+      expect(lines(log).some((l) => l.startsWith(`${run.runId} end `))).toBe(false)
+      for (const url of [executing.url, other.url]) {
+        expect((yield* http(`${url}/api/runs/${run.runId}`)).json).toMatchObject({ status: "cancelled" })
+        const types = ((yield* http(`${url}/api/runs/${run.runId}/events`)).json as Array<{ type: string }>).map((e) => e.type)
+        expect(types.at(-1)).toBe("run.cancelled")
+      }
+    }), 20_000)
+
   it.scopedLive("steering cancels the run and starts a new one in the same conversation, linked to it", () =>
     Effect.gen(function*() {
       const { url } = yield* setup()
