@@ -116,6 +116,33 @@ export default defineTool({ description: "Naps", input: Schema.Struct({}), outpu
       expect(runs.map((run) => run.status)).toEqual(["cancelled"])
     }))
 
+  it.scopedLive("a run cancelled through a server on the same store stops the command, which says so with the run's id and exits 1", () =>
+    Effect.gen(function*() {
+      const root = yield* tempProject({
+        "agents/napper/agent.ts": `import { defineAgent, Scripted } from "foundry"
+import nap from "./tools/nap.tool.js"
+export default defineAgent({ description: "Naps", tools: [nap], model: Scripted.make([{ toolCalls: [{ name: "nap", arguments: {} }] }, { text: "rested" }]) })
+`,
+        "agents/napper/tools/nap.tool.ts": `import { Effect, Schema } from "effect"
+import { defineTool } from "foundry"
+export default defineTool({ description: "Naps", input: Schema.Struct({}), output: Schema.String, run: () => Effect.as(Effect.sleep("60 seconds"), "napped") })
+`
+      })
+      const cli = yield* startCli(["run", "napper", "take a nap", "--dir", root])
+      yield* cli.waitFor(/-> nap/)
+      const server = yield* startServer(root, { storeFile: join(root, ".foundry/foundry.db") })
+      const runs = (yield* http(`${server.url}/api/runs`)).json as ReadonlyArray<{ readonly id: string }>
+      const runId = runs[0]?.id ?? ""
+      expect((yield* http(`${server.url}/api/runs/${runId}/cancel`, { method: "POST" })).json).toMatchObject({ status: "cancelled" })
+      const code = yield* Effect.async<number | null>((resume) => {
+        if (cli.child.exitCode !== null || cli.child.signalCode !== null) resume(Effect.succeed(cli.child.exitCode))
+        else cli.child.once("exit", (exited) => resume(Effect.succeed(exited)))
+      }).pipe(Effect.timeoutFail({ duration: "15 seconds", onTimeout: () => new Error(`foundry run went on after the cancel:\n${cli.output()}`) }))
+      expect(code, cli.output()).toBe(1)
+      expect(cli.output()).toContain(`run ${runId} was cancelled`)
+      expect(cli.output()).not.toContain("rested")
+    }), 40_000)
+
   it.scopedLive("a run that waits on a person says what for, where to decide it and how, and exits 1", () =>
     Effect.gen(function*() {
       const root = yield* exampleCopy

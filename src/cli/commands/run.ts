@@ -1,13 +1,14 @@
 /**
  * `foundry run <agent> "<message>"`: one run from the terminal, its text streamed to standard
- * output, its tool calls to standard error, the exit code by outcome (0 completed, 1 failed or
- * suspended on an approval, 130 cancelled by Ctrl-C). With an OTLP endpoint set, its spans are
- * exported before it exits.
+ * output, its tool calls to standard error, the exit code by outcome (0 completed, 1 failed,
+ * suspended on an approval or cancelled by another process on the store, 130 cancelled by Ctrl-C).
+ * With an OTLP endpoint set, its spans are exported before it exits.
  */
 import { Effect, Layer, Option, Stream } from "effect"
 import { loadProject } from "../../compiler/loadProject.js"
 import { Dispatcher } from "../../dispatch/Dispatcher.js"
 import { ApprovalStorage } from "../../durable/ApprovalStorage.js"
+import { Store } from "../../durable/Store.js"
 import { EventLog } from "../../events/EventLog.js"
 import type { FoundryEvent } from "../../events/FoundryEvent.js"
 import { OtlpExportLive } from "../../events/OtlpExport.js"
@@ -86,7 +87,7 @@ export const run = ({ agent, dir, instance, message }: {
       // As the API answers an empty message: there is nothing to run.
       if (message.trim() === "") return yield* new CliError({ message: `the message is empty: foundry run ${agent} "<what to ask>"` })
       const app = yield* loadProject(dir, 1)
-      const outcome = yield* Effect.gen(function*() {
+      const { outcome, runId } = yield* Effect.gen(function*() {
         const dispatcher = yield* Dispatcher
         const events = yield* EventLog
         const submitted = yield* dispatcher.submit({ agent, message, instance })
@@ -104,11 +105,28 @@ export const run = ({ agent, dir, instance, message }: {
           Stream.takeUntil((event) => event.type === "run.suspended" && event.data.reason !== "child"),
           Stream.runForEach((event) => {
             if (event.type === "run.failed") outcome = "failed"
+            if (event.type === "run.cancelled") outcome = "cancelled"
             if (event.type === "run.suspended" && event.data.reason !== "child") outcome = "suspended"
             return show(event, streamed, server)
           })
         )
-        yield* Effect.raceFirst(own, below).pipe(
+        // A cancel from another process on the store (a server's `POST /api/runs/<id>/cancel`)
+        // ends the execution here (its lease is revoked) but its event is that process's: the
+        // run's status says so, read whenever the execution here ends, and every second.
+        const store = yield* Store
+        const cancelledElsewhere = Effect.gen(function*() {
+          for (;;) {
+            yield* Effect.raceFirst(dispatcher.await(submitted.id), Effect.sleep("1 second"))
+            // Not executing here (waiting for its subagent's run): `await` is at once, this is not.
+            yield* Effect.sleep("100 millis")
+            const stored = yield* store.getRun(submitted.id)
+            if (Option.isSome(stored) && stored.value.status === "cancelled") {
+              outcome = "cancelled"
+              return
+            }
+          }
+        })
+        yield* Effect.raceFirst(Effect.raceFirst(own, below), cancelledElsewhere).pipe(
           // Ctrl-C stops the run this command started: left running, no process would go on with it.
           // The process then exits 128 + the signal's number (main.ts), as a command a signal stopped.
           Effect.onInterrupt(() =>
@@ -117,9 +135,14 @@ export const run = ({ agent, dir, instance, message }: {
               Effect.catchAll((error) => warn(`\nrun ${submitted.id} was not cancelled: ${error.message}`))
             ))
         )
-        return outcome
+        return { outcome, runId: submitted.id }
       }).pipe(Effect.provide(OtlpExportLive.pipe(Layer.provideMerge(runtimeLayer(app)))))
       if (outcome === "failed") return yield* new CliError({ message: `the run of ${agent} failed` })
+      if (outcome === "cancelled") {
+        return yield* new CliError({
+          message: `run ${runId} was cancelled from outside this command (through a server on this project's store): it did not finish`
+        })
+      }
       if (outcome === "suspended") {
         return yield* new CliError({ message: `the run of ${agent} has not finished: it waits (above), and goes on once that is done` })
       }
