@@ -278,7 +278,19 @@ export const layer = Layer.effect(
       const ref = { agent: request.agent, id: request.id ?? newId("inst") }
       const made = yield* storage.create({ ...ref, provisioningKey: request.provisioningKey ?? null, context: context.right }, installations)
       // A repeated provisioning key answers its instance; an id taken by another instance is a conflict.
-      if (!made.created && (request.provisioningKey === undefined || made.instance.provisioningKey !== request.provisioningKey)) {
+      const taken = !made.created && (request.provisioningKey === undefined || made.instance.provisioningKey !== request.provisioningKey)
+      // An archived instance keeps its id: PATCH would be refused too, so only another id goes on.
+      if (taken && made.instance.status === "archived") {
+        return yield* new InstanceConflict({
+          agent: ref.agent,
+          instance: ref.id,
+          message: `agent "${ref.agent}" has an archived instance "${ref.id}"` +
+            (made.instance.statusReason === null ? "" : ` (${made.instance.statusReason})`) +
+            ": archiving is final (there is no unarchive) and the instance keeps its id with its history; " +
+            "create the new instance with another id"
+        })
+      }
+      if (taken) {
         return yield* new InstanceConflict({
           agent: ref.agent,
           instance: ref.id,

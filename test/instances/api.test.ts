@@ -129,6 +129,13 @@ describe("the instances API", () => {
       const afterArchive = yield* http(`${api}/acme?agent=desk`, { method: "PATCH", body: { paused: true } })
       expect(afterArchive.status).toBe(409)
       expect(afterArchive.json).toMatchObject({ _tag: "InstanceConflict", message: expect.stringContaining("archived") })
+      // Its id stays taken: the 409 says the instance is archived, for good, and to take another id (not to PATCH it).
+      const reused = yield* http(api, { body: { agent: "desk", id: "acme", context: { company: "Acme" } } })
+      expect(reused.status).toBe(409)
+      expect(reused.json).toMatchObject({ _tag: "InstanceConflict", agent: "desk", instance: "acme" })
+      expect(field(reused.json, "message")).toEqual(
+        `agent "desk" has an archived instance "acme" (contract ended): archiving is final (there is no unarchive) and the instance keeps its id with its history; create the new instance with another id`
+      )
       // A provisioning retried with the archived instance's key is told, not handed an instance that takes nothing.
       const reprovisioned = yield* http(api, { body: { agent: "desk", id: "acme-2", provisioningKey: "customer-17", context: { company: "Acme" } } })
       expect(reprovisioned.status).toBe(409)
