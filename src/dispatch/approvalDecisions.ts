@@ -40,10 +40,12 @@ export const makeApprovalDecisions = (resume: (run: RunRecord) => Effect.Effect<
         if (Option.isNone(decided)) {
           const now = yield* approvals.get(approvalId)
           const was = Option.match(now, { onNone: () => "decided", onSome: (a) => a.status })
+          // Why it was closed (its run's cancel, an expiry, the person before): a late decider reads it here.
+          const why = Option.match(now, { onNone: () => null, onSome: (a) => a.reason })
           return yield* new ApprovalAlreadyDecided({
             approvalId,
             status: was,
-            message: `approval "${approvalId}" is already ${was}; a decision applies once`
+            message: `approval "${approvalId}" is already ${was}${why === null ? "" : ` (${why})`}; a decision applies once`
           })
         }
         if (Option.isSome(run)) {

@@ -48,6 +48,39 @@ describe.skipIf(skipBrowser)("a run's page in Chromium", () => {
       expect(yield* promise(() => page.textContent("main"))).not.toMatch(/[\u202A-\u202E\u2066-\u2069\u200E\u200F\u061C]/)
     }))
 
+  it.scopedLive("an approval its run's cancel closed says so in the timeline, as on its card and in the API", () =>
+    Effect.gen(function*() {
+      const { page, url } = yield* setup
+      const created = yield* http(`${url}/api/runs`, { body: { agent: "worker", message: plan({ calls: [{ name: "transfer", arguments: { amount: 3 } }] }) } })
+      const runId = runIdOf(created.json)
+      const approvalId = yield* pendingApproval(url, runId)
+      expect((yield* http(`${url}/api/runs/${runId}/cancel`, { method: "POST" })).json).toMatchObject({ status: "cancelled" })
+      const closed = { status: "expired", reason: "the run was cancelled before a decision" }
+      const listed = (yield* http(`${url}/api/approvals?run=${runId}`)).json as ReadonlyArray<{ id: string }>
+      expect(listed.find((a) => a.id === approvalId)).toMatchObject(closed)
+      const events = (yield* http(`${url}/api/runs/${runId}/events`)).json as ReadonlyArray<{ type: string; data: unknown }>
+      expect(events.find((e) => e.type === "approval.decided")?.data).toMatchObject(closed)
+      // A late decision is told why the approval is closed.
+      const late = yield* http(`${url}/api/approvals/${approvalId}`, { body: { decision: "approve" } })
+      expect(late.status).toBe(409)
+      expect(late.json).toMatchObject({
+        _tag: "ApprovalAlreadyDecided",
+        message: `approval "${approvalId}" is already expired (the run was cancelled before a decision); a decision applies once`
+      })
+
+      yield* promise(() => page.goto(`${url}/approvals`))
+      const card = page.locator(`[data-approval=${approvalId}] [data-testid=approval-decision]`)
+      yield* promise(() => card.waitFor())
+      expect(yield* promise(() => card.textContent())).toContain("expired at")
+      expect(yield* promise(() => card.textContent())).toContain("· the run was cancelled before a decision")
+
+      yield* promise(() => page.goto(`${url}/runs/${runId}`))
+      yield* promise(() => page.locator("[data-testid=waterfall] .span.approval .span-row").click())
+      const decision = page.locator("[data-testid=waterfall] .span.approval [data-testid=span-decision]")
+      yield* promise(() => decision.waitFor())
+      expect(yield* promise(() => decision.textContent())).toBe("expired · the run was cancelled before a decision")
+    }))
+
   it.scopedLive("timeline rows open and close from the keyboard and say whether they are open", () =>
     Effect.gen(function*() {
       const { page, url } = yield* setup

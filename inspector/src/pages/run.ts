@@ -201,6 +201,10 @@ export const runPage = (root: HTMLElement, [runId = ""]: ReadonlyArray<string>) 
           span.detail.input === undefined ? null : h("div", {}, h("b", {}, "input"), h("pre", { "data-testid": "span-input" }, json(span.detail.input))),
           span.detail.output === undefined ? null : h("div", {}, h("b", {}, "output"), h("pre", { "data-testid": "span-output" }, json(span.detail.output))),
           span.detail.error === undefined ? null : h("div", { class: "error-line" }, String(span.detail.error)),
+          // What became of an approval, and why: "expired" alone reads as a timeout when the run's cancel closed it.
+          typeof span.detail.decision !== "string" ? null : h("div", { "data-testid": "span-decision" },
+            h("span", { class: `status ${span.detail.decision}` }, span.detail.decision),
+            typeof span.detail.reason === "string" ? ` · ${span.detail.reason}` : ""),
           childRun === undefined ? null : h("div", {}, "child run ", link(`/runs/${childRun}`, childRun)),
           open && typeof span.detail.text === "string" && span.detail.text !== "" ? h("pre", {}, span.detail.text) : null,
           open && Array.isArray(span.detail.toolCalls) && span.detail.toolCalls.length > 0
