@@ -26,9 +26,14 @@ export const servingUrl = (root: string): Option.Option<string> => {
     serving.pid !== process.pid && processEnded(serving.pid) ? Option.none() : Option.some(serving.url))
 }
 
-/** The address of a server listening on `host` and `port`: one bound to every interface is reached on loopback. */
-export const addressOf = (host: string, port: number): string =>
-  `http://${host === "0.0.0.0" || host === "::" ? "127.0.0.1" : host}:${port}`
+/**
+ * The address of a server listening on `host` and `port`: one bound to every interface is reached
+ * on loopback; an IPv6 address goes in brackets, as a URL needs it.
+ */
+export const addressOf = (host: string, port: number): string => {
+  const reached = host === "0.0.0.0" || host === "::" ? "127.0.0.1" : host
+  return `http://${reached.includes(":") ? `[${reached}]` : reached}:${port}`
+}
 
 /** Records, for as long as the scope is open, that this process serves the project at `root` at `url`. */
 export const recordServing = (root: string, url: string) =>

@@ -1,8 +1,9 @@
 import { join } from "node:path"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { runCli } from "../support/cli.js"
+import { runCli, serveProject } from "../support/cli.js"
 import { http, startServer } from "../support/server.js"
+import { agentFile, tempProject } from "../support/tempProject.js"
 import { authProject, bearer } from "./support.js"
 
 /** `foundry <args>` (the built framework, as users run it). */
@@ -37,6 +38,25 @@ describe("foundry token", () => {
       const after = yield* foundry(["token", "list", "--dir", root])
       expect(after.stdout).toMatch(new RegExp(`${id}\\s+ci\\s+run\\s+.*\\d\\d:\\d\\d\\s*$`, "m"))
     }))
+
+  it.scopedLive("create's examples use the address the project's server is reached at: the one serving it, else the config's", () =>
+    Effect.gen(function*() {
+      const root = yield* tempProject({
+        "agents/echo/agent.ts": agentFile(),
+        "foundry.config.ts": `import { defineConfig } from "foundry"\nexport default defineConfig({ server: { host: "0.0.0.0", port: 4999 }, auth: { required: true } })\n`
+      })
+      // Nothing serves it: the config's port, on loopback (a server bound to every interface answers there).
+      const unserved = yield* foundry(["token", "create", "--scope", "read", "--dir", root])
+      expect(unserved.code).toBe(0)
+      expect(unserved.stdout).toMatch(/Authorization: Bearer fdy_[\w-]+" http:\/\/127\.0\.0\.1:4999\/api\/runs\n/)
+      expect(unserved.stdout).toContain("baseURL = http://127.0.0.1:4999/v1")
+      // Served on another port (`foundry start --port`): that server's address.
+      const { url } = yield* serveProject(root)
+      const served = yield* foundry(["token", "create", "--scope", "read", "--dir", root])
+      expect(served.stdout).toContain(`" ${url}/api/runs`)
+      expect(served.stdout).toContain(`baseURL = ${url}/v1`)
+      expect(served.stdout).not.toMatch(/localhost|:4141|:4999|0\.0\.0\.0/)
+    }), 60_000)
 
   it.scopedLive("a wrong scope, a malformed id and an unknown id each say what is wrong, without a stack trace", () =>
     Effect.gen(function*() {

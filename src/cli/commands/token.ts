@@ -8,10 +8,12 @@ import { isTokenId } from "../../auth/token.js"
 import * as TokenStorage from "../../auth/TokenStorage.js"
 import type { TokenScope } from "../../auth/TokenScope.js"
 import { emptyApp } from "../../compiler/loadProject.js"
+import { defaultConfig } from "../../definitions/defineConfig.js"
 import { loadConfig } from "../../router/loadConfig.js"
 import { CliError } from "../CliError.js"
 import { notAProjectOrRelease } from "../projectFolder.js"
 import { databaseLayer } from "../ProjectRuntime.js"
+import { addressOf, servingUrl } from "../servingAddress.js"
 import { say, style, table, when } from "../terminal.js"
 
 /** Token storage on the store that the config of the project at `dir` names. */
@@ -33,8 +35,16 @@ export const create = (options: { readonly dir: string; readonly scope: TokenSco
   Effect.gen(function*() {
     const tokens = yield* TokenStorage.TokenStorage
     const { record, token } = yield* tokens.create({ name: options.name ?? "", scope: options.scope })
-    const project = yield* loadConfig(options.dir, 1).pipe(Effect.orElseSucceed(() => undefined))
-    const server = project === undefined ? "http://127.0.0.1:4141" : `http://${project.config.server.host}:${project.config.server.port}`
+    // Where the examples reach the server: the one serving the project now (started with --port or
+    // --host, perhaps), else where its config says one listens (on loopback when that is every interface).
+    const server = yield* Option.match(servingUrl(options.dir), {
+      onSome: Effect.succeed,
+      onNone: () =>
+        loadConfig(options.dir, 1).pipe(
+          Effect.map((project) => addressOf(project.config.server.host, project.config.server.port)),
+          Effect.orElseSucceed(() => addressOf(defaultConfig.server.host, defaultConfig.server.port))
+        )
+    })
     yield* say(style.green(`created token ${record.id} (scope ${record.scope}${record.name === "" ? "" : `, name ${record.name}`}):`))
     yield* say(`\n  ${token}\n`)
     yield* say(style.yellow("This is the only time the token is shown: keep it in a secret store."))
