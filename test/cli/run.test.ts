@@ -21,6 +21,18 @@ const exampleCopy = Effect.acquireRelease(
   (root) => Effect.sync(() => rmSync(root, { recursive: true, force: true }))
 )
 
+/** An agent whose one tool naps for a minute: a run of it is under way long enough to be stopped. */
+const napperProject = tempProject({
+  "agents/napper/agent.ts": `import { defineAgent, Scripted } from "foundry"
+import nap from "./tools/nap.tool.js"
+export default defineAgent({ description: "Naps", tools: [nap], model: Scripted.make([{ toolCalls: [{ name: "nap", arguments: {} }] }, { text: "rested" }]) })
+`,
+  "agents/napper/tools/nap.tool.ts": `import { Effect, Schema } from "effect"
+import { defineTool } from "foundry"
+export default defineTool({ description: "Naps", input: Schema.Struct({}), output: Schema.String, run: () => Effect.as(Effect.sleep("60 seconds"), "napped") })
+`
+})
+
 describe("route files are ES modules", () => {
   it.scopedLive("a project whose package.json does not say \"type\": \"module\" still loads", () =>
     Effect.gen(function*() {
@@ -91,16 +103,7 @@ export default defineAgent({
 
   it.scopedLive("Ctrl-C cancels the run it started, says so with its id and exits 130: no run is left running with no process to go on with it", () =>
     Effect.gen(function*() {
-      const root = yield* tempProject({
-        "agents/napper/agent.ts": `import { defineAgent, Scripted } from "foundry"
-import nap from "./tools/nap.tool.js"
-export default defineAgent({ description: "Naps", tools: [nap], model: Scripted.make([{ toolCalls: [{ name: "nap", arguments: {} }] }, { text: "rested" }]) })
-`,
-        "agents/napper/tools/nap.tool.ts": `import { Effect, Schema } from "effect"
-import { defineTool } from "foundry"
-export default defineTool({ description: "Naps", input: Schema.Struct({}), output: Schema.String, run: () => Effect.as(Effect.sleep("60 seconds"), "napped") })
-`
-      })
+      const root = yield* napperProject
       const cli = yield* startCli(["run", "napper", "take a nap", "--dir", root])
       yield* cli.waitFor(/-> nap/)
       cli.child.kill("SIGINT")
@@ -118,16 +121,7 @@ export default defineTool({ description: "Naps", input: Schema.Struct({}), outpu
 
   it.scopedLive("a run cancelled through a server on the same store stops the command, which says so with the run's id and exits 1", () =>
     Effect.gen(function*() {
-      const root = yield* tempProject({
-        "agents/napper/agent.ts": `import { defineAgent, Scripted } from "foundry"
-import nap from "./tools/nap.tool.js"
-export default defineAgent({ description: "Naps", tools: [nap], model: Scripted.make([{ toolCalls: [{ name: "nap", arguments: {} }] }, { text: "rested" }]) })
-`,
-        "agents/napper/tools/nap.tool.ts": `import { Effect, Schema } from "effect"
-import { defineTool } from "foundry"
-export default defineTool({ description: "Naps", input: Schema.Struct({}), output: Schema.String, run: () => Effect.as(Effect.sleep("60 seconds"), "napped") })
-`
-      })
+      const root = yield* napperProject
       const cli = yield* startCli(["run", "napper", "take a nap", "--dir", root])
       yield* cli.waitFor(/-> nap/)
       const server = yield* startServer(root, { storeFile: join(root, ".foundry/foundry.db") })

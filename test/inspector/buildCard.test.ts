@@ -6,8 +6,8 @@ import { writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { browserPage, skipBrowser } from "../support/browser.js"
-import { freePort, startCli } from "../support/cli.js"
+import { skipBrowser } from "../support/browser.js"
+import { devOverview } from "../support/devInBrowser.js"
 import { answeringAgentFile, answerToolFile, tempProject } from "../support/tempProject.js"
 
 const promise = <A>(f: () => Promise<A>) => Effect.promise(f)
@@ -32,12 +32,7 @@ describe.skipIf(skipBrowser)("the overview's build card", () => {
         "agents/helper/agent.ts": answeringAgentFile,
         "agents/helper/tools/answer.tool.ts": answerToolFile(`"sound"`)
       })
-      const port = yield* freePort
-      const dev = yield* startCli(["dev", root, "--port", String(port)])
-      yield* dev.waitFor(/listening on/)
-      const page = yield* browserPage
-      yield* promise(() => page.goto(`http://127.0.0.1:${port}/`))
-      const card = page.getByTestId("build")
+      const { card } = yield* devOverview(root)
       yield* promise(() => card.locator("text=/build 1 since/").waitFor())
       expect(yield* promise(() => card.getByTestId("build-going").count())).toBe(0)
 

@@ -6,7 +6,7 @@ import { Effect, Schedule } from "effect"
 import type { Page } from "playwright-core"
 import * as Scripted from "../../src/models/scripted.js"
 import { browserPage, skipBrowser } from "../support/browser.js"
-import { freePort, startCli } from "../support/cli.js"
+import { devOverview } from "../support/devInBrowser.js"
 import { durableProject, plan } from "../support/durableProject.js"
 import { plannedModel } from "../support/plannedModel.js"
 import { http, pendingApproval, runIdOf, startServer, waitForRun } from "../support/server.js"
@@ -274,12 +274,7 @@ describe.skipIf(skipBrowser)("the inspector in Chromium", () => {
         "agents/other/agent.ts": answeringAgentFile,
         "agents/other/tools/answer.tool.ts": "export default 42\n"
       })
-      const port = yield* freePort
-      const dev = yield* startCli(["dev", root, "--port", String(port)])
-      yield* dev.waitFor(/listening on/)
-      const page = yield* browserPage
-      yield* promise(() => page.goto(`http://127.0.0.1:${port}/`))
-      const card = page.getByTestId("build")
+      const { card } = yield* devOverview(root)
       yield* promise(() => card.getByTestId("build-serving").waitFor())
       expect(yield* promise(() => card.getByTestId("build-serving").textContent())).toContain("Serving only the routes that build")
       const files = yield* promise(() => card.getByTestId("build-problems").locator("li code").allTextContents())
