@@ -193,7 +193,9 @@ describe("foundry instances create, show, context, pause, resume and archive", (
       expect(yield* status("acme")).toMatchObject({ status: "archived", statusReason: "contract ended" })
       const missing = yield* runCli(["instances", "show", "nobody", ...on])
       expect(missing.code).toBe(1)
-      expect(missing.stderr).toContain("nobody")
+      // The way on is said as the command that takes it, not as the API's call.
+      expect(missing.stderr).toContain(`no agent has an instance "nobody"; list them with foundry instances --search nobody`)
+      expect(missing.stderr).not.toContain("/api/")
       // The list is still the command itself.
       const listed = yield* runCli(["instances", ...on])
       expect(rowsOf(listed.stdout)[1]?.slice(0, 4)).toEqual(["acme", "desk", "cus-1", "archived"])
