@@ -144,7 +144,17 @@ export const makeRunExecutor = (options: RunExecutorOptions) =>
       hold,
       letGo,
       asked: Effect.suspend(() => approvals.asked),
-      wakeParent
+      wakeParent,
+      // An approval is asked for outside the lease: one asked after the cancel closed the run's approvals is closed here.
+      leaseTaken: (runId) =>
+        journal.statusOf(runId).pipe(
+          Effect.flatMap((status) =>
+            status !== undefined && finalStatuses.has(status)
+              ? approvals.closeFor(runId, status === "cancelled" ? "the run was cancelled before a decision" : `the run ended (${status}) before a decision`)
+              : Effect.void
+          ),
+          Effect.catchAllCause((cause) => Effect.logWarning(`could not close the approvals of run ${runId}, whose lease another process took`, cause))
+        )
     })
     const approvals = yield* makeApprovalDecisions((run) => wake(run))
     yield* wakeOnBuilds(current, store, wake)

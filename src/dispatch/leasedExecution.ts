@@ -28,6 +28,11 @@ export interface LeasedExecutionOptions {
   readonly asked: Effect.Effect<void>
   /** Wakes the run's parent if it waits for the run, now ended. */
   readonly wakeParent: (runId: string) => Effect.Effect<void>
+  /**
+   * After the run's lease was taken from this execution (a cancel from another process): closes
+   * what the execution asked for unfenced since (an approval) if the run has ended.
+   */
+  readonly leaseTaken: (runId: string) => Effect.Effect<void>
 }
 
 /** How the executor executes a run whose turn in its lane has come, with the lease its submission took, if any. */
@@ -63,7 +68,9 @@ export const makeLeasedExecution = (options: LeasedExecutionOptions) => {
       const latest = status === run.status ? run : new RunRecord({ ...run, status }, { disableValidation: true })
       return releases.forRun(run, (app) =>
         Effect.gen(function*() {
-          const outcome = yield* runAgent(app, latest, granted).pipe(Effect.catchTag("LeaseLost", () => Effect.succeed(undefined)))
+          const outcome = yield* runAgent(app, latest, granted).pipe(
+            Effect.catchTag("LeaseLost", () => Effect.as(options.leaseTaken(run.id), undefined))
+          )
           if (outcome === "suspended") yield* options.asked
         }))
     }

@@ -7,6 +7,7 @@ import { Effect } from "effect"
 import * as Scripted from "../../src/models/scripted.js"
 import { durableProject, plan } from "../support/durableProject.js"
 import { plannedModel } from "../support/plannedModel.js"
+import { freePort, startCli } from "../support/cli.js"
 import { http, startServer, waitForRun } from "../support/server.js"
 import { tempProject } from "../support/tempProject.js"
 
@@ -182,6 +183,52 @@ describe("cancel and steer", () => {
         expect(types.at(-1)).toBe("run.cancelled")
       }
     }), 20_000)
+
+  it.scopedLive("an approval asked for just after a cancel from another process took the run is closed, not left pending", () =>
+    Effect.gen(function*() {
+      // The tool's approval policy holds its process for 3 s: the cancel comes from the other
+      // process while it does, so the approval is asked for after the cancel closed the run's.
+      const root = yield* tempProject({
+        "agents/payer/agent.ts": `import { defineAgent, Scripted } from "foundry"
+import pay from "./tools/pay.tool.js"
+export default defineAgent({ description: "Pays", tools: [pay], model: Scripted.make([{ toolCalls: [{ name: "pay", arguments: {} }] }, { text: "paid" }]) })
+`,
+        "agents/payer/tools/pay.tool.ts": `import { Effect, Schema } from "effect"
+import { defineTool } from "foundry"
+export default defineTool({
+  description: "Pays",
+  input: Schema.Struct({}),
+  output: Schema.String,
+  approval: () => {
+    const until = Date.now() + 3000
+    while (Date.now() < until) {}
+    return true
+  },
+  run: () => Effect.succeed("paid")
+})
+`
+      })
+      const port = yield* freePort
+      const executing = yield* startCli(["start", root, "--port", String(port)])
+      yield* executing.waitFor(/listening on/)
+      const other = yield* startServer(root, { storeFile: join(root, ".foundry/foundry.db") })
+      const created = yield* http(`http://127.0.0.1:${port}/api/runs`, { body: { agent: "payer", message: "pay" } })
+      const runId = (created.json as Created).runId
+      const types = () => Effect.map(http(`${other.url}/api/runs/${runId}/events`), (r) => (r.json as Array<{ type: string }>).map((e) => e.type))
+      for (let i = 0; i < 200 && !(yield* types()).includes("model.turn.completed"); i++) yield* Effect.sleep("10 millis")
+      const cancelled = yield* http(`${other.url}/api/runs/${runId}/cancel`, { method: "POST" })
+      expect(cancelled.json).toMatchObject({ status: "cancelled" })
+      // Past the policy's wait: the executing process has asked, and found the run taken.
+      let approvals: Array<{ status: string; reason: string | null }> = []
+      for (let i = 0; i < 100 && approvals.length === 0; i++) {
+        yield* Effect.sleep("100 millis")
+        approvals = (yield* http(`${other.url}/api/approvals?run=${runId}`)).json as typeof approvals
+      }
+      yield* Effect.sleep("500 millis")
+      approvals = (yield* http(`${other.url}/api/approvals?run=${runId}`)).json as typeof approvals
+      expect(approvals).toEqual([expect.objectContaining({ status: "expired", reason: "the run was cancelled before a decision" })])
+      expect((yield* http(`${other.url}/api/runs/${runId}`)).json).toMatchObject({ status: "cancelled" })
+    }), 30_000)
 
   it.scopedLive("steering cancels the run and starts a new one in the same conversation, linked to it", () =>
     Effect.gen(function*() {
