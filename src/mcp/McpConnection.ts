@@ -164,6 +164,13 @@ export const make = (mount: McpMount, policy: ConnectionPolicy) =>
       // an unexpected message also causes. A ping tells a dead server apart at once, rather
       // than the call waiting out its timeout.
       client.onerror = (error) => {
+        // The SDK's stdio transport closes on a message over its buffer (10 MB) after reporting it
+        // here: the close says that, not that the process exited.
+        const tooLarge = isStdio(mount.spec) ? /ReadBuffer exceeded maximum size of (\d+) bytes/.exec(messageOf(error)) : null
+        if (tooLarge !== null) {
+          closedReason = `it sent a message over ${tooLarge[1]} bytes, the most an MCP message over stdio may be (a tool result that large: ` +
+            "have the tool return less, or write it to a file and return its path), so its process was stopped"
+        }
         if (isStdio(mount.spec) || session.calls === 0 || session.checking) return
         Runtime.runFork(runtime)(Effect.interruptible(stillAnswering(session, `the connection failed during a call: ${hide(messageOf(error))}`)))
       }

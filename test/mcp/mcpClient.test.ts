@@ -139,6 +139,22 @@ describe("MCP client", () => {
       expect(outputs.slice(0, -1).every((output) => output?.includes("McpServerNotRunning"))).toBe(true)
     }))
 
+  it.scopedLive("a stdio server's message over the SDK's 10 MB is a tool error saying so, not a process that exited, and a call after works", () =>
+    Effect.gen(function*() {
+      const { log, url } = yield* setup()
+      const run = yield* submit(url, steps([{ name: "files__huge", arguments: { bytes: 11 * 1024 * 1024 } }]))
+      const ended = yield* waitForRun(url, run.runId)
+      expect(ended.output).toContain("files__huge failed: McpServerNotRunning: MCP server files is not running: it sent a message over 10485760 bytes")
+      expect(ended.output).toContain("have the tool return less")
+      expect(ended.output).not.toContain("exited")
+      yield* eventually("the server restarted", Effect.sync(() => starts(log)), (pids) => pids.length === 2)
+      yield* eventually(
+        "a call after the restart answered",
+        Effect.flatMap(submit(url, steps([{ name: "files__echo", arguments: { text: "small" } }]), run.conversationId), (next) => waitForRun(url, next.runId)),
+        (next) => next.output === "done: small"
+      )
+    }))
+
   it.scopedLive("a Streamable HTTP server that stops answering: calls are tool errors until it is back, then they work", () =>
     Effect.gen(function*() {
       const { url, web } = yield* setup()
