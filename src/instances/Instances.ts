@@ -299,6 +299,15 @@ export const layer = Layer.effect(
             `; change it with PATCH /api/instances/${ref.id}?agent=${ref.agent}, or create another with another id`
         })
       }
+      // The key names one instance and the id another: neither answer would be the one asked for.
+      if (!made.created && request.id !== undefined && made.instance.id !== request.id) {
+        return yield* new InstanceConflict({
+          agent: ref.agent,
+          instance: request.id,
+          message: `provisioning key "${request.provisioningKey}" belongs to instance "${made.instance.id}" of agent "${ref.agent}", not "${request.id}": ` +
+            `send id "${made.instance.id}" (or no id) to get that instance, or another key to create "${request.id}"`
+        })
+      }
       // A retried provisioning must not be handed an instance that takes nothing any more.
       if (!made.created && made.instance.status === "archived") {
         return yield* new InstanceConflict({

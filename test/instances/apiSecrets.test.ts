@@ -77,7 +77,7 @@ describe("instance secrets off the happy path", () => {
       expect(everything.texts.join("\n")).not.toContain(String(wrongNumber))
     }))
 
-  it.scopedLive("an id taken by another instance is a conflict, even with a new provisioning key; a repeated key answers its instance", () =>
+  it.scopedLive("an id taken by another instance is a conflict, even with a new provisioning key; a repeated key answers its instance, unless another id is asked for", () =>
     Effect.gen(function*() {
       const server = yield* startServer(yield* instancesProject())
       const api = `${server.url}/api/instances`
@@ -85,8 +85,14 @@ describe("instance secrets off the happy path", () => {
       const other = yield* http(api, { body: { agent: "echo", id: "acme", provisioningKey: "k2" } })
       expect(other.status).toBe(409)
       expect(other.text).toContain(`provisioning key \\"k1\\"`)
-      const again = yield* http(api, { body: { agent: "echo", id: "whatever", provisioningKey: "k1" } })
+      const again = yield* http(api, { body: { agent: "echo", provisioningKey: "k1" } })
       expect(again.json).toMatchObject({ id: "acme", created: false })
+      expect((yield* http(api, { body: { agent: "echo", id: "acme", provisioningKey: "k1" } })).json).toMatchObject({ id: "acme", created: false })
+      // A key and an id of two instances: neither is the one asked for.
+      const mixed = yield* http(api, { body: { agent: "echo", id: "whatever", provisioningKey: "k1" } })
+      expect(mixed.status).toBe(409)
+      expect(mixed.json).toMatchObject({ message: expect.stringContaining(`provisioning key "k1" belongs to instance "acme" of agent "echo", not "whatever"`) })
+      expect((yield* http(`${api}/whatever?agent=echo`)).status).toBe(404)
       // An archived instance changes no more, installations included.
       expect((yield* http(`${api}/acme?agent=echo`, { method: "DELETE" })).status).toBe(200)
       const uninstall = yield* http(`${api}/acme/installations?agent=echo&kind=tool&capability=crm-notes`, { method: "DELETE" })
