@@ -384,6 +384,12 @@ describe("Foundry as an MCP server", () => {
       const notJson = yield* http(`${server.url}/mcp`, { body: "{ not json", headers })
       expect(notJson.status).toBe(400)
       expect(notJson.json).toMatchObject({ jsonrpc: "2.0", error: { code: -32700 } })
+      // JSON that is no JSON-RPC message is an Invalid Request saying what is wrong, to its id.
+      const notMessage = yield* http(`${server.url}/mcp`, { body: { jsonrpc: "1.0", id: 13, method: "tools/list" }, headers })
+      expect(notMessage.status).toBe(400)
+      expect(notMessage.json).toEqual({ jsonrpc: "2.0", id: 13, error: { code: -32600, message: `Invalid Request: "jsonrpc" must be "2.0", got "1.0"` } })
+      const notObject = yield* http(`${server.url}/mcp`, { body: 42, headers })
+      expect(notObject.json).toMatchObject({ id: null, error: { code: -32600, message: "Invalid Request: expected a JSON-RPC message (an object), got a number" } })
 
       // Params a method served cannot have are invalid params, said in words, to the request's id.
       const initialize = { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "test", version: "1" } }

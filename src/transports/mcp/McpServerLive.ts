@@ -76,7 +76,7 @@ export const layer = (config: McpServerConfig = defaults) =>
           import("./invalidParams.js"),
           import("./screenMessages.js")
         ])).pipe(
-          Effect.flatMap(([McpSessions, { makeAgentServer }, { invalidParams }, { screenBatch }]) =>
+          Effect.flatMap(([McpSessions, { makeAgentServer }, { invalidParams }, { screenBatch, screenMessage }]) =>
             Scope.extend(
               McpSessions.make({
                 newServer: () => makeAgentServer(runtime),
@@ -87,7 +87,7 @@ export const layer = (config: McpServerConfig = defaults) =>
                 onCheck: announceChanges
               }),
               scope
-            ).pipe(Effect.map((open) => ({ open, invalidParams, screenBatch })))
+            ).pipe(Effect.map((open) => ({ open, invalidParams, screenBatch, screenMessage })))
           )
         )
       )
@@ -96,7 +96,7 @@ export const layer = (config: McpServerConfig = defaults) =>
         const request = yield* HttpServerRequest.HttpServerRequest
         const web = toWebRequest(request)
         if (Option.isNone(web)) return yield* jsonRpcError(400, -32600, "the request URL or its Host header is not valid")
-        const { invalidParams, open, screenBatch } = yield* sessions
+        const { invalidParams, open, screenBatch, screenMessage } = yield* sessions
         if (request.method !== "POST") return yield* open.handle(web.value, undefined)
         return yield* readBody(request).pipe(
           Effect.flatMap((body) => {
@@ -110,8 +110,11 @@ export const layer = (config: McpServerConfig = defaults) =>
               if (answered.length === 0) return open.handle(web.value, rest)
               return rest.length === 0 ? Effect.succeed(HttpServerResponse.unsafeJson(answered)) : open.handle(web.value, rest, answered)
             }
+            // Params of a method served said wrong first: that is the more telling answer.
             const wrong = invalidParams(body)
-            return wrong === undefined ? open.handle(web.value, body) : jsonRpcError(200, -32602, wrong.message, wrong.id)
+            if (wrong !== undefined) return jsonRpcError(200, -32602, wrong.message, wrong.id)
+            const notMessage = screenMessage(body)
+            return notMessage === undefined ? open.handle(web.value, body) : Effect.succeed(HttpServerResponse.unsafeJson(notMessage, { status: 400 }))
           }),
           Effect.catchTag("UnreadableBody", (error) => jsonRpcError(400, error.code, error.message))
         )

@@ -1,6 +1,8 @@
 /**
- * A JSON-RPC batch POSTed to `/mcp`, screened before the SDK's transport sees it. The transport
- * refuses a whole batch with one parse error (-32700) when any element is not a JSON-RPC message,
+ * A JSON-RPC message or batch POSTed to `/mcp`, screened before the SDK's transport sees it. The
+ * transport answers JSON that is no JSON-RPC message with a parse error (-32700), which is for
+ * text that is not JSON; JSON-RPC 2.0 says Invalid Request (-32600), with what is wrong. It
+ * refuses a whole batch with one parse error when any element is not a JSON-RPC message,
  * and answers an empty one 202 with nothing; JSON-RPC 2.0 answers each malformed element on its
  * own (-32600 Invalid Request, to its id when it can be read) and an empty batch with one -32600.
  * MCP removed batches in 2025-06-18, so a batch under that version or a later one is refused whole,
@@ -43,6 +45,12 @@ const malformed = (element: unknown): string | undefined => {
   }
   // What the checks above let through and the SDK's schema refuses (a stray field, an error without a code).
   return JSONRPCMessageSchema.safeParse(element).success ? undefined : `not a JSON-RPC message as MCP defines one (check its fields against the spec)`
+}
+
+/** Why a message POSTed alone is not a JSON-RPC message, as the -32600 answered to its id (or null); `undefined` when it is one. */
+export const screenMessage = (message: unknown): JsonRpcErrorMessage | undefined => {
+  const wrong = malformed(message)
+  return wrong === undefined ? undefined : errorMessage(-32600, `Invalid Request: ${wrong}`, isRecord(message) && isId(message.id) ? message.id : null)
 }
 
 /**
