@@ -1,6 +1,6 @@
 /**
  * The `foundry` command line: `init`, `dev`, `start`, `build`, `deploy`, `releases`, `rollback`,
- * `run`, `routes`, `check`, `token`, `instances`, `install`, `uninstall`. Each
+ * `run`, `routes`, `check`, `token`, `instances`, `install`, `uninstall`, `runs`, `approvals`. Each
  * command's work lives in its own module under `commands/`, imported only when that command runs,
  * so that parsing a command line loads the parser and nothing else.
  */
@@ -218,6 +218,44 @@ const uninstall = Command.make("uninstall", { ...server, instance: instanceArg, 
   Effect.flatMap(instancesCommand(), (command) => command.uninstall(options)))
   .pipe(Command.withDescription("remove a capability from an instance of a running server"))
 
+const runsCommand = () => Effect.promise(() => import("./commands/runs.js"))
+
+const runs = Command.make("runs", {
+  ...server,
+  agent: Options.text("agent").pipe(Options.withDescription("only this agent's runs"), Options.optional),
+  status: Options.choice("status", ["queued", "running", "suspended", "completed", "failed", "cancelled"]).pipe(
+    Options.withDescription("only runs with this status"),
+    Options.optional
+  ),
+  limit: Options.integer("limit").pipe(Options.withDescription("how many of the newest runs (default 50, at most 1000)"), Options.withDefault(50))
+}, (options) => Effect.flatMap(runsCommand(), (command) => command.list(options))).pipe(
+  Command.withDescription("list a running server's newest runs: id, agent, instance, status, created, input; or cancel one"),
+  Command.withSubcommands([
+    Command.make("cancel", { ...server, run: Args.text({ name: "run" }).pipe(Args.withDescription("the run's id, as `foundry runs` shows it")) }, (options) =>
+      Effect.flatMap(runsCommand(), (command) => command.cancel(options)))
+      .pipe(Command.withDescription("cancel a run that has not ended, wherever it executes"))
+  ])
+)
+
+const approvalArg = Args.text({ name: "approval" }).pipe(Args.withDescription("the approval's id, as `foundry approvals` shows it"))
+const decisionReason = Options.text("reason").pipe(Options.withDescription("why, shown with the decision (the model reads a denial's)"), Options.optional)
+
+const approvals = Command.make("approvals", server, (options) => Effect.flatMap(runsCommand(), (command) => command.pending(options))).pipe(
+  Command.withDescription("list the approvals waiting on a person; approve or deny one"),
+  Command.withSubcommands([
+    Command.make("approve", {
+      ...server,
+      approval: approvalArg,
+      reason: decisionReason,
+      conversation: Options.boolean("conversation").pipe(Options.withDescription("approve the tool for the rest of the run's conversation too"))
+    }, (options) => Effect.flatMap(runsCommand(), (command) => command.decide({ ...options, decision: "approve" })))
+      .pipe(Command.withDescription("approve a call: the run goes on and makes it")),
+    Command.make("deny", { ...server, approval: approvalArg, reason: decisionReason }, (options) =>
+      Effect.flatMap(runsCommand(), (command) => command.decide({ ...options, decision: "deny", conversation: false })))
+      .pipe(Command.withDescription("deny a call: the run goes on, told the call was denied"))
+  ])
+)
+
 const deployCommand = () => Effect.promise(() => import("./commands/deploy.js"))
 
 /** The server a release command talks to (`--to`, or `--url` as the other client commands say), and the token it sends. */
@@ -252,7 +290,7 @@ const rollback = Command.make("rollback", {
 
 const foundry = Command.make("foundry").pipe(
   Command.withDescription("an Effect-native, file-routed runtime for AI agents"),
-  Command.withSubcommands([init, dev, start, build, deploy, releases, rollback, run, routes, check, token, instances, install, uninstall])
+  Command.withSubcommands([init, dev, start, build, deploy, releases, rollback, run, routes, check, token, instances, install, uninstall, runs, approvals])
 )
 
 const cli = Command.run(foundry, { name: "foundry", version: packageJson.version })

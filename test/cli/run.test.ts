@@ -4,7 +4,7 @@ import { join } from "node:path"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { runCli, startCli } from "../support/cli.js"
-import { http, startServer } from "../support/server.js"
+import { http, startServer, waitForRun } from "../support/server.js"
 import { tempProject } from "../support/tempProject.js"
 
 const repository = new URL("../../", import.meta.url).pathname
@@ -127,7 +127,9 @@ export default defineAgent({
       const server = yield* startServer(root, { storeFile: join(root, ".foundry/foundry.db") })
       const runs = (yield* http(`${server.url}/api/runs`)).json as ReadonlyArray<{ readonly id: string }>
       const runId = runs[0]?.id ?? ""
-      expect((yield* http(`${server.url}/api/runs/${runId}/cancel`, { method: "POST" })).json).toMatchObject({ status: "cancelled" })
+      const cancelled = yield* runCli(["runs", "cancel", runId, "--url", server.url])
+      expect([cancelled.code, cancelled.stdout.trim()]).toEqual([0, `cancelled run ${runId} of agent napper`])
+      expect((yield* http(`${server.url}/api/runs/${runId}`)).json).toMatchObject({ status: "cancelled" })
       const code = yield* Effect.async<number | null>((resume) => {
         if (cli.child.exitCode !== null || cli.child.signalCode !== null) resume(Effect.succeed(cli.child.exitCode))
         else cli.child.once("exit", (exited) => resume(Effect.succeed(exited)))
@@ -147,8 +149,26 @@ export default defineAgent({
       expect(approval).toBeDefined()
       expect(result.stderr).toContain("http://127.0.0.1:4141/approvals")
       expect(result.stderr).toContain(`curl -X POST http://127.0.0.1:4141/api/approvals/${approval}`)
+      expect(result.stderr).toContain(`or: foundry approvals approve ${approval}`)
       expect(result.stderr).toContain("the run of support has not finished: it waits")
       expect(result.stderr).not.toMatch(/\n\s+at /)
+
+      // Decided from the terminal, as it says: listed, approved, and the run goes on on the server.
+      const server = yield* startServer(root, { storeFile: join(root, ".foundry/foundry.db") })
+      const waiting = yield* runCli(["approvals", "--url", server.url])
+      expect(waiting.code).toBe(0)
+      expect(waiting.stdout).toMatch(new RegExp(`^${approval}\\s+run_\\w+\\s+support\\s+refund-order`, "m"))
+      const listed = yield* runCli(["runs", "--url", server.url, "--status", "suspended"])
+      expect(listed.stdout).toMatch(/^run_\w+\s+support\s+default\s+suspended\s+.*Refund order 42$/m)
+      const approved = yield* runCli(["approvals", "approve", approval ?? "", "--url", server.url])
+      expect([approved.code, approved.stderr]).toEqual([0, ""])
+      expect(approved.stdout).toMatch(/approved refund-order for run run_\w+: the run goes on/)
+      const runId = /for run (run_\w+)/.exec(approved.stdout)?.[1] ?? ""
+      expect((yield* waitForRun(server.url, runId)).status).toBe("completed")
+      const again = yield* runCli(["approvals", "deny", approval ?? "", "--url", server.url])
+      expect(again.code).toBe(1)
+      expect(again.stderr).toContain("already approved")
+      expect((yield* runCli(["approvals", "--url", server.url])).stdout.trim()).toBe("no approvals are waiting")
     }))
 
   it.scopedLive("exits 1 with a readable message for an unknown agent", () =>

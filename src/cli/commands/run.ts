@@ -32,6 +32,7 @@ const short = (value: unknown): string => {
 const howToDecide = (server: string, approvalId: string) =>
   `  decide it with a server on this project running (\`foundry dev\`; one already running picks the run up):\n` +
   `    in the inspector: ${server}/approvals\n` +
+  `    or: foundry approvals approve ${approvalId} (or deny ${approvalId} --reason "...")\n` +
   `    or: curl -X POST ${server}/api/approvals/${approvalId} -H 'content-type: application/json' -d '{"decision":"approve"}'\n` +
   `  the run then goes on there.\n`
 
