@@ -22,13 +22,24 @@ const childOf = (event: FoundryEvent): string | undefined =>
   event.type === "run.suspended" && event.data.reason === "child" ? event.data.childRunId : undefined
 
 /**
+ * The approval a `run.suspended` event waits on, if it waits on a person: a tool call's approval,
+ * or a budget's (a run over a budget with `onExceeded: "ask"`).
+ */
+export const approvalIdOf = (event: FoundryEvent): string | undefined =>
+  event.type === "run.suspended" && (event.data.reason === "approval" || event.data.reason === "budget")
+    ? event.data.approvalId
+    : undefined
+
+/**
  * The approval a `run.suspended` event waits on, while it is still pending: a suspension in a
  * replayed history may have been decided since.
  */
-export const pendingApprovalOf = (event: FoundryEvent, approvals: Context.Tag.Service<ApprovalStorage>): Effect.Effect<Option.Option<ApprovalRecord>, StoreError> =>
-  event.type === "run.suspended" && event.data.reason === "approval"
-    ? Effect.map(approvals.get(event.data.approvalId), Option.filter((approval) => approval.status === "pending"))
-    : Effect.succeed(Option.none())
+export const pendingApprovalOf = (event: FoundryEvent, approvals: Context.Tag.Service<ApprovalStorage>): Effect.Effect<Option.Option<ApprovalRecord>, StoreError> => {
+  const approvalId = approvalIdOf(event)
+  return approvalId === undefined
+    ? Effect.succeed(Option.none())
+    : Effect.map(approvals.get(approvalId), Option.filter((approval) => approval.status === "pending"))
+}
 
 /** Pending approvals of run `runId` and of the runs it waits on, as they are asked for. */
 const approvalsOf = (runId: string, sources: DescendantSources): Stream.Stream<ApprovalRecord, StoreError> =>

@@ -34,6 +34,14 @@ export default defineAgent({
   subagents: [guarded],
   model: Scripted.make([{ toolCalls: [{ name: "ask-guarded", arguments: { message: "please" } }] }, { text: "done" }])
 })
+`,
+  // Goes over its budget after its first turn, and asks a person whether to go on.
+  "agents/spender/agent.ts": `import { defineAgent, Scripted } from "foundry"
+export default defineAgent({
+  description: "Spends more than its budget",
+  budget: { maxTokensPerRun: 1, onExceeded: "ask" },
+  model: Scripted.make([{ text: "spent" }, { text: "spent more" }])
+})
 `
 }
 
@@ -363,6 +371,23 @@ describe("the OpenAI-compatible API", () => {
       expect(whole.choices[0]?.message.content).toContain(`approval ${nested[0]?.id}`)
       expect(streamed).toContain(`approval ${nested[1]?.id}`)
     }))
+
+  it.scopedLive("a run that stops on a budget's approval answers with it, rather than holding the client until it expires", () =>
+    Effect.gen(function*() {
+      const { client, server } = yield* serve
+      const whole = yield* Effect.promise(() => client.chat.completions.create({ model: "spender", messages: [{ role: "user", content: "spend" }] }))
+      const streamed = yield* Effect.promise(async () => {
+        let text = ""
+        for await (const chunk of await client.chat.completions.create({ model: "spender", stream: true, messages: [{ role: "user", content: "spend again" }] })) {
+          text += chunk.choices[0]?.delta.content ?? ""
+        }
+        return text
+      })
+      const pending = (yield* http(`${server.url}/api/approvals?status=pending`)).json as Array<{ id: string; tool: string }>
+      expect(pending.map((approval) => approval.tool)).toEqual(["budget:maxTokensPerRun", "budget:maxTokensPerRun"])
+      expect(whole.choices[0]?.message.content).toContain(`the run went over its maxTokensPerRun budget, and going on needs a person's decision, approval ${pending[0]?.id}`)
+      expect(streamed).toContain(`approval ${pending[1]?.id}`)
+    }), 20_000)
 
   it.scopedLive("errors are OpenAI's: an unknown model is a NotFoundError, a bad body a BadRequestError, a failed run a 500 not retried", () =>
     Effect.gen(function*() {

@@ -29,9 +29,13 @@ export type AnswerPiece =
 
 const turnSeparator = "\n\n"
 
+/** What the approval decides: a budget's (tool `budget:<name>`) whether the run goes on over it. */
+const waitsFor = (tool: string) =>
+  tool.startsWith("budget:") ? `the run went over its ${tool.slice("budget:".length)} budget, and going on` : `the call to ${tool}`
+
 /** What a client is told when the run stops for an approval. */
 const approvalNote = (approvalId: string, tool: string, conversationId: string) =>
-  `(Waiting for approval: the call to ${tool} needs a person's decision, approval ${approvalId}. Decide it in the ` +
+  `(Waiting for approval: ${waitsFor(tool)} needs a person's decision, approval ${approvalId}. Decide it in the ` +
   `inspector's Approvals page or with POST /api/approvals/${approvalId} and {"decision": "approve"} or {"decision": "deny"}; ` +
   `the answer then continues conversation ${conversationId}.)`
 
@@ -99,7 +103,10 @@ const answerReading = () => {
       case "run.cancelled":
         return [{ _tag: "End", end: { _tag: "Cancelled" } }]
       case "run.suspended":
-        return event.data.reason === "approval" ? awaiting(event.data.approvalId, event.data.tool, event.conversationId) : []
+        // A call's approval, or a budget's: either way the run waits on a person.
+        return event.data.reason === "approval" || event.data.reason === "budget"
+          ? awaiting(event.data.approvalId, event.data.tool, event.conversationId)
+          : []
       default:
         return []
     }
