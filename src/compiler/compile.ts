@@ -16,6 +16,7 @@ import { packageLayout } from "../packageLayout.js"
 import type { AnyTool } from "../definitions/defineTool.js"
 import { waitingFor } from "../router/BuildProgress.js"
 import { RouteError, RouteErrors } from "../router/RouteError.js"
+import { validateDefinition } from "../router/validateDefinition.js"
 import { listRouteFiles } from "../router/RoutePath.js"
 import type { Route, RouteTable } from "../router/RouteTable.js"
 import { type Capability, capabilityKey, type CompiledAgent, type CompiledApp, type CompiledTool } from "./CompiledApp.js"
@@ -318,6 +319,16 @@ const listedTool = (
       file,
       problem: "a tool that is not a route file has no name",
       fix: `give it name: "<name>" in defineTool, or move it to its own *.tool.ts file`
+    })
+  }
+  // A tool defined in the agent's file is no route, so discovery never checked it: check it here,
+  // before compiling it reads its input (not a Schema, it would fail with a TypeError, no file).
+  const problems = id === undefined ? validateDefinition(file, "tool", tool) : []
+  if (problems.length > 0) {
+    return new RouteError({
+      file,
+      problem: `the tool "${tool.name}" defined in this file: ${problems.map((p) => p.problem).join("; ")}`,
+      fix: problems.map((p) => p.fix).join("; ")
     })
   }
   const compiled = allTools.get(tool) ?? compileTool(tool, id ?? `${agentId}/${tool.name}`, undefined)

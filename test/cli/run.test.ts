@@ -47,6 +47,25 @@ describe("route files are ES modules", () => {
     }))
 })
 
+describe("tools defined in an agent's file", () => {
+  it.scopedLive("are checked as tool files are: a bad input or timeout is a route error naming the tool, not a crash or an internal error at run time", () =>
+    Effect.gen(function*() {
+      const root = yield* tempProject({
+        "agents/pinger/agent.ts": `import { Effect, Schema } from "effect"
+import { defineAgent, defineTool } from "foundry"
+const ping = defineTool({ name: "ping", description: "Check that tools work", input: "nope" as never, output: Schema.String, run: () => Effect.succeed("pong") })
+const nap = defineTool({ name: "nap", description: "Naps", input: Schema.Struct({}), output: Schema.String, timeout: "later" as never, run: () => Effect.succeed("napped") })
+export default defineAgent({ description: "Pings", tools: [ping, nap] })
+`
+      })
+      const result = yield* runCli(["routes", root])
+      expect(result.code).toBe(1)
+      expect(result.stderr).not.toContain("Cannot read properties")
+      expect(result.stderr).toContain(`agents/pinger/agent.ts: the tool "ping" defined in this file: input is not a Schema`)
+      expect(result.stderr).toContain(`the tool "nap" defined in this file: timeout "later" is not a duration`)
+    }))
+})
+
 describe("foundry run", () => {
   it.scopedLive("streams the answer of one run and exits 0 when it completes", () =>
     Effect.gen(function*() {
