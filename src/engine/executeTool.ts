@@ -182,12 +182,20 @@ const runWithTimeout = Effect.fnUntraced(function*(
   const keyOf = tool.definition.idempotencyKey
   let idempotencyKey = `${context.runId}:${context.toolCallId}`
   if (keyOf !== undefined) {
+    let key: unknown
     try {
-      idempotencyKey = keyOf(input)
+      key = keyOf(input)
     } catch (error) {
       yield* Effect.logWarning(`tool ${tool.name}: idempotencyKey(input) threw (run ${context.runId}, call ${context.toolCallId})`, error)
       return failed(rawInput, `${tool.name} was not run: its idempotencyKey(input) threw ${error instanceof Error ? `${error.name}: ${error.message}` : String(error)}`)
     }
+    // An empty key (or none) would make every call one side effect: the first refund answering all.
+    if (typeof key !== "string" || key === "") {
+      const got = key === "" ? "an empty string" : typeof key === "string" ? key : `${JSON.stringify(key) ?? String(key)} (${typeof key})`
+      yield* Effect.logWarning(`tool ${tool.name}: idempotencyKey(input) returned ${got}, not a key (run ${context.runId}, call ${context.toolCallId})`)
+      return failed(rawInput, `${tool.name} was not run: its idempotencyKey(input) returned ${got}, not a non-empty string`)
+    }
+    idempotencyKey = key
   }
   // The compiler checked that `services` holds every service the tool lists in `requires`. A
   // `run` that throws before returning its Effect has crashed as much as one whose Effect dies.

@@ -225,6 +225,40 @@ export default defineAgent({ description: "Eager", model: "demo", instructions: 
       expect(String(eager.run.error)).toContain(`the instructions of agent "eager" (agents/eager/agent.ts) returned a Promise, not a string`)
     }))
 
+  it.scopedLive("a key that is empty or no string does not run the call: every call would share it, the first side effect answering all", () =>
+    Effect.gen(function*() {
+      const root = yield* tempProject({
+        ...project,
+        "agents/shop/tools/keyed.tool.ts": `import { Effect, Schema } from "effect"
+import { defineTool } from "foundry"
+export default defineTool({
+  description: "Charges once",
+  input: Schema.Struct({ id: Schema.String }),
+  output: Schema.String,
+  idempotencyKey: ({ id }) => (id === "none" ? "" : id === "number" ? 7 as unknown as string : id),
+  run: (_input, context) => Effect.succeed(\`charged under \${context.idempotencyKey}\`)
+})
+`,
+        "agents/shop/agent.ts": `import { defineAgent } from "foundry"
+import keyed from "./tools/keyed.tool.js"
+export default defineAgent({ description: "Shop assistant", model: "demo", tools: [keyed] })
+`
+      })
+      const { model, results } = callsThenAnswer([
+        { name: "keyed", arguments: { id: "none" } },
+        { name: "keyed", arguments: { id: "number" } },
+        { name: "keyed", arguments: { id: "order-1" } }
+      ], "done")
+      const server = yield* startServer(root, { model })
+      const { run } = yield* runTo(server.url, "shop", "charge them")
+      expect(run).toMatchObject({ status: "completed", output: "done" })
+      expect(results).toEqual([
+        "Error: keyed was not run: its idempotencyKey(input) returned an empty string, not a non-empty string",
+        "Error: keyed was not run: its idempotencyKey(input) returned 7 (number), not a non-empty string",
+        "charged under order-1"
+      ])
+    }))
+
   it.scopedLive("fails the run with a clear error when maxTurns runs out", () =>
     Effect.gen(function*() {
       const root = yield* tempProject(project)
