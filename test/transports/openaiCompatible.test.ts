@@ -320,7 +320,7 @@ describe("the OpenAI-compatible API", () => {
         for await (const model of client.models.list()) all.push(model)
         return all
       })
-      expect(models.map((model) => model.id)).toEqual(["boss", "echo", "guarded", "echo@team-a"])
+      expect(models.map((model) => model.id)).toEqual(["boss", "echo", "guarded", "spender", "echo@team-a"])
       for (const model of models) expect(model).toMatchObject({ object: "model", owned_by: "foundry", created: expect.any(Number) })
       // models.retrieve, as the client calls it; an unknown id is its NotFoundError.
       expect(yield* Effect.promise(() => client.models.retrieve("echo@team-a"))).toMatchObject({ id: "echo@team-a", object: "model" })
@@ -339,7 +339,7 @@ describe("the OpenAI-compatible API", () => {
         for await (const model of client.models.list()) all.push(model.id)
         return all
       })
-      expect(ids).toEqual(["boss", "echo", "guarded"])
+      expect(ids).toEqual(["boss", "echo", "guarded", "spender"])
       const retrieved = yield* Effect.promise(() => client.models.retrieve("echo@gone").then(() => undefined, (error: unknown) => error))
       expect(retrieved).toBeInstanceOf(OpenAI.NotFoundError)
     }))
