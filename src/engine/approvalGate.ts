@@ -9,7 +9,7 @@ import { newId } from "../durable/ids.js"
 import type { RunRecord } from "../durable/records.js"
 import { ApprovalStorage } from "../durable/ApprovalStorage.js"
 import type { ToolCall } from "../models/Model.js"
-import { type DecodedCall, needsApproval } from "./executeTool.js"
+import { approvalPolicy, type DecodedCall } from "./executeTool.js"
 import type { StepBuffer } from "./StepBuffer.js"
 
 /** What the gate decided: run the call, answer it as refused, or wait for a person. */
@@ -28,8 +28,14 @@ export const approvalGate = Effect.fnUntraced(function*(
   approvalTimeout: Duration.DurationInput,
   hide: (value: unknown) => unknown
 ) {
-  const asks = rule === undefined ? needsApproval(decoded) : rule.action === "ask"
-  if (!asks) return { _tag: "Proceed" } satisfies Gate
+  const policy = rule === undefined ? approvalPolicy(decoded) : { asks: rule.action === "ask" }
+  if (!policy.asks) return { _tag: "Proceed" } satisfies Gate
+  if (policy.broke !== undefined) {
+    yield* Effect.logWarning(
+      `the approval policy of tool ${call.name}${decoded.tool.file === undefined ? "" : ` (${decoded.tool.file})`} threw on call ${call.id} ` +
+        `of run ${run.id}: ${policy.broke}; a person decides the call, as for a policy that asks: fix the policy so that it returns true or false`
+    )
+  }
   const approvals = yield* ApprovalStorage
   const toolSpan = `tool:${call.id}`
   const approval = yield* approvals.find(run.id, call.id)

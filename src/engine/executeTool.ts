@@ -75,15 +75,17 @@ export const decodeCall = Effect.fnUntraced(function*(
   return Either.right(decoded)
 })
 
-/** Whether the tool's approval policy asks a person before this call runs. */
-export const needsApproval = ({ input, tool }: DecodedCall): boolean => {
+/**
+ * Whether the tool's approval policy asks a person before this call runs; `broke` says why a
+ * policy that threw could not say (it is taken as asking: fail closed, a person decides).
+ */
+export const approvalPolicy = ({ input, tool }: DecodedCall): { readonly asks: boolean; readonly broke?: string } => {
   const policy = tool.definition.approval
-  if (typeof policy !== "function") return policy === "always"
+  if (typeof policy !== "function") return { asks: policy === "always" }
   try {
-    return policy(input) === true
-  } catch {
-    // A policy that cannot say is taken as asking: fail closed, a person decides.
-    return true
+    return { asks: policy(input) === true }
+  } catch (error) {
+    return { asks: true, broke: error instanceof Error ? error.message : String(error) }
   }
 }
 

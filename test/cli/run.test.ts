@@ -190,6 +190,31 @@ export default defineAgent({
       expect((yield* runCli(["approvals", "--url", server.url])).stdout.trim()).toBe("no approvals are waiting")
     }))
 
+  it.scopedLive("an approval policy that throws sends the call to a person, and the terminal says the policy broke and where", () =>
+    Effect.gen(function*() {
+      const root = yield* tempProject({
+        "agents/payer/agent.ts": `import { defineAgent, Scripted } from "foundry"
+import pay from "./tools/pay.tool.js"
+export default defineAgent({ description: "Pays", tools: [pay], model: Scripted.make([{ toolCalls: [{ name: "pay", arguments: {} }] }, { text: "paid" }]) })
+`,
+        "agents/payer/tools/pay.tool.ts": `import { Effect, Schema } from "effect"
+import { defineTool } from "foundry"
+export default defineTool({
+  description: "Pays",
+  input: Schema.Struct({}),
+  output: Schema.String,
+  approval: () => { throw new Error("limits table not loaded") },
+  run: () => Effect.succeed("paid")
+})
+`
+      })
+      const result = yield* runCli(["run", "payer", "pay", "--dir", root])
+      expect(result.code).toBe(1)
+      expect(result.stderr).toMatch(/pay needs a person's approval \(apr_\w+\)/)
+      // Logged, as the command's other log lines are.
+      expect(result.stdout + result.stderr).toMatch(/the approval policy of tool pay \(agents\/payer\/tools\/pay\.tool\.ts\) threw on call \S+ of run run_\w+: limits table not loaded; a person decides the call/)
+    }))
+
   it.scopedLive("exits 1 with a readable message for an unknown agent", () =>
     Effect.gen(function*() {
       const root = yield* exampleCopy
