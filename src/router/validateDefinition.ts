@@ -117,7 +117,8 @@ const checkBudget = (budget: unknown): DefinitionProblem | undefined => {
   const decoded = Schema.decodeUnknownEither(BudgetSchema, { errors: "all", onExcessProperty: "error" })(budget)
   return Either.isRight(decoded) ? undefined : {
     problem: `budget is wrong: ${formatIssues(readableIssues(decoded.left)).split("\n").join("; ")}`,
-    fix: "give limits as numbers above 0: maxTokensPerRun, maxCostPerRun (USD), maxTokensPerInstancePerDay, maxCostPerInstancePerDay (USD)"
+    fix: "give limits as numbers, 0 or more (tokens as whole numbers): maxTokensPerRun, maxCostPerRun (USD), maxTokensPerInstancePerDay, " +
+      `maxCostPerInstancePerDay (USD), and onExceeded: "fail" (the default) or "ask"`
   }
 }
 

@@ -302,6 +302,8 @@ export default defineAgent({ description: "spends", budget: { maxTokensPerRun: -
       expect(agent.problem).toContain("maxCostPerDay: is not allowed")
       expect(agent.problem).toContain("contextWindow is 0.5")
       expect(agent.fix).toContain("maxTokensPerInstancePerDay")
+      // The fix agrees with the problem: 0 is a limit too.
+      expect(agent.fix).toContain("give limits as numbers, 0 or more")
     }))
 })
 
