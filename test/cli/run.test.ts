@@ -5,7 +5,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { runCli, startCli } from "../support/cli.js"
 import { http, startServer, waitForRun } from "../support/server.js"
-import { tempProject } from "../support/tempProject.js"
+import { payerFiles, tempProject } from "../support/tempProject.js"
 
 const repository = new URL("../../", import.meta.url).pathname
 
@@ -192,22 +192,7 @@ export default defineAgent({
 
   it.scopedLive("an approval policy that throws sends the call to a person, and the terminal says the policy broke and where", () =>
     Effect.gen(function*() {
-      const root = yield* tempProject({
-        "agents/payer/agent.ts": `import { defineAgent, Scripted } from "foundry"
-import pay from "./tools/pay.tool.js"
-export default defineAgent({ description: "Pays", tools: [pay], model: Scripted.make([{ toolCalls: [{ name: "pay", arguments: {} }] }, { text: "paid" }]) })
-`,
-        "agents/payer/tools/pay.tool.ts": `import { Effect, Schema } from "effect"
-import { defineTool } from "foundry"
-export default defineTool({
-  description: "Pays",
-  input: Schema.Struct({}),
-  output: Schema.String,
-  approval: () => { throw new Error("limits table not loaded") },
-  run: () => Effect.succeed("paid")
-})
-`
-      })
+      const root = yield* tempProject(payerFiles(`() => { throw new Error("limits table not loaded") }`))
       const result = yield* runCli(["run", "payer", "pay", "--dir", root])
       expect(result.code).toBe(1)
       expect(result.stderr).toMatch(/pay needs a person's approval \(apr_\w+\)/)

@@ -9,7 +9,7 @@ import { durableProject, plan } from "../support/durableProject.js"
 import { plannedModel } from "../support/plannedModel.js"
 import { freePort, startCli } from "../support/cli.js"
 import { http, startServer, waitForRun } from "../support/server.js"
-import { tempProject } from "../support/tempProject.js"
+import { payerFiles, tempProject } from "../support/tempProject.js"
 
 const newLog = () => join(tmpdir(), `foundry-log-${randomUUID()}.log`)
 const lines = (log: string) => existsSync(log) ? readFileSync(log, "utf8").trim().split("\n").filter((l) => l !== "") : []
@@ -188,26 +188,11 @@ describe("cancel and steer", () => {
     Effect.gen(function*() {
       // The tool's approval policy holds its process for 3 s: the cancel comes from the other
       // process while it does, so the approval is asked for after the cancel closed the run's.
-      const root = yield* tempProject({
-        "agents/payer/agent.ts": `import { defineAgent, Scripted } from "foundry"
-import pay from "./tools/pay.tool.js"
-export default defineAgent({ description: "Pays", tools: [pay], model: Scripted.make([{ toolCalls: [{ name: "pay", arguments: {} }] }, { text: "paid" }]) })
-`,
-        "agents/payer/tools/pay.tool.ts": `import { Effect, Schema } from "effect"
-import { defineTool } from "foundry"
-export default defineTool({
-  description: "Pays",
-  input: Schema.Struct({}),
-  output: Schema.String,
-  approval: () => {
+      const root = yield* tempProject(payerFiles(`() => {
     const until = Date.now() + 3000
     while (Date.now() < until) {}
     return true
-  },
-  run: () => Effect.succeed("paid")
-})
-`
-      })
+  }`))
       const port = yield* freePort
       const executing = yield* startCli(["start", root, "--port", String(port)])
       yield* executing.waitFor(/listening on/)

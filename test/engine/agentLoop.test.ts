@@ -66,6 +66,18 @@ const callsThenAnswer = (calls: NonNullable<Extract<Scripted.Turn, { readonly to
   return { model, results }
 }
 
+/** A tool file `keyed` whose idempotency key and run are the given expressions. */
+const keyedTool = (idempotencyKey: string, run: string) => `import { Effect, Schema } from "effect"
+import { defineTool } from "foundry"
+export default defineTool({
+  description: "Charges once",
+  input: Schema.Struct({ id: Schema.String }),
+  output: Schema.String,
+  idempotencyKey: ${idempotencyKey},
+  run: ${run}
+})
+`
+
 describe("the agent loop", () => {
   it.scopedLive("feeds a tool's result back to the model and ends with its final answer", () =>
     Effect.gen(function*() {
@@ -177,16 +189,7 @@ describe("the agent loop", () => {
     Effect.gen(function*() {
       const root = yield* tempProject({
         ...project,
-        "agents/shop/tools/keyed.tool.ts": `import { Effect, Schema } from "effect"
-import { defineTool } from "foundry"
-export default defineTool({
-  description: "Charges once",
-  input: Schema.Struct({ id: Schema.String }),
-  output: Schema.String,
-  idempotencyKey: () => { throw new Error("no key today") },
-  run: () => Effect.succeed("charged")
-})
-`,
+        "agents/shop/tools/keyed.tool.ts": keyedTool(`() => { throw new Error("no key today") }`, `() => Effect.succeed("charged")`),
         "agents/shop/tools/guarded.tool.ts": `import { Effect, Schema } from "effect"
 import { defineTool } from "foundry"
 export default defineTool({
@@ -229,16 +232,10 @@ export default defineAgent({ description: "Eager", model: "demo", instructions: 
     Effect.gen(function*() {
       const root = yield* tempProject({
         ...project,
-        "agents/shop/tools/keyed.tool.ts": `import { Effect, Schema } from "effect"
-import { defineTool } from "foundry"
-export default defineTool({
-  description: "Charges once",
-  input: Schema.Struct({ id: Schema.String }),
-  output: Schema.String,
-  idempotencyKey: ({ id }) => (id === "none" ? "" : id === "number" ? 7 as unknown as string : id),
-  run: (_input, context) => Effect.succeed(\`charged under \${context.idempotencyKey}\`)
-})
-`,
+        "agents/shop/tools/keyed.tool.ts": keyedTool(
+          `({ id }) => (id === "none" ? "" : id === "number" ? 7 as unknown as string : id)`,
+          "(_input, context) => Effect.succeed(`charged under ${context.idempotencyKey}`)"
+        ),
         "agents/shop/agent.ts": `import { defineAgent } from "foundry"
 import keyed from "./tools/keyed.tool.js"
 export default defineAgent({ description: "Shop assistant", model: "demo", tools: [keyed] })

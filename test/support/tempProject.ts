@@ -82,3 +82,21 @@ export default defineTool({
   run: () => Effect.succeed(${value})
 })
 `
+
+/** An agent `payer` on a scripted model that calls its tool `pay` once, then answers; `approval` is the tool's policy (an expression). */
+export const payerFiles = (approval: string): ProjectFiles => ({
+  "agents/payer/agent.ts": `import { defineAgent, Scripted } from "foundry"
+import pay from "./tools/pay.tool.js"
+export default defineAgent({ description: "Pays", tools: [pay], model: Scripted.make([{ toolCalls: [{ name: "pay", arguments: {} }] }, { text: "paid" }]) })
+`,
+  "agents/payer/tools/pay.tool.ts": `import { Effect, Schema } from "effect"
+import { defineTool } from "foundry"
+export default defineTool({
+  description: "Pays",
+  input: Schema.Struct({}),
+  output: Schema.String,
+  approval: ${approval},
+  run: () => Effect.succeed("paid")
+})
+`
+})
