@@ -157,6 +157,29 @@ export default async function () {
       expect(results[2]).not.toContain("/tmp/small.txt")
     }), { timeout: 60_000 })
 
+  it.scopedLive("counts only the agent's files against maxTotalBytes, not the generated docs it cannot remove", () =>
+    Effect.gen(function*() {
+      // The generated /README.md, /skills and /std (with env:spreadsheet's docs) hold several KB.
+      const small = environmentFile.replace("modules: [spreadsheet]", "modules: [spreadsheet],\n  limits: { maxTotalBytes: 2000 }")
+      const root = yield* tempProject({ "environments/workspace.ts": small, "agents/reports/agent.ts": agentFile })
+      const model = Scripted.make([
+        call("write_file", { path: "/tmp/a.txt", content: "a".repeat(1000) }),
+        call("write_file", { path: "/tmp/b.txt", content: "b".repeat(1000) }),
+        call("ls", { path: "/tmp" }),
+        { text: "done" }
+      ])
+      const server = yield* startServer(root, { model })
+      const runId = yield* startRun(server.url, "Fill the tree")
+      expect((yield* waitForRun(server.url, runId)).status).toBe("completed")
+      const results = yield* toolResults(server.url, runId)
+      expect(results[0]).toContain("wrote /tmp/a.txt")
+      // The reference note (17 bytes) and a.txt leave less than 1000 bytes of the 2000.
+      expect(results[1]).toContain("maxTotalBytes")
+      expect(results[1]).toContain("2 KB")
+      expect(results[2]).toContain("/tmp/a.txt")
+      expect(results[2]).not.toContain("/tmp/b.txt")
+    }), { timeout: 60_000 })
+
   it.scopedLive("a script that fills memory is told it ran out of the memory the project's config gives scripts, and how to raise it", () =>
     Effect.gen(function*() {
       const config = `import { defineConfig } from "foundry"\n\nexport default defineConfig({ scripts: { maxMemoryMb: 48 } })\n`

@@ -160,7 +160,10 @@ export const environmentFs = (vfs: Vfs, options: { readonly readOnly: ReadonlyAr
       change += bytes.byteLength - (after.get(path) ?? vfs.read(path)?.byteLength ?? 0)
       after.set(path, bytes.byteLength)
     }
-    const total = vfs.totalBytes() + change
+    // The generated docs (/std, /README.md, ...) are Foundry's, made afresh each run and beyond the
+    // agent's reach: only the agent's own files count against the limit it is told to stay under.
+    const generated = generatedPaths.reduce((sum, path) => sum + filesUnder(path).reduce((bytes, [, size]) => bytes + size, 0), 0)
+    const total = vfs.totalBytes() - generated + change
     // Only growth is refused: a change that frees space is always allowed, even over the limit.
     if (change <= 0 || total <= maxTotalBytes) return undefined
     const path = plan.puts[0]?.[0] ?? "/"

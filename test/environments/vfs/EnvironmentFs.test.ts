@@ -82,7 +82,8 @@ describe("byte limits", () => {
 
   it("refuses growing the tree past maxTotalBytes, counting the file replaced, and always allows freeing space", () => {
     const fs = open({ maxTotalBytes: 100 })
-    const total = fs.vfs.totalBytes()
+    // The generated /README.md and /std do not count: only the agent's own files do.
+    const total = fs.vfs.totalBytes() - "# orientation".length - "export {}".length
     expect(Either.isRight(fs.writeFile("/tmp/a", "x".repeat(100 - total)))).toBe(true)
     const refused = failure(fs.writeFile("/tmp/b", "y"))
     expect(refused._tag === "LimitExceeded" && refused.limit).toBe("maxTotalBytes")
