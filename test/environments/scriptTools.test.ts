@@ -93,3 +93,52 @@ describe("tools from scripts", () => {
       expect(results[2]).toMatch(/invalid arguments for shout[\s\S]*text/)
     }), { timeout: 60_000 })
 })
+
+describe("adapters from scripts", () => {
+  const adapterFiles = {
+    "environments/workspace.ts": `import { defineAdapter, defineEnvironment } from "foundry"
+
+export default defineEnvironment({
+  modules: [defineAdapter({
+    name: "shout",
+    description: "Uppercases text",
+    types: "export declare function shout(text: string): string",
+    create: () => ({ shout: (text: unknown) => String(text).toUpperCase() })
+  })]
+})
+`,
+    "agents/worker/agent.ts": `import { defineAgent } from "foundry"
+import workspace from "../../environments/workspace.js"
+
+export default defineAgent({ description: "Scripts against an adapter", model: "demo", environment: workspace })
+`
+  }
+  const forgot = `import { shout } from "env:shout"
+
+export default async function () {
+  return { loud: shout("hello"), awaited: await shout("hi") }
+}
+`
+
+  it.scopedLive("an adapter's README says its functions are awaited, and a result holding one not awaited says so instead of {}", () =>
+    Effect.gen(function*() {
+      const root = yield* tempProject(adapterFiles)
+      const model = Scripted.make([
+        call("read_file", { path: "/std/shout/README.md" }),
+        call("write_file", { path: "/scripts/forgot.js", content: forgot }),
+        call("run_script", { path: "/scripts/forgot.js" }),
+        { text: "done" }
+      ])
+      const server = yield* startServer(root, { model })
+      const started = yield* http(`${server.url}/api/runs`, { body: { agent: "worker", message: "go" } })
+      const runId = (started.json as { runId: string }).runId
+      expect((yield* waitForRun(server.url, runId)).status).toBe("completed")
+      const events = (yield* http(`${server.url}/api/runs/${runId}/events`)).json as ReadonlyArray<{ type: string; data: { output?: unknown; error?: unknown } }>
+      const results = events
+        .filter((event) => event.type === "tool.call.completed" || event.type === "tool.call.failed")
+        .map((event) => String(event.data.output ?? event.data.error))
+      expect(results[0]).toContain("returns a Promise: `await` it")
+      expect(results[2]).toContain("\"awaited\": \"HI\"")
+      expect(results[2]).toContain("\"loud\": \"<a Promise, not its value: await the call that made it>\"")
+    }), { timeout: 60_000 })
+})

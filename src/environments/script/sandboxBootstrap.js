@@ -250,7 +250,11 @@
     try {
       return jsonStringify(value, (_key, v) => {
         const array = asBytes(v)
-        return array !== undefined ? `<${array.length} bytes>` : typeof v === "bigint" ? stringOf(v) : v
+        if (array !== undefined) return `<${array.length} bytes>`
+        if (typeof v === "bigint") return stringOf(v)
+        // A call to a host module not awaited: JSON would show it as {}, hiding the mistake.
+        if (v instanceof PromiseCtor) return "<a Promise, not its value: await the call that made it>"
+        return v
       })
     } catch {
       return jsonStringify(describe(value))

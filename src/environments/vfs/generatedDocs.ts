@@ -86,7 +86,11 @@ const moduleSection = (module: ModuleDoc, heading: string, after = ""): Readonly
   importLine(module),
   "```",
   "",
-  `Exports: ${module.exports.map((name) => `\`${name}\``).join(", ") || "(none)"}.${after}`
+  `Exports: ${module.exports.map((name) => `\`${name}\``).join(", ") || "(none)"}.${after}`,
+  // Tools and adapters run on the host, so a script gets a Promise from each, whatever the types say.
+  ...(module.kind === "tools" || module.kind === "adapter"
+    ? ["", "Each function runs on the host and returns a Promise: `await` it (`const result = await name(...)`)."]
+    : [])
 ]
 
 const moduleReadme = (module: ModuleDoc): string => [
@@ -121,7 +125,7 @@ const skills = (modules: ReadonlyArray<ModuleDoc>, limits: DocLimits): string =>
     "Rules:",
     "- Import only from `env:<name>` modules; /skills/imports.md has each one's exact import line and",
     "  /std/<name>/index.d.ts its types. There is no `node:`, npm, relative import, `require`, network or process.",
-    "- The file functions of `env:fs` are async: `await` them.",
+    "- The file functions of `env:fs`, and the functions of modules that run on the host (tools, adapters), are async: `await` them.",
     "- `console.log` output is shown to you" +
       (limits.maxOutputBytes === undefined ? "." : ` (up to ${formatBytes(limits.maxOutputBytes)}; the rest goes to a file in /tmp).`),
     ...(limits.scriptTimeoutMs === undefined ? [] : [`- A script runs at most ${limits.scriptTimeoutMs / 1000} s.`]),
