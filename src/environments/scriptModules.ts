@@ -106,13 +106,44 @@ const toolsOf = Effect.fnUntraced(function*(module: ToolsModule, mounts: Readonl
   return { doc, functions }
 })
 
+/**
+ * A package's `package.json`: resolved directly, or, for a package whose `exports` do not list it
+ * (SheetJS's do not), found above its resolved entry point.
+ */
+const packageManifest = (from: string, dir: string): string => {
+  const require = createRequire(join(dir, "package.json"))
+  try {
+    return require.resolve(`${from}/package.json`)
+  } catch {
+    let folder = dirname(require.resolve(from))
+    for (;;) {
+      const candidate = join(folder, "package.json")
+      if (existsSync(candidate)) {
+        const json: unknown = JSON.parse(readFileSync(candidate, "utf8"))
+        if (typeof json === "object" && json !== null && "name" in json && json.name === from) return candidate
+      }
+      const parent = dirname(folder)
+      if (parent === folder) throw new Error(`no package.json of ${from} above its entry point`)
+      folder = parent
+    }
+  }
+}
+
+/** The declarations a manifest names: `types` (or `typings`), else those of its `exports["."]`. */
+const typesField = (json: unknown): string | undefined => {
+  if (typeof json !== "object" || json === null) return undefined
+  if ("types" in json && typeof json.types === "string") return json.types
+  if ("typings" in json && typeof json.typings === "string") return json.typings
+  const main = "exports" in json && typeof json.exports === "object" && json.exports !== null && "." in json.exports ? json.exports["."] : undefined
+  return typeof main === "object" && main !== null && "types" in main && typeof main.types === "string" ? main.types : undefined
+}
+
 /** The package's own declarations, when it ships one file of them. */
 const packageTypes = (module: PureModule, resolveFrom: ReadonlyArray<string>): string => {
   for (const dir of resolveFrom) {
     try {
-      const manifest = createRequire(join(dir, "package.json")).resolve(`${module.from}/package.json`)
-      const json: unknown = JSON.parse(readFileSync(manifest, "utf8"))
-      const types = typeof json === "object" && json !== null && "types" in json && typeof json.types === "string" ? json.types : undefined
+      const manifest = packageManifest(module.from, dir)
+      const types = typesField(JSON.parse(readFileSync(manifest, "utf8")))
       const file = types === undefined ? undefined : join(dirname(manifest), types)
       if (file !== undefined && existsSync(file)) {
         return `// The declarations of ${module.from}; scripts may import only: ${module.pick.join(", ")}\n${readFileSync(file, "utf8")}`

@@ -142,3 +142,37 @@ export default async function () {
       expect(results[2]).toContain("\"loud\": \"<a Promise, not its value: await the call that made it>\"")
     }), { timeout: 60_000 })
 })
+
+describe("a pure module's types", () => {
+  it.scopedLive("/std/<name>/index.d.ts holds the package's own declarations, for a package whose exports do not list its package.json (SheetJS)", () =>
+    Effect.gen(function*() {
+      const root = yield* tempProject({
+        "environments/workspace.ts": `import { defineEnvironment, definePureModule } from "foundry"
+
+export default defineEnvironment({
+  modules: [definePureModule({ name: "xlsx", from: "@e965/xlsx", pick: ["read", "write", "utils"] })]
+})
+`,
+        "agents/worker/agent.ts": `import { defineAgent } from "foundry"
+import workspace from "../../environments/workspace.js"
+
+export default defineAgent({ description: "Reads the types", model: "demo", environment: workspace })
+`
+      })
+      const model = Scripted.make([
+        call("read_file", { path: "/std/xlsx/index.d.ts", from: 1, to: 3 }),
+        call("grep", { pattern: "sheet_to_json\\(", path: "/std/xlsx" }),
+        { text: "done" }
+      ])
+      const server = yield* startServer(root, { model })
+      const started = yield* http(`${server.url}/api/runs`, { body: { agent: "worker", message: "go" } })
+      const runId = (started.json as { runId: string }).runId
+      expect((yield* waitForRun(server.url, runId)).status).toBe("completed")
+      const events = (yield* http(`${server.url}/api/runs/${runId}/events`)).json as ReadonlyArray<{ type: string; data: { output?: unknown } }>
+      const [head, found] = events.filter((event) => event.type === "tool.call.completed").map((event) => String(event.data.output))
+      expect(head).toContain("scripts may import only: read, write, utils")
+      expect(head).not.toContain("export declare const read: unknown")
+      expect(found).toContain("/std/xlsx/index.d.ts:")
+      expect(found).toContain("sheet_to_json(worksheet: WorkSheet")
+    }), { timeout: 60_000 })
+})
