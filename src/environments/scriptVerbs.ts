@@ -104,7 +104,8 @@ const shownOutput = (scope: ScriptScope, output: string, outputBytes: number): s
   if (outputBytes <= scope.limits.maxOutputBytes) return output
   const safe = (id: string) => id.replace(/[^A-Za-z0-9_-]/g, "_")
   const file = `/tmp/output-${safe(scope.context.runId)}-${safe(scope.context.toolCallId)}.txt`
-  const whole = new TextEncoder().encode(output).length >= outputBytes
+  // The whole output goes to the file when it was all captured and fits in one file; else its start.
+  const whole = new TextEncoder().encode(output).length >= outputBytes && outputBytes <= scope.limits.maxFileBytes
   // The note of where it ends fits in the file's limit with what was captured.
   const note = (kept: number) => `\n[the output was cut here: ${kept} of its ${outputBytes} bytes were captured]\n`
   const kept = whole ? output : cutBytes(output, Math.max(0, scope.limits.maxFileBytes - note(outputBytes).length))

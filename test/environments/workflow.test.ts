@@ -180,6 +180,25 @@ export default async function () {
       expect(results[2]).not.toContain("/tmp/b.txt")
     }), { timeout: 60_000 })
 
+  it.scopedLive("keeps the start of a script's output in /tmp when all of it was captured but it is over maxFileBytes", () =>
+    Effect.gen(function*() {
+      const small = environmentFile.replace("modules: [spreadsheet]", "modules: [spreadsheet],\n  limits: { maxOutputBytes: 50, maxFileBytes: 300 }")
+      const root = yield* tempProject({ "environments/workspace.ts": small, "agents/reports/agent.ts": agentFile })
+      const model = Scripted.make([
+        call("write_file", { path: "/scripts/loud.js", content: "export default async function () { console.log(\"y\".repeat(1000)); return 1 }" }),
+        call("run_script", { path: "/scripts/loud.js" }),
+        call("ls", { path: "/tmp" }),
+        { text: "done" }
+      ])
+      const server = yield* startServer(root, { model })
+      const runId = yield* startRun(server.url, "Print a lot")
+      expect((yield* waitForRun(server.url, runId)).status).toBe("completed")
+      const results = yield* toolResults(server.url, runId)
+      expect(results[1]).toContain("[output truncated at 50 of 1001 bytes (maxOutputBytes); its first")
+      expect(results[1]).not.toContain("not kept")
+      expect(results[2]).toContain(`/tmp/output-${runId}-call_2_1.txt`)
+    }), { timeout: 60_000 })
+
   it.scopedLive("a script that fills memory is told it ran out of the memory the project's config gives scripts, and how to raise it", () =>
     Effect.gen(function*() {
       const config = `import { defineConfig } from "foundry"\n\nexport default defineConfig({ scripts: { maxMemoryMb: 48 } })\n`
