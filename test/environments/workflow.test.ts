@@ -199,6 +199,19 @@ export default async function () {
       expect(results[2]).toContain(`/tmp/output-${runId}-call_2_1.txt`)
     }), { timeout: 60_000 })
 
+  it.scopedLive("/README.md names each read-only path once", () =>
+    Effect.gen(function*() {
+      const root = yield* tempProject({ "environments/workspace.ts": environmentFile, "agents/reports/agent.ts": agentFile })
+      const model = Scripted.make([call("read_file", { path: "/README.md" }), { text: "done" }])
+      const server = yield* startServer(root, { model })
+      const runId = yield* startRun(server.url, "Read the orientation")
+      expect((yield* waitForRun(server.url, runId)).status).toBe("completed")
+      const [readme = ""] = yield* toolResults(server.url, runId)
+      const line = readme.split("\n").find((text) => text.includes("Read-only:")) ?? ""
+      expect(line).toContain("`/std`, `/README.md`, `/skills/README.md`, `/skills/imports.md`, `/inbox/reference`.")
+      expect(line.split("`/README.md`").length).toBe(2)
+    }), { timeout: 60_000 })
+
   it.scopedLive("a script that fills memory is told it ran out of the memory the project's config gives scripts, and how to raise it", () =>
     Effect.gen(function*() {
       const config = `import { defineConfig } from "foundry"\n\nexport default defineConfig({ scripts: { maxMemoryMb: 48 } })\n`

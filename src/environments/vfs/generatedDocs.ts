@@ -45,7 +45,8 @@ const zoneLines = (readOnly: ReadonlyArray<string>): string => [
   "- `/tmp`: scratch space for copies, intermediate results and long output.",
   "- `/out`: results to hand over. `present` a file from here with a caption.",
   "",
-  `Read-only: ${["/std", "/README.md", "/skills/README.md", "/skills/imports.md", ...readOnly.filter((path) => path !== "/std")].map((path) => `\`${path}\``).join(", ")}. ` +
+  // The environment's own read-only paths come with the generated ones already: each is said once.
+  `Read-only: ${[...new Set([...generatedPaths, ...readOnly])].map((path) => `\`${path}\``).join(", ")}. ` +
   "To change such a file, copy it to /tmp and work on the copy."
 ].join("\n")
 
@@ -61,7 +62,7 @@ const orientation = (modules: ReadonlyArray<ModuleDoc>, limits: DocLimits, optio
   "",
   "## Limits",
   "",
-  `- One file holds at most ${formatBytes(limits.maxFileBytes)}; all files together at most ${formatBytes(limits.maxTotalBytes)}.`,
+  `- One file holds at most ${formatBytes(limits.maxFileBytes)}; your files together (not these generated docs) at most ${formatBytes(limits.maxTotalBytes)}.`,
   ...(limits.scriptTimeoutMs === undefined ? [] : [`- A script runs at most ${limits.scriptTimeoutMs / 1000} s, then it is stopped.`]),
   ...(limits.maxOutputBytes === undefined ? [] : [`- You see at most ${formatBytes(limits.maxOutputBytes)} of a script's output; the rest is written to a file in /tmp.`]),
   "",

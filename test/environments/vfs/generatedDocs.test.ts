@@ -43,7 +43,7 @@ describe("generatedDocs", () => {
     expect(readme).toContain("Quarterly sales analysis.")
     for (const zone of ["/inbox", "/scripts", "/skills", "/std", "/tmp", "/out"]) expect(readme).toContain(`\`${zone}\``)
     expect(readme).toContain("Read-only: `/std`, `/README.md`, `/skills/README.md`, `/skills/imports.md`, `/inbox`")
-    expect(readme).toContain("at most 5 MB; all files together at most 50 MB")
+    expect(readme).toContain("at most 5 MB; your files together (not these generated docs) at most 50 MB")
     expect(readme).toContain("at most 10 s")
     expect(readme).toContain("- `env:xlsx`: read and write spreadsheets (see /std/xlsx/README.md)")
     expect(readme).toContain("Never read a whole large file")
