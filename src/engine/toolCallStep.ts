@@ -61,7 +61,9 @@ export const toolCallStep = (context: RunContext, call: ToolCall) =>
       answer(context, call, failedOutcome(call.arguments, listed.left.message), 0)
       return answered()
     }
-    const tools = Either.getOrElse(listed, () => withoutServers)
+    const all = Either.getOrElse(listed, () => withoutServers)
+    // `view_image` is offered only to models that see: one that cannot is answered as for any tool it was not offered.
+    const tools = context.seesImages ? all : new Map([...all].filter(([, tool]) => tool.builtin !== "view_image"))
     const decoded = yield* decodeCall(tools.get(call.name), call, [...tools.keys()])
     if (decoded._tag === "Left") {
       // Calls that never ran (bad arguments, unknown tool) are answered without a start event.

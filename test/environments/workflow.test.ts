@@ -268,10 +268,17 @@ export default async function () {
 
       const blind: Array<ReadonlyArray<string>> = []
       const other = yield* tempProject({ "environments/workspace.ts": environmentFile, "agents/reports/agent.ts": agentFile })
-      const second = yield* startServer(other, { model: Scripted.make((request) => (blind.push(request.tools.map((tool) => tool.name)), { text: "ok" })) })
-      expect((yield* waitForRun(second.url, yield* startRun(second.url, "hi"))).status).toBe("completed")
+      const second = yield* startServer(other, {
+        model: Scripted.make((request, index) => (blind.push(request.tools.map((tool) => tool.name)), index === 0 ? call("view_image", { path: "/out/dot.png" }) : { text: "ok" }))
+      })
+      const blindRun = yield* startRun(second.url, "hi")
+      expect((yield* waitForRun(second.url, blindRun)).status).toBe("completed")
       expect(blind[0]).toContain("run_script")
       expect(blind[0]).not.toContain("view_image")
+      // Called anyway, it is a tool the model was not offered, and the tools it is told of leave it out.
+      const [answer = ""] = yield* toolResults(second.url, blindRun)
+      expect(answer).toContain("there is no tool named \"view_image\"; the tools are: ls,")
+      expect(answer.split("the tools are:")[1]).not.toContain("view_image")
     }), { timeout: 60_000 })
 
   it.scopedLive("keeps the tree across runs of an instance, and undo restores the previous version", () =>
