@@ -7,7 +7,7 @@ import { Data, Effect, Either } from "effect"
 import { describeFile } from "./vfs/describe.js"
 import type { EnvironmentFs, FsError } from "./vfs/EnvironmentFs.js"
 import { grep, type InvalidPattern } from "./vfs/grep.js"
-import { isZone, normalizePath } from "./vfs/paths.js"
+import { baseName, childOf, isZone, normalizePath } from "./vfs/paths.js"
 import { readRange } from "./vfs/readRange.js"
 
 /** A verb refused its input (nothing changed). */
@@ -15,6 +15,16 @@ export class VerbRefused extends Data.TaggedError("VerbRefused")<{ readonly mess
 
 /** What a verb answers: the model's text, or why it did nothing. */
 export type VerbAnswer = Either.Either<string, FsError | InvalidPattern | VerbRefused>
+
+/** A path as the tree holds it (`notes.txt` is `/notes.txt`), for answers that say what changed. */
+const held = (path: string): string => Either.getOrElse(normalizePath(path), () => path)
+
+/** Where `mv` or `cp` puts `from`: onto `to`, or into it when `to` is a folder. */
+const destination = (fs: EnvironmentFs, from: string, to: string): string => {
+  const target = held(to)
+  const folder = fs.vfs.read(target) === undefined && (isZone(target) || fs.vfs.exists(target))
+  return folder ? childOf(target, baseName(held(from))) : target
+}
 
 const bytes = (count: number): string => count < 10_000 ? `${count} bytes` : `${(count / 1024).toFixed(1)} KB`
 
@@ -29,7 +39,7 @@ const decodeText = (content: Uint8Array): string | undefined => {
 }
 
 export const writeFile = (fs: EnvironmentFs, path: string, content: string): VerbAnswer =>
-  Either.map(fs.writeFile(path, content), () => `wrote ${path} (${bytes(new TextEncoder().encode(content).length)})`)
+  Either.map(fs.writeFile(path, content), () => `wrote ${held(path)} (${bytes(new TextEncoder().encode(content).length)})`)
 
 export const readFile = (fs: EnvironmentFs, path: string, range: { readonly from?: number | undefined; readonly to?: number | undefined }): VerbAnswer =>
   Either.flatMap(fs.readFile(path), (content): VerbAnswer => {
@@ -48,7 +58,7 @@ export const editFile = (fs: EnvironmentFs, input: { readonly path: string; read
       return Either.left(new VerbRefused({ message: `the text to replace occurs ${count} times in ${input.path}: include more of the surrounding text so it occurs once, or set all: true` }))
     }
     const next = input.all === true ? text.split(input.old).join(input.new) : text.replace(input.old, () => input.new)
-    return Either.map(fs.writeFile(input.path, next), () => `edited ${input.path} (${count} ${count === 1 ? "replacement" : "replacements"})`)
+    return Either.map(fs.writeFile(input.path, next), () => `edited ${held(input.path)} (${count} ${count === 1 ? "replacement" : "replacements"})`)
   })
 
 export const list = (fs: EnvironmentFs, path: string | undefined, recursive: boolean): VerbAnswer =>
@@ -72,11 +82,17 @@ export const search = (fs: EnvironmentFs, input: { readonly pattern: string; rea
 export const describe = (fs: EnvironmentFs, path: string): Effect.Effect<string, FsError> =>
   Effect.flatMap(fs.readFile(path), (content) => describeFile(path, content))
 
-export const remove = (fs: EnvironmentFs, path: string): VerbAnswer => Either.map(fs.remove(path), () => `removed ${path}`)
+export const remove = (fs: EnvironmentFs, path: string): VerbAnswer => Either.map(fs.remove(path), () => `removed ${held(path)}`)
 
-export const move = (fs: EnvironmentFs, from: string, to: string): VerbAnswer => Either.map(fs.move(from, to), () => `moved ${from} to ${to}`)
+export const move = (fs: EnvironmentFs, from: string, to: string): VerbAnswer => {
+  const landed = destination(fs, from, to)
+  return Either.map(fs.move(from, to), () => `moved ${held(from)} to ${landed}`)
+}
 
-export const copy = (fs: EnvironmentFs, from: string, to: string): VerbAnswer => Either.map(fs.copy(from, to), () => `copied ${from} to ${to}`)
+export const copy = (fs: EnvironmentFs, from: string, to: string): VerbAnswer => {
+  const landed = destination(fs, from, to)
+  return Either.map(fs.copy(from, to), () => `copied ${held(from)} to ${landed}`)
+}
 
 /** The extensions of files that are scripts, checked when written. */
 export const isScript = (path: string): boolean => /\.(m?js|ts)$/.test(path)

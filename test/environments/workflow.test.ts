@@ -212,6 +212,29 @@ export default async function () {
       expect(line.split("`/README.md`").length).toBe(2)
     }), { timeout: 60_000 })
 
+  it.scopedLive("answers with the paths the files have: a relative path made absolute, a move or copy into a folder naming the file there", () =>
+    Effect.gen(function*() {
+      const root = yield* tempProject({ "environments/workspace.ts": environmentFile, "agents/reports/agent.ts": agentFile })
+      const model = Scripted.make([
+        call("write_file", { path: "notes.txt", content: "n" }),
+        call("mv", { from: "notes.txt", to: "/out" }),
+        call("cp", { from: "/out/notes.txt", to: "/tmp" }),
+        call("edit_file", { path: "/tmp/./sub/../notes.txt", old: "n", new: "m" }),
+        call("rm", { path: "tmp/notes.txt" }),
+        { text: "done" }
+      ])
+      const server = yield* startServer(root, { model })
+      const runId = yield* startRun(server.url, "Move things")
+      expect((yield* waitForRun(server.url, runId)).status).toBe("completed")
+      expect(yield* toolResults(server.url, runId)).toEqual([
+        "write_file: wrote /notes.txt (1 bytes)",
+        "mv: moved /notes.txt to /out/notes.txt",
+        "cp: copied /out/notes.txt to /tmp/notes.txt",
+        "edit_file: edited /tmp/notes.txt (1 replacement)",
+        "rm: removed /tmp/notes.txt"
+      ])
+    }), { timeout: 60_000 })
+
   it.scopedLive("a script that fills memory is told it ran out of the memory the project's config gives scripts, and how to raise it", () =>
     Effect.gen(function*() {
       const config = `import { defineConfig } from "foundry"\n\nexport default defineConfig({ scripts: { maxMemoryMb: 48 } })\n`
