@@ -36,10 +36,14 @@ export type RouteView = typeof RouteSchema.Encoded
 
 /** An API call that did not succeed, with the server's message (and, on a 429, how long to wait). */
 export class ApiError extends Error {
-  constructor(readonly status: number, message: string, readonly retryAfterMs?: number) {
+  constructor(readonly status: number, message: string, readonly retryAfterMs?: number, readonly tag?: string) {
     super(message)
   }
 }
+
+/** The `_tag` of an error body, which names what went wrong. */
+const tagOf = (body: unknown): string | undefined =>
+  typeof body === "object" && body !== null && "_tag" in body && typeof body._tag === "string" ? body._tag : undefined
 
 /** The wait a `Retry-After` header asks for, when it gives seconds. */
 const retryAfterOf = (response: Response): number | undefined => {
@@ -84,7 +88,7 @@ const request = async <A>(path: string, init?: RequestInit): Promise<A> => {
       await signIn(message)
       continue
     }
-    if (!response.ok) throw new ApiError(response.status, message, retryAfterOf(response))
+    if (!response.ok) throw new ApiError(response.status, message, retryAfterOf(response), tagOf(body))
     return body as A
   }
 }

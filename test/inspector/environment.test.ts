@@ -78,4 +78,16 @@ describe.skipIf(skipBrowser)("artifacts and environments in the inspector, in Ch
       yield* promise(() => page.click("[data-folder='/inbox'] > summary"))
       expect(yield* promise(() => page.isVisible("[data-path='/inbox/a.txt']"))).toBe(false)
     }))
+
+  it.scopedLive("an instance whose files are kept per conversation, with no conversation yet, says so plainly, not as an error", () =>
+    Effect.gen(function*() {
+      const server = yield* startServer(yield* environmentProject())
+      const { url } = server
+      expect((yield* http(`${url}/api/instances`, { body: { agent: "scribe", id: "fresh" } })).status).toBe(201)
+      const page = yield* browserPage
+      yield* promise(() => page.goto(`${url}/instances/scribe/fresh`))
+      yield* promise(() => page.waitForSelector("[data-testid=environment-no-conversation]"))
+      expect(yield* promise(() => page.textContent("[data-testid=environment-no-conversation]"))).toContain("no conversation yet")
+      expect(yield* promise(() => page.locator("[data-testid=environment-problem]").count())).toBe(0)
+    }))
 })

@@ -4,7 +4,7 @@
  * and type), and the history of versions; choosing a version (or v0, the files the environment
  * starts with) browses the tree as it was then. It loads when the page opens and on "Refresh".
  */
-import { api, type EnvironmentAt, type EnvironmentFile, type EnvironmentView, type ConversationView, type InstanceRef } from "../api.js"
+import { api, ApiError, type EnvironmentAt, type EnvironmentFile, type EnvironmentView, type ConversationView, type InstanceRef } from "../api.js"
 import { clock, errorText, h, link, replace } from "../dom.js"
 import { fileSize } from "../preview.js"
 
@@ -181,10 +181,16 @@ export const environmentBrowser = () => {
       const talks = view.persistence === "conversation" ? await api.instanceConversations(ref) : []
       if (mine === loading) render(view, talks)
     } catch (error) {
-      if (mine === loading) {
-        replace(element, h("p", { class: "error-line", "data-testid": "environment-problem" }, errorText(error)),
+      if (mine !== loading) return
+      // Files kept per conversation, and no conversation yet: nothing is wrong, there are no files to show.
+      if (conversation === undefined && error instanceof ApiError && error.tag === "ConversationNotFound") {
+        replace(element, h("p", { class: "muted", "data-testid": "environment-no-conversation" },
+          "Each conversation of this agent has its own files, and this instance has no conversation yet: start one above, then Refresh."),
           h("button", { "data-testid": "environment-refresh", onclick: () => void load() }, "Refresh"))
+        return
       }
+      replace(element, h("p", { class: "error-line", "data-testid": "environment-problem" }, errorText(error)),
+        h("button", { "data-testid": "environment-refresh", onclick: () => void load() }, "Refresh"))
     }
   }
 
