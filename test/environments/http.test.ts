@@ -200,7 +200,16 @@ describe("the environment endpoints", () => {
       expect(version.json).toMatchObject({ _tag: "EnvironmentVersionNotFound", version: 9, head: 2, message: expect.stringContaining("versions run from 1 to 2") })
       const file = yield* http(`${api}/file?path=/out/notes.md&version=0`)
       expect(file.status).toBe(404)
-      expect(file.json).toMatchObject({ _tag: "EnvironmentFileNotFound", path: "/out/notes.md", version: 0 })
+      expect(file.json).toMatchObject({
+        _tag: "EnvironmentFileNotFound",
+        path: "/out/notes.md",
+        version: 0,
+        message: expect.stringContaining("GET /api/instances/acme/environment?agent=clerk lists the files")
+      })
+      // The generated docs are made for each run, not kept: said so, not that the file is missing.
+      const readme = yield* http(`${api}/file?path=/README.md`)
+      expect(readme.status).toBe(404)
+      expect(readme.json).toMatchObject({ _tag: "EnvironmentFileNotFound", message: expect.stringContaining("/README.md is one of the docs Foundry makes afresh for each run") })
       const instance = yield* http(`${server.url}/api/instances/nobody/environment`)
       expect(instance.status).toBe(404)
       expect(instance.json).toMatchObject({ _tag: "InstanceNotFound", instance: "nobody" })

@@ -19,7 +19,8 @@ import { seedTree } from "../../../environments/seedTree.js"
 import { guessDelimiter, scanDelimited } from "../../../environments/vfs/delimited.js"
 import { extensionOf, isTextMediaType, isWorkbookMediaType, mediaTypeOf } from "../../../environments/vfs/mediaType.js"
 import { type SheetJs, sheetJs } from "../../../environments/vfs/sheetJs.js"
-import { baseName, normalizePath } from "../../../environments/vfs/paths.js"
+import { generatedPaths } from "../../../environments/vfs/generatedDocs.js"
+import { baseName, isWithin, normalizePath } from "../../../environments/vfs/paths.js"
 import type { Tree } from "../../../environments/vfs/Tree.js"
 import { checkInflatedSize, isZip } from "../../../environments/vfs/zipInflatedSize.js"
 import { InstanceNotFound } from "../../../instances/Instances.js"
@@ -273,7 +274,17 @@ export const EnvironmentsLive = HttpApiBuilder.group(FoundryApi, "environments",
       const { tree, version } = yield* treeAt(located, head, query.version)
       const bytes = tree.get(path)
       if (bytes === undefined) {
-        return yield* new EnvironmentFileNotFound({ path, version, message: `there is no file ${path} at version ${version}; GET /api/instances/${id}/environment lists the files` })
+        // The listing of this very tree: the agent (an instance id may be another agent's too) and the conversation.
+        const at = new URLSearchParams({ agent: located.agent, ...(located.conversation === null ? {} : { conversation: located.conversation }) })
+        const listing = `GET /api/instances/${encodeURIComponent(id)}/environment?${at} lists the files`
+        const generated = generatedPaths.some((prefix) => isWithin(path, prefix))
+        return yield* new EnvironmentFileNotFound({
+          path,
+          version,
+          message: generated
+            ? `${path} is one of the docs Foundry makes afresh for each run (${generatedPaths.join(", ")}), so it is not kept with the instance's files; ${listing}`
+            : `there is no file ${path} at version ${version}; ${listing}`
+        })
       }
       const mediaType = mediaTypeOf(path, bytes)
       return HttpServerResponse.uint8Array(bytes, {
