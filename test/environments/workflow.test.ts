@@ -175,7 +175,8 @@ export default async function () {
       expect(results[0]).toContain("wrote /tmp/a.txt")
       // The reference note (17 bytes) and a.txt leave less than 1000 bytes of the 2000.
       expect(results[1]).toContain("maxTotalBytes")
-      expect(results[1]).toContain("2 KB")
+      // Sizes that would round the same ("2 KB, over its limit of 2 KB") are given exactly.
+      expect(results[1]).toContain("would bring the environment to 2017 bytes, over its limit of 2000 bytes")
       expect(results[2]).toContain("/tmp/a.txt")
       expect(results[2]).not.toContain("/tmp/b.txt")
     }), { timeout: 60_000 })

@@ -70,6 +70,10 @@ const encoder = new TextEncoder()
 const decoder = new TextDecoder()
 const ok: Either.Either<void, never> = Either.right(undefined)
 
+/** A size and its limit, exact where rounding would show them the same ("2 MB, over ... 2 MB"). */
+const sizeAndLimit = (bytes: number, max: number): readonly [string, string] =>
+  formatBytes(bytes) === formatBytes(max) ? [`${bytes} bytes`, `${max} bytes`] : [formatBytes(bytes), formatBytes(max)]
+
 const sameBytes = (a: Uint8Array, b: Uint8Array): boolean => {
   if (a.byteLength !== b.byteLength) return false
   for (let i = 0; i < a.byteLength; i++) if (a[i] !== b[i]) return false
@@ -148,12 +152,13 @@ export const environmentFs = (vfs: Vfs, options: { readonly readOnly: ReadonlyAr
     }
     for (const [path, bytes] of plan.puts) {
       if (bytes.byteLength > maxFileBytes) {
+        const [size, limit] = sizeAndLimit(bytes.byteLength, maxFileBytes)
         return new LimitExceeded({
           path,
           limit: "maxFileBytes",
           bytes: bytes.byteLength,
           max: maxFileBytes,
-          message: `${path} would be ${formatBytes(bytes.byteLength)}, over this environment's limit of ${formatBytes(maxFileBytes)} per file (maxFileBytes): ` +
+          message: `${path} would be ${size}, over this environment's limit of ${limit} per file (maxFileBytes): ` +
             `nothing was changed. Write it in smaller parts, or keep only what you need (a summary, a filtered subset).`
         })
       }
@@ -167,12 +172,13 @@ export const environmentFs = (vfs: Vfs, options: { readonly readOnly: ReadonlyAr
     // Only growth is refused: a change that frees space is always allowed, even over the limit.
     if (change <= 0 || total <= maxTotalBytes) return undefined
     const path = plan.puts[0]?.[0] ?? "/"
+    const [size, limit] = sizeAndLimit(total, maxTotalBytes)
     return new LimitExceeded({
       path,
       limit: "maxTotalBytes",
       bytes: total,
       max: maxTotalBytes,
-      message: `this change to ${path} would bring the environment to ${formatBytes(total)}, over its limit of ${formatBytes(maxTotalBytes)} in total (maxTotalBytes): ` +
+      message: `this change to ${path} would bring the environment to ${size}, over its limit of ${limit} in total (maxTotalBytes): ` +
         `nothing was changed. Remove files you no longer need (for example under /tmp) first.`
     })
   }
