@@ -278,13 +278,13 @@ const make = Effect.fnUntraced(function*(options: { readonly idleTimeToLive: Dur
           ? "no versions yet: the files are as the environment starts them"
           : log.map((entry) => describeVersion(entry, session.state.head)).join("\n")),
     write_file: (session, scope, input) =>
-      mutate(session, scope, `write_file ${input.path}`, (fs) => checkedWrite(session, fs, files.writeFile(fs, input.path, input.content), input.path)),
+      mutate(session, scope, `write_file ${files.held(input.path)}`, (fs) => checkedWrite(session, fs, files.writeFile(fs, input.path, input.content), input.path)),
     edit_file: (session, scope, input) =>
-      mutate(session, scope, `edit_file ${input.path}`, (fs) => checkedWrite(session, fs, files.editFile(fs, input), input.path)),
-    rm: (session, scope, input) => mutate(session, scope, `rm ${input.path}`, (fs) => files.remove(fs, input.path)),
-    mv: (session, scope, input) => mutate(session, scope, `mv ${input.from} ${input.to}`, (fs) => files.move(fs, input.from, input.to)),
-    cp: (session, scope, input) => mutate(session, scope, `cp ${input.from} ${input.to}`, (fs) => files.copy(fs, input.from, input.to)),
-    run_script: (session, scope, input) => mutate(session, scope, `run_script ${input.path}`, (fs) => runScript(scriptScope(session, scope, fs), input)),
+      mutate(session, scope, `edit_file ${files.held(input.path)}`, (fs) => checkedWrite(session, fs, files.editFile(fs, input), input.path)),
+    rm: (session, scope, input) => mutate(session, scope, `rm ${files.held(input.path)}`, (fs) => files.remove(fs, input.path)),
+    mv: (session, scope, input) => mutate(session, scope, `mv ${files.held(input.from)} ${files.held(input.to)}`, (fs) => files.move(fs, input.from, input.to)),
+    cp: (session, scope, input) => mutate(session, scope, `cp ${files.held(input.from)} ${files.held(input.to)}`, (fs) => files.copy(fs, input.from, input.to)),
+    run_script: (session, scope, input) => mutate(session, scope, `run_script ${files.held(input.path)}`, (fs) => runScript(scriptScope(session, scope, fs), input)),
     // Tests check scripts; what they write is not kept.
     run_tests: (session, scope, input) => scriptServices(runTests(scriptScope(session, scope, current(session, scope)), input)),
     checkpoint: (session, scope, input) =>

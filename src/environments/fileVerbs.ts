@@ -17,7 +17,7 @@ export class VerbRefused extends Data.TaggedError("VerbRefused")<{ readonly mess
 export type VerbAnswer = Either.Either<string, FsError | InvalidPattern | VerbRefused>
 
 /** A path as the tree holds it (`notes.txt` is `/notes.txt`), for answers that say what changed. */
-const held = (path: string): string => Either.getOrElse(normalizePath(path), () => path)
+export const held = (path: string): string => Either.getOrElse(normalizePath(path), () => path)
 
 /** Where `mv` or `cp` puts `from`: onto `to`, or into it when `to` is a folder. */
 const destination = (fs: EnvironmentFs, from: string, to: string): string => {

@@ -222,18 +222,25 @@ export default async function () {
         call("cp", { from: "/out/notes.txt", to: "/tmp" }),
         call("edit_file", { path: "/tmp/./sub/../notes.txt", old: "n", new: "m" }),
         call("rm", { path: "tmp/notes.txt" }),
+        call("history", {}),
         { text: "done" }
       ])
       const server = yield* startServer(root, { model })
       const runId = yield* startRun(server.url, "Move things")
       expect((yield* waitForRun(server.url, runId)).status).toBe("completed")
-      expect(yield* toolResults(server.url, runId)).toEqual([
+      const results = yield* toolResults(server.url, runId)
+      expect(results.slice(0, 5)).toEqual([
         "write_file: wrote /notes.txt (1 bytes)",
         "mv: moved /notes.txt to /out/notes.txt",
         "cp: copied /out/notes.txt to /tmp/notes.txt",
         "edit_file: edited /tmp/notes.txt (1 replacement)",
         "rm: removed /tmp/notes.txt"
       ])
+      // The versions are labelled with the same paths.
+      expect(results[5]).toContain("write_file /notes.txt  ")
+      expect(results[5]).toContain("mv /notes.txt /out  ")
+      expect(results[5]).toContain("edit_file /tmp/notes.txt  ")
+      expect(results[5]).toContain("rm /tmp/notes.txt  ")
     }), { timeout: 60_000 })
 
   it.scopedLive("a script that fills memory is told it ran out of the memory the project's config gives scripts, and how to raise it", () =>
