@@ -6,7 +6,9 @@
  * beside `foundry dev`'s type check), not in every build.
  */
 import { Effect } from "effect"
+import { installed } from "../environments/installedPackage.js"
 import { pureModuleSource } from "../environments/script/pureModule.js"
+import { packageLayout } from "../packageLayout.js"
 import { RouteError } from "../router/RouteError.js"
 import type { RouteTable } from "../router/RouteTable.js"
 
@@ -16,6 +18,8 @@ export const pureModuleProblems = Effect.fn("compiler.pureModuleProblems")(funct
   for (const route of table.environments) {
     for (const module of route.definition.modules) {
       if (module._tag !== "PureModule") continue
+      // A package installed nowhere is the build's problem already, with the fix: install it.
+      if (installed(module.from, table.root) === undefined && installed(module.from, packageLayout.root) === undefined) continue
       const made = yield* Effect.either(pureModuleSource(module, table.root))
       if (made._tag === "Left") {
         problems.push(new RouteError({

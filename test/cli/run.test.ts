@@ -355,6 +355,19 @@ export default defineTool({
       expect(result.stderr).not.toContain("check passed")
     }))
 
+  it.scopedLive("check says a pure module's package that is not installed is to be installed, once", () =>
+    Effect.gen(function*() {
+      const root = yield* exampleCopy
+      const workspace = join(root, "environments/workspace.ts")
+      writeFileSync(workspace, readFileSync(workspace, "utf8").replace(`from: "@e965/xlsx"`, `from: "no-such-package-xyz"`))
+      const result = yield* runCli(["check", root])
+      expect(result.code).toBe(1)
+      expect(result.stderr).toContain(`the package "no-such-package-xyz" is not installed`)
+      expect(result.stderr).toContain("npm install no-such-package-xyz")
+      expect(result.stderr.split("is not installed").length).toBe(2)
+      expect(result.stderr).not.toContain("pick only names no-such-package-xyz exports")
+    }))
+
   it.scopedLive("a file that does not parse is the only one reported: the playbook and the schedules keep their agents", () =>
     Effect.gen(function*() {
       const root = yield* exampleCopy
