@@ -8,7 +8,7 @@ import { Context, Data, Effect, Either, Runtime } from "effect"
 import type { EnvironmentLimits } from "../definitions/defineEnvironment.js"
 import type { AdapterFunctions } from "../definitions/environmentModules.js"
 import type { ToolRunContext } from "../definitions/defineTool.js"
-import { decodeCall, runTool } from "../engine/executeTool.js"
+import { decodeCall, failedOutcome, needsApproval, runTool } from "../engine/executeTool.js"
 import { McpClients } from "../mcp/McpClients.js"
 import { isScript, isTestFile, VerbRefused } from "./fileVerbs.js"
 import { adapterFs, nestedToolContext, type ResolvedModules } from "./scriptModules.js"
@@ -68,6 +68,12 @@ const hostFor = (scope: ScriptScope, runtime: Runtime.Runtime<never>, services: 
         const compiled = { id: `${module}/${fn}`, name: fn, file: undefined, definition: tool.tool, spec: { name: fn, description: tool.tool.description, parameters: {} } }
         const decoded = yield* decodeCall(compiled, { id: callId, name: fn, arguments: JSON.stringify(args[0] ?? {}) }, [fn])
         if (Either.isLeft(decoded)) return decoded.left
+        // A person's approval cannot be waited for inside a script: a call that needs one does not run.
+        if (needsApproval(decoded.right)) {
+          // The bootstrap puts "env:<module> <fn>: " before this.
+          return failedOutcome(decoded.right.rawInput, "not run: this call needs a person's approval (the tool's approval policy), and a script cannot wait for one. " +
+            "Call the tool directly (not from a script) if you have it, or say what you would do and let the person decide.")
+        }
         return yield* runTool(decoded.right, nestedToolContext(context, index), services, {
           timeout: scope.limits.scriptTimeoutMs,
           outputLimit: Number.MAX_SAFE_INTEGER,

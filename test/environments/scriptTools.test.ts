@@ -176,3 +176,59 @@ export default defineAgent({ description: "Reads the types", model: "demo", envi
       expect(found).toContain("sheet_to_json(worksheet: WorkSheet")
     }), { timeout: 60_000 })
 })
+
+describe("a tool that asks for approval, from a script", () => {
+  it.scopedLive("is not run: the script is told a person must approve it, and a call its policy lets through runs", () =>
+    Effect.gen(function*() {
+      const log = join(mkdtempSync(join(tmpdir(), "foundry-refund-log-")), "refunds.log")
+      const root = yield* tempProject({
+        "tools/refund.tool.ts": `import { appendFileSync } from "node:fs"
+import { Effect, Schema } from "effect"
+import { defineTool } from "foundry"
+
+export default defineTool({
+  description: "Refund an order",
+  input: Schema.Struct({ orderId: Schema.String, cents: Schema.Number }),
+  output: Schema.String,
+  approval: ({ cents }) => cents > 100,
+  run: ({ orderId }) => Effect.sync(() => { appendFileSync(${JSON.stringify(log)}, orderId + "\\n"); return "refunded " + orderId })
+})
+`,
+        "environments/workspace.ts": `import { defineEnvironment, defineTools } from "foundry"
+import refund from "../tools/refund.tool.js"
+
+export default defineEnvironment({ modules: [defineTools({ name: "shop", tools: { refund } })] })
+`,
+        "agents/worker/agent.ts": `import { defineAgent } from "foundry"
+import workspace from "../../environments/workspace.js"
+
+export default defineAgent({ description: "Refunds from a script", model: "demo", environment: workspace })
+`
+      })
+      const refunds = `import { refund } from "env:shop"
+
+export default async function () {
+  const small = await refund({ orderId: "small", cents: 50 })
+  let big = ""
+  try { big = await refund({ orderId: "big", cents: 5000 }) } catch (error) { big = "threw: " + error.message }
+  return { small, big }
+}
+`
+      const model = Scripted.make([
+        call("write_file", { path: "/scripts/refunds.js", content: refunds }),
+        call("run_script", { path: "/scripts/refunds.js" }),
+        { text: "done" }
+      ])
+      const server = yield* startServer(root, { model })
+      const started = yield* http(`${server.url}/api/runs`, { body: { agent: "worker", message: "go" } })
+      const runId = (started.json as { runId: string }).runId
+      expect((yield* waitForRun(server.url, runId)).status).toBe("completed")
+      const events = (yield* http(`${server.url}/api/runs/${runId}/events`)).json as ReadonlyArray<{ type: string; data: { output?: unknown; error?: unknown } }>
+      const results = events
+        .filter((event) => event.type === "tool.call.completed" || event.type === "tool.call.failed")
+        .map((event) => String(event.data.output ?? event.data.error))
+      expect(results[1]).toContain("\"small\": \"refunded small\"")
+      expect(results[1]).toContain("threw: env:shop refund: not run: this call needs a person's approval")
+      expect(yield* Effect.promise(() => import("node:fs/promises").then((fs) => fs.readFile(log, "utf8")))).toBe("small\n")
+    }), { timeout: 60_000 })
+})
