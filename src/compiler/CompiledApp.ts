@@ -8,6 +8,7 @@ import type { EnvironmentDefinition } from "../definitions/defineEnvironment.js"
 import type { McpServerDefinition } from "../definitions/defineMcpServer.js"
 import type { CapabilityKind } from "../durable/records.js"
 import type { AnyTool } from "../definitions/defineTool.js"
+import type { PermissionRule } from "../definitions/configFields.js"
 import type { McpMount } from "../mcp/McpMount.js"
 import type { ToolSpec } from "../models/Model.js"
 import type { RouteTable } from "../router/RouteTable.js"
@@ -20,6 +21,10 @@ export interface EnvironmentRoute {
   readonly release: string
   /** The agent's MCP servers, which a tools module may expose to scripts. */
   readonly mounts: ReadonlyArray<McpMount>
+  /** The config's permission rules: a tool a script calls is let through, asked about or denied as the model's calls are. */
+  readonly permissions: ReadonlyArray<PermissionRule>
+  /** The name the model would call each of the tools modules' Foundry tools by, which permission rules match. */
+  readonly toolNames: ReadonlyMap<AnyTool, string>
 }
 
 /** A tool as an agent offers it to the model. */

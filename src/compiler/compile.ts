@@ -290,7 +290,15 @@ const compileAgent = (
         fix: "define it in environments/<name>.ts and import it from there"
       }))
     }
-    for (const verb of environmentId === undefined ? [] : environmentTools({ environmentId, environment, root: table.root, release, mounts: mcp.mounts })) {
+    for (const verb of environmentId === undefined ? [] : environmentTools({
+      environmentId,
+      environment,
+      root: table.root,
+      release,
+      mounts: mcp.mounts,
+      permissions: table.config.permissions,
+      toolNames: scriptToolNames(environment, table)
+    })) {
       add(
         tools.has(verb.name)
           ? new RouteError({
@@ -304,6 +312,12 @@ const compileAgent = (
   }
   return { agent: { id: route.id, file: route.file, definition: route.definition, tools, mcp: mcp.mounts }, errors }
 }
+
+/** The name the model would call each Foundry tool of an environment's tools modules by (as `compileTool` names it). */
+const scriptToolNames = (environment: EnvironmentDefinition, table: RouteTable): ReadonlyMap<AnyTool, string> =>
+  new Map(environment.modules.flatMap((module) =>
+    module._tag !== "ToolsModule" ? [] : Object.entries(module.tools).map(([key, tool]): readonly [AnyTool, string] =>
+      [tool, tool.name ?? table.idOf(tool)?.split("/").pop() ?? key])))
 
 /** A tool the agent of `route` lists, compiled, or why a model cannot be offered it beside `tools`. */
 const listedTool = (

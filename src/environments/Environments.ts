@@ -12,7 +12,8 @@ import type { McpMount } from "../mcp/McpMount.js"
 import type { ImageContent } from "../models/Model.js"
 import { maxImageBytes, viewableImageNames, viewableImageTypes } from "../models/viewableImages.js"
 import type { EnvironmentDefinition } from "../definitions/defineEnvironment.js"
-import type { ToolRunContext } from "../definitions/defineTool.js"
+import type { PermissionRule } from "../definitions/configFields.js"
+import type { AnyTool, ToolRunContext } from "../definitions/defineTool.js"
 import { type EnvironmentScope, EnvironmentStorage, type EnvironmentVersion, type VersionConflict, type VersionKind } from "../durable/EnvironmentStorage.js"
 import type { StoreError } from "../durable/StoreError.js"
 import * as files from "./fileVerbs.js"
@@ -41,6 +42,9 @@ export interface SessionScope {
   readonly release: string
   /** The agent's MCP servers, which a tools module may expose to scripts. */
   readonly mounts: ReadonlyArray<McpMount>
+  /** The config's permission rules, and the model's names of the tools modules' tools they match. */
+  readonly permissions: ReadonlyArray<PermissionRule>
+  readonly toolNames: ReadonlyMap<AnyTool, string>
   readonly context: Pick<ToolRunContext<unknown>, "agent" | "instanceId" | "conversationId">
 }
 
@@ -265,7 +269,15 @@ const make = Effect.fnUntraced(function*(options: { readonly idleTimeToLive: Dur
 
   const current = (session: Session, scope: SessionScope) => workingFs(session, scope.environment, session.state.tree)
   const scriptScope = (session: Session, scope: VerbScope, fs: EnvironmentFs) =>
-    ({ pool: new SessionKey(scope).id, fs, modules: session.modules, limits: scope.environment.limits, context: scope.context })
+    ({
+      pool: new SessionKey(scope).id,
+      fs,
+      modules: session.modules,
+      limits: scope.environment.limits,
+      context: scope.context,
+      permissions: scope.permissions,
+      toolNames: scope.toolNames
+    })
 
   const handlers: VerbHandlers = {
     read_file: (session, scope, input) => files.readFile(current(session, scope), input.path, input),

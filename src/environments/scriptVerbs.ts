@@ -7,7 +7,10 @@
 import { Context, Data, Effect, Either, Runtime } from "effect"
 import type { EnvironmentLimits } from "../definitions/defineEnvironment.js"
 import type { AdapterFunctions } from "../definitions/environmentModules.js"
-import type { ToolRunContext } from "../definitions/defineTool.js"
+import type { PermissionRule } from "../definitions/configFields.js"
+import type { AnyTool, ToolRunContext } from "../definitions/defineTool.js"
+import { deniedByRule, matchingRule } from "../engine/permissions.js"
+import { mcpToolName } from "../mcp/mcpTools.js"
 import { decodeCall, failedOutcome, needsApproval, runTool } from "../engine/executeTool.js"
 import { McpClients } from "../mcp/McpClients.js"
 import { isScript, isTestFile, VerbRefused } from "./fileVerbs.js"
@@ -29,7 +32,14 @@ export interface ScriptScope {
   readonly modules: ResolvedModules
   readonly limits: EnvironmentLimits
   readonly context: Omit<ToolRunContext<unknown>, "idempotencyKey">
+  readonly permissions: ReadonlyArray<PermissionRule>
+  readonly toolNames: ReadonlyMap<AnyTool, string>
 }
+
+/** Why a call a permission rule asks a person about does not run from a script. */
+const askedByRule = (name: string): string =>
+  `not run: the project's permission rules ask a person to approve calls to ${name}, and a script cannot wait for one. ` +
+  "Call the tool directly (not from a script) if you have it, or say what you would do and let the person decide."
 
 /** Answers a script's calls to host modules. */
 const hostFor = (scope: ScriptScope, runtime: Runtime.Runtime<never>, services: Context.Context<unknown>, mcp: McpClients["Type"]): ScriptHost => {
@@ -56,6 +66,11 @@ const hostFor = (scope: ScriptScope, runtime: Runtime.Runtime<never>, services: 
       if (tool === undefined) throw new Error(`env:${module} has no function ${fn}`)
       toolCalls += 1
       const index = toolCalls
+      // The project's permission rules hold for a call from a script as for the model's own: by the name the model would call it.
+      const name = tool._tag === "Mcp" ? mcpToolName(tool.mount.name, tool.tool) ?? fn : scope.toolNames.get(tool.tool) ?? fn
+      const rule = matchingRule(scope.permissions, context.agent, name)
+      if (rule?.action === "deny") throw new Error(deniedByRule(rule))
+      if (rule?.action === "ask") throw new Error(askedByRule(name))
       if (tool._tag === "Mcp") {
         const input = args[0] ?? {}
         if (typeof input !== "object" || input === null || Array.isArray(input)) throw new Error(`${fn} takes one object of arguments`)
@@ -68,8 +83,9 @@ const hostFor = (scope: ScriptScope, runtime: Runtime.Runtime<never>, services: 
         const compiled = { id: `${module}/${fn}`, name: fn, file: undefined, definition: tool.tool, spec: { name: fn, description: tool.tool.description, parameters: {} } }
         const decoded = yield* decodeCall(compiled, { id: callId, name: fn, arguments: JSON.stringify(args[0] ?? {}) }, [fn])
         if (Either.isLeft(decoded)) return decoded.left
-        // A person's approval cannot be waited for inside a script: a call that needs one does not run.
-        if (needsApproval(decoded.right)) {
+        // A person's approval cannot be waited for inside a script: a call that needs one does not run
+        // (unless a rule allows it, as a rule lets the model's own call through without asking).
+        if (rule?.action !== "allow" && needsApproval(decoded.right)) {
           // The bootstrap puts "env:<module> <fn>: " before this.
           return failedOutcome(decoded.right.rawInput, "not run: this call needs a person's approval (the tool's approval policy), and a script cannot wait for one. " +
             "Call the tool directly (not from a script) if you have it, or say what you would do and let the person decide.")

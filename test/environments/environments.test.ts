@@ -26,6 +26,8 @@ const scopeFor = (runId: string, toolCallId: string, of: EnvironmentDefinition =
   root: tmpdir(),
   release: "r1",
   mounts: [],
+  permissions: [],
+  toolNames: new Map(),
   context: {
     runId,
     toolCallId,

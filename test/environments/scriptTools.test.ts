@@ -232,3 +232,67 @@ export default async function () {
       expect(yield* Effect.promise(() => import("node:fs/promises").then((fs) => fs.readFile(log, "utf8")))).toBe("small\n")
     }), { timeout: 60_000 })
 })
+
+describe("the project's permission rules, for tools called from a script", () => {
+  it.scopedLive("deny a Foundry tool and an MCP tool by the names the model would call them, and allow lets through a call its approval would ask about", () =>
+    Effect.gen(function*() {
+      const log = join(mkdtempSync(join(tmpdir(), "foundry-mcp-log-")), "fixture.log")
+      const project = files(log)
+      const root = yield* tempProject({
+        ...project,
+        "tools/refund.tool.ts": `import { Effect, Schema } from "effect"
+import { defineTool } from "foundry"
+
+export default defineTool({
+  description: "Refund an order",
+  input: Schema.Struct({ orderId: Schema.String }),
+  output: Schema.String,
+  approval: "always",
+  run: ({ orderId }) => Effect.succeed("refunded " + orderId)
+})
+`,
+        "environments/workspace.ts": project["environments/workspace.ts"]
+          .replace(`import shout from "../tools/shout.tool.js"`, `import shout from "../tools/shout.tool.js"\nimport refund from "../tools/refund.tool.js"`)
+          .replace("tools: { shout }", "tools: { loud: shout, refund }"),
+        "foundry.config.ts": `import { defineConfig } from "foundry"
+
+export default defineConfig({
+  permissions: [
+    { tool: "shout", action: "deny", reason: "no shouting" },
+    { tool: "files__echo", action: "deny", reason: "no echoes" },
+    { tool: "refund", action: "allow" }
+  ]
+})
+`
+      })
+      const script = `import { loud, refund } from "env:mine"
+import { echo } from "env:files"
+
+const attempt = async (call) => { try { return await call() } catch (error) { return "threw: " + error.message } }
+
+export default async function () {
+  return {
+    loud: await attempt(() => loud({ text: "hi" })),
+    echo: await attempt(() => echo({ text: "hi" })),
+    refund: await attempt(() => refund({ orderId: "7" }))
+  }
+}
+`
+      const model = Scripted.make([
+        call("write_file", { path: "/scripts/rules.js", content: script }),
+        call("run_script", { path: "/scripts/rules.js" }),
+        { text: "done" }
+      ])
+      const server = yield* startServer(root, { model })
+      const started = yield* http(`${server.url}/api/runs`, { body: { agent: "worker", message: "go" } })
+      const runId = (started.json as { runId: string }).runId
+      expect((yield* waitForRun(server.url, runId)).status).toBe("completed")
+      const events = (yield* http(`${server.url}/api/runs/${runId}/events`)).json as ReadonlyArray<{ type: string; data: { output?: unknown; error?: unknown } }>
+      const results = events
+        .filter((event) => event.type === "tool.call.completed" || event.type === "tool.call.failed")
+        .map((event) => String(event.data.output ?? event.data.error))
+      expect(results[1]).toContain("\"loud\": \"threw: env:mine loud: denied by the project's permission rules: no shouting\"")
+      expect(results[1]).toContain("\"echo\": \"threw: env:files echo: denied by the project's permission rules: no echoes\"")
+      expect(results[1]).toContain("\"refund\": \"refunded 7\"")
+    }), { timeout: 60_000 })
+})
