@@ -11,7 +11,7 @@ import type { PermissionRule } from "../definitions/configFields.js"
 import type { AnyTool, ToolRunContext } from "../definitions/defineTool.js"
 import { deniedByRule, matchingRule } from "../engine/permissions.js"
 import { mcpToolName } from "../mcp/mcpTools.js"
-import { decodeCall, failedOutcome, needsApproval, runTool } from "../engine/executeTool.js"
+import { approvalPolicy, decodeCall, failedOutcome, runTool } from "../engine/executeTool.js"
 import { McpClients } from "../mcp/McpClients.js"
 import { isScript, isTestFile, VerbRefused } from "./fileVerbs.js"
 import { adapterFs, nestedToolContext, type ResolvedModules } from "./scriptModules.js"
@@ -85,7 +85,7 @@ const hostFor = (scope: ScriptScope, runtime: Runtime.Runtime<never>, services: 
         if (Either.isLeft(decoded)) return decoded.left
         // A person's approval cannot be waited for inside a script: a call that needs one does not run
         // (unless a rule allows it, as a rule lets the model's own call through without asking).
-        if (rule?.action !== "allow" && needsApproval(decoded.right)) {
+        if (rule?.action !== "allow" && approvalPolicy(decoded.right).asks) {
           // The bootstrap puts "env:<module> <fn>: " before this.
           return failedOutcome(decoded.right.rawInput, "not run: this call needs a person's approval (the tool's approval policy), and a script cannot wait for one. " +
             "Call the tool directly (not from a script) if you have it, or say what you would do and let the person decide.")
