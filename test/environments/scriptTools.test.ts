@@ -67,25 +67,33 @@ export default async function () {
 
 const call = (name: string, args: unknown) => ({ toolCalls: [{ name, arguments: args }] })
 
+/**
+ * Runs agent `worker` of the project at `root`, on a scripted model taking `steps`, to its end:
+ * each tool call's result (or failure) as text, in order.
+ */
+const toolResultsOf = (root: string, steps: Parameters<typeof Scripted.make>[0]) =>
+  Effect.gen(function*() {
+    const server = yield* startServer(root, { model: Scripted.make(steps) })
+    const started = yield* http(`${server.url}/api/runs`, { body: { agent: "worker", message: "go" } })
+    const runId = (started.json as { runId: string }).runId
+    expect((yield* waitForRun(server.url, runId)).status).toBe("completed")
+    const events = (yield* http(`${server.url}/api/runs/${runId}/events`)).json as ReadonlyArray<{ type: string; data: { output?: unknown; error?: unknown } }>
+    return events
+      .filter((event) => event.type === "tool.call.completed" || event.type === "tool.call.failed")
+      .map((event) => String(event.data.output ?? event.data.error))
+  })
+
 describe("tools from scripts", () => {
   it.scopedLive("a script calls a Foundry tool and an MCP server's tool as async functions", () =>
     Effect.gen(function*() {
       const log = join(mkdtempSync(join(tmpdir(), "foundry-mcp-log-")), "fixture.log")
       const root = yield* tempProject(files(log))
-      const model = Scripted.make([
+      const results = yield* toolResultsOf(root, [
         call("read_file", { path: "/std/files/index.d.ts" }),
         call("write_file", { path: "/scripts/tools.js", content: script }),
         call("run_script", { path: "/scripts/tools.js" }),
         { text: "done" }
       ])
-      const server = yield* startServer(root, { model })
-      const started = yield* http(`${server.url}/api/runs`, { body: { agent: "worker", message: "go" } })
-      const runId = (started.json as { runId: string }).runId
-      expect((yield* waitForRun(server.url, runId)).status).toBe("completed")
-      const events = (yield* http(`${server.url}/api/runs/${runId}/events`)).json as ReadonlyArray<{ type: string; data: { output?: unknown; error?: unknown } }>
-      const results = events
-        .filter((event) => event.type === "tool.call.completed" || event.type === "tool.call.failed")
-        .map((event) => String(event.data.output ?? event.data.error))
       expect(results[0]).toContain("export function echo(input: { \"text\": string }): Promise<string>")
       expect(results[0]).toContain("export function dotted_name(")
       expect(results[2]).toContain("\"loud\": \"HELLO!\"")
@@ -123,20 +131,12 @@ export default async function () {
   it.scopedLive("an adapter's README says its functions are awaited, and a result holding one not awaited says so instead of {}", () =>
     Effect.gen(function*() {
       const root = yield* tempProject(adapterFiles)
-      const model = Scripted.make([
+      const results = yield* toolResultsOf(root, [
         call("read_file", { path: "/std/shout/README.md" }),
         call("write_file", { path: "/scripts/forgot.js", content: forgot }),
         call("run_script", { path: "/scripts/forgot.js" }),
         { text: "done" }
       ])
-      const server = yield* startServer(root, { model })
-      const started = yield* http(`${server.url}/api/runs`, { body: { agent: "worker", message: "go" } })
-      const runId = (started.json as { runId: string }).runId
-      expect((yield* waitForRun(server.url, runId)).status).toBe("completed")
-      const events = (yield* http(`${server.url}/api/runs/${runId}/events`)).json as ReadonlyArray<{ type: string; data: { output?: unknown; error?: unknown } }>
-      const results = events
-        .filter((event) => event.type === "tool.call.completed" || event.type === "tool.call.failed")
-        .map((event) => String(event.data.output ?? event.data.error))
       expect(results[0]).toContain("returns a Promise: `await` it")
       expect(results[2]).toContain("\"awaited\": \"HI\"")
       expect(results[2]).toContain("\"loud\": \"<a Promise, not its value: await the call that made it>\"")
@@ -159,17 +159,11 @@ import workspace from "../../environments/workspace.js"
 export default defineAgent({ description: "Reads the types", model: "demo", environment: workspace })
 `
       })
-      const model = Scripted.make([
+      const [head, found] = yield* toolResultsOf(root, [
         call("read_file", { path: "/std/xlsx/index.d.ts", from: 1, to: 3 }),
         call("grep", { pattern: "sheet_to_json\\(", path: "/std/xlsx" }),
         { text: "done" }
       ])
-      const server = yield* startServer(root, { model })
-      const started = yield* http(`${server.url}/api/runs`, { body: { agent: "worker", message: "go" } })
-      const runId = (started.json as { runId: string }).runId
-      expect((yield* waitForRun(server.url, runId)).status).toBe("completed")
-      const events = (yield* http(`${server.url}/api/runs/${runId}/events`)).json as ReadonlyArray<{ type: string; data: { output?: unknown } }>
-      const [head, found] = events.filter((event) => event.type === "tool.call.completed").map((event) => String(event.data.output))
       expect(head).toContain("scripts may import only: read, write, utils")
       expect(head).not.toContain("export declare const read: unknown")
       expect(found).toContain("/std/xlsx/index.d.ts:")
@@ -214,19 +208,11 @@ export default async function () {
   return { small, big }
 }
 `
-      const model = Scripted.make([
+      const results = yield* toolResultsOf(root, [
         call("write_file", { path: "/scripts/refunds.js", content: refunds }),
         call("run_script", { path: "/scripts/refunds.js" }),
         { text: "done" }
       ])
-      const server = yield* startServer(root, { model })
-      const started = yield* http(`${server.url}/api/runs`, { body: { agent: "worker", message: "go" } })
-      const runId = (started.json as { runId: string }).runId
-      expect((yield* waitForRun(server.url, runId)).status).toBe("completed")
-      const events = (yield* http(`${server.url}/api/runs/${runId}/events`)).json as ReadonlyArray<{ type: string; data: { output?: unknown; error?: unknown } }>
-      const results = events
-        .filter((event) => event.type === "tool.call.completed" || event.type === "tool.call.failed")
-        .map((event) => String(event.data.output ?? event.data.error))
       expect(results[1]).toContain("\"small\": \"refunded small\"")
       expect(results[1]).toContain("threw: env:shop refund: not run: this call needs a person's approval")
       expect(yield* Effect.promise(() => import("node:fs/promises").then((fs) => fs.readFile(log, "utf8")))).toBe("small\n")
@@ -278,19 +264,11 @@ export default async function () {
   }
 }
 `
-      const model = Scripted.make([
+      const results = yield* toolResultsOf(root, [
         call("write_file", { path: "/scripts/rules.js", content: script }),
         call("run_script", { path: "/scripts/rules.js" }),
         { text: "done" }
       ])
-      const server = yield* startServer(root, { model })
-      const started = yield* http(`${server.url}/api/runs`, { body: { agent: "worker", message: "go" } })
-      const runId = (started.json as { runId: string }).runId
-      expect((yield* waitForRun(server.url, runId)).status).toBe("completed")
-      const events = (yield* http(`${server.url}/api/runs/${runId}/events`)).json as ReadonlyArray<{ type: string; data: { output?: unknown; error?: unknown } }>
-      const results = events
-        .filter((event) => event.type === "tool.call.completed" || event.type === "tool.call.failed")
-        .map((event) => String(event.data.output ?? event.data.error))
       expect(results[1]).toContain("\"loud\": \"threw: env:mine loud: denied by the project's permission rules: no shouting\"")
       expect(results[1]).toContain("\"echo\": \"threw: env:files echo: denied by the project's permission rules: no echoes\"")
       expect(results[1]).toContain("\"refund\": \"refunded 7\"")
