@@ -109,7 +109,10 @@ export const runTimerTool = Effect.fn("engine.runTimerTool")(function*(
       const armed = yield* activations.get(id)
       if (Option.isSome(armed)) return done({ id, nextFire: fireTime(armed.value.nextFire) })
       const nextFire = nextFireAfter(timing, now, now)
-      if (nextFire === null) return failedOutcome(raw, "that time is in the past")
+      if (nextFire === null) {
+        const asked = "at" in timing ? `${timing.at} is` : "that time is"
+        return failedOutcome(raw, `${asked} in the past (it is ${new Date(now).toISOString()} now): give a time after now`)
+      }
       const refusal = tooFrequent(timing, now, limits) ?? tooMany(yield* activeTimers, limits)
       if (refusal !== undefined) return failedOutcome(raw, refusal)
       yield* activations.save({

@@ -195,6 +195,9 @@ describe("the tools agents have for their own time (on the test clock)", () => {
       expect(results[1]).toContain("refused: this timer would fire every 10s")
       expect(results[2]).toMatch(/^\{"id":"agent:tmr_/)
       expect(yield* agentTimerIds(server.url)).toHaveLength(1)
+      // A time that has passed is named, with the time it is now.
+      const past = (yield* askOn(server.url)("acme", [schedule({ at: "2026-06-30T10:00:00Z" })])).replace(/^done: /, "")
+      expect(past).toContain("2026-06-30T10:00:00Z is in the past (it is 2026-07-01T10:00:00.000Z now): give a time after now")
     }))
 
   it.scoped("timers.minInterval comes from the config", () =>
