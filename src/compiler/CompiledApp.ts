@@ -113,6 +113,10 @@ export interface LeftOutRoute {
 export const leftOutOf = (app: CompiledApp, kind: LeftOutRoute["kind"]): ReadonlyArray<LeftOutRoute> =>
   (app.leftOut ?? []).filter((route) => route.kind === kind)
 
+/** Why the build leaves out agent `agent`, when it does (`foundry dev` serving the part of a project that builds). */
+export const leftOutAgent = (app: CompiledApp, agent: string): LeftOutRoute | undefined =>
+  leftOutOf(app, "agent").find((route) => route.id === agent)
+
 /**
  * Why an event may not be delivered now: the playbooks the build leaves out, any of which may
  * listen for it (one that did not load cannot say what it listens for); `undefined` when none is.

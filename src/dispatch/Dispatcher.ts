@@ -5,7 +5,7 @@
  * and applies approval decisions.
  */
 import { Context, type Effect, Schema } from "effect"
-import { type CompiledApp, leftOutOf } from "../compiler/CompiledApp.js"
+import { type CompiledApp, leftOutAgent } from "../compiler/CompiledApp.js"
 import type { ApprovalRecord, RunRecord } from "../durable/records.js"
 import type { StoreError } from "../durable/StoreError.js"
 import type { ChatMessage } from "../models/Model.js"
@@ -45,7 +45,7 @@ export class AgentNotFound extends Schema.TaggedError<AgentNotFound>()("AgentNot
  * why), or the build has no agent of that name (and which it has).
  */
 export const agentNotFound = (app: CompiledApp, agent: string): AgentNotFound => {
-  const leftOut = leftOutOf(app, "agent").find((route) => route.id === agent)
+  const leftOut = leftOutAgent(app, agent)
   return new AgentNotFound({
     agent,
     message: leftOut !== undefined

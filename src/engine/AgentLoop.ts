@@ -7,7 +7,7 @@
  * started but was not recorded runs again (with the same idempotency key).
  */
 import { Array as Arr, Cause, Effect, Either, Option } from "effect"
-import { type CompiledAgent, type CompiledApp, leftOutOf } from "../compiler/CompiledApp.js"
+import { type CompiledAgent, type CompiledApp, leftOutAgent } from "../compiler/CompiledApp.js"
 import { type InstanceInfo, isContext, modelsOf } from "../definitions/defineAgent.js"
 import type { RunRecord } from "../durable/records.js"
 import { Store } from "../durable/Store.js"
@@ -108,7 +108,7 @@ export const runAgent = Effect.fnUntraced(function*(app: CompiledApp, run: RunRe
   const fail = (error: string) => Effect.suspend(() => failRun(current.run, current.step, current.journal, error))
   const agent = app.agents.get(run.agent)
   if (agent === undefined) {
-    const leftOut = leftOutOf(app, "agent").find((route) => route.id === run.agent)
+    const leftOut = leftOutAgent(app, run.agent)
     if (leftOut !== undefined) return yield* waitForBuild(current.step, leftOut)
     return yield* fail(`agent "${run.agent}" is not in the current build (was its file removed?)`)
   }
