@@ -22,12 +22,12 @@ const childOf = (event: FoundryEvent): string | undefined =>
   event.type === "run.suspended" && event.data.reason === "child" ? event.data.childRunId : undefined
 
 /**
- * The approval a `run.suspended` event waits on, if it waits on a person: a tool call's approval,
- * or a budget's (a run over a budget with `onExceeded: "ask"`).
+ * The approval a `run.suspended` event waits on, if it waits on a person, and its tool: a tool
+ * call's approval, or a budget's (a run over a budget with `onExceeded: "ask"`, tool `budget:<name>`).
  */
-export const approvalIdOf = (event: FoundryEvent): string | undefined =>
+export const awaitedApprovalOf = (event: FoundryEvent): { readonly approvalId: string; readonly tool: string } | undefined =>
   event.type === "run.suspended" && (event.data.reason === "approval" || event.data.reason === "budget")
-    ? event.data.approvalId
+    ? { approvalId: event.data.approvalId, tool: event.data.tool }
     : undefined
 
 /**
@@ -35,10 +35,10 @@ export const approvalIdOf = (event: FoundryEvent): string | undefined =>
  * replayed history may have been decided since.
  */
 export const pendingApprovalOf = (event: FoundryEvent, approvals: Context.Tag.Service<ApprovalStorage>): Effect.Effect<Option.Option<ApprovalRecord>, StoreError> => {
-  const approvalId = approvalIdOf(event)
-  return approvalId === undefined
+  const awaited = awaitedApprovalOf(event)
+  return awaited === undefined
     ? Effect.succeed(Option.none())
-    : Effect.map(approvals.get(approvalId), Option.filter((approval) => approval.status === "pending"))
+    : Effect.map(approvals.get(awaited.approvalId), Option.filter((approval) => approval.status === "pending"))
 }
 
 /** Pending approvals of run `runId` and of the runs it waits on, as they are asked for. */

@@ -13,7 +13,7 @@ import type { RunRecord } from "../../durable/records.js"
 import type { Store } from "../../durable/Store.js"
 import type { StoreError } from "../../durable/StoreError.js"
 import type { FoundryEvent } from "../../events/FoundryEvent.js"
-import { approvalsBelow, type DescendantSources, firstApprovalBelow } from "../approvalsBelow.js"
+import { approvalsBelow, awaitedApprovalOf, type DescendantSources, firstApprovalBelow } from "../approvalsBelow.js"
 
 /** How the followed part of a run ended. */
 export type RunEnd =
@@ -102,11 +102,11 @@ const answerReading = () => {
         return [{ _tag: "End", end: { _tag: "Failed", error: event.data.error } }]
       case "run.cancelled":
         return [{ _tag: "End", end: { _tag: "Cancelled" } }]
-      case "run.suspended":
+      case "run.suspended": {
         // A call's approval, or a budget's: either way the run waits on a person.
-        return event.data.reason === "approval" || event.data.reason === "budget"
-          ? awaiting(event.data.approvalId, event.data.tool, event.conversationId)
-          : []
+        const awaited = awaitedApprovalOf(event)
+        return awaited === undefined ? [] : awaiting(awaited.approvalId, awaited.tool, event.conversationId)
+      }
       default:
         return []
     }
