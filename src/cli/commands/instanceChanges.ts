@@ -6,6 +6,7 @@
 import { HttpClientRequest } from "@effect/platform"
 import { Effect, Option } from "effect"
 import { InstanceCreated, InstanceView } from "../../transports/http/api/instanceViews.js"
+import { givenFields } from "../givenFields.js"
 import type { ServerOptions } from "../serverApi.js"
 import { say, style, when } from "../terminal.js"
 import { agentParam, api, readJsonFile } from "./instances.js"
@@ -49,8 +50,7 @@ export const create = (options: ServerOptions & {
     const made = yield* read(
       HttpClientRequest.post("/api/instances").pipe(HttpClientRequest.bodyUnsafeJson({
         agent: options.agent,
-        ...Option.match(options.id, { onNone: () => ({}), onSome: (id) => ({ id }) }),
-        ...Option.match(options.key, { onNone: () => ({}), onSome: (provisioningKey) => ({ provisioningKey }) }),
+        ...givenFields({ id: options.id, provisioningKey: options.key }),
         ...(context === undefined ? {} : { context })
       })),
       InstanceCreated
@@ -91,7 +91,7 @@ export const setContext = (options: OneInstance & { readonly file: string }) =>
 export const setPaused = (options: OneInstance & { readonly paused: boolean; readonly reason: Option.Option<string> }) =>
   change(
     options,
-    { paused: options.paused, ...Option.match(options.reason, { onNone: () => ({}), onSome: (reason) => ({ reason }) }) },
+    { paused: options.paused, ...givenFields({ reason: options.reason }) },
     (instance) =>
       options.paused
         ? `paused instance ${instance.id} of agent ${instance.agent}: it takes no new runs until it is resumed (runs under way go on)`
@@ -104,7 +104,7 @@ export const archive = (options: OneInstance & { readonly reason: Option.Option<
     const { read } = yield* api(options)
     const archived = yield* read(
       HttpClientRequest.del(pathOf(options.instance), {
-        urlParams: { ...agentParam(options.agent), ...Option.match(options.reason, { onNone: () => ({}), onSome: (reason) => ({ reason }) }) }
+        urlParams: givenFields({ agent: options.agent, reason: options.reason })
       }),
       InstanceView
     )

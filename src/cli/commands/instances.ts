@@ -10,6 +10,7 @@ import { CapabilityView } from "../../transports/http/api/CapabilitiesGroup.js"
 import { InstallationView, InstanceSummary } from "../../transports/http/api/instanceViews.js"
 import { RouteView } from "../../transports/http/api/SystemGroup.js"
 import { CliError } from "../CliError.js"
+import { givenFields } from "../givenFields.js"
 import { serverApi, type ServerHint, type ServerOptions, type ServerRefused } from "../serverApi.js"
 import { say, shellWord, style, table, when } from "../terminal.js"
 import { noSuch } from "../../text/closest.js"
@@ -51,10 +52,7 @@ export const list = (options: ServerOptions & {
 }) =>
   Effect.gen(function*() {
     const { read } = yield* api(options)
-    const filters = {
-      ...Option.match(options.agent, { onNone: () => ({}), onSome: (agent) => ({ agent }) }),
-      ...Option.match(options.search, { onNone: () => ({}), onSome: (search) => ({ search }) })
-    }
+    const filters = givenFields({ agent: options.agent, search: options.search })
     const instances: Array<InstanceSummary> = []
     let after: string | null = null
     let more = false
@@ -122,7 +120,7 @@ export const readJsonFile = (file: string) =>
   })
 
 /** `?agent=` when the command was given `--agent`. */
-export const agentParam = (agent: Option.Option<string>) => Option.match(agent, { onNone: () => ({}), onSome: (agent) => ({ agent }) })
+export const agentParam = (agent: Option.Option<string>) => givenFields({ agent })
 
 /** `foundry install`: installs a capability on an instance with the config in a JSON file. */
 export const install = (options: ServerOptions & {

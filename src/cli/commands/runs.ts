@@ -7,6 +7,7 @@ import { HttpClientRequest } from "@effect/platform"
 import { Effect, Option, Schema } from "effect"
 import type { RunStatus } from "../../durable/records.js"
 import { ApprovalView, RunView } from "../../transports/http/api/views.js"
+import { givenFields } from "../givenFields.js"
 import { serverApi, type ServerHint, type ServerOptions } from "../serverApi.js"
 import { say, style, table, when } from "../terminal.js"
 
@@ -28,11 +29,7 @@ export const list = (options: ServerOptions & {
     const { read } = yield* serverApi(options, hint)
     const runs = yield* read(
       HttpClientRequest.get("/api/runs", {
-        urlParams: {
-          limit: String(options.limit),
-          ...Option.match(options.agent, { onNone: () => ({}), onSome: (agent) => ({ agent }) }),
-          ...Option.match(options.status, { onNone: () => ({}), onSome: (status) => ({ status }) })
-        }
+        urlParams: { limit: String(options.limit), ...givenFields({ agent: options.agent, status: options.status }) }
       }),
       Schema.Array(RunView)
     )
@@ -77,7 +74,7 @@ export const decide = (options: ServerOptions & {
     const decided = yield* read(
       HttpClientRequest.post(`/api/approvals/${encodeURIComponent(options.approval)}`).pipe(HttpClientRequest.bodyUnsafeJson({
         decision: options.decision,
-        ...Option.match(options.reason, { onNone: () => ({}), onSome: (reason) => ({ reason }) }),
+        ...givenFields({ reason: options.reason }),
         ...(options.conversation ? { scope: "conversation" } : {})
       })),
       ApprovalView
