@@ -6,6 +6,7 @@ import { Effect } from "effect"
 import { ConversationNotFound } from "../../../dispatch/Dispatcher.js"
 import { Store } from "../../../durable/Store.js"
 import { FoundryApi } from "../api/FoundryApi.js"
+import { pageOf } from "./pageOf.js"
 import { orStoreUnavailable } from "./storeUnavailable.js"
 import { conversationView, messageView } from "./toView.js"
 
@@ -18,9 +19,8 @@ export const ConversationsLive = HttpApiBuilder.group(FoundryApi, "conversations
         const limit = urlParams.limit ?? 50
         // One more than the page, to know whether another follows.
         const found = yield* store.listConversations({ agent: urlParams.agent, instanceId: urlParams.instance, before: urlParams.before, limit: limit + 1 })
-        const page = found.slice(0, limit)
-        const last = page.at(-1)
-        return { conversations: page.map(conversationView), next: found.length > limit && last !== undefined ? { updatedAt: last.updatedAt, id: last.id } : null }
+        const { next, rows } = pageOf(found, limit, (last) => ({ updatedAt: last.updatedAt, id: last.id }))
+        return { conversations: rows.map(conversationView), next }
       }).pipe(orStoreUnavailable))
       .handle("messages", ({ path, urlParams }) =>
       Effect.gen(function*() {

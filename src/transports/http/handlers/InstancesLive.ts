@@ -14,6 +14,7 @@ import { FoundryApi } from "../api/FoundryApi.js"
 import type { InstallationView, InstanceSummary, InstanceView } from "../api/instanceViews.js"
 import { noSuch } from "../../../text/closest.js"
 import { ambiguousInstance } from "./ambiguousInstance.js"
+import { pageOf } from "./pageOf.js"
 import { orStoreUnavailable } from "./storeUnavailable.js"
 import { conversationView } from "./toView.js"
 
@@ -86,12 +87,8 @@ export const InstancesLive = HttpApiBuilder.group(FoundryApi, "instances", (hand
       const limit = query.limit ?? 50
       // One more than asked says whether another page follows, so the last page's `next` is null.
       const found = yield* storage.page({ agent: query.agent, search: query.search, status: query.status, after: query.after, limit: limit + 1 })
-      const page = found.slice(0, limit)
-      const last = page[page.length - 1]?.instance
-      return {
-        instances: page.map(({ installations, instance }): InstanceSummary => ({ ...instanceFields(instance), installations })),
-        next: found.length > limit && last !== undefined ? { agent: last.agent, id: last.id } : null
-      }
+      const { next, rows } = pageOf(found, limit, ({ instance }) => ({ agent: instance.agent, id: instance.id }))
+      return { instances: rows.map(({ installations, instance }): InstanceSummary => ({ ...instanceFields(instance), installations })), next }
     })
 
     return handlers
