@@ -25,7 +25,7 @@ import type { Lease } from "../journal/journalRecords.js"
 import { RunJournal } from "../journal/RunJournal.js"
 import type { ModelResolver } from "../models/Model.js"
 import { Releases } from "../release/Releases.js"
-import { makeApprovalDecisions } from "./approvalDecisions.js"
+import { endedBeforeDecision, makeApprovalDecisions } from "./approvalDecisions.js"
 import { notWaitingForBuild, wakeOnBuilds } from "./buildWaits.js"
 import { makeCancellations } from "./cancellations.js"
 import { type ApprovalScope, RunNotFound } from "./Dispatcher.js"
@@ -150,7 +150,7 @@ export const makeRunExecutor = (options: RunExecutorOptions) =>
         journal.statusOf(runId).pipe(
           Effect.flatMap((status) =>
             status !== undefined && finalStatuses.has(status)
-              ? approvals.closeFor(runId, status === "cancelled" ? "the run was cancelled before a decision" : `the run ended (${status}) before a decision`)
+              ? approvals.closeFor(runId, endedBeforeDecision(status))
               : Effect.void
           ),
           Effect.catchAllCause((cause) => Effect.logWarning(`could not close the approvals of run ${runId}, whose lease another process took`, cause))

@@ -7,12 +7,16 @@
  */
 import { Clock, Duration, Effect, Option, Queue } from "effect"
 import { ApprovalStorage } from "../durable/ApprovalStorage.js"
-import type { RunRecord } from "../durable/records.js"
+import type { RunRecord, RunStatus } from "../durable/records.js"
 import { Store } from "../durable/Store.js"
 import { EventLog } from "../events/EventLog.js"
 import { withEventRelease } from "../journal/eventRelease.js"
 import { eventOf } from "../journal/trace.js"
 import { ApprovalAlreadyDecided, ApprovalNotFound, type ApprovalScope } from "./Dispatcher.js"
+
+/** Why the pending approvals of a run that ended with `status` are closed: a late decider reads it. */
+export const endedBeforeDecision = (status: RunStatus): string =>
+  status === "cancelled" ? "the run was cancelled before a decision" : `the run ended (${status}) before a decision`
 
 /** Decisions on approvals, for a dispatcher that resumes runs with `resume`; the expiry fiber runs in the current scope. */
 export const makeApprovalDecisions = (resume: (run: RunRecord) => Effect.Effect<void>) =>

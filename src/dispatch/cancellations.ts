@@ -11,6 +11,7 @@ import type { StoreError } from "../durable/StoreError.js"
 import { closeOpenCalls } from "../engine/closeOpenCalls.js"
 import type { RunJournal } from "../journal/RunJournal.js"
 import { eventOf } from "../journal/trace.js"
+import { endedBeforeDecision } from "./approvalDecisions.js"
 import { RunAlreadyEnded, type RunNotFound } from "./Dispatcher.js"
 import type { Executions } from "./executions.js"
 import type { InstanceRefusals } from "./instanceRefusals.js"
@@ -60,7 +61,7 @@ export const makeCancellations = (options: CancellationsOptions) => {
       // executor's lease goes with the cancel, so it writes nothing more and stops.
       ...(latest.status === "running" ? { revokeLeaseFor: options.owner } : {})
     }).pipe(Effect.catchTag("LeaseLost", Effect.die))
-    yield* options.closeApprovals(runId, "the run was cancelled before a decision")
+    yield* options.closeApprovals(runId, endedBeforeDecision("cancelled"))
     // Children this run waits for go with it; a cancelled child wakes its waiting parent.
     const children = yield* store.childRuns(runId)
     for (const child of children) {

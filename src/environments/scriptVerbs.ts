@@ -36,10 +36,11 @@ export interface ScriptScope {
   readonly toolNames: ReadonlyMap<AnyTool, string>
 }
 
+/** What a call that needs a person's approval is answered from a script: it cannot wait for one. */
+const cannotWait = "a script cannot wait for one. Call the tool directly (not from a script) if you have it, or say what you would do and let the person decide."
+
 /** Why a call a permission rule asks a person about does not run from a script. */
-const askedByRule = (name: string): string =>
-  `not run: the project's permission rules ask a person to approve calls to ${name}, and a script cannot wait for one. ` +
-  "Call the tool directly (not from a script) if you have it, or say what you would do and let the person decide."
+const askedByRule = (name: string): string => `not run: the project's permission rules ask a person to approve calls to ${name}, and ${cannotWait}`
 
 /** Answers a script's calls to host modules. */
 const hostFor = (scope: ScriptScope, runtime: Runtime.Runtime<never>, services: Context.Context<unknown>, mcp: McpClients["Type"]): ScriptHost => {
@@ -87,8 +88,7 @@ const hostFor = (scope: ScriptScope, runtime: Runtime.Runtime<never>, services: 
         // (unless a rule allows it, as a rule lets the model's own call through without asking).
         if (rule?.action !== "allow" && approvalPolicy(decoded.right).asks) {
           // The bootstrap puts "env:<module> <fn>: " before this.
-          return failedOutcome(decoded.right.rawInput, "not run: this call needs a person's approval (the tool's approval policy), and a script cannot wait for one. " +
-            "Call the tool directly (not from a script) if you have it, or say what you would do and let the person decide.")
+          return failedOutcome(decoded.right.rawInput, `not run: this call needs a person's approval (the tool's approval policy), and ${cannotWait}`)
         }
         return yield* runTool(decoded.right, nestedToolContext(context, index), services, {
           timeout: scope.limits.scriptTimeoutMs,
