@@ -14,6 +14,7 @@ import { Cause, Effect, Option } from "effect"
 import packageJson from "../../package.json" with { type: "json" }
 import { tokenScopes } from "../auth/TokenScope.js"
 import { cluster, host, port, projectDir, projectDirOption, projectRoot, projectRootOption, runnerHost, runnerPort } from "./commands/options.js"
+import { inCommandTerms } from "./commandTerms.js"
 import { reportError, shellWord } from "./terminal.js"
 
 const init = Command.make(
@@ -361,7 +362,7 @@ cli(process.argv).pipe(
     }
     const error = failure._tag === "Some" ? failure.value : Cause.squash(cause)
     return Effect.zipRight(
-      reportError("error", readable(error)),
+      reportError("error", { message: inCommandTerms(readable(error).message) }),
       Effect.sync(() => {
         process.exitCode = 1
       })

@@ -30,8 +30,6 @@ export interface ServerHint {
    * `--agent`): a refusal of one names the flag the user passes, not the parameter.
    */
   readonly params?: Readonly<Record<string, string>>
-  /** A refusal's way to go on, said with the commands that do it rather than the API's calls. */
-  readonly inOwnTerms?: (message: string) => string
 }
 
 /** The server answered with an error status; `message` is what it said, as a person reads it. */
@@ -102,7 +100,7 @@ export const serverApi = (options: ServerOptions, hint: ServerHint) =>
                   new ServerRefused({
                     status: response.status,
                     // The server says how to send a token over HTTP; from here, it is a flag or the environment.
-                    message: (hint.inOwnTerms ?? String)(refusalText(response.status, body, hint.params ?? {})) +
+                    message: refusalText(response.status, body, hint.params ?? {}) +
                       (response.status === 401 && Option.isNone(token) ? "\nno token was sent: pass --token <token>, or set FOUNDRY_TOKEN" : "")
                   })
                 )

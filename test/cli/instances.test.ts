@@ -177,6 +177,16 @@ describe("foundry instances create, show, context, pause, resume and archive", (
       expect([renamed.code, renamed.stderr]).toEqual([0, ""])
       expect((yield* status("acme")).context).toEqual({ company: "Acme Corp" })
 
+      // Every way on a refusal suggests is said as the command that takes it, not as the API's call.
+      const taken = yield* runCli(["instances", "create", "desk", "--id", "acme", "--context", join(root, "acme.json"), ...on])
+      expect(taken.code).toBe(1)
+      expect(taken.stderr).toContain(`; change it with foundry instances context acme <context.json> --agent desk, or create another`)
+      expect(taken.stderr).not.toContain("/api/")
+      const nobody = yield* runCli(["instances", "pause", "nobody", "--agent", "desk", ...on])
+      expect(nobody.code).toBe(1)
+      expect(nobody.stderr).toContain(`agent "desk" has no instance "nobody"; list them with foundry instances --agent desk`)
+      expect(nobody.stderr).not.toContain("/api/")
+
       const paused = yield* runCli(["instances", "pause", "acme", "--reason", "invoice unpaid", ...on])
       expect(paused.code).toBe(0)
       expect(paused.stdout).toContain("paused instance acme of agent desk")
@@ -199,6 +209,24 @@ describe("foundry instances create, show, context, pause, resume and archive", (
       // The list is still the command itself.
       const listed = yield* runCli(["instances", ...on])
       expect(rowsOf(listed.stdout)[1]?.slice(0, 4)).toEqual(["acme", "desk", "cus-1", "archived"])
+    }))
+})
+
+describe("foundry run on a paused instance", () => {
+  it.scopedLive("is refused, and the refusal says the command that resumes the instance", () =>
+    Effect.gen(function*() {
+      const port = yield* freePort
+      const root = yield* project(`{ server: { port: ${port} } }`)
+      const server = yield* startCli(["start", root])
+      yield* server.waitFor(/listening on/)
+      yield* createInstance(`http://127.0.0.1:${port}`, { id: "acme", context: { company: "Acme" } })
+      expect((yield* runCli(["instances", "pause", "acme", "--dir", root])).code).toBe(0)
+
+      // `foundry run` works on the project's store itself: the runtime's refusal, not the server's.
+      const refused = yield* runCli(["run", "desk", "hello", "--instance", "acme", "--dir", root])
+      expect(refused.code).toBe(1)
+      expect(refused.stderr).toContain("it takes no new runs until it is resumed (foundry instances resume acme --agent desk)")
+      expect(refused.stderr).not.toContain("/api/")
     }))
 })
 

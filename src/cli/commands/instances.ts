@@ -12,30 +12,13 @@ import { RouteView } from "../../transports/http/api/SystemGroup.js"
 import { CliError } from "../CliError.js"
 import { givenFields } from "../givenFields.js"
 import { serverApi, type ServerHint, type ServerOptions, type ServerRefused } from "../serverApi.js"
-import { say, shellWord, style, table, when } from "../terminal.js"
+import { say, style, table, when } from "../terminal.js"
 import { noSuch } from "../../text/closest.js"
 
-/** `--agent <agent>` when the API's call named one. */
-const agentFlag = (agent: string | undefined) => agent === undefined ? "" : ` --agent ${decodeURIComponent(agent)}`
-
-/** The instances API's calls a refusal suggests, as the commands that make them. */
-const inOwnTerms = (message: string) =>
-  message
-    .replace(/GET \/api\/instances\?search=(\S+)/g, (_, search: string) => `foundry instances --search ${shellWord(decodeURIComponent(search))}`)
-    .replace(
-      /PATCH \/api\/instances\/([^?\s]+)(?:\?agent=([^\s]+))? \{"paused": (true|false)\}/g,
-      (_, id: string, agent: string | undefined, paused: string) =>
-        `foundry instances ${paused === "true" ? "pause" : "resume"} ${shellWord(decodeURIComponent(id))}${agentFlag(agent)}`
-    )
-    .replace(
-      /PATCH \/api\/instances\/([^?\s]+)(?:\?agent=([^\s]+))? \{"context": \{\.\.\.\}\}/g,
-      (_, id: string, agent: string | undefined) => `foundry instances context ${shellWord(decodeURIComponent(id))} <context.json>${agentFlag(agent)}`
-    )
-
 /** Where the server is, how to say that nobody answered there, and the flags sent as query parameters. */
-const hint: ServerHint = { flag: "--url", start: "foundry dev", params: { agent: "--agent", search: "--search" }, inOwnTerms }
+const hint: ServerHint = { flag: "--url", start: "foundry dev", params: { agent: "--agent", search: "--search" } }
 
-/** The server's API, its refusals said in the instance commands' terms. */
+/** The server's API, for the instance commands. */
 export const api = (options: ServerOptions) => serverApi(options, hint)
 
 /** A page of instances; its `next` is opaque text to a client, sent back as `after`. */

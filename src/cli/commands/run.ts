@@ -13,6 +13,7 @@ import { EventLog } from "../../events/EventLog.js"
 import type { FoundryEvent } from "../../events/FoundryEvent.js"
 import { OtlpExportLive } from "../../events/OtlpExport.js"
 import { CliError } from "../CliError.js"
+import { inCommandTerms } from "../commandTerms.js"
 import { runtimeLayer } from "../ProjectRuntime.js"
 import { addressOf, servingUrl } from "../servingAddress.js"
 import { firstApprovalBelow } from "../../transports/approvalsBelow.js"
@@ -56,7 +57,7 @@ const show = (event: FoundryEvent, streamed: Set<number>, server: string) => {
     case "run.completed":
       return write(process.stdout, "\n")
     case "run.failed":
-      return write(process.stderr, style.red(`\nrun failed: ${event.data.error}\n`))
+      return write(process.stderr, style.red(`\nrun failed: ${inCommandTerms(event.data.error)}\n`))
     case "run.suspended":
       return write(
         process.stderr,
