@@ -3,13 +3,25 @@
  * none (a command run from the wrong folder, a mistyped `--dir`), rather than answering for an
  * empty project and leaving a `.foundry/` store behind.
  */
-import { existsSync } from "node:fs"
+import { existsSync, statSync } from "node:fs"
 import { join } from "node:path"
 import { releaseFile } from "../release/ReleaseManifest.js"
 import { configFiles } from "../router/RoutePath.js"
 
 /** What a project folder holds at least one of. */
 const projectMarkers = [...configFiles, "agents", "tools", "playbooks", "schedules", "environments", "mcp"]
+
+/**
+ * Why `given` (as typed; `dir` resolved) is no folder, with how to go on; `undefined` for a folder.
+ * @effect/cli's own check said only "Path 'x' must exist".
+ */
+export const noFolder = (given: string, dir: string): string | undefined => {
+  const stats = statSync(dir, { throwIfNoEntry: false })
+  if (stats === undefined) {
+    return `there is no folder ${given} (${dir}): pass the project's folder, or create a project there with \`foundry init ${given}\``
+  }
+  return stats.isDirectory() ? undefined : `${given} is a file, not a folder: pass the project's folder (the one with foundry.config.ts or agents/)`
+}
 
 /** Why `dir` is no project, with how to fix it; `undefined` for a project. */
 export const notAProject = (dir: string): string | undefined =>

@@ -243,6 +243,14 @@ export default defineAgent({
       expect(token.code).toBe(1)
       expect(token.stderr).toContain(`${empty} is not a Foundry project`)
       expect(existsSync(join(empty, ".foundry"))).toBe(false)
+      // A folder that is not there, or a file: said so, with the way on (it said "Path 'x' must exist").
+      const missing = yield* runCli(["dev", "no-such-folder"], { cwd: empty })
+      expect(missing.code).toBe(2)
+      expect(missing.stderr).toContain(`there is no folder no-such-folder (${join(empty, "no-such-folder")}): pass the project's folder, or create a project there with \`foundry init no-such-folder\``)
+      writeFileSync(join(empty, "notes.txt"), "")
+      const file = yield* runCli(["runs", "--dir", "notes.txt"], { cwd: empty })
+      expect(file.code).toBe(2)
+      expect(file.stderr).toContain("notes.txt is a file, not a folder")
 
       const root = yield* exampleCopy
       const badInstance = yield* runCli(["run", "support", "hi", "--instance", "x y/z", "--dir", root])

@@ -4,20 +4,27 @@
 import { Args, HelpDoc, Options, ValidationError } from "@effect/cli"
 import { resolve } from "node:path"
 import { Effect } from "effect"
-import { notAProject } from "../projectFolder.js"
+import { noFolder, notAProject } from "../projectFolder.js"
+
+/** `dir` as an absolute path when it is a folder, else the refusal that says what it is not. */
+const existingFolder = (dir: string) => {
+  const absolute = resolve(dir)
+  const refusal = noFolder(dir, absolute)
+  return refusal === undefined ? Effect.succeed(absolute) : Effect.fail(refusal)
+}
 
 /** The project folder, default the current one. */
-export const projectDir = Args.directory({ name: "dir", exists: "yes" }).pipe(
+export const projectDir = Args.text({ name: "dir" }).pipe(
   Args.withDescription("the project folder (default: the current folder)"),
   Args.withDefault("."),
-  Args.map((dir) => resolve(dir))
+  Args.mapEffect((dir) => Effect.mapError(existingFolder(dir), HelpDoc.p))
 )
 
 /** `--dir`, for commands whose positional arguments are taken. */
-export const projectDirOption = Options.directory("dir", { exists: "yes" }).pipe(
+export const projectDirOption = Options.text("dir").pipe(
   Options.withDescription("the project folder (default: the current folder)"),
   Options.withDefault("."),
-  Options.map((dir) => resolve(dir))
+  Options.mapEffect((dir) => Effect.mapError(existingFolder(dir), (refusal) => ValidationError.invalidValue(HelpDoc.p(refusal))))
 )
 
 /** `projectDir`, which must be a project. */
