@@ -1,6 +1,6 @@
 /**
- * Working environments as stored: each scope's tree as numbered versions (one per change), every
- * file's bytes kept once by content hash, and the artifacts runs present. A version is written
+ * Working environments as stored: each scope's tree as numbered versions (one per change, and
+ * version 0 beside the first: the tree it started with), every file's bytes kept once by content hash, and the artifacts runs present. A version is written
  * with the blobs it needs in one unit, fenced on the scope's head, so that two writers starting
  * from the same version cannot both win.
  */
@@ -32,6 +32,11 @@ export interface NewVersion {
   readonly outcome: string | null
   /** The scope's latest version this change was made on (0: none); anything else is a `VersionConflict`. */
   readonly expectedHead: number
+  /**
+   * With a scope's first version (`expectedHead` 0): the tree it started with, kept as version 0 in
+   * the same unit, so that a later change of the definition's files does not change where it began.
+   */
+  readonly start?: Tree | undefined
 }
 
 /** A version with its tree. */
@@ -71,7 +76,7 @@ export class EnvironmentStorage extends Context.Tag("foundry/EnvironmentStorage"
     toolCallId: string,
     runId?: string
   ) => Effect.Effect<Option.Option<{ readonly version: EnvironmentVersion; readonly outcome: string | null }>, StoreError>
-  /** Newest first; `before` a version number. */
+  /** Newest first, from version 1 (version 0, the starting tree, is read with `at`); `before` a version number. */
   readonly history: (scope: EnvironmentScope, options: { readonly limit: number; readonly before?: number | undefined }) => Effect.Effect<ReadonlyArray<EnvironmentVersion>, StoreError>
   /** Every scope with versions (of one environment), by environment then key. */
   readonly scopes: (environment?: string) => Effect.Effect<ReadonlyArray<StoredScope>, StoreError>
@@ -168,30 +173,49 @@ export const SqlEnvironmentStorage = Layer.effect(
       Effect.flatMap(headNumber(scope), (actual) =>
         Effect.fail(new VersionConflict({ scope, expected, actual, message: `environment ${scope.environment} of ${scope.key} is at version ${actual}, not ${expected}` })))
 
+    /** A tree's files in path order, each with its hash, and the manifest that names them. */
+    const filesOf = (tree: Tree) => {
+      const files = [...tree].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([path, bytes]) => ({ path, bytes, hash: hashOf(bytes) }))
+      return { files, manifest: JSON.stringify(Object.fromEntries(files.map(({ hash, path }) => [path, hash]))) }
+    }
+
+    const insertVersion = (scope: EnvironmentScope, version: EnvironmentVersion, manifest: string, outcome: string | null): Statement => ({
+      sql: `INSERT INTO foundry_environment_versions (environment, scope_key, ${versionColumns}, manifest, outcome)
+        VALUES (${marks(12)})`,
+      params: [scope.environment, scope.key, version.version, version.kind, version.label, version.runId, version.toolCallId, version.createdAt, version.files, version.bytes, manifest, outcome]
+    })
+
     const append = Effect.fn("EnvironmentStorage.append")(function*(next: NewVersion) {
       const { expectedHead, scope, tree } = next
-      const files = [...tree].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([path, bytes]) => ({ path, bytes, hash: hashOf(bytes) }))
-      const manifest = JSON.stringify(Object.fromEntries(files.map(({ hash, path }) => [path, hash])))
+      const { files, manifest } = filesOf(tree)
+      const start = next.start === undefined || expectedHead !== 0 ? undefined : filesOf(next.start)
       // Only blobs not stored yet travel in the unit; ON CONFLICT covers a writer storing one meanwhile.
-      const byHash = new Map(files.map(({ bytes, hash }) => [hash, bytes]))
+      const byHash = new Map([...files, ...(start?.files ?? [])].map(({ bytes, hash }) => [hash, bytes]))
       const stored = new Set((yield* blobsIn("hash", [...byHash.keys()], decodeBlobHashes).pipe(failAs("appendEnvironmentVersion"))).map((row) => row.hash))
       const missing = [...byHash].filter(([hash]) => !stored.has(hash))
+      const createdAt = yield* Clock.currentTimeMillis
       const version: EnvironmentVersion = {
         version: expectedHead + 1,
         kind: next.kind,
         label: next.label,
         runId: next.runId,
         toolCallId: next.toolCallId,
-        createdAt: yield* Clock.currentTimeMillis,
+        createdAt,
         files: tree.size,
         bytes: files.reduce((sum, file) => sum + file.bytes.byteLength, 0)
       }
-      const insertVersion: Statement = {
-        sql: `INSERT INTO foundry_environment_versions (environment, scope_key, ${versionColumns}, manifest, outcome)
-          VALUES (${marks(12)})`,
-        params: [scope.environment, scope.key, version.version, version.kind, version.label, version.runId, version.toolCallId, version.createdAt, version.files, version.bytes, manifest, next.outcome]
-      }
-      const written = yield* database.write({ guard: headIs(scope, expectedHead), statements: [...chunks(missing).map(insertBlobs), insertVersion] }).pipe(
+      const seed = start === undefined ? [] : [insertVersion(scope, {
+        version: 0,
+        kind: "seed",
+        label: "the starting files",
+        runId: null,
+        toolCallId: null,
+        createdAt,
+        files: start.files.length,
+        bytes: start.files.reduce((sum, file) => sum + file.bytes.byteLength, 0)
+      }, start.manifest, null)]
+      const statements = [...chunks(missing).map(insertBlobs), ...seed, insertVersion(scope, version, manifest, next.outcome)]
+      const written = yield* database.write({ guard: headIs(scope, expectedHead), statements }).pipe(
         // Another process passed the same fence at once (PostgreSQL reads committed rows only): its
         // version took the primary key first, so this one lost the race.
         Effect.catchTag("StoreError", (error) => Effect.flatMap(headNumber(scope), (actual) => actual === expectedHead ? Effect.fail(error) : conflict(scope, expectedHead)))
@@ -218,7 +242,7 @@ export const SqlEnvironmentStorage = Layer.effect(
         ),
       history: (scope, { before, limit }) =>
         rowsOf({
-          sql: `SELECT ${versionColumns} FROM foundry_environment_versions WHERE environment = ? AND scope_key = ?${
+          sql: `SELECT ${versionColumns} FROM foundry_environment_versions WHERE environment = ? AND scope_key = ? AND version > 0${
             before === undefined ? "" : " AND version < ?"
           } ORDER BY version DESC LIMIT ?`,
           params: [scope.environment, scope.key, ...(before === undefined ? [] : [before]), limit]

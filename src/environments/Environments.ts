@@ -187,7 +187,9 @@ const make = Effect.fnUntraced(function*(options: { readonly idleTimeToLive: Dur
       runId: scope.context.runId,
       toolCallId: callKey(scope.context),
       outcome: answer,
-      expectedHead: session.state.head
+      expectedHead: session.state.head,
+      // Before the first version the session holds the tree the scope starts with: kept as version 0.
+      ...(session.state.head === 0 ? { start: session.state.tree } : {})
     })
     session.state.tree = tree
     session.state.head = version.version
@@ -215,12 +217,14 @@ const make = Effect.fnUntraced(function*(options: { readonly idleTimeToLive: Dur
 
   /** undo, redo, or restoring a chosen version: the tree of `target` as the next version. */
   const restore = Effect.fnUntraced(function*(session: Session, scope: VerbScope, kind: "undo" | "redo" | "change", target: number, label: string) {
-    const tree = target === 0 ? yield* initialTree(scope) : yield* storage.at(session.scope, target).pipe(
-      Effect.flatMap(Option.match({
-        onNone: () => new files.VerbRefused({ message: `there is no version ${target}; history lists them` }),
-        onSome: (found) => Effect.succeed(found.tree)
-      }))
-    )
+    const stored = yield* storage.at(session.scope, target)
+    // Version 0 is stored with the first change; before it (or for versions written before it was
+    // kept) the scope starts from the definition.
+    const tree = Option.isSome(stored)
+      ? stored.value.tree
+      : target === 0
+      ? yield* initialTree(scope)
+      : yield* new files.VerbRefused({ message: `there is no version ${target}; history lists them` })
     return yield* commit(session, scope, kind, label, tree, `${label}: the files are as at version ${target}`)
   })
 

@@ -3,7 +3,8 @@
  * attachments, previewed as a text's start, a table's first rows or an image), and an instance's
  * environment located through the current build (which environment its agent has, and whether it
  * keeps a tree per instance or per conversation) and read at a stored version, or at version 0:
- * the tree the environment starts with, which is never stored.
+ * the tree it started with, stored beside its first version (before that, the tree the
+ * environment's definition starts it with).
  */
 import { HttpApiBuilder, HttpServerResponse } from "@effect/platform"
 import { Effect, Either, Option } from "effect"
@@ -221,11 +222,11 @@ export const EnvironmentsLive = HttpApiBuilder.group(FoundryApi, "environments",
     /** The tree at `version` (0: the starting tree; undefined: the latest, or the starting tree while there is none). */
     const treeAt = Effect.fn("EnvironmentsApi.treeAt")(function*(located: Located, head: number, version: number | undefined) {
       const wanted = version ?? head
-      if (wanted === 0) {
+      const found = yield* storage.at(located.scope, wanted)
+      if (Option.isNone(found) && wanted === 0) {
         const tree: Tree = yield* Either.mapLeft(seedTree(located.definition, located.root), (message) => new InitialTreeUnreadable({ environment: located.environment, message }))
         return { version: 0, tree }
       }
-      const found = yield* storage.at(located.scope, wanted)
       if (Option.isNone(found)) {
         return yield* new EnvironmentVersionNotFound({
           version: wanted,
