@@ -21,7 +21,7 @@ import { resolveModules, type ResolvedModules } from "./scriptModules.js"
 import { runScript, runTests, type ScriptFailed } from "./scriptVerbs.js"
 import { ScriptRunner } from "./script/ScriptRunner.js"
 import { redoTarget, undoState, undoTarget } from "./undoStack.js"
-import type { VerbInput, VerbName } from "./verbInputs.js"
+import { historyLimit, type VerbInput, type VerbName } from "./verbInputs.js"
 import { seedTree } from "./seedTree.js"
 import { type EnvironmentFs, environmentFs, type FsError } from "./vfs/EnvironmentFs.js"
 import { validateScript } from "./script/validateScript.js"
@@ -289,7 +289,7 @@ const make = Effect.fnUntraced(function*(options: { readonly idleTimeToLive: Dur
     grep: (session, scope, input) => files.search(current(session, scope), input),
     describe: (session, scope, input) => files.describe(current(session, scope), input.path),
     history: (session, _scope, input) =>
-      Effect.map(storage.history(session.scope, { limit: Math.max(1, input.limit ?? 20) }), (log) =>
+      Effect.map(storage.history(session.scope, { limit: input.limit ?? historyLimit }), (log) =>
         log.length === 0
           ? "no versions yet: the files are as the environment starts them"
           : log.map((entry) => describeVersion(entry, session.state.head)).join("\n")),

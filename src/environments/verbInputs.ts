@@ -4,6 +4,9 @@
  */
 import { Schema } from "effect"
 
+/** How many versions `history` lists when it is not told. */
+export const historyLimit = 20
+
 const path = Schema.String.annotations({ description: "an absolute path in the environment, e.g. /inbox/data.csv" })
 
 /** Every verb's input. */
@@ -38,7 +41,11 @@ export const verbInputs = {
   checkpoint: Schema.Struct({ label: Schema.String }),
   undo: Schema.Struct({ version: Schema.optional(Schema.Number.annotations({ description: "restore this version (see history); default: undo the last change" })) }),
   redo: Schema.Struct({}),
-  history: Schema.Struct({ limit: Schema.optional(Schema.Number) }),
+  history: Schema.Struct({
+    limit: Schema.optional(Schema.Int.pipe(Schema.greaterThanOrEqualTo(1, {
+      message: (issue) => `expected 1 or more (how many versions to list, newest first), got ${String(issue.actual)}; leave limit out for the latest ${historyLimit}`
+    })))
+  }),
   present: Schema.Struct({
     path: Schema.String.annotations({ description: "a file under /out" }),
     caption: Schema.String.annotations({ description: "what the file is, for the person receiving it" })

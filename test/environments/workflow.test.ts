@@ -243,6 +243,26 @@ export default async function () {
       expect(results[5]).toContain("rm /tmp/notes.txt  ")
     }), { timeout: 60_000 })
 
+  it.scopedLive("history refuses a limit under 1, saying what limit is and how to leave it out", () =>
+    Effect.gen(function*() {
+      const root = yield* tempProject({ "environments/workspace.ts": environmentFile, "agents/reports/agent.ts": agentFile })
+      const model = Scripted.make([
+        call("write_file", { path: "/out/a.txt", content: "a" }),
+        call("write_file", { path: "/out/b.txt", content: "b" }),
+        call("history", { limit: 0 }),
+        call("history", { limit: 1 }),
+        { text: "done" }
+      ])
+      const server = yield* startServer(root, { model })
+      const runId = yield* startRun(server.url, "Look back")
+      expect((yield* waitForRun(server.url, runId)).status).toBe("completed")
+      const results = yield* toolResults(server.url, runId)
+      expect(results[2]).toBe(
+        "history: invalid arguments for history:\nlimit: expected 1 or more (how many versions to list, newest first), got 0; leave limit out for the latest 20"
+      )
+      expect(results[3]?.split("\n")).toEqual([expect.stringContaining("v2 (current)  change  write_file /out/b.txt")])
+    }), { timeout: 60_000 })
+
   it.scopedLive("a script that fills memory is told it ran out of the memory the project's config gives scripts, and how to raise it", () =>
     Effect.gen(function*() {
       const config = `import { defineConfig } from "foundry"\n\nexport default defineConfig({ scripts: { maxMemoryMb: 48 } })\n`
