@@ -263,6 +263,31 @@ export default async function () {
       expect(results[3]?.split("\n")).toEqual([expect.stringContaining("v2 (current)  change  write_file /out/b.txt")])
     }), { timeout: 60_000 })
 
+  it.scopedLive("a script's require loads env: modules; require(\"fs\") is refused, naming env:fs and the modules there are", () =>
+    Effect.gen(function*() {
+      const root = yield* tempProject({ "environments/workspace.ts": environmentFile, "agents/reports/agent.ts": agentFile })
+      const loads = `export default async function () {
+  const { readText } = require("env:fs")
+  return await readText("/inbox/reference/rates.md")
+}
+`
+      const model = Scripted.make([
+        call("write_file", { path: "/scripts/loads.js", content: loads }),
+        call("run_script", { path: "/scripts/loads.js" }),
+        call("write_file", { path: "/scripts/node.js", content: "export default async function () { return require(\"fs\").readFileSync(\"/etc/passwd\", \"utf8\") }\n" }),
+        call("run_script", { path: "/scripts/node.js" }),
+        { text: "done" }
+      ])
+      const server = yield* startServer(root, { model })
+      const runId = yield* startRun(server.url, "Load modules")
+      expect((yield* waitForRun(server.url, runId)).status).toBe("completed")
+      const results = yield* toolResults(server.url, runId)
+      expect(results[1]).toContain("Rates are fixed.")
+      expect(results[3]).toContain(
+        "Error: scripts load only env: modules (import them, or require(\"env:<name>\")), not \"fs\"; did you mean require(\"env:fs\")? (the modules: env:fs, env:spreadsheet; see /skills/imports.md)"
+      )
+    }), { timeout: 60_000 })
+
   it.scopedLive("a script that fills memory is told it ran out of the memory the project's config gives scripts, and how to raise it", () =>
     Effect.gen(function*() {
       const config = `import { defineConfig } from "foundry"\n\nexport default defineConfig({ scripts: { maxMemoryMb: 48 } })\n`

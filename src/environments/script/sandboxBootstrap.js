@@ -274,6 +274,17 @@
     return results
   }
 
+  /**
+   * Why a script cannot load `specifier`, worded as the check on its imports words it: the env:
+   * module of the same name first (`require("node:fs")` is after what `env:fs` gives), then all of them.
+   */
+  const notLoadable = (specifier, table, modules) => {
+    const bare = specifier.startsWith("node:") ? specifier.slice(5) : specifier
+    const hint = apply(mapHas, table, [bare]) ? `; did you mean require("env:${bare}")?` : ""
+    return `scripts load only env: modules (import them, or require("env:<name>")), not ${jsonStringify(specifier)}${hint} ` +
+      `(the modules: ${modules.join(", ")}; see /skills/imports.md)`
+  }
+
   /** Runs the compiled script `body(exports, require, module)`; `modules` lists the env: modules it may import. */
   const start = (body, path, mode, argsJson, modulesJson) => {
     scriptPath = path
@@ -297,9 +308,7 @@
       const require = (specifier) => {
         const name = typeof specifier === "string" && specifier.startsWith("env:") ? specifier.slice(4) : undefined
         if (name !== undefined && apply(mapHas, loaded, [name])) return apply(mapGet, loaded, [name])
-        if (name === undefined || !apply(mapHas, table, [name])) {
-          throw new ErrorCtor(`scripts import only env: modules; there is no ${jsonStringify(stringOf(specifier))} (the modules: ${modules.join(", ")})`)
-        }
+        if (name === undefined || !apply(mapHas, table, [name])) throw new ErrorCtor(notLoadable(stringOf(specifier), table, modules))
         const module = load(apply(mapGet, table, [name]))
         apply(mapSet, loaded, [name, module])
         return module

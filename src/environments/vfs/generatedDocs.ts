@@ -125,7 +125,8 @@ const skills = (modules: ReadonlyArray<ModuleDoc>, limits: DocLimits): string =>
     "",
     "Rules:",
     "- Import only from `env:<name>` modules; /skills/imports.md has each one's exact import line and",
-    "  /std/<name>/index.d.ts its types. There is no `node:`, npm, relative import, `require`, network or process.",
+    "  /std/<name>/index.d.ts its types. There is no `node:`, npm or relative import, network or process;",
+    "  `require` loads the same env: modules only (`require(\"env:fs\")`).",
     "- The file functions of `env:fs`, and the functions of modules that run on the host (tools, adapters), are async: `await` them.",
     "- `console.log` output is shown to you" +
       (limits.maxOutputBytes === undefined ? "." : ` (up to ${formatBytes(limits.maxOutputBytes)}; the rest goes to a file in /tmp).`),

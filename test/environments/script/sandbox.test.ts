@@ -129,7 +129,7 @@ describe("the script sandbox", () => {
       expect(readdirSync(markers)).toEqual([])
       expect(outcomes).toMatchObject({
         process: "blocked: ReferenceError: process is not defined",
-        require: expect.stringContaining("scripts import only env: modules"),
+        require: expect.stringContaining("scripts load only env: modules"),
         fetch: "blocked: ReferenceError: fetch is not defined",
         buffer: "blocked: ReferenceError: Buffer is not defined",
         evalImport: expect.stringContaining("scripts cannot import()"),
