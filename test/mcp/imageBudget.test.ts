@@ -14,18 +14,21 @@ import { tempProject } from "../support/tempProject.js"
 import { screenshotPng } from "./fixtures/fixtureTools.js"
 import { mcpProject, steppedModel, steps } from "./mcpProject.js"
 
-/** Runs three turns that each take a screenshot (one PNG shown each), under the config's `images`; the messages of each request. */
-const threeScreenshots = (images: string) =>
+/** Runs a turn for each of `tools` (of the `files` server), under the config's `images`; the messages of each request. */
+const turnsCalling = (images: string, tools: ReadonlyArray<string>) =>
   Effect.gen(function*() {
     const root = yield* tempProject(mcpProject({ log: join(tmpdir(), `foundry-mcp-${randomUUID()}.log`), config: `images: ${images},` }))
     const { model, sent } = steppedModel({ vision: true })
     const server = yield* startServer(root, { model })
-    const shot = { name: "files__screenshot", arguments: {} }
-    const created = yield* http(`${server.url}/api/runs`, { body: { agent: "worker", message: steps([shot], [shot], [shot]) } })
+    const turns = tools.map((tool) => [{ name: `files__${tool}`, arguments: {} }])
+    const created = yield* http(`${server.url}/api/runs`, { body: { agent: "worker", message: steps(...turns) } })
     const { runId } = created.json as { runId: string }
     expect((yield* waitForRun(server.url, runId)).status).toBe("completed")
     return sent
   })
+
+/** Three turns that each take a screenshot (one PNG shown each). */
+const threeScreenshots = (images: string) => turnsCalling(images, ["screenshot", "screenshot", "screenshot"])
 
 const toolMessages = (messages: ReadonlyArray<ChatMessage> | undefined) => (messages ?? []).filter((message) => message._tag === "tool")
 
@@ -61,6 +64,23 @@ describe("images per model request", () => {
       expect(last.map((message) => message._tag === "tool" && message.images !== undefined)).toEqual([false, true, true])
       expect(last[0]?.content).toContain(
         `(the image this tool showed is left out of this request, to keep it within images.maxBytesPerRequest (${screenshotPng.length * 2 + 10} bytes) of foundry.config.ts`
+      )
+    }), { timeout: 60_000 })
+
+  it.scopedLive("an older image that still fits is kept where a newer, larger one was left out", () =>
+    Effect.gen(function*() {
+      // A tiny picture, then two screenshots: room for one screenshot and the picture, not two screenshots.
+      const budget = screenshotPng.length + 10
+      const sent = yield* turnsCalling(`{ maxBytesPerRequest: ${budget} }`, ["picture", "screenshot", "screenshot"])
+      const last = toolMessages(sent[3])
+      expect(last.map((message) => message._tag === "tool" ? message.images : undefined)).toEqual([
+        [{ mediaType: "image/png", data: "AAAA" }],
+        undefined,
+        [{ mediaType: "image/png", data: screenshotPng }]
+      ])
+      expect(last[0]?.content).not.toContain("left out")
+      expect(last[1]?.content).toBe(
+        `${page}\n(the image this tool showed is left out of this request, to keep it within images.maxBytesPerRequest (${budget} bytes) of foundry.config.ts; newer images are shown)`
       )
     }), { timeout: 60_000 })
 })
