@@ -332,5 +332,6 @@ const liveTypes: { readonly [Type in FoundryEvent["type"]]: true } = {
   "timer.armed": true,
   "context.compacting": true,
   "context.compacted": true,
+  "context.uncompacted": true,
   "budget.exceeded": true
 }

@@ -1,7 +1,8 @@
 /**
  * What a run sends its model: the transcript as the strictest provider's rules allow (checked
  * before it goes), fitted to the context window: unchanged under the soft threshold, old tool
- * results shortened over it, older turns summarized (and the summary stored) over the hard one.
+ * results shortened over it, older turns summarized (and the summary stored) over the hard one,
+ * each step announced and then reported as done or not.
  */
 import { Array as Arr, Effect, Option } from "effect"
 import { ApprovalStorage } from "../durable/ApprovalStorage.js"
@@ -23,6 +24,7 @@ export const makeRunTranscript = (context: RunContext, models: Arr.NonEmptyReado
     const resolver = yield* ModelResolver
     const { agent, journal, run, step } = context
     const config = context.app.table.config
+    const window = contextWindowOf(Arr.headNonEmpty(models).name, config.context.windows, agent.definition.contextWindow)
 
     /** The transcript this run sends, checked against the strictest provider's rules before it goes. */
     const transcript = Effect.gen(function*() {
@@ -42,14 +44,16 @@ export const makeRunTranscript = (context: RunContext, models: Arr.NonEmptyReado
       return view
     })
 
-    /** Summarizes everything before this run's first message and stores the summary standing for it. */
-    const summarizeOlderTurns = Effect.gen(function*() {
+    /**
+     * Summarizes everything before this run's first message and stores the summary standing for it;
+     * why nothing was summarized when nothing was.
+     */
+    const summarizeOlderTurns: Effect.Effect<string | undefined, StoreError | LeaseLost | ModelError> = Effect.gen(function*() {
       yield* context.commit()
       const stored = yield* store.listMessages(run.conversationId)
       const keepFrom = stored.find((m) => m.runId === run.id)?.seq
-      if (keepFrom === undefined) return
-      const older = modelView(stored.filter((m) => m.seq < keepFrom), "", () => "no result")
-      if (older.length === 0) return
+      const older = keepFrom === undefined ? [] : modelView(stored.filter((m) => m.seq < keepFrom), "", () => "no result")
+      if (keepFrom === undefined || older.length === 0) return "nothing comes before this run's message to summarize"
       // A summary model of its own (a cheaper one) goes first; the agent's models stand behind it.
       const summarizers: Arr.NonEmptyReadonlyArray<LanguageModel> = config.context.summaryModel === undefined
         ? models
@@ -63,28 +67,37 @@ export const makeRunTranscript = (context: RunContext, models: Arr.NonEmptyReado
       // A summary with no text in it (only tool calls, a refusal) would stand for the older messages
       // with nothing: they stay as they are, and the turn goes as long as it is.
       if (summary.text.trim() === "") {
-        return yield* Effect.logWarning(`run ${run.id}: the summary model (${summary.model}) gave no summary; the conversation is not compacted`)
+        yield* Effect.logWarning(`run ${run.id}: the summary model (${summary.model}) gave no summary; the conversation is not compacted`)
+        return `the summary model (${summary.model}) gave no summary`
       }
       context.record({ _tag: "summary", content: summary.text, keepFrom })
+      return undefined
     })
 
     /** The request as the context window allows; `overflowed` when the provider refused the last one as too long. */
-    const fitContext = (request: ModelRequest, span: string, overflowed: boolean): Effect.Effect<ModelRequest, StoreError | LeaseLost | ModelError> => {
-      const window = contextWindowOf(Arr.headNonEmpty(models).name, config.context.windows, agent.definition.contextWindow)
+    const fitContext = (
+      request: ModelRequest,
+      span: string,
+      overflowed: boolean
+    ): Effect.Effect<ModelRequest, StoreError | LeaseLost | ModelError> => {
       const before = estimateTokens(request)
       // Within the window, as nearly every turn is: the request as it is, without a generator.
       if (!overflowed && (window === undefined || before <= window * config.context.soft)) return Effect.succeed(request)
       return Effect.gen(function*() {
+        const windowTokens = window ?? null
+        step.emit("context.compacting", span, { method: "elide", beforeTokens: before, window: windowTokens })
         const elided: ModelRequest = { ...request, messages: elideOldToolResults(request.messages) }
-        const limit = window === undefined ? before : window * config.context.hard
-        if (!overflowed && estimateTokens(elided) <= limit) {
-          step.emit("context.compacted", span, { method: "elide", beforeTokens: before, afterTokens: estimateTokens(elided) })
-          return elided
-        }
-        step.emit("context.compacting", span, { method: "summary", beforeTokens: before, window: window ?? null })
-        yield* summarizeOlderTurns
+        const shortened = estimateTokens(elided)
+        // Every result it shortens ends shorter: an unchanged count is a step that found nothing to shorten.
+        if (shortened < before) step.emit("context.compacted", span, { method: "elide", beforeTokens: before, afterTokens: shortened })
+        else step.emit("context.uncompacted", span, { method: "elide", tokens: before, reason: "no tool result before the last two user messages is long enough to shorten" })
+        if (!overflowed && window !== undefined && shortened <= window * config.context.hard) return elided
+        step.emit("context.compacting", span, { method: "summary", beforeTokens: shortened, window: windowTokens })
+        const notSummarized = yield* summarizeOlderTurns
         const compacted: ModelRequest = { ...request, messages: elideOldToolResults(yield* transcript) }
-        step.emit("context.compacted", span, { method: "summary", beforeTokens: before, afterTokens: estimateTokens(compacted) })
+        const after = estimateTokens(compacted)
+        if (notSummarized === undefined) step.emit("context.compacted", span, { method: "summary", beforeTokens: shortened, afterTokens: after })
+        else step.emit("context.uncompacted", span, { method: "summary", tokens: shortened, reason: notSummarized })
         return compacted
       })
     }

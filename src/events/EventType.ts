@@ -38,6 +38,7 @@ export const EventType = Schema.Literal(
   "timer.armed",
   "context.compacting",
   "context.compacted",
+  "context.uncompacted",
   "budget.exceeded"
 )
 export type EventType = typeof EventType.Type

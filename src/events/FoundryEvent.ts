@@ -71,6 +71,7 @@ export const FoundryEvent = Schema.Union(
   eventOfType("timer.armed"),
   eventOfType("context.compacting"),
   eventOfType("context.compacted"),
+  eventOfType("context.uncompacted"),
   eventOfType("budget.exceeded")
 )
 export type FoundryEvent = typeof FoundryEvent.Type

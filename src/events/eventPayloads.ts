@@ -38,6 +38,9 @@ const delivery = { deliveryId: Schema.String, webhook: Schema.String }
 const fromDeliveryOrEvent = <D extends Schema.Struct.Fields, E extends Schema.Struct.Fields>(fromDelivery: D, fromEvent: E) =>
   Schema.Union(Schema.Struct({ ...delivery, ...fromDelivery }), Schema.Struct(fromEvent))
 
+/** A compaction step: old tool results shortened, or older turns summarized. */
+const compactionMethod = Schema.Literal("elide", "summary")
+
 /** The payload schema of every event type; a type without one does not compile. */
 export const eventPayloads = {
   "run.queued": Schema.Struct({ input: Schema.String, ...runLinks }),
@@ -130,9 +133,12 @@ export const eventPayloads = {
   ),
   /** A timer tool's call armed the agent's timer. */
   "timer.armed": Schema.Struct({ tool: Schema.String }),
-  /** `window`: the model's context window in tokens, when known. */
-  "context.compacting": Schema.Struct({ method: Schema.Literal("summary"), beforeTokens: Schema.Number, window: Schema.NullOr(Schema.Number) }),
-  "context.compacted": Schema.Struct({ method: Schema.Literal("elide", "summary"), beforeTokens: Schema.Number, afterTokens: Schema.Number }),
+  /** A compaction step starting; `window`: the model's context window in tokens, when known. */
+  "context.compacting": Schema.Struct({ method: compactionMethod, beforeTokens: Schema.Number, window: Schema.NullOr(Schema.Number) }),
+  /** A compaction step that made the request smaller. */
+  "context.compacted": Schema.Struct({ method: compactionMethod, beforeTokens: Schema.Number, afterTokens: Schema.Number }),
+  /** A compaction step that found nothing to remove: the request is still `tokens`, for `reason`. */
+  "context.uncompacted": Schema.Struct({ method: compactionMethod, tokens: Schema.Number, reason: Schema.String }),
   /** `budget`: the budget's name (e.g. `maxTokensPerRun`); `setIn`: the file that sets it. */
   "budget.exceeded": Schema.Struct({ budget: Schema.String, limit: Schema.Number, used: Schema.Number, setIn: Schema.String })
 } satisfies { readonly [Type in EventType]: Schema.Schema.AnyNoContext }

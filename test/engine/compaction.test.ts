@@ -1,8 +1,9 @@
 /**
  * Long conversations stay inside the model's context window: against a strict Chat Completions
  * server (through the real `openai` client), a conversation that crosses the soft and then the
- * hard threshold keeps completing while sending fewer tokens than its full transcript, and a
- * context-length error from the server is recovered by compaction.
+ * hard threshold keeps completing while sending fewer tokens than its full transcript, each step
+ * reported as it starts and as what it did, and a context-length error from the server is
+ * recovered by compaction.
  */
 import { describe, expect, it } from "@effect/vitest"
 import { ConfigProvider, Effect, Layer } from "effect"
@@ -133,13 +134,46 @@ describe("context compaction", () => {
       })
       const root = yield* tempProject(project(`{ context: { windows: { "openai:gpt-4.1-mini": 5000 } } }`))
       const server = yield* startServer(root, { model: OpenAi.make({ model: "gpt-4.1-mini", apiKey: "test", baseURL: provider.url }) })
-      const { conversation } = yield* converse(server.url, 8)
+      const { conversation, runIds } = yield* converse(server.url, 8)
       expect(provider.requests.filter(isSummaryRequest).length).toBeGreaterThan(0)
       const stored = (yield* http(`${server.url}/api/conversations/${conversation}/messages`)).json as ReadonlyArray<{ readonly role: string }>
       expect(stored.filter((m) => m.role === "summary")).toEqual([])
       // Every page's message is still sent: nothing was summarized away.
       const last = provider.requests.filter((r) => JSON.stringify(r).includes("read page 8.")).at(-1)
       expect(JSON.stringify(last)).toContain("read page 1.")
+      const events = (yield* Effect.forEach(runIds, (id) => eventsOf(server.url, id))).flat()
+      expect(events.filter((e) => e.type === "context.compacted" && (e.data as { method: string }).method === "summary")).toEqual([])
+      expect(events).toContainEqual({
+        type: "context.uncompacted",
+        data: { method: "summary", tokens: expect.any(Number), reason: "the summary model (openai:gpt-4.1-mini) gave no summary" }
+      })
+    }))
+
+  it.scopedLive("each compaction step is announced before it starts, and one that removes nothing says so instead of claiming a compaction", () =>
+    Effect.gen(function*() {
+      const provider = yield* strictOpenAi({ otherwise: reader })
+      const root = yield* tempProject(project(`{ context: { windows: { "openai:gpt-4.1-mini": 5000 } } }`))
+      const server = yield* startServer(root, { model: OpenAi.make({ model: "gpt-4.1-mini", apiKey: "test", baseURL: provider.url }) })
+      const { runIds } = yield* converse(server.url, 10)
+      const events = (yield* Effect.forEach(runIds, (id) => eventsOf(server.url, id))).flat()
+      const steps = events.filter((e) => e.type.startsWith("context."))
+      expect(steps.length).toBeGreaterThan(0)
+      // Every step opens with `context.compacting` and closes with what it did, of the same method.
+      for (let index = 0; index < steps.length; index += 2) {
+        const [opened, closed] = [steps[index], steps[index + 1]]
+        expect(opened).toMatchObject({ type: "context.compacting", data: { window: 5000 } })
+        expect(closed?.data).toMatchObject({ method: (opened?.data as { method: string }).method })
+        if (closed?.type === "context.compacted") {
+          const { afterTokens, beforeTokens } = closed.data as { beforeTokens: number; afterTokens: number }
+          expect(afterTokens).toBeLessThan(beforeTokens)
+        } else {
+          expect(closed).toMatchObject({ type: "context.uncompacted", data: { reason: expect.any(String) } })
+        }
+      }
+      const closings = steps.filter((e) => e.type !== "context.compacting").map((e) => `${e.type} ${(e.data as { method: string }).method}`)
+      expect(closings).toContain("context.uncompacted elide")
+      expect(closings).toContain("context.compacted elide")
+      expect(closings).toContain("context.compacted summary")
     }))
 
   it.scopedLive("a context-length error from the provider is recovered by compaction and one more try", () =>

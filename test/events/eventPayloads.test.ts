@@ -66,6 +66,7 @@ const samples: ReadonlyArray<EventContent> = [
   { type: "timer.armed", data: { tool: "wake_me" } },
   { type: "context.compacting", data: { method: "summary", beforeTokens: 9_000, window: 8_000 } },
   { type: "context.compacted", data: { method: "elide", beforeTokens: 9_000, afterTokens: 4_000 } },
+  { type: "context.uncompacted", data: { method: "summary", tokens: 9_000, reason: "nothing comes before this run's message to summarize" } },
   { type: "budget.exceeded", data: { budget: "maxTokensPerRun", limit: 100, used: 120, setIn: "foundry.config.ts" } }
 ]
 
