@@ -139,6 +139,7 @@ export const runAgent = Effect.fnUntraced(function*(app: CompiledApp, run: RunRe
       })
   }).pipe(
     Effect.catchTag("ModelError", (error) => fail(`model ${error.model} failed (${error.kind}): ${error.message}`)),
+    Effect.catchTag("ContextTooLong", (error) => fail(error.message)),
     Effect.catchTag("McpServerUnavailable", (error) => fail(error.message)),
     Effect.catchTag("InstanceContextInvalid", (error) => fail(error.message)),
     Effect.catchAllCause((cause) =>
@@ -192,8 +193,11 @@ function* startExecution(app: CompiledApp, agent: CompiledAgent, run: RunRecord,
   const instance = yield* makeRunInstance(app, agent, run)
   const seesImages = models.every((model) => model.vision === true)
   const context = makeRunContext(app, agent, run, instance, seesImages, step, journal)
-  if (context.mine.length === 0) context.record({ _tag: "user", content: run.input })
-  const { fitContext, transcript } = yield* makeRunTranscript(context, models)
+  const { admitMessage, fitContext, transcript } = yield* makeRunTranscript(context, models)
+  if (context.mine.length === 0) {
+    yield* admitMessage(run.input)
+    context.record({ _tag: "user", content: run.input })
+  }
   const execution: Execution = {
     context,
     models,

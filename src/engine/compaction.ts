@@ -19,11 +19,23 @@ const knownWindows: ReadonlyArray<readonly [RegExp, number]> = [
   [/^openai:o[134]/, 200_000]
 ]
 
-/** The window of `model`: the agent's or config's setting, else a known default; `undefined` when unknown. */
-export const contextWindowOf = (model: string, configured: Readonly<Record<string, number>>, agent?: number): number | undefined =>
-  agent ?? configured[model] ?? knownWindows.find(([pattern]) => pattern.test(model))?.[1]
+/** A model's context window in tokens, and what set it: the agent's `contextWindow`, the config's `context.windows`, or Foundry's default. */
+export interface ContextWindow {
+  readonly tokens: number
+  readonly setBy: "agent" | "config" | "default"
+}
 
-const messageText = (message: ChatMessage): string => {
+/** The window of `model`: the agent's or config's setting, else a known default; `undefined` when unknown. */
+export const contextWindowOf = (model: string, configured: Readonly<Record<string, number>>, agent?: number): ContextWindow | undefined => {
+  if (agent !== undefined) return { tokens: agent, setBy: "agent" }
+  const inConfig = configured[model]
+  if (inConfig !== undefined) return { tokens: inConfig, setBy: "config" }
+  const known = knownWindows.find(([pattern]) => pattern.test(model))?.[1]
+  return known === undefined ? undefined : { tokens: known, setBy: "default" }
+}
+
+/** The text of `message` that counts towards a request's tokens. */
+export const messageText = (message: ChatMessage): string => {
   switch (message._tag) {
     case "assistant":
       return message.content + message.toolCalls.map((call) => `${call.name}${call.arguments}`).join("")
@@ -32,13 +44,16 @@ const messageText = (message: ChatMessage): string => {
   }
 }
 
-/** An estimate of the tokens a request sends: about four characters a token. */
-export const estimateTokens = (request: ModelRequest): number => {
-  const characters = request.system.length +
-    request.messages.reduce((sum, message) => sum + messageText(message).length, 0) +
-    request.tools.reduce((sum, tool) => sum + JSON.stringify(tool).length, 0)
-  return Math.ceil(characters / 4)
-}
+/** An estimate of the tokens `characters` of text make: about four characters a token. */
+export const tokensOf = (characters: number): number => Math.ceil(characters / 4)
+
+/** An estimate of the tokens a request sends. */
+export const estimateTokens = (request: ModelRequest): number =>
+  tokensOf(
+    request.system.length +
+      request.messages.reduce((sum, message) => sum + messageText(message).length, 0) +
+      request.tools.reduce((sum, tool) => sum + JSON.stringify(tool).length, 0)
+  )
 
 /** The soft step: tool results before the last `keepTurns` user messages, shortened to a note. */
 export const elideOldToolResults = (messages: ReadonlyArray<ChatMessage>, keepTurns = 2): Array<ChatMessage> => {

@@ -15,6 +15,7 @@ import type { EventPayload } from "../events/FoundryEvent.js"
 import type { TurnUsage } from "../journal/journalRecords.js"
 import type { LeaseLost } from "../journal/RunJournal.js"
 import { isContextOverflow } from "./compaction.js"
+import type { ContextTooLong } from "./ContextTooLong.js"
 import { withinImageBudget } from "./imageBudget.js"
 import { modelTurnWithFallbacks } from "./modelTurn.js"
 import { redactArguments } from "./redact.js"
@@ -29,7 +30,7 @@ export interface ModelStepInput {
   readonly models: Arr.NonEmptyReadonlyArray<LanguageModel>
   readonly config: ConfigDefinition
   /** The request to send; `overflowed` when the provider refused the last one as too long. */
-  readonly request: (overflowed: boolean) => Effect.Effect<ModelRequest, StoreError | LeaseLost | ModelError>
+  readonly request: (overflowed: boolean) => Effect.Effect<ModelRequest, StoreError | LeaseLost | ModelError | ContextTooLong>
   readonly redactionOf: (toolName: string) => ReadonlySet<string>
 }
 

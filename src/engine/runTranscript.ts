@@ -2,7 +2,8 @@
  * What a run sends its model: the transcript as the strictest provider's rules allow (checked
  * before it goes), fitted to the context window: unchanged under the soft threshold, old tool
  * results shortened over it, older turns summarized (and the summary stored) over the hard one,
- * each step announced and then reported as done or not.
+ * each step announced and then reported as done or not; a request over the whole window even
+ * then is not sent.
  */
 import { Array as Arr, Effect, Option } from "effect"
 import { ApprovalStorage } from "../durable/ApprovalStorage.js"
@@ -12,6 +13,7 @@ import type { LeaseLost } from "../journal/RunJournal.js"
 import { type LanguageModel, type ModelError, type ModelRequest, ModelResolver } from "../models/Model.js"
 import { transcriptProblem } from "../models/validateTranscript.js"
 import { contextWindowOf, elideOldToolResults, estimateTokens, summaryRequest } from "./compaction.js"
+import { type ContextTooLong, contextTooLong, messageTooLong } from "./ContextTooLong.js"
 import { modelTurnWithFallbacks } from "./modelTurn.js"
 import type { RunContext } from "./RunContext.js"
 import { foreignOpenCalls, modelView } from "./transcript.js"
@@ -24,7 +26,17 @@ export const makeRunTranscript = (context: RunContext, models: Arr.NonEmptyReado
     const resolver = yield* ModelResolver
     const { agent, journal, run, step } = context
     const config = context.app.table.config
-    const window = contextWindowOf(Arr.headNonEmpty(models).name, config.context.windows, agent.definition.contextWindow)
+    const model = Arr.headNonEmpty(models).name
+    const window = contextWindowOf(model, config.context.windows, agent.definition.contextWindow)
+
+    /**
+     * Refuses the run's message when it alone is over the whole window: no compaction could make a
+     * turn fit, and once in the conversation it would put every later run's turns over it too.
+     */
+    const admitMessage = (content: string): Effect.Effect<void, ContextTooLong> => {
+      const refusal = window === undefined ? undefined : messageTooLong(content, window, model, agent)
+      return refusal === undefined ? Effect.void : Effect.fail(refusal)
+    }
 
     /** The transcript this run sends, checked against the strictest provider's rules before it goes. */
     const transcript = Effect.gen(function*() {
@@ -74,33 +86,37 @@ export const makeRunTranscript = (context: RunContext, models: Arr.NonEmptyReado
       return undefined
     })
 
-    /** The request as the context window allows; `overflowed` when the provider refused the last one as too long. */
+    /**
+     * The request as the context window allows; `overflowed` when the provider refused the last one
+     * as too long. Fails, before anything is sent, when even compacted it is over the whole window.
+     */
     const fitContext = (
       request: ModelRequest,
       span: string,
       overflowed: boolean
-    ): Effect.Effect<ModelRequest, StoreError | LeaseLost | ModelError> => {
+    ): Effect.Effect<ModelRequest, StoreError | LeaseLost | ModelError | ContextTooLong> => {
       const before = estimateTokens(request)
       // Within the window, as nearly every turn is: the request as it is, without a generator.
-      if (!overflowed && (window === undefined || before <= window * config.context.soft)) return Effect.succeed(request)
+      if (!overflowed && (window === undefined || before <= window.tokens * config.context.soft)) return Effect.succeed(request)
       return Effect.gen(function*() {
-        const windowTokens = window ?? null
+        const windowTokens = window?.tokens ?? null
         step.emit("context.compacting", span, { method: "elide", beforeTokens: before, window: windowTokens })
         const elided: ModelRequest = { ...request, messages: elideOldToolResults(request.messages) }
         const shortened = estimateTokens(elided)
         // Every result it shortens ends shorter: an unchanged count is a step that found nothing to shorten.
         if (shortened < before) step.emit("context.compacted", span, { method: "elide", beforeTokens: before, afterTokens: shortened })
         else step.emit("context.uncompacted", span, { method: "elide", tokens: before, reason: "no tool result before the last two user messages is long enough to shorten" })
-        if (!overflowed && window !== undefined && shortened <= window * config.context.hard) return elided
+        if (!overflowed && window !== undefined && shortened <= window.tokens * config.context.hard) return elided
         step.emit("context.compacting", span, { method: "summary", beforeTokens: shortened, window: windowTokens })
         const notSummarized = yield* summarizeOlderTurns
         const compacted: ModelRequest = { ...request, messages: elideOldToolResults(yield* transcript) }
         const after = estimateTokens(compacted)
         if (notSummarized === undefined) step.emit("context.compacted", span, { method: "summary", beforeTokens: shortened, afterTokens: after })
         else step.emit("context.uncompacted", span, { method: "summary", tokens: shortened, reason: notSummarized })
+        if (window !== undefined && after > window.tokens) return yield* contextTooLong(compacted, window, model, agent)
         return compacted
       })
     }
 
-    return { transcript, fitContext }
+    return { admitMessage, transcript, fitContext }
   })

@@ -2,8 +2,8 @@
  * Long conversations stay inside the model's context window: against a strict Chat Completions
  * server (through the real `openai` client), a conversation that crosses the soft and then the
  * hard threshold keeps completing while sending fewer tokens than its full transcript, each step
- * reported as it starts and as what it did, and a context-length error from the server is
- * recovered by compaction.
+ * reported as it starts and as what it did, a context-length error from the server is recovered
+ * by compaction, and a message larger than the whole window is refused with its size and the way out.
  */
 import { describe, expect, it } from "@effect/vitest"
 import { ConfigProvider, Effect, Layer } from "effect"
@@ -132,14 +132,15 @@ describe("context compaction", () => {
         otherwise: (request, index) =>
           isSummaryRequest(request) ? toolCalls({ id: "call_summary", name: "fetch-page", arguments: "{}" }) : reader(request, index)
       })
-      const root = yield* tempProject(project(`{ context: { windows: { "openai:gpt-4.1-mini": 5000 } } }`))
+      // Summaries are asked for well inside the window: unsummarized, the conversation still fits it.
+      const root = yield* tempProject(project(`{ context: { windows: { "openai:gpt-4.1-mini": 8000 }, soft: 0.3, hard: 0.4 } }`))
       const server = yield* startServer(root, { model: OpenAi.make({ model: "gpt-4.1-mini", apiKey: "test", baseURL: provider.url }) })
-      const { conversation, runIds } = yield* converse(server.url, 8)
+      const { conversation, runIds } = yield* converse(server.url, 5)
       expect(provider.requests.filter(isSummaryRequest).length).toBeGreaterThan(0)
       const stored = (yield* http(`${server.url}/api/conversations/${conversation}/messages`)).json as ReadonlyArray<{ readonly role: string }>
       expect(stored.filter((m) => m.role === "summary")).toEqual([])
       // Every page's message is still sent: nothing was summarized away.
-      const last = provider.requests.filter((r) => JSON.stringify(r).includes("read page 8.")).at(-1)
+      const last = provider.requests.filter((r) => JSON.stringify(r).includes("read page 5.")).at(-1)
       expect(JSON.stringify(last)).toContain("read page 1.")
       const events = (yield* Effect.forEach(runIds, (id) => eventsOf(server.url, id))).flat()
       expect(events.filter((e) => e.type === "context.compacted" && (e.data as { method: string }).method === "summary")).toEqual([])
@@ -174,6 +175,33 @@ describe("context compaction", () => {
       expect(closings).toContain("context.uncompacted elide")
       expect(closings).toContain("context.compacted elide")
       expect(closings).toContain("context.compacted summary")
+    }))
+
+  it.scopedLive("a message larger than the whole context window fails its run, saying how large it is against which window, and is never sent", () =>
+    Effect.gen(function*() {
+      // The provider's window is the one Foundry is told: OpenAI would refuse the message with context_length_exceeded.
+      const provider = yield* strictOpenAi({ otherwise: reader, contextWindows: { "gpt-4.1-mini": 2000 } })
+      const root = yield* tempProject(project(`{ context: { windows: { "openai:gpt-4.1-mini": 2000 } } }`))
+      const server = yield* startServer(root, { model: OpenAi.make({ model: "gpt-4.1-mini", apiKey: "test", baseURL: provider.url }) })
+      const message = `read page 1. ${"Please read it very carefully. ".repeat(300)}`
+      const created = yield* http(`${server.url}/api/runs`, { body: { agent: "reader", message } })
+      const { runId } = created.json as { runId: string }
+      const run = yield* waitForRun(server.url, runId)
+      const tokens = Math.ceil(message.length / 4)
+      expect(run).toMatchObject({ status: "failed" })
+      expect((run as { error?: string }).error).toBe(
+        `the user's message is about ${tokens} tokens (at about four characters a token), over the context window of openai:gpt-4.1-mini ` +
+          `(2000 tokens, from context.windows in foundry.config.ts): no compaction can make it fit. Send a shorter message, ` +
+          `or give agent "reader" a model with a larger window (its model in agents/reader/agent.ts)`
+      )
+      expect(provider.requests.filter((r) => JSON.stringify(r).includes("read page 1."))).toEqual([])
+      const events = yield* eventsOf(server.url, runId)
+      expect(events.filter((e) => e.type === "context.compacted")).toEqual([])
+      // Refused, the message is not in the conversation: a shorter one then goes on in it.
+      const conversation = (created.json as { conversationId: string }).conversationId
+      expect(JSON.stringify((yield* http(`${server.url}/api/conversations/${conversation}/messages`)).json)).not.toContain("read page 1.")
+      const next = yield* http(`${server.url}/api/runs`, { body: { agent: "reader", message: "read page 2.", conversation } })
+      expect(yield* waitForRun(server.url, (next.json as { runId: string }).runId)).toMatchObject({ status: "completed", output: "read 1 page" })
     }))
 
   it.scopedLive("a context-length error from the provider is recovered by compaction and one more try", () =>
