@@ -174,20 +174,23 @@ const executeRun = (app: CompiledApp, agent: CompiledAgent, run: RunRecord, step
   })
 
 /**
- * An execution begun: `run.started` (or `run.resumed`) in its first step, the conversation's
- * stored messages read, and the run's instance, transcript, instructions and budgets made.
+ * An execution begun: the conversation's stored messages read, `run.started` (or `run.resumed`) in
+ * its first step, and the run's instance, transcript, instructions and budgets made.
  */
 function* startExecution(app: CompiledApp, agent: CompiledAgent, run: RunRecord, step: StepBuffer, journal: Array<JournalEntry>) {
   const store = yield* Store
   const resolvedModels = yield* resolveModels(agent)
   const models = Arr.map(resolvedModels, (m) => m.model)
   const resolved = Arr.headNonEmpty(resolvedModels)
-  step.emit(run.status === "queued" ? "run.started" : "run.resumed", "run", {
+  journal.push(...(yield* store.listMessages(run.conversationId)))
+  // A run starts with its first step, which stores its message: one without any has not started,
+  // though it may have been suspended (waiting for a build with its agent) before it ever ran.
+  const started = journal.some((entry) => entry.runId === run.id)
+  step.emit(started ? "run.resumed" : "run.started", "run", {
     input: run.input,
     model: resolved.model.name,
     ...(resolved.fallbackFrom === undefined ? {} : { requestedModel: resolved.fallbackFrom })
   })
-  journal.push(...(yield* store.listMessages(run.conversationId)))
   // The run's own messages decide its next step: other runs of the conversation may have
   // added theirs while this one was suspended.
   const instance = yield* makeRunInstance(app, agent, run)

@@ -9,7 +9,7 @@ import { join } from "node:path"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { browserPage, skipBrowser } from "../support/browser.js"
-import { type CliProcess, freePort, runCli, startCli } from "../support/cli.js"
+import { type CliProcess, freePort, runCli, serveProject, startCli } from "../support/cli.js"
 import { connect, freshSchema, skipPostgres } from "../support/postgres.js"
 import { http, pendingApproval, type RunBody, waitForRun } from "../support/server.js"
 import { answeringAgentFile as agentSource, answerToolFile as answerTool, tempProject } from "../support/tempProject.js"
@@ -440,6 +440,55 @@ export default definePlaybook({ on: webhook("ping", Schema.Struct({ n: Schema.Nu
       const run = yield* waitForRun(again.url, runId)
       expect(run.status, JSON.stringify(run)).toBe("completed")
       expect(run.output).toBe("the tool said: approved")
+    }))
+
+  it.scopedLive("a run queued before a restart left its agent out starts in another process on the same store whose build has it, saying it started", () =>
+    Effect.gen(function*() {
+      const slowTool = answerTool(`"slow"`).replace(`Effect.succeed("slow")`, `Effect.as(Effect.sleep("60 seconds"), "slow")`)
+      const root = yield* tempProject({ "agents/helper/agent.ts": agentSource, [toolPath]: slowTool })
+      const first = yield* devOn(root)
+      type Event = { type: string; data: { reason?: string } }
+      const eventsOf = (url: string, runId: string) => Effect.map(http(`${url}/api/runs/${runId}/events`), (r) => r.json as ReadonlyArray<Event>)
+      const untilEvent = (url: string, runId: string, found: (event: Event) => boolean) =>
+        Effect.gen(function*() {
+          for (let i = 0; i < 200; i++) {
+            if ((yield* eventsOf(url, runId)).some(found)) return
+            yield* Effect.sleep("25 millis")
+          }
+          return yield* Effect.die(new Error(`run ${runId} never had the event: ${JSON.stringify(yield* eventsOf(url, runId))}`))
+        })
+      // The first run holds its conversation in its slow tool, so the second is queued behind it when the server stops.
+      const started = (yield* http(`${first.url}/api/runs`, { body: { agent: "helper", message: "first" } })).json as { runId: string; conversationId: string }
+      yield* untilEvent(first.url, started.runId, (e) => e.type === "tool.call.started")
+      const queued = (yield* http(`${first.url}/api/runs`, { body: { agent: "helper", message: "second", conversation: started.conversationId } })).json as { runId: string }
+      expect(((yield* http(`${first.url}/api/runs/${queued.runId}`)).json as RunBody).status).toBe("queued")
+      yield* Effect.async<void>((resume) => {
+        first.dev.child.on("close", () => resume(Effect.void))
+        first.dev.child.kill("SIGTERM")
+      })
+
+      // Started again with the tool half saved: both runs wait for a build with their agent, the second without ever having run.
+      writeFileSync(join(root, toolPath), brokenTool)
+      const partial = yield* devOn(root)
+      for (const runId of [started.runId, queued.runId]) yield* untilEvent(partial.url, runId, (e) => e.type === "run.suspended" && e.data.reason === "build")
+
+      // A newer build beside it, on the same store, has the agent: it takes both runs up as it starts.
+      const newer = yield* tempProject({
+        "agents/helper/agent.ts": agentSource,
+        [toolPath]: constantTool("newer"),
+        "foundry.config.ts": `import { defineConfig } from "foundry"\nexport default defineConfig({ store: { sqlite: ${JSON.stringify(join(root, ".foundry", "foundry.db"))} } })\n`
+      })
+      const { url } = yield* serveProject(newer)
+      const lifecycle = (runId: string) =>
+        Effect.map(eventsOf(url, runId), (events) => events.filter((e) => e.type.startsWith("run.")).map((e) => e.type))
+      for (const runId of [started.runId, queued.runId]) {
+        const run = yield* waitForRun(url, runId)
+        expect(run.status, JSON.stringify(run)).toBe("completed")
+        expect(run.output).toBe("the tool said: newer")
+      }
+      // The run that had started goes on; the one that never had starts now.
+      expect(yield* lifecycle(started.runId)).toEqual(["run.queued", "run.started", "run.suspended", "run.resumed", "run.completed"])
+      expect(yield* lifecycle(queued.runId)).toEqual(["run.queued", "run.suspended", "run.started", "run.completed"])
     }))
 
   it.scopedLive("two files with one route id are one problem naming both, and the rest of the project serves", () =>
