@@ -87,6 +87,18 @@ const describe = (activation: ActivationRecord) => ({
 const timerIdOf = (runId: string, callId: string): string =>
   `agent:tmr_${createHash("sha256").update(`${runId}\n${callId}`).digest("hex").slice(0, 20)}`
 
+/** A timer a call armed: its id, and when it fires next (ISO). */
+export interface ArmedTimer {
+  readonly id: string
+  readonly firesAt: string
+}
+
+/** A timer tool call's answer to the model, and the timer it armed, if it armed one (a list, pause or cancel arms none). */
+export interface TimerCall {
+  readonly outcome: ToolOutcome
+  readonly armed: ArmedTimer | undefined
+}
+
 /** Runs timer tool call `callId` for `run` within the config's `limits`; the result goes back to the model. */
 export const runTimerTool = Effect.fn("engine.runTimerTool")(function*(
   which: TimerTool,
@@ -97,7 +109,14 @@ export const runTimerTool = Effect.fn("engine.runTimerTool")(function*(
 ) {
   const activations = yield* ActivationStorage
   const now = yield* Clock.currentTimeMillis
-  const done = (output: unknown): ToolOutcome => ({ _tag: "Succeeded", input: raw, output, content: JSON.stringify(output) })
+  const refused = (error: string): TimerCall => ({ outcome: failedOutcome(raw, error), armed: undefined })
+  const done = (output: unknown, armed?: ArmedTimer): TimerCall => ({
+    outcome: { _tag: "Succeeded", input: raw, output, content: JSON.stringify(output) },
+    armed
+  })
+  /** Timer `id` armed to fire at `nextFire`; none when it fires no more. */
+  const armedAt = (id: string, nextFire: number | null): ArmedTimer | undefined =>
+    nextFire === null ? undefined : { id, firesAt: new Date(nextFire).toISOString() }
   const activeTimers = Effect.map(
     activations.list("agent"),
     (all) => all.filter((a) => owned(a, run) && a.status === "active").length
@@ -106,15 +125,18 @@ export const runTimerTool = Effect.fn("engine.runTimerTool")(function*(
     Effect.gen(function*() {
       // Armed already by this call's first run: its time may have passed since, and that is no refusal.
       const id = timerIdOf(run.id, callId)
-      const armed = yield* activations.get(id)
-      if (Option.isSome(armed)) return done({ id, nextFire: fireTime(armed.value.nextFire) })
+      const stored = yield* activations.get(id)
+      if (Option.isSome(stored)) {
+        const { nextFire, status } = stored.value
+        return done({ id, nextFire: fireTime(nextFire) }, status === "active" ? armedAt(id, nextFire) : undefined)
+      }
       const nextFire = nextFireAfter(timing, now, now)
       if (nextFire === null) {
         const asked = "at" in timing ? `${timing.at} is` : "that time is"
-        return failedOutcome(raw, `${asked} in the past (it is ${new Date(now).toISOString()} now): give a time after now`)
+        return refused(`${asked} in the past (it is ${new Date(now).toISOString()} now): give a time after now`)
       }
       const refusal = tooFrequent(timing, now, limits) ?? tooMany(yield* activeTimers, limits)
-      if (refusal !== undefined) return failedOutcome(raw, refusal)
+      if (refusal !== undefined) return refused(refusal)
       yield* activations.save({
         id,
         kind: "agent",
@@ -131,22 +153,22 @@ export const runTimerTool = Effect.fn("engine.runTimerTool")(function*(
         status: "active",
         nextFire
       })
-      return done({ id, nextFire: fireTime(nextFire) })
+      return done({ id, nextFire: fireTime(nextFire) }, armedAt(id, nextFire))
     })
 
   switch (which) {
     case "schedule": {
       const input = Schema.decodeUnknownOption(ScheduleInput)(raw)
-      if (Option.isNone(input)) return failedOutcome(raw, "foundry_schedule needs a message and one of at, in, every or cron")
+      if (Option.isNone(input)) return refused("foundry_schedule needs a message and one of at, in, every or cron")
       const timing = timingOf(input.value, now)
-      if (typeof timing === "string") return failedOutcome(raw, timing)
+      if (typeof timing === "string") return refused(timing)
       // The same rules as a schedule route's timing, so an agent cannot arm a timer that never fires.
       const problem = timingProblem(timing)
-      return problem === undefined ? yield* arm(timing, input.value.message) : failedOutcome(raw, `${problem.problem}; ${problem.fix}`)
+      return problem === undefined ? yield* arm(timing, input.value.message) : refused(`${problem.problem}; ${problem.fix}`)
     }
     case "sleep": {
       const input = Schema.decodeUnknownOption(SleepInput)(raw)
-      if (Option.isNone(input)) return failedOutcome(raw, "foundry_sleep needs a message and until or for")
+      if (Option.isNone(input)) return refused("foundry_sleep needs a message and until or for")
       const { for: duration, message, until } = input.value
       const wake = duration !== undefined
         ? timeAfter("for", duration, now)
@@ -155,17 +177,17 @@ export const runTimerTool = Effect.fn("engine.runTimerTool")(function*(
         : Number.isNaN(Date.parse(until))
         ? `until "${until}" is not an ISO time, e.g. "2026-07-01T09:00:00Z"`
         : { at: new Date(Date.parse(until)).toISOString() }
-      if (typeof wake === "string") return failedOutcome(raw, wake)
+      if (typeof wake === "string") return refused(wake)
       return yield* arm(wake, message, run.conversationId)
     }
     case "schedules": {
       const input = Schema.decodeUnknownOption(SchedulesInput)(raw)
-      if (Option.isNone(input)) return failedOutcome(raw, "foundry_schedules needs an action: list, pause, resume or cancel")
+      if (Option.isNone(input)) return refused("foundry_schedules needs an action: list, pause, resume or cancel")
       const mine = (yield* activations.list("agent")).filter((a) => owned(a, run))
       if (input.value.action === "list") return done(mine.map(describe))
       const target = mine.find((a) => a.id === input.value.id)
       if (target === undefined) {
-        return failedOutcome(raw, input.value.id === undefined
+        return refused(input.value.id === undefined
           ? `${input.value.action} needs the id of one of your schedules (action "list" shows them)`
           : `you have no schedule "${input.value.id}"`)
       }
@@ -174,16 +196,17 @@ export const runTimerTool = Effect.fn("engine.runTimerTool")(function*(
         return done({ id: target.id, cancelled: true })
       }
       if (target.status === "done") {
-        return failedOutcome(raw, `your schedule "${target.id}" is done: its one time has passed and it fires no more, so there is nothing to ${input.value.action}; cancel it, or set a new one`)
+        return refused(`your schedule "${target.id}" is done: its one time has passed and it fires no more, so there is nothing to ${input.value.action}; cancel it, or set a new one`)
       }
       const status = input.value.action === "pause" ? "paused" : "active"
       // Resuming makes a timer active again: pausing must not be a way around the limit.
       const refusal = status === "active" && target.status === "paused" ? tooMany(yield* activeTimers, limits) : undefined
-      if (refusal !== undefined) return failedOutcome(raw, refusal)
+      if (refusal !== undefined) return refused(refusal)
       const timing = Schema.decodeUnknownOption(ScheduleTimingSchema)(target.spec.timing)
       const nextFire = status === "active" && Option.isSome(timing) ? nextFireAfter(timing.value, now, now) : target.nextFire
       yield* activations.save({ ...target, status: status === "active" && nextFire === null ? "done" : status, nextFire })
-      return done({ id: target.id, status })
+      // Resumed, the timer is armed again until its next time.
+      return done({ id: target.id, status }, status === "active" ? armedAt(target.id, nextFire) : undefined)
     }
   }
 })

@@ -79,8 +79,8 @@ export const toolCallStep = (context: RunContext, call: ToolCall) =>
     const { builtin, environment, subagent } = decoded.right.tool
     if (builtin === "view_image" && environment !== undefined) return yield* viewImage(context, call, decoded.right.rawInput, environment)
     if (builtin !== undefined && builtin !== "view_image") {
-      const outcome = yield* runTimerTool(builtin, decoded.right.rawInput, run, call.id, config.timers)
-      if (outcome._tag === "Succeeded") step.emit("timer.armed", `tool:${call.id}`, { tool: call.name }, "run")
+      const { armed, outcome } = yield* runTimerTool(builtin, decoded.right.rawInput, run, call.id, config.timers)
+      if (armed !== undefined) step.emit("timer.armed", `tool:${call.id}`, { tool: call.name, timerId: armed.id, firesAt: armed.firesAt }, "run")
       answer(context, call, outcome, 0)
       return answered()
     }

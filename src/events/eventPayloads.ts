@@ -131,8 +131,12 @@ export const eventPayloads = {
     { playbook: Schema.String, runId: Schema.String },
     { event: Schema.String, playbook: Schema.String, runId: Schema.String }
   ),
-  /** A timer tool's call armed the agent's timer. */
-  "timer.armed": Schema.Struct({ tool: Schema.String }),
+  /**
+   * A timer tool's call armed one of the agent's timers (set it, or resumed it): `timerId` is its
+   * id in `GET /api/schedules`, `firesAt` when it fires next (ISO). Both are absent from events
+   * stored before they were recorded (which must still read).
+   */
+  "timer.armed": Schema.Struct({ tool: Schema.String, timerId: Schema.optional(Schema.String), firesAt: Schema.optional(Schema.String) }),
   /** A compaction step starting; `window`: the model's context window in tokens, when known. */
   "context.compacting": Schema.Struct({ method: compactionMethod, beforeTokens: Schema.Number, window: Schema.NullOr(Schema.Number) }),
   /** A compaction step that made the request smaller. */

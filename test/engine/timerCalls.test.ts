@@ -35,19 +35,19 @@ describe("a timer tool call run again", () => {
       const sleep = { for: "1 hour", message: "wake up" }
       const first = yield* runTimerTool("sleep", sleep, run, "call_1", limits)
       const again = yield* runTimerTool("sleep", sleep, run, "call_1", limits)
-      expect(first._tag).toBe("Succeeded")
+      expect(first.outcome._tag).toBe("Succeeded")
       expect(again).toEqual(first)
       const timers = yield* (yield* ActivationStorage).list("agent")
       expect(timers).toHaveLength(1)
       // Another call is another timer: here, one over the instance's limit.
       const other = yield* runTimerTool("schedule", { in: "2 hours", message: "later" }, run, "call_2", limits)
-      expect(other).toMatchObject({ _tag: "Failed", error: expect.stringContaining("maxPendingPerInstance") })
+      expect(other).toMatchObject({ outcome: { _tag: "Failed", error: expect.stringContaining("maxPendingPerInstance") }, armed: undefined })
     }).pipe(Effect.provide(store())))
 
   it.effect("a time the model gives wrong is a readable refusal, never a crash of the run", () =>
     Effect.gen(function*() {
       const refusal = (which: "sleep" | "schedule" | "schedules", input: unknown, call: string) =>
-        Effect.map(runTimerTool(which, input, run, call, limits), (outcome) => outcome._tag === "Failed" ? outcome.error : `not refused: ${outcome.content}`)
+        Effect.map(runTimerTool(which, input, run, call, limits), ({ outcome }) => outcome._tag === "Failed" ? outcome.error : `not refused: ${outcome.content}`)
       expect(yield* refusal("sleep", { for: "99999999 weeks", message: "m" }, "c1")).toBe(`for "99999999 weeks" is further ahead than any date`)
       expect(yield* refusal("sleep", { for: "20", message: "m" }, "c2")).toBe(`for "20" is not a duration: give it with a unit, e.g. "30 minutes" or "2 days"`)
       expect(yield* refusal("sleep", { until: "tomorrow", message: "m" }, "c3")).toContain(`until "tomorrow" is not an ISO time`)
@@ -60,7 +60,7 @@ describe("a timer tool call run again", () => {
       // The clock is the TestClock, at 0: a wake-up ten seconds in.
       const sleep = { until: new Date(10_000).toISOString(), message: "wake up" }
       const first = yield* runTimerTool("sleep", sleep, run, "call_1", limits)
-      expect(first._tag).toBe("Succeeded")
+      expect(first.outcome._tag).toBe("Succeeded")
       yield* TestClock.adjust("20 seconds")
       expect(yield* runTimerTool("sleep", sleep, run, "call_1", limits)).toEqual(first)
     }).pipe(Effect.provide(store())))

@@ -63,7 +63,9 @@ const samples: ReadonlyArray<EventContent> = [
   { type: "instance.installed", data: { kind: "tool", capability: "crm-notes", config: { baseUrl: "https://crm.test", apiKey: "<redacted>" } } },
   { type: "instance.uninstalled", data: { kind: "tool", capability: "crm-notes" } },
   { type: "playbook.dispatched", data: { deliveryId: "dlv_1", webhook: "tickets", playbook: "triage", runId: "run_2" } },
-  { type: "timer.armed", data: { tool: "wake_me" } },
+  { type: "timer.armed", data: { tool: "foundry_sleep", timerId: "agent:tmr_0123456789abcdef0123", firesAt: "2026-07-01T11:00:00.000Z" } },
+  // As stored before the timer's id and time were recorded: still read.
+  { type: "timer.armed", data: { tool: "foundry_sleep" } },
   { type: "context.compacting", data: { method: "summary", beforeTokens: 9_000, window: 8_000 } },
   { type: "context.compacted", data: { method: "elide", beforeTokens: 9_000, afterTokens: 4_000 } },
   { type: "context.uncompacted", data: { method: "summary", tokens: 9_000, reason: "nothing comes before this run's message to summarize" } },

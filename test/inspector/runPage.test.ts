@@ -16,7 +16,7 @@ import { tempProject } from "../support/tempProject.js"
 const promise = <A>(f: () => Promise<A>) => Effect.promise(f)
 
 const setup = Effect.gen(function*() {
-  const root = yield* tempProject(durableProject(join(tmpdir(), `foundry-ui-${randomUUID()}.log`)))
+  const root = yield* tempProject(durableProject(join(tmpdir(), `foundry-ui-${randomUUID()}.log`), "", { timers: true }))
   const server = yield* startServer(root, { model: plannedModel })
   return { url: server.url, page: yield* browserPage }
 })
@@ -103,6 +103,25 @@ describe.skipIf(skipBrowser)("a run's page in Chromium", () => {
       yield* promise(() => page.keyboard.press(" "))
       yield* promise(() => page.locator("[data-testid=waterfall] .span.tool [data-testid=span-input]").waitFor())
       expect(yield* promise(() => row.getAttribute("aria-expanded"))).toBe("true")
+    }))
+
+  it.scopedLive("a timer tool's row says which timer it armed, linked to the schedules, and when it fires", () =>
+    Effect.gen(function*() {
+      const { page, url } = yield* setup
+      const created = yield* http(`${url}/api/runs`, {
+        body: { agent: "worker", message: plan({ calls: [{ name: "foundry_sleep", arguments: { for: "30 minutes", message: "wake" } }] }) }
+      })
+      const runId = runIdOf(created.json)
+      yield* waitForRun(url, runId)
+      const events = (yield* http(`${url}/api/runs/${runId}/events`)).json as ReadonlyArray<{ type: string; data: { timerId?: string; firesAt?: string } }>
+      const armed = events.find((e) => e.type === "timer.armed")?.data
+      expect(armed?.timerId).toMatch(/^agent:tmr_/)
+      yield* promise(() => page.goto(`${url}/runs/${runId}`))
+      const timer = page.locator("[data-testid=waterfall] .span.tool [data-testid=span-timer]")
+      yield* promise(() => timer.waitFor())
+      expect(yield* promise(() => timer.textContent())).toContain(`armed timer ${armed?.timerId}, fires `)
+      expect(yield* promise(() => timer.locator("a").getAttribute("href"))).toBe("/schedules")
+      expect(yield* promise(() => timer.locator("time").getAttribute("datetime"))).toBe(armed?.firesAt)
     }))
 
   it.scopedLive("the raw events stay open while the run's events redraw the page", () =>

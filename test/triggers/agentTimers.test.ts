@@ -105,6 +105,39 @@ describe("the tools agents have for their own time (on the test clock)", () => {
       expect(followUp?.source?.scheduledFor).toBe("2026-07-01T12:00:00.000Z")
     }))
 
+  it.scoped("timer.armed names the timer a call armed or resumed and when it fires; a call that arms none has no such event", () =>
+    Effect.gen(function*() {
+      yield* TestClock.setTime(Date.parse("2026-07-01T10:00:00Z"))
+      const log = join(tmpdir(), `foundry-timers-${randomUUID()}.log`)
+      const server = yield* startServer(yield* tempProject(durableProject(log, "", { timers: true })), { model: plannedModel })
+      /** The `data` of the timer.armed events of a run of the worker making `calls`. */
+      const armedBy = (calls: ReadonlyArray<Call>) =>
+        Effect.gen(function*() {
+          const created = (yield* http(`${server.url}/api/runs`, { body: { agent: "worker", message: plan({ calls }) } })).json as { runId: string }
+          yield* until(server.url, (all) => all.some((r) => r.id === created.runId && r.status === "completed"))
+          const events = (yield* http(`${server.url}/api/runs/${created.runId}/events`)).json as ReadonlyArray<{ type: string; data: unknown }>
+          return events.filter((e) => e.type === "timer.armed").map((e) => e.data)
+        })
+      const armed = yield* armedBy([
+        { name: "foundry_sleep", arguments: { for: "30 minutes", message: "wake" } },
+        schedule({ every: "1 day" }),
+        { name: "foundry_schedules", arguments: { action: "list" } }
+      ])
+      const timers = (yield* http(`${server.url}/api/schedules`)).json as ReadonlyArray<{ id: string; timing: Record<string, string> }>
+      const sleep = timers.find((t) => "at" in t.timing)?.id
+      const daily = timers.find((t) => "every" in t.timing)?.id
+      expect([sleep, daily]).not.toContain(undefined)
+      expect(armed).toEqual([
+        { tool: "foundry_sleep", timerId: sleep, firesAt: "2026-07-01T10:30:00.000Z" },
+        { tool: "foundry_schedule", timerId: daily, firesAt: "2026-07-02T10:00:00.000Z" }
+      ])
+      // Paused, it is armed no more; resumed, it is armed again.
+      expect(yield* armedBy([{ name: "foundry_schedules", arguments: { action: "pause", id: daily } }])).toEqual([])
+      expect(yield* armedBy([{ name: "foundry_schedules", arguments: { action: "resume", id: daily } }])).toEqual([
+        { tool: "foundry_schedules", timerId: daily, firesAt: "2026-07-02T10:00:00.000Z" }
+      ])
+    }))
+
   it.scoped("an agent cannot see or cancel another instance's schedules", () =>
     Effect.gen(function*() {
       yield* TestClock.setTime(Date.parse("2026-07-01T10:00:00Z"))

@@ -40,8 +40,13 @@ export const schedulesPage = (root: HTMLElement) => {
           ],
           h("button", { onclick: () => act(s.id, "trigger") }, "Run now")))))
   }
-  // A firing queues a run; an agent arming a timer adds a row.
-  const live = liveDraw(draw, { problem: unread, shows: (event) => event.type === "run.queued" || event.type === "timer.armed", delay: 300 })
+  // A firing queues a run; an agent arming a timer adds a row, and one pausing or cancelling its timer (which arms none) changes it.
+  const live = liveDraw(draw, {
+    problem: unread,
+    shows: (event) =>
+      event.type === "run.queued" || event.type === "timer.armed" || (event.type === "tool.call.completed" && event.data.tool === "foundry_schedules"),
+    delay: 300
+  })
   return live.stop
 }
 

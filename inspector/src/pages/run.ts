@@ -3,13 +3,14 @@
  * what stops it (cancel, or steer: cancel and go on in its conversation with another message);
  * the files it presented
  * (with previews), the waterfall of its trace (model turns, tool calls with their input and
- * output, approvals, child runs as nested rows), tokens and durations per span, links to the
+ * output and, for a timer tool, the timer it armed and when it fires, approvals, child runs as
+ * nested rows), tokens and durations per span, links to the
  * parent and child runs, and the raw events.
  */
 import { ApiError, api, type FoundryEvent, type RunView } from "../api.js"
 import { approvalCards } from "../approvalCard.js"
 import { artifactsSection, type PreviewCache } from "../artifacts.js"
-import { duration, errorText, h, json, link, replace } from "../dom.js"
+import { clock, duration, errorText, h, json, link, replace } from "../dom.js"
 import { liveDraw } from "../liveDraw.js"
 import { navigate } from "../navigate.js"
 import { usageLine } from "../usage.js"
@@ -68,6 +69,10 @@ const spansOf = (events: ReadonlyArray<FoundryEvent>): Map<string, Span> => {
         span.end = event.time
         span.status = "failed"
         span.detail = { ...span.detail, input: event.data.input, error: event.data.error }
+        break
+      case "timer.armed":
+        // The timer call's own span: which of the agent's timers it armed, and when that fires.
+        span.detail = { ...span.detail, timerId: event.data.timerId, firesAt: event.data.firesAt }
         break
       case "approval.requested":
         span.kind = "approval"
@@ -201,6 +206,9 @@ export const runPage = (root: HTMLElement, [runId = ""]: ReadonlyArray<string>) 
           span.detail.input === undefined ? null : h("div", {}, h("b", {}, "input"), h("pre", { "data-testid": "span-input" }, json(span.detail.input))),
           span.detail.output === undefined ? null : h("div", {}, h("b", {}, "output"), h("pre", { "data-testid": "span-output" }, json(span.detail.output))),
           span.detail.error === undefined ? null : h("div", { class: "error-line" }, String(span.detail.error)),
+          typeof span.detail.timerId !== "string" || typeof span.detail.firesAt !== "string" ? null : h("div", { "data-testid": "span-timer" },
+            "armed timer ", link("/schedules", h("code", {}, span.detail.timerId)), ", fires ",
+            h("time", { datetime: span.detail.firesAt }, clock(Date.parse(span.detail.firesAt)))),
           // What became of an approval, and why: "expired" alone reads as a timeout when the run's cancel closed it.
           typeof span.detail.decision !== "string" ? null : h("div", { "data-testid": "span-decision" },
             h("span", { class: `status ${span.detail.decision}` }, span.detail.decision),
