@@ -263,7 +263,7 @@ export default async function () {
       expect(results[3]?.split("\n")).toEqual([expect.stringContaining("v2 (current)  change  write_file /out/b.txt")])
     }), { timeout: 60_000 })
 
-  it.scopedLive("a script's require loads env: modules; require(\"fs\") is refused, naming env:fs and the modules there are", () =>
+  it.scopedLive("a script's require loads env: modules; require(\"fs\") is refused when the script is written, a name it computes when it runs, in the same words", () =>
     Effect.gen(function*() {
       const root = yield* tempProject({ "environments/workspace.ts": environmentFile, "agents/reports/agent.ts": agentFile })
       const loads = `export default async function () {
@@ -271,21 +271,35 @@ export default async function () {
   return await readText("/inbox/reference/rates.md")
 }
 `
+      const computed = `export default async function () {
+  const name = ["f", "s"].join("")
+  return require(name).readFileSync("/etc/passwd", "utf8")
+}
+`
       const model = Scripted.make([
         call("write_file", { path: "/scripts/loads.js", content: loads }),
         call("run_script", { path: "/scripts/loads.js" }),
         call("write_file", { path: "/scripts/node.js", content: "export default async function () { return require(\"fs\").readFileSync(\"/etc/passwd\", \"utf8\") }\n" }),
-        call("run_script", { path: "/scripts/node.js" }),
+        call("write_file", { path: "/tmp/spawn.js", content: "const { execSync } = require(\"node:child_process\")\nexport default async function () { return execSync(\"id\") }\n" }),
+        call("ls", { path: "/", recursive: true }),
+        call("write_file", { path: "/scripts/computed.js", content: computed }),
+        call("run_script", { path: "/scripts/computed.js" }),
         { text: "done" }
       ])
       const server = yield* startServer(root, { model })
       const runId = yield* startRun(server.url, "Load modules")
       expect((yield* waitForRun(server.url, runId)).status).toBe("completed")
       const results = yield* toolResults(server.url, runId)
+      const refusal = "scripts load only env: modules (import them, or require(\"env:<name>\")), not \"fs\"; did you mean require(\"env:fs\")? (the modules: env:fs, env:spreadsheet; see /skills/imports.md)"
       expect(results[1]).toContain("Rates are fixed.")
-      expect(results[3]).toContain(
-        "Error: scripts load only env: modules (import them, or require(\"env:<name>\")), not \"fs\"; did you mean require(\"env:fs\")? (the modules: env:fs, env:spreadsheet; see /skills/imports.md)"
+      expect(results[2]).toBe(`write_file: write_file failed: VerbRefused: /scripts/node.js was not saved: line 1:51: ${refusal}`)
+      expect(results[3]).toBe(
+        "write_file: write_file failed: VerbRefused: /tmp/spawn.js was not saved: line 1:30: scripts load only env: modules (import them, or require(\"env:<name>\")), " +
+          "not \"node:child_process\" (the modules: env:fs, env:spreadsheet; see /skills/imports.md)"
       )
+      expect(results[4]).not.toContain("/scripts/node.js")
+      expect(results[4]).not.toContain("/tmp/spawn.js")
+      expect(results[6]).toContain(`Error: ${refusal}`)
     }), { timeout: 60_000 })
 
   it.scopedLive("a script that fills memory is told it ran out of the memory the project's config gives scripts, and how to raise it", () =>

@@ -1,6 +1,6 @@
 /**
  * Checks a script before it runs, and compiles it for the worker. A script (`.js` or `.ts`) is an
- * ES module that exports a function as default and imports only `env:` modules, each name one
+ * ES module that exports a function as default and imports (or requires) only `env:` modules, each name one
  * the module exports. Every problem is answered with its line and column and, where there is one,
  * the fix: the import line it should have been. The compiled code is CommonJS with an inline
  * source map (the worker maps stack lines back to the source with it).
@@ -79,19 +79,23 @@ const analyse = (path: string, source: string, modules: ReadonlyArray<ModuleExpo
   }
   const byName = new Map(modules.map((module) => [module.name, module]))
   const listed = modules.filter((module) => test || module.name !== testModule).map((module) => `env:${module.name}`).join(", ")
-  const moduleOf = (specifier: ts.Expression): ModuleExports | undefined => {
-    if (!t.isStringLiteral(specifier)) return undefined
+  // A `require` is answered as the sandbox's loader answers it when the script runs, so the model
+  // reads the same sentence whether the script is written or run.
+  const moduleOf = (specifier: ts.Expression, how: "import" | "require" = "import"): ModuleExports | undefined => {
+    if (!t.isStringLiteralLike(specifier)) return undefined
     const name = specifier.text
+    const suggest = (module: string) => how === "import" ? `"env:${module}"` : `require("env:${module}")`
     if (!name.startsWith("env:")) {
       const alike = byName.get(name.replace(/^node:/, ""))
-      const hint = alike === undefined ? "" : `; did you mean "env:${alike.name}"?`
-      at(specifier, `scripts import only env: modules, not "${name}"${hint} (the modules: ${listed}; see /skills/imports.md)`)
+      const hint = alike === undefined ? "" : `; did you mean ${suggest(alike.name)}?`
+      const rule = how === "import" ? "scripts import only env: modules," : `scripts load only env: modules (import them, or require("env:<name>")),`
+      at(specifier, `${rule} not "${name}"${hint} (the modules: ${listed}; see /skills/imports.md)`)
       return undefined
     }
     const module = byName.get(name.slice(4))
     if (module === undefined) {
       const near = closest(name.slice(4), [...byName.keys()].filter((known) => test || known !== testModule))
-      at(specifier, `there is no module "${name}"${near === undefined ? "" : `; did you mean "env:${near}"?`} (the modules: ${listed})`)
+      at(specifier, `there is no module "${name}"${near === undefined ? "" : `; did you mean ${suggest(near)}?`} (the modules: ${listed})`)
       return undefined
     }
     if (module.name === testModule && !test) {
@@ -170,6 +174,9 @@ const analyse = (path: string, source: string, modules: ReadonlyArray<ModuleExpo
     if (t.isCallExpression(node) && node.expression.kind === t.SyntaxKind.ImportKeyword) {
       at(node, `scripts cannot import(): import env: modules at the top of the script (the modules: ${listed})`)
     }
+    // `require(name)` with a name computed at run time is left to the loader.
+    const specifier = t.isCallExpression(node) && t.isIdentifier(node.expression) && node.expression.text === "require" ? node.arguments[0] : undefined
+    if (specifier !== undefined) moduleOf(specifier, "require")
     t.forEachChild(node, visit)
   }
   visit(file)

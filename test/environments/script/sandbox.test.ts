@@ -28,8 +28,9 @@ const attempts = `
 const attempts = {
   process: () => process,
   globalProcess: () => globalThis.process,
-  require: () => require("fs"),
-  requireNode: () => require("node:fs"),
+  // Names computed as it runs: a written require("fs") is refused before the script is saved.
+  require: () => require(String("fs")),
+  requireNode: () => require(String("node:fs")),
   fetch: () => fetch("http://127.0.0.1:9/"),
   buffer: () => Buffer.from("x"),
   evalImport: () => eval('import("node:fs")'),

@@ -73,6 +73,18 @@ export default async function (args: Args): Promise<number> {
     expect(problem("/scripts/a.js", `import _ from "lodash"\nexport default () => _\n`)).toContain(`scripts import only env: modules, not "lodash"`)
   })
 
+  it("refuses a require of anything but an env: module, in the words the loader uses when the script runs", () => {
+    expect(problem("/scripts/a.js", `export default async () => {\n  return require("node:fs").readFileSync("/etc/passwd")\n}\n`)).toBe(
+      `line 2:18: scripts load only env: modules (import them, or require("env:<name>")), not "node:fs"; did you mean require("env:fs")? (the modules: env:fs, env:xlsx; see /skills/imports.md)`
+    )
+    expect(problem("/scripts/a.js", "const x = require(`lodash`)\nexport default () => x\n")).toBe(
+      `line 1:19: scripts load only env: modules (import them, or require("env:<name>")), not "lodash" (the modules: env:fs, env:xlsx; see /skills/imports.md)`
+    )
+    expect(problem("/scripts/a.js", `const { read } = require("env:xslx")\nexport default () => read\n`))
+      .toBe(`line 1:26: there is no module "env:xslx"; did you mean require("env:xlsx")? (the modules: env:fs, env:xlsx)`)
+    expect(validateScript("/scripts/a.js", `const { readText } = require("env:fs")\nexport default (args) => readText(args.path)\n`, modules)._tag).toBe("Valid")
+  })
+
   it("refuses import() wherever it is", () => {
     expect(problem("/scripts/a.js", `export default async () => {\n  const fs = await import("node:fs")\n}\n`)).toMatch(/^line 2:20: scripts cannot import\(\)/)
   })
