@@ -46,7 +46,10 @@ export const readFile = (fs: EnvironmentFs, path: string, range: { readonly from
     const text = decodeText(content)
     return text === undefined
       ? Either.left(new VerbRefused({ message: `${path} is binary (${bytes(content.length)}): use describe to see what it holds, or process it in a script` }))
-      : Either.right(readRange(text, range))
+      : Either.mapLeft(readRange(text, range), ({ lines }) =>
+        new VerbRefused({
+          message: `${held(path)} has ${lines} ${lines === 1 ? "line" : "lines"}, so from ${range.from} is past its end: give a from of ${lines} or less, or leave from out to read it from the start`
+        }))
   })
 
 export const editFile = (fs: EnvironmentFs, input: { readonly path: string; readonly old: string; readonly new: string; readonly all?: boolean | undefined }): VerbAnswer =>

@@ -9,6 +9,12 @@ export const historyLimit = 20
 
 const path = Schema.String.annotations({ description: "an absolute path in the environment, e.g. /inbox/data.csv" })
 
+/** A line of a file, numbered from 1; the message says what the number is for and how to leave it out. */
+const lineNumber = (what: string, leaveOut: string) =>
+  Schema.Int.pipe(Schema.greaterThanOrEqualTo(1, {
+    message: (issue) => `expected 1 or more (${what}; lines are numbered from 1), got ${String(issue.actual)}; ${leaveOut}`
+  }))
+
 /** Every verb's input. */
 export const verbInputs = {
   write_file: Schema.Struct({ path, content: Schema.String }),
@@ -20,9 +26,11 @@ export const verbInputs = {
   }),
   read_file: Schema.Struct({
     path,
-    from: Schema.optional(Schema.Number.annotations({ description: "first line (1-based)" })),
-    to: Schema.optional(Schema.Number.annotations({ description: "last line (inclusive)" }))
-  }),
+    from: Schema.optional(lineNumber("the first line to read", "leave from out to read from the start").annotations({ description: "first line (1-based)" })),
+    to: Schema.optional(lineNumber("the last line to read", "leave to out to read to the end").annotations({ description: "last line (inclusive)" }))
+  }).pipe(Schema.filter(({ from, to }) =>
+    from === undefined || to === undefined || to >= from ||
+    { path: ["to"], message: `to ${to} is before from ${from}: give a to of ${from} or more (the last line to read), or leave to out to read on from line ${from}` })),
   ls: Schema.Struct({ path: Schema.optional(path), recursive: Schema.optional(Schema.Boolean) }),
   grep: Schema.Struct({
     pattern: Schema.String.annotations({ description: "a regular expression" }),

@@ -263,6 +263,35 @@ export default async function () {
       expect(results[3]?.split("\n")).toEqual([expect.stringContaining("v2 (current)  change  write_file /out/b.txt")])
     }), { timeout: 60_000 })
 
+  it.scopedLive("read_file refuses a range that is not one, saying what from and to are and what to send; a from past the end says how many lines there are", () =>
+    Effect.gen(function*() {
+      const config = `import { defineConfig } from "foundry"\n\nexport default defineConfig({ maxToolFailures: 10 })\n`
+      const root = yield* tempProject({ "foundry.config.ts": config, "environments/workspace.ts": environmentFile, "agents/reports/agent.ts": agentFile })
+      const model = Scripted.make([
+        call("write_file", { path: "/tmp/notes.txt", content: "one\ntwo\nthree\n" }),
+        { toolCalls: [
+          { name: "read_file", arguments: { path: "/tmp/notes.txt", from: 0 } },
+          { name: "read_file", arguments: { path: "/tmp/notes.txt", from: 1.5, to: -1 } },
+          { name: "read_file", arguments: { path: "/tmp/notes.txt", from: 3, to: 2 } },
+          { name: "read_file", arguments: { path: "/tmp/notes.txt", from: 4 } },
+          { name: "read_file", arguments: { path: "/tmp/notes.txt", from: 2, to: 99 } }
+        ] },
+        { text: "done" }
+      ])
+      const server = yield* startServer(root, { model })
+      const runId = yield* startRun(server.url, "Read the notes")
+      expect((yield* waitForRun(server.url, runId)).status).toBe("completed")
+      const results = yield* toolResults(server.url, runId)
+      expect(results.slice(1)).toEqual([
+        "read_file: invalid arguments for read_file:\nfrom: expected 1 or more (the first line to read; lines are numbered from 1), got 0; leave from out to read from the start",
+        "read_file: invalid arguments for read_file:\nfrom: expected an integer, got 1.5\n" +
+          "to: expected 1 or more (the last line to read; lines are numbered from 1), got -1; leave to out to read to the end",
+        "read_file: invalid arguments for read_file:\nto: to 2 is before from 3: give a to of 3 or more (the last line to read), or leave to out to read on from line 3",
+        "read_file: read_file failed: VerbRefused: /tmp/notes.txt has 3 lines, so from 4 is past its end: give a from of 3 or less, or leave from out to read it from the start",
+        "read_file: 2| two\n3| three\n[lines 2-3 of 3]"
+      ])
+    }), { timeout: 60_000 })
+
   it.scopedLive("a script's require loads env: modules; require(\"fs\") is refused when the script is written, a name it computes when it runs, in the same words", () =>
     Effect.gen(function*() {
       const root = yield* tempProject({ "environments/workspace.ts": environmentFile, "agents/reports/agent.ts": agentFile })

@@ -4,9 +4,12 @@
  * width, with a note saying how to read on.
  */
 
-/** Which lines to show: 1-based and inclusive; the caps have defaults. */
+import { Data, Either } from "effect"
+
+/** Which lines to show: 1-based and inclusive (whole numbers, `to` not before `from`); the caps have defaults. */
 export interface ReadRangeOptions {
   readonly from?: number | undefined
+  /** Past the last line reads to the last line. */
   readonly to?: number | undefined
   /** Default 400. */
   readonly maxLines?: number | undefined
@@ -14,18 +17,20 @@ export interface ReadRangeOptions {
   readonly maxLineChars?: number | undefined
 }
 
+/** `from` is past the last line of the text, which has `lines` lines. */
+export class PastTheEnd extends Data.TaggedError("PastTheEnd")<{ readonly lines: number }> {}
+
 /** Lines `from`..`to` of `text`, each prefixed with its number, and a note when more remain. */
-export const readRange = (text: string, options: ReadRangeOptions = {}): string => {
+export const readRange = (text: string, options: ReadRangeOptions = {}): Either.Either<string, PastTheEnd> => {
   const lines = text.split(/\r?\n/)
   if (lines.length > 1 && lines[lines.length - 1] === "") lines.pop()
   const total = lines.length
   const maxLines = Math.max(1, Math.floor(options.maxLines ?? 400))
   const maxLineChars = Math.max(1, Math.floor(options.maxLineChars ?? 2000))
-  const from = Math.max(1, Math.floor(options.from ?? 1))
-  if (from > total) return `(the file has ${total} ${total === 1 ? "line" : "lines"}; nothing from line ${from})`
-  const asked = Math.min(total, Math.floor(options.to ?? total))
+  const from = options.from ?? 1
+  if (from > total) return Either.left(new PastTheEnd({ lines: total }))
+  const asked = Math.min(total, options.to ?? total)
   const to = Math.min(asked, from + maxLines - 1)
-  if (to < from) return `(to ${asked} is before from ${from}: nothing to show)`
   const width = String(to).length
   const shown = lines.slice(from - 1, to).map((line, index) => {
     const clipped = line.length <= maxLineChars ? line : `${line.slice(0, maxLineChars)}… (${line.length - maxLineChars} more characters on this line)`
@@ -34,5 +39,5 @@ export const readRange = (text: string, options: ReadRangeOptions = {}): string 
   const notes: Array<string> = []
   if (to < asked) notes.push(`[lines ${from}-${to} of ${total}, at most ${maxLines} at a time: read on with from ${to + 1}]`)
   else if (from > 1 || to < total) notes.push(`[lines ${from}-${to} of ${total}]`)
-  return [...shown, ...notes].join("\n")
+  return Either.right([...shown, ...notes].join("\n"))
 }

@@ -1,24 +1,26 @@
 import { describe, expect, it } from "@effect/vitest"
-import { readRange } from "../../../src/environments/vfs/readRange.js"
+import { Either } from "effect"
+import { PastTheEnd, readRange } from "../../../src/environments/vfs/readRange.js"
 
 const lines = (count: number) => Array.from({ length: count }, (_, i) => `line ${i + 1}`).join("\n") + "\n"
 
 describe("readRange", () => {
   it("numbers the lines from..to, inclusive", () => {
-    expect(readRange("a\nb\nc\nd\n", { from: 2, to: 3 })).toBe("2| b\n3| c\n[lines 2-3 of 4]")
-    expect(readRange("a\nb\n")).toBe("1| a\n2| b")
+    expect(readRange("a\nb\nc\nd\n", { from: 2, to: 3 })).toEqual(Either.right("2| b\n3| c\n[lines 2-3 of 4]"))
+    expect(readRange("a\nb\n")).toEqual(Either.right("1| a\n2| b"))
+    expect(readRange("a\nb\n", { to: 9 })).toEqual(Either.right("1| a\n2| b"))
   })
 
   it("caps at 400 lines by default and says how to read on", () => {
-    const shown = readRange(lines(1000)).split("\n")
+    const shown = Either.getOrThrow(readRange(lines(1000))).split("\n")
     expect(shown).toHaveLength(401)
     expect(shown[399]).toBe("400| line 400")
     expect(shown[400]).toBe("[lines 1-400 of 1000, at most 400 at a time: read on with from 401]")
-    expect(readRange(lines(1000), { from: 990 }).split("\n")[0]).toBe(" 990| line 990")
+    expect(Either.getOrThrow(readRange(lines(1000), { from: 990 })).split("\n")[0]).toBe(" 990| line 990")
   })
 
-  it("clips very long lines, and explains a range past the end", () => {
-    expect(readRange("x".repeat(5000), { maxLineChars: 10 })).toBe("1| xxxxxxxxxx… (4990 more characters on this line)")
-    expect(readRange("a\nb\n", { from: 5 })).toBe("(the file has 2 lines; nothing from line 5)")
+  it("clips very long lines, and says how many lines there are when from is past the end", () => {
+    expect(readRange("x".repeat(5000), { maxLineChars: 10 })).toEqual(Either.right("1| xxxxxxxxxx… (4990 more characters on this line)"))
+    expect(readRange("a\nb\n", { from: 3 })).toEqual(Either.left(new PastTheEnd({ lines: 2 })))
   })
 })
