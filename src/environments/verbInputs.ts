@@ -47,7 +47,11 @@ export const verbInputs = {
   }),
   run_tests: Schema.Struct({ path: Schema.optional(Schema.String.annotations({ description: "a test file or a folder of *.test.js files (default /scripts)" })) }),
   checkpoint: Schema.Struct({ label: Schema.String }),
-  undo: Schema.Struct({ version: Schema.optional(Schema.Number.annotations({ description: "restore this version (see history); default: undo the last change" })) }),
+  undo: Schema.Struct({
+    version: Schema.optional(Schema.Int.pipe(Schema.greaterThanOrEqualTo(0, {
+      message: (issue) => `expected 0 or more (the version to restore, as history lists it; 0 is the files the environment started with), got ${String(issue.actual)}; leave version out to undo the last change`
+    })).annotations({ description: "restore this version (see history); default: undo the last change" }))
+  }),
   redo: Schema.Struct({}),
   history: Schema.Struct({
     limit: Schema.optional(Schema.Int.pipe(Schema.greaterThanOrEqualTo(1, {

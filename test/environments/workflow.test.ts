@@ -263,6 +263,28 @@ export default async function () {
       expect(results[3]?.split("\n")).toEqual([expect.stringContaining("v2 (current)  change  write_file /out/b.txt")])
     }), { timeout: 60_000 })
 
+  it.scopedLive("undo refuses a version that is not a whole number of 0 or more, saying what version is and how to leave it out", () =>
+    Effect.gen(function*() {
+      const root = yield* tempProject({ "environments/workspace.ts": environmentFile, "agents/reports/agent.ts": agentFile })
+      const model = Scripted.make([
+        call("write_file", { path: "/out/a.txt", content: "a" }),
+        call("undo", { version: -1 }),
+        call("undo", { version: 0.5 }),
+        call("undo", { version: 0 }),
+        { text: "done" }
+      ])
+      const server = yield* startServer(root, { model })
+      const runId = yield* startRun(server.url, "Go back")
+      expect((yield* waitForRun(server.url, runId)).status).toBe("completed")
+      const results = yield* toolResults(server.url, runId)
+      expect(results.slice(1)).toEqual([
+        "undo: invalid arguments for undo:\nversion: expected 0 or more (the version to restore, as history lists it; 0 is the files the environment started with), got -1; " +
+          "leave version out to undo the last change",
+        "undo: invalid arguments for undo:\nversion: expected an integer, got 0.5",
+        "undo: restore version 0: the files are as at version 0"
+      ])
+    }), { timeout: 60_000 })
+
   it.scopedLive("read_file refuses a range that is not one, saying what from and to are and what to send; a from past the end says how many lines there are", () =>
     Effect.gen(function*() {
       const config = `import { defineConfig } from "foundry"\n\nexport default defineConfig({ maxToolFailures: 10 })\n`
