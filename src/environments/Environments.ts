@@ -305,7 +305,7 @@ const make = Effect.fnUntraced(function*(options: { readonly idleTimeToLive: Dur
     run_tests: (session, scope, input) => scriptServices(runTests(scriptScope(session, scope, current(session, scope)), input)),
     checkpoint: (session, scope, input) =>
       once(session, scope, Effect.suspend(() => {
-        const label = input.label.trim() || "checkpoint"
+        const label = input.label.trim()
         return commit(session, scope, "checkpoint", label, session.state.tree, `checkpoint "${label}" at version ${session.state.head + 1}`)
       })),
     undo: (session, scope, input) => undoOrRedo(session, scope, "undo", input.version),

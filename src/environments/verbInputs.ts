@@ -7,7 +7,16 @@ import { Schema } from "effect"
 /** How many versions `history` lists when it is not told. */
 export const historyLimit = 20
 
-const path = Schema.String.annotations({ description: "an absolute path in the environment, e.g. /inbox/data.csv" })
+/**
+ * A path a verb takes: an empty one is refused saying what goes there and, for a path that may be
+ * left out, what leaving it out does (an empty `ls` path is not `/`).
+ */
+const pathOf = (what: string, leaveOut?: string) =>
+  Schema.String.pipe(Schema.filter((value) =>
+    value.trim() !== "" || `expected ${what}, got ${JSON.stringify(value)}${leaveOut === undefined ? "" : `; ${leaveOut}`}`
+  ))
+
+const path = pathOf("an absolute path such as /inbox/data.csv").annotations({ description: "an absolute path in the environment, e.g. /inbox/data.csv" })
 
 /** A line of a file, numbered from 1; the message says what the number is for and how to leave it out. */
 const lineNumber = (what: string, leaveOut: string) =>
@@ -31,10 +40,10 @@ export const verbInputs = {
   }).pipe(Schema.filter(({ from, to }) =>
     from === undefined || to === undefined || to >= from ||
     { path: ["to"], message: `to ${to} is before from ${from}: give a to of ${from} or more (the last line to read), or leave to out to read on from line ${from}` })),
-  ls: Schema.Struct({ path: Schema.optional(path), recursive: Schema.optional(Schema.Boolean) }),
+  ls: Schema.Struct({ path: Schema.optional(pathOf("a folder such as /inbox", "leave path out to list /")), recursive: Schema.optional(Schema.Boolean) }),
   grep: Schema.Struct({
     pattern: Schema.String.annotations({ description: "a regular expression" }),
-    path: Schema.optional(path),
+    path: Schema.optional(pathOf("a file or a folder such as /inbox", "leave path out to search every file")),
     ignoreCase: Schema.optional(Schema.Boolean)
   }),
   describe: Schema.Struct({ path }),
@@ -42,11 +51,20 @@ export const verbInputs = {
   mv: Schema.Struct({ from: path, to: path }),
   cp: Schema.Struct({ from: path, to: path }),
   run_script: Schema.Struct({
-    path: Schema.String.annotations({ description: "the script, e.g. /scripts/summarize.js" }),
+    path: pathOf("the script's path, such as /scripts/summarize.js").annotations({ description: "the script, e.g. /scripts/summarize.js" }),
     args: Schema.optional(Schema.Unknown.annotations({ description: "JSON passed to the script's default export" }))
   }),
-  run_tests: Schema.Struct({ path: Schema.optional(Schema.String.annotations({ description: "a test file or a folder of *.test.js files (default /scripts)" })) }),
-  checkpoint: Schema.Struct({ label: Schema.String }),
+  run_tests: Schema.Struct({
+    path: Schema.optional(
+      pathOf("a test file or a folder of them, such as /scripts", "leave path out to run the tests under /scripts")
+        .annotations({ description: "a test file or a folder of *.test.js files (default /scripts)" })
+    )
+  }),
+  checkpoint: Schema.Struct({
+    label: Schema.String.pipe(Schema.filter((label) =>
+      label.trim() !== "" || `expected a label saying what this state is, e.g. "before refactoring the report", got ${JSON.stringify(label)}`
+    ))
+  }),
   undo: Schema.Struct({
     version: Schema.optional(Schema.Int.pipe(Schema.greaterThanOrEqualTo(0, {
       message: (issue) => `expected 0 or more (the version to restore, as history lists it; 0 is the files the environment started with), got ${String(issue.actual)}; leave version out to undo the last change`
@@ -59,7 +77,7 @@ export const verbInputs = {
     })))
   }),
   present: Schema.Struct({
-    path: Schema.String.annotations({ description: "a file under /out" }),
+    path: pathOf("a file under /out, such as /out/report.xlsx").annotations({ description: "a file under /out" }),
     caption: Schema.String.annotations({ description: "what the file is, for the person receiving it" })
   })
 } as const

@@ -285,6 +285,36 @@ export default async function () {
       ])
     }), { timeout: 60_000 })
 
+  it.scopedLive("an empty path or checkpoint label is refused, naming the field, what goes there and what leaving it out does", () =>
+    Effect.gen(function*() {
+      const config = `import { defineConfig } from "foundry"\n\nexport default defineConfig({ maxToolFailures: 10 })\n`
+      const root = yield* tempProject({ "foundry.config.ts": config, "environments/workspace.ts": environmentFile, "agents/reports/agent.ts": agentFile })
+      const model = Scripted.make([
+        call("write_file", { path: "/out/a.txt", content: "a" }),
+        { toolCalls: [
+          { name: "ls", arguments: { path: "" } },
+          { name: "mv", arguments: { from: "", to: " " } },
+          { name: "run_tests", arguments: { path: "" } },
+          { name: "present", arguments: { path: "", caption: "The report" } },
+          { name: "checkpoint", arguments: { label: " " } },
+          { name: "history", arguments: {} }
+        ] },
+        { text: "done" }
+      ])
+      const server = yield* startServer(root, { model })
+      const runId = yield* startRun(server.url, "Look around")
+      expect((yield* waitForRun(server.url, runId)).status).toBe("completed")
+      const results = yield* toolResults(server.url, runId)
+      expect(results.slice(1, 6)).toEqual([
+        "ls: invalid arguments for ls:\npath: expected a folder such as /inbox, got \"\"; leave path out to list /",
+        "mv: invalid arguments for mv:\nfrom: expected an absolute path such as /inbox/data.csv, got \"\"\nto: expected an absolute path such as /inbox/data.csv, got \" \"",
+        "run_tests: invalid arguments for run_tests:\npath: expected a test file or a folder of them, such as /scripts, got \"\"; leave path out to run the tests under /scripts",
+        "present: invalid arguments for present:\npath: expected a file under /out, such as /out/report.xlsx, got \"\"",
+        "checkpoint: invalid arguments for checkpoint:\nlabel: expected a label saying what this state is, e.g. \"before refactoring the report\", got \" \""
+      ])
+      expect(results[6]?.split("\n")).toEqual([expect.stringContaining("v1 (current)  change  write_file /out/a.txt")])
+    }), { timeout: 60_000 })
+
   it.scopedLive("read_file refuses a range that is not one, saying what from and to are and what to send; a from past the end says how many lines there are", () =>
     Effect.gen(function*() {
       const config = `import { defineConfig } from "foundry"\n\nexport default defineConfig({ maxToolFailures: 10 })\n`
