@@ -6,7 +6,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { freePort, startCli } from "../support/cli.js"
-import { http, waitForRun } from "../support/server.js"
+import { http, toolResults, waitForRun } from "../support/server.js"
 import { tempProject, writeFiles } from "../support/tempProject.js"
 
 const environmentFile = (rates: string) => `import { defineEnvironment } from "foundry"
@@ -36,15 +36,6 @@ export default defineAgent({
   })
 })
 `
-
-/** Every tool result of the run's transcript, in order. */
-const toolResults = (base: string, runId: string) =>
-  Effect.map(http(`${base}/api/runs/${runId}/events`), (response) => {
-    const events: unknown = response.json
-    return (Array.isArray(events) ? events : [])
-      .filter((event: { type?: string }) => event.type === "tool.call.completed" || event.type === "tool.call.failed")
-      .map((event: { data?: { tool?: string; output?: unknown; error?: unknown } }) => `${event.data?.tool}: ${String(event.data?.output ?? event.data?.error)}`)
-  })
 
 const run = (base: string, instance: string, message: string) =>
   Effect.gen(function*() {

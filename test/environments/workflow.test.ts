@@ -9,7 +9,7 @@ import { describe, expect, it } from "@effect/vitest"
 import * as XLSX from "@e965/xlsx"
 import { Effect } from "effect"
 import * as Scripted from "../../src/models/scripted.js"
-import { http, startServer, waitForRun } from "../support/server.js"
+import { http, startServer, toolResults, waitForRun } from "../support/server.js"
 import { tempProject } from "../support/tempProject.js"
 
 const environmentFile = `import { defineEnvironment, spreadsheet } from "foundry"
@@ -45,15 +45,6 @@ export default async function (args) {
 `
 
 const call = (name: string, args: unknown) => ({ toolCalls: [{ name, arguments: args }] })
-
-/** Every tool result of the run's transcript, in order. */
-const toolResults = (base: string, runId: string) =>
-  Effect.map(http(`${base}/api/runs/${runId}/events`), (response) => {
-    const events: unknown = response.json
-    return (Array.isArray(events) ? events : [])
-      .filter((event: { type?: string }) => event.type === "tool.call.completed" || event.type === "tool.call.failed")
-      .map((event: { data?: { tool?: string; output?: unknown; error?: unknown } }) => `${event.data?.tool}: ${String(event.data?.output ?? event.data?.error)}`)
-  })
 
 const startRun = (base: string, message: string) =>
   Effect.gen(function*() {

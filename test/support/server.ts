@@ -78,6 +78,15 @@ export interface RunBody {
 const isRunBody = (body: unknown): body is RunBody =>
   typeof body === "object" && body !== null && "status" in body && typeof body.status === "string"
 
+/** Every tool call's result among the run's events, in order, as `<tool>: <output or error>`. */
+export const toolResults = (base: string, runId: string) =>
+  Effect.map(http(`${base}/api/runs/${runId}/events`), (response) => {
+    const events: unknown = response.json
+    return (Array.isArray(events) ? events : [])
+      .filter((event: { type?: string }) => event.type === "tool.call.completed" || event.type === "tool.call.failed")
+      .map((event: { data?: { tool?: string; output?: unknown; error?: unknown } }) => `${event.data?.tool}: ${String(event.data?.output ?? event.data?.error)}`)
+  })
+
 /** Polls a run until it has ended (or the `attempts`, 25 ms apart, run out). */
 export const waitForRun = (base: string, runId: string, attempts = 400) =>
   Effect.gen(function*() {
