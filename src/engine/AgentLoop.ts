@@ -16,6 +16,7 @@ import { agentTools } from "../mcp/mcpTools.js"
 import type { ChatMessage, LanguageModel, ResolvedModel, ToolCall } from "../models/Model.js"
 import { ModelResolver } from "../models/Model.js"
 import { makeBudgetCheck } from "./budgetCheck.js"
+import { contextWindowOf } from "./compaction.js"
 import { failRun, type RunOutcome } from "./failRun.js"
 import { askModel } from "./modelStep.js"
 import { makeRunContext, redactionOf, type RunContext } from "./RunContext.js"
@@ -195,7 +196,8 @@ function* startExecution(app: CompiledApp, agent: CompiledAgent, run: RunRecord,
   // added theirs while this one was suspended.
   const instance = yield* makeRunInstance(app, agent, run)
   const seesImages = models.every((model) => model.vision === true)
-  const context = makeRunContext(app, agent, run, instance, seesImages, step, journal)
+  const window = contextWindowOf(resolved.model.name, app.table.config.context.windows, agent.definition.contextWindow)
+  const context = makeRunContext(app, agent, run, instance, seesImages, window, step, journal)
   const { admitMessage, fitContext, transcript } = yield* makeRunTranscript(context, models)
   if (context.mine.length === 0) {
     yield* admitMessage(run.input)

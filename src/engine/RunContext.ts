@@ -7,7 +7,8 @@ import { Effect } from "effect"
 import type { CompiledAgent, CompiledApp } from "../compiler/CompiledApp.js"
 import type { RunRecord } from "../durable/records.js"
 import type { ChatMessage, ToolCall } from "../models/Model.js"
-import type { ToolOutcome } from "./executeTool.js"
+import { type ContextWindow, resultLimitOf } from "./compaction.js"
+import { type ToolOutcome, truncateForModel } from "./executeTool.js"
 import { redactFields } from "./redact.js"
 import type { RunInstance } from "./RunInstance.js"
 import type { StepBuffer } from "./StepBuffer.js"
@@ -27,6 +28,8 @@ export interface RunContext {
    * answer with images shows them (a model that cannot see reads them described).
    */
   readonly seesImages: boolean
+  /** The context window of the agent's first model; `undefined` when unknown. */
+  readonly window: ContextWindow | undefined
   readonly step: StepBuffer
   /** The conversation's messages, stored and added by this execution. */
   readonly journal: Array<JournalEntry>
@@ -45,6 +48,7 @@ export const makeRunContext = (
   run: RunRecord,
   instance: RunInstance,
   seesImages: boolean,
+  window: ContextWindow | undefined,
   step: StepBuffer,
   journal: Array<JournalEntry>
 ): RunContext => {
@@ -56,6 +60,7 @@ export const makeRunContext = (
     run,
     instance,
     seesImages,
+    window,
     step,
     journal,
     mine,
@@ -83,10 +88,15 @@ export const redactionOf = ({ agent, instance }: ToolOwners, toolName: string): 
 /** A tool's input or output as events may show it: its redacted fields replaced. */
 export const hide = (owners: ToolOwners, toolName: string) => (value: unknown): unknown => redactFields(value, redactionOf(owners, toolName))
 
-/** Records a call's result for the model and says in an event how it ended. */
+/**
+ * Records a call's result for the model, cut to the result limit (a subagent's answer as much as a
+ * tool's), and says in an event how it ended, with all of it.
+ */
 export const answer = (context: RunContext, call: ToolCall, outcome: ToolOutcome, durationMs: number) => {
   const images = outcome._tag === "Succeeded" ? outcome.images : undefined
-  context.record({ _tag: "tool", toolCallId: call.id, name: call.name, content: outcome.content, ...(images === undefined ? {} : { images }) })
+  const limit = resultLimitOf(context.app.table.config.toolOutputLimit, context.window)
+  const content = truncateForModel(outcome.content, limit.characters, limit.why)
+  context.record({ _tag: "tool", toolCallId: call.id, name: call.name, content, ...(images === undefined ? {} : { images }) })
   const shown = hide(context, call.name)
   const span = `tool:${call.id}`
   if (outcome._tag === "Succeeded") {

@@ -34,6 +34,28 @@ export const contextWindowOf = (model: string, configured: Readonly<Record<strin
   return known === undefined ? undefined : { tokens: known, setBy: "default" }
 }
 
+/** The most characters of one tool result a conversation records, and the note's words for why. */
+export interface ResultLimit {
+  readonly characters: number
+  readonly why: string
+}
+
+/**
+ * The limit of a tool result: `toolOutputLimit`, or a quarter of the window when that is less, so
+ * that a result the window cannot hold is cut as it is recorded instead of failing the turn (a
+ * quarter leaves the instructions, the message and a few more results room beside it).
+ */
+export const resultLimitOf = (toolOutputLimit: number, window: ContextWindow | undefined): ResultLimit => {
+  // A quarter of the window's tokens, at about four characters a token, is as many characters as it has tokens.
+  const share = window?.tokens
+  return share === undefined || share >= toolOutputLimit
+    ? { characters: toolOutputLimit, why: `(toolOutputLimit is ${toolOutputLimit})` }
+    : {
+      characters: share,
+      why: `(a tool result may fill at most a quarter of the model's context window, ${share} characters): call the tool again for a smaller part to see the rest`
+    }
+}
+
 /** The text of `message` that counts towards a request's tokens. */
 export const messageText = (message: ChatMessage): string => {
   switch (message._tag) {

@@ -1,8 +1,7 @@
 /**
  * One tool call: arguments decoded with the tool's input schema, `run` executed with the
- * application's services under a time limit, the result encoded with its output schema and cut to
- * the size the model is shown. Whatever goes wrong becomes a readable result for the model, never
- * a crash of the run.
+ * application's services under a time limit, the result encoded with its output schema. Whatever
+ * goes wrong becomes a readable result for the model, never a crash of the run.
  */
 import { Cause, Context, Duration, Effect, Either, Exit, Fiber, Option, Runtime, Schema } from "effect"
 import type { CompiledTool } from "../compiler/CompiledApp.js"
@@ -96,27 +95,19 @@ export const failedOutcome = failed
 export interface ToolRunSettings {
   /** For tools that set no `timeout` of their own. */
   readonly timeout: Duration.DurationInput
-  /** The most characters of a result the model is shown. */
-  readonly outputLimit: number
   /** Whether every model of the run sees images: an `AnswerWithImages` shows them, else describes them. */
   readonly seesImages: boolean
 }
 
 /**
- * `content` cut to `limit` characters, with a note saying how much is missing, so that one huge
- * result cannot crowd the rest of the conversation out of the model's context window.
+ * `content` cut to `limit` characters, with a note saying how much is missing and `why`, so that
+ * one huge result cannot crowd the rest of the conversation out of the model's context window.
  */
-export const truncateForModel = (content: string, limit: number): string => {
+export const truncateForModel = (content: string, limit: number, why: string): string => {
   if (content.length <= limit) return content
   // Never split a surrogate pair: half an emoji is not valid text for every provider.
   const end = limit > 0 && /[\uD800-\uDBFF]/.test(content.charAt(limit - 1)) ? limit - 1 : limit
-  return `${content.slice(0, end)}\n[output truncated: ${content.length - end} of ${content.length} characters cut (toolOutputLimit is ${limit})]`
-}
-
-/** The call's result as the model is shown it: its content within the output limit. */
-const withinLimit = (outcome: ToolOutcome, limit: number): ToolOutcome => {
-  const content = truncateForModel(outcome.content, limit)
-  return content === outcome.content ? outcome : { ...outcome, content }
+  return `${content.slice(0, end)}\n[output truncated: ${content.length - end} of ${content.length} characters cut ${why}]`
 }
 
 /**
@@ -129,7 +120,7 @@ export const runTool = Effect.fnUntraced(function*(
   services: Context.Context<unknown>,
   settings: ToolRunSettings
 ) {
-  return withinLimit(yield* runWithTimeout(call, context, services, settings), settings.outputLimit)
+  return yield* runWithTimeout(call, context, services, settings)
 }, entrySpan("engine.runTool"))
 
 /** The longest delay a Node timer holds (about 24.8 days); a longer one fires at once. */

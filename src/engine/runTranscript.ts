@@ -12,7 +12,7 @@ import type { StoreError } from "../durable/StoreError.js"
 import type { LeaseLost } from "../journal/RunJournal.js"
 import { type LanguageModel, type ModelError, type ModelRequest, ModelResolver } from "../models/Model.js"
 import { transcriptProblem } from "../models/validateTranscript.js"
-import { contextWindowOf, elideOldToolResults, estimateTokens, summaryRequest } from "./compaction.js"
+import { elideOldToolResults, estimateTokens, summaryRequest } from "./compaction.js"
 import { type ContextTooLong, contextTooLong, messageTooLong } from "./ContextTooLong.js"
 import { modelTurnWithFallbacks } from "./modelTurn.js"
 import type { RunContext } from "./RunContext.js"
@@ -24,10 +24,9 @@ export const makeRunTranscript = (context: RunContext, models: Arr.NonEmptyReado
     const store = yield* Store
     const approvals = yield* ApprovalStorage
     const resolver = yield* ModelResolver
-    const { agent, journal, run, step } = context
+    const { agent, journal, run, step, window } = context
     const config = context.app.table.config
     const model = Arr.headNonEmpty(models).name
-    const window = contextWindowOf(model, config.context.windows, agent.definition.contextWindow)
 
     /**
      * Refuses the run's message when it alone is over the whole window: no compaction could make a

@@ -152,7 +152,7 @@ function* callTool(context: RunContext, call: ToolCall, decoded: DecodedCall, ru
         Effect.provideService(InstanceStorage, storage),
         Effect.provideService(Instances, instances)
       )
-  }, services, { timeout: config.toolTimeout, outputLimit: config.toolOutputLimit, seesImages: context.seesImages })
+  }, services, { timeout: config.toolTimeout, seesImages: context.seesImages })
   answer(context, call, outcome, (yield* Clock.currentTimeMillis) - started)
   return answered(true, outcome._tag === "Failed" ? outcome.error : undefined)
 }

@@ -92,7 +92,6 @@ const hostFor = (scope: ScriptScope, runtime: Runtime.Runtime<never>, services: 
         }
         return yield* runTool(decoded.right, nestedToolContext(context, index), services, {
           timeout: scope.limits.scriptTimeoutMs,
-          outputLimit: Number.MAX_SAFE_INTEGER,
           // A script reads text.
           seesImages: false
         })

@@ -32,7 +32,10 @@ export default defineTool({
   "foundry.config.ts": `import { defineConfig } from "foundry"\nexport default defineConfig(${config})\n`
 })
 
-/** A user message asks for a page; after the tool's result, a short answer; a summary request gets a short summary. */
+/**
+ * A user message asks for a page (of 4000 characters, or as many as it says); after the tool's
+ * result, a short answer; a summary request gets a short summary.
+ */
 const reader: ReplyFn = (request) => {
   const system = request.messages.find((m) => m.role === "system")
   if (system !== undefined && system.role === "system" && system.content.startsWith("You compact")) return text("summary: pages were read")
@@ -40,8 +43,10 @@ const reader: ReplyFn = (request) => {
   const last = request.messages[lastUser]
   const after = request.messages.slice(lastUser + 1)
   if (after.length > 0) return text(`read ${after.filter((m) => m.role === "tool").length} page`)
-  const page = last !== undefined && last.role === "user" ? Number(/page (\d+)/.exec(last.content)?.[1] ?? 0) : 0
-  return toolCalls({ id: `call_${page}_${request.messages.length}`, name: "fetch-page", arguments: JSON.stringify({ page, size: 4000 }) })
+  const asked = last !== undefined && last.role === "user" ? last.content : ""
+  const page = Number(/page (\d+)/.exec(asked)?.[1] ?? 0)
+  const size = Number(/of (\d+) characters/.exec(asked)?.[1] ?? 4000)
+  return toolCalls({ id: `call_${page}_${request.messages.length}`, name: "fetch-page", arguments: JSON.stringify({ page, size }) })
 }
 
 /** The model a request body asked for. */
@@ -57,6 +62,14 @@ const isSummaryRequest = (request: unknown): boolean =>
 const eventsOf = (url: string, runId: string) =>
   Effect.map(http(`${url}/api/runs/${runId}/events`), (r) =>
     Array.isArray(r.json) ? r.json.flatMap((e: unknown) => typeof e === "object" && e !== null && "type" in e && "data" in e ? [{ type: String(e.type), data: e.data }] : []) : [])
+
+/** Asks `message` in `conversation` (a new one when undefined) and waits for the run's end. */
+const ask = (url: string, message: string, conversation?: string) =>
+  Effect.gen(function*() {
+    const created = yield* http(`${url}/api/runs`, { body: { agent: "reader", message, ...(conversation === undefined ? {} : { conversation }) } })
+    const { conversationId, runId } = created.json as { runId: string; conversationId: string }
+    return { conversation: conversationId, runId, run: yield* waitForRun(url, runId) }
+  })
 
 const converse = (url: string, pages: number) =>
   Effect.gen(function*() {
@@ -215,4 +228,26 @@ describe("context compaction", () => {
       expect(events.map((e) => e.type)).toContain("context.compacting")
       expect(events.filter((e) => e.type === "run.failed")).toEqual([])
     }))
+  it.scopedLive("a tool result larger than the window is cut to a quarter of it as it is recorded: its run completes, and so does the conversation's next message", () =>
+    Effect.gen(function*() {
+      const provider = yield* strictOpenAi({ otherwise: reader, contextWindows: { "gpt-4.1-mini": 3000 } })
+      const root = yield* tempProject(project(`{ context: { windows: { "openai:gpt-4.1-mini": 3000 } } }`))
+      const server = yield* startServer(root, { model: OpenAi.make({ model: "gpt-4.1-mini", apiKey: "test", baseURL: provider.url }) })
+      // About 7,500 tokens of result, over the whole window: cut once, by the smaller of its limits (toolOutputLimit is 16,000).
+      const first = yield* ask(server.url, "read page 1 of 30000 characters")
+      expect(first.run).toMatchObject({ status: "completed", output: "read 1 page" })
+      const full = `page 1: ${"lorem ipsum ".repeat(2500)}`
+      const sent = provider.requests.flatMap((r) => (r as { messages: ReadonlyArray<{ role: string; content: string }> }).messages)
+        .find((m) => m.role === "tool")
+      expect(sent?.content).toBe(
+        `${full.slice(0, 3000)}\n[output truncated: ${full.length - 3000} of ${full.length} characters cut (a tool result may fill at most a quarter ` +
+          `of the model's context window, 3000 characters): call the tool again for a smaller part to see the rest]`
+      )
+      // The event keeps all of it.
+      const completed = (yield* eventsOf(server.url, first.runId)).find((e) => e.type === "tool.call.completed")
+      expect((completed?.data as { output: string }).output).toBe(full)
+      const next = yield* ask(server.url, "read page 2 of 100 characters", first.conversation)
+      expect(next.run).toMatchObject({ status: "completed", output: "read 1 page" })
+    }))
+
 })

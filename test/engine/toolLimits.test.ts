@@ -179,9 +179,9 @@ describe("tool limits", () => {
     }))
 
   it("a cut never splits a character made of two UTF-16 units", () => {
-    const cut = truncateForModel("ab😀cd", 3)
+    const cut = truncateForModel("ab😀cd", 3, "(toolOutputLimit is 3)")
     expect(cut.startsWith("ab\n")).toBe(true)
     expect(cut).toContain("4 of 6 characters cut")
-    expect(truncateForModel("short", 5)).toBe("short")
+    expect(truncateForModel("short", 5, "(toolOutputLimit is 5)")).toBe("short")
   })
 })
