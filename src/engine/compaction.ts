@@ -4,7 +4,9 @@
  *   note, with no model call (the full results stay in the store and the events);
  * - hard (80%): the model is asked for a summary of everything before the current run's message,
  *   which is stored as a `summary` message standing for those messages from then on, so every
- *   later turn sends the summary and the recent turns instead of the whole history.
+ *   later turn sends the summary and the recent turns instead of the whole history. A history
+ *   larger than the summarizer's window is summarized in pieces that fit it, in order, each
+ *   request carrying the summary of the pieces before it.
  * A provider's context-overflow error triggers the hard step at once (the engine retries the turn
  * once). Token counts are estimates (about four characters a token): the provider's own count
  * arrives only with its answer.
@@ -69,13 +71,14 @@ export const messageText = (message: ChatMessage): string => {
 /** An estimate of the tokens `characters` of text make: about four characters a token. */
 export const tokensOf = (characters: number): number => Math.ceil(characters / 4)
 
+/** The characters of a request that count towards its tokens. */
+export const requestCharacters = (request: ModelRequest): number =>
+  request.system.length +
+  request.messages.reduce((sum, message) => sum + messageText(message).length, 0) +
+  request.tools.reduce((sum, tool) => sum + JSON.stringify(tool).length, 0)
+
 /** An estimate of the tokens a request sends. */
-export const estimateTokens = (request: ModelRequest): number =>
-  tokensOf(
-    request.system.length +
-      request.messages.reduce((sum, message) => sum + messageText(message).length, 0) +
-      request.tools.reduce((sum, tool) => sum + JSON.stringify(tool).length, 0)
-  )
+export const estimateTokens = (request: ModelRequest): number => tokensOf(requestCharacters(request))
 
 /** The soft step: tool results before the last `keepTurns` user messages, shortened to a note. */
 export const elideOldToolResults = (messages: ReadonlyArray<ChatMessage>, keepTurns = 2): Array<ChatMessage> => {
@@ -88,31 +91,54 @@ export const elideOldToolResults = (messages: ReadonlyArray<ChatMessage>, keepTu
   )
 }
 
-/** The request that asks a model for the summary of `messages`. */
-export const summaryRequest = (messages: ReadonlyArray<ChatMessage>): ModelRequest => ({
-  system: "You compact a conversation between a user and an AI agent so that the agent can continue it. " +
-    "Write a concise summary that keeps every fact, decision, open question, promise and piece of data the agent " +
-    "will need later (names, ids, numbers, tool results that matter). Write it as notes, not as a dialogue.",
+const summarySystem = "You compact a conversation between a user and an AI agent so that the agent can continue it. " +
+  "Write a concise summary that keeps every fact, decision, open question, promise and piece of data the agent " +
+  "will need later (names, ids, numbers, tool results that matter). Write it as notes, not as a dialogue."
+
+/** `text` cut to `limit` characters, saying how many more there were. */
+const cutText = (text: string, limit: number): string =>
+  text.length > limit ? `${text.slice(0, limit)}... (${text.length - limit} more characters)` : text
+
+/**
+ * The lines a summary request shows of `messages`, one a message, each at most about `limit`
+ * characters: a tool result at most 2000 (one the size of a document would crowd out the
+ * conversation), and a message larger than a summary request can hold cut to its start.
+ */
+export const summaryLines = (messages: ReadonlyArray<ChatMessage>, limit: number): Array<string> =>
+  messages.map((message) => {
+    switch (message._tag) {
+      case "assistant":
+        return cutText(`assistant: ${message.content}${message.toolCalls.map((c) => `\n  called ${c.name}(${c.arguments})`).join("")}`, limit)
+      case "tool":
+        return `tool ${message.name} returned: ${cutText(message.content, Math.min(2000, limit))}`
+      default:
+        return cutText(`${message._tag}: ${message.content}`, limit)
+    }
+  })
+
+/** The request that asks a model for the summary of `lines`, continuing `earlier`: the summary of what came before them. */
+export const summaryRequest = (lines: ReadonlyArray<string>, earlier: string | undefined): ModelRequest => ({
+  system: summarySystem,
   messages: [{
     _tag: "user",
-    content: `Summarize this conversation:\n\n${
-      messages.map((message) => {
-        switch (message._tag) {
-          case "assistant":
-            return `assistant: ${message.content}${message.toolCalls.map((c) => `\n  called ${c.name}(${c.arguments})`).join("")}`
-          case "tool":
-            // A result the size of a document would make the summary request overflow too.
-            return `tool ${message.name} returned: ${
-              message.content.length > 2000 ? `${message.content.slice(0, 2000)}... (${message.content.length - 2000} more characters)` : message.content
-            }`
-          default:
-            return `${message._tag}: ${message.content}`
-        }
-      }).join("\n")
-    }`
+    content: earlier === undefined
+      ? `Summarize this conversation:\n\n${lines.join("\n")}`
+      : `Here is the summary of the conversation so far:\n\n${earlier}\n\nWrite the summary of all of it, with what comes next:\n\n${lines.join("\n")}`
   }],
   tools: []
 })
+
+/** How many of `lines` from `from` a summary request continuing `earlier` holds within `budget` characters: at least one. */
+export const linesWithin = (lines: ReadonlyArray<string>, from: number, earlier: string | undefined, budget: number): number => {
+  let characters = requestCharacters(summaryRequest([], earlier))
+  let count = 0
+  for (const line of lines.slice(from)) {
+    characters += line.length + 1
+    if (count > 0 && characters > budget) break
+    count++
+  }
+  return count
+}
 
 /** Whether a provider's error says the request was over the model's context window. */
 export const isContextOverflow = (error: { readonly status?: number | undefined; readonly message: string }): boolean =>

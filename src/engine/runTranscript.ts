@@ -1,22 +1,28 @@
 /**
  * What a run sends its model: the transcript as the strictest provider's rules allow (checked
  * before it goes), fitted to the context window: unchanged under the soft threshold, old tool
- * results shortened over it, older turns summarized (and the summary stored) over the hard one,
- * each step announced and then reported as done or not; a request over the whole window even
- * then is not sent.
+ * results shortened over it, older turns summarized (and the summary stored) over the hard one, in
+ * pieces that fit the summarizer's window, each step announced and then reported as done or not;
+ * a request over the whole window even then is not sent.
  */
 import { Array as Arr, Effect, Option } from "effect"
 import { ApprovalStorage } from "../durable/ApprovalStorage.js"
 import { Store } from "../durable/Store.js"
 import type { StoreError } from "../durable/StoreError.js"
 import type { LeaseLost } from "../journal/RunJournal.js"
-import { type LanguageModel, type ModelError, type ModelRequest, ModelResolver } from "../models/Model.js"
+import { type ChatMessage, type LanguageModel, type ModelError, type ModelRequest, ModelResolver } from "../models/Model.js"
 import { transcriptProblem } from "../models/validateTranscript.js"
-import { elideOldToolResults, estimateTokens, summaryRequest } from "./compaction.js"
+import { contextWindowOf, elideOldToolResults, estimateTokens, isContextOverflow, linesWithin, requestCharacters, summaryLines, summaryRequest } from "./compaction.js"
 import { type ContextTooLong, contextTooLong, messageTooLong } from "./ContextTooLong.js"
 import { modelTurnWithFallbacks } from "./modelTurn.js"
 import type { RunContext } from "./RunContext.js"
 import { foreignOpenCalls, modelView } from "./transcript.js"
+
+/** A summary, and the model that wrote it. */
+interface Summary {
+  readonly text: string
+  readonly model: string
+}
 
 /** The transcript of `context`'s run and the request fitting for its models. */
 export const makeRunTranscript = (context: RunContext, models: Arr.NonEmptyReadonlyArray<LanguageModel>) =>
@@ -55,6 +61,44 @@ export const makeRunTranscript = (context: RunContext, models: Arr.NonEmptyReado
       return view
     })
 
+    const summaryOptions = { retry: config.modelRetry, onDeltas: () => Effect.void, onRetry: () => Effect.void, onFallback: () => Effect.void }
+
+    /**
+     * The summary of `older`, asked in pieces that each fit `budget` characters (one request when
+     * there is none), each piece's request carrying the summary of those before it; an empty text
+     * when a summarizer gave none (a piece with no summary would lose everything before it).
+     */
+    const summaryWithin = (summarizers: Arr.NonEmptyReadonlyArray<LanguageModel>, older: ReadonlyArray<ChatMessage>, budget: number | undefined) =>
+      Effect.gen(function*() {
+        // A line is at most half a request, so that a piece has room for the summary before it.
+        const lines = summaryLines(older, budget === undefined ? Infinity : Math.floor(budget / 2))
+        let summary: Summary = { text: "", model: Arr.headNonEmpty(summarizers).name }
+        for (let from = 0; from < lines.length;) {
+          const earlier = from === 0 ? undefined : summary.text
+          const count = budget === undefined ? lines.length : linesWithin(lines, from, earlier, budget)
+          summary = yield* modelTurnWithFallbacks(summarizers, summaryRequest(lines.slice(from, from + count), earlier), summaryOptions)
+          if (summary.text.trim() === "") return summary
+          from += count
+        }
+        return summary
+      })
+
+    /**
+     * The summary of `older` by `summarizers`, each request within `tokens` (at the hard threshold,
+     * leaving room for the answer); a provider that says one is still too long (its window is
+     * smaller than Foundry knows, or unknown) is asked again in pieces of half the size, up to three times.
+     */
+    const summarize = (summarizers: Arr.NonEmptyReadonlyArray<LanguageModel>, older: ReadonlyArray<ChatMessage>, tokens: number | undefined) => {
+      // Halving a budget larger than the whole request would send the same request again.
+      const whole = () => requestCharacters(summaryRequest(summaryLines(older, Infinity), undefined))
+      const attempt = (budget: number | undefined, halvings: number): Effect.Effect<Summary, ModelError> =>
+        summaryWithin(summarizers, older, budget).pipe(
+          Effect.catchIf((error) => halvings > 0 && isContextOverflow(error), () =>
+            attempt(Math.floor(Math.min(budget ?? Infinity, whole()) / 2), halvings - 1))
+        )
+      return attempt(tokens === undefined ? undefined : Math.floor(tokens * config.context.hard * 4), 3)
+    }
+
     /**
      * Summarizes everything before this run's first message and stores the summary standing for it;
      * why nothing was summarized when nothing was.
@@ -65,16 +109,13 @@ export const makeRunTranscript = (context: RunContext, models: Arr.NonEmptyReado
       const keepFrom = stored.find((m) => m.runId === run.id)?.seq
       const older = keepFrom === undefined ? [] : modelView(stored.filter((m) => m.seq < keepFrom), "", () => "no result")
       if (keepFrom === undefined || older.length === 0) return "nothing comes before this run's message to summarize"
-      // A summary model of its own (a cheaper one) goes first; the agent's models stand behind it.
-      const summarizers: Arr.NonEmptyReadonlyArray<LanguageModel> = config.context.summaryModel === undefined
-        ? models
-        : [resolver.resolve(config.context.summaryModel).model, ...models]
-      const summary = yield* modelTurnWithFallbacks(summarizers, summaryRequest(older), {
-        retry: config.modelRetry,
-        onDeltas: () => Effect.void,
-        onRetry: () => Effect.void,
-        onFallback: () => Effect.void
-      })
+      // A summary model of its own (a cheaper one) goes first; the agent's models stand behind it, so
+      // a summary request is sized for the smaller window of the two.
+      const summaryModel = config.context.summaryModel === undefined ? undefined : resolver.resolve(config.context.summaryModel).model
+      const summarizers: Arr.NonEmptyReadonlyArray<LanguageModel> = summaryModel === undefined ? models : [summaryModel, ...models]
+      const windows = [window, summaryModel === undefined ? undefined : contextWindowOf(summaryModel.name, config.context.windows)]
+        .flatMap((known) => known === undefined ? [] : [known.tokens])
+      const summary = yield* summarize(summarizers, older, windows.length === 0 ? undefined : Math.min(...windows))
       // A summary with no text in it (only tool calls, a refusal) would stand for the older messages
       // with nothing: they stay as they are, and the turn goes as long as it is.
       if (summary.text.trim() === "") {

@@ -3,7 +3,9 @@
  * server (through the real `openai` client), a conversation that crosses the soft and then the
  * hard threshold keeps completing while sending fewer tokens than its full transcript, each step
  * reported as it starts and as what it did, a context-length error from the server is recovered
- * by compaction, and a message larger than the whole window is refused with its size and the way out.
+ * by compaction, a message larger than the whole window is refused with its size and the way out, a
+ * tool result larger than it is cut, and a history larger than the summarizer's window is summarized
+ * in pieces that fit it.
  */
 import { describe, expect, it } from "@effect/vitest"
 import { ConfigProvider, Effect, Layer } from "effect"
@@ -88,6 +90,24 @@ const converse = (url: string, pages: number) =>
       expect(yield* waitForRun(url, String(body.runId))).toMatchObject({ status: "completed", output: "read 1 page" })
     }
     return { conversation: conversation ?? "", runIds }
+  })
+
+/**
+ * A message of about 2,970 tokens in a provider's window of 3,000 (Foundry told `told`): within the
+ * window alone, not with the agent's instructions and tools (its run fails), nor with the summary
+ * request's own (sent whole, OpenAI would refuse it); the conversation's next messages are answered.
+ */
+const goesOnAfterALongMessage = (told: number) =>
+  Effect.gen(function*() {
+    const provider = yield* strictOpenAi({ otherwise: reader, contextWindows: { "gpt-4.1-mini": 3000 } })
+    const root = yield* tempProject(project(`{ context: { windows: { "openai:gpt-4.1-mini": ${told} } } }`))
+    const server = yield* startServer(root, { model: OpenAi.make({ model: "gpt-4.1-mini", apiKey: "test", baseURL: provider.url }) })
+    const first = yield* ask(server.url, `read page 1 of 100 characters. ${"Please read it carefully. ".repeat(455)}`)
+    expect(first.run).toMatchObject({ status: "failed" })
+    for (const page of [2, 3]) {
+      const next = yield* ask(server.url, `read page ${page} of 100 characters`, first.conversation)
+      expect(next.run).toMatchObject({ status: "completed", output: "read 1 page" })
+    }
   })
 
 describe("context compaction", () => {
@@ -250,4 +270,31 @@ describe("context compaction", () => {
       expect(next.run).toMatchObject({ status: "completed", output: "read 1 page" })
     }))
 
+  it.scopedLive("a summary request is sent in pieces that each fit the summary model's window, each carrying the summary so far", () =>
+    Effect.gen(function*() {
+      // The summary model's window (2,000) is smaller than what comes before the message when the
+      // agent's model (5,000) reaches its hard threshold: sent whole, OpenAI would refuse the summary request.
+      const provider = yield* strictOpenAi({ otherwise: reader, contextWindows: { "gpt-4.1-nano": 2000 } })
+      const files = project(`{ context: { windows: { "openai:gpt-4.1-mini": 5000, "openai:gpt-4.1-nano": 2000 }, summaryModel: "openai:gpt-4.1-nano" } }`)
+      const root = yield* tempProject({
+        ...files,
+        "agents/reader/agent.ts": (files["agents/reader/agent.ts"] ?? "").replace("maxTurns: 4", `maxTurns: 4, model: "openai:gpt-4.1-mini"`)
+      })
+      const models = ModelResolverLive.pipe(
+        Layer.provide(Layer.setConfigProvider(ConfigProvider.fromMap(new Map([["OPENAI_API_KEY", "test"], ["OPENAI_BASE_URL", provider.url]])))),
+        Layer.orDie
+      )
+      const server = yield* startServer(root, { models })
+      const { conversation } = yield* converse(server.url, 10)
+      const summaries = provider.requests.filter(isSummaryRequest)
+      expect(summaries.some((r) => JSON.stringify(r).includes("summary of the conversation so far:\\n\\nsummary: pages were read"))).toBe(true)
+      const stored = (yield* http(`${server.url}/api/conversations/${conversation}/messages`)).json as ReadonlyArray<{ readonly role: string }>
+      expect(stored.some((m) => m.role === "summary")).toBe(true)
+    }))
+
+  it.scopedLive("a message nearly the size of the window is cut to its start in the summary request: the conversation goes on", () =>
+    goesOnAfterALongMessage(3000))
+
+  it.scopedLive("a summary request the provider refuses as too long (its window is smaller than Foundry was told) is sent again in halves", () =>
+    goesOnAfterALongMessage(1_000_000))
 })
