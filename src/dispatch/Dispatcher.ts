@@ -104,7 +104,11 @@ export type ApprovalScope = "once" | "conversation"
 export class Dispatcher extends Context.Tag("foundry/Dispatcher")<Dispatcher, {
   /** Records the run as queued and schedules it; returns at once. */
   readonly submit: (request: RunRequest) => Effect.Effect<RunRecord, AgentNotFound | ConversationNotFound | InstanceUnavailable | StoreError>
-  /** Resumes runs that were queued or running when the last process stopped. */
+  /**
+   * Resumes runs that were queued or running when the last process stopped, and from then on takes
+   * up those of any process on the store that stops with runs in flight (a server calls it once, as
+   * it starts; a one-shot command does not).
+   */
   readonly recover: Effect.Effect<number, StoreError>
   /** Waits until the run's current execution has ended (completed, failed, cancelled or suspended). */
   readonly await: (runId: string) => Effect.Effect<void>

@@ -1,6 +1,7 @@
 /**
  * The local dispatcher: every run executes in this process (see `RunExecutor`), in the order its
- * conversation's messages arrived here.
+ * conversation's messages arrived here. A server that recovered at its start goes on taking up the
+ * runs of other processes on its store that stop mid-run.
  */
 import { Effect, Layer } from "effect"
 import { Dispatcher } from "./Dispatcher.js"
@@ -16,7 +17,8 @@ export const layer = (options: LocalDispatcherOptions) =>
     Effect.map(makeRunExecutor(options), (executor) =>
       Dispatcher.of({
         submit: executor.submit,
-        recover: executor.recover,
+        // After the start's recovery, runs of a process on the store that stops are taken up here.
+        recover: Effect.tap(executor.recover, () => executor.keepAdopting),
         await: executor.awaitHere,
         cancel: (runId) => executor.cancel(runId, "cancelled: a person cancelled the run before this call finished"),
         steer: executor.steer(executor.cancel),

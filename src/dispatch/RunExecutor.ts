@@ -8,7 +8,7 @@
  * local dispatcher puts it in this process's lane, the cluster dispatcher sends it to the runner
  * that owns its conversation. How runs get in is `submissions.ts`, how one executes under its
  * conversation's lease `leasedExecution.ts`, how runs are cancelled and steered
- * `cancellations.ts`; approvals and recovery are here.
+ * `cancellations.ts`; approvals, recovery and the adoption of a stopped process's runs are here.
  */
 import type { Environments } from "../environments/Environments.js"
 import { Context, Duration, Effect, type Fiber, Option, Runtime } from "effect"
@@ -31,7 +31,7 @@ import { makeCancellations } from "./cancellations.js"
 import { type ApprovalScope, RunNotFound } from "./Dispatcher.js"
 import type { Place } from "./executionQueue.js"
 import { makeExecutions } from "./executions.js"
-import { executorName, isDeadExecutor } from "./executorIdentity.js"
+import { executorName, isDeadExecutor, isLiveExecutor } from "./executorIdentity.js"
 import { makeInstanceRefusals } from "./instanceRefusals.js"
 import { makeHeldLeases } from "./heldLeases.js"
 import { makeLeasedExecution } from "./leasedExecution.js"
@@ -178,6 +178,39 @@ export const makeRunExecutor = (options: RunExecutorOptions) =>
       return runs.length
     })
 
+    /**
+     * Takes up the runs of conversations no live executor holds: those of a process on the store
+     * that died since this one started (or whose leases expired unrenewed). A conversation with a
+     * run in this process's lane is left to it; its lease's holder, if it dies, is taken over there.
+     */
+    const adopt = Effect.gen(function*() {
+      const taken = new Set(
+        yield* journal.takeOverStranded(owner, leaseTtl, { dead: isDeadExecutor, alive: isLiveExecutor }, executions.busy)
+      )
+      if (taken.size === 0) return 0
+      const runs = (yield* store.unfinishedRuns).filter((run) => taken.has(run.conversationId) && !executions.isHere(run.id))
+      yield* Effect.forEach(runs, (run) => schedule(run), { discard: true })
+      if (runs.length > 0) yield* Effect.logInfo(`took up ${runs.length} unfinished run${runs.length === 1 ? "" : "s"} of a process on this store that stopped`)
+      return runs.length
+    })
+
+    const scope = yield* Effect.scope
+    let adopting = false
+    /**
+     * `adopt` once a lease's lifetime from now on, for as long as the executor runs: a crashed
+     * holder's runs are taken up about as soon as its leases would have expired.
+     */
+    const keepAdopting = Effect.suspend(() => {
+      if (adopting) return Effect.void
+      adopting = true
+      return Effect.zipRight(Effect.sleep(Duration.millis(leaseTtl)), adopt).pipe(
+        Effect.catchAllCause((cause) => Effect.logWarning("could not look for the runs of a process that stopped", cause)),
+        Effect.forever,
+        Effect.forkIn(scope),
+        Effect.asVoid
+      )
+    })
+
     return {
       /** This executor's name, as it holds leases. */
       owner,
@@ -195,6 +228,11 @@ export const makeRunExecutor = (options: RunExecutorOptions) =>
       decide,
       /** Resumes every unfinished run of the store in this process. */
       recover,
+      /**
+       * From now on, takes up the runs of processes on the store that stop with runs in flight
+       * (a look once every lease TTL); once, however often it is asked.
+       */
+      keepAdopting,
       /** Waits until the run's execution in this process has ended; at once when it executes elsewhere. */
       awaitHere: executions.awaitHere,
       findRun

@@ -67,6 +67,19 @@ export class RunJournal extends Context.Tag("foundry/RunJournal")<RunJournal, {
    * them at once. Returns how many were taken.
    */
   readonly takeOverDead: (owner: string, ttlMillis: number, deadHolder: (holder: string) => boolean) => Effect.Effect<number, StoreError>
+  /**
+   * Takes over, for `owner`, the leases of conversations with queued or running runs that no live
+   * executor holds: none, one whose holder `holders.dead` says is dead, or one expired whose holder
+   * `holders.alive` does not vouch for (an expired lease of a process that still runs is left to
+   * it: its run waits there for its turn). Conversations `here` says have runs in this process
+   * are left alone. One write for all of them; returns the conversations taken.
+   */
+  readonly takeOverStranded: (
+    owner: string,
+    ttlMillis: number,
+    holders: { readonly dead: (holder: string) => boolean; readonly alive: (holder: string) => boolean },
+    here: (conversationId: string) => boolean
+  ) => Effect.Effect<ReadonlyArray<string>, StoreError>
   /** Extends a lease; `false` when the lease is no longer this grant's. */
   readonly renew: (lease: Lease, ttlMillis: number) => Effect.Effect<boolean, StoreError>
   /** Gives the lease up; nothing is written for a lease already released (here, or by a step). */
@@ -298,6 +311,43 @@ export const layer = Layer.effect(
             statements: dead.map((holder) => statements.takeOverLeasesOf(holder, owner, now, now + ttlMillis))
           })
           return result._tag === "Written" ? result.rows.reduce((sum, rows) => sum + rows.length, 0) : 0
+        }),
+
+      takeOverStranded: (owner, ttlMillis, holders, here) =>
+        Effect.gen(function*() {
+          const now = yield* Clock.currentTimeMillis
+          const rows = yield* database.read(statements.unfinishedConversations(owner))
+          // A holder's process is looked at once a pass, however many conversations it holds.
+          const verdicts = new Map<string, "dead" | "alive" | "unknown">()
+          const verdict = (holder: string) => {
+            let found = verdicts.get(holder)
+            if (found === undefined) {
+              found = holders.dead(holder) ? "dead" : holders.alive(holder) ? "alive" : "unknown"
+              verdicts.set(holder, found)
+            }
+            return found
+          }
+          const taking: Array<{ readonly conversationId: string; readonly statement: Statement }> = []
+          for (const row of rows) {
+            const conversationId = String(row.conversation_id)
+            if (here(conversationId)) continue
+            if (row.owner === null || row.owner === undefined) {
+              taking.push({ conversationId, statement: statements.acquireLease(conversationId, owner, now, ttlMillis) })
+              continue
+            }
+            const holder = String(row.owner)
+            const token = Number(row.token)
+            const found = verdict(holder)
+            // Fenced by the token read: a claim or takeover since leaves the lease alone.
+            if (found === "dead") taking.push({ conversationId, statement: statements.takeOverLease(conversationId, token, owner, now + ttlMillis) })
+            else if (found === "unknown" && Number(row.expires_at) < now) {
+              taking.push({ conversationId, statement: statements.takeOverExpiredLease(conversationId, token, owner, now, now + ttlMillis) })
+            }
+          }
+          if (taking.length === 0) return []
+          const result = yield* database.write({ statements: taking.map((take) => take.statement) })
+          if (result._tag !== "Written") return []
+          return taking.filter((_, at) => (result.rows[at]?.length ?? 0) > 0).map((take) => take.conversationId)
         }),
 
       release: (lease) =>

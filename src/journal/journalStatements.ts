@@ -143,6 +143,25 @@ export const takeOverLease = (conversationId: string, token: number, owner: stri
   params: [owner, expiresAt, conversationId, token]
 })
 
+/**
+ * The conversations with queued or running runs whose lease is not `owner`'s, each with its lease
+ * (`owner` null when it never had one): where to look for runs nobody executes. Found from the
+ * runs' status index, so it reads what is in flight, not every conversation ever leased.
+ */
+export const unfinishedConversations = (owner: string): Statement => ({
+  sql: `SELECT DISTINCT r.conversation_id, l.owner, l.token, l.expires_at FROM foundry_runs r
+    LEFT JOIN foundry_conversation_leases l ON l.conversation_id = r.conversation_id
+    WHERE r.status IN ('queued', 'running') AND (l.owner IS NULL OR l.owner <> ?)`,
+  params: [owner]
+})
+
+/** Takes the lease from the grant `token` if it is still expired at `now` (its holder did not renew it since); returns the new token. */
+export const takeOverExpiredLease = (conversationId: string, token: number, owner: string, now: number, expiresAt: number): Statement => ({
+  sql: `UPDATE foundry_conversation_leases SET owner = ?, token = token + 1, expires_at = ?
+    WHERE conversation_id = ? AND token = ? AND expires_at < ? RETURNING token`,
+  params: [owner, expiresAt, conversationId, token, now]
+})
+
 export const renewLease = (lease: Lease, expiresAt: number): Statement => ({
   sql: "UPDATE foundry_conversation_leases SET expires_at = ? WHERE conversation_id = ? AND token = ? RETURNING token",
   params: [expiresAt, lease.conversationId, lease.token]

@@ -455,6 +455,39 @@ const journalTests = (backend: Backend) => {
       expect(yield* journal.takeOverDead("B", 1_000, () => false)).toBe(0)
     }))
 
+  it.scoped("the conversations of unfinished runs no live executor holds are taken over in one write: a live or vouched-for holder's are left alone", () =>
+    Effect.gen(function*() {
+      const storage = yield* freshStorage(backend)
+      const { journal } = storage
+      yield* TestClock.setTime(1_000)
+      const runs = yield* Effect.forEach(["c1", "c2", "c3", "c4", "c5", "c6", "c7", "c8", "c9"], (conversationId, at) =>
+        submit(journal, newRun(`r${at + 1}`, { conversationId })))
+      const claimAs = (at: number, owner: string, ttl: number) => leaseOf(journal.claim(runs[at]!, owner, ttl))
+      const dead = yield* claimAs(0, "dead", 60_000)
+      yield* claimAs(1, "alive", 60_000)
+      yield* claimAs(2, "alive", 500)
+      yield* claimAs(3, "remote", 500)
+      yield* claimAs(4, "remote", 60_000)
+      // c6: never leased (queued by a process that did not claim it).
+      yield* claimAs(6, "dead", 60_000)
+      const ended = yield* claimAs(7, "dead", 60_000)
+      yield* journal.record(runs[7]!, { status: { status: "completed", output: "done" } }, ended)
+      yield* claimAs(8, "B", 500)
+      yield* TestClock.setTime(2_000)
+
+      const before = yield* transactions(storage)
+      const holders = { dead: (holder: string) => holder === "dead", alive: (holder: string) => holder === "alive" }
+      const taken = yield* journal.takeOverStranded("B", 1_000, holders, (conversationId) => conversationId === "c7")
+      expect(yield* transactions(storage)).toBe(before + 1)
+      // A dead holder's live lease, an expired one nobody vouches for, and none at all; not c2, c3
+      // (a live holder's, even expired), c5 (live), c7 (busy here), c8 (its run ended) or c9 (B's own).
+      expect([...taken].sort()).toEqual(["c1", "c4", "c6"])
+      expect(yield* journal.renew(dead, 60_000)).toBe(false)
+      for (const at of [0, 3, 5]) expect(yield* journal.claim(runs[at]!, "B", 1_000)).toMatchObject({ _tag: "Claimed", lease: { owner: "B" } })
+      expect(yield* journal.claim(runs[2]!, "C", 1_000)).toMatchObject({ _tag: "Claimed", lease: { owner: "C" } })
+      expect(yield* journal.takeOverStranded("B", 1_000, holders, () => false)).toEqual(["c7"])
+    }))
+
   it.scoped("after a release another owner claims at once; renew extends a live lease and is false for a stale one", () =>
     Effect.gen(function*() {
       const storage = yield* freshStorage(backend)
