@@ -110,6 +110,24 @@ const goesOnAfterALongMessage = (told: number) =>
     }
   })
 
+/**
+ * A server of the reader project with `config`, its agent on openai:gpt-4.1-mini, through the
+ * resolver users get, configured as the environment would configure it, against `providerUrl`.
+ */
+const serverOnOpenAi = (providerUrl: string, config: string) =>
+  Effect.gen(function*() {
+    const files = project(config)
+    const root = yield* tempProject({
+      ...files,
+      "agents/reader/agent.ts": (files["agents/reader/agent.ts"] ?? "").replace("maxTurns: 4", `maxTurns: 4, model: "openai:gpt-4.1-mini"`)
+    })
+    const models = ModelResolverLive.pipe(
+      Layer.provide(Layer.setConfigProvider(ConfigProvider.fromMap(new Map([["OPENAI_API_KEY", "test"], ["OPENAI_BASE_URL", providerUrl]])))),
+      Layer.orDie
+    )
+    return yield* startServer(root, { models })
+  })
+
 describe("context compaction", () => {
   it.scopedLive("crossing the soft, then the hard threshold keeps the conversation completing with fewer tokens sent", () =>
     Effect.gen(function*() {
@@ -139,17 +157,7 @@ describe("context compaction", () => {
   it.scopedLive("the config's summaryModel writes the summaries; the agent's own model answers the turns", () =>
     Effect.gen(function*() {
       const provider = yield* strictOpenAi({ otherwise: reader })
-      const files = project(`{ context: { windows: { "openai:gpt-4.1-mini": 5000 }, summaryModel: "openai:gpt-4.1-nano" } }`)
-      const root = yield* tempProject({
-        ...files,
-        "agents/reader/agent.ts": (files["agents/reader/agent.ts"] ?? "").replace("maxTurns: 4", `maxTurns: 4, model: "openai:gpt-4.1-mini"`)
-      })
-      // The resolver users get, configured as the environment would configure it.
-      const models = ModelResolverLive.pipe(
-        Layer.provide(Layer.setConfigProvider(ConfigProvider.fromMap(new Map([["OPENAI_API_KEY", "test"], ["OPENAI_BASE_URL", provider.url]])))),
-        Layer.orDie
-      )
-      const server = yield* startServer(root, { models })
+      const server = yield* serverOnOpenAi(provider.url, `{ context: { windows: { "openai:gpt-4.1-mini": 5000 }, summaryModel: "openai:gpt-4.1-nano" } }`)
       yield* converse(server.url, 10)
       const summaries = provider.requests.filter(isSummaryRequest)
       expect(summaries.length).toBeGreaterThan(0)
@@ -275,16 +283,7 @@ describe("context compaction", () => {
       // The summary model's window (2,000) is smaller than what comes before the message when the
       // agent's model (5,000) reaches its hard threshold: sent whole, OpenAI would refuse the summary request.
       const provider = yield* strictOpenAi({ otherwise: reader, contextWindows: { "gpt-4.1-nano": 2000 } })
-      const files = project(`{ context: { windows: { "openai:gpt-4.1-mini": 5000, "openai:gpt-4.1-nano": 2000 }, summaryModel: "openai:gpt-4.1-nano" } }`)
-      const root = yield* tempProject({
-        ...files,
-        "agents/reader/agent.ts": (files["agents/reader/agent.ts"] ?? "").replace("maxTurns: 4", `maxTurns: 4, model: "openai:gpt-4.1-mini"`)
-      })
-      const models = ModelResolverLive.pipe(
-        Layer.provide(Layer.setConfigProvider(ConfigProvider.fromMap(new Map([["OPENAI_API_KEY", "test"], ["OPENAI_BASE_URL", provider.url]])))),
-        Layer.orDie
-      )
-      const server = yield* startServer(root, { models })
+      const server = yield* serverOnOpenAi(provider.url, `{ context: { windows: { "openai:gpt-4.1-mini": 5000, "openai:gpt-4.1-nano": 2000 }, summaryModel: "openai:gpt-4.1-nano" } }`)
       const { conversation } = yield* converse(server.url, 10)
       const summaries = provider.requests.filter(isSummaryRequest)
       expect(summaries.some((r) => JSON.stringify(r).includes("summary of the conversation so far:\\n\\nsummary: pages were read"))).toBe(true)
