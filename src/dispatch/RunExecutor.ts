@@ -194,6 +194,18 @@ export const makeRunExecutor = (options: RunExecutorOptions) =>
       return runs.length
     })
 
+    /**
+     * Waits `millis` of the machine's time, not the `Clock`'s: what adoption looks for is another
+     * process dying, which happens on the machine's time. On a test clock moved by months (a
+     * schedule's misfires after downtime), a `Clock` sleep would wake once for every lease's
+     * lifetime in between, each waking a store read.
+     */
+    const afterRealTime = (millis: number) =>
+      Effect.async<void>((resume) => {
+        const timer = setTimeout(() => resume(Effect.void), millis)
+        return Effect.sync(() => clearTimeout(timer))
+      })
+
     const scope = yield* Effect.scope
     let adopting = false
     /**
@@ -203,7 +215,7 @@ export const makeRunExecutor = (options: RunExecutorOptions) =>
     const keepAdopting = Effect.suspend(() => {
       if (adopting) return Effect.void
       adopting = true
-      return Effect.zipRight(Effect.sleep(Duration.millis(leaseTtl)), adopt).pipe(
+      return Effect.zipRight(afterRealTime(leaseTtl), adopt).pipe(
         Effect.catchAllCause((cause) => Effect.logWarning("could not look for the runs of a process that stopped", cause)),
         Effect.forever,
         Effect.forkIn(scope),
