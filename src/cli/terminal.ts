@@ -36,3 +36,6 @@ export const when = (millis: number | null): string => millis === null ? "-" : n
 
 /** `text` as one word of a command line pasted into a shell: quoted when it has spaces, quotes or other characters a shell reads. */
 export const shellWord = (text: string): string => /^[\w./@%+=:,-]+$/.test(text) ? text : `'${text.replaceAll("'", `'\\''`)}'`
+
+/** `text` cut to `width` characters, its end marked `...` when cut. */
+export const clip = (text: string, width: number): string => text.length > width ? `${text.slice(0, width - 3)}...` : text

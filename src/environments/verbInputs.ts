@@ -18,11 +18,14 @@ const pathOf = (what: string, leaveOut?: string) =>
 
 const path = pathOf("an absolute path such as /inbox/data.csv").annotations({ description: "an absolute path in the environment, e.g. /inbox/data.csv" })
 
-/** A line of a file, numbered from 1; the message says what the number is for and how to leave it out. */
-const lineNumber = (what: string, leaveOut: string) =>
-  Schema.Int.pipe(Schema.greaterThanOrEqualTo(1, {
-    message: (issue) => `expected 1 or more (${what}; lines are numbered from 1), got ${String(issue.actual)}; ${leaveOut}`
+/** A whole number from `min`; a refusal says what the number is for and what leaving it out does. */
+const wholeFrom = (min: number, what: string, leaveOut: string) =>
+  Schema.Int.pipe(Schema.greaterThanOrEqualTo(min, {
+    message: (issue) => `expected ${min} or more (${what}), got ${String(issue.actual)}; ${leaveOut}`
   }))
+
+/** A line of a file, numbered from 1. */
+const lineNumber = (what: string, leaveOut: string) => wholeFrom(1, `${what}; lines are numbered from 1`, leaveOut)
 
 /** Every verb's input. */
 export const verbInputs = {
@@ -66,15 +69,14 @@ export const verbInputs = {
     ))
   }),
   undo: Schema.Struct({
-    version: Schema.optional(Schema.Int.pipe(Schema.greaterThanOrEqualTo(0, {
-      message: (issue) => `expected 0 or more (the version to restore, as history lists it; 0 is the files the environment started with), got ${String(issue.actual)}; leave version out to undo the last change`
-    })).annotations({ description: "restore this version (see history); default: undo the last change" }))
+    version: Schema.optional(
+      wholeFrom(0, "the version to restore, as history lists it; 0 is the files the environment started with", "leave version out to undo the last change")
+        .annotations({ description: "restore this version (see history); default: undo the last change" })
+    )
   }),
   redo: Schema.Struct({}),
   history: Schema.Struct({
-    limit: Schema.optional(Schema.Int.pipe(Schema.greaterThanOrEqualTo(1, {
-      message: (issue) => `expected 1 or more (how many versions to list, newest first), got ${String(issue.actual)}; leave limit out for the latest ${historyLimit}`
-    })))
+    limit: Schema.optional(wholeFrom(1, "how many versions to list, newest first", `leave limit out for the latest ${historyLimit}`))
   }),
   present: Schema.Struct({
     path: pathOf("a file under /out, such as /out/report.xlsx").annotations({ description: "a file under /out" }),

@@ -17,14 +17,11 @@ import { inCommandTerms } from "../commandTerms.js"
 import { runtimeLayer } from "../ProjectRuntime.js"
 import { addressOf, servingUrl } from "../servingAddress.js"
 import { firstApprovalBelow } from "../../transports/approvalsBelow.js"
-import { style, warn } from "../terminal.js"
+import { clip, style, warn } from "../terminal.js"
 
 const write = (stream: NodeJS.WriteStream, text: string) => Effect.sync(() => stream.write(text))
 
-const short = (value: unknown): string => {
-  const text = typeof value === "string" ? value : JSON.stringify(value) ?? String(value)
-  return text.length > 200 ? `${text.slice(0, 197)}...` : text
-}
+const short = (value: unknown): string => clip(typeof value === "string" ? value : JSON.stringify(value) ?? String(value), 200)
 
 /**
  * Where a person decides what a suspended run waits for: any server on the project's store picks

@@ -9,15 +9,12 @@ import type { RunStatus } from "../../durable/records.js"
 import { ApprovalView, RunView } from "../../transports/http/api/views.js"
 import { givenFields } from "../givenFields.js"
 import { serverApi, type ServerHint, type ServerOptions } from "../serverApi.js"
-import { say, style, table, when } from "../terminal.js"
+import { clip, say, style, table, when } from "../terminal.js"
 
 const hint: ServerHint = { flag: "--url", start: "foundry dev", params: { agent: "--agent", status: "--status", limit: "--limit" } }
 
 /** `text` on one line, cut to `width` characters. */
-const oneLine = (text: string, width: number): string => {
-  const line = text.replace(/\s+/g, " ").trim()
-  return line.length > width ? `${line.slice(0, width - 3)}...` : line
-}
+const oneLine = (text: string, width: number): string => clip(text.replace(/\s+/g, " ").trim(), width)
 
 /** `foundry runs`: the newest runs, of an agent or a status when given. */
 export const list = (options: ServerOptions & {
