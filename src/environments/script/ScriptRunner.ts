@@ -47,6 +47,9 @@ export interface ScriptRunnerOptions {
 /** How long the code a run left running after it answered may keep its thread. */
 const settleGrace = Duration.seconds(1)
 
+/** How long a thread being terminated may take (milliseconds, unless it is held in a blocking call). */
+const stopWithin = Duration.seconds(5)
+
 /** The script runtime, its workers ended with the layer's scope. */
 export const ScriptRunnerLive = (options: ScriptRunnerOptions = {}): Layer.Layer<ScriptRunner> =>
   Layer.scoped(
@@ -59,7 +62,8 @@ export const ScriptRunnerLive = (options: ScriptRunnerOptions = {}): Layer.Layer
         maxWorkers: options.maxWorkers ?? defaultConfig.scripts.maxWorkers,
         idleMs: options.idleMs ?? 30_000,
         maxMemoryMb: options.maxMemoryMb ?? defaultConfig.scripts.maxMemoryMb,
-        settle: settleGrace
+        settle: settleGrace,
+        stopWithin
       })
 
       // The last run of each key: the next one starts when it has ended (an entry lives while runs are queued).

@@ -26,6 +26,11 @@ export interface ScriptWorker {
    * can take another run.
    */
   readonly settle: (grace: Duration.DurationInput) => Effect.Effect<boolean>
+  /**
+   * Stops the thread, waiting at most `stopWithin`: a thread held in a blocking call cannot be
+   * stopped until it returns, and the pool must not wait on it (it is no longer used, and counted
+   * among the live threads until it exits).
+   */
   readonly terminate: Effect.Effect<void>
 }
 
@@ -164,6 +169,7 @@ export const spawnScriptWorker = (options: {
   readonly file: string
   readonly maxMemoryMb: number
   readonly memory: WorkerMemory
+  readonly stopWithin: Duration.DurationInput
   readonly onExit: () => void
 }): ScriptWorker => {
   const worker = new Worker(options.file, {
@@ -266,7 +272,22 @@ export const spawnScriptWorker = (options: {
     }
   })
 
-  const terminate = Effect.promise(() => worker.terminate()).pipe(Effect.asVoid)
+  const terminate = Effect.suspend(() => {
+    alive = false
+    changed()
+    return options.memory.quiet(worker.threadId)
+  }).pipe(
+    Effect.zipRight(Effect.promise(() => worker.terminate())),
+    Effect.timeoutOption(options.stopWithin),
+    Effect.flatMap(Option.match({
+      onSome: () => Effect.void,
+      onNone: () =>
+        Effect.logWarning(
+          `a script's worker thread did not stop within ${Duration.format(options.stopWithin)} (held in a blocking call); ` +
+            "it takes no more runs and ends when the call returns"
+        )
+    }))
+  )
 
   const execute = (id: number, script: ScriptRun, host: ScriptHost, args: string, output: SharedArrayBuffer, capacity: number) =>
     Effect.async<Outcome>((resume) => {

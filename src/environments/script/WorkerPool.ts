@@ -39,6 +39,8 @@ export interface WorkerPoolOptions {
   readonly maxMemoryMb: number
   /** How long the code a run left behind may keep its thread before the thread is terminated. */
   readonly settle: Duration.DurationInput
+  /** How long the pool waits for a thread it terminates (`ScriptWorker.terminate`). */
+  readonly stopWithin: Duration.DurationInput
 }
 
 /** How long a thread beyond `workers` stays idle for the next run before it ends. */
@@ -144,6 +146,7 @@ export const makeWorkerPool = (options: WorkerPoolOptions): Effect.Effect<Worker
         file: options.file,
         maxMemoryMb: options.maxMemoryMb,
         memory,
+        stopWithin: options.stopWithin,
         onExit: () => {
           live--
           threads.delete(worker)

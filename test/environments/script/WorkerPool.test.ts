@@ -1,7 +1,13 @@
+import { execFileSync } from "node:child_process"
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { fileURLToPath } from "node:url"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Fiber, Option, Schedule } from "effect"
 import type { ScriptHost, ScriptModule } from "../../../src/environments/script/scriptRun.js"
 import { ScriptRunner, ScriptRunnerLive } from "../../../src/environments/script/ScriptRunner.js"
+import { makeWorkerPool } from "../../../src/environments/script/WorkerPool.js"
 import { fakeHost, runIn, scriptRun } from "./scripts.js"
 
 const workers = Effect.flatMap(ScriptRunner, (runner) => runner.workers)
@@ -224,4 +230,35 @@ export default async () => {
         value: { answered: 64, refused: 36, reason: expect.stringContaining("the script has 64 env: calls waiting for answers, the most it may: await some"), after: "a" }
       })
     }).pipe(Effect.provide(ScriptRunnerLive())))
+
+  it.live("gives the next run a thread when one it terminates is held in a blocking call, and counts that one until it ends", () =>
+    Effect.gen(function*() {
+      const directory = yield* Effect.acquireRelease(
+        Effect.sync(() => mkdtempSync(join(tmpdir(), "foundry-blocked-"))),
+        (path) => Effect.sync(() => rmSync(path, { recursive: true, force: true }))
+      )
+      const fifo = join(directory, "held")
+      execFileSync("mkfifo", [fifo])
+      const pool = yield* makeWorkerPool({
+        file: fileURLToPath(new URL("./fixtures/blockingWorker.mjs", import.meta.url)),
+        workers: 1,
+        maxWorkers: 1,
+        idleMs: 60_000,
+        maxMemoryMb: 64,
+        settle: "100 millis",
+        stopWithin: "300 millis"
+      })
+      const { host } = fakeHost()
+      const held = yield* pool.run("p", scriptRun("/scripts/held.js", `export default () => 1`, { args: { fifo } }), host)
+      expect(held).toMatchObject({ _tag: "Completed", value: { fifo } })
+      // The thread never settles and cannot be terminated while it reads: the pool's only thread.
+      const next = yield* pool.run("p", scriptRun("/scripts/next.js", `export default () => 2`, { args: { next: true } }), host).pipe(
+        Effect.timeoutFail({ duration: "10 seconds", onTimeout: () => new Error("the next run waited for a thread that cannot stop") })
+      )
+      expect(next).toMatchObject({ _tag: "Completed", value: { next: true } })
+      expect(pool.live()).toBe(2)
+      // Once its call returns, the held thread ends and is no longer counted.
+      writeFileSync(fifo, "x")
+      yield* Effect.sync(pool.live).pipe(Effect.repeat({ schedule: Schedule.spaced("20 millis"), until: (live) => live === 1 }), Effect.timeout("10 seconds"))
+    }).pipe(Effect.scoped), 30_000)
 })
