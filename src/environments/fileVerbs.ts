@@ -48,7 +48,9 @@ export const readFile = (fs: EnvironmentFs, path: string, range: { readonly from
       ? Either.left(new VerbRefused({ message: `${path} is binary (${bytes(content.length)}): use describe to see what it holds, or process it in a script` }))
       : Either.mapLeft(readRange(text, range), ({ lines }) =>
         new VerbRefused({
-          message: `${held(path)} has ${lines} ${lines === 1 ? "line" : "lines"}, so from ${range.from} is past its end: give a from of ${lines} or less, or leave from out to read it from the start`
+          message: lines === 0
+            ? `${held(path)} is empty, so it has no line ${range.from}: leave from out to read it`
+            : `${held(path)} has ${lines} ${lines === 1 ? "line" : "lines"}, so from ${range.from} is past its end: give a from of ${lines} or less, or leave from out to read it from the start`
         }))
   })
 

@@ -45,7 +45,10 @@ export const verbInputs = {
     { path: ["to"], message: `to ${to} is before from ${from}: give a to of ${from} or more (the last line to read), or leave to out to read on from line ${from}` })),
   ls: Schema.Struct({ path: Schema.optional(pathOf("a folder such as /inbox", "leave path out to list /")), recursive: Schema.optional(Schema.Boolean) }),
   grep: Schema.Struct({
-    pattern: Schema.String.annotations({ description: "a regular expression" }),
+    // An empty pattern matches every line: a listing of everything, not a search.
+    pattern: Schema.String.pipe(Schema.filter((value) =>
+      value !== "" || "expected a regular expression to search for, got \"\" (which matches every line); read_file a file to see all of it, or ls to see what is there"
+    )).annotations({ description: "a regular expression" }),
     path: Schema.optional(pathOf("a file or a folder such as /inbox", "leave path out to search every file")),
     ignoreCase: Schema.optional(Schema.Boolean)
   }),

@@ -254,6 +254,31 @@ export default async function () {
       expect(results[3]?.split("\n")).toEqual([expect.stringContaining("v2 (current)  change  write_file /out/b.txt")])
     }), { timeout: 60_000 })
 
+  it.scopedLive("an empty file reads as empty, and grep refuses an empty pattern, saying what to use instead", () =>
+    Effect.gen(function*() {
+      const root = yield* tempProject({ "environments/workspace.ts": environmentFile, "agents/reports/agent.ts": agentFile })
+      const model = Scripted.make([
+        call("write_file", { path: "/out/empty.txt", content: "" }),
+        call("write_file", { path: "/out/one.txt", content: "one line\n" }),
+        call("read_file", { path: "/out/empty.txt" }),
+        call("read_file", { path: "/out/empty.txt", from: 2 }),
+        call("grep", { pattern: "" }),
+        call("grep", { pattern: "^$", path: "/out" }),
+        { text: "done" }
+      ])
+      const server = yield* startServer(root, { model })
+      const runId = yield* startRun(server.url, "Look at the empty file")
+      expect((yield* waitForRun(server.url, runId)).status).toBe("completed")
+      const results = yield* toolResults(server.url, runId)
+      expect(results.slice(2)).toEqual([
+        "read_file: [the file is empty]",
+        "read_file: read_file failed: VerbRefused: /out/empty.txt is empty, so it has no line 2: leave from out to read it",
+        "grep: invalid arguments for grep:\npattern: expected a regular expression to search for, got \"\" (which matches every line); " +
+          "read_file a file to see all of it, or ls to see what is there",
+        "grep: no match for /^$/ under /out"
+      ])
+    }), { timeout: 60_000 })
+
   it.scopedLive("undo refuses a version that is not a whole number of 0 or more, saying what version is and how to leave it out", () =>
     Effect.gen(function*() {
       const root = yield* tempProject({ "environments/workspace.ts": environmentFile, "agents/reports/agent.ts": agentFile })

@@ -59,7 +59,9 @@ const search = new Script(`(() => {
   for (let file = 0; file < files; file++) {
     const text = textOf(file)
     if (text === undefined) continue
-    const lines = text.split(/\\r?\\n/)
+    // As read_file numbers them: an empty file has no lines, and a last line break starts none.
+    const lines = text === "" ? [] : text.split(/\\r?\\n/)
+    if (lines.length > 1 && lines[lines.length - 1] === "") lines.pop()
     for (let index = 0; index < lines.length; index++) {
       const line = lines[index]
       if (!regex.test(line)) continue

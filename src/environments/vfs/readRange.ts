@@ -22,9 +22,11 @@ export class PastTheEnd extends Data.TaggedError("PastTheEnd")<{ readonly lines:
 
 /** Lines `from`..`to` of `text`, each prefixed with its number, and a note when more remain. */
 export const readRange = (text: string, options: ReadRangeOptions = {}): Either.Either<string, PastTheEnd> => {
-  const lines = text.split(/\r?\n/)
+  // An empty file has no lines; a last line break ends the last line rather than starting one.
+  const lines = text === "" ? [] : text.split(/\r?\n/)
   if (lines.length > 1 && lines[lines.length - 1] === "") lines.pop()
   const total = lines.length
+  if (total === 0 && (options.from ?? 1) === 1) return Either.right("[the file is empty]")
   const maxLines = Math.max(1, Math.floor(options.maxLines ?? 400))
   const maxLineChars = Math.max(1, Math.floor(options.maxLineChars ?? 2000))
   const from = options.from ?? 1
