@@ -22,7 +22,7 @@ import { runScript, runTests, type ScriptFailed } from "./scriptVerbs.js"
 import { ScriptRunner } from "./script/ScriptRunner.js"
 import { redoTarget, undoState, undoTarget } from "./undoStack.js"
 import { historyLimit, type VerbInput, type VerbName } from "./verbInputs.js"
-import { seedTree } from "./seedTree.js"
+import { seedTree, versionTree } from "./seedTree.js"
 import { type EnvironmentFs, environmentFs, type FsError } from "./vfs/EnvironmentFs.js"
 import { validateScript } from "./script/validateScript.js"
 import { generatedDocs } from "./vfs/generatedDocs.js"
@@ -217,14 +217,11 @@ const make = Effect.fnUntraced(function*(options: { readonly idleTimeToLive: Dur
 
   /** undo, redo, or restoring a chosen version: the tree of `target` as the next version. */
   const restore = Effect.fnUntraced(function*(session: Session, scope: VerbScope, kind: "undo" | "redo" | "change", target: number, label: string) {
-    const stored = yield* storage.at(session.scope, target)
-    // Version 0 is stored with the first change; before it (or for versions written before it was
-    // kept) the scope starts from the definition.
-    const tree = Option.isSome(stored)
-      ? stored.value.tree
-      : target === 0
-      ? yield* initialTree(scope)
-      : yield* new files.VerbRefused({ message: `there is no version ${target}; history lists them` })
+    const stored = yield* versionTree(storage, session.scope, scope.environment, scope.root, target).pipe(
+      Effect.catchTag("StartingFilesUnreadable", ({ message }) => new EnvironmentUnavailable({ message }))
+    )
+    if (Option.isNone(stored)) return yield* new files.VerbRefused({ message: `there is no version ${target}; history lists them` })
+    const tree = stored.value
     return yield* commit(session, scope, kind, label, tree, `${label}: the files are as at version ${target}`)
   })
 

@@ -5,10 +5,15 @@
  * instances, and never one that already works on its copy).
  */
 import { isAbsolute, resolve } from "node:path"
-import { Either } from "effect"
+import { Data, Effect, Either, Option } from "effect"
 import type { EnvironmentDefinition } from "../definitions/defineEnvironment.js"
+import type { EnvironmentScope, EnvironmentStorage } from "../durable/EnvironmentStorage.js"
+import type { StoreError } from "../durable/StoreError.js"
 import type { Tree } from "./vfs/Tree.js"
 import { directoryVfs } from "./vfs/directoryVfs.js"
+
+/** The starting files cannot be read: `message` says why (from `seedTree`). */
+export class StartingFilesUnreadable extends Data.TaggedError("StartingFilesUnreadable")<{ readonly message: string }> {}
 
 /** The starting tree, or why it cannot be read (a folder that is missing or over the size limit). */
 export const seedTree = (environment: EnvironmentDefinition, projectRoot: string): Either.Either<Tree, string> => {
@@ -24,3 +29,25 @@ export const seedTree = (environment: EnvironmentDefinition, projectRoot: string
       : Either.right(new Map([...tree, ...files]))
   })
 }
+
+/**
+ * The tree at `version` of a scope, none when there is no such version. Version 0 is stored with
+ * the first change; before it, or for a scope first changed before version 0 was kept, it is the
+ * definition's starting files.
+ */
+export const versionTree = (
+  storage: EnvironmentStorage["Type"],
+  scope: EnvironmentScope,
+  environment: EnvironmentDefinition,
+  projectRoot: string,
+  version: number
+): Effect.Effect<Option.Option<Tree>, StoreError | StartingFilesUnreadable> =>
+  Effect.flatMap(storage.at(scope, version), (stored) =>
+    Option.isSome(stored)
+      ? Effect.succeedSome(stored.value.tree)
+      : version !== 0
+      ? Effect.succeedNone
+      : Either.match(seedTree(environment, projectRoot), {
+        onLeft: (message) => Effect.fail(new StartingFilesUnreadable({ message })),
+        onRight: Effect.succeedSome
+      }))

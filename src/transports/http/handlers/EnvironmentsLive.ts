@@ -16,13 +16,12 @@ import { type Artifact, type EnvironmentScope, EnvironmentStorage } from "../../
 import { InstanceStorage } from "../../../durable/InstanceStorage.js"
 import { Store } from "../../../durable/Store.js"
 import { scopeOf } from "../../../environments/Environments.js"
-import { seedTree } from "../../../environments/seedTree.js"
+import { versionTree } from "../../../environments/seedTree.js"
 import { guessDelimiter, scanDelimited } from "../../../environments/vfs/delimited.js"
 import { extensionOf, isTextMediaType, isWorkbookMediaType, mediaTypeOf } from "../../../environments/vfs/mediaType.js"
 import { type SheetJs, sheetJs } from "../../../environments/vfs/sheetJs.js"
 import { generatedPaths } from "../../../environments/vfs/generatedDocs.js"
 import { baseName, isWithin, normalizePath } from "../../../environments/vfs/paths.js"
-import type { Tree } from "../../../environments/vfs/Tree.js"
 import { checkInflatedSize, isZip } from "../../../environments/vfs/zipInflatedSize.js"
 import { InstanceNotFound } from "../../../instances/Instances.js"
 import { BadRequest } from "../api/BadRequest.js"
@@ -222,11 +221,9 @@ export const EnvironmentsLive = HttpApiBuilder.group(FoundryApi, "environments",
     /** The tree at `version` (0: the starting tree; undefined: the latest, or the starting tree while there is none). */
     const treeAt = Effect.fn("EnvironmentsApi.treeAt")(function*(located: Located, head: number, version: number | undefined) {
       const wanted = version ?? head
-      const found = yield* storage.at(located.scope, wanted)
-      if (Option.isNone(found) && wanted === 0) {
-        const tree: Tree = yield* Either.mapLeft(seedTree(located.definition, located.root), (message) => new InitialTreeUnreadable({ environment: located.environment, message }))
-        return { version: 0, tree }
-      }
+      const found = yield* versionTree(storage, located.scope, located.definition, located.root, wanted).pipe(
+        Effect.catchTag("StartingFilesUnreadable", ({ message }) => new InitialTreeUnreadable({ environment: located.environment, message }))
+      )
       if (Option.isNone(found)) {
         return yield* new EnvironmentVersionNotFound({
           version: wanted,
@@ -236,7 +233,7 @@ export const EnvironmentsLive = HttpApiBuilder.group(FoundryApi, "environments",
             : `there is no version ${wanted}: versions run from 1 to ${head} (0 is the starting tree)`
         })
       }
-      return { version: wanted, tree: found.value.tree }
+      return { version: wanted, tree: found.value }
     })
 
     const environmentView = Effect.fn("EnvironmentsApi.environment")(function*(id: string, query: {
