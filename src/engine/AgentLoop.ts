@@ -7,13 +7,13 @@
  * started but was not recorded runs again (with the same idempotency key).
  */
 import { Array as Arr, Cause, Effect, Either, Option } from "effect"
-import { type CompiledAgent, type CompiledApp, leftOutAgent } from "../compiler/CompiledApp.js"
+import { type CompiledAgent, type CompiledApp, type CompiledTool, leftOutAgent } from "../compiler/CompiledApp.js"
 import { type InstanceInfo, isContext, modelsOf } from "../definitions/defineAgent.js"
 import type { RunRecord } from "../durable/records.js"
 import { Store } from "../durable/Store.js"
 import type { Lease } from "../journal/journalRecords.js"
 import { agentTools } from "../mcp/mcpTools.js"
-import type { ChatMessage, LanguageModel, ResolvedModel, ToolCall } from "../models/Model.js"
+import type { ChatMessage, LanguageModel, ResolvedModel, ToolCall, ToolSpec } from "../models/Model.js"
 import { ModelResolver } from "../models/Model.js"
 import { makeBudgetCheck } from "./budgetCheck.js"
 import { contextWindowOf } from "./compaction.js"
@@ -199,8 +199,9 @@ function* startExecution(app: CompiledApp, agent: CompiledAgent, run: RunRecord,
   const window = contextWindowOf(resolved.model.name, app.table.config.context.windows, agent.definition.contextWindow)
   const context = makeRunContext(app, agent, run, instance, seesImages, window, step, journal)
   const { admitMessage, fitContext, transcript } = yield* makeRunTranscript(context, models)
+  const system = yield* systemPrompt(agent, run, instance)
   if (context.mine.length === 0) {
-    yield* admitMessage(run.input)
+    yield* admitMessage(run.input, system, Effect.map(agentTools(agent, instance.installed), (listed) => offered(listed, seesImages)))
     context.record({ _tag: "user", content: run.input })
   }
   const execution: Execution = {
@@ -208,7 +209,7 @@ function* startExecution(app: CompiledApp, agent: CompiledAgent, run: RunRecord,
     models,
     transcript,
     fitContext,
-    system: yield* systemPrompt(agent, run, instance),
+    system,
     budget: yield* makeBudgetCheck(context)
   }
   return execution
@@ -280,13 +281,16 @@ function* callTools(execution: Execution, calls: ReadonlyArray<ToolCall>, failed
   return { _tag: "Continue", consecutiveFailures } satisfies Called
 }
 
+/** Of the agent's tools as listed (its own, its instance's, its MCP servers'), those its models are offered: `view_image` only to models that see images. */
+const offered = (listed: ReadonlyMap<string, CompiledTool>, seesImages: boolean): ReadonlyArray<ToolSpec> =>
+  [...listed.values()].flatMap((t) => t.builtin !== "view_image" || seesImages ? [t.spec] : [])
+
 /** Model turn `turn`: the agent's tools listed, the model asked, its answer recorded, the run's budgets checked. */
 function* modelTurn(execution: Execution, turn: number) {
   const { budget, context, fitContext, models, system, transcript } = execution
   const { agent, app, seesImages, step } = context
   // Listed every turn: an MCP server's tools change (`list_changed`) while a run goes on.
-  const listed = yield* agentTools(agent, context.instance.installed)
-  const specs = [...listed.values()].flatMap((t) => t.builtin !== "view_image" || seesImages ? [t.spec] : [])
+  const specs = offered(yield* agentTools(agent, context.instance.installed), seesImages)
   const result = yield* askModel({
     step,
     commit: context.commit,

@@ -1,5 +1,6 @@
 /**
- * A run's message, or a model request even after compaction, over its model's whole context window:
+ * A run's message (with the instructions and tools every request of the run carries), or a model
+ * request even after compaction, over its model's whole context window:
  * sent, the provider would refuse it (OpenAI: `context_length_exceeded`) however often it was
  * asked, so the run fails before it is sent, saying what is too large, against which window, and
  * what to change.
@@ -20,9 +21,18 @@ interface Part {
 
 const userMessage = (content: string): Part => ({ what: "the user's message", tokens: tokensOf(content.length), remedy: "Send a shorter message" })
 
+/** What every request of a run carries besides its transcript. */
+type Carried = Pick<ModelRequest, "system" | "tools">
+
+const instructionsPart = (carried: Carried): Part =>
+  ({ what: "the agent's instructions", tokens: tokensOf(carried.system.length), remedy: "Shorten the agent's instructions" })
+
+const toolsPart = (carried: Carried): Part =>
+  ({ what: "the tools' descriptions", tokens: tokensOf(JSON.stringify(carried.tools).length), remedy: "Give the agent fewer tools" })
+
 const partsOf = (request: ModelRequest): ReadonlyArray<Part> => [
-  { what: "the agent's instructions", tokens: tokensOf(request.system.length), remedy: "Shorten the agent's instructions" },
-  { what: "the tools' descriptions", tokens: tokensOf(JSON.stringify(request.tools).length), remedy: "Give the agent fewer tools" },
+  instructionsPart(request),
+  toolsPart(request),
   ...request.messages.map((message): Part => {
     const tokens = tokensOf(messageText(message).length)
     switch (message._tag) {
@@ -61,12 +71,23 @@ const partOver = (part: Part, window: ContextWindow, model: string, agent: Compi
   failure(`${part.what} is about ${part.tokens} tokens (at about four characters a token), ${overText(window, model, agent)}: no compaction can make it fit`, part, agent)
 
 /**
- * The refusal of a run's message `content` when it alone is over `window` of `model` (the first
- * of `agent`'s models); `undefined` when it is not.
+ * The refusal of a run's message `content` when, with the instructions and tools every request of
+ * its run carries (`carried`), it is over `window` of `model` (the first of `agent`'s models);
+ * `undefined` when it is not.
  */
-export const messageTooLong = (content: string, window: ContextWindow, model: string, agent: CompiledAgent): ContextTooLong | undefined => {
-  const part = userMessage(content)
-  return part.tokens > window.tokens ? partOver(part, window, model, agent) : undefined
+export const messageTooLong = (content: string, carried: Carried, window: ContextWindow, model: string, agent: CompiledAgent): ContextTooLong | undefined => {
+  const total = estimateTokens({ ...carried, messages: [{ _tag: "user", content }] })
+  if (total <= window.tokens) return undefined
+  const message = userMessage(content)
+  if (message.tokens > window.tokens) return partOver(message, window, model, agent)
+  const [instructions, tools] = [instructionsPart(carried), toolsPart(carried)]
+  const room = window.tokens - estimateTokens({ ...carried, messages: [] })
+  const size = `the user's message is about ${message.tokens} tokens, about ${total} with ${instructions.what} (about ${instructions.tokens}) and ` +
+    `${tools.what} (about ${tools.tokens}) that every request of its run carries (at about four characters a token), ` +
+    `${overText(window, model, agent)}: no compaction can make it fit`
+  // With room for some message, a shorter one is the way out; with none, shorter instructions or fewer tools (the larger).
+  const remedy = room > 0 ? { ...message, remedy: `Send a message of at most about ${room} tokens` } : tools.tokens > instructions.tokens ? tools : instructions
+  return failure(size, remedy, agent)
 }
 
 /** The failure of `request`, over `window` of `model` even compacted: its largest part named, alone over the window or not. */

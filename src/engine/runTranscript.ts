@@ -3,14 +3,14 @@
  * before it goes), fitted to the context window: unchanged under the soft threshold, old tool
  * results shortened over it, older turns summarized (and the summary stored) over the hard one, in
  * pieces that fit the summarizer's window, each step announced and then reported as done or not;
- * a request over the whole window even then is not sent.
+ * a request over the whole window even then is not sent, nor a run's message that makes one alone.
  */
 import { Array as Arr, Effect, Option } from "effect"
 import { ApprovalStorage } from "../durable/ApprovalStorage.js"
 import { Store } from "../durable/Store.js"
 import type { StoreError } from "../durable/StoreError.js"
 import type { LeaseLost } from "../journal/RunJournal.js"
-import { type ChatMessage, type LanguageModel, type ModelError, type ModelRequest, ModelResolver } from "../models/Model.js"
+import { type ChatMessage, type LanguageModel, type ModelError, type ModelRequest, ModelResolver, type ToolSpec } from "../models/Model.js"
 import { transcriptProblem } from "../models/validateTranscript.js"
 import { contextWindowOf, elideOldToolResults, estimateTokens, isContextOverflow, linesWithin, requestCharacters, summaryLines, summaryRequest } from "./compaction.js"
 import { type ContextTooLong, contextTooLong, messageTooLong } from "./ContextTooLong.js"
@@ -35,13 +35,16 @@ export const makeRunTranscript = (context: RunContext, models: Arr.NonEmptyReado
     const model = Arr.headNonEmpty(models).name
 
     /**
-     * Refuses the run's message when it alone is over the whole window: no compaction could make a
-     * turn fit, and once in the conversation it would put every later run's turns over it too.
+     * Refuses the run's message when, with the instructions and the tools (`tools`, listed only
+     * when the window is known) that every request of the run carries, it is over the whole
+     * window: no compaction could make a turn fit, and once in the conversation it would put every
+     * later run's turns over it too.
      */
-    const admitMessage = (content: string): Effect.Effect<void, ContextTooLong> => {
-      const refusal = window === undefined ? undefined : messageTooLong(content, window, model, agent)
-      return refusal === undefined ? Effect.void : Effect.fail(refusal)
-    }
+    const admitMessage = <E>(content: string, system: string, tools: Effect.Effect<ReadonlyArray<ToolSpec>, E>): Effect.Effect<void, ContextTooLong | E> =>
+      window === undefined ? Effect.void : Effect.flatMap(tools, (listed) => {
+        const refusal = messageTooLong(content, { system, tools: listed }, window, model, agent)
+        return refusal === undefined ? Effect.void : Effect.fail(refusal)
+      })
 
     /** The transcript this run sends, checked against the strictest provider's rules before it goes. */
     const transcript = Effect.gen(function*() {

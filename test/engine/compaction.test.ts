@@ -3,9 +3,9 @@
  * server (through the real `openai` client), a conversation that crosses the soft and then the
  * hard threshold keeps completing while sending fewer tokens than its full transcript, each step
  * reported as it starts and as what it did, a context-length error from the server is recovered
- * by compaction, a message larger than the whole window is refused with its size and the way out, a
- * tool result larger than it is cut, and a history larger than the summarizer's window is summarized
- * in pieces that fit it.
+ * by compaction, a message larger than the whole window (alone, or with the instructions and tools
+ * every request carries) is refused with its size and the way out, a tool result larger than it is
+ * cut, and a history larger than the summarizer's window is summarized in pieces that fit it.
  */
 import { describe, expect, it } from "@effect/vitest"
 import { ConfigProvider, Effect, Layer } from "effect"
@@ -93,16 +93,17 @@ const converse = (url: string, pages: number) =>
   })
 
 /**
- * A message of about 2,970 tokens in a provider's window of 3,000 (Foundry told `told`): within the
- * window alone, not with the agent's instructions and tools (its run fails), nor with the summary
- * request's own (sent whole, OpenAI would refuse it); the conversation's next messages are answered.
+ * A message of about 2,930 tokens in a provider's window of 3,000 (Foundry told `told`): within the
+ * window with the agent's instructions and tools (it is taken into the conversation), not with its
+ * turn's tool call and result too (its run fails), nor with the summary request's own instructions
+ * (sent whole, OpenAI would refuse it); the conversation's next messages are answered.
  */
 const goesOnAfterALongMessage = (told: number) =>
   Effect.gen(function*() {
     const provider = yield* strictOpenAi({ otherwise: reader, contextWindows: { "gpt-4.1-mini": 3000 } })
     const root = yield* tempProject(project(`{ context: { windows: { "openai:gpt-4.1-mini": ${told} } } }`))
     const server = yield* startServer(root, { model: OpenAi.make({ model: "gpt-4.1-mini", apiKey: "test", baseURL: provider.url }) })
-    const first = yield* ask(server.url, `read page 1 of 100 characters. ${"Please read it carefully. ".repeat(455)}`)
+    const first = yield* ask(server.url, `read page 1 of 100 characters. ${"Please read it carefully. ".repeat(450)}`)
     expect(first.run).toMatchObject({ status: "failed" })
     for (const page of [2, 3]) {
       const next = yield* ask(server.url, `read page ${page} of 100 characters`, first.conversation)
@@ -243,6 +244,43 @@ describe("context compaction", () => {
       expect(JSON.stringify((yield* http(`${server.url}/api/conversations/${conversation}/messages`)).json)).not.toContain("read page 1.")
       const next = yield* http(`${server.url}/api/runs`, { body: { agent: "reader", message: "read page 2.", conversation } })
       expect(yield* waitForRun(server.url, (next.json as { runId: string }).runId)).toMatchObject({ status: "completed", output: "read 1 page" })
+    }))
+
+  it.scopedLive("a message within the window alone but over it with the agent's instructions and tools fails its run before it is sent, and stays out of the conversation", () =>
+    Effect.gen(function*() {
+      const provider = yield* strictOpenAi({ otherwise: reader, contextWindows: { "gpt-4.1-mini": 2000 } })
+      const files = project(`{ context: { windows: { "openai:gpt-4.1-mini": 2000 } } }`)
+      // About 800 tokens of instructions, sent with every request of a run.
+      const instructions = "Read the page the user asks for and say how many pages you read. ".repeat(50)
+      const root = yield* tempProject({
+        ...files,
+        "agents/reader/agent.ts": (files["agents/reader/agent.ts"] ?? "").replace("maxTurns: 4", `maxTurns: 4, instructions: ${JSON.stringify(instructions)}`)
+      })
+      const server = yield* startServer(root, { model: OpenAi.make({ model: "gpt-4.1-mini", apiKey: "test", baseURL: provider.url }) })
+      // About 1,500 tokens: within the window of 2,000 alone.
+      const message = `read page 1. ${"Please read it very carefully. ".repeat(200)}`
+      const first = yield* ask(server.url, message)
+      const tokens = Math.ceil(message.length / 4)
+      const carried = Math.ceil(instructions.length / 4)
+      expect(tokens).toBeLessThan(2000)
+      expect(first.run).toMatchObject({ status: "failed" })
+      const error = (first.run as { error?: string }).error ?? ""
+      const [, total, tools, room] = (/^the user's message is about \d+ tokens, about (\d+) with .* the tools' descriptions \(about (\d+)\) .* at most about (\d+) tokens/.exec(error) ?? []).map(Number)
+      expect(error).toBe(
+        `the user's message is about ${tokens} tokens, about ${total} with the agent's instructions (about ${carried}) and the tools' descriptions ` +
+          `(about ${tools}) that every request of its run carries (at about four characters a token), over the context window of openai:gpt-4.1-mini ` +
+          `(2000 tokens, from context.windows in foundry.config.ts): no compaction can make it fit. Send a message of at most about ${room} tokens, ` +
+          `or give agent "reader" a model with a larger window (its model in agents/reader/agent.ts)`
+      )
+      // Each count rounded up on its own: the sum and the room are within a token or two of the parts'.
+      expect(Math.abs((total ?? 0) - (tokens + carried + (tools ?? 0)))).toBeLessThanOrEqual(2)
+      expect(Math.abs((room ?? 0) - (2000 - carried - (tools ?? 0)))).toBeLessThanOrEqual(2)
+      expect(total).toBeGreaterThan(2000)
+      expect(provider.requests).toEqual([])
+      expect(JSON.stringify((yield* http(`${server.url}/api/conversations/${first.conversation}/messages`)).json)).not.toContain("read page 1.")
+      const next = yield* ask(server.url, "read page 2 of 100 characters", first.conversation)
+      expect(next.run).toMatchObject({ status: "completed", output: "read 1 page" })
+      expect(provider.rejected).toEqual([])
     }))
 
   it.scopedLive("a context-length error from the provider is recovered by compaction and one more try", () =>
