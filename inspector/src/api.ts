@@ -333,5 +333,6 @@ const liveTypes: { readonly [Type in FoundryEvent["type"]]: true } = {
   "context.compacting": true,
   "context.compacted": true,
   "context.uncompacted": true,
+  "context.summary.completed": true,
   "budget.exceeded": true
 }

@@ -198,7 +198,8 @@ function* startExecution(app: CompiledApp, agent: CompiledAgent, run: RunRecord,
   const seesImages = models.every((model) => model.vision === true)
   const window = contextWindowOf(resolved.model.name, app.table.config.context.windows, agent.definition.contextWindow)
   const context = makeRunContext(app, agent, run, instance, seesImages, window, step, journal)
-  const { admitMessage, fitContext, transcript } = yield* makeRunTranscript(context, models)
+  const budget = yield* makeBudgetCheck(context)
+  const { admitMessage, fitContext, transcript } = yield* makeRunTranscript(context, models, budget.spent)
   const system = yield* systemPrompt(agent, run, instance)
   if (context.mine.length === 0) {
     yield* admitMessage(run.input, system, Effect.map(agentTools(agent, instance.installed), (listed) => offered(listed, seesImages)))
@@ -210,7 +211,7 @@ function* startExecution(app: CompiledApp, agent: CompiledAgent, run: RunRecord,
     transcript,
     fitContext,
     system,
-    budget: yield* makeBudgetCheck(context)
+    budget
   }
   return execution
 }

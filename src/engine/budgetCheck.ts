@@ -103,6 +103,15 @@ export const makeBudgetCheck = (context: RunContext) =>
       costUsd: run.costUsd,
       unpricedTurns: run.unpricedTurns
     }
+    const spent = (usage: TurnUsage): void => {
+      totals = {
+        runs: 1,
+        inputTokens: totals.inputTokens + usage.inputTokens,
+        outputTokens: totals.outputTokens + usage.outputTokens,
+        costUsd: totals.costUsd + (usage.costUsd ?? 0),
+        unpricedTurns: totals.unpricedTurns + (usage.costUsd === null ? 1 : 0)
+      }
+    }
     const checkRun = () => {
       const exceeded = runOverBudget(budgets, totals)
       return exceeded === undefined ? withinBudget : overBudget(exceeded)
@@ -120,14 +129,11 @@ export const makeBudgetCheck = (context: RunContext) =>
        * person's decision on its budget learns the decision here, before it goes on.
        */
       atStart: checkRun(),
+      /** Adds a summary call's usage to the run's totals, unchecked: the turn it was made for checks them after its answer. */
+      spent,
+      /** Adds the turn's usage to the run's totals and checks them. */
       afterTurn: (usage: TurnUsage) => {
-        totals = {
-          runs: 1,
-          inputTokens: totals.inputTokens + usage.inputTokens,
-          outputTokens: totals.outputTokens + usage.outputTokens,
-          costUsd: totals.costUsd + (usage.costUsd ?? 0),
-          unpricedTurns: totals.unpricedTurns + (usage.costUsd === null ? 1 : 0)
-        }
+        spent(usage)
         return checkRun()
       }
     }

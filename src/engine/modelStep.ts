@@ -8,7 +8,6 @@
 import { type Array as Arr, Clock, Effect } from "effect"
 import type { ConfigDefinition } from "../definitions/defineConfig.js"
 import type { LanguageModel, ModelError, ModelRequest, ToolCall } from "../models/Model.js"
-import { costOf, priceOf } from "../models/prices.js"
 import { newId } from "../durable/ids.js"
 import type { StoreError } from "../durable/StoreError.js"
 import type { EventPayload } from "../events/FoundryEvent.js"
@@ -19,6 +18,7 @@ import type { ContextTooLong } from "./ContextTooLong.js"
 import { withinImageBudget } from "./imageBudget.js"
 import { modelTurnWithFallbacks } from "./modelTurn.js"
 import { redactArguments } from "./redact.js"
+import { turnUsage } from "./turnUsage.js"
 import type { StepBuffer } from "./StepBuffer.js"
 
 /** What the turn needs from its run. */
@@ -98,8 +98,7 @@ export const askModel = (input: ModelStepInput) =>
         input.request(true).pipe(Effect.flatMap(ask)))
     )
     const result = asked === undefined ? answered : { ...answered, toolCalls: ownIds(answered.toolCalls, asked) }
-    const price = priceOf(result.model, config.prices)
-    const usage: TurnUsage = { inputTokens: result.inputTokens, outputTokens: result.outputTokens, costUsd: price === undefined ? null : costOf(result, price) }
+    const usage = turnUsage(result, config.prices)
     step.usage(usage)
     step.emit("model.turn.completed", span, {
       turn,

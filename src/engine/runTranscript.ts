@@ -5,10 +5,11 @@
  * pieces that fit the summarizer's window, each step announced and then reported as done or not;
  * a request over the whole window even then is not sent, nor a run's message that makes one alone.
  */
-import { Array as Arr, Effect, Option } from "effect"
+import { Array as Arr, Clock, Effect, Option } from "effect"
 import { ApprovalStorage } from "../durable/ApprovalStorage.js"
 import { Store } from "../durable/Store.js"
 import type { StoreError } from "../durable/StoreError.js"
+import type { TurnUsage } from "../journal/journalRecords.js"
 import type { LeaseLost } from "../journal/RunJournal.js"
 import { type ChatMessage, type LanguageModel, type ModelError, type ModelRequest, ModelResolver, type ToolSpec } from "../models/Model.js"
 import { transcriptProblem } from "../models/validateTranscript.js"
@@ -17,6 +18,7 @@ import { type ContextTooLong, contextTooLong, messageTooLong } from "./ContextTo
 import { modelTurnWithFallbacks } from "./modelTurn.js"
 import type { RunContext } from "./RunContext.js"
 import { foreignOpenCalls, modelView } from "./transcript.js"
+import { turnUsage } from "./turnUsage.js"
 
 /** A summary, and the model that wrote it. */
 interface Summary {
@@ -24,8 +26,11 @@ interface Summary {
   readonly model: string
 }
 
-/** The transcript of `context`'s run and the request fitting for its models. */
-export const makeRunTranscript = (context: RunContext, models: Arr.NonEmptyReadonlyArray<LanguageModel>) =>
+/**
+ * The transcript of `context`'s run and the request fitting for its models; `spent` is told the
+ * usage of each summary call (added to the run's as a turn's is).
+ */
+export const makeRunTranscript = (context: RunContext, models: Arr.NonEmptyReadonlyArray<LanguageModel>, spent: (usage: TurnUsage) => void) =>
   Effect.gen(function*() {
     const store = yield* Store
     const approvals = yield* ApprovalStorage
@@ -67,11 +72,26 @@ export const makeRunTranscript = (context: RunContext, models: Arr.NonEmptyReado
     const summaryOptions = { retry: config.modelRetry, onDeltas: () => Effect.void, onRetry: () => Effect.void, onFallback: () => Effect.void }
 
     /**
+     * One summary call on `span`: its usage added to the run's, as a turn's is (the provider bills
+     * it the same), and told by `context.summary.completed`.
+     */
+    const summaryCall = (summarizers: Arr.NonEmptyReadonlyArray<LanguageModel>, request: ModelRequest, span: string) =>
+      Effect.gen(function*() {
+        const started = yield* Clock.currentTimeMillis
+        const result = yield* modelTurnWithFallbacks(summarizers, request, summaryOptions)
+        const usage = turnUsage(result, config.prices)
+        step.usage(usage)
+        spent(usage)
+        step.emit("context.summary.completed", span, { model: result.model, usage, durationMs: (yield* Clock.currentTimeMillis) - started })
+        return result
+      })
+
+    /**
      * The summary of `older`, asked in pieces that each fit `budget` characters (one request when
      * there is none), each piece's request carrying the summary of those before it; an empty text
      * when a summarizer gave none (a piece with no summary would lose everything before it).
      */
-    const summaryWithin = (summarizers: Arr.NonEmptyReadonlyArray<LanguageModel>, older: ReadonlyArray<ChatMessage>, budget: number | undefined) =>
+    const summaryWithin = (summarizers: Arr.NonEmptyReadonlyArray<LanguageModel>, older: ReadonlyArray<ChatMessage>, budget: number | undefined, span: string) =>
       Effect.gen(function*() {
         // A line is at most half a request, so that a piece has room for the summary before it.
         const lines = summaryLines(older, budget === undefined ? Infinity : Math.floor(budget / 2))
@@ -79,7 +99,7 @@ export const makeRunTranscript = (context: RunContext, models: Arr.NonEmptyReado
         for (let from = 0; from < lines.length;) {
           const earlier = from === 0 ? undefined : summary.text
           const count = budget === undefined ? lines.length : linesWithin(lines, from, earlier, budget)
-          summary = yield* modelTurnWithFallbacks(summarizers, summaryRequest(lines.slice(from, from + count), earlier), summaryOptions)
+          summary = yield* summaryCall(summarizers, summaryRequest(lines.slice(from, from + count), earlier), span)
           if (summary.text.trim() === "") return summary
           from += count
         }
@@ -91,11 +111,11 @@ export const makeRunTranscript = (context: RunContext, models: Arr.NonEmptyReado
      * leaving room for the answer); a provider that says one is still too long (its window is
      * smaller than Foundry knows, or unknown) is asked again in pieces of half the size, up to three times.
      */
-    const summarize = (summarizers: Arr.NonEmptyReadonlyArray<LanguageModel>, older: ReadonlyArray<ChatMessage>, tokens: number | undefined) => {
+    const summarize = (summarizers: Arr.NonEmptyReadonlyArray<LanguageModel>, older: ReadonlyArray<ChatMessage>, tokens: number | undefined, span: string) => {
       // Halving a budget larger than the whole request would send the same request again.
       const whole = () => requestCharacters(summaryRequest(summaryLines(older, Infinity), undefined))
       const attempt = (budget: number | undefined, halvings: number): Effect.Effect<Summary, ModelError> =>
-        summaryWithin(summarizers, older, budget).pipe(
+        summaryWithin(summarizers, older, budget, span).pipe(
           Effect.catchIf((error) => halvings > 0 && isContextOverflow(error), () =>
             attempt(Math.floor(Math.min(budget ?? Infinity, whole()) / 2), halvings - 1))
         )
@@ -103,10 +123,10 @@ export const makeRunTranscript = (context: RunContext, models: Arr.NonEmptyReado
     }
 
     /**
-     * Summarizes everything before this run's first message and stores the summary standing for it;
-     * why nothing was summarized when nothing was.
+     * Summarizes everything before this run's first message (its calls on `span`) and stores the
+     * summary standing for it; why nothing was summarized when nothing was.
      */
-    const summarizeOlderTurns: Effect.Effect<string | undefined, StoreError | LeaseLost | ModelError> = Effect.gen(function*() {
+    const summarizeOlderTurns = (span: string): Effect.Effect<string | undefined, StoreError | LeaseLost | ModelError> => Effect.gen(function*() {
       yield* context.commit()
       const stored = yield* store.listMessages(run.conversationId)
       const keepFrom = stored.find((m) => m.runId === run.id)?.seq
@@ -118,7 +138,7 @@ export const makeRunTranscript = (context: RunContext, models: Arr.NonEmptyReado
       const summarizers: Arr.NonEmptyReadonlyArray<LanguageModel> = summaryModel === undefined ? models : [summaryModel, ...models]
       const windows = [window, summaryModel === undefined ? undefined : contextWindowOf(summaryModel.name, config.context.windows)]
         .flatMap((known) => known === undefined ? [] : [known.tokens])
-      const summary = yield* summarize(summarizers, older, windows.length === 0 ? undefined : Math.min(...windows))
+      const summary = yield* summarize(summarizers, older, windows.length === 0 ? undefined : Math.min(...windows), span)
       // A summary with no text in it (only tool calls, a refusal) would stand for the older messages
       // with nothing: they stay as they are, and the turn goes as long as it is.
       if (summary.text.trim() === "") {
@@ -151,7 +171,7 @@ export const makeRunTranscript = (context: RunContext, models: Arr.NonEmptyReado
         else step.emit("context.uncompacted", span, { method: "elide", tokens: before, reason: "no tool result before the last two user messages is long enough to shorten" })
         if (!overflowed && window !== undefined && shortened <= window.tokens * config.context.hard) return elided
         step.emit("context.compacting", span, { method: "summary", beforeTokens: shortened, window: windowTokens })
-        const notSummarized = yield* summarizeOlderTurns
+        const notSummarized = yield* summarizeOlderTurns(span)
         const compacted: ModelRequest = { ...request, messages: elideOldToolResults(yield* transcript) }
         const after = estimateTokens(compacted)
         if (notSummarized === undefined) step.emit("context.compacted", span, { method: "summary", beforeTokens: shortened, afterTokens: after })

@@ -39,6 +39,7 @@ export const EventType = Schema.Literal(
   "context.compacting",
   "context.compacted",
   "context.uncompacted",
+  "context.summary.completed",
   "budget.exceeded"
 )
 export type EventType = typeof EventType.Type

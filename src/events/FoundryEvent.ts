@@ -72,6 +72,7 @@ export const FoundryEvent = Schema.Union(
   eventOfType("context.compacting"),
   eventOfType("context.compacted"),
   eventOfType("context.uncompacted"),
+  eventOfType("context.summary.completed"),
   eventOfType("budget.exceeded")
 )
 export type FoundryEvent = typeof FoundryEvent.Type

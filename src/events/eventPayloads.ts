@@ -41,6 +41,9 @@ const fromDeliveryOrEvent = <D extends Schema.Struct.Fields, E extends Schema.St
 /** A compaction step: old tool results shortened, or older turns summarized. */
 const compactionMethod = Schema.Literal("elide", "summary")
 
+/** A model call's tokens, and their cost in USD (`null` when the model has no price). */
+const turnUsage = Schema.Struct({ inputTokens: Schema.Number, outputTokens: Schema.Number, costUsd: Schema.NullOr(Schema.Number) })
+
 /** The payload schema of every event type; a type without one does not compile. */
 export const eventPayloads = {
   "run.queued": Schema.Struct({ input: Schema.String, ...runLinks }),
@@ -89,7 +92,7 @@ export const eventPayloads = {
     model: Schema.String,
     text: Schema.String,
     toolCalls: Schema.Array(Schema.Struct({ id: Schema.String, name: Schema.String, arguments: Schema.String })),
-    usage: Schema.Struct({ inputTokens: Schema.Number, outputTokens: Schema.Number, costUsd: Schema.NullOr(Schema.Number) }),
+    usage: turnUsage,
     durationMs: Schema.Number
   }),
   "model.delta": Schema.Struct({ turn: Schema.Number, text: Schema.String }),
@@ -143,6 +146,11 @@ export const eventPayloads = {
   "context.compacted": Schema.Struct({ method: compactionMethod, beforeTokens: Schema.Number, afterTokens: Schema.Number }),
   /** A compaction step that found nothing to remove: the request is still `tokens`, for `reason`. */
   "context.uncompacted": Schema.Struct({ method: compactionMethod, tokens: Schema.Number, reason: Schema.String }),
+  /**
+   * One model call of a summary step (a summary asked in pieces makes several): the model that
+   * answered and its `usage`, which counts in the run's usage as a turn's does.
+   */
+  "context.summary.completed": Schema.Struct({ model: Schema.String, usage: turnUsage, durationMs: Schema.Number }),
   /** `budget`: the budget's name (e.g. `maxTokensPerRun`); `setIn`: the file that sets it. */
   "budget.exceeded": Schema.Struct({ budget: Schema.String, limit: Schema.Number, used: Schema.Number, setIn: Schema.String })
 } satisfies { readonly [Type in EventType]: Schema.Schema.AnyNoContext }

@@ -47,7 +47,7 @@ export interface RunUpdate {
   readonly error?: string
 }
 
-/** One model turn's usage, added to its run. */
+/** One model call's usage (a turn's, or a compaction summary's), added to its run. */
 export interface TurnUsage {
   readonly inputTokens: number
   readonly outputTokens: number
@@ -60,7 +60,7 @@ export interface Step {
   readonly messages?: ReadonlyArray<ChatMessage>
   readonly events?: ReadonlyArray<EventDraft>
   readonly status?: RunUpdate
-  /** Model turns' usage, added to the run's totals. */
+  /** Model calls' usage, added to the run's totals. */
   readonly usage?: ReadonlyArray<TurnUsage>
   /** The step ends this execution: the lease is released in the same transaction. */
   readonly releaseLease?: boolean

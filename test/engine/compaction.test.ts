@@ -167,6 +167,74 @@ describe("context compaction", () => {
       expect(provider.rejected).toEqual([])
     }))
 
+  it.scopedLive("the summary calls' tokens and cost count in their run's usage, each told by a context.summary.completed event", () =>
+    Effect.gen(function*() {
+      // The summarizer reports a usage of its own, so that a summary call's tokens cannot pass for a turn's.
+      const provider = yield* strictOpenAi({
+        otherwise: (request, index) =>
+          isSummaryRequest(request) ? text("summary: pages were read", { promptTokens: 100_000, completionTokens: 5_000 }) : reader(request, index)
+      })
+      const server = yield* serverOnOpenAi(provider.url, `{ context: { windows: { "openai:gpt-4.1-mini": 5000 }, summaryModel: "openai:gpt-4.1-nano" } }`)
+      const { conversation, runIds } = yield* converse(server.url, 10)
+      interface Usage {
+        readonly inputTokens: number
+        readonly outputTokens: number
+        readonly costUsd: number
+      }
+      const usageOf = (events: ReadonlyArray<{ readonly type: string; readonly data: unknown }>, type: string) =>
+        events.flatMap((e) => e.type === type ? [(e.data as { usage: Usage }).usage] : [])
+      const sum = (usages: ReadonlyArray<Usage>) => ({
+        inputTokens: usages.reduce((total, u) => total + u.inputTokens, 0),
+        outputTokens: usages.reduce((total, u) => total + u.outputTokens, 0),
+        costUsd: usages.reduce((total, u) => total + u.costUsd, 0)
+      })
+      const summaryCalls: Array<unknown> = []
+      let conversationUsage = { inputTokens: 0, outputTokens: 0, costUsd: 0 }
+      for (const runId of runIds) {
+        const events = yield* eventsOf(server.url, runId)
+        summaryCalls.push(...events.filter((e) => e.type === "context.summary.completed").map((e) => e.data))
+        const spent = sum([...usageOf(events, "model.turn.completed"), ...usageOf(events, "context.summary.completed")])
+        const run = (yield* http(`${server.url}/api/runs/${runId}`)).json as { usage: Usage & { unpricedTurns: number } }
+        expect(run.usage).toMatchObject({ inputTokens: spent.inputTokens, outputTokens: spent.outputTokens, unpricedTurns: 0 })
+        expect(run.usage.costUsd).toBeCloseTo(spent.costUsd, 10)
+        conversationUsage = sum([conversationUsage, spent])
+      }
+      // One event a summary request the provider answered, naming the model and its usage at gpt-4.1-nano's price.
+      expect(summaryCalls.length).toBe(provider.requests.filter(isSummaryRequest).length)
+      expect(summaryCalls.length).toBeGreaterThan(0)
+      for (const call of summaryCalls) {
+        expect(call).toEqual({ model: "openai:gpt-4.1-nano", usage: { inputTokens: 100_000, outputTokens: 5_000, costUsd: expect.closeTo(0.012, 10) }, durationMs: expect.any(Number) })
+      }
+      const report = (yield* http(`${server.url}/api/usage?conversation=${conversation}&groupBy=conversation`)).json as { total: Usage }
+      expect(report.total).toMatchObject({ inputTokens: conversationUsage.inputTokens, outputTokens: conversationUsage.outputTokens })
+      expect(report.total.inputTokens).toBeGreaterThan(100_000 * summaryCalls.length)
+    }))
+
+  it.scopedLive("a run's token budget counts its summary calls: the run whose summary goes over it fails after its turn", () =>
+    Effect.gen(function*() {
+      const provider = yield* strictOpenAi({
+        otherwise: (request, index) =>
+          isSummaryRequest(request) ? text("summary: pages were read", { promptTokens: 100_000, completionTokens: 5_000 }) : reader(request, index)
+      })
+      // A run's turns use a few thousand tokens: only a summary call takes one over 50,000.
+      const root = yield* tempProject(project(`{ context: { windows: { "openai:gpt-4.1-mini": 5000 } }, budget: { maxTokensPerRun: 50000 } }`))
+      const server = yield* startServer(root, { model: OpenAi.make({ model: "gpt-4.1-mini", apiKey: "test", baseURL: provider.url }) })
+      let conversation: string | undefined
+      for (let page = 1; page <= 10; page++) {
+        const asked = yield* ask(server.url, `read page ${page}. ${"Please read it carefully. ".repeat(96)}`, conversation)
+        conversation = asked.conversation
+        const events = yield* eventsOf(server.url, asked.runId)
+        if (!events.some((e) => e.type === "context.summary.completed")) {
+          expect(asked.run).toMatchObject({ status: "completed" })
+          continue
+        }
+        expect(asked.run).toMatchObject({ status: "failed" })
+        expect(events).toContainEqual({ type: "budget.exceeded", data: { budget: "maxTokensPerRun", limit: 50000, used: expect.any(Number), setIn: "foundry.config.ts" } })
+        return
+      }
+      expect.unreachable("no run summarized")
+    }))
+
   it.scopedLive("a summary with no text in it compacts nothing: the older messages stay", () =>
     Effect.gen(function*() {
       // The summarizer answers with a tool call and no text, as a refusing or confused model may.
@@ -199,7 +267,8 @@ describe("context compaction", () => {
       const server = yield* startServer(root, { model: OpenAi.make({ model: "gpt-4.1-mini", apiKey: "test", baseURL: provider.url }) })
       const { runIds } = yield* converse(server.url, 10)
       const events = (yield* Effect.forEach(runIds, (id) => eventsOf(server.url, id))).flat()
-      const steps = events.filter((e) => e.type.startsWith("context."))
+      // The summary step's model calls (context.summary.completed) come between its opening and its closing.
+      const steps = events.filter((e) => e.type.startsWith("context.") && e.type !== "context.summary.completed")
       expect(steps.length).toBeGreaterThan(0)
       // Every step opens with `context.compacting` and closes with what it did, of the same method.
       for (let index = 0; index < steps.length; index += 2) {

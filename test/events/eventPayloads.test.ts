@@ -69,6 +69,7 @@ const samples: ReadonlyArray<EventContent> = [
   { type: "context.compacting", data: { method: "summary", beforeTokens: 9_000, window: 8_000 } },
   { type: "context.compacted", data: { method: "elide", beforeTokens: 9_000, afterTokens: 4_000 } },
   { type: "context.uncompacted", data: { method: "summary", tokens: 9_000, reason: "nothing comes before this run's message to summarize" } },
+  { type: "context.summary.completed", data: { model: "openai:gpt-4.1-nano", usage: { inputTokens: 2_400, outputTokens: 180, costUsd: 0.000312 }, durationMs: 900 } },
   { type: "budget.exceeded", data: { budget: "maxTokensPerRun", limit: 100, used: 120, setIn: "foundry.config.ts" } }
 ]
 
