@@ -1,7 +1,7 @@
 /**
  * The local dispatcher: every run executes in this process (see `RunExecutor`), in the order its
  * conversation's messages arrived here. A server that recovered at its start goes on taking up the
- * runs of other processes on its store that stop mid-run.
+ * runs of other processes on its store that stop mid-run, and waking the suspended runs they leave.
  */
 import { Effect, Layer } from "effect"
 import { Dispatcher } from "./Dispatcher.js"

@@ -8,7 +8,8 @@
  * local dispatcher puts it in this process's lane, the cluster dispatcher sends it to the runner
  * that owns its conversation. How runs get in is `submissions.ts`, how one executes under its
  * conversation's lease `leasedExecution.ts`, how runs are cancelled and steered
- * `cancellations.ts`; approvals, recovery and the adoption of a stopped process's runs are here.
+ * `cancellations.ts`; approvals, recovery and the adoption of a stopped process's runs (those in
+ * flight, and the suspended ones it left waiting) are here.
  */
 import type { Environments } from "../environments/Environments.js"
 import { Context, Duration, Effect, type Fiber, Option, Runtime } from "effect"
@@ -26,7 +27,7 @@ import { RunJournal } from "../journal/RunJournal.js"
 import type { ModelResolver } from "../models/Model.js"
 import { Releases } from "../release/Releases.js"
 import { endedBeforeDecision, makeApprovalDecisions } from "./approvalDecisions.js"
-import { notWaitingForBuild, wakeOnBuilds } from "./buildWaits.js"
+import { goesOnWith, notWaitingForBuild, wakeOnBuilds } from "./buildWaits.js"
 import { makeCancellations } from "./cancellations.js"
 import { type ApprovalScope, RunNotFound } from "./Dispatcher.js"
 import type { Place } from "./executionQueue.js"
@@ -182,16 +183,36 @@ export const makeRunExecutor = (options: RunExecutorOptions) =>
      * Takes up the runs of conversations no live executor holds: those of a process on the store
      * that died since this one started (or whose leases expired unrenewed). A conversation with a
      * run in this process's lane is left to it; its lease's holder, if it dies, is taken over there.
+     * Wakes, as a start's recovery does, the suspended runs such a process left waiting on nothing
+     * (a child ended, an approval decided, a build with their agent: this one, if it has the agent).
      */
     const adopt = Effect.gen(function*() {
-      const taken = new Set(
-        yield* journal.takeOverStranded(owner, leaseTtl, { dead: isDeadExecutor, alive: isLiveExecutor }, executions.busy)
+      const app = yield* current.get
+      const taken = yield* journal.takeOverStranded(
+        owner,
+        leaseTtl,
+        { dead: isDeadExecutor, alive: isLiveExecutor },
+        executions.busy,
+        goesOnWith(app)
       )
-      if (taken.size === 0) return 0
-      const runs = (yield* store.unfinishedRuns).filter((run) => taken.has(run.conversationId) && !executions.isHere(run.id))
-      yield* Effect.forEach(runs, (run) => schedule(run), { discard: true })
-      if (runs.length > 0) yield* Effect.logInfo(`took up ${runs.length} unfinished run${runs.length === 1 ? "" : "s"} of a process on this store that stopped`)
-      return runs.length
+      const inFlight = new Set(taken.conversations)
+      const suspended = new Set(taken.suspended)
+      const unfinished = inFlight.size === 0
+        ? []
+        : (yield* store.unfinishedRuns).filter((run) => inFlight.has(run.conversationId) && !executions.isHere(run.id))
+      const waiting = suspended.size === 0
+        ? []
+        : (yield* store.suspendedReadyToResume).filter((run) => suspended.has(run.id) && !executions.isHere(run.id))
+      yield* Effect.forEach([...unfinished, ...waiting], (run) => schedule(run), { discard: true })
+      if (unfinished.length > 0) {
+        yield* Effect.logInfo(`took up ${unfinished.length} unfinished run${unfinished.length === 1 ? "" : "s"} of a process on this store that stopped`)
+      }
+      if (waiting.length > 0) {
+        yield* Effect.logInfo(
+          `woke ${waiting.length} suspended run${waiting.length === 1 ? "" : "s"} that a process on this store left waiting when it stopped`
+        )
+      }
+      return unfinished.length + waiting.length
     })
 
     /**
@@ -241,8 +262,9 @@ export const makeRunExecutor = (options: RunExecutorOptions) =>
       /** Resumes every unfinished run of the store in this process. */
       recover,
       /**
-       * From now on, takes up the runs of processes on the store that stop with runs in flight
-       * (a look once every lease TTL); once, however often it is asked.
+       * From now on, takes up the runs of processes on the store that stop with runs in flight,
+       * and wakes the suspended runs they leave waiting on nothing (a look once every lease TTL);
+       * once, however often it is asked.
        */
       keepAdopting,
       /** Waits until the run's execution in this process has ended; at once when it executes elsewhere. */

@@ -11,10 +11,16 @@ import type { Store } from "../durable/Store.js"
 
 const agentsLeftOut = (app: CompiledApp): ReadonlySet<string> => new Set(leftOutOf(app, "agent").map((route) => route.id))
 
+/** Whether a run of `agent` can go on with `app`: it does not leave the agent out. */
+export const goesOnWith = (app: CompiledApp): (agent: string) => boolean => {
+  const leftOut = agentsLeftOut(app)
+  return (agent) => !leftOut.has(agent)
+}
+
 /** The runs of `runs` that can go on with `app`: those whose agent it does not leave out. */
 export const notWaitingForBuild = (app: CompiledApp, runs: ReadonlyArray<RunRecord>): ReadonlyArray<RunRecord> => {
-  const leftOut = agentsLeftOut(app)
-  return leftOut.size === 0 ? runs : runs.filter((run) => !leftOut.has(run.agent))
+  const goesOn = goesOnWith(app)
+  return runs.filter((run) => goesOn(run.agent))
 }
 
 /**

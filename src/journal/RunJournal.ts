@@ -16,7 +16,7 @@ import type { FoundryEvent } from "../events/FoundryEvent.js"
 import type { ChatMessage } from "../models/Model.js"
 import { eventRelease } from "./eventRelease.js"
 import * as statements from "./journalStatements.js"
-import { type Claim, historyOwner, type Lease, type NewRun, type Step } from "./journalRecords.js"
+import { type Claim, historyOwner, type Lease, type NewRun, type Step, type Stranded } from "./journalRecords.js"
 
 /** A write was fenced off: the conversation's lease belongs to a newer grant (another executor). */
 export class LeaseLost extends Schema.TaggedError<LeaseLost>()("LeaseLost", {
@@ -71,15 +71,19 @@ export class RunJournal extends Context.Tag("foundry/RunJournal")<RunJournal, {
    * Takes over, for `owner`, the leases of conversations with queued or running runs that no live
    * executor holds: none, one whose holder `holders.dead` says is dead, or one expired whose holder
    * `holders.alive` does not vouch for (an expired lease of a process that still runs is left to
-   * it: its run waits there for its turn). Conversations `here` says have runs in this process
-   * are left alone. One write for all of them; returns the conversations taken.
+   * it: its run waits there for its turn). And the leases of suspended runs that wait on nothing
+   * any more, of an agent `wakes` says this build runs, when their conversation's last holder is
+   * dead or there never was one: their leases are released, so expiry tells nothing, and only a
+   * dead holder says that nobody is about to resume them. Conversations `here` says have runs in
+   * this process are left alone. One read and at most one write for all of them.
    */
   readonly takeOverStranded: (
     owner: string,
     ttlMillis: number,
     holders: { readonly dead: (holder: string) => boolean; readonly alive: (holder: string) => boolean },
-    here: (conversationId: string) => boolean
-  ) => Effect.Effect<ReadonlyArray<string>, StoreError>
+    here: (conversationId: string) => boolean,
+    wakes: (agent: string) => boolean
+  ) => Effect.Effect<Stranded, StoreError>
   /** Extends a lease; `false` when the lease is no longer this grant's. */
   readonly renew: (lease: Lease, ttlMillis: number) => Effect.Effect<boolean, StoreError>
   /** Gives the lease up; nothing is written for a lease already released (here, or by a step). */
@@ -313,10 +317,10 @@ export const layer = Layer.effect(
           return result._tag === "Written" ? result.rows.reduce((sum, rows) => sum + rows.length, 0) : 0
         }),
 
-      takeOverStranded: (owner, ttlMillis, holders, here) =>
+      takeOverStranded: (owner, ttlMillis, holders, here, wakes) =>
         Effect.gen(function*() {
           const now = yield* Clock.currentTimeMillis
-          const rows = yield* database.read(statements.unfinishedConversations(owner))
+          const rows = yield* database.read(statements.adoptionCandidates(owner))
           // A holder's process is looked at once a pass, however many conversations it holds.
           const verdicts = new Map<string, "dead" | "alive" | "unknown">()
           const verdict = (holder: string) => {
@@ -327,27 +331,40 @@ export const layer = Layer.effect(
             }
             return found
           }
-          const taking: Array<{ readonly conversationId: string; readonly statement: Statement }> = []
+          /** How the row's conversation is taken, if it is. */
+          const takeover = (row: Row, conversationId: string, suspended: boolean): Statement | undefined => {
+            if (row.owner === null || row.owner === undefined) return statements.acquireLease(conversationId, owner, now, ttlMillis)
+            const token = Number(row.token)
+            const found = verdict(String(row.owner))
+            // Fenced by the token read: a claim or takeover since leaves the lease alone.
+            if (found === "dead") return statements.takeOverLease(conversationId, token, owner, now + ttlMillis)
+            if (found === "unknown" && !suspended && Number(row.expires_at) < now) {
+              return statements.takeOverExpiredLease(conversationId, token, owner, now, now + ttlMillis)
+            }
+            return undefined
+          }
+          // One takeover per conversation, whether it has runs in flight, suspended ones, or both.
+          const taking = new Map<string, { readonly statement: Statement; inFlight: boolean; readonly suspended: Array<string> }>()
           for (const row of rows) {
             const conversationId = String(row.conversation_id)
-            if (here(conversationId)) continue
-            if (row.owner === null || row.owner === undefined) {
-              taking.push({ conversationId, statement: statements.acquireLease(conversationId, owner, now, ttlMillis) })
-              continue
-            }
-            const holder = String(row.owner)
-            const token = Number(row.token)
-            const found = verdict(holder)
-            // Fenced by the token read: a claim or takeover since leaves the lease alone.
-            if (found === "dead") taking.push({ conversationId, statement: statements.takeOverLease(conversationId, token, owner, now + ttlMillis) })
-            else if (found === "unknown" && Number(row.expires_at) < now) {
-              taking.push({ conversationId, statement: statements.takeOverExpiredLease(conversationId, token, owner, now, now + ttlMillis) })
-            }
+            const runId = row.run_id === null || row.run_id === undefined ? undefined : String(row.run_id)
+            if (here(conversationId) || (runId !== undefined && !wakes(String(row.agent)))) continue
+            const statement = takeover(row, conversationId, runId !== undefined)
+            if (statement === undefined) continue
+            const take = taking.get(conversationId) ?? { statement, inFlight: false, suspended: [] }
+            taking.set(conversationId, take)
+            if (runId === undefined) take.inFlight = true
+            else take.suspended.push(runId)
           }
-          if (taking.length === 0) return []
-          const result = yield* database.write({ statements: taking.map((take) => take.statement) })
-          if (result._tag !== "Written") return []
-          return taking.filter((_, at) => (result.rows[at]?.length ?? 0) > 0).map((take) => take.conversationId)
+          if (taking.size === 0) return { conversations: [], suspended: [] }
+          const takes = [...taking]
+          const result = yield* database.write({ statements: takes.map(([, take]) => take.statement) })
+          if (result._tag !== "Written") return { conversations: [], suspended: [] }
+          const taken = takes.filter((_, at) => (result.rows[at]?.length ?? 0) > 0)
+          return {
+            conversations: taken.filter(([, take]) => take.inFlight).map(([conversationId]) => conversationId),
+            suspended: taken.flatMap(([, take]) => take.suspended)
+          }
         }),
 
       release: (lease) =>

@@ -79,3 +79,13 @@ export interface Step {
 export type Claim =
   | { readonly _tag: "Claimed"; readonly lease: Lease; readonly status: RunStatus }
   | { readonly _tag: "Held"; readonly owner: string; readonly token: number; readonly expiresAt: number }
+
+/**
+ * What a takeover of stranded work took: the conversations whose queued or running runs nobody
+ * executes, and the suspended runs that wait on nothing, whose conversations' leases are now the
+ * taker's.
+ */
+export interface Stranded {
+  readonly conversations: ReadonlyArray<string>
+  readonly suspended: ReadonlyArray<string>
+}

@@ -144,15 +144,25 @@ export const takeOverLease = (conversationId: string, token: number, owner: stri
 })
 
 /**
- * The conversations with queued or running runs whose lease is not `owner`'s, each with its lease
- * (`owner` null when it never had one): where to look for runs nobody executes. Found from the
- * runs' status index, so it reads what is in flight, not every conversation ever leased.
+ * Where to look for runs nobody executes, each row with its conversation's lease (`owner` null
+ * when it never had one), leaving out `owner`'s own leases: the conversations with queued or
+ * running runs (`run_id` null), and the suspended runs that wait on nothing any more (no approval
+ * pending, no child still going: the test of `Store.suspendedReadyToResume`), with their agent.
+ * One read for both, found from the runs' status index, so it reads what is in flight or
+ * suspended, not every conversation ever leased.
  */
-export const unfinishedConversations = (owner: string): Statement => ({
-  sql: `SELECT DISTINCT r.conversation_id, l.owner, l.token, l.expires_at FROM foundry_runs r
+export const adoptionCandidates = (owner: string): Statement => ({
+  sql: `SELECT DISTINCT r.conversation_id, NULL AS run_id, NULL AS agent, l.owner, l.token, l.expires_at FROM foundry_runs r
     LEFT JOIN foundry_conversation_leases l ON l.conversation_id = r.conversation_id
-    WHERE r.status IN ('queued', 'running') AND (l.owner IS NULL OR l.owner <> ?)`,
-  params: [owner]
+    WHERE r.status IN ('queued', 'running') AND (l.owner IS NULL OR l.owner <> ?)
+    UNION ALL
+    SELECT p.conversation_id, p.id, p.agent, l.owner, l.token, l.expires_at FROM foundry_runs p
+    LEFT JOIN foundry_conversation_leases l ON l.conversation_id = p.conversation_id
+    WHERE p.status = 'suspended' AND (l.owner IS NULL OR l.owner <> ?)
+      AND NOT EXISTS (SELECT 1 FROM foundry_approvals a WHERE a.run_id = p.id AND a.status = 'pending')
+      AND NOT EXISTS (SELECT 1 FROM foundry_runs c WHERE c.parent_run_id = p.id AND c.parent_tool_call_id IS NOT NULL
+        AND c.status NOT IN ('completed', 'failed', 'cancelled'))`,
+  params: [owner, owner]
 })
 
 /** Takes the lease from the grant `token` if it is still expired at `now` (its holder did not renew it since); returns the new token. */

@@ -4,19 +4,21 @@ import { join } from "node:path"
 import { randomUUID } from "node:crypto"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { type CliProcess, serveProject, startCli } from "../support/cli.js"
+import { type CliProcess, freePort, serveProject, startCli } from "../support/cli.js"
 import { durableProject, plan, slowMarkerOf } from "../support/durableProject.js"
-import { http, waitForRun } from "../support/server.js"
-import { tempProject } from "../support/tempProject.js"
+import { http, pendingApproval, type RunBody, waitForRun } from "../support/server.js"
+import { answeringAgentFile, answerToolFile, tempProject } from "../support/tempProject.js"
 
 const lines = (log: string) => existsSync(log) ? readFileSync(log, "utf8").trim().split("\n").filter((l) => l !== "") : []
 
 interface EventBody {
   readonly type: string
+  readonly data: { readonly reason?: string }
 }
 
-const eventTypes = (url: string, runId: string) =>
-  Effect.map(http(`${url}/api/runs/${runId}/events`), (r) => (r.json as ReadonlyArray<EventBody>).map((e) => e.type))
+const eventsOf = (url: string, runId: string) => Effect.map(http(`${url}/api/runs/${runId}/events`), (r) => r.json as ReadonlyArray<EventBody>)
+
+const eventTypes = (url: string, runId: string) => Effect.map(eventsOf(url, runId), (events) => events.map((e) => e.type))
 
 /** Polls until `check` holds for the log's lines; returns the first line it found. */
 const waitForLine = (log: string, check: (line: string) => boolean) =>
@@ -147,5 +149,73 @@ describe("a server leaves alone the runs of a live process on its store", () => 
       expect(lines(log).filter((line) => line.startsWith(`${runId} interrupted `))).toHaveLength(0)
       expect(yield* eventTypes(server.url, runId)).not.toContain("run.resumed")
       expect(server.server.output()).not.toMatch(/took up/)
+    }), { timeout: 90_000 })
+})
+
+describe("a server wakes the suspended runs a process on its store left waiting when it died", () => {
+  it.scopedLive("a parent whose child ended in a `foundry start` killed before it resumed the parent completes on the other server", () =>
+    Effect.gen(function*() {
+      const log = join(tmpdir(), `foundry-wake-${randomUUID()}.log`)
+      // One run at a time: the woken parent waits in the doomed server for the slot another run holds.
+      const root = yield* tempProject(durableProject(log, `{ concurrency: 1 }`, { plannedModelInFile: true }))
+      writeFileSync(slowMarkerOf(log), "")
+      const survivor = yield* serveProject(root)
+      const doomed = yield* serveProject(root)
+      const childPlan = plan({ calls: [{ name: "slow", arguments: { ms: 1500 } }] })
+      const parent = yield* Effect.map(
+        http(`${doomed.url}/api/runs`, { body: { agent: "lead", message: plan({ calls: [{ name: "ask-worker", arguments: { message: childPlan } }] }) } }),
+        (r) => r.json as { runId: string }
+      )
+      const childId = (yield* waitForLine(log, (line) => line.includes(" start "))).split(" ")[0]!
+      // Queued while the child has the slot: it takes the slot before the parent its child's end wakes.
+      yield* submit(doomed.url, plan({ calls: [{ name: "charge", arguments: { id: "hold", ms: 60_000 } }] }))
+      yield* waitForLine(log, (line) => line === "charge-hold")
+      const child = (yield* http(`${survivor.url}/api/runs/${childId}`)).json as RunBody
+      expect(child.status).toBe("completed")
+      expect(((yield* http(`${survivor.url}/api/runs/${parent.runId}`)).json as RunBody).status).toBe("suspended")
+      yield* killHard(doomed.server)
+
+      rmSync(slowMarkerOf(log))
+      const done = yield* waitForRun(survivor.url, parent.runId, 1200)
+      expect(done.status).toBe("completed")
+      expect(survivor.server.child.exitCode).toBeNull()
+      // The child is not run again: its answer is read from the store.
+      expect(lines(log).filter((line) => line.startsWith(`${childId} start `))).toHaveLength(1)
+      yield* survivor.server.waitFor(/woke 1 suspended run that a process on this store left waiting when it stopped/)
+    }), { timeout: 90_000 })
+
+  it.scopedLive("a run a killed `foundry dev` suspended for a build with its agent completes on a server whose build has it", () =>
+    Effect.gen(function*() {
+      const toolPath = "agents/helper/tools/answer.tool.ts"
+      const askingTool = answerToolFile(JSON.stringify("approved"))
+        .replace(`description: "Returns the current answer",`, `description: "Returns the current answer", approval: "always",`)
+      const root = yield* tempProject({ "agents/helper/agent.ts": answeringAgentFile, [toolPath]: askingTool })
+      const survivor = yield* serveProject(root)
+      const created = yield* http(`${survivor.url}/api/runs`, { body: { agent: "helper", message: "what is the answer?" } })
+      expect(created.status, created.text).toBe(202)
+      const runId = (created.json as { runId: string }).runId
+      const approval = yield* pendingApproval(survivor.url, runId)
+
+      // A `foundry dev` started with the tool half saved leaves the agent out; the decision comes through it.
+      writeFileSync(join(root, toolPath), `import { defineTool } from "foundry"\nexport default defineTool({ description: "half saved",\n`)
+      const port = yield* freePort
+      const dev = yield* startCli(["dev", root, "--port", String(port)])
+      yield* dev.waitFor(/listening on/)
+      const decided = yield* http(`http://127.0.0.1:${port}/api/approvals/${approval}`, { body: { decision: "approve" } })
+      expect(decided.status, decided.text).toBe(200)
+      const waitsForBuild = (events: ReadonlyArray<EventBody>) => events.some((e) => e.type === "run.suspended" && e.data.reason === "build")
+      for (let attempt = 0; attempt < 600 && !waitsForBuild(yield* eventsOf(survivor.url, runId)); attempt++) yield* Effect.sleep("25 millis")
+      expect(waitsForBuild(yield* eventsOf(survivor.url, runId))).toBe(true)
+      // Left to the live `foundry dev` that suspended it, for longer than two of the server's looks.
+      yield* Effect.sleep("7 seconds")
+      expect(((yield* http(`${survivor.url}/api/runs/${runId}`)).json as RunBody).status).toBe("suspended")
+      expect(survivor.server.output()).not.toMatch(/woke/)
+      yield* killHard(dev)
+
+      const done = yield* waitForRun(survivor.url, runId, 1200)
+      expect(done.status, JSON.stringify(done)).toBe("completed")
+      expect(done.output).toBe("the tool said: approved")
+      expect(survivor.server.child.exitCode).toBeNull()
+      yield* survivor.server.waitFor(/woke 1 suspended run that a process on this store left waiting when it stopped/)
     }), { timeout: 90_000 })
 })

@@ -477,15 +477,56 @@ const journalTests = (backend: Backend) => {
 
       const before = yield* transactions(storage)
       const holders = { dead: (holder: string) => holder === "dead", alive: (holder: string) => holder === "alive" }
-      const taken = yield* journal.takeOverStranded("B", 1_000, holders, (conversationId) => conversationId === "c7")
+      const taken = yield* journal.takeOverStranded("B", 1_000, holders, (conversationId) => conversationId === "c7", () => true)
       expect(yield* transactions(storage)).toBe(before + 1)
       // A dead holder's live lease, an expired one nobody vouches for, and none at all; not c2, c3
       // (a live holder's, even expired), c5 (live), c7 (busy here), c8 (its run ended) or c9 (B's own).
-      expect([...taken].sort()).toEqual(["c1", "c4", "c6"])
+      expect([...taken.conversations].sort()).toEqual(["c1", "c4", "c6"])
+      expect(taken.suspended).toEqual([])
       expect(yield* journal.renew(dead, 60_000)).toBe(false)
       for (const at of [0, 3, 5]) expect(yield* journal.claim(runs[at]!, "B", 1_000)).toMatchObject({ _tag: "Claimed", lease: { owner: "B" } })
       expect(yield* journal.claim(runs[2]!, "C", 1_000)).toMatchObject({ _tag: "Claimed", lease: { owner: "C" } })
-      expect(yield* journal.takeOverStranded("B", 1_000, holders, () => false)).toEqual(["c7"])
+      expect(yield* journal.takeOverStranded("B", 1_000, holders, () => false, () => true)).toEqual({ conversations: ["c7"], suspended: [] })
+    }))
+
+  it.scoped("suspended runs that wait on nothing are taken over with their conversation when its last holder is dead or there was none", () =>
+    Effect.gen(function*() {
+      const storage = yield* freshStorage(backend)
+      const { journal } = storage
+      yield* TestClock.setTime(1_000)
+      /** A run of conversation `d<n>` suspended by `holder` (released, as a suspension does), or by no one. */
+      const suspendedBy = (n: number, holder: string | undefined, agent = "shop") =>
+        Effect.gen(function*() {
+          const run = yield* submit(journal, newRun(`s${n}`, { conversationId: `d${n}`, agent }))
+          const lease = holder === undefined ? undefined : yield* leaseOf(journal.claim(run, holder, 500))
+          yield* journal.record(run, { status: { status: "suspended" }, releaseLease: true }, lease)
+          return run
+        })
+      const s1 = yield* suspendedBy(1, "dead")
+      yield* suspendedBy(2, "alive")
+      yield* suspendedBy(3, "remote")
+      yield* suspendedBy(4, "dead")
+      // s4 waits for its child, still queued (in a conversation a live process holds).
+      const child = yield* submit(journal, { ...newRun("k4", { conversationId: "dk4" }), parentRunId: "s4", parentToolCallId: "call_1" })
+      yield* leaseOf(journal.claim(child, "alive", 60_000))
+      yield* suspendedBy(5, "dead", "left-out")
+      yield* suspendedBy(6, "dead")
+      const s7 = yield* suspendedBy(7, undefined)
+      yield* suspendedBy(8, "B")
+      // d9: a suspended run and a queued one behind it, in one conversation.
+      const s9 = yield* suspendedBy(9, "dead")
+      yield* submit(journal, newRun("q9", { conversationId: "d9" }), { newConversation: false })
+      yield* TestClock.setTime(2_000)
+
+      const before = yield* transactions(storage)
+      const holders = { dead: (holder: string) => holder === "dead", alive: (holder: string) => holder === "alive" }
+      const taken = yield* journal.takeOverStranded("B", 1_000, holders, (conversationId) => conversationId === "d6", (agent) => agent !== "left-out")
+      expect(yield* transactions(storage)).toBe(before + 1)
+      // Not s2 (a live holder's), s3 (a holder nobody can look at: expiry says nothing of a released
+      // lease), s4 (its child goes on), s5 (this build leaves its agent out), s6 (busy here) or s8 (B's own).
+      expect(taken.conversations).toEqual(["d9"])
+      expect([...taken.suspended].sort()).toEqual(["s1", "s7", "s9"])
+      for (const run of [s1, s7, s9]) expect(yield* journal.claim(run, "C", 1_000)).toMatchObject({ _tag: "Held", owner: "B" })
     }))
 
   it.scoped("after a release another owner claims at once; renew extends a live lease and is false for a stale one", () =>
