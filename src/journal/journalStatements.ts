@@ -149,7 +149,8 @@ export const takeOverLease = (conversationId: string, token: number, owner: stri
  * running runs (`run_id` null), and the suspended runs that wait on nothing any more (no approval
  * pending, no child still going: the test of `Store.suspendedReadyToResume`), with their agent.
  * One read for both, found from the runs' status index, so it reads what is in flight or
- * suspended, not every conversation ever leased.
+ * suspended, not every conversation ever leased. A run's approvals are found by its id (`NOT IN`:
+ * with `status = 'pending'` in the subquery SQLite searched every pending approval for each run).
  */
 export const adoptionCandidates = (owner: string): Statement => ({
   sql: `SELECT DISTINCT r.conversation_id, NULL AS run_id, NULL AS agent, l.owner, l.token, l.expires_at FROM foundry_runs r
@@ -159,7 +160,7 @@ export const adoptionCandidates = (owner: string): Statement => ({
     SELECT p.conversation_id, p.id, p.agent, l.owner, l.token, l.expires_at FROM foundry_runs p
     LEFT JOIN foundry_conversation_leases l ON l.conversation_id = p.conversation_id
     WHERE p.status = 'suspended' AND (l.owner IS NULL OR l.owner <> ?)
-      AND NOT EXISTS (SELECT 1 FROM foundry_approvals a WHERE a.run_id = p.id AND a.status = 'pending')
+      AND 'pending' NOT IN (SELECT a.status FROM foundry_approvals a WHERE a.run_id = p.id)
       AND NOT EXISTS (SELECT 1 FROM foundry_runs c WHERE c.parent_run_id = p.id AND c.parent_tool_call_id IS NOT NULL
         AND c.status NOT IN ('completed', 'failed', 'cancelled'))`,
   params: [owner, owner]

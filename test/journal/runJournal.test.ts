@@ -509,6 +509,15 @@ const journalTests = (backend: Backend) => {
       // s4 waits for its child, still queued (in a conversation a live process holds).
       const child = yield* submit(journal, { ...newRun("k4", { conversationId: "dk4" }), parentRunId: "s4", parentToolCallId: "call_1" })
       yield* leaseOf(journal.claim(child, "alive", 60_000))
+      // s10 waits on a pending approval (s11's approval is decided).
+      const approval = (runId: string, status: string) => ({
+        sql: `INSERT INTO foundry_approvals (id, run_id, tool_call_id, agent, tool, input, status, created_at, expires_at)
+          VALUES (?, ?, 'call_1', 'shop', 'pay', '{}', ?, 1000, 90000)`,
+        params: [`apr-${runId}`, runId, status]
+      })
+      yield* suspendedBy(10, "dead")
+      const s11 = yield* suspendedBy(11, "dead")
+      yield* storage.database.write({ statements: [approval("s10", "pending"), approval("s11", "approved")] })
       yield* suspendedBy(5, "dead", "left-out")
       yield* suspendedBy(6, "dead")
       const s7 = yield* suspendedBy(7, undefined)
@@ -523,10 +532,11 @@ const journalTests = (backend: Backend) => {
       const taken = yield* journal.takeOverStranded("B", 1_000, holders, (conversationId) => conversationId === "d6", (agent) => agent !== "left-out")
       expect(yield* transactions(storage)).toBe(before + 1)
       // Not s2 (a live holder's), s3 (a holder nobody can look at: expiry says nothing of a released
-      // lease), s4 (its child goes on), s5 (this build leaves its agent out), s6 (busy here) or s8 (B's own).
+      // lease), s4 (its child goes on), s5 (this build leaves its agent out), s6 (busy here), s8 (B's
+      // own) or s10 (a person has not decided).
       expect(taken.conversations).toEqual(["d9"])
-      expect([...taken.suspended].sort()).toEqual(["s1", "s7", "s9"])
-      for (const run of [s1, s7, s9]) expect(yield* journal.claim(run, "C", 1_000)).toMatchObject({ _tag: "Held", owner: "B" })
+      expect([...taken.suspended].sort()).toEqual(["s1", "s11", "s7", "s9"])
+      for (const run of [s1, s7, s9, s11]) expect(yield* journal.claim(run, "C", 1_000)).toMatchObject({ _tag: "Held", owner: "B" })
     }))
 
   it.scoped("after a release another owner claims at once; renew extends a live lease and is false for a stale one", () =>
