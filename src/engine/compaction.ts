@@ -91,6 +91,26 @@ export const elideOldToolResults = (messages: ReadonlyArray<ChatMessage>, keepTu
   )
 }
 
+/**
+ * The step for a run that outgrows the window by itself: the tool results before the last
+ * assistant message (those it has already acted on), oldest first, shortened to a note saying how
+ * to get them again, only as many as bring `request` to `tokens` or under. The results answering the
+ * last assistant message stay whole: the model has not seen them yet. Unchanged when none is long
+ * enough to shorten.
+ */
+export const elideEarlierToolResults = (request: ModelRequest, tokens: number): ModelRequest => {
+  const lastAssistant = request.messages.findLastIndex((message) => message._tag === "assistant")
+  let over = requestCharacters(request) - tokens * 4
+  if (over <= 0) return request
+  const messages = request.messages.map((message, index) => {
+    if (over <= 0 || index >= lastAssistant || message._tag !== "tool" || message.content.length <= 200) return message
+    const content = `[elided to save context: ${message.content.length} characters; call ${message.name} again if you need this result]`
+    over -= message.content.length - content.length
+    return { ...message, content }
+  })
+  return { ...request, messages }
+}
+
 const summarySystem = "You compact a conversation between a user and an AI agent so that the agent can continue it. " +
   "Write a concise summary that keeps every fact, decision, open question, promise and piece of data the agent " +
   "will need later (names, ids, numbers, tool results that matter). Write it as notes, not as a dialogue."

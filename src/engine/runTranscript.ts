@@ -13,7 +13,7 @@ import type { TurnUsage } from "../journal/journalRecords.js"
 import type { LeaseLost } from "../journal/RunJournal.js"
 import { type ChatMessage, type LanguageModel, type ModelError, type ModelRequest, ModelResolver, type ToolSpec } from "../models/Model.js"
 import { transcriptProblem } from "../models/validateTranscript.js"
-import { contextWindowOf, elideOldToolResults, estimateTokens, isContextOverflow, linesWithin, requestCharacters, summaryLines, summaryRequest } from "./compaction.js"
+import { type ContextWindow, contextWindowOf, elideEarlierToolResults, elideOldToolResults, estimateTokens, isContextOverflow, linesWithin, requestCharacters, summaryLines, summaryRequest } from "./compaction.js"
 import { type ContextTooLong, contextTooLong, messageTooLong } from "./ContextTooLong.js"
 import { modelTurnWithFallbacks } from "./modelTurn.js"
 import type { RunContext } from "./RunContext.js"
@@ -149,6 +149,16 @@ export const makeRunTranscript = (context: RunContext, models: Arr.NonEmptyReado
       return undefined
     })
 
+    /** The `elide-earlier` step: tool results the model has acted on shortened, as few as bring `request` (`tokens`) under the hard threshold. */
+    const elideEarlier = (request: ModelRequest, tokens: number, known: ContextWindow, span: string): ModelRequest => {
+      step.emit("context.compacting", span, { method: "elide-earlier", beforeTokens: tokens, window: known.tokens })
+      const elided = elideEarlierToolResults(request, Math.floor(known.tokens * config.context.hard))
+      const after = estimateTokens(elided)
+      if (after < tokens) step.emit("context.compacted", span, { method: "elide-earlier", beforeTokens: tokens, afterTokens: after })
+      else step.emit("context.uncompacted", span, { method: "elide-earlier", tokens, reason: "no tool result before the last assistant message is long enough to shorten" })
+      return elided
+    }
+
     /**
      * The request as the context window allows; `overflowed` when the provider refused the last one
      * as too long. Fails, before anything is sent, when even compacted it is over the whole window.
@@ -170,13 +180,19 @@ export const makeRunTranscript = (context: RunContext, models: Arr.NonEmptyReado
         if (shortened < before) step.emit("context.compacted", span, { method: "elide", beforeTokens: before, afterTokens: shortened })
         else step.emit("context.uncompacted", span, { method: "elide", tokens: before, reason: "no tool result before the last two user messages is long enough to shorten" })
         if (!overflowed && window !== undefined && shortened <= window.tokens * config.context.hard) return elided
-        step.emit("context.compacting", span, { method: "summary", beforeTokens: shortened, window: windowTokens })
+        // A run that outgrows the window by itself: what it has acted on goes before the older
+        // turns are summarized, so a long run does not ask for a summary at every turn.
+        const earlier = overflowed || window === undefined ? elided : elideEarlier(elided, shortened, window, span)
+        const trimmed = estimateTokens(earlier)
+        if (!overflowed && window !== undefined && trimmed <= window.tokens * config.context.hard) return earlier
+        step.emit("context.compacting", span, { method: "summary", beforeTokens: trimmed, window: windowTokens })
         const notSummarized = yield* summarizeOlderTurns(span)
-        const compacted: ModelRequest = { ...request, messages: elideOldToolResults(yield* transcript) }
-        const after = estimateTokens(compacted)
-        if (notSummarized === undefined) step.emit("context.compacted", span, { method: "summary", beforeTokens: shortened, afterTokens: after })
-        else step.emit("context.uncompacted", span, { method: "summary", tokens: shortened, reason: notSummarized })
-        if (window !== undefined && after > window.tokens) return yield* contextTooLong(compacted, window, model, agent)
+        const summarized: ModelRequest = { ...request, messages: elideOldToolResults(yield* transcript) }
+        const after = estimateTokens(summarized)
+        if (notSummarized === undefined) step.emit("context.compacted", span, { method: "summary", beforeTokens: trimmed, afterTokens: after })
+        else step.emit("context.uncompacted", span, { method: "summary", tokens: trimmed, reason: notSummarized })
+        const compacted = window === undefined || after <= window.tokens * config.context.hard ? summarized : elideEarlier(summarized, after, window, span)
+        if (window !== undefined && estimateTokens(compacted) > window.tokens) return yield* contextTooLong(compacted, window, model, agent)
         return compacted
       })
     }

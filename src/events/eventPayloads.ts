@@ -38,8 +38,12 @@ const delivery = { deliveryId: Schema.String, webhook: Schema.String }
 const fromDeliveryOrEvent = <D extends Schema.Struct.Fields, E extends Schema.Struct.Fields>(fromDelivery: D, fromEvent: E) =>
   Schema.Union(Schema.Struct({ ...delivery, ...fromDelivery }), Schema.Struct(fromEvent))
 
-/** A compaction step: old tool results shortened, or older turns summarized. */
-const compactionMethod = Schema.Literal("elide", "summary")
+/**
+ * A compaction step: old tool results shortened (`elide`: before the last two user messages;
+ * `elide-earlier`: those the model has acted on, when a run outgrows the window itself), or older
+ * turns summarized.
+ */
+const compactionMethod = Schema.Literal("elide", "elide-earlier", "summary")
 
 /** A model call's tokens, and their cost in USD (`null` when the model has no price). */
 const turnUsage = Schema.Struct({ inputTokens: Schema.Number, outputTokens: Schema.Number, costUsd: Schema.NullOr(Schema.Number) })

@@ -385,6 +385,39 @@ describe("context compaction", () => {
       expect(next.run).toMatchObject({ status: "completed", output: "read 1 page" })
     }))
 
+  it.scopedLive("a run that outgrows the window by itself shortens the results it has acted on, oldest first, and completes", () =>
+    Effect.gen(function*() {
+      // One message, eight pages of about 625 tokens each, in a window of 5,000: the run's own results add up past it.
+      const pages = 8
+      const longReader: ReplyFn = (request) => {
+        const lastUser = request.messages.findLastIndex((m) => m.role === "user")
+        const read = request.messages.slice(lastUser + 1).filter((m) => m.role === "tool").length
+        return read < pages
+          ? toolCalls({ id: `call_${read + 1}`, name: "fetch-page", arguments: JSON.stringify({ page: read + 1, size: 2500 }) })
+          : text(`read ${read} pages`)
+      }
+      const provider = yield* strictOpenAi({ otherwise: longReader, contextWindows: { "gpt-4.1-mini": 5000 } })
+      const files = project(`{ context: { windows: { "openai:gpt-4.1-mini": 5000 } } }`)
+      const root = yield* tempProject({ ...files, "agents/reader/agent.ts": (files["agents/reader/agent.ts"] ?? "").replace("maxTurns: 4", "maxTurns: 12") })
+      const server = yield* startServer(root, { model: OpenAi.make({ model: "gpt-4.1-mini", apiKey: "test", baseURL: provider.url }) })
+      const first = yield* ask(server.url, `read pages 1 to ${pages}`)
+      expect(first.run).toMatchObject({ status: "completed", output: `read ${pages} pages` })
+      const last = provider.requests.at(-1) as { messages: ReadonlyArray<{ role: string; content: string }> }
+      const results = last.messages.filter((m) => m.role === "tool").map((m) => m.content)
+      expect(results).toHaveLength(pages)
+      // The newest result is whole (the model has not acted on it); the oldest are notes saying how to get them again.
+      expect(results.at(-1)).toMatch(/^page 8: (lorem ipsum )+/)
+      expect(results[0]).toBe("[elided to save context: 2508 characters; call fetch-page again if you need this result]")
+      const whole = results.filter((content) => content.startsWith("page "))
+      expect(whole.length).toBeGreaterThan(1)
+      // Only as many as it takes: every elided one is older than every whole one.
+      expect(results.slice(0, pages - whole.length).every((content) => content.startsWith("[elided"))).toBe(true)
+      const events = yield* eventsOf(server.url, first.runId)
+      expect(events.filter((e) => e.type === "context.compacted").map((e) => (e.data as { method: string }).method)).toContain("elide-earlier")
+      // Nothing came before the run's message: no summary was asked.
+      expect(provider.requests.filter(isSummaryRequest)).toEqual([])
+    }))
+
   it.scopedLive("a summary request is sent in pieces that each fit the summary model's window, each carrying the summary so far", () =>
     Effect.gen(function*() {
       // The summary model's window (2,000) is smaller than what comes before the message when the
