@@ -18,7 +18,8 @@ import type { StoreError } from "../durable/StoreError.js"
 import { EventLog } from "../events/EventLog.js"
 import type { EventContent } from "../events/FoundryEvent.js"
 import { spanIdOf, traceIdOf } from "../journal/trace.js"
-import { openConfig, placeholderSecrets, resplitConfig, sealSecrets, splitConfig } from "./installationConfig.js"
+import { openConfig } from "./installationConfig.js"
+import { type InstallRequest, prepareInstallations } from "./installationRequests.js"
 import { SecretBox, type SecretUnreadable } from "./SecretBox.js"
 
 /** No instance of that agent has that id. */
@@ -47,13 +48,6 @@ export class NotInstalled extends Schema.TaggedError<NotInstalled>()("NotInstall
   instance: Schema.String,
   message: Schema.String
 }) {}
-
-/** A capability to install, as a client sends it; `config` may be left out when changing an installed one. */
-export interface InstallRequest {
-  readonly kind: CapabilityKind
-  readonly id: string
-  readonly config?: unknown
-}
 
 /** An instance to create. Without `id`, one is made; with a `provisioningKey` in use, that instance is returned. */
 export interface CreateRequest {
@@ -118,12 +112,6 @@ export class Instances extends Context.Tag("foundry/Instances")<Instances, {
 
 const invalid = (message: string, issues: ReadonlyArray<ReadableIssue>) =>
   new InvalidInstance({ message: `${message}:\n${issues.map((issue) => `${issue.path}: ${issue.message}`).join("\n")}`, issues })
-
-/** `issues` under `prefix`: `context.company`. */
-const under = (prefix: string, issues: ReadonlyArray<ReadableIssue>): ReadonlyArray<ReadableIssue> =>
-  issues.map((issue) => ({ ...issue, path: fieldPath(prefix, issue.path) }))
-
-const fieldPath = (prefix: string, field: string): string => prefix === "" ? field : `${prefix}.${field}`
 
 /**
  * A context checked against the agent's schema and stored in its encoded form (defaults filled
@@ -205,59 +193,14 @@ export const layer = Layer.effect(
         : Effect.succeed(found)
     }
 
-    /**
-     * Checks requested installations and seals their secrets. `installedOf` gives what is installed
-     * already: a request without a config keeps its config, and a `"<redacted>"` where a secret is
-     * installed keeps that secret.
-     */
+    /** The installations of `requests` checked and sealed, or the instance refused as invalid. */
     const prepare = (
       app: CompiledApp,
       requests: ReadonlyArray<InstallRequest>,
       path: (index: number) => string,
-      installedOf: (request: InstallRequest) => InstallationRecord | undefined = () => undefined
+      installedOf?: (request: InstallRequest) => InstallationRecord | undefined
     ) =>
-      Effect.gen(function*() {
-        const issues: Array<ReadableIssue> = []
-        const prepared: Array<NewInstallation> = []
-        // Of two entries for one capability the last would win silently, the first one's config lost.
-        const listed = new Set<string>()
-        for (const [index, request] of requests.entries()) {
-          const key = capabilityKey(request.kind, request.id)
-          if (listed.has(key)) {
-            issues.push({
-              path: fieldPath(path(index), "id"),
-              message: `the ${request.kind} "${request.id}" is listed twice: list each capability once, with the config it should have`
-            })
-            continue
-          }
-          listed.add(key)
-          const capability = app.capabilities.get(key)
-          if (capability === undefined) {
-            const known = [...app.capabilities.values()].map((c) => `${c.kind} ${c.id}`).join(", ")
-            issues.push({ path: fieldPath(path(index), "id"), message: `there is no installable ${request.kind} "${request.id}"; installable: ${known || "(none)"}` })
-            continue
-          }
-          const installed = installedOf(request)
-          if (request.config === undefined && installed !== undefined) {
-            prepared.push({ kind: request.kind, capability: request.id, config: installed.config, secrets: installed.secrets })
-            continue
-          }
-          const { sealed, split } = installed === undefined
-            ? { split: splitConfig(capability.config, request.config ?? {}), sealed: undefined }
-            : yield* resplitConfig(box, capability.config, request.config, installed).pipe(
-              // Secrets sealed with another key cannot be kept: the config is taken as sent.
-              Effect.orElseSucceed(() => ({ split: splitConfig(capability.config, request.config), sealed: undefined }))
-            )
-          const wrong = Either.isLeft(split) ? split.left : placeholderSecrets(split.right)
-          if (wrong.length > 0 || Either.isLeft(split)) {
-            issues.push(...under(path(index), wrong))
-            continue
-          }
-          prepared.push({ kind: request.kind, capability: request.id, config: split.right.config, secrets: sealed ?? sealSecrets(box, split.right) })
-        }
-        if (issues.length > 0) return yield* invalid("the installations are not valid", issues)
-        return prepared
-      })
+      Effect.mapError(prepareInstallations(box, app, requests, path, installedOf), (issues) => invalid("the installations are not valid", issues))
 
     const installedEvent = (installation: NewInstallation): EventContent => ({
       type: "instance.installed",
