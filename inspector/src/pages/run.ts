@@ -4,7 +4,8 @@
  * the files it presented
  * (with previews), the waterfall of its trace (model turns, tool calls with their input and
  * output and, for a timer tool, the timer it armed and when it fires, approvals, child runs as
- * nested rows), tokens and durations per span, links to the
+ * nested rows; a model turn says how its context was compacted and what the summary calls took),
+ * tokens and durations per span, links to the
  * parent and child runs, and the raw events.
  */
 import { ApiError, api, type FoundryEvent, type RunView } from "../api.js"
@@ -26,14 +27,38 @@ interface Span {
   end: number | undefined
   detail: Record<string, unknown>
   status: "ok" | "failed" | "open"
+  /** For a model turn: each compaction step that went before it, as a line. */
+  compaction: Array<string>
+  /** For a model turn: what its compaction's summary calls took, beside the turn's own tokens. */
+  summaryTokens: { input: number; output: number } | undefined
 }
+
+/** What each compaction step does, as a person says it. */
+const compactionStep = {
+  elide: "older tool results shortened",
+  "elide-earlier": "tool results it had acted on shortened",
+  summary: "older turns summarized"
+} as const
+
+const thousands = (n: number): string => n.toLocaleString("en-US")
 
 const spansOf = (events: ReadonlyArray<FoundryEvent>): Map<string, Span> => {
   const spans = new Map<string, Span>()
   for (const event of events) {
     let span = spans.get(event.spanId)
     if (span === undefined) {
-      span = { id: event.spanId, parent: event.parentSpanId, label: event.type, kind: "", start: event.time, end: undefined, detail: {}, status: "open" }
+      span = {
+        id: event.spanId,
+        parent: event.parentSpanId,
+        label: event.type,
+        kind: "",
+        start: event.time,
+        end: undefined,
+        detail: {},
+        status: "open",
+        compaction: [],
+        summaryTokens: undefined
+      }
       spans.set(event.spanId, span)
     }
     switch (event.type) {
@@ -89,6 +114,18 @@ const spansOf = (events: ReadonlyArray<FoundryEvent>): Map<string, Span> => {
         span.status = event.data.status === "approved" ? "ok" : "failed"
         span.detail = { ...span.detail, decision: event.data.status, reason: "reason" in event.data ? event.data.reason : undefined }
         break
+      case "context.compacted":
+        span.compaction.push(`${compactionStep[event.data.method]}: ${thousands(event.data.beforeTokens)} → ${thousands(event.data.afterTokens)} tokens`)
+        break
+      case "context.uncompacted":
+        span.compaction.push(`${compactionStep[event.data.method]}: nothing (${event.data.reason})`)
+        break
+      case "context.summary.completed": {
+        const { inputTokens, outputTokens } = event.data.usage
+        span.summaryTokens = { input: (span.summaryTokens?.input ?? 0) + inputTokens, output: (span.summaryTokens?.output ?? 0) + outputTokens }
+        span.compaction.push(`summary by ${event.data.model}: ${thousands(inputTokens)}/${thousands(outputTokens)} tokens`)
+        break
+      }
       case "run.completed":
       case "run.failed":
       case "run.cancelled":
@@ -198,11 +235,15 @@ export const runPage = (root: HTMLElement, [runId = ""]: ReadonlyArray<string>) 
             page.redraw()
           }
         },
-          h("span", { class: "span-label" }, open ? "▾ " : "▸ ", span.label),
+          h("span", { class: "span-label" }, open ? "▾ " : "▸ ", span.label,
+            span.compaction.length === 0 ? null : h("span", { class: "tag", "data-testid": "span-compacted" }, "compacted")),
           h("span", { class: "span-track" }, h("span", { class: "bar", style: `left: ${left}%; width: ${size}%` })),
           h("span", { class: "span-meta" }, duration(span.end === undefined ? undefined : span.end - span.start),
-            usage === undefined ? "" : ` · ${usage.input}/${usage.output} tok`)),
+            usage === undefined ? "" : ` · ${usage.input}/${usage.output} tok`,
+            span.summaryTokens === undefined ? "" : ` + ${span.summaryTokens.input}/${span.summaryTokens.output} summary`)),
         open ? h("div", { class: "span-detail" },
+          span.compaction.length === 0 ? null : h("div", {}, h("b", {}, "context compacted before this turn"),
+            h("ul", { class: "compaction", "data-testid": "span-compaction" }, span.compaction.map((line) => h("li", {}, line)))),
           span.detail.input === undefined ? null : h("div", {}, h("b", {}, "input"), h("pre", { "data-testid": "span-input" }, json(span.detail.input))),
           span.detail.output === undefined ? null : h("div", {}, h("b", {}, "output"), h("pre", { "data-testid": "span-output" }, json(span.detail.output))),
           span.detail.error === undefined ? null : h("div", { class: "error-line" }, String(span.detail.error)),
