@@ -78,7 +78,7 @@ export const make = Effect.gen(function*() {
     // A run suspends on an approval or on its children; one whose approvals are all decided and
     // whose children have all ended waits on nothing (its process died before it resumed it).
     suspendedReadyToResume: sql`SELECT * FROM foundry_runs p WHERE p.status = 'suspended'
-      AND NOT EXISTS (SELECT 1 FROM foundry_approvals a WHERE a.run_id = p.id AND a.status = 'pending')
+      AND 'pending' NOT IN (SELECT a.status FROM foundry_approvals a WHERE a.run_id = p.id)
       AND NOT EXISTS (SELECT 1 FROM foundry_runs c WHERE c.parent_run_id = p.id AND c.parent_tool_call_id IS NOT NULL
         AND c.status NOT IN ('completed', 'failed', 'cancelled'))`.pipe(
       Effect.flatMap(decodeRuns),
