@@ -24,7 +24,7 @@ import type { Instances } from "../instances/Instances.js"
 import type { EventLog } from "../events/EventLog.js"
 import type { Lease } from "../journal/journalRecords.js"
 import { RunJournal } from "../journal/RunJournal.js"
-import type { ModelResolver } from "../models/Model.js"
+import { ModelResolver } from "../models/Model.js"
 import { Releases } from "../release/Releases.js"
 import { endedBeforeDecision, makeApprovalDecisions } from "./approvalDecisions.js"
 import { goesOnWith, notWaitingForBuild, wakeOnBuilds } from "./buildWaits.js"
@@ -94,6 +94,7 @@ export const makeRunExecutor = (options: RunExecutorOptions) =>
       journal,
       current,
       releases,
+      models: Context.get(context, ModelResolver),
       executions,
       refusals,
       owner,

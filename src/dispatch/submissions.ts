@@ -15,6 +15,8 @@ import type { Lease } from "../journal/journalRecords.js"
 import type { RunJournal, SubmitOptions } from "../journal/RunJournal.js"
 import { eventOf } from "../journal/trace.js"
 import type { Releases } from "../release/Releases.js"
+import type { ModelResolver } from "../models/Model.js"
+import { clientHistory, type CutToolResult } from "./clientHistory.js"
 import { agentNotFound, ConversationNotFound, type RunRequest } from "./Dispatcher.js"
 import type { Place } from "./executionQueue.js"
 import type { Executions } from "./executions.js"
@@ -26,6 +28,8 @@ export interface SubmissionsOptions {
   readonly journal: Context.Tag.Service<RunJournal>
   readonly current: Context.Tag.Service<CurrentApp>
   readonly releases: Context.Tag.Service<Releases>
+  /** Resolves the agent's model, whose window a client's tool results are cut to. */
+  readonly models: Context.Tag.Service<ModelResolver>
   readonly executions: Executions
   readonly refusals: InstanceRefusals
   /** The executor's name, as it holds leases. */
@@ -54,7 +58,8 @@ export const makeSubmissions = (options: SubmissionsOptions) => {
       readonly traceId?: string
       readonly parentSpanId?: string
       readonly source?: Readonly<Record<string, unknown>>
-    } = {}
+    } = {},
+    cutToolResults: ReadonlyArray<CutToolResult> = []
   ) =>
     Effect.gen(function*() {
       const submission = {
@@ -70,7 +75,8 @@ export const makeSubmissions = (options: SubmissionsOptions) => {
       }
       const queuing: SubmitOptions = {
         newConversation: conversation.isNew,
-        queued: (record) => eventOf(record, "run.queued", { input: request.message, ...links })
+        queued: (record) =>
+          eventOf(record, "run.queued", { input: request.message, ...links, ...(cutToolResults.length === 0 ? {} : { cutToolResults }) })
       }
       if (options.wake !== undefined) {
         const run = yield* journal.submit(submission, queuing).pipe(Effect.catchTag("InstanceClosed", unavailable))
@@ -158,10 +164,11 @@ export const makeSubmissions = (options: SubmissionsOptions) => {
         conversation = { id: found.value.id, isNew: false }
       }
     }
-    return yield* newRun(request, conversation, instanceId, {
+    const history = request.history === undefined ? undefined : clientHistory(app, agent, options.models, request.history)
+    return yield* newRun({ ...request, history: history?.history }, conversation, instanceId, {
       ...request.trace,
       ...(request.source === undefined ? {} : { source: request.source })
-    }).pipe(
+    }, history?.cut).pipe(
       // Two submissions with one key at once: the store's unique key lets one in.
       Effect.catchTag("StoreError", (error) =>
         request.idempotencyKey === undefined

@@ -8,15 +8,15 @@
  */
 import { Array as Arr, Cause, Effect, Either, Option } from "effect"
 import { type CompiledAgent, type CompiledApp, type CompiledTool, leftOutAgent } from "../compiler/CompiledApp.js"
-import { type InstanceInfo, isContext, modelsOf } from "../definitions/defineAgent.js"
+import { type InstanceInfo, isContext } from "../definitions/defineAgent.js"
 import type { RunRecord } from "../durable/records.js"
 import { Store } from "../durable/Store.js"
 import type { Lease } from "../journal/journalRecords.js"
 import { agentTools } from "../mcp/mcpTools.js"
-import type { ChatMessage, LanguageModel, ResolvedModel, ToolCall, ToolSpec } from "../models/Model.js"
+import type { ChatMessage, LanguageModel, ToolCall, ToolSpec } from "../models/Model.js"
 import { ModelResolver } from "../models/Model.js"
 import { makeBudgetCheck } from "./budgetCheck.js"
-import { contextWindowOf } from "./compaction.js"
+import { agentWindow, resolveModels } from "./agentModels.js"
 import { failRun, type RunOutcome } from "./failRun.js"
 import { askModel } from "./modelStep.js"
 import { makeRunContext, redactionOf, type RunContext } from "./RunContext.js"
@@ -69,12 +69,6 @@ const systemPrompt = (agent: CompiledAgent, run: RunRecord, instance: RunInstanc
     }
     return text === "" ? agent.definition.description : text
   })
-
-/** The agent's models, in fallback order, resolved. */
-const resolveModels = (agent: CompiledAgent) =>
-  Effect.map(ModelResolver, (resolver) =>
-    Arr.map(modelsOf(agent.definition), (spec): ResolvedModel => typeof spec === "string" ? resolver.resolve(spec) : { model: spec })
-  )
 
 /** What the transcript says comes next for this run. */
 type NextStep =
@@ -180,7 +174,7 @@ const executeRun = (app: CompiledApp, agent: CompiledAgent, run: RunRecord, step
  */
 function* startExecution(app: CompiledApp, agent: CompiledAgent, run: RunRecord, step: StepBuffer, journal: Array<JournalEntry>) {
   const store = yield* Store
-  const resolvedModels = yield* resolveModels(agent)
+  const resolvedModels = resolveModels(yield* ModelResolver, agent)
   const models = Arr.map(resolvedModels, (m) => m.model)
   const resolved = Arr.headNonEmpty(resolvedModels)
   journal.push(...(yield* store.listMessages(run.conversationId)))
@@ -196,7 +190,7 @@ function* startExecution(app: CompiledApp, agent: CompiledAgent, run: RunRecord,
   // added theirs while this one was suspended.
   const instance = yield* makeRunInstance(app, agent, run)
   const seesImages = models.every((model) => model.vision === true)
-  const window = contextWindowOf(resolved.model.name, app.table.config.context.windows, agent.definition.contextWindow)
+  const window = agentWindow(app, agent, resolved.model)
   const context = makeRunContext(app, agent, run, instance, seesImages, window, step, journal)
   const budget = yield* makeBudgetCheck(context)
   const { admitMessage, fitContext, transcript } = yield* makeRunTranscript(context, models, budget.spent)

@@ -50,7 +50,15 @@ const turnUsage = Schema.Struct({ inputTokens: Schema.Number, outputTokens: Sche
 
 /** The payload schema of every event type; a type without one does not compile. */
 export const eventPayloads = {
-  "run.queued": Schema.Struct({ input: Schema.String, ...runLinks }),
+  /**
+   * `cutToolResults`: the tool results of the history a client sent (an OpenAI-compatible client's)
+   * that the conversation records cut, as the engine cuts its own, whole.
+   */
+  "run.queued": Schema.Struct({
+    input: Schema.String,
+    ...runLinks,
+    cutToolResults: Schema.optional(Schema.Array(Schema.Struct({ ...call, output: Schema.String })))
+  }),
   "run.started": RunExecuting,
   /** The engine resuming a run, or a parent whose child ended while it was suspending. */
   "run.resumed": Schema.Union(RunExecuting, Schema.Struct({ reason: Schema.Literal("child"), childRunId: Schema.String })),

@@ -9,6 +9,7 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { ConfigProvider, Effect, Layer } from "effect"
+import OpenAI from "openai"
 import { ModelResolverLive } from "../../src/models/ModelResolverLive.js"
 import * as OpenAi from "../../src/models/openai.js"
 import { http, startServer, waitForRun } from "../support/server.js"
@@ -383,6 +384,48 @@ describe("context compaction", () => {
       expect((completed?.data as { output: string }).output).toBe(full)
       const next = yield* ask(server.url, "read page 2 of 100 characters", first.conversation)
       expect(next.run).toMatchObject({ status: "completed", output: "read 1 page" })
+    }))
+
+  it.scopedLive("a tool result larger than the window that a /v1 client sends is cut the same way: its run completes, and so does the conversation's next message", () =>
+    Effect.gen(function*() {
+      const provider = yield* strictOpenAi({ otherwise: reader, contextWindows: { "gpt-4.1-mini": 3000 } })
+      const root = yield* tempProject(project(`{ context: { windows: { "openai:gpt-4.1-mini": 3000 } } }`))
+      const server = yield* startServer(root, { model: OpenAi.make({ model: "gpt-4.1-mini", apiKey: "test", baseURL: provider.url }) })
+      const client = new OpenAI({ baseURL: `${server.url}/v1`, apiKey: "not-needed-on-loopback", maxRetries: 0 })
+      // The client ran the tool itself: about 7,500 tokens of result, over the whole window.
+      const full = `page 1: ${"lorem ipsum ".repeat(2500)}`
+      const { data, response } = yield* Effect.promise(() =>
+        client.chat.completions.create({
+          model: "reader",
+          messages: [
+            { role: "user", content: "read page 1" },
+            { role: "assistant", content: null, tool_calls: [{ id: "call_client", type: "function", function: { name: "fetch-page", arguments: "{\"page\":1}" } }] },
+            { role: "tool", tool_call_id: "call_client", content: full },
+            { role: "user", content: "read page 2 of 100 characters" }
+          ]
+        }).withResponse()
+      )
+      expect(data.choices[0]?.message.content).toBe("read 1 page")
+      const sent = provider.requests.flatMap((r) => (r as { messages: ReadonlyArray<{ role: string; content: string }> }).messages)
+        .find((m) => m.role === "tool" && m.content.startsWith("page 1:"))
+      expect(sent?.content).toBe(
+        `${full.slice(0, 3000)}\n[output truncated: ${full.length - 3000} of ${full.length} characters cut (a tool result may fill at most a quarter ` +
+          `of the model's context window, 3000 characters): call the tool again for a smaller part to see the rest]`
+      )
+      // The run's queued event keeps all of it.
+      const runId = response.headers.get("x-foundry-run") ?? ""
+      const queued = (yield* eventsOf(server.url, runId)).find((e) => e.type === "run.queued")
+      expect(queued?.data).toMatchObject({ cutToolResults: [{ toolCallId: "call_client", tool: "fetch-page", output: full }] })
+      // The conversation goes on, named by the header the answer carried.
+      const conversation = response.headers.get("x-foundry-conversation") ?? ""
+      const next = yield* Effect.promise(() =>
+        client.chat.completions.create(
+          { model: "reader", messages: [{ role: "user", content: "read page 3 of 100 characters" }] },
+          { headers: { "x-foundry-conversation": conversation } }
+        )
+      )
+      expect(next.choices[0]?.message.content).toBe("read 1 page")
+      expect(provider.rejected).toEqual([])
     }))
 
   it.scopedLive("a run that outgrows the window by itself shortens the results it has acted on, oldest first, and completes", () =>
