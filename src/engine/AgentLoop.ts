@@ -293,7 +293,7 @@ function* modelTurn(execution: Execution, turn: number) {
     models,
     config: app.table.config,
     request: (overflowed) =>
-      Effect.flatMap(transcript, (messages) => fitContext({ system, messages, tools: specs }, `turn:${turn}`, overflowed)),
+      Effect.flatMap(transcript, (messages) => fitContext({ system, messages, tools: specs }, turn, overflowed)),
     redactionOf: (name) => redactionOf(context, name)
   })
   context.record({ _tag: "assistant", content: result.text, toolCalls: result.toolCalls })

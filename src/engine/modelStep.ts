@@ -10,12 +10,12 @@ import type { ConfigDefinition } from "../definitions/defineConfig.js"
 import type { LanguageModel, ModelError, ModelRequest, ToolCall } from "../models/Model.js"
 import { newId } from "../durable/ids.js"
 import type { StoreError } from "../durable/StoreError.js"
-import type { EventPayload } from "../events/FoundryEvent.js"
 import type { TurnUsage } from "../journal/journalRecords.js"
 import type { LeaseLost } from "../journal/RunJournal.js"
 import { isContextOverflow } from "./compaction.js"
 import type { ContextTooLong } from "./ContextTooLong.js"
 import { withinImageBudget } from "./imageBudget.js"
+import { modelCallReports } from "./modelCallReports.js"
 import { modelTurnWithFallbacks } from "./modelTurn.js"
 import { redactArguments } from "./redact.js"
 import { turnUsage } from "./turnUsage.js"
@@ -70,18 +70,10 @@ export const askModel = (input: ModelStepInput) =>
     const started = yield* Clock.currentTimeMillis
     step.emit("model.turn.started", span, { turn, model: models[0].name })
     yield* input.commit()
-    // Retries and fallbacks are committed as they happen: a person watching a slow turn sees them.
-    const report = <T extends "model.retry" | "model.fallback">(type: T, data: EventPayload<T>) =>
-      Effect.suspend(() => {
-        step.emit(type, span, data)
-        return input.commit()
-      })
     const options = {
       retry: config.modelRetry,
       onDeltas: (texts: ReadonlyArray<string>) => step.deltas(span, texts.map((text) => ({ turn, text }))),
-      onRetry: (error: ModelError) => report("model.retry", { turn, model: error.model, status: error.status ?? null, error: error.message }),
-      onFallback: (from: LanguageModel, to: LanguageModel, error: ModelError) =>
-        report("model.fallback", { turn, from: from.name, to: to.name, status: error.status ?? null, error: error.message })
+      ...modelCallReports(step, input.commit, span, turn)
     }
     // The request the answer came for, to give its calls ids of their own (no Effect of its own: every turn passes here).
     let asked: ModelRequest | undefined

@@ -15,10 +15,14 @@ import { type ChatMessage, type LanguageModel, type ModelError, type ModelReques
 import { transcriptProblem } from "../models/validateTranscript.js"
 import { type ContextWindow, contextWindowOf, elideEarlierToolResults, elideOldToolResults, estimateTokens, isContextOverflow, linesWithin, requestCharacters, summaryLines, summaryRequest } from "./compaction.js"
 import { type ContextTooLong, contextTooLong, messageTooLong } from "./ContextTooLong.js"
+import { modelCallReports } from "./modelCallReports.js"
 import { modelTurnWithFallbacks } from "./modelTurn.js"
 import type { RunContext } from "./RunContext.js"
 import { foreignOpenCalls, modelView } from "./transcript.js"
 import { turnUsage } from "./turnUsage.js"
+
+/** The span of model turn `turn`: its compaction and its summary calls are told on it too. */
+const turnSpan = (turn: number): string => `turn:${turn}`
 
 /** A summary, and the model that wrote it. */
 interface Summary {
@@ -69,16 +73,17 @@ export const makeRunTranscript = (context: RunContext, models: Arr.NonEmptyReado
       return view
     })
 
-    const summaryOptions = { retry: config.modelRetry, onDeltas: () => Effect.void, onRetry: () => Effect.void, onFallback: () => Effect.void }
-
     /**
-     * One summary call on `span`: its usage added to the run's, as a turn's is (the provider bills
-     * it the same), and told by `context.summary.completed`.
+     * One summary call of turn `turn` (on its span): its usage added to the run's, as a turn's is
+     * (the provider bills it the same), and told by `context.summary.completed`; its retries and
+     * fallbacks told as a turn's are, marked `summary`, as they happen.
      */
-    const summaryCall = (summarizers: Arr.NonEmptyReadonlyArray<LanguageModel>, request: ModelRequest, span: string) =>
+    const summaryCall = (summarizers: Arr.NonEmptyReadonlyArray<LanguageModel>, request: ModelRequest, turn: number) =>
       Effect.gen(function*() {
+        const span = turnSpan(turn)
         const started = yield* Clock.currentTimeMillis
-        const result = yield* modelTurnWithFallbacks(summarizers, request, summaryOptions)
+        const options = { retry: config.modelRetry, onDeltas: () => Effect.void, ...modelCallReports(step, context.commit, span, turn, "summary") }
+        const result = yield* modelTurnWithFallbacks(summarizers, request, options)
         const usage = turnUsage(result, config.prices)
         step.usage(usage)
         spent(usage)
@@ -91,7 +96,7 @@ export const makeRunTranscript = (context: RunContext, models: Arr.NonEmptyReado
      * there is none), each piece's request carrying the summary of those before it; an empty text
      * when a summarizer gave none (a piece with no summary would lose everything before it).
      */
-    const summaryWithin = (summarizers: Arr.NonEmptyReadonlyArray<LanguageModel>, older: ReadonlyArray<ChatMessage>, budget: number | undefined, span: string) =>
+    const summaryWithin = (summarizers: Arr.NonEmptyReadonlyArray<LanguageModel>, older: ReadonlyArray<ChatMessage>, budget: number | undefined, turn: number) =>
       Effect.gen(function*() {
         // A line is at most half a request, so that a piece has room for the summary before it.
         const lines = summaryLines(older, budget === undefined ? Infinity : Math.floor(budget / 2))
@@ -99,7 +104,7 @@ export const makeRunTranscript = (context: RunContext, models: Arr.NonEmptyReado
         for (let from = 0; from < lines.length;) {
           const earlier = from === 0 ? undefined : summary.text
           const count = budget === undefined ? lines.length : linesWithin(lines, from, earlier, budget)
-          summary = yield* summaryCall(summarizers, summaryRequest(lines.slice(from, from + count), earlier), span)
+          summary = yield* summaryCall(summarizers, summaryRequest(lines.slice(from, from + count), earlier), turn)
           if (summary.text.trim() === "") return summary
           from += count
         }
@@ -111,11 +116,11 @@ export const makeRunTranscript = (context: RunContext, models: Arr.NonEmptyReado
      * leaving room for the answer); a provider that says one is still too long (its window is
      * smaller than Foundry knows, or unknown) is asked again in pieces of half the size, up to three times.
      */
-    const summarize = (summarizers: Arr.NonEmptyReadonlyArray<LanguageModel>, older: ReadonlyArray<ChatMessage>, tokens: number | undefined, span: string) => {
+    const summarize = (summarizers: Arr.NonEmptyReadonlyArray<LanguageModel>, older: ReadonlyArray<ChatMessage>, tokens: number | undefined, turn: number) => {
       // Halving a budget larger than the whole request would send the same request again.
       const whole = () => requestCharacters(summaryRequest(summaryLines(older, Infinity), undefined))
       const attempt = (budget: number | undefined, halvings: number): Effect.Effect<Summary, ModelError> =>
-        summaryWithin(summarizers, older, budget, span).pipe(
+        summaryWithin(summarizers, older, budget, turn).pipe(
           Effect.catchIf((error) => halvings > 0 && isContextOverflow(error), () =>
             attempt(Math.floor(Math.min(budget ?? Infinity, whole()) / 2), halvings - 1))
         )
@@ -123,10 +128,10 @@ export const makeRunTranscript = (context: RunContext, models: Arr.NonEmptyReado
     }
 
     /**
-     * Summarizes everything before this run's first message (its calls on `span`) and stores the
+     * Summarizes everything before this run's first message (its calls told as turn `turn`'s) and stores the
      * summary standing for it; why nothing was summarized when nothing was.
      */
-    const summarizeOlderTurns = (span: string): Effect.Effect<string | undefined, StoreError | LeaseLost | ModelError> => Effect.gen(function*() {
+    const summarizeOlderTurns = (turn: number): Effect.Effect<string | undefined, StoreError | LeaseLost | ModelError> => Effect.gen(function*() {
       yield* context.commit()
       const stored = yield* store.listMessages(run.conversationId)
       const keepFrom = stored.find((m) => m.runId === run.id)?.seq
@@ -138,7 +143,7 @@ export const makeRunTranscript = (context: RunContext, models: Arr.NonEmptyReado
       const summarizers: Arr.NonEmptyReadonlyArray<LanguageModel> = summaryModel === undefined ? models : [summaryModel, ...models]
       const windows = [window, summaryModel === undefined ? undefined : contextWindowOf(summaryModel.name, config.context.windows)]
         .flatMap((known) => known === undefined ? [] : [known.tokens])
-      const summary = yield* summarize(summarizers, older, windows.length === 0 ? undefined : Math.min(...windows), span)
+      const summary = yield* summarize(summarizers, older, windows.length === 0 ? undefined : Math.min(...windows), turn)
       // A summary with no text in it (only tool calls, a refusal) would stand for the older messages
       // with nothing: they stay as they are, and the turn goes as long as it is.
       if (summary.text.trim() === "") {
@@ -160,15 +165,16 @@ export const makeRunTranscript = (context: RunContext, models: Arr.NonEmptyReado
     }
 
     /**
-     * The request as the context window allows; `overflowed` when the provider refused the last one
-     * as too long. Fails, before anything is sent, when even compacted it is over the whole window.
+     * The request of turn `turn` as the context window allows (its steps told on the turn's span);
+     * `overflowed` when the provider refused the last one as too long. Fails, before anything is sent, when even compacted it is over the whole window.
      */
     const fitContext = (
       request: ModelRequest,
-      span: string,
+      turn: number,
       overflowed: boolean
     ): Effect.Effect<ModelRequest, StoreError | LeaseLost | ModelError | ContextTooLong> => {
       const before = estimateTokens(request)
+      const span = turnSpan(turn)
       // Within the window, as nearly every turn is: the request as it is, without a generator.
       if (!overflowed && (window === undefined || before <= window.tokens * config.context.soft)) return Effect.succeed(request)
       return Effect.gen(function*() {
@@ -186,7 +192,7 @@ export const makeRunTranscript = (context: RunContext, models: Arr.NonEmptyReado
         const trimmed = estimateTokens(earlier)
         if (!overflowed && window !== undefined && trimmed <= window.tokens * config.context.hard) return earlier
         step.emit("context.compacting", span, { method: "summary", beforeTokens: trimmed, window: windowTokens })
-        const notSummarized = yield* summarizeOlderTurns(span)
+        const notSummarized = yield* summarizeOlderTurns(turn)
         const summarized: ModelRequest = { ...request, messages: elideOldToolResults(yield* transcript) }
         const after = estimateTokens(summarized)
         if (notSummarized === undefined) step.emit("context.compacted", span, { method: "summary", beforeTokens: trimmed, afterTokens: after })

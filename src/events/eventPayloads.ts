@@ -45,6 +45,9 @@ const fromDeliveryOrEvent = <D extends Schema.Struct.Fields, E extends Schema.St
  */
 const compactionMethod = Schema.Literal("elide", "elide-earlier", "summary")
 
+/** Marks a model call's retry or fallback as a compaction's summary call's; absent on a turn's own calls (and on older events). */
+const summaryCall = { summary: Schema.optional(Schema.Literal(true)) }
+
 /** A model call's tokens, and their cost in USD (`null` when the model has no price). */
 const turnUsage = Schema.Struct({ inputTokens: Schema.Number, outputTokens: Schema.Number, costUsd: Schema.NullOr(Schema.Number) })
 
@@ -90,13 +93,16 @@ export const eventPayloads = {
   ),
   "model.turn.started": Schema.Struct({ turn: Schema.Number, model: Schema.String }),
   /** `status`: the provider's HTTP status, when there was one. */
-  "model.retry": Schema.Struct({ turn: Schema.Number, model: Schema.String, status: Schema.NullOr(Schema.Number), error: Schema.String }),
+  /** `summary: true` when the call retried is a summary call of the turn's compaction, not the turn's own request. */
+  "model.retry": Schema.Struct({ turn: Schema.Number, model: Schema.String, status: Schema.NullOr(Schema.Number), error: Schema.String, ...summaryCall }),
+  /** `summary: true` when the call that fell back is a summary call of the turn's compaction. */
   "model.fallback": Schema.Struct({
     turn: Schema.Number,
     from: Schema.String,
     to: Schema.String,
     status: Schema.NullOr(Schema.Number),
-    error: Schema.String
+    error: Schema.String,
+    ...summaryCall
   }),
   /** The turn's answer; tool call arguments are JSON text with redacted fields replaced. */
   "model.turn.completed": Schema.Struct({

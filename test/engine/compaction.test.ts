@@ -13,7 +13,7 @@ import OpenAI from "openai"
 import { ModelResolverLive } from "../../src/models/ModelResolverLive.js"
 import * as OpenAi from "../../src/models/openai.js"
 import { http, startServer, waitForRun } from "../support/server.js"
-import { type ReplyFn, strictOpenAi, text, toolCalls } from "../support/strictOpenAi.js"
+import { type ReplyFn, serverError, strictOpenAi, text, toolCalls } from "../support/strictOpenAi.js"
 import { tempProject } from "../support/tempProject.js"
 
 const project = (config: string) => ({
@@ -116,12 +116,12 @@ const goesOnAfterALongMessage = (told: number) =>
  * A server of the reader project with `config`, its agent on openai:gpt-4.1-mini, through the
  * resolver users get, configured as the environment would configure it, against `providerUrl`.
  */
-const serverOnOpenAi = (providerUrl: string, config: string) =>
+const serverOnOpenAi = (providerUrl: string, config: string, model: string | ReadonlyArray<string> = "openai:gpt-4.1-mini") =>
   Effect.gen(function*() {
     const files = project(config)
     const root = yield* tempProject({
       ...files,
-      "agents/reader/agent.ts": (files["agents/reader/agent.ts"] ?? "").replace("maxTurns: 4", `maxTurns: 4, model: "openai:gpt-4.1-mini"`)
+      "agents/reader/agent.ts": (files["agents/reader/agent.ts"] ?? "").replace("maxTurns: 4", `maxTurns: 4, model: ${JSON.stringify(model)}`)
     })
     const models = ModelResolverLive.pipe(
       Layer.provide(Layer.setConfigProvider(ConfigProvider.fromMap(new Map([["OPENAI_API_KEY", "test"], ["OPENAI_BASE_URL", providerUrl]])))),
@@ -234,6 +234,75 @@ describe("context compaction", () => {
         return
       }
       expect.unreachable("no run summarized")
+    }))
+
+  it.scopedLive("a summary call the provider fails and that is asked again is told by a model.retry event of the summary, between the compaction's opening and its summary", () =>
+    Effect.gen(function*() {
+      let failed = false
+      const provider = yield* strictOpenAi({
+        otherwise: (request, index) => {
+          if (!isSummaryRequest(request) || failed) return reader(request, index)
+          failed = true
+          return serverError()
+        }
+      })
+      const server = yield* serverOnOpenAi(provider.url, `{ context: { windows: { "openai:gpt-4.1-mini": 5000 } }, modelRetry: { times: 1, base: "1 millis", max: "1 millis" } }`)
+      const { runIds } = yield* converse(server.url, 10)
+      expect(failed).toBe(true)
+      const runs = yield* Effect.forEach(runIds, (id) => eventsOf(server.url, id))
+      // Only the summary call failed, once: one retry in the whole conversation.
+      expect(runs.flat().filter((e) => e.type === "model.retry")).toHaveLength(1)
+      const events = runs.find((run) => run.some((e) => e.type === "model.retry")) ?? []
+      const retry = events.findIndex((e) => e.type === "model.retry")
+      // The turn whose request the compaction fitted: the summary call is told as that turn's.
+      const turn = (events.slice(retry).find((e) => e.type === "model.turn.completed")?.data as { turn: number }).turn
+      expect(events[retry]?.data).toEqual({
+        turn,
+        model: "openai:gpt-4.1-mini",
+        status: 500,
+        error: expect.stringContaining("The server had an error"),
+        summary: true
+      })
+      const compacting = events.findIndex((e) => e.type === "context.compacting" && (e.data as { method: string }).method === "summary")
+      expect(compacting).toBeGreaterThanOrEqual(0)
+      expect(compacting).toBeLessThan(retry)
+      expect(events.findIndex((e) => e.type === "context.summary.completed")).toBeGreaterThan(retry)
+      expect(events.at(-1)).toMatchObject({ type: "run.completed" })
+    }))
+
+  it.scopedLive("a summary call whose model keeps failing goes to the agent's fallback model, told by model.retry and model.fallback events of the summary", () =>
+    Effect.gen(function*() {
+      // gpt-4.1-mini answers the turns and fails every summary request; gpt-4.1-nano writes the summaries.
+      const provider = yield* strictOpenAi({
+        otherwise: (request, index) => isSummaryRequest(request) && modelOf(request.body) === "gpt-4.1-mini" ? serverError() : reader(request, index)
+      })
+      const server = yield* serverOnOpenAi(
+        provider.url,
+        `{ context: { windows: { "openai:gpt-4.1-mini": 5000, "openai:gpt-4.1-nano": 5000 } }, modelRetry: { times: 1, base: "1 millis", max: "1 millis" } }`,
+        ["openai:gpt-4.1-mini", "openai:gpt-4.1-nano"]
+      )
+      const { runIds } = yield* converse(server.url, 10)
+      const events = (yield* Effect.forEach(runIds, (id) => eventsOf(server.url, id))).flat()
+      const summaries = events.filter((e) => e.type === "context.summary.completed")
+      expect(summaries.length).toBeGreaterThan(0)
+      expect(summaries.map((e) => (e.data as { model: string }).model)).toEqual(summaries.map(() => "openai:gpt-4.1-nano"))
+      // Each summary call: one retry on gpt-4.1-mini, then the fallback to gpt-4.1-nano.
+      const fallbacks = events.filter((e) => e.type === "model.fallback")
+      expect(fallbacks).toHaveLength(summaries.length)
+      for (const fallback of fallbacks) {
+        expect(fallback.data).toEqual({
+          turn: expect.any(Number),
+          from: "openai:gpt-4.1-mini",
+          to: "openai:gpt-4.1-nano",
+          status: 500,
+          error: expect.stringContaining("The server had an error"),
+          summary: true
+        })
+      }
+      const retries = events.filter((e) => e.type === "model.retry")
+      expect(retries).toHaveLength(summaries.length)
+      for (const retry of retries) expect(retry.data).toMatchObject({ model: "openai:gpt-4.1-mini", status: 500, summary: true })
+      expect(events.filter((e) => e.type === "run.failed")).toEqual([])
     }))
 
   it.scopedLive("a summary with no text in it compacts nothing: the older messages stay", () =>
