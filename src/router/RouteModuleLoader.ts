@@ -13,6 +13,7 @@ import { createRequire, register } from "node:module"
 import { join } from "node:path"
 import { pathToFileURL } from "node:url"
 import { packageLayout } from "../packageLayout.js"
+import { guardEvaluation } from "./evaluationGuard.js"
 import { type BundledEntries, bundleFolder, bundleRoutes } from "./routeBundle.js"
 import { configFiles, listRouteFiles, routeFilesOf } from "./RoutePath.js"
 
@@ -72,5 +73,6 @@ export const importRouteModule = async (root: string, file: string, generation: 
   const entry = (await bundleOf(root, generation)).get(file)
   if (entry === undefined) throw new Error(`${file} is not a route file or config of this project`)
   if (entry._tag === "Broken") throw new Error(entry.message)
+  guardEvaluation(entry.url, file)
   return nativeImport(entry.url)
 }

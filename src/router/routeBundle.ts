@@ -12,6 +12,7 @@ import { dirname, join, relative } from "node:path"
 import { pathToFileURL } from "node:url"
 import type { BuildFailure, BuildOptions, Message, OnResolveArgs, Plugin, PluginBuild, ResolveResult } from "esbuild"
 import { packageLayout } from "../packageLayout.js"
+import { evaluationBanner } from "./evaluationGuard.js"
 
 /** An entry's module URL, or the build errors that keep it from loading. */
 export type BundledEntry = { readonly _tag: "Built"; readonly url: string } | { readonly _tag: "Broken"; readonly message: string }
@@ -110,6 +111,8 @@ const bundle = async (root: string, entries: ReadonlyArray<string>, outdir: stri
     sourcesContent: false,
     // .mjs: the bundle is ES modules whatever the project's package.json says about "type".
     outExtension: { ".js": ".mjs" },
+    // Every module, chunks too, says when its top level starts (`evaluationGuard.ts`).
+    banner: { js: evaluationBanner },
     plugins: [frameworkResolution]
   })
 }
