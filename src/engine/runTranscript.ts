@@ -173,10 +173,12 @@ export const makeRunTranscript = (context: RunContext, models: Arr.NonEmptyReado
       turn: number,
       overflowed: boolean
     ): Effect.Effect<ModelRequest, StoreError | LeaseLost | ModelError | ContextTooLong> => {
+      // An unknown window is never compacted: nothing to count (a long conversation's every message).
+      if (!overflowed && window === undefined) return Effect.succeed(request)
       const before = estimateTokens(request)
       const span = turnSpan(turn)
       // Within the window, as nearly every turn is: the request as it is, without a generator.
-      if (!overflowed && (window === undefined || before <= window.tokens * config.context.soft)) return Effect.succeed(request)
+      if (!overflowed && window !== undefined && before <= window.tokens * config.context.soft) return Effect.succeed(request)
       return Effect.gen(function*() {
         const windowTokens = window?.tokens ?? null
         step.emit("context.compacting", span, { method: "elide", beforeTokens: before, window: windowTokens })
