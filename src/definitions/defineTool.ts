@@ -32,6 +32,12 @@ export interface ToolRunContext<Config = undefined, Context = AnyContext> {
    * when it declares one, else `<runId>:<toolCallId>`. Use it to make a side effect happen once.
    */
   readonly idempotencyKey: string
+  /**
+   * The most characters of this call's result the model is shown (a quarter of its context
+   * window, at most the config's `toolOutputLimit`): a longer result is cut to its start, with a
+   * note. A tool with more to say can fit its answer, and its own note on how to get the rest, in it.
+   */
+  readonly resultLimit: number
   /** Starts a run of another agent without waiting for it; the new run records this one as its parent. */
   readonly spawn: (
     agent: AgentDefinition,

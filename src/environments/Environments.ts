@@ -18,7 +18,7 @@ import { type EnvironmentScope, EnvironmentStorage, type EnvironmentVersion, typ
 import type { StoreError } from "../durable/StoreError.js"
 import * as files from "./fileVerbs.js"
 import { resolveModules, type ResolvedModules } from "./scriptModules.js"
-import { runScript, runTests, type ScriptFailed } from "./scriptVerbs.js"
+import { runScript, runTests, type ScriptFailed, shownLimit } from "./scriptVerbs.js"
 import { ScriptRunner } from "./script/ScriptRunner.js"
 import { redoTarget, undoState, undoTarget } from "./undoStack.js"
 import { historyLimit, type VerbInput, type VerbName } from "./verbInputs.js"
@@ -275,13 +275,14 @@ const make = Effect.fnUntraced(function*(options: { readonly idleTimeToLive: Dur
       fs,
       modules: session.modules,
       limits: scope.environment.limits,
+      shown: shownLimit(scope.environment.limits.maxOutputBytes, scope.context.resultLimit),
       context: scope.context,
       permissions: scope.permissions,
       toolNames: scope.toolNames
     })
 
   const handlers: VerbHandlers = {
-    read_file: (session, scope, input) => files.readFile(current(session, scope), input.path, input),
+    read_file: (session, scope, input) => files.readFile(current(session, scope), input.path, input, scope.context.resultLimit),
     ls: (session, scope, input) => files.list(current(session, scope), input.path, input.recursive === true),
     grep: (session, scope, input) => files.search(current(session, scope), input),
     describe: (session, scope, input) => files.describe(current(session, scope), input.path),

@@ -41,12 +41,18 @@ const decodeText = (content: Uint8Array): string | undefined => {
 export const writeFile = (fs: EnvironmentFs, path: string, content: string): VerbAnswer =>
   Either.map(fs.writeFile(path, content), () => `wrote ${held(path)} (${bytes(new TextEncoder().encode(content).length)})`)
 
-export const readFile = (fs: EnvironmentFs, path: string, range: { readonly from?: number | undefined; readonly to?: number | undefined }): VerbAnswer =>
+/** `read_file`: the lines of `range`, as many as fit in `maxChars` (what the model is shown of a result). */
+export const readFile = (
+  fs: EnvironmentFs,
+  path: string,
+  range: { readonly from?: number | undefined; readonly to?: number | undefined },
+  maxChars: number
+): VerbAnswer =>
   Either.flatMap(fs.readFile(path), (content): VerbAnswer => {
     const text = decodeText(content)
     return text === undefined
       ? Either.left(new VerbRefused({ message: `${path} is binary (${bytes(content.length)}): use describe to see what it holds, or process it in a script` }))
-      : Either.mapLeft(readRange(text, range), ({ lines }) =>
+      : Either.mapLeft(readRange(text, { from: range.from, to: range.to, maxChars }), ({ lines }) =>
         new VerbRefused({
           message: lines === 0
             ? `${held(path)} is empty, so it has no line ${range.from}: leave from out to read it`

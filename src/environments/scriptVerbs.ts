@@ -31,9 +31,32 @@ export interface ScriptScope {
   readonly fs: EnvironmentFs
   readonly modules: ResolvedModules
   readonly limits: EnvironmentLimits
+  /** How much of a run's value, and of its output, its answer shows (`shownLimit`). */
+  readonly shown: ShownLimit
   readonly context: Omit<ToolRunContext<unknown>, "idempotencyKey">
   readonly permissions: ReadonlyArray<PermissionRule>
   readonly toolNames: ReadonlyMap<AnyTool, string>
+}
+
+/** How many bytes of a script's value, and of its output, an answer shows, and what set that. */
+export interface ShownLimit {
+  readonly bytes: number
+  readonly why: string
+}
+
+/** Room kept in what the model is shown of a result for an answer's notes and its path. */
+const noteRoom = 1000
+
+/**
+ * `maxOutputBytes`, unless what the model is shown of a result (`resultLimit` characters) cannot
+ * hold a value and an output that long with their notes: then half of it each, so that the notes
+ * saying where the rest is are never what gets cut.
+ */
+export const shownLimit = (maxOutputBytes: number, resultLimit: number): ShownLimit => {
+  const half = Math.max(200, Math.floor((resultLimit - noteRoom) / 2))
+  return half < maxOutputBytes
+    ? { bytes: half, why: "as much as the model's context window lets a result show" }
+    : { bytes: maxOutputBytes, why: "maxOutputBytes" }
 }
 
 /** What a call that needs a person's approval is answered from a script: it cannot wait for one. */
@@ -122,7 +145,7 @@ const cutBytes = (text: string, limit: number): string => {
  * id), which says where it ends when less than all of it was captured.
  */
 const shownOutput = (scope: ScriptScope, output: string, outputBytes: number): string => {
-  if (outputBytes <= scope.limits.maxOutputBytes) return output
+  if (outputBytes <= scope.shown.bytes) return output
   const safe = (id: string) => id.replace(/[^A-Za-z0-9_-]/g, "_")
   const file = `/tmp/output-${safe(scope.context.runId)}-${safe(scope.context.toolCallId)}.txt`
   // The whole output goes to the file when it was all captured and fits in one file; else its start.
@@ -135,7 +158,7 @@ const shownOutput = (scope: ScriptScope, output: string, outputBytes: number): s
   const where = Either.isRight(spilled)
     ? `${whole ? "all of it is" : `its first ${captured} bytes are`} in ${file} (grep it or read_file a range)`
     : `the rest was not kept (${spilled.left.message})`
-  return `${cutBytes(output, scope.limits.maxOutputBytes)}\n[output truncated at ${scope.limits.maxOutputBytes} of ${outputBytes} bytes (maxOutputBytes); ${where}]`
+  return `${cutBytes(output, scope.shown.bytes)}\n[output truncated at ${scope.shown.bytes} of ${outputBytes} bytes (${scope.shown.why}); ${where}]`
 }
 
 const seconds = (ms: number): string => `${ms / 1000} s`
@@ -155,32 +178,32 @@ const answerOf = (scope: ScriptScope, path: string, result: ScriptResult): Eithe
   switch (result._tag) {
     case "Completed": {
       const value = (result.value === undefined ? undefined : JSON.stringify(result.value, null, 1)) ?? "nothing"
-      const shownValue = cutBytes(value, scope.limits.maxOutputBytes)
-      const cut = shownValue.length < value.length ? `\n[the value is cut at ${scope.limits.maxOutputBytes} bytes (maxOutputBytes): write it to a file and read or grep that instead]` : ""
+      const shownValue = cutBytes(value, scope.shown.bytes)
+      const cut = shownValue.length < value.length ? `\n[the value is cut at ${scope.shown.bytes} bytes (${scope.shown.why}): write it to a file and read or grep that instead]` : ""
       const output = result.output === "" ? "" : `\noutput:\n${shownOutput(scope, result.output, result.outputBytes)}`
       return Either.right(`${path} returned ${shownValue}${cut}${output}`)
     }
     case "Tests": {
       const failed = result.results.filter((test) => !test.ok)
       const lines = result.results.map((test) => test.ok ? `ok ${test.name}` : `FAILED ${test.name}: ${test.error ?? "failed"}`)
-      const output = result.output === "" ? "" : `\noutput:\n${lastBytes(result.output, scope.limits.maxOutputBytes)}`
+      const output = result.output === "" ? "" : `\noutput:\n${lastBytes(result.output, scope.shown.bytes)}`
       return Either.right(`${result.results.length - failed.length} passed, ${failed.length} failed\n${lines.join("\n")}${output}`)
     }
     case "Failed":
       return Either.left(new ScriptFailed({
-        message: `${path} failed: ${result.error}${result.output === "" ? "" : `\noutput:\n${lastBytes(result.output, scope.limits.maxOutputBytes)}`}\n(no changes were kept)`
+        message: `${path} failed: ${result.error}${result.output === "" ? "" : `\noutput:\n${lastBytes(result.output, scope.shown.bytes)}`}\n(no changes were kept)`
       }))
     case "OutOfMemory":
       return Either.left(new ScriptFailed({
         message: `${path} ran out of memory (${result.limitMb} MB, the most one script may use, heap and buffers together) and was stopped; no changes were kept. ` +
           `Work on the data in smaller pieces (a slice of the rows, then the next), or raise scripts.maxMemoryMb in foundry.config.ts.` +
-          (result.output === "" ? "" : `\noutput until then:\n${lastBytes(result.output, scope.limits.maxOutputBytes)}`)
+          (result.output === "" ? "" : `\noutput until then:\n${lastBytes(result.output, scope.shown.bytes)}`)
       }))
     case "TimedOut":
       return Either.left(new ScriptFailed({
         message: `${path} ran longer than ${seconds(scope.limits.scriptTimeoutMs)} (scriptTimeoutMs) and was stopped; no changes were kept. Process less per run (a slice of the rows, then the next), or look for a loop that never ends.` +
           memoryNote(result.memory) +
-          (result.output === "" ? "" : `\noutput until then:\n${lastBytes(result.output, scope.limits.maxOutputBytes)}`)
+          (result.output === "" ? "" : `\noutput until then:\n${lastBytes(result.output, scope.shown.bytes)}`)
       }))
   }
 }

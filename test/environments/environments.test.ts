@@ -36,6 +36,7 @@ const scopeFor = (runId: string, toolCallId: string, of: EnvironmentDefinition =
     agent: "clerk",
     instance: { id: "acme", context: {} },
     config: undefined,
+    resultLimit: 16_000,
     spawn: () => Effect.dieMessage("not in this test"),
     emit: () => Effect.dieMessage("not in this test")
   }

@@ -279,6 +279,40 @@ export default async function () {
       ])
     }), { timeout: 60_000 })
 
+  it.scopedLive("in a small context window, read_file and run_script fit their answers to what the model is shown, notes on where the rest is included", () =>
+    Effect.gen(function*() {
+      // A window of 8,000 tokens shows a result at most 8,000 characters.
+      const root = yield* tempProject({
+        "environments/workspace.ts": environmentFile,
+        "agents/reports/agent.ts": agentFile.replace(`environment: workspace })`, `environment: workspace, contextWindow: 8000 })`)
+      })
+      const long = Array.from({ length: 300 }, (_, i) => `line ${i + 1} ${"x".repeat(50)}`).join("\n")
+      const model = Scripted.make([
+        call("write_file", { path: "/out/long.txt", content: long }),
+        call("read_file", { path: "/out/long.txt" }),
+        call("write_file", { path: "/scripts/loud.js", content: `export default () => { console.log("y".repeat(20000)); return "done" }` }),
+        call("run_script", { path: "/scripts/loud.js" }),
+        { text: "done" }
+      ])
+      const server = yield* startServer(root, { model })
+      const runId = yield* startRun(server.url, "Read it all")
+      const run = yield* waitForRun(server.url, runId)
+      expect(run.status).toBe("completed")
+      const messages = (yield* http(`${server.url}/api/conversations/${run.conversationId}/messages`)).json as ReadonlyArray<{ role: string; content: string }>
+      const [, read, , script] = messages.filter((m) => m.role === "tool").map((m) => m.content)
+      // Not cut by the engine: each answer fits, and ends with its own note.
+      for (const answer of [read, script]) {
+        expect(answer?.length).toBeLessThanOrEqual(8000)
+        expect(answer).not.toContain("[output truncated:")
+      }
+      expect(read).toMatch(/^  1\| line 1 x+\n/)
+      expect(read).toMatch(/\n\[lines 1-\d+ of 300, as many as the model is shown of a result: read on with from \d+\]$/)
+      expect(script).toContain("/scripts/loud.js returned \"done\"\noutput:\nyyy")
+      expect(script).toMatch(
+        /\[output truncated at 3500 of 20001 bytes \(as much as the model's context window lets a result show\); all of it is in \/tmp\/output-\S+\.txt \(grep it or read_file a range\)\]$/
+      )
+    }), { timeout: 60_000 })
+
   it.scopedLive("undo refuses a version that is not a whole number of 0 or more, saying what version is and how to leave it out", () =>
     Effect.gen(function*() {
       const root = yield* tempProject({ "environments/workspace.ts": environmentFile, "agents/reports/agent.ts": agentFile })

@@ -15,7 +15,12 @@ export interface ReadRangeOptions {
   readonly maxLines?: number | undefined
   /** Default 2000; longer lines are clipped with a note. */
   readonly maxLineChars?: number | undefined
+  /** The most characters shown, notes included (what the model is shown of a result); at least one line is. */
+  readonly maxChars?: number | undefined
 }
+
+/** Room kept for the notes under `maxChars`. */
+const noteRoom = 200
 
 /** `from` is past the last line of the text, which has `lines` lines. */
 export class PastTheEnd extends Data.TaggedError("PastTheEnd")<{ readonly lines: number }> {}
@@ -32,14 +37,25 @@ export const readRange = (text: string, options: ReadRangeOptions = {}): Either.
   const from = options.from ?? 1
   if (from > total) return Either.left(new PastTheEnd({ lines: total }))
   const asked = Math.min(total, options.to ?? total)
-  const to = Math.min(asked, from + maxLines - 1)
-  const width = String(to).length
-  const shown = lines.slice(from - 1, to).map((line, index) => {
-    const clipped = line.length <= maxLineChars ? line : `${line.slice(0, maxLineChars)}… (${line.length - maxLineChars} more characters on this line)`
-    return `${String(from + index).padStart(width)}| ${clipped}`
-  })
+  const byLines = Math.min(asked, from + maxLines - 1)
+  const width = String(byLines).length
+  const budget = options.maxChars === undefined ? Infinity : Math.max(0, options.maxChars - noteRoom)
+  const shown: Array<string> = []
+  let used = 0
+  for (let number = from; number <= byLines; number++) {
+    const line = lines[number - 1] ?? ""
+    const room = shown.length === 0 ? Math.max(1, budget - width - 40) : maxLineChars
+    const limit = Math.min(maxLineChars, room)
+    const clipped = line.length <= limit ? line : `${line.slice(0, limit)}… (${line.length - limit} more characters on this line)`
+    const numbered = `${String(number).padStart(width)}| ${clipped}`
+    if (shown.length > 0 && used + numbered.length + 1 > budget) break
+    shown.push(numbered)
+    used += numbered.length + 1
+  }
+  const to = from + shown.length - 1
   const notes: Array<string> = []
-  if (to < asked) notes.push(`[lines ${from}-${to} of ${total}, at most ${maxLines} at a time: read on with from ${to + 1}]`)
+  if (to < byLines) notes.push(`[lines ${from}-${to} of ${total}, as many as the model is shown of a result: read on with from ${to + 1}]`)
+  else if (to < asked) notes.push(`[lines ${from}-${to} of ${total}, at most ${maxLines} at a time: read on with from ${to + 1}]`)
   else if (from > 1 || to < total) notes.push(`[lines ${from}-${to} of ${total}]`)
   return Either.right([...shown, ...notes].join("\n"))
 }

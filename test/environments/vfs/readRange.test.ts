@@ -23,4 +23,17 @@ describe("readRange", () => {
     expect(readRange("x".repeat(5000), { maxLineChars: 10 })).toEqual(Either.right("1| xxxxxxxxxx… (4990 more characters on this line)"))
     expect(readRange("a\nb\n", { from: 3 })).toEqual(Either.left(new PastTheEnd({ lines: 2 })))
   })
+
+  it("shows as many lines as fit in maxChars, notes included, and says where to read on; at least one, clipped", () => {
+    const shown = Either.getOrThrow(readRange(lines(100), { maxChars: 500 }))
+    expect(shown.length).toBeLessThanOrEqual(500)
+    const last = shown.split("\n").at(-1)
+    expect(last).toMatch(/^\[lines 1-(\d+) of 100, as many as the model is shown of a result: read on with from (\d+)\]$/)
+    const [, to, next] = /lines 1-(\d+) of 100.*from (\d+)/.exec(last ?? "") ?? []
+    expect(Number(next)).toBe(Number(to) + 1)
+    expect(shown.split("\n")).toHaveLength(Number(to) + 1)
+    const one = Either.getOrThrow(readRange("x".repeat(5000), { maxChars: 300 }))
+    expect(one.length).toBeLessThanOrEqual(300)
+    expect(one).toMatch(/^1\| x+… \(\d+ more characters on this line\)$/)
+  })
 })
