@@ -283,8 +283,8 @@ const make = Effect.fnUntraced(function*(options: { readonly idleTimeToLive: Dur
 
   const handlers: VerbHandlers = {
     read_file: (session, scope, input) => files.readFile(current(session, scope), input.path, input, scope.context.resultLimit),
-    ls: (session, scope, input) => files.list(current(session, scope), input.path, input.recursive === true),
-    grep: (session, scope, input) => files.search(current(session, scope), input),
+    ls: (session, scope, input) => files.list(current(session, scope), input.path, input.recursive === true, scope.context.resultLimit),
+    grep: (session, scope, input) => files.search(current(session, scope), input, scope.context.resultLimit),
     describe: (session, scope, input) => files.describe(current(session, scope), input.path),
     history: (session, _scope, input) =>
       Effect.map(storage.history(session.scope, { limit: input.limit ?? historyLimit }), (log) =>

@@ -72,22 +72,47 @@ export const editFile = (fs: EnvironmentFs, input: { readonly path: string; read
     return Either.map(fs.writeFile(input.path, next), () => `edited ${held(input.path)} (${count} ${count === 1 ? "replacement" : "replacements"})`)
   })
 
-export const list = (fs: EnvironmentFs, path: string | undefined, recursive: boolean): VerbAnswer =>
+/** Room kept under a result's limit for the note that says what was left out. */
+const noteRoom = 200
+
+/**
+ * `lines` as many as fit in `maxChars` (what the model is shown of a result), at least one; when
+ * some are left out, `leftOut(shown)` says so on a last line.
+ */
+const fitLines = (lines: ReadonlyArray<string>, maxChars: number, leftOut: (shown: number) => string): string => {
+  let used = 0
+  let shown = 0
+  while (shown < lines.length && (shown === 0 || used + (lines[shown]?.length ?? 0) + 1 <= maxChars - noteRoom)) {
+    used += (lines[shown]?.length ?? 0) + 1
+    shown++
+  }
+  return shown === lines.length ? lines.join("\n") : `${lines.slice(0, shown).join("\n")}\n${leftOut(shown)}`
+}
+
+export const list = (fs: EnvironmentFs, path: string | undefined, recursive: boolean, maxChars: number): VerbAnswer =>
   Either.flatMap(normalizePath(path ?? "/"), (dir): VerbAnswer => {
     if (!isZone(dir) && !fs.vfs.exists(dir)) return Either.left(new VerbRefused({ message: `${dir} does not exist; ls / shows the top of the tree` }))
     const entries = fs.vfs.list(dir, { recursive })
     if (entries.length === 0) return Either.right(`${dir} is empty`)
-    return Either.right(entries.map((entry) => entry.kind === "directory" ? `${entry.path}/` : `${entry.path}  ${bytes(entry.size)}`).join("\n"))
+    const lines = entries.map((entry) => entry.kind === "directory" ? `${entry.path}/` : `${entry.path}  ${bytes(entry.size)}`)
+    return Either.right(fitLines(lines, maxChars, (shown) =>
+      `[${shown} of ${entries.length} entries, as many as the model is shown of a result: ls a folder within ${dir} to see the rest]`))
   })
 
-export const search = (fs: EnvironmentFs, input: { readonly pattern: string; readonly path?: string | undefined; readonly ignoreCase?: boolean | undefined }): VerbAnswer => {
+export const search = (
+  fs: EnvironmentFs,
+  input: { readonly pattern: string; readonly path?: string | undefined; readonly ignoreCase?: boolean | undefined },
+  maxChars: number
+): VerbAnswer => {
   const found = grep(fs.vfs, { pattern: input.pattern, path: input.path, ignoreCase: input.ignoreCase, maxMatches: 200 })
-  return Either.map(found, ({ matches, truncated }) =>
-    matches.length === 0
-      ? `no match for /${input.pattern}/ under ${input.path ?? "/"}`
-      : matches.map((match) => `${match.path}:${match.line}: ${match.text}`).join("\n") +
-        (truncated ? "\n[more matches: narrow the pattern or the path]" : "")
-  )
+  return Either.map(found, ({ matches, truncated }) => {
+    if (matches.length === 0) return `no match for /${input.pattern}/ under ${input.path ?? "/"}`
+    const lines = matches.map((match) => `${match.path}:${match.line}: ${match.text}`)
+    // Past grep's own 200 matches, or past what fits: either way a note says to narrow the search.
+    const all = truncated ? [...lines, "[more matches: narrow the pattern or the path]"] : lines
+    return fitLines(all, maxChars, (count) =>
+      `[${count} of ${matches.length}${truncated ? " or more" : ""} matches, as many as the model is shown of a result: narrow the pattern or the path]`)
+  })
 }
 
 export const describe = (fs: EnvironmentFs, path: string): Effect.Effect<string, FsError> =>

@@ -279,7 +279,7 @@ export default async function () {
       ])
     }), { timeout: 60_000 })
 
-  it.scopedLive("in a small context window, read_file and run_script fit their answers to what the model is shown, notes on where the rest is included", () =>
+  it.scopedLive("in a small context window, read_file, run_script and grep fit their answers to what the model is shown, notes on where the rest is included", () =>
     Effect.gen(function*() {
       // A window of 8,000 tokens shows a result at most 8,000 characters.
       const root = yield* tempProject({
@@ -292,6 +292,7 @@ export default async function () {
         call("read_file", { path: "/out/long.txt" }),
         call("write_file", { path: "/scripts/loud.js", content: `export default () => { console.log("y".repeat(20000)); return "done" }` }),
         call("run_script", { path: "/scripts/loud.js" }),
+        call("grep", { pattern: "^line", path: "/out" }),
         { text: "done" }
       ])
       const server = yield* startServer(root, { model })
@@ -299,9 +300,9 @@ export default async function () {
       const run = yield* waitForRun(server.url, runId)
       expect(run.status).toBe("completed")
       const messages = (yield* http(`${server.url}/api/conversations/${run.conversationId}/messages`)).json as ReadonlyArray<{ role: string; content: string }>
-      const [, read, , script] = messages.filter((m) => m.role === "tool").map((m) => m.content)
+      const [, read, , script, found] = messages.filter((m) => m.role === "tool").map((m) => m.content)
       // Not cut by the engine: each answer fits, and ends with its own note.
-      for (const answer of [read, script]) {
+      for (const answer of [read, script, found]) {
         expect(answer?.length).toBeLessThanOrEqual(8000)
         expect(answer).not.toContain("[output truncated:")
       }
@@ -311,6 +312,8 @@ export default async function () {
       expect(script).toMatch(
         /\[output truncated at 3500 of 20001 bytes \(as much as the model's context window lets a result show\); all of it is in \/tmp\/output-\S+\.txt \(grep it or read_file a range\)\]$/
       )
+      expect(found).toMatch(/^\/out\/long\.txt:1: line 1 x+\n/)
+      expect(found).toMatch(/\n\[\d+ of 200 or more matches, as many as the model is shown of a result: narrow the pattern or the path\]$/)
     }), { timeout: 60_000 })
 
   it.scopedLive("undo refuses a version that is not a whole number of 0 or more, saying what version is and how to leave it out", () =>
