@@ -77,7 +77,10 @@ describe.skipIf(skipBrowser)("compaction on a run's page in Chromium", () => {
       // The summary's tokens beside the turn's own, each of its calls (a long history is summarized in pieces) counted.
       expect(yield* promise(() => turn.locator(".span-meta").textContent())).toMatch(new RegExp(` · \\d+/\\d+ tok \\+ ${420 * summaryCalls}/${12 * summaryCalls} summary$`))
       yield* promise(() => turn.locator(".span-row").click())
-      const steps = (yield* promise(() => turn.locator("[data-testid=span-compaction] li").allTextContents()))
+      // The row opens on the page's next draw.
+      const listed = turn.locator("[data-testid=span-compaction] li")
+      yield* promise(() => listed.first().waitFor())
+      const steps = yield* promise(() => listed.allTextContents())
       expect(steps).toContainEqual(expect.stringMatching(/^older tool results shortened: [\d,]+ → [\d,]+ tokens$/))
       expect(steps.filter((step) => step === "summary by openai:gpt-4.1-mini: 420/12 tokens")).toHaveLength(summaryCalls)
       expect(steps).toContainEqual(expect.stringMatching(/^older turns summarized: [\d,]+ → [\d,]+ tokens$/))
