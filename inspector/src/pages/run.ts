@@ -4,7 +4,8 @@
  * the files it presented
  * (with previews), the waterfall of its trace (model turns, tool calls with their input and
  * output and, for a timer tool, the timer it armed and when it fires, approvals, child runs as
- * nested rows; a model turn says how its context was compacted and what the summary calls took),
+ * nested rows; a model turn says how its context was compacted, what the summary calls took, and
+ * which of its calls failed and were asked again or handed to the next model),
  * tokens and durations per span, links to the
  * parent and child runs, and the raw events.
  */
@@ -31,7 +32,11 @@ interface Span {
   compaction: Array<string>
   /** For a model turn: what its compaction's summary calls took, beside the turn's own tokens. */
   summaryTokens: { input: number; output: number } | undefined
+  /** For a model turn: each failed call asked again or handed to the next model, as a line. */
+  retries: Array<string>
+  fellBack: boolean
 }
+
 
 /** What each compaction step does, as a person says it. */
 const compactionStep = {
@@ -57,7 +62,9 @@ const spansOf = (events: ReadonlyArray<FoundryEvent>): Map<string, Span> => {
         detail: {},
         status: "open",
         compaction: [],
-        summaryTokens: undefined
+        summaryTokens: undefined,
+        retries: [],
+        fellBack: false
       }
       spans.set(event.spanId, span)
     }
@@ -113,6 +120,13 @@ const spansOf = (events: ReadonlyArray<FoundryEvent>): Map<string, Span> => {
         span.end = event.time
         span.status = event.data.status === "approved" ? "ok" : "failed"
         span.detail = { ...span.detail, decision: event.data.status, reason: "reason" in event.data ? event.data.reason : undefined }
+        break
+      case "model.retry":
+        span.retries.push(`${event.data.summary === true ? "a summary call to " : ""}${event.data.model} failed (${event.data.error}); asked again`)
+        break
+      case "model.fallback":
+        span.fellBack = true
+        span.retries.push(`${event.data.summary === true ? "a summary call " : ""}fell back from ${event.data.from} to ${event.data.to} (${event.data.error})`)
         break
       case "context.compacted":
         span.compaction.push(`${compactionStep[event.data.method]}: ${thousands(event.data.beforeTokens)} → ${thousands(event.data.afterTokens)} tokens`)
@@ -236,12 +250,15 @@ export const runPage = (root: HTMLElement, [runId = ""]: ReadonlyArray<string>) 
           }
         },
           h("span", { class: "span-label" }, open ? "▾ " : "▸ ", span.label,
-            span.compaction.length === 0 ? null : h("span", { class: "tag", "data-testid": "span-compacted" }, "compacted")),
+            span.compaction.length === 0 ? null : h("span", { class: "tag", "data-testid": "span-compacted" }, "compacted"),
+            span.retries.length === 0 ? null : h("span", { class: "tag", "data-testid": "span-retried" }, span.fellBack ? "fell back" : "retried")),
           h("span", { class: "span-track" }, h("span", { class: "bar", style: `left: ${left}%; width: ${size}%` })),
           h("span", { class: "span-meta" }, duration(span.end === undefined ? undefined : span.end - span.start),
             usage === undefined ? "" : ` · ${usage.input}/${usage.output} tok`,
             span.summaryTokens === undefined ? "" : ` + ${span.summaryTokens.input}/${span.summaryTokens.output} summary`)),
         open ? h("div", { class: "span-detail" },
+          span.retries.length === 0 ? null : h("div", {}, h("b", {}, "failed calls"),
+            h("ul", { class: "compaction", "data-testid": "span-retries" }, span.retries.map((line) => h("li", {}, line)))),
           span.compaction.length === 0 ? null : h("div", {}, h("b", {}, "context compacted before this turn"),
             h("ul", { class: "compaction", "data-testid": "span-compaction" }, span.compaction.map((line) => h("li", {}, line)))),
           span.detail.input === undefined ? null : h("div", {}, h("b", {}, "input"), h("pre", { "data-testid": "span-input" }, json(span.detail.input))),

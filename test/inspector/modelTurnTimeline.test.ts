@@ -1,15 +1,17 @@
 /**
- * A run's page in Chromium says how each model turn's context was compacted: a conversation that
- * crosses the hard threshold against a strict Chat Completions server shows the turn whose older
- * turns were summarized with a "compacted" tag, each step with its tokens before and after, and
- * the summary call's tokens beside the turn's own.
+ * A run's page in Chromium says what a model turn went through: a conversation that crosses the
+ * hard threshold against a strict Chat Completions server shows the turn whose older turns were
+ * summarized with a "compacted" tag, each step with its tokens before and after, and the summary
+ * call's tokens beside the turn's own; a turn whose model failed says it was asked again and
+ * handed to the next model, and why.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Effect } from "effect"
+import { ConfigProvider, Effect, Layer } from "effect"
+import { ModelResolverLive } from "../../src/models/ModelResolverLive.js"
 import * as OpenAi from "../../src/models/openai.js"
 import { browserPage, skipBrowser } from "../support/browser.js"
 import { http, startServer, waitForRun } from "../support/server.js"
-import { type ReplyFn, strictOpenAi, text, toolCalls } from "../support/strictOpenAi.js"
+import { error, type ReplyFn, strictOpenAi, text, toolCalls } from "../support/strictOpenAi.js"
 import { tempProject } from "../support/tempProject.js"
 
 const promise = <A>(f: () => Promise<A>) => Effect.promise(f)
@@ -46,7 +48,7 @@ const reader: ReplyFn = (request) => {
   return toolCalls({ id: `call_${page}`, name: "fetch-page", arguments: JSON.stringify({ page }) })
 }
 
-describe.skipIf(skipBrowser)("compaction on a run's page in Chromium", () => {
+describe.skipIf(skipBrowser)("a model turn on a run's page in Chromium", () => {
   it.scopedLive("the turn whose older turns were summarized is tagged compacted, lists each step, and counts the summary's tokens", () =>
     Effect.gen(function*() {
       const provider = yield* strictOpenAi({ otherwise: reader })
@@ -84,5 +86,42 @@ describe.skipIf(skipBrowser)("compaction on a run's page in Chromium", () => {
       expect(steps).toContainEqual(expect.stringMatching(/^older tool results shortened: [\d,]+ → [\d,]+ tokens$/))
       expect(steps.filter((step) => step === "summary by openai:gpt-4.1-mini: 420/12 tokens")).toHaveLength(summaryCalls)
       expect(steps).toContainEqual(expect.stringMatching(/^older turns summarized: [\d,]+ → [\d,]+ tokens$/))
+    }))
+
+  it.scopedLive("a turn whose model failed is tagged, and says it was asked again and handed to the next model, and why", () =>
+    Effect.gen(function*() {
+      // gpt-4.1-mini fails every request; gpt-4.1-nano, the agent's next model, answers.
+      const provider = yield* strictOpenAi({
+        otherwise: (request, index) =>
+          typeof request.body === "object" && request.body !== null && "model" in request.body && request.body.model === "gpt-4.1-mini"
+            ? error(500, "The server had an error while processing your request.", { type: "server_error" })
+            : reader(request, index)
+      })
+      const root = yield* tempProject({
+        ...project,
+        "agents/reader/agent.ts": (project["agents/reader/agent.ts"] ?? "").replace("maxTurns: 4", `maxTurns: 4, model: ["openai:gpt-4.1-mini", "openai:gpt-4.1-nano"]`),
+        "foundry.config.ts": `import { defineConfig } from "foundry"\nexport default defineConfig({ modelRetry: { times: 1, base: "1 millis", max: "1 millis" } })\n`
+      })
+      const models = ModelResolverLive.pipe(
+        Layer.provide(Layer.setConfigProvider(ConfigProvider.fromMap(new Map([["OPENAI_API_KEY", "test"], ["OPENAI_BASE_URL", provider.url]])))),
+        Layer.orDie
+      )
+      const server = yield* startServer(root, { models })
+      const created = yield* http(`${server.url}/api/runs`, { body: { agent: "reader", message: "read page 1" } })
+      const runId = (created.json as { runId: string }).runId
+      expect(yield* waitForRun(server.url, runId)).toMatchObject({ status: "completed", output: "read 1 page" })
+
+      const page = yield* browserPage
+      yield* promise(() => page.goto(`${server.url}/runs/${runId}`))
+      const turn = page.locator("[data-testid=waterfall] .span.model", { has: page.locator("[data-testid=span-retried]") }).first()
+      yield* promise(() => turn.waitFor())
+      expect(yield* promise(() => turn.locator("[data-testid=span-retried]").textContent())).toBe("fell back")
+      yield* promise(() => turn.locator(".span-row").click())
+      const listed = turn.locator("[data-testid=span-retries] li")
+      yield* promise(() => listed.first().waitFor())
+      expect(yield* promise(() => listed.allTextContents())).toEqual([
+        "openai:gpt-4.1-mini failed (OpenAI returned 500: The server had an error while processing your request.); asked again",
+        "fell back from openai:gpt-4.1-mini to openai:gpt-4.1-nano (OpenAI returned 500: The server had an error while processing your request.)"
+      ])
     }))
 })
