@@ -7,7 +7,7 @@ import { Effect } from "effect"
 import type { CompiledAgent, CompiledApp } from "../compiler/CompiledApp.js"
 import type { RunRecord } from "../durable/records.js"
 import type { ChatMessage, ToolCall } from "../models/Model.js"
-import { type ContextWindow, resultLimitOf } from "./compaction.js"
+import { type ContextWindow, type ResultLimit, resultLimitOf } from "./compaction.js"
 import { type ToolOutcome, truncateForModel } from "./executeTool.js"
 import { redactFields } from "./redact.js"
 import type { RunInstance } from "./RunInstance.js"
@@ -30,6 +30,8 @@ export interface RunContext {
   readonly seesImages: boolean
   /** The context window of the agent's first model; `undefined` when unknown. */
   readonly window: ContextWindow | undefined
+  /** The most of one tool result the conversation records (`resultLimitOf` the window). */
+  readonly resultLimit: ResultLimit
   readonly step: StepBuffer
   /** The conversation's messages, stored and added by this execution. */
   readonly journal: Array<JournalEntry>
@@ -61,6 +63,7 @@ export const makeRunContext = (
     instance,
     seesImages,
     window,
+    resultLimit: resultLimitOf(app.table.config.toolOutputLimit, window),
     step,
     journal,
     mine,
@@ -94,8 +97,7 @@ export const hide = (owners: ToolOwners, toolName: string) => (value: unknown): 
  */
 export const answer = (context: RunContext, call: ToolCall, outcome: ToolOutcome, durationMs: number) => {
   const images = outcome._tag === "Succeeded" ? outcome.images : undefined
-  const limit = resultLimitOf(context.app.table.config.toolOutputLimit, context.window)
-  const content = truncateForModel(outcome.content, limit.characters, limit.why)
+  const content = truncateForModel(outcome.content, context.resultLimit.characters, context.resultLimit.why)
   context.record({ _tag: "tool", toolCallId: call.id, name: call.name, content, ...(images === undefined ? {} : { images }) })
   const shown = hide(context, call.name)
   const span = `tool:${call.id}`

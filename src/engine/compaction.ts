@@ -80,12 +80,15 @@ export const requestCharacters = (request: ModelRequest): number =>
 /** An estimate of the tokens a request sends. */
 export const estimateTokens = (request: ModelRequest): number => tokensOf(requestCharacters(request))
 
+/** A tool result this long or shorter is kept as it is by both elision steps: its note would save nothing. */
+const shortenableAfter = 200
+
 /** The soft step: tool results before the last `keepTurns` user messages, shortened to a note. */
 export const elideOldToolResults = (messages: ReadonlyArray<ChatMessage>, keepTurns = 2): Array<ChatMessage> => {
   const users = messages.flatMap((message, index) => message._tag === "user" ? [index] : [])
   const keepFrom = users[users.length - keepTurns] ?? 0
   return messages.map((message, index) =>
-    index < keepFrom && message._tag === "tool" && message.content.length > 200
+    index < keepFrom && message._tag === "tool" && message.content.length > shortenableAfter
       ? { ...message, content: `[elided to save context: ${message.content.length} characters; the full result is in the run's events]` }
       : message
   )
@@ -103,7 +106,7 @@ export const elideEarlierToolResults = (request: ModelRequest, tokens: number): 
   let over = requestCharacters(request) - tokens * 4
   if (over <= 0) return request
   const messages = request.messages.map((message, index) => {
-    if (over <= 0 || index >= lastAssistant || message._tag !== "tool" || message.content.length <= 200) return message
+    if (over <= 0 || index >= lastAssistant || message._tag !== "tool" || message.content.length <= shortenableAfter) return message
     const content = `[elided to save context: ${message.content.length} characters; call ${message.name} again if you need this result]`
     over -= message.content.length - content.length
     return { ...message, content }

@@ -24,6 +24,12 @@ import { turnUsage } from "./turnUsage.js"
 /** The span of model turn `turn`: its compaction and its summary calls are told on it too. */
 const turnSpan = (turn: number): string => `turn:${turn}`
 
+/** A request and its estimated tokens. */
+interface Sized {
+  readonly request: ModelRequest
+  readonly tokens: number
+}
+
 /** A summary, and the model that wrote it. */
 interface Summary {
   readonly text: string
@@ -154,14 +160,17 @@ export const makeRunTranscript = (context: RunContext, models: Arr.NonEmptyReado
       return undefined
     })
 
-    /** The `elide-earlier` step: tool results the model has acted on shortened, as few as bring `request` (`tokens`) under the hard threshold. */
-    const elideEarlier = (request: ModelRequest, tokens: number, known: ContextWindow, span: string): ModelRequest => {
+    /**
+     * The `elide-earlier` step: tool results the model has acted on shortened, as few as bring
+     * `request` (`tokens`) under the hard threshold; the request, and its tokens now.
+     */
+    const elideEarlier = (request: ModelRequest, tokens: number, known: ContextWindow, span: string): Sized => {
       step.emit("context.compacting", span, { method: "elide-earlier", beforeTokens: tokens, window: known.tokens })
       const elided = elideEarlierToolResults(request, Math.floor(known.tokens * config.context.hard))
       const after = estimateTokens(elided)
       if (after < tokens) step.emit("context.compacted", span, { method: "elide-earlier", beforeTokens: tokens, afterTokens: after })
       else step.emit("context.uncompacted", span, { method: "elide-earlier", tokens, reason: "no tool result before the last assistant message is long enough to shorten" })
-      return elided
+      return { request: elided, tokens: after }
     }
 
     /**
@@ -190,18 +199,20 @@ export const makeRunTranscript = (context: RunContext, models: Arr.NonEmptyReado
         if (!overflowed && window !== undefined && shortened <= window.tokens * config.context.hard) return elided
         // A run that outgrows the window by itself: what it has acted on goes before the older
         // turns are summarized, so a long run does not ask for a summary at every turn.
-        const earlier = overflowed || window === undefined ? elided : elideEarlier(elided, shortened, window, span)
-        const trimmed = estimateTokens(earlier)
-        if (!overflowed && window !== undefined && trimmed <= window.tokens * config.context.hard) return earlier
+        const earlier = overflowed || window === undefined ? { request: elided, tokens: shortened } : elideEarlier(elided, shortened, window, span)
+        const trimmed = earlier.tokens
+        if (!overflowed && window !== undefined && trimmed <= window.tokens * config.context.hard) return earlier.request
         step.emit("context.compacting", span, { method: "summary", beforeTokens: trimmed, window: windowTokens })
         const notSummarized = yield* summarizeOlderTurns(turn)
         const summarized: ModelRequest = { ...request, messages: elideOldToolResults(yield* transcript) }
         const after = estimateTokens(summarized)
         if (notSummarized === undefined) step.emit("context.compacted", span, { method: "summary", beforeTokens: trimmed, afterTokens: after })
         else step.emit("context.uncompacted", span, { method: "summary", tokens: trimmed, reason: notSummarized })
-        const compacted = window === undefined || after <= window.tokens * config.context.hard ? summarized : elideEarlier(summarized, after, window, span)
-        if (window !== undefined && estimateTokens(compacted) > window.tokens) return yield* contextTooLong(compacted, window, model, agent)
-        return compacted
+        const compacted = window === undefined || after <= window.tokens * config.context.hard
+          ? { request: summarized, tokens: after }
+          : elideEarlier(summarized, after, window, span)
+        if (window !== undefined && compacted.tokens > window.tokens) return yield* contextTooLong(compacted.request, window, model, agent)
+        return compacted.request
       })
     }
 

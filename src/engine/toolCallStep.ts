@@ -21,7 +21,6 @@ import type { PermissionRule } from "../definitions/configFields.js"
 import { answer, hide, type RunContext } from "./RunContext.js"
 import { decodeContext } from "./RunInstance.js"
 import { RunStarter } from "./RunStarter.js"
-import { resultLimitOf } from "./compaction.js"
 
 /** How a call left the run: answered (and whether it ran and failed), or the run waits. */
 export type CallOutcome =
@@ -147,7 +146,7 @@ function* callTool(context: RunContext, call: ToolCall, decoded: DecodedCall, ru
     toolCallId: call.id,
     instance: instance.right,
     config: context.instance.configOf(decoded.tool),
-    resultLimit: resultLimitOf(config.toolOutputLimit, context.window).characters,
+    resultLimit: context.resultLimit.characters,
     spawn: spawnFrom(app, run, starter, call.id),
     emit: (name, payload) =>
       emitFrom(app, run, starter, step, call.id)(name, payload).pipe(

@@ -8,7 +8,7 @@ import { describeFile } from "./vfs/describe.js"
 import type { EnvironmentFs, FsError } from "./vfs/EnvironmentFs.js"
 import { grep, type InvalidPattern } from "./vfs/grep.js"
 import { baseName, childOf, isZone, normalizePath } from "./vfs/paths.js"
-import { readRange } from "./vfs/readRange.js"
+import { noteRoom, readRange } from "./vfs/readRange.js"
 
 /** A verb refused its input (nothing changed). */
 export class VerbRefused extends Data.TaggedError("VerbRefused")<{ readonly message: string }> {}
@@ -71,9 +71,6 @@ export const editFile = (fs: EnvironmentFs, input: { readonly path: string; read
     const next = input.all === true ? text.split(input.old).join(input.new) : text.replace(input.old, () => input.new)
     return Either.map(fs.writeFile(input.path, next), () => `edited ${held(input.path)} (${count} ${count === 1 ? "replacement" : "replacements"})`)
   })
-
-/** Room kept under a result's limit for the note that says what was left out. */
-const noteRoom = 200
 
 /**
  * `lines` as many as fit in `maxChars` (what the model is shown of a result), at least one; when

@@ -19,8 +19,8 @@ export interface ReadRangeOptions {
   readonly maxChars?: number | undefined
 }
 
-/** Room kept for the notes under `maxChars`. */
-const noteRoom = 200
+/** Room kept under a result's limit for the note that says what was left out (`read_file`'s, `ls`'s, `grep`'s). */
+export const noteRoom = 200
 
 /** `from` is past the last line of the text, which has `lines` lines. */
 export class PastTheEnd extends Data.TaggedError("PastTheEnd")<{ readonly lines: number }> {}
