@@ -55,7 +55,8 @@ interface Watchdog {
   readonly name: Uint8Array
 }
 
-let watchdog: Watchdog | undefined
+// "none" once it could not start: tried once per process, not at every module.
+let watchdog: Watchdog | "none" | undefined
 const names = new Map<string, string>()
 // The signal handlers taken away while a top level runs; undefined when they are in place.
 let held: ReadonlyArray<readonly [NodeJS.Signals, ReadonlyArray<NodeJS.SignalsListener>]> | undefined
@@ -75,23 +76,22 @@ const startWatchdog = (): Watchdog | undefined => {
   }
 }
 
-const tell = (dog: Watchdog | undefined, change: (state: Int32Array) => void) => {
-  if (dog === undefined) return
-  change(dog.state)
-  Atomics.add(dog.state, 0, 1)
-  Atomics.notify(dog.state, 0)
-  Atomics.notify(dog.state, 1)
+/** Makes `change` to the watchdog's state (started on first use) and wakes it to look again. */
+const tell = (change: (dog: Watchdog) => void) => {
+  watchdog ??= startWatchdog() ?? "none"
+  if (watchdog === "none") return
+  change(watchdog)
+  Atomics.add(watchdog.state, 0, 1)
+  Atomics.notify(watchdog.state, 0)
+  Atomics.notify(watchdog.state, 1)
 }
 
 const evaluates = (url: string): void => {
-  watchdog ??= startWatchdog()
-  const dog = watchdog
-  tell(dog, (state) => {
-    if (dog === undefined) return
+  tell((dog) => {
     const encoded = new TextEncoder().encode(names.get(url) ?? `a module shared by route files (${url})`).slice(0, nameBytes)
     dog.name.set(encoded)
-    Atomics.store(state, 2, encoded.length)
-    Atomics.store(state, 1, 1)
+    Atomics.store(dog.state, 2, encoded.length)
+    Atomics.store(dog.state, 1, 1)
   })
   if (held !== undefined) return
   held = signals.map((signal) => [signal, process.listeners(signal)] as const)
@@ -100,7 +100,7 @@ const evaluates = (url: string): void => {
   setImmediate(() => {
     for (const [signal, listeners] of held ?? []) for (const listener of listeners) process.on(signal, listener)
     held = undefined
-    tell(watchdog, (state) => Atomics.store(state, 1, 0))
+    tell((dog) => Atomics.store(dog.state, 1, 0))
   })
 }
 
