@@ -159,6 +159,10 @@ const buildWaitOf = (events: ReadonlyArray<FoundryEvent>): { readonly file: stri
   return latest?.type === "run.suspended" && latest.data.reason === "build" ? latest.data : undefined
 }
 
+/** A titled list of a span's notes (its compaction steps, its failed calls); nothing when there are none. */
+const notes = (title: string, testId: string, lines: ReadonlyArray<string>) =>
+  lines.length === 0 ? null : h("div", {}, h("b", {}, title), h("ul", { class: "span-notes", "data-testid": testId }, lines.map((line) => h("li", {}, line))))
+
 const isRecord = (value: unknown): value is Record<string, unknown> => typeof value === "object" && value !== null
 
 /** Token usage of a model turn, when the span has it. */
@@ -257,10 +261,8 @@ export const runPage = (root: HTMLElement, [runId = ""]: ReadonlyArray<string>) 
             usage === undefined ? "" : ` · ${usage.input}/${usage.output} tok`,
             span.summaryTokens === undefined ? "" : ` + ${span.summaryTokens.input}/${span.summaryTokens.output} summary`)),
         open ? h("div", { class: "span-detail" },
-          span.retries.length === 0 ? null : h("div", {}, h("b", {}, "failed calls"),
-            h("ul", { class: "compaction", "data-testid": "span-retries" }, span.retries.map((line) => h("li", {}, line)))),
-          span.compaction.length === 0 ? null : h("div", {}, h("b", {}, "context compacted before this turn"),
-            h("ul", { class: "compaction", "data-testid": "span-compaction" }, span.compaction.map((line) => h("li", {}, line)))),
+          notes("failed calls", "span-retries", span.retries),
+          notes("context compacted before this turn", "span-compaction", span.compaction),
           span.detail.input === undefined ? null : h("div", {}, h("b", {}, "input"), h("pre", { "data-testid": "span-input" }, json(span.detail.input))),
           span.detail.output === undefined ? null : h("div", {}, h("b", {}, "output"), h("pre", { "data-testid": "span-output" }, json(span.detail.output))),
           span.detail.error === undefined ? null : h("div", { class: "error-line" }, String(span.detail.error)),
