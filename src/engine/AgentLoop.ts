@@ -289,6 +289,7 @@ function* modelTurn(execution: Execution, turn: number) {
   const result = yield* askModel({
     step,
     commit: context.commit,
+    commitSoon: context.commitSoon,
     turn,
     models,
     config: app.table.config,

@@ -41,6 +41,8 @@ export interface RunContext {
   readonly record: (message: ChatMessage) => void
   /** Commits the pending step (the first of an execution also marks the run running). */
   readonly commit: () => Effect.Effect<void, StoreError | LeaseLost>
+  /** `commit` as the step buffer's `commitSoon`: for a model turn about to be asked. */
+  readonly commitSoon: () => Effect.Effect<void, StoreError | LeaseLost>
 }
 
 /** A run's execution context over `journal`, the stored messages it starts from. */
@@ -56,6 +58,12 @@ export const makeRunContext = (
 ): RunContext => {
   const mine = journal.filter((m) => m.runId === run.id).map((m) => m.message)
   let starting = true
+  /** How the execution's next step ends: its first marks the run running. */
+  const startingEnd = () => {
+    const end = starting ? { status: { status: "running" as const } } : undefined
+    starting = false
+    return end
+  }
   return {
     app,
     agent,
@@ -72,12 +80,8 @@ export const makeRunContext = (
       journal.push({ runId: run.id, message })
       mine.push(message)
     },
-    commit: () =>
-      Effect.suspend(() => {
-        const end = starting ? { status: { status: "running" as const } } : undefined
-        starting = false
-        return step.commit(end)
-      })
+    commit: () => Effect.suspend(() => step.commit(startingEnd())),
+    commitSoon: () => Effect.suspend(() => step.commitSoon(startingEnd()))
   }
 }
 

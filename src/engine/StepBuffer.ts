@@ -1,10 +1,11 @@
 /**
  * What a run has done since its last commit: transcript messages, events and usage, written as
- * one step of the run journal before the run does anything another party could see (asks a
- * model, runs a tool, starts a child run, waits or ends). Text deltas are not part of a step:
- * they are streamed live and never stored.
+ * one step of the run journal before the run does anything another party could see (runs a tool,
+ * starts a child run, waits or ends). Its start and a first model turn begun (`commitSoon`) are
+ * written while the model is asked, or with its answer. Text deltas are not part of a step: they
+ * are streamed live and never stored.
  */
-import { Effect } from "effect"
+import { Deferred, Effect, Exit, FiberId } from "effect"
 import type { RunRecord } from "../durable/records.js"
 import type { StoreError } from "../durable/StoreError.js"
 import { type EventDraft, EventLog } from "../events/EventLog.js"
@@ -30,9 +31,30 @@ export interface StepBuffer {
   readonly push: (draft: EventDraft) => void
   readonly message: (message: ChatMessage) => void
   readonly usage: (usage: TurnUsage) => void
-  /** Writes everything pending, with `end`, as one step; nothing is written when nothing is pending. */
+  /**
+   * Writes everything pending, with `end`, as one step (after a `commitSoon` step still being
+   * written, and failing as it did); nothing is written when nothing is pending.
+   */
   readonly commit: (end?: StepEnd) => Effect.Effect<void, StoreError | LeaseLost>
+  /**
+   * `commit`, without the run waiting for it when what is pending is only progress nobody acts on
+   * (the run's start, its message, a model turn begun): a model may be asked before that is
+   * stored, since asking one changes nothing a crash would have to account for. The step goes with
+   * the run's next commit if that comes in this turn of the event loop (a model that answers at
+   * once: one synced commit instead of two), else it is written on its own at the next turn, while
+   * the model is asked. Text deltas wait until it is published, so that followers see the turn
+   * begin before its text; with the next commit they are dropped, as that commit carries the end
+   * of the attempt they belong to (its answer whole, a retry, a failure). A pending model answer
+   * or tool result is a run's progress others act on: with one, this is `commit`.
+   */
+  readonly commitSoon: (end?: StepEnd) => Effect.Effect<void, StoreError | LeaseLost>
 }
+
+/** The rest of this turn of the event loop: its I/O callbacks and the fibers they wake. */
+const nextTurnOfLoop = Effect.async<void>((resume) => {
+  const handle = setImmediate(() => resume(Effect.void))
+  return Effect.sync(() => clearImmediate(handle))
+})
 
 /** A step buffer for `run`, whose writes `lease` fences; `written` is told of each step written. */
 export const makeStepBuffer = (run: RunRecord, lease: Lease | undefined, written?: () => void) =>
@@ -42,6 +64,46 @@ export const makeStepBuffer = (run: RunRecord, lease: Lease | undefined, written
     let messages: Array<ChatMessage> = []
     let drafts: Array<EventDraft> = []
     let usage: Array<TurnUsage> = []
+    // What `commitSoon` asked for until a write takes it; the write that took it until it is done
+    // (kept once it failed: every later commit fails as it did); text deltas until it is published.
+    let soon: StepEnd | undefined
+    let writingSoon: Deferred.Deferred<void, StoreError | LeaseLost> | undefined
+    let heldDeltas: Array<EventDraft> | undefined
+
+    /** Writes what is pending with `end` (and what `commitSoon` asked for, which it takes). */
+    const write = (end: StepEnd) => {
+      const step = { messages, events: drafts, usage, ...soon, ...end }
+      if (messages.length === 0 && drafts.length === 0 && usage.length === 0 && step.status === undefined) return Effect.void
+      soon = undefined
+      messages = []
+      drafts = []
+      usage = []
+      return Effect.map(journal.record(run, step, lease), () => written?.())
+    }
+    const commit = (end: StepEnd = {}) =>
+      Effect.suspend(() => {
+        // Deltas held for a step this commit takes: the attempt they belong to ends with it.
+        if (soon !== undefined) heldDeltas = undefined
+        const before = writingSoon
+        return before === undefined ? write(end) : Effect.zipRight(Deferred.await(before), Effect.suspend(() => write(end)))
+      })
+    /** The step `commitSoon` asked for, at the next turn of the loop unless a commit took it first. */
+    const writeSoon = Effect.zipRight(
+      nextTurnOfLoop,
+      Effect.suspend(() => {
+        if (soon === undefined) return Effect.void
+        const done = Deferred.unsafeMake<void, StoreError | LeaseLost>(FiberId.none)
+        writingSoon = done
+        return Effect.flatMap(Effect.exit(write({})), (exit) => {
+          const held = heldDeltas
+          heldDeltas = undefined
+          if (Exit.isSuccess(exit)) writingSoon = undefined
+          const deltas = Exit.isSuccess(exit) && held !== undefined && held.length > 0 ? events.emitLive(held) : Effect.void
+          return Effect.zipRight(Deferred.done(done, exit), deltas)
+        })
+      }).pipe(Effect.uninterruptible)
+    )
+
     const buffer: StepBuffer = {
       // `emit`'s signature ties each call's data to its type; TypeScript cannot carry that tie
       // through a type parameter into the array of all drafts, so the draft is made at the union.
@@ -49,18 +111,25 @@ export const makeStepBuffer = (run: RunRecord, lease: Lease | undefined, written
         drafts.push(eventOf<EventType>(run, type, data, step, parentStep))
       },
       // Text deltas are only streamed: with nobody following, there is nothing to make.
-      deltas: (step, data) => events.followed() ? events.emitLive(data.map((delta) => eventOf(run, "model.delta", delta, step))) : Effect.void,
+      deltas: (step, data) => {
+        if (!events.followed()) return Effect.void
+        const made = data.map((delta) => eventOf(run, "model.delta", delta, step))
+        if (heldDeltas === undefined) return events.emitLive(made)
+        heldDeltas.push(...made)
+        return Effect.void
+      },
       push: (draft) => drafts.push(draft),
       message: (message) => messages.push(message),
       usage: (turn) => usage.push(turn),
-      commit: (end = {}) =>
+      commit,
+      commitSoon: (end = {}) =>
         Effect.suspend(() => {
-          if (messages.length === 0 && drafts.length === 0 && usage.length === 0 && end.status === undefined) return Effect.void
-          const step = { messages, events: drafts, usage, ...end }
-          messages = []
-          drafts = []
-          usage = []
-          return Effect.map(journal.record(run, step, lease), () => written?.())
+          if (writingSoon !== undefined || messages.some((message) => message._tag !== "user")) return commit(end)
+          const scheduled = soon !== undefined
+          soon = { ...soon, ...end }
+          if (scheduled) return Effect.void
+          heldDeltas = []
+          return Effect.asVoid(Effect.fork(writeSoon))
         })
     }
     return buffer

@@ -1,6 +1,6 @@
 /**
- * One model turn of a run: `model.turn.started` committed before the model is asked (with
- * whatever the run did before), the turn's request fitted to the context window and its images to
+ * One model turn of a run: `model.turn.started` committed as the model is asked (with whatever
+ * the run did before, which is committed first when it holds a result), the turn's request fitted to the context window and its images to
  * the project's `images` budget, retries and
  * fallbacks reported as they happen, and the answer's usage and `model.turn.completed` added to
  * the step that records the assistant message.
@@ -26,6 +26,8 @@ export interface ModelStepInput {
   readonly step: StepBuffer
   /** Commits the run's pending step (the first one also marks the run running). */
   readonly commit: () => Effect.Effect<void, StoreError | LeaseLost>
+  /** `commit`, without waiting for a step that holds only the run's progress (`StepBuffer.commitSoon`). */
+  readonly commitSoon: () => Effect.Effect<void, StoreError | LeaseLost>
   readonly turn: number
   readonly models: Arr.NonEmptyReadonlyArray<LanguageModel>
   readonly config: ConfigDefinition
@@ -69,7 +71,7 @@ export const askModel = (input: ModelStepInput) =>
     const span = `turn:${turn}`
     const started = yield* Clock.currentTimeMillis
     step.emit("model.turn.started", span, { turn, model: models[0].name })
-    yield* input.commit()
+    yield* input.commitSoon()
     const options = {
       retry: config.modelRetry,
       onDeltas: (texts: ReadonlyArray<string>) => step.deltas(span, texts.map((text) => ({ turn, text }))),

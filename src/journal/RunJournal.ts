@@ -18,13 +18,16 @@ import { eventRelease } from "./eventRelease.js"
 import * as statements from "./journalStatements.js"
 import { type Claim, historyOwner, type Lease, type NewRun, type Step, type Stranded } from "./journalRecords.js"
 
-/** A write was fenced off: the conversation's lease belongs to a newer grant (another executor). */
+/**
+ * A write was fenced off: the conversation's lease belongs to a newer grant (another executor), or
+ * the run was ended by another process.
+ */
 export class LeaseLost extends Schema.TaggedError<LeaseLost>()("LeaseLost", {
   conversationId: Schema.String,
   token: Schema.Number
 }) {
   override get message(): string {
-    return `the lease on conversation ${this.conversationId} (token ${this.token}) was taken over by another executor`
+    return `the lease on conversation ${this.conversationId} (token ${this.token}) was taken over by another executor, or its run ended elsewhere`
   }
 }
 
@@ -90,8 +93,8 @@ export class RunJournal extends Context.Tag("foundry/RunJournal")<RunJournal, {
   readonly release: (lease: Lease) => Effect.Effect<void, StoreError>
   /**
    * Writes one step of `run` in one transaction; with a `lease`, only while that lease is the
-   * current grant (else `LeaseLost`, and nothing of the step is written). Returns its events as
-   * stored, already published.
+   * current grant and the run has not ended (else `LeaseLost`, and nothing of the step is
+   * written). Returns its events as stored, already published.
    */
   readonly record: (run: RunRecord, step: Step, lease?: Lease) => Effect.Effect<ReadonlyArray<FoundryEvent>, StoreError | LeaseLost>
   /**
@@ -400,7 +403,7 @@ export const layer = Layer.effect(
           if (step.releaseLease === true && lease !== undefined) writes.push(statements.releaseLease(lease))
           if (step.revokeLeaseFor !== undefined) writes.push(statements.revokeLease(run.conversationId, step.revokeLeaseFor, now))
           const { stored } = yield* writeWithEvents(
-            { guard: lease === undefined ? undefined : fence(lease), statements: writes },
+            { guard: lease === undefined ? undefined : fence(lease, run.id), statements: writes },
             step.events ?? [],
             lease,
             { time: now, release: run.release }

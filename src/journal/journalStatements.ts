@@ -108,14 +108,17 @@ export const appendMessage = (conversationId: string, runId: string, body: strin
 })
 
 /**
- * The fencing check: a row while `lease` is the conversation's current grant. On PostgreSQL the
- * row is locked until the transaction ends, so no takeover can commit between check and write.
+ * The fencing check of a run's step: a row while `lease` is the conversation's current grant and
+ * the run has not ended. A run another process ended (a cancel that found it queued, its executor
+ * between its status read and its first step) takes no further step. On PostgreSQL both rows are
+ * locked until the transaction ends, so no takeover or cancel can commit between check and write.
  */
 export const leaseGuard = (dialect: "sqlite" | "pg") => {
-  const sql = `SELECT token FROM foundry_conversation_leases WHERE conversation_id = ? AND token = ?${
+  const sql = `SELECT lease.token FROM foundry_conversation_leases lease JOIN foundry_runs run ON run.id = ?
+    WHERE lease.conversation_id = ? AND lease.token = ? AND run.status NOT IN ('completed', 'failed', 'cancelled')${
     dialect === "pg" ? " FOR SHARE" : ""
   }`
-  return (lease: Lease): Statement => ({ sql, params: [lease.conversationId, lease.token] })
+  return (lease: Lease, runId: string): Statement => ({ sql, params: [runId, lease.conversationId, lease.token] })
 }
 
 /** Takes the lease if it is free, expired or already `owner`'s; returns the new token when taken. */

@@ -55,7 +55,8 @@ const gateEvents = (status: RunStatus) =>
       push: () => undefined,
       message: () => undefined,
       usage: () => undefined,
-      commit: () => Effect.void
+      commit: () => Effect.void,
+      commitSoon: () => Effect.void
     }
     const call = { id: "call_1", name: "transfer", arguments: `{"amount":5}` }
     const gate = yield* approvalGate(runIn(status), step, call, { tool: transfer, input: { amount: 5 }, rawInput: { amount: 5 } }, undefined, "10 minutes", (v) => v)

@@ -414,6 +414,23 @@ const journalTests = (backend: Backend) => {
       )
     }))
 
+  it.scoped("a step of a run that was ended without its lease (a cancel from another process) fails with LeaseLost, though the lease is current", () =>
+    Effect.gen(function*() {
+      const storage = yield* freshStorage(backend)
+      const { journal, store } = storage
+      yield* TestClock.setTime(1_000)
+      const r1 = yield* submit(journal, newRun("r1"), { queuedId: "e1" })
+      const lease = yield* leaseOf(journal.claim(r1, "A", 60_000))
+      // Ended while it was still queued: the canceller saw no executor to fence.
+      yield* journal.record(r1, { events: [draft("e2", r1, started)], status: { status: "cancelled" } })
+
+      const lost = yield* Effect.flip(journal.record(r1, { messages: [user], events: [draft("e3", r1, started)], status: { status: "running" } }, lease))
+      expect(lost).toEqual(new LeaseLost({ conversationId: "c1", token: 1 }))
+      expect(yield* store.listMessages("c1")).toEqual([])
+      expect(yield* eventIds(storage)).toEqual([["e1", 1], ["e2", 2]])
+      expect(Option.map(yield* store.getRun("r1"), (run) => run.status)).toEqual(Option.some("cancelled"))
+    }))
+
   it.scoped("a live lease whose holder the caller knows to be dead is taken over at once, and fences the dead holder", () =>
     Effect.gen(function*() {
       const { journal, store } = yield* freshStorage(backend)

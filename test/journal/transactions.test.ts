@@ -17,14 +17,16 @@ import { Dispatcher, type RunRequest } from "../../src/dispatch/Dispatcher.js"
 import { Database } from "../../src/durable/Database.js"
 import { Store } from "../../src/durable/Store.js"
 import { EventStorage } from "../../src/events/EventStorage.js"
+import type { LanguageModel } from "../../src/models/Model.js"
 import { layerFixed } from "../../src/models/ModelResolverLive.js"
+import * as Scripted from "../../src/models/scripted.js"
 
-/** The order-lookup project's runtime in this process, its store in a temporary file. */
-const startOrderLookup = Effect.gen(function*() {
+/** The order-lookup project's runtime in this process, its store in a temporary file; its scripted model, or `model`. */
+const startOrderLookupOn = (model?: LanguageModel) => Effect.gen(function*() {
   const project = yield* orderLookupProject(1)
   const app = yield* loadProject(project.root, 1)
   const context = yield* Layer.build(
-    runtimeLayer(app, { storeFile: project.storeFile, models: layerFixed(project.model) })
+    runtimeLayer(app, { storeFile: project.storeFile, models: layerFixed(model ?? project.model) })
   )
   return {
     dispatcher: Context.get(context, Dispatcher),
@@ -34,6 +36,7 @@ const startOrderLookup = Effect.gen(function*() {
     lookups: () => readFileSync(project.sideEffects, "utf8").trim().split("\n")
   }
 }).pipe(Effect.provide(NodeContext.layer))
+const startOrderLookup = startOrderLookupOn()
 
 type Runtime = Effect.Effect.Success<typeof startOrderLookup>
 
@@ -53,7 +56,7 @@ const runAlone = (runtime: Runtime, request: RunRequest) =>
   })
 
 describe("the database cost of a run", () => {
-  it.scopedLive("a two-turn run with one tool call, executed alone, takes 5 write transactions and 26 statements", () =>
+  it.scopedLive("a two-turn run with one tool call, executed alone, takes 4 write transactions and 24 statements", () =>
     Effect.gen(function*() {
       const runtime = yield* startOrderLookup
       const request = { agent: "orders", instance: "customer-1", message: "Where is order 42?" }
@@ -81,20 +84,42 @@ describe("the database cost of a run", () => {
         "assistant"
       ])
       // The transactions: the submission, which takes the conversation's lease too (the guard that
-      // the instance takes runs, instance, conversation, run, lease, run.queued); the start (user
-      // message, status, events); model turn 1 (assistant message, usage, events); the tool result
-      // (message, events); model turn 2 and the end (message, usage, status, lease release, events).
-      // The statements: 6, one read of the run's status once it has a slot, one of the transcript,
-      // one of the instance (the tool's `instance.context`), then each step's lease check and
-      // writes: 4 + 4 + 3 + 6.
-      expect({ writeTransactions: first.writeTransactions, statements: first.statements }).toEqual({ writeTransactions: 5, statements: 26 })
+      // the instance takes runs, instance, conversation, run, lease, run.queued); model turn 1 with
+      // the run's start, as the model answered at once (user message, status, assistant message,
+      // usage, events); the tool result (message, events); model turn 2 and the end (message, usage,
+      // status, lease release, events). The statements: 6, one read of the run's status once it has
+      // a slot, one of the transcript, one of the instance (the tool's `instance.context`), then
+      // each step's lease check and writes: 6 + 3 + 6.
+      expect({ writeTransactions: first.writeTransactions, statements: first.statements }).toEqual({ writeTransactions: 4, statements: 24 })
 
       // The same once the instance exists; in an existing conversation, one more read (the conversation).
       const second = yield* runAlone(runtime, request)
-      expect({ writeTransactions: second.writeTransactions, statements: second.statements }).toEqual({ writeTransactions: 5, statements: 26 })
+      expect({ writeTransactions: second.writeTransactions, statements: second.statements }).toEqual({ writeTransactions: 4, statements: 24 })
       const third = yield* runAlone(runtime, { ...request, conversation: second.run.conversationId })
       expect(third.run.status).toBe("completed")
-      expect({ writeTransactions: third.writeTransactions, statements: third.statements }).toEqual({ writeTransactions: 5, statements: 27 })
+      expect({ writeTransactions: third.writeTransactions, statements: third.statements }).toEqual({ writeTransactions: 4, statements: 25 })
+    }))
+})
+
+describe("a run's start", () => {
+  it.scopedLive("is stored on its own while a model that takes its time is asked (with one that answers at once, it goes with the answer: above)", () =>
+    Effect.gen(function*() {
+      const runtime = yield* startOrderLookupOn(Scripted.make([
+        { toolCalls: [{ name: "lookup", arguments: { id: "42" } }], delay: "1 minute" }
+      ]))
+      const before = yield* runtime.database.stats
+      const submitted = yield* runtime.dispatcher.submit({ agent: "orders", instance: "customer-1", message: "Where is order 42?" })
+      // The model answers in a minute; the run is running, with its message, well before.
+      const stored = Effect.flatten(runtime.store.getRun(submitted.id))
+      let running = yield* stored
+      for (let tries = 0; running.status === "queued" && tries < 300; tries++) running = yield* Effect.zipRight(Effect.sleep("10 millis"), stored)
+      expect(running.status).toBe("running")
+      expect((yield* runtime.events.list({ runId: submitted.id })).map((e) => e.type)).toEqual(["run.queued", "run.started", "model.turn.started"])
+      expect((yield* runtime.store.listMessages(submitted.conversationId)).map((m) => m.message._tag)).toEqual(["user"])
+      const after = yield* runtime.database.stats
+      // The submission's transaction, and the start's own.
+      expect(after.writeTransactions - before.writeTransactions).toBe(2)
+      yield* runtime.dispatcher.cancel(submitted.id)
     }))
 })
 
