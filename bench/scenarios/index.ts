@@ -4,6 +4,7 @@
  */
 import type { Effect } from "effect"
 import { cluster } from "./cluster.js"
+import { floor } from "./floor.js"
 import { idleEnvironments } from "./idleEnvironments.js"
 import { idleInstances } from "./idleInstances.js"
 import { machine } from "./machine.js"
@@ -21,6 +22,7 @@ export interface Scenario {
 export const scenarios: ReadonlyArray<Scenario> = [
   { name: "machine", run: machine },
   { name: "order-lookup", run: orderLookup },
+  { name: "floor", run: floor },
   { name: "order-lookup-http", run: orderLookupHttp },
   { name: "idle-instances", run: idleInstances },
   { name: "idle-environments", run: idleEnvironments },
