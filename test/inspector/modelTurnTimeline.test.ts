@@ -3,10 +3,12 @@
  * hard threshold against a strict Chat Completions server shows the turn whose older turns were
  * summarized with a "compacted" tag, each step with its tokens before and after, and the summary
  * call's tokens beside the turn's own; a turn whose model failed says it was asked again and
- * handed to the next model, and why.
+ * handed to the next model, and why; a run whose `/v1` client sent a tool result the conversation
+ * records cut shows it whole.
  */
 import { describe, expect, it } from "@effect/vitest"
 import { ConfigProvider, Effect, Layer } from "effect"
+import OpenAI from "openai"
 import { ModelResolverLive } from "../../src/models/ModelResolverLive.js"
 import * as OpenAi from "../../src/models/openai.js"
 import { browserPage, skipBrowser } from "../support/browser.js"
@@ -123,5 +125,38 @@ describe.skipIf(skipBrowser)("a model turn on a run's page in Chromium", () => {
         "openai:gpt-4.1-mini failed (OpenAI returned 500: The server had an error while processing your request.); asked again",
         "fell back from openai:gpt-4.1-mini to openai:gpt-4.1-nano (OpenAI returned 500: The server had an error while processing your request.)"
       ])
+    }))
+
+  it.scopedLive("a run whose /v1 client sent a tool result the conversation records cut is tagged, and shows that result whole", () =>
+    Effect.gen(function*() {
+      const provider = yield* strictOpenAi({ otherwise: reader })
+      const root = yield* tempProject(project)
+      const server = yield* startServer(root, { model: OpenAi.make({ model: "gpt-4.1-mini", apiKey: "test", baseURL: provider.url }) })
+      const client = new OpenAI({ baseURL: `${server.url}/v1`, apiKey: "not-needed-on-loopback", maxRetries: 0 })
+      // The client ran the tool itself: over the agent's result limit (a quarter of the 5,000-token window).
+      const full = `page 1: ${"lorem ipsum ".repeat(2500)}`
+      const { response } = yield* promise(() =>
+        client.chat.completions.create({
+          model: "reader",
+          messages: [
+            { role: "user", content: "read page 1" },
+            { role: "assistant", content: null, tool_calls: [{ id: "call_client", type: "function", function: { name: "fetch-page", arguments: "{\"page\":1}" } }] },
+            { role: "tool", tool_call_id: "call_client", content: full },
+            { role: "user", content: "and now?" }
+          ]
+        }).withResponse()
+      )
+      const runId = response.headers.get("x-foundry-run") ?? ""
+      expect(yield* waitForRun(server.url, runId)).toMatchObject({ status: "completed" })
+
+      const page = yield* browserPage
+      yield* promise(() => page.goto(`${server.url}/runs/${runId}`))
+      const run = page.locator("[data-testid=waterfall] .span.run", { has: page.locator("[data-testid=span-client-results-cut]") })
+      yield* promise(() => run.waitFor())
+      yield* promise(() => run.locator(".span-row").first().click())
+      const cut = run.locator("[data-testid=span-cut-results]")
+      yield* promise(() => cut.waitFor())
+      expect(yield* promise(() => cut.locator("div > div").first().textContent())).toBe(`fetch-page · call call_client · ${full.length.toLocaleString("en-US")} characters`)
+      expect(yield* promise(() => cut.locator("pre").textContent())).toBe(full)
     }))
 })

@@ -35,6 +35,8 @@ interface Span {
   /** For a model turn: each failed call asked again or handed to the next model, as a line. */
   retries: Array<string>
   fellBack: boolean
+  /** For a run: the tool results its client sent (`/v1`) that the conversation records cut, each whole. */
+  cutResults: ReadonlyArray<{ readonly tool: string; readonly toolCallId: string; readonly output: string }>
 }
 
 
@@ -64,12 +66,17 @@ const spansOf = (events: ReadonlyArray<FoundryEvent>): Map<string, Span> => {
         compaction: [],
         summaryTokens: undefined,
         retries: [],
-        fellBack: false
+        fellBack: false,
+        cutResults: []
       }
       spans.set(event.spanId, span)
     }
     switch (event.type) {
       case "run.queued":
+        span.kind = "run"
+        span.label = `run of ${event.agent}`
+        span.cutResults = event.data.cutToolResults ?? []
+        break
       case "run.started":
         span.kind = "run"
         span.label = `run of ${event.agent}`
@@ -255,7 +262,8 @@ export const runPage = (root: HTMLElement, [runId = ""]: ReadonlyArray<string>) 
         },
           h("span", { class: "span-label" }, open ? "▾ " : "▸ ", span.label,
             span.compaction.length === 0 ? null : h("span", { class: "tag", "data-testid": "span-compacted" }, "compacted"),
-            span.retries.length === 0 ? null : h("span", { class: "tag", "data-testid": "span-retried" }, span.fellBack ? "fell back" : "retried")),
+            span.retries.length === 0 ? null : h("span", { class: "tag", "data-testid": "span-retried" }, span.fellBack ? "fell back" : "retried"),
+            span.cutResults.length === 0 ? null : h("span", { class: "tag", "data-testid": "span-client-results-cut" }, "client results cut")),
           h("span", { class: "span-track" }, h("span", { class: "bar", style: `left: ${left}%; width: ${size}%` })),
           h("span", { class: "span-meta" }, duration(span.end === undefined ? undefined : span.end - span.start),
             usage === undefined ? "" : ` · ${usage.input}/${usage.output} tok`,
@@ -263,6 +271,12 @@ export const runPage = (root: HTMLElement, [runId = ""]: ReadonlyArray<string>) 
         open ? h("div", { class: "span-detail" },
           notes("failed calls", "span-retries", span.retries),
           notes("context compacted before this turn", "span-compaction", span.compaction),
+          // What the client sent whole, where the model was sent it cut to the agent's result limit.
+          span.cutResults.length === 0 ? null : h("div", { "data-testid": "span-cut-results" },
+            h("b", {}, "tool results the client sent, cut for the model (whole here)"),
+            span.cutResults.map((result) => h("div", {},
+              h("div", {}, result.tool, " · call ", h("code", {}, result.toolCallId), ` · ${thousands(result.output.length)} characters`),
+              h("pre", {}, result.output)))),
           span.detail.input === undefined ? null : h("div", {}, h("b", {}, "input"), h("pre", { "data-testid": "span-input" }, json(span.detail.input))),
           span.detail.output === undefined ? null : h("div", {}, h("b", {}, "output"), h("pre", { "data-testid": "span-output" }, json(span.detail.output))),
           span.detail.error === undefined ? null : h("div", { class: "error-line" }, String(span.detail.error)),
