@@ -2,7 +2,8 @@
  * OpenTelemetry export: when an OTLP endpoint is set (`OtlpSettings`), every finished span of the
  * event log (a run, a model turn, a tool call, an approval) is sent as OTLP/HTTP JSON, with the
  * event log's own trace and span ids, so the tree an OTel backend draws is the inspector's. Model
- * turns carry the GenAI semantic-convention attributes. A span is exported once, when its step
+ * turns carry the GenAI semantic-convention attributes, and what the summary calls of their
+ * compaction took (`foundry.summary.*`). A span is exported once, when its step
  * ends: a run that suspends and resumes keeps one span (its id is derived from the run), with each
  * suspension and resumption as a span event. A span's resource carries the release that ran it as
  * `service.version` (`rel_...` built, `dev-...` from sources).
@@ -103,6 +104,17 @@ const markOf = (event: FoundryEvent): Attributes | undefined => {
   }
 }
 
+/** A model turn's attributes with one more summary call of its compaction, and its tokens, counted. */
+const withSummary = (attributes: Attributes, usage: { readonly inputTokens: number; readonly outputTokens: number }): Attributes => {
+  const sum = (key: string, add: number) => (typeof attributes[key] === "number" ? attributes[key] : 0) + add
+  return {
+    ...attributes,
+    "foundry.summary.calls": sum("foundry.summary.calls", 1),
+    "foundry.summary.input_tokens": sum("foundry.summary.input_tokens", usage.inputTokens),
+    "foundry.summary.output_tokens": sum("foundry.summary.output_tokens", usage.outputTokens)
+  }
+}
+
 const ends: ReadonlySet<FoundryEvent["type"]> = new Set([
   "run.completed", "run.failed", "run.cancelled", "model.turn.completed", "tool.call.completed", "tool.call.failed", "approval.decided"
 ])
@@ -125,6 +137,11 @@ export const spanBuilder = () => {
   const open = new Map<string, OpenSpan>()
   return (event: FoundryEvent): ReadonlyArray<OtlpSpan> => {
     const span = open.get(event.spanId)
+    if (event.type === "context.summary.completed") {
+      // The turn's own usage stays `gen_ai.usage`; what its compaction's summary calls took is summed beside it.
+      if (span !== undefined) open.set(event.spanId, { ...span, attributes: withSummary(span.attributes, event.data.usage) })
+      return []
+    }
     const mark = markOf(event)
     if (span !== undefined && mark !== undefined) {
       open.set(event.spanId, { ...span, marks: [...span.marks, { name: event.type, time: event.time, attributes: mark }] })

@@ -109,4 +109,39 @@ describe("OpenTelemetry export", () => {
     })
     expect(build(event({ type: "run.completed", data: { output: "done", turns: 1 } }, 5_000))).toEqual([])
   })
+
+  it("a model turn whose compaction asked for summaries keeps its own usage, and carries the summary calls' tokens beside it", () => {
+    const build = spanBuilder()
+    const event = (content: EventContent, time: number): FoundryEvent => ({
+      ...content,
+      id: `evt_${time}`,
+      seq: time,
+      time,
+      traceId: "0af7651916cd43dd8448eb211c80319c",
+      spanId: "c8be7c827a314442",
+      parentSpanId: "b7ad6b7169203331",
+      runId: "run_1",
+      conversationId: "conv_1",
+      instanceId: "default",
+      agent: "worker",
+      release: "dev"
+    })
+    const summary = (inputTokens: number, outputTokens: number) =>
+      ({ type: "context.summary.completed", data: { model: "openai:gpt-4.1-nano", usage: { inputTokens, outputTokens, costUsd: null }, durationMs: 300 } }) as const
+    expect(build(event({ type: "model.turn.started", data: { turn: 3, model: "openai:gpt-4.1-mini" } }, 1_000))).toEqual([])
+    expect(build(event(summary(2_400, 180), 1_400))).toEqual([])
+    expect(build(event(summary(1_100, 90), 1_800))).toEqual([])
+    const [turn] = build(event({
+      type: "model.turn.completed",
+      data: { turn: 3, model: "openai:gpt-4.1-mini", text: "done", toolCalls: [], usage: { inputTokens: 900, outputTokens: 40, costUsd: null }, durationMs: 1_500 }
+    }, 2_500))
+    expect(Object.fromEntries((turn?.attributes ?? []).map((a) => [a.key, "intValue" in a.value ? Number(a.value.intValue) : a.value.stringValue]))).toMatchObject({
+      "gen_ai.request.model": "gpt-4.1-mini",
+      "gen_ai.usage.input_tokens": 900,
+      "gen_ai.usage.output_tokens": 40,
+      "foundry.summary.calls": 2,
+      "foundry.summary.input_tokens": 3_500,
+      "foundry.summary.output_tokens": 270
+    })
+  })
 })
