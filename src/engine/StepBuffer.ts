@@ -5,7 +5,7 @@
  * written while the model is asked, or with its answer. Text deltas are not part of a step: they
  * are streamed live and never stored.
  */
-import { Deferred, Effect, Exit, FiberId } from "effect"
+import { Deferred, Effect, Exit, FiberId, Runtime } from "effect"
 import type { RunRecord } from "../durable/records.js"
 import type { StoreError } from "../durable/StoreError.js"
 import { type EventDraft, EventLog } from "../events/EventLog.js"
@@ -50,12 +50,6 @@ export interface StepBuffer {
   readonly commitSoon: (end?: StepEnd) => Effect.Effect<void, StoreError | LeaseLost>
 }
 
-/** The rest of this turn of the event loop: its I/O callbacks and the fibers they wake. */
-const nextTurnOfLoop = Effect.async<void>((resume) => {
-  const handle = setImmediate(() => resume(Effect.void))
-  return Effect.sync(() => clearImmediate(handle))
-})
-
 /** A step buffer for `run`, whose writes `lease` fences; `written` is told of each step written. */
 export const makeStepBuffer = (run: RunRecord, lease: Lease | undefined, written?: () => void) =>
   Effect.gen(function*() {
@@ -87,22 +81,18 @@ export const makeStepBuffer = (run: RunRecord, lease: Lease | undefined, written
         const before = writingSoon
         return before === undefined ? write(end) : Effect.zipRight(Deferred.await(before), Effect.suspend(() => write(end)))
       })
-    /** The step `commitSoon` asked for, at the next turn of the loop unless a commit took it first. */
-    const writeSoon = Effect.zipRight(
-      nextTurnOfLoop,
-      Effect.suspend(() => {
-        if (soon === undefined) return Effect.void
-        const done = Deferred.unsafeMake<void, StoreError | LeaseLost>(FiberId.none)
-        writingSoon = done
-        return Effect.flatMap(Effect.exit(write({})), (exit) => {
-          const held = heldDeltas
-          heldDeltas = undefined
-          if (Exit.isSuccess(exit)) writingSoon = undefined
-          const deltas = Exit.isSuccess(exit) && held !== undefined && held.length > 0 ? events.emitLive(held) : Effect.void
-          return Effect.zipRight(Deferred.done(done, exit), deltas)
-        })
-      }).pipe(Effect.uninterruptible)
-    )
+    /** The step `commitSoon` asked for, written on its own: no commit took it within the turn of the loop. */
+    const writeSoon = Effect.suspend(() => {
+      const done = Deferred.unsafeMake<void, StoreError | LeaseLost>(FiberId.none)
+      writingSoon = done
+      return Effect.flatMap(Effect.exit(write({})), (exit) => {
+        const held = heldDeltas
+        heldDeltas = undefined
+        if (Exit.isSuccess(exit)) writingSoon = undefined
+        const deltas = Exit.isSuccess(exit) && held !== undefined && held.length > 0 ? events.emitLive(held) : Effect.void
+        return Effect.zipRight(Deferred.done(done, exit), deltas)
+      })
+    })
 
     const buffer: StepBuffer = {
       // `emit`'s signature ties each call's data to its type; TypeScript cannot carry that tie
@@ -129,7 +119,12 @@ export const makeStepBuffer = (run: RunRecord, lease: Lease | undefined, written
           soon = { ...soon, ...end }
           if (scheduled) return Effect.void
           heldDeltas = []
-          return Effect.asVoid(Effect.fork(writeSoon))
+          // No fiber unless it is needed: a model that answers at once leaves the step to the next commit.
+          return Effect.map(Effect.runtime<never>(), (runtime) => {
+            setImmediate(() => {
+              if (soon !== undefined && writingSoon === undefined) Runtime.runFork(runtime)(writeSoon)
+            })
+          })
         })
     }
     return buffer
