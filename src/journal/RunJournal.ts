@@ -16,6 +16,7 @@ import type { FoundryEvent } from "../events/FoundryEvent.js"
 import type { ChatMessage } from "../models/Model.js"
 import { eventRelease } from "./eventRelease.js"
 import * as statements from "./journalStatements.js"
+import { type Holders, takeOverStranded } from "./strandedRuns.js"
 import { type Claim, historyOwner, type Lease, type NewRun, type Step, type Stranded } from "./journalRecords.js"
 
 /**
@@ -83,7 +84,7 @@ export class RunJournal extends Context.Tag("foundry/RunJournal")<RunJournal, {
   readonly takeOverStranded: (
     owner: string,
     ttlMillis: number,
-    holders: { readonly dead: (holder: string) => boolean; readonly alive: (holder: string) => boolean },
+    holders: Holders,
     here: (conversationId: string) => boolean,
     wakes: (agent: string) => boolean
   ) => Effect.Effect<Stranded, StoreError>
@@ -320,55 +321,7 @@ export const layer = Layer.effect(
           return result._tag === "Written" ? result.rows.reduce((sum, rows) => sum + rows.length, 0) : 0
         }),
 
-      takeOverStranded: (owner, ttlMillis, holders, here, wakes) =>
-        Effect.gen(function*() {
-          const now = yield* Clock.currentTimeMillis
-          const rows = yield* database.read(statements.adoptionCandidates(owner))
-          // A holder's process is looked at once a pass, however many conversations it holds.
-          const verdicts = new Map<string, "dead" | "alive" | "unknown">()
-          const verdict = (holder: string) => {
-            let found = verdicts.get(holder)
-            if (found === undefined) {
-              found = holders.dead(holder) ? "dead" : holders.alive(holder) ? "alive" : "unknown"
-              verdicts.set(holder, found)
-            }
-            return found
-          }
-          /** How the row's conversation is taken, if it is. */
-          const takeover = (row: Row, conversationId: string, suspended: boolean): Statement | undefined => {
-            if (row.owner === null || row.owner === undefined) return statements.acquireLease(conversationId, owner, now, ttlMillis)
-            const token = Number(row.token)
-            const found = verdict(String(row.owner))
-            // Fenced by the token read: a claim or takeover since leaves the lease alone.
-            if (found === "dead") return statements.takeOverLease(conversationId, token, owner, now + ttlMillis)
-            if (found === "unknown" && !suspended && Number(row.expires_at) < now) {
-              return statements.takeOverExpiredLease(conversationId, token, owner, now, now + ttlMillis)
-            }
-            return undefined
-          }
-          // One takeover per conversation, whether it has runs in flight, suspended ones, or both.
-          const taking = new Map<string, { readonly statement: Statement; inFlight: boolean; readonly suspended: Array<string> }>()
-          for (const row of rows) {
-            const conversationId = String(row.conversation_id)
-            const runId = row.run_id === null || row.run_id === undefined ? undefined : String(row.run_id)
-            if (here(conversationId) || (runId !== undefined && !wakes(String(row.agent)))) continue
-            const statement = takeover(row, conversationId, runId !== undefined)
-            if (statement === undefined) continue
-            const take = taking.get(conversationId) ?? { statement, inFlight: false, suspended: [] }
-            taking.set(conversationId, take)
-            if (runId === undefined) take.inFlight = true
-            else take.suspended.push(runId)
-          }
-          if (taking.size === 0) return { conversations: [], suspended: [] }
-          const takes = [...taking]
-          const result = yield* database.write({ statements: takes.map(([, take]) => take.statement) })
-          if (result._tag !== "Written") return { conversations: [], suspended: [] }
-          const taken = takes.filter((_, at) => (result.rows[at]?.length ?? 0) > 0)
-          return {
-            conversations: taken.filter(([, take]) => take.inFlight).map(([conversationId]) => conversationId),
-            suspended: taken.flatMap(([, take]) => take.suspended)
-          }
-        }),
+      takeOverStranded: (owner, ttlMillis, holders, here, wakes) => takeOverStranded(database, owner, ttlMillis, holders, here, wakes),
 
       release: (lease) =>
         Effect.suspend(() =>
