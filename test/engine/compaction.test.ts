@@ -14,6 +14,7 @@ import { ModelResolverLive } from "../../src/models/ModelResolverLive.js"
 import * as OpenAi from "../../src/models/openai.js"
 import { http, startServer, waitForRun } from "../support/server.js"
 import { type ReplyFn, serverError, strictOpenAi, text, toolCalls } from "../support/strictOpenAi.js"
+import { clientRanFetchPage } from "../support/clientHistory.js"
 import { tempProject } from "../support/tempProject.js"
 
 const project = (config: string) => ({
@@ -466,12 +467,7 @@ describe("context compaction", () => {
       const { data, response } = yield* Effect.promise(() =>
         client.chat.completions.create({
           model: "reader",
-          messages: [
-            { role: "user", content: "read page 1" },
-            { role: "assistant", content: null, tool_calls: [{ id: "call_client", type: "function", function: { name: "fetch-page", arguments: "{\"page\":1}" } }] },
-            { role: "tool", tool_call_id: "call_client", content: full },
-            { role: "user", content: "read page 2 of 100 characters" }
-          ]
+          messages: clientRanFetchPage(full, "read page 2 of 100 characters")
         }).withResponse()
       )
       expect(data.choices[0]?.message.content).toBe("read 1 page")

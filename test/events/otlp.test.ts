@@ -11,6 +11,22 @@ import { http, pendingApproval, startServer, waitForRun } from "../support/serve
 import { tempProject } from "../support/tempProject.js"
 import { collector, withEnv } from "./otlpCollector.js"
 
+/** Events of one run's span `spanId` (under `parentSpanId`), as its event log gives them, each at its time. */
+const eventOf = (spanId: string, parentSpanId: string | null) => (content: EventContent, time: number): FoundryEvent => ({
+  ...content,
+  id: `evt_${time}`,
+  seq: time,
+  time,
+  traceId: "0af7651916cd43dd8448eb211c80319c",
+  spanId,
+  parentSpanId,
+  runId: "run_1",
+  conversationId: "conv_1",
+  instanceId: "default",
+  agent: "worker",
+  release: "dev"
+})
+
 describe("OpenTelemetry export", () => {
   it.scopedLive("sends a run as a trace, its steps as spans, with GenAI attributes on model turns", () =>
     Effect.gen(function*() {
@@ -78,20 +94,7 @@ describe("OpenTelemetry export", () => {
 
   it("a run resumed by a process that did not see it start is exported once, from its resumption", () => {
     const build = spanBuilder()
-    const event = (content: EventContent, time: number): FoundryEvent => ({
-      ...content,
-      id: `evt_${time}`,
-      seq: time,
-      time,
-      traceId: "0af7651916cd43dd8448eb211c80319c",
-      spanId: "b7ad6b7169203331",
-      parentSpanId: null,
-      runId: "run_1",
-      conversationId: "conv_1",
-      instanceId: "default",
-      agent: "worker",
-      release: "dev"
-    })
+    const event = eventOf("b7ad6b7169203331", null)
     const resumed = { type: "run.resumed", data: { input: "go on", model: "demo" } } as const
     const suspended = { type: "run.suspended", data: { reason: "approval", approvalId: "apr_1", tool: "transfer" } } as const
     // A second suspension and resumption inside this process add events; only the end exports.
@@ -112,20 +115,7 @@ describe("OpenTelemetry export", () => {
 
   it("a model turn whose compaction asked for summaries keeps its own usage, and carries the summary calls' tokens beside it", () => {
     const build = spanBuilder()
-    const event = (content: EventContent, time: number): FoundryEvent => ({
-      ...content,
-      id: `evt_${time}`,
-      seq: time,
-      time,
-      traceId: "0af7651916cd43dd8448eb211c80319c",
-      spanId: "c8be7c827a314442",
-      parentSpanId: "b7ad6b7169203331",
-      runId: "run_1",
-      conversationId: "conv_1",
-      instanceId: "default",
-      agent: "worker",
-      release: "dev"
-    })
+    const event = eventOf("c8be7c827a314442", "b7ad6b7169203331")
     const summary = (inputTokens: number, outputTokens: number) =>
       ({ type: "context.summary.completed", data: { model: "openai:gpt-4.1-nano", usage: { inputTokens, outputTokens, costUsd: null }, durationMs: 300 } }) as const
     expect(build(event({ type: "model.turn.started", data: { turn: 3, model: "openai:gpt-4.1-mini" } }, 1_000))).toEqual([])

@@ -14,6 +14,7 @@ import * as OpenAi from "../../src/models/openai.js"
 import { browserPage, skipBrowser } from "../support/browser.js"
 import { http, startServer, waitForRun } from "../support/server.js"
 import { error, type ReplyFn, strictOpenAi, text, toolCalls } from "../support/strictOpenAi.js"
+import { clientRanFetchPage } from "../support/clientHistory.js"
 import { tempProject } from "../support/tempProject.js"
 
 const promise = <A>(f: () => Promise<A>) => Effect.promise(f)
@@ -138,12 +139,7 @@ describe.skipIf(skipBrowser)("a model turn on a run's page in Chromium", () => {
       const { response } = yield* promise(() =>
         client.chat.completions.create({
           model: "reader",
-          messages: [
-            { role: "user", content: "read page 1" },
-            { role: "assistant", content: null, tool_calls: [{ id: "call_client", type: "function", function: { name: "fetch-page", arguments: "{\"page\":1}" } }] },
-            { role: "tool", tool_call_id: "call_client", content: full },
-            { role: "user", content: "and now?" }
-          ]
+          messages: clientRanFetchPage(full, "and now?")
         }).withResponse()
       )
       const runId = response.headers.get("x-foundry-run") ?? ""
