@@ -109,6 +109,7 @@ export const runAgent = Effect.fnUntraced(function*(app: CompiledApp, run: RunRe
   }
   // After a step the store did not take: the run as stored, and a step buffer that holds nothing of the lost step.
   const reread = Effect.gen(function*() {
+    yield* current.step.abandon
     const stored = Option.getOrElse(yield* store.getRun(run.id), () => current.run)
     current = { run: stored, step: yield* stepOf(stored), journal: [] }
     return endedAs(stored.status)

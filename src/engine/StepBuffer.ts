@@ -48,6 +48,12 @@ export interface StepBuffer {
    * or tool result is a run's progress others act on: with one, this is `commit`.
    */
   readonly commitSoon: (end?: StepEnd) => Effect.Effect<void, StoreError | LeaseLost>
+  /**
+   * Lets go of what is pending, for an execution that goes on with a buffer of its own (after a
+   * step the store did not take): a step `commitSoon` handed on is not written any more, and one
+   * being written is waited for, so that what the next execution reads of the run has it or never will.
+   */
+  readonly abandon: Effect.Effect<void>
 }
 
 /** A step buffer for `run`, whose writes `lease` fences; `written` is told of each step written. */
@@ -125,7 +131,15 @@ export const makeStepBuffer = (run: RunRecord, lease: Lease | undefined, written
               if (soon !== undefined && writingSoon === undefined) Runtime.runFork(runtime)(writeSoon)
             })
           })
-        })
+        }),
+      abandon: Effect.suspend(() => {
+        soon = undefined
+        heldDeltas = undefined
+        messages = []
+        drafts = []
+        usage = []
+        return writingSoon === undefined ? Effect.void : Effect.ignore(Deferred.await(writingSoon))
+      })
     }
     return buffer
   })

@@ -56,7 +56,8 @@ const gateEvents = (status: RunStatus) =>
       message: () => undefined,
       usage: () => undefined,
       commit: () => Effect.void,
-      commitSoon: () => Effect.void
+      commitSoon: () => Effect.void,
+      abandon: Effect.void
     }
     const call = { id: "call_1", name: "transfer", arguments: `{"amount":5}` }
     const gate = yield* approvalGate(runIn(status), step, call, { tool: transfer, input: { amount: 5 }, rawInput: { amount: 5 } }, undefined, "10 minutes", (v) => v)

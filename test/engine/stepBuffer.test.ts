@@ -1,0 +1,89 @@
+/**
+ * A run's step buffer on the run journal (SQLite on a temporary file): a step handed on with
+ * `commitSoon` goes with the run's next commit of the same turn of the event loop, or is written on
+ * its own at the next turn; one holding a tool result is committed before `commitSoon` returns; an
+ * abandoned buffer writes nothing it was handed.
+ */
+import { describe, expect, it } from "@effect/vitest"
+import { Context, Effect, Layer, Option } from "effect"
+import { Database } from "../../src/durable/Database.js"
+import type { RunRecord } from "../../src/durable/records.js"
+import { Store } from "../../src/durable/Store.js"
+import { makeStepBuffer } from "../../src/engine/StepBuffer.js"
+import { RunJournal } from "../../src/journal/RunJournal.js"
+import { sqlite, storageLayer } from "../journal/backends.js"
+import { newRun, submit, tool, user } from "../journal/fixtures.js"
+
+/** A submitted run, a step buffer fenced by its lease, what the store holds of the run, and the write transactions so far. */
+const bufferedRun = Effect.gen(function*() {
+  const context = yield* Layer.build(storageLayer(yield* sqlite.fresh))
+  const journal = Context.get(context, RunJournal)
+  const store = Context.get(context, Store)
+  const run = yield* submit(journal, newRun("r1"))
+  const claimed = yield* journal.claim(run, "executor", 60_000)
+  if (claimed._tag !== "Claimed") return yield* Effect.dieMessage("the lease is held")
+  const step = yield* makeStepBuffer(run, claimed.lease).pipe(Effect.provide(context))
+  const stored = Effect.gen(function*() {
+    const record = Option.getOrThrow(yield* store.getRun(run.id))
+    const messages = (yield* store.listMessages(run.conversationId)).map((m) => m.message._tag)
+    return { status: record.status, messages }
+  })
+  const transactions = Effect.map(Context.get(context, Database).stats, (stats) => stats.writeTransactions)
+  return { run, step, stored, transactions }
+})
+
+/** The start of a run as the engine hands it on before its first model call. */
+const start = (step: Effect.Effect.Success<typeof bufferedRun>["step"], run: RunRecord) => {
+  step.emit("run.started", "run", { input: run.input, model: "demo" })
+  step.message(user)
+  step.emit("model.turn.started", "turn:1", { turn: 1, model: "demo" })
+  return step.commitSoon({ status: { status: "running" } })
+}
+
+describe("a run's step buffer", () => {
+  it.scopedLive("a step handed on goes with a commit of the same turn of the event loop: one transaction", () =>
+    Effect.gen(function*() {
+      const { run, step, stored, transactions } = yield* bufferedRun
+      const before = yield* transactions
+      yield* start(step, run)
+      step.message({ _tag: "assistant", content: "done", toolCalls: [] })
+      yield* step.commit({ status: { status: "completed", output: "done" } })
+      expect(yield* stored).toEqual({ status: "completed", messages: ["user", "assistant"] })
+      expect((yield* transactions) - before).toBe(1)
+      // Nothing is written again at the next turn of the loop.
+      yield* Effect.sleep("50 millis")
+      expect((yield* transactions) - before).toBe(1)
+    }))
+
+  it.scopedLive("with no commit in this turn of the loop, it is written on its own at the next", () =>
+    Effect.gen(function*() {
+      const { run, step, stored, transactions } = yield* bufferedRun
+      const before = yield* transactions
+      yield* start(step, run)
+      expect(yield* stored).toEqual({ status: "queued", messages: [] })
+      yield* Effect.sleep("50 millis")
+      expect(yield* stored).toEqual({ status: "running", messages: ["user"] })
+      expect((yield* transactions) - before).toBe(1)
+    }))
+
+  it.scopedLive("a step that holds a tool result is committed before commitSoon returns", () =>
+    Effect.gen(function*() {
+      const { step, stored } = yield* bufferedRun
+      step.message(user)
+      step.message({ _tag: "assistant", content: "", toolCalls: [{ id: "call-1", name: "lookup", arguments: "{}" }] })
+      step.message(tool)
+      yield* step.commitSoon({ status: { status: "running" } })
+      expect(yield* stored).toEqual({ status: "running", messages: ["user", "assistant", "tool"] })
+    }))
+
+  it.scopedLive("an abandoned buffer writes nothing of a step it was handed", () =>
+    Effect.gen(function*() {
+      const { run, step, stored, transactions } = yield* bufferedRun
+      const before = yield* transactions
+      yield* start(step, run)
+      yield* step.abandon
+      yield* Effect.sleep("50 millis")
+      expect(yield* stored).toEqual({ status: "queued", messages: [] })
+      expect((yield* transactions) - before).toBe(0)
+    }))
+})
