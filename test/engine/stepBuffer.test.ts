@@ -1,15 +1,16 @@
 /**
  * A run's step buffer on the run journal (SQLite on a temporary file): a step handed on with
  * `commitSoon` goes with the run's next commit of the same turn of the event loop, or is written on
- * its own at the next turn; one holding a tool result is committed before `commitSoon` returns; an
- * abandoned buffer writes nothing it was handed.
+ * its own at the next turn; one holding a tool result is committed before `commitSoon` returns; text
+ * deltas reach followers after the turn's start; an abandoned buffer writes nothing it was handed.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Context, Effect, Layer, Option } from "effect"
+import { Context, Effect, Layer, Option, Stream } from "effect"
 import { Database } from "../../src/durable/Database.js"
 import type { RunRecord } from "../../src/durable/records.js"
 import { Store } from "../../src/durable/Store.js"
 import { makeStepBuffer } from "../../src/engine/StepBuffer.js"
+import { EventLog } from "../../src/events/EventLog.js"
 import { RunJournal } from "../../src/journal/RunJournal.js"
 import { sqlite, storageLayer } from "../journal/backends.js"
 import { newRun, submit, tool, user } from "../journal/fixtures.js"
@@ -29,8 +30,23 @@ const bufferedRun = Effect.gen(function*() {
     return { status: record.status, messages }
   })
   const transactions = Effect.map(Context.get(context, Database).stats, (stats) => stats.writeTransactions)
-  return { run, step, stored, transactions }
+  // The types of the run's events as a live follower receives them (text deltas are made only for one).
+  const followed: Array<string> = []
+  const follow = Effect.zipRight(
+    Effect.forkScoped(Stream.runForEach(Context.get(context, EventLog).follow({ runId: run.id }, 0), (event) => Effect.sync(() => followed.push(event.type)))),
+    Effect.sleep("20 millis")
+  )
+  return { run, step, stored, transactions, follow, followed }
 })
+
+/** `effect` in the turn of the event loop that writes a step handed on: after it began, before it commits. */
+const whileTheStepIsWritten = (effect: Effect.Effect<void>) =>
+  Effect.async<void>((resume) => {
+    setImmediate(() => {
+      Effect.runSync(effect)
+      resume(Effect.void)
+    })
+  })
 
 /** The start of a run as the engine hands it on before its first model call. */
 const start = (step: Effect.Effect.Success<typeof bufferedRun>["step"], run: RunRecord) => {
@@ -74,6 +90,35 @@ describe("a run's step buffer", () => {
       step.message(tool)
       yield* step.commitSoon({ status: { status: "running" } })
       expect(yield* stored).toEqual({ status: "running", messages: ["user", "assistant", "tool"] })
+    }))
+
+  it.scopedLive("text deltas that come while the step is written reach followers after it, not before the turn has begun", () =>
+    Effect.gen(function*() {
+      const { follow, followed, run, step } = yield* bufferedRun
+      yield* follow
+      yield* start(step, run)
+      yield* whileTheStepIsWritten(step.deltas("turn:1", [{ turn: 1, text: "Order 42 " }]))
+      yield* Effect.sleep("50 millis")
+      expect(followed).toEqual(["run.queued", "run.started", "model.turn.started", "model.delta"])
+    }))
+
+  it.scopedLive("text deltas of a turn whose end goes with the step are dropped: its answer carries the text", () =>
+    Effect.gen(function*() {
+      const { follow, followed, run, step } = yield* bufferedRun
+      yield* follow
+      yield* start(step, run)
+      yield* step.deltas("turn:1", [{ turn: 1, text: "Order 42 " }])
+      step.emit("model.turn.completed", "turn:1", {
+        turn: 1,
+        model: "demo",
+        text: "Order 42 has shipped.",
+        toolCalls: [],
+        usage: { inputTokens: 1, outputTokens: 1, costUsd: null },
+        durationMs: 0
+      })
+      yield* step.commit()
+      yield* Effect.sleep("50 millis")
+      expect(followed).toEqual(["run.queued", "run.started", "model.turn.started", "model.turn.completed"])
     }))
 
   it.scopedLive("an abandoned buffer writes nothing of a step it was handed", () =>
