@@ -1,8 +1,8 @@
 /**
  * The conversation leases this process's runs hold: one fiber renews them all every third of the
  * TTL (concurrent renewals share a transaction), and idles while none is held, so an idle process
- * does not wake every second. A run whose lease another executor took over is told (`lost`), its
- * writes being fenced off already.
+ * does not wake every second. A run whose lease another executor took over, or that another
+ * process ended (a cancel), is told (`lost`), its writes being fenced off already.
  */
 import { type Context, Duration, Effect, Queue } from "effect"
 import type { Lease } from "../journal/journalRecords.js"
@@ -21,7 +21,7 @@ export const makeHeldLeases = (
       if (held.size === 0) yield* Queue.take(firstHeld)
       yield* Effect.sleep(Duration.millis(ttlMillis / 3))
       yield* Effect.forEach([...held], ([lease, runId]) =>
-        journal.renew(lease, ttlMillis).pipe(
+        journal.renew(lease, runId, ttlMillis).pipe(
           Effect.flatMap((kept) => kept ? Effect.void : Effect.zipRight(Effect.sync(() => held.delete(lease)), lost(runId))),
           Effect.catchAllCause((cause) => Effect.logWarning("could not renew a conversation lease", cause))
         ), { concurrency: "unbounded", discard: true })

@@ -119,9 +119,16 @@ export const runAgent = Effect.fnUntraced(function*(app: CompiledApp, run: RunRe
   const execute = Effect.suspend(() =>
     attempts++ === 0 ? executeNow : Effect.flatMap(reread, (ended) => ended === undefined ? executeNow : Effect.succeed(ended))
   )
+  // Failed by a step of its own, which outlasts a store outage as the run's other steps do.
+  const attempt = execute.pipe(
+    Effect.catchTag("ModelError", (error) => fail(`model ${error.model} failed (${error.kind}): ${error.message}`)),
+    Effect.catchTag("ContextTooLong", (error) => fail(error.message)),
+    Effect.catchTag("McpServerUnavailable", (error) => fail(error.message)),
+    Effect.catchTag("InstanceContextInvalid", (error) => fail(error.message))
+  )
   return yield* outlastStoreOutages({
     runId: run.id,
-    attempt: execute,
+    attempt,
     written: () => written,
     // Failed with the transcript as stored: the lost step's calls were never asked for.
     giveUp: (error) =>
@@ -134,10 +141,6 @@ export const runAgent = Effect.fnUntraced(function*(app: CompiledApp, run: RunRe
         return yield* fail(`the store did not take the run's steps for a minute: ${error.message}`)
       })
   }).pipe(
-    Effect.catchTag("ModelError", (error) => fail(`model ${error.model} failed (${error.kind}): ${error.message}`)),
-    Effect.catchTag("ContextTooLong", (error) => fail(error.message)),
-    Effect.catchTag("McpServerUnavailable", (error) => fail(error.message)),
-    Effect.catchTag("InstanceContextInvalid", (error) => fail(error.message)),
     Effect.catchAllCause((cause) =>
       Cause.isInterruptedOnly(cause) || Cause.failureOption(cause).pipe(Option.exists((e) => e._tag === "LeaseLost"))
         ? Effect.failCause(cause)

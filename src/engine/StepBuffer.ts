@@ -72,9 +72,11 @@ export const makeStepBuffer = (run: RunRecord, lease: Lease | undefined, written
 
     /** Writes what is pending with `end` (and what `commitSoon` asked for, which it takes). */
     const write = (end: StepEnd) => {
-      const step = { messages, events: drafts, usage, ...soon, ...end }
-      if (messages.length === 0 && drafts.length === 0 && usage.length === 0 && step.status === undefined) return Effect.void
+      // The run's start going with a step that ends the turn (a final answer, a failure, a wait) keeps its start time.
+      const starts = soon?.status?.status === "running" && end.status !== undefined && end.status.status !== "running"
+      const step = { messages, events: drafts, usage, ...soon, ...end, ...(starts ? { starts } : {}) }
       soon = undefined
+      if (messages.length === 0 && drafts.length === 0 && usage.length === 0 && step.status === undefined) return Effect.void
       messages = []
       drafts = []
       usage = []
@@ -92,11 +94,13 @@ export const makeStepBuffer = (run: RunRecord, lease: Lease | undefined, written
       const done = Deferred.unsafeMake<void, StoreError | LeaseLost>(FiberId.none)
       writingSoon = done
       return Effect.flatMap(Effect.exit(write({})), (exit) => {
+        // Failed, the run's next commit fails as it did: its deltas stay held, to be dropped with the buffer.
+        if (Exit.isFailure(exit)) return Deferred.done(done, exit)
         const held = heldDeltas
         heldDeltas = undefined
-        if (Exit.isSuccess(exit)) writingSoon = undefined
-        const deltas = Exit.isSuccess(exit) && held !== undefined && held.length > 0 ? events.emitLive(held) : Effect.void
-        return Effect.zipRight(Deferred.done(done, exit), deltas)
+        writingSoon = undefined
+        // Published before the commit waiting for this one goes on: its events come after them.
+        return Effect.zipRight(held !== undefined && held.length > 0 ? events.emitLive(held) : Effect.void, Deferred.done(done, exit))
       })
     })
 

@@ -88,8 +88,11 @@ export class RunJournal extends Context.Tag("foundry/RunJournal")<RunJournal, {
     here: (conversationId: string) => boolean,
     wakes: (agent: string) => boolean
   ) => Effect.Effect<Stranded, StoreError>
-  /** Extends a lease; `false` when the lease is no longer this grant's. */
-  readonly renew: (lease: Lease, ttlMillis: number) => Effect.Effect<boolean, StoreError>
+  /**
+   * Extends a lease held for `runId`; `false` when the lease is no longer this grant's, or that run
+   * has ended (another process cancelled it): its executor stops either way.
+   */
+  readonly renew: (lease: Lease, runId: string, ttlMillis: number) => Effect.Effect<boolean, StoreError>
   /** Gives the lease up; nothing is written for a lease already released (here, or by a step). */
   readonly release: (lease: Lease) => Effect.Effect<void, StoreError>
   /**
@@ -302,10 +305,10 @@ export const layer = Layer.effect(
           return takenOver ?? held
         }),
 
-      renew: (lease, ttlMillis) =>
+      renew: (lease, runId, ttlMillis) =>
         Effect.gen(function*() {
           const now = yield* Clock.currentTimeMillis
-          const result = yield* database.write({ statements: [statements.renewLease(lease, now + ttlMillis)] })
+          const result = yield* database.write({ statements: [statements.renewLease(lease, runId, now + ttlMillis)] })
           return result._tag === "Written" && (result.rows[0]?.length ?? 0) > 0
         }),
 
@@ -348,13 +351,15 @@ export const layer = Layer.effect(
         Effect.gen(function*() {
           const now = yield* Clock.currentTimeMillis
           const writes: Array<Statement> = []
+          // The lease's row first, as the steps the cancel fences lock it first (their guard): no two
+          // transactions wait for each other's row of the run and of its conversation's lease.
+          if (step.revokeLeaseFor !== undefined) writes.push(statements.revokeLease(run.conversationId, step.revokeLeaseFor, now))
           for (const message of step.messages ?? []) {
             writes.push(statements.appendMessage(run.conversationId, run.id, encodeMessage(message), now))
           }
           for (const usage of step.usage ?? []) writes.push(statements.addUsage(run.id, usage))
-          if (step.status !== undefined) writes.push(statements.updateRun(run.id, step.status, now))
+          if (step.status !== undefined) writes.push(statements.updateRun(run.id, step.status, now, step.starts === true))
           if (step.releaseLease === true && lease !== undefined) writes.push(statements.releaseLease(lease))
-          if (step.revokeLeaseFor !== undefined) writes.push(statements.revokeLease(run.conversationId, step.revokeLeaseFor, now))
           const { stored } = yield* writeWithEvents(
             { guard: lease === undefined ? undefined : fence(lease, run.id), statements: writes },
             step.events ?? [],

@@ -60,6 +60,11 @@ export interface Step {
   readonly messages?: ReadonlyArray<ChatMessage>
   readonly events?: ReadonlyArray<EventDraft>
   readonly status?: RunUpdate
+  /**
+   * The run's first step, though `status` says it ended or waits: its start time is recorded as
+   * `running` records it (a start that went with the step that ends the turn).
+   */
+  readonly starts?: boolean
   /** Model calls' usage, added to the run's totals. */
   readonly usage?: ReadonlyArray<TurnUsage>
   /** The step ends this execution: the lease is released in the same transaction. */

@@ -81,17 +81,19 @@ export const runStatus = (id: string): Statement => ({ sql: "SELECT status FROM 
  * A status change: starting sets `started_at` (the first start: a run resumed after waiting keeps
  * it, so its duration counts the wait), ending sets `finished_at` and the output or error.
  */
-export const updateRun = (id: string, update: RunUpdate, now: number): Statement => {
+export const updateRun = (id: string, update: RunUpdate, now: number, starts = false): Statement => {
   if (update.status === "running") {
     return { sql: "UPDATE foundry_runs SET status = 'running', started_at = COALESCE(started_at, ?) WHERE id = ?", params: [now, id] }
   }
+  // `starts`: the step that starts the run ends it or makes it wait too; else a start time stays as it was.
+  const startedAt = starts ? now : null
   if (finalStatuses.has(update.status)) {
     return {
-      sql: "UPDATE foundry_runs SET status = ?, output = ?, error = ?, finished_at = ? WHERE id = ?",
-      params: [update.status, update.output ?? null, update.error ?? null, now, id]
+      sql: "UPDATE foundry_runs SET status = ?, output = ?, error = ?, finished_at = ?, started_at = COALESCE(started_at, ?) WHERE id = ?",
+      params: [update.status, update.output ?? null, update.error ?? null, now, startedAt, id]
     }
   }
-  return { sql: "UPDATE foundry_runs SET status = ? WHERE id = ?", params: [update.status, id] }
+  return { sql: "UPDATE foundry_runs SET status = ?, started_at = COALESCE(started_at, ?) WHERE id = ?", params: [update.status, startedAt, id] }
 }
 
 export const addUsage = (id: string, usage: TurnUsage): Statement => ({
@@ -176,9 +178,11 @@ export const takeOverExpiredLease = (conversationId: string, token: number, owne
   params: [owner, expiresAt, conversationId, token, now]
 })
 
-export const renewLease = (lease: Lease, expiresAt: number): Statement => ({
-  sql: "UPDATE foundry_conversation_leases SET expires_at = ? WHERE conversation_id = ? AND token = ? RETURNING token",
-  params: [expiresAt, lease.conversationId, lease.token]
+/** Extends `lease` while it is the current grant and `runId`, the run it is held for, has not ended. */
+export const renewLease = (lease: Lease, runId: string, expiresAt: number): Statement => ({
+  sql: `UPDATE foundry_conversation_leases SET expires_at = ? WHERE conversation_id = ? AND token = ?
+    AND NOT EXISTS (SELECT 1 FROM foundry_runs WHERE id = ? AND status IN ('completed', 'failed', 'cancelled')) RETURNING token`,
+  params: [expiresAt, lease.conversationId, lease.token, runId]
 })
 
 /** The owners of leases still live at `now`. */

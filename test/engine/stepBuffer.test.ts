@@ -13,7 +13,7 @@ import { makeStepBuffer } from "../../src/engine/StepBuffer.js"
 import { EventLog } from "../../src/events/EventLog.js"
 import { RunJournal } from "../../src/journal/RunJournal.js"
 import { sqlite, storageLayer } from "../journal/backends.js"
-import { newRun, submit, tool, user } from "../journal/fixtures.js"
+import { draft, newRun, submit, tool, user } from "../journal/fixtures.js"
 
 /** A submitted run, a step buffer fenced by its lease, what the store holds of the run, and the write transactions so far. */
 const bufferedRun = Effect.gen(function*() {
@@ -30,13 +30,16 @@ const bufferedRun = Effect.gen(function*() {
     return { status: record.status, messages }
   })
   const transactions = Effect.map(Context.get(context, Database).stats, (stats) => stats.writeTransactions)
+  const startedAt = Effect.map(store.getRun(run.id), (record) => Option.getOrThrow(record).startedAt)
   // The types of the run's events as a live follower receives them (text deltas are made only for one).
   const followed: Array<string> = []
   const follow = Effect.zipRight(
     Effect.forkScoped(Stream.runForEach(Context.get(context, EventLog).follow({ runId: run.id }, 0), (event) => Effect.sync(() => followed.push(event.type)))),
     Effect.sleep("20 millis")
   )
-  return { run, step, stored, transactions, follow, followed }
+  // Ends the run as a cancel from another process does (no lease): the buffer's lease no longer fences in.
+  const cancelElsewhere = journal.record(run, { events: [draft("cancelled", run, { type: "run.cancelled", data: { from: "queued" } })], status: { status: "cancelled" } })
+  return { run, step, stored, transactions, startedAt, follow, followed, cancelElsewhere }
 })
 
 /** `effect` in the turn of the event loop that writes a step handed on: after it began, before it commits. */
@@ -59,13 +62,15 @@ const start = (step: Effect.Effect.Success<typeof bufferedRun>["step"], run: Run
 describe("a run's step buffer", () => {
   it.scopedLive("a step handed on goes with a commit of the same turn of the event loop: one transaction", () =>
     Effect.gen(function*() {
-      const { run, step, stored, transactions } = yield* bufferedRun
+      const { run, startedAt, step, stored, transactions } = yield* bufferedRun
       const before = yield* transactions
       yield* start(step, run)
       step.message({ _tag: "assistant", content: "done", toolCalls: [] })
       yield* step.commit({ status: { status: "completed", output: "done" } })
       expect(yield* stored).toEqual({ status: "completed", messages: ["user", "assistant"] })
       expect((yield* transactions) - before).toBe(1)
+      // Started as well as finished.
+      expect(yield* startedAt).not.toBeNull()
       // Nothing is written again at the next turn of the loop.
       yield* Effect.sleep("50 millis")
       expect((yield* transactions) - before).toBe(1)
@@ -119,6 +124,21 @@ describe("a run's step buffer", () => {
       yield* step.commit()
       yield* Effect.sleep("50 millis")
       expect(followed).toEqual(["run.queued", "run.started", "model.turn.started", "model.turn.completed"])
+    }))
+
+  it.scopedLive("a step handed on that the store refuses (the run ended elsewhere) fails the next commit, and no text delta goes out after it", () =>
+    Effect.gen(function*() {
+      const { cancelElsewhere, follow, followed, run, step, stored } = yield* bufferedRun
+      yield* follow
+      yield* start(step, run)
+      yield* cancelElsewhere
+      yield* Effect.sleep("50 millis")
+      yield* step.deltas("turn:1", [{ turn: 1, text: "Order 42 " }])
+      yield* Effect.sleep("50 millis")
+      expect(followed).toEqual(["run.queued", "run.cancelled"])
+      step.message({ _tag: "assistant", content: "", toolCalls: [{ id: "call-1", name: "lookup", arguments: "{}" }] })
+      expect((yield* Effect.flip(step.commit()))._tag).toBe("LeaseLost")
+      expect(yield* stored).toEqual({ status: "cancelled", messages: [] })
     }))
 
   it.scopedLive("an abandoned buffer writes nothing of a step it was handed", () =>

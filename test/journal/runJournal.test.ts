@@ -414,7 +414,7 @@ const journalTests = (backend: Backend) => {
       )
     }))
 
-  it.scoped("a step of a run that was ended without its lease (a cancel from another process) fails with LeaseLost, though the lease is current", () =>
+  it.scoped("a step of a run that was ended without its lease (a cancel from another process) fails with LeaseLost and its lease is not renewed, though it is current", () =>
     Effect.gen(function*() {
       const storage = yield* freshStorage(backend)
       const { journal, store } = storage
@@ -426,6 +426,8 @@ const journalTests = (backend: Backend) => {
 
       const lost = yield* Effect.flip(journal.record(r1, { messages: [user], events: [draft("e3", r1, started)], status: { status: "running" } }, lease))
       expect(lost).toEqual(new LeaseLost({ conversationId: "c1", token: 1 }))
+      // Nor is the lease renewed for it: its executor is told to stop.
+      expect(yield* journal.renew(lease, "r1", 60_000)).toBe(false)
       expect(yield* store.listMessages("c1")).toEqual([])
       expect(yield* eventIds(storage)).toEqual([["e1", 1], ["e2", 2]])
       expect(Option.map(yield* store.getRun("r1"), (run) => run.status)).toEqual(Option.some("cancelled"))
@@ -441,7 +443,7 @@ const journalTests = (backend: Backend) => {
       expect(yield* journal.claim(r1, "B", 1_000, (holder) => holder === "C")).toMatchObject({ _tag: "Held", owner: "A" })
       const taken = yield* journal.claim(r1, "B", 1_000, (holder) => holder === "A")
       expect(taken).toEqual({ _tag: "Claimed", lease: { conversationId: "c1", owner: "B", token: 2 }, status: "queued" })
-      expect(yield* journal.renew(dead, 60_000)).toBe(false)
+      expect(yield* journal.renew(dead, "r1", 60_000)).toBe(false)
       const lost = yield* Effect.flip(journal.record(r1, { messages: [user] }, dead))
       expect(lost).toEqual(new LeaseLost({ conversationId: "c1", token: 1 }))
       expect(yield* store.listMessages("c1")).toEqual([])
@@ -468,7 +470,7 @@ const journalTests = (backend: Backend) => {
       expect(yield* journal.claim(r1, "B", 1_000)).toMatchObject({ _tag: "Claimed", lease: { owner: "B", token: 3 } })
       expect(yield* journal.claim(r2, "B", 1_000)).toMatchObject({ _tag: "Claimed", lease: { owner: "B", token: 3 } })
       expect(yield* journal.claim(r3, "B", 1_000)).toMatchObject({ _tag: "Held", owner: "alive" })
-      expect(yield* journal.renew(dead1, 60_000)).toBe(false)
+      expect(yield* journal.renew(dead1, "r1", 60_000)).toBe(false)
       expect(yield* journal.takeOverDead("B", 1_000, () => false)).toBe(0)
     }))
 
@@ -500,7 +502,7 @@ const journalTests = (backend: Backend) => {
       // (a live holder's, even expired), c5 (live), c7 (busy here), c8 (its run ended) or c9 (B's own).
       expect([...taken.conversations].sort()).toEqual(["c1", "c4", "c6"])
       expect(taken.suspended).toEqual([])
-      expect(yield* journal.renew(dead, 60_000)).toBe(false)
+      expect(yield* journal.renew(dead, "r1", 60_000)).toBe(false)
       for (const at of [0, 3, 5]) expect(yield* journal.claim(runs[at]!, "B", 1_000)).toMatchObject({ _tag: "Claimed", lease: { owner: "B" } })
       expect(yield* journal.claim(runs[2]!, "C", 1_000)).toMatchObject({ _tag: "Claimed", lease: { owner: "C" } })
       expect(yield* journal.takeOverStranded("B", 1_000, holders, () => false, () => true)).toEqual({ conversations: ["c7"], suspended: [] })
@@ -565,7 +567,7 @@ const journalTests = (backend: Backend) => {
       const a = yield* leaseOf(journal.claim(r1, "A", 1_000))
 
       yield* TestClock.setTime(1_500)
-      expect(yield* journal.renew(a, 5_000)).toBe(true)
+      expect(yield* journal.renew(a, "r1", 5_000)).toBe(true)
       // Past the first expiry, the renewed lease still holds.
       yield* TestClock.setTime(3_000)
       expect(yield* journal.claim(r1, "B", 1_000)).toEqual({ _tag: "Held", owner: "A", token: 1, expiresAt: 6_500 })
@@ -573,8 +575,8 @@ const journalTests = (backend: Backend) => {
       yield* journal.release(a)
       const b = yield* leaseOf(journal.claim(r1, "B", 1_000))
       expect(b).toEqual({ conversationId: "c1", owner: "B", token: 2 })
-      expect(yield* journal.renew(a, 5_000)).toBe(false)
-      expect(yield* journal.renew(b, 5_000)).toBe(true)
+      expect(yield* journal.renew(a, "r1", 5_000)).toBe(false)
+      expect(yield* journal.renew(b, "r1", 5_000)).toBe(true)
 
       // A step that releases the lease releases it once: a release after it writes nothing.
       yield* journal.record(r1, { status: { status: "completed", output: "done" }, releaseLease: true }, b)
