@@ -73,13 +73,10 @@ const spansOf = (events: ReadonlyArray<FoundryEvent>): Map<string, Span> => {
     }
     switch (event.type) {
       case "run.queued":
-        span.kind = "run"
-        span.label = `run of ${event.agent}`
-        span.cutResults = event.data.cutToolResults ?? []
-        break
       case "run.started":
         span.kind = "run"
         span.label = `run of ${event.agent}`
+        if (event.type === "run.queued") span.cutResults = event.data.cutToolResults ?? []
         break
       case "model.turn.started":
         span.kind = "model"
