@@ -132,7 +132,7 @@ export const makeStepBuffer = (run: RunRecord, lease: Lease | undefined, written
           // No fiber unless it is needed: a model that answers at once leaves the step to the next commit.
           return Effect.map(Effect.runtime<never>(), (runtime) => {
             setImmediate(() => {
-              if (soon !== undefined && writingSoon === undefined) Runtime.runFork(runtime)(writeSoon)
+              if (soon !== undefined) Runtime.runFork(runtime)(writeSoon)
             })
           })
         }),
