@@ -5,7 +5,7 @@
 import { SqlSchema } from "@effect/sql"
 import { Effect, Layer, Option, Schema } from "effect"
 import { ChatMessage } from "../models/Model.js"
-import { ConversationRecord, ConversationSummary, RunRecord } from "./records.js"
+import { ConversationRecord, ConversationSummary, finalStatusesSql, RunRecord } from "./records.js"
 import { camelCaseKeys, Database } from "./Database.js"
 import { Store } from "./Store.js"
 import { failAs } from "./StoreError.js"
@@ -80,7 +80,7 @@ export const make = Effect.gen(function*() {
     suspendedReadyToResume: sql`SELECT * FROM foundry_runs p WHERE p.status = 'suspended'
       AND 'pending' NOT IN (SELECT a.status FROM foundry_approvals a WHERE a.run_id = p.id)
       AND NOT EXISTS (SELECT 1 FROM foundry_runs c WHERE c.parent_run_id = p.id AND c.parent_tool_call_id IS NOT NULL
-        AND c.status NOT IN ('completed', 'failed', 'cancelled'))`.pipe(
+        AND c.status NOT IN ${sql.literal(finalStatusesSql)})`.pipe(
       Effect.flatMap(decodeRuns),
       failAs("suspendedReadyToResume")
     ),

@@ -10,6 +10,9 @@ export type RunStatus = typeof RunStatus.Type
 /** Statuses a run never leaves. */
 export const finalStatuses: ReadonlySet<RunStatus> = new Set(["completed", "failed", "cancelled"])
 
+/** The statuses a run never leaves, as an SQL list for `status NOT IN ...`: `('completed', 'failed', 'cancelled')`. */
+export const finalStatusesSql = `(${[...finalStatuses].map((status) => `'${status}'`).join(", ")})`
+
 /** Milliseconds since the epoch, stored as an integer. */
 const Millis = Schema.Number
 

@@ -3,11 +3,9 @@
  * placeholders; the PostgreSQL database numbers them).
  */
 import type { Statement } from "../durable/Database.js"
-import { finalStatuses } from "../durable/records.js"
+import { finalStatuses, finalStatusesSql } from "../durable/records.js"
 import type { Lease, NewRun, RunUpdate, TurnUsage } from "./journalRecords.js"
 
-/** The statuses of a run that has ended, as an SQL list: `('completed', 'failed', 'cancelled')`. */
-const ended = `(${[...finalStatuses].map((status) => `'${status}'`).join(", ")})`
 
 /** The instance, made with an empty context on first use. */
 export const ensureInstance = (agent: string, id: string, now: number): Statement => ({
@@ -120,7 +118,7 @@ export const appendMessage = (conversationId: string, runId: string, body: strin
  */
 export const leaseGuard = (dialect: "sqlite" | "pg") => {
   const sql = `SELECT lease.token FROM foundry_conversation_leases lease JOIN foundry_runs run ON run.id = ?
-    WHERE lease.conversation_id = ? AND lease.token = ? AND run.status NOT IN ${ended}${
+    WHERE lease.conversation_id = ? AND lease.token = ? AND run.status NOT IN ${finalStatusesSql}${
     dialect === "pg" ? " FOR SHARE" : ""
   }`
   return (lease: Lease, runId: string): Statement => ({ sql, params: [runId, lease.conversationId, lease.token] })
@@ -170,7 +168,7 @@ export const adoptionCandidates = (owner: string): Statement => ({
     WHERE p.status = 'suspended' AND (l.owner IS NULL OR l.owner <> ?)
       AND 'pending' NOT IN (SELECT a.status FROM foundry_approvals a WHERE a.run_id = p.id)
       AND NOT EXISTS (SELECT 1 FROM foundry_runs c WHERE c.parent_run_id = p.id AND c.parent_tool_call_id IS NOT NULL
-        AND c.status NOT IN ${ended})`,
+        AND c.status NOT IN ${finalStatusesSql})`,
   params: [owner, owner]
 })
 
@@ -184,7 +182,7 @@ export const takeOverExpiredLease = (conversationId: string, token: number, owne
 /** Extends `lease` while it is the current grant and `runId`, the run it is held for, has not ended. */
 export const renewLease = (lease: Lease, runId: string, expiresAt: number): Statement => ({
   sql: `UPDATE foundry_conversation_leases SET expires_at = ? WHERE conversation_id = ? AND token = ?
-    AND NOT EXISTS (SELECT 1 FROM foundry_runs WHERE id = ? AND status IN ${ended}) RETURNING token`,
+    AND NOT EXISTS (SELECT 1 FROM foundry_runs WHERE id = ? AND status IN ${finalStatusesSql}) RETURNING token`,
   params: [expiresAt, lease.conversationId, lease.token, runId]
 })
 
