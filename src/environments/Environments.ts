@@ -8,12 +8,11 @@
  */
 import { Context, Data, Duration, Effect, Either, Encoding, Equal, Hash, Layer, Option, RcMap } from "effect"
 import { McpClients } from "../mcp/McpClients.js"
-import type { McpMount } from "../mcp/McpMount.js"
 import type { ImageContent } from "../models/Model.js"
 import { maxImageBytes, viewableImageNames, viewableImageTypes } from "../models/viewableImages.js"
 import type { EnvironmentDefinition } from "../definitions/defineEnvironment.js"
-import type { PermissionRule } from "../definitions/configFields.js"
-import type { AnyTool, ToolRunContext } from "../definitions/defineTool.js"
+import type { EnvironmentRoute } from "../compiler/CompiledApp.js"
+import type { ToolRunContext } from "../definitions/defineTool.js"
 import { type EnvironmentScope, EnvironmentStorage, type EnvironmentVersion, type VersionConflict, type VersionKind } from "../durable/EnvironmentStorage.js"
 import type { StoreError } from "../durable/StoreError.js"
 import * as files from "./fileVerbs.js"
@@ -33,18 +32,7 @@ import type { Tree } from "./vfs/Tree.js"
 import { memoryVfs } from "./vfs/Vfs.js"
 
 /** Whose tree: the environment of a build, and the run's agent, instance and conversation. */
-export interface SessionScope {
-  readonly environmentId: string
-  readonly environment: EnvironmentDefinition
-  /** The project folder: where a directory backend and pure modules' packages are found. */
-  readonly root: string
-  /** The build the call belongs to (a session is per build: its modules may differ). */
-  readonly release: string
-  /** The agent's MCP servers, which a tools module may expose to scripts. */
-  readonly mounts: ReadonlyArray<McpMount>
-  /** The config's permission rules, and the model's names of the tools modules' tools they match. */
-  readonly permissions: ReadonlyArray<PermissionRule>
-  readonly toolNames: ReadonlyMap<AnyTool, string>
+export interface SessionScope extends EnvironmentRoute {
   readonly context: Pick<ToolRunContext<unknown>, "agent" | "instanceId" | "conversationId">
 }
 
