@@ -27,12 +27,12 @@ import { RunJournal } from "../journal/RunJournal.js"
 import { ModelResolver } from "../models/Model.js"
 import { Releases } from "../release/Releases.js"
 import { endedBeforeDecision, makeApprovalDecisions } from "./approvalDecisions.js"
-import { goesOnWith, notWaitingForBuild, wakeOnBuilds } from "./buildWaits.js"
+import { goesOnWith, wakeOnBuilds } from "./buildWaits.js"
 import { makeCancellations } from "./cancellations.js"
 import { type ApprovalScope, RunNotFound } from "./Dispatcher.js"
 import type { Place } from "./executionQueue.js"
 import { makeExecutions } from "./executions.js"
-import { executorName, isDeadExecutor, isLiveExecutor } from "./executorIdentity.js"
+import { isDeadExecutor, isLiveExecutor, makeExecutorName } from "./executorIdentity.js"
 import { makeInstanceRefusals } from "./instanceRefusals.js"
 import { makeHeldLeases } from "./heldLeases.js"
 import { makeLeasedExecution } from "./leasedExecution.js"
@@ -57,7 +57,7 @@ export const makeRunExecutor = (options: RunExecutorOptions) =>
     const releases = yield* Releases
     const instances = yield* InstanceStorage
     const context = yield* Effect.context<Store | ActivationStorage | ApprovalStorage | InstanceStorage | Instances | Environments | RunJournal | EventLog | ModelResolver>()
-    const owner = executorName()
+    const owner = yield* makeExecutorName
     // Where runs go: this process's lane unless told otherwise (declared before `schedule`, used after).
     const wake = (run: RunRecord): Effect.Effect<void> => options.wake === undefined ? schedule(run) : options.wake(run)
     const leaseTtl = Duration.toMillis(Duration.decode(options.leaseTtl ?? "3 seconds"))
@@ -170,50 +170,47 @@ export const makeRunExecutor = (options: RunExecutorOptions) =>
       return yield* approvals.decide(approvalId, decision === "approve" ? "approved" : "denied", reason, scope)
     })
 
-    const recover = Effect.gen(function*() {
-      // A process of this host that died holding leases gives them up in one write, before its
-      // runs are resumed, instead of one takeover per conversation.
-      yield* journal.takeOverDead(owner, leaseTtl, isDeadExecutor)
-      const app = yield* current.get
-      const runs = [...(yield* store.unfinishedRuns), ...notWaitingForBuild(app, yield* store.suspendedReadyToResume)]
-      yield* Effect.forEach(runs, (run) => schedule(run), { discard: true })
-      return runs.length
-    })
-
     /**
-     * Takes up the runs of conversations no live executor holds: those of a process on the store
-     * that died since this one started (or whose leases expired unrenewed). A conversation with a
-     * run in this process's lane is left to it; its lease's holder, if it dies, is taken over there.
-     * Wakes, as a start's recovery does, the suspended runs such a process left waiting on nothing
-     * (a child ended, an approval decided, a build with their agent: this one, if it has the agent).
+     * Takes up the runs of conversations no live executor holds: at the start, those the process
+     * before this one left (and those of any process on the store that died); later, those of a
+     * process on the store that died since this one started (or whose leases expired unrenewed). A
+     * conversation with a run in this process's lane is left to it, as one another live process
+     * holds is left to that one: its runs wait there for their turn. Wakes the suspended runs such
+     * a process left waiting on nothing (a child ended, an approval decided, a build with their
+     * agent: this one, if it has the agent); at the start, every one nobody holds.
      */
+    const takeUp = (starting: boolean) =>
+      Effect.gen(function*() {
+        const app = yield* current.get
+        const taken = yield* journal.takeOverStranded(owner, leaseTtl, {
+          holders: { dead: isDeadExecutor, alive: isLiveExecutor },
+          here: executions.busy,
+          wakes: goesOnWith(app),
+          starting
+        })
+        const inFlight = new Set(taken.conversations)
+        const suspended = new Set(taken.suspended)
+        const unfinished = inFlight.size === 0
+          ? []
+          : (yield* store.unfinishedRuns).filter((run) => inFlight.has(run.conversationId) && !executions.isHere(run.id))
+        const waiting = suspended.size === 0
+          ? []
+          : (yield* store.suspendedReadyToResume).filter((run) => suspended.has(run.id) && !executions.isHere(run.id))
+        yield* Effect.forEach([...unfinished, ...waiting], (run) => schedule(run), { discard: true })
+        return { unfinished: unfinished.length, waiting: waiting.length }
+      })
+
+    const recover = Effect.map(takeUp(true), ({ unfinished, waiting }) => unfinished + waiting)
+
     const adopt = Effect.gen(function*() {
-      const app = yield* current.get
-      const taken = yield* journal.takeOverStranded(
-        owner,
-        leaseTtl,
-        { dead: isDeadExecutor, alive: isLiveExecutor },
-        executions.busy,
-        goesOnWith(app)
-      )
-      const inFlight = new Set(taken.conversations)
-      const suspended = new Set(taken.suspended)
-      const unfinished = inFlight.size === 0
-        ? []
-        : (yield* store.unfinishedRuns).filter((run) => inFlight.has(run.conversationId) && !executions.isHere(run.id))
-      const waiting = suspended.size === 0
-        ? []
-        : (yield* store.suspendedReadyToResume).filter((run) => suspended.has(run.id) && !executions.isHere(run.id))
-      yield* Effect.forEach([...unfinished, ...waiting], (run) => schedule(run), { discard: true })
-      if (unfinished.length > 0) {
-        yield* Effect.logInfo(`took up ${unfinished.length} unfinished run${unfinished.length === 1 ? "" : "s"} of a process on this store that stopped`)
+      const { unfinished, waiting } = yield* takeUp(false)
+      if (unfinished > 0) {
+        yield* Effect.logInfo(`took up ${unfinished} unfinished run${unfinished === 1 ? "" : "s"} of a process on this store that stopped`)
       }
-      if (waiting.length > 0) {
-        yield* Effect.logInfo(
-          `woke ${waiting.length} suspended run${waiting.length === 1 ? "" : "s"} that a process on this store left waiting when it stopped`
-        )
+      if (waiting > 0) {
+        yield* Effect.logInfo(`woke ${waiting} suspended run${waiting === 1 ? "" : "s"} that a process on this store left waiting when it stopped`)
       }
-      return unfinished.length + waiting.length
+      return unfinished + waiting
     })
 
     /**

@@ -1,36 +1,77 @@
 /**
- * Who executes runs: a lease holder's name says its host and process, so that a process on the
- * same host can tell whether the holder of a lease is gone (its process no longer exists) and take
- * the lease over at once, instead of waiting for it to expire, or is still there (and its lease,
- * even expired, is left to it). A holder on another host, or one whose process cannot be checked,
- * is neither: only its lease's expiry tells.
+ * Who executes runs: a lease holder's name says its host, its process and when that process
+ * started, so that a process on the same host can tell whether the holder of a lease is gone and
+ * take the lease over at once, instead of waiting for it to expire, or is still there (and its
+ * lease, even expired, is left to it). The start time tells a holder's process from another that
+ * got its pid since (a container restarted gives its main process the same pid every time). A
+ * holder on another host, or one whose process cannot be checked, is neither: only its lease's
+ * expiry tells.
  */
+import { readFileSync } from "node:fs"
 import { hostname } from "node:os"
+import { Effect, type Scope } from "effect"
 import { newId } from "../durable/ids.js"
 
-/** A new executor name: `<host>/<pid>/<random>`. */
-export const executorName = (): string => `${hostname()}/${process.pid}/${newId("node")}`
-
-/** The process of this host that `holder` names, if it names one. */
-const pidHere = (holder: string): number | undefined => {
-  const [host, pid] = holder.split("/")
-  const id = Number(pid)
-  return host === hostname() && Number.isSafeInteger(id) && id > 0 ? id : undefined
+/**
+ * When process `pid` started, in clock ticks after the machine's boot (Linux's
+ * `/proc/<pid>/stat`, field 22); `undefined` where that cannot be read.
+ */
+const startOf = (pid: number): string | undefined => {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8")
+    // The fields after the command's closing parenthesis: the start time is the 20th of them.
+    return stat.slice(stat.lastIndexOf(")") + 2).split(" ")[19]
+  } catch {
+    return undefined
+  }
 }
 
-/** Whether `holder` names an executor of this host whose process has ended. */
-export const isDeadExecutor = (holder: string): boolean => {
-  const pid = pidHere(holder)
-  return pid !== undefined && pid !== process.pid && processEnded(pid)
+const thisStart = startOf(process.pid)
+
+/** The executors of this process whose scope is open: another name with this pid is an earlier process's, or one closed. */
+const liveHere = new Set<string>()
+
+/**
+ * A new executor name, `<host>/<pid>/<id>` with `/<start>` where the process's start time can be
+ * read, known as this process's until the scope closes.
+ */
+export const makeExecutorName: Effect.Effect<string, never, Scope.Scope> = Effect.acquireRelease(
+  Effect.sync(() => {
+    const name = `${hostname()}/${process.pid}/${newId("node")}${thisStart === undefined ? "" : `/${thisStart}`}`
+    liveHere.add(name)
+    return name
+  }),
+  (name) => Effect.sync(() => liveHere.delete(name))
+)
+
+/** The process of this host that `holder` names, if it names one, and its start time where the name has it. */
+const processHere = (holder: string): { readonly pid: number; readonly start: string | undefined } | undefined => {
+  const [host, pid, , start] = holder.split("/")
+  const id = Number(pid)
+  return host === hostname() && Number.isSafeInteger(id) && id > 0 ? { pid: id, start } : undefined
 }
 
 /**
- * Whether `holder` names an executor of this host whose process still runs: this one (another
- * runtime in it shares its pid), or one that exists (a pid reused since counts as alive too).
+ * Whether the process `holder` names runs: this one only while that executor's scope is open;
+ * another while its pid exists, with the start time the name says where both can be read.
  */
+const runs = (holder: string, named: { readonly pid: number; readonly start: string | undefined }): boolean => {
+  if (named.pid === process.pid && (named.start === undefined || named.start === thisStart)) return liveHere.has(holder)
+  if (processEnded(named.pid)) return false
+  const start = named.start === undefined ? undefined : startOf(named.pid)
+  return start === undefined || start === named.start
+}
+
+/** Whether `holder` names an executor of this host that is gone: its process ended, or it is an executor of this one closed since. */
+export const isDeadExecutor = (holder: string): boolean => {
+  const named = processHere(holder)
+  return named !== undefined && !runs(holder, named)
+}
+
+/** Whether `holder` names an executor of this host that is still there: in this process, or in one that still runs. */
 export const isLiveExecutor = (holder: string): boolean => {
-  const pid = pidHere(holder)
-  return pid !== undefined && (pid === process.pid || !processEnded(pid))
+  const named = processHere(holder)
+  return named !== undefined && runs(holder, named)
 }
 
 /** Whether no process `pid` runs on this host any more. */

@@ -16,7 +16,7 @@ import type { FoundryEvent } from "../events/FoundryEvent.js"
 import type { ChatMessage } from "../models/Model.js"
 import { eventRelease } from "./eventRelease.js"
 import * as statements from "./journalStatements.js"
-import { type Holders, takeOverStranded } from "./strandedRuns.js"
+import { type Adopting, takeOverStranded } from "./strandedRuns.js"
 import { type Claim, historyOwner, type Lease, type NewRun, type Step, type Stranded } from "./journalRecords.js"
 
 /**
@@ -66,28 +66,18 @@ export class RunJournal extends Context.Tag("foundry/RunJournal")<RunJournal, {
     deadHolder?: (holder: string) => boolean
   ) => Effect.Effect<Claim, StoreError>
   /**
-   * Takes over, for `owner`, every live lease whose holder `deadHolder` says is dead: one write
-   * for all of a dead process's conversations, so that its runs resumed after a restart claim
-   * them at once. Returns how many were taken.
-   */
-  readonly takeOverDead: (owner: string, ttlMillis: number, deadHolder: (holder: string) => boolean) => Effect.Effect<number, StoreError>
-  /**
    * Takes over, for `owner`, the leases of conversations with queued or running runs that no live
-   * executor holds: none, one whose holder `holders.dead` says is dead, or one expired whose holder
+   * executor holds: none, one whose holder `holders.dead` says is dead, one expired whose holder
    * `holders.alive` does not vouch for (an expired lease of a process that still runs is left to
-   * it: its run waits there for its turn). And the leases of suspended runs that wait on nothing
-   * any more, of an agent `wakes` says this build runs, when their conversation's last holder is
-   * dead or there never was one: their leases are released, so expiry tells nothing, and only a
-   * dead holder says that nobody is about to resume them. Conversations `here` says have runs in
-   * this process are left alone. One read and at most one write for all of them.
+   * it: its run waits there for its turn), or `owner`'s own given up, of a conversation with no run
+   * `here` (a process that stopped had queued its run while `owner` held the lease). And the leases
+   * of suspended runs that wait on nothing any more, of an agent `wakes` says this build runs, when
+   * their conversation's last holder is dead or there never was one (their leases are released, so
+   * expiry tells nothing, and only a dead holder says that nobody is about to resume them), or,
+   * `starting`, whoever held them last. Conversations `here` says have runs in this process are
+   * left alone. One read and at most one write for all of them.
    */
-  readonly takeOverStranded: (
-    owner: string,
-    ttlMillis: number,
-    holders: Holders,
-    here: (conversationId: string) => boolean,
-    wakes: (agent: string) => boolean
-  ) => Effect.Effect<Stranded, StoreError>
+  readonly takeOverStranded: (owner: string, ttlMillis: number, adopting: Adopting) => Effect.Effect<Stranded, StoreError>
   /**
    * Extends a lease held for `runId`; `false` when the lease is no longer this grant's, or that run
    * has ended (another process cancelled it): its executor stops either way.
@@ -312,19 +302,7 @@ export const layer = Layer.effect(
           return result._tag === "Written" && (result.rows[0]?.length ?? 0) > 0
         }),
 
-      takeOverDead: (owner, ttlMillis, deadHolder) =>
-        Effect.gen(function*() {
-          const now = yield* Clock.currentTimeMillis
-          const holders = (yield* database.read(statements.liveLeaseHolders(now))).map((row) => String(row.owner))
-          const dead = holders.filter((holder) => holder !== owner && deadHolder(holder))
-          if (dead.length === 0) return 0
-          const result = yield* database.write({
-            statements: dead.map((holder) => statements.takeOverLeasesOf(holder, owner, now, now + ttlMillis))
-          })
-          return result._tag === "Written" ? result.rows.reduce((sum, rows) => sum + rows.length, 0) : 0
-        }),
-
-      takeOverStranded: (owner, ttlMillis, holders, here, wakes) => takeOverStranded(database, owner, ttlMillis, holders, here, wakes),
+      takeOverStranded: (owner, ttlMillis, adopting) => takeOverStranded(database, owner, ttlMillis, adopting),
 
       release: (lease) =>
         Effect.suspend(() =>

@@ -151,17 +151,18 @@ export const takeOverLease = (conversationId: string, token: number, owner: stri
 
 /**
  * Where to look for runs nobody executes, each row with its conversation's lease (`owner` null
- * when it never had one), leaving out `owner`'s own leases: the conversations with queued or
- * running runs (`run_id` null), and the suspended runs that wait on nothing any more (no approval
- * pending, no child still going: the test of `Store.suspendedReadyToResume`), with their agent.
+ * when it never had one), leaving out the leases `owner` holds at `now`: the conversations with
+ * queued or running runs (`run_id` null; `owner`'s own among them once given up), and the
+ * suspended runs that wait on nothing any more (no approval pending, no child still going: the
+ * test of `Store.suspendedReadyToResume`) whose lease was last someone else's, with their agent.
  * One read for both, found from the runs' status index, so it reads what is in flight or
  * suspended, not every conversation ever leased. A run's approvals are found by its id (`NOT IN`:
  * with `status = 'pending'` in the subquery SQLite searched every pending approval for each run).
  */
-export const adoptionCandidates = (owner: string): Statement => ({
+export const adoptionCandidates = (owner: string, now: number): Statement => ({
   sql: `SELECT DISTINCT r.conversation_id, NULL AS run_id, NULL AS agent, l.owner, l.token, l.expires_at FROM foundry_runs r
     LEFT JOIN foundry_conversation_leases l ON l.conversation_id = r.conversation_id
-    WHERE r.status IN ('queued', 'running') AND (l.owner IS NULL OR l.owner <> ?)
+    WHERE r.status IN ('queued', 'running') AND (l.owner IS NULL OR l.owner <> ? OR l.expires_at < ?)
     UNION ALL
     SELECT p.conversation_id, p.id, p.agent, l.owner, l.token, l.expires_at FROM foundry_runs p
     LEFT JOIN foundry_conversation_leases l ON l.conversation_id = p.conversation_id
@@ -169,7 +170,7 @@ export const adoptionCandidates = (owner: string): Statement => ({
       AND 'pending' NOT IN (SELECT a.status FROM foundry_approvals a WHERE a.run_id = p.id)
       AND NOT EXISTS (SELECT 1 FROM foundry_runs c WHERE c.parent_run_id = p.id AND c.parent_tool_call_id IS NOT NULL
         AND c.status NOT IN ${finalStatusesSql})`,
-  params: [owner, owner]
+  params: [owner, now, owner]
 })
 
 /** Takes the lease from the grant `token` if it is still expired at `now` (its holder did not renew it since); returns the new token. */
@@ -184,18 +185,6 @@ export const renewLease = (lease: Lease, runId: string, expiresAt: number): Stat
   sql: `UPDATE foundry_conversation_leases SET expires_at = ? WHERE conversation_id = ? AND token = ?
     AND NOT EXISTS (SELECT 1 FROM foundry_runs WHERE id = ? AND status IN ${finalStatusesSql}) RETURNING token`,
   params: [expiresAt, lease.conversationId, lease.token, runId]
-})
-
-/** The owners of leases still live at `now`. */
-export const liveLeaseHolders = (now: number): Statement => ({
-  sql: "SELECT DISTINCT owner FROM foundry_conversation_leases WHERE expires_at > ?",
-  params: [now]
-})
-
-/** Every live lease of `holder` (known to be dead) becomes `owner`'s, each with its next token. */
-export const takeOverLeasesOf = (holder: string, owner: string, now: number, expiresAt: number): Statement => ({
-  sql: "UPDATE foundry_conversation_leases SET owner = ?, token = token + 1, expires_at = ? WHERE owner = ? AND expires_at > ? RETURNING conversation_id",
-  params: [owner, expiresAt, holder, now]
 })
 
 /**

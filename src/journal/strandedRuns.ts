@@ -16,18 +16,31 @@ export interface Holders {
   readonly alive: (holder: string) => boolean
 }
 
+/** What the adopting executor goes by. */
+export interface Adopting {
+  readonly holders: Holders
+  /** Whether the conversation has runs in the adopting process: they are its own business. */
+  readonly here: (conversationId: string) => boolean
+  /** Whether the adopting process's build runs the agent: a suspended run of one it leaves out is not woken. */
+  readonly wakes: (agent: string) => boolean
+  /**
+   * The executor is starting: it wakes every suspended run that waits on nothing and that nobody
+   * holds, whoever held it last (one that went on running would have woken it), not only a dead
+   * holder's.
+   */
+  readonly starting: boolean
+}
+
 /** `RunJournal.takeOverStranded` on `database`. */
 export const takeOverStranded = (
   database: Context.Tag.Service<Database>,
   owner: string,
   ttlMillis: number,
-  holders: Holders,
-  here: (conversationId: string) => boolean,
-  wakes: (agent: string) => boolean
+  { here, holders, starting, wakes }: Adopting
 ): Effect.Effect<Stranded, StoreError> =>
   Effect.gen(function*() {
     const now = yield* Clock.currentTimeMillis
-    const rows = yield* database.read(statements.adoptionCandidates(owner))
+    const rows = yield* database.read(statements.adoptionCandidates(owner, now))
     // A holder's process is looked at once a pass, however many conversations it holds.
     const verdicts = new Map<string, "dead" | "alive" | "unknown">()
     const verdict = (holder: string) => {
@@ -41,13 +54,16 @@ export const takeOverStranded = (
     /** How the row's conversation is taken, if it is. */
     const takeover = (row: Row, conversationId: string, suspended: boolean): Statement | undefined => {
       if (row.owner === null || row.owner === undefined) return statements.acquireLease(conversationId, owner, now, ttlMillis)
+      const holder = String(row.owner)
+      const expired = Number(row.expires_at) < now
+      // Its own lease, given up, of a conversation with no run here: a run queued by a process that
+      // stopped while this one held the lease, which nobody else would take up.
+      if (holder === owner) return expired && !suspended ? statements.acquireLease(conversationId, owner, now, ttlMillis) : undefined
       const token = Number(row.token)
-      const found = verdict(String(row.owner))
+      const found = verdict(holder)
       // Fenced by the token read: a claim or takeover since leaves the lease alone.
-      if (found === "dead") return statements.takeOverLease(conversationId, token, owner, now + ttlMillis)
-      if (found === "unknown" && !suspended && Number(row.expires_at) < now) {
-        return statements.takeOverExpiredLease(conversationId, token, owner, now, now + ttlMillis)
-      }
+      if (found === "dead" || (suspended && starting && expired)) return statements.takeOverLease(conversationId, token, owner, now + ttlMillis)
+      if (found === "unknown" && !suspended && expired) return statements.takeOverExpiredLease(conversationId, token, owner, now, now + ttlMillis)
       return undefined
     }
     // One takeover per conversation, whether it has runs in flight, suspended ones, or both.

@@ -104,6 +104,26 @@ describe("a server takes up the runs of a process on its store that died", () =>
       expect(lines(log).filter((line) => line.endsWith(" second"))).toHaveLength(1)
       expect(survivor.server.child.exitCode).toBeNull()
     }), { timeout: 90_000 })
+  it.scopedLive("a run a killed `foundry start` queued while the live server held its conversation runs there once the conversation's run before it has ended", () =>
+    Effect.gen(function*() {
+      const log = join(tmpdir(), `foundry-adopt-${randomUUID()}.log`)
+      const root = yield* tempProject(durableProject(log, "", { plannedModelInFile: true }))
+      const holder = yield* serveProject(root)
+      const doomed = yield* serveProject(root)
+      const first = yield* submit(holder.url, plan({ calls: [{ name: "slow", arguments: { ms: 3000 } }] }))
+      yield* waitForLine(log, (line) => line.startsWith(`${first.runId} start `))
+      // Queued where it was sent, waiting for the lease the live server holds; its process then dies.
+      const next = yield* submit(doomed.url, plan({ calls: [{ name: "record", arguments: { line: "next" } }] }), first.conversationId)
+      yield* killHard(doomed.server)
+
+      const firstDone = yield* waitForRun(holder.url, first.runId, 1200)
+      const nextDone = yield* waitForRun(holder.url, next.runId, 1200)
+      expect(firstDone.status).toBe("completed")
+      expect(nextDone.status).toBe("completed")
+      expect(Number(nextDone.startedAt)).toBeGreaterThanOrEqual(Number(firstDone.finishedAt))
+      expect(lines(log).filter((line) => line.endsWith(" next"))).toHaveLength(1)
+      expect(holder.server.output()).toMatch(/took up 1 unfinished run /)
+    }), { timeout: 90_000 })
 })
 
 describe("a server leaves alone the runs of a live process on its store", () => {
@@ -131,6 +151,33 @@ describe("a server leaves alone the runs of a live process on its store", () => 
       expect(lines(log).filter((line) => line.startsWith(`${next.runId} start `))).toHaveLength(1)
       expect(yield* eventTypes(busy.url, next.runId)).not.toContain("run.resumed")
       expect(looking.server.output()).not.toMatch(/took up/)
+    }), { timeout: 90_000 })
+
+  it.scopedLive("a server started beside a live one leaves it its running and queued runs: the runs it takes itself do not wait behind them", () =>
+    Effect.gen(function*() {
+      const log = join(tmpdir(), `foundry-beside-${randomUUID()}.log`)
+      // One run at a time in each: a slot spent waiting for a lease the live server holds is the late server's only one.
+      const root = yield* tempProject(durableProject(log, `{ concurrency: 1 }`, { plannedModelInFile: true }))
+      const busy = yield* serveProject(root)
+      const long = yield* submit(busy.url, plan({ calls: [{ name: "slow", arguments: { ms: 6000 } }] }))
+      yield* waitForLine(log, (line) => line.startsWith(`${long.runId} start `))
+      // Behind the long run for the live server's slot, its conversation's lease taken with its submission.
+      const queued = yield* submit(busy.url, plan({ calls: [{ name: "slow", arguments: { ms: 10 } }] }))
+      const late = yield* serveProject(root)
+      const own = yield* submit(late.url, plan({ calls: [{ name: "slow", arguments: { ms: 10 } }] }))
+
+      const ownDone = yield* waitForRun(late.url, own.runId, 1200)
+      expect(ownDone.status).toBe("completed")
+      const at = (runId: string, what: string) => Number(lines(log).find((line) => line.startsWith(`${runId} ${what} `))?.split(" ")[2])
+      // Not after the live server's runs, which the late one would have waited for.
+      expect(at(own.runId, "end")).toBeLessThan(at(long.runId, "start") + 6000)
+      expect((yield* waitForRun(busy.url, long.runId, 1200)).status).toBe("completed")
+      expect((yield* waitForRun(busy.url, queued.runId, 1200)).status).toBe("completed")
+      for (const run of [long, queued]) {
+        expect(lines(log).filter((line) => line.startsWith(`${run.runId} start `))).toHaveLength(1)
+        expect(yield* eventTypes(busy.url, run.runId)).not.toContain("run.resumed")
+      }
+      expect(at(queued.runId, "start")).toBeGreaterThanOrEqual(at(long.runId, "end"))
     }), { timeout: 90_000 })
 
   it.scopedLive("a run executing in a live `foundry run` is not taken by the server, however long it runs", () =>
