@@ -140,6 +140,7 @@ export const makeRunExecutor = (options: RunExecutorOptions) =>
     // then finds `execute` made. It tells the approvals of a new one only when a run suspends.
     const execute = makeLeasedExecution({
       journal,
+      store,
       releases,
       owner,
       leaseTtl,

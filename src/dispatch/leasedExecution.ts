@@ -4,10 +4,11 @@
  * for now (another process may hold it), renewed while held and given up when the execution ends,
  * however it ends. A child run that ends wakes the parent waiting for it.
  */
-import { Clock, type Context, Duration, Effect } from "effect"
+import { Clock, type Context, Duration, Effect, Option } from "effect"
 import { finalStatuses, RunRecord, type RunStatus } from "../durable/records.js"
+import type { Store } from "../durable/Store.js"
 import { runAgent } from "../engine/AgentLoop.js"
-import type { Lease } from "../journal/journalRecords.js"
+import type { InLine, Lease } from "../journal/journalRecords.js"
 import type { RunJournal } from "../journal/RunJournal.js"
 import type { Releases } from "../release/Releases.js"
 import { isDeadExecutor } from "./executorIdentity.js"
@@ -15,6 +16,7 @@ import { isDeadExecutor } from "./executorIdentity.js"
 /** What executions need of their executor. */
 export interface LeasedExecutionOptions {
   readonly journal: Context.Tag.Service<RunJournal>
+  readonly store: Context.Tag.Service<Store>
   readonly releases: Context.Tag.Service<Releases>
   /** The executor's name, as it holds leases. */
   readonly owner: string
@@ -37,10 +39,10 @@ export interface LeasedExecutionOptions {
 
 /** How the executor executes a run whose turn in its lane has come, with the lease its submission took, if any. */
 export const makeLeasedExecution = (options: LeasedExecutionOptions) => {
-  const { journal, leaseTtl, letGo, owner, releases } = options
+  const { journal, leaseTtl, letGo, owner, releases, store } = options
 
-  /** Waits for the run's conversation lease (another process may be running it), and reads the run's status with it. */
-  const claim = (run: RunRecord): Effect.Effect<{ readonly lease: Lease; readonly status: RunStatus }> =>
+  /** Waits for the run's conversation lease (another process may be running it), and reads where the run stands with it. */
+  const claim = (run: RunRecord): Effect.Effect<{ readonly lease: Lease; readonly inLine: InLine }> =>
     journal.claim(run, owner, leaseTtl, isDeadExecutor).pipe(
       Effect.orDie,
       Effect.flatMap((claimed) =>
@@ -51,38 +53,59 @@ export const makeLeasedExecution = (options: LeasedExecutionOptions) => {
             Effect.zipRight(Effect.sleep(Duration.millis(Math.min(Math.max(claimed.expiresAt - now + 5, 5), leaseTtl))), claim(run))))
     )
 
+  /** Executes `run`, whose status is stored as `status` now, under `lease`: unless another process (or a cancel) moved it on meanwhile. */
+  const underLease = (lease: Lease, run: RunRecord, status: RunStatus) => {
+    if (finalStatuses.has(status)) return Effect.void
+    if (status === "suspended" && run.status !== "suspended") return Effect.void
+    const latest = status === run.status ? run : new RunRecord({ ...run, status }, { disableValidation: true })
+    return releases.forRun(run, (app) =>
+      Effect.gen(function*() {
+        const outcome = yield* runAgent(app, latest, lease).pipe(
+          Effect.catchTag("LeaseLost", () => Effect.as(options.leaseTaken(run.id), undefined))
+        )
+        if (outcome === "suspended") yield* options.asked
+      }))
+  }
+
+  /** A child run's parent waits for it: after its execution, the parent goes on if it has ended. */
+  const isChild = (run: RunRecord) => run.parentRunId !== null && run.parentToolCallId !== null
+
   /**
-   * Executes the run (its conversation's earlier runs are done, and it has a slot) under the
+   * Executes the run under `lease` where it stands: the runs of its conversation accepted before it
+   * that have not run yet go first, in their order (another process queued them, or left them
+   * running when it stopped), so that a conversation's runs execute in the order they were
+   * accepted wherever they were sent. Whoever else holds them finds them ended.
+   */
+  const inTurn = (lease: Lease, run: RunRecord, inLine: InLine) =>
+    inLine.ahead.length === 0 ? underLease(lease, run, inLine.status) : Effect.zipRight(
+      Effect.forEach(inLine.ahead, (runId) =>
+        Effect.flatMap(Effect.orDie(store.getRun(runId)), (ahead) =>
+          Option.isNone(ahead)
+            ? Effect.void
+            : isChild(ahead.value)
+            ? Effect.zipRight(underLease(lease, ahead.value, ahead.value.status), options.wakeParent(ahead.value.id))
+            : underLease(lease, ahead.value, ahead.value.status)), { discard: true }),
+      underLease(lease, run, inLine.status)
+    )
+
+  /**
+   * Executes the run (its conversation's earlier runs here are done, and it has a slot) under the
    * conversation's lease: `claimed` when the submission took it (held, so renewed, since), else
-   * taken now, so that it is renewed from the moment it is held; either way with the run's status
-   * as stored now. Whichever lease it is, it is given up when the execution ends, however it
-   * ends (a step may have released it already).
+   * taken now, so that it is renewed from the moment it is held; either way with where the run
+   * stands as stored now. Whichever lease it is, it is given up when the execution ends, however
+   * it ends (a step may have released it already).
    */
   return (run: RunRecord, claimed: Lease | undefined) => {
     let lease = claimed
-    const underLease = (status: RunStatus) => {
-      // Another process (or a cancel) may have moved the run on while it waited.
-      if (lease === undefined || finalStatuses.has(status)) return Effect.void
-      if (status === "suspended" && run.status !== "suspended") return Effect.void
-      const granted = lease
-      const latest = status === run.status ? run : new RunRecord({ ...run, status }, { disableValidation: true })
-      return releases.forRun(run, (app) =>
-        Effect.gen(function*() {
-          const outcome = yield* runAgent(app, latest, granted).pipe(
-            Effect.catchTag("LeaseLost", () => Effect.as(options.leaseTaken(run.id), undefined))
-          )
-          if (outcome === "suspended") yield* options.asked
-        }))
-    }
     const leased = claimed === undefined
       ? Effect.flatMap(claim(run), (claimedNow) => {
         lease = claimedNow.lease
-        return Effect.zipRight(options.hold(claimedNow.lease, run.id), underLease(claimedNow.status))
+        return Effect.zipRight(options.hold(claimedNow.lease, run.id), inTurn(claimedNow.lease, run, claimedNow.inLine))
       })
       // Queued with the lease, the run may have been cancelled since (from another process).
-      : Effect.flatMap(Effect.orDie(journal.statusOf(run.id)), (status) => status === undefined ? Effect.void : underLease(status))
+      : Effect.flatMap(Effect.orDie(journal.inLine(run)), (inLine) => inLine === undefined ? Effect.void : inTurn(claimed, run, inLine))
     const ended = Effect.ensuring(leased, Effect.suspend(() => lease === undefined ? Effect.void : letGo(lease)))
-    return (run.parentRunId !== null && run.parentToolCallId !== null ? Effect.zipRight(ended, options.wakeParent(run.id)) : ended).pipe(
+    return (isChild(run) ? Effect.zipRight(ended, options.wakeParent(run.id)) : ended).pipe(
       Effect.catchAllCause((cause) => Effect.logError("run execution crashed", cause))
     )
   }

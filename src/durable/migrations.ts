@@ -393,6 +393,16 @@ const conversationsByActivity = Effect.gen(function*() {
   yield* sql`CREATE INDEX foundry_conversations_by_instance ON foundry_conversations (agent, instance_id, updated_at)`
 })
 
+/**
+ * The runs of a conversation not yet run, in their order: found by status, then conversation and
+ * acceptance, as an executor holding a conversation's lease looks for runs accepted before its own.
+ */
+const runsInFlightByConversation = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  yield* sql`DROP INDEX runs_by_status`
+  yield* sql`CREATE INDEX foundry_runs_by_status ON foundry_runs (status, conversation_id, seq)`
+})
+
 /** Migrations by `<number>_<name>`, as `Migrator.fromRecord` reads them. */
 export const migrations = {
   "0001_init": init,
@@ -413,7 +423,8 @@ export const migrations = {
   "0016_lighter_events": lighterEvents,
   "0017_deployment_log": deploymentLog,
   "0018_grants_by_approval": grantsByApproval,
-  "0019_conversations_by_activity": conversationsByActivity
+  "0019_conversations_by_activity": conversationsByActivity,
+  "0020_runs_in_flight_by_conversation": runsInFlightByConversation
 }
 
 /**

@@ -17,7 +17,7 @@ import type { ChatMessage } from "../models/Model.js"
 import { eventRelease } from "./eventRelease.js"
 import * as statements from "./journalStatements.js"
 import { type Adopting, takeOverStranded } from "./strandedRuns.js"
-import { type Claim, historyOwner, type Lease, type NewRun, type Step, type Stranded } from "./journalRecords.js"
+import { type Claim, historyOwner, type InLine, type Lease, type NewRun, type Step, type Stranded } from "./journalRecords.js"
 
 /**
  * A write was fenced off: the conversation's lease belongs to a newer grant (another executor), or
@@ -96,6 +96,11 @@ export class RunJournal extends Context.Tag("foundry/RunJournal")<RunJournal, {
    * cannot be loaded any more (a build of sources that changed since).
    */
   readonly moveToRelease: (runId: string, release: string) => Effect.Effect<void, StoreError>
+  /**
+   * Where the run stands in its conversation as stored now (read by the holder of the
+   * conversation's lease); `undefined` for a run that is not there.
+   */
+  readonly inLine: (run: RunRecord) => Effect.Effect<InLine | undefined, StoreError>
   /** The run's status as stored now; `undefined` for a run that is not there. */
   readonly statusOf: (runId: string) => Effect.Effect<RunStatus | undefined, StoreError>
   /**
@@ -273,11 +278,11 @@ export const layer = Layer.effect(
           const claimed = (result: UnitResult): Claim | undefined => {
             if (result._tag !== "Written") return undefined
             const lease = grantedIn(result.rows[0], run.conversationId, owner)
-            const status = result.rows[1]?.[0]?.status
-            return lease !== undefined && isRunStatus(status) ? { _tag: "Claimed", lease, status } : undefined
+            const inLine = inLineOf(run.id, result.rows[1] ?? [])
+            return lease !== undefined && inLine !== undefined ? { _tag: "Claimed", lease, inLine } : undefined
           }
           const taken = claimed(yield* database.write({
-            statements: [statements.acquireLease(run.conversationId, owner, now, ttlMillis), statements.runStatus(run.id)]
+            statements: [statements.acquireLease(run.conversationId, owner, now, ttlMillis), statements.runInLine(run)]
           }))
           if (taken !== undefined) return taken
           const [row] = yield* database.read(statements.leaseHolder(run.conversationId))
@@ -290,7 +295,7 @@ export const layer = Layer.effect(
           if (deadHolder === undefined || !deadHolder(held.owner)) return held
           // Its holder is known to be dead: taken over now, not after the expiry.
           const takenOver = claimed(yield* database.write({
-            statements: [statements.takeOverLease(run.conversationId, held.token, owner, now + ttlMillis), statements.runStatus(run.id)]
+            statements: [statements.takeOverLease(run.conversationId, held.token, owner, now + ttlMillis), statements.runInLine(run)]
           }))
           return takenOver ?? held
         }),
@@ -312,6 +317,8 @@ export const layer = Layer.effect(
         ),
 
       moveToRelease: (runId, release) => Effect.asVoid(database.write({ statements: [statements.moveToRelease(runId, release)] })),
+
+      inLine: (run) => Effect.map(database.read(statements.runInLine(run)), (rows) => inLineOf(run.id, rows)),
 
       statusOf: (runId) =>
         Effect.map(database.read(statements.runStatus(runId)), (rows) => {
@@ -352,3 +359,11 @@ export const layer = Layer.effect(
 )
 
 const isRunStatus = Schema.is(RunStatus)
+
+/** Where run `runId` stands, from `runInLine`'s rows; `undefined` for a run that is not there. */
+const inLineOf = (runId: string, rows: ReadonlyArray<Row>): InLine | undefined => {
+  const status = rows.find((row) => row.id === runId)?.status
+  if (!isRunStatus(status)) return undefined
+  const ahead = rows.filter((row) => row.id !== runId).sort((a, b) => Number(a.seq) - Number(b.seq)).map((row) => String(row.id))
+  return { status, ahead }
+}

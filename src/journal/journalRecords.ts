@@ -78,11 +78,21 @@ export interface Step {
 }
 
 /**
- * What asking for a conversation's lease gave: the lease, with the run's status read in the same
- * transaction; or who holds it (grant `token`) and when that lease expires unless it is renewed.
+ * Where a run stands in its conversation, read under the conversation's lease: its status, and the
+ * runs of the conversation accepted before it that have not run yet, in their order (queued in
+ * another process, or left running by one that stopped): they go first.
+ */
+export interface InLine {
+  readonly status: RunStatus
+  readonly ahead: ReadonlyArray<string>
+}
+
+/**
+ * What asking for a conversation's lease gave: the lease, with where the run stands read in the
+ * same transaction; or who holds it (grant `token`) and when that lease expires unless it is renewed.
  */
 export type Claim =
-  | { readonly _tag: "Claimed"; readonly lease: Lease; readonly status: RunStatus }
+  | { readonly _tag: "Claimed"; readonly lease: Lease; readonly inLine: InLine }
   | { readonly _tag: "Held"; readonly owner: string; readonly token: number; readonly expiresAt: number }
 
 /**

@@ -79,6 +79,18 @@ export const moveToRelease = (id: string, release: string): Statement => ({
 export const runStatus = (id: string): Statement => ({ sql: "SELECT status FROM foundry_runs WHERE id = ?", params: [id] })
 
 /**
+ * The run's status, and the runs of its conversation accepted before it that have not run yet
+ * (queued, or running under a lease nobody renews any more), each row with its `seq`.
+ */
+export const runInLine = (run: { readonly id: string; readonly conversationId: string }): Statement => ({
+  sql: `SELECT id, status, seq FROM foundry_runs WHERE id = ?
+    UNION ALL
+    SELECT id, status, seq FROM foundry_runs WHERE status IN ('queued', 'running') AND conversation_id = ?
+      AND seq < (SELECT seq FROM foundry_runs WHERE id = ?)`,
+  params: [run.id, run.conversationId, run.id]
+})
+
+/**
  * A status change: starting sets `started_at` (the first start: a run resumed after waiting keeps
  * it, so its duration counts the wait), ending sets `finished_at` and the output or error.
  */

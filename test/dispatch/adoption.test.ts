@@ -199,6 +199,31 @@ describe("a server leaves alone the runs of a live process on its store", () => 
     }), { timeout: 90_000 })
 })
 
+describe("runs of one conversation sent to two servers on one store", () => {
+  it.scopedLive("execute once each, in the order they were accepted, wherever they were sent", () =>
+    Effect.gen(function*() {
+      const log = join(tmpdir(), `foundry-order-${randomUUID()}.log`)
+      const root = yield* tempProject(durableProject(log, "", { plannedModelInFile: true }))
+      const a = yield* serveProject(root)
+      const b = yield* serveProject(root)
+      const first = yield* submit(a.url, plan({ calls: [{ name: "slow", arguments: { ms: 1500 } }] }))
+      yield* waitForLine(log, (line) => line.startsWith(`${first.runId} start `))
+      // Accepted while the first runs, alternately by each server: each waits where it was sent.
+      const later: Array<{ readonly runId: string }> = []
+      for (const n of [2, 3, 4, 5]) {
+        later.push(yield* submit(n % 2 === 0 ? b.url : a.url, plan({ calls: [{ name: "record", arguments: { line: `message ${n}` } }] }), first.conversationId))
+      }
+      for (const run of [first, ...later]) expect((yield* waitForRun(a.url, run.runId, 1200)).status).toBe("completed")
+      const recorded = lines(log).filter((line) => line.includes(" message "))
+      expect(recorded.map((line) => line.split(" ").slice(2).join(" "))).toEqual(["message 2", "message 3", "message 4", "message 5"])
+      // The conversation's transcript in the same order, each message once.
+      const messages = yield* http(`${a.url}/api/conversations/${first.conversationId}/messages`)
+      const users = (messages.json as ReadonlyArray<{ readonly role?: string; readonly content?: unknown }>)
+        .filter((message) => message.role === "user").map((message) => String(message.content))
+      expect(users.map((content) => JSON.parse(content).calls?.[0]?.arguments?.line ?? "first")).toEqual(["first", "message 2", "message 3", "message 4", "message 5"])
+    }), { timeout: 90_000 })
+})
+
 describe("a server wakes the suspended runs a process on its store left waiting when it died", () => {
   it.scopedLive("a parent whose child ended in a `foundry start` killed before it resumed the parent completes on the other server", () =>
     Effect.gen(function*() {

@@ -331,7 +331,7 @@ const journalTests = (backend: Backend) => {
       yield* TestClock.setTime(1_000)
       const r1 = yield* submit(journal, newRun("r1"))
       const first = yield* journal.claim(r1, "A", 1_000)
-      expect(first).toEqual({ _tag: "Claimed", lease: { conversationId: "c1", owner: "A", token: 1 }, status: "queued" })
+      expect(first).toEqual({ _tag: "Claimed", lease: { conversationId: "c1", owner: "A", token: 1 }, inLine: { status: "queued", ahead: [] } })
 
       yield* TestClock.setTime(1_500)
       // Held: the answer says when the holder's lease expires unless renewed.
@@ -344,7 +344,29 @@ const journalTests = (backend: Backend) => {
       yield* TestClock.setTime(2_001)
       const taken = yield* journal.claim(r1, "B", 1_000)
       // The status is read in the same transaction as the lease is taken.
-      expect(taken).toEqual({ _tag: "Claimed", lease: { conversationId: "c1", owner: "B", token: 2 }, status: "running" })
+      expect(taken).toEqual({ _tag: "Claimed", lease: { conversationId: "c1", owner: "B", token: 2 }, inLine: { status: "running", ahead: [] } })
+    }))
+
+  it.scoped("the holder of a conversation's lease reads the runs accepted before its own that have not run yet, in their order", () =>
+    Effect.gen(function*() {
+      const { journal } = yield* freshStorage(backend)
+      yield* TestClock.setTime(1_000)
+      const [r1, r2, r3, r4, r5] = yield* Effect.forEach(["r1", "r2", "r3", "r4", "r5"], (id, at) =>
+        submit(journal, newRun(id), { newConversation: at === 0 }))
+      const other = yield* submit(journal, newRun("o1", { conversationId: "c2" }))
+      yield* journal.record(r1!, { status: { status: "completed", output: "done" } })
+      yield* journal.record(r2!, { status: { status: "suspended" } })
+      // Left running by a process that stopped; r4 queued in another process.
+      yield* journal.record(r3!, { status: { status: "running" } })
+      expect(yield* journal.claim(r5!, "A", 1_000)).toEqual({
+        _tag: "Claimed",
+        lease: { conversationId: "c1", owner: "A", token: 1 },
+        inLine: { status: "queued", ahead: ["r3", "r4"] }
+      })
+      expect(yield* journal.inLine(r4!)).toEqual({ status: "queued", ahead: ["r3"] })
+      expect(yield* journal.inLine(r1!)).toEqual({ status: "completed", ahead: [] })
+      expect(yield* journal.inLine(other)).toEqual({ status: "queued", ahead: [] })
+      expect(yield* journal.inLine({ ...other, id: "gone" })).toBeUndefined()
     }))
 
   it.scoped("submitAndClaim takes a free lease in the submission's one transaction; a held one is left to its holder", () =>
@@ -442,7 +464,7 @@ const journalTests = (backend: Backend) => {
       // Only holders the predicate names are taken over.
       expect(yield* journal.claim(r1, "B", 1_000, (holder) => holder === "C")).toMatchObject({ _tag: "Held", owner: "A" })
       const taken = yield* journal.claim(r1, "B", 1_000, (holder) => holder === "A")
-      expect(taken).toEqual({ _tag: "Claimed", lease: { conversationId: "c1", owner: "B", token: 2 }, status: "queued" })
+      expect(taken).toEqual({ _tag: "Claimed", lease: { conversationId: "c1", owner: "B", token: 2 }, inLine: { status: "queued", ahead: [] } })
       expect(yield* journal.renew(dead, "r1", 60_000)).toBe(false)
       const lost = yield* Effect.flip(journal.record(r1, { messages: [user] }, dead))
       expect(lost).toEqual(new LeaseLost({ conversationId: "c1", token: 1 }))
@@ -572,7 +594,7 @@ const journalTests = (backend: Backend) => {
       const before = yield* transactions(storage)
       yield* journal.release(b)
       expect(yield* transactions(storage)).toBe(before)
-      expect(yield* journal.claim(r1, "C", 1_000)).toMatchObject({ _tag: "Claimed", lease: { token: 3 }, status: "completed" })
+      expect(yield* journal.claim(r1, "C", 1_000)).toMatchObject({ _tag: "Claimed", lease: { token: 3 }, inLine: { status: "completed", ahead: [] } })
     }))
 
   it.scoped("steps recorded by several fibers at once share write transactions", () =>
