@@ -26,8 +26,14 @@ export const makeApprovalDecisions = (resume: (run: RunRecord) => Effect.Effect<
     const events = yield* EventLog
     const asked = yield* Queue.sliding<void>(1)
 
-    /** Applies a decision (or an expiry) to a pending approval and resumes its run. */
-    const apply = (approvalId: string, status: "approved" | "denied" | "expired", reason: string | undefined, scope: ApprovalScope = "once") =>
+    /** Applies a decision (or an expiry) to a pending approval and, `resuming`, resumes its run. */
+    const apply = (
+      approvalId: string,
+      status: "approved" | "denied" | "expired",
+      reason: string | undefined,
+      scope: ApprovalScope = "once",
+      resuming = true
+    ) =>
       Effect.gen(function*() {
         const approval = yield* approvals.get(approvalId)
         if (Option.isNone(approval)) {
@@ -61,7 +67,7 @@ export const makeApprovalDecisions = (resume: (run: RunRecord) => Effect.Effect<
             ...(granted ? { scope } : {}),
             ...(reason === undefined ? {} : { reason })
           }, `approval:${decided.value.toolCallId}`, `tool:${decided.value.toolCallId}`)).pipe(withEventRelease(run.value.release))
-          if (run.value.status === "suspended") yield* resume(run.value)
+          if (resuming && run.value.status === "suspended") yield* resume(run.value)
         }
         return decided.value
       })
@@ -90,13 +96,14 @@ export const makeApprovalDecisions = (resume: (run: RunRecord) => Effect.Effect<
       /** Applies a person's decision. */
       decide: apply,
       /**
-       * Expires the pending approvals of a run that ended without them (cancelled, steered), saying
-       * why: nobody may approve a call that will never run, and a later decision gets a 409.
+       * Expires the pending approvals of a run that ends without them (cancelled, steered), saying
+       * why: nobody may approve a call that will never run, and a later decision gets a 409. The run
+       * is not resumed: it is ending.
        */
       closeFor: (runId: string, reason: string) =>
         Effect.gen(function*() {
           for (const approval of yield* approvals.list({ status: "pending", runId })) {
-            yield* apply(approval.id, "expired", reason).pipe(
+            yield* apply(approval.id, "expired", reason, "once", false).pipe(
               Effect.catchTags({ ApprovalAlreadyDecided: () => Effect.void, ApprovalNotFound: () => Effect.void })
             )
           }

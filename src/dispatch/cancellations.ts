@@ -33,7 +33,7 @@ export interface CancellationsOptions {
   readonly findRun: (runId: string) => Effect.Effect<RunRecord, RunNotFound | StoreError>
   /** Wakes the run's parent if it waits for the run, now ended. */
   readonly wakeParent: (runId: string) => Effect.Effect<void>
-  /** Expires the approvals the run still waits for, saying why. */
+  /** Expires the approvals the run still waits for, saying why (the run is not resumed for them). */
   readonly closeApprovals: (runId: string, reason: string) => Effect.Effect<void, StoreError>
   /** Queues the run that takes over a steered run's conversation. */
   readonly successor: Submissions["successor"]
@@ -43,15 +43,21 @@ export interface CancellationsOptions {
 export const makeCancellations = (options: CancellationsOptions) => {
   const { executions, findRun, instances, journal, store, wakeParent } = options
 
+  const alreadyEnded = (run: RunRecord) =>
+    new RunAlreadyEnded({ runId: run.id, status: run.status, message: `run "${run.id}" has already ended (${run.status})` })
+
   const cancel: Cancel = Effect.fn("Dispatcher.cancel")(function*(runId: string, reason: string) {
     const run = yield* findRun(runId)
-    if (finalStatuses.has(run.status)) {
-      return yield* new RunAlreadyEnded({ runId, status: run.status, message: `run "${runId}" has already ended (${run.status})` })
-    }
+    if (finalStatuses.has(run.status)) return yield* alreadyEnded(run)
     yield* executions.stop(runId)
+    // Ended meanwhile (its last step, or another cancel): this cancel is not the one that ended it.
     const latest = yield* findRun(runId)
-    if (finalStatuses.has(latest.status)) return latest
-    // Unfenced: whoever ends the run answers its open calls, in the step that ends it.
+    if (finalStatuses.has(latest.status)) return yield* alreadyEnded(latest)
+    // A run waiting for a person: its approvals close before it ends, so that they are told in its
+    // events before its end (a follower's stream ends there).
+    if (latest.status === "suspended") yield* options.closeApprovals(runId, endedBeforeDecision("cancelled"))
+    // Whoever ends the run answers its open calls, in the step that ends it; of two cancels at once,
+    // one ends it and the other finds it ended.
     const closing = closeOpenCalls(latest, yield* store.listMessages(latest.conversationId), reason)
     yield* journal.record(latest, {
       messages: closing.messages,
@@ -60,7 +66,8 @@ export const makeCancellations = (options: CancellationsOptions) => {
       // Running in another process on this store (this one has no fiber of it to interrupt): that
       // executor's lease goes with the cancel, so it writes nothing more and stops.
       ...(latest.status === "running" ? { revokeLeaseFor: options.owner } : {})
-    }).pipe(Effect.catchTag("LeaseLost", Effect.die))
+    }).pipe(Effect.catchTag("LeaseLost", () => Effect.flatMap(findRun(runId), (ended) => Effect.fail(alreadyEnded(ended)))))
+    // Asked for while the cancel was on its way (an approval is asked for outside the lease).
     yield* options.closeApprovals(runId, endedBeforeDecision("cancelled"))
     // Children this run waits for go with it; a cancelled child wakes its waiting parent.
     const children = yield* store.childRuns(runId)

@@ -8,7 +8,7 @@
 import { createHash } from "node:crypto"
 import { Clock, Context, Data, Effect, FiberRef, Layer, Schema } from "effect"
 import { Database, type Row, type Statement, type UnitResult } from "../durable/Database.js"
-import { RunRecord, RunStatus } from "../durable/records.js"
+import { finalStatuses, RunRecord, RunStatus } from "../durable/records.js"
 import type { StoreError } from "../durable/StoreError.js"
 import { type EventDraft, EventLog } from "../events/EventLog.js"
 import { insertEvents, sequenced, type UnsequencedEvent } from "../events/EventStorage.js"
@@ -88,7 +88,8 @@ export class RunJournal extends Context.Tag("foundry/RunJournal")<RunJournal, {
   /**
    * Writes one step of `run` in one transaction; with a `lease`, only while that lease is the
    * current grant and the run has not ended (else `LeaseLost`, and nothing of the step is
-   * written). Returns its events as stored, already published.
+   * written). Without one, a step that ends the run (a cancel) is written only while the run has
+   * not ended either (else `LeaseLost`). Returns its events as stored, already published.
    */
   readonly record: (run: RunRecord, step: Step, lease?: Lease) => Effect.Effect<ReadonlyArray<FoundryEvent>, StoreError | LeaseLost>
   /**
@@ -167,6 +168,7 @@ export const layer = Layer.effect(
     const database = yield* Database
     const events = yield* EventLog
     const fence = statements.leaseGuard(database.dialect)
+    const notEnded = statements.notEndedGuard(database.dialect)
     // Leases a step already released: releasing one again would be a wasted transaction.
     const released = new WeakSet<Lease>()
 
@@ -345,8 +347,14 @@ export const layer = Layer.effect(
           for (const usage of step.usage ?? []) writes.push(statements.addUsage(run.id, usage))
           if (step.status !== undefined) writes.push(statements.updateRun(run.id, step.status, now, step.starts === true))
           if (step.releaseLease === true && lease !== undefined) writes.push(statements.releaseLease(lease))
+          // Without a lease, a step that ends the run does so only once: a second cancel finds it ended.
+          const guard = lease !== undefined
+            ? fence(lease, run.id)
+            : step.status !== undefined && finalStatuses.has(step.status.status)
+            ? notEnded(run.id)
+            : undefined
           const { stored } = yield* writeWithEvents(
-            { guard: lease === undefined ? undefined : fence(lease, run.id), statements: writes },
+            { guard, statements: writes },
             step.events ?? [],
             lease,
             { time: now, release: run.release }

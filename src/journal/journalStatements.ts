@@ -123,6 +123,16 @@ export const appendMessage = (conversationId: string, runId: string, body: strin
 })
 
 /**
+ * The check of a step that ends a run from outside its execution (a cancel): a row while the run
+ * has not ended, so that it ends once however many ask at once. On PostgreSQL the run's row is
+ * locked until the step commits: a second such step waits, then finds the run ended.
+ */
+export const notEndedGuard = (dialect: "sqlite" | "pg") => {
+  const sql = `SELECT 1 FROM foundry_runs WHERE id = ? AND status NOT IN ${finalStatusesSql}${dialect === "pg" ? " FOR UPDATE" : ""}`
+  return (runId: string): Statement => ({ sql, params: [runId] })
+}
+
+/**
  * The fencing check of a run's step: a row while `lease` is the conversation's current grant and
  * the run has not ended. A run another process ended (a cancel that found it queued, its executor
  * between its status read and its first step) takes no further step. On PostgreSQL both rows are

@@ -215,6 +215,38 @@ describe("cancel and steer", () => {
       expect((yield* http(`${other.url}/api/runs/${runId}`)).json).toMatchObject({ status: "cancelled" })
     }), 30_000)
 
+  it.scopedLive("cancels of a running run sent at once: one ends it (200), the others find it ended (409), one run.cancelled", () =>
+    Effect.gen(function*() {
+      const { url } = yield* setup()
+      const run = yield* submit(url, { message: plan({ calls: [{ name: "slow", arguments: { ms: 30_000 } }] }) })
+      yield* waitForStatus(url, run.runId, "running")
+      const answers = yield* Effect.forEach([1, 2, 3], () => http(`${url}/api/runs/${run.runId}/cancel`, { method: "POST" }), {
+        concurrency: "unbounded"
+      })
+      expect(answers.map((answer) => answer.status).sort()).toEqual([200, 409, 409])
+      expect(answers.find((answer) => answer.status === 409)?.json).toMatchObject({ _tag: "RunAlreadyEnded", status: "cancelled" })
+      const events = (yield* http(`${url}/api/runs/${run.runId}/events`)).json as Array<{ type: string }>
+      expect(events.filter((event) => event.type === "run.cancelled")).toHaveLength(1)
+    }))
+
+  it.scopedLive("steers of a running run sent at once: one successor, the other steers refused with 409", () =>
+    Effect.gen(function*() {
+      const { url } = yield* setup()
+      const run = yield* submit(url, { message: plan({ calls: [{ name: "slow", arguments: { ms: 30_000 } }] }) })
+      yield* waitForStatus(url, run.runId, "running")
+      const answers = yield* Effect.forEach(["one", "two", "three"], (line) =>
+        http(`${url}/api/runs/${run.runId}/steer`, { body: { message: plan({ calls: [{ name: "record", arguments: { line } }] }) } }), {
+        concurrency: "unbounded"
+      })
+      expect(answers.map((answer) => answer.status).sort()).toEqual([202, 409, 409])
+      const successor = answers.find((answer) => answer.status === 202)!.json as { runId: string }
+      expect((yield* waitForRun(url, successor.runId)).status).toBe("completed")
+      const runs = (yield* http(`${url}/api/runs?conversation=${run.conversationId}`)).json as Array<{ id: string; steeredFrom: string | null }>
+      expect(runs.filter((listed) => listed.steeredFrom === run.runId).map((listed) => listed.id)).toEqual([successor.runId])
+      const transcript = (yield* http(`${url}/api/conversations/${run.conversationId}/messages`)).json as Array<{ role: string }>
+      expect(transcript.filter((message) => message.role === "user")).toHaveLength(2)
+    }))
+
   it.scopedLive("steering cancels the run and starts a new one in the same conversation, linked to it", () =>
     Effect.gen(function*() {
       const { url } = yield* setup()
@@ -260,6 +292,24 @@ describe("approvals", () => {
       expect(again.json).toMatchObject({ _tag: "ApprovalAlreadyDecided", status: "approved" })
       const types = ((yield* http(`${url}/api/runs/${run.runId}/events`)).json as Array<{ type: string }>).map((e) => e.type)
       expect(types).toEqual(expect.arrayContaining(["approval.requested", "run.suspended", "approval.decided", "run.resumed"]))
+    }))
+
+  it.scopedLive("a run cancelled while it waits for a person closes its approval before it ends: its event stream tells the approval's expiry", () =>
+    Effect.gen(function*() {
+      const { log, url } = yield* setup()
+      const run = yield* submit(url, { message: transfer })
+      const approvalId = yield* pendingApproval(url, run.runId)
+      expect((yield* http(`${url}/api/runs/${run.runId}/cancel`, { method: "POST" })).status).toBe(200)
+      const types = ((yield* http(`${url}/api/runs/${run.runId}/events`)).json as Array<{ type: string }>).map((e) => e.type)
+      expect(types.slice(-3)).toEqual(["approval.decided", "tool.call.failed", "run.cancelled"])
+      // The stream of an ended run ends with its end: what comes before it is all a follower gets.
+      const stream = yield* http(`${url}/api/runs/${run.runId}/events`, { headers: { accept: "text/event-stream" } })
+      expect(stream.text).toMatch(/event: approval\.decided[\s\S]*event: run\.cancelled/)
+      const closed = ((yield* http(`${url}/api/approvals?run=${run.runId}`)).json as Array<{ id: string }>).find((a) => a.id === approvalId)
+      expect(closed).toMatchObject({ status: "expired", reason: "the run was cancelled before a decision" })
+      // Not resumed by its approval's closing: the call never ran.
+      expect(types.filter((type) => type === "run.resumed")).toEqual([])
+      expect(lines(log)).toEqual([])
     }))
 
   it.scopedLive("a denied call never runs and the model is told why", () =>

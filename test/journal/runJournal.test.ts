@@ -405,6 +405,26 @@ const journalTests = (backend: Backend) => {
       expect(yield* journal.claim(first.run, "D", 1_000)).toMatchObject({ _tag: "Claimed", lease: { owner: "D", token: 3 } })
     }))
 
+  it.scoped("a step that ends a run without its lease (a cancel) ends it once: of two at once, one is written and the other fails with LeaseLost", () =>
+    Effect.gen(function*() {
+      const storage = yield* freshStorage(backend)
+      const { journal, store } = storage
+      yield* TestClock.setTime(1_000)
+      const r1 = yield* submit(journal, newRun("r1"), { queuedId: "e1" })
+      yield* journal.record(r1, { status: { status: "running" } })
+      const cancel = (id: string): Step => ({ events: [draft(id, r1, started)], status: { status: "cancelled" } })
+      const outcomes = yield* Effect.all([journal.record(r1, cancel("e2")), journal.record(r1, cancel("e3"))].map(Effect.either), {
+        concurrency: "unbounded"
+      })
+      expect(outcomes.filter((outcome) => outcome._tag === "Right")).toHaveLength(1)
+      expect(outcomes.filter((outcome) => outcome._tag === "Left").map((outcome) => outcome._tag === "Left" && outcome.left._tag)).toEqual(["LeaseLost"])
+      expect((yield* eventIds(storage)).length).toBe(2)
+      expect(Option.map(yield* store.getRun("r1"), (run) => run.status)).toEqual(Option.some("cancelled"))
+      // A step that does not end it is not held to that (a run's own steps are fenced by their lease).
+      yield* journal.record(r1, { messages: [user] })
+      expect((yield* store.listMessages("c1")).map((m) => m.message)).toEqual([user])
+    }))
+
   it.scoped("a step recorded with a stale lease fails with LeaseLost and writes nothing of the step", () =>
     Effect.gen(function*() {
       const storage = yield* freshStorage(backend)
