@@ -180,8 +180,9 @@ export const runtimeLayer = (app: CompiledApp, options: RuntimeOptions = {}) =>
       EventLog.layer({
         ...app.table.config.events,
         release: Releases.releaseOfWork(current),
-        // Runners of a cluster write events for one another's followers.
-        crossProcess: clusterSettingsOf(app, options) === undefined ? undefined : { pollEvery: "100 millis" }
+        // Other processes on the store (another server, `foundry run`, a cluster's runners) write
+        // events for the followers here; a cluster's runners share every conversation's, so more often.
+        crossProcess: { pollEvery: clusterSettingsOf(app, options) === undefined ? "250 millis" : "100 millis" }
       })))),
     Layer.provideMerge(EventStorage.layer),
     Layer.provideMerge(SqlStore.layer),

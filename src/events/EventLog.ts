@@ -65,9 +65,9 @@ export interface EventLogOptions {
   /** The release events are stamped with: the build that is running. */
   readonly release?: Effect.Effect<string> | undefined
   /**
-   * Other processes write events to the same store (a cluster): followers here get those too,
-   * read from the store this often while anyone follows. Ephemeral events (text deltas) stay in
-   * the process that made them.
+   * Other processes may write events to the same store (a second server, `foundry run`, the
+   * runners of a cluster): followers here get those too, read from the store this often while
+   * anyone follows. Ephemeral events (text deltas) stay in the process that made them.
    */
   readonly crossProcess?: { readonly pollEvery: Duration.DurationInput } | undefined
 }
@@ -76,6 +76,9 @@ export interface EventLogOptions {
 const commitWindow = 2000
 
 const pageSize = 1000
+
+/** How many published sequence numbers are remembered before those older than the commit window are forgotten. */
+const seenLimit = 4096
 
 /** Whether a live event matches a filter (the same fields the store filters on). */
 const matches = (filter: EventFilter, event: FoundryEvent): boolean =>
@@ -122,19 +125,21 @@ export const layer = (options: EventLogOptions = {}) => Layer.scoped(
         : Effect.sync(() => stampDrafts(drafts, at.time, at.release))
 
     // Cross-process: the sequence numbers published lately (and when), so that neither the local
-    // publication nor a late commit is published twice, and the highest seen.
+    // publication nor a late commit is published twice. Those older than the commit window are
+    // forgotten as more come, followed or not. `tailAt`: how far the tail has read the store.
     const seen = new Map<number, number>()
-    let highest = 0
+    let tailAt = 0
+    const forgetOld = (now: number) => {
+      for (const [seq, at] of seen) if (now - at > commitWindow) seen.delete(seq)
+    }
     // Subscribers of the whole feed: with none, publishing is only the run followers' queues.
     let feedSubscribers = 0
     const publish = (stored: ReadonlyArray<FoundryEvent>) =>
       Effect.suspend(() => {
         if (options.crossProcess !== undefined) {
           const now = Date.now()
-          for (const event of stored) {
-            if (event.seq > 0) seen.set(event.seq, now)
-            if (event.seq > highest) highest = event.seq
-          }
+          for (const event of stored) if (event.seq > 0) seen.set(event.seq, now)
+          if (seen.size > seenLimit) forgetOld(now)
         }
         if (runFollowers.size > 0) {
           for (const event of stored) {
@@ -186,8 +191,28 @@ export const layer = (options: EventLogOptions = {}) => Layer.scoped(
         }))
     }
 
-    /** Counts a follower for as long as the scope is open. */
-    const following = heldInScope(() => followers++, () => followers--)
+    // The tail of other processes' events sleeps while nobody follows, and wakes with the first.
+    const firstFollower = yield* Queue.sliding<void>(1)
+    let tailFrom: "newest" | "where it is" = "newest"
+    /**
+     * Counts a follower for as long as the scope is open. The first after a while without any
+     * starts the tail from the newest event stored, before the follower reads what is stored: what
+     * other processes write after that is the tail's.
+     */
+    const following = Effect.zipRight(
+      Effect.suspend(() => options.crossProcess === undefined || tailFrom === "where it is" ? Effect.void : Effect.map(
+        database.read({ sql: "SELECT COALESCE(MAX(seq), 0) AS seq FROM foundry_events", params: [] }),
+        (rows) => {
+          // Another follower that came at the same time may have started it already.
+          if (tailFrom === "where it is") return
+          tailAt = Number(rows[0]?.seq ?? 0)
+          tailFrom = "where it is"
+        }
+      )),
+      heldInScope(() => {
+        if (followers++ === 0) Queue.unsafeOffer(firstFollower, undefined)
+      }, () => followers--)
+    )
 
     /** The stored events matching `filter` after `after`, page by page. */
     const storedAfter = (filter: EventFilter, after: number) =>
@@ -327,27 +352,34 @@ export const layer = (options: EventLogOptions = {}) => Layer.scoped(
     }
 
     if (options.crossProcess !== undefined) {
-      let idle = true
+      // Events the last look found that nobody here had published: published at the next look if
+      // still not (an event of this process is published just after its commit, so a look between
+      // the two would otherwise publish it a second time).
+      let unseen: Array<FoundryEvent> = []
       yield* Effect.gen(function*() {
         if (followers === 0) {
-          idle = true
-          return
+          tailFrom = "newest"
+          unseen = []
+          return yield* Queue.take(firstFollower)
         }
-        if (idle) {
-          // Followers read what happened before they came from the store: start from now.
-          const latest = yield* database.read({ sql: "SELECT COALESCE(MAX(seq), 0) AS seq FROM foundry_events", params: [] })
-          highest = Math.max(highest, Number(latest[0]?.seq ?? 0))
-          idle = false
-          return
+        const ready = unseen.filter((event) => !seen.has(event.seq))
+        unseen = []
+        if (ready.length > 0) yield* publish(ready)
+        // On from where the tail has read. On SQLite an event is numbered as its transaction writes
+        // it, one writer at a time, so none numbered lower commits later. On PostgreSQL a sequence
+        // number is taken before the commit: the tail reads again from the oldest event published
+        // within the commit window.
+        let low = tailAt
+        if (database.dialect === "pg") {
+          const now = Date.now()
+          for (const [seq, at] of seen) if (now - at <= commitWindow && seq - 1 < low) low = seq - 1
         }
-        const now = Date.now()
-        // Re-read from the oldest event published within the window; forget what lies below it.
-        let low = highest
-        for (const [seq, at] of seen) if (now - at <= commitWindow && seq - 1 < low) low = seq - 1
         for (const seq of seen.keys()) if (seq <= low) seen.delete(seq)
         const page = yield* storage.list({ after: low, limit: pageSize })
-        const fresh = page.filter((event) => !seen.has(event.seq))
-        if (fresh.length > 0) yield* publish(fresh)
+        for (const event of page) {
+          if (!seen.has(event.seq)) unseen.push(event)
+          if (event.seq > tailAt) tailAt = event.seq
+        }
       }).pipe(
         Effect.catchAllCause((cause) => Effect.logWarning("reading other processes' events failed", cause)),
         Effect.repeat(Schedule.spaced(options.crossProcess.pollEvery)),

@@ -199,8 +199,27 @@ describe("a server leaves alone the runs of a live process on its store", () => 
     }), { timeout: 90_000 })
 })
 
-describe("runs of one conversation sent to two servers on one store", () => {
-  it.scopedLive("execute once each, in the order they were accepted, wherever they were sent", () =>
+describe("two servers on one store", () => {
+  it.scopedLive("a run's event stream followed through the server that does not execute it carries its events as they happen, to its end", () =>
+    Effect.gen(function*() {
+      const log = join(tmpdir(), `foundry-follow-${randomUUID()}.log`)
+      const root = yield* tempProject(durableProject(log, "", { plannedModelInFile: true }))
+      const executing = yield* serveProject(root)
+      const other = yield* serveProject(root)
+      const run = yield* submit(executing.url, plan({ calls: [{ name: "slow", arguments: { ms: 1500 } }] }))
+      const started = Date.now()
+      const text = yield* Effect.promise(async () => {
+        const response = await fetch(`${other.url}/api/runs/${run.runId}/events`, { headers: { accept: "text/event-stream" } })
+        return await response.text()
+      }).pipe(Effect.timeoutFail({ duration: "20 seconds", onTimeout: () => new Error("the stream never ended") }))
+      expect(text).toMatch(/event: tool\.call\.completed[\s\S]*event: run\.completed/)
+      // Live, not read back once the run had ended: the stream was open while the tool slept.
+      expect(lines(log).find((line) => line.startsWith(`${run.runId} start `))).toBeDefined()
+      expect(Date.now() - started).toBeGreaterThanOrEqual(1000)
+    }), { timeout: 90_000 })
+
+
+  it.scopedLive("runs of one conversation sent to both execute once each, in the order they were accepted, wherever they were sent", () =>
     Effect.gen(function*() {
       const log = join(tmpdir(), `foundry-order-${randomUUID()}.log`)
       const root = yield* tempProject(durableProject(log, "", { plannedModelInFile: true }))

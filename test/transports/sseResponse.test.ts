@@ -7,7 +7,7 @@ import { Agent, createServer, get } from "node:http"
 import { HttpRouter, HttpServer } from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
 import { describe, expect, it } from "@effect/vitest"
-import { Context, Deferred, Effect, Layer, type Scope } from "effect"
+import { Context, Deferred, type Duration, Effect, Layer, type Scope } from "effect"
 import type { RunFollower } from "../../src/events/EventLog.js"
 import type { FoundryEvent } from "../../src/events/FoundryEvent.js"
 import { sseResponse } from "../../src/transports/http/handlers/sse.js"
@@ -31,10 +31,10 @@ const event = (seq: number, last = false): FoundryEvent => ({
     : { type: "run.started" as const, data: { input: `step ${seq} ${"x".repeat(400)}`, model: "demo" } })
 })
 
-/** Serves `open`'s events as SSE at `/events` on a free loopback port; its base URL. */
-const serve = (open: Effect.Effect<RunFollower, never, Scope.Scope>) =>
+/** Serves `open`'s events as SSE at `/events` on a free loopback port, idle streams beating every `heartbeat`; its base URL. */
+const serve = (open: Effect.Effect<RunFollower, never, Scope.Scope>, heartbeat: Duration.DurationInput = "15 seconds") =>
   Effect.gen(function*() {
-    const router = HttpRouter.empty.pipe(HttpRouter.get("/events", sseResponse(open)))
+    const router = HttpRouter.empty.pipe(HttpRouter.get("/events", sseResponse(open, heartbeat)))
     const context = yield* Layer.build(
       HttpServer.serve(router).pipe(Layer.provideMerge(NodeHttpServer.layer(() => createServer(), { port: 0, host: "127.0.0.1" })))
     )
@@ -105,6 +105,27 @@ describe("a run's events as server-sent events", () => {
       expect(text.split("\n", 1)[0]).toBe("text/event-stream")
       expect(ids(text)).toEqual(Array.from({ length: count }, (_, i) => i + 1))
       expect(text.trimEnd().endsWith(`data: ${JSON.stringify(event(count, true))}`)).toBe(true)
+    }))
+
+  it.scopedLive("a stream with nothing to say gets a comment every heartbeat, and none while events flow", () =>
+    Effect.gen(function*() {
+      const follower = followerOf()
+      const url = yield* serve(Effect.succeed(follower.next), "100 millis")
+      follower.offer([event(1)])
+      const reading = yield* Effect.promise(() => fetch(`${url}/events`)).pipe(
+        Effect.flatMap((response) => Effect.promise(() => readToEnd(response.body?.getReader(), 0))),
+        Effect.fork
+      )
+      // A run that waits (for a person, a long tool call): several heartbeats' time without an event.
+      yield* Effect.sleep("550 millis")
+      follower.offer([event(2, true)])
+      const text = yield* reading.await.pipe(Effect.flatten)
+      const comments = text.split("\n").filter((line) => line === ": heartbeat").length
+      expect(comments).toBeGreaterThanOrEqual(3)
+      expect(comments).toBeLessThanOrEqual(6)
+      expect(ids(text)).toEqual([1, 2])
+      expect(text.indexOf(": heartbeat")).toBeGreaterThan(text.indexOf("id: 1"))
+      expect(text.lastIndexOf(": heartbeat")).toBeLessThan(text.indexOf("id: 2"))
     }))
 
   it.scopedLive("a client that goes away closes what the response opened", () =>

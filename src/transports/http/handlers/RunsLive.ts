@@ -3,6 +3,7 @@
  */
 import { HttpApiBuilder, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { Effect, Option } from "effect"
+import { CurrentApp } from "../../../compiler/CurrentApp.js"
 import { Dispatcher, RunNotFound } from "../../../dispatch/Dispatcher.js"
 import { Store } from "../../../durable/Store.js"
 import { EventStorage } from "../../../events/EventStorage.js"
@@ -31,6 +32,7 @@ export const RunsLive = HttpApiBuilder.group(FoundryApi, "runs", (handlers) =>
     const eventStorage = yield* EventStorage
     const events = yield* EventLog
     const journal = yield* RunJournal
+    const current = yield* CurrentApp
 
     /**
      * Submits a run; a key that already started a run for another request is refused, not answered
@@ -91,7 +93,8 @@ export const RunsLive = HttpApiBuilder.group(FoundryApi, "runs", (handlers) =>
             // The follower reads the run itself (after subscribing): no run, no stream. A client that
             // reconnects (`Last-Event-ID`) gets what came after the last event it had.
             const after = yield* lastEventId(request)
-            return yield* sseResponse(Effect.flatMap(events.followRun(path.runId, after), orNotFound(path.runId)))
+            const heartbeat = (yield* current.get).table.config.server.sseHeartbeat
+            return yield* sseResponse(Effect.flatMap(events.followRun(path.runId, after), orNotFound(path.runId)), heartbeat)
           }
           yield* findRun(path.runId)
           const stored = yield* eventStorage.list({ runId: path.runId, limit: 100_000 })

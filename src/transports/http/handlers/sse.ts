@@ -4,7 +4,7 @@
  */
 import { HttpApp, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import * as NodeHttpServerRequest from "@effect/platform-node/NodeHttpServerRequest"
-import { Effect, FiberRef, Option, type Scope } from "effect"
+import { Duration, Effect, FiberRef, Option, type Scope } from "effect"
 import type { RunFollower } from "../../../events/EventLog.js"
 import type { FoundryEvent } from "../../../events/FoundryEvent.js"
 import { BadRequest } from "../api/BadRequest.js"
@@ -51,9 +51,10 @@ const streamHead = HttpServerResponse.empty({ status: 200, headers: { "content-t
  * have written, the edge's headers (security, CORS) included. No Effect `Stream`, no fiber and no
  * stream pipeline per response: every client that follows a run pays this for each of the run's
  * steps (docs/performance.md). The request's fiber waits until the run's end has been written, or
- * until the client goes away (the platform interrupts it then).
+ * until the client goes away (the platform interrupts it then). A stream with nothing to say for
+ * `heartbeat` gets a comment.
  */
-export const sseResponse = <E>(open: Effect.Effect<RunFollower, E, Scope.Scope>) =>
+export const sseResponse = <E>(open: Effect.Effect<RunFollower, E, Scope.Scope>, heartbeat: Duration.DurationInput) =>
   Effect.gen(function*() {
     const request = yield* HttpServerRequest.HttpServerRequest
     const next = yield* open
@@ -66,6 +67,13 @@ export const sseResponse = <E>(open: Effect.Effect<RunFollower, E, Scope.Scope>)
     const response = NodeHttpServerRequest.toServerResponse(request)
     yield* Effect.async<void>((resume) => {
       response.writeHead(head.status, head.headers)
+      // A comment when nothing was written for a heartbeat's time (a run that waits for a person,
+      // a long tool call), so that proxies keep the stream open.
+      let written = true
+      const beats = setInterval(() => {
+        if (!written) response.write(heartbeatFrame)
+        written = false
+      }, Duration.toMillis(Duration.decode(heartbeat)))
       let takeBack = () => {}
       // A delivery made while asking (stored events) asks again once the asking is done.
       let asking = false
@@ -82,19 +90,23 @@ export const sseResponse = <E>(open: Effect.Effect<RunFollower, E, Scope.Scope>)
         // Called inside the publication of the run's events: a failure here is this response's alone.
         try {
           if (events === undefined) {
+            clearInterval(beats)
             response.end()
             return resume(Effect.void)
           }
+          if (events.length > 0) written = true
           if (events.length > 0 && !response.write(sseFrames(events))) response.once("drain", ask)
           else if (asking) again = true
           else ask()
         } catch (error) {
+          clearInterval(beats)
           response.destroy()
           resume(Effect.logError("a run's event stream failed", error))
         }
       }
       ask()
       return Effect.sync(() => {
+        clearInterval(beats)
         response.off("drain", ask)
         takeBack()
       })

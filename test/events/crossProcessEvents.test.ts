@@ -1,0 +1,69 @@
+/**
+ * Events other processes store reach the followers of this one (a second server, `foundry run`, a
+ * cluster's runners): two event logs on one database, as two processes on one store, each tailing
+ * what the other writes.
+ */
+import { describe, expect, it } from "@effect/vitest"
+import { Chunk, Context, Effect, Fiber, Layer, type Scope, Stream } from "effect"
+import * as SqlStore from "../../src/durable/SqlStore.js"
+import * as EventLog from "../../src/events/EventLog.js"
+import * as EventStorage from "../../src/events/EventStorage.js"
+import { backends, type DatabaseLayer } from "../journal/backends.js"
+import { draft, started } from "../journal/fixtures.js"
+
+const run = { id: "r1", agent: "shop", instanceId: "acme", conversationId: "c1" }
+
+/** A process's event log on the database `place` opens, tailing the store every 20 ms. */
+const processOn = (place: DatabaseLayer) =>
+  Effect.map(
+    Layer.build(
+      EventLog.layer({ crossProcess: { pollEvery: "20 millis" } }).pipe(
+        Layer.provideMerge(EventStorage.layer),
+        Layer.provideMerge(SqlStore.layer),
+        Layer.provideMerge(place)
+      )
+    ),
+    (context) => Context.get(context, EventLog.EventLog)
+  )
+
+const tests = (fresh: Effect.Effect<DatabaseLayer, unknown, Scope.Scope>) => {
+  it.scopedLive("a follower gets the events another process stores, each once: one numbered before an event of its own process that was published first too", () =>
+    Effect.gen(function*() {
+      const place = yield* fresh
+      const here = yield* processOn(place)
+      const other = yield* processOn(place)
+      const following = yield* here.follow({}, 0).pipe(
+        Stream.interruptWhen(Effect.sleep("1500 millis")),
+        Stream.runCollect,
+        Effect.fork
+      )
+      yield* Effect.sleep("100 millis")
+      // Each pair: the other process stores one, and this one stores the next number at once,
+      // publishing it before its tail has read the other's.
+      for (const n of [1, 2, 3]) {
+        yield* other.emit(draft(`other-${n}`, run, started))
+        yield* here.emit(draft(`here-${n}`, run, started))
+      }
+      const delivered = Chunk.toReadonlyArray(yield* Fiber.join(following))
+      expect(delivered.map((event) => event.seq).sort((a, b) => a - b)).toEqual([1, 2, 3, 4, 5, 6])
+      expect(delivered.map((event) => event.spanId).sort()).toEqual(["here-1", "here-2", "here-3", "other-1", "other-2", "other-3"])
+    }))
+
+  it.scopedLive("a run's follower gets the run's end another process stores, and its stream ends", () =>
+    Effect.gen(function*() {
+      const place = yield* fresh
+      const here = yield* processOn(place)
+      const other = yield* processOn(place)
+      yield* other.emit(draft("queued", run, { type: "run.queued", data: { input: "hello" } }))
+      const events = yield* here.runEvents(run.id).pipe(Stream.runCollect, Effect.fork)
+      yield* Effect.sleep("100 millis")
+      yield* other.emit(draft("start", run, started))
+      yield* other.emit(draft("end", run, { type: "run.completed", data: { output: "done", turns: 1 } }))
+      const all = Chunk.toReadonlyArray(yield* Fiber.join(events).pipe(Effect.timeoutFail({ duration: "5 seconds", onTimeout: () => new Error("the run's stream never ended") })))
+      expect(all.map((event) => event.type)).toEqual(["run.queued", "run.started", "run.completed"])
+    }))
+}
+
+for (const backend of backends) {
+  describe.skipIf(backend.skip)(`events of other processes on ${backend.name}`, () => tests(backend.fresh))
+}
