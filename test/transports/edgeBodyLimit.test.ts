@@ -112,6 +112,16 @@ describe("bodies and paths no route reads", () => {
       expect((yield* http(`${server.url}/api/runs`)).json).toEqual([])
     }))
 
+  it.scopedLive("a body nested thousands of levels deep (a few KB) is refused as the field that is wrong, not a 500", () =>
+    Effect.gen(function*() {
+      const server = yield* startServer(yield* tempProject(project))
+      const deep = `{"agent":"echo","message":${"[".repeat(3000)}${"]".repeat(3000)}}`
+      const answer = yield* http(`${server.url}/api/runs`, { body: deep })
+      expect(answer.status).toBe(400)
+      expect(answer.json).toMatchObject({ _tag: "BadRequest", message: "message: expected a string, got an array" })
+      expect((yield* http(`${server.url}/api/runs`)).json).toEqual([])
+    }))
+
   it.scopedLive("a path with an empty segment is not a route", () =>
     Effect.gen(function*() {
       const server = yield* startServer(yield* tempProject(project))
