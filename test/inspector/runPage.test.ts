@@ -81,6 +81,27 @@ describe.skipIf(skipBrowser)("a run's page in Chromium", () => {
       expect(yield* promise(() => decision.textContent())).toBe("expired · the run was cancelled before a decision")
     }))
 
+  it.scopedLive("a model turn the run's cancel cut short ends with the run in the timeline, saying so", () =>
+    Effect.gen(function*() {
+      const { page, url } = yield* setup
+      const created = yield* http(`${url}/api/runs`, { body: { agent: "worker", message: plan({ delay: 30_000, calls: [] }) } })
+      const runId = runIdOf(created.json)
+      for (let i = 0; i < 200; i++) {
+        const types = ((yield* http(`${url}/api/runs/${runId}/events`)).json as Array<{ type: string }>).map((e) => e.type)
+        if (types.includes("model.turn.started")) break
+        yield* Effect.sleep("25 millis")
+      }
+      expect((yield* http(`${url}/api/runs/${runId}/cancel`, { method: "POST" })).status).toBe(200)
+      yield* promise(() => page.goto(`${url}/runs/${runId}`))
+      const turn = page.locator("[data-testid=waterfall] .span.model")
+      yield* promise(() => turn.waitFor())
+      expect(yield* promise(() => turn.getAttribute("class"))).toContain("failed")
+      // A duration, as every ended span has (an open one shows none).
+      expect(yield* promise(() => turn.locator(".span-meta").textContent())).toMatch(/\d/)
+      yield* promise(() => turn.locator(".span-row").click())
+      expect(yield* promise(() => turn.locator(".error-line").textContent())).toBe("cut short: the run was cancelled before the model answered")
+    }))
+
   it.scopedLive("timeline rows open and close from the keyboard and say whether they are open", () =>
     Effect.gen(function*() {
       const { page, url } = yield* setup

@@ -154,6 +154,18 @@ const spansOf = (events: ReadonlyArray<FoundryEvent>): Map<string, Span> => {
         break
     }
   }
+  // A run that ended with a model turn or a call still going (a cancel while the model answered)
+  // cut it short: it ends with the run, as what it is, not open for ever.
+  const end = events.findLast((event) => event.type === "run.completed" || event.type === "run.failed" || event.type === "run.cancelled")
+  if (end !== undefined) {
+    const how = end.type === "run.cancelled" ? "was cancelled" : end.type === "run.failed" ? "failed" : "ended"
+    for (const span of spans.values()) {
+      if (span.end !== undefined || (span.kind !== "model" && span.kind !== "tool")) continue
+      span.end = end.time
+      span.status = "failed"
+      span.detail = { ...span.detail, error: `cut short: the run ${how} before ${span.kind === "model" ? "the model answered" : "the call finished"}` }
+    }
+  }
   return spans
 }
 
