@@ -77,9 +77,6 @@ const commitWindow = 2000
 
 const pageSize = 1000
 
-/** How many published sequence numbers are remembered before those older than the commit window are forgotten. */
-const seenLimit = 4096
-
 /** Whether a live event matches a filter (the same fields the store filters on). */
 const matches = (filter: EventFilter, event: FoundryEvent): boolean =>
   (filter.runId === undefined || event.runId === filter.runId) &&
@@ -129,8 +126,13 @@ export const layer = (options: EventLogOptions = {}) => Layer.scoped(
     // forgotten as more come, followed or not. `tailAt`: how far the tail has read the store.
     const seen = new Map<number, number>()
     let tailAt = 0
+    // Oldest first (a Map keeps the order numbers were published in, and the time only grows): it
+    // stops at the first one still in the window, so it costs what it forgets.
     const forgetOld = (now: number) => {
-      for (const [seq, at] of seen) if (now - at > commitWindow) seen.delete(seq)
+      for (const [seq, at] of seen) {
+        if (now - at <= commitWindow) return
+        seen.delete(seq)
+      }
     }
     // Subscribers of the whole feed: with none, publishing is only the run followers' queues.
     let feedSubscribers = 0
@@ -139,7 +141,7 @@ export const layer = (options: EventLogOptions = {}) => Layer.scoped(
         if (options.crossProcess !== undefined) {
           const now = Date.now()
           for (const event of stored) if (event.seq > 0) seen.set(event.seq, now)
-          if (seen.size > seenLimit) forgetOld(now)
+          forgetOld(now)
         }
         if (runFollowers.size > 0) {
           for (const event of stored) {
