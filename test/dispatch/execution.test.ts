@@ -43,6 +43,10 @@ const waitForStatus = (url: string, runId: string, status: string) =>
     return yield* Effect.die(new Error(`run ${runId} never became ${status}`))
   })
 
+/** A run of a tool call that takes 30 s, once it is running. */
+const runningSlowly = (url: string) =>
+  Effect.tap(submit(url, { message: plan({ calls: [{ name: "slow", arguments: { ms: 30_000 } }] }) }), (run) => waitForStatus(url, run.runId, "running"))
+
 describe("ordering", () => {
   it.scopedLive("messages sent at once to one conversation are processed one after the other, in order", () =>
     Effect.gen(function*() {
@@ -218,8 +222,7 @@ describe("cancel and steer", () => {
   it.scopedLive("cancels of a running run sent at once: one ends it (200), the others find it ended (409), one run.cancelled", () =>
     Effect.gen(function*() {
       const { url } = yield* setup()
-      const run = yield* submit(url, { message: plan({ calls: [{ name: "slow", arguments: { ms: 30_000 } }] }) })
-      yield* waitForStatus(url, run.runId, "running")
+      const run = yield* runningSlowly(url)
       const answers = yield* Effect.forEach([1, 2, 3], () => http(`${url}/api/runs/${run.runId}/cancel`, { method: "POST" }), {
         concurrency: "unbounded"
       })
@@ -232,8 +235,7 @@ describe("cancel and steer", () => {
   it.scopedLive("steers of a running run sent at once: one successor, the other steers refused with 409", () =>
     Effect.gen(function*() {
       const { url } = yield* setup()
-      const run = yield* submit(url, { message: plan({ calls: [{ name: "slow", arguments: { ms: 30_000 } }] }) })
-      yield* waitForStatus(url, run.runId, "running")
+      const run = yield* runningSlowly(url)
       const answers = yield* Effect.forEach(["one", "two", "three"], (line) =>
         http(`${url}/api/runs/${run.runId}/steer`, { body: { message: plan({ calls: [{ name: "record", arguments: { line } }] }) } }), {
         concurrency: "unbounded"
@@ -250,8 +252,7 @@ describe("cancel and steer", () => {
   it.scopedLive("steering cancels the run and starts a new one in the same conversation, linked to it", () =>
     Effect.gen(function*() {
       const { url } = yield* setup()
-      const run = yield* submit(url, { message: plan({ calls: [{ name: "slow", arguments: { ms: 30_000 } }] }) })
-      yield* waitForStatus(url, run.runId, "running")
+      const run = yield* runningSlowly(url)
       const steered = yield* http(`${url}/api/runs/${run.runId}/steer`, {
         body: { message: plan({ calls: [{ name: "record", arguments: { line: "instead" } }] }) }
       })
