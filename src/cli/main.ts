@@ -15,7 +15,7 @@ import packageJson from "../../package.json" with { type: "json" }
 import { tokenScopes } from "../auth/TokenScope.js"
 import { cluster, host, port, projectDir, projectDirOption, projectRoot, projectRootOption, runnerHost, runnerPort } from "./commands/options.js"
 import { inCommandTerms } from "./commandTerms.js"
-import { reportError, shellWord } from "./terminal.js"
+import { reportError, shellWord, withTerminalColors } from "./terminal.js"
 
 const init = Command.make(
   "init",
@@ -347,7 +347,7 @@ const logLevelPlace = (error: ValidationError.ValidationError): Effect.Effect<vo
   })
 }
 
-cli(process.argv).pipe(
+withTerminalColors(cli(process.argv)).pipe(
   Effect.catchAllCause((cause) => {
     if (Cause.isInterruptedOnly(cause)) return Effect.void
     const failure = Cause.failureOption(cause)

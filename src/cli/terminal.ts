@@ -3,8 +3,27 @@
  */
 import { Console, Effect } from "effect"
 
-const color = (code: number) => (text: string): string =>
-  process.stdout.isTTY === true && process.env.NO_COLOR === undefined ? `\u001b[${code}m${text}\u001b[0m` : text
+/** Whether `stream` shows colors: a terminal, and `NO_COLOR` not set. */
+const colors = (stream: NodeJS.WriteStream): boolean => stream.isTTY === true && process.env.NO_COLOR === undefined
+
+const color = (code: number) => (text: string): string => colors(process.stdout) ? `\u001b[${code}m${text}\u001b[0m` : text
+
+const colorCodes = /\u001b\[[0-9;]*m/g
+
+/** The strings of `args` without color codes. */
+const plain = (args: ReadonlyArray<unknown>): Array<unknown> => args.map((arg) => typeof arg === "string" ? arg.replace(colorCodes, "") : arg)
+
+/**
+ * Runs `effect` with a console that writes no color codes where colors are not wanted (output to a
+ * pipe or a file, `NO_COLOR`): @effect/cli colors its help and its usage errors whatever the output.
+ */
+export const withTerminalColors = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+  colors(process.stdout) && colors(process.stderr) ? effect : Console.consoleWith((console) =>
+    Effect.withConsole(effect, {
+      ...console,
+      log: (...args) => console.log(...(colors(process.stdout) ? args : plain(args))),
+      error: (...args) => console.error(...(colors(process.stderr) ? args : plain(args)))
+    }))
 
 /** Text styles. */
 export const style = { bold: color(1), dim: color(2), red: color(31), green: color(32), yellow: color(33), cyan: color(36) }
