@@ -141,6 +141,8 @@ export const makeRunExecutor = (options: RunExecutorOptions) =>
     const execute = makeLeasedExecution({
       journal,
       store,
+      // The run scheduled again last ends the execution that found runs ahead of it.
+      behind: (ahead, run) => Effect.forEach([...ahead, run], (next) => schedule(next), { discard: true }),
       releases,
       owner,
       leaseTtl,

@@ -73,6 +73,8 @@ export const makeExecutions = (options: ExecutionsOptions) =>
         const execution: Execution = { runId: run.id, place, claimed, fiber: undefined, ended: [] }
         const earlier = executions.get(run.id)
         executions.set(run.id, execution)
+        // Whoever waits for the run's end waits for the later execution's.
+        if (earlier !== undefined) execution.ended.push(...earlier.ended.splice(0))
         // Scheduled again while an earlier execution is still here: the later one is the run's, and
         // a lease the earlier one's submission took is given up (the later one claims its own).
         let given: Lease | undefined

@@ -4,7 +4,7 @@
  * for now (another process may hold it), renewed while held and given up when the execution ends,
  * however it ends. A child run that ends wakes the parent waiting for it.
  */
-import { Clock, type Context, Duration, Effect, Option } from "effect"
+import { Cause, Clock, type Context, Duration, Effect, Option } from "effect"
 import { finalStatuses, RunRecord, type RunStatus } from "../durable/records.js"
 import type { Store } from "../durable/Store.js"
 import { runAgent } from "../engine/AgentLoop.js"
@@ -35,11 +35,19 @@ export interface LeasedExecutionOptions {
    * what the execution asked for unfenced since (an approval) if the run has ended.
    */
   readonly leaseTaken: (runId: string) => Effect.Effect<void>
+  /**
+   * Puts `ahead`, in their order, then `run` at the back of the conversation's lane here: `run`'s
+   * execution, which found them ahead of it, ends.
+   */
+  readonly behind: (ahead: ReadonlyArray<RunRecord>, run: RunRecord) => Effect.Effect<void>
 }
 
 /** How the executor executes a run whose turn in its lane has come, with the lease its submission took, if any. */
 export const makeLeasedExecution = (options: LeasedExecutionOptions) => {
   const { journal, leaseTtl, letGo, owner, releases, store } = options
+  // Runs whose execution here crashed (a defect, not a failure the run records): not run again
+  // ahead of the runs behind them, which would crash with them.
+  const crashed = new Set<string>()
 
   /** Waits for the run's conversation lease (another process may be running it), and reads where the run stands with it. */
   const claim = (run: RunRecord): Effect.Effect<{ readonly lease: Lease; readonly inLine: InLine }> =>
@@ -71,22 +79,21 @@ export const makeLeasedExecution = (options: LeasedExecutionOptions) => {
   const isChild = (run: RunRecord) => run.parentRunId !== null && run.parentToolCallId !== null
 
   /**
-   * Executes the run under `lease` where it stands: the runs of its conversation accepted before it
-   * that have not run yet go first, in their order (another process queued them, or left them
-   * running when it stopped), so that a conversation's runs execute in the order they were
-   * accepted wherever they were sent. Whoever else holds them finds them ended.
+   * Executes the run under `lease` where it stands. The runs of its conversation accepted before it
+   * that have not run yet (another process queued them, or left them running when it stopped) go
+   * first, so that a conversation's runs execute in the order they were accepted wherever they were
+   * sent: they are put in this process's lane, each an execution of its own, and the run behind
+   * them, this execution ending (and its lease let go). Whoever else holds them finds them ended. A
+   * run whose execution here crashed is not waited for (it waits for a restart, as before).
    */
-  const inTurn = (lease: Lease, run: RunRecord, inLine: InLine) =>
-    inLine.ahead.length === 0 ? underLease(lease, run, inLine.status) : Effect.zipRight(
-      Effect.forEach(inLine.ahead, (runId) =>
-        Effect.flatMap(Effect.orDie(store.getRun(runId)), (ahead) =>
-          Option.isNone(ahead)
-            ? Effect.void
-            : isChild(ahead.value)
-            ? Effect.zipRight(underLease(lease, ahead.value, ahead.value.status), options.wakeParent(ahead.value.id))
-            : underLease(lease, ahead.value, ahead.value.status)), { discard: true }),
-      underLease(lease, run, inLine.status)
+  const inTurn = (lease: Lease, run: RunRecord, inLine: InLine) => {
+    const ahead = inLine.ahead.filter((runId) => !crashed.has(runId))
+    if (ahead.length === 0) return underLease(lease, run, inLine.status)
+    return Effect.flatMap(
+      Effect.forEach(ahead, (runId) => Effect.orDie(store.getRun(runId))),
+      (found) => options.behind(found.flatMap((earlier) => Option.isSome(earlier) ? [earlier.value] : []), run)
     )
+  }
 
   /**
    * Executes the run (its conversation's earlier runs here are done, and it has a slot) under the
@@ -106,7 +113,10 @@ export const makeLeasedExecution = (options: LeasedExecutionOptions) => {
       : Effect.flatMap(Effect.orDie(journal.inLine(run)), (inLine) => inLine === undefined ? Effect.void : inTurn(claimed, run, inLine))
     const ended = Effect.ensuring(leased, Effect.suspend(() => lease === undefined ? Effect.void : letGo(lease)))
     return (isChild(run) ? Effect.zipRight(ended, options.wakeParent(run.id)) : ended).pipe(
-      Effect.catchAllCause((cause) => Effect.logError("run execution crashed", cause))
+      Effect.catchAllCause((cause) =>
+        Cause.isInterruptedOnly(cause)
+          ? Effect.void
+          : Effect.zipRight(Effect.sync(() => crashed.add(run.id)), Effect.logError("run execution crashed", cause)))
     )
   }
 }

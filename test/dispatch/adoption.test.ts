@@ -241,6 +241,26 @@ describe("two servers on one store", () => {
         .filter((message) => message.role === "user").map((message) => String(message.content))
       expect(users.map((content) => JSON.parse(content).calls?.[0]?.arguments?.line ?? "first")).toEqual(["first", "message 2", "message 3", "message 4", "message 5"])
     }), { timeout: 90_000 })
+
+  it.scopedLive("a run taken up ahead of a later one executes on its own: cancelling the later one leaves it be", () =>
+    Effect.gen(function*() {
+      const log = join(tmpdir(), `foundry-ahead-${randomUUID()}.log`)
+      const root = yield* tempProject(durableProject(log, "", { plannedModelInFile: true }))
+      const a = yield* serveProject(root)
+      const b = yield* serveProject(root)
+      const first = yield* submit(a.url, plan({ calls: [{ name: "slow", arguments: { ms: 1000 } }] }))
+      yield* waitForLine(log, (line) => line.startsWith(`${first.runId} start `))
+      // Accepted by the other server while the first runs, then one more by this one: this one runs
+      // the other's ahead of its own once the first has ended.
+      const second = yield* submit(b.url, plan({ calls: [{ name: "slow", arguments: { ms: 1500 } }] }), first.conversationId)
+      const third = yield* submit(a.url, plan({ calls: [{ name: "record", arguments: { line: "third" } }] }), first.conversationId)
+      yield* waitForLine(log, (line) => line.startsWith(`${second.runId} start `))
+      expect((yield* http(`${a.url}/api/runs/${third.runId}/cancel`, { method: "POST" })).status).toBe(200)
+      expect((yield* waitForRun(a.url, second.runId, 1200)).status).toBe("completed")
+      expect(lines(log).filter((line) => line.startsWith(`${second.runId} `)).map((line) => line.split(" ")[1])).toEqual(["start", "end"])
+      expect((yield* waitForRun(a.url, third.runId)).status).toBe("cancelled")
+      expect(lines(log).filter((line) => line.endsWith(" third"))).toEqual([])
+    }), { timeout: 90_000 })
 })
 
 describe("a server wakes the suspended runs a process on its store left waiting when it died", () => {
