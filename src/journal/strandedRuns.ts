@@ -56,10 +56,13 @@ export const takeOverStranded = (
       if (row.owner === null || row.owner === undefined) return statements.acquireLease(conversationId, owner, now, ttlMillis)
       const holder = String(row.owner)
       const expired = Number(row.expires_at) < now
-      // Its own lease, given up, of a conversation with no run here: a run queued by a process that
-      // stopped while this one held the lease, which nobody else would take up.
-      if (holder === owner) return expired && !suspended ? statements.acquireLease(conversationId, owner, now, ttlMillis) : undefined
       const token = Number(row.token)
+      // Its own lease, given up, of a conversation with no run here: a run queued by a process that
+      // stopped while this one held the lease, which nobody else would take up. Fenced by the token
+      // read, as the others: a submission here since has claimed it.
+      if (holder === owner) {
+        return expired && !suspended ? statements.takeOverExpiredLease(conversationId, token, owner, now, now + ttlMillis) : undefined
+      }
       const found = verdict(holder)
       // Fenced by the token read: a claim or takeover since leaves the lease alone.
       if (found === "dead" || (suspended && starting && expired)) return statements.takeOverLease(conversationId, token, owner, now + ttlMillis)
