@@ -351,7 +351,7 @@ export const layer = Layer.effect(
           const guard = lease !== undefined
             ? fence(lease, run.id)
             : step.status !== undefined && finalStatuses.has(step.status.status)
-            ? notEnded(run.id)
+            ? notEnded(run, step.revokeLeaseFor !== undefined)
             : undefined
           const { stored } = yield* writeWithEvents(
             { guard, statements: writes },

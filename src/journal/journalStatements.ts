@@ -128,8 +128,14 @@ export const appendMessage = (conversationId: string, runId: string, body: strin
  * locked until the step commits: a second such step waits, then finds the run ended.
  */
 export const notEndedGuard = (dialect: "sqlite" | "pg") => {
-  const sql = `SELECT 1 FROM foundry_runs WHERE id = ? AND status NOT IN ${finalStatusesSql}${dialect === "pg" ? " FOR UPDATE" : ""}`
-  return (runId: string): Statement => ({ sql, params: [runId] })
+  const lock = dialect === "pg" ? " FOR UPDATE" : ""
+  const sql = `SELECT 1 FROM foundry_runs WHERE id = ? AND status NOT IN ${finalStatusesSql}${lock}`
+  // A step that revokes the lease of a run running elsewhere locks the lease's row first, then the
+  // run's, in the order a step's guard (`leaseGuard`) locks them: neither waits for the other's.
+  const withLease = `SELECT 1 FROM foundry_conversation_leases lease JOIN foundry_runs run ON run.id = ?
+    WHERE lease.conversation_id = ? AND run.status NOT IN ${finalStatusesSql}${lock}`
+  return (run: { readonly id: string; readonly conversationId: string }, revokes: boolean): Statement =>
+    revokes ? { sql: withLease, params: [run.id, run.conversationId] } : { sql, params: [run.id] }
 }
 
 /**
