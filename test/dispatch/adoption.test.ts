@@ -242,6 +242,24 @@ describe("two servers on one store", () => {
       expect(users.map((content) => JSON.parse(content).calls?.[0]?.arguments?.line ?? "first")).toEqual(["first", "message 2", "message 3", "message 4", "message 5"])
     }), { timeout: 90_000 })
 
+  it.scopedLive("runs of one conversation sent alternately to both while each takes a while execute once each, one at a time, in order", () =>
+    Effect.gen(function*() {
+      const log = join(tmpdir(), `foundry-alternate-${randomUUID()}.log`)
+      const root = yield* tempProject(durableProject(log, "", { plannedModelInFile: true }))
+      const a = yield* serveProject(root)
+      const b = yield* serveProject(root)
+      const first = yield* submit(a.url, plan({ calls: [{ name: "slow", arguments: { ms: 1000 } }] }))
+      const rest: Array<{ readonly runId: string }> = []
+      for (let n = 2; n <= 6; n++) {
+        rest.push(yield* submit(n % 2 === 0 ? b.url : a.url, plan({ calls: [{ name: "slow", arguments: { ms: 1000 } }] }), first.conversationId))
+      }
+      const runs = [first, ...rest]
+      for (const run of runs) expect((yield* waitForRun(a.url, run.runId, 1200)).status).toBe("completed")
+      const calls = lines(log).filter((line) => / (start|end|interrupted) /.test(line)).map((line) => line.split(" ").slice(0, 2).join(" "))
+      // Each run's call once, never two at a time, in the order they were accepted.
+      expect(calls).toEqual(runs.flatMap((run) => [`${run.runId} start`, `${run.runId} end`]))
+    }), { timeout: 120_000 })
+
   it.scopedLive("a run taken up ahead of a later one executes on its own: cancelling the later one leaves it be", () =>
     Effect.gen(function*() {
       const log = join(tmpdir(), `foundry-ahead-${randomUUID()}.log`)
