@@ -29,7 +29,7 @@ const methodsOf = (path: string): ReadonlyArray<string> => path === mcpPath ? mc
 const notJson = (request: HttpServerRequest.HttpServerRequest): boolean =>
   HttpMethod.hasBody(request.method) && !(request.headers["content-type"] ?? "application/json").toLowerCase().includes("application/json")
 
-const explain = Effect.fn("readableErrors.explain")(function*(error: HttpApiError.HttpApiDecodeError | RangeError) {
+const explain = Effect.fn("readableErrors.explain")(function*(error: HttpApiError.HttpApiDecodeError) {
   const request = yield* HttpServerRequest.HttpServerRequest
   if (notJson(request)) {
     return yield* HttpServerResponse.json({
@@ -55,8 +55,13 @@ export const readableErrors = (maxBodyBytes: number) => <E, R>(app: HttpApp.Defa
       const error = Cause.squash(cause)
       if (error instanceof HttpApiError.HttpApiDecodeError) return explain(error)
       // HttpApi's own message for a body nested thousands deep runs out of stack while it prints the
-      // body: explained as any body that does not match (a 500 if it matches after all).
-      if (error instanceof RangeError) return explain(error)
+      // body: explained as any body that does not match; any other (a handler's) is the server's.
+      if (error instanceof RangeError) {
+        return Effect.gen(function*() {
+          const issues = notJson(yield* HttpServerRequest.HttpServerRequest) ? [] : yield* issuesOfRequest
+          return issues.length > 0 ? yield* new BadRequest({ message: formatIssues(issues), issues }) : yield* internalError(cause)
+        })
+      }
       if (HttpServerError.isServerError(error)) {
         switch (error._tag) {
           case "RequestError":
