@@ -67,13 +67,16 @@ export const sseResponse = <E>(open: Effect.Effect<RunFollower, E, Scope.Scope>,
     const response = NodeHttpServerRequest.toServerResponse(request)
     yield* Effect.async<void>((resume) => {
       response.writeHead(head.status, head.headers)
-      // A comment when nothing was written for a heartbeat's time (a run that waits for a person,
-      // a long tool call), so that proxies keep the stream open.
-      let written = true
+      // A comment once nothing was written for a heartbeat's time (a run that waits for a person, a
+      // long tool call), so that proxies keep the stream open: looked at four times a heartbeat, so
+      // that no silence lasts more than a quarter longer.
+      const every = Duration.toMillis(Duration.decode(heartbeat))
+      let writtenAt = Date.now()
       const beats = setInterval(() => {
-        if (!written) response.write(heartbeatFrame)
-        written = false
-      }, Duration.toMillis(Duration.decode(heartbeat)))
+        if (Date.now() - writtenAt < every) return
+        response.write(heartbeatFrame)
+        writtenAt = Date.now()
+      }, every / 4)
       let takeBack = () => {}
       // A delivery made while asking (stored events) asks again once the asking is done.
       let asking = false
@@ -94,7 +97,7 @@ export const sseResponse = <E>(open: Effect.Effect<RunFollower, E, Scope.Scope>,
             response.end()
             return resume(Effect.void)
           }
-          if (events.length > 0) written = true
+          if (events.length > 0) writtenAt = Date.now()
           if (events.length > 0 && !response.write(sseFrames(events))) response.once("drain", ask)
           else if (asking) again = true
           else ask()
