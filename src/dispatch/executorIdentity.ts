@@ -7,7 +7,7 @@
  * holder on another host, or one whose process cannot be checked, is neither: only its lease's
  * expiry tells.
  */
-import { readFileSync } from "node:fs"
+import { readFileSync, readlinkSync } from "node:fs"
 import { hostname } from "node:os"
 import { Effect, type Scope } from "effect"
 import { newId } from "../durable/ids.js"
@@ -28,16 +28,32 @@ const startOf = (pid: number): string | undefined => {
 
 const thisStart = startOf(process.pid)
 
+/**
+ * This host as lease holders' names say it: its name, and on Linux the pid namespace its processes
+ * are numbered in (`/proc/self/ns/pid`): containers that share a host name (host networking, a
+ * `hostname` given to several) number their processes apart, and one must not look up another's
+ * pids as its own.
+ */
+const host = (() => {
+  try {
+    const namespace = /\[(\d+)\]/.exec(readlinkSync("/proc/self/ns/pid"))?.[1]
+    return namespace === undefined ? hostname() : `${hostname()}:${namespace}`
+  } catch {
+    return hostname()
+  }
+})()
+
 /** The executors of this process whose scope is open: another name with this pid is an earlier process's, or one closed. */
 const liveHere = new Set<string>()
 
 /**
  * A new executor name, `<host>/<pid>/<id>` with `/<start>` where the process's start time can be
- * read, known as this process's until the scope closes.
+ * read (`<host>` with its pid namespace where there is one), known as this process's until the
+ * scope closes.
  */
 export const makeExecutorName: Effect.Effect<string, never, Scope.Scope> = Effect.acquireRelease(
   Effect.sync(() => {
-    const name = `${hostname()}/${process.pid}/${newId("node")}${thisStart === undefined ? "" : `/${thisStart}`}`
+    const name = `${host}/${process.pid}/${newId("node")}${thisStart === undefined ? "" : `/${thisStart}`}`
     liveHere.add(name)
     return name
   }),
@@ -46,9 +62,9 @@ export const makeExecutorName: Effect.Effect<string, never, Scope.Scope> = Effec
 
 /** The process of this host that `holder` names, if it names one, and its start time where the name has it. */
 const processHere = (holder: string): { readonly pid: number; readonly start: string | undefined } | undefined => {
-  const [host, pid, , start] = holder.split("/")
+  const [named, pid, , start] = holder.split("/")
   const id = Number(pid)
-  return host === hostname() && Number.isSafeInteger(id) && id > 0 ? { pid: id, start } : undefined
+  return named === host && Number.isSafeInteger(id) && id > 0 ? { pid: id, start } : undefined
 }
 
 /**

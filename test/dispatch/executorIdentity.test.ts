@@ -21,7 +21,8 @@ describe("a lease holder's name says whether its executor is still there", () =>
     Effect.gen(function*() {
       const scope = yield* Scope.make()
       const name = yield* Scope.extend(makeExecutorName, scope)
-      expect(name.startsWith(`${hostname()}/${process.pid}/`)).toBe(true)
+      expect(name.startsWith(`${hostname()}:`)).toBe(true)
+      expect(name.split("/")[1]).toBe(String(process.pid))
       expect(isLiveExecutor(name)).toBe(true)
       expect(isDeadExecutor(name)).toBe(false)
       yield* Scope.close(scope, Exit.void)
@@ -45,7 +46,8 @@ describe("a lease holder's name says whether its executor is still there", () =>
       const child = yield* sleeper
       const pid = child.pid
       if (pid === undefined) return yield* Effect.die(new Error("sleep did not start"))
-      const named = `${hostname()}/${pid}/node_other`
+      const host = (yield* makeExecutorName).split("/")[0]
+      const named = `${host}/${pid}/node_other`
       expect(isLiveExecutor(named)).toBe(true)
       expect(isDeadExecutor(named)).toBe(false)
       // Its pid, but a process that started at another time: another process that got the pid since.
@@ -56,10 +58,13 @@ describe("a lease holder's name says whether its executor is still there", () =>
       expect(isLiveExecutor(named)).toBe(false)
     }))
 
-  it.effect("a holder on another host is neither: only its lease's expiry tells", () =>
-    Effect.sync(() => {
-      const remote = `not-${hostname()}/${process.pid}/node_remote/1`
-      expect(isDeadExecutor(remote)).toBe(false)
-      expect(isLiveExecutor(remote)).toBe(false)
+  it.scoped("a holder on another host, or in another pid namespace of this one (a container sharing its name), is neither: only its lease's expiry tells", () =>
+    Effect.gen(function*() {
+      const [, pid, , start] = (yield* makeExecutorName).split("/")
+      for (const host of [`not-${hostname()}`, `${hostname()}:1`, hostname()]) {
+        const elsewhere = `${host}/${pid}/node_elsewhere/${start}`
+        expect(isDeadExecutor(elsewhere)).toBe(false)
+        expect(isLiveExecutor(elsewhere)).toBe(false)
+      }
     }))
 })
