@@ -126,11 +126,17 @@ export const layer = (options: EventLogOptions = {}) => Layer.scoped(
     // forgotten as more come, followed or not. `tailAt`: how far the tail has read the store.
     const seen = new Map<number, number>()
     let tailAt = 0
+    // Where the tail starts when it wakes: the newest event after a while nobody followed.
+    let tailFrom: "newest" | "where it is" = "newest"
     // Oldest first (a Map keeps the order numbers were published in, and the time only grows): it
-    // stops at the first one still in the window, so it costs what it forgets.
+    // stops at the first one still wanted, so it costs what it forgets. While someone follows, a
+    // number the tail has not read past yet is wanted however old (a tail behind would publish it
+    // again); and on PostgreSQL, one within the window the tail reads again.
     const forgetOld = (now: number) => {
+      const following = tailFrom === "where it is"
       for (const [seq, at] of seen) {
-        if (now - at <= commitWindow) return
+        const recent = now - at <= commitWindow
+        if (following ? seq > tailAt || (recent && database.dialect === "pg") : recent) return
         seen.delete(seq)
       }
     }
@@ -195,7 +201,6 @@ export const layer = (options: EventLogOptions = {}) => Layer.scoped(
 
     // The tail of other processes' events sleeps while nobody follows, and wakes with the first.
     const firstFollower = yield* Queue.sliding<void>(1)
-    let tailFrom: "newest" | "where it is" = "newest"
     /**
      * Counts a follower for as long as the scope is open. The first after a while without any
      * starts the tail from the newest event stored, before the follower reads what is stored: what
@@ -371,17 +376,20 @@ export const layer = (options: EventLogOptions = {}) => Layer.scoped(
         // it, one writer at a time, so none numbered lower commits later. On PostgreSQL a sequence
         // number is taken before the commit: the tail reads again from the oldest event published
         // within the commit window.
+        const now = Date.now()
         let low = tailAt
-        if (database.dialect === "pg") {
-          const now = Date.now()
-          for (const [seq, at] of seen) if (now - at <= commitWindow && seq - 1 < low) low = seq - 1
-        }
-        for (const seq of seen.keys()) if (seq <= low) seen.delete(seq)
-        const page = yield* storage.list({ after: low, limit: pageSize })
-        for (const event of page) {
-          if (!seen.has(event.seq)) unseen.push(event)
-          if (event.seq > tailAt) tailAt = event.seq
-        }
+        if (database.dialect === "pg") for (const [seq, at] of seen) if (now - at <= commitWindow && seq - 1 < low) low = seq - 1
+        // Page after page until one is not full: a tail that reads less than is written falls behind.
+        let page: ReadonlyArray<FoundryEvent> = []
+        do {
+          page = yield* storage.list({ after: low, limit: pageSize })
+          for (const event of page) {
+            if (!seen.has(event.seq)) unseen.push(event)
+            if (event.seq > tailAt) tailAt = event.seq
+          }
+          low = page[page.length - 1]?.seq ?? low
+        } while (page.length === pageSize)
+        forgetOld(now)
       }).pipe(
         Effect.catchAllCause((cause) => Effect.logWarning("reading other processes' events failed", cause)),
         Effect.repeat(Schedule.spaced(options.crossProcess.pollEvery)),

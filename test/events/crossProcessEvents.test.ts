@@ -4,7 +4,7 @@
  * what the other writes.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Chunk, Context, Effect, Fiber, Layer, type Scope, Stream } from "effect"
+import { Chunk, Context, type Duration, Effect, Fiber, Layer, type Scope, Stream } from "effect"
 import * as SqlStore from "../../src/durable/SqlStore.js"
 import * as EventLog from "../../src/events/EventLog.js"
 import * as EventStorage from "../../src/events/EventStorage.js"
@@ -13,11 +13,11 @@ import { draft, started } from "../journal/fixtures.js"
 
 const run = { id: "r1", agent: "shop", instanceId: "acme", conversationId: "c1" }
 
-/** A process's event log on the database `place` opens, tailing the store every 20 ms. */
-const processOn = (place: DatabaseLayer) =>
+/** A process's event log on the database `place` opens, tailing the store every `pollEvery`. */
+const processOn = (place: DatabaseLayer, pollEvery: Duration.DurationInput = "20 millis") =>
   Effect.map(
     Layer.build(
-      EventLog.layer({ crossProcess: { pollEvery: "20 millis" } }).pipe(
+      EventLog.layer({ crossProcess: { pollEvery } }).pipe(
         Layer.provideMerge(EventStorage.layer),
         Layer.provideMerge(SqlStore.layer),
         Layer.provideMerge(place)
@@ -48,6 +48,36 @@ const tests = (fresh: Effect.Effect<DatabaseLayer, unknown, Scope.Scope>) => {
       expect(delivered.map((event) => event.seq).sort((a, b) => a - b)).toEqual([1, 2, 3, 4, 5, 6])
       expect(delivered.map((event) => event.spanId).sort()).toEqual(["here-1", "here-2", "here-3", "other-1", "other-2", "other-3"])
     }))
+
+  it.scopedLive("a tail that looks seldom reads everything written since, and publishes none of this process's events again", () =>
+    Effect.gen(function*() {
+      const place = yield* fresh
+      const here = yield* processOn(place, "1500 millis")
+      const other = yield* processOn(place)
+      const count = 2_500
+      // Up to the other process's event, published a look or two after it is stored.
+      const following = yield* here.follow({}, 0).pipe(
+        Stream.takeUntil((event) => event.spanId === "other"),
+        Stream.runCollect,
+        Effect.timeoutFail({ duration: "20 seconds", onTimeout: () => new Error("the other process's event never came") }),
+        Effect.fork
+      )
+      yield* Effect.sleep("100 millis")
+      // More than a page of the tail's between two of its looks, and older than the commit window by the next.
+      yield* Effect.forEach(Array.from({ length: count }, (_, n) => n), (n) => here.emit(draft(`here-${n}`, run, started)), { concurrency: 50 })
+      // This process goes on publishing while the tail catches up.
+      const ticks = 60
+      for (let n = 0; n < ticks; n++) {
+        yield* here.emit(draft(`tick-${n}`, run, started))
+        yield* Effect.sleep("50 millis")
+      }
+      yield* other.emit(draft("other", run, started))
+      const delivered = Chunk.toReadonlyArray(yield* Fiber.join(following))
+      const spans = delivered.map((event) => event.spanId)
+      expect(spans.length).toBe(count + ticks + 1)
+      expect(new Set(spans).size).toBe(count + ticks + 1)
+      expect(spans).toContain("other")
+    }), { timeout: 40_000 })
 
   it.scopedLive("a run's follower gets the run's end another process stores, and its stream ends", () =>
     Effect.gen(function*() {
