@@ -199,13 +199,18 @@ describe("a server leaves alone the runs of a live process on its store", () => 
     }), { timeout: 90_000 })
 })
 
+/** Two servers on one store (SQLite) of the durable project, its side-effect log named after `name`. */
+const twoServers = (name: string) =>
+  Effect.gen(function*() {
+    const log = join(tmpdir(), `foundry-${name}-${randomUUID()}.log`)
+    const root = yield* tempProject(durableProject(log, "", { plannedModelInFile: true }))
+    return { log, a: yield* serveProject(root), b: yield* serveProject(root) }
+  })
+
 describe("two servers on one store", () => {
   it.scopedLive("a run's event stream followed through the server that does not execute it carries its events as they happen, to its end", () =>
     Effect.gen(function*() {
-      const log = join(tmpdir(), `foundry-follow-${randomUUID()}.log`)
-      const root = yield* tempProject(durableProject(log, "", { plannedModelInFile: true }))
-      const executing = yield* serveProject(root)
-      const other = yield* serveProject(root)
+      const { a: executing, b: other, log } = yield* twoServers("follow")
       const run = yield* submit(executing.url, plan({ calls: [{ name: "slow", arguments: { ms: 1500 } }] }))
       const started = Date.now()
       const text = yield* Effect.promise(async () => {
@@ -218,13 +223,9 @@ describe("two servers on one store", () => {
       expect(Date.now() - started).toBeGreaterThanOrEqual(1000)
     }), { timeout: 90_000 })
 
-
   it.scopedLive("runs of one conversation sent to both execute once each, in the order they were accepted, wherever they were sent", () =>
     Effect.gen(function*() {
-      const log = join(tmpdir(), `foundry-order-${randomUUID()}.log`)
-      const root = yield* tempProject(durableProject(log, "", { plannedModelInFile: true }))
-      const a = yield* serveProject(root)
-      const b = yield* serveProject(root)
+      const { a, b, log } = yield* twoServers("order")
       const first = yield* submit(a.url, plan({ calls: [{ name: "slow", arguments: { ms: 1500 } }] }))
       yield* waitForLine(log, (line) => line.startsWith(`${first.runId} start `))
       // Accepted while the first runs, alternately by each server: each waits where it was sent.
@@ -244,10 +245,7 @@ describe("two servers on one store", () => {
 
   it.scopedLive("runs of one conversation sent alternately to both while each takes a while execute once each, one at a time, in order", () =>
     Effect.gen(function*() {
-      const log = join(tmpdir(), `foundry-alternate-${randomUUID()}.log`)
-      const root = yield* tempProject(durableProject(log, "", { plannedModelInFile: true }))
-      const a = yield* serveProject(root)
-      const b = yield* serveProject(root)
+      const { a, b, log } = yield* twoServers("alternate")
       const first = yield* submit(a.url, plan({ calls: [{ name: "slow", arguments: { ms: 1000 } }] }))
       const rest: Array<{ readonly runId: string }> = []
       for (let n = 2; n <= 6; n++) {
@@ -262,10 +260,7 @@ describe("two servers on one store", () => {
 
   it.scopedLive("a run taken up ahead of a later one executes on its own: cancelling the later one leaves it be", () =>
     Effect.gen(function*() {
-      const log = join(tmpdir(), `foundry-ahead-${randomUUID()}.log`)
-      const root = yield* tempProject(durableProject(log, "", { plannedModelInFile: true }))
-      const a = yield* serveProject(root)
-      const b = yield* serveProject(root)
+      const { a, b, log } = yield* twoServers("ahead")
       const first = yield* submit(a.url, plan({ calls: [{ name: "slow", arguments: { ms: 1000 } }] }))
       yield* waitForLine(log, (line) => line.startsWith(`${first.runId} start `))
       // Accepted by the other server while the first runs, then one more by this one: this one runs
