@@ -102,9 +102,11 @@ export const makeExecutions = (options: ExecutionsOptions) =>
         if (execution === undefined) return resume(Effect.void)
         const told = () => resume(Effect.void)
         execution.ended.push(told)
+        // The run's execution now: a later one took the waiters of the run scheduled again.
         return Effect.sync(() => {
-          const at = execution.ended.indexOf(told)
-          if (at >= 0) execution.ended.splice(at, 1)
+          const waiting = executions.get(runId)?.ended ?? execution.ended
+          const at = waiting.indexOf(told)
+          if (at >= 0) waiting.splice(at, 1)
         })
       })
 

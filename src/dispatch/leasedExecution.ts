@@ -7,6 +7,7 @@
 import { Cause, Clock, type Context, Duration, Effect, Option } from "effect"
 import { finalStatuses, RunRecord, type RunStatus } from "../durable/records.js"
 import type { Store } from "../durable/Store.js"
+import { StoreError } from "../durable/StoreError.js"
 import { runAgent } from "../engine/AgentLoop.js"
 import type { InLine, Lease } from "../journal/journalRecords.js"
 import type { RunJournal } from "../journal/RunJournal.js"
@@ -103,6 +104,8 @@ export const makeLeasedExecution = (options: LeasedExecutionOptions) => {
    * it ends (a step may have released it already).
    */
   return (run: RunRecord, claimed: Lease | undefined) => {
+    // Executed again (adopted, or after a restart of its conversation's line): its place is its own.
+    crashed.delete(run.id)
     let lease = claimed
     const leased = claimed === undefined
       ? Effect.flatMap(claim(run), (claimedNow) => {
@@ -116,7 +119,11 @@ export const makeLeasedExecution = (options: LeasedExecutionOptions) => {
       Effect.catchAllCause((cause) =>
         Cause.isInterruptedOnly(cause)
           ? Effect.void
-          : Effect.zipRight(Effect.sync(() => crashed.add(run.id)), Effect.logError("run execution crashed", cause)))
+          : Effect.zipRight(
+            // A store that failed is not the run's defect: the run keeps its place.
+            Effect.sync(() => Cause.squash(cause) instanceof StoreError ? undefined : crashed.add(run.id)),
+            Effect.logError("run execution crashed", cause)
+          ))
     )
   }
 }

@@ -129,14 +129,14 @@ export const layer = (options: EventLogOptions = {}) => Layer.scoped(
     // Where the tail starts when it wakes: the newest event after a while nobody followed.
     let tailFrom: "newest" | "where it is" = "newest"
     // Oldest first (a Map keeps the order numbers were published in, and the time only grows): it
-    // stops at the first one still wanted, so it costs what it forgets. While someone follows, a
-    // number the tail has not read past yet is wanted however old (a tail behind would publish it
-    // again); and on PostgreSQL, one within the window the tail reads again.
+    // stops at the first one still wanted, so it costs what it forgets. One published within the
+    // commit window is wanted (the tail may have read it before it was published here, and holds it
+    // for its next look; on PostgreSQL it also reads that window again), and while someone follows,
+    // one the tail has not read past yet, however old (a tail behind would publish it again).
     const forgetOld = (now: number) => {
       const following = tailFrom === "where it is"
       for (const [seq, at] of seen) {
-        const recent = now - at <= commitWindow
-        if (following ? seq > tailAt || (recent && database.dialect === "pg") : recent) return
+        if (now - at <= commitWindow || (following && seq > tailAt)) return
         seen.delete(seq)
       }
     }
