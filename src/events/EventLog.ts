@@ -122,8 +122,8 @@ export const layer = (options: EventLogOptions = {}) => Layer.scoped(
         : Effect.sync(() => stampDrafts(drafts, at.time, at.release))
 
     // Cross-process: the sequence numbers published lately (and when), so that neither the local
-    // publication nor a late commit is published twice. Those older than the commit window are
-    // forgotten as more come, followed or not. `tailAt`: how far the tail has read the store.
+    // publication nor a late commit is published twice (forgotten by `forgetOld`). `tailAt`: how
+    // far the tail has read the store.
     const seen = new Map<number, number>()
     let tailAt = 0
     // Where the tail starts when it wakes: the newest event after a while nobody followed.

@@ -6,7 +6,6 @@ import type { Statement } from "../durable/Database.js"
 import { finalStatuses, finalStatusesSql } from "../durable/records.js"
 import type { Lease, NewRun, RunUpdate, TurnUsage } from "./journalRecords.js"
 
-
 /** The instance, made with an empty context on first use. */
 export const ensureInstance = (agent: string, id: string, now: number): Statement => ({
   sql: `INSERT INTO foundry_instances (agent, id, context, created_at, updated_at) VALUES (?, ?, '{}', ?, ?)
@@ -132,11 +131,19 @@ export const notEndedGuard = (dialect: "sqlite" | "pg") => {
   const sql = `SELECT 1 FROM foundry_runs WHERE id = ? AND status NOT IN ${finalStatusesSql}${lock}`
   // A step that revokes the lease of a run running elsewhere locks the lease's row first, then the
   // run's, in the order a step's guard (`leaseGuard`) locks them: neither waits for the other's.
-  const withLease = `SELECT 1 FROM foundry_conversation_leases lease JOIN foundry_runs run ON run.id = ?
-    WHERE lease.conversation_id = ? AND run.status NOT IN ${finalStatusesSql}${lock}`
+  const withLease = leaseAndRun("", lock)
   return (run: { readonly id: string; readonly conversationId: string }, revokes: boolean): Statement =>
     revokes ? { sql: withLease, params: [run.id, run.conversationId] } : { sql, params: [run.id] }
 }
+
+/**
+ * A row while the run (the first parameter) has not ended, read from its conversation's lease (the
+ * second) joined to it, `condition` on the lease added: on PostgreSQL, with `lock`, the lease's row
+ * is locked first, then the run's.
+ */
+const leaseAndRun = (condition: string, lock: string): string =>
+  `SELECT lease.token FROM foundry_conversation_leases lease JOIN foundry_runs run ON run.id = ?
+    WHERE lease.conversation_id = ?${condition} AND run.status NOT IN ${finalStatusesSql}${lock}`
 
 /**
  * The fencing check of a run's step: a row while `lease` is the conversation's current grant and
@@ -145,10 +152,7 @@ export const notEndedGuard = (dialect: "sqlite" | "pg") => {
  * locked until the transaction ends, so no takeover or cancel can commit between check and write.
  */
 export const leaseGuard = (dialect: "sqlite" | "pg") => {
-  const sql = `SELECT lease.token FROM foundry_conversation_leases lease JOIN foundry_runs run ON run.id = ?
-    WHERE lease.conversation_id = ? AND lease.token = ? AND run.status NOT IN ${finalStatusesSql}${
-    dialect === "pg" ? " FOR SHARE" : ""
-  }`
+  const sql = leaseAndRun(" AND lease.token = ?", dialect === "pg" ? " FOR SHARE" : "")
   return (lease: Lease, runId: string): Statement => ({ sql, params: [runId, lease.conversationId, lease.token] })
 }
 

@@ -51,6 +51,8 @@ const thousands = (n: number): string => n.toLocaleString("en-US")
 
 const spansOf = (events: ReadonlyArray<FoundryEvent>): Map<string, Span> => {
   const spans = new Map<string, Span>()
+  // The run's end, once it has one.
+  let end: FoundryEvent | undefined
   for (const event of events) {
     let span = spans.get(event.spanId)
     if (span === undefined) {
@@ -149,6 +151,7 @@ const spansOf = (events: ReadonlyArray<FoundryEvent>): Map<string, Span> => {
       case "run.cancelled":
         span.end = event.time
         span.status = event.type === "run.completed" ? "ok" : "failed"
+        end = event
         break
       default:
         break
@@ -156,7 +159,6 @@ const spansOf = (events: ReadonlyArray<FoundryEvent>): Map<string, Span> => {
   }
   // A run that ended with a model turn or a call still going (a cancel while the model answered)
   // cut it short: it ends with the run, as what it is, not open for ever.
-  const end = events.findLast((event) => event.type === "run.completed" || event.type === "run.failed" || event.type === "run.cancelled")
   if (end !== undefined) {
     const how = end.type === "run.cancelled" ? "was cancelled" : end.type === "run.failed" ? "failed" : "ended"
     for (const span of spans.values()) {
