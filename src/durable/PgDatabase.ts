@@ -65,6 +65,18 @@ const transientRetry = Schedule.exponential("5 millis").pipe(Schedule.jittered, 
 /** A unit to write again alone. */
 const again = { _tag: "Again" } as const
 
+/**
+ * Taken first by every transaction that inserts events, held until it ends: events are numbered in
+ * the order their transactions commit, across processes. A sequence number is taken before the
+ * commit, so without it a transaction could commit an event numbered below one another process
+ * committed already, and a reader paging by number (`GET /api/events?after=`, a process's tail)
+ * would have passed it. First, before any row lock, so that it never waits while holding one.
+ */
+// Keyed by two integers: a key space apart from the one-number locks `@effect/cluster` holds shards with.
+const eventOrder: Statement = { sql: "SELECT pg_advisory_xact_lock(hashtext('foundry'), hashtext('foundry_events'))", params: [] }
+
+const insertsEvents = (unit: WriteUnit): boolean => unit.statements.some((statement) => statement.sequencedRows !== undefined)
+
 /** `?` placeholders as PostgreSQL's numbered ones (statements hold no `?` in literals). */
 const numbered = (sql: string): string => {
   let index = 0
@@ -98,9 +110,13 @@ export const make = Effect.gen(function*() {
       return { _tag: "Written", rows } as const
     })
 
+  /** `transaction` after the events' lock when one of `units` inserts events. */
+  const inEventOrder = <A, E, R>(units: ReadonlyArray<WriteUnit>, transaction: Effect.Effect<A, E, R>) =>
+    units.some(insertsEvents) ? Effect.zipRight(execute(eventOrder), transaction) : transaction
+
   /** A unit in a transaction of its own, tried again while PostgreSQL undoes it as a deadlock's victim. */
   const writeAlone = (unit: WriteUnit): Effect.Effect<BatchOutcome> =>
-    sql.withTransaction(writeUnit(unit)).pipe(
+    sql.withTransaction(inEventOrder([unit], writeUnit(unit))).pipe(
       Effect.tap(() => Effect.sync(() => writeTransactions++)),
       Effect.retry({ schedule: transientRetry, while: isTransient }),
       Effect.catchAll((cause) => Effect.succeed({ _tag: "Failed", message: messageOf(cause) } as const))
@@ -109,13 +125,14 @@ export const make = Effect.gen(function*() {
   const write = yield* groupCommit((units) => {
     const [only] = units
     if (units.length === 1 && only !== undefined) return Effect.map(writeAlone(only), (outcome) => [outcome])
-    return sql.withTransaction(
+    return sql.withTransaction(inEventOrder(
+      units,
       Effect.forEach(units, (unit): Effect.Effect<BatchOutcome | typeof again> =>
         // A nested transaction is a savepoint: a failing unit rolls back to it, the others stay.
         sql.withTransaction(writeUnit(unit)).pipe(
           Effect.catchAll((cause) => Effect.succeed(isTransient(cause) ? again : { _tag: "Failed", message: messageOf(cause) } as const))
         ))
-    ).pipe(
+    )).pipe(
       Effect.tap(() => Effect.sync(() => writeTransactions++)),
       Effect.retry({ schedule: transientRetry, while: isTransient }),
       Effect.mapError((cause) => new StoreError({ operation: "write", message: messageOf(cause) })),
