@@ -72,8 +72,8 @@ export interface EventLogOptions {
   readonly crossProcess?: { readonly pollEvery: Duration.DurationInput } | undefined
 }
 
-/** How long an event stays re-read: a transaction that took its sequence number earlier may commit this much later. */
-const commitWindow = 2000
+/** How long the number of an event published here is remembered at least: the tail may have read it before it was published here. */
+const rememberPublished = 2000
 
 const pageSize = 1000
 
@@ -130,18 +130,78 @@ export const layer = (options: EventLogOptions = {}) => Layer.scoped(
     let tailFrom: "newest" | "where it is" = "newest"
     // Oldest first (a Map keeps the order numbers were published in, and the time only grows): it
     // stops at the first one still wanted, so it costs what it forgets. One published within the
-    // commit window is wanted (the tail may have read it before it was published here, and holds it
-    // for its next look; on PostgreSQL it also reads that window again), and while someone follows,
-    // one the tail has not read past yet, however old (a tail behind would publish it again).
+    // last two seconds is wanted (the tail may have read it before it was published here, and holds it
+    // for its next look), and while someone follows, one the tail has not read past yet, however
+    // old (a tail behind would publish it again).
     const forgetOld = (now: number) => {
       const following = tailFrom === "where it is"
       for (const [seq, at] of seen) {
-        if (now - at <= commitWindow || (following && seq > tailAt)) return
+        if (now - at <= rememberPublished || (following && seq > tailAt)) return
         seen.delete(seq)
       }
     }
     // Subscribers of the whole feed: with none, publishing is only the run followers' queues.
     let feedSubscribers = 0
+
+    // The tail looks at once when woken here (else every `pollEvery`): by the first follower, and
+    // by an event of this process the feed holds back.
+    const lookNow = yield* Queue.sliding<void>(1)
+
+    // Cross-process, the feed hands events on in the order of their numbers, so that a client that
+    // resumes after the last number it got (`Last-Event-ID`) misses none: an event of this process
+    // numbered after one of another process that the tail has not read yet waits in `feedHeld`,
+    // and the tail looks at once. Every event numbered up to `feedAt` has been handed on (or was
+    // stored before the feed's followers read what is stored). Events commit in the order of their
+    // numbers (on SQLite one writer numbers them as it writes; on PostgreSQL a lock orders them), so
+    // what the tail reads up to a number is every event up to it, and a number it does not find
+    // there never comes.
+    let feedAt = 0
+    const feedHeld = new Map<number, FoundryEvent>()
+    const toFeed = (events: ReadonlyArray<FoundryEvent>) =>
+      feedSubscribers === 0 || events.length === 0 ? Effect.void : Effect.asVoid(PubSub.publishAll(hub, events))
+    /** Hands on what may go now of `stored`, read by the tail up to `readTo` (else published here). */
+    const feedInOrder = (stored: ReadonlyArray<FoundryEvent>, readTo = 0): Effect.Effect<void> => {
+      if (options.crossProcess === undefined) return toFeed(stored)
+      const ready: Array<FoundryEvent> = []
+      for (const event of stored) {
+        if (event.seq === 0) ready.push(event)
+        else if (event.seq > feedAt) feedHeld.set(event.seq, event)
+      }
+      if (readTo > feedAt) {
+        // Every event up to `readTo` is among those read: the held ones up to there go, gaps and all.
+        const read = [...feedHeld.values()].filter((event) => event.seq <= readTo).sort((a, b) => a.seq - b.seq)
+        for (const event of read) {
+          ready.push(event)
+          feedHeld.delete(event.seq)
+        }
+        feedAt = readTo
+      }
+      for (let next = feedHeld.get(feedAt + 1); next !== undefined; next = feedHeld.get(feedAt + 1)) {
+        ready.push(next)
+        feedHeld.delete(next.seq)
+        feedAt = next.seq
+      }
+      if (feedHeld.size > 0) {
+        // Nobody to hand them to: the tail reads them again for a follower that comes.
+        if (feedSubscribers === 0) feedHeld.clear()
+        else Queue.unsafeOffer(lookNow, undefined)
+      }
+      return toFeed(ready)
+    }
+
+    /** Hands stored events to their runs' followers. */
+    const toRunFollowers = (stored: ReadonlyArray<FoundryEvent>): void => {
+      if (runFollowers.size === 0) return
+      for (const event of stored) {
+        for (const inbox of runFollowers.get(event.runId) ?? []) inbox.put(event)
+      }
+      // Once every event is in: a follower takes what one publication brings in one take (an
+      // inbox already woken has no taker waiting, and waking it again does nothing).
+      for (const event of stored) {
+        for (const inbox of runFollowers.get(event.runId) ?? []) inbox.wake()
+      }
+    }
+
     const publish = (stored: ReadonlyArray<FoundryEvent>) =>
       Effect.suspend(() => {
         if (options.crossProcess !== undefined) {
@@ -149,17 +209,8 @@ export const layer = (options: EventLogOptions = {}) => Layer.scoped(
           for (const event of stored) if (event.seq > 0) seen.set(event.seq, now)
           forgetOld(now)
         }
-        if (runFollowers.size > 0) {
-          for (const event of stored) {
-            for (const inbox of runFollowers.get(event.runId) ?? []) inbox.put(event)
-          }
-          // Once every event is in: a follower takes what one publication brings in one take (an
-          // inbox already woken has no taker waiting, and waking it again does nothing).
-          for (const event of stored) {
-            for (const inbox of runFollowers.get(event.runId) ?? []) inbox.wake()
-          }
-        }
-        return feedSubscribers === 0 ? Effect.void : Effect.asVoid(PubSub.publishAll(hub, stored))
+        toRunFollowers(stored)
+        return feedInOrder(stored)
       })
 
     /** An inbox of the run's live events, for as long as the scope is open. */
@@ -199,27 +250,33 @@ export const layer = (options: EventLogOptions = {}) => Layer.scoped(
         }))
     }
 
-    // The tail of other processes' events sleeps while nobody follows, and wakes with the first.
-    const firstFollower = yield* Queue.sliding<void>(1)
     /**
      * Counts a follower for as long as the scope is open. The first after a while without any
      * starts the tail from the newest event stored, before the follower reads what is stored: what
      * other processes write after that is the tail's.
      */
-    const following = Effect.zipRight(
-      Effect.suspend(() => options.crossProcess === undefined || tailFrom === "where it is" ? Effect.void : Effect.map(
-        database.read({ sql: "SELECT COALESCE(MAX(seq), 0) AS seq FROM foundry_events", params: [] }),
-        (rows) => {
-          // Another follower that came at the same time may have started it already.
-          if (tailFrom === "where it is") return
-          tailAt = Number(rows[0]?.seq ?? 0)
-          tailFrom = "where it is"
+    const following: Effect.Effect<void, StoreError, Scope.Scope> = Effect.uninterruptibleMask((restore) =>
+      Effect.flatMap(Effect.scope, (scope) => {
+        // Counted at once, in the step that starts the tail: a tail that looks in between with
+        // nobody counted would go back to sleep, and the next follower would start it again later on.
+        const counted = () => {
+          if (followers++ === 0) Queue.unsafeOffer(lookNow, undefined)
+          return Scope.addFinalizer(scope, Effect.sync(() => followers--))
         }
-      )),
-      heldInScope(() => {
-        if (followers++ === 0) Queue.unsafeOffer(firstFollower, undefined)
-      }, () => followers--)
-    )
+        if (options.crossProcess === undefined || tailFrom === "where it is") return counted()
+        return Effect.flatMap(
+          restore(database.read({ sql: "SELECT COALESCE(MAX(seq), 0) AS seq FROM foundry_events", params: [] })),
+          (rows) => {
+            // Another follower that came at the same time may have started it already.
+            if (tailFrom === "where it is") return counted()
+            tailAt = Number(rows[0]?.seq ?? 0)
+            tailFrom = "where it is"
+            const count = counted()
+            // What is stored up to here, the feed's followers read for themselves.
+            return Effect.zipRight(count, feedInOrder([], tailAt))
+          }
+        )
+      }))
 
     /** The stored events matching `filter` after `after`, page by page. */
     const storedAfter = (filter: EventFilter, after: number) =>
@@ -362,37 +419,35 @@ export const layer = (options: EventLogOptions = {}) => Layer.scoped(
       // Events the last look found that nobody here had published: published at the next look if
       // still not (an event of this process is published just after its commit, so a look between
       // the two would otherwise publish it a second time).
+      // (The feed takes what the tail reads at once: it hands on each number once, in order.)
       let unseen: Array<FoundryEvent> = []
+      const pollEvery = options.crossProcess.pollEvery
       yield* Effect.gen(function*() {
         if (followers === 0) {
           tailFrom = "newest"
           unseen = []
-          return yield* Queue.take(firstFollower)
+          return yield* Queue.take(lookNow)
         }
         const ready = unseen.filter((event) => !seen.has(event.seq))
         unseen = []
-        if (ready.length > 0) yield* publish(ready)
-        // On from where the tail has read. On SQLite an event is numbered as its transaction writes
-        // it, one writer at a time, so none numbered lower commits later. On PostgreSQL a sequence
-        // number is taken before the commit: the tail reads again from the oldest event published
-        // within the commit window.
         const now = Date.now()
-        let low = tailAt
-        if (database.dialect === "pg") for (const [seq, at] of seen) if (now - at <= commitWindow && seq - 1 < low) low = seq - 1
-        // Page after page until one is not full: a tail that reads less than is written falls behind.
+        for (const event of ready) seen.set(event.seq, now)
+        toRunFollowers(ready)
+        // On from where the tail has read: events commit in the order of their numbers, so none
+        // numbered lower commits later. Page after page until one is not full: a tail that reads
+        // less than is written falls behind.
         let page: ReadonlyArray<FoundryEvent> = []
         do {
-          page = yield* storage.list({ after: low, limit: pageSize })
-          for (const event of page) {
-            if (!seen.has(event.seq)) unseen.push(event)
-            if (event.seq > tailAt) tailAt = event.seq
-          }
-          low = page[page.length - 1]?.seq ?? low
+          page = yield* storage.list({ after: tailAt, limit: pageSize })
+          for (const event of page) if (!seen.has(event.seq)) unseen.push(event)
+          tailAt = page[page.length - 1]?.seq ?? tailAt
+          yield* feedInOrder(page, tailAt)
         } while (page.length === pageSize)
         forgetOld(now)
+        yield* Effect.timeout(Queue.take(lookNow), pollEvery).pipe(Effect.ignore)
       }).pipe(
-        Effect.catchAllCause((cause) => Effect.logWarning("reading other processes' events failed", cause)),
-        Effect.repeat(Schedule.spaced(options.crossProcess.pollEvery)),
+        Effect.catchAllCause((cause) => Effect.zipRight(Effect.logWarning("reading other processes' events failed", cause), Effect.sleep(pollEvery))),
+        Effect.forever,
         Effect.forkScoped
       )
     }

@@ -3,9 +3,10 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { randomUUID } from "node:crypto"
 import { describe, expect, it } from "@effect/vitest"
-import { Effect } from "effect"
+import { Effect, Fiber } from "effect"
 import { type CliProcess, freePort, serveProject, startCli } from "../support/cli.js"
 import { durableProject, plan, slowMarkerOf } from "../support/durableProject.js"
+import { allEvents, readFrames } from "../support/eventFeed.js"
 import { http, pendingApproval, type RunBody, waitForRun } from "../support/server.js"
 import { answeringAgentFile, answerToolFile, tempProject } from "../support/tempProject.js"
 
@@ -273,6 +274,28 @@ describe("two servers on one store", () => {
       expect(lines(log).filter((line) => line.startsWith(`${second.runId} `)).map((line) => line.split(" ")[1])).toEqual(["start", "end"])
       expect((yield* waitForRun(a.url, third.runId)).status).toBe("cancelled")
       expect(lines(log).filter((line) => line.endsWith(" third"))).toEqual([])
+    }), { timeout: 90_000 })
+
+  it.scopedLive("the events feed followed through one carries both servers' events once each, in the order of their numbers", () =>
+    Effect.gen(function*() {
+      const { a, b } = yield* twoServers("feed")
+      const feed = yield* readFrames(a.url, {}, (_ids, types) => types.filter((type) => type === "run.completed").length >= 8).pipe(
+        Effect.timeoutFail({ duration: "60 seconds", onTimeout: () => new Error("the feed never carried the eighth run's end") }),
+        Effect.fork
+      )
+      yield* Effect.sleep("500 millis")
+      // Runs in conversations of their own, sent to both at once: each server writes while the other does.
+      const runs = yield* Effect.forEach(
+        Array.from({ length: 8 }, (_, n) => n),
+        (n) => submit(n % 2 === 0 ? a.url : b.url, plan({ calls: [{ name: "record", arguments: { line: `feed ${n}` } }] })),
+        { concurrency: "unbounded" }
+      )
+      for (const run of runs) expect((yield* waitForRun(a.url, run.runId, 1200)).status).toBe("completed")
+      const { ids } = yield* Fiber.join(feed)
+      const stored = (yield* allEvents(a.url)).map((event) => event.seq)
+      // What a client resuming after the last id it got relies on: every stored event, each once, in order.
+      expect(ids).toEqual(stored.slice(stored.indexOf(ids[0] ?? -1), stored.indexOf(ids[0] ?? -1) + ids.length))
+      expect(ids.length).toBeGreaterThanOrEqual(8 * 4)
     }), { timeout: 90_000 })
 })
 

@@ -5,34 +5,10 @@ import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import * as Scripted from "../../src/models/scripted.js"
 import { durableProject, plan } from "../support/durableProject.js"
+import { allEvents, type EventBody, readFrames } from "../support/eventFeed.js"
 import { plannedModel } from "../support/plannedModel.js"
 import { http, startServer, waitForRun } from "../support/server.js"
 import { tempProject } from "../support/tempProject.js"
-
-interface EventBody {
-  readonly seq: number
-  readonly type: string
-  readonly traceId: string
-  readonly spanId: string
-  readonly parentSpanId: string | null
-  readonly runId: string
-  readonly data: Record<string, unknown>
-}
-
-const allEvents = (url: string, query = "") =>
-  Effect.gen(function*() {
-    const events: Array<EventBody> = []
-    let after = 0
-    while (true) {
-      const page = (yield* http(`${url}/api/events?limit=1000&after=${after}${query}`)).json as {
-        events: Array<EventBody>
-        nextAfter?: number
-      }
-      events.push(...page.events)
-      if (page.nextAfter === undefined) return events
-      after = page.nextAfter
-    }
-  })
 
 const setup = (config = "", model = plannedModel) =>
   Effect.gen(function*() {
@@ -98,42 +74,6 @@ describe("correlation", () => {
 })
 
 describe("the event stream", () => {
-  const readFrames = (
-    url: string,
-    headers: Record<string, string>,
-    enough: (ids: ReadonlyArray<number>, types: ReadonlyArray<string>) => boolean,
-    query = "",
-    path = "/api/events"
-  ) =>
-    Effect.promise(async () => {
-      const controller = new AbortController()
-      const response = await fetch(`${url}${path}${query}`, { headers: { accept: "text/event-stream", ...headers }, signal: controller.signal })
-      const reader = response.body!.getReader()
-      const decoder = new TextDecoder()
-      const ids: Array<number> = []
-      const types: Array<string> = []
-      let buffer = ""
-      while (!enough(ids, types)) {
-        const { done, value } = await reader.read()
-        if (done) break
-        buffer += decoder.decode(value, { stream: true })
-        let end = buffer.indexOf("\n\n")
-        while (end >= 0) {
-          const frame = buffer.slice(0, end).split("\n")
-          buffer = buffer.slice(end + 2)
-          const id = frame.find((l) => l.startsWith("id: "))
-          const type = frame.find((l) => l.startsWith("event: "))
-          if (id !== undefined) {
-            ids.push(Number(id.slice(4)))
-            types.push(type?.slice(7) ?? "")
-          }
-          end = buffer.indexOf("\n\n")
-        }
-      }
-      controller.abort()
-      return { ids, types }
-    })
-
   it.scopedLive("a client that reconnects with Last-Event-ID receives every missed event once, in order", () =>
     Effect.gen(function*() {
       const server = yield* setup()
