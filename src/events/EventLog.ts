@@ -416,21 +416,24 @@ export const layer = (options: EventLogOptions = {}) => Layer.scoped(
     }
 
     if (options.crossProcess !== undefined) {
-      // Events the last look found that nobody here had published: published at the next look if
-      // still not (an event of this process is published just after its commit, so a look between
-      // the two would otherwise publish it a second time).
+      // Events a look found that nobody here had published: published once a poll interval has
+      // passed since if still not (an event of this process is published just after its commit, so
+      // a look in between would otherwise publish it a second time; the tail also looks at once
+      // when the feed holds an event back, so the next look may be the moment after).
       // (The feed takes what the tail reads at once: it hands on each number once, in order.)
-      let unseen: Array<FoundryEvent> = []
+      let unseen: Array<{ readonly event: FoundryEvent; readonly readAt: number }> = []
       const pollEvery = options.crossProcess.pollEvery
+      const unseenFor = Duration.toMillis(Duration.decode(pollEvery))
       yield* Effect.gen(function*() {
         if (followers === 0) {
           tailFrom = "newest"
           unseen = []
           return yield* Queue.take(lookNow)
         }
-        const ready = unseen.filter((event) => !seen.has(event.seq))
-        unseen = []
         const now = Date.now()
+        const due = unseen.findIndex(({ readAt }) => now - readAt < unseenFor)
+        const ready = (due < 0 ? unseen : unseen.slice(0, due)).flatMap(({ event }) => seen.has(event.seq) ? [] : [event])
+        unseen = due < 0 ? [] : unseen.slice(due)
         for (const event of ready) seen.set(event.seq, now)
         toRunFollowers(ready)
         // On from where the tail has read: events commit in the order of their numbers, so none
@@ -439,7 +442,8 @@ export const layer = (options: EventLogOptions = {}) => Layer.scoped(
         let page: ReadonlyArray<FoundryEvent> = []
         do {
           page = yield* storage.list({ after: tailAt, limit: pageSize })
-          for (const event of page) if (!seen.has(event.seq)) unseen.push(event)
+          const readAt = Date.now()
+          for (const event of page) if (!seen.has(event.seq)) unseen.push({ event, readAt })
           tailAt = page[page.length - 1]?.seq ?? tailAt
           yield* feedInOrder(page, tailAt)
         } while (page.length === pageSize)
