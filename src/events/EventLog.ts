@@ -162,6 +162,13 @@ export const layer = (options: EventLogOptions = {}) => Layer.scoped(
     /** Hands on what may go now of `stored`, read by the tail up to `readTo` (else published here). */
     const feedInOrder = (stored: ReadonlyArray<FoundryEvent>, readTo = 0): Effect.Effect<void> => {
       if (options.crossProcess === undefined) return toFeed(stored)
+      if (feedSubscribers === 0) {
+        // Nobody to hand them to (one who comes reads what is stored first): on the run's path, no more than this.
+        for (const event of stored) if (event.seq > feedAt) feedAt = event.seq
+        if (readTo > feedAt) feedAt = readTo
+        if (feedHeld.size > 0) feedHeld.clear()
+        return Effect.void
+      }
       const ready: Array<FoundryEvent> = []
       for (const event of stored) {
         if (event.seq === 0) ready.push(event)
@@ -181,11 +188,7 @@ export const layer = (options: EventLogOptions = {}) => Layer.scoped(
         feedHeld.delete(next.seq)
         feedAt = next.seq
       }
-      if (feedHeld.size > 0) {
-        // Nobody to hand them to: the tail reads them again for a follower that comes.
-        if (feedSubscribers === 0) feedHeld.clear()
-        else Queue.unsafeOffer(lookNow, undefined)
-      }
+      if (feedHeld.size > 0) Queue.unsafeOffer(lookNow, undefined)
       return toFeed(ready)
     }
 
