@@ -22,6 +22,16 @@ export interface DefinitionProblem {
   readonly fix: string
 }
 
+/** A value as a route file wrote it, for a problem's text: `"8"` for the string, `NaN` for the number. */
+const written = (value: unknown): string => {
+  if (typeof value === "number" || typeof value === "bigint") return String(value)
+  try {
+    return JSON.stringify(value) ?? String(value)
+  } catch {
+    return String(value)
+  }
+}
+
 /** "a" or "an", for a kind's name. */
 const article = (word: string): string => `${/^[aeiou]/.test(word) ? "an" : "a"} ${word}`
 
@@ -126,7 +136,7 @@ const checkBudget = (budget: unknown): DefinitionProblem | undefined => {
 const checkContextWindow = (window: unknown): DefinitionProblem | undefined =>
   window === undefined || (typeof window === "number" && Number.isInteger(window) && window > 0)
     ? undefined
-    : { problem: `contextWindow is ${String(window)}`, fix: "give the model's context window in tokens, a whole number above 0, e.g. contextWindow: 128000" }
+    : { problem: `contextWindow is ${written(window)}`, fix: "give the model's context window in tokens, a whole number above 0, e.g. contextWindow: 128000" }
 
 /** An agent's MCP servers: each a server declaration, or `true` for the config's server of that name. */
 const checkMcp = (mcp: unknown): DefinitionProblem | undefined => {
@@ -154,7 +164,7 @@ const checkDescription = (description: unknown, fix: string): DefinitionProblem 
     ? { problem: "description is missing", fix }
     : typeof description === "string"
     ? { problem: "description is empty", fix }
-    : { problem: `description is ${JSON.stringify(description) ?? String(description)}, not text`, fix }
+    : { problem: `description is ${written(description)}, not text`, fix }
 
 const checkAgent = (file: string, definition: Record<string, unknown>): Array<DefinitionProblem | undefined> => {
   const tools = Array.isArray(definition.tools) ? definition.tools : []
@@ -175,7 +185,7 @@ const checkAgent = (file: string, definition: Record<string, unknown>): Array<De
       },
     typeof maxTurns === "number" && Number.isInteger(maxTurns) && maxTurns > 0
       ? undefined
-      : { problem: `maxTurns is ${String(maxTurns)}`, fix: "use a positive whole number, e.g. maxTurns: 12" },
+      : { problem: `maxTurns is ${written(maxTurns)}`, fix: "use a positive whole number, e.g. maxTurns: 12" },
     ...tools.map((tool, index) => relationship(file, `tools[${index}]`, tool, "tool")),
     ...(Array.isArray(definition.subagents) ? definition.subagents : []).map((agent, index) =>
       relationship(file, `subagents[${index}]`, agent, "agent")
@@ -271,7 +281,7 @@ const checkSchedule = (file: string, definition: Record<string, unknown>): Array
     ? undefined
     : definition.message === undefined || definition.message === ""
     ? { problem: "message is missing", fix: `add message: "what the agent should do"` }
-    : { problem: `message is ${JSON.stringify(definition.message) ?? String(definition.message)}, not text`, fix: `use message: "what the agent should do"` },
+    : { problem: `message is ${written(definition.message)}, not text`, fix: `use message: "what the agent should do"` },
   checkTiming(definition.timing),
   checkInstanceId(definition.instance),
   // Read by the scheduler at every firing (and stored with the schedule): a value it does not know
@@ -285,7 +295,7 @@ const checkChoice = (field: string, value: unknown, choices: ReadonlyArray<strin
   typeof value === "string" && choices.includes(value)
     ? undefined
     : {
-      problem: `${field} is ${JSON.stringify(value) ?? String(value)}`,
+      problem: `${field} is ${written(value)}`,
       fix: `use one of ${choices.map((choice) => `"${choice}"`).join(", ")} (${meaning}), or leave it out for "${fallback}"`
     }
 
@@ -302,7 +312,7 @@ const checkTiming = (value: unknown): DefinitionProblem | undefined => {
     // Named when it is there but not text (`every: 1000`), which is not the same as missing.
     const given = isRecord(value) ? ["cron", "every", "at", "timezone"].find((key) => value[key] !== undefined && typeof value[key] !== "string") : undefined
     return given !== undefined && isRecord(value)
-      ? { problem: `${given} is ${JSON.stringify(value[given]) ?? String(value[given])}, not a string`, fix: given === "every" ? `write it as text, e.g. every: "1 hour"` : `write ${given} as text` }
+      ? { problem: `${given} is ${written(value[given])}, not a string`, fix: given === "every" ? `write it as text, e.g. every: "1 hour"` : `write ${given} as text` }
       : { problem: "no timing", fix: "give exactly one of cron (with an optional timezone), every or at, as a string" }
   }
   return timingProblem(timing.value)

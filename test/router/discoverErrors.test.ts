@@ -277,9 +277,14 @@ export default defineAgent({ description: "", model: "gpt-4", maxTurns: 0 })
         "agents/b/agent.ts": agentFile(),
         "agents/c/agent.js": `import { defineAgent } from "foundry"
 export default defineAgent({ description: 42 })
+`,
+        // A number written as text is shown as text, not as the number it reads as.
+        "agents/d/agent.js": `import { defineAgent } from "foundry"
+export default defineAgent({ description: "Counts", maxTurns: "8", contextWindow: NaN })
 `
       })
-      expect(errors.errors.map((e) => e.file).sort()).toEqual(["agents/a/agent.js", "agents/c/agent.js", "schedules/s.ts"])
+      expect(errors.errors.map((e) => e.file).sort()).toEqual(["agents/a/agent.js", "agents/c/agent.js", "agents/d/agent.js", "schedules/s.ts"])
+      expect(errorFor(errors, "agents/d/agent.js").problem).toBe(`contextWindow is NaN; maxTurns is "8"`)
       const agent = errorFor(errors, "agents/a/agent.js")
       expect(agent.problem).toBe(`description is empty; model "gpt-4" is not known; maxTurns is 0`)
       expect(errorFor(errors, "agents/c/agent.js").problem).toBe("description is 42, not text")
