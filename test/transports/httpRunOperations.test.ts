@@ -23,7 +23,7 @@ const runOverHttp = (url: string, instance: string) =>
   })
 
 describe("the server's Effect operations for a run over HTTP", () => {
-  it.scopedLive("submitting a two-turn run and following its events to the end takes the server at most 900 Effect operations", () =>
+  it.scopedLive("submitting a two-turn run and following its events to the end takes the server at most 960 Effect operations", () =>
     Effect.gen(function*() {
       const project = yield* orderLookupProject(1)
       // Built under the counting scheduler: the server's request fibers and the runs it executes count.
@@ -32,15 +32,20 @@ describe("the server's Effect operations for a run over HTTP", () => {
       yield* runOverHttp(server.url, "customer-1")
       // Each reading once the server is idle: a run's execution lets go of its slot and lane just
       // after its end event is written, and those operations are the run's.
-      yield* Effect.sleep("100 millis")
+      // And the tail of other processes' events back asleep (it looks every 250 ms while someone
+      // follows): the run's follower wakes it, and its first look is counted, every time alike.
+      yield* Effect.sleep("600 millis")
       const before = yield* operationsSoFar
       const stream = yield* runOverHttp(server.url, "customer-1")
       yield* Effect.sleep("100 millis")
       const operations = (yield* operationsSoFar) - before
       expect(stream).toContain("event: run.completed")
-      // 879 at `c4988d1` (885 a run under load in `npm run bench`). A change to the HTTP path that adds
-      // operations on purpose raises this bound, and says why in docs/performance.md.
+      // 943 at `070ec66`: 879 for the run and its stream (`c4988d1`; 885 a run under load in `npm run
+      // bench`), and 64 for the tail waking for the follower (where the store's events end, one look;
+      // it was counted or not as the machine's speed placed its looks: 935 at `092cc1d` counted). A
+      // change to the HTTP path that adds operations on purpose raises this bound, and says why in
+      // docs/performance.md.
       expect(operations).toBeGreaterThan(500)
-      expect(operations).toBeLessThanOrEqual(900)
+      expect(operations).toBeLessThanOrEqual(960)
     }))
 })
