@@ -9,6 +9,7 @@
  * rather than one line per member.
  */
 import { Array as Arr, Option, ParseResult, Schema, SchemaAST as AST } from "effect"
+import { meantField } from "../text/closest.js"
 
 /** One failing field: where it is (`items[0].id`, or a label for the whole value) and what is wrong. */
 export const ReadableIssue = Schema.Struct({
@@ -44,6 +45,18 @@ export const readableIssues = (
 export const formatIssues = (issues: ReadonlyArray<ReadableIssue>): string =>
   issues.map(({ message, path }) => `${path}: ${message}`).join("\n")
 
+/**
+ * A key an object does not have, said with the one it likely meant and those it has
+ * (`conversationId: is not allowed; did you mean "conversation"? (the fields here: agent, message,
+ * conversation)`): the field names a reply carries are not always those a request takes.
+ */
+const notAField = (issue: ParseResult.ParseIssue, fields: ReadonlyArray<string>): ParseResult.ParseIssue => {
+  if (issue._tag !== "Pointer" || issue.issue._tag !== "Unexpected" || Array.isArray(issue.path)) return issue
+  const meant = meantField(String(issue.path), fields)
+  const message = `is not allowed${meant === undefined ? "" : `; did you mean "${meant}"?`} (the fields here: ${fields.join(", ") || "none"})`
+  return new ParseResult.Pointer(issue.path, issue.actual, new ParseResult.Unexpected(issue.issue.actual, message))
+}
+
 const readable = (issue: ParseResult.ParseIssue): ParseResult.ParseIssue => {
   switch (issue._tag) {
     case "Type":
@@ -52,7 +65,7 @@ const readable = (issue: ParseResult.ParseIssue): ParseResult.ParseIssue => {
         ? new ParseResult.Type(issue.ast, issue.actual, `expected ${expected(issue.ast)}, got ${got(issue.actual)}`)
         : issue
     case "Unexpected":
-      return new ParseResult.Unexpected(issue.actual, "is not allowed")
+      return issue.message?.startsWith("is not allowed") === true ? issue : new ParseResult.Unexpected(issue.actual, "is not allowed")
     case "Missing":
     case "Forbidden":
       return issue
@@ -63,6 +76,11 @@ const readable = (issue: ParseResult.ParseIssue): ParseResult.ParseIssue => {
     case "Transformation":
       return new ParseResult.Transformation(issue.ast, issue.actual, issue.kind, readable(issue.issue))
     case "Composite": {
+      if (AST.isTypeLiteral(issue.ast)) {
+        const fields = issue.ast.propertySignatures.map((signature) => String(signature.name))
+        const inside = (member: ParseResult.ParseIssue) => readable(notAField(member, fields))
+        return new ParseResult.Composite(issue.ast, issue.actual, isMany(issue.issues) ? Arr.map(issue.issues, inside) : inside(issue.issues), issue.output)
+      }
       if (!AST.isUnion(issue.ast) || !isMany(issue.issues)) {
         return new ParseResult.Composite(
           issue.ast,

@@ -49,15 +49,9 @@ const defaultsByPath = (value: unknown, path: string, into: Map<string, unknown>
 
 const fieldDefaults = defaultsByPath(defaultConfig, "", new Map())
 
-const topLevelFields = Object.keys(ConfigSchema.fields).join(", ")
-
 /** What to do about one wrong field. */
 const fixFor = ({ message, path }: ReadableIssue): string => {
-  if (message === "is not allowed") {
-    return /[.[]/.test(path)
-      ? `remove ${path} or correct its name: there is no such field there`
-      : `remove ${path} or correct its name: the config's fields are ${topLevelFields}`
-  }
+  if (message.startsWith("is not allowed")) return `remove ${path} or correct its name`
   const fallback = fieldDefaults.get(path)
   return fallback === undefined
     ? `correct ${path}`

@@ -32,6 +32,13 @@ export const closest = (name: string, candidates: ReadonlyArray<string>): string
   return Math.floor(best.score / 2) <= allowed ? best.candidate : undefined
 }
 
+/**
+ * The field or parameter `name` most likely means: the same name with or without `Id` (the API
+ * names one thing both ways: `/api/events` takes `runId`, `/api/approvals` `run`), else the closest.
+ */
+export const meantField = (name: string, fields: ReadonlyArray<string>): string | undefined =>
+  fields.find((field) => field === `${name}Id` || `${field}Id` === name) ?? closest(name, fields)
+
 /** `there is no agent "suport"; did you mean "support"? (the agents: support, triage)`: a name that names nothing, said with what it may have meant. */
 export const noSuch = (kind: string, name: string, known: ReadonlyArray<string>): string => {
   const meant = closest(name, known)

@@ -63,8 +63,8 @@ describe("defineConfig", () => {
     const fromJavaScript: Parameters<typeof defineConfig>[0] = JSON.parse(`{ "concurency": 5, "modelRetry": { "tims": 2 } }`)
     const issues = configIssues(defineConfig(fromJavaScript))
     expect(issues).toEqual([
-      { path: "concurency", message: "is not allowed" },
-      { path: "modelRetry.tims", message: "is not allowed" }
+      { path: "concurency", message: expect.stringMatching(/^is not allowed; did you mean "concurrency"\? \(the fields here: store, server, .*\)$/) },
+      { path: "modelRetry.tims", message: expect.stringMatching(/^is not allowed; did you mean "times"\? \(the fields here: .*\)$/) }
     ])
   })
 })

@@ -82,11 +82,17 @@ describe("readable issues", () => {
     ])
   })
 
-  it("an extra key is not allowed when the schema forbids excess properties, and ignored otherwise", () => {
-    const Body = Schema.Struct({ agent: Schema.String })
+  it("an extra key is not allowed when the schema forbids excess properties, said with the fields there are, and ignored otherwise", () => {
+    const Body = Schema.Struct({ agent: Schema.String, conversation: Schema.optional(Schema.String) })
     expect(linesOf(Body, { agent: 1, foo: true }, { onExcessProperty: "error" })).toEqual([
-      "foo: is not allowed",
+      "foo: is not allowed (the fields here: agent, conversation)",
       "agent: expected a string, got 1"
+    ])
+    // The one it likely meant: misspelt, or named as a reply names it (`conversationId`).
+    expect(linesOf(Body, { agnet: "a", conversationId: "c" }, { onExcessProperty: "error" })).toEqual([
+      `agnet: is not allowed; did you mean "agent"? (the fields here: agent, conversation)`,
+      `conversationId: is not allowed; did you mean "conversation"? (the fields here: agent, conversation)`,
+      "agent: is missing"
     ])
     expect(linesOf(Body, { agent: 1, foo: true })).toEqual(["agent: expected a string, got 1"])
   })

@@ -65,9 +65,9 @@ describe("a config with wrong values", () => {
   it.scoped("a misspelt field is named rather than ignored", () =>
     Effect.gen(function*() {
       const error = yield* configErrorOf({ "foundry.config.ts": configFile(`{ concurency: 5, server: { prot: 80 } } as never`) })
-      expect(error.problem).toContain("concurency: is not allowed")
-      expect(error.problem).toContain("server.prot: is not allowed")
-      expect(error.fix).toContain("remove concurency or correct its name: the config's fields are store, server, layers, concurrency")
+      expect(error.problem).toContain(`concurency: is not allowed; did you mean "concurrency"? (the fields here: store, server, layers, concurrency`)
+      expect(error.problem).toContain(`server.prot: is not allowed; did you mean "port"? (the fields here: `)
+      expect(error.fix).toContain("remove concurency or correct its name; remove server.prot or correct its name")
     }))
 
   it.scoped("the new tunables are checked too: a zero lease, a negative grace, a body limit that is not a number", () =>

@@ -108,7 +108,11 @@ describe("bodies and paths no route reads", () => {
       const server = yield* startServer(yield* tempProject(project))
       const answer = yield* http(`${server.url}/api/runs`, { body: { agent: "echo", message: "hi", instanceId: "acme" } })
       expect(answer.status).toBe(400)
-      expect(answer.json).toMatchObject({ _tag: "BadRequest", message: "instanceId: is not allowed" })
+      expect(answer.json).toMatchObject({
+        _tag: "BadRequest",
+        // As the reply to a submission names it: the field it takes is `instance`.
+        message: expect.stringMatching(/^instanceId: is not allowed; did you mean "instance"\? \(the fields here: agent, message, .*\binstance\b.*\)$/)
+      })
       expect((yield* http(`${server.url}/api/runs`)).json).toEqual([])
     }))
 
