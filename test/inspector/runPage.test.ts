@@ -102,6 +102,35 @@ describe.skipIf(skipBrowser)("a run's page in Chromium", () => {
       expect(yield* promise(() => turn.locator(".error-line").textContent())).toBe("cut short: the run was cancelled before the model answered")
     }))
 
+  it.scopedLive("a run still going is drawn up to now: a call that takes a while grows, with how long it has taken so far", () =>
+    Effect.gen(function*() {
+      const { page, url } = yield* setup
+      const created = yield* http(`${url}/api/runs`, { body: { agent: "worker", message: plan({ calls: [{ name: "slow", arguments: { ms: 6000 } }] }) } })
+      const runId = runIdOf(created.json)
+      for (let i = 0; i < 200; i++) {
+        const types = ((yield* http(`${url}/api/runs/${runId}/events`)).json as Array<{ type: string }>).map((e) => e.type)
+        if (types.includes("tool.call.started")) break
+        yield* Effect.sleep("25 millis")
+      }
+      yield* promise(() => page.goto(`${url}/runs/${runId}`))
+      const tool = page.locator("[data-testid=waterfall] .span.tool")
+      yield* promise(() => tool.waitFor())
+      yield* Effect.sleep("1200 millis")
+      const seen = Effect.promise(async () => ({
+        toolLeft: parseFloat(await tool.locator(".bar").evaluate((bar) => bar.style.left)),
+        turnLeft: parseFloat(await page.locator("[data-testid=waterfall] .span.model .bar").first().evaluate((bar) => bar.style.left)),
+        took: (await tool.locator("[data-testid=span-took]").textContent()) ?? ""
+      }))
+      const first = yield* seen
+      yield* Effect.sleep("1500 millis")
+      const later = yield* seen
+      // The turn and the call began near the run's start, not at the right edge of a timeline that ended at the last event.
+      expect(first.turnLeft).toBeLessThan(50)
+      expect(first.toolLeft).toBeLessThan(50)
+      expect(first.took).toMatch(/^[\d.]+ s so far$/)
+      expect(parseFloat(later.took) - parseFloat(first.took)).toBeGreaterThanOrEqual(1)
+    }))
+
   it.scopedLive("timeline rows open and close from the keyboard and say whether they are open", () =>
     Effect.gen(function*() {
       const { page, url } = yield* setup

@@ -227,7 +227,10 @@ export const runPage = (root: HTMLElement, [runId = ""]: ReadonlyArray<string>) 
   const problem = h("p", { class: "error-line", "data-testid": "page-problem" })
   // Whether the reader opened the raw events: kept across the redraws the run's events bring.
   let rawOpen = false
+  // A run still going is drawn up to now: its open spans grow every second between redraws.
+  let ticking: ReturnType<typeof setInterval> | undefined
   const draw = async () => {
+    clearInterval(ticking)
     let run: RunView
     try {
       run = await api.run(runId)
@@ -249,12 +252,26 @@ export const runPage = (root: HTMLElement, [runId = ""]: ReadonlyArray<string>) 
     const spans = spansOf(events)
     const waitsForBuild = run.status === "suspended" ? buildWaitOf(events) : undefined
     const start = events[0]?.time ?? run.createdAt
-    const end = Math.max(...events.map((e) => e.time), start + 1)
-    const width = end - start
+    const lastEvent = Math.max(...events.map((e) => e.time), start + 1)
+    const going = isLive(run.status)
+    const placed: Array<{ readonly span: Span; readonly bar: HTMLElement; readonly took: HTMLElement }> = []
+    /** The bars as of `now` (the last event's time once the run has ended), and how long each open span has taken so far. */
+    const place = (now: number) => {
+      const end = going ? Math.max(lastEvent, now) : lastEvent
+      const width = end - start
+      for (const { bar, span, took } of placed) {
+        const left = ((span.start - start) / width) * 100
+        const size = Math.max((((span.end ?? end) - span.start) / width) * 100, 0.5)
+        bar.style.left = `${left}%`
+        bar.style.width = `${size}%`
+        if (span.end === undefined && going) took.textContent = `${duration(end - span.start)} so far`
+      }
+    }
     const depth = (span: Span): number => span.parent !== null && spans.has(span.parent) ? 1 + depth(spans.get(span.parent)!) : 0
     const waterfall = [...spans.values()].filter((s) => s.kind !== "").map((span) => {
-      const left = ((span.start - start) / width) * 100
-      const size = Math.max((((span.end ?? end) - span.start) / width) * 100, 0.5)
+      const bar = h("span", { class: "bar" })
+      const took = h("span", { "data-testid": "span-took" }, duration(span.end === undefined ? undefined : span.end - span.start))
+      placed.push({ span, bar, took })
       const usage = tokens(span.detail.usage)
       const open = span.kind === "tool" ? !toggled.has(span.id) : toggled.has(span.id)
       const childRun = typeof span.detail.childRunId === "string" ? span.detail.childRunId : undefined
@@ -275,8 +292,8 @@ export const runPage = (root: HTMLElement, [runId = ""]: ReadonlyArray<string>) 
             span.compaction.length === 0 ? null : h("span", { class: "tag", "data-testid": "span-compacted" }, "compacted"),
             span.retries.length === 0 ? null : h("span", { class: "tag", "data-testid": "span-retried" }, span.fellBack ? "fell back" : "retried"),
             span.cutResults.length === 0 ? null : h("span", { class: "tag", "data-testid": "span-client-results-cut" }, "client results cut")),
-          h("span", { class: "span-track" }, h("span", { class: "bar", style: `left: ${left}%; width: ${size}%` })),
-          h("span", { class: "span-meta" }, duration(span.end === undefined ? undefined : span.end - span.start),
+          h("span", { class: "span-track" }, bar),
+          h("span", { class: "span-meta" }, took,
             usage === undefined ? "" : ` · ${usage.input}/${usage.output} tok`,
             span.summaryTokens === undefined ? "" : ` + ${span.summaryTokens.input}/${span.summaryTokens.output} summary`)),
         open ? h("div", { class: "span-detail" },
@@ -338,6 +355,8 @@ export const runPage = (root: HTMLElement, [runId = ""]: ReadonlyArray<string>) 
         }
       }, h("summary", {}, `Raw events (${events.length})`),
         h("pre", { class: "raw" }, events.map((e) => `${e.seq} ${e.type} ${JSON.stringify(e.data)}`).join("\n"))))
+    place(Date.now())
+    if (going && placed.some(({ span }) => span.end === undefined)) ticking = setInterval(() => place(Date.now()), 1000)
     if (focusedSpan !== undefined) {
       for (const span of root.querySelectorAll<HTMLElement>("[data-span]")) {
         if (span.dataset.span === focusedSpan) span.querySelector<HTMLElement>(".span-row")?.focus({ preventScroll: true })
@@ -350,5 +369,8 @@ export const runPage = (root: HTMLElement, [runId = ""]: ReadonlyArray<string>) 
     shows: (event) => event.type !== "model.delta" && (event.runId === runId || event.type.startsWith("approval.")),
     delay: 100
   })
-  return page.stop
+  return () => {
+    clearInterval(ticking)
+    page.stop()
+  }
 }
