@@ -497,6 +497,27 @@ export default defineSchedule({ agent: worker, at: "2020-01-01T00:00:00Z", messa
       expect(yield* promise(() => page.locator(`[data-testid=chat] .bubble.user:has-text(${JSON.stringify("after the slow one")})`).count())).toBe(1)
     }))
 
+  it.scopedLive("a queued message whose run Stop cancelled before it started stays in the chat, after the run before it, saying so", () =>
+    Effect.gen(function*() {
+      const { page, url } = yield* setup()
+      const created = yield* http(`${url}/api/runs`, { body: { agent: "worker", message: plan({ calls: [{ name: "slow", arguments: { ms: 6000 } }] }) } })
+      const { conversationId, runId } = created.json as { runId: string; conversationId: string }
+      const text = plan({ calls: [{ name: "record", arguments: { line: "never sent" } }] })
+      const queued = (yield* http(`${url}/api/runs`, { body: { agent: "worker", message: text, conversation: conversationId } })).json as { runId: string }
+      yield* openLive(page, url, `/conversations/${conversationId}`)
+      yield* promise(() => page.waitForSelector("[data-testid=chat] [data-waiting=queued]"))
+      yield* promise(() => page.click("[data-testid=stop]"))
+      const unsent = page.locator("[data-testid=chat] [data-unsent=cancelled]")
+      yield* promise(() => unsent.waitFor())
+      expect(yield* promise(() => unsent.locator(".text").textContent())).toBe(text)
+      expect(yield* promise(() => unsent.locator(".meta").textContent())).toMatch(/^cancelled before it started · \d/)
+      expect(yield* promise(() => unsent.locator("a").getAttribute("href"))).toBe(`/runs/${queued.runId}`)
+      // After the first run's bubbles and the line that says it was cancelled.
+      const order = yield* promise(() => page.$$eval("[data-testid=chat] .bubble", (els) => els.map((e) => e.getAttribute("data-unsent") ?? e.getAttribute("data-role"))))
+      expect(order.slice(-2)).toEqual(["system", "cancelled"])
+      expect((yield* http(`${url}/api/runs/${runId}`)).json).toMatchObject({ status: "cancelled" })
+    }))
+
   it.scopedLive("the overview reads again on events, and polls only what events do not say, rarely", () =>
     Effect.gen(function*() {
       const { page, url } = yield* setup()

@@ -123,6 +123,12 @@ const waitingBubble = (text: string, state: string, at: number, runId?: string) 
     h("div", { class: "text" }, text),
     h("div", { class: "meta" }, runId === undefined ? state : link(`/runs/${runId}`, state), " · ", clock(at)))
 
+/** A message whose run ended before it started (cancelled while queued): never part of the transcript, shown where it was sent. */
+const unsentBubble = (run: RunView) =>
+  h("div", { class: "bubble user unsent", "data-role": "user", "data-unsent": run.status },
+    h("div", { class: "text" }, run.input),
+    h("div", { class: "meta" }, link(`/runs/${run.id}`, `${run.status} before it started`), run.error === undefined ? "" : `: ${run.error}`, " · ", clock(run.createdAt)))
+
 /** A conversation's chat view. */
 export const conversationPage = (root: HTMLElement, [conversationId = ""]: ReadonlyArray<string>) => {
   const expanded = new Set<number>()
@@ -152,14 +158,25 @@ export const conversationPage = (root: HTMLElement, [conversationId = ""]: Reado
       const runId = sent[i]?.runId
       if (runId !== undefined && known.has(runId)) sent.splice(i, 1)
     }
+    // Each in its turn: after the messages of the runs accepted before it.
+    const unsent = runs.filter((r) => ended.has(r.id) && !stored.has(r.id)).reverse()
+    const accepted = new Map(runs.map((r) => [r.id, r.createdAt]))
+    let nextUnsent = 0
+    const unsentUpTo = (at: number) => {
+      const due: Array<HTMLElement> = []
+      for (let run = unsent[nextUnsent]; run !== undefined && run.createdAt < at; run = unsent[++nextUnsent]) due.push(unsentBubble(run))
+      return due
+    }
     transcript.replaceChildren(...messages.flatMap((m, index) => {
       const run = ended.get(m.runId)
       const last = run !== undefined && messages[index + 1]?.runId !== m.runId
+      const before = unsentUpTo(accepted.get(m.runId) ?? m.createdAt)
       return last
-        ? [bubble(m, expanded), h("div", { class: "bubble system", "data-role": "system" },
+        ? [...before, bubble(m, expanded), h("div", { class: "bubble system", "data-role": "system" },
           link(`/runs/${run.id}`, `run ${run.status}`), run.error === undefined ? "" : `: ${run.error}`)]
-        : [bubble(m, expanded)]
+        : [...before, bubble(m, expanded)]
     }),
+    ...unsentUpTo(Number.POSITIVE_INFINITY),
     ...unstarted.map((r) => waitingBubble(r.input, r.status === "queued" ? "queued" : "starting", r.createdAt, r.id)),
     ...sent.map((m) => waitingBubble(m.text, "sending", m.at)))
   }
