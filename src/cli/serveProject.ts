@@ -11,6 +11,7 @@ import type { CompiledApp } from "../compiler/CompiledApp.js"
 import { CurrentApp } from "../compiler/CurrentApp.js"
 import { emptyApp } from "../compiler/loadProject.js"
 import { startSettings } from "../compiler/startSettings.js"
+import { resolveModels } from "../engine/agentModels.js"
 import { ModelResolver } from "../models/Model.js"
 import { loadConfig, type ProjectConfig } from "../router/loadConfig.js"
 import type { ClusterConfig } from "../definitions/configFields.js"
@@ -71,7 +72,11 @@ const sayListening = (options: ServeOptions, app: CompiledApp, context: Context.
     if (cluster !== undefined) yield* say(`  cluster: runner ${cluster.host}:${cluster.port} (${cluster.shardsPerGroup} shards)`)
     yield* say(`  API:     ${address}/api  (OpenAPI: ${address}/api/openapi.json)`)
     yield* say(`  access:  ${Context.get(context, Auth).mode === "open" ? "open (loopback)" : "API tokens required (foundry token create)"}`)
-    if (models.notice !== undefined) yield* say(style.yellow(`  note:    ${models.notice}`))
+    // Said for the agents it concerns, if any: a project on the demo model has nothing to be told.
+    const fellBack = [...served.agents.values()].filter((agent) => resolveModels(models, agent).some((resolved) => resolved.fallbackFrom !== undefined))
+    if (models.notice !== undefined && fellBack.length > 0) {
+      yield* say(style.yellow(`  note:    ${models.notice} (here: ${fellBack.map((agent) => agent.id).join(", ")})`))
+    }
     yield* say(style.green(`listening on ${address}`))
   })
 

@@ -34,6 +34,8 @@ describe("foundry init and foundry dev", () => {
       yield* dev.waitFor(/listening on http:\/\/127\.0\.0\.1:\d+/)
       const url = `http://127.0.0.1:${port}`
       expect(existsSync(join(project, ".foundry/manifest.json"))).toBe(true)
+      // Its agent asks for the demo model: no word of a key it does not need.
+      expect(dev.output()).not.toContain("OPENAI_API_KEY")
 
       const first = yield* ask(url, `count the words in "hello brave new world"`)
       expect(first).toMatchObject({ status: "completed" })
@@ -62,6 +64,19 @@ describe("foundry init and foundry dev", () => {
       yield* dev.waitFor(/reloaded \(build \d+\)/, mark)
       const fourth = yield* ask(url, `count the words in "one two"`)
       expect(fourth.output).toContain(`{"words":2}`)
+    }))
+
+  it.scopedLive("without an API key, dev names the agents that ask for openai:* and run on the demo model instead", () =>
+    Effect.gen(function*() {
+      const folder = yield* scratchFolder
+      const project = join(folder, "p")
+      yield* runCli(["init", project])
+      const agentFile = join(project, "agents/assistant/agent.ts")
+      writeFileSync(agentFile, readFileSync(agentFile, "utf8").replace(`model: "demo"`, `model: "openai:gpt-4.1-mini"`))
+      const port = yield* freePort
+      const dev = yield* startCli(["dev", project, "--port", String(port)])
+      const banner = yield* dev.waitFor(/note: [^\n]*/)
+      expect(banner).toContain("OPENAI_API_KEY is not set: agents that ask for openai:* run on the offline demo model (here: assistant)")
     }))
 
   it.scopedLive("editing and deleting a schedule file while dev runs updates and cancels its activation", () =>
