@@ -22,7 +22,9 @@ export interface Statement {
    * Set on an INSERT of this many rows into a table keyed by an autoincrement `seq`, written
    * without `RETURNING`: the statement returns each inserted row's `{ seq }`, in the order of its
    * `VALUES`. Each dialect answers the cheapest way it can (SQLite numbers one statement's rows
-   * consecutively up to the last inserted rowid; PostgreSQL adds `RETURNING seq`).
+   * consecutively up to the last inserted rowid; PostgreSQL adds `RETURNING seq`). The events'
+   * insert is the only such statement: on PostgreSQL it also marks a transaction that numbers
+   * events, which takes their lock first (`PgDatabase`).
    */
   readonly sequencedRows?: number | undefined
 }

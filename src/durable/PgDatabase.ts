@@ -72,8 +72,10 @@ const again = { _tag: "Again" } as const
  * committed already, and a reader paging by number (`GET /api/events?after=`, a process's tail)
  * would have passed it. First, before any row lock, so that it never waits while holding one.
  */
-// Keyed by two integers: a key space apart from the one-number locks `@effect/cluster` holds shards with.
-const eventOrder: Statement = { sql: "SELECT pg_advisory_xact_lock(hashtext('foundry'), hashtext('foundry_events'))", params: [] }
+// Keyed by two integers, a key space apart from the one-number locks `@effect/cluster` holds shards
+// with; the second the schema's, since advisory locks are the database's: stores in other schemas
+// (tests' own, say) do not wait for this one.
+const eventOrder: Statement = { sql: "SELECT pg_advisory_xact_lock(hashtext('foundry_events'), hashtext(current_schema()))", params: [] }
 
 const insertsEvents = (unit: WriteUnit): boolean => unit.statements.some((statement) => statement.sequencedRows !== undefined)
 

@@ -121,9 +121,9 @@ export const layer = (options: EventLogOptions = {}) => Layer.scoped(
         ? Effect.zipWith(Clock.currentTimeMillis, currentRelease, (time, release) => stampDrafts(drafts, time, release))
         : Effect.sync(() => stampDrafts(drafts, at.time, at.release))
 
-    // Cross-process: the sequence numbers published lately (and when), so that neither the local
-    // publication nor a late commit is published twice (forgotten by `forgetOld`). `tailAt`: how
-    // far the tail has read the store.
+    // Cross-process: the sequence numbers published lately (and when), so that an event of this
+    // process the tail reads is not handed to its run's followers a second time (forgotten by
+    // `forgetOld`). `tailAt`: how far the tail has read the store.
     const seen = new Map<number, number>()
     let tailAt = 0
     // Where the tail starts when it wakes: the newest event after a while nobody followed.
@@ -157,17 +157,19 @@ export const layer = (options: EventLogOptions = {}) => Layer.scoped(
     // there never comes.
     let feedAt = 0
     const feedHeld = new Map<number, FoundryEvent>()
-    const toFeed = (events: ReadonlyArray<FoundryEvent>) =>
-      feedSubscribers === 0 || events.length === 0 ? Effect.void : Effect.asVoid(PubSub.publishAll(hub, events))
+    // At once, in the step that decides what goes: a later call cannot hand on higher numbers first.
+    const toFeed = (events: ReadonlyArray<FoundryEvent>): void => {
+      if (feedSubscribers > 0) for (const event of events) hub.unsafeOffer(event)
+    }
     /** Hands on what may go now of `stored`, read by the tail up to `readTo` (else published here). */
-    const feedInOrder = (stored: ReadonlyArray<FoundryEvent>, readTo = 0): Effect.Effect<void> => {
+    const feedInOrder = (stored: ReadonlyArray<FoundryEvent>, readTo = 0): void => {
       if (options.crossProcess === undefined) return toFeed(stored)
       if (feedSubscribers === 0) {
         // Nobody to hand them to (one who comes reads what is stored first): on the run's path, no more than this.
         for (const event of stored) if (event.seq > feedAt) feedAt = event.seq
         if (readTo > feedAt) feedAt = readTo
         if (feedHeld.size > 0) feedHeld.clear()
-        return Effect.void
+        return
       }
       const ready: Array<FoundryEvent> = []
       for (const event of stored) {
@@ -213,7 +215,8 @@ export const layer = (options: EventLogOptions = {}) => Layer.scoped(
           forgetOld(now)
         }
         toRunFollowers(stored)
-        return feedInOrder(stored)
+        feedInOrder(stored)
+        return Effect.void
       })
 
     /** An inbox of the run's live events, for as long as the scope is open. */
@@ -274,9 +277,9 @@ export const layer = (options: EventLogOptions = {}) => Layer.scoped(
             if (tailFrom === "where it is") return counted()
             tailAt = Number(rows[0]?.seq ?? 0)
             tailFrom = "where it is"
-            const count = counted()
             // What is stored up to here, the feed's followers read for themselves.
-            return Effect.zipRight(count, feedInOrder([], tailAt))
+            feedInOrder([], tailAt)
+            return counted()
           }
         )
       }))
@@ -448,7 +451,7 @@ export const layer = (options: EventLogOptions = {}) => Layer.scoped(
           const readAt = Date.now()
           for (const event of page) if (!seen.has(event.seq)) unseen.push({ event, readAt })
           tailAt = page[page.length - 1]?.seq ?? tailAt
-          yield* feedInOrder(page, tailAt)
+          feedInOrder(page, tailAt)
         } while (page.length === pageSize)
         forgetOld(now)
         yield* Effect.timeout(Queue.take(lookNow), pollEvery).pipe(Effect.ignore)

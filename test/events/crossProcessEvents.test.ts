@@ -14,8 +14,8 @@ import { draft, started } from "../journal/fixtures.js"
 
 const run = { id: "r1", agent: "shop", instanceId: "acme", conversationId: "c1" }
 
-/** A process's event log on the database `place` opens, tailing the store every `pollEvery`. */
-const processOn = (place: DatabaseLayer, pollEvery: Duration.DurationInput = "20 millis") =>
+/** A process on the database `place` opens, tailing the store every `pollEvery`: its event log, and its database. */
+const processWithDatabaseOn = (place: DatabaseLayer, pollEvery: Duration.DurationInput = "20 millis") =>
   Effect.map(
     Layer.build(
       EventLog.layer({ crossProcess: { pollEvery } }).pipe(
@@ -24,8 +24,12 @@ const processOn = (place: DatabaseLayer, pollEvery: Duration.DurationInput = "20
         Layer.provideMerge(place)
       )
     ),
-    (context) => Context.get(context, EventLog.EventLog)
+    (context) => ({ log: Context.get(context, EventLog.EventLog), database: Context.get(context, Database) })
   )
+
+/** A process's event log on the database `place` opens, tailing the store every `pollEvery`. */
+const processOn = (place: DatabaseLayer, pollEvery: Duration.DurationInput = "20 millis") =>
+  Effect.map(processWithDatabaseOn(place, pollEvery), ({ log }) => log)
 
 const tests = (fresh: Effect.Effect<DatabaseLayer, unknown, Scope.Scope>) => {
   it.scopedLive("a follower gets the events another process stores, each once and in the order of their numbers: one numbered before an event of its own process that was published first too", () =>
@@ -65,7 +69,7 @@ const tests = (fresh: Effect.Effect<DatabaseLayer, unknown, Scope.Scope>) => {
         Effect.fork
       )
       yield* Effect.sleep("100 millis")
-      // More than a page of the tail's between two of its looks, and older than the commit window by the next.
+      // More than a page of the tail's between two of its looks, and published here over two seconds before the next.
       yield* Effect.forEach(Array.from({ length: count }, (_, n) => n), (n) => here.emit(draft(`here-${n}`, run, started)), { concurrency: 50 })
       // This process goes on publishing while the tail catches up.
       const ticks = 60
@@ -80,6 +84,35 @@ const tests = (fresh: Effect.Effect<DatabaseLayer, unknown, Scope.Scope>) => {
       expect(new Set(spans).size).toBe(count + ticks + 1)
       expect(spans).toContain("other")
     }), { timeout: 40_000 })
+
+  it.scopedLive("an event of this process stored but not yet published here goes to its run's followers once, however soon the tail looks again", () =>
+    Effect.gen(function*() {
+      const place = yield* fresh
+      // Looks only when woken between its seldom ones: by an event of this process the feed holds back.
+      const { database, log: here } = yield* processWithDatabaseOn(place, "1500 millis")
+      const other = yield* processOn(place)
+      yield* other.emit(draft("queued", run, { type: "run.queued", data: { input: "hello" } }))
+      const runEvents = yield* here.runEvents(run.id).pipe(Stream.runCollect, Effect.fork)
+      const feed = yield* here.follow({}, 0).pipe(Stream.runDrain, Effect.fork)
+      yield* Effect.sleep("100 millis")
+      // Committed, and published here only later: as a step's events are, a moment after their commit.
+      const [late] = yield* here.stamp([draft("late", run, started)])
+      const written = yield* database.write({ statements: [EventStorage.insertEvents([late!])] })
+      const stored = EventStorage.sequenced([late!], written._tag === "Written" ? written.rows[0] ?? [] : [])
+      // Twice, another process's event and then one of this process, which the feed holds back: a look each, one after the other.
+      for (const n of [1, 2]) {
+        yield* other.emit(draft(`other-${n}`, run, { type: "model.turn.started", data: { turn: n, model: "demo" } }))
+        yield* here.emit(draft(`here-${n}`, run, { type: "model.turn.started", data: { turn: n + 2, model: "demo" } }))
+        yield* Effect.sleep("100 millis")
+      }
+      yield* here.publish(stored)
+      yield* Effect.sleep("2 seconds")
+      yield* here.emit(draft("end", run, { type: "run.completed", data: { output: "done", turns: 1 } }))
+      const spans = Chunk.toReadonlyArray(yield* Fiber.join(runEvents)).map((event) => event.spanId)
+      yield* Fiber.interrupt(feed)
+      expect(spans.filter((span) => span === "late")).toEqual(["late"])
+      expect([...spans].sort()).toEqual(["end", "here-1", "here-2", "late", "other-1", "other-2", "queued"])
+    }), { timeout: 20_000 })
 
   it.scopedLive("a run's follower gets the run's end another process stores, and its stream ends", () =>
     Effect.gen(function*() {
@@ -97,6 +130,25 @@ const tests = (fresh: Effect.Effect<DatabaseLayer, unknown, Scope.Scope>) => {
 }
 
 describe.skipIf(postgres.skip)("events of processes writing at once on PostgreSQL", () => {
+  it.scopedLive("a number a rolled-back transaction took never comes: the feed hands on the events after it", () =>
+    Effect.gen(function*() {
+      const place = yield* postgres.fresh
+      const { database, log: here } = yield* processWithDatabaseOn(place, "10 seconds")
+      const delivered = yield* here.follow({}, 0).pipe(Stream.take(2), Stream.runCollect, Effect.fork)
+      yield* Effect.sleep("100 millis")
+      yield* here.emit(draft("before", run, started))
+      // Takes the next number, then fails: its transaction is undone, the number is gone.
+      const [undone] = yield* here.stamp([draft("undone", run, started)])
+      const failed = yield* Effect.either(database.write({ statements: [EventStorage.insertEvents([undone!]), { sql: "SELECT 1/0", params: [] }] }))
+      expect(failed._tag).toBe("Left")
+      yield* here.emit(draft("after", run, started))
+      const events = Chunk.toReadonlyArray(yield* Fiber.join(delivered).pipe(
+        Effect.timeoutFail({ duration: "5 seconds", onTimeout: () => new Error("the event after the gap never came") })
+      ))
+      expect(events.map((event) => event.spanId)).toEqual(["before", "after"])
+      expect((events[1]?.seq ?? 0) - (events[0]?.seq ?? 0)).toBe(2)
+    }))
+
   it.scopedLive("an event commits before any numbered after it: a client paging with `after` misses none", () =>
     Effect.gen(function*() {
       const place = yield* postgres.fresh
