@@ -6,7 +6,7 @@
  */
 import { constants } from "node:os"
 import { resolve } from "node:path"
-import { Args, Command, HelpDoc, Options, ValidationError } from "@effect/cli"
+import { Args, CliConfig, Command, HelpDoc, Options, ValidationError } from "@effect/cli"
 import * as NodeContext from "@effect/platform-node/NodeContext"
 import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import { defaultTeardown, type Teardown } from "@effect/platform/Runtime"
@@ -347,6 +347,19 @@ const logLevelPlace = (error: ValidationError.ValidationError): Effect.Effect<vo
   })
 }
 
+/**
+ * An option given last without its value: @effect/cli refuses it as an unknown argument, or as an
+ * invalid subcommand, as if there were no such option. The usage says what kind of value it takes.
+ */
+const valueMissing = (): Effect.Effect<void> => {
+  const args = process.argv.slice(2)
+  const flag = args[args.length - 1]
+  if (flag === undefined || !/^--[\w-]+$/.test(flag)) return Effect.void
+  const kind = new RegExp(`\\[${flag} (\\w+)\\]`).exec(HelpDoc.toAnsiText(Command.getHelp(foundry, CliConfig.defaultConfig)))?.[1]
+  if (kind === undefined) return Effect.void
+  return reportError(`${flag} needs a value`, { message: `as in: foundry ${args.map(shellWord).join(" ")} <${kind}>` })
+}
+
 withTerminalColors(cli(process.argv)).pipe(
   Effect.catchAllCause((cause) => {
     if (Cause.isInterruptedOnly(cause)) return Effect.void
@@ -354,7 +367,7 @@ withTerminalColors(cli(process.argv)).pipe(
     // @effect/cli has already printed usage for a validation error.
     if (failure._tag === "Some" && ValidationError.isValidationError(failure.value)) {
       return Effect.zipRight(
-        logLevelPlace(failure.value),
+        Effect.zipRight(logLevelPlace(failure.value), valueMissing()),
         Effect.sync(() => {
           process.exitCode = 2
         })

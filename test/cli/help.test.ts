@@ -26,4 +26,16 @@ describe("the CLI's help through a pipe", () => {
       expect(`${refused.stdout}${refused.stderr}`).toMatch(/integer/i)
       expect(`${refused.stdout}${refused.stderr}`).not.toContain(colorCode)
     }))
+
+  it.live("an option given last without its value is said to need one, of the kind it takes, not to be unknown", () =>
+    Effect.gen(function*() {
+      const instance = yield* runCli(["run", "support", "hello", "--instance"])
+      expect(instance.code).toBe(2)
+      expect(instance.stderr).toContain("--instance needs a value\n  as in: foundry run support hello --instance <text>")
+      const limit = yield* runCli(["runs", "--limit"])
+      expect(limit.code).toBe(2)
+      expect(limit.stderr).toContain("--limit needs a value\n  as in: foundry runs --limit <integer>")
+      // A flag that takes no value, misplaced, is not said to need one.
+      expect((yield* runCli(["runs", "--all"])).stderr).not.toContain("needs a value")
+    }))
 })
