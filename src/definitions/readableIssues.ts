@@ -9,7 +9,7 @@
  * rather than one line per member.
  */
 import { Array as Arr, Option, ParseResult, Schema, SchemaAST as AST } from "effect"
-import { meantField } from "../text/closest.js"
+import { didYouMean, meantField } from "../text/closest.js"
 
 /** One failing field: where it is (`items[0].id`, or a label for the whole value) and what is wrong. */
 export const ReadableIssue = Schema.Struct({
@@ -52,8 +52,7 @@ export const formatIssues = (issues: ReadonlyArray<ReadableIssue>): string =>
  */
 const notAField = (issue: ParseResult.ParseIssue, fields: ReadonlyArray<string>): ParseResult.ParseIssue => {
   if (issue._tag !== "Pointer" || issue.issue._tag !== "Unexpected" || Array.isArray(issue.path)) return issue
-  const meant = meantField(String(issue.path), fields)
-  const message = `is not allowed${meant === undefined ? "" : `; did you mean "${meant}"?`} (the fields here: ${fields.join(", ") || "none"})`
+  const message = `is not allowed${didYouMean(meantField(String(issue.path), fields))} (the fields here: ${fields.join(", ") || "none"})`
   return new ParseResult.Pointer(issue.path, issue.actual, new ParseResult.Unexpected(issue.issue.actual, message))
 }
 
@@ -65,7 +64,7 @@ const readable = (issue: ParseResult.ParseIssue): ParseResult.ParseIssue => {
         ? new ParseResult.Type(issue.ast, issue.actual, `expected ${expected(issue.ast)}, got ${got(issue.actual)}`)
         : issue
     case "Unexpected":
-      return issue.message?.startsWith("is not allowed") === true ? issue : new ParseResult.Unexpected(issue.actual, "is not allowed")
+      return new ParseResult.Unexpected(issue.actual, "is not allowed")
     case "Missing":
     case "Forbidden":
       return issue
@@ -78,7 +77,10 @@ const readable = (issue: ParseResult.ParseIssue): ParseResult.ParseIssue => {
     case "Composite": {
       if (AST.isTypeLiteral(issue.ast)) {
         const fields = issue.ast.propertySignatures.map((signature) => String(signature.name))
-        const inside = (member: ParseResult.ParseIssue) => readable(notAField(member, fields))
+        const inside = (member: ParseResult.ParseIssue) => {
+          const named = notAField(member, fields)
+          return named === member ? readable(member) : named
+        }
         return new ParseResult.Composite(issue.ast, issue.actual, isMany(issue.issues) ? Arr.map(issue.issues, inside) : inside(issue.issues), issue.output)
       }
       if (!AST.isUnion(issue.ast) || !isMany(issue.issues)) {

@@ -39,8 +39,9 @@ export const closest = (name: string, candidates: ReadonlyArray<string>): string
 export const meantField = (name: string, fields: ReadonlyArray<string>): string | undefined =>
   fields.find((field) => field === `${name}Id` || `${field}Id` === name) ?? closest(name, fields)
 
+/** `; did you mean "support"?` after what names nothing, when a name was likely meant. */
+export const didYouMean = (meant: string | undefined): string => meant === undefined ? "" : `; did you mean "${meant}"?`
+
 /** `there is no agent "suport"; did you mean "support"? (the agents: support, triage)`: a name that names nothing, said with what it may have meant. */
-export const noSuch = (kind: string, name: string, known: ReadonlyArray<string>): string => {
-  const meant = closest(name, known)
-  return `there is no ${kind} "${name}"${meant === undefined ? "" : `; did you mean "${meant}"?`} (the ${kind}s: ${known.join(", ") || "none"})`
-}
+export const noSuch = (kind: string, name: string, known: ReadonlyArray<string>): string =>
+  `there is no ${kind} "${name}"${didYouMean(closest(name, known))} (the ${kind}s: ${known.join(", ") || "none"})`

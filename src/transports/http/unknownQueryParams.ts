@@ -8,7 +8,7 @@
 import { type HttpApi, type HttpApiGroup, type HttpApp, HttpServerRequest } from "@effect/platform"
 import { Effect, Option, SchemaAST } from "effect"
 import { formatIssues, type ReadableIssue } from "../../definitions/readableIssues.js"
-import { meantField } from "../../text/closest.js"
+import { didYouMean, meantField } from "../../text/closest.js"
 import { BadRequest } from "./api/BadRequest.js"
 import { type Endpoint, endpointOf, endpointsOf } from "./requestIssues.js"
 
@@ -22,8 +22,7 @@ const parametersOf = (endpoint: Endpoint): ReadonlyArray<string> =>
 const issueOf = (name: string, endpoint: Endpoint, takes: ReadonlyArray<string>): ReadableIssue => {
   const where = `is not a parameter of ${endpoint.method} ${endpoint.path}`
   if (takes.length === 0) return { path: name, message: `${where}, which takes none` }
-  const meant = meantField(name, takes)
-  return { path: name, message: `${where}${meant === undefined ? "" : `; did you mean "${meant}"?`} (it takes: ${takes.join(", ")})` }
+  return { path: name, message: `${where}${didYouMean(meantField(name, takes))} (it takes: ${takes.join(", ")})` }
 }
 
 /** API middleware: a request to an endpoint of `api` under `/api/` with a query parameter it does not take gets 400 naming it. */
