@@ -7,7 +7,7 @@
  * executed synchronously by better-sqlite3) and `PgDatabase`.
  */
 import type { SqlClient } from "@effect/sql"
-import { Chunk, Context, Deferred, Effect, Either, Exit, Queue, Schedule, String as Str } from "effect"
+import { Chunk, Context, Deferred, Effect, Either, Exit, Queue, Schedule, type Stream, String as Str } from "effect"
 import { StoreError } from "./StoreError.js"
 
 
@@ -88,6 +88,18 @@ export interface DatabaseStats {
   readonly statementMillis: number | null
 }
 
+/**
+ * Messages to the other processes on the same store as they happen, none stored: what a message
+ * sent is handed to every process listening on its channel then (PostgreSQL's `LISTEN`/`NOTIFY`),
+ * the sender's own included. A message is at most `maxMessageBytes` long in UTF-8.
+ */
+export interface StoreChannel {
+  readonly maxMessageBytes: number
+  /** The messages sent on `channel` from now on, for as long as the stream is run. */
+  readonly listen: (channel: string) => Stream.Stream<string, StoreError>
+  readonly send: (channel: string, message: string) => Effect.Effect<void, StoreError>
+}
+
 /** The database. */
 export class Database extends Context.Tag("foundry/Database")<Database, {
   readonly dialect: "sqlite" | "pg"
@@ -101,6 +113,8 @@ export class Database extends Context.Tag("foundry/Database")<Database, {
   /** Writes the unit in the next group commit; succeeds once that transaction has committed. */
   readonly write: (unit: WriteUnit) => Effect.Effect<UnitResult, StoreError>
   readonly stats: Effect.Effect<DatabaseStats>
+  /** The channel to the other processes on this store; none where the store has no such thing (SQLite). */
+  readonly channel?: StoreChannel | undefined
 }>() {}
 
 /** A unit's outcome inside a batch: its result, or why its statements failed (the rest still commit). */

@@ -5,9 +5,10 @@
  */
 import { SqlClient } from "@effect/sql"
 import { PgClient } from "@effect/sql-pg"
-import { Array as Arr, Context, Duration, Effect, Layer, Redacted, Schedule, String as Str } from "effect"
+import { createHash } from "node:crypto"
+import { Array as Arr, Context, Duration, Effect, Layer, Redacted, Schedule, Stream, String as Str } from "effect"
 import { getTypeParser } from "pg-types"
-import { type BatchOutcome, Database, groupCommit, type Row, type Statement, type WriteUnit } from "./Database.js"
+import { type BatchOutcome, Database, groupCommit, type Row, type Statement, type StoreChannel, type WriteUnit } from "./Database.js"
 import { migrate } from "./migrations.js"
 import { messageOf, StoreError } from "./StoreError.js"
 
@@ -85,9 +86,32 @@ const numbered = (sql: string): string => {
   return sql.replace(/\?/g, () => `$${++index}`)
 }
 
-/** The database over the provided PostgreSQL `SqlClient`, for the current scope. */
+/**
+ * `LISTEN`/`NOTIFY` for the store in the connection's schema. Channels are the database's, so a
+ * name carries the schema's (hashed: a channel's name is at most 63 bytes): stores in other
+ * schemas of the database (tests' own, say) hear nothing of this one.
+ */
+const channelOf = (client: PgClient.PgClient, execute: (statement: Statement) => Effect.Effect<ReadonlyArray<Row>, unknown>) =>
+  Effect.map(execute({ sql: "SELECT current_schema() AS schema", params: [] }), (rows): StoreChannel => {
+    const schema = createHash("sha256").update(String(rows[0]?.["schema"])).digest("hex").slice(0, 16)
+    const named = (channel: string) => `${channel}_${schema}`
+    return {
+      // PostgreSQL's limit is 8,000 bytes, the channel's name aside.
+      maxMessageBytes: 7900,
+      listen: (channel) => client.listen(named(channel)).pipe(Stream.mapError((cause) => new StoreError({ operation: "listen", message: messageOf(cause) }))),
+      // `pg_notify`, as `NOTIFY` takes no parameters (the client's own `notify` binds one, and fails).
+      send: (channel, message) =>
+        execute({ sql: "SELECT pg_notify(?, ?)", params: [named(channel), message] }).pipe(
+          Effect.asVoid,
+          Effect.mapError((cause) => new StoreError({ operation: "send", message: messageOf(cause) }))
+        )
+    }
+  })
+
+/** The database over the provided PostgreSQL client, for the current scope. */
 export const make = Effect.gen(function*() {
-  const sql = yield* SqlClient.SqlClient
+  const client = yield* PgClient.PgClient
+  const sql: SqlClient.SqlClient = client
   let statements = 0
   let writeTransactions = 0
   const texts = new Map<string, string>()
@@ -151,7 +175,8 @@ export const make = Effect.gen(function*() {
     sql,
     read: (statement) => execute(statement).pipe(Effect.mapError((cause) => new StoreError({ operation: "read", message: messageOf(cause) }))),
     write,
-    stats: Effect.sync(() => ({ statements, writeTransactions, commitMillis: null, statementMillis: null }))
+    stats: Effect.sync(() => ({ statements, writeTransactions, commitMillis: null, statementMillis: null })),
+    channel: yield* Effect.mapError(channelOf(client, execute), (cause) => new StoreError({ operation: "connect", message: messageOf(cause) }))
   })
 })
 

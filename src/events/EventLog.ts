@@ -8,9 +8,15 @@ import { newId } from "../durable/ids.js"
 import { finalStatuses } from "../durable/records.js"
 import { Store } from "../durable/Store.js"
 import type { StoreError } from "../durable/StoreError.js"
-import { type EventFilter, EventStorage, insertEvents, sequenced, type UnsequencedEvent } from "./EventStorage.js"
-import { type AnyEvent, ephemeralTypes, type FoundryEvent, runEndTypes, withEnvelope } from "./FoundryEvent.js"
+import { type EventFilter, EventStorage, insertEvents, matchesFilter, sequenced, type UnsequencedEvent } from "./EventStorage.js"
+import { heldInScope } from "./heldInScope.js"
+import { type AnyEvent, ephemeralTypes, type FoundryEvent, withEnvelope } from "./FoundryEvent.js"
+import { makeFeedOrder } from "./feedOrder.js"
+import { announceEvery, type LiveRelay, makeLiveRelay, relayArrivals } from "./liveRelay.js"
 import { makeRunInbox, type RunInbox } from "./runInbox.js"
+import { type RunFollower, runFollower } from "./runFollower.js"
+
+export type { RunFollower } from "./runFollower.js"
 
 /** An event before the log gives it an id, a time, a release and a sequence number (any type, its `data` that type's). */
 export type EventDraft = AnyEvent<"id" | "seq" | "time" | "release">
@@ -22,14 +28,6 @@ export type EventDraft = AnyEvent<"id" | "seq" | "time" | "release">
 const stampDrafts = (drafts: ReadonlyArray<EventDraft>, time: number, release: string): ReadonlyArray<FoundryEvent> =>
   drafts.map((draft) => withEnvelope(draft, { id: newId("evt"), time, release, seq: 0 }))
 
-/**
- * A run's events as they are followed: each call hands the next ones to `deliver`, now or once
- * they are published; `undefined` once the run has ended. The stored events come first, then the
- * live ones, up to the event that ends the run. A callback rather than an effect, for a writer that
- * forwards them without a fiber of its own (an SSE response); one call at a time. It returns what
- * takes the call back while it waits (`deliver` is then not called).
- */
-export type RunFollower = (deliver: (events: ReadonlyArray<FoundryEvent> | undefined) => void) => () => void
 
 /** The event log. */
 export class EventLog extends Context.Tag("foundry/EventLog")<EventLog, {
@@ -46,8 +44,11 @@ export class EventLog extends Context.Tag("foundry/EventLog")<EventLog, {
     drafts: ReadonlyArray<EventDraft>,
     at?: { readonly time: number; readonly release: string }
   ) => Effect.Effect<ReadonlyArray<UnsequencedEvent>>
-  /** Whether anyone follows events live now: ephemeral events nobody follows need not be made at all. */
-  readonly followed: () => boolean
+  /**
+   * Whether anyone may follow run `runId`'s events live now, here or in another process on the
+   * store: ephemeral events nobody follows need not be made at all.
+   */
+  readonly followed: (runId: string) => boolean
   /** Publishes events already stored to live subscribers, in order. */
   readonly publish: (events: ReadonlyArray<FoundryEvent>) => Effect.Effect<void>
   /** A run's events: the stored ones, then live ones, ending with the event that ends the run (none for no such run). */
@@ -67,7 +68,8 @@ export interface EventLogOptions {
   /**
    * Other processes may write events to the same store (a second server, `foundry run`, the
    * runners of a cluster): followers here get those too, read from the store this often while
-   * anyone follows. Ephemeral events (text deltas) stay in the process that made them.
+   * anyone follows. Ephemeral events (text deltas) go to other processes' followers over the
+   * store's channel, where it has one (PostgreSQL); on SQLite they stay in the process that made them.
    */
   readonly crossProcess?: { readonly pollEvery: Duration.DurationInput } | undefined
 }
@@ -77,27 +79,6 @@ const rememberPublished = 2000
 
 const pageSize = 1000
 
-/** Whether a live event matches a filter (the same fields the store filters on). */
-const matches = (filter: EventFilter, event: FoundryEvent): boolean =>
-  (filter.runId === undefined || event.runId === filter.runId) &&
-  (filter.conversationId === undefined || event.conversationId === filter.conversationId) &&
-  (filter.instanceId === undefined || event.instanceId === filter.instanceId) &&
-  (filter.agent === undefined || event.agent === filter.agent) &&
-  (filter.type === undefined || event.type === filter.type) &&
-  (filter.since === undefined || event.time >= filter.since)
-
-const isRunEnd = (event: FoundryEvent): boolean => runEndTypes.has(event.type)
-
-/**
- * `acquire` now, `release` when the scope closes: `Effect.acquireRelease` for synchronous work,
- * without the copy of the fiber's references its release makes (a context diff per finalizer, on
- * every followed run's path).
- */
-const heldInScope = <A>(acquire: () => A, release: (a: A) => void): Effect.Effect<A, never, Scope.Scope> =>
-  Effect.uninterruptible(Effect.flatMap(Effect.scope, (scope) => {
-    const a = acquire()
-    return Effect.as(Scope.addFinalizer(scope, Effect.sync(() => release(a))), a)
-  }))
 
 /** The event log over the event storage, with an in-process fan-out. */
 export const layer = (options: EventLogOptions = {}) => Layer.scoped(
@@ -147,58 +128,31 @@ export const layer = (options: EventLogOptions = {}) => Layer.scoped(
     // by an event of this process the feed holds back.
     const lookNow = yield* Queue.sliding<void>(1)
 
-    // Cross-process, the feed hands events on in the order of their numbers, so that a client that
-    // resumes after the last number it got (`Last-Event-ID`) misses none: an event of this process
-    // numbered after one of another process that the tail has not read yet waits in `feedHeld`,
-    // and the tail looks at once. Every event numbered up to `feedAt` has been handed on (or was
-    // stored before the feed's followers read what is stored). Events commit in the order of their
-    // numbers (on SQLite one writer numbers them as it writes; on PostgreSQL a lock orders them), so
-    // what the tail reads up to a number is every event up to it, and a number it does not find
-    // there never comes.
-    let feedAt = 0
-    const feedHeld = new Map<number, FoundryEvent>()
     // At once, in the step that decides what goes: a later call cannot hand on higher numbers first.
     const toFeed = (events: ReadonlyArray<FoundryEvent>): void => {
-      if (feedSubscribers > 0) for (const event of events) hub.unsafeOffer(event)
+      if (feedSubscribers === 0) return
+      for (const event of events) {
+        hub.unsafeOffer(event)
+        if (relay !== undefined) arrivals.fed(event)
+      }
     }
-    /** Hands on what may go now of `stored`, read by the tail up to `readTo` (else published here). */
-    const feedInOrder = (stored: ReadonlyArray<FoundryEvent>, readTo = 0): void => {
-      if (options.crossProcess === undefined) return toFeed(stored)
-      if (feedSubscribers === 0) {
-        // Nobody to hand them to (one who comes reads what is stored first): on the run's path, no more than this.
-        for (const event of stored) if (event.seq > feedAt) feedAt = event.seq
-        if (readTo > feedAt) feedAt = readTo
-        if (feedHeld.size > 0) feedHeld.clear()
-        return
-      }
-      const ready: Array<FoundryEvent> = []
-      for (const event of stored) {
-        if (event.seq === 0) ready.push(event)
-        else if (event.seq > feedAt) feedHeld.set(event.seq, event)
-      }
-      if (readTo > feedAt) {
-        // Every event up to `readTo` is among those read: the held ones up to there go, gaps and all.
-        const read = [...feedHeld.values()].filter((event) => event.seq <= readTo).sort((a, b) => a.seq - b.seq)
-        for (const event of read) {
-          ready.push(event)
-          feedHeld.delete(event.seq)
-        }
-        feedAt = readTo
-      }
-      for (let next = feedHeld.get(feedAt + 1); next !== undefined; next = feedHeld.get(feedAt + 1)) {
-        ready.push(next)
-        feedHeld.delete(next.seq)
-        feedAt = next.seq
-      }
-      if (feedHeld.size > 0) Queue.unsafeOffer(lookNow, undefined)
-      return toFeed(ready)
-    }
+    const feedOrder = makeFeedOrder({
+      subscribed: () => feedSubscribers > 0,
+      deliver: toFeed,
+      lookNow: () => Queue.unsafeOffer(lookNow, undefined)
+    })
+    /** Hands on what may go now of `stored`, read by the tail up to `readTo` (else published here): cross-process, in order. */
+    const feedInOrder = (stored: ReadonlyArray<FoundryEvent>, readTo = 0): void =>
+      options.crossProcess === undefined ? toFeed(stored) : feedOrder.inOrder(stored, readTo)
 
     /** Hands stored events to their runs' followers. */
     const toRunFollowers = (stored: ReadonlyArray<FoundryEvent>): void => {
       if (runFollowers.size === 0) return
       for (const event of stored) {
-        for (const inbox of runFollowers.get(event.runId) ?? []) inbox.put(event)
+        const inboxes = runFollowers.get(event.runId)
+        if (inboxes === undefined) continue
+        for (const inbox of inboxes) inbox.put(event)
+        if (relay !== undefined) arrivals.followed(event)
       }
       // Once every event is in: a follower takes what one publication brings in one take (an
       // inbox already woken has no taker waiting, and waking it again does nothing).
@@ -209,14 +163,59 @@ export const layer = (options: EventLogOptions = {}) => Layer.scoped(
 
     const publish = (stored: ReadonlyArray<FoundryEvent>) =>
       Effect.suspend(() => {
+        let fresh = stored
         if (options.crossProcess !== undefined) {
           const now = Date.now()
-          for (const event of stored) if (event.seq > 0) seen.set(event.seq, now)
+          for (const event of stored) {
+            if (event.seq === 0) continue
+            // Handed to its run's followers already, ahead of a relayed event that came after it (`handOnRelayed`).
+            if (seen.has(event.seq)) fresh = fresh.filter((other) => other !== event)
+            seen.set(event.seq, now)
+            if (event.seq > publishedUpTo) publishedUpTo = event.seq
+          }
           forgetOld(now)
         }
-        toRunFollowers(stored)
+        toRunFollowers(fresh)
         feedInOrder(stored)
         return Effect.void
+      })
+
+    // Cross-process, ephemeral events go to the other processes' followers too (`liveRelay.ts`):
+    // `publishedUpTo` is where those made here come after; `arrivals` holds those of other
+    // processes until the events before them have been handed on here.
+    let relay: LiveRelay | undefined
+    let publishedUpTo = 0
+    // Events a look found that nobody here had published: handed to their runs' followers once a
+    // poll interval has passed since if still not (an event of this process is published just
+    // after its commit, so a look in between would otherwise publish it a second time; the tail
+    // also looks at once when the feed holds an event back, so the next look may be the moment
+    // after). (The feed takes what the tail reads at once: it hands on each number once, in order.)
+    let unseen: Array<{ readonly event: FoundryEvent; readonly readAt: number }> = []
+    const arrivals = relayArrivals({
+      readTo: () => tailAt,
+      wanted: (runId) => followers > 0 && (feedSubscribers > 0 || runFollowers.has(runId)),
+      // The stored events of the run up to there that the tail read and holds back for a while go first.
+      before: (runId, after) => {
+        const before = unseen.filter((entry) => entry.event.runId === runId && entry.event.seq <= after && !seen.has(entry.event.seq))
+        if (before.length === 0) return
+        unseen = unseen.filter((entry) => !before.includes(entry))
+        const now = Date.now()
+        for (const entry of before) seen.set(entry.event.seq, now)
+        toRunFollowers(before.map((entry) => entry.event))
+      },
+      toRunFollowers,
+      toFeed,
+      lookNow: () => Queue.unsafeOffer(lookNow, undefined)
+    })
+
+    /** Publishes ephemeral events made here, and sends them to other processes' followers. */
+    const publishLive = (events: ReadonlyArray<FoundryEvent>) =>
+      Effect.suspend(() => {
+        if (relay !== undefined) {
+          const wanted = events.filter((event) => relay?.wanted(event.runId) === true)
+          if (wanted.length > 0) relay.send(wanted, publishedUpTo)
+        }
+        return publish(events)
       })
 
     /** An inbox of the run's live events, for as long as the scope is open. */
@@ -225,6 +224,8 @@ export const layer = (options: EventLogOptions = {}) => Layer.scoped(
         () => {
           const inbox = makeRunInbox()
           const inboxes = runFollowers.get(runId) ?? new Set()
+          // Followed here from now: the process executing it sends its text deltas from its next one.
+          if (inboxes.size === 0) relay?.announce([runId], false)
           inboxes.add(inbox)
           runFollowers.set(runId, inboxes)
           return inbox
@@ -245,7 +246,9 @@ export const layer = (options: EventLogOptions = {}) => Layer.scoped(
       const runId = filter.runId
       if (runId === undefined) {
         return Effect.zipRight(
-          heldInScope(() => feedSubscribers++, () => feedSubscribers--),
+          heldInScope(() => {
+            if (feedSubscribers++ === 0) relay?.announce([], true)
+          }, () => feedSubscribers--),
           Effect.map(PubSub.subscribe(hub), (queue) => Queue.takeBetween(queue, 1, Number.POSITIVE_INFINITY))
         )
       }
@@ -304,7 +307,7 @@ export const layer = (options: EventLogOptions = {}) => Layer.scoped(
         const [event] = yield* stamp([draft])
         if (event === undefined) return yield* Effect.dieMessage("stamping an event gave none")
         if (ephemeralTypes.has(draft.type)) {
-          yield* publish([event])
+          yield* publishLive([event])
           return event
         }
         const written = yield* database.write({ statements: [insertEvents([event])] })
@@ -313,7 +316,7 @@ export const layer = (options: EventLogOptions = {}) => Layer.scoped(
         return stored[0] ?? event
       })
 
-    const emitLive = (drafts: ReadonlyArray<EventDraft>) => Effect.flatMap(stamp(drafts), publish)
+    const emitLive = (drafts: ReadonlyArray<EventDraft>) => Effect.flatMap(stamp(drafts), publishLive)
 
     /**
      * Stored events matching `filter` after `after`, then live ones: subscribed first, so none falls
@@ -328,7 +331,7 @@ export const layer = (options: EventLogOptions = {}) => Layer.scoped(
         const nextLive: Effect.Effect<Chunk.Chunk<FoundryEvent>> = Effect.flatMap(takeLive, (taken) => {
           const fresh: Array<FoundryEvent> = []
           for (const event of taken) {
-            if (matches(filter, event) && (event.seq === 0 || event.seq > lastSeq)) fresh.push(event)
+            if (matchesFilter(filter, event) && (event.seq === 0 || event.seq > lastSeq)) fresh.push(event)
           }
           return fresh.length === 0 ? nextLive : Effect.succeed(Chunk.unsafeFromArray(fresh))
         })
@@ -356,41 +359,7 @@ export const layer = (options: EventLogOptions = {}) => Layer.scoped(
           ended = finalStatuses.has(run.value.status)
           history = yield* storedAfter({ runId }, after)
         }
-        const lastSeq = history[history.length - 1]?.seq ?? after
-        let stored: ReadonlyArray<FoundryEvent> | undefined = history
-        const end = history.findIndex(isRunEnd)
-        if (end >= 0) {
-          stored = history.slice(0, end + 1)
-          ended = true
-        }
-        // What came live since the last take, up to the run's end (an event stored before is not again).
-        const live = (deliver: (events: ReadonlyArray<FoundryEvent> | undefined) => void): void =>
-          inbox.takeWith((taken) => {
-            const fresh: Array<FoundryEvent> = []
-            for (const event of taken) {
-              if (event.seq !== 0 && event.seq <= lastSeq) continue
-              fresh.push(event)
-              if (isRunEnd(event)) {
-                ended = true
-                break
-              }
-            }
-            if (fresh.length === 0) live(deliver)
-            else deliver(fresh)
-          })
-        const nothingToTakeBack = () => {}
-        const follower: RunFollower = (deliver) => {
-          const first = stored
-          stored = undefined
-          if (first !== undefined && first.length > 0) deliver(first)
-          else if (ended) deliver(undefined)
-          else {
-            live(deliver)
-            return inbox.withdraw
-          }
-          return nothingToTakeBack
-        }
-        return Option.some(follower)
+        return Option.some(runFollower(inbox, history, after, ended))
       })
 
     const runEvents = (runId: string): Stream.Stream<FoundryEvent, StoreError> =>
@@ -422,18 +391,14 @@ export const layer = (options: EventLogOptions = {}) => Layer.scoped(
     }
 
     if (options.crossProcess !== undefined) {
-      // Events a look found that nobody here had published: published once a poll interval has
-      // passed since if still not (an event of this process is published just after its commit, so
-      // a look in between would otherwise publish it a second time; the tail also looks at once
-      // when the feed holds an event back, so the next look may be the moment after).
-      // (The feed takes what the tail reads at once: it hands on each number once, in order.)
-      let unseen: Array<{ readonly event: FoundryEvent; readonly readAt: number }> = []
+      let announcedAt = 0
       const pollEvery = options.crossProcess.pollEvery
       const unseenFor = Duration.toMillis(Duration.decode(pollEvery))
       yield* Effect.gen(function*() {
         if (followers === 0) {
           tailFrom = "newest"
           unseen = []
+          arrivals.clear()
           return yield* Queue.take(lookNow)
         }
         const now = Date.now()
@@ -453,7 +418,13 @@ export const layer = (options: EventLogOptions = {}) => Layer.scoped(
           tailAt = page[page.length - 1]?.seq ?? tailAt
           feedInOrder(page, tailAt)
         } while (page.length === pageSize)
+        arrivals.release()
         forgetOld(now)
+        // While anyone follows here, the other processes hear which runs, now and then.
+        if (relay !== undefined && now - announcedAt >= announceEvery) {
+          announcedAt = now
+          relay.announce(runFollowers.keys(), feedSubscribers > 0)
+        }
         yield* Effect.timeout(Queue.take(lookNow), pollEvery).pipe(Effect.ignore)
       }).pipe(
         Effect.catchAllCause((cause) => Effect.zipRight(Effect.logWarning("reading other processes' events failed", cause), Effect.sleep(pollEvery))),
@@ -462,7 +433,19 @@ export const layer = (options: EventLogOptions = {}) => Layer.scoped(
       )
     }
 
-    return EventLog.of({ emit, emitLive, stamp, followed: () => followers > 0, publish, runEvents, followRun, follow })
+    // Last: what it hands on needs everything above.
+    if (options.crossProcess !== undefined && database.channel !== undefined) relay = yield* makeLiveRelay(database.channel, arrivals.arrived)
+
+    return EventLog.of({
+      emit,
+      emitLive,
+      stamp,
+      followed: (runId) => followers > 0 || relay?.wanted(runId) === true,
+      publish,
+      runEvents,
+      followRun,
+      follow
+    })
   })
 )
 

@@ -28,6 +28,15 @@ export interface EventFilter {
   readonly limit?: number | undefined
 }
 
+/** Whether a live event matches a filter (the same fields the store filters on). */
+export const matchesFilter = (filter: EventFilter, event: FoundryEvent): boolean =>
+  (filter.runId === undefined || event.runId === filter.runId) &&
+  (filter.conversationId === undefined || event.conversationId === filter.conversationId) &&
+  (filter.instanceId === undefined || event.instanceId === filter.instanceId) &&
+  (filter.agent === undefined || event.agent === filter.agent) &&
+  (filter.type === undefined || event.type === filter.type) &&
+  (filter.since === undefined || event.time >= filter.since)
+
 /** How long events are kept: by age, by count, or both. */
 export interface EventRetention {
   readonly olderThan?: number | undefined

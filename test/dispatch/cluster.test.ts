@@ -145,6 +145,28 @@ const notTheOwner = (runners: ReadonlyArray<Runner>, conversationId: string) =>
     return selves.find((r) => r.self !== owner)!.runner
   })
 
+/** The frames of a run's event stream through `url`, to its end: each event with when it came. */
+const framesOf = (url: string, runId: string) =>
+  Effect.promise(async () => {
+    const response = await fetch(`${url}/api/runs/${runId}/events`, { headers: { accept: "text/event-stream" } })
+    const reader = response.body!.getReader()
+    const decoder = new TextDecoder()
+    const frames: Array<{ readonly type: string; readonly data: { readonly text?: string; readonly turn?: number }; readonly at: number }> = []
+    let buffer = ""
+    while (true) {
+      const { done, value } = await reader.read()
+      if (done) return frames
+      buffer += decoder.decode(value, { stream: true })
+      for (let end = buffer.indexOf("\n\n"); end >= 0; end = buffer.indexOf("\n\n")) {
+        const lines = buffer.slice(0, end).split("\n")
+        buffer = buffer.slice(end + 2)
+        const type = lines.find((line) => line.startsWith("event: "))?.slice(7)
+        const data = lines.find((line) => line.startsWith("data: "))?.slice(6)
+        if (type !== undefined) frames.push({ type, data: data === undefined ? {} : JSON.parse(data).data ?? {}, at: Date.now() })
+      }
+    }
+  })
+
 describe.skipIf(skipPostgres)("the cluster dispatcher (runner processes on PostgreSQL)", () => {
   it.scopedLive("runs of 200 conversations posted round-robin to three runners execute in acceptance order, never overlapping", () =>
     Effect.gen(function*() {
@@ -273,15 +295,21 @@ export default defineSchedule({ every: "1 second", agent: worker, message: ${JSO
       const { root, log } = yield* clusterProject(databaseUrl)
       const runners = yield* startRunners(root, 3)
 
-      const followed = yield* submit(runners[0]!, plan({ delay: 1000, calls: [{ name: "record", arguments: { line: "followed" } }] }))
+      const say = "one two three four five six seven eight"
+      const followed = yield* submit(runners[0]!, plan({ delay: 1000, calls: [{ name: "record", arguments: { line: "followed" } }], say, wordDelay: 150 }))
       const through = yield* notTheOwner(runners, followed.conversationId)
-      const stream = yield* Effect.promise(async () => {
-        const response = await fetch(`${through.url}/api/runs/${followed.runId}/events`, { headers: { accept: "text/event-stream" } })
-        return await response.text()
-      })
-      const types = stream.split("\n").filter((line) => line.startsWith("event: ")).map((line) => line.slice(7))
+      const frames = yield* framesOf(through.url, followed.runId)
+      const types = frames.map((frame) => frame.type)
       expect(types).toContain("tool.call.completed")
       expect(types[types.length - 1]).toBe("run.completed")
+      // The answer's text as the owner's model writes it, word by word, between its turn's start and end.
+      const deltas = frames.filter((frame) => frame.type === "model.delta")
+      expect(deltas.map((frame) => frame.data.text).join("")).toBe(say)
+      expect(deltas.every((frame) => frame.data.turn === 2)).toBe(true)
+      expect(deltas[deltas.length - 1]!.at - deltas[0]!.at).toBeGreaterThanOrEqual(500)
+      const turn = (type: string) => frames.findIndex((frame) => frame.type === type && frame.data.turn === 2)
+      expect(types.indexOf("model.delta")).toBeGreaterThan(turn("model.turn.started"))
+      expect(types.lastIndexOf("model.delta")).toBeLessThan(turn("model.turn.completed"))
 
       // A clean stop: the runs it executes are interrupted, not failed, and finish on the others.
       const stopping = runners[2]!

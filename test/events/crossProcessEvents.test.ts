@@ -149,6 +149,35 @@ describe.skipIf(postgres.skip)("events of processes writing at once on PostgreSQ
       expect((events[1]?.seq ?? 0) - (events[0]?.seq ?? 0)).toBe(2)
     }))
 
+  it.scopedLive("text deltas another process makes reach a run's followers here and the feed, each after the stored events before it and before those after it", () =>
+    Effect.gen(function*() {
+      const place = yield* postgres.fresh
+      // Looks seldom, unless woken: deltas come at once, the stored events before them a look later.
+      const here = yield* processOn(place, "2 seconds")
+      const other = yield* processOn(place)
+      yield* other.emit(draft("queued", run, { type: "run.queued", data: { input: "hello" } }))
+      const events = yield* here.runEvents(run.id).pipe(Stream.runCollect, Effect.fork)
+      const feed = yield* here.follow({}, 0).pipe(Stream.takeUntil((event) => event.type === "run.completed"), Stream.runCollect, Effect.fork)
+      // The process that executes the run hears that it is followed, and only then makes deltas.
+      for (let attempt = 0; attempt < 100 && !other.followed(run.id); attempt++) yield* Effect.sleep("20 millis")
+      expect(other.followed(run.id)).toBe(true)
+      // The feed followed here takes every run's.
+      expect(other.followed("another run")).toBe(true)
+      const delta = (id: string, text: string) => draft(id, run, { type: "model.delta", data: { turn: 1, text } })
+      yield* other.emit(draft("turn", run, { type: "model.turn.started", data: { turn: 1, model: "demo" } }))
+      yield* other.emitLive([delta("d1", "Hel"), delta("d2", "lo")])
+      yield* other.emit(draft("answer", run, {
+        type: "model.turn.completed",
+        data: { turn: 1, model: "demo", text: "Hello", toolCalls: [], usage: { inputTokens: 1, outputTokens: 2, costUsd: null }, durationMs: 5 }
+      }))
+      yield* other.emit(draft("end", run, { type: "run.completed", data: { output: "Hello", turns: 1 } }))
+      const order = ["queued", "turn", "d1", "d2", "answer", "end"]
+      const followed = Chunk.toReadonlyArray(yield* Fiber.join(events).pipe(Effect.timeoutFail({ duration: "10 seconds", onTimeout: () => new Error("the run's stream never ended") })))
+      expect(followed.map((event) => event.spanId)).toEqual(order)
+      const fed = Chunk.toReadonlyArray(yield* Fiber.join(feed).pipe(Effect.timeoutFail({ duration: "10 seconds", onTimeout: () => new Error("the feed never carried the run's end") })))
+      expect(fed.map((event) => event.spanId)).toEqual(order)
+    }))
+
   it.scopedLive("an event commits before any numbered after it: a client paging with `after` misses none", () =>
     Effect.gen(function*() {
       const place = yield* postgres.fresh

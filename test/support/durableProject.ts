@@ -139,6 +139,9 @@ export interface Plan {
   readonly calls?: ReadonlyArray<{ readonly name: string; readonly arguments: unknown }>
   /** When set, every turn calls these again (for failure limits). */
   readonly repeat?: boolean
+  /** The last turn's answer, instead of the results; written a word every `wordDelay` ms when set. */
+  readonly say?: string
+  readonly wordDelay?: number
 }
 
 /** A message that the planned model turns into tool calls. */
@@ -159,5 +162,6 @@ export const plannedScript = (marker: string) => `(request, index) => {
   const results = request.messages.slice(request.messages.lastIndexOf(users[users.length - 1]))
     .filter((m) => m._tag === "tool").map((m) => m.content)
   if (index === 0 || plan.repeat) return { delay: slow(plan.delay), toolCalls: plan.calls ?? [] , text: (plan.calls ?? []).length === 0 ? "nothing to do" : "" }
-  return { delay: slow(plan.finalDelay), text: "done: " + results.join(" | ") }
+  const answer = { delay: slow(plan.finalDelay), text: plan.say ?? "done: " + results.join(" | ") }
+  return plan.wordDelay === undefined ? answer : { ...answer, chunkDelay: slow(plan.wordDelay) }
 }`
