@@ -74,7 +74,14 @@ export const askModel = (input: ModelStepInput) =>
     yield* input.commitSoon()
     const options = {
       retry: config.modelRetry,
-      onDeltas: (texts: ReadonlyArray<string>) => step.deltas(span, texts.map((text) => ({ turn, text }))),
+      onDeltas: (texts: ReadonlyArray<string>, from: number) => {
+        let at = from
+        return step.deltas(span, texts.map((text) => {
+          const delta = { turn, text, at }
+          at += text.length
+          return delta
+        }))
+      },
       ...modelCallReports(step, input.commit, span, turn)
     }
     // The request the answer came for, to give its calls ids of their own (no Effect of its own: every turn passes here).

@@ -29,8 +29,11 @@ export interface RetryPolicy {
 /** What a turn reports while it runs. */
 export interface TurnOptions {
   readonly retry: RetryPolicy
-  /** Text deltas as they arrive: each streamed one alone, a whole answer's together. */
-  readonly onDeltas: (texts: ReadonlyArray<string>) => Effect.Effect<void>
+  /**
+   * Text deltas as they arrive: each streamed one alone, a whole answer's together; `from` is
+   * where the first starts in the attempt's text (an attempt asked again starts again at 0).
+   */
+  readonly onDeltas: (texts: ReadonlyArray<string>, from: number) => Effect.Effect<void>
   /** Called once per retry, as it starts (after its backoff), with the failure being retried. */
   readonly onRetry: (error: ModelError) => Effect.Effect<unknown, unknown>
 }
@@ -98,7 +101,7 @@ const foldTurn = (model: LanguageModel, given: ModelRequest, options: TurnOption
     const silent = () =>
       new ModelError({ model: model.name, kind: "transient", message: `the model sent nothing for ${Duration.format(Duration.decode(options.retry.idle))} (modelRetry.idle)` })
     const fold = (acc: TurnResult, chunk: ModelChunk): Effect.Effect<TurnResult> =>
-      chunk._tag === "TextDelta" ? Effect.as(options.onDeltas([chunk.text]), addChunk(acc, chunk)) : Effect.succeed(addChunk(acc, chunk))
+      chunk._tag === "TextDelta" ? Effect.as(options.onDeltas([chunk.text], acc.text.length), addChunk(acc, chunk)) : Effect.succeed(addChunk(acc, chunk))
     return Effect.flatMap(
       Stream.runFoldEffect(Stream.timeoutFail(model.stream(request), silent, options.retry.idle), emptyTurn(model), fold),
       (turn) => isEmpty(turn) ? Effect.fail(answeredNothing(model)) : Effect.succeed(turn)
@@ -109,7 +112,7 @@ const foldTurn = (model: LanguageModel, given: ModelRequest, options: TurnOption
     const turn = chunks.reduce(addChunk, emptyTurn(model))
     if (isEmpty(turn)) return Effect.fail(answeredNothing(model))
     const texts = chunks.flatMap((chunk) => chunk._tag === "TextDelta" ? [chunk.text] : [])
-    return texts.length === 0 ? Effect.succeed(turn) : Effect.as(options.onDeltas(texts), turn)
+    return texts.length === 0 ? Effect.succeed(turn) : Effect.as(options.onDeltas(texts, 0), turn)
   })
 }
 

@@ -198,7 +198,8 @@ export const layer = (options: EventLogOptions = {}) => Layer.scoped(
       before: (runId, after) => {
         const before = unseen.filter((entry) => entry.event.runId === runId && entry.event.seq <= after && !seen.has(entry.event.seq))
         if (before.length === 0) return
-        unseen = unseen.filter((entry) => !before.includes(entry))
+        const taken = new Set(before)
+        unseen = unseen.filter((entry) => !taken.has(entry))
         const now = Date.now()
         for (const entry of before) seen.set(entry.event.seq, now)
         toRunFollowers(before.map((entry) => entry.event))
@@ -327,6 +328,8 @@ export const layer = (options: EventLogOptions = {}) => Layer.scoped(
         const takeLive = yield* subscribe(filter)
         yield* following
         let stored: ReadonlyArray<FoundryEvent> | undefined = yield* storedAfter(filter, after)
+        // A relayed event placed before what this follower read comes too late for it.
+        if (relay !== undefined) for (const event of stored) arrivals.fed(event)
         const lastSeq = stored[stored.length - 1]?.seq ?? after
         const nextLive: Effect.Effect<Chunk.Chunk<FoundryEvent>> = Effect.flatMap(takeLive, (taken) => {
           const fresh: Array<FoundryEvent> = []
@@ -359,6 +362,8 @@ export const layer = (options: EventLogOptions = {}) => Layer.scoped(
           ended = finalStatuses.has(run.value.status)
           history = yield* storedAfter({ runId }, after)
         }
+        const last = history[history.length - 1]
+        if (relay !== undefined && last !== undefined) arrivals.followed(last)
         return Option.some(runFollower(inbox, history, after, ended))
       })
 
@@ -434,7 +439,7 @@ export const layer = (options: EventLogOptions = {}) => Layer.scoped(
     }
 
     // Last: what it hands on needs everything above.
-    if (options.crossProcess !== undefined && database.channel !== undefined) relay = yield* makeLiveRelay(database.channel, arrivals.arrived)
+    if (options.crossProcess !== undefined && database.channel !== undefined) relay = yield* makeLiveRelay(database.channel, arrivals)
 
     return EventLog.of({
       emit,

@@ -113,7 +113,12 @@ export const eventPayloads = {
     usage: turnUsage,
     durationMs: Schema.Number
   }),
-  "model.delta": Schema.Struct({ turn: Schema.Number, text: Schema.String }),
+  /**
+   * `at`: where `text` starts in the turn's text (asked again after a retry or a fallback, a turn
+   * starts again at 0), so that a follower can tell it missed some: one that started following in
+   * the middle of a turn, or in another process before the executing one heard of it.
+   */
+  "model.delta": Schema.Struct({ turn: Schema.Number, text: Schema.String, at: Schema.Number }),
   /** `childRunId`: the run a subagent call started. */
   "tool.call.started": Schema.Struct({ ...call, input: Schema.Unknown, childRunId: Schema.optional(Schema.String) }),
   "tool.call.completed": Schema.Struct({ ...call, input: Schema.Unknown, output: Schema.Unknown, durationMs: Schema.Number }),

@@ -10,9 +10,10 @@
  * before it (a delta of turn 2 after the event that starts turn 2, which the receiver reads from
  * the store a moment later than the delta comes).
  */
-import { Effect, Runtime, Schedule, Schema, type Scope, Stream } from "effect"
+import { Duration, Effect, Queue, Schedule, Schema, type Scope, Stream } from "effect"
 import type { StoreChannel } from "../durable/Database.js"
 import { newId } from "../durable/ids.js"
+import { StoreError } from "../durable/StoreError.js"
 import { FoundryEvent } from "./FoundryEvent.js"
 
 /** An ephemeral event from another process, to hand on once the events numbered up to `after` have been. */
@@ -21,12 +22,18 @@ export interface RelayedEvent {
   readonly event: FoundryEvent
 }
 
-/** What a process tells the others. */
-const Message = Schema.parseJson(Schema.Union(
-  Schema.Struct({ kind: Schema.Literal("following"), from: Schema.String, runs: Schema.Array(Schema.String), all: Schema.Boolean }),
-  Schema.Struct({ kind: Schema.Literal("events"), from: Schema.String, items: Schema.Array(Schema.Struct({ after: Schema.Number, event: FoundryEvent })) })
-))
-type Message = typeof Message.Type
+// What a process tells the others, read in two steps: who sent it and what kind it is first, so
+// that a process decodes only the events it wants.
+const Envelope = Schema.Struct({ kind: Schema.Literal("following", "events"), from: Schema.String })
+const Following = Schema.Struct({ runs: Schema.Array(Schema.String), all: Schema.Boolean })
+const Relayed = Schema.Struct({ after: Schema.Number, event: FoundryEvent })
+const Items = Schema.Struct({ items: Schema.Array(Schema.Unknown) })
+const OfRun = Schema.Struct({ event: Schema.Struct({ runId: Schema.String }) })
+const envelopeOf = Schema.decodeUnknownOption(Envelope)
+const followingOf = Schema.decodeUnknownOption(Following)
+const relayedOf = Schema.decodeUnknownOption(Relayed)
+const itemsOf = Schema.decodeUnknownOption(Items)
+const runOf = Schema.decodeUnknownOption(OfRun)
 
 /** The relay of one process. */
 export interface LiveRelay {
@@ -38,6 +45,14 @@ export interface LiveRelay {
   readonly announce: (runs: Iterable<string>, all: boolean) => void
 }
 
+/** Where the relay hands what it hears. */
+export interface RelayReceiver {
+  /** Whether run `runId`'s events are followed here: only those are read. */
+  readonly wanted: (runId: string) => boolean
+  /** The ephemeral events of followed runs another process sent, in the order it sent them. */
+  readonly arrived: (events: ReadonlyArray<RelayedEvent>) => void
+}
+
 /** The channel the processes on a store talk on. */
 const channelName = "foundry_live"
 
@@ -46,82 +61,108 @@ const heardFor = 3000
 export const announceEvery = 1000
 
 /**
- * The relay over `channel`, for as long as the scope is open: `received` gets the ephemeral events
- * other processes send, in the order they were sent.
+ * Every process says it is there this often, and hears itself: a listening connection that hears
+ * nothing for `deafAfter` is taken for cut (the client does not tell) and opened again.
  */
-export const makeLiveRelay = (
-  channel: StoreChannel,
-  received: (events: ReadonlyArray<RelayedEvent>) => void
-): Effect.Effect<LiveRelay, never, Scope.Scope> =>
+const presentEvery = Duration.seconds(5)
+const deafAfter = Duration.seconds(16)
+const sendWithin = Duration.seconds(5)
+
+/** What the sender sends, in order: an ephemeral event (several go in one message), or a message of its own. */
+type Outgoing = { readonly _tag: "Item"; readonly text: string } | { readonly _tag: "Message"; readonly text: string }
+
+/**
+ * The relay over `channel`, for as long as the scope is open: `receiver` gets the ephemeral events
+ * other processes send of the runs it follows.
+ */
+export const makeLiveRelay = (channel: StoreChannel, receiver: RelayReceiver): Effect.Effect<LiveRelay, never, Scope.Scope> =>
   Effect.gen(function*() {
     const self = newId("proc")
     // Who follows what elsewhere, until when.
     const remoteRuns = new Map<string, number>()
     let remoteAllUntil = 0
 
-    const heard = (message: Message) => {
-      if (message.from === self) return
-      if (message.kind === "events") return received(message.items)
-      const now = Date.now()
-      for (const [runId, until] of remoteRuns) if (until <= now) remoteRuns.delete(runId)
-      if (message.all) remoteAllUntil = now + heardFor
-      for (const runId of message.runs) remoteRuns.set(runId, now + heardFor)
+    const heard = (text: string): void => {
+      let parsed: unknown
+      try {
+        parsed = JSON.parse(text)
+      } catch {
+        return
+      }
+      // A message this version cannot read (another version's, in a rolling upgrade) is passed by.
+      const envelope = envelopeOf(parsed)
+      if (envelope._tag === "None" || envelope.value.from === self) return
+      if (envelope.value.kind === "following") {
+        const following = followingOf(parsed)
+        if (following._tag === "None") return
+        const now = Date.now()
+        for (const [runId, until] of remoteRuns) if (until <= now) remoteRuns.delete(runId)
+        if (following.value.all) remoteAllUntil = now + heardFor
+        for (const runId of following.value.runs) remoteRuns.set(runId, now + heardFor)
+        return
+      }
+      const listed = itemsOf(parsed)
+      if (listed._tag === "None") return
+      const items: Array<RelayedEvent> = []
+      for (const item of listed.value.items) {
+        const run = runOf(item)
+        if (run._tag === "None" || !receiver.wanted(run.value.event.runId)) continue
+        const relayed = relayedOf(item)
+        if (relayed._tag === "Some") items.push(relayed.value)
+      }
+      if (items.length > 0) receiver.arrived(items)
     }
     yield* channel.listen(channelName).pipe(
-      Stream.runForEach((text) => Effect.sync(() => {
-        // A message this version cannot read (another version's, in a rolling upgrade) is passed by.
-        const decoded = Schema.decodeUnknownOption(Message)(text)
-        if (decoded._tag === "Some") heard(decoded.value)
-      })),
-      Effect.catchAllCause((cause) => Effect.logWarning("listening to the other processes on the store failed", cause)),
+      Stream.timeoutFail(() => new StoreError({ operation: "listen", message: `heard nothing on the store's channel for ${Duration.format(deafAfter)}` }), deafAfter),
+      Stream.runForEach((text) => Effect.sync(() => heard(text))),
+      Effect.catchAllCause((cause) => Effect.logWarning("listening to the other processes on the store failed; listening again", cause)),
       Effect.repeat(Schedule.spaced("1 second")),
       Effect.forkScoped
     )
 
-    // Sent in order by one fiber, as many to a message as fit: what comes while one is sent goes in the next.
-    const outbox: Array<string> = []
-    let sending = false
-    const sendAll: Effect.Effect<void> = Effect.suspend(() => {
-      const texts = outbox.splice(0)
-      if (texts.length === 0) {
-        sending = false
-        return Effect.void
-      }
-      return Effect.zipRight(
-        Effect.forEach(pack(texts, channel.maxMessageBytes), (message) => channel.send(channelName, message), { discard: true }).pipe(
-          Effect.catchAllCause((cause) => Effect.logDebug("sending live events to the other processes failed", cause))
-        ),
-        sendAll
-      )
-    })
-    const fork = Runtime.runFork(yield* Effect.runtime<never>())
-    const post = (text: string) => {
-      outbox.push(text)
-      if (sending) return
-      sending = true
-      fork(sendAll)
-    }
+    // Sent in order by one fiber, as many events to a message as fit: what comes while one is sent goes in the next.
+    const outbox = yield* Queue.unbounded<Outgoing>()
     const envelope = (items: ReadonlyArray<string>) => `{"kind":"events","from":${JSON.stringify(self)},"items":[${items.join(",")}]}`
-
-    /** The items as messages, each under `maxBytes`; an item too long for a message alone is left out (its turn's text is stored). */
-    const pack = (items: ReadonlyArray<string>, maxBytes: number): ReadonlyArray<string> => {
+    const emptyEnvelope = Buffer.byteLength(envelope([]))
+    /** What was taken as messages, each at most `maxMessageBytes`; an event too long for a message alone is left out (its follower misses it, and its turn's end brings its text). */
+    const messagesOf = (taken: Iterable<Outgoing>): ReadonlyArray<string> => {
       const messages: Array<string> = []
-      let current: Array<string> = []
-      let bytes = Buffer.byteLength(envelope([]))
-      for (const item of items) {
-        const size = Buffer.byteLength(item) + 1
-        if (current.length > 0 && bytes + size > maxBytes) {
-          messages.push(envelope(current))
-          current = []
-          bytes = Buffer.byteLength(envelope([]))
+      let items: Array<string> = []
+      let bytes = emptyEnvelope
+      const flush = () => {
+        if (items.length > 0) messages.push(envelope(items))
+        items = []
+        bytes = emptyEnvelope
+      }
+      for (const outgoing of taken) {
+        if (outgoing._tag === "Message") {
+          flush()
+          messages.push(outgoing.text)
+          continue
         }
-        if (bytes + size > maxBytes) continue
-        current.push(item)
+        const size = Buffer.byteLength(outgoing.text) + 1
+        if (bytes + size > channel.maxMessageBytes) flush()
+        if (bytes + size > channel.maxMessageBytes) continue
+        items.push(outgoing.text)
         bytes += size
       }
-      if (current.length > 0) messages.push(envelope(current))
+      flush()
       return messages
     }
+    yield* Queue.takeBetween(outbox, 1, Number.POSITIVE_INFINITY).pipe(
+      Effect.flatMap((taken) =>
+        Effect.forEach(messagesOf(taken), (message) =>
+          channel.send(channelName, message).pipe(
+            Effect.timeoutFail({ duration: sendWithin, onTimeout: () => new StoreError({ operation: "send", message: `not sent within ${Duration.format(sendWithin)}` }) }),
+            Effect.catchAllCause((cause) => Effect.logDebug("sending to the other processes on the store failed", cause))
+          ), { discard: true })
+      ),
+      Effect.forever,
+      Effect.forkScoped
+    )
+    const following = (runs: ReadonlyArray<string>, all: boolean) => JSON.stringify({ kind: "following", from: self, runs, all })
+    const tell = (text: string) => Queue.unsafeOffer(outbox, { _tag: "Message", text })
+    yield* Effect.sync(() => tell(following([], false))).pipe(Effect.repeat(Schedule.spaced(presentEvery)), Effect.forkScoped)
 
     return {
       wanted: (runId) => {
@@ -130,48 +171,44 @@ export const makeLiveRelay = (
         return remoteAllUntil > now || (remoteRuns.get(runId) ?? 0) > now
       },
       send: (events, after) => {
-        for (const event of events) post(JSON.stringify({ after, event }))
+        for (const event of events) Queue.unsafeOffer(outbox, { _tag: "Item", text: JSON.stringify({ after, event }) })
       },
       announce: (runs, all) => {
-        const listed = [...runs]
-        const message = JSON.stringify({ kind: "following", from: self, runs: listed, all })
-        // Too many runs to name in one message: all of them, then.
-        fork(
-          channel.send(channelName, Buffer.byteLength(message) <= channel.maxMessageBytes ? message : JSON.stringify({ kind: "following", from: self, runs: [], all: true })).pipe(
-            Effect.catchAllCause((cause) => Effect.logDebug("telling the other processes what is followed here failed", cause))
-          )
-        )
+        // As many messages as the runs take.
+        let listed: Array<string> = []
+        for (const runId of runs) {
+          if (listed.length > 0 && Buffer.byteLength(following([...listed, runId], all)) > channel.maxMessageBytes) {
+            tell(following(listed, all))
+            listed = []
+          }
+          listed.push(runId)
+        }
+        if (listed.length > 0 || all) tell(following(listed, all))
       }
     }
   })
 
 /**
- * The runs of the events handed on lately, by number: whether one of a run numbered after a
- * relayed event's place has gone already.
+ * The highest number of an event of each run handed on lately: whether one of a run numbered
+ * after a relayed event's place has gone already. A run is forgotten a minute after its last.
  */
-const recentlyHandedOn = (size = 1024) => {
-  const seqs = new Float64Array(size)
-  const runs = new Array<string>(size)
-  let next = 0
-  let count = 0
+const handedOnLately = () => {
+  const rememberFor = 60_000
+  const upTo = new Map<string, { readonly seq: number; readonly at: number }>()
   return {
     note: (event: FoundryEvent): void => {
-      if (event.seq === 0) return
-      seqs[next] = event.seq
-      runs[next] = event.runId
-      next = (next + 1) % size
-      if (count < size) count++
-    },
-    /** Whether an event of `runId` numbered after `after` has been handed on, as far as this remembers (too far back: yes). */
-    passed: (runId: string, after: number): boolean => {
-      let oldest = Number.POSITIVE_INFINITY
-      for (let i = 0; i < count; i++) {
-        const seq = seqs[i]!
-        if (seq > after && runs[i] === runId) return true
-        if (seq < oldest) oldest = seq
+      const known = upTo.get(event.runId)
+      if (event.seq === 0 || (known !== undefined && known.seq >= event.seq)) return
+      const now = Date.now()
+      // Oldest first (re-set runs go last): it stops at the first one still remembered.
+      upTo.delete(event.runId)
+      upTo.set(event.runId, { seq: event.seq, at: now })
+      for (const [runId, entry] of upTo) {
+        if (now - entry.at < rememberFor) break
+        upTo.delete(runId)
       }
-      return count === size && oldest > after + 1
-    }
+    },
+    passed: (runId: string, after: number): boolean => (upTo.get(runId)?.seq ?? 0) > after
   }
 }
 
@@ -198,8 +235,8 @@ export interface ArrivalsPlace {
  */
 export const relayArrivals = (place: ArrivalsPlace) => {
   let held: Array<RelayedEvent> = []
-  const followedLately = recentlyHandedOn()
-  const fedLately = recentlyHandedOn()
+  const followedLately = handedOnLately()
+  const fedLately = handedOnLately()
   const release = (): void => {
     let taken = 0
     while (taken < held.length && held[taken]!.after <= place.readTo()) taken++
@@ -213,9 +250,10 @@ export const relayArrivals = (place: ArrivalsPlace) => {
     }
   }
   return {
-    /** A stored event handed to its run's followers. */
+    wanted: place.wanted,
+    /** A stored event handed to its run's followers (or read by one as it started). */
     followed: followedLately.note,
-    /** A stored event handed to the feed. */
+    /** A stored event handed to the feed (or read by one of its followers as it started). */
     fed: fedLately.note,
     arrived: (items: ReadonlyArray<RelayedEvent>): void => {
       for (const item of items) if (place.wanted(item.event.runId)) held.push(item)

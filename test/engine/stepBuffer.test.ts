@@ -102,7 +102,7 @@ describe("a run's step buffer", () => {
       const { follow, followed, run, step } = yield* bufferedRun
       yield* follow
       yield* start(step, run)
-      yield* whileTheStepIsWritten(step.deltas("turn:1", [{ turn: 1, text: "Order 42 " }]))
+      yield* whileTheStepIsWritten(step.deltas("turn:1", [{ turn: 1, text: "Order 42 ", at: 0 }]))
       yield* Effect.sleep("50 millis")
       expect(followed).toEqual(["run.queued", "run.started", "model.turn.started", "model.delta"])
     }))
@@ -112,7 +112,7 @@ describe("a run's step buffer", () => {
       const { follow, followed, run, step } = yield* bufferedRun
       yield* follow
       yield* start(step, run)
-      yield* step.deltas("turn:1", [{ turn: 1, text: "Order 42 " }])
+      yield* step.deltas("turn:1", [{ turn: 1, text: "Order 42 ", at: 0 }])
       step.emit("model.turn.completed", "turn:1", {
         turn: 1,
         model: "demo",
@@ -133,7 +133,7 @@ describe("a run's step buffer", () => {
       yield* start(step, run)
       yield* cancelElsewhere
       yield* Effect.sleep("50 millis")
-      yield* step.deltas("turn:1", [{ turn: 1, text: "Order 42 " }])
+      yield* step.deltas("turn:1", [{ turn: 1, text: "Order 42 ", at: 0 }])
       yield* Effect.sleep("50 millis")
       expect(followed).toEqual(["run.queued", "run.cancelled"])
       step.message({ _tag: "assistant", content: "", toolCalls: [{ id: "call-1", name: "lookup", arguments: "{}" }] })

@@ -3,6 +3,7 @@
  * cluster's runners): two event logs on one database, as two processes on one store, each tailing
  * what the other writes.
  */
+import { createHash } from "node:crypto"
 import { describe, expect, it } from "@effect/vitest"
 import { Chunk, Context, type Duration, Effect, Fiber, Layer, type Scope, Stream } from "effect"
 import { Database } from "../../src/durable/Database.js"
@@ -163,9 +164,9 @@ describe.skipIf(postgres.skip)("events of processes writing at once on PostgreSQ
       expect(other.followed(run.id)).toBe(true)
       // The feed followed here takes every run's.
       expect(other.followed("another run")).toBe(true)
-      const delta = (id: string, text: string) => draft(id, run, { type: "model.delta", data: { turn: 1, text } })
+      const delta = (id: string, text: string, at: number) => draft(id, run, { type: "model.delta", data: { turn: 1, text, at } })
       yield* other.emit(draft("turn", run, { type: "model.turn.started", data: { turn: 1, model: "demo" } }))
-      yield* other.emitLive([delta("d1", "Hel"), delta("d2", "lo")])
+      yield* other.emitLive([delta("d1", "Hel", 0), delta("d2", "lo", 3)])
       yield* other.emit(draft("answer", run, {
         type: "model.turn.completed",
         data: { turn: 1, model: "demo", text: "Hello", toolCalls: [], usage: { inputTokens: 1, outputTokens: 2, costUsd: null }, durationMs: 5 }
@@ -177,6 +178,42 @@ describe.skipIf(postgres.skip)("events of processes writing at once on PostgreSQ
       const fed = Chunk.toReadonlyArray(yield* Fiber.join(feed).pipe(Effect.timeoutFail({ duration: "10 seconds", onTimeout: () => new Error("the feed never carried the run's end") })))
       expect(fed.map((event) => event.spanId)).toEqual(order)
     }))
+
+  it.scopedLive("a process whose listening connection is cut listens again: the deltas of a run another process executes reach its followers again", () =>
+    Effect.gen(function*() {
+      const place = yield* postgres.fresh
+      const { database, log: here } = yield* processWithDatabaseOn(place)
+      const other = yield* processOn(place)
+      yield* other.emit(draft("queued", run, { type: "run.queued", data: { input: "hello" } }))
+      let received = 0
+      yield* here.runEvents(run.id).pipe(
+        Stream.runForEach((event) => Effect.sync(() => {
+          if (event.type === "model.delta") received++
+        })),
+        Effect.forkScoped
+      )
+      const delta = (n: number) => draft(`d${n}`, run, { type: "model.delta", data: { turn: 1, text: `word ${n} `, at: 0 } })
+      /** Sends a delta now and then until more than `count` have come, or `withinMs` has passed. */
+      const sendUntilMoreThan = (count: number, withinMs: number) =>
+        Effect.gen(function*() {
+          const started = Date.now()
+          for (let n = 0; received <= count && Date.now() - started < withinMs; n++) {
+            yield* other.emitLive([delta(n)])
+            yield* Effect.sleep("200 millis")
+          }
+        })
+      yield* sendUntilMoreThan(0, 10_000)
+      expect(received).toBeGreaterThan(0)
+      // Both processes' listening connections cut, as a database restart or a proxy would.
+      const [schema] = yield* database.read({ sql: "SELECT current_schema() AS schema", params: [] })
+      const channel = `foundry_live_${createHash("sha256").update(String(schema?.["schema"])).digest("hex").slice(0, 16)}`
+      const cut = yield* database.read({ sql: `SELECT pg_terminate_backend(pid) AS cut FROM pg_stat_activity WHERE query = 'LISTEN "${channel}"'`, params: [] })
+      expect(cut.length).toBe(2)
+      yield* Effect.sleep("500 millis")
+      const beforeCut = received
+      yield* sendUntilMoreThan(beforeCut, 45_000)
+      expect(received).toBeGreaterThan(beforeCut)
+    }), { timeout: 60_000 })
 
   it.scopedLive("an event commits before any numbered after it: a client paging with `after` misses none", () =>
     Effect.gen(function*() {

@@ -12,6 +12,7 @@ import { Store } from "../../durable/Store.js"
 import { EventLog } from "../../events/EventLog.js"
 import type { FoundryEvent } from "../../events/FoundryEvent.js"
 import { OtlpExportLive } from "../../events/OtlpExport.js"
+import { turnTextReading } from "../../events/turnText.js"
 import { CliError } from "../CliError.js"
 import { inCommandTerms } from "../commandTerms.js"
 import { runtimeLayer } from "../ProjectRuntime.js"
@@ -34,14 +35,21 @@ const howToDecide = (server: string, approvalId: string) =>
   `    or: curl -X POST ${server}/api/approvals/${approvalId} -H 'content-type: application/json' -d '{"decision":"approve"}'\n` +
   `  the run then goes on there.\n`
 
-/** Prints one event of the run; `streamed` tracks the turns whose text arrived as deltas; `server` is the project's address. */
-const show = (event: FoundryEvent, streamed: Set<number>, server: string) => {
+/** Text to standard output, when there is any. */
+const say = (text: string) => text === "" ? Effect.void : write(process.stdout, text)
+
+/** Prints one event of the run; `turns` is what was printed of each turn's text; `server` is the project's address. */
+const show = (event: FoundryEvent, turns: ReturnType<typeof turnTextReading>, server: string) => {
   switch (event.type) {
     case "model.delta":
-      streamed.add(event.data.turn)
-      return write(process.stdout, event.data.text)
+      return say(turns.delta(event.data.turn, event.data.at, event.data.text))
     case "model.turn.completed":
-      return !streamed.has(event.data.turn) && event.data.text !== "" ? write(process.stdout, event.data.text) : Effect.void
+      return say(turns.completed(event.data.turn, event.data.text))
+    case "model.turn.started":
+    case "model.retry":
+    case "model.fallback":
+      turns.restart(event.data.turn)
+      return Effect.void
     case "tool.call.started":
       return write(process.stderr, style.dim(`\n-> ${event.data.tool} ${short(event.data.input)}\n`))
     case "tool.call.completed":
@@ -90,7 +98,7 @@ export const run = ({ agent, dir, instance, message }: {
         const dispatcher = yield* Dispatcher
         const events = yield* EventLog
         const submitted = yield* dispatcher.submit({ agent, message, instance })
-        const streamed = new Set<number>()
+        const turns = turnTextReading()
         const { host, port } = app.table.config.server
         const server = Option.getOrElse(servingUrl(dir), () => addressOf(host, port))
         let outcome = "completed"
@@ -106,7 +114,7 @@ export const run = ({ agent, dir, instance, message }: {
             if (event.type === "run.failed") outcome = "failed"
             if (event.type === "run.cancelled") outcome = "cancelled"
             if (event.type === "run.suspended" && event.data.reason !== "child") outcome = "suspended"
-            return show(event, streamed, server)
+            return show(event, turns, server)
           })
         )
         // A cancel from another process on the store (a server's `POST /api/runs/<id>/cancel`)

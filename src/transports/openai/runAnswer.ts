@@ -5,7 +5,7 @@
  *
  * Text deltas are live only (never stored): those written before the client started following
  * are lost, so each turn's stored text (`model.turn.completed`) completes what the deltas left
- * out. A run waiting for an approval ends the answer with a note that says which approval, and
+ * out (`turnText.ts`). A run waiting for an approval ends the answer with a note that says which approval, and
  * how to decide it.
  */
 import { type Context, Effect, Option, Stream } from "effect"
@@ -13,6 +13,7 @@ import type { RunRecord } from "../../durable/records.js"
 import type { Store } from "../../durable/Store.js"
 import type { StoreError } from "../../durable/StoreError.js"
 import type { FoundryEvent } from "../../events/FoundryEvent.js"
+import { turnTextReading } from "../../events/turnText.js"
 import { approvalsBelow, awaitedApprovalOf, type DescendantSources, firstApprovalBelow } from "../approvalsBelow.js"
 
 /** How the followed part of a run ended. */
@@ -61,7 +62,7 @@ export interface AnswerSources extends DescendantSources {
  */
 const answerReading = () => {
   // Per turn, the text sent so far; whether any turn has had text (the next one is set apart).
-  const sent = new Map<number, string>()
+  const turns = turnTextReading()
   let anyText = false
   /** Text that starts a new part of the answer: set apart from the text before it. */
   const part = (piece: string): AnswerPiece => {
@@ -69,11 +70,10 @@ const answerReading = () => {
     anyText = true
     return { _tag: "Text", text: lead + piece }
   }
+  /** `piece`, just read of `turn`: the first of the turn is set apart from the text before it. */
   const text = (turn: number, piece: string): ReadonlyArray<AnswerPiece> => {
     if (piece.length === 0) return []
-    const before = sent.get(turn) ?? ""
-    sent.set(turn, before + piece)
-    return [before.length === 0 ? part(piece) : { _tag: "Text", text: piece }]
+    return [turns.textOf(turn).length === piece.length ? part(piece) : { _tag: "Text", text: piece }]
   }
   /** The run stops for approval `approvalId` of `tool` (its own, or a subagent's run's). */
   const awaiting = (approvalId: string, tool: string, conversationId: string): ReadonlyArray<AnswerPiece> => [
@@ -83,18 +83,15 @@ const answerReading = () => {
   const piecesOf = (event: FoundryEvent): ReadonlyArray<AnswerPiece> => {
     switch (event.type) {
       case "model.delta":
-        return text(event.data.turn, event.data.text)
-      case "model.turn.completed": {
-        const before = sent.get(event.data.turn) ?? ""
-        // Deltas missed at the start cannot be put in front of text already sent: the rest only.
-        return event.data.text.startsWith(before) ? text(event.data.turn, event.data.text.slice(before.length)) : []
-      }
+        return text(event.data.turn, turns.delta(event.data.turn, event.data.at, event.data.text))
+      case "model.turn.completed":
+        return text(event.data.turn, turns.completed(event.data.turn, event.data.text))
       case "model.turn.started":
       case "model.retry":
       case "model.fallback":
         // The turn starts again from its first word (asked again after a retry, a fallback, or
         // a step the store did not take); what was sent of it stays sent.
-        sent.delete(event.data.turn)
+        turns.restart(event.data.turn)
         return []
       case "run.completed":
         return [{ _tag: "End", end: { _tag: "Completed" } }]
