@@ -90,8 +90,8 @@ export interface DatabaseStats {
 
 /**
  * Messages to the other processes on the same store as they happen, none stored: what a message
- * sent is handed to every process listening on its channel then (PostgreSQL's `LISTEN`/`NOTIFY`),
- * the sender's own included. A message is at most `maxMessageBytes` long in UTF-8.
+ * sent is handed to every process listening on its channel then (PostgreSQL's `LISTEN`/`NOTIFY`;
+ * on SQLite a file beside the store's, `sqliteChannel.ts`), the sender's own included. A message is at most `maxMessageBytes` long in UTF-8.
  */
 export interface StoreChannel {
   readonly maxMessageBytes: number
@@ -113,7 +113,7 @@ export class Database extends Context.Tag("foundry/Database")<Database, {
   /** Writes the unit in the next group commit; succeeds once that transaction has committed. */
   readonly write: (unit: WriteUnit) => Effect.Effect<UnitResult, StoreError>
   readonly stats: Effect.Effect<DatabaseStats>
-  /** The channel to the other processes on this store; none where the store has no such thing (SQLite). */
+  /** The channel to the other processes on this store; none for a store in memory, one process's alone. */
   readonly channel?: StoreChannel | undefined
 }>() {}
 

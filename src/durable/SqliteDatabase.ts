@@ -17,6 +17,7 @@ import { Database, groupCommitSync, type Statement, type SyncBatch } from "./Dat
 import { migrate } from "./migrations.js"
 import { makeReadSnapshot, type ReadSnapshot } from "./readSnapshot.js"
 import { makeSqliteBatch } from "./sqliteBatch.js"
+import { openChannel } from "./sqliteChannel.js"
 import { isBusy, lockWait, openConnection, retryingWhileLocked, type SqliteConnection } from "./sqliteConnection.js"
 import { messageOf, StoreError } from "./StoreError.js"
 
@@ -82,7 +83,9 @@ export const make = (filename: string) =>
       sql: client,
       read,
       write,
-      stats: Effect.sync(() => ({ ...counts }))
+      stats: Effect.sync(() => ({ ...counts })),
+      // A store in memory is one process's alone.
+      channel: filename === ":memory:" ? undefined : yield* openChannel(filename)
     })
   })
 

@@ -69,7 +69,7 @@ export interface EventLogOptions {
    * Other processes may write events to the same store (a second server, `foundry run`, the
    * runners of a cluster): followers here get those too, read from the store this often while
    * anyone follows. Ephemeral events (text deltas) go to other processes' followers over the
-   * store's channel, where it has one (PostgreSQL); on SQLite they stay in the process that made them.
+   * store's channel (`liveRelay.ts`).
    */
   readonly crossProcess?: { readonly pollEvery: Duration.DurationInput } | undefined
 }
@@ -420,7 +420,15 @@ export const layer = (options: EventLogOptions = {}) => Layer.scoped(
           page = yield* storage.list({ after: tailAt, limit: pageSize })
           const readAt = Date.now()
           for (const event of page) if (!seen.has(event.seq)) unseen.push({ event, readAt })
-          tailAt = page[page.length - 1]?.seq ?? tailAt
+          const readTo = page[page.length - 1]?.seq ?? tailAt
+          // Ephemeral events of other processes placed among these go in their places: the events
+          // up to each place first, then those placed there, then the rest.
+          for (const place of arrivals.placesUpTo(readTo)) {
+            tailAt = Math.max(tailAt, place)
+            feedInOrder(page.filter((event) => event.seq <= place), tailAt)
+            arrivals.release()
+          }
+          tailAt = readTo
           feedInOrder(page, tailAt)
         } while (page.length === pageSize)
         arrivals.release()

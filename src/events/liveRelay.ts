@@ -262,6 +262,9 @@ export const relayArrivals = (place: ArrivalsPlace) => {
     },
     /** Hands on those whose place has been read. */
     release,
+    /** The places of those waiting, up to `readTo`, in order. */
+    placesUpTo: (readTo: number): ReadonlyArray<number> =>
+      [...new Set(held.flatMap((item) => item.after <= readTo ? [item.after] : []))].sort((a, b) => a - b),
     /** Nobody follows here any more. */
     clear: () => {
       held = []

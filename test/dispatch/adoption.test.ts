@@ -6,7 +6,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { Effect, Fiber } from "effect"
 import { type CliProcess, freePort, serveProject, startCli } from "../support/cli.js"
 import { durableProject, plan, slowMarkerOf } from "../support/durableProject.js"
-import { allEvents, readFrames } from "../support/eventFeed.js"
+import { allEvents, readFrames, runFrames } from "../support/eventFeed.js"
 import { http, pendingApproval, type RunBody, waitForRun } from "../support/server.js"
 import { answeringAgentFile, answerToolFile, tempProject } from "../support/tempProject.js"
 
@@ -209,19 +209,28 @@ const twoServers = (name: string) =>
   })
 
 describe("two servers on one store", () => {
-  it.scopedLive("a run's event stream followed through the server that does not execute it carries its events as they happen, to its end", () =>
+  it.scopedLive("a run's event stream followed through the server that does not execute it carries its events as they happen, its answer word by word, to its end", () =>
     Effect.gen(function*() {
       const { a: executing, b: other, log } = yield* twoServers("follow")
-      const run = yield* submit(executing.url, plan({ calls: [{ name: "slow", arguments: { ms: 1500 } }] }))
+      // The planned model's delays real: the answer is written a word at a time.
+      writeFileSync(slowMarkerOf(log), "")
+      const say = "one two three four five six seven eight"
+      const run = yield* submit(executing.url, plan({ calls: [{ name: "slow", arguments: { ms: 1500 } }], say, wordDelay: 150 }))
       const started = Date.now()
-      const text = yield* Effect.promise(async () => {
-        const response = await fetch(`${other.url}/api/runs/${run.runId}/events`, { headers: { accept: "text/event-stream" } })
-        return await response.text()
-      }).pipe(Effect.timeoutFail({ duration: "20 seconds", onTimeout: () => new Error("the stream never ended") }))
-      expect(text).toMatch(/event: tool\.call\.completed[\s\S]*event: run\.completed/)
+      const frames = yield* runFrames(other.url, run.runId).pipe(
+        Effect.timeoutFail({ duration: "20 seconds", onTimeout: () => new Error("the stream never ended") })
+      )
+      const types = frames.map((frame) => frame.type)
+      expect(types.indexOf("tool.call.completed")).toBeGreaterThan(0)
+      expect(types[types.length - 1]).toBe("run.completed")
       // Live, not read back once the run had ended: the stream was open while the tool slept.
       expect(lines(log).find((line) => line.startsWith(`${run.runId} start `))).toBeDefined()
       expect(Date.now() - started).toBeGreaterThanOrEqual(1000)
+      // The answer as the other server's model writes it (text deltas are never stored: they come over the store's channel).
+      const deltas = frames.filter((frame) => frame.type === "model.delta")
+      expect(deltas.map((frame) => frame.data.text).join("")).toBe(say)
+      expect(deltas[deltas.length - 1]!.at - deltas[0]!.at).toBeGreaterThanOrEqual(500)
+      expect(types.lastIndexOf("model.delta")).toBeLessThan(types.lastIndexOf("model.turn.completed"))
     }), { timeout: 90_000 })
 
   it.scopedLive("runs of one conversation sent to both execute once each, in the order they were accepted, wherever they were sent", () =>

@@ -14,6 +14,7 @@ import { type CliProcess, freePort, runCli, startCli } from "../support/cli.js"
 import { durableProject, plan, slowMarkerOf } from "../support/durableProject.js"
 import { browserPage, skipBrowser } from "../support/browser.js"
 import { connect, freshDatabase, skipPostgres } from "../support/postgres.js"
+import { runFrames } from "../support/eventFeed.js"
 import { http } from "../support/server.js"
 import { tempProject, writeFiles } from "../support/tempProject.js"
 
@@ -143,28 +144,6 @@ const notTheOwner = (runners: ReadonlyArray<Runner>, conversationId: string) =>
       Effect.map(http(`${runner.url}/api/cluster`), (response) => ({ runner, self: (response.json as { readonly self: string }).self })))
     expect(selves.filter((r) => r.self === owner)).toHaveLength(1)
     return selves.find((r) => r.self !== owner)!.runner
-  })
-
-/** The frames of a run's event stream through `url`, to its end: each event with when it came. */
-const framesOf = (url: string, runId: string) =>
-  Effect.promise(async () => {
-    const response = await fetch(`${url}/api/runs/${runId}/events`, { headers: { accept: "text/event-stream" } })
-    const reader = response.body!.getReader()
-    const decoder = new TextDecoder()
-    const frames: Array<{ readonly type: string; readonly data: { readonly text?: string; readonly turn?: number }; readonly at: number }> = []
-    let buffer = ""
-    while (true) {
-      const { done, value } = await reader.read()
-      if (done) return frames
-      buffer += decoder.decode(value, { stream: true })
-      for (let end = buffer.indexOf("\n\n"); end >= 0; end = buffer.indexOf("\n\n")) {
-        const lines = buffer.slice(0, end).split("\n")
-        buffer = buffer.slice(end + 2)
-        const type = lines.find((line) => line.startsWith("event: "))?.slice(7)
-        const data = lines.find((line) => line.startsWith("data: "))?.slice(6)
-        if (type !== undefined) frames.push({ type, data: data === undefined ? {} : JSON.parse(data).data ?? {}, at: Date.now() })
-      }
-    }
   })
 
 describe.skipIf(skipPostgres)("the cluster dispatcher (runner processes on PostgreSQL)", () => {
@@ -298,7 +277,7 @@ export default defineSchedule({ every: "1 second", agent: worker, message: ${JSO
       const say = "one two three four five six seven eight"
       const followed = yield* submit(runners[0]!, plan({ delay: 1000, calls: [{ name: "record", arguments: { line: "followed" } }], say, wordDelay: 150 }))
       const through = yield* notTheOwner(runners, followed.conversationId)
-      const frames = yield* framesOf(through.url, followed.runId)
+      const frames = yield* runFrames(through.url, followed.runId)
       const types = frames.map((frame) => frame.type)
       expect(types).toContain("tool.call.completed")
       expect(types[types.length - 1]).toBe("run.completed")

@@ -128,31 +128,9 @@ const tests = (fresh: Effect.Effect<DatabaseLayer, unknown, Scope.Scope>) => {
       const all = Chunk.toReadonlyArray(yield* Fiber.join(events).pipe(Effect.timeoutFail({ duration: "5 seconds", onTimeout: () => new Error("the run's stream never ended") })))
       expect(all.map((event) => event.type)).toEqual(["run.queued", "run.started", "run.completed"])
     }))
-}
-
-describe.skipIf(postgres.skip)("events of processes writing at once on PostgreSQL", () => {
-  it.scopedLive("a number a rolled-back transaction took never comes: the feed hands on the events after it", () =>
-    Effect.gen(function*() {
-      const place = yield* postgres.fresh
-      const { database, log: here } = yield* processWithDatabaseOn(place, "10 seconds")
-      const delivered = yield* here.follow({}, 0).pipe(Stream.take(2), Stream.runCollect, Effect.fork)
-      yield* Effect.sleep("100 millis")
-      yield* here.emit(draft("before", run, started))
-      // Takes the next number, then fails: its transaction is undone, the number is gone.
-      const [undone] = yield* here.stamp([draft("undone", run, started)])
-      const failed = yield* Effect.either(database.write({ statements: [EventStorage.insertEvents([undone!]), { sql: "SELECT 1/0", params: [] }] }))
-      expect(failed._tag).toBe("Left")
-      yield* here.emit(draft("after", run, started))
-      const events = Chunk.toReadonlyArray(yield* Fiber.join(delivered).pipe(
-        Effect.timeoutFail({ duration: "5 seconds", onTimeout: () => new Error("the event after the gap never came") })
-      ))
-      expect(events.map((event) => event.spanId)).toEqual(["before", "after"])
-      expect((events[1]?.seq ?? 0) - (events[0]?.seq ?? 0)).toBe(2)
-    }))
-
   it.scopedLive("text deltas another process makes reach a run's followers here and the feed, each after the stored events before it and before those after it", () =>
     Effect.gen(function*() {
-      const place = yield* postgres.fresh
+      const place = yield* fresh
       // Looks seldom, unless woken: deltas come at once, the stored events before them a look later.
       const here = yield* processOn(place, "2 seconds")
       const other = yield* processOn(place)
@@ -177,6 +155,27 @@ describe.skipIf(postgres.skip)("events of processes writing at once on PostgreSQ
       expect(followed.map((event) => event.spanId)).toEqual(order)
       const fed = Chunk.toReadonlyArray(yield* Fiber.join(feed).pipe(Effect.timeoutFail({ duration: "10 seconds", onTimeout: () => new Error("the feed never carried the run's end") })))
       expect(fed.map((event) => event.spanId)).toEqual(order)
+    }))
+}
+
+describe.skipIf(postgres.skip)("events of processes writing at once on PostgreSQL", () => {
+  it.scopedLive("a number a rolled-back transaction took never comes: the feed hands on the events after it", () =>
+    Effect.gen(function*() {
+      const place = yield* postgres.fresh
+      const { database, log: here } = yield* processWithDatabaseOn(place, "10 seconds")
+      const delivered = yield* here.follow({}, 0).pipe(Stream.take(2), Stream.runCollect, Effect.fork)
+      yield* Effect.sleep("100 millis")
+      yield* here.emit(draft("before", run, started))
+      // Takes the next number, then fails: its transaction is undone, the number is gone.
+      const [undone] = yield* here.stamp([draft("undone", run, started)])
+      const failed = yield* Effect.either(database.write({ statements: [EventStorage.insertEvents([undone!]), { sql: "SELECT 1/0", params: [] }] }))
+      expect(failed._tag).toBe("Left")
+      yield* here.emit(draft("after", run, started))
+      const events = Chunk.toReadonlyArray(yield* Fiber.join(delivered).pipe(
+        Effect.timeoutFail({ duration: "5 seconds", onTimeout: () => new Error("the event after the gap never came") })
+      ))
+      expect(events.map((event) => event.spanId)).toEqual(["before", "after"])
+      expect((events[1]?.seq ?? 0) - (events[0]?.seq ?? 0)).toBe(2)
     }))
 
   it.scopedLive("a process whose listening connection is cut listens again: the deltas of a run another process executes reach its followers again", () =>

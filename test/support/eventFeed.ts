@@ -71,3 +71,25 @@ export const readFrames = (
     controller.abort()
     return { ids, types }
   })
+
+/** The frames of a run's event stream through `url`, to its end: each event with when it came. */
+export const runFrames = (url: string, runId: string) =>
+  Effect.promise(async () => {
+    const response = await fetch(`${url}/api/runs/${runId}/events`, { headers: { accept: "text/event-stream" } })
+    const reader = response.body!.getReader()
+    const decoder = new TextDecoder()
+    const frames: Array<{ readonly type: string; readonly data: { readonly text?: string; readonly turn?: number }; readonly at: number }> = []
+    let buffer = ""
+    while (true) {
+      const { done, value } = await reader.read()
+      if (done) return frames
+      buffer += decoder.decode(value, { stream: true })
+      for (let end = buffer.indexOf("\n\n"); end >= 0; end = buffer.indexOf("\n\n")) {
+        const lines = buffer.slice(0, end).split("\n")
+        buffer = buffer.slice(end + 2)
+        const type = lines.find((line) => line.startsWith("event: "))?.slice(7)
+        const data = lines.find((line) => line.startsWith("data: "))?.slice(6)
+        if (type !== undefined) frames.push({ type, data: data === undefined ? {} : JSON.parse(data).data ?? {}, at: Date.now() })
+      }
+    }
+  })

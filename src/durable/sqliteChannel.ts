@@ -1,0 +1,93 @@
+/**
+ * The channel to the other processes on a SQLite store (a `StoreChannel`). SQLite has no
+ * `LISTEN`/`NOTIFY`, so a file of its own beside the store's (`<store>-live`, as SQLite names its
+ * `-wal` and `-shm`) holds the messages of the last minute: a sender appends one, and a listener
+ * reads what came after the last it read, every `pollEvery`. Not synced: a message is for whoever
+ * listens now. A file apart from the store's, so that its writes never wait for the store's lock
+ * or its syncs, nor the store's for them.
+ */
+import Sqlite from "better-sqlite3"
+import { Duration, Effect, Schedule, type Scope, Stream } from "effect"
+import { type StoreChannel, startupContention } from "./Database.js"
+import { messageOf, StoreError } from "./StoreError.js"
+
+/** How often a listener reads what came. */
+const pollEvery = Duration.millis(50)
+/** How long a message is kept: a listener that has not read it by then never will. */
+const keepFor = 60_000
+/** How long a write waits for another process's: a message is a few bytes, written in microseconds. */
+const busyWait = 200
+
+interface MessageRow {
+  readonly seq: number
+  readonly body: string
+}
+
+const isMessageRow = (row: unknown): row is MessageRow =>
+  typeof row === "object" && row !== null && "seq" in row && typeof row.seq === "number" && "body" in row && typeof row.body === "string"
+
+const newestSeq = (row: unknown): number => typeof row === "object" && row !== null && "seq" in row && typeof row.seq === "number" ? row.seq : 0
+
+/** The channel of the store at `storeFile`, open for the current scope. */
+export const openChannel = (storeFile: string): Effect.Effect<StoreChannel, StoreError, Scope.Scope> =>
+  Effect.gen(function*() {
+    const filename = `${storeFile}-live`
+    const failed = (operation: string) => (cause: unknown) => new StoreError({ operation, message: `${filename}: ${messageOf(cause)}` })
+    const db = yield* Effect.acquireRelease(
+      Effect.try({ try: () => new Sqlite(filename, { timeout: busyWait }), catch: failed("open") }),
+      (db) => Effect.sync(() => db.close())
+    )
+    // Processes opening it at once race to switch it to WAL, as the store's: the loser tries again.
+    yield* Effect.try({
+      try: () => {
+        db.pragma("journal_mode = WAL")
+        db.pragma("synchronous = OFF")
+        db.exec("CREATE TABLE IF NOT EXISTS foundry_live_messages (seq INTEGER PRIMARY KEY AUTOINCREMENT, channel TEXT NOT NULL, body TEXT NOT NULL, at INTEGER NOT NULL)")
+      },
+      catch: failed("open")
+    }).pipe(Effect.retry(startupContention))
+    const insert = db.prepare("INSERT INTO foundry_live_messages (channel, body, at) VALUES (?, ?, ?)")
+    const since = db.prepare("SELECT seq, body FROM foundry_live_messages WHERE channel = ? AND seq > ? ORDER BY seq")
+    const newest = db.prepare("SELECT COALESCE(MAX(seq), 0) AS seq FROM foundry_live_messages")
+    const prune = db.prepare("DELETE FROM foundry_live_messages WHERE at < ?")
+    let prunedAt = 0
+
+    return {
+      // A message fits in a row of any size; the relay keeps them as small as on PostgreSQL.
+      maxMessageBytes: 7900,
+      listen: (channel) =>
+        Stream.unwrap(Effect.try({
+          try: () => {
+            // From now on: what was sent before is not for this listener.
+            let read = newestSeq(newest.get())
+            return Stream.repeatEffectWithSchedule(
+              Effect.try({
+                try: () => {
+                  const bodies: Array<string> = []
+                  for (const row of since.all(channel, read)) {
+                    if (!isMessageRow(row)) continue
+                    read = row.seq
+                    bodies.push(row.body)
+                  }
+                  return bodies
+                },
+                catch: failed("listen")
+              }),
+              Schedule.spaced(pollEvery)
+            ).pipe(Stream.flattenIterables)
+          },
+          catch: failed("listen")
+        })),
+      send: (channel, message) =>
+        Effect.try({
+          try: () => {
+            const now = Date.now()
+            insert.run(channel, message, now)
+            if (now - prunedAt < keepFor) return
+            prunedAt = now
+            prune.run(now - keepFor)
+          },
+          catch: failed("send")
+        })
+    } satisfies StoreChannel
+  })
