@@ -95,6 +95,12 @@ export interface DatabaseStats {
  */
 export interface StoreChannel {
   readonly maxMessageBytes: number
+  /**
+   * Whether a listener may stop hearing without being told (a connection cut by a database
+   * restart): listeners then say they are there now and then, and listen again when they hear
+   * nothing for a while.
+   */
+  readonly mayGoDeaf: boolean
   /** The messages sent on `channel` from now on, for as long as the stream is run. */
   readonly listen: (channel: string) => Stream.Stream<string, StoreError>
   readonly send: (channel: string, message: string) => Effect.Effect<void, StoreError>

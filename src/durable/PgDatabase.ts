@@ -100,6 +100,8 @@ const channelOf = (client: PgClient.PgClient) => {
     return {
       // PostgreSQL's limit is 8,000 bytes, the channel's name aside.
       maxMessageBytes: 7900,
+      // `@effect/sql-pg` does not report its listening connection cut.
+      mayGoDeaf: true,
       listen: (channel) => client.listen(named(channel)).pipe(Stream.mapError((cause) => new StoreError({ operation: "listen", message: messageOf(cause) }))),
       // `pg_notify`, as `NOTIFY` takes no parameters (the client's own `notify` binds one, and fails).
       send: (channel, message) =>

@@ -7,12 +7,12 @@
  * or its syncs, nor the store's for them.
  */
 import Sqlite from "better-sqlite3"
-import { Duration, Effect, Schedule, type Scope, Stream } from "effect"
+import { Effect, type Scope, Stream } from "effect"
 import { type StoreChannel, startupContention } from "./Database.js"
 import { messageOf, StoreError } from "./StoreError.js"
 
-/** How often a listener reads what came. */
-const pollEvery = Duration.millis(50)
+/** How often a listener reads what came, in milliseconds. */
+const pollEvery = 50
 /** How long a message is kept: a listener that has not read it by then never will. */
 const keepFor = 60_000
 /** How long a write waits for another process's: a message is a few bytes, written in microseconds. */
@@ -55,29 +55,36 @@ export const openChannel = (storeFile: string): Effect.Effect<StoreChannel, Stor
     return {
       // A message fits in a row of any size; the relay keeps them as small as on PostgreSQL.
       maxMessageBytes: 7900,
+      // Read by a timer of its own, without an Effect: every process reads it twenty times a
+      // second whatever it does, and a fiber's operations for that would show in every run's.
+      mayGoDeaf: false,
       listen: (channel) =>
-        Stream.unwrap(Effect.try({
-          try: () => {
-            // From now on: what was sent before is not for this listener.
-            let read = newestSeq(newest.get())
-            return Stream.repeatEffectWithSchedule(
-              Effect.try({
-                try: () => {
-                  const bodies: Array<string> = []
-                  for (const row of since.all(channel, read)) {
-                    if (!isMessageRow(row)) continue
-                    read = row.seq
-                    bodies.push(row.body)
+        Stream.asyncPush<string, StoreError>((emit) =>
+          Effect.acquireRelease(
+            Effect.try({
+              try: () => {
+                // From now on: what was sent before is not for this listener.
+                let read = newestSeq(newest.get())
+                const timer = setInterval(() => {
+                  try {
+                    for (const row of since.all(channel, read)) {
+                      if (!isMessageRow(row)) continue
+                      read = row.seq
+                      emit.single(row.body)
+                    }
+                  } catch (cause) {
+                    emit.fail(failed("listen")(cause))
                   }
-                  return bodies
-                },
-                catch: failed("listen")
-              }),
-              Schedule.spaced(pollEvery)
-            ).pipe(Stream.flattenIterables)
-          },
-          catch: failed("listen")
-        })),
+                }, pollEvery)
+                // Never what keeps a process running.
+                timer.unref()
+                return timer
+              },
+              catch: failed("listen")
+            }),
+            (timer) => Effect.sync(() => clearInterval(timer))
+          )
+        ),
       send: (channel, message) =>
         Effect.try({
           try: () => {

@@ -61,8 +61,9 @@ const heardFor = 3000
 export const announceEvery = 1000
 
 /**
- * Every process says it is there this often, and hears itself: a listening connection that hears
- * nothing for `deafAfter` is taken for cut (the client does not tell) and opened again.
+ * On a channel that may go deaf (`StoreChannel.mayGoDeaf`), every process says it is there this
+ * often, and hears itself: a listening connection that hears nothing for `deafAfter` is taken for
+ * cut and opened again.
  */
 const presentEvery = Duration.seconds(5)
 const deafAfter = Duration.seconds(16)
@@ -112,8 +113,10 @@ export const makeLiveRelay = (channel: StoreChannel, receiver: RelayReceiver): E
       }
       if (items.length > 0) receiver.arrived(items)
     }
-    yield* channel.listen(channelName).pipe(
-      Stream.timeoutFail(() => new StoreError({ operation: "listen", message: `heard nothing on the store's channel for ${Duration.format(deafAfter)}` }), deafAfter),
+    const listening = channel.listen(channelName)
+    yield* (channel.mayGoDeaf
+      ? Stream.timeoutFail(listening, () => new StoreError({ operation: "listen", message: `heard nothing on the store's channel for ${Duration.format(deafAfter)}` }), deafAfter)
+      : listening).pipe(
       Stream.runForEach((text) => Effect.sync(() => heard(text))),
       Effect.catchAllCause((cause) => Effect.logWarning("listening to the other processes on the store failed; listening again", cause)),
       Effect.repeat(Schedule.spaced("1 second")),
@@ -162,7 +165,7 @@ export const makeLiveRelay = (channel: StoreChannel, receiver: RelayReceiver): E
     )
     const following = (runs: ReadonlyArray<string>, all: boolean) => JSON.stringify({ kind: "following", from: self, runs, all })
     const tell = (text: string) => Queue.unsafeOffer(outbox, { _tag: "Message", text })
-    yield* Effect.sync(() => tell(following([], false))).pipe(Effect.repeat(Schedule.spaced(presentEvery)), Effect.forkScoped)
+    if (channel.mayGoDeaf) yield* Effect.sync(() => tell(following([], false))).pipe(Effect.repeat(Schedule.spaced(presentEvery)), Effect.forkScoped)
 
     return {
       wanted: (runId) => {
