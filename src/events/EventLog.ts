@@ -12,8 +12,9 @@ import { type EventFilter, EventStorage, insertEvents, matchesFilter, sequenced,
 import { heldInScope } from "./heldInScope.js"
 import { type AnyEvent, ephemeralTypes, type FoundryEvent, withEnvelope } from "./FoundryEvent.js"
 import { makeFeedOrder } from "./feedOrder.js"
-import { announceEvery, type LiveRelay, makeLiveRelay, relayArrivals } from "./liveRelay.js"
+import { announceEvery, type LiveRelay, makeLiveRelay } from "./liveRelay.js"
 import { makeRunInbox, type RunInbox } from "./runInbox.js"
+import { makeStoreTail, type StoreTail } from "./storeTail.js"
 import { type RunFollower, runFollower } from "./runFollower.js"
 
 export type { RunFollower } from "./runFollower.js"
@@ -74,9 +75,6 @@ export interface EventLogOptions {
   readonly crossProcess?: { readonly pollEvery: Duration.DurationInput } | undefined
 }
 
-/** How long the number of an event published here is remembered at least: the tail may have read it before it was published here. */
-const rememberPublished = 2000
-
 const pageSize = 1000
 
 
@@ -89,7 +87,6 @@ export const layer = (options: EventLogOptions = {}) => Layer.scoped(
     const database = yield* Database
     const hub = yield* Effect.acquireRelease(PubSub.unbounded<FoundryEvent>(), PubSub.shutdown)
     const currentRelease = options.release ?? Effect.succeed("dev")
-    let followers = 0
     // A run's followers (its SSE stream, `foundry run`) get its events in an inbox of their
     // own, so that an event is handed to the few that want it, not filtered by every stream.
     const runFollowers = new Map<string, Set<RunInbox>>()
@@ -102,44 +99,28 @@ export const layer = (options: EventLogOptions = {}) => Layer.scoped(
         ? Effect.zipWith(Clock.currentTimeMillis, currentRelease, (time, release) => stampDrafts(drafts, time, release))
         : Effect.sync(() => stampDrafts(drafts, at.time, at.release))
 
-    // Cross-process: the sequence numbers published lately (and when), so that an event of this
-    // process the tail reads is not handed to its run's followers a second time (forgotten by
-    // `forgetOld`). `tailAt`: how far the tail has read the store.
-    const seen = new Map<number, number>()
-    let tailAt = 0
-    // Where the tail starts when it wakes: the newest event after a while nobody followed.
-    let tailFrom: "newest" | "where it is" = "newest"
-    // Oldest first (a Map keeps the order numbers were published in, and the time only grows): it
-    // stops at the first one still wanted, so it costs what it forgets. One published within the
-    // last two seconds is wanted (the tail may have read it before it was published here, and holds it
-    // for its next look), and while someone follows, one the tail has not read past yet, however
-    // old (a tail behind would publish it again).
-    const forgetOld = (now: number) => {
-      const following = tailFrom === "where it is"
-      for (const [seq, at] of seen) {
-        if (now - at <= rememberPublished || (following && seq > tailAt)) return
-        seen.delete(seq)
-      }
-    }
+    // Cross-process: what other processes write, read while anyone follows (`storeTail.ts`); the
+    // ephemeral events they send come over the store's channel (`liveRelay.ts`).
+    let tail: StoreTail | undefined
+    let relay: LiveRelay | undefined
+    // Followers of a log on its own (no other process): counted, as ephemeral events are made only for them.
+    let aloneFollowers = 0
+    const followers = () => tail?.followers() ?? aloneFollowers
     // Subscribers of the whole feed: with none, publishing is only the run followers' queues.
     let feedSubscribers = 0
-
-    // The tail looks at once when woken here (else every `pollEvery`): by the first follower, and
-    // by an event of this process the feed holds back.
-    const lookNow = yield* Queue.sliding<void>(1)
 
     // At once, in the step that decides what goes: a later call cannot hand on higher numbers first.
     const toFeed = (events: ReadonlyArray<FoundryEvent>): void => {
       if (feedSubscribers === 0) return
       for (const event of events) {
         hub.unsafeOffer(event)
-        if (relay !== undefined) arrivals.fed(event)
+        if (relay !== undefined) tail?.arrivals.fed(event)
       }
     }
     const feedOrder = makeFeedOrder({
       subscribed: () => feedSubscribers > 0,
       deliver: toFeed,
-      lookNow: () => Queue.unsafeOffer(lookNow, undefined)
+      lookNow: () => tail?.lookNow()
     })
     /** Hands on what may go now of `stored`, read by the tail up to `readTo` (else published here): cross-process, in order. */
     const feedInOrder = (stored: ReadonlyArray<FoundryEvent>, readTo = 0): void =>
@@ -152,7 +133,7 @@ export const layer = (options: EventLogOptions = {}) => Layer.scoped(
         const inboxes = runFollowers.get(event.runId)
         if (inboxes === undefined) continue
         for (const inbox of inboxes) inbox.put(event)
-        if (relay !== undefined) arrivals.followed(event)
+        if (relay !== undefined) tail?.arrivals.followed(event)
       }
       // Once every event is in: a follower takes what one publication brings in one take (an
       // inbox already woken has no taker waiting, and waking it again does nothing).
@@ -163,58 +144,17 @@ export const layer = (options: EventLogOptions = {}) => Layer.scoped(
 
     const publish = (stored: ReadonlyArray<FoundryEvent>) =>
       Effect.suspend(() => {
-        let fresh = stored
-        if (options.crossProcess !== undefined) {
-          const now = Date.now()
-          for (const event of stored) {
-            if (event.seq === 0) continue
-            // Handed to its run's followers already, ahead of a relayed event that came after it (`handOnRelayed`).
-            if (seen.has(event.seq)) fresh = fresh.filter((other) => other !== event)
-            seen.set(event.seq, now)
-            if (event.seq > publishedUpTo) publishedUpTo = event.seq
-          }
-          forgetOld(now)
-        }
-        toRunFollowers(fresh)
+        toRunFollowers(tail === undefined ? stored : tail.published(stored))
         feedInOrder(stored)
         return Effect.void
       })
-
-    // Cross-process, ephemeral events go to the other processes' followers too (`liveRelay.ts`):
-    // `publishedUpTo` is where those made here come after; `arrivals` holds those of other
-    // processes until the events before them have been handed on here.
-    let relay: LiveRelay | undefined
-    let publishedUpTo = 0
-    // Events a look found that nobody here had published: handed to their runs' followers once a
-    // poll interval has passed since if still not (an event of this process is published just
-    // after its commit, so a look in between would otherwise publish it a second time; the tail
-    // also looks at once when the feed holds an event back, so the next look may be the moment
-    // after). (The feed takes what the tail reads at once: it hands on each number once, in order.)
-    let unseen: Array<{ readonly event: FoundryEvent; readonly readAt: number }> = []
-    const arrivals = relayArrivals({
-      readTo: () => tailAt,
-      wanted: (runId) => followers > 0 && (feedSubscribers > 0 || runFollowers.has(runId)),
-      // The stored events of the run up to there that the tail read and holds back for a while go first.
-      before: (runId, after) => {
-        const before = unseen.filter((entry) => entry.event.runId === runId && entry.event.seq <= after && !seen.has(entry.event.seq))
-        if (before.length === 0) return
-        const taken = new Set(before)
-        unseen = unseen.filter((entry) => !taken.has(entry))
-        const now = Date.now()
-        for (const entry of before) seen.set(entry.event.seq, now)
-        toRunFollowers(before.map((entry) => entry.event))
-      },
-      toRunFollowers,
-      toFeed,
-      lookNow: () => Queue.unsafeOffer(lookNow, undefined)
-    })
 
     /** Publishes ephemeral events made here, and sends them to other processes' followers. */
     const publishLive = (events: ReadonlyArray<FoundryEvent>) =>
       Effect.suspend(() => {
         if (relay !== undefined) {
           const wanted = events.filter((event) => relay?.wanted(event.runId) === true)
-          if (wanted.length > 0) relay.send(wanted, publishedUpTo)
+          if (wanted.length > 0) relay.send(wanted, tail?.publishedUpTo() ?? 0)
         }
         return publish(events)
       })
@@ -260,33 +200,10 @@ export const layer = (options: EventLogOptions = {}) => Layer.scoped(
         }))
     }
 
-    /**
-     * Counts a follower for as long as the scope is open. The first after a while without any
-     * starts the tail from the newest event stored, before the follower reads what is stored: what
-     * other processes write after that is the tail's.
-     */
-    const following: Effect.Effect<void, StoreError, Scope.Scope> = Effect.uninterruptibleMask((restore) =>
-      Effect.flatMap(Effect.scope, (scope) => {
-        // Counted at once, in the step that starts the tail: a tail that looks in between with
-        // nobody counted would go back to sleep, and the next follower would start it again later on.
-        const counted = () => {
-          if (followers++ === 0) Queue.unsafeOffer(lookNow, undefined)
-          return Scope.addFinalizer(scope, Effect.sync(() => followers--))
-        }
-        if (options.crossProcess === undefined || tailFrom === "where it is") return counted()
-        return Effect.flatMap(
-          restore(database.read({ sql: "SELECT COALESCE(MAX(seq), 0) AS seq FROM foundry_events", params: [] })),
-          (rows) => {
-            // Another follower that came at the same time may have started it already.
-            if (tailFrom === "where it is") return counted()
-            tailAt = Number(rows[0]?.seq ?? 0)
-            tailFrom = "where it is"
-            // What is stored up to here, the feed's followers read for themselves.
-            feedInOrder([], tailAt)
-            return counted()
-          }
-        )
-      }))
+    /** Counts a follower for as long as the scope is open (and, cross-process, starts the tail). */
+    const following: Effect.Effect<void, StoreError, Scope.Scope> = Effect.suspend(() =>
+      tail?.following ?? Effect.asVoid(heldInScope(() => aloneFollowers++, () => aloneFollowers--))
+    )
 
     /** The stored events matching `filter` after `after`, page by page. */
     const storedAfter = (filter: EventFilter, after: number) =>
@@ -329,7 +246,7 @@ export const layer = (options: EventLogOptions = {}) => Layer.scoped(
         yield* following
         let stored: ReadonlyArray<FoundryEvent> | undefined = yield* storedAfter(filter, after)
         // A relayed event placed before what this follower read comes too late for it.
-        if (relay !== undefined) for (const event of stored) arrivals.fed(event)
+        if (relay !== undefined) for (const event of stored) tail?.arrivals.fed(event)
         const lastSeq = stored[stored.length - 1]?.seq ?? after
         const nextLive: Effect.Effect<Chunk.Chunk<FoundryEvent>> = Effect.flatMap(takeLive, (taken) => {
           const fresh: Array<FoundryEvent> = []
@@ -363,7 +280,7 @@ export const layer = (options: EventLogOptions = {}) => Layer.scoped(
           history = yield* storedAfter({ runId }, after)
         }
         const last = history[history.length - 1]
-        if (relay !== undefined && last !== undefined) arrivals.followed(last)
+        if (relay !== undefined && last !== undefined) tail?.arrivals.followed(last)
         return Option.some(runFollower(inbox, history, after, ended))
       })
 
@@ -397,63 +314,33 @@ export const layer = (options: EventLogOptions = {}) => Layer.scoped(
 
     if (options.crossProcess !== undefined) {
       let announcedAt = 0
-      const pollEvery = options.crossProcess.pollEvery
-      const unseenFor = Duration.toMillis(Duration.decode(pollEvery))
-      yield* Effect.gen(function*() {
-        if (followers === 0) {
-          tailFrom = "newest"
-          unseen = []
-          arrivals.clear()
-          return yield* Queue.take(lookNow)
-        }
-        const now = Date.now()
-        const due = unseen.findIndex(({ readAt }) => now - readAt < unseenFor)
-        const ready = (due < 0 ? unseen : unseen.slice(0, due)).flatMap(({ event }) => seen.has(event.seq) ? [] : [event])
-        unseen = due < 0 ? [] : unseen.slice(due)
-        for (const event of ready) seen.set(event.seq, now)
-        toRunFollowers(ready)
-        // On from where the tail has read: events commit in the order of their numbers, so none
-        // numbered lower commits later. Page after page until one is not full: a tail that reads
-        // less than is written falls behind.
-        let page: ReadonlyArray<FoundryEvent> = []
-        do {
-          page = yield* storage.list({ after: tailAt, limit: pageSize })
-          const readAt = Date.now()
-          for (const event of page) if (!seen.has(event.seq)) unseen.push({ event, readAt })
-          const readTo = page[page.length - 1]?.seq ?? tailAt
-          // Ephemeral events of other processes placed among these go in their places: the events
-          // up to each place first, then those placed there, then the rest.
-          for (const place of arrivals.placesUpTo(readTo)) {
-            tailAt = Math.max(tailAt, place)
-            feedInOrder(page.filter((event) => event.seq <= place), tailAt)
-            arrivals.release()
+      tail = yield* makeStoreTail({
+        storage,
+        database,
+        pollEvery: options.crossProcess.pollEvery,
+        outlet: {
+          toRunFollowers,
+          toFeed,
+          feedInOrder,
+          wanted: (runId) => followers() > 0 && (feedSubscribers > 0 || runFollowers.has(runId)),
+          // While anyone follows here, the other processes hear which runs, now and then.
+          looked: (now) => {
+            if (relay === undefined || now - announcedAt < announceEvery) return
+            announcedAt = now
+            relay.announce(runFollowers.keys(), feedSubscribers > 0)
           }
-          tailAt = readTo
-          feedInOrder(page, tailAt)
-        } while (page.length === pageSize)
-        arrivals.release()
-        forgetOld(now)
-        // While anyone follows here, the other processes hear which runs, now and then.
-        if (relay !== undefined && now - announcedAt >= announceEvery) {
-          announcedAt = now
-          relay.announce(runFollowers.keys(), feedSubscribers > 0)
         }
-        yield* Effect.timeout(Queue.take(lookNow), pollEvery).pipe(Effect.ignore)
-      }).pipe(
-        Effect.catchAllCause((cause) => Effect.zipRight(Effect.logWarning("reading other processes' events failed", cause), Effect.sleep(pollEvery))),
-        Effect.forever,
-        Effect.forkScoped
-      )
+      })
     }
 
     // Last: what it hands on needs everything above.
-    if (options.crossProcess !== undefined && database.channel !== undefined) relay = yield* makeLiveRelay(database.channel, arrivals)
+    if (tail !== undefined && database.channel !== undefined) relay = yield* makeLiveRelay(database.channel, tail.arrivals)
 
     return EventLog.of({
       emit,
       emitLive,
       stamp,
-      followed: (runId) => followers > 0 || relay?.wanted(runId) === true,
+      followed: (runId) => followers() > 0 || relay?.wanted(runId) === true,
       publish,
       runEvents,
       followRun,
