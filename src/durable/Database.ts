@@ -91,7 +91,8 @@ export interface DatabaseStats {
 /**
  * Messages to the other processes on the same store as they happen, none stored: what a message
  * sent is handed to every process listening on its channel then (PostgreSQL's `LISTEN`/`NOTIFY`;
- * on SQLite a file beside the store's, `sqliteChannel.ts`), the sender's own included. A message is at most `maxMessageBytes` long in UTF-8.
+ * on SQLite a file beside the store's, `sqliteChannel.ts`), the sender's own included where the
+ * channel may go deaf (a listener tells it is alive by hearing itself). A message is at most `maxMessageBytes` long in UTF-8.
  */
 export interface StoreChannel {
   readonly maxMessageBytes: number
@@ -104,6 +105,8 @@ export interface StoreChannel {
   /** The messages sent on `channel` from now on, for as long as the stream is run. */
   readonly listen: (channel: string) => Stream.Stream<string, StoreError>
   readonly send: (channel: string, message: string) => Effect.Effect<void, StoreError>
+  /** `send` on this thread, at once, where the channel writes so (a message that cannot be sent is dropped). */
+  readonly sendNow?: ((channel: string, message: string) => void) | undefined
 }
 
 /** The database. */

@@ -51,6 +51,16 @@ export const openChannel = (storeFile: string): Effect.Effect<StoreChannel, Stor
     const newest = db.prepare("SELECT COALESCE(MAX(seq), 0) AS seq FROM foundry_live_messages")
     const prune = db.prepare("DELETE FROM foundry_live_messages WHERE at < ?")
     let prunedAt = 0
+    // Messages sent from here, passed by when read: a process need not hear itself here.
+    const own = new Set<number>()
+    const sendNow = (channel: string, message: string): void => {
+      const now = Date.now()
+      if (own.size > 10_000) own.clear()
+      own.add(Number(insert.run(channel, message, now).lastInsertRowid))
+      if (now - prunedAt < keepFor) return
+      prunedAt = now
+      prune.run(now - keepFor)
+    }
 
     return {
       // A message fits in a row of any size; the relay keeps them as small as on PostgreSQL.
@@ -70,7 +80,7 @@ export const openChannel = (storeFile: string): Effect.Effect<StoreChannel, Stor
                     for (const row of since.all(channel, read)) {
                       if (!isMessageRow(row)) continue
                       read = row.seq
-                      emit.single(row.body)
+                      if (!own.delete(row.seq)) emit.single(row.body)
                     }
                   } catch (cause) {
                     emit.fail(failed("listen")(cause))
@@ -85,16 +95,13 @@ export const openChannel = (storeFile: string): Effect.Effect<StoreChannel, Stor
             (timer) => Effect.sync(() => clearInterval(timer))
           )
         ),
-      send: (channel, message) =>
-        Effect.try({
-          try: () => {
-            const now = Date.now()
-            insert.run(channel, message, now)
-            if (now - prunedAt < keepFor) return
-            prunedAt = now
-            prune.run(now - keepFor)
-          },
-          catch: failed("send")
-        })
+      send: (channel, message) => Effect.try({ try: () => sendNow(channel, message), catch: failed("send") }),
+      sendNow: (channel, message) => {
+        try {
+          sendNow(channel, message)
+        } catch {
+          // Busy past its wait, or the disk full: the message is lost, as one to nobody listening would be.
+        }
+      }
     } satisfies StoreChannel
   })

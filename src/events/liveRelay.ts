@@ -164,7 +164,13 @@ export const makeLiveRelay = (channel: StoreChannel, receiver: RelayReceiver): E
       Effect.forkScoped
     )
     const following = (runs: ReadonlyArray<string>, all: boolean) => JSON.stringify({ kind: "following", from: self, runs, all })
-    const tell = (text: string) => Queue.unsafeOffer(outbox, { _tag: "Message", text })
+    // A channel that writes on this thread takes each at once, without a fiber's operations.
+    const sendNow = channel.sendNow
+    const post = (outgoing: Outgoing) => {
+      if (sendNow === undefined) return Queue.unsafeOffer(outbox, outgoing)
+      for (const message of messagesOf([outgoing])) sendNow(channelName, message)
+    }
+    const tell = (text: string) => post({ _tag: "Message", text })
     if (channel.mayGoDeaf) yield* Effect.sync(() => tell(following([], false))).pipe(Effect.repeat(Schedule.spaced(presentEvery)), Effect.forkScoped)
 
     return {
@@ -174,7 +180,11 @@ export const makeLiveRelay = (channel: StoreChannel, receiver: RelayReceiver): E
         return remoteAllUntil > now || (remoteRuns.get(runId) ?? 0) > now
       },
       send: (events, after) => {
-        for (const event of events) Queue.unsafeOffer(outbox, { _tag: "Item", text: JSON.stringify({ after, event }) })
+        if (sendNow === undefined) {
+          for (const event of events) post({ _tag: "Item", text: JSON.stringify({ after, event }) })
+          return
+        }
+        for (const message of messagesOf(events.map((event) => ({ _tag: "Item", text: JSON.stringify({ after, event }) })))) sendNow(channelName, message)
       },
       announce: (runs, all) => {
         // As many messages as the runs take.
