@@ -56,6 +56,21 @@ const tests = (fresh: Effect.Effect<DatabaseLayer, unknown, Scope.Scope>) => {
       expect(delivered.map((event) => event.spanId)).toEqual(["other-1", "here-1", "other-2", "here-2", "other-3", "here-3"])
     }))
 
+  it.scopedLive("a text delta made here comes in the feed after this process's events held back before it", () =>
+    Effect.gen(function*() {
+      const place = yield* fresh
+      // Looks seldom unless woken: by this process's event, held back behind the other's unread one.
+      const here = yield* processOn(place, "2 seconds")
+      const other = yield* processOn(place)
+      const feed = yield* here.follow({}, 0).pipe(Stream.take(3), Stream.runCollect, Effect.fork)
+      yield* Effect.sleep("100 millis")
+      yield* other.emit(draft("other", run, started))
+      yield* here.emit(draft("turn", run, { type: "model.turn.started", data: { turn: 1, model: "demo" } }))
+      yield* here.emitLive([draft("delta", run, { type: "model.delta", data: { turn: 1, text: "Hello", at: 0 } })])
+      const fed = Chunk.toReadonlyArray(yield* Fiber.join(feed).pipe(Effect.timeoutFail({ duration: "10 seconds", onTimeout: () => new Error("the feed never carried three events") })))
+      expect(fed.map((event) => event.spanId)).toEqual(["other", "turn", "delta"])
+    }))
+
   it.scopedLive("a tail that looks seldom reads everything written since, and publishes none of this process's events again", () =>
     Effect.gen(function*() {
       const place = yield* fresh
