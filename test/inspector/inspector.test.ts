@@ -70,6 +70,28 @@ describe.skipIf(skipBrowser)("the inspector in Chromium", () => {
       expect(roles).toEqual(["user", "assistant", "tool", "assistant"])
     }))
 
+  it.scopedLive("a conversation opened while its reply streams shows the words it missed as an ellipsis, then the rest as it comes", () =>
+    Effect.gen(function*() {
+      const { page, url } = yield* setup(chatModel)
+      const created = yield* http(`${url}/api/runs`, { body: { agent: "worker", message: "Where is my order?" } })
+      const { conversationId, runId } = created.json as { conversationId: string; runId: string }
+      // The reply's turn has started, and some words of it have gone by before the page opens.
+      for (let attempt = 0; attempt < 400; attempt++) {
+        const events = (yield* http(`${url}/api/runs/${runId}/events`)).json as ReadonlyArray<{ type: string; data: { turn?: number } }>
+        if (events.some((event) => event.type === "model.turn.started" && event.data.turn === 2)) break
+        yield* Effect.sleep("10 millis")
+      }
+      yield* Effect.sleep("400 millis")
+      yield* openLive(page, url, `/conversations/${conversationId}`)
+      const partial = yield* promise(() => page.textContent("[data-testid=streaming]")).pipe(
+        Effect.filterOrFail((text): text is string => text !== null && text.length > 0, () => "not yet"),
+        Effect.retry({ schedule: Schedule.spaced("10 millis"), times: 1000 })
+      )
+      expect(partial.startsWith("… ")).toBe(true)
+      expect(answer.endsWith(partial.slice(2).trim()) || answer.includes(partial.slice(2).trim())).toBe(true)
+      yield* promise(() => page.waitForSelector(`[data-testid=chat] .bubble.assistant >> text=${answer}`))
+    }))
+
   it.scopedLive("on a phone's screen no page is wider than the screen; an unknown conversation says so", () =>
     Effect.gen(function*() {
       const { page, url } = yield* setup()

@@ -249,20 +249,30 @@ export const conversationPage = (root: HTMLElement, [conversationId = ""]: Reado
     }, message, h("button", { type: "submit" }, "Send"), stop),
     problem)
   const live = liveDraw(draw, { problem: unread })
+  // Where the next delta of the turn being streamed goes on in its text; undefined while none is.
+  let streamedTo: number | undefined
+  const stopStreaming = () => {
+    streamedTo = undefined
+    streaming.textContent = ""
+    streaming.classList.add("hidden")
+  }
   const unsubscribe = onEvent((event) => {
     if (event.conversationId !== conversationId) return
     if (event.type === "model.delta") {
+      // Text missed (the page opened in the middle of the turn, or a delta lost between servers) shows as "…".
+      const missed = streamedTo === undefined ? event.data.at > 0 : event.data.at !== streamedTo
       streaming.classList.remove("hidden")
-      streaming.textContent = (streaming.textContent ?? "") + visible(event.data.text)
+      streaming.textContent = (streamedTo === undefined ? "" : streaming.textContent ?? "") + (missed ? "… " : "") + visible(event.data.text)
+      streamedTo = event.data.at + event.data.text.length
+    } else if (event.type === "model.turn.started" || event.type === "model.retry" || event.type === "model.fallback") {
+      // The turn starts (again) from its first word.
+      stopStreaming()
     } else if (
       event.type === "model.turn.completed" || event.type === "tool.call.completed" || event.type.startsWith("run.") ||
       event.type.startsWith("approval.")
     ) {
       // A turn's answer is in the transcript now; a run that ended mid-answer streams no more.
-      if (event.type === "model.turn.completed" || event.type === "run.cancelled" || event.type === "run.failed") {
-        streaming.textContent = ""
-        streaming.classList.add("hidden")
-      }
+      if (event.type === "model.turn.completed" || event.type === "run.cancelled" || event.type === "run.failed") stopStreaming()
       live.redraw()
     }
   })
