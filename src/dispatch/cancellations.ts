@@ -3,7 +3,7 @@
  * it, the children it waits for cancelled with it, a parent waiting for it woken) and a steer (a
  * cancel, then its successor in the same conversation).
  */
-import { type Context, Effect, Option } from "effect"
+import { Clock, type Context, Effect, Option } from "effect"
 import type { InstanceStorage } from "../durable/InstanceStorage.js"
 import { finalStatuses, type RunRecord } from "../durable/records.js"
 import type { Store } from "../durable/Store.js"
@@ -58,7 +58,7 @@ export const makeCancellations = (options: CancellationsOptions) => {
     if (latest.status === "suspended") yield* options.closeApprovals(runId, endedBeforeDecision("cancelled"))
     // Whoever ends the run answers its open calls, in the step that ends it; of two cancels at once,
     // one ends it and the other finds it ended.
-    const closing = closeOpenCalls(latest, yield* store.listMessages(latest.conversationId), reason)
+    const closing = closeOpenCalls(latest, yield* store.listMessages(latest.conversationId), reason, yield* Clock.currentTimeMillis)
     yield* journal.record(latest, {
       messages: closing.messages,
       events: [...closing.events, eventOf(latest, "run.cancelled", { from: latest.status })],

@@ -10,17 +10,27 @@ import { eventOf } from "../journal/trace.js"
 import type { ChatMessage } from "../models/Model.js"
 import { type JournalEntry, openCalls } from "./transcript.js"
 
-/** The results (and their `tool.call.failed` events) that answer every call of `run` left open in `stored` with `reason`. */
+/**
+ * The results (and their `tool.call.failed` events) that answer every call of `run` left open in
+ * `stored` with `reason`, at `now`: a call lasted from its model turn's answer, when that is
+ * stored, until now.
+ */
 export const closeOpenCalls = (
   run: RunRecord,
   stored: ReadonlyArray<JournalEntry>,
-  reason: string
+  reason: string,
+  now: number
 ): { readonly messages: ReadonlyArray<ChatMessage>; readonly events: ReadonlyArray<EventDraft> } => {
   const calls = openCalls(stored, run.id)
   return {
-    messages: calls.map((call): ChatMessage => ({ _tag: "tool", toolCallId: call.id, name: call.name, content: reason })),
-    events: calls.map((call) =>
-      eventOf(run, "tool.call.failed", { toolCallId: call.id, tool: call.name, error: reason, durationMs: 0 }, `tool:${call.id}`)
+    messages: calls.map(({ call }): ChatMessage => ({ _tag: "tool", toolCallId: call.id, name: call.name, content: reason })),
+    events: calls.map(({ askedAt, call }) =>
+      eventOf(run, "tool.call.failed", {
+        toolCallId: call.id,
+        tool: call.name,
+        error: reason,
+        durationMs: askedAt === undefined ? 0 : Math.max(0, now - askedAt)
+      }, `tool:${call.id}`)
     )
   }
 }

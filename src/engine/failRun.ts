@@ -1,7 +1,7 @@
 /**
  * How a run's execution ends, and ending one as failed.
  */
-import { Effect } from "effect"
+import { Clock, Effect } from "effect"
 import type { RunRecord } from "../durable/records.js"
 import { closeOpenCalls } from "./closeOpenCalls.js"
 import type { StepBuffer } from "./StepBuffer.js"
@@ -14,7 +14,7 @@ export type RunOutcome = "completed" | "failed" | "suspended"
 export const failRun = (run: RunRecord, step: StepBuffer, journal: ReadonlyArray<JournalEntry>, error: string) =>
   Effect.gen(function*() {
     // Such a call may have run: what is known is that its result was never recorded.
-    const closing = closeOpenCalls(run, journal, `no result: the run failed before this call's result was recorded (${error})`)
+    const closing = closeOpenCalls(run, journal, `no result: the run failed before this call's result was recorded (${error})`, yield* Clock.currentTimeMillis)
     for (const message of closing.messages) step.message(message)
     for (const event of closing.events) step.push(event)
     step.emit("run.failed", "run", { error })

@@ -18,7 +18,7 @@ import type { StoredMessage } from "../durable/Store.js"
 import type { ChatMessage, ToolCall } from "../models/Model.js"
 
 /** A message and the run that recorded it; `seq` once the store has given it one. */
-export type JournalEntry = Pick<StoredMessage, "runId" | "message"> & { readonly seq?: number }
+export type JournalEntry = Pick<StoredMessage, "runId" | "message"> & { readonly seq?: number; readonly createdAt?: number }
 
 /** The text shown for a call with no stored result; `runId` owns the call. */
 export type Unanswered = (call: ToolCall, runId: string) => string
@@ -56,11 +56,16 @@ export const modelView = (stored: ReadonlyArray<JournalEntry>, runId: string, un
 const answeredCalls = (stored: ReadonlyArray<JournalEntry>): ReadonlySet<string> =>
   new Set(stored.flatMap(({ message, runId }) => message._tag === "tool" ? [`${runId}:${message.toolCallId}`] : []))
 
-/** The calls of `runId`'s assistant messages that have no stored result. */
-export const openCalls = (stored: ReadonlyArray<JournalEntry>, runId: string): ReadonlyArray<ToolCall> => {
+/** The calls of `runId`'s assistant messages that have no stored result, each with when its message was stored (when known). */
+export const openCalls = (
+  stored: ReadonlyArray<JournalEntry>,
+  runId: string
+): ReadonlyArray<{ readonly call: ToolCall; readonly askedAt: number | undefined }> => {
   const answered = answeredCalls(stored)
-  return stored.flatMap(({ message, runId: owner }) =>
-    owner === runId && message._tag === "assistant" ? message.toolCalls.filter((call) => !answered.has(`${owner}:${call.id}`)) : []
+  return stored.flatMap(({ createdAt, message, runId: owner }) =>
+    owner === runId && message._tag === "assistant"
+      ? message.toolCalls.flatMap((call) => answered.has(`${owner}:${call.id}`) ? [] : [{ call, askedAt: createdAt }])
+      : []
   )
 }
 

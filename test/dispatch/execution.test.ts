@@ -106,10 +106,14 @@ describe("cancel and steer", () => {
       const { log, url } = yield* setup()
       const run = yield* submit(url, { message: plan({ calls: [{ name: "slow", arguments: { ms: 30_000 } }] }) })
       for (let i = 0; i < 200 && !lines(log).some((l) => l.includes(" start ")); i++) yield* Effect.sleep("20 millis")
+      yield* Effect.sleep("400 millis")
       const cancelled = yield* http(`${url}/api/runs/${run.runId}/cancel`, { method: "POST" })
       expect(cancelled.status).toBe(200)
       expect(cancelled.json).toMatchObject({ id: run.runId, status: "cancelled" })
       expect(lines(log).some((l) => l.includes(" end "))).toBe(false)
+      // The call's end says how long it went on before the cancel stopped it.
+      const calls = (yield* http(`${url}/api/runs/${run.runId}/events`)).json as Array<{ type: string; data: { durationMs?: number } }>
+      expect(calls.find((event) => event.type === "tool.call.failed")?.data.durationMs).toBeGreaterThanOrEqual(400)
       // The call itself is stopped, not left sleeping in the background.
       for (let i = 0; i < 100 && !lines(log).some((l) => l.startsWith(`${run.runId} interrupted `)); i++) yield* Effect.sleep("20 millis")
       expect(lines(log).filter((l) => l.startsWith(`${run.runId} interrupted `))).toHaveLength(1)

@@ -112,7 +112,7 @@ describe("modelView", () => {
       { runId: "r1", message: calls("c1", "c2") },
       { runId: "r1", message: result("c1") }
     ]
-    expect(openCalls(stored, "r1").map((call) => call.id)).toEqual(["c2"])
+    expect(openCalls(stored, "r1").map(({ call }) => call.id)).toEqual(["c2"])
     expect(openCalls(stored, "r2")).toEqual([])
   })
 })
