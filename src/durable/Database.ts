@@ -92,7 +92,8 @@ export interface DatabaseStats {
  * Messages to the other processes on the same store as they happen, none stored: what a message
  * sent is handed to every process listening on its channel then (PostgreSQL's `LISTEN`/`NOTIFY`;
  * on SQLite a file beside the store's, `sqliteChannel.ts`), the sender's own included where the
- * channel may go deaf (a listener tells it is alive by hearing itself). A message is at most `maxMessageBytes` long in UTF-8.
+ * channel may go deaf (a listener tells it is alive by hearing itself). A message is at most
+ * `maxMessageBytes` long in UTF-8.
  */
 export interface StoreChannel {
   readonly maxMessageBytes: number

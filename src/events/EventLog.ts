@@ -29,7 +29,6 @@ export type EventDraft = AnyEvent<"id" | "seq" | "time" | "release">
 const stampDrafts = (drafts: ReadonlyArray<EventDraft>, time: number, release: string): ReadonlyArray<FoundryEvent> =>
   drafts.map((draft) => withEnvelope(draft, { id: newId("evt"), time, release, seq: 0 }))
 
-
 /** The event log. */
 export class EventLog extends Context.Tag("foundry/EventLog")<EventLog, {
   /** Records an event (unless it is ephemeral) and publishes it to live subscribers. */
@@ -76,7 +75,6 @@ export interface EventLogOptions {
 }
 
 const pageSize = 1000
-
 
 /** The event log over the event storage, with an in-process fan-out. */
 export const layer = (options: EventLogOptions = {}) => Layer.scoped(

@@ -123,8 +123,6 @@ export const makeLiveRelay = (channel: StoreChannel, receiver: RelayReceiver): E
       Effect.forkScoped
     )
 
-    // Sent in order by one fiber, as many events to a message as fit: what comes while one is sent goes in the next.
-    const outbox = yield* Queue.unbounded<Outgoing>()
     const envelope = (items: ReadonlyArray<string>) => `{"kind":"events","from":${JSON.stringify(self)},"items":[${items.join(",")}]}`
     const emptyEnvelope = Buffer.byteLength(envelope([]))
     /** What was taken as messages, each at most `maxMessageBytes`; an event too long for a message alone is left out (its follower misses it, and its turn's end brings its text). */
@@ -152,25 +150,35 @@ export const makeLiveRelay = (channel: StoreChannel, receiver: RelayReceiver): E
       flush()
       return messages
     }
-    yield* Queue.takeBetween(outbox, 1, Number.POSITIVE_INFINITY).pipe(
-      Effect.flatMap((taken) =>
-        Effect.forEach(messagesOf(taken), (message) =>
-          channel.send(channelName, message).pipe(
-            Effect.timeoutFail({ duration: sendWithin, onTimeout: () => new StoreError({ operation: "send", message: `not sent within ${Duration.format(sendWithin)}` }) }),
-            Effect.catchAllCause((cause) => Effect.logDebug("sending to the other processes on the store failed", cause))
-          ), { discard: true })
-      ),
-      Effect.forever,
-      Effect.forkScoped
-    )
-    const following = (runs: ReadonlyArray<string>, all: boolean) => JSON.stringify({ kind: "following", from: self, runs, all })
-    // A channel that writes on this thread takes each at once, without a fiber's operations.
     const sendNow = channel.sendNow
-    const post = (outgoing: Outgoing) => {
-      if (sendNow === undefined) return Queue.unsafeOffer(outbox, outgoing)
-      for (const message of messagesOf([outgoing])) sendNow(channelName, message)
-    }
-    const tell = (text: string) => post({ _tag: "Message", text })
+    /**
+     * Sends what is given, in order: at once on a channel that writes on this thread (without a
+     * fiber's operations), else by one fiber, as many events to a message as fit (what comes while
+     * one is sent goes in the next).
+     */
+    const post: (outgoing: ReadonlyArray<Outgoing>) => void = sendNow === undefined
+      ? yield* Effect.gen(function*() {
+        const outbox = yield* Queue.unbounded<Outgoing>()
+        yield* Queue.takeBetween(outbox, 1, Number.POSITIVE_INFINITY).pipe(
+          Effect.flatMap((taken) =>
+            Effect.forEach(messagesOf(taken), (message) =>
+              channel.send(channelName, message).pipe(
+                Effect.timeoutFail({ duration: sendWithin, onTimeout: () => new StoreError({ operation: "send", message: `not sent within ${Duration.format(sendWithin)}` }) }),
+                Effect.catchAllCause((cause) => Effect.logDebug("sending to the other processes on the store failed", cause))
+              ), { discard: true })
+          ),
+          Effect.forever,
+          Effect.forkScoped
+        )
+        return (outgoing: ReadonlyArray<Outgoing>) => {
+          for (const one of outgoing) Queue.unsafeOffer(outbox, one)
+        }
+      })
+      : (outgoing) => {
+        for (const message of messagesOf(outgoing)) sendNow(channelName, message)
+      }
+    const following = (runs: ReadonlyArray<string>, all: boolean) => JSON.stringify({ kind: "following", from: self, runs, all })
+    const tell = (text: string) => post([{ _tag: "Message", text }])
     if (channel.mayGoDeaf) yield* Effect.sync(() => tell(following([], false))).pipe(Effect.repeat(Schedule.spaced(presentEvery)), Effect.forkScoped)
 
     return {
@@ -179,13 +187,7 @@ export const makeLiveRelay = (channel: StoreChannel, receiver: RelayReceiver): E
         const now = Date.now()
         return remoteAllUntil > now || (remoteRuns.get(runId) ?? 0) > now
       },
-      send: (events, after) => {
-        if (sendNow === undefined) {
-          for (const event of events) post({ _tag: "Item", text: JSON.stringify({ after, event }) })
-          return
-        }
-        for (const message of messagesOf(events.map((event) => ({ _tag: "Item", text: JSON.stringify({ after, event }) })))) sendNow(channelName, message)
-      },
+      send: (events, after) => post(events.map((event) => ({ _tag: "Item", text: JSON.stringify({ after, event }) }))),
       announce: (runs, all) => {
         // As many messages as the runs take.
         let listed: Array<string> = []
