@@ -10,11 +10,12 @@ import { Args, CliConfig, Command, HelpDoc, Options, ValidationError } from "@ef
 import * as NodeContext from "@effect/platform-node/NodeContext"
 import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import { defaultTeardown, type Teardown } from "@effect/platform/Runtime"
-import { Cause, Effect, Option } from "effect"
+import { Cause, Console, Effect, Option } from "effect"
 import packageJson from "../../package.json" with { type: "json" }
 import { tokenScopes } from "../auth/TokenScope.js"
 import { cluster, host, port, projectDir, projectDirOption, projectRoot, projectRootOption, runnerHost, runnerPort } from "./commands/options.js"
 import { inCommandTerms } from "./commandTerms.js"
+import { type Commands, helpRequest, helpText } from "./help.js"
 import { reportError, shellWord, withTerminalColors } from "./terminal.js"
 
 const init = Command.make(
@@ -107,7 +108,8 @@ const check = Command.make("check", { dir: projectRoot }, ({ dir }) =>
 
 const tokenCommand = () => Effect.promise(() => import("./commands/token.js"))
 
-const token = Command.make("token").pipe(
+// `foundry token` alone: what it can do.
+const token = Command.make("token", {}, () => showHelp(["token"])).pipe(
   Command.withDescription("API tokens, needed when the server listens beyond loopback or the config requires them"),
   Command.withSubcommands([
     Command.make("create", {
@@ -289,9 +291,11 @@ const rollback = Command.make("rollback", {
   Command.withDescription("make an earlier release of a server current again: new runs start on it")
 )
 
+const commands = [init, dev, start, build, deploy, releases, rollback, run, routes, check, token, instances, install, uninstall, runs, approvals] as const
+
 const foundry = Command.make("foundry").pipe(
   Command.withDescription("an Effect-native, file-routed runtime for AI agents"),
-  Command.withSubcommands([init, dev, start, build, deploy, releases, rollback, run, routes, check, token, instances, install, uninstall, runs, approvals])
+  Command.withSubcommands(commands)
 )
 
 const cli = Command.run(foundry, { name: "foundry", version: packageJson.version })
@@ -360,7 +364,16 @@ const valueMissing = (): Effect.Effect<void> => {
   return reportError(`${flag} needs a value`, { message: `as in: foundry ${args.map(shellWord).join(" ")} <${kind}>` })
 }
 
-withTerminalColors(cli(process.argv)).pipe(
+/** The help `foundry` prints: @effect/cli's for each command, laid out for a terminal (`help.ts`). */
+const commandLine: Commands = { root: foundry.descriptor, commands: commands.map((command) => command.descriptor) }
+
+function showHelp(path: ReadonlyArray<string>): Effect.Effect<void> {
+  return Console.log(helpText(commandLine, path, { name: "foundry", version: packageJson.version, width: Math.min(process.stdout.columns ?? 100, 100) }))
+}
+
+const program = Option.match(helpRequest(commandLine, process.argv.slice(2)), { onNone: () => cli(process.argv), onSome: showHelp })
+
+withTerminalColors(program).pipe(
   Effect.catchAllCause((cause) => {
     if (Cause.isInterruptedOnly(cause)) return Effect.void
     const failure = Cause.failureOption(cause)
