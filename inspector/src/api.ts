@@ -249,48 +249,86 @@ export interface ReleaseView {
 }
 
 type Listener = (event: FoundryEvent) => void
-const listeners = new Set<Listener>()
-let source: EventSource | undefined
+
+/** A live SSE stream of events, opened for its first listener and closed after its last. */
+interface LiveStream {
+  readonly listen: (listener: Listener) => () => void
+}
 
 /**
- * Every event as it happens, over one shared SSE connection (EventSource resumes after a drop
- * with Last-Event-ID). Returns the function that stops listening.
+ * A live stream of `path` over one SSE connection (EventSource resumes after a drop with
+ * Last-Event-ID); `shown`, when given, says whether it is open. Closed once nobody listens.
  */
-export const onEvent = (listener: Listener): (() => void) => {
-  listeners.add(listener)
-  if (source === undefined) openStream()
-  return () => listeners.delete(listener)
+const liveStream = (path: string, shown?: () => HTMLElement | null): LiveStream => {
+  const listeners = new Set<Listener>()
+  let source: EventSource | undefined
+  // Refused streams in a row: each waits twice as long before the next try (a 429 would otherwise
+  // be answered by a stream a second, and the rate limit never left).
+  let refusals = 0
+  let retry: ReturnType<typeof setTimeout> | undefined
+
+  const open = (): void => {
+    retry = undefined
+    if (listeners.size === 0) return
+    const stream = new EventSource(path)
+    source = stream
+    stream.onopen = () => {
+      refusals = 0
+      shown?.()?.classList.add("on")
+    }
+    stream.onerror = () => {
+      shown?.()?.classList.remove("on")
+      // EventSource retries a dropped connection itself, but gives up on an error status such as
+      // 401: sign in if that is why (the session call asks), then open a new stream.
+      if (stream.readyState !== EventSource.CLOSED || source !== stream) return
+      source = undefined
+      const wait = Math.min(1000 * 2 ** refusals, 30_000)
+      refusals += 1
+      const reopen = () => {
+        retry = setTimeout(open, wait)
+      }
+      void api.session().then(reopen, reopen)
+    }
+    const dispatch = (message: MessageEvent<string>) => {
+      const event: FoundryEvent = JSON.parse(message.data)
+      for (const l of listeners) l(event)
+    }
+    stream.onmessage = dispatch
+    for (const type of Object.keys(liveTypes)) stream.addEventListener(type, dispatch)
+  }
+
+  return {
+    listen: (listener) => {
+      listeners.add(listener)
+      if (source === undefined && retry === undefined) open()
+      return () => {
+        listeners.delete(listener)
+        if (listeners.size > 0) return
+        source?.close()
+        source = undefined
+        if (retry !== undefined) clearTimeout(retry)
+        retry = undefined
+      }
+    }
+  }
 }
 
-// Refused streams in a row: each waits twice as long before the next try (a 429 would otherwise
-// be answered by a stream a second, and the rate limit never left).
-let refusals = 0
+/**
+ * What every page hears: every event as it happens, but text deltas, which only a conversation's
+ * page shows (`onConversationEvent`): a stream that asks for none has no server make or send them.
+ * The header's indicator shows whether it is open.
+ */
+const everyEvent = liveStream("/api/events?deltas=false", () => document.getElementById("live"))
 
-const openStream = (): void => {
-  const stream = new EventSource("/api/events")
-  source = stream
-  const indicator = document.getElementById("live")
-  stream.onopen = () => {
-    refusals = 0
-    indicator?.classList.add("on")
-  }
-  stream.onerror = () => {
-    indicator?.classList.remove("on")
-    // EventSource retries a dropped connection itself, but gives up on an error status such as
-    // 401: sign in if that is why (the session call asks), then open a new stream.
-    if (stream.readyState !== EventSource.CLOSED) return
-    const wait = Math.min(1000 * 2 ** refusals, 30_000)
-    refusals += 1
-    const reopen = () => setTimeout(openStream, wait)
-    void api.session().then(reopen, reopen)
-  }
-  const dispatch = (message: MessageEvent<string>) => {
-    const event: FoundryEvent = JSON.parse(message.data)
-    for (const l of listeners) l(event)
-  }
-  stream.onmessage = dispatch
-  for (const type of Object.keys(liveTypes)) stream.addEventListener(type, dispatch)
-}
+/** Listens to every event but text deltas as it happens. Returns the function that stops listening. */
+export const onEvent = (listener: Listener): (() => void) => everyEvent.listen(listener)
+
+/**
+ * Listens to a conversation's events as they happen, its replies' text deltas among them, over a
+ * connection of its own while anyone listens. Returns the function that stops listening.
+ */
+export const onConversationEvent = (conversationId: string, listener: Listener): (() => void) =>
+  liveStream(`/api/events?conversationId=${encodeURIComponent(conversationId)}`).listen(listener)
 
 /**
  * Every event type, keyed by `FoundryEvent["type"]` so that tsc fails when FoundryEvent gains a

@@ -101,16 +101,19 @@ export const layer = (options: EventLogOptions = {}) => Layer.scoped(
     // ephemeral events they send come over the store's channel (`liveRelay.ts`).
     let tail: StoreTail | undefined
     let relay: LiveRelay | undefined
-    // Followers of a log on its own (no other process): counted, as ephemeral events are made only for them.
-    let aloneFollowers = 0
-    const followers = () => tail?.followers() ?? aloneFollowers
-    // Subscribers of the whole feed: with none, publishing is only the run followers' queues.
+    // Subscribers of the whole feed: with none, publishing is only the run followers' queues. Those
+    // that take text deltas too: with none, no run's deltas are made for the feed here, nor sent
+    // from other processes.
     let feedSubscribers = 0
+    let deltaSubscribers = 0
+    /** Whether run `runId`'s text deltas are wanted here: by its followers, or by the feed's. */
+    const wantsDeltas = (runId: string): boolean => deltaSubscribers > 0 || runFollowers.has(runId)
 
     // At once, in the step that decides what goes: a later call cannot hand on higher numbers first.
     const toFeed = (events: ReadonlyArray<FoundryEvent>): void => {
       if (feedSubscribers === 0) return
       for (const event of events) {
+        if (deltaSubscribers === 0 && event.seq === 0) continue
         hub.unsafeOffer(event)
         if (relay !== undefined) tail?.arrivals.fed(event)
       }
@@ -186,8 +189,12 @@ export const layer = (options: EventLogOptions = {}) => Layer.scoped(
       if (runId === undefined) {
         return Effect.zipRight(
           heldInScope(() => {
-            if (feedSubscribers++ === 0) relay?.announce([], true)
-          }, () => feedSubscribers--),
+            feedSubscribers++
+            if (filter.deltas !== false && deltaSubscribers++ === 0) relay?.announce([], true)
+          }, () => {
+            feedSubscribers--
+            if (filter.deltas !== false) deltaSubscribers--
+          }),
           Effect.map(PubSub.subscribe(hub), (queue) => Queue.takeBetween(queue, 1, Number.POSITIVE_INFINITY))
         )
       }
@@ -198,9 +205,9 @@ export const layer = (options: EventLogOptions = {}) => Layer.scoped(
         }))
     }
 
-    /** Counts a follower for as long as the scope is open (and, cross-process, starts the tail). */
+    /** Cross-process, counts a follower for as long as the scope is open, and starts the tail. */
     const following: Effect.Effect<void, StoreError, Scope.Scope> = Effect.suspend(() =>
-      tail?.following ?? Effect.asVoid(heldInScope(() => aloneFollowers++, () => aloneFollowers--))
+      tail?.following ?? Effect.void
     )
 
     /** The stored events matching `filter` after `after`, page by page. */
@@ -320,12 +327,13 @@ export const layer = (options: EventLogOptions = {}) => Layer.scoped(
           toRunFollowers,
           toFeed,
           feedInOrder,
-          wanted: (runId) => followers() > 0 && (feedSubscribers > 0 || runFollowers.has(runId)),
+          wanted: (runId) => (tail?.followers() ?? 0) > 0 && (feedSubscribers > 0 || runFollowers.has(runId)),
+          wantedLive: wantsDeltas,
           // While anyone follows here, the other processes hear which runs, now and then.
           looked: (now) => {
             if (relay === undefined || now - announcedAt < announceEvery) return
             announcedAt = now
-            relay.announce(runFollowers.keys(), feedSubscribers > 0)
+            relay.announce(runFollowers.keys(), deltaSubscribers > 0)
           }
         }
       })
@@ -338,7 +346,7 @@ export const layer = (options: EventLogOptions = {}) => Layer.scoped(
       emit,
       emitLive,
       stamp,
-      followed: (runId) => followers() > 0 || relay?.wanted(runId) === true,
+      followed: (runId) => wantsDeltas(runId) || relay?.wanted(runId) === true,
       publish,
       runEvents,
       followRun,

@@ -6,7 +6,7 @@
 import { Context, Effect, Either, Layer, ParseResult, Schema } from "effect"
 import { Database, type Row, type SqlValue, type Statement } from "../durable/Database.js"
 import { failAs, type StoreError } from "../durable/StoreError.js"
-import { type AnyEvent, FoundryEvent, withEnvelope } from "./FoundryEvent.js"
+import { type AnyEvent, ephemeralTypes, FoundryEvent, withEnvelope } from "./FoundryEvent.js"
 
 /** An event as it is written: everything but the `seq` the store gives it (any type, its `data` that type's). */
 export type UnsequencedEvent = AnyEvent<"seq">
@@ -20,6 +20,12 @@ export interface EventFilter {
   readonly type?: string | undefined
   /** Events at or after this time (ms since the epoch). */
   readonly since?: number | undefined
+  /**
+   * `false`: none of the ephemeral events (text deltas) a live follower would get. They are never
+   * stored; a follower that does not want them spares every process on the store making and
+   * sending them.
+   */
+  readonly deltas?: boolean | undefined
   readonly after?: number | undefined
   /** Events before this `seq`. */
   readonly before?: number | undefined
@@ -35,7 +41,8 @@ export const matchesFilter = (filter: EventFilter, event: FoundryEvent): boolean
   (filter.instanceId === undefined || event.instanceId === filter.instanceId) &&
   (filter.agent === undefined || event.agent === filter.agent) &&
   (filter.type === undefined || event.type === filter.type) &&
-  (filter.since === undefined || event.time >= filter.since)
+  (filter.since === undefined || event.time >= filter.since) &&
+  (filter.deltas !== false || !ephemeralTypes.has(event.type))
 
 /** How long events are kept: by age, by count, or both. */
 export interface EventRetention {

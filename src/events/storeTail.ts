@@ -20,6 +20,8 @@ export interface TailOutlet {
   readonly feedInOrder: (events: ReadonlyArray<FoundryEvent>, readTo: number) => void
   /** Whether run `runId`'s events are followed here (with someone following at all). */
   readonly wanted: (runId: string) => boolean
+  /** Whether run `runId`'s ephemeral events (text deltas) are followed here. */
+  readonly wantedLive: (runId: string) => boolean
   /** At every look while anyone follows. */
   readonly looked: (now: number) => void
 }
@@ -73,7 +75,7 @@ export const makeStoreTail = (options: {
 
     const arrivals = relayArrivals({
       readTo: () => tailAt,
-      wanted: outlet.wanted,
+      wanted: outlet.wantedLive,
       // The stored events of the run up to there that the tail read and holds back for a while go first.
       before: (runId, after) => {
         const before = unseen.filter((entry) => entry.event.runId === runId && entry.event.seq <= after && !seen.has(entry.event.seq))

@@ -143,6 +143,30 @@ const tests = (fresh: Effect.Effect<DatabaseLayer, unknown, Scope.Scope>) => {
       const all = Chunk.toReadonlyArray(yield* Fiber.join(events).pipe(Effect.timeoutFail({ duration: "5 seconds", onTimeout: () => new Error("the run's stream never ended") })))
       expect(all.map((event) => event.type)).toEqual(["run.queued", "run.started", "run.completed"])
     }))
+  it.scopedLive("a feed that takes no text deltas has no process make them; one that takes a conversation's has every process make them", () =>
+    Effect.gen(function*() {
+      const place = yield* fresh
+      const here = yield* processOn(place)
+      const other = yield* processOn(place)
+      // The inspector's stream of every event: it shows no text.
+      const feed = yield* here.follow({ deltas: false }, 0).pipe(Stream.takeUntil((event) => event.type === "run.completed"), Stream.runCollect, Effect.fork)
+      // Longer than a process takes to say what it follows (at once, and every second while it does).
+      yield* Effect.sleep("1500 millis")
+      expect(here.followed(run.id)).toBe(false)
+      expect(other.followed(run.id)).toBe(false)
+      // Made anyway (an older process), they stay out of that feed.
+      yield* other.emit(draft("turn", run, { type: "model.turn.started", data: { turn: 1, model: "demo" } }))
+      yield* here.emitLive([draft("delta", run, { type: "model.delta", data: { turn: 1, text: "Hello", at: 0 } })])
+      yield* other.emit(draft("end", run, { type: "run.completed", data: { output: "Hello", turns: 1 } }))
+      const fed = Chunk.toReadonlyArray(yield* Fiber.join(feed).pipe(Effect.timeoutFail({ duration: "10 seconds", onTimeout: () => new Error("the feed never carried the run's end") })))
+      expect(fed.map((event) => event.spanId)).toEqual(["turn", "end"])
+      // A conversation's page streams its replies: every process makes the deltas of every run for it.
+      yield* here.follow({ conversationId: run.conversationId }, 0).pipe(Stream.runDrain, Effect.forkScoped)
+      for (let attempt = 0; attempt < 100 && !other.followed(run.id); attempt++) yield* Effect.sleep("20 millis")
+      expect(other.followed(run.id)).toBe(true)
+      expect(here.followed(run.id)).toBe(true)
+    }))
+
   it.scopedLive("text deltas another process makes reach a run's followers here and the feed, each after the stored events before it and before those after it", () =>
     Effect.gen(function*() {
       const place = yield* fresh
@@ -152,8 +176,9 @@ const tests = (fresh: Effect.Effect<DatabaseLayer, unknown, Scope.Scope>) => {
       yield* other.emit(draft("queued", run, { type: "run.queued", data: { input: "hello" } }))
       const events = yield* here.runEvents(run.id).pipe(Stream.runCollect, Effect.fork)
       const feed = yield* here.follow({}, 0).pipe(Stream.takeUntil((event) => event.type === "run.completed"), Stream.runCollect, Effect.fork)
-      // The process that executes the run hears that it is followed, and only then makes deltas.
-      for (let attempt = 0; attempt < 100 && !other.followed(run.id); attempt++) yield* Effect.sleep("20 millis")
+      // The process that executes the run hears that it is followed, and only then makes deltas (the
+      // run's follower and the feed say so each in a message of its own, in either order).
+      for (let attempt = 0; attempt < 100 && !(other.followed(run.id) && other.followed("another run")); attempt++) yield* Effect.sleep("20 millis")
       expect(other.followed(run.id)).toBe(true)
       // The feed followed here takes every run's.
       expect(other.followed("another run")).toBe(true)

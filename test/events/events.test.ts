@@ -2,7 +2,7 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { randomUUID } from "node:crypto"
 import { describe, expect, it } from "@effect/vitest"
-import { Effect } from "effect"
+import { Effect, Fiber } from "effect"
 import * as Scripted from "../../src/models/scripted.js"
 import { durableProject, plan } from "../support/durableProject.js"
 import { allEvents, type EventBody, readFrames } from "../support/eventFeed.js"
@@ -93,6 +93,27 @@ describe("the event stream", () => {
       const malformed = yield* http(`${server.url}/api/events`, { headers: { accept: "text/event-stream", "last-event-id": "abc" } })
       expect(malformed.status).toBe(400)
       expect(malformed.json).toMatchObject({ _tag: "BadRequest", issues: [{ path: "Last-Event-ID" }] })
+    }))
+
+  it.scopedLive("a live stream asked for without text deltas carries a run's events but not its answer's words; one without the option, those too", () =>
+    Effect.gen(function*() {
+      const server = yield* setup()
+      const ended = (_ids: ReadonlyArray<number>, types: ReadonlyArray<string>) => types.includes("run.completed")
+      const withoutText = yield* Effect.fork(readFrames(server.url, {}, ended, "?deltas=false"))
+      const withText = yield* Effect.fork(readFrames(server.url, {}, ended))
+      yield* Effect.sleep("300 millis")
+      const run = yield* submit(server.url, "worker", plan({ calls: [{ name: "record", arguments: { line: "a" } }], say: "one two three" }))
+      yield* waitForRun(server.url, run.runId)
+      const plain = yield* Fiber.join(withoutText).pipe(Effect.timeoutFail({ duration: "10 seconds", onTimeout: () => new Error("no run.completed") }))
+      const full = yield* Fiber.join(withText).pipe(Effect.timeoutFail({ duration: "10 seconds", onTimeout: () => new Error("no run.completed") }))
+      expect(full.every).toContain("model.delta")
+      expect(plain.every).not.toContain("model.delta")
+      // Everything else alike.
+      expect(plain.every).toEqual(full.every.filter((type) => type !== "model.delta"))
+      expect(plain.every).toContain("tool.call.completed")
+      // A value that is no boolean is refused, saying what it takes.
+      const refused = yield* http(`${server.url}/api/events?deltas=no`)
+      expect(refused.status).toBe(400)
     }))
 
   it.scopedLive("a client that reconnects to a run's stream with Last-Event-ID gets the rest of the run, not all of it again", () =>

@@ -34,12 +34,12 @@ export const allEvents = (url: string, query = "") =>
 
 /**
  * The ids and types of the frames an event stream at `path` sends, read until `enough` holds of
- * them or the stream ends.
+ * them or the stream ends; `every`, the types of every frame, those without an id (text deltas) too.
  */
 export const readFrames = (
   url: string,
   headers: Record<string, string>,
-  enough: (ids: ReadonlyArray<number>, types: ReadonlyArray<string>) => boolean,
+  enough: (ids: ReadonlyArray<number>, types: ReadonlyArray<string>, every: ReadonlyArray<string>) => boolean,
   query = "",
   path = "/api/events"
 ) =>
@@ -50,8 +50,9 @@ export const readFrames = (
     const decoder = new TextDecoder()
     const ids: Array<number> = []
     const types: Array<string> = []
+    const every: Array<string> = []
     let buffer = ""
-    while (!enough(ids, types)) {
+    while (!enough(ids, types, every)) {
       const { done, value } = await reader.read()
       if (done) break
       buffer += decoder.decode(value, { stream: true })
@@ -61,6 +62,7 @@ export const readFrames = (
         buffer = buffer.slice(end + 2)
         const id = frame.find((l) => l.startsWith("id: "))
         const type = frame.find((l) => l.startsWith("event: "))
+        if (type !== undefined) every.push(type.slice(7))
         if (id !== undefined) {
           ids.push(Number(id.slice(4)))
           types.push(type?.slice(7) ?? "")
@@ -69,7 +71,7 @@ export const readFrames = (
       }
     }
     controller.abort()
-    return { ids, types }
+    return { ids, types, every }
   })
 
 /** The frames of a run's event stream through `url`, to its end: each event with when it came. */

@@ -33,7 +33,14 @@ export class EventsGroup extends HttpApiGroup.make("events").add(
       before: Schema.optional(Cursor),
       /** `oldest` first (the default: the log in order, paged with `after`) or `newest` first (the latest, paged back with `before`). */
       order: Schema.optional(Schema.Literal("oldest", "newest")),
-      limit: Schema.optional(Schema.NumberFromString.pipe(Schema.int(), Schema.between(1, 1000)))
+      limit: Schema.optional(Schema.NumberFromString.pipe(Schema.int(), Schema.between(1, 1000))),
+      /**
+       * `false`: a live stream without text deltas (`model.delta`, never stored): a follower that
+       * wants only what happened spares every server on the store making and sending them.
+       */
+      deltas: Schema.optional(Schema.BooleanFromString.annotations({
+        description: "false: a live stream without text deltas (model.delta, never stored), which then no server makes or sends for it"
+      }))
     }))
     .addSuccess(EventPage)
 ) {}
