@@ -112,7 +112,7 @@ export const makeStepBuffer = (run: RunRecord, lease: Lease | undefined, written
       },
       // Text deltas are only streamed: with nobody following, there is nothing to make.
       deltas: (step, data) => {
-        if (!events.followed(run.id)) return Effect.void
+        if (!events.followed(run)) return Effect.void
         const made = data.map((delta) => eventOf(run, "model.delta", delta, step))
         if (heldDeltas === undefined) return events.emitLive(made)
         heldDeltas.push(...made)

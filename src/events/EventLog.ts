@@ -45,10 +45,11 @@ export class EventLog extends Context.Tag("foundry/EventLog")<EventLog, {
     at?: { readonly time: number; readonly release: string }
   ) => Effect.Effect<ReadonlyArray<UnsequencedEvent>>
   /**
-   * Whether anyone may follow run `runId`'s events live now, here or in another process on the
-   * store: ephemeral events nobody follows need not be made at all.
+   * Whether anyone may follow the run's ephemeral events live now (as the run's, its
+   * conversation's, or every run's), here or in another process on the store: ephemeral events
+   * nobody follows need not be made at all.
    */
-  readonly followed: (runId: string) => boolean
+  readonly followed: (run: { readonly id: string; readonly conversationId: string }) => boolean
   /** Publishes events already stored to live subscribers, in order. */
   readonly publish: (events: ReadonlyArray<FoundryEvent>) => Effect.Effect<void>
   /** A run's events: the stored ones, then live ones, ending with the event that ends the run (none for no such run). */
@@ -101,19 +102,21 @@ export const layer = (options: EventLogOptions = {}) => Layer.scoped(
     // ephemeral events they send come over the store's channel (`liveRelay.ts`).
     let tail: StoreTail | undefined
     let relay: LiveRelay | undefined
-    // Subscribers of the whole feed: with none, publishing is only the run followers' queues. Those
-    // that take text deltas too: with none, no run's deltas are made for the feed here, nor sent
-    // from other processes.
+    // Subscribers of the whole feed: with none, publishing is only the run followers' queues. Of
+    // those, the ones that take text deltas, of every run or (by conversation) of a conversation's
+    // runs: a run's deltas nobody wants are neither made here nor sent from other processes.
     let feedSubscribers = 0
     let deltaSubscribers = 0
-    /** Whether run `runId`'s text deltas are wanted here: by its followers, or by the feed's. */
-    const wantsDeltas = (runId: string): boolean => deltaSubscribers > 0 || runFollowers.has(runId)
+    const conversationDeltas = new Map<string, number>()
+    /** Whether the text deltas of run `runId` of conversation `conversationId` are wanted here: by its followers, or by the feed's. */
+    const wantsDeltas = (runId: string, conversationId: string): boolean =>
+      deltaSubscribers > 0 || runFollowers.has(runId) || conversationDeltas.has(conversationId)
 
     // At once, in the step that decides what goes: a later call cannot hand on higher numbers first.
     const toFeed = (events: ReadonlyArray<FoundryEvent>): void => {
       if (feedSubscribers === 0) return
       for (const event of events) {
-        if (deltaSubscribers === 0 && event.seq === 0) continue
+        if (event.seq === 0 && deltaSubscribers === 0 && !conversationDeltas.has(event.conversationId)) continue
         hub.unsafeOffer(event)
         if (relay !== undefined) tail?.arrivals.fed(event)
       }
@@ -154,7 +157,7 @@ export const layer = (options: EventLogOptions = {}) => Layer.scoped(
     const publishLive = (events: ReadonlyArray<FoundryEvent>) =>
       Effect.suspend(() => {
         if (relay !== undefined) {
-          const wanted = events.filter((event) => relay?.wanted(event.runId) === true)
+          const wanted = events.filter((event) => relay?.wanted(event.runId, event.conversationId) === true)
           if (wanted.length > 0) relay.send(wanted, tail?.publishedUpTo() ?? 0)
         }
         return publish(events)
@@ -167,7 +170,7 @@ export const layer = (options: EventLogOptions = {}) => Layer.scoped(
           const inbox = makeRunInbox()
           const inboxes = runFollowers.get(runId) ?? new Set()
           // Followed here from now: the process executing it sends its text deltas from its next one.
-          if (inboxes.size === 0) relay?.announce([runId], false)
+          if (inboxes.size === 0) relay?.announce({ runs: [runId], conversations: [], all: false })
           inboxes.add(inbox)
           runFollowers.set(runId, inboxes)
           return inbox
@@ -190,10 +193,26 @@ export const layer = (options: EventLogOptions = {}) => Layer.scoped(
         return Effect.zipRight(
           heldInScope(() => {
             feedSubscribers++
-            if (filter.deltas !== false && deltaSubscribers++ === 0) relay?.announce([], true)
+            if (filter.deltas === false) return
+            const conversationId = filter.conversationId
+            if (conversationId === undefined) {
+              if (deltaSubscribers++ === 0) relay?.announce({ runs: [], conversations: [], all: true })
+              return
+            }
+            const others = conversationDeltas.get(conversationId) ?? 0
+            conversationDeltas.set(conversationId, others + 1)
+            if (others === 0) relay?.announce({ runs: [], conversations: [conversationId], all: false })
           }, () => {
             feedSubscribers--
-            if (filter.deltas !== false) deltaSubscribers--
+            if (filter.deltas === false) return
+            const conversationId = filter.conversationId
+            if (conversationId === undefined) {
+              deltaSubscribers--
+              return
+            }
+            const left = (conversationDeltas.get(conversationId) ?? 1) - 1
+            if (left === 0) conversationDeltas.delete(conversationId)
+            else conversationDeltas.set(conversationId, left)
           }),
           Effect.map(PubSub.subscribe(hub), (queue) => Queue.takeBetween(queue, 1, Number.POSITIVE_INFINITY))
         )
@@ -333,7 +352,7 @@ export const layer = (options: EventLogOptions = {}) => Layer.scoped(
           looked: (now) => {
             if (relay === undefined || now - announcedAt < announceEvery) return
             announcedAt = now
-            relay.announce(runFollowers.keys(), deltaSubscribers > 0)
+            relay.announce({ runs: runFollowers.keys(), conversations: conversationDeltas.keys(), all: deltaSubscribers > 0 })
           }
         }
       })
@@ -346,7 +365,7 @@ export const layer = (options: EventLogOptions = {}) => Layer.scoped(
       emit,
       emitLive,
       stamp,
-      followed: (runId) => wantsDeltas(runId) || relay?.wanted(runId) === true,
+      followed: (run) => wantsDeltas(run.id, run.conversationId) || relay?.wanted(run.id, run.conversationId) === true,
       publish,
       runEvents,
       followRun,

@@ -25,30 +25,38 @@ export interface RelayedEvent {
 // What a process tells the others, read in two steps: who sent it and what kind it is first, so
 // that a process decodes only the events it wants.
 const Envelope = Schema.Struct({ kind: Schema.Literal("following", "events"), from: Schema.String })
-const Following = Schema.Struct({ runs: Schema.Array(Schema.String), all: Schema.Boolean })
+// `conversations` is absent from the word of a process of an earlier version.
+const Following = Schema.Struct({ runs: Schema.Array(Schema.String), conversations: Schema.optional(Schema.Array(Schema.String)), all: Schema.Boolean })
 const Relayed = Schema.Struct({ after: Schema.Number, event: FoundryEvent })
 const Items = Schema.Struct({ items: Schema.Array(Schema.Unknown) })
-const OfRun = Schema.Struct({ event: Schema.Struct({ runId: Schema.String }) })
+const OfRun = Schema.Struct({ event: Schema.Struct({ runId: Schema.String, conversationId: Schema.String }) })
 const envelopeOf = Schema.decodeUnknownOption(Envelope)
 const followingOf = Schema.decodeUnknownOption(Following)
 const relayedOf = Schema.decodeUnknownOption(Relayed)
 const itemsOf = Schema.decodeUnknownOption(Items)
 const runOf = Schema.decodeUnknownOption(OfRun)
 
+/** What is followed in a process: runs, the runs of conversations, or (`all`) every run. */
+export interface Followed {
+  readonly runs: Iterable<string>
+  readonly conversations: Iterable<string>
+  readonly all: boolean
+}
+
 /** The relay of one process. */
 export interface LiveRelay {
-  /** Whether another process follows run `runId` (or every run) now: its ephemeral events are worth sending. */
-  readonly wanted: (runId: string) => boolean
+  /** Whether another process follows run `runId` of conversation `conversationId` (or every run) now: its ephemeral events are worth sending. */
+  readonly wanted: (runId: string, conversationId: string) => boolean
   /** Sends ephemeral events made here, each after the events this process had published up to `after`. */
   readonly send: (events: ReadonlyArray<FoundryEvent>, after: number) => void
-  /** Tells the other processes which runs are followed here (`all`: every run, the events feed). */
-  readonly announce: (runs: Iterable<string>, all: boolean) => void
+  /** Tells the other processes what is followed here. */
+  readonly announce: (followed: Followed) => void
 }
 
 /** Where the relay hands what it hears. */
 export interface RelayReceiver {
-  /** Whether run `runId`'s events are followed here: only those are read. */
-  readonly wanted: (runId: string) => boolean
+  /** Whether run `runId`'s events (of conversation `conversationId`) are followed here: only those are read. */
+  readonly wanted: (runId: string, conversationId: string) => boolean
   /** The ephemeral events of followed runs another process sent, in the order it sent them. */
   readonly arrived: (events: ReadonlyArray<RelayedEvent>) => void
 }
@@ -81,6 +89,7 @@ export const makeLiveRelay = (channel: StoreChannel, receiver: RelayReceiver): E
     const self = newId("proc")
     // Who follows what elsewhere, until when.
     const remoteRuns = new Map<string, number>()
+    const remoteConversations = new Map<string, number>()
     let remoteAllUntil = 0
 
     const heard = (text: string): void => {
@@ -97,9 +106,12 @@ export const makeLiveRelay = (channel: StoreChannel, receiver: RelayReceiver): E
         const following = followingOf(parsed)
         if (following._tag === "None") return
         const now = Date.now()
-        for (const [runId, until] of remoteRuns) if (until <= now) remoteRuns.delete(runId)
+        for (const remote of [remoteRuns, remoteConversations]) {
+          for (const [id, until] of remote) if (until <= now) remote.delete(id)
+        }
         if (following.value.all) remoteAllUntil = now + heardFor
         for (const runId of following.value.runs) remoteRuns.set(runId, now + heardFor)
+        for (const conversationId of following.value.conversations ?? []) remoteConversations.set(conversationId, now + heardFor)
         return
       }
       const listed = itemsOf(parsed)
@@ -107,7 +119,7 @@ export const makeLiveRelay = (channel: StoreChannel, receiver: RelayReceiver): E
       const items: Array<RelayedEvent> = []
       for (const item of listed.value.items) {
         const run = runOf(item)
-        if (run._tag === "None" || !receiver.wanted(run.value.event.runId)) continue
+        if (run._tag === "None" || !receiver.wanted(run.value.event.runId, run.value.event.conversationId)) continue
         const relayed = relayedOf(item)
         if (relayed._tag === "Some") items.push(relayed.value)
       }
@@ -177,28 +189,32 @@ export const makeLiveRelay = (channel: StoreChannel, receiver: RelayReceiver): E
       : (outgoing) => {
         for (const message of messagesOf(outgoing)) sendNow(channelName, message)
       }
-    const following = (runs: ReadonlyArray<string>, all: boolean) => JSON.stringify({ kind: "following", from: self, runs, all })
+    const following = (runs: ReadonlyArray<string>, conversations: ReadonlyArray<string>, all: boolean) =>
+      JSON.stringify({ kind: "following", from: self, runs, conversations, all })
     const tell = (text: string) => post([{ _tag: "Message", text }])
-    if (channel.mayGoDeaf) yield* Effect.sync(() => tell(following([], false))).pipe(Effect.repeat(Schedule.spaced(presentEvery)), Effect.forkScoped)
+    if (channel.mayGoDeaf) yield* Effect.sync(() => tell(following([], [], false))).pipe(Effect.repeat(Schedule.spaced(presentEvery)), Effect.forkScoped)
 
     return {
-      wanted: (runId) => {
-        if (remoteAllUntil === 0 && remoteRuns.size === 0) return false
+      wanted: (runId, conversationId) => {
+        if (remoteAllUntil === 0 && remoteRuns.size === 0 && remoteConversations.size === 0) return false
         const now = Date.now()
-        return remoteAllUntil > now || (remoteRuns.get(runId) ?? 0) > now
+        return remoteAllUntil > now || (remoteRuns.get(runId) ?? 0) > now || (remoteConversations.get(conversationId) ?? 0) > now
       },
       send: (events, after) => post(events.map((event) => ({ _tag: "Item", text: JSON.stringify({ after, event }) }))),
-      announce: (runs, all) => {
-        // As many messages as the runs take.
-        let listed: Array<string> = []
-        for (const runId of runs) {
-          if (listed.length > 0 && Buffer.byteLength(following([...listed, runId], all)) > channel.maxMessageBytes) {
-            tell(following(listed, all))
-            listed = []
+      announce: ({ all, conversations, runs }) => {
+        // As many messages as the runs and conversations take.
+        let listed = { runs: new Array<string>(), conversations: new Array<string>() }
+        const add = (kind: "runs" | "conversations", id: string) => {
+          const more = { ...listed, [kind]: [...listed[kind], id] }
+          if (listed.runs.length + listed.conversations.length > 0 && Buffer.byteLength(following(more.runs, more.conversations, all)) > channel.maxMessageBytes) {
+            tell(following(listed.runs, listed.conversations, all))
+            listed = { runs: [], conversations: [] }
           }
-          listed.push(runId)
+          listed[kind].push(id)
         }
-        if (listed.length > 0 || all) tell(following(listed, all))
+        for (const runId of runs) add("runs", runId)
+        for (const conversationId of conversations) add("conversations", conversationId)
+        if (listed.runs.length + listed.conversations.length > 0 || all) tell(following(listed.runs, listed.conversations, all))
       }
     }
   })
@@ -231,8 +247,8 @@ const handedOnLately = () => {
 export interface ArrivalsPlace {
   /** How far the events stored are read here: a relayed event waits until its place is. */
   readonly readTo: () => number
-  /** Whether the events of run `runId` are followed here. */
-  readonly wanted: (runId: string) => boolean
+  /** Whether the events of run `runId` (of conversation `conversationId`) are followed here. */
+  readonly wanted: (runId: string, conversationId: string) => boolean
   /** Hands on the stored events of run `runId` up to `after` that are read but not handed on yet. */
   readonly before: (runId: string, after: number) => void
   readonly toRunFollowers: (events: ReadonlyArray<FoundryEvent>) => void
@@ -271,7 +287,7 @@ export const relayArrivals = (place: ArrivalsPlace) => {
     /** A stored event handed to the feed (or read by one of its followers as it started). */
     fed: fedLately.note,
     arrived: (items: ReadonlyArray<RelayedEvent>): void => {
-      for (const item of items) if (place.wanted(item.event.runId)) held.push(item)
+      for (const item of items) if (place.wanted(item.event.runId, item.event.conversationId)) held.push(item)
       release()
       if (held.length > 0) place.lookNow()
     },

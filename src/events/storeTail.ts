@@ -20,8 +20,8 @@ export interface TailOutlet {
   readonly feedInOrder: (events: ReadonlyArray<FoundryEvent>, readTo: number) => void
   /** Whether run `runId`'s events are followed here (with someone following at all). */
   readonly wanted: (runId: string) => boolean
-  /** Whether run `runId`'s ephemeral events (text deltas) are followed here. */
-  readonly wantedLive: (runId: string) => boolean
+  /** Whether the ephemeral events (text deltas) of run `runId` of conversation `conversationId` are followed here. */
+  readonly wantedLive: (runId: string, conversationId: string) => boolean
   /** At every look while anyone follows. */
   readonly looked: (now: number) => void
 }

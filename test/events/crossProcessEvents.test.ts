@@ -14,6 +14,7 @@ import { backends, type DatabaseLayer, postgres } from "../journal/backends.js"
 import { draft, started } from "../journal/fixtures.js"
 
 const run = { id: "r1", agent: "shop", instanceId: "acme", conversationId: "c1" }
+const elsewhere = { id: "r2", conversationId: "c2" }
 
 /** A process on the database `place` opens, tailing the store every `pollEvery`: its event log, and its database. */
 const processWithDatabaseOn = (place: DatabaseLayer, pollEvery: Duration.DurationInput = "20 millis") =>
@@ -143,28 +144,42 @@ const tests = (fresh: Effect.Effect<DatabaseLayer, unknown, Scope.Scope>) => {
       const all = Chunk.toReadonlyArray(yield* Fiber.join(events).pipe(Effect.timeoutFail({ duration: "5 seconds", onTimeout: () => new Error("the run's stream never ended") })))
       expect(all.map((event) => event.type)).toEqual(["run.queued", "run.started", "run.completed"])
     }))
-  it.scopedLive("a feed that takes no text deltas has no process make them; one that takes a conversation's has every process make them", () =>
+  it.scopedLive("a feed that takes no text deltas has no process make them; one that takes a conversation's has every process make that conversation's", () =>
     Effect.gen(function*() {
       const place = yield* fresh
-      const here = yield* processOn(place)
+      // Looks seldom, unless woken: a delta comes at once, the stored events around it a look later.
+      const here = yield* processOn(place, "2 seconds")
       const other = yield* processOn(place)
       // The inspector's stream of every event: it shows no text.
       const feed = yield* here.follow({ deltas: false }, 0).pipe(Stream.takeUntil((event) => event.type === "run.completed"), Stream.runCollect, Effect.fork)
       // Longer than a process takes to say what it follows (at once, and every second while it does).
       yield* Effect.sleep("1500 millis")
-      expect(here.followed(run.id)).toBe(false)
-      expect(other.followed(run.id)).toBe(false)
+      expect(here.followed(run)).toBe(false)
+      expect(other.followed(run)).toBe(false)
       // Made anyway (an older process), they stay out of that feed.
       yield* other.emit(draft("turn", run, { type: "model.turn.started", data: { turn: 1, model: "demo" } }))
       yield* here.emitLive([draft("delta", run, { type: "model.delta", data: { turn: 1, text: "Hello", at: 0 } })])
       yield* other.emit(draft("end", run, { type: "run.completed", data: { output: "Hello", turns: 1 } }))
       const fed = Chunk.toReadonlyArray(yield* Fiber.join(feed).pipe(Effect.timeoutFail({ duration: "10 seconds", onTimeout: () => new Error("the feed never carried the run's end") })))
       expect(fed.map((event) => event.spanId)).toEqual(["turn", "end"])
-      // A conversation's page streams its replies: every process makes the deltas of every run for it.
-      yield* here.follow({ conversationId: run.conversationId }, 0).pipe(Stream.runDrain, Effect.forkScoped)
-      for (let attempt = 0; attempt < 100 && !other.followed(run.id); attempt++) yield* Effect.sleep("20 millis")
-      expect(other.followed(run.id)).toBe(true)
-      expect(here.followed(run.id)).toBe(true)
+      // A conversation's page streams its replies: every process makes the deltas of that conversation's runs, and no other's.
+      const next = { ...run, id: "r3" }
+      const conversation = yield* here.follow({ conversationId: run.conversationId }, 0).pipe(
+        Stream.takeUntil((event) => event.type === "run.completed" && event.runId === next.id),
+        Stream.runCollect,
+        Effect.fork
+      )
+      for (let attempt = 0; attempt < 100 && !other.followed(next); attempt++) yield* Effect.sleep("20 millis")
+      expect(other.followed(next)).toBe(true)
+      expect(here.followed(next)).toBe(true)
+      yield* Effect.sleep("1500 millis")
+      expect(other.followed(elsewhere)).toBe(false)
+      expect(here.followed(elsewhere)).toBe(false)
+      yield* other.emit(draft("turn 2", next, { type: "model.turn.started", data: { turn: 1, model: "demo" } }))
+      yield* other.emitLive([draft("delta 2", next, { type: "model.delta", data: { turn: 1, text: "Hi", at: 0 } })])
+      yield* other.emit(draft("end 2", next, { type: "run.completed", data: { output: "Hi", turns: 1 } }))
+      const streamed = Chunk.toReadonlyArray(yield* Fiber.join(conversation).pipe(Effect.timeoutFail({ duration: "10 seconds", onTimeout: () => new Error("the conversation's feed never carried the run's end") })))
+      expect(streamed.filter((event) => event.runId === next.id).map((event) => event.spanId)).toEqual(["turn 2", "delta 2", "end 2"])
     }))
 
   it.scopedLive("text deltas another process makes reach a run's followers here and the feed, each after the stored events before it and before those after it", () =>
@@ -178,10 +193,10 @@ const tests = (fresh: Effect.Effect<DatabaseLayer, unknown, Scope.Scope>) => {
       const feed = yield* here.follow({}, 0).pipe(Stream.takeUntil((event) => event.type === "run.completed"), Stream.runCollect, Effect.fork)
       // The process that executes the run hears that it is followed, and only then makes deltas (the
       // run's follower and the feed say so each in a message of its own, in either order).
-      for (let attempt = 0; attempt < 100 && !(other.followed(run.id) && other.followed("another run")); attempt++) yield* Effect.sleep("20 millis")
-      expect(other.followed(run.id)).toBe(true)
+      for (let attempt = 0; attempt < 100 && !(other.followed(run) && other.followed(elsewhere)); attempt++) yield* Effect.sleep("20 millis")
+      expect(other.followed(run)).toBe(true)
       // The feed followed here takes every run's.
-      expect(other.followed("another run")).toBe(true)
+      expect(other.followed(elsewhere)).toBe(true)
       const delta = (id: string, text: string, at: number) => draft(id, run, { type: "model.delta", data: { turn: 1, text, at } })
       yield* other.emit(draft("turn", run, { type: "model.turn.started", data: { turn: 1, model: "demo" } }))
       yield* other.emitLive([delta("d1", "Hel", 0), delta("d2", "lo", 3)])
