@@ -301,6 +301,6 @@ function* modelTurn(execution: Execution, turn: number) {
       Effect.flatMap(transcript, (messages) => fitContext({ system, messages, tools: specs }, turn, overflowed)),
     redactionOf: (name) => redactionOf(context, name)
   })
-  context.record({ _tag: "assistant", content: result.text, toolCalls: result.toolCalls })
+  context.record({ _tag: "assistant", content: result.text, toolCalls: result.toolCalls }, result.answeredAt)
   return yield* budget.afterTurn(result.usage)
 }

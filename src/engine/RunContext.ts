@@ -37,8 +37,11 @@ export interface RunContext {
   readonly journal: Array<JournalEntry>
   /** This run's own messages: they decide its next step. */
   readonly mine: Array<ChatMessage>
-  /** Adds a message to the pending step and to the transcript. */
-  readonly record: (message: ChatMessage) => void
+  /**
+   * Adds a message to the pending step and to the transcript; `at`, when it came (a model's
+   * answer), times the calls it makes should the run end before their results.
+   */
+  readonly record: (message: ChatMessage, at?: number) => void
   /** Commits the pending step (the first of an execution also marks the run running). */
   readonly commit: () => Effect.Effect<void, StoreError | LeaseLost>
   /** `commit` as the step buffer's `commitSoon`: for a model turn about to be asked. */
@@ -75,9 +78,9 @@ export const makeRunContext = (
     step,
     journal,
     mine,
-    record: (message) => {
+    record: (message, at) => {
       step.message(message)
-      journal.push({ runId: run.id, message })
+      journal.push(at === undefined ? { runId: run.id, message } : { runId: run.id, message, createdAt: at })
       mine.push(message)
     },
     commit: () => Effect.suspend(() => step.commit(startingEnd())),

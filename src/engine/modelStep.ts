@@ -41,6 +41,8 @@ export interface ModelStepResult {
   readonly text: string
   readonly toolCalls: ReadonlyArray<ToolCall>
   readonly usage: TurnUsage
+  /** When the answer came (ms since the epoch): its calls wait from then. */
+  readonly answeredAt: number
 }
 
 /**
@@ -100,6 +102,7 @@ export const askModel = (input: ModelStepInput) =>
     )
     const result = asked === undefined ? answered : { ...answered, toolCalls: ownIds(answered.toolCalls, asked) }
     const usage = turnUsage(result, config.prices)
+    const answeredAt = yield* Clock.currentTimeMillis
     step.usage(usage)
     step.emit("model.turn.completed", span, {
       turn,
@@ -107,8 +110,8 @@ export const askModel = (input: ModelStepInput) =>
       text: result.text,
       toolCalls: result.toolCalls.map((c) => ({ id: c.id, name: c.name, arguments: redactArguments(c.arguments, input.redactionOf(c.name)) })),
       usage,
-      durationMs: (yield* Clock.currentTimeMillis) - started
+      durationMs: answeredAt - started
     })
-    const answer: ModelStepResult = { text: result.text, toolCalls: result.toolCalls, usage }
+    const answer: ModelStepResult = { text: result.text, toolCalls: result.toolCalls, usage, answeredAt }
     return answer
   })

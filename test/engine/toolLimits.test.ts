@@ -163,6 +163,20 @@ describe("tool limits", () => {
       expect(run.error).toContain("slow timed out after 50 millis")
     }))
 
+  it.scopedLive("a call the run's failure leaves open says how long it waited: from its turn's answer until then", () =>
+    Effect.gen(function*() {
+      // A tenth of a second of work, then a call that times out: the run fails with the third call not made.
+      const model = Scripted.make(() => ({
+        toolCalls: [{ name: "brief", arguments: {} }, { name: "slow", arguments: {} }, { name: "brief", arguments: {} }]
+      }))
+      const server = yield* startServer(yield* tempProject(project(`{ maxToolFailures: 1 }`)), { model })
+      const { events, run } = yield* runOn(server.url)
+      expect(run.status).toBe("failed")
+      const unmade = events.filter((e) => e.type === "tool.call.failed" && String(e.data.error).startsWith("no result"))
+      expect(unmade).toHaveLength(1)
+      expect(unmade[0]?.data.durationMs).toBeGreaterThanOrEqual(140)
+    }))
+
   it.scopedLive("a result over toolOutputLimit is cut for the model with a note; the event keeps all of it, redacted", () =>
     Effect.gen(function*() {
       const { model, seen } = callingOnce([{ name: "big", arguments: {} }], "read the start of it")
