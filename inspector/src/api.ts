@@ -255,13 +255,24 @@ interface LiveStream {
   readonly listen: (listener: Listener) => () => void
 }
 
+/** How a live stream tells what it does besides its events. */
+interface LiveStreamOptions {
+  /** The element that shows whether it is open. */
+  readonly indicator?: () => HTMLElement | null
+  /** Each time it opens: what happened before is not in it (a stream opened without a cursor starts now). */
+  readonly opened?: () => void
+}
+
 /**
  * A live stream of `path` over one SSE connection (EventSource resumes after a drop with
- * Last-Event-ID); `shown`, when given, says whether it is open. Closed once nobody listens.
+ * Last-Event-ID), opened for its first listener and closed after its last.
  */
-const liveStream = (path: string, shown?: () => HTMLElement | null): LiveStream => {
+const liveStream = (path: string, options: LiveStreamOptions = {}): LiveStream => {
   const listeners = new Set<Listener>()
   let source: EventSource | undefined
+  // From a refused stream until its next try (after a sign-in, maybe): a listener that comes
+  // meanwhile waits for that try rather than opening a second stream.
+  let reopening = false
   // Refused streams in a row: each waits twice as long before the next try (a 429 would otherwise
   // be answered by a stream a second, and the rate limit never left).
   let refusals = 0
@@ -269,23 +280,26 @@ const liveStream = (path: string, shown?: () => HTMLElement | null): LiveStream 
 
   const open = (): void => {
     retry = undefined
-    if (listeners.size === 0) return
+    reopening = false
+    if (listeners.size === 0 || source !== undefined) return
     const stream = new EventSource(path)
     source = stream
     stream.onopen = () => {
       refusals = 0
-      shown?.()?.classList.add("on")
+      options.indicator?.()?.classList.add("on")
+      options.opened?.()
     }
     stream.onerror = () => {
-      shown?.()?.classList.remove("on")
+      options.indicator?.()?.classList.remove("on")
       // EventSource retries a dropped connection itself, but gives up on an error status such as
       // 401: sign in if that is why (the session call asks), then open a new stream.
       if (stream.readyState !== EventSource.CLOSED || source !== stream) return
       source = undefined
+      reopening = true
       const wait = Math.min(1000 * 2 ** refusals, 30_000)
       refusals += 1
       const reopen = () => {
-        retry = setTimeout(open, wait)
+        if (reopening) retry = setTimeout(open, wait)
       }
       void api.session().then(reopen, reopen)
     }
@@ -300,7 +314,7 @@ const liveStream = (path: string, shown?: () => HTMLElement | null): LiveStream 
   return {
     listen: (listener) => {
       listeners.add(listener)
-      if (source === undefined && retry === undefined) open()
+      if (source === undefined && !reopening) open()
       return () => {
         listeners.delete(listener)
         if (listeners.size > 0) return
@@ -308,6 +322,7 @@ const liveStream = (path: string, shown?: () => HTMLElement | null): LiveStream 
         source = undefined
         if (retry !== undefined) clearTimeout(retry)
         retry = undefined
+        reopening = false
       }
     }
   }
@@ -318,17 +333,18 @@ const liveStream = (path: string, shown?: () => HTMLElement | null): LiveStream 
  * page shows (`onConversationEvent`): a stream that asks for none has no server make or send them.
  * The header's indicator shows whether it is open.
  */
-const everyEvent = liveStream("/api/events?deltas=false", () => document.getElementById("live"))
+const everyEvent = liveStream("/api/events?deltas=false", { indicator: () => document.getElementById("live") })
 
 /** Listens to every event but text deltas as it happens. Returns the function that stops listening. */
 export const onEvent = (listener: Listener): (() => void) => everyEvent.listen(listener)
 
 /**
  * Listens to a conversation's events as they happen, its replies' text deltas among them, over a
- * connection of its own while anyone listens. Returns the function that stops listening.
+ * connection of its own; `opened` each time it opens (what came before is not in it). Returns the
+ * function that stops listening.
  */
-export const onConversationEvent = (conversationId: string, listener: Listener): (() => void) =>
-  liveStream(`/api/events?conversationId=${encodeURIComponent(conversationId)}`).listen(listener)
+export const onConversationEvent = (conversationId: string, listener: Listener, opened: () => void): (() => void) =>
+  liveStream(`/api/events?conversationId=${encodeURIComponent(conversationId)}`, { opened }).listen(listener)
 
 /**
  * Every event type, keyed by `FoundryEvent["type"]` so that tsc fails when FoundryEvent gains a

@@ -46,14 +46,13 @@ interface Level {
 
 /**
  * The path of the command whose help `args` ask for: none at all ask for the root's, `--help` or
- * `-h` anywhere before a `--` for the deepest subcommand they name. `None` when they ask for none.
+ * `-h` anywhere (as @effect/cli reads them, after a `--` too) for the deepest subcommand they name.
+ * `None` when they ask for none.
  */
 export const helpRequest = (line: Commands, args: ReadonlyArray<string>): Option.Option<ReadonlyArray<string>> => {
-  const end = args.indexOf("--")
-  const given = end === -1 ? args : args.slice(0, end)
-  if (given.length > 0 && !given.some((arg) => arg === "--help" || arg === "-h")) return Option.none()
+  if (args.length > 0 && !args.some((arg) => arg === "--help" || arg === "-h")) return Option.none()
   const path: Array<string> = []
-  for (const arg of given) {
+  for (const arg of args) {
     if (levelAt(line, path).children.some(([name]) => name === arg)) path.push(arg)
   }
   return Option.some(path)

@@ -116,7 +116,7 @@ export const layer = (options: EventLogOptions = {}) => Layer.scoped(
     const toFeed = (events: ReadonlyArray<FoundryEvent>): void => {
       if (feedSubscribers === 0) return
       for (const event of events) {
-        if (event.seq === 0 && deltaSubscribers === 0 && !conversationDeltas.has(event.conversationId)) continue
+        if (deltaSubscribers === 0 && ephemeralTypes.has(event.type) && !conversationDeltas.has(event.conversationId)) continue
         hub.unsafeOffer(event)
         if (relay !== undefined) tail?.arrivals.fed(event)
       }
@@ -190,10 +190,12 @@ export const layer = (options: EventLogOptions = {}) => Layer.scoped(
     const subscribe = (filter: EventFilter): Effect.Effect<Effect.Effect<Iterable<FoundryEvent>>, never, Scope.Scope> => {
       const runId = filter.runId
       if (runId === undefined) {
+        // A follower of one type other than the deltas' takes none of them either.
+        const takesDeltas = filter.deltas !== false && (filter.type === undefined || [...ephemeralTypes].some((type) => type === filter.type))
         return Effect.zipRight(
           heldInScope(() => {
             feedSubscribers++
-            if (filter.deltas === false) return
+            if (!takesDeltas) return
             const conversationId = filter.conversationId
             if (conversationId === undefined) {
               if (deltaSubscribers++ === 0) relay?.announce({ runs: [], conversations: [], all: true })
@@ -204,7 +206,7 @@ export const layer = (options: EventLogOptions = {}) => Layer.scoped(
             if (others === 0) relay?.announce({ runs: [], conversations: [conversationId], all: false })
           }, () => {
             feedSubscribers--
-            if (filter.deltas === false) return
+            if (!takesDeltas) return
             const conversationId = filter.conversationId
             if (conversationId === undefined) {
               deltaSubscribers--

@@ -241,7 +241,8 @@ export const OtlpExportLive = Layer.scopedDiscard(
 
     const build = spanBuilder()
     const now = yield* Clock.currentTimeMillis
-    const following = yield* events.follow({ since: now }, 0).pipe(
+    // Spans are of stored events: text deltas, which none of them are made of, are not asked for.
+    const following = yield* events.follow({ since: now, deltas: false }, 0).pipe(
       Stream.runForEach((event) =>
         Effect.forEach(build(event), (span) =>
           Effect.flatMap(queue.offer({ release: event.release, span }), (dropped) => dropped ? report.dropped(settings.maxQueueSize) : Effect.void), { discard: true })

@@ -58,6 +58,8 @@ describe("the CLI's help through a pipe", () => {
       expect(run.stdout).toMatch(/^foundry run: send one message to an agent and stream its answer$/m)
       expect(run.stdout).toMatch(/^ {2}<agent> +the agent's id, e.g. support\/triage$/m)
       expect((yield* runCli(["instances", "create", "--help"])).stdout).toMatch(/^ {2}--key <text> +a provisioning key/m)
+      // After `--` as well (@effect/cli reads it there too).
+      expect((yield* runCli(["run", "support", "--", "--help"])).stdout).toBe(run.stdout)
       // A command that does nothing alone says what its subcommands do.
       const token = yield* runCli(["token"])
       expect(token.code).toBe(0)

@@ -11,7 +11,9 @@ import * as SqlStore from "../../src/durable/SqlStore.js"
 import * as EventLog from "../../src/events/EventLog.js"
 import * as EventStorage from "../../src/events/EventStorage.js"
 import { backends, type DatabaseLayer, postgres } from "../journal/backends.js"
+import { OtlpExportLive } from "../../src/events/OtlpExport.js"
 import { draft, started } from "../journal/fixtures.js"
+import { collector, withEnv } from "./otlpCollector.js"
 
 const run = { id: "r1", agent: "shop", instanceId: "acme", conversationId: "c1" }
 const elsewhere = { id: "r2", conversationId: "c2" }
@@ -150,6 +152,8 @@ const tests = (fresh: Effect.Effect<DatabaseLayer, unknown, Scope.Scope>) => {
       // Looks seldom, unless woken: a delta comes at once, the stored events around it a look later.
       const here = yield* processOn(place, "2 seconds")
       const other = yield* processOn(place)
+      // One type's follower, not the deltas'.
+      yield* here.follow({ type: "run.completed" }, 0).pipe(Stream.runDrain, Effect.forkScoped)
       // The inspector's stream of every event: it shows no text.
       const feed = yield* here.follow({ deltas: false }, 0).pipe(Stream.takeUntil((event) => event.type === "run.completed"), Stream.runCollect, Effect.fork)
       // Longer than a process takes to say what it follows (at once, and every second while it does).
@@ -181,6 +185,24 @@ const tests = (fresh: Effect.Effect<DatabaseLayer, unknown, Scope.Scope>) => {
       const streamed = Chunk.toReadonlyArray(yield* Fiber.join(conversation).pipe(Effect.timeoutFail({ duration: "10 seconds", onTimeout: () => new Error("the conversation's feed never carried the run's end") })))
       expect(streamed.filter((event) => event.runId === next.id).map((event) => event.spanId)).toEqual(["turn 2", "delta 2", "end 2"])
     }))
+
+  it.scopedLive("the OpenTelemetry export, which makes spans of stored events only, has no process make text deltas", () =>
+    Effect.gen(function*() {
+      const place = yield* fresh
+      const here = yield* processOn(place)
+      const other = yield* processOn(place)
+      const otel = yield* collector()
+      yield* withEnv({ OTEL_EXPORTER_OTLP_ENDPOINT: otel.url, OTEL_BSP_SCHEDULE_DELAY: "50" })
+      yield* Layer.build(OtlpExportLive.pipe(Layer.provide(Layer.succeed(EventLog.EventLog, here))))
+      // It follows the feed: the run's events reach the collector.
+      // The run's span: its start and its end (one span id).
+      yield* other.emit(draft("run", run, started))
+      yield* other.emit(draft("run", run, { type: "run.completed", data: { output: "done", turns: 1 } }))
+      for (let attempt = 0; attempt < 250 && otel.spans().length === 0; attempt++) yield* Effect.sleep("20 millis")
+      expect(otel.spans().length).toBeGreaterThan(0)
+      expect(here.followed(elsewhere)).toBe(false)
+      expect(other.followed(elsewhere)).toBe(false)
+    }), { timeout: 20_000 })
 
   it.scopedLive("text deltas another process makes reach a run's followers here and the feed, each after the stored events before it and before those after it", () =>
     Effect.gen(function*() {

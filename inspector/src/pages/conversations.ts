@@ -256,6 +256,7 @@ export const conversationPage = (root: HTMLElement, [conversationId = ""]: Reado
     streaming.textContent = ""
     streaming.classList.add("hidden")
   }
+  // Drawn again once its stream is open: what happened between the first draw and then is in no event it gets.
   const unsubscribe = onConversationEvent(conversationId, (event) => {
     if (event.type === "model.delta") {
       // Text missed (the page opened in the middle of the turn, or a delta lost between servers) shows as "…".
@@ -274,7 +275,7 @@ export const conversationPage = (root: HTMLElement, [conversationId = ""]: Reado
       if (event.type === "model.turn.completed" || event.type === "run.cancelled" || event.type === "run.failed") stopStreaming()
       live.redraw()
     }
-  })
+  }, live.redraw)
   return () => {
     live.stop()
     unsubscribe()

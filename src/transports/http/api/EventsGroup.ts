@@ -36,10 +36,11 @@ export class EventsGroup extends HttpApiGroup.make("events").add(
       limit: Schema.optional(Schema.NumberFromString.pipe(Schema.int(), Schema.between(1, 1000))),
       /**
        * `false`: a live stream without text deltas (`model.delta`, never stored): a follower that
-       * wants only what happened spares every server on the store making and sending them.
+       * wants only what happened spares every server on the store making and sending them (unless
+       * another follower wants them, as a stream of one run's events does).
        */
       deltas: Schema.optional(Schema.BooleanFromString.annotations({
-        description: "false: a live stream without text deltas (model.delta, never stored), which then no server makes or sends for it"
+        description: "false: a live stream without text deltas (model.delta, never stored); no server makes or sends them for it"
       }))
     }))
     .addSuccess(EventPage)
