@@ -250,101 +250,103 @@ export interface ReleaseView {
 
 type Listener = (event: FoundryEvent) => void
 
-/** A live SSE stream of events, opened for its first listener and closed after its last. */
-interface LiveStream {
-  readonly listen: (listener: Listener) => () => void
-}
+/** The conversation whose replies' text deltas the stream carries (its page is open), if any. */
+let deltasOf: string | undefined
 
-/** How a live stream tells what it does besides its events. */
-interface LiveStreamOptions {
-  /** The element that shows whether it is open. */
-  readonly indicator?: () => HTMLElement | null
-  /** Each time it opens: what happened before is not in it (a stream opened without a cursor starts now). */
-  readonly opened?: () => void
-}
+/** The stream of every event: text deltas only of the conversation whose page is open. */
+const streamPath = () => deltasOf === undefined ? "/api/events?deltas=false" : `/api/events?deltasOf=${encodeURIComponent(deltasOf)}`
 
-/**
- * A live stream of `path` over one SSE connection (EventSource resumes after a drop with
- * Last-Event-ID), opened for its first listener and closed after its last.
- */
-const liveStream = (path: string, options: LiveStreamOptions = {}): LiveStream => {
-  const listeners = new Set<Listener>()
-  let source: EventSource | undefined
-  // From a refused stream until its next try (after a sign-in, maybe): a listener that comes
-  // meanwhile waits for that try rather than opening a second stream.
-  let reopening = false
-  // Refused streams in a row: each waits twice as long before the next try (a 429 would otherwise
-  // be answered by a stream a second, and the rate limit never left).
-  let refusals = 0
-  let retry: ReturnType<typeof setTimeout> | undefined
+const listeners = new Set<Listener>()
+// The stream events come from; the ones it replaces stay open until it is (so that nothing falls
+// between them), and what they carry twice is handed on once.
+let source: EventSource | undefined
+let retiring: Array<EventSource> = []
+// From a refused stream until its next try (after a sign-in, maybe): one asked for meanwhile waits for it.
+let reopening = false
+// Refused streams in a row: each waits twice as long before the next try (a 429 would otherwise
+// be answered by a stream a second, and the rate limit never left).
+let refusals = 0
+// The numbers of the events handed on lately, while two streams may both carry them.
+const handedOn = new Set<number>()
 
-  const open = (): void => {
-    retry = undefined
-    reopening = false
-    if (listeners.size === 0 || source !== undefined) return
-    const stream = new EventSource(path)
-    source = stream
-    stream.onopen = () => {
-      refusals = 0
-      options.indicator?.()?.classList.add("on")
-      options.opened?.()
-    }
-    stream.onerror = () => {
-      options.indicator?.()?.classList.remove("on")
-      // EventSource retries a dropped connection itself, but gives up on an error status such as
-      // 401: sign in if that is why (the session call asks), then open a new stream.
-      if (stream.readyState !== EventSource.CLOSED || source !== stream) return
-      source = undefined
-      reopening = true
-      const wait = Math.min(1000 * 2 ** refusals, 30_000)
-      refusals += 1
-      const reopen = () => {
-        if (reopening) retry = setTimeout(open, wait)
-      }
-      void api.session().then(reopen, reopen)
-    }
-    const dispatch = (message: MessageEvent<string>) => {
-      const event: FoundryEvent = JSON.parse(message.data)
-      for (const l of listeners) l(event)
-    }
-    stream.onmessage = dispatch
-    for (const type of Object.keys(liveTypes)) stream.addEventListener(type, dispatch)
+const dispatchFrom = (stream: EventSource) => (message: MessageEvent<string>) => {
+  const event: FoundryEvent = JSON.parse(message.data)
+  if (event.seq === 0) {
+    // A text delta: only the newest stream asks for the right conversation's.
+    if (stream !== source) return
+  } else {
+    if (handedOn.has(event.seq)) return
+    handedOn.add(event.seq)
+    if (handedOn.size > 2000) handedOn.delete(handedOn.values().next().value ?? 0)
   }
-
-  return {
-    listen: (listener) => {
-      listeners.add(listener)
-      if (source === undefined && !reopening) open()
-      return () => {
-        listeners.delete(listener)
-        if (listeners.size > 0) return
-        source?.close()
-        source = undefined
-        if (retry !== undefined) clearTimeout(retry)
-        retry = undefined
-        reopening = false
-      }
-    }
-  }
+  for (const l of listeners) l(event)
 }
 
 /**
- * What every page hears: every event as it happens, but text deltas, which only a conversation's
- * page shows (`onConversationEvent`): a stream that asks for none has no server make or send them.
- * The header's indicator shows whether it is open.
+ * Opens the stream of every event (EventSource resumes after a drop with Last-Event-ID); one
+ * already open gives way to it once it is open.
  */
-const everyEvent = liveStream("/api/events?deltas=false", { indicator: () => document.getElementById("live") })
-
-/** Listens to every event but text deltas as it happens. Returns the function that stops listening. */
-export const onEvent = (listener: Listener): (() => void) => everyEvent.listen(listener)
+const openStream = (): void => {
+  reopening = false
+  if (source !== undefined) retiring.push(source)
+  const stream = new EventSource(streamPath())
+  source = stream
+  const indicator = document.getElementById("live")
+  stream.onopen = () => {
+    // One a newer stream replaced as it opened waits to be closed by that one.
+    if (stream !== source) return
+    refusals = 0
+    indicator?.classList.add("on")
+    for (const old of retiring) old.close()
+    retiring = []
+  }
+  stream.onerror = () => {
+    if (stream !== source) return
+    indicator?.classList.remove("on")
+    // EventSource retries a dropped connection itself, but gives up on an error status such as
+    // 401: sign in if that is why (the session call asks), then open a new stream.
+    if (stream.readyState !== EventSource.CLOSED) return
+    source = undefined
+    reopening = true
+    const wait = Math.min(1000 * 2 ** refusals, 30_000)
+    refusals += 1
+    const reopen = () => {
+      setTimeout(() => {
+        if (reopening) openStream()
+      }, wait)
+    }
+    void api.session().then(reopen, reopen)
+  }
+  const dispatch = dispatchFrom(stream)
+  stream.onmessage = dispatch
+  for (const type of Object.keys(liveTypes)) stream.addEventListener(type, dispatch)
+}
 
 /**
- * Listens to a conversation's events as they happen, its replies' text deltas among them, over a
- * connection of its own; `opened` each time it opens (what came before is not in it). Returns the
- * function that stops listening.
+ * Listens to every event as it happens, over one shared SSE connection (a browser keeps six to a
+ * server, across its tabs). Text deltas come only of the conversation `streamDeltasOf` names.
+ * Returns the function that stops listening.
  */
-export const onConversationEvent = (conversationId: string, listener: Listener, opened: () => void): (() => void) =>
-  liveStream(`/api/events?conversationId=${encodeURIComponent(conversationId)}`, { opened }).listen(listener)
+export const onEvent = (listener: Listener): (() => void) => {
+  listeners.add(listener)
+  if (source === undefined && !reopening) openStream()
+  return () => listeners.delete(listener)
+}
+
+/**
+ * Has the stream carry the text deltas of conversation `conversationId`'s replies, while its page
+ * is open (a stream that carries none has no server make or send them). Returns the function that
+ * stops them.
+ */
+export const streamDeltasOf = (conversationId: string): (() => void) => {
+  deltasOf = conversationId
+  if (source !== undefined) openStream()
+  return () => {
+    if (deltasOf !== conversationId) return
+    deltasOf = undefined
+    if (source !== undefined) openStream()
+  }
+}
 
 /**
  * Every event type, keyed by `FoundryEvent["type"]` so that tsc fails when FoundryEvent gains a

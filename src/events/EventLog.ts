@@ -29,6 +29,9 @@ export type EventDraft = AnyEvent<"id" | "seq" | "time" | "release">
 const stampDrafts = (drafts: ReadonlyArray<EventDraft>, time: number, release: string): ReadonlyArray<FoundryEvent> =>
   drafts.map((draft) => withEnvelope(draft, { id: newId("evt"), time, release, seq: 0 }))
 
+/** Every run's text deltas, as a feed follower takes them (no conversation's id is a symbol). */
+const all = Symbol("every run")
+
 /** The event log. */
 export class EventLog extends Context.Tag("foundry/EventLog")<EventLog, {
   /** Records an event (unless it is ephemeral) and publishes it to live subscribers. */
@@ -190,31 +193,29 @@ export const layer = (options: EventLogOptions = {}) => Layer.scoped(
     const subscribe = (filter: EventFilter): Effect.Effect<Effect.Effect<Iterable<FoundryEvent>>, never, Scope.Scope> => {
       const runId = filter.runId
       if (runId === undefined) {
-        // A follower of one type other than the deltas' takes none of them either.
-        const takesDeltas = filter.deltas !== false && (filter.type === undefined || [...ephemeralTypes].some((type) => type === filter.type))
+        // The conversation whose deltas it takes (all: every run's); none for a follower of one other type.
+        const deltasOf = filter.deltas === false || (filter.type !== undefined && ![...ephemeralTypes].some((type) => type === filter.type))
+          ? undefined
+          : filter.deltasOf ?? filter.conversationId ?? all
         return Effect.zipRight(
           heldInScope(() => {
             feedSubscribers++
-            if (!takesDeltas) return
-            const conversationId = filter.conversationId
-            if (conversationId === undefined) {
+            if (deltasOf === all) {
               if (deltaSubscribers++ === 0) relay?.announce({ runs: [], conversations: [], all: true })
-              return
+            } else if (deltasOf !== undefined) {
+              const others = conversationDeltas.get(deltasOf) ?? 0
+              conversationDeltas.set(deltasOf, others + 1)
+              if (others === 0) relay?.announce({ runs: [], conversations: [deltasOf], all: false })
             }
-            const others = conversationDeltas.get(conversationId) ?? 0
-            conversationDeltas.set(conversationId, others + 1)
-            if (others === 0) relay?.announce({ runs: [], conversations: [conversationId], all: false })
           }, () => {
             feedSubscribers--
-            if (!takesDeltas) return
-            const conversationId = filter.conversationId
-            if (conversationId === undefined) {
+            if (deltasOf === all) {
               deltaSubscribers--
-              return
+            } else if (deltasOf !== undefined) {
+              const left = (conversationDeltas.get(deltasOf) ?? 1) - 1
+              if (left === 0) conversationDeltas.delete(deltasOf)
+              else conversationDeltas.set(deltasOf, left)
             }
-            const left = (conversationDeltas.get(conversationId) ?? 1) - 1
-            if (left === 0) conversationDeltas.delete(conversationId)
-            else conversationDeltas.set(conversationId, left)
           }),
           Effect.map(PubSub.subscribe(hub), (queue) => Queue.takeBetween(queue, 1, Number.POSITIVE_INFINITY))
         )

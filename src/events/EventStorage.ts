@@ -26,6 +26,8 @@ export interface EventFilter {
    * sending them.
    */
   readonly deltas?: boolean | undefined
+  /** The text deltas of this conversation's runs only (every other event as the rest of the filter says). */
+  readonly deltasOf?: string | undefined
   readonly after?: number | undefined
   /** Events before this `seq`. */
   readonly before?: number | undefined
@@ -42,7 +44,7 @@ export const matchesFilter = (filter: EventFilter, event: FoundryEvent): boolean
   (filter.agent === undefined || event.agent === filter.agent) &&
   (filter.type === undefined || event.type === filter.type) &&
   (filter.since === undefined || event.time >= filter.since) &&
-  (filter.deltas !== false || !ephemeralTypes.has(event.type))
+  (!ephemeralTypes.has(event.type) || (filter.deltas !== false && (filter.deltasOf === undefined || event.conversationId === filter.deltasOf)))
 
 /** How long events are kept: by age, by count, or both. */
 export interface EventRetention {

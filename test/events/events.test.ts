@@ -116,6 +116,31 @@ describe("the event stream", () => {
       expect(refused.status).toBe(400)
     }))
 
+  it.scopedLive("a live stream with the text deltas of one conversation carries that conversation's answers' words, not another's, and every other event", () =>
+    Effect.gen(function*() {
+      const server = yield* setup()
+      const first = (yield* http(`${server.url}/api/runs`, { body: { agent: "worker", message: plan({ calls: [] }) } })).json as { runId: string; conversationId: string }
+      yield* waitForRun(server.url, first.runId)
+      const ended = (_ids: ReadonlyArray<number>, types: ReadonlyArray<string>) => types.filter((type) => type === "run.completed").length >= 2
+      const ofIt = yield* Effect.fork(readFrames(server.url, {}, ended, `?deltasOf=${first.conversationId}`))
+      const ofAnother = yield* Effect.fork(readFrames(server.url, {}, ended, "?deltasOf=conv_another"))
+      yield* Effect.sleep("300 millis")
+      // One run in that conversation, one in a new one.
+      const words = plan({ calls: [{ name: "record", arguments: { line: "a" } }], say: "one two three" })
+      const inIt = (yield* http(`${server.url}/api/runs`, { body: { agent: "worker", message: words, conversation: first.conversationId } })).json as { runId: string }
+      yield* waitForRun(server.url, inIt.runId)
+      const elsewhere = yield* submit(server.url, "worker", words)
+      yield* waitForRun(server.url, elsewhere.runId)
+      const its = yield* Fiber.join(ofIt).pipe(Effect.timeoutFail({ duration: "10 seconds", onTimeout: () => new Error("no second run.completed") }))
+      const another = yield* Fiber.join(ofAnother).pipe(Effect.timeoutFail({ duration: "10 seconds", onTimeout: () => new Error("no second run.completed") }))
+      expect(another.every).not.toContain("model.delta")
+      // The words of the run in that conversation, before the second run's start.
+      const deltas = its.every.flatMap((type, index) => type === "model.delta" ? [index] : [])
+      expect(deltas.length).toBeGreaterThan(0)
+      expect(Math.max(...deltas)).toBeLessThan(its.every.indexOf("run.completed"))
+      expect(another.every).toEqual(its.every.filter((type) => type !== "model.delta"))
+    }))
+
   it.scopedLive("a client that reconnects to a run's stream with Last-Event-ID gets the rest of the run, not all of it again", () =>
     Effect.gen(function*() {
       const server = yield* setup()

@@ -70,6 +70,35 @@ describe.skipIf(skipBrowser)("the inspector in Chromium", () => {
       expect(roles).toEqual(["user", "assistant", "tool", "assistant"])
     }))
 
+  it.scopedLive("the inspector holds one event stream, with the replies' words only while their conversation's page is open", () =>
+    Effect.gen(function*() {
+      const { page, url } = yield* setup(chatModel)
+      // The event streams the page has open (a browser keeps six connections to a server, across its tabs).
+      const streams = new Set<string>()
+      const opened: Array<string> = []
+      page.on("request", (request) => {
+        if (!request.url().includes("/api/events")) return
+        streams.add(request.url())
+        opened.push(request.url())
+      })
+      const closed = (request: { url: () => string }) => streams.delete(request.url())
+      page.on("requestfailed", closed)
+      page.on("requestfinished", closed)
+      yield* openLive(page, url, "/conversations")
+      expect([...streams]).toEqual([`${url}/api/events?deltas=false`])
+      const created = yield* http(`${url}/api/runs`, { body: { agent: "worker", message: "Where is my order?" } })
+      const { conversationId } = created.json as { conversationId: string }
+      yield* promise(() => page.click(`a[href="/conversations/${conversationId}"]`))
+      yield* promise(() => page.waitForSelector(`[data-testid=chat] .bubble.assistant >> text=${answer}`))
+      // The words streamed, over the one stream, which asks for this conversation's.
+      expect(opened).toContain(`${url}/api/events?deltasOf=${conversationId}`)
+      expect([...streams]).toEqual([`${url}/api/events?deltasOf=${conversationId}`])
+      yield* promise(() => page.goBack())
+      yield* promise(() => page.waitForURL(`${url}/conversations`))
+      yield* Effect.sleep("500 millis")
+      expect([...streams]).toEqual([`${url}/api/events?deltas=false`])
+    }))
+
   it.scopedLive("a conversation opened while its reply streams shows the words it missed as an ellipsis, then the rest as it comes", () =>
     Effect.gen(function*() {
       const { page, url } = yield* setup(chatModel)

@@ -24,7 +24,7 @@ describe("query parameters an endpoint does not take", () => {
       expect(filtered.events.length).toBeGreaterThan(0)
       expect(new Set(filtered.events.map((event) => event.instanceId))).toEqual(new Set(["acme"]))
 
-      const taken = "runId, conversationId, instanceId, agent, type, since, after, before, order, limit, deltas"
+      const taken = "runId, conversationId, instanceId, agent, type, since, after, before, order, limit, deltas, deltasOf"
       const message = `instance: is not a parameter of GET /api/events; did you mean "instanceId"? (it takes: ${taken})`
       for (const accept of ["application/json", "text/event-stream"]) {
         const misspelt = yield* http(`${server.url}/api/events?instance=acme`, { headers: { accept } })

@@ -3,7 +3,7 @@
  * a person's approval, and a box to send a message and watch the reply stream in (or stop it).
  */
 import { usageLine } from "../usage.js"
-import { ApiError, api, type ConversationView, type MessageView, onConversationEvent, type RunView } from "../api.js"
+import { ApiError, api, type ConversationView, type MessageView, onEvent, type RunView, streamDeltasOf } from "../api.js"
 import { approvalCards } from "../approvalCard.js"
 import { clock, counted, errorText, h, link, replace, visible } from "../dom.js"
 import { instanceHref, isLive } from "../records.js"
@@ -256,8 +256,9 @@ export const conversationPage = (root: HTMLElement, [conversationId = ""]: Reado
     streaming.textContent = ""
     streaming.classList.add("hidden")
   }
-  // Drawn again once its stream is open: what happened between the first draw and then is in no event it gets.
-  const unsubscribe = onConversationEvent(conversationId, (event) => {
+  const streamed = streamDeltasOf(conversationId)
+  const unsubscribe = onEvent((event) => {
+    if (event.conversationId !== conversationId) return
     if (event.type === "model.delta") {
       // Text missed (the page opened in the middle of the turn, or a delta lost between servers) shows as "…".
       const missed = streamedTo === undefined ? event.data.at > 0 : event.data.at !== streamedTo
@@ -275,9 +276,10 @@ export const conversationPage = (root: HTMLElement, [conversationId = ""]: Reado
       if (event.type === "model.turn.completed" || event.type === "run.cancelled" || event.type === "run.failed") stopStreaming()
       live.redraw()
     }
-  }, live.redraw)
+  })
   return () => {
     live.stop()
     unsubscribe()
+    streamed()
   }
 }

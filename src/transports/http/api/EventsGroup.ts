@@ -41,6 +41,10 @@ export class EventsGroup extends HttpApiGroup.make("events").add(
        */
       deltas: Schema.optional(Schema.BooleanFromString.annotations({
         description: "false: a live stream without text deltas (model.delta, never stored); no server makes or sends them for it"
+      })),
+      /** A live stream with the text deltas of this conversation's runs only, and every other event the filter takes. */
+      deltasOf: Schema.optional(Schema.String.annotations({
+        description: "a conversation's id: a live stream with the text deltas of its runs only (every other event as filtered)"
       }))
     }))
     .addSuccess(EventPage)
