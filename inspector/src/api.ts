@@ -253,21 +253,30 @@ type Listener = (event: FoundryEvent) => void
 /** The conversation whose replies' text deltas the stream carries (its page is open), if any. */
 let deltasOf: string | undefined
 
-/** The stream of every event: text deltas only of the conversation whose page is open. */
-const streamPath = () => deltasOf === undefined ? "/api/events?deltas=false" : `/api/events?deltasOf=${encodeURIComponent(deltasOf)}`
-
 const listeners = new Set<Listener>()
-// The stream events come from; the ones it replaces stay open until it is (so that nothing falls
-// between them), and what they carry twice is handed on once.
+const openedListeners = new Set<() => void>()
+// The stream events come from; one it replaced that was open stays open until it is, and what
+// both carry is handed on once.
 let source: EventSource | undefined
 let retiring: Array<EventSource> = []
 // From a refused stream until its next try (after a sign-in, maybe): one asked for meanwhile waits for it.
 let reopening = false
+// Whether a switch to the stream `deltasOf` asks for is due: a page left and the next one opened
+// in one go switch once.
+let switching = false
 // Refused streams in a row: each waits twice as long before the next try (a 429 would otherwise
 // be answered by a stream a second, and the rate limit never left).
 let refusals = 0
-// The numbers of the events handed on lately, while two streams may both carry them.
+// The numbers of the events handed on lately, while two streams may both carry them, and the
+// highest: a stream that replaces another starts after it, so that nothing falls between them.
 const handedOn = new Set<number>()
+let handedOnUpTo = 0
+
+/** The stream of every event (text deltas only of the conversation whose page is open), from after the last event handed on. */
+const streamPath = () => {
+  const deltas = deltasOf === undefined ? "deltas=false" : `deltasOf=${encodeURIComponent(deltasOf)}`
+  return `/api/events?${deltas}${handedOnUpTo > 0 ? `&after=${handedOnUpTo}` : ""}`
+}
 
 const dispatchFrom = (stream: EventSource) => (message: MessageEvent<string>) => {
   const event: FoundryEvent = JSON.parse(message.data)
@@ -277,28 +286,32 @@ const dispatchFrom = (stream: EventSource) => (message: MessageEvent<string>) =>
   } else {
     if (handedOn.has(event.seq)) return
     handedOn.add(event.seq)
+    handedOnUpTo = Math.max(handedOnUpTo, event.seq)
     if (handedOn.size > 2000) handedOn.delete(handedOn.values().next().value ?? 0)
   }
   for (const l of listeners) l(event)
 }
 
 /**
- * Opens the stream of every event (EventSource resumes after a drop with Last-Event-ID); one
- * already open gives way to it once it is open.
+ * Opens the stream of every event (EventSource resumes after a drop with Last-Event-ID). One it
+ * replaces that is open gives way once this one is; one still connecting has carried nothing and
+ * goes at once.
  */
 const openStream = (): void => {
   reopening = false
-  if (source !== undefined) retiring.push(source)
+  switching = false
+  if (source?.readyState === EventSource.OPEN) retiring.push(source)
+  else source?.close()
   const stream = new EventSource(streamPath())
   source = stream
   const indicator = document.getElementById("live")
   stream.onopen = () => {
-    // One a newer stream replaced as it opened waits to be closed by that one.
     if (stream !== source) return
     refusals = 0
     indicator?.classList.add("on")
     for (const old of retiring) old.close()
     retiring = []
+    for (const opened of openedListeners) opened()
   }
   stream.onerror = () => {
     if (stream !== source) return
@@ -322,6 +335,15 @@ const openStream = (): void => {
   for (const type of Object.keys(liveTypes)) stream.addEventListener(type, dispatch)
 }
 
+/** Switches the stream to what `deltasOf` asks for, once, after the work of this moment (a page left, the next one opened). */
+const switchSoon = (): void => {
+  if (switching || source === undefined) return
+  switching = true
+  queueMicrotask(() => {
+    if (switching && source !== undefined) openStream()
+  })
+}
+
 /**
  * Listens to every event as it happens, over one shared SSE connection (a browser keeps six to a
  * server, across its tabs). Text deltas come only of the conversation `streamDeltasOf` names.
@@ -334,17 +356,20 @@ export const onEvent = (listener: Listener): (() => void) => {
 }
 
 /**
- * Has the stream carry the text deltas of conversation `conversationId`'s replies, while its page
- * is open (a stream that carries none has no server make or send them). Returns the function that
- * stops them.
+ * Has the stream carry the text deltas of conversation `conversationId`'s replies while its page
+ * is open (a stream that carries none has no server make or send them), and calls `opened` each
+ * time the stream opens: a stream opened before any event came starts from that moment, and what
+ * happened before it is the page's to read. Returns the function that stops them.
  */
-export const streamDeltasOf = (conversationId: string): (() => void) => {
+export const streamDeltasOf = (conversationId: string, opened: () => void): (() => void) => {
   deltasOf = conversationId
-  if (source !== undefined) openStream()
+  openedListeners.add(opened)
+  switchSoon()
   return () => {
+    openedListeners.delete(opened)
     if (deltasOf !== conversationId) return
     deltasOf = undefined
-    if (source !== undefined) openStream()
+    switchSoon()
   }
 }
 

@@ -194,7 +194,8 @@ export const layer = (options: EventLogOptions = {}) => Layer.scoped(
       const runId = filter.runId
       if (runId === undefined) {
         // The conversation whose deltas it takes (all: every run's); none for a follower of one other type.
-        const deltasOf = filter.deltas === false || (filter.type !== undefined && ![...ephemeralTypes].some((type) => type === filter.type))
+        const deltasOf = filter.deltas === false || (filter.type !== undefined && ![...ephemeralTypes].some((type) => type === filter.type)) ||
+            (filter.deltasOf !== undefined && filter.conversationId !== undefined && filter.deltasOf !== filter.conversationId)
           ? undefined
           : filter.deltasOf ?? filter.conversationId ?? all
         return Effect.zipRight(

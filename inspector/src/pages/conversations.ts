@@ -256,7 +256,8 @@ export const conversationPage = (root: HTMLElement, [conversationId = ""]: Reado
     streaming.textContent = ""
     streaming.classList.add("hidden")
   }
-  const streamed = streamDeltasOf(conversationId)
+  // Drawn again as the stream opens: what happened before it (and after the first draw read) is in no event it brings.
+  const streamed = streamDeltasOf(conversationId, live.redraw)
   const unsubscribe = onEvent((event) => {
     if (event.conversationId !== conversationId) return
     if (event.type === "model.delta") {
