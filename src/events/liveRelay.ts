@@ -10,7 +10,7 @@
  * before it (a delta of turn 2 after the event that starts turn 2, which the receiver reads from
  * the store a moment later than the delta comes).
  */
-import { Duration, Effect, Queue, Schedule, Schema, type Scope, Stream } from "effect"
+import { Chunk, Duration, Effect, Queue, Schedule, Schema, type Scope, Stream } from "effect"
 import type { StoreChannel } from "../durable/Database.js"
 import { newId } from "../durable/ids.js"
 import { StoreError } from "../durable/StoreError.js"
@@ -166,14 +166,16 @@ export const makeLiveRelay = (channel: StoreChannel, receiver: RelayReceiver): E
     /**
      * Sends what is given, in order: at once on a channel that writes on this thread (without a
      * fiber's operations), else by one fiber, as many events to a message as fit (what comes while
-     * one is sent goes in the next).
+     * one is sent goes in the next). What is given together goes together (a turn's deltas made at
+     * once): queued one by one, a waiting sender took the first alone, and the rest came a message
+     * later, after the turn's answer the receiver had read meanwhile (too late: dropped).
      */
     const post: (outgoing: ReadonlyArray<Outgoing>) => void = sendNow === undefined
       ? yield* Effect.gen(function*() {
-        const outbox = yield* Queue.unbounded<Outgoing>()
+        const outbox = yield* Queue.unbounded<ReadonlyArray<Outgoing>>()
         yield* Queue.takeBetween(outbox, 1, Number.POSITIVE_INFINITY).pipe(
           Effect.flatMap((taken) =>
-            Effect.forEach(messagesOf(taken), (message) =>
+            Effect.forEach(messagesOf(Chunk.toReadonlyArray(taken).flat()), (message) =>
               channel.send(channelName, message).pipe(
                 Effect.timeoutFail({ duration: sendWithin, onTimeout: () => new StoreError({ operation: "send", message: `not sent within ${Duration.format(sendWithin)}` }) }),
                 Effect.catchAllCause((cause) => Effect.logDebug("sending to the other processes on the store failed", cause))
@@ -183,7 +185,7 @@ export const makeLiveRelay = (channel: StoreChannel, receiver: RelayReceiver): E
           Effect.forkScoped
         )
         return (outgoing: ReadonlyArray<Outgoing>) => {
-          for (const one of outgoing) Queue.unsafeOffer(outbox, one)
+          Queue.unsafeOffer(outbox, outgoing)
         }
       })
       : (outgoing) => {
