@@ -204,15 +204,20 @@ export const makeLiveRelay = (channel: StoreChannel, receiver: RelayReceiver): E
       },
       send: (events, after) => post(events.map((event) => ({ _tag: "Item", text: JSON.stringify({ after, event }) }))),
       announce: ({ all, conversations, runs }) => {
-        // As many messages as the runs and conversations take.
+        // As many messages as the runs and conversations take, each sized as its ids are listed
+        // (an id and its comma), not encoded again for every id added.
+        const empty = Buffer.byteLength(following([], [], all))
         let listed = { runs: new Array<string>(), conversations: new Array<string>() }
+        let bytes = empty
         const add = (kind: "runs" | "conversations", id: string) => {
-          const more = { ...listed, [kind]: [...listed[kind], id] }
-          if (listed.runs.length + listed.conversations.length > 0 && Buffer.byteLength(following(more.runs, more.conversations, all)) > channel.maxMessageBytes) {
+          const size = Buffer.byteLength(JSON.stringify(id)) + 1
+          if (bytes > empty && bytes + size > channel.maxMessageBytes) {
             tell(following(listed.runs, listed.conversations, all))
             listed = { runs: [], conversations: [] }
+            bytes = empty
           }
           listed[kind].push(id)
+          bytes += size
         }
         for (const runId of runs) add("runs", runId)
         for (const conversationId of conversations) add("conversations", conversationId)

@@ -186,6 +186,25 @@ const tests = (fresh: Effect.Effect<DatabaseLayer, unknown, Scope.Scope>) => {
       expect(streamed.filter((event) => event.runId === next.id).map((event) => event.spanId)).toEqual(["turn 2", "delta 2", "end 2"])
     }))
 
+  it.scopedLive("a process that follows more runs than one message of the store's channel can name has the others hear of every one", () =>
+    Effect.gen(function*() {
+      const place = yield* fresh
+      const here = yield* processOn(place)
+      const other = yield* processOn(place)
+      // 200 runs' ids take about 16 KB listed: more than one message carries (under 8 KB).
+      const many = Array.from({ length: 200 }, (_, n) => ({ ...run, id: `run_${String(n).padStart(4, "0")}_${"x".repeat(70)}`, conversationId: `conv_${n}` }))
+      yield* Effect.forEach(many, (each) => other.emit(draft(`queued ${each.id}`, each, { type: "run.queued", data: { input: "hello" } })), { discard: true })
+      yield* Effect.forEach(many, (each) => here.followRun(each.id), { discard: true })
+      const heard = () => many.filter((each) => other.followed(each)).length
+      for (let attempt = 0; attempt < 250 && heard() < many.length; attempt++) yield* Effect.sleep("20 millis")
+      expect(heard()).toBe(many.length)
+      // Each was said alone when first followed; what keeps them heard is the whole list, said every
+      // second, which takes more than one message.
+      yield* Effect.sleep("4 seconds")
+      expect(heard()).toBe(many.length)
+      expect(other.followed(elsewhere)).toBe(false)
+    }))
+
   it.scopedLive("the OpenTelemetry export, which makes spans of stored events only, has no process make text deltas", () =>
     Effect.gen(function*() {
       const place = yield* fresh
