@@ -3,14 +3,14 @@
  * server and read with `fetch`: frames in order, a reader slower than the writer gets every frame,
  * and a client that goes away closes what the response opened (the log's subscription).
  */
-import { Agent, createServer, get } from "node:http"
+import { Agent, get } from "node:http"
 import { HttpRouter, HttpServer } from "@effect/platform"
-import { NodeHttpServer } from "@effect/platform-node"
 import { describe, expect, it } from "@effect/vitest"
-import { Context, Deferred, type Duration, Effect, Layer, type Scope } from "effect"
+import { Context, Deferred, type Duration, Effect, Exit, Fiber, Layer, Scope } from "effect"
 import type { RunFollower } from "../../src/events/EventLog.js"
 import type { FoundryEvent } from "../../src/events/FoundryEvent.js"
 import { sseResponse } from "../../src/transports/http/handlers/sse.js"
+import * as ServerStopping from "../../src/transports/http/ServerStopping.js"
 
 /** Event `seq` of run r1: a completed run's end when `last`, else a step. */
 const event = (seq: number, last = false): FoundryEvent => ({
@@ -36,7 +36,7 @@ const serve = (open: Effect.Effect<RunFollower, never, Scope.Scope>, heartbeat: 
   Effect.gen(function*() {
     const router = HttpRouter.empty.pipe(HttpRouter.get("/events", sseResponse(open, heartbeat)))
     const context = yield* Layer.build(
-      HttpServer.serve(router).pipe(Layer.provideMerge(NodeHttpServer.layer(() => createServer(), { port: 0, host: "127.0.0.1" })))
+      HttpServer.serve(router).pipe(Layer.provideMerge(ServerStopping.nodeServer({ port: 0, host: "127.0.0.1" })), Layer.provideMerge(ServerStopping.layer))
     )
     const address = Context.get(context, HttpServer.HttpServer).address
     return `http://127.0.0.1:${address._tag === "TcpAddress" ? address.port : 0}`
@@ -147,6 +147,25 @@ describe("a run's events as server-sent events", () => {
       // The run goes on without the client: nothing is left open for it.
       follower.offer([event(2)])
       yield* Deferred.await(closed).pipe(Effect.timeoutFail({ duration: "5 seconds", onTimeout: () => new Error("the subscription was never closed") }))
+      expect(yield* Deferred.isDone(closed)).toBe(true)
+    }))
+
+  it.scopedLive("a stream still open when the server stops ends, closes what it opened, and the server stops", () =>
+    Effect.gen(function*() {
+      const follower = followerOf()
+      const closed = yield* Deferred.make<void>()
+      const open = Effect.as(Effect.addFinalizer(() => Deferred.succeed(closed, undefined)), follower.next)
+      const server = yield* Scope.make()
+      const url = yield* serve(open).pipe(Scope.extend(server))
+      follower.offer([event(1)])
+      // A run that waits on a person: its stream would stay open for hours.
+      const body = yield* Effect.promise(async () => (await fetch(`${url}/events`)).body?.getReader())
+      const read = yield* Effect.promise(() => readToEnd(body, 0)).pipe(Effect.fork)
+      yield* Effect.sleep("100 millis")
+      yield* Scope.close(server, Exit.void).pipe(Effect.timeoutFail({ duration: "10 seconds", onTimeout: () => new Error("the server never stopped") }))
+      // Ended, not cut: the client had every frame and the end of the body (it reconnects, to the next server).
+      const text = yield* Fiber.join(read).pipe(Effect.timeoutFail({ duration: "5 seconds", onTimeout: () => new Error("the stream never ended") }))
+      expect(ids(text)).toEqual([1])
       expect(yield* Deferred.isDone(closed)).toBe(true)
     }))
 

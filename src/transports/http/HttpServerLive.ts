@@ -2,9 +2,7 @@
  * The HTTP server: the native API (with its OpenAPI document at `/api/openapi.json`) on Node's
  * http server. Binds to loopback unless told otherwise.
  */
-import { createServer } from "node:http"
 import { FileSystem, HttpApiBuilder, HttpIncomingMessage, HttpMiddleware, HttpRouter } from "@effect/platform"
-import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import { Effect, Layer, Option } from "effect"
 import { authMiddleware } from "../../auth/authMiddleware.js"
 import { FoundryApi } from "./api/FoundryApi.js"
@@ -28,6 +26,7 @@ import { OpenAiLive } from "../openai/OpenAiLive.js"
 import { readableErrors } from "./readableErrors.js"
 import { refuseUnknownQueryParams } from "./unknownQueryParams.js"
 import { edge } from "./edge/Edge.js"
+import * as ServerStopping from "./ServerStopping.js"
 
 /** The API with every group implemented. */
 export const ApiLive = HttpApiBuilder.api(FoundryApi).pipe(
@@ -62,7 +61,9 @@ export const layer = (options: {
     Layer.provide(InspectorLive),
     Layer.provide(McpServerLive.layer()),
     Layer.provide(ApiLive),
-    Layer.provideMerge(NodeHttpServer.layer(createServer, { port: options.port, host: options.host })),
+    Layer.provideMerge(ServerStopping.nodeServer({ port: options.port, host: options.host })),
+    // One signal for the server that gives it and the event streams that end on it.
+    Layer.provide(ServerStopping.layer),
     // No Effect span per request: nothing records Effect's spans (Foundry's traces are its events,
     // exported over OTLP), and making one parses the URL and copies every header for nobody.
     HttpMiddleware.withTracerDisabledWhen(() => true)

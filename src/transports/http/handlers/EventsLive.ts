@@ -9,6 +9,7 @@ import { CurrentApp } from "../../../compiler/CurrentApp.js"
 import { EventStorage } from "../../../events/EventStorage.js"
 import { EventLog } from "../../../events/EventLog.js"
 import { FoundryApi } from "../api/FoundryApi.js"
+import { ServerStopping } from "../ServerStopping.js"
 import { heartbeatFrame, lastEventId, sseFrame } from "./sse.js"
 import { cutOnStoreError, orStoreUnavailable } from "./storeUnavailable.js"
 
@@ -18,6 +19,7 @@ export const EventsLive = HttpApiBuilder.group(FoundryApi, "events", (handlers) 
     const storage = yield* EventStorage
     const events = yield* EventLog
     const current = yield* CurrentApp
+    const stopping = yield* ServerStopping
     return handlers.handleRaw("list", ({ urlParams }) =>
       Effect.gen(function*() {
         const { after, before, limit, order, ...filter } = urlParams
@@ -31,7 +33,10 @@ export const EventsLive = HttpApiBuilder.group(FoundryApi, "events", (handlers) 
           const heartbeat = (yield* current.get).table.config.server.sseHeartbeat
           const beats = Stream.fromSchedule(Schedule.spaced(heartbeat)).pipe(Stream.map(() => heartbeatFrame))
           // A first comment at once, so the client sees the stream open before any event.
-          const stream = Stream.concat(Stream.make(heartbeatFrame), Stream.merge(live, beats, { haltStrategy: "left" }))
+          // Ended when the server stops: the client reconnects, to the next one.
+          const stream = Stream.concat(Stream.make(heartbeatFrame), Stream.merge(live, beats, { haltStrategy: "left" })).pipe(
+            Stream.interruptWhen(stopping.stopped)
+          )
           return HttpServerResponse.stream(stream, {
             contentType: "text/event-stream",
             headers: { "cache-control": "no-cache" }

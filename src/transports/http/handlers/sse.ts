@@ -8,6 +8,7 @@ import { Duration, Effect, FiberRef, Option, type Scope } from "effect"
 import type { RunFollower } from "../../../events/EventLog.js"
 import type { FoundryEvent } from "../../../events/FoundryEvent.js"
 import { BadRequest } from "../api/BadRequest.js"
+import { ServerStopping } from "../ServerStopping.js"
 
 const encoder = new TextEncoder()
 
@@ -65,6 +66,7 @@ export const sseResponse = <E>(open: Effect.Effect<RunFollower, E, Scope.Scope>,
     const preResponse = yield* FiberRef.get(HttpApp.currentPreResponseHandlers)
     const head = Option.isSome(preResponse) ? yield* Effect.orDie(preResponse.value(request, streamHead)) : streamHead
     const response = NodeHttpServerRequest.toServerResponse(request)
+    const stopping = yield* ServerStopping
     yield* Effect.async<void>((resume) => {
       response.writeHead(head.status, head.headers)
       // A comment once nothing was written for a heartbeat's time (a run that waits for a person, a
@@ -78,10 +80,13 @@ export const sseResponse = <E>(open: Effect.Effect<RunFollower, E, Scope.Scope>,
         writtenAt = Date.now()
       }, every / 4)
       let takeBack = () => {}
+      let unlessStopped = () => {}
+      let ended = false
       // A delivery made while asking (stored events) asks again once the asking is done.
       let asking = false
       let again = false
       const ask = (): void => {
+        if (ended) return
         asking = true
         do {
           again = false
@@ -89,28 +94,39 @@ export const sseResponse = <E>(open: Effect.Effect<RunFollower, E, Scope.Scope>,
         } while (again)
         asking = false
       }
+      // The run's end, or the server's (the client reconnects then, to the next server).
+      const end = () => {
+        ended = true
+        clearInterval(beats)
+        unlessStopped()
+        response.end()
+        resume(Effect.void)
+      }
       const deliver = (events: ReadonlyArray<FoundryEvent> | undefined): void => {
         // Called inside the publication of the run's events: a failure here is this response's alone.
+        if (ended) return
         try {
-          if (events === undefined) {
-            clearInterval(beats)
-            response.end()
-            return resume(Effect.void)
-          }
+          if (events === undefined) return end()
           if (events.length > 0) writtenAt = Date.now()
           if (events.length > 0 && !response.write(sseFrames(events))) response.once("drain", ask)
           else if (asking) again = true
           else ask()
         } catch (error) {
           clearInterval(beats)
+          unlessStopped()
           response.destroy()
           resume(Effect.logError("a run's event stream failed", error))
         }
       }
+      unlessStopped = stopping.onStop(() => {
+        takeBack()
+        end()
+      })
       ask()
       return Effect.sync(() => {
         clearInterval(beats)
         response.off("drain", ask)
+        unlessStopped()
         takeBack()
       })
     })
