@@ -293,17 +293,31 @@ const dispatchFrom = (stream: EventSource) => (message: MessageEvent<string>) =>
 }
 
 /**
+ * Loads the inspector again when the server no longer holds the store whose events it handed on
+ * up to `upTo`: a store whose newest event is numbered lower started over (a fresh dev database,
+ * another project's server on the port). A stream resumed after those numbers would bring nothing
+ * until the new store passed them, and every page drawn from the old one is stale.
+ */
+const reloadIfStartedOver = (upTo: number): void => {
+  void api.events(new URLSearchParams({ order: "newest", limit: "1" })).then((page) => {
+    if ((page.events[0]?.seq ?? 0) < upTo) location.reload()
+  }, () => undefined)
+}
+
+/**
  * Opens the stream of every event (EventSource resumes after a drop with Last-Event-ID). One it
  * replaces that is open gives way once this one is; one still connecting has carried nothing and
  * goes at once.
  */
 const openStream = (): void => {
+  const resumed = handedOnUpTo > 0 && source?.readyState !== EventSource.OPEN
   reopening = false
   switching = false
   if (source?.readyState === EventSource.OPEN) retiring.push(source)
   else source?.close()
   const stream = new EventSource(streamPath())
   source = stream
+  let opens = 0
   const indicator = document.getElementById("live")
   stream.onopen = () => {
     if (stream !== source) return
@@ -312,6 +326,10 @@ const openStream = (): void => {
     for (const old of retiring) old.close()
     retiring = []
     for (const opened of openedListeners) opened()
+    // Opened again after a drop (EventSource's own retry, or a new stream after a refusal): the
+    // server may be another since. A switch from an open stream is to the same server.
+    opens += 1
+    if (opens > 1 || resumed) reloadIfStartedOver(handedOnUpTo)
   }
   stream.onerror = () => {
     if (stream !== source) return
