@@ -42,7 +42,13 @@ export const layer: Layer.Layer<ServerStopping> = Layer.effect(
       stopped: Deferred.await(stopped),
       stop: Effect.suspend(() => {
         stopping = true
-        for (const end of ends) end()
+        for (const end of ends) {
+          try {
+            end()
+          } catch {
+            // One stream that fails to end is cut with the rest of what is left open.
+          }
+        }
         ends.clear()
         return Deferred.succeed(stopped, undefined)
       })
@@ -62,8 +68,21 @@ export const nodeServer = (listen: ListenOptions) =>
         // Added after the server's own finalizer (which closes it and waits for its connections), so run before it.
         yield* Effect.addFinalizer(() =>
           Effect.zipRight(
-            stopping.stop,
-            Effect.sync(() => setTimeout(() => node?.closeAllConnections(), cutAfterMs).unref())
+            Effect.sync(() => {
+              if (node === undefined) return
+              const server = node
+              // An event stream's connection goes idle a moment after the stream ends (kept alive for
+              // the client's next request), and `close` closes the idle ones only once, as it is called.
+              const idle = setInterval(() => server.closeIdleConnections(), 20)
+              const cut = setTimeout(() => server.closeAllConnections(), cutAfterMs)
+              idle.unref()
+              cut.unref()
+              server.once("close", () => {
+                clearInterval(idle)
+                clearTimeout(cut)
+              })
+            }),
+            stopping.stop
           )
         )
         return server

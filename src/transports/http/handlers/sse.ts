@@ -112,8 +112,10 @@ export const sseResponse = <E>(open: Effect.Effect<RunFollower, E, Scope.Scope>,
           else if (asking) again = true
           else ask()
         } catch (error) {
+          ended = true
           clearInterval(beats)
           unlessStopped()
+          takeBack()
           response.destroy()
           resume(Effect.logError("a run's event stream failed", error))
         }
