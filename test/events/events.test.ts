@@ -95,6 +95,19 @@ describe("the event stream", () => {
       expect(malformed.json).toMatchObject({ _tag: "BadRequest", issues: [{ path: "Last-Event-ID" }] })
     }))
 
+  it.scopedLive("a client resuming after a number its server's store has not reached (the store started over) gets every event of this store", () =>
+    Effect.gen(function*() {
+      const server = yield* setup()
+      const run = yield* submit(server.url, "worker", plan({ calls: [{ name: "record", arguments: { line: "a" } }] }))
+      yield* waitForRun(server.url, run.runId)
+      const stored = (yield* allEvents(server.url)).map((e) => e.seq)
+      // What the client saw came from the store before (numbered further than this one has come).
+      const resumed = yield* readFrames(server.url, { "last-event-id": String(stored[stored.length - 1]! + 1000) }, (ids) => ids.length >= stored.length)
+      expect(resumed.ids).toEqual(stored)
+      const afterQuery = yield* readFrames(server.url, {}, (ids) => ids.length >= stored.length, `?after=${stored[stored.length - 1]! + 1}`)
+      expect(afterQuery.ids).toEqual(stored)
+    }))
+
   it.scopedLive("a live stream asked for without text deltas carries a run's events but not its answer's words; one without the option, those too", () =>
     Effect.gen(function*() {
       const server = yield* setup()

@@ -28,7 +28,14 @@ export class EventsGroup extends HttpApiGroup.make("events").add(
       // One of the event types: a misspelt type is a 400 naming them, not an empty page.
       type: Schema.optional(EventType),
       since: Schema.optional(Cursor),
-      after: Schema.optional(Cursor),
+      /**
+       * Events after this `seq` (a page's `nextAfter`). A live stream resumes after it, or after
+       * `Last-Event-ID`; one past the store's newest event was another store's (it started over),
+       * and the stream starts from this store's first.
+       */
+      after: Schema.optional(Cursor.annotations({
+        description: "events after this seq; a live stream resumes after it or after Last-Event-ID, and from the store's first event when it is past the store's newest (the store started over)"
+      })),
       /** Events before this `seq` (a page's `nextBefore`). */
       before: Schema.optional(Cursor),
       /** `oldest` first (the default: the log in order, paged with `after`) or `newest` first (the latest, paged back with `before`). */

@@ -25,7 +25,14 @@ export const EventsLive = HttpApiBuilder.group(FoundryApi, "events", (handlers) 
         const { after, before, limit, order, ...filter } = urlParams
         const request = yield* HttpServerRequest.HttpServerRequest
         if ((request.headers.accept ?? "").includes("text/event-stream")) {
-          const resume = (yield* lastEventId(request)) ?? after
+          const cursor = (yield* lastEventId(request)) ?? after
+          // A cursor past this store's newest event was another store's (a fresh dev database,
+          // another project's server on the port): every event here comes after it, where resuming
+          // as given would bring nothing until this store passed the old numbers.
+          const newest = cursor === undefined || cursor === 0
+            ? 0
+            : (yield* storage.list({ newestFirst: true, limit: 1 }).pipe(orStoreUnavailable))[0]?.seq ?? 0
+          const resume = cursor !== undefined && newest < cursor ? 0 : cursor
           // Without a cursor the stream is live: it starts with what happens from now on.
           const now = yield* Clock.currentTimeMillis
           const live = (resume === undefined ? events.follow({ ...filter, since: filter.since ?? now }, 0) : events.follow(filter, resume))
