@@ -12,6 +12,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { Effect, Fiber } from "effect"
 import { type CliProcess, freePort, serveProject, startCli } from "../support/cli.js"
 import { durableProject, plan } from "../support/durableProject.js"
+import { readToEnd } from "../support/eventFeed.js"
 import { http, pendingApproval, runIdOf } from "../support/server.js"
 import { tempProject } from "../support/tempProject.js"
 
@@ -19,16 +20,7 @@ import { tempProject } from "../support/tempProject.js"
 const followToEnd = (url: string) =>
   Effect.gen(function*() {
     const reader = yield* Effect.promise(async () => (await fetch(url, { headers: { accept: "text/event-stream" } })).body?.getReader())
-    return yield* Effect.fork(Effect.promise(async () => {
-      const decoder = new TextDecoder()
-      let body = ""
-      while (reader !== undefined) {
-        const { done, value } = await reader.read()
-        if (done) break
-        body += decoder.decode(value, { stream: true })
-      }
-      return body
-    }))
+    return yield* Effect.fork(Effect.promise(() => readToEnd(reader)))
   })
 
 /** Sends `signal` to the process and waits for its exit code. */

@@ -95,3 +95,16 @@ export const runFrames = (url: string, runId: string) =>
       }
     }
   })
+
+/** What is left of a response body, as text (a body cut instead rejects); with `pauseMs`, a reader that waits that long after each chunk. */
+export const readToEnd = async (reader: ReadableStreamDefaultReader<Uint8Array> | undefined, pauseMs = 0) => {
+  const decoder = new TextDecoder()
+  let body = ""
+  while (reader !== undefined) {
+    const { done, value } = await reader.read()
+    if (done) break
+    body += decoder.decode(value, { stream: true })
+    if (pauseMs > 0) await new Promise((resolve) => setTimeout(resolve, pauseMs))
+  }
+  return body
+}

@@ -11,6 +11,7 @@ import type { RunFollower } from "../../src/events/EventLog.js"
 import type { FoundryEvent } from "../../src/events/FoundryEvent.js"
 import { sseResponse } from "../../src/transports/http/handlers/sse.js"
 import * as ServerStopping from "../../src/transports/http/ServerStopping.js"
+import { readToEnd } from "../support/eventFeed.js"
 
 /** Event `seq` of run r1: a completed run's end when `last`, else a step. */
 const event = (seq: number, last = false): FoundryEvent => ({
@@ -72,19 +73,6 @@ const followerOf = (max = Number.POSITIVE_INFINITY) => {
     if (deliver !== undefined) hand(deliver)
   }
   return { next, offer, pulled: () => pulled }
-}
-
-/** What is left of a response body, as text; with `pauseMs`, a reader that waits that long after each chunk. */
-const readToEnd = async (reader: ReadableStreamDefaultReader<Uint8Array> | undefined, pauseMs: number) => {
-  const decoder = new TextDecoder()
-  let body = ""
-  while (reader !== undefined) {
-    const { done, value } = await reader.read()
-    if (done) break
-    body += decoder.decode(value, { stream: true })
-    if (pauseMs > 0) await new Promise((resolve) => setTimeout(resolve, pauseMs))
-  }
-  return body
 }
 
 /** The `id:` lines of an SSE body, as numbers. */
