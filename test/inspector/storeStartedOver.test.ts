@@ -4,7 +4,7 @@
  * store has not reached, so it would wait, stale and silent, until the new store passed them.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Exit, Scope } from "effect"
+import { Effect, ExecutionStrategy, Exit, Scope } from "effect"
 import { browserPage, skipBrowser } from "../support/browser.js"
 import { freePort, startCli } from "../support/cli.js"
 import { http, runIdOf, waitForRun } from "../support/server.js"
@@ -20,10 +20,11 @@ describe.skipIf(skipBrowser)("the inspector when the store starts over", () => {
       const [first, second] = [yield* project, yield* project]
       const port = yield* freePort
       const url = `http://127.0.0.1:${port}`
-      /** `foundry start` on the port, in a scope of its own: closing it stops the server. */
+      const test = yield* Effect.scope
+      /** `foundry start` on the port, in a scope of its own (closed with the test's if not before): closing it stops the server. */
       const serve = (root: string) =>
         Effect.gen(function*() {
-          const scope = yield* Scope.make()
+          const scope = yield* Scope.fork(test, ExecutionStrategy.sequential)
           const server = yield* startCli(["start", root, "--port", String(port)]).pipe(Scope.extend(scope))
           yield* server.waitFor(/listening on/)
           return scope
