@@ -9,7 +9,7 @@ import { createServer, type Server } from "node:http"
 import type { ListenOptions } from "node:net"
 import { HttpServer } from "@effect/platform"
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
-import { Context, Deferred, Effect, Layer } from "effect"
+import { Context, Effect, Layer } from "effect"
 
 /** How long the requests in flight when the server stops have to finish before their connections are cut. */
 const cutAfterMs = 3000
@@ -24,37 +24,34 @@ export class ServerStopping extends Context.Tag("foundry/ServerStopping")<Server
 }>() {}
 
 /** The signal, for the handlers and the server. */
-export const layer: Layer.Layer<ServerStopping> = Layer.effect(
-  ServerStopping,
-  Effect.map(Deferred.make<void>(), (stopped) => {
-    // Plain callbacks, not fibers waiting: every follower of a run over HTTP registers one.
-    const ends = new Set<() => void>()
-    let stopping = false
-    return ServerStopping.of({
-      onStop: (end) => {
-        if (stopping) {
+export const layer: Layer.Layer<ServerStopping> = Layer.sync(ServerStopping, () => {
+  // Plain callbacks, not fibers waiting: every follower of a run over HTTP registers one.
+  const ends = new Set<() => void>()
+  let stopping = false
+  const onStop = (end: () => void): () => void => {
+    if (stopping) {
+      end()
+      return () => {}
+    }
+    ends.add(end)
+    return () => ends.delete(end)
+  }
+  return ServerStopping.of({
+    onStop,
+    stopped: Effect.async<void>((resume) => Effect.sync(onStop(() => resume(Effect.void)))),
+    stop: Effect.sync(() => {
+      stopping = true
+      for (const end of ends) {
+        try {
           end()
-          return () => {}
+        } catch {
+          // One stream that fails to end is cut with the rest of what is left open.
         }
-        ends.add(end)
-        return () => ends.delete(end)
-      },
-      stopped: Deferred.await(stopped),
-      stop: Effect.suspend(() => {
-        stopping = true
-        for (const end of ends) {
-          try {
-            end()
-          } catch {
-            // One stream that fails to end is cut with the rest of what is left open.
-          }
-        }
-        ends.clear()
-        return Deferred.succeed(stopped, undefined)
-      })
+      }
+      ends.clear()
     })
   })
-)
+})
 
 /** Node's HTTP server listening as `listen` says, with what `NodeHttpServer.layer` gives beside it, stopping as this module says. */
 export const nodeServer = (listen: ListenOptions) =>

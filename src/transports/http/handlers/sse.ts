@@ -94,11 +94,15 @@ export const sseResponse = <E>(open: Effect.Effect<RunFollower, E, Scope.Scope>,
         } while (again)
         asking = false
       }
-      // The run's end, or the server's (the client reconnects then, to the next server).
-      const end = () => {
+      // Nothing more is written: the response ends, fails, or its client went.
+      const finish = () => {
         ended = true
         clearInterval(beats)
         unlessStopped()
+      }
+      // The run's end, or the server's (the client reconnects then, to the next server).
+      const end = () => {
+        finish()
         response.end()
         resume(Effect.void)
       }
@@ -112,9 +116,7 @@ export const sseResponse = <E>(open: Effect.Effect<RunFollower, E, Scope.Scope>,
           else if (asking) again = true
           else ask()
         } catch (error) {
-          ended = true
-          clearInterval(beats)
-          unlessStopped()
+          finish()
           takeBack()
           response.destroy()
           resume(Effect.logError("a run's event stream failed", error))
@@ -126,9 +128,8 @@ export const sseResponse = <E>(open: Effect.Effect<RunFollower, E, Scope.Scope>,
       })
       ask()
       return Effect.sync(() => {
-        clearInterval(beats)
+        finish()
         response.off("drain", ask)
-        unlessStopped()
         takeBack()
       })
     })
