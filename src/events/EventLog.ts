@@ -12,7 +12,7 @@ import { type EventFilter, EventStorage, insertEvents, matchesFilter, sequenced,
 import { heldInScope } from "./heldInScope.js"
 import { type AnyEvent, ephemeralTypes, type FoundryEvent, withEnvelope } from "./FoundryEvent.js"
 import { makeFeedOrder } from "./feedOrder.js"
-import { announceEvery, type LiveRelay, makeLiveRelay } from "./liveRelay.js"
+import { announceEvery, type Followed, type LiveRelay, makeLiveRelay } from "./liveRelay.js"
 import { makeRunInbox, type RunInbox } from "./runInbox.js"
 import { makeStoreTail, type StoreTail } from "./storeTail.js"
 import { type RunFollower, runFollower } from "./runFollower.js"
@@ -111,6 +111,8 @@ export const layer = (options: EventLogOptions = {}) => Layer.scoped(
     let feedSubscribers = 0
     let deltaSubscribers = 0
     const conversationDeltas = new Map<string, number>()
+    /** What is followed here, as the other processes hear it. */
+    const followedHere = (): Followed => ({ runs: runFollowers.keys(), conversations: conversationDeltas.keys(), all: deltaSubscribers > 0 })
     /** Whether the text deltas of run `runId` of conversation `conversationId` are wanted here: by its followers, or by the feed's. */
     const wantsDeltas = (runId: string, conversationId: string): boolean =>
       deltaSubscribers > 0 || runFollowers.has(runId) || conversationDeltas.has(conversationId)
@@ -356,14 +358,14 @@ export const layer = (options: EventLogOptions = {}) => Layer.scoped(
           looked: (now) => {
             if (relay === undefined || now - announcedAt < announceEvery) return
             announcedAt = now
-            relay.announce({ runs: runFollowers.keys(), conversations: conversationDeltas.keys(), all: deltaSubscribers > 0 })
+            relay.announce(followedHere())
           }
         }
       })
     }
 
     // Last: what it hands on needs everything above.
-    if (tail !== undefined && database.channel !== undefined) relay = yield* makeLiveRelay(database.channel, tail.arrivals)
+    if (tail !== undefined && database.channel !== undefined) relay = yield* makeLiveRelay(database.channel, tail.arrivals, followedHere)
 
     return EventLog.of({
       emit,

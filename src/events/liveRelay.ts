@@ -9,6 +9,10 @@
  * it had published before it, so that the receiver hands it on after the stored events that came
  * before it (a delta of turn 2 after the event that starts turn 2, which the receiver reads from
  * the store a moment later than the delta comes).
+ *
+ * A process says it is there as it starts and every few seconds; one that hears of no other
+ * process keeps what it follows to itself (nobody would hear it), and says it all at once to a
+ * process it hears of for the first time.
  */
 import { Chunk, Duration, Effect, Queue, Schedule, Schema, type Scope, Stream } from "effect"
 import type { StoreChannel } from "../durable/Database.js"
@@ -69,12 +73,13 @@ const heardFor = 3000
 export const announceEvery = 1000
 
 /**
- * On a channel that may go deaf (`StoreChannel.mayGoDeaf`), every process says it is there this
- * often, and hears itself: a listening connection that hears nothing for `deafAfter` is taken for
- * cut and opened again.
+ * Every process says it is there this often. A process not heard for `deafAfter` is taken for
+ * gone; on a channel that may go deaf (`StoreChannel.mayGoDeaf`), where a process hears itself, a
+ * listening connection that hears nothing for as long is taken for cut and opened again.
  */
 const presentEvery = Duration.seconds(5)
 const deafAfter = Duration.seconds(16)
+const goneAfter = Duration.toMillis(deafAfter)
 const sendWithin = Duration.seconds(5)
 
 /** What the sender sends, in order: an ephemeral event (several go in one message), or a message of its own. */
@@ -82,15 +87,22 @@ type Outgoing = { readonly _tag: "Item"; readonly text: string } | { readonly _t
 
 /**
  * The relay over `channel`, for as long as the scope is open: `receiver` gets the ephemeral events
- * other processes send of the runs it follows.
+ * other processes send of the runs it follows; `followedHere` is what is followed here now, said to
+ * a process heard of for the first time.
  */
-export const makeLiveRelay = (channel: StoreChannel, receiver: RelayReceiver): Effect.Effect<LiveRelay, never, Scope.Scope> =>
+export const makeLiveRelay = (channel: StoreChannel, receiver: RelayReceiver, followedHere: () => Followed): Effect.Effect<LiveRelay, never, Scope.Scope> =>
   Effect.gen(function*() {
     const self = newId("proc")
     // Who follows what elsewhere, until when.
     const remoteRuns = new Map<string, number>()
     const remoteConversations = new Map<string, number>()
     let remoteAllUntil = 0
+    // The other processes heard of, until when they are taken for gone.
+    const present = new Map<string, number>()
+    const othersPresent = (now: number): boolean => {
+      for (const [from, until] of present) if (until <= now) present.delete(from)
+      return present.size > 0
+    }
 
     const heard = (text: string): void => {
       let parsed: unknown
@@ -102,10 +114,15 @@ export const makeLiveRelay = (channel: StoreChannel, receiver: RelayReceiver): E
       // A message this version cannot read (another version's, in a rolling upgrade) is passed by.
       const envelope = envelopeOf(parsed)
       if (envelope._tag === "None" || envelope.value.from === self) return
+      const now = Date.now()
+      const { from } = envelope.value
+      const newcomer = (present.get(from) ?? 0) <= now
+      present.set(from, now + goneAfter)
+      // What it missed while nobody was told (it answers in turn, once: this one is no newcomer to it then).
+      if (newcomer) announceNow(followedHere(), true)
       if (envelope.value.kind === "following") {
         const following = followingOf(parsed)
         if (following._tag === "None") return
-        const now = Date.now()
         for (const remote of [remoteRuns, remoteConversations]) {
           for (const [id, until] of remote) if (until <= now) remote.delete(id)
         }
@@ -125,15 +142,6 @@ export const makeLiveRelay = (channel: StoreChannel, receiver: RelayReceiver): E
       }
       if (items.length > 0) receiver.arrived(items)
     }
-    const listening = channel.listen(channelName)
-    yield* (channel.mayGoDeaf
-      ? Stream.timeoutFail(listening, () => new StoreError({ operation: "listen", message: `heard nothing on the store's channel for ${Duration.format(deafAfter)}` }), deafAfter)
-      : listening).pipe(
-      Stream.runForEach((text) => Effect.sync(() => heard(text))),
-      Effect.catchAllCause((cause) => Effect.logWarning("listening to the other processes on the store failed; listening again", cause)),
-      Effect.repeat(Schedule.spaced("1 second")),
-      Effect.forkScoped
-    )
 
     const envelope = (items: ReadonlyArray<string>) => `{"kind":"events","from":${JSON.stringify(self)},"items":[${items.join(",")}]}`
     const emptyEnvelope = Buffer.byteLength(envelope([]))
@@ -194,7 +202,40 @@ export const makeLiveRelay = (channel: StoreChannel, receiver: RelayReceiver): E
     const following = (runs: ReadonlyArray<string>, conversations: ReadonlyArray<string>, all: boolean) =>
       JSON.stringify({ kind: "following", from: self, runs, conversations, all })
     const tell = (text: string) => post([{ _tag: "Message", text }])
-    if (channel.mayGoDeaf) yield* Effect.sync(() => tell(following([], [], false))).pipe(Effect.repeat(Schedule.spaced(presentEvery)), Effect.forkScoped)
+    /**
+     * Says what is followed here: as many messages as the runs and conversations take, each sized
+     * as its ids are listed (an id and its comma), not encoded again for every id added. With
+     * `always`, a message even when nothing is followed: that this process is there.
+     */
+    const announceNow = ({ all, conversations, runs }: Followed, always: boolean) => {
+      const empty = Buffer.byteLength(following([], [], all))
+      let listed = { runs: new Array<string>(), conversations: new Array<string>() }
+      let bytes = empty
+      const add = (kind: "runs" | "conversations", id: string) => {
+        const size = Buffer.byteLength(JSON.stringify(id)) + 1
+        if (bytes > empty && bytes + size > channel.maxMessageBytes) {
+          tell(following(listed.runs, listed.conversations, all))
+          listed = { runs: [], conversations: [] }
+          bytes = empty
+        }
+        listed[kind].push(id)
+        bytes += size
+      }
+      for (const runId of runs) add("runs", runId)
+      for (const conversationId of conversations) add("conversations", conversationId)
+      if (listed.runs.length + listed.conversations.length > 0 || all || always) tell(following(listed.runs, listed.conversations, all))
+    }
+    // Listens before it says it is there: the others' answers are for it.
+    const listening = channel.listen(channelName)
+    yield* (channel.mayGoDeaf
+      ? Stream.timeoutFail(listening, () => new StoreError({ operation: "listen", message: `heard nothing on the store's channel for ${Duration.format(deafAfter)}` }), deafAfter)
+      : listening).pipe(
+      Stream.runForEach((text) => Effect.sync(() => heard(text))),
+      Effect.catchAllCause((cause) => Effect.logWarning("listening to the other processes on the store failed; listening again", cause)),
+      Effect.repeat(Schedule.spaced("1 second")),
+      Effect.forkScoped
+    )
+    yield* Effect.sync(() => tell(following([], [], false))).pipe(Effect.repeat(Schedule.spaced(presentEvery)), Effect.forkScoped)
 
     return {
       wanted: (runId, conversationId) => {
@@ -203,25 +244,9 @@ export const makeLiveRelay = (channel: StoreChannel, receiver: RelayReceiver): E
         return remoteAllUntil > now || (remoteRuns.get(runId) ?? 0) > now || (remoteConversations.get(conversationId) ?? 0) > now
       },
       send: (events, after) => post(events.map((event) => ({ _tag: "Item", text: JSON.stringify({ after, event }) }))),
-      announce: ({ all, conversations, runs }) => {
-        // As many messages as the runs and conversations take, each sized as its ids are listed
-        // (an id and its comma), not encoded again for every id added.
-        const empty = Buffer.byteLength(following([], [], all))
-        let listed = { runs: new Array<string>(), conversations: new Array<string>() }
-        let bytes = empty
-        const add = (kind: "runs" | "conversations", id: string) => {
-          const size = Buffer.byteLength(JSON.stringify(id)) + 1
-          if (bytes > empty && bytes + size > channel.maxMessageBytes) {
-            tell(following(listed.runs, listed.conversations, all))
-            listed = { runs: [], conversations: [] }
-            bytes = empty
-          }
-          listed[kind].push(id)
-          bytes += size
-        }
-        for (const runId of runs) add("runs", runId)
-        for (const conversationId of conversations) add("conversations", conversationId)
-        if (listed.runs.length + listed.conversations.length > 0 || all) tell(following(listed.runs, listed.conversations, all))
+      announce: (followed) => {
+        // Alone on the store: nobody would hear it (a process that comes is told as it is heard).
+        if (othersPresent(Date.now())) announceNow(followed, false)
       }
     }
   })

@@ -205,6 +205,28 @@ const tests = (fresh: Effect.Effect<DatabaseLayer, unknown, Scope.Scope>) => {
       expect(other.followed(elsewhere)).toBe(false)
     }))
 
+  it.scopedLive("a process alone on the store keeps what it follows to itself, and tells a process that comes as it is heard", () =>
+    Effect.gen(function*() {
+      const place = yield* fresh
+      const here = yield* processOn(place)
+      // What goes over the channel, heard by a connection of its own that says nothing (no process).
+      const channel = Context.get(yield* Layer.build(place), Database).channel
+      if (channel === undefined) return yield* Effect.dieMessage("a store on disk has a channel")
+      const said: Array<string> = []
+      yield* channel.listen("foundry_live").pipe(Stream.runForEach((text) => Effect.sync(() => said.push(text))), Effect.forkScoped)
+      yield* Effect.sleep("200 millis")
+      yield* here.followRun(run.id)
+      // Longer than a process takes to say what it follows (at once, and every second while it does).
+      yield* Effect.sleep("1500 millis")
+      const naming = () => said.filter((text) => text.includes(`"${run.id}"`))
+      expect(naming()).toEqual([])
+      const other = yield* processOn(place)
+      for (let attempt = 0; attempt < 150 && !other.followed(run); attempt++) yield* Effect.sleep("20 millis")
+      expect(other.followed(run)).toBe(true)
+      expect(naming().length).toBeGreaterThan(0)
+      expect(other.followed(elsewhere)).toBe(false)
+    }))
+
   it.scopedLive("the OpenTelemetry export, which makes spans of stored events only, has no process make text deltas", () =>
     Effect.gen(function*() {
       const place = yield* fresh
