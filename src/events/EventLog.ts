@@ -346,7 +346,6 @@ export const layer = (options: EventLogOptions = {}) => Layer.scoped(
       let announcedAt = 0
       tail = yield* makeStoreTail({
         storage,
-        database,
         pollEvery: options.crossProcess.pollEvery,
         outlet: {
           toRunFollowers,

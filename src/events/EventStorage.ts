@@ -55,6 +55,8 @@ export interface EventRetention {
 /** Event storage. */
 export class EventStorage extends Context.Tag("foundry/EventStorage")<EventStorage, {
   readonly list: (filter: EventFilter) => Effect.Effect<ReadonlyArray<FoundryEvent>, StoreError>
+  /** The `seq` of the newest event stored, 0 with none. */
+  readonly newestSeq: Effect.Effect<number, StoreError>
   /** Deletes events before `olderThan` (ms since the epoch) and all but the newest `keepLatest`; returns how many went. */
   readonly prune: (retention: EventRetention) => Effect.Effect<number, StoreError>
 }>() {}
@@ -189,6 +191,11 @@ export const layer = Layer.effect(
           }
           return events
         }).pipe(failAs("listEvents")),
+
+      newestSeq: Effect.map(
+        database.read({ sql: "SELECT COALESCE(MAX(seq), 0) AS seq FROM foundry_events", params: [] }),
+        (rows) => Number(rows[0]?.seq ?? 0)
+      ),
 
       prune: (retention) =>
         Effect.gen(function*() {

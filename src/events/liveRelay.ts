@@ -28,7 +28,8 @@ export interface RelayedEvent {
 
 // What a process tells the others, read in two steps: who sent it and what kind it is first, so
 // that a process decodes only the events it wants.
-const Envelope = Schema.Struct({ kind: Schema.Literal("following", "events"), from: Schema.String })
+// `answer`: it has not heard the others yet, and asks them to say what they follow.
+const Envelope = Schema.Struct({ kind: Schema.Literal("following", "events"), from: Schema.String, answer: Schema.optional(Schema.Boolean) })
 // `conversations` is absent from the word of a process of an earlier version.
 const Following = Schema.Struct({ runs: Schema.Array(Schema.String), conversations: Schema.optional(Schema.Array(Schema.String)), all: Schema.Boolean })
 const Relayed = Schema.Struct({ after: Schema.Number, event: FoundryEvent })
@@ -80,7 +81,26 @@ export const announceEvery = 1000
 const presentEvery = Duration.seconds(5)
 const deafAfter = Duration.seconds(16)
 const goneAfter = Duration.toMillis(deafAfter)
+/** How often a process that has not heard itself yet asks the others to answer, in milliseconds, and how many times at most. */
+const askEvery = 100
+const askAtMost = 50
 const sendWithin = Duration.seconds(5)
+
+/**
+ * Calls `f` every `everyMs` until it says no more or the scope closes. A plain timer, never what
+ * keeps the process running.
+ */
+const whileScopeOpen = (everyMs: number, f: () => boolean): Effect.Effect<void, never, Scope.Scope> =>
+  Effect.asVoid(Effect.acquireRelease(
+    Effect.sync(() => {
+      const timer: NodeJS.Timeout = setInterval(() => {
+        if (!f()) clearInterval(timer)
+      }, everyMs)
+      timer.unref()
+      return timer
+    }),
+    (timer) => Effect.sync(() => clearInterval(timer))
+  ))
 
 /** What the sender sends, in order: an ephemeral event (several go in one message), or a message of its own. */
 type Outgoing = { readonly _tag: "Item"; readonly text: string } | { readonly _tag: "Message"; readonly text: string }
@@ -93,6 +113,8 @@ type Outgoing = { readonly _tag: "Item"; readonly text: string } | { readonly _t
 export const makeLiveRelay = (channel: StoreChannel, receiver: RelayReceiver, followedHere: () => Followed): Effect.Effect<LiveRelay, never, Scope.Scope> =>
   Effect.gen(function*() {
     const self = newId("proc")
+    // Whether it has heard itself yet, on a channel where a process does (`mayGoDeaf`).
+    let heardItself = false
     // Who follows what elsewhere, until when.
     const remoteRuns = new Map<string, number>()
     const remoteConversations = new Map<string, number>()
@@ -113,13 +135,17 @@ export const makeLiveRelay = (channel: StoreChannel, receiver: RelayReceiver, fo
       }
       // A message this version cannot read (another version's, in a rolling upgrade) is passed by.
       const envelope = envelopeOf(parsed)
-      if (envelope._tag === "None" || envelope.value.from === self) return
+      if (envelope._tag === "None") return
+      const { answer, from } = envelope.value
+      if (from === self) {
+        heardItself = true
+        return
+      }
       const now = Date.now()
-      const { from } = envelope.value
       const newcomer = (present.get(from) ?? 0) <= now
       present.set(from, now + goneAfter)
       // What it missed while nobody was told (it answers in turn, once: this one is no newcomer to it then).
-      if (newcomer) announceNow(followedHere(), true)
+      if (newcomer || answer === true) announceNow(followedHere(), true)
       if (envelope.value.kind === "following") {
         const following = followingOf(parsed)
         if (following._tag === "None") return
@@ -199,8 +225,8 @@ export const makeLiveRelay = (channel: StoreChannel, receiver: RelayReceiver, fo
       : (outgoing) => {
         for (const message of messagesOf(outgoing)) sendNow(channelName, message)
       }
-    const following = (runs: ReadonlyArray<string>, conversations: ReadonlyArray<string>, all: boolean) =>
-      JSON.stringify({ kind: "following", from: self, runs, conversations, all })
+    const following = (runs: ReadonlyArray<string>, conversations: ReadonlyArray<string>, all: boolean, answer = false) =>
+      JSON.stringify(answer ? { kind: "following", from: self, runs, conversations, all, answer } : { kind: "following", from: self, runs, conversations, all })
     const tell = (text: string) => post([{ _tag: "Message", text }])
     /**
      * Says what is followed here: as many messages as the runs and conversations take, each sized
@@ -225,7 +251,8 @@ export const makeLiveRelay = (channel: StoreChannel, receiver: RelayReceiver, fo
       for (const conversationId of conversations) add("conversations", conversationId)
       if (listed.runs.length + listed.conversations.length > 0 || all || always) tell(following(listed.runs, listed.conversations, all))
     }
-    // Listens before it says it is there: the others' answers are for it.
+    // Listens first: the others' answers to its first word are for it (on SQLite it listens before
+    // their answers come; on PostgreSQL it asks again until it hears itself, below).
     const listening = channel.listen(channelName)
     yield* (channel.mayGoDeaf
       ? Stream.timeoutFail(listening, () => new StoreError({ operation: "listen", message: `heard nothing on the store's channel for ${Duration.format(deafAfter)}` }), deafAfter)
@@ -235,7 +262,28 @@ export const makeLiveRelay = (channel: StoreChannel, receiver: RelayReceiver, fo
       Effect.repeat(Schedule.spaced("1 second")),
       Effect.forkScoped
     )
-    yield* Effect.sync(() => tell(following([], [], false))).pipe(Effect.repeat(Schedule.spaced(presentEvery)), Effect.forkScoped)
+    // On timers of their own, not an Effect schedule: that runs on the fiber's clock, which tests
+    // move by hours (thousands of words at once), and costs a fiber's operations.
+    const sayPresent = () => {
+      tell(following([], [], false))
+      // The gone are forgotten here too: a process that follows nothing never asks who is there.
+      othersPresent(Date.now())
+    }
+    sayPresent()
+    yield* whileScopeOpen(Duration.toMillis(presentEvery), () => {
+      sayPresent()
+      return true
+    })
+    // Where a process hears itself, it asks the others to answer until it does: PostgreSQL's
+    // listening connection opens after its first word went, and the others' answers with it.
+    let asked = 0
+    if (channel.mayGoDeaf) {
+      yield* whileScopeOpen(askEvery, () => {
+        if (heardItself || asked++ >= askAtMost) return false
+        tell(following([], [], false, true))
+        return true
+      })
+    }
 
     return {
       wanted: (runId, conversationId) => {
@@ -245,7 +293,7 @@ export const makeLiveRelay = (channel: StoreChannel, receiver: RelayReceiver, fo
       },
       send: (events, after) => post(events.map((event) => ({ _tag: "Item", text: JSON.stringify({ after, event }) }))),
       announce: (followed) => {
-        // Alone on the store: nobody would hear it (a process that comes is told as it is heard).
+        // Alone on the store, nobody would hear it: a process that comes is told as it is heard.
         if (othersPresent(Date.now())) announceNow(followed, false)
       }
     }

@@ -6,7 +6,6 @@
  * (`liveRelay.ts`) wait here for their place among them.
  */
 import { Duration, Effect, Queue, Scope } from "effect"
-import type { Database } from "../durable/Database.js"
 import type { StoreError } from "../durable/StoreError.js"
 import type { EventStorage } from "./EventStorage.js"
 import type { FoundryEvent } from "./FoundryEvent.js"
@@ -34,12 +33,11 @@ const pageSize = 1000
 /** The tail of the store `storage` writes to, for as long as the scope is open. */
 export const makeStoreTail = (options: {
   readonly storage: EventStorage["Type"]
-  readonly database: Database["Type"]
   readonly pollEvery: Duration.DurationInput
   readonly outlet: TailOutlet
 }) =>
   Effect.gen(function*() {
-    const { database, outlet, pollEvery, storage } = options
+    const { outlet, pollEvery, storage } = options
     let followers = 0
     // The sequence numbers published lately (and when), so that an event of this process the tail
     // reads is not handed to its run's followers a second time (forgotten by `forgetOld`).
@@ -106,11 +104,11 @@ export const makeStoreTail = (options: {
         }
         if (tailFrom === "where it is") return counted()
         return Effect.flatMap(
-          restore(database.read({ sql: "SELECT COALESCE(MAX(seq), 0) AS seq FROM foundry_events", params: [] })),
-          (rows) => {
+          restore(storage.newestSeq),
+          (newest) => {
             // Another follower that came at the same time may have started it already.
             if (tailFrom === "where it is") return counted()
-            tailAt = Number(rows[0]?.seq ?? 0)
+            tailAt = newest
             tailFrom = "where it is"
             // What is stored up to here, the feed's followers read for themselves.
             outlet.feedInOrder([], tailAt)

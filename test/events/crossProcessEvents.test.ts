@@ -208,7 +208,9 @@ const tests = (fresh: Effect.Effect<DatabaseLayer, unknown, Scope.Scope>) => {
   it.scopedLive("a process alone on the store keeps what it follows to itself, and tells a process that comes as it is heard", () =>
     Effect.gen(function*() {
       const place = yield* fresh
-      const here = yield* processOn(place)
+      // It looks at the store (and says what it follows, when anyone may hear) every 10 s only:
+      // the process that comes hears of its followed run from its answer.
+      const here = yield* processOn(place, "10 seconds")
       // What goes over the channel, heard by a connection of its own that says nothing (no process).
       const channel = Context.get(yield* Layer.build(place), Database).channel
       if (channel === undefined) return yield* Effect.dieMessage("a store on disk has a channel")
@@ -221,10 +223,23 @@ const tests = (fresh: Effect.Effect<DatabaseLayer, unknown, Scope.Scope>) => {
       const naming = () => said.filter((text) => text.includes(`"${run.id}"`))
       expect(naming()).toEqual([])
       const other = yield* processOn(place)
-      for (let attempt = 0; attempt < 150 && !other.followed(run); attempt++) yield* Effect.sleep("20 millis")
+      for (let attempt = 0; attempt < 75 && !other.followed(run); attempt++) yield* Effect.sleep("20 millis")
       expect(other.followed(run)).toBe(true)
       expect(naming().length).toBeGreaterThan(0)
       expect(other.followed(elsewhere)).toBe(false)
+    }))
+
+  it.scopedLive("a process that comes and follows a run at once has the processes already on the store hear of it at once", () =>
+    Effect.gen(function*() {
+      const place = yield* fresh
+      // Follows nothing: it says only that it is there, every 5 s.
+      const there = yield* processOn(place)
+      yield* Effect.sleep("500 millis")
+      const other = yield* processOn(place)
+      yield* other.followRun(run.id)
+      for (let attempt = 0; attempt < 75 && !there.followed(run); attempt++) yield* Effect.sleep("20 millis")
+      expect(there.followed(run)).toBe(true)
+      expect(there.followed(elsewhere)).toBe(false)
     }))
 
   it.scopedLive("the OpenTelemetry export, which makes spans of stored events only, has no process make text deltas", () =>

@@ -29,9 +29,7 @@ export const EventsLive = HttpApiBuilder.group(FoundryApi, "events", (handlers) 
           // A cursor past this store's newest event was another store's (a fresh dev database,
           // another project's server on the port): every event here comes after it, where resuming
           // as given would bring nothing until this store passed the old numbers.
-          const newest = cursor === undefined || cursor === 0
-            ? 0
-            : (yield* storage.list({ newestFirst: true, limit: 1 }).pipe(orStoreUnavailable))[0]?.seq ?? 0
+          const newest = cursor === undefined || cursor === 0 ? 0 : yield* storage.newestSeq.pipe(orStoreUnavailable)
           const resume = cursor !== undefined && newest < cursor ? 0 : cursor
           // Without a cursor the stream is live: it starts with what happens from now on.
           const now = yield* Clock.currentTimeMillis
