@@ -195,7 +195,7 @@ export const layer = Layer.effect(
       newestSeq: Effect.map(
         database.read({ sql: "SELECT COALESCE(MAX(seq), 0) AS seq FROM foundry_events", params: [] }),
         (rows) => Number(rows[0]?.seq ?? 0)
-      ),
+      ).pipe(failAs("newestSeq")),
 
       prune: (retention) =>
         Effect.gen(function*() {

@@ -94,7 +94,12 @@ const whileScopeOpen = (everyMs: number, f: () => boolean): Effect.Effect<void, 
   Effect.asVoid(Effect.acquireRelease(
     Effect.sync(() => {
       const timer: NodeJS.Timeout = setInterval(() => {
-        if (!f()) clearInterval(timer)
+        try {
+          if (!f()) clearInterval(timer)
+        } catch {
+          // Nothing it calls throws (a message that cannot be sent is dropped): were one to, it stops.
+          clearInterval(timer)
+        }
       }, everyMs)
       timer.unref()
       return timer
@@ -113,7 +118,7 @@ type Outgoing = { readonly _tag: "Item"; readonly text: string } | { readonly _t
 export const makeLiveRelay = (channel: StoreChannel, receiver: RelayReceiver, followedHere: () => Followed): Effect.Effect<LiveRelay, never, Scope.Scope> =>
   Effect.gen(function*() {
     const self = newId("proc")
-    // Whether it has heard itself yet, on a channel where a process does (`mayGoDeaf`).
+    // Whether it has heard itself since it last started listening, on a channel where a process does (`mayGoDeaf`).
     let heardItself = false
     // Who follows what elsewhere, until when.
     const remoteRuns = new Map<string, number>()
@@ -251,13 +256,25 @@ export const makeLiveRelay = (channel: StoreChannel, receiver: RelayReceiver, fo
       for (const conversationId of conversations) add("conversations", conversationId)
       if (listed.runs.length + listed.conversations.length > 0 || all || always) tell(following(listed.runs, listed.conversations, all))
     }
-    // Listens first: the others' answers to its first word are for it (on SQLite it listens before
-    // their answers come; on PostgreSQL it asks again until it hears itself, below).
+    // Where a process hears itself, it asks the others to answer until it does, each time it
+    // listens (again): PostgreSQL's listening connection opens after its first word went, and the
+    // others' answers with it. On SQLite it listens before their answers come.
+    const askUntilHeard = Effect.suspend(() => {
+      heardItself = false
+      let asked = 0
+      return whileScopeOpen(askEvery, () => {
+        if (heardItself || asked++ >= askAtMost) return false
+        tell(following([], [], false, true))
+        return true
+      })
+    })
     const listening = channel.listen(channelName)
-    yield* (channel.mayGoDeaf
-      ? Stream.timeoutFail(listening, () => new StoreError({ operation: "listen", message: `heard nothing on the store's channel for ${Duration.format(deafAfter)}` }), deafAfter)
-      : listening).pipe(
-      Stream.runForEach((text) => Effect.sync(() => heard(text))),
+    yield* Effect.scoped(Effect.zipRight(
+      channel.mayGoDeaf ? askUntilHeard : Effect.void,
+      (channel.mayGoDeaf
+        ? Stream.timeoutFail(listening, () => new StoreError({ operation: "listen", message: `heard nothing on the store's channel for ${Duration.format(deafAfter)}` }), deafAfter)
+        : listening).pipe(Stream.runForEach((text) => Effect.sync(() => heard(text))))
+    )).pipe(
       Effect.catchAllCause((cause) => Effect.logWarning("listening to the other processes on the store failed; listening again", cause)),
       Effect.repeat(Schedule.spaced("1 second")),
       Effect.forkScoped
@@ -274,16 +291,6 @@ export const makeLiveRelay = (channel: StoreChannel, receiver: RelayReceiver, fo
       sayPresent()
       return true
     })
-    // Where a process hears itself, it asks the others to answer until it does: PostgreSQL's
-    // listening connection opens after its first word went, and the others' answers with it.
-    let asked = 0
-    if (channel.mayGoDeaf) {
-      yield* whileScopeOpen(askEvery, () => {
-        if (heardItself || asked++ >= askAtMost) return false
-        tell(following([], [], false, true))
-        return true
-      })
-    }
 
     return {
       wanted: (runId, conversationId) => {
