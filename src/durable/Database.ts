@@ -103,7 +103,11 @@ export interface StoreChannel {
    * nothing for a while.
    */
   readonly mayGoDeaf: boolean
-  /** The messages sent on `channel` from now on, for as long as the stream is run. */
+  /**
+   * The messages sent on `channel` from now on, for as long as the stream is run: from the call on
+   * where the channel can tell (SQLite's file; a stream run again goes on where it was), from when
+   * its listening connection is open on PostgreSQL.
+   */
   readonly listen: (channel: string) => Stream.Stream<string, StoreError>
   readonly send: (channel: string, message: string) => Effect.Effect<void, StoreError>
   /** `send` on this thread, at once, where the channel writes so (a message that cannot be sent is dropped). */

@@ -68,16 +68,24 @@ export const openChannel = (storeFile: string): Effect.Effect<StoreChannel, Stor
       // Read by a timer of its own, without an Effect: every process reads it twenty times a
       // second whatever it does, and a fiber's operations for that would show in every run's.
       mayGoDeaf: false,
-      listen: (channel) =>
-        Stream.asyncPush<string, StoreError>((emit) =>
+      listen: (channel) => {
+        // From the call on, not from when the stream first runs: a process that says it is there
+        // right after it calls this hears the answers, however late its stream starts (a layer
+        // being built keeps the fiber that runs it waiting). Run again, it goes on where it was.
+        let read: number | undefined
+        try {
+          read = newestSeq(newest.get())
+        } catch {
+          // Read as the stream starts, which reports the failure.
+        }
+        return Stream.asyncPush<string, StoreError>((emit) =>
           Effect.acquireRelease(
             Effect.try({
               try: () => {
-                // From now on: what was sent before is not for this listener.
-                let read = newestSeq(newest.get())
+                read ??= newestSeq(newest.get())
                 const timer = setInterval(() => {
                   try {
-                    for (const row of since.all(channel, read)) {
+                    for (const row of since.all(channel, read ?? 0)) {
                       if (!isMessageRow(row)) continue
                       read = row.seq
                       if (!own.delete(row.seq)) emit.single(row.body)
@@ -94,7 +102,8 @@ export const openChannel = (storeFile: string): Effect.Effect<StoreChannel, Stor
             }),
             (timer) => Effect.sync(() => clearInterval(timer))
           )
-        ),
+        )
+      },
       send: (channel, message) => Effect.try({ try: () => sendNow(channel, message), catch: failed("send") }),
       sendNow: (channel, message) => {
         try {

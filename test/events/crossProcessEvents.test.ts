@@ -10,7 +10,7 @@ import { Database } from "../../src/durable/Database.js"
 import * as SqlStore from "../../src/durable/SqlStore.js"
 import * as EventLog from "../../src/events/EventLog.js"
 import * as EventStorage from "../../src/events/EventStorage.js"
-import { backends, type DatabaseLayer, postgres } from "../journal/backends.js"
+import { backends, type DatabaseLayer, postgres, sqlite } from "../journal/backends.js"
 import { OtlpExportLive } from "../../src/events/OtlpExport.js"
 import { draft, started } from "../journal/fixtures.js"
 import { collector, withEnv } from "./otlpCollector.js"
@@ -372,6 +372,27 @@ describe.skipIf(postgres.skip)("events of processes writing at once on PostgreSQ
       yield* Fiber.join(second)
       const nextPage = yield* quick.storage.list({ after: firstPage[firstPage.length - 1]?.seq ?? 0 })
       expect([...firstPage, ...nextPage].map((e) => e.spanId)).toEqual(["first", "second"])
+    }))
+})
+
+describe("the SQLite store's channel", () => {
+  it.scopedLive("a listener hears what was sent after it asked to listen, however late its stream starts, and a stream run again goes on where it was", () =>
+    Effect.gen(function*() {
+      const place = yield* sqlite.fresh
+      const channelOf = Effect.flatMap(Layer.build(place), (context) => {
+        const channel = Context.get(context, Database).channel
+        return channel === undefined ? Effect.dieMessage("a store on disk has a channel") : Effect.succeed(channel)
+      })
+      const listener = yield* channelOf
+      const sender = yield* channelOf
+      // Asked for, then run only later: a process says it is there between the two, and is answered.
+      const listening = listener.listen("test")
+      yield* sender.send("test", "answer")
+      const heard = (count: number) =>
+        listening.pipe(Stream.take(count), Stream.runCollect, Effect.map(Chunk.toReadonlyArray), Effect.timeoutFail({ duration: "5 seconds", onTimeout: () => new Error("heard nothing") }))
+      expect(yield* heard(1)).toEqual(["answer"])
+      yield* sender.send("test", "next")
+      expect(yield* heard(1)).toEqual(["next"])
     }))
 })
 
