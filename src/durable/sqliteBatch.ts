@@ -74,7 +74,10 @@ export const makeSqliteBatch = ({ counts, db, execute, measured, prepare }: Sqli
     batchSavepoint.run()
     try {
       return units.map(writeUnit)
-    } catch {
+    } catch (failed) {
+      // A failure that ended the transaction itself (a full disk) has no savepoint to go back to:
+      // the batch fails with it, not with the savepoint's absence.
+      if (!db.inTransaction) throw failed
       rollbackToBatch.run()
       return units.map(inSavepoint)
     }

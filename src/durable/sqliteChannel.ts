@@ -71,7 +71,9 @@ export const openChannel = (storeFile: string): Effect.Effect<StoreChannel, Stor
       listen: (channel) => {
         // From the call on, not from when the stream first runs: a process that says it is there
         // right after it calls this hears the answers, however late its stream starts (a layer
-        // being built keeps the fiber that runs it waiting). Run again, it goes on where it was.
+        // being built keeps the fiber that runs it waiting), and what came meanwhile, up to a
+        // minute of it, comes at once. Run again, it goes on after the last message it handed its
+        // stream; run twice at once, the two would share the messages between them.
         let read: number | undefined
         try {
           read = newestSeq(newest.get())

@@ -65,8 +65,9 @@ export const openConnection = (filename: string) =>
     // mode, which syncs only at checkpoints, and applies it when the connection next reads the file
     // (so `PRAGMA synchronous` reads FULL just after switching to WAL, NORMAL after the first write).
     db.pragma("synchronous = FULL")
-    // A batch's units each sit in a savepoint, and SQLite keeps the pages a savepoint may roll back in
-    // a sub-journal: in a temporary file by default, written on every page a unit first touches. In
+    // A batch sits in a savepoint (its units each in one of their own once one failed), and SQLite
+    // keeps the pages a savepoint may roll back in a sub-journal: in a temporary file by default,
+    // written on every page a batch first touches. In
     // memory, a run's SQLite time falls by about a quarter (docs/performance.md); the database file
     // and its durability are untouched (this is the temporary store of one connection).
     db.pragma("temp_store = MEMORY")
