@@ -107,6 +107,11 @@ const whileScopeOpen = (everyMs: number, f: () => boolean): Effect.Effect<void, 
     (timer) => Effect.sync(() => clearInterval(timer))
   ))
 
+/** Forgets the entries of `until` that are over at `now`. */
+const forgetExpired = (until: Map<string, number>, now: number): void => {
+  for (const [key, at] of until) if (at <= now) until.delete(key)
+}
+
 /** What the sender sends, in order: an ephemeral event (several go in one message), or a message of its own. */
 type Outgoing = { readonly _tag: "Item"; readonly text: string } | { readonly _tag: "Message"; readonly text: string }
 
@@ -127,7 +132,7 @@ export const makeLiveRelay = (channel: StoreChannel, receiver: RelayReceiver, fo
     // The other processes heard of, until when they are taken for gone.
     const present = new Map<string, number>()
     const othersPresent = (now: number): boolean => {
-      for (const [from, until] of present) if (until <= now) present.delete(from)
+      forgetExpired(present, now)
       return present.size > 0
     }
 
@@ -154,9 +159,8 @@ export const makeLiveRelay = (channel: StoreChannel, receiver: RelayReceiver, fo
       if (envelope.value.kind === "following") {
         const following = followingOf(parsed)
         if (following._tag === "None") return
-        for (const remote of [remoteRuns, remoteConversations]) {
-          for (const [id, until] of remote) if (until <= now) remote.delete(id)
-        }
+        forgetExpired(remoteRuns, now)
+        forgetExpired(remoteConversations, now)
         if (following.value.all) remoteAllUntil = now + heardFor
         for (const runId of following.value.runs) remoteRuns.set(runId, now + heardFor)
         for (const conversationId of following.value.conversations ?? []) remoteConversations.set(conversationId, now + heardFor)
@@ -231,7 +235,8 @@ export const makeLiveRelay = (channel: StoreChannel, receiver: RelayReceiver, fo
         for (const message of messagesOf(outgoing)) sendNow(channelName, message)
       }
     const following = (runs: ReadonlyArray<string>, conversations: ReadonlyArray<string>, all: boolean, answer = false) =>
-      JSON.stringify(answer ? { kind: "following", from: self, runs, conversations, all, answer } : { kind: "following", from: self, runs, conversations, all })
+      // `answer` only when it asks: `undefined` is left out of the JSON.
+      JSON.stringify({ kind: "following", from: self, runs, conversations, all, answer: answer || undefined })
     const tell = (text: string) => post([{ _tag: "Message", text }])
     /**
      * Says what is followed here: as many messages as the runs and conversations take, each sized

@@ -31,6 +31,13 @@ const processWithDatabaseOn = (place: DatabaseLayer, pollEvery: Duration.Duratio
     (context) => ({ log: Context.get(context, EventLog.EventLog), database: Context.get(context, Database) })
   )
 
+/** The channel of a connection of its own to the database `place` opens: no process, no relay. */
+const channelOn = (place: DatabaseLayer) =>
+  Effect.flatMap(Layer.build(place), (context) => {
+    const channel = Context.get(context, Database).channel
+    return channel === undefined ? Effect.dieMessage("a store on disk has a channel") : Effect.succeed(channel)
+  })
+
 /** A process's event log on the database `place` opens, tailing the store every `pollEvery`. */
 const processOn = (place: DatabaseLayer, pollEvery: Duration.DurationInput = "20 millis") =>
   Effect.map(processWithDatabaseOn(place, pollEvery), ({ log }) => log)
@@ -212,8 +219,7 @@ const tests = (fresh: Effect.Effect<DatabaseLayer, unknown, Scope.Scope>) => {
       // the process that comes hears of its followed run from its answer.
       const here = yield* processOn(place, "10 seconds")
       // What goes over the channel, heard by a connection of its own that says nothing (no process).
-      const channel = Context.get(yield* Layer.build(place), Database).channel
-      if (channel === undefined) return yield* Effect.dieMessage("a store on disk has a channel")
+      const channel = yield* channelOn(place)
       const said: Array<string> = []
       yield* channel.listen("foundry_live").pipe(Stream.runForEach((text) => Effect.sync(() => said.push(text))), Effect.forkScoped)
       yield* Effect.sleep("200 millis")
@@ -379,12 +385,8 @@ describe("the SQLite store's channel", () => {
   it.scopedLive("a listener hears what was sent after it asked to listen, however late its stream starts, and a stream run again goes on where it was", () =>
     Effect.gen(function*() {
       const place = yield* sqlite.fresh
-      const channelOf = Effect.flatMap(Layer.build(place), (context) => {
-        const channel = Context.get(context, Database).channel
-        return channel === undefined ? Effect.dieMessage("a store on disk has a channel") : Effect.succeed(channel)
-      })
-      const listener = yield* channelOf
-      const sender = yield* channelOf
+      const listener = yield* channelOn(place)
+      const sender = yield* channelOn(place)
       // Asked for, then run only later: a process says it is there between the two, and is answered.
       const listening = listener.listen("test")
       yield* sender.send("test", "answer")
