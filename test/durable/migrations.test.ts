@@ -11,6 +11,7 @@ import { Migrator, SqlClient } from "@effect/sql"
 import { Effect, Layer } from "effect"
 import { Database } from "../../src/durable/Database.js"
 import { migrate, migrations } from "../../src/durable/migrations.js"
+import * as PgConnection from "../../src/durable/pgConnection.js"
 import * as PgDatabase from "../../src/durable/PgDatabase.js"
 import * as SqliteDatabase from "../../src/durable/SqliteDatabase.js"
 import { insertEvents, type UnsequencedEvent } from "../../src/events/EventStorage.js"
@@ -52,7 +53,7 @@ const backends = [
     name: "PostgreSQL",
     skip: skipPostgres,
     open: Effect.flatMap(freshSchema, (url) =>
-      Effect.flatMap(Layer.build(PgDatabase.clientLayer(url)), (context) => Effect.provide(PgDatabase.make, context)))
+      Effect.flatMap(Layer.build(PgConnection.clientLayer(url)), (context) => Effect.provide(PgDatabase.make, context)))
   }
 ]
 

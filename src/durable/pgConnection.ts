@@ -1,0 +1,149 @@
+/**
+ * The connections of a `PgDatabase`: one node-postgres pool for the current scope, the store's own
+ * statements run straight on it, and its `PgClient` made over the same pool for everything else
+ * (migrations, the storages written with `@effect/sql`, the cluster). A run's statements do not
+ * go through `@effect/sql`: around each one it makes a span, takes the connection through fibers of
+ * its own and copies the fiber's context, about a hundred Effect operations a statement where the
+ * statement itself is one callback (the section "PostgreSQL's statements on the pool" in
+ * docs/decisions.md).
+ */
+import { SqlError } from "@effect/sql/SqlError"
+import { PgClient } from "@effect/sql-pg"
+import { Context, Duration, Effect, Layer, Redacted, String as Str } from "effect"
+import * as Pg from "pg"
+import { getTypeParser } from "pg-types"
+import type { Row } from "./Database.js"
+
+/** PostgreSQL's type oid of BIGINT (`int8`); BIGSERIAL columns have it too. */
+const int8Oid = 20
+
+/**
+ * BIGINT as a number. node-postgres returns it as a string (it may exceed 2^53), but the store
+ * keeps milliseconds and sequence numbers in it, which are safe integers, and the record schemas
+ * expect numbers. A value that is not a safe integer stays a string, so decoding it fails loudly
+ * instead of losing precision.
+ */
+const parseInt8 = (text: string): number | string => {
+  const value = Number(text)
+  return Number.isSafeInteger(value) ? value : text
+}
+
+/**
+ * The pool's type parsers: node-postgres's defaults (from `pg-types`), except BIGINT in text
+ * format. Set per pool, so nothing else in the process that uses `pg` is affected.
+ */
+const types = {
+  getTypeParser: (oid: number, format?: "text" | "binary") =>
+    format === "binary" ? getTypeParser(oid, "binary") : oid === int8Oid ? parseInt8 : getTypeParser(oid, "text")
+}
+
+/** How long connecting may take when the config does not say: `PgClient`'s own default. */
+const defaultConnectTimeout = Duration.seconds(5)
+
+/** The pool of the store's connections. */
+export class PgPool extends Context.Tag("foundry/PgPool")<PgPool, Pg.Pool>() {}
+
+/**
+ * A pool on `url` for the current scope, once a first statement has been answered within
+ * `connectTimeout`, which also bounds every later wait for a connection (node-postgres waits
+ * forever by default on a server that takes the connection and never answers).
+ */
+const openPool = (url: Redacted.Redacted | string, connectTimeout: Duration.DurationInput = defaultConnectTimeout) =>
+  Effect.acquireRelease(
+    Effect.suspend(() => {
+      const pool = new Pg.Pool({
+        connectionString: typeof url === "string" ? url : Redacted.value(url),
+        connectionTimeoutMillis: Duration.toMillis(connectTimeout),
+        types
+      })
+      // An idle connection that breaks (a server restarting) is dropped by the pool, which says
+      // so here; without a listener the process would stop on it.
+      pool.on("error", () => {})
+      return query(pool, "SELECT 1", []).pipe(
+        Effect.mapError((cause) => new SqlError({ cause, message: "PgClient: Failed to connect" })),
+        Effect.timeoutFail({
+          duration: connectTimeout,
+          onTimeout: () => new SqlError({ cause: new Error("Connection timed out"), message: "PgClient: Connection timed out" })
+        }),
+        Effect.as(pool),
+        Effect.tapError(() => Effect.promise(() => pool.end()))
+      )
+    }),
+    (pool) => Effect.promise(() => pool.end()).pipe(Effect.interruptible, Effect.timeoutOption(1000))
+  )
+
+/**
+ * The pool, and `PgClient` (as `SqlClient` too) over it with the store's name transforms: names in
+ * camelCase in code, snake_case in the database.
+ */
+export const clientLayer = (url: Redacted.Redacted | string, connectTimeout?: Duration.DurationInput) => {
+  const pool = Layer.scoped(PgPool, openPool(url, connectTimeout))
+  const client = Layer.unwrapEffect(Effect.map(PgPool, (opened) =>
+    PgClient.layerFromPool({
+      acquire: Effect.succeed(opened),
+      transformQueryNames: Str.camelToSnake,
+      transformResultNames: Str.snakeToCamel
+    })))
+  return Layer.provideMerge(client, pool)
+}
+
+/**
+ * One statement on `on`, the pool (any free connection) or a connection held for a transaction:
+ * its rows, by column name as the database spells them. Interrupted, it is not waited for: the
+ * connection answers it before the next statement queued on it.
+ */
+export const query = (on: Pg.Pool | Pg.PoolClient, text: string, params: ReadonlyArray<unknown>): Effect.Effect<ReadonlyArray<Row>, Error> =>
+  Effect.async((resume) => {
+    on.query(text, [...params], (error, result) => resume(error ? Effect.fail(error) : Effect.succeed(result.rows)))
+  })
+
+/** A connection taken from the pool for one transaction, and what broke it while it was held. */
+interface Held {
+  readonly connection: Pg.PoolClient
+  readonly onError: (cause: Error) => void
+  broken: Error | undefined
+}
+
+const checkOut = (pool: Pg.Pool): Effect.Effect<Held, Error> =>
+  Effect.async((resume) => {
+    pool.connect((error, connection) => {
+      if (error !== undefined || connection === undefined) return resume(Effect.fail(error ?? new Error("the pool gave no connection")))
+      const held: Held = {
+        connection,
+        broken: undefined,
+        onError: (cause) => {
+          held.broken = cause
+        }
+      }
+      // Without a listener, a connection that breaks while held would stop the process.
+      connection.on("error", held.onError)
+      resume(Effect.succeed(held))
+    })
+  })
+
+/** Back to the pool, or closed when it broke or could not be rolled back (it would hand its state on). */
+const checkIn = (held: Held) =>
+  Effect.sync(() => {
+    held.connection.off("error", held.onError)
+    held.connection.release(held.broken ?? false)
+  })
+
+/**
+ * `body` in a transaction on a connection of its own: `BEGIN`, the body, `COMMIT`; on a failure
+ * or an interruption `ROLLBACK`. The connection goes back to the pool after.
+ */
+export const transaction = <A, E>(pool: Pg.Pool, body: (connection: Pg.PoolClient) => Effect.Effect<A, E>): Effect.Effect<A, E | Error> =>
+  Effect.acquireUseRelease(
+    checkOut(pool),
+    (held) =>
+      query(held.connection, "BEGIN", []).pipe(
+        Effect.zipRight(body(held.connection)),
+        Effect.zipLeft(query(held.connection, "COMMIT", [])),
+        Effect.onError(() =>
+          query(held.connection, "ROLLBACK", []).pipe(
+            Effect.catchAll((cause) => Effect.sync(() => void (held.broken ??= cause)))
+          )
+        )
+      ),
+    checkIn
+  )
