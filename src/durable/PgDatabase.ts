@@ -12,7 +12,7 @@ import { Array as Arr, Context, Data, type Duration, Effect, Layer, type Redacte
 import type * as Pg from "pg"
 import { type BatchOutcome, Database, groupCommit, type Row, type Statement, type StoreChannel, type WriteUnit } from "./Database.js"
 import { migrate } from "./migrations.js"
-import { clientLayer, PgPool, query, transaction } from "./pgConnection.js"
+import { type Answer, clientLayer, flight, PgPools, query, transaction, withConnection } from "./pgConnection.js"
 import { messageOf, StoreError } from "./StoreError.js"
 
 /**
@@ -81,22 +81,26 @@ const channelOf = (pool: Pg.Pool, client: PgClient.PgClient) =>
 
 /** The database over the provided pool and its `PgClient`, for the current scope. */
 export const make = Effect.gen(function*() {
-  const pool = yield* PgPool
+  const { pool, writer } = yield* PgPools
   const client = yield* PgClient.PgClient
   let statements = 0
   let writeTransactions = 0
   const texts = new Map<string, string>()
 
+  const textOf = (statement: Statement): string => {
+    const source = statement.sequencedRows === undefined ? statement.sql : `${statement.sql} RETURNING seq`
+    let text = texts.get(source)
+    if (text === undefined) {
+      text = numbered(source)
+      texts.set(source, text)
+    }
+    return text
+  }
+
   const execute = (on: Pg.Pool | Pg.PoolClient, statement: Statement): Effect.Effect<ReadonlyArray<Row>, Error> =>
     Effect.suspend(() => {
       statements++
-      const source = statement.sequencedRows === undefined ? statement.sql : `${statement.sql} RETURNING seq`
-      let text = texts.get(source)
-      if (text === undefined) {
-        text = numbered(source)
-        texts.set(source, text)
-      }
-      return query(on, text, statement.params)
+      return query(on, textOf(statement), statement.params)
     })
 
   const writeUnit = (connection: Pg.PoolClient, unit: WriteUnit) =>
@@ -115,24 +119,76 @@ export const make = Effect.gen(function*() {
 
   /** A unit in a transaction of its own, tried again while PostgreSQL undoes it as a deadlock's victim. */
   const writeAlone = (unit: WriteUnit): Effect.Effect<BatchOutcome> =>
-    transaction(pool, (connection) => Effect.zipRight(inEventOrder(connection, [unit]), writeUnit(connection, unit))).pipe(
+    transaction(writer, (connection) => Effect.zipRight(inEventOrder(connection, [unit]), writeUnit(connection, unit))).pipe(
       Effect.zipLeft(counted),
       Effect.retry({ schedule: transientRetry, while: isTransient }),
       Effect.catchAll((cause) => Effect.succeed({ _tag: "Failed", message: messageOf(cause) } as const))
     )
 
-  /** The batch with no savepoint (units seldom fail): a failing unit fails the transaction. */
+  /**
+   * The batch with no savepoint (units seldom fail), its statements sent in as few flights as its
+   * guards allow: a unit's guard must be answered before its statements go (they go only if it
+   * returns a row), and it must see what the units before it wrote, so a flight ends with a guard.
+   * `BEGIN` goes with the first, `COMMIT` with the last. A failing unit fails the transaction.
+   */
   const writeTogether = (units: ReadonlyArray<WriteUnit>) =>
-    transaction(pool, (connection) =>
-      Effect.zipRight(
-        inEventOrder(connection, units),
-        Effect.forEach(units, (unit): Effect.Effect<BatchOutcome, UnitFailed> =>
-          Effect.mapError(writeUnit(connection, unit), (cause) => new UnitFailed({ cause })))
-      ))
+    withConnection(writer, (connection) =>
+      Effect.gen(function*() {
+        /** A statement of the flight being made, and what its answer is for: a unit's guard or its statement, or neither. */
+        interface Sent {
+          readonly text: string
+          readonly params: ReadonlyArray<unknown>
+          readonly unit?: number
+          readonly guard?: boolean
+        }
+        const written: Array<Array<ReadonlyArray<Row>>> = units.map(() => [])
+        const refused = new Set<number>()
+        const store = (statement: Statement, unit?: number, guard?: boolean): Sent => {
+          statements++
+          return { text: textOf(statement), params: statement.params, unit, guard }
+        }
+        /** The flight sent; fails with the first failure it met, a unit's as `UnitFailed`. */
+        const send = (sent: ReadonlyArray<Sent>) =>
+          Effect.flatMap(flight(connection, sent), (answers: ReadonlyArray<Answer>) => {
+            for (const [index, answer] of answers.entries()) {
+              const item = sent[index]
+              if (answer._tag === "Left") {
+                return Effect.fail(item?.unit === undefined ? answer.left : new UnitFailed({ cause: answer.left }))
+              }
+              if (item?.unit === undefined) continue
+              if (item.guard === true) {
+                if (answer.right.rows.length === 0) refused.add(item.unit)
+              } else {
+                written[item.unit]?.push(answer.right.rows)
+              }
+            }
+            return Effect.succeed(answers)
+          })
+        let sending: Array<Sent> = [{ text: "BEGIN", params: [] }]
+        if (units.some(insertsEvents)) sending.push(store(eventOrder))
+        for (const [index, unit] of units.entries()) {
+          if (unit.guard !== undefined) {
+            sending.push(store(unit.guard, index, true))
+            yield* send(sending)
+            sending = []
+            if (refused.has(index)) continue
+          }
+          for (const statement of unit.statements) sending.push(store(statement, index))
+        }
+        sending.push({ text: "COMMIT", params: [] })
+        const answers = yield* send(sending)
+        // A transaction that failed answers `COMMIT` with a rollback, and no error.
+        const committed = answers.at(-1)
+        if (committed?._tag === "Right" && committed.right.command !== "COMMIT") {
+          return yield* Effect.fail(new Error(`the transaction was rolled back (${committed.right.command})`))
+        }
+        return units.map((_, index): BatchOutcome =>
+          refused.has(index) ? { _tag: "Refused" } : { _tag: "Written", rows: written[index] ?? [] })
+      }))
 
   /** The batch again, each unit in a savepoint: a failing unit rolls back to it, the others stay. */
   const writeApart = (units: ReadonlyArray<WriteUnit>) =>
-    transaction(pool, (connection) =>
+    transaction(writer, (connection) =>
       Effect.zipRight(
         inEventOrder(connection, units),
         Effect.forEach(units, (unit): Effect.Effect<BatchOutcome | typeof again, Error> =>
@@ -156,16 +212,20 @@ export const make = Effect.gen(function*() {
         )
       )
 
-  const write = yield* groupCommit((units) => {
-    const [only] = units
-    if (units.length === 1 && only !== undefined) return Effect.map(writeAlone(only), (outcome) => [outcome])
-    return writeTogether(units).pipe(
+  const write = yield* groupCommit((units) =>
+    writeTogether(units).pipe(
       Effect.zipLeft(counted),
-      Effect.retry({ schedule: transientRetry, while: isTransient }),
-      Effect.catchTag("UnitFailed", () => writeApart(units)),
+      // A unit alone whose statement PostgreSQL undid as a deadlock's victim is the batch's.
+      Effect.retry({
+        schedule: transientRetry,
+        while: (cause) => isTransient(cause) || (units.length === 1 && cause instanceof UnitFailed && isTransient(cause.cause))
+      }),
+      Effect.catchIf(
+        (cause): cause is UnitFailed => cause instanceof UnitFailed,
+        (failed) => units.length === 1 ? Effect.succeed([{ _tag: "Failed", message: messageOf(failed.cause) } as const]) : writeApart(units)
+      ),
       Effect.mapError((cause) => new StoreError({ operation: "write", message: messageOf(cause) }))
-    )
-  })
+    ))
 
   return Database.of({
     dialect: "pg",

@@ -9,7 +9,7 @@
  */
 import { SqlError } from "@effect/sql/SqlError"
 import { PgClient } from "@effect/sql-pg"
-import { Context, Duration, Effect, Layer, Redacted, String as Str } from "effect"
+import { Context, Duration, Effect, Either, Layer, Redacted, String as Str } from "effect"
 import * as Pg from "pg"
 import { getTypeParser } from "pg-types"
 import type { Row } from "./Database.js"
@@ -40,21 +40,29 @@ const types = {
 /** How long connecting may take when the config does not say: `PgClient`'s own default. */
 const defaultConnectTimeout = Duration.seconds(5)
 
-/** The pool of the store's connections. */
-export class PgPool extends Context.Tag("foundry/PgPool")<PgPool, Pg.Pool>() {}
+/**
+ * The store's connections: `pool` for reads and for its `PgClient`, and `writer`, the group
+ * commit's one connection, pipelined (node-postgres sends a statement without waiting for the
+ * answers to those before it), so that a batch's statements go to the server together.
+ */
+export class PgPools extends Context.Tag("foundry/PgPools")<PgPools, {
+  readonly pool: Pg.Pool
+  readonly writer: Pg.Pool
+}>() {}
 
 /**
  * A pool on `url` for the current scope, once a first statement has been answered within
  * `connectTimeout`, which also bounds every later wait for a connection (node-postgres waits
  * forever by default on a server that takes the connection and never answers).
  */
-const openPool = (url: Redacted.Redacted | string, connectTimeout: Duration.DurationInput = defaultConnectTimeout) =>
+const openPool = (url: Redacted.Redacted | string, connectTimeout: Duration.DurationInput, options: Pg.PoolConfig) =>
   Effect.acquireRelease(
     Effect.suspend(() => {
       const pool = new Pg.Pool({
         connectionString: typeof url === "string" ? url : Redacted.value(url),
         connectionTimeoutMillis: Duration.toMillis(connectTimeout),
-        types
+        types,
+        ...options
       })
       // An idle connection that breaks (a server restarting) is dropped by the pool, which says
       // so here; without a listener the process would stop on it.
@@ -73,18 +81,25 @@ const openPool = (url: Redacted.Redacted | string, connectTimeout: Duration.Dura
   )
 
 /**
- * The pool, and `PgClient` (as `SqlClient` too) over it with the store's name transforms: names in
- * camelCase in code, snake_case in the database.
+ * The pools, and `PgClient` (as `SqlClient` too) over the store's pool with the store's name
+ * transforms: names in camelCase in code, snake_case in the database.
  */
-export const clientLayer = (url: Redacted.Redacted | string, connectTimeout?: Duration.DurationInput) => {
-  const pool = Layer.scoped(PgPool, openPool(url, connectTimeout))
-  const client = Layer.unwrapEffect(Effect.map(PgPool, (opened) =>
+export const clientLayer = (url: Redacted.Redacted | string, connectTimeout: Duration.DurationInput = defaultConnectTimeout) => {
+  const pools = Layer.scoped(
+    PgPools,
+    Effect.all({
+      pool: openPool(url, connectTimeout, {}),
+      // One: the group commit writes one batch at a time.
+      writer: openPool(url, connectTimeout, { max: 1, pipeline: true })
+    })
+  )
+  const client = Layer.unwrapEffect(Effect.map(PgPools, ({ pool }) =>
     PgClient.layerFromPool({
-      acquire: Effect.succeed(opened),
+      acquire: Effect.succeed(pool),
       transformQueryNames: Str.camelToSnake,
       transformResultNames: Str.snakeToCamel
     })))
-  return Layer.provideMerge(client, pool)
+  return Layer.provideMerge(client, pools)
 }
 
 /**
@@ -129,21 +144,54 @@ const checkIn = (held: Held) =>
   })
 
 /**
- * `body` in a transaction on a connection of its own: `BEGIN`, the body, `COMMIT`; on a failure
- * or an interruption `ROLLBACK`. The connection goes back to the pool after.
+ * `use` with a connection of its own, which goes back to the pool after; on a failure or an
+ * interruption, what it began is rolled back first (`ROLLBACK` outside a transaction only warns).
  */
-export const transaction = <A, E>(pool: Pg.Pool, body: (connection: Pg.PoolClient) => Effect.Effect<A, E>): Effect.Effect<A, E | Error> =>
+export const withConnection = <A, E>(pool: Pg.Pool, use: (connection: Pg.PoolClient) => Effect.Effect<A, E>): Effect.Effect<A, E | Error> =>
   Effect.acquireUseRelease(
     checkOut(pool),
     (held) =>
-      query(held.connection, "BEGIN", []).pipe(
-        Effect.zipRight(body(held.connection)),
-        Effect.zipLeft(query(held.connection, "COMMIT", [])),
-        Effect.onError(() =>
-          query(held.connection, "ROLLBACK", []).pipe(
-            Effect.catchAll((cause) => Effect.sync(() => void (held.broken ??= cause)))
-          )
-        )
-      ),
+      Effect.onError(use(held.connection), () =>
+        query(held.connection, "ROLLBACK", []).pipe(
+          Effect.catchAll((cause) => Effect.sync(() => void (held.broken ??= cause)))
+        )),
     checkIn
   )
+
+/** `body` in a transaction on a connection of its own: `BEGIN`, the body, `COMMIT`. */
+export const transaction = <A, E>(pool: Pg.Pool, body: (connection: Pg.PoolClient) => Effect.Effect<A, E>): Effect.Effect<A, E | Error> =>
+  withConnection(pool, (connection) =>
+    query(connection, "BEGIN", []).pipe(
+      Effect.zipRight(body(connection)),
+      Effect.zipLeft(query(connection, "COMMIT", []))
+    ))
+
+/** What the server answered to one statement of a flight. */
+export type Answer = Either.Either<Pg.QueryResult, Error>
+
+/**
+ * `statements` sent together on `connection`, a pipelined one, in one write to its socket: each
+ * one's answer, in order, once all are answered. The server runs them in order; inside a
+ * transaction, those after one that failed fail too (the transaction is aborted), and a `COMMIT`
+ * among them rolls it back.
+ */
+export const flight = (
+  connection: Pg.PoolClient,
+  statements: ReadonlyArray<{ readonly text: string; readonly params: ReadonlyArray<unknown> }>
+): Effect.Effect<ReadonlyArray<Answer>> =>
+  Effect.async((resume) => {
+    const answers: Array<Answer> = []
+    let waiting = statements.length
+    if (waiting === 0) return resume(Effect.succeed(answers))
+    // node-postgres writes each statement's messages with a write of its own; held until all are
+    // written, they go in one.
+    const socket = connection.connection.stream
+    socket.cork()
+    for (const [index, statement] of statements.entries()) {
+      connection.query(statement.text, [...statement.params], (error, result) => {
+        answers[index] = error ? Either.left(error) : Either.right(result)
+        if (--waiting === 0) resume(Effect.succeed(answers))
+      })
+    }
+    socket.uncork()
+  })
