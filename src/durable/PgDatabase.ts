@@ -12,7 +12,7 @@ import { Array as Arr, Context, Data, type Duration, Effect, Layer, type Redacte
 import type * as Pg from "pg"
 import { type BatchOutcome, Database, groupCommit, type Row, type Statement, type StoreChannel, type WriteUnit } from "./Database.js"
 import { migrate } from "./migrations.js"
-import { type Answer, clientLayer, flight, PgPools, query, transaction, withConnection } from "./pgConnection.js"
+import { clientLayer, flight, isServerError, PgPools, query, read, transaction, withConnection } from "./pgConnection.js"
 import { messageOf, StoreError } from "./StoreError.js"
 
 /**
@@ -20,8 +20,10 @@ import { messageOf, StoreError } from "./StoreError.js"
  * and the same write can simply be tried again. Runners write to one database at once, and two
  * transactions that lock the same rows in another order end in a deadlock now and then.
  */
+const codeOf = (cause: unknown): unknown => typeof cause === "object" && cause !== null && "code" in cause ? cause.code : undefined
+
 const isTransient = (cause: unknown): boolean => {
-  const code = typeof cause === "object" && cause !== null && "code" in cause ? cause.code : undefined
+  const code = codeOf(cause)
   return code === "40P01" || code === "40001"
 }
 
@@ -33,6 +35,28 @@ const again = { _tag: "Again" } as const
 
 /** A unit of a batch written without savepoints failed: the batch is rolled back, to be written unit by unit. */
 class UnitFailed extends Data.TaggedError("UnitFailed")<{ readonly cause: Error }> {}
+
+/** A unit of a batch written without savepoints was refused by its guard: the same. */
+class UnitRefused extends Data.TaggedError("UnitRefused") {}
+
+/** The error a refusing guard raises when its guard returns no row (`division_by_zero`). */
+const refusedCode = "22012"
+
+const guardTexts = new Map<string, string>()
+
+/**
+ * The guard as a statement that fails when the guard returns no row, so that the statements sent
+ * after it in the same transaction are not run (one over the count of its rows). A guard's
+ * `FOR UPDATE` in the inner query locks the rows it returns, as before.
+ */
+const refusing = (guard: Statement): string => {
+  let text = guardTexts.get(guard.sql)
+  if (text === undefined) {
+    text = numbered(`SELECT 1 / COUNT(*) AS guard FROM (${guard.sql}) AS guarded`)
+    guardTexts.set(guard.sql, text)
+  }
+  return text
+}
 
 /**
  * Taken first by every transaction that inserts events, held until it ends: events are numbered in
@@ -61,7 +85,7 @@ const numbered = (sql: string): string => {
  * counted with the store's: the benchmarks count those a run makes.
  */
 const channelOf = (pool: Pg.Pool, client: PgClient.PgClient) =>
-  Effect.map(query(pool, "SELECT current_schema() AS schema", []), (rows): StoreChannel => {
+  Effect.map(read(pool, "SELECT current_schema() AS schema", []), (rows): StoreChannel => {
     const schema = createHash("sha256").update(String(rows[0]?.["schema"])).digest("hex").slice(0, 16)
     const named = (channel: string) => `${channel}_${schema}`
     return {
@@ -72,7 +96,7 @@ const channelOf = (pool: Pg.Pool, client: PgClient.PgClient) =>
       listen: (channel) => client.listen(named(channel)).pipe(Stream.mapError((cause) => new StoreError({ operation: "listen", message: messageOf(cause) }))),
       // `pg_notify`, as `NOTIFY` takes no parameters.
       send: (channel, message) =>
-        query(pool, "SELECT pg_notify($1, $2)", [named(channel), message]).pipe(
+        read(pool, "SELECT pg_notify($1, $2)", [named(channel), message]).pipe(
           Effect.asVoid,
           Effect.mapError((cause) => new StoreError({ operation: "send", message: messageOf(cause) }))
         )
@@ -97,10 +121,10 @@ export const make = Effect.gen(function*() {
     return text
   }
 
-  const execute = (on: Pg.Pool | Pg.PoolClient, statement: Statement): Effect.Effect<ReadonlyArray<Row>, Error> =>
+  const execute = (connection: Pg.PoolClient, statement: Statement): Effect.Effect<ReadonlyArray<Row>, Error> =>
     Effect.suspend(() => {
       statements++
-      return query(on, textOf(statement), statement.params)
+      return query(connection, textOf(statement), statement.params)
     })
 
   const writeUnit = (connection: Pg.PoolClient, unit: WriteUnit) =>
@@ -126,64 +150,56 @@ export const make = Effect.gen(function*() {
     )
 
   /**
-   * The batch with no savepoint (units seldom fail), its statements sent in as few flights as its
-   * guards allow: a unit's guard must be answered before its statements go (they go only if it
-   * returns a row), and it must see what the units before it wrote, so a flight ends with a guard.
-   * `BEGIN` goes with the first, `COMMIT` with the last. A failing unit fails the transaction.
+   * The batch with no savepoint (units seldom fail and guards seldom refuse), all its statements
+   * sent at once after `BEGIN`, `COMMIT` last. A unit's guard goes as `refusing` it, so that the
+   * statements after it run only if it returns a row; the server runs them in order, so it sees
+   * what the units before it wrote. A unit that fails or is refused fails the transaction.
    */
   const writeTogether = (units: ReadonlyArray<WriteUnit>) =>
     withConnection(writer, (connection) =>
       Effect.gen(function*() {
-        /** A statement of the flight being made, and what its answer is for: a unit's guard or its statement, or neither. */
+        /** A statement sent, and whose it is (a unit's, or its guard), if anyone's. */
         interface Sent {
           readonly text: string
           readonly params: ReadonlyArray<unknown>
           readonly unit?: number
           readonly guard?: boolean
         }
-        const written: Array<Array<ReadonlyArray<Row>>> = units.map(() => [])
-        const refused = new Set<number>()
-        const store = (statement: Statement, unit?: number, guard?: boolean): Sent => {
+        const sent: Array<Sent> = [{ text: "BEGIN", params: [] }]
+        const store = (text: string, statement: Statement, unit?: number, guard?: boolean) => {
           statements++
-          return { text: textOf(statement), params: statement.params, unit, guard }
+          sent.push({ text, params: statement.params, unit, guard })
         }
-        /** The flight sent; fails with the first failure it met, a unit's as `UnitFailed`. */
-        const send = (sent: ReadonlyArray<Sent>) =>
-          Effect.flatMap(flight(connection, sent), (answers: ReadonlyArray<Answer>) => {
-            for (const [index, answer] of answers.entries()) {
-              const item = sent[index]
-              if (answer._tag === "Left") {
-                return Effect.fail(item?.unit === undefined ? answer.left : new UnitFailed({ cause: answer.left }))
-              }
-              if (item?.unit === undefined) continue
-              if (item.guard === true) {
-                if (answer.right.rows.length === 0) refused.add(item.unit)
-              } else {
-                written[item.unit]?.push(answer.right.rows)
-              }
-            }
-            return Effect.succeed(answers)
-          })
-        let sending: Array<Sent> = [{ text: "BEGIN", params: [] }]
-        if (units.some(insertsEvents)) sending.push(store(eventOrder))
+        if (units.some(insertsEvents)) store(textOf(eventOrder), eventOrder)
         for (const [index, unit] of units.entries()) {
-          if (unit.guard !== undefined) {
-            sending.push(store(unit.guard, index, true))
-            yield* send(sending)
-            sending = []
-            if (refused.has(index)) continue
-          }
-          for (const statement of unit.statements) sending.push(store(statement, index))
+          if (unit.guard !== undefined) store(refusing(unit.guard), unit.guard, index, true)
+          for (const statement of unit.statements) store(textOf(statement), statement, index)
         }
-        sending.push({ text: "COMMIT", params: [] })
-        const answers = yield* send(sending)
-        // A transaction that failed answers `COMMIT` with a rollback, and no error.
+        sent.push({ text: "COMMIT", params: [] })
+        const answers = yield* flight(connection, sent)
+        const written: Array<Array<ReadonlyArray<Row>>> = units.map(() => [])
+        for (const [index, answer] of answers.entries()) {
+          const item = sent[index]
+          if (answer._tag === "Left") {
+            // Only what the server answered is a unit's: it answers in order, so it did not reach
+            // `COMMIT`. A connection that broke may have committed the batch: it fails as it is,
+            // never written again.
+            if (item?.unit === undefined || !isServerError(answer.left)) return yield* Effect.fail(answer.left)
+            return yield* Effect.fail(
+              item.guard === true && codeOf(answer.left) === refusedCode
+                ? new UnitRefused()
+                : new UnitFailed({ cause: answer.left })
+            )
+          }
+          if (item?.unit !== undefined && item.guard !== true) written[item.unit]?.push(answer.right.rows)
+        }
+        // A transaction that failed answers `COMMIT` with a rollback, and no error: only in a case
+        // no answer above told of.
         const committed = answers.at(-1)
         if (committed?._tag === "Right" && committed.right.command !== "COMMIT") {
           return yield* Effect.fail(new Error(`the transaction was rolled back (${committed.right.command})`))
         }
-        return units.map((_, index): BatchOutcome =>
-          refused.has(index) ? { _tag: "Refused" } : { _tag: "Written", rows: written[index] ?? [] })
+        return written.map((rows): BatchOutcome => ({ _tag: "Written", rows }))
       }))
 
   /** The batch again, each unit in a savepoint: a failing unit rolls back to it, the others stay. */
@@ -221,8 +237,11 @@ export const make = Effect.gen(function*() {
         while: (cause) => isTransient(cause) || (units.length === 1 && cause instanceof UnitFailed && isTransient(cause.cause))
       }),
       Effect.catchIf(
-        (cause): cause is UnitFailed => cause instanceof UnitFailed,
-        (failed) => units.length === 1 ? Effect.succeed([{ _tag: "Failed", message: messageOf(failed.cause) } as const]) : writeApart(units)
+        (cause): cause is UnitFailed | UnitRefused => cause instanceof UnitFailed || cause instanceof UnitRefused,
+        (failed): Effect.Effect<ReadonlyArray<BatchOutcome>, Error> =>
+          units.length > 1
+            ? writeApart(units)
+            : Effect.succeed([failed._tag === "UnitRefused" ? { _tag: "Refused" } : { _tag: "Failed", message: messageOf(failed.cause) }])
       ),
       Effect.mapError((cause) => new StoreError({ operation: "write", message: messageOf(cause) }))
     ))
@@ -230,7 +249,11 @@ export const make = Effect.gen(function*() {
   return Database.of({
     dialect: "pg",
     sql: client,
-    read: (statement) => execute(pool, statement).pipe(Effect.mapError((cause) => new StoreError({ operation: "read", message: messageOf(cause) }))),
+    read: (statement) =>
+      Effect.suspend(() => {
+        statements++
+        return read(pool, textOf(statement), statement.params)
+      }).pipe(Effect.mapError((cause) => new StoreError({ operation: "read", message: messageOf(cause) }))),
     write,
     stats: Effect.sync(() => ({ statements, writeTransactions, commitMillis: null, statementMillis: null })),
     channel: yield* Effect.mapError(channelOf(pool, client), (cause) => new StoreError({ operation: "connect", message: messageOf(cause) }))

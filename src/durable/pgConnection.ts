@@ -62,6 +62,10 @@ const openPool = (url: Redacted.Redacted | string, connectTimeout: Duration.Dura
         connectionString: typeof url === "string" ? url : Redacted.value(url),
         connectionTimeoutMillis: Duration.toMillis(connectTimeout),
         types,
+        // Seen in `pg_stat_activity` (an `application_name` in the URL wins).
+        application_name: "foundry",
+        // A connection the network dropped without a word is found out, not waited on for ever.
+        keepAlive: true,
         ...options
       })
       // An idle connection that breaks (a server restarting) is dropped by the pool, which says
@@ -89,8 +93,8 @@ export const clientLayer = (url: Redacted.Redacted | string, connectTimeout: Dur
     PgPools,
     Effect.all({
       pool: openPool(url, connectTimeout, {}),
-      // One: the group commit writes one batch at a time.
-      writer: openPool(url, connectTimeout, { max: 1, pipeline: true })
+      // One, kept while idle: the group commit writes one batch at a time, and every batch on it.
+      writer: openPool(url, connectTimeout, { max: 1, idleTimeoutMillis: 0, pipeline: true })
     })
   )
   const client = Layer.unwrapEffect(Effect.map(PgPools, ({ pool }) =>
@@ -103,14 +107,36 @@ export const clientLayer = (url: Redacted.Redacted | string, connectTimeout: Dur
 }
 
 /**
- * One statement on `on`, the pool (any free connection) or a connection held for a transaction:
- * its rows, by column name as the database spells them. Interrupted, it is not waited for: the
- * connection answers it before the next statement queued on it.
+ * One statement on `connection`: its rows, by column name as the database spells them.
+ * Interrupted, it is not waited for: the connection answers it before the next statement queued
+ * on it.
  */
-export const query = (on: Pg.Pool | Pg.PoolClient, text: string, params: ReadonlyArray<unknown>): Effect.Effect<ReadonlyArray<Row>, Error> =>
+export const query = (connection: Pg.Pool | Pg.PoolClient, text: string, params: ReadonlyArray<unknown>): Effect.Effect<ReadonlyArray<Row>, Error> =>
   Effect.async((resume) => {
-    on.query(text, [...params], (error, result) => resume(error ? Effect.fail(error) : Effect.succeed(result.rows)))
+    connection.query(text, [...params], (error, result) => resume(error ? Effect.fail(error) : Effect.succeed(result.rows)))
   })
+
+/**
+ * Whether the server said so: an error it answered with, after which the connection goes on
+ * (unlike a connection that broke, or the client's own error, which may have left the server's
+ * answers unread).
+ */
+export const isServerError = (cause: unknown): cause is Pg.DatabaseError => cause instanceof Pg.DatabaseError
+
+/**
+ * One statement on a connection of the pool's (`Pool.query` would close a connection whose
+ * statement the server refused; it goes back to the pool here, as `@effect/sql-pg` let it).
+ */
+export const read = (pool: Pg.Pool, text: string, params: ReadonlyArray<unknown>): Effect.Effect<ReadonlyArray<Row>, Error> =>
+  Effect.acquireUseRelease(
+    checkOut(pool),
+    (held) =>
+      Effect.tapError(query(held.connection, text, params), (cause) =>
+        Effect.sync(() => {
+          if (!isServerError(cause)) held.broken ??= cause
+        })),
+    checkIn
+  )
 
 /** A connection taken from the pool for one transaction, and what broke it while it was held. */
 interface Held {
@@ -187,11 +213,14 @@ export const flight = (
     // written, they go in one.
     const socket = connection.connection.stream
     socket.cork()
-    for (const [index, statement] of statements.entries()) {
-      connection.query(statement.text, [...statement.params], (error, result) => {
-        answers[index] = error ? Either.left(error) : Either.right(result)
-        if (--waiting === 0) resume(Effect.succeed(answers))
-      })
+    try {
+      for (const [index, statement] of statements.entries()) {
+        connection.query(statement.text, [...statement.params], (error, result) => {
+          answers[index] = error ? Either.left(error) : Either.right(result)
+          if (--waiting === 0) resume(Effect.succeed(answers))
+        })
+      }
+    } finally {
+      socket.uncork()
     }
-    socket.uncork()
   })

@@ -1,0 +1,109 @@
+/**
+ * PostgreSQL's writes when the connection breaks after a batch's `COMMIT` was sent: the server may
+ * have committed it, so the batch fails as it is and is never written again (a second write would
+ * store every step twice). The store reaches the server through a TCP proxy that, once armed,
+ * passes on the batch, then the server's answer to its `BEGIN` only, and cuts the connection.
+ */
+import { createServer, connect as connectTcp, type Socket } from "node:net"
+import { describe, expect, it } from "@effect/vitest"
+import { Context, Effect, Either, Layer } from "effect"
+import { Database, type WriteUnit } from "../../src/durable/Database.js"
+import * as PgConnection from "../../src/durable/pgConnection.js"
+import * as PgDatabase from "../../src/durable/PgDatabase.js"
+import { connect, freshSchema, skipPostgres } from "../support/postgres.js"
+
+/** A proxy to the server of `url` on a free port, for the test's scope; `cutAfterCommit` arms it once. */
+const cuttingProxy = (url: string) =>
+  Effect.acquireRelease(
+    Effect.async<{ readonly url: string; cutAfterCommit: boolean; cuts: number; readonly close: () => void }>((resume) => {
+      const target = new URL(url)
+      const sockets = new Set<Socket>()
+      const server = createServer((client) => {
+        const upstream = connectTcp(Number(target.port || 5432), target.hostname)
+        sockets.add(client).add(upstream)
+        // Once cutting: the server's messages are passed on up to its first `ReadyForQuery` (the
+        // answer to the batch's `BEGIN`), the rest dropped.
+        let cutting = false
+        let passing = true
+        let unread = Buffer.alloc(0)
+        client.on("data", (chunk) => {
+          upstream.write(chunk)
+          if (state.cutAfterCommit && chunk.includes(Buffer.from("COMMIT\0"))) {
+            state.cutAfterCommit = false
+            state.cuts++
+            cutting = true
+            // Long enough for the server to have committed.
+            setTimeout(() => {
+              client.destroy()
+              upstream.destroy()
+            }, 300)
+          }
+        })
+        upstream.on("data", (chunk) => {
+          if (!cutting) return void client.write(chunk)
+          unread = Buffer.concat([unread, chunk])
+          // A message: its type (a byte), then its length (its own four bytes included).
+          while (unread.length >= 5 && unread.length >= 1 + unread.readInt32BE(1)) {
+            const message = unread.subarray(0, 1 + unread.readInt32BE(1))
+            unread = unread.subarray(message.length)
+            if (passing) client.write(message)
+            if (message[0] === "Z".charCodeAt(0)) passing = false
+          }
+        })
+        for (const [one, other] of [[client, upstream], [upstream, client]] as const) {
+          one.on("error", () => other.destroy())
+          one.on("close", () => other.destroy())
+        }
+      })
+      const state = {
+        url: "",
+        cutAfterCommit: false,
+        cuts: 0,
+        close: () => {
+          for (const socket of sockets) socket.destroy()
+          server.close()
+        }
+      }
+      server.listen(0, "127.0.0.1", () => {
+        const address = server.address()
+        const proxied = new URL(url)
+        proxied.hostname = "127.0.0.1"
+        proxied.port = String(typeof address === "object" && address !== null ? address.port : 0)
+        state.url = proxied.toString()
+        resume(Effect.succeed(state))
+      })
+    }),
+    (proxy) => Effect.sync(() => proxy.close())
+  )
+
+describe.skipIf(skipPostgres)("PostgreSQL writes whose connection breaks", () => {
+  it.scopedLive("a batch cut off after its COMMIT was sent fails and is not written again; the next write goes on a new connection", () =>
+    Effect.gen(function*() {
+      const url = yield* freshSchema
+      const direct = yield* connect(url)
+      yield* direct.unsafe("CREATE TABLE cut_rows (seq BIGSERIAL PRIMARY KEY, v TEXT NOT NULL)")
+      const proxy = yield* cuttingProxy(url)
+      const database = Context.get(
+        yield* Layer.build(Layer.effect(Database, PgDatabase.make).pipe(Layer.provide(PgConnection.clientLayer(proxy.url)))),
+        Database
+      )
+      const unit = (v: string): WriteUnit => ({
+        guard: { sql: "SELECT 1 AS open", params: [] },
+        statements: [{ sql: "INSERT INTO cut_rows (v) VALUES (?)", params: [v] }]
+      })
+      // The writer busy for a moment, so that the three units after it go in one batch.
+      const busy = yield* Effect.fork(database.write({ statements: [{ sql: "SELECT pg_sleep(0.3)", params: [] }] }))
+      yield* Effect.sleep("50 millis")
+      proxy.cutAfterCommit = true
+      const written = yield* Effect.all(["a", "b", "c"].map((v) => Effect.either(database.write(unit(v)))), { concurrency: "unbounded" })
+      yield* busy.await
+      expect(proxy.cuts).toBe(1)
+      expect(written.map((result) => Either.isLeft(result) ? result.left._tag : "written")).toEqual(["StoreError", "StoreError", "StoreError"])
+      // The server committed the batch once; nothing wrote it again.
+      const rows = yield* direct<{ readonly v: string; readonly n: number }>`SELECT v, COUNT(*)::int AS n FROM cut_rows GROUP BY v ORDER BY v`
+      expect(rows.map((row) => [row.v, row.n])).toEqual([["a", 1], ["b", 1], ["c", 1]])
+      // The writer's broken connection was dropped: the next batch goes on a new one.
+      expect((yield* database.write(unit("d")))._tag).toBe("Written")
+      expect(yield* direct<{ readonly v: string }>`SELECT v FROM cut_rows WHERE v = 'd'`).toHaveLength(1)
+    }), 30_000)
+})
