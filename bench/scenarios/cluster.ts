@@ -4,39 +4,24 @@
  * to take over a dead runner's conversations (one of three killed with SIGKILL while its runs are
  * in flight: how long until they run again on the survivors, and until all have completed).
  *
- * Each configuration gets a database of its own (shard locks are advisory locks, per database), at
- * `FOUNDRY_BENCH_PG_URL` (default: the local server's `test` database, whose server must let its
- * user create databases).
+ * Each configuration gets a database of its own (shard locks are advisory locks, per database), on
+ * the server at `FOUNDRY_BENCH_PG_URL` (`support/postgres.ts`).
  */
-import { randomBytes } from "node:crypto"
 import { join } from "node:path"
 import { PgClient } from "@effect/sql-pg"
-import { Context, Effect, Layer, Redacted, Schema } from "effect"
+import { Effect, Schema } from "effect"
 import { freePort, requestJson, spawnFoundry, stopProcess, waitForOutput, type FoundryProcess } from "../support/foundryProcess.js"
+import { freshDatabase, pgClient } from "../support/postgres.js"
 import { delayedLookupModel, lookupAgent, lookupTool, modelDelayVariable, tempProject } from "../support/project.js"
 import { progress } from "../support/runtime.js"
 import { round } from "../support/stats.js"
 
-const serverUrl = process.env["FOUNDRY_BENCH_PG_URL"] ?? "postgres://postgres@127.0.0.1:5432/test"
 const runsPerConfiguration = 1000
 const submitConcurrency = 64
 const takeoverRuns = 300
 const takeoverDelayMs = 5000
 
 const Created = Schema.Struct({ runId: Schema.String })
-
-const client = (url: string) =>
-  Layer.build(PgClient.layer({ url: Redacted.make(url) })).pipe(Effect.map(Context.get(PgClient.PgClient)))
-
-/** A fresh database for one configuration, dropped afterwards; its URL. */
-const freshDatabase = Effect.gen(function*() {
-  const admin = yield* client(serverUrl)
-  const name = `foundry_bench_${randomBytes(5).toString("hex")}`
-  yield* Effect.acquireRelease(admin.unsafe(`CREATE DATABASE ${name}`), () => Effect.orDie(admin.unsafe(`DROP DATABASE ${name} WITH (FORCE)`)))
-  const url = new URL(serverUrl)
-  url.pathname = `/${name}`
-  return url.toString()
-})
 
 /** The project on `databaseUrl`, and the file its tool appends to. */
 const project = (databaseUrl: string) =>
@@ -101,7 +86,7 @@ const throughput = (runners: number) =>
     const root = yield* project(databaseUrl)
     yield* progress(`cluster: ${runners} runner${runners === 1 ? "" : "s"}`)
     const started = yield* startRunners(root, runners, 0)
-    const sql = yield* client(databaseUrl)
+    const sql = yield* pgClient(databaseUrl)
     // Warm up: shards acquired, code paths compiled.
     yield* submitRuns(started, 100)
     yield* untilAllEnded(sql, Date.now())
@@ -125,7 +110,7 @@ const takeover = Effect.gen(function*() {
   yield* progress("cluster: takeover (3 runners, one killed with SIGKILL)")
   // Turn 2 waits, so that the runs are in flight at the kill.
   const runners = yield* startRunners(root, 3, takeoverDelayMs)
-  const sql = yield* client(databaseUrl)
+  const sql = yield* pgClient(databaseUrl)
   yield* submitRuns(runners, takeoverRuns)
   while (true) {
     const queued = yield* sql.unsafe<{ readonly n: string }>("SELECT COUNT(*) AS n FROM foundry_runs WHERE status = 'queued'")

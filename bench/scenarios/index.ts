@@ -8,7 +8,7 @@ import { floor } from "./floor.js"
 import { idleEnvironments } from "./idleEnvironments.js"
 import { idleInstances } from "./idleInstances.js"
 import { machine } from "./machine.js"
-import { orderLookup } from "./orderLookup.js"
+import { orderLookup, orderLookupPg } from "./orderLookup.js"
 import { orderLookupHttp } from "./orderLookupHttp.js"
 import { recovery } from "./recovery.js"
 import { startup } from "./startup.js"
@@ -28,5 +28,6 @@ export const scenarios: ReadonlyArray<Scenario> = [
   { name: "idle-environments", run: idleEnvironments },
   { name: "recovery", run: recovery },
   { name: "startup", run: startup },
+  { name: "order-lookup-pg", run: orderLookupPg },
   { name: "cluster", run: cluster }
 ]

@@ -80,18 +80,26 @@ export const orderLookupScript: Scripted.Script = [
   { text: "Order 42 has shipped and arrives on Friday." }
 ]
 
+/** The reference workload's project, its config's `store` (a field, or nothing) as given, and a folder beside it. */
+const orderLookupFiles = (concurrency: number, store: string) =>
+  Effect.gen(function*() {
+    const dir = yield* tempProject({})
+    const sideEffects = join(dir, "lookups.log")
+    const root = yield* tempProject({
+      "foundry.config.ts": `import { defineConfig } from "foundry"\nexport default defineConfig({ ${store}concurrency: ${concurrency} })\n`,
+      "agents/orders/agent.ts": lookupAgent({ model: `"demo"` }),
+      "agents/orders/tools/lookup.tool.ts": lookupTool(sideEffects)
+    })
+    return { dir, project: { root, sideEffects, model: Scripted.make(orderLookupScript) } }
+  })
+
 /**
  * The reference workload's project: one agent and its `lookup` tool, `concurrency` runs at once;
  * `sideEffects` is the file the tool appends to, `storeFile` a store beside it.
  */
 export const orderLookupProject = (concurrency: number) =>
-  Effect.gen(function*() {
-    const dir = yield* tempProject({})
-    const sideEffects = join(dir, "lookups.log")
-    const root = yield* tempProject({
-      "foundry.config.ts": `import { defineConfig } from "foundry"\nexport default defineConfig({ concurrency: ${concurrency} })\n`,
-      "agents/orders/agent.ts": lookupAgent({ model: `"demo"` }),
-      "agents/orders/tools/lookup.tool.ts": lookupTool(sideEffects)
-    })
-    return { root, sideEffects, storeFile: join(dir, "foundry.db"), model: Scripted.make(orderLookupScript) }
-  })
+  Effect.map(orderLookupFiles(concurrency, ""), ({ dir, project }) => ({ ...project, storeFile: join(dir, "foundry.db") }))
+
+/** The same project on the PostgreSQL database at `url`: its config's store (`storeFile` none). */
+export const orderLookupProjectOn = (concurrency: number, url: string) =>
+  Effect.map(orderLookupFiles(concurrency, `store: { postgres: ${JSON.stringify(url)} }, `), ({ project }) => ({ ...project, storeFile: undefined }))

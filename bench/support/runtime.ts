@@ -31,10 +31,10 @@ export interface BenchRuntime {
   readonly scripts: Context.Tag.Service<ScriptRunner>
 }
 
-/** Loads the project at `root` and builds its runtime in the current scope. */
+/** Loads the project at `root` and builds its runtime in the current scope, on `storeFile` if given, else on its config's store. */
 export const startRuntime = (
   root: string,
-  options: { readonly storeFile: string; readonly model: LanguageModel; readonly environments?: RuntimeOptions["environments"] }
+  options: { readonly storeFile: string | undefined; readonly model: LanguageModel; readonly environments?: RuntimeOptions["environments"] }
 ) =>
   Effect.gen(function*() {
     const app = yield* loadProject(root, 1)
