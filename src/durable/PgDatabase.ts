@@ -36,8 +36,8 @@ const again = { _tag: "Again" } as const
 /** A unit of a batch written without savepoints failed: the batch is rolled back, to be written unit by unit. */
 class UnitFailed extends Data.TaggedError("UnitFailed")<{ readonly cause: Error }> {}
 
-/** A unit of a batch written without savepoints was refused by its guard: the same. */
-class UnitRefused extends Data.TaggedError("UnitRefused") {}
+/** A unit of a batch written without savepoints was refused by its guard: the batch goes again without it. */
+class UnitRefused extends Data.TaggedError("UnitRefused")<{ readonly unit: number }> {}
 
 /** The error a refusing guard raises when its guard returns no row (`division_by_zero`). */
 const refusedCode = "22012"
@@ -47,12 +47,14 @@ const guardTexts = new Map<string, string>()
 /**
  * The guard as a statement that fails when the guard returns no row, so that the statements sent
  * after it in the same transaction are not run (one over the count of its rows). A guard's
- * `FOR UPDATE` in the inner query locks the rows it returns, as before.
+ * `FOR UPDATE` in the inner query locks the rows it returns, as before. (A guard that divided by
+ * zero itself would read as refused: none does.)
  */
 const refusing = (guard: Statement): string => {
   let text = guardTexts.get(guard.sql)
   if (text === undefined) {
-    text = numbered(`SELECT 1 / COUNT(*) AS guard FROM (${guard.sql}) AS guarded`)
+    // On a line of its own, the inner query may end with a comment.
+    text = numbered(`SELECT 1 / COUNT(*) AS guard FROM (${guard.sql}\n) AS guarded`)
     guardTexts.set(guard.sql, text)
   }
   return text
@@ -153,9 +155,10 @@ export const make = Effect.gen(function*() {
    * The batch with no savepoint (units seldom fail and guards seldom refuse), all its statements
    * sent at once after `BEGIN`, `COMMIT` last. A unit's guard goes as `refusing` it, so that the
    * statements after it run only if it returns a row; the server runs them in order, so it sees
-   * what the units before it wrote. A unit that fails or is refused fails the transaction.
+   * what the units before it wrote. A unit that fails or is refused fails the transaction. The
+   * units in `refused` (refused in an earlier try) are left out.
    */
-  const writeTogether = (units: ReadonlyArray<WriteUnit>) =>
+  const writeTogether = (units: ReadonlyArray<WriteUnit>, refused: ReadonlySet<number>) =>
     withConnection(writer, (connection) =>
       Effect.gen(function*() {
         /** A statement sent, and whose it is (a unit's, or its guard), if anyone's. */
@@ -170,8 +173,9 @@ export const make = Effect.gen(function*() {
           statements++
           sent.push({ text, params: statement.params, unit, guard })
         }
-        if (units.some(insertsEvents)) store(textOf(eventOrder), eventOrder)
+        if (units.some((unit, index) => !refused.has(index) && insertsEvents(unit))) store(textOf(eventOrder), eventOrder)
         for (const [index, unit] of units.entries()) {
+          if (refused.has(index)) continue
           if (unit.guard !== undefined) store(refusing(unit.guard), unit.guard, index, true)
           for (const statement of unit.statements) store(textOf(statement), statement, index)
         }
@@ -187,7 +191,7 @@ export const make = Effect.gen(function*() {
             if (item?.unit === undefined || !isServerError(answer.left)) return yield* Effect.fail(answer.left)
             return yield* Effect.fail(
               item.guard === true && codeOf(answer.left) === refusedCode
-                ? new UnitRefused()
+                ? new UnitRefused({ unit: item.unit })
                 : new UnitFailed({ cause: answer.left })
             )
           }
@@ -199,7 +203,7 @@ export const make = Effect.gen(function*() {
         if (committed?._tag === "Right" && committed.right.command !== "COMMIT") {
           return yield* Effect.fail(new Error(`the transaction was rolled back (${committed.right.command})`))
         }
-        return written.map((rows): BatchOutcome => ({ _tag: "Written", rows }))
+        return written.map((rows, index): BatchOutcome => refused.has(index) ? { _tag: "Refused" } : { _tag: "Written", rows })
       }))
 
   /** The batch again, each unit in a savepoint: a failing unit rolls back to it, the others stay. */
@@ -228,8 +232,12 @@ export const make = Effect.gen(function*() {
         )
       )
 
-  const write = yield* groupCommit((units) =>
-    writeTogether(units).pipe(
+  /**
+   * The batch in one flight; once for each unit refused, again without it (it wrote nothing, as
+   * when its guard is read first); a unit that failed sends it down the savepoint path.
+   */
+  const writeBatch = (units: ReadonlyArray<WriteUnit>, refused: ReadonlySet<number>): Effect.Effect<ReadonlyArray<BatchOutcome>, Error> =>
+    writeTogether(units, refused).pipe(
       Effect.zipLeft(counted),
       // A unit alone whose statement PostgreSQL undid as a deadlock's victim is the batch's.
       Effect.retry({
@@ -238,11 +246,18 @@ export const make = Effect.gen(function*() {
       }),
       Effect.catchIf(
         (cause): cause is UnitFailed | UnitRefused => cause instanceof UnitFailed || cause instanceof UnitRefused,
-        (failed): Effect.Effect<ReadonlyArray<BatchOutcome>, Error> =>
-          units.length > 1
-            ? writeApart(units)
-            : Effect.succeed([failed._tag === "UnitRefused" ? { _tag: "Refused" } : { _tag: "Failed", message: messageOf(failed.cause) }])
-      ),
+        (failed): Effect.Effect<ReadonlyArray<BatchOutcome>, Error> => {
+          if (failed._tag === "UnitRefused") {
+            const now = new Set([...refused, failed.unit])
+            return now.size === units.length ? Effect.succeed(units.map(() => ({ _tag: "Refused" } as const))) : writeBatch(units, now)
+          }
+          return units.length > 1 ? writeApart(units) : Effect.succeed([{ _tag: "Failed", message: messageOf(failed.cause) }])
+        }
+      )
+    )
+
+  const write = yield* groupCommit((units) =>
+    writeBatch(units, new Set()).pipe(
       Effect.mapError((cause) => new StoreError({ operation: "write", message: messageOf(cause) }))
     ))
 

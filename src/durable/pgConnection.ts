@@ -62,10 +62,12 @@ const openPool = (url: Redacted.Redacted | string, connectTimeout: Duration.Dura
         connectionString: typeof url === "string" ? url : Redacted.value(url),
         connectionTimeoutMillis: Duration.toMillis(connectTimeout),
         types,
-        // Seen in `pg_stat_activity` (an `application_name` in the URL wins).
-        application_name: "foundry",
-        // A connection the network dropped without a word is found out, not waited on for ever.
+        // Seen in `pg_stat_activity` (one in the URL or `PGAPPNAME` wins).
+        fallback_application_name: "foundry",
+        // Probed after 10 s idle (the system's default is two hours): a connection a firewall or a
+        // NAT dropped without a word is found out while idle, and kept open by the probes.
         keepAlive: true,
+        keepAliveInitialDelayMillis: 10_000,
         ...options
       })
       // An idle connection that breaks (a server restarting) is dropped by the pool, which says
@@ -93,8 +95,9 @@ export const clientLayer = (url: Redacted.Redacted | string, connectTimeout: Dur
     PgPools,
     Effect.all({
       pool: openPool(url, connectTimeout, {}),
-      // One, kept while idle: the group commit writes one batch at a time, and every batch on it.
-      writer: openPool(url, connectTimeout, { max: 1, idleTimeoutMillis: 0, pipeline: true })
+      // One: the group commit writes one batch at a time. Kept a minute while idle (not the
+      // pool's 10 s), so that writes a few seconds apart do not each connect again.
+      writer: openPool(url, connectTimeout, { max: 1, idleTimeoutMillis: 60_000, pipeline: true })
     })
   )
   const client = Layer.unwrapEffect(Effect.map(PgPools, ({ pool }) =>
@@ -124,19 +127,28 @@ export const query = (connection: Pg.Pool | Pg.PoolClient, text: string, params:
 export const isServerError = (cause: unknown): cause is Pg.DatabaseError => cause instanceof Pg.DatabaseError
 
 /**
- * One statement on a connection of the pool's (`Pool.query` would close a connection whose
- * statement the server refused; it goes back to the pool here, as `@effect/sql-pg` let it).
+ * One statement on a connection of the pool's, which goes back to it once the statement is
+ * answered, also when the reader was interrupted before (back earlier, the next reader would wait
+ * behind it). Unlike `Pool.query`, which closes a connection whose statement the server refused,
+ * it keeps one that only the server's answer failed, as `@effect/sql-pg` did.
  */
 export const read = (pool: Pg.Pool, text: string, params: ReadonlyArray<unknown>): Effect.Effect<ReadonlyArray<Row>, Error> =>
-  Effect.acquireUseRelease(
-    checkOut(pool),
-    (held) =>
-      Effect.tapError(query(held.connection, text, params), (cause) =>
-        Effect.sync(() => {
-          if (!isServerError(cause)) held.broken ??= cause
-        })),
-    checkIn
-  )
+  Effect.async((resume) => {
+    pool.connect((error, connection, release) => {
+      if (error !== undefined || connection === undefined) return resume(Effect.fail(error ?? new Error("the pool gave no connection")))
+      let broken: Error | undefined
+      const onError = (cause: Error) => {
+        broken = cause
+      }
+      // Without a listener, a connection that breaks while held would stop the process.
+      connection.on("error", onError)
+      connection.query(text, [...params], (failed, result) => {
+        connection.off("error", onError)
+        release(broken ?? (failed && !isServerError(failed) ? failed : undefined))
+        resume(failed ? Effect.fail(failed) : Effect.succeed(result.rows))
+      })
+    })
+  })
 
 /** A connection taken from the pool for one transaction, and what broke it while it was held. */
 interface Held {

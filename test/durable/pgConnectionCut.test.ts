@@ -2,7 +2,8 @@
  * PostgreSQL's writes when the connection breaks after a batch's `COMMIT` was sent: the server may
  * have committed it, so the batch fails as it is and is never written again (a second write would
  * store every step twice). The store reaches the server through a TCP proxy that, once armed,
- * passes on the batch, then the server's answer to its `BEGIN` only, and cuts the connection.
+ * passes on the batch, then the server's answer to its `BEGIN` only, and cuts the connection once
+ * the server has committed.
  */
 import { createServer, connect as connectTcp, type Socket } from "node:net"
 import { describe, expect, it } from "@effect/vitest"
@@ -21,22 +22,18 @@ const cuttingProxy = (url: string) =>
       const server = createServer((client) => {
         const upstream = connectTcp(Number(target.port || 5432), target.hostname)
         sockets.add(client).add(upstream)
-        // Once cutting: the server's messages are passed on up to its first `ReadyForQuery` (the
-        // answer to the batch's `BEGIN`), the rest dropped.
+        // Armed, the batch that writes `cut_rows` is passed on; of the server's messages after it,
+        // those up to its first `ReadyForQuery` (the answer to the batch's `BEGIN`), the rest
+        // dropped, and the connection cut once the server has said it committed.
         let cutting = false
         let passing = true
         let unread = Buffer.alloc(0)
         client.on("data", (chunk) => {
           upstream.write(chunk)
-          if (state.cutAfterCommit && chunk.includes(Buffer.from("COMMIT\0"))) {
+          if (state.cutAfterCommit && chunk.includes(Buffer.from("cut_rows")) && chunk.includes(Buffer.from("COMMIT\0"))) {
             state.cutAfterCommit = false
             state.cuts++
             cutting = true
-            // Long enough for the server to have committed.
-            setTimeout(() => {
-              client.destroy()
-              upstream.destroy()
-            }, 300)
           }
         })
         upstream.on("data", (chunk) => {
@@ -48,6 +45,11 @@ const cuttingProxy = (url: string) =>
             unread = unread.subarray(message.length)
             if (passing) client.write(message)
             if (message[0] === "Z".charCodeAt(0)) passing = false
+            // `CommandComplete` of the `COMMIT`: the batch is durable, and its answers lost.
+            if (message[0] === "C".charCodeAt(0) && message.subarray(5).toString("latin1").startsWith("COMMIT")) {
+              client.destroy()
+              upstream.destroy()
+            }
           }
         })
         for (const [one, other] of [[client, upstream], [upstream, client]] as const) {
@@ -87,14 +89,15 @@ describe.skipIf(skipPostgres)("PostgreSQL writes whose connection breaks", () =>
         yield* Layer.build(Layer.effect(Database, PgDatabase.make).pipe(Layer.provide(PgConnection.clientLayer(proxy.url)))),
         Database
       )
+      // Two statements a unit: the connection's failure is met by a unit's statement, not only by `COMMIT`.
       const unit = (v: string): WriteUnit => ({
         guard: { sql: "SELECT 1 AS open", params: [] },
-        statements: [{ sql: "INSERT INTO cut_rows (v) VALUES (?)", params: [v] }]
+        statements: [{ sql: "INSERT INTO cut_rows (v) VALUES (?)", params: [v] }, { sql: "SELECT COUNT(*) AS n FROM cut_rows", params: [] }]
       })
       // The writer busy for a moment, so that the three units after it go in one batch.
+      proxy.cutAfterCommit = true
       const busy = yield* Effect.fork(database.write({ statements: [{ sql: "SELECT pg_sleep(0.3)", params: [] }] }))
       yield* Effect.sleep("50 millis")
-      proxy.cutAfterCommit = true
       const written = yield* Effect.all(["a", "b", "c"].map((v) => Effect.either(database.write(unit(v)))), { concurrency: "unbounded" })
       yield* busy.await
       expect(proxy.cuts).toBe(1)
