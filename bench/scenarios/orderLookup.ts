@@ -9,6 +9,7 @@
  * cluster's runners and a deployment share. DESIGN's targets are the SQLite store's; this one's
  * figures are read by commit, against themselves.
  */
+import { randomBytes } from "node:crypto"
 import { truncateSync } from "node:fs"
 import { Effect } from "effect"
 import { operationsSoFar } from "../support/effectOperations.js"
@@ -25,6 +26,9 @@ const sustainedConversations = 3000
 const turnsPerRun = 2
 
 const orderLookupOn = (store: "sqlite" | "postgres") => Effect.gen(function*() {
+  // A store other processes may share is given the secret key every one of them is (as a deployment
+  // sets it); without it the runtime says so on stdout, which is the benchmarks' JSON.
+  if (store === "postgres") process.env["FOUNDRY_SECRET_KEY"] ??= randomBytes(32).toString("hex")
   const project = store === "sqlite" ? yield* orderLookupProject(inFlight) : yield* orderLookupProjectOn(inFlight, yield* freshDatabase)
   const { sideEffects } = project
   const runtime = yield* startRuntime(project.root, project)
