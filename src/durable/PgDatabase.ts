@@ -12,7 +12,7 @@ import { Array as Arr, Context, Data, type Duration, Effect, Layer, type Redacte
 import type * as Pg from "pg"
 import { type BatchOutcome, Database, groupCommit, type Row, type Statement, type StoreChannel, type WriteUnit } from "./Database.js"
 import { migrate } from "./migrations.js"
-import { clientLayer, flight, isServerError, PgPools, query, read, transaction, withConnection } from "./pgConnection.js"
+import { clientLayer, flight, isServerError, PgPools, plain, query, read, type Sent, transaction, withConnection } from "./pgConnection.js"
 import { messageOf, StoreError } from "./StoreError.js"
 
 /**
@@ -87,7 +87,7 @@ const numbered = (sql: string): string => {
  * counted with the store's: the benchmarks count those a run makes.
  */
 const channelOf = (pool: Pg.Pool, client: PgClient.PgClient) =>
-  Effect.map(read(pool, "SELECT current_schema() AS schema", []), (rows): StoreChannel => {
+  Effect.map(read(pool, { text: "SELECT current_schema() AS schema" }), (rows): StoreChannel => {
     const schema = createHash("sha256").update(String(rows[0]?.["schema"])).digest("hex").slice(0, 16)
     const named = (channel: string) => `${channel}_${schema}`
     return {
@@ -98,7 +98,7 @@ const channelOf = (pool: Pg.Pool, client: PgClient.PgClient) =>
       listen: (channel) => client.listen(named(channel)).pipe(Stream.mapError((cause) => new StoreError({ operation: "listen", message: messageOf(cause) }))),
       // `pg_notify`, as `NOTIFY` takes no parameters.
       send: (channel, message) =>
-        read(pool, "SELECT pg_notify($1, $2)", [named(channel), message]).pipe(
+        read(pool, { text: "SELECT pg_notify($1, $2)", values: [named(channel), message] }).pipe(
           Effect.asVoid,
           Effect.mapError((cause) => new StoreError({ operation: "send", message: messageOf(cause) }))
         )
@@ -107,7 +107,7 @@ const channelOf = (pool: Pg.Pool, client: PgClient.PgClient) =>
 
 /** The database over the provided pool and its `PgClient`, for the current scope. */
 export const make = Effect.gen(function*() {
-  const { pool, writer } = yield* PgPools
+  const { names, pool, writer } = yield* PgPools
   const client = yield* PgClient.PgClient
   let statements = 0
   let writeTransactions = 0
@@ -126,7 +126,7 @@ export const make = Effect.gen(function*() {
   const execute = (connection: Pg.PoolClient, statement: Statement): Effect.Effect<ReadonlyArray<Row>, Error> =>
     Effect.suspend(() => {
       statements++
-      return query(connection, textOf(statement), statement.params)
+      return query(connection, names.statement(textOf(statement), statement.params))
     })
 
   const writeUnit = (connection: Pg.PoolClient, unit: WriteUnit) =>
@@ -161,29 +161,25 @@ export const make = Effect.gen(function*() {
   const writeTogether = (units: ReadonlyArray<WriteUnit>, refused: ReadonlySet<number>) =>
     withConnection(writer, (connection) =>
       Effect.gen(function*() {
-        /** A statement sent, and whose it is (a unit's, or its guard), if anyone's. */
-        interface Sent {
-          readonly text: string
-          readonly params: ReadonlyArray<unknown>
-          readonly unit?: number
-          readonly guard?: boolean
-        }
-        const sent: Array<Sent> = [{ text: "BEGIN", params: [] }]
-        const store = (text: string, statement: Statement, unit?: number, guard?: boolean) => {
+        const sent: Array<Sent> = [plain("BEGIN")]
+        /** Whose each statement sent is (a unit's, or its guard), by its place; none for the others. */
+        const owners: Array<{ readonly unit: number; readonly guard: boolean } | undefined> = [undefined]
+        const store = (text: string, statement: Statement, owner?: { readonly unit: number; readonly guard: boolean }) => {
           statements++
-          sent.push({ text, params: statement.params, unit, guard })
+          sent.push(names.statement(text, statement.params))
+          owners.push(owner)
         }
         if (units.some((unit, index) => !refused.has(index) && insertsEvents(unit))) store(textOf(eventOrder), eventOrder)
         for (const [index, unit] of units.entries()) {
           if (refused.has(index)) continue
-          if (unit.guard !== undefined) store(refusing(unit.guard), unit.guard, index, true)
-          for (const statement of unit.statements) store(textOf(statement), statement, index)
+          if (unit.guard !== undefined) store(refusing(unit.guard), unit.guard, { unit: index, guard: true })
+          for (const statement of unit.statements) store(textOf(statement), statement, { unit: index, guard: false })
         }
-        sent.push({ text: "COMMIT", params: [] })
+        sent.push(plain("COMMIT"))
         const answers = yield* flight(connection, sent)
         const written: Array<Array<ReadonlyArray<Row>>> = units.map(() => [])
         for (const [index, answer] of answers.entries()) {
-          const item = sent[index]
+          const item = owners[index]
           if (answer._tag === "Left") {
             // Only what the server answered is a unit's: it answers in order, so it did not reach
             // `COMMIT`. A connection that broke may have committed the batch: it fails as it is,
@@ -212,13 +208,13 @@ export const make = Effect.gen(function*() {
       Effect.zipRight(
         inEventOrder(connection, units),
         Effect.forEach(units, (unit): Effect.Effect<BatchOutcome | typeof again, Error> =>
-          query(connection, "SAVEPOINT unit", []).pipe(
+          query(connection, plain("SAVEPOINT unit")).pipe(
             Effect.zipRight(writeUnit(connection, unit)),
-            Effect.tap(() => query(connection, "RELEASE SAVEPOINT unit", [])),
+            Effect.tap(() => query(connection, plain("RELEASE SAVEPOINT unit"))),
             Effect.catchAll((cause) =>
               Effect.as(
-                query(connection, "ROLLBACK TO SAVEPOINT unit", []),
-                isTransient(cause) ? again : { _tag: "Failed", message: messageOf(cause) } as const
+                query(connection, plain("ROLLBACK TO SAVEPOINT unit")),
+                isTransient(cause) || names.refused(cause) ? again : { _tag: "Failed", message: messageOf(cause) } as const
               )
             )
           ))
@@ -239,10 +235,14 @@ export const make = Effect.gen(function*() {
   const writeBatch = (units: ReadonlyArray<WriteUnit>, refused: ReadonlySet<number>): Effect.Effect<ReadonlyArray<BatchOutcome>, Error> =>
     writeTogether(units, refused).pipe(
       Effect.zipLeft(counted),
-      // A unit alone whose statement PostgreSQL undid as a deadlock's victim is the batch's.
       Effect.retry({
         schedule: transientRetry,
-        while: (cause) => isTransient(cause) || (units.length === 1 && cause instanceof UnitFailed && isTransient(cause.cause))
+        while: (cause) => {
+          const inner = cause instanceof UnitFailed ? cause.cause : cause
+          // Named statements refused: the batch again, unnamed. A deadlock's victim: again too,
+          // when the batch's (a unit alone's statement is the batch's).
+          return names.refused(inner) || (isTransient(inner) && (units.length === 1 || !(cause instanceof UnitFailed)))
+        }
       }),
       Effect.catchIf(
         (cause): cause is UnitFailed | UnitRefused => cause instanceof UnitFailed || cause instanceof UnitRefused,
@@ -267,7 +267,9 @@ export const make = Effect.gen(function*() {
     read: (statement) =>
       Effect.suspend(() => {
         statements++
-        return read(pool, textOf(statement), statement.params)
+        const text = textOf(statement)
+        // Named statements refused: once more, unnamed.
+        return Effect.catchIf(read(pool, names.statement(text, statement.params)), names.refused, () => read(pool, names.statement(text, statement.params)))
       }).pipe(Effect.mapError((cause) => new StoreError({ operation: "read", message: messageOf(cause) }))),
     write,
     stats: Effect.sync(() => ({ statements, writeTransactions, commitMillis: null, statementMillis: null })),

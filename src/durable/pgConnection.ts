@@ -48,7 +48,49 @@ const defaultConnectTimeout = Duration.seconds(5)
 export class PgPools extends Context.Tag("foundry/PgPools")<PgPools, {
   readonly pool: Pg.Pool
   readonly writer: Pg.Pool
+  readonly names: StatementNames
 }>() {}
+
+/**
+ * The names the store's statements are prepared under, one a text, the same on every connection:
+ * the server parses and plans a named statement once a connection, not at every use (the most of
+ * its work a statement). None from the first sign that names cannot be used here: a pooler in
+ * transaction mode in between (it hands a statement prepared on one of its server connections to
+ * another), or a newer version that changed a table under a prepared statement. What failed so is
+ * tried again, unnamed.
+ */
+export interface StatementNames {
+  /** `text` with `params`, named while names are used. */
+  readonly statement: (text: string, params: ReadonlyArray<unknown>) => Pg.QueryConfig
+  /** Whether `cause` says names cannot be used here: if so, no statement is named from now on. */
+  readonly refused: (cause: unknown) => boolean
+}
+
+const statementNames = (): StatementNames => {
+  const names = new Map<string, string>()
+  let naming = true
+  return {
+    statement: (text, params) => {
+      const values = [...params]
+      if (!naming) return { text, values }
+      let name = names.get(text)
+      if (name === undefined) {
+        name = `foundry_${names.size}`
+        names.set(text, name)
+      }
+      return { name, text, values }
+    },
+    refused: (cause) => {
+      const refused = isServerError(cause) && (
+        // No such statement on this server connection, or one of that name already there.
+        cause.code === "26000" || cause.code === "42P05" ||
+        (cause.code === "0A000" && cause.message.includes("cached plan must not change result type"))
+      )
+      if (refused) naming = false
+      return refused
+    }
+  }
+}
 
 /**
  * A pool on `url` for the current scope, once a first statement has been answered within
@@ -73,7 +115,7 @@ const openPool = (url: Redacted.Redacted | string, connectTimeout: Duration.Dura
       // An idle connection that breaks (a server restarting) is dropped by the pool, which says
       // so here; without a listener the process would stop on it.
       pool.on("error", () => {})
-      return query(pool, "SELECT 1", []).pipe(
+      return query(pool, plain("SELECT 1")).pipe(
         Effect.mapError((cause) => new SqlError({ cause, message: "PgClient: Failed to connect" })),
         Effect.timeoutFail({
           duration: connectTimeout,
@@ -97,7 +139,8 @@ export const clientLayer = (url: Redacted.Redacted | string, connectTimeout: Dur
       pool: openPool(url, connectTimeout, {}),
       // One: the group commit writes one batch at a time. Kept a minute while idle (not the
       // pool's 10 s), so that writes a few seconds apart do not each connect again.
-      writer: openPool(url, connectTimeout, { max: 1, idleTimeoutMillis: 60_000, pipeline: true })
+      writer: openPool(url, connectTimeout, { max: 1, idleTimeoutMillis: 60_000, pipeline: true }),
+      names: Effect.sync(statementNames)
     })
   )
   const client = Layer.unwrapEffect(Effect.map(PgPools, ({ pool }) =>
@@ -109,14 +152,20 @@ export const clientLayer = (url: Redacted.Redacted | string, connectTimeout: Dur
   return Layer.provideMerge(client, pools)
 }
 
+/** A statement as node-postgres takes it: its text (`$1` placeholders), values, and name if it has one. */
+export type Sent = Pg.QueryConfig<Array<unknown>>
+
+/** A statement without values, sent as it is: `BEGIN`, `COMMIT`, a savepoint's. */
+export const plain = (text: string): Sent => ({ text })
+
 /**
  * One statement on `connection`: its rows, by column name as the database spells them.
  * Interrupted, it is not waited for: the connection answers it before the next statement queued
  * on it.
  */
-export const query = (connection: Pg.Pool | Pg.PoolClient, text: string, params: ReadonlyArray<unknown>): Effect.Effect<ReadonlyArray<Row>, Error> =>
+export const query = (connection: Pg.Pool | Pg.PoolClient, statement: Sent): Effect.Effect<ReadonlyArray<Row>, Error> =>
   Effect.async((resume) => {
-    connection.query(text, [...params], (error, result) => resume(error ? Effect.fail(error) : Effect.succeed(result.rows)))
+    connection.query(statement, (error: Error | undefined, result: Pg.QueryResult) => resume(error ? Effect.fail(error) : Effect.succeed(result.rows)))
   })
 
 /**
@@ -132,7 +181,7 @@ export const isServerError = (cause: unknown): cause is Pg.DatabaseError => caus
  * behind it). Unlike `Pool.query`, which closes a connection whose statement the server refused,
  * it keeps one that only the server's answer failed, as `@effect/sql-pg` did.
  */
-export const read = (pool: Pg.Pool, text: string, params: ReadonlyArray<unknown>): Effect.Effect<ReadonlyArray<Row>, Error> =>
+export const read = (pool: Pg.Pool, statement: Sent): Effect.Effect<ReadonlyArray<Row>, Error> =>
   Effect.async((resume) => {
     pool.connect((error, connection, release) => {
       if (error !== undefined || connection === undefined) return resume(Effect.fail(error ?? new Error("the pool gave no connection")))
@@ -142,7 +191,7 @@ export const read = (pool: Pg.Pool, text: string, params: ReadonlyArray<unknown>
       }
       // Without a listener, a connection that breaks while held would stop the process.
       connection.on("error", onError)
-      connection.query(text, [...params], (failed, result) => {
+      connection.query(statement, (failed: Error | undefined, result: Pg.QueryResult) => {
         connection.off("error", onError)
         release(broken ?? (failed && !isServerError(failed) ? failed : undefined))
         resume(failed ? Effect.fail(failed) : Effect.succeed(result.rows))
@@ -190,7 +239,7 @@ export const withConnection = <A, E>(pool: Pg.Pool, use: (connection: Pg.PoolCli
     checkOut(pool),
     (held) =>
       Effect.onError(use(held.connection), () =>
-        query(held.connection, "ROLLBACK", []).pipe(
+        query(held.connection, plain("ROLLBACK")).pipe(
           Effect.catchAll((cause) => Effect.sync(() => void (held.broken ??= cause)))
         )),
     checkIn
@@ -199,9 +248,9 @@ export const withConnection = <A, E>(pool: Pg.Pool, use: (connection: Pg.PoolCli
 /** `body` in a transaction on a connection of its own: `BEGIN`, the body, `COMMIT`. */
 export const transaction = <A, E>(pool: Pg.Pool, body: (connection: Pg.PoolClient) => Effect.Effect<A, E>): Effect.Effect<A, E | Error> =>
   withConnection(pool, (connection) =>
-    query(connection, "BEGIN", []).pipe(
+    query(connection, plain("BEGIN")).pipe(
       Effect.zipRight(body(connection)),
-      Effect.zipLeft(query(connection, "COMMIT", []))
+      Effect.zipLeft(query(connection, plain("COMMIT")))
     ))
 
 /** What the server answered to one statement of a flight. */
@@ -213,10 +262,7 @@ export type Answer = Either.Either<Pg.QueryResult, Error>
  * transaction, those after one that failed fail too (the transaction is aborted), and a `COMMIT`
  * among them rolls it back.
  */
-export const flight = (
-  connection: Pg.PoolClient,
-  statements: ReadonlyArray<{ readonly text: string; readonly params: ReadonlyArray<unknown> }>
-): Effect.Effect<ReadonlyArray<Answer>> =>
+export const flight = (connection: Pg.PoolClient, statements: ReadonlyArray<Sent>): Effect.Effect<ReadonlyArray<Answer>> =>
   Effect.async((resume) => {
     const answers: Array<Answer> = []
     let waiting = statements.length
@@ -227,7 +273,7 @@ export const flight = (
     socket.cork()
     try {
       for (const [index, statement] of statements.entries()) {
-        connection.query(statement.text, [...statement.params], (error, result) => {
+        connection.query(statement, (error: Error | undefined, result: Pg.QueryResult) => {
           answers[index] = error ? Either.left(error) : Either.right(result)
           if (--waiting === 0) resume(Effect.succeed(answers))
         })
