@@ -147,7 +147,7 @@ export const make = Effect.gen(function*() {
   const writeAlone = (unit: WriteUnit): Effect.Effect<BatchOutcome> =>
     transaction(writer, (connection) => Effect.zipRight(inEventOrder(connection, [unit]), writeUnit(connection, unit))).pipe(
       Effect.zipLeft(counted),
-      Effect.retry({ schedule: transientRetry, while: isTransient }),
+      Effect.retry({ schedule: transientRetry, while: (cause) => names.refused(cause) || isTransient(cause) }),
       Effect.catchAll((cause) => Effect.succeed({ _tag: "Failed", message: messageOf(cause) } as const))
     )
 
@@ -220,7 +220,7 @@ export const make = Effect.gen(function*() {
           ))
       )).pipe(
         Effect.zipLeft(counted),
-        Effect.retry({ schedule: transientRetry, while: isTransient }),
+        Effect.retry({ schedule: transientRetry, while: (cause) => names.refused(cause) || isTransient(cause) }),
         // A unit undone as a deadlock's victim wrote nothing: it goes again alone, once the batch's
         // locks are released, rather than failing its run.
         Effect.flatMap((outcomes) =>

@@ -7,6 +7,7 @@
  * statement itself is one callback (the section "PostgreSQL's statements on the pool" in
  * docs/decisions.md).
  */
+import { createHash } from "node:crypto"
 import { SqlError } from "@effect/sql/SqlError"
 import { PgClient } from "@effect/sql-pg"
 import { Context, Duration, Effect, Either, Layer, Redacted, String as Str } from "effect"
@@ -52,19 +53,26 @@ export class PgPools extends Context.Tag("foundry/PgPools")<PgPools, {
 }>() {}
 
 /**
- * The names the store's statements are prepared under, one a text, the same on every connection:
- * the server parses and plans a named statement once a connection, not at every use (the most of
- * its work a statement). None from the first sign that names cannot be used here: a pooler in
- * transaction mode in between (it hands a statement prepared on one of its server connections to
- * another), or a newer version that changed a table under a prepared statement. What failed so is
- * tried again, unnamed.
+ * The names the store's statements are prepared under: the server parses and plans a named
+ * statement once a connection, not at every use (the most of its work a statement). A name is
+ * made of its text's hash, so that it means the same text in every process: a pooler may hand one
+ * process's statement to a server connection another prepared. The first `maxNamed` texts of at
+ * most `maxNamedParams` values are named, the hot ones: each costs the server tens of kilobytes a
+ * connection, and some texts come in many sizes (an insert of as many events as a step has). None
+ * from the first sign that names cannot be used here: a pooler in transaction mode in between
+ * (a statement prepared on one of its server connections asked for on another), or a table
+ * changed under a prepared statement (a newer version's migration). What failed so is tried again,
+ * unnamed.
  */
 export interface StatementNames {
   /** `text` with `params`, named while names are used. */
-  readonly statement: (text: string, params: ReadonlyArray<unknown>) => Pg.QueryConfig
+  readonly statement: (text: string, params: ReadonlyArray<unknown>) => Sent
   /** Whether `cause` says names cannot be used here: if so, no statement is named from now on. */
   readonly refused: (cause: unknown) => boolean
 }
+
+const maxNamed = 64
+const maxNamedParams = 64
 
 const statementNames = (): StatementNames => {
   const names = new Map<string, string>()
@@ -72,10 +80,11 @@ const statementNames = (): StatementNames => {
   return {
     statement: (text, params) => {
       const values = [...params]
-      if (!naming) return { text, values }
+      if (!naming || values.length > maxNamedParams) return { text, values }
       let name = names.get(text)
       if (name === undefined) {
-        name = `foundry_${names.size}`
+        if (names.size >= maxNamed) return { text, values }
+        name = `foundry_${createHash("sha256").update(text).digest("hex").slice(0, 32)}`
         names.set(text, name)
       }
       return { name, text, values }
@@ -84,7 +93,8 @@ const statementNames = (): StatementNames => {
       const refused = isServerError(cause) && (
         // No such statement on this server connection, or one of that name already there.
         cause.code === "26000" || cause.code === "42P05" ||
-        (cause.code === "0A000" && cause.message.includes("cached plan must not change result type"))
+        // The rows' shape changed under it: the routine says so in every language the server speaks.
+        (cause.code === "0A000" && (cause.routine === "RevalidateCachedQuery" || cause.message.includes("cached plan must not change result type")))
       )
       if (refused) naming = false
       return refused
