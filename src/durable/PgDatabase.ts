@@ -15,13 +15,13 @@ import { migrate } from "./migrations.js"
 import { clientLayer, flight, isServerError, PgPools, plain, query, read, type Sent, transaction, withConnection } from "./pgConnection.js"
 import { messageOf, StoreError } from "./StoreError.js"
 
+const codeOf = (cause: unknown): unknown => typeof cause === "object" && cause !== null && "code" in cause ? cause.code : undefined
+
 /**
  * A deadlock's victim (40P01) or a serialization failure (40001): PostgreSQL undid the statement,
  * and the same write can simply be tried again. Runners write to one database at once, and two
  * transactions that lock the same rows in another order end in a deadlock now and then.
  */
-const codeOf = (cause: unknown): unknown => typeof cause === "object" && cause !== null && "code" in cause ? cause.code : undefined
-
 const isTransient = (cause: unknown): boolean => {
   const code = codeOf(cause)
   return code === "40P01" || code === "40001"
@@ -42,23 +42,24 @@ class UnitRefused extends Data.TaggedError("UnitRefused")<{ readonly unit: numbe
 /** The error a refusing guard raises when its guard returns no row (`division_by_zero`). */
 const refusedCode = "22012"
 
-const guardTexts = new Map<string, string>()
+/** `numbered(source())`, made once a `key` and kept in `made`. */
+const numberedOnce = (made: Map<string, string>, key: string, source: () => string): string => {
+  let text = made.get(key)
+  if (text === undefined) {
+    text = numbered(source())
+    made.set(key, text)
+  }
+  return text
+}
 
 /**
  * The guard as a statement that fails when the guard returns no row, so that the statements sent
  * after it in the same transaction are not run (one over the count of its rows). A guard's
  * `FOR UPDATE` in the inner query locks the rows it returns, as before. (A guard that divided by
- * zero itself would read as refused: none does.)
+ * zero itself would read as refused: none does.) The inner query on lines of its own, as it may
+ * end with a comment.
  */
-const refusing = (guard: Statement): string => {
-  let text = guardTexts.get(guard.sql)
-  if (text === undefined) {
-    // On a line of its own, the inner query may end with a comment.
-    text = numbered(`SELECT 1 / COUNT(*) AS guard FROM (${guard.sql}\n) AS guarded`)
-    guardTexts.set(guard.sql, text)
-  }
-  return text
-}
+const refusingSql = (guard: Statement): string => `SELECT 1 / COUNT(*) AS guard FROM (${guard.sql}\n) AS guarded`
 
 /**
  * Taken first by every transaction that inserts events, held until it ends: events are numbered in
@@ -112,16 +113,13 @@ export const make = Effect.gen(function*() {
   let statements = 0
   let writeTransactions = 0
   const texts = new Map<string, string>()
+  const guardTexts = new Map<string, string>()
 
   const textOf = (statement: Statement): string => {
     const source = statement.sequencedRows === undefined ? statement.sql : `${statement.sql} RETURNING seq`
-    let text = texts.get(source)
-    if (text === undefined) {
-      text = numbered(source)
-      texts.set(source, text)
-    }
-    return text
+    return numberedOnce(texts, source, () => source)
   }
+  const refusing = (guard: Statement): string => numberedOnce(guardTexts, guard.sql, () => refusingSql(guard))
 
   const execute = (connection: Pg.PoolClient, statement: Statement): Effect.Effect<ReadonlyArray<Row>, Error> =>
     Effect.suspend(() => {
@@ -143,11 +141,14 @@ export const make = Effect.gen(function*() {
 
   const counted = Effect.sync(() => void writeTransactions++)
 
+  /** Whether a write that failed so goes again: unnamed, when names were refused; a deadlock's victim. */
+  const goesAgain = (cause: unknown): boolean => names.refused(cause) || isTransient(cause)
+
   /** A unit in a transaction of its own, tried again while PostgreSQL undoes it as a deadlock's victim. */
   const writeAlone = (unit: WriteUnit): Effect.Effect<BatchOutcome> =>
     transaction(writer, (connection) => Effect.zipRight(inEventOrder(connection, [unit]), writeUnit(connection, unit))).pipe(
       Effect.zipLeft(counted),
-      Effect.retry({ schedule: transientRetry, while: (cause) => names.refused(cause) || isTransient(cause) }),
+      Effect.retry({ schedule: transientRetry, while: goesAgain }),
       Effect.catchAll((cause) => Effect.succeed({ _tag: "Failed", message: messageOf(cause) } as const))
     )
 
@@ -214,13 +215,13 @@ export const make = Effect.gen(function*() {
             Effect.catchAll((cause) =>
               Effect.as(
                 query(connection, plain("ROLLBACK TO SAVEPOINT unit")),
-                isTransient(cause) || names.refused(cause) ? again : { _tag: "Failed", message: messageOf(cause) } as const
+                goesAgain(cause) ? again : { _tag: "Failed", message: messageOf(cause) } as const
               )
             )
           ))
       )).pipe(
         Effect.zipLeft(counted),
-        Effect.retry({ schedule: transientRetry, while: (cause) => names.refused(cause) || isTransient(cause) }),
+        Effect.retry({ schedule: transientRetry, while: goesAgain }),
         // A unit undone as a deadlock's victim wrote nothing: it goes again alone, once the batch's
         // locks are released, rather than failing its run.
         Effect.flatMap((outcomes) =>

@@ -185,6 +185,35 @@ export const query = (connection: Pg.Pool | Pg.PoolClient, statement: Sent): Eff
  */
 export const isServerError = (cause: unknown): cause is Pg.DatabaseError => cause instanceof Pg.DatabaseError
 
+/** A connection taken from the pool, and what broke it while it was held. */
+interface Held {
+  readonly connection: Pg.PoolClient
+  readonly onError: (cause: Error) => void
+  broken: Error | undefined
+}
+
+/** A connection of `pool`, held to `use`; `failed` is told when none could be had. */
+const hold = (pool: Pg.Pool, failed: (error: Error) => void, use: (held: Held) => void) =>
+  pool.connect((error, connection) => {
+    if (error !== undefined || connection === undefined) return failed(error ?? new Error("the pool gave no connection"))
+    const held: Held = {
+      connection,
+      broken: undefined,
+      onError: (cause) => {
+        held.broken = cause
+      }
+    }
+    // Without a listener, a connection that breaks while held would stop the process.
+    connection.on("error", held.onError)
+    use(held)
+  })
+
+/** Back to the pool, or closed when it broke or could not be rolled back (it would hand its state on). */
+const letGo = (held: Held) => {
+  held.connection.off("error", held.onError)
+  held.connection.release(held.broken ?? false)
+}
+
 /**
  * One statement on a connection of the pool's, which goes back to it once the statement is
  * answered, also when the reader was interrupted before (back earlier, the next reader would wait
@@ -193,52 +222,17 @@ export const isServerError = (cause: unknown): cause is Pg.DatabaseError => caus
  */
 export const read = (pool: Pg.Pool, statement: Sent): Effect.Effect<ReadonlyArray<Row>, Error> =>
   Effect.async((resume) => {
-    pool.connect((error, connection, release) => {
-      if (error !== undefined || connection === undefined) return resume(Effect.fail(error ?? new Error("the pool gave no connection")))
-      let broken: Error | undefined
-      const onError = (cause: Error) => {
-        broken = cause
-      }
-      // Without a listener, a connection that breaks while held would stop the process.
-      connection.on("error", onError)
-      connection.query(statement, (failed: Error | undefined, result: Pg.QueryResult) => {
-        connection.off("error", onError)
-        release(broken ?? (failed && !isServerError(failed) ? failed : undefined))
+    hold(pool, (error) => resume(Effect.fail(error)), (held) => {
+      held.connection.query(statement, (failed: Error | undefined, result: Pg.QueryResult) => {
+        if (failed !== undefined && !isServerError(failed)) held.broken ??= failed
+        letGo(held)
         resume(failed ? Effect.fail(failed) : Effect.succeed(result.rows))
       })
     })
   })
 
-/** A connection taken from the pool for one transaction, and what broke it while it was held. */
-interface Held {
-  readonly connection: Pg.PoolClient
-  readonly onError: (cause: Error) => void
-  broken: Error | undefined
-}
-
 const checkOut = (pool: Pg.Pool): Effect.Effect<Held, Error> =>
-  Effect.async((resume) => {
-    pool.connect((error, connection) => {
-      if (error !== undefined || connection === undefined) return resume(Effect.fail(error ?? new Error("the pool gave no connection")))
-      const held: Held = {
-        connection,
-        broken: undefined,
-        onError: (cause) => {
-          held.broken = cause
-        }
-      }
-      // Without a listener, a connection that breaks while held would stop the process.
-      connection.on("error", held.onError)
-      resume(Effect.succeed(held))
-    })
-  })
-
-/** Back to the pool, or closed when it broke or could not be rolled back (it would hand its state on). */
-const checkIn = (held: Held) =>
-  Effect.sync(() => {
-    held.connection.off("error", held.onError)
-    held.connection.release(held.broken ?? false)
-  })
+  Effect.async((resume) => hold(pool, (error) => resume(Effect.fail(error)), (held) => resume(Effect.succeed(held))))
 
 /**
  * `use` with a connection of its own, which goes back to the pool after; on a failure or an
@@ -252,7 +246,7 @@ export const withConnection = <A, E>(pool: Pg.Pool, use: (connection: Pg.PoolCli
         query(held.connection, plain("ROLLBACK")).pipe(
           Effect.catchAll((cause) => Effect.sync(() => void (held.broken ??= cause)))
         )),
-    checkIn
+    (held) => Effect.sync(() => letGo(held))
   )
 
 /** `body` in a transaction on a connection of its own: `BEGIN`, the body, `COMMIT`. */
