@@ -84,7 +84,10 @@ export const StoreConfigSchema = Schema.Union(
   Schema.Struct({ sqlite: Text }),
   Schema.Struct({
     postgres: Schema.Union(RedactedConfig, Text),
-    /** How long to wait for the database to answer a connection (at start, and for each pooled one); 30 seconds when absent. */
+    /**
+     * How long to wait for the database to answer a connection (at start, and for each pooled one),
+     * and a statement before the server is asked whether it is still at work on it; 30 seconds when absent.
+     */
     connectTimeout: Schema.optional(PositiveDuration)
   })
 ).annotations({

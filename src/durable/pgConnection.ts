@@ -125,6 +125,8 @@ const openPool = (url: Redacted.Redacted | string, connectTimeout: Duration.Dura
       // An idle connection that breaks (a server restarting) is dropped by the pool, which says
       // so here; without a listener the process would stop on it.
       pool.on("error", () => {})
+      const after = Duration.toMillis(connectTimeout)
+      pool.on("connect", (connection) => watchAnswers(connection, after, (pid, told) => lookInto(pool.options, pid, after, told)))
       return query(pool, plain("SELECT 1")).pipe(
         Effect.mapError((cause) => new SqlError({ cause, message: "PgClient: Failed to connect" })),
         Effect.timeoutFail({
@@ -169,13 +171,130 @@ export type Sent = Pg.QueryConfig<Array<unknown>>
 export const plain = (text: string): Sent => ({ text })
 
 /**
+ * The server's process at the far end of a connection: its id, and when it started, which tells
+ * it from a process of the same id on another server (after a failover) or later on this one.
+ */
+interface ServerProcess {
+  readonly pid: number
+  readonly started: string
+}
+
+/**
+ * What a connection of the store's pools waits for: statements sent and not yet answered, since
+ * when it has said nothing, and its server process, once known.
+ */
+interface Waiting {
+  count: number
+  since: number
+  lookingInto: boolean
+  process: ServerProcess | undefined
+}
+
+const waitingOn = new WeakMap<Pg.Pool | Pg.PoolClient, Waiting>()
+
+/** `statement` sent on `connection`; `answered` is told the server's answer, or why none came. */
+const send = (
+  connection: Pg.Pool | Pg.PoolClient,
+  statement: Sent,
+  answered: (error: Error | undefined, result: Pg.QueryResult) => void
+): void => {
+  const waiting = waitingOn.get(connection)
+  if (waiting === undefined) return void connection.query(statement, answered)
+  if (waiting.count++ === 0) waiting.since = Date.now()
+  connection.query(statement, (error: Error | undefined, result: Pg.QueryResult) => {
+    waiting.count--
+    waiting.since = Date.now()
+    answered(error, result)
+  })
+}
+
+/** The connection's own server process (its start as seconds since 1970, as text: exact, and alike in every session). */
+const serverProcessSql = "SELECT pid, extract(epoch FROM backend_start)::text AS started FROM pg_stat_activity WHERE pid = pg_backend_pid()"
+
+/**
+ * A connection whose far end went away without a word (the server's host gone, a failover, a
+ * network cut) leaves what was sent on it waiting until TCP gives up, a quarter of an hour and
+ * more, and on the writer's connection every write of the process behind it. So a connection that
+ * has said nothing for `after` while statements wait on it is looked into (`lookInto`): while the
+ * server still works on them (runs one, or waits for a lock another transaction holds), it is left
+ * to them; otherwise it is closed, which fails what waits on it as a connection that broke does.
+ * Its server process is asked for first, before anything else is sent on it.
+ */
+const watchAnswers = (
+  connection: Pg.PoolClient,
+  after: number,
+  lookInto: (process: ServerProcess | undefined, told: (working: boolean) => void) => void
+) => {
+  const waiting: Waiting = { count: 0, since: 0, lookingInto: false, process: undefined }
+  waitingOn.set(connection, waiting)
+  send(connection, plain(serverProcessSql), (error, result) => {
+    const row = error ? undefined : result.rows[0]
+    if (typeof row?.["pid"] === "number" && typeof row["started"] === "string") waiting.process = { pid: row["pid"], started: row["started"] }
+  })
+  const watch = setInterval(() => {
+    if (waiting.count === 0 || waiting.lookingInto || Date.now() - waiting.since < after) return
+    waiting.lookingInto = true
+    lookInto(waiting.process, (working) => {
+      waiting.lookingInto = false
+      if (working) waiting.since = Date.now()
+      else if (waiting.count > 0) {
+        connection.connection.stream.destroy(
+          new Error(
+            `the store's server answered nothing on a connection for ${after / 1000} s and is not at work on it ` +
+              "(pg_stat_activity): the connection was closed"
+          )
+        )
+      }
+    })
+  }, after / 2)
+  // A watch keeps no process alive.
+  watch.unref()
+  connection.once("end", () => clearInterval(watch))
+}
+
+/**
+ * Whether the server is at work on what it was sent on the connection of its `process`, asked on
+ * a connection of its own (`config`'s) within `within` ms: running a statement, or waiting for a
+ * lock, but not for its client to take the answer. When it is not, the process is ended, so that
+ * its transaction is rolled back and its locks let go now rather than when the server's own TCP
+ * gives up on the connection. A server that cannot be asked in time is not at work on it.
+ */
+const lookInto = (config: Pg.PoolConfig, process: ServerProcess | undefined, within: number, told: (working: boolean) => void) => {
+  if (process === undefined) return told(false)
+  const asking = new Pg.Client({ ...config, connectionTimeoutMillis: within, keepAlive: false })
+  let answered = false
+  const answer = (working: boolean) => {
+    if (answered) return
+    answered = true
+    clearTimeout(giveUp)
+    asking.end().catch(() => {})
+    told(working)
+  }
+  const giveUp = setTimeout(() => answer(false), within)
+  asking.on("error", () => answer(false))
+  asking.connect((error: Error | undefined) => {
+    if (error) return answer(false)
+    // node-postgres says no error with `null`.
+    asking.query({ text: lookIntoSql, values: [process.pid, process.started] }, (failed: Error | null, result: Pg.QueryResult) =>
+      answer(failed === null && result.rows[0]?.["working"] === true))
+  })
+}
+
+/** The server's process `$1` started at `$2`: whether it is at work, and ended when it is not. */
+const lookIntoSql = `SELECT working, CASE WHEN NOT working THEN pg_terminate_backend(pid) END AS ended
+FROM (
+  SELECT pid, (state = 'active' AND wait_event IS DISTINCT FROM 'ClientWrite') AS working FROM pg_stat_activity
+  WHERE pid = $1 AND extract(epoch FROM backend_start)::text = $2
+) AS process`
+
+/**
  * One statement on `connection`: its rows, by column name as the database spells them.
  * Interrupted, it is not waited for: the connection answers it before the next statement queued
  * on it.
  */
 export const query = (connection: Pg.Pool | Pg.PoolClient, statement: Sent): Effect.Effect<ReadonlyArray<Row>, Error> =>
   Effect.async((resume) => {
-    connection.query(statement, (error: Error | undefined, result: Pg.QueryResult) => resume(error ? Effect.fail(error) : Effect.succeed(result.rows)))
+    send(connection, statement, (error, result) => resume(error ? Effect.fail(error) : Effect.succeed(result.rows)))
   })
 
 /**
@@ -223,7 +342,7 @@ const letGo = (held: Held) => {
 export const read = (pool: Pg.Pool, statement: Sent): Effect.Effect<ReadonlyArray<Row>, Error> =>
   Effect.async((resume) => {
     hold(pool, (error) => resume(Effect.fail(error)), (held) => {
-      held.connection.query(statement, (failed: Error | undefined, result: Pg.QueryResult) => {
+      send(held.connection, statement, (failed, result) => {
         if (failed !== undefined && !isServerError(failed)) held.broken ??= failed
         letGo(held)
         resume(failed ? Effect.fail(failed) : Effect.succeed(result.rows))
@@ -277,7 +396,7 @@ export const flight = (connection: Pg.PoolClient, statements: ReadonlyArray<Sent
     socket.cork()
     try {
       for (const [index, statement] of statements.entries()) {
-        connection.query(statement, (error: Error | undefined, result: Pg.QueryResult) => {
+        send(connection, statement, (error, result) => {
           answers[index] = error ? Either.left(error) : Either.right(result)
           if (--waiting === 0) resume(Effect.succeed(answers))
         })

@@ -5,38 +5,35 @@
  * passes on the batch, then the server's answer to its `BEGIN` only, and cuts the connection once
  * the server has committed.
  */
-import { createServer, connect as connectTcp, type Socket } from "node:net"
 import { describe, expect, it } from "@effect/vitest"
 import { Context, Effect, Either, Layer } from "effect"
 import { Database, type WriteUnit } from "../../src/durable/Database.js"
 import * as PgConnection from "../../src/durable/pgConnection.js"
 import * as PgDatabase from "../../src/durable/PgDatabase.js"
 import { connect, freshSchema, skipPostgres } from "../support/postgres.js"
+import { tcpProxy } from "../support/tcpProxy.js"
 
-/** A proxy to the server of `url` on a free port, for the test's scope; `cutAfterCommit` arms it once. */
+/** A proxy to the server of `url`; `cutAfterCommit` arms it once. */
 const cuttingProxy = (url: string) =>
-  Effect.acquireRelease(
-    Effect.async<{ readonly url: string; cutAfterCommit: boolean; cuts: number; readonly close: () => void }>((resume) => {
-      const target = new URL(url)
-      const sockets = new Set<Socket>()
-      const server = createServer((client) => {
-        const upstream = connectTcp(Number(target.port || 5432), target.hostname)
-        sockets.add(client).add(upstream)
-        // Armed, the batch that writes `cut_rows` is passed on; of the server's messages after it,
-        // those up to its first `ReadyForQuery` (the answer to the batch's `BEGIN`), the rest
-        // dropped, and the connection cut once the server has said it committed.
-        let cutting = false
-        let passing = true
-        let unread = Buffer.alloc(0)
-        client.on("data", (chunk) => {
+  Effect.gen(function*() {
+    const state = { cutAfterCommit: false, cuts: 0 }
+    const proxy = yield* tcpProxy(url, ({ client, upstream }) => {
+      // Armed, the batch that writes `cut_rows` is passed on; of the server's messages after it,
+      // those up to its first `ReadyForQuery` (the answer to the batch's `BEGIN`), the rest
+      // dropped, and the connection cut once the server has said it committed.
+      let cutting = false
+      let passing = true
+      let unread = Buffer.alloc(0)
+      return {
+        fromClient: (chunk) => {
           upstream.write(chunk)
           if (state.cutAfterCommit && chunk.includes(Buffer.from("cut_rows")) && chunk.includes(Buffer.from("COMMIT\0"))) {
             state.cutAfterCommit = false
             state.cuts++
             cutting = true
           }
-        })
-        upstream.on("data", (chunk) => {
+        },
+        fromServer: (chunk) => {
           if (!cutting) return void client.write(chunk)
           unread = Buffer.concat([unread, chunk])
           // A message: its type (a byte), then its length (its own four bytes included).
@@ -51,32 +48,11 @@ const cuttingProxy = (url: string) =>
               upstream.destroy()
             }
           }
-        })
-        for (const [one, other] of [[client, upstream], [upstream, client]] as const) {
-          one.on("error", () => other.destroy())
-          one.on("close", () => other.destroy())
-        }
-      })
-      const state = {
-        url: "",
-        cutAfterCommit: false,
-        cuts: 0,
-        close: () => {
-          for (const socket of sockets) socket.destroy()
-          server.close()
         }
       }
-      server.listen(0, "127.0.0.1", () => {
-        const address = server.address()
-        const proxied = new URL(url)
-        proxied.hostname = "127.0.0.1"
-        proxied.port = String(typeof address === "object" && address !== null ? address.port : 0)
-        state.url = proxied.toString()
-        resume(Effect.succeed(state))
-      })
-    }),
-    (proxy) => Effect.sync(() => proxy.close())
-  )
+    })
+    return Object.assign(state, { url: proxy.url })
+  })
 
 describe.skipIf(skipPostgres)("PostgreSQL writes whose connection breaks", () => {
   it.scopedLive("a batch cut off after its COMMIT was sent fails and is not written again; the next write goes on a new connection", () =>
