@@ -5,7 +5,7 @@
  * from the same version cannot both win.
  */
 import { createHash } from "node:crypto"
-import { Clock, Context, Data, Effect, Layer, Option, type ParseResult, Schema } from "effect"
+import { Clock, Context, Data, Effect, Equal, Layer, Option, type ParseResult, Schema } from "effect"
 import type { Tree } from "../environments/vfs/Tree.js"
 import { camelCaseKeys, Database, type Row, type SqlValue, type Statement } from "./Database.js"
 import { newId } from "./ids.js"
@@ -173,6 +173,16 @@ export const SqlEnvironmentStorage = Layer.effect(
       Effect.flatMap(headNumber(scope), (actual) =>
         Effect.fail(new VersionConflict({ scope, expected, actual, message: `environment ${scope.environment} of ${scope.key} is at version ${actual}, not ${expected}` })))
 
+    /** Whether the scope's version of `version`'s number is the one described, with that tree and outcome. */
+    const isStored = (scope: EnvironmentScope, version: EnvironmentVersion, manifest: string, outcome: string | null) =>
+      rowsOf({
+        sql: `SELECT ${versionColumns}, manifest, outcome FROM foundry_environment_versions WHERE environment = ? AND scope_key = ? AND version = ?`,
+        params: [scope.environment, scope.key, version.version]
+      }, decodeVersions).pipe(
+        Effect.map((rows) => rows.some((row) => Equal.equals(Data.struct(row), Data.struct({ ...version, manifest, outcome })))),
+        failAs("appendEnvironmentVersion")
+      )
+
     /** A tree's files in path order, each with its hash, and the manifest that names them. */
     const filesOf = (tree: Tree) => {
       const files = [...tree].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([path, bytes]) => ({ path, bytes, hash: hashOf(bytes) }))
@@ -216,9 +226,18 @@ export const SqlEnvironmentStorage = Layer.effect(
       }, start.manifest, null)]
       const statements = [...chunks(missing).map(insertBlobs), ...seed, insertVersion(scope, version, manifest, next.outcome)]
       const written = yield* database.write({ guard: headIs(scope, expectedHead), statements }).pipe(
-        // Another process passed the same fence at once (PostgreSQL reads committed rows only): its
-        // version took the primary key first, so this one lost the race.
-        Effect.catchTag("StoreError", (error) => Effect.flatMap(headNumber(scope), (actual) => actual === expectedHead ? Effect.fail(error) : conflict(scope, expectedHead)))
+        Effect.catchTag("StoreError", (error) =>
+          Effect.flatMap(headNumber(scope), (actual) => {
+            if (actual === expectedHead) return Effect.fail(error)
+            // The write failed as it committed (its connection lost with the answer to `COMMIT`):
+            // the version there is this one. Or another process passed the same fence at once
+            // (PostgreSQL reads committed rows only): its version took the primary key first, so
+            // this one lost the race.
+            return Effect.flatMap(
+              isStored(scope, version, manifest, next.outcome),
+              (stored) => stored ? Effect.succeed({ _tag: "Written" } as const) : conflict(scope, expectedHead)
+            )
+          }))
       )
       if (written._tag === "Refused") return yield* conflict(scope, expectedHead)
       return version

@@ -6,6 +6,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Context, Effect, Either, Layer, Option, TestClock } from "effect"
 import { Database } from "../../src/durable/Database.js"
+import { StoreError } from "../../src/durable/StoreError.js"
 import {
   EnvironmentStorage,
   type EnvironmentScope,
@@ -223,6 +224,36 @@ for (const backend of backends) {
         const head = Option.getOrThrow(yield* storage.head(scope))
         expect(head.version.version).toBe(2)
         expect(new TextDecoder().decode(head.tree.get("/a"))).toBe(won[0]?.right.label)
+      }))
+
+    it.scoped("takes a version whose write failed as it committed for its own, and a failed write another process beat for a conflict", () =>
+      Effect.gen(function*() {
+        const place = yield* backend.fresh
+        // A database whose next write commits and then fails, as when its connection is lost with
+        // the answer to its `COMMIT`.
+        const losing = { next: false }
+        const answerLost = Layer.effect(Database, Effect.map(Database, (database) =>
+          Database.of({
+            ...database,
+            write: (unit) =>
+              Effect.flatMap(database.write(unit), (outcome) => {
+                if (!losing.next) return Effect.succeed(outcome)
+                losing.next = false
+                return Effect.fail(new StoreError({ operation: "write", message: "the connection broke after COMMIT was sent" }))
+              })
+          }))).pipe(Layer.provideMerge(place))
+        const { storage } = yield* open(answerLost)
+        const other = yield* open(place)
+        yield* storage.append(change(0, tree({ "/a": "base" })))
+        losing.next = true
+        const appended = yield* storage.append(change(1, tree({ "/a": "mine" })))
+        expect(appended.version).toBe(2)
+        expect(new TextDecoder().decode(Option.getOrThrow(yield* other.storage.head(scope)).tree.get("/a"))).toBe("mine")
+        // Another process's version at that number is not this one's: a conflict, as before.
+        yield* other.storage.append(change(2, tree({ "/a": "theirs" })))
+        losing.next = true
+        const failed = yield* Effect.either(storage.append(change(2, tree({ "/a": "late" }))))
+        expect(Either.isLeft(failed) && failed.left._tag).toBe("VersionConflict")
       }))
 
     it.scoped("lets exactly one of two processes appending on the same head win", () =>
