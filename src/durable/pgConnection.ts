@@ -126,7 +126,8 @@ const openPool = (url: Redacted.Redacted | string, connectTimeout: Duration.Dura
       // so here; without a listener the process would stop on it.
       pool.on("error", () => {})
       const after = Duration.toMillis(connectTimeout)
-      pool.on("connect", (connection) => watchAnswers(connection, after, (pid, told) => lookInto(pool.options, pid, after, told)))
+      const connectionString = typeof url === "string" ? url : Redacted.value(url)
+      pool.on("connect", (connection) => watchAnswers(connection, after, (asked, told) => lookInto(connectionString, asked, after, told)))
       return query(pool, plain("SELECT 1")).pipe(
         Effect.mapError((cause) => new SqlError({ cause, message: "PgClient: Failed to connect" })),
         Effect.timeoutFail({
@@ -171,23 +172,15 @@ export type Sent = Pg.QueryConfig<Array<unknown>>
 export const plain = (text: string): Sent => ({ text })
 
 /**
- * The server's process at the far end of a connection: its id, and when it started, which tells
- * it from a process of the same id on another server (after a failover) or later on this one.
- */
-interface ServerProcess {
-  readonly pid: number
-  readonly started: string
-}
-
-/**
- * What a connection of the store's pools waits for: statements sent and not yet answered, since
- * when it has said nothing, and its server process, once known.
+ * What a connection of the store's pools waits for: statements sent and not yet answered, their
+ * texts (those sent since it last had none waiting), since when it has said nothing, and whether it
+ * is being looked into.
  */
 interface Waiting {
   count: number
+  texts: Array<string>
   since: number
   lookingInto: boolean
-  process: ServerProcess | undefined
 }
 
 const waitingOn = new WeakMap<Pg.Pool | Pg.PoolClient, Waiting>()
@@ -200,16 +193,27 @@ const send = (
 ): void => {
   const waiting = waitingOn.get(connection)
   if (waiting === undefined) return void connection.query(statement, answered)
-  if (waiting.count++ === 0) waiting.since = Date.now()
+  if (waiting.count++ === 0) {
+    waiting.since = Date.now()
+    waiting.texts = []
+  }
+  waiting.texts.push(statement.text)
   connection.query(statement, (error: Error | undefined, result: Pg.QueryResult) => {
-    waiting.count--
+    if (--waiting.count === 0) waiting.texts = []
     waiting.since = Date.now()
     answered(error, result)
   })
 }
 
-/** The connection's own server process (its start as seconds since 1970, as text: exact, and alike in every session). */
-const serverProcessSql = "SELECT pid, extract(epoch FROM backend_start)::text AS started FROM pg_stat_activity WHERE pid = pg_backend_pid()"
+/** The server's process at the far end of `connection`, as the server said when it connected (node-postgres keeps it; its types do not say so). */
+const serverPid = (connection: object): number | undefined =>
+  "processID" in connection && typeof connection.processID === "number" ? connection.processID : undefined
+
+/** What a connection is looked into with: its server process, the texts it waits on, and for how long it has said nothing. */
+interface Asked {
+  readonly pid: number | undefined
+  readonly texts: ReadonlyArray<string>
+}
 
 /**
  * A connection whose far end went away without a word (the server's host gone, a failover, a
@@ -218,26 +222,19 @@ const serverProcessSql = "SELECT pid, extract(epoch FROM backend_start)::text AS
  * has said nothing for `after` while statements wait on it is looked into (`lookInto`): while the
  * server still works on them (runs one, or waits for a lock another transaction holds), it is left
  * to them; otherwise it is closed, which fails what waits on it as a connection that broke does.
- * Its server process is asked for first, before anything else is sent on it.
  */
-const watchAnswers = (
-  connection: Pg.PoolClient,
-  after: number,
-  lookInto: (process: ServerProcess | undefined, told: (working: boolean) => void) => void
-) => {
-  const waiting: Waiting = { count: 0, since: 0, lookingInto: false, process: undefined }
+const watchAnswers = (connection: Pg.PoolClient, after: number, lookInto: (asked: Asked, told: (working: boolean) => void) => void) => {
+  const waiting: Waiting = { count: 0, texts: [], since: 0, lookingInto: false }
   waitingOn.set(connection, waiting)
-  send(connection, plain(serverProcessSql), (error, result) => {
-    const row = error ? undefined : result.rows[0]
-    if (typeof row?.["pid"] === "number" && typeof row["started"] === "string") waiting.process = { pid: row["pid"], started: row["started"] }
-  })
+  const silent = () => waiting.count > 0 && Date.now() - waiting.since >= after
   const watch = setInterval(() => {
-    if (waiting.count === 0 || waiting.lookingInto || Date.now() - waiting.since < after) return
+    if (waiting.lookingInto || !silent()) return
     waiting.lookingInto = true
-    lookInto(waiting.process, (working) => {
+    lookInto({ pid: serverPid(connection), texts: waiting.texts }, (working) => {
       waiting.lookingInto = false
       if (working) waiting.since = Date.now()
-      else if (waiting.count > 0) {
+      // Unless it answered while it was looked into.
+      else if (silent()) {
         connection.connection.stream.destroy(
           new Error(
             `the store's server answered nothing on a connection for ${after / 1000} s and is not at work on it ` +
@@ -253,15 +250,12 @@ const watchAnswers = (
 }
 
 /**
- * Whether the server is at work on what it was sent on the connection of its `process`, asked on
- * a connection of its own (`config`'s) within `within` ms: running a statement, or waiting for a
- * lock, but not for its client to take the answer. When it is not, the process is ended, so that
- * its transaction is rolled back and its locks let go now rather than when the server's own TCP
- * gives up on the connection. A server that cannot be asked in time is not at work on it.
+ * Whether the server is at work on what a connection waits for, asked on a connection of its own
+ * to `connectionString` within `within` ms; a server that cannot be asked in time is not.
  */
-const lookInto = (config: Pg.PoolConfig, process: ServerProcess | undefined, within: number, told: (working: boolean) => void) => {
-  if (process === undefined) return told(false)
-  const asking = new Pg.Client({ ...config, connectionTimeoutMillis: within, keepAlive: false })
+const lookInto = (connectionString: string, asked: Asked, within: number, told: (working: boolean) => void) => {
+  if (asked.pid === undefined) return told(false)
+  const asking = new Pg.Client({ connectionString, connectionTimeoutMillis: within, fallback_application_name: "foundry" })
   let answered = false
   const answer = (working: boolean) => {
     if (answered) return
@@ -275,16 +269,27 @@ const lookInto = (config: Pg.PoolConfig, process: ServerProcess | undefined, wit
   asking.connect((error: Error | undefined) => {
     if (error) return answer(false)
     // node-postgres says no error with `null`.
-    asking.query({ text: lookIntoSql, values: [process.pid, process.started] }, (failed: Error | null, result: Pg.QueryResult) =>
+    asking.query({ text: lookIntoSql, values: [asked.pid, asked.texts, within] }, (failed: Error | null, result: Pg.QueryResult) =>
       answer(failed === null && result.rows[0]?.["working"] === true))
   })
 }
 
-/** The server's process `$1` started at `$2`: whether it is at work, and ended when it is not. */
-const lookIntoSql = `SELECT working, CASE WHEN NOT working THEN pg_terminate_backend(pid) END AS ended
+/**
+ * The server's process `$1`, if it is the connection's: its last statement one of the texts `$2`
+ * the connection waits on (the server keeps a statement's first kilobyte, so a prefix), which also
+ * tells it from another process of that id (on the server that took over after a failover, or a
+ * server connection a pooler gave to another client). At work when it runs one of them or waits
+ * for a lock (not for the connection to send or take bytes), or did something within `$3` ms (an
+ * answer on its way). Not at work inside a transaction, it is ended, so that its transaction is
+ * rolled back and its locks (the events' lock among them) let go now, not when the server's own
+ * TCP gives up on the connection (two hours by default).
+ */
+const lookIntoSql = `SELECT working, CASE WHEN NOT working AND xact_start IS NOT NULL THEN pg_terminate_backend(pid) END AS ended
 FROM (
-  SELECT pid, (state = 'active' AND wait_event IS DISTINCT FROM 'ClientWrite') AS working FROM pg_stat_activity
-  WHERE pid = $1 AND extract(epoch FROM backend_start)::text = $2
+  SELECT pid, xact_start,
+    (state = 'active' AND wait_event_type IS DISTINCT FROM 'Client') OR clock_timestamp() - state_change < $3 * interval '1 millisecond' AS working
+  FROM pg_stat_activity
+  WHERE pid = $1 AND query <> '' AND EXISTS (SELECT 1 FROM unnest($2::text[]) AS sent WHERE left(sent, length(query)) = query)
 ) AS process`
 
 /**
