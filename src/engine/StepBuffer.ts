@@ -89,6 +89,8 @@ export const makeStepBuffer = (run: RunRecord, lease: Lease | undefined, written
         const before = writingSoon
         return before === undefined ? write(end) : Effect.zipRight(Deferred.await(before), Effect.suspend(() => write(end)))
       })
+    /** Whether a model's answer is pending: the run's next commit is at hand. */
+    const answered = () => messages.some((message) => message._tag !== "user")
     /** The step `commitSoon` asked for, written on its own: no commit took it within the turn of the loop. */
     const writeSoon = Effect.suspend(() => {
       const done = Deferred.unsafeMake<void, StoreError | LeaseLost>(FiberId.none)
@@ -124,15 +126,17 @@ export const makeStepBuffer = (run: RunRecord, lease: Lease | undefined, written
       commit,
       commitSoon: (end = {}) =>
         Effect.suspend(() => {
-          if (writingSoon !== undefined || messages.some((message) => message._tag !== "user")) return commit(end)
+          if (writingSoon !== undefined || answered()) return commit(end)
           const scheduled = soon !== undefined
           soon = { ...soon, ...end }
           if (scheduled) return Effect.void
           heldDeltas = []
-          // No fiber unless it is needed: a model that answers at once leaves the step to the next commit.
+          // No fiber unless it is needed: a model that answers at once leaves the step to the next
+          // commit, also when the run reads something before it (the instance's context for a tool
+          // call, a read that lets the loop turn on PostgreSQL): with its answer, the run commits next.
           return Effect.map(Effect.runtime<never>(), (runtime) => {
             setImmediate(() => {
-              if (soon !== undefined) Runtime.runFork(runtime)(writeSoon)
+              if (soon !== undefined && !answered()) Runtime.runFork(runtime)(writeSoon)
             })
           })
         }),

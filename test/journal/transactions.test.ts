@@ -10,7 +10,7 @@ import { NodeContext } from "@effect/platform-node"
 import { describe, expect, it } from "@effect/vitest"
 import { Context, Effect, Layer } from "effect"
 import { countingOperations, operationsSoFar } from "../../bench/support/effectOperations.js"
-import { orderLookupProject } from "../../bench/support/project.js"
+import { orderLookupProject, orderLookupProjectOn } from "../../bench/support/project.js"
 import { runtimeLayer } from "../../src/cli/ProjectRuntime.js"
 import { loadProject } from "../../src/compiler/loadProject.js"
 import { Dispatcher, type RunRequest } from "../../src/dispatch/Dispatcher.js"
@@ -20,10 +20,14 @@ import { EventStorage } from "../../src/events/EventStorage.js"
 import type { LanguageModel } from "../../src/models/Model.js"
 import { layerFixed } from "../../src/models/ModelResolverLive.js"
 import * as Scripted from "../../src/models/scripted.js"
+import { freshSchema, skipPostgres } from "../support/postgres.js"
 
-/** The order-lookup project's runtime in this process, its store in a temporary file; its scripted model, or `model`. */
-const startOrderLookupOn = (model?: LanguageModel) => Effect.gen(function*() {
-  const project = yield* orderLookupProject(1)
+/**
+ * The order-lookup project's runtime in this process, its store in a temporary file (or the
+ * PostgreSQL database its config names); its scripted model, or `model`.
+ */
+const startOrderLookupOn = (model?: LanguageModel, made: ReturnType<typeof orderLookupProjectOn> | ReturnType<typeof orderLookupProject> = orderLookupProject(1)) => Effect.gen(function*() {
+  const project = yield* made
   const app = yield* loadProject(project.root, 1)
   const context = yield* Layer.build(
     runtimeLayer(app, { storeFile: project.storeFile, models: layerFixed(model ?? project.model) })
@@ -98,6 +102,22 @@ describe("the database cost of a run", () => {
       const third = yield* runAlone(runtime, { ...request, conversation: second.run.conversationId })
       expect(third.run.status).toBe("completed")
       expect({ writeTransactions: third.writeTransactions, statements: third.statements }).toEqual({ writeTransactions: 4, statements: 25 })
+    }))
+})
+
+describe.skipIf(skipPostgres)("the database cost of a run on PostgreSQL", () => {
+  it.scopedLive("a two-turn run with one tool call, executed alone, takes 4 write transactions, as on SQLite", () =>
+    Effect.gen(function*() {
+      const runtime = yield* startOrderLookupOn(undefined, orderLookupProjectOn(1, yield* freshSchema))
+      const request = { agent: "orders", instance: "customer-1", message: "Where is order 42?" }
+      const first = yield* runAlone(runtime, request)
+      expect(first.run.status).toBe("completed")
+      expect(runtime.lookups()).toEqual([`${first.run.id} 42`])
+      // The instance's context, read for the tool call after model turn 1 answered, is a round trip
+      // on PostgreSQL: the turn and the run's start still go with the call's start, as on SQLite.
+      expect(first.writeTransactions).toBe(4)
+      const second = yield* runAlone(runtime, request)
+      expect(second.writeTransactions).toBe(4)
     }))
 })
 
