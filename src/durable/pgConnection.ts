@@ -14,6 +14,7 @@ import { Context, Duration, Effect, Either, Layer, Redacted, String as Str } fro
 import * as Pg from "pg"
 import { getTypeParser } from "pg-types"
 import type { Row } from "./Database.js"
+import { send, watchAnswers } from "./silentConnections.js"
 
 /** PostgreSQL's type oid of BIGINT (`int8`); BIGSERIAL columns have it too. */
 const int8Oid = 20
@@ -127,7 +128,7 @@ const openPool = (url: Redacted.Redacted | string, connectTimeout: Duration.Dura
       pool.on("error", () => {})
       const after = Duration.toMillis(connectTimeout)
       const connectionString = typeof url === "string" ? url : Redacted.value(url)
-      pool.on("connect", (connection) => watchAnswers(connection, after, (asked, told) => lookInto(connectionString, asked, after, told)))
+      pool.on("connect", (connection) => watchAnswers(connection, connectionString, after))
       return query(pool, plain("SELECT 1")).pipe(
         Effect.mapError((cause) => new SqlError({ cause, message: "PgClient: Failed to connect" })),
         Effect.timeoutFail({
@@ -170,127 +171,6 @@ export type Sent = Pg.QueryConfig<Array<unknown>>
 
 /** A statement without values, sent as it is: `BEGIN`, `COMMIT`, a savepoint's. */
 export const plain = (text: string): Sent => ({ text })
-
-/**
- * What a connection of the store's pools waits for: statements sent and not yet answered, their
- * texts (those sent since it last had none waiting), since when it has said nothing, and whether it
- * is being looked into.
- */
-interface Waiting {
-  count: number
-  texts: Array<string>
-  since: number
-  lookingInto: boolean
-}
-
-const waitingOn = new WeakMap<Pg.Pool | Pg.PoolClient, Waiting>()
-
-/** `statement` sent on `connection`; `answered` is told the server's answer, or why none came. */
-const send = (
-  connection: Pg.Pool | Pg.PoolClient,
-  statement: Sent,
-  answered: (error: Error | undefined, result: Pg.QueryResult) => void
-): void => {
-  const waiting = waitingOn.get(connection)
-  if (waiting === undefined) return void connection.query(statement, answered)
-  if (waiting.count++ === 0) {
-    waiting.since = Date.now()
-    waiting.texts = []
-  }
-  waiting.texts.push(statement.text)
-  connection.query(statement, (error: Error | undefined, result: Pg.QueryResult) => {
-    if (--waiting.count === 0) waiting.texts = []
-    waiting.since = Date.now()
-    answered(error, result)
-  })
-}
-
-/** The server's process at the far end of `connection`, as the server said when it connected (node-postgres keeps it; its types do not say so). */
-const serverPid = (connection: object): number | undefined =>
-  "processID" in connection && typeof connection.processID === "number" ? connection.processID : undefined
-
-/** What a connection is looked into with: its server process, the texts it waits on, and for how long it has said nothing. */
-interface Asked {
-  readonly pid: number | undefined
-  readonly texts: ReadonlyArray<string>
-}
-
-/**
- * A connection whose far end went away without a word (the server's host gone, a failover, a
- * network cut) leaves what was sent on it waiting until TCP gives up, a quarter of an hour and
- * more, and on the writer's connection every write of the process behind it. So a connection that
- * has said nothing for `after` while statements wait on it is looked into (`lookInto`): while the
- * server still works on them (runs one, or waits for a lock another transaction holds), it is left
- * to them; otherwise it is closed, which fails what waits on it as a connection that broke does.
- */
-const watchAnswers = (connection: Pg.PoolClient, after: number, lookInto: (asked: Asked, told: (working: boolean) => void) => void) => {
-  const waiting: Waiting = { count: 0, texts: [], since: 0, lookingInto: false }
-  waitingOn.set(connection, waiting)
-  const silent = () => waiting.count > 0 && Date.now() - waiting.since >= after
-  const watch = setInterval(() => {
-    if (waiting.lookingInto || !silent()) return
-    waiting.lookingInto = true
-    lookInto({ pid: serverPid(connection), texts: waiting.texts }, (working) => {
-      waiting.lookingInto = false
-      if (working) waiting.since = Date.now()
-      // Unless it answered while it was looked into.
-      else if (silent()) {
-        connection.connection.stream.destroy(
-          new Error(
-            `the store's server answered nothing on a connection for ${after / 1000} s and is not at work on it ` +
-              "(pg_stat_activity): the connection was closed"
-          )
-        )
-      }
-    })
-  }, after / 2)
-  // A watch keeps no process alive.
-  watch.unref()
-  connection.once("end", () => clearInterval(watch))
-}
-
-/**
- * Whether the server is at work on what a connection waits for, asked on a connection of its own
- * to `connectionString` within `within` ms; a server that cannot be asked in time is not.
- */
-const lookInto = (connectionString: string, asked: Asked, within: number, told: (working: boolean) => void) => {
-  if (asked.pid === undefined) return told(false)
-  const asking = new Pg.Client({ connectionString, connectionTimeoutMillis: within, fallback_application_name: "foundry" })
-  let answered = false
-  const answer = (working: boolean) => {
-    if (answered) return
-    answered = true
-    clearTimeout(giveUp)
-    asking.end().catch(() => {})
-    told(working)
-  }
-  const giveUp = setTimeout(() => answer(false), within)
-  asking.on("error", () => answer(false))
-  asking.connect((error: Error | undefined) => {
-    if (error) return answer(false)
-    // node-postgres says no error with `null`.
-    asking.query({ text: lookIntoSql, values: [asked.pid, asked.texts, within] }, (failed: Error | null, result: Pg.QueryResult) =>
-      answer(failed === null && result.rows[0]?.["working"] === true))
-  })
-}
-
-/**
- * The server's process `$1`, if it is the connection's: its last statement one of the texts `$2`
- * the connection waits on (the server keeps a statement's first kilobyte, so a prefix), which also
- * tells it from another process of that id (on the server that took over after a failover, or a
- * server connection a pooler gave to another client). At work when it runs one of them or waits
- * for a lock (not for the connection to send or take bytes), or did something within `$3` ms (an
- * answer on its way). Not at work inside a transaction, it is ended, so that its transaction is
- * rolled back and its locks (the events' lock among them) let go now, not when the server's own
- * TCP gives up on the connection (two hours by default).
- */
-const lookIntoSql = `SELECT working, CASE WHEN NOT working AND xact_start IS NOT NULL THEN pg_terminate_backend(pid) END AS ended
-FROM (
-  SELECT pid, xact_start,
-    (state = 'active' AND wait_event_type IS DISTINCT FROM 'Client') OR clock_timestamp() - state_change < $3 * interval '1 millisecond' AS working
-  FROM pg_stat_activity
-  WHERE pid = $1 AND query <> '' AND EXISTS (SELECT 1 FROM unnest($2::text[]) AS sent WHERE left(sent, length(query)) = query)
-) AS process`
 
 /**
  * One statement on `connection`: its rows, by column name as the database spells them.

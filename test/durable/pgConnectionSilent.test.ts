@@ -15,18 +15,61 @@ import * as PgDatabase from "../../src/durable/PgDatabase.js"
 import { connect, freshSchema, skipPostgres } from "../support/postgres.js"
 import { passing, tcpProxy } from "../support/tcpProxy.js"
 
+/** A PostgreSQL server's `ErrorResponse` refusing a connection: too many connections (53300). */
+const tooManyConnections = (() => {
+  const fields = Buffer.from("SFATAL\0C53300\0Mtoo many connections for role \"foundry\"\0\0", "latin1")
+  const head = Buffer.alloc(5)
+  head.write("E", 0, "latin1")
+  head.writeInt32BE(4 + fields.length, 1)
+  return Buffer.concat([head, fields])
+})()
+
+/**
+ * The server's messages of a connection's start with its process id (`BackendKeyData`) made up, as
+ * a pooler's are; the rest passed as they come.
+ */
+const hidingProcessId = (write: (chunk: Buffer) => void) => {
+  let unread = Buffer.alloc(0)
+  let started = false
+  return (chunk: Buffer) => {
+    if (started) return write(chunk)
+    unread = Buffer.concat([unread, chunk])
+    // A message: its type (a byte), then its length (its own four bytes included).
+    while (!started && unread.length >= 5 && unread.length >= 1 + unread.readInt32BE(1)) {
+      const message = Buffer.from(unread.subarray(0, 1 + unread.readInt32BE(1)))
+      unread = unread.subarray(message.length)
+      if (message[0] === "K".charCodeAt(0)) message.writeInt32BE(message.readInt32BE(5) + 1_000_000, 5)
+      if (message[0] === "Z".charCodeAt(0)) started = true
+      write(message)
+    }
+    if (started && unread.length > 0) write(unread)
+  }
+}
+
 /**
  * A proxy that passes everything until told: `silent`, the connections open until then pass
  * nothing more either way, their close included, for good; `unreachable`, no connection passes
  * anything, new ones included; `cutAt`, the next connection to send that text passes what it
- * sends before it, then nothing more.
+ * sends before it, then nothing more; `refusing`, new connections are refused as by a server with
+ * too many; `answersPerMs`, the server's bytes pass at that rate; `hidingProcessIds`, connections
+ * opened then are told process ids of the proxy's own, as a pooler's clients are.
  */
 const silencingProxy = (url: string) =>
   Effect.gen(function*() {
-    const state: { silent: boolean; unreachable: boolean; cutAt: string | undefined } = { silent: false, unreachable: false, cutAt: undefined }
+    const state: {
+      silent: boolean
+      unreachable: boolean
+      cutAt: string | undefined
+      refusing: boolean
+      answersPerMs: number | undefined
+      hidingProcessIds: boolean
+    } = { silent: false, unreachable: false, cutAt: undefined, refusing: false, answersPerMs: undefined, hidingProcessIds: false }
     const proxy = yield* tcpProxy(url, (connection) => {
+      const { client, upstream } = connection
       const pass = passing(connection)
       const openedSilent = state.silent
+      const refused = state.refusing
+      const toClient = state.hidingProcessIds ? hidingProcessId(pass.fromServer) : pass.fromServer
       // Once cut, a connection stays cut: its ends never hear from each other again.
       let cut = false
       const passes = () => {
@@ -35,6 +78,7 @@ const silencingProxy = (url: string) =>
       }
       return {
         fromClient: (chunk) => {
+          if (refused) return void client.end(tooManyConnections)
           const at = state.cutAt === undefined ? -1 : chunk.indexOf(state.cutAt)
           if (at >= 0) {
             state.cutAt = undefined
@@ -43,7 +87,13 @@ const silencingProxy = (url: string) =>
           }
           if (passes()) pass.fromClient(chunk)
         },
-        fromServer: (chunk) => passes() && pass.fromServer(chunk),
+        fromServer: (chunk) => {
+          if (!passes()) return
+          toClient(chunk)
+          if (state.answersPerMs === undefined) return
+          upstream.pause()
+          setTimeout(() => upstream.resume(), chunk.length / state.answersPerMs)
+        },
         // The server does not hear of a client's end that it cannot hear from.
         closes: passes
       }
@@ -139,5 +189,59 @@ describe.skipIf(skipPostgres)("PostgreSQL connections that go silent", () => {
       proxy.unreachable = false
       expect(Either.isLeft(unreachable) && unreachable.left.message).toContain("answered nothing")
       expect(yield* database.read(one)).toEqual([{ one: 1 }])
+    }), 30_000)
+
+  it.scopedLive("a large answer coming slowly is left to come, its bytes moving", () =>
+    Effect.gen(function*() {
+      const url = yield* freshSchema
+      const proxy = yield* silencingProxy(url)
+      const database = yield* storeAt(proxy.url, "1 second")
+      proxy.answersPerMs = 400
+      const started = Date.now()
+      // About a megabyte at 400 bytes a millisecond: about 2.5 s, with no answer whole before.
+      const rows = yield* database.read({ sql: "SELECT repeat('x', 1000000) AS big", params: [] })
+      expect(String(rows[0]?.["big"]).length).toBe(1_000_000)
+      expect(Date.now() - started).toBeGreaterThanOrEqual(2_000)
+    }), 30_000)
+
+  it.scopedLive("a connection whose process ids are not the server's (a pooler's) is left to wait, as is one whose server refuses to be asked", () =>
+    Effect.gen(function*() {
+      const url = yield* freshSchema
+      const direct = yield* connect(url)
+      const proxy = yield* silencingProxy(url)
+      proxy.hidingProcessIds = true
+      const database = yield* storeAt(proxy.url, "1 second")
+      const lock = "SELECT pg_advisory_xact_lock(hashtext(current_schema()))"
+      const hold = (seconds: number) =>
+        Effect.gen(function*() {
+          const held = yield* Deferred.make<void>()
+          const holding = yield* Effect.fork(direct.withTransaction(
+            direct.unsafe(lock).pipe(Effect.zipRight(Deferred.succeed(held, undefined)), Effect.zipRight(Effect.sleep(`${seconds} seconds`)))
+          ))
+          yield* Deferred.await(held)
+          return holding
+        })
+      // Behind something that makes process ids up, the server cannot tell which is the
+      // connection's: a lock waited on for 3 s is waited for.
+      const first = yield* hold(3)
+      let started = Date.now()
+      expect((yield* database.write({ statements: [{ sql: lock, params: [] }] }))._tag).toBe("Written")
+      expect(Date.now() - started).toBeGreaterThanOrEqual(2_500)
+      yield* Fiber.join(first)
+
+      // A server that refuses the look's connection (too many) cannot tell either: the read on a
+      // silent connection waits while it does, and fails once it is asked.
+      proxy.hidingProcessIds = false
+      yield* database.read({ sql: "SELECT 1 AS one", params: [] })
+      proxy.refusing = true
+      proxy.silent = true
+      started = Date.now()
+      const reading = yield* Effect.fork(Effect.either(database.read({ sql: "SELECT 2 AS two", params: [] })))
+      yield* Effect.sleep("2500 millis")
+      expect(reading.unsafePoll()).toBeNull()
+      proxy.refusing = false
+      const read = yield* Fiber.join(reading)
+      expect(Either.isLeft(read) && read.left.message).toContain("answered nothing")
+      expect(Date.now() - started).toBeLessThan(5_000)
     }), 30_000)
 })

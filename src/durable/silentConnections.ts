@@ -1,0 +1,145 @@
+/**
+ * Connections of the store's pools that go silent. One whose far end went away without a word (the
+ * server's host gone, a failover that moved its address, a network cut, a NAT that forgot it)
+ * leaves what was sent on it waiting until TCP gives up, a quarter of an hour and more, and on the
+ * writer's connection every write of the process behind it; a client timeout cannot tell that from
+ * a statement that waits for a lock as long as another transaction holds it. So a connection on
+ * which statements wait and no byte has moved for `after` is looked into, on a connection of its
+ * own: while the server is at work on it, it is left to wait; otherwise it is closed, which fails
+ * what waits on it as a connection that broke does (docs/decisions.md, "A store connection that
+ * goes silent is looked into").
+ */
+import * as Pg from "pg"
+import type { Sent } from "./pgConnection.js"
+
+/** What a connection waits for: statements sent and not answered, their texts (since it last had none), since when no byte moved. */
+interface Waiting {
+  count: number
+  texts: Array<string>
+  since: number
+  lookingInto: boolean
+}
+
+const waitingOn = new WeakMap<Pg.Pool | Pg.PoolClient, Waiting>()
+
+/** `statement` sent on `connection`; `answered` is told the server's answer, or why none came. */
+export const send = (
+  connection: Pg.Pool | Pg.PoolClient,
+  statement: Sent,
+  answered: (error: Error | undefined, result: Pg.QueryResult) => void
+): void => {
+  const waiting = waitingOn.get(connection)
+  if (waiting === undefined) return void connection.query(statement, answered)
+  if (waiting.count++ === 0) {
+    waiting.since = Date.now()
+    waiting.texts = []
+  }
+  waiting.texts.push(statement.text)
+  connection.query(statement, (error: Error | undefined, result: Pg.QueryResult) => {
+    if (--waiting.count === 0) waiting.texts = []
+    answered(error, result)
+  })
+}
+
+/** The server's process id the connection was given as it opened (node-postgres keeps it; its types do not say so). */
+const processIdOf = (connection: object): number | undefined =>
+  "processID" in connection && typeof connection.processID === "number" ? connection.processID : undefined
+
+/** The bytes read from a connection's stream so far (a socket's count; TLS's too). */
+const bytesReadOf = (stream: object): number => "bytesRead" in stream && typeof stream.bytesRead === "number" ? stream.bytesRead : 0
+
+/** What the server says of a connection looked into: at work on it, not, or nothing it can tell (then it is left to wait). */
+type Verdict = "working" | "gone" | "unknown"
+
+/**
+ * Watches `connection` of a pool on `connectionString`: bytes moving either way (an answer coming
+ * in, a statement still going out) are not silence, so a large answer over a slow network is left
+ * to come.
+ */
+export const watchAnswers = (connection: Pg.PoolClient, connectionString: string, after: number) => {
+  const waiting: Waiting = { count: 0, texts: [], since: 0, lookingInto: false }
+  waitingOn.set(connection, waiting)
+  const socket = connection.connection.stream
+  let read = bytesReadOf(socket)
+  let unsent = socket.writableLength
+  const silent = () => waiting.count > 0 && Date.now() - waiting.since >= after
+  const watch = setInterval(() => {
+    if (bytesReadOf(socket) !== read || socket.writableLength < unsent) waiting.since = Date.now()
+    read = bytesReadOf(socket)
+    unsent = socket.writableLength
+    if (waiting.lookingInto || !silent()) return
+    waiting.lookingInto = true
+    lookInto(connectionString, processIdOf(connection), waiting.texts, after, (verdict) => {
+      waiting.lookingInto = false
+      // Closed unless it answered while it was looked into.
+      if (verdict !== "gone" || !silent()) return void (waiting.since = Date.now())
+      socket.destroy(
+        new Error(
+          `the store's server answered nothing on a connection for ${after / 1000} s and is not at work on it ` +
+            "(pg_stat_activity): the connection was closed"
+        )
+      )
+    })
+  }, after / 2)
+  // A watch keeps no process alive.
+  watch.unref()
+  connection.once("end", () => clearInterval(watch))
+}
+
+/**
+ * What the server says of its process `pid` waiting on `texts`, asked on a connection of its own
+ * within `within` ms. A server that cannot be reached in time says it is gone; one that answers
+ * with an error (too many connections) cannot tell. Behind a pooler (PgBouncer and its kind),
+ * which gives its clients process ids of its own, the look's own id is not its server process's
+ * either: it cannot tell, and the connection is left to TCP and the pooler's own time limits.
+ */
+const lookInto = (connectionString: string, pid: number | undefined, texts: ReadonlyArray<string>, within: number, told: (verdict: Verdict) => void) => {
+  const asking = new Pg.Client({ connectionString, connectionTimeoutMillis: within, fallback_application_name: "foundry" })
+  let answered = false
+  const answer = (verdict: Verdict) => {
+    if (answered) return
+    answered = true
+    clearTimeout(giveUp)
+    asking.end().catch(() => {})
+    told(verdict)
+  }
+  const failed = (error: Error) => answer(error instanceof Pg.DatabaseError ? "unknown" : "gone")
+  const giveUp = setTimeout(() => answer("gone"), within)
+  asking.on("error", failed)
+  asking.connect((error: Error | undefined) => {
+    if (error) return failed(error)
+    // node-postgres says no error with `null`.
+    asking.query({ text: lookIntoSql, values: [pid ?? 0, texts, within] }, (error: Error | null, result: Pg.QueryResult) => {
+      if (error) return failed(error)
+      const row = result.rows[0]
+      if (row?.["own"] !== processIdOf(asking) || pid === undefined) return answer("unknown")
+      answer(row?.["working"] === true ? "working" : "gone")
+    })
+  })
+}
+
+/**
+ * The look's own process id, and of the server's process `$1`, if it is the connection's (its last
+ * statement one of the texts `$2` it waits on, or their start when the server cut it at
+ * `track_activity_query_size`: another process of that id, on the server that took over after a
+ * failover, last ran something else), whether it is at work: running a statement or waiting for a
+ * lock, not for the connection to send or take bytes; or having changed state within `$3` ms (an
+ * answer on its way). Not at work inside a transaction, and not blocked sending an answer that
+ * may still be taken, it is ended: its transaction rolled back and its locks (the events' lock,
+ * which every process's writes take) let go now, not when the server's own TCP gives up (two hours
+ * by default).
+ */
+const lookIntoSql = `SELECT pg_backend_pid() AS own, process.working, process.ended
+FROM (SELECT 1) AS asked LEFT JOIN (
+  SELECT working, CASE WHEN NOT working AND xact_start IS NOT NULL AND wait_event IS DISTINCT FROM 'ClientWrite'
+    THEN pg_terminate_backend(pid) END AS ended
+  FROM (
+    SELECT pid, xact_start, wait_event,
+      (state = 'active' AND wait_event_type IS DISTINCT FROM 'Client') OR clock_timestamp() - state_change < $3 * interval '1 millisecond' AS working
+    FROM pg_stat_activity
+    WHERE pid = $1 AND (query = ANY($2::text[]) OR (
+      octet_length(query) >= pg_size_bytes(current_setting('track_activity_query_size')) - 4 AND
+      EXISTS (SELECT 1 FROM unnest($2::text[]) AS sent WHERE left(sent, length(query)) = query)
+    ))
+  ) AS candidate
+) AS process ON true`
