@@ -10,7 +10,6 @@
  * goes silent is looked into").
  */
 import * as Pg from "pg"
-import type { Sent } from "./pgConnection.js"
 
 /** What a connection waits for: statements sent and not answered, their texts (since it last had none), since when no byte moved. */
 interface Waiting {
@@ -25,7 +24,7 @@ const waitingOn = new WeakMap<Pg.Pool | Pg.PoolClient, Waiting>()
 /** `statement` sent on `connection`; `answered` is told the server's answer, or why none came. */
 export const send = (
   connection: Pg.Pool | Pg.PoolClient,
-  statement: Sent,
+  statement: Pg.QueryConfig<Array<unknown>>,
   answered: (error: Error | undefined, result: Pg.QueryResult) => void
 ): void => {
   const waiting = waitingOn.get(connection)
