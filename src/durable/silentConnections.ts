@@ -44,8 +44,24 @@ export const send = (
 const processIdOf = (connection: object): number | undefined =>
   "processID" in connection && typeof connection.processID === "number" ? connection.processID : undefined
 
-/** The bytes read from a connection's stream so far (a socket's count; TLS's too). */
-const bytesReadOf = (stream: object): number => "bytesRead" in stream && typeof stream.bytesRead === "number" ? stream.bytesRead : 0
+/**
+ * The socket under a connection's stream: TLS's own, whose counts move only with whole records
+ * (16 kB), wraps it.
+ */
+const socketOf = (stream: object): object => "_parent" in stream && typeof stream._parent === "object" && stream._parent !== null ? stream._parent : stream
+
+/** Bytes a socket has read so far. */
+const bytesReadOf = (socket: object): number => "bytesRead" in socket && typeof socket.bytesRead === "number" ? socket.bytesRead : 0
+
+/**
+ * Bytes a socket has still to hand to the system: libuv's own queue, which goes down as a large
+ * write goes out (Node's `writableLength` goes down only once the whole write has).
+ */
+const unsentOf = (socket: object): number =>
+  "_handle" in socket && typeof socket._handle === "object" && socket._handle !== null && "writeQueueSize" in socket._handle &&
+    typeof socket._handle.writeQueueSize === "number"
+    ? socket._handle.writeQueueSize
+    : 0
 
 /** What the server says of a connection looked into: at work on it, not, or nothing it can tell (then it is left to wait). */
 type Verdict = "working" | "gone" | "unknown"
@@ -58,21 +74,25 @@ type Verdict = "working" | "gone" | "unknown"
 export const watchAnswers = (connection: Pg.PoolClient, connectionString: string, after: number) => {
   const waiting: Waiting = { count: 0, texts: [], since: 0, lookingInto: false }
   waitingOn.set(connection, waiting)
-  const socket = connection.connection.stream
+  const stream = connection.connection.stream
+  const socket = socketOf(stream)
   let read = bytesReadOf(socket)
-  let unsent = socket.writableLength
-  const silent = () => waiting.count > 0 && Date.now() - waiting.since >= after
-  const watch = setInterval(() => {
-    if (bytesReadOf(socket) !== read || socket.writableLength < unsent) waiting.since = Date.now()
+  let unsent = unsentOf(socket)
+  /** Whether statements wait and no byte has moved for `after`, bytes that moved since the last look counted. */
+  const silent = () => {
+    if (bytesReadOf(socket) !== read || unsentOf(socket) < unsent) waiting.since = Date.now()
     read = bytesReadOf(socket)
-    unsent = socket.writableLength
+    unsent = unsentOf(socket)
+    return waiting.count > 0 && Date.now() - waiting.since >= after
+  }
+  const watch = setInterval(() => {
     if (waiting.lookingInto || !silent()) return
     waiting.lookingInto = true
     lookInto(connectionString, processIdOf(connection), waiting.texts, after, (verdict) => {
       waiting.lookingInto = false
       // Closed unless it answered while it was looked into.
       if (verdict !== "gone" || !silent()) return void (waiting.since = Date.now())
-      socket.destroy(
+      stream.destroy(
         new Error(
           `the store's server answered nothing on a connection for ${after / 1000} s and is not at work on it ` +
             "(pg_stat_activity): the connection was closed"

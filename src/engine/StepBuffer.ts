@@ -42,7 +42,9 @@ export interface StepBuffer {
    * stored, since asking one changes nothing a crash would have to account for. The step goes with
    * the run's next commit if that comes in this turn of the event loop (a model that answers at
    * once: one synced commit instead of two), else it is written on its own at the next turn, while
-   * the model is asked. Text deltas wait until it is published, so that followers see the turn
+   * the model is asked; unless the model has answered by then (the run reads something before its
+   * next commit, the instance's context for a tool call): the run commits next, and the step goes
+   * with that commit. Text deltas wait until it is published, so that followers see the turn
    * begin before its text; with the next commit they are dropped, as that commit carries the end
    * of the attempt they belong to (its answer whole, a retry, a failure). A pending model answer
    * or tool result is a run's progress others act on: with one, this is `commit`.
