@@ -12,6 +12,7 @@ import { Context, Deferred, type Duration, Effect, Either, Fiber, Layer, Schedul
 import { Database, type WriteUnit } from "../../src/durable/Database.js"
 import * as PgConnection from "../../src/durable/pgConnection.js"
 import * as PgDatabase from "../../src/durable/PgDatabase.js"
+import type { PgClient } from "@effect/sql-pg"
 import { connect, freshSchema, skipPostgres } from "../support/postgres.js"
 import { passing, tcpProxy } from "../support/tcpProxy.js"
 
@@ -114,6 +115,20 @@ const writerPid = (database: Context.Tag.Service<Database>) =>
   Effect.flatMap(database.write({ statements: [{ sql: "SELECT pg_backend_pid() AS pid", params: [] }] }), (outcome) =>
     outcome._tag === "Written" ? Effect.succeed(Number(outcome.rows[0]?.[0]?.["pid"])) : Effect.dieMessage(`no pid: ${outcome._tag}`))
 
+/** A lock of the test's schema alone (tests beside it wait for none of it). */
+const lock = "SELECT pg_advisory_xact_lock(hashtext(current_schema()))"
+
+/** `lock` taken on `sql` and held for `seconds` by a fiber of its own, once it is held. */
+const holdLock = (sql: PgClient.PgClient, seconds: number) =>
+  Effect.gen(function*() {
+    const held = yield* Deferred.make<void>()
+    const holding = yield* Effect.fork(sql.withTransaction(
+      sql.unsafe(lock).pipe(Effect.zipRight(Deferred.succeed(held, undefined)), Effect.zipRight(Effect.sleep(`${seconds} seconds`)))
+    ))
+    yield* Deferred.await(held)
+    return holding
+  })
+
 describe.skipIf(skipPostgres)("PostgreSQL connections that go silent", () => {
   it.scopedLive("a write whose connection goes silent in its transaction fails once the server is found not at work on it; its server process is ended; the next write goes on a new connection", () =>
     Effect.gen(function*() {
@@ -154,13 +169,7 @@ describe.skipIf(skipPostgres)("PostgreSQL connections that go silent", () => {
       const url = yield* freshSchema
       const direct = yield* connect(url)
       const database = yield* storeAt(url, "1 second")
-      // A lock of this test's schema alone: tests beside it wait for none of it.
-      const lock = "SELECT pg_advisory_xact_lock(hashtext(current_schema()))"
-      const held = yield* Deferred.make<void>()
-      const holding = yield* Effect.fork(direct.withTransaction(
-        direct.unsafe(lock).pipe(Effect.zipRight(Deferred.succeed(held, undefined)), Effect.zipRight(Effect.sleep("3 seconds")))
-      ))
-      yield* Deferred.await(held)
+      const holding = yield* holdLock(direct, 3)
       const started = Date.now()
       const written = yield* database.write({ statements: [{ sql: lock, params: [] }] })
       expect(written._tag).toBe("Written")
@@ -211,19 +220,9 @@ describe.skipIf(skipPostgres)("PostgreSQL connections that go silent", () => {
       const proxy = yield* silencingProxy(url)
       proxy.hidingProcessIds = true
       const database = yield* storeAt(proxy.url, "1 second")
-      const lock = "SELECT pg_advisory_xact_lock(hashtext(current_schema()))"
-      const hold = (seconds: number) =>
-        Effect.gen(function*() {
-          const held = yield* Deferred.make<void>()
-          const holding = yield* Effect.fork(direct.withTransaction(
-            direct.unsafe(lock).pipe(Effect.zipRight(Deferred.succeed(held, undefined)), Effect.zipRight(Effect.sleep(`${seconds} seconds`)))
-          ))
-          yield* Deferred.await(held)
-          return holding
-        })
       // Behind something that makes process ids up, the server cannot tell which is the
       // connection's: a lock waited on for 3 s is waited for.
-      const first = yield* hold(3)
+      const first = yield* holdLock(direct, 3)
       let started = Date.now()
       expect((yield* database.write({ statements: [{ sql: lock, params: [] }] }))._tag).toBe("Written")
       expect(Date.now() - started).toBeGreaterThanOrEqual(2_500)
