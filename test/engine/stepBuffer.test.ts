@@ -1,7 +1,7 @@
 /**
  * A run's step buffer on the run journal (SQLite on a temporary file): a step handed on with
  * `commitSoon` goes with the run's next commit of the same turn of the event loop, or is written on
- * its own at the next turn; one holding a tool result is committed before `commitSoon` returns; text
+ * its own at the next turn unless the model has answered by then; one holding a tool result is committed before `commitSoon` returns; text
  * deltas reach followers after the turn's start; an abandoned buffer writes nothing it was handed.
  */
 import { describe, expect, it } from "@effect/vitest"
@@ -84,6 +84,21 @@ describe("a run's step buffer", () => {
       expect(yield* stored).toEqual({ status: "queued", messages: [] })
       yield* Effect.sleep("50 millis")
       expect(yield* stored).toEqual({ status: "running", messages: ["user"] })
+      expect((yield* transactions) - before).toBe(1)
+    }))
+
+  it.scopedLive("once the model has answered, the loop turning (a read before the next commit) leaves it to that commit: one transaction", () =>
+    Effect.gen(function*() {
+      const { run, step, stored, transactions } = yield* bufferedRun
+      const before = yield* transactions
+      yield* start(step, run)
+      step.message({ _tag: "assistant", content: "", toolCalls: [{ id: "call-1", name: "lookup", arguments: "{}" }] })
+      // As the tool call's read of the instance's context does on PostgreSQL, a round trip.
+      yield* Effect.sleep("50 millis")
+      expect(yield* stored).toEqual({ status: "queued", messages: [] })
+      step.emit("tool.call.started", "tool:call-1", { toolCallId: "call-1", tool: "lookup", input: {} })
+      yield* step.commit()
+      expect(yield* stored).toEqual({ status: "running", messages: ["user", "assistant"] })
       expect((yield* transactions) - before).toBe(1)
     }))
 
