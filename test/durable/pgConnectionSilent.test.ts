@@ -26,10 +26,10 @@ const tooManyConnections = (() => {
 })()
 
 /**
- * The server's messages of a connection's start with its process id (`BackendKeyData`) made up, as
- * a pooler's are; the rest passed as they come.
+ * The server's messages of a connection's start with its process id (`BackendKeyData`) changed by
+ * `told`; the rest passed as they come.
  */
-const hidingProcessId = (write: (chunk: Buffer) => void) => {
+const tellingProcessId = (write: (chunk: Buffer) => void, told: (pid: number) => number) => {
   let unread = Buffer.alloc(0)
   let started = false
   return (chunk: Buffer) => {
@@ -39,7 +39,7 @@ const hidingProcessId = (write: (chunk: Buffer) => void) => {
     while (!started && unread.length >= 5 && unread.length >= 1 + unread.readInt32BE(1)) {
       const message = Buffer.from(unread.subarray(0, 1 + unread.readInt32BE(1)))
       unread = unread.subarray(message.length)
-      if (message[0] === "K".charCodeAt(0)) message.writeInt32BE(message.readInt32BE(5) + 1_000_000, 5)
+      if (message[0] === "K".charCodeAt(0)) message.writeInt32BE(told(message.readInt32BE(5)), 5)
       if (message[0] === "Z".charCodeAt(0)) started = true
       write(message)
     }
@@ -52,8 +52,8 @@ const hidingProcessId = (write: (chunk: Buffer) => void) => {
  * nothing more either way, their close included, for good; `unreachable`, no connection passes
  * anything, new ones included; `cutAt`, the next connection to send that text passes what it
  * sends before it, then nothing more; `refusing`, new connections are refused as by a server with
- * too many; `answersPerMs`, the server's bytes pass at that rate; `hidingProcessIds`, connections
- * opened then are told process ids of the proxy's own, as a pooler's clients are.
+ * too many; `answersPerMs`, the server's bytes pass at that rate; `processIds`, connections opened
+ * then are told the process id it makes of the server's (a pooler's clients are told ids of its own).
  */
 const silencingProxy = (url: string) =>
   Effect.gen(function*() {
@@ -63,14 +63,14 @@ const silencingProxy = (url: string) =>
       cutAt: string | undefined
       refusing: boolean
       answersPerMs: number | undefined
-      hidingProcessIds: boolean
-    } = { silent: false, unreachable: false, cutAt: undefined, refusing: false, answersPerMs: undefined, hidingProcessIds: false }
+      processIds: ((pid: number) => number) | undefined
+    } = { silent: false, unreachable: false, cutAt: undefined, refusing: false, answersPerMs: undefined, processIds: undefined }
     const proxy = yield* tcpProxy(url, (connection) => {
       const { client, upstream } = connection
       const pass = passing(connection)
       const openedSilent = state.silent
       const refused = state.refusing
-      const toClient = state.hidingProcessIds ? hidingProcessId(pass.fromServer) : pass.fromServer
+      const toClient = state.processIds === undefined ? pass.fromServer : tellingProcessId(pass.fromServer, state.processIds)
       // Once cut, a connection stays cut: its ends never hear from each other again.
       let cut = false
       const passes = () => {
@@ -218,7 +218,7 @@ describe.skipIf(skipPostgres)("PostgreSQL connections that go silent", () => {
       const url = yield* freshSchema
       const direct = yield* connect(url)
       const proxy = yield* silencingProxy(url)
-      proxy.hidingProcessIds = true
+      proxy.processIds = (pid) => pid + 1_000_000
       const database = yield* storeAt(proxy.url, "1 second")
       // Behind something that makes process ids up, the server cannot tell which is the
       // connection's: a lock waited on for 3 s is waited for.
@@ -230,7 +230,7 @@ describe.skipIf(skipPostgres)("PostgreSQL connections that go silent", () => {
 
       // A server that refuses the look's connection (too many) cannot tell either: the read on a
       // silent connection waits while it does, and fails once it is asked.
-      proxy.hidingProcessIds = false
+      proxy.processIds = undefined
       yield* database.read({ sql: "SELECT 1 AS one", params: [] })
       proxy.refusing = true
       proxy.silent = true
@@ -242,5 +242,30 @@ describe.skipIf(skipPostgres)("PostgreSQL connections that go silent", () => {
       const read = yield* Fiber.join(reading)
       expect(Either.isLeft(read) && read.left.message).toContain("answered nothing")
       expect(Date.now() - started).toBeLessThan(5_000)
+    }), 30_000)
+
+  it.scopedLive("another process of the connection's id (after a failover) is not taken for its: not ended, and the silent connection closed", () =>
+    Effect.gen(function*() {
+      const url = yield* freshSchema
+      const direct = yield* connect(url)
+      const proxy = yield* silencingProxy(url)
+      // Another session, in a transaction it holds open, its last statement none of the store's.
+      const other = yield* Deferred.make<number>()
+      const holding = yield* Effect.fork(direct.withTransaction(
+        Effect.flatMap(direct<{ readonly pid: number }>`SELECT pg_backend_pid() AS pid`, (rows) =>
+          Effect.zipRight(Deferred.succeed(other, rows[0]?.pid ?? 0), Effect.sleep("4 seconds")))
+      ))
+      const pid = yield* Deferred.await(other)
+      // The store's connections are told that session's process id as theirs.
+      proxy.processIds = () => pid
+      const database = yield* storeAt(proxy.url, "1 second")
+      expect(yield* database.read({ sql: "SELECT 1 AS one", params: [] })).toEqual([{ one: 1 }])
+      // The look's own connection is told its own.
+      proxy.processIds = undefined
+      proxy.silent = true
+      const read = yield* Effect.either(database.read({ sql: "SELECT 1 AS one", params: [] }))
+      expect(Either.isLeft(read) && read.left.message).toContain("answered nothing")
+      // The other session's transaction was left alone: it commits.
+      yield* Fiber.join(holding)
     }), 30_000)
 })
