@@ -150,10 +150,14 @@ export const SqlEnvironmentStorage = Layer.effect(
         (pages) => pages.flat()
       )
 
+    /** The versions found by `where`, each with its manifest and outcome. */
+    const versionRows = (where: string, params: ReadonlyArray<SqlValue>) =>
+      rowsOf({ sql: `SELECT ${versionColumns}, manifest, outcome FROM foundry_environment_versions WHERE ${where}`, params }, decodeVersions)
+
     /** The version found by `where`, with its tree. */
     const load = (where: string, params: ReadonlyArray<SqlValue>) =>
       Effect.gen(function*() {
-        const rows = yield* rowsOf({ sql: `SELECT ${versionColumns}, manifest, outcome FROM foundry_environment_versions WHERE ${where}`, params }, decodeVersions)
+        const rows = yield* versionRows(where, params)
         const row = rows[0]
         if (row === undefined) return Option.none()
         const { manifest, outcome: _, ...version } = row
@@ -175,10 +179,7 @@ export const SqlEnvironmentStorage = Layer.effect(
 
     /** Whether the scope's version of `version`'s number is the one described, with that tree and outcome. */
     const isStored = (scope: EnvironmentScope, version: EnvironmentVersion, manifest: string, outcome: string | null) =>
-      rowsOf({
-        sql: `SELECT ${versionColumns}, manifest, outcome FROM foundry_environment_versions WHERE environment = ? AND scope_key = ? AND version = ?`,
-        params: [scope.environment, scope.key, version.version]
-      }, decodeVersions).pipe(
+      versionRows("environment = ? AND scope_key = ? AND version = ?", [scope.environment, scope.key, version.version]).pipe(
         Effect.map((rows) => rows.some((row) => Equal.equals(Data.struct(row), Data.struct({ ...version, manifest, outcome })))),
         failAs("appendEnvironmentVersion")
       )

@@ -111,9 +111,11 @@ const statementNames = (): StatementNames => {
 const openPool = (url: Redacted.Redacted | string, connectTimeout: Duration.DurationInput, options: Pg.PoolConfig) =>
   Effect.acquireRelease(
     Effect.suspend(() => {
+      const connectionString = typeof url === "string" ? url : Redacted.value(url)
+      const within = Duration.toMillis(connectTimeout)
       const pool = new Pg.Pool({
-        connectionString: typeof url === "string" ? url : Redacted.value(url),
-        connectionTimeoutMillis: Duration.toMillis(connectTimeout),
+        connectionString,
+        connectionTimeoutMillis: within,
         types,
         // Seen in `pg_stat_activity` (one in the URL or `PGAPPNAME` wins).
         fallback_application_name: "foundry",
@@ -126,9 +128,7 @@ const openPool = (url: Redacted.Redacted | string, connectTimeout: Duration.Dura
       // An idle connection that breaks (a server restarting) is dropped by the pool, which says
       // so here; without a listener the process would stop on it.
       pool.on("error", () => {})
-      const after = Duration.toMillis(connectTimeout)
-      const connectionString = typeof url === "string" ? url : Redacted.value(url)
-      pool.on("connect", (connection) => watchAnswers(connection, connectionString, after))
+      pool.on("connect", (connection) => watchAnswers(connection, connectionString, within))
       return query(pool, plain("SELECT 1")).pipe(
         Effect.mapError((cause) => new SqlError({ cause, message: "PgClient: Failed to connect" })),
         Effect.timeoutFail({

@@ -80,9 +80,11 @@ export const watchAnswers = (connection: Pg.PoolClient, connectionString: string
   let unsent = unsentOf(socket)
   /** Whether statements wait and no byte has moved for `after`, bytes that moved since the last look counted. */
   const silent = () => {
-    if (bytesReadOf(socket) !== read || unsentOf(socket) < unsent) waiting.since = Date.now()
-    read = bytesReadOf(socket)
-    unsent = unsentOf(socket)
+    const readNow = bytesReadOf(socket)
+    const unsentNow = unsentOf(socket)
+    if (readNow !== read || unsentNow < unsent) waiting.since = Date.now()
+    read = readNow
+    unsent = unsentNow
     return waiting.count > 0 && Date.now() - waiting.since >= after
   }
   const watch = setInterval(() => {
