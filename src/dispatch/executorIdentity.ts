@@ -12,44 +12,49 @@ import { hostname } from "node:os"
 import { Effect, type Scope } from "effect"
 import { newId } from "../durable/ids.js"
 
-/**
- * When process `pid` started, in clock ticks after the machine's boot (Linux's
- * `/proc/<pid>/stat`, field 22); `undefined` where that cannot be read.
- */
-const startOf = (pid: number): string | undefined => {
+/** What `read` gives, or `undefined` where it cannot be read (not Linux, no `/proc`). */
+const readable = (read: () => string | undefined): string | undefined => {
   try {
-    const stat = readFileSync(`/proc/${pid}/stat`, "utf8")
-    // The fields after the command's closing parenthesis: the start time is the 20th of them.
-    return stat.slice(stat.lastIndexOf(")") + 2).split(" ")[19]
+    return read()
   } catch {
     return undefined
   }
 }
 
+/**
+ * When process `pid` started, in clock ticks after the machine's boot (Linux's
+ * `/proc/<pid>/stat`, field 22); `undefined` where that cannot be read.
+ */
+const startOf = (pid: number): string | undefined =>
+  readable(() => {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8")
+    // The fields after the command's closing parenthesis: the start time is the 20th of them.
+    return stat.slice(stat.lastIndexOf(")") + 2).split(" ")[19]
+  })
+
 const thisStart = startOf(process.pid)
 
 /**
  * This host as lease holders' names say it: its name, and on Linux the pid namespace its processes
- * are numbered in (`/proc/self/ns/pid`): containers that share a host name (host networking, a
- * `hostname` given to several) number their processes apart, and one must not look up another's
- * pids as its own.
+ * are numbered in (`/proc/self/ns/pid`) and the machine's boot (`boot_id`, new at every boot of
+ * every machine). Containers that share a host name (host networking, a `hostname` given to
+ * several) number their processes apart, and one must not look up another's pids as its own; two
+ * machines of one name (`localhost`, an image's default) have the same root namespace's number,
+ * and so does one machine before and after a reboot: the boot tells them apart.
  */
-const host = (() => {
-  try {
-    const namespace = /\[(\d+)\]/.exec(readlinkSync("/proc/self/ns/pid"))?.[1]
-    return namespace === undefined ? hostname() : `${hostname()}:${namespace}`
-  } catch {
-    return hostname()
-  }
-})()
+const host = [
+  hostname(),
+  readable(() => /\[(\d+)\]/.exec(readlinkSync("/proc/self/ns/pid"))?.[1]),
+  readable(() => readFileSync("/proc/sys/kernel/random/boot_id", "utf8").trim())
+].filter((part) => part !== undefined && part !== "").join(":")
 
 /** The executors of this process whose scope is open: another name with this pid is an earlier process's, or one closed. */
 const liveHere = new Set<string>()
 
 /**
  * A new executor name, `<host>/<pid>/<id>` with `/<start>` where the process's start time can be
- * read (`<host>` with its pid namespace where there is one), known as this process's until the
- * scope closes.
+ * read (`<host>` with its pid namespace and boot where they can be read), known as this process's
+ * until the scope closes.
  */
 export const makeExecutorName: Effect.Effect<string, never, Scope.Scope> = Effect.acquireRelease(
   Effect.sync(() => {

@@ -1,4 +1,5 @@
 import { spawn } from "node:child_process"
+import { readFileSync } from "node:fs"
 import { hostname } from "node:os"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Exit, Scope } from "effect"
@@ -22,6 +23,8 @@ describe("a lease holder's name says whether its executor is still there", () =>
       const scope = yield* Scope.make()
       const name = yield* Scope.extend(makeExecutorName, scope)
       expect(name.startsWith(`${hostname()}:`)).toBe(true)
+      // The machine's boot is part of the host: two machines of one name are two hosts.
+      expect(name.split("/")[0]?.endsWith(`:${readFileSync("/proc/sys/kernel/random/boot_id", "utf8").trim()}`)).toBe(true)
       expect(name.split("/")[1]).toBe(String(process.pid))
       expect(isLiveExecutor(name)).toBe(true)
       expect(isDeadExecutor(name)).toBe(false)
@@ -58,10 +61,12 @@ describe("a lease holder's name says whether its executor is still there", () =>
       expect(isLiveExecutor(named)).toBe(false)
     }))
 
-  it.scoped("a holder on another host, or in another pid namespace of this one (a container sharing its name), is neither: only its lease's expiry tells", () =>
+  it.scoped("a holder on another host, in another pid namespace of this one (a container sharing its name), or on a machine of this one's name and namespace number booted apart, is neither: only its lease's expiry tells", () =>
     Effect.gen(function*() {
-      const [, pid, , start] = (yield* makeExecutorName).split("/")
-      for (const host of [`not-${hostname()}`, `${hostname()}:1`, hostname()]) {
+      const [here = "", pid, , start] = (yield* makeExecutorName).split("/")
+      const [name, namespace] = here.split(":")
+      const otherBoot = `${name}:${namespace}:00000000-0000-4000-8000-000000000000`
+      for (const host of [`not-${hostname()}`, `${hostname()}:1`, hostname(), `${name}:${namespace}`, otherBoot]) {
         const elsewhere = `${host}/${pid}/node_elsewhere/${start}`
         expect(isDeadExecutor(elsewhere)).toBe(false)
         expect(isLiveExecutor(elsewhere)).toBe(false)
