@@ -180,7 +180,8 @@ export const makeRunExecutor = (options: RunExecutorOptions) =>
      * conversation with a run in this process's lane is left to it, as one another live process
      * holds is left to that one: its runs wait there for their turn. Wakes the suspended runs such
      * a process left waiting on nothing (a child ended, an approval decided, a build with their
-     * agent: this one, if it has the agent); at the start, every one nobody holds.
+     * agent: this one, if it has the agent), or that nobody woke a lease's lifetime after an approval
+     * of theirs was decided or a child of theirs ended; at the start, every one nobody holds.
      */
     const takeUp = (starting: boolean) =>
       Effect.gen(function*() {

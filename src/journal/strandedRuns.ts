@@ -1,7 +1,8 @@
 /**
  * Adoption: the conversations a running executor takes over because nobody else is about to go on
  * with them (their runs in flight under a lease no live executor holds, or suspended runs that wait
- * on nothing any more whose last holder is dead). `RunJournal.takeOverStranded` is this on its
+ * on nothing any more whose last holder is dead, or that nobody woke a lease's lifetime after they
+ * came to wait on nothing). `RunJournal.takeOverStranded` is this on its
  * database.
  */
 import { Clock, type Context, Effect } from "effect"
@@ -29,6 +30,18 @@ export interface Adopting {
    * holder's.
    */
   readonly starting: boolean
+}
+
+/**
+ * Whether a suspended run that waits on nothing has waited so a lease's lifetime since it came to
+ * (its approval decided, its child ended). The process that decided or ended it wakes it at once,
+ * whoever suspended it; one that has not by now died first, on a host whose processes cannot be
+ * looked at from here, or beside a live holder that does not know of it. Waking it twice is safe:
+ * the lease keeps two executions apart, and the second finds the run going on or ended.
+ */
+const leftWaiting = (row: Row, now: number, ttlMillis: number): boolean => {
+  const since = Math.max(Number(row.decided_at ?? 0), Number(row.child_ended_at ?? 0))
+  return since > 0 && since + ttlMillis < now
 }
 
 /** `RunJournal.takeOverStranded` on `database`. */
@@ -65,7 +78,9 @@ export const takeOverStranded = (
       }
       const found = verdict(holder)
       // Fenced by the token read: a claim or takeover since leaves the lease alone.
-      if (found === "dead" || (suspended && starting && expired)) return statements.takeOverLease(conversationId, token, owner, now + ttlMillis)
+      if (found === "dead" || (suspended && expired && (starting || leftWaiting(row, now, ttlMillis)))) {
+        return statements.takeOverLease(conversationId, token, owner, now + ttlMillis)
+      }
       if (found === "unknown" && !suspended && expired) return statements.takeOverExpiredLease(conversationId, token, owner, now, now + ttlMillis)
       return undefined
     }

@@ -589,6 +589,54 @@ const journalTests = (backend: Backend) => {
       expect([...(yield* journal.takeOverStranded("C", 1_000, adopting(true))).suspended].sort()).toEqual(["s2", "s3", "s8"])
     }))
 
+  it.scoped("a suspended run nobody woke a lease's lifetime after its approval was decided or its child ended is taken over, whoever suspended it", () =>
+    Effect.gen(function*() {
+      const storage = yield* freshStorage(backend)
+      const { journal } = storage
+      yield* TestClock.setTime(1_000)
+      const suspendedBy = (n: number, holder: string) =>
+        Effect.gen(function*() {
+          const run = yield* submit(journal, newRun(`s${n}`, { conversationId: `d${n}` }))
+          yield* journal.record(run, { status: { status: "suspended" }, releaseLease: true }, yield* leaseOf(journal.claim(run, holder, 500)))
+          return run
+        })
+      const decided = (runId: string, at: number) => ({
+        sql: `INSERT INTO foundry_approvals (id, run_id, tool_call_id, agent, tool, input, status, created_at, expires_at, decided_at)
+          VALUES (?, ?, 'call_1', 'shop', 'pay', '{}', 'approved', 1000, 90000, ?)`,
+        params: [`apr-${runId}`, runId, at]
+      })
+      // Decided at 1,500 and at 2,500, by a process that died before it woke them: s1 suspended by
+      // a holder on another host, s2 by a live one, s3 (decided late) by another host's.
+      const s1 = yield* suspendedBy(1, "remote")
+      const s2 = yield* suspendedBy(2, "alive")
+      yield* suspendedBy(3, "remote")
+      // s4: its child ended at 1,500 (its executor died before it woke the parent).
+      const s4 = yield* suspendedBy(4, "remote")
+      const child = yield* submit(journal, { ...newRun("k4", { conversationId: "dk4" }), parentRunId: "s4", parentToolCallId: "call_1" })
+      const childLease = yield* leaseOf(journal.claim(child, "remote", 60_000))
+      // s5: decided at 1,500 and its lease held again since (being resumed).
+      const s5 = yield* suspendedBy(5, "remote")
+      // s6: waits on nothing and nothing came to pass (a build with its agent, in a `foundry dev`).
+      yield* suspendedBy(6, "remote")
+      yield* TestClock.setTime(1_500)
+      yield* journal.record(child, { status: { status: "completed", output: "done" }, releaseLease: true }, childLease)
+      yield* storage.database.write({ statements: [decided("s1", 1_500), decided("s2", 1_500), decided("s3", 2_500), decided("s5", 1_500)] })
+      yield* leaseOf(journal.claim(s5, "remote", 60_000))
+
+      const holders = { dead: () => false, alive: (holder: string) => holder === "alive" }
+      const adopting = { holders, here: () => false, wakes: () => true, starting: false }
+      // A lease's lifetime (1,000) after 1,500 has not passed yet: the process that decided may wake them.
+      yield* TestClock.setTime(2_400)
+      expect(yield* journal.takeOverStranded("B", 1_000, adopting)).toEqual({ conversations: [], suspended: [] })
+      yield* TestClock.setTime(3_000)
+      const taken = yield* journal.takeOverStranded("B", 1_000, adopting)
+      expect([...taken.suspended].sort()).toEqual(["s1", "s2", "s4"])
+      for (const run of [s1, s2, s4]) expect(yield* journal.claim(run, "C", 1_000)).toMatchObject({ _tag: "Held", owner: "B" })
+      // s3 in its turn.
+      yield* TestClock.setTime(3_600)
+      expect((yield* journal.takeOverStranded("B", 1_000, adopting)).suspended).toEqual(["s3"])
+    }))
+
   it.scoped("after a release another owner claims at once; renew extends a live lease and is false for a stale one", () =>
     Effect.gen(function*() {
       const storage = yield* freshStorage(backend)
