@@ -33,15 +33,17 @@ export interface Adopting {
 }
 
 /**
- * Whether a suspended run that waits on nothing has waited so a lease's lifetime since it came to
- * (its approval decided, its child ended). The process that decided or ended it wakes it at once,
- * whoever suspended it; one that has not by now died first, on a host whose processes cannot be
- * looked at from here, or beside a live holder that does not know of it. Waking it twice is safe:
- * the lease keeps two executions apart, and the second finds the run going on or ended.
+ * Whether a suspended run that waits on nothing has waited so a lease's lifetime since what it
+ * was suspended for came to pass (its approval decided, its child ended, after it was suspended).
+ * The process that decided or ended it wakes it at once, whoever suspended it; one that has not by
+ * now died first, on a host whose processes cannot be looked at from here, or beside a live holder
+ * that does not know of it. A run suspended after that (for a build with its agent) waits on
+ * something else. Waking it twice is safe: the lease keeps two executions apart, and the second
+ * finds the run going on or ended.
  */
 const leftWaiting = (row: Row, now: number, ttlMillis: number): boolean => {
   const since = Math.max(Number(row.decided_at ?? 0), Number(row.child_ended_at ?? 0))
-  return since > 0 && since + ttlMillis < now
+  return since > Number(row.suspended_at ?? Number.MAX_SAFE_INTEGER) && since + ttlMillis < now
 }
 
 /** `RunJournal.takeOverStranded` on `database`. */

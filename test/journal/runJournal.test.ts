@@ -594,12 +594,18 @@ const journalTests = (backend: Backend) => {
       const storage = yield* freshStorage(backend)
       const { journal } = storage
       yield* TestClock.setTime(1_000)
-      const suspendedBy = (n: number, holder: string) =>
+      type Suspension = Extract<EventContent, { readonly type: "run.suspended" }>["data"]
+      const forApproval = (n: number): Suspension => ({ reason: "approval", approvalId: `apr-s${n}`, tool: "pay" })
+      /** `run` suspended by `holder` (its lease released, its `run.suspended` event written, as the loop does). */
+      const suspend = (run: RunRecord, holder: string, data: Suspension) =>
         Effect.gen(function*() {
-          const run = yield* submit(journal, newRun(`s${n}`, { conversationId: `d${n}` }))
-          yield* journal.record(run, { status: { status: "suspended" }, releaseLease: true }, yield* leaseOf(journal.claim(run, holder, 500)))
+          const lease = yield* leaseOf(journal.claim(run, holder, 500))
+          const event = draft(`suspended-${run.id}-${yield* TestClock.currentTimeMillis}`, run, { type: "run.suspended", data })
+          yield* journal.record(run, { status: { status: "suspended" }, events: [event], releaseLease: true }, lease)
           return run
         })
+      const suspendedBy = (n: number, holder: string, data: Suspension = forApproval(n)) =>
+        Effect.flatMap(submit(journal, newRun(`s${n}`, { conversationId: `d${n}` })), (run) => suspend(run, holder, data))
       const decided = (runId: string, at: number) => ({
         sql: `INSERT INTO foundry_approvals (id, run_id, tool_call_id, agent, tool, input, status, created_at, expires_at, decided_at)
           VALUES (?, ?, 'call_1', 'shop', 'pay', '{}', 'approved', 1000, 90000, ?)`,
@@ -611,17 +617,22 @@ const journalTests = (backend: Backend) => {
       const s2 = yield* suspendedBy(2, "alive")
       yield* suspendedBy(3, "remote")
       // s4: its child ended at 1,500 (its executor died before it woke the parent).
-      const s4 = yield* suspendedBy(4, "remote")
+      const s4 = yield* suspendedBy(4, "remote", { reason: "child", childRunId: "k4", tool: "delegate" })
       const child = yield* submit(journal, { ...newRun("k4", { conversationId: "dk4" }), parentRunId: "s4", parentToolCallId: "call_1" })
       const childLease = yield* leaseOf(journal.claim(child, "remote", 60_000))
       // s5: decided at 1,500 and its lease held again since (being resumed).
       const s5 = yield* suspendedBy(5, "remote")
+      // s7: to be decided at 1,500, resumed, and suspended again at 1,600 for a build with its agent.
+      const s7 = yield* suspendedBy(7, "remote")
       // s6: waits on nothing and nothing came to pass (a build with its agent, in a `foundry dev`).
-      yield* suspendedBy(6, "remote")
+      yield* suspendedBy(6, "remote", { reason: "build", file: "agents/shop/agent.ts", problem: "half saved" })
       yield* TestClock.setTime(1_500)
       yield* journal.record(child, { status: { status: "completed", output: "done" }, releaseLease: true }, childLease)
-      yield* storage.database.write({ statements: [decided("s1", 1_500), decided("s2", 1_500), decided("s3", 2_500), decided("s5", 1_500)] })
+      yield* storage.database.write({ statements: [decided("s1", 1_500), decided("s2", 1_500), decided("s3", 2_500), decided("s5", 1_500), decided("s7", 1_500)] })
       yield* leaseOf(journal.claim(s5, "remote", 60_000))
+      // What s7 waits on now has not come to pass.
+      yield* TestClock.setTime(1_600)
+      yield* suspend(s7, "remote", { reason: "build", file: "agents/shop/agent.ts", problem: "half saved" })
 
       const holders = { dead: () => false, alive: (holder: string) => holder === "alive" }
       const adopting = { holders, here: () => false, wakes: () => true, starting: false }
