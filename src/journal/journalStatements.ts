@@ -188,21 +188,21 @@ export const takeOverLease = (conversationId: string, token: number, owner: stri
  * suspended runs that wait on nothing any more (no approval pending, no child still going: the
  * test of `Store.suspendedReadyToResume`) whose lease was last someone else's, with their agent
  * and when they came to wait on nothing (`decided_at`, their last approval's decision;
- * `child_ended_at`, their last child's end) and were last suspended (`suspended_at`, their last
- * `run.suspended` event). One read for both, found from the runs' status index, so it reads what is in flight or
+ * `child_ended_at`, their last child's end) and were last suspended or resumed (`moved_at`, their
+ * last `run.suspended` or `run.resumed` event). One read for both, found from the runs' status index, so it reads what is in flight or
  * suspended, not every conversation ever leased. A run's approvals are found by its id (`NOT IN`:
  * with `status = 'pending'` in the subquery SQLite searched every pending approval for each run).
  */
 export const adoptionCandidates = (owner: string, now: number): Statement => ({
   sql: `SELECT DISTINCT r.conversation_id, NULL AS run_id, NULL AS agent, l.owner, l.token, l.expires_at,
-      CAST(NULL AS BIGINT) AS decided_at, CAST(NULL AS BIGINT) AS child_ended_at, CAST(NULL AS BIGINT) AS suspended_at FROM foundry_runs r
+      CAST(NULL AS BIGINT) AS decided_at, CAST(NULL AS BIGINT) AS child_ended_at, CAST(NULL AS BIGINT) AS moved_at FROM foundry_runs r
     LEFT JOIN foundry_conversation_leases l ON l.conversation_id = r.conversation_id
     WHERE r.status IN ('queued', 'running') AND (l.owner IS NULL OR l.owner <> ? OR l.expires_at < ?)
     UNION ALL
     SELECT p.conversation_id, p.id, p.agent, l.owner, l.token, l.expires_at,
       (SELECT MAX(a.decided_at) FROM foundry_approvals a WHERE a.run_id = p.id) AS decided_at,
       (SELECT MAX(c.finished_at) FROM foundry_runs c WHERE c.parent_run_id = p.id AND c.parent_tool_call_id IS NOT NULL) AS child_ended_at,
-      (SELECT MAX(e.time) FROM foundry_events e WHERE e.run_id = p.id AND e.type = 'run.suspended') AS suspended_at
+      (SELECT MAX(e.time) FROM foundry_events e WHERE e.run_id = p.id AND e.type IN ('run.suspended', 'run.resumed')) AS moved_at
     FROM foundry_runs p
     LEFT JOIN foundry_conversation_leases l ON l.conversation_id = p.conversation_id
     WHERE p.status = 'suspended' AND (l.owner IS NULL OR l.owner <> ?)

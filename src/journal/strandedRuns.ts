@@ -32,18 +32,23 @@ export interface Adopting {
   readonly starting: boolean
 }
 
+/** How many lease lifetimes a run is given to be woken by whoever decided or ended what it waits on. */
+const wakeGrace = 10
+
 /**
- * Whether a suspended run that waits on nothing has waited so a lease's lifetime since what it
- * was suspended for came to pass (its approval decided, its child ended, after it was suspended).
- * The process that decided or ended it wakes it at once, whoever suspended it; one that has not by
- * now died first, on a host whose processes cannot be looked at from here, or beside a live holder
- * that does not know of it. A run suspended after that (for a build with its agent) waits on
- * something else. Waking it twice is safe: the lease keeps two executions apart, and the second
- * finds the run going on or ended.
+ * Whether a suspended run that waits on nothing was left so: what it was suspended for came to
+ * pass (its approval decided, its child ended) after it was last suspended or resumed, `wakeGrace`
+ * lease lifetimes ago, and its lease is as its suspension released it. The process that decided or
+ * ended it wakes it at once (a decision that came while the suspension was written is found by the
+ * run itself), so one still waiting by now was left by a process that died first, in a third
+ * process or on another host, where nobody else would wake it. A run suspended after that (for a
+ * build with its agent) waits on something else; a run taken since holds a lease of its
+ * taker's, and one resumed since is its resumer's business. Waking it twice is safe: the lease
+ * keeps two executions apart, and the second finds the run going on or ended.
  */
 const leftWaiting = (row: Row, now: number, ttlMillis: number): boolean => {
   const since = Math.max(Number(row.decided_at ?? 0), Number(row.child_ended_at ?? 0))
-  return since > Number(row.suspended_at ?? Number.MAX_SAFE_INTEGER) && since + ttlMillis < now
+  return Number(row.expires_at) === 0 && since > Number(row.moved_at ?? Number.MAX_SAFE_INTEGER) && since + wakeGrace * ttlMillis < now
 }
 
 /** `RunJournal.takeOverStranded` on `database`. */

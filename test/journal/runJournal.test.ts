@@ -589,23 +589,30 @@ const journalTests = (backend: Backend) => {
       expect([...(yield* journal.takeOverStranded("C", 1_000, adopting(true))).suspended].sort()).toEqual(["s2", "s3", "s8"])
     }))
 
-  it.scoped("a suspended run nobody woke a lease's lifetime after its approval was decided or its child ended is taken over, whoever suspended it", () =>
+  it.scoped("a suspended run nobody woke ten lease lifetimes after its approval was decided or its child ended is taken over, whoever suspended it, once", () =>
     Effect.gen(function*() {
       const storage = yield* freshStorage(backend)
       const { journal } = storage
       yield* TestClock.setTime(1_000)
       type Suspension = Extract<EventContent, { readonly type: "run.suspended" }>["data"]
       const forApproval = (n: number): Suspension => ({ reason: "approval", approvalId: `apr-s${n}`, tool: "pay" })
-      /** `run` suspended by `holder` (its lease released, its `run.suspended` event written, as the loop does). */
-      const suspend = (run: RunRecord, holder: string, data: Suspension) =>
+      const forBuild: Suspension = { reason: "build", file: "agents/shop/agent.ts", problem: "half saved" }
+      /** `run` suspended by `holder`, its lease released and its `run.suspended` event written as the loop does (none: deleted since). */
+      const suspend = (run: RunRecord, holder: string, data: Suspension | null) =>
         Effect.gen(function*() {
           const lease = yield* leaseOf(journal.claim(run, holder, 500))
-          const event = draft(`suspended-${run.id}-${yield* TestClock.currentTimeMillis}`, run, { type: "run.suspended", data })
-          yield* journal.record(run, { status: { status: "suspended" }, events: [event], releaseLease: true }, lease)
+          const events = data === null ? [] : [draft(`suspended-${run.id}-${yield* TestClock.currentTimeMillis}`, run, { type: "run.suspended", data })]
+          yield* journal.record(run, { status: { status: "suspended" }, events, releaseLease: true }, lease)
           return run
         })
-      const suspendedBy = (n: number, holder: string, data: Suspension = forApproval(n)) =>
+      const suspendedBy = (n: number, holder: string, data: Suspension | null = forApproval(n)) =>
         Effect.flatMap(submit(journal, newRun(`s${n}`, { conversationId: `d${n}` })), (run) => suspend(run, holder, data))
+      const childOf = (parent: string) =>
+        Effect.gen(function*() {
+          const child = yield* submit(journal, { ...newRun(`k-${parent}`, { conversationId: `dk-${parent}` }), parentRunId: parent, parentToolCallId: "call_1" })
+          const lease = yield* leaseOf(journal.claim(child, "remote", 60_000))
+          return journal.record(child, { status: { status: "completed", output: "done" }, releaseLease: true }, lease)
+        })
       const decided = (runId: string, at: number) => ({
         sql: `INSERT INTO foundry_approvals (id, run_id, tool_call_id, agent, tool, input, status, created_at, expires_at, decided_at)
           VALUES (?, ?, 'call_1', 'shop', 'pay', '{}', 'approved', 1000, 90000, ?)`,
@@ -616,36 +623,44 @@ const journalTests = (backend: Backend) => {
       const s1 = yield* suspendedBy(1, "remote")
       const s2 = yield* suspendedBy(2, "alive")
       yield* suspendedBy(3, "remote")
-      // s4: its child ended at 1,500 (its executor died before it woke the parent).
-      const s4 = yield* suspendedBy(4, "remote", { reason: "child", childRunId: "k4", tool: "delegate" })
-      const child = yield* submit(journal, { ...newRun("k4", { conversationId: "dk4" }), parentRunId: "s4", parentToolCallId: "call_1" })
-      const childLease = yield* leaseOf(journal.claim(child, "remote", 60_000))
+      // s4: its child ends at 1,500 (the child's executor died before it woke the parent).
+      const s4 = yield* suspendedBy(4, "remote", { reason: "child", childRunId: "k-s4", tool: "delegate" })
+      const endChild4 = yield* childOf("s4")
       // s5: decided at 1,500 and its lease held again since (being resumed).
       const s5 = yield* suspendedBy(5, "remote")
-      // s7: to be decided at 1,500, resumed, and suspended again at 1,600 for a build with its agent.
-      const s7 = yield* suspendedBy(7, "remote")
       // s6: waits on nothing and nothing came to pass (a build with its agent, in a `foundry dev`).
-      yield* suspendedBy(6, "remote", { reason: "build", file: "agents/shop/agent.ts", problem: "half saved" })
+      yield* suspendedBy(6, "remote", forBuild)
+      // s7: decided at 1,500, resumed, and suspended again at 1,600 for a build with its agent; s9:
+      // its child ended at 1,500, suspended again at 1,600 for a build.
+      const s7 = yield* suspendedBy(7, "remote")
+      const s9 = yield* suspendedBy(9, "remote", { reason: "child", childRunId: "k-s9", tool: "delegate" })
+      const endChild9 = yield* childOf("s9")
+      // s8: decided at 1,500, its events deleted since (retention): when it was suspended is not known.
+      yield* suspendedBy(8, "remote", null)
       yield* TestClock.setTime(1_500)
-      yield* journal.record(child, { status: { status: "completed", output: "done" }, releaseLease: true }, childLease)
-      yield* storage.database.write({ statements: [decided("s1", 1_500), decided("s2", 1_500), decided("s3", 2_500), decided("s5", 1_500), decided("s7", 1_500)] })
+      yield* endChild4
+      yield* endChild9
+      yield* storage.database.write({ statements: ["s1", "s2", "s5", "s7", "s8"].map((runId) => decided(runId, 1_500)).concat(decided("s3", 2_500)) })
       yield* leaseOf(journal.claim(s5, "remote", 60_000))
-      // What s7 waits on now has not come to pass.
       yield* TestClock.setTime(1_600)
-      yield* suspend(s7, "remote", { reason: "build", file: "agents/shop/agent.ts", problem: "half saved" })
+      yield* suspend(s7, "remote", forBuild)
+      yield* suspend(s9, "remote", forBuild)
 
       const holders = { dead: () => false, alive: (holder: string) => holder === "alive" }
       const adopting = { holders, here: () => false, wakes: () => true, starting: false }
-      // A lease's lifetime (1,000) after 1,500 has not passed yet: the process that decided may wake them.
+      // Ten lease lifetimes (100 each) after 1,500 have not passed yet: the process that decided may wake them.
       yield* TestClock.setTime(2_400)
-      expect(yield* journal.takeOverStranded("B", 1_000, adopting)).toEqual({ conversations: [], suspended: [] })
+      expect(yield* journal.takeOverStranded("B", 100, adopting)).toEqual({ conversations: [], suspended: [] })
       yield* TestClock.setTime(3_000)
-      const taken = yield* journal.takeOverStranded("B", 1_000, adopting)
+      const taken = yield* journal.takeOverStranded("B", 100, adopting)
       expect([...taken.suspended].sort()).toEqual(["s1", "s2", "s4"])
-      for (const run of [s1, s2, s4]) expect(yield* journal.claim(run, "C", 1_000)).toMatchObject({ _tag: "Held", owner: "B" })
-      // s3 in its turn.
+      for (const run of [s1, s2, s4]) expect(yield* journal.claim(run, "C", 100)).toMatchObject({ _tag: "Held", owner: "B" })
+      // s3 in its turn; the runs B took are B's, though their leases expired unrenewed (B has them
+      // in line behind others): not taken again.
       yield* TestClock.setTime(3_600)
-      expect((yield* journal.takeOverStranded("B", 1_000, adopting)).suspended).toEqual(["s3"])
+      expect((yield* journal.takeOverStranded("C", 100, adopting)).suspended).toEqual(["s3"])
+      yield* TestClock.setTime(9_000)
+      expect(yield* journal.takeOverStranded("D", 100, adopting)).toEqual({ conversations: [], suspended: [] })
     }))
 
   it.scoped("after a release another owner claims at once; renew extends a live lease and is false for a stale one", () =>
