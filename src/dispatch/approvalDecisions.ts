@@ -67,7 +67,12 @@ export const makeApprovalDecisions = (resume: (run: RunRecord) => Effect.Effect<
             ...(granted ? { scope } : {}),
             ...(reason === undefined ? {} : { reason })
           }, `approval:${decided.value.toolCallId}`, `tool:${decided.value.toolCallId}`)).pipe(withEventRelease(run.value.release))
-          if (resuming && run.value.status === "suspended") yield* resume(run.value)
+          if (resuming) {
+            // Read again now that the decision is stored: a run that was suspending as it was read
+            // is suspended now, or reads the decision itself (engine/suspendOnApproval.ts).
+            const now = yield* store.getRun(run.value.id)
+            if (Option.isSome(now) && now.value.status === "suspended") yield* resume(now.value)
+          }
         }
         return decided.value
       })

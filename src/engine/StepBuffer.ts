@@ -78,7 +78,7 @@ export const makeStepBuffer = (run: RunRecord, lease: Lease | undefined, written
       const starts = soon?.status?.status === "running" && end.status !== undefined && end.status.status !== "running"
       const step = { messages, events: drafts, usage, ...soon, ...end, ...(starts ? { starts } : {}) }
       soon = undefined
-      if (messages.length === 0 && drafts.length === 0 && usage.length === 0 && step.status === undefined) return Effect.void
+      if (messages.length === 0 && drafts.length === 0 && usage.length === 0 && step.status === undefined && step.releaseLease !== true) return Effect.void
       messages = []
       drafts = []
       usage = []

@@ -13,6 +13,7 @@ import type { LeaseLost } from "../journal/RunJournal.js"
 import { budgetMessage, budgetsOf, type Exceeded, hasDailyBudget, instanceOverBudget, runOverBudget } from "./budgets.js"
 import { failRun, type RunOutcome } from "./failRun.js"
 import type { RunContext } from "./RunContext.js"
+import { suspendOnApproval } from "./suspendOnApproval.js"
 
 /** A budget check that lets the run go on. */
 const withinBudget: Effect.Effect<RunOutcome | undefined> = Effect.succeed(undefined)
@@ -50,7 +51,7 @@ export const makeBudgetCheck = (context: RunContext) =>
      */
     // The budgets this run goes past on a conversation's grant: said once, not at every turn.
     const granted = new Set<string>()
-    const askPerson = (exceeded: Exceeded) =>
+    const askOnce = (exceeded: Exceeded) =>
       Effect.gen(function*() {
         const key = `budget:${exceeded.budget}`
         const found = yield* approvals.find(run.id, key)
@@ -85,10 +86,11 @@ export const makeBudgetCheck = (context: RunContext) =>
           exceededEvent(exceeded)
           step.emit("approval.requested", `approval:${key}`, { approvalId: asked.id, toolCallId: key, tool: key, input, expiresAt: asked.expiresAt }, "run")
         }
-        step.emit("run.suspended", "run", { reason: "budget", approvalId: asked.id, tool: key, budget: exceeded.budget })
-        yield* step.commit({ status: { status: "suspended" }, releaseLease: true })
-        return "suspended" as const
+        return yield* suspendOnApproval(step, { reason: "budget", approvalId: asked.id, tool: key, budget: exceeded.budget })
       })
+    // Decided while the suspension was written: asked again, which finds the decision.
+    const askPerson = (exceeded: Exceeded): Effect.Effect<RunOutcome | undefined, StoreError | LeaseLost> =>
+      Effect.flatMap(Effect.provideService(askOnce(exceeded), ApprovalStorage, approvals), (outcome) => outcome === "decided" ? askPerson(exceeded) : Effect.succeed(outcome))
 
     const overBudget = (exceeded: Exceeded): Effect.Effect<RunOutcome | undefined, StoreError | LeaseLost> =>
       policy === "ask" ? askPerson(exceeded) : Effect.suspend(() => {

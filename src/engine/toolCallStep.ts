@@ -21,6 +21,7 @@ import type { PermissionRule } from "../definitions/configFields.js"
 import { answer, hide, type RunContext } from "./RunContext.js"
 import { decodeContext } from "./RunInstance.js"
 import { RunStarter } from "./RunStarter.js"
+import { suspendOnApproval } from "./suspendOnApproval.js"
 
 /** How a call left the run: answered (and whether it ran and failed), or the run waits. */
 export type CallOutcome =
@@ -120,11 +121,12 @@ function* callTool(context: RunContext, call: ToolCall, decoded: DecodedCall, ru
     answer(context, call, failedOutcome(decoded.rawInput, instance.left), 0)
     return answered(true, instance.left)
   }
-  const gate = yield* approvalGate(run, step, call, decoded, rule, config.approvalTimeout, shown)
-  if (gate._tag === "Wait") {
-    step.emit("run.suspended", "run", { reason: "approval", approvalId: gate.approvalId, tool: call.name })
-    yield* step.commit({ status: { status: "suspended" }, releaseLease: true })
-    return { _tag: "Suspended" } satisfies CallOutcome
+  let gate = yield* approvalGate(run, step, call, decoded, rule, config.approvalTimeout, shown)
+  while (gate._tag === "Wait") {
+    const waited = yield* suspendOnApproval(step, { reason: "approval", approvalId: gate.approvalId, tool: call.name })
+    if (waited === "suspended") return { _tag: "Suspended" } satisfies CallOutcome
+    // Decided while the suspension was written: through the gate again, which finds the decision.
+    gate = yield* approvalGate(run, step, call, decoded, rule, config.approvalTimeout, shown)
   }
   if (gate._tag === "Refused") {
     answer(context, call, failedOutcome(decoded.rawInput, gate.reason), 0)

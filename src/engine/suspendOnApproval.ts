@@ -1,0 +1,33 @@
+/**
+ * A run suspended on an approval (a tool's gate, a budget gone past). Its decision may come while
+ * the suspension is written: its decider then reads the run as running and leaves it to go on. So
+ * the run, once its suspension is stored, reads the approval before it lets its lease go (the
+ * decider reads the run after its decision is stored: one of the two sees the other), and goes on
+ * at once if it was decided meanwhile.
+ */
+import { Effect, Option } from "effect"
+import { ApprovalStorage } from "../durable/ApprovalStorage.js"
+import type { StepBuffer } from "./StepBuffer.js"
+
+/** The approval a run waits on, as its `run.suspended` event says it. */
+export type ApprovalSuspension =
+  | { readonly reason: "approval"; readonly approvalId: string; readonly tool: string }
+  | { readonly reason: "budget"; readonly approvalId: string; readonly tool: string; readonly budget: string }
+
+/**
+ * Suspends the run on `suspension`'s approval: `suspended` once its lease is let go for whoever
+ * the decision wakes it in, or `decided` when the decision came meanwhile (the run resumed, its
+ * lease still held: its caller asks the gate again).
+ */
+export const suspendOnApproval = Effect.fnUntraced(function*(step: StepBuffer, suspension: ApprovalSuspension) {
+  step.emit("run.suspended", "run", suspension)
+  yield* step.commit({ status: { status: "suspended" } })
+  const approval = yield* (yield* ApprovalStorage).get(suspension.approvalId)
+  if (Option.isNone(approval) || approval.value.status === "pending") {
+    yield* step.commit({ releaseLease: true })
+    return "suspended" as const
+  }
+  step.emit("run.resumed", "run", { reason: "approval", approvalId: suspension.approvalId })
+  yield* step.commit({ status: { status: "running" } })
+  return "decided" as const
+})

@@ -1,0 +1,87 @@
+/**
+ * A run suspending on an approval while a person decides it (SQLite on a temporary file, the real
+ * journal and approval storage): a decision stored before the suspension is, whose decider read
+ * the run as running and left it, is found by the run itself, which goes on at once with its lease;
+ * one still pending leaves the run suspended and its lease let go. And the decider's side: a run
+ * that was running as the decider first read it and is suspended by the time the decision is
+ * stored is resumed.
+ */
+import { describe, expect, it } from "@effect/vitest"
+import { Context, Effect, Layer, Option, TestClock } from "effect"
+import { makeApprovalDecisions } from "../../src/dispatch/approvalDecisions.js"
+import * as ApprovalStorage from "../../src/durable/ApprovalStorage.js"
+import type { RunRecord } from "../../src/durable/records.js"
+import { Store } from "../../src/durable/Store.js"
+import { makeStepBuffer } from "../../src/engine/StepBuffer.js"
+import { suspendOnApproval } from "../../src/engine/suspendOnApproval.js"
+import { EventStorage } from "../../src/events/EventStorage.js"
+import { RunJournal } from "../../src/journal/RunJournal.js"
+import { sqlite, storageLayer } from "../journal/backends.js"
+import { draft, newRun, submit } from "../journal/fixtures.js"
+
+/** A submitted run, claimed by `executor`, with the storages around it and an approval asked for one of its calls. */
+const runAsking = Effect.gen(function*() {
+  yield* TestClock.setTime(1_000)
+  const place = yield* sqlite.fresh
+  const context = yield* Layer.build(ApprovalStorage.layer.pipe(Layer.provideMerge(storageLayer(place))))
+  const journal = Context.get(context, RunJournal)
+  const approvals = Context.get(context, ApprovalStorage.ApprovalStorage)
+  const run = yield* submit(journal, newRun("r1"))
+  const claimed = yield* journal.claim(run, "executor", 60_000)
+  if (claimed._tag !== "Claimed") return yield* Effect.dieMessage("the lease is held")
+  yield* journal.record(run, { status: { status: "running" } }, claimed.lease)
+  const asked = yield* approvals.ask({ id: "apr_1", runId: run.id, toolCallId: "call_1", agent: run.agent, tool: "pay", input: {}, expiresAt: 9e15 })
+  const step = yield* makeStepBuffer(run, claimed.lease).pipe(Effect.provide(context))
+  const statusOf = Effect.map(Context.get(context, Store).getRun(run.id), (found) => Option.getOrThrow(found).status)
+  const eventTypes = Effect.map(Context.get(context, EventStorage).list({ runId: run.id }), (events) => events.map((e) => e.type))
+  return { context, journal, approvals, run, asked, step, statusOf, eventTypes }
+})
+
+describe("a run suspending on an approval while a person decides it", () => {
+  it.scoped("a decision stored before the suspension is: the run finds it and goes on at once, its lease kept", () =>
+    Effect.gen(function*() {
+      const { approvals, asked, eventTypes, journal, run, statusOf, step, context } = yield* runAsking
+      // The decider read the run as running, so it did not resume it.
+      yield* approvals.decide(asked.id, "approved", undefined, undefined)
+      const waited = yield* suspendOnApproval(step, { reason: "approval", approvalId: asked.id, tool: "pay" }).pipe(Effect.provide(context))
+      expect(waited).toBe("decided")
+      expect(yield* statusOf).toBe("running")
+      expect((yield* eventTypes).slice(-2)).toEqual(["run.suspended", "run.resumed"])
+      expect(yield* journal.claim(run, "another", 60_000)).toMatchObject({ _tag: "Held", owner: "executor" })
+    }))
+
+  it.scoped("an approval still pending: the run is suspended and its lease let go, for whoever the decision wakes it in", () =>
+    Effect.gen(function*() {
+      const { asked, eventTypes, journal, run, statusOf, step, context } = yield* runAsking
+      const waited = yield* suspendOnApproval(step, { reason: "approval", approvalId: asked.id, tool: "pay" }).pipe(Effect.provide(context))
+      expect(waited).toBe("suspended")
+      expect(yield* statusOf).toBe("suspended")
+      expect((yield* eventTypes).at(-1)).toBe("run.suspended")
+      expect(yield* journal.claim(run, "another", 60_000)).toMatchObject({ _tag: "Claimed", lease: { owner: "another" } })
+    }))
+
+  it.scoped("the decider resumes a run that was running as it first read it and is suspended by the time its decision is stored", () =>
+    Effect.gen(function*() {
+      const { asked, context, journal, run } = yield* runAsking
+      const store = Context.get(context, Store)
+      const resumed: Array<string> = []
+      let reads = 0
+      // The run's suspension is stored right after the decider's first read of it.
+      const suspendingStore = Store.of({
+        ...store,
+        getRun: (runId) =>
+          Effect.tap(store.getRun(runId), () =>
+            reads++ === 0
+              ? journal.record(run, {
+                status: { status: "suspended" },
+                events: [draft("suspended", run, { type: "run.suspended", data: { reason: "approval", approvalId: asked.id, tool: "pay" } })]
+              }).pipe(Effect.orDie)
+              : Effect.void)
+      })
+      const decisions = yield* makeApprovalDecisions((woken: RunRecord) => Effect.sync(() => void resumed.push(woken.id))).pipe(
+        Effect.provide(Context.add(context, Store, suspendingStore))
+      )
+      yield* decisions.decide(asked.id, "approved", undefined)
+      expect(resumed).toEqual([run.id])
+    }))
+})
