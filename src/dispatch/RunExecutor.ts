@@ -27,6 +27,7 @@ import { RunJournal } from "../journal/RunJournal.js"
 import { ModelResolver } from "../models/Model.js"
 import { Releases } from "../release/Releases.js"
 import { endedBeforeDecision, makeApprovalDecisions } from "./approvalDecisions.js"
+import { makeWakeDecided } from "./wakeDecided.js"
 import { goesOnWith, wakeOnBuilds } from "./buildWaits.js"
 import { makeCancellations } from "./cancellations.js"
 import { type ApprovalScope, RunNotFound } from "./Dispatcher.js"
@@ -161,7 +162,9 @@ export const makeRunExecutor = (options: RunExecutorOptions) =>
           Effect.catchAllCause((cause) => Effect.logWarning(`could not close the approvals of run ${runId}, whose lease another process took`, cause))
         )
     })
-    const approvals = yield* makeApprovalDecisions((run) => wake(run))
+    const scope = yield* Effect.scope
+    const wakeDecided = makeWakeDecided({ executions, store, wake, scope })
+    const approvals = yield* makeApprovalDecisions(wakeDecided)
     yield* wakeOnBuilds(current, store, wake)
 
     const decide = Effect.fn("Dispatcher.decide")(function*(
@@ -229,7 +232,6 @@ export const makeRunExecutor = (options: RunExecutorOptions) =>
         return Effect.sync(() => clearTimeout(timer))
       })
 
-    const scope = yield* Effect.scope
     let adopting = false
     /**
      * `adopt` once a lease's lifetime from now on, for as long as the executor runs: a crashed
