@@ -1,9 +1,10 @@
 /**
  * A run suspended on an approval (a tool's gate, a budget gone past). Its decision may come while
  * the suspension is written: its decider then reads the run as running and leaves it to go on. So
- * the run, once its suspension is stored, reads the approval before it lets its lease go (the
- * decider reads the run after its decision is stored: one of the two sees the other), and goes on
- * at once if it was decided meanwhile.
+ * the run's status is stored first, its lease still held and its events held back; then it reads
+ * the approval (the decider reads the run after its decision is stored: one of the two sees the
+ * other). Still pending, the suspension's events go with its lease, let go: whoever acts on them
+ * finds the lease free. Decided meanwhile, the run goes on at once, and nobody was told it waited.
  */
 import { Effect, Option } from "effect"
 import { ApprovalStorage } from "../durable/ApprovalStorage.js"
@@ -16,18 +17,17 @@ export type ApprovalSuspension =
 
 /**
  * Suspends the run on `suspension`'s approval: `suspended` once its lease is let go for whoever
- * the decision wakes it in, or `decided` when the decision came meanwhile (the run resumed, its
- * lease still held: its caller asks the gate again).
+ * the decision wakes it in, or `decided` when the decision came meanwhile (the run running again,
+ * its lease still held: its caller asks the gate again).
  */
 export const suspendOnApproval = Effect.fnUntraced(function*(step: StepBuffer, suspension: ApprovalSuspension) {
-  step.emit("run.suspended", "run", suspension)
-  yield* step.commit({ status: { status: "suspended" } })
+  yield* step.commit({ status: { status: "suspended" }, holdEvents: true })
   const approval = yield* (yield* ApprovalStorage).get(suspension.approvalId)
   if (Option.isNone(approval) || approval.value.status === "pending") {
+    step.emit("run.suspended", "run", suspension)
     yield* step.commit({ releaseLease: true })
     return "suspended" as const
   }
-  step.emit("run.resumed", "run", { reason: "approval", approvalId: suspension.approvalId })
-  yield* step.commit({ status: { status: "running" } })
+  yield* step.commit({ status: { status: "running" }, holdEvents: true })
   return "decided" as const
 })

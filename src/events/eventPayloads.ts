@@ -63,12 +63,8 @@ export const eventPayloads = {
     cutToolResults: Schema.optional(Schema.Array(Schema.Struct({ ...call, output: Schema.String })))
   }),
   "run.started": RunExecuting,
-  /** The engine resuming a run, or one whose child ended (or whose approval was decided) while it was suspending. */
-  "run.resumed": Schema.Union(
-    RunExecuting,
-    Schema.Struct({ reason: Schema.Literal("child"), childRunId: Schema.String }),
-    Schema.Struct({ reason: Schema.Literal("approval"), approvalId: Schema.String })
-  ),
+  /** The engine resuming a run, or a parent whose child ended while it was suspending. */
+  "run.resumed": Schema.Union(RunExecuting, Schema.Struct({ reason: Schema.Literal("child"), childRunId: Schema.String })),
   "run.completed": Schema.Struct({ output: Schema.String, turns: Schema.Number }),
   "run.failed": Schema.Struct({ error: Schema.String }),
   /** `from`: the status the run had when it was cancelled. */

@@ -1,8 +1,9 @@
 /**
  * A run suspending on an approval while a person decides it (SQLite on a temporary file, the real
  * journal and approval storage): a decision stored before the suspension is, whose decider read
- * the run as running and left it, is found by the run itself, which goes on at once with its lease;
- * one still pending leaves the run suspended and its lease let go. And the decider's side: a run
+ * the run as running and left it, is found by the run itself, which goes on at once with its lease
+ * and without a word of the suspension; one still pending leaves the run suspended, its
+ * `run.suspended` stored with its lease let go. And the decider's side: a run
  * that was running as the decider first read it and is suspended by the time the decision is
  * stored is resumed.
  */
@@ -46,17 +47,28 @@ describe("a run suspending on an approval while a person decides it", () => {
       const waited = yield* suspendOnApproval(step, { reason: "approval", approvalId: asked.id, tool: "pay" }).pipe(Effect.provide(context))
       expect(waited).toBe("decided")
       expect(yield* statusOf).toBe("running")
-      expect((yield* eventTypes).slice(-2)).toEqual(["run.suspended", "run.resumed"])
+      // Nobody was told the run waited: followers would have taken the suspension for its answer.
+      expect(yield* eventTypes).not.toContain("run.suspended")
       expect(yield* journal.claim(run, "another", 60_000)).toMatchObject({ _tag: "Held", owner: "executor" })
     }))
 
-  it.scoped("an approval still pending: the run is suspended and its lease let go, for whoever the decision wakes it in", () =>
+  it.scoped("an approval still pending: the run is suspended and its lease let go, for whoever the decision wakes it in; nobody is told before", () =>
     Effect.gen(function*() {
-      const { asked, eventTypes, journal, run, statusOf, step, context } = yield* runAsking
-      const waited = yield* suspendOnApproval(step, { reason: "approval", approvalId: asked.id, tool: "pay" }).pipe(Effect.provide(context))
+      const { approvals, asked, eventTypes, journal, run, statusOf, step, context } = yield* runAsking
+      step.emit("approval.requested", "approval:call_1", { approvalId: asked.id, toolCallId: "call_1", tool: "pay", input: {}, expiresAt: asked.expiresAt })
+      // What was stored, and how the run stood, as the run read its approval: its status, not yet its events.
+      const atRead: Array<unknown> = []
+      const reading = ApprovalStorage.ApprovalStorage.of({
+        ...approvals,
+        get: (id) => Effect.zipRight(Effect.flatMap(Effect.all([statusOf, eventTypes]), (seen) => Effect.sync(() => atRead.push(...seen))), approvals.get(id))
+      })
+      const waited = yield* suspendOnApproval(step, { reason: "approval", approvalId: asked.id, tool: "pay" }).pipe(
+        Effect.provide(Context.add(context, ApprovalStorage.ApprovalStorage, reading))
+      )
+      expect(atRead).toEqual(["suspended", ["run.queued"]])
       expect(waited).toBe("suspended")
       expect(yield* statusOf).toBe("suspended")
-      expect((yield* eventTypes).at(-1)).toBe("run.suspended")
+      expect((yield* eventTypes).slice(-2)).toEqual(["approval.requested", "run.suspended"])
       expect(yield* journal.claim(run, "another", 60_000)).toMatchObject({ _tag: "Claimed", lease: { owner: "another" } })
     }))
 
