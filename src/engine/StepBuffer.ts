@@ -19,11 +19,6 @@ import type { ChatMessage } from "../models/Model.js"
 export interface StepEnd {
   readonly status?: RunUpdate
   readonly releaseLease?: boolean
-  /**
-   * The events stay pending for the next commit: what the step writes is not yet for others to
-   * act on (a suspension the run checks before it lets its lease go).
-   */
-  readonly holdEvents?: boolean
 }
 
 /** A run's pending step. */
@@ -81,13 +76,11 @@ export const makeStepBuffer = (run: RunRecord, lease: Lease | undefined, written
     const write = (end: StepEnd) => {
       // The run's start going with a step that ends the turn (a final answer, a failure, a wait) keeps its start time.
       const starts = soon?.status?.status === "running" && end.status !== undefined && end.status.status !== "running"
-      const { holdEvents, ...ends } = end
-      const events = holdEvents === true ? [] : drafts
-      const step = { messages, events, usage, ...soon, ...ends, ...(starts ? { starts } : {}) }
+      const step = { messages, events: drafts, usage, ...soon, ...end, ...(starts ? { starts } : {}) }
       soon = undefined
-      if (messages.length === 0 && events.length === 0 && usage.length === 0 && step.status === undefined && step.releaseLease !== true) return Effect.void
+      if (messages.length === 0 && drafts.length === 0 && usage.length === 0 && step.status === undefined && step.releaseLease !== true) return Effect.void
       messages = []
-      if (holdEvents !== true) drafts = []
+      drafts = []
       usage = []
       return Effect.map(journal.record(run, step, lease), () => written?.())
     }

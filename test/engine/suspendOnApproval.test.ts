@@ -3,7 +3,7 @@
  * journal and approval storage): a decision stored before the suspension is, whose decider read
  * the run as running and left it, is found by the run itself, which goes on at once with its lease
  * and without a word of the suspension; one still pending leaves the run suspended, its
- * `run.suspended` stored with its lease let go. And the decider's side: a run
+ * `run.suspended` stored with its lease let go (the request with the status, before the read). And the decider's side: a run
  * that was running as the decider first read it and is suspended by the time the decision is
  * stored is resumed.
  */
@@ -52,11 +52,12 @@ describe("a run suspending on an approval while a person decides it", () => {
       expect(yield* journal.claim(run, "another", 60_000)).toMatchObject({ _tag: "Held", owner: "executor" })
     }))
 
-  it.scoped("an approval still pending: the run is suspended and its lease let go, for whoever the decision wakes it in; nobody is told before", () =>
+  it.scoped("an approval still pending: the run is suspended and its lease let go, for whoever the decision wakes it in; nobody is told it waits before", () =>
     Effect.gen(function*() {
       const { approvals, asked, eventTypes, journal, run, statusOf, step, context } = yield* runAsking
       step.emit("approval.requested", "approval:call_1", { approvalId: asked.id, toolCallId: "call_1", tool: "pay", input: {}, expiresAt: asked.expiresAt })
-      // What was stored, and how the run stood, as the run read its approval: its status, not yet its events.
+      // What was stored, and how the run stood, as the run read its approval: its status and the
+      // request (with the step that made it), not yet its suspension.
       const atRead: Array<unknown> = []
       const reading = ApprovalStorage.ApprovalStorage.of({
         ...approvals,
@@ -65,7 +66,7 @@ describe("a run suspending on an approval while a person decides it", () => {
       const waited = yield* suspendOnApproval(step, { reason: "approval", approvalId: asked.id, tool: "pay" }).pipe(
         Effect.provide(Context.add(context, ApprovalStorage.ApprovalStorage, reading))
       )
-      expect(atRead).toEqual(["suspended", ["run.queued"]])
+      expect(atRead).toEqual(["suspended", ["run.queued", "approval.requested"]])
       expect(waited).toBe("suspended")
       expect(yield* statusOf).toBe("suspended")
       expect((yield* eventTypes).slice(-2)).toEqual(["approval.requested", "run.suspended"])
