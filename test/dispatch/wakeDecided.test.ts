@@ -6,22 +6,9 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Deferred, Effect, Option } from "effect"
 import { makeWakeDecided } from "../../src/dispatch/wakeDecided.js"
-import { RunRecord, type RunStatus } from "../../src/durable/records.js"
+import type { RunStatus } from "../../src/durable/records.js"
+import { runIn } from "../support/runInStatus.js"
 
-const runIn = (status: RunStatus) =>
-  new RunRecord({
-    id: "run_1",
-    agent: "worker",
-    instanceId: "default",
-    conversationId: "cnv_1",
-    status,
-    input: "pay",
-    output: null,
-    error: null,
-    createdAt: 0,
-    startedAt: 0,
-    finishedAt: null
-  })
 
 /** A wake for decided runs over an execution of `run_1` here that ends when told, the run stored as `stored` says then. */
 const waking = (here: boolean) =>

@@ -9,7 +9,8 @@ import { Effect, Layer, Schema } from "effect"
 import type { CompiledTool } from "../../src/compiler/CompiledApp.js"
 import { defineTool } from "../../src/definitions/defineTool.js"
 import { ApprovalStorage, layer as approvalStorage } from "../../src/durable/ApprovalStorage.js"
-import { RunRecord, type RunStatus } from "../../src/durable/records.js"
+import type { RunStatus } from "../../src/durable/records.js"
+import { runIn } from "../support/runInStatus.js"
 import { approvalGate } from "../../src/engine/approvalGate.js"
 import type { StepBuffer } from "../../src/engine/StepBuffer.js"
 import { sqliteStore } from "../support/sqliteStore.js"
@@ -30,20 +31,6 @@ const transfer: CompiledTool = {
   spec: { name: "transfer", description: "Transfer money", parameters: {} }
 }
 
-const runIn = (status: RunStatus) =>
-  new RunRecord({
-    id: "run_1",
-    agent: "worker",
-    instanceId: "default",
-    conversationId: "cnv_1",
-    status,
-    input: "pay",
-    output: null,
-    error: null,
-    createdAt: 0,
-    startedAt: 0,
-    finishedAt: null
-  })
 
 /** The event types the gate puts into the run's step. */
 const gateEvents = (status: RunStatus) =>
