@@ -27,7 +27,6 @@ import { RunJournal } from "../journal/RunJournal.js"
 import { ModelResolver } from "../models/Model.js"
 import { Releases } from "../release/Releases.js"
 import { endedBeforeDecision, makeApprovalDecisions } from "./approvalDecisions.js"
-import { makeWakeDecided } from "./wakeDecided.js"
 import { goesOnWith, wakeOnBuilds } from "./buildWaits.js"
 import { makeCancellations } from "./cancellations.js"
 import { type ApprovalScope, RunNotFound } from "./Dispatcher.js"
@@ -38,6 +37,7 @@ import { makeInstanceRefusals } from "./instanceRefusals.js"
 import { makeHeldLeases } from "./heldLeases.js"
 import { makeLeasedExecution } from "./leasedExecution.js"
 import { makeSubmissions } from "./submissions.js"
+import { makeWakeDecided } from "./wakeDecided.js"
 
 /** Settings of an executor. */
 export interface RunExecutorOptions {
@@ -183,8 +183,8 @@ export const makeRunExecutor = (options: RunExecutorOptions) =>
      * conversation with a run in this process's lane is left to it, as one another live process
      * holds is left to that one: its runs wait there for their turn. Wakes the suspended runs such
      * a process left waiting on nothing (a child ended, an approval decided, a build with their
-     * agent: this one, if it has the agent), or that nobody woke a lease's lifetime after an approval
-     * of theirs was decided or a child of theirs ended; at the start, every one nobody holds.
+     * agent: this one, if it has the agent), or that nobody woke ten lease lifetimes after an
+     * approval of theirs was decided or a child of theirs ended; at the start, every one nobody holds.
      */
     const takeUp = (starting: boolean) =>
       Effect.gen(function*() {

@@ -189,8 +189,8 @@ export const takeOverLease = (conversationId: string, token: number, owner: stri
  * test of `Store.suspendedReadyToResume`) whose lease was last someone else's, with their agent
  * and when they came to wait on nothing (`decided_at`, their last approval's decision;
  * `child_ended_at`, their last child's end) and were last suspended or resumed (`moved_at`, their
- * last `run.suspended` or `run.resumed` event). One read for both, found from the runs' status index, so it reads what is in flight or
- * suspended, not every conversation ever leased. A run's approvals are found by its id (`NOT IN`:
+ * last `run.suspended` or `run.resumed` event). One read for both, found from the runs' status
+ * index, so it reads what is in flight or suspended, not every conversation ever leased. A run's approvals are found by its id (`NOT IN`:
  * with `status = 'pending'` in the subquery SQLite searched every pending approval for each run).
  */
 export const adoptionCandidates = (owner: string, now: number): Statement => ({

@@ -1,9 +1,8 @@
 /**
  * Adoption: the conversations a running executor takes over because nobody else is about to go on
  * with them (their runs in flight under a lease no live executor holds, or suspended runs that wait
- * on nothing any more whose last holder is dead, or that nobody woke a lease's lifetime after they
- * came to wait on nothing). `RunJournal.takeOverStranded` is this on its
- * database.
+ * on nothing any more whose last holder is dead, or that nobody woke ten lease lifetimes after they
+ * came to wait on nothing). `RunJournal.takeOverStranded` is this on its database.
  */
 import { Clock, type Context, Effect } from "effect"
 import type { Database, Row, Statement } from "../durable/Database.js"
