@@ -37,7 +37,7 @@ import { makeInstanceRefusals } from "./instanceRefusals.js"
 import { makeHeldLeases } from "./heldLeases.js"
 import { makeLeasedExecution } from "./leasedExecution.js"
 import { makeSubmissions } from "./submissions.js"
-import { makeWakeDecided } from "./wakeDecided.js"
+import { makeWakeSuspended } from "./wakeSuspended.js"
 
 /** Settings of an executor. */
 export interface RunExecutorOptions {
@@ -113,6 +113,10 @@ export const makeRunExecutor = (options: RunExecutorOptions) =>
       runtimeFlags: Runtime.defaultRuntime.runtimeFlags
     }))
 
+    const scope = yield* Effect.scope
+    // Not `wake`: a run still executing here reads what it waits for itself (and would be interrupted).
+    const wakeSuspended = makeWakeSuspended({ executions, store, wake, scope })
+
     /** When a child run a parent waits for has ended, the parent continues. */
     const wakeParent = (runId: string) =>
       Effect.gen(function*() {
@@ -120,7 +124,7 @@ export const makeRunExecutor = (options: RunExecutorOptions) =>
         if (Option.isNone(run) || run.value.parentRunId === null || run.value.parentToolCallId === null) return
         if (!finalStatuses.has(run.value.status)) return
         const parent = yield* store.getRun(run.value.parentRunId)
-        if (Option.isSome(parent) && parent.value.status === "suspended") yield* wake(parent.value)
+        if (Option.isSome(parent) && parent.value.status === "suspended") yield* wakeSuspended(parent.value)
       }).pipe(Effect.catchAllCause((cause) => Effect.logWarning("could not wake a parent run", cause)))
 
     const { cancel, steer } = makeCancellations({
@@ -162,9 +166,7 @@ export const makeRunExecutor = (options: RunExecutorOptions) =>
           Effect.catchAllCause((cause) => Effect.logWarning(`could not close the approvals of run ${runId}, whose lease another process took`, cause))
         )
     })
-    const scope = yield* Effect.scope
-    const wakeDecided = makeWakeDecided({ executions, store, wake, scope })
-    const approvals = yield* makeApprovalDecisions(wakeDecided)
+    const approvals = yield* makeApprovalDecisions(wakeSuspended)
     yield* wakeOnBuilds(current, store, wake)
 
     const decide = Effect.fn("Dispatcher.decide")(function*(

@@ -47,6 +47,25 @@ describe("subagents and spawned runs", () => {
       expect(lifecycle).toEqual(["run.queued", "run.started", "run.suspended", "run.resumed", "run.completed"])
     }))
 
+  it.scopedLive("parents whose children end as they suspend each go on once: a child's end does not interrupt its parent going on here", () =>
+    Effect.gen(function*() {
+      const { url } = yield* setup
+      // Children that answer at once end in the commit of their parent's suspension, or just after:
+      // the parent reads its child as ended and goes on while the child's end wakes it.
+      const ask = plan({ calls: [{ name: "ask-worker", arguments: { message: plan({}) } }] })
+      const parents = yield* Effect.forEach(Array.from({ length: 60 }), () => lead(url, ask), { concurrency: 20 })
+      const lifecycles = new Set<string>()
+      for (const parent of parents) {
+        expect(yield* waitForRun(url, parent.runId)).toMatchObject({ status: "completed", output: "done: nothing to do" })
+        const events = (yield* http(`${url}/api/runs/${parent.runId}/events`)).json as Array<{ type: string }>
+        lifecycles.add(events.filter((e) => e.type.startsWith("run.") || e.type.startsWith("model.turn.")).map((e) => e.type).join(" "))
+      }
+      // Interrupted, a parent was executed again: a second `run.resumed` (or a turn asked twice).
+      expect([...lifecycles]).toEqual([
+        "run.queued run.started model.turn.started model.turn.completed run.suspended run.resumed model.turn.started model.turn.completed run.completed"
+      ])
+    }))
+
   it.scopedLive("cancelling a parent cancels the child it waits for", () =>
     Effect.gen(function*() {
       const { url } = yield* setup

@@ -1,16 +1,17 @@
 /**
- * How a run whose approval was decided is woken. One executing here is left to that execution: it
- * reads the decision itself when the decision came as it suspended (engine/suspendOnApproval.ts),
- * and being scheduled again would interrupt it (and a tool call it went on to). Once it ends, the
- * run is woken if it is still suspended: it let its lease go before the decision came.
+ * How a suspended run is woken once what it waited for came to pass (an approval decided, a child
+ * run ended). One executing here is left to that execution: it reads what it waits for itself
+ * after its suspension is written (engine/suspendOnApproval.ts, engine/childRuns.ts), and being
+ * scheduled again would interrupt it (and a tool call it went on to, which would then run twice).
+ * Once it ends, the run is woken if it is still suspended: it let its lease go before the news came.
  */
 import { type Context, Effect, Option, type Scope } from "effect"
 import type { RunRecord } from "../durable/records.js"
 import type { Store } from "../durable/Store.js"
 import type { Executions } from "./executions.js"
 
-/** Wakes decided runs with `wake`, waiting in `scope` for an execution of the run here to end. */
-export const makeWakeDecided = (options: {
+/** Wakes suspended runs with `wake`, waiting in `scope` for an execution of the run here to end. */
+export const makeWakeSuspended = (options: {
   readonly executions: Pick<Executions, "isHere" | "awaitHere">
   readonly store: Pick<Context.Tag.Service<Store>, "getRun">
   readonly wake: (run: RunRecord) => Effect.Effect<void>
@@ -22,7 +23,7 @@ export const makeWakeDecided = (options: {
       yield* executions.awaitHere(runId)
       const now = yield* store.getRun(runId)
       if (Option.isSome(now) && now.value.status === "suspended" && !executions.isHere(runId)) yield* wake(now.value)
-    }).pipe(Effect.catchAllCause((cause) => Effect.logWarning(`could not wake run ${runId}, whose approval was decided`, cause)))
+    }).pipe(Effect.catchAllCause((cause) => Effect.logWarning(`could not wake run ${runId} once its execution here ended`, cause)))
   return (run: RunRecord): Effect.Effect<void> =>
     executions.isHere(run.id) ? Effect.asVoid(Effect.forkIn(afterHere(run.id), scope)) : wake(run)
 }

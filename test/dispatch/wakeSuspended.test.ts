@@ -1,23 +1,24 @@
 /**
- * Waking a run whose approval was decided: at once when it does not execute here; when it does,
- * only once that execution has ended, and only if the run is still suspended then (the execution
- * found the decision itself and went on, or let its lease go before the decision came).
+ * Waking a suspended run whose approval was decided or whose child ended: at once when it does not
+ * execute here; when it does, only once that execution has ended, and only if the run is still
+ * suspended then (the execution found the news itself and went on, or let its lease go before the
+ * news came).
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Deferred, Effect, Option } from "effect"
-import { makeWakeDecided } from "../../src/dispatch/wakeDecided.js"
+import { makeWakeSuspended } from "../../src/dispatch/wakeSuspended.js"
 import type { RunStatus } from "../../src/durable/records.js"
 import { runIn } from "../support/runInStatus.js"
 
 
-/** A wake for decided runs over an execution of `run_1` here that ends when told, the run stored as `stored` says then. */
+/** A wake for suspended runs over an execution of `run_1` here that ends when told, the run stored as `stored` says then. */
 const waking = (here: boolean) =>
   Effect.gen(function*() {
     const ended = yield* Deferred.make<void>()
     let executing = here
     let stored: RunStatus = "suspended"
     const woken: Array<RunStatus> = []
-    const wakeDecided = makeWakeDecided({
+    const wakeSuspended = makeWakeSuspended({
       executions: {
         isHere: () => executing,
         awaitHere: () => Deferred.await(ended)
@@ -35,30 +36,30 @@ const waking = (here: boolean) =>
         yield* Effect.yieldNow()
         yield* Effect.yieldNow()
       })
-    return { wakeDecided, woken, end }
+    return { wakeSuspended, woken, end }
   })
 
-describe("waking a run whose approval was decided", () => {
+describe("waking a suspended run whose approval was decided or whose child ended", () => {
   it.scoped("a run that does not execute here is woken at once", () =>
     Effect.gen(function*() {
-      const { wakeDecided, woken } = yield* waking(false)
-      yield* wakeDecided(runIn("suspended"))
+      const { wakeSuspended, woken } = yield* waking(false)
+      yield* wakeSuspended(runIn("suspended"))
       expect(woken).toEqual(["suspended"])
     }))
 
   it.scoped("a run executing here is not woken while it executes (that would interrupt it); once it ends suspended, it is", () =>
     Effect.gen(function*() {
-      const { end, wakeDecided, woken } = yield* waking(true)
-      yield* wakeDecided(runIn("suspended"))
+      const { end, wakeSuspended, woken } = yield* waking(true)
+      yield* wakeSuspended(runIn("suspended"))
       expect(woken).toEqual([])
       yield* end("suspended")
       expect(woken).toEqual(["suspended"])
     }))
 
-  it.scoped("a run executing here that found the decision itself and went on is not woken when its execution ends", () =>
+  it.scoped("a run executing here that found the news itself and went on is not woken when its execution ends", () =>
     Effect.gen(function*() {
-      const { end, wakeDecided, woken } = yield* waking(true)
-      yield* wakeDecided(runIn("suspended"))
+      const { end, wakeSuspended, woken } = yield* waking(true)
+      yield* wakeSuspended(runIn("suspended"))
       yield* end("completed")
       expect(woken).toEqual([])
     }))
