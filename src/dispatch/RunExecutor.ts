@@ -27,7 +27,7 @@ import { RunJournal } from "../journal/RunJournal.js"
 import { ModelResolver } from "../models/Model.js"
 import { Releases } from "../release/Releases.js"
 import { endedBeforeDecision, makeApprovalDecisions } from "./approvalDecisions.js"
-import { goesOnWith, wakeOnBuilds } from "./buildWaits.js"
+import { goesOnWith, wakeIfBuiltMeanwhile, wakeOnBuilds } from "./buildWaits.js"
 import { makeCancellations } from "./cancellations.js"
 import { type ApprovalScope, RunNotFound } from "./Dispatcher.js"
 import type { Place } from "./executionQueue.js"
@@ -155,6 +155,7 @@ export const makeRunExecutor = (options: RunExecutorOptions) =>
       letGo,
       asked: Effect.suspend(() => approvals.asked),
       wakeParent,
+      builtMeanwhile: wakeIfBuiltMeanwhile(current, wakeSuspended),
       // An approval is asked for outside the lease: one asked after the cancel closed the run's approvals is closed here.
       leaseTaken: (runId) =>
         journal.statusOf(runId).pipe(

@@ -1,13 +1,18 @@
 /**
  * Runs that wait for a build with their agent (engine/waitForBuild.ts): left alone by recovery
  * and the cluster's sweep while the serving build still leaves their agent out (each wake would
- * only suspend them again), and woken as soon as a build that has it becomes current.
+ * only suspend them again), and woken as soon as a build that has it becomes current. A build made
+ * current while such a run's suspension is written finds the run not yet suspended: the run reads
+ * the current build after its suspension is stored, so one of the two sees the other.
  */
 import { Effect, Stream } from "effect"
 import { type CompiledApp, leftOutOf } from "../compiler/CompiledApp.js"
 import type { CurrentApp } from "../compiler/CurrentApp.js"
 import type { RunRecord } from "../durable/records.js"
 import type { Store } from "../durable/Store.js"
+
+/** What a build says of its agents, all these wakes read. */
+type WithAgents = { readonly agents: Pick<CompiledApp["agents"], "has"> }
 
 const agentsLeftOut = (app: CompiledApp): ReadonlySet<string> => new Set(leftOutOf(app, "agent").map((route) => route.id))
 
@@ -47,3 +52,14 @@ export const wakeOnBuilds = (
       Effect.forkScoped
     )
   })
+
+/**
+ * After a run's execution on `app` suspended it for a build with its agent: wakes it if a build
+ * that has the agent is current by now (its replacement may have found the run still running).
+ */
+export const wakeIfBuiltMeanwhile = (
+  current: { readonly get: Effect.Effect<WithAgents> },
+  wake: (run: RunRecord) => Effect.Effect<void>
+) =>
+(run: RunRecord, app: WithAgents): Effect.Effect<void> =>
+  Effect.flatMap(current.get, (now) => now !== app && now.agents.has(run.agent) ? wake(run) : Effect.void)

@@ -5,6 +5,7 @@
  * however it ends. A child run that ends wakes the parent waiting for it.
  */
 import { Cause, Clock, type Context, Duration, Effect, Option } from "effect"
+import type { CompiledApp } from "../compiler/CompiledApp.js"
 import { finalStatuses, RunRecord, type RunStatus } from "../durable/records.js"
 import type { Store } from "../durable/Store.js"
 import { StoreError } from "../durable/StoreError.js"
@@ -29,6 +30,8 @@ export interface LeasedExecutionOptions {
   readonly letGo: (lease: Lease) => Effect.Effect<void>
   /** Tells the approvals' expiry that a run now waits for one. */
   readonly asked: Effect.Effect<void>
+  /** After an execution on `app` suspended the run for a build with its agent: wakes it if such a build is current by now. */
+  readonly builtMeanwhile: (run: RunRecord, app: CompiledApp) => Effect.Effect<void>
   /** Wakes the run's parent if it waits for the run, now ended. */
   readonly wakeParent: (runId: string) => Effect.Effect<void>
   /**
@@ -72,7 +75,10 @@ export const makeLeasedExecution = (options: LeasedExecutionOptions) => {
         const outcome = yield* runAgent(app, latest, lease).pipe(
           Effect.catchTag("LeaseLost", () => Effect.as(options.leaseTaken(run.id), undefined))
         )
-        if (outcome === "suspended") yield* options.asked
+        if (outcome !== "suspended") return
+        yield* options.asked
+        // Suspended without its agent: waiting for a build that has it.
+        if (!app.agents.has(run.agent)) yield* options.builtMeanwhile(latest, app)
       }))
   }
 
