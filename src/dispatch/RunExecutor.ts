@@ -168,7 +168,7 @@ export const makeRunExecutor = (options: RunExecutorOptions) =>
         )
     })
     const approvals = yield* makeApprovalDecisions(wakeSuspended)
-    yield* wakeOnBuilds(current, store, wake)
+    yield* wakeOnBuilds(current, store, wakeSuspended)
 
     const decide = Effect.fn("Dispatcher.decide")(function*(
       approvalId: string,

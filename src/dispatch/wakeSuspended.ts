@@ -3,7 +3,8 @@
  * run ended). One executing here is left to that execution: it reads what it waits for itself
  * after its suspension is written (engine/suspendOnApproval.ts, engine/childRuns.ts), and being
  * scheduled again would interrupt it (and a tool call it went on to, which would then run twice).
- * Once it ends, the run is woken if it is still suspended: it let its lease go before the news came.
+ * Once it ends, the run is woken if it is still suspended and waits on nothing: it let its lease go
+ * before the news came (and not if it went on and suspended again on something else).
  */
 import { type Context, Effect, Option, type Scope } from "effect"
 import type { RunRecord } from "../durable/records.js"
@@ -13,7 +14,7 @@ import type { Executions } from "./executions.js"
 /** Wakes suspended runs with `wake`, waiting in `scope` for an execution of the run here to end. */
 export const makeWakeSuspended = (options: {
   readonly executions: Pick<Executions, "isHere" | "awaitHere">
-  readonly store: Pick<Context.Tag.Service<Store>, "getRun">
+  readonly store: Pick<Context.Tag.Service<Store>, "readyToResume">
   readonly wake: (run: RunRecord) => Effect.Effect<void>
   readonly scope: Scope.Scope
 }) => {
@@ -21,8 +22,9 @@ export const makeWakeSuspended = (options: {
   const afterHere = (runId: string) =>
     Effect.gen(function*() {
       yield* executions.awaitHere(runId)
-      const now = yield* store.getRun(runId)
-      if (Option.isSome(now) && now.value.status === "suspended" && !executions.isHere(runId)) yield* wake(now.value)
+      // Still suspended, it may wait on something else by now (another approval, another child).
+      const ready = yield* store.readyToResume(runId)
+      if (Option.isSome(ready) && !executions.isHere(runId)) yield* wake(ready.value)
     }).pipe(Effect.catchAllCause((cause) => Effect.logWarning(`could not wake run ${runId} once its execution here ended`, cause)))
   return (run: RunRecord): Effect.Effect<void> =>
     executions.isHere(run.id) ? Effect.asVoid(Effect.forkIn(afterHere(run.id), scope)) : wake(run)

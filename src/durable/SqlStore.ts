@@ -33,6 +33,12 @@ export const make = Effect.gen(function*() {
     execute: (key) => sql`SELECT * FROM foundry_runs WHERE idempotency_key = ${key}`
   })
   const decodeRuns = Schema.decodeUnknown(Schema.Array(RunRecord))
+  // A run `p` suspends on an approval or on its children; one whose approvals are all decided and
+  // whose children have all ended waits on nothing (its process died before it resumed it).
+  const readyToResume = sql`p.status = 'suspended'
+    AND 'pending' NOT IN (SELECT a.status FROM foundry_approvals a WHERE a.run_id = p.id)
+    AND NOT EXISTS (SELECT 1 FROM foundry_runs c WHERE c.parent_run_id = p.id AND c.parent_tool_call_id IS NOT NULL
+      AND c.status NOT IN ${sql.literal(finalStatusesSql)})`
   const decodeConversations = Schema.decodeUnknown(Schema.Array(ConversationSummary))
   const decodeMessages = Schema.decodeUnknown(Schema.Array(MessageRow))
   const decodeAgents = Schema.decodeUnknown(Schema.Array(Schema.Struct({ agent: Schema.String })))
@@ -75,15 +81,17 @@ export const make = Effect.gen(function*() {
         failAs("childRuns")
       ),
 
-    // A run suspends on an approval or on its children; one whose approvals are all decided and
-    // whose children have all ended waits on nothing (its process died before it resumed it).
-    suspendedReadyToResume: sql`SELECT * FROM foundry_runs p WHERE p.status = 'suspended'
-      AND 'pending' NOT IN (SELECT a.status FROM foundry_approvals a WHERE a.run_id = p.id)
-      AND NOT EXISTS (SELECT 1 FROM foundry_runs c WHERE c.parent_run_id = p.id AND c.parent_tool_call_id IS NOT NULL
-        AND c.status NOT IN ${sql.literal(finalStatusesSql)})`.pipe(
+    suspendedReadyToResume: sql`SELECT * FROM foundry_runs p WHERE ${readyToResume}`.pipe(
       Effect.flatMap(decodeRuns),
       failAs("suspendedReadyToResume")
     ),
+
+    readyToResume: (id) =>
+      sql`SELECT * FROM foundry_runs p WHERE p.id = ${id} AND ${readyToResume}`.pipe(
+        Effect.flatMap(decodeRuns),
+        Effect.map((runs) => Option.fromNullable(runs[0])),
+        failAs("readyToResume")
+      ),
 
     listRuns: (filter) =>
       sql`SELECT * FROM foundry_runs WHERE ${

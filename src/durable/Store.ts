@@ -51,6 +51,8 @@ export class Store extends Context.Tag("foundry/Store")<Store, {
    * kept from waking after their decision or their children's end.
    */
   readonly suspendedReadyToResume: Effect.Effect<ReadonlyArray<RunRecord>, StoreError>
+  /** The run if it is suspended and waits on nothing, as `suspendedReadyToResume` finds them. */
+  readonly readyToResume: (id: string) => Effect.Effect<Option.Option<RunRecord>, StoreError>
   readonly listRuns: (filter: RunFilter) => Effect.Effect<ReadonlyArray<RunRecord>, StoreError>
   /** Conversations, most recently active (a run submitted) first, as `filter` selects them. */
   readonly listConversations: (filter: ConversationFilter) => Effect.Effect<ReadonlyArray<ConversationSummary>, StoreError>

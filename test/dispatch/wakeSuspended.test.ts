@@ -17,19 +17,22 @@ const waking = (here: boolean) =>
     const ended = yield* Deferred.make<void>()
     let executing = here
     let stored: RunStatus = "suspended"
+    // Suspended again on something else (another approval, another child) when its execution ended.
+    let waitsOnSomething = false
     const woken: Array<RunStatus> = []
     const wakeSuspended = makeWakeSuspended({
       executions: {
         isHere: () => executing,
         awaitHere: () => Deferred.await(ended)
       },
-      store: { getRun: () => Effect.sync(() => Option.some(runIn(stored))) },
+      store: { readyToResume: () => Effect.sync(() => stored === "suspended" && !waitsOnSomething ? Option.some(runIn(stored)) : Option.none()) },
       wake: (run) => Effect.sync(() => void woken.push(run.status)),
       scope: yield* Effect.scope
     })
-    const end = (status: RunStatus) =>
+    const end = (status: RunStatus, waiting = false) =>
       Effect.gen(function*() {
         stored = status
+        waitsOnSomething = waiting
         executing = false
         yield* Deferred.succeed(ended, undefined)
         // The waiting fiber goes on.
@@ -61,6 +64,14 @@ describe("waking a suspended run whose approval was decided or whose child ended
       const { end, wakeSuspended, woken } = yield* waking(true)
       yield* wakeSuspended(runIn("suspended"))
       yield* end("completed")
+      expect(woken).toEqual([])
+    }))
+
+  it.scoped("a run executing here that went on and suspended again on something else is not woken when its execution ends", () =>
+    Effect.gen(function*() {
+      const { end, wakeSuspended, woken } = yield* waking(true)
+      yield* wakeSuspended(runIn("suspended"))
+      yield* end("suspended", true)
       expect(woken).toEqual([])
     }))
 })

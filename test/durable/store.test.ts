@@ -144,6 +144,40 @@ for (const backend of backends) {
         ])
       }))
 
+    it.scoped("finds the suspended runs that wait on nothing: no approval pending, no child still going", () =>
+      Effect.gen(function*() {
+        const { database, journal, store } = yield* freshStorage(backend)
+        yield* TestClock.setTime(1_000)
+        const suspended = (id: string) =>
+          Effect.tap(submit(journal, newRun(id, { conversationId: `c-${id}` })), (run) => journal.record(run, { status: { status: "suspended" } }))
+        const approval = (runId: string, status: "pending" | "approved") =>
+          database.write({
+            statements: [{
+              sql: `INSERT INTO foundry_approvals (id, run_id, tool_call_id, agent, tool, input, status, created_at, expires_at)
+                VALUES (?, ?, ?, 'shop', 'pay', '{}', ?, 1000, 90000)`,
+              params: [`apr-${runId}-${status}`, runId, `call-${status}`, status]
+            }]
+          })
+        const child = (parentRunId: string, status: RunStatus) =>
+          Effect.tap(
+            submit(journal, { ...newRun(`k-${parentRunId}`, { conversationId: `ck-${parentRunId}` }), parentRunId, parentToolCallId: "call_1" }),
+            (run) => status === "queued" ? Effect.void : journal.record(run, { status: { status } })
+          )
+        // Its approval decided; its approval pending (and an earlier one decided); its child ended;
+        // its child still going; waiting for a build (nothing in the store); running, not suspended.
+        yield* Effect.zipRight(suspended("decided"), approval("decided", "approved"))
+        yield* Effect.zipRight(suspended("pending"), Effect.zipRight(approval("pending", "approved"), approval("pending", "pending")))
+        yield* Effect.zipRight(suspended("childEnded"), child("childEnded", "completed"))
+        yield* Effect.zipRight(suspended("childGoing"), child("childGoing", "running"))
+        yield* suspended("build")
+        yield* Effect.tap(submit(journal, newRun("running", { conversationId: "c-running" })), (run) => journal.record(run, { status: { status: "running" } }))
+        const ready = ["build", "childEnded", "decided"]
+        expect((yield* store.suspendedReadyToResume).map((run) => run.id).sort()).toEqual(ready)
+        for (const id of ["decided", "pending", "childEnded", "childGoing", "build", "running", "nobody"]) {
+          expect(Option.map(yield* store.readyToResume(id), (run) => run.id), id).toEqual(ready.includes(id) ? Option.some(id) : Option.none())
+        }
+      }))
+
     it.scoped("keeps instances, conversations and runs when the store is closed and opened again", () =>
       Effect.gen(function*() {
         const place = yield* backend.fresh
