@@ -110,7 +110,7 @@ export interface LeftOutRoute {
 }
 
 /** The routes of `kind` the build leaves out; none for a whole build. */
-export const leftOutOf = (app: CompiledApp, kind: LeftOutRoute["kind"]): ReadonlyArray<LeftOutRoute> =>
+export const leftOutOf = (app: Pick<CompiledApp, "leftOut">, kind: LeftOutRoute["kind"]): ReadonlyArray<LeftOutRoute> =>
   (app.leftOut ?? []).filter((route) => route.kind === kind)
 
 /** Why the build leaves out agent `agent`, when it does (`foundry dev` serving the part of a project that builds). */

@@ -7,14 +7,13 @@
  */
 import { Effect, Stream } from "effect"
 import { type CompiledApp, leftOutOf } from "../compiler/CompiledApp.js"
-import type { CurrentApp } from "../compiler/CurrentApp.js"
 import type { RunRecord } from "../durable/records.js"
 import type { Store } from "../durable/Store.js"
 
 /** What a build says of its agents, all these wakes read. */
-type WithAgents = { readonly agents: Pick<CompiledApp["agents"], "has"> }
+type WithAgents = { readonly agents: Pick<CompiledApp["agents"], "has"> } & Pick<CompiledApp, "leftOut">
 
-const agentsLeftOut = (app: CompiledApp): ReadonlySet<string> => new Set(leftOutOf(app, "agent").map((route) => route.id))
+const agentsLeftOut = (app: WithAgents): ReadonlySet<string> => new Set(leftOutOf(app, "agent").map((route) => route.id))
 
 /** Whether a run of `agent` can go on with `app`: it does not leave the agent out. */
 export const goesOnWith = (app: CompiledApp): (agent: string) => boolean => {
@@ -33,13 +32,14 @@ export const notWaitingForBuild = (app: CompiledApp, runs: ReadonlyArray<RunReco
  * before left out, each time a build that has that agent becomes current.
  */
 export const wakeOnBuilds = (
-  current: typeof CurrentApp.Service,
-  store: typeof Store.Service,
+  current: { readonly get: Effect.Effect<WithAgents>; readonly changes: Stream.Stream<WithAgents> },
+  store: Pick<typeof Store.Service, "suspendedReadyToResume">,
   wake: (run: RunRecord) => Effect.Effect<void>
 ) =>
   Effect.gen(function*() {
+    // Compared with each build from the one current as the stream starts, which may be newer.
     let leftOutBefore = agentsLeftOut(yield* current.get)
-    yield* current.replaced.pipe(
+    yield* current.changes.pipe(
       Stream.runForEach((app) => {
         const back = new Set([...leftOutBefore].filter((agent) => app.agents.has(agent)))
         leftOutBefore = agentsLeftOut(app)

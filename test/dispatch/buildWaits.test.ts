@@ -1,15 +1,22 @@
 /**
- * A run that suspended for a build with its agent, checked after its suspension is stored: a build
- * made current while the suspension was written (whose replacement found the run still running,
- * so did not wake it) wakes it now; the build it waited on, or another still without its agent,
- * does not.
+ * Runs that wait for a build with their agent. A run checked after its suspension is stored: a
+ * build made current while the suspension was written (whose replacement found the run still
+ * running, so did not wake it) wakes it now; the build it waited on, or another still without its
+ * agent, does not. And the waits a reload ends: a build made current as the dispatcher starts
+ * listening for builds is not missed.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Effect } from "effect"
-import { wakeIfBuiltMeanwhile } from "../../src/dispatch/buildWaits.js"
+import { Effect, Stream } from "effect"
+import { wakeIfBuiltMeanwhile, wakeOnBuilds } from "../../src/dispatch/buildWaits.js"
 import { runIn } from "../support/runInStatus.js"
 
 const build = (...agents: ReadonlyArray<string>) => ({ agents: new Set(agents) })
+
+/** A build of a project whose `worker` agent's file does not build. */
+const withoutWorker = {
+  agents: new Set(["lead"]),
+  leftOut: [{ kind: "agent", id: "worker", file: "agents/worker/agent.ts", problem: "half saved" }] as const
+}
 
 /** Whether the run of `worker` that waited on `waitedOn` is woken with `now` current. */
 const wokenWith = (waitedOn: ReturnType<typeof build>, now: ReturnType<typeof build>) =>
@@ -30,5 +37,32 @@ describe("a run suspended for a build with its agent", () => {
       const waitedOn = build("lead")
       expect(yield* wokenWith(waitedOn, waitedOn)).toEqual([])
       expect(yield* wokenWith(waitedOn, build("lead", "other"))).toEqual([])
+    }))
+})
+
+describe("runs waiting for a build with their agent, woken by a reload", () => {
+  it.scoped("a build with the agent made current between the dispatcher's first look and its listening still wakes them", () =>
+    Effect.gen(function*() {
+      const woken: Array<string> = []
+      // Read without the agent; by the time the builds are listened to, one with it is current.
+      yield* wakeOnBuilds(
+        { get: Effect.succeed(withoutWorker), changes: Stream.make(build("lead", "worker")) },
+        { suspendedReadyToResume: Effect.succeed([runIn("suspended")]) },
+        (run) => Effect.sync(() => void woken.push(run.id))
+      )
+      for (let i = 0; i < 20 && woken.length === 0; i++) yield* Effect.yieldNow()
+      expect(woken).toEqual(["run_1"])
+    }))
+
+  it.scoped("a build still without the agent wakes none", () =>
+    Effect.gen(function*() {
+      const woken: Array<string> = []
+      yield* wakeOnBuilds(
+        { get: Effect.succeed(withoutWorker), changes: Stream.make(withoutWorker, build("lead", "other")) },
+        { suspendedReadyToResume: Effect.succeed([runIn("suspended")]) },
+        (run) => Effect.sync(() => void woken.push(run.id))
+      )
+      for (let i = 0; i < 20; i++) yield* Effect.yieldNow()
+      expect(woken).toEqual([])
     }))
 })
