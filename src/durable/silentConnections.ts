@@ -63,6 +63,19 @@ const unsentOf = (socket: object): number =>
     ? socket._handle.writeQueueSize
     : 0
 
+/**
+ * The statement node-postgres waits on the server for on `connection`, whoever sent it (the
+ * store's `PgClient` too, which sends without `send`): node-postgres keeps it without saying so in
+ * its types. `undefined` when it waits for none, or where node-postgres keeps it otherwise; and for
+ * a cursor (it has `read`), which between its reads waits for its reader, not for the server.
+ */
+const activeOf = (connection: object): { readonly text: string } | undefined => {
+  if (!("_getActiveQuery" in connection) || typeof connection._getActiveQuery !== "function") return undefined
+  const active: unknown = connection._getActiveQuery()
+  if (typeof active !== "object" || active === null || ("read" in active && typeof active.read === "function")) return undefined
+  return "text" in active && typeof active.text === "string" ? { text: active.text } : undefined
+}
+
 /** What the server says of a connection looked into: at work on it, not, or nothing it can tell (then it is left to wait). */
 type Verdict = "working" | "gone" | "unknown"
 
@@ -78,22 +91,32 @@ export const watchAnswers = (connection: Pg.PoolClient, connectionString: string
   const socket = socketOf(stream)
   let read = bytesReadOf(socket)
   let unsent = unsentOf(socket)
-  /** Whether statements wait and no byte has moved for `after`, bytes that moved since the last look counted. */
-  const silent = () => {
+  // A statement sent by another than `send` is timed from the first look that finds it.
+  let activeText: string | undefined
+  /**
+   * The texts of the statements that wait on the connection (none if none does), once no byte has
+   * moved for `after`, bytes that moved since the last look counted.
+   */
+  const silent = (): ReadonlyArray<string> => {
     const readNow = bytesReadOf(socket)
     const unsentNow = unsentOf(socket)
-    if (readNow !== read || unsentNow < unsent) waiting.since = Date.now()
+    const active = waiting.count > 0 ? undefined : activeOf(connection)?.text
+    if (readNow !== read || unsentNow < unsent || active !== activeText) waiting.since = Date.now()
     read = readNow
     unsent = unsentNow
-    return waiting.count > 0 && Date.now() - waiting.since >= after
+    activeText = active
+    if (Date.now() - waiting.since < after) return []
+    return waiting.count > 0 ? waiting.texts : active === undefined ? [] : [active]
   }
   const watch = setInterval(() => {
-    if (waiting.lookingInto || !silent()) return
+    if (waiting.lookingInto) return
+    const texts = silent()
+    if (texts.length === 0) return
     waiting.lookingInto = true
-    lookInto(connectionString, processIdOf(connection), waiting.texts, after, (verdict) => {
+    lookInto(connectionString, processIdOf(connection), texts, after, (verdict) => {
       waiting.lookingInto = false
       // Closed unless it answered while it was looked into.
-      if (verdict !== "gone" || !silent()) return void (waiting.since = Date.now())
+      if (verdict !== "gone" || silent().length === 0) return void (waiting.since = Date.now())
       stream.destroy(
         new Error(
           `the store's server answered nothing on a connection for ${after / 1000} s and is not at work on it ` +

@@ -12,7 +12,7 @@ import { Context, Deferred, type Duration, Effect, Either, Fiber, Layer, Schedul
 import { Database, type WriteUnit } from "../../src/durable/Database.js"
 import * as PgConnection from "../../src/durable/pgConnection.js"
 import * as PgDatabase from "../../src/durable/PgDatabase.js"
-import type { PgClient } from "@effect/sql-pg"
+import { PgClient } from "@effect/sql-pg"
 import { connect, freshSchema, skipPostgres } from "../support/postgres.js"
 import { passing, tcpProxy } from "../support/tcpProxy.js"
 
@@ -198,6 +198,23 @@ describe.skipIf(skipPostgres)("PostgreSQL connections that go silent", () => {
       proxy.unreachable = false
       expect(Either.isLeft(unreachable) && unreachable.left.message).toContain("answered nothing")
       expect(yield* database.read(one)).toEqual([{ one: 1 }])
+    }), 30_000)
+
+  it.scopedLive("a statement of the store's `PgClient` (the storages written with @effect/sql) on a silent connection fails as the store's own do; the next answers", () =>
+    Effect.gen(function*() {
+      const url = yield* freshSchema
+      const proxy = yield* silencingProxy(url)
+      const sql = Context.get(yield* Layer.build(PgConnection.clientLayer(proxy.url, "1 second")), PgClient.PgClient)
+      expect(yield* sql.unsafe("SELECT 1 AS one")).toEqual([{ one: 1 }])
+
+      proxy.silent = true
+      const started = Date.now()
+      const silent = yield* Effect.either(sql.unsafe("SELECT 2 AS two"))
+      proxy.silent = false
+      expect(Either.isLeft(silent) && `${silent.left.message}: ${String(silent.left.cause)}`).toContain("answered nothing")
+      // Found by the watch within half a second of 1 s of silence, asked within 1 s.
+      expect(Date.now() - started).toBeLessThan(4_000)
+      expect(yield* sql.unsafe("SELECT 3 AS three")).toEqual([{ three: 3 }])
     }), 30_000)
 
   it.scopedLive("a large answer coming slowly is left to come, its bytes moving", () =>
