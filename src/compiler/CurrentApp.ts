@@ -5,7 +5,7 @@
 import { Context, Effect, Layer, type Stream, SubscriptionRef } from "effect"
 import type { CompiledApp } from "./CompiledApp.js"
 
-/** The current build, a way to replace it, and its replacements as they come. */
+/** The current build, a way to replace it, and the builds made current as they come. */
 export class CurrentApp extends Context.Tag("foundry/CurrentApp")<CurrentApp, {
   readonly get: Effect.Effect<CompiledApp>
   readonly set: (app: CompiledApp) => Effect.Effect<void>

@@ -100,13 +100,16 @@ export const watchAnswers = (connection: Pg.PoolClient, connectionString: string
   const silent = (): ReadonlyArray<string> => {
     const readNow = bytesReadOf(socket)
     const unsentNow = unsentOf(socket)
-    const active = waiting.count > 0 ? undefined : activeOf(connection)?.text
-    if (readNow !== read || unsentNow < unsent || active !== activeText) waiting.since = Date.now()
+    const active = activeOf(connection)?.text
+    const unsentByStore = waiting.count > 0 ? undefined : active
+    if (readNow !== read || unsentNow < unsent || unsentByStore !== activeText) waiting.since = Date.now()
     read = readNow
     unsent = unsentNow
-    activeText = active
-    if (Date.now() - waiting.since < after) return []
-    return waiting.count > 0 ? waiting.texts : active === undefined ? [] : [active]
+    activeText = unsentByStore
+    if (Date.now() - waiting.since < after || (waiting.count === 0 && active === undefined)) return []
+    // The server may still be at work on a statement sent before the store's (a `PgClient`
+    // statement interrupted and its connection given back before its cancel took): its text too.
+    return active === undefined || waiting.texts.includes(active) ? waiting.texts : [...waiting.texts, active]
   }
   const watch = setInterval(() => {
     if (waiting.lookingInto) return

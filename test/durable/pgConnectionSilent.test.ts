@@ -217,6 +217,19 @@ describe.skipIf(skipPostgres)("PostgreSQL connections that go silent", () => {
       expect(yield* sql.unsafe("SELECT 3 AS three")).toEqual([{ three: 3 }])
     }), 30_000)
 
+  it.scopedLive("a statement of the store's queued behind another the server still runs on the connection is left to wait, and answers", () =>
+    Effect.gen(function*() {
+      const { pool } = Context.get(yield* Layer.build(PgConnection.clientLayer(yield* freshSchema, "1 second")), PgConnection.PgPools)
+      const started = Date.now()
+      const rows = yield* PgConnection.withConnection(pool, (connection) => {
+        // As a `PgClient` statement interrupted, its connection given back before its cancel took.
+        connection.query("SELECT pg_sleep(3)").catch(() => {})
+        return PgConnection.query(connection, PgConnection.plain("SELECT 1 AS one"))
+      })
+      expect(rows).toEqual([{ one: 1 }])
+      expect(Date.now() - started).toBeGreaterThanOrEqual(2_500)
+    }), 30_000)
+
   it.scopedLive("a large answer coming slowly is left to come, its bytes moving", () =>
     Effect.gen(function*() {
       const url = yield* freshSchema
