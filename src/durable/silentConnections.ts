@@ -69,11 +69,11 @@ const unsentOf = (socket: object): number =>
  * its types. `undefined` when it waits for none, or where node-postgres keeps it otherwise; and for
  * a cursor (it has `read`), which between its reads waits for its reader, not for the server.
  */
-const activeOf = (connection: object): { readonly text: string } | undefined => {
+const activeTextOf = (connection: object): string | undefined => {
   if (!("_getActiveQuery" in connection) || typeof connection._getActiveQuery !== "function") return undefined
   const active: unknown = connection._getActiveQuery()
   if (typeof active !== "object" || active === null || ("read" in active && typeof active.read === "function")) return undefined
-  return "text" in active && typeof active.text === "string" ? { text: active.text } : undefined
+  return "text" in active && typeof active.text === "string" ? active.text : undefined
 }
 
 /** What the server says of a connection looked into: at work on it, not, or nothing it can tell (then it is left to wait). */
@@ -92,7 +92,7 @@ export const watchAnswers = (connection: Pg.PoolClient, connectionString: string
   let read = bytesReadOf(socket)
   let unsent = unsentOf(socket)
   // A statement sent by another than `send` is timed from the first look that finds it.
-  let activeText: string | undefined
+  let sentElsewhere: string | undefined
   /**
    * The texts of the statements that wait on the connection (none if none does), once no byte has
    * moved for `after`, bytes that moved since the last look counted.
@@ -100,12 +100,12 @@ export const watchAnswers = (connection: Pg.PoolClient, connectionString: string
   const silent = (): ReadonlyArray<string> => {
     const readNow = bytesReadOf(socket)
     const unsentNow = unsentOf(socket)
-    const active = activeOf(connection)?.text
-    const unsentByStore = waiting.count > 0 ? undefined : active
-    if (readNow !== read || unsentNow < unsent || unsentByStore !== activeText) waiting.since = Date.now()
+    const active = activeTextOf(connection)
+    const elsewhere = waiting.count > 0 ? undefined : active
+    if (readNow !== read || unsentNow < unsent || elsewhere !== sentElsewhere) waiting.since = Date.now()
     read = readNow
     unsent = unsentNow
-    activeText = unsentByStore
+    sentElsewhere = elsewhere
     if (Date.now() - waiting.since < after || (waiting.count === 0 && active === undefined)) return []
     // The server may still be at work on a statement sent before the store's (a `PgClient`
     // statement interrupted and its connection given back before its cancel took): its text too.

@@ -40,29 +40,32 @@ describe("a run suspended for a build with its agent", () => {
     }))
 })
 
+/**
+ * The runs woken while the dispatcher listens for builds, the run of `worker` suspended, the build
+ * read first leaving `worker` out and `changes` the builds the listening finds.
+ */
+const wokenByReloads = (...changes: ReadonlyArray<typeof withoutWorker | ReturnType<typeof build>>) =>
+  Effect.gen(function*() {
+    const woken: Array<string> = []
+    yield* wakeOnBuilds(
+      { get: Effect.succeed(withoutWorker), changes: Stream.fromIterable(changes) },
+      { suspendedReadyToResume: Effect.succeed([runIn("suspended")]) },
+      (run) => Effect.sync(() => void woken.push(run.id))
+    )
+    // The listening is a fiber of its own: let it take what it was given.
+    for (let i = 0; i < 20; i++) yield* Effect.yieldNow()
+    return woken
+  })
+
 describe("runs waiting for a build with their agent, woken by a reload", () => {
   it.scoped("a build with the agent made current between the dispatcher's first look and its listening still wakes them", () =>
     Effect.gen(function*() {
-      const woken: Array<string> = []
       // Read without the agent; by the time the builds are listened to, one with it is current.
-      yield* wakeOnBuilds(
-        { get: Effect.succeed(withoutWorker), changes: Stream.make(build("lead", "worker")) },
-        { suspendedReadyToResume: Effect.succeed([runIn("suspended")]) },
-        (run) => Effect.sync(() => void woken.push(run.id))
-      )
-      for (let i = 0; i < 20 && woken.length === 0; i++) yield* Effect.yieldNow()
-      expect(woken).toEqual(["run_1"])
+      expect(yield* wokenByReloads(build("lead", "worker"))).toEqual(["run_1"])
     }))
 
   it.scoped("a build still without the agent wakes none", () =>
     Effect.gen(function*() {
-      const woken: Array<string> = []
-      yield* wakeOnBuilds(
-        { get: Effect.succeed(withoutWorker), changes: Stream.make(withoutWorker, build("lead", "other")) },
-        { suspendedReadyToResume: Effect.succeed([runIn("suspended")]) },
-        (run) => Effect.sync(() => void woken.push(run.id))
-      )
-      for (let i = 0; i < 20; i++) yield* Effect.yieldNow()
-      expect(woken).toEqual([])
+      expect(yield* wokenByReloads(withoutWorker, build("lead", "other"))).toEqual([])
     }))
 })
