@@ -123,12 +123,13 @@ const openPool = (url: Redacted.Redacted | string, connectTimeout: Duration.Dura
         // NAT dropped without a word is found out while idle, and kept open by the probes.
         keepAlive: true,
         keepAliveInitialDelayMillis: 10_000,
+        // Watched from its start, and handed out once the server has told when its process started.
+        onConnect: (connection) => connection instanceof Pg.Client ? watchAnswers(connection, connectionString, within) : undefined,
         ...options
       })
       // An idle connection that breaks (a server restarting) is dropped by the pool, which says
       // so here; without a listener the process would stop on it.
       pool.on("error", () => {})
-      pool.on("connect", (connection) => watchAnswers(connection, connectionString, within))
       return query(pool, plain("SELECT 1")).pipe(
         Effect.mapError((cause) => new SqlError({ cause, message: "PgClient: Failed to connect" })),
         Effect.timeoutFail({

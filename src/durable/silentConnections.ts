@@ -19,7 +19,7 @@ interface Waiting {
   lookingInto: boolean
 }
 
-const waitingOn = new WeakMap<Pg.Pool | Pg.PoolClient, Waiting>()
+const waitingOn = new WeakMap<Pg.Pool | Pg.Client, Waiting>()
 
 /** `statement` sent on `connection`; `answered` is told the server's answer, or why none came. */
 export const send = (
@@ -82,11 +82,16 @@ type Verdict = "working" | "gone" | "unknown"
 /**
  * Watches `connection` of a pool on `connectionString`: bytes moving either way (an answer coming
  * in, a statement still going out) are not silence, so a large answer over a slow network is left
- * to come.
+ * to come. Done once the server has told when the connection's process started (watched too),
+ * which the pool waits for before it hands the connection out: node-postgres takes a statement
+ * only from a connection ready for one.
  */
-export const watchAnswers = (connection: Pg.PoolClient, connectionString: string, after: number) => {
+export const watchAnswers = (connection: Pg.Client, connectionString: string, after: number): Promise<void> => {
   const waiting: Waiting = { count: 0, texts: [], since: 0, lookingInto: false }
   waitingOn.set(connection, waiting)
+  // With its process id, what tells the connection's server process from another of that id (on a
+  // server that took over after a failover) whatever it last ran; asked below.
+  let started: string | undefined
   const stream = connection.connection.stream
   const socket = socketOf(stream)
   let read = bytesReadOf(socket)
@@ -116,7 +121,7 @@ export const watchAnswers = (connection: Pg.PoolClient, connectionString: string
     const texts = silent()
     if (texts.length === 0) return
     waiting.lookingInto = true
-    lookInto(connectionString, processIdOf(connection), texts, after, (verdict) => {
+    lookInto(connectionString, { pid: processIdOf(connection), started }, texts, after, (verdict) => {
       waiting.lookingInto = false
       // Closed unless it answered while it was looked into.
       if (verdict !== "gone" || silent().length === 0) return void (waiting.since = Date.now())
@@ -131,16 +136,42 @@ export const watchAnswers = (connection: Pg.PoolClient, connectionString: string
   // A watch keeps no process alive.
   watch.unref()
   connection.once("end", () => clearInterval(watch))
+  // Not told (the server answered with an error, the connection broke), the look falls back on the
+  // statements' texts; a connection that broke fails what is sent on it next.
+  return new Promise<void>((told) =>
+    connection.query(startedSql, (error: Error | null, result: Pg.QueryResult) => {
+      const answer: unknown = error ? undefined : result.rows[0]?.["started"]
+      if (typeof answer === "string") started = answer
+      told()
+    })
+  )
+}
+
+/** `column`, a process's start, in whole microseconds since 1970. */
+const startedOf = (column: string) => `(extract(epoch FROM ${column}) * 1000000)::bigint`
+
+/**
+ * When the connection's server process started, in microseconds since 1970 as text: exact, and
+ * read back the same whatever the connection's `DateStyle` and `TimeZone` (a timestamp's text in
+ * some of them names its zone by an abbreviation the server reads back as another zone's, or not
+ * at all).
+ */
+const startedSql = `SELECT ${startedOf("backend_start")}::text AS started FROM pg_stat_activity WHERE pid = pg_backend_pid()`
+
+/** A connection's server process: the id the server gave as the connection opened, and when it started, if told. */
+interface ServerProcess {
+  readonly pid: number | undefined
+  readonly started: string | undefined
 }
 
 /**
- * What the server says of its process `pid` waiting on `texts`, asked on a connection of its own
+ * What the server says of its `process` waiting on `texts`, asked on a connection of its own
  * within `within` ms. A server that cannot be reached in time says it is gone; one that answers
  * with an error (too many connections) cannot tell. Behind a pooler (PgBouncer and its kind),
  * which gives its clients process ids of its own, the look's own id is not its server process's
  * either: it cannot tell, and the connection is left to TCP and the pooler's own time limits.
  */
-const lookInto = (connectionString: string, pid: number | undefined, texts: ReadonlyArray<string>, within: number, told: (verdict: Verdict) => void) => {
+const lookInto = (connectionString: string, process: ServerProcess, texts: ReadonlyArray<string>, within: number, told: (verdict: Verdict) => void) => {
   const asking = new Pg.Client({ connectionString, connectionTimeoutMillis: within, fallback_application_name: "foundry" })
   let answered = false
   const answer = (verdict: Verdict) => {
@@ -156,37 +187,40 @@ const lookInto = (connectionString: string, pid: number | undefined, texts: Read
   asking.connect((error: Error | undefined) => {
     if (error) return failed(error)
     // node-postgres says no error with `null`.
-    asking.query({ text: lookIntoSql, values: [pid ?? 0, texts, within] }, (error: Error | null, result: Pg.QueryResult) => {
+    asking.query({ text: lookIntoSql, values: [process.pid ?? 0, texts, within, process.started ?? null] }, (error: Error | null, result: Pg.QueryResult) => {
       if (error) return failed(error)
       const row = result.rows[0]
-      if (row?.["own"] !== processIdOf(asking) || pid === undefined) return answer("unknown")
+      if (row?.["own"] !== processIdOf(asking) || process.pid === undefined) return answer("unknown")
       answer(row?.["working"] === true ? "working" : "gone")
     })
   })
 }
 
 /**
- * The look's own process id, and of the server's process `$1`, if it is the connection's (its last
- * statement one of the texts `$2` it waits on, or their start when the server cut it at
- * `track_activity_query_size`: another process of that id, on the server that took over after a
- * failover, last ran something else), whether it is at work: running a statement or waiting for a
- * lock, not for the connection to send or take bytes; or having changed state within `$3` ms (an
- * answer on its way). Not at work inside a transaction, and not blocked sending an answer that
- * may still be taken, it is ended: its transaction rolled back and its locks (the events' lock,
- * which every process's writes take) let go now, not when the server's own TCP gives up (two hours
- * by default).
+ * The look's own process id, and of the server's process `$1`, if it is the connection's (started
+ * at `$4`; or, that not told, its last statement one of the texts `$2` it waits on, or their start
+ * when the server cut it at `track_activity_query_size`: another process of that id, on the server
+ * that took over after a failover, last ran something else), whether it is at work: running a
+ * statement or waiting for a lock, not for the connection to send or take bytes; or having changed
+ * state within `$3` ms (an answer on its way). Not at work, and not blocked sending an answer that
+ * may still be taken, it is ended, so that what it holds is let go now, not when the server's own
+ * TCP gives up (two hours by default): inside a transaction, the transaction rolled back and its
+ * locks (the events' lock, which every process's writes take); known by when it started, its
+ * session's advisory locks too (the cluster's shards), idle or not. Known by its last statement
+ * alone, it is ended only inside a transaction: another process of that id may have last run the
+ * same statement.
  */
 const lookIntoSql = `SELECT pg_backend_pid() AS own, process.working, process.ended
 FROM (SELECT 1) AS asked LEFT JOIN (
-  SELECT working, CASE WHEN NOT working AND xact_start IS NOT NULL AND wait_event IS DISTINCT FROM 'ClientWrite'
+  SELECT working, CASE WHEN NOT working AND (started OR xact_start IS NOT NULL) AND wait_event IS DISTINCT FROM 'ClientWrite'
     THEN pg_terminate_backend(pid) END AS ended
   FROM (
-    SELECT pid, xact_start, wait_event,
+    SELECT pid, xact_start, wait_event, ${startedOf("backend_start")} = $4::bigint AS started,
       (state = 'active' AND wait_event_type IS DISTINCT FROM 'Client') OR clock_timestamp() - state_change < $3 * interval '1 millisecond' AS working
     FROM pg_stat_activity
-    WHERE pid = $1 AND (query = ANY($2::text[]) OR (
+    WHERE pid = $1 AND CASE WHEN $4::bigint IS NULL THEN query = ANY($2::text[]) OR (
       octet_length(query) >= pg_size_bytes(current_setting('track_activity_query_size')) - 4 AND
       EXISTS (SELECT 1 FROM unnest($2::text[]) AS sent WHERE left(sent, length(query)) = query)
-    ))
+    ) ELSE ${startedOf("backend_start")} = $4::bigint END
   ) AS candidate
 ) AS process ON true`

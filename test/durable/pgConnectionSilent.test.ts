@@ -3,9 +3,9 @@
  * network cut): what was sent on them waited until TCP gave up, a quarter of an hour and more, and
  * on the writer's connection every write of the process behind it. A connection that answers
  * nothing for `connectTimeout` while the server is not at work on it is now closed, and what
- * waited on it fails; its server process, left in a transaction, is ended; a statement the server
- * is still at work on (waiting for a lock) is left to wait. The store reaches the server through a
- * TCP proxy that can drop every byte, each way.
+ * waited on it fails; its server process, left in a transaction or holding a session's advisory
+ * locks, is ended; a statement the server is still at work on (waiting for a lock) is left to
+ * wait. The store reaches the server through a TCP proxy that can drop every byte, each way.
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Context, Deferred, type Duration, Effect, Either, Fiber, Layer, Schedule } from "effect"
@@ -164,6 +164,43 @@ describe.skipIf(skipPostgres)("PostgreSQL connections that go silent", () => {
       expect(rows.map((row) => row.v)).toEqual(["before", "after"])
     }), 30_000)
 
+  it.scopedLive("a session's connection gone silent while idle, holding advisory locks (the cluster's shards), has its server process ended: another session takes the locks at once", () =>
+    Effect.gen(function*() {
+      const url = yield* freshSchema
+      const direct = yield* connect(url)
+      // Known by when its process started, whatever the sessions' settings: in these a timestamp's
+      // text names its zone IST, which the server reads back as Israel's.
+      const settings = new URL(url)
+      settings.searchParams.set("options", `${settings.searchParams.get("options")} -c datestyle=SQL,DMY -c timezone=Asia/Kolkata`)
+      const proxy = yield* silencingProxy(settings.toString())
+      const sql = Context.get(yield* Layer.build(PgConnection.clientLayer(proxy.url, "1 second")), PgClient.PgClient)
+      const shard = "hashtext(current_schema() || ' shard')"
+      const pid = yield* Effect.scoped(Effect.gen(function*() {
+        // As the cluster's runner storage holds its shards: on a connection of its own, outside any transaction.
+        const session = yield* sql.reserve
+        const [[pid]] = yield* session.executeValues("SELECT pg_backend_pid()", [])
+        yield* session.executeRaw(`SELECT pg_advisory_lock(${shard})`, [])
+        proxy.silent = true
+        const silent = yield* Effect.either(session.executeRaw("SELECT 1", []))
+        expect(Either.isLeft(silent) && `${silent.left.message}: ${String(silent.left.cause)}`).toContain("answered nothing")
+        return Number(pid)
+      }))
+      proxy.silent = false
+      // Ended as the connection was closed: not left idle with its locks until the server's own
+      // TCP gives up on it (two hours by default).
+      const taken = direct<{ readonly taken: boolean }>`SELECT pg_try_advisory_lock(${direct.literal(shard)}) AS taken`
+      yield* taken.pipe(
+        Effect.filterOrFail((rows) => rows[0]?.taken === true, () => new Error("the shard's lock is still held")),
+        Effect.retry({ schedule: Schedule.spaced("50 millis"), times: 40 })
+      )
+      // A process ended lets its locks go a moment before it leaves the list.
+      const listed = direct<{ readonly n: number }>`SELECT COUNT(*)::int AS n FROM pg_stat_activity WHERE pid = ${pid}`
+      yield* listed.pipe(
+        Effect.filterOrFail((rows) => rows[0]?.n === 0, () => new Error(`process ${pid} is still listed`)),
+        Effect.retry({ schedule: Schedule.spaced("50 millis"), times: 40 })
+      )
+    }), 30_000)
+
   it.scopedLive("a write that waits for a lock longer than that is left to wait, and is written", () =>
     Effect.gen(function*() {
       const url = yield* freshSchema
@@ -280,11 +317,15 @@ describe.skipIf(skipPostgres)("PostgreSQL connections that go silent", () => {
       const url = yield* freshSchema
       const direct = yield* connect(url)
       const proxy = yield* silencingProxy(url)
-      // Another session, in a transaction it holds open, its last statement none of the store's.
+      // Another session, in a transaction it holds open, its last statement the one the store's
+      // connection will wait on (every Foundry process runs the same statements).
       const other = yield* Deferred.make<number>()
       const holding = yield* Effect.fork(direct.withTransaction(
         Effect.flatMap(direct<{ readonly pid: number }>`SELECT pg_backend_pid() AS pid`, (rows) =>
-          Effect.zipRight(Deferred.succeed(other, rows[0]?.pid ?? 0), Effect.sleep("4 seconds")))
+          direct.unsafe("SELECT 1 AS one").pipe(
+            Effect.zipRight(Deferred.succeed(other, rows[0]?.pid ?? 0)),
+            Effect.zipRight(Effect.sleep("4 seconds"))
+          ))
       ))
       const pid = yield* Deferred.await(other)
       // The store's connections are told that session's process id as theirs.
