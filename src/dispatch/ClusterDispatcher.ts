@@ -128,16 +128,18 @@ export const layer = (options: ClusterDispatcherOptions) =>
 
       /**
        * On the conversation's runner: its queued and running runs go into this process's lane in
-       * acceptance order (those already there stay), then the run to resume if it is suspended.
+       * acceptance order (those already there stay), then the run to resume if it is suspended: one
+       * whose execution here is still ending (its suspension stored, the news come meanwhile) once
+       * it has ended, not left to the sweep.
        */
       const drain = (conversationId: string, runId: string) =>
         Effect.gen(function*() {
           const rows = yield* database.read(statements.backlog(conversationId))
           const runs = yield* decodeRuns(rows.map(camelCaseKeys)).pipe(Effect.mapError(storeFailure("backlog")))
           for (const run of runs) if (!executor.isHere(run.id)) yield* executor.schedule(run)
-          if (runs.some((run) => run.id === runId) || executor.isHere(runId)) return
+          if (runs.some((run) => run.id === runId)) return
           const named = yield* store.getRun(runId)
-          if (Option.isSome(named) && named.value.status === "suspended") yield* executor.schedule(named.value)
+          if (Option.isSome(named) && named.value.status === "suspended") yield* executor.resume(named.value)
         })
 
       yield* sharding.registerEntity(ConversationEntity, Effect.succeed(ConversationEntity.of({

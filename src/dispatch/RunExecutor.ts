@@ -116,6 +116,8 @@ export const makeRunExecutor = (options: RunExecutorOptions) =>
     const scope = yield* Effect.scope
     // Not `wake`: a run still executing here reads what it waits for itself (and would be interrupted).
     const wakeSuspended = makeWakeSuspended({ executions, store, wake, scope })
+    // The same, executing it here whatever `wake` says: where a cluster's wake for it arrives.
+    const resume = makeWakeSuspended({ executions, store, wake: schedule, scope })
 
     /** When a child run a parent waits for has ended, the parent continues. */
     const wakeParent = (runId: string) =>
@@ -258,6 +260,11 @@ export const makeRunExecutor = (options: RunExecutorOptions) =>
       schedule,
       /** Whether the run is executing, or waiting in a lane, in this process. */
       isHere: executions.isHere,
+      /**
+       * Executes a suspended run here now what it waited for came to pass; one still executing here
+       * once that execution ends, if it is then suspended and waits on nothing.
+       */
+      resume,
       /** How many runs execute, or wait in a lane, in this process. */
       executing: executions.count,
       submit: submissions.submit,

@@ -19,13 +19,25 @@ export const makeWakeSuspended = (options: {
   readonly scope: Scope.Scope
 }) => {
   const { executions, scope, store, wake } = options
+  // Runs waited for: one look after an execution answers every wake that came during it (a
+  // cluster's sweep wakes a run waiting in a lane here once a second).
+  const waitedFor = new Set<string>()
   const afterHere = (runId: string) =>
     Effect.gen(function*() {
       yield* executions.awaitHere(runId)
+      waitedFor.delete(runId)
       // Still suspended, it may wait on something else by now (another approval, another child).
       const ready = yield* store.readyToResume(runId)
       if (Option.isSome(ready) && !executions.isHere(runId)) yield* wake(ready.value)
-    }).pipe(Effect.catchAllCause((cause) => Effect.logWarning(`could not wake run ${runId} once its execution here ended`, cause)))
+    }).pipe(
+      Effect.ensuring(Effect.sync(() => waitedFor.delete(runId))),
+      Effect.catchAllCause((cause) => Effect.logWarning(`could not wake run ${runId} once its execution here ended`, cause))
+    )
   return (run: RunRecord): Effect.Effect<void> =>
-    executions.isHere(run.id) ? Effect.asVoid(Effect.forkIn(afterHere(run.id), scope)) : wake(run)
+    Effect.suspend(() => {
+      if (!executions.isHere(run.id)) return wake(run)
+      if (waitedFor.has(run.id)) return Effect.void
+      waitedFor.add(run.id)
+      return Effect.asVoid(Effect.forkIn(afterHere(run.id), scope))
+    })
 }

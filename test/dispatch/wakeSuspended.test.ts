@@ -10,7 +10,6 @@ import { makeWakeSuspended } from "../../src/dispatch/wakeSuspended.js"
 import type { RunStatus } from "../../src/durable/records.js"
 import { runIn } from "../support/runInStatus.js"
 
-
 /** A wake for suspended runs over an execution of `run_1` here that ends when told, the run stored as `stored` says then. */
 const waking = (here: boolean) =>
   Effect.gen(function*() {
@@ -20,12 +19,19 @@ const waking = (here: boolean) =>
     // Suspended again on something else (another approval, another child) when its execution ended.
     let waitsOnSomething = false
     const woken: Array<RunStatus> = []
+    let reads = 0
     const wakeSuspended = makeWakeSuspended({
       executions: {
         isHere: () => executing,
         awaitHere: () => Deferred.await(ended)
       },
-      store: { readyToResume: () => Effect.sync(() => stored === "suspended" && !waitsOnSomething ? Option.some(runIn(stored)) : Option.none()) },
+      store: {
+        readyToResume: () =>
+          Effect.sync(() => {
+            reads++
+            return stored === "suspended" && !waitsOnSomething ? Option.some(runIn(stored)) : Option.none()
+          })
+      },
       wake: (run) => Effect.sync(() => void woken.push(run.status)),
       scope: yield* Effect.scope
     })
@@ -39,7 +45,7 @@ const waking = (here: boolean) =>
         yield* Effect.yieldNow()
         yield* Effect.yieldNow()
       })
-    return { wakeSuspended, woken, end }
+    return { wakeSuspended, woken, end, reads: () => reads }
   })
 
 describe("waking a suspended run whose approval was decided or whose child ended", () => {
@@ -57,6 +63,16 @@ describe("waking a suspended run whose approval was decided or whose child ended
       expect(woken).toEqual([])
       yield* end("suspended")
       expect(woken).toEqual(["suspended"])
+    }))
+
+  it.scoped("wakes of a run during one execution here are answered by one look once it ends, one wake", () =>
+    Effect.gen(function*() {
+      const { end, reads, wakeSuspended, woken } = yield* waking(true)
+      // A decision, then a cluster's sweep every second while the run waits in a lane here.
+      for (let i = 0; i < 5; i++) yield* wakeSuspended(runIn("suspended"))
+      yield* end("suspended")
+      expect(woken).toEqual(["suspended"])
+      expect(reads()).toBe(1)
     }))
 
   it.scoped("a run executing here that found the news itself and went on is not woken when its execution ends", () =>
