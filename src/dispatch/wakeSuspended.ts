@@ -24,15 +24,13 @@ export const makeWakeSuspended = (options: {
   const waitedFor = new Set<string>()
   const afterHere = (runId: string) =>
     Effect.gen(function*() {
-      yield* executions.awaitHere(runId)
-      waitedFor.delete(runId)
+      // No longer waited for once the execution has ended: a wake while the look below reads finds
+      // the run not here (woken at once), or executing again (waited for again).
+      yield* Effect.ensuring(executions.awaitHere(runId), Effect.sync(() => waitedFor.delete(runId)))
       // Still suspended, it may wait on something else by now (another approval, another child).
       const ready = yield* store.readyToResume(runId)
       if (Option.isSome(ready) && !executions.isHere(runId)) yield* wake(ready.value)
-    }).pipe(
-      Effect.ensuring(Effect.sync(() => waitedFor.delete(runId))),
-      Effect.catchAllCause((cause) => Effect.logWarning(`could not wake run ${runId} once its execution here ended`, cause))
-    )
+    }).pipe(Effect.catchAllCause((cause) => Effect.logWarning(`could not wake run ${runId} once its execution here ended`, cause)))
   return (run: RunRecord): Effect.Effect<void> =>
     Effect.suspend(() => {
       if (!executions.isHere(run.id)) return wake(run)

@@ -75,6 +75,53 @@ describe("waking a suspended run whose approval was decided or whose child ended
       expect(reads()).toBe(1)
     }))
 
+  it.scoped("a wake that comes while the look after an execution reads, the run executing here again, waits for that execution too", () =>
+    Effect.gen(function*() {
+      const ended = [yield* Deferred.make<void>(), yield* Deferred.make<void>()] as const
+      let execution = 0
+      let executing = true
+      let awaited = 0
+      const reading = yield* Deferred.make<void>()
+      const readGoesOn = yield* Deferred.make<void>()
+      const woken: Array<string> = []
+      const wakeSuspended = makeWakeSuspended({
+        executions: {
+          isHere: () => executing,
+          awaitHere: () => {
+            awaited++
+            return Deferred.await(ended[execution]!)
+          }
+        },
+        store: {
+          // The first look waits until told.
+          readyToResume: () =>
+            Effect.gen(function*() {
+              if (yield* Deferred.succeed(reading, undefined)) yield* Deferred.await(readGoesOn)
+              return Option.some(runIn("suspended"))
+            })
+        },
+        wake: (run) => Effect.sync(() => void woken.push(run.id)),
+        scope: yield* Effect.scope
+      })
+      yield* wakeSuspended(runIn("suspended"))
+      executing = false
+      yield* Deferred.succeed(ended[0], undefined)
+      yield* Deferred.await(reading)
+      // Scheduled here again meanwhile, by another wake; then one more comes.
+      execution = 1
+      executing = true
+      yield* wakeSuspended(runIn("suspended"))
+      for (let i = 0; i < 5; i++) yield* Effect.yieldNow()
+      expect(awaited).toBe(2)
+      yield* Deferred.succeed(readGoesOn, undefined)
+      for (let i = 0; i < 5; i++) yield* Effect.yieldNow()
+      expect(woken).toEqual([])
+      executing = false
+      yield* Deferred.succeed(ended[1], undefined)
+      for (let i = 0; i < 5; i++) yield* Effect.yieldNow()
+      expect(woken).toEqual(["run_1"])
+    }))
+
   it.scoped("a run executing here that found the news itself and went on is not woken when its execution ends", () =>
     Effect.gen(function*() {
       const { end, wakeSuspended, woken } = yield* waking(true)
