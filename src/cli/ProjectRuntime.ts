@@ -62,11 +62,12 @@ export const storeFileOf = (app: CompiledApp): string => {
 
 /**
  * PostgreSQL at `url`, waiting at most `connectTimeout` for it to answer (and saying so while it
- * waits); its client is loaded only by a process whose store is PostgreSQL.
+ * waits), with at most `maxConnections` open; its client is loaded only by a process whose store
+ * is PostgreSQL.
  */
-const postgresLayer = (url: Redacted.Redacted | string, connectTimeout: Duration.DurationInput, configFile: string) =>
+const postgresLayer = (url: Redacted.Redacted | string, connectTimeout: Duration.DurationInput, maxConnections: number | undefined, configFile: string) =>
   waitingSaid(
-    Layer.unwrapEffect(Effect.map(Effect.promise(() => import("../durable/PgDatabase.js")), (pg) => pg.layer(url, connectTimeout))),
+    Layer.unwrapEffect(Effect.map(Effect.promise(() => import("../durable/PgDatabase.js")), (pg) => pg.layer(url, connectTimeout, maxConnections))),
     storeAddress(url),
     connectTimeout,
     configFile
@@ -86,10 +87,10 @@ export const databaseLayer = (
   const url = store.postgres
   const configFile = app.table.configFile ?? "foundry.config.ts"
   const connectTimeout = store.connectTimeout ?? defaultStoreConnectTimeout
-  if (typeof url === "string") return postgresLayer(url, connectTimeout, configFile)
+  if (typeof url === "string") return postgresLayer(url, connectTimeout, store.maxConnections, configFile)
   return Layer.unwrapEffect(
     url.pipe(
-      Effect.map((read) => postgresLayer(read, connectTimeout, configFile)),
+      Effect.map((read) => postgresLayer(read, connectTimeout, store.maxConnections, configFile)),
       // A redacted Config's own message is "<redacted>"; its string form names the missing key.
       Effect.mapError((error) =>
         new StoreError({

@@ -79,6 +79,19 @@ export const RedactedConfig = Schema.declare(
  */
 export const defaultStoreConnectTimeout = "30 seconds"
 
+/**
+ * The most connections a process keeps open on a PostgreSQL store when `store.maxConnections` does
+ * not say: a pool of 10 for reads and the storages (node-postgres's default), the group commit's
+ * writer, and the one that listens for other processes' events.
+ */
+export const defaultStoreMaxConnections = 12
+
+/**
+ * The fewest a process can work with: the writer, the listener, and a pool of two, of which a
+ * cluster runner's shard locks hold one for as long as it runs.
+ */
+export const fewestStoreConnections = 4
+
 /** Where runs, conversations and events are kept. */
 export const StoreConfigSchema = Schema.Union(
   Schema.Struct({ sqlite: Text }),
@@ -88,14 +101,17 @@ export const StoreConfigSchema = Schema.Union(
      * How long to wait for the database to answer a connection (at start, and for each pooled one),
      * and a statement before the server is asked whether it is still at work on it; 30 seconds when absent.
      */
-    connectTimeout: Schema.optional(PositiveDuration)
+    connectTimeout: Schema.optional(PositiveDuration),
+    /** The most connections this process keeps open on the database; 12 when absent. */
+    maxConnections: Schema.optional(Schema.Int.pipe(Schema.greaterThanOrEqualTo(fewestStoreConnections)))
   })
 ).annotations({
   identifier: "StoreConfig",
   // One line for the whole union: which member the value meant is anyone's guess.
   message: () => ({
     message: `expected { sqlite: "<file>" } or { postgres: "<url>" } (or postgres: Config.redacted("DATABASE_URL")), ` +
-      `with PostgreSQL's connectTimeout, if given, a duration above zero such as "30 seconds"`,
+      `with PostgreSQL's connectTimeout, if given, a duration above zero such as "30 seconds", ` +
+      `and maxConnections, if given, a whole number of at least ${fewestStoreConnections} (${defaultStoreMaxConnections} when absent)`,
     override: true
   })
 })

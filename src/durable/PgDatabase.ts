@@ -280,9 +280,14 @@ export const make = Effect.gen(function*() {
 
 /**
  * The database at `url`, migrated, with its `SqlClient`. A failure to connect is a `StoreError`
- * with operation `connect`; `connectTimeout` bounds connecting (see `pgConnection.ts`).
+ * with operation `connect`; `connectTimeout` bounds connecting, and `maxConnections` the
+ * connections open at once (see `pgConnection.ts`).
  */
-export const layer = (url: Redacted.Redacted | string, connectTimeout?: Duration.DurationInput): Layer.Layer<Database | SqlClient.SqlClient, StoreError> =>
+export const layer = (
+  url: Redacted.Redacted | string,
+  connectTimeout?: Duration.DurationInput,
+  maxConnections?: number
+): Layer.Layer<Database | SqlClient.SqlClient, StoreError> =>
   Layer.scopedContext(
     Effect.gen(function*() {
       const database = yield* make
@@ -290,6 +295,6 @@ export const layer = (url: Redacted.Redacted | string, connectTimeout?: Duration
       return Context.make(Database, database).pipe(Context.add(SqlClient.SqlClient, database.sql))
     })
   ).pipe(
-    Layer.provide(clientLayer(url, connectTimeout)),
+    Layer.provide(clientLayer(url, connectTimeout, maxConnections)),
     Layer.mapError((error) => error._tag === "StoreError" ? error : new StoreError({ operation: "connect", message: messageOf(error) }))
   )

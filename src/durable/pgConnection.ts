@@ -13,6 +13,7 @@ import { PgClient } from "@effect/sql-pg"
 import { Context, Duration, Effect, Either, Layer, Redacted, String as Str } from "effect"
 import * as Pg from "pg"
 import { getTypeParser } from "pg-types"
+import { defaultStoreMaxConnections } from "../definitions/configFields.js"
 import type { Row } from "./Database.js"
 import { send, watchAnswers } from "./silentConnections.js"
 
@@ -145,13 +146,19 @@ const openPool = (url: Redacted.Redacted | string, connectTimeout: Duration.Dura
 
 /**
  * The pools, and `PgClient` (as `SqlClient` too) over the store's pool with the store's name
- * transforms: names in camelCase in code, snake_case in the database.
+ * transforms: names in camelCase in code, snake_case in the database; `maxConnections` open at
+ * most, all told.
  */
-export const clientLayer = (url: Redacted.Redacted | string, connectTimeout: Duration.DurationInput = defaultConnectTimeout) => {
+export const clientLayer = (
+  url: Redacted.Redacted | string,
+  connectTimeout: Duration.DurationInput = defaultConnectTimeout,
+  maxConnections: number = defaultStoreMaxConnections
+) => {
   const pools = Layer.scoped(
     PgPools,
     Effect.all({
-      pool: openPool(url, connectTimeout, {}),
+      // Besides it: the writer, and the connection `PgClient` listens on (opened once a channel is listened to).
+      pool: openPool(url, connectTimeout, { max: maxConnections - 2 }),
       // One: the group commit writes one batch at a time. Kept a minute while idle (not the
       // pool's 10 s), so that writes a few seconds apart do not each connect again.
       writer: openPool(url, connectTimeout, { max: 1, idleTimeoutMillis: 60_000, pipeline: true }),

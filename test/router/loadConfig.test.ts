@@ -100,6 +100,14 @@ describe("a config with wrong values", () => {
       expect(error.problem).toContain(`connectTimeout, if given, a duration above zero such as "30 seconds"`)
     }))
 
+  it.scoped("a PostgreSQL store's maxConnections must be a whole number of at least 4", () =>
+    Effect.gen(function*() {
+      const error = yield* configErrorOf({
+        "foundry.config.ts": configFile(`{ store: { postgres: "postgres://127.0.0.1/db", maxConnections: 2 } }`)
+      })
+      expect(error.problem).toContain("maxConnections, if given, a whole number of at least 4 (12 when absent)")
+    }))
+
   it.scoped("a store that is neither sqlite nor postgres says what a store looks like", () =>
     Effect.gen(function*() {
       const error = yield* configErrorOf({ "foundry.config.ts": configFile(`{ store: { mysql: "x" } } as never`) })
