@@ -21,6 +21,7 @@ export const startSettings = (
     ["the host", JSON.stringify(listen.host ?? config.server.host)],
     ["server.bodyLimit", JSON.stringify(config.server.bodyLimit)],
     ["store.connectTimeout", "postgres" in config.store ? JSON.stringify(config.store.connectTimeout ?? null) : "null"],
+    ["store.maxConnections", "postgres" in config.store ? JSON.stringify(config.store.maxConnections ?? null) : "null"],
     ["server.allowedHosts", JSON.stringify(config.server.allowedHosts ?? [])],
     ["concurrency", JSON.stringify(config.concurrency)],
     ["event retention", JSON.stringify(config.events)],

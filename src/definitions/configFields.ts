@@ -102,7 +102,10 @@ export const StoreConfigSchema = Schema.Union(
      * and a statement before the server is asked whether it is still at work on it; 30 seconds when absent.
      */
     connectTimeout: Schema.optional(PositiveDuration),
-    /** The most connections this process keeps open on the database; 12 when absent. */
+    /**
+     * The most connections this process keeps open on the database: its pool (this less two), the
+     * group commit's writer and the listener; at least 4, 12 when absent.
+     */
     maxConnections: Schema.optional(Schema.Int.pipe(Schema.greaterThanOrEqualTo(fewestStoreConnections)))
   })
 ).annotations({
