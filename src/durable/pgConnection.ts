@@ -124,7 +124,9 @@ const openPool = (url: Redacted.Redacted | string, connectTimeout: Duration.Dura
         // NAT dropped without a word is found out while idle, and kept open by the probes.
         keepAlive: true,
         keepAliveInitialDelayMillis: 10_000,
-        // Watched from its start, and handed out once the server has told when its process started.
+        // Watched from its start, and handed out once the server has told when its process started:
+        // pg-pool waits for the promise the hook returns (its types say the hook returns nothing),
+        // and fails the connection's first caller when it is refused.
         onConnect: (connection) => connection instanceof Pg.Client ? watchAnswers(connection, connectionString, within) : undefined,
         ...options
       })

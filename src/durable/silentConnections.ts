@@ -136,15 +136,23 @@ export const watchAnswers = (connection: Pg.Client, connectionString: string, af
   // A watch keeps no process alive.
   watch.unref()
   connection.once("end", () => clearInterval(watch))
-  // Not told (the server answered with an error, the connection broke), the look falls back on the
-  // statements' texts; a connection that broke fails what is sent on it next.
-  return new Promise<void>((told) =>
+  // The server answering with an error cannot tell: the look falls back on the statements' texts.
+  // A connection that broke, or whose server says nothing within `after`, is refused: the pool ends
+  // it (its stream destroyed, the statement waiting) and fails whoever waited for it, within about
+  // `connectTimeout` as when connecting (the pool's own timer stops once the connection opens).
+  return new Promise<void>((told, refused) => {
+    const giveUp = setTimeout(
+      () => refused(new Error(`the store's server told nothing for ${after / 1000} s on a connection it had just opened`)),
+      after
+    )
     connection.query(startedSql, (error: Error | null, result: Pg.QueryResult) => {
+      clearTimeout(giveUp)
+      if (error && !(error instanceof Pg.DatabaseError)) return refused(error)
       const answer: unknown = error ? undefined : result.rows[0]?.["started"]
       if (typeof answer === "string") started = answer
       told()
     })
-  )
+  })
 }
 
 /** `column`, a process's start, in whole microseconds since 1970. */

@@ -89,7 +89,7 @@ describe("waking a suspended run whose approval was decided or whose child ended
           isHere: () => executing,
           awaitHere: () => {
             awaited++
-            return Deferred.await(ended[execution]!)
+            return Deferred.await(execution === 0 ? ended[0] : ended[1])
           }
         },
         store: {

@@ -201,6 +201,24 @@ describe.skipIf(skipPostgres)("PostgreSQL connections that go silent", () => {
       )
     }), 30_000)
 
+  it.scopedLive("a new connection whose server tells nothing once it has opened is ended, and fails its first caller alone; the next read answers", () =>
+    Effect.gen(function*() {
+      const url = yield* freshSchema
+      const proxy = yield* silencingProxy(url)
+      const database = yield* storeAt(proxy.url, "1 second")
+      const one = { sql: "SELECT 1 AS one", params: [] }
+      expect(yield* database.read(one)).toEqual([{ one: 1 }])
+      // The pool's one connection busy, a read opens another, cut as it asks when its server
+      // process started: no caller waits for a connection of the pool then, only for that one.
+      proxy.cutAt = "backend_start"
+      const busy = yield* Effect.fork(database.read({ sql: "SELECT 1 AS one FROM pg_sleep(2)", params: [] }))
+      yield* Effect.sleep("100 millis")
+      const opened = yield* Effect.either(database.read(one))
+      expect(Either.isLeft(opened) && opened.left.message).toContain("told nothing for 1 s on a connection it had just opened")
+      expect(yield* Fiber.join(busy)).toEqual([{ one: 1 }])
+      expect(yield* database.read(one)).toEqual([{ one: 1 }])
+    }), 30_000)
+
   it.scopedLive("a write that waits for a lock longer than that is left to wait, and is written", () =>
     Effect.gen(function*() {
       const url = yield* freshSchema
