@@ -108,6 +108,16 @@ const storeAt = (url: string, connectTimeout: Duration.DurationInput) =>
     Effect.map(Context.get(Database))
   )
 
+const one = { sql: "SELECT 1 AS one", params: [] }
+
+/** The store through a proxy that can silence it, waiting 1 s for answers, once a first read has answered. */
+const silenceableStore = Effect.gen(function*() {
+  const proxy = yield* silencingProxy(yield* freshSchema)
+  const database = yield* storeAt(proxy.url, "1 second")
+  expect(yield* database.read(one)).toEqual([{ one: 1 }])
+  return { proxy, database }
+})
+
 const insert = (v: string): WriteUnit => ({ statements: [{ sql: "INSERT INTO silent_rows (v) VALUES (?)", params: [v] }] })
 
 /** The writer's server process. */
@@ -203,11 +213,7 @@ describe.skipIf(skipPostgres)("PostgreSQL connections that go silent", () => {
 
   it.scopedLive("a new connection whose server tells nothing once it has opened is ended, and fails its first caller alone; the next read answers", () =>
     Effect.gen(function*() {
-      const url = yield* freshSchema
-      const proxy = yield* silencingProxy(url)
-      const database = yield* storeAt(proxy.url, "1 second")
-      const one = { sql: "SELECT 1 AS one", params: [] }
-      expect(yield* database.read(one)).toEqual([{ one: 1 }])
+      const { database, proxy } = yield* silenceableStore
       // The pool's one connection busy, a read opens another, cut as it asks when its server
       // process started: no caller waits for a connection of the pool then, only for that one.
       proxy.cutAt = "backend_start"
@@ -235,12 +241,7 @@ describe.skipIf(skipPostgres)("PostgreSQL connections that go silent", () => {
 
   it.scopedLive("a read on a silent connection fails, and one on a server that cannot be reached; the next read answers", () =>
     Effect.gen(function*() {
-      const url = yield* freshSchema
-      const proxy = yield* silencingProxy(url)
-      const database = yield* storeAt(proxy.url, "1 second")
-      const one = { sql: "SELECT 1 AS one", params: [] }
-      expect(yield* database.read(one)).toEqual([{ one: 1 }])
-
+      const { database, proxy } = yield* silenceableStore
       proxy.silent = true
       const silent = yield* Effect.either(database.read(one))
       proxy.silent = false
@@ -316,7 +317,7 @@ describe.skipIf(skipPostgres)("PostgreSQL connections that go silent", () => {
       // A server that refuses the look's connection (too many) cannot tell either: the read on a
       // silent connection waits while it does, and fails once it is asked.
       proxy.processIds = undefined
-      yield* database.read({ sql: "SELECT 1 AS one", params: [] })
+      yield* database.read(one)
       proxy.refusing = true
       proxy.silent = true
       started = Date.now()
@@ -349,11 +350,11 @@ describe.skipIf(skipPostgres)("PostgreSQL connections that go silent", () => {
       // The store's connections are told that session's process id as theirs.
       proxy.processIds = () => pid
       const database = yield* storeAt(proxy.url, "1 second")
-      expect(yield* database.read({ sql: "SELECT 1 AS one", params: [] })).toEqual([{ one: 1 }])
+      expect(yield* database.read(one)).toEqual([{ one: 1 }])
       // The look's own connection is told its own.
       proxy.processIds = undefined
       proxy.silent = true
-      const read = yield* Effect.either(database.read({ sql: "SELECT 1 AS one", params: [] }))
+      const read = yield* Effect.either(database.read(one))
       expect(Either.isLeft(read) && read.left.message).toContain("answered nothing")
       // The other session's transaction was left alone: it commits.
       yield* Fiber.join(holding)
