@@ -155,8 +155,8 @@ export const watchAnswers = (connection: Pg.Client, connectionString: string, af
   })
 }
 
-/** `column`, a process's start, in whole microseconds since 1970. */
-const startedOf = (column: string) => `(extract(epoch FROM ${column}) * 1000000)::bigint`
+/** A server process's start (`pg_stat_activity`'s), in whole microseconds since 1970. */
+const backendStarted = "(extract(epoch FROM backend_start) * 1000000)::bigint"
 
 /**
  * When the connection's server process started, in microseconds since 1970 as text: exact, and
@@ -164,7 +164,7 @@ const startedOf = (column: string) => `(extract(epoch FROM ${column}) * 1000000)
  * some of them names its zone by an abbreviation the server reads back as another zone's, or not
  * at all).
  */
-const startedSql = `SELECT ${startedOf("backend_start")}::text AS started FROM pg_stat_activity WHERE pid = pg_backend_pid()`
+const startedSql = `SELECT ${backendStarted}::text AS started FROM pg_stat_activity WHERE pid = pg_backend_pid()`
 
 /** A connection's server process: the id the server gave as the connection opened, and when it started, if told. */
 interface ServerProcess {
@@ -220,15 +220,15 @@ const lookInto = (connectionString: string, process: ServerProcess, texts: Reado
  */
 const lookIntoSql = `SELECT pg_backend_pid() AS own, process.working, process.ended
 FROM (SELECT 1) AS asked LEFT JOIN (
-  SELECT working, CASE WHEN NOT working AND (started OR xact_start IS NOT NULL) AND wait_event IS DISTINCT FROM 'ClientWrite'
+  SELECT working, CASE WHEN NOT working AND (known OR xact_start IS NOT NULL) AND wait_event IS DISTINCT FROM 'ClientWrite'
     THEN pg_terminate_backend(pid) END AS ended
   FROM (
-    SELECT pid, xact_start, wait_event, ${startedOf("backend_start")} = $4::bigint AS started,
+    SELECT pid, xact_start, wait_event, $4::bigint IS NOT NULL AS known,
       (state = 'active' AND wait_event_type IS DISTINCT FROM 'Client') OR clock_timestamp() - state_change < $3 * interval '1 millisecond' AS working
     FROM pg_stat_activity
     WHERE pid = $1 AND CASE WHEN $4::bigint IS NULL THEN query = ANY($2::text[]) OR (
       octet_length(query) >= pg_size_bytes(current_setting('track_activity_query_size')) - 4 AND
       EXISTS (SELECT 1 FROM unnest($2::text[]) AS sent WHERE left(sent, length(query)) = query)
-    ) ELSE ${startedOf("backend_start")} = $4::bigint END
+    ) ELSE ${backendStarted} = $4::bigint END
   ) AS candidate
 ) AS process ON true`
