@@ -21,6 +21,8 @@ export interface PackageLayout {
   readonly hooksUrl: string
   /** The CommonJS file whose `import()` loads route files through Node's own loader. */
   readonly nativeImportFile: string
+  /** tsc with the questions it asks the file system written down (`compiler/passedCheck.ts`). */
+  readonly tracedTscFile: string
   /** The worker thread that runs environment scripts (`sandboxBootstrap.js` and `sandboxLibrary.js` sit beside it). */
   readonly sandboxWorkerFile: string
   /** The bundled copy of `effect` that route files share with the framework; only when built. */
@@ -59,6 +61,7 @@ const layoutOf = (moduleUrl: string): PackageLayout => {
     entryUrl: pathToFileURL(built ? join(dist, "index.js") : join(root, "src/index.ts")).href,
     hooksUrl: pathToFileURL(join(root, "src/router/moduleHooks.mjs")).href,
     nativeImportFile: built ? join(dist, "nativeImport.cjs") : join(root, "src/router/nativeImport.cjs"),
+    tracedTscFile: built ? join(dist, "tracedTsc.cjs") : join(root, "src/compiler/tracedTsc.cjs"),
     sandboxWorkerFile: built ? join(dist, "sandboxWorker.mjs") : join(root, "src/environments/script/sandboxWorker.mjs"),
     vendorDir: built ? join(dist, "vendor") : undefined,
     inspector: built ? { _tag: "Prebuilt", dir: join(dist, "inspector") } : { _tag: "Source", dir: join(root, "inspector") },

@@ -2,7 +2,8 @@
  * Type-checking a project's route files against the framework's types and the generated
  * `.foundry/routes.d.ts`, in a `tsc` child process: off the main thread (the dev server keeps
  * answering while it runs), and incremental (`.foundry/tsbuildinfo`), so that the check after a
- * save only re-checks what the save changed. `foundry check` and `foundry dev` share it.
+ * save only re-checks what the save changed; a check that would only repeat the last one that
+ * passed does not run tsc at all (`tracedTsc.cjs`). `foundry check` and `foundry dev` share it.
  */
 import { execFile } from "node:child_process"
 import { existsSync, mkdirSync, writeFileSync } from "node:fs"
@@ -13,11 +14,15 @@ import { packageLayout } from "../packageLayout.js"
 import { routeFolders } from "../router/RoutePath.js"
 import { TypeDiagnostic } from "./TypeDiagnostic.js"
 
-/** What a check found; `output` is tsc's own text, for problems that are not about a file. */
+/**
+ * What a check found; `output` is tsc's own text, for problems that are not about a file;
+ * `reused` when nothing the last check that passed read had changed, so tsc did not run.
+ */
 export interface TypeCheckResult {
   readonly ok: boolean
   readonly diagnostics: ReadonlyArray<TypeDiagnostic>
   readonly output: string
+  readonly reused: boolean
 }
 
 const require = createRequire(import.meta.url)
@@ -87,27 +92,43 @@ export const parseDiagnostics = (root: string, output: string): ReadonlyArray<Ty
 }
 
 
+/** The exit status of `tracedTsc.cjs` for a check that passed before, nothing it read changed since. */
+const reusedStatus = 100
+
 /**
- * Type-checks the project at `root` (whose generated files are already written). Interrupting
- * the effect kills the `tsc` process, so a newer save can start a fresh check at once.
+ * Type-checks the project at `root` (whose generated files are already written), unless nothing
+ * the last check that passed asked the file system about has changed since (`tracedTsc.cjs`).
+ * Interrupting the effect kills the `tsc` process, so a newer save can start a fresh check at once.
  */
 export const typeCheck = Effect.fn("compiler.typeCheck")(function*(root: string, configFile: string | undefined) {
   const tsconfig = join(root, ".foundry/tsconfig.check.json")
+  const config = checkConfigOf(root, configFile)
   yield* Effect.sync(() => {
     mkdirSync(dirname(tsconfig), { recursive: true })
-    writeFileSync(tsconfig, `${JSON.stringify(checkConfigOf(root, configFile), null, 2)}\n`)
+    writeFileSync(tsconfig, `${JSON.stringify(config, null, 2)}\n`)
   })
-  const output = yield* Effect.async<string>((resume) => {
-    const tsc = require.resolve("typescript/bin/tsc")
+  const { output, reused } = yield* Effect.async<{ readonly output: string; readonly reused: boolean }>((resume) => {
     const child = execFile(
       process.execPath,
-      [tsc, "-p", tsconfig, "--pretty", "false"],
+      [
+        packageLayout.tracedTscFile,
+        join(root, ".foundry/typecheck.json"),
+        config.compilerOptions.tsBuildInfoFile,
+        "-p",
+        tsconfig,
+        "--pretty",
+        "false"
+      ],
       { cwd: root, maxBuffer: 16 * 1024 * 1024 },
-      (_error, stdout, stderr) => resume(Effect.succeed(`${stdout}${stderr}`.trim()))
+      (error, stdout, stderr) => {
+        const said = `${stdout}${stderr}`.trim()
+        if (error?.code === reusedStatus && said === "") return resume(Effect.succeed({ output: "", reused: true }))
+        // tsc that says nothing has passed only if it ended well: not killed, not missing.
+        resume(Effect.succeed({ output: said === "" && error !== null ? `tsc did not finish: ${error.message}` : said, reused: false }))
+      }
     )
     return Effect.sync(() => child.kill("SIGKILL"))
   })
-  const diagnostics = parseDiagnostics(root, output)
-  const result: TypeCheckResult = { ok: output === "", diagnostics, output }
+  const result: TypeCheckResult = { ok: output === "", diagnostics: parseDiagnostics(root, output), output, reused }
   return result
 })

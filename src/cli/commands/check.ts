@@ -23,6 +23,7 @@ export const checkProject = (dir: string) =>
     yield* say(`routes: ${routeSummary(table)}`)
     yield* say(style.dim("type-checking route files with .foundry/routes.d.ts ..."))
     const types = yield* typeCheck(dir, table.configFile)
+    if (types.reused) yield* say(style.dim("types: nothing they read changed since the last check passed"))
     const compiled = yield* compile(table).pipe(Effect.either)
     const modules = yield* pureModuleProblems(table)
     const problems = [

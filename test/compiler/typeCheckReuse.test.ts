@@ -1,0 +1,125 @@
+/**
+ * A type check answers without running tsc when nothing the last check that passed asked the file
+ * system about has changed; anything that has runs tsc again, and it finds what changed: a
+ * package's declarations though npm keeps their time, which declarations a package's package.json
+ * names, a new file in a checked folder or behind a symlinked one, the package.json that says what
+ * module kind the project's files are.
+ */
+import { mkdirSync, rmSync, statSync, symlinkSync, utimesSync, writeFileSync } from "node:fs"
+import { join } from "node:path"
+import { NodeContext } from "@effect/platform-node"
+import { describe, expect, it } from "@effect/vitest"
+import { Effect } from "effect"
+import { typeCheck } from "../../src/compiler/typeCheck.js"
+import { writeGenerated } from "../../src/router/codegen.js"
+import { discoverAt } from "../router/support.js"
+import { agentFile, tempProject } from "../support/tempProject.js"
+
+const shoutTool = `import { Effect, Schema } from "effect"
+import { defineTool } from "foundry"
+import { shout } from "shout"
+
+export const here = import.meta.url
+
+export default defineTool({
+  description: "Shouts the text",
+  input: Schema.Struct({ text: Schema.String }),
+  output: Schema.String,
+  run: ({ text }) => Effect.succeed(shout(text))
+})
+`
+
+const shoutTypes = (parameter: string) => `export declare const shout: (text: ${parameter}) => string\n`
+
+const project = {
+  "agents/crier.ts": agentFile({ tools: ["shout"], imports: `import shout from "../tools/shout.tool.js"` }),
+  "tools/shout.tool.ts": shoutTool,
+  "node_modules/shout/package.json": JSON.stringify({ name: "shout", version: "1.0.0", type: "module", main: "./index.js", types: "./index.d.ts" }),
+  "node_modules/shout/index.d.ts": shoutTypes("string"),
+  "node_modules/shout/loud.d.ts": shoutTypes("number"),
+  "node_modules/shout/index.js": "export const shout = (text) => text.toUpperCase()\n"
+}
+
+/** The project in a new folder, its package installed as npm installs: every file's time in 1985. */
+const projectWithPackage = Effect.tap(tempProject(project), (root) =>
+  Effect.sync(() => {
+    const npmTime = new Date("1985-10-26T08:15:00Z")
+    for (const file of ["package.json", "index.d.ts", "loud.d.ts", "index.js"]) utimesSync(join(root, "node_modules/shout", file), npmTime, npmTime)
+  }))
+
+/** Generates `.foundry/` for the project at `root` and type-checks it. */
+const checkAt = (root: string) =>
+  Effect.gen(function*() {
+    const table = yield* discoverAt(root)
+    yield* writeGenerated(table).pipe(Effect.provide(NodeContext.layer))
+    return yield* typeCheck(root, table.configFile)
+  })
+
+/** Writes `content` to `file`, keeping the time it had, as npm's installs leave every file's time. */
+const rewriteKeepingTime = (file: string, content: string) => {
+  const { atime, mtime } = statSync(file)
+  writeFileSync(file, content)
+  utimesSync(file, atime, mtime)
+}
+
+/** Whether a check of the project at `root` passed and whether it ran tsc, then the files it blamed. */
+const verdict = (root: string) =>
+  Effect.map(checkAt(root), (result) => ({ ok: result.ok, reused: result.reused, files: [...new Set(result.diagnostics.map((d) => d.file))] }))
+
+const passedAgain = { ok: true, reused: true, files: [] }
+
+describe("a type check that passed before", () => {
+  it.scopedLive("answers without tsc until a package it read changes, and again once that is undone", () =>
+    Effect.gen(function*() {
+      const root = yield* projectWithPackage
+      const first = yield* checkAt(root)
+      expect(first.output).toBe("")
+      expect([first.ok, first.reused]).toEqual([true, false])
+      expect(yield* verdict(root)).toEqual(passedAgain)
+
+      // The package's declarations changed under the same time and size, as an install leaves them.
+      const declarations = join(root, "node_modules/shout/index.d.ts")
+      rewriteKeepingTime(declarations, shoutTypes("number"))
+      expect(yield* verdict(root)).toEqual({ ok: false, reused: false, files: ["tools/shout.tool.ts"] })
+      // Put back, it is what passed: the failed check in between did not forget that.
+      rewriteKeepingTime(declarations, shoutTypes("string"))
+      expect(yield* verdict(root)).toEqual(passedAgain)
+
+      // The package's package.json names other declarations, both files unchanged.
+      const manifest = join(root, "node_modules/shout/package.json")
+      const named = statSync(manifest).mtime
+      writeFileSync(manifest, JSON.stringify({ name: "shout", version: "1.0.0", type: "module", main: "./index.js", types: "./loud.d.ts" }))
+      expect(yield* verdict(root)).toEqual({ ok: false, reused: false, files: ["tools/shout.tool.ts"] })
+      writeFileSync(manifest, project["node_modules/shout/package.json"])
+      utimesSync(manifest, named, named)
+      expect(yield* verdict(root)).toEqual(passedAgain)
+    }))
+
+  it.scopedLive("runs tsc for a new file in a checked folder, behind a symlinked folder too, and for the project's package.json", () =>
+    Effect.gen(function*() {
+      const root = yield* projectWithPackage
+      mkdirSync(join(root, "shared"))
+      writeFileSync(join(root, "shared/words.ts"), `export const words: ReadonlyArray<string> = ["a"]\n`)
+      symlinkSync(join(root, "shared"), join(root, "tools/_shared"))
+      expect(yield* verdict(root)).toMatchObject({ ok: true, reused: false })
+      expect(yield* verdict(root)).toEqual(passedAgain)
+
+      // A helper that fails, though nothing imports it yet.
+      writeFileSync(join(root, "tools/_draft.ts"), `export const count: number = "three"\n`)
+      expect(yield* verdict(root)).toEqual({ ok: false, reused: false, files: ["tools/_draft.ts"] })
+      rmSync(join(root, "tools/_draft.ts"))
+      expect(yield* verdict(root)).toEqual(passedAgain)
+
+      // The same, in a folder the checked one links to.
+      writeFileSync(join(root, "shared/draft.ts"), `export const count: number = "three"\n`)
+      expect(yield* verdict(root)).toEqual({ ok: false, reused: false, files: ["tools/_shared/draft.ts"] })
+      rmSync(join(root, "shared/draft.ts"))
+      expect(yield* verdict(root)).toEqual(passedAgain)
+
+      // Without `"type": "module"` the route files are CommonJS, where `import.meta` is an error.
+      writeFileSync(join(root, "package.json"), "{}\n")
+      const commonJs = yield* checkAt(root)
+      expect([commonJs.ok, commonJs.reused]).toEqual([false, false])
+      expect(commonJs.output).toContain("import.meta")
+    }))
+})
