@@ -21,7 +21,7 @@ export interface PackageLayout {
   readonly hooksUrl: string
   /** The CommonJS file whose `import()` loads route files through Node's own loader. */
   readonly nativeImportFile: string
-  /** tsc with the questions it asks the file system written down (`compiler/passedCheck.ts`). */
+  /** tsc with the questions it asks the file system written down, to know when a check would repeat itself. */
   readonly tracedTscFile: string
   /** The worker thread that runs environment scripts (`sandboxBootstrap.js` and `sandboxLibrary.js` sit beside it). */
   readonly sandboxWorkerFile: string

@@ -18,8 +18,8 @@ import { percentile, round } from "../support/stats.js"
 const repository = fileURLToPath(new URL("../../", import.meta.url))
 const exampleFolders = ["agents", "tools", "playbooks", "schedules", "environments", "lib", "foundry.config.ts"]
 
-/** Milliseconds from spawn to exit of `foundry <args>`. */
-const timeCommand = (args: ReadonlyArray<string>) =>
+/** Milliseconds from spawn to exit of `foundry <args>`, which must print `expected` if given. */
+const timeCommand = (args: ReadonlyArray<string>, expected?: RegExp) =>
   Effect.gen(function*() {
     const started = performance.now()
     const child = spawnFoundry(args)
@@ -27,6 +27,9 @@ const timeCommand = (args: ReadonlyArray<string>) =>
       child.child.once("exit", () => resume(Effect.void))
     })
     if (child.child.exitCode !== 0) return yield* Effect.fail(new Error(`foundry ${args.join(" ")} failed:\n${child.output()}`))
+    if (expected !== undefined && !expected.test(child.output())) {
+      return yield* Effect.fail(new Error(`foundry ${args.join(" ")} did not say ${expected}:\n${child.output()}`))
+    }
     return performance.now() - started
   })
 
@@ -150,7 +153,7 @@ export const startup = Effect.gen(function*() {
     samples.version.push(yield* timeCommand(["--version"]))
     samples.help.push(yield* timeCommand(["--help"]))
     samples.routes.push(yield* timeCommand(["routes", example]))
-    samples.check.push(yield* timeCommand(["check", example]))
+    samples.check.push(yield* timeCommand(["check", example], /nothing they read changed since the last check passed/))
     samples.dev.push(yield* timeDevStart(example))
   }
   yield* progress(`startup: save to new behaviour under foundry dev (${repeat} saves)`)

@@ -10,13 +10,22 @@
 // ran never passes for content tsc did not see. The build info is left out: it makes tsc faster,
 // it never changes the verdict.
 "use strict"
-const { createHash } = require("node:crypto")
+const { createHash, randomUUID } = require("node:crypto")
 const fs = require("node:fs")
 const { resolve } = require("node:path")
 const ts = require("typescript")
 
 /** The exit status of a check that passed before, nothing it asked about changed since. */
 const reusedStatus = 100
+
+/** What the record means; a record of another format is never taken for this one. */
+const format = 1
+
+// TypeScript by its version and its compiler's file: a patched compiler of the same version differs.
+const compiler = (() => {
+  const file = fs.statSync(require.resolve("typescript"))
+  return `${ts.version} ${file.size} ${file.mtimeMs}`
+})()
 
 const [record, buildInfoFile, ...args] = process.argv.slice(2)
 const buildInfo = resolve(buildInfoFile)
@@ -40,7 +49,9 @@ const passedBefore = () => {
   } catch {
     return false
   }
-  if (passed === null || typeof passed !== "object" || passed.typescript !== ts.version || !same(passed.args, args)) return false
+  if (passed === null || typeof passed !== "object" || passed.format !== format || passed.typescript !== compiler || !same(passed.args, args)) {
+    return false
+  }
   try {
     return Object.entries(passed.files).every(([path, was]) => ts.sys.fileExists(path) === was) &&
       Object.entries(passed.directories).every(([path, was]) => ts.sys.directoryExists(path) === was) &&
@@ -63,6 +74,16 @@ const directories = {}
 const realpaths = {}
 const folders = []
 const listings = []
+// A question asked twice with two answers (a file replaced while tsc ran): what tsc saw was no one
+// state of the files, so no record is kept.
+let unsteady = false
+
+/** Keeps the first answer to a question, and notes when a later one differs. */
+const answer = (answers, key, value) => {
+  if (!(key in answers)) answers[key] = value
+  else if (answers[key] !== value) unsteady = true
+  return value
+}
 
 // TypeScript's own decoding (`ts.sys.readFile`), on the bytes whose digest is kept.
 const decode = (buffer) => {
@@ -89,15 +110,15 @@ const system = {
     try {
       buffer = fs.readFileSync(path)
     } catch {
-      if (kept) reads[path] = null
+      if (kept) answer(reads, path, null)
       return undefined
     }
-    if (kept) reads[path] = digest(buffer)
+    if (kept) answer(reads, path, digest(buffer))
     return decode(buffer)
   },
-  fileExists: (path) => (files[path] = ts.sys.fileExists(path)),
-  directoryExists: (path) => (directories[path] = ts.sys.directoryExists(path)),
-  realpath: (path) => (realpaths[path] = ts.sys.realpath(path)),
+  fileExists: (path) => answer(files, path, ts.sys.fileExists(path)),
+  directoryExists: (path) => answer(directories, path, ts.sys.directoryExists(path)),
+  realpath: (path) => answer(realpaths, path, ts.sys.realpath(path)),
   getDirectories: (path) => {
     const was = ts.sys.getDirectories(path)
     folders.push({ path, was })
@@ -109,13 +130,18 @@ const system = {
     return was.slice()
   },
   exit: (status) => {
-    if (status === 0) {
-      const temporary = `${record}.${process.pid}.tmp`
+    if (status === 0 && !unsteady) {
+      const temporary = `${record}.${randomUUID()}.tmp`
       try {
-        fs.writeFileSync(temporary, JSON.stringify({ typescript: ts.version, args, reads, files, directories, realpaths, folders, listings }))
+        const kept = { format, typescript: compiler, args, reads, files, directories, realpaths, folders, listings }
+        fs.writeFileSync(temporary, JSON.stringify(kept), { flag: "wx" })
         fs.renameSync(temporary, record)
       } catch {
-        fs.rmSync(temporary, { force: true })
+        try {
+          fs.rmSync(temporary, { force: true })
+        } catch {
+          // Left behind, it is only a file that no check reads.
+        }
       }
     }
     ts.sys.exit(status)

@@ -6,7 +6,8 @@
  * passed does not run tsc at all (`tracedTsc.cjs`). `foundry check` and `foundry dev` share it.
  */
 import { execFile } from "node:child_process"
-import { existsSync, mkdirSync, writeFileSync } from "node:fs"
+import { randomUUID } from "node:crypto"
+import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs"
 import { createRequire } from "node:module"
 import { dirname, join, relative, resolve } from "node:path"
 import { Effect } from "effect"
@@ -92,6 +93,19 @@ export const parseDiagnostics = (root: string, output: string): ReadonlyArray<Ty
 }
 
 
+/**
+ * Writes `content` to `file` unless it holds it already, whole: a check running at the same time
+ * (`foundry dev`'s and `foundry check`'s) never reads it half written, which tsc would take for
+ * an empty tsconfig and pass without looking at a route file.
+ */
+const writeWhole = (file: string, content: string): void => {
+  if (existsSync(file) && readFileSync(file, "utf8") === content) return
+  mkdirSync(dirname(file), { recursive: true })
+  const temporary = `${file}.${randomUUID()}.tmp`
+  writeFileSync(temporary, content)
+  renameSync(temporary, file)
+}
+
 /** The exit status of `tracedTsc.cjs` for a check that passed before, nothing it read changed since. */
 const reusedStatus = 100
 
@@ -103,10 +117,7 @@ const reusedStatus = 100
 export const typeCheck = Effect.fn("compiler.typeCheck")(function*(root: string, configFile: string | undefined) {
   const tsconfig = join(root, ".foundry/tsconfig.check.json")
   const config = checkConfigOf(root, configFile)
-  yield* Effect.sync(() => {
-    mkdirSync(dirname(tsconfig), { recursive: true })
-    writeFileSync(tsconfig, `${JSON.stringify(config, null, 2)}\n`)
-  })
+  yield* Effect.sync(() => writeWhole(tsconfig, `${JSON.stringify(config, null, 2)}\n`))
   const { output, reused } = yield* Effect.async<{ readonly output: string; readonly reused: boolean }>((resume) => {
     const child = execFile(
       process.execPath,

@@ -2,10 +2,10 @@
  * A type check answers without running tsc when nothing the last check that passed asked the file
  * system about has changed; anything that has runs tsc again, and it finds what changed: a
  * package's declarations though npm keeps their time, which declarations a package's package.json
- * names, a new file in a checked folder or behind a symlinked one, the package.json that says what
- * module kind the project's files are.
+ * names, a new file in a checked folder or behind a symlinked one, a package.json that says what
+ * module kind the project's files are; a record of another TypeScript, or one half written.
  */
-import { mkdirSync, rmSync, statSync, symlinkSync, utimesSync, writeFileSync } from "node:fs"
+import { mkdirSync, readFileSync, rmSync, statSync, symlinkSync, utimesSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { NodeContext } from "@effect/platform-node"
 import { describe, expect, it } from "@effect/vitest"
@@ -77,6 +77,15 @@ describe("a type check that passed before", () => {
       expect([first.ok, first.reused]).toEqual([true, false])
       expect(yield* verdict(root)).toEqual(passedAgain)
 
+      // A record of another TypeScript, or one that cannot be read, is no answer: tsc runs.
+      const record = join(root, ".foundry/typecheck.json")
+      const kept = readFileSync(record, "utf8")
+      writeFileSync(record, kept.replace(/"typescript":"[^"]*"/, `"typescript":"5.0.0 1 1"`))
+      expect(yield* verdict(root)).toEqual({ ok: true, reused: false, files: [] })
+      writeFileSync(record, kept.slice(0, kept.length / 2))
+      expect(yield* verdict(root)).toEqual({ ok: true, reused: false, files: [] })
+      expect(yield* verdict(root)).toEqual(passedAgain)
+
       // The package's declarations changed under the same time and size, as an install leaves them.
       const declarations = join(root, "node_modules/shout/index.d.ts")
       rewriteKeepingTime(declarations, shoutTypes("number"))
@@ -95,7 +104,7 @@ describe("a type check that passed before", () => {
       expect(yield* verdict(root)).toEqual(passedAgain)
     }))
 
-  it.scopedLive("runs tsc for a new file in a checked folder, behind a symlinked folder too, and for the project's package.json", () =>
+  it.scopedLive("runs tsc for a new file in a checked folder, behind a symlinked folder too, and for a package.json there or the project's", () =>
     Effect.gen(function*() {
       const root = yield* projectWithPackage
       mkdirSync(join(root, "shared"))
@@ -116,7 +125,15 @@ describe("a type check that passed before", () => {
       rmSync(join(root, "shared/draft.ts"))
       expect(yield* verdict(root)).toEqual(passedAgain)
 
-      // Without `"type": "module"` the route files are CommonJS, where `import.meta` is an error.
+      // A package.json of its own makes a checked folder's files CommonJS, where `import.meta` is an error.
+      writeFileSync(join(root, "tools/package.json"), "{}\n")
+      const nested = yield* checkAt(root)
+      expect([nested.ok, nested.reused]).toEqual([false, false])
+      expect(nested.output).toContain("import.meta")
+      rmSync(join(root, "tools/package.json"))
+      expect(yield* verdict(root)).toEqual(passedAgain)
+
+      // So does the project's, without `"type": "module"`.
       writeFileSync(join(root, "package.json"), "{}\n")
       const commonJs = yield* checkAt(root)
       expect([commonJs.ok, commonJs.reused]).toEqual([false, false])
