@@ -10,7 +10,7 @@ import { join } from "node:path"
 import { NodeContext } from "@effect/platform-node"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { typeCheck } from "../../src/compiler/typeCheck.js"
+import { typeCheck, type TypeCheckResult } from "../../src/compiler/typeCheck.js"
 import { writeGenerated } from "../../src/router/codegen.js"
 import { discoverAt } from "../router/support.js"
 import { agentFile, tempProject } from "../support/tempProject.js"
@@ -62,11 +62,25 @@ const rewriteKeepingTime = (file: string, content: string) => {
   utimesSync(file, atime, mtime)
 }
 
-/** Whether a check of the project at `root` passed and whether it ran tsc, then the files it blamed. */
-const verdict = (root: string) =>
-  Effect.map(checkAt(root), (result) => ({ ok: result.ok, reused: result.reused, files: [...new Set(result.diagnostics.map((d) => d.file))] }))
+/** Whether a check passed and whether it ran tsc, then the files it blamed. */
+const verdictOf = (result: TypeCheckResult) => ({ ok: result.ok, reused: result.reused, files: [...new Set(result.diagnostics.map((d) => d.file))] })
+
+/** The verdict of checking the project at `root`. */
+const verdict = (root: string) => Effect.map(checkAt(root), verdictOf)
 
 const passedAgain = { ok: true, reused: true, files: [] }
+
+const failing = `export const count: number = "three"\n`
+
+/** The check of the project at `root` with `file` written into it; removed, the check passes again without tsc. */
+const checkedWhileThere = (root: string, file: string, content: string) =>
+  Effect.gen(function*() {
+    writeFileSync(join(root, file), content)
+    const result = yield* checkAt(root)
+    rmSync(join(root, file))
+    expect(yield* verdict(root)).toEqual(passedAgain)
+    return result
+  })
 
 describe("a type check that passed before", () => {
   it.scopedLive("answers without tsc until a package it read changes, and again once that is undone", () =>
@@ -113,25 +127,16 @@ describe("a type check that passed before", () => {
       expect(yield* verdict(root)).toMatchObject({ ok: true, reused: false })
       expect(yield* verdict(root)).toEqual(passedAgain)
 
-      // A helper that fails, though nothing imports it yet.
-      writeFileSync(join(root, "tools/_draft.ts"), `export const count: number = "three"\n`)
-      expect(yield* verdict(root)).toEqual({ ok: false, reused: false, files: ["tools/_draft.ts"] })
-      rmSync(join(root, "tools/_draft.ts"))
-      expect(yield* verdict(root)).toEqual(passedAgain)
-
-      // The same, in a folder the checked one links to.
-      writeFileSync(join(root, "shared/draft.ts"), `export const count: number = "three"\n`)
-      expect(yield* verdict(root)).toEqual({ ok: false, reused: false, files: ["tools/_shared/draft.ts"] })
-      rmSync(join(root, "shared/draft.ts"))
-      expect(yield* verdict(root)).toEqual(passedAgain)
+      // A helper that fails, though nothing imports it yet; the same in a folder the checked one links to.
+      const draft = yield* checkedWhileThere(root, "tools/_draft.ts", failing)
+      expect(verdictOf(draft)).toEqual({ ok: false, reused: false, files: ["tools/_draft.ts"] })
+      const linked = yield* checkedWhileThere(root, "shared/draft.ts", failing)
+      expect(verdictOf(linked)).toEqual({ ok: false, reused: false, files: ["tools/_shared/draft.ts"] })
 
       // A package.json of its own makes a checked folder's files CommonJS, where `import.meta` is an error.
-      writeFileSync(join(root, "tools/package.json"), "{}\n")
-      const nested = yield* checkAt(root)
+      const nested = yield* checkedWhileThere(root, "tools/package.json", "{}\n")
       expect([nested.ok, nested.reused]).toEqual([false, false])
       expect(nested.output).toContain("import.meta")
-      rmSync(join(root, "tools/package.json"))
-      expect(yield* verdict(root)).toEqual(passedAgain)
 
       // So does the project's, without `"type": "module"`.
       writeFileSync(join(root, "package.json"), "{}\n")
