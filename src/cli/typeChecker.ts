@@ -1,4 +1,5 @@
 /** The type check `foundry dev` runs in the background after each build. */
+import { FileSystem } from "@effect/platform"
 import { Clock, Effect, Fiber } from "effect"
 import { BuildStatus } from "../compiler/BuildStatus.js"
 import { pureModuleProblems } from "../compiler/pureModuleCheck.js"
@@ -16,6 +17,7 @@ import { reportError, say, style, warn } from "./terminal.js"
 export const typeChecker = (root: string, status: BuildStatus["Type"]) =>
   Effect.gen(function*() {
     const scope = yield* Effect.scope
+    const files = yield* Effect.context<FileSystem.FileSystem>()
     let checking: Fiber.RuntimeFiber<void> | undefined
     // Whether the last check that finished found errors: the status says "checking" by now.
     let hadErrors = false
@@ -48,6 +50,7 @@ export const typeChecker = (root: string, status: BuildStatus["Type"]) =>
         yield* status.update((report) => ({ ...report, types: { ...report.types, state: "checking" } }))
         checking = yield* check(configFile, table).pipe(
           Effect.catchAllCause((cause) => warn(`type check crashed: ${String(cause)}`)),
+          Effect.provide(files),
           Effect.forkIn(scope)
         )
       })

@@ -6,12 +6,13 @@
  * passed does not run tsc at all (`tracedTsc.cjs`). `foundry check` and `foundry dev` share it.
  */
 import { execFile } from "node:child_process"
-import { randomUUID } from "node:crypto"
-import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs"
+import { existsSync } from "node:fs"
 import { createRequire } from "node:module"
 import { dirname, join, relative, resolve } from "node:path"
+import { FileSystem } from "@effect/platform"
 import { Effect } from "effect"
 import { packageLayout } from "../packageLayout.js"
+import { writeIfChanged } from "../router/codegen.js"
 import { routeFolders } from "../router/RoutePath.js"
 import { TypeDiagnostic } from "./TypeDiagnostic.js"
 
@@ -93,19 +94,6 @@ export const parseDiagnostics = (root: string, output: string): ReadonlyArray<Ty
 }
 
 
-/**
- * Writes `content` to `file` unless it holds it already, whole: a check running at the same time
- * (`foundry dev`'s and `foundry check`'s) never reads it half written, which tsc would take for
- * an empty tsconfig and pass without looking at a route file.
- */
-const writeWhole = (file: string, content: string): void => {
-  if (existsSync(file) && readFileSync(file, "utf8") === content) return
-  mkdirSync(dirname(file), { recursive: true })
-  const temporary = `${file}.${randomUUID()}.tmp`
-  writeFileSync(temporary, content)
-  renameSync(temporary, file)
-}
-
 /** The exit status of `tracedTsc.cjs` for a check that passed before, nothing it read changed since. */
 const reusedStatus = 100
 
@@ -117,7 +105,8 @@ const reusedStatus = 100
 export const typeCheck = Effect.fn("compiler.typeCheck")(function*(root: string, configFile: string | undefined) {
   const tsconfig = join(root, ".foundry/tsconfig.check.json")
   const config = checkConfigOf(root, configFile)
-  yield* Effect.sync(() => writeWhole(tsconfig, `${JSON.stringify(config, null, 2)}\n`))
+  yield* FileSystem.FileSystem.pipe(Effect.flatMap((fs) => fs.makeDirectory(dirname(tsconfig), { recursive: true })))
+  yield* writeIfChanged(tsconfig, `${JSON.stringify(config, null, 2)}\n`)
   const { output, reused } = yield* Effect.async<{ readonly output: string; readonly reused: boolean }>((resume) => {
     const child = execFile(
       process.execPath,

@@ -4,6 +4,7 @@
  * that every service a tool requires is provided by a layer in `foundry.config.ts`). Never edited
  * by hand.
  */
+import { randomUUID } from "node:crypto"
 import { FileSystem, Path } from "@effect/platform"
 import { Effect, JSONSchema, type Schema } from "effect"
 import { modelNameOf, modelsOf, subagentToolName } from "../definitions/defineAgent.js"
@@ -203,9 +204,17 @@ export const writeGenerated = Effect.fn("router.writeGenerated")(function*(table
   yield* writeIfChanged(path.join(folder, "requirements-check.ts"), requirementsCheck)
 })
 
-// Rewriting an unchanged file would wake file watchers and editors for nothing.
-const writeIfChanged = Effect.fn("router.writeIfChanged")(function*(file: string, content: string) {
+/**
+ * Writes a generated file unless it holds `content` already (rewriting an unchanged file would wake
+ * file watchers and editors for nothing), whole: written beside it and renamed over it, so that a
+ * check running at the same time (`foundry dev`'s and `foundry check`'s) never reads it half
+ * written; tsc takes a half-written tsconfig for an empty one, and passes without a route file.
+ */
+export const writeIfChanged = Effect.fn("router.writeIfChanged")(function*(file: string, content: string) {
   const fs = yield* FileSystem.FileSystem
   const current = yield* fs.readFileString(file).pipe(Effect.orElseSucceed(() => ""))
-  if (current !== content) yield* fs.writeFileString(file, content)
+  if (current === content) return
+  const temporary = `${file}.${randomUUID()}.tmp`
+  yield* fs.writeFileString(temporary, content)
+  yield* fs.rename(temporary, file)
 })

@@ -51,9 +51,9 @@ const projectWithPackage = Effect.tap(tempProject(project), (root) =>
 const checkAt = (root: string) =>
   Effect.gen(function*() {
     const table = yield* discoverAt(root)
-    yield* writeGenerated(table).pipe(Effect.provide(NodeContext.layer))
+    yield* writeGenerated(table)
     return yield* typeCheck(root, table.configFile)
-  })
+  }).pipe(Effect.provide(NodeContext.layer))
 
 /** Writes `content` to `file`, keeping the time it had, as npm's installs leave every file's time. */
 const rewriteKeepingTime = (file: string, content: string) => {
