@@ -11,7 +11,7 @@ import { join } from "node:path"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import type { CliProcess } from "../support/cli.js"
-import { apiOf, build, deploy, deskReleases, deskSources, emptyServerProject, startServer, tokensFor, uploadOf } from "./deploySupport.js"
+import { apiOf, deploy, deskReleases, deskSources, emptyServerProject, startServer, tokensFor, uploadOf } from "./deploySupport.js"
 
 /** Kills the server with SIGKILL and waits until it is gone. */
 const kill = (server: CliProcess) =>
@@ -78,7 +78,7 @@ describe("deploy and crash", () => {
 
   it.scopedLive("runs waiting on a person on a server's sources resume on them after a deploy and a restart on the same sources, and on the current release, which their record names, once the sources changed", () =>
     Effect.gen(function*() {
-      const v2 = yield* build((yield* deskSources("v2")).root)
+      const { v2 } = yield* deskReleases
       const sources = yield* deskSources("v1")
       const tokens = yield* tokensFor(sources.root)
       const first = yield* startServer([sources.root])

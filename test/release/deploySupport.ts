@@ -6,7 +6,7 @@
 import { existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
-import { Effect } from "effect"
+import { Effect, Exit, Scope } from "effect"
 import { freePort, runCli, startCli } from "../support/cli.js"
 import { http } from "../support/server.js"
 import { tempProject } from "../support/tempProject.js"
@@ -132,14 +132,24 @@ export const deskSources = (version: string) =>
     return { root, update }
   })
 
-/** The desk project built twice: `v1`, then `v2` (other tool answers and config layer). */
-export const deskReleases = Effect.gen(function*() {
-  const { root, update } = yield* deskSources("v1")
-  const v1 = yield* build(root)
-  yield* update("v2")
-  const v2 = yield* build(root)
-  return { v1, v2 }
-})
+// The releases' sources live as long as the test process: its files share them (see `deskReleases`).
+const processScope = Effect.runSync(Scope.make())
+process.once("exit", () => Effect.runSync(Scope.close(processScope, Exit.void)))
+
+/**
+ * The desk project built twice: `v1`, then `v2` (other tool answers and config layer). Built once
+ * per test process, since each build type-checks and bundles for seconds: a release is a folder
+ * the tests upload or copy, never one they write to.
+ */
+export const deskReleases = Effect.runSync(Effect.cached(
+  Effect.gen(function*() {
+    const { root, update } = yield* Scope.extend(deskSources("v1"), processScope)
+    const v1 = yield* build(root)
+    yield* update("v2")
+    const v2 = yield* build(root)
+    return { v1, v2 }
+  })
+))
 
 /** A release folder as `POST /api/releases` takes it: `release.json` as it is, and every file it lists in base64. */
 export const uploadOf = (folder: string) => {
