@@ -26,6 +26,7 @@ import { OpenAiLive } from "../openai/OpenAiLive.js"
 import { readableErrors } from "./readableErrors.js"
 import { refuseUnknownQueryParams } from "./unknownQueryParams.js"
 import { edge } from "./edge/Edge.js"
+import { openApiDocument } from "./openApiDocument.js"
 import * as ServerStopping from "./ServerStopping.js"
 
 /** The API with every group implemented. */
@@ -57,7 +58,7 @@ export const layer = (options: {
     Layer.provide(HttpApiBuilder.middleware(FoundryApi, authMiddleware)),
     // Inside the auth check: a client without a token is told that first.
     Layer.provide(HttpApiBuilder.middleware(FoundryApi, refuseUnknownQueryParams(FoundryApi))),
-    Layer.provide(HttpApiBuilder.middlewareOpenApi({ path: "/api/openapi.json" })),
+    Layer.provide(openApiDocument),
     Layer.provide(InspectorLive),
     Layer.provide(McpServerLive.layer()),
     Layer.provide(ApiLive),
