@@ -4,7 +4,7 @@ import { defineConfig } from "vitest/config"
 export default defineConfig({
   test: {
     include: ["test/**/*.test.ts"],
-    globalSetup: ["test/support/buildFramework.ts"],
+    globalSetup: ["test/support/buildFramework.ts", "test/support/sharedFolder.ts"],
     testTimeout: 60_000,
     hookTimeout: 60_000,
     pool: "forks",

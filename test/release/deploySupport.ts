@@ -3,13 +3,14 @@
  * in what their tool answers and in the layer their config opens), a release uploaded as
  * `foundry deploy` sends it, and a `foundry start` server that asks for tokens.
  */
-import { existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs"
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, symlinkSync } from "node:fs"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
-import { Effect, Exit, Scope } from "effect"
+import { Effect } from "effect"
+import { inject } from "vitest"
 import { freePort, runCli, startCli } from "../support/cli.js"
 import { http } from "../support/server.js"
-import { tempProject } from "../support/tempProject.js"
+import { tempProject, writeFiles, writeProject } from "../support/tempProject.js"
 import { bearer, issue } from "../auth/support.js"
 
 const repository = fileURLToPath(new URL("../../", import.meta.url))
@@ -118,38 +119,40 @@ const deskFiles = (version: string) => ({
   "foundry.config.ts": deskConfig(version)
 })
 
-/** The desk project's sources as of `version`, in a folder of their own; `update` rewrites them as of another version. */
-export const deskSources = (version: string) =>
-  Effect.gen(function*() {
-    const root = yield* tempProject(deskFiles(version))
-    // The config's layer writes a file: Node's types, linked from this checkout as a package manager would install them.
-    mkdirSync(join(root, "node_modules/@types"), { recursive: true })
-    symlinkSync(join(repository, "node_modules/@types/node"), join(root, "node_modules/@types/node"), "dir")
-    const update = (next: string) =>
-      Effect.sync(() => {
-        for (const [file, content] of Object.entries(deskFiles(next))) writeFileSync(join(root, file), content)
-      })
-    return { root, update }
-  })
+/** The desk project's sources as of `version` in `root`, Node's types linked (the config's layer writes a file); `update` rewrites them as of another version. */
+const deskIn = (root: string, version: string) => {
+  writeProject(root, deskFiles(version))
+  // Linked from this checkout as a package manager would install them.
+  mkdirSync(join(root, "node_modules/@types"), { recursive: true })
+  symlinkSync(join(repository, "node_modules/@types/node"), join(root, "node_modules/@types/node"), "dir")
+  const update = (next: string) => Effect.sync(() => writeFiles(root, deskFiles(next)))
+  return { root, update }
+}
 
-// The releases' sources live as long as the test process: its files share them (see `deskReleases`).
-const processScope = Effect.runSync(Scope.make())
-process.once("exit", () => Effect.runSync(Scope.close(processScope, Exit.void)))
+/** The desk project's sources as of `version`, in a folder of their own; `update` rewrites them as of another version. */
+export const deskSources = (version: string) => Effect.map(tempProject({}), (root) => deskIn(root, version))
+
+/** Both releases of the desk project, once built in this process. */
+let built: { readonly v1: BuiltRelease; readonly v2: BuiltRelease } | undefined
+const building = Effect.unsafeMakeSemaphore(1)
 
 /**
  * The desk project built twice: `v1`, then `v2` (other tool answers and config layer). Built once
  * per test process, since each build type-checks and bundles for seconds: a release is a folder
- * the tests upload or copy, never one they write to.
+ * the tests upload or copy, never one they write to. Its sources are in the run's shared folder,
+ * which the run removes; a build that failed is tried again by the next test.
  */
-export const deskReleases = Effect.runSync(Effect.cached(
-  Effect.gen(function*() {
-    const { root, update } = yield* Scope.extend(deskSources("v1"), processScope)
+export const deskReleases = building.withPermits(1)(Effect.suspend(() => {
+  if (built !== undefined) return Effect.succeed(built)
+  return Effect.gen(function*() {
+    const { root, update } = deskIn(mkdtempSync(join(inject("sharedFolder"), "desk-")), "v1")
     const v1 = yield* build(root)
     yield* update("v2")
     const v2 = yield* build(root)
-    return { v1, v2 }
+    built = { v1, v2 }
+    return built
   })
-))
+}))
 
 /** A release folder as `POST /api/releases` takes it: `release.json` as it is, and every file it lists in base64. */
 export const uploadOf = (folder: string) => {

@@ -18,12 +18,15 @@ export const writeFiles = (root: string, files: ProjectFiles): void => {
   }
 }
 
+/** Writes a project holding `files` (plus an ESM package.json) into `root`. */
+export const writeProject = (root: string, files: ProjectFiles): void => writeFiles(root, { "package.json": "{\"type\":\"module\"}\n", ...files })
+
 /** A new project folder holding `files` (plus an ESM package.json), removed afterwards. */
 export const tempProject = (files: ProjectFiles) =>
   Effect.acquireRelease(
     Effect.sync(() => {
       const root = mkdtempSync(join(tmpdir(), "foundry-test-"))
-      writeFiles(root, { "package.json": "{\"type\":\"module\"}\n", ...files })
+      writeProject(root, files)
       return root
     }),
     (root) => Effect.sync(() => rmSync(root, { recursive: true, force: true }))
