@@ -1,14 +1,14 @@
-// tsc that knows when it would only repeat itself: `node tracedTsc.cjs <record> <build info> <tsc
-// arguments>`. A check that passes writes down, in `<record>`, every question tsc asked the file
-// system and the answer it got: each file it read (route files, helpers, the config, the tsconfig,
-// every package.json and declaration a lookup went through) as a digest of the bytes it read, each
-// path it asked about as a file or a folder, each real path behind a symlink, each folder listing
-// (include globs, type lookups). The next check asks those questions again, with TypeScript's own
-// functions, and when every answer is the same (and TypeScript and the arguments too) the verdict
-// is the one recorded: it exits with `reusedStatus` without running tsc. Anything that cannot be
-// asked or read means "run tsc". Recorded from the very bytes tsc read, a file saved while tsc
-// ran never passes for content tsc did not see. The build info is left out: it makes tsc faster,
-// it never changes the verdict.
+// tsc that knows when it would only repeat itself: `node tracedTsc.cjs <parent pid> <record> <build
+// info> <tsc arguments>`. A check that passes writes down, in `<record>`, every question tsc asked
+// the file system and the answer it got: each file it read (route files, helpers, the config, the
+// tsconfig, every package.json and declaration a lookup went through) as a digest of the bytes it
+// read, each path it asked about as a file or a folder, each real path behind a symlink, each
+// folder listing (include globs, type lookups). The next check asks those questions again, with
+// TypeScript's own functions, and when every answer is the same (and TypeScript and the arguments
+// too) the verdict is the one recorded: it exits with `reusedStatus` without running tsc. Anything
+// that cannot be asked or read means "run tsc". Recorded from the very bytes tsc read, a file saved
+// while tsc ran never passes for content tsc did not see. The build info is left out: it makes tsc
+// faster, it never changes the verdict.
 "use strict"
 const { createHash, randomUUID } = require("node:crypto")
 const fs = require("node:fs")
@@ -27,7 +27,16 @@ const compiler = (() => {
   return `${ts.version} ${file.size} ${file.mtimeMs}`
 })()
 
-const [record, buildInfoFile, ...args] = process.argv.slice(2)
+const [parentPid, record, buildInfoFile, ...args] = process.argv.slice(2)
+
+// The foundry process that asked for this check (by its own word: it may be gone before this one
+// could ask). Killed with SIGKILL it leaves this one running (Node has no parent-death signal),
+// seconds of CPU for nobody, then writing into a project that may be gone: an orphan stops at the
+// next file it reads or writes, and writes nothing.
+const parent = Number(parentPid)
+const stopIfOrphaned = () => {
+  if (process.ppid !== parent) process.exit(1)
+}
 const buildInfo = resolve(buildInfoFile)
 
 const digest = (bytes) => createHash("sha256").update(bytes).digest("hex")
@@ -105,6 +114,7 @@ const decode = (buffer) => {
 const system = {
   ...ts.sys,
   readFile: (path) => {
+    stopIfOrphaned()
     const kept = resolve(path) !== buildInfo
     let buffer
     try {
@@ -129,7 +139,12 @@ const system = {
     listings.push({ path, extensions: extensions ?? null, excludes: excludes ?? null, includes: includes ?? null, depth: depth ?? null, was })
     return was.slice()
   },
+  writeFile: (path, data, writeByteOrderMark) => {
+    stopIfOrphaned()
+    ts.sys.writeFile(path, data, writeByteOrderMark)
+  },
   exit: (status) => {
+    stopIfOrphaned()
     if (status === 0 && !unsteady) {
       const temporary = `${record}.${randomUUID()}.tmp`
       try {

@@ -112,6 +112,7 @@ export const typeCheck = Effect.fn("compiler.typeCheck")(function*(root: string,
       process.execPath,
       [
         packageLayout.tracedTscFile,
+        String(process.pid),
         join(root, ".foundry/typecheck.json"),
         config.compilerOptions.tsBuildInfoFile,
         "-p",

@@ -3,13 +3,13 @@
  * background, and what it finds is printed and served at `GET /api/build` (which the inspector's
  * overview shows), while the build keeps serving.
  */
-import { writeFileSync } from "node:fs"
+import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { freePort, startCli } from "../support/cli.js"
 import { http } from "../support/server.js"
-import { tempProject } from "../support/tempProject.js"
+import { agentFile, tempProject } from "../support/tempProject.js"
 
 const clockService = `import { Context, Effect, Layer } from "effect"
 
@@ -47,7 +47,50 @@ const buildWhen = (url: string, done: (build: Build) => boolean) =>
     return yield* Effect.die(new Error("the build status never got there"))
   })
 
+/** The process id of the type check running for the project at `root`, once it runs. */
+const checkOf = (root: string) =>
+  Effect.gen(function*() {
+    for (let attempt = 0; attempt < 1500; attempt++) {
+      for (const entry of readdirSync("/proc")) {
+        if (!/^\d+$/.test(entry)) continue
+        const command = yield* Effect.sync(() => {
+          try {
+            return readFileSync(`/proc/${entry}/cmdline`, "utf8")
+          } catch {
+            return ""
+          }
+        })
+        if (command.includes("tracedTsc.cjs") && command.includes(join(root, ".foundry/typecheck.json"))) return Number(entry)
+      }
+      yield* Effect.sleep("20 millis")
+    }
+    return yield* Effect.die(new Error("no type check started"))
+  })
+
+/** Whether process `pid` has ended (a zombie nobody reaped has). */
+const ended = (pid: number) => {
+  try {
+    return readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]?.startsWith("Z") === true
+  } catch {
+    return true
+  }
+}
+
 describe("type errors in foundry dev", () => {
+  it.scopedLive("a type check whose foundry dev is killed with SIGKILL stops, and writes nothing into the project", () =>
+    Effect.gen(function*() {
+      const root = yield* tempProject({ "agents/helper/agent.ts": agentFile() })
+      const port = yield* freePort
+      const server = yield* startCli(["dev", root, "--port", String(port)])
+      const check = yield* checkOf(root)
+      server.child.kill("SIGKILL")
+      for (let attempt = 0; attempt < 600 && !ended(check); attempt++) yield* Effect.sleep("50 millis")
+      expect(ended(check)).toBe(true)
+      // A check left to run to its end writes tsc's build information, and its record once it passes.
+      expect(existsSync(join(root, ".foundry/tsbuildinfo"))).toBe(false)
+      expect(existsSync(join(root, ".foundry/typecheck.json"))).toBe(false)
+    }))
+
   it.scopedLive("a tool that uses a service missing from requires shows up at /api/build and in the terminal after the save", () =>
     Effect.gen(function*() {
       const root = yield* tempProject({
