@@ -47,21 +47,25 @@ const buildWhen = (url: string, done: (build: Build) => boolean) =>
     return yield* Effect.die(new Error("the build status never got there"))
   })
 
+/** The command line of process `pid`, empty once it is gone. */
+const commandOf = (pid: string) => {
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, "utf8")
+  } catch {
+    return ""
+  }
+}
+
 /** The process id of the type check running for the project at `root`, once it runs. */
 const checkOf = (root: string) =>
   Effect.gen(function*() {
+    const record = join(root, ".foundry/typecheck.json")
     for (let attempt = 0; attempt < 1500; attempt++) {
-      for (const entry of readdirSync("/proc")) {
-        if (!/^\d+$/.test(entry)) continue
-        const command = yield* Effect.sync(() => {
-          try {
-            return readFileSync(`/proc/${entry}/cmdline`, "utf8")
-          } catch {
-            return ""
-          }
-        })
-        if (command.includes("tracedTsc.cjs") && command.includes(join(root, ".foundry/typecheck.json"))) return Number(entry)
-      }
+      const found = readdirSync("/proc").find((entry) => {
+        const command = /^\d+$/.test(entry) ? commandOf(entry) : ""
+        return command.includes("tracedTsc.cjs") && command.includes(record)
+      })
+      if (found !== undefined) return Number(found)
       yield* Effect.sleep("20 millis")
     }
     return yield* Effect.die(new Error("no type check started"))
