@@ -2,7 +2,8 @@
  * `startup`: how long the CLI makes a person wait. Wall milliseconds from spawning
  * `node bin/foundry.js` to: `--version` printed and exited, `--help` printed (the command parser
  * loaded), `routes` printed for the example project, `check` passed on it (the first time with
- * tsc, then with nothing changed), `dev` answering `/health` on the example project; and under `foundry dev`, from saving a tool file (half the saves written in place, half
+ * tsc, then with nothing changed), `runs` listed by a server serving the example (a command that
+ * asks a server), `dev` answering `/health` on the example project; and under `foundry dev`, from saving a tool file (half the saves written in place, half
  * written to a temporary file and renamed over it, as editors and `sed -i` do) to the server
  * printing that the new build serves, confirmed by a run that sees the new behaviour.
  */
@@ -44,6 +45,15 @@ const exampleCopy = Effect.gen(function*() {
   const root = yield* tempProject({})
   for (const entry of exampleFolders) cpSync(join(repository, entry), join(root, entry), { recursive: true })
   return root
+})
+
+/** The address of `foundry start` serving another copy of the example, for the commands that ask a server; stopped with the scope. */
+const servingCopy = Effect.gen(function*() {
+  const root = yield* exampleCopy
+  const port = yield* freePort
+  const server = yield* Effect.acquireRelease(Effect.sync(() => spawnFoundry(["start", root, "--port", String(port)])), (server) => stopProcess(server, "SIGTERM"))
+  yield* waitForOutput(server, /listening on/)
+  return `http://127.0.0.1:${port}`
 })
 
 /** Milliseconds from spawning `foundry dev` on `root` to a 200 from `/health`. */
@@ -138,15 +148,17 @@ const timeSaves = (edits: number) =>
 
 export const startup = Effect.gen(function*() {
   const repeat = 10
-  const samples: Record<"version" | "help" | "routes" | "check" | "dev", Array<number>> = {
+  const samples: Record<"version" | "help" | "routes" | "check" | "runs" | "dev", Array<number>> = {
     version: [],
     help: [],
     routes: [],
     check: [],
+    runs: [],
     dev: []
   }
   const example = yield* exampleCopy
-  yield* progress(`startup: --version, --help, routes, check, dev to healthy (${repeat} times each)`)
+  const server = yield* servingCopy
+  yield* progress(`startup: --version, --help, routes, check, runs, dev to healthy (${repeat} times each)`)
   // The first check of the copy runs tsc; the later ones find nothing changed since it passed.
   const firstCheck = yield* timeCommand(["check", example])
   for (let i = 0; i < repeat; i++) {
@@ -154,6 +166,7 @@ export const startup = Effect.gen(function*() {
     samples.help.push(yield* timeCommand(["--help"]))
     samples.routes.push(yield* timeCommand(["routes", example]))
     samples.check.push(yield* timeCommand(["check", example], /nothing they read changed since the last check passed/))
+    samples.runs.push(yield* timeCommand(["runs", "--url", server], /no runs/))
     samples.dev.push(yield* timeDevStart(example))
   }
   yield* progress(`startup: save to new behaviour under foundry dev (${repeat} saves)`)
@@ -164,6 +177,7 @@ export const startup = Effect.gen(function*() {
     routesMs: summary(samples.routes),
     checkFirstMs: round(firstCheck, 0),
     checkUnchangedMs: summary(samples.check),
+    runsMs: summary(samples.runs),
     devToHealthyMs: summary(samples.dev),
     saveToNewBehaviourMs: summary(saves)
   }

@@ -5,7 +5,8 @@
  * a line for the user: no server there, a refusal as the server worded it, an answer of another
  * version; never a stack trace.
  */
-import { FetchHttpClient, HttpClient, HttpClientRequest, HttpClientResponse } from "@effect/platform"
+import { HttpClient, HttpClientRequest, HttpClientResponse } from "@effect/platform"
+import * as NodeHttpClient from "@effect/platform-node/NodeHttpClient"
 import { Config, Data, Effect, Option, type Redacted, Schema } from "effect"
 import { ReadableIssue } from "../definitions/readableIssues.js"
 import { loadConfig } from "../router/loadConfig.js"
@@ -128,7 +129,7 @@ export const serverApi = (options: ServerOptions, hint: ServerHint) =>
       )
     const send = (request: HttpClientRequest.HttpClientRequest) => Effect.scoped(Effect.asVoid(call(request)))
     return { url, read, send }
-  }).pipe(Effect.provide(FetchHttpClient.layer))
+  }).pipe(Effect.provide(NodeHttpClient.layer))
 
 /** A server's API as `serverApi` gives it. */
 export type ServerApi = Effect.Effect.Success<ReturnType<typeof serverApi>>
