@@ -7,7 +7,7 @@
  */
 import { HttpClient, HttpClientRequest, HttpClientResponse } from "@effect/platform"
 import * as NodeHttpClient from "@effect/platform-node/NodeHttpClient"
-import { Config, Data, Effect, Option, type Redacted, Schema } from "effect"
+import { Config, Data, Duration, Effect, Option, Redacted, Schema } from "effect"
 import { ReadableIssue } from "../definitions/readableIssues.js"
 import { loadConfig } from "../router/loadConfig.js"
 import { CliError } from "./CliError.js"
@@ -77,12 +77,44 @@ const refusalText = (status: number, body: unknown, params: Readonly<Record<stri
   return (onlyIssues ? fields : [lines[0] ?? "", ...fields]).join("\n")
 }
 
+/**
+ * The token as a header carries it, without the whitespace around it (a token file saved with a
+ * Windows line end keeps its `\r` through `$(cat file)`); none when that leaves nothing. One with a
+ * character no header can carry is refused here, saying where it came from (never what it is),
+ * instead of failing as the request is built.
+ */
+const headerToken = (token: Redacted.Redacted, from: string): Effect.Effect<Option.Option<Redacted.Redacted>, CliError> => {
+  const value = Redacted.value(token).trim()
+  if (value === "") return Effect.succeed(Option.none())
+  if (/^[\x21-\x7e]+$/.test(value)) return Effect.succeed(Option.some(Redacted.make(value)))
+  return Effect.fail(
+    new CliError({
+      message: `the token ${from} has a character an HTTP header cannot carry (a token is visible ASCII, without spaces): copy it again as \`foundry token create\` printed it`
+    })
+  )
+}
+
+/** The token `--token` gives, else `FOUNDRY_TOKEN`. */
+const givenToken = (options: ServerOptions) =>
+  Effect.flatMap(Config.option(Config.redacted("FOUNDRY_TOKEN")), (fromEnv) =>
+    Option.match(options.token, {
+      onSome: (token) => headerToken(token, "given with --token"),
+      onNone: () => Option.match(fromEnv, { onSome: (token) => headerToken(token, "in FOUNDRY_TOKEN"), onNone: () => Effect.succeedNone })
+    }))
+
+/** How long an answer may take, its body included: as long as `fetch` waited for one (undici's default). */
+const answerWithin = Duration.minutes(5)
+
 /** The server's API at `options`' URL, with its token: `read` decodes an answer, `send` only needs it to succeed. */
 export const serverApi = (options: ServerOptions, hint: ServerHint) =>
   Effect.gen(function*() {
     const url = yield* serverUrl(options, hint)
-    const fromEnv = yield* Config.option(Config.redacted("FOUNDRY_TOKEN"))
-    const token = Option.orElse(options.token, () => fromEnv)
+    const token = yield* givenToken(options)
+    const inTime = <A, E, R>(request: HttpClientRequest.HttpClientRequest, answer: Effect.Effect<A, E, R>) =>
+      Effect.timeoutFail(answer, {
+        duration: answerWithin,
+        onTimeout: () => new CliError({ message: `${url} did not answer ${request.method} ${request.url} within ${Duration.format(answerWithin)}` })
+      })
     const client = (yield* HttpClient.HttpClient).pipe(
       HttpClient.mapRequest((request) => {
         const sent = HttpClientRequest.prependUrl(request, url)
@@ -118,7 +150,7 @@ export const serverApi = (options: ServerOptions, hint: ServerHint) =>
       )
     /** The answer to `request`, decoded by `schema`. */
     const read = <A, I>(request: HttpClientRequest.HttpClientRequest, schema: Schema.Schema<A, I>) =>
-      call(request).pipe(
+      inTime(request, call(request).pipe(
         Effect.flatMap(HttpClientResponse.schemaBodyJson(schema)),
         Effect.catchTags({
           ResponseError: (error) => Effect.fail(new CliError({ message: `the answer of ${url}${request.url} cannot be read: ${error.message}` })),
@@ -126,8 +158,8 @@ export const serverApi = (options: ServerOptions, hint: ServerHint) =>
             Effect.fail(new CliError({ message: `the answer of ${url}${request.url} is not what this version of foundry expects: is it a Foundry server of another version?` }))
         }),
         Effect.scoped
-      )
-    const send = (request: HttpClientRequest.HttpClientRequest) => Effect.scoped(Effect.asVoid(call(request)))
+      ))
+    const send = (request: HttpClientRequest.HttpClientRequest) => inTime(request, Effect.scoped(Effect.asVoid(call(request))))
     return { url, read, send }
   }).pipe(Effect.provide(NodeHttpClient.layer))
 

@@ -4,7 +4,7 @@ import { Effect } from "effect"
 import { runCli, serveProject } from "../support/cli.js"
 import { http, startServer } from "../support/server.js"
 import { agentFile, tempProject } from "../support/tempProject.js"
-import { authProject, bearer } from "./support.js"
+import { authProject, bearer, issue } from "./support.js"
 
 /** `foundry <args>` (the built framework, as users run it). */
 const foundry = (args: ReadonlyArray<string>) => runCli(args)
@@ -73,5 +73,24 @@ describe("foundry token", () => {
       expect(unknown.code).toBe(1)
       expect(unknown.stderr).toContain("there is no token 0123456789abcdef")
       for (const result of [badScope, badId, unknown]) expect(result.stderr).not.toMatch(/\bat .*\.ts:\d+/)
+    }))
+})
+
+describe("the token a command that asks a server sends", () => {
+  it.scopedLive("goes without the line end a token file kept; one a header cannot carry is refused, saying where it came from, not what it is", () =>
+    Effect.gen(function*() {
+      const root = yield* authProject()
+      const { url } = yield* serveProject(root)
+      const { token } = yield* issue(join(root, ".foundry/foundry.db"), "read")
+      // `--token "$(cat token.txt)"` of a file saved with Windows line ends.
+      const kept = yield* foundry(["runs", "--url", url, "--token", `${token}\r`])
+      expect(kept.stderr).toBe("")
+      expect(kept.code).toBe(0)
+      expect(kept.stdout).toContain("no runs")
+      const unsendable = yield* foundry(["runs", "--url", url, "--token", `${token}\u20ac`])
+      expect(unsendable.code).toBe(1)
+      expect(unsendable.stderr).toContain("the token given with --token has a character an HTTP header cannot carry")
+      expect(unsendable.stderr).not.toContain(token)
+      expect(unsendable.stderr).not.toMatch(/\n\s+at /)
     }))
 })

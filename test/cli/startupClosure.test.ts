@@ -61,3 +61,21 @@ describe("what foundry start loads", () => {
     expect(holding, "files of start's closure with the MCP SDK's schemas").toEqual([])
   })
 })
+
+describe("what a command that asks a server loads", () => {
+  it("holds no fetch client and none of undici: its requests go by Node's http, with no WebAssembly parser to compile and wait for before it exits", () => {
+    const commands = ["runs", "instances", "instanceChanges", "deploy"].map((module) => {
+      const chunk = chunkOf(module)
+      expect(chunk, `the ${module} command is a chunk of its own`).toBeDefined()
+      return join(dist, "chunks", chunk ?? "")
+    })
+    // Strings only their code holds: the key of `FetchHttpClient`'s options (its requests go by the
+    // global `fetch`, which is undici's), and a diagnostics channel undici publishes every request to.
+    const markers = ['"@effect/platform/FetchHttpClient/FetchOptions"', '"undici:request:create"']
+    const holding = [...closureOf([join(dist, "cli.js"), ...commands])].filter((file) => {
+      const code = readFileSync(file, "utf8")
+      return markers.some((marker) => code.includes(marker))
+    })
+    expect(holding, "files those commands load with a fetch client or undici").toEqual([])
+  })
+})

@@ -286,7 +286,13 @@ describe.skipIf(skipBrowser)("the inspector in Chromium", () => {
       const stale = yield* http(`${url}/api/runs`, { body: { agent: "worker", message: plan({ calls: [{ name: "transfer", arguments: { amount: 5 } }] }) } })
       const staleApproval = yield* pendingApproval(url, runIdOf(stale.json))
       // By path: the stream's URL carries a query (`?deltas=false`), which a glob would have to spell.
-      yield* promise(() => page.route((address) => address.pathname === "/api/events", (route) => route.abort()))
+      let cut = 0
+      yield* promise(() =>
+        page.route((address) => address.pathname === "/api/events", (route) => {
+          cut += 1
+          return route.abort()
+        })
+      )
       yield* promise(() => page.goto(`${url}/approvals`))
       const waiting = page.locator(`[data-testid=pending] [data-approval="${staleApproval}"]`)
       yield* promise(() => waiting.waitFor())
@@ -294,6 +300,7 @@ describe.skipIf(skipBrowser)("the inspector in Chromium", () => {
       // Time enough for a page that heard the decision to have drawn it (it gathers events for 150 ms):
       // this one did not, so the card still waits.
       yield* Effect.sleep("1 second")
+      expect(cut, "the tab's event stream was asked for, and cut").toBeGreaterThan(0)
       yield* promise(() => waiting.locator("button.deny").click())
       const note = page.locator(`[data-testid=decided] [data-approval="${staleApproval}"] [data-testid=approval-note]`)
       yield* promise(() => note.waitFor())
