@@ -166,7 +166,7 @@ export const startup = Effect.gen(function*() {
     samples.help.push(yield* timeCommand(["--help"]))
     samples.routes.push(yield* timeCommand(["routes", example]))
     samples.check.push(yield* timeCommand(["check", example], /nothing they read changed since the last check passed/))
-    samples.runs.push(yield* timeCommand(["runs", "--url", server], /no runs/))
+    samples.runs.push(yield* timeCommand(["runs", "--url", server], /no runs|STATUS/))
     samples.dev.push(yield* timeDevStart(example))
   }
   yield* progress(`startup: save to new behaviour under foundry dev (${repeat} saves)`)
