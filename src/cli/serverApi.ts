@@ -5,9 +5,11 @@
  * a line for the user: no server there, a refusal as the server worded it, an answer of another
  * version; never a stack trace.
  */
+import * as Http from "node:http"
+import * as Https from "node:https"
 import { HttpClient, HttpClientRequest, HttpClientResponse } from "@effect/platform"
 import * as NodeHttpClient from "@effect/platform-node/NodeHttpClient"
-import { Config, Data, Duration, Effect, Option, Redacted, Schema } from "effect"
+import { Config, Data, Duration, Effect, Layer, Option, Redacted, Schema } from "effect"
 import { ReadableIssue } from "../definitions/readableIssues.js"
 import { loadConfig } from "../router/loadConfig.js"
 import { CliError } from "./CliError.js"
@@ -102,6 +104,19 @@ const givenToken = (options: ServerOptions) =>
       onNone: () => Option.match(fromEnv, { onSome: (token) => headerToken(token, "in FOUNDRY_TOKEN"), onNone: () => Effect.succeedNone })
     }))
 
+/**
+ * Requests by Node's `http`, not `fetch`: Node 20's `fetch` parses answers with WebAssembly that V8
+ * compiles again in the background, and the command waited about 150 ms for that before it could
+ * exit (docs/decisions.md). Its agents keep no socket open once an answer is read, so nothing of
+ * theirs needs ending with the API's scope: the commands use the API after it is made.
+ */
+const nodeHttp = NodeHttpClient.layerWithoutAgent.pipe(
+  Layer.provide(
+    Layer.sync(NodeHttpClient.HttpAgent, () =>
+      NodeHttpClient.HttpAgent.of({ [NodeHttpClient.HttpAgentTypeId]: NodeHttpClient.HttpAgentTypeId, http: new Http.Agent(), https: new Https.Agent() }))
+  )
+)
+
 /** How long an answer may take, its body included: as long as `fetch` waited for one (undici's default). */
 const answerWithin = Duration.minutes(5)
 
@@ -161,7 +176,7 @@ export const serverApi = (options: ServerOptions, hint: ServerHint) =>
       ))
     const send = (request: HttpClientRequest.HttpClientRequest) => inTime(request, Effect.scoped(Effect.asVoid(call(request))))
     return { url, read, send }
-  }).pipe(Effect.provide(NodeHttpClient.layer))
+  }).pipe(Effect.provide(nodeHttp))
 
 /** A server's API as `serverApi` gives it. */
 export type ServerApi = Effect.Effect.Success<ReturnType<typeof serverApi>>
