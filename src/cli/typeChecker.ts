@@ -22,7 +22,7 @@ export const typeChecker = (root: string, status: BuildStatus["Type"]) =>
     // Whether the last check that finished found errors: the status says "checking" by now.
     let hadErrors = false
     const check = Effect.fnUntraced(function*(configFile: string | undefined, table: RouteTable | undefined) {
-      const result = yield* typeCheck(root, configFile)
+      const result = yield* typeCheck(root, configFile, { background: true })
       const checkedAt = yield* Clock.currentTimeMillis
       yield* status.update((report) => ({
         ...report,

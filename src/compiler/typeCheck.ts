@@ -8,6 +8,7 @@
 import { execFile } from "node:child_process"
 import { existsSync } from "node:fs"
 import { createRequire } from "node:module"
+import { constants, getPriority, setPriority } from "node:os"
 import { dirname, join, relative, resolve } from "node:path"
 import { FileSystem } from "@effect/platform"
 import { Effect } from "effect"
@@ -98,11 +99,29 @@ export const parseDiagnostics = (root: string, output: string): ReadonlyArray<Ty
 const reusedStatus = 100
 
 /**
+ * Lowers the priority of the check in process `pid` below this process's own: a check in the
+ * background is seconds of CPU that nobody waits for, and on a machine with few cores it would
+ * otherwise slow the rebuilds and requests of the server it runs beside.
+ */
+const yieldToServer = (pid: number) => {
+  try {
+    setPriority(pid, Math.max(getPriority(), constants.priority.PRIORITY_BELOW_NORMAL))
+  } catch {
+    // Gone already, or a system that refuses: the check runs as it would have, at our priority.
+  }
+}
+
+/**
  * Type-checks the project at `root` (whose generated files are already written), unless nothing
  * the last check that passed asked the file system about has changed since (`tracedTsc.cjs`).
  * Interrupting the effect kills the `tsc` process, so a newer save can start a fresh check at once.
+ * A check in the `background` (`foundry dev`'s) runs at a lower priority than the server.
  */
-export const typeCheck = Effect.fn("compiler.typeCheck")(function*(root: string, configFile: string | undefined) {
+export const typeCheck = Effect.fn("compiler.typeCheck")(function*(
+  root: string,
+  configFile: string | undefined,
+  options: { readonly background: boolean } = { background: false }
+) {
   const tsconfig = join(root, ".foundry/tsconfig.check.json")
   const config = checkConfigOf(root, configFile)
   yield* FileSystem.FileSystem.pipe(Effect.flatMap((fs) => fs.makeDirectory(dirname(tsconfig), { recursive: true })))
@@ -128,6 +147,7 @@ export const typeCheck = Effect.fn("compiler.typeCheck")(function*(root: string,
         resume(Effect.succeed({ output: said === "" && error !== null ? `tsc did not finish: ${error.message}` : said, reused: false }))
       }
     )
+    if (options.background && child.pid !== undefined) yieldToServer(child.pid)
     return Effect.sync(() => child.kill("SIGKILL"))
   })
   const result: TypeCheckResult = { ok: output === "", diagnostics: parseDiagnostics(root, output), output, reused }

@@ -80,13 +80,20 @@ const ended = (pid: number) => {
   }
 }
 
+/** The nice value of process `pid` (field 19 of its stat, the 17th after the command's name). */
+const niceOf = (pid: number) => Number(readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]?.split(" ")[16])
+
 describe("type errors in foundry dev", () => {
-  it.scopedLive("a type check whose foundry dev is killed with SIGKILL stops, and writes nothing into the project", () =>
+  it.scopedLive("a type check runs beneath its foundry dev's priority, and stops, writing nothing into the project, when foundry dev is killed with SIGKILL", () =>
     Effect.gen(function*() {
       const root = yield* tempProject({ "agents/helper/agent.ts": agentFile() })
       const port = yield* freePort
       const server = yield* startCli(["dev", root, "--port", String(port)])
       const check = yield* checkOf(root)
+      // Lowered by foundry dev once the process exists, so possibly just after it shows up here.
+      const beneath = niceOf(server.child.pid ?? -1) + 10
+      for (let attempt = 0; attempt < 50 && niceOf(check) < beneath; attempt++) yield* Effect.sleep("20 millis")
+      expect(niceOf(check)).toBeGreaterThanOrEqual(beneath)
       server.child.kill("SIGKILL")
       for (let attempt = 0; attempt < 600 && !ended(check); attempt++) yield* Effect.sleep("50 millis")
       expect(ended(check)).toBe(true)
