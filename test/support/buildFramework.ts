@@ -19,12 +19,20 @@ const newest = (path: string): number => {
 
 const builtAt = (file: string): number => existsSync(join(root, file)) ? statSync(join(root, file)).mtimeMs : 0
 
+/**
+ * The arguments of `node` that bring `dist/` up to date with the sources, or nothing when it is:
+ * the JavaScript when any source is newer, and the declarations too when they are older than `src/`.
+ */
+export const buildArgs = (): ReadonlyArray<string> | undefined => {
+  const sources = Math.max(...["src", "inspector", "scripts", "package.json"].map((p) => newest(join(root, p))))
+  if (builtAt("dist/cli.js") >= sources) return undefined
+  const types = builtAt("dist/types/index.d.ts") >= newest(join(root, "src"))
+  return ["--import", "tsx", join(root, "scripts/build.ts"), ...(types ? ["--no-types"] : [])]
+}
+
 export default function setup(): void {
   // For a run of in-process tests only, while another run uses dist/: leave it as it is.
   if (process.env.FOUNDRY_TEST_NO_BUILD === "1") return
-  const sources = Math.max(...["src", "inspector", "scripts", "package.json"].map((p) => newest(join(root, p))))
-  if (builtAt("dist/cli.js") >= sources) return
-  const types = builtAt("dist/types/index.d.ts") >= newest(join(root, "src"))
-  const args = ["--import", "tsx", join(root, "scripts/build.ts"), ...(types ? ["--no-types"] : [])]
-  execFileSync(process.execPath, args, { cwd: root, stdio: "inherit" })
+  const args = buildArgs()
+  if (args !== undefined) execFileSync(process.execPath, args, { cwd: root, stdio: "inherit" })
 }
