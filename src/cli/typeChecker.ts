@@ -3,7 +3,7 @@ import { FileSystem } from "@effect/platform"
 import { Clock, Effect, Fiber } from "effect"
 import { BuildStatus } from "../compiler/BuildStatus.js"
 import { pureModuleProblems } from "../compiler/pureModuleCheck.js"
-import { typeCheck } from "../compiler/typeCheck.js"
+import { typeCheckServer } from "../compiler/typeCheckServer.js"
 import { formatDiagnostic } from "../compiler/TypeDiagnostic.js"
 import { RouteErrors } from "../router/RouteError.js"
 import type { RouteTable } from "../router/RouteTable.js"
@@ -18,11 +18,12 @@ export const typeChecker = (root: string, status: BuildStatus["Type"]) =>
   Effect.gen(function*() {
     const scope = yield* Effect.scope
     const files = yield* Effect.context<FileSystem.FileSystem>()
+    const checks = yield* typeCheckServer(root)
     let checking: Fiber.RuntimeFiber<void> | undefined
     // Whether the last check that finished found errors: the status says "checking" by now.
     let hadErrors = false
     const check = Effect.fnUntraced(function*(configFile: string | undefined, table: RouteTable | undefined) {
-      const result = yield* typeCheck(root, configFile, { background: true })
+      const result = yield* checks.check(configFile)
       const checkedAt = yield* Clock.currentTimeMillis
       yield* status.update((report) => ({
         ...report,

@@ -9,6 +9,13 @@
 // that cannot be asked or read means "run tsc". Recorded from the very bytes tsc read, a file saved
 // while tsc ran never passes for content tsc did not see. The build info is left out: it makes tsc
 // faster, it never changes the verdict.
+//
+// `node tracedTsc.cjs --serve <the same arguments>` is the same check kept running for `foundry
+// dev`: each line on stdin asks for a check (`{"id": n}`), each line on stdout answers one (`{"id":
+// n, "status": ..., "output": ...}`), in order. Each check is a new program (its configuration, file
+// lists and module lookups asked again, and recorded as above), but a file whose text and parse
+// options are those of a file parsed before is that parsed and bound file again: the 190,000 lines
+// of declarations a project is checked against are parsed once per `foundry dev`, not at each save.
 "use strict"
 const { createHash, randomUUID } = require("node:crypto")
 const fs = require("node:fs")
@@ -27,7 +34,8 @@ const compiler = (() => {
   return `${ts.version} ${file.size} ${file.mtimeMs}`
 })()
 
-const [parentPid, record, buildInfoFile, ...args] = process.argv.slice(2)
+const serving = process.argv[2] === "--serve"
+const [parentPid, record, buildInfoFile, ...args] = process.argv.slice(serving ? 3 : 2)
 
 // The foundry process that asked for this check (by its own word: it may be gone before this one
 // could ask). Killed with SIGKILL it leaves this one running (Node has no parent-death signal),
@@ -75,23 +83,39 @@ const passedBefore = () => {
   }
 }
 
-if (passedBefore()) process.exit(reusedStatus)
+if (!serving && passedBefore()) process.exit(reusedStatus)
 
-const reads = {}
-const files = {}
-const directories = {}
-const realpaths = {}
-const folders = []
-const listings = []
-// A question asked twice with two answers (a file replaced while tsc ran): what tsc saw was no one
-// state of the files, so no record is kept.
-let unsteady = false
+/** What one check asked the file system, and whether it got two answers to one question. */
+const newRecording = () => ({ reads: {}, files: {}, directories: {}, realpaths: {}, folders: [], listings: [], unsteady: false })
+let recording = newRecording()
 
-/** Keeps the first answer to a question, and notes when a later one differs. */
+/**
+ * Keeps the first answer to a question, and notes when a later one differs: a question asked twice
+ * with two answers (a file replaced while tsc ran) means what tsc saw was no one state of the
+ * files, so no record is kept.
+ */
 const answer = (answers, key, value) => {
   if (!(key in answers)) answers[key] = value
-  else if (answers[key] !== value) unsteady = true
+  else if (answers[key] !== value) recording.unsteady = true
   return value
+}
+
+/** Writes down the questions of a check that passed, unless its answers were unsteady. */
+const keepRecord = () => {
+  if (recording.unsteady) return
+  const { reads, files, directories, realpaths, folders, listings } = recording
+  const temporary = `${record}.${randomUUID()}.tmp`
+  try {
+    const kept = { format, typescript: compiler, args, reads, files, directories, realpaths, folders, listings }
+    fs.writeFileSync(temporary, JSON.stringify(kept), { flag: "wx" })
+    fs.renameSync(temporary, record)
+  } catch {
+    try {
+      fs.rmSync(temporary, { force: true })
+    } catch {
+      // Left behind, it is only a file that no check reads.
+    }
+  }
 }
 
 // TypeScript's own decoding (`ts.sys.readFile`), on the bytes whose digest is kept.
@@ -120,23 +144,23 @@ const system = {
     try {
       buffer = fs.readFileSync(path)
     } catch {
-      if (kept) answer(reads, path, null)
+      if (kept) answer(recording.reads, path, null)
       return undefined
     }
-    if (kept) answer(reads, path, digest(buffer))
+    if (kept) answer(recording.reads, path, digest(buffer))
     return decode(buffer)
   },
-  fileExists: (path) => answer(files, path, ts.sys.fileExists(path)),
-  directoryExists: (path) => answer(directories, path, ts.sys.directoryExists(path)),
-  realpath: (path) => answer(realpaths, path, ts.sys.realpath(path)),
+  fileExists: (path) => answer(recording.files, path, ts.sys.fileExists(path)),
+  directoryExists: (path) => answer(recording.directories, path, ts.sys.directoryExists(path)),
+  realpath: (path) => answer(recording.realpaths, path, ts.sys.realpath(path)),
   getDirectories: (path) => {
     const was = ts.sys.getDirectories(path)
-    folders.push({ path, was })
+    recording.folders.push({ path, was })
     return was.slice()
   },
   readDirectory: (path, extensions, excludes, includes, depth) => {
     const was = ts.sys.readDirectory(path, extensions, excludes, includes, depth)
-    listings.push({ path, extensions: extensions ?? null, excludes: excludes ?? null, includes: includes ?? null, depth: depth ?? null, was })
+    recording.listings.push({ path, extensions: extensions ?? null, excludes: excludes ?? null, includes: includes ?? null, depth: depth ?? null, was })
     return was.slice()
   },
   writeFile: (path, data, writeByteOrderMark) => {
@@ -145,22 +169,85 @@ const system = {
   },
   exit: (status) => {
     stopIfOrphaned()
-    if (status === 0 && !unsteady) {
-      const temporary = `${record}.${randomUUID()}.tmp`
-      try {
-        const kept = { format, typescript: compiler, args, reads, files, directories, realpaths, folders, listings }
-        fs.writeFileSync(temporary, JSON.stringify(kept), { flag: "wx" })
-        fs.renameSync(temporary, record)
-      } catch {
-        try {
-          fs.rmSync(temporary, { force: true })
-        } catch {
-          // Left behind, it is only a file that no check reads.
-        }
-      }
-    }
+    if (status === 0) keepRecord()
     ts.sys.exit(status)
   }
 }
 
-ts.executeCommandLine(system, () => {}, args)
+// Files parsed by earlier checks, by path: each with its text and the options it was parsed with;
+// those the last check did not ask for are dropped after it (a file renamed, a package removed).
+const parsed = new Map()
+let asked = new Set()
+
+/**
+ * `getSourceFile` of a compiler host that hands out the file parsed before when the text and the
+ * parse options are the same. Bound once, a file is bound for every program: what a program
+ * merges across files, each program's checker does afresh.
+ */
+const parsedOnce = (host) => (fileName, languageVersionOrOptions, onError) => {
+  const text = host.readFile(fileName)
+  if (text === undefined) {
+    onError?.(`Cannot read file '${fileName}'.`)
+    return undefined
+  }
+  asked.add(fileName)
+  const options = JSON.stringify(languageVersionOrOptions)
+  const before = parsed.get(fileName)
+  if (before !== undefined && before.text === text && before.options === options) return before.file
+  const file = ts.createSourceFile(fileName, text, languageVersionOrOptions)
+  parsed.set(fileName, { text, options, file })
+  return file
+}
+
+/** One check as tsc would make it with `args` (`-p <tsconfig> --pretty false`): its status and output. */
+const checkOnce = () => {
+  recording = newRecording()
+  if (passedBefore()) return { status: reusedStatus, output: "" }
+  asked = new Set()
+  const project = args[args.indexOf("-p") + 1]
+  const diagnostics = []
+  const config = ts.getParsedCommandLineOfConfigFile(project, {}, {
+    ...system,
+    onUnRecoverableConfigFileDiagnostic: (diagnostic) => diagnostics.push(diagnostic)
+  })
+  if (config !== undefined) {
+    const host = ts.createCompilerHostWorker(config.options, undefined, system)
+    host.jsDocParsingMode = ts.JSDocParsingMode.ParseForTypeErrors
+    host.getSourceFile = parsedOnce(host)
+    const program = ts.createProgram({
+      rootNames: config.fileNames,
+      options: config.options,
+      projectReferences: config.projectReferences,
+      host,
+      configFileParsingDiagnostics: ts.getConfigFileParsingDiagnostics(config)
+    })
+    diagnostics.push(...ts.getPreEmitDiagnostics(program))
+    for (const fileName of parsed.keys()) if (!asked.has(fileName)) parsed.delete(fileName)
+  }
+  const errors = ts.sortAndDeduplicateDiagnostics(diagnostics).filter((d) => d.category === ts.DiagnosticCategory.Error)
+  const output = ts.formatDiagnostics(errors, {
+    getCurrentDirectory: () => system.getCurrentDirectory(),
+    getCanonicalFileName: (fileName) => fileName,
+    getNewLine: () => "\n"
+  })
+  stopIfOrphaned()
+  if (errors.length === 0) keepRecord()
+  return { status: errors.length === 0 ? 0 : 1, output }
+}
+
+if (!serving) ts.executeCommandLine(system, () => {}, args)
+else {
+  // A request at a time, in order; the process ends with its stdin, closed when foundry dev ends.
+  let pending = ""
+  process.stdin.setEncoding("utf8")
+  process.stdin.on("data", (chunk) => {
+    pending += chunk
+    for (let end = pending.indexOf("\n"); end >= 0; end = pending.indexOf("\n")) {
+      const line = pending.slice(0, end)
+      pending = pending.slice(end + 1)
+      const { id } = JSON.parse(line)
+      process.stdout.write(`${JSON.stringify({ id, ...checkOnce() })}\n`)
+    }
+  })
+  process.stdin.on("end", () => process.exit(0))
+}

@@ -8,7 +8,6 @@
 import { execFile } from "node:child_process"
 import { existsSync } from "node:fs"
 import { createRequire } from "node:module"
-import { constants, getPriority, setPriority } from "node:os"
 import { dirname, join, relative, resolve } from "node:path"
 import { FileSystem } from "@effect/platform"
 import { Effect } from "effect"
@@ -96,60 +95,55 @@ export const parseDiagnostics = (root: string, output: string): ReadonlyArray<Ty
 
 
 /** The exit status of `tracedTsc.cjs` for a check that passed before, nothing it read changed since. */
-const reusedStatus = 100
+export const reusedStatus = 100
 
 /**
- * Lowers the priority of the check in process `pid` below this process's own: a check in the
- * background is seconds of CPU that nobody waits for, and on a machine with few cores it would
- * otherwise slow the rebuilds and requests of the server it runs beside.
+ * Writes the tsconfig the project at `root` is checked with; the arguments of `tracedTsc.cjs`
+ * that check it (`node tracedTsc.cjs [--serve] <arguments>`).
  */
-const yieldToServer = (pid: number) => {
-  try {
-    setPriority(pid, Math.max(getPriority(), constants.priority.PRIORITY_BELOW_NORMAL))
-  } catch {
-    // Gone already, or a system that refuses: the check runs as it would have, at our priority.
-  }
-}
-
-/**
- * Type-checks the project at `root` (whose generated files are already written), unless nothing
- * the last check that passed asked the file system about has changed since (`tracedTsc.cjs`).
- * Interrupting the effect kills the `tsc` process, so a newer save can start a fresh check at once.
- * A check in the `background` (`foundry dev`'s) runs at a lower priority than the server.
- */
-export const typeCheck = Effect.fn("compiler.typeCheck")(function*(
-  root: string,
-  configFile: string | undefined,
-  options: { readonly background: boolean } = { background: false }
-) {
+export const prepareCheck = Effect.fn("compiler.prepareCheck")(function*(root: string, configFile: string | undefined) {
   const tsconfig = join(root, ".foundry/tsconfig.check.json")
   const config = checkConfigOf(root, configFile)
   yield* FileSystem.FileSystem.pipe(Effect.flatMap((fs) => fs.makeDirectory(dirname(tsconfig), { recursive: true })))
   yield* writeIfChanged(tsconfig, `${JSON.stringify(config, null, 2)}\n`)
-  const { output, reused } = yield* Effect.async<{ readonly output: string; readonly reused: boolean }>((resume) => {
+  return [
+    String(process.pid),
+    join(root, ".foundry/typecheck.json"),
+    config.compilerOptions.tsBuildInfoFile,
+    "-p",
+    tsconfig,
+    "--pretty",
+    "false"
+  ]
+})
+
+/** The result of a check of the project at `root` from what tsc said, and whether it ran. */
+export const checkResult = (root: string, output: string, reused: boolean): TypeCheckResult => ({
+  ok: output === "",
+  diagnostics: parseDiagnostics(root, output),
+  output,
+  reused
+})
+
+/**
+ * Type-checks the project at `root` (whose generated files are already written), unless nothing
+ * the last check that passed asked the file system about has changed since (`tracedTsc.cjs`).
+ * Interrupting the effect kills the `tsc` process.
+ */
+export const typeCheck = Effect.fn("compiler.typeCheck")(function*(root: string, configFile: string | undefined) {
+  const args = yield* prepareCheck(root, configFile)
+  return yield* Effect.async<TypeCheckResult>((resume) => {
     const child = execFile(
       process.execPath,
-      [
-        packageLayout.tracedTscFile,
-        String(process.pid),
-        join(root, ".foundry/typecheck.json"),
-        config.compilerOptions.tsBuildInfoFile,
-        "-p",
-        tsconfig,
-        "--pretty",
-        "false"
-      ],
+      [packageLayout.tracedTscFile, ...args],
       { cwd: root, maxBuffer: 16 * 1024 * 1024 },
       (error, stdout, stderr) => {
         const said = `${stdout}${stderr}`.trim()
-        if (error?.code === reusedStatus && said === "") return resume(Effect.succeed({ output: "", reused: true }))
+        if (error?.code === reusedStatus && said === "") return resume(Effect.succeed(checkResult(root, "", true)))
         // tsc that says nothing has passed only if it ended well: not killed, not missing.
-        resume(Effect.succeed({ output: said === "" && error !== null ? `tsc did not finish: ${error.message}` : said, reused: false }))
+        resume(Effect.succeed(checkResult(root, said === "" && error !== null ? `tsc did not finish: ${error.message}` : said, false)))
       }
     )
-    if (options.background && child.pid !== undefined) yieldToServer(child.pid)
     return Effect.sync(() => child.kill("SIGKILL"))
   })
-  const result: TypeCheckResult = { ok: output === "", diagnostics: parseDiagnostics(root, output), output, reused }
-  return result
 })

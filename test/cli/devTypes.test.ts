@@ -3,10 +3,11 @@
  * background, and what it finds is printed and served at `GET /api/build` (which the inspector's
  * overview shows), while the build keeps serving.
  */
-import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs"
+import { existsSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
+import { checkerOf, ended, niceOf } from "../support/checkProcesses.js"
 import { freePort, startCli } from "../support/cli.js"
 import { http } from "../support/server.js"
 import { agentFile, tempProject } from "../support/tempProject.js"
@@ -47,49 +48,13 @@ const buildWhen = (url: string, done: (build: Build) => boolean) =>
     return yield* Effect.die(new Error("the build status never got there"))
   })
 
-/** The command line of process `pid`, empty once it is gone. */
-const commandOf = (pid: string) => {
-  try {
-    return readFileSync(`/proc/${pid}/cmdline`, "utf8")
-  } catch {
-    return ""
-  }
-}
-
-/** The process id of the type check running for the project at `root`, once it runs. */
-const checkOf = (root: string) =>
-  Effect.gen(function*() {
-    const record = join(root, ".foundry/typecheck.json")
-    for (let attempt = 0; attempt < 1500; attempt++) {
-      const found = readdirSync("/proc").find((entry) => {
-        const command = /^\d+$/.test(entry) ? commandOf(entry) : ""
-        return command.includes("tracedTsc.cjs") && command.includes(record)
-      })
-      if (found !== undefined) return Number(found)
-      yield* Effect.sleep("20 millis")
-    }
-    return yield* Effect.die(new Error("no type check started"))
-  })
-
-/** Whether process `pid` has ended (a zombie nobody reaped has). */
-const ended = (pid: number) => {
-  try {
-    return readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]?.startsWith("Z") === true
-  } catch {
-    return true
-  }
-}
-
-/** The nice value of process `pid` (field 19 of its stat, the 17th after the command's name). */
-const niceOf = (pid: number) => Number(readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]?.split(" ")[16])
-
 describe("type errors in foundry dev", () => {
   it.scopedLive("a type check runs beneath its foundry dev's priority, and stops, writing nothing into the project, when foundry dev is killed with SIGKILL", () =>
     Effect.gen(function*() {
       const root = yield* tempProject({ "agents/helper/agent.ts": agentFile() })
       const port = yield* freePort
       const server = yield* startCli(["dev", root, "--port", String(port)])
-      const check = yield* checkOf(root)
+      const check = yield* checkerOf(root)
       // Lowered by foundry dev once the process exists, so possibly just after it shows up here.
       const beneath = niceOf(server.child.pid ?? -1) + 10
       for (let attempt = 0; attempt < 50 && niceOf(check) < beneath; attempt++) yield* Effect.sleep("20 millis")

@@ -1,0 +1,125 @@
+/**
+ * `foundry dev`'s type checks, in one `tracedTsc.cjs --serve` process kept for as long as the dev
+ * server runs: a check after a save parses only the files the save changed, where a new `tsc`
+ * parsed and bound the 190,000 lines of declarations a project is checked against each time (about
+ * two thirds of a check). The process runs at a lower priority than the server, since nobody waits
+ * for it: on a machine with few cores it would otherwise slow the rebuilds and requests beside it.
+ */
+import { type ChildProcessWithoutNullStreams, spawn } from "node:child_process"
+import { constants, getPriority, setPriority } from "node:os"
+import type { FileSystem } from "@effect/platform"
+import type { PlatformError } from "@effect/platform/Error"
+import { Effect, type Scope } from "effect"
+import { packageLayout } from "../packageLayout.js"
+import { checkResult, prepareCheck, reusedStatus, type TypeCheckResult } from "./typeCheck.js"
+
+/** The type checks of one project, each a check of the project as it is when it is asked for. */
+export interface TypeChecks {
+  /**
+   * Checks the project (whose generated files are already written). Interrupted, the check under
+   * way still ends in the checking process, which then takes the next one; its answer is dropped.
+   * Fails only when the check's tsconfig cannot be written.
+   */
+  readonly check: (configFile: string | undefined) => Effect.Effect<TypeCheckResult, PlatformError, FileSystem.FileSystem>
+}
+
+/** What the checking process says of one check. */
+interface Answer {
+  readonly id: number
+  readonly status: number
+  readonly output: string
+}
+
+const isAnswer = (value: unknown): value is Answer =>
+  typeof value === "object" && value !== null && "id" in value && typeof value.id === "number" &&
+  "status" in value && typeof value.status === "number" && "output" in value && typeof value.output === "string"
+
+/** Lowers the priority of process `pid` below this process's own, never above it. */
+const beneathThisProcess = (pid: number) => {
+  try {
+    setPriority(pid, Math.max(getPriority(), constants.priority.PRIORITY_BELOW_NORMAL))
+  } catch {
+    // Gone already, or a system that refuses: the checks run as they would have, at our priority.
+  }
+}
+
+/** The most of the checking process's stderr kept, to say why it ended. */
+const stderrKept = 4096
+
+/**
+ * The type checks of the project at `root`, in a process started by the first check and again by
+ * the first after one ended (a crash, memory), and killed when the scope closes.
+ */
+export const typeCheckServer = (root: string): Effect.Effect<TypeChecks, never, Scope.Scope> =>
+  Effect.gen(function*() {
+    let checker: ChildProcessWithoutNullStreams | undefined
+    const waiting = new Map<number, (answer: Answer) => void>()
+    let asked = 0
+
+    const start = (args: ReadonlyArray<string>): ChildProcessWithoutNullStreams => {
+      const child = spawn(process.execPath, [packageLayout.tracedTscFile, "--serve", ...args], { cwd: root })
+      if (child.pid !== undefined) beneathThisProcess(child.pid)
+      let stdout = ""
+      let stderr = ""
+      child.stdout.setEncoding("utf8")
+      child.stdout.on("data", (chunk: string) => {
+        stdout += chunk
+        for (let end = stdout.indexOf("\n"); end >= 0; end = stdout.indexOf("\n")) {
+          const line = stdout.slice(0, end)
+          stdout = stdout.slice(end + 1)
+          let answer: unknown
+          try {
+            answer = JSON.parse(line)
+          } catch {
+            continue
+          }
+          if (!isAnswer(answer)) continue
+          waiting.get(answer.id)?.(answer)
+          waiting.delete(answer.id)
+        }
+      })
+      child.stderr.setEncoding("utf8")
+      child.stderr.on("data", (chunk: string) => {
+        stderr = `${stderr}${chunk}`.slice(-stderrKept)
+      })
+      // A write to a process that has just ended; its end answers what waits.
+      child.stdin.on("error", () => {})
+      const ended = (why: string) => {
+        if (checker !== child) return
+        checker = undefined
+        const said = stderr.trim()
+        for (const [id, answer] of waiting) answer({ id, status: 1, output: `tsc did not finish: ${why}${said === "" ? "" : `\n${said}`}` })
+        waiting.clear()
+      }
+      child.on("error", (error) => ended(error.message))
+      child.on("exit", (code, signal) => ended(signal === null ? `it exited with status ${code}` : `it was killed by ${signal}`))
+      return child
+    }
+
+    yield* Effect.addFinalizer(() =>
+      Effect.sync(() => {
+        checker?.kill("SIGKILL")
+        checker = undefined
+      })
+    )
+
+    const check = (configFile: string | undefined) =>
+      Effect.gen(function*() {
+        const args = yield* prepareCheck(root, configFile)
+        const answer = yield* Effect.async<Answer>((resume) => {
+          const child = checker ?? start(args)
+          checker = child
+          const id = ++asked
+          waiting.set(id, (answer) => resume(Effect.succeed(answer)))
+          child.stdin.write(`${JSON.stringify({ id })}\n`)
+          return Effect.sync(() => waiting.delete(id))
+        })
+        const reused = answer.status === reusedStatus && answer.output === ""
+        const output = answer.output.trim()
+        // A check that did not pass says why; one that says nothing has not passed either.
+        if (reused || answer.status === 0 || output !== "") return checkResult(root, reused ? "" : output, reused)
+        return checkResult(root, `tsc did not finish: it answered with status ${answer.status} and no errors`, false)
+      })
+
+    return { check }
+  })
