@@ -17,7 +17,8 @@ const tsc = createRequire(import.meta.url).resolve("typescript/bin/tsc")
 const steps: ReadonlyArray<{ readonly name: string; readonly args: ReadonlyArray<string> }> = [
   { name: "tsc --noEmit", args: [tsc, "--noEmit"] },
   { name: "tsc --noEmit -p inspector", args: [tsc, "--noEmit", "-p", "inspector"] },
-  ...[buildArgs()].flatMap((args) => args === undefined ? [] : [{ name: "build", args }])
+  // As Vitest's global setup: a run that leaves dist/ as it is (another run uses it) builds nothing.
+  ...[process.env.FOUNDRY_TEST_NO_BUILD === "1" ? undefined : buildArgs()].flatMap((args) => args === undefined ? [] : [{ name: "build", args }])
 ]
 
 /** Runs `node <args>` in the repository, to the status it exits with (a signal counts as failing). */

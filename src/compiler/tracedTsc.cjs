@@ -12,7 +12,7 @@
 //
 // `node tracedTsc.cjs --serve <the same arguments>` is the same check kept running for `foundry
 // dev`: each line on stdin asks for a check (`{"id": n}`), each line on stdout answers one (`{"id":
-// n, "status": ..., "output": ...}`), in order. Each check is a new program (its configuration, file
+// n, "status": ..., "output": ...}`) with a check made after it was asked. Each check is a new program (its configuration, file
 // lists and module lookups asked again, and recorded as above), but a file whose text and parse
 // options are those of a file parsed before is that parsed and bound file again: the 190,000 lines
 // of declarations a project is checked against are parsed once per `foundry dev`, not at each save.
@@ -174,29 +174,45 @@ const system = {
   }
 }
 
-// Files parsed by earlier checks, by path: each with its text and the options it was parsed with;
-// those the last check did not ask for are dropped after it (a file renamed, a package removed).
+// Files parsed by earlier checks, by path: each with its text and how it was parsed; those the last
+// check did not ask for are dropped after it (a file renamed, a package removed), and all of them
+// when the compiler options change (they decide how a file is bound).
 const parsed = new Map()
 let asked = new Set()
+let parsedWith
 
 /**
- * `getSourceFile` of a compiler host that hands out the file parsed before when the text and the
- * parse options are the same. Bound once, a file is bound for every program: what a program
- * merges across files, each program's checker does afresh.
+ * `getSourceFile` of a compiler host that hands out the file parsed before when the text and how
+ * it is parsed are the same (`createSourceFile` reads the language version, the module format and
+ * how much JSDoc to parse of its options; the rest follows from the compiler options). Bound once,
+ * a file is bound for every program: what a program merges across files, each program's checker
+ * does afresh, as a language service's document registry reuses files across its programs.
  */
-const parsedOnce = (host) => (fileName, languageVersionOrOptions, onError) => {
+const parsedOnce = (host) => (fileName, languageVersionOrOptions) => {
   const text = host.readFile(fileName)
-  if (text === undefined) {
-    onError?.(`Cannot read file '${fileName}'.`)
-    return undefined
-  }
+  // As tsc's own host: a file that cannot be read is a missing file, which the program reports.
+  if (text === undefined) return undefined
   asked.add(fileName)
-  const options = JSON.stringify(languageVersionOrOptions)
+  const how = typeof languageVersionOrOptions === "object"
+    ? `${languageVersionOrOptions.languageVersion} ${languageVersionOrOptions.impliedNodeFormat} ${languageVersionOrOptions.jsDocParsingMode}`
+    : String(languageVersionOrOptions)
   const before = parsed.get(fileName)
-  if (before !== undefined && before.text === text && before.options === options) return before.file
+  if (before !== undefined && before.text === text && before.how === how) return before.file
   const file = ts.createSourceFile(fileName, text, languageVersionOrOptions)
-  parsed.set(fileName, { text, options, file })
+  parsed.set(fileName, { text, how, file })
   return file
+}
+
+/** The diagnostics tsc reports for `program`, as it gathers them: each kind only when those before it found nothing. */
+const reported = (program) => {
+  const diagnostics = [...program.getConfigFileParsingDiagnostics()]
+  const ofConfig = diagnostics.length
+  diagnostics.push(...program.getSyntacticDiagnostics())
+  if (diagnostics.length > ofConfig) return diagnostics
+  diagnostics.push(...program.getOptionsDiagnostics(), ...program.getGlobalDiagnostics())
+  if (diagnostics.length > ofConfig) return diagnostics
+  diagnostics.push(...program.getSemanticDiagnostics())
+  return diagnostics
 }
 
 /** One check as tsc would make it with `args` (`-p <tsconfig> --pretty false`): its status and output. */
@@ -211,6 +227,9 @@ const checkOnce = () => {
     onUnRecoverableConfigFileDiagnostic: (diagnostic) => diagnostics.push(diagnostic)
   })
   if (config !== undefined) {
+    const options = JSON.stringify(config.options)
+    if (options !== parsedWith) parsed.clear()
+    parsedWith = options
     const host = ts.createCompilerHostWorker(config.options, undefined, system)
     host.jsDocParsingMode = ts.JSDocParsingMode.ParseForTypeErrors
     host.getSourceFile = parsedOnce(host)
@@ -221,33 +240,43 @@ const checkOnce = () => {
       host,
       configFileParsingDiagnostics: ts.getConfigFileParsingDiagnostics(config)
     })
-    diagnostics.push(...ts.getPreEmitDiagnostics(program))
+    diagnostics.push(...reported(program))
     for (const fileName of parsed.keys()) if (!asked.has(fileName)) parsed.delete(fileName)
   }
-  const errors = ts.sortAndDeduplicateDiagnostics(diagnostics).filter((d) => d.category === ts.DiagnosticCategory.Error)
-  const output = ts.formatDiagnostics(errors, {
+  const sorted = ts.sortAndDeduplicateDiagnostics(diagnostics)
+  const status = sorted.some((d) => d.category === ts.DiagnosticCategory.Error) ? 1 : 0
+  const output = ts.formatDiagnostics(sorted, {
     getCurrentDirectory: () => system.getCurrentDirectory(),
     getCanonicalFileName: (fileName) => fileName,
     getNewLine: () => "\n"
   })
   stopIfOrphaned()
-  if (errors.length === 0) keepRecord()
-  return { status: errors.length === 0 ? 0 : 1, output }
+  if (status === 0) keepRecord()
+  return { status, output }
 }
 
 if (!serving) ts.executeCommandLine(system, () => {}, args)
 else {
-  // A request at a time, in order; the process ends with its stdin, closed when foundry dev ends.
+  // The process ends with its stdin, which closes when foundry dev ends. Requests that came while a
+  // check ran (saves faster than checks; checks foundry dev no longer waits for) are answered by one
+  // check of the files as they are by then, not one check each.
   let pending = ""
+  let answering = false
+  const answerAll = () => {
+    answering = false
+    const lines = pending.split("\n")
+    pending = lines.pop() ?? ""
+    const ids = lines.filter((line) => line !== "").map((line) => JSON.parse(line).id)
+    if (ids.length === 0) return
+    const answer = checkOnce()
+    process.stdout.write(ids.map((id) => `${JSON.stringify({ id, ...answer })}\n`).join(""))
+  }
   process.stdin.setEncoding("utf8")
   process.stdin.on("data", (chunk) => {
     pending += chunk
-    for (let end = pending.indexOf("\n"); end >= 0; end = pending.indexOf("\n")) {
-      const line = pending.slice(0, end)
-      pending = pending.slice(end + 1)
-      const { id } = JSON.parse(line)
-      process.stdout.write(`${JSON.stringify({ id, ...checkOnce() })}\n`)
-    }
+    if (answering) return
+    answering = true
+    setImmediate(answerAll)
   })
   process.stdin.on("end", () => process.exit(0))
 }

@@ -13,12 +13,12 @@ import { Effect, type Scope } from "effect"
 import { packageLayout } from "../packageLayout.js"
 import { checkResult, prepareCheck, reusedStatus, type TypeCheckResult } from "./typeCheck.js"
 
-/** The type checks of one project, each a check of the project as it is when it is asked for. */
+/** The type checks of one project, each a check of the project as it is once it is asked for. */
 export interface TypeChecks {
   /**
    * Checks the project (whose generated files are already written). Interrupted, the check under
-   * way still ends in the checking process, which then takes the next one; its answer is dropped.
-   * Fails only when the check's tsconfig cannot be written.
+   * way still ends in the checking process, its answer dropped; the checks asked for meanwhile are
+   * then answered by one. Fails only when the check's tsconfig cannot be written.
    */
   readonly check: (configFile: string | undefined) => Effect.Effect<TypeCheckResult, PlatformError, FileSystem.FileSystem>
 }
@@ -34,10 +34,10 @@ const isAnswer = (value: unknown): value is Answer =>
   typeof value === "object" && value !== null && "id" in value && typeof value.id === "number" &&
   "status" in value && typeof value.status === "number" && "output" in value && typeof value.output === "string"
 
-/** Lowers the priority of process `pid` below this process's own, never above it. */
+/** Lowers the priority of process `pid` ten steps below this process's own, or to the lowest. */
 const beneathThisProcess = (pid: number) => {
   try {
-    setPriority(pid, Math.max(getPriority(), constants.priority.PRIORITY_BELOW_NORMAL))
+    setPriority(pid, Math.min(getPriority() + 10, constants.priority.PRIORITY_LOW))
   } catch {
     // Gone already, or a system that refuses: the checks run as they would have, at our priority.
   }
@@ -48,13 +48,21 @@ const stderrKept = 4096
 
 /**
  * The type checks of the project at `root`, in a process started by the first check and again by
- * the first after one ended (a crash, memory), and killed when the scope closes.
+ * the first after one ended (a crash, memory), and killed when the scope closes; a check asked for
+ * after that answers that it did not run.
  */
 export const typeCheckServer = (root: string): Effect.Effect<TypeChecks, never, Scope.Scope> =>
   Effect.gen(function*() {
     let checker: ChildProcessWithoutNullStreams | undefined
     const waiting = new Map<number, (answer: Answer) => void>()
     let asked = 0
+    let closed = false
+
+    /** Answers every check waiting that it did not finish, saying `why`. */
+    const unfinished = (why: string) => {
+      for (const [id, answer] of waiting) answer({ id, status: 1, output: `tsc did not finish: ${why}` })
+      waiting.clear()
+    }
 
     const start = (args: ReadonlyArray<string>): ChildProcessWithoutNullStreams => {
       const child = spawn(process.execPath, [packageLayout.tracedTscFile, "--serve", ...args], { cwd: root })
@@ -88,18 +96,20 @@ export const typeCheckServer = (root: string): Effect.Effect<TypeChecks, never, 
         if (checker !== child) return
         checker = undefined
         const said = stderr.trim()
-        for (const [id, answer] of waiting) answer({ id, status: 1, output: `tsc did not finish: ${why}${said === "" ? "" : `\n${said}`}` })
-        waiting.clear()
+        unfinished(`${why}${said === "" ? "" : `\n${said}`}`)
       }
       child.on("error", (error) => ended(error.message))
-      child.on("exit", (code, signal) => ended(signal === null ? `it exited with status ${code}` : `it was killed by ${signal}`))
+      // Once its output is all read: an answer written just before it ended is taken first.
+      child.on("close", (code, signal) => ended(signal === null ? `it exited with status ${code}` : `it was killed by ${signal}`))
       return child
     }
 
     yield* Effect.addFinalizer(() =>
       Effect.sync(() => {
+        closed = true
         checker?.kill("SIGKILL")
         checker = undefined
+        unfinished("the checks ended with foundry dev")
       })
     )
 
@@ -107,6 +117,7 @@ export const typeCheckServer = (root: string): Effect.Effect<TypeChecks, never, 
       Effect.gen(function*() {
         const args = yield* prepareCheck(root, configFile)
         const answer = yield* Effect.async<Answer>((resume) => {
+          if (closed) return resume(Effect.succeed({ id: 0, status: 1, output: "tsc did not finish: the checks ended with foundry dev" }))
           const child = checker ?? start(args)
           checker = child
           const id = ++asked

@@ -56,14 +56,13 @@ describe("type errors in foundry dev", () => {
       const server = yield* startCli(["dev", root, "--port", String(port)])
       const check = yield* checkerOf(root)
       // Lowered by foundry dev once the process exists, so possibly just after it shows up here.
-      const beneath = niceOf(server.child.pid ?? -1) + 10
+      const beneath = Math.min(niceOf(server.child.pid ?? -1) + 10, 19)
       for (let attempt = 0; attempt < 50 && niceOf(check) < beneath; attempt++) yield* Effect.sleep("20 millis")
       expect(niceOf(check)).toBeGreaterThanOrEqual(beneath)
       server.child.kill("SIGKILL")
       for (let attempt = 0; attempt < 600 && !ended(check); attempt++) yield* Effect.sleep("50 millis")
       expect(ended(check)).toBe(true)
-      // A check left to run to its end writes tsc's build information, and its record once it passes.
-      expect(existsSync(join(root, ".foundry/tsbuildinfo"))).toBe(false)
+      // A check left to run to its end writes its record once it passes.
       expect(existsSync(join(root, ".foundry/typecheck.json"))).toBe(false)
     }))
 

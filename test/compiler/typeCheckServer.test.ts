@@ -1,14 +1,16 @@
 /**
  * The checking process `foundry dev` keeps: one process for every check of a session, each check
  * of the project as it is when asked (a module found once its file exists, though the file that
- * imports it did not change), an interrupted check's answer never taken for the next one's, and a
- * process that dies answering for the check it was making, the next check starting another.
+ * imports it did not change) and as tsc would have said, an interrupted check's answer never taken
+ * for the next one's, and a process that dies answering for the check it was making, the next check
+ * starting another.
  */
 import { mkdirSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { NodeContext } from "@effect/platform-node"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Fiber } from "effect"
+import { typeCheck } from "../../src/compiler/typeCheck.js"
 import { typeCheckServer, type TypeChecks } from "../../src/compiler/typeCheckServer.js"
 import { writeGenerated } from "../../src/router/codegen.js"
 import { discoverAt } from "../router/support.js"
@@ -32,13 +34,18 @@ const checkAt = (root: string, checks: TypeChecks) =>
   }).pipe(Effect.provide(NodeContext.layer))
 
 /**
- * Waits until process `pid` has used `ticks` of CPU: a checking process that has, has loaded
- * TypeScript (about 0.35 s) and begun its check, whose first reads are the configuration and the
- * project's own files, before the seconds it spends on the declarations they import.
+ * Waits until process `pid` has used `ticks` of CPU (Linux counts 100 a second): a checking process
+ * that has, has loaded TypeScript (about 0.35 s) and begun its check, whose first reads are the
+ * configuration and the project's own files, before the seconds it spends on the declarations
+ * they import.
  */
 const busyFor = (pid: number, ticks: number) =>
   Effect.gen(function*() {
-    for (let attempt = 0; attempt < 1500 && cpuTicksOf(pid) < ticks; attempt++) yield* Effect.sleep("10 millis")
+    for (let attempt = 0; attempt < 3000; attempt++) {
+      if (cpuTicksOf(pid) >= ticks) return
+      yield* Effect.sleep("10 millis")
+    }
+    return yield* Effect.die(new Error(`the checking process did not use ${ticks} ticks of CPU in 30 s`))
   })
 
 describe("the checking process foundry dev keeps", () => {
@@ -66,6 +73,19 @@ describe("the checking process foundry dev keeps", () => {
       expect((yield* checkAt(root, checks)).ok).toBe(true)
 
       expect(checkersOf(root)).toEqual([checker])
+    }))
+
+  it.scopedLive("says what tsc says of the same project: of a file that does not parse, only that", () =>
+    Effect.gen(function*() {
+      const root = yield* tempProject({
+        "agents/reader.ts": wordsImported,
+        "lib/words.ts": "export const words: ReadonlyArray<string> = [\n",
+        "lib/count.ts": `export const count: number = "three"\n`
+      })
+      const served = yield* checkAt(root, yield* typeCheckServer(root))
+      const alone = yield* checkAt(root, { check: (configFile) => typeCheck(root, configFile) })
+      expect(served.diagnostics.map((d) => `${d.file} ${d.code}`)).toEqual(["lib/words.ts TS1005"])
+      expect(served.output).toBe(alone.output)
     }))
 
   it.scopedLive("never answers a check with the answer to one interrupted before it", () =>
