@@ -22,10 +22,12 @@ export const checkProject = (dir: string) =>
     yield* writeGenerated(table)
     yield* say(`routes: ${routeSummary(table)}`)
     yield* say(style.dim("type-checking route files with .foundry/routes.d.ts ..."))
-    const types = yield* typeCheck(dir, table.configFile)
+    // tsc runs in a process of its own: the compile and the pure modules meanwhile, on this one.
+    const [types, compiled, modules] = yield* Effect.all(
+      [typeCheck(dir, table.configFile), compile(table).pipe(Effect.either), pureModuleProblems(table)],
+      { concurrency: "unbounded" }
+    )
     if (types.reused) yield* say(style.dim("types: nothing they read changed since the last check passed"))
-    const compiled = yield* compile(table).pipe(Effect.either)
-    const modules = yield* pureModuleProblems(table)
     const problems = [
       ...(types.ok
         ? []
