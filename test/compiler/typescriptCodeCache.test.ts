@@ -1,0 +1,63 @@
+/**
+ * A type check compiles TypeScript with V8's code cache for it, kept under the user's cache folder
+ * (`$XDG_CACHE_HOME/foundry`) once a check has run: a cache that is not V8's (truncated, from a
+ * disk that lost it) is compiled around and made again, and the check's verdict is the same.
+ */
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { NodeContext } from "@effect/platform-node"
+import { describe, expect, it } from "@effect/vitest"
+import { Effect } from "effect"
+import { typeCheck } from "../../src/compiler/typeCheck.js"
+import { writeGenerated } from "../../src/router/codegen.js"
+import { discoverAt } from "../router/support.js"
+import { agentFile, tempProject } from "../support/tempProject.js"
+
+/** `XDG_CACHE_HOME` set to a new folder for as long as the scope is open (children inherit it). */
+const cacheHome = Effect.acquireRelease(
+  Effect.sync(() => {
+    const before = process.env.XDG_CACHE_HOME
+    const folder = mkdtempSync(join(tmpdir(), "foundry-test-cache-"))
+    process.env.XDG_CACHE_HOME = folder
+    return { before, folder }
+  }),
+  ({ before, folder }) =>
+    Effect.sync(() => {
+      if (before === undefined) delete process.env.XDG_CACHE_HOME
+      else process.env.XDG_CACHE_HOME = before
+      rmSync(folder, { recursive: true, force: true })
+    })
+)
+
+/** Generates `.foundry/` for the project at `root` and type-checks it. */
+const checkAt = (root: string) =>
+  Effect.gen(function*() {
+    const table = yield* discoverAt(root)
+    yield* writeGenerated(table)
+    return yield* typeCheck(root, table.configFile)
+  }).pipe(Effect.provide(NodeContext.layer))
+
+const failing = `export const count: number = "three"\n`
+
+describe("TypeScript's code cache", () => {
+  it.scopedLive("is kept after a check, and one that is not V8's is made again, the verdicts the same", () =>
+    Effect.gen(function*() {
+      const { folder } = yield* cacheHome
+      const root = yield* tempProject({ "agents/helper.ts": agentFile(), "lib/count.ts": failing })
+      const first = yield* checkAt(root)
+      expect(first.diagnostics.map((d) => `${d.file} ${d.code}`)).toEqual(["lib/count.ts TS2322"])
+      const caches = readdirSync(join(folder, "foundry"))
+      expect(caches).toHaveLength(1)
+      const cache = join(folder, "foundry", caches[0] ?? "")
+      const made = readFileSync(cache)
+      expect(made.length).toBeGreaterThan(1_000_000)
+
+      // Cut short, as a full disk or a crash leaves it.
+      writeFileSync(cache, made.subarray(0, 4096))
+      const second = yield* checkAt(root)
+      expect([second.ok, second.reused, second.output]).toEqual([first.ok, first.reused, first.output])
+      expect(readFileSync(cache).length).toBeGreaterThan(1_000_000)
+      expect(readdirSync(join(folder, "foundry"))).toEqual(caches)
+    }))
+})
