@@ -20,40 +20,62 @@
 //
 // TypeScript's 9 MB compiled at each start took a third of a second, as much again as a record's
 // answer: it is compiled with V8's code cache for it, made after a check (the compiler's functions
-// compiled by then) and kept under the user's cache folder, one per TypeScript and V8, for every
-// project. V8 refuses a cache made of another source or by another V8 (it then compiles as without
+// compiled by then) and kept under the user's cache folder, one per TypeScript (by its source's
+// digest) and V8, for every project. V8 refuses a cache made of another source or by another V8 (it then compiles as without
 // one); a missing or refused cache is made again.
 "use strict"
 const { createHash, randomUUID } = require("node:crypto")
 const fs = require("node:fs")
 const Module = require("node:module")
 const os = require("node:os")
-const { dirname, join, resolve } = require("node:path")
+const { dirname, isAbsolute, join, resolve } = require("node:path")
 const vm = require("node:vm")
 
 const typescriptFile = require.resolve("typescript")
 
+/** The user's cache folder for Foundry, if it has one: an absolute `$XDG_CACHE_HOME`, else `~/.cache`. */
+const cacheFolder = () => {
+  try {
+    const base = process.env.XDG_CACHE_HOME || join(os.homedir(), ".cache")
+    return isAbsolute(base) ? join(base, "foundry") : undefined
+  } catch {
+    // No home folder (a user with no passwd entry): TypeScript is compiled as without a cache.
+    return undefined
+  }
+}
+
 /** TypeScript's module, and the function that keeps V8's code cache for it if it needs making. */
 const loadTypeScript = () => {
-  const { version } = JSON.parse(fs.readFileSync(join(dirname(typescriptFile), "../package.json"), "utf8"))
-  const cacheFile = join(process.env.XDG_CACHE_HOME || join(os.homedir(), ".cache"), "foundry", `typescript-${version}-v8-${process.versions.v8}.cache`)
+  const source = fs.readFileSync(typescriptFile, "utf8")
+  // V8 checks a cache against its source's length only: named by a digest of the source, a cache is
+  // never taken for another TypeScript's of the same length (a patched one).
+  const folder = cacheFolder()
+  const cacheFile = folder === undefined
+    ? undefined
+    : join(folder, `typescript-${createHash("sha256").update(source).digest("hex").slice(0, 16)}-v8-${process.versions.v8}.cache`)
   let cachedData
   try {
-    cachedData = fs.readFileSync(cacheFile)
+    if (cacheFile !== undefined) cachedData = fs.readFileSync(cacheFile)
   } catch {
     // None yet: compiled as without one, and kept after the check.
   }
-  const script = new vm.Script(Module.wrap(fs.readFileSync(typescriptFile, "utf8")), { filename: typescriptFile, cachedData })
+  const script = new vm.Script(Module.wrap(source), { filename: typescriptFile, cachedData })
   const module = { exports: {} }
   script.runInThisContext()(module.exports, Module.createRequire(typescriptFile), module, typescriptFile, dirname(typescriptFile))
-  let wanted = cachedData === undefined || script.cachedDataRejected === true
+  let wanted = cacheFile !== undefined && (cachedData === undefined || script.cachedDataRejected === true)
   const keepCodeCache = () => {
-    if (!wanted) return
+    if (!wanted || cacheFile === undefined) return
     wanted = false
     const temporary = `${cacheFile}.${randomUUID()}.tmp`
     try {
       fs.mkdirSync(dirname(cacheFile), { recursive: true })
-      fs.writeFileSync(temporary, script.createCachedData(), { flag: "wx" })
+      // Opened before the cache is made: a folder that cannot be written costs nothing more.
+      const file = fs.openSync(temporary, "wx")
+      try {
+        fs.writeFileSync(file, script.createCachedData())
+      } finally {
+        fs.closeSync(file)
+      }
       fs.renameSync(temporary, cacheFile)
     } catch {
       // A cache folder that cannot be written: TypeScript is compiled at each start, as before.

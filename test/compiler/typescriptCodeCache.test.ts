@@ -1,7 +1,8 @@
 /**
  * A type check compiles TypeScript with V8's code cache for it, kept under the user's cache folder
  * (`$XDG_CACHE_HOME/foundry`) once a check has run: a cache that is not V8's (truncated, from a
- * disk that lost it) is compiled around and made again, and the check's verdict is the same.
+ * disk that lost it) is compiled around and made again, and the check's verdict is the same; with
+ * no cache folder to tell (a relative one, no home), none is kept.
  */
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
@@ -14,21 +15,32 @@ import { writeGenerated } from "../../src/router/codegen.js"
 import { discoverAt } from "../router/support.js"
 import { agentFile, tempProject } from "../support/tempProject.js"
 
-/** `XDG_CACHE_HOME` set to a new folder for as long as the scope is open (children inherit it). */
-const cacheHome = Effect.acquireRelease(
-  Effect.sync(() => {
-    const before = process.env.XDG_CACHE_HOME
-    const folder = mkdtempSync(join(tmpdir(), "foundry-test-cache-"))
-    process.env.XDG_CACHE_HOME = folder
-    return { before, folder }
-  }),
-  ({ before, folder }) =>
+/** The environment's `variables` set for as long as the scope is open (children inherit them). */
+const withEnvironment = (variables: Readonly<Record<string, string>>) =>
+  Effect.acquireRelease(
     Effect.sync(() => {
-      if (before === undefined) delete process.env.XDG_CACHE_HOME
-      else process.env.XDG_CACHE_HOME = before
-      rmSync(folder, { recursive: true, force: true })
-    })
-)
+      const before = Object.fromEntries(Object.keys(variables).map((name) => [name, process.env[name]]))
+      Object.assign(process.env, variables)
+      return before
+    }),
+    (before) =>
+      Effect.sync(() => {
+        for (const [name, value] of Object.entries(before)) {
+          if (value === undefined) delete process.env[name]
+          else process.env[name] = value
+        }
+      })
+  )
+
+/** `XDG_CACHE_HOME` set to a new folder for as long as the scope is open. */
+const cacheHome = Effect.gen(function*() {
+  const folder = yield* Effect.acquireRelease(
+    Effect.sync(() => mkdtempSync(join(tmpdir(), "foundry-test-cache-"))),
+    (folder) => Effect.sync(() => rmSync(folder, { recursive: true, force: true }))
+  )
+  yield* withEnvironment({ XDG_CACHE_HOME: folder })
+  return folder
+})
 
 /** Generates `.foundry/` for the project at `root` and type-checks it. */
 const checkAt = (root: string) =>
@@ -43,7 +55,7 @@ const failing = `export const count: number = "three"\n`
 describe("TypeScript's code cache", () => {
   it.scopedLive("is kept after a check, and one that is not V8's is made again, the verdicts the same", () =>
     Effect.gen(function*() {
-      const { folder } = yield* cacheHome
+      const folder = yield* cacheHome
       const root = yield* tempProject({ "agents/helper.ts": agentFile(), "lib/count.ts": failing })
       const first = yield* checkAt(root)
       expect(first.diagnostics.map((d) => `${d.file} ${d.code}`)).toEqual(["lib/count.ts TS2322"])
@@ -59,5 +71,15 @@ describe("TypeScript's code cache", () => {
       expect([second.ok, second.reused, second.output]).toEqual([first.ok, first.reused, first.output])
       expect(readFileSync(cache).length).toBeGreaterThan(1_000_000)
       expect(readdirSync(join(folder, "foundry"))).toEqual(caches)
+    }))
+
+  it.scopedLive("is not kept where no cache folder can be told: a relative XDG_CACHE_HOME and no home", () =>
+    Effect.gen(function*() {
+      yield* withEnvironment({ XDG_CACHE_HOME: "cache", HOME: "" })
+      const root = yield* tempProject({ "agents/helper.ts": agentFile(), "lib/count.ts": failing })
+      const checked = yield* checkAt(root)
+      expect(checked.diagnostics.map((d) => `${d.file} ${d.code}`)).toEqual(["lib/count.ts TS2322"])
+      // The check runs in the project's folder: a relative cache folder would be made there.
+      expect(readdirSync(root).filter((entry) => entry === "cache" || entry === ".cache")).toEqual([])
     }))
 })
