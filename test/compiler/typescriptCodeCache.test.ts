@@ -13,24 +13,8 @@ import { Effect } from "effect"
 import { typeCheck } from "../../src/compiler/typeCheck.js"
 import { writeGenerated } from "../../src/router/codegen.js"
 import { discoverAt } from "../router/support.js"
+import { withEnv } from "../support/environment.js"
 import { agentFile, tempProject } from "../support/tempProject.js"
-
-/** The environment's `variables` set for as long as the scope is open (children inherit them). */
-const withEnvironment = (variables: Readonly<Record<string, string>>) =>
-  Effect.acquireRelease(
-    Effect.sync(() => {
-      const before = Object.fromEntries(Object.keys(variables).map((name) => [name, process.env[name]]))
-      Object.assign(process.env, variables)
-      return before
-    }),
-    (before) =>
-      Effect.sync(() => {
-        for (const [name, value] of Object.entries(before)) {
-          if (value === undefined) delete process.env[name]
-          else process.env[name] = value
-        }
-      })
-  )
 
 /** `XDG_CACHE_HOME` set to a new folder for as long as the scope is open. */
 const cacheHome = Effect.gen(function*() {
@@ -38,7 +22,7 @@ const cacheHome = Effect.gen(function*() {
     Effect.sync(() => mkdtempSync(join(tmpdir(), "foundry-test-cache-"))),
     (folder) => Effect.sync(() => rmSync(folder, { recursive: true, force: true }))
   )
-  yield* withEnvironment({ XDG_CACHE_HOME: folder })
+  yield* withEnv({ XDG_CACHE_HOME: folder })
   return folder
 })
 
@@ -75,7 +59,7 @@ describe("TypeScript's code cache", () => {
 
   it.scopedLive("is not kept where no cache folder can be told: a relative XDG_CACHE_HOME and no home", () =>
     Effect.gen(function*() {
-      yield* withEnvironment({ XDG_CACHE_HOME: "cache", HOME: "" })
+      yield* withEnv({ XDG_CACHE_HOME: "cache", HOME: "" })
       const root = yield* tempProject({ "agents/helper.ts": agentFile(), "lib/count.ts": failing })
       const checked = yield* checkAt(root)
       expect(checked.diagnostics.map((d) => `${d.file} ${d.code}`)).toEqual(["lib/count.ts TS2322"])

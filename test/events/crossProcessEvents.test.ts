@@ -13,7 +13,8 @@ import * as EventStorage from "../../src/events/EventStorage.js"
 import { backends, type DatabaseLayer, postgres, sqlite } from "../journal/backends.js"
 import { OtlpExportLive } from "../../src/events/OtlpExport.js"
 import { draft, started } from "../journal/fixtures.js"
-import { collector, withEnv } from "./otlpCollector.js"
+import { withEnv } from "../support/environment.js"
+import { collector } from "./otlpCollector.js"
 
 const run = { id: "r1", agent: "shop", instanceId: "acme", conversationId: "c1" }
 const elsewhere = { id: "r2", conversationId: "c2" }

@@ -9,7 +9,8 @@ import { durableProject, plan } from "../support/durableProject.js"
 import { plannedModel } from "../support/plannedModel.js"
 import { http, pendingApproval, startServer, waitForRun } from "../support/server.js"
 import { tempProject } from "../support/tempProject.js"
-import { collector, withEnv } from "./otlpCollector.js"
+import { withEnv } from "../support/environment.js"
+import { collector } from "./otlpCollector.js"
 
 /** Events of one run's span `spanId` (under `parentSpanId`), as its event log gives them, each at its time. */
 const eventOf = (spanId: string, parentSpanId: string | null) => (content: EventContent, time: number): FoundryEvent => ({

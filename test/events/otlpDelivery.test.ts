@@ -12,7 +12,8 @@ import { durableProject, plan } from "../support/durableProject.js"
 import { plannedModel } from "../support/plannedModel.js"
 import { http, startServer, type TestServer, waitForRun } from "../support/server.js"
 import { tempProject } from "../support/tempProject.js"
-import { type Collector, collector, type Span, withEnv } from "./otlpCollector.js"
+import { withEnv } from "../support/environment.js"
+import { type Collector, collector, type Span } from "./otlpCollector.js"
 
 /** Warnings and infos logged from here on in the test's fiber (and the server's, forked from it). */
 const logLines = Effect.gen(function*() {
