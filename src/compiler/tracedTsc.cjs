@@ -21,17 +21,44 @@
 // TypeScript's 9 MB compiled at each start took a third of a second, as much again as a record's
 // answer: it is compiled with V8's code cache for it, made after a check (the compiler's functions
 // compiled by then) and kept under the user's cache folder, one per TypeScript (by its source's
-// digest) and V8, for every project. V8 refuses a cache made of another source or by another V8 (it then compiles as without
-// one); a missing or refused cache is made again.
+// digest) and V8, for every project. V8 refuses a cache made of another source or by another V8
+// (it then compiles as without one); a missing or refused cache is made again.
 "use strict"
 const { createHash, randomUUID } = require("node:crypto")
 const fs = require("node:fs")
 const Module = require("node:module")
 const os = require("node:os")
 const { dirname, isAbsolute, join, resolve } = require("node:path")
+const { createInterface } = require("node:readline")
 const vm = require("node:vm")
 
 const typescriptFile = require.resolve("typescript")
+
+const digest = (bytes) => createHash("sha256").update(bytes).digest("hex")
+
+/**
+ * Writes the bytes `make` gives to `path` whole (a file beside it, renamed over it), or not at all:
+ * what cannot be written is left as it was, and the file beside it removed. The file is opened
+ * before `make` runs, so a folder that cannot be written costs no more than the attempt.
+ */
+const writeWhole = (path, make) => {
+  const temporary = `${path}.${randomUUID()}.tmp`
+  try {
+    const file = fs.openSync(temporary, "wx")
+    try {
+      fs.writeFileSync(file, make())
+    } finally {
+      fs.closeSync(file)
+    }
+    fs.renameSync(temporary, path)
+  } catch {
+    try {
+      fs.rmSync(temporary, { force: true })
+    } catch {
+      // Left behind, it is only a file that nothing reads.
+    }
+  }
+}
 
 /** The user's cache folder for Foundry, if it has one: an absolute `$XDG_CACHE_HOME`, else `~/.cache`. */
 const cacheFolder = () => {
@@ -44,15 +71,17 @@ const cacheFolder = () => {
   }
 }
 
-/** TypeScript's module, and the function that keeps V8's code cache for it if it needs making. */
+/**
+ * TypeScript's module, the digest of its source, and the function that keeps V8's code cache for
+ * it if it needs making.
+ */
 const loadTypeScript = () => {
   const source = fs.readFileSync(typescriptFile, "utf8")
+  const sourceDigest = digest(source)
   // V8 checks a cache against its source's length only: named by a digest of the source, a cache is
   // never taken for another TypeScript's of the same length (a patched one).
   const folder = cacheFolder()
-  const cacheFile = folder === undefined
-    ? undefined
-    : join(folder, `typescript-${createHash("sha256").update(source).digest("hex").slice(0, 16)}-v8-${process.versions.v8}.cache`)
+  const cacheFile = folder === undefined ? undefined : join(folder, `typescript-${sourceDigest.slice(0, 16)}-v8-${process.versions.v8}.cache`)
   let cachedData
   try {
     if (cacheFile !== undefined) cachedData = fs.readFileSync(cacheFile)
@@ -66,29 +95,17 @@ const loadTypeScript = () => {
   const keepCodeCache = () => {
     if (!wanted || cacheFile === undefined) return
     wanted = false
-    const temporary = `${cacheFile}.${randomUUID()}.tmp`
+    // A cache folder that cannot be made or written: TypeScript is compiled at each start, as before.
     try {
       fs.mkdirSync(dirname(cacheFile), { recursive: true })
-      // Opened before the cache is made: a folder that cannot be written costs nothing more.
-      const file = fs.openSync(temporary, "wx")
-      try {
-        fs.writeFileSync(file, script.createCachedData())
-      } finally {
-        fs.closeSync(file)
-      }
-      fs.renameSync(temporary, cacheFile)
     } catch {
-      // A cache folder that cannot be written: TypeScript is compiled at each start, as before.
-      try {
-        fs.rmSync(temporary, { force: true })
-      } catch {
-        // Left behind, it is only a file that nothing reads.
-      }
+      return
     }
+    writeWhole(cacheFile, () => script.createCachedData())
   }
-  return { ts: module.exports, keepCodeCache }
+  return { ts: module.exports, sourceDigest, keepCodeCache }
 }
-const { keepCodeCache, ts } = loadTypeScript()
+const { keepCodeCache, sourceDigest, ts } = loadTypeScript()
 
 /** The exit status of a check that passed before, nothing it asked about changed since. */
 const reusedStatus = 100
@@ -96,11 +113,8 @@ const reusedStatus = 100
 /** What the record means; a record of another format is never taken for this one. */
 const format = 1
 
-// TypeScript by its version and its compiler's file: a patched compiler of the same version differs.
-const compiler = (() => {
-  const file = fs.statSync(typescriptFile)
-  return `${ts.version} ${file.size} ${file.mtimeMs}`
-})()
+// TypeScript by its version and its compiler's source: a patched compiler of the same version differs.
+const compiler = `${ts.version} ${sourceDigest}`
 
 const serving = process.argv[2] === "--serve"
 const [parentPid, record, buildInfoFile, ...args] = process.argv.slice(serving ? 3 : 2)
@@ -115,7 +129,6 @@ const stopIfOrphaned = () => {
 }
 const buildInfo = resolve(buildInfoFile)
 
-const digest = (bytes) => createHash("sha256").update(bytes).digest("hex")
 const digestOf = (path) => {
   try {
     return digest(fs.readFileSync(path))
@@ -172,18 +185,7 @@ const answer = (answers, key, value) => {
 const keepRecord = () => {
   if (recording.unsteady) return
   const { reads, files, directories, realpaths, folders, listings } = recording
-  const temporary = `${record}.${randomUUID()}.tmp`
-  try {
-    const kept = { format, typescript: compiler, args, reads, files, directories, realpaths, folders, listings }
-    fs.writeFileSync(temporary, JSON.stringify(kept), { flag: "wx" })
-    fs.renameSync(temporary, record)
-  } catch {
-    try {
-      fs.rmSync(temporary, { force: true })
-    } catch {
-      // Left behind, it is only a file that no check reads.
-    }
-  }
+  writeWhole(record, () => JSON.stringify({ format, typescript: compiler, args, reads, files, directories, realpaths, folders, listings }))
 }
 
 // TypeScript's own decoding (`ts.sys.readFile`), on the bytes whose digest is kept.
@@ -329,24 +331,19 @@ else {
   // The process ends with its stdin, which closes when foundry dev ends. Requests that came while a
   // check ran (saves faster than checks; checks foundry dev no longer waits for) are answered by one
   // check of the files as they are by then, not one check each.
-  let pending = ""
-  let answering = false
+  let asking = []
   const answerAll = () => {
-    answering = false
-    const lines = pending.split("\n")
-    pending = lines.pop() ?? ""
-    const ids = lines.filter((line) => line !== "").map((line) => JSON.parse(line).id)
-    if (ids.length === 0) return
+    const ids = asking
+    asking = []
     const answer = checkOnce()
     process.stdout.write(ids.map((id) => `${JSON.stringify({ id, ...answer })}\n`).join(""))
     if (answer.status !== reusedStatus) keepCodeCache()
   }
-  process.stdin.setEncoding("utf8")
-  process.stdin.on("data", (chunk) => {
-    pending += chunk
-    if (answering) return
-    answering = true
-    setImmediate(answerAll)
+  const requests = createInterface({ input: process.stdin })
+  requests.on("line", (line) => {
+    if (line === "") return
+    asking.push(JSON.parse(line).id)
+    if (asking.length === 1) setImmediate(answerAll)
   })
-  process.stdin.on("end", () => process.exit(0))
+  requests.on("close", () => process.exit(0))
 }

@@ -95,7 +95,7 @@ export const parseDiagnostics = (root: string, output: string): ReadonlyArray<Ty
 
 
 /** The exit status of `tracedTsc.cjs` for a check that passed before, nothing it read changed since. */
-export const reusedStatus = 100
+const reusedStatus = 100
 
 /**
  * Writes the tsconfig the project at `root` is checked with; the arguments of `tracedTsc.cjs`
@@ -117,13 +117,16 @@ export const prepareCheck = Effect.fn("compiler.prepareCheck")(function*(root: s
   ]
 })
 
-/** The result of a check of the project at `root` from what tsc said, and whether it ran. */
-export const checkResult = (root: string, output: string, reused: boolean): TypeCheckResult => ({
-  ok: output === "",
-  diagnostics: parseDiagnostics(root, output),
-  output,
-  reused
-})
+/**
+ * The result of a check of the project at `root` from the status `tracedTsc.cjs` ended it with and
+ * what it said; `why` says why a check that did not pass said nothing.
+ */
+export const checkResult = (root: string, status: number, said: string, why: () => string): TypeCheckResult => {
+  const reused = status === reusedStatus && said === ""
+  // tsc that says nothing has passed only if it ended well: not killed, not missing.
+  const output = reused ? "" : said === "" && status !== 0 ? `tsc did not finish: ${why()}` : said
+  return { ok: output === "", diagnostics: parseDiagnostics(root, output), output, reused }
+}
 
 /**
  * Type-checks the project at `root` (whose generated files are already written), unless nothing
@@ -138,10 +141,9 @@ export const typeCheck = Effect.fn("compiler.typeCheck")(function*(root: string,
       [packageLayout.tracedTscFile, ...args],
       { cwd: root, maxBuffer: 16 * 1024 * 1024 },
       (error, stdout, stderr) => {
-        const said = `${stdout}${stderr}`.trim()
-        if (error?.code === reusedStatus && said === "") return resume(Effect.succeed(checkResult(root, "", true)))
-        // tsc that says nothing has passed only if it ended well: not killed, not missing.
-        resume(Effect.succeed(checkResult(root, said === "" && error !== null ? `tsc did not finish: ${error.message}` : said, false)))
+        // Killed or never started, it has no status of its own: one that is not a pass.
+        const status = error === null ? 0 : typeof error.code === "number" ? error.code : -1
+        resume(Effect.succeed(checkResult(root, status, `${stdout}${stderr}`.trim(), () => error?.message ?? "")))
       }
     )
     return Effect.sync(() => child.kill("SIGKILL"))

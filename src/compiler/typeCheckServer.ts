@@ -7,11 +7,12 @@
  */
 import { type ChildProcessWithoutNullStreams, spawn } from "node:child_process"
 import { constants, getPriority, setPriority } from "node:os"
+import { createInterface } from "node:readline"
 import type { FileSystem } from "@effect/platform"
 import type { PlatformError } from "@effect/platform/Error"
 import { Effect, type Scope } from "effect"
 import { packageLayout } from "../packageLayout.js"
-import { checkResult, prepareCheck, reusedStatus, type TypeCheckResult } from "./typeCheck.js"
+import { checkResult, prepareCheck, type TypeCheckResult } from "./typeCheck.js"
 
 /** The type checks of one project, each a check of the project as it is once it is asked for. */
 export interface TypeChecks {
@@ -67,24 +68,17 @@ export const typeCheckServer = (root: string): Effect.Effect<TypeChecks, never, 
     const start = (args: ReadonlyArray<string>): ChildProcessWithoutNullStreams => {
       const child = spawn(process.execPath, [packageLayout.tracedTscFile, "--serve", ...args], { cwd: root })
       if (child.pid !== undefined) beneathThisProcess(child.pid)
-      let stdout = ""
       let stderr = ""
-      child.stdout.setEncoding("utf8")
-      child.stdout.on("data", (chunk: string) => {
-        stdout += chunk
-        for (let end = stdout.indexOf("\n"); end >= 0; end = stdout.indexOf("\n")) {
-          const line = stdout.slice(0, end)
-          stdout = stdout.slice(end + 1)
-          let answer: unknown
-          try {
-            answer = JSON.parse(line)
-          } catch {
-            continue
-          }
-          if (!isAnswer(answer)) continue
-          waiting.get(answer.id)?.(answer)
-          waiting.delete(answer.id)
+      createInterface({ input: child.stdout }).on("line", (line) => {
+        let answer: unknown
+        try {
+          answer = JSON.parse(line)
+        } catch {
+          return
         }
+        if (!isAnswer(answer)) return
+        waiting.get(answer.id)?.(answer)
+        waiting.delete(answer.id)
       })
       child.stderr.setEncoding("utf8")
       child.stderr.on("data", (chunk: string) => {
@@ -125,11 +119,7 @@ export const typeCheckServer = (root: string): Effect.Effect<TypeChecks, never, 
           child.stdin.write(`${JSON.stringify({ id })}\n`)
           return Effect.sync(() => waiting.delete(id))
         })
-        const reused = answer.status === reusedStatus && answer.output === ""
-        const output = answer.output.trim()
-        // A check that did not pass says why; one that says nothing has not passed either.
-        if (reused || answer.status === 0 || output !== "") return checkResult(root, reused ? "" : output, reused)
-        return checkResult(root, `tsc did not finish: it answered with status ${answer.status} and no errors`, false)
+        return checkResult(root, answer.status, answer.output.trim(), () => `it answered with status ${answer.status} and no errors`)
       })
 
     return { check }
