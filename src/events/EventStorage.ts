@@ -52,9 +52,26 @@ export interface EventRetention {
   readonly keepLatest?: number | undefined
 }
 
+/** What a look at the store's newest events found (`EventStorage.readOn`). */
+export interface ReadOn {
+  /** The events read that the reader did not already have, oldest first. */
+  readonly events: ReadonlyArray<FoundryEvent>
+  /** The `seq` of the last event read (the look's `after` when there was none). */
+  readonly readTo: number
+  /** Whether the look read as many as it was allowed to: there may be more. */
+  readonly full: boolean
+}
+
 /** Event storage. */
 export class EventStorage extends Context.Tag("foundry/EventStorage")<EventStorage, {
   readonly list: (filter: EventFilter) => Effect.Effect<ReadonlyArray<FoundryEvent>, StoreError>
+  /**
+   * The next `limit` events stored after `after`, in order, but only those `known` does not
+   * claim whole: a reader of everything written (the event log's tail) already has the events its
+   * own process wrote, and reading them back, columns and all, decoded, would cost it every event
+   * written, to throw most of them away.
+   */
+  readonly readOn: (after: number, limit: number, known: (seq: number) => boolean) => Effect.Effect<ReadOn, StoreError>
   /** The `seq` of the newest event stored, 0 with none. */
   readonly newestSeq: Effect.Effect<number, StoreError>
   /** Deletes events before `olderThan` (ms since the epoch) and all but the newest `keepLatest`; returns how many went. */
@@ -125,6 +142,49 @@ const whyUnreadable = (error: ParseResult.ParseError): string => {
   return first === undefined ? error.message : `${first.path.join(".") || "row"}: ${first.message}`
 }
 
+/** Rows decoded as events; a row that does not decode is skipped and counted, the first one described. */
+const decodeRows = (rows: ReadonlyArray<Row>, into: Array<FoundryEvent>, skips: Skips): void => {
+  for (const row of rows) {
+    const decoded = decodeRow(row)
+    if (decoded._tag === "Right") into.push(decoded.right)
+    else if (skips.count++ === 0) skips.first = `seq ${String(row.seq)} (${String(row.type)}): ${decoded.left}`
+  }
+}
+
+/** The stored rows a read skipped: how many, and the first. */
+interface Skips {
+  count: number
+  first: string
+}
+
+/** Says which stored events were skipped, if any. */
+const warnSkipped = (skips: Skips) =>
+  skips.count === 0 ? Effect.void : Effect.logWarning(
+    `skipped ${skips.count} stored event(s) that do not match their type's schema (written by an older version?); the first: ${skips.first}`
+  )
+
+/**
+ * The stretches of `seqs` (in order) that `known` does not claim, each as its first and last
+ * `seq`: every event stored between those two is one of them (events commit in the order of their
+ * numbers, so none comes later below the last one read).
+ */
+const unknownStretches = (seqs: ReadonlyArray<number>, known: (seq: number) => boolean): Array<readonly [number, number]> => {
+  const stretches: Array<[number, number]> = []
+  let open: [number, number] | undefined
+  for (const seq of seqs) {
+    if (known(seq)) open = undefined
+    else if (open === undefined) stretches.push(open = [seq, seq])
+    else open[1] = seq
+  }
+  return stretches
+}
+
+/**
+ * Up to this many stretches of unknown events are read one by one; beyond, the whole range at
+ * once (a look between two busy writers would otherwise cost a statement per step of the other).
+ */
+const stretchesReadApart = 8
+
 /** Event storage on the `Database`. */
 export const layer = Layer.effect(
   EventStorage,
@@ -164,33 +224,45 @@ export const layer = Layer.effect(
         Effect.gen(function*() {
           const limit = filter.limit ?? 1000
           const events: Array<FoundryEvent> = []
-          let skipped = 0
-          let firstSkipped = ""
+          const skips: Skips = { count: 0, first: "" }
           let after = filter.after
           let before = filter.before
           while (events.length < limit) {
             const wanted = limit - events.length
             const rows = yield* select(filter, after, before, wanted)
-            for (const row of rows) {
-              const decoded = decodeRow(row)
-              if (decoded._tag === "Right") {
-                events.push(decoded.right)
-              } else if (skipped++ === 0) {
-                firstSkipped = `seq ${String(row.seq)} (${String(row.type)}): ${decoded.left}`
-              }
-            }
+            decodeRows(rows, events, skips)
             const last = rows[rows.length - 1]
             if (last === undefined || rows.length < wanted) break
             if (filter.newestFirst === true) before = Number(last.seq)
             else after = Number(last.seq)
           }
-          if (skipped > 0) {
-            yield* Effect.logWarning(
-              `skipped ${skipped} stored event(s) that do not match their type's schema (written by an older version?); the first: ${firstSkipped}`
-            )
-          }
+          yield* warnSkipped(skips)
           return events
         }).pipe(failAs("listEvents")),
+
+      // The numbers first (read from the key alone), then the rows of the stretches nobody here
+      // has: alone on its store, a process reads no event back.
+      readOn: (after, limit, known) =>
+        Effect.gen(function*() {
+          const numbered = yield* database.read({ sql: "SELECT seq FROM foundry_events WHERE seq > ? ORDER BY seq LIMIT ?", params: [after, limit] })
+          const seqs = numbered.map((row) => Number(row.seq))
+          const readTo = seqs[seqs.length - 1] ?? after
+          const stretches = unknownStretches(seqs, known)
+          const events: Array<FoundryEvent> = []
+          const skips: Skips = { count: 0, first: "" }
+          const between = (from: number, to: number) =>
+            database.read({ sql: "SELECT * FROM foundry_events WHERE seq >= ? AND seq <= ? ORDER BY seq", params: [from, to] })
+          const [first] = stretches
+          const last = stretches[stretches.length - 1]
+          if (first !== undefined && last !== undefined && stretches.length > stretchesReadApart) {
+            const rows = yield* between(first[0], last[1])
+            decodeRows(rows.filter((row) => !known(Number(row.seq))), events, skips)
+          } else {
+            for (const [from, to] of stretches) decodeRows(yield* between(from, to), events, skips)
+          }
+          yield* warnSkipped(skips)
+          return { events, readTo, full: seqs.length === limit }
+        }).pipe(failAs("readEvents")),
 
       newestSeq: Effect.map(
         database.read({ sql: "SELECT COALESCE(MAX(seq), 0) AS seq FROM foundry_events", params: [] }),

@@ -118,6 +118,7 @@ export const makeStoreTail = (options: {
       }))
 
     const unseenFor = Duration.toMillis(Duration.decode(pollEvery))
+    const isPublished = (seq: number) => seen.has(seq)
     yield* Effect.gen(function*() {
       if (followers === 0) {
         tailFrom = "newest"
@@ -133,13 +134,16 @@ export const makeStoreTail = (options: {
       outlet.toRunFollowers(ready)
       // On from where the tail has read: events commit in the order of their numbers, so none
       // numbered lower commits later. Page after page until one is not full: a tail that reads
-      // less than is written falls behind.
-      let page: ReadonlyArray<FoundryEvent> = []
+      // less than is written falls behind. What was published here is not read back: a page holds
+      // the other processes' events (and this one's the tail reads before they are published here).
+      let full = false
       do {
-        page = yield* storage.list({ after: tailAt, limit: pageSize })
+        const look = yield* storage.readOn(tailAt, pageSize, isPublished)
+        const page = look.events
+        full = look.full
         const readAt = Date.now()
-        for (const event of page) if (!seen.has(event.seq)) unseen.push({ event, readAt })
-        const readTo = page[page.length - 1]?.seq ?? tailAt
+        for (const event of page) unseen.push({ event, readAt })
+        const readTo = look.readTo
         // Ephemeral events of other processes placed among these go in their places: the events
         // up to each place first, then those placed there, then the rest.
         for (const place of arrivals.placesUpTo(readTo)) {
@@ -149,7 +153,7 @@ export const makeStoreTail = (options: {
         }
         tailAt = readTo
         outlet.feedInOrder(page, tailAt)
-      } while (page.length === pageSize)
+      } while (full)
       arrivals.release()
       forgetOld(now)
       outlet.looked(now)

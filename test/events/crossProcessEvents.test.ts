@@ -5,7 +5,7 @@
  */
 import { createHash } from "node:crypto"
 import { describe, expect, it } from "@effect/vitest"
-import { Chunk, Context, type Duration, Effect, Fiber, Layer, type Scope, Stream } from "effect"
+import { Chunk, Context, type Duration, Effect, Fiber, FiberRef, HashSet, Layer, Logger, type Scope, Stream } from "effect"
 import { Database } from "../../src/durable/Database.js"
 import * as SqlStore from "../../src/durable/SqlStore.js"
 import * as EventLog from "../../src/events/EventLog.js"
@@ -29,7 +29,11 @@ const processWithDatabaseOn = (place: DatabaseLayer, pollEvery: Duration.Duratio
         Layer.provideMerge(place)
       )
     ),
-    (context) => ({ log: Context.get(context, EventLog.EventLog), database: Context.get(context, Database) })
+    (context) => ({
+      log: Context.get(context, EventLog.EventLog),
+      database: Context.get(context, Database),
+      storage: Context.get(context, EventStorage.EventStorage)
+    })
   )
 
 /** The channel of a connection of its own to the database `place` opens: no process, no relay. */
@@ -140,6 +144,37 @@ const tests = (fresh: Effect.Effect<DatabaseLayer, unknown, Scope.Scope>) => {
       expect(spans.filter((span) => span === "late")).toEqual(["late"])
       expect([...spans].sort()).toEqual(["end", "here-1", "here-2", "late", "other-1", "other-2", "queued"])
     }), { timeout: 20_000 })
+
+  it.scopedLive("reading on from a number gives the events the reader does not know, in order, however they lie among those it knows, and reads none of those", () =>
+    Effect.gen(function*() {
+      const place = yield* fresh
+      const { database, log, storage } = yield* processWithDatabaseOn(place)
+      for (let n = 1; n <= 30; n++) yield* log.emit(draft(`e-${n}`, run, started))
+      // A row the reader knows that no longer decodes: read, it would be skipped with a warning.
+      yield* database.write({ statements: [{ sql: "UPDATE foundry_events SET data = ? WHERE seq = ?", params: ["not json", 4] }] })
+      const warnings: Array<string> = []
+      yield* Effect.locallyScopedWith(FiberRef.currentLoggers, HashSet.add(Logger.make(({ message }) => warnings.push(String(message)))))
+      const spansOf = (events: ReadonlyArray<{ readonly spanId: string }>) => events.map((event) => event.spanId)
+
+      // One stretch not known, and the page ends before the store does.
+      const one = yield* storage.readOn(2, 20, (seq) => seq < 10 || seq > 12)
+      expect(spansOf(one.events)).toEqual(["e-10", "e-11", "e-12"])
+      expect([one.readTo, one.full]).toEqual([22, true])
+      // Every third one not known: more stretches than are read one by one.
+      const many = yield* storage.readOn(0, 100, (seq) => seq % 3 !== 0)
+      expect(spansOf(many.events)).toEqual(Array.from({ length: 10 }, (_, n) => `e-${3 * (n + 1)}`))
+      expect([many.readTo, many.full]).toEqual([30, false])
+      // All known: nothing, and where the reading got to.
+      const none = yield* storage.readOn(25, 100, () => true)
+      expect([none.events, none.readTo, none.full]).toEqual([[], 30, false])
+      // Nothing after the newest.
+      expect(yield* storage.readOn(30, 100, () => false)).toEqual({ events: [], readTo: 30, full: false })
+      expect(warnings).toEqual([])
+      // Not known, the row that does not decode is read, and skipped with a warning.
+      const unknown = yield* storage.readOn(3, 2, () => false)
+      expect([spansOf(unknown.events), unknown.readTo]).toEqual([["e-5"], 5])
+      expect(warnings.join("\n")).toContain("skipped 1 stored event(s)")
+    }))
 
   it.scopedLive("a run's follower gets the run's end another process stores, and its stream ends", () =>
     Effect.gen(function*() {
