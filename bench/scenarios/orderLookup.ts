@@ -51,7 +51,7 @@ const orderLookupOn = (store: "sqlite" | "postgres") => Effect.gen(function*() {
   yield* progress(`order-lookup: ${conversations} conversations, ${inFlight} in flight`)
   const rss = sampleRss()
   const statsBefore = yield* runtime.database.stats
-  const { byThread, cpuMs, elapsedMs, runs } = yield* batch(conversations, inFlight)
+  const { byThread, cpuMs, elapsedMs, gc, runs } = yield* batch(conversations, inFlight)
   const statsAfter = yield* runtime.database.stats
   const peakRss = rss.stop()
   const lines = lineCount(sideEffects)
@@ -107,6 +107,7 @@ const orderLookupOn = (store: "sqlite" | "postgres") => Effect.gen(function*() {
     // The same CPU by thread: the main thread runs the runs; the others are mostly V8 compiling the
     // hot code and collecting garbage beside it.
     cpuMsPerRunByThread: byThread,
+    gcPerRun: gc,
     peakRssMb: mb(peakRss),
     rssBeforeRunsMb: mb(rssLoaded),
     overheadPerTurnMs: {
@@ -122,6 +123,7 @@ const orderLookupOn = (store: "sqlite" | "postgres") => Effect.gen(function*() {
       runsPerSecond: round(sustainedConversations / (sustained.elapsedMs / 1000), 1),
       cpuMsPerRun: round(sustained.cpuMs / sustainedConversations, 3),
       cpuMsPerRunByThread: sustained.byThread,
+      gcPerRun: sustained.gc,
       // The benchmark's own client included: it submits each run and waits for its end.
       effectOperationsPerRun: round(operations / sustainedConversations, 1)
     },

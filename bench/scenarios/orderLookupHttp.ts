@@ -40,7 +40,7 @@ export const orderLookupHttp = Effect.gen(function*() {
   const started = performance.now()
   const measured = yield* batch(runs)
   const elapsedMs = performance.now() - started
-  const { byThread, cpuMs } = cpu(runs)
+  const { byThread, cpuMs, gc } = cpu(runs)
   const statsAfter = yield* server.database.stats
   const peakRss = rss.stop()
   const lines = lineCount(sideEffects)
@@ -69,6 +69,7 @@ export const orderLookupHttp = Effect.gen(function*() {
     latencyMs: { p50: round(percentile(latencies, 50)), p99: round(percentile(latencies, 99)) },
     cpuMsPerRun: round(cpuMs / runs, 3),
     cpuMsPerRunByThread: byThread,
+    gcPerRun: gc,
     clientsApart: { ...apart, serverEffectOperationsPerRun: round(serverOperations / runs, 1) },
     peakRssMb: mb(peakRss),
     rssBeforeRunsMb: mb(rssLoaded),

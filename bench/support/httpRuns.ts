@@ -9,7 +9,7 @@ import { Effect, Schema } from "effect"
 import { runEndTypes } from "../../src/events/FoundryEvent.js"
 import { RunCreated } from "../../src/transports/http/api/RunsGroup.js"
 import { followEvents, type LoadClient, loadClient, postJson } from "./httpClient.js"
-import { cpuMsSince, round } from "./stats.js"
+import { cpuReading, type GcFigures, round } from "./stats.js"
 
 const decodeRunCreated = Schema.decodeUnknown(Schema.parseJson(RunCreated))
 const decodeDone = Schema.decodeUnknownEither(Schema.parseJson(Schema.Struct({ elapsedMs: Schema.Number })))
@@ -51,20 +51,24 @@ export const runClientsHere = (url: string, runs: number, clients: number) =>
  * (the server's) CPU per run while they ran.
  */
 export const runsFromAnotherProcess = (url: string, runs: number, clients: number) =>
-  Effect.async<{ readonly runsPerSecond: number; readonly serverCpuMsPerRun: number }, Error>((resume) => {
+  Effect.async<{ readonly runsPerSecond: number; readonly serverCpuMsPerRun: number; readonly serverGcPerRun: GcFigures }, Error>((resume) => {
     const child = spawn(process.execPath, [process.argv[1] ?? "", "--http-clients", url, String(runs), String(clients)], {
       stdio: ["ignore", "pipe", "inherit"]
     })
-    let cpu: NodeJS.CpuUsage | undefined
+    let cpu: ReturnType<typeof cpuReading> | undefined
     createInterface({ input: child.stdout }).on("line", (line) => {
-      if (line === "start") return void (cpu = process.cpuUsage())
+      if (line === "start") return void (cpu = cpuReading())
       if (cpu === undefined) return
-      const serverCpuMs = cpuMsSince(cpu)
+      const server = cpu(runs)
       const done = decodeDone(line)
       resume(
         done._tag === "Left"
           ? Effect.fail(new Error(`the clients' process said ${line}`))
-          : Effect.succeed({ runsPerSecond: round(runs / (done.right.elapsedMs / 1000), 1), serverCpuMsPerRun: round(serverCpuMs / runs, 3) })
+          : Effect.succeed({
+            runsPerSecond: round(runs / (done.right.elapsedMs / 1000), 1),
+            serverCpuMsPerRun: round(server.cpuMs / runs, 3),
+            serverGcPerRun: server.gc
+          })
       )
     })
     child.on("exit", (code) => {
