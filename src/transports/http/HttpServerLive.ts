@@ -2,8 +2,8 @@
  * The HTTP server: the native API (with its OpenAPI document at `/api/openapi.json`) on Node's
  * http server. Binds to loopback unless told otherwise.
  */
-import { FileSystem, HttpApiBuilder, HttpIncomingMessage, HttpMiddleware, HttpRouter } from "@effect/platform"
-import { Effect, Layer, Option } from "effect"
+import { Etag, FileSystem, HttpApiBuilder, HttpIncomingMessage, HttpMiddleware, HttpPlatform, HttpRouter, HttpServer, Path } from "@effect/platform"
+import { Context, Effect, Layer, Option, Scope } from "effect"
 import { authMiddleware } from "../../auth/authMiddleware.js"
 import { FoundryApi } from "./api/FoundryApi.js"
 import { ApprovalsLive } from "./handlers/ApprovalsLive.js"
@@ -34,6 +34,39 @@ export const ApiLive = HttpApiBuilder.api(FoundryApi).pipe(
   Layer.provide([RunsLive, ConversationsLive, InstancesLive, CapabilitiesLive, ApprovalsLive, EventsLive, HooksLive, SchedulesHttpLive, SystemLive, UsageLive, ClusterLive, TokensLive, ReleasesLive, EnvironmentsLive, OpenAiLive])
 )
 
+/** What a request's fiber starts with: the platform's services, and the signal the event streams end on. */
+type RequestServices =
+  | Scope.Scope
+  | HttpServer.HttpServer
+  | HttpPlatform.HttpPlatform
+  | FileSystem.FileSystem
+  | Path.Path
+  | Etag.Generator
+  | ServerStopping.ServerStopping
+
+/**
+ * `HttpApiBuilder.serve`, each request's fiber started with the few services a request reads from
+ * its own context instead of the server's whole (46 services): the platform copies a request's
+ * context as it adds the request, its scope and its route to it, and the copies of a run's event
+ * stream live as long as the run. A handler reads the services of its group (which the builder
+ * merges into each request), and routes and middleware are typed to read no more than the
+ * request and its scope (`HttpRouter.DefaultServices`).
+ */
+const serve = Layer.scopedDiscard(Effect.gen(function*() {
+  const app = yield* HttpApiBuilder.httpApp
+  const kept = Context.pick(
+    Scope.Scope,
+    HttpServer.HttpServer,
+    HttpPlatform.HttpPlatform,
+    FileSystem.FileSystem,
+    Path.Path,
+    Etag.Generator,
+    HttpIncomingMessage.MaxBodySize,
+    ServerStopping.ServerStopping
+  )(yield* Effect.context<RequestServices>())
+  yield* HttpServer.serveEffect(app).pipe(Effect.mapInputContext((_: Context.Context<never>) => kept))
+})).pipe(Layer.provide([HttpApiBuilder.Router.Live, HttpApiBuilder.Middleware.layer]))
+
 /** Serves the API on `host:port` (port 0 picks a free one), reading request bodies up to `bodyLimit` bytes. */
 export const layer = (options: {
   readonly port: number
@@ -42,7 +75,7 @@ export const layer = (options: {
   /** `server.allowedHosts` as the server started: whether it needs tokens was decided by them. */
   readonly allowedHosts: ReadonlyArray<string>
 }) =>
-  HttpApiBuilder.serve().pipe(
+  serve.pipe(
     // An id in a path may be as long as its API allows (a conversation's up to 200 characters,
     // three times that percent-encoded); the router's default refused any over 100.
     Layer.provide(HttpRouter.setRouterConfig({ maxParamLength: 1024 })),
