@@ -9,7 +9,7 @@ import { Effect, Schema } from "effect"
 import { runEndTypes } from "../../src/events/FoundryEvent.js"
 import { RunCreated } from "../../src/transports/http/api/RunsGroup.js"
 import { followEvents, type LoadClient, loadClient, postJson } from "./httpClient.js"
-import { cpuReading, type GcFigures, round } from "./stats.js"
+import { cpuReading, type GcFigures, round, type ThreadCpuPerRun } from "./stats.js"
 
 const decodeRunCreated = Schema.decodeUnknown(Schema.parseJson(RunCreated))
 const decodeDone = Schema.decodeUnknownEither(Schema.parseJson(Schema.Struct({ elapsedMs: Schema.Number })))
@@ -46,12 +46,21 @@ export const runClientsHere = (url: string, runs: number, clients: number) =>
     process.stdout.write(`${JSON.stringify({ elapsedMs: performance.now() - started })}\n`)
   }).pipe(Effect.scoped)
 
+/** What a batch whose clients were in a process of their own measured: its rate, and the server's cost alone. */
+export interface RunsFromAnotherProcess {
+  readonly runsPerSecond: number
+  readonly serverCpuMsPerRun: number
+  /** The server's CPU by thread: its main thread's, beside the in-process batch's, says what the clients took of it there. */
+  readonly serverCpuMsPerRunByThread: ThreadCpuPerRun | null
+  readonly serverGcPerRun: GcFigures
+}
+
 /**
  * `runs` runs made by `clients` clients in a process of their own: the rate, and this process's
  * (the server's) CPU per run while they ran.
  */
 export const runsFromAnotherProcess = (url: string, runs: number, clients: number) =>
-  Effect.async<{ readonly runsPerSecond: number; readonly serverCpuMsPerRun: number; readonly serverGcPerRun: GcFigures }, Error>((resume) => {
+  Effect.async<RunsFromAnotherProcess, Error>((resume) => {
     const child = spawn(process.execPath, [process.argv[1] ?? "", "--http-clients", url, String(runs), String(clients)], {
       stdio: ["ignore", "pipe", "inherit"]
     })
@@ -67,6 +76,7 @@ export const runsFromAnotherProcess = (url: string, runs: number, clients: numbe
           : Effect.succeed({
             runsPerSecond: round(runs / (done.right.elapsedMs / 1000), 1),
             serverCpuMsPerRun: round(server.cpuMs / runs, 3),
+            serverCpuMsPerRunByThread: server.byThread,
             serverGcPerRun: server.gc
           })
       )

@@ -59,8 +59,14 @@ const threadCpu = (): ThreadCpu | undefined => {
   }
 }
 
+/** CPU per run of the main thread and of the others. */
+export interface ThreadCpuPerRun {
+  readonly mainThread: number
+  readonly otherThreads: number
+}
+
 /** CPU per run of the main thread and of the others between two readings, or `null` without `/proc`. */
-const threadCpuPerRun = (before: ThreadCpu | undefined, after: ThreadCpu | undefined, runs: number) =>
+const threadCpuPerRun = (before: ThreadCpu | undefined, after: ThreadCpu | undefined, runs: number): ThreadCpuPerRun | null =>
   before === undefined || after === undefined
     ? null
     : { mainThread: round((after.mainMs - before.mainMs) / runs, 3), otherThreads: round((after.otherThreadsMs - before.otherThreadsMs) / runs, 3) }
