@@ -180,10 +180,16 @@ const unknownStretches = (seqs: ReadonlyArray<number>, known: (seq: number) => b
 }
 
 /**
- * Up to this many stretches of unknown events are read one by one; beyond, the whole range at
- * once (a look between two busy writers would otherwise cost a statement per step of the other).
+ * Up to this many stretches of unknown events are read by their own ranges; beyond, the whole
+ * range from the first to the last (a look between two busy writers would otherwise send a
+ * statement as long as the other's steps are many).
  */
 const stretchesReadApart = 8
+
+// The read of `count` stretches' rows, made once per count (the store prepares each text once).
+const stretchesTexts: Array<string> = []
+const stretchesText = (count: number): string =>
+  stretchesTexts[count] ??= `SELECT * FROM foundry_events WHERE ${Array.from({ length: count }, () => "seq BETWEEN ? AND ?").join(" OR ")} ORDER BY seq`
 
 /** Event storage on the `Database`. */
 export const layer = Layer.effect(
@@ -250,15 +256,18 @@ export const layer = Layer.effect(
           const stretches = unknownStretches(seqs, known)
           const events: Array<FoundryEvent> = []
           const skips: Skips = { count: 0, first: "" }
-          const between = (from: number, to: number) =>
-            database.read({ sql: "SELECT * FROM foundry_events WHERE seq >= ? AND seq <= ? ORDER BY seq", params: [from, to] })
           const [first] = stretches
           const last = stretches[stretches.length - 1]
-          if (first !== undefined && last !== undefined && stretches.length > stretchesReadApart) {
-            const rows = yield* between(first[0], last[1])
-            decodeRows(rows.filter((row) => !known(Number(row.seq))), events, skips)
-          } else {
-            for (const [from, to] of stretches) decodeRows(yield* between(from, to), events, skips)
+          if (first !== undefined && last !== undefined) {
+            // One statement either way: the stretches' own rows, or past a few of them the rows
+            // from the first to the last, those known left undecoded.
+            const apart = stretches.length <= stretchesReadApart
+            const rows = yield* database.read(
+              apart
+                ? { sql: stretchesText(stretches.length), params: stretches.flat() }
+                : { sql: stretchesText(1), params: [first[0], last[1]] }
+            )
+            decodeRows(apart ? rows : rows.filter((row) => !known(Number(row.seq))), events, skips)
           }
           yield* warnSkipped(skips)
           return { events, readTo, full: seqs.length === limit }
