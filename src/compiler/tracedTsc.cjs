@@ -28,7 +28,7 @@ const { createHash, randomUUID } = require("node:crypto")
 const fs = require("node:fs")
 const Module = require("node:module")
 const os = require("node:os")
-const { dirname, isAbsolute, join, resolve } = require("node:path")
+const { basename, dirname, isAbsolute, join, resolve } = require("node:path")
 const { createInterface } = require("node:readline")
 const vm = require("node:vm")
 
@@ -51,12 +51,34 @@ const writeWhole = (path, make) => {
       fs.closeSync(file)
     }
     fs.renameSync(temporary, path)
+    removeLeftovers(path)
   } catch {
     try {
       fs.rmSync(temporary, { force: true })
     } catch {
       // Left behind, it is only a file that nothing reads.
     }
+  }
+}
+
+/** How old a file beside another must be to be taken for one its writer left: a write takes a second at most. */
+const leftoverAge = 10 * 60 * 1000
+
+/**
+ * Removes the files beside `path` that writers killed between their write and their rename left
+ * (the code cache is megabytes, and every project's checks write it): those old enough that no
+ * writer is at work on them.
+ */
+const removeLeftovers = (path) => {
+  const prefix = `${basename(path)}.`
+  try {
+    for (const entry of fs.readdirSync(dirname(path))) {
+      if (!entry.startsWith(prefix) || !entry.endsWith(".tmp")) continue
+      const leftover = join(dirname(path), entry)
+      if (Date.now() - fs.statSync(leftover).mtimeMs > leftoverAge) fs.rmSync(leftover, { force: true })
+    }
+  } catch {
+    // Another process's at the same moment, or a folder that cannot be read: left for the next write.
   }
 }
 

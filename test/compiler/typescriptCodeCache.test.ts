@@ -1,12 +1,14 @@
 /**
  * A type check compiles TypeScript with V8's code cache for it, kept under the user's cache folder
  * (`$XDG_CACHE_HOME/foundry`) once a check has run: a cache that is not V8's (truncated, from a
- * disk that lost it) is compiled around and made again, and the check's verdict is the same; with
- * no cache folder to tell (a relative one, no home), none is kept.
+ * disk that lost it) is compiled around and made again, and the check's verdict is the same, what
+ * a killed writer left beside it going then; with no cache folder to tell (a relative one, no
+ * home), none is kept.
  */
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
+import { randomUUID } from "node:crypto"
+import { mkdtempSync, readdirSync, readFileSync, rmSync, utimesSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
-import { join } from "node:path"
+import { basename, join } from "node:path"
 import { NodeContext } from "@effect/platform-node"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
@@ -51,10 +53,18 @@ describe("TypeScript's code cache", () => {
 
       // Cut short, as a full disk or a crash leaves it.
       writeFileSync(cache, made.subarray(0, 4096))
+      // Beside it, what a writer killed between its write and its rename left an hour ago, and what
+      // one at work now is writing.
+      const leftover = `${cache}.${randomUUID()}.tmp`
+      const atWork = `${cache}.${randomUUID()}.tmp`
+      writeFileSync(leftover, made.subarray(0, 4096))
+      const anHourAgo = (Date.now() - 3_600_000) / 1000
+      utimesSync(leftover, anHourAgo, anHourAgo)
+      writeFileSync(atWork, made.subarray(0, 4096))
       const second = yield* checkAt(root)
       expect([second.ok, second.reused, second.output]).toEqual([first.ok, first.reused, first.output])
       expect(readFileSync(cache).length).toBeGreaterThan(1_000_000)
-      expect(readdirSync(join(folder, "foundry"))).toEqual(caches)
+      expect(readdirSync(join(folder, "foundry")).sort()).toEqual([...caches, basename(atWork)].sort())
     }))
 
   it.scopedLive("is not kept where no cache folder can be told: a relative XDG_CACHE_HOME and no home", () =>
