@@ -5,7 +5,7 @@
  */
 import { createHash } from "node:crypto"
 import { describe, expect, it } from "@effect/vitest"
-import { Chunk, Context, type Duration, Effect, Fiber, FiberRef, HashSet, Layer, Logger, type Scope, Stream } from "effect"
+import { Chunk, Context, type Duration, Effect, Fiber, Layer, type Scope, Stream } from "effect"
 import { Database } from "../../src/durable/Database.js"
 import * as SqlStore from "../../src/durable/SqlStore.js"
 import * as EventLog from "../../src/events/EventLog.js"
@@ -14,6 +14,7 @@ import { backends, type DatabaseLayer, postgres, sqlite } from "../journal/backe
 import { OtlpExportLive } from "../../src/events/OtlpExport.js"
 import { draft, started } from "../journal/fixtures.js"
 import { withEnv } from "../support/environment.js"
+import { logLines } from "../support/logLines.js"
 import { collector } from "./otlpCollector.js"
 
 const run = { id: "r1", agent: "shop", instanceId: "acme", conversationId: "c1" }
@@ -152,8 +153,7 @@ const tests = (fresh: Effect.Effect<DatabaseLayer, unknown, Scope.Scope>) => {
       for (let n = 1; n <= 30; n++) yield* log.emit(draft(`e-${n}`, run, started))
       // A row the reader knows that no longer decodes: read, it would be skipped with a warning.
       yield* database.write({ statements: [{ sql: "UPDATE foundry_events SET data = ? WHERE seq = ?", params: ["not json", 4] }] })
-      const warnings: Array<string> = []
-      yield* Effect.locallyScopedWith(FiberRef.currentLoggers, HashSet.add(Logger.make(({ message }) => warnings.push(String(message)))))
+      const warnings = yield* logLines
       const spansOf = (events: ReadonlyArray<{ readonly spanId: string }>) => events.map((event) => event.spanId)
 
       // One stretch not known, and the page ends before the store does.

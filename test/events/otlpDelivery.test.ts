@@ -6,24 +6,15 @@ import { randomUUID } from "node:crypto"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Exit, FiberRef, HashSet, Logger, LogLevel, Scope } from "effect"
+import { Effect, Exit, Scope } from "effect"
 import { runCli } from "../support/cli.js"
 import { durableProject, plan } from "../support/durableProject.js"
 import { plannedModel } from "../support/plannedModel.js"
 import { http, startServer, type TestServer, waitForRun } from "../support/server.js"
 import { tempProject } from "../support/tempProject.js"
 import { withEnv } from "../support/environment.js"
+import { logLines } from "../support/logLines.js"
 import { type Collector, collector, type Span } from "./otlpCollector.js"
-
-/** Warnings and infos logged from here on in the test's fiber (and the server's, forked from it). */
-const logLines = Effect.gen(function*() {
-  const lines: Array<string> = []
-  const collect = Logger.make(({ logLevel, message }) => {
-    if (LogLevel.greaterThanEqual(logLevel, LogLevel.Info)) lines.push(Array.isArray(message) ? message.join(" ") : String(message))
-  })
-  yield* Effect.locallyScopedWith(FiberRef.currentLoggers, HashSet.add(collect))
-  return lines
-})
 
 const project = tempProject(durableProject(join(tmpdir(), `foundry-otel-${randomUUID()}.log`)))
 

@@ -42,7 +42,10 @@ const statOf = (pid: number): ReadonlyArray<string> => readFileSync(`/proc/${pid
 export const niceOf = (pid: number) => Number(statOf(pid)[16])
 
 /** The CPU time process `pid` has used, in clock ticks (fields 14 and 15). */
-export const cpuTicksOf = (pid: number) => Number(statOf(pid)[11]) + Number(statOf(pid)[12])
+export const cpuTicksOf = (pid: number) => {
+  const stat = statOf(pid)
+  return Number(stat[11]) + Number(stat[12])
+}
 
 /** Whether process `pid` has ended (a zombie nobody reaped has). */
 export const ended = (pid: number) => {
