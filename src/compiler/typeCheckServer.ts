@@ -44,6 +44,12 @@ const beneathThisProcess = (pid: number) => {
   }
 }
 
+/** The answer to check `id` that did not finish, saying `why`. */
+const notFinished = (id: number, why: string): Answer => ({ id, status: 1, output: `tsc did not finish: ${why}` })
+
+/** Why a check asked for once the checks' scope closed did not finish. */
+const endedWithDev = "the checks ended with foundry dev"
+
 /** The most of the checking process's stderr kept, to say why it ended. */
 const stderrKept = 4096
 
@@ -61,7 +67,7 @@ export const typeCheckServer = (root: string): Effect.Effect<TypeChecks, never, 
 
     /** Answers every check waiting that it did not finish, saying `why`. */
     const unfinished = (why: string) => {
-      for (const [id, answer] of waiting) answer({ id, status: 1, output: `tsc did not finish: ${why}` })
+      for (const [id, answer] of waiting) answer(notFinished(id, why))
       waiting.clear()
     }
 
@@ -103,7 +109,7 @@ export const typeCheckServer = (root: string): Effect.Effect<TypeChecks, never, 
         closed = true
         checker?.kill("SIGKILL")
         checker = undefined
-        unfinished("the checks ended with foundry dev")
+        unfinished(endedWithDev)
       })
     )
 
@@ -111,7 +117,7 @@ export const typeCheckServer = (root: string): Effect.Effect<TypeChecks, never, 
       Effect.gen(function*() {
         const args = yield* prepareCheck(root, configFile)
         const answer = yield* Effect.async<Answer>((resume) => {
-          if (closed) return resume(Effect.succeed({ id: 0, status: 1, output: "tsc did not finish: the checks ended with foundry dev" }))
+          if (closed) return resume(Effect.succeed(notFinished(0, endedWithDev)))
           const child = checker ?? start(args)
           checker = child
           const id = ++asked
