@@ -35,14 +35,16 @@ export const ApiLive = HttpApiBuilder.api(FoundryApi).pipe(
 )
 
 /** What a request's fiber starts with: the platform's services, and the signal the event streams end on. */
-type RequestServices =
-  | Scope.Scope
-  | HttpServer.HttpServer
-  | HttpPlatform.HttpPlatform
-  | FileSystem.FileSystem
-  | Path.Path
-  | Etag.Generator
-  | ServerStopping.ServerStopping
+const requestServices = [
+  Scope.Scope,
+  HttpServer.HttpServer,
+  HttpPlatform.HttpPlatform,
+  FileSystem.FileSystem,
+  Path.Path,
+  Etag.Generator,
+  HttpIncomingMessage.MaxBodySize,
+  ServerStopping.ServerStopping
+] as const
 
 /**
  * `HttpApiBuilder.serve`, each request's fiber started with the few services a request reads from
@@ -54,16 +56,7 @@ type RequestServices =
  */
 const serve = Layer.scopedDiscard(Effect.gen(function*() {
   const app = yield* HttpApiBuilder.httpApp
-  const kept = Context.pick(
-    Scope.Scope,
-    HttpServer.HttpServer,
-    HttpPlatform.HttpPlatform,
-    FileSystem.FileSystem,
-    Path.Path,
-    Etag.Generator,
-    HttpIncomingMessage.MaxBodySize,
-    ServerStopping.ServerStopping
-  )(yield* Effect.context<RequestServices>())
+  const kept = Context.pick(...requestServices)(yield* Effect.context<Context.Tag.Identifier<(typeof requestServices)[number]>>())
   yield* HttpServer.serveEffect(app).pipe(Effect.mapInputContext((_: Context.Context<never>) => kept))
 })).pipe(Layer.provide([HttpApiBuilder.Router.Live, HttpApiBuilder.Middleware.layer]))
 
