@@ -10,6 +10,7 @@ import { Database } from "../../src/durable/Database.js"
 import * as SqlStore from "../../src/durable/SqlStore.js"
 import * as EventLog from "../../src/events/EventLog.js"
 import * as EventStorage from "../../src/events/EventStorage.js"
+import type { FoundryEvent } from "../../src/events/FoundryEvent.js"
 import { backends, type DatabaseLayer, postgres, sqlite } from "../journal/backends.js"
 import { OtlpExportLive } from "../../src/events/OtlpExport.js"
 import { draft, started } from "../journal/fixtures.js"
@@ -318,11 +319,24 @@ const tests = (fresh: Effect.Effect<DatabaseLayer, unknown, Scope.Scope>) => {
       const here = yield* processOn(place, "2 seconds")
       const other = yield* processOn(place)
       yield* other.emit(draft("queued", run, { type: "run.queued", data: { input: "hello" } }))
-      const events = yield* here.runEvents(run.id).pipe(Stream.runCollect, Effect.fork)
-      const feed = yield* here.follow({}, 0).pipe(Stream.takeUntil((event) => event.type === "run.completed"), Stream.runCollect, Effect.fork)
+      // What each has handed on so far: a follower that read the run's stored events after its turn
+      // had ended would rightly drop the turn's deltas, which come too late for it.
+      const handedOn = { events: new Array<string>(), feed: new Array<string>() }
+      const noted = (to: Array<string>) => (event: FoundryEvent) => Effect.sync(() => to.push(event.spanId))
+      const events = yield* here.runEvents(run.id).pipe(Stream.tap(noted(handedOn.events)), Stream.runCollect, Effect.fork)
+      const feed = yield* here.follow({}, 0).pipe(
+        Stream.takeUntil((event) => event.type === "run.completed"),
+        Stream.tap(noted(handedOn.feed)),
+        Stream.runCollect,
+        Effect.fork
+      )
       // The process that executes the run hears that it is followed, and only then makes deltas (the
-      // run's follower and the feed say so each in a message of its own, in either order).
-      for (let attempt = 0; attempt < 100 && !(other.followed(run) && other.followed(elsewhere)); attempt++) yield* Effect.sleep("20 millis")
+      // run's follower and the feed say so each in a message of its own, in either order); both
+      // followers here have read what was stored before the turn.
+      const ready = () => other.followed(run) && other.followed(elsewhere) && handedOn.events.includes("queued") && handedOn.feed.includes("queued")
+      for (let attempt = 0; attempt < 500 && !ready(); attempt++) yield* Effect.sleep("20 millis")
+      expect(handedOn.events).toEqual(["queued"])
+      expect(handedOn.feed).toEqual(["queued"])
       expect(other.followed(run)).toBe(true)
       // The feed followed here takes every run's.
       expect(other.followed(elsewhere)).toBe(true)
