@@ -15,6 +15,8 @@ import * as PgConnection from "../../src/durable/pgConnection.js"
 import * as PgDatabase from "../../src/durable/PgDatabase.js"
 import * as SqliteDatabase from "../../src/durable/SqliteDatabase.js"
 import { insertEvents, type UnsequencedEvent } from "../../src/events/EventStorage.js"
+import { insertRun } from "../../src/journal/journalStatements.js"
+import { newRun } from "../journal/fixtures.js"
 import { freshSchema, skipPostgres } from "../support/postgres.js"
 
 /** The migrations up to and including `last`, as a database of that version ran them. */
@@ -65,8 +67,58 @@ const indexesOf = (sql: SqlClient.SqlClient) =>
     orElse: () => sql<{ readonly name: string }>`SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'foundry_events'`
   }).pipe(Effect.map((rows) => rows.map((row) => row.name).sort()))
 
+/** The definitions of the runs' indexes on keys and parents, as the database gives them back. */
+const sparseIndexesOf = (sql: SqlClient.SqlClient) =>
+  sql.onDialectOrElse({
+    pg: () =>
+      sql<{ readonly name: string; readonly definition: string }>`SELECT indexname AS name, indexdef AS definition FROM pg_indexes
+        WHERE tablename = 'foundry_runs' AND schemaname = current_schema() AND indexname IN ('runs_by_idempotency_key', 'runs_by_parent')`,
+    orElse: () =>
+      sql<{ readonly name: string; readonly definition: string }>`SELECT name, sql AS definition FROM sqlite_master
+        WHERE type = 'index' AND name IN ('runs_by_idempotency_key', 'runs_by_parent')`
+  }).pipe(Effect.map((rows) => Object.fromEntries(rows.map((row) => [row.name, row.definition.replace(/[()"]/g, "")]))))
+
+/** How the database finds a run by its idempotency key: the plan's text. */
+const keyLookupPlan = (sql: SqlClient.SqlClient) =>
+  sql.onDialectOrElse({
+    // A table this small is read whole unless told otherwise: whether the index can serve is the question.
+    pg: () =>
+      sql.withTransaction(Effect.zipRight(
+        sql`SET LOCAL enable_seqscan = off`,
+        sql<{ readonly "QUERY PLAN": string }>`EXPLAIN SELECT * FROM foundry_runs WHERE idempotency_key = ${"k1"}`
+      )).pipe(Effect.map((rows) => rows.map((row) => row["QUERY PLAN"]).join("\n"))),
+    orElse: () =>
+      sql<{ readonly detail: string }>`EXPLAIN QUERY PLAN SELECT * FROM foundry_runs WHERE idempotency_key = ${"k1"}`.pipe(
+        Effect.map((rows) => rows.map((row) => row.detail).join("\n"))
+      )
+  })
+
 for (const backend of backends) {
   describe.skipIf(backend.skip)(`migrations on ${backend.name}`, () => {
+    it.scoped("0021 indexes only the runs with an idempotency key or a parent; a key stays unique and is found by its index", () =>
+      Effect.gen(function*() {
+        const database: Database["Type"] = yield* backend.open
+        const sql = database.sql
+        yield* Effect.provideService(migrateUpTo("0020_runs_in_flight_by_conversation"), SqlClient.SqlClient, sql)
+        const insert = (id: string, idempotencyKey?: string) =>
+          database.write({ statements: [insertRun(newRun(id, idempotencyKey === undefined ? {} : { idempotencyKey }), 1_000, null)] })
+        yield* insert("r1", "k1")
+        yield* insert("r2")
+        const before = yield* sql`SELECT * FROM foundry_runs ORDER BY id`
+
+        yield* Effect.provideService(migrate, SqlClient.SqlClient, sql)
+        expect(yield* sql`SELECT * FROM foundry_runs ORDER BY id`).toEqual(before)
+        const indexes = yield* sparseIndexesOf(sql)
+        expect(indexes["runs_by_idempotency_key"]).toMatch(/UNIQUE INDEX .*WHERE idempotency_key IS NOT NULL$/)
+        expect(indexes["runs_by_parent"]).toMatch(/WHERE parent_run_id IS NOT NULL$/)
+        // Runs without a key are many; a key used twice is refused as before.
+        yield* insert("r3")
+        expect((yield* Effect.either(insert("r4", "k1")))._tag).toBe("Left")
+        expect(yield* keyLookupPlan(sql)).toContain("runs_by_idempotency_key")
+        const found = yield* sql<{ readonly id: string }>`SELECT id FROM foundry_runs WHERE idempotency_key = ${"k1"}`
+        expect(found.map((row) => row.id)).toEqual(["r1"])
+      }))
+
     it.scoped("0016 keeps every event, the indexes reads use and where seq stood, and no longer refuses a repeated id", () =>
       Effect.gen(function*() {
         const database: Database["Type"] = yield* backend.open
