@@ -344,8 +344,10 @@ export const layer = Layer.effect(
           for (const message of step.messages ?? []) {
             writes.push(statements.appendMessage(run.conversationId, run.id, encodeMessage(message), now))
           }
-          for (const usage of step.usage ?? []) writes.push(statements.addUsage(run.id, usage))
-          if (step.status !== undefined) writes.push(statements.updateRun(run.id, step.status, now, step.starts === true))
+          // The run's row updated once: its status and its turns' usage together.
+          const usage = statements.usageAdded(step.usage ?? [])
+          if (step.status !== undefined) writes.push(statements.updateRun(run.id, step.status, now, step.starts === true, usage))
+          else if (usage !== undefined) writes.push(statements.addUsage(run.id, usage))
           if (step.releaseLease === true && lease !== undefined) writes.push(statements.releaseLease(lease))
           // Without a lease, a step that ends the run does so only once: a second cancel finds it ended.
           const guard = lease !== undefined

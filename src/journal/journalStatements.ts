@@ -2,7 +2,7 @@
  * The statements the run journal writes, in the SQL that SQLite and PostgreSQL share (`?`
  * placeholders; the PostgreSQL database numbers them).
  */
-import type { Statement } from "../durable/Database.js"
+import type { SqlValue, Statement } from "../durable/Database.js"
 import { finalStatuses, finalStatusesSql } from "../durable/records.js"
 import type { Lease, NewRun, RunUpdate, TurnUsage } from "./journalRecords.js"
 
@@ -89,29 +89,65 @@ export const runInLine = (run: { readonly id: string; readonly conversationId: s
   params: [run.id, run.conversationId, run.id]
 })
 
-/**
- * A status change: starting sets `started_at` (the first start: a run resumed after waiting keeps
- * it, so its duration counts the wait), ending sets `finished_at` and the output or error.
- */
-export const updateRun = (id: string, update: RunUpdate, now: number, starts = false): Statement => {
-  if (update.status === "running") {
-    return { sql: "UPDATE foundry_runs SET status = 'running', started_at = COALESCE(started_at, ?) WHERE id = ?", params: [now, id] }
+/** What a step's turns used, summed: added to its run by the step's one update of the run's row. */
+export interface UsageAdded {
+  readonly inputTokens: number
+  readonly outputTokens: number
+  readonly costUsd: number
+  readonly unpricedTurns: number
+}
+
+/** The usage of `turns` together; none for a step without turns. */
+export const usageAdded = (turns: ReadonlyArray<TurnUsage>): UsageAdded | undefined => {
+  if (turns.length === 0) return undefined
+  let inputTokens = 0
+  let outputTokens = 0
+  let costUsd = 0
+  let unpricedTurns = 0
+  for (const turn of turns) {
+    inputTokens += turn.inputTokens
+    outputTokens += turn.outputTokens
+    if (turn.costUsd === null) unpricedTurns++
+    else costUsd += turn.costUsd
   }
+  return { inputTokens, outputTokens, costUsd, unpricedTurns }
+}
+
+const usageAssignments = "input_tokens = input_tokens + ?, output_tokens = output_tokens + ?, cost_usd = cost_usd + ?, unpriced_turns = unpriced_turns + ?"
+
+/** One update of run `id`'s row: `assignments` with their `params`, and the step's usage added with them. */
+const updateRunRow = (id: string, assignments: string, params: ReadonlyArray<SqlValue>, usage: UsageAdded | undefined): Statement =>
+  usage === undefined
+    ? { sql: `UPDATE foundry_runs SET ${assignments} WHERE id = ?`, params: [...params, id] }
+    : {
+      sql: `UPDATE foundry_runs SET ${assignments}, ${usageAssignments} WHERE id = ?`,
+      params: [...params, usage.inputTokens, usage.outputTokens, usage.costUsd, usage.unpricedTurns, id]
+    }
+
+/**
+ * A status change, with the usage of the step's turns: starting sets `started_at` (the first
+ * start: a run resumed after waiting keeps it, so its duration counts the wait), ending sets
+ * `finished_at` and the output or error.
+ */
+export const updateRun = (id: string, update: RunUpdate, now: number, starts = false, usage?: UsageAdded): Statement => {
+  if (update.status === "running") return updateRunRow(id, "status = 'running', started_at = COALESCE(started_at, ?)", [now], usage)
   // `starts`: the step that starts the run ends it or makes it wait too; else a start time stays as it was.
   const startedAt = starts ? now : null
   if (finalStatuses.has(update.status)) {
-    return {
-      sql: "UPDATE foundry_runs SET status = ?, output = ?, error = ?, finished_at = ?, started_at = COALESCE(started_at, ?) WHERE id = ?",
-      params: [update.status, update.output ?? null, update.error ?? null, now, startedAt, id]
-    }
+    return updateRunRow(
+      id,
+      "status = ?, output = ?, error = ?, finished_at = ?, started_at = COALESCE(started_at, ?)",
+      [update.status, update.output ?? null, update.error ?? null, now, startedAt],
+      usage
+    )
   }
-  return { sql: "UPDATE foundry_runs SET status = ?, started_at = COALESCE(started_at, ?) WHERE id = ?", params: [update.status, startedAt, id] }
+  return updateRunRow(id, "status = ?, started_at = COALESCE(started_at, ?)", [update.status, startedAt], usage)
 }
 
-export const addUsage = (id: string, usage: TurnUsage): Statement => ({
-  sql: `UPDATE foundry_runs SET input_tokens = input_tokens + ?, output_tokens = output_tokens + ?,
-    cost_usd = cost_usd + ?, unpriced_turns = unpriced_turns + ? WHERE id = ?`,
-  params: [usage.inputTokens, usage.outputTokens, usage.costUsd ?? 0, usage.costUsd === null ? 1 : 0, id]
+/** The usage of a step that changes no status. */
+export const addUsage = (id: string, usage: UsageAdded): Statement => ({
+  sql: `UPDATE foundry_runs SET ${usageAssignments} WHERE id = ?`,
+  params: [usage.inputTokens, usage.outputTokens, usage.costUsd, usage.unpricedTurns, id]
 })
 
 /** The next message of the conversation, numbered after the last. */

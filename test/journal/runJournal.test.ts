@@ -251,6 +251,32 @@ const journalTests = (backend: Backend) => {
       expect(yield* store.sumUsageBy({ agent: "nobody" }, "day")).toEqual([])
     }))
 
+  it.scoped("a step that changes a run's status adds its turns' usage in the same update of the run's row", () =>
+    Effect.gen(function*() {
+      const storage = yield* freshStorage(backend)
+      const { journal, store } = storage
+      yield* TestClock.setTime(1_000)
+      const r1 = yield* submit(journal, newRun("r1"))
+      const statements = Effect.map(storage.database.stats, (stats) => stats.statements)
+      const record = (step: Step) =>
+        Effect.gen(function*() {
+          const before = yield* statements
+          yield* journal.record(r1, step)
+          return (yield* statements) - before
+        })
+      const stored = Effect.map(store.getRun("r1"), Option.map((run) => [run.status, run.startedAt, run.inputTokens, run.outputTokens, run.costUsd, run.unpricedTurns]))
+      // Each step one write: its status and usage together, or its usage alone (a step that ends the
+      // run without its lease reads first that it has not ended).
+      expect(yield* record({ status: { status: "running" }, usage: [{ inputTokens: 10, outputTokens: 5, costUsd: 0.25 }] })).toBe(1)
+      expect(yield* stored).toEqual(Option.some(["running", 1_000, 10, 5, 0.25, 0]))
+      expect(yield* record({ usage: [{ inputTokens: 1, outputTokens: 1, costUsd: null }, { inputTokens: 2, outputTokens: 3, costUsd: 0.5 }] })).toBe(1)
+      expect(yield* stored).toEqual(Option.some(["running", 1_000, 13, 9, 0.75, 1]))
+      yield* TestClock.setTime(2_000)
+      expect(yield* record({ status: { status: "completed", output: "done" }, usage: [{ inputTokens: 7, outputTokens: 2, costUsd: null }] })).toBe(2)
+      expect(yield* stored).toEqual(Option.some(["completed", 1_000, 20, 11, 0.75, 2]))
+      expect(Option.map(yield* store.getRun("r1"), (run) => [run.output, run.finishedAt])).toEqual(Option.some(["done", 2_000]))
+    }))
+
   it.scoped("events get increasing seq, and are listed by run, by conversation and after a seq", () =>
     Effect.gen(function*() {
       const { database, journal, events } = yield* freshStorage(backend)
