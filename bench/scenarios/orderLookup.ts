@@ -23,7 +23,6 @@ const inFlight = 50
 const warmUp = 100
 const serialRuns = 100
 const sustainedConversations = 3000
-const steadyConversations = 3000
 const turnsPerRun = 2
 
 const orderLookupOn = (store: "sqlite" | "postgres") => Effect.gen(function*() {
@@ -73,15 +72,6 @@ const orderLookupOn = (store: "sqlite" | "postgres") => Effect.gen(function*() {
   const sustained = yield* batch(sustainedConversations, inFlight)
   const operations = (yield* operationsSoFar) - operationsBefore
 
-  // V8 still optimizes functions that have just become hot through the sustained runs (hundreds of
-  // TurboFan compiles on its other threads); after them it has little left to compile.
-  yield* progress(`order-lookup: ${steadyConversations} more conversations, ${inFlight} in flight, then ${serialRuns} one at a time (steady state)`)
-  collectGarbage()
-  const steady = yield* batch(steadyConversations, inFlight)
-  const steadySerial = (yield* batch(serialRuns, 1)).runs.map((r) => r.ms / turnsPerRun)
-  const steadyRunsPerSecond = steadyConversations / (steady.elapsedMs / 1000)
-  const steadyOverheadP50 = percentile(steadySerial, 50)
-
   const latencies = runs.map((r) => r.ms)
   const serialPerTurn = serial.map((r) => r.ms / turnsPerRun)
   const runsPerSecond = conversations / (elapsedMs / 1000)
@@ -92,10 +82,7 @@ const orderLookupOn = (store: "sqlite" | "postgres") => Effect.gen(function*() {
       runsPerSecond: runsPerSecond >= 1000,
       cpuMsPerRun: cpuMs / conversations <= 1,
       overheadPerTurn: overheadP50 < 0.5,
-      writeTransactionsOneAtATime: oneAtATime.writeTransactions <= 6,
-      steadyRunsPerSecond: steadyRunsPerSecond >= 1000,
-      steadyCpuMsPerRun: steady.cpuMs / steadyConversations <= 1,
-      steadyOverheadPerTurn: steadyOverheadP50 < 0.5
+      writeTransactionsOneAtATime: oneAtATime.writeTransactions <= 6
     }
   }
   return {
@@ -139,14 +126,6 @@ const orderLookupOn = (store: "sqlite" | "postgres") => Effect.gen(function*() {
       gcPerRun: sustained.gc,
       // The benchmark's own client included: it submits each run and waits for its end.
       effectOperationsPerRun: round(operations / sustainedConversations, 1)
-    },
-    steady: {
-      conversations: steadyConversations,
-      runsPerSecond: round(steadyRunsPerSecond, 1),
-      cpuMsPerRun: round(steady.cpuMs / steadyConversations, 3),
-      cpuMsPerRunByThread: steady.byThread,
-      gcPerRun: steady.gc,
-      overheadPerTurnMs: { p50: round(steadyOverheadP50, 3), p99: round(percentile(steadySerial, 99), 3) }
     },
     ...(store === "sqlite" ? targets : {})
   }
