@@ -237,9 +237,7 @@ export const layer = Layer.effect(
         options.newConversation
           ? statements.insertConversation(run.conversationId, run.agent, run.instanceId, now)
           : statements.touchConversation(run.conversationId, now),
-        ...(run.history ?? []).map((message) =>
-          statements.appendMessage(run.conversationId, historyOwner(run.id), encodeMessage(message), now)
-        ),
+        ...statements.appendMessages(run.conversationId, historyOwner(run.id), (run.history ?? []).map(encodeMessage), now),
         statements.insertRun(
           run,
           now,
@@ -341,9 +339,7 @@ export const layer = Layer.effect(
           // The lease's row first, as the steps the cancel fences lock it first (their guard): no two
           // transactions wait for each other's row of the run and of its conversation's lease.
           if (step.revokeLeaseFor !== undefined) writes.push(statements.revokeLease(run.conversationId, step.revokeLeaseFor, now))
-          for (const message of step.messages ?? []) {
-            writes.push(statements.appendMessage(run.conversationId, run.id, encodeMessage(message), now))
-          }
+          writes.push(...statements.appendMessages(run.conversationId, run.id, (step.messages ?? []).map(encodeMessage), now))
           // The run's row updated once: its status and its turns' usage together.
           const usage = statements.usageAdded(step.usage ?? [])
           if (step.status !== undefined) writes.push(statements.updateRun(run.id, step.status, now, step.starts === true, usage))

@@ -150,11 +150,36 @@ export const addUsage = (id: string, usage: UsageAdded): Statement => ({
   params: [usage.inputTokens, usage.outputTokens, usage.costUsd, usage.unpricedTurns, id]
 })
 
-/** The next message of the conversation, numbered after the last. */
-export const appendMessage = (conversationId: string, runId: string, body: string, now: number): Statement => ({
+/** Messages one statement appends at most (a long history given with a submission takes several). */
+const messagesPerStatement = 100
+
+/**
+ * The next messages of the conversation, in order, numbered after the last: a step's (a run's
+ * first answer goes with its user message) in one statement.
+ */
+export const appendMessages = (conversationId: string, runId: string, bodies: ReadonlyArray<string>, now: number): Array<Statement> => {
+  const appended: Array<Statement> = []
+  for (let from = 0; from < bodies.length; from += messagesPerStatement) {
+    const chunk = bodies.slice(from, from + messagesPerStatement)
+    const [only] = chunk
+    appended.push(chunk.length === 1 && only !== undefined ? appendOne(conversationId, runId, only, now) : appendSeveral(conversationId, runId, chunk, now))
+  }
+  return appended
+}
+
+const appendOne = (conversationId: string, runId: string, body: string, now: number): Statement => ({
   sql: `INSERT INTO foundry_messages (conversation_id, seq, run_id, body, created_at)
     SELECT ?, COALESCE(MAX(seq), 0) + 1, ?, ?, ? FROM foundry_messages WHERE conversation_id = ?`,
   params: [conversationId, runId, body, now, conversationId]
+})
+
+// `VALUES` names its columns `column1`, `column2`, ... in SQLite and PostgreSQL alike.
+const appendSeveral = (conversationId: string, runId: string, bodies: ReadonlyArray<string>, now: number): Statement => ({
+  sql: `INSERT INTO foundry_messages (conversation_id, seq, run_id, body, created_at)
+    SELECT ?, last.seq + added.column1, ?, added.column2, ?
+    FROM (SELECT COALESCE(MAX(seq), 0) AS seq FROM foundry_messages WHERE conversation_id = ?) AS last,
+      (VALUES ${bodies.map((_, i) => `(${i + 1}, ?)`).join(", ")}) AS added`,
+  params: [conversationId, runId, now, conversationId, ...bodies]
 })
 
 /**

@@ -10,7 +10,8 @@ import { Effect, Either, Option, TestClock } from "effect"
 import { ConversationRecord, InstanceRecord, RunRecord, UsageSums } from "../../src/durable/records.js"
 import type { EventContent, FoundryEvent } from "../../src/events/FoundryEvent.js"
 import type { StoreError } from "../../src/durable/StoreError.js"
-import type { Claim, Step } from "../../src/journal/journalRecords.js"
+import type { ChatMessage } from "../../src/models/Model.js"
+import { type Claim, historyOwner, type Step } from "../../src/journal/journalRecords.js"
 import { insertEvents } from "../../src/events/EventStorage.js"
 import { LeaseLost } from "../../src/journal/RunJournal.js"
 import { type Backend, backends, freshStorage, open, refuseEvent, release, type Storage } from "./backends.js"
@@ -144,6 +145,27 @@ const journalTests = (backend: Backend) => {
         [4, assistant, 13_000],
         [5, tool, 13_000]
       ])
+    }))
+
+  it.scoped("a submitted history of any length is numbered in order before the run's own messages, one statement a hundred messages", () =>
+    Effect.gen(function*() {
+      const storage = yield* freshStorage(backend)
+      const { journal, store } = storage
+      const history = Array.from({ length: 250 }, (_, n): ChatMessage => n % 2 === 0 ? { _tag: "user", content: `question ${n}` } : { ...assistant, content: `answer ${n}` })
+      const statementsBefore = (yield* storage.database.stats).statements
+      const r1 = yield* submit(journal, { ...newRun("r1"), history })
+      const statementsOfSubmit = (yield* storage.database.stats).statements - statementsBefore
+      yield* journal.record(r1, { messages: [user, assistant] })
+      const stored = yield* store.listMessages("c1")
+      expect(stored.map((m) => [m.seq, m.runId, m.message])).toEqual([
+        ...history.map((message, n) => [n + 1, historyOwner("r1"), message]),
+        [251, "r1", user],
+        [252, "r1", assistant]
+      ])
+      // The history's 250 messages in three statements: the submission of a run without one, and three more.
+      const plainBefore = (yield* storage.database.stats).statements
+      yield* submit(journal, newRun("r2", { conversationId: "c2" }))
+      expect(statementsOfSubmit - ((yield* storage.database.stats).statements - plainBefore)).toBe(3)
     }))
 
   it.scoped("status changes set startedAt, finishedAt, output and error", () =>

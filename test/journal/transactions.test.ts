@@ -60,7 +60,7 @@ const runAlone = (runtime: Runtime, request: RunRequest) =>
   })
 
 describe("the database cost of a run", () => {
-  it.scopedLive("a two-turn run with one tool call, executed alone, takes 4 write transactions and 22 statements", () =>
+  it.scopedLive("a two-turn run with one tool call, executed alone, takes 4 write transactions and 21 statements", () =>
     Effect.gen(function*() {
       const runtime = yield* startOrderLookup
       const request = { agent: "orders", instance: "customer-1", message: "Where is order 42?" }
@@ -89,19 +89,20 @@ describe("the database cost of a run", () => {
       ])
       // The transactions: the submission, which takes the conversation's lease too (the guard that
       // the instance takes runs, instance, conversation, run, lease, run.queued); model turn 1 with
-      // the run's start, as the model answered at once (user message, assistant message, status with
-      // the turn's usage, events); the tool result (message, events); model turn 2 and the end
-      // (message, status with the turn's usage, lease release, events). The statements: 6, one read
-      // of the run's status once it has a slot, one of the transcript, one of the instance (the
-      // tool's `instance.context`), then each step's lease check and writes: 5 + 3 + 5.
-      expect({ writeTransactions: first.writeTransactions, statements: first.statements }).toEqual({ writeTransactions: 4, statements: 22 })
+      // the run's start, as the model answered at once (the user's and the assistant's messages in
+      // one statement, status with the turn's usage, events); the tool result (message, events);
+      // model turn 2 and the end (message, status with the turn's usage, lease release, events). The
+      // statements: 6, one read of the run's status once it has a slot, one of the transcript, one
+      // of the instance (the tool's `instance.context`), then each step's lease check and writes:
+      // 4 + 3 + 5.
+      expect({ writeTransactions: first.writeTransactions, statements: first.statements }).toEqual({ writeTransactions: 4, statements: 21 })
 
       // The same once the instance exists; in an existing conversation, one more read (the conversation).
       const second = yield* runAlone(runtime, request)
-      expect({ writeTransactions: second.writeTransactions, statements: second.statements }).toEqual({ writeTransactions: 4, statements: 22 })
+      expect({ writeTransactions: second.writeTransactions, statements: second.statements }).toEqual({ writeTransactions: 4, statements: 21 })
       const third = yield* runAlone(runtime, { ...request, conversation: second.run.conversationId })
       expect(third.run.status).toBe("completed")
-      expect({ writeTransactions: third.writeTransactions, statements: third.statements }).toEqual({ writeTransactions: 4, statements: 23 })
+      expect({ writeTransactions: third.writeTransactions, statements: third.statements }).toEqual({ writeTransactions: 4, statements: 22 })
     }))
 })
 
