@@ -233,12 +233,14 @@ export const runsInFlightByConversation = Effect.gen(function*() {
  * Runs with two index entries fewer: every run writes a row that each index of the table takes,
  * and most runs have no idempotency key and no parent. Those two indexes keep only the runs that
  * have one; a lookup names a key or a parent (`= ?`, which no null matches), so it still finds
- * them by the index, and keys stay unique as before (nulls never clashed).
+ * them by the index, and keys stay unique as before (nulls never clashed). The new indexes are
+ * made before the old ones go: on PostgreSQL dropping an index locks its table against reads
+ * until the migration commits, so the drops come last and are quick.
  */
 export const sparseRunIndexes = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
+  yield* sql`CREATE UNIQUE INDEX foundry_runs_by_idempotency_key ON foundry_runs (idempotency_key) WHERE idempotency_key IS NOT NULL`
+  yield* sql`CREATE INDEX foundry_runs_by_parent ON foundry_runs (parent_run_id, parent_tool_call_id) WHERE parent_run_id IS NOT NULL`
   yield* sql`DROP INDEX runs_by_idempotency_key`
-  yield* sql`CREATE UNIQUE INDEX runs_by_idempotency_key ON foundry_runs (idempotency_key) WHERE idempotency_key IS NOT NULL`
   yield* sql`DROP INDEX runs_by_parent`
-  yield* sql`CREATE INDEX runs_by_parent ON foundry_runs (parent_run_id, parent_tool_call_id) WHERE parent_run_id IS NOT NULL`
 })

@@ -17,7 +17,7 @@ import type { ChatMessage } from "../models/Model.js"
 import { eventRelease } from "./eventRelease.js"
 import * as statements from "./journalStatements.js"
 import { type Adopting, takeOverStranded } from "./strandedRuns.js"
-import { type Claim, historyOwner, type InLine, type Lease, type NewRun, type Step, type Stranded } from "./journalRecords.js"
+import { type Claim, historyOwner, type InLine, type Lease, type NewRun, type Step, type Stranded, usageAdded } from "./journalRecords.js"
 
 /**
  * A write was fenced off: the conversation's lease belongs to a newer grant (another executor), or
@@ -340,8 +340,9 @@ export const layer = Layer.effect(
           // transactions wait for each other's row of the run and of its conversation's lease.
           if (step.revokeLeaseFor !== undefined) writes.push(statements.revokeLease(run.conversationId, step.revokeLeaseFor, now))
           writes.push(...statements.appendMessages(run.conversationId, run.id, (step.messages ?? []).map(encodeMessage), now))
-          // The run's row updated once: its status and its turns' usage together.
-          const usage = statements.usageAdded(step.usage ?? [])
+          // One statement for the run's row, not one for its status and one per turn: each is SQLite's
+          // time on the thread every run shares.
+          const usage = usageAdded(step.usage ?? [])
           if (step.status !== undefined) writes.push(statements.updateRun(run.id, step.status, now, step.starts === true, usage))
           else if (usage !== undefined) writes.push(statements.addUsage(run.id, usage))
           if (step.releaseLease === true && lease !== undefined) writes.push(statements.releaseLease(lease))

@@ -55,6 +55,30 @@ export interface TurnUsage {
   readonly costUsd: number | null
 }
 
+/** What a step's turns used together: added to its run's row by the step's one update of it. */
+export interface UsageAdded {
+  readonly inputTokens: number
+  readonly outputTokens: number
+  readonly costUsd: number
+  readonly unpricedTurns: number
+}
+
+/** The usage of `turns` together; none for a step without turns. */
+export const usageAdded = (turns: ReadonlyArray<TurnUsage>): UsageAdded | undefined => {
+  if (turns.length === 0) return undefined
+  let inputTokens = 0
+  let outputTokens = 0
+  let costUsd = 0
+  let unpricedTurns = 0
+  for (const turn of turns) {
+    inputTokens += turn.inputTokens
+    outputTokens += turn.outputTokens
+    if (turn.costUsd === null) unpricedTurns++
+    else costUsd += turn.costUsd
+  }
+  return { inputTokens, outputTokens, costUsd, unpricedTurns }
+}
+
 /** What one step of a run writes; every part is optional. */
 export interface Step {
   readonly messages?: ReadonlyArray<ChatMessage>

@@ -4,7 +4,7 @@
  */
 import type { SqlValue, Statement } from "../durable/Database.js"
 import { finalStatuses, finalStatusesSql } from "../durable/records.js"
-import type { Lease, NewRun, RunUpdate, TurnUsage } from "./journalRecords.js"
+import type { Lease, NewRun, RunUpdate, UsageAdded } from "./journalRecords.js"
 
 /** The instance, made with an empty context on first use. */
 export const ensureInstance = (agent: string, id: string, now: number): Statement => ({
@@ -89,40 +89,21 @@ export const runInLine = (run: { readonly id: string; readonly conversationId: s
   params: [run.id, run.conversationId, run.id]
 })
 
-/** What a step's turns used, summed: added to its run by the step's one update of the run's row. */
-export interface UsageAdded {
-  readonly inputTokens: number
-  readonly outputTokens: number
-  readonly costUsd: number
-  readonly unpricedTurns: number
-}
-
-/** The usage of `turns` together; none for a step without turns. */
-export const usageAdded = (turns: ReadonlyArray<TurnUsage>): UsageAdded | undefined => {
-  if (turns.length === 0) return undefined
-  let inputTokens = 0
-  let outputTokens = 0
-  let costUsd = 0
-  let unpricedTurns = 0
-  for (const turn of turns) {
-    inputTokens += turn.inputTokens
-    outputTokens += turn.outputTokens
-    if (turn.costUsd === null) unpricedTurns++
-    else costUsd += turn.costUsd
-  }
-  return { inputTokens, outputTokens, costUsd, unpricedTurns }
-}
-
 const usageAssignments = "input_tokens = input_tokens + ?, output_tokens = output_tokens + ?, cost_usd = cost_usd + ?, unpriced_turns = unpriced_turns + ?"
 
-/** One update of run `id`'s row: `assignments` with their `params`, and the step's usage added with them. */
-const updateRunRow = (id: string, assignments: string, params: ReadonlyArray<SqlValue>, usage: UsageAdded | undefined): Statement =>
+/** The texts of one kind of update of a run's row: alone, and with the step's usage added. */
+const runUpdate = (assignments: string) => ({
+  alone: `UPDATE foundry_runs SET ${assignments} WHERE id = ?`,
+  withUsage: `UPDATE foundry_runs SET ${assignments}, ${usageAssignments} WHERE id = ?`
+})
+const toRunning = runUpdate("status = 'running', started_at = COALESCE(started_at, ?)")
+const toEnded = runUpdate("status = ?, output = ?, error = ?, finished_at = ?, started_at = COALESCE(started_at, ?)")
+const toWaiting = runUpdate("status = ?, started_at = COALESCE(started_at, ?)")
+
+const updateRunRow = (id: string, texts: ReturnType<typeof runUpdate>, params: ReadonlyArray<SqlValue>, usage: UsageAdded | undefined): Statement =>
   usage === undefined
-    ? { sql: `UPDATE foundry_runs SET ${assignments} WHERE id = ?`, params: [...params, id] }
-    : {
-      sql: `UPDATE foundry_runs SET ${assignments}, ${usageAssignments} WHERE id = ?`,
-      params: [...params, usage.inputTokens, usage.outputTokens, usage.costUsd, usage.unpricedTurns, id]
-    }
+    ? { sql: texts.alone, params: [...params, id] }
+    : { sql: texts.withUsage, params: [...params, usage.inputTokens, usage.outputTokens, usage.costUsd, usage.unpricedTurns, id] }
 
 /**
  * A status change, with the usage of the step's turns: starting sets `started_at` (the first
@@ -130,28 +111,29 @@ const updateRunRow = (id: string, assignments: string, params: ReadonlyArray<Sql
  * `finished_at` and the output or error.
  */
 export const updateRun = (id: string, update: RunUpdate, now: number, starts = false, usage?: UsageAdded): Statement => {
-  if (update.status === "running") return updateRunRow(id, "status = 'running', started_at = COALESCE(started_at, ?)", [now], usage)
+  if (update.status === "running") return updateRunRow(id, toRunning, [now], usage)
   // `starts`: the step that starts the run ends it or makes it wait too; else a start time stays as it was.
   const startedAt = starts ? now : null
   if (finalStatuses.has(update.status)) {
-    return updateRunRow(
-      id,
-      "status = ?, output = ?, error = ?, finished_at = ?, started_at = COALESCE(started_at, ?)",
-      [update.status, update.output ?? null, update.error ?? null, now, startedAt],
-      usage
-    )
+    return updateRunRow(id, toEnded, [update.status, update.output ?? null, update.error ?? null, now, startedAt], usage)
   }
-  return updateRunRow(id, "status = ?, started_at = COALESCE(started_at, ?)", [update.status, startedAt], usage)
+  return updateRunRow(id, toWaiting, [update.status, startedAt], usage)
 }
+
+const usageAlone = `UPDATE foundry_runs SET ${usageAssignments} WHERE id = ?`
 
 /** The usage of a step that changes no status. */
 export const addUsage = (id: string, usage: UsageAdded): Statement => ({
-  sql: `UPDATE foundry_runs SET ${usageAssignments} WHERE id = ?`,
+  sql: usageAlone,
   params: [usage.inputTokens, usage.outputTokens, usage.costUsd, usage.unpricedTurns, id]
 })
 
-/** Messages one statement appends at most (a long history given with a submission takes several). */
-const messagesPerStatement = 100
+/**
+ * The most messages one statement appends. A history is appended in chunks whose sizes are powers
+ * of two up to this: whatever its length, a few statements of at most seven texts (PostgreSQL
+ * prepares a name for the first texts it sees only).
+ */
+const largestChunk = 64
 
 /**
  * The next messages of the conversation, in order, numbered after the last: a step's (a run's
@@ -159,26 +141,42 @@ const messagesPerStatement = 100
  */
 export const appendMessages = (conversationId: string, runId: string, bodies: ReadonlyArray<string>, now: number): Array<Statement> => {
   const appended: Array<Statement> = []
-  for (let from = 0; from < bodies.length; from += messagesPerStatement) {
-    const chunk = bodies.slice(from, from + messagesPerStatement)
+  let from = 0
+  while (from < bodies.length) {
+    let size = largestChunk
+    while (size > bodies.length - from) size /= 2
+    const chunk = bodies.slice(from, from + size)
     const [only] = chunk
     appended.push(chunk.length === 1 && only !== undefined ? appendOne(conversationId, runId, only, now) : appendSeveral(conversationId, runId, chunk, now))
+    from += size
   }
   return appended
 }
 
+const appendOneText = `INSERT INTO foundry_messages (conversation_id, seq, run_id, body, created_at)
+    SELECT ?, COALESCE(MAX(seq), 0) + 1, ?, ?, ? FROM foundry_messages WHERE conversation_id = ?`
+
 const appendOne = (conversationId: string, runId: string, body: string, now: number): Statement => ({
-  sql: `INSERT INTO foundry_messages (conversation_id, seq, run_id, body, created_at)
-    SELECT ?, COALESCE(MAX(seq), 0) + 1, ?, ?, ? FROM foundry_messages WHERE conversation_id = ?`,
+  sql: appendOneText,
   params: [conversationId, runId, body, now, conversationId]
 })
 
 // `VALUES` names its columns `column1`, `column2`, ... in SQLite and PostgreSQL alike.
-const appendSeveral = (conversationId: string, runId: string, bodies: ReadonlyArray<string>, now: number): Statement => ({
-  sql: `INSERT INTO foundry_messages (conversation_id, seq, run_id, body, created_at)
+const appendSeveralTexts = new Map<number, string>()
+const appendSeveralText = (count: number): string => {
+  let text = appendSeveralTexts.get(count)
+  if (text === undefined) {
+    text = `INSERT INTO foundry_messages (conversation_id, seq, run_id, body, created_at)
     SELECT ?, last.seq + added.column1, ?, added.column2, ?
     FROM (SELECT COALESCE(MAX(seq), 0) AS seq FROM foundry_messages WHERE conversation_id = ?) AS last,
-      (VALUES ${bodies.map((_, i) => `(${i + 1}, ?)`).join(", ")}) AS added`,
+      (VALUES ${Array.from({ length: count }, (_, i) => `(${i + 1}, ?)`).join(", ")}) AS added`
+    appendSeveralTexts.set(count, text)
+  }
+  return text
+}
+
+const appendSeveral = (conversationId: string, runId: string, bodies: ReadonlyArray<string>, now: number): Statement => ({
+  sql: appendSeveralText(bodies.length),
   params: [conversationId, runId, now, conversationId, ...bodies]
 })
 

@@ -67,30 +67,28 @@ const indexesOf = (sql: SqlClient.SqlClient) =>
     orElse: () => sql<{ readonly name: string }>`SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'foundry_events'`
   }).pipe(Effect.map((rows) => rows.map((row) => row.name).sort()))
 
-/** The definitions of the runs' indexes on keys and parents, as the database gives them back. */
+/** The definitions of the runs' indexes on keys and parents, old and new, as the database gives them back. */
 const sparseIndexesOf = (sql: SqlClient.SqlClient) =>
   sql.onDialectOrElse({
     pg: () =>
       sql<{ readonly name: string; readonly definition: string }>`SELECT indexname AS name, indexdef AS definition FROM pg_indexes
-        WHERE tablename = 'foundry_runs' AND schemaname = current_schema() AND indexname IN ('runs_by_idempotency_key', 'runs_by_parent')`,
+        WHERE tablename = 'foundry_runs' AND schemaname = current_schema() AND (indexname LIKE '%by_idempotency_key' OR indexname LIKE '%by_parent')`,
     orElse: () =>
       sql<{ readonly name: string; readonly definition: string }>`SELECT name, sql AS definition FROM sqlite_master
-        WHERE type = 'index' AND name IN ('runs_by_idempotency_key', 'runs_by_parent')`
+        WHERE type = 'index' AND (name LIKE '%by_idempotency_key' OR name LIKE '%by_parent')`
   }).pipe(Effect.map((rows) => Object.fromEntries(rows.map((row) => [row.name, row.definition.replace(/[()"]/g, "")]))))
 
-/** How the database finds a run by its idempotency key: the plan's text. */
-const keyLookupPlan = (sql: SqlClient.SqlClient) =>
+/** How the database runs `query`: the plan's text. */
+const planOf = (sql: SqlClient.SqlClient, query: string) =>
   sql.onDialectOrElse({
     // A table this small is read whole unless told otherwise: whether the index can serve is the question.
     pg: () =>
       sql.withTransaction(Effect.zipRight(
         sql`SET LOCAL enable_seqscan = off`,
-        sql<{ readonly "QUERY PLAN": string }>`EXPLAIN SELECT * FROM foundry_runs WHERE idempotency_key = ${"k1"}`
+        sql.unsafe<{ readonly "QUERY PLAN": string }>(`EXPLAIN ${query}`)
       )).pipe(Effect.map((rows) => rows.map((row) => row["QUERY PLAN"]).join("\n"))),
     orElse: () =>
-      sql<{ readonly detail: string }>`EXPLAIN QUERY PLAN SELECT * FROM foundry_runs WHERE idempotency_key = ${"k1"}`.pipe(
-        Effect.map((rows) => rows.map((row) => row.detail).join("\n"))
-      )
+      sql.unsafe<{ readonly detail: string }>(`EXPLAIN QUERY PLAN ${query}`).pipe(Effect.map((rows) => rows.map((row) => row.detail).join("\n")))
   })
 
 for (const backend of backends) {
@@ -109,12 +107,15 @@ for (const backend of backends) {
         yield* Effect.provideService(migrate, SqlClient.SqlClient, sql)
         expect(yield* sql`SELECT * FROM foundry_runs ORDER BY id`).toEqual(before)
         const indexes = yield* sparseIndexesOf(sql)
-        expect(indexes["runs_by_idempotency_key"]).toMatch(/UNIQUE INDEX .*WHERE idempotency_key IS NOT NULL$/)
-        expect(indexes["runs_by_parent"]).toMatch(/WHERE parent_run_id IS NOT NULL$/)
+        expect(Object.keys(indexes).sort()).toEqual(["foundry_runs_by_idempotency_key", "foundry_runs_by_parent"])
+        expect(indexes["foundry_runs_by_idempotency_key"]).toMatch(/UNIQUE INDEX .*WHERE idempotency_key IS NOT NULL$/)
+        expect(indexes["foundry_runs_by_parent"]).toMatch(/WHERE parent_run_id IS NOT NULL$/)
         // Runs without a key are many; a key used twice is refused as before.
         yield* insert("r3")
         expect((yield* Effect.either(insert("r4", "k1")))._tag).toBe("Left")
-        expect(yield* keyLookupPlan(sql)).toContain("runs_by_idempotency_key")
+        expect(yield* planOf(sql, "SELECT * FROM foundry_runs WHERE idempotency_key = 'k1'")).toContain("foundry_runs_by_idempotency_key")
+        // A parent's children, as the runs waiting on them are looked for.
+        expect(yield* planOf(sql, "SELECT 1 FROM foundry_runs c WHERE c.parent_run_id = 'r1' AND c.parent_tool_call_id IS NOT NULL")).toContain("foundry_runs_by_parent")
         const found = yield* sql<{ readonly id: string }>`SELECT id FROM foundry_runs WHERE idempotency_key = ${"k1"}`
         expect(found.map((row) => row.id)).toEqual(["r1"])
       }))
