@@ -70,7 +70,25 @@ export const makeRunExecutor = (options: RunExecutorOptions) =>
       letGo: (lease): Effect.Effect<void> => letGo(lease)
     })
 
-    const { hold, letGo } = yield* makeHeldLeases(journal, leaseTtl, executions.stop)
+    /**
+     * After the run's lease was taken from its execution here (a cancel from another process): an
+     * approval is asked for outside the lease, so one asked after the cancel closed the run's
+     * approvals is closed here, once the run has ended. Told by a step the lease fenced off, or by
+     * the lease's renewal, which stops the execution first: that may come between the asking and
+     * the step, which then never writes.
+     */
+    const leaseTaken = (runId: string): Effect.Effect<void> =>
+      journal.statusOf(runId).pipe(
+        Effect.flatMap((status) =>
+          status !== undefined && finalStatuses.has(status)
+            // The approvals are made below, before any run executes.
+            ? Effect.suspend(() => approvals.closeFor(runId, endedBeforeDecision(status)))
+            : Effect.void
+        ),
+        Effect.catchAllCause((cause) => Effect.logWarning(`could not close the approvals of run ${runId}, whose lease another process took`, cause))
+      )
+
+    const { hold, letGo } = yield* makeHeldLeases(journal, leaseTtl, (runId) => Effect.zipRight(executions.stop(runId), leaseTaken(runId)))
 
     /**
      * Puts the run at the back of its conversation's lane, or at the `place` its submission took
@@ -158,16 +176,7 @@ export const makeRunExecutor = (options: RunExecutorOptions) =>
       asked: Effect.suspend(() => approvals.asked),
       wakeParent,
       builtMeanwhile: wakeIfBuiltMeanwhile(current, wakeSuspended),
-      // An approval is asked for outside the lease: one asked after the cancel closed the run's approvals is closed here.
-      leaseTaken: (runId) =>
-        journal.statusOf(runId).pipe(
-          Effect.flatMap((status) =>
-            status !== undefined && finalStatuses.has(status)
-              ? approvals.closeFor(runId, endedBeforeDecision(status))
-              : Effect.void
-          ),
-          Effect.catchAllCause((cause) => Effect.logWarning(`could not close the approvals of run ${runId}, whose lease another process took`, cause))
-        )
+      leaseTaken
     })
     const approvals = yield* makeApprovalDecisions(wakeSuspended)
     yield* wakeOnBuilds(current, store, wakeSuspended)
