@@ -6,6 +6,7 @@
 import { Context, Effect, Either, Layer, ParseResult, Schema } from "effect"
 import { Database, type Row, type SqlValue, type Statement } from "../durable/Database.js"
 import { failAs, type StoreError } from "../durable/StoreError.js"
+import { textByCount } from "../durable/textByCount.js"
 import { type AnyEvent, ephemeralTypes, FoundryEvent, withEnvelope } from "./FoundryEvent.js"
 
 /** An event as it is written: everything but the `seq` the store gives it (any type, its `data` that type's). */
@@ -81,11 +82,7 @@ export class EventStorage extends Context.Tag("foundry/EventStorage")<EventStora
 const columns = "(id, time, type, trace_id, span_id, parent_span_id, run_id, conversation_id, instance_id, agent, release, data)"
 const row = "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 
-// The insert's text by its number of rows, made once: the store's cache of prepared statements
-// is keyed by the text, and a text made anew is hashed anew on every lookup.
-const insertTexts: Array<string> = []
-const insertText = (rows: number): string =>
-  insertTexts[rows] ??= `INSERT INTO foundry_events ${columns} VALUES ${Array.from({ length: rows }, () => row).join(", ")}`
+const insertText = textByCount((rows) => `INSERT INTO foundry_events ${columns} VALUES ${Array.from({ length: rows }, () => row).join(", ")}`)
 
 /** The statement that inserts `events` (at least one) and returns each one's `seq`, in order. */
 export const insertEvents = (events: ReadonlyArray<UnsequencedEvent>): Statement => {
@@ -186,10 +183,10 @@ const unknownStretches = (seqs: ReadonlyArray<number>, known: (seq: number) => b
  */
 const stretchesReadApart = 8
 
-// The read of `count` stretches' rows, made once per count (the store prepares each text once).
-const stretchesTexts: Array<string> = []
-const stretchesText = (count: number): string =>
-  stretchesTexts[count] ??= `SELECT * FROM foundry_events WHERE ${Array.from({ length: count }, () => "seq BETWEEN ? AND ?").join(" OR ")} ORDER BY seq`
+/** The read of `count` stretches' rows. */
+const stretchesText = textByCount((count) =>
+  `SELECT * FROM foundry_events WHERE ${Array.from({ length: count }, () => "seq BETWEEN ? AND ?").join(" OR ")} ORDER BY seq`
+)
 
 /** Event storage on the `Database`. */
 export const layer = Layer.effect(

@@ -4,6 +4,7 @@
  */
 import type { SqlValue, Statement } from "../durable/Database.js"
 import { finalStatuses, finalStatusesSql } from "../durable/records.js"
+import { textByCount } from "../durable/textByCount.js"
 import type { Lease, NewRun, RunUpdate, UsageAdded } from "./journalRecords.js"
 
 /** The instance, made with an empty context on first use. */
@@ -162,18 +163,12 @@ const appendOne = (conversationId: string, runId: string, body: string, now: num
 })
 
 // `VALUES` names its columns `column1`, `column2`, ... in SQLite and PostgreSQL alike.
-const appendSeveralTexts = new Map<number, string>()
-const appendSeveralText = (count: number): string => {
-  let text = appendSeveralTexts.get(count)
-  if (text === undefined) {
-    text = `INSERT INTO foundry_messages (conversation_id, seq, run_id, body, created_at)
+const appendSeveralText = textByCount((count) =>
+  `INSERT INTO foundry_messages (conversation_id, seq, run_id, body, created_at)
     SELECT ?, last.seq + added.column1, ?, added.column2, ?
     FROM (SELECT COALESCE(MAX(seq), 0) AS seq FROM foundry_messages WHERE conversation_id = ?) AS last,
       (VALUES ${Array.from({ length: count }, (_, i) => `(${i + 1}, ?)`).join(", ")}) AS added`
-    appendSeveralTexts.set(count, text)
-  }
-  return text
-}
+)
 
 const appendSeveral = (conversationId: string, runId: string, bodies: ReadonlyArray<string>, now: number): Statement => ({
   sql: appendSeveralText(bodies.length),

@@ -59,24 +59,16 @@ const backends = [
   }
 ]
 
-const indexesOf = (sql: SqlClient.SqlClient) =>
+/** The indexes of `table` by name, each with its definition as the database gives it back (none for SQLite's own). */
+const indexesOf = (sql: SqlClient.SqlClient, table: string) =>
   sql.onDialectOrElse({
     // This test's schema only: other test files' schemas in the same database have the table too.
     pg: () =>
-      sql<{ readonly name: string }>`SELECT indexname AS name FROM pg_indexes WHERE tablename = 'foundry_events' AND schemaname = current_schema()`,
-    orElse: () => sql<{ readonly name: string }>`SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'foundry_events'`
-  }).pipe(Effect.map((rows) => rows.map((row) => row.name).sort()))
-
-/** The definitions of the runs' indexes on keys and parents, old and new, as the database gives them back. */
-const sparseIndexesOf = (sql: SqlClient.SqlClient) =>
-  sql.onDialectOrElse({
-    pg: () =>
-      sql<{ readonly name: string; readonly definition: string }>`SELECT indexname AS name, indexdef AS definition FROM pg_indexes
-        WHERE tablename = 'foundry_runs' AND schemaname = current_schema() AND (indexname LIKE '%by_idempotency_key' OR indexname LIKE '%by_parent')`,
+      sql<{ readonly name: string; readonly definition: string | null }>`SELECT indexname AS name, indexdef AS definition FROM pg_indexes
+        WHERE tablename = ${table} AND schemaname = current_schema()`,
     orElse: () =>
-      sql<{ readonly name: string; readonly definition: string }>`SELECT name, sql AS definition FROM sqlite_master
-        WHERE type = 'index' AND (name LIKE '%by_idempotency_key' OR name LIKE '%by_parent')`
-  }).pipe(Effect.map((rows) => Object.fromEntries(rows.map((row) => [row.name, row.definition.replace(/[()"]/g, "")]))))
+      sql<{ readonly name: string; readonly definition: string | null }>`SELECT name, sql AS definition FROM sqlite_master WHERE type = 'index' AND tbl_name = ${table}`
+  }).pipe(Effect.map((rows) => Object.fromEntries(rows.map((row) => [row.name, (row.definition ?? "").replace(/[()"]/g, "")]))))
 
 /** How the database runs `query`: the plan's text. */
 const planOf = (sql: SqlClient.SqlClient, query: string) =>
@@ -106,8 +98,8 @@ for (const backend of backends) {
 
         yield* Effect.provideService(migrate, SqlClient.SqlClient, sql)
         expect(yield* sql`SELECT * FROM foundry_runs ORDER BY id`).toEqual(before)
-        const indexes = yield* sparseIndexesOf(sql)
-        expect(Object.keys(indexes).sort()).toEqual(["foundry_runs_by_idempotency_key", "foundry_runs_by_parent"])
+        const indexes = yield* indexesOf(sql, "foundry_runs")
+        expect(Object.keys(indexes).filter((name) => /by_(idempotency_key|parent)$/.test(name)).sort()).toEqual(["foundry_runs_by_idempotency_key", "foundry_runs_by_parent"])
         expect(indexes["foundry_runs_by_idempotency_key"]).toMatch(/UNIQUE INDEX .*WHERE idempotency_key IS NOT NULL$/)
         expect(indexes["foundry_runs_by_parent"]).toMatch(/WHERE parent_run_id IS NOT NULL$/)
         // Runs without a key are many; a key used twice is refused as before.
@@ -143,7 +135,7 @@ for (const backend of backends) {
         expect(seqs.length === 2 && (seqs[0] ?? 0) > 3 && seqs[1] === (seqs[0] ?? 0) + 1).toBe(true)
         const stored = yield* sql<{ readonly id: string; readonly seq: number }>`SELECT id, seq FROM foundry_events ORDER BY seq`
         expect(stored.map((row) => [row.id, Number(row.seq)])).toEqual([["e1", 1], ["e2", 2], ["e4", seqs[0]], ["e1", seqs[1]]])
-        expect(yield* indexesOf(sql)).toEqual(
+        expect(Object.keys(yield* indexesOf(sql, "foundry_events")).sort()).toEqual(
           backend.name === "SQLite"
             ? ["events_by_run", "events_by_time"]
             : ["events_by_run", "events_by_time", "events_pkey"]
