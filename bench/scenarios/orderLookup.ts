@@ -82,7 +82,10 @@ const orderLookupOn = (store: "sqlite" | "postgres") => Effect.gen(function*() {
       runsPerSecond: runsPerSecond >= 1000,
       cpuMsPerRun: cpuMs / conversations <= 1,
       overheadPerTurn: overheadP50 < 0.5,
-      writeTransactionsOneAtATime: oneAtATime.writeTransactions <= 6
+      writeTransactionsOneAtATime: oneAtATime.writeTransactions <= 6,
+      // The same load once V8 has compiled the hot code: what a process that has been serving for a while does.
+      sustainedRunsPerSecond: sustainedConversations / (sustained.elapsedMs / 1000) >= 1000,
+      sustainedCpuMsPerRun: sustained.cpuMs / sustainedConversations <= 1
     }
   }
   return {

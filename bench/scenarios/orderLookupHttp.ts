@@ -3,7 +3,9 @@
  * would drive it. 50 clients, each in a loop: `POST /api/runs`, then follow
  * `GET /api/runs/:runId/events` (server-sent events) until the run's end event. The server is
  * `serverLayer` built in this process, so server and clients share one process and its CPU; a
- * second batch, made by clients in a process of their own, gives the server's CPU alone.
+ * second batch, made by clients in a process of their own, gives the server's CPU alone; then 4,000
+ * runs more as the first batch made them, once V8 has compiled the server's hot code (it is still
+ * compiling through the first thousands of runs of a process: docs/performance.md).
  */
 import { truncateSync } from "node:fs"
 import { Effect } from "effect"
@@ -17,6 +19,7 @@ import { collectGarbage, cpuReading, lineCount, mb, percentile, round, sampleRss
 const runs = 1000
 const clients = 50
 const warmUp = 100
+const sustainedRuns = 4000
 
 export const orderLookupHttp = Effect.gen(function*() {
   const project = yield* orderLookupProject(clients)
@@ -51,6 +54,14 @@ export const orderLookupHttp = Effect.gen(function*() {
   // The server's alone: its clients were elsewhere.
   const serverOperations = (yield* operationsSoFar) - operationsBefore
 
+  yield* progress(`order-lookup-http: ${sustainedRuns} runs more over HTTP, ${clients} clients`)
+  collectGarbage()
+  const sustainedCpu = cpuReading()
+  const sustainedStarted = performance.now()
+  yield* batch(sustainedRuns)
+  const sustainedRunsPerSecond = sustainedRuns / ((performance.now() - sustainedStarted) / 1000)
+  const sustained = sustainedCpu(sustainedRuns)
+
   const latencies = measured.map((r) => r.ms)
   const frames = measured.map((r) => r.frames)
   const runsPerSecond = runs / (elapsedMs / 1000)
@@ -71,9 +82,16 @@ export const orderLookupHttp = Effect.gen(function*() {
     cpuMsPerRunByThread: byThread,
     gcPerRun: gc,
     clientsApart: { ...apart, serverEffectOperationsPerRun: round(serverOperations / runs, 1) },
+    sustained: {
+      runs: sustainedRuns,
+      runsPerSecond: round(sustainedRunsPerSecond, 1),
+      cpuMsPerRun: round(sustained.cpuMs / sustainedRuns, 3),
+      cpuMsPerRunByThread: sustained.byThread,
+      gcPerRun: sustained.gc
+    },
     peakRssMb: mb(peakRss),
     rssBeforeRunsMb: mb(rssLoaded),
     target: { runsPerSecond: ">= 500" },
-    meetsTarget: { runsPerSecond: runsPerSecond >= 500 }
+    meetsTarget: { runsPerSecond: runsPerSecond >= 500, sustainedRunsPerSecond: sustainedRunsPerSecond >= 500 }
   }
 }).pipe(Effect.scoped)
