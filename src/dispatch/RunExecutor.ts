@@ -26,7 +26,7 @@ import type { Lease } from "../journal/journalRecords.js"
 import { RunJournal } from "../journal/RunJournal.js"
 import { ModelResolver } from "../models/Model.js"
 import { Releases } from "../release/Releases.js"
-import { endedBeforeDecision, makeApprovalDecisions } from "./approvalDecisions.js"
+import { makeApprovalDecisions } from "./approvalDecisions.js"
 import { goesOnWith, wakeIfBuiltMeanwhile, wakeOnBuilds } from "./buildWaits.js"
 import { makeCancellations } from "./cancellations.js"
 import { type ApprovalScope, RunNotFound } from "./Dispatcher.js"
@@ -70,25 +70,9 @@ export const makeRunExecutor = (options: RunExecutorOptions) =>
       letGo: (lease): Effect.Effect<void> => letGo(lease)
     })
 
-    /**
-     * After the run's lease was taken from its execution here (a cancel from another process): an
-     * approval is asked for outside the lease, so one asked after the cancel closed the run's
-     * approvals is closed here, once the run has ended. Told by a step the lease fenced off, or by
-     * the lease's renewal, which stops the execution first: that may come between the asking and
-     * the step, which then never writes.
-     */
-    const leaseTaken = (runId: string): Effect.Effect<void> =>
-      journal.statusOf(runId).pipe(
-        Effect.flatMap((status) =>
-          status !== undefined && finalStatuses.has(status)
-            // The approvals are made below, before any run executes.
-            ? Effect.suspend(() => approvals.closeFor(runId, endedBeforeDecision(status)))
-            : Effect.void
-        ),
-        Effect.catchAllCause((cause) => Effect.logWarning(`could not close the approvals of run ${runId}, whose lease another process took`, cause))
-      )
-
-    const { hold, letGo } = yield* makeHeldLeases(journal, leaseTtl, (runId) => Effect.zipRight(executions.stop(runId), leaseTaken(runId)))
+    // A lease its renewal finds taken (a cancel from another process): the execution stops. What it
+    // asked for since is in steps that lease fenced off, so nothing of it was stored.
+    const { hold, letGo } = yield* makeHeldLeases(journal, leaseTtl, (runId) => executions.stop(runId))
 
     /**
      * Puts the run at the back of its conversation's lane, or at the `place` its submission took
@@ -175,8 +159,7 @@ export const makeRunExecutor = (options: RunExecutorOptions) =>
       letGo,
       asked: Effect.suspend(() => approvals.asked),
       wakeParent,
-      builtMeanwhile: wakeIfBuiltMeanwhile(current, wakeSuspended),
-      leaseTaken
+      builtMeanwhile: wakeIfBuiltMeanwhile(current, wakeSuspended)
     })
     const approvals = yield* makeApprovalDecisions(wakeSuspended)
     yield* wakeOnBuilds(current, store, wakeSuspended)

@@ -67,7 +67,8 @@ export const makeCancellations = (options: CancellationsOptions) => {
       // executor's lease goes with the cancel, so it writes nothing more and stops.
       ...(latest.status === "running" ? { revokeLeaseFor: options.owner } : {})
     }).pipe(Effect.catchTag("LeaseLost", () => Effect.flatMap(findRun(runId), (ended) => Effect.fail(alreadyEnded(ended)))))
-    // Asked for while the cancel was on its way (an approval is asked for outside the lease).
+    // Asked for while the cancel was on its way: stored by the run's suspension, a step that
+    // committed after the run was read above and before this one took its lease.
     yield* options.closeApprovals(runId, endedBeforeDecision("cancelled"))
     // Children this run waits for go with it; a cancelled child wakes its waiting parent.
     const children = yield* store.childRuns(runId)

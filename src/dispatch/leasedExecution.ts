@@ -35,11 +35,6 @@ export interface LeasedExecutionOptions {
   /** Wakes the run's parent if it waits for the run, now ended. */
   readonly wakeParent: (runId: string) => Effect.Effect<void>
   /**
-   * After the run's lease was taken from this execution (a cancel from another process): closes
-   * what the execution asked for unfenced since (an approval) if the run has ended.
-   */
-  readonly leaseTaken: (runId: string) => Effect.Effect<void>
-  /**
    * Puts `ahead`, in their order, then `run` at the back of the conversation's lane here: `run`'s
    * execution, which found them ahead of it, ends.
    */
@@ -73,7 +68,8 @@ export const makeLeasedExecution = (options: LeasedExecutionOptions) => {
     return releases.forRun(run, (app) =>
       Effect.gen(function*() {
         const outcome = yield* runAgent(app, latest, lease).pipe(
-          Effect.catchTag("LeaseLost", () => Effect.as(options.leaseTaken(run.id), undefined))
+          // Its lease taken (a cancel from another process): the step that found it so wrote nothing.
+          Effect.catchTag("LeaseLost", () => Effect.succeed(undefined))
         )
         if (outcome !== "suspended") return
         yield* options.asked

@@ -8,7 +8,7 @@ import { Clock, Context, Effect, Layer, Option, Schema } from "effect"
 import { ApprovalRecord, type ApprovalStatus, GrantRecord } from "./records.js"
 import { failAs, type StoreError } from "./StoreError.js"
 
-/** An approval about to be asked for. */
+/** An approval about to be asked for: the run journal stores it with the step that suspends the run on it. */
 export interface NewApproval {
   readonly id: string
   readonly runId: string
@@ -37,8 +37,6 @@ export interface GrantScope {
 
 /** Approval storage. */
 export class ApprovalStorage extends Context.Tag("foundry/ApprovalStorage")<ApprovalStorage, {
-  /** Asks for an approval; asking again for the same tool call returns the first one. */
-  readonly ask: (approval: NewApproval) => Effect.Effect<ApprovalRecord, StoreError>
   readonly get: (id: string) => Effect.Effect<Option.Option<ApprovalRecord>, StoreError>
   readonly find: (runId: string, toolCallId: string) => Effect.Effect<Option.Option<ApprovalRecord>, StoreError>
   /** Approvals oldest first, of one status and one run when those are given. */
@@ -84,15 +82,6 @@ export const layer = Layer.effect(
     const decodeApprovals = Schema.decodeUnknown(Schema.Array(ApprovalRecord))
 
     return ApprovalStorage.of({
-      ask: (approval) =>
-        Effect.gen(function*() {
-          const now = yield* Clock.currentTimeMillis
-          yield* sql`INSERT INTO foundry_approvals ${
-            sql.insert({ ...approval, input: JSON.stringify(approval.input), status: "pending", createdAt: now })
-          } ON CONFLICT (run_id, tool_call_id) DO NOTHING`
-          return yield* Effect.flatten(byCall({ runId: approval.runId, toolCallId: approval.toolCallId }))
-        }).pipe(failAs("createApproval")),
-
       get: (id) => byId(id).pipe(failAs("getApproval")),
 
       find: (runId, toolCallId) => byCall({ runId, toolCallId }).pipe(failAs("findApproval")),

@@ -6,6 +6,7 @@
  * are streamed live and never stored.
  */
 import { Deferred, Effect, Exit, FiberId, Runtime } from "effect"
+import type { NewApproval } from "../durable/ApprovalStorage.js"
 import type { RunRecord } from "../durable/records.js"
 import type { StoreError } from "../durable/StoreError.js"
 import { type EventDraft, EventLog } from "../events/EventLog.js"
@@ -31,6 +32,12 @@ export interface StepBuffer {
   readonly push: (draft: EventDraft) => void
   readonly message: (message: ChatMessage) => void
   readonly usage: (usage: TurnUsage) => void
+  /**
+   * Asks a person for an approval: stored with the step that suspends the run on it (and with
+   * that step's `approval.requested`), so that a step the lease fenced off (the run cancelled from
+   * another process meanwhile) leaves no approval behind.
+   */
+  readonly ask: (approval: NewApproval) => void
   /**
    * Writes everything pending, with `end`, as one step (after a `commitSoon` step still being
    * written, and failing as it did); nothing is written when nothing is pending.
@@ -66,6 +73,7 @@ export const makeStepBuffer = (run: RunRecord, lease: Lease | undefined, written
     let messages: Array<ChatMessage> = []
     let drafts: Array<EventDraft> = []
     let usage: Array<TurnUsage> = []
+    let approvals: Array<NewApproval> = []
     // What `commitSoon` asked for until a write takes it; the write that took it until it is done
     // (kept once it failed: every later commit fails as it did); text deltas until it is published.
     let soon: StepEnd | undefined
@@ -76,12 +84,16 @@ export const makeStepBuffer = (run: RunRecord, lease: Lease | undefined, written
     const write = (end: StepEnd) => {
       // The run's start going with a step that ends the turn (a final answer, a failure, a wait) keeps its start time.
       const starts = soon?.status?.status === "running" && end.status !== undefined && end.status.status !== "running"
-      const step = { messages, events: drafts, usage, ...soon, ...end, ...(starts ? { starts } : {}) }
+      const step = { messages, events: drafts, usage, approvals, ...soon, ...end, ...(starts ? { starts } : {}) }
       soon = undefined
-      if (messages.length === 0 && drafts.length === 0 && usage.length === 0 && step.status === undefined && step.releaseLease !== true) return Effect.void
+      if (
+        messages.length === 0 && drafts.length === 0 && usage.length === 0 && approvals.length === 0 &&
+        step.status === undefined && step.releaseLease !== true
+      ) return Effect.void
       messages = []
       drafts = []
       usage = []
+      approvals = []
       return Effect.map(journal.record(run, step, lease), () => written?.())
     }
     const commit = (end: StepEnd = {}) =>
@@ -125,6 +137,7 @@ export const makeStepBuffer = (run: RunRecord, lease: Lease | undefined, written
       push: (draft) => drafts.push(draft),
       message: (message) => messages.push(message),
       usage: (turn) => usage.push(turn),
+      ask: (approval) => approvals.push(approval),
       commit,
       commitSoon: (end = {}) =>
         Effect.suspend(() => {
@@ -148,6 +161,7 @@ export const makeStepBuffer = (run: RunRecord, lease: Lease | undefined, written
         messages = []
         drafts = []
         usage = []
+        approvals = []
         return writingSoon === undefined ? Effect.void : Effect.ignore(Deferred.await(writingSoon))
       })
     }

@@ -53,7 +53,7 @@ export const approvalGate = Effect.fnUntraced(function*(
     }
   }
   if (Option.isNone(approval) || approval.value.status === "pending") {
-    const asked = Option.isSome(approval) ? approval.value : yield* approvals.ask({
+    const asked = Option.isSome(approval) ? approval.value : {
       id: newId("apr"),
       runId: run.id,
       toolCallId: call.id,
@@ -61,9 +61,11 @@ export const approvalGate = Effect.fnUntraced(function*(
       tool: call.name,
       input: decoded.rawInput,
       expiresAt: (yield* Clock.currentTimeMillis) + Duration.toMillis(Duration.decode(approvalTimeout))
-    })
-    // Asked before, by an execution whose suspension was never recorded (a crash, a step the store
-    // did not take): its request was not recorded either, so it is now.
+    }
+    // Stored with the step that suspends the run on it, its request among that step's events.
+    if (Option.isNone(approval)) step.ask(asked)
+    // Found pending while the run is not suspended: asked for, unfenced, by a version that stored an
+    // approval before its step, whose suspension was never recorded; nor was its request, so it is now.
     if (Option.isNone(approval) || run.status !== "suspended") {
       step.emit("approval.requested", `approval:${call.id}`, {
         approvalId: asked.id,

@@ -72,7 +72,7 @@ export const makeBudgetCheck = (context: RunContext) =>
             : `; a person decided it may not go on${found.value.reason === null ? "" : `: ${found.value.reason}`}`)
         }
         const input = { budget: exceeded.budget, limit: exceeded.limit, used: exceeded.used }
-        const asked = Option.isSome(found) ? found.value : yield* approvals.ask({
+        const asked = Option.isSome(found) ? found.value : {
           id: newId("apr"),
           runId: run.id,
           toolCallId: key,
@@ -80,8 +80,10 @@ export const makeBudgetCheck = (context: RunContext) =>
           tool: key,
           input,
           expiresAt: (yield* Clock.currentTimeMillis) + Duration.toMillis(Duration.decode(app.table.config.approvalTimeout))
-        })
-        // As at a tool's approval gate: a request whose suspension was never recorded was not recorded either.
+        }
+        // As at a tool's approval gate: stored with the suspension's step, and a request found
+        // pending while the run is not suspended (stored before its step by an earlier version) told now.
+        if (Option.isNone(found)) step.ask(asked)
         if (Option.isNone(found) || run.status !== "suspended") {
           exceededEvent(exceeded)
           step.emit("approval.requested", `approval:${key}`, { approvalId: asked.id, toolCallId: key, tool: key, input, expiresAt: asked.expiresAt }, "run")

@@ -102,8 +102,6 @@ export class RunJournal extends Context.Tag("foundry/RunJournal")<RunJournal, {
    * conversation's lease); `undefined` for a run that is not there.
    */
   readonly inLine: (run: RunRecord) => Effect.Effect<InLine | undefined, StoreError>
-  /** The run's status as stored now; `undefined` for a run that is not there. */
-  readonly statusOf: (runId: string) => Effect.Effect<RunStatus | undefined, StoreError>
   /**
    * The `submissionFingerprint` of the submission that queued the run with an idempotency key;
    * `null` for a run queued without one.
@@ -320,12 +318,6 @@ export const layer = Layer.effect(
 
       inLine: (run) => Effect.map(database.read(statements.runInLine(run)), (rows) => inLineOf(run.id, rows)),
 
-      statusOf: (runId) =>
-        Effect.map(database.read(statements.runStatus(runId)), (rows) => {
-          const status = rows[0]?.status
-          return isRunStatus(status) ? status : undefined
-        }),
-
       idempotencyFingerprint: (runId) =>
         Effect.map(database.read(statements.idempotencyFingerprint(runId)), (rows) => {
           const value = rows[0]?.idempotency_fingerprint
@@ -340,6 +332,7 @@ export const layer = Layer.effect(
           // transactions wait for each other's row of the run and of its conversation's lease.
           if (step.revokeLeaseFor !== undefined) writes.push(statements.revokeLease(run.conversationId, step.revokeLeaseFor, now))
           writes.push(...statements.appendMessages(run.conversationId, run.id, (step.messages ?? []).map(encodeMessage), now))
+          for (const approval of step.approvals ?? []) writes.push(statements.askApproval(approval, now))
           // One statement for the run's row, not one for its status and one per turn: each is SQLite's
           // time on the thread every run shares.
           const usage = usageAdded(step.usage ?? [])

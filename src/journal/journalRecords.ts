@@ -2,6 +2,7 @@
  * What the run journal writes and hands back: a run to queue, a step of a run, a status change,
  * a turn's usage, and the conversation lease that fences a run's writes.
  */
+import type { NewApproval } from "../durable/ApprovalStorage.js"
 import type { RunStatus } from "../durable/records.js"
 import type { EventDraft } from "../events/EventLog.js"
 import type { ChatMessage } from "../models/Model.js"
@@ -91,6 +92,11 @@ export interface Step {
   readonly starts?: boolean
   /** Model calls' usage, added to the run's totals. */
   readonly usage?: ReadonlyArray<TurnUsage>
+  /**
+   * Approvals the run asks a person for (a tool's gate, a budget gone past), stored pending with
+   * the step, under its lease: a step the lease fenced off leaves none behind.
+   */
+  readonly approvals?: ReadonlyArray<NewApproval>
   /** The step ends this execution: the lease is released in the same transaction. */
   readonly releaseLease?: boolean
   /**

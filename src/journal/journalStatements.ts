@@ -2,6 +2,7 @@
  * The statements the run journal writes, in the SQL that SQLite and PostgreSQL share (`?`
  * placeholders; the PostgreSQL database numbers them).
  */
+import type { NewApproval } from "../durable/ApprovalStorage.js"
 import type { SqlValue, Statement } from "../durable/Database.js"
 import { finalStatuses, finalStatusesSql } from "../durable/records.js"
 import { textByCount } from "../durable/textByCount.js"
@@ -292,6 +293,13 @@ export const revokeLease = (conversationId: string, owner: string, now: number):
 })
 
 /** Released leases expire rather than vanish, so the next grant's token is still larger. */
+/** An approval asked for, pending; asked again for the same call (a run executed again), the first stays. */
+export const askApproval = (approval: NewApproval, now: number): Statement => ({
+  sql: `INSERT INTO foundry_approvals (id, run_id, tool_call_id, agent, tool, input, status, created_at, expires_at)
+    VALUES (?, ?, ?, ?, ?, ?, 'pending', ?, ?) ON CONFLICT (run_id, tool_call_id) DO NOTHING`,
+  params: [approval.id, approval.runId, approval.toolCallId, approval.agent, approval.tool, JSON.stringify(approval.input), now, approval.expiresAt]
+})
+
 export const releaseLease = (lease: Lease): Statement => ({
   sql: "UPDATE foundry_conversation_leases SET expires_at = 0 WHERE conversation_id = ? AND token = ?",
   params: [lease.conversationId, lease.token]

@@ -30,8 +30,10 @@ const runAsking = Effect.gen(function*() {
   const run = yield* submit(journal, newRun("r1"))
   const claimed = yield* journal.claim(run, "executor", 60_000)
   if (claimed._tag !== "Claimed") return yield* Effect.dieMessage("the lease is held")
-  yield* journal.record(run, { status: { status: "running" } }, claimed.lease)
-  const asked = yield* approvals.ask({ id: "apr_1", runId: run.id, toolCallId: "call_1", agent: run.agent, tool: "pay", input: {}, expiresAt: 9e15 })
+  // Stored by a step under the lease, as the run's gate hands it to its step.
+  const approval = { id: "apr_1", runId: run.id, toolCallId: "call_1", agent: run.agent, tool: "pay", input: {}, expiresAt: 9e15 }
+  yield* journal.record(run, { status: { status: "running" }, approvals: [approval] }, claimed.lease)
+  const asked = Option.getOrThrow(yield* approvals.get(approval.id))
   const step = yield* makeStepBuffer(run, claimed.lease).pipe(Effect.provide(context))
   const statusOf = Effect.map(Context.get(context, Store).getRun(run.id), (found) => Option.getOrThrow(found).status)
   const eventTypes = Effect.map(Context.get(context, EventStorage).list({ runId: run.id }), (events) => events.map((e) => e.type))

@@ -430,8 +430,7 @@ const journalTests = (backend: Backend) => {
       const first = yield* journal.submitAndClaim(newRun("r1"), queuing(newRun("r1"), true), { owner: "A", ttlMillis: 1_000 })
       expect(yield* transactions(storage)).toBe(before + 1)
       expect(first).toEqual({ run: queuedRecord(newRun("r1"), 1_000), lease: { conversationId: "c1", owner: "A", token: 1 } })
-      expect(yield* journal.statusOf("r1")).toBe("queued")
-      expect(yield* journal.statusOf("nope")).toBeUndefined()
+      expect(Option.map(yield* store.getRun("r1"), (run) => run.status)).toEqual(Option.some("queued"))
       // The lease is A's: B is told so, and the lease fences B's steps.
       expect(yield* journal.claim(first.run, "B", 1_000)).toEqual({ _tag: "Held", owner: "A", token: 1, expiresAt: 2_000 })
 
@@ -473,10 +472,14 @@ const journalTests = (backend: Backend) => {
       expect((yield* store.listMessages("c1")).map((m) => m.message)).toEqual([user])
     }))
 
-  it.scoped("a step recorded with a stale lease fails with LeaseLost and writes nothing of the step", () =>
+  it.scoped("a step recorded with a stale lease fails with LeaseLost and writes nothing of the step, not even the approval it asks for", () =>
     Effect.gen(function*() {
       const storage = yield* freshStorage(backend)
-      const { journal, store } = storage
+      const { database, journal, store } = storage
+      const approvals = Effect.map(
+        database.read({ sql: "SELECT id, tool_call_id, status, created_at, input FROM foundry_approvals ORDER BY id", params: [] }),
+        (rows) => rows.map((row) => [row.id, row.tool_call_id, row.status, Number(row.created_at), row.input])
+      )
       yield* TestClock.setTime(1_000)
       const r1 = yield* submit(journal, newRun("r1"), { queuedId: "e1" })
       const stale = yield* leaseOf(journal.claim(r1, "A", 1_000))
@@ -487,16 +490,22 @@ const journalTests = (backend: Backend) => {
         messages: [user],
         events: [draft(id, r1, started)],
         usage: [{ inputTokens: 10, outputTokens: 5, costUsd: 0.25 }],
+        approvals: [{ id: `apr-${id}`, runId: "r1", toolCallId: "call_1", agent: "a", tool: "pay", input: { amount: 5 }, expiresAt: 9e12 }],
         status: { status: "running" }
       })
       const lost = yield* Effect.flip(journal.record(r1, step("e2"), stale))
       expect(lost).toEqual(new LeaseLost({ conversationId: "c1", token: 1 }))
+      expect(yield* approvals).toEqual([])
       expect(yield* store.listMessages("c1")).toEqual([])
       expect(yield* eventIds(storage)).toEqual([["e1", 1]])
       expect(yield* store.getRun("r1")).toEqual(Option.some(queuedRecord(newRun("r1"), 1_000)))
 
       // The current holder's step goes through.
       yield* journal.record(r1, step("e3"), current)
+      expect(yield* approvals).toEqual([["apr-e3", "call_1", "pending", 2_001, `{"amount":5}`]])
+      // Asked again for the same call (the run executed again), the first stays.
+      yield* journal.record(r1, { approvals: step("e4").approvals }, current)
+      expect(yield* approvals).toEqual([["apr-e3", "call_1", "pending", 2_001, `{"amount":5}`]])
       expect((yield* store.listMessages("c1")).map((m) => m.message)).toEqual([user])
       expect(yield* eventIds(storage)).toEqual([["e1", 1], ["e3", 2]])
       expect(Option.map(yield* store.getRun("r1"), (run) => [run.status, run.startedAt, run.inputTokens])).toEqual(
