@@ -8,17 +8,6 @@ import { Clock, Context, Effect, Layer, Option, Schema } from "effect"
 import { ApprovalRecord, type ApprovalStatus, GrantRecord } from "./records.js"
 import { failAs, type StoreError } from "./StoreError.js"
 
-/** An approval about to be asked for: the run journal stores it with the step that suspends the run on it. */
-export interface NewApproval {
-  readonly id: string
-  readonly runId: string
-  readonly toolCallId: string
-  readonly agent: string
-  readonly tool: string
-  readonly input: unknown
-  readonly expiresAt: number
-}
-
 /**
  * Which approvals `list` returns: every one, or those of a status, a run, or both; `after` an
  * approval's id (the last of the page before), at most `limit`.

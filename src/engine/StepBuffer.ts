@@ -6,12 +6,11 @@
  * are streamed live and never stored.
  */
 import { Deferred, Effect, Exit, FiberId, Runtime } from "effect"
-import type { NewApproval } from "../durable/ApprovalStorage.js"
 import type { RunRecord } from "../durable/records.js"
 import type { StoreError } from "../durable/StoreError.js"
 import { type EventDraft, EventLog } from "../events/EventLog.js"
 import type { EventPayload, EventType } from "../events/FoundryEvent.js"
-import type { Lease, RunUpdate, TurnUsage } from "../journal/journalRecords.js"
+import type { Lease, NewApproval, RunUpdate, TurnUsage } from "../journal/journalRecords.js"
 import { type LeaseLost, RunJournal } from "../journal/RunJournal.js"
 import { eventOf } from "../journal/trace.js"
 import type { ChatMessage } from "../models/Model.js"

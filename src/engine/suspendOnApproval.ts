@@ -1,10 +1,10 @@
 /**
- * A run suspended on an approval (a tool's gate, a budget gone past). Its decision may come while
- * the suspension is written: its decider then reads the run as running and leaves it to go on. So
- * the run's status is stored first (with what the step holds, its approval's request among it),
- * its lease still held; then it reads the approval (the decider reads the run after its decision
- * is stored: one of the two sees the other). Still pending, `run.suspended` goes with its lease,
- * let go; decided meanwhile, the run goes on at once, and its followers were never told it waited.
+ * A run suspended on an approval (a tool's gate, a budget gone past). The approval is stored with
+ * the run's status (the step holds it, with its request), its lease still held; a decision may
+ * come before the run reads it again, its decider reading the run as it was before the decision is
+ * stored. So the run then reads the approval (one of the two sees the other). Still pending,
+ * `run.suspended` goes with its lease, let go; decided meanwhile, the run goes on at once, and its
+ * followers were never told it waited.
  */
 import { Effect, Option } from "effect"
 import { ApprovalStorage } from "../durable/ApprovalStorage.js"
@@ -25,7 +25,11 @@ export const suspendOnApproval = (step: StepBuffer, suspension: ApprovalSuspensi
   Effect.uninterruptible(Effect.gen(function*() {
     yield* step.commit({ status: { status: "suspended" } })
     const approval = yield* (yield* ApprovalStorage).get(suspension.approvalId)
-    if (Option.isNone(approval) || approval.value.status === "pending") {
+    // Stored by the step just written, unless the call had one already, which the gate would have found.
+    if (Option.isNone(approval)) {
+      return yield* Effect.dieMessage(`approval ${suspension.approvalId} (${suspension.tool}) was not stored with the run's suspension: the call had another`)
+    }
+    if (approval.value.status === "pending") {
       step.emit("run.suspended", "run", suspension)
       yield* step.commit({ releaseLease: true })
       return "suspended" as const

@@ -2,7 +2,6 @@
  * What the run journal writes and hands back: a run to queue, a step of a run, a status change,
  * a turn's usage, and the conversation lease that fences a run's writes.
  */
-import type { NewApproval } from "../durable/ApprovalStorage.js"
 import type { RunStatus } from "../durable/records.js"
 import type { EventDraft } from "../events/EventLog.js"
 import type { ChatMessage } from "../models/Model.js"
@@ -12,6 +11,17 @@ export interface Lease {
   readonly conversationId: string
   readonly owner: string
   readonly token: number
+}
+
+/** An approval about to be asked for: stored with the step that suspends the run on it. */
+export interface NewApproval {
+  readonly id: string
+  readonly runId: string
+  readonly toolCallId: string
+  readonly agent: string
+  readonly tool: string
+  readonly input: unknown
+  readonly expiresAt: number
 }
 
 /** A run about to be queued. */

@@ -2,11 +2,10 @@
  * The statements the run journal writes, in the SQL that SQLite and PostgreSQL share (`?`
  * placeholders; the PostgreSQL database numbers them).
  */
-import type { NewApproval } from "../durable/ApprovalStorage.js"
 import type { SqlValue, Statement } from "../durable/Database.js"
 import { finalStatuses, finalStatusesSql } from "../durable/records.js"
 import { textByCount } from "../durable/textByCount.js"
-import type { Lease, NewRun, RunUpdate, UsageAdded } from "./journalRecords.js"
+import type { Lease, NewApproval, NewRun, RunUpdate, UsageAdded } from "./journalRecords.js"
 
 /** The instance, made with an empty context on first use. */
 export const ensureInstance = (agent: string, id: string, now: number): Statement => ({
@@ -292,14 +291,18 @@ export const revokeLease = (conversationId: string, owner: string, now: number):
   params: [conversationId, now, owner]
 })
 
-/** Released leases expire rather than vanish, so the next grant's token is still larger. */
-/** An approval asked for, pending; asked again for the same call (a run executed again), the first stays. */
+/**
+ * An approval asked for, pending. The gate asks only for a call it found none for, under the
+ * run's lease, so a call's second approval is a bug: it is not stored (the run's read of its
+ * approval after the step finds none, and says so).
+ */
 export const askApproval = (approval: NewApproval, now: number): Statement => ({
   sql: `INSERT INTO foundry_approvals (id, run_id, tool_call_id, agent, tool, input, status, created_at, expires_at)
     VALUES (?, ?, ?, ?, ?, ?, 'pending', ?, ?) ON CONFLICT (run_id, tool_call_id) DO NOTHING`,
   params: [approval.id, approval.runId, approval.toolCallId, approval.agent, approval.tool, JSON.stringify(approval.input), now, approval.expiresAt]
 })
 
+/** Released leases expire rather than vanish, so the next grant's token is still larger. */
 export const releaseLease = (lease: Lease): Statement => ({
   sql: "UPDATE foundry_conversation_leases SET expires_at = 0 WHERE conversation_id = ? AND token = ?",
   params: [lease.conversationId, lease.token]

@@ -1,4 +1,4 @@
-import { existsSync, readFileSync } from "node:fs"
+import { existsSync, readFileSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { randomUUID } from "node:crypto"
@@ -194,17 +194,18 @@ describe("cancel and steer", () => {
 
   it.scopedLive("an approval asked for just after a cancel from another process took the run is never stored: the step that would store it is fenced off", () =>
     Effect.gen(function*() {
-      // The tool's approval policy holds its process for 3 s: the cancel comes from the other
+      // The tool's approval policy holds its process for 5 s: the cancel comes from the other
       // process while it does, so the approval is asked for after the cancel took the run. The
       // policy leaves a file as it starts and one as it returns: the model's answer may not be
       // stored before it starts (the step that stores it may wait for the run's next commit).
       const marker = (name: string) => join(tmpdir(), `foundry-policy-${name}-${randomUUID()}`)
       const started = marker("started")
       const returned = marker("returned")
+      yield* Effect.addFinalizer(() => Effect.sync(() => [started, returned].forEach((file) => rmSync(file, { force: true }))))
       const root = yield* tempProject(payerFiles(`() => {
     const fs = process.getBuiltinModule("node:fs")
     fs.writeFileSync(${JSON.stringify(started)}, "")
-    const until = Date.now() + 3000
+    const until = Date.now() + 5000
     while (Date.now() < until) {}
     fs.writeFileSync(${JSON.stringify(returned)}, "")
     return true
@@ -223,7 +224,8 @@ describe("cancel and steer", () => {
       expect(existsSync(returned)).toBe(false)
       for (let i = 0; i < 100 && !existsSync(returned); i++) yield* Effect.sleep("100 millis")
       expect(existsSync(returned)).toBe(true)
-      // Stored as it was asked, ahead of its step (as it was before), it showed within moments.
+      // Fenced off with its step (or the execution stopped by the lease's renewal before it): never
+      // stored. An approval stored as it was asked, ahead of its step, showed within moments.
       for (let i = 0; i < 10; i++) {
         yield* Effect.sleep("100 millis")
         expect((yield* http(`${other.url}/api/approvals?run=${runId}`)).json).toEqual([])

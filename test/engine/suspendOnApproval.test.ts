@@ -75,6 +75,40 @@ describe("a run suspending on an approval while a person decides it", () => {
       expect(yield* journal.claim(run, "another", 60_000)).toMatchObject({ _tag: "Claimed", lease: { owner: "another" } })
     }))
 
+  it.scoped("an approval handed to the run's step is stored with the run's suspension; with the run's lease taken meanwhile, neither is", () =>
+    Effect.gen(function*() {
+      const { approvals, context, journal, run, statusOf, step } = yield* runAsking
+      const second = { id: "apr_2", runId: run.id, toolCallId: "call_2", agent: run.agent, tool: "pay", input: { amount: 5 }, expiresAt: 9e15 }
+      step.ask(second)
+      step.emit("approval.requested", "approval:call_2", { approvalId: second.id, toolCallId: "call_2", tool: "pay", input: {}, expiresAt: second.expiresAt })
+      // Nothing stored until the step is.
+      expect(yield* approvals.get(second.id)).toEqual(Option.none())
+      const atRead: Array<unknown> = []
+      const reading = ApprovalStorage.ApprovalStorage.of({
+        ...approvals,
+        get: (id) => Effect.tap(approvals.get(id), (found) => Effect.map(statusOf, (status) => atRead.push(status, Option.map(found, (a) => a.status))))
+      })
+      const waited = yield* suspendOnApproval(step, { reason: "approval", approvalId: second.id, tool: "pay" }).pipe(
+        Effect.provide(Context.add(context, ApprovalStorage.ApprovalStorage, reading))
+      )
+      expect(waited).toBe("suspended")
+      expect(atRead).toEqual(["suspended", Option.some("pending")])
+
+      // The lease taken by another executor (a cancel from another process revokes it so) before
+      // the next run's step: the approval it asks for is stored with nothing else of the step.
+      const next = yield* submit(journal, newRun("r2", { conversationId: "c2" }))
+      const stale = yield* journal.claim(next, "executor", 1_000)
+      if (stale._tag !== "Claimed") return yield* Effect.dieMessage("the lease is held")
+      yield* TestClock.adjust("2 seconds")
+      expect(yield* journal.claim(next, "another", 60_000)).toMatchObject({ _tag: "Claimed" })
+      const fenced = yield* makeStepBuffer(next, stale.lease).pipe(Effect.provide(context))
+      fenced.ask({ ...second, id: "apr_3", runId: next.id, toolCallId: "call_3" })
+      const lost = yield* Effect.flip(suspendOnApproval(fenced, { reason: "approval", approvalId: "apr_3", tool: "pay" }).pipe(Effect.provide(context)))
+      expect(lost._tag).toBe("LeaseLost")
+      expect(yield* approvals.get("apr_3")).toEqual(Option.none())
+      expect(yield* approvals.list({ runId: next.id })).toEqual([])
+    }))
+
   it.scoped("the decider resumes a run that was running as it first read it and is suspended by the time its decision is stored", () =>
     Effect.gen(function*() {
       const { asked, context, journal, run } = yield* runAsking
