@@ -72,7 +72,7 @@ export const makeRunExecutor = (options: RunExecutorOptions) =>
 
     // A lease its renewal finds taken (a cancel from another process): the execution stops. What it
     // asked for since is in steps that lease fenced off, so nothing of it was stored.
-    const { hold, letGo } = yield* makeHeldLeases(journal, leaseTtl, (runId) => executions.stop(runId))
+    const { hold, letGo } = yield* makeHeldLeases(journal, leaseTtl, executions.stop)
 
     /**
      * Puts the run at the back of its conversation's lane, or at the `place` its submission took

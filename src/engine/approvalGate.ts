@@ -3,12 +3,12 @@
  * says whether a person must decide; a conversation grant or an earlier decision may already
  * have; otherwise an approval is asked for and the run waits.
  */
-import { Clock, Duration, Effect, Option } from "effect"
+import { type Duration, Effect, Option } from "effect"
 import type { PermissionRule } from "../definitions/configFields.js"
-import { newId } from "../durable/ids.js"
 import type { RunRecord } from "../durable/records.js"
 import { ApprovalStorage } from "../durable/ApprovalStorage.js"
 import type { ToolCall } from "../models/Model.js"
+import { askForApproval } from "./askForApproval.js"
 import { approvalPolicy, type DecodedCall } from "./executeTool.js"
 import type { StepBuffer } from "./StepBuffer.js"
 
@@ -53,17 +53,10 @@ export const approvalGate = Effect.fnUntraced(function*(
     }
   }
   if (Option.isNone(approval) || approval.value.status === "pending") {
-    const asked = Option.isSome(approval) ? approval.value : {
-      id: newId("apr"),
-      runId: run.id,
-      toolCallId: call.id,
-      agent: run.agent,
-      tool: call.name,
-      input: decoded.rawInput,
-      expiresAt: (yield* Clock.currentTimeMillis) + Duration.toMillis(Duration.decode(approvalTimeout))
-    }
-    // Stored with the step that suspends the run on it, its request among that step's events.
-    if (Option.isNone(approval)) step.ask(asked)
+    // A new one is stored with the step that suspends the run on it, its request among that step's events.
+    const asked = Option.isSome(approval)
+      ? approval.value
+      : yield* askForApproval(step, run, { toolCallId: call.id, tool: call.name, input: decoded.rawInput }, approvalTimeout)
     // Found pending while the run is not suspended: asked for, unfenced, by a version that stored an
     // approval before its step, whose suspension was never recorded; nor was its request, so it is now.
     if (Option.isNone(approval) || run.status !== "suspended") {

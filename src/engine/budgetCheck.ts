@@ -2,10 +2,9 @@
  * An execution's budget checks: the instance's daily budgets before each model turn, the run's own
  * after each; a budget gone over fails the run, or with `onExceeded: "ask"` waits for a person.
  */
-import { Clock, Duration, Effect, Option } from "effect"
+import { Clock, Effect, Option } from "effect"
 import type { UsageSums } from "../durable/records.js"
 import { ApprovalStorage } from "../durable/ApprovalStorage.js"
-import { newId } from "../durable/ids.js"
 import type { StoreError } from "../durable/StoreError.js"
 import { Store } from "../durable/Store.js"
 import type { TurnUsage } from "../journal/journalRecords.js"
@@ -13,6 +12,7 @@ import type { LeaseLost } from "../journal/RunJournal.js"
 import { budgetMessage, budgetsOf, type Exceeded, hasDailyBudget, instanceOverBudget, runOverBudget } from "./budgets.js"
 import { failRun, type RunOutcome } from "./failRun.js"
 import type { RunContext } from "./RunContext.js"
+import { askForApproval } from "./askForApproval.js"
 import { suspendOnApproval } from "./suspendOnApproval.js"
 
 /** A budget check that lets the run go on. */
@@ -72,18 +72,11 @@ export const makeBudgetCheck = (context: RunContext) =>
             : `; a person decided it may not go on${found.value.reason === null ? "" : `: ${found.value.reason}`}`)
         }
         const input = { budget: exceeded.budget, limit: exceeded.limit, used: exceeded.used }
-        const asked = Option.isSome(found) ? found.value : {
-          id: newId("apr"),
-          runId: run.id,
-          toolCallId: key,
-          agent: run.agent,
-          tool: key,
-          input,
-          expiresAt: (yield* Clock.currentTimeMillis) + Duration.toMillis(Duration.decode(app.table.config.approvalTimeout))
-        }
-        // As at a tool's approval gate: stored with the suspension's step, and a request found
-        // pending while the run is not suspended (stored before its step by an earlier version) told now.
-        if (Option.isNone(found)) step.ask(asked)
+        // As at a tool's approval gate: a new one stored with the suspension's step, and a request
+        // found pending while the run is not suspended (stored before its step by an earlier version) told now.
+        const asked = Option.isSome(found)
+          ? found.value
+          : yield* askForApproval(step, run, { toolCallId: key, tool: key, input }, app.table.config.approvalTimeout)
         if (Option.isNone(found) || run.status !== "suspended") {
           exceededEvent(exceeded)
           step.emit("approval.requested", `approval:${key}`, { approvalId: asked.id, toolCallId: key, tool: key, input, expiresAt: asked.expiresAt }, "run")
