@@ -29,6 +29,14 @@ export const orderLookupHttp = Effect.gen(function*() {
   const client = yield* loadClient(clients)
   const rssLoaded = process.memoryUsage.rss()
   const batch = (count: number) => httpRuns(client, server.url, count, clients)
+  /** `count` runs: each run's figures, and the batch's wall and CPU time. */
+  const timedBatch = (count: number) =>
+    Effect.gen(function*() {
+      const cpu = cpuReading()
+      const started = performance.now()
+      const measured = yield* batch(count)
+      return { measured, elapsedMs: performance.now() - started, ...cpu(count) }
+    })
 
   yield* progress(`order-lookup-http: warming up (${warmUp} runs)`)
   yield* batch(warmUp)
@@ -39,11 +47,7 @@ export const orderLookupHttp = Effect.gen(function*() {
   yield* progress(`order-lookup-http: ${runs} runs over HTTP, ${clients} clients`)
   const rss = sampleRss()
   const statsBefore = yield* server.database.stats
-  const cpu = cpuReading()
-  const started = performance.now()
-  const measured = yield* batch(runs)
-  const elapsedMs = performance.now() - started
-  const { byThread, cpuMs, gc } = cpu(runs)
+  const { byThread, cpuMs, elapsedMs, gc, measured } = yield* timedBatch(runs)
   const statsAfter = yield* server.database.stats
   const peakRss = rss.stop()
   const lines = lineCount(sideEffects)
@@ -56,11 +60,8 @@ export const orderLookupHttp = Effect.gen(function*() {
 
   yield* progress(`order-lookup-http: ${sustainedRuns} runs more over HTTP, ${clients} clients`)
   collectGarbage()
-  const sustainedCpu = cpuReading()
-  const sustainedStarted = performance.now()
-  yield* batch(sustainedRuns)
-  const sustainedRunsPerSecond = sustainedRuns / ((performance.now() - sustainedStarted) / 1000)
-  const sustained = sustainedCpu(sustainedRuns)
+  const sustained = yield* timedBatch(sustainedRuns)
+  const sustainedRunsPerSecond = sustainedRuns / (sustained.elapsedMs / 1000)
 
   const latencies = measured.map((r) => r.ms)
   const frames = measured.map((r) => r.frames)
