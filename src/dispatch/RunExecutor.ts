@@ -35,6 +35,7 @@ import { makeExecutions } from "./executions.js"
 import { isDeadExecutor, isLiveExecutor, makeExecutorName } from "./executorIdentity.js"
 import { makeInstanceRefusals } from "./instanceRefusals.js"
 import { makeHeldLeases } from "./heldLeases.js"
+import { logLeaseTaken } from "./leaseTaken.js"
 import { makeLeasedExecution } from "./leasedExecution.js"
 import { makeSubmissions } from "./submissions.js"
 import { makeWakeSuspended } from "./wakeSuspended.js"
@@ -70,9 +71,9 @@ export const makeRunExecutor = (options: RunExecutorOptions) =>
       letGo: (lease): Effect.Effect<void> => letGo(lease)
     })
 
-    // A lease its renewal finds taken (a cancel from another process): the execution stops. What it
-    // asked for since is in steps that lease fenced off, so nothing of it was stored.
-    const { hold, letGo } = yield* makeHeldLeases(journal, leaseTtl, executions.stop)
+    // A lease its renewal finds taken (a cancel from another process): the execution stops, and the
+    // log says why. What it asked for since is in steps that lease fenced off, so nothing of it was stored.
+    const { hold, letGo } = yield* makeHeldLeases(journal, leaseTtl, (runId) => Effect.zipRight(executions.stop(runId), logLeaseTaken(store, runId)))
 
     /**
      * Puts the run at the back of its conversation's lane, or at the `place` its submission took

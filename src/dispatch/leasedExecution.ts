@@ -14,6 +14,7 @@ import type { InLine, Lease } from "../journal/journalRecords.js"
 import type { RunJournal } from "../journal/RunJournal.js"
 import type { Releases } from "../release/Releases.js"
 import { isDeadExecutor } from "./executorIdentity.js"
+import { logLeaseTaken } from "./leaseTaken.js"
 
 /** What executions need of their executor. */
 export interface LeasedExecutionOptions {
@@ -69,7 +70,7 @@ export const makeLeasedExecution = (options: LeasedExecutionOptions) => {
       Effect.gen(function*() {
         const outcome = yield* runAgent(app, latest, lease).pipe(
           // Its lease taken (a cancel from another process): the step that found it so wrote nothing.
-          Effect.catchTag("LeaseLost", () => Effect.succeed(undefined))
+          Effect.catchTag("LeaseLost", () => Effect.as(logLeaseTaken(store, run.id), undefined))
         )
         if (outcome !== "suspended") return
         yield* options.asked

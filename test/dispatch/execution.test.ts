@@ -8,6 +8,7 @@ import * as Scripted from "../../src/models/scripted.js"
 import { durableProject, plan } from "../support/durableProject.js"
 import { plannedModel } from "../support/plannedModel.js"
 import { freePort, startCli } from "../support/cli.js"
+import { logLines } from "../support/logLines.js"
 import { http, startServer, waitForRun } from "../support/server.js"
 import { payerFiles, tempProject } from "../support/tempProject.js"
 
@@ -169,6 +170,7 @@ describe("cancel and steer", () => {
     Effect.gen(function*() {
       const log = newLog()
       const files = durableProject(log)
+      const logged = yield* logLines
       const executing = yield* startServer(yield* tempProject(files), { model: plannedModel })
       const other = yield* startServer(yield* tempProject(files), { model: plannedModel, storeFile: executing.storeFile })
       // Long enough to end, and to complete the run, well before the test does: unless it is cut.
@@ -182,6 +184,10 @@ describe("cancel and steer", () => {
       const interrupted = lines(log).find((l) => l.startsWith(`${run.runId} interrupted `))
       expect(interrupted).toBeDefined()
       expect(Number(interrupted?.split(" ")[2]) - cancelledAt).toBeLessThan(2000)
+      // And its log says why the run stopped there.
+      expect(logged).toContain(
+        `run ${run.runId} ended elsewhere (cancelled) while this process held its conversation's lease: the run stopped here, having written nothing after that end`
+      )
       // Past the call's end: nothing of the run was written after the cancel, by either process.
       yield* Effect.sleep("4500 millis")
       expect(lines(log).some((l) => l.startsWith(`${run.runId} end `))).toBe(false)
@@ -233,6 +239,8 @@ describe("cancel and steer", () => {
       expect((yield* http(`${other.url}/api/runs/${runId}`)).json).toMatchObject({ status: "cancelled" })
       const types = (yield* http(`${other.url}/api/runs/${runId}/events`)).json as Array<{ type: string }>
       expect(types.map((event) => event.type)).not.toContain("approval.requested")
+      // The executing process's log says why the run stopped there.
+      yield* executing.waitFor(new RegExp(`run ${runId} ended elsewhere \\(cancelled\\) while this process held its conversation's lease`))
     }), 30_000)
 
   it.scopedLive("cancels of a running run sent at once: one ends it (200), the others find it ended (409), one run.cancelled", () =>
