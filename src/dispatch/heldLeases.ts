@@ -2,7 +2,8 @@
  * The conversation leases this process's runs hold: one fiber renews them all every third of the
  * TTL (concurrent renewals share a transaction), and idles while none is held, so an idle process
  * does not wake every second. A run whose lease another executor took over, or that another
- * process ended (a cancel), is told (`lost`), its writes being fenced off already.
+ * process ended (a cancel), is told (`lost`), its writes being fenced off already; a lease the
+ * run's own step released (its end, its suspension) is no longer renewed, and nobody is told.
  */
 import { type Context, Duration, Effect, Queue } from "effect"
 import type { Lease } from "../journal/journalRecords.js"
@@ -22,7 +23,11 @@ export const makeHeldLeases = (
       yield* Effect.sleep(Duration.millis(ttlMillis / 3))
       yield* Effect.forEach([...held], ([lease, runId]) =>
         journal.renew(lease, runId, ttlMillis).pipe(
-          Effect.flatMap((kept) => kept ? Effect.void : Effect.zipRight(Effect.sync(() => held.delete(lease)), lost(runId))),
+          Effect.flatMap((renewal) =>
+            renewal === "Renewed"
+              ? Effect.void
+              : Effect.zipRight(Effect.sync(() => held.delete(lease)), renewal === "Taken" ? lost(runId) : Effect.void)
+          ),
           Effect.catchAllCause((cause) => Effect.logWarning("could not renew a conversation lease", cause))
         ), { concurrency: "unbounded", discard: true })
     }).pipe(Effect.forever, Effect.forkScoped)

@@ -19,6 +19,9 @@ import * as statements from "./journalStatements.js"
 import { type Adopting, takeOverStranded } from "./strandedRuns.js"
 import { type Claim, historyOwner, type InLine, type Lease, type NewRun, type Step, type Stranded, usageAdded } from "./journalRecords.js"
 
+/** What a lease's renewal found (`RunJournal.renew`). */
+export type Renewal = "Renewed" | "Released" | "Taken"
+
 /**
  * A write was fenced off: the conversation's lease belongs to a newer grant (another executor), or
  * the run was ended by another process.
@@ -79,10 +82,11 @@ export class RunJournal extends Context.Tag("foundry/RunJournal")<RunJournal, {
    */
   readonly takeOverStranded: (owner: string, ttlMillis: number, adopting: Adopting) => Effect.Effect<Stranded, StoreError>
   /**
-   * Extends a lease held for `runId`; `false` when the lease is no longer this grant's, or that run
-   * has ended (another process cancelled it): its executor stops either way.
+   * Extends a lease held for `runId`: `Renewed`; `Released` when a step of the run released it here
+   * (its end, its suspension: nothing to renew, nothing taken); `Taken` when the lease is no longer
+   * this grant's, or that run has ended elsewhere (another process cancelled it): its executor stops.
    */
-  readonly renew: (lease: Lease, runId: string, ttlMillis: number) => Effect.Effect<boolean, StoreError>
+  readonly renew: (lease: Lease, runId: string, ttlMillis: number) => Effect.Effect<Renewal, StoreError>
   /** Gives the lease up; nothing is written for a lease already released (here, or by a step). */
   readonly release: (lease: Lease) => Effect.Effect<void, StoreError>
   /**
@@ -300,9 +304,14 @@ export const layer = Layer.effect(
 
       renew: (lease, runId, ttlMillis) =>
         Effect.gen(function*() {
+          // Released by the run's step: renewing it would hold the conversation from the next claim
+          // (a release leaves the token as it was).
+          if (released.has(lease)) return "Released"
           const now = yield* Clock.currentTimeMillis
           const result = yield* database.write({ statements: [statements.renewLease(lease, runId, now + ttlMillis)] })
-          return result._tag === "Written" && (result.rows[0]?.length ?? 0) > 0
+          if (result._tag === "Written" && (result.rows[0]?.length ?? 0) > 0) return "Renewed"
+          // The run's last step and this renewal in one transaction: the run ended here.
+          return released.has(lease) ? "Released" : "Taken"
         }),
 
       takeOverStranded: (owner, ttlMillis, adopting) => takeOverStranded(database, owner, ttlMillis, adopting),

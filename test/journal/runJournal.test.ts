@@ -526,7 +526,7 @@ const journalTests = (backend: Backend) => {
       const lost = yield* Effect.flip(journal.record(r1, { messages: [user], events: [draft("e3", r1, started)], status: { status: "running" } }, lease))
       expect(lost).toEqual(new LeaseLost({ conversationId: "c1", token: 1 }))
       // Nor is the lease renewed for it: its executor is told to stop.
-      expect(yield* journal.renew(lease, "r1", 60_000)).toBe(false)
+      expect(yield* journal.renew(lease, "r1", 60_000)).toBe("Taken")
       expect(yield* store.listMessages("c1")).toEqual([])
       expect(yield* eventIds(storage)).toEqual([["e1", 1], ["e2", 2]])
       expect(Option.map(yield* store.getRun("r1"), (run) => run.status)).toEqual(Option.some("cancelled"))
@@ -542,7 +542,7 @@ const journalTests = (backend: Backend) => {
       expect(yield* journal.claim(r1, "B", 1_000, (holder) => holder === "C")).toMatchObject({ _tag: "Held", owner: "A" })
       const taken = yield* journal.claim(r1, "B", 1_000, (holder) => holder === "A")
       expect(taken).toEqual({ _tag: "Claimed", lease: { conversationId: "c1", owner: "B", token: 2 }, inLine: { status: "queued", ahead: [] } })
-      expect(yield* journal.renew(dead, "r1", 60_000)).toBe(false)
+      expect(yield* journal.renew(dead, "r1", 60_000)).toBe("Taken")
       const lost = yield* Effect.flip(journal.record(r1, { messages: [user] }, dead))
       expect(lost).toEqual(new LeaseLost({ conversationId: "c1", token: 1 }))
       expect(yield* store.listMessages("c1")).toEqual([])
@@ -578,7 +578,7 @@ const journalTests = (backend: Backend) => {
       // held it); not c2, c3 (a live holder's, even expired), c5 (live), c7 (busy here) or c8 (its run ended).
       expect([...taken.conversations].sort()).toEqual(["c1", "c4", "c6", "c9"])
       expect(taken.suspended).toEqual([])
-      expect(yield* journal.renew(dead, "r1", 60_000)).toBe(false)
+      expect(yield* journal.renew(dead, "r1", 60_000)).toBe("Taken")
       for (const at of [0, 3, 5, 8]) expect(yield* journal.claim(runs[at]!, "B", 1_000)).toMatchObject({ _tag: "Claimed", lease: { owner: "B" } })
       expect(yield* journal.claim(runs[2]!, "C", 1_000)).toMatchObject({ _tag: "Claimed", lease: { owner: "C" } })
       // B's leases held now are not looked at again.
@@ -720,7 +720,7 @@ const journalTests = (backend: Backend) => {
       expect(yield* journal.takeOverStranded("D", 100, adopting)).toEqual({ conversations: [], suspended: [] })
     }))
 
-  it.scoped("after a release another owner claims at once; renew extends a live lease and is false for a stale one", () =>
+  it.scoped("after a release another owner claims at once; renew extends a live lease, and one released here it leaves alone", () =>
     Effect.gen(function*() {
       const storage = yield* freshStorage(backend)
       const { journal } = storage
@@ -729,7 +729,7 @@ const journalTests = (backend: Backend) => {
       const a = yield* leaseOf(journal.claim(r1, "A", 1_000))
 
       yield* TestClock.setTime(1_500)
-      expect(yield* journal.renew(a, "r1", 5_000)).toBe(true)
+      expect(yield* journal.renew(a, "r1", 5_000)).toBe("Renewed")
       // Past the first expiry, the renewed lease still holds.
       yield* TestClock.setTime(3_000)
       expect(yield* journal.claim(r1, "B", 1_000)).toEqual({ _tag: "Held", owner: "A", token: 1, expiresAt: 6_500 })
@@ -737,15 +737,29 @@ const journalTests = (backend: Backend) => {
       yield* journal.release(a)
       const b = yield* leaseOf(journal.claim(r1, "B", 1_000))
       expect(b).toEqual({ conversationId: "c1", owner: "B", token: 2 })
-      expect(yield* journal.renew(a, "r1", 5_000)).toBe(false)
-      expect(yield* journal.renew(b, "r1", 5_000)).toBe(true)
+      // Released here: nothing to renew, and nothing was taken from its holder.
+      expect(yield* journal.renew(a, "r1", 5_000)).toBe("Released")
+      expect(yield* journal.renew(b, "r1", 5_000)).toBe("Renewed")
 
       // A step that releases the lease releases it once: a release after it writes nothing.
       yield* journal.record(r1, { status: { status: "completed", output: "done" }, releaseLease: true }, b)
       const before = yield* transactions(storage)
       yield* journal.release(b)
+      expect(yield* journal.renew(b, "r1", 5_000)).toBe("Released")
       expect(yield* transactions(storage)).toBe(before)
       expect(yield* journal.claim(r1, "C", 1_000)).toMatchObject({ _tag: "Claimed", lease: { token: 3 }, inLine: { status: "completed", ahead: [] } })
+    }))
+
+  it.scoped("a lease the run's suspension released is not renewed after it: the next claim has it at once", () =>
+    Effect.gen(function*() {
+      const { journal } = yield* freshStorage(backend)
+      yield* TestClock.setTime(1_000)
+      const r1 = yield* submit(journal, newRun("r1"))
+      const lease = yield* leaseOf(journal.claim(r1, "A", 3_000))
+      yield* journal.record(r1, { status: { status: "suspended" }, releaseLease: true }, lease)
+      // The holder's renewal comes before it lets the lease go: it must not hold the conversation again.
+      expect(yield* journal.renew(lease, "r1", 3_000)).toBe("Released")
+      expect(yield* journal.claim(r1, "B", 3_000)).toMatchObject({ _tag: "Claimed", lease: { owner: "B", token: 2 } })
     }))
 
   it.scoped("steps recorded by several fibers at once share write transactions", () =>
