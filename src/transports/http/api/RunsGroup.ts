@@ -1,7 +1,7 @@
 /**
  * `/api/runs`: start a run, read it, list runs, follow its events.
  */
-import { HttpApiEndpoint, HttpApiGroup } from "@effect/platform"
+import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
 import {
   AgentNotFound,
@@ -42,6 +42,30 @@ export const RunCreated = Schema.Struct({
   instanceId: Schema.String
 })
 
+/**
+ * The other answer to `POST /api/runs`: asked for with `Accept: text/event-stream`, the run's events
+ * from its start to its end as server-sent events, in place of the 202 (one request where a client
+ * would otherwise follow `/api/runs/:runId/events` after it).
+ */
+const withRunEventStream = (operation: Record<string, unknown>): Record<string, unknown> => {
+  const responses = typeof operation.responses === "object" && operation.responses !== null ? operation.responses : {}
+  return {
+    ...operation,
+    responses: {
+      ...responses,
+      "200": {
+        description: "With `Accept: text/event-stream`: the run's events from its `run.queued` to its end " +
+          "(`run.completed`, `run.failed` or `run.cancelled`), one frame each (`id: <seq>`, `event: <type>`, " +
+          "`data: <event>`), with a comment every `server.sseHeartbeat` while nothing happens; the response " +
+          "ends with the run, or waits with it (an approval, a child run). `Location` names the run; a client " +
+          "that lost the stream follows `/api/runs/:runId/events` with `Last-Event-ID`.",
+        headers: { location: { description: "The run's path, `/api/runs/<runId>`", schema: { type: "string" } } },
+        content: { "text/event-stream": { schema: { type: "string" } } }
+      }
+    }
+  }
+}
+
 const RunIdPath = Schema.Struct({ runId: Schema.String })
 
 /** The body of `POST /api/runs/:runId/steer`. */
@@ -68,6 +92,7 @@ export class RunsGroup extends HttpApiGroup.make("runs")
       .addError(ConversationNotFound, { status: 404 })
       .addError(InstanceUnavailable, { status: 409 })
       .addError(IdempotencyKeyReused, { status: 422 })
+      .annotate(OpenApi.Transform, withRunEventStream)
   )
   .add(
     HttpApiEndpoint.get("list", "/api/runs")

@@ -10,7 +10,7 @@ import { EventStorage } from "../../../events/EventStorage.js"
 import { EventLog } from "../../../events/EventLog.js"
 import { FoundryApi } from "../api/FoundryApi.js"
 import { ServerStopping } from "../ServerStopping.js"
-import { heartbeatFrame, lastEventId, sseFrame } from "./sse.js"
+import { heartbeatFrame, lastEventId, sseFrame, wantsEventStream } from "./sse.js"
 import { cutOnStoreError, orStoreUnavailable } from "./storeUnavailable.js"
 
 /** Handlers for `/api/events`. */
@@ -24,7 +24,7 @@ export const EventsLive = HttpApiBuilder.group(FoundryApi, "events", (handlers) 
       Effect.gen(function*() {
         const { after, before, limit, order, ...filter } = urlParams
         const request = yield* HttpServerRequest.HttpServerRequest
-        if ((request.headers.accept ?? "").includes("text/event-stream")) {
+        if (wantsEventStream(request)) {
           const cursor = (yield* lastEventId(request)) ?? after
           // A cursor past this store's newest event was another store's (a fresh dev database,
           // another project's server on the port): every event here comes after it, where resuming

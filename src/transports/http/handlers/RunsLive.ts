@@ -11,18 +11,15 @@ import { EventLog } from "../../../events/EventLog.js"
 import { isSameSubmission, RunJournal } from "../../../journal/RunJournal.js"
 import { FoundryApi } from "../api/FoundryApi.js"
 import { type CreateRun, IdempotencyKeyReused } from "../api/RunsGroup.js"
-import { lastEventId, sseResponse } from "./sse.js"
+import { lastEventId, sseResponse, wantsEventStream } from "./sse.js"
 import { orStoreUnavailable } from "./storeUnavailable.js"
 import { runView } from "./toView.js"
 
-/** What was found for run `runId`, or its 404. */
-const orNotFound = (runId: string) =>
-  Option.match({
-    onNone: () => Effect.fail(new RunNotFound({ runId, message: `there is no run "${runId}"` })),
-    onSome: <A>(found: A) => Effect.succeed(found)
-  })
+/** The 404 of run `runId`. */
+const runNotFound = (runId: string) => Effect.fail(new RunNotFound({ runId, message: `there is no run "${runId}"` }))
 
-const findRun = (runId: string) => Effect.flatMap(Store, (store) => Effect.flatMap(store.getRun(runId), orNotFound(runId)))
+const findRun = (runId: string) =>
+  Effect.flatMap(Store, (store) => Effect.flatMap(store.getRun(runId), Option.match({ onNone: () => runNotFound(runId), onSome: Effect.succeed })))
 
 /** Handlers for `/api/runs`. */
 export const RunsLive = HttpApiBuilder.group(FoundryApi, "runs", (handlers) =>
@@ -57,8 +54,35 @@ export const RunsLive = HttpApiBuilder.group(FoundryApi, "runs", (handlers) =>
       return { runId: run.id, conversationId: run.conversationId, instanceId: run.instanceId }
     })
 
+    /**
+     * The run's events after `after` as server-sent events, live until its end; `missing` when there
+     * is no such run. The follower reads the run itself (after subscribing): no run, no stream.
+     */
+    const eventStream = <E>(
+      runId: string,
+      after: number | undefined,
+      missing: () => Effect.Effect<never, E>,
+      headers?: Readonly<Record<string, string>>
+    ) =>
+      Effect.gen(function*() {
+        const heartbeat = (yield* current.get).table.config.server.sseHeartbeat
+        const follower = Effect.flatMap(events.followRun(runId, after), Option.match({ onNone: missing, onSome: Effect.succeed }))
+        return yield* sseResponse(follower, heartbeat, headers)
+      })
+
     return handlers
-      .handle("create", ({ headers, payload }) => create(payload, headers["idempotency-key"]).pipe(orStoreUnavailable))
+      .handle("create", ({ headers, payload, request }) =>
+        Effect.gen(function*() {
+          const created = yield* create(payload, headers["idempotency-key"])
+          if (!wantsEventStream(request)) return created
+          // Asked for as a stream: the run's events from its start, in place of the 202.
+          return yield* eventStream(
+            created.runId,
+            undefined,
+            () => Effect.dieMessage(`run ${created.runId} was not found just after its submission`),
+            { location: `/api/runs/${encodeURIComponent(created.runId)}` }
+          )
+        }).pipe(orStoreUnavailable))
       .handle("list", ({ urlParams }) =>
         Effect.gen(function*() {
           // A cursor that names no run would read as the end of the list.
@@ -89,13 +113,8 @@ export const RunsLive = HttpApiBuilder.group(FoundryApi, "runs", (handlers) =>
       .handleRaw("events", ({ path }) =>
         Effect.gen(function*() {
           const request = yield* HttpServerRequest.HttpServerRequest
-          if ((request.headers.accept ?? "").includes("text/event-stream")) {
-            // The follower reads the run itself (after subscribing): no run, no stream. A client that
-            // reconnects (`Last-Event-ID`) gets what came after the last event it had.
-            const after = yield* lastEventId(request)
-            const heartbeat = (yield* current.get).table.config.server.sseHeartbeat
-            return yield* sseResponse(Effect.flatMap(events.followRun(path.runId, after), orNotFound(path.runId)), heartbeat)
-          }
+          // A client that reconnects (`Last-Event-ID`) gets what came after the last event it had.
+          if (wantsEventStream(request)) return yield* eventStream(path.runId, yield* lastEventId(request), () => runNotFound(path.runId))
           yield* findRun(path.runId)
           const stored = yield* eventStorage.list({ runId: path.runId, limit: 100_000 })
           return yield* HttpServerResponse.json(stored).pipe(Effect.orDie)

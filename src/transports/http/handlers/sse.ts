@@ -38,6 +38,10 @@ export const lastEventId = (request: HttpServerRequest.HttpServerRequest): Effec
   return Effect.fail(new BadRequest({ message: `${issue.path}: ${issue.message}`, issues: [issue] }))
 }
 
+/** Whether the request asks to be answered with server-sent events. */
+export const wantsEventStream = (request: HttpServerRequest.HttpServerRequest): boolean =>
+  (request.headers.accept ?? "").includes("text/event-stream")
+
 /** A comment frame that keeps an idle stream alive. */
 export const heartbeatFrame: Uint8Array = encoder.encode(": heartbeat\n\n")
 
@@ -53,18 +57,23 @@ const streamHead = HttpServerResponse.empty({ status: 200, headers: { "content-t
  * stream pipeline per response: every client that follows a run pays this for each of the run's
  * steps (docs/performance.md). The request's fiber waits until the run's end has been written, or
  * until the client goes away (the platform interrupts it then). A stream with nothing to say for
- * `heartbeat` gets a comment.
+ * `heartbeat` gets a comment. `headers` go in the answer's head beside its own.
  */
-export const sseResponse = <E>(open: Effect.Effect<RunFollower, E, Scope.Scope>, heartbeat: Duration.DurationInput) =>
+export const sseResponse = <E>(
+  open: Effect.Effect<RunFollower, E, Scope.Scope>,
+  heartbeat: Duration.DurationInput,
+  headers?: Readonly<Record<string, string>>
+) =>
   Effect.gen(function*() {
     const request = yield* HttpServerRequest.HttpServerRequest
     const next = yield* open
+    const ownHead = headers === undefined ? streamHead : HttpServerResponse.setHeaders(streamHead, headers)
     // A HEAD request is answered by the platform, headers only.
-    if (request.method === "HEAD") return streamHead
+    if (request.method === "HEAD") return ownHead
     // The head the platform would write: with the headers the edge adds to every answer (they only
     // add headers: a failure there is a defect).
     const preResponse = yield* FiberRef.get(HttpApp.currentPreResponseHandlers)
-    const head = Option.isSome(preResponse) ? yield* Effect.orDie(preResponse.value(request, streamHead)) : streamHead
+    const head = Option.isSome(preResponse) ? yield* Effect.orDie(preResponse.value(request, ownHead)) : ownHead
     const response = NodeHttpServerRequest.toServerResponse(request)
     const stopping = yield* ServerStopping
     yield* Effect.async<void>((resume) => {
