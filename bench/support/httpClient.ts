@@ -50,6 +50,8 @@ export const postJson = (client: LoadClient, url: string, body: unknown) =>
 
 /** What a followed event stream delivered. */
 export interface FollowedStream {
+  /** The answer's `Location` header, if it had one (a run submitted with its events as the answer names the run so). */
+  readonly location: string | undefined
   /** Frames that carried an `event:` field, in order of arrival. */
   readonly frames: number
   /** The `event:` of the first frame whose type is in `endTypes`, if one came. */
@@ -59,18 +61,25 @@ export interface FollowedStream {
 }
 
 /**
- * `GET url` with `accept: text/event-stream`, read frame by frame until the response ends. Only the
- * `event:` field of each frame is read (no JSON parsing), so following a stream costs the client
- * almost nothing beyond the bytes. The result resolves once the server has ended the response,
- * so the connection is back in the agent's pool before the caller's next request.
+ * `GET url` with `accept: text/event-stream` (or, with `body`, `POST` it as JSON, asking for the
+ * same), read frame by frame until the response ends. Only the `event:` field of each frame is read
+ * (no JSON parsing), so following a stream costs the client almost nothing beyond the bytes. The
+ * result resolves once the server has ended the response, so the connection is back in the agent's
+ * pool before the caller's next request.
  */
-export const followEvents = (client: LoadClient, url: string, endTypes: ReadonlySet<string>) =>
+export const followEvents = (client: LoadClient, url: string, endTypes: ReadonlySet<string>, body?: unknown) =>
   Effect.async<FollowedStream, Error>((resume) => {
-    const req = request(url, { agent: client.agent, headers: { accept: "text/event-stream" } }, (response: IncomingMessage) => {
+    const payload = body === undefined ? undefined : Buffer.from(JSON.stringify(body))
+    const headers = payload === undefined
+      ? { accept: "text/event-stream" }
+      : { accept: "text/event-stream", "content-type": "application/json", "content-length": payload.length }
+    const method = payload === undefined ? "GET" : "POST"
+    const req = request(url, { agent: client.agent, method, headers }, (response: IncomingMessage) => {
       if (response.statusCode !== 200) {
         response.resume()
-        return resume(Effect.fail(new Error(`GET ${url}: status ${response.statusCode}`)))
+        return resume(Effect.fail(new Error(`${method} ${url}: status ${response.statusCode}`)))
       }
+      const location = response.headers.location
       let buffer = ""
       let frames = 0
       let endType: string | undefined
@@ -93,10 +102,10 @@ export const followEvents = (client: LoadClient, url: string, endTypes: Readonly
           }
         }
       })
-      response.on("end", () => resume(Effect.succeed({ frames, endType, endedAt })))
+      response.on("end", () => resume(Effect.succeed({ location, frames, endType, endedAt })))
       response.on("error", (error) => resume(Effect.fail(error)))
     })
     track(client, req).on("error", (error) => resume(Effect.fail(error)))
-    req.end()
+    req.end(payload)
     return Effect.sync(() => req.destroy())
   })

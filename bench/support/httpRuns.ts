@@ -29,9 +29,32 @@ export const httpRun = (client: LoadClient, url: string, i: number) =>
     return { runId: created.runId, ms: stream.endedAt - started, endType: stream.endType, frames: stream.frames }
   })
 
-/** `count` runs, `clients` at a time: each fiber plays one client that starts its next run as soon as its last one ended. */
-export const httpRuns = (client: LoadClient, url: string, count: number, clients: number) =>
-  Effect.forEach(Array.from({ length: count }, (_, i) => i), (i) => httpRun(client, url, i), { concurrency: clients })
+/**
+ * One run in one request: `POST /api/runs` asking for the run's events as the answer
+ * (`accept: text/event-stream`), read until its end event; `ms` from the POST to that event.
+ */
+export const streamedRun = (client: LoadClient, url: string, i: number) =>
+  Effect.gen(function*() {
+    const started = performance.now()
+    const stream = yield* followEvents(client, `${url}/api/runs`, runEndTypes, request(i))
+    const runId = decodeURIComponent((stream.location ?? "").slice("/api/runs/".length))
+    if (stream.endType === undefined) return yield* Effect.fail(new Error(`run ${runId}: its event stream ended before the run did`))
+    return { runId, ms: stream.endedAt - started, endType: stream.endType, frames: stream.frames }
+  })
+
+/** How a client makes a run: two requests (submit, then follow), or one (submitted with its events as the answer). */
+export type RunRequests = "two" | "one"
+
+/**
+ * `count` runs, `clients` at a time, made with `requests`: each fiber plays one client that starts
+ * its next run as soon as its last one ended.
+ */
+export const httpRuns = (client: LoadClient, url: string, count: number, clients: number, requests: RunRequests = "two") =>
+  Effect.forEach(
+    Array.from({ length: count }, (_, i) => i),
+    (i) => requests === "two" ? httpRun(client, url, i) : streamedRun(client, url, i),
+    { concurrency: clients }
+  )
 
 /**
  * The child's side (`--http-clients <url> <runs> <clients>`): says `start` on stdout once its
