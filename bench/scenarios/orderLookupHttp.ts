@@ -31,13 +31,16 @@ export const orderLookupHttp = Effect.gen(function*() {
   const client = yield* loadClient(clients)
   const rssLoaded = process.memoryUsage.rss()
   const batch = (count: number, requests: RunRequests = "two") => httpRuns(client, server.url, count, clients, requests)
-  /** `count` runs: each run's figures, and the batch's wall and CPU time. */
+  /** `count` runs: each run's figures, the batch's wall and CPU time, and its Effect operations a run (its clients' included). */
   const timedBatch = (count: number, requests: RunRequests = "two") =>
     Effect.gen(function*() {
       const cpu = cpuReading()
+      const operations = yield* operationsSoFar
       const started = performance.now()
       const measured = yield* batch(count, requests)
-      return { measured, elapsedMs: performance.now() - started, ...cpu(count) }
+      const elapsedMs = performance.now() - started
+      const operationsPerRun = round(((yield* operationsSoFar) - operations) / count, 1)
+      return { measured, elapsedMs, operationsPerRun, ...cpu(count) }
     })
 
   yield* progress(`order-lookup-http: warming up (${warmUp} runs)`)
@@ -95,7 +98,8 @@ export const orderLookupHttp = Effect.gen(function*() {
       runsPerSecond: round(sustainedRunsPerSecond, 1),
       cpuMsPerRun: round(sustained.cpuMs / sustainedRuns, 3),
       cpuMsPerRunByThread: sustained.byThread,
-      gcPerRun: sustained.gc
+      gcPerRun: sustained.gc,
+      effectOperationsPerRun: sustained.operationsPerRun
     },
     oneRequest: {
       runs: oneRequestRuns,
@@ -103,7 +107,8 @@ export const orderLookupHttp = Effect.gen(function*() {
       runsPerSecond: round(oneRequestRunsPerSecond, 1),
       cpuMsPerRun: round(oneRequest.cpuMs / oneRequestRuns, 3),
       cpuMsPerRunByThread: oneRequest.byThread,
-      gcPerRun: oneRequest.gc
+      gcPerRun: oneRequest.gc,
+      effectOperationsPerRun: oneRequest.operationsPerRun
     },
     peakRssMb: mb(peakRss),
     rssBeforeRunsMb: mb(rssLoaded),
