@@ -23,11 +23,13 @@ export const makeHeldLeases = (
       yield* Effect.sleep(Duration.millis(ttlMillis / 3))
       yield* Effect.forEach([...held], ([lease, runId]) =>
         journal.renew(lease, runId, ttlMillis).pipe(
-          Effect.flatMap((renewal) =>
-            renewal === "Renewed"
-              ? Effect.void
-              : Effect.zipRight(Effect.sync(() => held.delete(lease)), renewal === "Taken" ? lost(runId) : Effect.void)
-          ),
+          Effect.flatMap((renewal) => {
+            if (renewal === "Renewed") return Effect.void
+            // Told once, and only while still held: an execution that found the lease taken itself
+            // (a step fenced off) has let it go by the time a renewal begun before that answers.
+            const stillHeld = held.delete(lease)
+            return stillHeld && renewal === "Taken" ? lost(runId) : Effect.void
+          }),
           Effect.catchAllCause((cause) => Effect.logWarning("could not renew a conversation lease", cause))
         ), { concurrency: "unbounded", discard: true })
     }).pipe(Effect.forever, Effect.forkScoped)

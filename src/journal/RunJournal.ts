@@ -304,14 +304,17 @@ export const layer = Layer.effect(
 
       renew: (lease, runId, ttlMillis) =>
         Effect.gen(function*() {
-          // Released by the run's step: renewing it would hold the conversation from the next claim
-          // (a release leaves the token as it was).
           if (released.has(lease)) return "Released"
           const now = yield* Clock.currentTimeMillis
-          const result = yield* database.write({ statements: [statements.renewLease(lease, runId, now + ttlMillis)] })
+          // The lease as the renewal left it, read in its transaction: released by a step of this
+          // grant's run (its token kept, expired) however the two were ordered, or not this grant's
+          // any more (a takeover, a cancel's revoke: a new token), or its run ended elsewhere.
+          const result = yield* database.write({
+            statements: [statements.renewLease(lease, runId, now + ttlMillis), statements.leaseHolder(lease.conversationId)]
+          })
           if (result._tag === "Written" && (result.rows[0]?.length ?? 0) > 0) return "Renewed"
-          // The run's last step and this renewal in one transaction: the run ended here.
-          return released.has(lease) ? "Released" : "Taken"
+          const after = result._tag === "Written" ? result.rows[1]?.[0] : undefined
+          return after !== undefined && Number(after.token) === lease.token && Number(after.expires_at) === 0 ? "Released" : "Taken"
         }),
 
       takeOverStranded: (owner, ttlMillis, adopting) => takeOverStranded(database, owner, ttlMillis, adopting),

@@ -273,9 +273,13 @@ export const takeOverExpiredLease = (conversationId: string, token: number, owne
   params: [owner, expiresAt, conversationId, token, now]
 })
 
-/** Extends `lease` while it is the current grant and `runId`, the run it is held for, has not ended. */
+/**
+ * Extends `lease` while it is the current grant, not released (a release leaves the token as it
+ * was: renewing it would hold the conversation again), and `runId`, the run it is held for, has not
+ * ended.
+ */
 export const renewLease = (lease: Lease, runId: string, expiresAt: number): Statement => ({
-  sql: `UPDATE foundry_conversation_leases SET expires_at = ? WHERE conversation_id = ? AND token = ?
+  sql: `UPDATE foundry_conversation_leases SET expires_at = ? WHERE conversation_id = ? AND token = ? AND expires_at > 0
     AND NOT EXISTS (SELECT 1 FROM foundry_runs WHERE id = ? AND status IN ${finalStatusesSql}) RETURNING token`,
   params: [expiresAt, lease.conversationId, lease.token, runId]
 })

@@ -750,6 +750,22 @@ const journalTests = (backend: Backend) => {
       expect(yield* journal.claim(r1, "C", 1_000)).toMatchObject({ _tag: "Claimed", lease: { token: 3 }, inLine: { status: "completed", ahead: [] } })
     }))
 
+  it.scoped("a renewal in the same transaction as the step that releases the lease (the run's end, its suspension) says Released and holds nothing again", () =>
+    Effect.gen(function*() {
+      const { journal } = yield* freshStorage(backend)
+      yield* TestClock.setTime(1_000)
+      for (const [id, status] of [["r1", { status: "completed", output: "done" }], ["r2", { status: "suspended" }]] as const) {
+        const run = yield* submit(journal, newRun(id, { conversationId: `c-${id}` }))
+        const lease = yield* leaseOf(journal.claim(run, "A", 3_000))
+        // Both written by one group commit, the step first: the renewal finds the lease released.
+        const [, renewal] = yield* Effect.all([journal.record(run, { status, releaseLease: true }, lease), journal.renew(lease, id, 3_000)], {
+          concurrency: "unbounded"
+        })
+        expect(["Renewed", "Released"]).toContain(renewal)
+        expect(yield* journal.claim(run, "B", 3_000)).toMatchObject({ _tag: "Claimed", lease: { owner: "B", token: 2 } })
+      }
+    }))
+
   it.scoped("a lease the run's suspension released is not renewed after it: the next claim has it at once", () =>
     Effect.gen(function*() {
       const { journal } = yield* freshStorage(backend)

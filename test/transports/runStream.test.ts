@@ -21,6 +21,9 @@ interface Frame {
   readonly data: { readonly runId?: string; readonly type?: string; readonly seq?: number } | undefined
 }
 
+/** The run a `Location` header names. */
+const runIdIn = (location: string | null) => decodeURIComponent((location ?? "").slice("/api/runs/".length))
+
 const framesOf = (text: string): ReadonlyArray<Frame> =>
   text.split("\n\n").filter((frame) => frame.length > 0).map((frame) => {
     const field = (name: string) => frame.split("\n").find((line) => line.startsWith(`${name}: `))?.slice(name.length + 2)
@@ -55,7 +58,7 @@ describe("POST /api/runs answered with the run's events", () => {
       expect(streamed.headers.get("content-type")).toBe("text/event-stream")
       const location = streamed.headers.get("location") ?? ""
       expect(location).toMatch(/^\/api\/runs\/run_/)
-      const runId = decodeURIComponent(location.slice("/api/runs/".length))
+      const runId = runIdIn(location)
       const events = streamed.frames.filter((frame) => frame.id !== undefined)
       expect(events[0]?.type).toBe("run.queued")
       expect(events.at(-1)?.type).toBe("run.completed")
@@ -89,7 +92,7 @@ describe("POST /api/runs answered with the run's events", () => {
         expect(done).toBe(false)
         text += decoder.decode(value, { stream: true })
       }
-      const runId = decodeURIComponent((answer.headers.get("location") ?? "").slice("/api/runs/".length))
+      const runId = runIdIn(answer.headers.get("location"))
       const [pending] = (yield* http(`${url}/api/approvals?status=pending&run=${runId}`)).json as Array<{ id: string }>
       expect((yield* http(`${url}/api/approvals/${pending!.id}`, { body: { decision: "approve" } })).status).toBe(200)
       text += yield* Effect.promise(() => readToEnd(reader))

@@ -55,8 +55,9 @@ const withRunEventStream = (operation: Record<string, unknown>): Record<string, 
       ...responses,
       "200": {
         description: "With `Accept: text/event-stream`: the run's events from its `run.queued` to its end " +
-          "(`run.completed`, `run.failed` or `run.cancelled`), one frame each (`id: <seq>`, `event: <type>`, " +
-          "`data: <event>`), with a comment every `server.sseHeartbeat` while nothing happens; the response " +
+          "(`run.completed`, `run.failed` or `run.cancelled`), a frame each (`id: <seq>`, `event: <type>`, " +
+          "`data: <event>`; the answer's text deltas without an id), with a comment every `server.sseHeartbeat` " +
+          "while nothing happens; the response " +
           "ends with the run, or waits with it (an approval, a child run). `Location` names the run; a client " +
           "that lost the stream follows `/api/runs/:runId/events` with `Last-Event-ID`.",
         headers: { location: { description: "The run's path, `/api/runs/<runId>`", schema: { type: "string" } } },

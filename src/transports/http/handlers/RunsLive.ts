@@ -58,17 +58,16 @@ export const RunsLive = HttpApiBuilder.group(FoundryApi, "runs", (handlers) =>
      * The run's events after `after` as server-sent events, live until its end; `missing` when there
      * is no such run. The follower reads the run itself (after subscribing): no run, no stream.
      */
-    const eventStream = <E>(
+    const eventStream = Effect.fn("RunsApi.eventStream")(function*<E>(
       runId: string,
       after: number | undefined,
       missing: () => Effect.Effect<never, E>,
       headers?: Readonly<Record<string, string>>
-    ) =>
-      Effect.gen(function*() {
-        const heartbeat = (yield* current.get).table.config.server.sseHeartbeat
-        const follower = Effect.flatMap(events.followRun(runId, after), Option.match({ onNone: missing, onSome: Effect.succeed }))
-        return yield* sseResponse(follower, heartbeat, headers)
-      })
+    ) {
+      const heartbeat = (yield* current.get).table.config.server.sseHeartbeat
+      const follower = Effect.flatMap(events.followRun(runId, after), Option.match({ onNone: missing, onSome: Effect.succeed }))
+      return yield* sseResponse(follower, heartbeat, headers)
+    })
 
     return handlers
       .handle("create", ({ headers, payload, request }) =>
