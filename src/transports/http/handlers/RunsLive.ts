@@ -58,16 +58,18 @@ export const RunsLive = HttpApiBuilder.group(FoundryApi, "runs", (handlers) =>
      * The run's events after `after` as server-sent events, live until its end; `missing` when there
      * is no such run. The follower reads the run itself (after subscribing): no run, no stream.
      */
-    const eventStream = Effect.fn("RunsApi.eventStream")(function*<E>(
+    const eventStream = <E>(
       runId: string,
       after: number | undefined,
       missing: () => Effect.Effect<never, E>,
       headers?: Readonly<Record<string, string>>
-    ) {
-      const heartbeat = (yield* current.get).table.config.server.sseHeartbeat
-      const follower = Effect.flatMap(events.followRun(runId, after), Option.match({ onNone: missing, onSome: Effect.succeed }))
-      return yield* sseResponse(follower, heartbeat, headers)
-    })
+    ) =>
+      Effect.flatMap(current.get, (app) =>
+        sseResponse(
+          Effect.flatMap(events.followRun(runId, after), Option.match({ onNone: missing, onSome: Effect.succeed })),
+          app.table.config.server.sseHeartbeat,
+          headers
+        ))
 
     return handlers
       .handle("create", ({ headers, payload, request }) =>
