@@ -18,8 +18,10 @@ import { runView } from "./toView.js"
 /** The 404 of run `runId`. */
 const runNotFound = (runId: string) => Effect.fail(new RunNotFound({ runId, message: `there is no run "${runId}"` }))
 
-const findRun = (runId: string) =>
-  Effect.flatMap(Store, (store) => Effect.flatMap(store.getRun(runId), Option.match({ onNone: () => runNotFound(runId), onSome: Effect.succeed })))
+/** What was found, or `missing` when nothing was. */
+const orMissing = <E>(missing: () => Effect.Effect<never, E>) => Option.match({ onNone: missing, onSome: <A>(found: A) => Effect.succeed(found) })
+
+const findRun = (runId: string) => Effect.flatMap(Store, (store) => Effect.flatMap(store.getRun(runId), orMissing(() => runNotFound(runId))))
 
 /** Handlers for `/api/runs`. */
 export const RunsLive = HttpApiBuilder.group(FoundryApi, "runs", (handlers) =>
@@ -66,7 +68,7 @@ export const RunsLive = HttpApiBuilder.group(FoundryApi, "runs", (handlers) =>
     ) =>
       Effect.flatMap(current.get, (app) =>
         sseResponse(
-          Effect.flatMap(events.followRun(runId, after), Option.match({ onNone: missing, onSome: Effect.succeed })),
+          Effect.flatMap(events.followRun(runId, after), orMissing(missing)),
           app.table.config.server.sseHeartbeat,
           headers
         ))
