@@ -42,6 +42,15 @@ export const orderLookupHttp = Effect.gen(function*() {
       const operationsPerRun = round(((yield* operationsSoFar) - operations) / count, 1)
       return { measured, elapsedMs, operationsPerRun, ...cpu(count) }
     })
+  /** A later phase's figures: `count` runs timed as `timed`. */
+  const phase = (count: number, timed: Effect.Effect.Success<ReturnType<typeof timedBatch>>) => ({
+    runs: count,
+    runsPerSecond: round(count / (timed.elapsedMs / 1000), 1),
+    cpuMsPerRun: round(timed.cpuMs / count, 3),
+    cpuMsPerRunByThread: timed.byThread,
+    gcPerRun: timed.gc,
+    effectOperationsPerRun: timed.operationsPerRun
+  })
 
   yield* progress(`order-lookup-http: warming up (${warmUp} runs)`)
   yield* batch(warmUp)
@@ -93,22 +102,10 @@ export const orderLookupHttp = Effect.gen(function*() {
     cpuMsPerRunByThread: byThread,
     gcPerRun: gc,
     clientsApart: { ...apart, serverEffectOperationsPerRun: round(serverOperations / runs, 1) },
-    sustained: {
-      runs: sustainedRuns,
-      runsPerSecond: round(sustainedRunsPerSecond, 1),
-      cpuMsPerRun: round(sustained.cpuMs / sustainedRuns, 3),
-      cpuMsPerRunByThread: sustained.byThread,
-      gcPerRun: sustained.gc,
-      effectOperationsPerRun: sustained.operationsPerRun
-    },
+    sustained: phase(sustainedRuns, sustained),
     oneRequest: {
-      runs: oneRequestRuns,
-      runsCompleted: oneRequest.measured.filter((r) => r.endType === "run.completed").length,
-      runsPerSecond: round(oneRequestRunsPerSecond, 1),
-      cpuMsPerRun: round(oneRequest.cpuMs / oneRequestRuns, 3),
-      cpuMsPerRunByThread: oneRequest.byThread,
-      gcPerRun: oneRequest.gc,
-      effectOperationsPerRun: oneRequest.operationsPerRun
+      ...phase(oneRequestRuns, oneRequest),
+      runsCompleted: oneRequest.measured.filter((r) => r.endType === "run.completed").length
     },
     peakRssMb: mb(peakRss),
     rssBeforeRunsMb: mb(rssLoaded),

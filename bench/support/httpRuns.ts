@@ -8,7 +8,7 @@ import { createInterface } from "node:readline"
 import { Effect, Schema } from "effect"
 import { runEndTypes } from "../../src/events/FoundryEvent.js"
 import { RunCreated } from "../../src/transports/http/api/RunsGroup.js"
-import { followEvents, type LoadClient, loadClient, postJson } from "./httpClient.js"
+import { followEvents, type FollowedStream, type LoadClient, loadClient, postJson } from "./httpClient.js"
 import { cpuReading, type GcFigures, round, type ThreadCpuPerRun } from "./stats.js"
 
 const decodeRunCreated = Schema.decodeUnknown(Schema.parseJson(RunCreated))
@@ -17,6 +17,12 @@ const decodeDone = Schema.decodeUnknownEither(Schema.parseJson(Schema.Struct({ e
 /** The `i`th run's request. */
 const request = (i: number) => ({ agent: "orders", instance: `customer-${i % 100}`, message: `Where is order 42? (#${i})` })
 
+/** A run's figures from its followed stream, `ms` since `started`; a stream that ended before the run fails it. */
+const ended = (runId: string, started: number, stream: FollowedStream) =>
+  stream.endType === undefined
+    ? Effect.fail(new Error(`run ${runId}: its event stream ended before the run did`))
+    : Effect.succeed({ runId, ms: stream.endedAt - started, endType: stream.endType, frames: stream.frames })
+
 /** One run, submitted over HTTP and followed until it ends; `ms` from the POST to its end event. */
 export const httpRun = (client: LoadClient, url: string, i: number) =>
   Effect.gen(function*() {
@@ -24,9 +30,7 @@ export const httpRun = (client: LoadClient, url: string, i: number) =>
     const response = yield* postJson(client, `${url}/api/runs`, request(i))
     if (response.status !== 202) return yield* Effect.fail(new Error(`POST /api/runs: ${response.status} ${response.text}`))
     const created = yield* decodeRunCreated(response.text)
-    const stream = yield* followEvents(client, `${url}/api/runs/${created.runId}/events`, runEndTypes)
-    if (stream.endType === undefined) return yield* Effect.fail(new Error(`run ${created.runId}: its event stream ended before the run did`))
-    return { runId: created.runId, ms: stream.endedAt - started, endType: stream.endType, frames: stream.frames }
+    return yield* ended(created.runId, started, yield* followEvents(client, `${url}/api/runs/${created.runId}/events`, runEndTypes))
   })
 
 /**
@@ -37,9 +41,7 @@ export const streamedRun = (client: LoadClient, url: string, i: number) =>
   Effect.gen(function*() {
     const started = performance.now()
     const stream = yield* followEvents(client, `${url}/api/runs`, runEndTypes, request(i))
-    const runId = decodeURIComponent((stream.location ?? "").slice("/api/runs/".length))
-    if (stream.endType === undefined) return yield* Effect.fail(new Error(`run ${runId}: its event stream ended before the run did`))
-    return { runId, ms: stream.endedAt - started, endType: stream.endType, frames: stream.frames }
+    return yield* ended(decodeURIComponent((stream.location ?? "").slice("/api/runs/".length)), started, stream)
   })
 
 /** How a client makes a run: two requests (submit, then follow), or one (submitted with its events as the answer). */
