@@ -1,9 +1,9 @@
 /**
  * What a run has done since its last commit: transcript messages, events and usage, written as
  * one step of the run journal before the run does anything another party could see (runs a tool,
- * starts a child run, waits or ends). Its start and a first model turn begun (`commitSoon`) are
- * written while the model is asked, or with its answer. Text deltas are not part of a step: they
- * are streamed live and never stored.
+ * starts a child run, waits or ends). Its start, or the results of a turn's calls, with the next
+ * model turn begun (`commitSoon`) are written while the model is asked, or with its answer. Text
+ * deltas are not part of a step: they are streamed live and never stored.
  */
 import { Deferred, Effect, Exit, FiberId, Runtime } from "effect"
 import type { RunRecord } from "../durable/records.js"
@@ -43,17 +43,20 @@ export interface StepBuffer {
    */
   readonly commit: (end?: StepEnd) => Effect.Effect<void, StoreError | LeaseLost>
   /**
-   * `commit`, without the run waiting for it when what is pending is only progress nobody acts on
-   * (the run's start, its message, a model turn begun): a model may be asked before that is
-   * stored, since asking one changes nothing a crash would have to account for. The step goes with
-   * the run's next commit if that comes in this turn of the event loop (a model that answers at
-   * once: one synced commit instead of two), else it is written on its own at the next turn, while
-   * the model is asked; unless the model has answered by then (the run reads something before its
-   * next commit, the instance's context for a tool call): the run commits next, and the step goes
-   * with that commit. Text deltas wait until it is published, so that followers see the turn
-   * begin before its text; with the next commit they are dropped, as that commit carries the end
-   * of the attempt they belong to (its answer whole, a retry, a failure). A pending model answer
-   * or tool result is a run's progress others act on: with one, this is `commit`.
+   * `commit`, without the run waiting for it, for a model about to be asked: what is pending then
+   * is the run's start and its message, or the results of the last turn's calls, with the turn
+   * begun. A model may be asked before that is stored, since asking one changes nothing a crash
+   * would have to account for: killed before the step is stored, the run is taken up again from
+   * the step before, where those calls have no result, as when it is killed while they run. The
+   * step goes with the run's next commit if that comes in this turn of the event loop (a model
+   * that answers at once: one synced commit instead of two), else it is written on its own at the
+   * next turn, while the model is asked; unless the model has answered by then (the run reads
+   * something before its next commit, the instance's context for a tool call): the run commits
+   * next, and the step goes with that commit. Text deltas wait until it is published, so that
+   * followers see the results and the turn begin before its text; with the next commit they are
+   * dropped, as that commit carries the end of the attempt they belong to (its answer whole, a
+   * retry, a failure). A pending model answer is what the run acts on next (its calls run, it
+   * ends): with one, this is `commit`.
    */
   readonly commitSoon: (end?: StepEnd) => Effect.Effect<void, StoreError | LeaseLost>
   /**
@@ -103,7 +106,7 @@ export const makeStepBuffer = (run: RunRecord, lease: Lease | undefined, written
         return before === undefined ? write(end) : Effect.zipRight(Deferred.await(before), Effect.suspend(() => write(end)))
       })
     /** Whether a model's answer is pending: the run's next commit is at hand. */
-    const answered = () => messages.some((message) => message._tag !== "user")
+    const answered = () => messages.some((message) => message._tag === "assistant")
     /** The step `commitSoon` asked for, written on its own: no commit took it within the turn of the loop. */
     const writeSoon = Effect.suspend(() => {
       const done = Deferred.unsafeMake<void, StoreError | LeaseLost>(FiberId.none)

@@ -1,6 +1,6 @@
 /**
  * One model turn of a run: `model.turn.started` committed as the model is asked (with whatever
- * the run did before, which is committed first when it holds a result), the turn's request fitted
+ * the run did before: its start, the last turn's call results), the turn's request fitted
  * to the context window and its images to the project's `images` budget, retries and fallbacks
  * reported as they happen, and the answer's usage and `model.turn.completed` added to the step
  * that records the assistant message.

@@ -60,7 +60,7 @@ const runAlone = (runtime: Runtime, request: RunRequest) =>
   })
 
 describe("the database cost of a run", () => {
-  it.scopedLive("a two-turn run with one tool call, executed alone, takes 4 write transactions and 21 statements", () =>
+  it.scopedLive("a two-turn run with one tool call, executed alone, takes 3 write transactions and 18 statements", () =>
     Effect.gen(function*() {
       const runtime = yield* startOrderLookup
       const request = { agent: "orders", instance: "customer-1", message: "Where is order 42?" }
@@ -90,24 +90,25 @@ describe("the database cost of a run", () => {
       // The transactions: the submission, which takes the conversation's lease too (the guard that
       // the instance takes runs, instance, conversation, run, lease, run.queued); model turn 1 with
       // the run's start, as the model answered at once (the user's and the assistant's messages in
-      // one statement, status with the turn's usage, events); the tool result (message, events);
-      // model turn 2 and the end (message, status with the turn's usage, lease release, events). The
-      // statements: 6, one read of the run's status once it has a slot, one of the transcript, one
-      // of the instance (the tool's `instance.context`), then each step's lease check and writes:
-      // 4 + 3 + 5.
-      expect({ writeTransactions: first.writeTransactions, statements: first.statements }).toEqual({ writeTransactions: 4, statements: 21 })
+      // one statement, status with the turn's usage, events), before the tool runs; the tool result
+      // with model turn 2 and the end, as the model answered at once (the tool's and the
+      // assistant's messages in one statement, status with the turn's usage, lease release,
+      // events). The statements: 6, one read of the run's status once it has a slot, one of the
+      // transcript, one of the instance (the tool's `instance.context`), then each step's lease
+      // check and writes: 4 + 5.
+      expect({ writeTransactions: first.writeTransactions, statements: first.statements }).toEqual({ writeTransactions: 3, statements: 18 })
 
       // The same once the instance exists; in an existing conversation, one more read (the conversation).
       const second = yield* runAlone(runtime, request)
-      expect({ writeTransactions: second.writeTransactions, statements: second.statements }).toEqual({ writeTransactions: 4, statements: 21 })
+      expect({ writeTransactions: second.writeTransactions, statements: second.statements }).toEqual({ writeTransactions: 3, statements: 18 })
       const third = yield* runAlone(runtime, { ...request, conversation: second.run.conversationId })
       expect(third.run.status).toBe("completed")
-      expect({ writeTransactions: third.writeTransactions, statements: third.statements }).toEqual({ writeTransactions: 4, statements: 22 })
+      expect({ writeTransactions: third.writeTransactions, statements: third.statements }).toEqual({ writeTransactions: 3, statements: 19 })
     }))
 })
 
 describe.skipIf(skipPostgres)("the database cost of a run on PostgreSQL", () => {
-  it.scopedLive("a two-turn run with one tool call, executed alone, takes 4 write transactions, as on SQLite", () =>
+  it.scopedLive("a two-turn run with one tool call, executed alone, takes 3 write transactions, as on SQLite", () =>
     Effect.gen(function*() {
       const runtime = yield* startOrderLookupOn(undefined, orderLookupProjectOn(1, yield* freshSchema))
       const request = { agent: "orders", instance: "customer-1", message: "Where is order 42?" }
@@ -116,9 +117,9 @@ describe.skipIf(skipPostgres)("the database cost of a run on PostgreSQL", () => 
       expect(runtime.lookups()).toEqual([`${first.run.id} 42`])
       // The instance's context, read for the tool call after model turn 1 answered, is a round trip
       // on PostgreSQL: the turn and the run's start still go with the call's start, as on SQLite.
-      expect(first.writeTransactions).toBe(4)
+      expect(first.writeTransactions).toBe(3)
       const second = yield* runAlone(runtime, request)
-      expect(second.writeTransactions).toBe(4)
+      expect(second.writeTransactions).toBe(3)
     }))
 })
 
@@ -140,6 +141,38 @@ describe("a run's start", () => {
       const after = yield* runtime.database.stats
       // The submission's transaction, and the start's own.
       expect(after.writeTransactions - before.writeTransactions).toBe(2)
+      yield* runtime.dispatcher.cancel(submitted.id)
+    }))
+})
+
+describe("a turn's call results", () => {
+  it.scopedLive("are stored on their own while a model that takes its time is asked next (with one that answers at once, they go with the answer: above)", () =>
+    Effect.gen(function*() {
+      const runtime = yield* startOrderLookupOn(Scripted.make([
+        { toolCalls: [{ name: "lookup", arguments: { id: "42" } }] },
+        { text: "It has shipped.", delay: "1 minute" }
+      ]))
+      const before = yield* runtime.database.stats
+      const submitted = yield* runtime.dispatcher.submit({ agent: "orders", instance: "customer-1", message: "Where is order 42?" })
+      // The model answers turn 2 in a minute; the call's result is stored well before.
+      const messages = runtime.store.listMessages(submitted.conversationId)
+      let stored = yield* messages
+      for (let tries = 0; stored.length < 3 && tries < 300; tries++) stored = yield* Effect.zipRight(Effect.sleep("10 millis"), messages)
+      expect(stored.map((m) => m.message._tag)).toEqual(["user", "assistant", "tool"])
+      expect(runtime.lookups()).toEqual([`${submitted.id} 42`])
+      expect((yield* runtime.events.list({ runId: submitted.id })).map((e) => e.type)).toEqual([
+        "run.queued",
+        "run.started",
+        "model.turn.started",
+        "model.turn.completed",
+        "tool.call.started",
+        "tool.call.completed",
+        "model.turn.started"
+      ])
+      const after = yield* runtime.database.stats
+      // The submission's transaction, model turn 1's with the run's start, and the result's own.
+      expect(after.writeTransactions - before.writeTransactions).toBe(3)
+      expect((yield* Effect.flatten(runtime.store.getRun(submitted.id))).status).toBe("running")
       yield* runtime.dispatcher.cancel(submitted.id)
     }))
 })
