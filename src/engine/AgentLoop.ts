@@ -147,11 +147,8 @@ export const runAgent = Effect.fnUntraced(function*(app: CompiledApp, run: RunRe
         // The run says what failed; the log has where (the stack), for the developer.
         : Effect.zipRight(Effect.logError(`run ${current.run.id} failed on an internal error`, cause), fail(`internal error: ${Cause.pretty(cause).split("\n")[0]}`))
     ),
-    // Stopped (a cancel, a steer, a lease taken): a step handed on and not yet written is not
-    // written any more, and one being written is waited for, so that whoever stopped the run reads
-    // its transcript with that step or never sees it (a call's result stored after a cancel had
-    // answered the call would answer it twice).
-    Effect.onInterrupt(() => current.step.abandon)
+    // Stopped: whoever stopped the run reads its transcript with the step it handed on.
+    Effect.onInterrupt(() => current.step.settle)
   )
 }, entrySpan("engine.runAgent"))
 

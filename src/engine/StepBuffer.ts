@@ -60,6 +60,15 @@ export interface StepBuffer {
    */
   readonly commitSoon: (end?: StepEnd) => Effect.Effect<void, StoreError | LeaseLost>
   /**
+   * For an execution being stopped (a cancel, a steer, its process stopping, its lease taken): a
+   * step `commitSoon` handed on and not yet written is written now, and one being written is
+   * waited for, so that whoever stopped the run reads its transcript with that step (a call's
+   * result stored after a cancel had answered the call would answer it twice; one never stored
+   * would run the call again after a restart). A model's answer not yet committed is not written.
+   * Never fails: a write the lease fences off writes nothing.
+   */
+  readonly settle: Effect.Effect<void>
+  /**
    * Lets go of what is pending, for an execution that goes on with a buffer of its own (after a
    * step the store did not take): a step `commitSoon` handed on is not written any more, and one
    * being written is waited for, so that what the next execution reads of the run has it or never will.
@@ -157,6 +166,10 @@ export const makeStepBuffer = (run: RunRecord, lease: Lease | undefined, written
             })
           })
         }),
+      settle: Effect.suspend(() => {
+        if (writingSoon !== undefined) return Effect.ignore(Deferred.await(writingSoon))
+        return soon === undefined || answered() ? Effect.void : Effect.asVoid(writeSoon)
+      }),
       abandon: Effect.suspend(() => {
         soon = undefined
         heldDeltas = undefined

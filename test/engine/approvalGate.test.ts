@@ -51,6 +51,7 @@ const gateEvents = (status: RunStatus) =>
       ask: (approval) => void asked.push(approval),
       commit: () => Effect.void,
       commitSoon: () => Effect.void,
+      settle: Effect.void,
       abandon: Effect.void
     }
     const call = { id: "call_1", name: "transfer", arguments: `{"amount":5}` }

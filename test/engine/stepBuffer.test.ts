@@ -1,8 +1,10 @@
 /**
  * A run's step buffer on the run journal (SQLite on a temporary file): a step handed on with
- * `commitSoon` goes with the run's next commit of the same turn of the event loop, or is written on
- * its own at the next turn unless the model has answered by then; one holding a tool result is committed before `commitSoon` returns; text
- * deltas reach followers after the turn's start; an abandoned buffer writes nothing it was handed.
+ * `commitSoon` (the run's start, or the last turn's call results, with a turn begun) goes with the
+ * run's next commit of the same turn of the event loop, or is written on its own at the next turn
+ * unless the model has answered by then; one holding a model's answer is committed before
+ * `commitSoon` returns; text deltas reach followers after the turn's start; a settled buffer (its
+ * execution stopped) writes a step handed on at once; an abandoned one writes nothing it was handed.
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Context, Effect, Layer, Option, Stream } from "effect"
@@ -102,7 +104,24 @@ describe("a run's step buffer", () => {
       expect((yield* transactions) - before).toBe(1)
     }))
 
-  it.scopedLive("a step that holds a tool result is committed before commitSoon returns", () =>
+  it.scopedLive("a step that holds only the last turn's call results is handed on, and goes with the next turn's answer: one transaction", () =>
+    Effect.gen(function*() {
+      const { step, stored, transactions } = yield* bufferedRun
+      step.message(user)
+      step.message({ _tag: "assistant", content: "", toolCalls: [{ id: "call-1", name: "lookup", arguments: "{}" }] })
+      yield* step.commit({ status: { status: "running" } })
+      const before = yield* transactions
+      step.message(tool)
+      step.emit("model.turn.started", "turn:2", { turn: 2, model: "demo" })
+      yield* step.commitSoon()
+      expect(yield* stored).toEqual({ status: "running", messages: ["user", "assistant"] })
+      step.message({ _tag: "assistant", content: "shipped", toolCalls: [] })
+      yield* step.commit({ status: { status: "completed", output: "shipped" } })
+      expect(yield* stored).toEqual({ status: "completed", messages: ["user", "assistant", "tool", "assistant"] })
+      expect((yield* transactions) - before).toBe(1)
+    }))
+
+  it.scopedLive("a step that holds a model's answer (its calls, their results) is committed before commitSoon returns", () =>
     Effect.gen(function*() {
       const { step, stored } = yield* bufferedRun
       step.message(user)
@@ -154,6 +173,29 @@ describe("a run's step buffer", () => {
       step.message({ _tag: "assistant", content: "", toolCalls: [{ id: "call-1", name: "lookup", arguments: "{}" }] })
       expect((yield* Effect.flip(step.commit()))._tag).toBe("LeaseLost")
       expect(yield* stored).toEqual({ status: "cancelled", messages: [] })
+    }))
+
+  it.scopedLive("a settled buffer writes a step handed on at once, not at the next turn of the loop, and once", () =>
+    Effect.gen(function*() {
+      const { run, step, stored, transactions } = yield* bufferedRun
+      const before = yield* transactions
+      yield* start(step, run)
+      yield* step.settle
+      expect(yield* stored).toEqual({ status: "running", messages: ["user"] })
+      yield* Effect.sleep("50 millis")
+      expect((yield* transactions) - before).toBe(1)
+    }))
+
+  it.scopedLive("a settled buffer writes nothing of a model's answer not yet committed", () =>
+    Effect.gen(function*() {
+      const { run, step, stored, transactions } = yield* bufferedRun
+      const before = yield* transactions
+      yield* start(step, run)
+      step.message({ _tag: "assistant", content: "", toolCalls: [{ id: "call-1", name: "lookup", arguments: "{}" }] })
+      yield* step.settle
+      yield* Effect.sleep("50 millis")
+      expect(yield* stored).toEqual({ status: "queued", messages: [] })
+      expect((yield* transactions) - before).toBe(0)
     }))
 
   it.scopedLive("an abandoned buffer writes nothing of a step it was handed", () =>

@@ -115,7 +115,10 @@ describe("the event stream", () => {
       const withoutText = yield* Effect.fork(readFrames(server.url, {}, ended, "?deltas=false"))
       const withText = yield* Effect.fork(readFrames(server.url, {}, ended))
       yield* Effect.sleep("300 millis")
-      const run = yield* submit(server.url, "worker", plan({ calls: [{ name: "record", arguments: { line: "a" } }], say: "one two three" }))
+      // The answer takes a moment, as a model's over the network does: one that answers at once
+      // has its text carried whole by its turn's end (docs/decisions.md, "A turn's call results go
+      // with the next model turn").
+      const run = yield* submit(server.url, "worker", plan({ calls: [{ name: "record", arguments: { line: "a" } }], say: "one two three", finalDelay: 20 }))
       yield* waitForRun(server.url, run.runId)
       const plain = yield* Fiber.join(withoutText).pipe(Effect.timeoutFail({ duration: "10 seconds", onTimeout: () => new Error("no run.completed") }))
       const full = yield* Fiber.join(withText).pipe(Effect.timeoutFail({ duration: "10 seconds", onTimeout: () => new Error("no run.completed") }))
@@ -139,7 +142,8 @@ describe("the event stream", () => {
       const ofAnother = yield* Effect.fork(readFrames(server.url, {}, ended, "?deltasOf=conv_another"))
       yield* Effect.sleep("300 millis")
       // One run in that conversation, one in a new one.
-      const words = plan({ calls: [{ name: "record", arguments: { line: "a" } }], say: "one two three" })
+      // The answer takes a moment, as in the test above.
+      const words = plan({ calls: [{ name: "record", arguments: { line: "a" } }], say: "one two three", finalDelay: 20 })
       const inIt = (yield* http(`${server.url}/api/runs`, { body: { agent: "worker", message: words, conversation: first.conversationId } })).json as { runId: string }
       yield* waitForRun(server.url, inIt.runId)
       const elsewhere = yield* submit(server.url, "worker", words)
