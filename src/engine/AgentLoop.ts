@@ -147,8 +147,9 @@ export const runAgent = Effect.fnUntraced(function*(app: CompiledApp, run: RunRe
         // The run says what failed; the log has where (the stack), for the developer.
         : Effect.zipRight(Effect.logError(`run ${current.run.id} failed on an internal error`, cause), fail(`internal error: ${Cause.pretty(cause).split("\n")[0]}`))
     ),
-    // Stopped: whoever stopped the run reads its transcript with the step it handed on.
-    Effect.onInterrupt(() => current.step.settle)
+    // Stopped (or ended any other way but its own last step): whoever stopped the run reads its
+    // transcript with the step it handed on. Nothing is handed on after a run's last step.
+    Effect.ensuring(Effect.suspend(() => current.step.settle))
   )
 }, entrySpan("engine.runAgent"))
 

@@ -21,6 +21,15 @@ export interface StepEnd {
   readonly releaseLease?: boolean
 }
 
+/** What a step holds until it is written, and how it ends the run's execution. */
+interface Pending {
+  readonly messages: Array<ChatMessage>
+  readonly drafts: Array<EventDraft>
+  readonly usage: Array<TurnUsage>
+  readonly approvals: Array<NewApproval>
+  readonly end: StepEnd
+}
+
 /** A run's pending step. */
 export interface StepBuffer {
   /** Adds an event of the run at `step` (a span under `parentStep`, default the run's own); `data` is the payload of `type`. */
@@ -85,42 +94,68 @@ export const makeStepBuffer = (run: RunRecord, lease: Lease | undefined, written
     let drafts: Array<EventDraft> = []
     let usage: Array<TurnUsage> = []
     let approvals: Array<NewApproval> = []
-    // What `commitSoon` asked for until a write takes it; the write that took it until it is done
-    // (kept once it failed: every later commit fails as it did); text deltas until it is published.
-    let soon: StepEnd | undefined
+    // What `commitSoon` handed on (what was pending then, and how it ends) until a write takes it;
+    // the write that took it until it is done (kept once it failed: every later commit fails as it
+    // did); text deltas until it is published.
+    let handed: Pending | undefined
     let writingSoon: Deferred.Deferred<void, StoreError | LeaseLost> | undefined
     let heldDeltas: Array<EventDraft> | undefined
 
-    /** Writes what is pending with `end` (and what `commitSoon` asked for, which it takes). */
-    const write = (end: StepEnd) => {
-      // The run's start going with a step that ends the turn (a final answer, a failure, a wait) keeps its start time.
-      const starts = soon?.status?.status === "running" && end.status !== undefined && end.status.status !== "running"
-      const step = { messages, events: drafts, usage, approvals, ...soon, ...end, ...(starts ? { starts } : {}) }
-      soon = undefined
-      if (
-        messages.length === 0 && drafts.length === 0 && usage.length === 0 && approvals.length === 0 &&
-        step.status === undefined && step.releaseLease !== true
-      ) return Effect.void
+    /** What is pending, taken: the buffer holds nothing after. */
+    const take = (end: StepEnd): Pending => {
+      const taken = { messages, drafts, usage, approvals, end }
       messages = []
       drafts = []
       usage = []
       approvals = []
-      return Effect.map(journal.record(run, step, lease), () => written?.())
+      return taken
+    }
+    /** Writes `pending` as one step, unless it holds nothing. */
+    const writeStep = (pending: Pending) => {
+      const { approvals, drafts, end, messages, usage } = pending
+      if (
+        messages.length === 0 && drafts.length === 0 && usage.length === 0 && approvals.length === 0 &&
+        end.status === undefined && end.releaseLease !== true
+      ) return Effect.void
+      return Effect.map(journal.record(run, { messages, events: drafts, usage, approvals, ...end }, lease), () => written?.())
+    }
+    /** Writes what is pending with `end`, after what `commitSoon` handed on, which it takes. */
+    const write = (end: StepEnd) => {
+      const taken = handed
+      handed = undefined
+      if (taken === undefined) return writeStep(take(end))
+      // The run's start going with a step that ends the turn (a final answer, a failure, a wait) keeps its start time.
+      const starts = taken.end.status?.status === "running" && end.status !== undefined && end.status.status !== "running"
+      const current = take(end)
+      return writeStep({
+        messages: [...taken.messages, ...current.messages],
+        drafts: [...taken.drafts, ...current.drafts],
+        usage: [...taken.usage, ...current.usage],
+        approvals: current.approvals,
+        end: { ...taken.end, ...end, ...(starts ? { starts } : {}) }
+      })
     }
     const commit = (end: StepEnd = {}) =>
       Effect.suspend(() => {
         // Deltas held for a step this commit takes: the attempt they belong to ends with it.
-        if (soon !== undefined) heldDeltas = undefined
+        if (handed !== undefined) heldDeltas = undefined
         const before = writingSoon
         return before === undefined ? write(end) : Effect.zipRight(Deferred.await(before), Effect.suspend(() => write(end)))
       })
     /** Whether a model's answer is pending: the run's next commit is at hand. */
     const answered = () => messages.some((message) => message._tag === "assistant")
-    /** The step `commitSoon` asked for, written on its own: no commit took it within the turn of the loop. */
+    /**
+     * The step `commitSoon` handed on, written on its own (no commit took it within the turn of the
+     * loop, or the execution is stopped): what it held, not what came after (a model's answer goes
+     * with the commit that follows it).
+     */
     const writeSoon = Effect.suspend(() => {
+      const taken = handed
+      if (taken === undefined) return Effect.void
+      handed = undefined
       const done = Deferred.unsafeMake<void, StoreError | LeaseLost>(FiberId.none)
       writingSoon = done
-      return Effect.flatMap(Effect.exit(write({})), (exit) => {
+      return Effect.flatMap(Effect.exit(writeStep(taken)), (exit) => {
         // Failed, the run's next commit fails as it did: its deltas stay held, to be dropped with the buffer.
         if (Exit.isFailure(exit)) return Deferred.done(done, exit)
         const held = heldDeltas
@@ -152,26 +187,35 @@ export const makeStepBuffer = (run: RunRecord, lease: Lease | undefined, written
       commit,
       commitSoon: (end = {}) =>
         Effect.suspend(() => {
-          if (writingSoon !== undefined || answered()) return commit(end)
-          const scheduled = soon !== undefined
-          soon = { ...soon, ...end }
-          if (scheduled) return Effect.void
+          // An approval asked for is stored with the step that suspends the run on it, never handed on.
+          if (writingSoon !== undefined || answered() || approvals.length > 0) return commit(end)
+          const before = handed
+          const current = take(end)
+          if (before !== undefined) {
+            // Handed on already in this turn of the loop: what came since goes with it.
+            handed = {
+              messages: [...before.messages, ...current.messages],
+              drafts: [...before.drafts, ...current.drafts],
+              usage: [...before.usage, ...current.usage],
+              approvals: [],
+              end: { ...before.end, ...end }
+            }
+            return Effect.void
+          }
+          handed = current
           heldDeltas = []
           // No fiber unless it is needed: a model that answers at once leaves the step to the next
           // commit, also when the run reads something before it (the instance's context for a tool
           // call, a read that lets the loop turn on PostgreSQL): with its answer, the run commits next.
           return Effect.map(Effect.runtime<never>(), (runtime) => {
             setImmediate(() => {
-              if (soon !== undefined && !answered()) Runtime.runFork(runtime)(writeSoon)
+              if (handed !== undefined && !answered()) Runtime.runFork(runtime)(writeSoon)
             })
           })
         }),
-      settle: Effect.suspend(() => {
-        if (writingSoon !== undefined) return Effect.ignore(Deferred.await(writingSoon))
-        return soon === undefined || answered() ? Effect.void : Effect.asVoid(writeSoon)
-      }),
+      settle: Effect.suspend(() => writingSoon === undefined ? Effect.asVoid(writeSoon) : Effect.ignore(Deferred.await(writingSoon))),
       abandon: Effect.suspend(() => {
-        soon = undefined
+        handed = undefined
         heldDeltas = undefined
         messages = []
         drafts = []

@@ -186,16 +186,21 @@ describe("a run's step buffer", () => {
       expect((yield* transactions) - before).toBe(1)
     }))
 
-  it.scopedLive("a settled buffer writes nothing of a model's answer not yet committed", () =>
+  it.scopedLive("a settled buffer writes the step handed on, not a model's answer that came after it", () =>
     Effect.gen(function*() {
-      const { run, step, stored, transactions } = yield* bufferedRun
-      const before = yield* transactions
-      yield* start(step, run)
+      const { step, stored, transactions } = yield* bufferedRun
+      step.message(user)
       step.message({ _tag: "assistant", content: "", toolCalls: [{ id: "call-1", name: "lookup", arguments: "{}" }] })
+      yield* step.commit({ status: { status: "running" } })
+      const before = yield* transactions
+      // The call's result handed on, and the next turn's answer at once (its calls not yet run).
+      step.message(tool)
+      yield* step.commitSoon()
+      step.message({ _tag: "assistant", content: "", toolCalls: [{ id: "call-2", name: "lookup", arguments: "{}" }] })
       yield* step.settle
+      expect(yield* stored).toEqual({ status: "running", messages: ["user", "assistant", "tool"] })
       yield* Effect.sleep("50 millis")
-      expect(yield* stored).toEqual({ status: "queued", messages: [] })
-      expect((yield* transactions) - before).toBe(0)
+      expect((yield* transactions) - before).toBe(1)
     }))
 
   it.scopedLive("an abandoned buffer writes nothing of a step it was handed", () =>
