@@ -61,6 +61,13 @@ const start = (step: Effect.Effect.Success<typeof bufferedRun>["step"], run: Run
   return step.commitSoon({ status: { status: "running" } })
 }
 
+/** Turn 1 of a run answered with a call, committed before the call runs. */
+const calledOnce = (step: Effect.Effect.Success<typeof bufferedRun>["step"]) => {
+  step.message(user)
+  step.message({ _tag: "assistant", content: "", toolCalls: [{ id: "call-1", name: "lookup", arguments: "{}" }] })
+  return step.commit({ status: { status: "running" } })
+}
+
 describe("a run's step buffer", () => {
   it.scopedLive("a step handed on goes with a commit of the same turn of the event loop: one transaction", () =>
     Effect.gen(function*() {
@@ -107,9 +114,7 @@ describe("a run's step buffer", () => {
   it.scopedLive("a step that holds only the last turn's call results is handed on, and goes with the next turn's answer: one transaction", () =>
     Effect.gen(function*() {
       const { step, stored, transactions } = yield* bufferedRun
-      step.message(user)
-      step.message({ _tag: "assistant", content: "", toolCalls: [{ id: "call-1", name: "lookup", arguments: "{}" }] })
-      yield* step.commit({ status: { status: "running" } })
+      yield* calledOnce(step)
       const before = yield* transactions
       step.message(tool)
       step.emit("model.turn.started", "turn:2", { turn: 2, model: "demo" })
@@ -189,9 +194,7 @@ describe("a run's step buffer", () => {
   it.scopedLive("a settled buffer writes the step handed on, not a model's answer that came after it", () =>
     Effect.gen(function*() {
       const { step, stored, transactions } = yield* bufferedRun
-      step.message(user)
-      step.message({ _tag: "assistant", content: "", toolCalls: [{ id: "call-1", name: "lookup", arguments: "{}" }] })
-      yield* step.commit({ status: { status: "running" } })
+      yield* calledOnce(step)
       const before = yield* transactions
       // The call's result handed on, and the next turn's answer at once (its calls not yet run).
       step.message(tool)
