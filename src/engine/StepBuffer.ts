@@ -30,6 +30,15 @@ interface Pending {
   readonly end: StepEnd
 }
 
+/** `later` after `earlier`, as one step that ends as `end` says. */
+const joined = (earlier: Pending, later: Pending, end: StepEnd): Pending => ({
+  messages: [...earlier.messages, ...later.messages],
+  drafts: [...earlier.drafts, ...later.drafts],
+  usage: [...earlier.usage, ...later.usage],
+  approvals: [...earlier.approvals, ...later.approvals],
+  end
+})
+
 /** A run's pending step. */
 export interface StepBuffer {
   /** Adds an event of the run at `step` (a span under `parentStep`, default the run's own); `data` is the payload of `type`. */
@@ -126,14 +135,7 @@ export const makeStepBuffer = (run: RunRecord, lease: Lease | undefined, written
       if (taken === undefined) return writeStep(take(end))
       // The run's start going with a step that ends the turn (a final answer, a failure, a wait) keeps its start time.
       const starts = taken.end.status?.status === "running" && end.status !== undefined && end.status.status !== "running"
-      const current = take(end)
-      return writeStep({
-        messages: [...taken.messages, ...current.messages],
-        drafts: [...taken.drafts, ...current.drafts],
-        usage: [...taken.usage, ...current.usage],
-        approvals: current.approvals,
-        end: { ...taken.end, ...end, ...(starts ? { starts } : {}) }
-      })
+      return writeStep(joined(taken, take(end), { ...taken.end, ...end, ...(starts ? { starts } : {}) }))
     }
     const commit = (end: StepEnd = {}) =>
       Effect.suspend(() => {
@@ -193,13 +195,7 @@ export const makeStepBuffer = (run: RunRecord, lease: Lease | undefined, written
           const current = take(end)
           if (before !== undefined) {
             // Handed on already in this turn of the loop: what came since goes with it.
-            handed = {
-              messages: [...before.messages, ...current.messages],
-              drafts: [...before.drafts, ...current.drafts],
-              usage: [...before.usage, ...current.usage],
-              approvals: [],
-              end: { ...before.end, ...end }
-            }
+            handed = joined(before, current, { ...before.end, ...end })
             return Effect.void
           }
           handed = current
