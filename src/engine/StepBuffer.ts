@@ -213,10 +213,7 @@ export const makeStepBuffer = (run: RunRecord, lease: Lease | undefined, written
       abandon: Effect.suspend(() => {
         handed = undefined
         heldDeltas = undefined
-        messages = []
-        drafts = []
-        usage = []
-        approvals = []
+        take({})
         return writingSoon === undefined ? Effect.void : Effect.ignore(Deferred.await(writingSoon))
       })
     }
