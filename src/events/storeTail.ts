@@ -122,6 +122,8 @@ export const makeStoreTail = (options: {
     yield* Effect.gen(function*() {
       if (followers === 0) {
         tailFrom = "newest"
+        // Numbers the next tail starts after (see `published`).
+        seen.clear()
         unseen = []
         arrivals.clear()
         return yield* Queue.take(lookNow)
@@ -176,13 +178,19 @@ export const makeStoreTail = (options: {
        * event of another process that came after them).
        */
       published: (stored: ReadonlyArray<FoundryEvent>): ReadonlyArray<FoundryEvent> => {
+        for (const event of stored) if (event.seq > publishedUpTo) publishedUpTo = event.seq
+        // With no tail reading, none of these goes to anyone twice: a tail starts after the newest
+        // number stored when it starts, and an event committed after that read and published
+        // before the tail goes on from there is in what each follower reads once it has started
+        // the tail, which it takes nothing again of (nor the feed's order any number it has handed
+        // on). Remembered, each would cost a map's entry on every run's path for nothing.
+        if (tailFrom === "newest") return stored
         let fresh = stored
         const now = Date.now()
         for (const event of stored) {
           if (event.seq === 0) continue
           if (seen.has(event.seq)) fresh = fresh.filter((other) => other !== event)
           seen.set(event.seq, now)
-          if (event.seq > publishedUpTo) publishedUpTo = event.seq
         }
         forgetOld(now)
         return fresh

@@ -5,7 +5,7 @@
  */
 import { createHash } from "node:crypto"
 import { describe, expect, it } from "@effect/vitest"
-import { Chunk, Context, type Duration, Effect, Fiber, Layer, type Scope, Stream } from "effect"
+import { Chunk, Context, Deferred, type Duration, Effect, Fiber, Layer, type Scope, Stream } from "effect"
 import { Database } from "../../src/durable/Database.js"
 import * as SqlStore from "../../src/durable/SqlStore.js"
 import * as EventLog from "../../src/events/EventLog.js"
@@ -36,6 +36,26 @@ const processWithDatabaseOn = (place: DatabaseLayer, pollEvery: Duration.Duratio
       database: Context.get(context, Database),
       storage: Context.get(context, EventStorage.EventStorage)
     })
+  )
+
+/**
+ * A process on the database `place` opens whose tail, when a follower starts it, reads the newest
+ * number stored and then waits for `goOn` before it goes on from there.
+ */
+const processStartingOn = (place: DatabaseLayer, goOn: Deferred.Deferred<void>) =>
+  Effect.map(
+    Layer.build(
+      EventLog.layer({ crossProcess: { pollEvery: "20 millis" } }).pipe(
+        Layer.provideMerge(Layer.effect(
+          EventStorage.EventStorage,
+          Effect.map(EventStorage.EventStorage, (storage) => ({ ...storage, newestSeq: Effect.zipLeft(storage.newestSeq, Deferred.await(goOn)) }))
+        )),
+        Layer.provideMerge(EventStorage.layer),
+        Layer.provideMerge(SqlStore.layer),
+        Layer.provideMerge(place)
+      )
+    ),
+    (context) => Context.get(context, EventLog.EventLog)
   )
 
 /** The channel of a connection of its own to the database `place` opens: no process, no relay. */
@@ -146,6 +166,25 @@ const tests = (fresh: Effect.Effect<DatabaseLayer, unknown, Scope.Scope>) => {
       expect(spans.filter((span) => span === "late")).toEqual(["late"])
       expect([...spans].sort()).toEqual(["end", "here-1", "here-2", "late", "other-1", "other-2", "queued"])
     }), { timeout: 20_000 })
+
+  it.scopedLive("an event of this process published while a follower starts the tail goes to its run's followers once", () =>
+    Effect.gen(function*() {
+      const place = yield* fresh
+      const goOn = yield* Deferred.make<void>()
+      const here = yield* processStartingOn(place, goOn)
+      yield* here.emit(draft("before", run, started))
+      // The first follower starts the tail: it has read the newest number, and waits.
+      const runEvents = yield* here.runEvents(run.id).pipe(Stream.runCollect, Effect.fork)
+      yield* Effect.sleep("100 millis")
+      // Stored after that number, and published here before the tail goes on from it.
+      yield* here.emit(draft("meanwhile", run, started))
+      yield* Deferred.succeed(goOn, undefined)
+      // Looks enough for the tail to have read it from the store.
+      yield* Effect.sleep("300 millis")
+      yield* here.emit(draft("end", run, { type: "run.completed", data: { output: "done", turns: 1 } }))
+      const spans = Chunk.toReadonlyArray(yield* Fiber.join(runEvents).pipe(Effect.timeout("10 seconds"))).map((event) => event.spanId)
+      expect(spans).toEqual(["before", "meanwhile", "end"])
+    }))
 
   it.scopedLive("reading on from a number gives the events the reader does not know, in order, however they lie among those it knows, and reads none of those", () =>
     Effect.gen(function*() {
