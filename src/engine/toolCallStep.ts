@@ -80,6 +80,10 @@ export const toolCallStep = (context: RunContext, call: ToolCall) =>
     const { builtin, environment, subagent } = decoded.right.tool
     if (builtin === "view_image" && environment !== undefined) return yield* viewImage(context, call, decoded.right.rawInput, environment)
     if (builtin !== undefined && builtin !== "view_image") {
+      // A timer outlives the run: the call is stored before it arms one, as before a tool runs, so
+      // that a crash in between leaves no timer that the conversation never asked for (the model,
+      // asked again, makes a call of another id, which would arm a second).
+      yield* context.commit()
       const { armed, outcome } = yield* runTimerTool(builtin, decoded.right.rawInput, run, call.id, config.timers)
       if (armed !== undefined) step.emit("timer.armed", `tool:${call.id}`, { tool: call.name, timerId: armed.id, firesAt: armed.firesAt }, "run")
       answer(context, call, outcome, 0)

@@ -1,6 +1,7 @@
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { randomUUID } from "node:crypto"
+import Database from "better-sqlite3"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, TestClock } from "effect"
 import { durableProject, plan } from "../support/durableProject.js"
@@ -136,6 +137,24 @@ describe("the tools agents have for their own time (on the test clock)", () => {
       expect(yield* armedBy([{ name: "foundry_schedules", arguments: { action: "resume", id: daily } }])).toEqual([
         { tool: "foundry_schedules", timerId: daily, firesAt: "2026-07-02T10:00:00.000Z" }
       ])
+    }))
+
+  it.scoped("a timer is armed only once the call that arms it is stored: a crash between the two leaves no timer the conversation never asked for", () =>
+    Effect.gen(function*() {
+      yield* TestClock.setTime(Date.parse("2026-07-01T10:00:00Z"))
+      const log = join(tmpdir(), `foundry-timers-${randomUUID()}.log`)
+      const server = yield* startServer(yield* tempProject(durableProject(log, "", { timers: true })), { model: plannedModel })
+      // The store itself says what it held as each timer was armed: the messages stored (committed,
+      // as another connection sees them) when the timer's row went in.
+      const db = new Database(server.storeFile)
+      db.exec(`CREATE TABLE armed_beside (timer TEXT, messages INTEGER);
+        CREATE TRIGGER armed_beside AFTER INSERT ON foundry_activations
+        BEGIN INSERT INTO armed_beside SELECT NEW.id, COUNT(*) FROM foundry_messages; END`)
+      yield* askOn(server.url)("acme", [{ name: "foundry_sleep", arguments: { for: "1 hour", message: "wake" } }])
+      const armed = db.prepare("SELECT timer, messages FROM armed_beside").all()
+      db.close()
+      // The user's message and the model's answer that holds the call.
+      expect(armed).toEqual([{ timer: expect.stringMatching(/^agent:tmr_/), messages: 2 }])
     }))
 
   it.scoped("an agent cannot see or cancel another instance's schedules", () =>
