@@ -138,6 +138,7 @@ export const makeRunExecutor = (options: RunExecutorOptions) =>
       instances,
       executions,
       owner,
+      leaseTtl,
       refusals,
       findRun,
       wakeParent,

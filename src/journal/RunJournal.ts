@@ -340,9 +340,6 @@ export const layer = Layer.effect(
         Effect.gen(function*() {
           const now = yield* Clock.currentTimeMillis
           const writes: Array<Statement> = []
-          // The lease's row first, as the steps the cancel fences lock it first (their guard): no two
-          // transactions wait for each other's row of the run and of its conversation's lease.
-          if (step.revokeLeaseFor !== undefined) writes.push(statements.revokeLease(run.conversationId, step.revokeLeaseFor, now))
           writes.push(...statements.appendMessages(run.conversationId, run.id, (step.messages ?? []).map(encodeMessage), now))
           for (const approval of step.approvals ?? []) writes.push(statements.askApproval(approval, now))
           // One statement for the run's row, not one for its status and one per turn: each is SQLite's
@@ -355,7 +352,7 @@ export const layer = Layer.effect(
           const guard = lease !== undefined
             ? fence(lease, run.id)
             : step.status !== undefined && finalStatuses.has(step.status.status)
-            ? notEnded(run, step.revokeLeaseFor !== undefined)
+            ? notEnded(run)
             : undefined
           const { stored } = yield* writeWithEvents(
             { guard, statements: writes },

@@ -109,12 +109,6 @@ export interface Step {
   readonly approvals?: ReadonlyArray<NewApproval>
   /** The step ends this execution: the lease is released in the same transaction. */
   readonly releaseLease?: boolean
-  /**
-   * The step ends the run from outside (a cancel), by the executor named here: a live lease on the
-   * conversation that another executor holds (another process running the run) is revoked in the
-   * same transaction, so that executor's next write is fenced off and its renewal tells it to stop.
-   */
-  readonly revokeLeaseFor?: string
 }
 
 /**

@@ -11,31 +11,17 @@ import { createRequire } from "node:module"
 import { existsSync, readFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { HttpServer } from "@effect/platform"
-import { NodeContext } from "@effect/platform-node"
 import { describe, expect, it } from "@effect/vitest"
-import { Context, Effect, Layer } from "effect"
-import { serverLayer } from "../../src/cli/ProjectRuntime.js"
-import { loadProject } from "../../src/compiler/loadProject.js"
-import { layerFixed } from "../../src/models/ModelResolverLive.js"
+import { Effect } from "effect"
 import { durableProject, plan } from "../support/durableProject.js"
 import { plannedModel } from "../support/plannedModel.js"
 import { connect, freshDatabase, postgresUrl, skipPostgres } from "../support/postgres.js"
-import { http, startServer, waitForRun } from "../support/server.js"
+import { http, startServer, startServerOnItsStore, waitForRun } from "../support/server.js"
 import { tempProject } from "../support/tempProject.js"
 
 const sqliteModule = createRequire(import.meta.url).resolve("better-sqlite3")
 
 const lines = (log: string) => existsSync(log) ? readFileSync(log, "utf8").split("\n").filter((l) => l !== "") : []
-
-/** The project at `root` served in-process on its config's store, every agent on the planned model. */
-const startOnConfiguredStore = (root: string) =>
-  Effect.gen(function*() {
-    const app = yield* loadProject(root, 1)
-    const context = yield* Layer.build(serverLayer(app, { port: 0, host: "127.0.0.1" }, { models: layerFixed(plannedModel) }))
-    const address = Context.get(context, HttpServer.HttpServer).address
-    return `http://127.0.0.1:${address._tag === "TcpAddress" ? address.port : 0}`
-  }).pipe(Effect.provide(NodeContext.layer))
 
 /**
  * Takes `database` away for `millis`: its connections ended and new ones refused, as while its
@@ -61,7 +47,7 @@ describe.skipIf(skipPostgres)("a run whose store drops its connections", () => {
       const url = yield* freshDatabase
       const log = join(tmpdir(), `foundry-outage-${randomUUID()}.log`)
       const root = yield* tempProject(durableProject(log, `{ store: { postgres: ${JSON.stringify(url)} } }`))
-      const server = yield* startOnConfiguredStore(root)
+      const server = yield* startServerOnItsStore(root, plannedModel)
       const created = yield* http(`${server}/api/runs`, {
         body: {
           agent: "worker",

@@ -19,6 +19,15 @@ export interface TestServer {
   readonly storeFile: string
 }
 
+/** Serves the project at `root` with `options` until the scope closes; the result is its base URL. */
+const serve = (root: string, options: RuntimeOptions) =>
+  Effect.gen(function*() {
+    const app = yield* loadProject(root, 1)
+    const context = yield* Layer.build(serverLayer(app, { port: 0, host: "127.0.0.1" }, options))
+    const address = Context.get(context, HttpServer.HttpServer).address
+    return `http://127.0.0.1:${address._tag === "TcpAddress" ? address.port : 0}`
+  }).pipe(Effect.provide(NodeContext.layer))
+
 /** Starts the project at `root`; everything stops when the scope closes. */
 export const startServer = (
   root: string,
@@ -30,20 +39,18 @@ export const startServer = (
   } = {}
 ) =>
   Effect.gen(function*() {
-    const app = yield* loadProject(root, 1)
     const storeFile = options.storeFile ?? join(mkdtempSync(join(tmpdir(), "foundry-store-")), "foundry.db")
-    const context = yield* Layer.build(
-      serverLayer(app, { port: 0, host: "127.0.0.1" }, {
-        storeFile,
-        ...(options.mcp === undefined ? {} : { mcp: options.mcp }),
-        ...(options.models !== undefined ? { models: options.models } : options.model === undefined ? {} : { models: layerFixed(options.model) })
-      })
-    )
-    const address = Context.get(context, HttpServer.HttpServer).address
-    const port = address._tag === "TcpAddress" ? address.port : 0
-    const server: TestServer = { url: `http://127.0.0.1:${port}`, storeFile }
+    const url = yield* serve(root, {
+      storeFile,
+      ...(options.mcp === undefined ? {} : { mcp: options.mcp }),
+      ...(options.models !== undefined ? { models: options.models } : options.model === undefined ? {} : { models: layerFixed(options.model) })
+    })
+    const server: TestServer = { url, storeFile }
     return server
-  }).pipe(Effect.provide(NodeContext.layer))
+  })
+
+/** Starts the project at `root` on the store its config names, every agent on `model`; the result is its base URL. */
+export const startServerOnItsStore = (root: string, model: LanguageModel) => serve(root, { models: layerFixed(model) })
 
 /** JSON over HTTP with `fetch`. */
 export const http = (url: string, init: { readonly method?: string; readonly body?: unknown; readonly headers?: Record<string, string> } = {}) =>
