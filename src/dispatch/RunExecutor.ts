@@ -138,7 +138,6 @@ export const makeRunExecutor = (options: RunExecutorOptions) =>
       instances,
       executions,
       owner,
-      leaseTtl,
       refusals,
       findRun,
       wakeParent,

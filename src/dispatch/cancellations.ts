@@ -9,7 +9,6 @@ import { finalStatuses, type RunRecord } from "../durable/records.js"
 import type { Store } from "../durable/Store.js"
 import type { StoreError } from "../durable/StoreError.js"
 import { closeOpenCalls } from "../engine/closeOpenCalls.js"
-import type { Lease } from "../journal/journalRecords.js"
 import type { RunJournal } from "../journal/RunJournal.js"
 import { eventOf } from "../journal/trace.js"
 import { endedBeforeDecision } from "./approvalDecisions.js"
@@ -29,8 +28,6 @@ export interface CancellationsOptions {
   readonly executions: Executions
   /** The executor's name, as it holds leases. */
   readonly owner: string
-  /** How long a lease this executor takes lasts without renewal. */
-  readonly leaseTtl: number
   readonly refusals: InstanceRefusals
   /** The run as stored now, or `RunNotFound`. */
   readonly findRun: (runId: string) => Effect.Effect<RunRecord, RunNotFound | StoreError>
@@ -42,41 +39,12 @@ export interface CancellationsOptions {
   readonly successor: Submissions["successor"]
 }
 
-/** How often a cancel that another took the run's lease from looks whether that one has ended the run (ms). */
-const anotherCancelLooks = 50
-
 /** Cancels and steers, by an executor. */
 export const makeCancellations = (options: CancellationsOptions) => {
   const { executions, findRun, instances, journal, store, wakeParent } = options
 
   const alreadyEnded = (run: RunRecord) =>
     new RunAlreadyEnded({ runId: run.id, status: run.status, message: `run "${run.id}" has already ended (${run.status})` })
-
-  /**
-   * The conversation lease of running `run`, taken for this executor whoever holds it; fails with
-   * `RunAlreadyEnded` for a run that ended meanwhile (the lease let go again). "taken elsewhere":
-   * another cancel took it in between.
-   */
-  const takeLease = (run: RunRecord): Effect.Effect<Lease | "taken elsewhere", StoreError | RunNotFound | RunAlreadyEnded> =>
-    Effect.gen(function*() {
-      const claim = yield* journal.claim(run, options.owner, options.leaseTtl, () => true)
-      if (claim._tag === "Held") return "taken elsewhere" as const
-      if (!finalStatuses.has(claim.inLine.status)) return claim.lease
-      yield* journal.release(claim.lease)
-      return yield* alreadyEnded(yield* findRun(run.id))
-    })
-
-  /**
-   * The run's end, as another cancel that took its lease from this one meanwhile writes it (two
-   * cancels at once: each taking the lease back from the other would go on for as long as they
-   * met); this cancel again if none comes within a lease's time (that one failed).
-   */
-  const endedByAnother = (runId: string, reason: string, waited = 0): Effect.Effect<RunRecord, RunNotFound | RunAlreadyEnded | StoreError> =>
-    Effect.flatMap(findRun(runId), (now) => {
-      if (finalStatuses.has(now.status)) return Effect.fail(alreadyEnded(now))
-      if (waited >= options.leaseTtl) return cancel(runId, reason)
-      return Effect.zipRight(Effect.sleep(anotherCancelLooks), endedByAnother(runId, reason, waited + anotherCancelLooks))
-    })
 
   const cancel: Cancel = Effect.fn("Dispatcher.cancel")(function*(runId: string, reason: string) {
     const run = yield* findRun(runId)
@@ -88,27 +56,22 @@ export const makeCancellations = (options: CancellationsOptions) => {
     // A run waiting for a person: its approvals close before it ends, so that they are told in its
     // events before its end (a follower's stream ends there).
     if (latest.status === "suspended") yield* options.closeApprovals(runId, endedBeforeDecision("cancelled"))
-    // A running run's conversation lease is taken from its executor (in another process on this
-    // store: this one has no fiber of it to interrupt) before its transcript is read, so that no
-    // step of that executor lands in between: a call's result stored then would be answered a
-    // second time below, the calls of a turn stored then not at all. The executor writes nothing
-    // more, and stops at its next step or renewal.
-    const lease = latest.status === "running" ? yield* takeLease(latest) : undefined
-    if (lease === "taken elsewhere") return yield* endedByAnother(runId, reason)
     // Whoever ends the run answers its open calls, in the step that ends it; of two cancels at once,
-    // one ends it and the other finds it ended.
-    const closing = closeOpenCalls(latest, yield* store.listMessages(latest.conversationId), reason, yield* Clock.currentTimeMillis)
+    // one ends it and the other finds it ended. The answers are to the transcript as read here: a
+    // step of the run's executor elsewhere stored since (a call's result, a turn with calls) sends
+    // the cancel back to read it again, rather than answering a call twice, or a turn's calls not at all.
+    const stored = yield* store.listMessages(latest.conversationId)
+    const closing = closeOpenCalls(latest, stored, reason, yield* Clock.currentTimeMillis)
     yield* journal.record(latest, {
       messages: closing.messages,
       events: [...closing.events, eventOf(latest, "run.cancelled", { from: latest.status })],
       status: { status: "cancelled" },
-      ...(lease === undefined ? {} : { releaseLease: true })
-    }, lease).pipe(
-      // Given up when the cancel could not be written: the run is taken up again here, as a run
-      // whose executor let go of it.
-      Effect.tapErrorTag("StoreError", () => lease === undefined ? Effect.void : Effect.ignore(journal.release(lease))),
-      Effect.catchTag("LeaseLost", () => endedByAnother(runId, reason))
-    )
+      transcriptThrough: stored.at(-1)?.seq ?? 0,
+      // Running in another process on this store (this one has no fiber of it to interrupt): that
+      // executor's lease goes with the cancel, so it writes nothing more and stops.
+      ...(latest.status === "running" ? { revokeLeaseFor: options.owner } : {})
+    }).pipe(Effect.catchTag("LeaseLost", () =>
+      Effect.flatMap(findRun(runId), (now) => finalStatuses.has(now.status) ? Effect.fail(alreadyEnded(now)) : cancel(runId, reason))))
     // Asked for while the cancel was on its way: stored by the run's suspension, a step that
     // committed after the run was read above and before this one took its lease.
     yield* options.closeApprovals(runId, endedBeforeDecision("cancelled"))

@@ -58,11 +58,13 @@ export const camelCaseKeys = (row: Row): Row => {
 export const startupContention = Schedule.exponential("50 millis").pipe(Schedule.jittered, Schedule.intersect(Schedule.recurs(8)))
 
 /**
- * Statements that commit together. With a `guard`, the unit is written only when the guard
- * returns a row, checked inside the same transaction (a fencing check); otherwise it is refused.
+ * Statements that commit together. With `guards`, the unit is written only when each guard
+ * returns a row, checked in order inside the same transaction (fencing checks); otherwise it is
+ * refused. On PostgreSQL each guard is a statement of its own: one after a guard that waited for a
+ * lock sees what committed while it waited.
  */
 export interface WriteUnit {
-  readonly guard?: Statement | undefined
+  readonly guards?: ReadonlyArray<Statement>
   readonly statements: ReadonlyArray<Statement>
 }
 

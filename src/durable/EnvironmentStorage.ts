@@ -226,7 +226,7 @@ export const SqlEnvironmentStorage = Layer.effect(
         bytes: start.files.reduce((sum, file) => sum + file.bytes.byteLength, 0)
       }, start.manifest, null)]
       const statements = [...chunks(missing).map(insertBlobs), ...seed, insertVersion(scope, version, manifest, next.outcome)]
-      const written = yield* database.write({ guard: headIs(scope, expectedHead), statements }).pipe(
+      const written = yield* database.write({ guards: [headIs(scope, expectedHead)], statements }).pipe(
         Effect.catchTag("StoreError", (error) =>
           Effect.flatMap(headNumber(scope), (actual) => {
             if (actual === expectedHead) return Effect.fail(error)

@@ -129,7 +129,7 @@ export const make = Effect.gen(function*() {
 
   const writeUnit = (connection: Pg.PoolClient, unit: WriteUnit) =>
     Effect.gen(function*() {
-      if (unit.guard !== undefined && (yield* execute(connection, unit.guard)).length === 0) return { _tag: "Refused" } as const
+      for (const guard of unit.guards ?? []) if ((yield* execute(connection, guard)).length === 0) return { _tag: "Refused" } as const
       const rows: Array<ReadonlyArray<Row>> = []
       for (const statement of unit.statements) rows.push(yield* execute(connection, statement))
       return { _tag: "Written", rows } as const
@@ -154,7 +154,7 @@ export const make = Effect.gen(function*() {
 
   /**
    * The batch with no savepoint (units seldom fail and guards seldom refuse), all its statements
-   * sent at once after `BEGIN`, `COMMIT` last. A unit's guard goes as `refusing` it, so that the
+   * sent at once after `BEGIN`, `COMMIT` last. A unit's guards go as `refusing` it, so that the
    * statements after it run only if it returns a row; the server runs them in order, so it sees
    * what the units before it wrote. A unit that fails or is refused fails the transaction. The
    * units in `refused` (refused in an earlier try) are left out.
@@ -173,7 +173,7 @@ export const make = Effect.gen(function*() {
         if (units.some((unit, index) => !refused.has(index) && insertsEvents(unit))) store(textOf(eventOrder), eventOrder)
         for (const [index, unit] of units.entries()) {
           if (refused.has(index)) continue
-          if (unit.guard !== undefined) store(refusing(unit.guard), unit.guard, { unit: index, guard: true })
+          for (const guard of unit.guards ?? []) store(refusing(guard), guard, { unit: index, guard: true })
           for (const statement of unit.statements) store(textOf(statement), statement, { unit: index, guard: false })
         }
         sent.push(plain("COMMIT"))

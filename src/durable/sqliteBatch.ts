@@ -1,6 +1,6 @@
 /**
  * A group commit's batch on the SQLite connection, written synchronously with prepared statements
- * between one prepared `BEGIN IMMEDIATE` and `COMMIT`: each unit's guard, then its statements. A
+ * between one prepared `BEGIN IMMEDIATE` and `COMMIT`: each unit's guards, then its statements. A
  * batch of several units is written in one savepoint; when a unit fails, it is rolled back to it
  * and written again with each unit in a savepoint of its own, so that the failed unit is rolled
  * back alone. Units fail seldom: a savepoint for each unit every time was two statements a unit.
@@ -52,7 +52,7 @@ export const makeSqliteBatch = ({ counts, db, execute, measured, prepare }: Sqli
   }
 
   const writeUnit = (unit: WriteUnit): BatchOutcome => {
-    if (unit.guard !== undefined && execute(prepare(unit.guard.sql), unit.guard.params).length === 0) return { _tag: "Refused" }
+    for (const guard of unit.guards ?? []) if (execute(prepare(guard.sql), guard.params).length === 0) return { _tag: "Refused" }
     return { _tag: "Written", rows: unit.statements.map(executeInUnit) }
   }
 

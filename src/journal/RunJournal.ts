@@ -7,7 +7,7 @@
  */
 import { createHash } from "node:crypto"
 import { Clock, Context, Data, Effect, FiberRef, Layer, Schema } from "effect"
-import { Database, type Row, type Statement, type UnitResult } from "../durable/Database.js"
+import { Database, type Row, type Statement, type UnitResult, type WriteUnit } from "../durable/Database.js"
 import { finalStatuses, RunRecord, RunStatus } from "../durable/records.js"
 import type { StoreError } from "../durable/StoreError.js"
 import { type EventDraft, EventLog } from "../events/EventLog.js"
@@ -179,7 +179,7 @@ export const layer = Layer.effect(
      * the run's work: the one the executing fiber works for, else the run's own, else the current one.
      */
     const writeWithEvents = Effect.fnUntraced(function*(
-      unit: { readonly guard?: Statement | undefined; readonly statements: ReadonlyArray<Statement> },
+      unit: WriteUnit,
       drafts: ReadonlyArray<EventDraft>,
       lease: Lease | undefined,
       stamp: { readonly time: number; readonly release: string | null }
@@ -191,7 +191,7 @@ export const layer = Layer.effect(
       }
       const all = stamped.length === 0 ? unit.statements : [...unit.statements, insertEvents(stamped)]
       if (all.length === 0) return noWrite
-      const result = yield* database.write({ guard: unit.guard, statements: all })
+      const result = yield* database.write({ guards: unit.guards, statements: all })
       if (result._tag === "Refused") {
         return yield* new LeaseLost({ conversationId: lease?.conversationId ?? "", token: lease?.token ?? 0 })
       }
@@ -253,7 +253,7 @@ export const layer = Layer.effect(
       ]
       // The extra statements' rows follow the unit's own (the events' insert comes after them).
       const written = yield* writeWithEvents(
-        { guard: statements.instanceTakesRuns(run.agent, run.instanceId), statements: [...unit, ...extra] },
+        { guards: [statements.instanceTakesRuns(run.agent, run.instanceId)], statements: [...unit, ...extra] },
         [options.queued(record)],
         undefined,
         { time: now, release: run.release }
@@ -340,6 +340,9 @@ export const layer = Layer.effect(
         Effect.gen(function*() {
           const now = yield* Clock.currentTimeMillis
           const writes: Array<Statement> = []
+          // The lease's row first, as the steps the cancel fences lock it first (their guard): no two
+          // transactions wait for each other's row of the run and of its conversation's lease.
+          if (step.revokeLeaseFor !== undefined) writes.push(statements.revokeLease(run.conversationId, step.revokeLeaseFor, now))
           writes.push(...statements.appendMessages(run.conversationId, run.id, (step.messages ?? []).map(encodeMessage), now))
           for (const approval of step.approvals ?? []) writes.push(statements.askApproval(approval, now))
           // One statement for the run's row, not one for its status and one per turn: each is SQLite's
@@ -352,10 +355,12 @@ export const layer = Layer.effect(
           const guard = lease !== undefined
             ? fence(lease, run.id)
             : step.status !== undefined && finalStatuses.has(step.status.status)
-            ? notEnded(run)
+            ? notEnded(run, step.revokeLeaseFor !== undefined)
             : undefined
+          const guards = guard === undefined ? [] : [guard]
+          if (step.transcriptThrough !== undefined) guards.push(statements.transcriptEndsAt(run.conversationId, step.transcriptThrough))
           const { stored } = yield* writeWithEvents(
-            { guard, statements: writes },
+            { guards, statements: writes },
             step.events ?? [],
             lease,
             { time: now, release: run.release }

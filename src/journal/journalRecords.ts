@@ -109,6 +109,20 @@ export interface Step {
   readonly approvals?: ReadonlyArray<NewApproval>
   /** The step ends this execution: the lease is released in the same transaction. */
   readonly releaseLease?: boolean
+  /**
+   * The step ends the run from outside (a cancel), by the executor named here: a live lease on the
+   * conversation that another executor holds (another process running the run) is revoked in the
+   * same transaction, so that executor's next write is fenced off and its renewal tells it to stop.
+   */
+  readonly revokeLeaseFor?: string
+  /**
+   * The step was made from the run's conversation as stored up to its message numbered so (0: none
+   * yet), and is written only while that is still the conversation's last: a cancel's answers to
+   * the calls it found open, which a step of the run's executor stored since would have answered
+   * itself, or added calls to. Checked once the run's row is locked (on PostgreSQL in a statement
+   * of its own, which sees a step that committed while the lock was waited for).
+   */
+  readonly transcriptThrough?: number
 }
 
 /**

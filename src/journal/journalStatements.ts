@@ -176,15 +176,25 @@ const appendSeveral = (conversationId: string, runId: string, bodies: ReadonlyAr
 })
 
 /**
- * The check of a step that ends a run from outside its execution (a cancel of a run nobody
- * executes): a row while the run has not ended, so that it ends once however many ask at once. On
- * PostgreSQL the run's row is locked until the step commits: a second such step waits, then finds
- * the run ended.
+ * The check of a step that ends a run from outside its execution (a cancel): a row while the run
+ * has not ended, so that it ends once however many ask at once. On PostgreSQL the run's row is
+ * locked until the step commits: a second such step waits, then finds the run ended.
  */
 export const notEndedGuard = (dialect: "sqlite" | "pg") => {
-  const sql = `SELECT 1 FROM foundry_runs WHERE id = ? AND status NOT IN ${finalStatusesSql}${dialect === "pg" ? " FOR UPDATE" : ""}`
-  return (run: { readonly id: string }): Statement => ({ sql, params: [run.id] })
+  const lock = dialect === "pg" ? " FOR UPDATE" : ""
+  const sql = `SELECT 1 FROM foundry_runs WHERE id = ? AND status NOT IN ${finalStatusesSql}${lock}`
+  // A step that revokes the lease of a run running elsewhere locks the lease's row first, then the
+  // run's, in the order a step's guard (`leaseGuard`) locks them: neither waits for the other's.
+  const withLease = leaseAndRun("", lock)
+  return (run: { readonly id: string; readonly conversationId: string }, revokes: boolean): Statement =>
+    revokes ? { sql: withLease, params: [run.id, run.conversationId] } : { sql, params: [run.id] }
 }
+
+/** A row while the conversation's last message is the one numbered `seq` (0: while it has none). */
+export const transcriptEndsAt = (conversationId: string, seq: number): Statement => ({
+  sql: `SELECT 1 AS ends WHERE COALESCE((SELECT MAX(seq) FROM foundry_messages WHERE conversation_id = ?), 0) = ?`,
+  params: [conversationId, seq]
+})
 
 /**
  * A row while the run (the first parameter) has not ended, read from its conversation's lease (the
@@ -278,6 +288,17 @@ export const renewLease = (lease: Lease, runId: string, expiresAt: number): Stat
   sql: `UPDATE foundry_conversation_leases SET expires_at = ? WHERE conversation_id = ? AND token = ? AND expires_at > 0
     AND NOT EXISTS (SELECT 1 FROM foundry_runs WHERE id = ? AND status IN ${finalStatusesSql}) RETURNING token`,
   params: [expiresAt, lease.conversationId, lease.token, runId]
+})
+
+/**
+ * Takes a live lease away from a holder other than `owner` (its run was cancelled by `owner`): a
+ * new token, so the holder's writes are fenced off and its renewal fails, and expired, so the next
+ * claim has it.
+ */
+export const revokeLease = (conversationId: string, owner: string, now: number): Statement => ({
+  sql: `UPDATE foundry_conversation_leases SET token = token + 1, expires_at = 0
+    WHERE conversation_id = ? AND expires_at > ? AND owner <> ?`,
+  params: [conversationId, now, owner]
 })
 
 /**

@@ -13,7 +13,6 @@ import { Effect, TestClock } from "effect"
 import { logLeaseTaken } from "../../src/dispatch/leaseTaken.js"
 import { eventOf } from "../../src/journal/trace.js"
 import type { RunRecord } from "../../src/durable/records.js"
-import type { Step } from "../../src/journal/journalRecords.js"
 import { freshStorage, sqlite, type Storage } from "../journal/backends.js"
 import { newRun, submit } from "../journal/fixtures.js"
 import { durableProject, plan } from "../support/durableProject.js"
@@ -35,11 +34,6 @@ const loggedAfter = (meanwhile: (journal: Storage["journal"], run: RunRecord) =>
     return lines
   })
 
-/** B takes the lease over from A, and writes `step` of the run with it: another executor's, or a cancel's. */
-const takenOverFor = (step: Step) => (journal: Storage["journal"], run: RunRecord) =>
-  Effect.flatMap(journal.claim(run, "B", 60_000, (holder) => holder === "A"), (claimed) =>
-    claimed._tag === "Claimed" ? journal.record(run, step, claimed.lease) : Effect.dieMessage("B did not take the lease over"))
-
 const tookOver =
   "run r1: another executor took over its conversation's lease from this process (this process was thought stopped, or did not renew the lease in time)"
 
@@ -52,15 +46,19 @@ describe("logLeaseTaken", () => {
 
   it.scoped("a run another executor took over and ended is a warning too, with how it ended", () =>
     Effect.gen(function*() {
-      const lines = yield* loggedAfter(takenOverFor({ status: { status: "completed", output: "done" }, releaseLease: true }))
+      const lines = yield* loggedAfter((journal, run) =>
+        Effect.flatMap(journal.claim(run, "B", 60_000, (holder) => holder === "A"), (claimed) =>
+          claimed._tag === "Claimed"
+            ? journal.record(run, { status: { status: "completed", output: "done" }, releaseLease: true }, claimed.lease)
+            : Effect.dieMessage("B did not take the lease over"))
+      )
       expect(lines).toEqual([`${tookOver}, and has ended the run (completed): the run stopped here`])
     }))
 
   it.scoped("a run cancelled elsewhere is news: it says the run was cancelled there", () =>
     Effect.gen(function*() {
-      // As a cancel from another process takes the lease, and ends the run with it.
       const lines = yield* loggedAfter((journal, run) =>
-        takenOverFor({ events: [eventOf(run, "run.cancelled", { from: "running" })], status: { status: "cancelled" }, releaseLease: true })(journal, run)
+        journal.record(run, { events: [eventOf(run, "run.cancelled", { from: "running" })], status: { status: "cancelled" }, revokeLeaseFor: "B" })
       )
       expect(lines).toEqual([
         "run r1 was cancelled elsewhere while this process held its conversation's lease: the run stopped here, having written nothing after the cancel"

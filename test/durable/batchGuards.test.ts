@@ -28,21 +28,24 @@ for (const backend of backends) {
         const units: ReadonlyArray<WriteUnit> = [
           { statements: [insert("a")] },
           // Sees `a`, written by the unit before it in the same transaction.
-          { guard: present("a"), statements: [insert("b")] },
-          { guard: present("nothing"), statements: [insert("c")] },
+          { guards: [present("a")], statements: [insert("b")] },
+          { guards: [present("nothing")], statements: [insert("c")] },
           // `c` was not written: this guard passes.
-          { guard: absent("c"), statements: [insert("d")] },
-          { guard: present("b"), statements: [insert("e")] }
+          { guards: [absent("c")], statements: [insert("d")] },
+          { guards: [present("b")], statements: [insert("e")] },
+          // Every guard of a unit must return a row: one that does not refuses it, whichever it is.
+          { guards: [present("a"), present("nothing")], statements: [insert("f")] },
+          { guards: [present("a"), absent("f"), present("e")], statements: [insert("g")] }
         ]
         const before = yield* database.stats
         // Handed in together, so that the units share a batch (on PostgreSQL, the first may go alone
         // while the others wait for it).
         const outcomes = yield* Effect.all(units.map((unit) => database.write(unit)), { concurrency: "unbounded" })
         const after = yield* database.stats
-        expect(outcomes.map((outcome) => outcome._tag)).toEqual(["Written", "Written", "Refused", "Written", "Written"])
+        expect(outcomes.map((outcome) => outcome._tag)).toEqual(["Written", "Written", "Refused", "Written", "Written", "Refused", "Written"])
         expect(after.writeTransactions - before.writeTransactions).toBeLessThanOrEqual(2)
         const rows = yield* database.read({ sql: "SELECT text FROM guarded_notes ORDER BY text", params: [] })
-        expect(rows.map((row) => row["text"])).toEqual(["a", "b", "d", "e"])
+        expect(rows.map((row) => row["text"])).toEqual(["a", "b", "d", "e", "g"])
       }), 30_000)
   })
 }

@@ -67,7 +67,7 @@ describe.skipIf(skipPostgres)("PostgreSQL writes whose connection breaks", () =>
       )
       // Two statements a unit: the connection's failure is met by a unit's statement, not only by `COMMIT`.
       const unit = (v: string): WriteUnit => ({
-        guard: { sql: "SELECT 1 AS open", params: [] },
+        guards: [{ sql: "SELECT 1 AS open", params: [] }],
         statements: [{ sql: "INSERT INTO cut_rows (v) VALUES (?)", params: [v] }, { sql: "SELECT COUNT(*) AS n FROM cut_rows", params: [] }]
       })
       // The writer busy for a moment, so that the three units after it go in one batch.

@@ -94,7 +94,7 @@ describe("a run suspending on an approval while a person decides it", () => {
       expect(waited).toBe("suspended")
       expect(atRead).toEqual(["suspended", Option.some("pending")])
 
-      // The lease taken by another executor (as a cancel from another process takes it) before
+      // The lease taken by another executor (a cancel from another process revokes it so) before
       // the next run's step: the approval it asks for is stored with nothing else of the step.
       const next = yield* submit(journal, newRun("r2", { conversationId: "c2" }))
       const stale = yield* journal.claim(next, "executor", 1_000)
