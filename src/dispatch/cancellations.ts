@@ -57,21 +57,24 @@ export const makeCancellations = (options: CancellationsOptions) => {
     // events before its end (a follower's stream ends there).
     if (latest.status === "suspended") yield* options.closeApprovals(runId, endedBeforeDecision("cancelled"))
     // Whoever ends the run answers its open calls, in the step that ends it; of two cancels at once,
-    // one ends it and the other finds it ended. The answers are to the transcript as read here: a
-    // step of the run's executor elsewhere stored since (a call's result, a turn with calls) sends
-    // the cancel back to read it again, rather than answering a call twice, or a turn's calls not at all.
+    // one ends it and the other finds it ended. The answers are to the run's messages as read here:
+    // a step of its executor elsewhere stored since (a call's result, a turn with calls) sends the
+    // cancel back to read them again, rather than answering a call twice, or a turn's calls not at all.
     const stored = yield* store.listMessages(latest.conversationId)
     const closing = closeOpenCalls(latest, stored, reason, yield* Clock.currentTimeMillis)
-    yield* journal.record(latest, {
+    const written = yield* journal.record(latest, {
       messages: closing.messages,
       events: [...closing.events, eventOf(latest, "run.cancelled", { from: latest.status })],
       status: { status: "cancelled" },
-      transcriptThrough: stored.at(-1)?.seq ?? 0,
+      messagesThrough: stored.findLast((message) => message.runId === latest.id)?.seq ?? 0,
       // Running in another process on this store (this one has no fiber of it to interrupt): that
       // executor's lease goes with the cancel, so it writes nothing more and stops.
       ...(latest.status === "running" ? { revokeLeaseFor: options.owner } : {})
-    }).pipe(Effect.catchTag("LeaseLost", () =>
-      Effect.flatMap(findRun(runId), (now) => finalStatuses.has(now.status) ? Effect.fail(alreadyEnded(now)) : cancel(runId, reason))))
+    }).pipe(Effect.as(true), Effect.catchTag("LeaseLost", () => Effect.succeed(false)))
+    if (!written) {
+      const now = yield* findRun(runId)
+      return finalStatuses.has(now.status) ? yield* alreadyEnded(now) : yield* cancel(runId, reason)
+    }
     // Asked for while the cancel was on its way: stored by the run's suspension, a step that
     // committed after the run was read above and before this one took its lease.
     yield* options.closeApprovals(runId, endedBeforeDecision("cancelled"))

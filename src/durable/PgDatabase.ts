@@ -12,7 +12,7 @@ import { Array as Arr, Context, Data, type Duration, Effect, Layer, type Redacte
 import type * as Pg from "pg"
 import { type BatchOutcome, Database, groupCommit, type Row, type Statement, type StoreChannel, type WriteUnit } from "./Database.js"
 import { migrate } from "./migrations.js"
-import { clientLayer, flight, isServerError, PgPools, plain, query, read, type Sent, transaction, withConnection } from "./pgConnection.js"
+import { begin, clientLayer, flight, isServerError, PgPools, plain, query, read, type Sent, transaction, withConnection } from "./pgConnection.js"
 import { messageOf, StoreError } from "./StoreError.js"
 
 const codeOf = (cause: unknown): unknown => typeof cause === "object" && cause !== null && "code" in cause ? cause.code : undefined
@@ -162,7 +162,7 @@ export const make = Effect.gen(function*() {
   const writeTogether = (units: ReadonlyArray<WriteUnit>, refused: ReadonlySet<number>) =>
     withConnection(writer, (connection) =>
       Effect.gen(function*() {
-        const sent: Array<Sent> = [plain("BEGIN")]
+        const sent: Array<Sent> = [begin]
         /** Whose each statement sent is (a unit's, or its guard), by its place; none for the others. */
         const owners: Array<{ readonly unit: number; readonly guard: boolean } | undefined> = [undefined]
         const store = (text: string, statement: Statement, owner?: { readonly unit: number; readonly guard: boolean }) => {

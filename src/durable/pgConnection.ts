@@ -183,6 +183,13 @@ export type Sent = Pg.QueryConfig<Array<unknown>>
 export const plain = (text: string): Sent => ({ text })
 
 /**
+ * A write transaction's start, at READ COMMITTED whatever the server's default: a unit's guards
+ * read what committed before each of them, one after a lock wait included (a stricter level would
+ * read as of the transaction's first statement).
+ */
+export const begin: Sent = plain("BEGIN ISOLATION LEVEL READ COMMITTED")
+
+/**
  * One statement on `connection`: its rows, by column name as the database spells them.
  * Interrupted, it is not waited for: the connection answers it before the next statement queued
  * on it.
@@ -266,7 +273,7 @@ export const withConnection = <A, E>(pool: Pg.Pool, use: (connection: Pg.PoolCli
 /** `body` in a transaction on a connection of its own: `BEGIN`, the body, `COMMIT`. */
 export const transaction = <A, E>(pool: Pg.Pool, body: (connection: Pg.PoolClient) => Effect.Effect<A, E>): Effect.Effect<A, E | Error> =>
   withConnection(pool, (connection) =>
-    query(connection, plain("BEGIN")).pipe(
+    query(connection, begin).pipe(
       Effect.zipRight(body(connection)),
       Effect.zipLeft(query(connection, plain("COMMIT")))
     ))

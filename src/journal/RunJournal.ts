@@ -358,7 +358,7 @@ export const layer = Layer.effect(
             ? notEnded(run, step.revokeLeaseFor !== undefined)
             : undefined
           const guards = guard === undefined ? [] : [guard]
-          if (step.transcriptThrough !== undefined) guards.push(statements.transcriptEndsAt(run.conversationId, step.transcriptThrough))
+          if (step.messagesThrough !== undefined) guards.push(statements.runMessagesEndAt(run.conversationId, run.id, step.messagesThrough))
           const { stored } = yield* writeWithEvents(
             { guards, statements: writes },
             step.events ?? [],

@@ -116,13 +116,13 @@ export interface Step {
    */
   readonly revokeLeaseFor?: string
   /**
-   * The step was made from the run's conversation as stored up to its message numbered so (0: none
-   * yet), and is written only while that is still the conversation's last: a cancel's answers to
-   * the calls it found open, which a step of the run's executor stored since would have answered
-   * itself, or added calls to. Checked once the run's row is locked (on PostgreSQL in a statement
-   * of its own, which sees a step that committed while the lock was waited for).
+   * The step was made from the run's own messages as stored up to the one numbered so in its
+   * conversation (0: none yet), and is written only while that is still the run's last: a cancel's
+   * answers to the calls it found open, which a step of the run's executor stored since would have
+   * answered itself, or added calls to. Checked after the step's other guards (on PostgreSQL in a
+   * statement of its own, which sees a step that committed while a lock before it was waited for).
    */
-  readonly transcriptThrough?: number
+  readonly messagesThrough?: number
 }
 
 /**

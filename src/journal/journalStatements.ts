@@ -190,10 +190,10 @@ export const notEndedGuard = (dialect: "sqlite" | "pg") => {
     revokes ? { sql: withLease, params: [run.id, run.conversationId] } : { sql, params: [run.id] }
 }
 
-/** A row while the conversation's last message is the one numbered `seq` (0: while it has none). */
-export const transcriptEndsAt = (conversationId: string, seq: number): Statement => ({
-  sql: `SELECT 1 AS ends WHERE COALESCE((SELECT MAX(seq) FROM foundry_messages WHERE conversation_id = ?), 0) = ?`,
-  params: [conversationId, seq]
+/** A row while run `runId`'s last message in its conversation is the one numbered `seq` (0: while it has none). */
+export const runMessagesEndAt = (conversationId: string, runId: string, seq: number): Statement => ({
+  sql: `SELECT 1 AS ends WHERE COALESCE((SELECT MAX(seq) FROM foundry_messages WHERE conversation_id = ? AND run_id = ?), 0) = ?`,
+  params: [conversationId, runId, seq]
 })
 
 /**
