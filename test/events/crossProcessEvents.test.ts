@@ -21,11 +21,21 @@ import { collector } from "./otlpCollector.js"
 const run = { id: "r1", agent: "shop", instanceId: "acme", conversationId: "c1" }
 const elsewhere = { id: "r2", conversationId: "c2" }
 
-/** A process on the database `place` opens, tailing the store every `pollEvery`: its event log, and its database. */
-const processWithDatabaseOn = (place: DatabaseLayer, pollEvery: Duration.DurationInput = "20 millis") =>
+/**
+ * A process on the database `place` opens, tailing the store every `pollEvery`: its event log, and
+ * its database. With `tailStarts`, its tail, when a follower starts it, reads the newest number
+ * stored and then waits for that before it goes on from there.
+ */
+const processWithDatabaseOn = (place: DatabaseLayer, pollEvery: Duration.DurationInput = "20 millis", tailStarts?: Effect.Effect<void>) =>
   Effect.map(
     Layer.build(
       EventLog.layer({ crossProcess: { pollEvery } }).pipe(
+        Layer.provideMerge(
+          tailStarts === undefined ? Layer.empty : Layer.effect(
+            EventStorage.EventStorage,
+            Effect.map(EventStorage.EventStorage, (storage) => ({ ...storage, newestSeq: Effect.zipLeft(storage.newestSeq, tailStarts) }))
+          )
+        ),
         Layer.provideMerge(EventStorage.layer),
         Layer.provideMerge(SqlStore.layer),
         Layer.provideMerge(place)
@@ -36,26 +46,6 @@ const processWithDatabaseOn = (place: DatabaseLayer, pollEvery: Duration.Duratio
       database: Context.get(context, Database),
       storage: Context.get(context, EventStorage.EventStorage)
     })
-  )
-
-/**
- * A process on the database `place` opens whose tail, when a follower starts it, reads the newest
- * number stored and then waits for `goOn` before it goes on from there.
- */
-const processStartingOn = (place: DatabaseLayer, goOn: Deferred.Deferred<void>) =>
-  Effect.map(
-    Layer.build(
-      EventLog.layer({ crossProcess: { pollEvery: "20 millis" } }).pipe(
-        Layer.provideMerge(Layer.effect(
-          EventStorage.EventStorage,
-          Effect.map(EventStorage.EventStorage, (storage) => ({ ...storage, newestSeq: Effect.zipLeft(storage.newestSeq, Deferred.await(goOn)) }))
-        )),
-        Layer.provideMerge(EventStorage.layer),
-        Layer.provideMerge(SqlStore.layer),
-        Layer.provideMerge(place)
-      )
-    ),
-    (context) => Context.get(context, EventLog.EventLog)
   )
 
 /** The channel of a connection of its own to the database `place` opens: no process, no relay. */
@@ -171,7 +161,7 @@ const tests = (fresh: Effect.Effect<DatabaseLayer, unknown, Scope.Scope>) => {
     Effect.gen(function*() {
       const place = yield* fresh
       const goOn = yield* Deferred.make<void>()
-      const here = yield* processStartingOn(place, goOn)
+      const { log: here } = yield* processWithDatabaseOn(place, "20 millis", Deferred.await(goOn))
       yield* here.emit(draft("before", run, started))
       // The first follower starts the tail: it has read the newest number, and waits.
       const runEvents = yield* here.runEvents(run.id).pipe(Stream.runCollect, Effect.fork)
