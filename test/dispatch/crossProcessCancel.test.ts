@@ -21,6 +21,19 @@ const lines = (log: string) => existsSync(log) ? readFileSync(log, "utf8").split
 
 const decodeMessage = Schema.decodeUnknownSync(Schema.parseJson(ChatMessage))
 
+/** Waits until `check` holds (looked at every 10 ms, for 5 s at most; the test dies saying `what` never came). */
+const until = (what: string, check: Effect.Effect<boolean, unknown>) =>
+  Effect.gen(function*() {
+    for (let attempt = 0; attempt < 500; attempt++) {
+      if (yield* check) return
+      yield* Effect.sleep("10 millis")
+    }
+    return yield* Effect.dieMessage(`never: ${what}`)
+  })
+
+/** Whether the slow tool logged `what` (start, end) for run `runId` in `log`. */
+const logged = (log: string, runId: string, what: string) => Effect.sync(() => lines(log).some((line) => line.startsWith(`${runId} ${what} `)))
+
 describe.skipIf(skipPostgres)("a cancel from another process on PostgreSQL", () => {
   it.scopedLive("closes the transcript as stored after a step its executor was committing: each call answered once, none left open", () =>
     Effect.gen(function*() {
@@ -35,29 +48,20 @@ describe.skipIf(skipPostgres)("a cancel from another process on PostgreSQL", () 
           WHERE datname = current_database() AND wait_event_type = 'Lock'`,
         (rows) => rows[0]?.waiting ?? 0
       )
-      const until = (what: string, check: Effect.Effect<boolean, unknown>) =>
-        Effect.gen(function*() {
-          for (let attempt = 0; attempt < 500; attempt++) {
-            if (yield* check) return
-            yield* Effect.sleep("10 millis")
-          }
-          return yield* Effect.dieMessage(`never: ${what}`)
-        })
-
       // Every turn calls the slow tool again: the step after the first call's result holds the
       // next turn's call, and does not end the run.
       const created = yield* http(`${executing}/api/runs`, {
         body: { agent: "worker", message: plan({ calls: [{ name: "slow", arguments: { ms: 300 } }], repeat: true }) }
       })
       const runId = runIdOf(created.json)
-      yield* until("the first call started", Effect.sync(() => lines(log).some((line) => line.startsWith(`${runId} start `))))
+      yield* until("the first call started", logged(log, runId, "start"))
 
       // The run's row held: the executor's next step waits for it, its result not yet stored.
       const release = yield* Deferred.make<void>()
       const holding = yield* sql.withTransaction(
         Effect.zipRight(sql`SELECT id FROM foundry_runs WHERE id = ${runId} FOR UPDATE`, Deferred.await(release))
       ).pipe(Effect.fork)
-      yield* until("the first call ended", Effect.sync(() => lines(log).some((line) => line.startsWith(`${runId} end `))))
+      yield* until("the first call ended", logged(log, runId, "end"))
       yield* until("the executor's step waits", Effect.map(waitingForLocks, (waiting) => waiting >= 1))
 
       // The cancel, from the other server, while that step waits; then the step goes on.
@@ -92,7 +96,7 @@ describe("cancels from two processes at once", () => {
         body: { agent: "worker", message: plan({ calls: [{ name: "slow", arguments: { ms: 4000 } }] }) }
       })
       const runId = runIdOf(created.json)
-      for (let i = 0; i < 200 && !lines(log).some((line) => line.startsWith(`${runId} start `)); i++) yield* Effect.sleep("20 millis")
+      yield* until("the call started", logged(log, runId, "start"))
       const answers = yield* Effect.forEach(others, (other) => http(`${other.url}/api/runs/${runId}/cancel`, { method: "POST" }), {
         concurrency: "unbounded"
       })
