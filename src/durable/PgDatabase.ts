@@ -154,8 +154,8 @@ export const make = Effect.gen(function*() {
 
   /**
    * The batch with no savepoint (units seldom fail and guards seldom refuse), all its statements
-   * sent at once after `BEGIN`, `COMMIT` last. A unit's guards go as `refusing` it, so that the
-   * statements after it run only if it returns a row; the server runs them in order, so it sees
+   * sent at once after `BEGIN`, `COMMIT` last. Each of a unit's guards goes as `refusing` it, so
+   * that the statements after it run only if it returns a row; the server runs them in order, so it sees
    * what the units before it wrote. A unit that fails or is refused fails the transaction. The
    * units in `refused` (refused in an earlier try) are left out.
    */
