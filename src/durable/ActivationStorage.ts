@@ -1,11 +1,13 @@
 /**
  * Durable timers: schedule routes and the timers agents arm for their own instance, each an
- * activation with a typed spec (what to run, and when). Writers save and remove them; the
+ * activation with a typed spec (what to run, and when). Writers save and remove them (a run's step
+ * writes an agent's timer with the answer of the call that set it, by the statements below); the
  * scheduler sleeps until the soonest is due and is woken by `changes` when one is saved or removed.
  */
 import { SqlClient } from "@effect/sql"
 import { Clock, Context, Effect, Layer, Option, PubSub, type Queue, Schema, type Scope } from "effect"
 import { ScheduleTimingSchema } from "../definitions/scheduleTiming.js"
+import { Database, type Statement } from "./Database.js"
 import { failAs, type StoreError } from "./StoreError.js"
 
 /** What an activation runs: a message to an agent's instance; `conversation` is set for a sleeping conversation. */
@@ -58,20 +60,45 @@ export class ActivationStorage extends Context.Tag("foundry/ActivationStorage")<
   readonly nextFireTime: Effect.Effect<number | null, StoreError>
   readonly save: (activation: ActivationUpdate) => Effect.Effect<void, StoreError>
   readonly remove: (id: string) => Effect.Effect<void, StoreError>
+  /** Signals `changes` for timers another writer of this process saved or removed (a run's step). */
+  readonly changed: Effect.Effect<void>
   /** A signal after every save or remove in this process, for as long as the scope lasts. */
   readonly changes: Effect.Effect<Queue.Dequeue<void>, never, Scope.Scope>
 }>() {}
 
 const encodeSpec = Schema.encodeSync(Schema.parseJson(ActivationSpec))
 
+/** `activation` stored as of `now`: made, or changed in place. */
+export const saveActivation = (activation: ActivationUpdate, now: number): Statement => ({
+  sql: `INSERT INTO foundry_activations (id, kind, spec, status, next_fire, last_fire, last_run_id, updated_at)
+    VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET
+    spec = excluded.spec, status = excluded.status, next_fire = excluded.next_fire,
+    last_fire = excluded.last_fire, last_run_id = excluded.last_run_id, updated_at = excluded.updated_at`,
+  params: [
+    activation.id,
+    activation.kind,
+    encodeSpec(activation.spec),
+    activation.status,
+    activation.nextFire,
+    activation.lastFire ?? null,
+    activation.lastRunId ?? null,
+    now
+  ]
+})
+
+/** Activation `id` gone. */
+export const removeActivation = (id: string): Statement => ({ sql: "DELETE FROM foundry_activations WHERE id = ?", params: [id] })
+
 /** Activation storage on the database's `SqlClient`. */
 export const layer = Layer.scoped(
   ActivationStorage,
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
+    const database = yield* Database
     const changed = yield* Effect.acquireRelease(PubSub.sliding<void>(1), PubSub.shutdown)
     const decode = Schema.decodeUnknown(Schema.Array(ActivationRecord))
-    const signal = PubSub.publish(changed, undefined)
+    const signal = Effect.asVoid(PubSub.publish(changed, undefined))
+    const written = (statement: Statement) => Effect.zipRight(database.write({ statements: [statement] }), signal)
     return ActivationStorage.of({
       list: (kind) => sql`SELECT * FROM foundry_activations WHERE kind = ${kind} ORDER BY id`.pipe(Effect.flatMap(decode), failAs("listActivations")),
       get: (id) =>
@@ -89,25 +116,9 @@ export const layer = Layer.scoped(
         Effect.map((rows) => rows[0]?.next === null || rows[0]?.next === undefined ? null : Number(rows[0].next)),
         failAs("nextActivationTime")
       ),
-      save: (activation) =>
-        Effect.gen(function*() {
-          const now = yield* Clock.currentTimeMillis
-          const row = {
-            id: activation.id,
-            kind: activation.kind,
-            spec: encodeSpec(activation.spec),
-            status: activation.status,
-            nextFire: activation.nextFire,
-            lastFire: activation.lastFire ?? null,
-            lastRunId: activation.lastRunId ?? null,
-            updatedAt: now
-          }
-          yield* sql`INSERT INTO foundry_activations ${sql.insert(row)} ON CONFLICT (id) DO UPDATE SET
-            spec = excluded.spec, status = excluded.status, next_fire = excluded.next_fire,
-            last_fire = excluded.last_fire, last_run_id = excluded.last_run_id, updated_at = excluded.updated_at`
-          yield* signal
-        }).pipe(failAs("saveActivation")),
-      remove: (id) => sql`DELETE FROM foundry_activations WHERE id = ${id}`.pipe(Effect.zipRight(signal), failAs("deleteActivation")),
+      save: (activation) => Effect.flatMap(Clock.currentTimeMillis, (now) => written(saveActivation(activation, now))),
+      remove: (id) => written(removeActivation(id)),
+      changed: signal,
       changes: PubSub.subscribe(changed)
     })
   })

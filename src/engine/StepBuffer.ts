@@ -6,11 +6,12 @@
  * deltas are not part of a step: they are streamed live and never stored.
  */
 import { Deferred, Effect, Exit, FiberId, Runtime } from "effect"
+import { ActivationStorage } from "../durable/ActivationStorage.js"
 import type { RunRecord } from "../durable/records.js"
 import type { StoreError } from "../durable/StoreError.js"
 import { type EventDraft, EventLog } from "../events/EventLog.js"
 import type { EventPayload, EventType } from "../events/FoundryEvent.js"
-import type { Lease, NewApproval, RunUpdate, TurnUsage } from "../journal/journalRecords.js"
+import type { Lease, NewApproval, RunUpdate, TimerChange, TurnUsage } from "../journal/journalRecords.js"
 import { type LeaseLost, RunJournal } from "../journal/RunJournal.js"
 import { eventOf } from "../journal/trace.js"
 import type { ChatMessage } from "../models/Model.js"
@@ -27,6 +28,7 @@ interface Pending {
   readonly drafts: Array<EventDraft>
   readonly usage: Array<TurnUsage>
   readonly approvals: Array<NewApproval>
+  readonly timers: Array<TimerChange>
   readonly end: StepEnd
 }
 
@@ -36,6 +38,7 @@ const joined = (earlier: Pending, later: Pending, end: StepEnd): Pending => ({
   drafts: [...earlier.drafts, ...later.drafts],
   usage: [...earlier.usage, ...later.usage],
   approvals: [...earlier.approvals, ...later.approvals],
+  timers: [...earlier.timers, ...later.timers],
   end
 })
 
@@ -55,6 +58,12 @@ export interface StepBuffer {
    * another process meanwhile) leaves no approval behind.
    */
   readonly ask: (approval: NewApproval) => void
+  /**
+   * A timer tool call's change to the instance's timers, stored with the step that holds the
+   * call's answer: a step never written (the run cancelled or stopped first, its lease taken)
+   * leaves the timers as they were, and the call is answered as one that did not run.
+   */
+  readonly timer: (change: TimerChange) => void
   /**
    * Writes everything pending, with `end`, as one step (after a `commitSoon` step still being
    * written, and failing as it did); nothing is written when nothing is pending.
@@ -99,10 +108,12 @@ export const makeStepBuffer = (run: RunRecord, lease: Lease | undefined, written
   Effect.gen(function*() {
     const journal = yield* RunJournal
     const events = yield* EventLog
+    const activations = yield* ActivationStorage
     let messages: Array<ChatMessage> = []
     let drafts: Array<EventDraft> = []
     let usage: Array<TurnUsage> = []
     let approvals: Array<NewApproval> = []
+    let timers: Array<TimerChange> = []
     // What `commitSoon` handed on (what was pending then, and how it ends) until a write takes it;
     // the write that took it until it is done (kept once it failed: every later commit fails as it
     // did); text deltas until it is published.
@@ -112,21 +123,24 @@ export const makeStepBuffer = (run: RunRecord, lease: Lease | undefined, written
 
     /** What is pending, taken: the buffer holds nothing after. */
     const take = (end: StepEnd): Pending => {
-      const taken = { messages, drafts, usage, approvals, end }
+      const taken = { messages, drafts, usage, approvals, timers, end }
       messages = []
       drafts = []
       usage = []
       approvals = []
+      timers = []
       return taken
     }
     /** Writes `pending` as one step, unless it holds nothing. */
     const writeStep = (pending: Pending) => {
-      const { approvals, drafts, end, messages, usage } = pending
+      const { approvals, drafts, end, messages, timers, usage } = pending
       if (
-        messages.length === 0 && drafts.length === 0 && usage.length === 0 && approvals.length === 0 &&
+        messages.length === 0 && drafts.length === 0 && usage.length === 0 && approvals.length === 0 && timers.length === 0 &&
         end.status === undefined && end.releaseLease !== true
       ) return Effect.void
-      return Effect.map(journal.record(run, { messages, events: drafts, usage, approvals, ...end }, lease), () => written?.())
+      const recorded = Effect.map(journal.record(run, { messages, events: drafts, usage, approvals, timers, ...end }, lease), () => written?.())
+      // The scheduler here reads the timers again: one may be due sooner than the one it sleeps for.
+      return timers.length === 0 ? recorded : Effect.zipRight(recorded, activations.changed)
     }
     /** Writes what is pending with `end`, after what `commitSoon` handed on, which it takes. */
     const write = (end: StepEnd) => {
@@ -186,6 +200,7 @@ export const makeStepBuffer = (run: RunRecord, lease: Lease | undefined, written
       message: (message) => messages.push(message),
       usage: (turn) => usage.push(turn),
       ask: (approval) => approvals.push(approval),
+      timer: (change) => timers.push(change),
       commit,
       commitSoon: (end = {}) =>
         Effect.suspend(() => {

@@ -11,9 +11,10 @@ import { ScheduleInput, SchedulesInput, SleepInput, type TimerTool } from "../co
 import type { ConfigDefinition } from "../definitions/defineConfig.js"
 import type { ScheduleTiming } from "../definitions/defineSchedule.js"
 import { nextFireAfter, ScheduleTimingSchema, timingProblem } from "../definitions/scheduleTiming.js"
-import { type ActivationRecord, ActivationStorage } from "../durable/ActivationStorage.js"
+import { type ActivationRecord, ActivationStorage, type ActivationUpdate } from "../durable/ActivationStorage.js"
 import type { RunRecord } from "../durable/records.js"
 import { durationText } from "../definitions/configFields.js"
+import type { TimerChange } from "../journal/journalRecords.js"
 import { failedOutcome, type ToolOutcome } from "./executeTool.js"
 
 const durationOf = (value: string): Option.Option<number> => Option.map(Duration.decodeUnknown(value), Duration.toMillis)
@@ -80,9 +81,9 @@ const describe = (activation: ActivationRecord) => ({
 })
 
 /**
- * The id of the timer that call `callId` of run `runId` arms: the same every time the call runs, so
- * that a call run again (after a crash, or a step the store did not take) finds the timer it armed
- * instead of arming a second one.
+ * The id of the timer that call `callId` of run `runId` arms: the same every time the call runs
+ * (after a crash, or a step the store did not take, it runs again), so that its answer names the
+ * same timer.
  */
 const timerIdOf = (runId: string, callId: string): string =>
   `agent:tmr_${createHash("sha256").update(`${runId}\n${callId}`).digest("hex").slice(0, 20)}`
@@ -93,13 +94,21 @@ export interface ArmedTimer {
   readonly firesAt: string
 }
 
-/** A timer tool call's answer to the model, and the timer it armed, if it armed one (a list, pause or cancel arms none). */
+/**
+ * A timer tool call's answer to the model, the timer it arms, if it arms one (a list, pause or
+ * cancel arms none), and its change to the instance's timers, if it makes one: nothing is stored
+ * here, the change goes with the step that stores the answer (`StepBuffer.timer`).
+ */
 export interface TimerCall {
   readonly outcome: ToolOutcome
   readonly armed: ArmedTimer | undefined
+  readonly change: TimerChange | undefined
 }
 
-/** Runs timer tool call `callId` for `run` within the config's `limits`; the result goes back to the model. */
+/**
+ * Runs timer tool call `callId` for `run` within the config's `limits`, as the instance's timers
+ * are stored now; the result goes back to the model.
+ */
 export const runTimerTool = Effect.fn("engine.runTimerTool")(function*(
   which: TimerTool,
   raw: unknown,
@@ -109,10 +118,11 @@ export const runTimerTool = Effect.fn("engine.runTimerTool")(function*(
 ) {
   const activations = yield* ActivationStorage
   const now = yield* Clock.currentTimeMillis
-  const refused = (error: string): TimerCall => ({ outcome: failedOutcome(raw, error), armed: undefined })
-  const done = (output: unknown, armed?: ArmedTimer): TimerCall => ({
+  const refused = (error: string): TimerCall => ({ outcome: failedOutcome(raw, error), armed: undefined, change: undefined })
+  const done = (output: unknown, change?: TimerChange, armed?: ArmedTimer): TimerCall => ({
     outcome: { _tag: "Succeeded", input: raw, output, content: JSON.stringify(output) },
-    armed
+    armed,
+    change
   })
   /** Timer `id` armed to fire at `nextFire`; none when it fires no more. */
   const armedAt = (id: string, nextFire: number | null): ArmedTimer | undefined =>
@@ -123,13 +133,6 @@ export const runTimerTool = Effect.fn("engine.runTimerTool")(function*(
   )
   const arm = (timing: ScheduleTiming, message: string, conversation?: string) =>
     Effect.gen(function*() {
-      // Armed already by this call's first run: its time may have passed since, and that is no refusal.
-      const id = timerIdOf(run.id, callId)
-      const stored = yield* activations.get(id)
-      if (Option.isSome(stored)) {
-        const { nextFire, status } = stored.value
-        return done({ id, nextFire: fireTime(nextFire) }, status === "active" ? armedAt(id, nextFire) : undefined)
-      }
       const nextFire = nextFireAfter(timing, now, now)
       if (nextFire === null) {
         const asked = "at" in timing ? `${timing.at} is` : "that time is"
@@ -137,7 +140,8 @@ export const runTimerTool = Effect.fn("engine.runTimerTool")(function*(
       }
       const refusal = tooFrequent(timing, now, limits) ?? tooMany(yield* activeTimers, limits)
       if (refusal !== undefined) return refused(refusal)
-      yield* activations.save({
+      const id = timerIdOf(run.id, callId)
+      const activation: ActivationUpdate = {
         id,
         kind: "agent",
         spec: {
@@ -152,8 +156,8 @@ export const runTimerTool = Effect.fn("engine.runTimerTool")(function*(
         },
         status: "active",
         nextFire
-      })
-      return done({ id, nextFire: fireTime(nextFire) }, armedAt(id, nextFire))
+      }
+      return done({ id, nextFire: fireTime(nextFire) }, { _tag: "Save", activation }, armedAt(id, nextFire))
     })
 
   switch (which) {
@@ -191,10 +195,7 @@ export const runTimerTool = Effect.fn("engine.runTimerTool")(function*(
           ? `${input.value.action} needs the id of one of your schedules (action "list" shows them)`
           : `you have no schedule "${input.value.id}"`)
       }
-      if (input.value.action === "cancel") {
-        yield* activations.remove(target.id)
-        return done({ id: target.id, cancelled: true })
-      }
+      if (input.value.action === "cancel") return done({ id: target.id, cancelled: true }, { _tag: "Remove", id: target.id })
       if (target.status === "done") {
         return refused(`your schedule "${target.id}" is done: its one time has passed and it fires no more, so there is nothing to ${input.value.action}; cancel it, or set a new one`)
       }
@@ -204,9 +205,9 @@ export const runTimerTool = Effect.fn("engine.runTimerTool")(function*(
       if (refusal !== undefined) return refused(refusal)
       const timing = Schema.decodeUnknownOption(ScheduleTimingSchema)(target.spec.timing)
       const nextFire = status === "active" && Option.isSome(timing) ? nextFireAfter(timing.value, now, now) : target.nextFire
-      yield* activations.save({ ...target, status: status === "active" && nextFire === null ? "done" : status, nextFire })
+      const change: TimerChange = { _tag: "Save", activation: { ...target, status: status === "active" && nextFire === null ? "done" : status, nextFire } }
       // Resumed, the timer is armed again until its next time.
-      return done({ id: target.id, status }, status === "active" ? armedAt(target.id, nextFire) : undefined)
+      return done({ id: target.id, status }, change, status === "active" ? armedAt(target.id, nextFire) : undefined)
     }
   }
 })

@@ -80,11 +80,12 @@ export const toolCallStep = (context: RunContext, call: ToolCall) =>
     const { builtin, environment, subagent } = decoded.right.tool
     if (builtin === "view_image" && environment !== undefined) return yield* viewImage(context, call, decoded.right.rawInput, environment)
     if (builtin !== undefined && builtin !== "view_image") {
-      // A timer outlives the run: the call is stored before it arms one, as before a tool runs, so
-      // that a crash in between leaves no timer that the conversation never asked for (the model,
-      // asked again, makes a call of another id, which would arm a second).
+      // The timers as the answers before this call left them (its limit, its list): stored first.
       yield* context.commit()
-      const { armed, outcome } = yield* runTimerTool(builtin, decoded.right.rawInput, run, call.id, config.timers)
+      const { armed, change, outcome } = yield* runTimerTool(builtin, decoded.right.rawInput, run, call.id, config.timers)
+      // A timer outlives the run: it is armed, paused or cancelled with the step that stores this
+      // answer, so that the timers are always as the conversation's answers say.
+      if (change !== undefined) step.timer(change)
       if (armed !== undefined) step.emit("timer.armed", `tool:${call.id}`, { tool: call.name, timerId: armed.id, firesAt: armed.firesAt }, "run")
       answer(context, call, outcome, 0)
       return answered()

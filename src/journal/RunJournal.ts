@@ -7,6 +7,7 @@
  */
 import { createHash } from "node:crypto"
 import { Clock, Context, Data, Effect, FiberRef, Layer, Schema } from "effect"
+import { removeActivation, saveActivation } from "../durable/ActivationStorage.js"
 import { Database, type Row, type Statement, type UnitResult, type WriteUnit } from "../durable/Database.js"
 import { finalStatuses, RunRecord, RunStatus } from "../durable/records.js"
 import type { StoreError } from "../durable/StoreError.js"
@@ -345,6 +346,7 @@ export const layer = Layer.effect(
           if (step.revokeLeaseFor !== undefined) writes.push(statements.revokeLease(run.conversationId, step.revokeLeaseFor, now))
           writes.push(...statements.appendMessages(run.conversationId, run.id, (step.messages ?? []).map(encodeMessage), now))
           for (const approval of step.approvals ?? []) writes.push(statements.askApproval(approval, now))
+          for (const timer of step.timers ?? []) writes.push(timer._tag === "Save" ? saveActivation(timer.activation, now) : removeActivation(timer.id))
           // One statement for the run's row, not one for its status and one per turn: each is SQLite's
           // time on the thread every run shares.
           const usage = usageAdded(step.usage ?? [])

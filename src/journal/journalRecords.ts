@@ -2,6 +2,7 @@
  * What the run journal writes and hands back: a run to queue, a step of a run, a status change,
  * a turn's usage, and the conversation lease that fences a run's writes.
  */
+import type { ActivationUpdate } from "../durable/ActivationStorage.js"
 import type { RunStatus } from "../durable/records.js"
 import type { EventDraft } from "../events/EventLog.js"
 import type { ChatMessage } from "../models/Model.js"
@@ -23,6 +24,15 @@ export interface NewApproval {
   readonly input: unknown
   readonly expiresAt: number
 }
+
+/**
+ * A change a timer tool call makes to its instance's timers (one armed, paused, resumed or
+ * cancelled): stored with the step that holds the call's answer, so that the timers are as the
+ * answers the conversation keeps say.
+ */
+export type TimerChange =
+  | { readonly _tag: "Save"; readonly activation: ActivationUpdate }
+  | { readonly _tag: "Remove"; readonly id: string }
 
 /** A run about to be queued. */
 export interface NewRun {
@@ -107,6 +117,8 @@ export interface Step {
    * the step, under its lease: a step the lease fenced off leaves none behind.
    */
   readonly approvals?: ReadonlyArray<NewApproval>
+  /** Timer tool calls' changes to the instance's timers, stored with their answers. */
+  readonly timers?: ReadonlyArray<TimerChange>
   /** The step ends this execution: the lease is released in the same transaction. */
   readonly releaseLease?: boolean
   /**

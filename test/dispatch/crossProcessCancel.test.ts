@@ -31,6 +31,14 @@ const until = (what: string, check: Effect.Effect<boolean, unknown>) =>
     return yield* Effect.dieMessage(`never: ${what}`)
   })
 
+/** How many of the database's sessions wait for a lock. */
+const waitingForLocks = (sql: Effect.Effect.Success<ReturnType<typeof connect>>) =>
+  Effect.map(
+    sql<{ readonly waiting: number }>`SELECT COUNT(*)::int AS waiting FROM pg_stat_activity
+      WHERE datname = current_database() AND wait_event_type = 'Lock'`,
+    (rows) => rows[0]?.waiting ?? 0
+  )
+
 /** Whether the slow tool logged `what` (start, end) for run `runId` in `log`. */
 const logged = (log: string, runId: string, what: string) => Effect.sync(() => lines(log).some((line) => line.startsWith(`${runId} ${what} `)))
 
@@ -43,11 +51,6 @@ describe.skipIf(skipPostgres)("a cancel from another process on PostgreSQL", () 
       const executing = yield* startServerOnItsStore(root, plannedModel)
       const other = yield* startServerOnItsStore(root, plannedModel)
       const sql = yield* connect(url)
-      const waitingForLocks = Effect.map(
-        sql<{ readonly waiting: number }>`SELECT COUNT(*)::int AS waiting FROM pg_stat_activity
-          WHERE datname = current_database() AND wait_event_type = 'Lock'`,
-        (rows) => rows[0]?.waiting ?? 0
-      )
       // Every turn calls the slow tool again: the step after the first call's result holds the
       // next turn's call, and does not end the run.
       const created = yield* http(`${executing}/api/runs`, {
@@ -62,7 +65,7 @@ describe.skipIf(skipPostgres)("a cancel from another process on PostgreSQL", () 
         Effect.zipRight(sql`SELECT id FROM foundry_runs WHERE id = ${runId} FOR UPDATE`, Deferred.await(release))
       ).pipe(Effect.fork)
       yield* until("the first call ended", logged(log, runId, "end"))
-      yield* until("the executor's step waits", Effect.map(waitingForLocks, (waiting) => waiting >= 1))
+      yield* until("the executor's step waits", Effect.map(waitingForLocks(sql), (waiting) => waiting >= 1))
 
       // The cancel, from the other server, while that step waits; then the step goes on.
       const cancel = yield* http(`${other}/api/runs/${runId}/cancel`, { method: "POST" }).pipe(Effect.fork)
@@ -81,6 +84,45 @@ describe.skipIf(skipPostgres)("a cancel from another process on PostgreSQL", () 
       // cancel, never by both; none is left open.
       expect(answers.toSorted()).toEqual(calls.toSorted())
       expect(calls[0]).toBe("call_1_1")
+    }), 30_000)
+
+  it.scopedLive("leaves a timer armed only by a call answered with it: the timer goes in with the call's answer, or not at all", () =>
+    Effect.gen(function*() {
+      const url = yield* freshDatabase
+      const log = join(tmpdir(), `foundry-log-${randomUUID()}.log`)
+      const root = yield* tempProject(durableProject(log, `{ store: { postgres: ${JSON.stringify(url)} } }`, { timers: true }))
+      const executing = yield* startServerOnItsStore(root, plannedModel)
+      const other = yield* startServerOnItsStore(root, plannedModel)
+      const sql = yield* connect(url)
+      // Timers held back: the executor's write of its timer waits while the cancel comes.
+      const release = yield* Deferred.make<void>()
+      const holding = yield* sql.withTransaction(
+        Effect.zipRight(sql`LOCK TABLE foundry_activations IN SHARE MODE`, Deferred.await(release))
+      ).pipe(Effect.fork)
+      const created = yield* http(`${executing}/api/runs`, {
+        body: { agent: "worker", message: plan({ calls: [{ name: "foundry_sleep", arguments: { message: "wake up", for: "1 hour" } }] }) }
+      })
+      const runId = runIdOf(created.json)
+      yield* until("the executor's timer waits", Effect.map(waitingForLocks(sql), (waiting) => waiting >= 1))
+
+      const cancel = yield* http(`${other}/api/runs/${runId}/cancel`, { method: "POST" }).pipe(Effect.fork)
+      yield* Effect.sleep("300 millis")
+      yield* Deferred.succeed(release, undefined)
+      yield* Fiber.join(holding)
+      const cancelled = yield* Fiber.join(cancel)
+      // Cancelled, or ended already: the executor's step may have gone first and the run on to its end.
+      expect([200, 409]).toContain(cancelled.status)
+      // The executor gone on as far as it goes (its write after the cancel fenced off).
+      yield* Effect.sleep("500 millis")
+
+      const armed = (yield* sql<{ readonly id: string }>`SELECT id FROM foundry_activations WHERE kind = 'agent'`).map((row) => row.id)
+      const answers = (yield* sql<{ readonly body: string }>`SELECT body FROM foundry_messages WHERE run_id = ${runId} ORDER BY seq`)
+        .map((row) => decodeMessage(row.body))
+        .flatMap((message) => message._tag === "tool" ? [message.content] : [])
+      expect(answers).toHaveLength(1)
+      // Armed exactly when the call's answer names the timer (the tool's answer), none when it
+      // says the call was cancelled.
+      expect(armed).toEqual(answers[0]?.match(/agent:tmr_[0-9a-f]+/g) ?? [])
     }), 30_000)
 })
 

@@ -49,6 +49,7 @@ const gateEvents = (status: RunStatus) =>
       message: () => undefined,
       usage: () => undefined,
       ask: (approval) => void asked.push(approval),
+      timer: () => undefined,
       commit: () => Effect.void,
       commitSoon: () => Effect.void,
       settle: Effect.void,

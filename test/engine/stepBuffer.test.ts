@@ -4,15 +4,18 @@
  * run's next commit of the same turn of the event loop, or is written on its own at the next turn
  * unless the model has answered by then; one holding a model's answer is committed before
  * `commitSoon` returns; text deltas reach followers after the turn's start; a settled buffer (its
- * execution stopped) writes a step handed on at once; an abandoned one writes nothing it was handed.
+ * execution stopped) writes a step handed on at once; an abandoned one writes nothing it was handed;
+ * a timer call's change to the timers goes in with the step that holds its answer, or not at all.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Context, Effect, Layer, Option, Stream } from "effect"
+import { Context, Effect, Layer, Option, Queue, Stream } from "effect"
+import { ActivationStorage } from "../../src/durable/ActivationStorage.js"
 import { Database } from "../../src/durable/Database.js"
 import type { RunRecord } from "../../src/durable/records.js"
 import { Store } from "../../src/durable/Store.js"
 import { makeStepBuffer } from "../../src/engine/StepBuffer.js"
 import { EventLog } from "../../src/events/EventLog.js"
+import type { TimerChange } from "../../src/journal/journalRecords.js"
 import { RunJournal } from "../../src/journal/RunJournal.js"
 import { sqlite, storageLayer } from "../journal/backends.js"
 import { draft, newRun, submit, tool, user } from "../journal/fixtures.js"
@@ -41,7 +44,29 @@ const bufferedRun = Effect.gen(function*() {
   )
   // Ends the run as a cancel from another process does (no lease): the buffer's lease no longer fences in.
   const cancelElsewhere = journal.record(run, { events: [draft("cancelled", run, { type: "run.cancelled", data: { from: "queued" } })], status: { status: "cancelled" } })
-  return { run, step, stored, transactions, startedAt, follow, followed, cancelElsewhere }
+  const activations = Context.get(context, ActivationStorage)
+  return { run, step, stored, transactions, startedAt, follow, followed, cancelElsewhere, activations }
+})
+
+/** A timer that wakes `run`'s conversation in 2030, as `foundry_sleep` arms one. */
+const wakeUp = (run: RunRecord, id: string): TimerChange => ({
+  _tag: "Save",
+  activation: {
+    id,
+    kind: "agent",
+    spec: {
+      schedule: id,
+      agent: run.agent,
+      instance: run.instanceId,
+      message: "wake up",
+      timing: { at: "2030-01-01T00:00:00.000Z" },
+      overlap: "allow",
+      misfire: "run-once",
+      conversation: run.conversationId
+    },
+    status: "active",
+    nextFire: Date.parse("2030-01-01T00:00:00.000Z")
+  }
 })
 
 /** `effect` in the turn of the event loop that writes a step handed on: after it began, before it commits. */
@@ -215,5 +240,26 @@ describe("a run's step buffer", () => {
       yield* Effect.sleep("50 millis")
       expect(yield* stored).toEqual({ status: "queued", messages: [] })
       expect((yield* transactions) - before).toBe(0)
+    }))
+
+  it.scopedLive("a timer goes in with the step that holds its call's answer and wakes the scheduler; a step the store refuses arms none", () =>
+    Effect.gen(function*() {
+      const { activations, cancelElsewhere, run, step, stored } = yield* bufferedRun
+      const changes = yield* activations.changes
+      const timerIds = Effect.map(activations.list("agent"), (all) => all.map((timer) => timer.id))
+      yield* calledOnce(step)
+      step.timer(wakeUp(run, "agent:tmr_1"))
+      step.message(tool)
+      yield* step.commit()
+      expect(yield* stored).toEqual({ status: "running", messages: ["user", "assistant", "tool"] })
+      expect(yield* timerIds).toEqual(["agent:tmr_1"])
+      expect(yield* Queue.size(changes)).toBe(1)
+      // The run cancelled elsewhere: the next call's answer, and its timer, are fenced off together.
+      yield* cancelElsewhere
+      step.message({ _tag: "assistant", content: "", toolCalls: [{ id: "call-2", name: "foundry_sleep", arguments: "{}" }] })
+      step.timer(wakeUp(run, "agent:tmr_2"))
+      step.message({ _tag: "tool", toolCallId: "call-2", name: "foundry_sleep", content: "{\"id\":\"agent:tmr_2\"}" })
+      expect((yield* Effect.flip(step.commit()))._tag).toBe("LeaseLost")
+      expect(yield* timerIds).toEqual(["agent:tmr_1"])
     }))
 })

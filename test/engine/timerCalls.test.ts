@@ -1,16 +1,18 @@
 /**
- * A timer tool call run again (after a crash, or after a step the store did not take, the journal
- * runs a call whose result it did not record once more) finds the timer it armed: no second timer,
- * and no refusal for the limit its own timer reaches. Activations are stored in SQLite.
+ * A timer tool call answers with the change it makes to its instance's timers, and stores none
+ * itself: the change goes in with the step that stores the answer (the journal's), so a call that
+ * is never answered (its run cancelled, its step refused) leaves the timers as they were. Run again
+ * (after a crash, or a step the store did not take), a call names the same timer. Activations are
+ * stored in SQLite.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Layer, TestClock } from "effect"
+import { Effect, Layer } from "effect"
 import { ActivationStorage, layer as activationStorage } from "../../src/durable/ActivationStorage.js"
 import { RunRecord } from "../../src/durable/records.js"
 import { runTimerTool, type TimerLimits } from "../../src/engine/agentTimers.js"
 import { sqliteStore } from "../support/sqliteStore.js"
 
-const store = () => activationStorage.pipe(Layer.provide(sqliteStore("timer-calls").layer))
+const store = () => activationStorage.pipe(Layer.provideMerge(sqliteStore("timer-calls").layer))
 
 const run = new RunRecord({
   id: "run_1",
@@ -29,19 +31,35 @@ const run = new RunRecord({
 // One timer per instance at most: the call run again must not be refused by its own timer.
 const limits: TimerLimits = { minInterval: "1 minute", maxPendingPerInstance: 1 }
 
-describe("a timer tool call run again", () => {
-  it.effect("finds the timer it armed: one timer, the same answer", () =>
+describe("a timer tool call", () => {
+  it.effect("answers with the timer it arms, stores nothing itself, and names the same timer when run again", () =>
     Effect.gen(function*() {
+      const activations = yield* ActivationStorage
       const sleep = { for: "1 hour", message: "wake up" }
       const first = yield* runTimerTool("sleep", sleep, run, "call_1", limits)
-      const again = yield* runTimerTool("sleep", sleep, run, "call_1", limits)
       expect(first.outcome._tag).toBe("Succeeded")
-      expect(again).toEqual(first)
-      const timers = yield* (yield* ActivationStorage).list("agent")
-      expect(timers).toHaveLength(1)
-      // Another call is another timer: here, one over the instance's limit.
+      expect(first.change).toMatchObject({ _tag: "Save", activation: { id: first.armed?.id, kind: "agent", status: "active" } })
+      expect(first.outcome._tag === "Succeeded" ? first.outcome.content : "").toContain(first.armed?.id)
+      expect(yield* activations.list("agent")).toEqual([])
+      expect(yield* runTimerTool("sleep", sleep, run, "call_1", limits)).toEqual(first)
+      // Stored as its step stores it: another call is another timer, here one over the instance's limit.
+      if (first.change?._tag === "Save") yield* activations.save(first.change.activation)
       const other = yield* runTimerTool("schedule", { in: "2 hours", message: "later" }, run, "call_2", limits)
-      expect(other).toMatchObject({ outcome: { _tag: "Failed", error: expect.stringContaining("maxPendingPerInstance") }, armed: undefined })
+      expect(other).toMatchObject({ outcome: { _tag: "Failed", error: expect.stringContaining("maxPendingPerInstance") }, armed: undefined, change: undefined })
+    }).pipe(Effect.provide(store())))
+
+  it.effect("pauses and cancels a stored timer by the change its answer goes with, not by itself", () =>
+    Effect.gen(function*() {
+      const activations = yield* ActivationStorage
+      const armed = yield* runTimerTool("schedule", { every: "1 day", message: "daily" }, run, "call_1", limits)
+      if (armed.change?._tag !== "Save") return yield* Effect.dieMessage("no timer armed")
+      yield* activations.save(armed.change.activation)
+      const id = armed.change.activation.id
+      const paused = yield* runTimerTool("schedules", { action: "pause", id }, run, "call_2", limits)
+      expect(paused.change).toMatchObject({ _tag: "Save", activation: { id, status: "paused" } })
+      const cancelled = yield* runTimerTool("schedules", { action: "cancel", id }, run, "call_3", limits)
+      expect(cancelled.change).toEqual({ _tag: "Remove", id })
+      expect((yield* activations.list("agent")).map((timer) => timer.status)).toEqual(["active"])
     }).pipe(Effect.provide(store())))
 
   it.effect("a time the model gives wrong is a readable refusal, never a crash of the run", () =>
@@ -53,15 +71,5 @@ describe("a timer tool call run again", () => {
       expect(yield* refusal("sleep", { until: "tomorrow", message: "m" }, "c3")).toContain(`until "tomorrow" is not an ISO time`)
       expect(yield* refusal("schedule", { in: "banana", message: "m" }, "c4")).toContain(`in "banana" is not a duration`)
       expect(yield* refusal("schedules", { action: "cancel" }, "c5")).toBe(`cancel needs the id of one of your schedules (action "list" shows them)`)
-    }).pipe(Effect.provide(store())))
-
-  it.effect("answers as it did even once the timer's time has passed", () =>
-    Effect.gen(function*() {
-      // The clock is the TestClock, at 0: a wake-up ten seconds in.
-      const sleep = { until: new Date(10_000).toISOString(), message: "wake up" }
-      const first = yield* runTimerTool("sleep", sleep, run, "call_1", limits)
-      expect(first.outcome._tag).toBe("Succeeded")
-      yield* TestClock.adjust("20 seconds")
-      expect(yield* runTimerTool("sleep", sleep, run, "call_1", limits)).toEqual(first)
     }).pipe(Effect.provide(store())))
 })

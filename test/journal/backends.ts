@@ -1,7 +1,7 @@
 /**
  * The storage under test, once per backend: SQLite on a temporary file and PostgreSQL in a fresh
  * schema. A backend gives a fresh place for one test's data; `open` builds on it every storage a
- * runtime builds (database, store, event storage, event log, run journal), and opening the same
+ * run's steps write (database, store, instances, timers, event storage, event log, run journal), and opening the same
  * place again reopens the same data.
  */
 import { mkdtempSync, rmSync } from "node:fs"
@@ -10,6 +10,7 @@ import { join } from "node:path"
 import { NodeContext } from "@effect/platform-node"
 import type { SqlClient } from "@effect/sql"
 import { Context, Effect, Layer, type Scope } from "effect"
+import * as ActivationStorage from "../../src/durable/ActivationStorage.js"
 import { Database } from "../../src/durable/Database.js"
 import * as PgDatabase from "../../src/durable/PgDatabase.js"
 import * as SqliteDatabase from "../../src/durable/SqliteDatabase.js"
@@ -75,7 +76,7 @@ export const storageLayer = (place: DatabaseLayer) =>
     Layer.provideMerge(eventLogWithSpanIds),
     Layer.provideMerge(EventStorage.layer),
     Layer.provideMerge(SqlStore.layer),
-    Layer.provideMerge(InstanceStorage.layer),
+    Layer.provideMerge(Layer.merge(InstanceStorage.layer, ActivationStorage.layer)),
     Layer.provideMerge(place)
   )
 

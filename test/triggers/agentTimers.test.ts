@@ -139,22 +139,23 @@ describe("the tools agents have for their own time (on the test clock)", () => {
       ])
     }))
 
-  it.scoped("a timer is armed only once the call that arms it is stored: a crash between the two leaves no timer the conversation never asked for", () =>
+  it.scoped("a timer is armed with the answer of the call that arms it, after the call: a crash leaves no timer its conversation does not know of", () =>
     Effect.gen(function*() {
       yield* TestClock.setTime(Date.parse("2026-07-01T10:00:00Z"))
       const log = join(tmpdir(), `foundry-timers-${randomUUID()}.log`)
       const server = yield* startServer(yield* tempProject(durableProject(log, "", { timers: true })), { model: plannedModel })
-      // The store itself says what it held as each timer was armed: the messages stored (committed,
-      // as another connection sees them) when the timer's row went in.
+      // The store itself says what it held as each timer was armed: the calls and the answers to
+      // calls stored when the timer's row went in (those of its own transaction too).
       const db = new Database(server.storeFile)
-      db.exec(`CREATE TABLE armed_beside (timer TEXT, messages INTEGER);
+      db.exec(`CREATE TABLE armed_beside (timer TEXT, calls INTEGER, answers INTEGER);
         CREATE TRIGGER armed_beside AFTER INSERT ON foundry_activations
-        BEGIN INSERT INTO armed_beside SELECT NEW.id, COUNT(*) FROM foundry_messages; END`)
+        BEGIN INSERT INTO armed_beside SELECT NEW.id,
+          (SELECT COUNT(*) FROM foundry_messages WHERE body LIKE '%"foundry_sleep"%' AND body LIKE '%"_tag":"assistant"%'),
+          (SELECT COUNT(*) FROM foundry_messages WHERE body LIKE '%"_tag":"tool"%'); END`)
       yield* askOn(server.url)("acme", [{ name: "foundry_sleep", arguments: { for: "1 hour", message: "wake" } }])
-      const armed = db.prepare("SELECT timer, messages FROM armed_beside").all()
+      const armed = db.prepare("SELECT timer, calls, answers FROM armed_beside").all()
       db.close()
-      // The user's message and the model's answer that holds the call.
-      expect(armed).toEqual([{ timer: expect.stringMatching(/^agent:tmr_/), messages: 2 }])
+      expect(armed).toEqual([{ timer: expect.stringMatching(/^agent:tmr_/), calls: 1, answers: 1 }])
     }))
 
   it.scoped("an agent cannot see or cancel another instance's schedules", () =>
