@@ -27,12 +27,16 @@ export type ActivationSpec = typeof ActivationSpec.Type
 export const ActivationKind = Schema.Literal("schedule", "agent")
 export type ActivationKind = typeof ActivationKind.Type
 
+/** Whether an activation fires: active, paused, or done (an `at` whose one time has come or passed). */
+export const ActivationStatus = Schema.Literal("active", "paused", "done")
+export type ActivationStatus = typeof ActivationStatus.Type
+
 /** A durable timer: when it fires next, when it fired last, and what it runs. */
 export class ActivationRecord extends Schema.Class<ActivationRecord>("ActivationRecord")({
   id: Schema.String,
   kind: ActivationKind,
   spec: Schema.parseJson(ActivationSpec),
-  status: Schema.Literal("active", "paused", "done"),
+  status: ActivationStatus,
   nextFire: Schema.NullOr(Schema.Number),
   lastFire: Schema.NullOr(Schema.Number),
   lastRunId: Schema.NullOr(Schema.String),
@@ -44,10 +48,21 @@ export interface ActivationUpdate {
   readonly id: string
   readonly kind: ActivationKind
   readonly spec: ActivationSpec
-  readonly status: "active" | "paused" | "done"
+  readonly status: ActivationStatus
   readonly nextFire: number | null
   readonly lastFire?: number | null
   readonly lastRunId?: string | null
+}
+
+/**
+ * A firing of an activation, as the scheduler records it: the time it stood for and the run it
+ * started, and, for a firing of its timing (not one a person asked for), when it fires next
+ * (`null`: never again, it is done).
+ */
+export interface Firing {
+  readonly lastFire: number | null
+  readonly lastRunId: string | null
+  readonly nextFire?: number | null
 }
 
 /** Activation storage. */
@@ -60,6 +75,13 @@ export class ActivationStorage extends Context.Tag("foundry/ActivationStorage")<
   readonly nextFireTime: Effect.Effect<number | null, StoreError>
   readonly save: (activation: ActivationUpdate) => Effect.Effect<void, StoreError>
   readonly remove: (id: string) => Effect.Effect<void, StoreError>
+  /**
+   * Records a firing on the activation as it is stored now, not as the scheduler read it before the
+   * firing: paused meanwhile it stays paused, removed meanwhile it stays removed.
+   */
+  readonly fired: (id: string, firing: Firing) => Effect.Effect<void, StoreError>
+  /** Pauses or resumes activation `id` as it is stored now (resumed, it fires next at `nextFire`); a removed one stays removed. */
+  readonly setStatus: (id: string, status: ActivationStatus, nextFire: number | null) => Effect.Effect<void, StoreError>
   /** Signals `changes` for timers another writer of this process saved or removed (a run's step). */
   readonly changed: Effect.Effect<void>
   /** A signal after every save or remove in this process, for as long as the scope lasts. */
@@ -84,6 +106,25 @@ export const saveActivation = (activation: ActivationUpdate, now: number): State
     activation.lastRunId ?? null,
     now
   ]
+})
+
+/** A firing recorded on activation `id` (see `ActivationStorage.fired`). */
+const firedActivation = (id: string, firing: Firing, now: number): Statement =>
+  firing.nextFire === undefined
+    ? {
+      sql: "UPDATE foundry_activations SET last_fire = ?, last_run_id = ?, updated_at = ? WHERE id = ?",
+      params: [firing.lastFire, firing.lastRunId, now, id]
+    }
+    : {
+      sql: `UPDATE foundry_activations SET last_fire = ?, last_run_id = ?, next_fire = ?,
+        status = CASE WHEN ? = 1 THEN 'done' ELSE status END, updated_at = ? WHERE id = ?`,
+      params: [firing.lastFire, firing.lastRunId, firing.nextFire, firing.nextFire === null ? 1 : 0, now, id]
+    }
+
+/** Activation `id` paused or resumed as stored now (see `ActivationStorage.setStatus`). */
+export const activationStatus = (id: string, status: ActivationStatus, nextFire: number | null, now: number): Statement => ({
+  sql: "UPDATE foundry_activations SET status = ?, next_fire = ?, updated_at = ? WHERE id = ?",
+  params: [status, nextFire, now, id]
 })
 
 /** Activation `id` gone. */
@@ -118,6 +159,8 @@ export const layer = Layer.scoped(
       ),
       save: (activation) => Effect.flatMap(Clock.currentTimeMillis, (now) => written(saveActivation(activation, now))),
       remove: (id) => written(removeActivation(id)),
+      fired: (id, firing) => Effect.flatMap(Clock.currentTimeMillis, (now) => written(firedActivation(id, firing, now))),
+      setStatus: (id, status, nextFire) => Effect.flatMap(Clock.currentTimeMillis, (now) => written(activationStatus(id, status, nextFire, now))),
       changed: signal,
       changes: PubSub.subscribe(changed)
     })

@@ -201,16 +201,8 @@ export const SchedulesLive = Layer.scoped(
           lastRunId = firing.runId
         }
         const lastFire = times[times.length - 1] ?? activation.lastFire
-        const next = nextFireAfter(spec.timing, Math.max(now, missed[missed.length - 1] ?? scheduled), scheduled)
-        yield* activations.save({
-          id: activation.id,
-          kind: activation.kind,
-          spec: activation.spec,
-          status: next === null ? "done" : activation.status,
-          nextFire: next,
-          lastFire,
-          lastRunId
-        })
+        const nextFire = nextFireAfter(spec.timing, Math.max(now, missed[missed.length - 1] ?? scheduled), scheduled)
+        yield* activations.fired(activation.id, { lastFire, lastRunId, nextFire })
       })
 
     // Schedules a build of the project's sound part left out (`foundry dev` while their files, or
@@ -294,7 +286,7 @@ export const SchedulesLive = Layer.scoped(
         // time passed meanwhile is done.
         const nextFire = status === "active" ? nextFireAfter(activation.spec.timing, now, now) : activation.nextFire
         const done = status === "active" && nextFire === null
-        yield* activations.save({ ...activation, status: done ? "done" : status, nextFire })
+        yield* activations.setStatus(activation.id, done ? "done" : status, nextFire)
         return yield* view(yield* activationOf(id))
       })
 
@@ -314,7 +306,7 @@ export const SchedulesLive = Layer.scoped(
           if (firing._tag === "Skipped") {
             return yield* new ScheduleFiringSkipped({ schedule: id, message: `schedule "${id}" did not fire: ${firing.reason}` })
           }
-          yield* activations.save({ ...activation, lastFire: now, lastRunId: firing.runId })
+          yield* activations.fired(activation.id, { lastFire: now, lastRunId: firing.runId })
           return yield* view(yield* activationOf(id))
         })
     })

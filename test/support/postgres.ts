@@ -19,10 +19,20 @@ export const postgresRequired: boolean = process.env["FOUNDRY_REQUIRE_PG"] === "
 export class PostgresUnavailable extends Data.TaggedError("PostgresUnavailable")<{ readonly message: string }> {}
 
 /** A client of the server at `url`, for as long as the scope lasts. */
-/** A SQL client on `url` for the test's scope. */
 export const connect = (url: string) =>
   Layer.build(PgClient.layer({ url: Redacted.make(url), connectTimeout: "3 seconds" })).pipe(
     Effect.map(Context.get(PgClient.PgClient))
+  )
+
+/**
+ * Whether a session on `sql`'s database waits for a lock (a statement that a test holds back by
+ * holding one), in a statement whose text is like `statement` (SQL `LIKE`) when given.
+ */
+export const someoneWaitsForALock = (sql: PgClient.PgClient, statement = "%") =>
+  Effect.map(
+    sql<{ readonly waiting: number }>`SELECT COUNT(*)::int AS waiting FROM pg_stat_activity
+      WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE ${statement}`,
+    (rows) => (rows[0]?.waiting ?? 0) >= 1
   )
 
 /** Why the server cannot be used, or `undefined` when it answers. */

@@ -2,11 +2,13 @@ import { mkdtempSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, TestClock } from "effect"
+import { Deferred, Effect, Fiber, TestClock } from "effect"
 import { durableProject, plan } from "../support/durableProject.js"
 import { plannedModel } from "../support/plannedModel.js"
-import { http, startServer } from "../support/server.js"
+import { connect, freshDatabase, skipPostgres, someoneWaitsForALock } from "../support/postgres.js"
+import { http, startServer, startServerOnItsStore } from "../support/server.js"
 import { tempProject } from "../support/tempProject.js"
+import { until } from "../support/until.js"
 
 /** Real waiting, for HTTP and fibers, while the Effect clock is the test clock. */
 const realSleep = (ms: number) => Effect.promise(() => new Promise<void>((resolve) => setTimeout(resolve, ms)))
@@ -314,4 +316,30 @@ export default defineSchedule({
         expect.arrayContaining([expect.objectContaining({ id: "hourly", lastFire: Date.parse("2026-06-01T02:00:00Z") })])
       )
     }))
+})
+
+describe.skipIf(skipPostgres)("a schedule's firing on PostgreSQL", () => {
+  it.scopedLive("is recorded on the schedule as stored after it, not as read before it: a pause that came meanwhile stays", () =>
+    Effect.gen(function*() {
+      const url = yield* freshDatabase
+      const root = yield* tempProject({
+        ...project({ ticker: `every: "1 second"` }),
+        "foundry.config.ts": `import { defineConfig } from "foundry"\nexport default defineConfig({ store: { postgres: ${JSON.stringify(url)} } })\n`
+      })
+      const server = yield* startServerOnItsStore(root, plannedModel)
+      const sql = yield* connect(url)
+      // Runs held back: the first firing's run waits for the table while the schedule is paused.
+      const release = yield* Deferred.make<void>()
+      const holding = yield* sql.withTransaction(Effect.zipRight(sql`LOCK TABLE foundry_runs IN SHARE MODE`, Deferred.await(release))).pipe(Effect.fork)
+      yield* until("the firing's run waits", someoneWaitsForALock(sql))
+      const pausing = yield* http(`${server}/api/schedules/ticker/pause`, { method: "POST" }).pipe(Effect.fork)
+      yield* realSleep(300)
+      yield* Deferred.succeed(release, undefined)
+      yield* Fiber.join(holding)
+      expect((yield* Fiber.join(pausing)).json).toMatchObject({ id: "ticker", status: "paused" })
+      yield* realSleep(500)
+      const [ticker] = (yield* http(`${server}/api/schedules`)).json as Array<{ readonly id: string; readonly status: string; readonly lastFire: number | null }>
+      // Paused, with the firing that was under way recorded.
+      expect(ticker).toMatchObject({ id: "ticker", status: "paused", lastFire: expect.any(Number) })
+    }), 30_000)
 })
