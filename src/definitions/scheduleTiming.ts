@@ -16,7 +16,8 @@ export const nextFireAfter = (timing: ScheduleTiming, after: number, anchor: num
     if (Option.isNone(every)) return null
     const millis = Duration.toMillis(every.value)
     const from = anchor ?? after
-    return from + Math.max(1, Math.ceil((after - from + 1) / millis)) * millis
+    // In whole milliseconds, as the store keeps times (an interval may have a fraction of one).
+    return Math.ceil(from + Math.max(1, Math.ceil((after - from + 1) / millis)) * millis)
   }
   const at = Date.parse(timing.at)
   return at > after ? at : null

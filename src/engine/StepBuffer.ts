@@ -140,7 +140,8 @@ export const makeStepBuffer = (run: RunRecord, lease: Lease | undefined, written
       ) return Effect.void
       const recorded = Effect.map(journal.record(run, { messages, events: drafts, usage, approvals, timers, ...end }, lease), () => written?.())
       // The scheduler here reads the timers again: one may be due sooner than the one it sleeps for.
-      return timers.length === 0 ? recorded : Effect.zipRight(recorded, activations.changed)
+      // Also when the run is interrupted while the step is written, which is written all the same.
+      return timers.length === 0 ? recorded : Effect.ensuring(recorded, activations.changed)
     }
     /** Writes what is pending with `end`, after what `commitSoon` handed on, which it takes. */
     const write = (end: StepEnd) => {

@@ -127,10 +127,12 @@ export const runTimerTool = Effect.fn("engine.runTimerTool")(function*(
   /** Timer `id` armed to fire at `nextFire`; none when it fires no more. */
   const armedAt = (id: string, nextFire: number | null): ArmedTimer | undefined =>
     nextFire === null ? undefined : { id, firesAt: new Date(nextFire).toISOString() }
-  const activeTimers = Effect.map(
-    activations.list("agent"),
-    (all) => all.filter((a) => owned(a, run) && a.status === "active").length
-  )
+  /** The instance's active timers, but for `except`. */
+  const activeTimers = (except?: string) =>
+    Effect.map(
+      activations.list("agent"),
+      (all) => all.filter((a) => owned(a, run) && a.status === "active" && a.id !== except).length
+    )
   const arm = (timing: ScheduleTiming, message: string, conversation?: string) =>
     Effect.gen(function*() {
       const nextFire = nextFireAfter(timing, now, now)
@@ -138,9 +140,10 @@ export const runTimerTool = Effect.fn("engine.runTimerTool")(function*(
         const asked = "at" in timing ? `${timing.at} is` : "that time is"
         return refused(`${asked} in the past (it is ${new Date(now).toISOString()} now): give a time after now`)
       }
-      const refusal = tooFrequent(timing, now, limits) ?? tooMany(yield* activeTimers, limits)
-      if (refusal !== undefined) return refused(refusal)
       const id = timerIdOf(run.id, callId)
+      // A timer of this call's own id is not one more (Foundry before `82ba693` stored it before the call's answer).
+      const refusal = tooFrequent(timing, now, limits) ?? tooMany(yield* activeTimers(id), limits)
+      if (refusal !== undefined) return refused(refusal)
       const activation: ActivationUpdate = {
         id,
         kind: "agent",
@@ -201,11 +204,11 @@ export const runTimerTool = Effect.fn("engine.runTimerTool")(function*(
       }
       const status = input.value.action === "pause" ? "paused" : "active"
       // Resuming makes a timer active again: pausing must not be a way around the limit.
-      const refusal = status === "active" && target.status === "paused" ? tooMany(yield* activeTimers, limits) : undefined
+      const refusal = status === "active" && target.status === "paused" ? tooMany(yield* activeTimers(), limits) : undefined
       if (refusal !== undefined) return refused(refusal)
       const timing = Schema.decodeUnknownOption(ScheduleTimingSchema)(target.spec.timing)
       const nextFire = status === "active" && Option.isSome(timing) ? nextFireAfter(timing.value, now, now) : target.nextFire
-      const change: TimerChange = { _tag: "Save", activation: { ...target, status: status === "active" && nextFire === null ? "done" : status, nextFire } }
+      const change: TimerChange = { _tag: "SetStatus", id: target.id, status: status === "active" && nextFire === null ? "done" : status, nextFire }
       // Resumed, the timer is armed again until its next time.
       return done({ id: target.id, status }, change, status === "active" ? armedAt(target.id, nextFire) : undefined)
     }

@@ -7,7 +7,7 @@
  */
 import { createHash } from "node:crypto"
 import { Clock, Context, Data, Effect, FiberRef, Layer, Schema } from "effect"
-import { removeActivation, saveActivation } from "../durable/ActivationStorage.js"
+import { activationStatus, removeActivation, saveActivation } from "../durable/ActivationStorage.js"
 import { Database, type Row, type Statement, type UnitResult, type WriteUnit } from "../durable/Database.js"
 import { finalStatuses, RunRecord, RunStatus } from "../durable/records.js"
 import type { StoreError } from "../durable/StoreError.js"
@@ -18,7 +18,7 @@ import type { ChatMessage } from "../models/Model.js"
 import { eventRelease } from "./eventRelease.js"
 import * as statements from "./journalStatements.js"
 import { type Adopting, takeOverStranded } from "./strandedRuns.js"
-import { type Claim, historyOwner, type InLine, type Lease, type NewRun, type Step, type Stranded, usageAdded } from "./journalRecords.js"
+import { type Claim, historyOwner, type InLine, type Lease, type NewRun, type Step, type Stranded, type TimerChange, usageAdded } from "./journalRecords.js"
 
 /** What a lease's renewal found (`RunJournal.renew`). */
 export type Renewal = "Renewed" | "Released" | "Taken"
@@ -346,7 +346,7 @@ export const layer = Layer.effect(
           if (step.revokeLeaseFor !== undefined) writes.push(statements.revokeLease(run.conversationId, step.revokeLeaseFor, now))
           writes.push(...statements.appendMessages(run.conversationId, run.id, (step.messages ?? []).map(encodeMessage), now))
           for (const approval of step.approvals ?? []) writes.push(statements.askApproval(approval, now))
-          for (const timer of step.timers ?? []) writes.push(timer._tag === "Save" ? saveActivation(timer.activation, now) : removeActivation(timer.id))
+          for (const timer of step.timers ?? []) writes.push(timerStatement(timer, now))
           // One statement for the run's row, not one for its status and one per turn: each is SQLite's
           // time on the thread every run shares.
           const usage = usageAdded(step.usage ?? [])
@@ -373,6 +373,18 @@ export const layer = Layer.effect(
     })
   })
 )
+
+/** The statement that makes a timer tool call's change to the timers. */
+const timerStatement = (change: TimerChange, now: number): Statement => {
+  switch (change._tag) {
+    case "Save":
+      return saveActivation(change.activation, now)
+    case "SetStatus":
+      return activationStatus(change.id, change.status, change.nextFire, now)
+    case "Remove":
+      return removeActivation(change.id)
+  }
+}
 
 const isRunStatus = Schema.is(RunStatus)
 

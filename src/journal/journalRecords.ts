@@ -2,7 +2,7 @@
  * What the run journal writes and hands back: a run to queue, a step of a run, a status change,
  * a turn's usage, and the conversation lease that fences a run's writes.
  */
-import type { ActivationUpdate } from "../durable/ActivationStorage.js"
+import type { ActivationStatus, ActivationUpdate } from "../durable/ActivationStorage.js"
 import type { RunStatus } from "../durable/records.js"
 import type { EventDraft } from "../events/EventLog.js"
 import type { ChatMessage } from "../models/Model.js"
@@ -32,6 +32,7 @@ export interface NewApproval {
  */
 export type TimerChange =
   | { readonly _tag: "Save"; readonly activation: ActivationUpdate }
+  | { readonly _tag: "SetStatus"; readonly id: string; readonly status: ActivationStatus; readonly nextFire: number | null }
   | { readonly _tag: "Remove"; readonly id: string }
 
 /** A run about to be queued. */

@@ -42,8 +42,10 @@ describe("a timer tool call", () => {
       expect(first.outcome._tag === "Succeeded" ? first.outcome.content : "").toContain(first.armed?.id)
       expect(yield* activations.list("agent")).toEqual([])
       expect(yield* runTimerTool("sleep", sleep, run, "call_1", limits)).toEqual(first)
-      // Stored as its step stores it: another call is another timer, here one over the instance's limit.
+      // Stored as its step stores it: the call run again is not refused by its own timer, but
+      // another call is another timer, here one over the instance's limit.
       if (first.change?._tag === "Save") yield* activations.save(first.change.activation)
+      expect(yield* runTimerTool("sleep", sleep, run, "call_1", limits)).toEqual(first)
       const other = yield* runTimerTool("schedule", { in: "2 hours", message: "later" }, run, "call_2", limits)
       expect(other).toMatchObject({ outcome: { _tag: "Failed", error: expect.stringContaining("maxPendingPerInstance") }, armed: undefined, change: undefined })
     }).pipe(Effect.provide(store())))
@@ -56,7 +58,8 @@ describe("a timer tool call", () => {
       yield* activations.save(armed.change.activation)
       const id = armed.change.activation.id
       const paused = yield* runTimerTool("schedules", { action: "pause", id }, run, "call_2", limits)
-      expect(paused.change).toMatchObject({ _tag: "Save", activation: { id, status: "paused" } })
+      // The status alone, on the timer as stored when the step is written: not the whole timer as read here.
+      expect(paused.change).toEqual({ _tag: "SetStatus", id, status: "paused", nextFire: armed.change.activation.nextFire })
       const cancelled = yield* runTimerTool("schedules", { action: "cancel", id }, run, "call_3", limits)
       expect(cancelled.change).toEqual({ _tag: "Remove", id })
       expect((yield* activations.list("agent")).map((timer) => timer.status)).toEqual(["active"])
@@ -71,5 +74,11 @@ describe("a timer tool call", () => {
       expect(yield* refusal("sleep", { until: "tomorrow", message: "m" }, "c3")).toContain(`until "tomorrow" is not an ISO time`)
       expect(yield* refusal("schedule", { in: "banana", message: "m" }, "c4")).toContain(`in "banana" is not a duration`)
       expect(yield* refusal("schedules", { action: "cancel" }, "c5")).toBe(`cancel needs the id of one of your schedules (action "list" shows them)`)
+    }).pipe(Effect.provide(store())))
+
+  it.effect("arms a timer whose interval has a fraction of a millisecond for a whole millisecond, as the store keeps times", () =>
+    Effect.gen(function*() {
+      const armed = yield* runTimerTool("schedule", { every: "60000.5 millis", message: "tick" }, run, "call_1", limits)
+      expect(armed.change?._tag === "Save" ? Number.isInteger(armed.change.activation.nextFire) : "no timer").toBe(true)
     }).pipe(Effect.provide(store())))
 })
