@@ -11,7 +11,7 @@ import { Effect } from "effect"
 import { durableProject, plan } from "../support/durableProject.js"
 import { readToEnd } from "../support/eventFeed.js"
 import { plannedModel } from "../support/plannedModel.js"
-import { http, startServer } from "../support/server.js"
+import { http, runIdOf, startServer } from "../support/server.js"
 import { tempProject } from "../support/tempProject.js"
 
 /** A frame of an event stream: its id (`undefined` for a comment) and event. */
@@ -135,5 +135,36 @@ describe("POST /api/runs answered with the run's events", () => {
       expect(Object.keys(responses["202"]?.content ?? {})).toEqual(["application/json"])
       expect(Object.keys(responses["200"]?.content ?? {})).toEqual(["text/event-stream"])
       expect(Object.keys(responses["200"]?.headers ?? {})).toEqual(["location"])
+    }))
+
+  it.scopedLive("a client that weighs JSON more, or the stream at 0, is answered as without it: the run's JSON, its events as a list", () =>
+    Effect.gen(function*() {
+      const { url } = yield* setup
+      const submit = (accept: string) =>
+        Effect.promise(async () => {
+          const response = await fetch(`${url}/api/runs`, {
+            method: "POST",
+            headers: { "content-type": "application/json", accept },
+            body: JSON.stringify({ agent: "worker", message: plan({}) })
+          })
+          await response.body?.cancel()
+          return { status: response.status, type: response.headers.get("content-type") }
+        })
+      for (const accept of ["application/json, text/event-stream;q=0.5", "text/event-stream;q=0", "Text/Event-Stream; q=0.1, application/json; q=0.9"]) {
+        const answer = yield* submit(accept)
+        expect({ accept, status: answer.status, type: answer.type }).toEqual({ accept, status: 202, type: "application/json" })
+      }
+      // Weighed more, or as much, the stream is the answer.
+      for (const accept of ["text/event-stream;q=0.8, application/json;q=0.2", "application/json, text/event-stream"]) {
+        const answer = yield* submit(accept)
+        expect({ accept, status: answer.status, type: answer.type }).toEqual({ accept, status: 200, type: "text/event-stream" })
+      }
+      const runId = runIdOf((yield* http(`${url}/api/runs`, { body: { agent: "worker", message: plan({}) } })).json)
+      const followed = yield* Effect.promise(async () => {
+        const response = await fetch(`${url}/api/runs/${runId}/events`, { headers: { accept: "application/json;q=1, text/event-stream;q=0.1" } })
+        return { type: response.headers.get("content-type"), body: await response.json() }
+      })
+      expect(followed.type).toBe("application/json")
+      expect(Array.isArray(followed.body)).toBe(true)
     }))
 })

@@ -38,9 +38,30 @@ export const lastEventId = (request: HttpServerRequest.HttpServerRequest): Effec
   return Effect.fail(new BadRequest({ message: `${issue.path}: ${issue.message}`, issues: [issue] }))
 }
 
-/** Whether the request asks to be answered with server-sent events. */
-export const wantsEventStream = (request: HttpServerRequest.HttpServerRequest): boolean =>
-  (request.headers.accept ?? "").includes("text/event-stream")
+/** The weight (`q`) an `Accept` header gives `type` by naming it, 0 when it does not; a weight that is no number counts as 1. */
+const weightIn = (accept: string, type: string): number => {
+  let weight = 0
+  for (const entry of accept.split(",")) {
+    const [named = "", ...parameters] = entry.split(";").map((part) => part.trim().toLowerCase())
+    if (named !== type) continue
+    const q = parameters.find((parameter) => parameter.startsWith("q="))
+    const given = q === undefined ? 1 : Number(q.slice(2))
+    weight = Math.max(weight, Number.isNaN(given) ? 1 : given)
+  }
+  return weight
+}
+
+/**
+ * Whether the request asks to be answered with server-sent events: its `Accept` names
+ * `text/event-stream` with a weight above 0, and `application/json` with none higher (a client
+ * that lists both prefers the one it weighs more; at equal weights, the stream it named).
+ */
+export const wantsEventStream = (request: HttpServerRequest.HttpServerRequest): boolean => {
+  const accept = request.headers.accept
+  if (accept === undefined || !accept.toLowerCase().includes("text/event-stream")) return false
+  const stream = weightIn(accept, "text/event-stream")
+  return stream > 0 && stream >= weightIn(accept, "application/json")
+}
 
 /** A comment frame that keeps an idle stream alive. */
 export const heartbeatFrame: Uint8Array = encoder.encode(": heartbeat\n\n")
