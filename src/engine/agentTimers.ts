@@ -88,6 +88,34 @@ const describe = (activation: ActivationRecord) => ({
 const timerIdOf = (runId: string, callId: string): string =>
   `agent:tmr_${createHash("sha256").update(`${runId}\n${callId}`).digest("hex").slice(0, 20)}`
 
+/**
+ * Timer `id` of `run`'s agent and instance, active until `nextFire`: it tells the agent `message`
+ * in a new conversation, or in `conversation` (a sleep) when given.
+ */
+export const agentTimer = (
+  run: RunRecord,
+  id: string,
+  timing: ScheduleTiming,
+  message: string,
+  nextFire: number,
+  conversation?: string
+): ActivationUpdate => ({
+  id,
+  kind: "agent",
+  spec: {
+    schedule: id,
+    agent: run.agent,
+    instance: run.instanceId,
+    message,
+    timing,
+    overlap: "allow",
+    misfire: "run-once",
+    ...(conversation === undefined ? {} : { conversation })
+  },
+  status: "active",
+  nextFire
+})
+
 /** A timer a call armed: its id, and when it fires next (ISO). */
 export interface ArmedTimer {
   readonly id: string
@@ -144,22 +172,7 @@ export const runTimerTool = Effect.fn("engine.runTimerTool")(function*(
       // A timer of this call's own id is not one more (Foundry before `82ba693` stored it before the call's answer).
       const refusal = tooFrequent(timing, now, limits) ?? tooMany(yield* activeTimers(id), limits)
       if (refusal !== undefined) return refused(refusal)
-      const activation: ActivationUpdate = {
-        id,
-        kind: "agent",
-        spec: {
-          schedule: id,
-          agent: run.agent,
-          instance: run.instanceId,
-          message,
-          timing,
-          overlap: "allow",
-          misfire: "run-once",
-          ...(conversation === undefined ? {} : { conversation })
-        },
-        status: "active",
-        nextFire
-      }
+      const activation = agentTimer(run, id, timing, message, nextFire, conversation)
       return done({ id, nextFire: fireTime(nextFire) }, { _tag: "Save", activation }, armedAt(id, nextFire))
     })
 

@@ -13,6 +13,7 @@ import { ActivationStorage } from "../../src/durable/ActivationStorage.js"
 import { Database } from "../../src/durable/Database.js"
 import type { RunRecord } from "../../src/durable/records.js"
 import { Store } from "../../src/durable/Store.js"
+import { agentTimer } from "../../src/engine/agentTimers.js"
 import { makeStepBuffer } from "../../src/engine/StepBuffer.js"
 import { EventLog } from "../../src/events/EventLog.js"
 import type { TimerChange } from "../../src/journal/journalRecords.js"
@@ -51,22 +52,7 @@ const bufferedRun = Effect.gen(function*() {
 /** A timer that wakes `run`'s conversation in 2030, as `foundry_sleep` arms one. */
 const wakeUp = (run: RunRecord, id: string): TimerChange => ({
   _tag: "Save",
-  activation: {
-    id,
-    kind: "agent",
-    spec: {
-      schedule: id,
-      agent: run.agent,
-      instance: run.instanceId,
-      message: "wake up",
-      timing: { at: "2030-01-01T00:00:00.000Z" },
-      overlap: "allow",
-      misfire: "run-once",
-      conversation: run.conversationId
-    },
-    status: "active",
-    nextFire: Date.parse("2030-01-01T00:00:00.000Z")
-  }
+  activation: agentTimer(run, id, { at: "2030-01-01T00:00:00.000Z" }, "wake up", Date.parse("2030-01-01T00:00:00.000Z"), run.conversationId)
 })
 
 /** `effect` in the turn of the event loop that writes a step handed on: after it began, before it commits. */
