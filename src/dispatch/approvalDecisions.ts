@@ -7,8 +7,9 @@
  */
 import { Clock, Duration, Effect, Option, Queue } from "effect"
 import { ApprovalStorage } from "../durable/ApprovalStorage.js"
-import type { RunRecord, RunStatus } from "../durable/records.js"
+import type { ApprovalRecord, RunRecord, RunStatus } from "../durable/records.js"
 import { Store } from "../durable/Store.js"
+import type { StoreError } from "../durable/StoreError.js"
 import { EventLog } from "../events/EventLog.js"
 import { withEventRelease } from "../journal/eventRelease.js"
 import { eventOf } from "../journal/trace.js"
@@ -17,6 +18,9 @@ import { ApprovalAlreadyDecided, ApprovalNotFound, type ApprovalScope } from "./
 /** Why the pending approvals of a run that ended with `status` are closed: a late decider reads it. */
 export const endedBeforeDecision = (status: RunStatus): string =>
   status === "cancelled" ? "the run was cancelled before a decision" : `the run ended (${status}) before a decision`
+
+/** Why an approval expired. */
+const expiredWithoutDecision = "no decision before the approval expired"
 
 /** Decisions on approvals, for a dispatcher that resumes runs with `resume`; the expiry fiber runs in the current scope. */
 export const makeApprovalDecisions = (resume: (run: RunRecord) => Effect.Effect<void>) =>
@@ -33,7 +37,7 @@ export const makeApprovalDecisions = (resume: (run: RunRecord) => Effect.Effect<
       reason: string | undefined,
       scope: ApprovalScope = "once",
       resuming = true
-    ) =>
+    ): Effect.Effect<ApprovalRecord, ApprovalNotFound | ApprovalAlreadyDecided | StoreError> =>
       Effect.gen(function*() {
         const approval = yield* approvals.get(approvalId)
         if (Option.isNone(approval)) {
@@ -48,7 +52,13 @@ export const makeApprovalDecisions = (resume: (run: RunRecord) => Effect.Effect<
           granted && Option.isSome(run) ? { conversationId: run.value.conversationId } : undefined
         )
         if (Option.isNone(decided)) {
-          const now = yield* approvals.get(approvalId)
+          let now = yield* approvals.get(approvalId)
+          // Still pending, so its time was up before any expiry here looked (another process asked
+          // for it): expired now, as the expiry would have, and the decision told so.
+          if (status !== "expired" && Option.isSome(now) && now.value.status === "pending") {
+            yield* apply(approvalId, "expired", expiredWithoutDecision).pipe(Effect.catchTag("ApprovalAlreadyDecided", () => Effect.void))
+            now = yield* approvals.get(approvalId)
+          }
           const was = Option.match(now, { onNone: () => "decided", onSome: (a) => a.status })
           // Why it was closed (its run's cancel, an expiry, the person before): a late decider reads it here.
           const why = Option.match(now, { onNone: () => null, onSome: (a) => a.reason })
@@ -82,7 +92,7 @@ export const makeApprovalDecisions = (resume: (run: RunRecord) => Effect.Effect<
       let soonest: number | undefined
       for (const approval of yield* approvals.list({ status: "pending" })) {
         if (approval.expiresAt <= now) {
-          yield* apply(approval.id, "expired", "no decision before the approval expired").pipe(
+          yield* apply(approval.id, "expired", expiredWithoutDecision).pipe(
             Effect.catchTag("ApprovalAlreadyDecided", () => Effect.void)
           )
         } else if (soonest === undefined || approval.expiresAt < soonest) {

@@ -89,9 +89,10 @@ export const layer = Layer.effect(
       decide: (id, status, reason, grant) =>
         sql.withTransaction(Effect.gen(function*() {
           const now = yield* Clock.currentTimeMillis
+          // A person decides only before the approval's time is up, whether or not an expiry has looked since.
           const changed = yield* sql<{ readonly agent: string; readonly tool: string }>`UPDATE foundry_approvals
             SET status = ${status}, reason = ${reason ?? null}, decided_at = ${now}
-            WHERE id = ${id} AND status = 'pending' RETURNING agent, tool`
+            WHERE id = ${id} AND status = 'pending'${status === "expired" ? sql`` : sql` AND expires_at > ${now}`} RETURNING agent, tool`
           const decided = changed[0]
           if (decided === undefined) return Option.none()
           if (grant !== undefined) {

@@ -3,7 +3,7 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { randomUUID } from "node:crypto"
 import { describe, expect, it } from "@effect/vitest"
-import { Effect } from "effect"
+import { Duration, Effect } from "effect"
 import * as Scripted from "../../src/models/scripted.js"
 import { durableProject, plan } from "../support/durableProject.js"
 import { plannedModel } from "../support/plannedModel.js"
@@ -358,6 +358,29 @@ describe("approvals", () => {
       expect(lines(log)).toEqual([])
       const all = yield* http(`${url}/api/approvals`)
       expect((all.json as Array<{ runId: string; status: string }>).find((a) => a.runId === run.runId)?.status).toBe("expired")
+    }))
+
+  it.scopedLive("a decision after the approval's time, to a process whose expiry has not looked yet, is refused as expired: the call never runs", () =>
+    Effect.gen(function*() {
+      const log = newLog()
+      const storeFile = join(tmpdir(), `foundry-store-${randomUUID()}.db`)
+      const files = durableProject(log, `{ approvalTimeout: "2 seconds" }`)
+      // Started before the approval is asked for: its expiry looks again only in ten minutes.
+      const deciding = yield* startServer(yield* tempProject(files), { model: plannedModel, storeFile })
+      // The process that asks for it stops before its own expiry could look.
+      const asked = yield* Effect.scoped(Effect.gen(function*() {
+        const asking = yield* startServer(yield* tempProject(files), { model: plannedModel, storeFile })
+        const run = yield* submit(asking.url, { message: transfer })
+        const approvalId = yield* pendingApproval(asking.url, run.runId)
+        return { run, approvalId, at: Date.now() }
+      }))
+      yield* Effect.sleep(Duration.millis(Math.max(0, asked.at + 2_500 - Date.now())))
+      const late = yield* http(`${deciding.url}/api/approvals/${asked.approvalId}`, { body: { decision: "approve" } })
+      expect(late.status).toBe(409)
+      expect(late.json).toMatchObject({ _tag: "ApprovalAlreadyDecided", status: "expired", message: expect.stringContaining("expired") })
+      const done = yield* waitForRun(deciding.url, asked.run.runId)
+      expect(done.output).toContain("expired before anyone decided")
+      expect(lines(log)).toEqual([])
     }))
 
   it.live("a run suspended on an approval survives a restart and resumes on the decision", () =>
