@@ -57,12 +57,13 @@ export interface ActivationUpdate {
 /**
  * A firing of an activation, as the scheduler records it: the time it stood for and the run it
  * started, and, for a firing of its timing (not one a person asked for), when it fires next
- * (`null`: never again, it is done).
+ * (`null`: never again, it is done) by the activation as read before the firing (`readAt`, its
+ * `updatedAt` then).
  */
 export interface Firing {
   readonly lastFire: number | null
   readonly lastRunId: string | null
-  readonly nextFire?: number | null
+  readonly next?: { readonly readAt: number; readonly nextFire: number | null }
 }
 
 /** Activation storage. */
@@ -77,7 +78,8 @@ export class ActivationStorage extends Context.Tag("foundry/ActivationStorage")<
   readonly remove: (id: string) => Effect.Effect<void, StoreError>
   /**
    * Records a firing on the activation as it is stored now, not as the scheduler read it before the
-   * firing: paused meanwhile it stays paused, removed meanwhile it stays removed.
+   * firing: removed meanwhile it stays removed, and changed meanwhile (paused, resumed, given
+   * another spec by a reload or a deploy) it keeps the status and next firing that change gave it.
    */
   readonly fired: (id: string, firing: Firing) => Effect.Effect<void, StoreError>
   /** Pauses or resumes activation `id` as it is stored now (resumed, it fires next at `nextFire`); a removed one stays removed. */
@@ -109,17 +111,22 @@ export const saveActivation = (activation: ActivationUpdate, now: number): State
 })
 
 /** A firing recorded on activation `id` (see `ActivationStorage.fired`). */
-const firedActivation = (id: string, firing: Firing, now: number): Statement =>
-  firing.nextFire === undefined
-    ? {
+const firedActivation = (id: string, firing: Firing, now: number): Statement => {
+  const next = firing.next
+  if (next === undefined) {
+    return {
       sql: "UPDATE foundry_activations SET last_fire = ?, last_run_id = ?, updated_at = ? WHERE id = ?",
       params: [firing.lastFire, firing.lastRunId, now, id]
     }
-    : {
-      sql: `UPDATE foundry_activations SET last_fire = ?, last_run_id = ?, next_fire = ?,
-        status = CASE WHEN ? = 1 THEN 'done' ELSE status END, updated_at = ? WHERE id = ?`,
-      params: [firing.lastFire, firing.lastRunId, firing.nextFire, firing.nextFire === null ? 1 : 0, now, id]
-    }
+  }
+  // Every column reads the row as it was before this update: `updated_at` the one read before the firing, or a change's since.
+  return {
+    sql: `UPDATE foundry_activations SET last_fire = ?, last_run_id = ?,
+      next_fire = CASE WHEN updated_at = ? THEN ? ELSE next_fire END,
+      status = CASE WHEN updated_at = ? AND ? = 1 THEN 'done' ELSE status END, updated_at = ? WHERE id = ?`,
+    params: [firing.lastFire, firing.lastRunId, next.readAt, next.nextFire, next.readAt, next.nextFire === null ? 1 : 0, now, id]
+  }
+}
 
 /** Activation `id` paused or resumed as stored now (see `ActivationStorage.setStatus`). */
 export const activationStatus = (id: string, status: ActivationStatus, nextFire: number | null, now: number): Statement => ({

@@ -202,7 +202,7 @@ export const SchedulesLive = Layer.scoped(
         }
         const lastFire = times[times.length - 1] ?? activation.lastFire
         const nextFire = nextFireAfter(spec.timing, Math.max(now, missed[missed.length - 1] ?? scheduled), scheduled)
-        yield* activations.fired(activation.id, { lastFire, lastRunId, nextFire })
+        yield* activations.fired(activation.id, { lastFire, lastRunId, next: { readAt: activation.updatedAt, nextFire } })
       })
 
     // Schedules a build of the project's sound part left out (`foundry dev` while their files, or
