@@ -316,8 +316,9 @@ export const layer = Layer.effect(
           yield* note(ref, installedEvent(installation))
         }
         for (const gone of before.filter((i) => !wanted.some((w) => w.kind === i.kind && w.capability === i.capability))) {
-          yield* storage.uninstall(ref, gone.kind, gone.capability)
-          yield* note(ref, { type: "instance.uninstalled", data: { kind: gone.kind, capability: gone.capability } })
+          if (yield* storage.uninstall(ref, gone.kind, gone.capability)) {
+            yield* note(ref, { type: "instance.uninstalled", data: { kind: gone.kind, capability: gone.capability } })
+          }
         }
       }
       return yield* Effect.flatMap(find(ref), detail)
@@ -339,8 +340,8 @@ export const layer = Layer.effect(
               `and cannot be archived: pause it instead (PATCH /api/instances/default?agent=${ref.agent} {"paused": true})`
           })
         }
-        if (instance.status !== "archived") {
-          yield* storage.update(ref, { status: { status: "archived", reason: reason ?? null } })
+        // Told once, by the archive that stuck: another at the same moment finds it archived.
+        if (instance.status !== "archived" && Option.isSome(yield* storage.update(ref, { status: { status: "archived", reason: reason ?? null } }))) {
           yield* note(ref, { type: "instance.archived", data: { reason: reason ?? null } })
         }
         return yield* Effect.flatMap(find(ref), detail)

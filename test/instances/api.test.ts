@@ -3,7 +3,9 @@ import { existsSync, readFileSync } from "node:fs"
 import { describe, expect, it } from "@effect/vitest"
 import Sqlite from "better-sqlite3"
 import { Effect } from "effect"
-import { http, startServer, waitForRun } from "../support/server.js"
+import { plannedModel } from "../support/plannedModel.js"
+import { freshDatabase, skipPostgres } from "../support/postgres.js"
+import { http, startServer, startServerOnItsStore, waitForRun } from "../support/server.js"
 import { allEvents, instancesProject } from "./apiProject.js"
 
 interface Issue {
@@ -373,5 +375,26 @@ describe("the instances API", () => {
       const implicit = yield* http(`${server.url}/api/runs`, { body: { agent: "echo", instance: "walk-in", message: "hello" } })
       expect(implicit.status).toBe(202)
       expect((yield* http(`${server.url}/api/instances/walk-in`)).json).toMatchObject({ agent: "echo", context: {}, status: "active" })
+    }))
+})
+
+describe.skipIf(skipPostgres)("the instances API on PostgreSQL", () => {
+  it.scopedLive("two archives of one instance at once: both answer archived, one instance.archived with the reason that stuck", () =>
+    Effect.gen(function*() {
+      // On PostgreSQL, where both read the instance before either writes.
+      const url = yield* freshDatabase
+      const server = yield* startServerOnItsStore(yield* instancesProject(`import { defineConfig } from "foundry"
+export default defineConfig({ store: { postgres: ${JSON.stringify(url)} } })
+`), plannedModel)
+      const api = `${server}/api/instances`
+      expect((yield* http(api, { body: { agent: "desk", id: "acme", context: { company: "Acme" } } })).status).toBe(201)
+      const answers = yield* Effect.all(
+        ["moved away", "contract ended"].map((reason) => http(`${api}/acme?agent=desk&reason=${encodeURIComponent(reason)}`, { method: "DELETE" })),
+        { concurrency: "unbounded" }
+      )
+      expect(answers.map((answer) => answer.status)).toEqual([200, 200])
+      const stuck = field((yield* http(`${api}/acme?agent=desk`)).json, "statusReason")
+      const { events } = yield* allEvents(server, "agent=desk&instanceId=acme")
+      expect(events.filter((event) => event.type === "instance.archived").map((event) => event.data)).toEqual([{ reason: stuck }])
     }))
 })
