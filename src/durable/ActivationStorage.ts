@@ -50,8 +50,6 @@ export interface ActivationUpdate {
   readonly spec: ActivationSpec
   readonly status: ActivationStatus
   readonly nextFire: number | null
-  readonly lastFire?: number | null
-  readonly lastRunId?: string | null
 }
 
 /**
@@ -74,6 +72,10 @@ export class ActivationStorage extends Context.Tag("foundry/ActivationStorage")<
   readonly due: (now: number, limit: number) => Effect.Effect<ReadonlyArray<ActivationRecord>, StoreError>
   /** The soonest `nextFire` of an active activation. */
   readonly nextFireTime: Effect.Effect<number | null, StoreError>
+  /**
+   * Stores `activation`: made, or its spec, status and next time changed in place, on the row as
+   * stored then: paused, it stays paused (unless it is done), and its last firing stays.
+   */
   readonly save: (activation: ActivationUpdate) => Effect.Effect<void, StoreError>
   readonly remove: (id: string) => Effect.Effect<void, StoreError>
   /**
@@ -95,19 +97,10 @@ const encodeSpec = Schema.encodeSync(Schema.parseJson(ActivationSpec))
 /** `activation` stored as of `now`: made, or changed in place. */
 export const saveActivation = (activation: ActivationUpdate, now: number): Statement => ({
   sql: `INSERT INTO foundry_activations (id, kind, spec, status, next_fire, last_fire, last_run_id, updated_at)
-    VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET
-    spec = excluded.spec, status = excluded.status, next_fire = excluded.next_fire,
-    last_fire = excluded.last_fire, last_run_id = excluded.last_run_id, updated_at = excluded.updated_at`,
-  params: [
-    activation.id,
-    activation.kind,
-    encodeSpec(activation.spec),
-    activation.status,
-    activation.nextFire,
-    activation.lastFire ?? null,
-    activation.lastRunId ?? null,
-    now
-  ]
+    VALUES (?, ?, ?, ?, ?, NULL, NULL, ?) ON CONFLICT (id) DO UPDATE SET
+    spec = excluded.spec, next_fire = excluded.next_fire, updated_at = excluded.updated_at,
+    status = CASE WHEN foundry_activations.status = 'paused' AND excluded.status <> 'done' THEN 'paused' ELSE excluded.status END`,
+  params: [activation.id, activation.kind, encodeSpec(activation.spec), activation.status, activation.nextFire, now]
 })
 
 /** A firing recorded on activation `id` (see `ActivationStorage.fired`). */

@@ -253,15 +253,8 @@ export const SchedulesLive = Layer.scoped(
         if (same) continue
         // An `at` already past has nothing to wait for: it is done, not active with no next firing.
         const nextFire = nextFireAfter(spec.timing, now, now)
-        yield* activations.save({
-          id,
-          kind: "schedule",
-          spec: { ...spec },
-          status: nextFire === null ? "done" : Option.isSome(existing) && existing.value.status === "paused" ? "paused" : "active",
-          nextFire,
-          lastFire: Option.isSome(existing) ? existing.value.lastFire : null,
-          lastRunId: Option.isSome(existing) ? existing.value.lastRunId : null
-        })
+        // A paused schedule stays paused, and its last firing stays, as stored when this is written.
+        yield* activations.save({ id, kind: "schedule", spec, status: nextFire === null ? "done" : "active", nextFire })
       }
       for (const activation of yield* activations.list("schedule")) {
         if (!wanted.has(activation.id) && !held.has(activation.id)) yield* activations.remove(activation.id)

@@ -1,7 +1,8 @@
 /**
  * A schedule's firing recorded on its activation as stored after the firing, not as the scheduler
- * read it before: a change that came meanwhile (a pause, another spec, a removal) stays. On SQLite
- * and PostgreSQL.
+ * read it before: a change that came meanwhile (a pause, another spec, a removal) stays; and a
+ * schedule saved again (a reload, a deploy) on the activation as stored then. On SQLite and
+ * PostgreSQL.
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Context, Effect, Layer, Option, TestClock } from "effect"
@@ -36,7 +37,7 @@ const stored = (activations: Context.Tag.Service<ActivationStorage>) =>
   Effect.map(activations.get(hourly.id), Option.map(({ lastFire, lastRunId, nextFire, spec, status }) => ({ status, nextFire, lastFire, lastRunId, timing: spec.timing })))
 
 for (const backend of backends) {
-  describe.skipIf(backend.skip)(`a firing recorded on ${backend.name}`, () => {
+  describe.skipIf(backend.skip)(`activations on ${backend.name}: a firing recorded`, () => {
     it.scoped("on an activation unchanged since it was read: its next time, its last firing and run", () =>
       Effect.gen(function*() {
         const { activations, read } = yield* storedHourly(backend)
@@ -66,6 +67,15 @@ for (const backend of backends) {
         yield* activations.remove(hourly.id)
         yield* firedAfter(activations, read)
         expect(yield* stored(activations)).toEqual(Option.none())
+      }))
+
+    it.scoped("saved again with another timing (a reload) after a pause and a firing: paused still, its last firing kept", () =>
+      Effect.gen(function*() {
+        const { activations, read } = yield* storedHourly(backend)
+        yield* firedAfter(activations, read)
+        yield* activations.setStatus(hourly.id, "paused", 7_200_000)
+        yield* activations.save({ ...hourly, spec: { ...hourly.spec, timing: { every: "1 day" } }, nextFire: 86_400_000 })
+        expect(yield* stored(activations)).toEqual(Option.some({ status: "paused", nextFire: 86_400_000, lastFire: 3_600_000, lastRunId: "run_1", timing: { every: "1 day" } }))
       }))
   })
 }
