@@ -9,11 +9,12 @@ import { Clock, Context, Effect, Layer } from "effect"
 import { failAs, type StoreError } from "./StoreError.js"
 
 /**
- * What claiming a delivery found: it is this caller's; or another caller's, still in progress or
- * done with its result, with the fingerprint that caller claimed it with.
+ * What claiming a delivery found: it is this caller's, since `claimedAt` (which its completion or
+ * release names, so that a claim taken over from it is left alone); or another caller's, still in
+ * progress or done with its result, with the fingerprint that caller claimed it with.
  */
 export type DeliveryClaim =
-  | { readonly _tag: "claimed" }
+  | { readonly _tag: "claimed"; readonly claimedAt: number }
   | { readonly _tag: "processing"; readonly fingerprint: string | null }
   | { readonly _tag: "done"; readonly fingerprint: string | null; readonly result: unknown }
 
@@ -34,9 +35,10 @@ export class DeliveryStorage extends Context.Tag("foundry/DeliveryStorage")<Deli
    * (`staleClaimAfterMs`: its process died).
    */
   readonly claim: (id: string, webhook: string, fingerprint: string | null) => Effect.Effect<DeliveryClaim, StoreError>
-  readonly complete: (id: string, result: unknown) => Effect.Effect<void, StoreError>
-  /** Gives up a claim that started nothing, so that the sender's retry is processed afresh. */
-  readonly release: (id: string) => Effect.Effect<void, StoreError>
+  /** Stores the result of the claim made at `claimedAt`, unless another attempt has taken the claim over since. */
+  readonly complete: (id: string, claimedAt: number, result: unknown) => Effect.Effect<void, StoreError>
+  /** Gives up the claim made at `claimedAt`, so that the sender's retry is processed afresh; one taken over since is not this caller's to give up. */
+  readonly release: (id: string, claimedAt: number) => Effect.Effect<void, StoreError>
 }>() {}
 
 /** Delivery storage on the database's `SqlClient`. */
@@ -51,11 +53,11 @@ export const layer = Layer.effect(
           const claimed = yield* sql<{ readonly id: string }>`INSERT INTO foundry_deliveries ${
             sql.insert({ id, webhook, status: "processing", receivedAt: now, fingerprint })
           } ON CONFLICT (id) DO NOTHING RETURNING id`
-          if (claimed.length > 0) return { _tag: "claimed" } satisfies DeliveryClaim
+          if (claimed.length > 0) return { _tag: "claimed", claimedAt: now } satisfies DeliveryClaim
           const takenOver = yield* sql<{ readonly id: string }>`UPDATE foundry_deliveries
             SET received_at = ${now}, fingerprint = ${fingerprint}
             WHERE id = ${id} AND status = 'processing' AND received_at < ${now - staleClaimAfterMs} RETURNING id`
-          if (takenOver.length > 0) return { _tag: "claimed" } satisfies DeliveryClaim
+          if (takenOver.length > 0) return { _tag: "claimed", claimedAt: now } satisfies DeliveryClaim
           const rows = yield* sql<{ readonly status: string; readonly result: string | null; readonly fingerprint: string | null }>`SELECT status, result, fingerprint FROM foundry_deliveries WHERE id = ${id}`
           const row = rows[0]
           if (row === undefined || row.status !== "done" || row.result === null) {
@@ -64,13 +66,14 @@ export const layer = Layer.effect(
           const result: unknown = JSON.parse(row.result)
           return { _tag: "done", fingerprint: row.fingerprint, result } satisfies DeliveryClaim
         }).pipe(failAs("claimDelivery")),
-      complete: (id, result) =>
-        sql`UPDATE foundry_deliveries SET status = 'done', result = ${JSON.stringify(result)} WHERE id = ${id}`.pipe(
+      complete: (id, claimedAt, result) =>
+        sql`UPDATE foundry_deliveries SET status = 'done', result = ${JSON.stringify(result)}
+          WHERE id = ${id} AND status = 'processing' AND received_at = ${claimedAt}`.pipe(
           Effect.asVoid,
           failAs("completeDelivery")
         ),
-      release: (id) =>
-        sql`DELETE FROM foundry_deliveries WHERE id = ${id} AND status = 'processing'`.pipe(
+      release: (id, claimedAt) =>
+        sql`DELETE FROM foundry_deliveries WHERE id = ${id} AND status = 'processing' AND received_at = ${claimedAt}`.pipe(
           Effect.asVoid,
           failAs("releaseDelivery")
         )

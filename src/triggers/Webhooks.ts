@@ -198,13 +198,13 @@ export const WebhooksLive = Layer.effect(
     })
 
     /**
-     * Claims the delivery of `eventId` as `deliveryId`: `undefined` when this delivery is to start
-     * its runs, the first delivery's result when it is a repeat of one that ended, refused when it
-     * is a replay of the same signed delivery or the first is still being processed.
+     * Claims the delivery of `eventId` as `deliveryId`: the time of its claim when this delivery is
+     * to start its runs, the first delivery's result when it is a repeat of one that ended, refused
+     * when it is a replay of the same signed delivery or the first is still being processed.
      */
     const claimDelivery = Effect.fnUntraced(function*(webhook: string, eventId: string, deliveryId: string, fingerprint: string | null) {
       const claim = yield* deliveries.claim(deliveryId, webhook, fingerprint)
-      if (claim._tag === "claimed") return undefined
+      if (claim._tag === "claimed") return claim.claimedAt
       if (fingerprint !== null && claim.fingerprint === fingerprint) {
         return yield* new WebhookUnauthorized({
           webhook,
@@ -342,25 +342,24 @@ export const WebhooksLive = Layer.effect(
         })
       }
       const deliveryId = eventId === undefined ? newId("dlv") : `${webhook}:${eventId}`
-      if (eventId !== undefined) {
-        const repeated = yield* claimDelivery(webhook, eventId, deliveryId, fingerprint)
-        if (repeated !== undefined) return repeated
-      }
+      const claimed = eventId === undefined ? undefined : yield* claimDelivery(webhook, eventId, deliveryId, fingerprint)
+      if (typeof claimed === "object") return claimed
+      const claimedAt = claimed
       const runs: Array<DeliveryResult["runs"][number]> = []
       const skipped = rejected.map((route) => ({ playbook: route.id, reason: "the body does not match its schema" }))
       const result = (): DeliveryResult => ({ deliveryId, duplicate: false, runs, skipped })
       yield* dispatchAll(app, accepted, { webhook, deliveryId, eventId }, runs, skipped).pipe(
         Effect.catchTag("PlaybookFailed", failedOn(webhook)),
         Effect.onExit((exit) =>
-          eventId === undefined || Exit.isSuccess(exit)
+          claimedAt === undefined || Exit.isSuccess(exit)
             ? Effect.void
             // Stopped part way (a playbook's code failing, a store error, the sender hanging up):
             // the claim is given up, so that a retry delivers the rest; the runs that started are
             // not started again (each is submitted under the delivery's, playbook's and instance's key).
-            : Effect.ignore(deliveries.release(deliveryId))
+            : Effect.ignore(deliveries.release(deliveryId, claimedAt))
         )
       )
-      if (eventId !== undefined) yield* deliveries.complete(deliveryId, result())
+      if (claimedAt !== undefined) yield* deliveries.complete(deliveryId, claimedAt, result())
       return result()
     })
 
