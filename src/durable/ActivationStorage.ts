@@ -95,12 +95,19 @@ export class ActivationStorage extends Context.Tag("foundry/ActivationStorage")<
 const encodeSpec = Schema.encodeSync(Schema.parseJson(ActivationSpec))
 
 /** `activation` stored as of `now`: made, or changed in place. */
+/**
+ * The `updated_at` a change writes, for a change at `?` (the time, given twice): later than the one
+ * it replaces even within one millisecond, as a firing knows the row it read by it (`fired`).
+ */
+const changedAt = "CASE WHEN foundry_activations.updated_at >= ? THEN foundry_activations.updated_at + 1 ELSE ? END"
+
 export const saveActivation = (activation: ActivationUpdate, now: number): Statement => ({
   sql: `INSERT INTO foundry_activations (id, kind, spec, status, next_fire, last_fire, last_run_id, updated_at)
     VALUES (?, ?, ?, ?, ?, NULL, NULL, ?) ON CONFLICT (id) DO UPDATE SET
-    spec = excluded.spec, next_fire = excluded.next_fire, updated_at = excluded.updated_at,
-    status = CASE WHEN foundry_activations.status = 'paused' AND excluded.status <> 'done' THEN 'paused' ELSE excluded.status END`,
-  params: [activation.id, activation.kind, encodeSpec(activation.spec), activation.status, activation.nextFire, now]
+    spec = excluded.spec, next_fire = excluded.next_fire,
+    status = CASE WHEN foundry_activations.status = 'paused' AND excluded.status <> 'done' THEN 'paused' ELSE excluded.status END,
+    updated_at = ${changedAt}`,
+  params: [activation.id, activation.kind, encodeSpec(activation.spec), activation.status, activation.nextFire, now, now, now]
 })
 
 /** A firing recorded on activation `id` (see `ActivationStorage.fired`). */
@@ -108,23 +115,23 @@ const firedActivation = (id: string, firing: Firing, now: number): Statement => 
   const next = firing.next
   if (next === undefined) {
     return {
-      sql: "UPDATE foundry_activations SET last_fire = ?, last_run_id = ?, updated_at = ? WHERE id = ?",
-      params: [firing.lastFire, firing.lastRunId, now, id]
+      sql: `UPDATE foundry_activations SET last_fire = ?, last_run_id = ?, updated_at = ${changedAt} WHERE id = ?`,
+      params: [firing.lastFire, firing.lastRunId, now, now, id]
     }
   }
   // Every column reads the row as it was before this update: `updated_at` the one read before the firing, or a change's since.
   return {
     sql: `UPDATE foundry_activations SET last_fire = ?, last_run_id = ?,
       next_fire = CASE WHEN updated_at = ? THEN ? ELSE next_fire END,
-      status = CASE WHEN updated_at = ? AND ? = 1 THEN 'done' ELSE status END, updated_at = ? WHERE id = ?`,
-    params: [firing.lastFire, firing.lastRunId, next.readAt, next.nextFire, next.readAt, next.nextFire === null ? 1 : 0, now, id]
+      status = CASE WHEN updated_at = ? AND ? = 1 THEN 'done' ELSE status END, updated_at = ${changedAt} WHERE id = ?`,
+    params: [firing.lastFire, firing.lastRunId, next.readAt, next.nextFire, next.readAt, next.nextFire === null ? 1 : 0, now, now, id]
   }
 }
 
 /** Activation `id` paused or resumed as stored now (see `ActivationStorage.setStatus`). */
 export const activationStatus = (id: string, status: ActivationStatus, nextFire: number | null, now: number): Statement => ({
-  sql: "UPDATE foundry_activations SET status = ?, next_fire = ?, updated_at = ? WHERE id = ?",
-  params: [status, nextFire, now, id]
+  sql: `UPDATE foundry_activations SET status = ?, next_fire = ?, updated_at = ${changedAt} WHERE id = ?`,
+  params: [status, nextFire, now, now, id]
 })
 
 /** Activation `id` gone. */

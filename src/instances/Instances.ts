@@ -318,6 +318,9 @@ export const layer = Layer.effect(
         for (const gone of before.filter((i) => !wanted.some((w) => w.kind === i.kind && w.capability === i.capability))) {
           if (yield* storage.uninstall(ref, gone.kind, gone.capability)) {
             yield* note(ref, { type: "instance.uninstalled", data: { kind: gone.kind, capability: gone.capability } })
+          } else {
+            // Not uninstalled: by a change at the same moment (quietly), or as the instance was archived meanwhile (said).
+            yield* open(ref)
           }
         }
       }

@@ -53,6 +53,15 @@ for (const backend of backends) {
         expect(yield* stored(activations)).toEqual(Option.some({ status: "paused", nextFire: 3_600_000, lastFire: 3_600_000, lastRunId: "run_1", timing: { every: "1 hour" } }))
       }))
 
+    it.scoped("paused in the same millisecond as it was read: it stays paused, its next time the pause's", () =>
+      Effect.gen(function*() {
+        const { activations, read } = yield* storedHourly(backend)
+        yield* TestClock.setTime(read.updatedAt)
+        yield* activations.setStatus(hourly.id, "paused", 3_600_000)
+        yield* firedAfter(activations, read)
+        expect(yield* stored(activations)).toEqual(Option.some({ status: "paused", nextFire: 3_600_000, lastFire: 3_600_000, lastRunId: "run_1", timing: { every: "1 hour" } }))
+      }))
+
     it.scoped("given another timing meanwhile (a reload, a deploy): it keeps that timing's next time", () =>
       Effect.gen(function*() {
         const { activations, read } = yield* storedHourly(backend)

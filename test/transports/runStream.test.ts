@@ -150,12 +150,12 @@ describe("POST /api/runs answered with the run's events", () => {
           await response.body?.cancel()
           return { status: response.status, type: response.headers.get("content-type") }
         })
-      for (const accept of ["application/json, text/event-stream;q=0.5", "text/event-stream;q=0", "Text/Event-Stream; q=0.1, application/json; q=0.9"]) {
+      for (const accept of ["application/json, text/event-stream;q=0.5", "text/event-stream;q=0", "text/event-stream; q = 0", "Text/Event-Stream; q=0.1, application/json; q=0.9", "text/event-stream;q=0.1, */*"]) {
         const answer = yield* submit(accept)
         expect({ accept, status: answer.status, type: answer.type }).toEqual({ accept, status: 202, type: "application/json" })
       }
       // Weighed more, or as much, the stream is the answer.
-      for (const accept of ["text/event-stream;q=0.8, application/json;q=0.2", "application/json, text/event-stream"]) {
+      for (const accept of ["text/event-stream;q=0.8, application/json;q=0.2", "application/json, text/event-stream", "text/event-stream, */*"]) {
         const answer = yield* submit(accept)
         expect({ accept, status: answer.status, type: answer.type }).toEqual({ accept, status: 200, type: "text/event-stream" })
       }

@@ -38,29 +38,37 @@ export const lastEventId = (request: HttpServerRequest.HttpServerRequest): Effec
   return Effect.fail(new BadRequest({ message: `${issue.path}: ${issue.message}`, issues: [issue] }))
 }
 
-/** The weight (`q`) an `Accept` header gives `type` by naming it, 0 when it does not; a weight that is no number counts as 1. */
-const weightIn = (accept: string, type: string): number => {
-  let weight = 0
+/** A weight parameter (`q=0.5`, spaces around `=` too) and its value. */
+const weightParameter = /^q\s*=\s*(.*)$/
+
+/**
+ * The weights (`q`) an `Accept` header gives the media ranges it names, by range (lower case); a
+ * weight that is no number counts as 1, as if none were given.
+ */
+const weightsIn = (accept: string): ReadonlyMap<string, number> => {
+  const weights = new Map<string, number>()
   for (const entry of accept.split(",")) {
-    const [named = "", ...parameters] = entry.split(";").map((part) => part.trim().toLowerCase())
-    if (named !== type) continue
-    const q = parameters.find((parameter) => parameter.startsWith("q="))
-    const given = q === undefined ? 1 : Number(q.slice(2))
-    weight = Math.max(weight, Number.isNaN(given) ? 1 : given)
+    const [range = "", ...parameters] = entry.split(";").map((part) => part.trim().toLowerCase())
+    const given = parameters.map((parameter) => weightParameter.exec(parameter)?.[1]).find((value) => value !== undefined)
+    const weight = given === undefined || given === "" || Number.isNaN(Number(given)) ? 1 : Number(given)
+    weights.set(range, Math.max(weights.get(range) ?? 0, weight))
   }
-  return weight
+  return weights
 }
 
 /**
  * Whether the request asks to be answered with server-sent events: its `Accept` names
- * `text/event-stream` with a weight above 0, and `application/json` with none higher (a client
- * that lists both prefers the one it weighs more; at equal weights, the stream it named).
+ * `text/event-stream` with a weight above 0, and gives JSON no higher weight, by its most specific
+ * range (`application/json`, else `application/*`, else `*\/*`): a client that lists both prefers
+ * the one it weighs more; at equal weights, the stream it named.
  */
 export const wantsEventStream = (request: HttpServerRequest.HttpServerRequest): boolean => {
   const accept = request.headers.accept
   if (accept === undefined || !accept.toLowerCase().includes("text/event-stream")) return false
-  const stream = weightIn(accept, "text/event-stream")
-  return stream > 0 && stream >= weightIn(accept, "application/json")
+  const weights = weightsIn(accept)
+  const stream = weights.get("text/event-stream") ?? 0
+  const json = weights.get("application/json") ?? weights.get("application/*") ?? weights.get("*/*") ?? 0
+  return stream > 0 && stream >= json
 }
 
 /** A comment frame that keeps an idle stream alive. */
