@@ -94,13 +94,13 @@ export class ActivationStorage extends Context.Tag("foundry/ActivationStorage")<
 
 const encodeSpec = Schema.encodeSync(Schema.parseJson(ActivationSpec))
 
-/** `activation` stored as of `now`: made, or changed in place. */
 /**
  * The `updated_at` a change writes, for a change at `?` (the time, given twice): later than the one
  * it replaces even within one millisecond, as a firing knows the row it read by it (`fired`).
  */
 const changedAt = "CASE WHEN foundry_activations.updated_at >= ? THEN foundry_activations.updated_at + 1 ELSE ? END"
 
+/** `activation` stored as of `now`: made, or changed in place (see `ActivationStorage.save`). */
 export const saveActivation = (activation: ActivationUpdate, now: number): Statement => ({
   sql: `INSERT INTO foundry_activations (id, kind, spec, status, next_fire, last_fire, last_run_id, updated_at)
     VALUES (?, ?, ?, ?, ?, NULL, NULL, ?) ON CONFLICT (id) DO UPDATE SET
@@ -147,6 +147,8 @@ export const layer = Layer.scoped(
     const decode = Schema.decodeUnknown(Schema.Array(ActivationRecord))
     const signal = Effect.asVoid(PubSub.publish(changed, undefined))
     const written = (statement: Statement) => Effect.zipRight(database.write({ statements: [statement] }), signal)
+    /** The statement a change made now writes, written. */
+    const writtenNow = (change: (now: number) => Statement) => Effect.flatMap(Clock.currentTimeMillis, (now) => written(change(now)))
     return ActivationStorage.of({
       list: (kind) => sql`SELECT * FROM foundry_activations WHERE kind = ${kind} ORDER BY id`.pipe(Effect.flatMap(decode), failAs("listActivations")),
       get: (id) =>
@@ -164,10 +166,10 @@ export const layer = Layer.scoped(
         Effect.map((rows) => rows[0]?.next === null || rows[0]?.next === undefined ? null : Number(rows[0].next)),
         failAs("nextActivationTime")
       ),
-      save: (activation) => Effect.flatMap(Clock.currentTimeMillis, (now) => written(saveActivation(activation, now))),
+      save: (activation) => writtenNow((now) => saveActivation(activation, now)),
       remove: (id) => written(removeActivation(id)),
-      fired: (id, firing) => Effect.flatMap(Clock.currentTimeMillis, (now) => written(firedActivation(id, firing, now))),
-      setStatus: (id, status, nextFire) => Effect.flatMap(Clock.currentTimeMillis, (now) => written(activationStatus(id, status, nextFire, now))),
+      fired: (id, firing) => writtenNow((now) => firedActivation(id, firing, now)),
+      setStatus: (id, status, nextFire) => writtenNow((now) => activationStatus(id, status, nextFire, now)),
       changed: signal,
       changes: PubSub.subscribe(changed)
     })
