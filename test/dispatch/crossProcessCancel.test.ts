@@ -11,9 +11,9 @@ import { join } from "node:path"
 import { describe, expect, it } from "@effect/vitest"
 import { Deferred, Effect, Fiber, Schema } from "effect"
 import { ChatMessage } from "../../src/models/Model.js"
-import { durableProject, plan } from "../support/durableProject.js"
+import { durableProject, durableProjectOnPostgres, plan } from "../support/durableProject.js"
 import { plannedModel } from "../support/plannedModel.js"
-import { connect, freshDatabase, skipPostgres, someoneWaitsForALock } from "../support/postgres.js"
+import { connect, skipPostgres, someoneWaitsForALock } from "../support/postgres.js"
 import { http, runIdOf, startServer, startServerOnItsStore, waitForRun } from "../support/server.js"
 import { tempProject } from "../support/tempProject.js"
 import { until } from "../support/until.js"
@@ -21,6 +21,13 @@ import { until } from "../support/until.js"
 const lines = (log: string) => existsSync(log) ? readFileSync(log, "utf8").split("\n").filter((l) => l !== "") : []
 
 const decodeMessage = Schema.decodeUnknownSync(Schema.parseJson(ChatMessage))
+
+/** Run `runId`'s messages as stored, in order. */
+const runMessages = (sql: Effect.Effect.Success<ReturnType<typeof connect>>, runId: string) =>
+  Effect.map(
+    sql<{ readonly body: string }>`SELECT body FROM foundry_messages WHERE run_id = ${runId} ORDER BY seq`,
+    (rows) => rows.map((row) => decodeMessage(row.body))
+  )
 
 /** Whether the slow tool logged `what` (start, end) for run `runId` in `log`. */
 const logged = (log: string, runId: string, what: string) => Effect.sync(() => lines(log).some((line) => line.startsWith(`${runId} ${what} `)))
@@ -32,9 +39,7 @@ const logged = (log: string, runId: string, what: string) => Effect.sync(() => l
  */
 const timerCallCancelled = (mode: "SHARE" | "ACCESS EXCLUSIVE", waiting: string) =>
   Effect.gen(function*() {
-    const url = yield* freshDatabase
-    const log = join(tmpdir(), `foundry-log-${randomUUID()}.log`)
-    const root = yield* tempProject(durableProject(log, `{ store: { postgres: ${JSON.stringify(url)} } }`, { timers: true }))
+    const { root, url } = yield* durableProjectOnPostgres({ timers: true })
     const executing = yield* startServerOnItsStore(root, plannedModel)
     const other = yield* startServerOnItsStore(root, plannedModel)
     const sql = yield* connect(url)
@@ -57,18 +62,14 @@ const timerCallCancelled = (mode: "SHARE" | "ACCESS EXCLUSIVE", waiting: string)
     yield* waitForRun(executing, runId)
     yield* Effect.sleep("300 millis")
     const armed = (yield* sql<{ readonly id: string }>`SELECT id FROM foundry_activations WHERE kind = 'agent'`).map((row) => row.id)
-    const answers = (yield* sql<{ readonly body: string }>`SELECT body FROM foundry_messages WHERE run_id = ${runId} ORDER BY seq`)
-      .map((row) => decodeMessage(row.body))
-      .flatMap((message) => message._tag === "tool" ? [message.content] : [])
+    const answers = (yield* runMessages(sql, runId)).flatMap((message) => message._tag === "tool" ? [message.content] : [])
     return { cancelled, armed, answers }
   })
 
 describe.skipIf(skipPostgres)("a cancel from another process on PostgreSQL", () => {
   it.scopedLive("closes the transcript as stored after a step its executor was committing: each call answered once, none left open", () =>
     Effect.gen(function*() {
-      const url = yield* freshDatabase
-      const log = join(tmpdir(), `foundry-log-${randomUUID()}.log`)
-      const root = yield* tempProject(durableProject(log, `{ store: { postgres: ${JSON.stringify(url)} } }`))
+      const { log, root, url } = yield* durableProjectOnPostgres()
       const executing = yield* startServerOnItsStore(root, plannedModel)
       const other = yield* startServerOnItsStore(root, plannedModel)
       const sql = yield* connect(url)
@@ -97,8 +98,7 @@ describe.skipIf(skipPostgres)("a cancel from another process on PostgreSQL", () 
       expect(cancelled.status).toBe(200)
       expect(cancelled.json).toMatchObject({ id: runId, status: "cancelled" })
 
-      const messages = (yield* sql<{ readonly body: string }>`SELECT body FROM foundry_messages WHERE run_id = ${runId} ORDER BY seq`)
-        .map((row) => decodeMessage(row.body))
+      const messages = yield* runMessages(sql, runId)
       const calls = messages.flatMap((message) => message._tag === "assistant" ? message.toolCalls.map((call) => call.id) : [])
       const answers = messages.flatMap((message) => message._tag === "tool" ? [message.toolCallId] : [])
       // Whichever of the two came first, each call is answered once: by its result, or by the

@@ -13,9 +13,9 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { durableProject, plan } from "../support/durableProject.js"
+import { durableProject, durableProjectOnPostgres, plan } from "../support/durableProject.js"
 import { plannedModel } from "../support/plannedModel.js"
-import { connect, freshDatabase, postgresUrl, skipPostgres } from "../support/postgres.js"
+import { connect, postgresUrl, skipPostgres } from "../support/postgres.js"
 import { http, startServer, startServerOnItsStore, waitForRun } from "../support/server.js"
 import { tempProject } from "../support/tempProject.js"
 
@@ -44,9 +44,7 @@ const outage = (database: string, millis: number) =>
 describe.skipIf(skipPostgres)("a run whose store drops its connections", () => {
   it.scopedLive("waits for the store and completes; the call it had recorded does not run again", () =>
     Effect.gen(function*() {
-      const url = yield* freshDatabase
-      const log = join(tmpdir(), `foundry-outage-${randomUUID()}.log`)
-      const root = yield* tempProject(durableProject(log, `{ store: { postgres: ${JSON.stringify(url)} } }`))
+      const { log, root, url } = yield* durableProjectOnPostgres()
       const server = yield* startServerOnItsStore(root, plannedModel)
       const created = yield* http(`${server}/api/runs`, {
         body: {

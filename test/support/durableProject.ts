@@ -3,8 +3,12 @@
  * log file), a slow tool, a tool that needs approval, and a tool that always fails. With
  * `timers: true` the worker also has the built-in timer tools.
  */
+import { randomUUID } from "node:crypto"
+import { tmpdir } from "node:os"
 import { join } from "node:path"
-import type { ProjectFiles } from "./tempProject.js"
+import { Effect } from "effect"
+import { freshDatabase } from "./postgres.js"
+import { type ProjectFiles, tempProject } from "./tempProject.js"
 
 /** The files of the project; `log` is the absolute path of the side-effect log. */
 export const durableProject = (
@@ -127,6 +131,18 @@ export default defineTool({
 `,
   ...(config === "" ? {} : { "foundry.config.ts": `import { defineConfig } from "foundry"\nexport default defineConfig(${config})\n` })
 })
+
+/**
+ * The project in a folder of its own, its store a fresh PostgreSQL database: the database's URL,
+ * the side-effect log and the project's root, for as long as the scope lasts.
+ */
+export const durableProjectOnPostgres = (options: { readonly timers?: boolean } = {}) =>
+  Effect.gen(function*() {
+    const url = yield* freshDatabase
+    const log = join(tmpdir(), `foundry-log-${randomUUID()}.log`)
+    const root = yield* tempProject(durableProject(log, `{ store: { postgres: ${JSON.stringify(url)} } }`, options))
+    return { url, log, root }
+  })
 
 /** The log file of a project root. */
 export const logOf = (root: string): string => join(root, "side-effects.log")
