@@ -9,11 +9,11 @@ import { existsSync, readFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { describe, expect, it } from "@effect/vitest"
-import { Deferred, Effect, Fiber, Schema } from "effect"
+import { Effect, Fiber, Schema } from "effect"
 import { ChatMessage } from "../../src/models/Model.js"
 import { durableProject, durableProjectOnPostgres, plan } from "../support/durableProject.js"
 import { plannedModel } from "../support/plannedModel.js"
-import { connect, skipPostgres, someoneWaitsForALock } from "../support/postgres.js"
+import { connect, holdLocks, skipPostgres, someoneWaitsForALock } from "../support/postgres.js"
 import { http, runIdOf, startServer, startServerOnItsStore, waitForRun } from "../support/server.js"
 import { tempProject } from "../support/tempProject.js"
 import { until } from "../support/until.js"
@@ -43,10 +43,7 @@ const timerCallCancelled = (mode: "SHARE" | "ACCESS EXCLUSIVE", waiting: string)
     const executing = yield* startServerOnItsStore(root, plannedModel)
     const other = yield* startServerOnItsStore(root, plannedModel)
     const sql = yield* connect(url)
-    const release = yield* Deferred.make<void>()
-    const holding = yield* sql.withTransaction(
-      Effect.zipRight(sql.unsafe(`LOCK TABLE foundry_activations IN ${mode} MODE`), Deferred.await(release))
-    ).pipe(Effect.fork)
+    const release = yield* holdLocks(sql, sql.unsafe(`LOCK TABLE foundry_activations IN ${mode} MODE`))
     const created = yield* http(`${executing}/api/runs`, {
       body: { agent: "worker", message: plan({ calls: [{ name: "foundry_sleep", arguments: { message: "wake up", for: "1 hour" } }] }) }
     })
@@ -55,8 +52,7 @@ const timerCallCancelled = (mode: "SHARE" | "ACCESS EXCLUSIVE", waiting: string)
     const cancel = yield* http(`${other}/api/runs/${runId}/cancel`, { method: "POST" }).pipe(Effect.fork)
     // Given the time to go first where nothing holds it.
     yield* Effect.sleep("300 millis")
-    yield* Deferred.succeed(release, undefined)
-    yield* Fiber.join(holding)
+    yield* release
     const cancelled = yield* Fiber.join(cancel)
     // The executor gone on as far as it goes (a write after the cancel fenced off, or the run ended).
     yield* waitForRun(executing, runId)
@@ -82,18 +78,14 @@ describe.skipIf(skipPostgres)("a cancel from another process on PostgreSQL", () 
       yield* until("the first call started", logged(log, runId, "start"))
 
       // The run's row held: the executor's next step waits for it, its result not yet stored.
-      const release = yield* Deferred.make<void>()
-      const holding = yield* sql.withTransaction(
-        Effect.zipRight(sql`SELECT id FROM foundry_runs WHERE id = ${runId} FOR UPDATE`, Deferred.await(release))
-      ).pipe(Effect.fork)
+      const release = yield* holdLocks(sql, sql`SELECT id FROM foundry_runs WHERE id = ${runId} FOR UPDATE`)
       yield* until("the first call ended", logged(log, runId, "end"))
       yield* until("the executor's step waits", someoneWaitsForALock(sql))
 
       // The cancel, from the other server, while that step waits; then the step goes on.
       const cancel = yield* http(`${other}/api/runs/${runId}/cancel`, { method: "POST" }).pipe(Effect.fork)
       yield* Effect.sleep("300 millis")
-      yield* Deferred.succeed(release, undefined)
-      yield* Fiber.join(holding)
+      yield* release
       const cancelled = yield* Fiber.join(cancel)
       expect(cancelled.status).toBe(200)
       expect(cancelled.json).toMatchObject({ id: runId, status: "cancelled" })

@@ -6,7 +6,7 @@
  */
 import { randomBytes } from "node:crypto"
 import { PgClient } from "@effect/sql-pg"
-import { Context, Data, Effect, Either, Layer, Redacted, type Scope } from "effect"
+import { Context, Data, Deferred, Effect, Either, Fiber, Layer, Redacted, type Scope } from "effect"
 import { publicUrl } from "../../src/durable/publicUrl.js"
 
 /** The server the tests use. */
@@ -23,6 +23,17 @@ export const connect = (url: string) =>
   Layer.build(PgClient.layer({ url: Redacted.make(url), connectTimeout: "3 seconds" })).pipe(
     Effect.map(Context.get(PgClient.PgClient))
   )
+
+/**
+ * Takes the locks `statement` takes, in a transaction of its own on `sql` that stays open: what
+ * waits for them waits until the returned effect lets them go (and the transaction ends).
+ */
+export const holdLocks = <E>(sql: PgClient.PgClient, statement: Effect.Effect<unknown, E>) =>
+  Effect.gen(function*() {
+    const release = yield* Deferred.make<void>()
+    const holding = yield* Effect.fork(sql.withTransaction(Effect.zipRight(statement, Deferred.await(release))))
+    return Effect.zipRight(Deferred.succeed(release, undefined), Fiber.join(holding))
+  })
 
 /**
  * Whether a session on `sql`'s database waits for a lock (a statement that a test holds back by

@@ -2,10 +2,10 @@ import { mkdtempSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { describe, expect, it } from "@effect/vitest"
-import { Deferred, Effect, Fiber, TestClock } from "effect"
+import { Effect, Fiber, TestClock } from "effect"
 import { durableProject, plan } from "../support/durableProject.js"
 import { plannedModel } from "../support/plannedModel.js"
-import { connect, freshDatabase, skipPostgres, someoneWaitsForALock } from "../support/postgres.js"
+import { connect, freshDatabase, holdLocks, skipPostgres, someoneWaitsForALock } from "../support/postgres.js"
 import { http, startServer, startServerOnItsStore } from "../support/server.js"
 import { tempProject } from "../support/tempProject.js"
 import { until } from "../support/until.js"
@@ -329,13 +329,11 @@ describe.skipIf(skipPostgres)("a schedule's firing on PostgreSQL", () => {
       const server = yield* startServerOnItsStore(root, plannedModel)
       const sql = yield* connect(url)
       // Runs held back: the first firing's run waits for the table while the schedule is paused.
-      const release = yield* Deferred.make<void>()
-      const holding = yield* sql.withTransaction(Effect.zipRight(sql`LOCK TABLE foundry_runs IN SHARE MODE`, Deferred.await(release))).pipe(Effect.fork)
+      const release = yield* holdLocks(sql, sql`LOCK TABLE foundry_runs IN SHARE MODE`)
       yield* until("the firing's run waits", someoneWaitsForALock(sql))
       const pausing = yield* http(`${server}/api/schedules/ticker/pause`, { method: "POST" }).pipe(Effect.fork)
       yield* realSleep(300)
-      yield* Deferred.succeed(release, undefined)
-      yield* Fiber.join(holding)
+      yield* release
       expect((yield* Fiber.join(pausing)).json).toMatchObject({ id: "ticker", status: "paused" })
       yield* realSleep(500)
       const [ticker] = (yield* http(`${server}/api/schedules`)).json as Array<{ readonly id: string; readonly status: string; readonly lastFire: number | null }>
