@@ -39,8 +39,11 @@ export interface AuthSettings {
 /** The door. */
 export class Auth extends Context.Tag("foundry/Auth")<Auth, {
   readonly mode: AccessMode
-  /** Succeeds when the request may go on to its route. */
-  readonly admit: (knock: Knock) => Effect.Effect<void, AccessDenied | StoreError>
+  /**
+   * Succeeds when the request may go on to its route, with the id of the token it was admitted on
+   * (none: a public route, or an open door's request without a Foundry token).
+   */
+  readonly admit: (knock: Knock) => Effect.Effect<Option.Option<string>, AccessDenied | StoreError>
   /** The valid token a request carries, if any, whatever its route needs. */
   readonly identify: (knock: Knock) => Effect.Effect<Option.Option<TokenRecord>, StoreError>
 }>() {}
@@ -99,9 +102,9 @@ export const layer = (settings: AuthSettings) =>
               "to serve beyond this machine, set auth: { required: true } in foundry.config.ts, " + howToGetOne + ", and restart"
           })
         }
-        if (mode === "open" && !sendsFoundryToken(knock.authorization)) return
+        if (mode === "open" && !sendsFoundryToken(knock.authorization)) return Option.none()
         const needed = routeAccess(knock.method, knock.url)
-        if (needed === "public") return
+        if (needed === "public") return Option.none()
         const token = yield* presented(knock)
         const found = yield* tokens.verify(token)
         if (Option.isNone(found)) {
@@ -117,6 +120,7 @@ export const layer = (settings: AuthSettings) =>
           })
         }
         yield* withinLimit(id)
+        return Option.some(id)
       })
 
       const identify = (knock: Knock) =>

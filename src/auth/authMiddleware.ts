@@ -3,8 +3,8 @@
  * API, `/v1`, `/mcp`, the inspector) runs. A refusal is answered here, in the shape its clients
  * read: OpenAI's error object under `/v1`, Foundry's `{ _tag, message }` elsewhere.
  */
-import { type HttpApp, HttpServerRequest, HttpServerResponse } from "@effect/platform"
-import { Effect, Schema } from "effect"
+import { type HttpApp, HttpBody, HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import { Effect, Option, Schema, Stream } from "effect"
 import { orStoreUnavailable } from "../transports/http/handlers/storeUnavailable.js"
 import { isOpenAiPath, openAiRefusal } from "../transports/http/refusalShape.js"
 import { type AccessDenied, Forbidden, RateLimited, Unauthorized } from "./accessErrors.js"
@@ -12,6 +12,7 @@ import { Auth, type Knock } from "./Auth.js"
 import { normalizedPath } from "./routeAccess.js"
 import { sessionCookie } from "./sessionCookie.js"
 import { sendsFoundryToken } from "./token.js"
+import { type AccessEnds, currentAccessEnds, TokenRevocations } from "./TokenRevocations.js"
 
 const encodeDenied = Schema.encodeSync(Schema.Union(Unauthorized, Forbidden, RateLimited))
 
@@ -48,20 +49,36 @@ const isProxied = (request: HttpServerRequest.HttpServerRequest): boolean =>
   forwardingHeaders.some((header) => request.headers[header] !== undefined)
 
 /**
+ * `app`, with what its answer keeps open ending with the access it was admitted with: a stream in
+ * the response's body, or one its handler writes itself (`currentAccessEnds`).
+ */
+const endingWith = (app: HttpApp.Default, ends: AccessEnds): HttpApp.Default =>
+  app.pipe(
+    Effect.locally(currentAccessEnds, ends),
+    Effect.map((response) => {
+      const body = response.body
+      if (body._tag !== "Stream") return response
+      const revoked = Effect.async<void>((resume) => Effect.sync(ends(() => resume(Effect.void))))
+      return HttpServerResponse.setBody(response, HttpBody.stream(Stream.interruptWhen(body.stream, revoked), body.contentType, body.contentLength))
+    })
+  )
+
+/**
  * The middleware, for `HttpApiBuilder.middleware`. An open door (a loopback server without
  * required tokens) serves a request without a Foundry token as it is, with nothing to ask (an
  * OpenAI client's API key is no Foundry token); one that sends a Foundry token anyway is held to
  * it, as its client expects (a wrong token is not let through unnoticed, nor a deploy recorded as
- * made by a token that may not deploy).
+ * made by a token that may not deploy). What a request admitted on a token keeps open ends when
+ * the token is revoked.
  */
-export const authMiddleware = Effect.map(Auth, (auth) => (app: HttpApp.Default) => {
+export const authMiddleware = Effect.map(Effect.all([Auth, TokenRevocations]), ([auth, revocations]) => (app: HttpApp.Default) => {
   const admitted = Effect.gen(function*() {
     const request = yield* HttpServerRequest.HttpServerRequest
     const knock = knockOf(request)
     return yield* auth.admit(knock).pipe(
       orStoreUnavailable,
       Effect.matchEffect({
-        onSuccess: () => app,
+        onSuccess: Option.match({ onNone: () => app, onSome: (token) => endingWith(app, revocations.onRevoked(token)) }),
         onFailure: (error) => error._tag === "StoreUnavailable" ? Effect.fail(error) : refusal(error, normalizedPath(knock.url))
       })
     )

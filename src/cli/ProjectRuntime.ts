@@ -8,6 +8,7 @@ import * as NodeContext from "@effect/platform-node/NodeContext"
 import type { FileSystem, Path } from "@effect/platform"
 import type { PlatformError } from "@effect/platform/Error"
 import * as Auth from "../auth/Auth.js"
+import * as TokenRevocations from "../auth/TokenRevocations.js"
 import * as TokenStorage from "../auth/TokenStorage.js"
 import { type ConfigError, Context, type Duration, Effect, Layer, type Redacted } from "effect"
 import { type ClusterConfig, defaultStoreConnectTimeout } from "../definitions/configFields.js"
@@ -221,6 +222,8 @@ export const serverLayer = (
 ) =>
   HttpServerLive.layer({ ...server, bodyLimit: app.table.config.server.bodyLimit, allowedHosts: app.table.config.server.allowedHosts ?? [] }).pipe(
     Layer.provideMerge(Auth.layer({ host: server.host, allowedHosts: app.table.config.server.allowedHosts ?? [], ...app.table.config.auth })),
+    // Another process's revocation ends this one's streams on the token within this.
+    Layer.provideMerge(TokenRevocations.layer("2 seconds")),
     Layer.provideMerge(OtlpExportLive),
     // Runners of a cluster serve the release deployed to any of them.
     Layer.provideMerge(Deployments.layer({ startedFrom: app, followEvery: clusterSettingsOf(app, options) === undefined ? undefined : "1 second" })),

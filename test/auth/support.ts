@@ -28,3 +28,11 @@ export const issue = (storeFile: string, scope: TokenScope, name = `${scope} tes
 
 /** `Authorization` for a token. */
 export const bearer = (token: string) => ({ authorization: `Bearer ${token}` })
+
+/** Revokes token `id` straight in the store at `storeFile`, as `foundry token revoke` does from another process. */
+export const revokeIn = (storeFile: string, id: string) =>
+  Effect.scoped(
+    Effect.flatMap(TokenStorage.TokenStorage, (tokens) => tokens.revoke(id)).pipe(
+      Effect.provide(TokenStorage.layer.pipe(Layer.provide(SqliteDatabase.layer(storeFile)), Layer.provide(NodeContext.layer)))
+    )
+  )

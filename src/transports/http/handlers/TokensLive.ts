@@ -8,6 +8,7 @@ import { Unauthorized } from "../../../auth/accessErrors.js"
 import { Auth } from "../../../auth/Auth.js"
 import { knockOf } from "../../../auth/authMiddleware.js"
 import { sessionCookie, sessionCookieOptions } from "../../../auth/sessionCookie.js"
+import { TokenRevocations } from "../../../auth/TokenRevocations.js"
 import { type TokenRecord, TokenStorage } from "../../../auth/TokenStorage.js"
 import { FoundryApi } from "../api/FoundryApi.js"
 import { TokenNotFound } from "../api/TokensGroup.js"
@@ -27,6 +28,7 @@ export const TokensLive = HttpApiBuilder.group(FoundryApi, "tokens", (handlers) 
   Effect.gen(function*() {
     const tokens = yield* TokenStorage
     const auth = yield* Auth
+    const revocations = yield* TokenRevocations
     return handlers
       .handle("list", () => tokens.list.pipe(Effect.map((found) => found.map(tokenView)), orStoreUnavailable))
       .handle("create", ({ payload }) =>
@@ -35,7 +37,7 @@ export const TokensLive = HttpApiBuilder.group(FoundryApi, "tokens", (handlers) 
           orStoreUnavailable
         ))
       .handle("revoke", ({ path }) =>
-        tokens.revoke(path.tokenId).pipe(
+        revocations.revoke(path.tokenId).pipe(
           Effect.flatMap(Option.match({
             onNone: () => Effect.fail(new TokenNotFound({ message: `there is no token ${path.tokenId}; see GET /api/tokens` })),
             onSome: (record) => Effect.succeed(tokenView(record))

@@ -5,6 +5,7 @@
 import { HttpApp, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import * as NodeHttpServerRequest from "@effect/platform-node/NodeHttpServerRequest"
 import { Duration, Effect, FiberRef, Option, type Scope } from "effect"
+import { currentAccessEnds } from "../../../auth/TokenRevocations.js"
 import type { RunFollower } from "../../../events/EventLog.js"
 import type { FoundryEvent } from "../../../events/FoundryEvent.js"
 import { BadRequest } from "../api/BadRequest.js"
@@ -85,8 +86,9 @@ const streamHead = HttpServerResponse.empty({ status: 200, headers: { "content-t
  * have written, the edge's headers (security, CORS) included. No Effect `Stream`, no fiber and no
  * stream pipeline per response: every client that follows a run pays this for each of the run's
  * steps (docs/performance.md). The request's fiber waits until the run's end has been written, or
- * until the client goes away (the platform interrupts it then). A stream with nothing to say for
- * `heartbeat` gets a comment. `headers` go in the answer's head beside its own.
+ * until the client goes away (the platform interrupts it then), the server stops, or the token the
+ * request was admitted on is revoked. A stream with nothing to say for `heartbeat` gets a comment.
+ * `headers` go in the answer's head beside its own.
  */
 export const sseResponse = <E>(
   open: Effect.Effect<RunFollower, E, Scope.Scope>,
@@ -105,6 +107,7 @@ export const sseResponse = <E>(
     const head = Option.isSome(preResponse) ? yield* Effect.orDie(preResponse.value(request, ownHead)) : ownHead
     const response = NodeHttpServerRequest.toServerResponse(request)
     const stopping = yield* ServerStopping
+    const accessEnds = yield* FiberRef.get(currentAccessEnds)
     yield* Effect.async<void>((resume) => {
       response.writeHead(head.status, head.headers)
       // A comment once nothing was written for a heartbeat's time (a run that waits for a person, a
@@ -119,6 +122,7 @@ export const sseResponse = <E>(
       }, every / 4)
       let takeBack = () => {}
       let unlessStopped = () => {}
+      let unlessRevoked = () => {}
       let ended = false
       // A delivery made while asking (stored events) asks again once the asking is done.
       let asking = false
@@ -137,6 +141,7 @@ export const sseResponse = <E>(
         ended = true
         clearInterval(beats)
         unlessStopped()
+        unlessRevoked()
       }
       // The run's end, or the server's (the client reconnects then, to the next server).
       const end = () => {
@@ -160,10 +165,13 @@ export const sseResponse = <E>(
           resume(Effect.logError("a run's event stream failed", error))
         }
       }
-      unlessStopped = stopping.onStop(() => {
+      // Ended early when the server stops, or when the token the request was admitted on is revoked.
+      const cut = () => {
         takeBack()
         end()
-      })
+      }
+      unlessStopped = stopping.onStop(cut)
+      unlessRevoked = accessEnds(cut)
       ask()
       return Effect.sync(() => {
         finish()
