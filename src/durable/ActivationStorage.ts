@@ -52,6 +52,14 @@ export interface ActivationUpdate {
   readonly nextFire: number | null
 }
 
+/** Activations saved and removed together (see `ActivationStorage.write`). */
+export interface ActivationChange {
+  readonly saves: ReadonlyArray<ActivationUpdate>
+  readonly removes?: ReadonlyArray<string>
+  /** The release the change is for: written only while it is the store's current one (or none is). */
+  readonly whileCurrent?: string
+}
+
 /**
  * A firing of an activation, as the scheduler records it: the time it stood for and the run it
  * started, and, for a firing of its timing (not one a person asked for), when it fires next
@@ -73,10 +81,13 @@ export class ActivationStorage extends Context.Tag("foundry/ActivationStorage")<
   /** The soonest `nextFire` of an active activation. */
   readonly nextFireTime: Effect.Effect<number | null, StoreError>
   /**
-   * Stores `activation`: made, or its spec, status and next time changed in place, on the row as
-   * stored then: paused, it stays paused (unless it is done), and its last firing stays.
+   * Stores `saves` and removes `removes` in one transaction: each saved activation made, or its
+   * spec, status and next time changed in place, on the row as stored then (paused, it stays paused
+   * unless it is done, and its last firing stays). With `whileCurrent` (a release's schedules),
+   * only while the store's current release is that one, or none was ever deployed: false, writing
+   * nothing, when another is (a deploy made since, whose own sync writes its schedules).
    */
-  readonly save: (activation: ActivationUpdate) => Effect.Effect<void, StoreError>
+  readonly write: (change: ActivationChange) => Effect.Effect<boolean, StoreError>
   readonly remove: (id: string) => Effect.Effect<void, StoreError>
   /**
    * Records a firing on the activation as it is stored now, not as the scheduler read it before the
@@ -100,7 +111,7 @@ const encodeSpec = Schema.encodeSync(Schema.parseJson(ActivationSpec))
  */
 const changedAt = "CASE WHEN foundry_activations.updated_at >= ? THEN foundry_activations.updated_at + 1 ELSE ? END"
 
-/** `activation` stored as of `now`: made, or changed in place (see `ActivationStorage.save`). */
+/** `activation` stored as of `now`: made, or changed in place (see `ActivationStorage.write`). */
 export const saveActivation = (activation: ActivationUpdate, now: number): Statement => ({
   sql: `INSERT INTO foundry_activations (id, kind, spec, status, next_fire, last_fire, last_run_id, updated_at)
     VALUES (?, ?, ?, ?, ?, NULL, NULL, ?) ON CONFLICT (id) DO UPDATE SET
@@ -137,6 +148,23 @@ export const activationStatus = (id: string, status: ActivationStatus, nextFire:
 /** Activation `id` gone. */
 export const removeActivation = (id: string): Statement => ({ sql: "DELETE FROM foundry_activations WHERE id = ?", params: [id] })
 
+/**
+ * The guards of a change for `release`: no other release is the store's current one. On
+ * PostgreSQL the current release's row is first locked against a deploy's switch (which waits
+ * until the change commits, and syncs its own schedules after it); the second guard, a statement of
+ * its own, sees a switch that committed while the first waited. SQLite writes one transaction at a
+ * time, the guard's read included.
+ */
+const whileCurrent = (dialect: "sqlite" | "pg", release: string): ReadonlyArray<Statement> => [
+  ...(dialect === "pg"
+    ? [{
+      sql: "SELECT 1 AS locked FROM (SELECT COUNT(*) AS found FROM (SELECT 1 FROM foundry_release_current WHERE name = 'current' FOR SHARE) AS current_row) AS counted",
+      params: []
+    }]
+    : []),
+  { sql: "SELECT 1 AS ok WHERE NOT EXISTS (SELECT 1 FROM foundry_release_current WHERE name = 'current' AND release_id <> ?)", params: [release] }
+]
+
 /** Activation storage on the database's `SqlClient`. */
 export const layer = Layer.scoped(
   ActivationStorage,
@@ -166,7 +194,18 @@ export const layer = Layer.scoped(
         Effect.map((rows) => rows[0]?.next === null || rows[0]?.next === undefined ? null : Number(rows[0].next)),
         failAs("nextActivationTime")
       ),
-      save: (activation) => writtenNow((now) => saveActivation(activation, now)),
+      write: ({ removes = [], saves, whileCurrent: release }) =>
+        Effect.gen(function*() {
+          if (saves.length === 0 && removes.length === 0) return true
+          const now = yield* Clock.currentTimeMillis
+          const result = yield* database.write({
+            ...(release === undefined ? {} : { guards: whileCurrent(database.dialect, release) }),
+            statements: [...saves.map((activation) => saveActivation(activation, now)), ...removes.map(removeActivation)]
+          })
+          if (result._tag === "Refused") return false
+          yield* signal
+          return true
+        }),
       remove: (id) => written(removeActivation(id)),
       fired: (id, firing) => writtenNow((now) => firedActivation(id, firing, now)),
       setStatus: (id, status, nextFire) => writtenNow((now) => activationStatus(id, status, nextFire, now)),

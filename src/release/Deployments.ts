@@ -170,12 +170,14 @@ export const layer = (options: DeploymentsOptions) => Layer.scoped(
     /** Serves `app`, kept in the store as the current release, and its schedules. */
     const switchTo = (app: CompiledApp) => Effect.zipRight(serve(app), schedules.sync(app))
 
-    // A runner of a cluster serves what another runner was deployed: the schedules are synced already.
+    // A runner of a cluster serves what another runner was deployed, and syncs its schedules too:
+    // the deploying runner may have died between the switch and its sync, and a sync that finds them
+    // as the release has them writes nothing.
     if (options.followEvery !== undefined) {
       yield* Effect.gen(function*() {
         const stored = yield* storage.current
         if (Option.isNone(stored) || stored.value === (yield* current.get).release) return
-        yield* Effect.scoped(Effect.flatMap(releases.load(stored.value), serve))
+        yield* Effect.scoped(Effect.flatMap(releases.load(stored.value), switchTo))
       }).pipe(
         switching.withPermits(1),
         Effect.catchAllCause((cause) => Effect.logWarning("could not serve the store's current release", cause)),

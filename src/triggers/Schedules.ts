@@ -13,7 +13,13 @@ import type { ScheduleTiming } from "../definitions/defineSchedule.js"
 import { nextFireAfter } from "../definitions/scheduleTiming.js"
 import { Singletons } from "../dispatch/Singletons.js"
 import { Dispatcher } from "../dispatch/Dispatcher.js"
-import { type ActivationKind, type ActivationRecord, type ActivationSpec, ActivationStorage } from "../durable/ActivationStorage.js"
+import {
+  type ActivationKind,
+  type ActivationRecord,
+  type ActivationSpec,
+  ActivationStorage,
+  type ActivationUpdate
+} from "../durable/ActivationStorage.js"
 import { finalStatuses } from "../durable/records.js"
 import { Store } from "../durable/Store.js"
 import type { StoreError } from "../durable/StoreError.js"
@@ -234,10 +240,10 @@ export const SchedulesLive = Layer.scoped(
     const sync = Effect.fn("Schedules.sync")(function*(app: CompiledApp) {
       const now = yield* Clock.currentTimeMillis
       held = heldBy(app)
-      const wanted = new Set<string>()
+      const stored = new Map((yield* activations.list("schedule")).map((activation) => [activation.id, activation]))
+      const saves: Array<ActivationUpdate> = []
       for (const route of app.table.schedules) {
         const id = `schedule:${route.id}`
-        wanted.add(id)
         const definition = route.definition
         const spec: ActivationSpec = {
           schedule: route.id,
@@ -248,16 +254,21 @@ export const SchedulesLive = Layer.scoped(
           overlap: definition.overlap,
           misfire: definition.misfire
         }
-        const existing = yield* activations.get(id)
-        const same = Option.isSome(existing) && JSON.stringify(existing.value.spec) === JSON.stringify(spec)
-        if (same) continue
+        const existing = stored.get(id)
+        if (existing !== undefined && JSON.stringify(existing.spec) === JSON.stringify(spec)) continue
         // An `at` already past has nothing to wait for: it is done, not active with no next firing.
         const nextFire = nextFireAfter(spec.timing, now, now)
         // A paused schedule stays paused, and its last firing stays, as stored when this is written.
-        yield* activations.save({ id, kind: "schedule", spec, status: nextFire === null ? "done" : "active", nextFire })
+        saves.push({ id, kind: "schedule", spec, status: nextFire === null ? "done" : "active", nextFire })
       }
-      for (const activation of yield* activations.list("schedule")) {
-        if (!wanted.has(activation.id) && !held.has(activation.id)) yield* activations.remove(activation.id)
+      const wanted = new Set(app.table.schedules.map((route) => `schedule:${route.id}`))
+      const removes = [...stored.keys()].filter((id) => !wanted.has(id) && !held.has(id))
+      // Written only while the store's current release is this one (or none was deployed): a runner
+      // that syncs after another's later deploy (or as it starts, on the release it read before that
+      // deploy) would bring the older schedules back until the next deploy.
+      const written = yield* activations.write({ saves, removes, whileCurrent: app.release })
+      if (!written) {
+        yield* Effect.logInfo(`the schedules of release ${app.release} are not written: another release is the store's current one, and its schedules are`)
       }
     })
 

@@ -44,7 +44,7 @@ describe("a timer tool call", () => {
       expect(yield* runTimerTool("sleep", sleep, run, "call_1", limits)).toEqual(first)
       // Stored as its step stores it: the call run again is not refused by its own timer, but
       // another call is another timer, here one over the instance's limit.
-      if (first.change?._tag === "Save") yield* activations.save(first.change.activation)
+      if (first.change?._tag === "Save") yield* activations.write({ saves: [first.change.activation] })
       expect(yield* runTimerTool("sleep", sleep, run, "call_1", limits)).toEqual(first)
       const other = yield* runTimerTool("schedule", { in: "2 hours", message: "later" }, run, "call_2", limits)
       expect(other).toMatchObject({ outcome: { _tag: "Failed", error: expect.stringContaining("maxPendingPerInstance") }, armed: undefined, change: undefined })
@@ -55,7 +55,7 @@ describe("a timer tool call", () => {
       const activations = yield* ActivationStorage
       const armed = yield* runTimerTool("schedule", { every: "1 day", message: "daily" }, run, "call_1", limits)
       if (armed.change?._tag !== "Save") return yield* Effect.dieMessage("no timer armed")
-      yield* activations.save(armed.change.activation)
+      yield* activations.write({ saves: [armed.change.activation] })
       const id = armed.change.activation.id
       const paused = yield* runTimerTool("schedules", { action: "pause", id }, run, "call_2", limits)
       // The status alone, on the timer as stored when the step is written: not the whole timer as read here.

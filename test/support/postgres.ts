@@ -25,13 +25,19 @@ export const connect = (url: string) =>
   )
 
 /**
- * Takes the locks `statement` takes, in a transaction of its own on `sql` that stays open: what
- * waits for them waits until the returned effect lets them go (and the transaction ends).
+ * Takes the locks `statement` takes, in a transaction of its own on `sql` that stays open, and
+ * returns once they are taken: what waits for them waits until the returned effect lets them go
+ * (and the transaction ends).
  */
 export const holdLocks = <E>(sql: PgClient.PgClient, statement: Effect.Effect<unknown, E>) =>
   Effect.gen(function*() {
+    const taken = yield* Deferred.make<void>()
     const release = yield* Deferred.make<void>()
-    const holding = yield* Effect.fork(sql.withTransaction(Effect.zipRight(statement, Deferred.await(release))))
+    // Let go with the test's scope too: a test that fails before it lets go would otherwise leave the
+    // transaction open while the scope closes its client, which waits for it.
+    const holding = yield* Effect.forkScoped(sql.withTransaction(statement.pipe(Effect.zipRight(Deferred.succeed(taken, undefined)), Effect.zipRight(Deferred.await(release)))))
+    // A statement that fails takes nothing: the failure is the test's.
+    yield* Effect.raceFirst(Deferred.await(taken), Fiber.join(holding))
     return Effect.zipRight(Deferred.succeed(release, undefined), Fiber.join(holding))
   })
 

@@ -1,8 +1,11 @@
 import { mkdtempSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
+import { NodeContext } from "@effect/platform-node"
+import { SqlClient } from "@effect/sql"
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Fiber, TestClock } from "effect"
+import { Effect, Fiber, Layer, TestClock } from "effect"
+import * as SqliteDatabase from "../../src/durable/SqliteDatabase.js"
 import { durableProject, plan } from "../support/durableProject.js"
 import { plannedModel } from "../support/plannedModel.js"
 import { connect, freshDatabase, holdLocks, skipPostgres, someoneWaitsForALock } from "../support/postgres.js"
@@ -166,6 +169,23 @@ describe("schedules (on the test clock)", () => {
       })
       expect(yield* firings(server.url, "bygone", 0)).toEqual([])
       expect(yield* firings(server.url, "held", 0)).toEqual([])
+    }))
+
+  it.scoped("a server on a store whose current release is another's writes its schedules over nothing: that release's stay", () =>
+    Effect.gen(function*() {
+      const storeFile = join(mkdtempSync(join(tmpdir(), "foundry-sched-")), "foundry.db")
+      const scheduleIds = (url: string) => Effect.map(http(`${url}/api/schedules`), (r) => (r.json as Array<{ id: string }>).map(({ id }) => id))
+      yield* Effect.scoped(Effect.gen(function*() {
+        const first = yield* startServer(yield* tempProject(project({ morning: `cron: "0 9 * * *"` })), { model: plannedModel, storeFile })
+        expect(yield* scheduleIds(first.url)).toEqual(["morning"])
+      }))
+      // Meanwhile a release was deployed to the store (its schedules, here the first server's, synced by its deploy).
+      yield* Effect.scoped(Effect.flatMap(SqlClient.SqlClient, (sql) =>
+        sql`INSERT INTO foundry_release_current (name, release_id, updated_at) VALUES ('current', 'deployed-elsewhere', 0)`).pipe(
+          Effect.provide(SqliteDatabase.layer(storeFile).pipe(Layer.provide(NodeContext.layer)))
+        ))
+      const second = yield* startServer(yield* tempProject(project({ evening: `cron: "0 18 * * *"` })), { model: plannedModel, storeFile })
+      expect(yield* scheduleIds(second.url)).toEqual(["morning"])
     }))
 
   it.scoped("after downtime each misfire policy does what it says, and nothing fires twice after a restart", () =>
