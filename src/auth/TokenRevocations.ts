@@ -6,7 +6,7 @@
  * its token: at once when it is revoked here (`DELETE /api/tokens/:id`), within `checkEvery` when
  * another process on the store revokes it (`foundry token revoke`, another runner of a cluster).
  */
-import { Context, type Duration, Effect, FiberRef, Layer, Option, Schedule } from "effect"
+import { Context, type Duration, Effect, Fiber, FiberRef, Layer, Option, Runtime } from "effect"
 import type { StoreError } from "../durable/StoreError.js"
 import { type TokenRecord, TokenStorage } from "./TokenStorage.js"
 
@@ -47,25 +47,35 @@ export const layer = (checkEvery: Duration.DurationInput) =>
           }
         }
       }
+      // Another process's revocation reaches this one only through the store. Tokens are few (people
+      // make them), so a look reads them all; looks are made only while a stream waits on a token.
+      const look = Effect.gen(function*() {
+        for (const token of yield* tokens.list) if (token.revokedAt !== null) ended(token.id)
+      }).pipe(Effect.catchAll((error) => Effect.logDebug("could not look for revoked tokens; looking again", error)))
+      let looking: Fiber.RuntimeFiber<void> | undefined
+      const looks = Effect.gen(function*() {
+        while (true) {
+          yield* Effect.sleep(checkEvery)
+          // Checked and given up in one step: a stream that registers next starts the looks again.
+          if (waiting.size === 0) {
+            looking = undefined
+            return
+          }
+          yield* look
+        }
+      })
+      const startLooking = Runtime.runFork(yield* Effect.runtime<never>())
+      yield* Effect.addFinalizer(() => looking === undefined ? Effect.void : Fiber.interrupt(looking))
       const onRevoked = (id: string): AccessEnds => (end) => {
         const ends = waiting.get(id) ?? new Set()
         waiting.set(id, ends)
         ends.add(end)
+        if (looking === undefined) looking = startLooking(looks)
         return () => {
           ends.delete(end)
           if (ends.size === 0 && waiting.get(id) === ends) waiting.delete(id)
         }
       }
-      // Another process's revocation reaches this one only through the store. Tokens are few (people
-      // make them), so the look reads them all; it is made only while a stream waits on one.
-      yield* Effect.gen(function*() {
-        if (waiting.size === 0) return
-        for (const token of yield* tokens.list) if (token.revokedAt !== null) ended(token.id)
-      }).pipe(
-        Effect.catchAll((error) => Effect.logDebug("could not look for revoked tokens; looking again", error)),
-        Effect.repeat(Schedule.spaced(checkEvery)),
-        Effect.forkScoped
-      )
       return TokenRevocations.of({
         onRevoked,
         revoke: (id) => Effect.tap(tokens.revoke(id), (found) => Effect.sync(() => Option.isSome(found) && ended(id)))
