@@ -6,7 +6,7 @@ import { type Context, Effect, Option } from "effect"
 import type { CompiledAgent } from "../compiler/CompiledApp.js"
 import { instanceIdForm, isInstanceId } from "../definitions/instanceId.js"
 import type { InstanceStorage } from "../durable/InstanceStorage.js"
-import { needsContext } from "../instances/Instances.js"
+import { needsContext } from "../instances/instanceContext.js"
 import { InstanceUnavailable } from "./Dispatcher.js"
 
 /** Refusals over `instances`. */

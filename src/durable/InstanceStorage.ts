@@ -5,7 +5,7 @@
  * installations, all in one transaction.
  */
 import { SqlClient, SqlSchema } from "@effect/sql"
-import { Clock, Context, Effect, Layer, Option, Schema } from "effect"
+import { Clock, Context, Data, Effect, Layer, Option, Schema } from "effect"
 import { Database } from "./Database.js"
 import { type CapabilityKind, InstallationRecord, InstanceRecord, InstanceStatus } from "./records.js"
 import { failAs, type StoreError } from "./StoreError.js"
@@ -53,6 +53,15 @@ export interface InstanceChange {
   readonly status?: { readonly status: InstanceStatus; readonly reason: string | null } | undefined
 }
 
+/**
+ * An installation written from the one a request read a moment before (a config or a secret it
+ * kept), which another change at the same moment replaced or removed since: nothing was written.
+ */
+export class InstallationChanged extends Data.TaggedError("InstallationChanged")<{
+  readonly kind: CapabilityKind
+  readonly capability: string
+}> {}
+
 /** Instance storage. */
 export class InstanceStorage extends Context.Tag("foundry/InstanceStorage")<InstanceStorage, {
   /** The instance `id` of `agent`, created with `context` on first use. */
@@ -78,8 +87,16 @@ export class InstanceStorage extends Context.Tag("foundry/InstanceStorage")<Inst
   /** Changes the instance; `None` when there is none or it is archived (an archived instance changes no more). */
   readonly update: (ref: InstanceRef, change: InstanceChange) => Effect.Effect<Option.Option<InstanceRecord>, StoreError>
   readonly installations: (ref: InstanceRef) => Effect.Effect<ReadonlyArray<InstallationRecord>, StoreError>
-  /** Installs a capability, or replaces the config of one installed already; `None` when the instance is missing or archived. */
-  readonly install: (ref: InstanceRef, installation: NewInstallation) => Effect.Effect<Option.Option<InstallationRecord>, StoreError>
+  /**
+   * Installs a capability, or replaces the config of one installed already; `None` when the
+   * instance is missing or archived. With `basis`, the installation as read that `installation`
+   * was made from, only while it is stored as read: `InstallationChanged` when it is not.
+   */
+  readonly install: (
+    ref: InstanceRef,
+    installation: NewInstallation,
+    basis?: InstallationRecord
+  ) => Effect.Effect<Option.Option<InstallationRecord>, StoreError | InstallationChanged>
   /** Whether it was installed (an archived instance keeps its installations). */
   readonly uninstall: (ref: InstanceRef, kind: CapabilityKind, capability: string) => Effect.Effect<boolean, StoreError>
   /** The active instances of `agent` that have the capability installed. */
@@ -169,11 +186,31 @@ export const layer = Layer.effect(
           (agent, instance_id, kind, capability, config, secrets, created_at, updated_at)
           SELECT ${ref.agent}, ${ref.id}, ${installation.kind}, ${installation.capability}, ${config}, ${installation.secrets}, ${now}, ${now}
           WHERE EXISTS (SELECT 1 FROM foundry_instances WHERE agent = ${ref.agent} AND id = ${ref.id} AND status <> 'archived')
-          ON CONFLICT (agent, instance_id, kind, capability) DO UPDATE SET config = ${config}, secrets = ${installation.secrets}, updated_at = ${now}
+          ON CONFLICT (agent, instance_id, kind, capability) DO UPDATE SET config = ${config}, secrets = ${installation.secrets},
+            updated_at = ${changedAt(now)}
           RETURNING kind`
         if (written.length > 0) yield* touch(ref, now)
         return written.length > 0
       })
+
+    /** `installation` over `basis`, only while it is stored as read (its `updated_at`), in an instance not archived. */
+    const replaceInstallation = (ref: InstanceRef, installation: NewInstallation, basis: InstallationRecord, now: number) =>
+      Effect.gen(function*() {
+        const written = yield* sql<{ readonly kind: string }>`UPDATE foundry_installations
+          SET config = ${JSON.stringify(installation.config)}, secrets = ${installation.secrets}, updated_at = ${changedAt(now)}
+          WHERE agent = ${ref.agent} AND instance_id = ${ref.id} AND kind = ${installation.kind} AND capability = ${installation.capability}
+          AND updated_at = ${basis.updatedAt}
+          AND EXISTS (SELECT 1 FROM foundry_instances WHERE agent = ${ref.agent} AND id = ${ref.id} AND status <> 'archived')
+          RETURNING kind`
+        if (written.length > 0) yield* touch(ref, now)
+        return written.length > 0
+      })
+
+    /**
+     * The `updated_at` of an installation changed at `now`: later than the one it replaces even
+     * within one millisecond, as a change made from a read knows the row it read by it.
+     */
+    const changedAt = (now: number) => sql`CASE WHEN foundry_installations.updated_at >= ${now} THEN foundry_installations.updated_at + 1 ELSE ${now} END`
 
     /** An installation changed: the instance's `updated_at` says so. */
     const touch = (ref: InstanceRef, now: number) => sql`UPDATE foundry_instances SET updated_at = ${now} WHERE agent = ${ref.agent} AND id = ${ref.id}`
@@ -247,12 +284,23 @@ export const layer = Layer.effect(
       findByKey: (agent, key) => findByKey({ agent, key }).pipe(failAs("findInstanceByKey")),
       update: (ref, change) => update(ref, change).pipe(failAs("updateInstance")),
       installations: (ref) => installations(ref).pipe(failAs("listInstallations")),
-      install: (ref, installation) =>
+      install: (ref, installation, basis) =>
         Effect.gen(function*() {
           const now = yield* Clock.currentTimeMillis
-          if (!(yield* insertInstallation(ref, installation, now))) return Option.none()
-          return yield* findInstallation({ ...ref, kind: installation.kind, capability: installation.capability })
-        }).pipe(sql.withTransaction, failAs("install")),
+          const key = { ...ref, kind: installation.kind, capability: installation.capability }
+          if (basis === undefined ? yield* insertInstallation(ref, installation, now) : yield* replaceInstallation(ref, installation, basis, now)) {
+            return yield* findInstallation(key)
+          }
+          // Not written: the instance is gone or archived, or (over a basis) the installation changed.
+          const instance = yield* find(ref)
+          return basis === undefined || Option.isNone(instance) || instance.value.status === "archived" ? Option.none() : "changed" as const
+        }).pipe(
+          sql.withTransaction,
+          failAs("install"),
+          Effect.flatMap((written) =>
+            written === "changed" ? Effect.fail(new InstallationChanged({ kind: installation.kind, capability: installation.capability })) : Effect.succeed(written)
+          )
+        ),
       uninstall: (ref, kind, capability) =>
         Effect.gen(function*() {
           const now = yield* Clock.currentTimeMillis

@@ -11,7 +11,8 @@ import type { InstanceByKey, InstallableCapability, PlaybookDefinition } from ".
 import { instanceIdForm, isInstanceId } from "../definitions/instanceId.js"
 import { kindOf } from "../definitions/RouteKind.js"
 import { InstanceStorage } from "../durable/InstanceStorage.js"
-import { Instances, needsContext } from "../instances/Instances.js"
+import { needsContext } from "../instances/instanceContext.js"
+import { Instances } from "../instances/Instances.js"
 import type { Route } from "../router/RouteTable.js"
 
 /**

@@ -4,50 +4,30 @@
  * against the agent's `context` schema, an installation's config against its capability's, secrets
  * are sealed before they reach the store, and every change is an event (which never holds a secret).
  */
-import { Clock, Context, Effect, Either, Layer, Option, Schema } from "effect"
+import { Clock, Context, Effect, Either, Layer, Option } from "effect"
 import { type Capability, capabilityKey, type CompiledApp } from "../compiler/CompiledApp.js"
 import { CurrentApp } from "../compiler/CurrentApp.js"
-import { type AnySchema, isContext } from "../definitions/defineAgent.js"
 import { instanceIdForm, isInstanceId } from "../definitions/instanceId.js"
-import { ReadableIssue, readableIssues } from "../definitions/readableIssues.js"
+import type { ReadableIssue } from "../definitions/readableIssues.js"
 import { type AgentNotFound, agentNotFound } from "../dispatch/Dispatcher.js"
 import { newId } from "../durable/ids.js"
-import { type InstanceRef, InstanceStorage, type NewInstallation } from "../durable/InstanceStorage.js"
+import { InstallationChanged, type InstanceRef, InstanceStorage, type NewInstallation } from "../durable/InstanceStorage.js"
 import { CapabilityKind, type InstallationRecord, type InstanceRecord } from "../durable/records.js"
 import type { StoreError } from "../durable/StoreError.js"
 import { EventLog } from "../events/EventLog.js"
 import type { EventContent } from "../events/FoundryEvent.js"
 import { spanIdOf, traceIdOf } from "../journal/trace.js"
 import { openConfig } from "./installationConfig.js"
+import { checkContext } from "./instanceContext.js"
+import { InstanceConflict, InstanceNotFound, invalid, type InvalidInstance, NotInstalled } from "./instanceErrors.js"
 import { type InstallRequest, prepareInstallations } from "./installationRequests.js"
 import { SecretBox, type SecretUnreadable } from "./SecretBox.js"
 
-/** No instance of that agent has that id. */
-export class InstanceNotFound extends Schema.TaggedError<InstanceNotFound>()("InstanceNotFound", {
-  agent: Schema.String,
-  instance: Schema.String,
-  message: Schema.String
-}) {}
-
-/** What was sent for an instance does not hold: one issue per field (context, config, capability). */
-export class InvalidInstance extends Schema.TaggedError<InvalidInstance>()("InvalidInstance", {
-  message: Schema.String,
-  issues: Schema.Array(ReadableIssue)
-}) {}
-
-/** The change cannot be made to the instance as it is (it exists already, or it is archived). */
-export class InstanceConflict extends Schema.TaggedError<InstanceConflict>()("InstanceConflict", {
-  agent: Schema.String,
-  instance: Schema.String,
-  message: Schema.String
-}) {}
-
-/** The instance has no such capability installed: nothing was uninstalled. */
-export class NotInstalled extends Schema.TaggedError<NotInstalled>()("NotInstalled", {
-  agent: Schema.String,
-  instance: Schema.String,
-  message: Schema.String
-}) {}
+/** Which capability an installation is of. */
+interface CapabilityRef {
+  readonly kind: CapabilityKind
+  readonly capability: string
+}
 
 /** An instance to create. Without `id`, one is made; with a `provisioningKey` in use, that instance is returned. */
 export interface CreateRequest {
@@ -110,24 +90,6 @@ export class Instances extends Context.Tag("foundry/Instances")<Instances, {
   }, StoreError>
 }>() {}
 
-const invalid = (message: string, issues: ReadonlyArray<ReadableIssue>) =>
-  new InvalidInstance({ message: `${message}:\n${issues.map((issue) => `${issue.path}: ${issue.message}`).join("\n")}`, issues })
-
-/**
- * A context checked against the agent's schema and stored in its encoded form (defaults filled
- * in); without a schema, any JSON object.
- */
-export const checkContext = (schema: AnySchema | undefined, input: unknown): Either.Either<Readonly<Record<string, unknown>>, ReadonlyArray<ReadableIssue>> => {
-  if (schema === undefined) {
-    return isContext(input) ? Either.right(input) : Either.left([{ path: "context", message: "expected an object" }])
-  }
-  const decoded = Schema.decodeUnknownEither(schema)(input, { errors: "all", onExcessProperty: "error" })
-  if (Either.isLeft(decoded)) return Either.left(readableIssues(decoded.left, { under: "context" }))
-  const encoded = Schema.encodeEither(schema)(decoded.right)
-  if (Either.isLeft(encoded)) return Either.left(readableIssues(encoded.left, { under: "context" }))
-  return isContext(encoded.right) ? Either.right(encoded.right) : Either.left([{ path: "context", message: "the agent's context schema must describe an object" }])
-}
-
 /**
  * The status a change asks for, when it changes anything: pausing (or a new reason for a pause),
  * or resuming.
@@ -139,12 +101,6 @@ const statusChange = (instance: InstanceRecord, request: ChangeRequest) => {
   if (request.paused === false && instance.status === "paused") return { status: "active" as const, reason: null }
   return undefined
 }
-
-/**
- * Whether instances of an agent with this context schema need a context to be made: its schema
- * does not accept `{}`, so no instance can be made on first use.
- */
-export const needsContext = (schema: AnySchema | undefined): boolean => schema !== undefined && Either.isLeft(checkContext(schema, {}))
 
 /** `Instances` over the store, the current build, the event log and the secret box. */
 export const layer = Layer.effect(
@@ -289,17 +245,66 @@ export const layer = Layer.effect(
     const archivedMeanwhile = (ref: InstanceRef) =>
       Effect.flatMap(open(ref), () => Effect.dieMessage(`instance "${ref.id}" of agent "${ref.agent}" refused a change while active`))
 
+    /** The installation among `installations` of the capability `wish` is for. */
+    const installedAs = <I extends CapabilityRef>(installations: ReadonlyArray<I>, wish: CapabilityRef): I | undefined =>
+      installations.find((i) => i.kind === wish.kind && i.capability === wish.capability)
+
+    /** `requests` prepared over the instance's installations as stored now, with them. */
+    const preparedOver = (app: CompiledApp, ref: InstanceRef, requests: ReadonlyArray<InstallRequest>, path: (index: number) => string) =>
+      Effect.flatMap(storage.installations(ref), (before) =>
+        Effect.map(prepare(app, requests, path, (wish) => installedAs(before, { kind: wish.kind, capability: wish.id })), (wanted) => ({ before, wanted })))
+
+    /**
+     * `attempt` again, over a new read, while another change at the same moment replaced an
+     * installation it read (a secret rotated by another admin would be written back as it was); a
+     * conflict after a few times over.
+     */
+    const againWhileChanged = <A, E, R>(ref: InstanceRef, attempt: Effect.Effect<A, E | InstallationChanged, R>) =>
+      attempt.pipe(
+        Effect.retry({ while: (error) => error instanceof InstallationChanged, times: 4 }),
+        Effect.catchIf((error) => error instanceof InstallationChanged, (changed) =>
+          Effect.fail(
+            new InstanceConflict({
+              agent: ref.agent,
+              instance: ref.id,
+              message: `the ${changed.kind} "${changed.capability}" of instance "${ref.id}" of agent "${ref.agent}" was changed by other requests ` +
+                "at the same moment, again and again: send the change again"
+            })
+          ))
+      )
+
+    /**
+     * The instance's installations made `wanted` (prepared over `before`): each one that differs
+     * written while it is stored as read, each of `before` not wanted uninstalled.
+     */
+    const installAll = (ref: InstanceRef, { before, wanted }: { readonly before: ReadonlyArray<InstallationRecord>; readonly wanted: ReadonlyArray<NewInstallation> }) =>
+      Effect.gen(function*() {
+        for (const installation of wanted) {
+          const previous = installedAs(before, installation)
+          if (previous !== undefined && previous.secrets === installation.secrets && JSON.stringify(previous.config) === JSON.stringify(installation.config)) continue
+          if (Option.isNone(yield* storage.install(ref, installation, previous))) return yield* archivedMeanwhile(ref)
+          yield* note(ref, installedEvent(installation))
+        }
+        for (const gone of before.filter((i) => installedAs(wanted, i) === undefined)) {
+          if (yield* storage.uninstall(ref, gone.kind, gone.capability)) {
+            yield* note(ref, { type: "instance.uninstalled", data: { kind: gone.kind, capability: gone.capability } })
+          } else {
+            // Not uninstalled: by a change at the same moment (quietly), or as the instance was archived meanwhile (said).
+            yield* open(ref)
+          }
+        }
+      })
+
     const change = Effect.fn("Instances.change")(function*(ref: InstanceRef, request: ChangeRequest) {
       const app = yield* current.get
       const agent = yield* agentOf(app, ref.agent)
       const instance = yield* open(ref)
       const context = request.context === undefined ? undefined : checkContext(agent.definition.context, request.context)
       if (context !== undefined && Either.isLeft(context)) return yield* invalid(`the context of "${ref.id}" is not valid`, context.left)
-      const before = yield* storage.installations(ref)
-      const wanted = request.installations === undefined
-        ? undefined
-        : yield* prepare(app, request.installations, (index) => `installations[${index}]`, (wish) =>
-          before.find((i) => i.kind === wish.kind && i.capability === wish.id))
+      const installations = request.installations
+      const path = (index: number) => `installations[${index}]`
+      // Prepared before anything is written: a change with installations that are not valid changes nothing.
+      const planned = installations === undefined ? undefined : yield* preparedOver(app, ref, installations, path)
       const status = statusChange(instance, request)
       if (context !== undefined || status !== undefined) {
         const updated = yield* storage.update(ref, { context: context?.right, status })
@@ -308,21 +313,14 @@ export const layer = Layer.effect(
       if (context !== undefined) yield* note(ref, { type: "instance.updated", data: { context: context.right } })
       if (status?.status === "paused") yield* note(ref, { type: "instance.paused", data: { reason: status.reason } })
       if (status?.status === "active") yield* note(ref, { type: "instance.resumed", data: {} })
-      if (wanted !== undefined) {
-        for (const installation of wanted) {
-          const previous = before.find((i) => i.kind === installation.kind && i.capability === installation.capability)
-          if (previous !== undefined && previous.secrets === installation.secrets && JSON.stringify(previous.config) === JSON.stringify(installation.config)) continue
-          if (Option.isNone(yield* storage.install(ref, installation))) return yield* archivedMeanwhile(ref)
-          yield* note(ref, installedEvent(installation))
-        }
-        for (const gone of before.filter((i) => !wanted.some((w) => w.kind === i.kind && w.capability === i.capability))) {
-          if (yield* storage.uninstall(ref, gone.kind, gone.capability)) {
-            yield* note(ref, { type: "instance.uninstalled", data: { kind: gone.kind, capability: gone.capability } })
-          } else {
-            // Not uninstalled: by a change at the same moment (quietly), or as the instance was archived meanwhile (said).
-            yield* open(ref)
-          }
-        }
+      if (installations !== undefined && planned !== undefined) {
+        let read: typeof planned | undefined = planned
+        yield* againWhileChanged(ref, Effect.suspend(() => {
+          // The first time over what was checked above; again, over a new read.
+          const over = read === undefined ? preparedOver(app, ref, installations, path) : Effect.succeed(read)
+          read = undefined
+          return Effect.flatMap(over, (prepared) => installAll(ref, prepared))
+        }))
       }
       return yield* Effect.flatMap(find(ref), detail)
     })
@@ -351,15 +349,15 @@ export const layer = Layer.effect(
       }),
       install: Effect.fn("Instances.install")(function*(ref: InstanceRef, request: InstallRequest) {
         const app = yield* current.get
-        yield* open(ref)
-        const installedAlready = yield* storage.installations(ref)
-        const [installation] = yield* prepare(app, [request], () => "", (wish) =>
-          installedAlready.find((i) => i.kind === wish.kind && i.capability === wish.id))
-        if (installation === undefined) return yield* Effect.dieMessage("prepare returned no installation for one request")
-        const stored = yield* storage.install(ref, installation)
-        if (Option.isNone(stored)) return yield* archivedMeanwhile(ref)
-        yield* note(ref, installedEvent(installation))
-        return stored.value
+        return yield* againWhileChanged(ref, Effect.gen(function*() {
+          yield* open(ref)
+          const { before, wanted: [installation] } = yield* preparedOver(app, ref, [request], () => "")
+          if (installation === undefined) return yield* Effect.dieMessage("prepare returned no installation for one request")
+          const stored = yield* storage.install(ref, installation, installedAs(before, installation))
+          if (Option.isNone(stored)) return yield* archivedMeanwhile(ref)
+          yield* note(ref, installedEvent(installation))
+          return stored.value
+        }))
       }),
       uninstall: Effect.fn("Instances.uninstall")(function*(ref: InstanceRef, kind: CapabilityKind, id: string) {
         yield* open(ref)

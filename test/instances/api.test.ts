@@ -2,10 +2,11 @@ import { randomBytes } from "node:crypto"
 import { existsSync, readFileSync } from "node:fs"
 import { describe, expect, it } from "@effect/vitest"
 import Sqlite from "better-sqlite3"
-import { Effect } from "effect"
+import { Effect, Fiber } from "effect"
 import { plannedModel } from "../support/plannedModel.js"
-import { freshDatabase, skipPostgres } from "../support/postgres.js"
+import { connect, freshDatabase, holdLocks, skipPostgres, someoneWaitsForALock } from "../support/postgres.js"
 import { http, startServer, startServerOnItsStore, waitForRun } from "../support/server.js"
+import { until } from "../support/until.js"
 import { allEvents, instancesProject } from "./apiProject.js"
 
 interface Issue {
@@ -396,5 +397,36 @@ export default defineConfig({ store: { postgres: ${JSON.stringify(url)} } })
       const stuck = field((yield* http(`${api}/acme?agent=desk`)).json, "statusReason")
       const { events } = yield* allEvents(server, "agent=desk&instanceId=acme")
       expect(events.filter((event) => event.type === "instance.archived").map((event) => event.data)).toEqual([{ reason: stuck }])
+    }))
+
+  it.scopedLive("a secret rotated while a change made from an earlier read waits to be written: the change keeps the rotated secret", () =>
+    Effect.gen(function*() {
+      const url = yield* freshDatabase
+      const server = yield* startServerOnItsStore(yield* instancesProject(`import { defineConfig } from "foundry"
+export default defineConfig({ store: { postgres: ${JSON.stringify(url)} } })
+`), plannedModel)
+      const api = `${server}/api/instances`
+      const crm = (config: Record<string, string>) => ({ kind: "tool", id: "crm-notes", config })
+      expect((yield* http(api, { body: { agent: "desk", id: "acme", context: { company: "Acme" }, installations: [crm({ baseUrl: "https://crm.acme.test", apiKey: "key-one" })] } })).status).toBe(201)
+      const sql = yield* connect(url)
+      const sealed = Effect.map(sql<{ readonly secrets: string; readonly config: string }>`SELECT secrets, config FROM foundry_installations WHERE instance_id = 'acme'`, (rows) => rows[0])
+      const first = yield* sealed
+      // A's change (a new context, and the CRM's address with its key kept) reads the installation,
+      // then waits to write the context; B's rotation of the key is written, and waits to commit.
+      const release = yield* holdLocks(sql, sql`SELECT id FROM foundry_instances WHERE agent = 'desk' AND id = 'acme' FOR UPDATE`)
+      const changing = yield* Effect.fork(http(`${api}/acme?agent=desk`, {
+        method: "PATCH",
+        body: { context: { company: "Acme Corp" }, installations: [crm({ baseUrl: "https://crm2.acme.test", apiKey: "<redacted>" })] }
+      }))
+      yield* until("the change waits", someoneWaitsForALock(sql, "%context =%"))
+      const rotating = yield* Effect.fork(http(`${api}/acme/installations?agent=desk`, { body: crm({ baseUrl: "https://crm.acme.test", apiKey: "key-two" }) }))
+      yield* until("the rotation waits", someoneWaitsForALock(sql, "%SET updated_at = $1 WHERE%"))
+      yield* release
+      expect((yield* Fiber.join(rotating)).status).toBe(201)
+      expect((yield* Fiber.join(changing)).status).toBe(200)
+      const last = yield* sealed
+      // The key is B's (sealed anew), the address A's: A's change was made again over B's.
+      expect(last?.secrets).not.toBe(first?.secrets)
+      expect(JSON.parse(last?.config ?? "{}")).toMatchObject({ baseUrl: "https://crm2.acme.test" })
     }))
 })

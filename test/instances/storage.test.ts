@@ -117,6 +117,31 @@ for (const backend of backends) {
         expect(Option.map(yield* instances.get("shop", "a"), (i) => i.updatedAt)).toEqual(Option.some(5_000))
       }))
 
+    it.scoped("an installation written over the one read is written only while it is stored as read, within one millisecond too", () =>
+      Effect.gen(function*() {
+        const { instances } = yield* freshStorage(backend)
+        const ref = { agent: "shop", id: "acme" }
+        yield* TestClock.setTime(1_000)
+        yield* instances.create({ ...ref, provisioningKey: null, context: {} }, [installation("crm-notes")])
+        const [read] = yield* instances.installations(ref)
+        if (read === undefined) return yield* Effect.dieMessage("not installed")
+        // Another change in the same millisecond (a key rotated), then one made from the read before it.
+        const rotated = yield* instances.install(ref, { ...installation("crm-notes"), secrets: "sealed-two" }, read)
+        expect(Option.map(rotated, (i) => i.secrets)).toEqual(Option.some("sealed-two"))
+        const stale = yield* Effect.either(instances.install(ref, { ...installation("crm-notes"), config: { baseUrl: "https://crm2.test" } }, read))
+        expect(Either.isLeft(stale) && stale.left._tag).toBe("InstallationChanged")
+        expect((yield* instances.installations(ref)).map(({ config, secrets }) => ({ config, secrets }))).toEqual([
+          { config: { baseUrl: "https://crm.test" }, secrets: "sealed-two" }
+        ])
+        // Over a read that was removed since: changed too; over one in an archived instance: none, as without.
+        const [now] = yield* instances.installations(ref)
+        if (now === undefined) return yield* Effect.dieMessage("not installed")
+        yield* instances.uninstall(ref, "tool", "crm-notes")
+        expect(Either.isLeft(yield* Effect.either(instances.install(ref, installation("crm-notes"), now)))).toBe(true)
+        yield* instances.update(ref, { status: { status: "archived", reason: null } })
+        expect(yield* instances.install(ref, installation("crm-notes"), now)).toEqual(Option.none())
+      }))
+
     it.scoped("search takes % and _ as themselves", () =>
       Effect.gen(function*() {
         const { instances } = yield* freshStorage(backend)

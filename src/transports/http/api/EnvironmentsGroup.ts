@@ -7,7 +7,7 @@
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema } from "@effect/platform"
 import { Schema } from "effect"
 import { AgentNotFound, ConversationNotFound, RunNotFound } from "../../../dispatch/Dispatcher.js"
-import { InstanceNotFound } from "../../../instances/Instances.js"
+import { InstanceNotFound } from "../../../instances/instanceErrors.js"
 import { ArtifactList, ArtifactPreview, EnvironmentView } from "./environmentViews.js"
 
 /** No artifact has that id. */

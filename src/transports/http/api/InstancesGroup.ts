@@ -8,7 +8,7 @@ import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema } from "@effect/platform"
 import { Schema } from "effect"
 import { AgentNotFound } from "../../../dispatch/Dispatcher.js"
 import { CapabilityKind, InstanceStatus } from "../../../durable/records.js"
-import { InstanceConflict, InstanceNotFound, InvalidInstance, NotInstalled } from "../../../instances/Instances.js"
+import { InstanceConflict, InstanceNotFound, InvalidInstance, NotInstalled } from "../../../instances/instanceErrors.js"
 import {
   ChangeInstance,
   CreateInstance,

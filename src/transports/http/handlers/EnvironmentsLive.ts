@@ -23,7 +23,7 @@ import { type SheetJs, sheetJs } from "../../../environments/vfs/sheetJs.js"
 import { generatedPaths } from "../../../environments/vfs/generatedDocs.js"
 import { baseName, isWithin, normalizePath } from "../../../environments/vfs/paths.js"
 import { checkInflatedSize, isZip } from "../../../environments/vfs/zipInflatedSize.js"
-import { InstanceNotFound } from "../../../instances/Instances.js"
+import { InstanceNotFound } from "../../../instances/instanceErrors.js"
 import { BadRequest } from "../api/BadRequest.js"
 import { ArtifactNotFound, EnvironmentFileNotFound, EnvironmentVersionNotFound, InitialTreeUnreadable, NoEnvironment } from "../api/EnvironmentsGroup.js"
 import {
