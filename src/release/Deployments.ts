@@ -6,7 +6,7 @@
  */
 import { join } from "node:path"
 import { FileSystem } from "@effect/platform"
-import { Clock, Context, Data, DateTime, type Duration, Effect, Layer, Option, Schedule, Schema } from "effect"
+import { Clock, Context, DateTime, type Duration, Effect, Layer, Option, Schedule, Schema } from "effect"
 import { BuildStatus } from "../compiler/BuildStatus.js"
 import type { CompiledApp } from "../compiler/CompiledApp.js"
 import { CurrentApp } from "../compiler/CurrentApp.js"
@@ -14,7 +14,7 @@ import { changedSettings, startSettings } from "../compiler/startSettings.js"
 import type { StoreError } from "../durable/StoreError.js"
 import { Schedules } from "../triggers/Schedules.js"
 import { cachedRelease, forget, materialise } from "./releaseCache.js"
-import { type ReleaseInvalid, ReleaseNotFound, ReleasesNotDeployable } from "./releaseErrors.js"
+import { CurrentMoved, type ReleaseInvalid, ReleaseNotFound, ReleasesNotDeployable } from "./releaseErrors.js"
 import { Releases } from "./Releases.js"
 import { type Activation, type DeploymentView, ReleaseStorage } from "./ReleaseStorage.js"
 import { ReleaseSummary, routeDigests, routesOfTable, sourcesOf, summarize } from "./releaseSummary.js"
@@ -75,9 +75,6 @@ const notDeployable = new ReleasesNotDeployable({
   message: "this server serves a project's sources (foundry dev), which it reloads on every change: " +
     "deploy to a server started with `foundry start`"
 })
-
-/** Another deploy made another release current between a change's decision and its commit. */
-class CurrentMoved extends Data.TaggedError("CurrentMoved") {}
 
 /** A loaded app's routes with the digests of their code. */
 const digestsOf = (app: CompiledApp) =>

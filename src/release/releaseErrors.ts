@@ -2,7 +2,7 @@
  * Why a server takes no release: the upload is not a release it can run, the release it is asked
  * to go back to is not kept, or the server serves sources and takes no deploys.
  */
-import { Schema } from "effect"
+import { Data, Schema } from "effect"
 
 /** The upload is not a whole, intact release, or the release does not load; nothing was switched. */
 export class ReleaseInvalid extends Schema.TaggedError<ReleaseInvalid>()("ReleaseInvalid", {
@@ -19,3 +19,6 @@ export class ReleaseNotFound extends Schema.TaggedError<ReleaseNotFound>()("Rele
 export class ReleasesNotDeployable extends Schema.TaggedError<ReleasesNotDeployable>()("ReleasesNotDeployable", {
   message: Schema.String
 }) {}
+
+/** Another deploy made another release current between a change's decision and its commit: it is decided again. */
+export class CurrentMoved extends Data.TaggedError("CurrentMoved") {}

@@ -10,7 +10,7 @@ import { Clock, DateTime, Effect, Encoding, Option, Schema } from "effect"
 import type { CompiledApp } from "../compiler/CompiledApp.js"
 import type { StoreError } from "../durable/StoreError.js"
 import { releaseIdOf } from "./contentHash.js"
-import { ReleaseInvalid, type ReleaseNotFound } from "./releaseErrors.js"
+import { CurrentMoved, ReleaseInvalid, type ReleaseNotFound } from "./releaseErrors.js"
 import { releaseFile, ReleaseManifest } from "./ReleaseManifest.js"
 import type { ReleaseStorage } from "./ReleaseStorage.js"
 import { configOfManifest, routeDigests, routesOfManifest, routesOfTable, summarize } from "./releaseSummary.js"
@@ -52,41 +52,61 @@ const storedDigests = (folder: string) =>
     return routeDigests(folder, routesOfManifest(manifest.manifest), configOfManifest(manifest.manifest), manifest.sources)
   })
 
+/**
+ * The release `foundry start` serves, made current first when it is the folder given with
+ * `--release`: decided against the store's current release, and decided again when another
+ * deploy makes another current before the switch commits (its summary and its log's previous
+ * release are that one's, and the folder's release may have been superseded meanwhile).
+ */
+const chooseRelease = <E, R>(options: StartOptions<E, R>, release: ReturnType<typeof readRelease>) =>
+  Effect.gen(function*() {
+    const { first, storage } = options
+    const stored = yield* storage.current
+    // A release the store has had, with another current since: a deploy came after it. A restart of
+    // an old image (a container, a runner of a cluster) must not undo that for every process.
+    const superseded = options.given && Option.isSome(stored) && stored.value !== first.release && (yield* storage.has(first.release))
+    if (superseded) {
+      yield* Effect.logWarning(
+        `--release ${first.release} was current before, and ${Option.getOrElse(stored, () => "")} was deployed since: serving that, the store's current release. ` +
+          `To go back to ${first.release}, run \`foundry rollback ${first.release}\``
+      )
+    }
+    if (!options.given || superseded || Option.contains(stored, first.release)) {
+      return { id: Option.getOrElse(stored, () => first.release), fromStore: true }
+    }
+    const { files, manifest, text } = yield* release
+    const before = Option.isNone(stored)
+      ? undefined
+      : yield* options.folderOf(stored.value).pipe(Effect.flatMap(storedDigests), Effect.orElseSucceed(() => undefined))
+    const made = yield* storage.activate({
+      id: first.release,
+      deployedAt: yield* Clock.currentTimeMillis,
+      action: "start",
+      deployedBy: "start",
+      summary: summarize(before, routeDigests(first.table.root, routesOfTable(first.table), first.table.configFile, manifest.sources)),
+      content: { createdAt: DateTime.toEpochMillis(manifest.createdAt), manifest: text, files },
+      expected: stored
+    })
+    if (!made) return yield* new CurrentMoved()
+    return { id: first.release, fromStore: false }
+  })
+
 /** Makes the release `foundry start` serves current. */
 export const startRelease = Effect.fn("release.start")(function*<E, R>(options: StartOptions<E, R>) {
-  const { first, storage } = options
-  const stored = yield* storage.current
-  // A release the store has had, with another current since: a deploy came after it. A restart of
-  // an old image (a container, a runner of a cluster) must not undo that for every process.
-  const superseded = options.given && Option.isSome(stored) && stored.value !== first.release && (yield* storage.has(first.release))
-  if (superseded) {
-    yield* Effect.logWarning(
-      `--release ${first.release} was current before, and ${Option.getOrElse(stored, () => "")} was deployed since: serving that, the store's current release. ` +
-        `To go back to ${first.release}, run \`foundry rollback ${first.release}\``
+  // The folder is read and hashed once, however many times the choice is made.
+  const release = yield* Effect.cached(readRelease(options.first.table.root))
+  const chosen = yield* chooseRelease(options, release).pipe(
+    Effect.retry({ while: (error) => error instanceof CurrentMoved, times: 5 }),
+    // Five deploys in a row, each between this start's decision and its switch: not a rate anyone deploys at.
+    Effect.catchIf((error) => error instanceof CurrentMoved, (moved) => Effect.die(moved))
+  )
+  if (!chosen.fromStore) return yield* options.makeCurrent(chosen.id)
+  return yield* options.makeCurrent(chosen.id).pipe(
+    Effect.mapError((error) =>
+      new ReleaseInvalid({
+        message: `the store's current release cannot be served: ${error.message}\n` +
+          "  fix: start a release folder with `foundry start --release <folder>`, which becomes the current release"
+      })
     )
-  }
-  if (!options.given || superseded || Option.contains(stored, first.release)) {
-    const id = Option.getOrElse(stored, () => first.release)
-    return yield* options.makeCurrent(id).pipe(
-      Effect.mapError((error) =>
-        new ReleaseInvalid({
-          message: `the store's current release cannot be served: ${error.message}\n` +
-            "  fix: start a release folder with `foundry start --release <folder>`, which becomes the current release"
-        })
-      )
-    )
-  }
-  const release = yield* readRelease(first.table.root)
-  const before = Option.isNone(stored)
-    ? undefined
-    : yield* options.folderOf(stored.value).pipe(Effect.flatMap(storedDigests), Effect.orElseSucceed(() => undefined))
-  yield* storage.activate({
-    id: first.release,
-    deployedAt: yield* Clock.currentTimeMillis,
-    action: "start",
-    deployedBy: "start",
-    summary: summarize(before, routeDigests(first.table.root, routesOfTable(first.table), first.table.configFile, release.manifest.sources)),
-    content: { createdAt: DateTime.toEpochMillis(release.manifest.createdAt), manifest: release.text, files: release.files }
-  })
-  return yield* options.makeCurrent(first.release)
+  )
 })
