@@ -50,7 +50,14 @@ export interface NewInstallation {
 /** A change to an instance; absent fields stay as they are. */
 export interface InstanceChange {
   readonly context?: Readonly<Record<string, unknown>> | undefined
-  readonly status?: { readonly status: InstanceStatus; readonly reason: string | null } | undefined
+  /** The status to set, only while the instance's is `from` (the status the change was decided on). */
+  readonly status?: { readonly status: InstanceStatus; readonly reason: string | null; readonly from: InstanceStatus } | undefined
+}
+
+/** An instance changed: as it is now, and whether its status was changed by this change (not by another first). */
+export interface InstanceChanged {
+  readonly instance: InstanceRecord
+  readonly statusChanged: boolean
 }
 
 /**
@@ -84,8 +91,11 @@ export class InstanceStorage extends Context.Tag("foundry/InstanceStorage")<Inst
     installations: ReadonlyArray<NewInstallation>
   ) => Effect.Effect<{ readonly instance: InstanceRecord; readonly created: boolean }, StoreError>
   readonly findByKey: (agent: string, provisioningKey: string) => Effect.Effect<Option.Option<InstanceRecord>, StoreError>
-  /** Changes the instance; `None` when there is none or it is archived (an archived instance changes no more). */
-  readonly update: (ref: InstanceRef, change: InstanceChange) => Effect.Effect<Option.Option<InstanceRecord>, StoreError>
+  /**
+   * Changes the instance in one transaction; `None` when there is none or it is archived (an
+   * archived instance changes no more).
+   */
+  readonly update: (ref: InstanceRef, change: InstanceChange) => Effect.Effect<Option.Option<InstanceChanged>, StoreError>
   readonly installations: (ref: InstanceRef) => Effect.Effect<ReadonlyArray<InstallationRecord>, StoreError>
   /**
    * Installs a capability, or replaces the config of one installed already; `None` when the
@@ -257,17 +267,17 @@ export const layer = Layer.effect(
     const update = (ref: InstanceRef, change: InstanceChange) =>
       Effect.gen(function*() {
         const now = yield* Clock.currentTimeMillis
-        const sets = [
-          sql`updated_at = ${now}`,
-          ...(change.context === undefined ? [] : [sql`context = ${JSON.stringify(change.context)}`]),
-          ...(change.status === undefined
-            ? []
-            : [sql`status = ${change.status.status}`, sql`status_reason = ${change.status.reason}`])
-        ]
+        const sets = [sql`updated_at = ${now}`, ...(change.context === undefined ? [] : [sql`context = ${JSON.stringify(change.context)}`])]
         const updated = yield* sql<{ readonly id: string }>`UPDATE foundry_instances SET ${sql.csv(sets)}
           WHERE agent = ${ref.agent} AND id = ${ref.id} AND status <> 'archived' RETURNING id`
-        return updated.length === 0 ? Option.none() : yield* find(ref)
-      })
+        if (updated.length === 0) return Option.none()
+        // Only from the status it was decided on: of two pauses (or archives) at once, one changes it.
+        const status = change.status
+        const statusChanged = status !== undefined && (yield* sql<{ readonly id: string }>`UPDATE foundry_instances
+          SET status = ${status.status}, status_reason = ${status.reason}
+          WHERE agent = ${ref.agent} AND id = ${ref.id} AND status = ${status.from} RETURNING id`).length > 0
+        return Option.map(yield* find(ref), (instance): InstanceChanged => ({ instance, statusChanged }))
+      }).pipe(sql.withTransaction)
 
     return InstanceStorage.of({
       ensure: (agent, id, context = {}) => Effect.map(provision(agent, id, context), (result) => result.instance).pipe(failAs("ensureInstance")),

@@ -96,9 +96,9 @@ export class Instances extends Context.Tag("foundry/Instances")<Instances, {
  */
 const statusChange = (instance: InstanceRecord, request: ChangeRequest) => {
   if (request.paused === true && (instance.status !== "paused" || (request.reason !== undefined && request.reason !== instance.statusReason))) {
-    return { status: "paused" as const, reason: request.reason ?? null }
+    return { status: "paused" as const, reason: request.reason ?? null, from: instance.status }
   }
-  if (request.paused === false && instance.status === "paused") return { status: "active" as const, reason: null }
+  if (request.paused === false && instance.status === "paused") return { status: "active" as const, reason: null, from: instance.status }
   return undefined
 }
 
@@ -309,10 +309,11 @@ export const layer = Layer.effect(
       if (context !== undefined || status !== undefined) {
         const updated = yield* storage.update(ref, { context: context?.right, status })
         if (Option.isNone(updated)) return yield* archivedMeanwhile(ref)
+        if (context !== undefined) yield* note(ref, { type: "instance.updated", data: { context: context.right } })
+        // Told by the change that made it: another pause (or resume) at the same moment made it first.
+        if (updated.value.statusChanged && status?.status === "paused") yield* note(ref, { type: "instance.paused", data: { reason: status.reason } })
+        if (updated.value.statusChanged && status?.status === "active") yield* note(ref, { type: "instance.resumed", data: {} })
       }
-      if (context !== undefined) yield* note(ref, { type: "instance.updated", data: { context: context.right } })
-      if (status?.status === "paused") yield* note(ref, { type: "instance.paused", data: { reason: status.reason } })
-      if (status?.status === "active") yield* note(ref, { type: "instance.resumed", data: {} })
       if (installations !== undefined && planned !== undefined) {
         let read: typeof planned | undefined = planned
         yield* againWhileChanged(ref, Effect.suspend(() => {
@@ -342,7 +343,10 @@ export const layer = Layer.effect(
           })
         }
         // Told once, by the archive that stuck: another at the same moment finds it archived.
-        if (instance.status !== "archived" && Option.isSome(yield* storage.update(ref, { status: { status: "archived", reason: reason ?? null } }))) {
+        const archived = instance.status === "archived"
+          ? Option.none()
+          : yield* storage.update(ref, { status: { status: "archived", reason: reason ?? null, from: instance.status } })
+        if (Option.exists(archived, ({ statusChanged }) => statusChanged)) {
           yield* note(ref, { type: "instance.archived", data: { reason: reason ?? null } })
         }
         return yield* Effect.flatMap(find(ref), detail)

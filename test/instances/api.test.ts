@@ -399,6 +399,32 @@ export default defineConfig({ store: { postgres: ${JSON.stringify(url)} } })
       expect(events.filter((event) => event.type === "instance.archived").map((event) => event.data)).toEqual([{ reason: stuck }])
     }))
 
+  it.scopedLive("two pauses of one instance at once, both read while it was active: both answer paused, one instance.paused", () =>
+    Effect.gen(function*() {
+      const url = yield* freshDatabase
+      const server = yield* startServerOnItsStore(yield* instancesProject(`import { defineConfig } from "foundry"
+export default defineConfig({ store: { postgres: ${JSON.stringify(url)} } })
+`), plannedModel)
+      const api = `${server}/api/instances`
+      expect((yield* http(api, { body: { agent: "desk", id: "acme", context: { company: "Acme" } } })).status).toBe(201)
+      const sql = yield* connect(url)
+      // Both read the instance active, then wait to write it.
+      const release = yield* holdLocks(sql, sql`SELECT id FROM foundry_instances WHERE agent = 'desk' AND id = 'acme' FOR UPDATE`)
+      const pausing = yield* Effect.fork(Effect.all(
+        ["invoice overdue", "moving offices"].map((reason) => http(`${api}/acme?agent=desk`, { method: "PATCH", body: { paused: true, reason } })),
+        { concurrency: "unbounded" }
+      ))
+      yield* until("both pauses wait", Effect.map(
+        sql<{ readonly waiting: number }>`SELECT COUNT(*)::int AS waiting FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`,
+        (rows) => (rows[0]?.waiting ?? 0) >= 2
+      ))
+      yield* release
+      expect((yield* Fiber.join(pausing)).map((answer) => [answer.status, field(answer.json, "status")])).toEqual([[200, "paused"], [200, "paused"]])
+      const stuck = field((yield* http(`${api}/acme?agent=desk`)).json, "statusReason")
+      const { events } = yield* allEvents(server, "agent=desk&instanceId=acme")
+      expect(events.filter((event) => event.type === "instance.paused").map((event) => event.data)).toEqual([{ reason: stuck }])
+    }))
+
   it.scopedLive("a secret rotated while a change made from an earlier read waits to be written: the change keeps the rotated secret", () =>
     Effect.gen(function*() {
       const url = yield* freshDatabase

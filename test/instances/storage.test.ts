@@ -62,7 +62,7 @@ for (const backend of backends) {
         expect(idsOf(yield* instances.page({ limit: 100, search: "globex" }))).toEqual(["support/customer-07"])
         expect(idsOf(yield* instances.page({ limit: 100, search: "MER-1" })).length).toBe(10)
 
-        yield* instances.update({ agent: "shop", id: "customer-00" }, { status: { status: "paused", reason: "unpaid" } })
+        yield* instances.update({ agent: "shop", id: "customer-00" }, { status: { status: "paused", reason: "unpaid", from: "active" } })
         const paused = yield* instances.page({ limit: 100, status: "paused" })
         expect(paused.map(({ instance }) => [instance.id, instance.statusReason])).toEqual([["customer-00", "unpaid"]])
       }))
@@ -71,14 +71,14 @@ for (const backend of backends) {
       Effect.gen(function*() {
         const { instances, journal, store } = yield* freshStorage(backend)
         yield* instances.create({ agent: "shop", id: "acme", provisioningKey: null, context: {} }, [])
-        yield* instances.update({ agent: "shop", id: "acme" }, { status: { status: "paused", reason: null } })
+        yield* instances.update({ agent: "shop", id: "acme" }, { status: { status: "paused", reason: null, from: "active" } })
         const refused = yield* Effect.either(submit(journal, newRun("run_1")))
         expect(Either.isLeft(refused) && refused.left._tag).toBe("InstanceClosed")
         expect(Option.isNone(yield* store.getRun("run_1"))).toBe(true)
 
-        yield* instances.update({ agent: "shop", id: "acme" }, { status: { status: "active", reason: null } })
+        yield* instances.update({ agent: "shop", id: "acme" }, { status: { status: "active", reason: null, from: "paused" } })
         yield* submit(journal, newRun("run_2"))
-        yield* instances.update({ agent: "shop", id: "acme" }, { status: { status: "archived", reason: "churned" } })
+        yield* instances.update({ agent: "shop", id: "acme" }, { status: { status: "archived", reason: "churned", from: "active" } })
         const archived = yield* Effect.either(submit(journal, newRun("run_3", { conversationId: "c2" })))
         expect(Either.isLeft(archived) && archived.left._tag).toBe("InstanceClosed")
         // Its history stays.
@@ -96,7 +96,7 @@ for (const backend of backends) {
         yield* instances.install({ agent: "shop", id: "b" }, installation("crm-notes"))
         const replaced = yield* instances.install({ agent: "shop", id: "b" }, { ...installation("crm-notes"), config: { baseUrl: "https://b.test" }, secrets: "sealed" })
         expect(Option.getOrThrow(replaced)).toMatchObject({ config: { baseUrl: "https://b.test" }, secrets: "sealed" })
-        yield* instances.update({ agent: "shop", id: "a" }, { status: { status: "paused", reason: null } })
+        yield* instances.update({ agent: "shop", id: "a" }, { status: { status: "paused", reason: null, from: "active" } })
         expect((yield* instances.withInstallation("shop", "tool", "crm-notes")).map((i) => i.id)).toEqual(["b"])
         expect((yield* instances.page({ limit: 10 })).map((entry) => [entry.instance.id, entry.installations])).toEqual([["a", 1], ["b", 1], ["c", 0]])
         expect(yield* instances.uninstall({ agent: "shop", id: "b" }, "tool", "crm-notes")).toBe(true)
@@ -105,10 +105,10 @@ for (const backend of backends) {
 
         // An archived instance changes no more: no install, no uninstall, no status or context change.
         yield* instances.install({ agent: "shop", id: "c" }, installation("billing"))
-        yield* instances.update({ agent: "shop", id: "c" }, { status: { status: "archived", reason: null } })
+        yield* instances.update({ agent: "shop", id: "c" }, { status: { status: "archived", reason: null, from: "active" } })
         expect(Option.isNone(yield* instances.install({ agent: "shop", id: "c" }, installation("crm-notes")))).toBe(true)
         expect(yield* instances.uninstall({ agent: "shop", id: "c" }, "tool", "billing")).toBe(false)
-        expect(Option.isNone(yield* instances.update({ agent: "shop", id: "c" }, { status: { status: "active", reason: null } }))).toBe(true)
+        expect(Option.isNone(yield* instances.update({ agent: "shop", id: "c" }, { status: { status: "active", reason: null, from: "archived" } }))).toBe(true)
         expect(Option.map(yield* instances.get("shop", "c"), (i) => i.status)).toEqual(Option.some("archived"))
         expect((yield* instances.installations({ agent: "shop", id: "c" })).map((i) => i.capability)).toEqual(["billing"])
         // Installing touches the instance, so lists show when it last changed.
@@ -138,7 +138,7 @@ for (const backend of backends) {
         if (now === undefined) return yield* Effect.dieMessage("not installed")
         yield* instances.uninstall(ref, "tool", "crm-notes")
         expect(Either.isLeft(yield* Effect.either(instances.install(ref, installation("crm-notes"), now)))).toBe(true)
-        yield* instances.update(ref, { status: { status: "archived", reason: null } })
+        yield* instances.update(ref, { status: { status: "archived", reason: null, from: "active" } })
         expect(yield* instances.install(ref, installation("crm-notes"), now)).toEqual(Option.none())
       }))
 
