@@ -167,6 +167,13 @@ describe("the HTTP API's edges", () => {
       expect(page.status).toBe(404)
       expect(page.headers.get("content-type")).toContain("text/html")
       expect(page.text).toContain("/assets/inspector.js")
+      // A browser's own Accept gets the page; a client that weighs JSON more, or refuses HTML, gets JSON.
+      const browser = yield* http(`${server.url}/no-such-page`, { headers: { accept: "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8" } })
+      expect(browser.headers.get("content-type")).toContain("text/html")
+      for (const accept of ["text/html;q=0.5, application/json", "text/html;q=0, */*"]) {
+        const client = yield* http(`${server.url}/no-such-page`, { headers: { accept } })
+        expect([client.status, client.headers.get("content-type")]).toEqual([404, expect.stringContaining("application/json")])
+      }
       const apiPath = yield* http(`${server.url}/api/nothing-here`, { headers: { accept: "text/html" } })
       expect(apiPath.status).toBe(404)
       expect(apiPath.json).toMatchObject({ _tag: "NotFound" })

@@ -9,6 +9,7 @@ import { join } from "node:path"
 import { HttpApiBuilder, type HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { Effect } from "effect"
 import { packageLayout } from "../../packageLayout.js"
+import { prefersOverJson } from "../http/acceptWeights.js"
 
 /**
  * The inspector's pages; each serves the same shell, and the client draws the page. Agent ids hold
@@ -40,10 +41,11 @@ const machinePath = /^\/(api|v1|mcp|hooks|assets|health)(\/|$)/
 /**
  * What a path that is no route answers a browser asking for a page: the inspector, which says
  * there is no such page and keeps its navigation (a 404 all the same). Clients of the API get its
- * JSON error instead, as does anyone under a machine's path.
+ * JSON error instead (by `Accept`'s weights: a client that weighs JSON more gets JSON), as does
+ * anyone under a machine's path.
  */
 export const pageNotFound = (request: HttpServerRequest.HttpServerRequest): Effect.Effect<HttpServerResponse.HttpServerResponse> | undefined =>
-  (request.method === "GET" || request.method === "HEAD") && (request.headers.accept ?? "").includes("text/html") &&
+  (request.method === "GET" || request.method === "HEAD") && prefersOverJson(request.headers.accept, "text/html") &&
     !machinePath.test(request.url)
     ? Effect.map(shell, (html) => HttpServerResponse.text(html, { status: 404, contentType: "text/html; charset=utf-8" }))
     : undefined

@@ -8,6 +8,7 @@ import { Duration, Effect, FiberRef, Option, type Scope } from "effect"
 import { currentAccessEnds } from "../../../auth/TokenRevocations.js"
 import type { RunFollower } from "../../../events/EventLog.js"
 import type { FoundryEvent } from "../../../events/FoundryEvent.js"
+import { prefersOverJson } from "../acceptWeights.js"
 import { BadRequest } from "../api/BadRequest.js"
 import { ServerStopping } from "../ServerStopping.js"
 
@@ -39,38 +40,11 @@ export const lastEventId = (request: HttpServerRequest.HttpServerRequest): Effec
   return Effect.fail(new BadRequest({ message: `${issue.path}: ${issue.message}`, issues: [issue] }))
 }
 
-/** A weight parameter (`q=0.5`, spaces around `=` too) and its value. */
-const weightParameter = /^q\s*=\s*(.*)$/
-
 /**
- * The weights (`q`) an `Accept` header gives the media ranges it names, by range (lower case); a
- * weight that is no number counts as 1, as if none were given.
+ * Whether the request asks to be answered with server-sent events: its `Accept` weighs
+ * `text/event-stream` above 0, and no less than JSON (see `prefersOverJson`).
  */
-const weightsIn = (accept: string): ReadonlyMap<string, number> => {
-  const weights = new Map<string, number>()
-  for (const entry of accept.split(",")) {
-    const [range = "", ...parameters] = entry.split(";").map((part) => part.trim().toLowerCase())
-    const given = parameters.map((parameter) => weightParameter.exec(parameter)?.[1]).find((value) => value !== undefined)
-    const weight = given === undefined || given === "" || Number.isNaN(Number(given)) ? 1 : Number(given)
-    weights.set(range, Math.max(weights.get(range) ?? 0, weight))
-  }
-  return weights
-}
-
-/**
- * Whether the request asks to be answered with server-sent events: its `Accept` names
- * `text/event-stream` with a weight above 0, and gives JSON no higher weight, by its most specific
- * range (`application/json`, else `application/*`, else `*\/*`): a client that lists both prefers
- * the one it weighs more; at equal weights, the stream it named.
- */
-export const wantsEventStream = (request: HttpServerRequest.HttpServerRequest): boolean => {
-  const accept = request.headers.accept
-  if (accept === undefined || !accept.toLowerCase().includes("text/event-stream")) return false
-  const weights = weightsIn(accept)
-  const stream = weights.get("text/event-stream") ?? 0
-  const json = weights.get("application/json") ?? weights.get("application/*") ?? weights.get("*/*") ?? 0
-  return stream > 0 && stream >= json
-}
+export const wantsEventStream = (request: HttpServerRequest.HttpServerRequest): boolean => prefersOverJson(request.headers.accept, "text/event-stream")
 
 /** A comment frame that keeps an idle stream alive. */
 export const heartbeatFrame: Uint8Array = encoder.encode(": heartbeat\n\n")
