@@ -3,7 +3,7 @@
  * it, the children it waits for cancelled with it, a parent waiting for it woken) and a steer (a
  * cancel, then its successor in the same conversation).
  */
-import { Clock, type Context, Effect, Option } from "effect"
+import { Clock, type Context, Duration, Effect, Option } from "effect"
 import type { InstanceStorage } from "../durable/InstanceStorage.js"
 import { finalStatuses, type RunRecord } from "../durable/records.js"
 import type { Store } from "../durable/Store.js"
@@ -46,7 +46,13 @@ export const makeCancellations = (options: CancellationsOptions) => {
   const alreadyEnded = (run: RunRecord) =>
     new RunAlreadyEnded({ runId: run.id, status: run.status, message: `run "${run.id}" has already ended (${run.status})` })
 
-  const cancel: Cancel = Effect.fn("Dispatcher.cancel")(function*(runId: string, reason: string) {
+  const cancel: Cancel = (runId, reason) => cancelAfter(runId, reason, 0)
+
+  /** The cancel, after `tries` that were sent back to read the run again (its executor stored a step meanwhile). */
+  const cancelAfter = Effect.fn("Dispatcher.cancel")(function*(runId: string, reason: string, tries: number): Effect.fn.Return<
+    RunRecord,
+    RunNotFound | RunAlreadyEnded | StoreError
+  > {
     const run = yield* findRun(runId)
     if (finalStatuses.has(run.status)) return yield* alreadyEnded(run)
     yield* executions.stop(runId)
@@ -73,7 +79,11 @@ export const makeCancellations = (options: CancellationsOptions) => {
     }).pipe(Effect.as(true), Effect.catchTag("LeaseLost", () => Effect.succeed(false)))
     if (!written) {
       const now = yield* findRun(runId)
-      return finalStatuses.has(now.status) ? yield* alreadyEnded(now) : yield* cancel(runId, reason)
+      if (finalStatuses.has(now.status)) return yield* alreadyEnded(now)
+      // Read again after a pause that grows with each try (up to a tenth of a second): an executor
+      // storing steps fast does not meet a cancel that asks the store for its messages in a loop.
+      yield* Effect.sleep(Duration.millis(Math.min(100, 2 ** tries)))
+      return yield* cancelAfter(runId, reason, tries + 1)
     }
     // Asked for while the cancel was on its way: stored by the run's suspension, a step that
     // committed after the run was read above and before this one took its lease.
