@@ -76,6 +76,14 @@ describe("bearer auth on a server whose config requires tokens (loopback)", () =
       expect((yield* http(`${server.url}/api/%74okens`, { headers: bearer(read.token) })).status).toBe(403)
       // A path with an empty segment is no route: the edge refuses it before anything reads it.
       expect((yield* http(`${server.url}//api/tokens/`, { headers: bearer(read.token) })).status).toBe(404)
+      // Nor another case, nor a ";" (which the router would take for a query): no route is served
+      // under a spelling the door would judge as a path of its own.
+      for (const path of ["/API/TOKENS", "/api/Tokens", "/api/tokens;x", "/api/tokens;/x"]) {
+        const minted = yield* http(`${server.url}${path}`, { body: { scope: "admin" }, headers: bearer(run.token) })
+        expect([path, minted.status]).toEqual([path, 404])
+        expect([path, (yield* http(`${server.url}${path}`, { headers: bearer(read.token) })).status]).toEqual([path, 404])
+      }
+      expect((yield* http(`${server.url}/API/RELEASES`, { body: {}, headers: bearer(run.token) })).status).toBe(404)
       const created = yield* http(`${server.url}/api/tokens`, { body: { scope: "read", name: "dashboard" }, headers: bearer(admin.token) })
       expect(created.status).toBe(201)
       const made = created.json as { token: string; scope: string; name: string }

@@ -70,8 +70,10 @@ export const layer = (options: {
 }) =>
   serve.pipe(
     // An id in a path may be as long as its API allows (a conversation's up to 200 characters,
-    // three times that percent-encoded); the router's default refused any over 100.
-    Layer.provide(HttpRouter.setRouterConfig({ maxParamLength: 1024 })),
+    // three times that percent-encoded); the router's default refused any over 100. Paths match as
+    // written, as the door decides access by them (`routeAccess`): by its default the router served
+    // `/API/TOKENS` as `/api/tokens`, which the door took for a path needing `run`, not `admin`.
+    Layer.provide(HttpRouter.setRouterConfig({ maxParamLength: 1024, caseSensitive: true })),
     // Bodies are read at most this large (the edge answers a larger one 413 before reading it), the
     // body read again to explain a failure too: provided once to the server rather than to each
     // request, where it copied the request's whole context (25 Effect operations a request).
