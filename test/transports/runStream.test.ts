@@ -4,6 +4,7 @@
  * (`GET /api/runs/:runId/events`) sends. Read with `fetch`, frame by frame, as a client would.
  */
 import { randomUUID } from "node:crypto"
+import { request as httpRequest } from "node:http"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { describe, expect, it } from "@effect/vitest"
@@ -72,6 +73,29 @@ describe("POST /api/runs answered with the run's events", () => {
       })
       expect(followed.map((frame) => frame.id)).toEqual(events.map((frame) => frame.id))
       expect((yield* http(`${url}${location}`)).json).toMatchObject({ id: runId, status: "completed", output: "done: recorded a" })
+    }))
+
+  it.scopedLive("a body sent in chunks (no Content-Length, as a streaming client sends it) is answered with the run's events too", () =>
+    Effect.gen(function*() {
+      const { url } = yield* setup
+      const body = JSON.stringify({ agent: "worker", message: plan({ calls: [{ name: "record", arguments: { line: "b" } }] }) })
+      const answer = yield* Effect.async<{ readonly status: number; readonly text: string }>((resume) => {
+        const request = httpRequest(`${url}/api/runs`, {
+          method: "POST",
+          headers: { "content-type": "application/json", accept: "text/event-stream", "transfer-encoding": "chunked" }
+        }, (response) => {
+          let text = ""
+          response.setEncoding("utf8")
+          response.on("data", (chunk: string) => text += chunk)
+          response.on("end", () => resume(Effect.succeed({ status: response.statusCode ?? 0, text })))
+        })
+        request.on("error", (error) => resume(Effect.die(error)))
+        request.write(body.slice(0, 10))
+        request.end(body.slice(10))
+      })
+      expect(answer.status).toBe(200)
+      const types = framesOf(answer.text).flatMap((frame) => frame.id === undefined ? [] : [frame.type])
+      expect([types[0], types.at(-1)]).toEqual(["run.queued", "run.completed"])
     }))
 
   it.scopedLive("stays open while the run waits for a person, and goes on to its end once they decide", () =>

@@ -8,7 +8,8 @@
 import type { IncomingMessage } from "node:http"
 import { type HttpApp, HttpMethod, HttpServerRequest } from "@effect/platform"
 import * as NodeHttpServerRequest from "@effect/platform-node/NodeHttpServerRequest"
-import { Effect } from "effect"
+import { Effect, Option } from "effect"
+import { currentNodeResponse } from "../nodeResponse.js"
 import { pathOf, refusal } from "./refusal.js"
 
 type Read = { readonly _tag: "Body"; readonly body: Buffer } | { readonly _tag: "TooLarge" } | { readonly _tag: "Aborted" }
@@ -75,6 +76,9 @@ export const limitBody = (limit: number) => <E, R>(app: HttpApp.Default<E, R>): 
       case "Aborted":
         return refusal(pathOf(request), 400, "BadRequest", "the request body could not be read: the client stopped sending it")
       case "Body":
-        return yield* Effect.provideService(app, HttpServerRequest.HttpServerRequest, withBody(request, read.body))
+        // The request made of the body has no Node response: a handler that writes its own answer finds the original's.
+        return yield* Effect.provideService(app, HttpServerRequest.HttpServerRequest, withBody(request, read.body)).pipe(
+          Effect.locally(currentNodeResponse, Option.some(NodeHttpServerRequest.toServerResponse(request)))
+        )
     }
   })

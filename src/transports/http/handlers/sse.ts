@@ -3,13 +3,13 @@
  * and a run's followed events as a response.
  */
 import { HttpApp, HttpServerRequest, HttpServerResponse } from "@effect/platform"
-import * as NodeHttpServerRequest from "@effect/platform-node/NodeHttpServerRequest"
 import { Duration, Effect, FiberRef, Option, type Scope } from "effect"
 import { currentAccessEnds } from "../../../auth/TokenRevocations.js"
 import type { RunFollower } from "../../../events/EventLog.js"
 import type { FoundryEvent } from "../../../events/FoundryEvent.js"
 import { prefersOverJson } from "../acceptWeights.js"
 import { BadRequest } from "../api/BadRequest.js"
+import { nodeResponseOf } from "../nodeResponse.js"
 import { ServerStopping } from "../ServerStopping.js"
 
 const encoder = new TextEncoder()
@@ -79,7 +79,7 @@ export const sseResponse = <E>(
     // add headers: a failure there is a defect).
     const preResponse = yield* FiberRef.get(HttpApp.currentPreResponseHandlers)
     const head = Option.isSome(preResponse) ? yield* Effect.orDie(preResponse.value(request, ownHead)) : ownHead
-    const response = NodeHttpServerRequest.toServerResponse(request)
+    const response = yield* nodeResponseOf(request)
     const stopping = yield* ServerStopping
     const accessEnds = yield* FiberRef.get(currentAccessEnds)
     yield* Effect.async<void>((resume) => {
