@@ -98,11 +98,16 @@ export const chatTurn = (body: ChatCompletionRequest, header: string | undefined
 const historyOf = (messages: ReadonlyArray<RequestMessage>): ReadonlyArray<ChatMessage> => {
   const toolNames = new Map<string, string>()
   const used = new Set<string>()
+  // Where the search for a free suffix of each id goes on from: many calls of one id (a request may
+  // hold thousands) each cost one step, not one for every suffix taken before.
+  const nextSuffix = new Map<string, number>()
   // The ids of the last assistant message's calls, as the client sent them, to the ids they get.
   let renamed = new Map<string, string>()
   const idOf = (id: string): string => {
     let own = id
-    for (let n = 2; used.has(own); n++) own = `${id}~${n}`
+    let n = nextSuffix.get(id) ?? 2
+    while (used.has(own)) own = `${id}~${n++}`
+    nextSuffix.set(id, n)
     used.add(own)
     return own
   }
