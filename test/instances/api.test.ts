@@ -379,16 +379,23 @@ describe("the instances API", () => {
     }))
 })
 
+/** A server on a fresh PostgreSQL database with instance "acme" of agent "desk" (with `installations`), and a client of the database. */
+const acmeOnPostgres = (installations: ReadonlyArray<unknown> = []) =>
+  Effect.gen(function*() {
+    const url = yield* freshDatabase
+    const server = yield* startServerOnItsStore(yield* instancesProject(`import { defineConfig } from "foundry"
+export default defineConfig({ store: { postgres: ${JSON.stringify(url)} } })
+`), plannedModel)
+    const api = `${server}/api/instances`
+    expect((yield* http(api, { body: { agent: "desk", id: "acme", context: { company: "Acme" }, installations } })).status).toBe(201)
+    return { api, server, sql: yield* connect(url) }
+  })
+
 describe.skipIf(skipPostgres)("the instances API on PostgreSQL", () => {
   it.scopedLive("two archives of one instance at once: both answer archived, one instance.archived with the reason that stuck", () =>
     Effect.gen(function*() {
       // On PostgreSQL, where both read the instance before either writes.
-      const url = yield* freshDatabase
-      const server = yield* startServerOnItsStore(yield* instancesProject(`import { defineConfig } from "foundry"
-export default defineConfig({ store: { postgres: ${JSON.stringify(url)} } })
-`), plannedModel)
-      const api = `${server}/api/instances`
-      expect((yield* http(api, { body: { agent: "desk", id: "acme", context: { company: "Acme" } } })).status).toBe(201)
+      const { api, server } = yield* acmeOnPostgres()
       const answers = yield* Effect.all(
         ["moved away", "contract ended"].map((reason) => http(`${api}/acme?agent=desk&reason=${encodeURIComponent(reason)}`, { method: "DELETE" })),
         { concurrency: "unbounded" }
@@ -401,23 +408,14 @@ export default defineConfig({ store: { postgres: ${JSON.stringify(url)} } })
 
   it.scopedLive("two pauses of one instance at once, both read while it was active: both answer paused, one instance.paused", () =>
     Effect.gen(function*() {
-      const url = yield* freshDatabase
-      const server = yield* startServerOnItsStore(yield* instancesProject(`import { defineConfig } from "foundry"
-export default defineConfig({ store: { postgres: ${JSON.stringify(url)} } })
-`), plannedModel)
-      const api = `${server}/api/instances`
-      expect((yield* http(api, { body: { agent: "desk", id: "acme", context: { company: "Acme" } } })).status).toBe(201)
-      const sql = yield* connect(url)
+      const { api, server, sql } = yield* acmeOnPostgres()
       // Both read the instance active, then wait to write it.
       const release = yield* holdLocks(sql, sql`SELECT id FROM foundry_instances WHERE agent = 'desk' AND id = 'acme' FOR UPDATE`)
       const pausing = yield* Effect.fork(Effect.all(
         ["invoice overdue", "moving offices"].map((reason) => http(`${api}/acme?agent=desk`, { method: "PATCH", body: { paused: true, reason } })),
         { concurrency: "unbounded" }
       ))
-      yield* until("both pauses wait", Effect.map(
-        sql<{ readonly waiting: number }>`SELECT COUNT(*)::int AS waiting FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`,
-        (rows) => (rows[0]?.waiting ?? 0) >= 2
-      ))
+      yield* until("both pauses wait", someoneWaitsForALock(sql, "%", 2))
       yield* release
       expect((yield* Fiber.join(pausing)).map((answer) => [answer.status, field(answer.json, "status")])).toEqual([[200, "paused"], [200, "paused"]])
       const stuck = field((yield* http(`${api}/acme?agent=desk`)).json, "statusReason")
@@ -427,14 +425,8 @@ export default defineConfig({ store: { postgres: ${JSON.stringify(url)} } })
 
   it.scopedLive("a secret rotated while a change made from an earlier read waits to be written: the change keeps the rotated secret", () =>
     Effect.gen(function*() {
-      const url = yield* freshDatabase
-      const server = yield* startServerOnItsStore(yield* instancesProject(`import { defineConfig } from "foundry"
-export default defineConfig({ store: { postgres: ${JSON.stringify(url)} } })
-`), plannedModel)
-      const api = `${server}/api/instances`
       const crm = (config: Record<string, string>) => ({ kind: "tool", id: "crm-notes", config })
-      expect((yield* http(api, { body: { agent: "desk", id: "acme", context: { company: "Acme" }, installations: [crm({ baseUrl: "https://crm.acme.test", apiKey: "key-one" })] } })).status).toBe(201)
-      const sql = yield* connect(url)
+      const { api, sql } = yield* acmeOnPostgres([crm({ baseUrl: "https://crm.acme.test", apiKey: "key-one" })])
       const sealed = Effect.map(sql<{ readonly secrets: string; readonly config: string }>`SELECT secrets, config FROM foundry_installations WHERE instance_id = 'acme'`, (rows) => rows[0])
       const first = yield* sealed
       // A's change (a new context, and the CRM's address with its key kept) reads the installation,

@@ -42,14 +42,15 @@ export const holdLocks = <E>(sql: PgClient.PgClient, statement: Effect.Effect<un
   })
 
 /**
- * Whether a session on `sql`'s database waits for a lock (a statement that a test holds back by
- * holding one), in a statement whose text is like `statement` (SQL `LIKE`) when given.
+ * Whether a session on `sql`'s database (`atLeast` sessions) waits for a lock (a statement that a
+ * test holds back by holding one), in a statement whose text is like `statement` (SQL `LIKE`) when
+ * given.
  */
-export const someoneWaitsForALock = (sql: PgClient.PgClient, statement = "%") =>
+export const someoneWaitsForALock = (sql: PgClient.PgClient, statement = "%", atLeast = 1) =>
   Effect.map(
     sql<{ readonly waiting: number }>`SELECT COUNT(*)::int AS waiting FROM pg_stat_activity
       WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE ${statement}`,
-    (rows) => (rows[0]?.waiting ?? 0) >= 1
+    (rows) => (rows[0]?.waiting ?? 0) >= atLeast
   )
 
 /** Why the server cannot be used, or `undefined` when it answers. */
