@@ -2,7 +2,7 @@
  * The event log: every step is an event, stored durably (text deltas excepted) and fanned out
  * live, so an SSE client can replay a run's history and then follow it as it happens.
  */
-import { Chunk, Clock, Context, Duration, Effect, Layer, Option, PubSub, Queue, Schedule, Scope, Stream } from "effect"
+import { Chunk, Clock, Context, Duration, Effect, Layer, Option, Schedule, Scope, Stream } from "effect"
 import { Database } from "../durable/Database.js"
 import { newId } from "../durable/ids.js"
 import { finalStatuses } from "../durable/records.js"
@@ -13,7 +13,7 @@ import { heldInScope } from "./heldInScope.js"
 import { type AnyEvent, ephemeralTypes, type FoundryEvent, withEnvelope } from "./FoundryEvent.js"
 import { makeFeedOrder } from "./feedOrder.js"
 import { announceEvery, type Followed, type LiveRelay, makeLiveRelay } from "./liveRelay.js"
-import { makeRunInbox, type RunInbox } from "./runInbox.js"
+import { type EventInbox, makeEventInbox } from "./eventInbox.js"
 import { makeStoreTail, type StoreTail } from "./storeTail.js"
 import { type RunFollower, runFollower } from "./runFollower.js"
 
@@ -87,11 +87,12 @@ export const layer = (options: EventLogOptions = {}) => Layer.scoped(
     const store = yield* Store
     const storage = yield* EventStorage
     const database = yield* Database
-    const hub = yield* Effect.acquireRelease(PubSub.unbounded<FoundryEvent>(), PubSub.shutdown)
     const currentRelease = options.release ?? Effect.succeed("dev")
     // A run's followers (its SSE stream, `foundry run`) get its events in an inbox of their
     // own, so that an event is handed to the few that want it, not filtered by every stream.
-    const runFollowers = new Map<string, Set<RunInbox>>()
+    const runFollowers = new Map<string, Set<EventInbox>>()
+    // The feed's followers, each with its filter: an inbox holds only what its follower takes.
+    const feedFollowers = new Set<{ readonly filter: EventFilter; readonly inbox: EventInbox }>()
 
     const stamp = (
       drafts: ReadonlyArray<EventDraft>,
@@ -122,9 +123,10 @@ export const layer = (options: EventLogOptions = {}) => Layer.scoped(
       if (feedSubscribers === 0) return
       for (const event of events) {
         if (deltaSubscribers === 0 && ephemeralTypes.has(event.type) && !conversationDeltas.has(event.conversationId)) continue
-        hub.unsafeOffer(event)
+        for (const follower of feedFollowers) if (matchesFilter(follower.filter, event)) follower.inbox.put(event)
         if (relay !== undefined) tail?.arrivals.fed(event)
       }
+      for (const follower of feedFollowers) follower.inbox.wake()
     }
     const feedOrder = makeFeedOrder({
       subscribed: () => feedSubscribers > 0,
@@ -169,10 +171,10 @@ export const layer = (options: EventLogOptions = {}) => Layer.scoped(
       })
 
     /** An inbox of the run's live events, for as long as the scope is open. */
-    const openInbox = (runId: string): Effect.Effect<RunInbox, never, Scope.Scope> =>
+    const openInbox = (runId: string): Effect.Effect<EventInbox, never, Scope.Scope> =>
       heldInScope(
         () => {
-          const inbox = makeRunInbox()
+          const inbox = makeEventInbox()
           const inboxes = runFollowers.get(runId) ?? new Set()
           // Followed here from now: the process executing it sends its text deltas from its next one.
           if (inboxes.size === 0) relay?.announce({ runs: [runId], conversations: [], all: false })
@@ -189,45 +191,44 @@ export const layer = (options: EventLogOptions = {}) => Layer.scoped(
       )
 
     /**
-     * Live events for `filter`, as the effect that takes those published since it last took (at
-     * least one): a run's own inbox when it follows one run, else the whole feed.
+     * An inbox of the live events for `filter`, for as long as the scope is open: a run's own when
+     * it follows one run, else one of the feed's.
      */
-    const subscribe = (filter: EventFilter): Effect.Effect<Effect.Effect<Iterable<FoundryEvent>>, never, Scope.Scope> => {
+    const subscribe = (filter: EventFilter): Effect.Effect<EventInbox, never, Scope.Scope> => {
       const runId = filter.runId
-      if (runId === undefined) {
-        // The conversation whose deltas it takes (all: every run's); none for a follower of one other type.
-        const deltasOf = filter.deltas === false || (filter.type !== undefined && ![...ephemeralTypes].some((type) => type === filter.type)) ||
-            (filter.deltasOf !== undefined && filter.conversationId !== undefined && filter.deltasOf !== filter.conversationId)
-          ? undefined
-          : filter.deltasOf ?? filter.conversationId ?? all
-        return Effect.zipRight(
-          heldInScope(() => {
-            feedSubscribers++
-            if (deltasOf === all) {
-              if (deltaSubscribers++ === 0) relay?.announce({ runs: [], conversations: [], all: true })
-            } else if (deltasOf !== undefined) {
-              const others = conversationDeltas.get(deltasOf) ?? 0
-              conversationDeltas.set(deltasOf, others + 1)
-              if (others === 0) relay?.announce({ runs: [], conversations: [deltasOf], all: false })
-            }
-          }, () => {
-            feedSubscribers--
-            if (deltasOf === all) {
-              deltaSubscribers--
-            } else if (deltasOf !== undefined) {
-              const left = (conversationDeltas.get(deltasOf) ?? 1) - 1
-              if (left === 0) conversationDeltas.delete(deltasOf)
-              else conversationDeltas.set(deltasOf, left)
-            }
-          }),
-          Effect.map(PubSub.subscribe(hub), (queue) => Queue.takeBetween(queue, 1, Number.POSITIVE_INFINITY))
-        )
-      }
-      return Effect.map(openInbox(runId), (inbox) =>
-        Effect.async<Iterable<FoundryEvent>>((resume) => {
-          inbox.takeWith((taken) => resume(Effect.succeed(taken)))
-          return Effect.sync(inbox.withdraw)
-        }))
+      if (runId !== undefined) return openInbox(runId)
+      // The conversation whose deltas it takes (all: every run's); none for a follower of one other type.
+      const deltasOf = filter.deltas === false || (filter.type !== undefined && ![...ephemeralTypes].some((type) => type === filter.type)) ||
+          (filter.deltasOf !== undefined && filter.conversationId !== undefined && filter.deltasOf !== filter.conversationId)
+        ? undefined
+        : filter.deltasOf ?? filter.conversationId ?? all
+      return Effect.map(
+        heldInScope(() => {
+          const follower = { filter, inbox: makeEventInbox() }
+          feedFollowers.add(follower)
+          feedSubscribers++
+          if (deltasOf === all) {
+            if (deltaSubscribers++ === 0) relay?.announce({ runs: [], conversations: [], all: true })
+          } else if (deltasOf !== undefined) {
+            const others = conversationDeltas.get(deltasOf) ?? 0
+            conversationDeltas.set(deltasOf, others + 1)
+            if (others === 0) relay?.announce({ runs: [], conversations: [deltasOf], all: false })
+          }
+          return follower
+        }, (follower) => {
+          feedFollowers.delete(follower)
+          follower.inbox.close()
+          feedSubscribers--
+          if (deltasOf === all) {
+            deltaSubscribers--
+          } else if (deltasOf !== undefined) {
+            const left = (conversationDeltas.get(deltasOf) ?? 1) - 1
+            if (left === 0) conversationDeltas.delete(deltasOf)
+            else conversationDeltas.set(deltasOf, left)
+          }
+        }),
+        (follower) => follower.inbox
+      )
     }
 
     /** Cross-process, counts a follower for as long as the scope is open, and starts the tail. */
@@ -267,29 +268,39 @@ export const layer = (options: EventLogOptions = {}) => Layer.scoped(
     const emitLive = (drafts: ReadonlyArray<EventDraft>) => Effect.flatMap(stamp(drafts), publishLive)
 
     /**
-     * Stored events matching `filter` after `after`, then live ones: subscribed first, so none falls
-     * between. One stage, as every follower of the feed pays it per chunk.
+     * Stored events matching `filter` after `after`, page by page as they are taken, then live ones:
+     * subscribed first, so none falls between. Ends when the follower falls behind (its inbox
+     * overflowed while it took nothing): its client reads on from the store. One stage, as every
+     * follower of the feed pays it per chunk.
      */
     const follow = (filter: EventFilter, after: number): Stream.Stream<FoundryEvent, StoreError> =>
       Stream.unwrapScoped(Effect.gen(function*() {
-        const takeLive = yield* subscribe(filter)
+        const inbox = yield* subscribe(filter)
         yield* following
-        let stored: ReadonlyArray<FoundryEvent> | undefined = yield* storedAfter(filter, after)
-        // A relayed event placed before what this follower read comes too late for it.
-        if (relay !== undefined) for (const event of stored) tail?.arrivals.fed(event)
-        const lastSeq = stored[stored.length - 1]?.seq ?? after
-        const nextLive: Effect.Effect<Chunk.Chunk<FoundryEvent>> = Effect.flatMap(takeLive, (taken) => {
-          const fresh: Array<FoundryEvent> = []
-          for (const event of taken) {
-            if (matchesFilter(filter, event) && (event.seq === 0 || event.seq > lastSeq)) fresh.push(event)
+        // The last event handed on: a page reads after it, and a live one at or before it came in a page.
+        let cursor = after
+        let reading = true
+        const nextLive: Effect.Effect<Chunk.Chunk<FoundryEvent>, Option.Option<never>> = Effect.flatMap(
+          Effect.async<ReadonlyArray<FoundryEvent>, Option.Option<never>>((resume) => {
+            inbox.takeWith((taken) => resume(taken === undefined ? Effect.fail(Option.none()) : Effect.succeed(taken)))
+            return Effect.sync(inbox.withdraw)
+          }),
+          (taken) => {
+            const fresh = taken.filter((event) => event.seq === 0 || event.seq > cursor)
+            return fresh.length === 0 ? nextLive : Effect.succeed(Chunk.unsafeFromArray(fresh))
           }
-          return fresh.length === 0 ? nextLive : Effect.succeed(Chunk.unsafeFromArray(fresh))
-        })
-        return Stream.repeatEffectChunk(Effect.suspend(() => {
-          const first = stored
-          stored = undefined
-          return first !== undefined && first.length > 0 ? Effect.succeed(Chunk.unsafeFromArray(first)) : nextLive
-        }))
+        )
+        const nextPage: Effect.Effect<Chunk.Chunk<FoundryEvent>, Option.Option<StoreError>> = Effect.flatMap(
+          Effect.suspend(() => Effect.mapError(storage.list({ ...filter, after: cursor, limit: pageSize }), Option.some)),
+          (page) => {
+            reading = page.length === pageSize
+            cursor = page[page.length - 1]?.seq ?? cursor
+            // A relayed event placed before what this follower read comes too late for it.
+            if (relay !== undefined) for (const event of page) tail?.arrivals.fed(event)
+            return page.length > 0 ? Effect.succeed(Chunk.unsafeFromArray(page)) : nextLive
+          }
+        )
+        return Stream.repeatEffectChunkOption(Effect.suspend(() => reading ? nextPage : nextLive))
       }))
 
     const followRun = (runId: string, after = 0): Effect.Effect<Option.Option<RunFollower>, StoreError, Scope.Scope> =>
