@@ -88,6 +88,16 @@ export default defineConfig({ store: { postgres: ${JSON.stringify(database.url)}
         expect(response.text).not.toMatch(/select|insert|database|foundry_503|postgres|\bat .*\.[jt]s:\d+/i)
       }
 
+      // MCP clients are told the store is unavailable in the same words, and no more of it either.
+      for (const call of [
+        { jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "echo", arguments: { message: "hello" } } },
+        { jsonrpc: "2.0", id: 2, method: "resources/list", params: {} }
+      ]) {
+        const answered = yield* http(`${server.url}/mcp`, { body: call, headers: { accept: "application/json, text/event-stream" } })
+        expect(answered.text).toContain("he store is unavailable; try again")
+        expect(answered.text).not.toMatch(/select|insert|database|foundry_503|postgres|\bat .*\.[jt]s:\d+/i)
+      }
+
       // A request the endpoint refuses is still the client's problem, not the store's.
       const malformed = yield* http(`${server.url}/api/runs`, { body: { agent: "echo" } })
       expect(malformed.status).toBe(400)

@@ -16,6 +16,7 @@ import type { RunRecord } from "../../durable/records.js"
 import type { Store } from "../../durable/Store.js"
 import type { EventLog } from "../../events/EventLog.js"
 import type { FoundryEvent } from "../../events/FoundryEvent.js"
+import { logStoreError } from "../http/handlers/storeUnavailable.js"
 import { followRun, type RunOutcome } from "./followRun.js"
 import { toolNamesOf } from "./toolNames.js"
 
@@ -192,7 +193,8 @@ export const layer = Layer.effect(
           AgentNotFound: (error) => Effect.succeed(failure(error.message)),
           ConversationNotFound: (error) => Effect.succeed(failure(error.message)),
           InstanceUnavailable: (error) => Effect.succeed(failure(error.message)),
-          StoreError: (error) => Effect.succeed(failure(`The store is unavailable (${error.message}); try again.`))
+          // What the store said stays in the server's log: it can hold SQL, for the operator only.
+          StoreError: (error) => Effect.as(logStoreError(error), failure("The store is unavailable; try again."))
         }),
         Effect.provide(context)
       )

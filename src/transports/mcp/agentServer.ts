@@ -18,6 +18,8 @@ import {
 } from "@modelcontextprotocol/sdk/types.js"
 import { Cause, Data, Effect, Exit, Runtime } from "effect"
 import packageJson from "../../../package.json" with { type: "json" }
+import type { StoreError } from "../../durable/StoreError.js"
+import { logStoreError } from "../http/handlers/storeUnavailable.js"
 import { AgentTools, type ProgressReporter } from "./AgentTools.js"
 import { ConversationResources } from "./ConversationResources.js"
 
@@ -35,6 +37,10 @@ class RpcError extends Data.TaggedError("RpcError")<{ readonly code: number; rea
 
 /** The MCP code for a resource that does not exist. */
 const resourceNotFound = -32002
+
+/** A store failure, told the client in the same words every time: what the store said (it can hold SQL) goes to the log. */
+const storeUnavailable = (error: StoreError) =>
+  Effect.zipRight(logStoreError(error), Effect.fail(new RpcError({ code: ErrorCode.InternalError, message: "the store is unavailable; try again" })))
 
 const instructions = "Each tool is one of Foundry's agents: a call sends it one message and answers with its reply and the id " +
   "of the conversation; pass that id as `conversation` to continue the conversation. Conversations' transcripts are " +
@@ -88,7 +94,7 @@ export const makeAgentServer = (runtime: Runtime.Runtime<AgentServerServices>): 
     run(
       Effect.flatMap(ConversationResources, (resources) => resources.list).pipe(
         Effect.map((resources) => ({ resources: [...resources] })),
-        Effect.catchTag("StoreError", (error) => Effect.fail(new RpcError({ code: ErrorCode.InternalError, message: `the store is unavailable: ${error.message}` })))
+        Effect.catchTag("StoreError", storeUnavailable)
       ),
       extra.signal
     ))
@@ -101,7 +107,7 @@ export const makeAgentServer = (runtime: Runtime.Runtime<AgentServerServices>): 
       Effect.flatMap(ConversationResources, (resources) => resources.read(request.params.uri)).pipe(
         Effect.catchTags({
           ResourceNotFound: (error) => Effect.fail(new RpcError({ code: resourceNotFound, message: error.message, data: { uri: error.uri } })),
-          StoreError: (error) => Effect.fail(new RpcError({ code: ErrorCode.InternalError, message: `the store is unavailable: ${error.message}` }))
+          StoreError: storeUnavailable
         })
       ),
       extra.signal
