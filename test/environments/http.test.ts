@@ -86,6 +86,8 @@ describe("the artifact endpoints", () => {
       expect(got.headers.get("content-type")).toBe(xlsxType)
       expect(got.headers.get("content-disposition")).toBe(`attachment; filename="revenue.xlsx"`)
       expect(got.headers.get("x-content-type-options")).toBe("nosniff")
+      // An agent's file runs nothing in the server's origin: its own policy, not the inspector's.
+      expect(got.headers.get("content-security-policy")).toBe("default-src 'none'; style-src 'unsafe-inline'; sandbox")
       const image = yield* download(`${server.url}${chart.url}`)
       expect([...image.bytes]).toEqual([...png])
       expect(image.headers.get("content-type")).toBe("image/png")

@@ -12,7 +12,7 @@ import { isAllowedHost } from "./hostPolicy.js"
 import { decideOrigin } from "./originPolicy.js"
 import { pathOf, refusal } from "./refusal.js"
 import { refuseUnreadable } from "./requestShape.js"
-import { addToResponse, securityHeaders } from "./securityHeaders.js"
+import { addToResponse, addUnlessSet, securityHeaders } from "./securityHeaders.js"
 
 /** How long a browser may keep a preflight's answer. */
 const preflightMaxAgeSeconds = 600
@@ -42,7 +42,7 @@ export const edge = (options: { readonly bodyLimit: number; readonly host: strin
     return <E, R>(app: HttpApp.Default<E, R>): HttpApp.Default<E, R> => {
       const inner = limited(app)
       return Effect.gen(function*() {
-        yield* addToResponse(securityHeaders)
+        yield* addUnlessSet(securityHeaders)
         const request = yield* HttpServerRequest.HttpServerRequest
         const host = request.headers.host
         // The names of the config the server started with: whether it needs tokens was decided by them.

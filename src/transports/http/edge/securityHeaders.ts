@@ -33,3 +33,11 @@ export const securityHeaders: Readonly<Record<string, string>> = {
 /** Adds `headers` to the response of the current request, whatever produces it. */
 export const addToResponse = (headers: Readonly<Record<string, string>>) =>
   HttpApp.appendPreResponseHandler((_request, response) => Effect.succeed(HttpServerResponse.setHeaders(response, headers)))
+
+/**
+ * Adds those of `headers` the response of the current request does not set itself: a response
+ * with a stricter policy of its own (an agent's file, downloaded: `sandbox`) keeps it.
+ */
+export const addUnlessSet = (headers: Readonly<Record<string, string>>) =>
+  HttpApp.appendPreResponseHandler((_request, response) =>
+    Effect.succeed(HttpServerResponse.setHeaders(response, Object.fromEntries(Object.entries(headers).filter(([name]) => response.headers[name] === undefined)))))
