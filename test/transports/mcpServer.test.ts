@@ -550,4 +550,25 @@ describe("MCP sessions", () => {
       const refused = yield* sessions.handle(initialize(), initializeBody(7))
       expect(refused.status).toBe(503)
     }))
+
+  it.scopedLive("initializes at the same moment open no more sessions than allowed: those past it are refused", () =>
+    Effect.gen(function*() {
+      const sessions = yield* McpSessions.make({
+        newServer: () => new Server({ name: "test", version: "1" }, { capabilities: {} }),
+        sessionIdle: "1 minute",
+        maxSessions: 2,
+        checkEvery: "1 minute",
+        keepAlive: "15 seconds",
+        onCheck: () => Effect.void
+      })
+      const answers = yield* Effect.forEach(
+        Array.from({ length: 6 }, (_, index) => index),
+        (index) => sessions.handle(initialize(), initializeBody(index)),
+        { concurrency: "unbounded" }
+      )
+      const opened = answers.flatMap((answer) => answer.status === 200 ? [answer.headers["mcp-session-id"] ?? ""] : [])
+      expect(answers.map((answer) => answer.status).filter((status) => status !== 200)).toEqual([503, 503, 503, 503])
+      // Each one answered is a session that is open.
+      for (const sessionId of opened) expect((yield* sessions.handle(listTools(sessionId), { jsonrpc: "2.0", id: 9, method: "tools/list" })).status).toBe(200)
+    }))
 })

@@ -121,9 +121,12 @@ export const make = (options: McpSessionsOptions): Effect.Effect<McpSessions, ne
         return { server, transport }
       })
 
+    // Sessions being opened: counted against the most allowed from the check on, as a new session
+    // is in the map only once its initialize has been answered (many at once all passed the check).
+    let opening = 0
     const open = (request: Request, body: InitializeRequest) =>
       Effect.gen(function*() {
-        if (sessions.size >= options.maxSessions) {
+        if (sessions.size + opening >= options.maxSessions) {
           // Full: the session idle the longest makes room (sessions that were opened and left, by a
           // client gone or by anyone opening many, must not lock every MCP host out); only when
           // each has a request or stream open is the new one refused.
@@ -133,17 +136,30 @@ export const make = (options: McpSessionsOptions): Effect.Effect<McpSessions, ne
           }
           yield* close(idlest.server)
         }
-        const { server, transport } = yield* connect(randomUUID)
-        const response = yield* Effect.promise(() => transport.handleRequest(request, { parsedBody: body }))
-        const sessionId = transport.sessionId
-        if (sessionId === undefined) {
-          yield* close(server)
-          return yield* toHttpResponse(response, Effect.void)
+        opening++
+        let counted = true
+        const uncount = () => {
+          if (counted) opening--
+          counted = false
         }
-        const session: Session = { server, transport, protocolVersion: agreedVersion(body), lastActive: yield* Clock.currentTimeMillis, open: 1 }
-        sessions.set(sessionId, session)
-        yield* Queue.offer(firstOpened, undefined)
-        return yield* toHttpResponse(response, settled(session))
+        return yield* Effect.ensuring(
+          Effect.gen(function*() {
+            const { server, transport } = yield* connect(randomUUID)
+            const response = yield* Effect.promise(() => transport.handleRequest(request, { parsedBody: body }))
+            const sessionId = transport.sessionId
+            if (sessionId === undefined) {
+              yield* close(server)
+              return yield* toHttpResponse(response, Effect.void)
+            }
+            const session: Session = { server, transport, protocolVersion: agreedVersion(body), lastActive: yield* Clock.currentTimeMillis, open: 1 }
+            // In the map as it stops being counted as opening, in one step.
+            sessions.set(sessionId, session)
+            uncount()
+            yield* Queue.offer(firstOpened, undefined)
+            return yield* toHttpResponse(response, settled(session))
+          }),
+          Effect.sync(uncount)
+        )
       })
 
     /** Marks a request of `session` answered. */
