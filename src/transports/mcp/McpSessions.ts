@@ -174,7 +174,11 @@ export const make = (options: McpSessionsOptions): Effect.Effect<McpSessions, ne
       Effect.gen(function*() {
         session.open++
         session.lastActive = yield* Clock.currentTimeMillis
-        const response = yield* Effect.promise(() => session.transport.handleRequest(request, { parsedBody: body }))
+        // A transport that fails the request has no response to end it: it is settled here, or the
+        // session would count a request open for good, never idle and never made room for.
+        const response = yield* Effect.promise(() => session.transport.handleRequest(request, { parsedBody: body })).pipe(
+          Effect.onError(() => settled(session))
+        )
         return yield* toHttpResponse(response, settled(session), answered)
       })
 
