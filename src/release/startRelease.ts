@@ -71,10 +71,11 @@ const chooseRelease = <E, R>(options: StartOptions<E, R>, release: ReturnType<ty
           `To go back to ${first.release}, run \`foundry rollback ${first.release}\``
       )
     }
-    if (!options.given || superseded || Option.contains(stored, first.release)) {
-      return { id: Option.getOrElse(stored, () => first.release), fromStore: true }
-    }
+    if (!options.given || superseded) return { id: Option.getOrElse(stored, () => first.release), fromStore: true }
+    // The folder given is served: checked against its id even when the store has that release
+    // current already (a folder changed since its build must not be served under the id).
     const { files, manifest, text } = yield* release
+    if (Option.contains(stored, first.release)) return { id: first.release, fromStore: true }
     const before = Option.isNone(stored)
       ? undefined
       : yield* options.folderOf(stored.value).pipe(Effect.flatMap(storedDigests), Effect.orElseSucceed(() => undefined))
