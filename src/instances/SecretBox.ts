@@ -21,13 +21,20 @@ export class SecretBox extends Context.Tag("foundry/SecretBox")<SecretBox, {
 
 const version = "v1"
 
+/** The lengths of a sealed value's nonce and authentication tag, in bytes. */
+const nonceBytes = 12
+const tagBytes = 16
+
+/** The least key material taken from `.foundry/secret.key`: a generated key is 44 characters. */
+const leastKeyFileLength = 32
+
 /** A box over 32 bytes derived from `material`. */
 export const make = (material: Redacted.Redacted<string>): SecretBox["Type"] => {
   const key = Buffer.from(hkdfSync("sha256", Redacted.value(material), "foundry", "installation secrets", 32))
   return SecretBox.of({
     seal: (plaintext) => {
-      const iv = randomBytes(12)
-      const cipher = createCipheriv("aes-256-gcm", key, iv)
+      const iv = randomBytes(nonceBytes)
+      const cipher = createCipheriv("aes-256-gcm", key, iv, { authTagLength: tagBytes })
       const body = Buffer.concat([cipher.update(plaintext, "utf8"), cipher.final()])
       return [version, iv.toString("base64"), cipher.getAuthTag().toString("base64"), body.toString("base64")].join(".")
     },
@@ -36,8 +43,13 @@ export const make = (material: Redacted.Redacted<string>): SecretBox["Type"] => 
         try: () => {
           const [tag, iv, auth, body] = sealed.split(".")
           if (tag !== version || iv === undefined || auth === undefined || body === undefined) throw new Error("not a sealed value")
-          const decipher = createDecipheriv("aes-256-gcm", key, Buffer.from(iv, "base64"))
-          decipher.setAuthTag(Buffer.from(auth, "base64"))
+          const nonce = Buffer.from(iv, "base64")
+          const authTag = Buffer.from(auth, "base64")
+          // As sealed, whole: GCM would take a tag cut short (down to 4 bytes), which a writer to the
+          // store could forge far more easily than the 16 bytes every sealed value carries.
+          if (nonce.length !== nonceBytes || authTag.length !== tagBytes) throw new Error("not a sealed value")
+          const decipher = createDecipheriv("aes-256-gcm", key, nonce, { authTagLength: tagBytes })
+          decipher.setAuthTag(authTag)
           return Buffer.concat([decipher.update(Buffer.from(body, "base64")), decipher.final()]).toString("utf8")
         },
         catch: () =>
@@ -69,7 +81,15 @@ const keyFileOf = (root: string): Redacted.Redacted<string> => {
       unlinkSync(draft)
     }
   }
-  return Redacted.make(readFileSync(file, "utf8").trim())
+  const material = readFileSync(file, "utf8").trim()
+  // An empty or cut file would seal with a key anyone can derive.
+  if (material.length < leastKeyFileLength) {
+    throw new Error(
+      `${file} holds ${material.length === 0 ? "no key" : "too short a key"}: set FOUNDRY_SECRET_KEY to the key the store's secrets were sealed with, ` +
+        "or delete the file to have a new one made (installations with secrets must then be installed again)"
+    )
+  }
+  return Redacted.make(material)
 }
 
 /**
@@ -92,8 +112,8 @@ export const layer = (root: string, options: { readonly shared?: boolean } = {})
             "every process that shares this store must use the same key, so set FOUNDRY_SECRET_KEY on each"
         )
       }
-      const generated = yield* Effect.try(() => keyFileOf(root)).pipe(
-        Effect.orDieWith((cause) => new Error(`could not make .foundry/secret.key in ${root} (${String(cause)}): set FOUNDRY_SECRET_KEY instead`))
+      const generated = yield* Effect.try({ try: () => keyFileOf(root), catch: (error) => error instanceof Error ? error.message : String(error) }).pipe(
+        Effect.orDieWith((cause) => new Error(`could not use .foundry/secret.key in ${root} (${cause}): set FOUNDRY_SECRET_KEY instead`))
       )
       return make(generated)
     })

@@ -3,11 +3,11 @@
  * secret, stored as "<redacted>" with its value sealed apart (AES-256-GCM), and opened only with
  * the key that sealed it.
  */
-import { mkdtempSync, readFileSync, statSync } from "node:fs"
+import { mkdtempSync, readFileSync, statSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { describe, expect, it } from "@effect/vitest"
-import { ConfigProvider, Effect, Either, Layer, Redacted, Schema } from "effect"
+import { Cause, ConfigProvider, Effect, Either, Exit, Layer, Redacted, Schema } from "effect"
 import { openConfig, redactedMark, sealSecrets, splitConfig } from "../../src/instances/installationConfig.js"
 import * as SecretBox from "../../src/instances/SecretBox.js"
 
@@ -96,6 +96,10 @@ describe("installation configs", () => {
       const tampered = sealed === null ? null : `${sealed.slice(0, -4)}AAAA`
       const altered = yield* Effect.either(openConfig(box, CrmConfig, { config: split.right.config, secrets: tampered }))
       expect(Either.isLeft(altered)).toBe(true)
+      // A tag cut short is refused, though GCM would check the bytes it is given.
+      const [tag, iv, auth = "", body] = (sealed ?? "").split(".")
+      const shortTag = [tag, iv, Buffer.from(auth, "base64").subarray(0, 4).toString("base64"), body].join(".")
+      expect(Either.isLeft(yield* Effect.either(openConfig(box, CrmConfig, { config: split.right.config, secrets: shortTag })))).toBe(true)
     }))
 
   it.effect("takes its key from FOUNDRY_SECRET_KEY, else makes one in .foundry/secret.key readable by its owner only", () =>
@@ -113,5 +117,10 @@ describe("installation configs", () => {
       const configured = yield* Effect.provide(SecretBox.SecretBox, fromEnv)
       expect(yield* SecretBox.make(Redacted.make("from the environment")).open(configured.seal("x"))).toBe("x")
       expect(Either.isLeft(yield* Effect.either(generated.open(configured.seal("x"))))).toBe(true)
+
+      // An emptied key file is no key: refused, saying what to do, rather than sealing with one anyone can derive.
+      writeFileSync(file, "\n")
+      const emptied = yield* Effect.exit(Effect.provide(SecretBox.SecretBox, SecretBox.layer(root)))
+      expect(Exit.isFailure(emptied) ? Cause.pretty(emptied.cause) : "started").toContain("holds no key")
     }))
 })
