@@ -8,6 +8,7 @@
 import { Effect, Either, Encoding, Schema } from "effect"
 import { migrations } from "../durable/migrations.js"
 import { type HashedFile, releaseIdOf } from "./contentHash.js"
+import { releasePath } from "./releaseCache.js"
 import { ReleaseInvalid } from "./releaseErrors.js"
 import { releaseFile, ReleaseManifest } from "./ReleaseManifest.js"
 
@@ -30,14 +31,6 @@ export interface VerifiedRelease {
   readonly files: ReadonlyArray<HashedFile>
 }
 
-// Relative paths of names (an environment's folder may hold any file name): no `.` or `..`
-// segment, no control characters or backslashes, nothing in the release's own `.foundry/` state.
-const releasePath = (file: string): boolean => {
-  const segments = file.split("/")
-  return segments[0] !== ".foundry" && !/[\u0000-\u001f\u007f\\]/.test(file) &&
-    segments.every((segment) => segment !== "" && segment !== "." && segment !== "..")
-}
-
 const decodeManifest = Schema.decodeUnknownEither(ReleaseManifest)
 const encodeManifest = Schema.encodeSync(Schema.parseJson(ReleaseManifest, { space: 2 }))
 
@@ -52,7 +45,8 @@ export const verifyUpload = Effect.fn("release.verifyUpload")(function*(upload: 
   const manifest = decoded.right
   const listed = new Set(manifest.files)
   const sent = Object.keys(upload.files)
-  const missing = manifest.files.filter((file) => !(file in upload.files))
+  // Own keys only: `constructor` or `__proto__` listed and not sent is missing, not found on the object's prototype.
+  const missing = manifest.files.filter((file) => !Object.hasOwn(upload.files, file))
   const extra = sent.filter((file) => !listed.has(file))
   if (missing.length > 0 || extra.length > 0) {
     return yield* invalid(

@@ -11,6 +11,18 @@ import { Effect } from "effect"
 import type { HashedFile } from "./contentHash.js"
 import { releaseFile } from "./ReleaseManifest.js"
 
+/**
+ * Whether `file` is a path a release may hold: relative, of names (an environment's folder may
+ * hold any file name): no `.` or `..` segment, no control characters or backslashes, nothing in
+ * the release's own `.foundry/` state. Checked where an upload comes in, and again wherever a
+ * release's files are written or read by their listed paths (from the store, from a folder).
+ */
+export const releasePath = (file: string): boolean => {
+  const segments = file.split("/")
+  return segments[0] !== ".foundry" && !/[\u0000-\u001f\u007f\\]/.test(file) &&
+    segments.every((segment) => segment !== "" && segment !== "." && segment !== "..")
+}
+
 /** Where the server with its project at `root` keeps the releases it loads. */
 export const releaseCacheFolder = (root: string): string => join(root, ".foundry/release-cache")
 
@@ -32,12 +44,16 @@ export const writeReleaseFolder = Effect.fn("release.writeFolder")(function*(
   files: Iterable<HashedFile>
 ) {
   const fs = yield* FileSystem.FileSystem
+  const listed = [...files]
+  const outside = listed.find(({ file }) => !releasePath(file))
+  // Only a store written by something else than Foundry holds one: nothing is written for it.
+  if (outside !== undefined) return yield* Effect.dieMessage(`release ${id} lists a file at ${JSON.stringify(outside.file)}, which no release can hold`)
   const folder = join(parent, id)
   const complete = fs.exists(join(folder, releaseFile))
   if (yield* complete) return folder
   const staging = join(parent, `.${id}-${randomUUID()}`)
   yield* Effect.gen(function*() {
-    for (const { content, file } of files) {
+    for (const { content, file } of listed) {
       yield* fs.makeDirectory(dirname(join(staging, file)), { recursive: true })
       yield* fs.writeFile(join(staging, file), content)
     }

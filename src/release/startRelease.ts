@@ -10,6 +10,7 @@ import { Clock, DateTime, Effect, Encoding, Option, Schema } from "effect"
 import type { CompiledApp } from "../compiler/CompiledApp.js"
 import type { StoreError } from "../durable/StoreError.js"
 import { releaseIdOf } from "./contentHash.js"
+import { releasePath } from "./releaseCache.js"
 import { CurrentMoved, ReleaseInvalid, type ReleaseNotFound } from "./releaseErrors.js"
 import { releaseFile, ReleaseManifest } from "./ReleaseManifest.js"
 import type { ReleaseStorage } from "./ReleaseStorage.js"
@@ -34,6 +35,12 @@ const readRelease = Effect.fn("release.read")(function*(folder: string) {
   const fs = yield* FileSystem.FileSystem
   const text = yield* fs.readFileString(join(folder, releaseFile))
   const manifest = yield* decodeManifest(text)
+  const outside = manifest.files.find((file) => !releasePath(file))
+  if (outside !== undefined) {
+    return yield* new ReleaseInvalid({
+      message: `${join(folder, releaseFile)} lists ${JSON.stringify(outside)}, which is no path in a release folder\n  fix: build the release again with \`foundry build\``
+    })
+  }
   const files = yield* Effect.forEach(manifest.files, (file) => Effect.map(fs.readFile(join(folder, file)), (content) => ({ file, content })))
   if (releaseIdOf(files) !== manifest.id) {
     return yield* new ReleaseInvalid({
