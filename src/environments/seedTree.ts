@@ -21,13 +21,19 @@ export const seedTree = (environment: EnvironmentDefinition, projectRoot: string
   const files = Object.entries(environment.files).map(([path, content]): [string, Uint8Array] => [path, encoder.encode(content)])
   if (environment.backend._tag === "Memory") return Either.right(new Map(files))
   const folder = isAbsolute(environment.backend.path) ? environment.backend.path : resolve(projectRoot, environment.backend.path)
-  const base = Either.try({ try: () => directoryVfs(folder).files(), catch: (error) => `the environment's folder ${folder} cannot be read: ${error instanceof Error ? error.message : String(error)}` })
-  return Either.flatMap(base, (tree) => {
-    const bytes = [...tree.values()].reduce((total, content) => total + content.length, 0)
-    return bytes > environment.limits.maxTotalBytes
-      ? Either.left(`the environment's folder ${folder} holds ${bytes} bytes, more than maxTotalBytes (${environment.limits.maxTotalBytes}): raise the limit or point the environment at a smaller folder`)
-      : Either.right(new Map([...tree, ...files]))
+  const unreadable = (error: unknown) => `the environment's folder ${folder} cannot be read: ${error instanceof Error ? error.message : String(error)}`
+  // Its size by the files' sizes first: a folder over the limit is refused without reading it into memory.
+  const sized = Either.try({
+    try: () => {
+      const vfs = directoryVfs(folder)
+      return { vfs, bytes: vfs.totalBytes() }
+    },
+    catch: unreadable
   })
+  return Either.flatMap(sized, ({ bytes, vfs }) =>
+    bytes > environment.limits.maxTotalBytes
+      ? Either.left(`the environment's folder ${folder} holds ${bytes} bytes, more than maxTotalBytes (${environment.limits.maxTotalBytes}): raise the limit or point the environment at a smaller folder`)
+      : Either.map(Either.try({ try: () => vfs.files(), catch: unreadable }), (tree) => new Map([...tree, ...files])))
 }
 
 /**
