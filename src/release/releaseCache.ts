@@ -58,12 +58,11 @@ export const writeReleaseFolder = Effect.fn("release.writeFolder")(function*(
       yield* fs.writeFile(join(staging, file), content)
     }
     yield* fs.writeFileString(join(staging, releaseFile), manifestText)
-    // A folder without its release.json is no release: replaced.
-    yield* fs.remove(folder, { recursive: true, force: true })
-    yield* fs.rename(staging, folder).pipe(
-      // Another writer put the same release in place meanwhile: the same content is there.
-      Effect.catchAll((error) => Effect.flatMap(complete, (done) => done ? Effect.void : Effect.fail(error)))
-    )
+    // Another writer that put the same release in place meanwhile put the same content there: kept.
+    const placed = Effect.catchAll(fs.rename(staging, folder), (error) => Effect.flatMap(complete, (done) => done ? Effect.void : Effect.fail(error)))
+    // Renamed onto a folder that is there already, it fails: a whole release (another writer's, which
+    // may be loading now) stays; one without its release.json is no release, and is replaced.
+    yield* placed.pipe(Effect.catchAll(() => Effect.zipRight(fs.remove(folder, { recursive: true, force: true }), placed)))
   }).pipe(Effect.ensuring(Effect.ignore(fs.remove(staging, { recursive: true, force: true }))))
   return folder
 })

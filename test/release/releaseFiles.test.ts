@@ -3,9 +3,10 @@
  * where a release is written from what is listed (the store's copy) or read by what its
  * `release.json` lists (`foundry start --release`).
  */
-import { cpSync, existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs"
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
+import { FileSystem } from "@effect/platform"
 import { NodeContext } from "@effect/platform-node"
 import { describe, expect, it } from "@effect/vitest"
 import { Cause, Effect, Either, Exit, Option } from "effect"
@@ -35,6 +36,45 @@ describe("a release's files", () => {
       expect(Exit.isFailure(written) ? Cause.pretty(written.cause) : "written").toContain("which no release can hold")
       expect(existsSync(join(parent, "escaped.txt"))).toBe(false)
       expect(existsSync(join(parent, "..", "escaped.txt"))).toBe(false)
+    }).pipe(Effect.provide(NodeContext.layer)))
+
+  it.scoped("a release another writer put in place after this one looked is kept as it is, not removed to put this one's copy there", () =>
+    Effect.gen(function*() {
+      const parent = mkdtempSync(join(tmpdir(), "foundry-release-files-"))
+      const folder = join(parent, "rel_000000000001")
+      // The other writer's whole release, there by the time this one renames its copy into place.
+      mkdirSync(folder)
+      writeFileSync(join(folder, releaseFile), "{}")
+      writeFileSync(join(folder, "marker"), "the other writer's")
+      const fs = yield* FileSystem.FileSystem
+      let looked = false
+      // This writer looked before the other's was there.
+      const lateFs = FileSystem.FileSystem.of({
+        ...fs,
+        exists: (path) =>
+          Effect.suspend(() => {
+            if (looked) return fs.exists(path)
+            looked = true
+            return Effect.succeed(false)
+          })
+      })
+      const written = yield* writeReleaseFolder(parent, "rel_000000000001", "{}", [{ file: "a.js", content: new TextEncoder().encode("x") }]).pipe(
+        Effect.provideService(FileSystem.FileSystem, lateFs)
+      )
+      expect(written).toBe(folder)
+      expect(readFileSync(join(folder, "marker"), "utf8")).toBe("the other writer's")
+      // Its staging copy is gone.
+      expect(readdirSync(parent)).toEqual(["rel_000000000001"])
+    }).pipe(Effect.provide(NodeContext.layer)))
+
+  it.scoped("a folder in a release's place without its release.json (a write cut short) is replaced by the whole release", () =>
+    Effect.gen(function*() {
+      const parent = mkdtempSync(join(tmpdir(), "foundry-release-files-"))
+      const folder = join(parent, "rel_000000000002")
+      mkdirSync(folder)
+      writeFileSync(join(folder, "half.js"), "cut short")
+      yield* writeReleaseFolder(parent, "rel_000000000002", "{}", [{ file: "a.js", content: new TextEncoder().encode("x") }])
+      expect(readdirSync(folder).sort()).toEqual(["a.js", releaseFile])
     }).pipe(Effect.provide(NodeContext.layer)))
 
   it.scoped("foundry start --release with a release.json that lists a path out of its folder is refused before reading it", () =>
