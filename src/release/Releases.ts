@@ -5,7 +5,7 @@
  * or a run executes on it, each in a scope of its own that holds its config's layers, and let go
  * when neither holds any more.
  */
-import { Cause, Context, Effect, Either, Encoding, Exit, FiberRef, Layer, Option, RcMap, Schema, Scope } from "effect"
+import { Cause, Context, Effect, Either, Encoding, Exit, FiberRef, Layer, Option, RcMap, Schedule, Schema, Scope } from "effect"
 import type { CompiledApp } from "../compiler/CompiledApp.js"
 import { CurrentApp } from "../compiler/CurrentApp.js"
 import { loadProject } from "../compiler/loadProject.js"
@@ -69,6 +69,9 @@ export interface ReleasesOptions {
 }
 
 const isReleaseId = Schema.is(ReleaseId)
+
+/** How a release a run needs is loaded again after a failure, before the run is moved off it: for about three seconds. */
+const loadAgain = Schedule.exponential("200 millis").pipe(Schedule.intersect(Schedule.recurs(4)))
 
 /** A loaded release's failure, as the reason it does not run. */
 const notLoadable = (id: string) => (error: { readonly message: string }) =>
@@ -167,6 +170,9 @@ export const layer = (options: ReleasesOptions = {}) =>
           if (serving === undefined) return onApp(now, use)
           const wanted = run.release ?? now.release
           return load(wanted).pipe(
+            // Moved to another release only when this one cannot be had: a load that failed for a
+            // moment (the store, a dependency of its layers) is tried again first, a few times over.
+            Effect.retry({ schedule: loadAgain, while: (error) => error._tag !== "ReleaseNotFound" }),
             Effect.catchAllCause((cause) =>
               Cause.isInterruptedOnly(cause) ? Effect.interrupt : Effect.gen(function*() {
                 const app = yield* load(now.release).pipe(Effect.orElseSucceed(() => now))

@@ -1,0 +1,72 @@
+/**
+ * A run executes on the release it started on: a load of that release that fails for a moment (here
+ * the store's copy, unreadable once) is tried again, and the run is not moved to the current release
+ * for good. Driven through `Releases.forRun` on a real store, with the releases the deploy tests build.
+ */
+import { cpSync, mkdtempSync, readFileSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { NodeContext } from "@effect/platform-node"
+import { describe, expect, it } from "@effect/vitest"
+import { Context, DateTime, Effect, Layer, Option, Schema, Scope } from "effect"
+import * as CurrentApp from "../../src/compiler/CurrentApp.js"
+import { loadProject } from "../../src/compiler/loadProject.js"
+import { Store } from "../../src/durable/Store.js"
+import { StoreError } from "../../src/durable/StoreError.js"
+import { RunJournal } from "../../src/journal/RunJournal.js"
+import { ReleaseManifest, releaseFile } from "../../src/release/ReleaseManifest.js"
+import * as Releases from "../../src/release/Releases.js"
+import * as ReleaseStorage from "../../src/release/ReleaseStorage.js"
+import { summarize } from "../../src/release/releaseSummary.js"
+import { sqlite, storageLayer } from "../journal/backends.js"
+import { newRun, submit } from "../journal/fixtures.js"
+import { deskReleases, uploadOf } from "./deploySupport.js"
+
+/** What `activate` stores of the release built into `folder`. */
+const contentOf = (folder: string) => {
+  const manifest = readFileSync(join(folder, releaseFile), "utf8")
+  const createdAt = DateTime.toEpochMillis(Schema.decodeUnknownSync(Schema.parseJson(ReleaseManifest))(manifest).createdAt)
+  return { createdAt, manifest, files: uploadOf(folder).files }
+}
+
+describe("a run's release", () => {
+  it.scopedLive("a load of a run's release that fails for a moment is tried again: the run executes on it, not moved to the current one", () =>
+    Effect.gen(function*() {
+      const { v1, v2 } = yield* deskReleases
+      // The server's project: v1's folder, in a place of its own (its release cache is written there).
+      const root = join(mkdtempSync(join(tmpdir(), "foundry-release-for-run-")), v1.id)
+      cpSync(v1.folder, root, { recursive: true })
+      const stores = yield* Layer.build(ReleaseStorage.layer.pipe(Layer.provideMerge(storageLayer(yield* sqlite.fresh))))
+      const storage = Context.get(stores, ReleaseStorage.ReleaseStorage)
+      // v2 kept in the store (a run started on it), v1 current.
+      for (const release of [v2, v1]) {
+        expect(yield* storage.activate({
+          id: release.id,
+          deployedAt: 1,
+          action: "deploy",
+          deployedBy: null,
+          summary: summarize(undefined, new Map()),
+          content: contentOf(release.folder)
+        })).toBe(true)
+      }
+      const journal = Context.get(stores, RunJournal)
+      yield* submit(journal, { ...newRun("run_1"), release: v2.id })
+      const run = Option.getOrThrow(yield* Context.get(stores, Store).getRun("run_1"))
+      // The store's copy of v2 cannot be read the first time it is asked for.
+      let asked = 0
+      const flaky = ReleaseStorage.ReleaseStorage.of({
+        ...storage,
+        content: (id) => asked++ === 0 ? Effect.fail(new StoreError({ operation: "releaseContent", message: "the store went away for a moment" })) : storage.content(id)
+      })
+      const first = yield* loadProject(root, 1)
+      const releases = Context.get(
+        yield* Layer.build(Releases.layer({ serving: { scope: yield* Scope.make(), given: false } }).pipe(
+          Layer.provide(Layer.mergeAll(CurrentApp.layer(first), Layer.succeed(ReleaseStorage.ReleaseStorage, flaky), Layer.succeed(RunJournal, journal)))
+        )),
+        Releases.Releases
+      )
+      expect(yield* releases.forRun(run, (app) => Effect.succeed(app.release))).toBe(v2.id)
+      expect(asked).toBe(2)
+      expect(Option.map(yield* Context.get(stores, Store).getRun("run_1"), (stored) => stored.release)).toEqual(Option.some(v2.id))
+    }).pipe(Effect.provide(NodeContext.layer)))
+})
