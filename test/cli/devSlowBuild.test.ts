@@ -131,7 +131,9 @@ describe("foundry dev with a first build that does not finish", () => {
       const url = `http://127.0.0.1:${port}`
       expect(yield* answerOf(url)).toBe("the tool said: after the fix")
       const build = (yield* http(`${url}/api/build`)).json as { generation: number; problems: ReadonlyArray<unknown> }
-      expect(build).toMatchObject({ generation: 2, problems: [] })
+      // The build after the first, at least: a save seen as two bursts of events (a slow machine) gives up build 2 too.
+      expect(build.problems).toEqual([])
+      expect(build.generation).toBeGreaterThanOrEqual(2)
     }))
 
   it.scopedLive("a save that fixes a layer whose acquisition never ends gives up the first build, and the server comes up", () =>
