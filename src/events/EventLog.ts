@@ -13,7 +13,7 @@ import { heldInScope } from "./heldInScope.js"
 import { type AnyEvent, ephemeralTypes, type FoundryEvent, withEnvelope } from "./FoundryEvent.js"
 import { makeFeedOrder } from "./feedOrder.js"
 import { announceEvery, type Followed, type LiveRelay, makeLiveRelay } from "./liveRelay.js"
-import { type EventInbox, makeEventInbox } from "./eventInbox.js"
+import { type EventInbox, inboxCapacity, makeEventInbox } from "./eventInbox.js"
 import { makeStoreTail, type StoreTail } from "./storeTail.js"
 import { type RunFollower, runFollower } from "./runFollower.js"
 
@@ -204,7 +204,7 @@ export const layer = (options: EventLogOptions = {}) => Layer.scoped(
         : filter.deltasOf ?? filter.conversationId ?? all
       return Effect.map(
         heldInScope(() => {
-          const follower = { filter, inbox: makeEventInbox() }
+          const follower = { filter, inbox: makeEventInbox(inboxCapacity) }
           feedFollowers.add(follower)
           feedSubscribers++
           if (deltasOf === all) {
@@ -269,24 +269,32 @@ export const layer = (options: EventLogOptions = {}) => Layer.scoped(
 
     /**
      * Stored events matching `filter` after `after`, page by page as they are taken, then live ones:
-     * subscribed first, so none falls between. Ends when the follower falls behind (its inbox
-     * overflowed while it took nothing): its client reads on from the store. One stage, as every
-     * follower of the feed pays it per chunk.
+     * subscribed first, so none falls between. A follower that falls behind (its inbox overflowed
+     * while it took nothing) reads on from the store after the last event it got, and then live
+     * again. One stage, as every follower of the feed pays it per chunk.
      */
     const follow = (filter: EventFilter, after: number): Stream.Stream<FoundryEvent, StoreError> =>
       Stream.unwrapScoped(Effect.gen(function*() {
         const inbox = yield* subscribe(filter)
         yield* following
-        // The last event handed on: a page reads after it, and a live one at or before it came in a page.
+        // The last stored event handed on: a page reads after it, and a live one at or before it came already.
         let cursor = after
         let reading = true
-        const nextLive: Effect.Effect<Chunk.Chunk<FoundryEvent>, Option.Option<never>> = Effect.flatMap(
-          Effect.async<ReadonlyArray<FoundryEvent>, Option.Option<never>>((resume) => {
-            inbox.takeWith((taken) => resume(taken === undefined ? Effect.fail(Option.none()) : Effect.succeed(taken)))
+        const nextLive: Effect.Effect<Chunk.Chunk<FoundryEvent>, Option.Option<StoreError>> = Effect.flatMap(
+          Effect.async<ReadonlyArray<FoundryEvent> | undefined>((resume) => {
+            inbox.takeWith((taken) => resume(Effect.succeed(taken)))
             return Effect.sync(inbox.withdraw)
           }),
           (taken) => {
-            const fresh = taken.filter((event) => event.seq === 0 || event.seq > cursor)
+            if (taken === undefined) {
+              // Fallen behind: what was dropped is in the store, read from after the last one handed on.
+              inbox.reset()
+              reading = true
+              return nextPage
+            }
+            // A run's own inbox holds every event of the run: the filter's other fields are looked at here.
+            const fresh = taken.filter((event) => (event.seq === 0 || event.seq > cursor) && matchesFilter(filter, event))
+            for (const event of fresh) if (event.seq > cursor) cursor = event.seq
             return fresh.length === 0 ? nextLive : Effect.succeed(Chunk.unsafeFromArray(fresh))
           }
         )

@@ -4,10 +4,11 @@
  * once, handed to a callback. One reader, no fiber: a `Queue` costs about twenty fiber operations
  * per take, and a run's SSE stream takes once per step of the run (docs/performance.md).
  *
- * An inbox holds at most `inboxCapacity` events. A follower that takes none for that long (an SSE
- * client that stopped reading: its response waits for the socket to drain, and the events pile up
- * here) falls behind: its events are dropped at once, and its next take is told so (`undefined`):
- * the follower ends, and its client reads on from the store with the last event it got.
+ * A feed follower's inbox holds at most `inboxCapacity` events. A follower that takes none for that
+ * long (an SSE client that stopped reading: its response waits for the socket to drain, and the
+ * events pile up here) falls behind: its events are dropped at once, and its next take is told so
+ * (`undefined`): it reads on from the store after the last event it got, and starts the inbox over
+ * (`reset`). A run's follower's inbox has no bound: the run's end ends it.
  */
 import type { FoundryEvent } from "./FoundryEvent.js"
 
@@ -29,10 +30,12 @@ export interface EventInbox {
   readonly withdraw: () => void
   /** Ends the inbox: a taker waiting now is never called. */
   readonly close: () => void
+  /** Empties the inbox of a follower that fell behind and read on from the store: it takes what is put from now. */
+  readonly reset: () => void
 }
 
 /** An empty inbox that holds up to `capacity` events. */
-export const makeEventInbox = (capacity = inboxCapacity): EventInbox => {
+export const makeEventInbox = (capacity = Number.POSITIVE_INFINITY): EventInbox => {
   let events: Array<FoundryEvent> = []
   let behind = false
   let waiting: ((taken: ReadonlyArray<FoundryEvent> | undefined) => void) | undefined
@@ -64,6 +67,10 @@ export const makeEventInbox = (capacity = inboxCapacity): EventInbox => {
     },
     close: () => {
       waiting = undefined
+      events = []
+    },
+    reset: () => {
+      behind = false
       events = []
     }
   }
