@@ -143,6 +143,9 @@ export const releaseOf = (root: string, configFile: string | undefined): string 
   return `dev-${hash.slice(0, 12)}`
 }
 
+/** Whether `release` is a build of a project's sources (`releaseOf`'s `dev-<hash>`), not a release built by `foundry build`. */
+export const isSourcesBuild = (release: string): boolean => release.startsWith("dev-")
+
 /** What instances can install: the shared tools and catalogue MCP servers that declare `installable`. */
 const capabilitiesOf = (table: RouteTable, tools: ReadonlyMap<AnyTool, CompiledTool>): ReadonlyMap<string, Capability> => {
   const capabilities = new Map<string, Capability>()

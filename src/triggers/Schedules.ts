@@ -8,6 +8,7 @@
  */
 import { Clock, Context, Duration, Effect, Layer, Option, Queue, Schema } from "effect"
 import { type CompiledApp, leftOutOf } from "../compiler/CompiledApp.js"
+import { isSourcesBuild } from "../compiler/compile.js"
 import { CurrentApp } from "../compiler/CurrentApp.js"
 import type { ScheduleTiming } from "../definitions/defineSchedule.js"
 import { nextFireAfter } from "../definitions/scheduleTiming.js"
@@ -263,10 +264,11 @@ export const SchedulesLive = Layer.scoped(
       }
       const wanted = new Set(app.table.schedules.map((route) => `schedule:${route.id}`))
       const removes = [...stored.keys()].filter((id) => !wanted.has(id) && !held.has(id))
-      // Written only while the store's current release is this one (or none was deployed): a runner
-      // that syncs after another's later deploy (or as it starts, on the release it read before that
-      // deploy) would bring the older schedules back until the next deploy.
-      const written = yield* activations.write({ saves, removes, whileCurrent: app.release })
+      // A release's, written only while the store's current release is it (or none was deployed): a
+      // runner that syncs after another's later deploy (or as it starts, on the release it read before
+      // that deploy) would bring the older schedules back until the next deploy. A build of sources
+      // (`foundry dev`) writes its own, as it serves them, whatever was deployed to its store.
+      const written = yield* activations.write({ saves, removes, ...(isSourcesBuild(app.release) ? {} : { whileCurrent: app.release }) })
       if (!written) {
         yield* Effect.logInfo(`the schedules of release ${app.release} are not written: another release is the store's current one, and its schedules are`)
       }

@@ -171,7 +171,7 @@ describe("schedules (on the test clock)", () => {
       expect(yield* firings(server.url, "held", 0)).toEqual([])
     }))
 
-  it.scoped("a server on a store whose current release is another's writes its schedules over nothing: that release's stay", () =>
+  it.scoped("a build of sources (foundry dev) writes its own schedules, whatever release was deployed to its store", () =>
     Effect.gen(function*() {
       const storeFile = join(mkdtempSync(join(tmpdir(), "foundry-sched-")), "foundry.db")
       const scheduleIds = (url: string) => Effect.map(http(`${url}/api/schedules`), (r) => (r.json as Array<{ id: string }>).map(({ id }) => id))
@@ -179,13 +179,13 @@ describe("schedules (on the test clock)", () => {
         const first = yield* startServer(yield* tempProject(project({ morning: `cron: "0 9 * * *"` })), { model: plannedModel, storeFile })
         expect(yield* scheduleIds(first.url)).toEqual(["morning"])
       }))
-      // Meanwhile a release was deployed to the store (its schedules, here the first server's, synced by its deploy).
+      // Meanwhile a release was deployed to the store (a `foundry start` beside it, on the same store).
       yield* Effect.scoped(Effect.flatMap(SqlClient.SqlClient, (sql) =>
-        sql`INSERT INTO foundry_release_current (name, release_id, updated_at) VALUES ('current', 'deployed-elsewhere', 0)`).pipe(
+        sql`INSERT INTO foundry_release_current (name, release_id, updated_at) VALUES ('current', 'rel_000000000000', 0)`).pipe(
           Effect.provide(SqliteDatabase.layer(storeFile).pipe(Layer.provide(NodeContext.layer)))
         ))
       const second = yield* startServer(yield* tempProject(project({ evening: `cron: "0 18 * * *"` })), { model: plannedModel, storeFile })
-      expect(yield* scheduleIds(second.url)).toEqual(["morning"])
+      expect(yield* scheduleIds(second.url)).toEqual(["evening"])
     }))
 
   it.scoped("after downtime each misfire policy does what it says, and nothing fires twice after a restart", () =>
