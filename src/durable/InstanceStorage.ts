@@ -50,8 +50,11 @@ export interface NewInstallation {
 /** A change to an instance; absent fields stay as they are. */
 export interface InstanceChange {
   readonly context?: Readonly<Record<string, unknown>> | undefined
-  /** The status to set, only while the instance's is `from` (the status the change was decided on). */
-  readonly status?: { readonly status: InstanceStatus; readonly reason: string | null; readonly from: InstanceStatus } | undefined
+  /**
+   * The status to set, only while the instance's is `from` (the status the change was decided on);
+   * without `from`, whatever it is (but archived: an archived instance changes no more).
+   */
+  readonly status?: { readonly status: InstanceStatus; readonly reason: string | null; readonly from?: InstanceStatus } | undefined
 }
 
 /** An instance changed: as it is now, and whether its status was changed by this change (not by another first). */
@@ -275,7 +278,8 @@ export const layer = Layer.effect(
         const status = change.status
         const statusChanged = status !== undefined && (yield* sql<{ readonly id: string }>`UPDATE foundry_instances
           SET status = ${status.status}, status_reason = ${status.reason}
-          WHERE agent = ${ref.agent} AND id = ${ref.id} AND status = ${status.from} RETURNING id`).length > 0
+          WHERE agent = ${ref.agent} AND id = ${ref.id} AND ${status.from === undefined ? sql`status <> 'archived'` : sql`status = ${status.from}`}
+          RETURNING id`).length > 0
         return Option.map(yield* find(ref), (instance): InstanceChanged => ({ instance, statusChanged }))
       }).pipe(sql.withTransaction)
 

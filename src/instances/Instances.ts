@@ -345,7 +345,8 @@ export const layer = Layer.effect(
         // Told once, by the archive that stuck: another at the same moment finds it archived.
         const archived = instance.status === "archived"
           ? Option.none()
-          : yield* storage.update(ref, { status: { status: "archived", reason: reason ?? null, from: instance.status } })
+          // From whatever status it has by then (a resume at the same moment does not undo the archive): of two archives, one sets it.
+          : yield* storage.update(ref, { status: { status: "archived", reason: reason ?? null } })
         if (Option.exists(archived, ({ statusChanged }) => statusChanged)) {
           yield* note(ref, { type: "instance.archived", data: { reason: reason ?? null } })
         }
