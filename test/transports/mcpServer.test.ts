@@ -571,4 +571,20 @@ describe("MCP sessions", () => {
       // Each one answered is a session that is open.
       for (const sessionId of opened) expect((yield* sessions.handle(listTools(sessionId), { jsonrpc: "2.0", id: 9, method: "tools/list" })).status).toBe(200)
     }))
+
+  it.scopedLive("initializes at the same moment on a full server: one takes the idle session's place, the others are refused", () =>
+    Effect.gen(function*() {
+      const sessions = yield* McpSessions.make({
+        newServer: () => new Server({ name: "test", version: "1" }, { capabilities: {} }),
+        sessionIdle: "1 minute",
+        maxSessions: 1,
+        checkEvery: "1 minute",
+        keepAlive: "15 seconds",
+        onCheck: () => Effect.void
+      })
+      const idle = yield* sessions.handle(initialize(), initializeBody(0))
+      if (idle.body._tag === "Stream") yield* Stream.runDrain(idle.body.stream)
+      const answers = yield* Effect.forEach([1, 2, 3], (id) => sessions.handle(initialize(), initializeBody(id)), { concurrency: "unbounded" })
+      expect(answers.map((answer) => answer.status).sort()).toEqual([200, 503, 503])
+    }))
 })

@@ -126,15 +126,18 @@ export const make = (options: McpSessionsOptions): Effect.Effect<McpSessions, ne
     let opening = 0
     const open = (request: Request, body: InitializeRequest) =>
       Effect.gen(function*() {
+        let makingRoom: Session | undefined
         if (sessions.size + opening >= options.maxSessions) {
           // Full: the session idle the longest makes room (sessions that were opened and left, by a
           // client gone or by anyone opening many, must not lock every MCP host out); only when
           // each has a request or stream open is the new one refused.
-          const idlest = [...sessions.values()].filter((s) => s.open === 0).sort((a, b) => a.lastActive - b.lastActive)[0]
-          if (idlest === undefined) {
+          makingRoom = [...sessions.values()].filter((s) => s.open === 0).sort((a, b) => a.lastActive - b.lastActive)[0]
+          if (makingRoom === undefined) {
             return yield* jsonRpcError(503, -32000, `${options.maxSessions} MCP sessions are open and busy, the most allowed: end one (DELETE /mcp) or try again later`)
           }
-          yield* close(idlest.server)
+          // Out of the count at once, in the step that takes its place: another open at the same
+          // moment does not pick it too, nor find room it has not made yet.
+          if (makingRoom.transport.sessionId !== undefined) sessions.delete(makingRoom.transport.sessionId)
         }
         opening++
         let counted = true
@@ -144,6 +147,7 @@ export const make = (options: McpSessionsOptions): Effect.Effect<McpSessions, ne
         }
         return yield* Effect.ensuring(
           Effect.gen(function*() {
+            if (makingRoom !== undefined) yield* close(makingRoom.server)
             const { server, transport } = yield* connect(randomUUID)
             const response = yield* Effect.promise(() => transport.handleRequest(request, { parsedBody: body }))
             const sessionId = transport.sessionId
