@@ -6,7 +6,7 @@
  * its token: at once when it is revoked here (`DELETE /api/tokens/:id`), within `checkEvery` when
  * another process on the store revokes it (`foundry token revoke`, another runner of a cluster).
  */
-import { Context, type Duration, Effect, Fiber, FiberRef, Layer, Option, Runtime } from "effect"
+import { Context, type Duration, Effect, Exit, Fiber, FiberRef, Layer, Option, Runtime } from "effect"
 import type { StoreError } from "../durable/StoreError.js"
 import { type TokenRecord, TokenStorage } from "./TokenStorage.js"
 
@@ -51,7 +51,7 @@ export const layer = (checkEvery: Duration.DurationInput) =>
       // make them), so a look reads them all; looks are made only while a stream waits on a token.
       const look = Effect.gen(function*() {
         for (const token of yield* tokens.list) if (token.revokedAt !== null) ended(token.id)
-      }).pipe(Effect.catchAll((error) => Effect.logDebug("could not look for revoked tokens; looking again", error)))
+      }).pipe(Effect.catchAllCause((cause) => Effect.logDebug("could not look for revoked tokens; looking again", cause)))
       let looking: Fiber.RuntimeFiber<void> | undefined
       const looks = Effect.gen(function*() {
         while (true) {
@@ -63,7 +63,10 @@ export const layer = (checkEvery: Duration.DurationInput) =>
           }
           yield* look
         }
-      })
+      }).pipe(
+        // Ended otherwise than by giving up (which said so itself): the next stream to register starts them again.
+        Effect.onExit((exit) => Exit.isSuccess(exit) ? Effect.void : Effect.sync(() => void (looking = undefined)))
+      )
       const startLooking = Runtime.runFork(yield* Effect.runtime<never>())
       yield* Effect.addFinalizer(() => looking === undefined ? Effect.void : Fiber.interrupt(looking))
       const onRevoked = (id: string): AccessEnds => (end) => {

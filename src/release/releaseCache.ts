@@ -62,7 +62,9 @@ export const writeReleaseFolder = Effect.fn("release.writeFolder")(function*(
     const placed = Effect.catchAll(fs.rename(staging, folder), (error) => Effect.flatMap(complete, (done) => done ? Effect.void : Effect.fail(error)))
     // Renamed onto a folder that is there already, it fails: a whole release (another writer's, which
     // may be loading now) stays; one without its release.json is no release, and is replaced.
-    yield* placed.pipe(Effect.catchAll(() => Effect.zipRight(fs.remove(folder, { recursive: true, force: true }), placed)))
+    yield* placed.pipe(Effect.catchAll(() =>
+      Effect.flatMap(complete, (done) => done ? Effect.void : Effect.zipRight(fs.remove(folder, { recursive: true, force: true }), placed))
+    ))
   }).pipe(Effect.ensuring(Effect.ignore(fs.remove(staging, { recursive: true, force: true }))))
   return folder
 })
