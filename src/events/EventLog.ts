@@ -106,10 +106,9 @@ export const layer = (options: EventLogOptions = {}) => Layer.scoped(
     // ephemeral events they send come over the store's channel (`liveRelay.ts`).
     let tail: StoreTail | undefined
     let relay: LiveRelay | undefined
-    // Subscribers of the whole feed: with none, publishing is only the run followers' queues. Of
-    // those, the ones that take text deltas, of every run or (by conversation) of a conversation's
+    // With no feed follower (`feedFollowers`), publishing is only the run followers' inboxes. Of
+    // the feed's, the ones that take text deltas, of every run or (by conversation) of a conversation's
     // runs: a run's deltas nobody wants are neither made here nor sent from other processes.
-    let feedSubscribers = 0
     let deltaSubscribers = 0
     const conversationDeltas = new Map<string, number>()
     /** What is followed here, as the other processes hear it. */
@@ -120,7 +119,7 @@ export const layer = (options: EventLogOptions = {}) => Layer.scoped(
 
     // At once, in the step that decides what goes: a later call cannot hand on higher numbers first.
     const toFeed = (events: ReadonlyArray<FoundryEvent>): void => {
-      if (feedSubscribers === 0) return
+      if (feedFollowers.size === 0) return
       for (const event of events) {
         if (deltaSubscribers === 0 && ephemeralTypes.has(event.type) && !conversationDeltas.has(event.conversationId)) continue
         for (const follower of feedFollowers) if (matchesFilter(follower.filter, event)) follower.inbox.put(event)
@@ -129,7 +128,7 @@ export const layer = (options: EventLogOptions = {}) => Layer.scoped(
       for (const follower of feedFollowers) follower.inbox.wake()
     }
     const feedOrder = makeFeedOrder({
-      subscribed: () => feedSubscribers > 0,
+      subscribed: () => feedFollowers.size > 0,
       deliver: toFeed,
       lookNow: () => tail?.lookNow()
     })
@@ -206,7 +205,6 @@ export const layer = (options: EventLogOptions = {}) => Layer.scoped(
         heldInScope(() => {
           const follower = { filter, inbox: makeEventInbox(inboxCapacity) }
           feedFollowers.add(follower)
-          feedSubscribers++
           if (deltasOf === all) {
             if (deltaSubscribers++ === 0) relay?.announce({ runs: [], conversations: [], all: true })
           } else if (deltasOf !== undefined) {
@@ -218,7 +216,6 @@ export const layer = (options: EventLogOptions = {}) => Layer.scoped(
         }, (follower) => {
           feedFollowers.delete(follower)
           follower.inbox.close()
-          feedSubscribers--
           if (deltasOf === all) {
             deltaSubscribers--
           } else if (deltasOf !== undefined) {
@@ -370,7 +367,7 @@ export const layer = (options: EventLogOptions = {}) => Layer.scoped(
           toRunFollowers,
           toFeed,
           feedInOrder,
-          wanted: (runId) => (tail?.followers() ?? 0) > 0 && (feedSubscribers > 0 || runFollowers.has(runId)),
+          wanted: (runId) => (tail?.followers() ?? 0) > 0 && (feedFollowers.size > 0 || runFollowers.has(runId)),
           wantedLive: wantsDeltas,
           // While anyone follows here, the other processes hear which runs, now and then.
           looked: (now) => {
