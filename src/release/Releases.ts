@@ -88,8 +88,18 @@ export const layer = (options: ReleasesOptions = {}) =>
       const first = yield* current.get
       const root = first.table.root
       const serving = options.serving
-      // Each load is a build of its own: its modules evaluated afresh.
-      let generation = 0
+      // A release's files never change, and Node never lets go of a module it imported: each
+      // release is imported under one generation, so that a load after the last was let go (a run
+      // resuming on it, a dry run, a cluster runner trying again) reuses its modules and builds
+      // only its layers anew, instead of holding one more copy of its code each time.
+      const generations = new Map<string, number>()
+      const generationOf = (id: string) => {
+        const known = generations.get(id)
+        if (known !== undefined) return known
+        const next = generations.size + 1
+        generations.set(id, next)
+        return next
+      }
       let firstTaken = serving === undefined
 
       /**
@@ -126,8 +136,7 @@ export const layer = (options: ReleasesOptions = {}) =>
             return first
           }
           const folder = yield* folderOf(id)
-          generation++
-          return yield* loadProject(folder, generation).pipe(Effect.mapError(notLoadable(id)))
+          return yield* loadProject(folder, generationOf(id)).pipe(Effect.mapError(notLoadable(id)))
         })
       const apps = yield* RcMap.make({ lookup })
 

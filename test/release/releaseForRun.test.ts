@@ -69,4 +69,37 @@ describe("a run's release", () => {
       expect(asked).toBe(2)
       expect(Option.map(yield* Context.get(stores, Store).getRun("run_1"), (stored) => stored.release)).toEqual(Option.some(v2.id))
     }).pipe(Effect.provide(NodeContext.layer)))
+
+  it.scopedLive("a release loaded again after it was let go reuses the modules of its first load: only its layers are built anew", () =>
+    Effect.gen(function*() {
+      const { v1, v2 } = yield* deskReleases
+      const root = join(mkdtempSync(join(tmpdir(), "foundry-release-reload-")), v1.id)
+      cpSync(v1.folder, root, { recursive: true })
+      const stores = yield* Layer.build(ReleaseStorage.layer.pipe(Layer.provideMerge(storageLayer(yield* sqlite.fresh))))
+      const storage = Context.get(stores, ReleaseStorage.ReleaseStorage)
+      expect(yield* storage.activate({
+        id: v2.id,
+        deployedAt: 1,
+        action: "deploy",
+        deployedBy: null,
+        summary: summarize(undefined, new Map()),
+        content: contentOf(v2.folder)
+      })).toBe(true)
+      const first = yield* loadProject(root, 1)
+      const releases = Context.get(
+        yield* Layer.build(Releases.layer({ serving: { scope: yield* Scope.make(), given: true } }).pipe(
+          Layer.provide(Layer.mergeAll(CurrentApp.layer(first), Layer.succeed(ReleaseStorage.ReleaseStorage, storage), Layer.succeed(RunJournal, Context.get(stores, RunJournal))))
+        )),
+        Releases.Releases
+      )
+      // v2 is not current: each load holds it until its scope closes, and it is let go then.
+      const loadOnce = Effect.scoped(Effect.map(releases.load(v2.id), (app) => ({ release: app.release, desk: app.agents.get("desk")?.definition, services: app.services })))
+      const before = yield* loadOnce
+      const after = yield* loadOnce
+      expect([before.release, after.release]).toEqual([v2.id, v2.id])
+      expect(before.desk).toBeDefined()
+      // The route file's default export, evaluated once: a module imported again would make another.
+      expect(after.desk).toBe(before.desk)
+      expect(after.services).not.toBe(before.services)
+    }).pipe(Effect.provide(NodeContext.layer)))
 })
