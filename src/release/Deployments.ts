@@ -6,7 +6,7 @@
  */
 import { join } from "node:path"
 import { FileSystem } from "@effect/platform"
-import { Clock, Context, DateTime, type Duration, Effect, Layer, Option, Schedule, Schema } from "effect"
+import { Clock, Context, DateTime, Duration, Effect, Layer, Option, Schedule, Schema } from "effect"
 import { BuildStatus } from "../compiler/BuildStatus.js"
 import type { CompiledApp } from "../compiler/CompiledApp.js"
 import { CurrentApp } from "../compiler/CurrentApp.js"
@@ -75,6 +75,9 @@ const notDeployable = new ReleasesNotDeployable({
   message: "this server serves a project's sources (foundry dev), which it reloads on every change: " +
     "deploy to a server started with `foundry start`"
 })
+
+/** The longest a runner waits before it tries again a current release it could not load. */
+const maxFollowWait = 60_000
 
 /** A loaded app's routes with the digests of their code. */
 const digestsOf = (app: CompiledApp) =>
@@ -171,13 +174,34 @@ export const layer = (options: DeploymentsOptions) => Layer.scoped(
     // the deploying runner may have died between the switch and its sync, and a sync that finds them
     // as the release has them writes nothing.
     if (options.followEvery !== undefined) {
-      yield* Effect.gen(function*() {
+      const every = Duration.toMillis(Duration.decode(options.followEvery))
+      // A release this runner cannot load (a package it lacks, a layer that fails here) is tried
+      // again less and less often, up to once a minute, until the store's current release changes.
+      let failing: { readonly release: string; readonly tries: number; readonly retryAt: number } | undefined
+      const follow = Effect.gen(function*() {
         const stored = yield* storage.current
-        if (Option.isNone(stored) || stored.value === (yield* current.get).release) return
-        yield* Effect.scoped(Effect.flatMap(releases.load(stored.value), switchTo))
-      }).pipe(
+        const serving = (yield* current.get).release
+        if (Option.isNone(stored) || stored.value === serving) return
+        const release = stored.value
+        const now = yield* Clock.currentTimeMillis
+        if (failing !== undefined && failing.release === release && now < failing.retryAt) return
+        yield* Effect.scoped(Effect.flatMap(releases.load(release), switchTo)).pipe(
+          Effect.tap(() => Effect.sync(() => failing = undefined)),
+          Effect.catchAllCause((cause) => {
+            const tries = failing?.release === release ? failing.tries + 1 : 1
+            const wait = Math.min(maxFollowWait, every * 2 ** tries)
+            failing = { release, tries, retryAt: now + wait }
+            return Effect.logWarning(
+              `could not serve release ${release}, the store's current (tried ${tries} ${tries === 1 ? "time" : "times"}); ` +
+                `new runs on this runner start on ${serving} meanwhile. Tries again in ${Duration.format(Duration.millis(wait))}`,
+              cause
+            )
+          })
+        )
+      })
+      yield* follow.pipe(
         switching.withPermits(1),
-        Effect.catchAllCause((cause) => Effect.logWarning("could not serve the store's current release", cause)),
+        Effect.catchAllCause((cause) => Effect.logWarning("could not read the store's current release", cause)),
         Effect.repeat(Schedule.spaced(options.followEvery)),
         Effect.forkScoped
       )
