@@ -2,7 +2,7 @@
  * The event log: every step is an event, stored durably (text deltas excepted) and fanned out
  * live, so an SSE client can replay a run's history and then follow it as it happens.
  */
-import { Chunk, Clock, Context, Duration, Effect, Layer, Option, Schedule, Scope, Stream } from "effect"
+import { Cause, Chunk, Clock, Context, Duration, Effect, Exit, Layer, Option, Runtime, Schedule, Scope, Stream } from "effect"
 import { Database } from "../durable/Database.js"
 import { newId } from "../durable/ids.js"
 import { finalStatuses } from "../durable/records.js"
@@ -13,9 +13,9 @@ import { heldInScope } from "./heldInScope.js"
 import { type AnyEvent, ephemeralTypes, type FoundryEvent, withEnvelope } from "./FoundryEvent.js"
 import { makeFeedOrder } from "./feedOrder.js"
 import { announceEvery, type Followed, type LiveRelay, makeLiveRelay } from "./liveRelay.js"
-import { type EventInbox, inboxCapacity, makeEventInbox } from "./eventInbox.js"
+import { type EventInbox, makeEventInbox } from "./eventInbox.js"
 import { makeStoreTail, type StoreTail } from "./storeTail.js"
-import { type RunFollower, runFollower } from "./runFollower.js"
+import { type ReadPage, type RunFollower, runFollower } from "./runFollower.js"
 
 export type { RunFollower } from "./runFollower.js"
 
@@ -88,6 +88,7 @@ export const layer = (options: EventLogOptions = {}) => Layer.scoped(
     const storage = yield* EventStorage
     const database = yield* Database
     const currentRelease = options.release ?? Effect.succeed("dev")
+    const runtime = yield* Effect.runtime<never>()
     // A run's followers (its SSE stream, `foundry run`) get its events in an inbox of their
     // own, so that an event is handed to the few that want it, not filtered by every stream.
     const runFollowers = new Map<string, Set<EventInbox>>()
@@ -203,7 +204,7 @@ export const layer = (options: EventLogOptions = {}) => Layer.scoped(
         : filter.deltasOf ?? filter.conversationId ?? all
       return Effect.map(
         heldInScope(() => {
-          const follower = { filter, inbox: makeEventInbox(inboxCapacity) }
+          const follower = { filter, inbox: makeEventInbox() }
           feedFollowers.add(follower)
           if (deltasOf === all) {
             if (deltaSubscribers++ === 0) relay?.announce({ runs: [], conversations: [], all: true })
@@ -308,6 +309,16 @@ export const layer = (options: EventLogOptions = {}) => Layer.scoped(
         return Stream.repeatEffectChunkOption(Effect.suspend(() => reading ? nextPage : nextLive))
       }))
 
+    /** A run's stored events page by page, for a follower that fell behind: a fiber only then. */
+    const readPageOf = (runId: string): ReadPage => (after, done) =>
+      Runtime.runCallback(runtime)(storage.list({ runId, after, limit: pageSize }), {
+        onExit: Exit.match({
+          onSuccess: done,
+          // Interrupted: taken back, and not called.
+          onFailure: (cause) => Cause.isInterruptedOnly(cause) ? undefined : done(undefined)
+        })
+      })
+
     const followRun = (runId: string, after = 0): Effect.Effect<Option.Option<RunFollower>, StoreError, Scope.Scope> =>
       Effect.gen(function*() {
         const inbox = yield* openInbox(runId)
@@ -327,7 +338,7 @@ export const layer = (options: EventLogOptions = {}) => Layer.scoped(
         }
         const last = history[history.length - 1]
         if (relay !== undefined && last !== undefined) tail?.arrivals.followed(last)
-        return Option.some(runFollower(inbox, history, after, ended))
+        return Option.some(runFollower(inbox, history, after, ended, readPageOf(runId), pageSize))
       })
 
     const runEvents = (runId: string): Stream.Stream<FoundryEvent, StoreError> =>

@@ -4,11 +4,10 @@
  * once, handed to a callback. One reader, no fiber: a `Queue` costs about twenty fiber operations
  * per take, and a run's SSE stream takes once per step of the run (docs/performance.md).
  *
- * A feed follower's inbox holds at most `inboxCapacity` events. A follower that takes none for that
- * long (an SSE client that stopped reading: its response waits for the socket to drain, and the
- * events pile up here) falls behind: its events are dropped at once, and its next take is told so
- * (`undefined`): it reads on from the store after the last event it got, and starts the inbox over
- * (`reset`). A run's follower's inbox has no bound: the run's end ends it.
+ * An inbox holds at most `inboxCapacity` events. A follower that takes none for that long (an SSE
+ * client that stopped reading: its response waits for the socket to drain, and the events pile up
+ * here) falls behind: its events are dropped at once, and its next take is told so (`undefined`):
+ * it reads on from the store after the last event it got, and starts the inbox over (`reset`).
  */
 import type { FoundryEvent } from "./FoundryEvent.js"
 
@@ -35,7 +34,7 @@ export interface EventInbox {
 }
 
 /** An empty inbox that holds up to `capacity` events. */
-export const makeEventInbox = (capacity = Number.POSITIVE_INFINITY): EventInbox => {
+export const makeEventInbox = (capacity = inboxCapacity): EventInbox => {
   let events: Array<FoundryEvent> = []
   let behind = false
   let waiting: ((taken: ReadonlyArray<FoundryEvent> | undefined) => void) | undefined

@@ -5,7 +5,7 @@
  * since, and reads on from the store when it takes again. On SQLite, through the event log's own API.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Chunk, Context, Effect, Fiber, Layer, type Option, Stream } from "effect"
+import { Chunk, Context, Effect, Fiber, Layer, Option, Stream } from "effect"
 import { EventLog } from "../../src/events/EventLog.js"
 import { inboxCapacity } from "../../src/events/eventInbox.js"
 import { sequenced } from "../../src/events/EventStorage.js"
@@ -75,6 +75,40 @@ describe("the event log's followers", () => {
       // And then live again.
       const live = yield* log.emit(draft("span-live", run, started))
       expect((yield* take(slow, 1)).map((event) => event.seq)).toEqual([live.seq])
+    }))
+
+  it.scoped("a run's follower that takes nothing while more than its inbox holds is published reads on from the store: each event once, in order, to the run's end", () =>
+    Effect.gen(function*() {
+      const { journal, log } = yield* freshStorage
+      yield* submit(journal, run)
+      const follower = Option.getOrThrow(yield* log.followRun(run.id))
+      /** What the follower hands on next: its events, or `undefined` once the run has ended. */
+      const next = Effect.async<ReadonlyArray<FoundryEvent> | undefined>((resume) => {
+        const takeBack = follower((events) => resume(Effect.succeed(events)))
+        return Effect.sync(takeBack)
+      })
+      const queued = yield* next
+      expect(queued?.map((event) => event.type)).toEqual(["run.queued"])
+      // More than an inbox holds, while it takes none: its inbox lets them go, the store keeps them.
+      const published = yield* Effect.forEach(Array.from({ length: inboxCapacity + 100 }, (_, index) => index), (index) => log.emit(draft(`span-${index}`, run, started)), {
+        concurrency: 50
+      })
+      const rest: Array<FoundryEvent> = []
+      const handed: Array<number> = []
+      while (rest.length < published.length) {
+        const events = (yield* next) ?? []
+        handed.push(events.length)
+        rest.push(...events)
+      }
+      expect(rest.map((event) => event.seq)).toEqual(published.map((event) => event.seq).sort((a, b) => a - b))
+      // Read from the store a page at a time: an inbox that had kept them would hand them on in one take.
+      expect(Math.max(...handed)).toBeLessThanOrEqual(1_000)
+      // Then live again, up to the run's end.
+      const waiting = yield* Effect.fork(next)
+      yield* Effect.yieldNow()
+      const end = yield* log.emit(draft("span-end", run, completed))
+      expect((yield* Fiber.join(waiting))?.map((event) => event.seq)).toEqual([end.seq])
+      expect(yield* next).toBeUndefined()
     }))
 
   it.scoped("a live follower of one run with a filter of its type gets that run's events of that type only", () =>
