@@ -23,6 +23,23 @@ export const nextFireAfter = (timing: ScheduleTiming, after: number, anchor: num
   return at > after ? at : null
 }
 
+/**
+ * The last `count` (at most) of the firings from `first` to `now`, `first` included, oldest first.
+ * Walked from a little before `now`, and from further back only while that finds fewer: a long
+ * outage under a frequent timing (every second, for days) is not walked through whole.
+ */
+export const latestFirings = (timing: ScheduleTiming, first: number, now: number, count: number): ReadonlyArray<number> => {
+  for (let span = 60_000; ; span *= 16) {
+    const from = Math.max(first, now - span)
+    const found: Array<number> = from === first ? [first] : []
+    for (let t = nextFireAfter(timing, from === first ? first : from - 1, first); t !== null && t <= now; t = nextFireAfter(timing, t, first)) {
+      found.push(t)
+      if (found.length > count) found.shift()
+    }
+    if (found.length >= count || from === first) return found
+  }
+}
+
 /** What keeps a timing from ever firing (naming the field at fault), and the fix. */
 export interface TimingProblem {
   readonly problem: string

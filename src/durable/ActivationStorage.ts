@@ -76,10 +76,17 @@ export interface Firing {
 export class ActivationStorage extends Context.Tag("foundry/ActivationStorage")<ActivationStorage, {
   readonly list: (kind: ActivationKind) => Effect.Effect<ReadonlyArray<ActivationRecord>, StoreError>
   readonly get: (id: string) => Effect.Effect<Option.Option<ActivationRecord>, StoreError>
-  /** Activations due by `now`, soonest first. */
-  readonly due: (now: number, limit: number) => Effect.Effect<ReadonlyArray<ActivationRecord>, StoreError>
-  /** The soonest `nextFire` of an active activation. */
-  readonly nextFireTime: Effect.Effect<number | null, StoreError>
+  /**
+   * Activations due by `now`, soonest first (by time, then id), at most `limit`: those after
+   * `after` in that order when given, the next page of them.
+   */
+  readonly due: (
+    now: number,
+    limit: number,
+    after?: { readonly nextFire: number; readonly id: string }
+  ) => Effect.Effect<ReadonlyArray<ActivationRecord>, StoreError>
+  /** The soonest `nextFire` of an active activation after `after`. */
+  readonly nextFireAfter: (after: number) => Effect.Effect<number | null, StoreError>
   /**
    * Stores `saves` and removes `removes` in one transaction: each saved activation made, or its
    * spec, status and next time changed in place, on the row as stored then (paused, it stays paused
@@ -185,12 +192,16 @@ export const layer = Layer.scoped(
           Effect.map((rows) => Option.fromNullable(rows[0])),
           failAs("getActivation")
         ),
-      due: (now, limit) =>
-        sql`SELECT * FROM foundry_activations WHERE status = 'active' AND next_fire <= ${now} ORDER BY next_fire LIMIT ${limit}`.pipe(
+      due: (now, limit, after) =>
+        (after === undefined
+          ? sql`SELECT * FROM foundry_activations WHERE status = 'active' AND next_fire <= ${now} ORDER BY next_fire, id LIMIT ${limit}`
+          : sql`SELECT * FROM foundry_activations WHERE status = 'active' AND next_fire <= ${now}
+              AND (next_fire > ${after.nextFire} OR (next_fire = ${after.nextFire} AND id > ${after.id})) ORDER BY next_fire, id LIMIT ${limit}`).pipe(
           Effect.flatMap(decode),
           failAs("dueActivations")
         ),
-      nextFireTime: sql<{ readonly next: number | null }>`SELECT MIN(next_fire) AS next FROM foundry_activations WHERE status = 'active'`.pipe(
+      nextFireAfter: (after) =>
+        sql<{ readonly next: number | null }>`SELECT MIN(next_fire) AS next FROM foundry_activations WHERE status = 'active' AND next_fire > ${after}`.pipe(
         Effect.map((rows) => rows[0]?.next === null || rows[0]?.next === undefined ? null : Number(rows[0].next)),
         failAs("nextActivationTime")
       ),

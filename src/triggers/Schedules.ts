@@ -6,12 +6,12 @@
  * missed firings become, and `overlap` what happens while the last firing's run still goes. A
  * firing is missed when it comes later than the config's `schedules.misfireGrace` after its time.
  */
-import { Clock, Context, Duration, Effect, Layer, Option, Queue, Schema } from "effect"
+import { Cause, Clock, Context, Duration, Effect, Layer, Option, Queue, Schema } from "effect"
 import { type CompiledApp, leftOutOf } from "../compiler/CompiledApp.js"
 import { isSourcesBuild } from "../compiler/compile.js"
 import { CurrentApp } from "../compiler/CurrentApp.js"
 import type { ScheduleTiming } from "../definitions/defineSchedule.js"
-import { nextFireAfter } from "../definitions/scheduleTiming.js"
+import { latestFirings, nextFireAfter } from "../definitions/scheduleTiming.js"
 import { Singletons } from "../dispatch/Singletons.js"
 import { Dispatcher } from "../dispatch/Dispatcher.js"
 import {
@@ -83,6 +83,8 @@ export class Schedules extends Context.Tag("foundry/Schedules")<Schedules, {
 /** The kinds of activation the schedules list: schedule routes, and timers agents set for their own instance. */
 const activationKinds: ReadonlyArray<ActivationKind> = ["schedule", "agent"]
 
+/** Due activations read at a time. */
+const duePage = 100
 /** Catch-up runs at most this many missed firings. */
 const catchUpLimit = 10
 /** The longest the timer sleeps before it looks again. */
@@ -190,10 +192,8 @@ export const SchedulesLive = Layer.scoped(
         const spec = activation.spec
         const scheduled = activation.nextFire
         if (scheduled === null) return
-        const missed: Array<number> = [scheduled]
-        for (let t = nextFireAfter(spec.timing, scheduled, scheduled); t !== null && t <= now && missed.length < 1000; t = nextFireAfter(spec.timing, t, scheduled)) {
-          missed.push(t)
-        }
+        // The latest of the firings due by now (the one scheduled first, and those missed since).
+        const missed = latestFirings(spec.timing, scheduled, now, catchUpLimit)
         // A firing later than the grace after its time is a misfire (the process was down).
         const { misfireGrace } = (yield* current.get).table.config.schedules
         const late = now - scheduled > Duration.toMillis(Duration.decode(misfireGrace)) || missed.length > 1
@@ -218,29 +218,70 @@ export const SchedulesLive = Layer.scoped(
       new Set(leftOutOf(app, "schedule").map((route) => `schedule:${route.id}`))
     let held = heldBy(yield* current.get)
 
+    // A firing that failed (its run could not be stored) is tried again later and later, up to once
+    // a minute, by activation: the others due go on meanwhile.
+    const failing = new Map<string, { readonly tries: number; readonly retryAt: number }>()
+    const fireAlone = (activation: ActivationRecord, now: number) =>
+      fire(activation, now).pipe(
+        Effect.tap(() => Effect.sync(() => failing.delete(activation.id))),
+        Effect.catchAllCause((cause) => {
+          if (Cause.isInterruptedOnly(cause)) return Effect.failCause(cause)
+          const tries = (failing.get(activation.id)?.tries ?? 0) + 1
+          const wait = Math.min(60_000, 1_000 * 2 ** (tries - 1))
+          failing.set(activation.id, { tries, retryAt: now + wait })
+          return Effect.logWarning(
+            `schedule ${activation.spec.schedule}: its firing due at ${new Date(activation.nextFire ?? now).toISOString()} failed ` +
+              `(tried ${tries} ${tries === 1 ? "time" : "times"}); tried again in ${Duration.format(Duration.millis(wait))}`,
+            cause
+          )
+        })
+      )
+
     // The timer: fire what is due, then sleep until the soonest activation (or a change).
     const timer = Effect.gen(function*() {
       const now = yield* Clock.currentTimeMillis
-      const due = yield* activations.due(now, 100)
       // An agent's timer waits while its agent is not in the build (a file being renamed, a deploy
       // without it): fired now, its wake-up would be lost for good.
       const agents = (yield* current.get).agents
-      const firing = due.filter((activation) => !held.has(activation.id) && (activation.kind === "schedule" || agents.has(activation.spec.agent)))
-      for (const activation of firing) yield* fire(activation, now)
-      const next = yield* activations.nextFireTime
-      const soonest = next === null ? longestSleep : Duration.min(Duration.millis(Math.max(0, next - now)), longestSleep)
-      // A held schedule stays due: look again in a second rather than at once.
-      const delay = firing.length < due.length ? Duration.max(soonest, Duration.seconds(1)) : soonest
-      if (due.length < 100) yield* Effect.race(Effect.sleep(delay), Queue.take(changes))
+      const fires = (activation: ActivationRecord) =>
+        !held.has(activation.id) && (activation.kind === "schedule" || agents.has(activation.spec.agent)) &&
+        (failing.get(activation.id)?.retryAt ?? 0) <= now
+      // Every due activation, page by page: those that wait (held, or their agent gone) do not keep
+      // the ones after them from firing.
+      let waiting = false
+      const seen = new Set<string>()
+      let after: { readonly nextFire: number; readonly id: string } | undefined
+      while (true) {
+        const due = yield* activations.due(now, duePage, after)
+        for (const activation of due) {
+          seen.add(activation.id)
+          if (fires(activation)) yield* fireAlone(activation, now)
+          if (!fires(activation)) waiting = true
+        }
+        const last = due[due.length - 1]
+        if (due.length < duePage || last === undefined) break
+        after = { nextFire: last.nextFire ?? now, id: last.id }
+      }
+      // Until the soonest of: the next activation due, a failed firing's next try, and, while some
+      // wait, a look again a minute on (a build wakes the timer sooner: it may bring them back).
+      let wake = (yield* activations.nextFireAfter(now)) ?? Number.POSITIVE_INFINITY
+      for (const [id, { retryAt }] of failing) {
+        // No longer due (removed, paused, or fired by another process): nothing to try again.
+        if (!seen.has(id)) failing.delete(id)
+        else wake = Math.min(wake, retryAt)
+      }
+      if (waiting) wake = Math.min(wake, now + 60_000)
+      yield* Effect.race(Effect.sleep(Duration.min(Duration.millis(Math.max(0, wake - now)), longestSleep)), Queue.take(changes))
     }).pipe(
       Effect.catchAllCause((cause) => Effect.zipRight(Effect.logWarning("schedule timer failed", cause), Effect.sleep("1 second"))),
       Effect.forever
     )
-    yield* singletons.run("foundry/schedules", timer)
 
     const sync = Effect.fn("Schedules.sync")(function*(app: CompiledApp) {
       const now = yield* Clock.currentTimeMillis
       held = heldBy(app)
+      // The timer looks again: a build may bring back what waits (a held schedule, an agent's timers).
+      yield* activations.changed
       const stored = new Map((yield* activations.list("schedule")).map((activation) => [activation.id, activation]))
       const saves: Array<ActivationUpdate> = []
       for (const route of app.table.schedules) {
@@ -274,7 +315,10 @@ export const SchedulesLive = Layer.scoped(
       }
     })
 
+    // Synced before the timer starts: it would fire what the store had before (a schedule this
+    // build removed or changed) first.
     yield* sync(yield* current.get)
+    yield* singletons.run("foundry/schedules", timer)
 
     const view = (activation: ActivationRecord) => Effect.succeed(viewOf(activation))
 

@@ -220,6 +220,61 @@ describe("schedules (on the test clock)", () => {
       expect(yield* firings(server.url, "catcher", 5)).toHaveLength(5)
     }))
 
+  it.scoped("after more than a thousand missed firings, run-once fires the latest and catch-up the latest ten", () =>
+    Effect.gen(function*() {
+      yield* at("2026-05-04T00:00:30Z")
+      const storeFile = join(mkdtempSync(join(tmpdir(), "foundry-sched-")), "foundry.db")
+      const root = yield* tempProject(project({
+        once: `cron: "* * * * *", misfire: "run-once"`,
+        catcher: `cron: "* * * * *", misfire: "catch-up"`
+      }))
+      yield* Effect.scoped(startServer(root, { model: plannedModel, storeFile }))
+      // Down for 2,000 minutes: every minute's firing missed.
+      yield* at("2026-05-05T09:20:30Z")
+      const server = yield* startServer(root, { model: plannedModel, storeFile })
+      yield* TestClock.adjust("1 second")
+      yield* realSleep(100)
+      expect(yield* firings(server.url, "once", 1)).toEqual(["2026-05-05T09:20:00.000Z"])
+      const minutes = Array.from({ length: 10 }, (_, index) => new Date(Date.parse("2026-05-05T09:11:00Z") + index * 60_000).toISOString())
+      expect(yield* firings(server.url, "catcher", 10)).toEqual(minutes)
+      const listed = (yield* http(`${server.url}/api/schedules`)).json as Array<{ id: string; nextFire: number; lastFire: number }>
+      expect(listed.find((schedule) => schedule.id === "once")).toMatchObject({
+        lastFire: Date.parse("2026-05-05T09:20:00Z"),
+        nextFire: Date.parse("2026-05-05T09:21:00Z")
+      })
+    }))
+
+  it.scoped("agent timers of an agent no longer in the build wait without keeping the schedules due after them from firing", () =>
+    Effect.gen(function*() {
+      yield* at("2026-05-04T08:00:00Z")
+      const storeFile = join(mkdtempSync(join(tmpdir(), "foundry-sched-")), "foundry.db")
+      const root = yield* tempProject(project({ morning: `cron: "0 9 * * *"` }))
+      yield* Effect.scoped(startServer(root, { model: plannedModel, storeFile }))
+      // 150 timers an agent set for its instances, due before the schedule; the agent was renamed since.
+      const spec = (index: number) =>
+        JSON.stringify({
+          schedule: `remind-${index}`,
+          agent: "gone",
+          instance: `customer-${index}`,
+          message: "follow up",
+          timing: { at: "2026-05-04T08:30:00.000Z" },
+          overlap: "allow",
+          misfire: "run-once"
+        })
+      yield* Effect.scoped(Effect.flatMap(SqlClient.SqlClient, (sql) =>
+        Effect.forEach(Array.from({ length: 150 }, (_, index) => index), (index) =>
+          sql`INSERT INTO foundry_activations (id, kind, spec, status, next_fire, last_fire, last_run_id, updated_at)
+            VALUES (${`agent:gone:customer-${index}:remind`}, 'agent', ${spec(index)}, 'active', ${Date.parse("2026-05-04T08:30:00Z")}, NULL, NULL, 0)`)
+      ).pipe(Effect.provide(SqliteDatabase.layer(storeFile).pipe(Layer.provide(NodeContext.layer)))))
+      const server = yield* startServer(root, { model: plannedModel, storeFile })
+      yield* TestClock.adjust("1 hour")
+      yield* realSleep(100)
+      expect(yield* firings(server.url, "morning", 1)).toEqual(["2026-05-04T09:00:00.000Z"])
+      // The timers stay, for when their agent comes back.
+      const listed = (yield* http(`${server.url}/api/schedules`)).json as Array<{ id: string; status: string }>
+      expect(listed.filter((schedule) => schedule.id.startsWith("remind-") && schedule.status === "active")).toHaveLength(150)
+    }))
+
   it.scoped("catch-up under overlap skip starts none of the missed firings while the run from before still goes", () =>
     Effect.gen(function*() {
       yield* at("2026-05-04T08:00:00Z")
