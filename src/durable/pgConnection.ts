@@ -76,12 +76,20 @@ export interface StatementNames {
 const maxNamed = 64
 const maxNamedParams = 64
 
+/**
+ * A value as PostgreSQL can keep it: its text type takes no NUL character (it refuses the whole
+ * statement), which a tool's output or a model's answer may hold; it becomes U+FFFD, the
+ * replacement character, as a byte that is no text does when decoded.
+ */
+const storable = (value: unknown): unknown =>
+  typeof value === "string" && value.includes("\u0000") ? value.replaceAll("\u0000", "\uFFFD") : value
+
 const statementNames = (): StatementNames => {
   const names = new Map<string, string>()
   let naming = true
   return {
     statement: (text, params) => {
-      const values = [...params]
+      const values = params.map(storable)
       if (!naming || values.length > maxNamedParams) return { text, values }
       let name = names.get(text)
       if (name === undefined) {
