@@ -61,10 +61,16 @@ export const eventIdHeader = "x-event-id"
 
 /** Inbound webhook deliveries. */
 export class Webhooks extends Context.Tag("foundry/Webhooks")<Webhooks, {
+  /**
+   * Takes one delivery. `vouched`: whether the request came where anyone may send one unsigned (a
+   * server open to loopback only), or with a Foundry token that may start runs; a webhook without
+   * a secret takes only those.
+   */
   readonly deliver: (
     webhook: string,
     body: string,
-    headers: Readonly<Record<string, string | undefined>>
+    headers: Readonly<Record<string, string | undefined>>,
+    vouched: boolean
   ) => Effect.Effect<
     DeliveryResult,
     | WebhookNotFound
@@ -293,7 +299,8 @@ export const WebhooksLive = Layer.effect(
     const deliver = Effect.fn("Webhooks.deliver")(function*(
       webhook: string,
       body: string,
-      headers: Readonly<Record<string, string | undefined>>
+      headers: Readonly<Record<string, string | undefined>>,
+      vouched: boolean
     ) {
       const app = yield* current.get
       const leftOut = playbooksLeftOut(app)
@@ -317,6 +324,15 @@ export const WebhooksLive = Layer.effect(
       }
       const settings = app.table.config.webhooks[webhook]
       const secret = yield* secretOf(settings?.secret)
+      // Beyond this machine, a webhook no one signs would let anyone start runs.
+      if (secret === undefined && !vouched) {
+        return yield* new WebhookUnauthorized({
+          webhook,
+          message: `/hooks/${webhook} has no secret, and this server takes requests from beyond this machine: set webhooks.${webhook}.secret ` +
+            "in foundry.config.ts to the secret the sender signs its deliveries with, or have the sender send a Foundry token with scope \"run\" " +
+            "(Authorization: Bearer <token>)"
+        })
+      }
       const fingerprint = secret === undefined ? null : yield* verify(webhook, body, headers, {
         secret,
         tolerance: Duration.decode(settings?.tolerance ?? defaultWebhookTolerance),

@@ -4,6 +4,7 @@ import * as Scripted from "../../src/models/scripted.js"
 import { sign, signedPayload } from "../../src/triggers/Webhooks.js"
 import { http, startServer, waitForRun } from "../support/server.js"
 import { agentFile, tempProject } from "../support/tempProject.js"
+import { bearer, issue } from "../auth/support.js"
 
 const ticketSchema = `const Ticket = Schema.Struct({ id: Schema.String, customerId: Schema.String, priority: Schema.Number, body: Schema.String })`
 
@@ -129,6 +130,22 @@ describe("webhooks", () => {
       const right = yield* deliver(server.url, body, signed("s3cret", body))
       expect(right.status).toBe(202)
       expect((yield* http(`${server.url}/api/runs`)).json).toHaveLength(1)
+    }))
+
+  it.scopedLive("on a server that needs tokens, a webhook without a secret takes a delivery only with a token that may start runs", () =>
+    Effect.gen(function*() {
+      const server = yield* startServer(yield* tempProject(project(`{ auth: { required: true } }`)), { model })
+      const anyone = yield* deliver(server.url, ticket())
+      expect(anyone.status).toBe(401)
+      expect(anyone.json).toMatchObject({ _tag: "WebhookUnauthorized", message: expect.stringContaining("webhooks.tickets.secret") })
+      const reader = yield* issue(server.storeFile, "read")
+      expect((yield* deliver(server.url, ticket(), bearer(reader.token))).status).toBe(401)
+      const runner = yield* issue(server.storeFile, "run")
+      const vouched = yield* deliver(server.url, ticket(), bearer(runner.token))
+      expect(vouched.status).toBe(202)
+      expect((vouched.json as Delivery).runs).toHaveLength(1)
+      // Nothing started by the refused ones.
+      expect((yield* http(`${server.url}/api/runs`, { headers: bearer(reader.token) })).json).toHaveLength(1)
     }))
 
   it.scopedLive("a repeated delivery of one event id returns the first runs and starts nothing", () =>

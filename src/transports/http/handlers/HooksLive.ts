@@ -2,7 +2,10 @@
  * The hooks group's handler: the raw body (signatures are over its exact bytes) to the webhooks.
  */
 import { HttpApiBuilder, HttpServerRequest, HttpServerResponse } from "@effect/platform"
-import { Effect } from "effect"
+import { Effect, Option } from "effect"
+import { Auth } from "../../../auth/Auth.js"
+import { knockOf } from "../../../auth/authMiddleware.js"
+import { allows } from "../../../auth/TokenScope.js"
 import { Webhooks } from "../../../triggers/Webhooks.js"
 import { FoundryApi } from "../api/FoundryApi.js"
 import { orStoreUnavailable } from "./storeUnavailable.js"
@@ -18,11 +21,15 @@ const retryLater = (status: number, body: Readonly<Record<string, string>>) =>
 export const HooksLive = HttpApiBuilder.group(FoundryApi, "hooks", (handlers) =>
   Effect.gen(function*() {
     const webhooks = yield* Webhooks
+    const auth = yield* Auth
     return handlers.handleRaw("deliver", ({ path }) =>
       Effect.gen(function*() {
         const request = yield* HttpServerRequest.HttpServerRequest
         const body = yield* Effect.orDie(request.text)
-        const result = yield* webhooks.deliver(path.name, body, request.headers).pipe(orStoreUnavailable)
+        // Unsigned deliveries only where the door is open, or with a token that may start runs.
+        const vouched = auth.mode === "open" ||
+          Option.exists(yield* auth.identify(knockOf(request)).pipe(orStoreUnavailable), (token) => allows(token.scope, "run"))
+        const result = yield* webhooks.deliver(path.name, body, request.headers, vouched).pipe(orStoreUnavailable)
         return yield* HttpServerResponse.json(result, { status: result.duplicate ? 200 : 202 }).pipe(Effect.orDie)
       }).pipe(
         // 409, not 202: the first attempt's runs are not known yet, and if it never finishes the
