@@ -45,6 +45,24 @@ describe("Idempotency-Key", () => {
       expect(row.idempotency_fingerprint).toMatch(/^[0-9a-f]{64}$/)
     }))
 
+  it.scopedLive("a key in the form of Foundry's own (a schedule's firing, an agent's timer, a webhook's delivery) is refused: it would take that submission's place", () =>
+    Effect.gen(function*() {
+      const server = yield* startServer(yield* tempProject(project), { model })
+      for (const key of ["schedule:daily-review@1767254400000", "agent:tmr_0123456789abcdef0123@1", "delivery:tickets:evt-1:urgent:default"]) {
+        const refused = yield* submit(server.url, key, { agent: "echo", message: "hello" })
+        expect(refused.status).toBe(400)
+        expect(refused.text).toContain("does not begin with schedule:, agent:, delivery:")
+        const v1 = yield* http(`${server.url}/v1/chat/completions`, {
+          body: { model: "echo", messages: [{ role: "user", content: "hello" }] },
+          headers: { "idempotency-key": key }
+        })
+        expect(v1.status).toBe(400)
+        expect(v1.json).toMatchObject({ error: { message: expect.stringContaining("does not begin with schedule:") } })
+      }
+      expect(yield* runCount(server.url)).toBe(0)
+      expect((yield* submit(server.url, "my-schedule:1", { agent: "echo", message: "hello" })).status).toBe(202)
+    }))
+
   it.scopedLive("the conversation a request continues is part of it", () =>
     Effect.gen(function*() {
       const server = yield* startServer(yield* tempProject(project), { model })

@@ -28,6 +28,7 @@ import { chatTurn, conversationHeader } from "./chatTurn.js"
 import { errorBody, errorResponse, invalidRequest, OpenAiError } from "./OpenAiError.js"
 import { type RunEnd, runAnswer, wholeAnswer } from "./runAnswer.js"
 import { ApprovalStorage } from "../../durable/ApprovalStorage.js"
+import { ownKeyProblem } from "../../dispatch/idempotencyKey.js"
 
 const storeUnavailable = new OpenAiError({
   status: 503,
@@ -151,6 +152,8 @@ export const OpenAiLive = HttpApiBuilder.group(FoundryApi, "openai", (handlers) 
     /** Submits the request's run; the run, the request as it was read, and the completion's identity. */
     const submit = Effect.fn("openai.submit")(function*(header: string | undefined, idempotencyKey: string | undefined) {
       const body = yield* readRequest
+      const keyProblem = idempotencyKey === undefined ? undefined : ownKeyProblem(idempotencyKey)
+      if (keyProblem !== undefined) return yield* invalidRequest(`idempotency-key: ${keyProblem}`, "idempotency-key")
       const turn = yield* chatTurn(body, header)
       const run = yield* dispatcher.submit({
         agent: turn.agent,

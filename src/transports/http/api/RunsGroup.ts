@@ -10,6 +10,7 @@ import {
   RunAlreadyEnded,
   RunNotFound
 } from "../../../dispatch/Dispatcher.js"
+import { ClientIdempotencyKey } from "../../../dispatch/idempotencyKey.js"
 import { MessageText } from "../../../dispatch/messageText.js"
 import { RunStatus } from "../../../durable/records.js"
 import { FoundryEvent } from "../../../events/FoundryEvent.js"
@@ -87,7 +88,7 @@ export class RunsGroup extends HttpApiGroup.make("runs")
   .add(
     HttpApiEndpoint.post("create", "/api/runs")
       .setPayload(CreateRun)
-      .setHeaders(Schema.Struct({ "idempotency-key": Schema.optional(Schema.String) }))
+      .setHeaders(Schema.Struct({ "idempotency-key": Schema.optional(ClientIdempotencyKey) }))
       .addSuccess(RunCreated, { status: 202 })
       .addError(AgentNotFound, { status: 404 })
       .addError(ConversationNotFound, { status: 404 })
