@@ -47,16 +47,38 @@ export const make = (options: OpenAiModelOptions): LanguageModel => {
       messages: toOpenAiMessages(request),
       ...(tools.length > 0 ? { tools } : {})
     }
-    return Effect.promise(loadSdk).pipe(
-      Effect.flatMap((sdk) => {
-        const toModelError = classifyError(name, sdk)
-        const openai = client ??= new sdk({ apiKey: options.apiKey, baseURL: options.baseURL, maxRetries: 0 })
-        return Effect.tryPromise({
-          try: (signal) => openai.chat.completions.create(body, { signal }),
-          catch: toModelError
-        }).pipe(Effect.map((chunks) => Stream.fromAsyncIterable(chunks, toModelError)))
-      }),
-      Stream.unwrap,
+    return Effect.gen(function*() {
+      const sdk = yield* Effect.promise(loadSdk)
+      const toModelError = classifyError(name, sdk)
+      const openai = client ??= new sdk({ apiKey: options.apiKey, baseURL: options.baseURL, maxRetries: 0 })
+      // One controller for the whole request, headers and body: the SDK links it to the fetch.
+      const abort = new AbortController()
+      const chunks = yield* Effect.tryPromise({
+        try: (signal) => {
+          signal.addEventListener("abort", () => abort.abort(), { once: true })
+          return openai.chat.completions.create(body, { signal: abort.signal })
+        },
+        catch: toModelError
+      })
+      // A read of the body cannot be interrupted, and the SDK's iterator is an async generator, so
+      // `return()` waits behind a pending `next()`: a stalled server (or one sending only keep-alive
+      // comments) would hold an interrupted stream, or one an idle timeout ended, until its next
+      // byte. Aborting first makes the pending read end at once, and closes the request.
+      const iterator = yield* Effect.acquireRelease(
+        Effect.sync(() => chunks[Symbol.asyncIterator]()),
+        (iterator) =>
+          Effect.promise(async () => {
+            abort.abort()
+            await iterator.return?.()
+          })
+      )
+      return Stream.repeatEffectOption(
+        Effect.tryPromise({ try: () => iterator.next(), catch: (error) => Option.some(toModelError(error)) }).pipe(
+          Effect.flatMap((result) => result.done === true ? Effect.fail(Option.none()) : Effect.succeed(result.value))
+        )
+      )
+    }).pipe(
+      Stream.unwrapScoped,
       // A trailing `None` marks the end of the stream, so tool calls still pending get flushed.
       Stream.map(Option.some),
       Stream.concat(Stream.succeed(Option.none<OpenAI.ChatCompletionChunk>())),

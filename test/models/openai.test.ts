@@ -3,11 +3,12 @@
  * Chat Completions wire format (SSE chunks, a usage chunk, `[DONE]`, OpenAI-style error bodies).
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Chunk, Effect, Stream } from "effect"
+import { Chunk, Deferred, Effect, Either, Exit, Fiber, Option, Stream } from "effect"
 import { createServer, type IncomingHttpHeaders } from "node:http"
 import { type ModelChunk, type ModelRequest, ToolCall } from "../../src/models/Model.js"
 import * as OpenAiModel from "../../src/models/openai.js"
 import { close, listen } from "../support/loopback.js"
+import { until } from "../support/until.js"
 
 // ---------------------------------------------------------------------------------------------
 // A fake Chat Completions endpoint
@@ -75,6 +76,45 @@ const fakeOpenAi = (reply: Reply) =>
     )
     const port = yield* Effect.orDie(listen(server))
     const fake: FakeOpenAi = { baseURL: `http://127.0.0.1:${port}/v1`, requests }
+    return fake
+  })
+
+/** A server that stalls after its first events: the request stays open, fed only SSE comments. */
+interface StallingOpenAi {
+  readonly baseURL: string
+  /** Whether the client closed the request (the server never ends it). */
+  readonly closed: () => boolean
+}
+
+/**
+ * A local server that answers with `events`, then only a `: ping` keep-alive comment every 50 ms,
+ * as a proxy or an OpenAI-compatible server does while its model is stuck: the socket never goes
+ * quiet, so only the client can end the request.
+ */
+const stallingOpenAi = (events: ReadonlyArray<unknown>) =>
+  Effect.gen(function*() {
+    let closed = false
+    const timers = new Set<ReturnType<typeof setInterval>>()
+    const server = yield* Effect.acquireRelease(
+      Effect.sync(() =>
+        createServer((req, res) => {
+          req.resume()
+          req.on("end", () => {
+            res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache" })
+            for (const event of events) res.write(`data: ${JSON.stringify(event)}\n\n`)
+            const ping = setInterval(() => res.write(": ping\n\n"), 50)
+            timers.add(ping)
+            res.on("close", () => {
+              closed = true
+              clearInterval(ping)
+            })
+          })
+        })
+      ),
+      (server) => Effect.zipRight(Effect.sync(() => timers.forEach(clearInterval)), close(server))
+    )
+    const port = yield* Effect.orDie(listen(server))
+    const fake: StallingOpenAi = { baseURL: `http://127.0.0.1:${port}/v1`, closed: () => closed }
     return fake
   })
 
@@ -422,5 +462,42 @@ describe("openai model", () => {
       expect(error.kind).toBe("transient")
       expect(error.status).toBeUndefined()
       expect(error.message).toMatch(/^OpenAI request failed: /)
+    }))
+
+  it.scopedLive("a stream that stalls on keep-alive comments stops at once when its fiber is interrupted, closing the request", () =>
+    Effect.gen(function*() {
+      const fake = yield* stallingOpenAi([chunk({ role: "assistant", content: "" }), chunk({ content: "Partial" })])
+      const model = OpenAiModel.make({ model: MODEL, apiKey: "test-key", baseURL: fake.baseURL })
+      const first = yield* Deferred.make<void>()
+      const fiber = yield* model.stream(simpleRequest).pipe(
+        Stream.runForEach(() => Deferred.succeed(first, undefined)),
+        Effect.fork
+      )
+      yield* Deferred.await(first)
+
+      yield* Fiber.interruptFork(fiber)
+      // Before, the interruption waited behind the SDK's pending read, which the pings kept alive
+      // for good: the fiber never ended.
+      const exit = yield* Fiber.await(fiber).pipe(Effect.timeout("10 seconds"), Effect.option)
+
+      expect(Option.map(exit, Exit.isInterrupted)).toEqual(Option.some(true))
+      yield* until("the server sees the request closed", Effect.sync(fake.closed))
+    }))
+
+  it.scopedLive("a stream that stalls on keep-alive comments ends at an idle timeout around it, closing the request", () =>
+    Effect.gen(function*() {
+      const fake = yield* stallingOpenAi([chunk({ role: "assistant", content: "" }), chunk({ content: "Partial" })])
+      const model = OpenAiModel.make({ model: MODEL, apiKey: "test-key", baseURL: fake.baseURL })
+
+      // As the engine's model turn does (`modelRetry.idle`), with a short idle time.
+      const fiber = yield* model.stream(simpleRequest).pipe(
+        Stream.timeoutFail(() => "idle" as const, "200 millis"),
+        Stream.runCollect,
+        Effect.fork
+      )
+      const result = yield* Fiber.join(fiber).pipe(Effect.either, Effect.timeout("10 seconds"), Effect.option)
+
+      expect(Option.map(result, Either.getLeft)).toEqual(Option.some(Option.some("idle")))
+      yield* until("the server sees the request closed", Effect.sync(fake.closed))
     }))
 })
