@@ -182,10 +182,30 @@ interface PartialToolCall {
   readonly arguments: string
 }
 
-/** Tool calls in flight, keyed by the `index` the API streams them under. */
-type PendingToolCalls = ReadonlyMap<number, PartialToolCall>
+/**
+ * Tool calls in flight, in the order they started, and where each `index` streams now. An index
+ * is not a call: Ollama streams every parallel call under index 0, each with its own id.
+ */
+interface PendingToolCalls {
+  readonly calls: ReadonlyArray<PartialToolCall>
+  /** The position in `calls` of the call last streamed under each `index`. */
+  readonly byIndex: ReadonlyMap<number, number>
+}
 
-const emptyToolCalls: PendingToolCalls = new Map()
+const emptyToolCalls: PendingToolCalls = { calls: [], byIndex: new Map() }
+
+/**
+ * A streamed tool call fragment as OpenAI-compatible servers send it, wider than the SDK's type:
+ * some leave out the `index` it promises, or send `null` for what they do not repeat.
+ */
+interface ToolCallFragment {
+  readonly index?: number | undefined
+  readonly id?: string | null | undefined
+  readonly function?: {
+    readonly name?: string | null | undefined
+    readonly arguments?: string | null | undefined
+  } | undefined
+}
 
 /** Folds one SDK chunk (or the end-of-stream marker) into the pending tool calls. */
 const step = (
@@ -202,7 +222,8 @@ const step = (
     const text = choice.delta.content
     if (text !== undefined && text !== null && text.length > 0) out.push({ _tag: "TextDelta", text })
     for (const fragment of choice.delta.tool_calls ?? []) state = accumulate(state, fragment)
-    if (choice.finish_reason !== null) {
+    // Some servers leave `finish_reason` out of every chunk but the last, rather than send `null`.
+    if (choice.finish_reason !== null && choice.finish_reason !== undefined) {
       out.push(...flush(state))
       state = emptyToolCalls
     }
@@ -217,25 +238,47 @@ const step = (
   return [state, out]
 }
 
-/** The id and name arrive in a call's first fragment; its arguments arrive in pieces. */
-const accumulate = (
-  pending: PendingToolCalls,
-  fragment: OpenAI.ChatCompletionChunk.Choice.Delta.ToolCall
-): PendingToolCalls => {
-  const previous = pending.get(fragment.index) ?? { id: "", name: "", arguments: "" }
-  const next = new Map(pending)
-  next.set(fragment.index, {
-    id: fragment.id ?? previous.id,
-    name: fragment.function?.name ?? previous.name,
-    arguments: previous.arguments + (fragment.function?.arguments ?? "")
-  })
-  return next
+/** The position of the call `fragment` continues, or `undefined` when it starts a new one. */
+const continues = (pending: PendingToolCalls, fragment: ToolCallFragment, id: string): number | undefined => {
+  if (fragment.index !== undefined) {
+    const at = pending.byIndex.get(fragment.index)
+    const current = at === undefined ? undefined : pending.calls[at]
+    // A different id under an index already in use is another call (Ollama reuses index 0).
+    return current === undefined || (id !== "" && current.id !== "" && id !== current.id) ? undefined : at
+  }
+  // Without an index, a call is known by its id; a fragment with neither continues the last call.
+  if (id !== "") {
+    const at = pending.calls.findIndex((call) => call.id === id)
+    return at === -1 ? undefined : at
+  }
+  return pending.calls.length === 0 ? undefined : pending.calls.length - 1
 }
 
+/** The id and name arrive in a call's first fragment; its arguments arrive in pieces. */
+const accumulate = (pending: PendingToolCalls, fragment: ToolCallFragment): PendingToolCalls => {
+  const id = fragment.id ?? ""
+  const name = fragment.function?.name ?? ""
+  const piece = fragment.function?.arguments ?? ""
+  const at = continues(pending, fragment, id)
+  const calls = [...pending.calls]
+  const previous = at === undefined ? undefined : calls[at]
+  const position = at ?? calls.length
+  calls[position] = previous === undefined
+    ? { id, name, arguments: piece }
+    : {
+      id: previous.id === "" ? id : previous.id,
+      name: name === "" ? previous.name : name,
+      arguments: previous.arguments + piece
+    }
+  if (fragment.index === undefined) return { calls, byIndex: pending.byIndex }
+  const byIndex = new Map(pending.byIndex)
+  byIndex.set(fragment.index, position)
+  return { calls, byIndex }
+}
+
+/** The calls in the order they started (for OpenAI, the order of their indexes). */
 const flush = (pending: PendingToolCalls): ReadonlyArray<ModelChunk> =>
-  [...pending.entries()]
-    .sort(([a], [b]) => a - b)
-    .map(([, call]) => ({ _tag: "ToolCall", call: ToolCall.make(call) }))
+  pending.calls.map((call) => ({ _tag: "ToolCall", call: ToolCall.make(call) }))
 
 // ---------------------------------------------------------------------------------------------
 // Errors

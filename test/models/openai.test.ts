@@ -130,6 +130,15 @@ const chunk = (delta: Record<string, unknown>, finishReason: string | null = nul
   choices: [{ index: 0, delta, logprobs: null, finish_reason: finishReason }]
 })
 
+/** A chunk as some OpenAI-compatible servers stream it: no `finish_reason` at all until the last. */
+const chunkWithoutFinish = (delta: Record<string, unknown>) => ({
+  id: "chatcmpl-test",
+  object: "chat.completion.chunk",
+  created: 1_700_000_000,
+  model: MODEL,
+  choices: [{ index: 0, delta }]
+})
+
 /** The final chunk sent with `stream_options.include_usage`: no choices, just usage. */
 const usageChunk = (promptTokens: number, completionTokens: number) => ({
   id: "chatcmpl-test",
@@ -341,6 +350,76 @@ describe("openai model", () => {
       expect(chunks).toEqual([
         { _tag: "TextDelta", text: "Let me look." },
         { _tag: "ToolCall", call: ToolCall.make({ id: "call_1", name: "search", arguments: "{}" }) }
+      ])
+    }))
+
+  it.scoped("keeps parallel tool calls apart when a server streams them all under index 0 (Ollama)", () =>
+    Effect.gen(function*() {
+      const fake = yield* fakeOpenAi({
+        _tag: "Stream",
+        events: [
+          chunk({
+            role: "assistant",
+            content: "",
+            tool_calls: [{ index: 0, id: "call_paris", type: "function", function: { name: "get_weather", arguments: "{\"city\":\"Paris\"}" } }]
+          }),
+          chunk({
+            tool_calls: [{ index: 0, id: "call_tokyo", type: "function", function: { name: "get_time", arguments: "{\"zone\":" } }]
+          }),
+          // A later fragment of the second call: same index, same id.
+          chunk({ tool_calls: [{ index: 0, id: "call_tokyo", function: { arguments: "\"Asia/Tokyo\"}" } }] }),
+          chunk({}, "tool_calls")
+        ]
+      })
+
+      const chunks = yield* collect(modelFor(fake).stream(simpleRequest))
+
+      expect(chunks).toEqual([
+        { _tag: "ToolCall", call: ToolCall.make({ id: "call_paris", name: "get_weather", arguments: "{\"city\":\"Paris\"}" }) },
+        { _tag: "ToolCall", call: ToolCall.make({ id: "call_tokyo", name: "get_time", arguments: "{\"zone\":\"Asia/Tokyo\"}" }) }
+      ])
+    }))
+
+  it.scoped("assembles tool calls streamed without an index by their ids", () =>
+    Effect.gen(function*() {
+      const fake = yield* fakeOpenAi({
+        _tag: "Stream",
+        events: [
+          chunk({ tool_calls: [{ id: "call_paris", type: "function", function: { name: "get_weather", arguments: "{\"ci" } }] }),
+          chunk({ tool_calls: [{ function: { arguments: "ty\":\"Paris\"}" } }] }),
+          chunk({ tool_calls: [{ id: "call_tokyo", type: "function", function: { name: "get_time", arguments: "" } }] }),
+          chunk({ tool_calls: [{ id: "call_tokyo", function: { arguments: "{\"zone\":\"Asia/Tokyo\"}" } }] }),
+          chunk({}, "tool_calls")
+        ]
+      })
+
+      const chunks = yield* collect(modelFor(fake).stream(simpleRequest))
+
+      expect(chunks).toEqual([
+        { _tag: "ToolCall", call: ToolCall.make({ id: "call_paris", name: "get_weather", arguments: "{\"city\":\"Paris\"}" }) },
+        { _tag: "ToolCall", call: ToolCall.make({ id: "call_tokyo", name: "get_time", arguments: "{\"zone\":\"Asia/Tokyo\"}" }) }
+      ])
+    }))
+
+  it.scoped("a chunk that leaves out finish_reason does not end the tool calls in it", () =>
+    Effect.gen(function*() {
+      const fake = yield* fakeOpenAi({
+        _tag: "Stream",
+        events: [
+          chunkWithoutFinish({
+            role: "assistant",
+            tool_calls: [{ index: 0, id: "call_paris", type: "function", function: { name: "get_weather", arguments: "" } }]
+          }),
+          chunkWithoutFinish({ tool_calls: [{ index: 0, function: { arguments: "{\"city\":" } }] }),
+          chunkWithoutFinish({ tool_calls: [{ index: 0, function: { arguments: "\"Paris\"}" } }] }),
+          chunk({}, "tool_calls")
+        ]
+      })
+
+      const chunks = yield* collect(modelFor(fake).stream(simpleRequest))
+
+      expect(chunks).toEqual([
+        { _tag: "ToolCall", call: ToolCall.make({ id: "call_paris", name: "get_weather", arguments: "{\"city\":\"Paris\"}" }) }
       ])
     }))
 
