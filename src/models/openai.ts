@@ -285,9 +285,10 @@ const flush = (pending: PendingToolCalls): ReadonlyArray<ModelChunk> =>
 // ---------------------------------------------------------------------------------------------
 
 /**
- * 429 and 5xx answers, connection failures and timeouts (also a connection dropped mid-stream)
- * are transient; other 4xx answers and anything unexpected are permanent. Messages stay one
- * readable line, never a stack trace.
+ * 429 and 5xx answers, connection failures and timeouts (also a connection dropped mid-stream),
+ * and error events mid-stream whose type or code says the server failed or is busy, are
+ * transient; other 4xx answers, other error events and anything unexpected are permanent.
+ * Messages stay one readable line, never a stack trace.
  */
 const classifyError = (model: string, sdk: typeof OpenAI) => (error: unknown): ModelError => {
   // Connection errors are `APIError`s without a status, so they must be checked first.
@@ -301,8 +302,12 @@ const classifyError = (model: string, sdk: typeof OpenAI) => (error: unknown): M
   if (error instanceof sdk.APIError) {
     const detail = errorBodyMessage(error.error) ?? error.message
     if (error.status === undefined) {
-      // An error event in the middle of the stream: the API sent no status to classify by.
-      return new ModelError({ model, kind: "permanent", message: `OpenAI stream failed: ${detail}` })
+      // An error event in the middle of the stream: no status to classify by, only its type and code.
+      return new ModelError({
+        model,
+        kind: isTransientErrorEvent(error.error) ? "transient" : "permanent",
+        message: `OpenAI stream failed: ${detail}`
+      })
     }
     return new ModelError({
       model,
@@ -353,6 +358,27 @@ const findNetworkCause = (error: unknown): string | undefined => {
     current = "cause" in current ? current.cause : undefined
   }
   return undefined
+}
+
+/**
+ * The `type`s and `code`s of error events that say the server failed, was overloaded or limited
+ * the rate, as OpenAI and the compatible servers that borrow Anthropic's names send them.
+ */
+const transientErrorKinds: ReadonlySet<string> = new Set([
+  "server_error",
+  "rate_limit_exceeded",
+  "rate_limit_error",
+  "overloaded_error",
+  "overloaded",
+  "timeout"
+])
+
+/** Whether an error event's body (`{ type, code }`, already unwrapped by the SDK) names a transient failure. */
+const isTransientErrorEvent = (body: unknown): boolean => {
+  if (typeof body !== "object" || body === null) return false
+  const type = "type" in body ? body.type : undefined
+  const code = "code" in body ? body.code : undefined
+  return [type, code].some((kind) => typeof kind === "string" && transientErrorKinds.has(kind))
 }
 
 /** The `message` of an OpenAI error body (`{ error: { message } }`, already unwrapped by the SDK). */

@@ -509,7 +509,43 @@ describe("openai model", () => {
 
       expect(seen).toEqual([{ _tag: "TextDelta", text: "Partial" }])
       expect(error._tag).toBe("ModelError")
+      expect(error.kind).toBe("permanent")
       expect(error.message).toContain("Something went wrong mid-stream.")
+    }))
+
+  it.scoped("an error event in the middle of the stream is transient when its type or code says the server failed, was overloaded or limited the rate", () =>
+    Effect.gen(function*() {
+      const kindOf = (error: unknown) =>
+        Effect.gen(function*() {
+          const fake = yield* fakeOpenAi({
+            _tag: "Stream",
+            events: [chunk({ role: "assistant", content: "" }), chunk({ content: "Partial" }), { error }]
+          })
+          const result = yield* Effect.either(collect(modelFor(fake).stream(simpleRequest)))
+          return Either.isLeft(result) ? result.left.kind : "succeeded"
+        })
+
+      const kinds = yield* Effect.all({
+        server: kindOf({ message: "The server had an error.", type: "server_error", param: null, code: null }),
+        rateCode: kindOf({ message: "Rate limit reached.", type: "requests", param: null, code: "rate_limit_exceeded" }),
+        rateType: kindOf({ message: "Rate limited.", type: "rate_limit_error" }),
+        overloadedType: kindOf({ message: "Overloaded.", type: "overloaded_error" }),
+        overloadedCode: kindOf({ message: "Overloaded.", type: "error", code: "overloaded" }),
+        timeout: kindOf({ message: "Timed out.", type: "timeout", code: null }),
+        invalid: kindOf({ message: "Bad request.", type: "invalid_request_error", param: null, code: null }),
+        untyped: kindOf({ message: "Something else." })
+      })
+
+      expect(kinds).toEqual({
+        server: "transient",
+        rateCode: "transient",
+        rateType: "transient",
+        overloadedType: "transient",
+        overloadedCode: "transient",
+        timeout: "transient",
+        invalid: "permanent",
+        untyped: "permanent"
+      })
     }))
 
   it.scoped("a connection dropped in the middle of the stream is transient", () =>
