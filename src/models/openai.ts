@@ -156,13 +156,28 @@ const toOpenAiMessage = (message: ChatMessage | ImageMessage): OpenAI.ChatComple
           tool_calls: message.toolCalls.map((call) => ({
             id: call.id,
             type: "function",
-            function: { name: call.name, arguments: call.arguments }
+            function: { name: call.name, arguments: sendableArguments(call.arguments) }
           }))
         }
     case "tool":
       return { role: "tool", tool_call_id: message.toolCallId, content: message.content }
     case "summary":
       return { role: "user", content: message.content }
+  }
+}
+
+/**
+ * A tool call's arguments as the history may carry them: re-serialised when they are a JSON
+ * object, else `{}`. The transcript keeps what the model produced, also arguments it was cut off
+ * in; servers that parse the history (vLLM, llama-server) answer 400 to those on every later turn,
+ * and the call's result already tells the model its arguments were invalid.
+ */
+const sendableArguments = (raw: string): string => {
+  try {
+    const parsed: unknown = JSON.parse(raw)
+    return typeof parsed === "object" && parsed !== null && !Array.isArray(parsed) ? JSON.stringify(parsed) : "{}"
+  } catch {
+    return "{}"
   }
 }
 

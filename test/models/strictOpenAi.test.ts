@@ -797,6 +797,49 @@ describe("OpenAI adapter against the strict fake", () => {
       })
     }))
 
+  it.scoped("sends tool call arguments that are no JSON object (a model cut off mid-call) as {}, which a server that parses them accepts", () =>
+    Effect.gen(function*() {
+      const parsesAsObject = (text: string) => {
+        try {
+          const value: unknown = JSON.parse(text)
+          return typeof value === "object" && value !== null && !Array.isArray(value)
+        } catch {
+          return false
+        }
+      }
+      const sent: Array<string> = []
+      // As vLLM and llama-server do: every tool call in the history is parsed, and one that does
+      // not parse fails the whole request, on every later turn of the conversation.
+      const server = yield* StrictOpenAi.strictOpenAi({
+        otherwise: (turn) => {
+          const calls = turn.messages.flatMap((m) => m.role === "assistant" ? m.toolCalls : [])
+          sent.push(...calls.map((call) => call.arguments))
+          const broken = calls.find((call) => !parsesAsObject(call.arguments))
+          return broken === undefined
+            ? StrictOpenAi.text("Paris is cut off, Rome is sunny.")
+            : StrictOpenAi.badRequest(`Invalid JSON in the arguments of tool call '${broken.id}'.`)
+        }
+      })
+      const cut = ToolCall.make({ id: "call_cut", name: "get_weather", arguments: "{\"city\": \"Par" })
+      const scalar = ToolCall.make({ id: "call_scalar", name: "get_weather", arguments: "\"Oslo\"" })
+      const spaced = ToolCall.make({ id: "call_spaced", name: "get_weather", arguments: "{ \"city\" : \"Rome\" }" })
+
+      const chunks = yield* collect(modelFor(server).stream({
+        ...request,
+        messages: [
+          ...request.messages,
+          { _tag: "assistant", content: "", toolCalls: [cut, scalar, spaced] },
+          { _tag: "tool", toolCallId: "call_cut", name: "get_weather", content: "the arguments are not valid JSON" },
+          { _tag: "tool", toolCallId: "call_scalar", name: "get_weather", content: "the arguments are not an object" },
+          { _tag: "tool", toolCallId: "call_spaced", name: "get_weather", content: "sunny" }
+        ]
+      }))
+
+      expect(chunks.flatMap((c) => c._tag === "TextDelta" ? [c.text] : []).join("")).toBe("Paris is cut off, Rome is sunny.")
+      expect(sent).toEqual(["{}", "{}", "{\"city\":\"Rome\"}"])
+      expect(server.rejected).toEqual([])
+    }))
+
   it.scoped("surfaces the server's 400 as a permanent ModelError carrying its message", () =>
     Effect.gen(function*() {
       const server = yield* StrictOpenAi.strictOpenAi({ replies: [StrictOpenAi.text("never sent")] })
