@@ -82,7 +82,12 @@ export const make = (options: OpenAiModelOptions): LanguageModel => {
       // A trailing `None` marks the end of the stream, so tool calls still pending get flushed.
       Stream.map(Option.some),
       Stream.concat(Stream.succeed(Option.none<OpenAI.ChatCompletionChunk>())),
-      Stream.mapAccum(emptyToolCalls, step),
+      Stream.mapAccumEffect(nothingYet, (state, next) => {
+        const [after, out, stopped] = step(state, next)
+        return stopped === undefined
+          ? Effect.succeed<readonly [Assembly, ReadonlyArray<ModelChunk>]>([after, out])
+          : Effect.fail(new ModelError({ model: name, kind: "permanent", message: stopped }))
+      }),
       Stream.flattenIterables
     )
   }
@@ -198,16 +203,18 @@ interface PartialToolCall {
 }
 
 /**
- * Tool calls in flight, in the order they started, and where each `index` streams now. An index
- * is not a call: Ollama streams every parallel call under index 0, each with its own id.
+ * What the stream has given so far: its tool calls in flight, in the order they started, and
+ * where each `index` streams now (an index is not a call: Ollama streams every parallel call
+ * under index 0, each with its own id); and whether any text came.
  */
-interface PendingToolCalls {
+interface Assembly {
   readonly calls: ReadonlyArray<PartialToolCall>
   /** The position in `calls` of the call last streamed under each `index`. */
   readonly byIndex: ReadonlyMap<number, number>
+  readonly text: boolean
 }
 
-const emptyToolCalls: PendingToolCalls = { calls: [], byIndex: new Map() }
+const nothingYet: Assembly = { calls: [], byIndex: new Map(), text: false }
 
 /**
  * A streamed tool call fragment as OpenAI-compatible servers send it, wider than the SDK's type:
@@ -222,25 +229,34 @@ interface ToolCallFragment {
   } | undefined
 }
 
-/** Folds one SDK chunk (or the end-of-stream marker) into the pending tool calls. */
+/**
+ * Folds one SDK chunk (or the end-of-stream marker) into the assembly: the chunks to emit, and why
+ * the answer is no answer when the provider stopped it short (see `stoppedShort`).
+ */
 const step = (
-  pending: PendingToolCalls,
+  assembly: Assembly,
   next: Option.Option<OpenAI.ChatCompletionChunk>
-): readonly [PendingToolCalls, ReadonlyArray<ModelChunk>] => {
-  if (Option.isNone(next)) return [emptyToolCalls, flush(pending)]
+): readonly [Assembly, ReadonlyArray<ModelChunk>, stopped?: string] => {
+  if (Option.isNone(next)) return [nothingYet, flush(assembly)]
   const chunk = next.value
   const out: Array<ModelChunk> = []
-  let state = pending
+  let state = assembly
   // We never ask for `n > 1`, so the first choice is the only one.
   const choice = chunk.choices[0]
   if (choice !== undefined) {
     const text = choice.delta.content
-    if (text !== undefined && text !== null && text.length > 0) out.push({ _tag: "TextDelta", text })
+    if (text !== undefined && text !== null && text.length > 0) {
+      out.push({ _tag: "TextDelta", text })
+      if (!state.text) state = { calls: state.calls, byIndex: state.byIndex, text: true }
+    }
     for (const fragment of choice.delta.tool_calls ?? []) state = accumulate(state, fragment)
     // Some servers leave `finish_reason` out of every chunk but the last, rather than send `null`.
-    if (choice.finish_reason !== null && choice.finish_reason !== undefined) {
+    const finish = choice.finish_reason
+    if (finish !== null && finish !== undefined) {
+      const stopped = stoppedShort(finish, state)
+      if (stopped !== undefined) return [state, out, stopped]
       out.push(...flush(state))
-      state = emptyToolCalls
+      state = { calls: [], byIndex: new Map(), text: state.text }
     }
   }
   if (chunk.usage !== undefined && chunk.usage !== null) {
@@ -253,8 +269,28 @@ const step = (
   return [state, out]
 }
 
+/**
+ * Why an answer that finished for `reason` must not complete the run, if it must not: a text
+ * answer cut off at the output limit would pass for a whole one, and a filtered answer with no
+ * text would be asked again and again as if the model had said nothing by chance. Tool calls are
+ * handed over whatever the reason: arguments cut off are the engine's to report to the model.
+ */
+const stoppedShort = (reason: string, assembly: Assembly): string | undefined => {
+  if (assembly.calls.length > 0) return undefined
+  if (reason === "length") {
+    return "the answer was cut off at the model's output limit (finish_reason \"length\": its maximum output " +
+      "tokens, or a full context window). Foundry sets no limit of its own, so raise the provider's or " +
+      "server's (e.g. llama-server --n-predict, Ollama num_predict), choose a model with a longer output, or " +
+      "ask the agent for shorter answers"
+  }
+  if (reason === "content_filter" && !assembly.text) {
+    return "the provider's content filter stopped the answer before any text (finish_reason \"content_filter\")"
+  }
+  return undefined
+}
+
 /** The position of the call `fragment` continues, or `undefined` when it starts a new one. */
-const continues = (pending: PendingToolCalls, fragment: ToolCallFragment, id: string): number | undefined => {
+const continues = (pending: Assembly, fragment: ToolCallFragment, id: string): number | undefined => {
   if (fragment.index !== undefined) {
     const at = pending.byIndex.get(fragment.index)
     const current = at === undefined ? undefined : pending.calls[at]
@@ -270,7 +306,7 @@ const continues = (pending: PendingToolCalls, fragment: ToolCallFragment, id: st
 }
 
 /** The id and name arrive in a call's first fragment; its arguments arrive in pieces. */
-const accumulate = (pending: PendingToolCalls, fragment: ToolCallFragment): PendingToolCalls => {
+const accumulate = (pending: Assembly, fragment: ToolCallFragment): Assembly => {
   const id = fragment.id ?? ""
   const name = fragment.function?.name ?? ""
   const piece = fragment.function?.arguments ?? ""
@@ -285,14 +321,14 @@ const accumulate = (pending: PendingToolCalls, fragment: ToolCallFragment): Pend
       name: name === "" ? previous.name : name,
       arguments: previous.arguments + piece
     }
-  if (fragment.index === undefined) return { calls, byIndex: pending.byIndex }
+  if (fragment.index === undefined) return { calls, byIndex: pending.byIndex, text: pending.text }
   const byIndex = new Map(pending.byIndex)
   byIndex.set(fragment.index, position)
-  return { calls, byIndex }
+  return { calls, byIndex, text: pending.text }
 }
 
 /** The calls in the order they started (for OpenAI, the order of their indexes). */
-const flush = (pending: PendingToolCalls): ReadonlyArray<ModelChunk> =>
+const flush = (pending: Assembly): ReadonlyArray<ModelChunk> =>
   pending.calls.map((call) => ({ _tag: "ToolCall", call: ToolCall.make(call) }))
 
 // ---------------------------------------------------------------------------------------------

@@ -423,6 +423,57 @@ describe("openai model", () => {
       ])
     }))
 
+  it.scoped("a text answer cut off at the model's output limit (finish_reason length) fails as permanent, saying so", () =>
+    Effect.gen(function*() {
+      const fake = yield* fakeOpenAi({
+        _tag: "Stream",
+        events: [
+          chunk({ role: "assistant", content: "" }),
+          chunk({ content: "The three reasons are: first, the" }),
+          chunk({ content: " cost; second," }, "length"),
+          usageChunk(40, 4096)
+        ]
+      })
+
+      const result = yield* Effect.either(collect(modelFor(fake).stream(simpleRequest)))
+
+      expect(Either.isLeft(result)).toBe(true)
+      const error = Either.getLeft(result)
+      expect(Option.map(error, (e) => e.kind)).toEqual(Option.some("permanent"))
+      expect(Option.map(error, (e) => e.message)).toEqual(Option.some(expect.stringContaining("cut off at the model's output limit")))
+    }))
+
+  it.scoped("tool calls that end with finish_reason length are still handed over", () =>
+    Effect.gen(function*() {
+      const fake = yield* fakeOpenAi({
+        _tag: "Stream",
+        events: [
+          chunk({ tool_calls: [{ index: 0, id: "call_1", type: "function", function: { name: "search", arguments: "{\"q\":\"lo" } }] }),
+          chunk({}, "length")
+        ]
+      })
+
+      const chunks = yield* collect(modelFor(fake).stream(simpleRequest))
+
+      expect(chunks).toEqual([
+        { _tag: "ToolCall", call: ToolCall.make({ id: "call_1", name: "search", arguments: "{\"q\":\"lo" }) }
+      ])
+    }))
+
+  it.scoped("an answer the provider's content filter stopped before any text fails as permanent, saying so", () =>
+    Effect.gen(function*() {
+      const fake = yield* fakeOpenAi({
+        _tag: "Stream",
+        events: [chunk({ role: "assistant", content: "" }), chunk({}, "content_filter"), usageChunk(40, 0)]
+      })
+
+      const result = yield* Effect.either(collect(modelFor(fake).stream(simpleRequest)))
+
+      const error = Either.getLeft(result)
+      expect(Option.map(error, (e) => e.kind)).toEqual(Option.some("permanent"))
+      expect(Option.map(error, (e) => e.message)).toEqual(Option.some(expect.stringContaining("content filter")))
+    }))
+
   it.scoped("429 is a transient ModelError with a readable message", () =>
     Effect.gen(function*() {
       const fake = yield* fakeOpenAi({
@@ -606,7 +657,7 @@ describe("openai model", () => {
 
       // As the engine's model turn does (`modelRetry.idle`), with a short idle time.
       const fiber = yield* model.stream(simpleRequest).pipe(
-        Stream.timeoutFail(() => "idle" as const, "200 millis"),
+        Stream.timeoutFail((): "idle" => "idle", "200 millis"),
         Stream.runCollect,
         Effect.fork
       )
