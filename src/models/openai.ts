@@ -69,7 +69,8 @@ export const make = (options: OpenAiModelOptions): LanguageModel => {
         (iterator) =>
           Effect.promise(async () => {
             abort.abort()
-            await iterator.return?.()
+            // Ending a request that was aborted may reject with the abort: nothing left to do then.
+            await iterator.return?.().catch(() => undefined)
           })
       )
       return Stream.repeatEffectOption(
