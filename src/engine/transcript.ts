@@ -11,8 +11,8 @@
  *   executor that did not hear of the cancel records a result afterwards.
  * - A call that has no result yet (its run is suspended on an approval or was interrupted) gets a
  *   result that says so, made up for the view and never stored.
- * - The newest compaction (a `summary` message) replaces every message stored before its
- *   `keepFrom`, shown as a user message at the start.
+ * - The newest compaction (a `summary` message) the run sees replaces every message stored
+ *   before its `keepFrom`, shown as a user message at the start.
  */
 import type { StoredMessage } from "../durable/Store.js"
 import type { ChatMessage, ToolCall } from "../models/Model.js"
@@ -33,14 +33,17 @@ export const modelView = (stored: ReadonlyArray<JournalEntry>, runId: string, un
     const key = message._tag === "tool" ? `${owner}:${message.toolCallId}` : undefined
     if (message._tag === "tool" && key !== undefined && !firstResult.has(key)) firstResult.set(key, message)
   }
-  // The newest compaction stands for everything stored before its `keepFrom`.
-  const summary = stored.findLast((entry) => entry.message._tag === "summary")?.message
+  // What the run sees: what was stored before it started, and its own steps.
+  const seen = (index: number, owner: string): boolean => start < 0 || index < start || owner === runId
+  // The newest compaction it sees stands for everything stored before its `keepFrom`: one that
+  // another run made while this one was suspended would take this run's own steps with it.
+  const summary = stored.findLast((entry, index) => entry.message._tag === "summary" && seen(index, entry.runId))?.message
   const keepFrom = summary?._tag === "summary" ? summary.keepFrom : undefined
   const view: Array<ChatMessage> = summary?._tag === "summary"
     ? [{ _tag: "user", content: `Summary of the earlier conversation (older messages were compacted):\n${summary.content}` }]
     : []
   for (const [index, { message, runId: owner, seq }] of stored.entries()) {
-    if (start >= 0 && index >= start && owner !== runId) continue
+    if (!seen(index, owner)) continue
     if (keepFrom !== undefined && seq !== undefined && seq < keepFrom) continue
     if (message._tag === "tool" || message._tag === "summary") continue
     view.push(message)

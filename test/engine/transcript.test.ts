@@ -74,6 +74,28 @@ describe("modelView", () => {
     ])
   })
 
+  it("shows a resumed run no compaction another run made while it was suspended: its own request, call and result stay", () => {
+    const summary = (content: string, keepFrom: number): ChatMessage => ({ _tag: "summary", content, keepFrom })
+    const stored = [
+      { runId: "r0", seq: 1, message: user("hello") },
+      { runId: "r0", seq: 2, message: answer("hi") },
+      { runId: "r1", seq: 3, message: user("transfer") },
+      { runId: "r1", seq: 4, message: calls("c1") },
+      { runId: "r2", seq: 5, message: user("a long question") },
+      // r2 outgrew the window and compacted all before its own message.
+      { runId: "r2", seq: 6, message: summary("they said hello; a transfer waits", 5) },
+      { runId: "r2", seq: 7, message: answer("a long answer") },
+      { runId: "r1", seq: 8, message: result("c1", "transferred") }
+    ]
+    const resumed = modelView(stored, "r1", pending)
+    expect(resumed).toEqual([user("hello"), answer("hi"), user("transfer"), calls("c1"), result("c1", "transferred")])
+    expect(transcriptProblem(resumed)).toBeUndefined()
+    // A run started after the compaction sees it.
+    const next = modelView([...stored, { runId: "r3", seq: 9, message: user("next") }], "r3", pending)
+    expect(next[0]).toEqual(user("Summary of the earlier conversation (older messages were compacted):\nthey said hello; a transfer waits"))
+    expect(next.slice(1)).toEqual([user("a long question"), answer("a long answer"), user("next")])
+  })
+
   it("pairs results with the run that made the call when two runs reuse a call id", () => {
     const stored = [
       { runId: "r1", message: user("one") },
