@@ -37,6 +37,8 @@ export type ClusterDispatcherOptions = Omit<RunExecutorOptions, "wake"> & { read
 const sweepEvery = Duration.seconds(1)
 /** How often a runner reports its shards. */
 const reportEvery = Duration.seconds(2)
+/** Stranded conversations a sweep wakes at most. */
+const strandedPage = 1000
 
 /**
  * `@effect/cluster` on this process: a runner at `host:port` on the store's PostgreSQL database.
@@ -152,9 +154,12 @@ export const layer = (options: ClusterDispatcherOptions) =>
       })), { concurrency: 1 })
 
       /** Wakes every conversation whose runs nobody executes, and every suspended run that waits on nothing. */
+      let sweptTo = ""
       const sweep = Effect.gen(function*() {
         const now = yield* Clock.currentTimeMillis
-        const rows = yield* database.read(statements.stranded(now, 1000))
+        const rows = yield* database.read(statements.stranded(now, strandedPage, sweptTo))
+        // The next sweep goes on after this page, or from the start once this one reached the end.
+        sweptTo = rows.length < strandedPage ? "" : String(rows[rows.length - 1]?.conversation_id ?? "")
         const waking = notWaitingForBuild(yield* current.get, yield* store.suspendedReadyToResume)
         const targets = [
           ...rows.map((row) => ({ conversationId: String(row.conversation_id), runId: String(row.run_id) })),
