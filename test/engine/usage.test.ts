@@ -1,5 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Effect } from "effect"
+import { Effect, Stream } from "effect"
+import type { LanguageModel } from "../../src/models/Model.js"
 import * as Scripted from "../../src/models/scripted.js"
 import { costOf, priceOf } from "../../src/models/prices.js"
 import { http, startServer, waitForRun } from "../support/server.js"
@@ -190,6 +191,23 @@ describe("token and cost accounting", () => {
       // The last turn's tool call is closed as not run.
       expect(events.map((e) => e.type).slice(-3)).toEqual(["budget.exceeded", "tool.call.failed", "run.failed"])
       expect(events.filter((e) => e.type === "tool.call.started")).toHaveLength(2)
+    }))
+
+  it.scopedLive("a provider that reports no usage has its turns counted by estimate: maxTokensPerRun still stops the run", () =>
+    Effect.gen(function*() {
+      // As a compatible server that ignores stream_options, or a proxy that drops the last chunk.
+      const unreported: LanguageModel = {
+        name: model.name,
+        stream: (request) => Stream.filter(model.stream(request), (chunk) => chunk._tag !== "Usage")
+      }
+      const root = yield* tempProject(project({ shopBudget: "{ maxTokensPerRun: 200 }" }))
+      const server = yield* startServer(root, { model: unreported })
+      const { events, run } = yield* runTo(server.url, "shop", "loop forever")
+      expect(run.status).toBe("failed")
+      expect(run.error).toContain("over maxTokensPerRun 200")
+      expect(run.usage.inputTokens).toBeGreaterThan(0)
+      expect(run.usage.outputTokens).toBeGreaterThan(0)
+      expect(events.find((e) => e.type === "budget.exceeded")?.data).toMatchObject({ budget: "maxTokensPerRun", limit: 200 })
     }))
 
   it.scopedLive("with onExceeded: \"ask\" a run over its budget waits for a person: approved, it goes on over that budget; denied, it fails", () =>
