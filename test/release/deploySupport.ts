@@ -6,8 +6,11 @@
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, symlinkSync } from "node:fs"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
-import { Effect } from "effect"
+import { DateTime, Effect, Schema } from "effect"
 import { inject } from "vitest"
+import { ReleaseManifest, releaseFile } from "../../src/release/ReleaseManifest.js"
+import type { ReleaseStorage } from "../../src/release/ReleaseStorage.js"
+import { summarize } from "../../src/release/releaseSummary.js"
 import { freePort, runCli, startCli } from "../support/cli.js"
 import { http } from "../support/server.js"
 import { tempProject, writeFiles, writeProject } from "../support/tempProject.js"
@@ -160,6 +163,17 @@ export const uploadOf = (folder: string) => {
   const files = Object.fromEntries(manifest.files.map((file) => [file, readFileSync(join(folder, file)).toString("base64")]))
   return { manifest, files }
 }
+
+/** What `ReleaseStorage.activate` stores of the release built into `folder`. */
+export const contentOf = (folder: string) => {
+  const manifest = readFileSync(join(folder, releaseFile), "utf8")
+  const createdAt = DateTime.toEpochMillis(Schema.decodeUnknownSync(Schema.parseJson(ReleaseManifest))(manifest).createdAt)
+  return { createdAt, manifest, files: uploadOf(folder).files }
+}
+
+/** Makes release `id`, stored as `content`, the store's current one, as a deploy does. */
+export const activateIn = (storage: ReleaseStorage["Type"], id: string, content: ReturnType<typeof contentOf>) =>
+  storage.activate({ id, deployedAt: 1, action: "deploy", deployedBy: null, summary: summarize(undefined, new Map()), content })
 
 /** A project with nothing in it but a config that asks for tokens: a server waiting for its first deploy. */
 export const emptyServerProject = tempProject({

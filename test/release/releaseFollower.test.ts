@@ -4,31 +4,22 @@
  * reads the store's copy), and a release made current after it is served at the next look.
  * Driven through the `Deployments` layer on a real store and the releases the deploy tests build.
  */
-import { cpSync, mkdtempSync, readFileSync } from "node:fs"
+import { cpSync, mkdtempSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { NodeContext } from "@effect/platform-node"
 import { describe, expect, it } from "@effect/vitest"
-import { Context, DateTime, Effect, Layer, Schema, Scope } from "effect"
+import { Context, Effect, Layer, Scope } from "effect"
 import * as BuildStatus from "../../src/compiler/BuildStatus.js"
 import * as CurrentApp from "../../src/compiler/CurrentApp.js"
 import { loadProject } from "../../src/compiler/loadProject.js"
 import { RunJournal } from "../../src/journal/RunJournal.js"
 import * as Deployments from "../../src/release/Deployments.js"
-import { ReleaseManifest, releaseFile } from "../../src/release/ReleaseManifest.js"
 import * as Releases from "../../src/release/Releases.js"
 import * as ReleaseStorage from "../../src/release/ReleaseStorage.js"
-import { summarize } from "../../src/release/releaseSummary.js"
 import { Schedules } from "../../src/triggers/Schedules.js"
 import { sqlite, storageLayer } from "../journal/backends.js"
-import { deskReleases, uploadOf } from "./deploySupport.js"
-
-/** What `activate` stores of the release built into `folder`. */
-const contentOf = (folder: string) => {
-  const manifest = readFileSync(join(folder, releaseFile), "utf8")
-  const createdAt = DateTime.toEpochMillis(Schema.decodeUnknownSync(Schema.parseJson(ReleaseManifest))(manifest).createdAt)
-  return { createdAt, manifest, files: uploadOf(folder).files }
-}
+import { activateIn, contentOf, deskReleases } from "./deploySupport.js"
 
 const notInThisTest = Effect.dieMessage("not used by the follower")
 
@@ -40,8 +31,7 @@ describe("a cluster runner following the store's current release", () => {
       cpSync(v1.folder, root, { recursive: true })
       const stores = yield* Layer.build(ReleaseStorage.layer.pipe(Layer.provideMerge(storageLayer(yield* sqlite.fresh))))
       const storage = Context.get(stores, ReleaseStorage.ReleaseStorage)
-      const activate = (id: string, content: ReturnType<typeof contentOf>) =>
-        storage.activate({ id, deployedAt: 1, action: "deploy", deployedBy: null, summary: summarize(undefined, new Map()), content })
+      const activate = (id: string, content: ReturnType<typeof contentOf>) => activateIn(storage, id, content)
       const broken = "rel_0123456789ab"
       const v2Content = contentOf(v2.folder)
       let tries = 0

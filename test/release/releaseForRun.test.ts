@@ -3,31 +3,22 @@
  * the store's copy, unreadable once) is tried again, and the run is not moved to the current release
  * for good. Driven through `Releases.forRun` on a real store, with the releases the deploy tests build.
  */
-import { cpSync, mkdtempSync, readFileSync } from "node:fs"
+import { cpSync, mkdtempSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { NodeContext } from "@effect/platform-node"
 import { describe, expect, it } from "@effect/vitest"
-import { Context, DateTime, Effect, Layer, Option, Schema, Scope } from "effect"
+import { Context, Effect, Layer, Option, Scope } from "effect"
 import * as CurrentApp from "../../src/compiler/CurrentApp.js"
 import { loadProject } from "../../src/compiler/loadProject.js"
 import { Store } from "../../src/durable/Store.js"
 import { StoreError } from "../../src/durable/StoreError.js"
 import { RunJournal } from "../../src/journal/RunJournal.js"
-import { ReleaseManifest, releaseFile } from "../../src/release/ReleaseManifest.js"
 import * as Releases from "../../src/release/Releases.js"
 import * as ReleaseStorage from "../../src/release/ReleaseStorage.js"
-import { summarize } from "../../src/release/releaseSummary.js"
 import { sqlite, storageLayer } from "../journal/backends.js"
 import { newRun, submit } from "../journal/fixtures.js"
-import { deskReleases, uploadOf } from "./deploySupport.js"
-
-/** What `activate` stores of the release built into `folder`. */
-const contentOf = (folder: string) => {
-  const manifest = readFileSync(join(folder, releaseFile), "utf8")
-  const createdAt = DateTime.toEpochMillis(Schema.decodeUnknownSync(Schema.parseJson(ReleaseManifest))(manifest).createdAt)
-  return { createdAt, manifest, files: uploadOf(folder).files }
-}
+import { activateIn, contentOf, deskReleases } from "./deploySupport.js"
 
 describe("a run's release", () => {
   it.scopedLive("a load of a run's release that fails for a moment is tried again: the run executes on it, not moved to the current one", () =>
@@ -40,14 +31,7 @@ describe("a run's release", () => {
       const storage = Context.get(stores, ReleaseStorage.ReleaseStorage)
       // v2 kept in the store (a run started on it), v1 current.
       for (const release of [v2, v1]) {
-        expect(yield* storage.activate({
-          id: release.id,
-          deployedAt: 1,
-          action: "deploy",
-          deployedBy: null,
-          summary: summarize(undefined, new Map()),
-          content: contentOf(release.folder)
-        })).toBe(true)
+        expect(yield* activateIn(storage, release.id, contentOf(release.folder))).toBe(true)
       }
       const journal = Context.get(stores, RunJournal)
       yield* submit(journal, { ...newRun("run_1"), release: v2.id })
@@ -77,14 +61,7 @@ describe("a run's release", () => {
       cpSync(v1.folder, root, { recursive: true })
       const stores = yield* Layer.build(ReleaseStorage.layer.pipe(Layer.provideMerge(storageLayer(yield* sqlite.fresh))))
       const storage = Context.get(stores, ReleaseStorage.ReleaseStorage)
-      expect(yield* storage.activate({
-        id: v2.id,
-        deployedAt: 1,
-        action: "deploy",
-        deployedBy: null,
-        summary: summarize(undefined, new Map()),
-        content: contentOf(v2.folder)
-      })).toBe(true)
+      expect(yield* activateIn(storage, v2.id, contentOf(v2.folder))).toBe(true)
       const first = yield* loadProject(root, 1)
       const releases = Context.get(
         yield* Layer.build(Releases.layer({ serving: { scope: yield* Scope.make(), given: true } }).pipe(
