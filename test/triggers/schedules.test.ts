@@ -275,6 +275,22 @@ describe("schedules (on the test clock)", () => {
       expect(listed.filter((schedule) => schedule.id.startsWith("remind-") && schedule.status === "active")).toHaveLength(150)
     }))
 
+  it.scoped("a schedule removed while no server ran does not fire its missed firing as the next server starts", () =>
+    Effect.gen(function*() {
+      yield* at("2026-05-04T08:00:00Z")
+      const storeFile = join(mkdtempSync(join(tmpdir(), "foundry-sched-")), "foundry.db")
+      yield* Effect.scoped(startServer(yield* tempProject(project({ nightly: `cron: "0 9 * * *"` })), { model: plannedModel, storeFile }))
+      // Down over its time; meanwhile its file was deleted.
+      yield* at("2026-05-04T10:00:00Z")
+      const server = yield* startServer(yield* tempProject(project({ morning: `cron: "0 11 * * *"` })), { model: plannedModel, storeFile })
+      yield* TestClock.adjust("1 second")
+      yield* realSleep(300)
+      const runs = (yield* http(`${server.url}/api/runs?limit=1000`)).json as Array<RunBody>
+      expect(runs.filter((run) => run.source?.schedule === "nightly")).toEqual([])
+      const listed = (yield* http(`${server.url}/api/schedules`)).json as Array<{ id: string }>
+      expect(listed.map((schedule) => schedule.id)).toEqual(["morning"])
+    }))
+
   it.scoped("catch-up under overlap skip starts none of the missed firings while the run from before still goes", () =>
     Effect.gen(function*() {
       yield* at("2026-05-04T08:00:00Z")
