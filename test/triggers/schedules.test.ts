@@ -291,6 +291,34 @@ describe("schedules (on the test clock)", () => {
       expect(listed.map((schedule) => schedule.id)).toEqual(["morning"])
     }))
 
+  it.scoped("a firing whose run cannot be stored is tried again later alone: the schedules due after it fire", () =>
+    Effect.gen(function*() {
+      yield* at("2026-05-04T08:00:00Z")
+      const storeFile = join(mkdtempSync(join(tmpdir(), "foundry-sched-")), "foundry.db")
+      const withMessage = (message: string) => `import { defineSchedule } from "foundry"
+import worker from "../agents/worker/agent.js"
+export default defineSchedule({ agent: worker, message: ${JSON.stringify(message)}, cron: "0 9 * * *" })
+`
+      const root = yield* tempProject({
+        ...durableProject(join(tmpdir(), "unused.log")),
+        // Due at the same time, and first by id.
+        "schedules/a-poisoned.ts": withMessage("poison"),
+        "schedules/b-healthy.ts": withMessage(plan({}))
+      })
+      yield* Effect.scoped(startServer(root, { model: plannedModel, storeFile }))
+      // The store refuses the poisoned schedule's runs, as PostgreSQL refused text it cannot keep.
+      yield* Effect.scoped(Effect.flatMap(SqlClient.SqlClient, (sql) =>
+        sql.unsafe(`CREATE TRIGGER refuse_poison BEFORE INSERT ON foundry_runs WHEN NEW.input = 'poison'
+          BEGIN SELECT RAISE(ABORT, 'refused by the test'); END`)).pipe(
+          Effect.provide(SqliteDatabase.layer(storeFile).pipe(Layer.provide(NodeContext.layer)))
+        ))
+      const server = yield* startServer(root, { model: plannedModel, storeFile })
+      yield* TestClock.adjust("1 hour")
+      yield* realSleep(200)
+      expect(yield* firings(server.url, "b-healthy", 1)).toEqual(["2026-05-04T09:00:00.000Z"])
+      expect(yield* firings(server.url, "a-poisoned", 0)).toEqual([])
+    }))
+
   it.scoped("catch-up under overlap skip starts none of the missed firings while the run from before still goes", () =>
     Effect.gen(function*() {
       yield* at("2026-05-04T08:00:00Z")
