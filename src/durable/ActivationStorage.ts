@@ -75,8 +75,6 @@ export interface Firing {
 /** Activation storage. */
 export class ActivationStorage extends Context.Tag("foundry/ActivationStorage")<ActivationStorage, {
   readonly list: (kind: ActivationKind) => Effect.Effect<ReadonlyArray<ActivationRecord>, StoreError>
-  /** The activations of `kind` for `agent`'s instance `instance` (an instance's own timers), by id. */
-  readonly listFor: (kind: ActivationKind, agent: string, instance: string) => Effect.Effect<ReadonlyArray<ActivationRecord>, StoreError>
   readonly get: (id: string) => Effect.Effect<Option.Option<ActivationRecord>, StoreError>
   /**
    * Activations due by `now`, soonest first (by time, then id), at most `limit`: those after
@@ -106,12 +104,6 @@ export class ActivationStorage extends Context.Tag("foundry/ActivationStorage")<
   readonly fired: (id: string, firing: Firing) => Effect.Effect<void, StoreError>
   /** Pauses or resumes activation `id` as it is stored now (resumed, it fires next at `nextFire`); a removed one stays removed. */
   readonly setStatus: (id: string, status: ActivationStatus, nextFire: number | null) => Effect.Effect<void, StoreError>
-  /**
-   * Deletes the agents' timers done before `doneBefore` and not changed since: fired for good, they
-   * are kept only for a while, to show why they fire no more. Schedule routes stay (their files say
-   * what there is).
-   */
-  readonly pruneDone: (doneBefore: number) => Effect.Effect<void, StoreError>
   /** Signals `changes` for timers another writer of this process saved or removed (a run's step). */
   readonly changed: Effect.Effect<void>
   /** A signal after every save or remove in this process, for as long as the scope lasts. */
@@ -128,23 +120,12 @@ const changedAt = "CASE WHEN foundry_activations.updated_at >= ? THEN foundry_ac
 
 /** `activation` stored as of `now`: made, or changed in place (see `ActivationStorage.write`). */
 export const saveActivation = (activation: ActivationUpdate, now: number): Statement => ({
-  sql: `INSERT INTO foundry_activations (id, kind, spec, agent, instance_id, status, next_fire, last_fire, last_run_id, updated_at)
-    VALUES (?, ?, ?, ?, ?, ?, ?, NULL, NULL, ?) ON CONFLICT (id) DO UPDATE SET
-    spec = excluded.spec, agent = excluded.agent, instance_id = excluded.instance_id, next_fire = excluded.next_fire,
+  sql: `INSERT INTO foundry_activations (id, kind, spec, status, next_fire, last_fire, last_run_id, updated_at)
+    VALUES (?, ?, ?, ?, ?, NULL, NULL, ?) ON CONFLICT (id) DO UPDATE SET
+    spec = excluded.spec, next_fire = excluded.next_fire,
     status = CASE WHEN foundry_activations.status = 'paused' AND excluded.status <> 'done' THEN 'paused' ELSE excluded.status END,
     updated_at = ${changedAt}`,
-  params: [
-    activation.id,
-    activation.kind,
-    encodeSpec(activation.spec),
-    activation.spec.agent,
-    activation.spec.instance,
-    activation.status,
-    activation.nextFire,
-    now,
-    now,
-    now
-  ]
+  params: [activation.id, activation.kind, encodeSpec(activation.spec), activation.status, activation.nextFire, now, now, now]
 })
 
 /** A firing recorded on activation `id` (see `ActivationStorage.fired`). */
@@ -173,12 +154,6 @@ export const activationStatus = (id: string, status: ActivationStatus, nextFire:
 
 /** Activation `id` gone. */
 export const removeActivation = (id: string): Statement => ({ sql: "DELETE FROM foundry_activations WHERE id = ?", params: [id] })
-
-/** The agents' timers done before `doneBefore` gone (see `ActivationStorage.pruneDone`). */
-const pruneDoneTimers = (doneBefore: number): Statement => ({
-  sql: "DELETE FROM foundry_activations WHERE status = 'done' AND kind = 'agent' AND updated_at < ?",
-  params: [doneBefore]
-})
 
 /**
  * The guards of a change for `release`: no other release is the store's current one. On
@@ -211,11 +186,6 @@ export const layer = Layer.scoped(
     const writtenNow = (change: (now: number) => Statement) => Effect.flatMap(Clock.currentTimeMillis, (now) => written(change(now)))
     return ActivationStorage.of({
       list: (kind) => sql`SELECT * FROM foundry_activations WHERE kind = ${kind} ORDER BY id`.pipe(Effect.flatMap(decode), failAs("listActivations")),
-      listFor: (kind, agent, instance) =>
-        sql`SELECT * FROM foundry_activations WHERE kind = ${kind} AND agent = ${agent} AND instance_id = ${instance} ORDER BY id`.pipe(
-          Effect.flatMap(decode),
-          failAs("listActivations")
-        ),
       get: (id) =>
         sql`SELECT * FROM foundry_activations WHERE id = ${id}`.pipe(
           Effect.flatMap(decode),
@@ -250,8 +220,6 @@ export const layer = Layer.scoped(
       remove: (id) => written(removeActivation(id)),
       fired: (id, firing) => writtenNow((now) => firedActivation(id, firing, now)),
       setStatus: (id, status, nextFire) => writtenNow((now) => activationStatus(id, status, nextFire, now)),
-      // No signal: a done timer has no firing for the scheduler to look at again.
-      pruneDone: (doneBefore) => Effect.asVoid(database.write({ statements: [pruneDoneTimers(doneBefore)] })),
       changed: signal,
       changes: PubSub.subscribe(changed)
     })

@@ -6,6 +6,7 @@
 import { Cause, Duration, Effect, Either, Option, Random, Stream } from "effect"
 import type { NonEmptyReadonlyArray } from "effect/Array"
 import { type ChatMessage, type LanguageModel, type ModelChunk, ModelError, type ModelRequest, type ToolCall } from "../models/Model.js"
+import { estimateTokens, tokensOf } from "./compaction.js"
 
 /** What one model turn produced. */
 export interface TurnResult {
@@ -104,16 +105,29 @@ const foldTurn = (model: LanguageModel, given: ModelRequest, options: TurnOption
       chunk._tag === "TextDelta" ? Effect.as(options.onDeltas([chunk.text], acc.text.length), addChunk(acc, chunk)) : Effect.succeed(addChunk(acc, chunk))
     return Effect.flatMap(
       Stream.runFoldEffect(Stream.timeoutFail(model.stream(request), silent, options.retry.idle), emptyTurn(model), fold),
-      (turn) => isEmpty(turn) ? Effect.fail(answeredNothing(model)) : Effect.succeed(turn)
+      (turn) => isEmpty(turn) ? Effect.fail(answeredNothing(model)) : Effect.succeed(counted(turn, request))
     )
   }
   // The whole answer at once: folded in one go, its text deltas then forwarded together.
   return Effect.flatMap(whole, (chunks) => {
-    const turn = chunks.reduce(addChunk, emptyTurn(model))
+    const turn = counted(chunks.reduce(addChunk, emptyTurn(model)), request)
     if (isEmpty(turn)) return Effect.fail(answeredNothing(model))
     const texts = chunks.flatMap((chunk) => chunk._tag === "TextDelta" ? [chunk.text] : [])
     return texts.length === 0 ? Effect.succeed(turn) : Effect.as(options.onDeltas(texts, 0), turn)
   })
+}
+
+/**
+ * A turn whose provider reported no usage (a compatible server that ignores `stream_options`, a
+ * proxy that drops the stream's last chunk) counted by estimate, four characters a token, as
+ * compaction counts: counted as nothing, it would pass every token budget and cost nothing. An
+ * answer with text or a call has at least one token, so none reported means none was.
+ */
+const counted = (turn: TurnResult, request: ModelRequest): TurnResult => {
+  if (turn.inputTokens > 0 || turn.outputTokens > 0) return turn
+  const { model, text, toolCalls } = turn
+  const written = toolCalls.reduce((sum, call) => sum + call.name.length + call.arguments.length, text.length)
+  return { model, text, toolCalls, inputTokens: estimateTokens(request), outputTokens: tokensOf(written) }
 }
 
 /**
