@@ -75,6 +75,8 @@ export interface Firing {
 /** Activation storage. */
 export class ActivationStorage extends Context.Tag("foundry/ActivationStorage")<ActivationStorage, {
   readonly list: (kind: ActivationKind) => Effect.Effect<ReadonlyArray<ActivationRecord>, StoreError>
+  /** The activations of `kind` for `agent`'s instance `instance` (an instance's own timers), by id. */
+  readonly listFor: (kind: ActivationKind, agent: string, instance: string) => Effect.Effect<ReadonlyArray<ActivationRecord>, StoreError>
   readonly get: (id: string) => Effect.Effect<Option.Option<ActivationRecord>, StoreError>
   /**
    * Activations due by `now`, soonest first (by time, then id), at most `limit`: those after
@@ -120,12 +122,23 @@ const changedAt = "CASE WHEN foundry_activations.updated_at >= ? THEN foundry_ac
 
 /** `activation` stored as of `now`: made, or changed in place (see `ActivationStorage.write`). */
 export const saveActivation = (activation: ActivationUpdate, now: number): Statement => ({
-  sql: `INSERT INTO foundry_activations (id, kind, spec, status, next_fire, last_fire, last_run_id, updated_at)
-    VALUES (?, ?, ?, ?, ?, NULL, NULL, ?) ON CONFLICT (id) DO UPDATE SET
-    spec = excluded.spec, next_fire = excluded.next_fire,
+  sql: `INSERT INTO foundry_activations (id, kind, spec, agent, instance_id, status, next_fire, last_fire, last_run_id, updated_at)
+    VALUES (?, ?, ?, ?, ?, ?, ?, NULL, NULL, ?) ON CONFLICT (id) DO UPDATE SET
+    spec = excluded.spec, agent = excluded.agent, instance_id = excluded.instance_id, next_fire = excluded.next_fire,
     status = CASE WHEN foundry_activations.status = 'paused' AND excluded.status <> 'done' THEN 'paused' ELSE excluded.status END,
     updated_at = ${changedAt}`,
-  params: [activation.id, activation.kind, encodeSpec(activation.spec), activation.status, activation.nextFire, now, now, now]
+  params: [
+    activation.id,
+    activation.kind,
+    encodeSpec(activation.spec),
+    activation.spec.agent,
+    activation.spec.instance,
+    activation.status,
+    activation.nextFire,
+    now,
+    now,
+    now
+  ]
 })
 
 /** A firing recorded on activation `id` (see `ActivationStorage.fired`). */
@@ -186,6 +199,11 @@ export const layer = Layer.scoped(
     const writtenNow = (change: (now: number) => Statement) => Effect.flatMap(Clock.currentTimeMillis, (now) => written(change(now)))
     return ActivationStorage.of({
       list: (kind) => sql`SELECT * FROM foundry_activations WHERE kind = ${kind} ORDER BY id`.pipe(Effect.flatMap(decode), failAs("listActivations")),
+      listFor: (kind, agent, instance) =>
+        sql`SELECT * FROM foundry_activations WHERE kind = ${kind} AND agent = ${agent} AND instance_id = ${instance} ORDER BY id`.pipe(
+          Effect.flatMap(decode),
+          failAs("listActivations")
+        ),
       get: (id) =>
         sql`SELECT * FROM foundry_activations WHERE id = ${id}`.pipe(
           Effect.flatMap(decode),

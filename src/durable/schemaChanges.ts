@@ -244,3 +244,20 @@ export const sparseRunIndexes = Effect.gen(function*() {
   yield* sql`DROP INDEX runs_by_idempotency_key`
   yield* sql`DROP INDEX runs_by_parent`
 })
+
+/**
+ * Activations with their agent and instance as columns, found by them: an agent's timer tools read
+ * the timers of their own instance only, where they read every instance's timers and picked theirs
+ * out of the spec's JSON (millions of rows, with many instances sleeping every day). Rows stored
+ * before take theirs from the spec.
+ */
+export const activationsByInstance = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  yield* sql`ALTER TABLE foundry_activations ADD COLUMN agent TEXT`
+  yield* sql`ALTER TABLE foundry_activations ADD COLUMN instance_id TEXT`
+  yield* sql.onDialectOrElse({
+    pg: () => sql`UPDATE foundry_activations SET agent = spec::jsonb ->> 'agent', instance_id = spec::jsonb ->> 'instance'`,
+    orElse: () => sql`UPDATE foundry_activations SET agent = json_extract(spec, '$.agent'), instance_id = json_extract(spec, '$.instance')`
+  })
+  yield* sql`CREATE INDEX foundry_activations_by_instance ON foundry_activations (kind, agent, instance_id)`
+})

@@ -41,9 +41,6 @@ const timingOf = (input: typeof ScheduleInput.Type, now: number): ScheduleTiming
   return "give one of at, in, every or cron"
 }
 
-const owned = (activation: ActivationRecord, run: RunRecord): boolean =>
-  activation.spec.agent === run.agent && activation.spec.instance === run.instanceId
-
 /** The config's limits on agent timers. */
 export type TimerLimits = ConfigDefinition["timers"]
 
@@ -155,12 +152,12 @@ export const runTimerTool = Effect.fn("engine.runTimerTool")(function*(
   /** Timer `id` armed to fire at `nextFire`; none when it fires no more. */
   const armedAt = (id: string, nextFire: number | null): ArmedTimer | undefined =>
     nextFire === null ? undefined : { id, firesAt: new Date(nextFire).toISOString() }
+  // Only the instance's own, read by its columns: an instance never sees another's timers, and a
+  // call does not read every instance's (many, with every instance sleeping once a day).
+  const mine = activations.listFor("agent", run.agent, run.instanceId)
   /** The instance's active timers, but for `except`. */
   const activeTimers = (except?: string) =>
-    Effect.map(
-      activations.list("agent"),
-      (all) => all.filter((a) => owned(a, run) && a.status === "active" && a.id !== except).length
-    )
+    Effect.map(mine, (all) => all.filter((a) => a.status === "active" && a.id !== except).length)
   const arm = (timing: ScheduleTiming, message: string, conversation?: string) =>
     Effect.gen(function*() {
       const nextFire = nextFireAfter(timing, now, now)
@@ -203,9 +200,9 @@ export const runTimerTool = Effect.fn("engine.runTimerTool")(function*(
     case "schedules": {
       const input = Schema.decodeUnknownOption(SchedulesInput)(raw)
       if (Option.isNone(input)) return refused("foundry_schedules needs an action: list, pause, resume or cancel")
-      const mine = (yield* activations.list("agent")).filter((a) => owned(a, run))
-      if (input.value.action === "list") return done(mine.map(describe))
-      const target = mine.find((a) => a.id === input.value.id)
+      const timers = yield* mine
+      if (input.value.action === "list") return done(timers.map(describe))
+      const target = timers.find((a) => a.id === input.value.id)
       if (target === undefined) {
         return refused(input.value.id === undefined
           ? `${input.value.action} needs the id of one of your schedules (action "list" shows them)`

@@ -83,8 +83,35 @@ const planOf = (sql: SqlClient.SqlClient, query: string) =>
       sql.unsafe<{ readonly detail: string }>(`EXPLAIN QUERY PLAN ${query}`).pipe(Effect.map((rows) => rows.map((row) => row.detail).join("\n")))
   })
 
+/** An activation's spec as stored: JSON text, the agent and instance inside it. */
+const activationSpec = (agent: string, instance: string) =>
+  JSON.stringify({ schedule: "s", agent, instance, message: "m", timing: { at: "2026-07-01T10:00:00Z" }, overlap: "allow", misfire: "run-once" })
+
 for (const backend of backends) {
   describe.skipIf(backend.skip)(`migrations on ${backend.name}`, () => {
+    it.scoped("0022 gives the activations stored before their agent and instance from the spec, and finds an instance's by its index", () =>
+      Effect.gen(function*() {
+        const database: Database["Type"] = yield* backend.open
+        const sql = database.sql
+        yield* Effect.provideService(migrateUpTo("0021_sparse_run_indexes"), SqlClient.SqlClient, sql)
+        const rows: ReadonlyArray<readonly [string, string, string, string]> = [
+          ["agent:tmr_a", "agent", "worker", "alpha"],
+          ["agent:tmr_b", "agent", "worker", "beta"],
+          ["schedule:daily", "schedule", "support", "default"]
+        ]
+        for (const [id, kind, agent, instance] of rows) {
+          yield* sql`INSERT INTO foundry_activations (id, kind, spec, status, next_fire, last_fire, last_run_id, updated_at)
+            VALUES (${id}, ${kind}, ${activationSpec(agent, instance)}, 'done', NULL, NULL, NULL, 1000)`
+        }
+
+        yield* Effect.provideService(migrate, SqlClient.SqlClient, sql)
+        const stored = yield* sql<{ readonly id: string; readonly agent: string; readonly instanceId: string; readonly spec: string }>`
+          SELECT id, agent, instance_id, spec FROM foundry_activations ORDER BY id`
+        expect(stored).toEqual(rows.map(([id, , agent, instance]) => ({ id, agent, instanceId: instance, spec: activationSpec(agent, instance) })))
+        expect(yield* planOf(sql, "SELECT * FROM foundry_activations WHERE kind = 'agent' AND agent = 'worker' AND instance_id = 'alpha'"))
+          .toContain("foundry_activations_by_instance")
+      }))
+
     it.scoped("0021 indexes only the runs with an idempotency key or a parent; a key stays unique and is found by its index", () =>
       Effect.gen(function*() {
         const database: Database["Type"] = yield* backend.open

@@ -173,6 +173,30 @@ describe("the tools agents have for their own time (on the test clock)", () => {
       expect(yield* ask("alpha", [{ name: "foundry_schedules", arguments: { action: "list" } }])).toContain(id!)
     }))
 
+  it.scoped("an instance's timer tools read its own timers only: another instance's timer that does not decode leaves them working", () =>
+    Effect.gen(function*() {
+      yield* TestClock.setTime(Date.parse("2026-07-01T10:00:00Z"))
+      const log = join(tmpdir(), `foundry-timers-${randomUUID()}.log`)
+      const server = yield* startServer(yield* tempProject(durableProject(log, "", { timers: true })), { model: plannedModel })
+      const ask = askOn(server.url)
+      const theirs = /"id":"(agent:[^"]+)"/.exec(yield* ask("beta", [schedule({ every: "1 day" })]))?.[1]
+      expect(theirs).toBeDefined()
+      // A read of beta's timer would decode it and fail: alpha's calls show whether they read it.
+      const db = new Database(server.storeFile)
+      db.prepare("UPDATE foundry_activations SET spec = '{}' WHERE id = ?").run(theirs)
+      db.close()
+      const results = (yield* ask("alpha", [
+        schedule({ every: "1 day" }),
+        { name: "foundry_sleep", arguments: { for: "1 hour", message: "wake" } },
+        { name: "foundry_schedules", arguments: { action: "list" } }
+      ])).replace(/^done: /, "").split(" | ")
+      const mine = results.slice(0, 2).map((result) => /^\{"id":"(agent:[^"]+)"/.exec(result)?.[1])
+      expect(mine).not.toContain(undefined)
+      const list = JSON.parse(results[2] ?? "null") as Array<{ id: string }>
+      expect(list.map((timer) => timer.id).toSorted()).toEqual(mine.toSorted())
+      expect(yield* ask("alpha", [{ name: "foundry_schedules", arguments: { action: "cancel", id: theirs } }])).toContain("you have no schedule")
+    }))
+
   it.scoped("a sleeping conversation is re-armed from the store after a restart and wakes once", () =>
     Effect.gen(function*() {
       const { conversationId, root, storeFile } = yield* sleptHalfAnHour
