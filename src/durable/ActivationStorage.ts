@@ -106,6 +106,12 @@ export class ActivationStorage extends Context.Tag("foundry/ActivationStorage")<
   readonly fired: (id: string, firing: Firing) => Effect.Effect<void, StoreError>
   /** Pauses or resumes activation `id` as it is stored now (resumed, it fires next at `nextFire`); a removed one stays removed. */
   readonly setStatus: (id: string, status: ActivationStatus, nextFire: number | null) => Effect.Effect<void, StoreError>
+  /**
+   * Deletes the agents' timers done before `doneBefore` and not changed since: fired for good, they
+   * are kept only for a while, to show why they fire no more. Schedule routes stay (their files say
+   * what there is).
+   */
+  readonly pruneDone: (doneBefore: number) => Effect.Effect<void, StoreError>
   /** Signals `changes` for timers another writer of this process saved or removed (a run's step). */
   readonly changed: Effect.Effect<void>
   /** A signal after every save or remove in this process, for as long as the scope lasts. */
@@ -167,6 +173,12 @@ export const activationStatus = (id: string, status: ActivationStatus, nextFire:
 
 /** Activation `id` gone. */
 export const removeActivation = (id: string): Statement => ({ sql: "DELETE FROM foundry_activations WHERE id = ?", params: [id] })
+
+/** The agents' timers done before `doneBefore` gone (see `ActivationStorage.pruneDone`). */
+const pruneDoneTimers = (doneBefore: number): Statement => ({
+  sql: "DELETE FROM foundry_activations WHERE status = 'done' AND kind = 'agent' AND updated_at < ?",
+  params: [doneBefore]
+})
 
 /**
  * The guards of a change for `release`: no other release is the store's current one. On
@@ -238,6 +250,8 @@ export const layer = Layer.scoped(
       remove: (id) => written(removeActivation(id)),
       fired: (id, firing) => writtenNow((now) => firedActivation(id, firing, now)),
       setStatus: (id, status, nextFire) => writtenNow((now) => activationStatus(id, status, nextFire, now)),
+      // No signal: a done timer has no firing for the scheduler to look at again.
+      pruneDone: (doneBefore) => Effect.asVoid(database.write({ statements: [pruneDoneTimers(doneBefore)] })),
       changed: signal,
       changes: PubSub.subscribe(changed)
     })

@@ -89,6 +89,14 @@ const duePage = 100
 const catchUpLimit = 10
 /** The longest the timer sleeps before it looks again. */
 const maxSleep = Duration.hours(1)
+/**
+ * How long an agent's timer that is done (fired for good) is kept, listed with why it fires no
+ * more: the run it started stays, and names it. Kept for ever, with every instance sleeping once a
+ * day they would pile up by the million.
+ */
+const doneTimersKept = Duration.days(1)
+/** How often done timers past `doneTimersKept` are looked for. */
+const pruneEvery = Duration.hours(1)
 
 const viewOf = (activation: ActivationRecord): ScheduleView => {
   const spec = activation.spec
@@ -237,6 +245,7 @@ export const SchedulesLive = Layer.scoped(
         })
       )
 
+    let prunedAt = Number.NEGATIVE_INFINITY
     // The timer: fire what is due, then sleep until the soonest activation (or a change).
     const timer = Effect.gen(function*() {
       const now = yield* Clock.currentTimeMillis
@@ -261,6 +270,13 @@ export const SchedulesLive = Layer.scoped(
         const last = due[due.length - 1]
         if (due.length < duePage || last === undefined) break
         after = { nextFire: last.nextFire ?? now, id: last.id }
+      }
+      // After the firings, which it must not hold up: a prune that fails is tried again next time.
+      if (now - prunedAt >= Duration.toMillis(pruneEvery)) {
+        yield* activations.pruneDone(now - Duration.toMillis(doneTimersKept)).pipe(
+          Effect.tap(() => Effect.sync(() => prunedAt = now)),
+          Effect.catchAll((error) => Effect.logWarning("pruning the agents' done timers failed", error))
+        )
       }
       // Until the soonest of: the next activation due, a failed firing's next try, and, while some
       // wait, a look again a minute on (a build wakes the timer sooner: it may bring them back).

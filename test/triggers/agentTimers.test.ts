@@ -197,6 +197,37 @@ describe("the tools agents have for their own time (on the test clock)", () => {
       expect(yield* ask("alpha", [{ name: "foundry_schedules", arguments: { action: "cancel", id: theirs } }])).toContain("you have no schedule")
     }))
 
+  it.scoped("a fired sleep is listed as done for a day, then deleted from the store; a timer still to fire stays", () =>
+    Effect.gen(function*() {
+      yield* TestClock.setTime(Date.parse("2026-07-01T10:00:00Z"))
+      const log = join(tmpdir(), `foundry-timers-${randomUUID()}.log`)
+      const server = yield* startServer(yield* tempProject(durableProject(log, "", { timers: true })), { model: plannedModel })
+      const armed = (yield* askOn(server.url)("acme", [
+        { name: "foundry_sleep", arguments: { for: "30 minutes", message: plan({}) } },
+        { name: "foundry_schedule", arguments: { every: "1 day", message: plan({}) } }
+      ])).replace(/^done: /, "").split(" | ").map((result) => /"id":"(agent:[^"]+)"/.exec(result)?.[1])
+      const [sleep, daily] = armed
+      expect(sleep).toBeDefined()
+      expect(daily).toBeDefined()
+      yield* TestClock.adjust("1 hour")
+      yield* until(server.url, (all) => all.some((r) => r.source?.schedule === sleep && r.status === "completed"))
+      // Fired, it is still shown for a while, saying why it fires no more.
+      const listed = (yield* http(`${server.url}/api/schedules`)).json as Array<{ id: string; status: string; reason: string | null }>
+      expect(listed.find((s) => s.id === sleep)).toMatchObject({ status: "done", reason: expect.stringContaining("has come") })
+
+      // A day after it fired, with its instance's daily timer firing meanwhile.
+      yield* TestClock.adjust("25 hours")
+      const stored = () => {
+        const db = new Database(server.storeFile, { readonly: true })
+        const ids = db.prepare("SELECT id FROM foundry_activations WHERE kind = 'agent' ORDER BY id").all()
+        db.close()
+        return ids
+      }
+      for (let attempt = 0; attempt < 100 && stored().length > 1; attempt++) yield* realSleep(20)
+      expect(stored()).toEqual([{ id: daily }])
+      expect(yield* agentTimerIds(server.url)).toEqual([daily])
+    }))
+
   it.scoped("a sleeping conversation is re-armed from the store after a restart and wakes once", () =>
     Effect.gen(function*() {
       const { conversationId, root, storeFile } = yield* sleptHalfAnHour
