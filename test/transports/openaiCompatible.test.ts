@@ -4,9 +4,9 @@
  * server or seeded from the request, the model list, and errors in OpenAI's shape.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Effect } from "effect"
+import { Effect, Stream } from "effect"
 import OpenAI from "openai"
-import type { ChatMessage, ModelRequest } from "../../src/models/Model.js"
+import { type ChatMessage, type LanguageModel, type ModelChunk, ModelError, type ModelRequest } from "../../src/models/Model.js"
 import * as Scripted from "../../src/models/scripted.js"
 import { http, startServer } from "../support/server.js"
 import { agentFile, tempProject, toolFile } from "../support/tempProject.js"
@@ -73,6 +73,28 @@ const serve = Effect.gen(function*() {
   const client = new OpenAI({ baseURL: `${server.url}/v1`, apiKey: "not-needed-on-loopback", maxRetries: 0 })
   return { server, client, sent }
 })
+
+/**
+ * A model whose first attempt writes "Partial" and then fails as a passing outage would; asked
+ * again, it answers "Full answer". The first word waits a moment, so that the client follows the
+ * run before it is written.
+ */
+const failingMidwayModel = (): LanguageModel => {
+  const answer = Scripted.make([{ text: "Full answer" }], "midway")
+  const partial: ModelChunk = { _tag: "TextDelta", text: "Partial" }
+  let attempts = 0
+  return {
+    name: answer.name,
+    stream: (request) => {
+      attempts++
+      if (attempts > 1) return answer.stream(request)
+      return Stream.concat(
+        Stream.fromEffect(Effect.as(Effect.sleep("300 millis"), partial)),
+        Stream.fail(new ModelError({ model: answer.name, kind: "transient", status: 503, message: "overloaded in the middle of the answer" }))
+      )
+    }
+  }
+}
 
 /** The first request of the run whose last user message is `text`: the transcript it starts from. */
 const firstRequestFor = (sent: ReadonlyArray<ModelRequest>, text: string) =>
@@ -150,6 +172,28 @@ describe("the OpenAI-compatible API", () => {
       })
       expect(whole.choices[0]?.message.content).toBe("Let me check.\n\nThe echo tool said: check: the weather")
       expect(streamed).toBe(whole.choices[0]?.message.content)
+    }))
+
+  it.scopedLive("a non-streamed answer has only the text of the attempt that counted, not of one that failed and was retried", () =>
+    Effect.gen(function*() {
+      const root = yield* tempProject({
+        "agents/midway/agent.ts": `import { defineAgent } from "foundry"
+export default defineAgent({ description: "Answers on the second attempt", model: "demo" })
+`,
+        "foundry.config.ts": `import { defineConfig } from "foundry"
+export default defineConfig({ modelRetry: { times: 2, base: "1 millis", max: "1 millis" } })
+`
+      })
+      const server = yield* startServer(root, { model: failingMidwayModel() })
+      const client = new OpenAI({ baseURL: `${server.url}/v1`, apiKey: "not-needed-on-loopback", maxRetries: 0 })
+      const { data, response } = yield* Effect.promise(() =>
+        client.chat.completions.create({ model: "midway", messages: [{ role: "user", content: "hello" }], stream: false }).withResponse()
+      )
+      expect(data.choices[0]?.message.content).toBe("Full answer")
+      // The failed attempt was written and retried: the answer left it out, not the run.
+      const events = yield* http(`${server.url}/api/runs/${response.headers.get("x-foundry-run") ?? ""}/events`)
+      const types = (events.json as Array<{ type: string }>).map((e) => e.type)
+      expect(types).toEqual(expect.arrayContaining(["model.retry", "run.completed"]))
     }))
 
   it.scopedLive("the OpenAPI document describes /v1, with the event stream of a streamed completion", () =>

@@ -1,7 +1,9 @@
 /**
  * A run followed as an OpenAI client sees it: the text of its model turns as it is written, then
  * how the run ended. The answer's text is every turn's text, turns separated by a blank line (a
- * model may write a sentence before its tool calls); streamed or not, a client gets the same text.
+ * model may write a sentence before its tool calls); streamed or not, a client gets the same text,
+ * but for a turn asked again (a retry, a fallback): a stream cannot take back what it sent of the
+ * failed attempt, while the whole answer has only the attempt that counted.
  *
  * Text deltas are live only (never stored): those written before the client started following
  * are lost, so each turn's stored text (`model.turn.completed`) completes what the deltas left
@@ -58,17 +60,31 @@ export interface AnswerSources extends DescendantSources {
 
 /**
  * One reading of a run's answer: each event as the pieces of the answer it adds, in order (the
- * text each turn has sent so far is remembered, so a reading makes its own state).
+ * text each turn has sent so far is remembered, so a reading makes its own state), and the answer
+ * as a whole so far (`whole`), where a turn asked again has only its last attempt's text.
  */
 const answerReading = () => {
   // Per turn, the text sent so far; whether any turn has had text (the next one is set apart).
   const turns = turnTextReading()
   let anyText = false
+  // Per turn, the text of its current attempt, and the approval note the answer ends with: the
+  // whole answer is made of them, since pieces already sent may hold a failed attempt's text.
+  const attempts = new Map<number, string>()
+  let note: string | undefined
   /** Text that starts a new part of the answer: set apart from the text before it. */
   const part = (piece: string): AnswerPiece => {
     const lead = anyText ? turnSeparator : ""
     anyText = true
     return { _tag: "Text", text: lead + piece }
+  }
+  /** `piece`, just read of `turn`, added to its current attempt's text. */
+  const attempted = (turn: number, piece: string): string => {
+    if (piece.length > 0) attempts.set(turn, (attempts.get(turn) ?? "") + piece)
+    return piece
+  }
+  /** The turn's stored text is what its attempt wrote, whatever deltas were read of it. */
+  const settled = (turn: number, stored: string): void => {
+    if (stored.length > 0) attempts.set(turn, stored)
   }
   /** `piece`, just read of `turn`: the first of the turn is set apart from the text before it. */
   const text = (turn: number, piece: string): ReadonlyArray<AnswerPiece> => {
@@ -76,22 +92,25 @@ const answerReading = () => {
     return [turns.textOf(turn).length === piece.length ? part(piece) : { _tag: "Text", text: piece }]
   }
   /** The run stops for approval `approvalId` of `tool` (its own, or a subagent's run's). */
-  const awaiting = (approvalId: string, tool: string, conversationId: string): ReadonlyArray<AnswerPiece> => [
-    part(approvalNote(approvalId, tool, conversationId)),
-    { _tag: "End", end: { _tag: "AwaitingApproval", approvalId, tool } }
-  ]
+  const awaiting = (approvalId: string, tool: string, conversationId: string): ReadonlyArray<AnswerPiece> => {
+    note = approvalNote(approvalId, tool, conversationId)
+    return [part(note), { _tag: "End", end: { _tag: "AwaitingApproval", approvalId, tool } }]
+  }
   const piecesOf = (event: FoundryEvent): ReadonlyArray<AnswerPiece> => {
     switch (event.type) {
       case "model.delta":
-        return text(event.data.turn, turns.delta(event.data.turn, event.data.at, event.data.text))
+        return text(event.data.turn, attempted(event.data.turn, turns.delta(event.data.turn, event.data.at, event.data.text)))
       case "model.turn.completed":
+        settled(event.data.turn, event.data.text)
         return text(event.data.turn, turns.completed(event.data.turn, event.data.text))
       case "model.turn.started":
       case "model.retry":
       case "model.fallback":
         // The turn starts again from its first word (asked again after a retry, a fallback, or
-        // a step the store did not take); what was sent of it stays sent.
+        // a step the store did not take); what was sent of it stays sent, but is no part of
+        // the whole answer.
         turns.restart(event.data.turn)
+        attempts.delete(event.data.turn)
         return []
       case "run.completed":
         return [{ _tag: "End", end: { _tag: "Completed" } }]
@@ -108,7 +127,12 @@ const answerReading = () => {
         return []
     }
   }
-  return { piecesOf, awaiting }
+  /** The answer as a whole so far: each turn's current attempt in turn order, then the note. */
+  const whole = (): string => {
+    const texts = [...attempts.entries()].sort(([a], [b]) => a - b).map(([, attempt]) => attempt)
+    return [...texts, ...(note === undefined ? [] : [note])].join(turnSeparator)
+  }
+  return { piecesOf, awaiting, whole }
 }
 
 /** The conversation of run `runId` (the one an answer continues). */
@@ -159,8 +183,9 @@ export const wholeAnswer = (runId: string, sources: AnswerSources): Effect.Effec
   Effect.scoped(Effect.gen(function*() {
     const { events, store } = sources
     const follower = yield* events.followRun(runId)
-    const { awaiting, piecesOf } = answerReading()
-    let text = ""
+    // Read for the pieces' ends only: the text is the reading's whole answer, where a turn asked
+    // again has only its last attempt (the pieces keep what a stream had sent of a failed one).
+    const { awaiting, piecesOf, whole } = answerReading()
     const ownEnd = Option.isNone(follower) ? Effect.succeed(undefined) : Effect.async<RunEnd | undefined>((resume) => {
       let stop = (): void => undefined
       const ask = (): void => {
@@ -169,7 +194,6 @@ export const wholeAnswer = (runId: string, sources: AnswerSources): Effect.Effec
           for (const event of delivered) {
             for (const piece of piecesOf(event)) {
               if (piece._tag === "End") return resume(Effect.succeed(piece.end))
-              text += piece.text
             }
           }
           ask()
@@ -184,10 +208,9 @@ export const wholeAnswer = (runId: string, sources: AnswerSources): Effect.Effec
       let end: RunEnd | undefined
       for (const piece of awaiting(approval.id, approval.tool, yield* conversationOf(store, runId))) {
         if (piece._tag === "End") end = piece.end
-        else text += piece.text
       }
       return end
     })
     const end = yield* Effect.raceFirst(ownEnd, belowEnd)
-    return { text, end: end ?? (yield* endFromStore(store, runId)) }
+    return { text: whole(), end: end ?? (yield* endFromStore(store, runId)) }
   }))
