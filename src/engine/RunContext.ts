@@ -9,7 +9,7 @@ import type { RunRecord } from "../durable/records.js"
 import type { ChatMessage, ToolCall } from "../models/Model.js"
 import { type ContextWindow, type ResultLimit, resultLimitOf } from "./compaction.js"
 import { type ToolOutcome, truncateForModel } from "./executeTool.js"
-import { redactFields } from "./redact.js"
+import { redactFields, redactInput } from "./redact.js"
 import type { RunInstance } from "./RunInstance.js"
 import type { StepBuffer } from "./StepBuffer.js"
 import type { JournalEntry } from "./transcript.js"
@@ -95,8 +95,14 @@ type ToolOwners = Pick<RunContext, "agent" | "instance">
 export const redactionOf = ({ agent, instance }: ToolOwners, toolName: string): ReadonlySet<string> =>
   new Set((agent.tools.get(toolName) ?? instance.installed.tools.get(toolName))?.definition.redact ?? [])
 
-/** A tool's input or output as events may show it: its redacted fields replaced. */
+/** A tool's output as events may show it: its redacted fields replaced. */
 export const hide = (owners: ToolOwners, toolName: string) => (value: unknown): unknown => redactFields(value, redactionOf(owners, toolName))
+
+/**
+ * A tool call's input as events may show it: its redacted fields replaced, and for a tool that
+ * redacts, arguments that did not parse as a JSON object replaced whole (`redactInput`).
+ */
+export const hideInput = (owners: ToolOwners, toolName: string) => (value: unknown): unknown => redactInput(value, redactionOf(owners, toolName))
 
 /**
  * Records a call's result for the model, cut to the result limit (a subagent's answer as much as a
@@ -106,11 +112,12 @@ export const answer = (context: RunContext, call: ToolCall, outcome: ToolOutcome
   const images = outcome._tag === "Succeeded" ? outcome.images : undefined
   const content = truncateForModel(outcome.content, context.resultLimit.characters, context.resultLimit.why)
   context.record({ _tag: "tool", toolCallId: call.id, name: call.name, content, ...(images === undefined ? {} : { images }) })
-  const shown = hide(context, call.name)
+  const shownInput = hideInput(context, call.name)
   const span = `tool:${call.id}`
   if (outcome._tag === "Succeeded") {
-    context.step.emit("tool.call.completed", span, { toolCallId: call.id, tool: call.name, input: shown(outcome.input), output: shown(outcome.output), durationMs })
+    const output = hide(context, call.name)(outcome.output)
+    context.step.emit("tool.call.completed", span, { toolCallId: call.id, tool: call.name, input: shownInput(outcome.input), output, durationMs })
   } else {
-    context.step.emit("tool.call.failed", span, { toolCallId: call.id, tool: call.name, input: shown(outcome.input), error: outcome.error, durationMs })
+    context.step.emit("tool.call.failed", span, { toolCallId: call.id, tool: call.name, input: shownInput(outcome.input), error: outcome.error, durationMs })
   }
 }

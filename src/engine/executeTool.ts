@@ -3,7 +3,7 @@
  * application's services under a time limit, the result encoded with its output schema. Whatever
  * goes wrong becomes a readable result for the model, never a crash of the run.
  */
-import { Cause, Context, Duration, Effect, Either, Exit, Fiber, Option, Runtime, Schema } from "effect"
+import { Cause, Context, Duration, Effect, Either, Exit, Fiber, Option, type ParseResult, Runtime, Schema } from "effect"
 import type { CompiledTool } from "../compiler/CompiledApp.js"
 import { AnswerWithImages } from "../definitions/AnswerWithImages.js"
 import { durationText } from "../definitions/configFields.js"
@@ -18,6 +18,27 @@ export type ToolOutcome =
   | { readonly _tag: "Failed"; readonly input: unknown; readonly error: string; readonly content: string }
 
 const failed = (input: unknown, error: string): ToolOutcome => ({ _tag: "Failed", input, error, content: `Error: ${error}` })
+
+/** Whether `tool` keeps fields of its input or output out of events. */
+const redacts = (tool: CompiledTool): boolean => tool.definition.redact.length > 0
+
+/**
+ * A failure of `tool` whose `detail` may quote a value of its input or output: the model is told
+ * it (it wrote the arguments, and reads the output), but events of a tool that redacts fields get
+ * `withoutValues`, since the value quoted may be one that the tool keeps out of them.
+ */
+const failedQuoting = (tool: CompiledTool, input: unknown, detail: string, withoutValues: string): ToolOutcome =>
+  redacts(tool) ? { _tag: "Failed", input, error: withoutValues, content: `Error: ${detail}` } : failed(input, detail)
+
+/** Why events of a tool say less than its model is told. */
+const leftOut = (tool: CompiledTool, what: string) => `${what} is left out of events: it may quote a value, and ${tool.name} redacts fields`
+
+/** A failure to decode or encode with `tool`'s schema: which fields, and (as `failedQuoting` allows) what is wrong with them. */
+const schemaFailed = (tool: CompiledTool, input: unknown, lead: string, error: ParseResult.ParseError, root: string): ToolOutcome => {
+  const issues = readableIssues(error, { root })
+  const paths = [...new Set(issues.map((issue) => issue.path))].join(", ")
+  return failedQuoting(tool, input, `${lead}:\n${formatIssues(issues)}`, `${lead}, at ${paths} (${leftOut(tool, "what is wrong")})`)
+}
 
 const parseArguments = (text: string): { readonly ok: true; readonly value: unknown } | { readonly ok: false; readonly error: string } => {
   try {
@@ -62,14 +83,14 @@ export const decodeCall = Effect.fnUntraced(function*(
   if (tool === undefined) {
     return Either.left(failed(rawInput, `there is no tool named "${call.name}"; the tools are: ${available.join(", ") || "(none)"}`))
   }
-  if (!parsed.ok) return Either.left(failed(rawInput, `the arguments for ${tool.name} are not valid JSON (${parsed.error})`))
+  if (!parsed.ok) {
+    // The parser's message quotes the text it stopped in (Node's, since V8 11).
+    const notJson = `the arguments for ${tool.name} are not valid JSON`
+    return Either.left(failedQuoting(tool, rawInput, `${notJson} (${parsed.error})`, `${notJson} (${leftOut(tool, "the parser's message")})`))
+  }
   // Every failing field at once, so that the model can fix them all in its next call.
   const input = yield* Schema.decodeUnknown(tool.definition.input)(parsed.value, { errors: "all" }).pipe(Effect.either)
-  if (input._tag === "Left") {
-    return Either.left(
-      failed(rawInput, `invalid arguments for ${tool.name}:\n${formatIssues(readableIssues(input.left, { root: "(arguments)" }))}`)
-    )
-  }
+  if (input._tag === "Left") return Either.left(schemaFailed(tool, rawInput, `invalid arguments for ${tool.name}`, input.left, "(arguments)"))
   const decoded: DecodedCall = { tool, input: input.right, rawInput }
   return Either.right(decoded)
 })
@@ -186,7 +207,9 @@ const runWithTimeout = Effect.fnUntraced(function*(
     if (typeof key !== "string" || key === "") {
       const got = key === "" ? "an empty string" : typeof key === "string" ? key : `${JSON.stringify(key) ?? String(key)} (${typeof key})`
       yield* Effect.logWarning(`tool ${tool.name}: idempotencyKey(input) returned ${got}, not a key (run ${context.runId}, call ${context.toolCallId})`)
-      return failed(rawInput, `${tool.name} was not run: its idempotencyKey(input) returned ${got}, not a non-empty string`)
+      const notRun = (what: string) => `${tool.name} was not run: its idempotencyKey(input) returned ${what}, not a non-empty string`
+      // A key is made of the input: the value returned may be a redacted field's.
+      return failedQuoting(tool, rawInput, notRun(got), notRun(key === "" ? got : `a value of type ${typeof key}`))
     }
     idempotencyKey = key
   }
@@ -215,10 +238,7 @@ const runWithTimeout = Effect.fnUntraced(function*(
   if (result.value instanceof AnswerWithImages) return withImages(rawInput, result.value, seesImages)
   const encoded = yield* Schema.encode(tool.definition.output)(result.value, { errors: "all" }).pipe(Effect.either)
   if (encoded._tag === "Left") {
-    return failed(
-      rawInput,
-      `${tool.name} returned a value that does not match its output schema:\n${formatIssues(readableIssues(encoded.left, { root: "(output)" }))}`
-    )
+    return schemaFailed(tool, rawInput, `${tool.name} returned a value that does not match its output schema`, encoded.left, "(output)")
   }
   const content = contentOf(encoded.right)
   if (Either.isLeft(content)) {

@@ -16,12 +16,39 @@ export const redactFields = (value: unknown, fields: ReadonlySet<string>): unkno
   )
 }
 
-/** A tool call's raw JSON arguments, redacted (left as they are when they are not JSON). */
+/**
+ * What arguments that are not JSON become in an event of a tool that redacts fields: no field can
+ * be found in them to replace, and they may hold one (a model cut off, or writing broken JSON).
+ */
+export const unparsedArguments = "[arguments redacted: not valid JSON]"
+
+/** What arguments that are a bare value become there: it may be a redacted field's value sent alone. */
+export const bareArguments = "[arguments redacted: not a JSON object]"
+
+const isObject = (value: unknown): value is object => typeof value === "object" && value !== null
+
+/**
+ * A tool call's raw JSON arguments, redacted. For a tool that redacts fields, arguments that are
+ * not a JSON object or array become a placeholder; blank ones, which hold nothing, stay.
+ */
 export const redactArguments = (text: string, fields: ReadonlySet<string>): string => {
-  if (fields.size === 0) return text
+  if (fields.size === 0 || text.trim() === "") return text
+  let parsed: unknown
   try {
-    return JSON.stringify(redactFields(JSON.parse(text), fields))
+    parsed = JSON.parse(text)
   } catch {
-    return text
+    return unparsedArguments
   }
+  return isObject(parsed) ? JSON.stringify(redactFields(parsed, fields)) : bareArguments
+}
+
+/**
+ * A tool call's input as its events show it, redacted. The input is the parsed arguments, or their
+ * text when they did not parse (or the model sent JSON text inside a JSON string): text is
+ * redacted as arguments, so that what could not be parsed is never shown as it is.
+ */
+export const redactInput = (value: unknown, fields: ReadonlySet<string>): unknown => {
+  if (fields.size === 0) return value
+  if (typeof value === "string") return redactArguments(value, fields)
+  return isObject(value) ? redactFields(value, fields) : bareArguments
 }

@@ -18,7 +18,7 @@ import { awaitChild, emitFrom, spawnFrom } from "./childRuns.js"
 import { decodeCall, type DecodedCall, failedOutcome, runTool, type ToolOutcome } from "./executeTool.js"
 import { deniedByRule, matchingRule } from "./permissions.js"
 import type { PermissionRule } from "../definitions/configFields.js"
-import { answer, hide, type RunContext } from "./RunContext.js"
+import { answer, hideInput, type RunContext } from "./RunContext.js"
 import { decodeContext } from "./RunInstance.js"
 import { RunStarter } from "./RunStarter.js"
 import { suspendOnApproval } from "./suspendOnApproval.js"
@@ -54,7 +54,7 @@ export const toolCallStep = (context: RunContext, call: ToolCall) =>
   Effect.gen(function*() {
     const { agent, app, run, step } = context
     const config = app.table.config
-    const shown = hide(context, call.name)
+    const shown = hideInput(context, call.name)
     const listed = yield* Effect.either(agentTools(agent, context.instance.installed))
     const withoutServers = ownAndInstalled(agent, context.instance.installed)
     if (Either.isLeft(listed) && !withoutServers.has(call.name)) {

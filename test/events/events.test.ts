@@ -282,4 +282,51 @@ export default defineTool({
       }).events[0]
       expect(completed?.data).toMatchObject({ input: { cardNumber: "[redacted]", amount: 12 }, output: { last4: "1111", token: "[redacted]" } })
     }))
+
+  it.scopedLive("a redacted field stays out of events when the call's arguments are not JSON or do not match, while the model is told", () =>
+    Effect.gen(function*() {
+      const root = yield* tempProject({
+        "agents/shop/agent.ts": `import { defineAgent } from "foundry"
+import pay from "./tools/pay.tool.js"
+export default defineAgent({ description: "Shop", tools: [pay] })
+`,
+        "agents/shop/tools/pay.tool.ts": `import { Effect, Schema } from "effect"
+import { defineTool } from "foundry"
+export default defineTool({
+  description: "Pay with a card",
+  input: Schema.Struct({ cardNumber: Schema.String.pipe(Schema.pattern(/^[0-9]{16}$/)), amount: Schema.Number }),
+  output: Schema.String,
+  redact: ["cardNumber"],
+  run: () => Effect.succeed("paid")
+})
+`
+      })
+      const secret = "4000-99"
+      const told: Array<string> = []
+      // Single quotes, as models write them: Node's parse error quotes the text around them. Then
+      // a number of the wrong form, which the schema's error quotes.
+      const model = Scripted.make((request, index) => {
+        const last = request.messages[request.messages.length - 1]
+        if (last?._tag === "tool") told.push(last.content)
+        return index === 0
+          ? { toolCalls: [{ name: "pay", rawArguments: `{"cardNumber": '${secret}', "amount": 12}` }] }
+          : index === 1
+          ? { toolCalls: [{ name: "pay", arguments: { cardNumber: secret, amount: 12 } }] }
+          : { text: "the card number is not right" }
+      })
+      const server = yield* startServer(root, { model })
+      const run = yield* submit(server.url, "shop", "pay for my order")
+      expect(yield* waitForRun(server.url, run.runId)).toMatchObject({ status: "completed", output: "the card number is not right" })
+      // The model read its own arguments back in what went wrong.
+      expect(told).toEqual([expect.stringContaining(secret), expect.stringContaining(secret)])
+      const listed = yield* http(`${server.url}/api/events?runId=${run.runId}&limit=1000`)
+      const followed = yield* http(`${server.url}/api/runs/${run.runId}/events`)
+      expect(listed.text).not.toContain(secret)
+      expect(followed.text).not.toContain(secret)
+      const failures = (followed.json as Array<EventBody>).filter((event) => event.type === "tool.call.failed").map((event) => event.data)
+      expect(failures).toEqual([
+        expect.objectContaining({ input: "[arguments redacted: not valid JSON]", error: expect.stringContaining("are not valid JSON") }),
+        expect.objectContaining({ input: { cardNumber: "[redacted]", amount: 12 }, error: expect.stringContaining("at cardNumber") })
+      ])
+    }))
 })
