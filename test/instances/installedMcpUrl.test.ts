@@ -17,6 +17,8 @@ import { tempProject } from "../support/tempProject.js"
 import { allEvents } from "./apiProject.js"
 
 const secret = "secret123"
+/** A secret URL's token, in its path. */
+const pathSecret = `sk-${randomUUID().replaceAll("-", "")}`
 
 const project = {
   "agents/desk/agent.ts": `import { defineAgent } from "foundry"
@@ -61,7 +63,8 @@ const namingModel = Scripted.make((request, index) => {
 const crmServer = () => {
   let refusing = false
   const server = createServer((request, response) => {
-    if (refusing || !(request.url ?? "").includes(`token=${secret}`)) {
+    const allowed = (request.url ?? "").includes(`token=${secret}`) || (request.url ?? "").startsWith(`/s/${pathSecret}/`)
+    if (refusing || !allowed) {
       response.writeHead(404, { "content-type": "text/plain" }).end(`Route ${request.method}:${request.url} not found`)
       return
     }
@@ -111,6 +114,23 @@ const run = (url: string, instance: string) =>
   })
 
 describe("an installed MCP server's URL in messages", () => {
+  it.scopedLive("a secret URL's token in its path is masked where the server quotes the URL back", () =>
+    Effect.gen(function*() {
+      const crm = crmServer()
+      const crmPort = yield* Effect.acquireRelease(listen(crm), () => close(crm))
+      const { url } = yield* startServer(yield* tempProject(project), { model })
+      yield* install(url, "acme", `http://127.0.0.1:${crmPort}/s/${pathSecret}/mcp`)
+      expect(yield* run(url, "acme")).toMatchObject({ status: "completed", output: "done: account in good standing" })
+      crm.refuse()
+      const refused = yield* run(url, "acme")
+      expect(refused.output).toContain("Route POST:/s/<redacted>/mcp not found")
+      expect(refused.output).not.toContain(pathSecret)
+      expect(refused.events).not.toContain(pathSecret)
+      const { texts } = yield* allEvents(url)
+      expect(texts.join("\n")).not.toContain(pathSecret)
+    }))
+
+
   it.scopedLive("a server that is down, or that refuses quoting the URL, is named by its origin: the token is in no error or event", () =>
     Effect.gen(function*() {
       const crm = crmServer()
