@@ -375,6 +375,15 @@ describe("Foundry as an MCP server", () => {
       })
       expect(ended.status).toBe(404)
       expect(ended.json).toMatchObject({ jsonrpc: "2.0", error: { code: -32001 } })
+      // Params that are wrong too: the ended session is what the client must hear first, to initialize again.
+      for (const body of [
+        { jsonrpc: "2.0", id: 14, method: "tools/call", params: { name: "support_triage", arguments: [] } },
+        [{ jsonrpc: "2.0", id: 15, method: "tools/call", params: { arguments: {} } }]
+      ]) {
+        const endedAndWrong = yield* http(`${server.url}/mcp`, { body, headers: { ...headers, "mcp-session-id": sessionId } })
+        expect(endedAndWrong.status).toBe(404)
+        expect(endedAndWrong.json).toMatchObject({ jsonrpc: "2.0", error: { code: -32001 } })
+      }
 
       const stateless = yield* http(`${server.url}/mcp`, { body: { jsonrpc: "2.0", id: 2, method: "tools/list" }, headers })
       expect(stateless.status).toBe(200)

@@ -98,8 +98,12 @@ export const layer = (config: McpServerConfig = defaults) =>
         if (Option.isNone(web)) return yield* jsonRpcError(400, -32600, "the request URL or its Host header is not valid")
         const { invalidParams, open, screenBatch, screenMessage } = yield* sessions
         if (request.method !== "POST") return yield* open.handle(web.value, undefined)
+        // A session that ended (or never was) is answered first: its 404 is what tells a client to
+        // initialize again, whatever else is wrong with the message.
+        const endedSession = web.value.headers.get("mcp-session-id") !== null && open.protocolVersion(web.value) === undefined
         return yield* readBody(request).pipe(
           Effect.flatMap((body) => {
+            if (endedSession) return open.handle(web.value, body)
             if (Array.isArray(body)) {
               // A batch: refused whole where MCP has none; else each malformed element and each
               // request whose params are wrong gets the answer it would get alone, and the others
