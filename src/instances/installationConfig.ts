@@ -137,8 +137,19 @@ const openSecrets = (box: SecretBox["Type"], sealed: string | null) =>
  */
 export const resplitConfig = (box: SecretBox["Type"], schema: AnySchema, input: unknown, installed: { readonly secrets: string | null }) =>
   Effect.map(openSecrets(box, installed.secrets), (secrets) => {
-    const restored = secrets.reduce<unknown>((value, [path, secret]) => at(value, path) === redactedMark ? setAt(value, path, secret) : value, input)
-    const split = splitConfig(schema, restored)
+    const kept = secrets.filter(([path]) => at(input, path) === redactedMark)
+    const restored = kept.reduce<unknown>((value, [path, secret]) => setAt(value, path, secret), input)
+    const split = Either.flatMap(splitConfig(schema, restored), (split) => {
+      // A field the capability's schema no longer takes as a secret (a new version of it) would
+      // store the installed secret in the open: its value must be sent again, knowingly.
+      const secretNow = new Set(split.secrets.map(([path]) => path.join(".")))
+      const exposed = kept.filter(([path]) => !secretNow.has(path.join(".")))
+      return exposed.length === 0 ? Either.right(split) : Either.left(exposed.map(([path]): ReadableIssue => ({
+        path: ["config", ...path].join("."),
+        message: `the secret installed here is no secret in the capability's config any more, and would be stored and shown as it is: ` +
+          `send the value to keep in its place`
+      })))
+    })
     const unchanged = Either.isRight(split) && JSON.stringify(split.right.secrets) === JSON.stringify(secrets)
     return { split, sealed: unchanged ? installed.secrets : undefined }
   })

@@ -8,7 +8,7 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { describe, expect, it } from "@effect/vitest"
 import { Cause, ConfigProvider, Effect, Either, Exit, Layer, Redacted, Schema } from "effect"
-import { openConfig, redactedMark, sealSecrets, splitConfig } from "../../src/instances/installationConfig.js"
+import { openConfig, redactedMark, resplitConfig, sealSecrets, splitConfig } from "../../src/instances/installationConfig.js"
 import * as SecretBox from "../../src/instances/SecretBox.js"
 
 const CrmConfig = Schema.Struct({
@@ -43,6 +43,24 @@ describe("installation configs", () => {
       expect(Redacted.value(opened.apiKey)).toBe("sk-top-secret")
       expect(opened.auth === undefined ? undefined : Redacted.value(opened.auth.password)).toBe("hunter2")
       expect(opened.retries).toBe(3)
+    }))
+
+  it.effect("a config sent back as shown does not put an installed secret where the capability's schema no longer has a secret", () =>
+    Effect.gen(function*() {
+      const split = splitConfig(CrmConfig, { baseUrl: "https://crm.test", apiKey: "sk-top-secret" })
+      if (Either.isLeft(split)) return expect.fail(split.left.map((i) => i.message).join())
+      const installed = { secrets: sealSecrets(box, split.right) }
+      // Sent back as shown: the secret is kept.
+      const same = yield* resplitConfig(box, CrmConfig, split.right.config, installed)
+      expect(Either.isRight(same.split)).toBe(true)
+      expect(same.sealed).toBe(installed.secrets)
+      // The capability's next version takes the key as plain text.
+      const Plain = Schema.Struct({ baseUrl: Schema.String, apiKey: Schema.String, retries: Schema.optional(Schema.Number) })
+      const moved = yield* resplitConfig(box, Plain, split.right.config, installed)
+      expect(Either.isLeft(moved.split)).toBe(true)
+      if (Either.isRight(moved.split)) return
+      expect(moved.split.left).toEqual([{ path: "config.apiKey", message: expect.stringContaining("no secret in the capability's config any more") }])
+      expect(JSON.stringify(moved)).not.toContain("sk-top-secret")
     }))
 
   it("lists every wrong field, and refuses fields the schema does not know (a misspelt secret stays out)", () => {
