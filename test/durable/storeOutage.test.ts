@@ -78,16 +78,18 @@ describe("a run whose SQLite store is locked by another process", () => {
       const root = yield* tempProject(durableProject(log))
       const server = yield* startServer(root, { model: plannedModel })
       const created = yield* http(`${server.url}/api/runs`, {
-        body: { agent: "worker", message: plan({ calls: [{ name: "slow", arguments: { ms: 500 } }] }) }
+        // Long enough for the lock's holder (a Node process) to start before it ends, also on a busy machine.
+        body: { agent: "worker", message: plan({ calls: [{ name: "slow", arguments: { ms: 3000 } }] }) }
       })
       const { runId } = created.json as { readonly runId: string }
       for (let i = 0; i < 200 && !lines(log).some((l) => l.startsWith(`${runId} start `)); i++) yield* Effect.sleep("20 millis")
-      // Another process takes the write lock and holds it past the 5 s a write waits for it: the
-      // slow call's result meets the lock, and the run waits it out.
+      // Another process takes the write lock before the slow call ends, and holds it past the 5 s a
+      // write waits for it after that (the call's 3 s, then 6.5 s): the slow call's result meets the
+      // lock, and the run waits it out.
       const holder = spawn(process.execPath, [
         "-e",
         `const db = require(${JSON.stringify(sqliteModule)})(${JSON.stringify(server.storeFile)}); db.exec("BEGIN IMMEDIATE"); ` +
-        `console.log("locked"); setTimeout(() => { db.exec("COMMIT"); db.close() }, 6500)`
+        `console.log("locked"); setTimeout(() => { db.exec("COMMIT"); db.close() }, 9500)`
       ])
       yield* Effect.addFinalizer(() => Effect.sync(() => holder.kill("SIGKILL")))
       yield* Effect.async<void>((resume) => void holder.stdout.once("data", () => resume(Effect.void)))
