@@ -10,7 +10,7 @@
  */
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import type { Tool } from "@modelcontextprotocol/sdk/types.js"
-import { Duration, Effect, Either, Runtime, Schedule, Scope } from "effect"
+import { Duration, Effect, Either, Option, Runtime, Schedule, Schema, Scope } from "effect"
 import { durationText } from "../definitions/configFields.js"
 import { hideUrlSecrets } from "./installedUrl.js"
 import { loadMcpClientSdk, type McpClientSdk } from "./mcpClientSdk.js"
@@ -72,6 +72,30 @@ const connectFailure = (sdk: McpClientSdk, error: unknown): string =>
   error instanceof sdk.StreamableHTTPError && (error.code === 401 || error.code === 403)
     ? `the server refused the credentials (HTTP ${error.code}): ${messageOf(error)}; check the token or headers it is given`
     : messageOf(error)
+
+/**
+ * What the SDK rejects a result with when its schema refuses it (a zod error): where in the result,
+ * and what is wrong there.
+ */
+const SchemaRejection = Schema.Struct({
+  issues: Schema.NonEmptyArray(Schema.Struct({ path: Schema.Array(Schema.Unknown), message: Schema.String }))
+})
+const schemaRejection = Schema.decodeUnknownOption(SchemaRejection)
+
+/** The issues a person reads of a rejected result: a few, each where it is (`content.0.data`). */
+const issuesText = (rejection: typeof SchemaRejection.Type): string =>
+  rejection.issues.slice(0, 3).map((issue) => issue.path.length === 0 ? issue.message : `${issue.path.map(String).join(".")}: ${issue.message}`)
+    .join("; ") + (rejection.issues.length > 3 ? `; and ${rejection.issues.length - 3} more` : "")
+
+/** The most of an HTTP error's body a failed call's reason quotes: a gateway may answer with a whole page. */
+const httpErrorChars = 300
+
+/**
+ * How much later than a call's own timeout the SDK's timer for it fires: ours, which says which
+ * call timed out, always comes first, and the SDK's is only a backstop. A server may answer with
+ * the SDK's timeout code itself, so an error with that code does not say the call timed out.
+ */
+const sdkTimeoutMargin = 1_000
 
 /** How long a server whose call timed out may take to answer a ping before it counts as stopped. */
 const pingMillis = 5_000
@@ -298,20 +322,32 @@ export const make = (mount: McpMount, policy: ConnectionPolicy) =>
         return attempt.right
       }))
 
-    /** A failed call: the server gone, the call timed out, or the server refused it. */
+    /**
+     * A failed call: the server gone, the call timed out, or this call failed (the server refused
+     * it, or answered what is no result). Only a failure of the connection itself ends the session:
+     * other runs' calls share it.
+     */
     const failedCall = (session: Session, tool: string, error: unknown) =>
       Effect.gen(function*() {
         if (session.gone !== undefined) return yield* new McpServerNotRunning({ server: mount.name, reason: session.gone })
-        const { ErrorCode, McpError } = yield* loadMcpClientSdk
-        if (error instanceof McpError && error.code === ErrorCode.RequestTimeout) {
+        if (error instanceof McpCallTimedOut) {
           yield* Effect.forkIn(stillAnswering(session, `a call to ${tool} timed out after ${durationText(timeout)}`), scope)
-          return yield* new McpCallTimedOut({ server: mount.name, tool, timeout: durationText(timeout) })
+          return yield* error
         }
-        if (error instanceof McpError && error.code !== ErrorCode.ConnectionClosed) {
-          return yield* new McpToolFailed({ server: mount.name, tool, reason: hide(error.message) })
+        const { ErrorCode, McpError, StreamableHTTPError } = yield* loadMcpClientSdk
+        const failed = (reason: string) => new McpToolFailed({ server: mount.name, tool, reason: hide(reason) })
+        // The SDK fails calls in flight with ConnectionClosed when the transport closes, after
+        // `onclose` set `gone`, or when Foundry closes it; any other is the server's own error code.
+        if (error instanceof McpError && !(error.code === ErrorCode.ConnectionClosed && session.closing)) return yield* failed(error.message)
+        // A gateway's (or the server's) error status answers this call only: the session is intact.
+        if (error instanceof StreamableHTTPError) {
+          const said = messageOf(error)
+          const status = error.code === -1 ? "" : `HTTP ${error.code}: `
+          return yield* failed(`the server answered ${status}${said.length > httpErrorChars ? `${said.slice(0, httpErrorChars)}...` : said}`)
         }
-        // Anything else is the transport failing (a refused connection, an unknown session after
-        // the server restarted): start afresh.
+        const rejected = schemaRejection(error)
+        if (Option.isSome(rejected)) return yield* failed(`its result is not one MCP allows, so none of it is shown (${issuesText(rejected.value)})`)
+        // Anything else is the transport failing (a refused connection, a broken pipe): start afresh.
         session.gone = hide(messageOf(error))
         yield* close(session)
         yield* wentAway(session)
@@ -323,9 +359,14 @@ export const make = (mount: McpMount, policy: ConnectionPolicy) =>
         Effect.sync(() => session.calls++),
         () =>
           Effect.tryPromise((signal) =>
-            session.client.callTool({ name: tool, arguments: { ...args } }, undefined, { signal, timeout: timeoutMillis })
+            session.client.callTool({ name: tool, arguments: { ...args } }, undefined, { signal, timeout: timeoutMillis + sdkTimeoutMargin })
           ).pipe(
-            Effect.mapError((error) => error.error),
+            Effect.mapError((error): unknown => error.error),
+            // Interrupting the call aborts its signal: the SDK tells the server it is cancelled.
+            Effect.timeoutFail({
+              duration: timeout,
+              onTimeout: () => new McpCallTimedOut({ server: mount.name, tool, timeout: durationText(timeout) })
+            }),
             Effect.tap(() => Effect.sync(() => {
               if (session.relistAfterCalls()) session.stale = true
             }))

@@ -276,6 +276,50 @@ describe("MCP client", () => {
       )
     }))
 
+  it.scopedLive("a result the SDK's schema rejects and a server's own JSON-RPC errors are that call's tool errors: another run's call in flight completes, the server keeps running", () =>
+    Effect.gen(function*() {
+      const { log, url } = yield* setup()
+      const slow = yield* submit(url, steps([{ name: "files__slow", arguments: { ms: 3_000 } }]))
+      yield* eventually("the slow call started", eventsOf(url, slow.runId), (events) =>
+        events.some((e) => e.type === "tool.call.started" && e.data.tool === "files__slow"))
+      // -32000 and -32001 are the codes the SDK uses for its own closed connection and timeout.
+      const bad = yield* submit(url, steps(
+        [{ name: "files__data_url_picture", arguments: {} }],
+        [{ name: "files__rpc_error", arguments: { code: -32000 } }],
+        // Between the errors: three failed calls in a row would end the run (maxToolFailures).
+        [{ name: "files__pid", arguments: {} }],
+        [{ name: "files__rpc_error", arguments: { code: -32001 } }],
+        [{ name: "files__pid", arguments: {} }]
+      ))
+      const ended = yield* waitForRun(url, bad.runId)
+      const pid = starts(log)[0]
+      expect(ended, JSON.stringify(ended)).toMatchObject({ status: "completed" })
+      const [picture, closed, between, timedOut, answered] = ended.output?.replace("done: ", "").split(" | ") ?? []
+      expect(picture).toMatch(/^Error: files__data_url_picture failed: McpToolFailed: data_url_picture on MCP server files: .*content\.0\.data/)
+      expect(closed).toBe("Error: files__rpc_error failed: McpToolFailed: rpc_error on MCP server files: MCP error -32000: refused with -32000")
+      expect(timedOut).toBe("Error: files__rpc_error failed: McpToolFailed: rpc_error on MCP server files: MCP error -32001: refused with -32001")
+      expect([between, answered]).toEqual([pid, pid])
+      expect(yield* waitForRun(url, slow.runId)).toMatchObject({ status: "completed", output: "done: slept 3000 ms" })
+      expect(starts(log)).toEqual([pid])
+    }))
+
+  it.scopedLive("an HTTP error status answering a call (a gateway's 502) is that call's tool error, not a server gone", () =>
+    Effect.gen(function*() {
+      const { url, web } = yield* setup()
+      const weather = (city: string) => steps([{ name: "web__weather", arguments: { city } }])
+      const first = yield* submit(url, weather("Bergen"))
+      expect(yield* waitForRun(url, first.runId)).toMatchObject({ output: "done: sunny in Bergen" })
+      web.failCalls(502)
+      const failed = yield* submit(url, weather("Oslo"), first.conversationId)
+      expect((yield* waitForRun(url, failed.runId)).output).toMatch(
+        /^done: Error: web__weather failed: McpToolFailed: weather on MCP server web: the server answered HTTP 502: .*502 Bad Gateway/
+      )
+      web.failCalls(undefined)
+      // At once: no restart to wait for.
+      const after = yield* submit(url, weather("Rome"), first.conversationId)
+      expect(yield* waitForRun(url, after.runId)).toMatchObject({ output: "done: sunny in Rome" })
+    }))
+
   it.scopedLive("a call over the server's timeout is a tool error naming the server, the tool and the timeout; the server still answers", () =>
     Effect.gen(function*() {
       const { url } = yield* setup({ files: `timeout: "500 millis"` })
