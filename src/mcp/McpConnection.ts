@@ -7,10 +7,12 @@
  * each turn that called it. An HTTP server that no longer knows the session (it restarted) gets a
  * new one at once, and the call it refused is made again. While it is down, its last known tools
  * stay on offer and every call is answered with `McpServerNotRunning`, so the model learns why.
+ * Until it first connects, one attempt at a time serves every caller, and one that failed refuses
+ * them at once with `McpServerUnavailable` until a backoff has passed.
  */
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import type { Tool } from "@modelcontextprotocol/sdk/types.js"
-import { Duration, Effect, Either, Option, Runtime, Schedule, Schema, Scope } from "effect"
+import { Duration, Effect, Either, Fiber, Option, Runtime, Schedule, Schema, Scope } from "effect"
 import { durationText } from "../definitions/configFields.js"
 import { hideUrlSecrets } from "./installedUrl.js"
 import { loadMcpClientSdk, type McpClientSdk } from "./mcpClientSdk.js"
@@ -44,6 +46,10 @@ interface Session {
 
 type State =
   | { readonly _tag: "Idle" }
+  /** Connecting for the first time: every caller waits for this one attempt. */
+  | { readonly _tag: "Connecting"; readonly attempt: Fiber.RuntimeFiber<Session, McpServerUnavailable> }
+  /** Never connected, and the last attempt failed: callers are refused with its error until the backoff has passed. */
+  | { readonly _tag: "Unreached"; readonly error: McpServerUnavailable }
   | { readonly _tag: "Live"; readonly session: Session }
   | { readonly _tag: "Down"; readonly reason: string; readonly tools: ReadonlyArray<Tool> }
 
@@ -136,6 +142,8 @@ export const make = (mount: McpMount, policy: ConnectionPolicy) =>
     const runtime = yield* Effect.runtime<never>()
     const lock = yield* Effect.makeSemaphore(1)
     const backoff = yield* Schedule.driver(policy.restart)
+    // Spaces the attempts to reach a server that has never answered; starts over once one does.
+    const firstBackoff = yield* Schedule.driver(policy.restart)
     const connectMillis = Duration.toMillis(Duration.decode(policy.connectTimeout))
     const timeout = mount.spec.timeout ?? defaultMcpTimeout
     const timeoutMillis = Duration.toMillis(Duration.decode(timeout))
@@ -156,7 +164,7 @@ export const make = (mount: McpMount, policy: ConnectionPolicy) =>
         yield* Effect.promise(() => session.client.close().catch(() => undefined))
       })
 
-    /** Starts the server and lists its tools. */
+    /** Starts the server and lists its tools, within `connectTimeout` in all. */
     const connect = Effect.gen(function*() {
       const sdk = yield* loadMcpClientSdk
       const opened = yield* openTransport(mount, sdk)
@@ -199,17 +207,24 @@ export const make = (mount: McpMount, policy: ConnectionPolicy) =>
         Runtime.runFork(runtime)(Effect.interruptible(stillAnswering(session, `the connection failed during a call: ${hide(messageOf(error))}`)))
       }
       yield* Effect.tryPromise({
-        try: () => client.connect(opened.transport, { timeout: connectMillis }),
+        try: (signal) => client.connect(opened.transport, { signal, timeout: connectMillis + sdkTimeoutMargin }),
         catch: (error) => unavailable(connectFailure(sdk, error))
       }).pipe(Effect.onError(() => close(session)))
       const pid = opened.pid()
       if (pid !== null) closedReason = `its process ${pid} exited`
-      session.tools = yield* listTools(client, connectMillis).pipe(
+      session.tools = yield* listTools(client, connectMillis + sdkTimeoutMargin).pipe(
         Effect.mapError((error) => unavailable(`tools/list failed: ${messageOf(error.error)}`)),
         Effect.onError(() => close(session))
       )
       return session
-    })
+    }).pipe(
+      // Interrupted, it closes what it opened (`onError` above). A server stuck between the steps
+      // would otherwise hold every run that waits for it for as long as each step may take.
+      Effect.timeoutFail({
+        duration: policy.connectTimeout,
+        onTimeout: () => unavailable(`it did not start and list its tools within ${durationText(policy.connectTimeout)} (the connect timeout)`)
+      })
+    )
 
     /** The server went away: its tools stay known, calls are refused, and it is restarted. */
     const wentAway = (session: Session) =>
@@ -246,15 +261,54 @@ export const make = (mount: McpMount, policy: ConnectionPolicy) =>
       return last._tag === "Live" ? close(last.session) : Effect.void
     }))
 
-    /** The live session, connecting on first use; refused while the server is down. */
-    const live = lock.withPermits(1)(Effect.gen(function*() {
+    /**
+     * The first connection, made once for every caller waiting for it. When it fails, callers are
+     * refused at once with its error until the backoff has passed; then the next caller tries again.
+     */
+    const firstConnect = Effect.uninterruptibleMask((restore) =>
+      Effect.gen(function*() {
+        const attempt = yield* Effect.either(restore(connect))
+        return yield* lock.withPermits(1)(Effect.gen(function*() {
+          if (Either.isRight(attempt)) {
+            state = { _tag: "Live", session: attempt.right }
+            yield* firstBackoff.reset
+            return attempt.right
+          }
+          const unreached: State = { _tag: "Unreached", error: attempt.left }
+          state = unreached
+          yield* Effect.logWarning(`MCP server ${mount.name} could not be reached: ${attempt.left.reason}; trying again when next used, after a backoff`)
+          const retryLater = Effect.zipRight(
+            Effect.orDie(firstBackoff.next(undefined)),
+            lock.withPermits(1)(Effect.sync(() => {
+              if (current() === unreached) state = { _tag: "Idle" }
+            }))
+          )
+          yield* Effect.forkIn(Effect.interruptible(retryLater), scope)
+          return yield* attempt.left
+        }))
+      })
+    )
+
+    /** The live session, connecting on first use; refused while the server is down or was never reached. */
+    const live = Effect.flatten<Session, McpServerUnavailable | McpServerNotRunning, never, never, never>(lock.withPermits(1)(Effect.gen(function*() {
       const now = current()
-      if (now._tag === "Down") return yield* new McpServerNotRunning({ server: mount.name, reason: now.reason })
-      if (now._tag === "Live") return now.session
-      const session = yield* connect
-      state = { _tag: "Live", session }
-      return session
-    }))
+      switch (now._tag) {
+        case "Down":
+          return Effect.fail(new McpServerNotRunning({ server: mount.name, reason: now.reason }))
+        case "Live":
+          return Effect.succeed(now.session)
+        case "Unreached":
+          return Effect.fail(now.error)
+        case "Connecting":
+          // Joined, not awaited under the lock: a caller that gives up leaves the attempt to the others.
+          return Fiber.join(now.attempt)
+        case "Idle": {
+          const attempt = yield* Effect.forkIn(Effect.interruptible(firstConnect), scope)
+          state = { _tag: "Connecting", attempt }
+          return Fiber.join(attempt)
+        }
+      }
+    })))
 
     const tools = Effect.gen(function*() {
       const session = yield* live.pipe(Effect.catchTag("McpServerNotRunning", () => Effect.succeed(undefined)))

@@ -20,8 +20,8 @@ export const mcpProject = (options: {
   readonly log: string
   /** The HTTP server's URL: mounted as `web` from the config when given. */
   readonly httpUrl?: string
-  /** More fields of the `files` server, as source text (e.g. `timeout: "500 millis"`). */
-  readonly files?: string
+  /** More fields of the `files` server, as source text (e.g. `timeout: "500 millis"`); `false`: no `files` server. */
+  readonly files?: string | false
   /** More fields of the config, as source text. */
   readonly config?: string
 }): ProjectFiles => ({
@@ -31,13 +31,13 @@ export default defineAgent({
   description: "Works with MCP tools",
   maxTurns: 10,
   mcp: {
-    files: {
+    ${options.files === false ? "" : `files: {
       command: ${JSON.stringify(process.execPath)},
       args: ["--import", "tsx", ${JSON.stringify(stdioFixture)}],
       cwd: ${JSON.stringify(repoRoot)},
       env: { FIXTURE_LOG: ${JSON.stringify(options.log)} },
       ${options.files ?? ""}
-    },
+    },`}
     ${options.httpUrl === undefined ? "" : "web: true"}
   }
 })
