@@ -10,6 +10,7 @@
  * Until it first connects, one attempt at a time serves every caller, and one that failed refuses
  * them at once with `McpServerUnavailable` until a backoff has passed.
  */
+import { setMaxListeners } from "node:events"
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import type { Tool } from "@modelcontextprotocol/sdk/types.js"
 import { Duration, Effect, Either, Fiber, Option, Runtime, Schedule, Schema, Scope } from "effect"
@@ -109,18 +110,44 @@ const pingMillis = 5_000
 /** How long a server may take to acknowledge the end of a session before the transport is closed anyway. */
 const endTimeout = "2 seconds"
 
-/** Every page of `tools/list`. */
-const listTools = (client: Client, timeout: number) =>
-  Effect.tryPromise(async (signal) => {
-    const tools: Array<Tool> = []
-    let cursor: string | undefined
-    do {
-      const page = await client.listTools(cursor === undefined ? undefined : { cursor }, { signal, timeout })
-      tools.push(...page.tools)
-      cursor = page.nextCursor
-    } while (cursor !== undefined)
-    return tools
-  })
+/** The most pages of `tools/list` read: a server that has more is taken to page for ever. */
+const maxToolPages = 100
+
+/** A server's tools as `tools/list` gave them, and why its pages were read no further, if they were not all read. */
+interface Listed {
+  readonly tools: ReadonlyArray<Tool>
+  readonly stopped: string | undefined
+}
+
+/**
+ * Every page of `tools/list`, within `millis` in all, each tool name once. Paging that would not
+ * end is read no further: an empty cursor is taken for none (as some servers send it), and a
+ * cursor given before or a page past `maxToolPages` stops it with what was listed so far. Without
+ * this, a server's bug kept its connection listing for ever, and every run that mounts it waiting.
+ */
+const listTools = (client: Client, millis: number): Effect.Effect<Listed, string> =>
+  Effect.tryPromise({
+    try: async (signal) => {
+      // Each page's request listens on the signal: past Node's 10 it would warn of a leak.
+      setMaxListeners(maxToolPages + 1, signal)
+      const tools = new Map<string, Tool>()
+      const given = new Set<string>()
+      const listed = (stopped?: string): Listed => ({ tools: [...tools.values()], stopped })
+      let cursor: string | undefined
+      for (let pages = 1;; pages++) {
+        const page = await client.listTools(cursor === undefined ? undefined : { cursor }, { signal, timeout: millis + sdkTimeoutMargin })
+        for (const tool of page.tools) if (!tools.has(tool.name)) tools.set(tool.name, tool)
+        cursor = page.nextCursor
+        if (cursor === undefined || cursor === "") return listed()
+        if (given.has(cursor)) return listed(`it gave a cursor of tools/list a second time (${JSON.stringify(cursor.slice(0, 100))})`)
+        if (pages === maxToolPages) return listed(`its tools/list has more than ${maxToolPages} pages`)
+        given.add(cursor)
+      }
+    },
+    catch: messageOf
+  }).pipe(
+    Effect.timeoutFail({ duration: Duration.millis(millis), onTimeout: () => `it did not list its tools within ${durationText(Duration.millis(millis))}` })
+  )
 
 /** How a connection starts and restarts. */
 export interface ConnectionPolicy {
@@ -163,6 +190,14 @@ export const make = (mount: McpMount, policy: ConnectionPolicy) =>
         if (alive) yield* Effect.ignore(Effect.timeout(Effect.tryPromise(() => session.end()), endTimeout))
         yield* Effect.promise(() => session.client.close().catch(() => undefined))
       })
+
+    /** The server's tools, listed within `connectTimeout`; a listing stopped short is logged. */
+    const allTools = (client: Client) =>
+      Effect.tap(listTools(client, connectMillis), ({ stopped }) =>
+        stopped === undefined
+          ? Effect.void
+          : Effect.logWarning(`MCP server ${mount.name}: its tools are those listed so far: ${hide(stopped)}`))
+        .pipe(Effect.map(({ tools }) => tools))
 
     /** Starts the server and lists its tools, within `connectTimeout` in all. */
     const connect = Effect.gen(function*() {
@@ -212,8 +247,8 @@ export const make = (mount: McpMount, policy: ConnectionPolicy) =>
       }).pipe(Effect.onError(() => close(session)))
       const pid = opened.pid()
       if (pid !== null) closedReason = `its process ${pid} exited`
-      session.tools = yield* listTools(client, connectMillis + sdkTimeoutMargin).pipe(
-        Effect.mapError((error) => unavailable(`tools/list failed: ${messageOf(error.error)}`)),
+      session.tools = yield* allTools(client).pipe(
+        Effect.mapError((reason) => unavailable(`tools/list failed: ${reason}`)),
         Effect.onError(() => close(session))
       )
       return session
@@ -318,13 +353,13 @@ export const make = (mount: McpMount, policy: ConnectionPolicy) =>
       }
       if (!session.stale) return session.tools
       session.stale = false
-      const listed = yield* Effect.either(listTools(session.client, timeoutMillis))
+      const listed = yield* Effect.either(allTools(session.client))
       if (Either.isRight(listed)) {
         session.tools = listed.right
       } else {
         // Offered as they were; the next turn lists again.
         session.stale = true
-        yield* Effect.logWarning(`MCP server ${mount.name}: tools/list failed: ${hide(messageOf(listed.left.error))}`)
+        yield* Effect.logWarning(`MCP server ${mount.name}: tools/list failed: ${hide(listed.left)}`)
       }
       return session.tools
     })

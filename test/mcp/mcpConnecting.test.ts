@@ -12,6 +12,7 @@ import { Effect } from "effect"
 import type { McpClientsOptions } from "../../src/mcp/McpClients.js"
 import { http, startServer, waitForRun } from "../support/server.js"
 import { tempProject } from "../support/tempProject.js"
+import { startHttpServer } from "./fixtures/httpServer.js"
 import { startSilentHttpServer } from "./fixtures/silentHttpServer.js"
 import { authVariable, mcpProject, steppedModel, steps } from "./mcpProject.js"
 
@@ -60,5 +61,22 @@ describe("connecting to an MCP server", () => {
       // One attempt after another would take three times connectTimeout; one shared, about one.
       expect(took).toBeLessThan(3 * connectTimeout)
       expect(silent.initializes()).toBe(1)
+    }))
+
+  it.scopedLive("a server whose tools/list pages never end (the same cursor again, or always a new one) is listed in bounded time, each tool once, and its tools work", () =>
+    Effect.gen(function*() {
+      const pagings = {
+        repeated: () => "x",
+        endless: (cursor: string | undefined) => String(Number(cursor ?? "0") + 1)
+      }
+      for (const [paging, nextCursor] of Object.entries(pagings)) {
+        const web = yield* startHttpServer(token, { nextCursor })
+        const { offered, url } = yield* serve(web.url)
+        const run = yield* submit(url, steps([{ name: "web__weather", arguments: { city: "Oslo" } }]))
+        // waitForRun gives up after about ten seconds: before, listing went on for ever.
+        expect(yield* waitForRun(url, run), paging).toMatchObject({ status: "completed", output: "done: sunny in Oslo" })
+        const names = offered[0]?.tools.map((tool) => tool.name) ?? []
+        expect(names.filter((name) => name === "web__weather"), paging).toEqual(["web__weather"])
+      }
     }))
 })
