@@ -76,7 +76,15 @@ export type Capability =
     readonly description: string
     readonly config: AnySchema
     readonly server: McpServerDefinition
+    /** The name a run mounts it under (`mountNameOf` its id), which the build checked can name a server. */
+    readonly mount: string
   }
+
+/**
+ * The name an installed MCP server of the catalogue is mounted under: the last segment of its id
+ * (`sales/crm` mounts as `crm`), the prefix of its tools' names for models.
+ */
+export const mountNameOf = (id: string): string => id.split("/").pop() ?? id
 
 /** How capabilities are keyed: `tool:<id>`, `mcp:<id>`. */
 export const capabilityKey = (kind: CapabilityKind, id: string): string => `${kind}:${id}`

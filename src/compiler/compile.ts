@@ -5,7 +5,7 @@
  */
 import { existsSync, readFileSync, statSync } from "node:fs"
 import { join, resolve } from "node:path"
-import { Cause, Context, Effect, JSONSchema, Layer, Schema, SchemaAST, type Scope } from "effect"
+import { Cause, Context, Effect, Either, JSONSchema, Layer, Schema, SchemaAST, type Scope } from "effect"
 import { type AgentDefinition, subagentToolName, timerToolsOf } from "../definitions/defineAgent.js"
 import { defineTool } from "../definitions/defineTool.js"
 import { timerTools } from "./timerTools.js"
@@ -19,8 +19,10 @@ import { RouteError, RouteErrors } from "../router/RouteError.js"
 import { validateDefinition } from "../router/validateDefinition.js"
 import { listRouteFiles } from "../router/RoutePath.js"
 import type { Route, RouteTable } from "../router/RouteTable.js"
-import { type Capability, capabilityKey, type CompiledAgent, type CompiledApp, type CompiledTool } from "./CompiledApp.js"
+import { type Capability, capabilityKey, type CompiledAgent, type CompiledApp, type CompiledTool, mountNameOf } from "./CompiledApp.js"
+import type { McpServerDefinition } from "../definitions/defineMcpServer.js"
 import { mountsOf } from "../mcp/McpMount.js"
+import { McpServerName } from "../mcp/McpServerSpec.js"
 import { LayerBuildError, MissingService, MissingServices } from "./CompileError.js"
 import { contentHash } from "../release/contentHash.js"
 import { releaseIdAt } from "../release/ReleaseManifest.js"
@@ -169,7 +171,8 @@ const capabilitiesOf = (table: RouteTable, tools: ReadonlyMap<AnyTool, CompiledT
       file: route.file,
       description: route.definition.description,
       config: route.definition.installable.config,
-      server: route.definition
+      server: route.definition,
+      mount: mountNameOf(route.id)
     })
   }
   return capabilities
@@ -207,6 +210,24 @@ const missingFolder = (route: Route<EnvironmentDefinition>, root: string): Reado
 }
 
 /**
+ * A catalogue MCP server whose mount name (the last segment of its id) can name no server: every
+ * instance could install it, and no run could ever mount it.
+ */
+const unmountable = (route: Route<McpServerDefinition>): ReadonlyArray<RouteError> => {
+  const name = mountNameOf(route.id)
+  if (Either.isRight(Schema.decodeEither(McpServerName)(name))) return []
+  const why = name.length > 32
+    ? `${name.length} characters, over the 32 a server name may have`
+    : `no server name (letters, digits, - and _, no "__")`
+  return [new RouteError({
+    file: route.file,
+    problem: `an installed MCP server is mounted under the last part of its id, "${name}", which is ${why}: no run could mount it`,
+    fix: "rename the file to a name of at most 32 letters, digits, - and _ (mcp/<name>.ts, or mcp/<folder>/<name>.ts); " +
+      "instances install it again under its new id"
+  })]
+}
+
+/**
  * Every agent with its tools by the names its model calls them, and what is wrong with the routes
  * that can be found without building a layer of the config.
  */
@@ -221,12 +242,14 @@ const compileRoutes = (table: RouteTable, release: string) => {
     agents.set(route.id, compiled.agent)
   }
   errors.push(...table.environments.flatMap((route) => [...missingPackages(route, table.root), ...missingFolder(route, table.root)]))
+  errors.push(...table.mcpServers.flatMap(unmountable))
   return { allTools, agents, errors }
 }
 
 /**
  * What a build of the route table would refuse before it builds the config's layers (tools that
- * clash, a subagent that is no agent, an environment's missing package or folder): for commands
+ * clash, a subagent that is no agent, an environment's missing package or folder, an MCP server
+ * that cannot be mounted): for commands
  * that show a project without serving it.
  */
 export const routeProblems = (table: RouteTable): ReadonlyArray<RouteError> => compileRoutes(table, "unreleased").errors

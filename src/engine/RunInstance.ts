@@ -16,7 +16,7 @@ import type { RunRecord } from "../durable/records.js"
 import type { StoreError } from "../durable/StoreError.js"
 import { type InstalledCapability, Instances } from "../instances/Instances.js"
 import type { McpMount } from "../mcp/McpMount.js"
-import { McpServerName, McpServerSchema } from "../mcp/McpServerSpec.js"
+import { McpServerSchema } from "../mcp/McpServerSpec.js"
 import { type InstalledTools, nothingInstalled } from "../mcp/mcpTools.js"
 
 /** The instance of one execution of a run. */
@@ -126,8 +126,7 @@ const installedTool = (
       into.configs.set(capability.tool, config)
       return undefined
     }
-    const name = capability.id.split("/").pop() ?? capability.id
-    if (!Schema.is(McpServerName)(name)) return `"${name}" cannot name an MCP server (letters, digits, - and _, at most 32)`
+    const name = capability.mount
     if (agent.mcp.some((mount) => mount.name === name)) return `the agent's own MCP server "${name}" (${agent.file}) has its name`
     if (into.mounts.some((mount) => mount.name === name)) return `another installed MCP server is named "${name}"`
     const spec = Either.flatMap(

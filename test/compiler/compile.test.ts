@@ -136,4 +136,35 @@ export default defineAgent({ description: "A", tools: [echo] })
       if (error._tag !== "RouteErrors") return
       expect(error.errors.map((e) => [e.file, e.problem])).toEqual([["tools/echo.tool.ts", `tool name "bad name!" is not valid for models (letters, digits, _ and -, at most 64)`]])
     }))
+
+  it.scoped("reports a catalogue MCP server whose mount name is over 32 characters at its file; one of 32 and two of one name in other folders build", () =>
+    Effect.gen(function*() {
+      const server = `import { Schema } from "effect"
+import { defineMcpServer } from "foundry"
+export default defineMcpServer({
+  description: "A CRM",
+  installable: { config: Schema.Struct({ url: Schema.String }) },
+  connect: ({ url }) => ({ url })
+})
+`
+      const root = yield* tempProject({
+        "agents/a/agent.ts": `import { defineAgent } from "foundry"\nexport default defineAgent({ description: "A" })\n`,
+        "mcp/customer-relationship-management-eu.ts": server,
+        "mcp/customer-relationship-management.ts": server,
+        "mcp/sales/crm.ts": server,
+        "mcp/support/crm.ts": server
+      })
+      // Not the build itself when it builds: printing an app's services takes the reporter minutes.
+      const errors = yield* Effect.match(load(root), {
+        onFailure: (error) => error._tag === "RouteErrors" ? error.errors.map((e) => [e.file, e.problem, e.fix]) : error._tag,
+        onSuccess: () => "built"
+      })
+      expect(errors).toEqual([[
+        "mcp/customer-relationship-management-eu.ts",
+        `an installed MCP server is mounted under the last part of its id, "customer-relationship-management-eu", which is 35 characters, ` +
+        "over the 32 a server name may have: no run could mount it",
+        "rename the file to a name of at most 32 letters, digits, - and _ (mcp/<name>.ts, or mcp/<folder>/<name>.ts); " +
+        "instances install it again under its new id"
+      ]])
+    }))
 })
