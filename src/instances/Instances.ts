@@ -5,7 +5,7 @@
  * are sealed before they reach the store, and every change is an event (which never holds a secret).
  */
 import { Clock, Context, Effect, Either, Layer, Option } from "effect"
-import { type Capability, capabilityKey, type CompiledApp } from "../compiler/CompiledApp.js"
+import { type Capability, capabilityKey, type CompiledAgent, type CompiledApp } from "../compiler/CompiledApp.js"
 import { CurrentApp } from "../compiler/CurrentApp.js"
 import { instanceIdForm, isInstanceId } from "../definitions/instanceId.js"
 import type { ReadableIssue } from "../definitions/readableIssues.js"
@@ -20,7 +20,7 @@ import { spanIdOf, traceIdOf } from "../journal/trace.js"
 import { openConfig } from "./installationConfig.js"
 import { checkContext } from "./instanceContext.js"
 import { InstanceConflict, InstanceNotFound, invalid, type InvalidInstance, NotInstalled } from "./instanceErrors.js"
-import { type InstallRequest, prepareInstallations } from "./installationRequests.js"
+import { type InstallRequest, nameClashes, prepareInstallations } from "./installationRequests.js"
 import { SecretBox, type SecretUnreadable } from "./SecretBox.js"
 
 /** Which capability an installation is of. */
@@ -149,14 +149,24 @@ export const layer = Layer.effect(
         : Effect.succeed(found)
     }
 
-    /** The installations of `requests` checked and sealed, or the instance refused as invalid. */
+    /**
+     * The installations of `requests` for an instance of `agent` checked and sealed, or the
+     * instance refused as invalid; `kept`: what the instance keeps installed beside them.
+     */
     const prepare = (
       app: CompiledApp,
+      agent: CompiledAgent,
       requests: ReadonlyArray<InstallRequest>,
       path: (index: number) => string,
-      installedOf?: (request: InstallRequest) => InstallationRecord | undefined
+      installedOf?: (request: InstallRequest) => InstallationRecord | undefined,
+      kept: ReadonlyArray<CapabilityRef> = []
     ) =>
-      Effect.mapError(prepareInstallations(box, app, requests, path, installedOf), (issues) => invalid("the installations are not valid", issues))
+      Effect.gen(function*() {
+        const prepared = yield* Effect.either(prepareInstallations(box, app, requests, path, installedOf))
+        const issues = [...(Either.isLeft(prepared) ? prepared.left : []), ...nameClashes(app, agent, requests, path, kept)]
+        if (issues.length > 0 || Either.isLeft(prepared)) return yield* invalid("the installations are not valid", issues)
+        return prepared.right
+      })
 
     const installedEvent = (installation: NewInstallation): EventContent => ({
       type: "instance.installed",
@@ -173,7 +183,7 @@ export const layer = Layer.effect(
       const context = checkContext(agent.definition.context, request.context ?? {})
       if (Either.isLeft(context)) issues.push(...context.left)
       if (issues.length > 0 || Either.isLeft(context)) return yield* invalid(`the instance of "${request.agent}" is not valid`, issues)
-      const installations = yield* prepare(app, request.installations ?? [], (index) => `installations[${index}]`)
+      const installations = yield* prepare(app, agent, request.installations ?? [], (index) => `installations[${index}]`)
       const ref = { agent: request.agent, id: request.id ?? newId("inst") }
       const made = yield* storage.create({ ...ref, provisioningKey: request.provisioningKey ?? null, context: context.right }, installations)
       // A repeated provisioning key answers its instance; an id taken by another instance is a conflict.
@@ -249,10 +259,26 @@ export const layer = Layer.effect(
     const installedAs = <I extends CapabilityRef>(installations: ReadonlyArray<I>, wish: CapabilityRef): I | undefined =>
       installations.find((i) => i.kind === wish.kind && i.capability === wish.capability)
 
-    /** `requests` prepared over the instance's installations as stored now, with them. */
-    const preparedOver = (app: CompiledApp, ref: InstanceRef, requests: ReadonlyArray<InstallRequest>, path: (index: number) => string) =>
-      Effect.flatMap(storage.installations(ref), (before) =>
-        Effect.map(prepare(app, requests, path, (wish) => installedAs(before, { kind: wish.kind, capability: wish.id })), (wanted) => ({ before, wanted })))
+    /**
+     * `requests` prepared over the instance's installations as stored now, with them; `adding`: the
+     * instance keeps the installations `requests` do not replace (an install), not only `requests` (a change).
+     */
+    const preparedOver = (
+      app: CompiledApp,
+      agent: CompiledAgent,
+      ref: InstanceRef,
+      requests: ReadonlyArray<InstallRequest>,
+      path: (index: number) => string,
+      adding = false
+    ) =>
+      Effect.flatMap(storage.installations(ref), (before) => {
+        const requested = (installation: CapabilityRef) => requests.some((r) => r.kind === installation.kind && r.id === installation.capability)
+        const kept = adding ? before.filter((installation) => !requested(installation)) : []
+        return Effect.map(
+          prepare(app, agent, requests, path, (wish) => installedAs(before, { kind: wish.kind, capability: wish.id }), kept),
+          (wanted) => ({ before, wanted })
+        )
+      })
 
     /**
      * `attempt` again, over a new read, while another change at the same moment replaced an
@@ -304,7 +330,7 @@ export const layer = Layer.effect(
       const installations = request.installations
       const path = (index: number) => `installations[${index}]`
       // Prepared before anything is written: a change with installations that are not valid changes nothing.
-      const planned = installations === undefined ? undefined : yield* preparedOver(app, ref, installations, path)
+      const planned = installations === undefined ? undefined : yield* preparedOver(app, agent, ref, installations, path)
       const status = statusChange(instance, request)
       if (context !== undefined || status !== undefined) {
         const updated = yield* storage.update(ref, { context: context?.right, status })
@@ -318,7 +344,7 @@ export const layer = Layer.effect(
         let read: typeof planned | undefined = planned
         yield* againWhileChanged(ref, Effect.suspend(() => {
           // The first time over what was checked above; again, over a new read.
-          const over = read === undefined ? preparedOver(app, ref, installations, path) : Effect.succeed(read)
+          const over = read === undefined ? preparedOver(app, agent, ref, installations, path) : Effect.succeed(read)
           read = undefined
           return Effect.flatMap(over, (prepared) => installAll(ref, prepared))
         }))
@@ -354,9 +380,10 @@ export const layer = Layer.effect(
       }),
       install: Effect.fn("Instances.install")(function*(ref: InstanceRef, request: InstallRequest) {
         const app = yield* current.get
+        const agent = yield* agentOf(app, ref.agent)
         return yield* againWhileChanged(ref, Effect.gen(function*() {
           yield* open(ref)
-          const { before, wanted: [installation] } = yield* preparedOver(app, ref, [request], () => "")
+          const { before, wanted: [installation] } = yield* preparedOver(app, agent, ref, [request], () => "", true)
           if (installation === undefined) return yield* Effect.dieMessage("prepare returned no installation for one request")
           const stored = yield* storage.install(ref, installation, installedAs(before, installation))
           if (Option.isNone(stored)) return yield* archivedMeanwhile(ref)
