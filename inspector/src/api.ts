@@ -427,6 +427,7 @@ const liveTypes: { readonly [Type in FoundryEvent["type"]]: true } = {
   "instance.archived": true,
   "instance.installed": true,
   "instance.uninstalled": true,
+  "installation.skipped": true,
   "playbook.dispatched": true,
   "timer.armed": true,
   "context.compacting": true,

@@ -196,6 +196,8 @@ function* startExecution(app: CompiledApp, agent: CompiledAgent, run: RunRecord,
   // The run's own messages decide its next step: other runs of the conversation may have
   // added theirs while this one was suspended.
   const instance = yield* makeRunInstance(app, agent, run)
+  // Said on the run, not only in the log: whoever reads why the model never called a tool it was sold finds it here.
+  for (const skipped of instance.skipped) step.emit("installation.skipped", "run", skipped)
   const seesImages = models.every((model) => model.vision === true)
   const window = agentWindow(app, agent, resolved.model)
   const context = makeRunContext(app, agent, run, instance, seesImages, window, step, journal)

@@ -4,15 +4,15 @@
  * instructions, a tool's for its call), and what it installed, as tools of this run. An installed
  * tool is offered under its own name and runs with the installation's config; an installed MCP
  * server is mounted under the last segment of its id, with a connection of this instance's own.
- * The agent's own tools win a name clash; an installation that cannot be used is left out with a
- * warning, and the run goes on without it.
+ * The agent's own tools win a name clash; an installation that cannot be used is left out, with an
+ * `installation.skipped` event on the run and a warning, and the run goes on without it.
  */
 import { Array as Arr, Data, Effect, Either, Option, Schema, SchemaAST } from "effect"
 import type { CompiledAgent, CompiledApp, CompiledTool } from "../compiler/CompiledApp.js"
 import type { AnyContext, AnySchema } from "../definitions/defineAgent.js"
 import { formatIssues, readableIssues } from "../definitions/readableIssues.js"
 import { InstanceStorage } from "../durable/InstanceStorage.js"
-import type { RunRecord } from "../durable/records.js"
+import type { CapabilityKind, RunRecord } from "../durable/records.js"
 import type { StoreError } from "../durable/StoreError.js"
 import { type InstalledCapability, Instances } from "../instances/Instances.js"
 import type { McpMount } from "../mcp/McpMount.js"
@@ -28,6 +28,15 @@ export interface RunInstance {
   readonly installed: InstalledTools
   /** The config an installed tool runs with; `undefined` for every other tool. */
   readonly configOf: (tool: CompiledTool) => unknown
+  /** The installations this run leaves out, each with why, for the run's events to say. */
+  readonly skipped: ReadonlyArray<SkippedInstallation>
+}
+
+/** An installation a run leaves out: which capability, and why (the fix in it). */
+export interface SkippedInstallation {
+  readonly kind: CapabilityKind
+  readonly capability: string
+  readonly reason: string
 }
 
 /**
@@ -91,21 +100,22 @@ export const makeRunInstance = (app: CompiledApp, agent: CompiledAgent, run: Run
     )
     const base = { id: run.instanceId, context }
     // Most apps install nothing: their runs read no installations.
-    if (app.capabilities.size === 0) return { ...base, installed: nothingInstalled, configOf: () => undefined } satisfies RunInstance
+    if (app.capabilities.size === 0) return { ...base, installed: nothingInstalled, configOf: () => undefined, skipped: [] } satisfies RunInstance
     const instances = yield* Instances
     const { unusable, usable } = yield* instances.installed(app, { agent: run.agent, id: run.instanceId })
-    const where = `instance "${run.instanceId}" of agent "${run.agent}"`
-    for (const installation of unusable) {
-      yield* Effect.logWarning(`${where}: the installed ${installation.kind} "${installation.id}" is left out of its runs: ${installation.reason}`)
-    }
+    const skipped: Array<SkippedInstallation> = unusable.map(({ id, kind, reason }) => ({ kind, capability: id, reason }))
     const tools = new Map<string, CompiledTool>()
     const configs = new Map<CompiledTool, unknown>()
     const mounts: Array<McpMount> = []
     for (const installation of usable) {
       const left = yield* installedTool(app, agent, run, installation, { tools, configs, mounts })
-      if (left !== undefined) yield* Effect.logWarning(`${where}: the installed ${installation.capability.kind} "${installation.capability.id}" is left out: ${left}`)
+      if (left !== undefined) skipped.push({ kind: installation.capability.kind, capability: installation.capability.id, reason: left })
     }
-    const instance: RunInstance = { ...base, installed: { tools, mounts }, configOf: (tool) => configs.get(tool) }
+    const where = `instance "${run.instanceId}" of agent "${run.agent}"`
+    for (const { capability, kind, reason } of skipped) {
+      yield* Effect.logWarning(`${where}: the installed ${kind} "${capability}" is left out of its runs: ${reason}`)
+    }
+    const instance: RunInstance = { ...base, installed: { tools, mounts }, configOf: (tool) => configs.get(tool), skipped }
     return instance
   })
 

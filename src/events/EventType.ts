@@ -34,6 +34,7 @@ export const EventType = Schema.Literal(
   "instance.archived",
   "instance.installed",
   "instance.uninstalled",
+  "installation.skipped",
   "playbook.dispatched",
   "timer.armed",
   "context.compacting",

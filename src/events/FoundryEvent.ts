@@ -67,6 +67,7 @@ export const FoundryEvent = Schema.Union(
   eventOfType("instance.archived"),
   eventOfType("instance.installed"),
   eventOfType("instance.uninstalled"),
+  eventOfType("installation.skipped"),
   eventOfType("playbook.dispatched"),
   eventOfType("timer.armed"),
   eventOfType("context.compacting"),

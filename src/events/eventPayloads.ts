@@ -153,6 +153,12 @@ export const eventPayloads = {
   /** A capability installed or its config replaced; `config` with every secret as "<redacted>". */
   "instance.installed": Schema.Struct({ ...capability, config: Schema.Unknown }),
   "instance.uninstalled": Schema.Struct(capability),
+  /**
+   * An installation of the run's instance that this execution of the run leaves out, and why: its
+   * capability gone from the build, a config its schema no longer takes, secrets that cannot be
+   * opened, its name taken by the agent's own tool or server, a config that makes no valid server.
+   */
+  "installation.skipped": Schema.Struct({ ...capability, reason: Schema.String }),
   "playbook.dispatched": fromDeliveryOrEvent(
     { playbook: Schema.String, runId: Schema.String },
     { event: Schema.String, playbook: Schema.String, runId: Schema.String }

@@ -62,6 +62,7 @@ const samples: ReadonlyArray<EventContent> = [
   { type: "instance.archived", data: { reason: null } },
   { type: "instance.installed", data: { kind: "tool", capability: "crm-notes", config: { baseUrl: "https://crm.test", apiKey: "<redacted>" } } },
   { type: "instance.uninstalled", data: { kind: "tool", capability: "crm-notes" } },
+  { type: "installation.skipped", data: { kind: "mcp", capability: "crm", reason: "the agent's own MCP server \"crm\" (agents/desk/agent.ts) has its name" } },
   { type: "playbook.dispatched", data: { deliveryId: "dlv_1", webhook: "tickets", playbook: "triage", runId: "run_2" } },
   { type: "timer.armed", data: { tool: "foundry_sleep", timerId: "agent:tmr_0123456789abcdef0123", firesAt: "2026-07-01T11:00:00.000Z" } },
   // As stored before the timer's id and time were recorded: still read.

@@ -10,7 +10,8 @@ import { describe, expect, it } from "@effect/vitest"
 import { Server } from "@modelcontextprotocol/sdk/server/index.js"
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js"
 import { CallToolRequestSchema, ListToolsRequestSchema, type Tool } from "@modelcontextprotocol/sdk/types.js"
-import { type Duration, Effect } from "effect"
+import { type Duration, Effect, Schema } from "effect"
+import { FoundryEvent } from "../../src/events/FoundryEvent.js"
 import * as Scripted from "../../src/models/scripted.js"
 import { http, startServer, waitForRun } from "../support/server.js"
 import { tempProject } from "../support/tempProject.js"
@@ -297,7 +298,7 @@ describe("capabilities installed per instance", () => {
       expect(acme.output).toBe("done: account 2 is in good standing (tenant acme)")
     }))
 
-  it.scopedLive("an installation that makes no valid server is left out of the instance's runs, which go on with the rest", () =>
+  it.scopedLive("an installation that makes no valid server is left out of the instance's runs, which say so in an event and go on with the rest", () =>
     Effect.gen(function*() {
       const { offered, url } = yield* setup()
       yield* createInstance(url, "hooli", [
@@ -307,5 +308,11 @@ describe("capabilities installed per instance", () => {
       const done = yield* run(url, "hooli", message("hooli", { name: "notes", arguments: { text: "hi" } }))
       expect(done).toMatchObject({ status: "completed", output: "done: saved hi in hooli-book of hooli with a key ending 0042" })
       expect(offered.get("hooli")?.filter((name) => name.startsWith("crm__"))).toEqual([])
+      // The run says which installation it left out, and why: not only the log.
+      const skipped = Schema.decodeUnknownSync(Schema.parseJson(Schema.Array(FoundryEvent)))(done.events).filter((event) => event.type === "installation.skipped")
+      expect(skipped).toEqual([expect.objectContaining({
+        type: "installation.skipped",
+        data: { kind: "mcp", capability: "crm", reason: expect.stringContaining("connect(config) in mcp/crm.ts made no valid MCP server") }
+      })])
     }))
 })

@@ -35,6 +35,8 @@ interface Span {
   /** For a model turn: each failed call asked again or handed to the next model, as a line. */
   retries: Array<string>
   fellBack: boolean
+  /** For a run: each installation of its instance it left out, and why, as a line. */
+  skipped: Array<string>
   /** For a run: the tool results its client sent (`/v1`) that the conversation records cut, each whole. */
   cutResults: ReadonlyArray<{ readonly tool: string; readonly toolCallId: string; readonly output: string }>
 }
@@ -69,6 +71,7 @@ const spansOf = (events: ReadonlyArray<FoundryEvent>): Map<string, Span> => {
         summaryTokens: undefined,
         retries: [],
         fellBack: false,
+        skipped: [],
         cutResults: []
       }
       spans.set(event.spanId, span)
@@ -133,6 +136,9 @@ const spansOf = (events: ReadonlyArray<FoundryEvent>): Map<string, Span> => {
       case "model.fallback":
         span.fellBack = true
         span.retries.push(`${event.data.summary === true ? "a summary call " : ""}fell back from ${event.data.from} to ${event.data.to} (${event.data.error})`)
+        break
+      case "installation.skipped":
+        span.skipped.push(`${event.data.kind} ${event.data.capability}: ${event.data.reason}`)
         break
       case "context.compacted":
         span.compaction.push(`${compactionStep[event.data.method]}: ${thousands(event.data.beforeTokens)} → ${thousands(event.data.afterTokens)} tokens`)
@@ -291,6 +297,7 @@ export const runPage = (root: HTMLElement, [runId = ""]: ReadonlyArray<string>) 
           h("span", { class: "span-label" }, open ? "▾ " : "▸ ", span.label,
             span.compaction.length === 0 ? null : h("span", { class: "tag", "data-testid": "span-compacted" }, "compacted"),
             span.retries.length === 0 ? null : h("span", { class: "tag", "data-testid": "span-retried" }, span.fellBack ? "fell back" : "retried"),
+            span.skipped.length === 0 ? null : h("span", { class: "tag", "data-testid": "span-skipped" }, "installations left out"),
             span.cutResults.length === 0 ? null : h("span", { class: "tag", "data-testid": "span-client-results-cut" }, "client results cut")),
           h("span", { class: "span-track" }, bar),
           h("span", { class: "span-meta" }, took,
@@ -298,6 +305,7 @@ export const runPage = (root: HTMLElement, [runId = ""]: ReadonlyArray<string>) 
             span.summaryTokens === undefined ? "" : ` + ${span.summaryTokens.input}/${span.summaryTokens.output} summary`)),
         open ? h("div", { class: "span-detail" },
           notes("failed calls", "span-retries", span.retries),
+          notes("installations of the instance left out of this run", "span-skipped-installations", span.skipped),
           notes("context compacted before this turn", "span-compaction", span.compaction),
           // What the client sent whole, where the model was sent it cut to the agent's result limit.
           span.cutResults.length === 0 ? null : h("div", { "data-testid": "span-cut-results" },
