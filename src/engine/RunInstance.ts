@@ -127,26 +127,31 @@ const installedTool = (
   { capability, config }: InstalledCapability,
   into: { readonly tools: Map<string, CompiledTool>; readonly configs: Map<CompiledTool, unknown>; readonly mounts: Array<McpMount> }
 ) =>
-  Effect.sync((): string | undefined => {
+  Effect.gen(function*() {
     if (capability.kind === "tool") {
       const name = capability.tool.name
-      if (agent.tools.has(name)) return `the agent's own tool "${name}" (${agent.file}) has its name`
+      const own = agent.tools.get(name)
+      if (own !== undefined) return `the agent's own tool "${name}" (${own.file ?? agent.file}) has its name`
       if (into.tools.has(name)) return `another installed tool is named "${name}"`
       into.tools.set(name, capability.tool)
       into.configs.set(capability.tool, config)
       return undefined
     }
     const name = capability.mount
-    if (agent.mcp.some((mount) => mount.name === name)) return `the agent's own MCP server "${name}" (${agent.file}) has its name`
+    const own = agent.mcp.find((mount) => mount.name === name)
+    if (own !== undefined) return `the agent's own MCP server "${name}" (${own.declaredIn}) has its name`
     if (into.mounts.some((mount) => mount.name === name)) return `another installed MCP server is named "${name}"`
-    const spec = Either.flatMap(
-      Either.try({ try: () => capability.server.connect(config), catch: (error) => error instanceof Error ? error.message : String(error) }),
+    const declared = Either.try(() => capability.server.connect(config))
+    if (Either.isLeft(declared)) {
+      // The thrown message may quote the config's secrets: the log has it, the run's events do not.
+      const thrown = declared.left
+      yield* Effect.logWarning(`connect(config) in ${capability.file} threw: ${thrown instanceof Error ? thrown.message : String(thrown)}`)
+      return `connect(config) in ${capability.file} threw (its message, which may hold the config's secrets, is in the log)`
+    }
+    const spec = Either.mapLeft(
+      Schema.decodeUnknownEither(McpServerSchema)(declared.right, { errors: "all" }),
       // Fields only: the values hold the config's secrets.
-      (declared) =>
-        Either.mapLeft(
-          Schema.decodeUnknownEither(McpServerSchema)(declared, { errors: "all" }),
-          (error) => `these fields are wrong: ${readableIssues(error, { root: "(server)" }).map((issue) => issue.path).join(", ")}`
-        )
+      (error) => `these fields are wrong: ${readableIssues(error, { root: "(server)" }).map((issue) => issue.path).join(", ")}`
     )
     if (Either.isLeft(spec)) return `connect(config) in ${capability.file} made no valid MCP server (${spec.left})`
     into.mounts.push({

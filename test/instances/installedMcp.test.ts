@@ -124,6 +124,15 @@ export default defineMcpServer({
   connect: (c) => ({ url: c.url, headers: { authorization: \`Bearer \${Redacted.value(c.token)}\` } })
 })
 `,
+  "mcp/vault.ts": `import { Redacted, Schema } from "effect"
+import { defineMcpServer } from "foundry"
+
+export default defineMcpServer({
+  description: "A vault whose connect throws, quoting its token",
+  installable: { config: Schema.Struct({ token: Schema.Redacted(Schema.String) }) },
+  connect: (c) => { throw new Error("no vault for " + Redacted.value(c.token)) }
+})
+`,
   "tools/notes.tool.ts": `import { Effect, Redacted, Schema } from "effect"
 import { defineTool } from "foundry"
 
@@ -303,6 +312,7 @@ describe("capabilities installed per instance", () => {
       const { offered, url } = yield* setup()
       yield* createInstance(url, "hooli", [
         { kind: "mcp", id: "crm", config: { url: "crm.internal:8080", token: "t" } },
+        { kind: "mcp", id: "vault", config: { token: "vault-secret-5521" } },
         { kind: "tool", id: "notes", config: { notebook: "hooli-book", key: "key-0042" } }
       ])
       const done = yield* run(url, "hooli", message("hooli", { name: "notes", arguments: { text: "hi" } }))
@@ -310,9 +320,16 @@ describe("capabilities installed per instance", () => {
       expect(offered.get("hooli")?.filter((name) => name.startsWith("crm__"))).toEqual([])
       // The run says which installation it left out, and why: not only the log.
       const skipped = Schema.decodeUnknownSync(Schema.parseJson(Schema.Array(FoundryEvent)))(done.events).filter((event) => event.type === "installation.skipped")
-      expect(skipped).toEqual([expect.objectContaining({
-        type: "installation.skipped",
-        data: { kind: "mcp", capability: "crm", reason: expect.stringContaining("connect(config) in mcp/crm.ts made no valid MCP server") }
-      })])
+      expect(skipped).toEqual([
+        expect.objectContaining({
+          type: "installation.skipped",
+          data: { kind: "mcp", capability: "crm", reason: expect.stringContaining("connect(config) in mcp/crm.ts made no valid MCP server") }
+        }),
+        expect.objectContaining({
+          type: "installation.skipped",
+          data: { kind: "mcp", capability: "vault", reason: "connect(config) in mcp/vault.ts threw (its message, which may hold the config's secrets, is in the log)" }
+        })
+      ])
+      expect(done.events).not.toContain("vault-secret-5521")
     }))
 })
