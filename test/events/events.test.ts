@@ -20,6 +20,12 @@ const setup = (config = "", model = plannedModel) =>
 const submit = (url: string, agent: string, message: string) =>
   Effect.map(http(`${url}/api/runs`, { body: { agent, message } }), (r) => r.json as { runId: string })
 
+/** An agent with one tool, `pay`, whose file each test writes. */
+const shopWithPay = `import { defineAgent } from "foundry"
+import pay from "./tools/pay.tool.js"
+export default defineAgent({ description: "Shop", tools: [pay] })
+`
+
 describe("correlation", () => {
   it.scopedLive("a run that calls a tool, spawns a child and waits on an approval yields events that rebuild the exact tree", () =>
     Effect.gen(function*() {
@@ -251,10 +257,7 @@ describe("retention and redaction", () => {
   it.scopedLive("fields a tool marks as redacted never appear in events, while the tool gets them", () =>
     Effect.gen(function*() {
       const root = yield* tempProject({
-        "agents/shop/agent.ts": `import { defineAgent } from "foundry"
-import pay from "./tools/pay.tool.js"
-export default defineAgent({ description: "Shop", tools: [pay] })
-`,
+        "agents/shop/agent.ts": shopWithPay,
         "agents/shop/tools/pay.tool.ts": `import { Effect, Schema } from "effect"
 import { defineTool } from "foundry"
 export default defineTool({
@@ -286,10 +289,7 @@ export default defineTool({
   it.scopedLive("a redacted field stays out of events when the call's arguments are not JSON or do not match, while the model is told", () =>
     Effect.gen(function*() {
       const root = yield* tempProject({
-        "agents/shop/agent.ts": `import { defineAgent } from "foundry"
-import pay from "./tools/pay.tool.js"
-export default defineAgent({ description: "Shop", tools: [pay] })
-`,
+        "agents/shop/agent.ts": shopWithPay,
         "agents/shop/tools/pay.tool.ts": `import { Effect, Schema } from "effect"
 import { defineTool } from "foundry"
 export default defineTool({
