@@ -430,6 +430,8 @@ const isTransientErrorEvent = (body: unknown): boolean => {
   if (typeof body !== "object" || body === null) return false
   const type = "type" in body ? body.type : undefined
   const code = "code" in body ? body.code : undefined
+  // Some servers (vLLM) give the HTTP status they would have answered with as the code.
+  if (typeof code === "number") return code === 429 || code >= 500
   return [type, code].some((kind) => typeof kind === "string" && transientErrorKinds.has(kind))
 }
 

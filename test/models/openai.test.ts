@@ -564,7 +564,7 @@ describe("openai model", () => {
       expect(error.message).toContain("Something went wrong mid-stream.")
     }))
 
-  it.scoped("an error event in the middle of the stream is transient when its type or code says the server failed, was overloaded or limited the rate", () =>
+  it.scoped("an error event in the middle of the stream is transient when its type or code (a name, or a status) says the server failed, was overloaded or limited the rate", () =>
     Effect.gen(function*() {
       const kindOf = (error: unknown) =>
         Effect.gen(function*() {
@@ -584,7 +584,10 @@ describe("openai model", () => {
         overloadedCode: kindOf({ message: "Overloaded.", type: "error", code: "overloaded" }),
         timeout: kindOf({ message: "Timed out.", type: "timeout", code: null }),
         invalid: kindOf({ message: "Bad request.", type: "invalid_request_error", param: null, code: null }),
-        untyped: kindOf({ message: "Something else." })
+        untyped: kindOf({ message: "Something else." }),
+        // vLLM's: the status it would have answered with, as a number.
+        statusCode: kindOf({ message: "Internal error.", type: "InternalServerError", param: null, code: 500 }),
+        clientCode: kindOf({ message: "Bad request.", type: "BadRequestError", param: null, code: 400 })
       })
 
       expect(kinds).toEqual({
@@ -595,7 +598,9 @@ describe("openai model", () => {
         overloadedCode: "transient",
         timeout: "transient",
         invalid: "permanent",
-        untyped: "permanent"
+        untyped: "permanent",
+        statusCode: "transient",
+        clientCode: "permanent"
       })
     }))
 
