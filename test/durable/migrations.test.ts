@@ -108,8 +108,14 @@ for (const backend of backends) {
         const stored = yield* sql<{ readonly id: string; readonly agent: string; readonly instanceId: string; readonly spec: string }>`
           SELECT id, agent, instance_id, spec FROM foundry_activations ORDER BY id`
         expect(stored).toEqual(rows.map(([id, , agent, instance]) => ({ id, agent, instanceId: instance, spec: activationSpec(agent, instance) })))
-        expect(yield* planOf(sql, "SELECT * FROM foundry_activations WHERE kind = 'agent' AND agent = 'worker' AND instance_id = 'alpha'"))
-          .toContain("foundry_activations_by_instance")
+        const indexes = yield* indexesOf(sql, "foundry_activations")
+        expect(indexes["foundry_activations_by_instance"]).toMatch(/kind, agent, instance_id$/)
+        // The plan on SQLite only: PostgreSQL's planner once read this three-row table whole in a full
+        // run of the suite, index or not (seen in CI, not reproduced alone).
+        if (backend.name === "SQLite") {
+          expect(yield* planOf(sql, "SELECT * FROM foundry_activations WHERE kind = 'agent' AND agent = 'worker' AND instance_id = 'alpha'"))
+            .toContain("foundry_activations_by_instance")
+        }
       }))
 
     it.scoped("0021 indexes only the runs with an idempotency key or a parent; a key stays unique and is found by its index", () =>
