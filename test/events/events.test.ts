@@ -123,8 +123,9 @@ describe("the event stream", () => {
       yield* Effect.sleep("300 millis")
       // The answer takes a moment, as a model's over the network does: one that answers at once
       // has its text carried whole by its turn's end (docs/decisions.md, "A turn's call results go
-      // with the next model turn").
-      const run = yield* submit(server.url, "worker", plan({ calls: [{ name: "record", arguments: { line: "a" } }], say: "one two three", finalDelay: 20 }))
+      // with the next model turn"). Half a second, so that a loaded machine's stalled event loop
+      // (20 ms was once outlasted in CI) cannot make it an answer at once.
+      const run = yield* submit(server.url, "worker", plan({ calls: [{ name: "record", arguments: { line: "a" } }], say: "one two three", finalDelay: 500 }))
       yield* waitForRun(server.url, run.runId)
       const plain = yield* Fiber.join(withoutText).pipe(Effect.timeoutFail({ duration: "10 seconds", onTimeout: () => new Error("no run.completed") }))
       const full = yield* Fiber.join(withText).pipe(Effect.timeoutFail({ duration: "10 seconds", onTimeout: () => new Error("no run.completed") }))
@@ -149,7 +150,7 @@ describe("the event stream", () => {
       yield* Effect.sleep("300 millis")
       // One run in that conversation, one in a new one.
       // The answer takes a moment, as in the test above.
-      const words = plan({ calls: [{ name: "record", arguments: { line: "a" } }], say: "one two three", finalDelay: 20 })
+      const words = plan({ calls: [{ name: "record", arguments: { line: "a" } }], say: "one two three", finalDelay: 500 })
       const inIt = (yield* http(`${server.url}/api/runs`, { body: { agent: "worker", message: words, conversation: first.conversationId } })).json as { runId: string }
       yield* waitForRun(server.url, inIt.runId)
       const elsewhere = yield* submit(server.url, "worker", words)
