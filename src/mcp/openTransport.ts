@@ -5,6 +5,7 @@
 import { resolve } from "node:path"
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js"
 import { Effect, Redacted } from "effect"
+import { boundedFetch } from "./boundedFetch.js"
 import { type McpServerUnavailable, unavailable } from "./McpErrors.js"
 import type { McpClientSdk } from "./mcpClientSdk.js"
 import type { McpMount } from "./McpMount.js"
@@ -48,7 +49,7 @@ export const openTransport = (mount: McpMount, sdk: McpClientSdk): Effect.Effect
     const spec = mount.spec
     if (!isStdio(spec)) {
       const headers = yield* readValues(mount, "headers", spec.headers)
-      const transport = new sdk.StreamableHTTPClientTransport(new URL(spec.url), { requestInit: { headers } })
+      const transport = new sdk.StreamableHTTPClientTransport(new URL(spec.url), { requestInit: { headers }, fetch: boundedFetch })
       return { transport, pid: () => null, stderr: () => "", end: () => transport.terminateSession() }
     }
     const env = yield* readValues(mount, "env", spec.env)

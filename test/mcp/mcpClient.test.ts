@@ -56,11 +56,11 @@ const status = (url: string, runId: string) => Effect.map(http(`${url}/api/runs/
 const token = `secret-${randomUUID()}`
 
 /** The project with the stdio server as `files` and the HTTP server as `web`, served with the stepped model. */
-const setup = (options: { readonly files?: string; readonly config?: string; readonly vision?: boolean } = {}) =>
+const setup = (options: { readonly files?: string; readonly config?: string; readonly vision?: boolean; readonly json?: boolean } = {}) =>
   Effect.gen(function*() {
     process.env[authVariable] = `Bearer ${token}`
     yield* Effect.addFinalizer(() => Effect.sync(() => delete process.env[authVariable]))
-    const web = yield* startHttpServer(token)
+    const web = yield* startHttpServer(token, { json: options.json === true })
     const log = newLog()
     const root = yield* tempProject(mcpProject({ log, httpUrl: web.url, ...options }))
     const { model, offered, sent } = steppedModel({ vision: options.vision })
@@ -154,6 +154,31 @@ describe("MCP client", () => {
         (next) => next.output === "done: small"
       )
     }))
+
+  it.scopedLive.each([{ answers: "an event stream", json: false }, { answers: "JSON", json: true }])(
+    "a Streamable HTTP server's answer over 10 MB ($answers) is not read: that call's tool error says so, another call in flight and a call after are answered",
+    ({ json }) =>
+      Effect.gen(function*() {
+        const { url } = yield* setup({ json })
+        const slow = yield* submit(url, steps([{ name: "web__slow", arguments: { ms: 1_500 } }]))
+        const huge = yield* submit(url, steps([{ name: "web__huge", arguments: { bytes: 11 * 1024 * 1024 } }]))
+        const ended = yield* waitForRun(url, huge.runId)
+        expect(ended.output).toContain(
+          "web__huge failed: McpToolFailed: huge on MCP server web: MCP error -32603: Foundry did not read the server's answer: it was over 10485760 bytes"
+        )
+        expect(ended.output).toContain("have the tool return less")
+        // The tool event holds the error, not the text.
+        const events = yield* eventsOf(url, huge.runId)
+        expect(JSON.stringify(events).length).toBeLessThan(1024 * 1024)
+        expect(yield* waitForRun(url, slow.runId)).toMatchObject({ status: "completed", output: "done: slept 1500 ms" })
+        // Just under the limit is read whole (the JSON-RPC envelope and the result's shape take the
+        // rest), and cut for the model as any long output is.
+        const under = yield* submit(url, steps([{ name: "web__huge", arguments: { bytes: 10 * 1024 * 1024 - 1024 } }]), huge.conversationId)
+        const read = yield* waitForRun(url, under.runId)
+        expect(read.output).toMatch(/^done: x+\n\[output truncated: \d+ of 10484736 characters cut/)
+      }),
+    { timeout: 60_000 }
+  )
 
   it.scopedLive("a Streamable HTTP server that stops answering: calls are tool errors until it is back, then they work", () =>
     Effect.gen(function*() {
