@@ -32,10 +32,15 @@ const refusal = (denied: AccessDenied, path: string) =>
     }
   ).pipe(Effect.orDie)
 
-/** What the door looks at in a request. */
+/**
+ * What the door looks at in a request. Its path is the one the router matches (`url`), never the
+ * source's (`originalUrl`): a request whose body the edge read itself (sent chunked) is made anew
+ * from a web `Request`, whose source URL is absolute, and a door judging that spelling judged no
+ * route it guards.
+ */
 export const knockOf = (request: HttpServerRequest.HttpServerRequest): Knock => ({
   method: request.method,
-  url: request.originalUrl,
+  url: request.url,
   authorization: request.headers["authorization"],
   session: request.cookies[sessionCookie.key],
   proxied: isProxied(request)

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { http, startServer } from "../support/server.js"
+import { rawRequest } from "../transports/edgeClient.js"
 import { authProject, bearer, issue } from "./support.js"
 
 describe("bearer auth on a server whose config requires tokens (loopback)", () => {
@@ -92,6 +93,37 @@ describe("bearer auth on a server whose config requires tokens (loopback)", () =
       const badScope = yield* http(`${server.url}/api/tokens`, { body: { scope: "root" }, headers: bearer(admin.token) })
       expect(badScope.status).toBe(400)
       expect(badScope.json).toMatchObject({ issues: [{ path: "scope", message: expect.stringContaining(`"read", "run", "deploy", "admin"`) }] })
+    }))
+
+  it.scopedLive("a body sent chunked is judged by the path it routes to: a run token gets 403 on admin routes, public routes stay open", () =>
+    Effect.gen(function*() {
+      const root = yield* authProject()
+      const server = yield* startServer(root)
+      const run = yield* issue(server.storeFile, "run")
+      const chunked = (method: string, path: string, body: string, token?: string) =>
+        rawRequest(server.url, {
+          method,
+          path,
+          headers: { "content-type": "application/json", ...(token === undefined ? {} : { authorization: `Bearer ${token}` }) },
+          chunks: [body.slice(0, 5), body.slice(5)]
+        })
+      const minted = yield* chunked("POST", "/api/tokens", JSON.stringify({ scope: "admin", name: "escalated" }), run.token)
+      expect(minted).toMatchObject({ _tag: "response", status: 403, json: { _tag: "Forbidden", required: "admin" } })
+      const paused = yield* chunked("POST", "/api/schedules/nightly/pause", "{}", run.token)
+      expect(paused).toMatchObject({ _tag: "response", status: 403 })
+      // No token was made.
+      const admin = yield* issue(server.storeFile, "admin")
+      const tokens = (yield* http(`${server.url}/api/tokens`, { headers: bearer(admin.token) })).json as ReadonlyArray<{ name: string | null }>
+      expect(tokens.map((token) => token.name)).not.toContain("escalated")
+      // A route open to all is as open chunked: signing in, a webhook (signed on its own).
+      const signIn = yield* chunked("POST", "/api/session", JSON.stringify({ token: run.token }))
+      expect(signIn).toMatchObject({ _tag: "response", status: 204, headers: { "set-cookie": [expect.stringContaining("HttpOnly")] } })
+      const hook = yield* chunked("POST", "/hooks/unknown", "{}")
+      expect(hook).toMatchObject({ _tag: "response" })
+      expect(hook._tag === "response" ? hook.status : 0).not.toBe(401)
+      // A refusal under /v1 is in OpenAI's shape, chunked too.
+      const completion = yield* chunked("POST", "/v1/chat/completions", JSON.stringify({ model: "echo", messages: [] }))
+      expect(completion).toMatchObject({ _tag: "response", status: 401, json: { error: { code: "invalid_api_key" } } })
     }))
 
   it.scopedLive("public routes stay open: health, the inspector's page shell, webhooks (signed on their own)", () =>
