@@ -7,8 +7,9 @@
  * once it has been replaced by rename (`sed -i`, editors' atomic saves, `git checkout`). Parcel
  * watches folders, so a rename over a file arrives as a `create` of that file.
  */
-import { type Event as NativeEvent, subscribe } from "@parcel/watcher"
-import { readdirSync, realpathSync, type Stats, statSync } from "node:fs"
+import { type Event as NativeEvent, getEventsSince, subscribe, writeSnapshot } from "@parcel/watcher"
+import { mkdtempSync, readdirSync, realpathSync, rmSync, type Stats, statSync } from "node:fs"
+import { tmpdir } from "node:os"
 import * as path from "node:path"
 import { Data, Duration, Effect, HashSet, Ref, Stream } from "effect"
 import { configFiles } from "./RoutePath.js"
@@ -114,21 +115,38 @@ const cannotWatch = (root: string, cause: unknown): WatchError => {
   return new WatchError({ message: `cannot watch ${root} for changes: ${reason}${hint}` })
 }
 
+/** Longer than parcel holds a change it has read before delivering it (500 ms at most). */
+const handoverDelay = Duration.seconds(1)
+
+/**
+ * Where the tree stood when a subscription ended for a new folder: the next one reports what
+ * changed since, once it is live.
+ */
+interface Handover {
+  readonly file: string
+  taken: boolean
+}
+
 /**
  * One parcel subscription, emitting the changed paths of each batch, that ends after a batch in
  * which a folder appeared. On Linux parcel watches a new folder but not the folders already
  * inside it (`mkdir -p`, a folder tree moved in, `git checkout`; parcel-bundler/watcher#97), so
- * the caller subscribes again, and the new subscription crawls and watches the whole tree. What
- * changes in the few milliseconds between the two belongs to the burst the folder started, and
- * the rebuild after that burst reads it. Parcel keeps one folder tree per watched path while any
- * subscription to it lives, so this crawl happens only if nothing else in the process watches
- * `root` with parcel (nothing in Foundry does).
+ * the caller subscribes again, and the new subscription crawls and watches the whole tree. Nothing
+ * watches while it crawls, which takes as long as the tree is large, and a checkout writes on
+ * meanwhile: so the ending subscription writes a snapshot of the tree first, and the next one,
+ * once live, reports what changed since it (parcel's `getEventsSince`). The snapshot is of the
+ * tree parcel keeps, which takes in a change before the change is delivered (parcel holds changes
+ * for up to half a second to batch them), so the ending subscription lives on for `handoverDelay`
+ * after it, to deliver what the snapshot holds. Parcel keeps one folder
+ * tree per watched path while any subscription to it lives, so the crawl happens only if nothing
+ * else in the process watches `root` with parcel (nothing in Foundry does).
  */
-const subscription = (root: string): Stream.Stream<ReadonlyArray<string>> =>
+const subscription = (root: string, handover: Handover): Stream.Stream<ReadonlyArray<string>> =>
   Stream.asyncScoped<ReadonlyArray<string>>((emit) =>
     Effect.gen(function*() {
       // Taken before subscribing: a folder deleted once we are subscribed was there to be seen.
       const folders = foldersUnder(root)
+      let ending = false
       const onEvents = (error: Error | null, events: ReadonlyArray<NativeEvent>): void => {
         if (error !== null) {
           void emit.die(new WatchError({ message: `stopped watching ${root} for changes: ${error.message}` }))
@@ -136,7 +154,15 @@ const subscription = (root: string): Stream.Stream<ReadonlyArray<string>> =>
         }
         const { changed, newFolder } = classify(root, folders, events)
         if (changed.length > 0) void emit.single(changed)
-        if (newFolder) void emit.end()
+        if (!newFolder || ending) return
+        ending = true
+        writeSnapshot(root, handover.file, { ignore: ignoreGlobs }).then(
+          () => {
+            handover.taken = true
+            setTimeout(() => void emit.end(), Duration.toMillis(handoverDelay))
+          },
+          (cause: unknown) => void emit.die(new WatchError({ message: `stopped watching ${root} for changes: ${String(cause)}` }))
+        )
       }
       yield* Effect.acquireRelease(
         Effect.tryPromise({
@@ -146,6 +172,15 @@ const subscription = (root: string): Stream.Stream<ReadonlyArray<string>> =>
         // The stream ends either way; a watch that fails to close goes with the process.
         (watching) => Effect.tryPromise(() => watching.unsubscribe()).pipe(Effect.ignore)
       )
+      if (!handover.taken) return
+      handover.taken = false
+      const missed = yield* Effect.tryPromise({
+        try: () => getEventsSince(root, handover.file, { ignore: ignoreGlobs }),
+        catch: (cause) => cannotWatch(root, cause)
+      })
+      // A folder made meanwhile was crawled with the rest: this subscription watches it.
+      const { changed } = classify(root, folders, missed)
+      if (changed.length > 0) void emit.single(changed)
     }).pipe(
       // The stream promises no failure, since its caller forks it and rebuilds forever, so a
       // watcher that cannot start or stops dies with a `WatchError` naming the folder and the
@@ -163,7 +198,7 @@ export const watchProjectChanges = (
   root: string,
   debounce: Duration.DurationInput = defaultDebounce
 ): Stream.Stream<ReadonlyArray<string>> =>
-  Stream.unwrap(
+  Stream.unwrapScoped(
     Effect.gen(function*() {
       // On macOS parcel reports real paths (`/private/var/...` for `/var/...`), and on Linux the
       // paths under the folder it was given: the real path matches both.
@@ -176,7 +211,12 @@ export const watchProjectChanges = (
       })
       // `Stream.debounce` keeps only the last element of a burst, so the burst's paths collect here.
       const pending = yield* Ref.make(HashSet.empty<string>())
-      return Stream.forever(subscription(absolute)).pipe(
+      const snapshots = yield* Effect.acquireRelease(
+        Effect.sync(() => mkdtempSync(path.join(tmpdir(), "foundry-watch-"))),
+        (folder) => Effect.sync(() => rmSync(folder, { recursive: true, force: true }))
+      )
+      const handover: Handover = { file: path.join(snapshots, "tree"), taken: false }
+      return Stream.forever(subscription(absolute, handover)).pipe(
         Stream.tap((changed) => Ref.update(pending, HashSet.union(changed))),
         Stream.debounce(debounce),
         Stream.mapEffect(() => Ref.getAndSet(pending, HashSet.empty())),

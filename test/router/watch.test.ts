@@ -45,6 +45,19 @@ const oneBurst = (bursts: Queue.Queue<ReadonlyArray<string>>, what: string) =>
     return burst.value
   })
 
+/** Every burst after `what` until none has come for `noEventFor`; at least one must come. */
+const allBursts = (bursts: Queue.Queue<ReadonlyArray<string>>, what: string) =>
+  Effect.gen(function*() {
+    const all: Array<ReadonlyArray<string>> = []
+    for (;;) {
+      const burst = yield* Queue.take(bursts).pipe(Effect.timeoutOption(all.length === 0 ? noEventFor : "2 seconds"))
+      if (Option.isNone(burst)) break
+      all.push(burst.value)
+    }
+    if (all.length === 0) return expect.fail(`no reload after ${what}`)
+    return all
+  })
+
 /**
  * Subscribing completes after the stream starts, and nothing says when: write a probe until a
  * reload shows that the watcher sees changes.
@@ -103,11 +116,15 @@ describe("watchProjectChanges", () => {
       expect(yield* oneBurst(bursts, "editing lib/helper.ts")).toEqual(["lib/helper.ts"])
 
       // Created at once, the files land before anything watches the new folders; the folder
-      // itself is what reports the change.
+      // itself reports the change, and its files may follow once the watcher has taken it in (a
+      // burst of its own: `foundry dev` reloads for it only if they changed since the reload read
+      // them).
       mkdirSync(join(root, "agents/b/tools"), { recursive: true })
       writeFileSync(join(root, "agents/b/agent.ts"), agentFile())
       writeFileSync(join(root, "agents/b/tools/lookup.tool.ts"), toolFile())
-      expect(yield* oneBurst(bursts, "creating agents/b/ with files")).toContain("agents/b")
+      const created = yield* allBursts(bursts, "creating agents/b/ with files")
+      expect(created[0]).toContain("agents/b")
+      expect(created.flat().filter((file) => !file.startsWith("agents/b")), "paths outside the new folder").toEqual([])
 
       // The nested folder must be watched from now on (parcel alone watches only agents/b).
       writeFileSync(join(root, "agents/b/tools/lookup.tool.ts"), toolFile("Look it up"))
@@ -139,6 +156,28 @@ describe("watchProjectChanges, bursts and failures", () => {
       yield* Effect.sleep(settle)
       expect(yield* Queue.size(reloads), "five quick writes made more than one reload").toBe(0)
     }))
+
+  it.scopedLive("a file saved while the watcher takes in a new folder is reported (a checkout that adds a folder and writes on)", () =>
+    Effect.gen(function*() {
+      // A tree large enough that watching it anew takes a while, as a project with data does.
+      const data = Object.fromEntries(Array.from({ length: 4000 }, (_, i) => [`data/d${i % 400}/f${i}.txt`, "row\n"]))
+      const root = yield* tempProject({ ...project, ...data })
+      const bursts = yield* collectBursts(root)
+      yield* untilWatching(root, bursts)
+      // A new folder first (the watcher subscribes anew to watch what is in it), then files written
+      // one after another, as `git checkout` writes them.
+      mkdirSync(join(root, "agents/new"))
+      const written: Array<string> = []
+      for (let i = 0; i < 150; i++) {
+        const file = `lib/written${i}.ts`
+        writeFileSync(join(root, file), `export const n = ${i}\n`)
+        written.push(file)
+        yield* Effect.sleep("2 millis")
+      }
+      const reported = new Set((yield* allBursts(bursts, "a new folder and writes")).flat())
+      expect(reported.has("agents/new")).toBe(true)
+      expect(written.filter((file) => !reported.has(file)), "files never reported").toEqual([])
+    }), { timeout: 60_000 })
 
   it.scopedLive("dies with a message naming the folder when it cannot watch it", () =>
     Effect.gen(function*() {
