@@ -16,6 +16,7 @@ import { Schedules } from "../triggers/Schedules.js"
 import { build, type Built, partMessage, problemsOf } from "./projectBuild.js"
 import { storeFileOf } from "./ProjectRuntime.js"
 import { routeSummary } from "./routeSummary.js"
+import type { ServedBuild } from "./servedBuild.js"
 import { noticeWhileSlow } from "./slowBuildNotice.js"
 import { reportError, say, style, warn } from "./terminal.js"
 
@@ -72,7 +73,8 @@ export const reloadOnChanges = (
   served: Served,
   first: {
     readonly app: CompiledApp
-    readonly scope: Scope.CloseableScope | undefined
+    /** The scope of the build serving, handed over to each build that serves after it. */
+    readonly build: ServedBuild
     readonly generation: number
     /** Whether `app` is the whole project (not the part that builds, nor nothing). */
     readonly whole: boolean
@@ -83,7 +85,7 @@ export const reloadOnChanges = (
     const current = Context.get(served.context, CurrentApp)
     const schedules = Context.get(served.context, Schedules)
     const status = Context.get(served.context, BuildStatus)
-    let { app, scope: buildScope, whole } = first
+    let { app, whole } = first
     // Each reload builds under a number of its own; only the newest started may serve or report.
     let newest = first.generation
     // One reload's outcome is applied at a time: one still applying (its schedules synced, say)
@@ -91,7 +93,8 @@ export const reloadOnChanges = (
     const applying = yield* Effect.makeSemaphore(1)
     // What each saved file held when its burst came: a file system may report one save in two
     // bursts, and a file whose content a reload already read is no change. Forgotten when that
-    // reload fails or takes long, so that saving again, even unchanged, builds again.
+    // reload fails, leaves files out or takes long, so that saving again, even unchanged, builds
+    // again (a file left out for a package not installed yet builds once it is).
     const contents = new Map<string, string>()
     const forgetContents = Effect.sync(() => contents.clear())
 
@@ -132,13 +135,22 @@ export const reloadOnChanges = (
           yield* status.update((report) => ({ ...report, problems: problemsOf(next.failure), restartNeeded }))
           return yield* Effect.interruptible(checkTypes(config.configFile))
         }
-        const previous = buildScope
-        buildScope = scope
         app = next.app
         whole = next._tag === "Whole"
         yield* current.set(app)
-        yield* schedules.sync(app)
-        if (previous !== undefined) yield* Scope.close(previous, Exit.void)
+        yield* first.build.replace(scope)
+        if (next._tag === "Part") yield* forgetContents
+        // Served already: a store that fails the sync leaves the schedules of the build before.
+        const unsynced = yield* schedules.sync(app).pipe(
+          Effect.as(null),
+          Effect.catchAll((error) => Effect.zipRight(forgetContents, Effect.succeed(error.message)))
+        )
+        if (unsynced !== null) {
+          yield* warn(style.yellow(
+            `build ${generation} serves, but its schedules could not be synced: ${unsynced}; ` +
+              "they are synced at the next reload (save a file to try again)"
+          ))
+        }
         const problems = next._tag === "Part" ? problemsOf(next.problems) : []
         yield* status.update((report) => ({ ...report, generation, builtAt: Date.now(), problems, partial: !whole, restartNeeded }))
         if (next._tag === "Part") yield* reportError(partMessage, next.problems)

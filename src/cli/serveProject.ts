@@ -23,6 +23,7 @@ import { notAProjectOrRelease } from "./projectFolder.js"
 import { addressOf, recordServing } from "./servingAddress.js"
 import { clusterSettingsOf, Recovered, serverLayer, storeFileOf } from "./ProjectRuntime.js"
 import { routeSummary } from "./routeSummary.js"
+import { servedBuild } from "./servedBuild.js"
 import { noticeWhileSlow } from "./slowBuildNotice.js"
 import { build, type Built, partMessage, problemsOf } from "./projectBuild.js"
 import { changedList, reloadOnChanges, takeBurst } from "./reloadOnChanges.js"
@@ -181,6 +182,8 @@ export const serveProject = Effect.fn("cli.serveProject")(function*(options: Ser
     buildScope = firstScope
   }
 
+  // Made before the server, so that the build serving when it stops is released after it.
+  const served = options.watch ? yield* servedBuild(buildScope) : undefined
   // Whether the server may listen on `host` is decided while it starts (see auth/accessMode.ts): it needs the store's tokens.
   // `foundry start` serves releases: the store's current one, unless a release folder is named.
   const releases = options.watch || buildScope === undefined ? {} : { serving: { scope: buildScope, given: options.release === true } }
@@ -210,6 +213,7 @@ export const serveProject = Effect.fn("cli.serveProject")(function*(options: Ser
   const checkTypes = yield* typeChecker(options.root, status)
   yield* checkTypes(app.table.configFile, app.table)
 
-  yield* reloadOnChanges(changes, { root: options.root, listen: options, settings, address, context, checkTypes }, { app, scope: buildScope, generation, whole: first._tag === "Whole" })
+  if (served === undefined) return yield* Effect.never
+  yield* reloadOnChanges(changes, { root: options.root, listen: options, settings, address, context, checkTypes }, { app, build: served, generation, whole: first._tag === "Whole" })
   return yield* Effect.never
 })

@@ -132,6 +132,34 @@ describe("the foundry dev loop", () => {
       yield* expectAnswer(url, "v0")
     }))
 
+  it.scopedLive("while files are left out, saving one again unchanged builds again: what they lacked may have come meanwhile", () =>
+    Effect.gen(function*() {
+      const otherTool = "agents/other/tools/answer.tool.ts"
+      const root = yield* tempProject({
+        "foundry.config.ts": `import { defineConfig } from "foundry"\nexport default defineConfig({})\n`,
+        "agents/helper/agent.ts": agentSource,
+        [toolPath]: constantTool("v0"),
+        "agents/other/agent.ts": agentSource
+      })
+      // A link to a file not there yet (as a package not installed yet): the other agent is left out.
+      mkdirSync(join(root, "agents/other/tools"))
+      symlinkSync("../../../.shared/answer.tool.ts", join(root, otherTool))
+      const { dev, url } = yield* devOn(root)
+      let mark = dev.output().length
+      writeFileSync(join(root, "agents/other/agent.ts"), agentSource)
+      yield* dev.waitFor(/reloaded \(build \d+, 2 files left out\)/, mark)
+      expect((yield* http(`${url}/api/build`)).json).toMatchObject({ partial: true })
+
+      // What the file lacked comes where nobody watches; the same save again, unchanged, builds it.
+      mkdirSync(join(root, ".shared"))
+      writeFileSync(join(root, ".shared/answer.tool.ts"), constantTool("extra"))
+      mark = dev.output().length
+      writeFileSync(join(root, "agents/other/agent.ts"), agentSource)
+      const whole = yield* reloadedBuild(dev, mark)
+      expect((yield* http(`${url}/api/build`)).json).toMatchObject({ generation: whole, partial: false, problems: [] })
+      yield* expectAnswer(url, "v0")
+    }))
+
   it.scopedLive("a crash in route code is logged at its source file and line, not the bundle's", () =>
     Effect.gen(function*() {
       const root = yield* tempProject({
