@@ -10,17 +10,18 @@
  * Until it first connects, one attempt at a time serves every caller, and one that failed refuses
  * them at once with `McpServerUnavailable` until a backoff has passed.
  */
-import { setMaxListeners } from "node:events"
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import type { Tool } from "@modelcontextprotocol/sdk/types.js"
-import { Duration, Effect, Either, Fiber, Option, Runtime, Schedule, Schema, Scope } from "effect"
+import { Duration, Effect, Either, Fiber, Option, Runtime, Schedule, Scope } from "effect"
 import { durationText } from "../definitions/configFields.js"
 import { hideUrlSecrets } from "./installedUrl.js"
-import { loadMcpClientSdk, type McpClientSdk } from "./mcpClientSdk.js"
+import { listTools } from "./listTools.js"
+import { loadMcpClientSdk, sdkTimeoutMargin } from "./mcpClientSdk.js"
 import { McpCallTimedOut, McpServerNotRunning, type McpServerUnavailable, McpToolFailed, unavailable as unavailableFor } from "./McpErrors.js"
 import type { McpMount } from "./McpMount.js"
 import { defaultMcpTimeout, isStdio } from "./McpServerSpec.js"
 import { openTransport } from "./openTransport.js"
+import { connectFailure, httpErrorChars, issuesText, messageOf, schemaRejection } from "./sdkErrors.js"
 import { toolResult, type ToolResultContent } from "./toolResult.js"
 
 /** A connected server. */
@@ -68,86 +69,11 @@ export interface McpConnection {
 /** The client's name and version as servers see them in `initialize`. */
 const clientInfo = { name: "foundry", version: "1" }
 
-/** An error's message, with its cause's when it has one (`fetch failed` says little without `connect ECONNREFUSED ...`). */
-const messageOf = (error: unknown): string =>
-  error instanceof Error
-    ? error.cause instanceof Error ? `${error.message} (${error.cause.message})` : error.message
-    : String(error)
-
-/** Why connecting failed, as a person fixing it reads it: refused credentials said as such. */
-const connectFailure = (sdk: McpClientSdk, error: unknown): string =>
-  error instanceof sdk.StreamableHTTPError && (error.code === 401 || error.code === 403)
-    ? `the server refused the credentials (HTTP ${error.code}): ${messageOf(error)}; check the token or headers it is given`
-    : messageOf(error)
-
-/**
- * What the SDK rejects a result with when its schema refuses it (a zod error): where in the result,
- * and what is wrong there.
- */
-const SchemaRejection = Schema.Struct({
-  issues: Schema.NonEmptyArray(Schema.Struct({ path: Schema.Array(Schema.Unknown), message: Schema.String }))
-})
-const schemaRejection = Schema.decodeUnknownOption(SchemaRejection)
-
-/** The issues a person reads of a rejected result: a few, each where it is (`content.0.data`). */
-const issuesText = (rejection: typeof SchemaRejection.Type): string =>
-  rejection.issues.slice(0, 3).map((issue) => issue.path.length === 0 ? issue.message : `${issue.path.map(String).join(".")}: ${issue.message}`)
-    .join("; ") + (rejection.issues.length > 3 ? `; and ${rejection.issues.length - 3} more` : "")
-
-/** The most of an HTTP error's body a failed call's reason quotes: a gateway may answer with a whole page. */
-const httpErrorChars = 300
-
-/**
- * How much later than a call's own timeout the SDK's timer for it fires: ours, which says which
- * call timed out, always comes first, and the SDK's is only a backstop. A server may answer with
- * the SDK's timeout code itself, so an error with that code does not say the call timed out.
- */
-const sdkTimeoutMargin = 1_000
-
 /** How long a server whose call timed out may take to answer a ping before it counts as stopped. */
 const pingMillis = 5_000
 
 /** How long a server may take to acknowledge the end of a session before the transport is closed anyway. */
 const endTimeout = "2 seconds"
-
-/** The most pages of `tools/list` read: a server that has more is taken to page for ever. */
-const maxToolPages = 100
-
-/** A server's tools as `tools/list` gave them, and why its pages were read no further, if they were not all read. */
-interface Listed {
-  readonly tools: ReadonlyArray<Tool>
-  readonly stopped: string | undefined
-}
-
-/**
- * Every page of `tools/list`, within `millis` in all, each tool name once. Paging that would not
- * end is read no further: an empty cursor is taken for none (as some servers send it), and a
- * cursor given before or a page past `maxToolPages` stops it with what was listed so far. Without
- * this, a server's bug kept its connection listing for ever, and every run that mounts it waiting.
- */
-const listTools = (client: Client, millis: number): Effect.Effect<Listed, string> =>
-  Effect.tryPromise({
-    try: async (signal) => {
-      // Each page's request listens on the signal: past Node's 10 it would warn of a leak.
-      setMaxListeners(maxToolPages + 1, signal)
-      const tools = new Map<string, Tool>()
-      const given = new Set<string>()
-      const listed = (stopped?: string): Listed => ({ tools: [...tools.values()], stopped })
-      let cursor: string | undefined
-      for (let pages = 1;; pages++) {
-        const page = await client.listTools(cursor === undefined ? undefined : { cursor }, { signal, timeout: millis + sdkTimeoutMargin })
-        for (const tool of page.tools) if (!tools.has(tool.name)) tools.set(tool.name, tool)
-        cursor = page.nextCursor
-        if (cursor === undefined || cursor === "") return listed()
-        if (given.has(cursor)) return listed(`it gave a cursor of tools/list a second time (${JSON.stringify(cursor.slice(0, 100))})`)
-        if (pages === maxToolPages) return listed(`its tools/list has more than ${maxToolPages} pages`)
-        given.add(cursor)
-      }
-    },
-    catch: messageOf
-  }).pipe(
-    Effect.timeoutFail({ duration: Duration.millis(millis), onTimeout: () => `it did not list its tools within ${durationText(Duration.millis(millis))}` })
-  )
 
 /** How a connection starts and restarts. */
 export interface ConnectionPolicy {

@@ -30,3 +30,10 @@ let imported: Promise<McpClientSdk> | undefined
 
 /** The SDK's client side, imported by the first call. */
 export const loadMcpClientSdk: Effect.Effect<McpClientSdk> = Effect.promise(() => (imported ??= importSdk()))
+
+/**
+ * How much later than a call's own timeout the SDK's timer for it fires: ours, which says which
+ * call timed out, always comes first, and the SDK's is only a backstop. A server may answer with
+ * the SDK's timeout code itself, so an error with that code does not say the call timed out.
+ */
+export const sdkTimeoutMargin = 1_000
