@@ -5,6 +5,7 @@
  * or a run executes on it, each in a scope of its own that holds its config's layers, and let go
  * when neither holds any more.
  */
+import { FileSystem } from "@effect/platform"
 import { Cause, Context, Effect, Either, Encoding, Exit, FiberRef, Layer, Option, RcMap, Schedule, Schema, Scope } from "effect"
 import type { CompiledApp } from "../compiler/CompiledApp.js"
 import { CurrentApp } from "../compiler/CurrentApp.js"
@@ -15,6 +16,7 @@ import { eventRelease } from "../journal/eventRelease.js"
 import { RunJournal } from "../journal/RunJournal.js"
 import { cachedRelease, materialise } from "./releaseCache.js"
 import { ReleaseInvalid, ReleaseNotFound } from "./releaseErrors.js"
+import { readReleaseFolder } from "./releaseFolder.js"
 import { ReleaseId, releaseIdAt } from "./ReleaseManifest.js"
 import { ReleaseStorage } from "./ReleaseStorage.js"
 import { startRelease } from "./startRelease.js"
@@ -77,6 +79,12 @@ const loadAgain = Schedule.exponential("200 millis").pipe(Schedule.intersect(Sch
 const notLoadable = (id: string) => (error: { readonly message: string }) =>
   new ReleaseInvalid({ message: `${id} does not load:\n${error.message}` })
 
+/** The release folder `folder`, refused unless it is exactly its release. */
+const checkedFolder = (folder: string) =>
+  readReleaseFolder(folder).pipe(
+    Effect.mapError((error) => error instanceof ReleaseInvalid ? error : new ReleaseInvalid({ message: `${folder} is no release it can serve: ${error.message}` }))
+  )
+
 /** The releases, over the store's and the project's release cache. */
 export const layer = (options: ReleasesOptions = {}) =>
   Layer.scoped(
@@ -85,6 +93,7 @@ export const layer = (options: ReleasesOptions = {}) =>
       const current = yield* CurrentApp
       const storage = yield* ReleaseStorage
       const journal = yield* RunJournal
+      const fs = yield* FileSystem.FileSystem
       const first = yield* current.get
       const root = first.table.root
       const serving = options.serving
@@ -112,7 +121,8 @@ export const layer = (options: ReleasesOptions = {}) =>
           if (cached !== undefined) return cached
           const stored = yield* storage.content(id)
           if (Option.isNone(stored)) {
-            if (id === first.release && releaseIdAt(root) === id) return root
+            // Checked again: what is loaded from it now is served under its id.
+            if (id === first.release && releaseIdAt(root) === id) return yield* Effect.as(Effect.provideService(checkedFolder(root), FileSystem.FileSystem, fs), root)
             return yield* new ReleaseNotFound({
               release: id,
               message: isReleaseId(id)

@@ -9,10 +9,9 @@ import { FileSystem } from "@effect/platform"
 import { Clock, DateTime, Effect, Encoding, Option, Schema } from "effect"
 import type { CompiledApp } from "../compiler/CompiledApp.js"
 import type { StoreError } from "../durable/StoreError.js"
-import { releaseIdOf } from "./contentHash.js"
-import { releasePath } from "./releaseCache.js"
 import { CurrentMoved, ReleaseInvalid, type ReleaseNotFound } from "./releaseErrors.js"
-import { releaseFile, ReleaseManifest } from "./ReleaseManifest.js"
+import { readReleaseFolder } from "./releaseFolder.js"
+import { releaseFile, releaseIdAt, ReleaseManifest } from "./ReleaseManifest.js"
 import type { ReleaseStorage } from "./ReleaseStorage.js"
 import { configOfManifest, routeDigests, routesOfManifest, routesOfTable, summarize } from "./releaseSummary.js"
 
@@ -30,26 +29,13 @@ export interface StartOptions<E, R> {
 
 const decodeManifest = Schema.decode(Schema.parseJson(ReleaseManifest))
 
-/** A release folder's `release.json` text, its manifest, and its files in base64; they must hash to its id. */
-const readRelease = Effect.fn("release.read")(function*(folder: string) {
-  const fs = yield* FileSystem.FileSystem
-  const text = yield* fs.readFileString(join(folder, releaseFile))
-  const manifest = yield* decodeManifest(text)
-  const outside = manifest.files.find((file) => !releasePath(file))
-  if (outside !== undefined) {
-    return yield* new ReleaseInvalid({
-      message: `${join(folder, releaseFile)} lists ${JSON.stringify(outside)}, which is no path in a release folder\n  fix: build the release again with \`foundry build\``
-    })
-  }
-  const files = yield* Effect.forEach(manifest.files, (file) => Effect.map(fs.readFile(join(folder, file)), (content) => ({ file, content })))
-  if (releaseIdOf(files) !== manifest.id) {
-    return yield* new ReleaseInvalid({
-      message: `${folder} changed after it was built: its files no longer hash to ${manifest.id}\n  fix: build the release again with \`foundry build\``
-    })
-  }
-  const base64 = Object.fromEntries(files.map(({ content, file }) => [file, Encoding.encodeBase64(content)]))
-  return { text, manifest, files: base64 }
-})
+/** A release folder checked against its id, with its files in base64 as the store keeps them. */
+const readRelease = (folder: string) =>
+  Effect.map(readReleaseFolder(folder), ({ files, manifest, text }) => ({
+    text,
+    manifest,
+    files: Object.fromEntries(files.map(({ content, file }) => [file, Encoding.encodeBase64(content)]))
+  }))
 
 /** The digests of the routes of the release kept in `folder`, as its manifest lists them. */
 const storedDigests = (folder: string) =>
@@ -102,7 +88,11 @@ const chooseRelease = <E, R>(options: StartOptions<E, R>, release: ReturnType<ty
 /** Makes the release `foundry start` serves current. */
 export const startRelease = Effect.fn("release.start")(function*<E, R>(options: StartOptions<E, R>) {
   // The folder is read and hashed once, however many times the choice is made.
-  const release = yield* Effect.cached(readRelease(options.first.table.root))
+  const root = options.first.table.root
+  const release = yield* Effect.cached(readRelease(root))
+  // A release folder is checked whether or not it was named with `--release`: `foundry start
+  // <folder>` builds and may serve it under its id all the same, and its config is the server's.
+  if (releaseIdAt(root) !== undefined) yield* release
   const chosen = yield* chooseRelease(options, release).pipe(
     Effect.retry({ while: (error) => error instanceof CurrentMoved, times: 5 }),
     // Five deploys in a row, each between this start's decision and its switch: not a rate anyone deploys at.

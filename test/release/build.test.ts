@@ -253,6 +253,42 @@ export default defineAgent({
       expect(carried.stderr).toContain("fix: move the folder into the project, or give an absolute path that the server has")
     }), { timeout: 120_000 })
 
+  it.scopedLive("refuses a release copied over an older one that leaves route files it does not list, and an edited one started without --release", () =>
+    Effect.gen(function*() {
+      const root = yield* project
+      mkdirSync(join(root, "agents/old"))
+      writeFileSync(join(root, "agents/old/agent.ts"), `import { defineAgent, Scripted } from "foundry"
+export default defineAgent({ description: "Removed in the next release", model: Scripted.make(() => ({ text: "still here" })) })
+`)
+      const older = yield* build(root)
+      rmSync(join(root, "agents/old"), { recursive: true, force: true })
+      const newer = yield* build(root)
+      const app = join(yield* emptyFolder, "app")
+      cpSync(older.folder, app, { recursive: true })
+      // As `cp -r rel_new/. /srv/app` deploys it: the older release's agent stays.
+      cpSync(newer.folder, app, { recursive: true })
+      expect(existsSync(join(app, "agents/old/agent.js"))).toBe(true)
+
+      /** `foundry start` on the folder: its output once it listens or stops. */
+      const start = (flags: ReadonlyArray<string>) =>
+        Effect.gen(function*() {
+          const server = yield* startCli(["start", ...flags, app, "--port", String(yield* freePort)], { cwd: app })
+          yield* server.waitFor(/listening on|fix: /)
+          return server.output()
+        })
+      const leftover = yield* start(["--release"])
+      expect(leftover).not.toContain("listening on")
+      expect(leftover).toContain(`holds route files that release ${newer.id} does not have`)
+      expect(leftover).toContain("agents/old/agent.js")
+      expect(leftover).toContain("copy the release into an empty folder")
+
+      rmSync(join(app, "agents/old"), { recursive: true, force: true })
+      writeFileSync(join(app, "agents/shop/agent.js"), `${readFileSync(join(app, "agents/shop/agent.js"), "utf8")}\n// edited after the build\n`)
+      const edited = yield* start([])
+      expect(edited).not.toContain("listening on")
+      expect(edited).toContain("changed after it was built")
+    }), { timeout: 120_000 })
+
   it.scopedLive("refuses a folder that is not a release", () =>
     Effect.gen(function*() {
       const root = yield* project
