@@ -140,6 +140,31 @@ describe("foundry build", () => {
       expect(existsSync(first.folder)).toBe(true)
     }), { timeout: 120_000 })
 
+  it.scopedLive("builds a release folder changed since its build again, as the refusal to start it says to", () =>
+    Effect.gen(function*() {
+      const root = yield* project
+      const { folder, id } = yield* build(root)
+      const listed = join(folder, "agents/shop/agent.js")
+      const original = readFileSync(listed, "utf8")
+      writeFileSync(listed, `${original}\n// edited after the build\n`)
+      mkdirSync(join(folder, "agents/stray"))
+      writeFileSync(join(folder, "agents/stray/agent.js"), readFileSync(listed, "utf8"))
+      const refused = yield* runCli(["start", "--release", folder, "--port", String(yield* freePort)])
+      expect(refused.code).toBe(1)
+      expect(refused.stderr).toContain("agents/stray/agent.js")
+
+      const again = yield* build(root)
+      expect(again.id).toBe(id)
+      expect(again.result.stdout).not.toContain("already built")
+      expect(again.result.stderr).toContain("the release folder was written again, as it had changed since its build")
+      expect(readFileSync(listed, "utf8")).toBe(original)
+      expect(existsSync(join(folder, "agents/stray/agent.js"))).toBe(false)
+
+      const server = yield* startCli(["start", "--release", folder, "--port", String(yield* freePort)], { cwd: folder })
+      yield* server.waitFor(/listening on/)
+      expect(server.output()).toContain(`release: ${id}`)
+    }), { timeout: 120_000 })
+
   it.scopedLive("refuses a project with a type error, printing it, and writes no release", () =>
     Effect.gen(function*() {
       const root = yield* project

@@ -30,6 +30,7 @@ export const checkedRelease = (dir: string, nothingDone: string) =>
     )
     yield* say(style.dim("bundling route files and config ..."))
     const release = yield* buildRelease(table)
+    if (release.rebuilt !== undefined) yield* warn(style.yellow(`the release folder was written again, as it had changed since its build: ${release.rebuilt}`))
     return { table, release }
   })
 
