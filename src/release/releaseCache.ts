@@ -8,6 +8,7 @@ import { randomUUID } from "node:crypto"
 import { dirname, join } from "node:path"
 import { FileSystem } from "@effect/platform"
 import { Effect } from "effect"
+import { forgetBundles } from "../router/RouteModuleLoader.js"
 import type { HashedFile } from "./contentHash.js"
 import { releaseFile } from "./ReleaseManifest.js"
 
@@ -73,8 +74,14 @@ export const writeReleaseFolder = Effect.fn("release.writeFolder")(function*(
 export const materialise = (root: string, id: string, manifestText: string, files: Iterable<HashedFile>) =>
   writeReleaseFolder(releaseCacheFolder(root), id, manifestText, files)
 
-/** Removes release `id` from the cache of the server with its project at `root` (a release it never kept). */
+/**
+ * Removes release `id` from the cache of the server with its project at `root` (a release it never
+ * kept), with the bundles this process made of it, which were in its folder: a deploy of it later
+ * bundles it again rather than import files that are gone.
+ */
 export const forget = Effect.fn("release.forget")(function*(root: string, id: string) {
   const fs = yield* FileSystem.FileSystem
-  yield* fs.remove(join(releaseCacheFolder(root), id), { recursive: true, force: true })
+  const folder = join(releaseCacheFolder(root), id)
+  yield* fs.remove(folder, { recursive: true, force: true })
+  yield* Effect.sync(() => forgetBundles(folder))
 })

@@ -62,6 +62,16 @@ const bundleOf = (root: string, generation: number): Promise<BundledEntries> => 
   return made
 }
 
+/**
+ * Forgets the bundles made of the project at `root`, whose folder (with the bundles in its
+ * `.foundry/`) was removed: the release cache lets go of a release a dry run loaded. Its next load
+ * bundles it anew, into the same place, so that the modules Node already holds are the same
+ * files again and a chunk imported lazily (`await import()`) is there to load.
+ */
+export const forgetBundles = (root: string): void => {
+  for (const key of bundles.keys()) if (key.startsWith(`${root}\u0000`)) bundles.delete(key)
+}
+
 /** Imports the route file `file` (relative to `root`) as of build `generation`. */
 export const importRouteModule = async (root: string, file: string, generation: number): Promise<unknown> => {
   if (!packageLayout.built) {

@@ -13,6 +13,7 @@ import { Effect } from "effect"
 import { bearer } from "../auth/support.js"
 import { freePort, startCli } from "../support/cli.js"
 import { http } from "../support/server.js"
+import { tempProject } from "../support/tempProject.js"
 import { apiOf, build, deploy, deskReleases, deskSources, emptyServerProject, logLines, startServer, tokensFor, uploadOf } from "./deploySupport.js"
 
 interface SwitchJson {
@@ -270,6 +271,54 @@ describe("deploy", () => {
       expect((yield* deploy(url, tokens.deploy.token, upload)).json).toMatchObject({ id: v1.id, switched: true })
       expect((yield* current).map((r) => [r.id, r.current])).toEqual([[v1.id, true]])
       expect(cached(v1.id)).toBe(true)
+    }), { timeout: 120_000 })
+
+  it.scopedLive("a release deployed after a dry run of it loads the code its routes import lazily", () =>
+    Effect.gen(function*() {
+      // esbuild splits a module imported with \`await import()\` into a chunk of its own, loaded when the tool runs.
+      const lazy = yield* tempProject({
+        "agents/lazy/lib/heavy.ts": `export const answer = "from the heavy module"\n`,
+        "agents/lazy/tools/heavy.tool.ts": `import { Effect, Schema } from "effect"
+import { defineTool } from "foundry"
+
+export default defineTool({
+  description: "Answers from a module it imports when it runs",
+  input: Schema.Struct({}),
+  output: Schema.String,
+  run: () => Effect.map(Effect.promise(() => import("../lib/heavy.js")), (heavy) => heavy.answer)
+})
+`,
+        "agents/lazy/agent.ts": `import { defineAgent, Scripted } from "foundry"
+import heavy from "./tools/heavy.tool.js"
+
+export default defineAgent({
+  description: "Calls its tool and says what it answered",
+  tools: [heavy],
+  model: Scripted.make((request, index) => {
+    if (index === 0) return { toolCalls: [{ name: "heavy", arguments: {} }] }
+    const results = request.messages.filter((m) => m._tag === "tool")
+    return { text: results.map((m) => m.content).join(" ") }
+  })
+})
+`
+      })
+      const release = yield* build(lazy)
+      const root = yield* emptyServerProject
+      const tokens = yield* tokensFor(root)
+      const { url } = yield* startServer([root])
+      const upload = uploadOf(release.folder)
+
+      const dry = yield* deploy(url, tokens.deploy.token, upload, { dryRun: true })
+      expect(dry.json).toMatchObject({ id: release.id, switched: false })
+      const deployed = yield* deploy(url, tokens.deploy.token, upload)
+      expect(deployed.json).toMatchObject({ id: release.id, switched: true })
+
+      const headers = bearer(tokens.admin.token)
+      const created = yield* http(`${url}/api/runs`, { body: { agent: "lazy", message: "go" }, headers })
+      expect(created.status).toBe(202)
+      const runId = (created.json as { readonly runId: string }).runId
+      const run = yield* apiOf(url, tokens.admin.token).ended(runId)
+      expect(run).toMatchObject({ status: "completed", output: expect.stringContaining("from the heavy module") })
     }), { timeout: 120_000 })
 
   it.scopedLive("foundry dev serves the sources and takes no deploys", () =>
