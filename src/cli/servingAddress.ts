@@ -7,7 +7,7 @@
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { Effect, Option, Schema } from "effect"
-import { processEnded } from "../dispatch/executorIdentity.js"
+import { processEnded } from "../processEnded.js"
 
 /** What a serving process leaves for the others: its address and its process id. */
 const Serving = Schema.parseJson(Schema.Struct({ url: Schema.String, pid: Schema.Number }))

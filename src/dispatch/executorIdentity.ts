@@ -11,6 +11,7 @@ import { readFileSync, readlinkSync } from "node:fs"
 import { hostname } from "node:os"
 import { Effect, type Scope } from "effect"
 import { newId } from "../durable/ids.js"
+import { processEnded } from "../processEnded.js"
 
 /** What `read` gives, or `undefined` where it cannot be read (not Linux, no `/proc`). */
 const readable = (read: () => string | undefined): string | undefined => {
@@ -95,13 +96,3 @@ export const isLiveExecutor = (holder: string): boolean => {
   return named !== undefined && runs(holder, named)
 }
 
-/** Whether no process `pid` runs on this host any more. */
-export const processEnded = (pid: number): boolean => {
-  try {
-    process.kill(pid, 0)
-    return false
-  } catch (error) {
-    // EPERM: the process exists but belongs to someone else.
-    return typeof error === "object" && error !== null && "code" in error && error.code === "ESRCH"
-  }
-}

@@ -12,6 +12,7 @@ import { dirname, join, relative } from "node:path"
 import { pathToFileURL } from "node:url"
 import type { BuildFailure, BuildOptions, Message, OnResolveArgs, Plugin, PluginBuild, ResolveResult } from "esbuild"
 import { packageLayout } from "../packageLayout.js"
+import { processEnded } from "../processEnded.js"
 import { evaluationBanner } from "./evaluationGuard.js"
 
 /** An entry's module URL, or the build errors that keep it from loading. */
@@ -157,9 +158,21 @@ const processTag = `${process.pid}-${Date.now().toString(36)}`
 const staleAfterMs = 60 * 60 * 1000
 
 /**
+ * Whether another process's bundle folder `entry` (`<pid>-<tag>`) may be removed: untouched for an
+ * hour, and its process gone. A server that has not bundled for an hour still imports from it (a
+ * chunk a route imports lazily, when a run first needs it).
+ */
+const abandoned = (entry: string, folder: string): boolean => {
+  if (entry === processTag || Date.now() - statSync(folder).mtimeMs <= staleAfterMs) return false
+  const pid = Number(entry.split("-")[0])
+  // A pid another process took since keeps the folder until that one ends too: only disk is lost.
+  return !Number.isSafeInteger(pid) || pid <= 0 || processEnded(pid)
+}
+
+/**
  * The folder for build `generation` of this process: `.foundry/routes/<process>/<generation>`.
- * Older generations of this process (beyond the last two) and other processes' folders untouched
- * for an hour are removed.
+ * Older generations of this process (beyond the last two) and the folders of processes that have
+ * ended, untouched for an hour, are removed.
  */
 export const bundleFolder = (root: string, generation: number): string => {
   const base = join(root, ".foundry/routes")
@@ -167,7 +180,7 @@ export const bundleFolder = (root: string, generation: number): string => {
   mkdirSync(mine, { recursive: true })
   for (const entry of readdirSync(base)) {
     const folder = join(base, entry)
-    if (entry !== processTag && Date.now() - statSync(folder).mtimeMs > staleAfterMs) rmSync(folder, { recursive: true, force: true })
+    if (abandoned(entry, folder)) rmSync(folder, { recursive: true, force: true })
   }
   for (const entry of readdirSync(mine)) {
     if (Number(entry) < generation - 2) rmSync(join(mine, entry), { recursive: true, force: true })
