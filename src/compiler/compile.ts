@@ -17,6 +17,7 @@ import type { AnyTool } from "../definitions/defineTool.js"
 import { waitingFor } from "../router/BuildProgress.js"
 import { RouteError, RouteErrors } from "../router/RouteError.js"
 import { validateDefinition } from "../router/validateDefinition.js"
+import { listProjectSources } from "../router/projectSources.js"
 import { listRouteFiles } from "../router/RoutePath.js"
 import type { Route, RouteTable } from "../router/RouteTable.js"
 import { type Capability, capabilityKey, type CompiledAgent, type CompiledApp, type CompiledTool, mountNameOf } from "./CompiledApp.js"
@@ -133,15 +134,17 @@ const contentOf = (path: string): Uint8Array => {
 
 /**
  * The release of the project at `root`: a folder built by `foundry build` is its `rel_` id (from
- * `release.json`); sources are `dev-` and a short hash of every file under the route folders and
- * of the config file, names and contents. Two builds of the same sources share a release; any
- * edit, addition, removal or rename makes a new one, so events say which build wrote them.
+ * `release.json`); sources are `dev-` and a short hash of every file under the route folders, of
+ * the config file and of every other source the project may import (helpers in `lib/`, shared
+ * modules: what `foundry dev` watches), names and contents. Two builds of the same sources share a
+ * release; any edit, addition, removal or rename makes a new one, so events say which build wrote them.
  */
 export const releaseOf = (root: string, configFile: string | undefined): string => {
   const built = releaseIdAt(root)
   if (built !== undefined) return built
   const { files } = listRouteFiles(root)
-  const hash = contentHash((configFile === undefined ? files : [configFile, ...files]).map((file) => ({ file, content: contentOf(join(root, file)) })))
+  const sources = new Set([...(configFile === undefined ? [] : [configFile]), ...files, ...listProjectSources(root)])
+  const hash = contentHash([...sources].sort().map((file) => ({ file, content: contentOf(join(root, file)) })))
   return `dev-${hash.slice(0, 12)}`
 }
 

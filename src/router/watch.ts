@@ -12,13 +12,10 @@ import { mkdtempSync, readdirSync, realpathSync, rmSync, type Stats, statSync } 
 import { tmpdir } from "node:os"
 import * as path from "node:path"
 import { Data, Duration, Effect, HashSet, Ref, Stream } from "effect"
-import { configFiles } from "./RoutePath.js"
+import { isIgnored, isSource } from "./projectSources.js"
 
 /** Watching could not start or stopped; `message` names the folder and the reason. */
 export class WatchError extends Data.TaggedError("WatchError")<{ readonly message: string }> {}
-
-/** Extensions of files a project can import, including JSON (and so `package.json`, `tsconfig.json`). */
-const sourceExtensions = [".ts", ".mts", ".cts", ".js", ".mjs", ".cjs", ".json"]
 
 const defaultDebounce = Duration.millis(150)
 
@@ -28,13 +25,8 @@ const defaultDebounce = Duration.millis(150)
  * watches: `node_modules` alone can hold more folders than the per-user watch limit, and the
  * store's SQLite files and the generated files live in `.foundry/`.
  */
+// `isIgnored` is the same rule again, so that what counts never rests on how parcel's native regex engine reads globs.
 const ignoreGlobs = ["**/node_modules", "**/.*"]
-
-/** The rule of `ignoreGlobs` again, so that what counts never rests on how parcel's native regex engine reads globs. */
-const isIgnored = (file: string): boolean => file.split("/").some((segment) => segment === "node_modules" || segment.startsWith("."))
-
-const isSource = (file: string): boolean =>
-  sourceExtensions.some((extension) => file.endsWith(extension)) || configFiles.includes(file)
 
 /** The project-relative POSIX path of `absolute`, unless it is the root itself, outside it, or ignored. */
 const relativeTo = (root: string, absolute: string): string | undefined => {

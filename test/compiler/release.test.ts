@@ -1,6 +1,6 @@
 /**
- * The release id of a build: `dev-<hash>` of the route files and the config file, so that two
- * builds of the same sources share it and any edit of them changes it.
+ * The release id of a build: `dev-<hash>` of the route files, the config file and the helpers they
+ * may import, so that two builds of the same sources share it and any edit of them changes it.
  */
 import { writeFileSync } from "node:fs"
 import { join } from "node:path"
@@ -9,6 +9,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { emptyApp, loadProject } from "../../src/compiler/loadProject.js"
 import { loadConfig } from "../../src/router/loadConfig.js"
+import { serveProject } from "../support/cli.js"
 import { agentFile, tempProject, toolFile } from "../support/tempProject.js"
 
 const files = {
@@ -47,6 +48,24 @@ describe("the release of a build", () => {
       writeFileSync(join(root, "agents/shop/tools/other.tool.ts"), toolFile("Another tool"))
       expect(yield* releaseAt(root, 2)).not.toBe(before)
     }))
+
+  it.scopedLive("two foundry start runs on sources that differ only in a lib/ helper serve different releases", () =>
+    Effect.gen(function*() {
+      const root = yield* tempProject({
+        "lib/greeting.ts": `export const greeting = "hello"\n`,
+        "agents/greeter/agent.ts": agentFile({ description: "Greets", imports: `import { greeting } from "../../lib/greeting.js"\nvoid greeting` })
+      })
+      const served = Effect.scoped(Effect.gen(function*() {
+        const { server } = yield* serveProject(root)
+        return /release: (\S+)/.exec(server.output())?.[1]
+      }))
+      const before = yield* served
+      expect(before).toMatch(/^dev-[0-9a-f]{12}$/)
+      writeFileSync(join(root, "lib/greeting.ts"), `export const greeting = "good morning"\n`)
+      const after = yield* served
+      expect(after).toMatch(/^dev-[0-9a-f]{12}$/)
+      expect(after).not.toBe(before)
+    }), { timeout: 60_000 })
 
   it.scoped("the app served before a first good build has the release of the same sources", () =>
     Effect.gen(function*() {
