@@ -116,6 +116,37 @@ describe("env:spreadsheet", () => {
     expect(await call("readSheets", "/inbox/small.xlsx")).toEqual([{ name: "S", rows: [[1, 1], [2, 2]] }])
   })
 
+  it("reads each row to its last filled cell, whatever range the file declares, so a ragged CSV or a wide <dimension> builds no padding", async () => {
+    // SheetJS gives the first file a range of 100,001 columns by 50,001 rows, and the second the
+    // whole grid its <dimension> declares; padded to them, either read ran the host out of memory.
+    const ragged = ",".repeat(100_000) + "\n" + "x\n".repeat(50_000)
+    const declared = workbookOf([{ name: "S", xml: sheetXml(numberedRows(2), "A1:XFD1048576") }])
+    const { call } = open([["/inbox/ragged.csv", text(ragged)], ["/inbox/declared.xlsx", declared], ["/inbox/short.csv", text("a,b,c\n1\n,,\n2,,3\n\n")]])
+    expect(await call("readSheets", "/inbox/ragged.csv")).toEqual([{ name: "Sheet1", rows: [[], ...Array.from({ length: 50_000 }, () => ["x"])] }])
+    expect(await call("readSheets", "/inbox/declared.xlsx")).toEqual([{ name: "S", rows: [[1, 1], [2, 2]] }])
+    expect(await call("readSheets", "/inbox/short.csv")).toEqual([{ name: "Sheet1", rows: [["a", "b", "c"], [1], [], [2, null, 3]] }])
+    expect(await call("readRows", "/inbox/short.csv")).toEqual([{ a: 1, b: null, c: null }, { a: null, b: null, c: null }, { a: 2, b: null, c: 3 }])
+  })
+
+  it("refuses to read more cells than it would write to the file, counted from the cells the file holds", async () => {
+    // One cell at the grid's far corner: a 1 KB workbook whose rows reach 1,048,576 and 16,384 columns
+    // (1,064,959 cells, a blank row counted as one), and a small sheet of 4.
+    const corner = workbookOf([
+      { name: "Corner", xml: sheetXml(`<row r="1"><c r="A1" t="n"><v>1</v></c></row><row r="1048576"><c r="XFD1048576" t="n"><v>2</v></c></row>`) },
+      { name: "Small", xml: sheetXml(numberedRows(2)) }
+    ])
+    const wide = "a" + ",".repeat(1_000_000) + "b\n"
+    const { call } = open([["/inbox/corner.xlsx", corner], ["/inbox/wide.csv", text(wide)]])
+    expect(await refusal(call("readSheets", "/inbox/corner.xlsx"))).toBe(
+      "/inbox/corner.xlsx: 1,064,963 cells (each row to its last filled cell) is more than env:spreadsheet reads from one .xlsx file (500,000); " +
+        "ask for it split into smaller files, or read one sheet at a time ({ sheet: \"Name\" })"
+    )
+    expect(await call("readSheets", "/inbox/corner.xlsx", { sheet: "Small" })).toEqual([{ name: "Small", rows: [[1, 1], [2, 2]] }])
+    expect(await refusal(call("readRows", "/inbox/wide.csv"))).toBe(
+      "/inbox/wide.csv: 1,000,001 cells (each row to its last filled cell) is more than env:spreadsheet reads from one CSV file (1,000,000); ask for it split into smaller files"
+    )
+  })
+
   it("writes through the gateway: read-only zones and the file limit refuse with the gateway's message", async () => {
     const { call, fs } = open([], { maxFileBytes: 4000, maxTotalBytes: 50_000 })
     const zone = await refusal(call("writeRows", "/inbox/sales.xlsx", [{ a: 1 }]))

@@ -8,16 +8,18 @@ import { Either } from "effect"
 import { type AdapterFs, defineAdapter } from "../../definitions/environmentModules.js"
 import { checkInflatedSize, isZip } from "../vfs/zipInflatedSize.js"
 import { loadSheetJs } from "../vfs/sheetJs.js"
+import { rowsWithin, sheetExtent } from "./sheetCells.js"
 
 /** A cell as scripts see it. */
 type Cell = string | number | boolean | null
 
 /**
- * The most cells one write builds. SheetJS holds a workbook as an object per cell on the host's
+ * The most cells one write builds, or one read returns. SheetJS holds a workbook as an object per cell on the host's
  * main thread (about 1 KB each while writing), so a large write blocks every other request for
  * seconds before the gateway's byte limit could refuse it; this refuses it before anything is
  * built. At the default 5 MB file limit an .xlsx holds about 400,000 cells (12 bytes a cell,
- * compressed) and a .csv about a million, so the caps refuse little that the limit would take.
+ * compressed) and a .csv about a million, so the caps refuse little that the limit would take. A
+ * read is counted from the cells a file holds, not the range it declares (see sheetCells).
  */
 const maxCells = { xlsx: 500_000, csv: 1_000_000 } as const
 
@@ -79,22 +81,38 @@ const csvText = (fs: AdapterFs, path: string): string => {
   return text
 }
 
-/** Every sheet of a file as rows of cells (a CSV is one sheet). */
+/** Refuses a read of more cells than `format` allows, counted before any row is built. */
+const checkReadCells = (path: string, format: "xlsx" | "csv", cells: number, sheets: number) => {
+  if (cells <= maxCells[format]) return
+  throw new Error(
+    `${path}: ${cells.toLocaleString("en-US")} cells (each row to its last filled cell) is more than env:spreadsheet reads from one ` +
+      `${format === "csv" ? "CSV" : ".xlsx"} file (${maxCells[format].toLocaleString("en-US")}); ask for it split into smaller files` +
+      (sheets > 1 ? ", or read one sheet at a time ({ sheet: \"Name\" })" : "")
+  )
+}
+
+/** Every sheet of a file as rows of cells (a CSV is one sheet), each row to its last filled cell. */
 const readSheets = async (fs: AdapterFs, path: string, sheet: string | undefined) => {
   const format = formatOf(path)
   const source = format === "csv" ? csvText(fs, path) : workbookBytes(fs, path)
   const XLSX = await loadSheetJs()
-  // Rows are read as raw values, so SheetJS need not format a text for each cell (a quarter faster).
-  const options = { cellText: false, cellHTML: false }
+  // Rows are read as raw values, so SheetJS need not format a text for each cell (a quarter faster);
+  // dense, so a row ends at its last cell and the sheet's extent is what it holds (see sheetCells).
+  const options = { cellText: false, cellHTML: false, dense: true }
   const workbook = typeof source === "string"
     ? XLSX.read(source, { type: "string", raw: false, ...options })
     : XLSX.read(source, { type: "array", ...options })
   const names = sheet === undefined ? workbook.SheetNames : workbook.SheetNames.filter((name) => name === sheet)
   if (names.length === 0) throw new Error(`${path} has no sheet "${sheet}"; its sheets are: ${workbook.SheetNames.join(", ")}`)
-  return names.map((name) => {
-    const rows: ReadonlyArray<unknown> = XLSX.utils.sheet_to_json(workbook.Sheets[name] ?? {}, { header: 1, defval: null, raw: true })
-    return { name, rows: rows.map((row) => Array.isArray(row) ? row.map(cellOf) : []) }
+  const sheets = names.map((name) => {
+    const worksheet = workbook.Sheets[name] ?? {}
+    return { name, worksheet, extent: sheetExtent(XLSX, worksheet) }
   })
+  checkReadCells(path, format, sheets.reduce((sum, { extent }) => sum + extent.cells, 0), sheets.length)
+  return sheets.map(({ extent, name, worksheet }) => ({
+    name,
+    rows: rowsWithin(XLSX, worksheet, extent).map((row) => Array.isArray(row) ? row.map(cellOf) : [])
+  }))
 }
 
 /** Refuses a write of more cells than `format` allows, before anything is built. */
