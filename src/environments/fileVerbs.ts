@@ -28,7 +28,7 @@ const destination = (fs: EnvironmentFs, from: string, to: string): string => {
 
 const bytes = (count: number): string => count < 10_000 ? `${count} bytes` : `${(count / 1024).toFixed(1)} KB`
 
-/** Whether bytes are text: valid UTF-8 without NUL. */
+/** Whether bytes are text: valid UTF-8 without NUL (a leading BOM is dropped from the text). */
 const decodeText = (content: Uint8Array): string | undefined => {
   if (content.includes(0)) return undefined
   try {
@@ -37,6 +37,13 @@ const decodeText = (content: Uint8Array): string | undefined => {
     return undefined
   }
 }
+
+/** Why `read_file` and `edit_file` leave a file that is not UTF-8 text alone. */
+const notText = (path: string, content: Uint8Array): VerbRefused =>
+  new VerbRefused({ message: `${path} is binary (${bytes(content.length)}): use describe to see what it holds, or process it in a script` })
+
+/** Whether bytes start with UTF-8's byte order mark, which the decoded text leaves out. */
+const hasBom = (content: Uint8Array): boolean => content[0] === 0xef && content[1] === 0xbb && content[2] === 0xbf
 
 export const writeFile = (fs: EnvironmentFs, path: string, content: string): VerbAnswer =>
   Either.map(fs.writeFile(path, content), () => `wrote ${held(path)} (${bytes(new TextEncoder().encode(content).length)})`)
@@ -51,7 +58,7 @@ export const readFile = (
   Either.flatMap(fs.readFile(path), (content): VerbAnswer => {
     const text = decodeText(content)
     return text === undefined
-      ? Either.left(new VerbRefused({ message: `${path} is binary (${bytes(content.length)}): use describe to see what it holds, or process it in a script` }))
+      ? Either.left(notText(path, content))
       : Either.mapLeft(readRange(text, { from: range.from, to: range.to, maxChars }), ({ lines }) =>
         new VerbRefused({
           message: lines === 0
@@ -60,8 +67,15 @@ export const readFile = (
         }))
   })
 
+/**
+ * `edit_file`: the text `old` replaced. The file is read as `read_file` reads it: one that is not
+ * UTF-8 (a Windows-1252 CSV, say) is refused, since decoding it leniently would write every byte it
+ * could not decode back as U+FFFD; and a BOM the file starts with (Excel's "CSV UTF-8") is kept.
+ */
 export const editFile = (fs: EnvironmentFs, input: { readonly path: string; readonly old: string; readonly new: string; readonly all?: boolean | undefined }): VerbAnswer =>
-  Either.flatMap(fs.readText(input.path), (text): VerbAnswer => {
+  Either.flatMap(fs.readFile(input.path), (content): VerbAnswer => {
+    const text = decodeText(content)
+    if (text === undefined) return Either.left(notText(input.path, content))
     if (input.old === "") return Either.left(new VerbRefused({ message: "old is empty: give the exact text to replace (write_file replaces a whole file)" }))
     const count = text.split(input.old).length - 1
     if (count === 0) return Either.left(new VerbRefused({ message: `the text to replace is not in ${input.path}; read_file it to see its current text` }))
@@ -69,7 +83,7 @@ export const editFile = (fs: EnvironmentFs, input: { readonly path: string; read
       return Either.left(new VerbRefused({ message: `the text to replace occurs ${count} times in ${input.path}: include more of the surrounding text so it occurs once, or set all: true` }))
     }
     const next = input.all === true ? text.split(input.old).join(input.new) : text.replace(input.old, () => input.new)
-    return Either.map(fs.writeFile(input.path, next), () => `edited ${held(input.path)} (${count} ${count === 1 ? "replacement" : "replacements"})`)
+    return Either.map(fs.writeFile(input.path, hasBom(content) ? `\uFEFF${next}` : next), () => `edited ${held(input.path)} (${count} ${count === 1 ? "replacement" : "replacements"})`)
   })
 
 /**

@@ -97,6 +97,29 @@ describe("environments", () => {
       expect(ran).toContain(`@e965/xlsx has no export "wirte"`)
     }))
 
+  it.scopedLive("edit_file keeps a file's UTF-8 BOM, and refuses a file that is not UTF-8 as read_file does, leaving it as it was", () =>
+    Effect.gen(function*() {
+      const process = yield* processOn(yield* storeFile)
+      const run = <K extends VerbName>(id: string, name: K, input: VerbInput<K>) => Effect.provide(verb("r1", id, name, input), process)
+      // Excel's "CSV UTF-8" starts with a BOM; a Windows-1252 CSV holds "é" as the one byte 0xE9.
+      yield* run("c1", "write_file", { path: "/inbox/people.csv", content: "\uFEFFname,city\nJosé,Paris\n" })
+      const hexOf = `import { readFile } from "env:fs"\nexport default async ({ path }) => Array.from(await readFile(path), (byte) => byte.toString(16).padStart(2, "0")).join("")\n`
+      const writeLatin = `import { writeFile } from "env:fs"\nexport default async () => writeFile("/inbox/latin.csv", new Uint8Array([0x63, 0x61, 0x66, 0xe9, 0x2c, 0x6f, 0x6b, 0x0a]))\n`
+      yield* run("c2", "write_file", { path: "/scripts/hex.js", content: hexOf })
+      yield* run("c3", "write_file", { path: "/scripts/latin.js", content: writeLatin })
+      yield* run("c4", "run_script", { path: "/scripts/latin.js" })
+
+      expect(yield* run("c5", "edit_file", { path: "/inbox/people.csv", old: "name", new: "person" })).toBe("edited /inbox/people.csv (1 replacement)")
+      const edited = yield* run("c6", "run_script", { path: "/scripts/hex.js", args: { path: "/inbox/people.csv" } })
+      expect(edited).toContain(`"efbbbf${Buffer.from("person,city\nJosé,Paris\n").toString("hex")}"`)
+
+      const refused = yield* run("c7", "edit_file", { path: "/inbox/latin.csv", old: "ok", new: "fine" })
+      expect(refused).toBe(yield* run("c8", "read_file", { path: "/inbox/latin.csv" }))
+      expect(refused).toBe("ERR /inbox/latin.csv is binary (8 bytes): use describe to see what it holds, or process it in a script")
+      const kept = yield* run("c9", "run_script", { path: "/scripts/hex.js", args: { path: "/inbox/latin.csv" } })
+      expect(kept).toContain(`"636166e92c6f6b0a"`)
+    }))
+
   it.scopedLive("a replayed undo or redo answers what it answered, and changes nothing again", () =>
     Effect.gen(function*() {
       const file = yield* storeFile
