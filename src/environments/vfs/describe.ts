@@ -156,14 +156,35 @@ const describeText = (bytes: Uint8Array, size: string): string => {
   return `Text, ${size}: ${count(lines.length, "line")}, ${count(wordsIn(text), "word")}, longest line ${count(longest, "character")}.`
 }
 
+/**
+ * A script's statements, matched one line at a time: a multiline pattern whose leading `\s*` spans
+ * newlines backtracks over every blank line from every line start, so a file of a million newlines
+ * held the event loop for minutes. No pattern here can span a line or try one run of blanks more
+ * than once. An import written over several lines is found by its last line (`b } from "env:fs"`),
+ * as is a re-export (`export { a } from "./a.js"`): the module depends on both.
+ */
+const importPattern = /^(?:[ \t]*import[ \t]*|[ \t]*import[ \t][^"']*?[ \t}*]from[ \t]*|[^"']*\}[ \t]*from[ \t]*)["']([^"']+)["']/
+const exportPattern = /^[ \t]*export[ \t]+(?:async[ \t]+)?(?:function\*?|const|let|var|class)[ \t]+([A-Za-z_$][\w$]*)/
+const defaultPattern = /^[ \t]*export[ \t]+default(?:[ \t]|$)/
+const testPattern = /^[ \t]*test\(/
+
 const describeScript = (path: string, bytes: Uint8Array, size: string): string => {
-  const text = decoder.decode(bytes)
-  const imports = [...text.matchAll(/^\s*import\s+(?:[^'"]*?\s+from\s+)?["']([^"']+)["']/gm)].map((match) => match[1] ?? "")
-  const exported = [...text.matchAll(/^\s*export\s+(?:async\s+)?(?:function\*?|const|let|var|class)\s+([A-Za-z_$][\w$]*)/gm)].map((match) => match[1] ?? "")
-  const hasDefault = /^\s*export\s+default\s/m.test(text)
-  const tests = /\.test\.(m?js|ts)$/.test(path) ? `, ${count((text.match(/^\s*test\(/gm) ?? []).length, "test")}` : ""
+  const lines = linesOf(decoder.decode(bytes))
+  const imports: Array<string> = []
+  const exported: Array<string> = []
+  let hasDefault = false
+  let testCount = 0
+  for (const line of lines) {
+    const imported = importPattern.exec(line)?.[1]
+    if (imported !== undefined) imports.push(imported)
+    const name = exportPattern.exec(line)?.[1]
+    if (name !== undefined) exported.push(name)
+    hasDefault ||= defaultPattern.test(line)
+    if (testPattern.test(line)) testCount++
+  }
+  const tests = /\.test\.(m?js|ts)$/.test(path) ? `, ${count(testCount, "test")}` : ""
   const language = extensionOf(path) === "ts" ? "TypeScript" : "JavaScript"
-  return `${language} module, ${size}: ${count(linesOf(text).length, "line")}${tests}; ` +
+  return `${language} module, ${size}: ${count(lines.length, "line")}${tests}; ` +
     `default export: ${hasDefault ? "yes" : "none"}; ` +
     `imports: ${imports.length === 0 ? "none" : some(imports, 10)}` +
     (exported.length === 0 ? "." : `; other exports: ${some(exported, 10)}.`)

@@ -90,6 +90,18 @@ describe("describeFile", () => {
       expect(yield* describeFile("/scripts/none.js", text("const a = 1\n"))).toContain("default export: none")
     }))
 
+  it.effect("describes a script of a million blank lines at once, and finds an import written over several lines", () =>
+    Effect.gen(function*() {
+      // Matched from every line start with a \s* that spans newlines, this took minutes; the second file
+      // holds long runs of blanks within lines, which a pattern must not try more than once either.
+      const blank = `${"\n".repeat(1_000_000)}import { readText,\n  writeText } from "env:fs"\nexport default () => 1\n`
+      expect(yield* describeFile("/scripts/blank.js", text(blank)))
+        .toBe("JavaScript module, 1 MB: 1,000,003 lines; default export: yes; imports: env:fs.")
+      const spaced = `test(${" ".repeat(200_000)}\nimport ${" ".repeat(200_000)}x\nexport ${" ".repeat(200_000)}\n  test("adds", () => {})\n`
+      expect(yield* describeFile("/scripts/spaced.test.js", text(spaced)))
+        .toBe("JavaScript module, 600 KB: 4 lines, 2 tests; default export: none; imports: none.")
+    }), { timeout: 20_000 })
+
   it.effect("reads image dimensions from the header bytes (PNG, GIF, JPEG), whatever the name", () =>
     Effect.gen(function*() {
       expect(yield* describeFile("/out/chart.png", png(640, 480))).toContain("PNG image, 33 B, 640 × 480 pixels")
