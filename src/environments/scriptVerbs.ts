@@ -125,11 +125,19 @@ const hostFor = (scope: ScriptScope, runtime: Runtime.Runtime<never>, services: 
   }
 }
 
-/** The last `limit` UTF-8 bytes of text, without splitting a character: where a failure's reason usually is. */
-const lastBytes = (text: string, limit: number): string => {
+const byteLength = (text: string): number => new TextEncoder().encode(text).length
+
+/** The last `limit` UTF-8 bytes of text, without splitting a character. */
+const tailBytes = (text: string, limit: number): string => {
   const encoded = new TextEncoder().encode(text)
   if (encoded.length <= limit) return text
-  return `[${encoded.length - limit} earlier bytes of output not shown]\n${new TextDecoder().decode(encoded.slice(encoded.length - limit)).replace(/^\uFFFD+/, "")}`
+  return new TextDecoder().decode(encoded.slice(encoded.length - limit)).replace(/^\uFFFD+/, "")
+}
+
+/** The last `limit` UTF-8 bytes of output: where a failure's reason usually is. */
+const lastBytes = (text: string, limit: number): string => {
+  const bytes = byteLength(text)
+  return bytes <= limit ? text : `[${bytes - limit} earlier bytes of output not shown]\n${tailBytes(text, limit)}`
 }
 
 /** Text cut to `limit` UTF-8 bytes without splitting a character. */
@@ -137,6 +145,41 @@ const cutBytes = (text: string, limit: number): string => {
   const encoded = new TextEncoder().encode(text)
   if (encoded.length <= limit) return text
   return new TextDecoder().decode(encoded.slice(0, limit)).replace(/\uFFFD$/, "")
+}
+
+/**
+ * An error's text within `limit` UTF-8 bytes: its start and its end, as an error says what went
+ * wrong first (its name and message) and where last (its stack), and a script may throw one of
+ * any size; the tool's event and the log keep what the model is shown.
+ */
+const errorShown = (text: string, limit: number): string => {
+  const bytes = byteLength(text)
+  if (bytes <= limit) return text
+  const half = Math.floor(limit / 2)
+  return `${cutBytes(text, half)}\n[${bytes - 2 * half} bytes of the error not shown]\n${tailBytes(text, half)}`
+}
+
+/**
+ * A test file's results, one line each, within `shown` bytes: all in order when they fit; else the
+ * failed ones first, as many as fit (one at least), and a line saying how many were left out.
+ */
+const testLines = (results: ReadonlyArray<{ readonly name: string; readonly ok: boolean; readonly error?: string }>, shown: ShownLimit): string => {
+  const line = (test: (typeof results)[number]) =>
+    test.ok ? `ok ${cutBytes(test.name, shown.bytes)}` : `FAILED ${cutBytes(test.name, shown.bytes)}: ${errorShown(test.error ?? "failed", shown.bytes)}`
+  const all = results.map(line)
+  if (all.reduce((sum, text) => sum + byteLength(text) + 1, 0) <= shown.bytes) return all.join("\n")
+  const ordered = [...results.filter((test) => !test.ok), ...results.filter((test) => test.ok)]
+  const kept: Array<string> = []
+  let used = 0
+  for (const test of ordered) {
+    const text = line(test)
+    if (kept.length > 0 && used + byteLength(text) + 1 > shown.bytes) break
+    kept.push(text)
+    used += byteLength(text) + 1
+  }
+  const failedLeft = ordered.slice(kept.length).filter((test) => !test.ok).length
+  return `${kept.join("\n")}\n[${ordered.length - kept.length} more results not shown (${failedLeft} of them failed), past ${shown.bytes} bytes (${shown.why}): ` +
+    `run one test file at a time, or split a large one]`
 }
 
 /**
@@ -185,13 +228,12 @@ const answerOf = (scope: ScriptScope, path: string, result: ScriptResult): Eithe
     }
     case "Tests": {
       const failed = result.results.filter((test) => !test.ok)
-      const lines = result.results.map((test) => test.ok ? `ok ${test.name}` : `FAILED ${test.name}: ${test.error ?? "failed"}`)
       const output = result.output === "" ? "" : `\noutput:\n${lastBytes(result.output, scope.shown.bytes)}`
-      return Either.right(`${result.results.length - failed.length} passed, ${failed.length} failed\n${lines.join("\n")}${output}`)
+      return Either.right(`${result.results.length - failed.length} passed, ${failed.length} failed\n${testLines(result.results, scope.shown)}${output}`)
     }
     case "Failed":
       return Either.left(new ScriptFailed({
-        message: `${path} failed: ${result.error}${result.output === "" ? "" : `\noutput:\n${lastBytes(result.output, scope.shown.bytes)}`}\n(no changes were kept)`
+        message: `${path} failed: ${errorShown(result.error, scope.shown.bytes)}${result.output === "" ? "" : `\noutput:\n${lastBytes(result.output, scope.shown.bytes)}`}\n(no changes were kept)`
       }))
     case "OutOfMemory":
       return Either.left(new ScriptFailed({

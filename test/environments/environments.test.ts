@@ -84,6 +84,27 @@ describe("environments", () => {
       expect(end).toContain(`[the output was cut here: ${kept![1]} of its ${printed} bytes were captured]`)
     }))
 
+  it.scopedLive("a script's error and a test file's results are cut as its output is, saying what was left out", () =>
+    Effect.gen(function*() {
+      const process = yield* processOn(yield* storeFile)
+      const run = <K extends VerbName>(id: string, name: K, input: VerbInput<K>) => Effect.provide(verb("r1", id, name, input), process)
+      const thrower = `export default () => { throw new Error("bad row: " + "x".repeat(5_000_000) + " (the end)") }\n`
+      yield* run("c1", "write_file", { path: "/scripts/throws.js", content: thrower })
+      const failed = yield* run("c2", "run_script", { path: "/scripts/throws.js" })
+      expect(failed).toMatch(/^ERR \/scripts\/throws\.js failed: Error: bad row: x+\n\[\d+ bytes of the error not shown\]\n/)
+      expect(failed).toContain("/scripts/throws.js:1")
+      expect(failed.length).toBeLessThan(16_000)
+
+      const many = `import { test, assert } from "env:test"\n` +
+        `for (let i = 0; i < 100_000; i++) test("case " + i, () => {})\n` +
+        `test("the odd one", () => assert.equal(1, 2))\n`
+      yield* run("c3", "write_file", { path: "/scripts/many.test.js", content: many })
+      const results = yield* run("c4", "run_tests", { path: "/scripts/many.test.js" })
+      expect(results).toMatch(/^\/scripts\/many\.test\.js: 100000 passed, 1 failed\nFAILED the odd one: AssertionError: expected 1 to equal 2\n +at \/scripts\/many\.test\.js:3:\d+\nok case 0\nok case 1\n/)
+      expect(results).toMatch(/\n\[\d+ more results not shown \(0 of them failed\), past \d+ bytes \([^)]*\): run one test file at a time, or split a large one\]$/)
+      expect(results.length).toBeLessThan(16_000)
+    }), { timeout: 60_000 })
+
   it.scopedLive("a pure module that cannot be made fails the scripts that import it, not the environment's other verbs", () =>
     Effect.gen(function*() {
       const broken = defineEnvironment({
