@@ -105,6 +105,24 @@ describe("environments", () => {
       expect(results.length).toBeLessThan(16_000)
     }), { timeout: 60_000 })
 
+  it.scopedLive("a script nested too deeply to parse, or with a problem in every statement, is refused in a few lines", () =>
+    Effect.gen(function*() {
+      const process = yield* processOn(yield* storeFile)
+      const run = <K extends VerbName>(id: string, name: K, input: VerbInput<K>) => Effect.provide(verb("r1", id, name, input), process)
+      // TypeScript parses recursively: this overflowed its stack, and the verb died instead of refusing.
+      const deep = `export default () => ${"[".repeat(10_000)}${"]".repeat(10_000)}\n`
+      expect(yield* run("c1", "write_file", { path: "/scripts/deep.js", content: deep })).toBe(
+        "ERR /scripts/deep.js was not saved: /scripts/deep.js is too deeply nested to check (brackets, blocks or operators nested very deeply): write it flatter; build deep data in a loop, or read it from a JSON file"
+      )
+      // esbuild quotes the whole line with each of its 1,000 problems (4 MB); the answer lists ten, each around its column.
+      const broken = `export default () => { ${"1=1;".repeat(1000)} }\n`
+      const refused = yield* run("c2", "write_file", { path: "/scripts/broken.js", content: broken })
+      expect(refused).toMatch(/^ERR \/scripts\/broken\.js was not saved: line 1:24: Invalid assignment target\n  export default \(\) => \{ 1=1;1=1;.*…\n {25}\^\n/)
+      expect(refused).toContain("\n… and 990 more problems")
+      expect(refused.length).toBeLessThan(3000)
+      expect(yield* run("c3", "ls", { path: "/scripts" })).toBe("/scripts is empty")
+    }))
+
   it.scopedLive("a pure module that cannot be made fails the scripts that import it, not the environment's other verbs", () =>
     Effect.gen(function*() {
       const broken = defineEnvironment({

@@ -43,8 +43,11 @@ const syntaxProblem = (message: Message): Problem => {
     ? "top-level await is not supported: await inside the default export"
     : message.text
   if (location === null) return { line: 1, column: 1, text }
-  const caret = `${" ".repeat(location.column)}^`
-  return { line: location.line, column: location.column + 1, text: `${text}\n  ${location.lineText}\n  ${caret}` }
+  // A long line is quoted around its column only: esbuild quotes the whole line with each problem.
+  const from = Math.max(0, location.column - 60)
+  const quoted = `${from > 0 ? "…" : ""}${location.lineText.slice(from, from + 120)}${from + 120 < location.lineText.length ? "…" : ""}`
+  const caret = `${" ".repeat(location.column - from + (from > 0 ? 1 : 0))}^`
+  return { line: location.line, column: location.column + 1, text: `${text}\n  ${quoted}\n  ${caret}` }
 }
 
 const compile = (path: string, source: string): { readonly code: string } | { readonly problems: ReadonlyArray<Problem> } => {
@@ -68,10 +71,29 @@ const compile = (path: string, source: string): { readonly code: string } | { re
 const importLine = (names: ReadonlyArray<{ readonly imported: string; readonly local: string | undefined }>, module: string, rename: (name: string) => string) =>
   `import { ${names.map(({ imported, local }) => local === undefined ? rename(imported) : `${rename(imported)} as ${local}`).join(", ")} } from "env:${module}"`
 
-/** The problems of a script's imports and exports, found in its syntax tree. */
-const analyse = (path: string, source: string, modules: ReadonlyArray<ModuleExports>, test: boolean): { readonly problems: Array<Problem>; readonly hasDefault: boolean } => {
+/**
+ * Runs `f`, or answers undefined when it overflowed the stack. TypeScript parses and walks a syntax
+ * tree recursively, so a script nested some thousands deep (`[[[...]]]`, a long `a = a = ...`)
+ * overflows it; the script is refused for that, not the call failed.
+ */
+const withinStack = <A>(f: () => A): A | undefined => {
+  try {
+    return f()
+  } catch (error) {
+    if (error instanceof RangeError && /call stack/i.test(error.message)) return undefined
+    throw error
+  }
+}
+
+/** A script's syntax tree (parse errors are esbuild's to report). */
+const parse = (path: string, source: string): ts.SourceFile => {
   const t = parser()
-  const file = t.createSourceFile(path, source, t.ScriptTarget.Latest, true, /\.[mc]?ts$/.test(path) ? t.ScriptKind.TS : t.ScriptKind.JS)
+  return t.createSourceFile(path, source, t.ScriptTarget.Latest, true, /\.[mc]?ts$/.test(path) ? t.ScriptKind.TS : t.ScriptKind.JS)
+}
+
+/** The problems of a script's imports and exports, found in its syntax tree. */
+const analyse = (file: ts.SourceFile, modules: ReadonlyArray<ModuleExports>, test: boolean): { readonly problems: Array<Problem>; readonly hasDefault: boolean } => {
+  const t = parser()
   const problems: Array<Problem> = []
   const at = (node: ts.Node, text: string) => {
     const { line, character } = file.getLineAndCharacterOfPosition(node.getStart(file))
@@ -199,8 +221,21 @@ const isNonFunctionConstant = (t: typeof ts, file: ts.SourceFile, name: string):
       return t.isObjectLiteralExpression(value) || t.isArrayLiteralExpression(value) || t.isLiteralExpression(value) || t.isClassExpression(value)
     }))
 
-const describe = (problems: ReadonlyArray<Problem>): string =>
-  [...problems].sort((a, b) => a.line - b.line || a.column - b.column).map(({ line, column, text }) => `line ${line}:${column}: ${text}`).join("\n")
+/** The most problems an answer lists: a script can have thousands (one per statement), each quoting its line. */
+const maxProblems = 10
+
+const describe = (problems: ReadonlyArray<Problem>): string => {
+  const sorted = [...problems].sort((a, b) => a.line - b.line || a.column - b.column)
+  const listed = sorted.slice(0, maxProblems).map(({ line, column, text }) => `line ${line}:${column}: ${text}`)
+  return sorted.length > maxProblems ? [...listed, `… and ${sorted.length - maxProblems} more problems`].join("\n") : listed.join("\n")
+}
+
+/** A script nested too deeply to check (or to run: V8 would overflow its stack too). */
+const tooDeep = (path: string): ScriptCheck => ({
+  _tag: "Invalid",
+  message: `${path} is too deeply nested to check (brackets, blocks or operators nested very deeply): ` +
+    "write it flatter; build deep data in a loop, or read it from a JSON file"
+})
 
 /**
  * Checks `source` (the script at `path`) against the modules it may import; a test file
@@ -213,10 +248,17 @@ export const validateScript = (
   options: { readonly test?: boolean } = {}
 ): ScriptCheck => {
   const test = options.test === true
+  // Parsed before esbuild sees it: nesting deep enough to overflow esbuild's stack (a 1 GB one, some
+  // hundred thousand levels) ends its service process, and every later check in this process fails.
+  // TypeScript's stack is far smaller, so such a script is refused here first.
+  const file = withinStack(() => parse(path, source))
+  if (file === undefined) return tooDeep(path)
   const compiled = compile(path, source)
   if ("problems" in compiled) return { _tag: "Invalid", message: describe(compiled.problems) }
   const known = modules.some((module) => module.name === testModule) ? modules : [...modules, { name: testModule, exports: ["test", "assert"] }]
-  const { problems, hasDefault } = analyse(path, source, known, test)
+  const analysed = withinStack(() => analyse(file, known, test))
+  if (analysed === undefined) return tooDeep(path)
+  const { problems, hasDefault } = analysed
   if (!hasDefault && !test) {
     problems.push({ line: 1, column: 1, text: `${path} has no default export: a script is run as export default async function (args) { ... }` })
   }
