@@ -234,20 +234,6 @@ export const layer = (options: EventLogOptions = {}) => Layer.scoped(
       tail?.following ?? Effect.void
     )
 
-    /** The stored events matching `filter` after `after`, page by page. */
-    const storedAfter = (filter: EventFilter, after: number) =>
-      Effect.gen(function*() {
-        const stored: Array<FoundryEvent> = []
-        let cursor = after
-        while (true) {
-          const page = yield* storage.list({ ...filter, after: cursor, limit: pageSize })
-          stored.push(...page)
-          const last = page[page.length - 1]
-          if (last === undefined || page.length < pageSize) return stored
-          cursor = last.seq
-        }
-      })
-
     // Written through the database's group commit: an emitter waits until its event is durable.
     const emit = (draft: EventDraft) =>
       Effect.gen(function*() {
@@ -309,9 +295,19 @@ export const layer = (options: EventLogOptions = {}) => Layer.scoped(
         return Stream.repeatEffectChunkOption(Effect.suspend(() => reading ? nextPage : nextLive))
       }))
 
-    /** A run's stored events page by page, for a follower that fell behind: a fiber only then. */
+    /** A relayed event placed before what a run's follower read comes too late for it. */
+    const readByRunFollower = (page: ReadonlyArray<FoundryEvent>): void => {
+      const last = page[page.length - 1]
+      if (relay !== undefined && last !== undefined) tail?.arrivals.followed(last)
+    }
+
+    /** A run's stored events after `after`, a page of them. */
+    const runPage = (runId: string, after: number) =>
+      Effect.tap(storage.list({ runId, after, limit: pageSize }), (page) => Effect.sync(() => readByRunFollower(page)))
+
+    /** A run's stored events page by page, after the first or for a follower that fell behind: a fiber only then. */
     const readPageOf = (runId: string): ReadPage => (after, done) =>
-      Runtime.runCallback(runtime)(storage.list({ runId, after, limit: pageSize }), {
+      Runtime.runCallback(runtime)(runPage(runId, after), {
         onExit: Exit.match({
           onSuccess: done,
           // Interrupted: taken back, and not called.
@@ -327,18 +323,17 @@ export const layer = (options: EventLogOptions = {}) => Layer.scoped(
         // first: a run with events stored but no end event among them has not ended, and its end
         // event will come to the inbox. Only a run with none stored is looked up (read before its
         // events again: one that ends after this read has its end event among them or in the inbox;
-        // one that had ended had its end event pruned).
-        let history = yield* storedAfter({ runId }, after)
+        // one that had ended had its end event pruned). The first page only: the follower reads the
+        // rest as it is taken, so a long run's history is never held whole.
+        let firstPage = yield* runPage(runId, after)
         let ended = false
-        if (history.length === 0) {
+        if (firstPage.length === 0) {
           const run = yield* store.getRun(runId)
           if (Option.isNone(run)) return Option.none()
           ended = finalStatuses.has(run.value.status)
-          history = yield* storedAfter({ runId }, after)
+          firstPage = yield* runPage(runId, after)
         }
-        const last = history[history.length - 1]
-        if (relay !== undefined && last !== undefined) tail?.arrivals.followed(last)
-        return Option.some(runFollower(inbox, history, after, ended, readPageOf(runId), pageSize))
+        return Option.some(runFollower(inbox, firstPage, after, ended, readPageOf(runId), pageSize))
       })
 
     const runEvents = (runId: string): Stream.Stream<FoundryEvent, StoreError> =>

@@ -1,7 +1,8 @@
 /**
- * A run followed: its stored events first, then live ones from its inbox, up to the event that
- * ends the run. A follower that falls behind (its inbox overflowed while it took nothing: a client
- * that stopped reading) reads on from the store, page by page, then live again.
+ * A run followed: its stored events first, a page at a time as they are taken, then live ones from
+ * its inbox, up to the event that ends the run. A follower that falls behind (its inbox overflowed
+ * while it took nothing: a client that stopped reading) reads on from the store, page by page, then
+ * live again.
  */
 import { type FoundryEvent, runEndTypes } from "./FoundryEvent.js"
 import { type EventInbox, inboxCapacity } from "./eventInbox.js"
@@ -27,13 +28,15 @@ const isRunEnd = (event: FoundryEvent): boolean => runEndTypes.has(event.type)
 const nothingToTakeBack = () => {}
 
 /**
- * The follower of a run whose events numbered after `after` are `history` (read once its inbox was
- * open), and of which the store said it had `ended` when it had none. `readPage` reads on from the
- * store once it fell behind, `pageSize` events at a time.
+ * The follower of a run whose first page of events numbered after `after` is `firstPage` (read once
+ * its inbox was open), and of which the store said it had `ended` when it had none. `readPage`
+ * reads on from the store, `pageSize` events at a time: after a full first page, and once it fell
+ * behind. The inbox holds what is published meanwhile, so none falls between the last page and the
+ * live events.
  */
 export const runFollower = (
   inbox: EventInbox,
-  history: ReadonlyArray<FoundryEvent>,
+  firstPage: ReadonlyArray<FoundryEvent>,
   after: number,
   endedBefore: boolean,
   readPage: ReadPage,
@@ -42,18 +45,25 @@ export const runFollower = (
   let ended = endedBefore
   // The last event read from the store: one at or before it came with what was read.
   let readTo = after
+  // The same, only ever as read from the store (`readTo` also jumps past what came live).
+  let storeReadTo = after
   // The stored events handed on live since, by number: events come live as they are published,
   // which is not always in their order (a step's, published a moment after its commit, may come
   // after a later one's), so a page read on after falling behind skips these, not all below the last.
   let handedLive = new Set<number>()
-  let stored: ReadonlyArray<FoundryEvent> | undefined = history
-  let reading = false
+  let stored: ReadonlyArray<FoundryEvent> | undefined = firstPage
+  let reading = firstPage.length === pageSize
   let takeBackRead = nothingToTakeBack
 
   /** What of `events` goes on (those not handed on before), up to the run's end. */
   const fresh = (events: ReadonlyArray<FoundryEvent>, live: boolean): ReadonlyArray<FoundryEvent> => {
     const going: Array<FoundryEvent> = []
-    for (const event of events) {
+    // Put in the inbox while the store was read: an ephemeral event (a text delta) published before
+    // a stored event that was read is part of what was read (its turn's text), and handed on after
+    // it would add that text twice.
+    const readPast = live ? events.findLastIndex((event) => event.seq !== 0 && event.seq <= storeReadTo) : -1
+    for (const [index, event] of events.entries()) {
+      if (event.seq === 0 && index < readPast) continue
       if (event.seq !== 0) {
         if (event.seq <= readTo || handedLive.has(event.seq)) continue
         if (live) handedLive.add(event.seq)
@@ -65,7 +75,8 @@ export const runFollower = (
       }
     }
     if (!live) {
-      readTo = Math.max(readTo, events[events.length - 1]?.seq ?? readTo)
+      storeReadTo = Math.max(storeReadTo, events[events.length - 1]?.seq ?? storeReadTo)
+      readTo = Math.max(readTo, storeReadTo)
       for (const seq of handedLive) if (seq <= readTo) handedLive.delete(seq)
     } else if (handedLive.size > inboxCapacity) {
       // A run followed live for that long: an event published out of order comes within a moment,

@@ -1,12 +1,12 @@
 /**
- * Followers of the event log take what they are handed: the feed's stored history streamed page
- * by page, then its live events; a follower that takes nothing while its inbox fills (an SSE
+ * Followers of the event log take what they are handed: the stored history (the feed's, a run's)
+ * handed on page by page, then the live events; a follower that takes nothing while its inbox fills (an SSE
  * client that stopped reading) has its events let go, instead of holding every event published
  * since, and reads on from the store when it takes again. On SQLite, through the event log's own API.
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Chunk, Context, Effect, Fiber, Layer, Option, Stream } from "effect"
-import { EventLog } from "../../src/events/EventLog.js"
+import { EventLog, type RunFollower } from "../../src/events/EventLog.js"
 import { inboxCapacity } from "../../src/events/eventInbox.js"
 import { sequenced } from "../../src/events/EventStorage.js"
 import type { FoundryEvent } from "../../src/events/FoundryEvent.js"
@@ -38,6 +38,13 @@ const take = (pull: Effect.Effect<Chunk.Chunk<FoundryEvent>, Option.Option<unkno
     const taken: Array<FoundryEvent> = []
     while (taken.length < count) taken.push(...Chunk.toReadonlyArray(yield* pull))
     return taken
+  })
+
+/** What a run's follower hands on next: its events, or `undefined` once the run has ended. */
+const nextOf = (follower: RunFollower) =>
+  Effect.async<ReadonlyArray<FoundryEvent> | undefined>((resume) => {
+    const takeBack = follower((events) => resume(Effect.succeed(events)))
+    return Effect.sync(takeBack)
   })
 
 describe("the event log's followers", () => {
@@ -82,11 +89,7 @@ describe("the event log's followers", () => {
       const { journal, log } = yield* freshStorage
       yield* submit(journal, run)
       const follower = Option.getOrThrow(yield* log.followRun(run.id))
-      /** What the follower hands on next: its events, or `undefined` once the run has ended. */
-      const next = Effect.async<ReadonlyArray<FoundryEvent> | undefined>((resume) => {
-        const takeBack = follower((events) => resume(Effect.succeed(events)))
-        return Effect.sync(takeBack)
-      })
+      const next = nextOf(follower)
       const queued = yield* next
       expect(queued?.map((event) => event.type)).toEqual(["run.queued"])
       // More than an inbox holds, while it takes none: its inbox lets them go, the store keeps them.
@@ -109,6 +112,66 @@ describe("the event log's followers", () => {
       const end = yield* log.emit(draft("span-end", run, completed))
       expect((yield* Fiber.join(waiting))?.map((event) => event.seq)).toEqual([end.seq])
       expect(yield* next).toBeUndefined()
+    }))
+
+  it.scoped("a run's follower hands on its stored history a page at a time, then what was published meanwhile: each event once, in order", () =>
+    Effect.gen(function*() {
+      const { journal, log } = yield* freshStorage
+      yield* submit(journal, run)
+      // More than two pages of history.
+      yield* Effect.forEach(Array.from({ length: 2_500 }, (_, index) => index), (index) => log.emit(draft(`span-${index}`, run, started)), {
+        concurrency: 50,
+        discard: true
+      })
+      const follower = Option.getOrThrow(yield* log.followRun(run.id))
+      const next = nextOf(follower)
+      const first = (yield* next) ?? []
+      // Held whole, the history would come in one take.
+      expect(first.length).toBe(1_000)
+      // Published while the rest of the history is still to read: stored, and in the inbox too.
+      const meanwhile = yield* Effect.forEach(["span-a", "span-b", "span-c"], (id) => log.emit(draft(id, run, started)))
+      const end = yield* log.emit(draft("span-end", run, completed))
+      const rest: Array<FoundryEvent> = []
+      const handed: Array<number> = [first.length]
+      while (true) {
+        const events = yield* next
+        if (events === undefined) break
+        handed.push(events.length)
+        rest.push(...events)
+      }
+      const seqs = [...first, ...rest].map((event) => event.seq)
+      expect(seqs.length).toBe(1 + 2_500 + meanwhile.length + 1)
+      expect(seqs.every((seq, index) => index === 0 || seq > (seqs[index - 1] ?? 0))).toBe(true)
+      expect(seqs.slice(-4)).toEqual([...meanwhile, end].map((event) => event.seq))
+      expect(Math.max(...handed)).toBeLessThanOrEqual(1_000)
+    }))
+
+  it.scoped("a text delta published while a run's follower reads its history comes once: not again after the stored event that followed it", () =>
+    Effect.gen(function*() {
+      const { journal, log } = yield* freshStorage
+      yield* submit(journal, run)
+      yield* Effect.forEach(Array.from({ length: 1_500 }, (_, index) => index), (index) => log.emit(draft(`span-${index}`, run, started)), {
+        concurrency: 50,
+        discard: true
+      })
+      const follower = Option.getOrThrow(yield* log.followRun(run.id))
+      const next = nextOf(follower)
+      expect(((yield* next) ?? []).length).toBe(1_000)
+      // A delta, then the stored event that holds its text, both before the follower reads on: it
+      // reads that event from the store, so the delta put in its inbox before it is old news.
+      yield* log.emitLive([draft("delta-1", run, { type: "model.delta", data: { turn: 1, text: "Hel", at: 0 } })])
+      const turn = yield* log.emit(draft("span-turn", run, started))
+      // The rest of the history, up to that event.
+      expect(((yield* next) ?? []).map((event) => event.seq).slice(-1)).toEqual([turn.seq])
+      yield* log.emitLive([draft("delta-2", run, { type: "model.delta", data: { turn: 2, text: "lo", at: 0 } })])
+      const end = yield* log.emit(draft("span-end", run, completed))
+      const live: Array<FoundryEvent> = []
+      while (true) {
+        const events = yield* next
+        if (events === undefined) break
+        live.push(...events)
+      }
+      expect(live.map((event) => event.spanId)).toEqual(["delta-2", end.spanId])
     }))
 
   it.scoped("a live follower of one run with a filter of its type gets that run's events of that type only", () =>
