@@ -123,9 +123,13 @@ export const api = {
   runEvents: (id: string) => request<ReadonlyArray<FoundryEvent>>(`/api/runs/${encodeURIComponent(id)}/events`),
   messages: (conversation: string) =>
     request<ReadonlyArray<MessageView>>(`/api/conversations/${encodeURIComponent(conversation)}/messages`),
-  /** Approvals, of one status and one run when given. */
-  approvals: (status?: string, run?: string) =>
-    request<ReadonlyArray<ApprovalView>>(`/api/approvals?${new URLSearchParams({ ...(status === undefined ? {} : { status }), ...(run === undefined ? {} : { run }) })}`),
+  /** Approvals, the newest first: of one status and one run when given, at most `limit` (the server's default: 100). */
+  approvals: ({ limit, run, status }: { readonly status?: string; readonly run?: string; readonly limit?: number } = {}) =>
+    request<ReadonlyArray<ApprovalView>>(`/api/approvals?${new URLSearchParams({
+      ...(status === undefined ? {} : { status }),
+      ...(run === undefined ? {} : { run }),
+      ...(limit === undefined ? {} : { limit: String(limit) })
+    })}`),
   /** `scope: "conversation"` (approvals only) lets the same tool run without asking again in that conversation. */
   decide: (id: string, decision: "approve" | "deny", scope: "once" | "conversation" = "once", reason?: string) =>
     request<ApprovalView>(`/api/approvals/${encodeURIComponent(id)}`, {

@@ -79,7 +79,7 @@ window.addEventListener("popstate", render)
 // fails leaves it as it was: the page says why reads fail).
 const badge = document.getElementById("pending-count")
 const refreshBadge = (): void => {
-  void api.approvals("pending").then((list) => {
+  void api.approvals({ status: "pending" }).then((list) => {
     if (badge !== null) badge.textContent = list.length === 0 ? "" : String(list.length)
   }, () => undefined)
 }

@@ -10,13 +10,15 @@ import { failAs, type StoreError } from "./StoreError.js"
 
 /**
  * Which approvals `list` returns: every one, or those of a status, a run, or both; `after` an
- * approval's id (the last of the page before), at most `limit`.
+ * approval's id (the last of the page before), at most `limit`; oldest first, or the newest first
+ * with `newestFirst`.
  */
 export interface ApprovalFilter {
   readonly status?: ApprovalStatus | undefined
   readonly runId?: string | undefined
   readonly after?: string | undefined
   readonly limit?: number | undefined
+  readonly newestFirst?: boolean | undefined
 }
 
 /** The conversation an approval with scope `conversation` approves its tool for. */
@@ -28,7 +30,7 @@ export interface GrantScope {
 export class ApprovalStorage extends Context.Tag("foundry/ApprovalStorage")<ApprovalStorage, {
   readonly get: (id: string) => Effect.Effect<Option.Option<ApprovalRecord>, StoreError>
   readonly find: (runId: string, toolCallId: string) => Effect.Effect<Option.Option<ApprovalRecord>, StoreError>
-  /** Approvals oldest first, of one status and one run when those are given. */
+  /** Approvals oldest first (or the newest first), of one status and one run when those are given. */
   readonly list: (filter: ApprovalFilter) => Effect.Effect<ReadonlyArray<ApprovalRecord>, StoreError>
   /**
    * Decides a pending approval, and with `grant` approves its tool for the rest of that
@@ -76,12 +78,14 @@ export const layer = Layer.effect(
       find: (runId, toolCallId) => byCall({ runId, toolCallId }).pipe(failAs("findApproval")),
 
       // A run's approvals are found through the (run_id, tool_call_id) index, not by reading them all.
-      list: ({ after, limit, runId, status }) =>
+      list: ({ after, limit, newestFirst, runId, status }) =>
         sql`${approvals} WHERE ${sql.and([
           ...(status === undefined ? [] : [sql`a.status = ${status}`]),
           ...(runId === undefined ? [] : [sql`a.run_id = ${runId}`]),
           ...(after === undefined ? [] : [sql`(a.created_at, a.id) > (SELECT created_at, id FROM foundry_approvals WHERE id = ${after})`])
-        ])} ORDER BY a.created_at, a.id${limit === undefined ? sql`` : sql` LIMIT ${limit}`}`.pipe(
+        ])} ORDER BY ${newestFirst === true ? sql`a.created_at DESC, a.id DESC` : sql`a.created_at, a.id`}${
+          limit === undefined ? sql`` : sql` LIMIT ${limit}`
+        }`.pipe(
           Effect.flatMap(decodeApprovals),
           failAs("listApprovals")
         ),

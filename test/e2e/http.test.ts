@@ -45,9 +45,12 @@ describe("the example project over HTTP", () => {
       expect(yield* ofRun(denied, "pending")).toEqual([])
       expect(yield* ofRun(denied, "denied")).toEqual([first])
       expect(yield* ofRun(approved, "pending")).toEqual([second])
-      // Paged oldest first: a page of one, then the page after it; a cursor naming no approval is a 404.
+      // The newest first; from the oldest with `order=oldest`, paged oldest first: a page of one,
+      // then the page after it; a cursor naming no approval is a 404.
       const page = (query: string) => Effect.map(http(`${server.url}/api/approvals?${query}`), (r) => r.json as ReadonlyArray<{ id: string }>)
-      expect((yield* page("limit=1")).map((a) => a.id)).toEqual([first])
+      expect((yield* page("")).map((a) => a.id)).toEqual([second, first])
+      expect((yield* page("limit=1")).map((a) => a.id)).toEqual([second])
+      expect((yield* page("order=oldest&limit=1")).map((a) => a.id)).toEqual([first])
       expect((yield* page(`limit=1&after=${first}`)).map((a) => a.id)).toEqual([second])
       expect(yield* page(`after=${second}`)).toEqual([])
       const unknownCursor = yield* http(`${server.url}/api/approvals?after=apr_nope`)
@@ -62,6 +65,22 @@ describe("the example project over HTTP", () => {
         output: { orderId: "42", refundId: expect.stringMatching(/^rf_42_/) }
       })
     }))
+
+  it.scopedLive("GET /api/approvals lists the newest 100 unless told how many", () =>
+    Effect.gen(function*() {
+      const server = yield* startServer(root)
+      yield* Effect.forEach(Array.from({ length: 101 }, (_, index) => index), () =>
+        http(`${server.url}/api/runs`, { body: { agent: "support", message: "Refund order 42" } }), { concurrency: 20, discard: true })
+      const pending = (limit: string) =>
+        Effect.map(http(`${server.url}/api/approvals?status=pending${limit}`), (r) => (r.json as ReadonlyArray<{ id: string }>).map((a) => a.id))
+      let all: ReadonlyArray<string> = []
+      for (let attempt = 0; attempt < 400 && all.length < 101; attempt++) {
+        all = yield* pending("&limit=1000")
+        if (all.length < 101) yield* Effect.sleep("25 millis")
+      }
+      expect(all.length).toBe(101)
+      expect(yield* pending("")).toEqual(all.slice(0, 100))
+    }), { timeout: 60_000 })
 
   it.scopedLive("the route table says which model an agent runs on when it is not the one it asks for", () =>
     Effect.gen(function*() {

@@ -193,7 +193,8 @@ export const conversationPage = (root: HTMLElement, [conversationId = ""]: Reado
       api.usage(`?conversation=${encodeURIComponent(conversationId)}&groupBy=conversation`),
       api.cluster(),
       api.runs(`?conversation=${encodeURIComponent(conversationId)}&limit=50`),
-      api.approvals("pending")
+      // Every pending approval, as no filter takes a conversation: those of its runs are among them.
+      api.approvals({ status: "pending", limit: 1000 })
     ])
     runs = listed
     drawTranscript()

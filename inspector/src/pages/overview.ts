@@ -103,7 +103,7 @@ export const overviewPage = (root: HTMLElement) => {
       api.runs("?status=running&limit=20"),
       api.runs("?status=suspended&limit=20"),
       api.runs("?status=failed&limit=5"),
-      api.approvals("pending"),
+      api.approvals({ status: "pending" }),
       api.schedules()
     ])
     // A run waiting on a person is in progress too; the card says how many wait.

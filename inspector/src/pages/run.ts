@@ -248,7 +248,7 @@ export const runPage = (root: HTMLElement, [runId = ""]: ReadonlyArray<string>) 
     const [events, children, approvals, artifacts, successor] = await Promise.all([
       api.runEvents(runId),
       api.runs(`?parent=${encodeURIComponent(runId)}&limit=1000`),
-      api.approvals("pending", runId),
+      api.approvals({ status: "pending", run: runId }),
       api.artifacts(runId).then(({ artifacts }) => artifacts, () => []),
       // A cancelled run may have been steered: the run that went on in its place is in its conversation.
       run.status === "cancelled"
