@@ -35,7 +35,69 @@ const readsOf = (page: Page) => {
   return reads
 }
 
+/** A run that takes turns for a few seconds: a slow call in each of its 20 turns, 4 events a turn. */
+const busy = plan({ repeat: true, calls: [{ name: "slow", arguments: { ms: 150 } }] })
+
 describe.skipIf(skipBrowser)("what the inspector's live pages read, in Chromium", () => {
+  it.scopedLive("a busy run's page reads at most every two seconds, and only the run's events after those it has", () =>
+    Effect.gen(function*() {
+      const { page, url } = yield* setup
+      const runId = runIdOf((yield* http(`${url}/api/runs`, { body: { agent: "worker", message: busy } })).json)
+      const reads = readsOf(page)
+      yield* promise(() => page.goto(`${url}/runs/${runId}`))
+      const started = Date.now()
+      const run = yield* waitForRun(url, runId)
+      const took = Date.now() - started
+      // It ends without an answer, so its error comes between the title and its status.
+      yield* promise(() => page.waitForSelector(`h1 ~ p [data-status=${run.status}]`))
+      const events = (yield* http(`${url}/api/runs/${runId}/events`)).json as ReadonlyArray<unknown>
+      // Every one of its events, each once.
+      yield* promise(() => page.waitForSelector(`details summary:has-text('Raw events (${events.length})')`))
+      const draws = reads.filter((read) => read === `/api/runs/${runId}`).length
+      // The first draw, one every two seconds while the run went, and the one its end brought.
+      expect(draws).toBeLessThanOrEqual(Math.ceil(took / 2000) + 2)
+      // Its whole history once; after that only what came after the last event it had.
+      expect(reads.filter((read) => read === `/api/runs/${runId}/events`)).toHaveLength(1)
+      const after = reads.filter((read) => read.startsWith("/api/events?") && read.includes(`runId=${runId}`))
+      expect(after.length).toBe(draws - 1)
+      expect(after.every((read) => /[?&]after=[1-9]\d*/.test(read))).toBe(true)
+    }), { timeout: 60_000 })
+
+  it.scopedLive("a run's page is not drawn again for another run's approval", () =>
+    Effect.gen(function*() {
+      const { page, url } = yield* setup
+      const done = runIdOf((yield* http(`${url}/api/runs`, { body: { agent: "worker", message: plan({}) } })).json)
+      yield* waitForRun(url, done)
+      yield* promise(() => page.goto(`${url}/runs/${done}`))
+      yield* promise(() => page.waitForSelector("h1 + p [data-status=completed]"))
+      yield* promise(() => page.waitForSelector("#live.on"))
+      const reads = readsOf(page)
+      const other = runIdOf((yield* http(`${url}/api/runs`, { body: { agent: "worker", message: plan({ calls: [{ name: "transfer", arguments: { amount: 5 } }] }) } })).json)
+      const approval = yield* pendingApproval(url, other)
+      yield* http(`${url}/api/approvals/${approval}`, { body: { decision: "deny" } })
+      yield* waitForRun(url, other)
+      // Past the gathering of a burst of events: a draw would have asked for the run by now.
+      yield* Effect.sleep("3 seconds")
+      expect(reads.filter((read) => read.startsWith(`/api/runs/${done}`))).toEqual([])
+    }), { timeout: 60_000 })
+
+  it.scopedLive("a busy run's conversation page reads at most every two seconds", () =>
+    Effect.gen(function*() {
+      const { page, url } = yield* setup
+      const created = (yield* http(`${url}/api/runs`, { body: { agent: "worker", message: busy } })).json as { runId: string; conversationId: string }
+      const reads = readsOf(page)
+      yield* promise(() => page.goto(`${url}/conversations/${created.conversationId}`))
+      const started = Date.now()
+      yield* promise(() => page.waitForSelector("[data-testid=stop]:not(.hidden)"))
+      yield* waitForRun(url, created.runId)
+      const took = Date.now() - started
+      // Its end shows: nothing to stop.
+      yield* promise(() => page.waitForSelector("[data-testid=stop].hidden", { state: "attached" }))
+      const draws = reads.filter((read) => read === `/api/conversations/${created.conversationId}/messages`).length
+      // The first draw, the one the stream's opening brings, one every two seconds while the run went, and the one its end brought.
+      expect(draws).toBeLessThanOrEqual(Math.ceil(took / 2000) + 3)
+    }), { timeout: 60_000 })
+
   it.scopedLive("the approvals page reads what waits and the newest decided, not every approval there is", () =>
     Effect.gen(function*() {
       const { page, url } = yield* setup

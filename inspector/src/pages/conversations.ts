@@ -3,7 +3,7 @@
  * a person's approval, and a box to send a message and watch the reply stream in (or stop it).
  */
 import { usageLine } from "../usage.js"
-import { ApiError, api, type ConversationView, type MessageView, onEvent, type RunView, streamDeltasOf } from "../api.js"
+import { ApiError, api, type ConversationView, type FoundryEvent, type MessageView, onEvent, type RunView, streamDeltasOf } from "../api.js"
 import { approvalCards } from "../approvalCard.js"
 import { clock, counted, errorText, h, link, replace, visible } from "../dom.js"
 import { instanceHref, isLive } from "../records.js"
@@ -129,6 +129,11 @@ const unsentBubble = (run: RunView) =>
     h("div", { class: "text" }, run.input),
     h("div", { class: "meta" }, link(`/runs/${run.id}`, `${run.status} before it started`), run.error === undefined ? "" : `: ${run.error}`, " · ", clock(run.createdAt)))
 
+/** Whether `event` changes what a conversation's page shows: its transcript, its runs, what waits on a person. */
+const changesTranscript = (event: FoundryEvent): boolean =>
+  event.type === "model.turn.completed" || event.type === "tool.call.completed" || event.type.startsWith("run.") ||
+  event.type.startsWith("approval.")
+
 /** A conversation's chat view. */
 export const conversationPage = (root: HTMLElement, [conversationId = ""]: ReadonlyArray<string>) => {
   const expanded = new Set<number>()
@@ -147,6 +152,9 @@ export const conversationPage = (root: HTMLElement, [conversationId = ""]: Reado
   let messages: ReadonlyArray<MessageView> = []
   let runs: ReadonlyArray<RunView> = []
   const sent: Array<Sent> = []
+  // Set when the turn being streamed ended (a new object each time): the streamed text goes once a
+  // draw that began after it has the turn in the transcript.
+  let streamEnded: object | undefined
   const drawTranscript = () => {
     // After a run that did not complete, a line that says so: its last words are not an answer.
     const ended = new Map(runs.filter((r) => r.status === "cancelled" || r.status === "failed").map((r) => [r.id, r]))
@@ -181,6 +189,7 @@ export const conversationPage = (root: HTMLElement, [conversationId = ""]: Reado
     ...sent.map((m) => waitingBubble(m.text, "sending", m.at)))
   }
   const draw = async () => {
+    const ended = streamEnded
     try {
       messages = await api.messages(conversationId)
     } catch (error) {
@@ -198,6 +207,7 @@ export const conversationPage = (root: HTMLElement, [conversationId = ""]: Reado
     ])
     runs = listed
     drawTranscript()
+    if (ended !== undefined && ended === streamEnded) stopStreaming()
     const ids = new Set(runs.map((r) => r.id))
     replace(waiting, pending.filter((a) => ids.has(a.runId)).map(card))
     // Every run of the conversation that has not ended: one waiting on a person while a later one answers, too.
@@ -249,11 +259,14 @@ export const conversationPage = (root: HTMLElement, [conversationId = ""]: Reado
       }
     }, message, h("button", { type: "submit" }, "Send"), stop),
     problem)
-  const live = liveDraw(draw, { problem: unread })
+  // Redrawn on the conversation's events as the overview is: a busy run's make a draw every two
+  // seconds at most (each draw is five reads; one per event spent the token's rate limit).
+  const live = liveDraw(draw, { problem: unread, shows: (event) => event.conversationId === conversationId && changesTranscript(event), delay: 2000 })
   // Where the next delta of the turn being streamed goes on in its text; undefined while none is.
   let streamedTo: number | undefined
   const stopStreaming = () => {
     streamedTo = undefined
+    streamEnded = undefined
     streaming.textContent = ""
     streaming.classList.add("hidden")
   }
@@ -270,13 +283,10 @@ export const conversationPage = (root: HTMLElement, [conversationId = ""]: Reado
     } else if (event.type === "model.turn.started" || event.type === "model.retry" || event.type === "model.fallback") {
       // The turn starts (again) from its first word.
       stopStreaming()
-    } else if (
-      event.type === "model.turn.completed" || event.type === "tool.call.completed" || event.type.startsWith("run.") ||
-      event.type.startsWith("approval.")
-    ) {
-      // A turn's answer is in the transcript now; a run that ended mid-answer streams no more.
-      if (event.type === "model.turn.completed" || event.type === "run.cancelled" || event.type === "run.failed") stopStreaming()
-      live.redraw()
+    } else if (event.type === "model.turn.completed" || event.type === "run.cancelled" || event.type === "run.failed") {
+      // The streamed text ends: it stays until a draw that read after this shows the turn's answer
+      // in the transcript (or that the run ended mid-answer).
+      streamEnded = {}
     }
   })
   return () => {

@@ -223,6 +223,14 @@ const controls = (runId: string, redraw: () => void) => {
     problem)
 }
 
+/**
+ * Whether `event` is of a run the page of run `runId` shows besides its own: a child run it lists
+ * (its status), or one that starts as its child or in its place (a steer: "steered to").
+ */
+const showsRunOf = (runId: string, childIds: ReadonlySet<string>, event: FoundryEvent): boolean =>
+  event.type.startsWith("run.") &&
+  (childIds.has(event.runId) || (event.type === "run.queued" && (event.data.parentRunId === runId || event.data.steeredFrom === runId)))
+
 /** The run page. */
 export const runPage = (root: HTMLElement, [runId = ""]: ReadonlyArray<string>) => {
   // Spans a reader has folded or unfolded: tools start unfolded, every other span folded.
@@ -235,6 +243,25 @@ export const runPage = (root: HTMLElement, [runId = ""]: ReadonlyArray<string>) 
   let rawOpen = false
   // A run still going is drawn up to now: its open spans grow every second between redraws.
   let ticking: ReturnType<typeof setInterval> | undefined
+  // The run's events read so far, in order: a redraw reads only those after the last of them. Read
+  // whole on every event of the run, a long run's history (up to 100,000 events) spent the token's
+  // rate limit, and every page on it was refused.
+  const events: Array<FoundryEvent> = []
+  const readEvents = async (): Promise<void> => {
+    const last = events[events.length - 1]
+    if (last === undefined) {
+      events.push(...await api.runEvents(runId))
+      return
+    }
+    for (let after = last.seq; ;) {
+      const page = await api.events(new URLSearchParams({ runId, after: String(after), limit: "1000" }))
+      events.push(...page.events)
+      if (page.nextAfter === undefined) return
+      after = page.nextAfter
+    }
+  }
+  // The child runs listed, whose status the page shows: their own events redraw it too.
+  let childIds = new Set<string>()
   const draw = async () => {
     clearInterval(ticking)
     let run: RunView
@@ -245,8 +272,8 @@ export const runPage = (root: HTMLElement, [runId = ""]: ReadonlyArray<string>) 
       replace(root, h("h1", {}, "Run not found"), h("p", { class: "error-line" }, errorText(error)))
       return
     }
-    const [events, children, approvals, artifacts, successor] = await Promise.all([
-      api.runEvents(runId),
+    const [, children, approvals, artifacts, successor] = await Promise.all([
+      readEvents(),
       api.runs(`?parent=${encodeURIComponent(runId)}&limit=1000`),
       api.approvals({ status: "pending", run: runId }),
       api.artifacts(runId).then(({ artifacts }) => artifacts, () => []),
@@ -255,6 +282,7 @@ export const runPage = (root: HTMLElement, [runId = ""]: ReadonlyArray<string>) 
         ? api.runs(`?conversation=${encodeURIComponent(run.conversationId)}&limit=50`).then((runs) => runs.find((r) => r.steeredFrom === runId))
         : undefined
     ])
+    childIds = new Set(children.map((child) => child.id))
     const spans = spansOf(events)
     const waitsForBuild = run.status === "suspended" ? buildWaitOf(events) : undefined
     const start = events[0]?.time ?? run.createdAt
@@ -374,8 +402,9 @@ export const runPage = (root: HTMLElement, [runId = ""]: ReadonlyArray<string>) 
   }
   const page = liveDraw(draw, {
     problem,
-    shows: (event) => event.type !== "model.delta" && (event.runId === runId || event.type.startsWith("approval.")),
-    delay: 100
+    shows: (event) => event.type !== "model.delta" && (event.runId === runId || showsRunOf(runId, childIds, event)),
+    // As the overview: a busy run's events make a draw every two seconds at most.
+    delay: 2000
   })
   return () => {
     clearInterval(ticking)
