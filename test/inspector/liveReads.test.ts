@@ -116,4 +116,20 @@ describe.skipIf(skipBrowser)("what the inspector's live pages read, in Chromium"
       expect(approvalReads).toContain("/api/approvals?limit=51")
       expect(approvalReads).not.toContain("/api/approvals?")
     }), { timeout: 60_000 })
+
+  it.scopedLive("the overview says 20+ when more runs wait than it lists", () =>
+    Effect.gen(function*() {
+      const { page, url } = yield* setup
+      const runs = yield* Effect.forEach(Array.from({ length: 21 }, (_, index) => index), (index) =>
+        Effect.map(
+          http(`${url}/api/runs`, { body: { agent: "worker", message: plan({ calls: [{ name: "transfer", arguments: { amount: index } }] }) } }),
+          (created) => runIdOf(created.json)
+        ), { concurrency: 7 })
+      yield* Effect.forEach(runs, (runId) => pendingApproval(url, runId), { concurrency: 7, discard: true })
+      yield* promise(() => page.goto(url))
+      const heading = page.locator("h2:has-text('In progress')")
+      yield* promise(() => heading.waitFor())
+      expect(yield* promise(() => heading.textContent())).toBe("In progress (0 running, 20+ waiting)")
+      expect(yield* promise(() => page.locator("h2:has-text('Waiting on you')").textContent())).toBe("Waiting on you (21)")
+    }), { timeout: 60_000 })
 })

@@ -65,6 +65,19 @@ const drawRunners = (card: HTMLElement, cluster: ClusterStatusView) => {
         h("div", { class: "muted" }, `${plural(runner.shards, "shard")} of ${cluster.shardsPerGroup} · ${plural(runner.executing, "run")} here`)))))
 }
 
+/** The runs in progress the overview lists, of each status, at most; and the approvals waiting. */
+const runsListed = 20
+const approvalsListed = 100
+
+/**
+ * The first `shown` of `read` (asked for one more), and how many they are: `20+` when there were
+ * more (the API counts none, and the list is not all there is).
+ */
+const firstOf = <A>(read: ReadonlyArray<A>, shown: number) => ({
+  items: read.slice(0, shown),
+  count: read.length > shown ? `${shown}+` : String(read.length)
+})
+
 /** How often the overview asks for what no event announces: the build, uptime, the cluster's runners. */
 const pollEvery = 15_000
 
@@ -99,19 +112,22 @@ export const overviewPage = (root: HTMLElement) => {
     drawRunners(runners, cluster)
   }
   const drawLive = async () => {
-    const [running, suspended, failed, approvals, schedules] = await Promise.all([
-      api.runs("?status=running&limit=20"),
-      api.runs("?status=suspended&limit=20"),
+    const [runningRead, suspendedRead, failed, approvalsRead, schedules] = await Promise.all([
+      api.runs(`?status=running&limit=${runsListed + 1}`),
+      api.runs(`?status=suspended&limit=${runsListed + 1}`),
       api.runs("?status=failed&limit=5"),
-      api.approvals({ status: "pending" }),
+      api.approvals({ status: "pending", limit: approvalsListed + 1 }),
       api.schedules()
     ])
+    const running = firstOf(runningRead, runsListed)
+    const suspended = firstOf(suspendedRead, runsListed)
+    const approvals = firstOf(approvalsRead, approvalsListed)
     // A run waiting on a person is in progress too; the card says how many wait.
-    replace(progress, h("h2", {}, `In progress (${running.length} running, ${suspended.length} waiting)`),
-      runList([...running, ...suspended], "Nothing is running."))
-    replace(waiting, h("h2", {}, `Waiting on you (${approvals.length})`),
-      approvals.length === 0 ? h("p", { class: "muted" }, "No pending approvals.") :
-        h("ul", { class: "list" }, approvals.map((a) => h("li", {}, link("/approvals", a.tool), " in ", link(`/runs/${a.runId}`, a.agent)))))
+    replace(progress, h("h2", {}, `In progress (${running.count} running, ${suspended.count} waiting)`),
+      runList([...running.items, ...suspended.items], "Nothing is running."))
+    replace(waiting, h("h2", {}, `Waiting on you (${approvals.count})`),
+      approvals.items.length === 0 ? h("p", { class: "muted" }, "No pending approvals.") :
+        h("ul", { class: "list" }, approvals.items.map((a) => h("li", {}, link("/approvals", a.tool), " in ", link(`/runs/${a.runId}`, a.agent)))))
     replace(failures, h("h2", {}, "Recent failures"), runList(failed, "No failed runs."))
     replace(firings, h("h2", {}, "Next firings (your time)"),
       schedules.length === 0 ? h("p", { class: "muted" }, "No schedules.") :
