@@ -276,11 +276,28 @@ let refusals = 0
 const handedOn = new Set<number>()
 let handedOnUpTo = 0
 
+// The newest event stored when the inspector loaded, read before any page drew: until an event is
+// handed on, a stream starts after it. Without a cursor a stream starts when the server opens
+// it, and an event stored between a page's first read and then came in neither (a run's page
+// stayed on "running").
+let loadedAfter: number | undefined
+
 /** The stream of every event (text deltas only of the conversation whose page is open), from after the last event handed on. */
 const streamPath = () => {
   const deltas = deltasOf === undefined ? "deltas=false" : `deltasOf=${encodeURIComponent(deltasOf)}`
-  return `/api/events?${deltas}${handedOnUpTo > 0 ? `&after=${handedOnUpTo}` : ""}`
+  const after = handedOnUpTo > 0 ? handedOnUpTo : loadedAfter
+  return `/api/events?${deltas}${after === undefined ? "" : `&after=${after}`}`
 }
+
+/**
+ * Reads where the live stream will start: after the newest event stored now. Called before any
+ * page draws, so that what a page reads and what the stream brings leave nothing between them
+ * (a store that cannot say leaves the stream to start when it opens, as before).
+ */
+export const streamFromNow = (): Promise<void> =>
+  api.events(new URLSearchParams({ order: "newest", limit: "1" })).then((page) => {
+    loadedAfter = page.events[0]?.seq ?? 0
+  }, () => undefined)
 
 const dispatchFrom = (stream: EventSource) => (message: MessageEvent<string>) => {
   const event: FoundryEvent = JSON.parse(message.data)

@@ -2,7 +2,7 @@
  * The inspector: a small client-side router over the pages. Every page has a URL of its own
  * (deep links load directly); links move between pages without reloading.
  */
-import { api, onEvent, type Session } from "./api.js"
+import { api, onEvent, type Session, streamFromNow } from "./api.js"
 import { h, replace } from "./dom.js"
 import { navigate } from "./navigate.js"
 import { agentPage, agentsPage } from "./pages/agents.js"
@@ -97,9 +97,10 @@ const showSession = (session: Session): void => {
   )
 }
 
-// Signing in (when the server needs a token) comes before any page asks the API for data; a
-// server that does not answer is each page's to report.
-void api.session().then(showSession, () => undefined).then(() => {
+// Signing in (when the server needs a token) comes before any page asks the API for data, and
+// where the live stream starts is read before any page draws; a server that does not answer is
+// each page's to report.
+void api.session().then(showSession, () => undefined).then(streamFromNow).then(() => {
   onEvent((event) => {
     if (event.type.startsWith("approval.")) refreshBadge()
   })

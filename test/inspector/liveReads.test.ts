@@ -9,7 +9,7 @@ import { randomUUID } from "node:crypto"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { describe, expect, it } from "@effect/vitest"
-import { Effect } from "effect"
+import { Deferred, Effect } from "effect"
 import type { Page } from "playwright-core"
 import { browserPage, skipBrowser } from "../support/browser.js"
 import { durableProject, plan } from "../support/durableProject.js"
@@ -131,5 +131,25 @@ describe.skipIf(skipBrowser)("what the inspector's live pages read, in Chromium"
       yield* promise(() => heading.waitFor())
       expect(yield* promise(() => heading.textContent())).toBe("In progress (0 running, 20+ waiting)")
       expect(yield* promise(() => page.locator("h2:has-text('Waiting on you')").textContent())).toBe("Waiting on you (21)")
+    }), { timeout: 60_000 })
+
+  it.scopedLive("a run that ends between a page's first read and the opening of the live stream shows as ended", () =>
+    Effect.gen(function*() {
+      const { page, url } = yield* setup
+      const runId = runIdOf((yield* http(`${url}/api/runs`, { body: { agent: "worker", message: plan({ calls: [{ name: "slow", arguments: { ms: 1500 } }] }) } })).json)
+      // The live stream is held back until the run has ended: the page reads it running, and nothing after.
+      const held = yield* Deferred.make<void>()
+      const release = Effect.runPromise(Deferred.await(held))
+      yield* promise(() =>
+        page.route((address) => address.pathname === "/api/events", async (route) => {
+          if ((route.request().headers()["accept"] ?? "").includes("text/event-stream")) await release
+          await route.continue()
+        }))
+      yield* promise(() => page.goto(`${url}/runs/${runId}`))
+      yield* promise(() => page.waitForSelector("h1 + p [data-status=running]"))
+      yield* waitForRun(url, runId)
+      yield* Deferred.succeed(held, undefined)
+      yield* promise(() => page.waitForSelector("#live.on"))
+      yield* promise(() => page.waitForSelector("h1 + p [data-status=completed]", { timeout: 10_000 }))
     }), { timeout: 60_000 })
 })
