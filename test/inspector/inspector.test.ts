@@ -98,20 +98,22 @@ describe.skipIf(skipBrowser)("the inspector in Chromium", () => {
       const streams = new Set<string>()
       const opened: Array<string> = []
       page.on("request", (request) => {
-        if (!request.url().includes("/api/events")) return
+        // Streams only: where the first one starts is read from `/api/events` too.
+        if (request.resourceType() !== "eventsource") return
         streams.add(request.url())
         opened.push(request.url())
       })
       const closed = (request: { url: () => string }) => streams.delete(request.url())
       page.on("requestfailed", closed)
       page.on("requestfinished", closed)
-      // One stream, without deltas; one that replaces another goes on after the last event it had.
+      // One stream, without deltas; the first starts after the newest event at load, one that
+      // replaces another goes on after the last event it had.
       const only = (query: string, after: boolean) => {
         expect(streams.size).toBe(1)
         expect([...streams][0]).toMatch(new RegExp(`^${url}/api/events\\?${query}${after ? "&after=\\d+" : ""}$`))
       }
       yield* openLive(page, url, "/conversations")
-      only("deltas=false", false)
+      only("deltas=false", true)
       const created = yield* http(`${url}/api/runs`, { body: { agent: "worker", message: "Where is my order?" } })
       const { conversationId } = created.json as { conversationId: string }
       yield* promise(() => page.click(`a[href="/conversations/${conversationId}"]`))
@@ -574,7 +576,8 @@ export default defineSchedule({ agent: worker, at: "2020-01-01T00:00:00Z", messa
   it.scopedLive("a message sent while a run goes on stays in the chat, marked queued with its time, until its run takes it", () =>
     Effect.gen(function*() {
       const { page, url } = yield* setup()
-      const created = yield* http(`${url}/api/runs`, { body: { agent: "worker", message: plan({ calls: [{ name: "slow", arguments: { ms: 4000 } }] }) } })
+      // Long enough for the page's draws, two seconds apart on events, to show the next one queued.
+      const created = yield* http(`${url}/api/runs`, { body: { agent: "worker", message: plan({ calls: [{ name: "slow", arguments: { ms: 8000 } }] }) } })
       const { runId, conversationId } = created.json as { runId: string; conversationId: string }
       yield* openLive(page, url, `/conversations/${conversationId}`)
       yield* promise(() => page.waitForSelector("[data-testid=stop]:visible"))
