@@ -221,6 +221,21 @@ const isNonFunctionConstant = (t: typeof ts, file: ts.SourceFile, name: string):
       return t.isObjectLiteralExpression(value) || t.isArrayLiteralExpression(value) || t.isLiteralExpression(value) || t.isClassExpression(value)
     }))
 
+/** The most syntax problems TypeScript's parser may find before esbuild is left out of the check. */
+const maxParsedProblems = 200
+
+/** The syntax problems TypeScript's parser found (kept on the file, though its types do not say so). */
+const syntaxProblemsOf = (file: ts.SourceFile): ReadonlyArray<Problem> => {
+  const found = "parseDiagnostics" in file && Array.isArray(file.parseDiagnostics) ? file.parseDiagnostics : []
+  return found.flatMap((diagnostic: unknown) => {
+    if (typeof diagnostic !== "object" || diagnostic === null || !("start" in diagnostic) || typeof diagnostic.start !== "number") return []
+    // A parse error's message is a string (chains are the checker's).
+    const text = "messageText" in diagnostic && typeof diagnostic.messageText === "string" ? diagnostic.messageText : "a syntax error"
+    const { character, line } = file.getLineAndCharacterOfPosition(diagnostic.start)
+    return [{ line: line + 1, column: character + 1, text }]
+  })
+}
+
 /** The most problems an answer lists: a script can have thousands (one per statement), each quoting its line. */
 const maxProblems = 10
 
@@ -253,6 +268,12 @@ export const validateScript = (
   // TypeScript's stack is far smaller, so such a script is refused here first.
   const file = withinStack(() => parse(path, source))
   if (file === undefined) return tooDeep(path)
+  // esbuild quotes a problem's whole line with each of its problems: a long line of thousands of
+  // them (a run of 100,000 "-") is gigabytes of text, which held the process for minutes or ended
+  // esbuild's service. TypeScript's parser counts them at no such cost; past a few hundred, its
+  // own are the answer.
+  const parsedProblems = syntaxProblemsOf(file)
+  if (parsedProblems.length > maxParsedProblems) return { _tag: "Invalid", message: describe(parsedProblems) }
   const compiled = compile(path, source)
   if ("problems" in compiled) return { _tag: "Invalid", message: describe(compiled.problems) }
   const known = modules.some((module) => module.name === testModule) ? modules : [...modules, { name: testModule, exports: ["test", "assert"] }]

@@ -35,6 +35,15 @@ export default async function (args: Args): Promise<number> {
     expect(message).toContain("const x = ;")
   })
 
+  it("refuses a line of thousands of syntax errors from the parser's count, at once, and checks the next script as before", () => {
+    // esbuild quotes the whole line with each of its 50,000 problems: minutes, or its service ended.
+    const message = problem("/scripts/a.js", `export default () => 1\nx = ${"-".repeat(100_000)}1\n`)
+    expect(message).toMatch(/^line 2:\d+: Expression expected\./)
+    expect(message).toMatch(/… and \d{5} more problems$/)
+    expect(message.length).toBeLessThan(5_000)
+    expect(validateScript("/scripts/b.js", "export default async function (args) { return args }", modules)._tag).toBe("Valid")
+  }, 30_000)
+
   it("refuses a script without a default export, saying what to write", () => {
     expect(problem("/scripts/a.js", `export const main = () => 1\n`)).toContain("export default async function (args)")
     expect(problem("/scripts/b.js", `export default { run: () => 1 }\n`)).toContain("the default export must be a function")
