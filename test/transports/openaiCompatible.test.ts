@@ -410,7 +410,7 @@ export default defineConfig({ modelRetry: { times: 2, base: "1 millis", max: "1 
         }
         return text
       })
-      const nested = ((yield* http(`${server.url}/api/approvals?status=pending`)).json as Array<{ id: string; runId: string }>).filter((a) => a.id !== approval?.id)
+      const nested = ((yield* http(`${server.url}/api/approvals?status=pending&order=oldest`)).json as Array<{ id: string; runId: string }>).filter((a) => a.id !== approval?.id)
       expect(nested).toHaveLength(2)
       expect(whole.choices[0]?.message.content).toContain(`approval ${nested[0]?.id}`)
       expect(streamed).toContain(`approval ${nested[1]?.id}`)
@@ -427,7 +427,7 @@ export default defineConfig({ modelRetry: { times: 2, base: "1 millis", max: "1 
         }
         return text
       })
-      const pending = (yield* http(`${server.url}/api/approvals?status=pending`)).json as Array<{ id: string; tool: string }>
+      const pending = (yield* http(`${server.url}/api/approvals?status=pending&order=oldest`)).json as Array<{ id: string; tool: string }>
       expect(pending.map((approval) => approval.tool)).toEqual(["budget:maxTokensPerRun", "budget:maxTokensPerRun"])
       expect(whole.choices[0]?.message.content).toContain(`the run went over its maxTokensPerRun budget, and going on needs a person's decision, approval ${pending[0]?.id}`)
       expect(streamed).toContain(`approval ${pending[1]?.id}`)
