@@ -147,7 +147,13 @@ export const layer = (options: DeploymentsOptions) => Layer.scoped(
         const id = app.release
         const before = yield* storedBefore
         const summary = summarize(before.digests, yield* digestsOf(app))
-        if (dryRun || Option.contains(before.stored, id)) return { id, summary, switched: false, current: before.release, ...restartNeededBy(app) }
+        if (dryRun) return { id, summary, switched: false, current: before.release, ...restartNeededBy(app) }
+        // Current already: a deploy of it that stopped after its switch (the store failed its
+        // schedules' sync, its server died) is finished by deploying it again.
+        if (Option.contains(before.stored, id)) {
+          yield* (yield* current.get).release === id ? schedules.sync(app) : switchTo(app)
+          return { id, summary, switched: false, current: before.release, ...restartNeededBy(app) }
+        }
         const made = yield* storage.activate({ ...activation, id, summary, expected: before.stored, deployedAt: yield* Clock.currentTimeMillis })
         if (!made) return yield* new CurrentMoved()
         yield* switchTo(app)

@@ -1,8 +1,10 @@
 /**
  * Schedules follow the current release: a deploy that removes a schedule cancels its activation,
- * and a rollback to the release that has it brings it back.
+ * a rollback to the release that has it brings it back, and deploying the current release again
+ * syncs its schedules (a deploy that stopped after its switch is finished so).
  */
 import { rmSync } from "node:fs"
+import Database from "better-sqlite3"
 import { join } from "node:path"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
@@ -49,6 +51,21 @@ export default defineSchedule({ agent: desk, every: "1 hour", message: "nightly 
 
       const back = yield* http(`${url}/api/releases/${v1.id}/activate`, { method: "POST", headers: bearer(tokens.deploy.token) })
       expect(back.status).toBe(200)
+      expect(yield* schedules).toEqual(["nightly"])
+
+      // A deploy that stopped after its switch, before its schedules were synced (the store failed
+      // the sync, the server died): the release is current, its schedule is not there. Deployed
+      // again, it switches nothing and syncs them.
+      const store = new Database(join(server, ".foundry/foundry.db"))
+      try {
+        store.prepare("DELETE FROM foundry_activations WHERE kind = 'schedule'").run()
+      } finally {
+        store.close()
+      }
+      expect(yield* schedules).toEqual([])
+      const again = yield* deploy(url, tokens.deploy.token, uploadOf(v1.folder))
+      expect(again.status).toBe(200)
+      expect(again.json).toMatchObject({ switched: false })
       expect(yield* schedules).toEqual(["nightly"])
     }))
 })
