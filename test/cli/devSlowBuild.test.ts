@@ -7,23 +7,11 @@ import { join } from "node:path"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { freePort, startCli } from "../support/cli.js"
-import { http, type RunBody, waitForRun } from "../support/server.js"
+import { http } from "../support/server.js"
+import { answerOf, dbTool } from "./dbProject.js"
 import { answeringAgentFile, tempProject } from "../support/tempProject.js"
 
 const toolPath = "agents/helper/tools/answer.tool.ts"
-
-/** The answer tool, returning what the `Db` service of `lib/db.ts` answers. */
-const dbTool = `import { Effect, Schema } from "effect"
-import { defineTool } from "foundry"
-import { Db } from "../../../lib/db.js"
-export default defineTool({
-  description: "Returns what the database answers",
-  input: Schema.Struct({}),
-  output: Schema.String,
-  requires: [Db],
-  run: () => Effect.map(Db, (db) => db.answer)
-})
-`
 
 const dbService = `import { Context } from "effect"
 export class Db extends Context.Tag("Db")<Db, { readonly answer: string }>() {}
@@ -41,15 +29,6 @@ const answering = (answer: string) => `Layer.succeed(Db, { answer: ${JSON.string
 
 /** A database whose connection never answers: acquired uninterruptibly, as connections are. */
 const neverAnswering = `Layer.scoped(Db, Effect.acquireRelease(Effect.never, () => Effect.void))`
-
-/** What a run of the helper agent answered. */
-const answerOf = (url: string) =>
-  Effect.gen(function*() {
-    const created = yield* http(`${url}/api/runs`, { body: { agent: "helper", message: "what is the answer?" } })
-    expect(created.status, created.text).toBe(202)
-    const run: RunBody = yield* waitForRun(url, (created.json as { runId: string }).runId)
-    return run.output
-  })
 
 describe("foundry dev with a build that does not finish", () => {
   it.scopedLive("says which layer it waits for, keeps serving the build before, and a newer save gives it up", () =>

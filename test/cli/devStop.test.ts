@@ -7,8 +7,8 @@ import { join } from "node:path"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { freePort, startCli } from "../support/cli.js"
-import { http, type RunBody, waitForRun } from "../support/server.js"
 import { answeringAgentFile, tempProject } from "../support/tempProject.js"
+import { answerOf, dbTool } from "./dbProject.js"
 
 const dbService = `import { Context } from "effect"
 export class Db extends Context.Tag("Db")<Db, { readonly answer: string }>() {}
@@ -27,28 +27,8 @@ export default defineConfig({
 })
 `
 
-const dbTool = `import { Effect, Schema } from "effect"
-import { defineTool } from "foundry"
-import { Db } from "../../../lib/db.js"
-export default defineTool({
-  description: "Returns what the database answers",
-  input: Schema.Struct({}),
-  output: Schema.String,
-  requires: [Db],
-  run: () => Effect.map(Db, (db) => db.answer)
-})
-`
-
 const released = (log: string): ReadonlyArray<string> =>
   existsSync(log) ? readFileSync(log, "utf8").split("\n").filter((line) => line !== "") : []
-
-const answerOf = (url: string) =>
-  Effect.gen(function*() {
-    const created = yield* http(`${url}/api/runs`, { body: { agent: "helper", message: "what is the answer?" } })
-    expect(created.status, created.text).toBe(202)
-    const run: RunBody = yield* waitForRun(url, (created.json as { runId: string }).runId)
-    return run.output
-  })
 
 describe("foundry dev stopped", () => {
   it.scopedLive("releases the layers of the build it serves, as a reload releases the build before", () =>

@@ -13,6 +13,7 @@ import { Effect } from "effect"
 import { bearer } from "../auth/support.js"
 import { freePort, startCli } from "../support/cli.js"
 import { http } from "../support/server.js"
+import { lazyProject } from "../support/lazyProject.js"
 import { tempProject } from "../support/tempProject.js"
 import { apiOf, build, deploy, deskReleases, deskSources, emptyServerProject, logLines, startServer, tokensFor, uploadOf } from "./deploySupport.js"
 
@@ -275,33 +276,8 @@ describe("deploy", () => {
 
   it.scopedLive("a release deployed after a dry run of it loads the code its routes import lazily", () =>
     Effect.gen(function*() {
-      // esbuild splits a module imported with \`await import()\` into a chunk of its own, loaded when the tool runs.
-      const lazy = yield* tempProject({
-        "agents/lazy/lib/heavy.ts": `export const answer = "from the heavy module"\n`,
-        "agents/lazy/tools/heavy.tool.ts": `import { Effect, Schema } from "effect"
-import { defineTool } from "foundry"
-
-export default defineTool({
-  description: "Answers from a module it imports when it runs",
-  input: Schema.Struct({}),
-  output: Schema.String,
-  run: () => Effect.map(Effect.promise(() => import("../lib/heavy.js")), (heavy) => heavy.answer)
-})
-`,
-        "agents/lazy/agent.ts": `import { defineAgent, Scripted } from "foundry"
-import heavy from "./tools/heavy.tool.js"
-
-export default defineAgent({
-  description: "Calls its tool and says what it answered",
-  tools: [heavy],
-  model: Scripted.make((request, index) => {
-    if (index === 0) return { toolCalls: [{ name: "heavy", arguments: {} }] }
-    const results = request.messages.filter((m) => m._tag === "tool")
-    return { text: results.map((m) => m.content).join(" ") }
-  })
-})
-`
-      })
+      // esbuild splits a module imported with `await import()` into a chunk of its own, loaded when the tool runs.
+      const lazy = yield* tempProject(lazyProject)
       const release = yield* build(lazy)
       const root = yield* emptyServerProject
       const tokens = yield* tokensFor(root)
