@@ -85,7 +85,14 @@ const ContextSchema = Schema.Struct({
   soft: WindowShare.annotations({ default: defaultConfig.context.soft }),
   hard: WindowShare.annotations({ default: defaultConfig.context.hard }),
   /** The model that writes summaries (e.g. a cheaper one); the agent's own models when absent, and as its fallbacks. */
-  summaryModel: Schema.optional(Schema.NonEmptyString)
+  summaryModel: Schema.optional(Schema.String.pipe(
+    // As an agent's model is checked: an unknown name would resolve to the offline demo model, whose
+    // "summary" echoes the history it was given, with nothing said.
+    Schema.filter((model) =>
+      model === "demo" || /^openai:.+/.test(model) ||
+      `summaryModel "${model}" is not known: use "openai:<model>" (e.g. "openai:gpt-4.1-mini") or "demo"`
+    )
+  ))
 }).pipe(
   Schema.filter((context) =>
     context.soft <= context.hard || `soft (${context.soft}) must not be above hard (${context.hard}): old tool results are shortened before turns are summarized`

@@ -220,7 +220,13 @@ const runWithTimeout = Effect.fnUntraced(function*(
   const timed = yield* withinTimeout(run, services, timeout)
   if (Option.isNone(timed)) {
     const limit = tool.definition.timeout === undefined ? "the config's toolTimeout" : "the tool's timeout"
-    return failed(rawInput, `${tool.name} timed out after ${durationText(timeout)} (${limit}) and was stopped`)
+    // Interrupting the call stops what Effect runs, not a request the tool already sent: the model
+    // is told so, since calling again (a new call id, so a new idempotency key) may do it twice.
+    return failed(
+      rawInput,
+      `${tool.name} timed out after ${durationText(timeout)} (${limit}) and was interrupted; what it had already begun ` +
+        "(a request sent) may still take effect: check before calling it again"
+    )
   }
   const result = timed.value
   if (Exit.isFailure(result)) {

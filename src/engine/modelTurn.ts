@@ -182,6 +182,13 @@ export const modelTurn = (
 }
 
 /**
+ * Whether a failure hands the turn to the next model: one that outlasted its retries, and one the
+ * model itself refused (403: no access to it; 404: no such model, as a retired one), which another
+ * model may not. The request's own fault (400, 401) would fail on any of them.
+ */
+const handsOn = (error: ModelError): boolean => error.kind === "transient" || error.status === 403 || error.status === 404
+
+/**
  * One model turn on the first of `models` that answers. A model whose transient failures outlast
  * its retries hands the turn to the next one (`onFallback` says so); a permanent failure is the
  * request's fault, which another model would not fix, so it ends the turn at once.
@@ -200,7 +207,7 @@ export const modelTurnWithFallbacks = (
     modelTurn(current, request, options).pipe(
       Effect.catchAll((error) => {
         const [following, ...others] = next
-        return following === undefined || error.kind !== "transient"
+        return following === undefined || !handsOn(error)
           ? Effect.fail(error)
           : Effect.zipRight(Effect.ignore(options.onFallback(current, following, error)), attempt(following, others))
       })

@@ -1,6 +1,7 @@
 /**
  * Model fallbacks: an agent that names several models moves a turn to the next one only when the
- * current one keeps failing transiently after its retries; a permanent failure fails the run.
+ * current one keeps failing transiently after its retries, or refuses as no model this key may use
+ * (403, 404); another permanent failure fails the run.
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
@@ -63,6 +64,18 @@ describe("model fallbacks", () => {
         error: "primary says 500"
       })
       expect(events.find((e) => e.type === "model.turn.completed")?.data.model).toBe("scripted:backup")
+    }))
+
+  it.scopedLive("a model that is not there (404) or not open to the key (403) hands the turn to the next at once, without retries", () =>
+    Effect.gen(function*() {
+      for (const status of [404, 403]) {
+        const server = yield* startServer(yield* tempProject(fallbackProject({ kind: "permanent", status })))
+        const { events, run } = yield* runOn(server.url)
+        expect(run).toMatchObject({ status: "completed", output: "answered by the backup" })
+        const types = events.map((e) => e.type)
+        expect(types).not.toContain("model.retry")
+        expect(events.find((e) => e.type === "model.fallback")?.data).toMatchObject({ from: "scripted:primary", to: "scripted:backup", status })
+      }
     }))
 
   it.scopedLive("a permanent failure (400) does not fall back: the run fails with the first model's error", () =>

@@ -131,8 +131,8 @@ describe("tool limits", () => {
       expect(stoppedWhenAnswered).toEqual(["slow", "sluggish"])
       expect(run).toMatchObject({ status: "completed", output: "both were too slow" })
       expect(seen).toEqual([
-        "Error: slow timed out after 50 millis (the tool's timeout) and was stopped",
-        "Error: sluggish timed out after 80 millis (the config's toolTimeout) and was stopped"
+        "Error: slow timed out after 50 millis (the tool's timeout) and was interrupted; what it had already begun (a request sent) may still take effect: check before calling it again",
+        "Error: sluggish timed out after 80 millis (the config's toolTimeout) and was interrupted; what it had already begun (a request sent) may still take effect: check before calling it again"
       ])
       const failed = events.filter((e) => e.type === "tool.call.failed")
       expect(failed.map((e) => e.data.tool)).toEqual(["slow", "sluggish"])

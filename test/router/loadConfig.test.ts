@@ -120,6 +120,12 @@ describe("a config with wrong values", () => {
       expect(error.problem).toContain("layers[0]: expected an Effect Layer, got 42")
     }))
 
+  it.scoped("a summary model that is no model's name is refused, not summarized by the demo model", () =>
+    Effect.gen(function*() {
+      const error = yield* configErrorOf({ "foundry.config.ts": configFile(`{ context: { windows: {}, summaryModel: "gpt-4.1-nano" } }`) })
+      expect(error.problem).toContain(`summaryModel "gpt-4.1-nano" is not known: use "openai:<model>"`)
+    }))
+
   it.scoped("discovery refuses the build with the config's error beside the route files'", () =>
     Effect.gen(function*() {
       const errors = yield* routeErrorsOf({
