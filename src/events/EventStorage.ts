@@ -79,6 +79,9 @@ export class EventStorage extends Context.Tag("foundry/EventStorage")<EventStora
   readonly prune: (retention: EventRetention) => Effect.Effect<number, StoreError>
 }>() {}
 
+/** The most events one statement of a prune removes. */
+const pruneBatch = 5_000
+
 const columns = "(id, time, type, trace_id, span_id, parent_span_id, run_id, conversation_id, instance_id, agent, release, data)"
 const row = "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 
@@ -278,14 +281,30 @@ export const layer = Layer.effect(
       prune: (retention) =>
         Effect.gen(function*() {
           let removed = 0
-          if (retention.olderThan !== undefined) {
-            const rows = yield* sql<{ readonly seq: number }>`DELETE FROM foundry_events WHERE time < ${retention.olderThan} RETURNING seq`
-            removed += rows.length
+          // A batch at a time, the thread given back between them: the first prune after a
+          // retention is set or tightened may remove millions of rows, and on SQLite one statement
+          // would hold every request, stream and lease renewal of the process until it ended.
+          const inBatches = <E>(batch: Effect.Effect<ReadonlyArray<unknown>, E>) =>
+            Effect.gen(function*() {
+              for (;;) {
+                const rows = yield* batch
+                removed += rows.length
+                if (rows.length < pruneBatch) return
+                yield* Effect.yieldNow()
+              }
+            })
+          const { keepLatest, olderThan } = retention
+          if (olderThan !== undefined) {
+            yield* inBatches(sql`DELETE FROM foundry_events WHERE seq IN
+              (SELECT seq FROM foundry_events WHERE time < ${olderThan} ORDER BY seq LIMIT ${pruneBatch}) RETURNING seq`)
           }
-          if (retention.keepLatest !== undefined) {
-            const rows = yield* sql<{ readonly seq: number }>`DELETE FROM foundry_events
-              WHERE seq <= (SELECT MAX(seq) FROM foundry_events) - ${retention.keepLatest} RETURNING seq`
-            removed += rows.length
+          if (keepLatest !== undefined) {
+            // The newest not kept, counted by rows: numbers a rolled-back insert took leave gaps.
+            const [newestGone] = yield* sql<{ readonly seq: number }>`SELECT seq FROM foundry_events ORDER BY seq DESC LIMIT 1 OFFSET ${keepLatest}`
+            if (newestGone !== undefined) {
+              yield* inBatches(sql`DELETE FROM foundry_events WHERE seq IN
+                (SELECT seq FROM foundry_events WHERE seq <= ${Number(newestGone.seq)} ORDER BY seq LIMIT ${pruneBatch}) RETURNING seq`)
+            }
           }
           return removed
         }).pipe(failAs("pruneEvents"))
