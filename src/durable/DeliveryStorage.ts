@@ -5,7 +5,7 @@
  * told from a sender's retry, which is signed anew.
  */
 import { SqlClient } from "@effect/sql"
-import { Clock, Context, Effect, Layer } from "effect"
+import { Clock, Context, Duration, Effect, Layer, Schedule } from "effect"
 import { failAs, type StoreError } from "./StoreError.js"
 
 /**
@@ -26,6 +26,16 @@ export type DeliveryClaim =
  */
 export const staleClaimAfterMs = 60_000
 
+/**
+ * How long a delivery is remembered: longer than senders retry one (Stripe for three days, most for
+ * hours), so that a retry finds the first one's result. One sent again after that starts its runs
+ * anew. Without it the table kept every delivery with its result for good.
+ */
+export const deliveriesKeptFor = Duration.days(7)
+
+/** The most deliveries one statement of a prune removes: the thread is given back between them. */
+const pruneBatch = 5_000
+
 /** Delivery storage. */
 export class DeliveryStorage extends Context.Tag("foundry/DeliveryStorage")<DeliveryStorage, {
   /**
@@ -39,14 +49,39 @@ export class DeliveryStorage extends Context.Tag("foundry/DeliveryStorage")<Deli
   readonly complete: (id: string, claimedAt: number, result: unknown) => Effect.Effect<void, StoreError>
   /** Gives up the claim made at `claimedAt`, so that the sender's retry is processed afresh; one taken over since is not this caller's to give up. */
   readonly release: (id: string, claimedAt: number) => Effect.Effect<void, StoreError>
+  /** Forgets the deliveries received before `receivedBefore` (ms since the epoch); returns how many. */
+  readonly prune: (receivedBefore: number) => Effect.Effect<number, StoreError>
 }>() {}
 
-/** Delivery storage on the database's `SqlClient`. */
-export const layer = Layer.effect(
+/**
+ * Delivery storage on the database's `SqlClient`, forgetting deliveries older than
+ * `deliveriesKeptFor` once an hour while it lasts.
+ */
+export const layer = Layer.scoped(
   DeliveryStorage,
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
+    const prune = (receivedBefore: number) =>
+      Effect.gen(function*() {
+        let removed = 0
+        for (;;) {
+          const rows = yield* sql<{ readonly id: string }>`DELETE FROM foundry_deliveries WHERE id IN
+            (SELECT id FROM foundry_deliveries WHERE received_at < ${receivedBefore} LIMIT ${pruneBatch}) RETURNING id`
+          removed += rows.length
+          if (rows.length < pruneBatch) return removed
+          yield* Effect.yieldNow()
+        }
+      }).pipe(failAs("pruneDeliveries"))
+    // A minute after the start, not with it: a process that starts (a `foundry run`) has better to do.
+    yield* Clock.currentTimeMillis.pipe(
+      Effect.flatMap((now) => prune(now - Duration.toMillis(deliveriesKeptFor))),
+      Effect.catchAll((error) => Effect.logWarning(`could not forget old webhook deliveries: ${error.message}; tries again in an hour`)),
+      Effect.delay("1 minute"),
+      Effect.repeat(Schedule.spaced("1 hour")),
+      Effect.forkScoped
+    )
     return DeliveryStorage.of({
+      prune,
       claim: (id, webhook, fingerprint) =>
         Effect.gen(function*() {
           const now = yield* Clock.currentTimeMillis

@@ -261,3 +261,9 @@ export const activationsByInstance = Effect.gen(function*() {
   })
   yield* sql`CREATE INDEX foundry_activations_by_instance ON foundry_activations (kind, agent, instance_id)`
 })
+
+/** A delivery is pruned by when it was received: an index for it, as the table grows with every one. */
+export const deliveriesByTime = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  yield* sql`CREATE INDEX foundry_deliveries_by_time ON foundry_deliveries (received_at)`
+})
