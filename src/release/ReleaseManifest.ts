@@ -34,6 +34,9 @@ export class ReleaseManifest extends Schema.Class<ReleaseManifest>("ReleaseManif
   sources: Schema.optional(Schema.Record({ key: Schema.String, value: Schema.String }))
 }) {}
 
+/** A `release.json` text as its manifest. */
+export const decodeManifestText = Schema.decode(Schema.parseJson(ReleaseManifest))
+
 const decodeId = Schema.decodeUnknownOption(Schema.parseJson(Schema.Struct({ id: ReleaseId })))
 
 /** The id in `<folder>/release.json`, when the folder is a release. */

@@ -9,14 +9,12 @@
 import { existsSync } from "node:fs"
 import { join } from "node:path"
 import { FileSystem } from "@effect/platform"
-import { Effect, Schema } from "effect"
+import { Effect } from "effect"
 import { configFiles, listRouteFiles, routeFilesOf } from "../router/RoutePath.js"
 import { type HashedFile, releaseIdOf } from "./contentHash.js"
 import { releasePath } from "./releaseCache.js"
 import { ReleaseInvalid } from "./releaseErrors.js"
-import { releaseFile, ReleaseManifest } from "./ReleaseManifest.js"
-
-const decodeManifest = Schema.decode(Schema.parseJson(ReleaseManifest))
+import { decodeManifestText, releaseFile } from "./ReleaseManifest.js"
 
 /** The route files and config files in `folder` that `listed` does not name: what discovery would load beside the release. */
 export const unlistedRouteFiles = (folder: string, listed: ReadonlyArray<string>): ReadonlyArray<string> => {
@@ -31,7 +29,7 @@ export const unlistedRouteFiles = (folder: string, listed: ReadonlyArray<string>
 export const readReleaseFolder = Effect.fn("release.readFolder")(function*(folder: string) {
   const fs = yield* FileSystem.FileSystem
   const text = yield* fs.readFileString(join(folder, releaseFile))
-  const manifest = yield* decodeManifest(text)
+  const manifest = yield* decodeManifestText(text)
   const outside = manifest.files.find((file) => !releasePath(file))
   if (outside !== undefined) {
     return yield* new ReleaseInvalid({

@@ -6,12 +6,12 @@
  */
 import { join } from "node:path"
 import { FileSystem } from "@effect/platform"
-import { Clock, DateTime, Effect, Encoding, Option, Schema } from "effect"
+import { Clock, DateTime, Effect, Encoding, Option } from "effect"
 import type { CompiledApp } from "../compiler/CompiledApp.js"
 import type { StoreError } from "../durable/StoreError.js"
 import { CurrentMoved, ReleaseInvalid, type ReleaseNotFound } from "./releaseErrors.js"
 import { readReleaseFolder } from "./releaseFolder.js"
-import { releaseFile, releaseIdAt, ReleaseManifest } from "./ReleaseManifest.js"
+import { decodeManifestText, releaseFile, releaseIdAt } from "./ReleaseManifest.js"
 import type { ReleaseStorage } from "./ReleaseStorage.js"
 import { configOfManifest, routeDigests, routesOfManifest, routesOfTable, summarize } from "./releaseSummary.js"
 
@@ -27,8 +27,6 @@ export interface StartOptions<E, R> {
   readonly makeCurrent: (id: string) => Effect.Effect<CompiledApp, ReleaseNotFound | ReleaseInvalid | StoreError>
 }
 
-const decodeManifest = Schema.decode(Schema.parseJson(ReleaseManifest))
-
 /** A release folder checked against its id, with its files in base64 as the store keeps them. */
 const readRelease = (folder: string) =>
   Effect.map(readReleaseFolder(folder), ({ files, manifest, text }) => ({
@@ -41,7 +39,7 @@ const readRelease = (folder: string) =>
 const storedDigests = (folder: string) =>
   Effect.gen(function*() {
     const fs = yield* FileSystem.FileSystem
-    const manifest = yield* decodeManifest(yield* fs.readFileString(join(folder, releaseFile)))
+    const manifest = yield* decodeManifestText(yield* fs.readFileString(join(folder, releaseFile)))
     return routeDigests(folder, routesOfManifest(manifest.manifest), configOfManifest(manifest.manifest), manifest.sources)
   })
 
