@@ -6,6 +6,7 @@
  */
 import { SqlClient } from "@effect/sql"
 import { Clock, Context, Duration, Effect, Layer, Schedule } from "effect"
+import { pruneBatch, removedInBatches } from "./inBatches.js"
 import { failAs, type StoreError } from "./StoreError.js"
 
 /**
@@ -33,9 +34,6 @@ export const staleClaimAfterMs = 60_000
  */
 export const deliveriesKeptFor = Duration.days(7)
 
-/** The most deliveries one statement of a prune removes: the thread is given back between them. */
-const pruneBatch = 5_000
-
 /** Delivery storage. */
 export class DeliveryStorage extends Context.Tag("foundry/DeliveryStorage")<DeliveryStorage, {
   /**
@@ -62,16 +60,8 @@ export const layer = Layer.scoped(
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
     const prune = (receivedBefore: number) =>
-      Effect.gen(function*() {
-        let removed = 0
-        for (;;) {
-          const rows = yield* sql<{ readonly id: string }>`DELETE FROM foundry_deliveries WHERE id IN
-            (SELECT id FROM foundry_deliveries WHERE received_at < ${receivedBefore} LIMIT ${pruneBatch}) RETURNING id`
-          removed += rows.length
-          if (rows.length < pruneBatch) return removed
-          yield* Effect.yieldNow()
-        }
-      }).pipe(failAs("pruneDeliveries"))
+      removedInBatches(sql`DELETE FROM foundry_deliveries WHERE id IN
+        (SELECT id FROM foundry_deliveries WHERE received_at < ${receivedBefore} LIMIT ${pruneBatch}) RETURNING id`).pipe(failAs("pruneDeliveries"))
     // A minute after the start, not with it: a process that starts (a `foundry run`) has better to do.
     yield* Clock.currentTimeMillis.pipe(
       Effect.flatMap((now) => prune(now - Duration.toMillis(deliveriesKeptFor))),

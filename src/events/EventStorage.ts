@@ -3,8 +3,10 @@
  * step they belong to (the store assigns `seq`, in order), read back by filter and cursor, and
  * pruned by age and count.
  */
+import type { Statement as SqlStatement } from "@effect/sql"
 import { Context, Effect, Either, Layer, ParseResult, Schema } from "effect"
 import { Database, type Row, type SqlValue, type Statement } from "../durable/Database.js"
+import { pruneBatch, removedInBatches } from "../durable/inBatches.js"
 import { failAs, type StoreError } from "../durable/StoreError.js"
 import { textByCount } from "../durable/textByCount.js"
 import { type AnyEvent, ephemeralTypes, FoundryEvent, withEnvelope } from "./FoundryEvent.js"
@@ -78,9 +80,6 @@ export class EventStorage extends Context.Tag("foundry/EventStorage")<EventStora
   /** Deletes events before `olderThan` (ms since the epoch) and all but the newest `keepLatest`; returns how many went. */
   readonly prune: (retention: EventRetention) => Effect.Effect<number, StoreError>
 }>() {}
-
-/** The most events one statement of a prune removes. */
-const pruneBatch = 5_000
 
 const columns = "(id, time, type, trace_id, span_id, parent_span_id, run_id, conversation_id, instance_id, agent, release, data)"
 const row = "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
@@ -278,33 +277,18 @@ export const layer = Layer.effect(
         (rows) => Number(rows[0]?.seq ?? 0)
       ).pipe(failAs("newestSeq")),
 
-      prune: (retention) =>
+      prune: ({ keepLatest, olderThan }) =>
         Effect.gen(function*() {
+          // Events are removed a batch at a time (see inBatches), oldest first.
+          const removeWhere = (condition: SqlStatement.Fragment) =>
+            removedInBatches(sql`DELETE FROM foundry_events WHERE seq IN
+              (SELECT seq FROM foundry_events WHERE ${condition} ORDER BY seq LIMIT ${pruneBatch}) RETURNING seq`)
           let removed = 0
-          // A batch at a time, the thread given back between them: the first prune after a
-          // retention is set or tightened may remove millions of rows, and on SQLite one statement
-          // would hold every request, stream and lease renewal of the process until it ended.
-          const inBatches = <E>(batch: Effect.Effect<ReadonlyArray<unknown>, E>) =>
-            Effect.gen(function*() {
-              for (;;) {
-                const rows = yield* batch
-                removed += rows.length
-                if (rows.length < pruneBatch) return
-                yield* Effect.yieldNow()
-              }
-            })
-          const { keepLatest, olderThan } = retention
-          if (olderThan !== undefined) {
-            yield* inBatches(sql`DELETE FROM foundry_events WHERE seq IN
-              (SELECT seq FROM foundry_events WHERE time < ${olderThan} ORDER BY seq LIMIT ${pruneBatch}) RETURNING seq`)
-          }
+          if (olderThan !== undefined) removed += yield* removeWhere(sql`time < ${olderThan}`)
           if (keepLatest !== undefined) {
             // The newest not kept, counted by rows: numbers a rolled-back insert took leave gaps.
             const [newestGone] = yield* sql<{ readonly seq: number }>`SELECT seq FROM foundry_events ORDER BY seq DESC LIMIT 1 OFFSET ${keepLatest}`
-            if (newestGone !== undefined) {
-              yield* inBatches(sql`DELETE FROM foundry_events WHERE seq IN
-                (SELECT seq FROM foundry_events WHERE seq <= ${Number(newestGone.seq)} ORDER BY seq LIMIT ${pruneBatch}) RETURNING seq`)
-            }
+            if (newestGone !== undefined) removed += yield* removeWhere(sql`seq <= ${Number(newestGone.seq)}`)
           }
           return removed
         }).pipe(failAs("pruneEvents"))
