@@ -208,12 +208,12 @@ export const serveProject = Effect.fn("cli.serveProject")(function*(options: Ser
 
   const recovered = Context.get(context, Recovered)
   if (recovered > 0) yield* say(`resumed ${recovered} unfinished run${recovered === 1 ? "" : "s"}`)
-  if (!options.watch) return yield* Effect.never
+  // `foundry start`: no watching, and so no build held for reloads.
+  if (served === undefined) return yield* Effect.never
 
   const checkTypes = yield* typeChecker(options.root, status)
   yield* checkTypes(app.table.configFile, app.table)
 
-  if (served === undefined) return yield* Effect.never
   yield* reloadOnChanges(changes, { root: options.root, listen: options, settings, address, context, checkTypes }, { app, build: served, generation, whole: first._tag === "Whole" })
   return yield* Effect.never
 })

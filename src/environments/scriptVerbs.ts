@@ -125,26 +125,27 @@ const hostFor = (scope: ScriptScope, runtime: Runtime.Runtime<never>, services: 
   }
 }
 
-const byteLength = (text: string): number => new TextEncoder().encode(text).length
+const encoder = new TextEncoder()
+const decoder = new TextDecoder()
 
-/** The last `limit` UTF-8 bytes of text, without splitting a character. */
-const tailBytes = (text: string, limit: number): string => {
-  const encoded = new TextEncoder().encode(text)
-  if (encoded.length <= limit) return text
-  return new TextDecoder().decode(encoded.slice(encoded.length - limit)).replace(/^\uFFFD+/, "")
-}
+const byteLength = (text: string): number => encoder.encode(text).length
+
+/** The first `limit` bytes of UTF-8 `encoded`, without a character split at the cut. */
+const headOf = (encoded: Uint8Array, limit: number): string => decoder.decode(encoded.subarray(0, limit)).replace(/\uFFFD$/, "")
+
+/** The last `limit` bytes of UTF-8 `encoded`, without a character split at the cut. */
+const tailOf = (encoded: Uint8Array, limit: number): string => decoder.decode(encoded.subarray(encoded.length - limit)).replace(/^\uFFFD+/, "")
 
 /** The last `limit` UTF-8 bytes of output: where a failure's reason usually is. */
 const lastBytes = (text: string, limit: number): string => {
-  const bytes = byteLength(text)
-  return bytes <= limit ? text : `[${bytes - limit} earlier bytes of output not shown]\n${tailBytes(text, limit)}`
+  const encoded = encoder.encode(text)
+  return encoded.length <= limit ? text : `[${encoded.length - limit} earlier bytes of output not shown]\n${tailOf(encoded, limit)}`
 }
 
 /** Text cut to `limit` UTF-8 bytes without splitting a character. */
 const cutBytes = (text: string, limit: number): string => {
-  const encoded = new TextEncoder().encode(text)
-  if (encoded.length <= limit) return text
-  return new TextDecoder().decode(encoded.slice(0, limit)).replace(/\uFFFD$/, "")
+  const encoded = encoder.encode(text)
+  return encoded.length <= limit ? text : headOf(encoded, limit)
 }
 
 /**
@@ -153,10 +154,10 @@ const cutBytes = (text: string, limit: number): string => {
  * any size; the tool's event and the log keep what the model is shown.
  */
 const errorShown = (text: string, limit: number): string => {
-  const bytes = byteLength(text)
-  if (bytes <= limit) return text
+  const encoded = encoder.encode(text)
+  if (encoded.length <= limit) return text
   const half = Math.floor(limit / 2)
-  return `${cutBytes(text, half)}\n[${bytes - 2 * half} bytes of the error not shown]\n${tailBytes(text, half)}`
+  return `${headOf(encoded, half)}\n[${encoded.length - 2 * half} bytes of the error not shown]\n${tailOf(encoded, half)}`
 }
 
 /**
@@ -164,20 +165,20 @@ const errorShown = (text: string, limit: number): string => {
  * failed ones first, as many as fit (one at least), and a line saying how many were left out.
  */
 const testLines = (results: ReadonlyArray<{ readonly name: string; readonly ok: boolean; readonly error?: string }>, shown: ShownLimit): string => {
-  const line = (test: (typeof results)[number]) =>
-    test.ok ? `ok ${cutBytes(test.name, shown.bytes)}` : `FAILED ${cutBytes(test.name, shown.bytes)}: ${errorShown(test.error ?? "failed", shown.bytes)}`
-  const all = results.map(line)
-  if (all.reduce((sum, text) => sum + byteLength(text) + 1, 0) <= shown.bytes) return all.join("\n")
-  const ordered = [...results.filter((test) => !test.ok), ...results.filter((test) => test.ok)]
+  const lines = results.map((test) => {
+    const text = test.ok ? `ok ${cutBytes(test.name, shown.bytes)}` : `FAILED ${cutBytes(test.name, shown.bytes)}: ${errorShown(test.error ?? "failed", shown.bytes)}`
+    return { ok: test.ok, text, bytes: byteLength(text) + 1 }
+  })
+  if (lines.reduce((sum, line) => sum + line.bytes, 0) <= shown.bytes) return lines.map((line) => line.text).join("\n")
+  const ordered = [...lines.filter((line) => !line.ok), ...lines.filter((line) => line.ok)]
   const kept: Array<string> = []
   let used = 0
-  for (const test of ordered) {
-    const text = line(test)
-    if (kept.length > 0 && used + byteLength(text) + 1 > shown.bytes) break
-    kept.push(text)
-    used += byteLength(text) + 1
+  for (const line of ordered) {
+    if (kept.length > 0 && used + line.bytes > shown.bytes) break
+    kept.push(line.text)
+    used += line.bytes
   }
-  const failedLeft = ordered.slice(kept.length).filter((test) => !test.ok).length
+  const failedLeft = ordered.slice(kept.length).filter((line) => !line.ok).length
   return `${kept.join("\n")}\n[${ordered.length - kept.length} more results not shown (${failedLeft} of them failed), past ${shown.bytes} bytes (${shown.why}): ` +
     `run one test file at a time, or split a large one]`
 }
@@ -192,11 +193,11 @@ const shownOutput = (scope: ScriptScope, output: string, outputBytes: number): s
   const safe = (id: string) => id.replace(/[^A-Za-z0-9_-]/g, "_")
   const file = `/tmp/output-${safe(scope.context.runId)}-${safe(scope.context.toolCallId)}.txt`
   // The whole output goes to the file when it was all captured and fits in one file; else its start.
-  const whole = new TextEncoder().encode(output).length >= outputBytes && outputBytes <= scope.limits.maxFileBytes
+  const whole = byteLength(output) >= outputBytes && outputBytes <= scope.limits.maxFileBytes
   // The note of where it ends fits in the file's limit with what was captured.
   const note = (kept: number) => `\n[the output was cut here: ${kept} of its ${outputBytes} bytes were captured]\n`
   const kept = whole ? output : cutBytes(output, Math.max(0, scope.limits.maxFileBytes - note(outputBytes).length))
-  const captured = new TextEncoder().encode(kept).length
+  const captured = byteLength(kept)
   const spilled = scope.fs.writeFile(file, whole ? output : `${kept}${note(captured)}`)
   const where = Either.isRight(spilled)
     ? `${whole ? "all of it is" : `its first ${captured} bytes are`} in ${file} (grep it or read_file a range)`

@@ -27,12 +27,15 @@ const entriesOf = (folder: string): ReadonlyArray<Dirent> => {
   }
 }
 
-/** Whether `path` (a symbolic link, say) is a folder; `undefined` when it leads nowhere. */
-const isFolder = (path: string): boolean | undefined => {
+/**
+ * Whether `path` (a symbolic link, say) is a folder; not when it leads nowhere. Never throws: the
+ * watcher asks it inside parcel's callback, where an exception would crash the process.
+ */
+export const isFolder = (path: string): boolean => {
   try {
     return statSync(path).isDirectory()
   } catch {
-    return undefined
+    return false
   }
 }
 
@@ -52,7 +55,7 @@ export const listProjectSources = (root: string): ReadonlyArray<string> => {
     for (const entry of entriesOf(join(root, folder))) {
       if (isIgnored(entry.name)) continue
       const file = folder === "" ? entry.name : `${folder}/${entry.name}`
-      const folderNow = entry.isDirectory() || (entry.isSymbolicLink() && isFolder(join(root, file)) === true)
+      const folderNow = entry.isDirectory() || (entry.isSymbolicLink() && isFolder(join(root, file)))
       if (folderNow) walk(file, inside)
       else if (isSource(file)) files.push(file)
     }

@@ -12,7 +12,7 @@ import { mkdtempSync, readdirSync, realpathSync, rmSync, type Stats, statSync } 
 import { tmpdir } from "node:os"
 import * as path from "node:path"
 import { Data, Duration, Effect, HashSet, Ref, Stream } from "effect"
-import { isIgnored, isSource } from "./projectSources.js"
+import { isFolder, isIgnored, isSource } from "./projectSources.js"
 
 /** Watching could not start or stopped; `message` names the folder and the reason. */
 export class WatchError extends Data.TaggedError("WatchError")<{ readonly message: string }> {}
@@ -23,9 +23,9 @@ const defaultDebounce = Duration.millis(150)
  * Parcel matches these against the path inside the watched folder, so a project that itself sits
  * under a dot-folder is still watched. Ignored folders are neither crawled nor given inotify
  * watches: `node_modules` alone can hold more folders than the per-user watch limit, and the
- * store's SQLite files and the generated files live in `.foundry/`.
+ * store's SQLite files and the generated files live in `.foundry/`. `isIgnored` is the same rule
+ * again, so that what counts never rests on how parcel's native regex engine reads globs.
  */
-// `isIgnored` is the same rule again, so that what counts never rests on how parcel's native regex engine reads globs.
 const ignoreGlobs = ["**/node_modules", "**/.*"]
 
 /** The project-relative POSIX path of `absolute`, unless it is the root itself, outside it, or ignored. */
@@ -34,10 +34,7 @@ const relativeTo = (root: string, absolute: string): string | undefined => {
   return file === "" || file.startsWith("../") || isIgnored(file) ? undefined : file
 }
 
-/**
- * The status of `absolute`, or none if it is gone (or a parent is now a file). Never throws: it
- * runs inside parcel's callback, where an exception would crash the process.
- */
+/** The status of `absolute`, or none if it is gone (or a parent is now a file). */
 const statusOf = (absolute: string): Stats | undefined => {
   try {
     return statSync(absolute)
@@ -45,8 +42,6 @@ const statusOf = (absolute: string): Stats | undefined => {
     return undefined
   }
 }
-
-const isFolder = (absolute: string): boolean => statusOf(absolute)?.isDirectory() ?? false
 
 /** Every folder under `root` that is watched, as project-relative paths. */
 const foldersUnder = (root: string): Set<string> => {
@@ -129,9 +124,9 @@ interface Handover {
  * once live, reports what changed since it (parcel's `getEventsSince`). The snapshot is of the
  * tree parcel keeps, which takes in a change before the change is delivered (parcel holds changes
  * for up to half a second to batch them), so the ending subscription lives on for `handoverDelay`
- * after it, to deliver what the snapshot holds. Parcel keeps one folder
- * tree per watched path while any subscription to it lives, so the crawl happens only if nothing
- * else in the process watches `root` with parcel (nothing in Foundry does).
+ * after it, to deliver what the snapshot holds. Parcel keeps one folder tree per watched path while
+ * any subscription to it lives, so the crawl happens only if nothing else in the process watches
+ * `root` with parcel (nothing in Foundry does).
  */
 const subscription = (root: string, handover: Handover): Stream.Stream<ReadonlyArray<string>> =>
   Stream.asyncScoped<ReadonlyArray<string>>((emit) =>
