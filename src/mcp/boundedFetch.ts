@@ -114,15 +114,19 @@ const truncated = () => {
   })
 }
 
+/** `response` with its body read through `transform`. */
+const piped = (response: Response, body: ReadableStream<Uint8Array>, transform: TransformStream<Uint8Array, Uint8Array>) =>
+  new Response(body.pipeThrough(transform), { status: response.status, statusText: response.statusText, headers: response.headers })
+
 /** `fetch`, with what an MCP server answers held to `maxMessageBytes` a message. */
 export const boundedFetch: FetchLike = async (url, init) => {
   const response = await fetch(url, init)
   const body = response.body
   if (body === null) return response
-  if (!response.ok) return new Response(body.pipeThrough(truncated()), { status: response.status, statusText: response.statusText, headers: response.headers })
+  if (!response.ok) return piped(response, body, truncated())
   const ids = init?.method === "POST" ? requestIds(init.body) : []
   const type = response.headers.get("content-type")?.split(";")[0]?.trim().toLowerCase()
   if (type === "application/json") return boundedJson(response, body, ids)
   if (type !== "text/event-stream") return response
-  return new Response(body.pipeThrough(boundedEvents(ids)), { status: response.status, statusText: response.statusText, headers: response.headers })
+  return piped(response, body, boundedEvents(ids))
 }
