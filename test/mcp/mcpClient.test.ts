@@ -51,6 +51,11 @@ const eventually = <A>(what: string, probe: Effect.Effect<A>, check: (value: A) 
     return yield* Effect.die(new Error(`never happened: ${what}`))
   })
 
+/** Waits until run `runId` has started its call to `tool`. */
+const callStarted = (url: string, runId: string, tool: string) =>
+  eventually(`the call to ${tool} started`, eventsOf(url, runId), (events) =>
+    events.some((e) => e.type === "tool.call.started" && e.data.tool === tool))
+
 const status = (url: string, runId: string) => Effect.map(http(`${url}/api/runs/${runId}`), (r) => (r.json as { status: string }).status)
 
 const token = `secret-${randomUUID()}`
@@ -115,8 +120,7 @@ describe("MCP client", () => {
       expect(starts(log)).toEqual([pid])
 
       const killed = yield* submit(url, steps([{ name: "files__slow", arguments: { ms: 20_000 } }], [{ name: "files__pid", arguments: {} }]), first.conversationId)
-      yield* eventually("the slow call started", eventsOf(url, killed.runId), (events) =>
-        events.some((e) => e.type === "tool.call.started" && e.data.tool === "files__slow"))
+      yield* callStarted(url, killed.runId, "files__slow")
       process.kill(Number(pid), "SIGKILL")
       const notRunning = `MCP server files is not running: its process ${pid} exited; restarting`
       const ended = yield* waitForRun(url, killed.runId)
@@ -202,8 +206,7 @@ describe("MCP client", () => {
     Effect.gen(function*() {
       const { url, web } = yield* setup()
       const run = yield* submit(url, steps([{ name: "web__slow", arguments: { ms: 30_000 } }]))
-      yield* eventually("the slow call started", eventsOf(url, run.runId), (events) =>
-        events.some((e) => e.type === "tool.call.started" && e.data.tool === "web__slow"))
+      yield* callStarted(url, run.runId, "web__slow")
       yield* Effect.sleep("200 millis")
       const died = Date.now()
       yield* web.stop
@@ -305,8 +308,7 @@ describe("MCP client", () => {
     Effect.gen(function*() {
       const { log, url } = yield* setup()
       const slow = yield* submit(url, steps([{ name: "files__slow", arguments: { ms: 3_000 } }]))
-      yield* eventually("the slow call started", eventsOf(url, slow.runId), (events) =>
-        events.some((e) => e.type === "tool.call.started" && e.data.tool === "files__slow"))
+      yield* callStarted(url, slow.runId, "files__slow")
       // -32000 and -32001 are the codes the SDK uses for its own closed connection and timeout.
       const bad = yield* submit(url, steps(
         [{ name: "files__data_url_picture", arguments: {} }],
