@@ -224,7 +224,8 @@ function* runTurns(execution: Execution) {
   const { budget, context } = execution
   const { agent, journal, run, step } = context
   let turn = context.mine.filter((m) => m._tag === "assistant").length
-  if (turn > 0) {
+  // A run resumed after its final answer ends with it, as it would have (`afterAnswer`).
+  if (turn > 0 && nextStep(context.mine)._tag !== "Final") {
     const resumed = yield* budget.atStart
     if (resumed !== undefined) return resumed
   }
@@ -307,5 +308,5 @@ function* modelTurn(execution: Execution, turn: number) {
     redactionOf: (name) => redactionOf(context, name)
   })
   context.record({ _tag: "assistant", content: result.text, toolCalls: result.toolCalls }, result.answeredAt)
-  return yield* budget.afterTurn(result.usage)
+  return yield* (result.toolCalls.length === 0 ? budget.afterAnswer(result.usage) : budget.afterTurn(result.usage))
 }

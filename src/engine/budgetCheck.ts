@@ -1,6 +1,8 @@
 /**
  * An execution's budget checks: the instance's daily budgets before each model turn, the run's own
- * after each; a budget gone over fails the run, or with `onExceeded: "ask"` waits for a person.
+ * after each turn that calls tools; a budget gone over fails the run, or with `onExceeded: "ask"`
+ * waits for a person. A final answer is kept whatever it cost: it is paid for, and nothing more
+ * would be spent.
  */
 import { Clock, Effect, Option } from "effect"
 import type { UsageSums } from "../durable/records.js"
@@ -132,6 +134,18 @@ export const makeBudgetCheck = (context: RunContext) =>
       afterTurn: (usage: TurnUsage) => {
         spent(usage)
         return checkRun()
-      }
+      },
+      /**
+       * Adds a final answer's usage to the run's totals: a budget it went past is said, and the
+       * run ends with its answer. Failing it then (or asking whether to go on) would throw away an
+       * answer already paid for, to save nothing: the run would spend no more.
+       */
+      afterAnswer: (usage: TurnUsage): Effect.Effect<undefined> =>
+        Effect.sync(() => {
+          spent(usage)
+          const exceeded = runOverBudget(budgets, totals)
+          if (exceeded !== undefined) exceededEvent(exceeded)
+          return undefined
+        })
     }
   })

@@ -282,16 +282,36 @@ describe("token and cost accounting", () => {
   it.scopedLive("maxCostPerRun from the config fails a run, naming the config and the agent file", () =>
     Effect.gen(function*() {
       const root = yield* tempProject(project({
-        config: `{ prices: { "scripted:script": { input: 1000, output: 2000 } }, budget: { maxCostPerRun: 0.025 } }`
+        config: `{ prices: { "scripted:script": { input: 1000, output: 2000 } }, budget: { maxCostPerRun: 0.015 } }`
       }))
       const server = yield* startServer(root, { model })
       const { events, run } = yield* runTo(server.url, "desk", "echo then answer")
-      // $0.02 a turn: the second makes $0.04.
+      // $0.02 a turn: the first, which calls a tool, is over.
       expect(run.status).toBe("failed")
       expect(run.error).toBe(
-        "the run used $0.04, over maxCostPerRun $0.025 (raise it in foundry.config.ts budget, or for this agent alone in agents/desk/agent.ts budget)"
+        "the run used $0.02, over maxCostPerRun $0.015 (raise it in foundry.config.ts budget, or for this agent alone in agents/desk/agent.ts budget)"
       )
       expect(events.find((e) => e.type === "budget.exceeded")?.data).toMatchObject({ budget: "maxCostPerRun", setIn: "foundry.config.ts" })
+      expect(turnSums(events).turns).toBe(1)
+    }))
+
+  it.scopedLive("a final answer that goes past the run's budget is kept: the run completes with it and says the budget it went past", () =>
+    Effect.gen(function*() {
+      for (const policy of ["fail", "ask"]) {
+        const root = yield* tempProject(project({
+          config: `{ prices: { "scripted:script": { input: 1000, output: 2000 } }, budget: { maxCostPerRun: 0.025, onExceeded: "${policy}" } }`
+        }))
+        const server = yield* startServer(root, { model })
+        const { events, run } = yield* runTo(server.url, "desk", "echo then answer")
+        // $0.02 a turn: the second, the answer, makes $0.04; it was paid for, and nothing more is spent.
+        expect(run, policy).toMatchObject({ status: "completed", output: "done" })
+        expect(run.usage.costUsd).toBeCloseTo(0.04)
+        expect(events.filter((e) => e.type === "budget.exceeded").map((e) => e.data)).toEqual([
+          { budget: "maxCostPerRun", limit: 0.025, used: expect.closeTo(0.04), setIn: "foundry.config.ts" }
+        ])
+        expect(events.filter((e) => e.type === "approval.requested")).toEqual([])
+        expect(events.map((e) => e.type).slice(-2)).toEqual(["budget.exceeded", "run.completed"])
+      }
     }))
 
   it.scopedLive("a per-instance daily token limit refuses the next run of that instance, and only of that instance", () =>

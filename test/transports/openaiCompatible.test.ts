@@ -35,12 +35,14 @@ export default defineAgent({
   model: Scripted.make([{ toolCalls: [{ name: "ask-guarded", arguments: { message: "please" } }] }, { text: "done" }])
 })
 `,
-  // Goes over its budget after its first turn, and asks a person whether to go on.
+  // Goes over its budget in its first turn, which calls a tool, and asks a person whether to go on.
   "agents/spender/agent.ts": `import { defineAgent, Scripted } from "foundry"
+import echo from "../echo/tools/echo.tool.js"
 export default defineAgent({
   description: "Spends more than its budget",
+  tools: [echo],
   budget: { maxTokensPerRun: 1, onExceeded: "ask" },
-  model: Scripted.make([{ text: "spent" }, { text: "spent more" }])
+  model: Scripted.make([{ toolCalls: [{ name: "echo", arguments: { text: "spend" } }] }, { text: "spent" }])
 })
 `
 }
