@@ -211,19 +211,22 @@ export const WebhooksLive = Layer.effect(
     const claimDelivery = Effect.fnUntraced(function*(webhook: string, eventId: string, deliveryId: string, fingerprint: string | null) {
       const claim = yield* deliveries.claim(deliveryId, webhook, fingerprint)
       if (claim._tag === "claimed") return claim.claimedAt
-      if (fingerprint !== null && claim.fingerprint === fingerprint) {
-        return yield* new WebhookUnauthorized({
-          webhook,
-          message: `this signed delivery of event "${eventId}" was received before and is refused as a replay: ` +
-            `a sender that retries signs each attempt again with the current ${timestampHeader}`
-        })
-      }
       // A repeat while the first is still processing is never run again: the sender retries later.
+      // Asked before the replay check: a proxy resending the same bytes while the first attempt
+      // works must not be told "refused" (final to a sender) when that attempt may yet give up
+      // its claim (its sender hung up, its playbook failed) and leave the event undelivered.
       if (claim._tag === "processing") {
         return yield* new DeliveryInProgress({
           webhook,
           deliveryId,
           message: `event "${eventId}" is still being delivered; it is not run twice: retry later to get its runs`
+        })
+      }
+      if (fingerprint !== null && claim.fingerprint === fingerprint) {
+        return yield* new WebhookUnauthorized({
+          webhook,
+          message: `this signed delivery of event "${eventId}" was received before and is refused as a replay: ` +
+            `a sender that retries signs each attempt again with the current ${timestampHeader}`
         })
       }
       if (!isResult(claim.result)) return yield* Effect.die(new Error(`delivery ${deliveryId} holds no delivery result`))

@@ -135,6 +135,21 @@ describe("a delivery still processing", () => {
       expect(repeat.headers.get("retry-after")).toBe("5")
       expect(yield* runCount(server.url)).toBe(0)
     }))
+
+  it.scopedLive("resent as the same signed bytes (a proxy's retry) gets 409, not a replay's 401: the first attempt may yet give its claim up", () =>
+    Effect.gen(function*() {
+      const server = yield* startServer(yield* tempProject(project()), { model })
+      const headers = signed("evt-10")
+      // The first attempt of these very bytes has claimed the event and not finished.
+      const db = new Database(server.storeFile)
+      db.prepare("INSERT INTO foundry_deliveries (id, webhook, status, received_at, fingerprint) VALUES (?, ?, 'processing', ?, ?)")
+        .run("tickets:evt-10", "tickets", Date.now(), headers["x-foundry-signature"])
+      db.close()
+      const resent = yield* deliver(server.url, headers)
+      expect(resent.status).toBe(409)
+      expect(resent.json).toMatchObject({ _tag: "DeliveryInProgress", deliveryId: "tickets:evt-10" })
+      expect(yield* runCount(server.url)).toBe(0)
+    }))
 })
 
 describe("a delivery whose process died while it was processing", () => {
