@@ -24,6 +24,7 @@ import {
 import { finalStatuses } from "../durable/records.js"
 import { Store } from "../durable/Store.js"
 import type { StoreError } from "../durable/StoreError.js"
+import { firingTimes } from "./firingTimes.js"
 
 /** A schedule as the API shows it. */
 export interface ScheduleView {
@@ -195,6 +196,9 @@ export const SchedulesLive = Layer.scoped(
         )
       })
 
+    // When this process's timer began (it runs in one process of a cluster at a time): a firing
+    // due before then fell due while no timer ran.
+    let timerStartedAt = Number.POSITIVE_INFINITY
     const fire = (activation: ActivationRecord, now: number) =>
       Effect.gen(function*() {
         const spec = activation.spec
@@ -202,10 +206,9 @@ export const SchedulesLive = Layer.scoped(
         if (scheduled === null) return
         // The latest of the firings due by now (the one scheduled first, and those missed since).
         const missed = latestFirings(spec.timing, scheduled, now, catchUpLimit)
-        // A firing later than the grace after its time is a misfire (the process was down).
         const { misfireGrace } = (yield* current.get).table.config.schedules
-        const late = now - scheduled > Duration.toMillis(Duration.decode(misfireGrace)) || missed.length > 1
-        const times = !late ? [scheduled] : spec.misfire === "skip" ? [] : spec.misfire === "run-once" ? [missed[missed.length - 1] ?? scheduled] : missed.slice(-catchUpLimit)
+        const graceMillis = Duration.toMillis(Duration.decode(misfireGrace))
+        const times = firingTimes(spec.misfire, { scheduled, due: missed, now, graceMillis, timerStartedAt }, catchUpLimit)
         let lastRunId = activation.lastRunId
         // Caught-up firings go as one: `overlap` decides, against the run still going from before,
         // whether they start at all, and those that start queue behind each other rather than skip
@@ -334,7 +337,7 @@ export const SchedulesLive = Layer.scoped(
     // Synced before the timer starts: it would fire what the store had before (a schedule this
     // build removed or changed) first.
     yield* sync(yield* current.get)
-    yield* singletons.run("foundry/schedules", timer)
+    yield* singletons.run("foundry/schedules", Effect.zipRight(Effect.flatMap(Clock.currentTimeMillis, (now) => Effect.sync(() => timerStartedAt = now)), timer))
 
     const view = (activation: ActivationRecord) => Effect.succeed(viewOf(activation))
 
