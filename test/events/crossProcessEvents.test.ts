@@ -5,59 +5,21 @@
  */
 import { createHash } from "node:crypto"
 import { describe, expect, it } from "@effect/vitest"
-import { Chunk, Context, Deferred, type Duration, Effect, Fiber, Layer, type Scope, Stream } from "effect"
+import { Chunk, Context, Deferred, Effect, Fiber, Layer, type Scope, Stream } from "effect"
 import { Database } from "../../src/durable/Database.js"
-import * as SqlStore from "../../src/durable/SqlStore.js"
 import * as EventLog from "../../src/events/EventLog.js"
 import * as EventStorage from "../../src/events/EventStorage.js"
 import type { FoundryEvent } from "../../src/events/FoundryEvent.js"
 import { backends, type DatabaseLayer, postgres, sqlite } from "../journal/backends.js"
 import { OtlpExportLive } from "../../src/events/OtlpExport.js"
 import { draft, started } from "../journal/fixtures.js"
+import { channelOn, processOn, processWithDatabaseOn } from "./storeProcesses.js"
 import { withEnv } from "../support/environment.js"
 import { logLines } from "../support/logLines.js"
 import { collector } from "./otlpCollector.js"
 
 const run = { id: "r1", agent: "shop", instanceId: "acme", conversationId: "c1" }
 const elsewhere = { id: "r2", conversationId: "c2" }
-
-/**
- * A process on the database `place` opens, tailing the store every `pollEvery`: its event log, and
- * its database. With `tailStarts`, its tail, when a follower starts it, reads the newest number
- * stored and then waits for that before it goes on from there.
- */
-const processWithDatabaseOn = (place: DatabaseLayer, pollEvery: Duration.DurationInput = "20 millis", tailStarts?: Effect.Effect<void>) =>
-  Effect.map(
-    Layer.build(
-      EventLog.layer({ crossProcess: { pollEvery } }).pipe(
-        Layer.provideMerge(
-          tailStarts === undefined ? Layer.empty : Layer.effect(
-            EventStorage.EventStorage,
-            Effect.map(EventStorage.EventStorage, (storage) => ({ ...storage, newestSeq: Effect.zipLeft(storage.newestSeq, tailStarts) }))
-          )
-        ),
-        Layer.provideMerge(EventStorage.layer),
-        Layer.provideMerge(SqlStore.layer),
-        Layer.provideMerge(place)
-      )
-    ),
-    (context) => ({
-      log: Context.get(context, EventLog.EventLog),
-      database: Context.get(context, Database),
-      storage: Context.get(context, EventStorage.EventStorage)
-    })
-  )
-
-/** The channel of a connection of its own to the database `place` opens: no process, no relay. */
-const channelOn = (place: DatabaseLayer) =>
-  Effect.flatMap(Layer.build(place), (context) => {
-    const channel = Context.get(context, Database).channel
-    return channel === undefined ? Effect.dieMessage("a store on disk has a channel") : Effect.succeed(channel)
-  })
-
-/** A process's event log on the database `place` opens, tailing the store every `pollEvery`. */
-const processOn = (place: DatabaseLayer, pollEvery: Duration.DurationInput = "20 millis") =>
-  Effect.map(processWithDatabaseOn(place, pollEvery), ({ log }) => log)
 
 const tests = (fresh: Effect.Effect<DatabaseLayer, unknown, Scope.Scope>) => {
   it.scopedLive("a follower gets the events another process stores, each once and in the order of their numbers: one numbered before an event of its own process that was published first too", () =>
