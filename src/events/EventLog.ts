@@ -4,13 +4,13 @@
  */
 import { Cause, Chunk, Clock, Context, Duration, Effect, Exit, Layer, Option, Runtime, Schedule, Scope, Stream } from "effect"
 import { Database } from "../durable/Database.js"
-import { newId } from "../durable/ids.js"
 import { finalStatuses } from "../durable/records.js"
 import { Store } from "../durable/Store.js"
 import type { StoreError } from "../durable/StoreError.js"
 import { type EventFilter, EventStorage, insertEvents, matchesFilter, sequenced, type UnsequencedEvent } from "./EventStorage.js"
 import { heldInScope } from "./heldInScope.js"
-import { type AnyEvent, ephemeralTypes, type FoundryEvent, withEnvelope } from "./FoundryEvent.js"
+import { type AnyEvent, ephemeralTypes, type FoundryEvent } from "./FoundryEvent.js"
+import { makeEventWriter } from "./eventWriter.js"
 import { makeFeedOrder } from "./feedOrder.js"
 import { announceEvery, type Followed, type LiveRelay, makeLiveRelay } from "./liveRelay.js"
 import { type EventInbox, makeEventInbox } from "./eventInbox.js"
@@ -21,13 +21,6 @@ export type { RunFollower } from "./runFollower.js"
 
 /** An event before the log gives it an id, a time, a release and a sequence number (any type, its `data` that type's). */
 export type EventDraft = AnyEvent<"id" | "seq" | "time" | "release">
-
-/**
- * The drafts as events of `release` at `time`, each with an id of its own, numbered 0: as an
- * ephemeral event is published, until the store numbers a stored one.
- */
-const stampDrafts = (drafts: ReadonlyArray<EventDraft>, time: number, release: string): ReadonlyArray<FoundryEvent> =>
-  drafts.map((draft) => withEnvelope(draft, { id: newId("evt"), time, release, seq: 0 }))
 
 /** Every run's text deltas, as a feed follower takes them (no conversation's id is a symbol). */
 const all = Symbol("every run")
@@ -61,6 +54,8 @@ export class EventLog extends Context.Tag("foundry/EventLog")<EventLog, {
   readonly followRun: (runId: string, after?: number) => Effect.Effect<Option.Option<RunFollower>, StoreError, Scope.Scope>
   /** Every event matching `filter` with `seq` after `after`, stored then live; never ends. */
   readonly follow: (filter: EventFilter, after: number) => Stream.Stream<FoundryEvent, StoreError>
+  /** Whether this log wrote `event`, not another process on the store (its id says so, however read: `eventWriter.ts`). */
+  readonly wroteHere: (event: FoundryEvent) => boolean
 }>() {}
 
 /** How events are kept and pruned. */
@@ -89,6 +84,7 @@ export const layer = (options: EventLogOptions = {}) => Layer.scoped(
     const database = yield* Database
     const currentRelease = options.release ?? Effect.succeed("dev")
     const runtime = yield* Effect.runtime<never>()
+    const writer = makeEventWriter()
     // A run's followers (its SSE stream, `foundry run`) get its events in an inbox of their
     // own, so that an event is handed to the few that want it, not filtered by every stream.
     const runFollowers = new Map<string, Set<EventInbox>>()
@@ -100,8 +96,8 @@ export const layer = (options: EventLogOptions = {}) => Layer.scoped(
       at?: { readonly time: number; readonly release: string }
     ): Effect.Effect<ReadonlyArray<FoundryEvent>> =>
       at === undefined
-        ? Effect.zipWith(Clock.currentTimeMillis, currentRelease, (time, release) => stampDrafts(drafts, time, release))
-        : Effect.sync(() => stampDrafts(drafts, at.time, at.release))
+        ? Effect.zipWith(Clock.currentTimeMillis, currentRelease, (time, release) => writer.stamp(drafts, time, release))
+        : Effect.sync(() => writer.stamp(drafts, at.time, at.release))
 
     // Cross-process: what other processes write, read while anyone follows (`storeTail.ts`); the
     // ephemeral events they send come over the store's channel (`liveRelay.ts`).
@@ -396,7 +392,8 @@ export const layer = (options: EventLogOptions = {}) => Layer.scoped(
       publish,
       runEvents,
       followRun,
-      follow
+      follow,
+      wroteHere: writer.wrote
     })
   })
 )

@@ -7,6 +7,11 @@
  * ends: a run that suspends and resumes keeps one span (its id is derived from the run), with each
  * suspension and resumption as a span event. A span's resource carries the release that ran it as
  * `service.version` (`rel_...` built, `dev-...` from sources).
+ *
+ * Every process on a store (a cluster's runners, two servers on one SQLite file) follows every
+ * process's events, so each builds every span; only the process whose event log wrote a span's
+ * ending event exports it. A run suspended on one runner and resumed on another is sent once, by
+ * the one that ends it, with the start and the marks the other wrote.
  */
 import { Clock, Deferred, Effect, Fiber, Layer, Option, Stream } from "effect"
 import { EventLog } from "./EventLog.js"
@@ -243,10 +248,13 @@ export const OtlpExportLive = Layer.scopedDiscard(
     const now = yield* Clock.currentTimeMillis
     // Spans are of stored events: text deltas, which none of them are made of, are not asked for.
     const following = yield* events.follow({ since: now, deltas: false }, 0).pipe(
-      Stream.runForEach((event) =>
-        Effect.forEach(build(event), (span) =>
+      Stream.runForEach((event) => {
+        // Built from every process's events (a span may start on another), sent by the one whose end it is.
+        const spans = build(event)
+        if (spans.length === 0 || !events.wroteHere(event)) return Effect.void
+        return Effect.forEach(spans, (span) =>
           Effect.flatMap(queue.offer({ release: event.release, span }), (dropped) => dropped ? report.dropped(settings.maxQueueSize) : Effect.void), { discard: true })
-      ),
+      }),
       Effect.catchAllCause((cause) => Effect.logWarning("OpenTelemetry export stopped", cause)),
       Effect.forkScoped
     )

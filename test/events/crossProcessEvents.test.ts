@@ -293,10 +293,10 @@ const tests = (fresh: Effect.Effect<DatabaseLayer, unknown, Scope.Scope>) => {
       const otel = yield* collector()
       yield* withEnv({ OTEL_EXPORTER_OTLP_ENDPOINT: otel.url, OTEL_BSP_SCHEDULE_DELAY: "50" })
       yield* Layer.build(OtlpExportLive.pipe(Layer.provide(Layer.succeed(EventLog.EventLog, here))))
-      // It follows the feed: the run's events reach the collector.
-      // The run's span: its start and its end (one span id).
+      // It follows the feed: the run's start, which the other process writes, reaches it, and the
+      // span goes to the collector when this process ends it (one span id).
       yield* other.emit(draft("run", run, started))
-      yield* other.emit(draft("run", run, { type: "run.completed", data: { output: "done", turns: 1 } }))
+      yield* here.emit(draft("run", run, { type: "run.completed", data: { output: "done", turns: 1 } }))
       for (let attempt = 0; attempt < 250 && otel.spans().length === 0; attempt++) yield* Effect.sleep("20 millis")
       expect(otel.spans().length).toBeGreaterThan(0)
       expect(here.followed(elsewhere)).toBe(false)
