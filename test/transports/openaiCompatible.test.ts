@@ -259,19 +259,28 @@ export default defineConfig({ modelRetry: { times: 2, base: "1 millis", max: "1 
       expect((messages.json as Array<{ role: string }>).filter((m) => m.role === "user")).toHaveLength(2)
     }))
 
-  it.scopedLive("the user field keeps one conversation per end user", () =>
+  it.scopedLive("the user field names the end user only: each request is taken as given, as OpenAI takes it", () =>
     Effect.gen(function*() {
       const { client, sent } = yield* serve
-      const ask = (user: string, content: string) =>
-        Effect.promise(() => client.chat.completions.create({ model: "echo", user, messages: [{ role: "user", content }] }).withResponse())
-      const first = yield* ask("alice@example.com", "alice first")
-      const other = yield* ask("bob", "bob first")
-      const second = yield* ask("alice@example.com", "alice second")
-      const conversation = first.response.headers.get("x-foundry-conversation")
-      expect(second.response.headers.get("x-foundry-conversation")).toBe(conversation)
-      expect(other.response.headers.get("x-foundry-conversation")).not.toBe(conversation)
-      expect(roles(firstRequestFor(sent, "alice second")?.messages).filter((m) => m.startsWith("user"))).toEqual([
+      const ask = (messages: Array<OpenAI.ChatCompletionMessageParam>) =>
+        Effect.promise(() => client.chat.completions.create({ model: "echo", user: "alice@example.com", messages }).withResponse())
+      const first = yield* ask([{ role: "user", content: "alice first" }])
+      // A new chat of the same end user (an app that sends user for abuse tracking): not joined to the first.
+      const fresh = yield* ask([{ role: "system", content: "Be terse." }, { role: "user", content: "alice fresh" }])
+      expect(fresh.response.headers.get("x-foundry-conversation")).not.toBe(first.response.headers.get("x-foundry-conversation"))
+      expect(roles(firstRequestFor(sent, "alice fresh")?.messages).filter((m) => m.startsWith("user"))).toEqual([
+        "user: Instructions from the client (system message):\nBe terse.",
+        "user: alice fresh"
+      ])
+      // The app keeps the history and sends it whole: it is read, not replaced by a conversation of the user's.
+      yield* ask([
+        { role: "user", content: "alice first" },
+        { role: "assistant", content: "noted" },
+        { role: "user", content: "alice second" }
+      ])
+      expect(roles(firstRequestFor(sent, "alice second")?.messages).filter((m) => !m.startsWith("assistant(calls)") && !m.startsWith("tool"))).toEqual([
         "user: alice first",
+        "assistant: noted",
         "user: alice second"
       ])
     }))

@@ -1,7 +1,7 @@
 /**
  * The body of `POST /v1/chat/completions` as Foundry reads it: OpenAI's fields that mean something
- * for an agent (the model, the messages, streaming, `user`), text content only. Other fields OpenAI
- * defines (`temperature`, `tools`, ...) are accepted and ignored: the agent's file decides its model
+ * for an agent (the model, the messages, streaming), text content only. Other fields OpenAI
+ * defines (`temperature`, `tools`, `user`, ...) are accepted and ignored: the agent's file decides its model
  * settings and tools. Those whose client counts on an answer an agent does not give (`n` above 1, a
  * tool call demanded by `tool_choice`, JSON by `response_format`) are refused, not ignored.
  */
@@ -54,10 +54,6 @@ export const ChatCompletionRequest = Schema.Struct({
   })),
   stream: Schema.optional(Schema.NullOr(Schema.Boolean)),
   stream_options: Schema.optional(Schema.NullOr(Schema.Struct({ include_usage: Schema.optional(Schema.NullOr(Schema.Boolean)) }))),
-  /** The end user: with it, the request continues that user's conversation with the model. */
-  user: Schema.optional(Schema.String.pipe(Schema.pattern(/^[^\p{Cc}]{1,256}$/u, {
-    message: () => "expected 1-256 characters without control characters"
-  }))),
   n: Schema.optional(Schema.NullOr(Schema.Literal(1).annotations({
     message: () => "an agent gives one answer: omit n or set it to 1"
   }))),

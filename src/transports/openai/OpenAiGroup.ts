@@ -73,8 +73,8 @@ export class OpenAiGroup extends HttpApiGroup.make("openai")
       .annotate(
         OpenApi.Description,
         "A message to an agent (`model`: `<agent>` or `<agent>@<instance>`), answered by one durable run. " +
-          `With the \`${conversationHeader}\` header or \`user\`, the server keeps the conversation and only the last ` +
-          "message is new; without either, the messages are taken as given (earlier ones seed a new conversation)."
+          `With the \`${conversationHeader}\` header, the server keeps the conversation and only the last ` +
+          "message is new; without it, the messages are taken as given, as OpenAI takes them (earlier ones seed a new conversation)."
       )
       .annotate(OpenApi.Transform, withEventStream)
   )

@@ -171,7 +171,7 @@ export const OpenAiLive = HttpApiBuilder.group(FoundryApi, "openai", (handlers) 
           AgentNotFound: (error) =>
             Effect.fail(modelNotFound(body.model, `: ${error.message}`)),
           ConversationNotFound: (error) =>
-            Effect.fail(invalidRequest(error.message, header === undefined ? "user" : conversationHeader, "conversation_mismatch")),
+            Effect.fail(invalidRequest(error.message, conversationHeader, "conversation_mismatch")),
           // OpenAI's clients retry a 409; the instance is closed until a person acts, so it is a 403.
           InstanceUnavailable: (error) =>
             Effect.fail(

@@ -2,17 +2,16 @@
  * What a chat completion request asks of an agent: which agent and instance (`model`), the new
  * message (the last one, a user message), and where it goes.
  *
- * - With a conversation (the `x-foundry-conversation` header, or the `user` field), the server
- *   holds the history: only the last message is new, the earlier ones are not read. A conversation
- *   id that does not exist yet is created under that id. `user` names the end user, not a
- *   conversation: each user gets one conversation per agent and instance, under an id derived
- *   from the three (so two agents never share one).
+ * - With a conversation (the `x-foundry-conversation` header), the server holds the history: only
+ *   the last message is new, the earlier ones are not read. A conversation id that does not exist
+ *   yet is created under that id.
  * - Without one (stateless), the request's messages are the history, as OpenAI takes them: a new
  *   conversation starts with the earlier messages, and the last one is the run's message. System
  *   and developer messages become user messages that say they are the client's instructions: the
- *   agent's own instructions stay its system prompt.
+ *   agent's own instructions stay its system prompt. OpenAI's `user` names the end user and nothing
+ *   more, as there: an app that sends it with each request (for abuse tracking, or with the whole
+ *   history it keeps) must not find its requests joined into one conversation the server keeps.
  */
-import { createHash } from "node:crypto"
 import { Either } from "effect"
 import { instanceIdForm, isInstanceId } from "../../definitions/instanceId.js"
 import type { ChatMessage } from "../../models/Model.js"
@@ -50,10 +49,6 @@ export const parseModel = (model: string): Either.Either<{ readonly agent: strin
   return Either.right({ agent, instance })
 }
 
-/** The conversation of end user `user` with `agent@instance`. */
-export const userConversation = (agent: string, instance: string, user: string): string =>
-  `user-${createHash("sha256").update(`${agent}@${instance}\n${user}`).digest("hex").slice(0, 32)}`
-
 /** The request as a turn of a conversation; `header` is the `x-foundry-conversation` header. */
 export const chatTurn = (body: ChatCompletionRequest, header: string | undefined): Either.Either<ChatTurn, OpenAiError> =>
   Either.gen(function*() {
@@ -78,7 +73,6 @@ export const chatTurn = (body: ChatCompletionRequest, header: string | undefined
       }
       return { agent, instance, message, conversation: header, history: [] }
     }
-    if (body.user !== undefined) return { agent, instance, message, conversation: userConversation(agent, instance, body.user), history: [] }
     const history = historyOf(body.messages.slice(0, -1))
     const problem = transcriptProblem([...history, { _tag: "user", content: message }])
     if (problem !== undefined) {
