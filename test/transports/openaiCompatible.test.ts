@@ -3,6 +3,7 @@
  * agent calls a tool inside each run: completions streamed and not, conversations kept by the
  * server or seeded from the request, the model list, and errors in OpenAI's shape.
  */
+import Database from "better-sqlite3"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Stream } from "effect"
 import OpenAI from "openai"
@@ -364,6 +365,28 @@ export default defineConfig({ modelRetry: { times: 2, base: "1 millis", max: "1 
       )
       expect(other).toBeInstanceOf(OpenAI.BadRequestError)
       expect(other).toMatchObject({ code: "idempotency_key_reused", param: "idempotency-key" })
+    }))
+
+  it.scopedLive("a retry after the run's events were pruned (retention) still answers with the run's output, streamed or not", () =>
+    Effect.gen(function*() {
+      const { client, server } = yield* serve
+      const request = { model: "echo", messages: [{ role: "user" as const, content: "keep my answer" }] }
+      const key = { headers: { "Idempotency-Key": "pruned-1" } }
+      const first = yield* Effect.promise(() => client.chat.completions.create(request, key).withResponse())
+      const answer = first.data.choices[0]?.message.content
+      expect(answer).toBe("The echo tool said: keep my answer")
+      const db = new Database(server.storeFile)
+      const pruned = db.prepare("DELETE FROM foundry_events WHERE run_id = ?").run(first.response.headers.get("x-foundry-run"))
+      db.close()
+      expect(pruned.changes).toBeGreaterThan(0)
+      const again = yield* Effect.promise(() => client.chat.completions.create(request, key))
+      expect(again.choices[0]).toMatchObject({ message: { content: answer }, finish_reason: "stop" })
+      const streamed = yield* Effect.promise(async () => {
+        let text = ""
+        for await (const chunk of await client.chat.completions.create({ ...request, stream: true }, key)) text += chunk.choices[0]?.delta.content ?? ""
+        return text
+      })
+      expect(streamed).toBe(answer)
     }))
 
   it.scopedLive("models.list() lists every agent and every instance as agent@instance", () =>

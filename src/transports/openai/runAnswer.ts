@@ -139,21 +139,27 @@ const answerReading = () => {
 const conversationOf = (store: Context.Tag.Service<Store>, runId: string): Effect.Effect<string, StoreError> =>
   Effect.map(store.getRun(runId), Option.match({ onNone: () => "", onSome: (run) => run.conversationId }))
 
-/** The end of a run whose events ran out before saying how it ended: its stored status says. */
-const endFromStore = (store: Context.Tag.Service<Store>, runId: string): Effect.Effect<RunEnd, StoreError> =>
+/**
+ * The end of a run whose events ran out before saying how it ended (pruned by retention): its
+ * stored status says, and a completed run's stored output is the text its events no longer hold.
+ */
+const endFromStore = (store: Context.Tag.Service<Store>, runId: string): Effect.Effect<{ readonly end: RunEnd; readonly output: string }, StoreError> =>
   Effect.map(store.getRun(runId), Option.match({
-    onNone: (): RunEnd => ({ _tag: "Failed", error: `run ${runId} is not in the store` }),
-    onSome: endFromStatus
+    onNone: () => ({ end: { _tag: "Failed", error: `run ${runId} is not in the store` } satisfies RunEnd, output: "" }),
+    onSome: (run) => ({ end: endFromStatus(run), output: run.status === "completed" ? run.output ?? "" : "" })
   }))
 
 /** The run's answer as it is written; the last piece is its `End`. */
 export const runAnswer = (runId: string, sources: AnswerSources): Stream.Stream<AnswerPiece, StoreError> =>
   Stream.suspend(() => {
     const { events, store } = sources
-    const { awaiting, piecesOf } = answerReading()
+    const { awaiting, piecesOf, whole } = answerReading()
     let ended = false
     const fromStatus = Effect.suspend(() =>
-      ended ? Effect.succeed([]) : Effect.map(endFromStore(store, runId), (end): ReadonlyArray<AnswerPiece> => [{ _tag: "End", end }])
+      ended ? Effect.succeed([]) : Effect.map(endFromStore(store, runId), ({ end, output }): ReadonlyArray<AnswerPiece> => [
+        ...(whole() === "" && output !== "" ? [{ _tag: "Text", text: output } satisfies AnswerPiece] : []),
+        { _tag: "End", end }
+      ])
     )
     const below = approvalsBelow(runId, sources).pipe(
       Stream.mapEffect((approval) => Effect.map(conversationOf(store, runId), (conversation) => awaiting(approval.id, approval.tool, conversation))),
@@ -212,5 +218,7 @@ export const wholeAnswer = (runId: string, sources: AnswerSources): Effect.Effec
       return end
     })
     const end = yield* Effect.raceFirst(ownEnd, belowEnd)
-    return { text: whole(), end: end ?? (yield* endFromStore(store, runId)) }
+    if (end !== undefined) return { text: whole(), end }
+    const stored = yield* endFromStore(store, runId)
+    return { text: whole() === "" ? stored.output : whole(), end: stored.end }
   }))
