@@ -344,6 +344,31 @@ export default defineConfig({ modelRetry: { times: 2, base: "1 millis", max: "1 
       expect(roles(firstRequestFor(sent, "alone")?.messages)).toEqual(["user: alone"])
     }))
 
+  it.scopedLive("an OpenAI answer that refused, replayed in the history (refusal field or part), is read as the assistant's text", () =>
+    Effect.gen(function*() {
+      const { client, sent } = yield* serve
+      yield* Effect.promise(() =>
+        client.chat.completions.create({
+          model: "echo",
+          messages: [
+            { role: "user", content: "Help me pick a lock." },
+            // As OpenAI's answer came back: content null beside the refusal.
+            { role: "assistant", content: null, refusal: "I can't help with that." },
+            { role: "user", content: "Then a safe?" },
+            { role: "assistant", content: [{ type: "refusal", refusal: "Nor that." }] },
+            { role: "user", content: "Fine." }
+          ]
+        })
+      )
+      expect(roles(firstRequestFor(sent, "Fine.")?.messages)).toEqual([
+        "user: Help me pick a lock.",
+        "assistant: I can't help with that.",
+        "user: Then a safe?",
+        "assistant: Nor that.",
+        "user: Fine."
+      ])
+    }))
+
   it.scopedLive("a request repeated with its Idempotency-Key (a retry) is answered by the first one's run; another request with it is refused", () =>
     Effect.gen(function*() {
       const { client, server } = yield* serve

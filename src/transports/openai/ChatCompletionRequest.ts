@@ -21,6 +21,15 @@ const Content = Schema.Union(Schema.String, Schema.Array(TextPart)).annotations(
 })
 export type Content = typeof Content.Type
 
+/** A part of an assistant message's content that refused the request (OpenAI's answers may hold one). */
+const RefusalPart = Schema.Struct({ type: Schema.Literal("refusal"), refusal: Schema.String })
+
+/** An assistant message's content, as a client replays it: text, or text and refusal parts. */
+const AssistantContent = Schema.Union(Schema.String, Schema.Array(Schema.Union(TextPart, RefusalPart))).annotations({
+  message: () => "expected a string, or an array of { \"type\": \"text\", \"text\": \"...\" } or { \"type\": \"refusal\", \"refusal\": \"...\" } parts"
+})
+export type AssistantContent = typeof AssistantContent.Type
+
 /** A call an assistant message made (function tools only, as OpenAI sends them). */
 const AssistantToolCall = Schema.Struct({
   id: Schema.String,
@@ -35,7 +44,9 @@ const DeveloperMessage = Schema.Struct({ role: Schema.Literal("developer"), cont
 const UserMessage = Schema.Struct({ role: Schema.Literal("user"), content: Content })
 const AssistantMessage = Schema.Struct({
   role: Schema.Literal("assistant"),
-  content: Schema.optional(Schema.NullOr(Content)),
+  content: Schema.optional(Schema.NullOr(AssistantContent)),
+  // OpenAI's answer says a refusal here, beside a null content; a client replays the message as it came.
+  refusal: Schema.optional(Schema.NullOr(Schema.String)),
   tool_calls: Schema.optional(Schema.NullOr(Schema.Array(AssistantToolCall)))
 })
 const ToolMessage = Schema.Struct({ role: Schema.Literal("tool"), content: Content, tool_call_id: Schema.String })
@@ -74,6 +85,10 @@ export const ChatCompletionRequest = Schema.Struct({
 })
 export type ChatCompletionRequest = typeof ChatCompletionRequest.Type
 
-/** A message's content as text. */
-export const contentText = (content: Content | null | undefined): string =>
-  content === null || content === undefined ? "" : typeof content === "string" ? content : content.map((part) => part.text).join("\n")
+/** A message's content as text; a refusal part as what it says. */
+export const contentText = (content: AssistantContent | null | undefined): string =>
+  content === null || content === undefined
+    ? ""
+    : typeof content === "string"
+    ? content
+    : content.map((part) => part.type === "text" ? part.text : part.refusal).join("\n")

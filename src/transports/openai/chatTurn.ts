@@ -120,7 +120,8 @@ const historyOf = (messages: ReadonlyArray<RequestMessage>): ReadonlyArray<ChatM
           toolNames.set(id, call.function.name)
           return { id, name: call.function.name, arguments: call.function.arguments }
         })
-        return { _tag: "assistant", content: contentText(message.content), toolCalls }
+        const text = contentText(message.content)
+        return { _tag: "assistant", content: text === "" ? message.refusal ?? "" : text, toolCalls }
       }
       case "tool": {
         const toolCallId = renamed.get(message.tool_call_id) ?? message.tool_call_id
