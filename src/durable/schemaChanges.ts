@@ -267,3 +267,17 @@ export const deliveriesByTime = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
   yield* sql`CREATE INDEX foundry_deliveries_by_time ON foundry_deliveries (received_at)`
 })
+
+/**
+ * When a run was last suspended or resumed, on its own row (the journal's steps keep it): adoption
+ * woke a suspended run left waiting only while its `run.suspended` and `run.resumed` events were
+ * kept, and retention prunes them. Suspended runs take theirs from the events still there; one whose
+ * events are gone already keeps none (an executor wakes it as it starts, as before).
+ */
+export const runMovedAt = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  yield* sql`ALTER TABLE foundry_runs ADD COLUMN moved_at BIGINT`
+  yield* sql`UPDATE foundry_runs SET moved_at = (SELECT MAX(e.time) FROM foundry_events e
+    WHERE e.run_id = foundry_runs.id AND e.type IN ('run.suspended', 'run.resumed'))
+    WHERE status = 'suspended'`
+})

@@ -97,9 +97,11 @@ const runUpdate = (assignments: string) => ({
   alone: `UPDATE foundry_runs SET ${assignments} WHERE id = ?`,
   withUsage: `UPDATE foundry_runs SET ${assignments}, ${usageAssignments} WHERE id = ?`
 })
-const toRunning = runUpdate("status = 'running', started_at = COALESCE(started_at, ?)")
+// A run going on or made to wait keeps the moment on its row (`moved_at`): adoption reads when a
+// suspended run was last suspended or resumed there, as its events may have been pruned since.
+const toRunning = runUpdate("status = 'running', started_at = COALESCE(started_at, ?), moved_at = ?")
 const toEnded = runUpdate("status = ?, output = ?, error = ?, finished_at = ?, started_at = COALESCE(started_at, ?)")
-const toWaiting = runUpdate("status = ?, started_at = COALESCE(started_at, ?)")
+const toWaiting = runUpdate("status = ?, started_at = COALESCE(started_at, ?), moved_at = ?")
 
 const updateRunRow = (id: string, texts: ReturnType<typeof runUpdate>, params: ReadonlyArray<SqlValue>, usage: UsageAdded | undefined): Statement =>
   usage === undefined
@@ -112,13 +114,13 @@ const updateRunRow = (id: string, texts: ReturnType<typeof runUpdate>, params: R
  * `finished_at` and the output or error.
  */
 export const updateRun = (id: string, update: RunUpdate, now: number, starts = false, usage?: UsageAdded): Statement => {
-  if (update.status === "running") return updateRunRow(id, toRunning, [now], usage)
+  if (update.status === "running") return updateRunRow(id, toRunning, [now, now], usage)
   // `starts`: the step that starts the run ends it or makes it wait too; else a start time stays as it was.
   const startedAt = starts ? now : null
   if (finalStatuses.has(update.status)) {
     return updateRunRow(id, toEnded, [update.status, update.output ?? null, update.error ?? null, now, startedAt], usage)
   }
-  return updateRunRow(id, toWaiting, [update.status, startedAt], usage)
+  return updateRunRow(id, toWaiting, [update.status, startedAt, now], usage)
 }
 
 const usageAlone = `UPDATE foundry_runs SET ${usageAssignments} WHERE id = ?`
@@ -248,9 +250,10 @@ export const takeOverLease = (conversationId: string, token: number, owner: stri
  * suspended runs that wait on nothing any more (no approval pending, no child still going: the
  * test of `Store.suspendedReadyToResume`) whose lease was last someone else's, with their agent
  * and when they came to wait on nothing (`decided_at`, their last approval's decision;
- * `child_ended_at`, their last child's end) and were last suspended or resumed (`moved_at`, their
- * last `run.suspended` or `run.resumed` event). One read for both, found from the runs' status
- * index, so it reads what is in flight or suspended, not every conversation ever leased. A run's approvals are found by its id (`NOT IN`:
+ * `child_ended_at`, their last child's end) and were last suspended or resumed (`moved_at`, kept
+ * on the run's row by the steps that suspend and resume it: their events may have been pruned).
+ * One read for both, found from the runs' status index, so it reads what is in flight or
+ * suspended, not every conversation ever leased. A run's approvals are found by its id (`NOT IN`:
  * with `status = 'pending'` in the subquery SQLite searched every pending approval for each run).
  */
 export const adoptionCandidates = (owner: string, now: number): Statement => ({
@@ -262,7 +265,7 @@ export const adoptionCandidates = (owner: string, now: number): Statement => ({
     SELECT p.conversation_id, p.id, p.agent, l.owner, l.token, l.expires_at,
       (SELECT MAX(a.decided_at) FROM foundry_approvals a WHERE a.run_id = p.id) AS decided_at,
       (SELECT MAX(c.finished_at) FROM foundry_runs c WHERE c.parent_run_id = p.id AND c.parent_tool_call_id IS NOT NULL) AS child_ended_at,
-      (SELECT MAX(e.time) FROM foundry_events e WHERE e.run_id = p.id AND e.type IN ('run.suspended', 'run.resumed')) AS moved_at
+      p.moved_at
     FROM foundry_runs p
     LEFT JOIN foundry_conversation_leases l ON l.conversation_id = p.conversation_id
     WHERE p.status = 'suspended' AND (l.owner IS NULL OR l.owner <> ?)

@@ -118,6 +118,48 @@ for (const backend of backends) {
         }
       }))
 
+    it.scoped("0024 gives the suspended runs stored before when they were last suspended or resumed, from their events", () =>
+      Effect.gen(function*() {
+        const database: Database["Type"] = yield* backend.open
+        const sql = database.sql
+        yield* Effect.provideService(migrateUpTo("0023_deliveries_by_time"), SqlClient.SqlClient, sql)
+        const run = (id: string, status: string) => [insertRun(newRun(id, { conversationId: `c-${id}` }), 1_000, null), {
+          sql: "UPDATE foundry_runs SET status = ? WHERE id = ?",
+          params: [status, id]
+        }]
+        const at = (id: string, time: number) => ({ ...event(`${id}-${time}`), runId: id, time })
+        const suspended = (id: string, time: number): UnsequencedEvent =>
+          ({ ...at(id, time), type: "run.suspended", data: { reason: "approval", approvalId: "a1", tool: "pay" } })
+        const moved = (id: string, type: "run.suspended" | "run.resumed" | "run.started", time: number): UnsequencedEvent =>
+          type === "run.suspended" ? suspended(id, time) : { ...at(id, time), type, data: { input: "hello", model: "demo" } }
+        yield* database.write({
+          statements: [
+            ...run("s1", "suspended"),
+            ...run("s2", "suspended"),
+            ...run("s3", "suspended"),
+            ...run("r4", "running"),
+            insertEvents([
+              moved("s1", "run.suspended", 1_100),
+              moved("s1", "run.resumed", 1_200),
+              moved("s1", "run.suspended", 1_300),
+              moved("s1", "run.started", 1_400),
+              moved("s2", "run.suspended", 1_500),
+              moved("r4", "run.suspended", 1_600)
+            ])
+          ]
+        })
+
+        yield* Effect.provideService(migrate, SqlClient.SqlClient, sql)
+        const stored = yield* sql<{ readonly id: string; readonly movedAt: number | string | null }>`SELECT id, moved_at FROM foundry_runs ORDER BY id`
+        // s3's events are gone (pruned): none; r4 is not suspended.
+        expect(stored.map((row) => [row.id, row.movedAt === null ? null : Number(row.movedAt)])).toEqual([
+          ["r4", null],
+          ["s1", 1_300],
+          ["s2", 1_500],
+          ["s3", null]
+        ])
+      }))
+
     it.scoped("0021 indexes only the runs with an idempotency key or a parent; a key stays unique and is found by its index", () =>
       Effect.gen(function*() {
         const database: Database["Type"] = yield* backend.open
@@ -129,7 +171,8 @@ for (const backend of backends) {
         yield* insert("r2")
         const before = yield* sql`SELECT * FROM foundry_runs ORDER BY id`
 
-        yield* Effect.provideService(migrate, SqlClient.SqlClient, sql)
+        // Up to 0021 only: later migrations add columns to the rows.
+        yield* Effect.provideService(migrateUpTo("0021_sparse_run_indexes"), SqlClient.SqlClient, sql)
         expect(yield* sql`SELECT * FROM foundry_runs ORDER BY id`).toEqual(before)
         const indexes = yield* indexesOf(sql, "foundry_runs")
         expect(Object.keys(indexes).filter((name) => /by_(idempotency_key|parent)$/.test(name)).sort()).toEqual(["foundry_runs_by_idempotency_key", "foundry_runs_by_parent"])

@@ -646,7 +646,7 @@ const journalTests = (backend: Backend) => {
       expect([...(yield* journal.takeOverStranded("C", 1_000, adopting(true))).suspended].sort()).toEqual(["s2", "s3", "s8"])
     }))
 
-  it.scoped("a suspended run nobody woke ten lease lifetimes after its approval was decided or its child ended is taken over, whoever suspended it, once", () =>
+  it.scoped("a suspended run nobody woke ten lease lifetimes after its approval was decided or its child ended is taken over, whoever suspended it, once, though its events were pruned", () =>
     Effect.gen(function*() {
       const storage = yield* freshStorage(backend)
       const { journal } = storage
@@ -692,8 +692,8 @@ const journalTests = (backend: Backend) => {
       const s7 = yield* suspendedBy(7, "remote")
       const s9 = yield* suspendedBy(9, "remote", { reason: "child", childRunId: "k-s9", tool: "delegate" })
       const endChild9 = yield* childOf("s9")
-      // s8: decided at 1,500, its events deleted since (retention): when it was suspended is not known.
-      yield* suspendedBy(8, "remote", null)
+      // s8: decided at 1,500, suspended without an event.
+      const s8 = yield* suspendedBy(8, "remote", null)
       yield* TestClock.setTime(1_500)
       yield* endChild4
       yield* endChild9
@@ -703,6 +703,10 @@ const journalTests = (backend: Backend) => {
       yield* suspend(s7, "remote", forBuild)
       yield* suspend(s9, "remote", forBuild)
 
+      // Every event pruned by retention: when each run was last suspended or resumed is on its row.
+      expect(yield* storage.events.prune({ olderThan: 2_000 })).toBeGreaterThan(0)
+      expect(yield* storage.events.list({})).toEqual([])
+
       const holders = { dead: () => false, alive: (holder: string) => holder === "alive" }
       const adopting = { holders, here: () => false, wakes: () => true, starting: false }
       // Ten lease lifetimes (100 each) after 1,500 have not passed yet: the process that decided may wake them.
@@ -710,8 +714,8 @@ const journalTests = (backend: Backend) => {
       expect(yield* journal.takeOverStranded("B", 100, adopting)).toEqual({ conversations: [], suspended: [] })
       yield* TestClock.setTime(3_000)
       const taken = yield* journal.takeOverStranded("B", 100, adopting)
-      expect([...taken.suspended].sort()).toEqual(["s1", "s2", "s4"])
-      for (const run of [s1, s2, s4]) expect(yield* journal.claim(run, "C", 100)).toMatchObject({ _tag: "Held", owner: "B" })
+      expect([...taken.suspended].sort()).toEqual(["s1", "s2", "s4", "s8"])
+      for (const run of [s1, s2, s4, s8]) expect(yield* journal.claim(run, "C", 100)).toMatchObject({ _tag: "Held", owner: "B" })
       // s3 in its turn; the runs B took are B's, though their leases expired unrenewed (B has them
       // in line behind others): not taken again.
       yield* TestClock.setTime(3_600)
