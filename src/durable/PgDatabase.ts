@@ -16,15 +16,28 @@ import { begin, clientLayer, flight, isServerError, PgPools, plain, query, read,
 import { messageOf, StoreError } from "./StoreError.js"
 
 const codeOf = (cause: unknown): unknown => typeof cause === "object" && cause !== null && "code" in cause ? cause.code : undefined
+const tableOf = (cause: unknown): unknown => typeof cause === "object" && cause !== null && "table" in cause ? cause.table : undefined
 
 /**
- * A deadlock's victim (40P01) or a serialization failure (40001): PostgreSQL undid the statement,
- * and the same write can simply be tried again. Runners write to one database at once, and two
- * transactions that lock the same rows in another order end in a deadlock now and then.
+ * A message numbered as another transaction numbered one of its conversation's (a unique violation,
+ * 23505, on the messages, whose only key is that numbering). The insert numbers a message after
+ * its conversation's last (`appendMessages`); two transactions that do not wait for each other (a
+ * runner's step under the conversation's lease, a cancel of another of its runs or a submission
+ * without it; the events' lock orders them only when both insert events) can read the same last,
+ * and the second to insert finds the first's row once it commits. Written again whole, its guards
+ * read again, the unit numbers after it.
+ */
+const isNumberTaken = (cause: unknown): boolean => codeOf(cause) === "23505" && tableOf(cause) === "foundry_messages"
+
+/**
+ * A deadlock's victim (40P01), a serialization failure (40001), or a message's number taken at once
+ * (`isNumberTaken`): PostgreSQL undid the statement, and the same write can simply be tried again.
+ * Runners write to one database at once, and two transactions that lock the same rows in another
+ * order end in a deadlock now and then.
  */
 const isTransient = (cause: unknown): boolean => {
   const code = codeOf(cause)
-  return code === "40P01" || code === "40001"
+  return code === "40P01" || code === "40001" || isNumberTaken(cause)
 }
 
 /** Up to four more tries, a few milliseconds apart, jittered so that the two sides do not meet again. */
