@@ -3,6 +3,7 @@
  * unfinished runs in acceptance order, the conversations nobody executes, and each runner's report.
  */
 import type { Statement } from "../durable/Database.js"
+import type { LeaseTime } from "../journal/journalStatements.js"
 
 /** The conversation's queued and running runs, in the order they were accepted. */
 export const backlog = (conversationId: string): Statement => ({
@@ -11,18 +12,19 @@ export const backlog = (conversationId: string): Statement => ({
 })
 
 /**
- * Conversations with queued or running runs whose lease nobody holds at `now`: their runner died
+ * Conversations with queued or running runs whose lease nobody holds at `now` (by `time`, as the
+ * journal judges leases): their runner died
  * (or a wake was lost), so someone must wake them. One run of each names the conversation. At
  * most `limit`, in the order of their ids, after `after`: a sweep goes on where the last stopped,
  * so that a backlog larger than a page (runs waiting in a live runner's lane hold no lease either)
  * does not keep the rest from ever being looked at.
  */
-export const stranded = (now: number, limit: number, after: string): Statement => ({
+export const stranded = (time: LeaseTime, now: number, limit: number, after: string): Statement => ({
   sql: `SELECT r.conversation_id, MIN(r.id) AS run_id FROM foundry_runs r
     LEFT JOIN foundry_conversation_leases l ON l.conversation_id = r.conversation_id
-    WHERE r.status IN ('queued', 'running') AND (l.conversation_id IS NULL OR l.expires_at < ?) AND r.conversation_id > ?
+    WHERE r.status IN ('queued', 'running') AND (l.conversation_id IS NULL OR l.expires_at < ${time.sql}) AND r.conversation_id > ?
     GROUP BY r.conversation_id ORDER BY r.conversation_id LIMIT ?`,
-  params: [now, after, limit]
+  params: [...time.params(now), after, limit]
 })
 
 /** This runner's report: which shards it holds and how many runs it executes. */

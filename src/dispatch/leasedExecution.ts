@@ -4,7 +4,7 @@
  * for now (another process may hold it), renewed while held and given up when the execution ends,
  * however it ends. A child run that ends wakes the parent waiting for it.
  */
-import { Cause, Clock, type Context, Duration, Effect, Option } from "effect"
+import { Cause, type Context, Duration, Effect, Option } from "effect"
 import type { CompiledApp } from "../compiler/CompiledApp.js"
 import { finalStatuses, RunRecord, type RunStatus } from "../durable/records.js"
 import type { Store } from "../durable/Store.js"
@@ -56,9 +56,9 @@ export const makeLeasedExecution = (options: LeasedExecutionOptions) => {
       Effect.flatMap((claimed) =>
         claimed._tag === "Claimed"
           ? Effect.succeed(claimed)
-          // Another executor holds it: try again once its lease would expire unrenewed.
-          : Effect.flatMap(Clock.currentTimeMillis, (now) =>
-            Effect.zipRight(Effect.sleep(Duration.millis(Math.min(Math.max(claimed.expiresAt - now + 5, 5), leaseTtl))), claim(run))))
+          // Another executor holds it: try again once its lease would expire unrenewed (by the clock
+          // leases are judged by, which on PostgreSQL is not this process's).
+          : Effect.zipRight(Effect.sleep(Duration.millis(Math.min(Math.max(claimed.expiresIn + 5, 5), leaseTtl))), claim(run)))
     )
 
   /** Executes `run`, whose status is stored as `status` now, under `lease`: unless another process (or a cancel) moved it on meanwhile. */

@@ -7,7 +7,6 @@
  */
 import { createHash } from "node:crypto"
 import { Clock, Context, Data, Effect, FiberRef, Layer, Schema } from "effect"
-import { activationStatus, removeActivation, saveActivation } from "../durable/ActivationStorage.js"
 import { Database, type Row, type Statement, type UnitResult, type WriteUnit } from "../durable/Database.js"
 import { finalStatuses, RunRecord, RunStatus } from "../durable/records.js"
 import type { StoreError } from "../durable/StoreError.js"
@@ -18,7 +17,7 @@ import type { ChatMessage } from "../models/Model.js"
 import { eventRelease } from "./eventRelease.js"
 import * as statements from "./journalStatements.js"
 import { type Adopting, takeOverStranded } from "./strandedRuns.js"
-import { type Claim, historyOwner, type InLine, type Lease, type NewRun, type Step, type Stranded, type TimerChange, usageAdded } from "./journalRecords.js"
+import { type Claim, historyOwner, type InLine, type Lease, type NewRun, type Step, type Stranded, usageAdded } from "./journalRecords.js"
 
 /** What a lease's renewal found (`RunJournal.renew`). */
 export type Renewal = "Renewed" | "Released" | "Taken"
@@ -164,12 +163,16 @@ const grantedIn = (rows: ReadonlyArray<Row> | undefined, conversationId: string,
   return token === undefined ? undefined : { conversationId, owner, token: Number(token) }
 }
 
-/** The run journal on the `Database`, publishing through the `EventLog`. */
-export const layer = Layer.effect(
-  RunJournal,
+/**
+ * The run journal on the `Database`, publishing through the `EventLog`, judging leases by `clock`:
+ * the database's on PostgreSQL (`database`, the process's on SQLite), or the process's (`process`:
+ * for tests that drive the journal's clock).
+ */
+const make = (clock: "database" | "process") =>
   Effect.gen(function*() {
     const database = yield* Database
     const events = yield* EventLog
+    const time = clock === "database" && database.dialect === "pg" ? statements.databaseTime : statements.processTime
     const fence = statements.leaseGuard(database.dialect)
     const notEnded = statements.notEndedGuard(database.dialect)
     // Leases a step already released: releasing one again would be a wasted transaction.
@@ -270,7 +273,7 @@ export const layer = Layer.effect(
       submitAndClaim: (run, options, claim) =>
         Effect.gen(function*() {
           const { record, rows } = yield* queue(run, options, (now) => [
-            statements.acquireLease(run.conversationId, claim.owner, now, claim.ttlMillis)
+            statements.acquireLease(time, run.conversationId, claim.owner, now, claim.ttlMillis)
           ])
           return { run: record, lease: grantedIn(rows[0], run.conversationId, claim.owner) }
         }),
@@ -285,20 +288,21 @@ export const layer = Layer.effect(
             return lease !== undefined && inLine !== undefined ? { _tag: "Claimed", lease, inLine } : undefined
           }
           const taken = claimed(yield* database.write({
-            statements: [statements.acquireLease(run.conversationId, owner, now, ttlMillis), statements.runInLine(run)]
+            statements: [statements.acquireLease(time, run.conversationId, owner, now, ttlMillis), statements.runInLine(run)]
           }))
           if (taken !== undefined) return taken
-          const [row] = yield* database.read(statements.leaseHolder(run.conversationId))
+          const [row] = yield* database.read(statements.leaseHolder(time, run.conversationId, now))
           const held: Claim = {
             _tag: "Held",
             owner: String(row?.owner ?? ""),
             token: Number(row?.token ?? 0),
-            expiresAt: Number(row?.expires_at ?? now)
+            expiresAt: Number(row?.expires_at ?? now),
+            expiresIn: Number(row?.expires_in ?? 0)
           }
           if (deadHolder === undefined || !deadHolder(held.owner)) return held
           // Its holder is known to be dead: taken over now, not after the expiry.
           const takenOver = claimed(yield* database.write({
-            statements: [statements.takeOverLease(run.conversationId, held.token, owner, now + ttlMillis), statements.runInLine(run)]
+            statements: [statements.takeOverLease(time, run.conversationId, held.token, owner, now, ttlMillis), statements.runInLine(run)]
           }))
           return takenOver ?? held
         }),
@@ -311,14 +315,14 @@ export const layer = Layer.effect(
           // grant's run (its token kept, expired) however the two were ordered, or not this grant's
           // any more (a takeover, a cancel's revoke: a new token), or its run ended elsewhere.
           const result = yield* database.write({
-            statements: [statements.renewLease(lease, runId, now + ttlMillis), statements.leaseHolder(lease.conversationId)]
+            statements: [statements.renewLease(time, lease, runId, now, ttlMillis), statements.leaseHolder(time, lease.conversationId, now)]
           })
           if (result._tag === "Written" && (result.rows[0]?.length ?? 0) > 0) return "Renewed"
           const after = result._tag === "Written" ? result.rows[1]?.[0] : undefined
           return after !== undefined && Number(after.token) === lease.token && Number(after.expires_at) === 0 ? "Released" : "Taken"
         }),
 
-      takeOverStranded: (owner, ttlMillis, adopting) => takeOverStranded(database, owner, ttlMillis, adopting),
+      takeOverStranded: (owner, ttlMillis, adopting) => takeOverStranded(database, time, owner, ttlMillis, adopting),
 
       release: (lease) =>
         Effect.suspend(() =>
@@ -343,10 +347,10 @@ export const layer = Layer.effect(
           const writes: Array<Statement> = []
           // The lease's row first, as the steps the cancel fences lock it first (their guard): no two
           // transactions wait for each other's row of the run and of its conversation's lease.
-          if (step.revokeLeaseFor !== undefined) writes.push(statements.revokeLease(run.conversationId, step.revokeLeaseFor, now))
+          if (step.revokeLeaseFor !== undefined) writes.push(statements.revokeLease(time, run.conversationId, step.revokeLeaseFor, now))
           writes.push(...statements.appendMessages(run.conversationId, run.id, (step.messages ?? []).map(encodeMessage), now))
           for (const approval of step.approvals ?? []) writes.push(statements.askApproval(approval, now))
-          for (const timer of step.timers ?? []) writes.push(timerStatement(timer, now))
+          for (const timer of step.timers ?? []) writes.push(statements.timerStatement(timer, now))
           // One statement for the run's row, not one for its status and one per turn: each is SQLite's
           // time on the thread every run shares.
           const usage = usageAdded(step.usage ?? [])
@@ -372,19 +376,11 @@ export const layer = Layer.effect(
         })
     })
   })
-)
 
-/** The statement that makes a timer tool call's change to the timers. */
-const timerStatement = (change: TimerChange, now: number): Statement => {
-  switch (change._tag) {
-    case "Save":
-      return saveActivation(change.activation, now)
-    case "SetStatus":
-      return activationStatus(change.id, change.status, change.nextFire, now)
-    case "Remove":
-      return removeActivation(change.id)
-  }
-}
+export const layer = Layer.effect(RunJournal, make("database"))
+
+/** The run journal judging leases by the process's clock on PostgreSQL too: for tests that set the time (`TestClock`). */
+export const layerOnProcessClock = Layer.effect(RunJournal, make("process"))
 
 const isRunStatus = Schema.is(RunStatus)
 

@@ -150,11 +150,12 @@ export interface InLine {
 
 /**
  * What asking for a conversation's lease gave: the lease, with where the run stands read in the
- * same transaction; or who holds it (grant `token`) and when that lease expires unless it is renewed.
+ * same transaction; or who holds it (grant `token`) and when that lease expires unless it is renewed
+ * (`expiresAt`, by the clock leases are judged by; `expiresIn` milliseconds from now by that clock).
  */
 export type Claim =
   | { readonly _tag: "Claimed"; readonly lease: Lease; readonly inLine: InLine }
-  | { readonly _tag: "Held"; readonly owner: string; readonly token: number; readonly expiresAt: number }
+  | { readonly _tag: "Held"; readonly owner: string; readonly token: number; readonly expiresAt: number; readonly expiresIn: number }
 
 /**
  * What a takeover of stranded work took: the conversations whose queued or running runs nobody

@@ -2,10 +2,28 @@
  * The statements the run journal writes, in the SQL that SQLite and PostgreSQL share (`?`
  * placeholders; the PostgreSQL database numbers them).
  */
+import { activationStatus, removeActivation, saveActivation } from "../durable/ActivationStorage.js"
 import type { SqlValue, Statement } from "../durable/Database.js"
 import { finalStatuses, finalStatusesSql } from "../durable/records.js"
 import { textByCount } from "../durable/textByCount.js"
-import type { Lease, NewApproval, NewRun, RunUpdate, UsageAdded } from "./journalRecords.js"
+import type { Lease, NewApproval, NewRun, RunUpdate, TimerChange, UsageAdded } from "./journalRecords.js"
+
+/**
+ * The time lease statements judge and write expiries by: `sql` where a statement reads it, with
+ * `params(now)` its values. The process's clock (`now`, a parameter) on SQLite, one machine; on
+ * PostgreSQL the database's, so that runners whose clocks disagree agree on whether a lease is live
+ * (a runner ahead of the others took their leases while they were live).
+ */
+export interface LeaseTime {
+  readonly sql: string
+  readonly params: (now: number) => ReadonlyArray<SqlValue>
+}
+
+// Typed, as PostgreSQL cannot tell the type of `? + ?`.
+export const processTime: LeaseTime = { sql: "CAST(? AS BIGINT)", params: (now) => [now] }
+
+/** PostgreSQL's clock as it reads it (not the transaction's start), in milliseconds since the epoch. */
+export const databaseTime: LeaseTime = { sql: "CAST(EXTRACT(EPOCH FROM clock_timestamp()) * 1000 AS BIGINT)", params: () => [] }
 
 /** The instance, made with an empty context on first use. */
 export const ensureInstance = (agent: string, id: string, now: number): Statement => ({
@@ -218,34 +236,38 @@ export const leaseGuard = (dialect: "sqlite" | "pg") => {
   return (lease: Lease, runId: string): Statement => ({ sql, params: [runId, lease.conversationId, lease.token] })
 }
 
-/** Takes the lease if it is free, expired or already `owner`'s; returns the new token when taken. */
-export const acquireLease = (conversationId: string, owner: string, now: number, ttlMillis: number): Statement => ({
-  sql: `INSERT INTO foundry_conversation_leases (conversation_id, owner, token, expires_at) VALUES (?, ?, 1, ?)
+/** Takes the lease if it is free, expired or already `owner`'s, for `ttlMillis` from `now` (by `time`); returns the new token when taken. */
+export const acquireLease = (time: LeaseTime, conversationId: string, owner: string, now: number, ttlMillis: number): Statement => ({
+  sql: `INSERT INTO foundry_conversation_leases (conversation_id, owner, token, expires_at) VALUES (?, ?, 1, ${time.sql} + ?)
     ON CONFLICT (conversation_id) DO UPDATE SET
       owner = excluded.owner,
       token = foundry_conversation_leases.token + 1,
       expires_at = excluded.expires_at
-    WHERE foundry_conversation_leases.expires_at < ? OR foundry_conversation_leases.owner = ?
+    WHERE foundry_conversation_leases.expires_at < ${time.sql} OR foundry_conversation_leases.owner = ?
     RETURNING token`,
-  params: [conversationId, owner, now + ttlMillis, now, owner]
+  params: [conversationId, owner, ...time.params(now), ttlMillis, ...time.params(now), owner]
 })
 
-/** Who holds the conversation's lease, with which token, and when it expires unless renewed. */
-export const leaseHolder = (conversationId: string): Statement => ({
-  sql: "SELECT owner, token, expires_at FROM foundry_conversation_leases WHERE conversation_id = ?",
-  params: [conversationId]
+/**
+ * Who holds the conversation's lease, with which token, when it expires unless renewed, and in how
+ * long from `now` (by `time`).
+ */
+export const leaseHolder = (time: LeaseTime, conversationId: string, now: number): Statement => ({
+  sql: `SELECT owner, token, expires_at, expires_at - ${time.sql} AS expires_in FROM foundry_conversation_leases WHERE conversation_id = ?`,
+  params: [...time.params(now), conversationId]
 })
 
-/** Takes the lease from the grant `token` (a holder known to be dead), whatever its expiry; returns the new token. */
-export const takeOverLease = (conversationId: string, token: number, owner: string, expiresAt: number): Statement => ({
-  sql: `UPDATE foundry_conversation_leases SET owner = ?, token = token + 1, expires_at = ?
+/** Takes the lease from the grant `token` (a holder known to be dead), whatever its expiry, for `ttlMillis` from `now`; returns the new token. */
+export const takeOverLease = (time: LeaseTime, conversationId: string, token: number, owner: string, now: number, ttlMillis: number): Statement => ({
+  sql: `UPDATE foundry_conversation_leases SET owner = ?, token = token + 1, expires_at = ${time.sql} + ?
     WHERE conversation_id = ? AND token = ? RETURNING token`,
-  params: [owner, expiresAt, conversationId, token]
+  params: [owner, ...time.params(now), ttlMillis, conversationId, token]
 })
 
 /**
  * Where to look for runs nobody executes, each row with its conversation's lease (`owner` null
- * when it never had one), leaving out the leases `owner` holds at `now`: the conversations with
+ * when it never had one, `expired` 1 when it has expired at `now` by `time`), leaving out the
+ * leases `owner` holds then: the conversations with
  * queued or running runs (`run_id` null; `owner`'s own among them once given up), and the
  * suspended runs that wait on nothing any more (no approval pending, no child still going: the
  * test of `Store.suspendedReadyToResume`) whose lease was last someone else's, with their agent
@@ -256,13 +278,15 @@ export const takeOverLease = (conversationId: string, token: number, owner: stri
  * suspended, not every conversation ever leased. A run's approvals are found by its id (`NOT IN`:
  * with `status = 'pending'` in the subquery SQLite searched every pending approval for each run).
  */
-export const adoptionCandidates = (owner: string, now: number): Statement => ({
+export const adoptionCandidates = (time: LeaseTime, owner: string, now: number): Statement => ({
   sql: `SELECT DISTINCT r.conversation_id, NULL AS run_id, NULL AS agent, l.owner, l.token, l.expires_at,
+      CASE WHEN l.expires_at < ${time.sql} THEN 1 ELSE 0 END AS expired,
       CAST(NULL AS BIGINT) AS decided_at, CAST(NULL AS BIGINT) AS child_ended_at, CAST(NULL AS BIGINT) AS moved_at FROM foundry_runs r
     LEFT JOIN foundry_conversation_leases l ON l.conversation_id = r.conversation_id
-    WHERE r.status IN ('queued', 'running') AND (l.owner IS NULL OR l.owner <> ? OR l.expires_at < ?)
+    WHERE r.status IN ('queued', 'running') AND (l.owner IS NULL OR l.owner <> ? OR l.expires_at < ${time.sql})
     UNION ALL
     SELECT p.conversation_id, p.id, p.agent, l.owner, l.token, l.expires_at,
+      CASE WHEN l.expires_at < ${time.sql} THEN 1 ELSE 0 END AS expired,
       (SELECT MAX(a.decided_at) FROM foundry_approvals a WHERE a.run_id = p.id) AS decided_at,
       (SELECT MAX(c.finished_at) FROM foundry_runs c WHERE c.parent_run_id = p.id AND c.parent_tool_call_id IS NOT NULL) AS child_ended_at,
       p.moved_at
@@ -272,14 +296,17 @@ export const adoptionCandidates = (owner: string, now: number): Statement => ({
       AND 'pending' NOT IN (SELECT a.status FROM foundry_approvals a WHERE a.run_id = p.id)
       AND NOT EXISTS (SELECT 1 FROM foundry_runs c WHERE c.parent_run_id = p.id AND c.parent_tool_call_id IS NOT NULL
         AND c.status NOT IN ${finalStatusesSql})`,
-  params: [owner, now, owner]
+  params: [...time.params(now), owner, ...time.params(now), ...time.params(now), owner]
 })
 
-/** Takes the lease from the grant `token` if it is still expired at `now` (its holder did not renew it since); returns the new token. */
-export const takeOverExpiredLease = (conversationId: string, token: number, owner: string, now: number, expiresAt: number): Statement => ({
-  sql: `UPDATE foundry_conversation_leases SET owner = ?, token = token + 1, expires_at = ?
-    WHERE conversation_id = ? AND token = ? AND expires_at < ? RETURNING token`,
-  params: [owner, expiresAt, conversationId, token, now]
+/**
+ * Takes the lease from the grant `token` if it is still expired at `now` (its holder did not renew
+ * it since), for `ttlMillis`; returns the new token.
+ */
+export const takeOverExpiredLease = (time: LeaseTime, conversationId: string, token: number, owner: string, now: number, ttlMillis: number): Statement => ({
+  sql: `UPDATE foundry_conversation_leases SET owner = ?, token = token + 1, expires_at = ${time.sql} + ?
+    WHERE conversation_id = ? AND token = ? AND expires_at < ${time.sql} RETURNING token`,
+  params: [owner, ...time.params(now), ttlMillis, conversationId, token, ...time.params(now)]
 })
 
 /**
@@ -287,10 +314,10 @@ export const takeOverExpiredLease = (conversationId: string, token: number, owne
  * was: renewing it would hold the conversation again), and `runId`, the run it is held for, has not
  * ended.
  */
-export const renewLease = (lease: Lease, runId: string, expiresAt: number): Statement => ({
-  sql: `UPDATE foundry_conversation_leases SET expires_at = ? WHERE conversation_id = ? AND token = ? AND expires_at > 0
+export const renewLease = (time: LeaseTime, lease: Lease, runId: string, now: number, ttlMillis: number): Statement => ({
+  sql: `UPDATE foundry_conversation_leases SET expires_at = ${time.sql} + ? WHERE conversation_id = ? AND token = ? AND expires_at > 0
     AND NOT EXISTS (SELECT 1 FROM foundry_runs WHERE id = ? AND status IN ${finalStatusesSql}) RETURNING token`,
-  params: [expiresAt, lease.conversationId, lease.token, runId]
+  params: [...time.params(now), ttlMillis, lease.conversationId, lease.token, runId]
 })
 
 /**
@@ -298,10 +325,10 @@ export const renewLease = (lease: Lease, runId: string, expiresAt: number): Stat
  * new token, so the holder's writes are fenced off and its renewal fails, and expired, so the next
  * claim has it.
  */
-export const revokeLease = (conversationId: string, owner: string, now: number): Statement => ({
+export const revokeLease = (time: LeaseTime, conversationId: string, owner: string, now: number): Statement => ({
   sql: `UPDATE foundry_conversation_leases SET token = token + 1, expires_at = 0
-    WHERE conversation_id = ? AND expires_at > ? AND owner <> ?`,
-  params: [conversationId, now, owner]
+    WHERE conversation_id = ? AND expires_at > ${time.sql} AND owner <> ?`,
+  params: [conversationId, ...time.params(now), owner]
 })
 
 /**
@@ -320,3 +347,15 @@ export const releaseLease = (lease: Lease): Statement => ({
   sql: "UPDATE foundry_conversation_leases SET expires_at = 0 WHERE conversation_id = ? AND token = ?",
   params: [lease.conversationId, lease.token]
 })
+
+/** The statement that makes a timer tool call's change to the timers. */
+export const timerStatement = (change: TimerChange, now: number): Statement => {
+  switch (change._tag) {
+    case "Save":
+      return saveActivation(change.activation, now)
+    case "SetStatus":
+      return activationStatus(change.id, change.status, change.nextFire, now)
+    case "Remove":
+      return removeActivation(change.id)
+  }
+}

@@ -53,13 +53,14 @@ const leftWaiting = (row: Row, now: number, ttlMillis: number): boolean => {
 /** `RunJournal.takeOverStranded` on `database`. */
 export const takeOverStranded = (
   database: Context.Tag.Service<Database>,
+  time: statements.LeaseTime,
   owner: string,
   ttlMillis: number,
   { here, holders, starting, wakes }: Adopting
 ): Effect.Effect<Stranded, StoreError> =>
   Effect.gen(function*() {
     const now = yield* Clock.currentTimeMillis
-    const rows = yield* database.read(statements.adoptionCandidates(owner, now))
+    const rows = yield* database.read(statements.adoptionCandidates(time, owner, now))
     // A holder's process is looked at once a pass, however many conversations it holds.
     const verdicts = new Map<string, "dead" | "alive" | "unknown">()
     const verdict = (holder: string) => {
@@ -72,22 +73,23 @@ export const takeOverStranded = (
     }
     /** How the row's conversation is taken, if it is. */
     const takeover = (row: Row, conversationId: string, suspended: boolean): Statement | undefined => {
-      if (row.owner === null || row.owner === undefined) return statements.acquireLease(conversationId, owner, now, ttlMillis)
+      if (row.owner === null || row.owner === undefined) return statements.acquireLease(time, conversationId, owner, now, ttlMillis)
       const holder = String(row.owner)
-      const expired = Number(row.expires_at) < now
+      // By the clock leases are judged by (the database's, on PostgreSQL), read with the row.
+      const expired = Number(row.expired) === 1
       const token = Number(row.token)
       // Its own lease, given up, of a conversation with no run here: a run queued by a process that
       // stopped while this one held the lease, which nobody else would take up. Fenced by the token
       // read, as the others: a submission here since has claimed it.
       if (holder === owner) {
-        return expired && !suspended ? statements.takeOverExpiredLease(conversationId, token, owner, now, now + ttlMillis) : undefined
+        return expired && !suspended ? statements.takeOverExpiredLease(time, conversationId, token, owner, now, ttlMillis) : undefined
       }
       const found = verdict(holder)
       // Fenced by the token read: a claim or takeover since leaves the lease alone.
       if (found === "dead" || (suspended && expired && (starting || leftWaiting(row, now, ttlMillis)))) {
-        return statements.takeOverLease(conversationId, token, owner, now + ttlMillis)
+        return statements.takeOverLease(time, conversationId, token, owner, now, ttlMillis)
       }
-      if (found === "unknown" && !suspended && expired) return statements.takeOverExpiredLease(conversationId, token, owner, now, now + ttlMillis)
+      if (found === "unknown" && !suspended && expired) return statements.takeOverExpiredLease(time, conversationId, token, owner, now, ttlMillis)
       return undefined
     }
     // One takeover per conversation, whether it has runs in flight, suspended ones, or both.

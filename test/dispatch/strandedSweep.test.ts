@@ -7,6 +7,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { stranded } from "../../src/dispatch/clusterStatements.js"
+import { processTime } from "../../src/journal/journalStatements.js"
 import { backends, freshStorage } from "../journal/backends.js"
 import { newRun, submit } from "../journal/fixtures.js"
 
@@ -22,13 +23,13 @@ for (const backend of backends) {
         const pages: Array<ReadonlyArray<string>> = []
         let after = ""
         do {
-          const rows = yield* database.read(stranded(now, 10, after))
+          const rows = yield* database.read(stranded(processTime, now, 10, after))
           pages.push(rows.map((row) => String(row.conversation_id)))
           after = rows.length < 10 ? "" : String(rows[rows.length - 1]?.conversation_id)
         } while (after !== "")
         expect(pages.map((page) => page.length)).toEqual([10, 10, 5])
         expect(pages.flat()).toEqual(conversations)
-        expect((yield* database.read(stranded(now, 10, ""))).map((row) => String(row.conversation_id))).toEqual(conversations.slice(0, 10))
+        expect((yield* database.read(stranded(processTime, now, 10, ""))).map((row) => String(row.conversation_id))).toEqual(conversations.slice(0, 10))
       }))
   })
 }

@@ -70,9 +70,12 @@ const eventLogWithSpanIds = Layer.effect(
     }))
 ).pipe(Layer.provide(EventLog.layer({ release: Effect.succeed(release) })))
 
-/** Every storage over the database `place` opens. */
-export const storageLayer = (place: DatabaseLayer) =>
-  RunJournal.layer.pipe(
+/**
+ * Every storage over the database `place` opens. The journal judges leases by the process's clock,
+ * which the tests set (`TestClock`), unless given another (`RunJournal.layer`: the database's on PostgreSQL).
+ */
+export const storageLayer = (place: DatabaseLayer, journal: typeof RunJournal.layer = RunJournal.layerOnProcessClock) =>
+  journal.pipe(
     Layer.provideMerge(eventLogWithSpanIds),
     Layer.provideMerge(EventStorage.layer),
     Layer.provideMerge(SqlStore.layer),
@@ -89,9 +92,9 @@ export interface Storage {
   readonly database: Context.Tag.Service<Database>
 }
 
-/** Opens every storage on `place` for as long as the scope lasts. */
-export const open = (place: DatabaseLayer) =>
-  Effect.map(Layer.build(storageLayer(place)), (context): Storage => ({
+/** Opens every storage on `place` for as long as the scope lasts (its journal `journal`, as `storageLayer` says). */
+export const open = (place: DatabaseLayer, journal?: typeof RunJournal.layer) =>
+  Effect.map(Layer.build(storageLayer(place, journal)), (context): Storage => ({
     journal: Context.get(context, RunJournal.RunJournal),
     store: Context.get(context, Store),
     instances: Context.get(context, InstanceStorage.InstanceStorage),

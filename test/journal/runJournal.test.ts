@@ -383,10 +383,10 @@ const journalTests = (backend: Backend) => {
 
       yield* TestClock.setTime(1_500)
       // Held: the answer says when the holder's lease expires unless renewed.
-      expect(yield* journal.claim(r1, "B", 1_000)).toEqual({ _tag: "Held", owner: "A", token: 1, expiresAt: 2_000 })
+      expect(yield* journal.claim(r1, "B", 1_000)).toEqual({ _tag: "Held", owner: "A", token: 1, expiresAt: 2_000, expiresIn: 500 })
       // Another run of the same conversation is fenced by the same lease.
       const r2 = yield* submit(journal, newRun("r2"), { newConversation: false })
-      expect(yield* journal.claim(r2, "B", 1_000)).toEqual({ _tag: "Held", owner: "A", token: 1, expiresAt: 2_000 })
+      expect(yield* journal.claim(r2, "B", 1_000)).toEqual({ _tag: "Held", owner: "A", token: 1, expiresAt: 2_000, expiresIn: 500 })
 
       yield* journal.record(r1, { status: { status: "running" } })
       yield* TestClock.setTime(2_001)
@@ -432,7 +432,7 @@ const journalTests = (backend: Backend) => {
       expect(first).toEqual({ run: queuedRecord(newRun("r1"), 1_000), lease: { conversationId: "c1", owner: "A", token: 1 } })
       expect(Option.map(yield* store.getRun("r1"), (run) => run.status)).toEqual(Option.some("queued"))
       // The lease is A's: B is told so, and the lease fences B's steps.
-      expect(yield* journal.claim(first.run, "B", 1_000)).toEqual({ _tag: "Held", owner: "A", token: 1, expiresAt: 2_000 })
+      expect(yield* journal.claim(first.run, "B", 1_000)).toEqual({ _tag: "Held", owner: "A", token: 1, expiresAt: 2_000, expiresIn: 1_000 })
 
       // B submits in the same conversation while A holds it: queued, without the lease.
       const second = yield* journal.submitAndClaim(newRun("r2"), queuing(newRun("r2"), false), { owner: "B", ttlMillis: 1_000 })
@@ -736,7 +736,7 @@ const journalTests = (backend: Backend) => {
       expect(yield* journal.renew(a, "r1", 5_000)).toBe("Renewed")
       // Past the first expiry, the renewed lease still holds.
       yield* TestClock.setTime(3_000)
-      expect(yield* journal.claim(r1, "B", 1_000)).toEqual({ _tag: "Held", owner: "A", token: 1, expiresAt: 6_500 })
+      expect(yield* journal.claim(r1, "B", 1_000)).toEqual({ _tag: "Held", owner: "A", token: 1, expiresAt: 6_500, expiresIn: 3_500 })
 
       yield* journal.release(a)
       const b = yield* leaseOf(journal.claim(r1, "B", 1_000))
