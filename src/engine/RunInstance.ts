@@ -15,6 +15,7 @@ import { InstanceStorage } from "../durable/InstanceStorage.js"
 import type { CapabilityKind, RunRecord } from "../durable/records.js"
 import type { StoreError } from "../durable/StoreError.js"
 import { type InstalledCapability, Instances } from "../instances/Instances.js"
+import { toolNames, type ToolNames } from "../instances/toolNameClashes.js"
 import type { McpMount } from "../mcp/McpMount.js"
 import { McpServerSchema } from "../mcp/McpServerSpec.js"
 import { type InstalledTools, nothingInstalled } from "../mcp/mcpTools.js"
@@ -107,8 +108,9 @@ export const makeRunInstance = (app: CompiledApp, agent: CompiledAgent, run: Run
     const tools = new Map<string, CompiledTool>()
     const configs = new Map<CompiledTool, unknown>()
     const mounts: Array<McpMount> = []
+    const names = toolNames(agent)
     for (const installation of usable) {
-      const left = yield* installedTool(app, agent, run, installation, { tools, configs, mounts })
+      const left = yield* installedTool(app, run, installation, names, { tools, configs, mounts })
       if (left !== undefined) skipped.push({ kind: installation.capability.kind, capability: installation.capability.id, reason: left })
     }
     const where = `instance "${run.instanceId}" of agent "${run.agent}"`
@@ -122,25 +124,22 @@ export const makeRunInstance = (app: CompiledApp, agent: CompiledAgent, run: Run
 /** Adds one installation to the run's tools; why it was left out, when it was. */
 const installedTool = (
   app: CompiledApp,
-  agent: CompiledAgent,
   run: RunRecord,
   { capability, config }: InstalledCapability,
+  names: ToolNames,
   into: { readonly tools: Map<string, CompiledTool>; readonly configs: Map<CompiledTool, unknown>; readonly mounts: Array<McpMount> }
 ) =>
   Effect.gen(function*() {
+    // Every one is installed: a clash names the other as installed, not as asked for.
+    const claim = { capability, path: undefined }
+    const clash = names.clashOf(claim)
+    if (clash !== undefined) return clash
     if (capability.kind === "tool") {
-      const name = capability.tool.name
-      const own = agent.tools.get(name)
-      if (own !== undefined) return `the agent's own tool "${name}" (${own.file ?? agent.file}) has its name`
-      if (into.tools.has(name)) return `another installed tool is named "${name}"`
-      into.tools.set(name, capability.tool)
+      names.claim(claim)
+      into.tools.set(capability.tool.name, capability.tool)
       into.configs.set(capability.tool, config)
       return undefined
     }
-    const name = capability.mount
-    const own = agent.mcp.find((mount) => mount.name === name)
-    if (own !== undefined) return `the agent's own MCP server "${name}" (${own.declaredIn}) has its name`
-    if (into.mounts.some((mount) => mount.name === name)) return `another installed MCP server is named "${name}"`
     const declared = Either.try(() => capability.server.connect(config))
     if (Either.isLeft(declared)) {
       // The thrown message may quote the config's secrets: the log has it, the run's events do not.
@@ -154,8 +153,10 @@ const installedTool = (
       (error) => `these fields are wrong: ${readableIssues(error, { root: "(server)" }).map((issue) => issue.path).join(", ")}`
     )
     if (Either.isLeft(spec)) return `connect(config) in ${capability.file} made no valid MCP server (${spec.left})`
+    // A server left out for its config leaves its name to the next one.
+    names.claim(claim)
     into.mounts.push({
-      name,
+      name: capability.mount,
       spec: spec.right,
       declaredIn: capability.file,
       root: app.table.root,

@@ -4,12 +4,13 @@
  * runs) and their secrets sealed; what does not hold is one issue per field.
  */
 import { Effect, Either } from "effect"
-import { type Capability, capabilityKey, type CompiledAgent, type CompiledApp } from "../compiler/CompiledApp.js"
+import { capabilityKey, type CompiledAgent, type CompiledApp } from "../compiler/CompiledApp.js"
 import type { ReadableIssue } from "../definitions/readableIssues.js"
 import type { NewInstallation } from "../durable/InstanceStorage.js"
 import type { CapabilityKind, InstallationRecord } from "../durable/records.js"
 import { placeholderSecrets, resplitConfig, sealSecrets, splitConfig } from "./installationConfig.js"
 import type { SecretBox } from "./SecretBox.js"
+import { type NameClaim, toolNames } from "./toolNameClashes.js"
 
 /** A capability to install, as a client sends it; `config` may be left out when changing an installed one. */
 export interface InstallRequest {
@@ -80,46 +81,12 @@ export const prepareInstallations = (
     return prepared
   })
 
-/** A capability as the check of names sees it: where it was asked for, or `undefined` when the instance has it already. */
-interface Named {
-  readonly capability: Capability
-  readonly path: string | undefined
-}
-
-/** What `named` is, for a message: `the mcp "sales/crm"`. */
-const what = ({ capability }: Named): string => `the ${capability.kind} "${capability.id}"`
-
 /**
- * The name `capability` reaches `agent`'s model under, how it does, which of the agent's own holds
- * that name already, and how to free it.
- */
-const nameOf = (agent: CompiledAgent, capability: Capability) => {
-  if (capability.kind === "tool") {
-    const name = capability.tool.name
-    const own = agent.tools.get(name)
-    return {
-      key: capabilityKey("tool", name),
-      offered: `is offered as "${name}"`,
-      own: own === undefined ? undefined : `agent "${agent.id}"'s own tool "${name}" (${own.file ?? agent.file})`,
-      rename: `give one of them another name (defineTool({ name: "..." }))`
-    }
-  }
-  const name = capability.mount
-  const own = agent.mcp.find((mount) => mount.name === name)
-  return {
-    key: capabilityKey("mcp", name),
-    offered: `is mounted as "${name}" (the last part of its id)`,
-    own: own === undefined ? undefined : `agent "${agent.id}"'s own MCP server "${name}" (${own.declaredIn})`,
-    rename: `rename ${capability.file} or the agent's server`
-  }
-}
-
-/**
- * The requests whose capability a run of `agent` would leave out for its name (see
- * engine/RunInstance.ts): an MCP server mounted under the name of one of the agent's own or of
- * another installed one, a tool named like one of the agent's tools or another installed one.
- * Accepted, it would be installed and never offered to the model. `kept`: the capabilities the
- * instance keeps beside `requests`, checked against but never refused themselves.
+ * The requests whose capability a run of `agent` would leave out for its name (the rules:
+ * `toolNames`): an MCP server mounted under the name of one of the agent's own or of another
+ * installed one, a tool named like one of the agent's tools or another installed one. Accepted, it
+ * would be installed and never offered to the model. `kept`: the capabilities the instance keeps
+ * beside `requests`, checked against but never refused themselves.
  */
 export const nameClashes = (
   app: CompiledApp,
@@ -128,40 +95,22 @@ export const nameClashes = (
   path: (index: number) => string,
   kept: ReadonlyArray<{ readonly kind: CapabilityKind; readonly capability: string }> = []
 ): ReadonlyArray<ReadableIssue> => {
-  const named: Array<Named> = []
+  const claims: Array<NameClaim> = []
   for (const { capability: id, kind } of kept) {
     const capability = app.capabilities.get(capabilityKey(kind, id))
-    if (capability !== undefined) named.push({ capability, path: undefined })
+    if (capability !== undefined) claims.push({ capability, path: undefined })
   }
   for (const [index, request] of requests.entries()) {
     // One the build does not offer is refused by `prepareInstallations`, which says why.
     const capability = app.capabilities.get(capabilityKey(request.kind, request.id))
-    if (capability !== undefined) named.push({ capability, path: fieldPath(path(index), "id") })
+    if (capability !== undefined) claims.push({ capability, path: fieldPath(path(index), "id") })
   }
+  const names = toolNames(agent)
   const issues: Array<ReadableIssue> = []
-  // Keyed by kind too: a tool and a server's tools are offered under names that never meet (`crm`, `crm__...`).
-  const taken = new Map<string, Named>()
-  for (const entry of named) {
-    const { key, offered, own, rename } = nameOf(agent, entry.capability)
-    const other = taken.get(key)
-    // The same capability listed twice is `prepareInstallations`' to refuse.
-    if (other?.capability === entry.capability) continue
-    if (other === undefined) taken.set(key, entry)
-    if (entry.path === undefined) continue
-    const neverOffered = entry.capability.kind === "tool" ? "it" : "its tools"
-    if (own !== undefined) {
-      issues.push({
-        path: entry.path,
-        message: `${what(entry)} ${offered}, like ${own}, which keeps the name: the model would never be offered ${neverOffered}; ${rename}`
-      })
-    } else if (other !== undefined) {
-      issues.push({
-        path: entry.path,
-        message: `${what(entry)} ${offered}, like ${what(other)}` +
-          (other.path === undefined ? ", which this instance has installed" : ` (${other.path})`) +
-          `: a run would offer only one of them; install one of them, or ${entry.capability.kind === "tool" ? rename : "rename one's file"}`
-      })
-    }
+  for (const claim of claims) {
+    const clash = names.clashOf(claim)
+    if (claim.path !== undefined && clash !== undefined) issues.push({ path: claim.path, message: clash })
+    names.claim(claim)
   }
   return issues
 }
