@@ -5,7 +5,7 @@
  * are sealed before they reach the store, and every change is an event (which never holds a secret).
  */
 import { Clock, Context, Effect, Either, Layer, Option } from "effect"
-import { type Capability, capabilityKey, type CompiledAgent, type CompiledApp } from "../compiler/CompiledApp.js"
+import type { CompiledAgent, CompiledApp } from "../compiler/CompiledApp.js"
 import { CurrentApp } from "../compiler/CurrentApp.js"
 import { instanceIdForm, isInstanceId } from "../definitions/instanceId.js"
 import type { ReadableIssue } from "../definitions/readableIssues.js"
@@ -17,11 +17,12 @@ import type { StoreError } from "../durable/StoreError.js"
 import { EventLog } from "../events/EventLog.js"
 import type { EventContent } from "../events/FoundryEvent.js"
 import { spanIdOf, traceIdOf } from "../journal/trace.js"
-import { openConfig } from "./installationConfig.js"
+import { createConflict } from "./createConflicts.js"
 import { checkContext } from "./instanceContext.js"
 import { InstanceConflict, InstanceNotFound, invalid, type InvalidInstance, NotInstalled } from "./instanceErrors.js"
+import { installedCapabilities, type InstalledCapability, type UnusableInstallation } from "./installedCapabilities.js"
 import { type InstallRequest, nameClashes, prepareInstallations } from "./installationRequests.js"
-import { SecretBox, type SecretUnreadable } from "./SecretBox.js"
+import { SecretBox } from "./SecretBox.js"
 
 /** Which capability an installation is of. */
 interface CapabilityRef {
@@ -52,19 +53,6 @@ export interface ChangeRequest {
 export interface InstanceDetail {
   readonly instance: InstanceRecord
   readonly installations: ReadonlyArray<InstallationRecord>
-}
-
-/** An installed capability with its config opened for a run (secrets as `Redacted`). */
-export interface InstalledCapability {
-  readonly capability: Capability
-  readonly config: unknown
-}
-
-/** What an installed capability cannot be used as, for the run to say. */
-export interface UnusableInstallation {
-  readonly kind: CapabilityKind
-  readonly id: string
-  readonly reason: string
 }
 
 type Failure = InstanceNotFound | InvalidInstance | InstanceConflict | AgentNotFound | StoreError
@@ -186,46 +174,8 @@ export const layer = Layer.effect(
       const installations = yield* prepare(app, agent, request.installations ?? [], (index) => `installations[${index}]`)
       const ref = { agent: request.agent, id: request.id ?? newId("inst") }
       const made = yield* storage.create({ ...ref, provisioningKey: request.provisioningKey ?? null, context: context.right }, installations)
-      // A repeated provisioning key answers its instance; an id taken by another instance is a conflict.
-      const taken = !made.created && (request.provisioningKey === undefined || made.instance.provisioningKey !== request.provisioningKey)
-      // An archived instance keeps its id: PATCH would be refused too, so only another id goes on.
-      if (taken && made.instance.status === "archived") {
-        return yield* new InstanceConflict({
-          agent: ref.agent,
-          instance: ref.id,
-          message: `agent "${ref.agent}" has an archived instance "${ref.id}"` +
-            (made.instance.statusReason === null ? "" : ` (${made.instance.statusReason})`) +
-            ": archiving is final (there is no unarchive) and the instance keeps its id with its history; " +
-            "create the new instance with another id"
-        })
-      }
-      if (taken) {
-        return yield* new InstanceConflict({
-          agent: ref.agent,
-          instance: ref.id,
-          message: `agent "${ref.agent}" has an instance "${ref.id}" already` +
-            (made.instance.provisioningKey === null ? "" : ` (provisioning key "${made.instance.provisioningKey}")`) +
-            `; change it with PATCH /api/instances/${ref.id}?agent=${ref.agent}, or create another with another id`
-        })
-      }
-      // The key names one instance and the id another: neither answer would be the one asked for.
-      if (!made.created && request.id !== undefined && made.instance.id !== request.id) {
-        return yield* new InstanceConflict({
-          agent: ref.agent,
-          instance: request.id,
-          message: `provisioning key "${request.provisioningKey}" belongs to instance "${made.instance.id}" of agent "${ref.agent}", not "${request.id}": ` +
-            `send id "${made.instance.id}" (or no id) to get that instance, or another key to create "${request.id}"`
-        })
-      }
-      // A retried provisioning must not be handed an instance that takes nothing any more.
-      if (!made.created && made.instance.status === "archived") {
-        return yield* new InstanceConflict({
-          agent: ref.agent,
-          instance: made.instance.id,
-          message: `provisioning key "${request.provisioningKey}" belongs to instance "${made.instance.id}" of agent "${ref.agent}", ` +
-            "which is archived: it takes no runs and changes no more; provision with another key"
-        })
-      }
+      const conflict = createConflict(ref, request, made)
+      if (conflict !== undefined) return yield* conflict
       if (made.created) {
         yield* note(ref, {
           type: "instance.created",
@@ -403,25 +353,7 @@ export const layer = Layer.effect(
         }
         yield* note(ref, { type: "instance.uninstalled", data: { kind, capability: id } })
       }),
-      installed: (app, ref) =>
-        Effect.gen(function*() {
-          const usable: Array<InstalledCapability> = []
-          const unusable: Array<UnusableInstallation> = []
-          for (const installation of yield* storage.installations(ref)) {
-            const capability = app.capabilities.get(capabilityKey(installation.kind, installation.capability))
-            if (capability === undefined) {
-              unusable.push({ kind: installation.kind, id: installation.capability, reason: "it is not installable in the current build" })
-              continue
-            }
-            const opened = yield* Effect.either(openConfig(box, capability.config, installation))
-            if (Either.isRight(opened)) usable.push({ capability, config: opened.right })
-            else unusable.push({ kind: installation.kind, id: installation.capability, reason: reasonOf(opened.left) })
-          }
-          return { usable, unusable }
-        })
+      installed: (app, ref) => Effect.flatMap(storage.installations(ref), (installations) => installedCapabilities(box, app, installations))
     })
   })
 )
-
-const reasonOf = (error: SecretUnreadable | { readonly _tag: "ParseError"; readonly message: string }): string =>
-  error._tag === "SecretUnreadable" ? error.message : `its config no longer matches the capability's schema (${error.message.split("\n")[0]}); install it again`
