@@ -3,91 +3,22 @@
  * Schemas, and the config's layers are built once so that every service a tool requires is known
  * to be there before the first run.
  */
-import { existsSync, readFileSync, statSync } from "node:fs"
-import { join, resolve } from "node:path"
-import { Cause, Context, Effect, Either, JSONSchema, Layer, Schema, SchemaAST, type Scope } from "effect"
-import { type AgentDefinition, subagentToolName, timerToolsOf } from "../definitions/defineAgent.js"
-import { defineTool } from "../definitions/defineTool.js"
-import { timerTools } from "./timerTools.js"
+import { Cause, Context, Effect, Layer, type Scope } from "effect"
+import { type AgentDefinition, timerToolsOf } from "../definitions/defineAgent.js"
 import type { EnvironmentDefinition } from "../definitions/defineEnvironment.js"
-import { installed, packageNameOf } from "../environments/installedPackage.js"
-import { environmentTools } from "../environments/verbs.js"
-import { packageLayout } from "../packageLayout.js"
 import type { AnyTool } from "../definitions/defineTool.js"
+import { environmentTools } from "../environments/verbs.js"
+import { mountsOf } from "../mcp/McpMount.js"
 import { waitingFor } from "../router/BuildProgress.js"
 import { RouteError, RouteErrors } from "../router/RouteError.js"
-import { validateDefinition } from "../router/validateDefinition.js"
-import { listProjectSources } from "../router/projectSources.js"
-import { listRouteFiles } from "../router/RoutePath.js"
 import type { Route, RouteTable } from "../router/RouteTable.js"
+import { validateDefinition } from "../router/validateDefinition.js"
 import { type Capability, capabilityKey, type CompiledAgent, type CompiledApp, type CompiledTool, mountNameOf } from "./CompiledApp.js"
-import type { McpServerDefinition } from "../definitions/defineMcpServer.js"
-import { mountsOf } from "../mcp/McpMount.js"
-import { McpServerName } from "../mcp/McpServerSpec.js"
 import { LayerBuildError, MissingService, MissingServices } from "./CompileError.js"
-import { contentHash } from "../release/contentHash.js"
-import { releaseIdAt } from "../release/ReleaseManifest.js"
-
-const toolNameRule = /^[a-zA-Z0-9_-]{1,64}$/
-
-const isRecord = (value: unknown): value is Record<string, unknown> => typeof value === "object" && value !== null
-
-/**
- * The JSON Schema of a tool's input, as models expect it: an object schema at the top (a class's
- * `$ref` inlined, `Struct({})` as an empty object), without `$schema`.
- */
-const parametersOf = (tool: AnyTool): Record<string, unknown> => {
-  const ast = tool.input.ast
-  if (SchemaAST.isTypeLiteral(ast) && ast.propertySignatures.length === 0 && ast.indexSignatures.length === 0) {
-    return { type: "object", properties: {}, additionalProperties: false }
-  }
-  const root: Record<string, unknown> = { ...JSONSchema.make(tool.input) }
-  const { $schema: _, ...schema } = root
-  const { $ref, $defs } = schema
-  const name = typeof $ref === "string" && $ref.startsWith("#/$defs/") ? $ref.slice("#/$defs/".length) : undefined
-  if (name === undefined || !isRecord($defs) || !isRecord($defs[name])) return schema
-  const { [name]: target, ...others } = $defs
-  return { ...(isRecord(target) ? target : {}), ...(Object.keys(others).length === 0 ? {} : { $defs: others }) }
-}
-
-const compileTool = (tool: AnyTool, id: string, file: string | undefined): CompiledTool => {
-  const name = tool.name ?? id.split("/").pop() ?? id
-  return {
-    id,
-    name,
-    file,
-    definition: tool,
-    spec: { name, description: tool.description, parameters: parametersOf(tool) }
-  }
-}
-
-/** The tool through which an agent delegates to a subagent: `ask-<name>` with a `message`. */
-const subagentTool = (id: string, description: string): CompiledTool => {
-  const name = subagentToolName(id)
-  const definition = defineTool({
-    description: `Delegate to the ${id} agent (${description}); it answers with its final output`,
-    input: Schema.Struct({ message: Schema.String }),
-    output: Schema.String,
-    run: () => Effect.dieMessage("subagent tools are run by the engine as child runs")
-  })
-  return {
-    id: `${id}#subagent`,
-    name,
-    file: undefined,
-    definition,
-    subagent: id,
-    spec: {
-      name,
-      description: definition.description,
-      parameters: {
-        type: "object",
-        properties: { message: { type: "string", description: `what to ask the ${id} agent` } },
-        required: ["message"],
-        additionalProperties: false
-      }
-    }
-  }
-}
+import { compileTool, subagentTool, toolNameRule } from "./compiledTool.js"
+import { releaseOf } from "./projectRelease.js"
+import { missingFolder, missingPackages, unmountable } from "./routeChecks.js"
+import { timerTools } from "./timerTools.js"
 
 /**
  * Builds the config's layers (in the scope the build runs in), telling the build's watcher which
@@ -123,34 +54,6 @@ const buildServices = (table: RouteTable, required: ReadonlyArray<string>): Effe
   )
 }
 
-/** A file's bytes; one deleted since it was listed is hashed as absent (the next build sees the deletion). */
-const contentOf = (path: string): Uint8Array => {
-  try {
-    return readFileSync(path)
-  } catch {
-    return new Uint8Array()
-  }
-}
-
-/**
- * The release of the project at `root`: a folder built by `foundry build` is its `rel_` id (from
- * `release.json`); sources are `dev-` and a short hash of every file under the route folders, of
- * the config file and of every other source the project may import (helpers in `lib/`, shared
- * modules: what `foundry dev` watches), names and contents. Two builds of the same sources share a
- * release; any edit, addition, removal or rename makes a new one, so events say which build wrote them.
- */
-export const releaseOf = (root: string, configFile: string | undefined): string => {
-  const built = releaseIdAt(root)
-  if (built !== undefined) return built
-  const { files } = listRouteFiles(root)
-  const sources = new Set([...(configFile === undefined ? [] : [configFile]), ...files, ...listProjectSources(root)])
-  const hash = contentHash([...sources].sort().map((file) => ({ file, content: contentOf(join(root, file)) })))
-  return `dev-${hash.slice(0, 12)}`
-}
-
-/** Whether `release` is a build of a project's sources (`releaseOf`'s `dev-<hash>`), not a release built by `foundry build`. */
-export const isSourcesBuild = (release: string): boolean => release.startsWith("dev-")
-
 /** What instances can install: the shared tools and catalogue MCP servers that declare `installable`. */
 const capabilitiesOf = (table: RouteTable, tools: ReadonlyMap<AnyTool, CompiledTool>): ReadonlyMap<string, Capability> => {
   const capabilities = new Map<string, Capability>()
@@ -179,55 +82,6 @@ const capabilitiesOf = (table: RouteTable, tools: ReadonlyMap<AnyTool, CompiledT
     })
   }
   return capabilities
-}
-
-/**
- * An environment's pure modules whose package is installed neither in the project nor beside
- * Foundry: found at build time, not by the first script that imports one.
- */
-const missingPackages = (route: Route<EnvironmentDefinition>, root: string): ReadonlyArray<RouteError> =>
-  route.definition.modules.flatMap((module) =>
-    module._tag !== "PureModule" || installed(module.from, root) !== undefined || installed(module.from, packageLayout.root) !== undefined
-      ? []
-      : [new RouteError({
-        file: route.file,
-        problem: `the pure module "${module.name}" is made from "${module.from}", and the package "${packageNameOf(module.from)}" is not installed`,
-        fix: `install it in the project (npm install ${packageNameOf(module.from)}), or fix the name in from`
-      })])
-
-/**
- * An environment whose directory backend is no folder here: found at build time, not by the
- * first run that opens the environment.
- */
-const missingFolder = (route: Route<EnvironmentDefinition>, root: string): ReadonlyArray<RouteError> => {
-  const backend = route.definition.backend
-  if (backend._tag !== "Directory") return []
-  const folder = resolve(root, backend.path)
-  return existsSync(folder) && statSync(folder).isDirectory()
-    ? []
-    : [new RouteError({
-      file: route.file,
-      problem: `backend.directory "${backend.path}" is not a folder (${folder} ${existsSync(folder) ? "is a file" : "does not exist"})`,
-      fix: "create the folder, or point backend: { directory } at one, relative to the project folder"
-    })]
-}
-
-/**
- * A catalogue MCP server whose mount name (the last segment of its id) can name no server: every
- * instance could install it, and no run could ever mount it.
- */
-const unmountable = (route: Route<McpServerDefinition>): ReadonlyArray<RouteError> => {
-  const name = mountNameOf(route.id)
-  if (Either.isRight(Schema.decodeEither(McpServerName)(name))) return []
-  const why = name.length > 32
-    ? `${name.length} characters, over the 32 a server name may have`
-    : `no server name (letters, digits, - and _, no "__")`
-  return [new RouteError({
-    file: route.file,
-    problem: `an installed MCP server is mounted under the last part of its id, "${name}", which is ${why}: no run could mount it`,
-    fix: "rename the file to a name of at most 32 letters, digits, - and _ (mcp/<name>.ts, or mcp/<folder>/<name>.ts); " +
-      "instances install it again under its new id"
-  })]
 }
 
 /**

@@ -8,7 +8,8 @@ import { discover } from "../router/discover.js"
 import type { ProjectConfig } from "../router/loadConfig.js"
 import type { RouteTable } from "../router/RouteTable.js"
 import type { CompiledApp } from "./CompiledApp.js"
-import { compile, releaseOf } from "./compile.js"
+import { compile } from "./compile.js"
+import { releaseOf } from "./projectRelease.js"
 
 /**
  * Discovers, generates and compiles the project at `root` as build `generation`, with its config

@@ -8,7 +8,7 @@
  */
 import { Cause, Clock, Context, Duration, Effect, Layer, Option, Queue, Schema } from "effect"
 import { type CompiledApp, leftOutOf } from "../compiler/CompiledApp.js"
-import { isSourcesBuild } from "../compiler/compile.js"
+import { isSourcesBuild } from "../compiler/projectRelease.js"
 import { CurrentApp } from "../compiler/CurrentApp.js"
 import type { ScheduleTiming } from "../definitions/defineSchedule.js"
 import { latestFirings, nextFireAfter } from "../definitions/scheduleTiming.js"

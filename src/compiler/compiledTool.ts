@@ -1,0 +1,73 @@
+/**
+ * A tool as a model is offered it: the name it calls it by (its `name`, or the last segment of its
+ * route id) and its input as the JSON Schema models expect; and the tool through which an agent
+ * delegates to a subagent.
+ */
+import { Effect, JSONSchema, Schema, SchemaAST } from "effect"
+import { subagentToolName } from "../definitions/defineAgent.js"
+import { type AnyTool, defineTool } from "../definitions/defineTool.js"
+import type { CompiledTool } from "./CompiledApp.js"
+
+/** The names a model can call a tool by. */
+export const toolNameRule = /^[a-zA-Z0-9_-]{1,64}$/
+
+const isRecord = (value: unknown): value is Record<string, unknown> => typeof value === "object" && value !== null
+
+/**
+ * The JSON Schema of a tool's input, as models expect it: an object schema at the top (a class's
+ * `$ref` inlined, `Struct({})` as an empty object), without `$schema`.
+ */
+const parametersOf = (tool: AnyTool): Record<string, unknown> => {
+  const ast = tool.input.ast
+  if (SchemaAST.isTypeLiteral(ast) && ast.propertySignatures.length === 0 && ast.indexSignatures.length === 0) {
+    return { type: "object", properties: {}, additionalProperties: false }
+  }
+  const root: Record<string, unknown> = { ...JSONSchema.make(tool.input) }
+  const { $schema: _, ...schema } = root
+  const { $ref, $defs } = schema
+  const name = typeof $ref === "string" && $ref.startsWith("#/$defs/") ? $ref.slice("#/$defs/".length) : undefined
+  if (name === undefined || !isRecord($defs) || !isRecord($defs[name])) return schema
+  const { [name]: target, ...others } = $defs
+  return { ...(isRecord(target) ? target : {}), ...(Object.keys(others).length === 0 ? {} : { $defs: others }) }
+}
+
+/** `tool` (route `id`, declared in `file`) compiled: its name and its spec for models. */
+export const compileTool = (tool: AnyTool, id: string, file: string | undefined): CompiledTool => {
+  const name = tool.name ?? id.split("/").pop() ?? id
+  return {
+    id,
+    name,
+    file,
+    definition: tool,
+    spec: { name, description: tool.description, parameters: parametersOf(tool) }
+  }
+}
+
+/** The tool through which an agent delegates to a subagent: `ask-<name>` with a `message`. */
+export const subagentTool = (id: string, description: string): CompiledTool => {
+  const name = subagentToolName(id)
+  const definition = defineTool({
+    description: `Delegate to the ${id} agent (${description}); it answers with its final output`,
+    input: Schema.Struct({ message: Schema.String }),
+    output: Schema.String,
+    run: () => Effect.dieMessage("subagent tools are run by the engine as child runs")
+  })
+  return {
+    id: `${id}#subagent`,
+    name,
+    file: undefined,
+    definition,
+    subagent: id,
+    spec: {
+      name,
+      description: definition.description,
+      parameters: {
+        type: "object",
+        properties: { message: { type: "string", description: `what to ask the ${id} agent` } },
+        required: ["message"],
+        additionalProperties: false
+      }
+    }
+  }
+}
+
