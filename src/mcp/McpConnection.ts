@@ -10,41 +10,17 @@
  * Until it first connects, one attempt at a time serves every caller, and one that failed refuses
  * them at once with `McpServerUnavailable` until a backoff has passed.
  */
-import type { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import type { Tool } from "@modelcontextprotocol/sdk/types.js"
 import { Duration, Effect, Either, Fiber, Option, Runtime, Schedule, Scope } from "effect"
 import { durationText } from "../definitions/configFields.js"
 import { hideUrlSecrets } from "./installedUrl.js"
-import { listTools } from "./listTools.js"
 import { loadMcpClientSdk, sdkTimeoutMargin } from "./mcpClientSdk.js"
-import { McpCallTimedOut, McpServerNotRunning, type McpServerUnavailable, McpToolFailed, unavailable as unavailableFor } from "./McpErrors.js"
+import { closeSession, listAllTools, openSession, type Session } from "./mcpSession.js"
+import { McpCallTimedOut, McpServerNotRunning, type McpServerUnavailable, McpToolFailed } from "./McpErrors.js"
 import type { McpMount } from "./McpMount.js"
-import { defaultMcpTimeout, isStdio } from "./McpServerSpec.js"
-import { openTransport } from "./openTransport.js"
-import { connectFailure, httpErrorChars, issuesText, messageOf, schemaRejection } from "./sdkErrors.js"
+import { defaultMcpTimeout } from "./McpServerSpec.js"
+import { httpErrorChars, issuesText, messageOf, schemaRejection } from "./sdkErrors.js"
 import { toolResult, type ToolResultContent } from "./toolResult.js"
-
-/** A connected server. */
-interface Session {
-  readonly client: Client
-  /** Why it went away, set the moment its transport closed (or failed) on its own. */
-  gone: string | undefined
-  /** Set before Foundry closes it: that close is no crash. */
-  closing: boolean
-  tools: ReadonlyArray<Tool>
-  /** A `list_changed` arrived: list again before the tools are next offered. */
-  stale: boolean
-  /** Its tools are listed again after a call: an HTTP server that announces changes to them. */
-  readonly relistAfterCalls: () => boolean
-  /** Calls under way. */
-  calls: number
-  /** A ping is checking whether the server still answers. */
-  checking: boolean
-  /** The end of the server's stderr, for the log when it goes away. */
-  readonly stderr: () => string
-  /** Ends the session on the server's side (see `OpenedTransport.end`). */
-  readonly end: () => Promise<void>
-}
 
 type State =
   | { readonly _tag: "Idle" }
@@ -66,14 +42,8 @@ export interface McpConnection {
   ) => Effect.Effect<ToolResultContent, McpServerUnavailable | McpServerNotRunning | McpCallTimedOut | McpToolFailed>
 }
 
-/** The client's name and version as servers see them in `initialize`. */
-const clientInfo = { name: "foundry", version: "1" }
-
 /** How long a server whose call timed out may take to answer a ping before it counts as stopped. */
 const pingMillis = 5_000
-
-/** How long a server may take to acknowledge the end of a session before the transport is closed anyway. */
-const endTimeout = "2 seconds"
 
 /** How a connection starts and restarts. */
 export interface ConnectionPolicy {
@@ -106,86 +76,12 @@ export const make = (mount: McpMount, policy: ConnectionPolicy) =>
 
     // What the transport or the server says may quote an installed server's URL, credentials and all.
     const hide = hideUrlSecrets(mount)
-    const unavailable = (reason: string) => unavailableFor(mount, hide(reason))
-
-    /** Closes the session; one still alive is ended on the server's side first. */
-    const close = (session: Session) =>
-      Effect.gen(function*() {
-        const alive = session.gone === undefined
-        session.closing = true
-        if (alive) yield* Effect.ignore(Effect.timeout(Effect.tryPromise(() => session.end()), endTimeout))
-        yield* Effect.promise(() => session.client.close().catch(() => undefined))
-      })
-
-    /** The server's tools, listed within `connectTimeout`; a listing stopped short is logged. */
-    const allTools = (client: Client) =>
-      Effect.tap(listTools(client, connectMillis), ({ stopped }) =>
-        stopped === undefined
-          ? Effect.void
-          : Effect.logWarning(`MCP server ${mount.name}: its tools are those listed so far: ${hide(stopped)}`))
-        .pipe(Effect.map(({ tools }) => tools))
-
-    /** Starts the server and lists its tools, within `connectTimeout` in all. */
-    const connect = Effect.gen(function*() {
-      const sdk = yield* loadMcpClientSdk
-      const opened = yield* openTransport(mount, sdk)
-      const client = new sdk.Client(clientInfo, { capabilities: {} })
-      const session: Session = {
-        client,
-        gone: undefined,
-        closing: false,
-        tools: [],
-        stale: false,
-        relistAfterCalls: () => !isStdio(mount.spec) && client.getServerCapabilities()?.tools?.listChanged === true,
-        calls: 0,
-        checking: false,
-        stderr: opened.stderr,
-        end: opened.end
-      }
-      client.setNotificationHandler(sdk.ToolListChangedNotificationSchema, () => {
-        session.stale = true
-      })
-      let closedReason = isStdio(mount.spec) ? "its process exited" : `the connection to ${hide(mount.spec.url)} closed`
-      client.onclose = () => {
-        if (session.closing || session.gone !== undefined) return
-        // Set before the SDK fails the calls in flight, so that they report why.
-        session.gone = closedReason
-        Runtime.runFork(runtime)(Effect.interruptible(wentAway(session)))
-      }
-      // Over HTTP, a server that dies closes nothing: the response stream of a call under way
-      // breaks, and the transport only reports an error, which a healthy server's hiccup or
-      // an unexpected message also causes. A ping tells a dead server apart at once, rather
-      // than the call waiting out its timeout.
-      client.onerror = (error) => {
-        // The SDK's stdio transport closes on a message over its buffer (10 MB) after reporting it
-        // here: the close says that, not that the process exited.
-        const tooLarge = isStdio(mount.spec) ? /ReadBuffer exceeded maximum size of (\d+) bytes/.exec(messageOf(error)) : null
-        if (tooLarge !== null) {
-          closedReason = `it sent a message over ${tooLarge[1]} bytes, the most an MCP message over stdio may be (a tool result that large: ` +
-            "have the tool return less, or write it to a file and return its path), so its process was stopped"
-        }
-        if (isStdio(mount.spec) || session.calls === 0 || session.checking) return
-        Runtime.runFork(runtime)(Effect.interruptible(stillAnswering(session, `the connection failed during a call: ${hide(messageOf(error))}`)))
-      }
-      yield* Effect.tryPromise({
-        try: (signal) => client.connect(opened.transport, { signal, timeout: connectMillis + sdkTimeoutMargin }),
-        catch: (error) => unavailable(connectFailure(sdk, error))
-      }).pipe(Effect.onError(() => close(session)))
-      const pid = opened.pid()
-      if (pid !== null) closedReason = `its process ${pid} exited`
-      session.tools = yield* allTools(client).pipe(
-        Effect.mapError((reason) => unavailable(`tools/list failed: ${reason}`)),
-        Effect.onError(() => close(session))
-      )
-      return session
-    }).pipe(
-      // Interrupted, it closes what it opened (`onError` above). A server stuck between the steps
-      // would otherwise hold every run that waits for it for as long as each step may take.
-      Effect.timeoutFail({
-        duration: policy.connectTimeout,
-        onTimeout: () => unavailable(`it did not start and list its tools within ${durationText(policy.connectTimeout)} (the connect timeout)`)
-      })
-    )
+    const allTools = listAllTools(mount, hide, connectMillis)
+    const connect = openSession(mount, policy.connectTimeout, hide, {
+      // Forked on the runtime the connection was made with: the SDK calls these outside any fiber.
+      gone: (session) => Runtime.runFork(runtime)(Effect.interruptible(wentAway(session))),
+      failedDuringCall: (session, why) => Runtime.runFork(runtime)(Effect.interruptible(stillAnswering(session, why)))
+    })
 
     /** The server went away: its tools stay known, calls are refused, and it is restarted. */
     const wentAway = (session: Session) =>
@@ -219,7 +115,7 @@ export const make = (mount: McpMount, policy: ConnectionPolicy) =>
 
     yield* Scope.addFinalizer(scope, Effect.suspend(() => {
       const last = current()
-      return last._tag === "Live" ? close(last.session) : Effect.void
+      return last._tag === "Live" ? closeSession(last.session) : Effect.void
     }))
 
     /**
@@ -308,7 +204,7 @@ export const make = (mount: McpMount, policy: ConnectionPolicy) =>
         )
         if (answers || session.gone !== undefined) return
         session.gone = `it stopped answering (${why}, and a ping after it)`
-        yield* close(session)
+        yield* closeSession(session)
         yield* wentAway(session)
       })
 
@@ -324,7 +220,7 @@ export const make = (mount: McpMount, policy: ConnectionPolicy) =>
         if (now._tag === "Live" && now.session !== stale) return now.session
         // Gone, so that closing it sends no DELETE for a session the server has forgotten.
         stale.gone = "the server no longer knew its session (HTTP 404)"
-        yield* close(stale)
+        yield* closeSession(stale)
         const attempt = yield* Effect.either(connect)
         if (Either.isLeft(attempt)) {
           state = { _tag: "Down", reason: attempt.left.reason, tools: stale.tools }
@@ -364,7 +260,7 @@ export const make = (mount: McpMount, policy: ConnectionPolicy) =>
         if (Option.isSome(rejected)) return yield* failed(`its result is not one MCP allows, so none of it is shown (${issuesText(rejected.value)})`)
         // Anything else is the transport failing (a refused connection, a broken pipe): start afresh.
         session.gone = hide(messageOf(error))
-        yield* close(session)
+        yield* closeSession(session)
         yield* wentAway(session)
         return yield* new McpServerNotRunning({ server: mount.name, reason: session.gone })
       })
