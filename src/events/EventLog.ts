@@ -2,7 +2,7 @@
  * The event log: every step is an event, stored durably (text deltas excepted) and fanned out
  * live, so an SSE client can replay a run's history and then follow it as it happens.
  */
-import { Cause, Chunk, Clock, Context, Duration, Effect, Exit, Layer, Option, Runtime, Schedule, Scope, Stream } from "effect"
+import { Cause, Chunk, Clock, Context, Duration, Effect, Exit, Layer, Option, Runtime, Scope, Stream } from "effect"
 import { Database } from "../durable/Database.js"
 import { finalStatuses } from "../durable/records.js"
 import { Store } from "../durable/Store.js"
@@ -15,6 +15,8 @@ import { makeFeedOrder } from "./feedOrder.js"
 import { announceEvery, type Followed, type LiveRelay, makeLiveRelay } from "./liveRelay.js"
 import { type EventInbox, makeEventInbox } from "./eventInbox.js"
 import { makeStoreTail, type StoreTail } from "./storeTail.js"
+import { feedStream } from "./feedStream.js"
+import { pruneOnSchedule, type RetentionOptions } from "./eventRetention.js"
 import { type ReadPage, type RunFollower, runFollower } from "./runFollower.js"
 
 export type { RunFollower } from "./runFollower.js"
@@ -59,9 +61,7 @@ export class EventLog extends Context.Tag("foundry/EventLog")<EventLog, {
 }>() {}
 
 /** How events are kept and pruned. */
-export interface EventLogOptions {
-  readonly retention?: { readonly maxAge?: Duration.DurationInput; readonly maxCount?: number } | undefined
-  readonly pruneEvery?: Duration.DurationInput | undefined
+export interface EventLogOptions extends RetentionOptions {
   /** The release events are stamped with: the build that is running. */
   readonly release?: Effect.Effect<string> | undefined
   /**
@@ -247,49 +247,17 @@ export const layer = (options: EventLogOptions = {}) => Layer.scoped(
 
     const emitLive = (drafts: ReadonlyArray<EventDraft>) => Effect.flatMap(stamp(drafts), publishLive)
 
-    /**
-     * Stored events matching `filter` after `after`, page by page as they are taken, then live ones:
-     * subscribed first, so none falls between. A follower that falls behind (its inbox overflowed
-     * while it took nothing) reads on from the store after the last event it got, and then live
-     * again. One stage, as every follower of the feed pays it per chunk.
-     */
-    const follow = (filter: EventFilter, after: number): Stream.Stream<FoundryEvent, StoreError> =>
-      Stream.unwrapScoped(Effect.gen(function*() {
-        const inbox = yield* subscribe(filter)
-        yield* following
-        // The last stored event handed on: a page reads after it, and a live one at or before it came already.
-        let cursor = after
-        let reading = true
-        const nextLive: Effect.Effect<Chunk.Chunk<FoundryEvent>, Option.Option<StoreError>> = Effect.flatMap(
-          Effect.async<ReadonlyArray<FoundryEvent> | undefined>((resume) => {
-            inbox.takeWith((taken) => resume(Effect.succeed(taken)))
-            return Effect.sync(inbox.withdraw)
-          }),
-          (taken) => {
-            if (taken === undefined) {
-              // Fallen behind: what was dropped is in the store, read from after the last one handed on.
-              inbox.reset()
-              reading = true
-              return nextPage
-            }
-            // A run's own inbox holds every event of the run: the filter's other fields are looked at here.
-            const fresh = taken.filter((event) => (event.seq === 0 || event.seq > cursor) && matchesFilter(filter, event))
-            for (const event of fresh) if (event.seq > cursor) cursor = event.seq
-            return fresh.length === 0 ? nextLive : Effect.succeed(Chunk.unsafeFromArray(fresh))
-          }
-        )
-        const nextPage: Effect.Effect<Chunk.Chunk<FoundryEvent>, Option.Option<StoreError>> = Effect.flatMap(
-          Effect.suspend(() => Effect.mapError(storage.list({ ...filter, after: cursor, limit: pageSize }), Option.some)),
-          (page) => {
-            reading = page.length === pageSize
-            cursor = page[page.length - 1]?.seq ?? cursor
-            // A relayed event placed before what this follower read comes too late for it.
-            if (relay !== undefined) for (const event of page) tail?.arrivals.fed(event)
-            return page.length > 0 ? Effect.succeed(Chunk.unsafeFromArray(page)) : nextLive
-          }
-        )
-        return Stream.repeatEffectChunkOption(Effect.suspend(() => reading ? nextPage : nextLive))
-      }))
+    const follow = (filter: EventFilter, after: number) =>
+      feedStream({
+        subscribe,
+        following,
+        list: storage.list,
+        pageSize,
+        // A relayed event placed before what this follower read comes too late for it.
+        read: (page) => {
+          if (relay !== undefined) for (const event of page) tail?.arrivals.fed(event)
+        }
+      }, filter, after)
 
     /** A relayed event placed before what a run's follower read comes too late for it. */
     const readByRunFollower = (page: ReadonlyArray<FoundryEvent>): void => {
@@ -344,21 +312,7 @@ export const layer = (options: EventLogOptions = {}) => Layer.scoped(
           )
       })))
 
-    // Retention: old events go by age and by count, checked on an interval.
-    const retention = options.retention
-    if (retention?.maxAge !== undefined || retention?.maxCount !== undefined) {
-      yield* Effect.gen(function*() {
-        const now = yield* Clock.currentTimeMillis
-        yield* storage.prune({
-          olderThan: retention.maxAge === undefined ? undefined : now - Duration.toMillis(Duration.decode(retention.maxAge)),
-          keepLatest: retention.maxCount
-        })
-      }).pipe(
-        Effect.catchAllCause((cause) => Effect.logWarning("event retention failed", cause)),
-        Effect.repeat(Schedule.spaced(options.pruneEvery ?? "10 minutes")),
-        Effect.forkScoped
-      )
-    }
+    yield* pruneOnSchedule(storage, options)
 
     if (options.crossProcess !== undefined) {
       let announcedAt = 0
