@@ -7,7 +7,9 @@
  */
 import { FileSystem } from "@effect/platform"
 import { Effect, Either, Schema } from "effect"
-import { type ConfigDefinition, ConfigSchema, defaultConfig, defineConfig } from "../definitions/defineConfig.js"
+import { defaultConfig } from "../definitions/configDefaults.js"
+import { ConfigSchema } from "../definitions/configSchema.js"
+import { type ConfigDefinition, defineConfig } from "../definitions/defineConfig.js"
 import { formatIssues, type ReadableIssue, readableIssues } from "../definitions/readableIssues.js"
 import { kindOf, RouteKindId } from "../definitions/RouteKind.js"
 import { waitingFor } from "./BuildProgress.js"

@@ -4,7 +4,9 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Context, Layer, Schema } from "effect"
-import { ConfigSchema, defaultConfig, defineConfig } from "../../src/definitions/defineConfig.js"
+import { defaultConfig } from "../../src/definitions/configDefaults.js"
+import { ConfigSchema } from "../../src/definitions/configSchema.js"
+import { defineConfig } from "../../src/definitions/defineConfig.js"
 import { kindOf } from "../../src/definitions/RouteKind.js"
 import { configIssues } from "../../src/router/loadConfig.js"
 

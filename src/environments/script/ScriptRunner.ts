@@ -7,7 +7,7 @@
  * run starts a fresh one. Idle threads end after `idleMs`, and all of them with the layer's scope.
  */
 import { Context, Deferred, Duration, Effect, Layer } from "effect"
-import { defaultConfig } from "../../definitions/defineConfig.js"
+import { defaultConfig } from "../../definitions/configDefaults.js"
 import { packageLayout } from "../../packageLayout.js"
 import type { ScriptHost, ScriptResult, ScriptRun } from "./scriptRun.js"
 import { makeWorkerPool } from "./WorkerPool.js"
