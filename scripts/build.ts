@@ -81,7 +81,7 @@ for (const subpath of effectSubpaths()) {
 
 copyFileSync(join(root, "src/router/nativeImport.cjs"), join(dist, "nativeImport.cjs"))
 copyFileSync(join(root, "src/compiler/tracedTsc.cjs"), join(dist, "tracedTsc.cjs"))
-for (const file of ["sandboxWorker.mjs", "sandboxBootstrap.js", "sandboxLibrary.js"]) copyFileSync(join(root, "src/environments/script", file), join(dist, file))
+for (const file of ["sandboxWorker.mjs", "sandboxBootstrap.js", "sandboxLibrary.js", "compileWorker.mjs"]) copyFileSync(join(root, "src/environments/script", file), join(dist, file))
 
 mkdirSync(join(dist, "inspector"), { recursive: true })
 writeFileSync(join(dist, "inspector/inspector.js"), await bundleInspector(join(root, "inspector"), true))

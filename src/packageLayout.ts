@@ -25,6 +25,8 @@ export interface PackageLayout {
   readonly tracedTscFile: string
   /** The worker thread that runs environment scripts (`sandboxBootstrap.js` and `sandboxLibrary.js` sit beside it). */
   readonly sandboxWorkerFile: string
+  /** The worker thread that compiles scripts with an esbuild of its own (`ScriptCompiler`). */
+  readonly compileWorkerFile: string
   /** The bundled copy of `effect` that route files share with the framework; only when built. */
   readonly vendorDir: string | undefined
   /** The inspector: prebuilt assets (built), or its sources to bundle when first served. */
@@ -63,6 +65,7 @@ const layoutOf = (moduleUrl: string): PackageLayout => {
     nativeImportFile: built ? join(dist, "nativeImport.cjs") : join(root, "src/router/nativeImport.cjs"),
     tracedTscFile: built ? join(dist, "tracedTsc.cjs") : join(root, "src/compiler/tracedTsc.cjs"),
     sandboxWorkerFile: built ? join(dist, "sandboxWorker.mjs") : join(root, "src/environments/script/sandboxWorker.mjs"),
+    compileWorkerFile: built ? join(dist, "compileWorker.mjs") : join(root, "src/environments/script/compileWorker.mjs"),
     vendorDir: built ? join(dist, "vendor") : undefined,
     inspector: built ? { _tag: "Prebuilt", dir: join(dist, "inspector") } : { _tag: "Source", dir: join(root, "inspector") },
     typesEntry: existsSync(declarations) ? declarations : join(root, "src/index.ts")

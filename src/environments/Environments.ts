@@ -342,15 +342,14 @@ type VerbHandler<K extends VerbName> = (session: Session, scope: VerbScope, inpu
 type VerbHandlers = { readonly [K in VerbName]: VerbHandler<K> }
 
 /** A script written by `write_file`/`edit_file` must parse and import what exists; refused otherwise. */
-const checkedWrite = (session: Session, fs: EnvironmentFs, written: files.VerbAnswer, path: string): files.VerbAnswer =>
-  Either.flatMap(written, (answer) => {
-    if (!files.isScript(path)) return Either.right(answer)
-    return Either.flatMap(fs.readText(path), (source) => {
-      const check = validateScript(path, source, session.modules.exports, { test: files.isTestFile(path) })
-      return check._tag === "Valid"
-        ? Either.right(`${answer}; the script checks out`)
-        : Either.left(new files.VerbRefused({ message: `${path} was not saved: ${check.message}` }))
-    })
+const checkedWrite = (session: Session, fs: EnvironmentFs, written: files.VerbAnswer, path: string) =>
+  Effect.flatMap(written, (answer) => {
+    if (!files.isScript(path)) return Effect.succeed(answer)
+    return Effect.flatMap(fs.readText(path), (source) =>
+      Effect.flatMap(validateScript(path, source, session.modules.exports, { test: files.isTestFile(path) }), (check) =>
+        check._tag === "Valid"
+          ? Effect.succeed(`${answer}; the script checks out`)
+          : new files.VerbRefused({ message: `${path} was not saved: ${check.message}` })))
   })
 
 /** The service: sessions dropped after `idleTimeToLive` without a verb (default a minute). */

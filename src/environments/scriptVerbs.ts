@@ -253,10 +253,9 @@ const answerOf = (scope: ScriptScope, path: string, result: ScriptResult): Eithe
 
 /** Reads and checks a script; a problem is refused with its line and the fix. */
 const checked = (scope: ScriptScope, path: string, test: boolean) =>
-  Either.flatMap(scope.fs.readText(path), (source): Either.Either<string, VerbRefused> => {
-    const check = validateScript(path, source, scope.modules.exports, { test })
-    return check._tag === "Valid" ? Either.right(check.code) : Either.left(new VerbRefused({ message: check.message }))
-  })
+  Effect.flatMap(scope.fs.readText(path), (source) =>
+    Effect.flatMap(validateScript(path, source, scope.modules.exports, { test }), (check) =>
+      check._tag === "Valid" ? Effect.succeed(check.code) : new VerbRefused({ message: check.message })))
 
 /** Runs one script (or one test file) on the scope's worker. */
 const runOne = Effect.fnUntraced(function*(scope: ScriptScope, path: string, args: unknown, mode: "run" | "test") {

@@ -5,10 +5,13 @@
  * environment's tree) take turns in the order they came, each in a fresh context. A run that
  * outlives its wall-clock limit or its memory, or a worker that dies, costs that thread: a later
  * run starts a fresh one. Idle threads end after `idleMs`, and all of them with the layer's scope.
+ * Scripts are compiled (for `validateScript`) on threads of their own too, each with its own
+ * esbuild, within a time limit (`ScriptCompiler`).
  */
 import { Context, Deferred, Duration, Effect, Layer } from "effect"
 import { defaultConfig } from "../../definitions/configDefaults.js"
 import { packageLayout } from "../../packageLayout.js"
+import { type Compiled, makeScriptCompiler } from "./ScriptCompiler.js"
 import type { ScriptHost, ScriptResult, ScriptRun } from "./scriptRun.js"
 import { makeWorkerPool } from "./WorkerPool.js"
 
@@ -24,6 +27,8 @@ export interface ScriptOwner {
 export class ScriptRunner extends Context.Tag("foundry/ScriptRunner")<ScriptRunner, {
   /** Runs on a shared worker thread, after the runs of the same scope that came before. */
   readonly run: (owner: ScriptOwner, run: ScriptRun, host: ScriptHost) => Effect.Effect<ScriptResult>
+  /** Compiles a script with esbuild on a thread of its own, within `checkTimeoutMs` (`validateScript` checks with it). */
+  readonly compile: (path: string, source: string) => Effect.Effect<Compiled>
   /** Live worker threads (for tests and the idle benchmark). */
   readonly workers: Effect.Effect<number>
 }>() {}
@@ -42,7 +47,15 @@ export interface ScriptRunnerOptions {
   readonly workers?: number | undefined
   /** Threads at most (default 8, never below `workers`): a run of an instance with none running starts one past `workers` up to this. */
   readonly maxWorkers?: number | undefined
+  /** How long compiling one script may take before it is refused, in ms (default 10 000; a sound one takes well under a second). */
+  readonly checkTimeoutMs?: number | undefined
 }
+
+/** The heap of a compiling thread: a sound script of the largest size compiles in far less. */
+const compileMemoryMb = 512
+
+/** The most of esbuild's problems a compile sends back: an answer lists ten. */
+const compileProblems = 10
 
 /** How long the code a run left running after it answered may keep its thread. */
 const settleGrace = Duration.seconds(1)
@@ -64,6 +77,13 @@ export const ScriptRunnerLive = (options: ScriptRunnerOptions = {}): Layer.Layer
         maxMemoryMb: options.maxMemoryMb ?? defaultConfig.scripts.maxMemoryMb,
         settle: settleGrace,
         stopWithin
+      })
+      const compiler = yield* makeScriptCompiler({
+        file: packageLayout.compileWorkerFile,
+        within: Duration.millis(options.checkTimeoutMs ?? 10_000),
+        maxMemoryMb: compileMemoryMb,
+        idleMs: options.idleMs ?? 30_000,
+        maxProblems: compileProblems
       })
 
       // The last run of each key: the next one starts when it has ended (an entry lives while runs are queued).
@@ -90,6 +110,6 @@ export const ScriptRunnerLive = (options: ScriptRunnerOptions = {}): Layer.Layer
         return yield* inTurn(owner.scope, pool.run(owner.instance, script, host))
       })
 
-      return ScriptRunner.of({ run, workers: Effect.sync(pool.live) })
+      return ScriptRunner.of({ run, compile: compiler.compile, workers: Effect.sync(pool.live) })
     })
   )

@@ -3,12 +3,14 @@
  * ES module that exports a function as default and imports (or requires) only `env:` modules, each name one
  * the module exports. Every problem is answered with its line and column and, where there is one,
  * the fix: the import line it should have been. The compiled code is CommonJS with an inline
- * source map (the worker maps stack lines back to the source with it).
+ * source map (the worker maps stack lines back to the source with it). esbuild compiles on a thread
+ * of its own, within a time limit (`ScriptRunner.compile`).
  */
 import { createRequire } from "node:module"
-import { type Message, transformSync } from "esbuild"
+import { Duration, Effect } from "effect"
 import type * as ts from "typescript"
 import { closest } from "../../text/closest.js"
+import { ScriptRunner } from "./ScriptRunner.js"
 
 /** A module a script may import as `env:<name>`, and the names it exports. */
 export interface ModuleExports {
@@ -32,39 +34,6 @@ interface Problem {
   readonly line: number
   readonly column: number
   readonly text: string
-}
-
-const isBuildFailure = (error: unknown): error is { readonly errors: ReadonlyArray<Message> } =>
-  typeof error === "object" && error !== null && "errors" in error && Array.isArray(error.errors)
-
-const syntaxProblem = (message: Message): Problem => {
-  const location = message.location
-  const text = /Top-level await is currently not supported/.test(message.text)
-    ? "top-level await is not supported: await inside the default export"
-    : message.text
-  if (location === null) return { line: 1, column: 1, text }
-  // A long line is quoted around its column only: esbuild quotes the whole line with each problem.
-  const from = Math.max(0, location.column - 60)
-  const quoted = `${from > 0 ? "…" : ""}${location.lineText.slice(from, from + 120)}${from + 120 < location.lineText.length ? "…" : ""}`
-  const caret = `${" ".repeat(location.column - from + (from > 0 ? 1 : 0))}^`
-  return { line: location.line, column: location.column + 1, text: `${text}\n  ${quoted}\n  ${caret}` }
-}
-
-const compile = (path: string, source: string): { readonly code: string } | { readonly problems: ReadonlyArray<Problem> } => {
-  try {
-    const result = transformSync(source, {
-      loader: /\.[mc]?ts$/.test(path) ? "ts" : "js",
-      format: "cjs",
-      target: "es2022",
-      sourcefile: path,
-      sourcemap: "inline",
-      logLevel: "silent"
-    })
-    return { code: result.code }
-  } catch (error) {
-    if (isBuildFailure(error)) return { problems: error.errors.map(syntaxProblem) }
-    throw error
-  }
 }
 
 /** `import { a, b as c } from "env:x"` with the names replaced as `rename` says. */
@@ -239,11 +208,37 @@ const syntaxProblemsOf = (file: ts.SourceFile): ReadonlyArray<Problem> => {
 /** The most problems an answer lists: a script can have thousands (one per statement), each quoting its line. */
 const maxProblems = 10
 
-const describe = (problems: ReadonlyArray<Problem>): string => {
+/** The first problems in the script's order, and how many more (`count` is all of them, when only some are given). */
+const describe = (problems: ReadonlyArray<Problem>, count = problems.length): string => {
   const sorted = [...problems].sort((a, b) => a.line - b.line || a.column - b.column)
   const listed = sorted.slice(0, maxProblems).map(({ line, column, text }) => `line ${line}:${column}: ${text}`)
-  return sorted.length > maxProblems ? [...listed, `… and ${sorted.length - maxProblems} more problems`].join("\n") : listed.join("\n")
+  return count > maxProblems ? [...listed, `… and ${count - maxProblems} more problems`].join("\n") : listed.join("\n")
 }
+
+/**
+ * The longest line a script may have. esbuild sends each problem it finds with its whole line: a
+ * line of 30,000 problems (`--1;` repeated) is 120,000 characters sent 30,000 times, gigabytes
+ * (minutes, or the compiling thread's heap). Lines this long are data, which a JSON file holds better.
+ */
+const maxLineLength = 10_000
+
+/** The first line longer than `maxLineLength`: its number and length. */
+const longLine = (source: string): { readonly line: number; readonly length: number } | undefined => {
+  let line = 1
+  let start = 0
+  for (;;) {
+    const newline = source.indexOf("\n", start)
+    const end = newline === -1 ? source.length : newline
+    if (end - start > maxLineLength) return { line, length: end - start }
+    if (newline === -1) return undefined
+    line += 1
+    start = newline + 1
+  }
+}
+
+const count = (n: number) => n.toLocaleString("en-US")
+
+const invalid = (message: string): ScriptCheck => ({ _tag: "Invalid", message })
 
 /** A script nested too deeply to check (or to run: V8 would overflow its stack too). */
 const tooDeep = (path: string): ScriptCheck => ({
@@ -256,26 +251,40 @@ const tooDeep = (path: string): ScriptCheck => ({
  * Checks `source` (the script at `path`) against the modules it may import; a test file
  * (`options.test`) may import `env:test` and need not export a default function.
  */
-export const validateScript = (
+export const validateScript = Effect.fn("validateScript")(function*(
   path: string,
   source: string,
   modules: ReadonlyArray<ModuleExports>,
   options: { readonly test?: boolean } = {}
-): ScriptCheck => {
+) {
   const test = options.test === true
   // Parsed before esbuild sees it: nesting deep enough to overflow esbuild's stack (a 1 GB one, some
-  // hundred thousand levels) ends its service process, and every later check in this process fails.
-  // TypeScript's stack is far smaller, so such a script is refused here first.
+  // hundred thousand levels) ends its service process. TypeScript's stack is far smaller, so such a
+  // script is refused here first.
   const file = withinStack(() => parse(path, source))
   if (file === undefined) return tooDeep(path)
-  // esbuild quotes a problem's whole line with each of its problems: a long line of thousands of
-  // them (a run of 100,000 "-") is gigabytes of text, which held the process for minutes or ended
-  // esbuild's service. TypeScript's parser counts them at no such cost; past a few hundred, its
-  // own are the answer.
+  // A run of thousands of problems TypeScript's parser counts at no cost is its own answer: esbuild
+  // would take long to send them all.
   const parsedProblems = syntaxProblemsOf(file)
-  if (parsedProblems.length > maxParsedProblems) return { _tag: "Invalid", message: describe(parsedProblems) }
-  const compiled = compile(path, source)
-  if ("problems" in compiled) return { _tag: "Invalid", message: describe(compiled.problems) }
+  if (parsedProblems.length > maxParsedProblems) return invalid(describe(parsedProblems))
+  const long = longLine(source)
+  if (long !== undefined) {
+    return invalid(`line ${long.line} is ${count(long.length)} characters long (at most ${count(maxLineLength)} a line): ` +
+      "split it over several lines; put long data in a JSON file and read it (readText, then JSON.parse)")
+  }
+  const compiled = yield* Effect.flatMap(ScriptRunner, (runner) => runner.compile(path, source))
+  switch (compiled._tag) {
+    case "Problems":
+      return invalid(describe(compiled.problems, compiled.count))
+    case "TimedOut":
+      return invalid(`${path} could not be compiled within ${Duration.format(compiled.after)}: it has too many problems to list ` +
+        "(one in each of thousands of statements, say), or is too large; write it anew in smaller pieces, checking each")
+    case "Crashed":
+      return invalid(`${path} could not be compiled (${compiled.error}): it has too many problems to list, or is too large; ` +
+        "write it anew in smaller pieces, checking each")
+    case "Compiled":
+      break
+  }
   const known = modules.some((module) => module.name === testModule) ? modules : [...modules, { name: testModule, exports: ["test", "assert"] }]
   const analysed = withinStack(() => analyse(file, known, test))
   if (analysed === undefined) return tooDeep(path)
@@ -283,6 +292,6 @@ export const validateScript = (
   if (!hasDefault && !test) {
     problems.push({ line: 1, column: 1, text: `${path} has no default export: a script is run as export default async function (args) { ... }` })
   }
-  if (problems.length > 0) return { _tag: "Invalid", message: describe(problems) }
-  return { _tag: "Valid", code: compiled.code }
-}
+  if (problems.length > 0) return invalid(describe(problems))
+  return { _tag: "Valid", code: compiled.code } satisfies ScriptCheck
+})

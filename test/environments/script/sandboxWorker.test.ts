@@ -1,8 +1,8 @@
 import { Worker } from "node:worker_threads"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { validateScript } from "../../../src/environments/script/validateScript.js"
 import { packageLayout } from "../../../src/packageLayout.js"
+import { compiledCode } from "./scripts.js"
 
 /** The worker thread itself, spoken to in its own messages (the pool never overlaps runs; this test does). */
 const withWorker = Effect.acquireRelease(
@@ -10,16 +10,11 @@ const withWorker = Effect.acquireRelease(
   (worker) => Effect.promise(() => worker.terminate())
 )
 
-const code = (path: string, source: string): string => {
-  const check = validateScript(path, source, [])
-  if (check._tag === "Invalid") throw new Error(check.message)
-  return check.code
-}
 
 const runMessage = (run: number, path: string, source: string) => ({
   type: "run",
   run,
-  code: code(path, source),
+  code: compiledCode(path, source),
   path,
   args: "null",
   mode: "run",
