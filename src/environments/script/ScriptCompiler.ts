@@ -5,7 +5,7 @@
  * the thread decoding its answer tens of seconds and gigabytes. On the main thread (and on the
  * esbuild service the process shares) that held the whole server; here a compile past its time
  * or heap costs its thread, and its service ends with it. A thread compiles one script at a time;
- * a compile that finds every thread busy starts another. One idle thread is kept for the next
+ * a compile that finds every thread busy starts another, up to `maxThreads`. One idle thread is kept for the next
  * compile (starting one and its service takes a few hundred milliseconds) and ends after `idleMs`.
  */
 import { Worker } from "node:worker_threads"
@@ -63,6 +63,11 @@ export interface ScriptCompilerOptions {
   readonly maxMemoryMb: number
   /** How long the idle thread is kept. */
   readonly idleMs: number
+  /**
+   * The most threads at once (each with an esbuild service of its own): compiles beyond it wait
+   * for one, so a burst of scripts checked together cannot start a thread and a service for each.
+   */
+  readonly maxThreads: number
   /** The most problems a compile sends back (the answer lists only a few). */
   readonly maxProblems: number
 }
@@ -74,6 +79,7 @@ export const makeScriptCompiler = (options: ScriptCompilerOptions): Effect.Effec
   Effect.gen(function*() {
     const scope = yield* Effect.scope
     const within = Duration.decode(options.within)
+    const threads = yield* Effect.makeSemaphore(options.maxThreads)
     const live = new Set<Worker>()
     let idle: { readonly worker: Worker; readonly reaper: Fiber.RuntimeFiber<void> } | undefined
 
@@ -149,7 +155,8 @@ export const makeScriptCompiler = (options: ScriptCompilerOptions): Effect.Effec
       })
 
     const compile = Effect.fn("ScriptCompiler.compile")(function*(path: string, source: string) {
-      return yield* Effect.uninterruptibleMask((restore) =>
+      // The time limit starts once a thread is had: waiting for one is not the script's fault.
+      return yield* threads.withPermits(1)(Effect.uninterruptibleMask((restore) =>
         Effect.gen(function*() {
           const worker = yield* take
           const compiled = yield* restore(ask(worker, path, source).pipe(
@@ -159,7 +166,7 @@ export const makeScriptCompiler = (options: ScriptCompilerOptions): Effect.Effec
           yield* compiled._tag === "Compiled" || compiled._tag === "Problems" ? giveBack(worker) : discard(worker)
           return compiled
         })
-      )
+      ))
     })
 
     return { compile }

@@ -83,6 +83,7 @@ export const ScriptRunnerLive = (options: ScriptRunnerOptions = {}): Layer.Layer
         within: Duration.millis(options.checkTimeoutMs ?? 10_000),
         maxMemoryMb: compileMemoryMb,
         idleMs: options.idleMs ?? 30_000,
+        maxThreads: options.maxWorkers ?? defaultConfig.scripts.maxWorkers,
         maxProblems: compileProblems
       })
 
