@@ -11,6 +11,7 @@ import { Duration, Effect } from "effect"
 import type * as ts from "typescript"
 import { closest } from "../../text/closest.js"
 import { ScriptRunner } from "./ScriptRunner.js"
+import { maxLineLength } from "./maxLineLength.js"
 
 /** A module a script may import as `env:<name>`, and the names it exports. */
 export interface ModuleExports {
@@ -214,13 +215,6 @@ const describe = (problems: ReadonlyArray<Problem>, count = problems.length): st
   const listed = sorted.slice(0, maxProblems).map(({ line, column, text }) => `line ${line}:${column}: ${text}`)
   return count > maxProblems ? [...listed, `… and ${count - maxProblems} more problems`].join("\n") : listed.join("\n")
 }
-
-/**
- * The longest line a script may have. esbuild sends each problem it finds with its whole line: a
- * line of 30,000 problems (`--1;` repeated) is 120,000 characters sent 30,000 times, gigabytes
- * (minutes, or the compiling thread's heap). Lines this long are data, which a JSON file holds better.
- */
-const maxLineLength = 10_000
 
 /** The first line longer than `maxLineLength`: its number and length. */
 const longLine = (source: string): { readonly line: number; readonly length: number } | undefined => {

@@ -6,6 +6,7 @@
  */
 import { formatBytes } from "./formatBytes.js"
 import type { Tree } from "./Tree.js"
+import { maxLineLength } from "../script/maxLineLength.js"
 
 /** What a script can import as `env:<name>`, and the docs written for it. */
 export interface ModuleDoc {
@@ -131,6 +132,7 @@ const skills = (modules: ReadonlyArray<ModuleDoc>, limits: DocLimits): string =>
     "- `console.log` output is shown to you" +
       (limits.maxOutputBytes === undefined ? "." : ` (up to ${formatBytes(limits.maxOutputBytes)}; the rest goes to a file in /tmp).`),
     ...(limits.scriptTimeoutMs === undefined ? [] : [`- A script runs at most ${limits.scriptTimeoutMs / 1000} s.`]),
+    `- A line of a script holds at most ${maxLineLength.toLocaleString("en-US")} characters: keep long data in a file and read it (\`readText\`, then \`JSON.parse\`).`,
     "",
     ...(test === undefined ? [] : [
       "## Tests",

@@ -69,6 +69,7 @@ describe("generatedDocs", () => {
     expect(skills).toContain("Never read a whole big file into the conversation")
     expect(skills).toContain("`present`")
     expect(skills).toContain("caption")
+    expect(skills).toContain("A line of a script holds at most 10,000 characters")
   })
 
   it("lists every module with its import line and exports in /skills/imports.md", () => {
