@@ -107,6 +107,12 @@ export const databaseLayer = (
 export interface RuntimeOptions {
   /** Runs as a cluster runner with these settings over the config's `cluster` (`foundry start --cluster`). */
   readonly cluster?: ClusterConfig | undefined
+  /**
+   * A one-shot command (`foundry run`): never a cluster runner, whatever the config's `cluster`.
+   * As one it would take the runner's port (refused beside a runner on the machine) and shards of
+   * the cluster's conversations for the moment it lives; its own run is fenced by its lease alone.
+   */
+  readonly oneShot?: boolean
   /** Overrides the config's store file (tests use a temporary one). */
   readonly storeFile?: string
   /** Replaces the default model resolver (tests run every agent on a scripted model). */
@@ -125,7 +131,7 @@ export interface RuntimeOptions {
 /** The cluster settings when this process is a cluster runner: the config's, under the command line's. */
 export const clusterSettingsOf = (app: CompiledApp, options: RuntimeOptions): ClusterSettings | undefined => {
   const given = app.table.config.cluster
-  if (given === undefined && options.cluster === undefined) return undefined
+  if (options.oneShot === true || (given === undefined && options.cluster === undefined)) return undefined
   const merged = { ...given, ...options.cluster }
   return {
     host: merged.host ?? "127.0.0.1",

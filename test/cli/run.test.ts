@@ -1,9 +1,11 @@
 import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
+import { createServer, type Server } from "node:net"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { runCli, startCli } from "../support/cli.js"
+import { freshSchema, skipPostgres } from "../support/postgres.js"
 import { http, startServer, waitForRun } from "../support/server.js"
 import { payerFiles, tempProject } from "../support/tempProject.js"
 
@@ -267,6 +269,36 @@ export default defineAgent({
       expect(result.code).toBe(2)
       expect(`${result.stdout}${result.stderr}`).not.toMatch(/\n\s+at /)
       expect(`${result.stdout}${result.stderr}`).toMatch(/bogus|Received unknown argument/i)
+    }))
+})
+
+describe.skipIf(skipPostgres)("foundry run in a project that configures a cluster", () => {
+  it.scopedLive("runs its one run in its own process, not as a cluster runner: a runner on the machine holding the port does not stop it", () =>
+    Effect.gen(function*() {
+      // A runner of the cluster on this machine, as `foundry start` would be, holding the runner port.
+      const runnerPort = yield* Effect.acquireRelease(
+        Effect.async<{ readonly server: Server; readonly port: number }>((resume) => {
+          const server = createServer()
+          server.listen(0, "127.0.0.1", () => {
+            const address = server.address()
+            resume(Effect.succeed({ server, port: typeof address === "object" && address !== null ? address.port : 0 }))
+          })
+        }),
+        ({ server }) => Effect.async<void>((resume) => {
+          server.close(() => resume(Effect.void))
+        })
+      )
+      const url = yield* freshSchema
+      const root = yield* tempProject({
+        "agents/echo/agent.ts": `import { defineAgent, Scripted } from "foundry"\nexport default defineAgent({ description: "Echoes", model: Scripted.make([{ text: "echoed" }]) })\n`,
+        "foundry.config.ts": `import { defineConfig } from "foundry"
+export default defineConfig({ store: { postgres: ${JSON.stringify(url)} }, cluster: { port: ${runnerPort.port} } })
+`
+      })
+      const result = yield* runCli(["run", "echo", "hello", "--dir", root])
+      expect(result.stderr).not.toContain("port")
+      expect(result.code).toBe(0)
+      expect(result.stdout).toContain("echoed")
     }))
 })
 

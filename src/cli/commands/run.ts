@@ -143,7 +143,7 @@ export const run = ({ agent, dir, instance, message }: {
             ))
         )
         return { outcome, runId: submitted.id }
-      }).pipe(Effect.provide(OtlpExportLive.pipe(Layer.provideMerge(runtimeLayer(app)))))
+      }).pipe(Effect.provide(OtlpExportLive.pipe(Layer.provideMerge(runtimeLayer(app, { oneShot: true })))))
       if (outcome === "failed") return yield* new CliError({ message: `the run of ${agent} failed` })
       if (outcome === "cancelled") {
         return yield* new CliError({
