@@ -16,7 +16,8 @@ import type { ToolRunContext } from "../definitions/defineTool.js"
 import { type EnvironmentScope, EnvironmentStorage, type EnvironmentVersion, type VersionConflict, type VersionKind } from "../durable/EnvironmentStorage.js"
 import type { StoreError } from "../durable/StoreError.js"
 import * as files from "./fileVerbs.js"
-import { resolveModules, type ResolvedModules } from "./scriptModules.js"
+import type { ResolvedModules } from "./scriptModules.js"
+import { openModules, type SessionModules } from "./sessionModules.js"
 import { runScript, runTests, type ScriptFailed, shownLimit } from "./scriptVerbs.js"
 import { ScriptRunner } from "./script/ScriptRunner.js"
 import { redoTarget, undoState, undoTarget } from "./undoStack.js"
@@ -69,13 +70,14 @@ export class Environments extends Context.Tag("foundry/Environments")<Environmen
 interface SessionState {
   tree: Tree
   head: number
+  /** The generated files (`/README.md`, `/std`, `/skills` docs) of the modules as they were last: shown, never stored. */
+  docs: { readonly of: ResolvedModules; readonly tree: Tree }
 }
 
 interface Session {
   readonly scope: EnvironmentScope
-  readonly modules: ResolvedModules
-  /** The generated files (`/README.md`, `/std`, `/skills` docs): shown, never stored. */
-  readonly docs: Tree
+  /** Its modules: those of an MCP server not reached yet are connected by the scripts that import them. */
+  readonly modules: SessionModules
   readonly readOnly: ReadonlyArray<string>
   readonly lock: Effect.Semaphore
   readonly state: SessionState
@@ -105,20 +107,34 @@ const initialTree = (scope: SessionScope) =>
     onRight: Effect.succeed
   })
 
-const openSession = (storage: EnvironmentStorage["Type"]) => Effect.fnUntraced(function*(key: SessionKey) {
+const docsFor = (environment: EnvironmentDefinition, modules: ResolvedModules): SessionState["docs"] => ({
+  of: modules,
+  tree: generatedDocs(modules.docs, environment.limits, { description: environment.description, readOnly: [...generatedReadOnly, ...environment.readOnlyPaths] })
+})
+
+/** The generated files of the session's modules as they are now (an MCP server's module changes once it is reached). */
+const docsOf = (session: Session, environment: EnvironmentDefinition): Tree => {
+  const modules = session.modules.current()
+  if (session.state.docs.of !== modules) session.state.docs = docsFor(environment, modules)
+  return session.state.docs.tree
+}
+
+// Opening does not wait on the MCP servers of tools modules: only the scripts that import them need them.
+const openSession = (storage: EnvironmentStorage["Type"], clients: McpClients["Type"]) => Effect.fnUntraced(function*(key: SessionKey) {
   const { environment, root } = key.scope
   const scope = scopeOf(key.scope)
-  const modules = yield* resolveModules(environment, root, key.scope.mounts).pipe(
+  const modules = yield* openModules(environment, root, key.scope.mounts).pipe(
+    Effect.provideService(McpClients, clients),
     Effect.mapError((error) => new EnvironmentUnavailable({ message: `environment ${key.scope.environmentId}: ${error.message}` }))
   )
   const head = yield* storage.head(scope)
+  const docs = docsFor(environment, modules.current())
   const state: SessionState = Option.isSome(head)
-    ? { tree: head.value.tree, head: head.value.version.version }
-    : { tree: yield* initialTree(key.scope), head: 0 }
+    ? { tree: head.value.tree, head: head.value.version.version, docs }
+    : { tree: yield* initialTree(key.scope), head: 0, docs }
   const session: Session = {
     scope,
     modules,
-    docs: generatedDocs(modules.docs, environment.limits, { description: environment.description, readOnly: [...generatedReadOnly, ...environment.readOnlyPaths] }),
     readOnly: [...generatedReadOnly, ...environment.readOnlyPaths],
     lock: yield* Effect.makeSemaphore(1),
     state
@@ -128,12 +144,12 @@ const openSession = (storage: EnvironmentStorage["Type"]) => Effect.fnUntraced(f
 
 /** The gateway over a copy of the session's tree (with the generated files in place). */
 const workingFs = (session: Session, environment: EnvironmentDefinition, tree: Tree): EnvironmentFs =>
-  environmentFs(memoryVfs(new Map([...tree, ...session.docs])), { readOnly: session.readOnly, limits: environment.limits })
+  environmentFs(memoryVfs(new Map([...tree, ...docsOf(session, environment)])), { readOnly: session.readOnly, limits: environment.limits })
 
 /** The tree to store: the working copy without the generated files. */
-const storedTree = (session: Session, fs: EnvironmentFs): Tree => {
+const storedTree = (session: Session, environment: EnvironmentDefinition, fs: EnvironmentFs): Tree => {
   const tree = new Map(fs.vfs.files())
-  for (const path of session.docs.keys()) tree.delete(path)
+  for (const path of docsOf(session, environment).keys()) tree.delete(path)
   return tree
 }
 
@@ -151,7 +167,7 @@ const make = Effect.fnUntraced(function*(options: { readonly idleTimeToLive: Dur
   /** What scripts run with: the worker pool, and the MCP servers a tools module exposes. */
   const scriptServices = <A, E>(effect: Effect.Effect<A, E, ScriptRunner | McpClients>) =>
     effect.pipe(Effect.provideService(ScriptRunner, runner), Effect.provideService(McpClients, clients))
-  const sessions = yield* RcMap.make({ lookup: openSession(storage), idleTimeToLive: options.idleTimeToLive })
+  const sessions = yield* RcMap.make({ lookup: openSession(storage, clients), idleTimeToLive: options.idleTimeToLive })
 
   /** Brings a session up to the store's head (another process, or a replayed call, wrote since). */
   const refresh = Effect.fnUntraced(function*(session: Session, scope: VerbScope) {
@@ -200,7 +216,7 @@ const make = Effect.fnUntraced(function*(options: { readonly idleTimeToLive: Dur
       const fs = workingFs(session, scope.environment, session.state.tree)
       const applied = apply(fs)
       const answer = yield* (Either.isEither(applied) ? applied : scriptServices(applied))
-      return fs.changed() ? yield* commit(session, scope, "change", label, storedTree(session, fs), answer) : answer
+      return fs.changed() ? yield* commit(session, scope, "change", label, storedTree(session, scope.environment, fs), answer) : answer
     }))
 
   /** undo, redo, or restoring a chosen version: the tree of `target` as the next version. */
@@ -261,7 +277,8 @@ const make = Effect.fnUntraced(function*(options: { readonly idleTimeToLive: Dur
     ({
       pool: new SessionKey(scope).id,
       fs,
-      modules: session.modules,
+      modules: session.modules.current(),
+      connect: session.modules.connect,
       limits: scope.environment.limits,
       shown: shownLimit(scope.environment.limits.maxOutputBytes, scope.context.resultLimit),
       context: scope.context,
@@ -345,11 +362,16 @@ type VerbHandlers = { readonly [K in VerbName]: VerbHandler<K> }
 const checkedWrite = (session: Session, fs: EnvironmentFs, written: files.VerbAnswer, path: string) =>
   Effect.flatMap(written, (answer) => {
     if (!files.isScript(path)) return Effect.succeed(answer)
+    const modules = session.modules.current().exports
     return Effect.flatMap(fs.readText(path), (source) =>
-      Effect.flatMap(validateScript(path, source, session.modules.exports, { test: files.isTestFile(path) }), (check) =>
-        check._tag === "Valid"
-          ? Effect.succeed(`${answer}; the script checks out`)
-          : new files.VerbRefused({ message: `${path} was not saved: ${check.message}` })))
+      Effect.flatMap(validateScript(path, source, modules, { test: files.isTestFile(path) }), (check) => {
+        if (check._tag !== "Valid") return new files.VerbRefused({ message: `${path} was not saved: ${check.message}` })
+        const unchecked = modules.filter((module) => module.exportsUnknown === true && check.imports.includes(module.name))
+        return Effect.succeed(unchecked.length === 0
+          ? `${answer}; the script checks out`
+          : `${answer}; the script checks out, but for what it imports from ${unchecked.map((module) => `env:${module.name}`).join(", ")}, ` +
+            `whose MCP server is not reached yet (see /std/${unchecked[0]?.name}/index.d.ts): that is checked when the script runs`)
+      }))
   })
 
 /** The service: sessions dropped after `idleTimeToLive` without a verb (default a minute). */

@@ -1,13 +1,15 @@
 /**
- * The `env:` modules of one environment, resolved once when a session opens: what scripts may
- * import (names and exports, for validation), what the worker evaluates (pure modules' bundles),
- * the docs under `/std` and `/skills`, and how a script's call to a host module is answered.
+ * The `env:` modules of one environment, made when a session opens: what scripts may import
+ * (names and exports, for validation), what the worker evaluates (pure modules' bundles), the docs
+ * under `/std` and `/skills`, and how a script's call to a host module is answered. A tools module
+ * of an MCP server offers what that server listed, put in as the session reaches it
+ * (`sessionModules.ts`).
  */
 import { createRequire } from "node:module"
 import { existsSync, readFileSync } from "node:fs"
 import { dirname, join } from "node:path"
+import type { Tool } from "@modelcontextprotocol/sdk/types.js"
 import { Data, Effect, Either, JSONSchema } from "effect"
-import { McpClients } from "../mcp/McpClients.js"
 import type { McpMount } from "../mcp/McpMount.js"
 import type { EnvironmentDefinition } from "../definitions/defineEnvironment.js"
 import type { AdapterContext, AdapterFs, AdapterModule, PureModule, ToolsModule } from "../definitions/environmentModules.js"
@@ -36,7 +38,7 @@ export type HostTool =
   | { readonly _tag: "Foundry"; readonly tool: AnyTool }
   | { readonly _tag: "Mcp"; readonly mount: McpMount; readonly tool: string }
 
-/** The tools module could not be resolved (its MCP server is not the agent's, or cannot be reached). */
+/** The tools module cannot be used (its MCP server is not the agent's, or cannot be reached). */
 export class ToolsModuleUnavailable extends Data.TaggedError("ToolsModuleUnavailable")<{ readonly message: string }> {}
 
 /** What `env:test` offers test files (the worker implements it). */
@@ -79,23 +81,35 @@ const identifierOf = (name: string): string => {
   return /^[A-Za-z_$]/.test(cleaned) ? cleaned : `_${cleaned}`
 }
 
-/** A tools module's functions and their declarations; an MCP server's tools are listed from it. */
-const toolsOf = Effect.fnUntraced(function*(module: ToolsModule, mounts: ReadonlyArray<McpMount>) {
+/** What an MCP server listed for a tools module; or, while it could not be reached, why not. */
+export type McpListing = Either.Either<ReadonlyArray<Tool>, string>
+
+/** The tools modules of `environment` that list one of the agent's MCP servers, with its mount. */
+export const mcpModulesOf = (environment: EnvironmentDefinition, mounts: ReadonlyArray<McpMount>) =>
+  Effect.forEach(environment.modules.filter((module): module is ToolsModule => module._tag === "ToolsModule"), (module) => {
+    if (module.mcp === undefined) return Effect.succeed([])
+    const mount = mounts.find((candidate) => candidate.name === module.mcp)
+    return mount === undefined
+      ? new ToolsModuleUnavailable({
+        message: `env:${module.name} uses the MCP server "${module.mcp}", which the agent does not mount: add mcp: { ${module.mcp}: true } (or its declaration) to the agent`
+      })
+      : Effect.succeed([{ name: module.name, mount }])
+  }).pipe(Effect.map((found) => found.flat()))
+
+/**
+ * A tools module's functions and their declarations, an MCP server's tools from what it listed.
+ * While its server is not reached, the module offers its Foundry tools only and says why.
+ */
+const toolsOf = (module: ToolsModule, mount: McpMount | undefined, listing: McpListing | undefined) => {
   const functions = new Map<string, HostTool>(Object.entries(module.tools).map(([name, tool]) => [name, { _tag: "Foundry", tool }]))
   const types = Object.entries(module.tools).map(([name, tool]) =>
     `/** ${tool.description} */\nexport function ${name}(input: ${typeOf(JSONSchema.make(tool.input))}): Promise<${typeOf(JSONSchema.make(tool.output))}>\n`
   )
-  if (module.mcp !== undefined) {
-    const mount = mounts.find((candidate) => candidate.name === module.mcp)
-    if (mount === undefined) {
-      return yield* new ToolsModuleUnavailable({
-        message: `env:${module.name} uses the MCP server "${module.mcp}", which the agent does not mount: add mcp: { ${module.mcp}: true } (or its declaration) to the agent`
-      })
-    }
-    const listed = yield* Effect.flatMap(McpClients, (clients) => clients.tools(mount)).pipe(
-      Effect.mapError((error) => new ToolsModuleUnavailable({ message: `env:${module.name}: ${error.message}` }))
-    )
-    for (const tool of listed) {
+  if (mount !== undefined && listing !== undefined && Either.isLeft(listing)) {
+    types.unshift(`// The tools of MCP server ${mount.name} are not known yet: ${listing.left}.\n// A script that imports env:${module.name} connects to it again when it runs.\n`)
+  }
+  if (mount !== undefined && listing !== undefined && Either.isRight(listing)) {
+    for (const tool of listing.right) {
       const name = identifierOf(tool.name)
       if (functions.has(name)) continue
       functions.set(name, { _tag: "Mcp", mount, tool: tool.name })
@@ -104,7 +118,7 @@ const toolsOf = Effect.fnUntraced(function*(module: ToolsModule, mounts: Readonl
   }
   const doc: ModuleDoc = { name: module.name, kind: "tools", description: module.description, exports: [...functions.keys()], types: types.join("\n") }
   return { doc, functions }
-})
+}
 
 /**
  * A package's `package.json`: resolved directly, or, for a package whose `exports` do not list it
@@ -194,46 +208,74 @@ const adapterDoc = (module: AdapterModule): ModuleDoc => ({
   ...(module.readme === undefined ? {} : { readme: module.readme })
 })
 
-/** Resolves an environment's modules; pure modules are bundled (and cached) here. */
+/** One module as scripts see it. */
+interface Part {
+  readonly doc: ModuleDoc
+  /** What the worker is given (env:test is the worker's own). */
+  readonly worker?: ScriptRun["modules"][number]
+  readonly adapter?: AdapterModule
+  readonly tools?: ReadonlyMap<string, HostTool>
+  /** Its exports are not known yet (its MCP server was not reached): names imported from it are not checked. */
+  readonly exportsUnknown?: true
+}
+
+/**
+ * Makes an environment's modules (pure modules are bundled, and cached, here); what its tools
+ * modules' MCP servers listed is put in by the function it answers, as often as that changes.
+ */
 export const resolveModules = Effect.fn("environments.resolveModules")(function*(
   environment: EnvironmentDefinition,
   projectRoot: string,
   mounts: ReadonlyArray<McpMount>
 ) {
   const resolveFrom = [projectRoot, packageLayout.root]
-  const docs: Array<ModuleDoc> = [fsModuleDoc, testDoc]
-  const forWorker: Array<ScriptRun["modules"][number]> = [{ name: "fs", exports: fsExports, kind: "host" }]
-  const adapters = new Map<string, AdapterModule>()
-  const tools = new Map<string, ReadonlyMap<string, HostTool>>()
+  const fixed = (part: Part) => (_listings: ReadonlyMap<string, McpListing>): Part => part
+  const parts: Array<(listings: ReadonlyMap<string, McpListing>) => Part> = [
+    fixed({ doc: fsModuleDoc, worker: { name: "fs", exports: fsExports, kind: "host" } }),
+    fixed({ doc: testDoc })
+  ]
   for (const module of environment.modules) {
     if (module._tag === "ToolsModule") {
-      const { doc, functions } = yield* toolsOf(module, mounts)
-      docs.push(doc)
-      forWorker.push({ name: module.name, exports: doc.exports, kind: "host" })
-      tools.set(module.name, functions)
+      const mount = module.mcp === undefined ? undefined : mounts.find((candidate) => candidate.name === module.mcp)
+      parts.push((listings) => {
+        const listing = listings.get(module.name)
+        const { doc, functions } = toolsOf(module, mount, listing)
+        const unreached = mount !== undefined && (listing === undefined || Either.isLeft(listing))
+        // A script that names it at run time (`require(name)`) is told why, as one that imports it is.
+        const why = `env:${module.name} is not available: ${listing !== undefined && Either.isLeft(listing) ? listing.left : "its MCP server was not reached yet"}; import it to connect again`
+        return {
+          doc,
+          worker: { name: module.name, exports: doc.exports, kind: "host", ...(unreached ? { unavailable: why } : {}) },
+          tools: functions,
+          ...(unreached ? { exportsUnknown: true } : {})
+        }
+      })
       continue
     }
-    const doc = module._tag === "PureModule" ? pureDoc(module, resolveFrom) : adapterDoc(module)
-    docs.push(doc)
     if (module._tag === "PureModule") {
       // A module that cannot be made fails the scripts that import it, not the environment's other verbs.
       const made = yield* Effect.either(pureModuleSource(module, projectRoot))
-      forWorker.push(made._tag === "Right"
-        ? { name: module.name, exports: module.pick, kind: "pure", source: made.right }
-        : { name: module.name, exports: module.pick, kind: "pure", unavailable: made.left.message })
+      parts.push(fixed({
+        doc: pureDoc(module, resolveFrom),
+        worker: made._tag === "Right"
+          ? { name: module.name, exports: module.pick, kind: "pure", source: made.right }
+          : { name: module.name, exports: module.pick, kind: "pure", unavailable: made.left.message }
+      }))
     } else {
-      forWorker.push({ name: module.name, exports: doc.exports, kind: "host" })
-      adapters.set(module.name, module)
+      const doc = adapterDoc(module)
+      parts.push(fixed({ doc, worker: { name: module.name, exports: doc.exports, kind: "host" }, adapter: module }))
     }
   }
-  const resolved: ResolvedModules = {
-    exports: docs.map((doc) => ({ name: doc.name, exports: doc.exports })),
-    docs,
-    forWorker,
-    adapters,
-    tools
+  return (listings: ReadonlyMap<string, McpListing>): ResolvedModules => {
+    const made = parts.map((part) => part(listings))
+    return {
+      exports: made.map(({ doc, exportsUnknown }) => ({ name: doc.name, exports: doc.exports, ...(exportsUnknown ? { exportsUnknown } : {}) })),
+      docs: made.map((part) => part.doc),
+      forWorker: made.flatMap((part) => part.worker === undefined ? [] : [part.worker]),
+      adapters: new Map(made.flatMap((part) => part.adapter === undefined ? [] : [[part.doc.name, part.adapter]])),
+      tools: new Map(made.flatMap((part) => part.tools === undefined ? [] : [[part.doc.name, part.tools]]))
+    }
   }
-  return resolved
 })
 
 /** The context a tool called from a script runs with: the verb's, with a call id of its own. */

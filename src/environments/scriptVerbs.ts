@@ -14,7 +14,7 @@ import { mcpToolName } from "../mcp/mcpTools.js"
 import { approvalPolicy, decodeCall, failedOutcome, runTool } from "../engine/executeTool.js"
 import { McpClients } from "../mcp/McpClients.js"
 import { isScript, isTestFile, VerbRefused } from "./fileVerbs.js"
-import { adapterFs, nestedToolContext, type ResolvedModules } from "./scriptModules.js"
+import { adapterFs, nestedToolContext, type ResolvedModules, type ToolsModuleUnavailable } from "./scriptModules.js"
 import { ScriptRunner } from "./script/ScriptRunner.js"
 import type { ScriptHost, ScriptResult } from "./script/scriptRun.js"
 import { validateScript } from "./script/validateScript.js"
@@ -29,7 +29,10 @@ export class ScriptFailed extends Data.TaggedError("ScriptFailed")<{ readonly me
 export interface ScriptScope {
   readonly pool: string
   readonly fs: EnvironmentFs
+  /** The modules as the session knows them now. */
   readonly modules: ResolvedModules
+  /** The modules with those `imports` names connected (an MCP server not reached yet is tried again); or why not. */
+  readonly connect: (imports: ReadonlyArray<string>) => Effect.Effect<ResolvedModules, ToolsModuleUnavailable>
   readonly limits: EnvironmentLimits
   /** How much of a run's value, and of its output, its answer shows (`shownLimit`). */
   readonly shown: ShownLimit
@@ -251,15 +254,29 @@ const answerOf = (scope: ScriptScope, path: string, result: ScriptResult): Eithe
   }
 }
 
-/** Reads and checks a script; a problem is refused with its line and the fix. */
-const checked = (scope: ScriptScope, path: string, test: boolean) =>
+/** Reads and checks a script against `modules`; a problem is refused with its line and the fix. */
+const checked = (scope: ScriptScope, modules: ResolvedModules, path: string, test: boolean) =>
   Effect.flatMap(scope.fs.readText(path), (source) =>
-    Effect.flatMap(validateScript(path, source, scope.modules.exports, { test }), (check) =>
-      check._tag === "Valid" ? Effect.succeed(check.code) : new VerbRefused({ message: check.message })))
+    Effect.flatMap(validateScript(path, source, modules.exports, { test }), (check) =>
+      check._tag === "Valid" ? Effect.succeed(check) : new VerbRefused({ message: check.message })))
+
+/**
+ * A script checked, with the modules it imports connected: one whose MCP server was not reached
+ * is tried again, and the script fails alone while it stays unreached (its names are checked once
+ * the server has listed them).
+ */
+const ready = Effect.fnUntraced(function*(scope: ScriptScope, path: string, test: boolean) {
+  const first = yield* checked(scope, scope.modules, path, test)
+  const modules = yield* scope.connect(first.imports).pipe(
+    Effect.mapError((error) => new ScriptFailed({ message: `${path} was not run: ${error.message}\n(no changes were kept)` }))
+  )
+  const code = modules === scope.modules ? first.code : (yield* checked(scope, modules, path, test)).code
+  return { code, scope: modules === scope.modules ? scope : { ...scope, modules } }
+})
 
 /** Runs one script (or one test file) on the scope's worker. */
-const runOne = Effect.fnUntraced(function*(scope: ScriptScope, path: string, args: unknown, mode: "run" | "test") {
-  const code = yield* checked(scope, path, mode === "test")
+const runOne = Effect.fnUntraced(function*(unconnected: ScriptScope, path: string, args: unknown, mode: "run" | "test") {
+  const { code, scope } = yield* ready(unconnected, path, mode === "test")
   const runner = yield* ScriptRunner
   const runtime = yield* Effect.runtime<never>()
   // The tools a script calls run with the services the verb runs with (the app's, and the runtime's).

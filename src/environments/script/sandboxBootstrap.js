@@ -301,6 +301,8 @@
           if (typeof exports === "string") throw new ErrorCtor(exports)
           return exports
         }
+        // A host module that cannot serve (its MCP server not reached) says why when it is loaded.
+        if (typeof spec.unavailable === "string") throw new ErrorCtor(spec.unavailable)
         const object = { __proto__: null }
         for (const fn of spec.exports) object[fn] = hostFunction(spec.name, fn)
         return freeze(object)

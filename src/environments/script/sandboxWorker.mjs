@@ -277,7 +277,7 @@ const startRun = (message) => {
     const script = compiled(message.code, message.path)
     run.map = script.map
     const body = script.script.runInContext(run.context)
-    const modules = message.modules.map(({ name, kind, exports }) => ({ name, kind, exports }))
+    const modules = message.modules.map(({ name, kind, exports, unavailable }) => ({ name, kind, exports, unavailable }))
     run.control.start(body, message.path, message.mode, message.args, JSON.stringify(modules))
   } catch (error) {
     const text = error instanceof Error ? `${error.name}: ${error.message}` : textOf(error)

@@ -17,11 +17,14 @@ import { maxLineLength } from "./maxLineLength.js"
 export interface ModuleExports {
   readonly name: string
   readonly exports: ReadonlyArray<string>
+  /** Its exports are not known yet (its MCP server was not reached): names imported from it are checked when it is. */
+  readonly exportsUnknown?: true
 }
 
 /** A script checked: its compiled code, or what is wrong with it. */
 export type ScriptCheck =
-  | { readonly _tag: "Valid"; readonly code: string }
+  /** `imports`: the env: modules it imports or requires by a name written out. */
+  | { readonly _tag: "Valid"; readonly code: string; readonly imports: ReadonlyArray<string> }
   | { readonly _tag: "Invalid"; readonly message: string }
 
 /** The module only test files import; the worker provides it. */
@@ -62,9 +65,14 @@ const parse = (path: string, source: string): ts.SourceFile => {
 }
 
 /** The problems of a script's imports and exports, found in its syntax tree. */
-const analyse = (file: ts.SourceFile, modules: ReadonlyArray<ModuleExports>, test: boolean): { readonly problems: Array<Problem>; readonly hasDefault: boolean } => {
+const analyse = (
+  file: ts.SourceFile,
+  modules: ReadonlyArray<ModuleExports>,
+  test: boolean
+): { readonly problems: Array<Problem>; readonly hasDefault: boolean; readonly imports: ReadonlyArray<string> } => {
   const t = parser()
   const problems: Array<Problem> = []
+  const imports = new Set<string>()
   const at = (node: ts.Node, text: string) => {
     const { line, character } = file.getLineAndCharacterOfPosition(node.getStart(file))
     problems.push({ line: line + 1, column: character + 1, text })
@@ -94,9 +102,11 @@ const analyse = (file: ts.SourceFile, modules: ReadonlyArray<ModuleExports>, tes
       at(specifier, `env:${testModule} is for test files (*.test.js, *.test.ts), which run_tests runs`)
       return undefined
     }
+    imports.add(module.name)
     return module
   }
   const checkNames = (module: ModuleExports, node: ts.Node, names: ReadonlyArray<{ readonly imported: string; readonly local: string | undefined; readonly typeOnly: boolean }>) => {
+    if (module.exportsUnknown === true) return
     const exported = new Set(module.exports)
     const wrong = names.filter((name) => !name.typeOnly && !exported.has(name.imported))
     if (wrong.length === 0) return
@@ -119,7 +129,7 @@ const analyse = (file: ts.SourceFile, modules: ReadonlyArray<ModuleExports>, tes
       if (clause?.isTypeOnly === true) continue
       const module = moduleOf(statement.moduleSpecifier)
       if (module === undefined || clause === undefined) continue
-      if (clause.name !== undefined && !module.exports.includes("default")) {
+      if (clause.name !== undefined && module.exportsUnknown !== true && !module.exports.includes("default")) {
         at(clause.name, `env:${module.name} has no default export; import its names: import { ${module.exports.slice(0, 3).join(", ")} } from "env:${module.name}"`)
       }
       const bindings = clause.namedBindings
@@ -172,7 +182,7 @@ const analyse = (file: ts.SourceFile, modules: ReadonlyArray<ModuleExports>, tes
     t.forEachChild(node, visit)
   }
   visit(file)
-  return { problems, hasDefault }
+  return { problems, hasDefault, imports: [...imports] }
 }
 
 /** An expression without the parentheses and type assertions around it. */
@@ -282,10 +292,10 @@ export const validateScript = Effect.fn("validateScript")(function*(
   const known = modules.some((module) => module.name === testModule) ? modules : [...modules, { name: testModule, exports: ["test", "assert"] }]
   const analysed = withinStack(() => analyse(file, known, test))
   if (analysed === undefined) return tooDeep(path)
-  const { problems, hasDefault } = analysed
+  const { hasDefault, imports, problems } = analysed
   if (!hasDefault && !test) {
     problems.push({ line: 1, column: 1, text: `${path} has no default export: a script is run as export default async function (args) { ... }` })
   }
   if (problems.length > 0) return invalid(describe(problems))
-  return { _tag: "Valid", code: compiled.code } satisfies ScriptCheck
+  return { _tag: "Valid", code: compiled.code, imports } satisfies ScriptCheck
 })
