@@ -55,7 +55,7 @@ export const playbookCall = <A>(
     return check(value) ? Effect.succeed(value) : failed(`gave ${shown(value)}, not ${expected}`)
   })
 
-const anything = (_value: unknown): _value is unknown => true
+const isBoolean = (value: unknown): value is boolean => typeof value === "boolean"
 const isString = (value: unknown): value is string => typeof value === "string"
 const isText = (value: unknown): value is string => typeof value === "string" && value.trim() !== ""
 const isSeed = (value: unknown): value is { readonly context?: unknown; readonly installations?: never } => typeof value === "object" && value !== null
@@ -100,7 +100,7 @@ export const deliverToPlaybook = <E>(app: CompiledApp, route: Route<PlaybookDefi
   Effect.gen(function*() {
     const agent = app.table.idOf(route.definition.agent) ?? ""
     const runs: Array<PlaybookRun> = []
-    if (!(yield* playbookCall(route, "when(event)", () => route.definition.when(event), anything, "a boolean"))) {
+    if (!(yield* playbookCall(route, "when(event)", () => route.definition.when(event), isBoolean, "a boolean"))) {
       yield* hooks.skipped(agent, "when(event) is false")
       return runs
     }

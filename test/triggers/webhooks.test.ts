@@ -189,6 +189,28 @@ export default definePlaybook({
       expect(wrongType.status).toBe(500)
     }))
 
+  it.scopedLive("a when(event) that gives no boolean (a Promise of an async predicate) is the playbook's failure, not a match", () =>
+    Effect.gen(function*() {
+      const root = yield* tempProject({
+        "agents/billing/agent.ts": agentFile({ description: "Billing" }),
+        "playbooks/async-when.ts": `import { Schema } from "effect"
+import { definePlaybook, webhook } from "foundry"
+import billing from "../agents/billing/agent.js"
+${ticketSchema}
+export default definePlaybook({
+  on: webhook("tickets", Ticket),
+  when: (async (ticket: { readonly body: string }) => ticket.body.includes("invoice")) as unknown as (ticket: unknown) => boolean,
+  agent: billing,
+  message: (ticket) => "Billing question: " + ticket.body
+})
+`
+      })
+      const server = yield* startServer(root, { model })
+      const failed = yield* deliver(server.url, ticket({ body: "The site is down" }), { "x-event-id": "evt-async" })
+      expect(failed.status).toBe(500)
+      expect((yield* http(`${server.url}/api/runs`)).json).toEqual([])
+    }))
+
   it.scopedLive("a webhook whose secret cannot be read answers a JSON 500 that says why, never an empty one", () =>
     Effect.gen(function*() {
       const root = yield* tempProject({
