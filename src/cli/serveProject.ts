@@ -197,7 +197,8 @@ export const serveProject = Effect.fn("cli.serveProject")(function*(options: Ser
   )
   const server = Context.get(context, HttpServer.HttpServer)
   const status = Context.get(context, BuildStatus)
-  const address = server.address._tag === "TcpAddress" ? `http://${host}:${server.address.port}` : String(server.address)
+  // As bound (0.0.0.0 says every interface); an IPv6 host in brackets, as a URL needs it.
+  const address = server.address._tag === "TcpAddress" ? `http://${host.includes(":") ? `[${host}]` : host}:${server.address.port}` : String(server.address)
   if (generation !== 1) yield* status.update((report) => ({ ...report, generation }))
   if (first._tag !== "Whole") {
     const problems = problemsOf(first._tag === "Part" ? first.problems : first.failure)

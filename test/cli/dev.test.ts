@@ -28,6 +28,8 @@ describe("foundry init and foundry dev", () => {
       expect(created.code).toBe(0)
       expect(existsSync(join(project, "agents/assistant/agent.ts"))).toBe(true)
       expect(existsSync(join(project, "node_modules"))).toBe(false)
+      // Every route folder is type-checked in the editor as `foundry check` checks it, mcp/ among them.
+      expect(JSON.parse(readFileSync(join(project, "tsconfig.json"), "utf8")).include).toEqual(expect.arrayContaining(["agents", "tools", "mcp", "playbooks", "schedules", "environments"]))
 
       const port = yield* freePort
       const dev = yield* startCli(["dev", project, "--port", String(port)])
@@ -132,6 +134,17 @@ export default defineSchedule({ agent: assistant, every: "${every}", message: "c
       expect(result.code).toBe(1)
       expect(result.stderr).toContain("is not empty")
       expect(readFileSync(join(folder, "notes.txt"), "utf8")).toBe("mine")
+    }))
+
+  it.scopedLive("dev on IPv6 loopback prints an address a browser opens (the host in brackets)", () =>
+    Effect.gen(function*() {
+      const folder = yield* scratchFolder
+      const project = join(folder, "p")
+      yield* runCli(["init", project])
+      const port = yield* freePort
+      const dev = yield* startCli(["dev", project, "--host", "::1", "--port", String(port)])
+      yield* dev.waitFor(new RegExp(`listening on http://\\[::1\\]:${port}\\b`))
+      expect((yield* http(`http://[::1]:${port}/health`)).status).toBe(200)
     }))
 
   it.scopedLive("dev refuses to bind beyond loopback without auth", () =>

@@ -9,6 +9,7 @@ import { FileSystem, Path } from "@effect/platform"
 import { Effect } from "effect"
 import { packageLayout } from "../../packageLayout.js"
 import { CliError } from "../CliError.js"
+import { routeFolders } from "../../router/RoutePath.js"
 import { say, shellWord, style } from "../terminal.js"
 
 /** A package.json's dependency maps, as far as init needs them. */
@@ -81,7 +82,8 @@ const projectFiles = (app: string, name: string): Record<string, string> => {
       isolatedModules: true,
       verbatimModuleSyntax: true
     },
-    include: ["agents", "tools", "playbooks", "schedules", "environments", "lib", "foundry.config.ts", ".foundry/routes.d.ts"]
+    // Every route folder (the router's own list: a folder added there is type-checked here too), and the rest of the project.
+    include: [...routeFolders, "lib", "foundry.config.ts", ".foundry/routes.d.ts"]
   }
   return {
     "package.json": `${JSON.stringify(packageJson, null, 2)}\n`,
