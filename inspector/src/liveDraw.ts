@@ -4,7 +4,9 @@
  * One draw at a time; none while the tab is hidden (one when it shows again). A draw that fails
  * says why on the page and the next waits, twice as long after each failure in a row (and at
  * least as long as a 429's Retry-After asks), so a page over the limit neither freezes silently
- * nor keeps the limit exceeded.
+ * nor keeps the limit exceeded. Once the page is stopped, a draw still on its way ends unheard:
+ * it neither says why it failed nor brings another (what it draws goes nowhere: main.ts takes a
+ * page's element out of the document when it is left), and `draw`'s signal says it was stopped.
  */
 import { ApiError, type FoundryEvent, onEvent } from "./api.js"
 import { errorText } from "./dom.js"
@@ -30,9 +32,14 @@ export interface LiveDraw {
 const firstRetry = 2000
 const lastRetry = 60_000
 
-/** Draws with `draw` now and whenever `options` say, until stopped. */
-export const liveDraw = (draw: () => Promise<void>, options: LiveOptions): LiveDraw => {
-  let stopped = false
+/**
+ * Draws with `draw` now and whenever `options` say, until stopped. `draw` is given the signal
+ * that aborts when the page stops: what a draw starts besides drawing (a timer, a scroll) it
+ * starts only while that signal has not aborted.
+ */
+export const liveDraw = (draw: (stopped: AbortSignal) => Promise<void>, options: LiveOptions): LiveDraw => {
+  const stopping = new AbortController()
+  const stopped = stopping.signal
   let drawing = false
   let again = false
   let failures = 0
@@ -40,18 +47,20 @@ export const liveDraw = (draw: () => Promise<void>, options: LiveOptions): LiveD
   let retrying: ReturnType<typeof setTimeout> | undefined
 
   const redraw = (): void => {
-    if (stopped || retrying !== undefined) return
+    if (stopped.aborted || retrying !== undefined) return
     if (drawing || document.hidden) {
       again = true
       return
     }
     drawing = true
-    void draw().then(
+    void draw(stopped).then(
       () => {
+        if (stopped.aborted) return
         failures = 0
         options.problem.textContent = ""
       },
       (error: unknown) => {
+        if (stopped.aborted) return
         failures += 1
         // At least what Retry-After asks: it says when one request may go, and a draw sends several.
         const backOff = Math.min(firstRetry * 2 ** (failures - 1), lastRetry)
@@ -91,7 +100,7 @@ export const liveDraw = (draw: () => Promise<void>, options: LiveOptions): LiveD
   return {
     redraw,
     stop: () => {
-      stopped = true
+      stopping.abort()
       clearTimeout(gathering)
       clearTimeout(retrying)
       clearInterval(polling)

@@ -15,7 +15,12 @@ import { playbooksPage, schedulesPage } from "./pages/routes.js"
 import { runPage } from "./pages/run.js"
 import { runsPage } from "./pages/runs.js"
 
-/** A page draws itself into `root` and returns what stops its live updates. */
+/**
+ * A page draws itself into `root` and returns what stops its live updates. `root` is the page's
+ * own element, taken out of the document when the page is left: a read of the page's still on its
+ * way when the reader moved on (a first draw, a redraw its events brought, a button's answer)
+ * draws into that, never over the page opened since.
+ */
 export type Page = (root: HTMLElement, params: ReadonlyArray<string>) => () => void
 
 const routes: ReadonlyArray<readonly [RegExp, Page]> = [
@@ -53,8 +58,9 @@ const render = (): void => {
   for (const [pattern, page] of routes) {
     const match = pattern.exec(path)
     if (match !== null) {
-      app.replaceChildren()
-      stop = page(app, match.slice(1))
+      const own = h("div", { class: "page" })
+      app.replaceChildren(own)
+      stop = page(own, match.slice(1))
       for (const a of document.querySelectorAll("header nav a")) {
         const href = a.getAttribute("href") ?? ""
         a.classList.toggle("active", href === "/" ? path === "/" : path.startsWith(href))

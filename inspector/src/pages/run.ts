@@ -262,7 +262,7 @@ export const runPage = (root: HTMLElement, [runId = ""]: ReadonlyArray<string>) 
   }
   // The child runs listed, whose status the page shows: their own events redraw it too.
   let childIds = new Set<string>()
-  const draw = async () => {
+  const draw = async (stopped: AbortSignal) => {
     clearInterval(ticking)
     let run: RunView
     try {
@@ -282,6 +282,8 @@ export const runPage = (root: HTMLElement, [runId = ""]: ReadonlyArray<string>) 
         ? api.runs(`?conversation=${encodeURIComponent(run.conversationId)}&limit=50`).then((runs) => runs.find((r) => r.steeredFrom === runId))
         : undefined
     ])
+    // Left while it read: what it draws would go nowhere, and its clock would tick for ever.
+    if (stopped.aborted) return
     childIds = new Set(children.map((child) => child.id))
     const spans = spansOf(events)
     const waitsForBuild = run.status === "suspended" ? buildWaitOf(events) : undefined
