@@ -70,7 +70,7 @@ export const playbooksPage = (root: HTMLElement) => {
     const received = latest.events.flatMap((e) => e.type === "delivery.received" ? [e] : [])
     // What the playbooks decided about a delivery comes after it in the log.
     const oldest = received[received.length - 1]
-    const all = oldest === undefined ? [] : (await Promise.all(decisionTypes.map((type) => eventsAfter(type, oldest.seq)))).flat()
+    const all = oldest === undefined ? [] : (await Promise.all(decisionTypes.map((type) => decisionsAfter(type, oldest.seq)))).flat()
     replace(deliveries, received.length === 0 ? h("p", { class: "muted" }, "No deliveries yet.") : received.map((delivery) => {
       const id = delivery.data.deliveryId
       const decisions = all.flatMap((d) => {
@@ -102,14 +102,22 @@ const decisionTypes = ["playbook.skipped", "playbook.dispatched"] as const
 /** Pages of decisions read for one drawing at most: past them, the oldest deliveries shown lack theirs. */
 const decisionPages = 5
 
-/** The events of `type` after `seq`, oldest first, a few pages at most. */
-const eventsAfter = async (type: string, seq: number): Promise<ReadonlyArray<FoundryEvent>> => {
+/**
+ * The decisions of `type` about webhook deliveries after `seq`, the newest first, a few pages at
+ * most. Those of no run (`runId` empty) are a delivery's own: the decisions about an internal
+ * event (a tool's `emit`) are its run's, and a busy project's emits make thousands of them, which
+ * read forward from the oldest delivery shown left the newest deliveries without theirs.
+ */
+const decisionsAfter = async (type: string, seq: number): Promise<ReadonlyArray<FoundryEvent>> => {
   const events: Array<FoundryEvent> = []
-  let after: number | undefined = seq
-  for (let page = 0; page < decisionPages && after !== undefined; page++) {
-    const next: EventPageView = await api.events(new URLSearchParams({ type, after: String(after), limit: "1000" }))
+  let before: number | undefined
+  for (let page = 0; page < decisionPages; page++) {
+    const query = new URLSearchParams({ type, runId: "", after: String(seq), order: "newest", limit: "1000" })
+    if (before !== undefined) query.set("before", String(before))
+    const next: EventPageView = await api.events(query)
     events.push(...next.events)
-    after = next.nextAfter
+    if (next.nextBefore === undefined) break
+    before = next.nextBefore
   }
   return events
 }
