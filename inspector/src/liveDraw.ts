@@ -8,7 +8,8 @@
  * it neither says why it failed nor brings another (what it draws goes nowhere: main.ts takes a
  * page's element out of the document when it is left), and `draw`'s signal says it was stopped.
  */
-import { ApiError, type FoundryEvent, onEvent } from "./api.js"
+import { ApiError, type FoundryEvent } from "./api.js"
+import { onEvent } from "./liveEvents.js"
 import { errorText } from "./dom.js"
 
 /** When a page draws again. */

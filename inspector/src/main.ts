@@ -2,7 +2,8 @@
  * The inspector: a small client-side router over the pages. Every page has a URL of its own
  * (deep links load directly); links move between pages without reloading.
  */
-import { api, onEvent, type Session, streamFromNow } from "./api.js"
+import { api, type Session } from "./api.js"
+import { onEvent, streamFromNow } from "./liveEvents.js"
 import { h, replace } from "./dom.js"
 import { navigate } from "./navigate.js"
 import { agentPage, agentsPage } from "./pages/agents.js"

@@ -3,7 +3,8 @@
  * a person's approval, and a box to send a message and watch the reply stream in (or stop it).
  */
 import { usageLine } from "../usage.js"
-import { ApiError, api, type ConversationView, type FoundryEvent, type MessageView, onEvent, type RunView, streamDeltasOf } from "../api.js"
+import { ApiError, api, type ConversationView, type FoundryEvent, type MessageView, type RunView } from "../api.js"
+import { onEvent, streamDeltasOf } from "../liveEvents.js"
 import { approvalCards } from "../approvalCard.js"
 import { clock, counted, errorText, h, link, replace, visible } from "../dom.js"
 import { instanceHref, isLive } from "../records.js"

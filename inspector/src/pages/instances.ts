@@ -3,7 +3,8 @@
  * context, installations (secrets shown only as redacted), status with pause, resume and archive,
  * conversations, schedules, environment and usage.
  */
-import { ApiError, api, type InstallationView, type InstanceRef, type InstanceSummary, type InstanceView, onEvent } from "../api.js"
+import { ApiError, api, type InstallationView, type InstanceRef, type InstanceSummary, type InstanceView } from "../api.js"
+import { onEvent } from "../liveEvents.js"
 import { type Child, clock, counted, errorText, h, json, link, replace } from "../dom.js"
 import { liveDraw } from "../liveDraw.js"
 import { barChart, dollars, usageLine } from "../usage.js"
