@@ -212,7 +212,7 @@ describe("context compaction", () => {
       expect(report.total.inputTokens).toBeGreaterThan(100_000 * summaryCalls.length)
     }))
 
-  it.scopedLive("a run's token budget counts its summary calls: the run whose summary goes over it fails after its turn", () =>
+  it.scopedLive("a run's token budget counts its summary calls: the run whose summary goes over it fails after its turn (or ends with it, a final answer being kept)", () =>
     Effect.gen(function*() {
       const provider = yield* strictOpenAi({
         otherwise: (request, index) =>
@@ -230,7 +230,12 @@ describe("context compaction", () => {
           expect(asked.run).toMatchObject({ status: "completed" })
           continue
         }
-        expect(asked.run).toMatchObject({ status: "failed" })
+        // Past the budget after the turn its summary was made for: a turn that calls tools fails the
+        // run; a final answer, already paid for, is kept (docs/agents.md).
+        const turns = events.filter((e) => e.type === "model.turn.completed")
+        const last = turns[turns.length - 1]?.data
+        const calledTools = typeof last === "object" && last !== null && "toolCalls" in last && Array.isArray(last.toolCalls) && last.toolCalls.length > 0
+        expect(asked.run).toMatchObject({ status: calledTools ? "failed" : "completed" })
         expect(events).toContainEqual({ type: "budget.exceeded", data: { budget: "maxTokensPerRun", limit: 50000, used: expect.any(Number), setIn: "foundry.config.ts" } })
         return
       }
