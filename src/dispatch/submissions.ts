@@ -47,8 +47,9 @@ export const makeSubmissions = (options: SubmissionsOptions) => {
   const { current, executions, journal, leaseTtl, owner, releases, schedule, store } = options
   const { invalidId, unavailable, withoutContext } = options.refusals
 
+  /** `submittedHistory`: the history as the request gave it, before `clientHistory` fitted it. */
   const newRun = (
-    request: RunRequest,
+    request: RunRequest & { readonly submittedHistory?: RunRequest["history"] },
     conversation: { readonly id: string; readonly isNew: boolean },
     instanceId: string,
     links: {
@@ -71,6 +72,7 @@ export const makeSubmissions = (options: SubmissionsOptions) => {
         release: (yield* releases.starting).release,
         idempotencyKey: request.idempotencyKey,
         history: request.history,
+        submittedHistory: request.submittedHistory,
         ...links
       }
       const queuing: SubmitOptions = {
@@ -165,7 +167,7 @@ export const makeSubmissions = (options: SubmissionsOptions) => {
       }
     }
     const history = request.history === undefined ? undefined : clientHistory(app, agent, options.models, request.history)
-    return yield* newRun({ ...request, history: history?.history }, conversation, instanceId, {
+    return yield* newRun({ ...request, history: history?.history, submittedHistory: request.history }, conversation, instanceId, {
       ...request.trace,
       ...(request.source === undefined ? {} : { source: request.source })
     }, history?.cut).pipe(

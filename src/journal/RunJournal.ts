@@ -5,7 +5,6 @@
  * conversation's lease, and steps of concurrent runs share the database's group commit. Nothing
  * else writes a run's status. Events are published to live subscribers once committed.
  */
-import { createHash } from "node:crypto"
 import { Clock, Context, Data, Effect, FiberRef, Layer, Schema } from "effect"
 import { Database, type Row, type Statement, type UnitResult, type WriteUnit } from "../durable/Database.js"
 import { finalStatuses, RunRecord, RunStatus } from "../durable/records.js"
@@ -16,6 +15,7 @@ import type { FoundryEvent } from "../events/FoundryEvent.js"
 import type { ChatMessage } from "../models/Model.js"
 import { eventRelease } from "./eventRelease.js"
 import * as statements from "./journalStatements.js"
+import { submissionFingerprint } from "./submissionFingerprint.js"
 import { type Adopting, takeOverStranded } from "./strandedRuns.js"
 import { type Claim, historyOwner, type InLine, type Lease, type NewRun, type Step, type Stranded, usageAdded } from "./journalRecords.js"
 
@@ -118,32 +118,6 @@ export interface SubmitOptions {
   readonly newConversation: boolean
   readonly queued: (record: RunRecord) => EventDraft
 }
-
-/**
- * What a submission asked for, as a hash: a repeated idempotency key with a different submission
- * is a different request, not a retry. `conversation` is the one it continued, `null` for a new one.
- */
-export const submissionFingerprint = (submission: {
-  readonly agent: string
-  readonly instanceId: string
-  readonly input: string
-  readonly conversation: string | null
-}): string =>
-  createHash("sha256")
-    .update(JSON.stringify([submission.agent, submission.instanceId, submission.input, submission.conversation]))
-    .digest("hex")
-
-/**
- * Whether a run queued with an idempotency key was queued for `submission`: `first` is its
- * `submissionFingerprint` (`null` for a run queued before fingerprints were kept: taken as this
- * one), `conversations` the ones the submission may have named (`null` for a new one).
- */
-export const isSameSubmission = (
-  first: string | null,
-  submission: { readonly agent: string; readonly instanceId: string; readonly input: string },
-  conversations: ReadonlyArray<string | null>
-): boolean =>
-  first === null || conversations.some((conversation) => first === submissionFingerprint({ ...submission, conversation }))
 
 /**
  * A message as stored: its JSON. `ChatMessage` transforms nothing, so its encoded form is the
@@ -251,6 +225,7 @@ const make = (clock: "database" | "process") =>
             agent: run.agent,
             instanceId: run.instanceId,
             input: run.input,
+            history: run.submittedHistory,
             conversation: options.newConversation ? null : run.conversationId
           })
         )

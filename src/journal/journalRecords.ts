@@ -54,6 +54,11 @@ export interface NewRun {
   readonly release: string
   /** Messages recorded in the conversation before the run's own, under `historyOwner(id)`. */
   readonly history?: ReadonlyArray<ChatMessage> | undefined
+  /**
+   * The history as the submission gave it, before it was fitted to the agent's model: what its
+   * idempotency fingerprint covers (fitting depends on the release, a repeat must not).
+   */
+  readonly submittedHistory?: ReadonlyArray<ChatMessage> | undefined
 }
 
 /**

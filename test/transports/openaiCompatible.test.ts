@@ -392,6 +392,23 @@ export default defineConfig({ modelRetry: { times: 2, base: "1 millis", max: "1 
       expect(other).toMatchObject({ code: "idempotency_key_reused", param: "idempotency-key" })
     }))
 
+  it.scopedLive("a stateless request's history is part of what its Idempotency-Key names: another history with the key is refused", () =>
+    Effect.gen(function*() {
+      const { client } = yield* serve
+      const request = (system: string) =>
+        client.chat.completions.create({
+          model: "echo",
+          messages: [{ role: "system", content: system }, { role: "user", content: "same last message" }]
+        }, { headers: { "Idempotency-Key": "history-1" } })
+      const first = yield* Effect.promise(() => request("Answer in French.").withResponse())
+      const again = yield* Effect.promise(() => request("Answer in French.").withResponse())
+      expect(again.response.headers.get("x-foundry-run")).toBe(first.response.headers.get("x-foundry-run"))
+      expect(again.data.choices[0]?.message.content).toBe(first.data.choices[0]?.message.content)
+      const other = yield* Effect.promise(() => request("Answer in German.").then(() => undefined, (error: unknown) => error))
+      expect(other).toBeInstanceOf(OpenAI.BadRequestError)
+      expect(other).toMatchObject({ code: "idempotency_key_reused", param: "idempotency-key" })
+    }))
+
   it.scopedLive("a retry after the run's events were pruned (retention) still answers with the run's output, streamed or not", () =>
     Effect.gen(function*() {
       const { client, server } = yield* serve

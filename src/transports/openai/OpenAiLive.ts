@@ -18,13 +18,14 @@ import type { RunRecord } from "../../durable/records.js"
 import { Store } from "../../durable/Store.js"
 import type { StoreError } from "../../durable/StoreError.js"
 import { EventLog } from "../../events/EventLog.js"
-import { isSameSubmission, RunJournal } from "../../journal/RunJournal.js"
+import { RunJournal } from "../../journal/RunJournal.js"
+import { isSameSubmission } from "../../journal/submissionFingerprint.js"
 import { FoundryApi } from "../http/api/FoundryApi.js"
 import { heartbeatFrame } from "../http/handlers/sse.js"
 import { logStoreError } from "../http/handlers/storeUnavailable.js"
 import { chunks, completion, type CompletionIdentity, type ModelList, usageOf } from "./ChatCompletion.js"
 import { ChatCompletionRequest } from "./ChatCompletionRequest.js"
-import { chatTurn, conversationHeader } from "./chatTurn.js"
+import { type ChatTurn, chatTurn, conversationHeader } from "./chatTurn.js"
 import { errorBody, errorResponse, invalidRequest, OpenAiError } from "./OpenAiError.js"
 import { type RunEnd, runAnswer, wholeAnswer } from "./runAnswer.js"
 import { ApprovalStorage } from "../../durable/ApprovalStorage.js"
@@ -134,12 +135,13 @@ export const OpenAiLive = HttpApiBuilder.group(FoundryApi, "openai", (handlers) 
 
     /**
      * A key that already started a run for another request is refused, not answered with that run.
-     * The first request may have made its conversation or continued it: either is this request.
+     * The first request may have made its conversation or continued it: either is this request. A
+     * stateless request's earlier messages are part of it: another history is another request.
      */
-    const sameRequest = (idempotencyKey: string, run: RunRecord, turn: { readonly agent: string; readonly instance: string | undefined; readonly message: string }) =>
+    const sameRequest = (idempotencyKey: string, run: RunRecord, turn: ChatTurn) =>
       Effect.gen(function*() {
         const first = yield* journal.idempotencyFingerprint(run.id)
-        const submission = { agent: turn.agent, instanceId: turn.instance ?? "default", input: turn.message }
+        const submission = { agent: turn.agent, instanceId: turn.instance, input: turn.message, history: turn.history }
         if (isSameSubmission(first, submission, [null, run.conversationId])) return
         return yield* invalidRequest(
           `idempotency-key "${idempotencyKey}" already started run ${run.id} for a different request: ` +
