@@ -9,14 +9,16 @@ import { ApprovalRecord, type ApprovalStatus, GrantRecord } from "./records.js"
 import { failAs, type StoreError } from "./StoreError.js"
 
 /**
- * Which approvals `list` returns: every one, or those of a status, a run, or both; `after` an
- * approval's id (the last of the page before), at most `limit`; oldest first, or the newest first
- * with `newestFirst`.
+ * Which approvals `list` returns: every one, or those of a status, a run, or both; those created
+ * after the approval `after` names, or before the one `before` names (the last of the page
+ * before, read oldest or newest first), at most `limit`; oldest first, or the newest first with
+ * `newestFirst`.
  */
 export interface ApprovalFilter {
   readonly status?: ApprovalStatus | undefined
   readonly runId?: string | undefined
   readonly after?: string | undefined
+  readonly before?: string | undefined
   readonly limit?: number | undefined
   readonly newestFirst?: boolean | undefined
 }
@@ -78,11 +80,12 @@ export const layer = Layer.effect(
       find: (runId, toolCallId) => byCall({ runId, toolCallId }).pipe(failAs("findApproval")),
 
       // A run's approvals are found through the (run_id, tool_call_id) index, not by reading them all.
-      list: ({ after, limit, newestFirst, runId, status }) =>
+      list: ({ after, before, limit, newestFirst, runId, status }) =>
         sql`${approvals} WHERE ${sql.and([
           ...(status === undefined ? [] : [sql`a.status = ${status}`]),
           ...(runId === undefined ? [] : [sql`a.run_id = ${runId}`]),
-          ...(after === undefined ? [] : [sql`(a.created_at, a.id) > (SELECT created_at, id FROM foundry_approvals WHERE id = ${after})`])
+          ...(after === undefined ? [] : [sql`(a.created_at, a.id) > (SELECT created_at, id FROM foundry_approvals WHERE id = ${after})`]),
+          ...(before === undefined ? [] : [sql`(a.created_at, a.id) < (SELECT created_at, id FROM foundry_approvals WHERE id = ${before})`])
         ])} ORDER BY ${newestFirst === true ? sql`a.created_at DESC, a.id DESC` : sql`a.created_at, a.id`}${
           limit === undefined ? sql`` : sql` LIMIT ${limit}`
         }`.pipe(

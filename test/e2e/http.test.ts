@@ -82,6 +82,37 @@ describe("the example project over HTTP", () => {
       expect(yield* pending("")).toEqual(all.slice(0, 100))
     }), { timeout: 60_000 })
 
+  it.scopedLive("GET /api/approvals pages newest first with before, oldest first with after, and refuses a cursor in the other order", () =>
+    Effect.gen(function*() {
+      const server = yield* startServer(root)
+      // One after the other: each waits before the next is asked, so they were created in this order.
+      const [oldest, middle, newest] = yield* Effect.forEach([1, 2, 3], () =>
+        Effect.flatMap(http(`${server.url}/api/runs`, { body: { agent: "support", message: "Refund order 42" } }), (created) =>
+          pendingApproval(server.url, runIdOf(created.json))))
+      const page = (query: string) => Effect.map(http(`${server.url}/api/approvals?${query}`), (r) => (r.json as ReadonlyArray<{ id: string }>).map((a) => a.id))
+      // Newest first: each page the next older ones.
+      expect(yield* page("limit=1")).toEqual([newest])
+      expect(yield* page(`limit=1&before=${newest}`)).toEqual([middle])
+      expect(yield* page(`limit=1&before=${middle}&order=newest`)).toEqual([oldest])
+      expect(yield* page(`before=${oldest}`)).toEqual([])
+      // Oldest first: each page the next newer ones.
+      expect(yield* page("limit=1&order=oldest")).toEqual([oldest])
+      expect(yield* page(`limit=1&after=${oldest}`)).toEqual([middle])
+      // A cursor with the other order started from the far end (the newest of all after `oldest`):
+      // refused, saying which cursor pages that way.
+      const refused = [`after=${oldest}&order=newest`, `before=${newest}&order=oldest`, `after=${oldest}&before=${newest}`]
+      for (const query of refused) {
+        const answer = yield* http(`${server.url}/api/approvals?limit=1&${query}`)
+        expect(answer.status).toBe(400)
+      }
+      expect((yield* http(`${server.url}/api/approvals?after=${oldest}&order=newest`)).json).toMatchObject({
+        message: expect.stringContaining("to page newest first, pass the last approval's id of the page before as before")
+      })
+      const unknownCursor = yield* http(`${server.url}/api/approvals?before=apr_nope`)
+      expect(unknownCursor.status).toBe(404)
+      expect(unknownCursor.json).toMatchObject({ message: expect.stringContaining("there is no approval \"apr_nope\"") })
+    }), { timeout: 60_000 })
+
   it.scopedLive("the route table says which model an agent runs on when it is not the one it asks for", () =>
     Effect.gen(function*() {
       const fallback = Layer.succeed(ModelResolver, {

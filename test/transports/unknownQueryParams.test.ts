@@ -50,8 +50,8 @@ describe("query parameters an endpoint does not take", () => {
         message: `is not a parameter of GET /api/runs; did you mean "instance"? (it takes: agent, instance, conversation, parent, before, status, limit)`
       }])
       expect(yield* refused("/api/approvals?runId=run_1&state=pending")).toEqual([
-        { path: "runId", message: `is not a parameter of GET /api/approvals; did you mean "run"? (it takes: status, run, after, order, limit)` },
-        { path: "state", message: `is not a parameter of GET /api/approvals; did you mean "status"? (it takes: status, run, after, order, limit)` }
+        { path: "runId", message: `is not a parameter of GET /api/approvals; did you mean "run"? (it takes: status, run, after, before, order, limit)` },
+        { path: "state", message: `is not a parameter of GET /api/approvals; did you mean "status"? (it takes: status, run, after, before, order, limit)` }
       ])
       expect(yield* refused("/api/instances?q=acme")).toEqual([
         { path: "q", message: "is not a parameter of GET /api/instances (it takes: agent, search, status, limit, after)" }

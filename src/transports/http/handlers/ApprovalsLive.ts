@@ -15,20 +15,25 @@ export const ApprovalsLive = HttpApiBuilder.group(FoundryApi, "approvals", (hand
   Effect.gen(function*() {
     const dispatcher = yield* Dispatcher
     const approvals = yield* ApprovalStorage
+    // A cursor that names no approval would read as the end of the list.
+    const knownCursor = (name: "after" | "before", cursor: string | undefined) =>
+      cursor === undefined ? Effect.void : Effect.flatMap(approvals.get(cursor), Option.match({
+        onNone: () => Effect.fail(new ApprovalNotFound({ approvalId: cursor, message: `${name}: there is no approval "${cursor}" to list ${name}` })),
+        onSome: () => Effect.void
+      }))
     return handlers
       .handle("list", ({ urlParams }) =>
         Effect.gen(function*() {
-          // A cursor that names no approval would read as the end of the list.
-          const after = urlParams.after
-          if (after !== undefined && Option.isNone(yield* approvals.get(after))) {
-            return yield* new ApprovalNotFound({ approvalId: after, message: `after: there is no approval "${after}" to list after` })
-          }
+          const { after, before } = urlParams
+          yield* knownCursor("after", after)
+          yield* knownCursor("before", before)
           const found = yield* approvals.list({
             status: urlParams.status,
             runId: urlParams.run,
             after,
+            before,
             limit: urlParams.limit ?? approvalsPageSize,
-            // A page after a cursor goes on as the page before it was read: oldest first.
+            // A page after a cursor goes on as the page before it was read (the query refuses the other order).
             newestFirst: (urlParams.order ?? (after === undefined ? "newest" : "oldest")) === "newest"
           })
           return found.map(approvalView)
