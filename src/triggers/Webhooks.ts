@@ -3,16 +3,14 @@
  * with each playbook's schema, the signature checked when the config gives a secret, a repeated
  * event id answered with the first delivery's runs (and never run twice, however long the first
  * takes), and every decision (matched, skipped and why, instance provisioned, run dispatched)
- * recorded as an event.
+ * recorded as an event. How a signature is made and checked is `webhookSignature.ts`; the same
+ * signed delivery seen again is refused as a replay.
  *
- * A signature is HMAC-SHA256 (compared in constant time) over `<timestamp>.<event id>.<body>`:
- * the timestamp must be within the webhook's tolerance of now, and the event id is the one the
- * delivery is deduplicated by, so a captured delivery can neither be replayed later nor under
- * another id; the same signed delivery seen again is refused as a replay. The old signature over
- * the body alone is accepted only where the config or a playbook says `legacySignatures: true`.
+ * A caller not vouched for (beyond this machine, without a token that may start runs) learns
+ * nothing of which webhooks exist: a name no playbook listens on, and a webhook without a secret,
+ * are refused as a signature that does not match, with the real reason in the server's log.
  */
-import { createHmac, timingSafeEqual } from "node:crypto"
-import { Clock, Config, Context, Duration, Effect, Exit, Layer, Redacted, Schema } from "effect"
+import { Config, Context, Duration, Effect, Exit, Layer, Redacted, Schema } from "effect"
 import { type CompiledApp, playbooksLeftOut } from "../compiler/CompiledApp.js"
 import { CurrentApp } from "../compiler/CurrentApp.js"
 import { defaultWebhookTolerance } from "../definitions/configDefaults.js"
@@ -38,6 +36,7 @@ import {
   WebhookNotServed,
   WebhookUnauthorized
 } from "./webhookErrors.js"
+import { eventIdHeader, timestampHeader, verifySignature } from "./webhookSignature.js"
 
 /** What one delivery started, and what it skipped. */
 export interface DeliveryResult {
@@ -49,15 +48,6 @@ export interface DeliveryResult {
 
 /** What an event id may be: 1-200 visible characters. */
 const eventIdPattern = /^[\x21-\x7e\u00a0-\uffff](?:[\x20-\x7e\u00a0-\uffff]{0,198}[\x21-\x7e\u00a0-\uffff])?$/
-
-/** The header a sender signs with: `sha256=<hex HMAC-SHA256 of the signed payload>`. */
-export const signatureHeader = "x-foundry-signature"
-
-/** The header with the time of signing, in Unix seconds; it is part of the signed payload. */
-export const timestampHeader = "x-foundry-timestamp"
-
-/** The header that names an event for idempotent delivery; it is part of the signed payload. */
-export const eventIdHeader = "x-event-id"
 
 /** Inbound webhook deliveries. */
 export class Webhooks extends Context.Tag("foundry/Webhooks")<Webhooks, {
@@ -83,23 +73,6 @@ export class Webhooks extends Context.Tag("foundry/Webhooks")<Webhooks, {
     | StoreError
   >
 }>() {}
-
-/** What a sender signs: the timestamp (Unix seconds), the event id and the raw body, joined by dots. */
-export const signedPayload = (timestamp: number | string, eventId: string, body: string): string => `${timestamp}.${eventId}.${body}`
-
-/**
- * The `x-foundry-signature` value for `payload` with `secret`: `signedPayload(...)` for the
- * current form, the raw body alone for the legacy one.
- */
-export const sign = (secret: string, payload: string): string =>
-  `sha256=${createHmac("sha256", secret).update(payload).digest("hex")}`
-
-const sameSignature = (expected: string, given: string | undefined): boolean => {
-  if (given === undefined) return false
-  const a = Buffer.from(expected)
-  const b = Buffer.from(given)
-  return a.length === b.length && timingSafeEqual(a, b)
-}
 
 const parseJson = (text: string): { readonly ok: true; readonly value: unknown } | { readonly ok: false } => {
   try {
@@ -158,50 +131,6 @@ export const WebhooksLive = Layer.effect(
       secret === undefined ? Effect.succeed(undefined) : typeof secret === "string"
         ? Effect.succeed(secret)
         : Effect.map(Effect.orDie(secret), Redacted.value)
-
-    /**
-     * Checks a delivery's signature against `secret`; returns its fingerprint (the signature), or
-     * `null` for a legacy signature over the body alone.
-     */
-    const verify = Effect.fn("Webhooks.verify")(function*(
-      webhook: string,
-      body: string,
-      headers: Readonly<Record<string, string | undefined>>,
-      rules: { readonly secret: string; readonly tolerance: Duration.Duration; readonly legacy: boolean }
-    ) {
-      const refuse = (message: string) => new WebhookUnauthorized({ webhook, message })
-      const recipe = `sign "<${timestampHeader}>.<${eventIdHeader}>.<raw body>" with HMAC-SHA256 and send ${signatureHeader}: sha256=<hex>`
-      const given = headers[signatureHeader]
-      if (given === undefined) return yield* refuse(`missing ${signatureHeader} header: ${recipe}`)
-      const timestamp = headers[timestampHeader]
-      if (timestamp === undefined) {
-        if (!rules.legacy) {
-          return yield* refuse(
-            `missing ${timestampHeader} header: ${recipe} (a signature over the body alone is accepted only with legacySignatures: true)`
-          )
-        }
-        if (!sameSignature(sign(rules.secret, body), given)) return yield* refuse(`the ${signatureHeader} signature does not match the body`)
-        return null
-      }
-      if (!/^\d{1,12}$/.test(timestamp)) {
-        return yield* refuse(`${timestampHeader} must be the time of signing in Unix seconds, got "${timestamp}"`)
-      }
-      const eventId = headers[eventIdHeader]
-      if (eventId === undefined) {
-        return yield* refuse(`missing ${eventIdHeader} header: a signed delivery names its event, and the signature covers it: ${recipe}`)
-      }
-      const skew = Math.round((yield* Clock.currentTimeMillis) / 1000) - Number(timestamp)
-      if (Math.abs(skew) * 1000 > Duration.toMillis(rules.tolerance)) {
-        return yield* refuse(
-          `the delivery was signed ${skew > 0 ? `${skew} s ago` : `${-skew} s ahead of this server's clock`}, outside the ` +
-            `${Duration.format(rules.tolerance)} tolerance: sign each attempt with the current time (or raise webhooks.${webhook}.tolerance)`
-        )
-      }
-      if (!sameSignature(sign(rules.secret, signedPayload(timestamp, eventId, body)), given)) {
-        return yield* refuse(`the ${signatureHeader} signature does not match ${timestampHeader}, ${eventIdHeader} and the body: ${recipe}`)
-      }
-      return given
-    })
 
     /**
      * Claims the delivery of `eventId` as `deliveryId`: the time of its claim when this delivery is
@@ -314,9 +243,21 @@ export const WebhooksLive = Layer.effect(
         })
       }
       const playbooks = app.table.playbooks.filter((p) => p.definition.on._tag === "Webhook" && p.definition.on.name === webhook)
-      if (playbooks.length === 0) {
+      if (playbooks.length === 0 && vouched) {
         return yield* new WebhookNotFound({ webhook, message: `no playbook listens on /hooks/${webhook}` })
       }
+      const settings = playbooks.length === 0 ? undefined : app.table.config.webhooks[webhook]
+      const secret = yield* secretOf(settings?.secret)
+      // Beyond this machine, a webhook no one signs would let anyone start runs; and a name no
+      // playbook listens on is refused the same way, so that the caller cannot tell the two from
+      // a webhook whose signature it got wrong. The owner reads why in the log.
+      const fingerprint = secret === undefined && vouched ? null : yield* verifySignature(webhook, body, headers, {
+        secret,
+        tolerance: Duration.decode(settings?.tolerance ?? defaultWebhookTolerance),
+        legacy: settings?.legacySignatures === true || playbooks.some((p) => p.definition.legacySignatures),
+        vouched
+      }).pipe(Effect.tapError(() => secret !== undefined ? Effect.void : unvouched(webhook, playbooks.length > 0)))
+      // After the signature: a refusal that only a webhook that exists gives would tell it exists.
       const given = headers[eventIdHeader]
       if (given !== undefined && !eventIdPattern.test(given)) {
         return yield* new WebhookEventIdInvalid({
@@ -325,22 +266,6 @@ export const WebhooksLive = Layer.effect(
             "(1-200 visible characters, the same on every retry), or leave the header out to have every delivery taken as new"
         })
       }
-      const settings = app.table.config.webhooks[webhook]
-      const secret = yield* secretOf(settings?.secret)
-      // Beyond this machine, a webhook no one signs would let anyone start runs.
-      if (secret === undefined && !vouched) {
-        return yield* new WebhookUnauthorized({
-          webhook,
-          message: `/hooks/${webhook} has no secret, and this server takes requests from beyond this machine: set webhooks.${webhook}.secret ` +
-            "in foundry.config.ts to the secret the sender signs its deliveries with, or have the sender send a Foundry token with scope \"run\" " +
-            "(Authorization: Bearer <token>)"
-        })
-      }
-      const fingerprint = secret === undefined ? null : yield* verify(webhook, body, headers, {
-        secret,
-        tolerance: Duration.decode(settings?.tolerance ?? defaultWebhookTolerance),
-        legacy: settings?.legacySignatures === true || playbooks.some((p) => p.definition.legacySignatures)
-      })
       const { accepted, rejected } = yield* decodeBody(webhook, body, playbooks)
       const eventIds = yield* Effect.forEach(accepted, ({ event, route }) => {
         const eventIdOf = route.definition.eventId
@@ -385,6 +310,22 @@ export const WebhooksLive = Layer.effect(
     return Webhooks.of({ deliver })
   })
 )
+
+/**
+ * Why a caller not vouched for was refused as an unsigned delivery, for the owner: it was told no
+ * more than a wrong signature's refusal.
+ */
+const unvouched = (webhook: string, listened: boolean) =>
+  listened
+    ? Effect.logWarning(
+      `webhook ${webhook}: refused a delivery from beyond this machine without a Foundry token: /hooks/${webhook} has no secret; ` +
+        `set webhooks.${webhook}.secret in foundry.config.ts to the secret the sender signs its deliveries with, ` +
+        "or have the sender send a Foundry token with scope \"run\" (Authorization: Bearer <token>)"
+    )
+    : Effect.logInfo(
+      `webhook ${webhook}: no playbook listens on /hooks/${webhook}; a caller beyond this machine without a Foundry token ` +
+        "was refused as for a wrong signature, so that it cannot tell which webhooks exist"
+    )
 
 /** A playbook's failure, logged with its detail, and said to the sender without it. */
 const failedOn = (webhook: string) => (failed: PlaybookFailed) =>

@@ -9,7 +9,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import * as Scripted from "../../src/models/scripted.js"
 import { staleClaimAfterMs } from "../../src/durable/DeliveryStorage.js"
-import { sign, signedPayload } from "../../src/triggers/Webhooks.js"
+import { sign, signedPayload } from "../../src/triggers/webhookSignature.js"
 import { http, startServer } from "../support/server.js"
 import { agentFile, tempProject } from "../support/tempProject.js"
 

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import * as Scripted from "../../src/models/scripted.js"
-import { sign, signedPayload } from "../../src/triggers/Webhooks.js"
+import { sign, signedPayload } from "../../src/triggers/webhookSignature.js"
 import { http, startServer, waitForRun } from "../support/server.js"
 import { agentFile, tempProject } from "../support/tempProject.js"
 import { bearer, issue } from "../auth/support.js"
@@ -135,9 +135,12 @@ describe("webhooks", () => {
   it.scopedLive("on a server that needs tokens, a webhook without a secret takes a delivery only with a token that may start runs", () =>
     Effect.gen(function*() {
       const server = yield* startServer(yield* tempProject(project(`{ auth: { required: true } }`)), { model })
+      // Told how a delivery from beyond this machine is taken, not that this webhook has no secret
+      // (the server's log says so): a caller that may not start runs learns nothing of the config.
       const anyone = yield* deliver(server.url, ticket())
       expect(anyone.status).toBe(401)
-      expect(anyone.json).toMatchObject({ _tag: "WebhookUnauthorized", message: expect.stringContaining("webhooks.tickets.secret") })
+      expect(anyone.json).toMatchObject({ _tag: "WebhookUnauthorized", message: expect.stringContaining("a Foundry token with scope \"run\"") })
+      expect(anyone.text).not.toContain("webhooks.tickets.secret")
       const reader = yield* issue(server.storeFile, "read")
       expect((yield* deliver(server.url, ticket(), bearer(reader.token))).status).toBe(401)
       const runner = yield* issue(server.storeFile, "run")
@@ -146,6 +149,55 @@ describe("webhooks", () => {
       expect((vouched.json as Delivery).runs).toHaveLength(1)
       // Nothing started by the refused ones.
       expect((yield* http(`${server.url}/api/runs`, { headers: bearer(reader.token) })).json).toHaveLength(1)
+    }))
+
+  it.scopedLive("a caller not vouched for gets the same 401 from a webhook that exists as from a name none listens on, whatever it sends", () =>
+    Effect.gen(function*() {
+      const root = yield* tempProject({
+        ...project(`{ auth: { required: true }, webhooks: { tickets: { secret: "s3cret" } } }`),
+        // A second webhook, without a secret.
+        "playbooks/orders.ts": `import { Schema } from "effect"
+import { definePlaybook, webhook } from "foundry"
+import triage from "../agents/triage/agent.js"
+${ticketSchema}
+export default definePlaybook({ on: webhook("orders", Ticket), agent: triage, message: (ticket) => "Order: " + ticket.body })
+`
+      })
+      const server = yield* startServer(root, { model })
+      const body = ticket()
+      const now = Math.floor(Date.now() / 1000)
+      const guessed = (timestamp: number, eventId: string) => ({
+        "x-foundry-timestamp": String(timestamp),
+        "x-event-id": eventId,
+        "x-foundry-signature": sign("a guess", signedPayload(timestamp, eventId, body))
+      })
+      const attempts: ReadonlyArray<Record<string, string>> = [
+        {},
+        // A blank event id was a 400 from a webhook that exists, before its signature was checked.
+        { "x-event-id": "" },
+        { "x-foundry-signature": sign("a guess", body) },
+        guessed(now, "evt-1"),
+        // Outside the tolerance: only a sender with the secret is told so (with the webhook's tolerance).
+        guessed(now - 60 * 60, "evt-2")
+      ]
+      for (const headers of attempts) {
+        const answers = yield* Effect.forEach(["tickets", "orders", "nothing"], (name) =>
+          Effect.map(http(`${server.url}/hooks/${name}`, { body, headers }), (answer) => {
+            const { _tag, message } = answer.json as { _tag: string; message: string }
+            return { status: answer.status, _tag, message }
+          }))
+        expect(answers[0]).toMatchObject({ status: 401, _tag: "WebhookUnauthorized" })
+        expect(answers[1]).toEqual(answers[0])
+        expect(answers[2]).toEqual(answers[0])
+      }
+      expect((yield* http(`${server.url}/api/runs`, { headers: bearer((yield* issue(server.storeFile, "read")).token) })).json).toEqual([])
+      // A sender with a token that may start runs is the owner's: it is told what there is.
+      const runner = bearer((yield* issue(server.storeFile, "run")).token)
+      const unknown = yield* http(`${server.url}/hooks/nothing`, { body, headers: runner })
+      expect(unknown.status).toBe(404)
+      expect(unknown.json).toMatchObject({ _tag: "WebhookNotFound", message: "no playbook listens on /hooks/nothing" })
+      expect((yield* http(`${server.url}/hooks/orders`, { body, headers: { ...runner, "x-event-id": "" } })).status).toBe(400)
+      expect((yield* http(`${server.url}/hooks/orders`, { body, headers: runner })).status).toBe(202)
     }))
 
   it.scopedLive("a repeated delivery of one event id returns the first runs and starts nothing", () =>
