@@ -192,6 +192,10 @@ export const WebhooksLive = Layer.effect(
       const from = { deliveryId, webhook }
       return Effect.gen(function*() {
         yield* note({ type: "delivery.received", data: { ...from, eventId: eventId ?? null } }, "delivery")
+        // The playbooks whose schema refused the body, as the answer lists them: the delivery's page says why too.
+        for (const { playbook, reason } of skipped) {
+          yield* note({ type: "playbook.skipped", data: { ...from, playbook, reason } }, `playbook:${playbook}`)
+        }
         for (const { event, route } of accepted) {
           const step = `playbook:${route.id}`
           yield* deliverToPlaybook(app, route, event, {

@@ -70,6 +70,28 @@ describe("webhooks", () => {
       expect(types).toEqual(["delivery.received", "playbook.skipped", "playbook.matched", "instance.provisioned", "playbook.dispatched"])
     }))
 
+  it.scopedLive("a playbook whose schema refuses the body is skipped in the answer and in the delivery's events", () =>
+    Effect.gen(function*() {
+      const root = yield* tempProject({
+        ...project(),
+        "playbooks/orders.ts": `import { Schema } from "effect"
+import { definePlaybook, webhook } from "foundry"
+import billing from "../agents/billing/agent.js"
+export default definePlaybook({
+  on: webhook("tickets", Schema.Struct({ orderId: Schema.String })),
+  agent: billing,
+  message: (order) => "Order " + order.orderId
+})
+`
+      })
+      const server = yield* startServer(root, { model })
+      const delivery = (yield* deliver(server.url, ticket())).json as Delivery
+      expect(delivery.skipped).toContainEqual({ playbook: "orders", reason: "the body does not match its schema" })
+      const skipped = ((yield* http(`${server.url}/api/events?limit=100&type=playbook.skipped`)).json as { events: Array<{ data: Record<string, unknown> }> })
+        .events.filter((e) => e.data.deliveryId === delivery.deliveryId).map((e) => [e.data.playbook, e.data.reason])
+      expect(skipped).toContainEqual(["orders", "the body does not match its schema"])
+    }))
+
   it.scopedLive("an instance(event) that is no instance id is skipped with why, and makes no instance", () =>
     Effect.gen(function*() {
       const server = yield* startServer(yield* tempProject(project()), { model })
