@@ -21,8 +21,12 @@ const Cursor = Schema.NumberFromString.pipe(Schema.int(), Schema.nonNegative())
 export class EventsGroup extends HttpApiGroup.make("events").add(
   HttpApiEndpoint.get("list", "/api/events")
     .setUrlParams(Schema.Struct({
-      runId: Schema.optional(Schema.String),
-      conversationId: Schema.optional(Schema.String),
+      runId: Schema.optional(Schema.String.annotations({
+        description: "a run's events; empty (runId=) for the events of no run: webhook deliveries' own, instances' changes"
+      })),
+      conversationId: Schema.optional(Schema.String.annotations({
+        description: "a conversation's events; empty (conversationId=) for the events of no conversation"
+      })),
       instanceId: Schema.optional(Schema.String),
       agent: Schema.optional(Schema.String),
       // One of the event types: a misspelt type is a 400 naming them, not an empty page.
