@@ -163,6 +163,16 @@ export const linesWithin = (lines: ReadonlyArray<string>, from: number, earlier:
   return count
 }
 
-/** Whether a provider's error says the request was over the model's context window. */
-export const isContextOverflow = (error: { readonly status?: number | undefined; readonly message: string }): boolean =>
-  error.status === 400 && /context[_ ]length|maximum context length|too many tokens|context window/i.test(error.message)
+/** The error codes (or types) providers give a request over the context window: OpenAI's, llama.cpp's. */
+const overflowCodes: ReadonlySet<string> = new Set(["context_length_exceeded", "exceed_context_size_error"])
+
+/**
+ * Whether a provider's error says the request was over the model's context window: by its code
+ * when it has one, else by its wording (each server words it its own way).
+ */
+export const isContextOverflow = (
+  error: { readonly status?: number | undefined; readonly message: string; readonly code?: string | undefined }
+): boolean =>
+  error.status === 400 &&
+  ((error.code !== undefined && overflowCodes.has(error.code)) ||
+    /context[_ ]length|maximum context length|too many tokens|context window|exceeds the available context size/i.test(error.message))

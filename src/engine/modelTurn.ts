@@ -49,6 +49,27 @@ const backoff = (policy: RetryPolicy, index: number): Effect.Effect<Duration.Dur
     return Duration.millis(Math.min(jittered, Duration.toMillis(Duration.decode(policy.max))))
   })
 
+/** The longest wait a provider's `retry-after` is obeyed for: a turn does not hang on a provider that asks for an hour. */
+const maxProviderWait = Duration.seconds(60)
+
+/**
+ * The wait a provider asked for (a 429's `retry-after`, at most a minute), when it is longer than
+ * the backoff's `wait`, and the failure as the retry tells it, saying how long it waited and why:
+ * retries spent sooner fail the same way, and a run would fail in 3 s on a "try again in 20s".
+ */
+const providerWait = (error: ModelError, wait: Duration.Duration): { readonly wait: Duration.Duration; readonly told: ModelError } | undefined => {
+  if (error.retryAfter === undefined) return undefined
+  const asked = Duration.min(Duration.millis(Math.ceil(error.retryAfter)), maxProviderWait)
+  if (Duration.lessThanOrEqualTo(asked, wait)) return undefined
+  const requested = Duration.millis(Math.ceil(error.retryAfter))
+  const capped = Duration.greaterThan(requested, maxProviderWait)
+    ? `; it asked for ${Duration.format(requested)}, Foundry waits at most ${Duration.format(maxProviderWait)}`
+    : ""
+  const { code, kind, model, retryAfter, status } = error
+  const message = `${error.message} (retried after ${Duration.format(asked)}, as the provider's retry-after asked${capped})`
+  return { wait: asked, told: new ModelError({ model, kind, status, code, retryAfter, message }) }
+}
+
 /**
  * Adds one chunk to the turn so far. The next turn is built field by field: spreading the last
  * one with a field changed (`{ ...acc, text }`) costs V8 twenty times as much.
@@ -174,10 +195,13 @@ export const modelTurn = (
   const retryAfter = (error: ModelError, retries: number): Effect.Effect<TurnResult, ModelError> =>
     error.kind !== "transient" || retries >= options.retry.times
       ? Effect.fail(error)
-      : Effect.flatMap(backoff(options.retry, retries), Effect.sleep).pipe(
-        Effect.zipRight(Effect.ignore(options.onRetry(error))),
-        Effect.zipRight(tried(retries + 1))
-      )
+      : Effect.flatMap(backoff(options.retry, retries), (wait) => {
+        const asked = providerWait(error, wait)
+        return Effect.sleep(asked?.wait ?? wait).pipe(
+          Effect.zipRight(Effect.ignore(options.onRetry(asked === undefined ? error : asked.told))),
+          Effect.zipRight(tried(retries + 1))
+        )
+      })
   return tried(0)
 }
 

@@ -63,7 +63,14 @@ export class ModelError extends Schema.TaggedError<ModelError>()("ModelError", {
   model: Schema.String,
   kind: Schema.Literal("transient", "permanent"),
   status: Schema.optional(Schema.Number),
-  message: Schema.String
+  message: Schema.String,
+  /**
+   * The provider's error code (`rate_limit_exceeded`, `context_length_exceeded`), or its error
+   * type when it gives no code as text (llama.cpp's `exceed_context_size_error`).
+   */
+  code: Schema.optional(Schema.String),
+  /** How long the provider asked to wait before trying again (`retry-after`), in milliseconds. */
+  retryAfter: Schema.optional(Schema.Number)
 }) {}
 
 /** A language model: one streamed turn per call. */

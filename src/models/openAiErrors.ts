@@ -27,11 +27,16 @@ export const classifyError = (model: string, sdk: typeof OpenAI) => (error: unkn
         message: `OpenAI stream failed: ${detail}`
       })
     }
+    const code = errorCode(error)
+    const retryAfter = retryAfterOf(error.headers)
     return new ModelError({
       model,
-      kind: error.status === 429 || error.status >= 500 ? "transient" : "permanent",
+      // A 429 for an exhausted quota (no credit left) does not pass by waiting: retrying it only delays the failure.
+      kind: (error.status === 429 && code !== "insufficient_quota") || error.status >= 500 ? "transient" : "permanent",
       status: error.status,
-      message: `OpenAI returned ${error.status}: ${detail}`
+      message: `OpenAI returned ${error.status}: ${detail}`,
+      ...(code === undefined ? {} : { code }),
+      ...(retryAfter === undefined ? {} : { retryAfter })
     })
   }
   const networkCause = findNetworkCause(error)
@@ -45,6 +50,30 @@ export const classifyError = (model: string, sdk: typeof OpenAI) => (error: unkn
     })
   }
   return new ModelError({ model, kind: "permanent", message: `OpenAI request failed: ${describe(error)}` })
+}
+
+/** The error's code as text, else its type (llama.cpp sends the HTTP status as `code`, and names the failure in `type`). */
+const errorCode = (error: { readonly code?: unknown; readonly type?: unknown }): string | undefined =>
+  typeof error.code === "string" && error.code.length > 0
+    ? error.code
+    : typeof error.type === "string" && error.type.length > 0
+    ? error.type
+    : undefined
+
+/**
+ * The wait a response asks for, in milliseconds: OpenAI's `retry-after-ms`, else the standard
+ * `retry-after` in seconds or as an HTTP date. A 429 says "try again in 20s", and retries spent
+ * sooner all fail the same way.
+ */
+const retryAfterOf = (headers: Headers | undefined): number | undefined => {
+  const millis = Number.parseFloat(headers?.get("retry-after-ms") ?? "")
+  if (Number.isFinite(millis) && millis >= 0) return millis
+  const raw = headers?.get("retry-after")
+  if (raw === null || raw === undefined || raw.trim() === "") return undefined
+  const seconds = Number(raw)
+  if (Number.isFinite(seconds)) return seconds >= 0 ? seconds * 1000 : undefined
+  const at = Date.parse(raw)
+  return Number.isNaN(at) ? undefined : Math.max(0, at - Date.now())
 }
 
 const describe = (error: unknown): string => error instanceof Error ? error.message : String(error)

@@ -5,16 +5,8 @@
 import { Effect, Option, Stream } from "effect"
 import type OpenAI from "openai"
 import { classifyError } from "./openAiErrors.js"
-import {
-  type ChatMessage,
-  type LanguageModel,
-  ModelError,
-  type ModelChunk,
-  type ModelRequest,
-  ToolCall,
-  type ToolSpec,
-  type ImageContent
-} from "./Model.js"
+import { toOpenAiMessages, toOpenAiTool } from "./openAiRequest.js"
+import { type LanguageModel, ModelError, type ModelChunk, type ModelRequest, ToolCall } from "./Model.js"
 
 /** How to reach an OpenAI (or OpenAI-compatible) Chat Completions endpoint. */
 export interface OpenAiModelOptions {
@@ -27,6 +19,13 @@ export interface OpenAiModelOptions {
 
 /** OpenAI's models that take image input. */
 const visionModels = /^(gpt-4o|gpt-4\.1|gpt-4-turbo|gpt-5|o1|o3|o4)/
+/**
+ * The o-series models that take none: an image stored in a conversation would make every later
+ * request to them a 400.
+ */
+const blindModels = /^(o1-mini|o1-preview|o3-mini)/
+
+const seesImages = (model: string): boolean => visionModels.test(model) && !blindModels.test(model)
 
 /** The SDK, imported by the first turn on an OpenAI model: a project on other models never loads it. */
 const loadSdk = () => import("openai").then((module) => module.default)
@@ -88,110 +87,14 @@ export const make = (options: OpenAiModelOptions): LanguageModel => {
         const [after, out, stopped] = step(state, next)
         return stopped === undefined
           ? Effect.succeed<readonly [Assembly, ReadonlyArray<ModelChunk>]>([after, out])
-          : Effect.fail(new ModelError({ model: name, kind: "permanent", message: stopped }))
+          : Effect.fail(new ModelError({ model: name, kind: stopped.kind, message: stopped.message }))
       }),
       Stream.flattenIterables
     )
   }
 
-  return { name, vision: options.vision ?? visionModels.test(options.model), stream }
+  return { name, vision: options.vision ?? seesImages(options.model), stream }
 }
-
-// ---------------------------------------------------------------------------------------------
-// Request mapping
-// ---------------------------------------------------------------------------------------------
-
-const toOpenAiMessages = (request: ModelRequest): Array<OpenAI.ChatCompletionMessageParam> => {
-  const system: Array<OpenAI.ChatCompletionMessageParam> = request.system.length > 0
-    ? [{ role: "system", content: request.system }]
-    : []
-  return [...system, ...withImages(request.messages).map(toOpenAiMessage)]
-}
-
-/** A user message carrying the images that tools showed the model. */
-type ImageMessage = { readonly _tag: "images"; readonly images: ReadonlyArray<LabelledImage> }
-
-/** An image, and the line before it saying which call showed it (and which of its images it is, as the call's text numbers them). */
-type LabelledImage = { readonly label: string; readonly image: ImageContent }
-
-/**
- * Chat Completions takes images in user messages only, and a user message may not come between an
- * assistant's tool calls and their results: the images of a run of tool results follow it, in one
- * user message.
- */
-const withImages = (messages: ReadonlyArray<ChatMessage>): ReadonlyArray<ChatMessage | ImageMessage> => {
-  const out: Array<ChatMessage | ImageMessage> = []
-  let pending: Array<LabelledImage> = []
-  const flush = () => {
-    if (pending.length > 0) out.push({ _tag: "images", images: pending })
-    pending = []
-  }
-  for (const message of messages) {
-    if (message._tag !== "tool") flush()
-    out.push(message)
-    if (message._tag === "tool") {
-      const { images = [], toolCallId } = message
-      pending.push(...images.map((image, i) => ({
-        label: images.length === 1 ? `The image shown by tool call ${toolCallId}:` : `Image ${i + 1} of ${images.length} shown by tool call ${toolCallId}:`,
-        image
-      })))
-    }
-  }
-  flush()
-  return out
-}
-
-const toOpenAiMessage = (message: ChatMessage | ImageMessage): OpenAI.ChatCompletionMessageParam => {
-  switch (message._tag) {
-    case "images":
-      return {
-        role: "user",
-        content: message.images.flatMap(({ image, label }): Array<OpenAI.ChatCompletionContentPart> => [
-          { type: "text", text: label },
-          { type: "image_url", image_url: { url: `data:${image.mediaType};base64,${image.data}` } }
-        ])
-      }
-    case "user":
-      return { role: "user", content: message.content }
-    case "assistant":
-      return message.toolCalls.length === 0
-        ? { role: "assistant", content: message.content }
-        : {
-          role: "assistant",
-          // The API wants `null` rather than `""` next to tool calls.
-          content: message.content.length > 0 ? message.content : null,
-          tool_calls: message.toolCalls.map((call) => ({
-            id: call.id,
-            type: "function",
-            function: { name: call.name, arguments: sendableArguments(call.arguments) }
-          }))
-        }
-    case "tool":
-      return { role: "tool", tool_call_id: message.toolCallId, content: message.content }
-    case "summary":
-      return { role: "user", content: message.content }
-  }
-}
-
-/**
- * A tool call's arguments as the history may carry them: re-serialised when they are a JSON
- * object, else `{}`. The transcript keeps what the model produced, also arguments it was cut off
- * in; servers that parse the history (vLLM, llama-server) answer 400 to those on every later turn,
- * and the call's result already tells the model its arguments were invalid.
- */
-const sendableArguments = (raw: string): string => {
-  try {
-    const parsed: unknown = JSON.parse(raw)
-    return typeof parsed === "object" && parsed !== null && !Array.isArray(parsed) ? JSON.stringify(parsed) : "{}"
-  } catch {
-    return "{}"
-  }
-}
-
-const toOpenAiTool = (tool: ToolSpec): OpenAI.ChatCompletionFunctionTool => ({
-  type: "function",
-  function: { name: tool.name, description: tool.description, parameters: tool.parameters }
-})
 
 // ---------------------------------------------------------------------------------------------
 // Response mapping
@@ -214,9 +117,31 @@ interface Assembly {
   /** The position in `calls` of the call last streamed under each `index`. */
   readonly byIndex: ReadonlyMap<number, number>
   readonly text: boolean
+  /** Whether a `finish_reason` came: a stream that ends without one was cut short. */
+  readonly finished: boolean
 }
 
-const nothingYet: Assembly = { calls: [], byIndex: new Map(), text: false }
+const nothingYet: Assembly = { calls: [], byIndex: new Map(), text: false, finished: false }
+
+/**
+ * A streamed choice as OpenAI-compatible servers send it, wider than the SDK's type: some send a
+ * last chunk with only `finish_reason`, no `delta`. `refusal` is what the model said instead of
+ * answering.
+ */
+interface StreamedChoice {
+  readonly delta?: {
+    readonly content?: string | null | undefined
+    readonly refusal?: string | null | undefined
+    readonly tool_calls?: ReadonlyArray<ToolCallFragment> | undefined
+  } | null | undefined
+  readonly finish_reason?: string | null | undefined
+}
+
+/** Why a stream gives no answer, and whether asking again may give one. */
+interface Stopped {
+  readonly kind: "transient" | "permanent"
+  readonly message: string
+}
 
 /**
  * A streamed tool call fragment as OpenAI-compatible servers send it, wider than the SDK's type:
@@ -238,27 +163,36 @@ interface ToolCallFragment {
 const step = (
   assembly: Assembly,
   next: Option.Option<OpenAI.ChatCompletionChunk>
-): readonly [Assembly, ReadonlyArray<ModelChunk>, stopped?: string] => {
-  if (Option.isNone(next)) return [nothingYet, flush(assembly)]
+): readonly [Assembly, ReadonlyArray<ModelChunk>, stopped?: Stopped] => {
+  if (Option.isNone(next)) {
+    // A proxy or load balancer that cuts a stream may end it cleanly: without a `finish_reason`,
+    // what came is part of an answer, not a whole one.
+    if (!assembly.finished) return [nothingYet, [], { kind: "transient", message: "the answer's stream ended without a finish_reason: it was cut short" }]
+    return [nothingYet, flush(assembly)]
+  }
   const chunk = next.value
   const out: Array<ModelChunk> = []
   let state = assembly
   // We never ask for `n > 1`, so the first choice is the only one.
-  const choice = chunk.choices[0]
+  const choice: StreamedChoice | undefined = chunk.choices[0]
   if (choice !== undefined) {
-    const text = choice.delta.content
-    if (text !== undefined && text !== null && text.length > 0) {
-      out.push({ _tag: "TextDelta", text })
-      if (!state.text) state = { calls: state.calls, byIndex: state.byIndex, text: true }
+    const delta = choice.delta ?? {}
+    // A refusal is what the model said instead of answering: taken as its text, so that the run
+    // ends telling it, rather than asking again for an answer it took as none.
+    for (const text of [delta.content, delta.refusal]) {
+      if (text !== undefined && text !== null && text.length > 0) {
+        out.push({ _tag: "TextDelta", text })
+        if (!state.text) state = { calls: state.calls, byIndex: state.byIndex, text: true, finished: state.finished }
+      }
     }
-    for (const fragment of choice.delta.tool_calls ?? []) state = accumulate(state, fragment)
+    for (const fragment of delta.tool_calls ?? []) state = accumulate(state, fragment)
     // Some servers leave `finish_reason` out of every chunk but the last, rather than send `null`.
     const finish = choice.finish_reason
     if (finish !== null && finish !== undefined) {
       const stopped = stoppedShort(finish, state)
-      if (stopped !== undefined) return [state, out, stopped]
+      if (stopped !== undefined) return [state, out, { kind: "permanent", message: stopped }]
       out.push(...flush(state))
-      state = { calls: [], byIndex: new Map(), text: state.text }
+      state = { calls: [], byIndex: new Map(), text: state.text, finished: true }
     }
   }
   if (chunk.usage !== undefined && chunk.usage !== null) {
@@ -323,10 +257,10 @@ const accumulate = (pending: Assembly, fragment: ToolCallFragment): Assembly => 
       name: name === "" ? previous.name : name,
       arguments: previous.arguments + piece
     }
-  if (fragment.index === undefined) return { calls, byIndex: pending.byIndex, text: pending.text }
+  if (fragment.index === undefined) return { calls, byIndex: pending.byIndex, text: pending.text, finished: pending.finished }
   const byIndex = new Map(pending.byIndex)
   byIndex.set(fragment.index, position)
-  return { calls, byIndex, text: pending.text }
+  return { calls, byIndex, text: pending.text, finished: pending.finished }
 }
 
 /** The calls in the order they started (for OpenAI, the order of their indexes). */

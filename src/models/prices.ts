@@ -25,9 +25,19 @@ export const defaultPrices: Readonly<Record<string, ModelPrice>> = {
 
 const free: ModelPrice = { input: 0, output: 0 }
 
-/** The price of `model`: the config's entry, else the default, else `undefined` (unpriced). */
-export const priceOf = (model: string, overrides: Readonly<Record<string, ModelPrice>>): ModelPrice | undefined =>
-  overrides[model] ?? defaultPrices[model] ?? (model.startsWith("scripted:") ? free : undefined)
+/** A snapshot's date at the end of a model's name, as OpenAI dates them (`gpt-4.1-2025-04-14`). */
+const snapshotDate = /-\d{4}-\d{2}-\d{2}$/
+
+/**
+ * The price of `model`: the config's entry, else the default, else `undefined` (unpriced). A
+ * dated snapshot without an entry of its own costs what its model does: OpenAI prices a snapshot
+ * as the model it pins.
+ */
+export const priceOf = (model: string, overrides: Readonly<Record<string, ModelPrice>>): ModelPrice | undefined => {
+  const undated = model.replace(snapshotDate, "")
+  return overrides[model] ?? defaultPrices[model] ?? overrides[undated] ?? defaultPrices[undated] ??
+    (model.startsWith("scripted:") ? free : undefined)
+}
 
 /** What a turn's tokens cost in USD at `price`. */
 export const costOf = (usage: { readonly inputTokens: number; readonly outputTokens: number }, price: ModelPrice): number =>

@@ -111,7 +111,18 @@ export type Reply =
     readonly text?: string
     readonly usage?: ScriptedUsage
   }
-  | { readonly _tag: "Error"; readonly status: number; readonly error: OpenAiError }
+  | {
+    readonly _tag: "Error"
+    readonly status: number
+    readonly error: OpenAiError
+    /** Response headers to add, e.g. `retry-after`. */
+    readonly headers?: Readonly<Record<string, string>>
+  }
+  /**
+   * The chunks of a stream exactly as given (each sent as a `data:` event, then `[DONE]`), for
+   * what compatible servers send and OpenAI does not: a chunk without `delta`, no `finish_reason`.
+   */
+  | { readonly _tag: "Chunks"; readonly chunks: ReadonlyArray<Record<string, unknown>> }
 
 /** A reply computed from the request, e.g. answering with the last tool result. */
 export type ReplyFn = (request: ChatRequest, index: number) => Reply
@@ -133,7 +144,12 @@ export const toolCalls = (...calls: ReadonlyArray<ScriptedToolCall>): Reply => (
 export const error = (
   status: number,
   message: string,
-  options: { readonly type?: string; readonly param?: string | null; readonly code?: string | null } = {}
+  options: {
+    readonly type?: string
+    readonly param?: string | null
+    readonly code?: string | null
+    readonly headers?: Readonly<Record<string, string>>
+  } = {}
 ): Reply => ({
   _tag: "Error",
   status,
@@ -142,16 +158,29 @@ export const error = (
     type: options.type ?? "invalid_request_error",
     param: options.param ?? null,
     code: options.code ?? null
-  }
+  },
+  ...(options.headers === undefined ? {} : { headers: options.headers })
 })
 
+/** A streamed answer of exactly these chunks (see the `Chunks` reply). */
+export const chunks = (...chunks: ReadonlyArray<Record<string, unknown>>): Reply => ({ _tag: "Chunks", chunks })
+
 /** OpenAI's 429, as sent when a requests-per-minute limit is hit. */
-export const rateLimited = (model = "gpt-4.1-mini"): Reply =>
+export const rateLimited = (model = "gpt-4.1-mini", headers?: Readonly<Record<string, string>>): Reply =>
   error(
     429,
     `Rate limit reached for ${model} in organization org-test on requests per min (RPM): Limit 3, Used 3, ` +
       "Requested 1. Please try again in 20s. Visit https://platform.openai.com/account/rate-limits to learn more.",
-    { type: "requests", code: "rate_limit_exceeded" }
+    { type: "requests", code: "rate_limit_exceeded", ...(headers === undefined ? {} : { headers }) }
+  )
+
+/** OpenAI's 429 for an account out of credit: waiting does not help. */
+export const insufficientQuota = (): Reply =>
+  error(
+    429,
+    "You exceeded your current quota, please check your plan and billing details. For more information on this " +
+      "error, read the docs: https://platform.openai.com/docs/guides/error-codes/api-errors.",
+    { type: "insufficient_quota", code: "insufficient_quota" }
   )
 
 /** OpenAI's generic 500. */
@@ -557,6 +586,11 @@ export interface StrictOpenAiOptions {
   readonly models?: ReadonlyArray<string>
   /** Characters per streamed text or arguments fragment; small, so everything is split. */
   readonly fragmentSize?: number
+  /**
+   * Refuse two user messages in a row with a 400, as the strict chat templates of compatible
+   * servers do (vLLM or llama.cpp serving Mistral, Llama 2, Gemma); OpenAI accepts them.
+   */
+  readonly alternatingRoles?: boolean
 }
 
 /** A running fake, valid while its scope is open. */
@@ -584,13 +618,30 @@ interface State {
   nextCompletionId: number
 }
 
-const sendJson = (res: ServerResponse, status: number, body: unknown, requestId: string) => {
-  res.writeHead(status, { "content-type": "application/json", "x-request-id": requestId })
+const sendJson = (
+  res: ServerResponse,
+  status: number,
+  body: unknown,
+  requestId: string,
+  headers: Readonly<Record<string, string>> = {}
+) => {
+  res.writeHead(status, { ...headers, "content-type": "application/json", "x-request-id": requestId })
   res.end(JSON.stringify(body))
 }
 
-const sendError = (res: ServerResponse, status: number, error: OpenAiError, requestId: string) =>
-  sendJson(res, status, { error }, requestId)
+const sendError = (
+  res: ServerResponse,
+  status: number,
+  error: OpenAiError,
+  requestId: string,
+  headers?: Readonly<Record<string, string>>
+) => sendJson(res, status, { error }, requestId, headers)
+
+const sendChunks = (res: ServerResponse, chunks: ReadonlyArray<Record<string, unknown>>, requestId: string) => {
+  res.writeHead(200, { "content-type": "text/event-stream; charset=utf-8", "x-request-id": requestId })
+  for (const chunk of chunks) res.write(`data: ${JSON.stringify(chunk)}\n\n`)
+  res.end("data: [DONE]\n\n")
+}
 
 const usageOf = (promptTokens: number, completionTokens: number) => ({
   prompt_tokens: promptTokens,
@@ -766,13 +817,27 @@ const handleCompletion = (state: State, res: ServerResponse, body: unknown, requ
     return sendError(res, 400, parsed.left, requestId)
   }
   const request = parsed.right
+  const together = state.options.alternatingRoles === true
+    ? request.messages.findIndex((message, i) => i > 0 && message.role === "user" && request.messages[i - 1]?.role === "user")
+    : -1
+  if (together !== -1) {
+    const problem: OpenAiError = {
+      message: "Conversation roles must alternate user/assistant/user/assistant/...",
+      type: "BadRequestError",
+      param: null,
+      code: null
+    }
+    state.rejected.push(problem)
+    return sendError(res, 400, problem, requestId)
+  }
   const window = state.options.contextWindows?.[request.model]
   const tokens = estimateTokens(request)
   if (window !== undefined && tokens > window) {
     return sendError(res, 400, contextLengthError(window, tokens), requestId)
   }
   const reply = nextReply(state, request)
-  if (reply._tag === "Error") return sendError(res, reply.status, reply.error, requestId)
+  if (reply._tag === "Error") return sendError(res, reply.status, reply.error, requestId, reply.headers)
+  if (reply._tag === "Chunks") return sendChunks(res, reply.chunks, requestId)
   const completion = complete(state, request, reply)
   if (request.stream) return sendStream(res, request, completion, state.options.fragmentSize ?? 4, requestId)
   return sendCompletion(res, request, completion, requestId)
