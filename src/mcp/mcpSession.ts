@@ -13,6 +13,7 @@ import { loadMcpClientSdk, sdkTimeoutMargin } from "./mcpClientSdk.js"
 import { unavailable as unavailableFor } from "./McpErrors.js"
 import type { McpMount } from "./McpMount.js"
 import { isStdio } from "./McpServerSpec.js"
+import { warnOfCutDescriptions } from "./offerable.js"
 import { openTransport } from "./openTransport.js"
 import { connectFailure, messageOf } from "./sdkErrors.js"
 
@@ -61,13 +62,16 @@ export const closeSession = (session: Session) =>
     yield* Effect.promise(() => session.client.close().catch(() => undefined))
   })
 
-/** `mount`'s server's tools, listed within `connectMillis`; a listing stopped short is logged (through `hide`). */
+/**
+ * `mount`'s server's tools, listed within `connectMillis`; a listing stopped short is logged
+ * (through `hide`), and so are descriptions models get cut, once a listing.
+ */
 export const listAllTools = (mount: McpMount, hide: (text: string) => string, connectMillis: number) => (client: Client) =>
   Effect.tap(listTools(client, connectMillis), ({ stopped }) =>
     stopped === undefined
       ? Effect.void
       : Effect.logWarning(`MCP server ${mount.name}: its tools are those listed so far: ${hide(stopped)}`))
-    .pipe(Effect.map(({ tools }) => tools))
+    .pipe(Effect.map(({ tools }) => tools), Effect.tap((tools) => warnOfCutDescriptions(mount, tools)))
 
 /**
  * Starts `mount`'s server and lists its tools, within `connectTimeout` in all; `hide` takes what

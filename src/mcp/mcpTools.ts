@@ -1,7 +1,8 @@
 /**
  * An agent's tools with its MCP servers' tools added, as they are now: each server tool becomes a
- * `CompiledTool` named `<server>__<tool>` whose parameters are the server's own JSON Schema, so
- * that the engine decodes, gates, journals and runs it like any tool.
+ * `CompiledTool` named `<server>__<tool>` whose parameters are the server's own JSON Schema (as
+ * models accept it, see offerable.ts), so that the engine decodes, gates, journals and runs it
+ * like any tool.
  */
 import type { Tool } from "@modelcontextprotocol/sdk/types.js"
 import { Array as Arr, Duration, Effect, Option, Schema } from "effect"
@@ -12,6 +13,7 @@ import { McpClients } from "./McpClients.js"
 import { type McpServerUnavailable, unavailable } from "./McpErrors.js"
 import { type McpMount, toolSeparator } from "./McpMount.js"
 import { defaultMcpTimeout } from "./McpServerSpec.js"
+import { descriptionOf, parametersOf } from "./offerable.js"
 
 /** A tool's arguments: an object, checked by the server against its own schema. */
 const Arguments = Schema.Record({ key: Schema.String, value: Schema.Unknown })
@@ -34,14 +36,14 @@ export const mcpToolName = (server: string, tool: string): string | undefined =>
   return name.length <= 64 ? name : undefined
 }
 
-/** A server's JSON Schema as the model's parameters: an object schema, without `$schema`. */
-const parametersOf = (tool: Tool): Record<string, unknown> => {
-  const { $schema: _, ...schema } = tool.inputSchema
-  return schema
-}
-
-const compileMcpTool = (clients: McpClients["Type"], mount: McpMount, tool: Tool, name: string): CompiledTool => {
-  const description = tool.description ?? tool.title ?? `${tool.name} from the MCP server ${mount.name}`
+const compileMcpTool = (
+  clients: McpClients["Type"],
+  mount: McpMount,
+  tool: Tool,
+  name: string,
+  parameters: Record<string, unknown>
+): CompiledTool => {
+  const description = descriptionOf(mount, tool)
   return {
     id: `mcp:${mount.name}/${tool.name}`,
     name,
@@ -56,7 +58,7 @@ const compileMcpTool = (clients: McpClients["Type"], mount: McpMount, tool: Tool
         Effect.map(clients.call(mount, tool.name, args), ({ images, text, textWithImages }): typeof Answer.Type =>
           textWithImages === text ? text : new AnswerWithImages({ content: textWithImages, images, withoutImages: text }))
     }),
-    spec: { name, description, parameters: parametersOf(tool) }
+    spec: { name, description, parameters }
   }
 }
 
@@ -115,7 +117,13 @@ export const agentTools = (
               "(names differing only in characters models do not accept are the same to them)"
           )
         }
-        all.set(name, compileMcpTool(clients, mount, tool, name))
+        const parameters = parametersOf(tool)
+        if (parameters === undefined) {
+          return Effect.logWarning(
+            `MCP server ${mount.name}: the tool ${tool.name} is left out, its input schema is not an object schema (models take only objects as arguments)`
+          )
+        }
+        all.set(name, compileMcpTool(clients, mount, tool, name, parameters))
         fromServers.set(name, `the tool ${tool.name} of MCP server ${mount.name}`)
         return Effect.void
       }, { discard: true })

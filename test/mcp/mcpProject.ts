@@ -4,6 +4,7 @@
  * scripted model that reads its steps from the run's message and keeps the tools it was offered.
  */
 import { fileURLToPath } from "node:url"
+import type { Tool } from "@modelcontextprotocol/sdk/types.js"
 import * as Scripted from "../../src/models/scripted.js"
 import type { ChatMessage, ToolSpec } from "../../src/models/Model.js"
 import type { ProjectFiles } from "../support/tempProject.js"
@@ -24,6 +25,8 @@ export const mcpProject = (options: {
   readonly files?: string | false
   /** More fields of the config, as source text. */
   readonly config?: string
+  /** More tools the stdio server lists (`FIXTURE_TOOLS`). */
+  readonly fixtureTools?: ReadonlyArray<Tool>
 }): ProjectFiles => ({
   "agents/worker/agent.ts": `import { defineAgent } from "foundry"
 
@@ -35,7 +38,9 @@ export default defineAgent({
       command: ${JSON.stringify(process.execPath)},
       args: ["--import", "tsx", ${JSON.stringify(stdioFixture)}],
       cwd: ${JSON.stringify(repoRoot)},
-      env: { FIXTURE_LOG: ${JSON.stringify(options.log)} },
+      env: { FIXTURE_LOG: ${JSON.stringify(options.log)}${
+    options.fixtureTools === undefined ? "" : `, FIXTURE_TOOLS: ${JSON.stringify(JSON.stringify(options.fixtureTools))}`
+  } },
       ${options.files ?? ""}
     },`}
     ${options.httpUrl === undefined ? "" : "web: true"}
