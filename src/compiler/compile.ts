@@ -15,9 +15,9 @@ import type { Route, RouteTable } from "../router/RouteTable.js"
 import { validateDefinition } from "../router/validateDefinition.js"
 import { type Capability, capabilityKey, type CompiledAgent, type CompiledApp, type CompiledTool, mountNameOf } from "./CompiledApp.js"
 import { LayerBuildError, MissingService, MissingServices } from "./CompileError.js"
-import { compileTool, subagentTool, toolNameRule } from "./compiledTool.js"
+import { compileTool, renameFix, subagentTool, unofferable } from "./compiledTool.js"
 import { releaseOf } from "./projectRelease.js"
-import { missingFolder, missingPackages, unmountable } from "./routeChecks.js"
+import { missingFolder, missingPackages, uninstallable, unmountable } from "./routeChecks.js"
 import { timerTools } from "./timerTools.js"
 
 /**
@@ -100,6 +100,7 @@ const compileRoutes = (table: RouteTable, release: string) => {
   }
   errors.push(...table.environments.flatMap((route) => [...missingPackages(route, table.root), ...missingFolder(route, table.root)]))
   errors.push(...table.mcpServers.flatMap(unmountable))
+  errors.push(...table.tools.flatMap((route) => uninstallable(route, allTools.get(route.definition))))
   return { allTools, agents, errors }
 }
 
@@ -237,20 +238,14 @@ const listedTool = (
       fix: `remove it from tools; install it on an instance (POST /api/instances/<id>/installations {"kind":"tool","id":"${compiled.id}"})`
     })
   }
-  const rename = "give the tool another name: defineTool({ name: \"...\" })"
-  const problem = !toolNameRule.test(compiled.name)
-    ? { problem: `tool name "${compiled.name}" is not valid for models (letters, digits, _ and -, at most 64)`, fix: rename }
-    : tools.has(compiled.name)
-    ? { problem: `two tools are both named "${compiled.name}" (${tools.get(compiled.name)?.id} and ${compiled.id})`, fix: rename }
-    : compiled.spec.parameters.type !== "object"
-    ? {
-      problem: `tool "${compiled.id}" has an input that is not an object`,
-      fix: "make its input a Schema.Struct({ ... }) (models pass named arguments)"
-    }
-    : undefined
+  const clashing = tools.get(compiled.name)
+  const problem = unofferable(
+    compiled,
+    clashing === undefined ? undefined : { problem: `two tools are both named "${compiled.name}" (${clashing.id} and ${compiled.id})`, fix: renameFix }
+  )
   if (problem === undefined) return compiled
   // A bad name or input is the tool file's to fix; two tools of one name, the agent's.
-  const owner = tools.has(compiled.name) ? undefined : compiled.file
+  const owner = clashing === undefined ? compiled.file : undefined
   return new RouteError({ file: owner ?? file, ...problem })
 }
 

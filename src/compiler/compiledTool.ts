@@ -11,6 +11,22 @@ import type { CompiledTool } from "./CompiledApp.js"
 /** The names a model can call a tool by. */
 export const toolNameRule = /^[a-zA-Z0-9_-]{1,64}$/
 
+/** Why a model cannot be offered `tool` (a problem and its fix), whoever offers it; `undefined` when it can. */
+export const unofferable = (
+  tool: CompiledTool,
+  clash?: { readonly problem: string; readonly fix: string }
+): { readonly problem: string; readonly fix: string } | undefined =>
+  !toolNameRule.test(tool.name)
+    ? { problem: `tool name "${tool.name}" is not valid for models (letters, digits, _ and -, at most 64)`, fix: renameFix }
+    : clash !== undefined
+    ? clash
+    : tool.spec.parameters.type !== "object"
+    ? { problem: `tool "${tool.id}" has an input that is not an object`, fix: "make its input a Schema.Struct({ ... }) (models pass named arguments)" }
+    : undefined
+
+/** How to give a tool another name. */
+export const renameFix = "give the tool another name: defineTool({ name: \"...\" })"
+
 const isRecord = (value: unknown): value is Record<string, unknown> => typeof value === "object" && value !== null
 
 /**

@@ -1,6 +1,7 @@
 /**
  * What a build checks of routes beyond their definitions, so a project shows it before any run
- * meets it: an environment's packages and folder present, a catalogue MCP server's mount name valid.
+ * meets it: an environment's packages and folder present, a catalogue MCP server's mount name valid,
+ * an installable tool one a model can be offered.
  */
 import { existsSync, statSync } from "node:fs"
 import { resolve } from "node:path"
@@ -11,8 +12,9 @@ import { installed, packageNameOf } from "../environments/installedPackage.js"
 import { McpServerName } from "../mcp/McpServerSpec.js"
 import { packageLayout } from "../packageLayout.js"
 import { RouteError } from "../router/RouteError.js"
-import type { Route } from "../router/RouteTable.js"
-import { mountNameOf } from "./CompiledApp.js"
+import type { Route, ToolRoute } from "../router/RouteTable.js"
+import { type CompiledTool, mountNameOf } from "./CompiledApp.js"
+import { unofferable } from "./compiledTool.js"
 
 /**
  * An environment's pure modules whose package is installed neither in the project nor beside
@@ -61,4 +63,21 @@ export const unmountable = (route: Route<McpServerDefinition>): ReadonlyArray<Ro
     fix: "rename the file to a name of at most 32 letters, digits, - and _ (mcp/<name>.ts, or mcp/<folder>/<name>.ts); " +
       "instances install it again under its new id"
   })]
+}
+
+/**
+ * An installable shared tool (`compiled` as `route`) that no model could be offered, by the same
+ * rules as a tool an agent lists: no agent lists it, so nothing else checks it before an instance
+ * installs it and every run of that instance fails at the model.
+ */
+export const uninstallable = (route: ToolRoute, compiled: CompiledTool | undefined): ReadonlyArray<RouteError> => {
+  if (compiled === undefined || route.definition.installable === undefined || route.agent !== undefined) return []
+  const problem = unofferable(compiled)
+  return problem === undefined ? [] : [
+    new RouteError({
+      file: route.file,
+      problem: `${problem.problem}: the tool is installable, and every run of an instance that installs it would fail at the model`,
+      fix: problem.fix
+    })
+  ]
 }

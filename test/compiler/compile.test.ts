@@ -137,6 +137,43 @@ export default defineAgent({ description: "A", tools: [echo] })
       expect(error.errors.map((e) => [e.file, e.problem])).toEqual([["tools/echo.tool.ts", `tool name "bad name!" is not valid for models (letters, digits, _ and -, at most 64)`]])
     }))
 
+  it.scoped("reports an installable tool that no model could be offered (a bad name, an input not an object) at its file, though no agent lists it", () =>
+    Effect.gen(function*() {
+      const installableTool = (fields: string) => `import { Effect, Schema } from "effect"
+import { defineTool } from "foundry"
+export default defineTool({
+  description: "Look a customer up",
+  ${fields},
+  output: Schema.String,
+  installable: { config: Schema.Struct({ url: Schema.String }) },
+  run: () => Effect.succeed("")
+})
+`
+      const root = yield* tempProject({
+        "agents/a/agent.ts": `import { defineAgent } from "foundry"\nexport default defineAgent({ description: "A" })\n`,
+        "tools/lookup.tool.ts": installableTool(`name: "crm.lookup", input: Schema.Struct({ id: Schema.String })`),
+        "tools/search.tool.ts": installableTool(`input: Schema.String`),
+        "tools/fine.tool.ts": installableTool(`name: "crm_lookup", input: Schema.Struct({ id: Schema.String })`)
+      })
+      const errors = yield* Effect.match(load(root), {
+        onFailure: (error) => error._tag === "RouteErrors" ? error.errors.map((e) => [e.file, e.problem, e.fix]) : error._tag,
+        onSuccess: () => "built"
+      })
+      const why = ": the tool is installable, and every run of an instance that installs it would fail at the model"
+      expect(errors).toEqual([
+        [
+          "tools/lookup.tool.ts",
+          `tool name "crm.lookup" is not valid for models (letters, digits, _ and -, at most 64)${why}`,
+          `give the tool another name: defineTool({ name: "..." })`
+        ],
+        [
+          "tools/search.tool.ts",
+          `tool "search" has an input that is not an object${why}`,
+          "make its input a Schema.Struct({ ... }) (models pass named arguments)"
+        ]
+      ])
+    }))
+
   it.scoped("reports a catalogue MCP server whose mount name is over 32 characters at its file; one of 32 and two of one name in other folders build", () =>
     Effect.gen(function*() {
       const server = `import { Schema } from "effect"
