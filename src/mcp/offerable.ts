@@ -56,7 +56,10 @@ export const parametersOf = (tool: Tool): Record<string, unknown> | undefined =>
 /** A server tool's description as offered: at most `maxDescriptionLength` characters, cut ones ending in "…". */
 export const descriptionOf = (mount: McpMount, tool: Tool): string => {
   const description = tool.description ?? tool.title ?? `${tool.name} from the MCP server ${mount.name}`
-  return description.length <= maxDescriptionLength ? description : `${description.slice(0, maxDescriptionLength - 1)}…`
+  if (description.length <= maxDescriptionLength) return description
+  // Not between the two halves of a surrogate pair (an emoji): half of one is no character.
+  const end = /[\uD800-\uDBFF]/.test(description.charAt(maxDescriptionLength - 2)) ? maxDescriptionLength - 2 : maxDescriptionLength - 1
+  return `${description.slice(0, end)}…`
 }
 
 /**

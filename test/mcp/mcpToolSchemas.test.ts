@@ -18,6 +18,8 @@ import { tempProject } from "../support/tempProject.js"
 import { mcpProject } from "./mcpProject.js"
 
 const longDescription = "Reads a document. ".repeat(160)
+// Its emoji's two halves fall either side of the cut.
+const emojiDescription = `${"x".repeat(1022)}😀 and more than fits`
 
 const looseTools: ReadonlyArray<Tool> = [
   // What the MCP Go SDK lists for a tool without parameters.
@@ -36,7 +38,8 @@ const looseTools: ReadonlyArray<Tool> = [
       $defs: { Shape: { type: "object" } }
     }
   },
-  { name: "long_doc", description: longDescription, inputSchema: { type: "object", properties: {} } }
+  { name: "long_doc", description: longDescription, inputSchema: { type: "object", properties: {} } },
+  { name: "emoji_doc", description: emojiDescription, inputSchema: { type: "object", properties: {} } }
 ]
 
 /**
@@ -85,8 +88,10 @@ describe("MCP tool schemas and descriptions", () => {
       expect(cut).toHaveLength(1024)
       expect(cut).toBe(`${longDescription.slice(0, 1023)}…`)
       // The fixture's dotted_name is left out on each turn: not what this test is about.
+      expect(spec("files__emoji_doc").description).toBe(`${"x".repeat(1022)}…`)
       expect(warnings.filter((w) => !w.includes("dotted_name"))).toEqual([
-        `MCP server files: the description of the tool long_doc is cut to 1024 characters for models (it has ${longDescription.length}, more than OpenAI accepts)`
+        `MCP server files: the description of the tool long_doc is cut to 1024 characters for models (it has ${longDescription.length}, more than OpenAI accepts)`,
+        `MCP server files: the description of the tool emoji_doc is cut to 1024 characters for models (it has ${emojiDescription.length}, more than OpenAI accepts)`
       ])
     }).pipe(Effect.provide(NodeContext.layer)))
 })
