@@ -7,6 +7,7 @@ import { Effect, JSONSchema, Schema, SchemaAST } from "effect"
 import { subagentToolName } from "../definitions/defineAgent.js"
 import { type AnyTool, defineTool } from "../definitions/defineTool.js"
 import type { CompiledTool } from "./CompiledApp.js"
+import { completed } from "./completeSchema.js"
 
 /** The names a model can call a tool by. */
 export const toolNameRule = /^[a-zA-Z0-9_-]{1,64}$/
@@ -31,14 +32,17 @@ const isRecord = (value: unknown): value is Record<string, unknown> => typeof va
 
 /**
  * The JSON Schema of a tool's input, as models expect it: an object schema at the top (a class's
- * `$ref` inlined, `Struct({})` as an empty object), without `$schema`.
+ * `$ref` inlined, `Struct({})` as an empty object, objects with `properties` and arrays with
+ * `items` as OpenAI requires), without `$schema`.
  */
 const parametersOf = (tool: AnyTool): Record<string, unknown> => {
   const ast = tool.input.ast
   if (SchemaAST.isTypeLiteral(ast) && ast.propertySignatures.length === 0 && ast.indexSignatures.length === 0) {
     return { type: "object", properties: {}, additionalProperties: false }
   }
-  const root: Record<string, unknown> = { ...JSONSchema.make(tool.input) }
+  // Completed: `Schema.Object` anywhere in it made OpenAI refuse every turn of the agent.
+  const root = completed(JSONSchema.make(tool.input))
+  if (!isRecord(root)) return {}
   const { $schema: _, ...schema } = root
   const { $ref, $defs } = schema
   const name = typeof $ref === "string" && $ref.startsWith("#/$defs/") ? $ref.slice("#/$defs/".length) : undefined

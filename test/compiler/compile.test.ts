@@ -137,6 +137,26 @@ export default defineAgent({ description: "A", tools: [echo] })
       expect(error.errors.map((e) => [e.file, e.problem])).toEqual([["tools/echo.tool.ts", `tool name "bad name!" is not valid for models (letters, digits, _ and -, at most 64)`]])
     }))
 
+  it.scoped("offers a tool whose input has Schema.Object with every object given properties and every array items, as OpenAI requires", () =>
+    Effect.gen(function*() {
+      const root = yield* tempProject({
+        "tools/tag.tool.ts": `import { Effect, Schema } from "effect"
+import { defineTool } from "foundry"
+export default defineTool({ description: "Tag", input: Schema.Struct({ meta: Schema.Object }), output: Schema.String, run: () => Effect.succeed("") })
+`,
+        "agents/a/agent.ts": `import { defineAgent } from "foundry"
+import tag from "../../tools/tag.tool.js"
+export default defineAgent({ description: "A", tools: [tag] })
+`
+      })
+      const app = yield* load(root)
+      const parameters = app.agents.get("a")?.tools.get("tag")?.spec.parameters
+      expect(parameters).toMatchObject({
+        type: "object",
+        properties: { meta: { anyOf: [{ type: "object", properties: {} }, { type: "array", items: {} }] } }
+      })
+    }))
+
   it.scoped("reports an installable tool that no model could be offered (a bad name, an input not an object) at its file, though no agent lists it", () =>
     Effect.gen(function*() {
       const installableTool = (fields: string) => `import { Effect, Schema } from "effect"
