@@ -139,19 +139,26 @@ export const makeScriptCompiler = (options: ScriptCompilerOptions): Effect.Effec
 
     const ask = (worker: Worker, path: string, source: string) =>
       Effect.async<Compiled>((resume) => {
-        const onMessage = (message: unknown) =>
-          resume(Effect.succeed(Either.getOrElse(decodeAnswer(message), (error) => ({ _tag: "Crashed" as const, error: `an answer the compiler cannot read: ${error.message}` }))))
-        const onError = (error: unknown) => resume(Effect.succeed({ _tag: "Crashed" as const, error: messageOf(error) }))
-        const onExit = (code: number) => resume(Effect.succeed({ _tag: "Crashed" as const, error: `the compiler thread exited (${code})` }))
-        worker.once("message", onMessage)
-        worker.once("error", onError)
-        worker.once("exit", onExit)
-        worker.postMessage({ source, options: transformOptions(path) })
-        return Effect.sync(() => {
+        // Whichever comes first answers, and takes all three off: the thread is asked again and
+        // again while it is kept, and listeners left from earlier compiles would pile up on it.
+        const stopListening = () => {
           worker.off("message", onMessage)
           worker.off("error", onError)
           worker.off("exit", onExit)
-        })
+        }
+        const answer = (compiled: Compiled) => {
+          stopListening()
+          resume(Effect.succeed(compiled))
+        }
+        const onMessage = (message: unknown) =>
+          answer(Either.getOrElse(decodeAnswer(message), (error) => ({ _tag: "Crashed" as const, error: `an answer the compiler cannot read: ${error.message}` })))
+        const onError = (error: unknown) => answer({ _tag: "Crashed", error: messageOf(error) })
+        const onExit = (code: number) => answer({ _tag: "Crashed", error: `the compiler thread exited (${code})` })
+        worker.on("message", onMessage)
+        worker.on("error", onError)
+        worker.on("exit", onExit)
+        worker.postMessage({ source, options: transformOptions(path) })
+        return Effect.sync(stopListening)
       })
 
     const compile = Effect.fn("ScriptCompiler.compile")(function*(path: string, source: string) {

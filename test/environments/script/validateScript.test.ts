@@ -30,6 +30,20 @@ export default async function (args: Args): Promise<number> {
       expect(check.code).toContain("sourceMappingURL=data:application/json")
     }))
 
+  it.effect("checks scripts one after another on the thread it keeps without piling listeners on it (a Node warning, a leak)", () =>
+    Effect.gen(function*() {
+      const warnings: Array<string> = []
+      const onWarning = (warning: Error) => warnings.push(warning.name)
+      process.on("warning", onWarning)
+      yield* Effect.addFinalizer(() => Effect.sync(() => process.off("warning", onWarning)))
+      for (let script = 0; script < 15; script++) {
+        expect((yield* validateScript(`/scripts/s${script}.js`, "export default async function (args) { return args }", modules))._tag).toBe("Valid")
+      }
+      // Node says so on its next turn.
+      yield* Effect.promise(() => new Promise((resolve) => setImmediate(resolve)))
+      expect(warnings).not.toContain("MaxListenersExceededWarning")
+    }).pipe(Effect.scoped))
+
   it.effect("refuses a syntax error with its line and column", () =>
     Effect.gen(function*() {
       const message = yield* problem("/scripts/a.js", `export default async function () {\n  const x = ;\n}\n`)
