@@ -17,30 +17,12 @@ import { Environments, layer as environmentsLayer, type VerbScope } from "../../
 import { ScriptRunnerLive } from "../../src/environments/script/ScriptRunner.js"
 import * as McpClients from "../../src/mcp/McpClients.js"
 import type { VerbInput, VerbName } from "../../src/environments/verbInputs.js"
+import { verbScope } from "./support/verbScope.js"
 
 const environment = defineEnvironment({ files: { "/inbox/a.txt": "hello" } })
 
-const scopeFor = (runId: string, toolCallId: string, of: EnvironmentDefinition = environment): VerbScope => ({
-  environmentId: "workspace",
-  environment: of,
-  root: tmpdir(),
-  release: "r1",
-  mounts: [],
-  permissions: [],
-  toolNames: new Map(),
-  context: {
-    runId,
-    toolCallId,
-    conversationId: "c1",
-    instanceId: "acme",
-    agent: "clerk",
-    instance: { id: "acme", context: {} },
-    config: undefined,
-    resultLimit: 16_000,
-    spawn: () => Effect.dieMessage("not in this test"),
-    emit: () => Effect.dieMessage("not in this test")
-  }
-})
+const scopeFor = (runId: string, toolCallId: string, of: EnvironmentDefinition = environment): VerbScope =>
+  verbScope(of, { runId, toolCallId })
 
 /** A store file for one test, removed afterwards. */
 const storeFile = Effect.acquireRelease(

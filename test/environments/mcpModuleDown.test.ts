@@ -22,6 +22,7 @@ import type { VerbInput, VerbName } from "../../src/environments/verbInputs.js"
 import * as McpClients from "../../src/mcp/McpClients.js"
 import type { McpMount } from "../../src/mcp/McpMount.js"
 import { startHttpServer } from "../mcp/fixtures/httpServer.js"
+import { verbScope } from "./support/verbScope.js"
 
 const token = `secret-${randomUUID()}`
 
@@ -32,27 +33,7 @@ const environment = defineEnvironment({
 
 const scopeFor = (url: string, toolCallId: string): VerbScope => {
   const mount: McpMount = { name: "web", spec: { url, headers: { authorization: `Bearer ${token}` } }, declaredIn: "agents/clerk/agent.ts", root: tmpdir() }
-  return {
-    environmentId: "workspace",
-    environment,
-    root: tmpdir(),
-    release: "r1",
-    mounts: [mount],
-    permissions: [],
-    toolNames: new Map(),
-    context: {
-      runId: "r1",
-      toolCallId,
-      conversationId: "c1",
-      instanceId: "acme",
-      agent: "clerk",
-      instance: { id: "acme", context: {} },
-      config: undefined,
-      resultLimit: 16_000,
-      spawn: () => Effect.dieMessage("not in this test"),
-      emit: () => Effect.dieMessage("not in this test")
-    }
-  }
+  return verbScope(environment, { runId: "r1", toolCallId }, [mount])
 }
 
 /** The service over a store file of the test's; MCP servers not reached are tried again after a tenth of a second, then a bit later. */
