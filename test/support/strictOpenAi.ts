@@ -414,9 +414,44 @@ const parseTool = (raw: unknown, index: number) =>
         )
       }
     }
+    const incomplete = parameters === undefined ? undefined : incompleteSchema(parameters, [])
+    if (incomplete !== undefined) {
+      return yield* reject(
+        `Invalid schema for function '${name}': In context=(${incomplete.context.map((part) => `'${part}'`).join(", ")}${incomplete.context.length === 1 ? "," : ""}), ${incomplete.problem}.`,
+        `${at}.function.parameters`,
+        "invalid_function_parameters"
+      )
+    }
     const tool: ChatTool = { name, description: fn.description, parameters }
     return tool
   })
+
+/**
+ * OpenAI's refusal of a schema part it cannot use, at any depth: an object without `properties`
+ * (the shape MCP servers give tools without parameters), an array without `items`. `context` is
+ * the path OpenAI prints.
+ */
+export const incompleteSchema = (schema: unknown, context: ReadonlyArray<string>): { readonly context: ReadonlyArray<string>; readonly problem: string } | undefined => {
+  if (!isRecord(schema)) return undefined
+  const types = Array.isArray(schema.type) ? schema.type : [schema.type]
+  if (types.includes("object") && schema.properties === undefined) return { context, problem: "object schema missing properties" }
+  if (types.includes("array") && schema.items === undefined) return { context, problem: "array schema missing items" }
+  const inner: Array<readonly [ReadonlyArray<string>, unknown]> = []
+  for (const key of ["properties", "$defs", "definitions"]) {
+    const members = schema[key]
+    if (isRecord(members)) for (const [name, member] of Object.entries(members)) inner.push([[...context, key, name], member])
+  }
+  if (schema.items !== undefined) inner.push([[...context, "items"], schema.items])
+  for (const key of ["anyOf", "oneOf", "allOf"]) {
+    const members = schema[key]
+    if (Array.isArray(members)) members.forEach((member, index) => inner.push([[...context, key, String(index)], member]))
+  }
+  for (const [at, member] of inner) {
+    const found = incompleteSchema(member, at)
+    if (found !== undefined) return found
+  }
+  return undefined
+}
 
 /**
  * The pairing rules: every assistant message with `tool_calls` is followed directly by exactly
