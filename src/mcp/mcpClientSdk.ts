@@ -19,6 +19,8 @@ const importSdk = async () => {
     StreamableHTTPError: streamableHttp.StreamableHTTPError,
     ErrorCode: types.ErrorCode,
     McpError: types.McpError,
+    ResultSchema: types.ResultSchema,
+    ToolSchema: types.ToolSchema,
     ToolListChangedNotificationSchema: types.ToolListChangedNotificationSchema
   }
 }

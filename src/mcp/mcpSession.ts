@@ -67,10 +67,14 @@ export const closeSession = (session: Session) =>
  * (through `hide`), and so are descriptions models get cut, once a listing.
  */
 export const listAllTools = (mount: McpMount, hide: (text: string) => string, connectMillis: number) => (client: Client) =>
-  Effect.tap(listTools(client, connectMillis), ({ stopped }) =>
-    stopped === undefined
-      ? Effect.void
-      : Effect.logWarning(`MCP server ${mount.name}: its tools are those listed so far: ${hide(stopped)}`))
+  Effect.tap(listTools(client, connectMillis), ({ refused, stopped }) =>
+    Effect.zipRight(
+      Effect.forEach(refused, ({ name, problem }) =>
+        Effect.logWarning(`MCP server ${mount.name}: ${name === undefined ? "a tool without a name" : `its tool ${name}`} is left out: ${hide(problem)} (its other tools are offered)`), { discard: true }),
+      stopped === undefined
+        ? Effect.void
+        : Effect.logWarning(`MCP server ${mount.name}: its tools are those listed so far: ${hide(stopped)}`)
+    ))
     .pipe(Effect.map(({ tools }) => tools), Effect.tap((tools) => warnOfCutDescriptions(mount, tools)))
 
 /**

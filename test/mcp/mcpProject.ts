@@ -27,6 +27,8 @@ export const mcpProject = (options: {
   readonly config?: string
   /** More tools the stdio server lists (`FIXTURE_TOOLS`). */
   readonly fixtureTools?: ReadonlyArray<Tool>
+  /** What else it lists as it is, tools as MCP defines them or not (`FIXTURE_RAW_TOOLS`). */
+  readonly rawFixtureTools?: ReadonlyArray<unknown>
 }): ProjectFiles => ({
   "agents/worker/agent.ts": `import { defineAgent } from "foundry"
 
@@ -40,7 +42,7 @@ export default defineAgent({
       cwd: ${JSON.stringify(repoRoot)},
       env: { FIXTURE_LOG: ${JSON.stringify(options.log)}${
     options.fixtureTools === undefined ? "" : `, FIXTURE_TOOLS: ${JSON.stringify(JSON.stringify(options.fixtureTools))}`
-  } },
+  }${options.rawFixtureTools === undefined ? "" : `, FIXTURE_RAW_TOOLS: ${JSON.stringify(JSON.stringify(options.rawFixtureTools))}`} },
       ${options.files ?? ""}
     },`}
     ${options.httpUrl === undefined ? "" : "web: true"}

@@ -94,4 +94,23 @@ describe("MCP tool schemas and descriptions", () => {
         `MCP server files: the description of the tool emoji_doc is cut to 1024 characters for models (it has ${emojiDescription.length}, more than OpenAI accepts)`
       ])
     }).pipe(Effect.provide(NodeContext.layer)))
+
+  it.scopedLive("a tool the MCP schema refuses (an input whose type is not object) is left out with a warning, not its whole server", () =>
+    Effect.gen(function*() {
+      const bad = { name: "takes_text", description: "Input is a bare string", inputSchema: { type: "string" } }
+      const root = yield* tempProject(mcpProject({ log: join(tmpdir(), `foundry-mcp-${randomUUID()}.log`), rawFixtureTools: [bad] }))
+      const app = yield* loadProject(root, 1)
+      const worker = app.agents.get("worker") ?? expect.fail("the project has no worker")
+      const warnings: Array<string> = []
+      const collect = Logger.make(({ logLevel, message }) => {
+        if (LogLevel.greaterThanEqual(logLevel, LogLevel.Warning)) warnings.push(Array.isArray(message) ? message.join(" ") : String(message))
+      })
+      const tools = yield* agentTools(worker).pipe(Effect.provide(McpClients.layer()), Effect.provide(Logger.replace(Logger.defaultLogger, collect)))
+      // The server's other tools are offered; the one no client can take is not.
+      expect([...tools.keys()]).toContain("files__echo")
+      expect([...tools.keys()]).not.toContain("files__takes_text")
+      expect(warnings.filter((w) => w.includes("takes_text"))).toEqual([
+        expect.stringMatching(/^MCP server files: its tool takes_text is left out: inputSchema\.type: .+ \(its other tools are offered\)$/)
+      ])
+    }).pipe(Effect.provide(NodeContext.layer)))
 })
