@@ -7,7 +7,8 @@ import { Effect, JSONSchema, Schema, SchemaAST } from "effect"
 import { subagentToolName } from "../definitions/defineAgent.js"
 import { type AnyTool, defineTool } from "../definitions/defineTool.js"
 import type { CompiledTool } from "./CompiledApp.js"
-import { completed } from "./completeSchema.js"
+import { completed } from "../models/completeSchema.js"
+import { maxToolDescriptionLength } from "../models/Model.js"
 
 /** The names a model can call a tool by. */
 export const toolNameRule = /^[a-zA-Z0-9_-]{1,64}$/
@@ -23,6 +24,11 @@ export const unofferable = (
     ? clash
     : tool.spec.parameters.type !== "object"
     ? { problem: `tool "${tool.id}" has an input that is not an object`, fix: "make its input a Schema.Struct({ ... }) (models pass named arguments)" }
+    : tool.spec.description.length > maxToolDescriptionLength
+    ? {
+      problem: `tool "${tool.id}" has a description of ${tool.spec.description.length} characters, more than models take (OpenAI: ${maxToolDescriptionLength})`,
+      fix: "shorten its description; put the rest in the agent's instructions"
+    }
     : undefined
 
 /** How to give a tool another name. */

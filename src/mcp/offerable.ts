@@ -8,11 +8,9 @@
  */
 import type { Tool } from "@modelcontextprotocol/sdk/types.js"
 import { Effect, Predicate } from "effect"
-import { completed } from "../compiler/completeSchema.js"
+import { completed } from "../models/completeSchema.js"
+import { maxToolDescriptionLength } from "../models/Model.js"
 import type { McpMount } from "./McpMount.js"
-
-/** The longest function description OpenAI takes. */
-export const maxDescriptionLength = 1024
 
 /**
  * A server tool's input schema as a model's parameters: completed, without `$schema`;
@@ -26,12 +24,12 @@ export const parametersOf = (tool: Tool): Record<string, unknown> | undefined =>
   return parameters
 }
 
-/** A server tool's description as offered: at most `maxDescriptionLength` characters, cut ones ending in "…". */
+/** A server tool's description as offered: at most `maxToolDescriptionLength` characters, cut ones ending in "…". */
 export const descriptionOf = (mount: McpMount, tool: Tool): string => {
   const description = tool.description ?? tool.title ?? `${tool.name} from the MCP server ${mount.name}`
-  if (description.length <= maxDescriptionLength) return description
+  if (description.length <= maxToolDescriptionLength) return description
   // Not between the two halves of a surrogate pair (an emoji): half of one is no character.
-  const end = /[\uD800-\uDBFF]/.test(description.charAt(maxDescriptionLength - 2)) ? maxDescriptionLength - 2 : maxDescriptionLength - 1
+  const end = /[\uD800-\uDBFF]/.test(description.charAt(maxToolDescriptionLength - 2)) ? maxToolDescriptionLength - 2 : maxToolDescriptionLength - 1
   return `${description.slice(0, end)}…`
 }
 
@@ -44,9 +42,9 @@ export const warnOfCutDescriptions = (mount: McpMount, tools: ReadonlyArray<Tool
   Effect.forEach(tools, (tool) => {
     const length = (tool.description ?? tool.title ?? "").length
     const allowed = mount.spec.tools === undefined || mount.spec.tools.includes(tool.name)
-    return allowed && length > maxDescriptionLength
+    return allowed && length > maxToolDescriptionLength
       ? Effect.logWarning(
-        `MCP server ${mount.name}: the description of the tool ${tool.name} is cut to ${maxDescriptionLength} characters ` +
+        `MCP server ${mount.name}: the description of the tool ${tool.name} is cut to ${maxToolDescriptionLength} characters ` +
           `for models (it has ${length}, more than OpenAI accepts)`
       )
       : Effect.void

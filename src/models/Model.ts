@@ -42,6 +42,9 @@ export interface ToolSpec {
   readonly parameters: Record<string, unknown>
 }
 
+/** The longest tool description OpenAI takes: a longer one is a 400 on every turn that offers it. */
+export const maxToolDescriptionLength = 1024
+
 /** What the engine asks of a model for one turn. */
 export interface ModelRequest {
   readonly system: string

@@ -137,6 +137,28 @@ export default defineAgent({ description: "A", tools: [echo] })
       expect(error.errors.map((e) => [e.file, e.problem])).toEqual([["tools/echo.tool.ts", `tool name "bad name!" is not valid for models (letters, digits, _ and -, at most 64)`]])
     }))
 
+  it.scoped("reports a tool description longer than models take at the tool's file, with its length", () =>
+    Effect.gen(function*() {
+      const root = yield* tempProject({
+        "tools/echo.tool.ts": `import { Effect, Schema } from "effect"
+import { defineTool } from "foundry"
+export default defineTool({ description: "${"Echoes. ".repeat(140)}", input: Schema.Struct({}), output: Schema.String, run: () => Effect.succeed("") })
+`,
+        "agents/a/agent.ts": `import { defineAgent } from "foundry"
+import echo from "../../tools/echo.tool.js"
+export default defineAgent({ description: "A", tools: [echo] })
+`
+      })
+      const error = yield* Effect.flip(load(root))
+      expect(error._tag).toBe("RouteErrors")
+      if (error._tag !== "RouteErrors") return
+      expect(error.errors.map((e) => [e.file, e.problem, e.fix])).toEqual([[
+        "tools/echo.tool.ts",
+        `tool "echo" has a description of ${"Echoes. ".repeat(140).length} characters, more than models take (OpenAI: 1024)`,
+        "shorten its description; put the rest in the agent's instructions"
+      ]])
+    }))
+
   it.scoped("offers a tool whose input has Schema.Object with every object given properties and every array items, as OpenAI requires", () =>
     Effect.gen(function*() {
       const root = yield* tempProject({

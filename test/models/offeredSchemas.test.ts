@@ -1,7 +1,8 @@
 /**
  * Every tool the example's agents offer a model, built-in ones included (an environment's verbs,
- * timers, subagents), has a schema OpenAI takes: no object without `properties`, no array
- * without `items`, by the rule the strict fake provider refuses requests with.
+ * timers, subagents), has a schema OpenAI takes (no object without `properties`, no array
+ * without `items`, by the rule the strict fake provider refuses requests with) and a description
+ * of at most 1024 characters.
  */
 import { cpSync, mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
@@ -27,7 +28,7 @@ const exampleCopy = Effect.acquireRelease(
 )
 
 describe("the tools offered to models", () => {
-  it.scopedLive("have schemas OpenAI takes, built-in ones included", () =>
+  it.scopedLive("have schemas and descriptions OpenAI takes, built-in ones included", () =>
     Effect.gen(function*() {
       const app = yield* loadProject(yield* exampleCopy, 1)
       const offered = [...app.agents.values()].flatMap((agent) => [...agent.tools.values()].map((tool) => ({ agent: agent.id, tool })))
@@ -38,5 +39,6 @@ describe("the tools offered to models", () => {
         return problem === undefined ? [] : [`${agent} ${tool.name}: ${problem.problem} at (${problem.context.join(", ")})`]
       })
       expect(refused).toEqual([])
+      expect(offered.filter(({ tool }) => tool.spec.description.length > 1024).map(({ tool }) => tool.name)).toEqual([])
     }).pipe(Effect.provide(NodeContext.layer)))
 })
