@@ -20,7 +20,7 @@ import { releaseFile, releaseIdAt } from "../release/ReleaseManifest.js"
 import { watchProjectChanges } from "../router/watch.js"
 import { CliError } from "./CliError.js"
 import { notAProjectOrRelease } from "./projectFolder.js"
-import { addressOf, recordServing } from "./servingAddress.js"
+import { addressOf, recordServing, urlOf } from "./servingAddress.js"
 import { clusterSettingsOf, Recovered, serverLayer, storeFileOf } from "./ProjectRuntime.js"
 import { routeSummary } from "./routeSummary.js"
 import { servedBuild } from "./servedBuild.js"
@@ -197,8 +197,8 @@ export const serveProject = Effect.fn("cli.serveProject")(function*(options: Ser
   )
   const server = Context.get(context, HttpServer.HttpServer)
   const status = Context.get(context, BuildStatus)
-  // As bound (0.0.0.0 says every interface); an IPv6 host in brackets, as a URL needs it.
-  const address = server.address._tag === "TcpAddress" ? `http://${host.includes(":") ? `[${host}]` : host}:${server.address.port}` : String(server.address)
+  // As bound: 0.0.0.0 says every interface.
+  const address = server.address._tag === "TcpAddress" ? urlOf(host, server.address.port) : String(server.address)
   if (generation !== 1) yield* status.update((report) => ({ ...report, generation }))
   if (first._tag !== "Whole") {
     const problems = problemsOf(first._tag === "Part" ? first.problems : first.failure)

@@ -30,10 +30,10 @@ export const servingUrl = (root: string): Option.Option<string> => {
  * The address of a server listening on `host` and `port`: one bound to every interface is reached
  * on loopback; an IPv6 address goes in brackets, as a URL needs it.
  */
-export const addressOf = (host: string, port: number): string => {
-  const reached = host === "0.0.0.0" || host === "::" ? "127.0.0.1" : host
-  return `http://${reached.includes(":") ? `[${reached}]` : reached}:${port}`
-}
+export const addressOf = (host: string, port: number): string => urlOf(host === "0.0.0.0" || host === "::" ? "127.0.0.1" : host, port)
+
+/** The URL of `host` and `port` as given: an IPv6 address in brackets, as a URL needs it. */
+export const urlOf = (host: string, port: number): string => `http://${host.includes(":") ? `[${host}]` : host}:${port}`
 
 /** Records, for as long as the scope is open, that this process serves the project at `root` at `url`. */
 export const recordServing = (root: string, url: string) =>

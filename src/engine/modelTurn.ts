@@ -59,9 +59,9 @@ const maxProviderWait = Duration.seconds(60)
  */
 const providerWait = (error: ModelError, wait: Duration.Duration): { readonly wait: Duration.Duration; readonly told: ModelError } | undefined => {
   if (error.retryAfter === undefined) return undefined
-  const asked = Duration.min(Duration.millis(Math.ceil(error.retryAfter)), maxProviderWait)
-  if (Duration.lessThanOrEqualTo(asked, wait)) return undefined
   const requested = Duration.millis(Math.ceil(error.retryAfter))
+  const asked = Duration.min(requested, maxProviderWait)
+  if (Duration.lessThanOrEqualTo(asked, wait)) return undefined
   const capped = Duration.greaterThan(requested, maxProviderWait)
     ? `; it asked for ${Duration.format(requested)}, Foundry waits at most ${Duration.format(maxProviderWait)}`
     : ""

@@ -337,7 +337,9 @@ export const SchedulesLive = Layer.scoped(
     // Synced before the timer starts: it would fire what the store had before (a schedule this
     // build removed or changed) first.
     yield* sync(yield* current.get)
-    yield* singletons.run("foundry/schedules", Effect.zipRight(Effect.flatMap(Clock.currentTimeMillis, (now) => Effect.sync(() => timerStartedAt = now)), timer))
+    yield* singletons.run("foundry/schedules", Effect.zipRight(Effect.map(Clock.currentTimeMillis, (now) => {
+      timerStartedAt = now
+    }), timer))
 
     const view = (activation: ActivationRecord) => Effect.succeed(viewOf(activation))
 

@@ -14,6 +14,7 @@ import { packageLayout } from "../../packageLayout.js"
 import { type Compiled, makeScriptCompiler } from "./ScriptCompiler.js"
 import type { ScriptHost, ScriptResult, ScriptRun } from "./scriptRun.js"
 import { makeWorkerPool } from "./WorkerPool.js"
+import { maxProblems } from "./checkLimits.js"
 
 /** Whose run it is. */
 export interface ScriptOwner {
@@ -54,9 +55,6 @@ export interface ScriptRunnerOptions {
 /** The heap of a compiling thread: a sound script of the largest size compiles in far less. */
 const compileMemoryMb = 512
 
-/** The most of esbuild's problems a compile sends back: an answer lists ten. */
-const compileProblems = 10
-
 /** How long the code a run left running after it answered may keep its thread. */
 const settleGrace = Duration.seconds(1)
 
@@ -84,7 +82,7 @@ export const ScriptRunnerLive = (options: ScriptRunnerOptions = {}): Layer.Layer
         maxMemoryMb: compileMemoryMb,
         idleMs: options.idleMs ?? 30_000,
         maxThreads: options.maxWorkers ?? defaultConfig.scripts.maxWorkers,
-        maxProblems: compileProblems
+        maxProblems
       })
 
       // The last run of each key: the next one starts when it has ended (an entry lives while runs are queued).

@@ -11,7 +11,7 @@ import { Duration, Effect } from "effect"
 import type * as ts from "typescript"
 import { closest } from "../../text/closest.js"
 import { ScriptRunner } from "./ScriptRunner.js"
-import { maxLineLength } from "./maxLineLength.js"
+import { maxLineLength, maxProblems } from "./checkLimits.js"
 
 /** A module a script may import as `env:<name>`, and the names it exports. */
 export interface ModuleExports {
@@ -215,9 +215,6 @@ const syntaxProblemsOf = (file: ts.SourceFile): ReadonlyArray<Problem> => {
     return [{ line: line + 1, column: character + 1, text }]
   })
 }
-
-/** The most problems an answer lists: a script can have thousands (one per statement), each quoting its line. */
-const maxProblems = 10
 
 /** The first problems in the script's order, and how many more (`count` is all of them, when only some are given). */
 const describe = (problems: ReadonlyArray<Problem>, count = problems.length): string => {

@@ -6,7 +6,7 @@
  */
 import { formatBytes } from "./formatBytes.js"
 import type { Tree } from "./Tree.js"
-import { maxLineLength } from "../script/maxLineLength.js"
+import { maxLineLength } from "../script/checkLimits.js"
 
 /** What a script can import as `env:<name>`, and the docs written for it. */
 export interface ModuleDoc {

@@ -219,6 +219,7 @@ export const wholeAnswer = (runId: string, sources: AnswerSources): Effect.Effec
     })
     const end = yield* Effect.raceFirst(ownEnd, belowEnd)
     if (end !== undefined) return { text: whole(), end }
+    const text = whole()
     const stored = yield* endFromStore(store, runId)
-    return { text: whole() === "" ? stored.output : whole(), end: stored.end }
+    return { text: text === "" ? stored.output : text, end: stored.end }
   }))
