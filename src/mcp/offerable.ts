@@ -24,9 +24,13 @@ export const parametersOf = (tool: Tool): Record<string, unknown> | undefined =>
   return parameters
 }
 
+/** A server tool's description as the server gives it: its description, else its title, else where it comes from. */
+const givenDescription = (mount: McpMount, tool: Tool): string =>
+  tool.description ?? tool.title ?? `${tool.name} from the MCP server ${mount.name}`
+
 /** A server tool's description as offered: at most `maxToolDescriptionLength` characters, cut ones ending in "…". */
 export const descriptionOf = (mount: McpMount, tool: Tool): string => {
-  const description = tool.description ?? tool.title ?? `${tool.name} from the MCP server ${mount.name}`
+  const description = givenDescription(mount, tool)
   if (description.length <= maxToolDescriptionLength) return description
   // Not between the two halves of a surrogate pair (an emoji): half of one is no character.
   const end = /[\uD800-\uDBFF]/.test(description.charAt(maxToolDescriptionLength - 2)) ? maxToolDescriptionLength - 2 : maxToolDescriptionLength - 1
@@ -40,7 +44,7 @@ export const descriptionOf = (mount: McpMount, tool: Tool): string => {
  */
 export const warnOfCutDescriptions = (mount: McpMount, tools: ReadonlyArray<Tool>): Effect.Effect<void> =>
   Effect.forEach(tools, (tool) => {
-    const length = (tool.description ?? tool.title ?? "").length
+    const length = givenDescription(mount, tool).length
     const allowed = mount.spec.tools === undefined || mount.spec.tools.includes(tool.name)
     return allowed && length > maxToolDescriptionLength
       ? Effect.logWarning(
