@@ -20,7 +20,8 @@ import { camelCaseKeys, Database, startupContention } from "../durable/Database.
 import { RunRecord } from "../durable/records.js"
 import { Store } from "../durable/Store.js"
 import { messageOf, StoreError } from "../durable/StoreError.js"
-import { databaseTime, processTime, runStatus } from "../journal/journalStatements.js"
+import { RunJournal } from "../journal/RunJournal.js"
+import { runStatus } from "../journal/journalStatements.js"
 import * as statements from "./clusterStatements.js"
 import { notWaitingForBuild } from "./buildWaits.js"
 import { ClusterError, type ClusterSettings } from "./ClusterSettings.js"
@@ -155,8 +156,8 @@ export const layer = (options: ClusterDispatcherOptions) =>
 
       /** Wakes every conversation whose runs nobody executes, and every suspended run that waits on nothing. */
       let sweptTo = ""
-      // Leases as the journal judges them: by the database's clock, which every runner shares.
-      const leaseTime = database.dialect === "pg" ? databaseTime : processTime
+      // Leases as the journal judges them (on PostgreSQL by the database's clock, which every runner shares).
+      const { leaseTime } = yield* RunJournal
       const sweep = Effect.gen(function*() {
         const now = yield* Clock.currentTimeMillis
         const rows = yield* database.read(statements.stranded(leaseTime, now, strandedPage, sweptTo))

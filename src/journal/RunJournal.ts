@@ -111,6 +111,8 @@ export class RunJournal extends Context.Tag("foundry/RunJournal")<RunJournal, {
    * `null` for a run queued without one.
    */
   readonly idempotencyFingerprint: (runId: string) => Effect.Effect<string | null, StoreError>
+  /** The clock leases are judged by, for a statement outside the journal that reads them (a cluster's sweep). */
+  readonly leaseTime: statements.LeaseTime
 }>() {}
 
 /** How a run is queued: in a new conversation or an existing one, and its `run.queued` event (built from the new record). */
@@ -243,6 +245,7 @@ const make = (clock: "database" | "process") =>
     })
 
     return RunJournal.of({
+      leaseTime: time,
       submit: (run, options) => Effect.map(queue(run, options, () => []), ({ record }) => record),
 
       submitAndClaim: (run, options, claim) =>
