@@ -111,7 +111,13 @@ export const makeCancellations = (options: CancellationsOptions) => {
       const run = yield* findRun(runId)
       const instance = yield* instances.get(run.agent, run.instanceId)
       if (Option.isSome(instance) && instance.value.status !== "active") return yield* options.refusals.unavailable(run)
-      return yield* options.successor(yield* cancelWith(runId, `cancelled by steer: ${message}`), message)
+      const cancelled = yield* cancelWith(runId, `cancelled by steer: ${message}`)
+      // A run steered before it started never recorded its message (a run's first step does): the
+      // successor's input carries it before the steer's, as a model is sent two user messages in a
+      // row, or the model would read the correction alone. Recorded when the successor starts, it
+      // stays after the messages of the runs ahead of it.
+      const started = (yield* store.listMessages(cancelled.conversationId)).some((stored) => stored.runId === cancelled.id)
+      return yield* options.successor(cancelled, started ? message : `${cancelled.input}\n\n${message}`)
     })
 
   return { cancel, steer }

@@ -26,7 +26,8 @@ const isPlan = (value: unknown): value is Plan => typeof value === "object" && v
 const planned: ReplyFn = (request) => {
   const lastUser = request.messages.findLastIndex((m) => m.role === "user")
   const last = request.messages[lastUser]
-  const parsed: unknown = last !== undefined && last.role === "user" ? JSON.parse(last.content) : {}
+  // Its last paragraph: two user messages in a row are sent as one, a blank line apart.
+  const parsed: unknown = last !== undefined && last.role === "user" ? JSON.parse(last.content.split("\n\n").at(-1) ?? "{}") : {}
   const current = isPlan(parsed) ? parsed : {}
   const after = request.messages.slice(lastUser + 1)
   const calls = current.calls ?? []
@@ -110,6 +111,23 @@ describe("transcript integrity against a strict Chat Completions server", () => 
       yield* twoMore(url, first.conversationId)
       const transcript = yield* http(`${url}/api/conversations/${first.conversationId}/messages`)
       expect(transcript.text).toContain("cancelled by steer")
+      expect(provider.rejected).toEqual([])
+    }))
+
+  it.scopedLive("a run steered while it waited its turn: the model reads its message with the steer's", () =>
+    Effect.gen(function*() {
+      const { provider, url } = yield* setup()
+      const busy = yield* submit(url, plan({ calls: [{ name: "slow", arguments: { ms: 1500 } }] }))
+      yield* waitForEvent(url, busy.runId, "tool.call.started")
+      const waiting = yield* submit(url, "book Paris", busy.conversationId)
+      const steered = yield* http(`${url}/api/runs/${waiting.runId}/steer`, { body: { message: record("make it Rome") } })
+      expect(steered.status).toBe(202)
+      const next = isCreated(steered.json) ? steered.json.runId : ""
+      expect(yield* waitForRun(url, next)).toMatchObject({ status: "completed", output: "done: recorded make it Rome" })
+      const steeredTurns = provider.requests.map((request) => JSON.stringify(request)).filter((request) => request.includes("make it Rome"))
+      expect(steeredTurns.length).toBeGreaterThan(0)
+      for (const request of steeredTurns) expect(request).toContain("book Paris")
+      yield* twoMore(url, busy.conversationId)
       expect(provider.rejected).toEqual([])
     }))
 
