@@ -66,14 +66,15 @@ export const makeRunTranscript = (context: RunContext, models: Arr.NonEmptyReado
       const notes = new Map<string, string>()
       for (const { call, runId } of foreignOpenCalls(journal, run.id)) {
         const approval = yield* approvals.find(runId, call.id)
+        // Keyed by run as well: call ids are unique within a run only (scripted models number them per turn).
         notes.set(
-          call.id,
+          `${runId}:${call.id}`,
           Option.isSome(approval) && approval.value.status === "pending"
             ? `no result yet: this call to ${call.name} waits for a person's approval; its result will be added here once it is decided`
             : `no result: this call to ${call.name} was interrupted before it finished`
         )
       }
-      const view = modelView(journal, run.id, (call) => notes.get(call.id) ?? `no result for ${call.name}`)
+      const view = modelView(journal, run.id, (call, owner) => notes.get(`${owner}:${call.id}`) ?? `no result for ${call.name}`)
       const problem = transcriptProblem(view)
       if (problem !== undefined) return yield* Effect.dieMessage(`the transcript of run ${run.id} breaks the tool-call rules: ${problem}`)
       return view
