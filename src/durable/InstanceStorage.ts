@@ -6,7 +6,8 @@
  */
 import { SqlClient, SqlSchema } from "@effect/sql"
 import { Clock, Context, Data, Effect, Layer, Option, Schema } from "effect"
-import { Database } from "./Database.js"
+import { Database, type Row, type Statement } from "./Database.js"
+import { type InstanceWrite, instanceWriteUnit } from "./instanceWrite.js"
 import { type CapabilityKind, InstallationRecord, InstanceRecord, InstanceStatus } from "./records.js"
 import { failAs, type StoreError } from "./StoreError.js"
 
@@ -110,6 +111,16 @@ export class InstanceStorage extends Context.Tag("foundry/InstanceStorage")<Inst
     installation: NewInstallation,
     basis?: InstallationRecord
   ) => Effect.Effect<Option.Option<InstallationRecord>, StoreError | InstallationChanged>
+  /**
+   * Writes `write` and `also` (its events) in one transaction, only while the instance is not
+   * archived and what `write` was made from is stored as read: the rows `also` returned, or `None`
+   * when nothing was written (read again, and decide again).
+   */
+  readonly apply: (
+    ref: InstanceRef,
+    write: InstanceWrite,
+    also: ReadonlyArray<Statement>
+  ) => Effect.Effect<Option.Option<ReadonlyArray<ReadonlyArray<Row>>>, StoreError>
   /** Whether it was installed (an archived instance keeps its installations). */
   readonly uninstall: (ref: InstanceRef, kind: CapabilityKind, capability: string) => Effect.Effect<boolean, StoreError>
   /** The active instances of `agent` that have the capability installed. */
@@ -228,6 +239,17 @@ export const layer = Layer.effect(
     /** An installation changed: the instance's `updated_at` says so. */
     const touch = (ref: InstanceRef, now: number) => sql`UPDATE foundry_instances SET updated_at = ${now} WHERE agent = ${ref.agent} AND id = ${ref.id}`
 
+    /**
+     * On PostgreSQL, the instance's row locked before any of its installations: every write of an
+     * installation (and a change's unit, `instanceWrite.ts`) takes the instance first, so that two
+     * at once wait for each other instead of each holding a row the other wants. SQLite writes one
+     * transaction at a time.
+     */
+    const lockInstance = (ref: InstanceRef) =>
+      database.dialect === "pg"
+        ? Effect.asVoid(sql`SELECT id FROM foundry_instances WHERE agent = ${ref.agent} AND id = ${ref.id} FOR UPDATE`)
+        : Effect.void
+
     /** `%`, `_` and `\` are searched for as themselves, not as LIKE's wildcards. */
     const containing = (text: string) => `%${text.toLowerCase().replace(/[\\%_]/g, (c) => `\\${c}`)}%`
 
@@ -300,6 +322,7 @@ export const layer = Layer.effect(
       installations: (ref) => installations(ref).pipe(failAs("listInstallations")),
       install: (ref, installation, basis) =>
         Effect.gen(function*() {
+          yield* lockInstance(ref)
           const now = yield* Clock.currentTimeMillis
           const key = { ...ref, kind: installation.kind, capability: installation.capability }
           if (basis === undefined ? yield* insertInstallation(ref, installation, now) : yield* replaceInstallation(ref, installation, basis, now)) {
@@ -315,8 +338,16 @@ export const layer = Layer.effect(
             written === "changed" ? Effect.fail(new InstallationChanged({ kind: installation.kind, capability: installation.capability })) : Effect.succeed(written)
           )
         ),
+      apply: (ref, write, also) =>
+        Effect.gen(function*() {
+          const now = yield* Clock.currentTimeMillis
+          const unit = instanceWriteUnit(database.dialect, ref, write, now, also)
+          const written = yield* database.write(unit)
+          return written._tag === "Refused" ? Option.none() : Option.some(written.rows.slice(unit.statements.length - also.length))
+        }),
       uninstall: (ref, kind, capability) =>
         Effect.gen(function*() {
+          yield* lockInstance(ref)
           const now = yield* Clock.currentTimeMillis
           const removed = yield* sql<{ readonly kind: string }>`DELETE FROM foundry_installations
             WHERE agent = ${ref.agent} AND instance_id = ${ref.id} AND kind = ${kind} AND capability = ${capability}

@@ -4,7 +4,7 @@
  * against the agent's `context` schema, an installation's config against its capability's, secrets
  * are sealed before they reach the store, and every change is an event (which never holds a secret).
  */
-import { Clock, Context, Effect, Either, Layer, Option } from "effect"
+import { Clock, Context, Data, Effect, Either, Layer, Option } from "effect"
 import type { CompiledAgent, CompiledApp } from "../compiler/CompiledApp.js"
 import { CurrentApp } from "../compiler/CurrentApp.js"
 import { instanceIdForm, isInstanceId } from "../definitions/instanceId.js"
@@ -14,7 +14,8 @@ import { newId } from "../durable/ids.js"
 import { InstallationChanged, type InstanceRef, InstanceStorage, type NewInstallation } from "../durable/InstanceStorage.js"
 import { CapabilityKind, type InstallationRecord, type InstanceRecord } from "../durable/records.js"
 import type { StoreError } from "../durable/StoreError.js"
-import { EventLog } from "../events/EventLog.js"
+import { type EventDraft, EventLog } from "../events/EventLog.js"
+import { insertEvents, sequenced } from "../events/EventStorage.js"
 import type { EventContent } from "../events/FoundryEvent.js"
 import { spanIdOf, traceIdOf } from "../journal/trace.js"
 import { createConflict } from "./createConflicts.js"
@@ -90,6 +91,22 @@ const statusChange = (instance: InstanceRecord, request: ChangeRequest) => {
   return undefined
 }
 
+/** An instance's installations as read, and the ones a change wants made from them. */
+interface Prepared {
+  readonly before: ReadonlyArray<InstallationRecord>
+  readonly wanted: ReadonlyArray<NewInstallation>
+}
+
+/**
+ * A change decided on a read of the instance that another change at the same moment made stale
+ * (its status, an installation it was made from): nothing was written, and it is decided again.
+ */
+class ChangedMeanwhile extends Data.TaggedError("ChangedMeanwhile") {}
+
+/** Whether a write found what it was made from changed since it was read. */
+const changedMeanwhile = (error: unknown): error is InstallationChanged | ChangedMeanwhile =>
+  error instanceof InstallationChanged || error instanceof ChangedMeanwhile
+
 /** `Instances` over the store, the current build, the event log and the secret box. */
 export const layer = Layer.effect(
   Instances,
@@ -99,10 +116,11 @@ export const layer = Layer.effect(
     const events = yield* EventLog
     const box = yield* SecretBox
 
-    const note = (ref: InstanceRef, content: EventContent) =>
-      Effect.gen(function*() {
-        const anchor = `${ref.agent}/${ref.id}@${yield* Clock.currentTimeMillis}`
-        yield* events.emit({
+    /** `content` as an event of the instance, its trace anchored on the instance and the moment. */
+    const drafted = (ref: InstanceRef, content: EventContent) =>
+      Effect.map(Clock.currentTimeMillis, (now): EventDraft => {
+        const anchor = `${ref.agent}/${ref.id}@${now}`
+        return {
           ...content,
           traceId: traceIdOf(anchor),
           spanId: spanIdOf(anchor, content.type),
@@ -111,8 +129,10 @@ export const layer = Layer.effect(
           conversationId: "",
           instanceId: ref.id,
           agent: ref.agent
-        })
+        }
       })
+
+    const note = (ref: InstanceRef, content: EventContent) => Effect.flatMap(drafted(ref, content), events.emit)
 
     const find = (ref: InstanceRef) =>
       storage.get(ref.agent, ref.id).pipe(
@@ -235,70 +255,78 @@ export const layer = Layer.effect(
      * installation it read (a secret rotated by another admin would be written back as it was); a
      * conflict after a few times over.
      */
-    const againWhileChanged = <A, E, R>(ref: InstanceRef, attempt: Effect.Effect<A, E | InstallationChanged, R>) =>
+    const againWhileChanged = <A, E, R>(ref: InstanceRef, attempt: Effect.Effect<A, E | InstallationChanged | ChangedMeanwhile, R>) =>
       attempt.pipe(
-        Effect.retry({ while: (error) => error instanceof InstallationChanged, times: 4 }),
-        Effect.catchIf((error) => error instanceof InstallationChanged, (changed) =>
+        Effect.retry({ while: changedMeanwhile, times: 4 }),
+        Effect.catchIf(changedMeanwhile, (changed) =>
           Effect.fail(
             new InstanceConflict({
               agent: ref.agent,
               instance: ref.id,
-              message: `the ${changed.kind} "${changed.capability}" of instance "${ref.id}" of agent "${ref.agent}" was changed by other requests ` +
-                "at the same moment, again and again: send the change again"
+              message: `${changed instanceof InstallationChanged ? `the ${changed.kind} "${changed.capability}" of ` : ""}instance "${ref.id}" ` +
+                `of agent "${ref.agent}" was changed by other requests at the same moment, again and again: send the change again`
             })
           ))
       )
 
     /**
-     * The instance's installations made `wanted` (prepared over `before`): each one that differs
-     * written while it is stored as read, each of `before` not wanted uninstalled.
+     * Writes the change `request` makes to `instance`, over its installations as read (`prepared`),
+     * in one transaction with its events, and publishes them once it commits: all of it, or
+     * nothing. `ChangedMeanwhile` when the instance, or an installation it was made from, is no
+     * longer stored as read. `decided`: the status the change's status was decided on.
      */
-    const installAll = (ref: InstanceRef, { before, wanted }: { readonly before: ReadonlyArray<InstallationRecord>; readonly wanted: ReadonlyArray<NewInstallation> }) =>
+    const writeChange = (
+      ref: InstanceRef,
+      instance: InstanceRecord,
+      request: ChangeRequest,
+      context: Readonly<Record<string, unknown>> | undefined,
+      prepared: Prepared | undefined,
+      decided: InstanceRecord["status"]
+    ) =>
       Effect.gen(function*() {
-        for (const installation of wanted) {
-          const previous = installedAs(before, installation)
-          if (previous !== undefined && previous.secrets === installation.secrets && JSON.stringify(previous.config) === JSON.stringify(installation.config)) continue
-          if (Option.isNone(yield* storage.install(ref, installation, previous))) return yield* archivedMeanwhile(ref)
-          yield* note(ref, installedEvent(installation))
-        }
-        for (const gone of before.filter((i) => installedAs(wanted, i) === undefined)) {
-          if (yield* storage.uninstall(ref, gone.kind, gone.capability)) {
-            yield* note(ref, { type: "instance.uninstalled", data: { kind: gone.kind, capability: gone.capability } })
-          } else {
-            // Not uninstalled: by a change at the same moment (quietly), or as the instance was archived meanwhile (said).
-            yield* open(ref)
-          }
-        }
+        // Told by the change that made it: another pause (or resume) at the same moment made it first, and this one leaves it.
+        const status = instance.status === decided ? statusChange(instance, request) : undefined
+        const install = (prepared?.wanted ?? []).flatMap((installation) => {
+          const basis = installedAs(prepared?.before ?? [], installation)
+          const same = basis !== undefined && basis.secrets === installation.secrets && JSON.stringify(basis.config) === JSON.stringify(installation.config)
+          return same ? [] : [{ installation, basis }]
+        })
+        const uninstall = prepared === undefined ? [] : prepared.before.filter((i) => installedAs(prepared.wanted, i) === undefined)
+        const drafts: Array<EventContent> = [
+          ...(context === undefined ? [] : [{ type: "instance.updated", data: { context } } as const]),
+          ...(status?.status === "paused" ? [{ type: "instance.paused", data: { reason: status.reason } } as const] : []),
+          ...(status?.status === "active" ? [{ type: "instance.resumed", data: {} } as const] : []),
+          ...install.map(({ installation }) => installedEvent(installation)),
+          ...uninstall.map((gone): EventContent => ({ type: "instance.uninstalled", data: { kind: gone.kind, capability: gone.capability } }))
+        ]
+        if (drafts.length === 0) return
+        const stamped = yield* events.stamp(yield* Effect.forEach(drafts, (draft) => drafted(ref, draft)))
+        const written = yield* storage.apply(ref, { context, status, install, uninstall }, [insertEvents(stamped)])
+        if (Option.isNone(written)) return yield* new ChangedMeanwhile()
+        yield* events.publish(sequenced(stamped, written.value[0] ?? []))
       })
 
     const change = Effect.fn("Instances.change")(function*(ref: InstanceRef, request: ChangeRequest) {
       const app = yield* current.get
       const agent = yield* agentOf(app, ref.agent)
       const instance = yield* open(ref)
-      const context = request.context === undefined ? undefined : checkContext(agent.definition.context, request.context)
-      if (context !== undefined && Either.isLeft(context)) return yield* invalid(`the context of "${ref.id}" is not valid`, context.left)
+      const checked = request.context === undefined ? undefined : checkContext(agent.definition.context, request.context)
+      if (checked !== undefined && Either.isLeft(checked)) return yield* invalid(`the context of "${ref.id}" is not valid`, checked.left)
+      const context = checked?.right
       const installations = request.installations
       const path = (index: number) => `installations[${index}]`
+      const over = () => installations === undefined ? Effect.succeed(undefined) : preparedOver(app, agent, ref, installations, path)
       // Prepared before anything is written: a change with installations that are not valid changes nothing.
-      const planned = installations === undefined ? undefined : yield* preparedOver(app, agent, ref, installations, path)
-      const status = statusChange(instance, request)
-      if (context !== undefined || status !== undefined) {
-        const updated = yield* storage.update(ref, { context: context?.right, status })
-        if (Option.isNone(updated)) return yield* archivedMeanwhile(ref)
-        if (context !== undefined) yield* note(ref, { type: "instance.updated", data: { context: context.right } })
-        // Told by the change that made it: another pause (or resume) at the same moment made it first.
-        if (updated.value.statusChanged && status?.status === "paused") yield* note(ref, { type: "instance.paused", data: { reason: status.reason } })
-        if (updated.value.statusChanged && status?.status === "active") yield* note(ref, { type: "instance.resumed", data: {} })
-      }
-      if (installations !== undefined && planned !== undefined) {
-        let read: typeof planned | undefined = planned
-        yield* againWhileChanged(ref, Effect.suspend(() => {
-          // The first time over what was checked above; again, over a new read.
-          const over = read === undefined ? preparedOver(app, agent, ref, installations, path) : Effect.succeed(read)
-          read = undefined
-          return Effect.flatMap(over, (prepared) => installAll(ref, prepared))
-        }))
-      }
+      let read: { readonly instance: InstanceRecord; readonly prepared: Prepared | undefined } | undefined = { instance, prepared: yield* over() }
+      yield* againWhileChanged(ref, Effect.suspend(() => {
+        // The first time over what was checked above; again, over a new read.
+        const first = read
+        read = undefined
+        const reading = first === undefined
+          ? Effect.zipWith(open(ref), Effect.suspend(over), (instance, prepared) => ({ instance, prepared }))
+          : Effect.succeed(first)
+        return Effect.flatMap(reading, ({ instance: current, prepared }) => writeChange(ref, current, request, context, prepared, instance.status))
+      }))
       return yield* Effect.flatMap(find(ref), detail)
     })
 

@@ -383,12 +383,16 @@ describe("the instances API", () => {
 const acmeOnPostgres = (installations: ReadonlyArray<unknown> = []) =>
   Effect.gen(function*() {
     const url = yield* freshDatabase
-    const server = yield* startServerOnItsStore(yield* instancesProject(`import { defineConfig } from "foundry"
+    const project = yield* instancesProject(`import { defineConfig } from "foundry"
 export default defineConfig({ store: { postgres: ${JSON.stringify(url)} } })
-`), plannedModel)
+`)
+    const server = yield* startServerOnItsStore(project, plannedModel)
     const api = `${server}/api/instances`
     expect((yield* http(api, { body: { agent: "desk", id: "acme", context: { company: "Acme" }, installations } })).status).toBe(201)
-    return { api, server, sql: yield* connect(url) }
+    // A second server on the store: a server writes one transaction at a time (its group commit),
+    // so changes at the same moment that each wait in the database come from two.
+    const another = Effect.map(startServerOnItsStore(project, plannedModel), (other) => `${other}/api/instances`)
+    return { api, another, server, sql: yield* connect(url) }
   })
 
 describe.skipIf(skipPostgres)("the instances API on PostgreSQL", () => {
@@ -408,11 +412,14 @@ describe.skipIf(skipPostgres)("the instances API on PostgreSQL", () => {
 
   it.scopedLive("two pauses of one instance at once, both read while it was active: both answer paused, one instance.paused", () =>
     Effect.gen(function*() {
-      const { api, server, sql } = yield* acmeOnPostgres()
-      // Both read the instance active, then wait to write it.
+      const { another, api, server, sql } = yield* acmeOnPostgres()
+      const apis = [api, yield* another]
+      // Both read the instance active, then wait to write it (one for the instance, the other for the first).
       const release = yield* holdLocks(sql, sql`SELECT id FROM foundry_instances WHERE agent = 'desk' AND id = 'acme' FOR UPDATE`)
       const pausing = yield* Effect.fork(Effect.all(
-        ["invoice overdue", "moving offices"].map((reason) => http(`${api}/acme?agent=desk`, { method: "PATCH", body: { paused: true, reason } })),
+        ["invoice overdue", "moving offices"].map((reason, index) =>
+          http(`${apis[index]}/acme?agent=desk`, { method: "PATCH", body: { paused: true, reason } })
+        ),
         { concurrency: "unbounded" }
       ))
       yield* until("both pauses wait", someoneWaitsForALock(sql, "%", 2))
@@ -430,15 +437,18 @@ describe.skipIf(skipPostgres)("the instances API on PostgreSQL", () => {
       const sealed = Effect.map(sql<{ readonly secrets: string; readonly config: string }>`SELECT secrets, config FROM foundry_installations WHERE instance_id = 'acme'`, (rows) => rows[0])
       const first = yield* sealed
       // A's change (a new context, and the CRM's address with its key kept) reads the installation,
-      // then waits to write the context; B's rotation of the key is written, and waits to commit.
-      const release = yield* holdLocks(sql, sql`SELECT id FROM foundry_instances WHERE agent = 'desk' AND id = 'acme' FOR UPDATE`)
+      // then waits to be written (its transaction, which writes its events too, waits for the
+      // events' lock); B's rotation of the key is written meanwhile.
+      const eventsLock = "SELECT pg_advisory_xact_lock(hashtext('foundry_events'), hashtext(current_schema()))"
+      const release = yield* holdLocks(sql, sql.unsafe(eventsLock))
       const changing = yield* Effect.fork(http(`${api}/acme?agent=desk`, {
         method: "PATCH",
         body: { context: { company: "Acme Corp" }, installations: [crm({ baseUrl: "https://crm2.acme.test", apiKey: "<redacted>" })] }
       }))
-      yield* until("the change waits", someoneWaitsForALock(sql, "%context =%"))
+      yield* until("the change waits", someoneWaitsForALock(sql, "%pg_advisory_xact_lock%"))
       const rotating = yield* Effect.fork(http(`${api}/acme/installations?agent=desk`, { body: crm({ baseUrl: "https://crm.acme.test", apiKey: "key-two" }) }))
-      yield* until("the rotation waits", someoneWaitsForALock(sql, "%SET updated_at = $1 WHERE%"))
+      // Its event waits behind A's change, which this server writes first (its group commit).
+      yield* until("the rotation is written", Effect.map(sealed, (now) => now?.secrets !== first?.secrets))
       yield* release
       expect((yield* Fiber.join(rotating)).status).toBe(201)
       expect((yield* Fiber.join(changing)).status).toBe(200)

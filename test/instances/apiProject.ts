@@ -7,8 +7,8 @@ import { Effect } from "effect"
 import { http } from "../support/server.js"
 import { agentFile, tempProject } from "../support/tempProject.js"
 
-/** The project's files; `config` is added as `foundry.config.ts` when given. */
-export const instancesProject = (config?: string) =>
+/** The project's files; `config` is added as `foundry.config.ts` when given, and `more` files beside. */
+export const instancesProject = (config?: string, more: Record<string, string> = {}) =>
   tempProject({
     "agents/desk/agent.ts": `import { Schema } from "effect"
 import { defineAgent } from "foundry"
@@ -32,7 +32,8 @@ export default defineTool({
   run: ({ customer }, { config }) => Effect.succeed(\`\${config.baseUrl}/customers/\${customer}/notes\`)
 })
 `,
-    ...(config === undefined ? {} : { "foundry.config.ts": config })
+    ...(config === undefined ? {} : { "foundry.config.ts": config }),
+    ...more
   })
 
 /** An event as `GET /api/events` lists it. */

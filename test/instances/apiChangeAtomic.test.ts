@@ -1,0 +1,145 @@
+/**
+ * A `PATCH` of an instance is written all at once or not at all: its context, its status, the
+ * installations it adds, changes and removes, and its events. The store is made to fail the change
+ * partway, as it removes an installation (a trigger that refuses the delete, on each backend), and
+ * the instance is left exactly as it was, with no event told; once the store takes it, the same
+ * change is written whole.
+ */
+import { describe, expect, it } from "@effect/vitest"
+import Sqlite from "better-sqlite3"
+import { Effect, Fiber, type Scope } from "effect"
+import { readFrames } from "../support/eventFeed.js"
+import { plannedModel } from "../support/plannedModel.js"
+import { connect, freshDatabase, skipPostgres } from "../support/postgres.js"
+import { http, startServer, startServerOnItsStore } from "../support/server.js"
+import { allEvents, instancesProject } from "./apiProject.js"
+
+/** A second installable capability, so that a change can keep one and remove the other. */
+const calendarTool = {
+  "tools/calendar.tool.ts": `import { Effect, Schema } from "effect"
+import { defineTool } from "foundry"
+
+export default defineTool({
+  description: "Reads a company's calendar",
+  input: Schema.Struct({ day: Schema.String }),
+  output: Schema.String,
+  installable: { config: Schema.Struct({ calendarId: Schema.String }) },
+  run: ({ day }, { config }) => Effect.succeed(\`\${config.calendarId}/\${day}\`)
+})
+`
+}
+
+const crm = (baseUrl: string, apiKey: string) => ({ kind: "tool", id: "crm-notes", config: { baseUrl, apiKey } })
+const calendar = { kind: "tool", id: "calendar", config: { calendarId: "acme-main" } }
+
+/** A server with instance "acme" of "desk", both tools installed; `refuseRemovals` makes the store fail to remove the calendar, `allowRemovals` undoes it. */
+interface Backend {
+  readonly name: string
+  readonly skip: boolean
+  readonly start: Effect.Effect<{
+    readonly url: string
+    /** The instance's and its installations' rows as stored. */
+    readonly rows: Effect.Effect<unknown>
+    readonly refuseRemovals: Effect.Effect<void>
+    readonly allowRemovals: Effect.Effect<void>
+  }, unknown, Scope.Scope>
+}
+
+const instanceRows = "SELECT agent, id, context, status, status_reason, updated_at FROM foundry_instances ORDER BY agent, id"
+const installationRows = "SELECT agent, instance_id, kind, capability, config, secrets, updated_at FROM foundry_installations ORDER BY kind, capability"
+
+const sqlite: Backend = {
+  name: "SQLite",
+  skip: false,
+  start: Effect.gen(function*() {
+    const server = yield* startServer(yield* instancesProject(undefined, calendarTool))
+    const db = yield* Effect.acquireRelease(Effect.sync(() => new Sqlite(server.storeFile)), (db) => Effect.sync(() => db.close()))
+    return {
+      url: server.url,
+      rows: Effect.sync(() => ({ instances: db.prepare(instanceRows).all(), installations: db.prepare(installationRows).all() })),
+      refuseRemovals: Effect.sync(() =>
+        void db.exec(`CREATE TRIGGER refuse_calendar BEFORE DELETE ON foundry_installations WHEN OLD.capability = 'calendar'
+          BEGIN SELECT RAISE(ABORT, 'the store dropped the change'); END`)
+      ),
+      allowRemovals: Effect.sync(() => void db.exec("DROP TRIGGER refuse_calendar"))
+    }
+  })
+}
+
+const postgres: Backend = {
+  name: "PostgreSQL",
+  skip: skipPostgres,
+  start: Effect.gen(function*() {
+    const url = yield* freshDatabase
+    const server = yield* startServerOnItsStore(yield* instancesProject(`import { defineConfig } from "foundry"
+export default defineConfig({ store: { postgres: ${JSON.stringify(url)} } })
+`, calendarTool), plannedModel)
+    const sql = yield* connect(url)
+    return {
+      url: server,
+      rows: Effect.orDie(Effect.all({ instances: sql.unsafe(instanceRows), installations: sql.unsafe(installationRows) })),
+      refuseRemovals: Effect.orDie(Effect.zipRight(
+        sql.unsafe(`CREATE FUNCTION refuse_delete() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'the store dropped the change'; END $$`),
+        sql.unsafe(`CREATE TRIGGER refuse_calendar BEFORE DELETE ON foundry_installations FOR EACH ROW WHEN (OLD.capability = 'calendar')
+          EXECUTE FUNCTION refuse_delete()`)
+      )),
+      allowRemovals: Effect.orDie(Effect.asVoid(sql.unsafe("DROP TRIGGER refuse_calendar ON foundry_installations")))
+    }
+  })
+}
+
+for (const backend of [sqlite, postgres]) {
+  describe.skipIf(backend.skip)(`a change of an instance on ${backend.name}`, () => {
+    it.scopedLive("that the store fails as it removes an installation leaves the instance as it was, and tells nothing; once the store takes it, it is written whole", () =>
+      Effect.gen(function*() {
+        const { allowRemovals, refuseRemovals, rows, url } = yield* backend.start
+        const api = `${url}/api/instances`
+        const created = yield* http(api, {
+          body: { agent: "desk", id: "acme", context: { company: "Acme" }, installations: [crm("https://crm.acme.test", "key-one"), calendar] }
+        })
+        expect(created.status).toBe(201)
+        const before = { detail: (yield* http(`${api}/acme?agent=desk`)).json, rows: yield* rows, events: (yield* allEvents(url, "agent=desk&instanceId=acme")).events }
+        const lastSeq = before.events.at(-1)?.seq ?? 0
+        // What the feed tells from here on: the change that did not stick must not be in it.
+        const feed = yield* Effect.fork(readFrames(url, { "last-event-id": String(lastSeq) }, (_, types) => types.includes("instance.uninstalled"), "?agent=desk&instanceId=acme"))
+
+        // A new context, a pause, the CRM at a new address with its key kept, and the calendar removed.
+        const change = {
+          context: { company: "Acme Corp" },
+          paused: true,
+          reason: "audit",
+          installations: [crm("https://crm2.acme.test", "<redacted>")]
+        }
+        yield* refuseRemovals
+        const failed = yield* http(`${api}/acme?agent=desk`, { method: "PATCH", body: change })
+        expect(failed.status).toBe(503)
+        expect(failed.json).toMatchObject({ _tag: "StoreUnavailable" })
+        expect(failed.text).not.toContain("the store dropped")
+
+        // Nothing of it: not the context, the status, the CRM's address, nor an event.
+        expect((yield* http(`${api}/acme?agent=desk`)).json).toEqual(before.detail)
+        expect(yield* rows).toEqual(before.rows)
+        expect((yield* allEvents(url, "agent=desk&instanceId=acme")).events).toEqual(before.events)
+
+        yield* allowRemovals
+        const written = yield* http(`${api}/acme?agent=desk`, { method: "PATCH", body: change })
+        expect(written.status).toBe(200)
+        expect(written.json).toMatchObject({
+          context: { company: "Acme Corp", seats: 1 },
+          status: "paused",
+          statusReason: "audit",
+          installations: [{ kind: "tool", id: "crm-notes", config: { baseUrl: "https://crm2.acme.test", apiKey: "<redacted>" } }]
+        })
+        const told = (yield* allEvents(url, "agent=desk&instanceId=acme")).events.slice(before.events.length)
+        expect(told.map((event) => [event.type, event.data])).toEqual([
+          ["instance.updated", { context: { company: "Acme Corp", seats: 1 } }],
+          ["instance.paused", { reason: "audit" }],
+          ["instance.installed", { kind: "tool", capability: "crm-notes", config: { baseUrl: "https://crm2.acme.test", apiKey: "<redacted>" } }],
+          ["instance.uninstalled", { kind: "tool", capability: "calendar" }]
+        ])
+        // Live, the feed told the change once it was written, and nothing before it.
+        const frames = yield* Fiber.join(feed)
+        expect(frames.ids).toEqual(told.map((event) => event.seq))
+      }))
+  })
+}
