@@ -10,7 +10,8 @@ import Sqlite from "better-sqlite3"
 import { Effect, Fiber, type Scope } from "effect"
 import { readFrames } from "../support/eventFeed.js"
 import { plannedModel } from "../support/plannedModel.js"
-import { connect, freshDatabase, skipPostgres } from "../support/postgres.js"
+import { connect, freshDatabase, holdLocks, skipPostgres, someoneWaitsForALock } from "../support/postgres.js"
+import { until } from "../support/until.js"
 import { http, startServer, startServerOnItsStore } from "../support/server.js"
 import { allEvents, instancesProject } from "./apiProject.js"
 
@@ -143,3 +144,40 @@ for (const backend of [sqlite, postgres]) {
       }))
   })
 }
+
+describe.skipIf(skipPostgres)("a change of an instance whose connection is cut", () => {
+  it.scopedLive("a PATCH whose database connection is killed as it waits to commit answers 503 and leaves the instance as it was, with no event", () =>
+    Effect.gen(function*() {
+      const url = yield* freshDatabase
+      const server = yield* startServerOnItsStore(yield* instancesProject(`import { defineConfig } from "foundry"
+export default defineConfig({ store: { postgres: ${JSON.stringify(url)} } })
+`, calendarTool), plannedModel)
+      const sql = yield* connect(url)
+      const api = `${server}/api/instances`
+      expect((yield* http(api, { body: { agent: "desk", id: "acme", context: { company: "Acme" }, installations: [crm("https://crm.acme.test", "key-one"), calendar] } })).status)
+        .toBe(201)
+      const rows = Effect.orDie(Effect.all({ instances: sql.unsafe(instanceRows), installations: sql.unsafe(installationRows) }))
+      const before = { rows: yield* rows, events: (yield* allEvents(server, "agent=desk&instanceId=acme")).events }
+
+      // The change is held back where every write of events waits (the events' lock), and its
+      // connection is cut there, as a database restart or a proxy would.
+      const eventsLock = "SELECT pg_advisory_xact_lock(hashtext('foundry_events'), hashtext(current_schema()))"
+      const release = yield* holdLocks(sql, sql.unsafe(eventsLock))
+      const changing = yield* Effect.fork(http(`${api}/acme?agent=desk`, {
+        method: "PATCH",
+        body: { context: { company: "Acme Corp" }, paused: true, installations: [crm("https://crm2.acme.test", "<redacted>")] }
+      }))
+      yield* until("the change waits", someoneWaitsForALock(sql, "%pg_advisory_xact_lock%"))
+      yield* Effect.orDie(sql`SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+        WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%pg_advisory_xact_lock%'`)
+      yield* release
+      const answer = yield* Fiber.join(changing)
+      expect(answer.status).toBe(503)
+      expect(answer.json).toMatchObject({ _tag: "StoreUnavailable" })
+
+      expect(yield* rows).toEqual(before.rows)
+      expect((yield* allEvents(server, "agent=desk&instanceId=acme")).events).toEqual(before.events)
+      // The server goes on: the same change, sent again, is written.
+      expect((yield* http(`${api}/acme?agent=desk`, { method: "PATCH", body: { context: { company: "Acme Corp" } } })).status).toBe(200)
+    }))
+})
