@@ -107,8 +107,17 @@ const requestText = async (path: string): Promise<string> => {
 
 /** The API. */
 export const api = {
-  /** Who the inspector is signed in as; asks for a token first when the server needs one. */
-  session: () => request<Session>("/api/session"),
+  /**
+   * Who the inspector is signed in as; asks for a token first when the server needs one. The call
+   * itself is public (it answers the mode, and `token: null` without a session), so it signs in on that.
+   */
+  session: async (): Promise<Session> => {
+    for (;;) {
+      const session = await request<Session>("/api/session")
+      if (session.mode === "open" || session.token !== null) return session
+      await signIn("this server needs an API token")
+    }
+  },
   signOut: () => fetch("/api/session", { method: "DELETE" }),
   health: () => request<{ status: string; agents: number; uptimeMs: number }>("/health"),
   cluster: () => request<ClusterStatusView>("/api/cluster"),

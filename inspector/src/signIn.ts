@@ -1,7 +1,7 @@
 /**
  * Signing in, when the server needs API tokens: a small form asks for a token, `POST /api/session`
- * checks it and leaves it in an HttpOnly cookie (so no script of the page holds it afterwards), and
- * the calls that were refused are sent again.
+ * checks it and starts a session, whose secret (never the token) it leaves in an HttpOnly cookie (so
+ * no script of the page holds either afterwards), and the calls that were refused are sent again.
  */
 import { h } from "./dom.js"
 

@@ -1,8 +1,9 @@
 /**
  * The door of the HTTP server: decides at start whether requests need tokens (see `accessMode`),
  * then admits each request or says why not. A request is admitted when its route is public, or
- * when it carries a valid token (as `Authorization: Bearer <token>`, or the inspector's session
- * cookie) whose scope includes what the route needs and that is within its rate limit.
+ * when it carries a valid token (as `Authorization: Bearer <token>`), or the inspector's session
+ * cookie of a session signed in with one, whose scope includes what the route needs and that is
+ * within its rate limit. A session is taken only from its cookie, a token only as a bearer.
  */
 import * as RateLimiter from "@effect/experimental/RateLimiter"
 import { Context, Duration, Effect, Layer, Option } from "effect"
@@ -21,7 +22,7 @@ export interface Knock {
   readonly url: string
   /** The `Authorization` header, if any. */
   readonly authorization: string | undefined
-  /** The inspector's session cookie, if any. */
+  /** The inspector's session cookie (the session's secret, never a token), if any. */
   readonly session: string | undefined
   /** The request names a proxy's forwarding (`Forwarded`, `X-Forwarded-For`, ...): it may come from beyond this machine. */
   readonly proxied: boolean
@@ -50,15 +51,18 @@ export class Auth extends Context.Tag("foundry/Auth")<Auth, {
 
 const howToGetOne = `create one with \`foundry token create --scope ${tokenScopes.join("|")}\``
 
-/** The token a request carries: the bearer token first, else the session cookie. */
-const presented = (knock: Knock): Effect.Effect<string, Unauthorized> => {
+/** What a request authenticates with: a bearer token, or the inspector's session. */
+type Credential = { readonly _tag: "Bearer"; readonly token: string } | { readonly _tag: "Session"; readonly secret: string }
+
+/** What a request authenticates with: the bearer token first, else the session cookie. */
+const presented = (knock: Knock): Effect.Effect<Credential, Unauthorized> => {
   if (knock.authorization !== undefined) {
     const match = /^Bearer\s+(\S+)\s*$/i.exec(knock.authorization)
     return match?.[1] === undefined
       ? Effect.fail(new Unauthorized({ message: `the Authorization header must be \`Bearer <token>\`; ${howToGetOne}` }))
-      : Effect.succeed(match[1])
+      : Effect.succeed({ _tag: "Bearer", token: match[1] })
   }
-  if (knock.session !== undefined && knock.session !== "") return Effect.succeed(knock.session)
+  if (knock.session !== undefined && knock.session !== "") return Effect.succeed({ _tag: "Session", secret: knock.session })
   return Effect.fail(
     new Unauthorized({ message: `this server needs an API token: send \`Authorization: Bearer <token>\`; ${howToGetOne}` })
   )
@@ -92,6 +96,10 @@ export const layer = (settings: AuthSettings) =>
               : Effect.die(error))
         )
 
+      // A session's secret is checked only as a session, a token only as a token: neither passes for the other.
+      const verify = (credential: Credential) =>
+        credential._tag === "Bearer" ? tokens.verify(credential.token) : tokens.verifySession(credential.secret)
+
       const admit = Effect.fn("Auth.admit")(function*(knock: Knock) {
         // Open: only a request that sends a Foundry token is held to it (an OpenAI client's key is
         // none of Foundry's; the session cookie is the inspector's, which signs in only where
@@ -105,10 +113,14 @@ export const layer = (settings: AuthSettings) =>
         if (mode === "open" && !sendsFoundryToken(knock.authorization)) return Option.none()
         const needed = routeAccess(knock.method, knock.url)
         if (needed === "public") return Option.none()
-        const token = yield* presented(knock)
-        const found = yield* tokens.verify(token)
+        const credential = yield* presented(knock)
+        const found = yield* verify(credential)
         if (Option.isNone(found)) {
-          return yield* new Unauthorized({ message: `the token is unknown or revoked; ${howToGetOne}` })
+          return yield* new Unauthorized({
+            message: credential._tag === "Bearer"
+              ? `the token is unknown or revoked; ${howToGetOne}`
+              : "the session has ended (signed out, expired, or its token revoked): sign in again with a token"
+          })
         }
         const { id, scope } = found.value
         if (!allows(scope, needed)) {
@@ -126,7 +138,7 @@ export const layer = (settings: AuthSettings) =>
       const identify = (knock: Knock) =>
         presented(knock).pipe(
           Effect.option,
-          Effect.flatMap(Option.match({ onNone: () => Effect.succeedNone, onSome: tokens.verify }))
+          Effect.flatMap(Option.match({ onNone: () => Effect.succeedNone, onSome: verify }))
         )
 
       return Auth.of({ mode, admit, identify })

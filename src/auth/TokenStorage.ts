@@ -1,11 +1,15 @@
 /**
- * API tokens in the store: made, listed, revoked, and checked on every authenticated request.
- * Only a hash of each token is stored (see `token.ts`).
+ * API tokens in the store: made, listed, revoked, and checked on every authenticated request; and
+ * the inspector's sessions, each signed in with a token (see `sessionCookie.ts`). Only a hash of
+ * each token and each session's secret is stored (see `token.ts`). A session is no token: it is
+ * not listed, not counted, and is taken only from the session cookie; it stands for its token
+ * (its scope, its rate limit) until it is ended, expires, or its token is revoked. Sessions are in
+ * the store, so every process on it knows them.
  */
 import { SqlClient, SqlSchema } from "@effect/sql"
-import { Clock, Context, Effect, Layer, Option, Schema } from "effect"
+import { Clock, Context, Duration, Effect, Layer, Option, Schema } from "effect"
 import { failAs, type StoreError } from "../durable/StoreError.js"
-import { hashToken, issueToken, matchesHash, tokenId } from "./token.js"
+import { hashToken, isSessionSecret, issueSessionSecret, issueToken, matchesHash, tokenId } from "./token.js"
 import { TokenScope } from "./TokenScope.js"
 
 /** A token as the store keeps it. */
@@ -25,6 +29,12 @@ export interface IssuedToken {
   readonly token: string
 }
 
+/** A session just made: the secret its cookie holds (never stored), and when it ends. */
+export interface IssuedSession {
+  readonly secret: string
+  readonly expiresAt: number
+}
+
 /** How stale `last_used_at` may get: writing it on every request would make each one a write. */
 const lastUsedResolution = 60_000
 
@@ -39,6 +49,12 @@ export class TokenStorage extends Context.Tag("foundry/TokenStorage")<TokenStora
   readonly verify: (token: string) => Effect.Effect<Option.Option<TokenRecord>, StoreError>
   /** How many tokens are not revoked. */
   readonly countActive: Effect.Effect<number, StoreError>
+  /** A new session for token `tokenId`, ending `lasting` from now (expired sessions are dropped meanwhile). */
+  readonly startSession: (tokenId: string, lasting: Duration.DurationInput) => Effect.Effect<IssuedSession, StoreError>
+  /** The token the session with `secret` stands for, when the session has not ended or expired and the token is not revoked. */
+  readonly verifySession: (secret: string) => Effect.Effect<Option.Option<TokenRecord>, StoreError>
+  /** Ends the session with `secret` (signing out); nothing when there is none. */
+  readonly endSession: (secret: string) => Effect.Effect<void, StoreError>
 }>() {}
 
 /** Token storage on the database's `SqlClient`. */
@@ -61,6 +77,24 @@ export const layer = Layer.effect(
       Result: Schema.Struct({ count: Schema.Number }),
       execute: () => sql`SELECT COUNT(*) AS count FROM foundry_tokens WHERE revoked_at IS NULL`
     })
+
+    const bySession = SqlSchema.findOne({
+      Request: Schema.Struct({ hash: Schema.String, now: Schema.Number }),
+      Result: TokenRecord,
+      // The token's own row decides its revocation: a session ends with its token on every process at once.
+      execute: ({ hash, now }) =>
+        sql`SELECT t.* FROM foundry_sessions s JOIN foundry_tokens t ON t.id = s.token_id
+          WHERE s.hash = ${hash} AND s.expires_at > ${now} AND t.revoked_at IS NULL`
+    })
+
+    /** `found`, its use recorded (at most once per `lastUsedResolution`). */
+    const used = (record: TokenRecord) =>
+      Effect.gen(function*() {
+        const now = yield* Clock.currentTimeMillis
+        if (record.lastUsedAt !== null && now - record.lastUsedAt < lastUsedResolution) return record
+        yield* sql`UPDATE foundry_tokens SET last_used_at = ${now} WHERE id = ${record.id}`
+        return TokenRecord.make({ ...record, lastUsedAt: now })
+      })
 
     return TokenStorage.of({
       create: ({ name, scope }) =>
@@ -86,6 +120,8 @@ export const layer = Layer.effect(
         Effect.gen(function*() {
           const now = yield* Clock.currentTimeMillis
           yield* sql`UPDATE foundry_tokens SET revoked_at = ${now} WHERE id = ${id} AND revoked_at IS NULL`
+          // Its sessions no longer admit (their token is revoked); they are dropped so as not to be kept.
+          yield* sql`DELETE FROM foundry_sessions WHERE token_id = ${id}`
           return yield* byId(id)
         }).pipe(failAs("revokeToken")),
 
@@ -96,14 +132,35 @@ export const layer = Layer.effect(
           // An unknown id answers sooner than a wrong secret, but ids are not secret: they are listed.
           const found = yield* byId(id.value)
           if (Option.isNone(found) || !matchesHash(token, found.value.hash) || found.value.revokedAt !== null) return Option.none()
-          const now = yield* Clock.currentTimeMillis
-          const record = found.value
-          if (record.lastUsedAt !== null && now - record.lastUsedAt < lastUsedResolution) return found
-          yield* sql`UPDATE foundry_tokens SET last_used_at = ${now} WHERE id = ${record.id}`
-          return Option.some(TokenRecord.make({ ...record, lastUsedAt: now }))
+          return Option.some(yield* used(found.value))
         }).pipe(failAs("verifyToken")),
 
-      countActive: active(undefined).pipe(Effect.map(({ count }) => count), failAs("countTokens"))
+      countActive: active(undefined).pipe(Effect.map(({ count }) => count), failAs("countTokens")),
+
+      startSession: (id, lasting) =>
+        Effect.gen(function*() {
+          const secret = issueSessionSecret()
+          const now = yield* Clock.currentTimeMillis
+          const expiresAt = now + Duration.toMillis(lasting)
+          // Sessions nobody signed out of would otherwise stay forever: each sign-in clears the expired ones.
+          yield* sql`DELETE FROM foundry_sessions WHERE expires_at <= ${now}`
+          yield* sql`INSERT INTO foundry_sessions ${sql.insert({ hash: hashToken(secret), tokenId: id, createdAt: now, expiresAt })}`
+          return { secret, expiresAt }
+        }).pipe(failAs("startSession")),
+
+      verifySession: (secret) =>
+        Effect.gen(function*() {
+          if (!isSessionSecret(secret)) return Option.none()
+          // Found by the secret's hash: no id to look up by, and the hash is what is unknown to a guesser.
+          const found = yield* bySession({ hash: hashToken(secret), now: yield* Clock.currentTimeMillis })
+          return Option.isNone(found) ? found : Option.some(yield* used(found.value))
+        }).pipe(failAs("verifySession")),
+
+      endSession: (secret) =>
+        (isSessionSecret(secret) ? sql`DELETE FROM foundry_sessions WHERE hash = ${hashToken(secret)}` : Effect.void).pipe(
+          Effect.asVoid,
+          failAs("endSession")
+        )
     })
   })
 )

@@ -10,7 +10,7 @@ import { isOpenAiPath, openAiRefusal } from "../transports/http/refusalShape.js"
 import { type AccessDenied, Forbidden, RateLimited, Unauthorized } from "./accessErrors.js"
 import { Auth, type Knock } from "./Auth.js"
 import { normalizedPath } from "./routeAccess.js"
-import { sessionCookie } from "./sessionCookie.js"
+import { serverSessionCookie } from "./sessionCookie.js"
 import { sendsFoundryToken } from "./token.js"
 import { type AccessEnds, currentAccessEnds, TokenRevocations } from "./TokenRevocations.js"
 
@@ -36,13 +36,13 @@ const refusal = (denied: AccessDenied, path: string) =>
  * What the door looks at in a request. Its path is the one the router matches (`url`), never the
  * source's (`originalUrl`): a request whose body the edge read itself (sent chunked) is made anew
  * from a web `Request`, whose source URL is absolute, and a door judging that spelling judged no
- * route it guards.
+ * route it guards. The session is read from this server's cookie (`sessionCookie`, named by its port).
  */
-export const knockOf = (request: HttpServerRequest.HttpServerRequest): Knock => ({
+export const knockOf = (request: HttpServerRequest.HttpServerRequest, sessionCookie: string): Knock => ({
   method: request.method,
   url: request.url,
   authorization: request.headers["authorization"],
-  session: request.cookies[sessionCookie.key],
+  session: request.cookies[sessionCookie],
   proxied: isProxied(request)
 })
 
@@ -76,10 +76,10 @@ const endingWith = (app: HttpApp.Default, ends: AccessEnds): HttpApp.Default =>
  * made by a token that may not deploy). What a request admitted on a token keeps open ends when
  * the token is revoked.
  */
-export const authMiddleware = Effect.map(Effect.all([Auth, TokenRevocations]), ([auth, revocations]) => (app: HttpApp.Default) => {
+export const authMiddleware = Effect.map(Effect.all([Auth, TokenRevocations, serverSessionCookie]), ([auth, revocations, cookie]) => (app: HttpApp.Default) => {
   const admitted = Effect.gen(function*() {
     const request = yield* HttpServerRequest.HttpServerRequest
-    const knock = knockOf(request)
+    const knock = knockOf(request, cookie)
     return yield* auth.admit(knock).pipe(
       orStoreUnavailable,
       Effect.matchEffect({

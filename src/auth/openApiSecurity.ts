@@ -4,10 +4,11 @@
  * security (none for public routes), the scope it needs as `x-foundry-scope`, and its 401, 403
  * and 429 answers.
  */
+import type { OpenApi } from "@effect/platform"
 import { JSONSchema, type Schema } from "effect"
 import { Forbidden, RateLimited, Unauthorized } from "./accessErrors.js"
 import { routeAccess } from "./routeAccess.js"
-import { sessionCookie } from "./sessionCookie.js"
+import { legacySessionCookie } from "./sessionCookie.js"
 
 const isRecord = (value: unknown): value is Record<string, unknown> =>
   typeof value === "object" && value !== null && !Array.isArray(value)
@@ -25,8 +26,10 @@ const securitySchemes = {
   session: {
     type: "apiKey",
     in: "cookie",
-    name: sessionCookie.key,
-    description: "The inspector's session, set by POST /api/session with a token"
+    // The real name carries the server's port: `namingSessionCookie` sets it as the document is served.
+    name: legacySessionCookie,
+    description: "The inspector's session, set by POST /api/session with a token: a session of its own (never the token), " +
+      "ending at sign-out (DELETE /api/session), after 12 hours, or when its token is revoked; taken only from this cookie"
   }
 }
 
@@ -69,5 +72,15 @@ export const declareSecurity = (spec: Record<string, unknown>): Record<string, u
       schemas: { ...(isRecord(components.schemas) ? components.schemas : {}), ...definitions },
       securitySchemes: { ...(isRecord(components.securitySchemes) ? components.securitySchemes : {}), ...securitySchemes } },
     security: [{ bearer: [] }, { session: [] }]
+  }
+}
+
+/** `spec` with the session cookie named as the server at hand names it (`foundry_session_<port>`). */
+export const namingSessionCookie = (spec: OpenApi.OpenAPISpec, cookie: string): OpenApi.OpenAPISpec => {
+  const session = spec.components.securitySchemes.session
+  if (session?.type !== "apiKey") return spec
+  return {
+    ...spec,
+    components: { ...spec.components, securitySchemes: { ...spec.components.securitySchemes, session: { ...session, name: cookie } } }
   }
 }

@@ -1,6 +1,7 @@
 /**
  * What each request needs: nothing (the inspector's page shell and assets, health checks,
- * webhooks, which carry their own signatures, and signing in), or a token whose scope includes
+ * webhooks, which carry their own signatures, signing in and out, and asking whether the server
+ * needs tokens), or a token whose scope includes
  * `read`, `run`, `deploy` or `admin`. Anything not listed as public needs a token, so a route
  * added later is protected by default.
  */
@@ -52,7 +53,8 @@ export const routeAccess = (method: string, url: string): RouteAccess => {
   if (reading && inspectorShell.test(path)) return "public"
   if (path === "/health") return "public"
   if (method === "POST" && path.startsWith("/hooks/")) return "public"
-  if (path === "/api/session" && (method === "POST" || method === "DELETE")) return "public"
+  // `GET` tells the mode (and the caller's own token, which it checks itself); signing in and out need no token.
+  if (path === "/api/session" && (reading || method === "POST" || method === "DELETE")) return "public"
   if (adminAreas.some((area) => within(path, area))) return "admin"
   if (adminChangeAreas.some((area) => within(path, area))) return reading ? "read" : "admin"
   if (deployChangeAreas.some((area) => within(path, area))) return reading ? "read" : "deploy"

@@ -44,3 +44,14 @@ export const matchesHash = (token: string, hash: string): boolean => {
   const stored = Buffer.from(hash, "hex")
   return stored.length === given.length && timingSafeEqual(given, stored)
 }
+
+const sessionPattern = /^[A-Za-z0-9_-]{43}$/
+
+/**
+ * A new session's secret, for the inspector's cookie: random and opaque, with no id in it and
+ * nothing of the token it was signed in with (the store finds a session by the secret's hash).
+ */
+export const issueSessionSecret = (): string => randomBytes(32).toString("base64url")
+
+/** Whether `text` is shaped like a session's secret (anything else is no session, without asking the store). */
+export const isSessionSecret = (text: string): boolean => sessionPattern.test(text)

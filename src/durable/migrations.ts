@@ -5,7 +5,7 @@
 import { Migrator } from "@effect/sql"
 import { Effect } from "effect"
 import { startupContention } from "./Database.js"
-import { activationsByInstance, conversationsByActivity, deliveriesByTime, deploymentLog, environments, grantsByApproval, idempotencyFingerprint, instanceLifecycle, lighterEvents, releases, runMovedAt, runOrder, runsInFlightByConversation, sparseRunIndexes } from "./schemaChanges.js"
+import { activationsByInstance, conversationsByActivity, deliveriesByTime, deploymentLog, environments, grantsByApproval, idempotencyFingerprint, instanceLifecycle, lighterEvents, releases, runMovedAt, runOrder, runsInFlightByConversation, sessions, sparseRunIndexes } from "./schemaChanges.js"
 import { activations, childRuns, deliveries, durableExecution, grants, init, prefixedTables, runUsage, tokens, traces } from "./schemaTables.js"
 import { failAs } from "./StoreError.js"
 
@@ -34,7 +34,8 @@ export const migrations = {
   "0021_sparse_run_indexes": sparseRunIndexes,
   "0022_activations_by_instance": activationsByInstance,
   "0023_deliveries_by_time": deliveriesByTime,
-  "0024_run_moved_at": runMovedAt
+  "0024_run_moved_at": runMovedAt,
+  "0025_sessions": sessions
 }
 
 /**

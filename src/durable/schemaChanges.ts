@@ -281,3 +281,20 @@ export const runMovedAt = Effect.gen(function*() {
     WHERE e.run_id = foundry_runs.id AND e.type IN ('run.suspended', 'run.resumed'))
     WHERE status = 'suspended'`
 })
+
+/**
+ * The inspector's sessions: each signed in with a token, found by its secret's hash, ending at
+ * `expires_at` (or sooner: signed out, or its token revoked). Kept apart from `foundry_tokens`, so a
+ * session is never listed, counted or taken as a token.
+ */
+export const sessions = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  yield* sql`CREATE TABLE foundry_sessions (
+    hash TEXT PRIMARY KEY,
+    token_id TEXT NOT NULL,
+    created_at BIGINT NOT NULL,
+    expires_at BIGINT NOT NULL
+  )`
+  yield* sql`CREATE INDEX foundry_sessions_by_token ON foundry_sessions (token_id)`
+  yield* sql`CREATE INDEX foundry_sessions_by_expiry ON foundry_sessions (expires_at)`
+})

@@ -175,7 +175,7 @@ describe("bearer auth on a server whose config requires tokens (loopback)", () =
       const signedIn = yield* http(`${server.url}/api/session`, { body: { token: run.token } })
       expect(signedIn.status).toBe(204)
       const cookie = signedIn.headers.get("set-cookie") ?? ""
-      expect(cookie).toMatch(/^foundry_session=/)
+      expect(cookie).toMatch(new RegExp(`^foundry_session_${new URL(server.url).port}=`))
       expect(cookie).toMatch(/HttpOnly/i)
       expect(cookie).toMatch(/SameSite=Strict/i)
       const session = cookie.split(";")[0] ?? ""
@@ -183,9 +183,10 @@ describe("bearer auth on a server whose config requires tokens (loopback)", () =
       expect((yield* http(`${server.url}/api/runs`, { body: { agent: "echo", message: "hi" }, headers: { cookie: session } })).status).toBe(202)
       const who = yield* http(`${server.url}/api/session`, { headers: { cookie: session } })
       expect(who.json).toMatchObject({ mode: "tokens", token: { id: run.id, scope: "run" } })
-      expect((yield* http(`${server.url}/api/session`)).status).toBe(401)
-      const signedOut = yield* http(`${server.url}/api/session`, { method: "DELETE" })
-      expect(signedOut.headers.get("set-cookie")).toMatch(/foundry_session=;.*Max-Age=0/i)
+      expect((yield* http(`${server.url}/api/session`)).json).toEqual({ mode: "tokens", token: null })
+      const signedOut = yield* http(`${server.url}/api/session`, { method: "DELETE", headers: { cookie: session } })
+      expect(signedOut.headers.get("set-cookie")).toMatch(/foundry_session_\d+=;.*Max-Age=0/i)
+      expect((yield* http(`${server.url}/api/runs`, { headers: { cookie: session } })).status).toBe(401)
     }))
 
   it.scopedLive("the OpenAPI document declares the bearer scheme, each route's scope, and public routes without security", () =>
@@ -201,7 +202,7 @@ describe("bearer auth on a server whose config requires tokens (loopback)", () =
         paths: Record<string, Record<string, { security?: unknown; "x-foundry-scope"?: string; responses: Record<string, unknown> }>>
       }
       expect(spec.components.securitySchemes.bearer).toMatchObject({ type: "http", scheme: "bearer" })
-      expect(spec.components.securitySchemes.session).toMatchObject({ type: "apiKey", in: "cookie", name: "foundry_session" })
+      expect(spec.components.securitySchemes.session).toMatchObject({ type: "apiKey", in: "cookie", name: `foundry_session_${new URL(server.url).port}` })
       expect(spec.security).toEqual([{ bearer: [] }, { session: [] }])
       expect(spec.paths["/api/runs"]?.post).toMatchObject({ "x-foundry-scope": "run", security: [{ bearer: [] }, { session: [] }] })
       expect(Object.keys(spec.paths["/api/runs"]?.post?.responses ?? {})).toEqual(expect.arrayContaining(["401", "403", "429"]))

@@ -45,7 +45,10 @@ describe.skipIf(skipBrowser)("the inspector on a server that needs tokens, in Ch
       // The token lives in an HttpOnly cookie: no script of the page can read it.
       expect(String(yield* promise(() => page.evaluate("document.cookie")))).not.toContain("fdy_")
       const cookies = yield* promise(() => page.context().cookies())
-      expect(cookies.find((c) => c.name === "foundry_session")).toMatchObject({ httpOnly: true, sameSite: "Strict" })
+      // The cookie holds a session of its own, never the token, under a name of this server's port.
+      const session = cookies.find((c) => c.name === `foundry_session_${new URL(server.url).port}`)
+      expect(session).toMatchObject({ httpOnly: true, sameSite: "Strict" })
+      expect(session?.value).not.toContain(read.token.slice(21))
 
       // Signing out drops the session: the next load asks again.
       yield* promise(() => page.click("header button.linkish"))

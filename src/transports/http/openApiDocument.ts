@@ -5,12 +5,17 @@
  */
 import { HttpApi, HttpApiBuilder, HttpServerResponse, OpenApi } from "@effect/platform"
 import { Effect } from "effect"
+import { namingSessionCookie } from "../../auth/openApiSecurity.js"
+import { serverSessionCookie } from "../../auth/sessionCookie.js"
 
 /** `GET /api/openapi.json`: the document of the API the server serves, made once, when first asked. */
 export const openApiDocument = HttpApiBuilder.Router.use((router) =>
   Effect.gen(function*() {
     const { api } = yield* HttpApi.Api
-    const response = yield* Effect.cached(Effect.suspend(() => HttpServerResponse.json(OpenApi.fromApi(api))).pipe(Effect.orDie))
+    const cookie = yield* serverSessionCookie
+    const response = yield* Effect.cached(
+      Effect.suspend(() => HttpServerResponse.json(namingSessionCookie(OpenApi.fromApi(api), cookie))).pipe(Effect.orDie)
+    )
     yield* router.get("/api/openapi.json", response)
   })
 )

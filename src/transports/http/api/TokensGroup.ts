@@ -1,6 +1,6 @@
 /**
  * `/api/tokens`: API tokens, made, listed and revoked (admin scope); and `/api/session`, where
- * the inspector signs in with a token and gets a session cookie.
+ * the inspector signs in with a token and gets a session cookie (a session of its own, not the token).
  */
 import { HttpApiEndpoint, HttpApiGroup } from "@effect/platform"
 import { Schema } from "effect"
@@ -37,7 +37,10 @@ export class TokenNotFound extends Schema.TaggedError<TokenNotFound>()("TokenNot
 /** The body of `POST /api/session`. */
 export const SignIn = Schema.Struct({ token: Schema.String }).annotations(strictBody)
 
-/** Who `GET /api/session` says the caller is: whether the server needs tokens, and the caller's token if it sent one. */
+/**
+ * Who `GET /api/session` says the caller is: whether the server needs tokens, and the token the
+ * caller sent or signed in with, if any. Public: without a token or session it tells only the mode.
+ */
 export const SessionView = Schema.Struct({
   mode: Schema.Literal("open", "tokens"),
   token: Schema.NullOr(TokenView)
@@ -53,7 +56,7 @@ export class TokensGroup extends HttpApiGroup.make("tokens")
       .addSuccess(TokenView)
       .addError(TokenNotFound, { status: 404 })
   )
-  .add(HttpApiEndpoint.get("session", "/api/session").addSuccess(SessionView))
+  .add(HttpApiEndpoint.get("session", "/api/session").addSuccess(SessionView).addError(Unauthorized))
   .add(HttpApiEndpoint.post("signIn", "/api/session").setPayload(SignIn).addError(Unauthorized))
   .add(HttpApiEndpoint.del("signOut", "/api/session"))
 {}

@@ -5,6 +5,7 @@ import { HttpApiBuilder, HttpServerRequest, HttpServerResponse } from "@effect/p
 import { Effect, Option } from "effect"
 import { Auth } from "../../../auth/Auth.js"
 import { knockOf } from "../../../auth/authMiddleware.js"
+import { serverSessionCookie } from "../../../auth/sessionCookie.js"
 import { allows } from "../../../auth/TokenScope.js"
 import { Webhooks } from "../../../triggers/Webhooks.js"
 import { FoundryApi } from "../api/FoundryApi.js"
@@ -22,13 +23,14 @@ export const HooksLive = HttpApiBuilder.group(FoundryApi, "hooks", (handlers) =>
   Effect.gen(function*() {
     const webhooks = yield* Webhooks
     const auth = yield* Auth
+    const cookie = yield* serverSessionCookie
     return handlers.handleRaw("deliver", ({ path }) =>
       Effect.gen(function*() {
         const request = yield* HttpServerRequest.HttpServerRequest
         const body = yield* Effect.orDie(request.text)
         // Unsigned deliveries only where the door is open, or with a token that may start runs.
         const vouched = auth.mode === "open" ||
-          Option.exists(yield* auth.identify(knockOf(request)).pipe(orStoreUnavailable), (token) => allows(token.scope, "run"))
+          Option.exists(yield* auth.identify(knockOf(request, cookie)).pipe(orStoreUnavailable), (token) => allows(token.scope, "run"))
         const result = yield* webhooks.deliver(path.name, body, request.headers, vouched).pipe(orStoreUnavailable)
         return yield* HttpServerResponse.json(result, { status: result.duplicate ? 200 : 202 }).pipe(Effect.orDie)
       }).pipe(

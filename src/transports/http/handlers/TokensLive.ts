@@ -1,13 +1,15 @@
 /**
  * The tokens group's handlers: the admin API over `TokenStorage`, and the inspector's sign-in,
- * which checks a token and leaves it in the session cookie.
+ * which checks a token and starts a session of its own, whose secret (never the token) it leaves in
+ * this server's session cookie; signing out ends the session in the store.
  */
-import { HttpApiBuilder, HttpApp, HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import { HttpApiBuilder, HttpApiSecurity, HttpApp, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { Effect, Option } from "effect"
 import { Unauthorized } from "../../../auth/accessErrors.js"
 import { Auth } from "../../../auth/Auth.js"
 import { knockOf } from "../../../auth/authMiddleware.js"
-import { sessionCookie, sessionCookieOptions } from "../../../auth/sessionCookie.js"
+import { legacySessionCookie, serverSessionCookie, sessionCookieOptions, sessionLifetime } from "../../../auth/sessionCookie.js"
+import { sendsFoundryToken } from "../../../auth/token.js"
 import { TokenRevocations } from "../../../auth/TokenRevocations.js"
 import { type TokenRecord, TokenStorage } from "../../../auth/TokenStorage.js"
 import { FoundryApi } from "../api/FoundryApi.js"
@@ -29,6 +31,13 @@ export const TokensLive = HttpApiBuilder.group(FoundryApi, "tokens", (handlers) 
     const tokens = yield* TokenStorage
     const auth = yield* Auth
     const revocations = yield* TokenRevocations
+    const cookie = yield* serverSessionCookie
+    // The cookie of before sessions held the token itself: a browser that still sends it is told to drop it.
+    const expired = (request: HttpServerRequest.HttpServerRequest, names: ReadonlyArray<string>) => {
+      const present = request.cookies[legacySessionCookie] === undefined ? names : [...names, legacySessionCookie]
+      return HttpApp.appendPreResponseHandler((_request, response) =>
+        Effect.succeed(present.reduce((answer, name) => HttpServerResponse.expireCookie(answer, name, sessionCookieOptions), response)))
+    }
     return handlers
       .handle("list", () => tokens.list.pipe(Effect.map((found) => found.map(tokenView)), orStoreUnavailable))
       .handle("create", ({ payload }) =>
@@ -46,18 +55,34 @@ export const TokensLive = HttpApiBuilder.group(FoundryApi, "tokens", (handlers) 
         ))
       .handle("session", () =>
         Effect.gen(function*() {
-          const caller = yield* auth.identify(knockOf(yield* HttpServerRequest.HttpServerRequest))
+          const knock = knockOf(yield* HttpServerRequest.HttpServerRequest, cookie)
+          const caller = yield* auth.identify(knock)
+          // Public, to say the mode; a token sent that is not valid is refused, as anywhere it is held to
+          // (an OpenAI client's key on an open server is none of Foundry's). A session that ended is just no caller.
+          const heldTo = knock.authorization !== undefined && (auth.mode === "tokens" || sendsFoundryToken(knock.authorization))
+          if (Option.isNone(caller) && heldTo) {
+            return yield* new Unauthorized({ message: "the token is unknown or revoked; create one with `foundry token create`" })
+          }
           return { mode: auth.mode, token: Option.match(caller, { onNone: () => null, onSome: tokenView }) }
         }).pipe(orStoreUnavailable))
       .handle("signIn", ({ payload }) =>
-        tokens.verify(payload.token).pipe(
-          Effect.flatMap(Option.match({
-            onNone: () => Effect.fail(new Unauthorized({ message: "the token is unknown or revoked; create one with `foundry token create`" })),
-            onSome: () => HttpApiBuilder.securitySetCookie(sessionCookie, payload.token, sessionCookieOptions)
-          })),
-          orStoreUnavailable
-        ))
+        Effect.gen(function*() {
+          const found = yield* tokens.verify(payload.token)
+          if (Option.isNone(found)) {
+            return yield* new Unauthorized({ message: "the token is unknown or revoked; create one with `foundry token create`" })
+          }
+          const session = yield* tokens.startSession(found.value.id, sessionLifetime)
+          yield* expired(yield* HttpServerRequest.HttpServerRequest, [])
+          yield* HttpApiBuilder.securitySetCookie(HttpApiSecurity.apiKey({ in: "cookie", key: cookie }), session.secret, {
+            ...sessionCookieOptions,
+            maxAge: sessionLifetime
+          })
+        }).pipe(orStoreUnavailable))
       .handle("signOut", () =>
-        HttpApp.appendPreResponseHandler((_request, response) =>
-          Effect.succeed(HttpServerResponse.expireCookie(response, sessionCookie.key, sessionCookieOptions))))
+        Effect.gen(function*() {
+          const request = yield* HttpServerRequest.HttpServerRequest
+          const secret = request.cookies[cookie]
+          if (secret !== undefined) yield* tokens.endSession(secret)
+          yield* expired(request, [cookie])
+        }).pipe(orStoreUnavailable))
   }))
