@@ -193,6 +193,7 @@ const liveTypes: { readonly [Type in FoundryEvent["type"]]: true } = {
   "delivery.received": true,
   "playbook.matched": true,
   "playbook.skipped": true,
+  "playbook.failed": true,
   "instance.provisioned": true,
   "instance.created": true,
   "instance.updated": true,

@@ -11,11 +11,12 @@ import { failAs, type StoreError } from "./StoreError.js"
 
 /**
  * What claiming a delivery found: it is this caller's, since `claimedAt` (which its completion or
- * release names, so that a claim taken over from it is left alone); or another caller's, still in
- * progress or done with its result, with the fingerprint that caller claimed it with.
+ * release names, so that a claim taken over from it is left alone), `again` when an earlier
+ * attempt had claimed it (and released it, or died); or another caller's, still in progress or
+ * done with its result, with the fingerprint that caller claimed it with.
  */
 export type DeliveryClaim =
-  | { readonly _tag: "claimed"; readonly claimedAt: number }
+  | { readonly _tag: "claimed"; readonly claimedAt: number; readonly again: boolean }
   | { readonly _tag: "processing"; readonly fingerprint: string | null }
   | { readonly _tag: "done"; readonly fingerprint: string | null; readonly result: unknown }
 
@@ -45,7 +46,11 @@ export class DeliveryStorage extends Context.Tag("foundry/DeliveryStorage")<Deli
   readonly claim: (id: string, webhook: string, fingerprint: string | null) => Effect.Effect<DeliveryClaim, StoreError>
   /** Stores the result of the claim made at `claimedAt`, unless another attempt has taken the claim over since. */
   readonly complete: (id: string, claimedAt: number, result: unknown) => Effect.Effect<void, StoreError>
-  /** Gives up the claim made at `claimedAt`, so that the sender's retry is processed afresh; one taken over since is not this caller's to give up. */
+  /**
+   * Gives up the claim made at `claimedAt`, so that the sender's retry is processed afresh; one
+   * taken over since is not this caller's to give up. The delivery stays, its claim stale at once:
+   * the retry takes it over as it would a dead process's, and knows the event was received before.
+   */
   readonly release: (id: string, claimedAt: number) => Effect.Effect<void, StoreError>
   /** Forgets the deliveries received before `receivedBefore` (ms since the epoch); returns how many. */
   readonly prune: (receivedBefore: number) => Effect.Effect<number, StoreError>
@@ -78,11 +83,11 @@ export const layer = Layer.scoped(
           const claimed = yield* sql<{ readonly id: string }>`INSERT INTO foundry_deliveries ${
             sql.insert({ id, webhook, status: "processing", receivedAt: now, fingerprint })
           } ON CONFLICT (id) DO NOTHING RETURNING id`
-          if (claimed.length > 0) return { _tag: "claimed", claimedAt: now } satisfies DeliveryClaim
+          if (claimed.length > 0) return { _tag: "claimed", claimedAt: now, again: false } satisfies DeliveryClaim
           const takenOver = yield* sql<{ readonly id: string }>`UPDATE foundry_deliveries
             SET received_at = ${now}, fingerprint = ${fingerprint}
             WHERE id = ${id} AND status = 'processing' AND received_at < ${now - staleClaimAfterMs} RETURNING id`
-          if (takenOver.length > 0) return { _tag: "claimed", claimedAt: now } satisfies DeliveryClaim
+          if (takenOver.length > 0) return { _tag: "claimed", claimedAt: now, again: true } satisfies DeliveryClaim
           const rows = yield* sql<{ readonly status: string; readonly result: string | null; readonly fingerprint: string | null }>`SELECT status, result, fingerprint FROM foundry_deliveries WHERE id = ${id}`
           const row = rows[0]
           if (row === undefined || row.status !== "done" || row.result === null) {
@@ -98,7 +103,11 @@ export const layer = Layer.scoped(
           failAs("completeDelivery")
         ),
       release: (id, claimedAt) =>
-        sql`DELETE FROM foundry_deliveries WHERE id = ${id} AND status = 'processing' AND received_at = ${claimedAt}`.pipe(
+        // Not deleted: a retry that claimed it anew could not tell it from the first delivery of
+        // its event, and would record the delivery received a second time. Any version of Foundry
+        // takes a stale claim over, so a process of the release before reads it as it did.
+        sql`UPDATE foundry_deliveries SET received_at = ${claimedAt - staleClaimAfterMs - 1}
+          WHERE id = ${id} AND status = 'processing' AND received_at = ${claimedAt}`.pipe(
           Effect.asVoid,
           failAs("releaseDelivery")
         )

@@ -80,7 +80,15 @@ export const emitFrom = (app: CompiledApp, run: RunRecord, starter: RunStarter["
           Effect.as(
             Effect.zipRight(
               Effect.logWarning(`emit ${name}: ${failed.message}`),
-              Effect.sync(() => step.emit("playbook.skipped", span, { event: name, playbook: route.id, reason: failed.message }, parentStep))
+              Effect.sync(() =>
+                step.emit("playbook.failed", span, {
+                  event: name,
+                  playbook: route.id,
+                  agent: app.table.idOf(route.definition.agent) ?? "",
+                  call: failed.call,
+                  error: failed.message
+                }, parentStep)
+              )
             ),
             []
           ))

@@ -17,10 +17,13 @@ import type { Route } from "../router/RouteTable.js"
 
 /**
  * A playbook's own code threw, or gave what it may not (a message that is no text, an instance id
- * that is no string): the playbook took no part of the event. `message` names its file.
+ * that is no string): the playbook took no part of the event, and started no run of it. `call` is
+ * the function that failed (`when(event)`); `message` names the playbook's file and what it did,
+ * which may quote the event, so it goes to the log and the event log, never to a sender.
  */
 export class PlaybookFailed extends Schema.TaggedError<PlaybookFailed>()("PlaybookFailed", {
   playbook: Schema.String,
+  call: Schema.String,
   message: Schema.String
 }) {}
 
@@ -45,7 +48,7 @@ export const playbookCall = <A>(
 ): Effect.Effect<A, PlaybookFailed> =>
   Effect.suspend(() => {
     const failed = (problem: string) =>
-      Effect.fail(new PlaybookFailed({ playbook: route.id, message: `${route.file}: ${what} ${problem}: fix the playbook, then send the event again` }))
+      Effect.fail(new PlaybookFailed({ playbook: route.id, call: what, message: `${route.file}: ${what} ${problem}: fix the playbook` }))
     let value: unknown
     try {
       value = call()
@@ -95,15 +98,28 @@ const some = (ids: ReadonlyArray<string>, provisioned = false): Targets => ({
   instances: ids.map((id) => ({ id, provisioned }))
 })
 
+/** The playbook's `when(event)`: whether it takes `event`, already decoded with its schema. */
+export const playbookWhen = (route: Route<PlaybookDefinition>, event: unknown) =>
+  playbookCall(route, "when(event)", () => route.definition.when(event), isBoolean, "a boolean")
+
+/** The reason a playbook whose `when(event)` is false gives for skipping the event. */
+export const whenFalse = "when(event) is false"
+
 /** Delivers `event`, already decoded with the playbook's schema, to the playbook of `route`; the runs it started. */
 export const deliverToPlaybook = <E>(app: CompiledApp, route: Route<PlaybookDefinition>, event: unknown, hooks: PlaybookHooks<E>) =>
+  Effect.flatMap(playbookWhen(route, event), (when) =>
+    when
+      ? dispatchToPlaybook(app, route, event, hooks)
+      : Effect.as(hooks.skipped(app.table.idOf(route.definition.agent) ?? "", whenFalse), []))
+
+/**
+ * Delivers `event` to the playbook of `route` whose `when(event)` was true (the webhook asks every
+ * playbook's `when` before it asks their `eventId`s): its instances, its message, its runs.
+ */
+export const dispatchToPlaybook = <E>(app: CompiledApp, route: Route<PlaybookDefinition>, event: unknown, hooks: PlaybookHooks<E>) =>
   Effect.gen(function*() {
     const agent = app.table.idOf(route.definition.agent) ?? ""
     const runs: Array<PlaybookRun> = []
-    if (!(yield* playbookCall(route, "when(event)", () => route.definition.when(event), isBoolean, "a boolean"))) {
-      yield* hooks.skipped(agent, "when(event) is false")
-      return runs
-    }
     const targets = yield* targetsOf(app, route, agent, event)
     if (targets._tag === "Skipped") {
       yield* hooks.skipped(agent, targets.reason)

@@ -26,6 +26,7 @@ export const EventType = Schema.Literal(
   "delivery.received",
   "playbook.matched",
   "playbook.skipped",
+  "playbook.failed",
   "instance.provisioned",
   "instance.created",
   "instance.updated",

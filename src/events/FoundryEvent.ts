@@ -59,6 +59,7 @@ export const FoundryEvent = Schema.Union(
   eventOfType("delivery.received"),
   eventOfType("playbook.matched"),
   eventOfType("playbook.skipped"),
+  eventOfType("playbook.failed"),
   eventOfType("instance.provisioned"),
   eventOfType("instance.created"),
   eventOfType("instance.updated"),

@@ -133,6 +133,14 @@ export const eventPayloads = {
     { playbook: Schema.String, reason: Schema.String },
     { event: Schema.String, playbook: Schema.String, reason: Schema.String }
   ),
+  /**
+   * The playbook's own code failed on the event (`call`, e.g. `when(event)`, threw or gave what it
+   * may not; `error` says which file and what): it started no run of it, and the others went on.
+   */
+  "playbook.failed": fromDeliveryOrEvent(
+    { playbook: Schema.String, call: Schema.String, error: Schema.String },
+    { event: Schema.String, playbook: Schema.String, agent: Schema.String, call: Schema.String, error: Schema.String }
+  ),
   "instance.provisioned": fromDeliveryOrEvent(
     { playbook: Schema.String },
     { playbook: Schema.String, agent: Schema.String, instanceId: Schema.String }

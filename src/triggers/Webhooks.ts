@@ -10,13 +10,12 @@
  * nothing of which webhooks exist: a name no playbook listens on, and a webhook without a secret,
  * are refused as a signature that does not match, with the real reason in the server's log.
  */
-import { Config, Context, Duration, Effect, Exit, Layer, Redacted, Schema } from "effect"
+import { Config, Context, Duration, Effect, Exit, Layer, Redacted } from "effect"
 import { type CompiledApp, playbooksLeftOut } from "../compiler/CompiledApp.js"
 import { CurrentApp } from "../compiler/CurrentApp.js"
 import { defaultWebhookTolerance } from "../definitions/configDefaults.js"
 import type { PlaybookDefinition } from "../definitions/definePlaybook.js"
-import { formatIssues, readableIssues } from "../definitions/readableIssues.js"
-import { deliverToPlaybook, playbookCall, type PlaybookFailed, type Started } from "../engine/playbookDelivery.js"
+import { dispatchToPlaybook, type PlaybookFailed, type Started, whenFalse } from "../engine/playbookDelivery.js"
 import { Dispatcher } from "../dispatch/Dispatcher.js"
 import { newId } from "../durable/ids.js"
 import { DeliveryStorage } from "../durable/DeliveryStorage.js"
@@ -36,6 +35,7 @@ import {
   WebhookNotServed,
   WebhookUnauthorized
 } from "./webhookErrors.js"
+import { type Choice, choose, decodeBody, failedReason } from "./webhookPlaybooks.js"
 import { eventIdHeader, timestampHeader, verifySignature } from "./webhookSignature.js"
 
 /** What one delivery started, and what it skipped. */
@@ -44,6 +44,8 @@ export interface DeliveryResult {
   readonly duplicate: boolean
   readonly runs: ReadonlyArray<{ readonly playbook: string; readonly agent: string; readonly instanceId: string; readonly runId: string }>
   readonly skipped: ReadonlyArray<{ readonly playbook: string; readonly reason: string }>
+  /** The playbooks whose own code failed on the event: they started nothing, the others went on. */
+  readonly failed: ReadonlyArray<{ readonly playbook: string; readonly reason: string }>
 }
 
 /** What an event id may be: 1-200 visible characters. */
@@ -74,48 +76,6 @@ export class Webhooks extends Context.Tag("foundry/Webhooks")<Webhooks, {
   >
 }>() {}
 
-const parseJson = (text: string): { readonly ok: true; readonly value: unknown } | { readonly ok: false } => {
-  try {
-    return { ok: true, value: JSON.parse(text) }
-  } catch {
-    return { ok: false }
-  }
-}
-
-/** An event that a listening playbook's schema accepted. */
-interface Accepted {
-  readonly route: Route<PlaybookDefinition>
-  readonly event: unknown
-}
-
-/**
- * The body decoded by each of `playbooks`' schemas: the events accepted and the playbooks that
- * rejected it; refused when it is not JSON or no playbook accepts it (with the first one's issues).
- */
-const decodeBody = Effect.fnUntraced(function*(webhook: string, body: string, playbooks: ReadonlyArray<Route<PlaybookDefinition>>) {
-  const json = parseJson(body)
-  if (!json.ok) {
-    return yield* new WebhookBodyInvalid({ webhook, message: "the body is not valid JSON", issues: [] })
-  }
-  const decoded = yield* Effect.forEach(playbooks, (route) =>
-    Schema.decodeUnknown(route.definition.on.schema, { errors: "all" })(json.value).pipe(
-      Effect.map((event): Accepted => ({ route, event })),
-      Effect.either
-    ))
-  const accepted = decoded.flatMap((d) => d._tag === "Right" ? [d.right] : [])
-  if (accepted.length === 0) {
-    const first = decoded.find((d) => d._tag === "Left")
-    const issues = first?._tag === "Left" ? readableIssues(first.left, { root: "(body)" }) : []
-    return yield* new WebhookBodyInvalid({
-      webhook,
-      message: `the body does not match the event schema:\n${formatIssues(issues)}`,
-      issues
-    })
-  }
-  const rejected = playbooks.filter((_, index) => decoded[index]?._tag === "Left")
-  return { accepted, rejected }
-})
-
 /** The webhooks of the current build, over the dispatcher. */
 export const WebhooksLive = Layer.effect(
   Webhooks,
@@ -133,13 +93,13 @@ export const WebhooksLive = Layer.effect(
         : Effect.map(Effect.orDie(secret), Redacted.value)
 
     /**
-     * Claims the delivery of `eventId` as `deliveryId`: the time of its claim when this delivery is
-     * to start its runs, the first delivery's result when it is a repeat of one that ended, refused
+     * Claims the delivery of `eventId` as `deliveryId`: the claim when this delivery is to start its
+     * runs, the first delivery's result when it is a repeat of one that ended, refused
      * when it is a replay of the same signed delivery or the first is still being processed.
      */
     const claimDelivery = Effect.fnUntraced(function*(webhook: string, eventId: string, deliveryId: string, fingerprint: string | null) {
       const claim = yield* deliveries.claim(deliveryId, webhook, fingerprint)
-      if (claim._tag === "claimed") return claim.claimedAt
+      if (claim._tag === "claimed") return claim
       // A repeat while the first is still processing is never run again: the sender retries later.
       // Asked before the replay check: a proxy resending the same bytes while the first attempt
       // works must not be told "refused" (final to a sender) when that attempt may yet give up
@@ -159,22 +119,25 @@ export const WebhooksLive = Layer.effect(
         })
       }
       if (!isResult(claim.result)) return yield* Effect.die(new Error(`delivery ${deliveryId} holds no delivery result`))
-      const repeated: DeliveryResult = { ...claim.result, duplicate: true }
-      return repeated
+      // Stored before deliveries said which playbooks failed: none did (the delivery failed whole).
+      const repeated: DeliveryResult = { failed: [], ...claim.result, duplicate: true }
+      return { _tag: "Repeat", result: repeated } as const
     })
 
     /**
-     * Hands each accepted event to its playbook, adding the runs it started to `runs` and what it
-     * skipped to `skipped`; every decision recorded as an event of the delivery's own trace.
+     * Hands the event to each playbook that takes it, adding the runs it started to `runs`, what it
+     * skipped to `skipped` and the playbooks whose code failed to `failed`; every decision recorded
+     * as an event of the delivery's own trace (its `delivery.received` once, not again by a retry
+     * of an attempt that gave its claim up).
      */
     const dispatchAll = (
       app: CompiledApp,
-      accepted: ReadonlyArray<Accepted>,
-      delivery: { readonly webhook: string; readonly deliveryId: string; readonly eventId: string | undefined },
-      runs: Array<DeliveryResult["runs"][number]>,
-      skipped: Array<DeliveryResult["skipped"][number]>
+      choices: ReadonlyArray<Choice>,
+      delivery: { readonly webhook: string; readonly deliveryId: string; readonly eventId: string | undefined; readonly again: boolean },
+      answer: { readonly runs: Array<DeliveryResult["runs"][number]>; readonly skipped: Array<DeliveryResult["skipped"][number]>; readonly failed: Array<DeliveryResult["failed"][number]> }
     ) => {
       const { deliveryId, eventId, webhook } = delivery
+      const { failed, runs, skipped } = answer
       const traceId = traceIdOf(deliveryId)
       const rootSpan = spanIdOf(deliveryId, "delivery")
       // The delivery's own events: a trace of their own, under the delivery's span, in no run.
@@ -190,15 +153,34 @@ export const WebhooksLive = Layer.effect(
           agent
         })
       const from = { deliveryId, webhook }
+      const agentOf = (route: Route<PlaybookDefinition>) => app.table.idOf(route.definition.agent) ?? ""
+      // One playbook's broken code takes the event from it alone: the others' runs start, once.
+      const failedOn = (route: Route<PlaybookDefinition>) => (error: PlaybookFailed) => {
+        failed.push({ playbook: route.id, reason: failedReason(error) })
+        return Effect.zipRight(
+          Effect.logWarning(`webhook ${webhook}: ${error.message}`),
+          note({ type: "playbook.failed", data: { ...from, playbook: route.id, call: error.call, error: error.message } }, `playbook:${route.id}`, agentOf(route))
+        )
+      }
       return Effect.gen(function*() {
-        yield* note({ type: "delivery.received", data: { ...from, eventId: eventId ?? null } }, "delivery")
+        if (!delivery.again) yield* note({ type: "delivery.received", data: { ...from, eventId: eventId ?? null } }, "delivery")
         // The playbooks whose schema refused the body, as the answer lists them: the delivery's page says why too.
         for (const { playbook, reason } of skipped) {
           yield* note({ type: "playbook.skipped", data: { ...from, playbook, reason } }, `playbook:${playbook}`)
         }
-        for (const { event, route } of accepted) {
+        for (const choice of choices) {
+          const { route } = choice
           const step = `playbook:${route.id}`
-          yield* deliverToPlaybook(app, route, event, {
+          if (choice._tag === "Failed") {
+            yield* failedOn(route)(choice.failed)
+            continue
+          }
+          if (choice._tag === "Declines") {
+            skipped.push({ playbook: route.id, reason: `its ${whenFalse}` })
+            yield* note({ type: "playbook.skipped", data: { ...from, playbook: route.id, reason: whenFalse } }, step, agentOf(route))
+            continue
+          }
+          yield* dispatchToPlaybook(app, route, choice.event, {
             skipped: (agent, reason, instanceId) => {
               skipped.push({ playbook: route.id, reason: `its ${reason}` })
               return note({ type: "playbook.skipped", data: { ...from, playbook: route.id, reason } }, step, agent, instanceId)
@@ -227,7 +209,11 @@ export const WebhooksLive = Layer.effect(
               ),
             dispatched: (agent, instanceId, runId) =>
               note({ type: "playbook.dispatched", data: { ...from, playbook: route.id, runId } }, step, agent, instanceId)
-          }).pipe(Effect.provideService(InstanceStorage, instances), Effect.provideService(Instances, managed))
+          }).pipe(
+            Effect.provideService(InstanceStorage, instances),
+            Effect.provideService(Instances, managed),
+            Effect.catchTag("PlaybookFailed", failedOn(route))
+          )
         }
       })
     }
@@ -271,16 +257,9 @@ export const WebhooksLive = Layer.effect(
         })
       }
       const { accepted, rejected } = yield* decodeBody(webhook, body, playbooks)
-      const eventIds = yield* Effect.forEach(accepted, ({ event, route }) => {
-        const eventIdOf = route.definition.eventId
-        return eventIdOf === undefined || given !== undefined ? Effect.succeed(undefined) : playbookCall(
-          route,
-          "eventId(event)",
-          () => eventIdOf(event),
-          (id): id is string | undefined => id === undefined || typeof id === "string",
-          "a string or undefined"
-        )
-      }).pipe(Effect.catchTag("PlaybookFailed", failedOn(webhook)))
+      // Every playbook's `when` first: its `eventId` is asked only of a playbook that takes the event.
+      const choices = yield* choose(accepted, given)
+      const eventIds = choices.map((choice) => choice._tag === "Takes" ? choice.eventId : undefined)
       const eventId = given ?? eventIds.find((id) => id !== undefined)
       if (eventId !== undefined && !eventIdPattern.test(eventId)) {
         return yield* new WebhookEventIdInvalid({
@@ -291,23 +270,26 @@ export const WebhooksLive = Layer.effect(
       }
       const deliveryId = eventId === undefined ? newId("dlv") : `${webhook}:${eventId}`
       const claimed = eventId === undefined ? undefined : yield* claimDelivery(webhook, eventId, deliveryId, fingerprint)
-      if (typeof claimed === "object") return claimed
-      const claimedAt = claimed
+      if (claimed?._tag === "Repeat") return claimed.result
       const runs: Array<DeliveryResult["runs"][number]> = []
       const skipped = rejected.map((route) => ({ playbook: route.id, reason: "the body does not match its schema" }))
-      const result = (): DeliveryResult => ({ deliveryId, duplicate: false, runs, skipped })
-      yield* dispatchAll(app, accepted, { webhook, deliveryId, eventId }, runs, skipped).pipe(
-        Effect.catchTag("PlaybookFailed", failedOn(webhook)),
+      const failed: Array<DeliveryResult["failed"][number]> = []
+      const result = (): DeliveryResult => ({ deliveryId, duplicate: false, runs, skipped, failed })
+      yield* dispatchAll(app, choices, { webhook, deliveryId, eventId, again: claimed?.again ?? false }, { runs, skipped, failed }).pipe(
+        // Playbooks failed and nothing started: sent again, the event starts nothing twice, and
+        // reaches them once they are fixed (see docs/decisions.md).
+        Effect.zipRight(Effect.suspend(() => failed.length > 0 && runs.length === 0 ? Effect.fail(failedWhole(webhook, failed)) : Effect.void)),
         Effect.onExit((exit) =>
-          claimedAt === undefined || Exit.isSuccess(exit)
+          claimed === undefined || Exit.isSuccess(exit)
             ? Effect.void
-            // Stopped part way (a playbook's code failing, a store error, the sender hanging up):
-            // the claim is given up, so that a retry delivers the rest; the runs that started are
-            // not started again (each is submitted under the delivery's, playbook's and instance's key).
-            : Effect.ignore(deliveries.release(deliveryId, claimedAt))
+            // Stopped part way (every playbook that took it failing, a store error, the sender
+            // hanging up): the claim is given up, so that a retry delivers the rest; the runs that
+            // started are not started again (each is submitted under the delivery's, playbook's
+            // and instance's key).
+            : Effect.ignore(deliveries.release(deliveryId, claimed.claimedAt))
         )
       )
-      if (claimedAt !== undefined) yield* deliveries.complete(deliveryId, claimedAt, result())
+      if (claimed !== undefined) yield* deliveries.complete(deliveryId, claimed.claimedAt, result())
       return result()
     })
 
@@ -331,17 +313,17 @@ const unvouched = (webhook: string, listened: boolean) =>
         "was refused as for a wrong signature, so that it cannot tell which webhooks exist"
     )
 
-/** A playbook's failure, logged with its detail, and said to the sender without it. */
-const failedOn = (webhook: string) => (failed: PlaybookFailed) =>
-  Effect.zipRight(
-    Effect.logWarning(`webhook ${webhook}: ${failed.message}`),
-    Effect.fail(
-      new WebhookDeliveryFailed({
-        webhook,
-        message: "a playbook could not take the event (the server's log says which, and why): nothing was lost; send the event again once it is fixed"
-      })
-    )
-  )
+/**
+ * The delivery's failure when playbooks failed on it and none started a run: said to the sender
+ * by their names (as a delivery's answer names them), not what their code did, which is logged.
+ */
+const failedWhole = (webhook: string, failed: ReadonlyArray<{ readonly playbook: string }>) =>
+  new WebhookDeliveryFailed({
+    webhook,
+    message: `${failed.length === 1 ? "playbook" : "playbooks"} ${failed.map((f) => f.playbook).join(", ")} could not take the event ` +
+      "and nothing started (the server's log says why): nothing was lost; send the event again once it is fixed"
+  })
 
-const isResult = (value: unknown): value is DeliveryResult =>
+/** A stored delivery's result; one stored before deliveries said which playbooks failed has no `failed`. */
+const isResult = (value: unknown): value is Omit<DeliveryResult, "failed"> & Partial<Pick<DeliveryResult, "failed">> =>
   typeof value === "object" && value !== null && "deliveryId" in value && "runs" in value && Array.isArray(value.runs)

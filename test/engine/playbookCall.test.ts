@@ -26,9 +26,10 @@ describe("a playbook's functions", () => {
       expect(thrown).toMatchObject({
         _tag: "PlaybookFailed",
         playbook: "tickets",
-        message: "playbooks/tickets.ts: message(event) threw TypeError: ticket.body is undefined: fix the playbook, then send the event again"
+        call: "message(event)",
+        message: "playbooks/tickets.ts: message(event) threw TypeError: ticket.body is undefined: fix the playbook"
       })
       const wrong = yield* Effect.flip(playbookCall(route, "instance(event)", () => ({ id: 42 }), isString, "an instance id"))
-      expect(wrong.message).toBe(`playbooks/tickets.ts: instance(event) gave {"id":42}, not an instance id: fix the playbook, then send the event again`)
+      expect(wrong.message).toBe(`playbooks/tickets.ts: instance(event) gave {"id":42}, not an instance id: fix the playbook`)
     }))
 })

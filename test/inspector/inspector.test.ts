@@ -425,18 +425,22 @@ describe.skipIf(skipBrowser)("the inspector in Chromium", () => {
       const root = yield* tempProject({
         ...durableProject(join(tmpdir(), `foundry-ui-${randomUUID()}.log`)),
         "playbooks/urgent.ts": playbookFile("t.priority >= 3"),
-        "playbooks/calm.ts": playbookFile("t.priority < 3")
+        "playbooks/calm.ts": playbookFile("t.priority < 3"),
+        // Its own code fails: the others still take the ticket, and the page says what it did.
+        "playbooks/broken.ts": playbookFile(`(() => { throw new Error("no rule for " + t.id) })()`)
       })
       const server = yield* startServer(root, { model: plannedModel })
       const page = yield* browserPage
       const delivered = yield* http(`${server.url}/hooks/tickets`, { body: { id: "t-1", priority: 4 }, headers: { "x-event-id": "t-1" } })
       expect(delivered.status).toBe(202)
+      expect(delivered.json).toMatchObject({ failed: [{ playbook: "broken" }] })
       yield* promise(() => page.goto(`${server.url}/playbooks`))
       const card = page.locator("[data-delivery='tickets:t-1']")
       yield* promise(() => card.waitFor())
       const text = yield* promise(() => card.textContent())
       expect(text).toContain("matched urgent")
       expect(text).toContain("skipped calm: when(event) is false")
+      expect(text).toContain("failed broken: playbooks/broken.ts: when(event) threw Error: no rule for t-1")
     }))
 
   it.scopedLive("the playbooks page shows a delivery that arrives while it is open, without a reload", () =>

@@ -171,7 +171,7 @@ describe("a delivery whose process died while it was processing", () => {
 })
 
 describe("a delivery that fails before it starts anything", () => {
-  it.scopedLive("gives up its claim, so that the sender's retry is processed (not refused as in progress forever)", () =>
+  it.scopedLive("gives up its claim, so that the sender's retry is processed (not refused as in progress forever), and is received once", () =>
     Effect.gen(function*() {
       const server = yield* startServer(yield* tempProject({
         ...project(),
@@ -195,5 +195,12 @@ export default definePlaybook({
       expect(retry.status).toBe(202)
       expect((retry.json as { runs: ReadonlyArray<unknown> }).runs).toHaveLength(1)
       expect(yield* runCount(server.url)).toBe(1)
+      // One delivery, one card on the playbooks page: the retry's decisions join the first attempt's.
+      const ofDelivery = (type: string) =>
+        Effect.map(http(`${server.url}/api/events?type=${type}&runId=`), (r) =>
+          (r.json as { events: ReadonlyArray<{ data: { deliveryId?: string } }> }).events.filter((e) => e.data.deliveryId === "tickets:evt-3"))
+      expect(yield* ofDelivery("delivery.received")).toHaveLength(1)
+      expect(yield* ofDelivery("playbook.failed")).toHaveLength(1)
+      expect(yield* ofDelivery("playbook.dispatched")).toHaveLength(1)
     }))
 })

@@ -236,33 +236,84 @@ export default definePlaybook({ on: webhook("orders", Ticket), agent: triage, me
       expect((yield* http(`${server.url}/api/runs`)).json).toHaveLength(1)
     }))
 
-  it.scopedLive("a playbook whose code throws is a 500 saying to send the event again (its file in the log, not to the sender); what started is not started twice", () =>
+  it.scopedLive("a playbook whose code throws is its own failure: the others' runs start once, the delivery is accepted and names it (not what it threw)", () =>
     Effect.gen(function*() {
-      const root = yield* tempProject({
-        ...project(),
-        "playbooks/zz-broken.ts": `import { Schema } from "effect"
+      const broken = (name: string, fields: string) => `import { Schema } from "effect"
 import { definePlaybook, webhook } from "foundry"
 import billing from "../agents/billing/agent.js"
 ${ticketSchema}
 export default definePlaybook({
   on: webhook("tickets", Ticket),
   agent: billing,
-  instance: (ticket) => ticket.body.includes("number") ? (42 as unknown as string) : "customer-" + ticket.customerId,
-  message: (ticket) => { if (ticket.body.includes("crash")) throw new Error("no message for this"); return "seen" }
+  instance: "${name}",
+  message: () => "seen",
+  ${fields}
+})
+`
+      const root = yield* tempProject({
+        ...project(),
+        "playbooks/zz-when.ts": broken("when", `when: (ticket) => { if (ticket.body.includes("crash")) throw new Error("secret-when"); return true },`),
+        "playbooks/zz-event-id.ts": broken("event-id", `eventId: (ticket) => { if (ticket.body.includes("crash")) throw new Error("secret-id"); return ticket.id },`),
+        "playbooks/zz-message.ts": broken("message", "").replace(`message: () => "seen"`,
+          `message: (ticket) => { if (ticket.body.includes("crash")) throw new Error("secret-message"); return "seen" }`)
+      })
+      const server = yield* startServer(root, { model })
+      // No event id (zz-event-id's threw): a 500 here had the sender send it again, and urgent's run start twice.
+      const response = yield* deliver(server.url, ticket({ body: "crash" }))
+      expect(response.status).toBe(202)
+      const delivery = response.json as Delivery & { failed: ReadonlyArray<{ playbook: string; reason: string }> }
+      expect(delivery.runs.map((r) => r.playbook)).toEqual(["urgent"])
+      expect(delivery.failed.map((f) => f.playbook)).toEqual(["zz-event-id", "zz-message", "zz-when"])
+      expect(delivery.failed.find((f) => f.playbook === "zz-when")?.reason).toContain("its when(event) failed")
+      expect(delivery.failed.find((f) => f.playbook === "zz-event-id")?.reason).toContain("its eventId(event) failed")
+      expect(response.text).not.toMatch(/secret-|at .*\.js:\d+/)
+      expect(((yield* http(`${server.url}/api/runs`)).json as ReadonlyArray<{ agent: string }>).map((r) => r.agent)).toEqual(["triage"])
+      // Each failure is its playbook's event, with what its code did, for the owner.
+      const failures = ((yield* http(`${server.url}/api/events?type=playbook.failed&runId=`)).json as {
+        events: Array<{ agent: string; data: Record<string, unknown> }>
+      }).events.filter((e) => e.data.deliveryId === delivery.deliveryId)
+      expect(failures.map((e) => [e.data.playbook, e.data.call, e.agent]).sort()).toEqual([
+        ["zz-event-id", "eventId(event)", "billing"],
+        ["zz-message", "message(event)", "billing"],
+        ["zz-when", "when(event)", "billing"]
+      ])
+      expect(failures.find((e) => e.data.playbook === "zz-message")?.data.error).toContain("playbooks/zz-message.ts: message(event) threw Error: secret-message")
+
+      // Every playbook that takes the event failing, and nothing started (urgent's when is false):
+      // the delivery fails whole, naming them, so that the sender's retry reaches them once fixed.
+      const whole = yield* deliver(server.url, ticket({ body: "crash", priority: 1 }))
+      expect(whole.status).toBe(500)
+      expect(whole.json).toMatchObject({ _tag: "WebhookDeliveryFailed", message: expect.stringContaining("send the event again once it is fixed") })
+      expect(whole.text).toContain("playbooks zz-event-id, zz-message, zz-when could not take the event")
+      expect(whole.text).not.toContain("secret-")
+      expect((yield* http(`${server.url}/api/runs`)).json).toHaveLength(1)
+    }))
+
+  it.scopedLive("eventId(event) is asked only of a playbook whose when(event) is true", () =>
+    Effect.gen(function*() {
+      const root = yield* tempProject({
+        "agents/triage/agent.ts": agentFile({ description: "Triage" }),
+        "playbooks/urgent.ts": `import { Schema } from "effect"
+import { definePlaybook, webhook } from "foundry"
+import triage from "../agents/triage/agent.js"
+${ticketSchema}
+const urgentIds = new Map([[3, "u"], [4, "u"], [5, "u"]])
+export default definePlaybook({
+  on: webhook("tickets", Ticket),
+  when: (ticket) => ticket.priority >= 3,
+  agent: triage,
+  message: (ticket) => "Urgent: " + ticket.body,
+  // Written for the events its when takes: any other has no prefix.
+  eventId: (ticket) => urgentIds.get(ticket.priority)!.toUpperCase() + "-" + ticket.id
 })
 `
       })
       const server = yield* startServer(root, { model })
-      for (const attempt of [1, 2]) {
-        const failed = yield* deliver(server.url, ticket({ body: "crash" }), { "x-event-id": "evt-crash" })
-        expect([attempt, failed.status]).toEqual([attempt, 500])
-        expect(failed.json).toMatchObject({ _tag: "WebhookDeliveryFailed", message: expect.stringContaining("send the event again once it is fixed") })
-        expect(failed.text).not.toContain("no message for this")
-      }
-      // The playbook that worked started its run once, whatever the retries.
-      expect(((yield* http(`${server.url}/api/runs`)).json as ReadonlyArray<{ agent: string }>).map((r) => r.agent)).toEqual(["triage"])
-      const wrongType = yield* deliver(server.url, ticket({ body: "a number" }), { "x-event-id": "evt-number" })
-      expect(wrongType.status).toBe(500)
+      const low = yield* deliver(server.url, ticket({ priority: 1 }))
+      expect(low.status).toBe(202)
+      expect(low.json).toMatchObject({ runs: [], skipped: [{ playbook: "urgent", reason: "its when(event) is false" }], failed: [] })
+      const high = yield* deliver(server.url, ticket({ priority: 4 }))
+      expect(high.json).toMatchObject({ deliveryId: "tickets:U-t-1", runs: [{ playbook: "urgent" }] })
     }))
 
   it.scopedLive("a when(event) that gives no boolean (a Promise of an async predicate) is the playbook's failure, not a match", () =>

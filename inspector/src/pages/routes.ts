@@ -81,6 +81,8 @@ export const playbooksPage = (root: HTMLElement) => {
             return [h("li", {}, h("span", { class: "status completed" }, "matched"), ` ${d.data.playbook} → `, link(`/runs/${d.data.runId}`, d.agent))]
           case "playbook.skipped":
             return [h("li", {}, h("span", { class: "status cancelled" }, "skipped"), ` ${d.data.playbook}: ${d.data.reason}`)]
+          case "playbook.failed":
+            return [h("li", {}, h("span", { class: "status failed" }, "failed"), ` ${d.data.playbook}: ${d.data.error}`)]
           default:
             return []
         }
@@ -92,13 +94,13 @@ export const playbooksPage = (root: HTMLElement) => {
   }
   return liveDraw(draw, {
     problem,
-    shows: (event) => event.type === "delivery.received" || event.type === "playbook.dispatched" || event.type === "playbook.skipped",
+    shows: (event) => event.type === "delivery.received" || decisionTypes.some((type) => type === event.type),
     delay: 300
   }).stop
 }
 
 const shownDeliveries = 50
-const decisionTypes = ["playbook.skipped", "playbook.dispatched"] as const
+const decisionTypes = ["playbook.skipped", "playbook.failed", "playbook.dispatched"] as const
 /** Pages of decisions read for one drawing at most: past them, the oldest deliveries shown lack theirs. */
 const decisionPages = 5
 

@@ -13,12 +13,16 @@ import {
   WebhookUnauthorized
 } from "../../../triggers/webhookErrors.js"
 
-/** What a delivery started (and what it skipped); `duplicate` for a repeated event id. */
+/**
+ * What a delivery started, what it skipped, and which playbooks' own code failed on it (they
+ * started nothing; the others went on); `duplicate` for a repeated event id.
+ */
 export const DeliveryView = Schema.Struct({
   deliveryId: Schema.String,
   duplicate: Schema.Boolean,
   runs: Schema.Array(Schema.Struct({ playbook: Schema.String, agent: Schema.String, instanceId: Schema.String, runId: Schema.String })),
-  skipped: Schema.Array(Schema.Struct({ playbook: Schema.String, reason: Schema.String }))
+  skipped: Schema.Array(Schema.Struct({ playbook: Schema.String, reason: Schema.String })),
+  failed: Schema.Array(Schema.Struct({ playbook: Schema.String, reason: Schema.String }))
 })
 
 /** The hooks group. */
