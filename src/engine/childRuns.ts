@@ -57,11 +57,26 @@ export const emitFrom = (app: CompiledApp, run: RunRecord, starter: RunStarter["
       const span = `emit:${callId}:${route.id}`
       const decoded = yield* Schema.decodeUnknown(on.schema)(payload).pipe(Effect.either)
       if (decoded._tag === "Left") {
-        step.emit("playbook.skipped", span, { event: name, playbook: route.id, reason: "the event does not match its schema" }, parentStep)
+        step.emit("playbook.skipped", span, {
+          event: name,
+          playbook: route.id,
+          reason: "the event does not match its schema",
+          agent: app.table.idOf(route.definition.agent) ?? ""
+        }, parentStep)
         continue
       }
       const started = yield* deliverToPlaybook(app, route, decoded.right, {
-        skipped: (_agent, reason) => Effect.sync(() => step.emit("playbook.skipped", span, { event: name, playbook: route.id, reason }, parentStep)),
+        // The envelope is the emitting run's (its instance emitted the event): the data names the
+        // playbook's agent, and the instance that took no run when the skip is about one.
+        skipped: (agent, reason, instanceId) =>
+          Effect.sync(() =>
+            step.emit(
+              "playbook.skipped",
+              span,
+              { event: name, playbook: route.id, reason, agent, ...(instanceId === undefined ? {} : { instanceId }) },
+              parentStep
+            )
+          ),
         matched: (agent, instanceId) => Effect.sync(() => step.emit("playbook.matched", span, { event: name, playbook: route.id, agent, instanceId }, parentStep)),
         provisioned: (agent, instanceId) => Effect.sync(() => step.emit("instance.provisioned", span, { playbook: route.id, agent, instanceId }, parentStep)),
         start: (agent, instanceId, message) =>

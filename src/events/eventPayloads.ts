@@ -129,9 +129,19 @@ export const eventPayloads = {
     { playbook: Schema.String },
     { event: Schema.String, playbook: Schema.String, agent: Schema.String, instanceId: Schema.String }
   ),
+  /**
+   * Of an emitted event: `agent` is the playbook's, `instanceId` the instance that took no run (when
+   * the skip is about one); the envelope is the emitting run's. Absent from events stored before.
+   */
   "playbook.skipped": fromDeliveryOrEvent(
     { playbook: Schema.String, reason: Schema.String },
-    { event: Schema.String, playbook: Schema.String, reason: Schema.String }
+    {
+      event: Schema.String,
+      playbook: Schema.String,
+      reason: Schema.String,
+      agent: Schema.optional(Schema.String),
+      instanceId: Schema.optional(Schema.String)
+    }
   ),
   /**
    * The playbook's own code failed on the event (`call`, e.g. `when(event)`, threw or gave what it

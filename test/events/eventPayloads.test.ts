@@ -51,6 +51,8 @@ const samples: ReadonlyArray<EventContent> = [
   { type: "playbook.matched", data: { deliveryId: "dlv_1", webhook: "tickets", playbook: "triage" } },
   { type: "playbook.matched", data: { event: "ticket-classified", playbook: "escalate", agent: "lead", instanceId: "t-1" } },
   { type: "playbook.skipped", data: { deliveryId: "dlv_1", webhook: "tickets", playbook: "urgent", reason: "when(event) is false" } },
+  { type: "playbook.skipped", data: { event: "ticket-classified", playbook: "escalate", reason: "instance \"t-1\" is paused", agent: "lead", instanceId: "t-1" } },
+  // As stored before an emitted event's skip named the playbook's agent: still read.
   { type: "playbook.skipped", data: { event: "ticket-classified", playbook: "escalate", reason: "the event does not match its schema" } },
   { type: "playbook.failed", data: { deliveryId: "dlv_1", webhook: "tickets", playbook: "broken", call: "when(event)", error: "playbooks/broken.ts: when(event) threw Error: no" } },
   { type: "playbook.failed", data: { event: "ticket-classified", playbook: "broken", agent: "lead", call: "message(event)", error: "playbooks/broken.ts: message(event) gave 1" } },

@@ -286,6 +286,14 @@ describe("playbook instance targets", () => {
       const skipped = (yield* events(server.url, "type=playbook.skipped")).filter((e) => e.data.event === "escalation")
       expect(skipped).toHaveLength(1)
       expect(skipped[0]?.data.reason).toContain(`instance "${acme}" of agent "desk" is paused`)
+      // Who emitted it (the envelope: the router's run and instance) and who did not take it (the
+      // data: the playbook's agent and the paused instance), as a webhook's skip names its instance.
+      const router = ((yield* http(`${server.url}/api/runs?agent=router`)).json as ReadonlyArray<{ instanceId: string }>)[0]
+      expect(skipped[0]).toMatchObject({
+        agent: "router",
+        instanceId: router?.instanceId,
+        data: { event: "escalation", playbook: "escalation", agent: "desk", instanceId: acme }
+      })
     }))
 
   it.scopedLive("an id for an agent whose instances need a context is skipped rather than made without one", () =>
