@@ -120,8 +120,11 @@ export const WebhooksLive = Layer.effect(
       }
       if (!isResult(claim.result)) return yield* Effect.die(new Error(`delivery ${deliveryId} holds no delivery result`))
       // Stored before deliveries said which playbooks failed: none did (the delivery failed whole).
-      const repeated: DeliveryResult = { failed: [], ...claim.result, duplicate: true }
-      return { _tag: "Repeat", result: repeated } as const
+      const repeat: { readonly _tag: "Repeat"; readonly result: DeliveryResult } = {
+        _tag: "Repeat",
+        result: { failed: [], ...claim.result, duplicate: true }
+      }
+      return repeat
     })
 
     /**
@@ -134,7 +137,11 @@ export const WebhooksLive = Layer.effect(
       app: CompiledApp,
       choices: ReadonlyArray<Choice>,
       delivery: { readonly webhook: string; readonly deliveryId: string; readonly eventId: string | undefined; readonly again: boolean },
-      answer: { readonly runs: Array<DeliveryResult["runs"][number]>; readonly skipped: Array<DeliveryResult["skipped"][number]>; readonly failed: Array<DeliveryResult["failed"][number]> }
+      answer: {
+        readonly runs: Array<DeliveryResult["runs"][number]>
+        readonly skipped: Array<DeliveryResult["skipped"][number]>
+        readonly failed: Array<DeliveryResult["failed"][number]>
+      }
     ) => {
       const { deliveryId, eventId, webhook } = delivery
       const { failed, runs, skipped } = answer
@@ -159,7 +166,11 @@ export const WebhooksLive = Layer.effect(
         failed.push({ playbook: route.id, reason: failedReason(error) })
         return Effect.zipRight(
           Effect.logWarning(`webhook ${webhook}: ${error.message}`),
-          note({ type: "playbook.failed", data: { ...from, playbook: route.id, call: error.call, error: error.message } }, `playbook:${route.id}`, agentOf(route))
+          note(
+            { type: "playbook.failed", data: { ...from, playbook: route.id, call: error.call, error: error.message } },
+            `playbook:${route.id}`,
+            agentOf(route)
+          )
         )
       }
       return Effect.gen(function*() {

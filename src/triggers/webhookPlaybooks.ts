@@ -83,4 +83,5 @@ export const choose = (accepted: ReadonlyArray<Accepted>, givenEventId: string |
 
 /** What the delivery's answer says of a playbook whose code failed: which function, not what it threw (that may quote the event). */
 export const failedReason = (failed: PlaybookFailed) =>
-  `its ${failed.call} failed, so it started no run of this event: fix the playbook (the server's log and the delivery's playbook.failed event say how)`
+  `its ${failed.call} failed, so it started no run of this event: ` +
+  "fix the playbook (the server's log and the delivery's playbook.failed event say how)"
