@@ -42,7 +42,7 @@ export const openModules = Effect.fn("environments.openModules")(function*(
   /** What `mount`'s server lists, or why it could not be reached. */
   const list = (mount: McpMount, wait: Duration.Duration | undefined) =>
     clients.tools(mount).pipe(
-      Effect.map((tools): McpListing => Either.right(tools)),
+      Effect.map((tools): McpListing => Either.right(tools.map((listed) => listed.tool))),
       Effect.catchTag("McpServerUnavailable", (error) => Effect.succeed<McpListing>(Either.left(error.message))),
       // Interrupting the wait leaves the pool's attempt running: a script importing the module joins it.
       (listed) => wait === undefined ? listed : Effect.timeoutTo(listed, {

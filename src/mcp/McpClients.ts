@@ -8,19 +8,19 @@
  * declaration's `tools` allowlist leaves them.
  */
 import { createHash } from "node:crypto"
-import type { Tool } from "@modelcontextprotocol/sdk/types.js"
 import { Clock, Config, Context, Duration, Effect, ExecutionStrategy, Exit, Layer, Option, Schedule, Scope } from "effect"
 import type { CompiledApp } from "../compiler/CompiledApp.js"
 import { CurrentApp } from "../compiler/CurrentApp.js"
 import * as McpConnection from "./McpConnection.js"
 import type { McpCallError, McpServerUnavailable } from "./McpErrors.js"
 import type { McpMount } from "./McpMount.js"
+import type { ListedTool } from "./offerable.js"
 import type { ToolResultContent } from "./toolResult.js"
 
 /** The MCP servers agents use. */
 export class McpClients extends Context.Tag("foundry/McpClients")<McpClients, {
-  /** The tools `mount`'s server offers (its `tools` allowlist applied), connecting on first use. */
-  readonly tools: (mount: McpMount) => Effect.Effect<ReadonlyArray<Tool>, McpServerUnavailable>
+  /** The tools `mount`'s server offers (its `tools` allowlist applied as they were listed), connecting on first use. */
+  readonly tools: (mount: McpMount) => Effect.Effect<ReadonlyArray<ListedTool>, McpServerUnavailable>
   /** Calls `tool` (the server's name for it) on `mount`'s server. */
   readonly call: (mount: McpMount, tool: string, args: Readonly<Record<string, unknown>>) => Effect.Effect<ToolResultContent, McpCallError>
 }>() {}
@@ -159,13 +159,7 @@ export const make = (options: Partial<McpClientsOptions> = {}) =>
       )
 
     return McpClients.of({
-      tools: (mount) =>
-        using(mount, (connection) => connection.tools).pipe(
-          Effect.map((tools) => {
-            const allowed = mount.spec.tools
-            return allowed === undefined ? tools : tools.filter((tool) => allowed.includes(tool.name))
-          })
-        ),
+      tools: (mount) => using(mount, (connection) => connection.tools),
       call: (mount, tool, args) => using(mount, (connection) => connection.call(tool, args))
     })
   })

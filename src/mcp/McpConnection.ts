@@ -10,16 +10,17 @@
  * Until it first connects, one attempt at a time serves every caller, and one that failed refuses
  * them at once with `McpServerUnavailable` until a backoff has passed.
  */
-import type { Tool } from "@modelcontextprotocol/sdk/types.js"
 import { Duration, Effect, Either, Fiber, Option, Runtime, Schedule, Scope } from "effect"
 import { durationText } from "../definitions/configFields.js"
 import { hideUrlSecrets } from "./installedUrl.js"
 import { loadMcpClientSdk, sdkTimeoutMargin } from "./mcpClientSdk.js"
-import { closeSession, listAllTools, openSession, type Session } from "./mcpSession.js"
+import { closeSession, openSession, type Session } from "./mcpSession.js"
 import { McpCallTimedOut, McpServerNotRunning, type McpServerUnavailable, McpToolFailed } from "./McpErrors.js"
 import type { McpMount } from "./McpMount.js"
 import { defaultMcpTimeout } from "./McpServerSpec.js"
+import type { ListedTool } from "./offerable.js"
 import { httpErrorChars, issuesText, messageOf, schemaRejection } from "./sdkErrors.js"
+import { toolLister } from "./toolListing.js"
 import { toolResult, type ToolResultContent } from "./toolResult.js"
 
 type State =
@@ -29,12 +30,12 @@ type State =
   /** Never connected, and the last attempt failed: callers are refused with its error until the backoff has passed. */
   | { readonly _tag: "Unreached"; readonly error: McpServerUnavailable }
   | { readonly _tag: "Live"; readonly session: Session }
-  | { readonly _tag: "Down"; readonly reason: string; readonly tools: ReadonlyArray<Tool> }
+  | { readonly _tag: "Down"; readonly reason: string; readonly tools: ReadonlyArray<ListedTool> }
 
 /** One server's connection. */
 export interface McpConnection {
   /** The server's tools, connecting first if need be; while it restarts, the last ones it listed. */
-  readonly tools: Effect.Effect<ReadonlyArray<Tool>, McpServerUnavailable>
+  readonly tools: Effect.Effect<ReadonlyArray<ListedTool>, McpServerUnavailable>
   /** Calls a tool; the result as a model reads it, or why there is none. */
   readonly call: (
     tool: string,
@@ -76,8 +77,8 @@ export const make = (mount: McpMount, policy: ConnectionPolicy) =>
 
     // What the transport or the server says may quote an installed server's URL, credentials and all.
     const hide = hideUrlSecrets(mount)
-    const allTools = listAllTools(mount, hide, connectMillis)
-    const connect = openSession(mount, policy.connectTimeout, hide, {
+    const allTools = toolLister(mount, hide, connectMillis)
+    const connect = openSession(mount, policy.connectTimeout, hide, allTools, {
       // Forked on the runtime the connection was made with: the SDK calls these outside any fiber.
       gone: (session) => Runtime.runFork(runtime)(Effect.interruptible(wentAway(session))),
       failedDuringCall: (session, why) => Runtime.runFork(runtime)(Effect.interruptible(stillAnswering(session, why)))
@@ -97,7 +98,7 @@ export const make = (mount: McpMount, policy: ConnectionPolicy) =>
         yield* Effect.forkIn(Effect.interruptible(restartLoop(session.tools)), scope)
       }))
 
-    const restartLoop = (tools: ReadonlyArray<Tool>): Effect.Effect<void> =>
+    const restartLoop = (tools: ReadonlyArray<ListedTool>): Effect.Effect<void> =>
       Effect.gen(function*() {
         yield* Effect.orDie(backoff.next(undefined))
         const attempt = yield* Effect.either(connect)
@@ -269,9 +270,13 @@ export const make = (mount: McpMount, policy: ConnectionPolicy) =>
       Effect.acquireUseRelease(
         Effect.sync(() => session.calls++),
         () =>
-          Effect.tryPromise((signal) =>
-            session.client.callTool({ name: tool, arguments: { ...args } }, undefined, { signal, timeout: timeoutMillis + sdkTimeoutMargin })
-          ).pipe(
+          Effect.tryPromise(async (signal) => {
+            const result = await session.client.callTool({ name: tool, arguments: { ...args } }, undefined, { signal, timeout: timeoutMillis + sdkTimeoutMargin })
+            // Checked against the output schema the session's latest listing gave; the SDK's own
+            // check knows no tool, as Foundry lists without its cache (outputCheck.ts).
+            session.tools.find((listed) => listed.tool.name === tool)?.checkOutput?.(result)
+            return result
+          }).pipe(
             Effect.mapError((error): unknown => error.error),
             // Interrupting the call aborts its signal: the SDK tells the server it is cancelled.
             Effect.timeoutFail({

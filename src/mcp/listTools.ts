@@ -48,7 +48,7 @@ const problemOf = (error: unknown): string => {
  * this, a server's bug kept its connection listing for ever, and every run that mounts it waiting.
  */
 export const listTools = (client: Client, millis: number): Effect.Effect<Listed, string> =>
-  Effect.flatMap(loadMcpClientSdk, ({ ResultSchema, ToolSchema }) => Effect.tryPromise({
+  Effect.flatMap(loadMcpClientSdk, ({ ListToolsResultSchema, ResultSchema, ToolSchema }) => Effect.tryPromise({
     try: async (signal) => {
       // Each page's request listens on the signal: past Node's 10 it would warn of a leak.
       setMaxListeners(maxToolPages + 1, signal)
@@ -56,12 +56,14 @@ export const listTools = (client: Client, millis: number): Effect.Effect<Listed,
       /**
        * One page. The SDK refuses a whole page for one tool its schema refuses (an input schema
        * whose type is not "object", say), which left the server without any tool: such a page is
-       * asked again as it is, and its tools are taken one by one.
+       * asked again as it is, and its tools are taken one by one. Asked with `request`, not the
+       * SDK's `listTools`: that caches each page's output schemas in place of the page before, and
+       * the checks of every page's tools are kept with them instead (outputCheck.ts).
        */
       const pageAt = async (cursor: string | undefined) => {
         const params = cursor === undefined ? undefined : { cursor }
         try {
-          const page = await client.listTools(params, options)
+          const page = await client.request({ method: "tools/list", params }, ListToolsResultSchema, options)
           return { tools: page.tools, refused: [], nextCursor: page.nextCursor }
         } catch (error) {
           if (issuesOf(error) === undefined) throw error

@@ -6,18 +6,21 @@
 import { Effect } from "effect"
 
 const importSdk = async () => {
-  const [client, stdio, streamableHttp, types] = await Promise.all([
+  const [client, stdio, streamableHttp, types, ajv] = await Promise.all([
     import("@modelcontextprotocol/sdk/client/index.js"),
     import("@modelcontextprotocol/sdk/client/stdio.js"),
     import("@modelcontextprotocol/sdk/client/streamableHttp.js"),
-    import("@modelcontextprotocol/sdk/types.js")
+    import("@modelcontextprotocol/sdk/types.js"),
+    import("@modelcontextprotocol/sdk/validation/ajv")
   ])
   return {
     Client: client.Client,
     StdioClientTransport: stdio.StdioClientTransport,
     StreamableHTTPClientTransport: streamableHttp.StreamableHTTPClientTransport,
     StreamableHTTPError: streamableHttp.StreamableHTTPError,
+    AjvJsonSchemaValidator: ajv.AjvJsonSchemaValidator,
     ErrorCode: types.ErrorCode,
+    ListToolsResultSchema: types.ListToolsResultSchema,
     McpError: types.McpError,
     ResultSchema: types.ResultSchema,
     ToolSchema: types.ToolSchema,

@@ -1,21 +1,21 @@
 /**
  * A session with one MCP server, as its connection (McpConnection.ts) holds it: the server started
- * (or reached) and its tools listed, within the connect timeout in all; watched for going away on
- * its own (its process exits, its connection closes) and for a connection failing during a call,
- * which it tells the connection of; and closed, ended on the server's side first when still alive.
+ * (or reached) and its tools listed (toolListing.ts), within the connect timeout in all; watched
+ * for going away on its own (its process exits, its connection closes) and for a connection
+ * failing during a call, which it tells the connection of; and closed, ended on the server's side
+ * first when still alive.
  */
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js"
-import type { Tool } from "@modelcontextprotocol/sdk/types.js"
 import { Duration, Effect } from "effect"
 import { durationText } from "../definitions/configFields.js"
-import { listTools } from "./listTools.js"
 import { loadMcpClientSdk, sdkTimeoutMargin } from "./mcpClientSdk.js"
 import { unavailable as unavailableFor } from "./McpErrors.js"
 import type { McpMount } from "./McpMount.js"
 import { isStdio } from "./McpServerSpec.js"
-import { warnOfCutDescriptions } from "./offerable.js"
+import type { ListedTool } from "./offerable.js"
 import { openTransport } from "./openTransport.js"
 import { connectFailure, messageOf } from "./sdkErrors.js"
+import type { ToolLister } from "./toolListing.js"
 
 /** A connected server. */
 export interface Session {
@@ -24,7 +24,7 @@ export interface Session {
   gone: string | undefined
   /** Set before Foundry closes it: that close is no crash. */
   closing: boolean
-  tools: ReadonlyArray<Tool>
+  tools: ReadonlyArray<ListedTool>
   /** A `list_changed` arrived: list again before the tools are next offered. */
   stale: boolean
   /** Its tools are listed again after a call: an HTTP server that announces changes to them. */
@@ -63,28 +63,18 @@ export const closeSession = (session: Session) =>
   })
 
 /**
- * `mount`'s server's tools, listed within `connectMillis`; a listing stopped short is logged
- * (through `hide`), and so are descriptions models get cut, once a listing.
+ * Starts `mount`'s server and lists its tools with `allTools`, within `connectTimeout` in all; `hide`
+ * takes what may quote an installed server's credentials out of what it says, `watch` hears how it ends.
  */
-export const listAllTools = (mount: McpMount, hide: (text: string) => string, connectMillis: number) => (client: Client) =>
-  Effect.tap(listTools(client, connectMillis), ({ refused, stopped }) =>
-    Effect.zipRight(
-      Effect.forEach(refused, ({ name, problem }) =>
-        Effect.logWarning(`MCP server ${mount.name}: ${name === undefined ? "a tool without a name" : `its tool ${name}`} is left out: ${hide(problem)} (its other tools are offered)`), { discard: true }),
-      stopped === undefined
-        ? Effect.void
-        : Effect.logWarning(`MCP server ${mount.name}: its tools are those listed so far: ${hide(stopped)}`)
-    ))
-    .pipe(Effect.map(({ tools }) => tools), Effect.tap((tools) => warnOfCutDescriptions(mount, tools)))
-
-/**
- * Starts `mount`'s server and lists its tools, within `connectTimeout` in all; `hide` takes what
- * may quote an installed server's credentials out of what it says, `watch` hears how it ends.
- */
-export const openSession = (mount: McpMount, connectTimeout: Duration.DurationInput, hide: (text: string) => string, watch: SessionWatch) => {
+export const openSession = (
+  mount: McpMount,
+  connectTimeout: Duration.DurationInput,
+  hide: (text: string) => string,
+  allTools: ToolLister,
+  watch: SessionWatch
+) => {
   const connectMillis = Duration.toMillis(Duration.decode(connectTimeout))
   const unavailable = (reason: string) => unavailableFor(mount, hide(reason))
-  const allTools = listAllTools(mount, hide, connectMillis)
   return Effect.gen(function*() {
     const sdk = yield* loadMcpClientSdk
     const opened = yield* openTransport(mount, sdk)

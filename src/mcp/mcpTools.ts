@@ -1,10 +1,9 @@
 /**
  * An agent's tools with its MCP servers' tools added, as they are now: each server tool becomes a
  * `CompiledTool` named `<server>__<tool>` whose parameters are the server's own JSON Schema (as
- * models accept it, see offerable.ts), so that the engine decodes, gates, journals and runs it
+ * models accept it, worked out once a listing: see offerable.ts), so that the engine decodes, gates, journals and runs it
  * like any tool.
  */
-import type { Tool } from "@modelcontextprotocol/sdk/types.js"
 import { Array as Arr, Duration, Effect, Option, Schema } from "effect"
 import type { CompiledAgent, CompiledTool } from "../compiler/CompiledApp.js"
 import { AnswerWithImages } from "../definitions/AnswerWithImages.js"
@@ -13,7 +12,7 @@ import { McpClients } from "./McpClients.js"
 import { type McpServerUnavailable, unavailable } from "./McpErrors.js"
 import { type McpMount, toolSeparator } from "./McpMount.js"
 import { defaultMcpTimeout } from "./McpServerSpec.js"
-import { descriptionOf, parametersOf } from "./offerable.js"
+import type { ListedTool } from "./offerable.js"
 
 /** A tool's arguments: an object, checked by the server against its own schema. */
 const Arguments = Schema.Record({ key: Schema.String, value: Schema.Unknown })
@@ -36,14 +35,7 @@ export const mcpToolName = (server: string, tool: string): string | undefined =>
   return name.length <= 64 ? name : undefined
 }
 
-const compileMcpTool = (
-  clients: McpClients["Type"],
-  mount: McpMount,
-  tool: Tool,
-  name: string,
-  parameters: Record<string, unknown>
-): CompiledTool => {
-  const description = descriptionOf(mount, tool)
+const compileMcpTool = (clients: McpClients["Type"], mount: McpMount, { description, parameters, tool }: ListedTool, name: string): CompiledTool => {
   return {
     id: `mcp:${mount.name}/${tool.name}`,
     name,
@@ -103,8 +95,9 @@ export const agentTools = (
     const all = new Map(agent.tools)
     // Server tools by model-facing name, to name the one a later tool lost its name to.
     const fromServers = new Map<string, string>()
-    const add = (mount: McpMount, tools: ReadonlyArray<Tool>) =>
-      Effect.forEach(tools, (tool) => {
+    const add = (mount: McpMount, tools: ReadonlyArray<ListedTool>) =>
+      Effect.forEach(tools, (listed) => {
+        const { tool } = listed
         const name = mcpToolName(mount.name, tool.name)
         if (name === undefined) {
           return Effect.logWarning(`MCP server ${mount.name}: the tool ${tool.name} is left out, its name is too long for models`)
@@ -117,13 +110,7 @@ export const agentTools = (
               "(names differing only in characters models do not accept are the same to them)"
           )
         }
-        const parameters = parametersOf(tool)
-        if (parameters === undefined) {
-          return Effect.logWarning(
-            `MCP server ${mount.name}: the tool ${tool.name} is left out, its input schema is not an object schema (models take only objects as arguments)`
-          )
-        }
-        all.set(name, compileMcpTool(clients, mount, tool, name, parameters))
+        all.set(name, compileMcpTool(clients, mount, listed, name))
         fromServers.set(name, `the tool ${tool.name} of MCP server ${mount.name}`)
         return Effect.void
       }, { discard: true })

@@ -4,19 +4,21 @@
  * `properties` or an array without `items` (the MCP Go SDK gives a tool without parameters
  * `{"type":"object"}`), or a description over 1024 characters: one such tool failed every turn
  * of every run that mounts its server. So schemas are completed, descriptions cut, and a tool
- * whose parameters are not an object at all is not offered.
+ * whose parameters are not an object at all is not offered. This is worked out once a listing
+ * (toolListing.ts), and what models see kept with the listed tool.
  */
 import type { Tool } from "@modelcontextprotocol/sdk/types.js"
-import { Effect, Predicate } from "effect"
+import { Either, Predicate } from "effect"
 import { completed } from "../models/completeSchema.js"
 import { maxToolDescriptionLength } from "../models/Model.js"
 import type { McpMount } from "./McpMount.js"
+import type { OutputCheck, OutputChecks } from "./outputCheck.js"
 
 /**
  * A server tool's input schema as a model's parameters: completed, without `$schema`;
  * `undefined` when it is not an object schema (models take only objects as arguments).
  */
-export const parametersOf = (tool: Tool): Record<string, unknown> | undefined => {
+const parametersOf = (tool: Tool): Record<string, unknown> | undefined => {
   // Read as JSON: the SDK's type promises `type: "object"`, but a server sends what it sends.
   const schema: unknown = completed(tool.inputSchema)
   if (!Predicate.isRecord(schema) || schema.type !== "object") return undefined
@@ -29,7 +31,7 @@ const givenDescription = (mount: McpMount, tool: Tool): string =>
   tool.description ?? tool.title ?? `${tool.name} from the MCP server ${mount.name}`
 
 /** A server tool's description as offered: at most `maxToolDescriptionLength` characters, cut ones ending in "…". */
-export const descriptionOf = (mount: McpMount, tool: Tool): string => {
+const descriptionOf = (mount: McpMount, tool: Tool): string => {
   const description = givenDescription(mount, tool)
   if (description.length <= maxToolDescriptionLength) return description
   // Not between the two halves of a surrogate pair (an emoji): half of one is no character.
@@ -37,19 +39,46 @@ export const descriptionOf = (mount: McpMount, tool: Tool): string => {
   return `${description.slice(0, end)}…`
 }
 
+/** A server's tool as a listing gives it, ready to offer: what models see of it is worked out once a listing, not each turn. */
+export interface ListedTool {
+  /** As the server listed it (a tools module's declarations are written from it). */
+  readonly tool: Tool
+  /** As models are offered it: cut. */
+  readonly description: string
+  /** Its input schema as models are offered it: completed. */
+  readonly parameters: Record<string, unknown>
+  /** Checks a result against its output schema; `undefined` when it declares none. */
+  readonly checkOutput: OutputCheck | undefined
+}
+
+/** A listed tool as offered, with what to warn of it (a cut description); or why it is left out. */
+export type Offerable =
+  | { readonly _tag: "Offered"; readonly listed: ListedTool; readonly warning: string | undefined }
+  | { readonly _tag: "LeftOut"; readonly warning: string }
+
 /**
- * Warns of the tools of a listing whose descriptions are cut: once each time the server's tools
- * are listed, not on each turn that offers them. Tools its `tools` allowlist leaves out are not
- * offered, so not warned of.
+ * `tool` as models are offered it. Left out: one whose parameters are not an object, one whose
+ * output schema does not compile, and one that must run as a task (`execution.taskSupport:
+ * "required"`): a plain `tools/call` of it fails, and Foundry makes no task-augmented calls.
  */
-export const warnOfCutDescriptions = (mount: McpMount, tools: ReadonlyArray<Tool>): Effect.Effect<void> =>
-  Effect.forEach(tools, (tool) => {
-    const length = givenDescription(mount, tool).length
-    const allowed = mount.spec.tools === undefined || mount.spec.tools.includes(tool.name)
-    return allowed && length > maxToolDescriptionLength
-      ? Effect.logWarning(
-        `MCP server ${mount.name}: the description of the tool ${tool.name} is cut to ${maxToolDescriptionLength} characters ` +
-          `for models (it has ${length}, more than OpenAI accepts)`
-      )
-      : Effect.void
-  }, { discard: true })
+export const offerable = (mount: McpMount, tool: Tool, checks: OutputChecks): Offerable => {
+  const leftOut = (why: string): Offerable => ({ _tag: "LeftOut", warning: `MCP server ${mount.name}: the tool ${tool.name} is left out, ${why}` })
+  const parameters = parametersOf(tool)
+  if (parameters === undefined) return leftOut("its input schema is not an object schema (models take only objects as arguments)")
+  if (tool.execution?.taskSupport === "required") {
+    return leftOut(
+      "it runs only as a task (its listing says execution.taskSupport \"required\"), and Foundry calls tools with a plain tools/call, which such a tool refuses"
+    )
+  }
+  const check = checks(tool)
+  if (Either.isLeft(check)) return leftOut(check.left)
+  const length = givenDescription(mount, tool).length
+  return {
+    _tag: "Offered",
+    listed: { tool, description: descriptionOf(mount, tool), parameters, checkOutput: check.right },
+    warning: length > maxToolDescriptionLength
+      ? `MCP server ${mount.name}: the description of the tool ${tool.name} is cut to ${maxToolDescriptionLength} characters ` +
+        `for models (it has ${length}, more than OpenAI accepts)`
+      : undefined
+  }
+}
