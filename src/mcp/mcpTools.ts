@@ -1,8 +1,9 @@
 /**
  * An agent's tools with its MCP servers' tools added, as they are now: each server tool becomes a
  * `CompiledTool` named `<server>__<tool>` whose parameters are the server's own JSON Schema (as
- * models accept it, worked out once a listing: see offerable.ts), so that the engine decodes, gates, journals and runs it
- * like any tool.
+ * models accept it, worked out once a listing: see offerable.ts), so that the engine decodes,
+ * gates, journals and runs it like any tool. A name taken by another source's tool (the agent's
+ * own, an installed one, another server's) is warned of here, on each turn: it depends on the agent.
  */
 import { Array as Arr, Duration, Effect, Option, Schema } from "effect"
 import type { CompiledAgent, CompiledTool } from "../compiler/CompiledApp.js"
@@ -10,7 +11,7 @@ import { AnswerWithImages } from "../definitions/AnswerWithImages.js"
 import { defineTool } from "../definitions/defineTool.js"
 import { McpClients } from "./McpClients.js"
 import { type McpServerUnavailable, unavailable } from "./McpErrors.js"
-import { type McpMount, toolSeparator } from "./McpMount.js"
+import type { McpMount } from "./McpMount.js"
 import { defaultMcpTimeout } from "./McpServerSpec.js"
 import type { ListedTool } from "./offerable.js"
 
@@ -25,15 +26,6 @@ const Answer = Schema.Union(Schema.String, AnswerWithImages)
  * timeout fires first and says which server and tool; this one only stops a call that ignores it.
  */
 const backstop = (mount: McpMount): Duration.Duration => Duration.sum(Duration.decode(mount.spec.timeout ?? defaultMcpTimeout), Duration.seconds(1))
-
-/**
- * The name the model calls a server's tool by: `<server>__<tool>`, with characters models do not
- * accept in a name (MCP allows `.` and `/`) as `_`; `undefined` when it would be over 64.
- */
-export const mcpToolName = (server: string, tool: string): string | undefined => {
-  const name = `${server}${toolSeparator}${tool.replace(/[^A-Za-z0-9_-]/g, "_")}`
-  return name.length <= 64 ? name : undefined
-}
 
 const compileMcpTool = (clients: McpClients["Type"], mount: McpMount, { description, parameters, tool }: ListedTool, name: string): CompiledTool => {
   return {
@@ -97,11 +89,9 @@ export const agentTools = (
     const fromServers = new Map<string, string>()
     const add = (mount: McpMount, tools: ReadonlyArray<ListedTool>) =>
       Effect.forEach(tools, (listed) => {
-        const { tool } = listed
-        const name = mcpToolName(mount.name, tool.name)
-        if (name === undefined) {
-          return Effect.logWarning(`MCP server ${mount.name}: the tool ${tool.name} is left out, its name is too long for models`)
-        }
+        const { modelName: name, tool } = listed
+        // None: its listing warned why.
+        if (name === undefined) return Effect.void
         const taken = all.get(name)
         if (taken !== undefined) {
           const holder = fromServers.get(name) ?? (agent.tools.has(name) ? `the agent's own tool ${taken.name}` : `the tool ${taken.name} its instance installed`)

@@ -11,7 +11,7 @@ import type { Tool } from "@modelcontextprotocol/sdk/types.js"
 import { Either, Predicate } from "effect"
 import { completed } from "../models/completeSchema.js"
 import { maxToolDescriptionLength } from "../models/Model.js"
-import type { McpMount } from "./McpMount.js"
+import { type McpMount, toolSeparator } from "./McpMount.js"
 import type { OutputCheck, OutputChecks } from "./outputCheck.js"
 
 /**
@@ -39,10 +39,24 @@ const descriptionOf = (mount: McpMount, tool: Tool): string => {
   return `${description.slice(0, end)}…`
 }
 
+/**
+ * The name the model calls a server's tool by: `<server>__<tool>`, with characters models do not
+ * accept in a name (MCP allows `.` and `/`) as `_`; `undefined` when it would be over 64.
+ */
+export const mcpToolName = (server: string, tool: string): string | undefined => {
+  const name = `${server}${toolSeparator}${tool.replace(/[^A-Za-z0-9_-]/g, "_")}`
+  return name.length <= 64 ? name : undefined
+}
+
 /** A server's tool as a listing gives it, ready to offer: what models see of it is worked out once a listing, not each turn. */
 export interface ListedTool {
   /** As the server listed it (a tools module's declarations are written from it). */
   readonly tool: Tool
+  /**
+   * The name models call it by; `undefined` when it has none (too long, or another of the
+   * server's tools took it first), warned of as it was listed.
+   */
+  readonly modelName: string | undefined
   /** As models are offered it: cut. */
   readonly description: string
   /** Its input schema as models are offered it: completed. */
@@ -75,7 +89,7 @@ export const offerable = (mount: McpMount, tool: Tool, checks: OutputChecks): Of
   const length = givenDescription(mount, tool).length
   return {
     _tag: "Offered",
-    listed: { tool, description: descriptionOf(mount, tool), parameters, checkOutput: check.right },
+    listed: { tool, modelName: mcpToolName(mount.name, tool.name), description: descriptionOf(mount, tool), parameters, checkOutput: check.right },
     warning: length > maxToolDescriptionLength
       ? `MCP server ${mount.name}: the description of the tool ${tool.name} is cut to ${maxToolDescriptionLength} characters ` +
         `for models (it has ${length}, more than OpenAI accepts)`

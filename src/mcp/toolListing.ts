@@ -33,12 +33,25 @@ export const toolLister = (mount: McpMount, hide: (text: string) => string, conn
       )
       if (stopped !== undefined) warnings.push(`MCP server ${mount.name}: its tools are those listed so far: ${hide(stopped)}`)
       const listed: Array<ListedTool> = []
+      // Its tools by their names for models: of two with one, the first listed keeps it.
+      const named = new Map<string, string>()
       // Tools the allowlist leaves out are not offered, so not warned of.
       for (const tool of tools) {
         if (allowed !== undefined && !allowed.includes(tool.name)) continue
         const offered = offerable(mount, tool, checks)
-        if (offered._tag === "Offered") listed.push(offered.listed)
         if (offered.warning !== undefined) warnings.push(hide(offered.warning))
+        if (offered._tag === "LeftOut") continue
+        const { modelName } = offered.listed
+        const holder = modelName === undefined ? undefined : named.get(modelName)
+        if (modelName === undefined) warnings.push(`MCP server ${mount.name}: the tool ${tool.name} is left out, its name is too long for models`)
+        else if (holder !== undefined) {
+          warnings.push(
+            `MCP server ${mount.name}: the tool ${tool.name} is left out, its name for models ${modelName} is taken by the tool ${holder} of MCP server ${mount.name} ` +
+              "(names differing only in characters models do not accept are the same to them)"
+          )
+        } else named.set(modelName, tool.name)
+        // Kept for scripts, which call it by its own name.
+        listed.push(holder === undefined ? offered.listed : { ...offered.listed, modelName: undefined })
       }
       yield* Effect.forEach(warnings.filter((warning) => !warnedBefore.has(warning)), (warning) => Effect.logWarning(warning), { discard: true })
       warnedBefore = new Set(warnings)

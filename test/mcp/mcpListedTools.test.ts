@@ -20,6 +20,9 @@ import { authVariable, mcpProject, steppedModel, steps } from "./mcpProject.js"
 
 const longDescription = "Lists the files of a folder. ".repeat(40)
 
+/** A name over the 64 characters models take, as `web__<name>`. */
+const longName = "long_".repeat(12)
+
 const counts: Tool["outputSchema"] = { type: "object", properties: { count: { type: "number" } }, required: ["count"] }
 
 /** Page 1 of the server's listing (with its own tools). */
@@ -27,7 +30,8 @@ const firstPage: ReadonlyArray<Tool> = [
   // Needs completing for models: an object without properties inside.
   { name: "loose", description: longDescription, inputSchema: { type: "object", properties: { filter: { type: "object" } } } },
   { name: "counted", description: "Counts, wrongly", inputSchema: { type: "object", properties: {} }, outputSchema: counts },
-  { name: "as_task", description: "Runs only as a task", inputSchema: { type: "object", properties: {} }, execution: { taskSupport: "required" } }
+  { name: "as_task", description: "Runs only as a task", inputSchema: { type: "object", properties: {} }, execution: { taskSupport: "required" } },
+  { name: longName, description: "Has a long name", inputSchema: { type: "object", properties: {} } }
 ]
 
 /** Page 2. */
@@ -80,7 +84,7 @@ const mismatch = (tool: string) =>
   "Structured content does not match the tool's output schema: data/count must be number"
 
 describe("MCP tools as listed", () => {
-  it.scopedLive("a tool's schema is completed and its cut description warned of once, not on each turn that lists it again", () =>
+  it.scopedLive("a tool's schema is completed, and its cut description and another's name too long warned of once, not on each turn that lists them again", () =>
     Effect.gen(function*() {
       const warnings = yield* logLines
       const call = [{ name: "web__loose", arguments: { filter: {} } }]
@@ -95,6 +99,9 @@ describe("MCP tools as listed", () => {
       expect(warnings.filter((line) => line.includes("the tool loose"))).toEqual([
         `MCP server web: the description of the tool loose is cut to 1024 characters for models (it has ${longDescription.length}, more than OpenAI accepts)`
       ])
+      expect(warnings.filter((line) => line.includes(longName))).toEqual([`MCP server web: the tool ${longName} is left out, its name is too long for models`])
+      // Two of the server's tools with one name for models: the one left out is warned of once too.
+      expect(warnings.filter((line) => line.includes("web__dotted_name is taken"))).toHaveLength(1)
     }))
 
   it.scopedLive("a tool that runs only as a task is not offered, with one warning saying why", () =>

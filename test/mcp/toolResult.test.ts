@@ -2,7 +2,7 @@
  * What the model reads of an MCP tool result, and the names it calls MCP tools by.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { mcpToolName } from "../../src/mcp/mcpTools.js"
+import { mcpToolName } from "../../src/mcp/offerable.js"
 import { toolResult } from "../../src/mcp/toolResult.js"
 
 describe("MCP tool results as text", () => {
