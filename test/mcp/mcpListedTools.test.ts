@@ -30,6 +30,7 @@ const firstPage: ReadonlyArray<Tool> = [
   // Needs completing for models: an object without properties inside.
   { name: "loose", description: longDescription, inputSchema: { type: "object", properties: { filter: { type: "object" } } } },
   { name: "counted", description: "Counts, wrongly", inputSchema: { type: "object", properties: {} }, outputSchema: counts },
+  { name: "counted_in_text", description: "Counts in text only", inputSchema: { type: "object", properties: {} }, outputSchema: counts },
   { name: "as_task", description: "Runs only as a task", inputSchema: { type: "object", properties: {} }, execution: { taskSupport: "required" } },
   { name: longName, description: "Has a long name", inputSchema: { type: "object", properties: {} } }
 ]
@@ -43,6 +44,7 @@ const secondPage: ReadonlyArray<Tool> = [
 const answers: Record<string, CallToolResult> = {
   loose: { content: [{ type: "text", text: "loose ran" }] },
   counted: { content: [{ type: "text", text: "many" }], structuredContent: { count: "many" } },
+  counted_in_text: { content: [{ type: "text", text: "3" }] },
   counted_too: { content: [{ type: "text", text: "lots" }], structuredContent: { count: "lots" } },
   counted_right: { content: [{ type: "text", text: "3" }], structuredContent: { count: 3 } }
 }
@@ -130,9 +132,12 @@ describe("MCP tools as listed", () => {
           rawTools,
           [{ name: "web__counted", arguments: {} }],
           [{ name: "web__counted_too", arguments: {} }],
-          [{ name: "web__counted_right", arguments: {} }]
+          [{ name: "web__counted_right", arguments: {} }],
+          [{ name: "web__counted_in_text", arguments: {} }]
         )
-        expect(ended).toMatchObject({ status: "completed", output: `done: ${mismatch("counted")} | ${mismatch("counted_too")} | 3` })
+        const none = "Error: web__counted_in_text failed: McpToolFailed: counted_in_text on MCP server web: MCP error -32600: " +
+          "Tool counted_in_text has an output schema but did not return structured content"
+        expect(ended).toMatchObject({ status: "completed", output: `done: ${mismatch("counted")} | ${mismatch("counted_too")} | 3 | ${none}` })
         expect(warnings.some((line) => line.includes("its tool takes_text is left out"))).toBe(rawTools !== undefined)
       }))
   }
