@@ -49,11 +49,12 @@ const backoff = (policy: RetryPolicy, index: number): Effect.Effect<Duration.Dur
     return Duration.millis(Math.min(jittered, Duration.toMillis(Duration.decode(policy.max))))
   })
 
-/** The longest wait a provider's `retry-after` is obeyed for: a turn does not hang on a provider that asks for an hour. */
+/** The longest wait a provider's `retry-after` (or reset header, or "try again in") is obeyed for: a turn does not hang on a provider that asks for an hour. */
 const maxProviderWait = Duration.seconds(60)
 
 /**
- * The wait a provider asked for (a 429's `retry-after`, at most a minute), when it is longer than
+ * The wait a provider asked for (a 429's `retry-after`, its reset header or its message's "try
+ * again in 20s", at most a minute), when it is longer than
  * the backoff's `wait`, and the failure as the retry tells it, saying how long it waited and why:
  * retries spent sooner fail the same way, and a run would fail in 3 s on a "try again in 20s".
  */
@@ -65,9 +66,9 @@ const providerWait = (error: ModelError, wait: Duration.Duration): { readonly wa
   const capped = Duration.greaterThan(requested, maxProviderWait)
     ? `; it asked for ${Duration.format(requested)}, Foundry waits at most ${Duration.format(maxProviderWait)}`
     : ""
-  const { code, kind, model, retryAfter, status } = error
-  const message = `${error.message} (retried after ${Duration.format(asked)}, as the provider's retry-after asked${capped})`
-  return { wait: asked, told: new ModelError({ model, kind, status, code, retryAfter, message }) }
+  const { code, kind, model, retryAfter, retryAfterFrom, status } = error
+  const message = `${error.message} (retried after ${Duration.format(asked)}, as the provider's ${retryAfterFrom ?? "retry-after"} asked${capped})`
+  return { wait: asked, told: new ModelError({ model, kind, status, code, retryAfter, retryAfterFrom, message }) }
 }
 
 /**

@@ -73,7 +73,9 @@ export class ModelError extends Schema.TaggedError<ModelError>()("ModelError", {
    */
   code: Schema.optional(Schema.String),
   /** How long the provider asked to wait before trying again (`retry-after`), in milliseconds. */
-  retryAfter: Schema.optional(Schema.Number)
+  retryAfter: Schema.optional(Schema.Number),
+  /** Where it asked it: `retry-after`, `x-ratelimit-reset-tokens`, `error message`… (told when the retry waits for it). */
+  retryAfterFrom: Schema.optional(Schema.String)
 }) {}
 
 /** A language model: one streamed turn per call. */

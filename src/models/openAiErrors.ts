@@ -1,6 +1,7 @@
 /** The OpenAI adapter's failures, from the SDK's errors and a stream's error events, as `ModelError`s. */
 import type OpenAI from "openai"
 import { ModelError } from "./Model.js"
+import { askedWait } from "./rateLimitWait.js"
 
 /**
  * 429 and 5xx answers, connection failures and timeouts (also a connection dropped mid-stream),
@@ -28,7 +29,7 @@ export const classifyError = (model: string, sdk: typeof OpenAI) => (error: unkn
       })
     }
     const code = errorCode(error)
-    const retryAfter = retryAfterOf(error.headers)
+    const asked = askedWait(error.headers, error.status === 429 ? { type: errorType(error.error), message: detail } : undefined)
     return new ModelError({
       model,
       // A 429 for an exhausted quota (no credit left) does not pass by waiting: retrying it only delays the failure.
@@ -36,7 +37,7 @@ export const classifyError = (model: string, sdk: typeof OpenAI) => (error: unkn
       status: error.status,
       message: `OpenAI returned ${error.status}: ${detail}`,
       ...(code === undefined ? {} : { code }),
-      ...(retryAfter === undefined ? {} : { retryAfter })
+      ...(asked === undefined ? {} : { retryAfter: asked.millis, retryAfterFrom: asked.from })
     })
   }
   const networkCause = findNetworkCause(error)
@@ -60,21 +61,8 @@ const errorCode = (error: { readonly code?: unknown; readonly type?: unknown }):
     ? error.type
     : undefined
 
-/**
- * The wait a response asks for, in milliseconds: OpenAI's `retry-after-ms`, else the standard
- * `retry-after` in seconds or as an HTTP date. A 429 says "try again in 20s", and retries spent
- * sooner all fail the same way.
- */
-const retryAfterOf = (headers: Headers | undefined): number | undefined => {
-  const millis = Number.parseFloat(headers?.get("retry-after-ms") ?? "")
-  if (Number.isFinite(millis) && millis >= 0) return millis
-  const raw = headers?.get("retry-after")
-  if (raw === null || raw === undefined || raw.trim() === "") return undefined
-  const seconds = Number(raw)
-  if (Number.isFinite(seconds)) return seconds >= 0 ? seconds * 1000 : undefined
-  const at = Date.parse(raw)
-  return Number.isNaN(at) ? undefined : Math.max(0, at - Date.now())
-}
+/** The `type` of an OpenAI error body: OpenAI's 429 names the limit it hit there ("requests", "tokens"). */
+const errorType = (body: unknown): unknown => typeof body === "object" && body !== null && "type" in body ? body.type : undefined
 
 const describe = (error: unknown): string => error instanceof Error ? error.message : String(error)
 
