@@ -122,8 +122,8 @@ export const StoreConfigSchema = Schema.Union(
 /** Where runs, conversations and events are kept. */
 export type StoreConfig = typeof StoreConfigSchema.Type
 
-/** A model's price in USD per million tokens. */
-export const ModelPriceSchema = Schema.Struct({ input: Amount, output: Amount })
+/** USD per million tokens: input, output, and (optional) input served from the provider's prompt cache. */
+export const ModelPriceSchema = Schema.Struct({ input: Amount, output: Amount, cached: Schema.optional(Amount) })
 
 /**
  * Spending limits. Per run (`maxTokensPerRun`, `maxCostPerRun`) and per agent instance per UTC day

@@ -201,7 +201,7 @@ function* startExecution(app: CompiledApp, agent: CompiledAgent, run: RunRecord,
   const seesImages = models.every((model) => model.vision === true)
   const window = agentWindow(app, agent, resolved.model)
   const context = makeRunContext(app, agent, run, instance, seesImages, window, step, journal)
-  const budget = yield* makeBudgetCheck(context)
+  const budget = yield* makeBudgetCheck(context, models.map((model) => model.name))
   const { admitMessage, fitContext, transcript } = yield* makeRunTranscript(context, models, budget.spent)
   const system = yield* systemPrompt(agent, run, instance)
   if (context.mine.length === 0) {

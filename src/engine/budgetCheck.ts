@@ -11,11 +11,12 @@ import type { StoreError } from "../durable/StoreError.js"
 import { Store } from "../durable/Store.js"
 import type { TurnUsage } from "../journal/journalRecords.js"
 import type { LeaseLost } from "../journal/RunJournal.js"
-import { budgetMessage, budgetsOf, type Exceeded, hasDailyBudget, instanceOverBudget, runOverBudget } from "./budgets.js"
+import { budgetMessage, budgetsOf, costBudgets, type Exceeded, hasDailyBudget, instanceOverBudget, runOverBudget } from "./budgets.js"
 import { failRun, type RunOutcome } from "./failRun.js"
 import type { RunContext } from "./RunContext.js"
 import { askForApproval } from "./askForApproval.js"
 import { suspendOnApproval } from "./suspendOnApproval.js"
+import { warnUnpriced } from "./unpricedWarning.js"
 
 /** A budget check that lets the run go on. */
 const withinBudget: Effect.Effect<RunOutcome | undefined> = Effect.succeed(undefined)
@@ -26,9 +27,10 @@ const withinBudget: Effect.Effect<RunOutcome | undefined> = Effect.succeed(undef
  * earlier executions). A budget gone over fails the run, after an event that says which and
  * where it is set; with `onExceeded: "ask"` the run waits instead for a person, who lets it go on
  * over that budget (for the rest of the run) or ends it. Each check returns how the execution
- * ends, or `undefined` to go on.
+ * ends, or `undefined` to go on. A model of the run's (`models`, by name) with no price is
+ * warned of when a cost budget is set: the budget cannot count its turns.
  */
-export const makeBudgetCheck = (context: RunContext) =>
+export const makeBudgetCheck = (context: RunContext, models: ReadonlyArray<string>) =>
   Effect.gen(function*() {
     const store = yield* Store
     const approvals = yield* ApprovalStorage
@@ -36,6 +38,7 @@ export const makeBudgetCheck = (context: RunContext) =>
     const budgets = budgetsOf(agent.definition.budget, app.table.config.budget)
     const policy = agent.definition.budget.onExceeded ?? app.table.config.budget.onExceeded ?? "fail"
     const configFile = app.table.configFile ?? "foundry.config.ts"
+    yield* warnUnpriced(models, costBudgets(budgets), app.table.config.prices, configFile)
     const fail = (exceeded: Exceeded, why = "") =>
       failRun(run, step, journal, budgetMessage(exceeded, { agentFile: agent.file, configFile, instance: run.instanceId }) + why)
 

@@ -36,6 +36,9 @@ export interface Exceeded {
 }
 
 const isCost = (name: BudgetName) => name === "maxCostPerRun" || name === "maxCostPerInstancePerDay"
+/** The cost budgets in force (which a model without a price cannot count towards). */
+export const costBudgets = (budgets: ReadonlyArray<Limit>): ReadonlyArray<BudgetName> => budgets.flatMap((b) => isCost(b.name) ? [b.name] : [])
+
 const usedOf = (name: BudgetName, sums: UsageSums) => isCost(name) ? sums.costUsd : sums.inputTokens + sums.outputTokens
 
 /** The first per-run budget the run's totals are over. */

@@ -16,6 +16,8 @@ export interface TurnResult {
   readonly toolCalls: ReadonlyArray<ToolCall>
   readonly inputTokens: number
   readonly outputTokens: number
+  /** Of `inputTokens`, those read from the provider's prompt cache (0 when it says none). */
+  readonly cachedInputTokens: number
 }
 
 /** How transient model failures are retried. */
@@ -39,7 +41,7 @@ export interface TurnOptions {
   readonly onRetry: (error: ModelError) => Effect.Effect<unknown, unknown>
 }
 
-const emptyTurn = (model: LanguageModel): TurnResult => ({ model: model.name, text: "", toolCalls: [], inputTokens: 0, outputTokens: 0 })
+const emptyTurn = (model: LanguageModel): TurnResult => ({ model: model.name, text: "", toolCalls: [], inputTokens: 0, outputTokens: 0, cachedInputTokens: 0 })
 
 /** The wait before retry `index` (from 0): exponential from `base`, jittered by ±20%, at most `max`. */
 const backoff = (policy: RetryPolicy, index: number): Effect.Effect<Duration.Duration> =>
@@ -76,14 +78,14 @@ const providerWait = (error: ModelError, wait: Duration.Duration): { readonly wa
  * one with a field changed (`{ ...acc, text }`) costs V8 twenty times as much.
  */
 const addChunk = (acc: TurnResult, chunk: ModelChunk): TurnResult => {
-  const { inputTokens, model, outputTokens, text, toolCalls } = acc
+  const { cachedInputTokens, inputTokens, model, outputTokens, text, toolCalls } = acc
   switch (chunk._tag) {
     case "TextDelta":
-      return { model, text: text + chunk.text, toolCalls, inputTokens, outputTokens }
+      return { model, text: text + chunk.text, toolCalls, inputTokens, outputTokens, cachedInputTokens }
     case "ToolCall":
-      return { model, text, toolCalls: [...toolCalls, chunk.call], inputTokens, outputTokens }
+      return { model, text, toolCalls: [...toolCalls, chunk.call], inputTokens, outputTokens, cachedInputTokens }
     case "Usage":
-      return { model, text, toolCalls, inputTokens: chunk.inputTokens, outputTokens: chunk.outputTokens }
+      return { model, text, toolCalls, inputTokens: chunk.inputTokens, outputTokens: chunk.outputTokens, cachedInputTokens: chunk.cachedInputTokens ?? 0 }
   }
 }
 
@@ -149,7 +151,7 @@ const counted = (turn: TurnResult, request: ModelRequest): TurnResult => {
   if (turn.inputTokens > 0 || turn.outputTokens > 0) return turn
   const { model, text, toolCalls } = turn
   const written = toolCalls.reduce((sum, call) => sum + call.name.length + call.arguments.length, text.length)
-  return { model, text, toolCalls, inputTokens: estimateTokens(request), outputTokens: tokensOf(written) }
+  return { model, text, toolCalls, inputTokens: estimateTokens(request), outputTokens: tokensOf(written), cachedInputTokens: 0 }
 }
 
 /**

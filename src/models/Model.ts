@@ -56,7 +56,13 @@ export interface ModelRequest {
 export type ModelChunk =
   | { readonly _tag: "TextDelta"; readonly text: string }
   | { readonly _tag: "ToolCall"; readonly call: ToolCall }
-  | { readonly _tag: "Usage"; readonly inputTokens: number; readonly outputTokens: number }
+  | {
+    readonly _tag: "Usage"
+    readonly inputTokens: number
+    readonly outputTokens: number
+    /** Of `inputTokens`, those the provider served from its prompt cache (billed at its cached rate). */
+    readonly cachedInputTokens?: number
+  }
 
 /**
  * A model failure, classified: `transient` ones (429, 5xx, network, timeout) are worth a retry,

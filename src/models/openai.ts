@@ -196,10 +196,13 @@ const step = (
     }
   }
   if (chunk.usage !== undefined && chunk.usage !== null) {
+    // OpenAI's prompt cache: these input tokens cost the cached rate (a quarter or a tenth of the input's).
+    const cached = chunk.usage.prompt_tokens_details?.cached_tokens
     out.push({
       _tag: "Usage",
       inputTokens: chunk.usage.prompt_tokens,
-      outputTokens: chunk.usage.completion_tokens
+      outputTokens: chunk.usage.completion_tokens,
+      ...(typeof cached === "number" && cached > 0 ? { cachedInputTokens: cached } : {})
     })
   }
   return [state, out]

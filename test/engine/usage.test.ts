@@ -83,7 +83,7 @@ const usage = (url: string, query: string) =>
 
 describe("token and cost accounting", () => {
   it("prices come from the config first, then the defaults; a model with neither has none", () => {
-    expect(priceOf("openai:gpt-4.1-mini", {})).toEqual({ input: 0.40, output: 1.60 })
+    expect(priceOf("openai:gpt-4.1-mini", {})).toEqual({ input: 0.40, cached: 0.10, output: 1.60 })
     expect(priceOf("openai:gpt-4.1-mini", { "openai:gpt-4.1-mini": { input: 1, output: 2 } })).toEqual({ input: 1, output: 2 })
     expect(priceOf("demo", {})).toEqual({ input: 0, output: 0 })
     expect(priceOf("scripted:script", {})).toEqual({ input: 0, output: 0 })

@@ -169,7 +169,7 @@ describe("openai adapter against real providers' behaviour", () => {
 describe("prices", () => {
   it("a dated model name costs what its model does", () => {
     expect(priceOf("openai:gpt-4.1-2025-04-14", {})).toEqual(priceOf("openai:gpt-4.1", {}))
-    expect(priceOf("openai:gpt-4o-mini-2024-07-18", {})).toEqual({ input: 0.15, output: 0.60 })
+    expect(priceOf("openai:gpt-4o-mini-2024-07-18", {})).toEqual({ input: 0.15, cached: 0.075, output: 0.60 })
     expect(priceOf("openai:gpt-4.1-2025-04-14", { "openai:gpt-4.1": { input: 1, output: 2 } })).toEqual({ input: 1, output: 2 })
     expect(priceOf("openai:gpt-4.1-2025-04-14", { "openai:gpt-4.1-2025-04-14": { input: 3, output: 4 } })).toEqual({ input: 3, output: 4 })
     expect(priceOf("openai:unknown-2025-04-14", {})).toBeUndefined()

@@ -196,7 +196,7 @@ export const OrdersLive = Layer.succeed(Orders, { status: (id) => Effect.succeed
   toolOutputLimit: 8_000,
   timers: { minInterval: "15 minutes", maxPendingPerInstance: 0 },
   context: { windows: { "openai:my-model": 32_000 }, soft: 0.5, hard: 0.5 },
-  prices: { "openai:my-model": { input: 1, output: 2.5 } },
+  prices: { "openai:my-model": { input: 1, output: 2.5, cached: 0.25 } },
   budget: { maxTokensPerRun: 200_000, maxCostPerRun: 0.5, maxTokensPerInstancePerDay: 1_000_000, maxCostPerInstancePerDay: 5 },
   webhooks: { tickets: { secret: Config.redacted("TICKETS_SECRET") }, plain: { secret: "s3cret" }, open: {} },
   events: { retention: { maxAge: "7 days", maxCount: 1_000_000 }, pruneEvery: "1 hour" },
@@ -213,6 +213,7 @@ export const OrdersLive = Layer.succeed(Orders, { status: (id) => Effect.succeed
       expect(config.permissions.map((rule) => rule.action)).toEqual(["allow", "deny", "ask"])
       expect(config.toolTimeout).toBe(30_000)
       expect(config.budget.maxCostPerRun).toBe(0.5)
+      expect(config.prices).toEqual({ "openai:my-model": { input: 1, output: 2.5, cached: 0.25 } })
       expect(config.leaseTtl).toBe("10 seconds")
       expect(config.images).toEqual({ maxBytesPerRequest: 20_000_000, maxPerRequest: 20 })
       expect(Duration.toMillis(Duration.decode(config.schedules.misfireGrace))).toBe(300_000)

@@ -13,6 +13,8 @@ export interface ScriptedToolCall {
 export interface ScriptedUsage {
   readonly promptTokens: number
   readonly completionTokens: number
+  /** Of `promptTokens`, those served from the prompt cache (`prompt_tokens_details.cached_tokens`); 0 by default. */
+  readonly cachedTokens?: number
 }
 
 /** What the fake model answers to one completion request. */

@@ -30,11 +30,11 @@ export const sendChunks = (res: ServerResponse, chunks: ReadonlyArray<Record<str
   res.end("data: [DONE]\n\n")
 }
 
-const usageOf = (promptTokens: number, completionTokens: number) => ({
+const usageOf = (promptTokens: number, completionTokens: number, cachedTokens: number) => ({
   prompt_tokens: promptTokens,
   completion_tokens: completionTokens,
   total_tokens: promptTokens + completionTokens,
-  prompt_tokens_details: { cached_tokens: 0, audio_tokens: 0 },
+  prompt_tokens_details: { cached_tokens: cachedTokens, audio_tokens: 0 },
   completion_tokens_details: {
     reasoning_tokens: 0,
     audio_tokens: 0,
@@ -58,6 +58,7 @@ interface Completion {
   readonly calls: ReadonlyArray<ChatToolCall>
   readonly promptTokens: number
   readonly completionTokens: number
+  readonly cachedTokens: number
 }
 
 export const complete = (
@@ -76,7 +77,8 @@ export const complete = (
     calls,
     promptTokens: reply.usage?.promptTokens ?? estimateTokens(request),
     // At least one token: a real model always produces something, even just the stop token.
-    completionTokens: reply.usage?.completionTokens ?? Math.max(1, tokensFor(outputCharacters))
+    completionTokens: reply.usage?.completionTokens ?? Math.max(1, tokensFor(outputCharacters)),
+    cachedTokens: reply.usage?.cachedTokens ?? 0
   }
 }
 
@@ -107,7 +109,7 @@ export const sendCompletion = (res: ServerResponse, request: ChatRequest, comple
       logprobs: null,
       finish_reason: finishReason(completion)
     }],
-    usage: usageOf(completion.promptTokens, completion.completionTokens),
+    usage: usageOf(completion.promptTokens, completion.completionTokens, completion.cachedTokens),
     service_tier: "default",
     system_fingerprint: "fp_strictfake"
   }, requestId)
@@ -163,7 +165,7 @@ export const sendStream = (
   for (const delta of deltasOf(completion, fragmentSize)) send(chunk(delta, null))
   send(chunk({}, finishReason(completion)))
   if (request.includeUsage) {
-    send({ ...header, choices: [], usage: usageOf(completion.promptTokens, completion.completionTokens) })
+    send({ ...header, choices: [], usage: usageOf(completion.promptTokens, completion.completionTokens, completion.cachedTokens) })
   }
   res.end("data: [DONE]\n\n")
 }
