@@ -10,7 +10,27 @@ export const toOpenAiMessages = (request: ModelRequest): Array<OpenAI.ChatComple
   const system: Array<OpenAI.ChatCompletionMessageParam> = request.system.length > 0
     ? [{ role: "system", content: request.system }]
     : []
-  return [...system, ...alternating(withImages(request.messages).map(toOpenAiMessage))]
+  const asCalls = request.tools.length > 0 ? toOpenAiMessage : toTextMessage
+  return [...system, ...alternating(withImages(request.messages).map(asCalls))]
+}
+
+/**
+ * A message as it is sent when the request offers no tools (an agent whose tools a deploy took
+ * away, whose history still holds their calls): calls and results told as text, an assistant's
+ * calls in its message and each result as a user message. LiteLLM in front of Bedrock or
+ * Anthropic refuses a history with tool calls and no `tools` ("tools must be provided when
+ * messages contain tool calls"), and offering tools the agent no longer has would let the model
+ * call them; as text, the model still reads what was done and what came of it.
+ */
+const toTextMessage = (message: ChatMessage | ImageMessage): OpenAI.ChatCompletionMessageParam => {
+  if (message._tag === "assistant" && message.toolCalls.length > 0) {
+    const calls = message.toolCalls.map((call) => `[called the tool ${call.name} (call ${call.id}) with ${sendableArguments(call.arguments)}]`)
+    return { role: "assistant", content: [message.content, ...calls].filter((line) => line.length > 0).join("\n") }
+  }
+  if (message._tag === "tool") {
+    return { role: "user", content: `[the result of the tool ${message.name} (call ${message.toolCallId}); the tool is no longer offered]\n${message.content}` }
+  }
+  return toOpenAiMessage(message)
 }
 
 /**

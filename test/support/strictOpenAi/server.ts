@@ -3,6 +3,7 @@ import { Effect, Either, type Scope } from "effect"
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http"
 import { close, listen } from "../loopback.js"
 import type { Reply } from "./replies.js"
+import { compatibleRefusal } from "./compatible.js"
 import { parseChatRequest } from "./request.js"
 import { complete, sendChunks, sendCompletion, sendError, sendJson, sendStream } from "./responses.js"
 import type { State, StrictOpenAi, StrictOpenAiOptions } from "./state.js"
@@ -46,18 +47,10 @@ const handleCompletion = (state: State, res: ServerResponse, body: unknown, requ
     return sendError(res, 400, parsed.left, requestId)
   }
   const request = parsed.right
-  const together = state.options.alternatingRoles === true
-    ? request.messages.findIndex((message, i) => i > 0 && message.role === "user" && request.messages[i - 1]?.role === "user")
-    : -1
-  if (together !== -1) {
-    const problem: OpenAiError = {
-      message: "Conversation roles must alternate user/assistant/user/assistant/...",
-      type: "BadRequestError",
-      param: null,
-      code: null
-    }
-    state.rejected.push(problem)
-    return sendError(res, 400, problem, requestId)
+  const refused = compatibleRefusal(state.options, request)
+  if (refused !== undefined) {
+    state.rejected.push(refused)
+    return sendError(res, 400, refused, requestId)
   }
   const window = state.options.contextWindows?.[request.model]
   const tokens = estimateTokens(request)

@@ -23,6 +23,11 @@ export interface StrictOpenAiOptions {
    * servers do (vLLM or llama.cpp serving Mistral, Llama 2, Gemma); OpenAI accepts them.
    */
   readonly alternatingRoles?: boolean
+  /**
+   * Refuse a history with tool calls or results when the request offers no `tools`, as LiteLLM
+   * in front of Bedrock or Anthropic does; OpenAI accepts it.
+   */
+  readonly toolsForToolCalls?: boolean
 }
 
 /** A running fake, valid while its scope is open. */
