@@ -13,6 +13,7 @@ import type { RunRecord } from "../durable/records.js"
 import { Store } from "../durable/Store.js"
 import type { Lease } from "../journal/journalRecords.js"
 import { agentTools } from "../mcp/mcpTools.js"
+import { overToolLimit } from "./toolLimit.js"
 import type { ChatMessage, LanguageModel, ToolCall, ToolSpec } from "../models/Model.js"
 import { ModelResolver } from "../models/Model.js"
 import { makeBudgetCheck } from "./budgetCheck.js"
@@ -296,6 +297,8 @@ function* modelTurn(execution: Execution, turn: number) {
   const { agent, app, seesImages, step } = context
   // Listed every turn: an MCP server's tools change (`list_changed`) while a run goes on.
   const specs = offered(yield* agentTools(agent, context.instance.installed), seesImages)
+  const tooMany = overToolLimit(agent, models, specs.length)
+  if (tooMany !== undefined) return yield* failRun(context.run, step, context.journal, tooMany)
   const result = yield* askModel({
     step,
     commit: context.commit,

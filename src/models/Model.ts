@@ -90,6 +90,11 @@ export interface LanguageModel {
   readonly name: string
   /** Whether it accepts images (then an environment's agent gets `view_image`, and MCP tools' images are shown). */
   readonly vision?: boolean
+  /**
+   * The most tools it takes in one request (OpenAI: 128; a request with more is a 400): a turn
+   * that would offer more fails saying so. `undefined`: no limit known.
+   */
+  readonly maxTools?: number
   readonly stream: (request: ModelRequest) => Stream.Stream<ModelChunk, ModelError>
   /**
    * The whole turn at once, for a model that has all of it before the first chunk (an in-process

@@ -27,6 +27,9 @@ const blindModels = /^(o1-mini|o1-preview|o3-mini)/
 
 const seesImages = (model: string): boolean => visionModels.test(model) && !blindModels.test(model)
 
+/** The most tools OpenAI takes in one request ("array too long" beyond); compatible servers copy its checks. */
+const maxOpenAiTools = 128
+
 /** The SDK, imported by the first turn on an OpenAI model: a project on other models never loads it. */
 const loadSdk = () => import("openai").then((module) => module.default)
 
@@ -93,7 +96,7 @@ export const make = (options: OpenAiModelOptions): LanguageModel => {
     )
   }
 
-  return { name, vision: options.vision ?? seesImages(options.model), stream }
+  return { name, vision: options.vision ?? seesImages(options.model), maxTools: maxOpenAiTools, stream }
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -5,6 +5,9 @@ import { emptyArray, invalidType, isRecord, missing, reject } from "./rejections
 import { checkToolNames, parseTool } from "./tools.js"
 import type { ChatMessage, ChatRequest, ChatTool, OpenAiError } from "./wire.js"
 
+/** The most tools OpenAI takes in one request. */
+const maxTools = 128
+
 /**
  * Validates a Chat Completions request body the way OpenAI does, and returns it in a typed
  * shape, or the `error` object OpenAI would answer with (status 400).
@@ -39,6 +42,13 @@ export const parseChatRequest = (body: unknown): Either.Either<ChatRequest, Open
     if (body.tools !== undefined && body.tools !== null) {
       if (!Array.isArray(body.tools)) return yield* invalidType("tools", "an array of objects", body.tools)
       if (body.tools.length === 0) return yield* emptyArray("tools")
+      if (body.tools.length > maxTools) {
+        return yield* reject(
+          `Invalid 'tools': array too long. Expected an array with maximum length ${maxTools}, but got an array with length ${body.tools.length} instead.`,
+          "tools",
+          "array_above_max_length"
+        )
+      }
       for (const [index, raw] of body.tools.entries()) tools.push(yield* parseTool(raw, index))
     }
 
