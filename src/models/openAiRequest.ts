@@ -35,10 +35,11 @@ const toTextMessage = (message: ChatMessage | ImageMessage): OpenAI.ChatCompleti
 
 /**
  * Adjacent user messages (a cancelled run's message then the next one, a compaction's summary then
- * the message after it) joined into one, a blank line between their texts. OpenAI takes them
- * apart, but the strict chat templates of compatible servers (Mistral, Llama 2 or Gemma on vLLM or
- * llama.cpp) refuse the whole request: "Conversation roles must alternate". Only what is sent is
- * joined; the transcript keeps every message.
+ * the message after it) joined into one, a blank line between their texts; so are adjacent
+ * assistant messages (a run resumed after an approval answers after a later run's answer, both
+ * stored in that order). OpenAI takes them apart, but the strict chat templates of compatible
+ * servers (Mistral, Llama 2 or Gemma on vLLM or llama.cpp) refuse the whole request: "Conversation
+ * roles must alternate". Only what is sent is joined; the transcript keeps every message.
  */
 const alternating = (
   messages: ReadonlyArray<OpenAI.ChatCompletionMessageParam>
@@ -48,12 +49,24 @@ const alternating = (
     const last = out[out.length - 1]
     if (message.role === "user" && last?.role === "user") {
       out[out.length - 1] = { role: "user", content: joinContent(last.content, message.content) }
+    } else if (message.role === "assistant" && last?.role === "assistant" && (last.tool_calls ?? []).length === 0) {
+      // An assistant's calls are followed by their results, so the first of two in a row has none.
+      const content = [assistantText(last.content), assistantText(message.content)].filter((text) => text.length > 0).join("\n\n")
+      out[out.length - 1] = message.tool_calls === undefined
+        ? { role: "assistant", content }
+        : { role: "assistant", content: content.length > 0 ? content : null, tool_calls: message.tool_calls }
     } else {
       out.push(message)
     }
   }
   return out
 }
+
+/** An assistant message's text, as this adapter sends it (a string, or none next to tool calls). */
+const assistantText = (content: OpenAI.ChatCompletionAssistantMessageParam["content"]): string =>
+  typeof content === "string"
+    ? content
+    : (content ?? []).map((part) => part.type === "text" ? part.text : part.refusal).join("")
 
 type UserContent = OpenAI.ChatCompletionUserMessageParam["content"]
 

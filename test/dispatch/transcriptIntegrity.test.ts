@@ -91,7 +91,8 @@ const twoMore = (url: string, conversation: string) =>
 
 const setup = (config = "") =>
   Effect.gen(function*() {
-    const provider = yield* strictOpenAi({ otherwise: planned })
+    // Roles that alternate too, as the strict chat templates of compatible servers want them.
+    const provider = yield* strictOpenAi({ otherwise: planned, alternatingRoles: true })
     const log = join(tmpdir(), `foundry-integrity-${randomUUID()}.log`)
     const root = yield* tempProject(durableProject(log, config))
     const server = yield* startServer(root, { model: OpenAi.make({ model: "gpt-4.1-mini", apiKey: "test", baseURL: provider.url }) })
@@ -168,7 +169,8 @@ describe("transcript integrity against a strict Chat Completions server", () => 
 
   it.scopedLive("SIGKILL during a tool call, restart, then two more messages", () =>
     Effect.gen(function*() {
-      const provider = yield* strictOpenAi({ otherwise: planned })
+      // Roles that alternate too, as the strict chat templates of compatible servers want them.
+    const provider = yield* strictOpenAi({ otherwise: planned, alternatingRoles: true })
       const log = join(tmpdir(), `foundry-integrity-${randomUUID()}.log`)
       const files = durableProject(log)
       const agent = files["agents/worker/agent.ts"] ?? ""

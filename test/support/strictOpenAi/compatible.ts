@@ -5,9 +5,14 @@
 import type { StrictOpenAiOptions } from "./state.js"
 import type { ChatRequest, OpenAiError } from "./wire.js"
 
-/** Two user messages in a row, refused by vLLM's or llama.cpp's strict templates (`alternatingRoles`). */
+/**
+ * Two user messages in a row, or two assistant messages, refused by vLLM's or llama.cpp's strict
+ * templates (`alternatingRoles`).
+ */
 const rolesTogether = (request: ChatRequest): OpenAiError | undefined =>
-  request.messages.some((message, i) => i > 0 && message.role === "user" && request.messages[i - 1]?.role === "user")
+  request.messages.some((message, i) =>
+    i > 0 && (message.role === "user" || message.role === "assistant") && request.messages[i - 1]?.role === message.role
+  )
     ? { message: "Conversation roles must alternate user/assistant/user/assistant/...", type: "BadRequestError", param: null, code: null }
     : undefined
 
