@@ -13,7 +13,8 @@ import { CurrentApp } from "../compiler/CurrentApp.js"
 import { changedSettings, startSettings } from "../compiler/startSettings.js"
 import type { StoreError } from "../durable/StoreError.js"
 import { Schedules } from "../triggers/Schedules.js"
-import { cachedRelease, forget, materialise } from "./releaseCache.js"
+import { checkedCachedRelease } from "./cacheCheck.js"
+import { forget, materialise } from "./releaseCache.js"
 import { CurrentMoved, type ReleaseInvalid, ReleaseNotFound, ReleasesNotDeployable } from "./releaseErrors.js"
 import { Releases } from "./Releases.js"
 import { type Activation, type DeploymentView, ReleaseStorage } from "./ReleaseStorage.js"
@@ -217,7 +218,8 @@ export const layer = (options: DeploymentsOptions) => Layer.scoped(
       if (!releases.deployable) return yield* notDeployable
       const release = yield* verifyUpload(upload)
       const id = release.manifest.id
-      const cachedBefore = yield* cachedRelease(releases.root, id).pipe(Effect.provideService(FileSystem.FileSystem, fs), Effect.orDie)
+      // A cached copy that is not the release (changed, or not whole) is removed first, and written from the upload.
+      const cachedBefore = yield* checkedCachedRelease(releases.root, id).pipe(Effect.provideService(FileSystem.FileSystem, fs))
       yield* materialise(releases.root, id, release.manifestText, release.files).pipe(
         Effect.provideService(FileSystem.FileSystem, fs),
         Effect.orDie

@@ -14,8 +14,9 @@ import type { RunRecord } from "../durable/records.js"
 import type { StoreError } from "../durable/StoreError.js"
 import { eventRelease } from "../journal/eventRelease.js"
 import { RunJournal } from "../journal/RunJournal.js"
-import { cachedRelease, materialise } from "./releaseCache.js"
-import { ReleaseInvalid, ReleaseNotFound } from "./releaseErrors.js"
+import { cacheProblem, checkedCachedRelease } from "./cacheCheck.js"
+import { cachedRelease, forget, materialise } from "./releaseCache.js"
+import { ReleaseBroken, ReleaseInvalid, ReleaseNotFound } from "./releaseErrors.js"
 import { readReleaseFolder } from "./releaseFolder.js"
 import { ReleaseId, releaseIdAt } from "./ReleaseManifest.js"
 import { ReleaseStorage } from "./ReleaseStorage.js"
@@ -111,18 +112,33 @@ export const layer = (options: ReleasesOptions = {}) =>
       }
       let firstTaken = serving === undefined
 
+      // The releases whose cached folder this process checked against their id: each is hashed
+      // once, when it is first used (its files are written once and never change after).
+      const checked = new Set<string>()
+
       /**
-       * The folder of a release: in the cache, else written there from the store, else the release
-       * folder the server was started on (a disk that fails us is a defect).
+       * The folder of a release: in the cache (checked against its id the first time), else written
+       * there from the store, else the release folder the server was started on. A copy that is not
+       * its release is broken for good: the store's copy is what a cached one is written from again.
+       * A disk that fails us is a defect.
        */
       const folderOf = (id: string) =>
         Effect.gen(function*() {
-          const cached = yield* Effect.orDie(cachedRelease(root, id))
-          if (cached !== undefined) return cached
+          const known = checked.has(id) ? yield* Effect.orDie(cachedRelease(root, id)) : undefined
+          if (known !== undefined) return known
+          const cached = yield* checkedCachedRelease(root, id)
+          if (cached !== undefined) {
+            checked.add(id)
+            return cached
+          }
           const stored = yield* storage.content(id)
           if (Option.isNone(stored)) {
             // Checked again: what is loaded from it now is served under its id.
-            if (id === first.release && releaseIdAt(root) === id) return yield* Effect.as(Effect.provideService(checkedFolder(root), FileSystem.FileSystem, fs), root)
+            if (id === first.release && releaseIdAt(root) === id) {
+              return yield* Effect.as(Effect.provideService(checkedFolder(root), FileSystem.FileSystem, fs), root).pipe(
+                Effect.mapError((invalid) => new ReleaseBroken({ release: id, message: `release ${id} cannot be served: ${invalid.message}` }))
+              )
+            }
             return yield* new ReleaseNotFound({
               release: id,
               message: isReleaseId(id)
@@ -130,13 +146,27 @@ export const layer = (options: ReleasesOptions = {}) =>
                 : `${id} is a build of a project's sources, which no store keeps, and the sources this server started from build ${first.release}`
             })
           }
+          const broken = (why: string) =>
+            new ReleaseBroken({
+              release: id,
+              message: `release ${id} cannot be served: the store's copy of it ${why}\n` +
+                "  fix: deploy the release again from its folder (`foundry deploy`), or roll back to another release"
+            })
           const files = yield* Effect.forEach(Object.entries(stored.value.files), ([file, base64]) =>
             Either.match(Encoding.decodeBase64(base64), {
-              onLeft: () => Effect.fail(new ReleaseInvalid({ message: `${id}: the store's copy of ${file} is not base64` })),
+              onLeft: () => Effect.fail(broken(`holds ${file} in a form that is not base64`)),
               onRight: (content) => Effect.succeed({ file, content })
             }))
-          return yield* Effect.orDie(materialise(root, id, stored.value.manifest, files))
-        })
+          const folder = yield* Effect.orDie(materialise(root, id, stored.value.manifest, files))
+          // Written from the store: the same check, so that a copy the store holds wrong is not served either.
+          const problem = yield* cacheProblem(folder, id)
+          if (problem !== undefined) {
+            yield* Effect.orDie(forget(root, id))
+            return yield* broken(`does not match its id: ${problem}`)
+          }
+          checked.add(id)
+          return folder
+        }).pipe(Effect.provideService(FileSystem.FileSystem, fs))
 
       const lookup = (id: string) =>
         Effect.gen(function*() {
@@ -150,11 +180,14 @@ export const layer = (options: ReleasesOptions = {}) =>
         })
       const apps = yield* RcMap.make({ lookup })
 
-      const load = (id: string) =>
+      const held = (id: string) =>
         RcMap.get(apps, id).pipe(
           // A failed load is not kept: the next one tries again.
           Effect.tapError(() => RcMap.invalidate(apps, id))
         )
+      // To a deploy or a rollback, a broken release is one that does not load: it is refused the same way.
+      const load = (id: string) =>
+        Effect.catchTag(held(id), "ReleaseBroken", (broken) => Effect.fail(new ReleaseInvalid({ message: broken.message })))
 
       const switching = yield* Effect.makeSemaphore(1)
       let holding: Scope.CloseableScope | undefined
@@ -188,15 +221,18 @@ export const layer = (options: ReleasesOptions = {}) =>
           // Serving sources, every run executes on the current app.
           if (serving === undefined) return onApp(now, use)
           const wanted = run.release ?? now.release
-          return load(wanted).pipe(
+          return held(wanted).pipe(
             // Moved to another release only when this one cannot be had: a load that failed for a
-            // moment (the store, a dependency of its layers) is tried again first, a few times over.
-            Effect.retry({ schedule: loadAgain, while: (error) => error._tag !== "ReleaseNotFound" }),
+            // moment (the store, a dependency of its layers) is tried again first, a few times over;
+            // one that is not there or broken for good is not waited on.
+            Effect.retry({ schedule: loadAgain, while: (error) => error._tag !== "ReleaseNotFound" && error._tag !== "ReleaseBroken" }),
             Effect.catchAllCause((cause) =>
               Cause.isInterruptedOnly(cause) ? Effect.interrupt : Effect.gen(function*() {
                 const app = yield* load(now.release).pipe(Effect.orElseSucceed(() => now))
+                // Said in the line itself, not only in the cause after it: what is wrong with which release.
+                const why = Option.match(Cause.failureOption(cause), { onNone: () => "", onSome: (error) => ` (${error.message})` })
                 yield* Effect.logWarning(
-                  `run ${run.id} started on release ${wanted}, which this server cannot load; it goes on the current release ${app.release}, ` +
+                  `run ${run.id} started on release ${wanted}, which this server cannot load${why}; it goes on the current release ${app.release}, ` +
                     "which its record names from now on",
                   cause
                 )

@@ -22,3 +22,13 @@ export class ReleasesNotDeployable extends Schema.TaggedError<ReleasesNotDeploya
 
 /** Another deploy made another release current between a change's decision and its commit: it is decided again. */
 export class CurrentMoved extends Data.TaggedError("CurrentMoved") {}
+
+/**
+ * Release `release` cannot be had as it is, and trying again will not change that: its files (the
+ * store's copy, fetched again after the cached one did not match, or the folder the server started
+ * on) are not the release its id names. A run that needs it is not kept waiting on it.
+ */
+export class ReleaseBroken extends Data.TaggedError("ReleaseBroken")<{
+  readonly release: string
+  readonly message: string
+}> {}
