@@ -18,6 +18,7 @@ import type { ClusterConfig } from "../definitions/configFields.js"
 import { routeFolders } from "../router/RoutePath.js"
 import { releaseFile, releaseIdAt } from "../release/ReleaseManifest.js"
 import { watchProjectChanges } from "../router/watch.js"
+import { unreadableSecrets } from "../triggers/webhookSecrets.js"
 import { CliError } from "./CliError.js"
 import { notAProjectOrRelease } from "./projectFolder.js"
 import { addressOf, recordServing, urlOf } from "./servingAddress.js"
@@ -78,6 +79,8 @@ const sayListening = (options: ServeOptions, app: CompiledApp, context: Context.
     if (models.notice !== undefined && fellBack.length > 0) {
       yield* say(style.yellow(`  note:    ${models.notice} (here: ${fellBack.map((agent) => agent.id).join(", ")})`))
     }
+    // Said before the first delivery is refused for it: the log says it again at that delivery.
+    for (const problem of yield* unreadableSecrets(served.table.config)) yield* warn(style.yellow(`  warning: ${problem}`))
     yield* say(style.green(`listening on ${address}`))
   })
 

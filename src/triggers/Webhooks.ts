@@ -8,9 +8,10 @@
  *
  * A caller not vouched for (beyond this machine, without a token that may start runs) learns
  * nothing of which webhooks exist: a name no playbook listens on, and a webhook without a secret,
- * are refused as a signature that does not match, with the real reason in the server's log.
+ * are refused as a signature that does not match, with the real reason in the server's log; so is
+ * every caller of a webhook whose secret cannot be read (`webhookSecrets.ts`).
  */
-import { Config, Context, Duration, Effect, Exit, Layer, Redacted } from "effect"
+import { type Config, Context, Duration, Effect, Exit, Layer, type Redacted } from "effect"
 import { type CompiledApp, playbooksLeftOut } from "../compiler/CompiledApp.js"
 import { CurrentApp } from "../compiler/CurrentApp.js"
 import { defaultWebhookTolerance } from "../definitions/configDefaults.js"
@@ -36,6 +37,7 @@ import {
   WebhookUnauthorized
 } from "./webhookErrors.js"
 import { type Choice, choose, decodeBody, failedReason } from "./webhookPlaybooks.js"
+import { readSecret } from "./webhookSecrets.js"
 import { eventIdHeader, timestampHeader, verifySignature } from "./webhookSignature.js"
 
 /** What one delivery started, and what it skipped. */
@@ -87,10 +89,22 @@ export const WebhooksLive = Layer.effect(
     const dispatcher = yield* Dispatcher
     const current = yield* CurrentApp
 
-    const secretOf = (secret: Config.Config<Redacted.Redacted> | string | undefined) =>
-      secret === undefined ? Effect.succeed(undefined) : typeof secret === "string"
-        ? Effect.succeed(secret)
-        : Effect.map(Effect.orDie(secret), Redacted.value)
+    // The webhooks whose unreadable secret this process has told the owner of: once each, not on
+    // every delivery (a sender retrying would fill the log).
+    const told = new Set<string>()
+    /**
+     * The secret of `webhook`: `undefined` when it has none; a secret that cannot be read is one
+     * that nothing signs with (the caller is refused as for a wrong signature), said in the log once.
+     */
+    const secretOf = Effect.fnUntraced(function*(webhook: string, configured: Config.Config<Redacted.Redacted> | string | undefined) {
+      const secret = yield* readSecret(webhook, configured)
+      if (secret._tag !== "Unreadable") return secret
+      if (!told.has(webhook)) {
+        told.add(webhook)
+        yield* Effect.logError(secret.problem)
+      }
+      return secret
+    })
 
     /**
      * Claims the delivery of `eventId` as `deliveryId`: the claim when this delivery is to start its
@@ -248,16 +262,17 @@ export const WebhooksLive = Layer.effect(
         return yield* new WebhookNotFound({ webhook, message: `no playbook listens on /hooks/${webhook}` })
       }
       const settings = playbooks.length === 0 ? undefined : app.table.config.webhooks[webhook]
-      const secret = yield* secretOf(settings?.secret)
+      const secret = yield* secretOf(webhook, settings?.secret)
       // Beyond this machine, a webhook no one signs would let anyone start runs; and a name no
       // playbook listens on is refused the same way, so that the caller cannot tell the two from
-      // a webhook whose signature it got wrong. The owner reads why in the log.
-      const fingerprint = secret === undefined && vouched ? null : yield* verifySignature(webhook, body, headers, {
-        secret,
+      // a webhook whose signature it got wrong. A secret that cannot be read matches no signature,
+      // from anyone: the webhook answers as one whose signature was got wrong. The owner reads why in the log.
+      const fingerprint = secret._tag === "None" && vouched ? null : yield* verifySignature(webhook, body, headers, {
+        secret: secret._tag === "Secret" ? secret.value : undefined,
         tolerance: Duration.decode(settings?.tolerance ?? defaultWebhookTolerance),
         legacy: settings?.legacySignatures === true || playbooks.some((p) => p.definition.legacySignatures),
         vouched
-      }).pipe(Effect.tapError(() => secret !== undefined ? Effect.void : unvouched(webhook, playbooks.length > 0)))
+      }).pipe(Effect.tapError(() => secret._tag !== "None" ? Effect.void : unvouched(webhook, playbooks.length > 0)))
       // After the signature: a refusal that only a webhook that exists gives would tell it exists.
       const given = headers[eventIdHeader]
       if (given !== undefined && !eventIdPattern.test(given)) {

@@ -44,7 +44,7 @@ const signs = (secret: string | undefined, payload: string, given: string): bool
 
 /** How a webhook's deliveries are checked. */
 export interface SignatureRules {
-  /** `undefined`: no signature is accepted (a name no playbook listens on, or no secret for a caller not vouched for). */
+  /** `undefined`: no signature is accepted (a name no playbook listens on, no secret for a caller not vouched for, or a secret that cannot be read). */
   readonly secret: string | undefined
   readonly tolerance: Duration.Duration
   readonly legacy: boolean

@@ -13,7 +13,8 @@ import { discover } from "../../router/discover.js"
 import { RouteErrors } from "../../router/RouteError.js"
 import { CliError } from "../CliError.js"
 import { routeSummary } from "../routeSummary.js"
-import { say, style } from "../terminal.js"
+import { unreadableSecrets } from "../../triggers/webhookSecrets.js"
+import { say, style, warn } from "../terminal.js"
 
 /** Validates and type-checks the project at `dir`, and gives its route table when it passes. */
 export const checkProject = (dir: string) =>
@@ -21,6 +22,8 @@ export const checkProject = (dir: string) =>
     const table = yield* discover(dir, 1)
     yield* writeGenerated(table)
     yield* say(`routes: ${routeSummary(table)}`)
+    // Not a failure of the project (the server may run where the variable is set), but said here too.
+    for (const problem of yield* unreadableSecrets(table.config)) yield* warn(style.yellow(`warning: ${problem}`))
     yield* say(style.dim("type-checking route files with .foundry/routes.d.ts ..."))
     // tsc runs in a process of its own: the compile and the pure modules meanwhile, on this one.
     const [types, compiled, modules] = yield* Effect.all(
