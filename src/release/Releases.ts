@@ -230,10 +230,10 @@ export const layer = (options: ReleasesOptions = {}) =>
               Cause.isInterruptedOnly(cause) ? Effect.interrupt : Effect.gen(function*() {
                 const app = yield* load(now.release).pipe(Effect.orElseSucceed(() => now))
                 // Said in the line itself, not only in the cause after it: what is wrong with which release.
-                const why = Option.match(Cause.failureOption(cause), { onNone: () => "", onSome: (error) => ` (${error.message})` })
+                const why = Option.match(Cause.failureOption(cause), { onNone: () => "", onSome: (error) => `: ${error.message}` })
                 yield* Effect.logWarning(
-                  `run ${run.id} started on release ${wanted}, which this server cannot load${why}; it goes on the current release ${app.release}, ` +
-                    "which its record names from now on",
+                  `run ${run.id} started on release ${wanted}, which this server cannot load; it goes on the current release ${app.release}, ` +
+                    `which its record names from now on${why}`,
                   cause
                 )
                 // So that the run says which code it runs: its record is what `GET /api/runs/:id` shows.
