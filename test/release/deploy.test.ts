@@ -297,6 +297,23 @@ describe("deploy", () => {
       expect(run).toMatchObject({ status: "completed", output: expect.stringContaining("from the heavy module") })
     }), { timeout: 120_000 })
 
+  it.scopedLive("a deploy over a cached copy of the release that changed since it was written replaces it with the upload, and says so", () =>
+    Effect.gen(function*() {
+      const { v1 } = yield* deskReleases
+      const root = yield* emptyServerProject
+      const tokens = yield* tokensFor(root)
+      // v1 in the server's release cache already, as an earlier process wrote it, and one of its files edited since.
+      const cached = join(root, ".foundry/release-cache", v1.id)
+      cpSync(v1.folder, cached, { recursive: true })
+      const [edited] = (JSON.parse(readFileSync(join(cached, "release.json"), "utf8")) as { readonly files: ReadonlyArray<string> }).files
+      if (edited === undefined) return yield* Effect.die(new Error("v1 lists no files"))
+      writeFileSync(join(cached, edited), `${readFileSync(join(cached, edited), "utf8")}\n// edited after it was written\n`)
+      const { server, url } = yield* startServer([root])
+      expect((yield* deploy(url, tokens.deploy.token, uploadOf(v1.folder))).status).toBe(200)
+      expect(readFileSync(join(cached, edited))).toEqual(readFileSync(join(v1.folder, edited)))
+      expect(server.output()).toContain(`the release cache's copy of ${v1.id} is not that release`)
+    }))
+
   it.scopedLive("foundry dev serves the sources and takes no deploys", () =>
     Effect.gen(function*() {
       const root = yield* emptyServerProject
