@@ -37,6 +37,26 @@ const encodeManifest = Schema.encodeSync(Schema.parseJson(ReleaseManifest, { spa
 const invalid = (message: string) => new ReleaseInvalid({ message })
 
 /** Checks an upload; what is wrong with it is a `ReleaseInvalid` that says what to do. */
+/** The most bytes a file system takes in one name (ext4, APFS, NTFS alike). */
+const maxNameBytes = 255
+
+/**
+ * Why `files` cannot all be written as a folder, if they cannot: a path that is another's folder
+ * (`a` and `a/b`), or a name too long for a file system. Refused with the others' reasons rather
+ * than failing the write halfway.
+ */
+const unwritablePaths = (files: ReadonlyArray<string>): string | undefined => {
+  const folders = new Set(files.flatMap((file) => {
+    const segments = file.split("/")
+    return segments.slice(1).map((_, i) => segments.slice(0, i + 1).join("/"))
+  }))
+  const both = files.filter((file) => folders.has(file))
+  if (both.length > 0) return `files whose paths are also folders of other files: ${both.join(", ")}`
+  const long = files.filter((file) => file.split("/").some((name) => Buffer.byteLength(name) > maxNameBytes))
+  if (long.length > 0) return `files with a name over ${maxNameBytes} bytes, which file systems refuse: ${long.join(", ")}`
+  return undefined
+}
+
 export const verifyUpload = Effect.fn("release.verifyUpload")(function*(upload: ReleaseUpload) {
   const decoded = decodeManifest(upload.manifest)
   if (Either.isLeft(decoded)) {
@@ -58,6 +78,8 @@ export const verifyUpload = Effect.fn("release.verifyUpload")(function*(upload: 
   }
   const unsafe = sent.filter((file) => !releasePath(file) || file === releaseFile)
   if (unsafe.length > 0) return yield* invalid(`files with paths a release cannot have: ${unsafe.join(", ")}`)
+  const unwritable = unwritablePaths(sent)
+  if (unwritable !== undefined) return yield* invalid(unwritable)
   const files: Array<HashedFile> = []
   for (const file of [...sent].sort()) {
     const content = Encoding.decodeBase64(upload.files[file] ?? "")

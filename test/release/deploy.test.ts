@@ -10,6 +10,7 @@ import { join } from "node:path"
 import { randomUUID } from "node:crypto"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
+import { releaseIdOf } from "../../src/release/contentHash.js"
 import { bearer } from "../auth/support.js"
 import { freePort, startCli } from "../support/cli.js"
 import { http } from "../support/server.js"
@@ -257,6 +258,17 @@ describe("deploy", () => {
         const unsafe = yield* deploy(url, tokens.deploy.token, { ...upload, manifest, files: { ...upload.files, [path]: "" } })
         expect(unsafe.status).toBe(400)
         expect(unsafe.json).toMatchObject({ _tag: "ReleaseInvalid", message: `files with paths a release cannot have: ${path}` })
+      }
+      // Paths no folder can hold, with an id that matches them: refused, not a write that fails halfway (a 500).
+      for (const [paths, reason] of [
+        [["notes/a", "notes/a/b"], "files whose paths are also folders of other files: notes/a"],
+        [[`notes/${"n".repeat(256)}`], "files with a name over 255 bytes"]
+      ] as const) {
+        const files = { ...upload.files, ...Object.fromEntries(paths.map((path) => [path, ""])) }
+        const id = releaseIdOf(Object.keys(files).sort().map((file) => ({ file, content: Buffer.from(files[file] ?? "", "base64") })))
+        const unwritable = yield* deploy(url, tokens.deploy.token, { ...upload, manifest: { ...upload.manifest, id, files: Object.keys(files) }, files })
+        expect(unwritable.status).toBe(400)
+        expect(unwritable.json).toMatchObject({ _tag: "ReleaseInvalid", message: expect.stringContaining(reason) })
       }
       const incomplete = yield* deploy(url, tokens.deploy.token, { ...upload, files: {} })
       expect(incomplete.status).toBe(400)
