@@ -24,35 +24,13 @@ import { activateIn, contentOf, deskReleases } from "./deploySupport.js"
 describe("a run's release", () => {
   it.scopedLive("a load of a run's release that fails for a moment is tried again: the run executes on it, not moved to the current one", () =>
     Effect.gen(function*() {
-      const { v1, v2 } = yield* deskReleases
-      // The server's project: v1's folder, in a place of its own (its release cache is written there).
-      const root = join(mkdtempSync(join(tmpdir(), "foundry-release-for-run-")), v1.id)
-      cpSync(v1.folder, root, { recursive: true })
-      const stores = yield* Layer.build(ReleaseStorage.layer.pipe(Layer.provideMerge(storageLayer(yield* sqlite.fresh))))
-      const storage = Context.get(stores, ReleaseStorage.ReleaseStorage)
-      // v2 kept in the store (a run started on it), v1 current.
-      for (const release of [v2, v1]) {
-        expect(yield* activateIn(storage, release.id, contentOf(release.folder))).toBe(true)
-      }
-      const journal = Context.get(stores, RunJournal)
-      yield* submit(journal, { ...newRun("run_1"), release: v2.id })
-      const run = Option.getOrThrow(yield* Context.get(stores, Store).getRun("run_1"))
       // The store's copy of v2 cannot be read the first time it is asked for.
       let asked = 0
-      const flaky = ReleaseStorage.ReleaseStorage.of({
-        ...storage,
-        content: (id) => asked++ === 0 ? Effect.fail(new StoreError({ operation: "releaseContent", message: "the store went away for a moment" })) : storage.content(id)
-      })
-      const first = yield* loadProject(root, 1)
-      const releases = Context.get(
-        yield* Layer.build(Releases.layer({ serving: { scope: yield* Scope.make(), given: false } }).pipe(
-          Layer.provide(Layer.mergeAll(CurrentApp.layer(first), Layer.succeed(ReleaseStorage.ReleaseStorage, flaky), Layer.succeed(RunJournal, journal)))
-        )),
-        Releases.Releases
-      )
+      const { releases, run, store, v2 } = yield* serverOnV1("foundry-release-for-run-", (storage) => (id) =>
+        asked++ === 0 ? Effect.fail(new StoreError({ operation: "releaseContent", message: "the store went away for a moment" })) : storage.content(id))
       expect(yield* releases.forRun(run, (app) => Effect.succeed(app.release))).toBe(v2.id)
       expect(asked).toBe(2)
-      expect(Option.map(yield* Context.get(stores, Store).getRun("run_1"), (stored) => stored.release)).toEqual(Option.some(v2.id))
+      expect(Option.map(yield* store.getRun("run_1"), (stored) => stored.release)).toEqual(Option.some(v2.id))
     }).pipe(Effect.provide(NodeContext.layer)))
 
   it.scopedLive("a release loaded again after it was let go reuses the modules of its first load: only its layers are built anew", () =>
