@@ -87,13 +87,15 @@ export class InstanceStorage extends Context.Tag("foundry/InstanceStorage")<Inst
   /** The instance, created on first use in one atomic statement; `created` says whether this call made it. */
   readonly provision: (agent: string, id: string) => Effect.Effect<{ readonly instance: InstanceRecord; readonly created: boolean }, StoreError>
   /**
-   * Creates the instance with its installations in one transaction. When one with that id or that
-   * provisioning key exists already, nothing is written and that one is returned (`created: false`).
+   * Creates the instance with its installations and `also` (its events) in one transaction, `rows`
+   * what `also` returned. When one with that id or that provisioning key exists already, nothing is
+   * written and that one is returned (`created: false`).
    */
   readonly create: (
     instance: NewInstance,
-    installations: ReadonlyArray<NewInstallation>
-  ) => Effect.Effect<{ readonly instance: InstanceRecord; readonly created: boolean }, StoreError>
+    installations: ReadonlyArray<NewInstallation>,
+    also?: ReadonlyArray<Statement>
+  ) => Effect.Effect<{ readonly instance: InstanceRecord; readonly created: boolean; readonly rows: ReadonlyArray<ReadonlyArray<Row>> }, StoreError>
   readonly findByKey: (agent: string, provisioningKey: string) => Effect.Effect<Option.Option<InstanceRecord>, StoreError>
   /**
    * Changes the instance in one transaction; `None` when there is none or it is archived (an
@@ -263,31 +265,33 @@ export const layer = Layer.effect(
         return { instance, created: inserted.length > 0 }
       })
 
-    const create = (instance: NewInstance, toInstall: ReadonlyArray<NewInstallation>) =>
+    /** The instance of `instance`'s provisioning key, else the one of its id: the one a create found there. */
+    const existing = (instance: NewInstance) =>
+      Effect.gen(function*() {
+        const byKey = instance.provisioningKey === null ? Option.none() : yield* findByKey({ agent: instance.agent, key: instance.provisioningKey })
+        return Option.isSome(byKey) ? byKey : yield* find(instance)
+      })
+
+    const create = (instance: NewInstance, toInstall: ReadonlyArray<NewInstallation>, also: ReadonlyArray<Statement>) =>
       Effect.gen(function*() {
         const now = yield* Clock.currentTimeMillis
-        // ON CONFLICT DO NOTHING without a target covers both the id and the provisioning key.
-        const inserted = yield* sql<{ readonly id: string }>`INSERT INTO foundry_instances ${
-          sql.insert({
-            agent: instance.agent,
-            id: instance.id,
-            context: JSON.stringify(instance.context),
-            provisioningKey: instance.provisioningKey,
-            status: "active",
-            createdAt: now,
-            updatedAt: now
-          })
-        } ON CONFLICT DO NOTHING RETURNING id`
-        if (inserted.length === 0) {
-          const byKey = instance.provisioningKey === null
-            ? Option.none()
-            : yield* findByKey({ agent: instance.agent, key: instance.provisioningKey })
-          const existing = Option.isSome(byKey) ? byKey.value : yield* Effect.flatten(find(instance))
-          return { instance: existing, created: false }
+        const write: InstanceWrite = {
+          create: { provisioningKey: instance.provisioningKey },
+          context: instance.context,
+          install: toInstall.map((installation) => ({ installation })),
+          uninstall: []
         }
-        for (const installation of toInstall) yield* insertInstallation(instance, installation, now)
-        return { instance: yield* Effect.flatten(find(instance)), created: true }
-      }).pipe(sql.withTransaction)
+        const unit = instanceWriteUnit(database.dialect, instance, write, now, also)
+        const written = yield* database.write(unit).pipe(
+          // On PostgreSQL another create of the same id or key at once fails this one's insert on the
+          // unique key, once it has committed: nothing of this one was written, and that one is the answer.
+          Effect.catchTag("StoreError", (error) =>
+            Effect.flatMap(Effect.orElse(existing(instance), () => Effect.fail(error)), (found) =>
+              Option.isSome(found) ? Effect.succeed({ _tag: "Refused" } as const) : Effect.fail(error)))
+        )
+        if (written._tag === "Refused") return { instance: yield* Effect.flatten(existing(instance)), created: false, rows: [] }
+        return { instance: yield* Effect.flatten(find(instance)), created: true, rows: written.rows.slice(unit.statements.length - also.length) }
+      })
 
     const update = (ref: InstanceRef, change: InstanceChange) =>
       Effect.gen(function*() {
@@ -316,7 +320,7 @@ export const layer = Layer.effect(
       list: list(undefined).pipe(failAs("listInstances")),
       page: (query) => page(query).pipe(failAs("pageInstances")),
       provision: (agent, id) => provision(agent, id, {}).pipe(failAs("provisionInstance")),
-      create: (instance, toInstall) => create(instance, toInstall).pipe(failAs("createInstance")),
+      create: (instance, toInstall, also = []) => create(instance, toInstall, also).pipe(failAs("createInstance")),
       findByKey: (agent, key) => findByKey({ agent, key }).pipe(failAs("findInstanceByKey")),
       update: (ref, change) => update(ref, change).pipe(failAs("updateInstance")),
       installations: (ref) => installations(ref).pipe(failAs("listInstallations")),

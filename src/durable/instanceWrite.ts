@@ -10,9 +10,17 @@ import type { InstallationRecord, InstanceStatus } from "./records.js"
 
 /** What one change writes. */
 export interface InstanceWrite {
+  /**
+   * The instance is made by this write (active, with `context`), only while none of its agent has
+   * its id or its provisioning key: the unit is refused otherwise.
+   */
+  readonly create?: { readonly provisioningKey: string | null } | undefined
   readonly context?: Readonly<Record<string, unknown>> | undefined
-  /** The status to set, only while the instance's is `from` (the status the change was decided on). */
-  readonly status?: { readonly status: InstanceStatus; readonly reason: string | null; readonly from: InstanceStatus } | undefined
+  /**
+   * The status to set, only while the instance's is `from` (the status the change was decided on);
+   * without `from`, whatever it is by then (an archive: a resume at the same moment does not undo it).
+   */
+  readonly status?: { readonly status: InstanceStatus; readonly reason: string | null; readonly from?: InstanceStatus | undefined } | undefined
   /**
    * Installations to write; each with `basis`, the installation as read that it was made from,
    * only while it is stored as read; without, over whatever is stored by then.
@@ -31,7 +39,7 @@ const changedAt = "CASE WHEN foundry_installations.updated_at >= ? THEN foundry_
 const installationKey = "agent = ? AND instance_id = ? AND kind = ? AND capability = ?"
 
 /**
- * The unit that writes `write` to the instance `ref` at `now`, then `also`. On PostgreSQL the
+ * The unit that writes `write` to the instance `ref` at `now` (or creates it with it), then `also`. On PostgreSQL the
  * guards lock what they read, the instance first (as every write of an installation does): a
  * change waits for one at the same moment and then reads what it wrote.
  */
@@ -45,10 +53,17 @@ export const instanceWriteUnit = (
   // SQLite writes one transaction at a time: what a guard reads stays so until it commits.
   const locked = dialect === "pg" ? " FOR UPDATE" : ""
   const status = write.status
-  const instanceGuard: Statement = {
-    sql: `SELECT id FROM foundry_instances WHERE agent = ? AND id = ? AND status <> 'archived'${status === undefined ? "" : " AND status = ?"}${locked}`,
-    params: status === undefined ? [ref.agent, ref.id] : [ref.agent, ref.id, status.from]
-  }
+  const from = status?.from
+  const instanceGuard: Statement = write.create === undefined
+    ? {
+      sql: `SELECT id FROM foundry_instances WHERE agent = ? AND id = ? AND status <> 'archived'${from === undefined ? "" : " AND status = ?"}${locked}`,
+      params: from === undefined ? [ref.agent, ref.id] : [ref.agent, ref.id, from]
+    }
+    // On PostgreSQL another creating the same at once is not seen here; its insert below then fails on the unique key.
+    : {
+      sql: "SELECT 1 AS absent WHERE NOT EXISTS (SELECT 1 FROM foundry_instances WHERE agent = ? AND (id = ? OR provisioning_key = ?))",
+      params: [ref.agent, ref.id, write.create.provisioningKey]
+    }
   const asRead = (basis: InstallationRecord): Statement => ({
     sql: `SELECT kind FROM foundry_installations WHERE ${installationKey} AND updated_at = ?${locked}`,
     params: [ref.agent, ref.id, basis.kind, basis.capability, basis.updatedAt]
@@ -63,7 +78,12 @@ export const instanceWriteUnit = (
     sets.push("status = ?", "status_reason = ?")
     values.push(status.status, status.reason)
   }
-  const instance: Statement = { sql: `UPDATE foundry_instances SET ${sets.join(", ")} WHERE agent = ? AND id = ?`, params: [...values, ref.agent, ref.id] }
+  const instance: Statement = write.create === undefined
+    ? { sql: `UPDATE foundry_instances SET ${sets.join(", ")} WHERE agent = ? AND id = ?`, params: [...values, ref.agent, ref.id] }
+    : {
+      sql: `INSERT INTO foundry_instances (agent, id, context, provisioning_key, status, created_at, updated_at) VALUES (?, ?, ?, ?, 'active', ?, ?)`,
+      params: [ref.agent, ref.id, JSON.stringify(write.context ?? {}), write.create.provisioningKey, now, now]
+    }
   const installs = write.install.map(({ basis, installation }): Statement => {
     const config = JSON.stringify(installation.config)
     return basis === undefined

@@ -12,7 +12,9 @@ import type { ReadableIssue } from "../definitions/readableIssues.js"
 import { type AgentNotFound, agentNotFound } from "../dispatch/Dispatcher.js"
 import { newId } from "../durable/ids.js"
 import { InstallationChanged, type InstanceRef, InstanceStorage, type NewInstallation } from "../durable/InstanceStorage.js"
-import { CapabilityKind, type InstallationRecord, type InstanceRecord } from "../durable/records.js"
+import type { Row, Statement } from "../durable/Database.js"
+import type { InstanceWrite } from "../durable/instanceWrite.js"
+import { CapabilityKind, InstallationRecord, type InstanceRecord } from "../durable/records.js"
 import type { StoreError } from "../durable/StoreError.js"
 import { type EventDraft, EventLog } from "../events/EventLog.js"
 import { insertEvents, sequenced } from "../events/EventStorage.js"
@@ -132,7 +134,31 @@ export const layer = Layer.effect(
         }
       })
 
-    const note = (ref: InstanceRef, content: EventContent) => Effect.flatMap(drafted(ref, content), events.emit)
+    /**
+     * `write`, given the insert of the events `drafts` to commit with its rows, and the events
+     * published once it has: all of it, or nothing. `told` says from its result whether it wrote
+     * them, with the rows the insert returned.
+     */
+    const withEvents = <A, E>(
+      ref: InstanceRef,
+      drafts: ReadonlyArray<EventContent>,
+      write: (also: ReadonlyArray<Statement>) => Effect.Effect<A, E>,
+      told: (result: A) => ReadonlyArray<Row> | undefined
+    ) =>
+      Effect.gen(function*() {
+        const stamped = yield* events.stamp(yield* Effect.forEach(drafts, (draft) => drafted(ref, draft)))
+        const result = yield* write([insertEvents(stamped)])
+        const rows = told(result)
+        if (rows !== undefined) yield* events.publish(sequenced(stamped, rows))
+        return result
+      })
+
+    /** `write` with the events of `drafts` in one unit (`InstanceStorage.apply`); whether its guards let it be written. */
+    const applyWithEvents = (ref: InstanceRef, write: InstanceWrite, drafts: ReadonlyArray<EventContent>) =>
+      Effect.map(
+        withEvents(ref, drafts, (also) => storage.apply(ref, write, also), Option.match({ onNone: () => undefined, onSome: (rows) => rows[0] ?? [] })),
+        Option.isSome
+      )
 
     const find = (ref: InstanceRef) =>
       storage.get(ref.agent, ref.id).pipe(
@@ -193,21 +219,28 @@ export const layer = Layer.effect(
       if (issues.length > 0 || Either.isLeft(context)) return yield* invalid(`the instance of "${request.agent}" is not valid`, issues)
       const installations = yield* prepare(app, agent, request.installations ?? [], (index) => `installations[${index}]`)
       const ref = { agent: request.agent, id: request.id ?? newId("inst") }
-      const made = yield* storage.create({ ...ref, provisioningKey: request.provisioningKey ?? null, context: context.right }, installations)
-      const conflict = createConflict(ref, request, made)
-      if (conflict !== undefined) return yield* conflict
-      if (made.created) {
-        yield* note(ref, {
+      const provisioningKey = request.provisioningKey ?? null
+      const drafts: ReadonlyArray<EventContent> = [
+        {
           type: "instance.created",
           data: {
-            provisioningKey: made.instance.provisioningKey,
-            context: made.instance.context,
+            provisioningKey,
+            context: context.right,
             installations: installations.map((i) => ({ kind: i.kind, capability: i.capability })),
             ...(request.by === undefined ? {} : { by: request.by })
           }
-        })
-        for (const installation of installations) yield* note(ref, installedEvent(installation))
-      }
+        },
+        ...installations.map(installedEvent)
+      ]
+      // Its events are written with it, and told only when it was made.
+      const made = yield* withEvents(
+        ref,
+        drafts,
+        (also) => storage.create({ ...ref, provisioningKey, context: context.right }, installations, also),
+        (made) => made.created ? made.rows[0] ?? [] : undefined
+      )
+      const conflict = createConflict(ref, request, made)
+      if (conflict !== undefined) return yield* conflict
       return { ...(yield* detail(made.instance)), created: made.created }
     })
 
@@ -220,10 +253,6 @@ export const layer = Layer.effect(
             message: `instance "${ref.id}" of agent "${ref.agent}" is archived: it keeps its history and changes no more`
           }))
           : Effect.succeed(instance))
-
-    /** An archive won the race with a change: nothing more of the change is written. */
-    const archivedMeanwhile = (ref: InstanceRef) =>
-      Effect.flatMap(open(ref), () => Effect.dieMessage(`instance "${ref.id}" of agent "${ref.agent}" refused a change while active`))
 
     /** The installation among `installations` of the capability `wish` is for. */
     const installedAs = <I extends CapabilityRef>(installations: ReadonlyArray<I>, wish: CapabilityRef): I | undefined =>
@@ -300,10 +329,7 @@ export const layer = Layer.effect(
           ...uninstall.map((gone): EventContent => ({ type: "instance.uninstalled", data: { kind: gone.kind, capability: gone.capability } }))
         ]
         if (drafts.length === 0) return
-        const stamped = yield* events.stamp(yield* Effect.forEach(drafts, (draft) => drafted(ref, draft)))
-        const written = yield* storage.apply(ref, { context, status, install, uninstall }, [insertEvents(stamped)])
-        if (Option.isNone(written)) return yield* new ChangedMeanwhile()
-        yield* events.publish(sequenced(stamped, written.value[0] ?? []))
+        if (!(yield* applyWithEvents(ref, { context, status, install, uninstall }, drafts))) return yield* new ChangedMeanwhile()
       })
 
     const change = Effect.fn("Instances.change")(function*(ref: InstanceRef, request: ChangeRequest) {
@@ -346,13 +372,13 @@ export const layer = Layer.effect(
               `and cannot be archived: pause it instead (PATCH /api/instances/default?agent=${ref.agent} {"paused": true})`
           })
         }
-        // Told once, by the archive that stuck: another at the same moment finds it archived.
-        const archived = instance.status === "archived"
-          ? Option.none()
-          // From whatever status it has by then (a resume at the same moment does not undo the archive): of two archives, one sets it.
-          : yield* storage.update(ref, { status: { status: "archived", reason: reason ?? null } })
-        if (Option.exists(archived, ({ statusChanged }) => statusChanged)) {
-          yield* note(ref, { type: "instance.archived", data: { reason: reason ?? null } })
+        // Told once, by the archive that stuck, with it: another at the same moment is refused by
+        // its guard (the instance archived), and writes and tells nothing. From whatever status it
+        // has by then: a resume at the same moment does not undo the archive.
+        if (instance.status !== "archived") {
+          yield* applyWithEvents(ref, { status: { status: "archived", reason: reason ?? null }, install: [], uninstall: [] }, [
+            { type: "instance.archived", data: { reason: reason ?? null } }
+          ])
         }
         return yield* Effect.flatMap(find(ref), detail)
       }),
@@ -363,23 +389,34 @@ export const layer = Layer.effect(
           yield* open(ref)
           const { before, wanted: [installation] } = yield* preparedOver(app, agent, ref, [request], () => "", true)
           if (installation === undefined) return yield* Effect.dieMessage("prepare returned no installation for one request")
-          const stored = yield* storage.install(ref, installation, installedAs(before, installation))
-          if (Option.isNone(stored)) return yield* archivedMeanwhile(ref)
-          yield* note(ref, installedEvent(installation))
-          return stored.value
+          const basis = installedAs(before, installation)
+          // Refused when the instance was archived meanwhile (read again, it answers so), or the installation changed.
+          if (!(yield* applyWithEvents(ref, { install: [{ installation, basis }], uninstall: [] }, [installedEvent(installation)]))) {
+            return yield* new ChangedMeanwhile()
+          }
+          const stored = installedAs(yield* storage.installations(ref), installation)
+          const now = yield* Clock.currentTimeMillis
+          // Removed by another request since it committed: answered as it was written.
+          return stored ?? new InstallationRecord({ agent: ref.agent, instanceId: ref.id, ...installation, createdAt: basis?.createdAt ?? now, updatedAt: now })
         }))
       }),
       uninstall: Effect.fn("Instances.uninstall")(function*(ref: InstanceRef, kind: CapabilityKind, id: string) {
-        yield* open(ref)
-        if (!(yield* storage.uninstall(ref, kind, id))) {
-          return yield* new NotInstalled({
-            agent: ref.agent,
-            instance: ref.id,
-            message: `instance "${ref.id}" of agent "${ref.agent}" has no ${kind} "${id}" installed; ` +
-              `GET /api/instances/${ref.id}?agent=${ref.agent} lists what it has`
-          })
-        }
-        yield* note(ref, { type: "instance.uninstalled", data: { kind, capability: id } })
+        yield* againWhileChanged(ref, Effect.gen(function*() {
+          yield* open(ref)
+          const gone = installedAs(yield* storage.installations(ref), { kind, capability: id })
+          if (gone === undefined) {
+            return yield* new NotInstalled({
+              agent: ref.agent,
+              instance: ref.id,
+              message: `instance "${ref.id}" of agent "${ref.agent}" has no ${kind} "${id}" installed; ` +
+                `GET /api/instances/${ref.id}?agent=${ref.agent} lists what it has`
+            })
+          }
+          // Refused when the instance was archived meanwhile, or the installation changed or went: read again.
+          if (!(yield* applyWithEvents(ref, { install: [], uninstall: [gone] }, [{ type: "instance.uninstalled", data: { kind, capability: id } }]))) {
+            return yield* new ChangedMeanwhile()
+          }
+        }))
       }),
       installed: (app, ref) => Effect.flatMap(storage.installations(ref), (installations) => installedCapabilities(box, app, installations))
     })

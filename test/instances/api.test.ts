@@ -433,22 +433,23 @@ describe.skipIf(skipPostgres)("the instances API on PostgreSQL", () => {
   it.scopedLive("a secret rotated while a change made from an earlier read waits to be written: the change keeps the rotated secret", () =>
     Effect.gen(function*() {
       const crm = (config: Record<string, string>) => ({ kind: "tool", id: "crm-notes", config })
-      const { api, sql } = yield* acmeOnPostgres([crm({ baseUrl: "https://crm.acme.test", apiKey: "key-one" })])
+      const { another, api, sql } = yield* acmeOnPostgres([crm({ baseUrl: "https://crm.acme.test", apiKey: "key-one" })])
+      const rotator = yield* another
       const sealed = Effect.map(sql<{ readonly secrets: string; readonly config: string }>`SELECT secrets, config FROM foundry_installations WHERE instance_id = 'acme'`, (rows) => rows[0])
       const first = yield* sealed
-      // A's change (a new context, and the CRM's address with its key kept) reads the installation,
-      // then waits to be written (its transaction, which writes its events too, waits for the
-      // events' lock); B's rotation of the key is written meanwhile.
+      // Every write of an instance is written with its events, and waits for the events' lock:
+      // held here, B's rotation of the key (from a second server) waits for it first; then A's
+      // change (a new context, and the CRM's address with its key kept) reads the installation and
+      // waits behind it. Released, B's rotation is written before A's change (the lock's waiters go in turn).
       const eventsLock = "SELECT pg_advisory_xact_lock(hashtext('foundry_events'), hashtext(current_schema()))"
       const release = yield* holdLocks(sql, sql.unsafe(eventsLock))
+      const rotating = yield* Effect.fork(http(`${rotator}/acme/installations?agent=desk`, { body: crm({ baseUrl: "https://crm.acme.test", apiKey: "key-two" }) }))
+      yield* until("the rotation waits", someoneWaitsForALock(sql, "%pg_advisory_xact_lock%"))
       const changing = yield* Effect.fork(http(`${api}/acme?agent=desk`, {
         method: "PATCH",
         body: { context: { company: "Acme Corp" }, installations: [crm({ baseUrl: "https://crm2.acme.test", apiKey: "<redacted>" })] }
       }))
-      yield* until("the change waits", someoneWaitsForALock(sql, "%pg_advisory_xact_lock%"))
-      const rotating = yield* Effect.fork(http(`${api}/acme/installations?agent=desk`, { body: crm({ baseUrl: "https://crm.acme.test", apiKey: "key-two" }) }))
-      // Its event waits behind A's change, which this server writes first (its group commit).
-      yield* until("the rotation is written", Effect.map(sealed, (now) => now?.secrets !== first?.secrets))
+      yield* until("the change waits", someoneWaitsForALock(sql, "%pg_advisory_xact_lock%", 2))
       yield* release
       expect((yield* Fiber.join(rotating)).status).toBe(201)
       expect((yield* Fiber.join(changing)).status).toBe(200)

@@ -1,4 +1,3 @@
-import { SqlClient } from "@effect/sql"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Layer } from "effect"
 import * as InstanceStorage from "../../src/durable/InstanceStorage.js"
@@ -18,12 +17,13 @@ const seeded = Array.from({ length: count }, (_, index) => ({
 /** Writes the instances into a new store in one transaction, before any server opens its file. */
 const seed = (store: ReturnType<typeof sqliteStore>) =>
   Effect.gen(function*() {
-    const sql = yield* SqlClient.SqlClient
     const storage = yield* InstanceStorage.InstanceStorage
+    // Many at once, so that they share the group commit's transactions (a create is a unit of it).
     yield* Effect.forEach(seeded, (instance) =>
       storage.create({ ...instance, context: instance.agent === "desk" ? { company: `Company ${instance.id}`, seats: 1 } : {} }, []), {
+      concurrency: 256,
       discard: true
-    }).pipe(sql.withTransaction)
+    })
   }).pipe(
     Effect.provide(InstanceStorage.layer.pipe(Layer.provideMerge(store.layer))),
     Effect.scoped
