@@ -283,8 +283,8 @@ export const layer = Layer.effect(
         }
         const unit = instanceWriteUnit(database.dialect, instance, write, now, also)
         const written = yield* database.write(unit).pipe(
-          // On PostgreSQL another create of the same id or key at once fails this one's insert on the
-          // unique key, once it has committed: nothing of this one was written, and that one is the answer.
+          // On PostgreSQL an instance of the same id made on first use meanwhile (a run's `provision`)
+          // fails this one's insert on the unique key: nothing of this one was written, and that one is the answer.
           Effect.catchTag("StoreError", (error) =>
             Effect.flatMap(Effect.orElse(existing(instance), () => Effect.fail(error)), (found) =>
               Option.isSome(found) ? Effect.succeed({ _tag: "Refused" } as const) : Effect.fail(error)))

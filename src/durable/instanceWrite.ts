@@ -59,7 +59,7 @@ export const instanceWriteUnit = (
       sql: `SELECT id FROM foundry_instances WHERE agent = ? AND id = ? AND status <> 'archived'${from === undefined ? "" : " AND status = ?"}${locked}`,
       params: from === undefined ? [ref.agent, ref.id] : [ref.agent, ref.id, from]
     }
-    // On PostgreSQL another creating the same at once is not seen here; its insert below then fails on the unique key.
+    // On PostgreSQL an instance made on first use (no events, no events' lock) may commit after this reads: the insert then fails on the unique key.
     : {
       sql: "SELECT 1 AS absent WHERE NOT EXISTS (SELECT 1 FROM foundry_instances WHERE agent = ? AND (id = ? OR provisioning_key = ?))",
       params: [ref.agent, ref.id, write.create.provisioningKey]
