@@ -5,7 +5,7 @@
  * installations, all in one transaction.
  */
 import { SqlClient, SqlSchema } from "@effect/sql"
-import { Clock, Context, Data, Effect, Layer, Option, Schema } from "effect"
+import { Clock, Context, Effect, Layer, Option, Schema } from "effect"
 import { Database, type Row, type Statement } from "./Database.js"
 import { type InstanceWrite, instanceWriteUnit } from "./instanceWrite.js"
 import { type CapabilityKind, InstallationRecord, InstanceRecord, InstanceStatus } from "./records.js"
@@ -48,31 +48,6 @@ export interface NewInstallation {
   readonly secrets: string | null
 }
 
-/** A change to an instance; absent fields stay as they are. */
-export interface InstanceChange {
-  readonly context?: Readonly<Record<string, unknown>> | undefined
-  /**
-   * The status to set, only while the instance's is `from` (the status the change was decided on);
-   * without `from`, whatever it is (but archived: an archived instance changes no more).
-   */
-  readonly status?: { readonly status: InstanceStatus; readonly reason: string | null; readonly from?: InstanceStatus } | undefined
-}
-
-/** An instance changed: as it is now, and whether its status was changed by this change (not by another first). */
-export interface InstanceChanged {
-  readonly instance: InstanceRecord
-  readonly statusChanged: boolean
-}
-
-/**
- * An installation written from the one a request read a moment before (a config or a secret it
- * kept), which another change at the same moment replaced or removed since: nothing was written.
- */
-export class InstallationChanged extends Data.TaggedError("InstallationChanged")<{
-  readonly kind: CapabilityKind
-  readonly capability: string
-}> {}
-
 /** Instance storage. */
 export class InstanceStorage extends Context.Tag("foundry/InstanceStorage")<InstanceStorage, {
   /** The instance `id` of `agent`, created with `context` on first use. */
@@ -97,22 +72,7 @@ export class InstanceStorage extends Context.Tag("foundry/InstanceStorage")<Inst
     also?: ReadonlyArray<Statement>
   ) => Effect.Effect<{ readonly instance: InstanceRecord; readonly created: boolean; readonly rows: ReadonlyArray<ReadonlyArray<Row>> }, StoreError>
   readonly findByKey: (agent: string, provisioningKey: string) => Effect.Effect<Option.Option<InstanceRecord>, StoreError>
-  /**
-   * Changes the instance in one transaction; `None` when there is none or it is archived (an
-   * archived instance changes no more).
-   */
-  readonly update: (ref: InstanceRef, change: InstanceChange) => Effect.Effect<Option.Option<InstanceChanged>, StoreError>
   readonly installations: (ref: InstanceRef) => Effect.Effect<ReadonlyArray<InstallationRecord>, StoreError>
-  /**
-   * Installs a capability, or replaces the config of one installed already; `None` when the
-   * instance is missing or archived. With `basis`, the installation as read that `installation`
-   * was made from, only while it is stored as read: `InstallationChanged` when it is not.
-   */
-  readonly install: (
-    ref: InstanceRef,
-    installation: NewInstallation,
-    basis?: InstallationRecord
-  ) => Effect.Effect<Option.Option<InstallationRecord>, StoreError | InstallationChanged>
   /**
    * Writes `write` and `also` (its events) in one transaction, only while the instance is not
    * archived and what `write` was made from is stored as read: the rows `also` returned, or `None`
@@ -123,8 +83,6 @@ export class InstanceStorage extends Context.Tag("foundry/InstanceStorage")<Inst
     write: InstanceWrite,
     also: ReadonlyArray<Statement>
   ) => Effect.Effect<Option.Option<ReadonlyArray<ReadonlyArray<Row>>>, StoreError>
-  /** Whether it was installed (an archived instance keeps its installations). */
-  readonly uninstall: (ref: InstanceRef, kind: CapabilityKind, capability: string) => Effect.Effect<boolean, StoreError>
   /** The active instances of `agent` that have the capability installed. */
   readonly withInstallation: (agent: string, kind: CapabilityKind, capability: string) => Effect.Effect<ReadonlyArray<InstanceRecord>, StoreError>
   /** The installation whose secrets were sealed last: a process checks its key against them as it starts. */
@@ -162,12 +120,6 @@ export const layer = Layer.effect(
       execute: ({ agent, id }) =>
         sql`SELECT * FROM foundry_installations WHERE agent = ${agent} AND instance_id = ${id} ORDER BY kind, capability`
     })
-    const findInstallation = SqlSchema.findOne({
-      Request: Schema.Struct({ agent: Schema.String, id: Schema.String, kind: Schema.String, capability: Schema.String }),
-      Result: InstallationRecord,
-      execute: ({ agent, capability, id, kind }) =>
-        sql`SELECT * FROM foundry_installations WHERE agent = ${agent} AND instance_id = ${id} AND kind = ${kind} AND capability = ${capability}`
-    })
     const withInstallation = SqlSchema.findAll({
       Request: Schema.Struct({ agent: Schema.String, kind: Schema.String, capability: Schema.String }),
       Result: InstanceRecord,
@@ -203,54 +155,6 @@ export const layer = Layer.effect(
           FROM foundry_instances i WHERE ${sql.and(conditions)} ORDER BY agent, id LIMIT ${query.limit}`
         return yield* decodePage(rows.map(({ installationCount, ...instance }) => ({ instance, installations: installationCount })))
       })
-
-    /** Writes an installation, only while its instance exists and is not archived; whether it did. */
-    const insertInstallation = (ref: InstanceRef, installation: NewInstallation, now: number) =>
-      Effect.gen(function*() {
-        const config = JSON.stringify(installation.config)
-        const written = yield* sql<{ readonly kind: string }>`INSERT INTO foundry_installations
-          (agent, instance_id, kind, capability, config, secrets, created_at, updated_at)
-          SELECT ${ref.agent}, ${ref.id}, ${installation.kind}, ${installation.capability}, ${config}, ${installation.secrets}, ${now}, ${now}
-          WHERE EXISTS (SELECT 1 FROM foundry_instances WHERE agent = ${ref.agent} AND id = ${ref.id} AND status <> 'archived')
-          ON CONFLICT (agent, instance_id, kind, capability) DO UPDATE SET config = ${config}, secrets = ${installation.secrets},
-            updated_at = ${changedAt(now)}
-          RETURNING kind`
-        if (written.length > 0) yield* touch(ref, now)
-        return written.length > 0
-      })
-
-    /** `installation` over `basis`, only while it is stored as read (its `updated_at`), in an instance not archived. */
-    const replaceInstallation = (ref: InstanceRef, installation: NewInstallation, basis: InstallationRecord, now: number) =>
-      Effect.gen(function*() {
-        const written = yield* sql<{ readonly kind: string }>`UPDATE foundry_installations
-          SET config = ${JSON.stringify(installation.config)}, secrets = ${installation.secrets}, updated_at = ${changedAt(now)}
-          WHERE agent = ${ref.agent} AND instance_id = ${ref.id} AND kind = ${installation.kind} AND capability = ${installation.capability}
-          AND updated_at = ${basis.updatedAt}
-          AND EXISTS (SELECT 1 FROM foundry_instances WHERE agent = ${ref.agent} AND id = ${ref.id} AND status <> 'archived')
-          RETURNING kind`
-        if (written.length > 0) yield* touch(ref, now)
-        return written.length > 0
-      })
-
-    /**
-     * The `updated_at` of an installation changed at `now`: later than the one it replaces even
-     * within one millisecond, as a change made from a read knows the row it read by it.
-     */
-    const changedAt = (now: number) => sql`CASE WHEN foundry_installations.updated_at >= ${now} THEN foundry_installations.updated_at + 1 ELSE ${now} END`
-
-    /** An installation changed: the instance's `updated_at` says so. */
-    const touch = (ref: InstanceRef, now: number) => sql`UPDATE foundry_instances SET updated_at = ${now} WHERE agent = ${ref.agent} AND id = ${ref.id}`
-
-    /**
-     * On PostgreSQL, the instance's row locked before any of its installations: every write of an
-     * installation (and a change's unit, `instanceWrite.ts`) takes the instance first, so that two
-     * at once wait for each other instead of each holding a row the other wants. SQLite writes one
-     * transaction at a time.
-     */
-    const lockInstance = (ref: InstanceRef) =>
-      database.dialect === "pg"
-        ? Effect.asVoid(sql`SELECT id FROM foundry_instances WHERE agent = ${ref.agent} AND id = ${ref.id} FOR UPDATE`)
-        : Effect.void
 
     /** `%`, `_` and `\` are searched for as themselves, not as LIKE's wildcards. */
     const containing = (text: string) => `%${text.toLowerCase().replace(/[\\%_]/g, (c) => `\\${c}`)}%`
@@ -293,22 +197,6 @@ export const layer = Layer.effect(
         return { instance: yield* Effect.flatten(find(instance)), created: true, rows: written.rows.slice(unit.statements.length - also.length) }
       })
 
-    const update = (ref: InstanceRef, change: InstanceChange) =>
-      Effect.gen(function*() {
-        const now = yield* Clock.currentTimeMillis
-        const sets = [sql`updated_at = ${now}`, ...(change.context === undefined ? [] : [sql`context = ${JSON.stringify(change.context)}`])]
-        const updated = yield* sql<{ readonly id: string }>`UPDATE foundry_instances SET ${sql.csv(sets)}
-          WHERE agent = ${ref.agent} AND id = ${ref.id} AND status <> 'archived' RETURNING id`
-        if (updated.length === 0) return Option.none()
-        // Only from the status it was decided on: of two pauses (or archives) at once, one changes it.
-        const status = change.status
-        const statusChanged = status !== undefined && (yield* sql<{ readonly id: string }>`UPDATE foundry_instances
-          SET status = ${status.status}, status_reason = ${status.reason}
-          WHERE agent = ${ref.agent} AND id = ${ref.id} AND ${status.from === undefined ? sql`status <> 'archived'` : sql`status = ${status.from}`}
-          RETURNING id`).length > 0
-        return Option.map(yield* find(ref), (instance): InstanceChanged => ({ instance, statusChanged }))
-      }).pipe(sql.withTransaction)
-
     return InstanceStorage.of({
       ensure: (agent, id, context = {}) => Effect.map(provision(agent, id, context), (result) => result.instance).pipe(failAs("ensureInstance")),
       get: (agent, id) => find({ agent, id }).pipe(failAs("getInstance")),
@@ -322,26 +210,7 @@ export const layer = Layer.effect(
       provision: (agent, id) => provision(agent, id, {}).pipe(failAs("provisionInstance")),
       create: (instance, toInstall, also = []) => create(instance, toInstall, also).pipe(failAs("createInstance")),
       findByKey: (agent, key) => findByKey({ agent, key }).pipe(failAs("findInstanceByKey")),
-      update: (ref, change) => update(ref, change).pipe(failAs("updateInstance")),
       installations: (ref) => installations(ref).pipe(failAs("listInstallations")),
-      install: (ref, installation, basis) =>
-        Effect.gen(function*() {
-          yield* lockInstance(ref)
-          const now = yield* Clock.currentTimeMillis
-          const key = { ...ref, kind: installation.kind, capability: installation.capability }
-          if (basis === undefined ? yield* insertInstallation(ref, installation, now) : yield* replaceInstallation(ref, installation, basis, now)) {
-            return yield* findInstallation(key)
-          }
-          // Not written: the instance is gone or archived, or (over a basis) the installation changed.
-          const instance = yield* find(ref)
-          return basis === undefined || Option.isNone(instance) || instance.value.status === "archived" ? Option.none() : "changed" as const
-        }).pipe(
-          sql.withTransaction,
-          failAs("install"),
-          Effect.flatMap((written) =>
-            written === "changed" ? Effect.fail(new InstallationChanged({ kind: installation.kind, capability: installation.capability })) : Effect.succeed(written)
-          )
-        ),
       apply: (ref, write, also) =>
         Effect.gen(function*() {
           const now = yield* Clock.currentTimeMillis
@@ -349,17 +218,6 @@ export const layer = Layer.effect(
           const written = yield* database.write(unit)
           return written._tag === "Refused" ? Option.none() : Option.some(written.rows.slice(unit.statements.length - also.length))
         }),
-      uninstall: (ref, kind, capability) =>
-        Effect.gen(function*() {
-          yield* lockInstance(ref)
-          const now = yield* Clock.currentTimeMillis
-          const removed = yield* sql<{ readonly kind: string }>`DELETE FROM foundry_installations
-            WHERE agent = ${ref.agent} AND instance_id = ${ref.id} AND kind = ${kind} AND capability = ${capability}
-            AND EXISTS (SELECT 1 FROM foundry_instances WHERE agent = ${ref.agent} AND id = ${ref.id} AND status <> 'archived')
-            RETURNING kind`
-          if (removed.length > 0) yield* touch(ref, now)
-          return removed.length > 0
-        }).pipe(sql.withTransaction, failAs("uninstall")),
       withInstallation: (agent, kind, capability) => withInstallation({ agent, kind, capability }).pipe(failAs("instancesWithInstallation")),
       latestSealed: latestSealed(undefined).pipe(failAs("latestSealedInstallation"))
     })

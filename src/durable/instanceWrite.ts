@@ -40,8 +40,9 @@ const installationKey = "agent = ? AND instance_id = ? AND kind = ? AND capabili
 
 /**
  * The unit that writes `write` to the instance `ref` at `now` (or creates it with it), then `also`. On PostgreSQL the
- * guards lock what they read, the instance first (as every write of an installation does): a
- * change waits for one at the same moment and then reads what it wrote.
+ * guards lock what they read, the instance first (every write of an installation is such a unit, so
+ * none holds an installation while it waits for the instance): a change waits for one at the same
+ * moment and then reads what it wrote.
  */
 export const instanceWriteUnit = (
   dialect: "sqlite" | "pg",

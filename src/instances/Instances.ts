@@ -11,7 +11,7 @@ import { instanceIdForm, isInstanceId } from "../definitions/instanceId.js"
 import type { ReadableIssue } from "../definitions/readableIssues.js"
 import { type AgentNotFound, agentNotFound } from "../dispatch/Dispatcher.js"
 import { newId } from "../durable/ids.js"
-import { InstallationChanged, type InstanceRef, InstanceStorage, type NewInstallation } from "../durable/InstanceStorage.js"
+import { type InstanceRef, InstanceStorage, type NewInstallation } from "../durable/InstanceStorage.js"
 import type { Row, Statement } from "../durable/Database.js"
 import type { InstanceWrite } from "../durable/instanceWrite.js"
 import { CapabilityKind, InstallationRecord, type InstanceRecord } from "../durable/records.js"
@@ -106,8 +106,7 @@ interface Prepared {
 class ChangedMeanwhile extends Data.TaggedError("ChangedMeanwhile") {}
 
 /** Whether a write found what it was made from changed since it was read. */
-const changedMeanwhile = (error: unknown): error is InstallationChanged | ChangedMeanwhile =>
-  error instanceof InstallationChanged || error instanceof ChangedMeanwhile
+const changedMeanwhile = (error: unknown): error is ChangedMeanwhile => error instanceof ChangedMeanwhile
 
 /** `Instances` over the store, the current build, the event log and the secret box. */
 export const layer = Layer.effect(
@@ -284,15 +283,15 @@ export const layer = Layer.effect(
      * installation it read (a secret rotated by another admin would be written back as it was); a
      * conflict after a few times over.
      */
-    const againWhileChanged = <A, E, R>(ref: InstanceRef, attempt: Effect.Effect<A, E | InstallationChanged | ChangedMeanwhile, R>) =>
+    const againWhileChanged = <A, E, R>(ref: InstanceRef, attempt: Effect.Effect<A, E | ChangedMeanwhile, R>) =>
       attempt.pipe(
         Effect.retry({ while: changedMeanwhile, times: 4 }),
-        Effect.catchIf(changedMeanwhile, (changed) =>
+        Effect.catchIf(changedMeanwhile, () =>
           Effect.fail(
             new InstanceConflict({
               agent: ref.agent,
               instance: ref.id,
-              message: `${changed instanceof InstallationChanged ? `the ${changed.kind} "${changed.capability}" of ` : ""}instance "${ref.id}" ` +
+              message: `instance "${ref.id}" ` +
                 `of agent "${ref.agent}" was changed by other requests at the same moment, again and again: send the change again`
             })
           ))

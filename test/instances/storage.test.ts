@@ -1,17 +1,32 @@
 /**
  * Instances as stored, once per backend (SQLite and PostgreSQL): created with their installations
  * in one transaction, found by provisioning key, paged by cursor, paused and archived (which the
- * run journal's submission then refuses), and installations found by capability.
+ * run journal's submission then refuses), and installations found by capability. Changes are
+ * written as `Instances` writes them: one `instanceWrite` unit through `apply`.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Either, Option, TestClock } from "effect"
-import type { InstancePageEntry } from "../../src/durable/InstanceStorage.js"
+import { type Context, Effect, Either, Option, TestClock } from "effect"
+import type { InstanceRef, InstancePageEntry, InstanceStorage } from "../../src/durable/InstanceStorage.js"
+import type { InstanceWrite } from "../../src/durable/instanceWrite.js"
 import { backends, freshStorage } from "../journal/backends.js"
 import { newRun, submit } from "../journal/fixtures.js"
 
 const installation = (capability: string) => ({ kind: "tool" as const, capability, config: { baseUrl: "https://crm.test" }, secrets: null })
 
 const idsOf = (page: ReadonlyArray<InstancePageEntry>) => page.map(({ instance }) => `${instance.agent}/${instance.id}`)
+
+type Instances = Context.Tag.Service<InstanceStorage>
+
+/** `write` in one unit, without events; whether its guards let it be written. */
+const apply = (instances: Instances, ref: InstanceRef, write: Partial<InstanceWrite>) =>
+  Effect.map(instances.apply(ref, { install: [], uninstall: [], ...write }, []), Option.isSome)
+
+/** The instance's installation of the tool `capability`, as stored now. */
+const installed = (instances: Instances, ref: InstanceRef, capability: string) =>
+  Effect.flatMap(instances.installations(ref), (all) => {
+    const found = all.find((i) => i.kind === "tool" && i.capability === capability)
+    return found === undefined ? Effect.dieMessage(`${capability} is not installed`) : Effect.succeed(found)
+  })
 
 for (const backend of backends) {
   describe.skipIf(backend.skip)(`instances on ${backend.name}`, () => {
@@ -62,7 +77,7 @@ for (const backend of backends) {
         expect(idsOf(yield* instances.page({ limit: 100, search: "globex" }))).toEqual(["support/customer-07"])
         expect(idsOf(yield* instances.page({ limit: 100, search: "MER-1" })).length).toBe(10)
 
-        yield* instances.update({ agent: "shop", id: "customer-00" }, { status: { status: "paused", reason: "unpaid", from: "active" } })
+        yield* apply(instances, { agent: "shop", id: "customer-00" }, { status: { status: "paused", reason: "unpaid", from: "active" } })
         const paused = yield* instances.page({ limit: 100, status: "paused" })
         expect(paused.map(({ instance }) => [instance.id, instance.statusReason])).toEqual([["customer-00", "unpaid"]])
       }))
@@ -71,14 +86,14 @@ for (const backend of backends) {
       Effect.gen(function*() {
         const { instances, journal, store } = yield* freshStorage(backend)
         yield* instances.create({ agent: "shop", id: "acme", provisioningKey: null, context: {} }, [])
-        yield* instances.update({ agent: "shop", id: "acme" }, { status: { status: "paused", reason: null, from: "active" } })
+        yield* apply(instances, { agent: "shop", id: "acme" }, { status: { status: "paused", reason: null, from: "active" } })
         const refused = yield* Effect.either(submit(journal, newRun("run_1")))
         expect(Either.isLeft(refused) && refused.left._tag).toBe("InstanceClosed")
         expect(Option.isNone(yield* store.getRun("run_1"))).toBe(true)
 
-        yield* instances.update({ agent: "shop", id: "acme" }, { status: { status: "active", reason: null, from: "paused" } })
+        yield* apply(instances, { agent: "shop", id: "acme" }, { status: { status: "active", reason: null, from: "paused" } })
         yield* submit(journal, newRun("run_2"))
-        yield* instances.update({ agent: "shop", id: "acme" }, { status: { status: "archived", reason: "churned", from: "active" } })
+        yield* apply(instances, { agent: "shop", id: "acme" }, { status: { status: "archived", reason: "churned", from: "active" } })
         const archived = yield* Effect.either(submit(journal, newRun("run_3", { conversationId: "c2" })))
         expect(Either.isLeft(archived) && archived.left._tag).toBe("InstanceClosed")
         // Its history stays.
@@ -91,29 +106,32 @@ for (const backend of backends) {
     it.scoped("installs, replaces and uninstalls, and finds the active instances that have a capability", () =>
       Effect.gen(function*() {
         const { instances } = yield* freshStorage(backend)
-        for (const id of ["a", "b", "c"]) yield* instances.create({ agent: "shop", id, provisioningKey: null, context: {} }, [])
-        yield* instances.install({ agent: "shop", id: "a" }, installation("crm-notes"))
-        yield* instances.install({ agent: "shop", id: "b" }, installation("crm-notes"))
-        const replaced = yield* instances.install({ agent: "shop", id: "b" }, { ...installation("crm-notes"), config: { baseUrl: "https://b.test" }, secrets: "sealed" })
-        expect(Option.getOrThrow(replaced)).toMatchObject({ config: { baseUrl: "https://b.test" }, secrets: "sealed" })
-        yield* instances.update({ agent: "shop", id: "a" }, { status: { status: "paused", reason: null, from: "active" } })
+        const [a, b, c] = [{ agent: "shop", id: "a" }, { agent: "shop", id: "b" }, { agent: "shop", id: "c" }]
+        for (const ref of [a, b, c]) yield* instances.create({ ...ref, provisioningKey: null, context: {} }, [])
+        yield* apply(instances, a, { install: [{ installation: installation("crm-notes") }] })
+        yield* apply(instances, b, { install: [{ installation: installation("crm-notes") }] })
+        yield* apply(instances, b, { install: [{ installation: { ...installation("crm-notes"), config: { baseUrl: "https://b.test" }, secrets: "sealed" } }] })
+        expect(yield* installed(instances, b, "crm-notes")).toMatchObject({ config: { baseUrl: "https://b.test" }, secrets: "sealed" })
+        yield* apply(instances, a, { status: { status: "paused", reason: null, from: "active" } })
         expect((yield* instances.withInstallation("shop", "tool", "crm-notes")).map((i) => i.id)).toEqual(["b"])
         expect((yield* instances.page({ limit: 10 })).map((entry) => [entry.instance.id, entry.installations])).toEqual([["a", 1], ["b", 1], ["c", 0]])
-        expect(yield* instances.uninstall({ agent: "shop", id: "b" }, "tool", "crm-notes")).toBe(true)
-        expect(yield* instances.uninstall({ agent: "shop", id: "b" }, "tool", "crm-notes")).toBe(false)
+        const onB = yield* installed(instances, b, "crm-notes")
+        expect(yield* apply(instances, b, { uninstall: [onB] })).toBe(true)
+        expect(yield* apply(instances, b, { uninstall: [onB] })).toBe(false)
         expect((yield* instances.withInstallation("shop", "tool", "crm-notes")).length).toBe(0)
 
         // An archived instance changes no more: no install, no uninstall, no status or context change.
-        yield* instances.install({ agent: "shop", id: "c" }, installation("billing"))
-        yield* instances.update({ agent: "shop", id: "c" }, { status: { status: "archived", reason: null, from: "active" } })
-        expect(Option.isNone(yield* instances.install({ agent: "shop", id: "c" }, installation("crm-notes")))).toBe(true)
-        expect(yield* instances.uninstall({ agent: "shop", id: "c" }, "tool", "billing")).toBe(false)
-        expect(Option.isNone(yield* instances.update({ agent: "shop", id: "c" }, { status: { status: "active", reason: null, from: "archived" } }))).toBe(true)
-        expect(Option.map(yield* instances.get("shop", "c"), (i) => i.status)).toEqual(Option.some("archived"))
-        expect((yield* instances.installations({ agent: "shop", id: "c" })).map((i) => i.capability)).toEqual(["billing"])
+        yield* apply(instances, c, { install: [{ installation: installation("billing") }] })
+        yield* apply(instances, c, { status: { status: "archived", reason: null, from: "active" } })
+        expect(yield* apply(instances, c, { install: [{ installation: installation("crm-notes") }] })).toBe(false)
+        expect(yield* apply(instances, c, { uninstall: [yield* installed(instances, c, "billing")] })).toBe(false)
+        expect(yield* apply(instances, c, { status: { status: "active", reason: null, from: "archived" } })).toBe(false)
+        expect(yield* apply(instances, c, { context: { plan: "pro" } })).toBe(false)
+        expect(Option.map(yield* instances.get("shop", "c"), (i) => [i.status, i.context])).toEqual(Option.some(["archived", {}]))
+        expect((yield* instances.installations(c)).map((i) => i.capability)).toEqual(["billing"])
         // Installing touches the instance, so lists show when it last changed.
         yield* TestClock.setTime(5_000)
-        yield* instances.install({ agent: "shop", id: "a" }, installation("billing"))
+        yield* apply(instances, a, { install: [{ installation: installation("billing") }] })
         expect(Option.map(yield* instances.get("shop", "a"), (i) => i.updatedAt)).toEqual(Option.some(5_000))
       }))
 
@@ -123,23 +141,22 @@ for (const backend of backends) {
         const ref = { agent: "shop", id: "acme" }
         yield* TestClock.setTime(1_000)
         yield* instances.create({ ...ref, provisioningKey: null, context: {} }, [installation("crm-notes")])
-        const [read] = yield* instances.installations(ref)
-        if (read === undefined) return yield* Effect.dieMessage("not installed")
+        const read = yield* installed(instances, ref, "crm-notes")
         // Another change in the same millisecond (a key rotated), then one made from the read before it.
-        const rotated = yield* instances.install(ref, { ...installation("crm-notes"), secrets: "sealed-two" }, read)
-        expect(Option.map(rotated, (i) => i.secrets)).toEqual(Option.some("sealed-two"))
-        const stale = yield* Effect.either(instances.install(ref, { ...installation("crm-notes"), config: { baseUrl: "https://crm2.test" } }, read))
-        expect(Either.isLeft(stale) && stale.left._tag).toBe("InstallationChanged")
+        expect(yield* apply(instances, ref, { install: [{ installation: { ...installation("crm-notes"), secrets: "sealed-two" }, basis: read }] })).toBe(true)
+        expect((yield* installed(instances, ref, "crm-notes")).secrets).toBe("sealed-two")
+        const stale = { installation: { ...installation("crm-notes"), config: { baseUrl: "https://crm2.test" } }, basis: read }
+        expect(yield* apply(instances, ref, { install: [stale] })).toBe(false)
         expect((yield* instances.installations(ref)).map(({ config, secrets }) => ({ config, secrets }))).toEqual([
           { config: { baseUrl: "https://crm.test" }, secrets: "sealed-two" }
         ])
-        // Over a read that was removed since: changed too; over one in an archived instance: none, as without.
-        const [now] = yield* instances.installations(ref)
-        if (now === undefined) return yield* Effect.dieMessage("not installed")
-        yield* instances.uninstall(ref, "tool", "crm-notes")
-        expect(Either.isLeft(yield* Effect.either(instances.install(ref, installation("crm-notes"), now)))).toBe(true)
-        yield* instances.update(ref, { status: { status: "archived", reason: null, from: "active" } })
-        expect(yield* instances.install(ref, installation("crm-notes"), now)).toEqual(Option.none())
+        // Over a read that was removed since: refused too; over one in an archived instance: refused, as without.
+        const now = yield* installed(instances, ref, "crm-notes")
+        yield* apply(instances, ref, { uninstall: [now] })
+        expect(yield* apply(instances, ref, { install: [{ installation: installation("crm-notes"), basis: now }] })).toBe(false)
+        expect(yield* instances.installations(ref)).toEqual([])
+        yield* apply(instances, ref, { status: { status: "archived", reason: null, from: "active" } })
+        expect(yield* apply(instances, ref, { install: [{ installation: installation("crm-notes"), basis: now }] })).toBe(false)
       }))
 
     it.scoped("search takes % and _ as themselves", () =>

@@ -445,7 +445,7 @@ const journalTests = (backend: Backend) => {
       expect(third.lease).toEqual({ conversationId: "c1", owner: "B", token: 2 })
       // A submission its instance refuses takes neither the run nor the lease.
       yield* journal.release(third.lease ?? { conversationId: "c1", owner: "B", token: 0 })
-      yield* storage.instances.update({ agent: "shop", id: "acme" }, { status: { status: "paused", reason: null, from: "active" } })
+      yield* storage.instances.apply({ agent: "shop", id: "acme" }, { status: { status: "paused", reason: null, from: "active" }, install: [], uninstall: [] }, [])
       const refused = yield* Effect.flip(journal.submitAndClaim(newRun("r4"), queuing(newRun("r4"), false), { owner: "C", ttlMillis: 1_000 }))
       expect(refused._tag).toBe("InstanceClosed")
       expect(yield* store.getRun("r4")).toEqual(Option.none())
