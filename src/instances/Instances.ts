@@ -12,16 +12,13 @@ import type { ReadableIssue } from "../definitions/readableIssues.js"
 import { type AgentNotFound, agentNotFound } from "../dispatch/Dispatcher.js"
 import { newId } from "../durable/ids.js"
 import { type InstanceRef, InstanceStorage, type NewInstallation } from "../durable/InstanceStorage.js"
-import type { Row, Statement } from "../durable/Database.js"
-import type { InstanceWrite } from "../durable/instanceWrite.js"
 import { CapabilityKind, InstallationRecord, type InstanceRecord } from "../durable/records.js"
 import type { StoreError } from "../durable/StoreError.js"
-import { type EventDraft, EventLog } from "../events/EventLog.js"
-import { insertEvents, sequenced } from "../events/EventStorage.js"
+import { EventLog } from "../events/EventLog.js"
 import type { EventContent } from "../events/FoundryEvent.js"
-import { spanIdOf, traceIdOf } from "../journal/trace.js"
 import { createConflict } from "./createConflicts.js"
 import { checkContext } from "./instanceContext.js"
+import { makeInstanceEventWrites } from "./instanceEventWrites.js"
 import { InstanceConflict, InstanceNotFound, invalid, type InvalidInstance, NotInstalled } from "./instanceErrors.js"
 import { installedCapabilities, type InstalledCapability, type UnusableInstallation } from "./installedCapabilities.js"
 import { type InstallRequest, nameClashes, prepareInstallations } from "./installationRequests.js"
@@ -117,47 +114,7 @@ export const layer = Layer.effect(
     const events = yield* EventLog
     const box = yield* SecretBox
 
-    /** `content` as an event of the instance, its trace anchored on the instance and the moment. */
-    const drafted = (ref: InstanceRef, content: EventContent) =>
-      Effect.map(Clock.currentTimeMillis, (now): EventDraft => {
-        const anchor = `${ref.agent}/${ref.id}@${now}`
-        return {
-          ...content,
-          traceId: traceIdOf(anchor),
-          spanId: spanIdOf(anchor, content.type),
-          parentSpanId: null,
-          runId: "",
-          conversationId: "",
-          instanceId: ref.id,
-          agent: ref.agent
-        }
-      })
-
-    /**
-     * `write`, given the insert of the events `drafts` to commit with its rows, and the events
-     * published once it has: all of it, or nothing. `told` says from its result whether it wrote
-     * them, with the rows the insert returned.
-     */
-    const withEvents = <A, E>(
-      ref: InstanceRef,
-      drafts: ReadonlyArray<EventContent>,
-      write: (also: ReadonlyArray<Statement>) => Effect.Effect<A, E>,
-      told: (result: A) => ReadonlyArray<Row> | undefined
-    ) =>
-      Effect.gen(function*() {
-        const stamped = yield* events.stamp(yield* Effect.forEach(drafts, (draft) => drafted(ref, draft)))
-        const result = yield* write([insertEvents(stamped)])
-        const rows = told(result)
-        if (rows !== undefined) yield* events.publish(sequenced(stamped, rows))
-        return result
-      })
-
-    /** `write` with the events of `drafts` in one unit (`InstanceStorage.apply`); whether its guards let it be written. */
-    const applyWithEvents = (ref: InstanceRef, write: InstanceWrite, drafts: ReadonlyArray<EventContent>) =>
-      Effect.map(
-        withEvents(ref, drafts, (also) => storage.apply(ref, write, also), Option.match({ onNone: () => undefined, onSome: (rows) => rows[0] ?? [] })),
-        Option.isSome
-      )
+    const { applyWithEvents, withEvents } = makeInstanceEventWrites(storage, events)
 
     const find = (ref: InstanceRef) =>
       storage.get(ref.agent, ref.id).pipe(
