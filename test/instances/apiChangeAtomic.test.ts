@@ -6,14 +6,14 @@
  * change is written whole.
  */
 import { describe, expect, it } from "@effect/vitest"
-import Sqlite from "better-sqlite3"
-import { Effect, Fiber, type Scope } from "effect"
+import { Effect, Fiber } from "effect"
 import { readFrames } from "../support/eventFeed.js"
 import { plannedModel } from "../support/plannedModel.js"
 import { connect, freshDatabase, holdLocks, skipPostgres, someoneWaitsForALock } from "../support/postgres.js"
 import { until } from "../support/until.js"
-import { http, startServer, startServerOnItsStore } from "../support/server.js"
+import { http, startServerOnItsStore } from "../support/server.js"
 import { allEvents, instancesProject } from "./apiProject.js"
+import { backends, dropped, installationRows, instanceRows } from "./refusingStore.js"
 
 /** A second installable capability, so that a change can keep one and remove the other. */
 const calendarTool = {
@@ -33,67 +33,14 @@ export default defineTool({
 const crm = (baseUrl: string, apiKey: string) => ({ kind: "tool", id: "crm-notes", config: { baseUrl, apiKey } })
 const calendar = { kind: "tool", id: "calendar", config: { calendarId: "acme-main" } }
 
-/** A server with instance "acme" of "desk", both tools installed; `refuseRemovals` makes the store fail to remove the calendar, `allowRemovals` undoes it. */
-interface Backend {
-  readonly name: string
-  readonly skip: boolean
-  readonly start: Effect.Effect<{
-    readonly url: string
-    /** The instance's and its installations' rows as stored. */
-    readonly rows: Effect.Effect<unknown>
-    readonly refuseRemovals: Effect.Effect<void>
-    readonly allowRemovals: Effect.Effect<void>
-  }, unknown, Scope.Scope>
-}
+/** The calendar's removal, which the store refuses while the refusal is on. */
+const calendarRemoval = { statement: "DELETE", table: "foundry_installations", when: "OLD.capability = 'calendar'" } as const
 
-const instanceRows = "SELECT agent, id, context, status, status_reason, updated_at FROM foundry_instances ORDER BY agent, id"
-const installationRows = "SELECT agent, instance_id, kind, capability, config, secrets, updated_at FROM foundry_installations ORDER BY kind, capability"
-
-const sqlite: Backend = {
-  name: "SQLite",
-  skip: false,
-  start: Effect.gen(function*() {
-    const server = yield* startServer(yield* instancesProject(undefined, calendarTool))
-    const db = yield* Effect.acquireRelease(Effect.sync(() => new Sqlite(server.storeFile)), (db) => Effect.sync(() => db.close()))
-    return {
-      url: server.url,
-      rows: Effect.sync(() => ({ instances: db.prepare(instanceRows).all(), installations: db.prepare(installationRows).all() })),
-      refuseRemovals: Effect.sync(() =>
-        void db.exec(`CREATE TRIGGER refuse_calendar BEFORE DELETE ON foundry_installations WHEN OLD.capability = 'calendar'
-          BEGIN SELECT RAISE(ABORT, 'the store dropped the change'); END`)
-      ),
-      allowRemovals: Effect.sync(() => void db.exec("DROP TRIGGER refuse_calendar"))
-    }
-  })
-}
-
-const postgres: Backend = {
-  name: "PostgreSQL",
-  skip: skipPostgres,
-  start: Effect.gen(function*() {
-    const url = yield* freshDatabase
-    const server = yield* startServerOnItsStore(yield* instancesProject(`import { defineConfig } from "foundry"
-export default defineConfig({ store: { postgres: ${JSON.stringify(url)} } })
-`, calendarTool), plannedModel)
-    const sql = yield* connect(url)
-    return {
-      url: server,
-      rows: Effect.orDie(Effect.all({ instances: sql.unsafe(instanceRows), installations: sql.unsafe(installationRows) })),
-      refuseRemovals: Effect.orDie(Effect.zipRight(
-        sql.unsafe(`CREATE FUNCTION refuse_delete() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'the store dropped the change'; END $$`),
-        sql.unsafe(`CREATE TRIGGER refuse_calendar BEFORE DELETE ON foundry_installations FOR EACH ROW WHEN (OLD.capability = 'calendar')
-          EXECUTE FUNCTION refuse_delete()`)
-      )),
-      allowRemovals: Effect.orDie(Effect.asVoid(sql.unsafe("DROP TRIGGER refuse_calendar ON foundry_installations")))
-    }
-  })
-}
-
-for (const backend of [sqlite, postgres]) {
+for (const backend of backends) {
   describe.skipIf(backend.skip)(`a change of an instance on ${backend.name}`, () => {
     it.scopedLive("that the store fails as it removes an installation leaves the instance as it was, and tells nothing; once the store takes it, it is written whole", () =>
       Effect.gen(function*() {
-        const { allowRemovals, refuseRemovals, rows, url } = yield* backend.start
+        const { allow: allowRemovals, refuse: refuseRemovals, rows, url } = yield* backend.start(calendarRemoval, calendarTool)
         const api = `${url}/api/instances`
         const created = yield* http(api, {
           body: { agent: "desk", id: "acme", context: { company: "Acme" }, installations: [crm("https://crm.acme.test", "key-one"), calendar] }
@@ -115,7 +62,7 @@ for (const backend of [sqlite, postgres]) {
         const failed = yield* http(`${api}/acme?agent=desk`, { method: "PATCH", body: change })
         expect(failed.status).toBe(503)
         expect(failed.json).toMatchObject({ _tag: "StoreUnavailable" })
-        expect(failed.text).not.toContain("the store dropped")
+        expect(failed.text).not.toContain(dropped)
 
         // Nothing of it: not the context, the status, the CRM's address, nor an event.
         expect((yield* http(`${api}/acme?agent=desk`)).json).toEqual(before.detail)
