@@ -8,14 +8,8 @@ import { SqlClient, SqlSchema } from "@effect/sql"
 import { Clock, Context, Effect, Layer, Option, Schema } from "effect"
 import { Database, type Row, type Statement } from "./Database.js"
 import { type InstanceWrite, instanceWriteUnit } from "./instanceWrite.js"
-import { type CapabilityKind, InstallationRecord, InstanceRecord, InstanceStatus } from "./records.js"
+import { type CapabilityKind, InstallationRecord, type InstanceRef, InstanceRecord, InstanceStatus, type NewInstallation } from "./records.js"
 import { failAs, type StoreError } from "./StoreError.js"
-
-/** Which instance: instance ids are unique per agent. */
-export interface InstanceRef {
-  readonly agent: string
-  readonly id: string
-}
 
 /** A page of instances, ordered by agent then id. */
 export interface InstanceQuery {
@@ -38,14 +32,6 @@ export interface InstancePageEntry {
 export interface NewInstance extends InstanceRef {
   readonly provisioningKey: string | null
   readonly context: Readonly<Record<string, unknown>>
-}
-
-/** An installation to write: its config without secrets, and the secrets sealed. */
-export interface NewInstallation {
-  readonly kind: CapabilityKind
-  readonly capability: string
-  readonly config: unknown
-  readonly secrets: string | null
 }
 
 /** Instance storage. */

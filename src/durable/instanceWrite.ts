@@ -5,8 +5,7 @@
  * what it read is stored so: guards refuse the unit otherwise, and the writer reads again.
  */
 import type { SqlValue, Statement, WriteUnit } from "./Database.js"
-import type { InstanceRef, NewInstallation } from "./InstanceStorage.js"
-import type { InstallationRecord, InstanceStatus } from "./records.js"
+import type { InstallationRecord, InstanceRef, InstanceStatus, NewInstallation } from "./records.js"
 
 /** What one change writes. */
 export interface InstanceWrite {

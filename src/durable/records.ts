@@ -41,6 +41,20 @@ export class InstanceRecord extends Schema.Class<InstanceRecord>("InstanceRecord
 export const CapabilityKind = Schema.Literal("tool", "mcp")
 export type CapabilityKind = typeof CapabilityKind.Type
 
+/** Which instance: instance ids are unique per agent. */
+export interface InstanceRef {
+  readonly agent: string
+  readonly id: string
+}
+
+/** An installation to write: its config without secrets, and the secrets sealed. */
+export interface NewInstallation {
+  readonly kind: CapabilityKind
+  readonly capability: string
+  readonly config: unknown
+  readonly secrets: string | null
+}
+
 /**
  * A capability installed on an instance, as stored: `config` without its secrets, which are
  * sealed apart in `secrets` (never decrypted for the API or events).

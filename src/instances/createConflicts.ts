@@ -3,7 +3,7 @@
  * repeated provisioning key answers its instance, anything else (an id taken by another instance,
  * an archived one, a key and an id naming two) is a conflict that says what to send instead.
  */
-import type { InstanceRef } from "../durable/InstanceStorage.js"
+import type { InstanceRef } from "../durable/records.js"
 import type { InstanceRecord } from "../durable/records.js"
 import { InstanceConflict } from "./instanceErrors.js"
 

@@ -6,7 +6,7 @@
 import { Effect, Either } from "effect"
 import { capabilityKey, type CompiledAgent, type CompiledApp } from "../compiler/CompiledApp.js"
 import type { ReadableIssue } from "../definitions/readableIssues.js"
-import type { NewInstallation } from "../durable/InstanceStorage.js"
+import type { NewInstallation } from "../durable/records.js"
 import type { CapabilityKind, InstallationRecord } from "../durable/records.js"
 import { placeholderSecrets, resplitConfig, sealSecrets, splitConfig } from "./installationConfig.js"
 import type { SecretBox } from "./SecretBox.js"

@@ -6,7 +6,8 @@
  */
 import { Clock, type Context, Effect, Option } from "effect"
 import type { Row, Statement } from "../durable/Database.js"
-import type { InstanceRef, InstanceStorage } from "../durable/InstanceStorage.js"
+import type { InstanceStorage } from "../durable/InstanceStorage.js"
+import type { InstanceRef } from "../durable/records.js"
 import type { InstanceWrite } from "../durable/instanceWrite.js"
 import type { EventDraft, EventLog } from "../events/EventLog.js"
 import { insertEvents, sequenced } from "../events/EventStorage.js"

@@ -6,7 +6,8 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { type Context, Effect, Either, Option, TestClock } from "effect"
-import type { InstanceRef, InstancePageEntry, InstanceStorage } from "../../src/durable/InstanceStorage.js"
+import type { InstancePageEntry, InstanceStorage } from "../../src/durable/InstanceStorage.js"
+import type { InstanceRef } from "../../src/durable/records.js"
 import type { InstanceWrite } from "../../src/durable/instanceWrite.js"
 import { backends, freshStorage } from "../journal/backends.js"
 import { newRun, submit } from "../journal/fixtures.js"
