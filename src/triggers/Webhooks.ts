@@ -283,9 +283,9 @@ export const WebhooksLive = Layer.effect(
         })
       }
       const { accepted, rejected } = yield* decodeBody(webhook, body, playbooks)
-      // Every playbook's `when` first: its `eventId` is asked only of a playbook that takes the event.
+      // Every playbook's `when` first, then its `eventId`: a declining playbook's names the delivery too.
       const choices = yield* choose(accepted, given)
-      const eventIds = choices.map((choice) => choice._tag === "Takes" ? choice.eventId : undefined)
+      const eventIds = choices.map((choice) => choice._tag === "Failed" ? undefined : choice.eventId)
       const eventId = given ?? eventIds.find((id) => id !== undefined)
       if (eventId !== undefined && !eventIdPattern.test(eventId)) {
         return yield* new WebhookEventIdInvalid({

@@ -1,8 +1,8 @@
 /**
  * Which of a webhook's playbooks take a delivery's body, decided before the delivery is claimed:
  * each playbook's schema decodes it, then its `when(event)` says whether it takes the event, and
- * only then is its `eventId(event)` asked (its code may assume `when` passed). A playbook whose
- * code fails is that playbook's failure alone: the others still take the event.
+ * then its `eventId(event)` is asked. A playbook whose code fails is that playbook's failure alone:
+ * the others still take the event.
  */
 import { Effect, Schema } from "effect"
 import type { PlaybookDefinition } from "../definitions/definePlaybook.js"
@@ -20,7 +20,7 @@ export interface Accepted {
 /** What a playbook that accepted the body made of it: takes it (with its event id, if it gave one), declines it, or failed. */
 export type Choice =
   | { readonly _tag: "Takes"; readonly route: Route<PlaybookDefinition>; readonly event: unknown; readonly eventId: string | undefined }
-  | { readonly _tag: "Declines"; readonly route: Route<PlaybookDefinition> }
+  | { readonly _tag: "Declines"; readonly route: Route<PlaybookDefinition>; readonly eventId: string | undefined }
   | { readonly _tag: "Failed"; readonly route: Route<PlaybookDefinition>; readonly failed: PlaybookFailed }
 
 const parseJson = (text: string): { readonly ok: true; readonly value: unknown } | { readonly ok: false } => {
@@ -60,22 +60,26 @@ export const decodeBody = Effect.fnUntraced(function*(webhook: string, body: str
 })
 
 /**
- * Each accepting playbook's choice: its `when(event)`, then (when it takes the event and the
- * sender gave no id) its `eventId(event)`.
+ * Each accepting playbook's choice: its `when(event)`, then (when the sender gave no id) its
+ * `eventId(event)`. A playbook that declines still names the event: the id is the delivery's, and
+ * without it a resend would start the runs of the playbooks that take it again. Its `eventId` may
+ * assume `when` passed, so one that fails there gives no id, and is no failure.
  */
 export const choose = (accepted: ReadonlyArray<Accepted>, givenEventId: string | undefined) =>
   Effect.forEach(accepted, ({ event, route }) =>
     Effect.gen(function*() {
-      if (!(yield* playbookWhen(route, event))) return { _tag: "Declines", route } satisfies Choice
       const eventIdOf = route.definition.eventId
-      const eventId = eventIdOf === undefined || givenEventId !== undefined ? undefined : yield* playbookCall(
+      const eventId: Effect.Effect<string | undefined, PlaybookFailed> = eventIdOf === undefined || givenEventId !== undefined ? Effect.succeed(undefined) : playbookCall(
         route,
         "eventId(event)",
         () => eventIdOf(event),
         (id): id is string | undefined => id === undefined || typeof id === "string",
         "a string or undefined"
       )
-      return { _tag: "Takes", route, event, eventId } satisfies Choice
+      if (!(yield* playbookWhen(route, event))) {
+        return { _tag: "Declines", route, eventId: yield* eventId.pipe(Effect.orElseSucceed(() => undefined)) } satisfies Choice
+      }
+      return { _tag: "Takes", route, event, eventId: yield* eventId } satisfies Choice
     }).pipe(
       Effect.catchTag("PlaybookFailed", (failed) => Effect.succeed({ _tag: "Failed", route, failed } satisfies Choice)),
       Effect.map((choice): Choice => choice)

@@ -289,7 +289,42 @@ export default definePlaybook({
       expect((yield* http(`${server.url}/api/runs`)).json).toHaveLength(1)
     }))
 
-  it.scopedLive("eventId(event) is asked only of a playbook whose when(event) is true", () =>
+  it.scopedLive("a playbook whose when(event) is false still names the delivery with its eventId(event): a resend starts the others' runs once", () =>
+    Effect.gen(function*() {
+      const root = yield* tempProject({
+        "agents/triage/agent.ts": agentFile({ description: "Triage" }),
+        "playbooks/urgent.ts": `import { Schema } from "effect"
+import { definePlaybook, webhook } from "foundry"
+import triage from "../agents/triage/agent.js"
+${ticketSchema}
+export default definePlaybook({
+  on: webhook("tickets", Ticket),
+  when: (ticket) => ticket.priority >= 3,
+  agent: triage,
+  message: (ticket) => "Urgent: " + ticket.body,
+  eventId: (ticket) => "T-" + ticket.id
+})
+`,
+        "playbooks/every.ts": `import { Schema } from "effect"
+import { definePlaybook, webhook } from "foundry"
+import triage from "../agents/triage/agent.js"
+${ticketSchema}
+export default definePlaybook({
+  on: webhook("tickets", Ticket),
+  agent: triage,
+  message: (ticket) => "Ticket: " + ticket.body
+})
+`
+      })
+      const server = yield* startServer(root, { model })
+      const first = yield* deliver(server.url, ticket({ priority: 1 }))
+      expect(first.json).toMatchObject({ deliveryId: "tickets:T-t-1", runs: [{ playbook: "every" }] })
+      const again = yield* deliver(server.url, ticket({ priority: 1 }))
+      expect(again.json).toMatchObject({ deliveryId: "tickets:T-t-1" })
+      expect((yield* http(`${server.url}/api/runs`)).json).toHaveLength(1)
+    }))
+
+  it.scopedLive("an eventId(event) that fails for an event its when(event) declines is no failure of the playbook", () =>
     Effect.gen(function*() {
       const root = yield* tempProject({
         "agents/triage/agent.ts": agentFile({ description: "Triage" }),
