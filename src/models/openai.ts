@@ -15,6 +15,11 @@ export interface OpenAiModelOptions {
   readonly baseURL?: string | undefined
   /** Whether the model accepts images; by default guessed from its name (gpt-4o, gpt-4.1, gpt-5, o-series). */
   readonly vision?: boolean | undefined
+  /**
+   * The most tools one request may offer: OpenAI's 128 by default; unchecked by default on a
+   * compatible server (`baseURL`), whose limit is its own.
+   */
+  readonly maxTools?: number | undefined
 }
 
 /** OpenAI's models that take image input. */
@@ -96,7 +101,8 @@ export const make = (options: OpenAiModelOptions): LanguageModel => {
     )
   }
 
-  return { name, vision: options.vision ?? seesImages(options.model), maxTools: maxOpenAiTools, stream }
+  const maxTools = options.maxTools ?? (options.baseURL === undefined ? maxOpenAiTools : undefined)
+  return { name, vision: options.vision ?? seesImages(options.model), ...(maxTools === undefined ? {} : { maxTools }), stream }
 }
 
 // ---------------------------------------------------------------------------------------------

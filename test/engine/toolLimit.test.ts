@@ -37,7 +37,8 @@ describe("more tools than the model takes", () => {
     Effect.gen(function*() {
       const provider = yield* Fake.strictOpenAi({ otherwise: () => Fake.text("never") })
       const root = yield* tempProject(project(129))
-      const server = yield* startServer(root, { model: OpenAiModel.make({ model: "gpt-4.1-mini", apiKey: "sk-test", baseURL: provider.url }) })
+      // OpenAI's limit, as the adapter keeps it for OpenAI itself (no `baseURL`); here the fake stands in for it.
+      const server = yield* startServer(root, { model: OpenAiModel.make({ model: "gpt-4.1-mini", apiKey: "sk-test", baseURL: provider.url, maxTools: 128 }) })
       const created = yield* http(`${server.url}/api/runs`, { body: { agent: "big", message: "hello" } })
       expect(created.status, created.text).toBe(202)
       const { runId } = created.json as { runId: string }
@@ -50,4 +51,10 @@ describe("more tools than the model takes", () => {
       )
       expect(provider.requests).toEqual([])
     }))
+
+  it("OpenAI's limit is kept for OpenAI itself; a compatible server's is its own unless one is given", () => {
+    expect(OpenAiModel.make({ model: "gpt-4.1-mini", apiKey: "sk-test" }).maxTools).toBe(128)
+    expect(OpenAiModel.make({ model: "llama-3.1-70b", apiKey: "sk-test", baseURL: "http://127.0.0.1:8000/v1" }).maxTools).toBeUndefined()
+    expect(OpenAiModel.make({ model: "llama-3.1-70b", apiKey: "sk-test", baseURL: "http://127.0.0.1:8000/v1", maxTools: 64 }).maxTools).toBe(64)
+  })
 })
