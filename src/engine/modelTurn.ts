@@ -74,6 +74,23 @@ const providerWait = (error: ModelError, wait: Duration.Duration): { readonly wa
 }
 
 /**
+ * Whether the wait a provider asked for is longer than the retries left could wait at most (a 429
+ * of a daily limit: "x-ratelimit-reset-requests: 6h"): waiting the most each time would only fail
+ * later, and a fallback model could take the turn now.
+ */
+const beyondRetries = (error: ModelError, retriesLeft: number): boolean =>
+  error.retryAfter !== undefined && error.retryAfter > retriesLeft * Duration.toMillis(maxProviderWait)
+
+/** The failure of a turn whose provider asked for a wait beyond its retries, saying so. */
+const waitedInVain = (error: ModelError): ModelError => {
+  const { code, kind, model, retryAfter, retryAfterFrom, status } = error
+  const asked = Duration.format(Duration.millis(Math.ceil(retryAfter ?? 0)))
+  const message = `${error.message} (not retried: the provider's ${retryAfterFrom ?? "retry-after"} asked for ${asked}, ` +
+    `longer than the retries left wait at most, ${Duration.format(maxProviderWait)} each)`
+  return new ModelError({ model, kind, status, code, retryAfter, retryAfterFrom, message })
+}
+
+/**
  * Adds one chunk to the turn so far. The next turn is built field by field: spreading the last
  * one with a field changed (`{ ...acc, text }`) costs V8 twenty times as much.
  */
@@ -198,6 +215,8 @@ export const modelTurn = (
   const retryAfter = (error: ModelError, retries: number): Effect.Effect<TurnResult, ModelError> =>
     error.kind !== "transient" || retries >= options.retry.times
       ? Effect.fail(error)
+      : beyondRetries(error, options.retry.times - retries)
+      ? Effect.fail(waitedInVain(error))
       : Effect.flatMap(backoff(options.retry, retries), (wait) => {
         const asked = providerWait(error, wait)
         return Effect.sleep(asked?.wait ?? wait).pipe(

@@ -67,6 +67,25 @@ describe("a 429's wait without retry-after", () => {
       expect(retried[0]?.message).toMatch(/retried after 250ms, as the provider's error message asked\)$/)
     }))
 
+  it.scopedLive("a wait longer than the retries left could wait (a daily limit's 6h) fails the turn at once, saying why", () =>
+    Effect.gen(function*() {
+      const provider = yield* Fake.strictOpenAi({
+        replies: [
+          Fake.error(429, "Rate limit reached for gpt-4.1-mini in organization org-test on requests per day (RPD): Limit 10000, Used 10000, Requested 1.", {
+            type: "requests",
+            code: "rate_limit_exceeded",
+            headers: { "x-ratelimit-reset-requests": "6h0m0s" }
+          }),
+          Fake.text("Done.")
+        ]
+      })
+      const { result, retried, waited } = yield* turn(provider.url)
+      expect(Either.isLeft(result)).toBe(true)
+      expect(Either.isLeft(result) ? result.left.message : "").toMatch(/not retried: the provider's x-ratelimit-reset-requests asked for 6h/)
+      expect(retried).toEqual([])
+      expect(waited).toBeLessThan(5000)
+    }))
+
   it.scopedLive("a 500 is not made to wait for the reset headers OpenAI sends on every answer", () =>
     Effect.gen(function*() {
       const provider = yield* Fake.strictOpenAi({
