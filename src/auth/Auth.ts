@@ -11,7 +11,7 @@ import type { StoreError } from "../durable/StoreError.js"
 import { type AccessDenied, Forbidden, RateLimited, Unauthorized } from "./accessErrors.js"
 import { type AccessMode, accessMode, exposedNames, isExposed } from "./accessMode.js"
 import { routeAccess } from "./routeAccess.js"
-import { type TokenRecord, TokenStorage } from "./TokenStorage.js"
+import { type SessionRecord, type TokenRecord, TokenStorage } from "./TokenStorage.js"
 import { sendsFoundryToken } from "./token.js"
 import { allows, tokenScopes } from "./TokenScope.js"
 
@@ -37,14 +37,20 @@ export interface AuthSettings {
   readonly rateLimit: { readonly requests: number; readonly per: Duration.DurationInput }
 }
 
+/** What a request was admitted on: its token, and the inspector's session it came with, if any. */
+export interface Admission {
+  readonly tokenId: string
+  readonly session: Option.Option<SessionRecord>
+}
+
 /** The door. */
 export class Auth extends Context.Tag("foundry/Auth")<Auth, {
   readonly mode: AccessMode
   /**
-   * Succeeds when the request may go on to its route, with the id of the token it was admitted on
-   * (none: a public route, or an open door's request without a Foundry token).
+   * Succeeds when the request may go on to its route, with the token it was admitted on and its
+   * session (none: a public route, or an open door's request without a Foundry token).
    */
-  readonly admit: (knock: Knock) => Effect.Effect<Option.Option<string>, AccessDenied | StoreError>
+  readonly admit: (knock: Knock) => Effect.Effect<Option.Option<Admission>, AccessDenied | StoreError>
   /** The valid token a request carries, if any, whatever its route needs. */
   readonly identify: (knock: Knock) => Effect.Effect<Option.Option<TokenRecord>, StoreError>
 }>() {}
@@ -97,8 +103,10 @@ export const layer = (settings: AuthSettings) =>
         )
 
       // A session's secret is checked only as a session, a token only as a token: neither passes for the other.
-      const verify = (credential: Credential) =>
-        credential._tag === "Bearer" ? tokens.verify(credential.token) : tokens.verifySession(credential.secret)
+      const verify = (credential: Credential): Effect.Effect<Option.Option<{ readonly token: TokenRecord; readonly session: Option.Option<SessionRecord> }>, StoreError> =>
+        credential._tag === "Bearer"
+          ? Effect.map(tokens.verify(credential.token), Option.map((token) => ({ token, session: Option.none() })))
+          : Effect.map(tokens.verifySession(credential.secret), Option.map(({ session, token }) => ({ token, session: Option.some(session) })))
 
       const admit = Effect.fn("Auth.admit")(function*(knock: Knock) {
         // Open: only a request that sends a Foundry token is held to it (an OpenAI client's key is
@@ -122,7 +130,7 @@ export const layer = (settings: AuthSettings) =>
               : "the session has ended (signed out, expired, or its token revoked): sign in again with a token"
           })
         }
-        const { id, scope } = found.value
+        const { id, scope } = found.value.token
         if (!allows(scope, needed)) {
           return yield* new Forbidden({
             message: `${knock.method} ${knock.url.split("?", 1)[0]} needs a token with scope "${needed}"; ` +
@@ -132,13 +140,14 @@ export const layer = (settings: AuthSettings) =>
           })
         }
         yield* withinLimit(id)
-        return Option.some(id)
+        return Option.some<Admission>({ tokenId: id, session: found.value.session })
       })
 
       const identify = (knock: Knock) =>
         presented(knock).pipe(
           Effect.option,
-          Effect.flatMap(Option.match({ onNone: () => Effect.succeedNone, onSome: verify }))
+          Effect.flatMap(Option.match({ onNone: () => Effect.succeedNone, onSome: verify })),
+          Effect.map(Option.map(({ token }) => token))
         )
 
       return Auth.of({ mode, admit, identify })

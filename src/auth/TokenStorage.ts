@@ -35,6 +35,12 @@ export interface IssuedSession {
   readonly expiresAt: number
 }
 
+/** A session as what it admits keeps it: found by its secret's hash, ending at `expiresAt` (or sooner). */
+export interface SessionRecord {
+  readonly hash: string
+  readonly expiresAt: number
+}
+
 /** How stale `last_used_at` may get: writing it on every request would make each one a write. */
 const lastUsedResolution = 60_000
 
@@ -51,8 +57,12 @@ export class TokenStorage extends Context.Tag("foundry/TokenStorage")<TokenStora
   readonly countActive: Effect.Effect<number, StoreError>
   /** A new session for token `tokenId`, ending `lasting` from now (expired sessions are dropped meanwhile). */
   readonly startSession: (tokenId: string, lasting: Duration.DurationInput) => Effect.Effect<IssuedSession, StoreError>
-  /** The token the session with `secret` stands for, when the session has not ended or expired and the token is not revoked. */
-  readonly verifySession: (secret: string) => Effect.Effect<Option.Option<TokenRecord>, StoreError>
+  /** The token the session with `secret` stands for, and the session, when it has not ended or expired and the token is not revoked. */
+  readonly verifySession: (
+    secret: string
+  ) => Effect.Effect<Option.Option<{ readonly token: TokenRecord; readonly session: SessionRecord }>, StoreError>
+  /** Which of the sessions with these hashes have not ended or expired (found in one query, however many). */
+  readonly liveSessions: (hashes: ReadonlyArray<string>) => Effect.Effect<ReadonlySet<string>, StoreError>
   /** Ends the session with `secret` (signing out); nothing when there is none. */
   readonly endSession: (secret: string) => Effect.Effect<void, StoreError>
 }>() {}
@@ -80,11 +90,16 @@ export const layer = Layer.effect(
 
     const bySession = SqlSchema.findOne({
       Request: Schema.Struct({ hash: Schema.String, now: Schema.Number }),
-      Result: TokenRecord,
+      Result: Schema.Struct({ ...TokenRecord.fields, sessionExpiresAt: Schema.Number }),
       // The token's own row decides its revocation: a session ends with its token on every process at once.
       execute: ({ hash, now }) =>
-        sql`SELECT t.* FROM foundry_sessions s JOIN foundry_tokens t ON t.id = s.token_id
+        sql`SELECT t.*, s.expires_at AS session_expires_at FROM foundry_sessions s JOIN foundry_tokens t ON t.id = s.token_id
           WHERE s.hash = ${hash} AND s.expires_at > ${now} AND t.revoked_at IS NULL`
+    })
+    const live = SqlSchema.findAll({
+      Request: Schema.Struct({ hashes: Schema.Array(Schema.String), now: Schema.Number }),
+      Result: Schema.Struct({ hash: Schema.String }),
+      execute: ({ hashes, now }) => sql`SELECT hash FROM foundry_sessions WHERE ${sql.in("hash", hashes)} AND expires_at > ${now}`
     })
 
     /** `found`, its use recorded (at most once per `lastUsedResolution`). */
@@ -152,9 +167,20 @@ export const layer = Layer.effect(
         Effect.gen(function*() {
           if (!isSessionSecret(secret)) return Option.none()
           // Found by the secret's hash: no id to look up by, and the hash is what is unknown to a guesser.
-          const found = yield* bySession({ hash: hashToken(secret), now: yield* Clock.currentTimeMillis })
-          return Option.isNone(found) ? found : Option.some(yield* used(found.value))
+          const hash = hashToken(secret)
+          const found = yield* bySession({ hash, now: yield* Clock.currentTimeMillis })
+          if (Option.isNone(found)) return Option.none()
+          const { sessionExpiresAt, ...token } = found.value
+          return Option.some({ token: yield* used(TokenRecord.make(token)), session: { hash, expiresAt: sessionExpiresAt } })
         }).pipe(failAs("verifySession")),
+
+      liveSessions: (hashes) =>
+        hashes.length === 0
+          ? Effect.succeed(new Set<string>())
+          : Effect.gen(function*() {
+            const found = yield* live({ hashes, now: yield* Clock.currentTimeMillis })
+            return new Set(found.map(({ hash }) => hash))
+          }).pipe(failAs("liveSessions")),
 
       endSession: (secret) =>
         (isSessionSecret(secret) ? sql`DELETE FROM foundry_sessions WHERE hash = ${hashToken(secret)}` : Effect.void).pipe(

@@ -12,7 +12,7 @@ import { Auth, type Knock } from "./Auth.js"
 import { normalizedPath } from "./routeAccess.js"
 import { serverSessionCookie } from "./sessionCookie.js"
 import { sendsFoundryToken } from "./token.js"
-import { type AccessEnds, currentAccessEnds, TokenRevocations } from "./TokenRevocations.js"
+import { type AccessEnds, currentAccessEnds, eitherEnds, TokenRevocations } from "./TokenRevocations.js"
 
 const encodeDenied = Schema.encodeSync(Schema.Union(Unauthorized, Forbidden, RateLimited))
 
@@ -74,7 +74,7 @@ const endingWith = (app: HttpApp.Default, ends: AccessEnds): HttpApp.Default =>
  * OpenAI client's API key is no Foundry token); one that sends a Foundry token anyway is held to
  * it, as its client expects (a wrong token is not let through unnoticed, nor a deploy recorded as
  * made by a token that may not deploy). What a request admitted on a token keeps open ends when
- * the token is revoked.
+ * the token is revoked, and, admitted on the inspector's session, when the session ends too.
  */
 export const authMiddleware = Effect.map(Effect.all([Auth, TokenRevocations, serverSessionCookie]), ([auth, revocations, cookie]) => (app: HttpApp.Default) => {
   const admitted = Effect.gen(function*() {
@@ -83,7 +83,17 @@ export const authMiddleware = Effect.map(Effect.all([Auth, TokenRevocations, ser
     return yield* auth.admit(knock).pipe(
       orStoreUnavailable,
       Effect.matchEffect({
-        onSuccess: Option.match({ onNone: () => app, onSome: (token) => endingWith(app, revocations.onRevoked(token)) }),
+        onSuccess: Option.match({
+          onNone: () => app,
+          onSome: ({ session, tokenId }) =>
+            endingWith(
+              app,
+              Option.match(session, {
+                onNone: () => revocations.onRevoked(tokenId),
+                onSome: (ended) => eitherEnds(revocations.onRevoked(tokenId), revocations.onSessionEnded(ended))
+              })
+            )
+        }),
         onFailure: (error) => error._tag === "StoreUnavailable" ? Effect.fail(error) : refusal(error, normalizedPath(knock.url))
       })
     )

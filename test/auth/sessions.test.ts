@@ -6,10 +6,11 @@
 import { NodeContext } from "@effect/platform-node"
 import { SqlClient } from "@effect/sql"
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Layer } from "effect"
+import { Effect, Layer, Option } from "effect"
 import * as TokenStorage from "../../src/auth/TokenStorage.js"
 import * as PgDatabase from "../../src/durable/PgDatabase.js"
 import * as SqliteDatabase from "../../src/durable/SqliteDatabase.js"
+import { readToEnd } from "../support/eventFeed.js"
 import { freshSchema, skipPostgres } from "../support/postgres.js"
 import { http, startServer, startServerOnItsStore, type TestServer } from "../support/server.js"
 import { plannedModel } from "../support/plannedModel.js"
@@ -204,6 +205,33 @@ describe.skipIf(skipPostgres)("sessions on a PostgreSQL store shared by two proc
       expect((yield* http(`${b}/api/runs`, { headers: onB(second) })).status).toBe(200)
       expect((yield* http(`${b}/api/tokens/${token.id}`, { method: "DELETE", headers: bearer(admin) })).status).toBe(200)
       expect((yield* http(`${a}/api/runs`, { headers: sending(second) })).status).toBe(401)
+    }))
+
+  it.scopedLive("the event feed a session opened on one ends when it signs out on the other", () =>
+    Effect.gen(function*() {
+      const url = yield* freshSchema
+      const root = yield* tempProject({
+        "agents/echo/agent.ts": agentFile(),
+        "foundry.config.ts": `import { defineConfig } from "foundry"\nexport default defineConfig({ auth: { required: true }, store: { postgres: ${JSON.stringify(url)} } })\n`
+      })
+      const a = yield* startServerOnItsStore(root, plannedModel)
+      const b = yield* startServerOnItsStore(root, plannedModel)
+      const admin = yield* issueOnPostgres(url)
+      const { cookie } = yield* signIn(a, admin)
+      const onB = sending({ name: `foundry_session_${portOf(b)}`, value: cookie.value })
+      const feed = yield* Effect.promise(async () => {
+        const response = await fetch(`${b}/api/events`, { headers: { ...onB, accept: "text/event-stream" } })
+        const reader = response.body?.getReader()
+        const first = await reader?.read()
+        return { status: response.status, first: first?.done === false, ended: readToEnd(reader) }
+      })
+      expect([feed.status, feed.first]).toEqual([200, true])
+      const endsWithin = (within: `${number} seconds`) =>
+        Effect.promise(() => feed.ended).pipe(Effect.timeout(within), Effect.option, Effect.map(Option.isSome))
+      expect(yield* endsWithin("1 seconds")).toBe(false)
+      expect((yield* http(`${a}/api/session`, { method: "DELETE", headers: sending(cookie) })).status).toBe(204)
+      // Found by b's look in the store (every two seconds).
+      expect(yield* endsWithin("6 seconds")).toBe(true)
     }))
 })
 

@@ -82,7 +82,8 @@ export const TokensLive = HttpApiBuilder.group(FoundryApi, "tokens", (handlers) 
         Effect.gen(function*() {
           const request = yield* HttpServerRequest.HttpServerRequest
           const secret = request.cookies[cookie]
-          if (secret !== undefined) yield* tokens.endSession(secret)
+          // Ended through the revocations, so what the session keeps open here (an event stream) ends with it.
+          if (secret !== undefined) yield* revocations.endSession(secret)
           yield* expired(request, [cookie])
         }).pipe(orStoreUnavailable))
   }))
