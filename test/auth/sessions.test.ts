@@ -182,15 +182,7 @@ describe("the inspector's session on a server that needs tokens", () => {
 describe.skipIf(skipPostgres)("sessions on a PostgreSQL store shared by two processes", () => {
   it.scopedLive("a session signed in on one is known to the other, and ends on both at sign-out and with its token", () =>
     Effect.gen(function*() {
-      const url = yield* freshSchema
-      const root = yield* tempProject({
-        "agents/echo/agent.ts": agentFile(),
-        "foundry.config.ts": `import { defineConfig } from "foundry"\nexport default defineConfig({ auth: { required: true }, store: { postgres: ${JSON.stringify(url)} } })\n`
-      })
-      const a = yield* startServerOnItsStore(root, plannedModel)
-      const b = yield* startServerOnItsStore(root, plannedModel)
-      // A token made over the first server's API needs one to start with: the second's store is the same.
-      const admin = yield* issueOnPostgres(url)
+      const { a, admin, b } = yield* twoServers
       const made = yield* http(`${a}/api/tokens`, { body: { scope: "read", name: "shared" }, headers: bearer(admin) })
       const token = (made.json as { token: string; id: string })
       const onB = (cookie: Cookie) => sending({ name: `foundry_session_${portOf(b)}`, value: cookie.value })
@@ -209,14 +201,7 @@ describe.skipIf(skipPostgres)("sessions on a PostgreSQL store shared by two proc
 
   it.scopedLive("the event feed a session opened on one ends when it signs out on the other", () =>
     Effect.gen(function*() {
-      const url = yield* freshSchema
-      const root = yield* tempProject({
-        "agents/echo/agent.ts": agentFile(),
-        "foundry.config.ts": `import { defineConfig } from "foundry"\nexport default defineConfig({ auth: { required: true }, store: { postgres: ${JSON.stringify(url)} } })\n`
-      })
-      const a = yield* startServerOnItsStore(root, plannedModel)
-      const b = yield* startServerOnItsStore(root, plannedModel)
-      const admin = yield* issueOnPostgres(url)
+      const { a, admin, b } = yield* twoServers
       const { cookie } = yield* signIn(a, admin)
       const onB = sending({ name: `foundry_session_${portOf(b)}`, value: cookie.value })
       const feed = yield* Effect.promise(async () => {
@@ -233,6 +218,21 @@ describe.skipIf(skipPostgres)("sessions on a PostgreSQL store shared by two proc
       // Found by b's look in the store (every two seconds).
       expect(yield* endsWithin("6 seconds")).toBe(true)
     }))
+})
+
+/**
+ * Two servers needing tokens on one fresh PostgreSQL store, and an admin token made in it (a token
+ * made over a server's API needs one to start with).
+ */
+const twoServers = Effect.gen(function*() {
+  const url = yield* freshSchema
+  const root = yield* tempProject({
+    "agents/echo/agent.ts": agentFile(),
+    "foundry.config.ts": `import { defineConfig } from "foundry"\nexport default defineConfig({ auth: { required: true }, store: { postgres: ${JSON.stringify(url)} } })\n`
+  })
+  const a = yield* startServerOnItsStore(root, plannedModel)
+  const b = yield* startServerOnItsStore(root, plannedModel)
+  return { a, b, admin: yield* issueOnPostgres(url) }
 })
 
 /** An admin token made straight in the PostgreSQL store at `url`, as `foundry token create` does. */
