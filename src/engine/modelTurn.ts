@@ -68,9 +68,13 @@ const providerWait = (error: ModelError, wait: Duration.Duration): { readonly wa
   const capped = Duration.greaterThan(requested, maxProviderWait)
     ? `; it asked for ${Duration.format(requested)}, Foundry waits at most ${Duration.format(maxProviderWait)}`
     : ""
+  return { wait: asked, told: saying(error, `retried after ${Duration.format(asked)}, as the provider's ${error.retryAfterFrom ?? "retry-after"} asked${capped}`) }
+}
+
+/** `error` with `note` added to its message, in brackets: how a retry (or its absence) tells the failure. */
+const saying = (error: ModelError, note: string): ModelError => {
   const { code, kind, model, retryAfter, retryAfterFrom, status } = error
-  const message = `${error.message} (retried after ${Duration.format(asked)}, as the provider's ${retryAfterFrom ?? "retry-after"} asked${capped})`
-  return { wait: asked, told: new ModelError({ model, kind, status, code, retryAfter, retryAfterFrom, message }) }
+  return new ModelError({ model, kind, status, code, retryAfter, retryAfterFrom, message: `${error.message} (${note})` })
 }
 
 /**
@@ -83,11 +87,12 @@ const beyondRetries = (error: ModelError, retriesLeft: number): boolean =>
 
 /** The failure of a turn whose provider asked for a wait beyond its retries, saying so. */
 const waitedInVain = (error: ModelError): ModelError => {
-  const { code, kind, model, retryAfter, retryAfterFrom, status } = error
-  const asked = Duration.format(Duration.millis(Math.ceil(retryAfter ?? 0)))
-  const message = `${error.message} (not retried: the provider's ${retryAfterFrom ?? "retry-after"} asked for ${asked}, ` +
-    `longer than the retries left wait at most, ${Duration.format(maxProviderWait)} each)`
-  return new ModelError({ model, kind, status, code, retryAfter, retryAfterFrom, message })
+  const asked = Duration.format(Duration.millis(Math.ceil(error.retryAfter ?? 0)))
+  return saying(
+    error,
+    `not retried: the provider's ${error.retryAfterFrom ?? "retry-after"} asked for ${asked}, ` +
+      `longer than the retries left wait at most, ${Duration.format(maxProviderWait)} each`
+  )
 }
 
 /**
